@@ -1,0 +1,124 @@
+// Package qgemm is sqc's u8 x s8 -> s32 matrix multiplication with fused
+// epilogues: the kernels that carry almost all of an INT8 encoder's work.
+//
+// # Layouts (one layout for every ISA)
+//
+// K is padded to Kp = RoundUp(K, 64): 64 bytes of K is one AMX tile row and
+// one zmm of VNNI groups.
+//
+// A (activations) is u8, row-major, M rows of stride lda >= Kp bytes. The
+// bytes in columns K..Kp-1 may hold anything: the packed weights are zero
+// there, so they contribute nothing.
+//
+// B (weights, K x N, s8) is packed once at compile time into PackedB.Data:
+// N is padded to Np = RoundUp(N, 16) and cut into N-blocks of 16 columns;
+// each N-block is a contiguous strip of Kp/4 rows of 64 bytes, row kg
+// holding, for its 16 columns n, the 4 consecutive K values 4kg..4kg+3
+// (the VNNI order):
+//
+//	Data[((nb*(Kp/4)+kg)*16+n)*4+j] = W[4*kg+j][16*nb+n]   (0 where padded)
+//
+// So one AMX B tile (16 rows x 64 bytes) is the 1 KiB at
+// nb*Kp*16 + (k0/64)*1024, and one zmm VPDPBUSD operand is the 64 bytes at
+// (nb*(Kp/4)+kg)*64: the same bytes for both.
+//
+// # Micro-kernel ABI
+//
+// Every ISA variant provides one Kernel with this contract:
+//
+//	C[i*ldc+j] = sum_{k<Kp} int32(A[i*lda+k]) * int32(B[...k, j...])
+//	for i < m, j < nblocks*16
+//
+// where b points at the first N-block to compute (caller offsets it by
+// nb0*Kp*16) and C is overwritten (s32, row stride ldc elements). A kernel
+// reads only A rows < m and writes only C rows < m, columns < nblocks*16.
+// An AMX kernel configures tiles (LDTILECFG) on entry and releases them
+// (TILERELEASE) before it returns: tile state never outlives one call.
+//
+// # Epilogue
+//
+// The s32 block is turned into the output while it is still in cache,
+// element-wise, in this exact float32 order (no fused multiply-add, so
+// every ISA and the pure-Go path give identical bits):
+//
+//	acc := C - AZeroPoint*ColSum[n]                  (int32)
+//	v   := float32(acc) * Scale[n]
+//	v    = v + Bias[n]                               (if Bias != nil)
+//	v    = gelu(v)                                   (if Act == ActGelu)
+//	v    = v + Residual[i*ResidualStride+n]          (if Residual != nil)
+//	OutF32[i*OutStride+n] = v                        (f32 output), or
+//	OutU8[i*OutStride+n]  = clamp(roundEven(v*OutInvScale) + OutZeroPoint, 0, 255)
+package qgemm
+
+// ISA names a kernel family. Larger is faster; SQC_ISA forces a lower one.
+type ISA int
+
+// The kernel families, from portable to fastest.
+const (
+	ISAGo ISA = iota
+	ISAAVX2
+	ISAVNNI
+	ISAAMX
+)
+
+func (i ISA) String() string {
+	switch i {
+	case ISAGo:
+		return "go"
+	case ISAAVX2:
+		return "avx2"
+	case ISAVNNI:
+		return "vnni"
+	case ISAAMX:
+		return "amx"
+	}
+	return "unknown"
+}
+
+// KBlock is the K padding unit in bytes (one AMX tile row, one zmm).
+const KBlock = 64
+
+// NBlock is the width of one packed N-block in columns (one AMX C tile row
+// of int32, one zmm of int32 accumulators).
+const NBlock = 16
+
+// RoundUp rounds n up to a multiple of m.
+func RoundUp(n, m int) int { return (n + m - 1) / m * m }
+
+// Kernel computes an m x (nblocks*16) s32 block; see the package comment.
+type Kernel func(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
+
+// PackedB is a weight matrix in the blocked layout above.
+type PackedB struct {
+	K, N   int     // logical shape of W (K x N)
+	Kp, Np int     // padded: Kp = RoundUp(K, 64), Np = RoundUp(N, 16)
+	Data   []int8  // Np/16 strips of Kp*16 bytes
+	ColSum []int32 // per column n < Np: sum over k of W[k][n] (0 where padded)
+}
+
+// Act is the activation applied in the epilogue.
+type Act uint8
+
+// Activations the epilogue can apply.
+const (
+	ActNone Act = iota
+	ActGelu     // erf GELU: 0.5*x*(1+erf(x/sqrt2))
+)
+
+// Epilogue says what happens to the s32 accumulators; see the package
+// comment for the exact arithmetic.
+type Epilogue struct {
+	AZeroPoint     int32     // zero point of A (128 when s8 activations run as u8)
+	Scale          []float32 // per output column: activation scale x weight scale (len >= N)
+	Bias           []float32 // optional, len >= N
+	Act            Act
+	Residual       []float32 // optional, row stride ResidualStride
+	ResidualStride int
+
+	// Exactly one output: OutF32, or OutU8 with OutInvScale/OutZeroPoint.
+	OutF32       []float32
+	OutU8        []uint8
+	OutStride    int
+	OutInvScale  float32
+	OutZeroPoint int32
+}
