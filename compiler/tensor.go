@@ -17,6 +17,10 @@ type Tensor struct {
 	I8   []int8
 	U8   []uint8
 	Bool []bool
+
+	// elided is set on tensors the text parser filled in for data the
+	// text elided, so that printing them again gives the same text.
+	elided *elision
 }
 
 // NumElements is the product of dims (1 for a scalar).

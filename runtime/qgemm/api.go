@@ -109,6 +109,7 @@ const (
 // comment for the exact arithmetic.
 type Epilogue struct {
 	AZeroPoint     int32     // zero point of A (128 when s8 activations run as u8)
+	ColSum         []int32   // per output column: PackedB.ColSum (len >= N); may be nil when AZeroPoint == 0
 	Scale          []float32 // per output column: activation scale x weight scale (len >= N)
 	Bias           []float32 // optional, len >= N
 	Act            Act
@@ -121,4 +122,17 @@ type Epilogue struct {
 	OutStride    int
 	OutInvScale  float32
 	OutZeroPoint int32
+}
+
+// EpilogueFunc applies ep to an s32 block: c[i*ldc+j] is the accumulator of
+// output element (m0+i, n0+j), for i < m, j < n. Every EpilogueFunc gives
+// the same bits as the pure-Go one.
+type EpilogueFunc func(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int)
+
+// Variant is one ISA's implementation. Epilogue may be nil, meaning the
+// pure-Go epilogue is used.
+type Variant struct {
+	ISA      ISA
+	Kernel   Kernel
+	Epilogue EpilogueFunc
 }

@@ -1,0 +1,432 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/ir"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// kernelSig is qgemm.Kernel's signature.
+const kernelSig = "func(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)"
+
+// Tile register assignment of the AMX kernel: a 2x2 block of C tiles (32
+// rows x 32 columns of int32), two A tiles (16 rows x 64 K bytes each) and
+// two B tiles (16 K-groups x 16 columns x 4 bytes each).
+const (
+	tileC00, tileC01, tileC10, tileC11 = 0, 1, 2, 3
+	tileA0, tileA1                     = 4, 5
+	tileB0, tileB1                     = 6, 7
+)
+
+func tileC(i, j int) int { return 2*i + j }
+func tileA(i int) int    { return tileA0 + i }
+func tileB(j int) int    { return tileB0 + j }
+
+// tileOps emits tile operations. realTiles emits the AMX instructions;
+// emuTiles emits AVX512-VNNI code that emulates them on a tile file in the
+// stack frame, so that the AMX kernel's loops, addressing, tail
+// configurations and stores can be tested bit for bit on CPUs without AMX.
+type tileOps interface {
+	begin()                         // called once the function exists
+	ldTileCfg(cfg reg.GPVirtual)    // LDTILECFG [cfg]
+	tileRelease()                   // TILERELEASE
+	tileZero(t int)                 // TILEZERO tmm(t)
+	tileLoad(t int, m operand.Mem)  // TILELOADD tmm(t), [m] (m.Index = row stride)
+	tileStore(m operand.Mem, t int) // TILESTORED [m], tmm(t)
+	tdpbusd(c, a, b int)            // TDPBUSD tmm(c), tmm(a), tmm(b)
+	attributes() attr.Attribute
+}
+
+type realTiles struct{ g *gen }
+
+func (r realTiles) begin()                         {}
+func (r realTiles) ldTileCfg(cfg reg.GPVirtual)    { r.g.amxLdTileCfg(cfg) }
+func (r realTiles) tileRelease()                   { r.g.amxTileRelease() }
+func (r realTiles) tileZero(t int)                 { r.g.amxTileZero(t) }
+func (r realTiles) tileLoad(t int, m operand.Mem)  { r.g.amxTileLoadD(t, m) }
+func (r realTiles) tileStore(m operand.Mem, t int) { r.g.amxTileStoreD(m, t) }
+func (r realTiles) tdpbusd(c, a, b int)            { r.g.amxTDPBUSD(c, a, b) }
+
+// The real kernel's frame is small (two tile configs and a few saved
+// loop variables), so it needs no stack-split check.
+func (r realTiles) attributes() attr.Attribute { return attr.NOSPLIT }
+
+// emuTiles keeps eight 1 KiB tiles and the 64-byte tile config in the
+// stack frame. Every tile has 64 bytes per row in this kernel, so only the
+// row counts of the config are read.
+type emuTiles struct {
+	g     *gen
+	tiles operand.Mem // 8 x 16 rows x 64 bytes
+	cfg   operand.Mem // copy of the last loaded config
+}
+
+func newEmuTiles(g *gen) *emuTiles { return &emuTiles{g: g} }
+
+func (e *emuTiles) begin() {
+	e.tiles = e.g.AllocLocal(8 * 1024)
+	e.cfg = e.g.AllocLocal(64)
+}
+
+func (e *emuTiles) attributes() attr.Attribute { return 0 }
+
+func (e *emuTiles) tile(t, off int) operand.Mem { return e.tiles.Offset(t*1024 + off) }
+
+func (e *emuTiles) rows(t int) reg.GPVirtual {
+	r := e.g.GP64()
+	e.g.MOVBQZX(e.cfg.Offset(48+t), r)
+	return r
+}
+
+func (e *emuTiles) ldTileCfg(cfg reg.GPVirtual) {
+	z := e.g.ZMM()
+	e.g.VMOVDQU64(operand.Mem{Base: cfg}, z)
+	e.g.VMOVDQU64(z, e.cfg)
+}
+
+func (e *emuTiles) tileRelease() {}
+
+func (e *emuTiles) tileZero(t int) {
+	z := e.g.ZMM()
+	e.g.zeroVec(z)
+	for r := 0; r < 16; r++ {
+		e.g.VMOVDQU64(z, e.tile(t, 64*r))
+	}
+}
+
+// rowLoop emits: for off := 0; rows > 0; rows--, off += 64 { body(off) }.
+func (e *emuTiles) rowLoop(rows reg.GPVirtual, body func(off reg.GPVirtual)) {
+	g := e.g
+	off := g.GP64()
+	g.XORQ(off, off)
+	top, done := g.label("emu_row"), g.label("emu_row_done")
+	g.Label(top)
+	g.TESTQ(rows, rows)
+	g.JZ(operand.LabelRef(done))
+	body(off)
+	g.ADDQ(operand.U8(64), off)
+	g.DECQ(rows)
+	g.JMP(operand.LabelRef(top))
+	g.Label(done)
+}
+
+func (e *emuTiles) tileLoad(t int, m operand.Mem) {
+	g := e.g
+	e.tileZero(t) // rows past the configured count read as zero
+	ptr := g.GP64()
+	g.LEAQ(operand.Mem{Base: m.Base, Disp: m.Disp}, ptr)
+	e.rowLoop(e.rows(t), func(off reg.GPVirtual) {
+		z := g.ZMM()
+		g.VMOVDQU64(operand.Mem{Base: ptr}, z)
+		g.VMOVDQU64(z, e.tile(t, 0).Idx(off, 1))
+		g.ADDQ(m.Index, ptr)
+	})
+}
+
+func (e *emuTiles) tileStore(m operand.Mem, t int) {
+	g := e.g
+	ptr := g.GP64()
+	g.LEAQ(operand.Mem{Base: m.Base, Disp: m.Disp}, ptr)
+	e.rowLoop(e.rows(t), func(off reg.GPVirtual) {
+		z := g.ZMM()
+		g.VMOVDQU64(e.tile(t, 0).Idx(off, 1), z)
+		g.VMOVDQU64(z, operand.Mem{Base: ptr})
+		g.ADDQ(m.Index, ptr)
+	})
+}
+
+func (e *emuTiles) tdpbusd(c, a, b int) {
+	g := e.g
+	e.rowLoop(e.rows(c), func(off reg.GPVirtual) {
+		acc := g.ZMM()
+		g.VMOVDQU32(e.tile(c, 0).Idx(off, 1), acc)
+		for k := 0; k < 16; k++ {
+			u8 := g.ZMM()
+			g.VPBROADCASTD(e.tile(a, 4*k).Idx(off, 1), u8)
+			g.vpdpbusd(e.tile(b, 64*k), u8, acc)
+		}
+		g.VMOVDQU32(acc, e.tile(c, 0).Idx(off, 1))
+	})
+}
+
+// vpdpbusd emits VPDPBUSD s8, u8, acc (acc += u8 . s8 in groups of four
+// bytes), which avo v0.5.0 lacks; Go's assembler takes the EVEX form.
+func (g *gen) vpdpbusd(s8 operand.Op, u8, acc reg.Register) {
+	g.Instruction(&ir.Instruction{
+		Opcode:   "VPDPBUSD",
+		Operands: []operand.Op{s8, u8, acc},
+		Inputs:   []operand.Op{s8, u8, acc},
+		Outputs:  []operand.Op{acc},
+		ISA:      []string{"AVX512VNNI"},
+	})
+}
+
+// amxState holds the stack slots of the AMX kernel's outer loops. Keeping
+// them in memory leaves the K loop all the registers it needs (and the
+// emulation the few more it needs); they are touched once per 32x32 block.
+type amxState struct {
+	a, c     operand.Mem // A and C of the current 32-row block
+	mblocks  operand.Mem // full 32-row blocks left
+	b, cpair operand.Mem // B and C of the current N pair
+	npairs   operand.Mem // N pairs left
+}
+
+// genAMXKernel emits an AMX Kernel (see runtime/qgemm/api.go).
+//
+// Design: C is computed in 32x32 blocks held in four C tiles (2x2), with
+// the A block (32 rows x Kp) walked once per N pair: the driver's
+// macro-block rows of A stay in L1/L2 while the kernel sweeps all N pairs,
+// and the B strips (Kp x 16 bytes each, contiguous 1 KiB tiles) stream
+// from L2. In the K loop each A and B tile is reloaded right after its
+// last use in the current step (software pipelining), so the loads of step
+// k+1 overlap the TDPBUSDs of step k. M tails use a second tile config
+// whose last tile row has m%16 rows (or m%32-16), so no A row >= m is read
+// and no C row >= m is written; an odd trailing N-block uses a 2x1 (or 1x1)
+// block. LDTILECFG runs on entry (and once more for the M tail);
+// TILERELEASE before returning.
+func genAMXKernel(g *gen, name string, t tileOps) {
+	g.Function(name)
+	g.Attributes(t.attributes())
+	g.SignatureExpr(kernelSig)
+	g.Pragma("noescape")
+	if _, emu := t.(*emuTiles); emu {
+		g.Doc(name+" is qgemmAMX with every tile instruction emulated by AVX512-VNNI",
+			"code on a tile file in its stack frame: the same loops, addresses, tile configs",
+			"and tails, runnable (and testable) on CPUs without AMX. It is for tests only.")
+	} else {
+		g.Doc(name+" is the AMX (TDPBUSD) Kernel: 32x32 int32 blocks in a 2x2 of C tiles.",
+			"The caller must hold the AMX tile-data permission (runtime/cpu.Detect).")
+	}
+	t.begin()
+	cfg := g.AllocLocal(64)
+	cfgTail := g.AllocLocal(64)
+	st := amxState{
+		a: g.AllocLocal(8), c: g.AllocLocal(8), mblocks: g.AllocLocal(8),
+		b: g.AllocLocal(8), cpair: g.AllocLocal(8), npairs: g.AllocLocal(8),
+	}
+
+	g.Comment("Tile config: palette 1; every tile 16 rows x 64 bytes.")
+	zero := g.GP64()
+	g.XORQ(zero, zero)
+	for off := 0; off < 64; off += 8 {
+		g.MOVQ(zero, cfg.Offset(off))
+	}
+	g.MOVB(operand.U8(1), cfg)
+	w := g.GP64()
+	g.MOVQ(operand.U64(0x0040004000400040), w) // four uint16 colsb = 64
+	g.MOVQ(w, cfg.Offset(16))
+	g.MOVQ(w, cfg.Offset(24))
+	g.MOVQ(operand.U64(0x1010101010101010), w) // eight rows = 16
+	g.MOVQ(w, cfg.Offset(48))
+	p := g.GP64()
+	g.LEAQ(cfg, p)
+	t.ldTileCfg(p)
+
+	a := g.load("a")
+	g.MOVQ(a, st.a)
+	c := g.load("c")
+	g.MOVQ(c, st.c)
+	m := g.load("m")
+	g.SHRQ(operand.U8(5), m)
+	g.MOVQ(m, st.mblocks)
+
+	mloop, mtail, done := g.label("mblock"), g.label("mtail"), g.label("done")
+	g.Label(mloop)
+	mb := g.GP64()
+	g.MOVQ(st.mblocks, mb)
+	g.TESTQ(mb, mb)
+	g.JZ(operand.LabelRef(mtail))
+	g.DECQ(mb)
+	g.MOVQ(mb, st.mblocks)
+	amxRowBlock(g, t, st, 2)
+	a = g.GP64()
+	g.MOVQ(st.a, a)
+	lda := g.load("lda")
+	g.SHLQ(operand.U8(5), lda) // 32 rows
+	g.ADDQ(lda, a)
+	g.MOVQ(a, st.a)
+	c = g.GP64()
+	g.MOVQ(st.c, c)
+	ldc := g.load("ldc")
+	g.SHLQ(operand.U8(7), ldc) // 32 rows x 4 bytes
+	g.ADDQ(ldc, c)
+	g.MOVQ(c, st.c)
+	g.JMP(operand.LabelRef(mloop))
+
+	g.Label(mtail)
+	g.Comment("M tail of 1..31 rows: a second config with fewer rows in the last tile row.")
+	rem := g.load("m")
+	g.ANDQ(operand.U8(31), rem)
+	g.JZ(operand.LabelRef(done))
+	for off := 0; off < 64; off += 8 {
+		x := g.GP64()
+		g.MOVQ(cfg.Offset(off), x)
+		g.MOVQ(x, cfgTail.Offset(off))
+	}
+	small := g.label("mtail_small")
+	g.CMPQ(rem, operand.U8(16))
+	g.JLE(operand.LabelRef(small))
+	g.SUBQ(operand.U8(16), rem)
+	for _, tt := range []int{tileC10, tileC11, tileA1} {
+		g.MOVB(rem.As8(), cfgTail.Offset(48+tt))
+	}
+	p = g.GP64()
+	g.LEAQ(cfgTail, p)
+	t.ldTileCfg(p)
+	amxRowBlock(g, t, st, 2)
+	g.JMP(operand.LabelRef(done))
+
+	g.Label(small)
+	for _, tt := range []int{tileC00, tileC01, tileA0} {
+		g.MOVB(rem.As8(), cfgTail.Offset(48+tt))
+	}
+	p = g.GP64()
+	g.LEAQ(cfgTail, p)
+	t.ldTileCfg(p)
+	amxRowBlock(g, t, st, 1)
+
+	g.Label(done)
+	t.tileRelease()
+	if _, emu := t.(*emuTiles); emu {
+		g.VZEROUPPER()
+	}
+	g.RET()
+}
+
+// amxRowBlock emits the sweep over all N-blocks for the row block at st.a
+// and st.c, with rowTiles (1 or 2) rows of tiles.
+func amxRowBlock(g *gen, t tileOps, st amxState, rowTiles int) {
+	b := g.load("b")
+	g.MOVQ(b, st.b)
+	c := g.GP64()
+	g.MOVQ(st.c, c)
+	g.MOVQ(c, st.cpair)
+	np := g.load("nblocks")
+	g.SHRQ(operand.U8(1), np)
+	g.MOVQ(np, st.npairs)
+
+	nloop, nodd, end := g.label("npair"), g.label("nodd"), g.label("nend")
+	g.Label(nloop)
+	np = g.GP64()
+	g.MOVQ(st.npairs, np)
+	g.TESTQ(np, np)
+	g.JZ(operand.LabelRef(nodd))
+	g.DECQ(np)
+	g.MOVQ(np, st.npairs)
+	amxBlock(g, t, st, rowTiles, 2)
+	c = g.GP64()
+	g.MOVQ(st.cpair, c)
+	g.ADDQ(operand.U8(128), c) // 32 columns x 4 bytes
+	g.MOVQ(c, st.cpair)
+	b = g.GP64()
+	g.MOVQ(st.b, b)
+	kp := g.load("kp")
+	g.SHLQ(operand.U8(5), kp) // two strips of kp x 16 bytes
+	g.ADDQ(kp, b)
+	g.MOVQ(b, st.b)
+	g.JMP(operand.LabelRef(nloop))
+
+	g.Label(nodd)
+	nb := g.load("nblocks")
+	g.TESTQ(operand.U32(1), nb)
+	g.JZ(operand.LabelRef(end))
+	amxBlock(g, t, st, rowTiles, 1)
+	g.Label(end)
+}
+
+// amxBlock emits one rows x cols block of C tiles at st.a, st.b, st.cpair:
+// zero the C tiles, run the software-pipelined K loop, store the tiles.
+func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
+	g.Comment(fmt.Sprintf("%dx%d block of 16x16 C tiles.", rows, cols))
+	lda := g.load("lda")
+	var ap, bp [2]reg.GPVirtual
+	ap[0] = g.GP64()
+	g.MOVQ(st.a, ap[0])
+	if rows == 2 {
+		ap[1] = g.GP64()
+		g.MOVQ(lda, ap[1])
+		g.SHLQ(operand.U8(4), ap[1]) // 16 rows down
+		g.ADDQ(ap[0], ap[1])
+	}
+	bp[0] = g.GP64()
+	g.MOVQ(st.b, bp[0])
+	if cols == 2 {
+		bp[1] = g.load("kp")
+		g.SHLQ(operand.U8(4), bp[1]) // next strip: kp x 16 bytes
+		g.ADDQ(bp[0], bp[1])
+	}
+	bstride := g.GP64()
+	g.MOVQ(operand.U32(64), bstride) // B tile rows are 64 bytes apart
+	ksteps := g.load("kp")
+	g.SHRQ(operand.U8(6), ksteps)
+	g.DECQ(ksteps) // the last K step is peeled (it loads nothing)
+
+	loadA := func(i int) { t.tileLoad(tileA(i), operand.Mem{Base: ap[i], Index: lda, Scale: 1}) }
+	loadB := func(j int) { t.tileLoad(tileB(j), operand.Mem{Base: bp[j], Index: bstride, Scale: 1}) }
+
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			t.tileZero(tileC(i, j))
+		}
+	}
+	loadA(0)
+	loadB(0)
+	for j := 1; j < cols; j++ {
+		loadB(j)
+	}
+	for i := 1; i < rows; i++ {
+		loadA(i)
+	}
+
+	kloop, klast := g.label("kstep"), g.label("klast")
+	g.Label(kloop)
+	g.TESTQ(ksteps, ksteps)
+	g.JZ(operand.LabelRef(klast))
+	for i := 0; i < rows; i++ {
+		g.ADDQ(operand.U8(64), ap[i]) // next 64 K bytes of A
+	}
+	for j := 0; j < cols; j++ {
+		g.ADDQ(operand.U32(1024), bp[j]) // next 1 KiB B tile
+	}
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			t.tdpbusd(tileC(i, j), tileA(i), tileB(j))
+			// Reload a tile for the next K step right after its last
+			// use in this one.
+			if j == cols-1 {
+				loadA(i)
+			}
+			if i == rows-1 {
+				loadB(j)
+			}
+		}
+	}
+	g.DECQ(ksteps)
+	g.JMP(operand.LabelRef(kloop))
+
+	g.Label(klast)
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			t.tdpbusd(tileC(i, j), tileA(i), tileB(j))
+		}
+	}
+
+	cp := g.GP64()
+	g.MOVQ(st.cpair, cp)
+	ldc4 := g.load("ldc")
+	g.SHLQ(operand.U8(2), ldc4) // C row stride in bytes
+	for i := 0; i < rows; i++ {
+		base := cp
+		if i == 1 {
+			base = g.GP64()
+			g.MOVQ(ldc4, base)
+			g.SHLQ(operand.U8(4), base) // 16 rows down
+			g.ADDQ(cp, base)
+		}
+		for j := 0; j < cols; j++ {
+			t.tileStore(operand.Mem{Base: base, Index: ldc4, Scale: 1, Disp: 64 * j}, tileC(i, j))
+		}
+	}
+}

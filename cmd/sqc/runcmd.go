@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/frontend"
+	"github.com/sqc-dev/sqc/compiler/interp"
+	"github.com/sqc-dev/sqc/internal/dataio"
+	"github.com/sqc-dev/sqc/internal/infer"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "run",
+		Usage: "run a model on texts or token ids and print one JSON object per input",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Required: true, Usage: "an .onnx file or a HuggingFace directory"},
+			&cli.BoolFlag{Name: "fp32", Usage: "run the FP32 reference interpreter"},
+			&cli.StringFlag{Name: "texts", Usage: "one text per line, or a .tsv with a `sentence` column"},
+			&cli.StringFlag{Name: "ids", Usage: "pre-tokenized inputs, one JSON object per line"},
+			&cli.StringFlag{Name: "vocab", Usage: "vocab.txt or tokenizer.json (default: beside the model)"},
+			&cli.IntFlag{Name: "batch", Value: 32, Usage: "inputs per forward pass"},
+		},
+		Action: func(c *cli.Context) error {
+			if !c.Bool("fp32") {
+				return usageError{"run needs a precision: --fp32"}
+			}
+			exs, err := readInputs(c.String("texts"), c.String("ids"))
+			if err != nil {
+				return err
+			}
+			model := c.String("model")
+			g, err := frontend.Load(model)
+			if err != nil {
+				return err
+			}
+			var tok *tokenizer.Tokenizer
+			if !exs[0].HasIDs {
+				if tok, err = loadTokenizer(model, c.String("vocab")); err != nil {
+					return err
+				}
+			}
+			enc, err := infer.Encode(tok, exs)
+			if err != nil {
+				return err
+			}
+			ex, err := interp.New(g)
+			if err != nil {
+				return err
+			}
+			res, err := infer.Run(context.Background(), g, infer.Interpreter(ex.Run), enc, infer.Options{BatchSize: c.Int("batch"), SortByLength: true})
+			if err != nil {
+				return err
+			}
+			return printResults(c.App.Writer, g, res)
+		},
+	}
+}
+
+func readInputs(texts, ids string) ([]dataio.Example, error) {
+	switch {
+	case texts != "" && ids != "":
+		return nil, usageError{"give --texts or --ids, not both"}
+	case texts != "":
+		return dataio.ReadTexts(texts)
+	case ids != "":
+		return dataio.ReadIDs(ids)
+	}
+	return nil, usageError{"give inputs with --texts FILE or --ids FILE.jsonl"}
+}
+
+// loadTokenizer finds the vocabulary: --vocab, else tokenizer.json or
+// vocab.txt beside the model.
+func loadTokenizer(model, vocab string) (*tokenizer.Tokenizer, error) {
+	if vocab != "" {
+		if filepath.Ext(vocab) == ".json" {
+			return tokenizer.FromTokenizerJSON(vocab)
+		}
+		return tokenizer.FromVocabFile(vocab, tokenizer.Options{Lowercase: true})
+	}
+	dir := frontend.Dir(model)
+	if _, err := os.Stat(filepath.Join(dir, "vocab.txt")); err != nil {
+		if _, err2 := os.Stat(filepath.Join(dir, "tokenizer.json")); err2 != nil {
+			return nil, compiler.BadInput(dir, "", fmt.Errorf("no vocab.txt or tokenizer.json beside the model: give --vocab, or --ids with token ids"))
+		}
+	}
+	return tokenizer.Load(dir)
+}
+
+func printResults(w interface{ Write([]byte) (int, error) }, g *compiler.Graph, res []infer.Result) error {
+	enc := json.NewEncoder(w)
+	for _, r := range res {
+		obj := map[string]any{}
+		for _, o := range g.Outputs {
+			t := r[o.Name]
+			obj[o.Name] = nested(t)
+		}
+		if err := enc.Encode(obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nested renders a tensor as nested JSON arrays (a flat list for rank 1).
+func nested(t *compiler.Tensor) any {
+	var flat []any
+	switch t.DType {
+	case compiler.Float32:
+		for _, v := range t.F32 {
+			flat = append(flat, v)
+		}
+	case compiler.Int64:
+		for _, v := range t.I64 {
+			flat = append(flat, v)
+		}
+	}
+	if len(t.Shape) <= 1 {
+		return flat
+	}
+	var build func(dims []int64, data []any) any
+	build = func(dims []int64, data []any) any {
+		if len(dims) == 1 {
+			return data
+		}
+		n := len(data) / int(dims[0])
+		rows := make([]any, dims[0])
+		for i := range rows {
+			rows[i] = build(dims[1:], data[i*n:(i+1)*n])
+		}
+		return rows
+	}
+	return build(t.Shape, flat)
+}

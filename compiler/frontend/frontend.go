@@ -1,0 +1,53 @@
+// Package frontend loads a model from whatever the user points sqc at: an
+// .onnx file (compiler/onnx) or a HuggingFace directory holding config.json
+// and model.safetensors (compiler/hf). Either way the result is the same IR.
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/hf"
+	"github.com/sqc-dev/sqc/compiler/onnx"
+)
+
+// Load reads the model at path: an .onnx file, a directory with
+// config.json + model.safetensors, or a directory holding model.onnx.
+func Load(path string) (*compiler.Graph, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, compiler.BadInput(path, "", err)
+	}
+	if !st.IsDir() {
+		if strings.HasSuffix(strings.ToLower(path), ".onnx") {
+			return onnx.Load(path)
+		}
+		return nil, compiler.BadInput(path, "", fmt.Errorf("%w: expected an .onnx file or a HuggingFace model directory", compiler.ErrMalformed))
+	}
+	if exists(filepath.Join(path, "config.json")) && exists(filepath.Join(path, "model.safetensors")) {
+		return hf.Load(path)
+	}
+	if exists(filepath.Join(path, "model.onnx")) {
+		return onnx.Load(filepath.Join(path, "model.onnx"))
+	}
+	return nil, compiler.BadInput(path, "", errors.New("directory has neither config.json + model.safetensors nor model.onnx"))
+}
+
+// Dir is the directory that holds the model's side files (vocab.txt,
+// tokenizer.json, config.json): the model directory itself, or the
+// directory of an .onnx file.
+func Dir(path string) string {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return path
+	}
+	return filepath.Dir(path)
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

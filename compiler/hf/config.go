@@ -1,0 +1,356 @@
+package hf
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// Model types and architectures the frontend builds.
+const (
+	ModelBERT       = "bert"
+	ModelDistilBERT = "distilbert"
+
+	ArchBertModel             = "BertModel"
+	ArchBertForSequence       = "BertForSequenceClassification"
+	ArchDistilBertModel       = "DistilBertModel"
+	ArchDistilBertForSequence = "DistilBertForSequenceClassification"
+)
+
+// architecturesByType lists, per model_type, the architectures Build knows;
+// the first is the base model, used when config.json names none.
+var architecturesByType = map[string][]string{
+	ModelBERT:       {ArchBertModel, ArchBertForSequence},
+	ModelDistilBERT: {ArchDistilBertModel, ArchDistilBertForSequence},
+}
+
+// Activations the FFN supports, by their `transformers` ACT2FN names.
+const (
+	ActGELU     = "gelu"              // erf form: 0.5·x·(1+erf(x/√2))
+	ActGELUNew  = "gelu_new"          // tanh form
+	ActGELUTanh = "gelu_pytorch_tanh" // same tanh form, fused in PyTorch
+	ActRELU     = "relu"
+)
+
+// distilBertLayerNormEps is the epsilon DistilBERT hard-codes in every
+// nn.LayerNorm; its config has no key for it.
+const distilBertLayerNormEps = 1e-12
+
+// Bounds that keep a hostile config.json from asking for absurd
+// allocations. Real models stay far below: bert-large has 1024 hidden,
+// 24 layers, 16 heads, 4096 intermediate; multilingual vocabularies reach
+// ~250k tokens.
+const (
+	maxDim        = 1 << 20
+	maxLayers     = 1 << 10
+	maxLabels     = 1 << 16
+	maxParameters = 1 << 34 // 16 Gi float32 values = 64 GiB
+)
+
+// Config is a parsed, validated config.json in one vocabulary for both
+// model types (BERT's hidden_size and DistilBERT's dim both land in
+// HiddenSize, and so on). Fields are exported so callers such as
+// `sqc bench --config bert-base` can make one in code; Preset gives the
+// usual ones.
+type Config struct {
+	ModelType    string // ModelBERT or ModelDistilBERT
+	Architecture string // e.g. ArchBertForSequence
+
+	VocabSize        int
+	HiddenSize       int // bert hidden_size, distilbert dim
+	NumLayers        int // num_hidden_layers, n_layers
+	NumHeads         int // num_attention_heads, n_heads
+	IntermediateSize int // intermediate_size, hidden_dim
+	MaxPositions     int // max_position_embeddings
+	TypeVocabSize    int // bert only: token type (segment) embeddings rows
+	HiddenAct        string
+	LayerNormEps     float64
+
+	// Labels are id2label in index order; their count is the classifier's
+	// output width. Used only by *ForSequenceClassification.
+	Labels []string
+
+	// Source is the config.json path for error messages; empty when the
+	// config was made in code.
+	Source string
+}
+
+// HeadSize is the per-head width of attention.
+func (c *Config) HeadSize() int { return c.HiddenSize / c.NumHeads }
+
+// IsClassifier reports whether the architecture ends in a sequence
+// classification head (output "logits").
+func (c *Config) IsClassifier() bool {
+	return c.Architecture == ArchBertForSequence || c.Architecture == ArchDistilBertForSequence
+}
+
+// rawConfig holds the config.json keys of both families; pointers tell
+// absent keys (which take the `transformers` class default) from zeros.
+type rawConfig struct {
+	ModelType     *string           `json:"model_type"`
+	Architectures []string          `json:"architectures"`
+	VocabSize     *int              `json:"vocab_size"`
+	MaxPositions  *int              `json:"max_position_embeddings"`
+	ID2Label      map[string]string `json:"id2label"`
+	NumLabels     *int              `json:"num_labels"`
+
+	// BertConfig keys.
+	HiddenSize       *int     `json:"hidden_size"`
+	NumHiddenLayers  *int     `json:"num_hidden_layers"`
+	NumAttnHeads     *int     `json:"num_attention_heads"`
+	IntermediateSize *int     `json:"intermediate_size"`
+	HiddenAct        *string  `json:"hidden_act"`
+	TypeVocabSize    *int     `json:"type_vocab_size"`
+	LayerNormEps     *float64 `json:"layer_norm_eps"`
+	PositionEmbType  *string  `json:"position_embedding_type"`
+	IsDecoder        bool     `json:"is_decoder"`
+
+	// DistilBertConfig keys.
+	Dim        *int    `json:"dim"`
+	NLayers    *int    `json:"n_layers"`
+	NHeads     *int    `json:"n_heads"`
+	HiddenDim  *int    `json:"hidden_dim"`
+	Activation *string `json:"activation"`
+}
+
+// LoadConfig reads and validates a config.json.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, compiler.BadInput(path, "", unwrapPath(err))
+	}
+	return ParseConfig(data, path)
+}
+
+// ParseConfig parses config.json bytes; path names the file in errors.
+func ParseConfig(data []byte, path string) (Config, error) {
+	var raw rawConfig
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return Config{}, configJSONError(path, data, err)
+	}
+	if raw.ModelType == nil {
+		return Config{}, compiler.BadInput(path, "model_type",
+			fmt.Errorf("%w: key is absent; supported: %s", compiler.ErrUnknownModel, supportedTypes()))
+	}
+	cfg := Config{ModelType: *raw.ModelType, Source: path}
+	archs, ok := architecturesByType[cfg.ModelType]
+	if !ok {
+		return Config{}, compiler.BadInput(path, "model_type",
+			fmt.Errorf("%w %q; supported: %s", compiler.ErrUnknownModel, cfg.ModelType, supportedTypes()))
+	}
+	switch len(raw.Architectures) {
+	case 0:
+		cfg.Architecture = archs[0]
+	case 1:
+		cfg.Architecture = raw.Architectures[0]
+	default:
+		return Config{}, compiler.BadInput(path, "architectures",
+			fmt.Errorf("%w: %d architectures %q; want exactly one of %s",
+				compiler.ErrUnknownModel, len(raw.Architectures), raw.Architectures, strings.Join(archs, ", ")))
+	}
+
+	cfg.VocabSize = intOr(raw.VocabSize, 30522)
+	cfg.MaxPositions = intOr(raw.MaxPositions, 512)
+	switch cfg.ModelType {
+	case ModelBERT:
+		cfg.HiddenSize = intOr(raw.HiddenSize, 768)
+		cfg.NumLayers = intOr(raw.NumHiddenLayers, 12)
+		cfg.NumHeads = intOr(raw.NumAttnHeads, 12)
+		cfg.IntermediateSize = intOr(raw.IntermediateSize, 3072)
+		cfg.HiddenAct = strOr(raw.HiddenAct, ActGELU)
+		cfg.TypeVocabSize = intOr(raw.TypeVocabSize, 2)
+		cfg.LayerNormEps = 1e-12
+		if raw.LayerNormEps != nil {
+			cfg.LayerNormEps = *raw.LayerNormEps
+		}
+		if pe := strOr(raw.PositionEmbType, "absolute"); pe != "absolute" {
+			return Config{}, compiler.BadInput(path, "position_embedding_type",
+				fmt.Errorf("%w: %q; only \"absolute\" is supported", compiler.ErrUnknownModel, pe))
+		}
+		if raw.IsDecoder {
+			return Config{}, compiler.BadInput(path, "is_decoder",
+				fmt.Errorf("%w: decoder BERT is not supported, only encoders", compiler.ErrUnknownModel))
+		}
+	case ModelDistilBERT:
+		cfg.HiddenSize = intOr(raw.Dim, 768)
+		cfg.NumLayers = intOr(raw.NLayers, 6)
+		cfg.NumHeads = intOr(raw.NHeads, 12)
+		cfg.IntermediateSize = intOr(raw.HiddenDim, 3072)
+		cfg.HiddenAct = strOr(raw.Activation, ActGELU)
+		cfg.LayerNormEps = distilBertLayerNormEps
+	}
+
+	labels, err := parseLabels(raw)
+	if err != nil {
+		return Config{}, compiler.BadInput(path, "id2label", err)
+	}
+	cfg.Labels = labels
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// configJSONError turns a decoding error into one naming the offending key
+// or the line of the syntax error.
+func configJSONError(path string, data []byte, err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return compiler.BadInput(path, typeErr.Field,
+			fmt.Errorf("%w: JSON %s where %s is expected", compiler.ErrMalformed, typeErr.Value, typeErr.Type))
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		line := 1 + strings.Count(string(data[:min(int(syntaxErr.Offset), len(data))]), "\n")
+		return compiler.BadInput(path, "", fmt.Errorf("%w: invalid JSON at line %d (byte %d): %v",
+			compiler.ErrMalformed, line, syntaxErr.Offset, err))
+	}
+	return compiler.BadInput(path, "", fmt.Errorf("%w: %v", compiler.ErrMalformed, err))
+}
+
+// parseLabels orders id2label by index; without it, num_labels (default 2,
+// as in PretrainedConfig) gives LABEL_0, LABEL_1, ...
+func parseLabels(raw rawConfig) ([]string, error) {
+	if len(raw.ID2Label) == 0 {
+		n := intOr(raw.NumLabels, 2)
+		if n < 1 || n > maxLabels {
+			return nil, fmt.Errorf("%w: num_labels %d out of range [1, %d]", compiler.ErrMalformed, n, maxLabels)
+		}
+		labels := make([]string, n)
+		for i := range labels {
+			labels[i] = "LABEL_" + strconv.Itoa(i)
+		}
+		return labels, nil
+	}
+	if len(raw.ID2Label) > maxLabels {
+		return nil, fmt.Errorf("%w: %d labels, more than %d", compiler.ErrMalformed, len(raw.ID2Label), maxLabels)
+	}
+	labels := make([]string, len(raw.ID2Label))
+	seen := make([]bool, len(labels))
+	for key, name := range raw.ID2Label {
+		i, err := strconv.Atoi(key)
+		if err != nil || i < 0 || i >= len(labels) || seen[i] {
+			return nil, fmt.Errorf("%w: key %q is not one of the indices 0..%d, each once",
+				compiler.ErrMalformed, key, len(labels)-1)
+		}
+		labels[i], seen[i] = name, true
+	}
+	return labels, nil
+}
+
+// Validate checks that the sizes are usable and consistent, so Build never
+// meets an impossible shape.
+func (c *Config) Validate() error {
+	fail := func(object string, format string, args ...any) error {
+		return compiler.BadInput(c.Source, object, fmt.Errorf("%w: "+format, append([]any{compiler.ErrMalformed}, args...)...))
+	}
+	archs, ok := architecturesByType[c.ModelType]
+	if !ok {
+		return compiler.BadInput(c.Source, "model_type",
+			fmt.Errorf("%w %q; supported: %s", compiler.ErrUnknownModel, c.ModelType, supportedTypes()))
+	}
+	if !slices.Contains(archs, c.Architecture) {
+		return compiler.BadInput(c.Source, "architectures",
+			fmt.Errorf("%w: architecture %q for model_type %q; supported: %s",
+				compiler.ErrUnknownModel, c.Architecture, c.ModelType, strings.Join(archs, ", ")))
+	}
+	type bounded struct {
+		name     string
+		value    int
+		min, max int
+	}
+	sizes := []bounded{
+		{"vocab_size", c.VocabSize, 1, 1 << 24},
+		{c.key("hidden_size"), c.HiddenSize, 1, maxDim},
+		{c.key("num_hidden_layers"), c.NumLayers, 1, maxLayers},
+		{c.key("num_attention_heads"), c.NumHeads, 1, maxDim},
+		{c.key("intermediate_size"), c.IntermediateSize, 1, maxDim},
+		{"max_position_embeddings", c.MaxPositions, 1, maxDim},
+	}
+	if c.ModelType == ModelBERT {
+		sizes = append(sizes, bounded{"type_vocab_size", c.TypeVocabSize, 1, maxDim})
+	}
+	for _, s := range sizes {
+		if s.value < s.min || s.value > s.max {
+			return fail(s.name, "%d is out of range [%d, %d]", s.value, s.min, s.max)
+		}
+	}
+	if c.HiddenSize%c.NumHeads != 0 {
+		return fail(c.key("num_attention_heads"), "hidden size %d is not a multiple of %d heads", c.HiddenSize, c.NumHeads)
+	}
+	switch c.HiddenAct {
+	case ActGELU, ActGELUNew, ActGELUTanh, ActRELU:
+	default:
+		return compiler.BadInput(c.Source, c.key("hidden_act"), fmt.Errorf("%w: activation %q; supported: %s, %s, %s, %s",
+			compiler.ErrUnknownModel, c.HiddenAct, ActGELU, ActGELUNew, ActGELUTanh, ActRELU))
+	}
+	if !(c.LayerNormEps > 0) || math.IsInf(c.LayerNormEps, 0) {
+		return fail("layer_norm_eps", "%v is not a positive finite number", c.LayerNormEps)
+	}
+	if c.IsClassifier() && (len(c.Labels) < 1 || len(c.Labels) > maxLabels) {
+		return fail("id2label", "%d labels; a classifier needs 1 to %d", len(c.Labels), maxLabels)
+	}
+	if n := c.parameterCount(); n > maxParameters {
+		return fail("", "%d parameters is more than the %d sqc accepts", n, int64(maxParameters))
+	}
+	return nil
+}
+
+// distilBertKeys maps BertConfig key names to DistilBertConfig's.
+var distilBertKeys = map[string]string{
+	"hidden_size":         "dim",
+	"num_hidden_layers":   "n_layers",
+	"num_attention_heads": "n_heads",
+	"intermediate_size":   "hidden_dim",
+	"hidden_act":          "activation",
+}
+
+// key is the config.json key that holds the field BERT calls bertKey, so
+// errors name what the user sees in the file.
+func (c *Config) key(bertKey string) string {
+	if k, ok := distilBertKeys[bertKey]; ok && c.ModelType == ModelDistilBERT {
+		return k
+	}
+	return bertKey
+}
+
+// parameterCount is the number of float32 weights the architecture has; the
+// sizes are bounded by Validate first, so it cannot overflow int64.
+func (c *Config) parameterCount() int64 {
+	h, i := int64(c.HiddenSize), int64(c.IntermediateSize)
+	n := (int64(c.VocabSize) + int64(c.MaxPositions) + int64(c.TypeVocabSize) + 2) * h
+	layer := 4*(h*h+h) + 2*h*i + i + h + 4*h
+	n += int64(c.NumLayers) * layer
+	return n + h*h + h + int64(len(c.Labels))*(h+1)
+}
+
+func supportedTypes() string {
+	types := make([]string, 0, len(architecturesByType))
+	for t, archs := range architecturesByType {
+		types = append(types, fmt.Sprintf("%s (%s)", t, strings.Join(archs, ", ")))
+	}
+	sort.Strings(types)
+	return strings.Join(types, "; ")
+}
+
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func strOr(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	return *p
+}

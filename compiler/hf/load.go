@@ -1,0 +1,173 @@
+package hf
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// File names inside a model folder, as `transformers` saves them.
+const (
+	ConfigFile      = "config.json"
+	SafetensorsFile = "model.safetensors"
+)
+
+// Graph input and output names, the ones torch.onnx.export is given for
+// these models (and so the ones compiler/onnx reads back).
+const (
+	inInputIDs      = "input_ids"
+	inAttentionMask = "attention_mask"
+	inTokenTypeIDs  = "token_type_ids"
+	outLogits       = "logits"
+	outLastHidden   = "last_hidden_state"
+	outPooler       = "pooler_output"
+)
+
+// opset is the ONNX opset the built graph conforms to: 17 is the first
+// with LayerNormalization.
+const opset = 17
+
+// Load reads dir/config.json and dir/model.safetensors and builds the
+// graph. The graph's Meta records "source" (dir) besides what Build puts.
+func Load(dir string) (*compiler.Graph, error) {
+	cfgPath := filepath.Join(dir, ConfigFile)
+	cfgData, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return nil, compiler.BadInput(cfgPath, "", unwrapPath(err))
+	}
+	stPath := filepath.Join(dir, SafetensorsFile)
+	stData, err := os.ReadFile(stPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, compiler.BadInput(stPath, "", missingWeightsError(dir))
+	}
+	if err != nil {
+		return nil, compiler.BadInput(stPath, "", unwrapPath(err))
+	}
+	return loadBytes(dir, cfgData, stData)
+}
+
+// loadBytes is Load on file contents already read (the fuzz target's entry).
+func loadBytes(dir string, cfgData, stData []byte) (*compiler.Graph, error) {
+	cfg, err := ParseConfig(cfgData, filepath.Join(dir, ConfigFile))
+	if err != nil {
+		return nil, err
+	}
+	weights, err := ParseSafetensors(stData, filepath.Join(dir, SafetensorsFile))
+	if err != nil {
+		return nil, err
+	}
+	g, err := Build(cfg, weights)
+	if err != nil {
+		return nil, err
+	}
+	g.Meta["source"] = dir
+	if name := filepath.Base(filepath.Clean(dir)); name != "." && name != string(filepath.Separator) {
+		g.Name = name
+	}
+	return g, nil
+}
+
+// missingWeightsError says what else the folder holds, since the commonest
+// cause is a checkpoint in another format.
+func missingWeightsError(dir string) error {
+	for _, other := range []string{"pytorch_model.bin", "model.safetensors.index.json", "tf_model.h5"} {
+		if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
+			return fmt.Errorf("%w: no %s; the folder has %s, which sqc does not read (save with safe_serialization=True as one file)",
+				compiler.ErrMissingTensor, SafetensorsFile, other)
+		}
+	}
+	return fmt.Errorf("%w: no %s in %s", compiler.ErrMissingTensor, SafetensorsFile, dir)
+}
+
+// Build makes the graph of the model cfg describes, with parameters from
+// weights (a Safetensors file, RandomWeights, ...). Every parameter's shape
+// is checked against cfg and its values for NaN/Inf.
+func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if weights == nil {
+		return nil, errors.New("hf.Build: nil WeightSource")
+	}
+	g := compiler.NewGraph(cfg.Architecture)
+	g.Opset = opset
+	b := &builder{g: g, cfg: cfg, weights: weights, file: sourceFile(weights)}
+
+	inputs := []string{inInputIDs, inAttentionMask}
+	if cfg.ModelType == ModelBERT {
+		inputs = append(inputs, inTokenTypeIDs)
+	}
+	for _, name := range inputs {
+		g.Inputs = append(g.Inputs, &compiler.Value{Name: name, DType: compiler.Int64, Shape: batchBy(seqDim)})
+	}
+
+	h := compiler.Dim{Size: int64(cfg.HiddenSize)}
+	switch {
+	case cfg.IsClassifier():
+		g.Outputs = []*compiler.Value{{Name: outLogits, DType: compiler.Float32, Shape: batchBy(compiler.Dim{Size: int64(len(cfg.Labels))})}}
+	case cfg.ModelType == ModelBERT:
+		g.Outputs = []*compiler.Value{
+			{Name: outLastHidden, DType: compiler.Float32, Shape: batchBy(seqDim, h)},
+			{Name: outPooler, DType: compiler.Float32, Shape: batchBy(h)},
+		}
+	default:
+		g.Outputs = []*compiler.Value{{Name: outLastHidden, DType: compiler.Float32, Shape: batchBy(seqDim, h)}}
+	}
+
+	prefix := ""
+	if cfg.IsClassifier() {
+		prefix = cfg.ModelType + "."
+	}
+	switch cfg.ModelType {
+	case ModelBERT:
+		buildBERT(b, prefix)
+	case ModelDistilBERT:
+		buildDistilBERT(b, prefix)
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	for _, out := range g.Outputs {
+		g.Values[out.Name] = out
+	}
+	for _, in := range g.Inputs {
+		g.Values[in.Name] = in
+	}
+	setMeta(g, cfg)
+	return g, nil
+}
+
+var seqDim = compiler.Dim{Size: -1, Param: "sequence"}
+
+// batchBy is the shape [batch, dims...].
+func batchBy(dims ...compiler.Dim) compiler.Shape {
+	return append(compiler.Shape{{Size: -1, Param: "batch"}}, dims...)
+}
+
+func setMeta(g *compiler.Graph, cfg Config) {
+	m := g.Meta
+	m["frontend"] = "hf"
+	m["model_type"] = cfg.ModelType
+	m["architecture"] = cfg.Architecture
+	m["num_hidden_layers"] = strconv.Itoa(cfg.NumLayers)
+	m["hidden_size"] = strconv.Itoa(cfg.HiddenSize)
+	m["num_attention_heads"] = strconv.Itoa(cfg.NumHeads)
+	m["intermediate_size"] = strconv.Itoa(cfg.IntermediateSize)
+	m["hidden_act"] = cfg.HiddenAct
+	m["max_position_embeddings"] = strconv.Itoa(cfg.MaxPositions)
+	m["vocab_size"] = strconv.Itoa(cfg.VocabSize)
+	if cfg.IsClassifier() {
+		m["num_labels"] = strconv.Itoa(len(cfg.Labels))
+		for i, l := range cfg.Labels {
+			m["id2label."+strconv.Itoa(i)] = l
+		}
+	}
+	if cfg.Source != "" {
+		m["config"] = cfg.Source
+	}
+}

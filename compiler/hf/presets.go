@@ -1,0 +1,64 @@
+package hf
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// presets are the published shapes of common checkpoints (their
+// config.json values), as sequence classifiers with two labels, so that
+// benchmarks can build real-sized graphs with RandomWeights.
+var presets = map[string]Config{
+	// google/bert_uncased_L-2_H-128_A-2
+	"bert-tiny": bertPreset(2, 128, 2),
+	// google/bert_uncased_L-4_H-256_A-4 (the shape of sst2-bert-mini)
+	"bert-mini": bertPreset(4, 256, 4),
+	// google/bert_uncased_L-4_H-512_A-8
+	"bert-small": bertPreset(4, 512, 8),
+	// google/bert_uncased_L-8_H-512_A-8
+	"bert-medium": bertPreset(8, 512, 8),
+	// bert-base-uncased
+	"bert-base": bertPreset(12, 768, 12),
+	// bert-large-uncased
+	"bert-large": bertPreset(24, 1024, 16),
+	// distilbert-base-uncased
+	"distilbert-base": {
+		ModelType: ModelDistilBERT, Architecture: ArchDistilBertForSequence,
+		VocabSize: 30522, HiddenSize: 768, NumLayers: 6, NumHeads: 12, IntermediateSize: 3072,
+		MaxPositions: 512, HiddenAct: ActGELU, LayerNormEps: distilBertLayerNormEps,
+	},
+}
+
+func bertPreset(layers, hidden, heads int) Config {
+	return Config{
+		ModelType: ModelBERT, Architecture: ArchBertForSequence,
+		VocabSize: 30522, HiddenSize: hidden, NumLayers: layers, NumHeads: heads, IntermediateSize: 4 * hidden,
+		MaxPositions: 512, TypeVocabSize: 2, HiddenAct: ActGELU, LayerNormEps: 1e-12,
+	}
+}
+
+// PresetNames lists the names Preset knows, sorted.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Preset returns the Config of a well-known model shape ("bert-base",
+// "distilbert-base", ...; see PresetNames) as a two-label sequence
+// classifier. Set Architecture to the base model to drop the head.
+func Preset(name string) (Config, error) {
+	c, ok := presets[name]
+	if !ok {
+		return Config{}, compiler.BadInput("", name, fmt.Errorf("%w: no preset %q; known: %s",
+			compiler.ErrUnknownModel, name, strings.Join(PresetNames(), ", ")))
+	}
+	c.Labels = []string{"LABEL_0", "LABEL_1"}
+	return c, nil
+}

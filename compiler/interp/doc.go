@@ -1,0 +1,25 @@
+// Package interp is sqc's FP32 reference interpreter: it executes a
+// compiler.Graph node by node in pure Go, with the ONNX meaning of every op
+// (numpy-style broadcasting, opset-dependent attributes) plus sqc's canonical
+// ops Gelu and Linear.
+//
+// It is the oracle that compiled packages are checked against and the engine
+// of INT8 calibration: Options.OnValue sees every activation as it is
+// produced. Accuracy comes before speed, but MatMul is blocked and parallel so
+// a small BERT runs a whole dev set in seconds.
+//
+// Float32 math follows what PyTorch and ONNX Runtime do closely enough to
+// match their logits to about 1e-6: dot products accumulate in float32 in
+// k order within 4x4 register blocks; reductions, normalisations, softmax
+// and transcendental functions are computed in float64 and rounded once.
+//
+// Usage:
+//
+//	it, err := interp.New(g)          // validates once
+//	out, err := it.Run(inputs, &interp.Options{Threads: 2})
+//
+// An Interpreter never mutates its graph or the caller's input tensors and
+// is safe for concurrent Run calls. Tensors passed to OnValue may share
+// storage with the graph's initializers or with inputs and must be treated
+// as read-only; the tensors Run returns are fresh copies the caller owns.
+package interp

@@ -1,0 +1,303 @@
+package interp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+var errIntDivZero = errors.New("integer division by zero")
+
+// sameDType fails unless every tensor has the dtype of the first.
+func sameDType(ts ...*compiler.Tensor) error {
+	for _, t := range ts[1:] {
+		if t.DType != ts[0].DType {
+			return fmt.Errorf("%w: operands are %s and %s", compiler.ErrDTypeMismatch, ts[0].DType, t.DType)
+		}
+	}
+	return nil
+}
+
+func unsupported(dt compiler.DType) error {
+	return fmt.Errorf("%w: not defined for %s", compiler.ErrDTypeMismatch, dt)
+}
+
+// arithmetic returns the kernel of Add, Sub, Mul or Div.
+func arithmetic(op string) kernelFunc {
+	return func(c *call) ([]*compiler.Tensor, error) {
+		a, b := c.in[0], c.in[1]
+		if err := sameDType(a, b); err != nil {
+			return nil, err
+		}
+		switch a.DType {
+		case compiler.Float32:
+			return one(binaryApply(a, b, arithFunc[float32](op)))
+		case compiler.Float64:
+			return one(binaryApply(a, b, arithFunc[float64](op)))
+		case compiler.Int64:
+			return intArith[int64](op, a, b)
+		case compiler.Int32:
+			return intArith[int32](op, a, b)
+		case compiler.Int8:
+			return intArith[int8](op, a, b)
+		case compiler.Uint8:
+			return intArith[uint8](op, a, b)
+		}
+		return nil, unsupported(a.DType)
+	}
+}
+
+func intArith[T number](op string, a, b *compiler.Tensor) ([]*compiler.Tensor, error) {
+	if op == "Div" {
+		for _, v := range elems[T](b) {
+			if v == 0 {
+				return nil, errIntDivZero
+			}
+		}
+	}
+	return one(binaryApply(a, b, arithFunc[T](op)))
+}
+
+// arithFunc is one arithmetic operation in T's own precision: for float32
+// that is correctly rounded, like PyTorch's and ONNX Runtime's float32 ops.
+func arithFunc[T number](op string) func(x, y T) T {
+	switch op {
+	case "Add":
+		return func(x, y T) T { return x + y }
+	case "Sub":
+		return func(x, y T) T { return x - y }
+	case "Mul":
+		return func(x, y T) T { return x * y }
+	}
+	return func(x, y T) T { return x / y }
+}
+
+// pow is ONNX Pow: the result has the base's dtype; the exponent may be of
+// another numeric type.
+func pow(c *call) ([]*compiler.Tensor, error) {
+	base, exp := c.in[0], c.in[1]
+	if base.DType == compiler.Bool || exp.DType == compiler.Bool {
+		return nil, unsupported(compiler.Bool)
+	}
+	if !isFloat(base.DType) && !isFloat(exp.DType) {
+		bi, _ := castTensor(base, compiler.Int64)
+		ei, _ := castTensor(exp, compiler.Int64)
+		r, err := binaryApply(bi, ei, intPow)
+		if err != nil {
+			return nil, err
+		}
+		return one(castTensor(r, base.DType))
+	}
+	bf, _ := castTensor(base, compiler.Float64)
+	ef, _ := castTensor(exp, compiler.Float64)
+	r, err := binaryApply(bf, ef, math.Pow)
+	if err != nil {
+		return nil, err
+	}
+	return one(castTensor(r, base.DType))
+}
+
+// intPow is exact integer exponentiation by squaring; negative exponents
+// give the truncated real result (0 unless the base is 1 or -1).
+func intPow(x, y int64) int64 {
+	if y < 0 {
+		switch x {
+		case 1:
+			return 1
+		case -1:
+			if y%2 == 0 {
+				return 1
+			}
+			return -1
+		}
+		return 0
+	}
+	r := int64(1)
+	for ; y > 0; y >>= 1 {
+		if y&1 == 1 {
+			r *= x
+		}
+		x *= x
+	}
+	return r
+}
+
+// floatUnary returns the kernel of a float-only elementwise function, which
+// is evaluated in float64 and rounded once to the tensor's precision.
+func floatUnary(f func(float64) float64) kernelFunc {
+	return func(c *call) ([]*compiler.Tensor, error) {
+		x := c.in[0]
+		switch x.DType {
+		case compiler.Float32:
+			return []*compiler.Tensor{unaryApply(x, func(v float32) float32 { return float32(f(float64(v))) })}, nil
+		case compiler.Float64:
+			return []*compiler.Tensor{unaryApply(x, f)}, nil
+		}
+		return nil, unsupported(x.DType)
+	}
+}
+
+func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+
+// geluErf is the exact GELU, 0.5*x*(1+erf(x/sqrt(2))), as BERT uses it.
+func geluErf(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }
+
+// geluTanh is GELU's tanh approximation (ONNX Gelu approximate="tanh").
+func geluTanh(x float64) float64 {
+	return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+}
+
+// gelu is sqc's canonical Gelu (and ONNX opset 20 Gelu): attribute
+// approximate is "none" (default, erf form) or "tanh".
+func gelu(c *call) ([]*compiler.Tensor, error) {
+	approx := "none"
+	if a, ok := c.node.Attrs["approximate"]; ok {
+		approx = a.String
+	}
+	switch approx {
+	case "none":
+		return floatUnary(geluErf)(c)
+	case "tanh":
+		return floatUnary(geluTanh)(c)
+	}
+	return nil, fmt.Errorf("%w: Gelu approximate=%q (want \"none\" or \"tanh\")", compiler.ErrUnsupportedOp, approx)
+}
+
+func relu(c *call) ([]*compiler.Tensor, error) {
+	x := c.in[0]
+	switch x.DType {
+	case compiler.Float32:
+		return []*compiler.Tensor{unaryApply(x, reluT[float32])}, nil
+	case compiler.Float64:
+		return []*compiler.Tensor{unaryApply(x, reluT[float64])}, nil
+	case compiler.Int64:
+		return []*compiler.Tensor{unaryApply(x, reluT[int64])}, nil
+	case compiler.Int32:
+		return []*compiler.Tensor{unaryApply(x, reluT[int32])}, nil
+	case compiler.Int8:
+		return []*compiler.Tensor{unaryApply(x, reluT[int8])}, nil
+	}
+	return nil, unsupported(x.DType)
+}
+
+func reluT[T number](v T) T {
+	if v > 0 {
+		return v
+	}
+	// -0.0 and NaN: max(x, 0) in PyTorch gives 0 for -0.0 and keeps NaN.
+	if v != v {
+		return v
+	}
+	return 0
+}
+
+func neg(c *call) ([]*compiler.Tensor, error) {
+	x := c.in[0]
+	switch x.DType {
+	case compiler.Float32:
+		return []*compiler.Tensor{unaryApply(x, negT[float32])}, nil
+	case compiler.Float64:
+		return []*compiler.Tensor{unaryApply(x, negT[float64])}, nil
+	case compiler.Int64:
+		return []*compiler.Tensor{unaryApply(x, negT[int64])}, nil
+	case compiler.Int32:
+		return []*compiler.Tensor{unaryApply(x, negT[int32])}, nil
+	case compiler.Int8:
+		return []*compiler.Tensor{unaryApply(x, negT[int8])}, nil
+	}
+	return nil, unsupported(x.DType)
+}
+
+func negT[T number](v T) T { return -v }
+
+func not(c *call) ([]*compiler.Tensor, error) {
+	x := c.in[0]
+	if x.DType != compiler.Bool {
+		return nil, unsupported(x.DType)
+	}
+	return []*compiler.Tensor{unaryApply(x, func(v bool) bool { return !v })}, nil
+}
+
+// compare returns the kernel of Equal, Less or Greater: bool output.
+func compare(op string) kernelFunc {
+	return func(c *call) ([]*compiler.Tensor, error) {
+		a, b := c.in[0], c.in[1]
+		if err := sameDType(a, b); err != nil {
+			return nil, err
+		}
+		switch a.DType {
+		case compiler.Float32:
+			return one(binaryApply(a, b, cmpFunc[float32](op)))
+		case compiler.Float64:
+			return one(binaryApply(a, b, cmpFunc[float64](op)))
+		case compiler.Int64:
+			return one(binaryApply(a, b, cmpFunc[int64](op)))
+		case compiler.Int32:
+			return one(binaryApply(a, b, cmpFunc[int32](op)))
+		case compiler.Int8:
+			return one(binaryApply(a, b, cmpFunc[int8](op)))
+		case compiler.Uint8:
+			return one(binaryApply(a, b, cmpFunc[uint8](op)))
+		case compiler.Bool:
+			if op == "Equal" {
+				return one(binaryApply(a, b, func(x, y bool) bool { return x == y }))
+			}
+		}
+		return nil, unsupported(a.DType)
+	}
+}
+
+func cmpFunc[T number](op string) func(x, y T) bool {
+	switch op {
+	case "Less":
+		return func(x, y T) bool { return x < y }
+	case "Greater":
+		return func(x, y T) bool { return x > y }
+	}
+	return func(x, y T) bool { return x == y }
+}
+
+// where is ONNX Where: cond ? x : y with three-way broadcasting.
+func where(c *call) ([]*compiler.Tensor, error) {
+	cond, x, y := c.in[0], c.in[1], c.in[2]
+	if cond.DType != compiler.Bool {
+		return nil, fmt.Errorf("%w: Where condition must be bool, got %s", compiler.ErrDTypeMismatch, cond.DType)
+	}
+	if err := sameDType(x, y); err != nil {
+		return nil, err
+	}
+	shape, err := broadcastShapes(cond.Shape, x.Shape, y.Shape)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkedElements(shape); err != nil {
+		return nil, err
+	}
+	ic := broadcastIndex(cond.Shape, shape)
+	ix := broadcastIndex(x.Shape, shape)
+	iy := broadcastIndex(y.Shape, shape)
+	// Pick, per output element, an index into the concatenation x ++ y.
+	nx := x.Len()
+	idx := make([]int, len(ic))
+	for i := range idx {
+		if cond.Bool[ic[i]] {
+			idx[i] = ix[i]
+		} else {
+			idx[i] = nx + iy[i]
+		}
+	}
+	both := compiler.NewTensor(x.DType, int64(nx+y.Len()))
+	copyElems(both, 0, x, 0, nx)
+	copyElems(both, nx, y, 0, y.Len())
+	return []*compiler.Tensor{take(both, shape, idx)}, nil
+}
+
+// one adapts a (tensor, error) pair to a kernel's return.
+func one(t *compiler.Tensor, err error) ([]*compiler.Tensor, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []*compiler.Tensor{t}, nil
+}

@@ -1,0 +1,450 @@
+package interp
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// This file holds the ops that move data without arithmetic: views
+// (Reshape, Squeeze, Unsqueeze, Identity share their input's storage) and
+// copies (Transpose, Slice, Concat, Expand, Gather).
+
+func identity(c *call) ([]*compiler.Tensor, error) {
+	return []*compiler.Tensor{c.in[0]}, nil
+}
+
+func transpose(c *call) ([]*compiler.Tensor, error) {
+	x := c.in[0]
+	rank := len(x.Shape)
+	perm, ok := c.node.AttrInts("perm")
+	if !ok {
+		perm = make([]int64, rank)
+		for i := range perm {
+			perm[i] = int64(rank - 1 - i)
+		}
+	}
+	if len(perm) != rank {
+		return nil, fmt.Errorf("%w: perm %v for rank %d", compiler.ErrShapeMismatch, perm, rank)
+	}
+	seen := make([]bool, rank)
+	shape := make([]int64, rank)
+	for i, p := range perm {
+		if p < 0 || p >= int64(rank) || seen[p] {
+			return nil, fmt.Errorf("%w: perm %v is not a permutation of 0..%d", compiler.ErrShapeMismatch, perm, rank-1)
+		}
+		seen[p] = true
+		shape[i] = x.Shape[p]
+	}
+	if rank == 0 {
+		return []*compiler.Tensor{x}, nil
+	}
+	// Source strides in output-dim order; odometer over the output.
+	inStr := stridesOf(x.Shape)
+	str := make([]int, rank)
+	for i, p := range perm {
+		str[i] = inStr[p]
+	}
+	idx := make([]int, x.Len())
+	pos := make([]int64, rank)
+	src := 0
+	for o := range idx {
+		idx[o] = src
+		for d := rank - 1; d >= 0; d-- {
+			pos[d]++
+			src += str[d]
+			if pos[d] < shape[d] {
+				break
+			}
+			src -= int(pos[d]) * str[d]
+			pos[d] = 0
+		}
+	}
+	return []*compiler.Tensor{take(x, shape, idx)}, nil
+}
+
+// reshape is ONNX Reshape: 0 copies the input dim (unless allowzero=1, when
+// it means a zero-size dim) and one -1 is inferred.
+func reshape(c *call) ([]*compiler.Tensor, error) {
+	x := c.in[0]
+	var spec []int64
+	if len(c.in) > 1 && c.in[1] != nil {
+		var err error
+		if spec, err = intValues(c.in[1], "Reshape shape"); err != nil {
+			return nil, err
+		}
+	} else if s, ok := c.node.AttrInts("shape"); ok { // opset < 5
+		spec = s
+	} else {
+		return nil, fmt.Errorf("%w: Reshape has no shape", compiler.ErrMalformed)
+	}
+	allowZero := c.node.AttrInt("allowzero", 0) != 0
+	shape := make([]int64, len(spec))
+	infer := -1
+	known := int64(1)
+	for i, d := range spec {
+		switch {
+		case d == 0 && !allowZero:
+			if i >= len(x.Shape) {
+				return nil, fmt.Errorf("%w: Reshape shape %v copies dim %d of an input of rank %d", compiler.ErrShapeMismatch, spec, i, len(x.Shape))
+			}
+			shape[i] = x.Shape[i]
+		case d == -1:
+			if infer >= 0 {
+				return nil, fmt.Errorf("%w: Reshape shape %v has more than one -1", compiler.ErrShapeMismatch, spec)
+			}
+			infer = i
+			continue
+		case d < -1:
+			return nil, fmt.Errorf("%w: Reshape shape %v has a negative dim", compiler.ErrShapeMismatch, spec)
+		default:
+			shape[i] = d
+		}
+		if _, err := checkedElements(shape[:i+1]); err != nil {
+			return nil, err
+		}
+		known *= shape[i]
+	}
+	n := int64(x.Len())
+	if infer >= 0 {
+		if known == 0 || n%known != 0 {
+			return nil, fmt.Errorf("%w: cannot reshape %v (%d elements) to %v", compiler.ErrShapeMismatch, x.Shape, n, spec)
+		}
+		shape[infer] = n / known
+	} else if known != n {
+		return nil, fmt.Errorf("%w: cannot reshape %v (%d elements) to %v", compiler.ErrShapeMismatch, x.Shape, n, spec)
+	}
+	return []*compiler.Tensor{withShape(x, shape)}, nil
+}
+
+// axesOperand reads the axes of Unsqueeze, Squeeze, ReduceSum and
+// ReduceMean: the optional second input from the opset that moved them
+// there, else the "axes" attribute. present is false when neither is given.
+func axesOperand(c *call) (axes []int64, present bool, err error) {
+	if len(c.in) > 1 && c.in[1] != nil {
+		axes, err = intValues(c.in[1], "axes")
+		return axes, true, err
+	}
+	axes, present = c.node.AttrInts("axes")
+	return axes, present, nil
+}
+
+// normAxes normalises and range-checks axes for rank, rejecting repeats.
+func normAxes(axes []int64, rank int) ([]int, error) {
+	out := make([]int, len(axes))
+	for i, a := range axes {
+		n, err := normAxis(a, rank)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out[:i], n) {
+			return nil, fmt.Errorf("%w: axis %d repeated in %v", compiler.ErrShapeMismatch, a, axes)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+func unsqueeze(c *call) ([]*compiler.Tensor, error) {
+	x := c.in[0]
+	axes, ok, err := axesOperand(c)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: Unsqueeze has no axes", compiler.ErrMalformed)
+	}
+	rank := len(x.Shape) + len(axes)
+	ax, err := normAxes(axes, rank)
+	if err != nil {
+		return nil, err
+	}
+	shape := make([]int64, 0, rank)
+	rest := x.Shape
+	for i := range rank {
+		if slices.Contains(ax, i) {
+			shape = append(shape, 1)
+		} else {
+			shape = append(shape, rest[0])
+			rest = rest[1:]
+		}
+	}
+	return []*compiler.Tensor{withShape(x, shape)}, nil
+}
+
+func squeeze(c *call) ([]*compiler.Tensor, error) {
+	x := c.in[0]
+	axes, ok, err := axesOperand(c)
+	if err != nil {
+		return nil, err
+	}
+	var ax []int
+	if ok {
+		if ax, err = normAxes(axes, len(x.Shape)); err != nil {
+			return nil, err
+		}
+		for _, a := range ax {
+			if x.Shape[a] != 1 {
+				return nil, fmt.Errorf("%w: cannot squeeze axis %d of size %d", compiler.ErrShapeMismatch, a, x.Shape[a])
+			}
+		}
+	} else {
+		for i, d := range x.Shape {
+			if d == 1 {
+				ax = append(ax, i)
+			}
+		}
+	}
+	shape := []int64{}
+	for i, d := range x.Shape {
+		if !slices.Contains(ax, i) {
+			shape = append(shape, d)
+		}
+	}
+	return []*compiler.Tensor{withShape(x, shape)}, nil
+}
+
+func concat(c *call) ([]*compiler.Tensor, error) {
+	first := c.in[0]
+	if _, ok := c.node.Attrs["axis"]; !ok {
+		return nil, fmt.Errorf("%w: Concat needs attribute axis", compiler.ErrMalformed)
+	}
+	rank := len(first.Shape)
+	axis, err := normAxis(c.node.AttrInt("axis", 0), rank)
+	if err != nil {
+		return nil, err
+	}
+	shape := slices.Clone(first.Shape)
+	shape[axis] = 0
+	for i, t := range c.in {
+		if t == nil {
+			return nil, fmt.Errorf("%w: Concat input %d is empty", compiler.ErrMalformed, i)
+		}
+		if err := sameDType(first, t); err != nil {
+			return nil, err
+		}
+		if len(t.Shape) != rank {
+			return nil, fmt.Errorf("%w: Concat of ranks %d and %d", compiler.ErrShapeMismatch, rank, len(t.Shape))
+		}
+		for d := range rank {
+			if d != axis && t.Shape[d] != first.Shape[d] {
+				return nil, fmt.Errorf("%w: Concat on axis %d of %v and %v", compiler.ErrShapeMismatch, axis, first.Shape, t.Shape)
+			}
+		}
+		shape[axis] += t.Shape[axis]
+	}
+	if _, err := checkedElements(shape); err != nil {
+		return nil, err
+	}
+	out := compiler.NewTensor(first.DType, shape...)
+	outer := int(compiler.NumElements(shape[:axis]))
+	inner := int(compiler.NumElements(shape[axis+1:]))
+	rowLen := int(shape[axis]) * inner
+	off := 0
+	for _, t := range c.in {
+		chunk := int(t.Shape[axis]) * inner
+		for o := range outer {
+			copyElems(out, o*rowLen+off, t, o*chunk, chunk)
+		}
+		off += chunk
+	}
+	return []*compiler.Tensor{out}, nil
+}
+
+// slice is ONNX Slice (starts, ends, axes, steps as inputs from opset 10,
+// as attributes before), with numpy's clamping of out-of-range indices.
+func slice(c *call) ([]*compiler.Tensor, error) {
+	x := c.in[0]
+	rank := len(x.Shape)
+	var starts, ends, axes, steps []int64
+	var err error
+	if len(c.in) > 1 {
+		operand := func(i int, what string) ([]int64, error) {
+			if i >= len(c.in) || c.in[i] == nil {
+				return nil, nil
+			}
+			return intValues(c.in[i], "Slice "+what)
+		}
+		if starts, err = operand(1, "starts"); err != nil {
+			return nil, err
+		}
+		if ends, err = operand(2, "ends"); err != nil {
+			return nil, err
+		}
+		if axes, err = operand(3, "axes"); err != nil {
+			return nil, err
+		}
+		if steps, err = operand(4, "steps"); err != nil {
+			return nil, err
+		}
+	} else {
+		starts, _ = c.node.AttrInts("starts")
+		ends, _ = c.node.AttrInts("ends")
+		axes, _ = c.node.AttrInts("axes")
+	}
+	if starts == nil || ends == nil || len(starts) != len(ends) {
+		return nil, fmt.Errorf("%w: Slice starts %v and ends %v", compiler.ErrShapeMismatch, starts, ends)
+	}
+	if axes == nil {
+		axes = make([]int64, len(starts))
+		for i := range axes {
+			axes[i] = int64(i)
+		}
+	}
+	if steps == nil {
+		steps = make([]int64, len(starts))
+		for i := range steps {
+			steps[i] = 1
+		}
+	}
+	if len(axes) != len(starts) || len(steps) != len(starts) {
+		return nil, fmt.Errorf("%w: Slice starts %v, axes %v and steps %v differ in length", compiler.ErrShapeMismatch, starts, axes, steps)
+	}
+	ax, err := normAxes(axes, rank)
+	if err != nil {
+		return nil, err
+	}
+	// Per dim: first index, step and count.
+	first := make([]int64, rank)
+	step := make([]int64, rank)
+	shape := slices.Clone(x.Shape)
+	for d := range step {
+		step[d] = 1
+	}
+	for i, d := range ax {
+		dim := x.Shape[d]
+		st := steps[i]
+		if st == 0 {
+			return nil, fmt.Errorf("%w: Slice step 0 on axis %d", compiler.ErrShapeMismatch, d)
+		}
+		s, e := starts[i], ends[i]
+		if s < 0 {
+			s = addClamped(s, dim)
+		}
+		if e < 0 {
+			e = addClamped(e, dim)
+		}
+		var n int64
+		if st > 0 {
+			s, e = min(max(s, 0), dim), min(max(e, 0), dim)
+			if e > s {
+				n = (e - s + st - 1) / st
+			}
+		} else {
+			s, e = min(max(s, 0), dim-1), min(max(e, -1), dim-1)
+			if s > e {
+				n = (s - e + (-st) - 1) / (-st)
+			}
+		}
+		first[d], step[d], shape[d] = s, st, n
+	}
+	if _, err := checkedElements(shape); err != nil {
+		return nil, err
+	}
+	str := stridesOf(x.Shape)
+	n := int(compiler.NumElements(shape))
+	idx := make([]int, n)
+	if n > 0 {
+		pos := make([]int64, rank)
+		base := 0
+		for d := range rank {
+			base += int(first[d]) * str[d]
+		}
+		src := base
+		for o := range idx {
+			idx[o] = src
+			for d := rank - 1; d >= 0; d-- {
+				pos[d]++
+				src += int(step[d]) * str[d]
+				if pos[d] < shape[d] {
+					break
+				}
+				src -= int(pos[d]*step[d]) * str[d]
+				pos[d] = 0
+			}
+		}
+	}
+	return []*compiler.Tensor{take(x, shape, idx)}, nil
+}
+
+// addClamped adds dim to a negative index without overflowing for
+// math.MinInt64, which exporters use to mean "from the very end".
+func addClamped(i, dim int64) int64 {
+	if i < math.MinInt64+dim {
+		return math.MinInt64 + dim
+	}
+	return i + dim
+}
+
+// shapeOp is ONNX Shape with opset 15's optional start and end.
+func shapeOp(c *call) ([]*compiler.Tensor, error) {
+	x := c.in[0]
+	rank := int64(len(x.Shape))
+	clampIdx := func(i int64) int64 {
+		if i < 0 {
+			i += rank
+		}
+		return min(max(i, 0), rank)
+	}
+	start := clampIdx(c.node.AttrInt("start", 0))
+	end := clampIdx(c.node.AttrInt("end", rank))
+	dims := []int64{}
+	if end > start {
+		dims = slices.Clone(x.Shape[start:end])
+	}
+	return []*compiler.Tensor{fromSlice([]int64{int64(len(dims))}, dims)}, nil
+}
+
+// expand is ONNX Expand: bidirectional broadcast of the input with shape.
+func expand(c *call) ([]*compiler.Tensor, error) {
+	x := c.in[0]
+	spec, err := intValues(c.in[1], "Expand shape")
+	if err != nil {
+		return nil, err
+	}
+	shape, err := broadcastShapes(x.Shape, spec)
+	if err != nil {
+		return nil, err
+	}
+	return one(expandTo(x, shape))
+}
+
+// gather is ONNX Gather: out = data.shape[:axis] + indices.shape +
+// data.shape[axis+1:], negative indices counting from the end.
+func gather(c *call) ([]*compiler.Tensor, error) {
+	data, indices := c.in[0], c.in[1]
+	rank := len(data.Shape)
+	if rank == 0 {
+		return nil, fmt.Errorf("%w: Gather on a scalar", compiler.ErrShapeMismatch)
+	}
+	axis, err := normAxis(c.node.AttrInt("axis", 0), rank)
+	if err != nil {
+		return nil, err
+	}
+	ind, err := intValues(indices, "Gather indices")
+	if err != nil {
+		return nil, err
+	}
+	dim := data.Shape[axis]
+	shape := append(append(slices.Clone(data.Shape[:axis]), indices.Shape...), data.Shape[axis+1:]...)
+	if _, err := checkedElements(shape); err != nil {
+		return nil, err
+	}
+	out := compiler.NewTensor(data.DType, shape...)
+	outer := int(compiler.NumElements(data.Shape[:axis]))
+	inner := int(compiler.NumElements(data.Shape[axis+1:]))
+	for j, i := range ind {
+		if i < 0 {
+			i += dim
+		}
+		if i < 0 || i >= dim {
+			return nil, fmt.Errorf("%w: Gather index %d out of range [%d, %d)", compiler.ErrShapeMismatch, ind[j], -dim, dim)
+		}
+		for o := range outer {
+			copyElems(out, (o*len(ind)+j)*inner, data, (o*int(dim)+int(i))*inner, inner)
+		}
+	}
+	return []*compiler.Tensor{out}, nil
+}

@@ -1,0 +1,132 @@
+package interp
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// Kernels of the attention ops the passes package introduces
+// (sqc.AttentionMask from CanonicalizeAttentionMask, sqc.Attention from
+// FuseAttention); their OpDefs are in compiler/ops_sqc_attention.go. They
+// join the kernel table at package initialisation, before anything reads
+// it, so the table is still only read afterwards.
+func init() {
+	kernels["sqc.AttentionMask"] = kernelSpec{attentionMask, 1, 1, 1}
+	kernels["sqc.Attention"] = kernelSpec{attention, 3, 4, 1}
+	// The op table names sqc's Gelu and Linear "sqc.Gelu" and "sqc.Linear";
+	// until the table above lists them under those names, reuse the
+	// kernels registered as "Gelu" and "Linear".
+	for sqcName, kernelName := range map[string]string{"sqc.Gelu": "Gelu", "sqc.Linear": "Linear"} {
+		if _, ok := kernels[sqcName]; !ok {
+			kernels[sqcName] = kernels[kernelName]
+		}
+	}
+}
+
+// attentionMask: Y[b, 0, 0, s] = (M[b, s] != 0) ? 0 : fill, float32
+// [batch, 1, 1, seq].
+func attentionMask(c *call) ([]*compiler.Tensor, error) {
+	m := c.in[0]
+	if len(m.Shape) != 2 {
+		return nil, fmt.Errorf("%w: AttentionMask input %v, want [batch, seq]", compiler.ErrShapeMismatch, m.Shape)
+	}
+	fill := c.node.AttrFloat("fill", compiler.AttentionMaskDefaultFill)
+	var keep []bool
+	switch m.DType {
+	case compiler.Bool:
+		keep = m.Bool
+	default:
+		vals := float64s(m)
+		if vals == nil {
+			return nil, unsupported(m.DType)
+		}
+		keep = make([]bool, len(vals))
+		for i, v := range vals {
+			keep[i] = v != 0
+		}
+	}
+	y := make([]float32, len(keep))
+	for i, k := range keep {
+		if !k {
+			y[i] = fill
+		}
+	}
+	return []*compiler.Tensor{fromSlice([]int64{m.Shape[0], 1, 1, m.Shape[1]}, y)}, nil
+}
+
+// attention: multi-head scaled dot-product attention on unsplit heads,
+// Q [B, Sq, H*D], K and V [B, Sk, H*D], optional additive mask broadcast
+// to [B, H, Sq, Sk]. Dot products and the softmax are computed in float64
+// and rounded once, like the interpreter's MatMul-free reductions.
+func attention(c *call) ([]*compiler.Tensor, error) {
+	q, k, v := c.in[0], c.in[1], c.in[2]
+	var mask *compiler.Tensor
+	if len(c.in) > 3 {
+		mask = c.in[3]
+	}
+	if !isFloat(q.DType) || k.DType != q.DType || v.DType != q.DType || (mask != nil && mask.DType != q.DType) {
+		return nil, fmt.Errorf("%w: Attention inputs %s, %s, %s", compiler.ErrDTypeMismatch, q.DType, k.DType, v.DType)
+	}
+	heads := c.node.AttrInt("heads", 0)
+	scale := float64(c.node.AttrFloat("scale", 1))
+	if len(q.Shape) != 3 || len(k.Shape) != 3 || !slices.Equal(k.Shape, v.Shape) ||
+		q.Shape[0] != k.Shape[0] || q.Shape[2] != k.Shape[2] || heads <= 0 || q.Shape[2]%heads != 0 {
+		return nil, fmt.Errorf("%w: Attention q %v, k %v, v %v with %d heads", compiler.ErrShapeMismatch, q.Shape, k.Shape, v.Shape, heads)
+	}
+	batch, sq, sk, width := q.Shape[0], q.Shape[1], k.Shape[1], q.Shape[2]
+	d := width / heads
+	var maskAt []int
+	var mv []float64
+	if mask != nil {
+		if len(mask.Shape) > 4 {
+			return nil, fmt.Errorf("%w: Attention mask %v has rank above 4", compiler.ErrShapeMismatch, mask.Shape)
+		}
+		scores := []int64{batch, heads, sq, sk}
+		if full, err := broadcastShapes(scores, mask.Shape); err != nil || !slices.Equal(full, scores) {
+			return nil, fmt.Errorf("%w: Attention mask %v does not broadcast to scores %v", compiler.ErrShapeMismatch, mask.Shape, scores)
+		}
+		maskAt = broadcastIndex(mask.Shape, scores)
+		mv = float64s(mask)
+	}
+	qv, kv, vv := float64s(q), float64s(k), float64s(v)
+	y := make([]float64, len(qv))
+	p := make([]float64, sk)
+	for b := range batch {
+		for h := range heads {
+			for i := range sq {
+				qRow := qv[(b*sq+i)*width+h*d:][:d]
+				m := math.Inf(-1)
+				for j := range sk {
+					kRow := kv[(b*sk+j)*width+h*d:][:d]
+					var dot float64
+					for e, x := range qRow {
+						dot += x * kRow[e]
+					}
+					s := scale * dot
+					if mask != nil {
+						s += mv[maskAt[((b*heads+h)*sq+i)*sk+j]]
+					}
+					p[j] = s
+					m = math.Max(m, s)
+				}
+				var sum float64
+				for j := range sk {
+					p[j] = math.Exp(p[j] - m)
+					sum += p[j]
+				}
+				out := y[(b*sq+i)*width+h*d:][:d]
+				for j := range sk {
+					w := p[j] / sum
+					vRow := vv[(b*sk+j)*width+h*d:][:d]
+					for e, x := range vRow {
+						out[e] += w * x
+					}
+				}
+			}
+		}
+	}
+	return one(castTensor(fromSlice(slices.Clone(q.Shape), y), q.DType))
+}

@@ -1,0 +1,348 @@
+package passes
+
+import (
+	"math"
+	"slices"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// CanonicalizeAttentionMask replaces the attention-mask arithmetic that
+// exporters emit by one sqc.AttentionMask(mask) {fill} node, whose output is
+// the additive mask f32 [batch, 1, 1, seq]: 0 where mask != 0 (attend) and
+// fill where mask == 0 (padding).
+//
+// Two forms are recognised; in both, mask is any rank-2 [batch, seq] value
+// (normally the attention_mask graph input):
+//
+//   - BERT's get_extended_attention_mask: Mul(Sub(1, Cast<f32>(m4)), fill),
+//     m4 being mask unsqueezed to [batch, 1, 1, seq] (one or two Unsqueeze
+//     nodes, the Cast on either side of them). This equals AttentionMask for
+//     0/1 masks, which is what tokenizers produce; other values would be
+//     scaled by (1 - mask) in the original and are not supported.
+//   - DistilBERT's masked_fill: Where(c, fill, scores) with c =
+//     [Cast<bool>] [Expand] Reshape<[batch,1,1,seq]>(Equal(mask, 0)), or
+//     Where(c, scores, fill) with c the mask cast to bool. The Where becomes
+//     Add(scores, AttentionMask(mask) {fill}). After the Softmax that
+//     follows, the two agree exactly: scores + fill rounds to fill for
+//     fill = float32 min (or -Inf) and any |score| < 1e31.
+//
+// One AttentionMask is made per (mask, fill) pair and shared by all layers.
+var CanonicalizeAttentionMask = Pass{Name: "CanonicalizeAttentionMask", Run: canonicalizeAttentionMask}
+
+const opAttentionMask = "sqc.AttentionMask"
+
+func canonicalizeAttentionMask(g *compiler.Graph) (bool, error) {
+	ix := newIndex(g)
+	nm := g.Namer()
+	c := &maskCanon{g: g, ix: ix, nm: nm, made: map[maskKey]string{}}
+	repl := map[*compiler.Node]*compiler.Node{}
+	for _, n := range g.Nodes {
+		switch n.Op {
+		case "Mul":
+			if src, fill, ok := matchExtendedMask(ix, n); ok {
+				// The Mul's output is the additive mask already: the
+				// AttentionMask node takes over its name and place.
+				am := c.newMaskNode(src, fill, n.Outputs[0])
+				am.Name = nm.Fresh(n.Name + "/AttentionMask")
+				repl[n] = am
+			}
+		case "Where":
+			if src, fill, scores, ok := matchMaskedFill(ix, n); ok {
+				repl[n] = &compiler.Node{
+					Name:    nm.Fresh(n.Name + "/Add"),
+					Op:      "Add",
+					Inputs:  []string{scores, c.maskFor(src, fill)},
+					Outputs: []string{n.Outputs[0]},
+				}
+			}
+		}
+	}
+	if len(repl) == 0 {
+		return false, nil
+	}
+	replaceNodes(g, repl)
+	c.insertMade()
+	dedupeAttentionMasks(g)
+	removeDead(g)
+	return true, nil
+}
+
+type maskKey struct {
+	src  string
+	fill uint32 // float32 bits
+}
+
+type maskCanon struct {
+	g       *compiler.Graph
+	ix      *index
+	nm      *compiler.Namer
+	made    map[maskKey]string // output of a new AttentionMask node
+	pending []*compiler.Node
+}
+
+func (c *maskCanon) newMaskNode(src string, fill float32, out string) *compiler.Node {
+	n := &compiler.Node{
+		Op:      opAttentionMask,
+		Inputs:  []string{src},
+		Outputs: []string{out},
+		Attrs:   map[string]compiler.Attr{"fill": compiler.FloatAttr(fill)},
+	}
+	shape := compiler.Shape(nil)
+	if v := valueInfo(c.g, src); v != nil && len(v.Shape) == 2 {
+		shape = compiler.Shape{v.Shape[0], {Size: 1}, {Size: 1}, v.Shape[1]}
+	}
+	c.g.Values[out] = &compiler.Value{Name: out, DType: compiler.Float32, Shape: shape}
+	return n
+}
+
+// maskFor returns the output of an AttentionMask(src) {fill}, making one
+// (to be inserted by insertMade) if this pass has not yet.
+func (c *maskCanon) maskFor(src string, fill float32) string {
+	key := maskKey{src, math.Float32bits(fill)}
+	if out, ok := c.made[key]; ok {
+		return out
+	}
+	out := c.nm.Fresh(src + "/additive")
+	n := c.newMaskNode(src, fill, out)
+	n.Name = c.nm.Fresh(src + "/AttentionMask")
+	c.made[key] = out
+	c.pending = append(c.pending, n)
+	return out
+}
+
+// insertMade puts each new AttentionMask right after the producer of its
+// mask (at the front for a graph input), which precedes every reader.
+func (c *maskCanon) insertMade() {
+	for _, n := range c.pending {
+		at := 0
+		for i, m := range c.g.Nodes {
+			if slices.Contains(m.Outputs, n.Inputs[0]) {
+				at = i + 1
+				break
+			}
+		}
+		c.g.Nodes = slices.Insert(c.g.Nodes, at, n)
+	}
+}
+
+// dedupeAttentionMasks keeps one AttentionMask per (mask, fill), pointing
+// readers of the others at it.
+func dedupeAttentionMasks(g *compiler.Graph) {
+	ix := newIndex(g)
+	first := map[maskKey]string{}
+	for _, n := range g.Nodes {
+		if n.Op != opAttentionMask || ix.isOutput[n.Outputs[0]] {
+			continue
+		}
+		key := maskKey{n.Inputs[0], math.Float32bits(n.AttrFloat("fill", 0))}
+		if out, ok := first[key]; ok {
+			renameInputs(g, n.Outputs[0], out)
+			continue
+		}
+		first[key] = n.Outputs[0]
+	}
+}
+
+// matchExtendedMask matches Mul(Sub(1, Cast<f32>(unsqueeze(mask))), fill).
+func matchExtendedMask(ix *index, mul *compiler.Node) (string, float32, bool) {
+	diff, fill, ok := splitConstOperand(ix, mul)
+	if !ok {
+		return "", 0, false
+	}
+	sub := ix.producedBy(diff, "Sub")
+	if sub == nil || !ix.scalarNear(sub.Inputs[0], 1, 0) {
+		return "", 0, false
+	}
+	src, ok := unsqueezedMask(ix, sub.Inputs[1])
+	if !ok {
+		return "", 0, false
+	}
+	return src, float32(fill), true
+}
+
+// unsqueezedMask follows Unsqueeze nodes and at most one Cast to float32
+// from a float32 [batch, 1, 1, seq] value back to its rank-2 source.
+func unsqueezedMask(ix *index, name string) (string, bool) {
+	src, casts, ok := followUnsqueezes(ix, name, onnxFloat)
+	if !ok || casts > 1 || (casts == 0 && !isFloat32(ix.g, src)) {
+		return "", false
+	}
+	return src, true
+}
+
+// followUnsqueezes walks from a [d0, 1, 1, d1] value back through Unsqueeze
+// nodes (and Casts to castTo, counted; castTo < 0 allows none) to a rank-2
+// source, checking that the unsqueezed axes are exactly the middle two.
+func followUnsqueezes(ix *index, name string, castTo int64) (src string, casts int, ok bool) {
+	var axesChain [][]int64 // outermost first
+	for {
+		p := ix.producer[name]
+		if p == nil {
+			break
+		}
+		if castTo >= 0 && p.Op == "Cast" && p.AttrInt("to", 0) == castTo {
+			casts++
+			name = p.Inputs[0]
+			continue
+		}
+		if p.Op != "Unsqueeze" {
+			break
+		}
+		axes, ok := p.AttrInts("axes")
+		if !ok && len(p.Inputs) > 1 {
+			axes, ok = ix.ints(p.Inputs[1])
+		}
+		if !ok {
+			return "", 0, false
+		}
+		axesChain = append(axesChain, axes)
+		name = p.Inputs[0]
+	}
+	if rank(ix.g, name) != 2 {
+		return "", 0, false
+	}
+	// Replay the unsqueezes on labels: 0 = d0, 1 = d1, -1 = an inserted 1.
+	dims := []int{0, 1}
+	for i := len(axesChain) - 1; i >= 0; i-- {
+		axes := axesChain[i]
+		r := len(dims) + len(axes)
+		norm := make([]int, len(axes))
+		for j, a := range axes {
+			if a < 0 {
+				a += int64(r)
+			}
+			if a < 0 || a >= int64(r) {
+				return "", 0, false
+			}
+			norm[j] = int(a)
+		}
+		slices.Sort(norm)
+		for _, a := range norm {
+			if a > len(dims) {
+				return "", 0, false
+			}
+			dims = slices.Insert(dims, a, -1)
+		}
+	}
+	return name, casts, slices.Equal(dims, []int{0, -1, -1, 1})
+}
+
+// onnxFloat is TensorProto.FLOAT, the Cast "to" code for float32;
+// onnxBool is TensorProto.BOOL.
+const (
+	onnxFloat = 1
+	onnxBool  = 9
+)
+
+// matchMaskedFill matches Where(cond, fill, scores) / Where(cond, scores,
+// fill) built from a rank-2 mask.
+func matchMaskedFill(ix *index, where *compiler.Node) (src string, fill float32, scores string, ok bool) {
+	if len(where.Inputs) != 3 || !isFloat32(ix.g, where.Outputs[0]) {
+		return "", 0, "", false
+	}
+	cond := where.Inputs[0]
+	if f, isConst := ix.scalar(where.Inputs[1]); isConst {
+		// cond marks padding.
+		src, ok = maskCondition(ix, cond, true)
+		return src, float32(f), where.Inputs[2], ok
+	}
+	if f, isConst := ix.scalar(where.Inputs[2]); isConst {
+		// cond marks tokens to keep.
+		src, ok = maskCondition(ix, cond, false)
+		return src, float32(f), where.Inputs[1], ok
+	}
+	return "", 0, "", false
+}
+
+// maskCondition follows a boolean [batch, 1, 1, seq] (or broadcast of it)
+// back to the rank-2 mask. padding says whether true marks padding
+// (Equal(mask, 0)) or tokens to attend (the mask cast to bool).
+func maskCondition(ix *index, name string, padding bool) (string, bool) {
+	// Peel a bool-to-bool Cast and an Expand: Where broadcasts anyway.
+	if p := ix.producedBy(name, "Cast"); p != nil && p.AttrInt("to", 0) == onnxBool && boolValue(ix.g, p.Inputs[0]) {
+		name = p.Inputs[0]
+	}
+	if p := ix.producedBy(name, "Expand"); p != nil {
+		name = p.Inputs[0]
+	}
+	// [batch, seq] -> [batch, 1, 1, seq], by Reshape or Unsqueeze.
+	var inner string
+	if p := ix.producedBy(name, "Reshape"); p != nil && isMaskLayout(ix, p) {
+		inner = p.Inputs[0]
+	} else if src, ok := unsqueezedBool(ix, name); ok {
+		inner = src
+	} else {
+		return "", false
+	}
+	if padding {
+		eq := ix.producedBy(inner, "Equal")
+		if eq == nil {
+			return "", false
+		}
+		src, zero, ok := splitConstOperand(ix, eq)
+		if !ok || zero != 0 || rank(ix.g, src) != 2 {
+			return "", false
+		}
+		return src, true
+	}
+	cast := ix.producedBy(inner, "Cast")
+	if cast == nil || cast.AttrInt("to", 0) != onnxBool || rank(ix.g, cast.Inputs[0]) != 2 {
+		return "", false
+	}
+	return cast.Inputs[0], true
+}
+
+// isMaskLayout reports whether a Reshape of a rank-2 value produces
+// [d0, 1, 1, d1]: by the inferred output shape, or by a target shape whose
+// middle entries are the constant 1 (an initializer, or a Concat of four
+// one-element pieces as torch emits for view(bs, 1, 1, k_length)). Either
+// way, since the result is broadcast against [batch, heads, q, k] scores,
+// the only valid d0, d1 are batch and seq.
+func isMaskLayout(ix *index, r *compiler.Node) bool {
+	if rank(ix.g, r.Inputs[0]) != 2 {
+		return false
+	}
+	if v := valueInfo(ix.g, r.Outputs[0]); v != nil && len(v.Shape) == 4 {
+		one := compiler.Dim{Size: 1}
+		if v.Shape[1] == one && v.Shape[2] == one {
+			return true
+		}
+	}
+	if target, ok := ix.ints(r.Inputs[1]); ok {
+		return len(target) == 4 && target[1] == 1 && target[2] == 1
+	}
+	cat := ix.producedBy(r.Inputs[1], "Concat")
+	if cat == nil || len(cat.Inputs) != 4 {
+		return false
+	}
+	for _, i := range []int{1, 2} {
+		if v, ok := ix.ints(cat.Inputs[i]); !ok || len(v) != 1 || v[0] != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// unsqueezedBool follows Unsqueeze nodes from a [batch, 1, 1, seq] value
+// back to its rank-2 source.
+func unsqueezedBool(ix *index, name string) (string, bool) {
+	if ix.producedBy(name, "Unsqueeze") == nil {
+		return "", false
+	}
+	src, _, ok := followUnsqueezes(ix, name, -1)
+	return src, ok
+}
+
+func boolValue(g *compiler.Graph, name string) bool {
+	v := valueInfo(g, name)
+	return v != nil && v.DType == compiler.Bool
+}
+
+func rank(g *compiler.Graph, name string) int {
+	v := valueInfo(g, name)
+	if v == nil {
+		return -1
+	}
+	return v.Shape.Rank()
+}

@@ -1,0 +1,102 @@
+package passes
+
+import (
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+func geluGraph(body string) string {
+	return `graph "gelu" opset 14 {
+  input %x: f32[batch, 16]
+  init %sqrt2: f32[] = [1.4142135]
+  init %invsqrt2: f32[] = [0.70710677]
+  init %one: f32[] = [1]
+  init %half: f32[] = [0.5]
+  init %three: f32[] = [3]
+  init %c: f32[] = [0.044715]
+  init %k: f32[] = [0.7978846]
+` + body + `
+  output %y: f32[batch, 16]
+}`
+}
+
+func TestFuseGeluErfForms(t *testing.T) {
+	forms := map[string]string{
+		// torch.onnx's nn.GELU(): Div Erf Add Mul(x, .) Mul(., 0.5)
+		"torch": `  %a = Div(%x, %sqrt2)
+  %e = Erf(%a)
+  %f = Add(%e, %one)
+  %m = Mul(%x, %f)
+  %y = Mul(%m, %half)`,
+		// HF's x * 0.5 * (1.0 + erf(x / sqrt(2.0))), multiply by 1/sqrt2
+		"half-first": `  %a = Mul(%x, %invsqrt2)
+  %e = Erf(%a)
+  %f = Add(%one, %e)
+  %h = Mul(%x, %half)
+  %y = Mul(%h, %f)`,
+		// x * ((1 + erf) * 0.5)
+		"factor-half": `  %a = Div(%x, %sqrt2)
+  %e = Erf(%a)
+  %f = Add(%e, %one)
+  %h = Mul(%half, %f)
+  %y = Mul(%h, %x)`,
+	}
+	for name, body := range forms {
+		t.Run(name, func(t *testing.T) {
+			g := parseGraph(t, geluGraph(body))
+			after := applyPass(t, g, FuseGelu, EliminateDeadNodes)
+			wantOps(t, after, map[string]int{opGelu: 1})
+			wantEquivalent(t, g, after, map[string]*compiler.Tensor{"x": randomF32(11, 3, 16)}, 1e-6)
+		})
+	}
+}
+
+func TestFuseGeluTanhForm(t *testing.T) {
+	g := parseGraph(t, geluGraph(`  %cube = Pow(%x, %three)
+  %cc = Mul(%c, %cube)
+  %inner = Add(%x, %cc)
+  %sc = Mul(%inner, %k)
+  %th = Tanh(%sc)
+  %f = Add(%th, %one)
+  %h = Mul(%half, %x)
+  %y = Mul(%h, %f)`))
+	after := applyPass(t, g, FuseGelu)
+	if !geluHasApproximate() {
+		// The op table's sqc.Gelu is the erf form only: nothing to fuse into.
+		wantOps(t, after, OpHistogram(g))
+		return
+	}
+	wantOps(t, after, map[string]int{opGelu: 1})
+	wantEquivalent(t, g, after, map[string]*compiler.Tensor{"x": randomF32(12, 3, 16)}, 1e-6)
+}
+
+func TestFuseGeluRejectsNearMisses(t *testing.T) {
+	for name, body := range map[string]string{
+		"plus-two": `  %two = Add(%one, %one)
+  %a = Div(%x, %sqrt2)
+  %e = Erf(%a)
+  %f = Add(%e, %two)
+  %m = Mul(%x, %f)
+  %y = Mul(%m, %half)`,
+		"other-x": `  %a = Div(%x, %sqrt2)
+  %e = Erf(%a)
+  %f = Add(%e, %one)
+  %x2 = Neg(%x)
+  %m = Mul(%x2, %f)
+  %y = Mul(%m, %half)`,
+		"erf-reused": `  %a = Div(%x, %sqrt2)
+  %e = Erf(%a)
+  %f = Add(%e, %one)
+  %m = Mul(%x, %f)
+  %h = Mul(%m, %half)
+  %y = Add(%h, %e)`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := parseGraph(t, geluGraph(body))
+			if runPasses(t, g, FuseGelu) {
+				t.Errorf("fused a non-GELU:\n%s", g.Text())
+			}
+		})
+	}
+}

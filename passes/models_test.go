@@ -1,0 +1,156 @@
+package passes
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/hf"
+	"github.com/sqc-dev/sqc/compiler/interp"
+	"github.com/sqc-dev/sqc/compiler/onnx"
+	"github.com/sqc-dev/sqc/internal/testmodels"
+)
+
+// Acceptance on the shared SST-2 models: after the pipeline the encoder is
+// only canonical ops, and the FP32 logits still match PyTorch's.
+
+// devSentences is how many dev sentences the logit check runs (in batches
+// of devBatch, right-padded, so the mask matters).
+const (
+	devSentences = 64
+	devBatch     = 16
+	// logitTolerance is the acceptance bound; PyTorch vs ONNX Runtime
+	// differ by 1.7e-6 on these models.
+	logitTolerance = 1e-4
+)
+
+// decomposedOps must not survive canonicalisation anywhere in the graph.
+var decomposedOps = []string{"ReduceMean", "Pow", "Sqrt", "Erf", "Softmax", "MatMul", "Gemm", "Transpose", "Reshape", "Where", "Expand", "Equal", "Concat", "Cast", "Div", "Mul", "Sub"}
+
+func TestSharedModelsCanonicalise(t *testing.T) {
+	for _, name := range testmodels.Models {
+		t.Run(name, func(t *testing.T) {
+			dir := testmodels.ModelDir(t, name)
+			g, err := onnx.Load(dir + "/model.onnx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := OpHistogram(g)
+			if err := RunPipeline(g, Options{CheckIR: true}); err != nil {
+				t.Fatal(err)
+			}
+			after := OpHistogram(g)
+			t.Logf("before: %s", histogramString(before))
+			t.Logf("after:  %s", histogramString(after))
+			for _, op := range decomposedOps {
+				if after[op] > 0 {
+					t.Errorf("%d %s nodes remain after canonicalisation", after[op], op)
+				}
+			}
+			checkEncoderOps(t, g)
+
+			ref, err := testmodels.LoadReference(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it, err := interp.New(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			for lo := 0; lo < devSentences; lo += devBatch {
+				exs := ref.Examples[lo : lo+devBatch]
+				in, err := testmodels.Inputs(g, exs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := it.Run(in, &interp.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				logits := out[g.Outputs[0].Name]
+				rows := make([][]float32, len(exs))
+				for i := range rows {
+					rows[i] = logits.F32[i*2 : i*2+2]
+				}
+				worst = max(worst, testmodels.MaxAbsDiff(rows, ref.Logits[lo:lo+devBatch]))
+			}
+			t.Logf("max |logit - reference| over %d dev sentences: %.3g", devSentences, worst)
+			if worst > logitTolerance {
+				t.Errorf("logits differ from the reference by %.3g, want <= %g", worst, logitTolerance)
+			}
+		})
+	}
+}
+
+// checkEncoderOps asserts every node between the first and the last
+// LayerNormalization (the encoder) is one of the canonical ops or a
+// residual Add.
+func checkEncoderOps(t *testing.T, g *compiler.Graph) {
+	t.Helper()
+	allowed := []string{"sqc.Linear", "LayerNormalization", "sqc.Gelu", "sqc.Attention", "Add"}
+	first, last := -1, -1
+	for i, n := range g.Nodes {
+		if n.Op == "LayerNormalization" {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		t.Fatal("no LayerNormalization in the canonical graph")
+	}
+	for _, n := range g.Nodes[first:last] {
+		if !slices.Contains(allowed, n.Op) {
+			t.Errorf("encoder node %q is %s, want one of %v", n.Name, n.Op, allowed)
+		}
+	}
+}
+
+// TestHFGraphCanonicalisesLikeONNX checks both frontends meet in the same
+// canonical form: the op histograms of the encoder-relevant ops agree.
+func TestHFGraphCanonicalisesLikeONNX(t *testing.T) {
+	for _, name := range testmodels.Models {
+		t.Run(name, func(t *testing.T) {
+			dir := testmodels.ModelDir(t, name)
+			fromONNX, err := onnx.Load(dir + "/model.onnx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromHF, err := hf.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range []*compiler.Graph{fromONNX, fromHF} {
+				if err := RunPipeline(g, Options{CheckIR: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a, b := canonicalCounts(OpHistogram(fromONNX)), canonicalCounts(OpHistogram(fromHF))
+			if !maps.Equal(a, b) {
+				t.Errorf("canonical ops differ:\nonnx: %s\nhf:   %s\n(full onnx: %s)\n(full hf:   %s)",
+					histogramString(a), histogramString(b), histogramString(OpHistogram(fromONNX)), histogramString(OpHistogram(fromHF)))
+			}
+		})
+	}
+}
+
+func canonicalCounts(h map[string]int) map[string]int {
+	out := map[string]int{}
+	for _, op := range []string{"sqc.Linear", "LayerNormalization", "sqc.Gelu", "sqc.Attention", "sqc.AttentionMask"} {
+		out[op] = h[op]
+	}
+	return out
+}
+
+func histogramString(h map[string]int) string {
+	var parts []string
+	for _, op := range slices.Sorted(maps.Keys(h)) {
+		parts = append(parts, fmt.Sprintf("%s %d", op, h[op]))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,196 @@
+package passes
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// Pipeline is the one ordered list of passes sqc runs. Later stages
+// (calibration, SmoothQuant, quantisation, kernel fusion, memory planning,
+// weight packing) append to it; keep one entry per line and say why where
+// the order matters.
+func Pipeline() []Pass {
+	return []Pass{
+		// Constants first: the fusions below recognise epsilons, 0.5, sqrt(2),
+		// reshape targets and mask fill values as initializers, and folding
+		// Constant nodes into initializers is what makes them so.
+		FoldConstants,
+		// Drop Identity nodes and what folding left unused, so the pattern
+		// matchers see single-consumer chains.
+		EliminateDeadNodes,
+		// LayerNorm before anything that looks at Add/Mul/Div chains: its
+		// trailing Mul(gamma)/Add(beta) would otherwise look like free
+		// arithmetic to the GELU matcher's neighbours.
+		FuseLayerNorm,
+		FuseGelu,
+		// The mask must be canonical before FuseAttention, which matches
+		// "scores + additive mask" and nothing else.
+		CanonicalizeAttentionMask,
+		FuseAttention,
+		// Linear after Attention and Gelu: those matchers start from the
+		// MatMul/Add outputs and do not care, but running it last means the
+		// Q/K/V projections feeding Attention are fused too, and Gemm heads
+		// become Linear as well.
+		FuseLinear,
+		// Fusion strands the dynamic-shape chains (Shape -> Gather ->
+		// Unsqueeze -> Concat) that fed the unfused reshapes; fold what is now
+		// foldable and sweep the rest.
+		FoldConstants,
+		EliminateDeadNodes,
+	}
+}
+
+// Options control RunPipeline.
+type Options struct {
+	// CheckIR runs g.Verify() after every pass and fails naming the pass
+	// that broke the graph. Tests always set it.
+	CheckIR bool
+	// StopAfter, if set, stops the pipeline after the first pass with this
+	// name (for `sqc inspect --after PASS`). An unknown name is an error.
+	StopAfter string
+	// DumpDir, if set, receives g.Text() after each pass as NN-PassName.txt
+	// (NN counts from 01; 00-Input.txt is the graph as given), for
+	// `sqc inspect --dump-all DIR`.
+	DumpDir string
+	// Log, if set, is told after every pass whether it changed the graph,
+	// with a one-line summary of what changed (node counts and op deltas).
+	Log func(pass string, changed bool, summary string)
+}
+
+// RunPipeline runs Pipeline() on g in place.
+func RunPipeline(g *compiler.Graph, opts Options) error {
+	return Run(g, Pipeline(), opts)
+}
+
+// Run runs the given passes on g in order, in place, under opts. It is
+// RunPipeline for an arbitrary list (tests use it to run one pass with the
+// same checking and dumping as the real pipeline).
+func Run(g *compiler.Graph, list []Pass, opts Options) error {
+	if opts.StopAfter != "" && !hasPass(list, opts.StopAfter) {
+		return fmt.Errorf("%w: no pass named %q (passes: %s)", compiler.ErrInvalidRequest, opts.StopAfter, passNames(list))
+	}
+	// Passes match on value shapes (head splits, channel counts), so they
+	// start from a graph whose Values are inferred; each pass keeps the
+	// entries of values it creates up to date.
+	if err := g.InferShapes(); err != nil {
+		return fmt.Errorf("shape inference before the passes: %w", err)
+	}
+	if opts.DumpDir != "" {
+		if err := os.MkdirAll(opts.DumpDir, 0o755); err != nil {
+			return fmt.Errorf("dump directory: %w", err)
+		}
+		if err := dump(g, opts.DumpDir, 0, "Input"); err != nil {
+			return err
+		}
+	}
+	for i, p := range list {
+		before := opHistogram(g)
+		changed, err := p.Run(g)
+		if err != nil {
+			return fmt.Errorf("pass %s: %w", p.Name, err)
+		}
+		if opts.CheckIR {
+			if err := g.Verify(); err != nil {
+				return fmt.Errorf("pass %s left an invalid graph: %w", p.Name, err)
+			}
+		}
+		if opts.Log != nil {
+			opts.Log(p.Name, changed, histogramDelta(before, opHistogram(g)))
+		}
+		if opts.DumpDir != "" {
+			if err := dump(g, opts.DumpDir, i+1, p.Name); err != nil {
+				return err
+			}
+		}
+		if p.Name == opts.StopAfter {
+			return nil
+		}
+	}
+	return nil
+}
+
+func dump(g *compiler.Graph, dir string, step int, name string) error {
+	path := filepath.Join(dir, fmt.Sprintf("%02d-%s.txt", step, name))
+	if err := os.WriteFile(path, []byte(g.Text()), 0o644); err != nil {
+		return fmt.Errorf("dump after %s: %w", name, err)
+	}
+	return nil
+}
+
+func hasPass(list []Pass, name string) bool {
+	for _, p := range list {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func passNames(list []Pass) string {
+	seen := map[string]bool{}
+	var names []string
+	for _, p := range list {
+		if !seen[p.Name] {
+			seen[p.Name] = true
+			names = append(names, p.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// OpHistogram counts g's nodes by op.
+func OpHistogram(g *compiler.Graph) map[string]int { return opHistogram(g) }
+
+func opHistogram(g *compiler.Graph) map[string]int {
+	h := map[string]int{}
+	for _, n := range g.Nodes {
+		h[n.Op]++
+	}
+	return h
+}
+
+// histogramDelta summarises a pass's effect as "nodes 476 -> 339: Constant
+// -137, Linear +32", ops sorted by name.
+func histogramDelta(before, after map[string]int) string {
+	total := func(h map[string]int) int {
+		t := 0
+		for _, c := range h {
+			t += c
+		}
+		return t
+	}
+	ops := map[string]bool{}
+	for op := range before {
+		ops[op] = true
+	}
+	for op := range after {
+		ops[op] = true
+	}
+	var names []string
+	for op := range ops {
+		if before[op] != after[op] {
+			names = append(names, op)
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "nodes %d -> %d", total(before), total(after))
+	for i, op := range names {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %+d", op, after[op]-before[op])
+	}
+	return b.String()
+}
+
+func errNoFixpoint(pass string, rounds int) error {
+	return fmt.Errorf("pass %s still changing the graph after %d rounds", pass, rounds)
+}

@@ -1,0 +1,147 @@
+package pool
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// checkRun runs n indices and checks each ran exactly once, with worker
+// ids in range and never shared by two calls running at once.
+func checkRun(t *testing.T, p *Pool, n int) {
+	t.Helper()
+	counts := make([]atomic.Int32, n)
+	busy := make([]atomic.Int32, p.Workers())
+	var bad atomic.Int32
+	p.Run(n, func(w, i int) {
+		if w < 0 || w >= p.Workers() {
+			bad.Add(1)
+			return
+		}
+		if busy[w].Add(1) != 1 {
+			bad.Add(1)
+		}
+		counts[i].Add(1)
+		busy[w].Add(-1)
+	})
+	if bad.Load() != 0 {
+		t.Fatalf("n=%d: %d calls had a bad or shared worker id", n, bad.Load())
+	}
+	for i := range counts {
+		if c := counts[i].Load(); c != 1 {
+			t.Fatalf("n=%d: index %d ran %d times", n, i, c)
+		}
+	}
+}
+
+func TestRunCoversEveryIndexOnce(t *testing.T) {
+	for _, workers := range []int{1, 2, 3, 8} {
+		p := New(workers)
+		for _, n := range []int{0, 1, 2, 3, 7, 64, 1000} {
+			checkRun(t, p, n)
+		}
+		p.Close()
+	}
+}
+
+func TestRunUsesSeveralWorkers(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs GOMAXPROCS >= 2")
+	}
+	p := New(2)
+	defer p.Close()
+	// Two indices that each wait for the other: only completes if they
+	// run at the same time on two workers.
+	var arrived atomic.Int32
+	var ids [2]int
+	p.Run(2, func(w, i int) {
+		ids[i] = w
+		arrived.Add(1)
+		deadline := time.Now().Add(10 * time.Second)
+		for arrived.Load() < 2 && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
+	})
+	if arrived.Load() != 2 || ids[0] == ids[1] {
+		t.Fatalf("indices did not run concurrently on distinct workers: ids %v", ids)
+	}
+}
+
+func TestConcurrentCallers(t *testing.T) {
+	p := New(3)
+	defer p.Close()
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 200 {
+				checkRun(t, p, 1+(g*7+r)%37)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestNoGoroutineLeakAfterClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	p := New(6)
+	checkRun(t, p, 100)
+	if got := runtime.NumGoroutine(); got < before+5 {
+		t.Fatalf("expected 5 helper goroutines, have %d more", got-before)
+	}
+	p.Close()
+	p.Close() // idempotent
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := runtime.NumGoroutine(); got > before {
+		t.Fatalf("%d goroutines before New, %d after Close", before, got)
+	}
+	// Run after Close still does the work, on the caller.
+	checkRun(t, p, 10)
+}
+
+func TestCloseWhileRunning(t *testing.T) {
+	p := New(4)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				checkRun(t, p, 20)
+			}
+		}()
+	}
+	time.Sleep(time.Millisecond)
+	p.Close()
+	wg.Wait()
+}
+
+func TestRunDoesNotAllocate(t *testing.T) {
+	p := New(2)
+	defer p.Close()
+	var sum atomic.Int64
+	fn := func(_, i int) { sum.Add(int64(i)) }
+	allocs := testing.AllocsPerRun(1000, func() { p.Run(64, fn) })
+	if allocs > 0 {
+		t.Fatalf("Run allocates %.1f times per call", allocs)
+	}
+}
+
+func BenchmarkRun(b *testing.B) {
+	for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
+		p := New(workers)
+		fn := func(_, _ int) {}
+		b.Run("workers="+string(rune('0'+workers)), func(b *testing.B) {
+			for b.Loop() {
+				p.Run(workers, fn)
+			}
+		})
+		p.Close()
+	}
+}

@@ -1,0 +1,71 @@
+//go:build amd64 && !noasm
+
+package qgemm
+
+import "fmt"
+
+// Flag bits of epilogueAVX512Asm (asmgen/qgemm/epilogue.go).
+const (
+	epiColSum = 1 << iota
+	epiBias
+	epiGelu
+	epiResidual
+	epiU8
+)
+
+// epilogueAVX512 is the AVX-512 EpilogueFunc: 16 columns per step under an
+// opmask, the same bits as epilogueGo. It checks every slice bound the
+// block touches before handing raw pointers to the assembly, and panics
+// as epilogueGo would on a slice that is too short.
+func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
+	if m <= 0 || n <= 0 {
+		return
+	}
+	// Rows are addressed at increasing offsets (strides >= 0), so checking
+	// the first and last element of each operand covers the block.
+	span := func(what string, length, first, stride int) {
+		last := first + (m-1)*stride + n - 1
+		if first < 0 || stride < 0 || last >= length {
+			panic(fmt.Sprintf("qgemm: epilogue %s out of range: len %d, block %dx%d at %d, stride %d",
+				what, length, m, n, first, stride))
+		}
+	}
+	span("accumulators", len(c), 0, ldc)
+	flags := 0
+	var colSum *int32
+	if ep.ColSum != nil {
+		span("ColSum", len(ep.ColSum), n0, 0)
+		colSum = &ep.ColSum[n0]
+		flags |= epiColSum
+	}
+	span("Scale", len(ep.Scale), n0, 0)
+	var bias *float32
+	if ep.Bias != nil {
+		span("Bias", len(ep.Bias), n0, 0)
+		bias = &ep.Bias[n0]
+		flags |= epiBias
+	}
+	if ep.Act == ActGelu {
+		flags |= epiGelu
+	}
+	var res *float32
+	if ep.Residual != nil {
+		first := m0*ep.ResidualStride + n0
+		span("Residual", len(ep.Residual), first, ep.ResidualStride)
+		res = &ep.Residual[first]
+		flags |= epiResidual
+	}
+	first := m0*ep.OutStride + n0
+	var outF32 *float32
+	var outU8 *uint8
+	if ep.OutF32 != nil {
+		span("OutF32", len(ep.OutF32), first, ep.OutStride)
+		outF32 = &ep.OutF32[first]
+	} else {
+		span("OutU8", len(ep.OutU8), first, ep.OutStride)
+		outU8 = &ep.OutU8[first]
+		flags |= epiU8
+	}
+	epilogueAVX512Asm(&c[0], ldc, m, n, colSum, ep.AZeroPoint, &ep.Scale[n0], bias, res,
+		ep.ResidualStride, outF32, outU8, ep.OutStride, ep.OutInvScale, ep.OutZeroPoint, flags)
+}

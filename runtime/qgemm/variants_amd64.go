@@ -1,0 +1,27 @@
+//go:build amd64 && !noasm
+
+package qgemm
+
+import "github.com/sqc-dev/sqc/runtime/cpu"
+
+// archVariants returns the assembly variants this CPU can run, best first.
+// The AMX kernel needs the tile-data permission that cpu.Detect requests
+// (f.AMXInt8 is only true once it is granted). The AVX-512 epilogue
+// (AVX-512 F/BW) serves every variant whose CPU has it.
+func archVariants(f cpu.Features) []Variant {
+	var ep EpilogueFunc // nil: the pure-Go epilogue
+	if f.AVX512 {
+		ep = epilogueAVX512
+	}
+	var vs []Variant
+	if f.AMXInt8 {
+		vs = append(vs, Variant{ISA: ISAAMX, Kernel: qgemmAMX, Epilogue: ep})
+	}
+	if f.AVX512VNNI {
+		vs = append(vs, Variant{ISA: ISAVNNI, Kernel: qgemmVNNI, Epilogue: ep})
+	}
+	if f.AVX2 {
+		vs = append(vs, Variant{ISA: ISAAVX2, Kernel: qgemmAVX2, Epilogue: ep})
+	}
+	return vs
+}

@@ -1,0 +1,75 @@
+package tokenizer
+
+import "unicode/utf8"
+
+// wordPiece is the WordPiece model: greedy longest-match-first over a
+// vocabulary, with a prefix marking pieces that continue a word.
+type wordPiece struct {
+	// whole maps tokens to ids; cont maps continuation tokens to ids keyed
+	// without their prefix, so a lookup never builds "##"+piece.
+	whole, cont map[string]int32
+	// wholeMax and contMax are the longest keys of whole and cont in bytes:
+	// no match can be longer, so the search starts there.
+	wholeMax, contMax int
+	unk               int32
+	maxChars          int // longer words become unk (max_input_chars_per_word)
+}
+
+func newWordPiece(vocab map[string]int32, prefix string, unk int32, maxChars int) wordPiece {
+	wp := wordPiece{whole: vocab, unk: unk, maxChars: maxChars}
+	if prefix == "" {
+		wp.cont = vocab
+	} else {
+		wp.cont = make(map[string]int32)
+		for tok, id := range vocab {
+			if len(tok) > len(prefix) && tok[:len(prefix)] == prefix {
+				wp.cont[tok[len(prefix):]] = id
+			}
+		}
+	}
+	for tok := range wp.whole {
+		wp.wholeMax = max(wp.wholeMax, len(tok))
+	}
+	for tok := range wp.cont {
+		wp.contMax = max(wp.contMax, len(tok))
+	}
+	return wp
+}
+
+// appendWord appends the pieces of word (valid UTF-8, non-empty) to dst.
+func (wp *wordPiece) appendWord(dst []int32, word []byte) []int32 {
+	if len(word) > wp.maxChars && utf8.RuneCount(word) > wp.maxChars {
+		return append(dst, wp.unk)
+	}
+	first := len(dst)
+	for start := 0; start < len(word); {
+		m, longest := wp.whole, wp.wholeMax
+		if start > 0 {
+			m, longest = wp.cont, wp.contMax
+		}
+		end := len(word)
+		if end-start > longest {
+			end = start + longest
+			for end > start && !utf8.RuneStart(word[end]) {
+				end--
+			}
+		}
+		found := false
+		for end > start {
+			if id, ok := m[string(word[start:end])]; ok {
+				dst = append(dst, id)
+				found = true
+				break
+			}
+			end--
+			for end > start && !utf8.RuneStart(word[end]) {
+				end--
+			}
+		}
+		if !found {
+			return append(dst[:first], wp.unk)
+		}
+		start = end
+	}
+	return dst
+}
