@@ -55,7 +55,7 @@ func constInts(x InferInput) ([]int64, bool) {
 		}
 		return out, true
 	}
-	if t := x.Const; t != nil {
+	if t := x.Const; t != nil && t.Len() <= maxSymElements {
 		switch t.DType {
 		case Int64:
 			return append([]int64(nil), t.I64...), true

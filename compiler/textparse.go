@@ -440,9 +440,9 @@ func (p *parser) tensor() (*Tensor, error) {
 }
 
 // maxParsedElements bounds each tensor text may ask the parser to
-// allocate (2^26 elements, 256 MiB of f32: BERT-large's embeddings fit),
-// so hostile text cannot exhaust memory.
-const maxParsedElements = 1 << 26
+// allocate (2^25 elements, 128 MiB of f32: BERT-base's 23M-element word
+// embeddings fit), so hostile text cannot exhaust memory.
+const maxParsedElements = 1 << 25
 
 func (p *parser) tensorData(dt DType, shape Shape, line, col int) (*Tensor, error) {
 	at := func(format string, args ...any) error {

@@ -178,7 +178,9 @@ func epilogueVariant(g *gen, consts *constTable, tailMasks operand.Mem, flags in
 	tail := g.GP64()
 	g.LEAQ(operand.Mem{Base: n, Disp: -1}, tail)
 	g.ANDQ(operand.U8(15), tail)
-	g.MOVL(tailMasks.Idx(tail, 4), tail.As32())
+	tab := g.GP64()
+	g.LEAQ(tailMasks, tab) // RIP-relative addresses take no index
+	g.MOVL(operand.Mem{Base: tab, Index: tail, Scale: 4}, tail.As32())
 
 	rowLoop, colLoop := g.label("epi_row"), g.label("epi_col")
 	g.Label(rowLoop)

@@ -7539,7 +7539,8 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-120
 	MOVQ  outF32+80(FP), SI
 	LEAQ  -1(DX), DI
 	ANDQ  $0x0f, DI
-	MOVL  epilogueTailMasks<>+0(SB)(DI*4), DI
+	LEAQ  epilogueTailMasks<>+0(SB), R8
+	MOVL  (R8)(DI*4), DI
 
 epi_row_290:
 	XORQ R8, R8
@@ -7583,7 +7584,8 @@ epi_flag_289:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         -1(DX), DI
 	ANDQ         $0x0f, DI
-	MOVL         epilogueTailMasks<>+0(SB)(DI*4), DI
+	LEAQ         epilogueTailMasks<>+0(SB), R8
+	MOVL         (R8)(DI*4), DI
 
 epi_row_292:
 	XORQ R8, R8
@@ -7631,7 +7633,8 @@ epi_flag_288:
 	MOVQ  outF32+80(FP), DI
 	LEAQ  -1(DX), R8
 	ANDQ  $0x0f, R8
-	MOVL  epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ  epilogueTailMasks<>+0(SB), R9
+	MOVL  (R9)(R8*4), R8
 
 epi_row_295:
 	XORQ R9, R9
@@ -7681,7 +7684,8 @@ epi_flag_294:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         -1(DX), R8
 	ANDQ         $0x0f, R8
-	MOVL         epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ         epilogueTailMasks<>+0(SB), R9
+	MOVL         (R9)(R8*4), R8
 
 epi_row_297:
 	XORQ R9, R9
@@ -7737,7 +7741,8 @@ epi_flag_287:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
 	LEAQ         -1(DX), DI
 	ANDQ         $0x0f, DI
-	MOVL         epilogueTailMasks<>+0(SB)(DI*4), DI
+	LEAQ         epilogueTailMasks<>+0(SB), R8
+	MOVL         (R8)(DI*4), DI
 
 epi_row_301:
 	XORQ R8, R8
@@ -7849,7 +7854,8 @@ epi_flag_300:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
 	LEAQ         -1(DX), DI
 	ANDQ         $0x0f, DI
-	MOVL         epilogueTailMasks<>+0(SB)(DI*4), DI
+	LEAQ         epilogueTailMasks<>+0(SB), R8
+	MOVL         (R8)(DI*4), DI
 
 epi_row_303:
 	XORQ R8, R8
@@ -7966,7 +7972,8 @@ epi_flag_299:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
 	LEAQ         -1(DX), R8
 	ANDQ         $0x0f, R8
-	MOVL         epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ         epilogueTailMasks<>+0(SB), R9
+	MOVL         (R9)(R8*4), R8
 
 epi_row_306:
 	XORQ R9, R9
@@ -8084,7 +8091,8 @@ epi_flag_305:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
 	LEAQ         -1(DX), R8
 	ANDQ         $0x0f, R8
-	MOVL         epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ         epilogueTailMasks<>+0(SB), R9
+	MOVL         (R9)(R8*4), R8
 
 epi_row_308:
 	XORQ R9, R9
@@ -8208,7 +8216,8 @@ epi_flag_286:
 	MOVQ  outF32+80(FP), DI
 	LEAQ  -1(DX), R8
 	ANDQ  $0x0f, R8
-	MOVL  epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ  epilogueTailMasks<>+0(SB), R9
+	MOVL  (R9)(R8*4), R8
 
 epi_row_313:
 	XORQ R9, R9
@@ -8255,7 +8264,8 @@ epi_flag_312:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         -1(DX), R8
 	ANDQ         $0x0f, R8
-	MOVL         epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ         epilogueTailMasks<>+0(SB), R9
+	MOVL         (R9)(R8*4), R8
 
 epi_row_315:
 	XORQ R9, R9
@@ -8306,7 +8316,8 @@ epi_flag_311:
 	MOVQ  outF32+80(FP), R8
 	LEAQ  -1(DX), R9
 	ANDQ  $0x0f, R9
-	MOVL  epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ  epilogueTailMasks<>+0(SB), R10
+	MOVL  (R10)(R9*4), R9
 
 epi_row_318:
 	XORQ R10, R10
@@ -8359,7 +8370,8 @@ epi_flag_317:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         -1(DX), R9
 	ANDQ         $0x0f, R9
-	MOVL         epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ         epilogueTailMasks<>+0(SB), R10
+	MOVL         (R10)(R9*4), R9
 
 epi_row_320:
 	XORQ R10, R10
@@ -8418,7 +8430,8 @@ epi_flag_310:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
 	LEAQ         -1(DX), R8
 	ANDQ         $0x0f, R8
-	MOVL         epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ         epilogueTailMasks<>+0(SB), R9
+	MOVL         (R9)(R8*4), R8
 
 epi_row_324:
 	XORQ R9, R9
@@ -8533,7 +8546,8 @@ epi_flag_323:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
 	LEAQ         -1(DX), R8
 	ANDQ         $0x0f, R8
-	MOVL         epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ         epilogueTailMasks<>+0(SB), R9
+	MOVL         (R9)(R8*4), R8
 
 epi_row_326:
 	XORQ R9, R9
@@ -8653,7 +8667,8 @@ epi_flag_322:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
 	LEAQ         -1(DX), R9
 	ANDQ         $0x0f, R9
-	MOVL         epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ         epilogueTailMasks<>+0(SB), R10
+	MOVL         (R10)(R9*4), R9
 
 epi_row_329:
 	XORQ R10, R10
@@ -8774,7 +8789,8 @@ epi_flag_328:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
 	LEAQ         -1(DX), R9
 	ANDQ         $0x0f, R9
-	MOVL         epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ         epilogueTailMasks<>+0(SB), R10
+	MOVL         (R10)(R9*4), R9
 
 epi_row_331:
 	XORQ R10, R10
@@ -8904,7 +8920,8 @@ epi_flag_285:
 	MOVQ         outF32+80(FP), DI
 	LEAQ         -1(DX), R8
 	ANDQ         $0x0f, R8
-	MOVL         epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ         epilogueTailMasks<>+0(SB), R9
+	MOVL         (R9)(R8*4), R8
 
 epi_row_337:
 	XORQ R9, R9
@@ -8954,7 +8971,8 @@ epi_flag_336:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         -1(DX), R8
 	ANDQ         $0x0f, R8
-	MOVL         epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ         epilogueTailMasks<>+0(SB), R9
+	MOVL         (R9)(R8*4), R8
 
 epi_row_339:
 	XORQ R9, R9
@@ -9008,7 +9026,8 @@ epi_flag_335:
 	MOVQ         outF32+80(FP), R8
 	LEAQ         -1(DX), R9
 	ANDQ         $0x0f, R9
-	MOVL         epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ         epilogueTailMasks<>+0(SB), R10
+	MOVL         (R10)(R9*4), R9
 
 epi_row_342:
 	XORQ R10, R10
@@ -9064,7 +9083,8 @@ epi_flag_341:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         -1(DX), R9
 	ANDQ         $0x0f, R9
-	MOVL         epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ         epilogueTailMasks<>+0(SB), R10
+	MOVL         (R10)(R9*4), R9
 
 epi_row_344:
 	XORQ R10, R10
@@ -9126,7 +9146,8 @@ epi_flag_334:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
 	LEAQ         -1(DX), R8
 	ANDQ         $0x0f, R8
-	MOVL         epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ         epilogueTailMasks<>+0(SB), R9
+	MOVL         (R9)(R8*4), R8
 
 epi_row_348:
 	XORQ R9, R9
@@ -9244,7 +9265,8 @@ epi_flag_347:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
 	LEAQ         -1(DX), R8
 	ANDQ         $0x0f, R8
-	MOVL         epilogueTailMasks<>+0(SB)(R8*4), R8
+	LEAQ         epilogueTailMasks<>+0(SB), R9
+	MOVL         (R9)(R8*4), R8
 
 epi_row_350:
 	XORQ R9, R9
@@ -9367,7 +9389,8 @@ epi_flag_346:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
 	LEAQ         -1(DX), R9
 	ANDQ         $0x0f, R9
-	MOVL         epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ         epilogueTailMasks<>+0(SB), R10
+	MOVL         (R10)(R9*4), R9
 
 epi_row_353:
 	XORQ R10, R10
@@ -9491,7 +9514,8 @@ epi_flag_352:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
 	LEAQ         -1(DX), R9
 	ANDQ         $0x0f, R9
-	MOVL         epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ         epilogueTailMasks<>+0(SB), R10
+	MOVL         (R10)(R9*4), R9
 
 epi_row_355:
 	XORQ R10, R10
@@ -9621,7 +9645,8 @@ epi_flag_333:
 	MOVQ         outF32+80(FP), R8
 	LEAQ         -1(DX), R9
 	ANDQ         $0x0f, R9
-	MOVL         epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ         epilogueTailMasks<>+0(SB), R10
+	MOVL         (R10)(R9*4), R9
 
 epi_row_360:
 	XORQ R10, R10
@@ -9674,7 +9699,8 @@ epi_flag_359:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         -1(DX), R9
 	ANDQ         $0x0f, R9
-	MOVL         epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ         epilogueTailMasks<>+0(SB), R10
+	MOVL         (R10)(R9*4), R9
 
 epi_row_362:
 	XORQ R10, R10
@@ -9731,7 +9757,8 @@ epi_flag_358:
 	MOVQ         outF32+80(FP), R9
 	LEAQ         -1(DX), R10
 	ANDQ         $0x0f, R10
-	MOVL         epilogueTailMasks<>+0(SB)(R10*4), R10
+	LEAQ         epilogueTailMasks<>+0(SB), R11
+	MOVL         (R11)(R10*4), R10
 
 epi_row_365:
 	XORQ R11, R11
@@ -9790,7 +9817,8 @@ epi_flag_364:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         -1(DX), R10
 	ANDQ         $0x0f, R10
-	MOVL         epilogueTailMasks<>+0(SB)(R10*4), R10
+	LEAQ         epilogueTailMasks<>+0(SB), R11
+	MOVL         (R11)(R10*4), R10
 
 epi_row_367:
 	XORQ R11, R11
@@ -9855,7 +9883,8 @@ epi_flag_357:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
 	LEAQ         -1(DX), R9
 	ANDQ         $0x0f, R9
-	MOVL         epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ         epilogueTailMasks<>+0(SB), R10
+	MOVL         (R10)(R9*4), R9
 
 epi_row_371:
 	XORQ R10, R10
@@ -9976,7 +10005,8 @@ epi_flag_370:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
 	LEAQ         -1(DX), R9
 	ANDQ         $0x0f, R9
-	MOVL         epilogueTailMasks<>+0(SB)(R9*4), R9
+	LEAQ         epilogueTailMasks<>+0(SB), R10
+	MOVL         (R10)(R9*4), R9
 
 epi_row_373:
 	XORQ R10, R10
@@ -10102,7 +10132,8 @@ epi_flag_369:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
 	LEAQ         -1(DX), R10
 	ANDQ         $0x0f, R10
-	MOVL         epilogueTailMasks<>+0(SB)(R10*4), R10
+	LEAQ         epilogueTailMasks<>+0(SB), R11
+	MOVL         (R11)(R10*4), R10
 
 epi_row_376:
 	XORQ R11, R11
@@ -10229,7 +10260,8 @@ epi_flag_375:
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
 	LEAQ         -1(DX), R10
 	ANDQ         $0x0f, R10
-	MOVL         epilogueTailMasks<>+0(SB)(R10*4), R10
+	LEAQ         epilogueTailMasks<>+0(SB), R11
+	MOVL         (R11)(R10*4), R10
 
 epi_row_378:
 	XORQ R11, R11
