@@ -26,6 +26,7 @@ func sqcOps() []*OpDef {
 		},
 		attentionMaskOp(), // ops_sqc_attention.go
 		attentionOp(),
+		qlinearOp(), // ops_sqc_quant.go
 	}
 }
 

@@ -80,10 +80,36 @@ func (e *emuTiles) rows(t int) reg.GPVirtual {
 	return r
 }
 
+// ldTileCfg copies the config after checking what the hardware would
+// fault on (or what this kernel never means to set): palette 1, start row
+// 0, reserved bytes 0, tiles 0-7 of 64 bytes x 1..16 rows, tiles 8-15
+// unused. A bad config executes UD2, like the #GP of a real LDTILECFG.
 func (e *emuTiles) ldTileCfg(cfg reg.GPVirtual) {
-	z := e.g.ZMM()
-	e.g.VMOVDQU64(operand.Mem{Base: cfg}, z)
-	e.g.VMOVDQU64(z, e.cfg)
+	g := e.g
+	bad, ok := g.label("emu_badcfg"), g.label("emu_cfgok")
+	x := g.GP64()
+	for _, c := range []struct {
+		off  int
+		want uint64
+	}{{0, 1}, {8, 0}, {16, 0x0040004000400040}, {24, 0x0040004000400040}, {32, 0}, {40, 0}, {56, 0}} {
+		w := g.GP64()
+		g.MOVQ(operand.U64(c.want), w)
+		g.CMPQ(operand.Mem{Base: cfg, Disp: c.off}, w)
+		g.JNE(operand.LabelRef(bad))
+	}
+	for t := 0; t < 8; t++ {
+		g.MOVBQZX(operand.Mem{Base: cfg, Disp: 48 + t}, x)
+		g.DECQ(x) // rows-1 must be in 0..15
+		g.CMPQ(x, operand.U8(15))
+		g.JA(operand.LabelRef(bad))
+	}
+	g.JMP(operand.LabelRef(ok))
+	g.Label(bad)
+	g.UD2()
+	g.Label(ok)
+	z := g.ZMM()
+	g.VMOVDQU64(operand.Mem{Base: cfg}, z)
+	g.VMOVDQU64(z, e.cfg)
 }
 
 func (e *emuTiles) tileRelease() {}
@@ -137,9 +163,24 @@ func (e *emuTiles) tileStore(m operand.Mem, t int) {
 	})
 }
 
+// tdpbusd checks the shape rules the hardware enforces with #UD (rows of
+// C and A equal; colsb and B's rows are 64 and 16 by the config check),
+// then computes C += A . B row by row with VPDPBUSD.
 func (e *emuTiles) tdpbusd(c, a, b int) {
 	g := e.g
-	e.rowLoop(e.rows(c), func(off reg.GPVirtual) {
+	rows, rowsA := e.rows(c), e.rows(a)
+	ok := g.label("emu_shapeok")
+	g.CMPQ(rows, rowsA)
+	g.JE(operand.LabelRef(ok))
+	g.UD2()
+	g.Label(ok)
+	rowsB := e.rows(b)
+	okB := g.label("emu_shapeok")
+	g.CMPQ(rowsB, operand.U8(16))
+	g.JE(operand.LabelRef(okB))
+	g.UD2()
+	g.Label(okB)
+	e.rowLoop(rows, func(off reg.GPVirtual) {
 		acc := g.ZMM()
 		g.VMOVDQU32(e.tile(c, 0).Idx(off, 1), acc)
 		for k := 0; k < 16; k++ {

@@ -152,6 +152,9 @@ func encTileMem(t int, m memRef, pp byte) ([]byte, error) {
 	if err := checkTile(t); err != nil {
 		return nil, err
 	}
+	if m.index < 0 {
+		return nil, fmt.Errorf("tile load/store needs an index register (the row stride)")
+	}
 	rm, err := modRMMem(t, m, true)
 	if err != nil {
 		return nil, err
@@ -180,6 +183,8 @@ var attGP = []string{"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 func attMem(m memRef) string {
 	s := ""
 	switch {
+	case m.disp == 0 && m.base&7 == 5:
+		s = "0x0" // RBP/R13 bases are encoded with an explicit disp8 of 0
 	case m.disp < 0:
 		s = fmt.Sprintf("-0x%x", -int64(m.disp))
 	case m.disp > 0:

@@ -16,11 +16,11 @@ import (
 
 // Flag bits of the epilogue's flags argument (runtime/qgemm/epilogue_amd64.go).
 const (
-	epiColSum   = 1 << iota // subtract aZero*colSum
-	epiBias                 // add bias
-	epiGelu                 // apply GELU
-	epiResidual             // add the residual
-	epiU8                   // quantize to u8 (else store f32)
+	epiColSum    = 1 << iota // subtract aZero*colSum
+	epiBias                  // add bias
+	epiGelu                  // apply GELU
+	epiResidual              // add the residual
+	epiU8                    // quantize to u8 (else store f32)
 	epiFlagCount = 5
 )
 
@@ -303,7 +303,7 @@ func geluZMM(g *gen, consts *constTable, x, zOne, zZero reg.VecVirtual) reg.VecV
 	g.VMULPS(e, q, q) // q = (t*0.5) * e
 	big := g.K()
 	g.VCMPPS_BCST(operand.U8(0x1E), consts.f32(geluUMax), u, big) // u > uMax (GT_OQ)
-	g.VBLENDMPS(zZero, q, big, q)                                  // q = 0 there
+	g.VBLENDMPS(zZero, q, big, q)                                 // q = 0 there
 	omq := g.ZMM()
 	g.VSUBPS(q, zOne, omq) // 1 - q
 	pos := g.K()

@@ -23,7 +23,7 @@ func genPeakVec(g *gen, name, what string, op func(src, acc reg.VecVirtual)) {
 	g.Function(name)
 	g.Attributes(attr.NOSPLIT)
 	g.SignatureExpr("func(iters int)")
-	g.Doc(name+" runs iters iterations of 24 independent "+what+" (register peak).")
+	g.Doc(name + " runs iters iterations of 24 independent " + what + " (register peak).")
 	n := g.load("iters")
 	src := g.ZMM()
 	g.zeroVec(src)

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
 func main() {
@@ -34,26 +35,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "sqc: %v\n", err)
 	var ue usageError
-	if errors.Is(err, compiler.ErrBadInput) || errors.As(err, &ue) {
+	if errors.Is(err, compiler.ErrBadInput) || errors.Is(err, tokenizer.ErrBadInput) || errors.As(err, &ue) {
 		return 2
 	}
 	return 1
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	onUsageError := func(_ *cli.Context, err error, _ bool) error {
+		return usageError{err.Error()}
+	}
+	app := &cli.App{
 		Name:           "sqc",
 		Usage:          "SmoothQuant INT8 compiler for BERT-family encoders",
 		Writer:         stdout,
 		ErrWriter:      stderr,
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and picks the exit status
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError{err.Error()}
-		},
+		OnUsageError:   onUsageError,
 		Commands: []*cli.Command{
 			demoCommand(),
 			inspectCommand(),
 			runCommand(),
 		},
 	}
+	// A bad flag is bad input: one line on stderr, exit status 2, no
+	// usage dump on stdout.
+	for _, c := range app.Commands {
+		c.OnUsageError = onUsageError
+	}
+	return app
 }

@@ -132,12 +132,6 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	for _, out := range g.Outputs {
-		g.Values[out.Name] = out
-	}
-	for _, in := range g.Inputs {
-		g.Values[in.Name] = in
-	}
 	setMeta(g, cfg)
 	return g, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -206,7 +207,7 @@ func nameVariants(name string) []string {
 			bases = append(bases, p+name)
 		}
 	}
-	variants := bases
+	variants := slices.Clone(bases)
 	for _, b := range bases {
 		if rest, ok := strings.CutSuffix(b, "LayerNorm.weight"); ok {
 			variants = append(variants, rest+"LayerNorm.gamma")

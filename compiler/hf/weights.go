@@ -63,6 +63,9 @@ func (r randomWeights) Weight(name string, shape []int64) (*compiler.Tensor, err
 // built from exactly the tensors the config implies, and a NaN or Inf in a
 // weight would silently poison every result and every calibration range.
 func checkWeight(file, name string, t *compiler.Tensor, want []int64) error {
+	if t == nil {
+		return compiler.BadInput(file, name, fmt.Errorf("%w: the weight source returned none", compiler.ErrMissingTensor))
+	}
 	if !slices.Equal(t.Shape, want) {
 		return compiler.BadInput(file, name,
 			fmt.Errorf("%w: got %v, want %v (implied by config.json)", compiler.ErrShapeMismatch, t.Shape, want))

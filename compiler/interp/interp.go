@@ -86,6 +86,9 @@ func New(g *compiler.Graph) (*Interpreter, error) {
 		spec, ok := kernels[n.Op]
 		if !ok {
 			unsupported = append(unsupported, label)
+			for _, out := range n.Outputs {
+				defined[out] = true // so later nodes report only their own faults
+			}
 			continue
 		}
 		if len(n.Inputs) < spec.minIn || (spec.maxIn >= 0 && len(n.Inputs) > spec.maxIn) {

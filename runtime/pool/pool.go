@@ -85,19 +85,16 @@ func (p *Pool) Run(n int, fn func(worker, i int)) {
 	// Take an id before anything else and never block while holding it on
 	// anything but fn: helpers holding tickets wait for ids.
 	id := <-p.ids
-	defer func() { p.ids <- id }()
 	if n == 1 || p.workers == 1 {
-		for i := range n {
-			fn(id, i)
-		}
+		runAll(n, fn, id)
+		p.ids <- id
 		return
 	}
 	p.mu.RLock()
 	if p.closed {
 		p.mu.RUnlock()
-		for i := range n {
-			fn(id, i)
-		}
+		runAll(n, fn, id)
+		p.ids <- id
 		return
 	}
 	j := p.jobs.Get().(*job)
@@ -123,11 +120,18 @@ send:
 	}
 
 	j.work(id)
+	p.ids <- id // before waiting: a helper may need it to take its ticket
 	if j.pending.Add(-1) != 0 {
 		<-j.done
 	}
 	j.fn = nil // drop the closure so the pool does not keep it alive
 	p.jobs.Put(j)
+}
+
+func runAll(n int, fn func(worker, i int), id int) {
+	for i := range n {
+		fn(id, i)
+	}
 }
 
 func (j *job) work(id int) {

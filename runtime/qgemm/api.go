@@ -41,8 +41,10 @@
 // element-wise, in this exact float32 order (no fused multiply-add, so
 // every ISA and the pure-Go path give identical bits):
 //
-//	acc := C - AZeroPoint*ColSum[n]                  (int32)
+//	acc := C - AZeroPoint*ColSum[n]                  (int32; RowZeroPoint[i] replaces
+//	                                                  AZeroPoint if RowZeroPoint != nil)
 //	v   := float32(acc) * Scale[n]
+//	v    = v * RowScale[i]                           (if RowScale != nil)
 //	v    = v + Bias[n]                               (if Bias != nil)
 //	v    = gelu(v)                                   (if Act == ActGelu)
 //	v    = v + Residual[i*ResidualStride+n]          (if Residual != nil)
@@ -106,7 +108,8 @@ const (
 )
 
 // Epilogue says what happens to the s32 accumulators; see the package
-// comment for the exact arithmetic.
+// comment for the exact arithmetic. Row index i is the absolute row of A
+// and of the output (m0+i inside an EpilogueFunc).
 type Epilogue struct {
 	AZeroPoint     int32     // zero point of A (128 when s8 activations run as u8)
 	ColSum         []int32   // per output column: PackedB.ColSum (len >= N); may be nil when AZeroPoint == 0
@@ -115,6 +118,16 @@ type Epilogue struct {
 	Act            Act
 	Residual       []float32 // optional, row stride ResidualStride
 	ResidualStride int
+
+	// RowScale and RowZeroPoint (len >= M) serve dynamic per-token
+	// quantisation of A (runtime/nn.QuantizeRowsU8): row i of A was
+	// quantised with its own scale and zero point. RowZeroPoint replaces
+	// AZeroPoint (ColSum is then required); RowScale multiplies after Scale,
+	// which then holds the weight scale alone. Either may be nil. The
+	// AVX-512 epilogue does not implement them yet: it falls back to the
+	// pure-Go epilogue when either is set.
+	RowScale     []float32
+	RowZeroPoint []int32
 
 	// Exactly one output: OutF32, or OutU8 with OutInvScale/OutZeroPoint.
 	OutF32       []float32

@@ -15,12 +15,23 @@ import "math"
 func epilogueGo(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 	for i := 0; i < m; i++ {
 		row := c[i*ldc : i*ldc+n]
+		// Dynamic per-token quantisation (runtime/nn.QuantizeRowsU8): row
+		// m0+i has its own zero point and scale.
+		zp := ep.AZeroPoint
+		if ep.RowZeroPoint != nil {
+			zp = ep.RowZeroPoint[m0+i]
+		}
 		for j, acc := range row {
 			col := n0 + j
 			if ep.ColSum != nil {
-				acc -= ep.AZeroPoint * ep.ColSum[col]
+				acc -= zp * ep.ColSum[col]
 			}
-			v := float32(acc) * ep.Scale[col]
+			// float32() keeps the product rounded: without it the bias add
+			// below fuses into FMADDS on arm64.
+			v := float32(float32(acc) * ep.Scale[col])
+			if ep.RowScale != nil {
+				v = float32(v * ep.RowScale[m0+i])
+			}
 			if ep.Bias != nil {
 				v += ep.Bias[col]
 			}

@@ -21,6 +21,12 @@ func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 	if m <= 0 || n <= 0 {
 		return
 	}
+	if ep.RowScale != nil || ep.RowZeroPoint != nil {
+		// Per-row scale and zero point (dynamic quantisation) have no
+		// assembly path yet; the Go epilogue gives the reference bits.
+		epilogueGo(ep, c, ldc, m0, n0, m, n)
+		return
+	}
 	// Rows are addressed at increasing offsets (strides >= 0), so checking
 	// the first and last element of each operand covers the block.
 	span := func(what string, length, first, stride int) {

@@ -1119,22 +1119,81 @@ done_3:
 // Requires: AVX, AVX512F, AVX512VNNI
 TEXT ·qgemmAMXEmulated(SB), $8432-64
 	// Tile config: palette 1; every tile 16 rows x 64 bytes.
-	XORQ      AX, AX
-	MOVQ      AX, 8256(SP)
-	MOVQ      AX, 8264(SP)
-	MOVQ      AX, 8272(SP)
-	MOVQ      AX, 8280(SP)
-	MOVQ      AX, 8288(SP)
-	MOVQ      AX, 8296(SP)
-	MOVQ      AX, 8304(SP)
-	MOVQ      AX, 8312(SP)
-	MOVB      $0x01, 8256(SP)
-	MOVQ      $0x0040004000400040, AX
-	MOVQ      AX, 8272(SP)
-	MOVQ      AX, 8280(SP)
-	MOVQ      $0x1010101010101010, AX
-	MOVQ      AX, 8304(SP)
-	LEAQ      8256(SP), AX
+	XORQ    AX, AX
+	MOVQ    AX, 8256(SP)
+	MOVQ    AX, 8264(SP)
+	MOVQ    AX, 8272(SP)
+	MOVQ    AX, 8280(SP)
+	MOVQ    AX, 8288(SP)
+	MOVQ    AX, 8296(SP)
+	MOVQ    AX, 8304(SP)
+	MOVQ    AX, 8312(SP)
+	MOVB    $0x01, 8256(SP)
+	MOVQ    $0x0040004000400040, AX
+	MOVQ    AX, 8272(SP)
+	MOVQ    AX, 8280(SP)
+	MOVQ    $0x1010101010101010, AX
+	MOVQ    AX, 8304(SP)
+	LEAQ    8256(SP), AX
+	MOVQ    $0x0000000000000001, CX
+	CMPQ    (AX), CX
+	JNE     emu_badcfg_26
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    8(AX), CX
+	JNE     emu_badcfg_26
+	MOVQ    $0x0040004000400040, CX
+	CMPQ    16(AX), CX
+	JNE     emu_badcfg_26
+	MOVQ    $0x0040004000400040, CX
+	CMPQ    24(AX), CX
+	JNE     emu_badcfg_26
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    32(AX), CX
+	JNE     emu_badcfg_26
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    40(AX), CX
+	JNE     emu_badcfg_26
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    56(AX), CX
+	JNE     emu_badcfg_26
+	MOVBQZX 48(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_26
+	MOVBQZX 49(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_26
+	MOVBQZX 50(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_26
+	MOVBQZX 51(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_26
+	MOVBQZX 52(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_26
+	MOVBQZX 53(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_26
+	MOVBQZX 54(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_26
+	MOVBQZX 55(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_26
+	JMP     emu_cfgok_27
+
+emu_badcfg_26:
+	UD2
+
+emu_cfgok_27:
 	VMOVDQU64 (AX), Z0
 	VMOVDQU64 Z0, 8192(SP)
 	MOVQ      a+0(FP), AX
@@ -1145,10 +1204,10 @@ TEXT ·qgemmAMXEmulated(SB), $8432-64
 	SHRQ      $0x05, AX
 	MOVQ      AX, 8400(SP)
 
-mblock_26:
+mblock_28:
 	MOVQ  8400(SP), AX
 	TESTQ AX, AX
-	JZ    mtail_27
+	JZ    mtail_29
 	DECQ  AX
 	MOVQ  AX, 8400(SP)
 	MOVQ  b+16(FP), AX
@@ -1159,10 +1218,10 @@ mblock_26:
 	SHRQ  $0x01, AX
 	MOVQ  AX, 8424(SP)
 
-npair_29:
+npair_31:
 	MOVQ  8424(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_30
+	JZ    nodd_32
 	DECQ  AX
 	MOVQ  AX, 8424(SP)
 
@@ -1269,17 +1328,17 @@ npair_29:
 	MOVBQZX   8244(SP), R10
 	XORQ      R11, R11
 
-emu_row_32:
+emu_row_34:
 	TESTQ     R10, R10
-	JZ        emu_row_done_33
+	JZ        emu_row_done_35
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 4096(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_32
+	JMP       emu_row_34
 
-emu_row_done_33:
+emu_row_done_35:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -1301,17 +1360,17 @@ emu_row_done_33:
 	MOVBQZX   8246(SP), R10
 	XORQ      R11, R11
 
-emu_row_34:
+emu_row_36:
 	TESTQ     R10, R10
-	JZ        emu_row_done_35
+	JZ        emu_row_done_37
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 6144(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_34
+	JMP       emu_row_36
 
-emu_row_done_35:
+emu_row_done_37:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
@@ -1333,17 +1392,17 @@ emu_row_done_35:
 	MOVBQZX   8247(SP), R10
 	XORQ      R11, R11
 
-emu_row_36:
+emu_row_38:
 	TESTQ     R10, R10
-	JZ        emu_row_done_37
+	JZ        emu_row_done_39
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 7168(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_36
+	JMP       emu_row_38
 
-emu_row_done_37:
+emu_row_done_39:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -1365,30 +1424,42 @@ emu_row_done_37:
 	MOVBQZX   8245(SP), R10
 	XORQ      R11, R11
 
-emu_row_38:
+emu_row_40:
 	TESTQ     R10, R10
-	JZ        emu_row_done_39
+	JZ        emu_row_done_41
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 5120(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_38
+	JMP       emu_row_40
 
-emu_row_done_39:
-kstep_40:
+emu_row_done_41:
+kstep_42:
 	TESTQ   R8, R8
-	JZ      klast_41
+	JZ      klast_43
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
 	ADDQ    $0x00000400, SI
 	MOVBQZX 8240(SP), R9
-	XORQ    R10, R10
+	MOVBQZX 8244(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_44
+	UD2
 
-emu_row_42:
+emu_shapeok_44:
+	MOVBQZX 8246(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_45
+	UD2
+
+emu_shapeok_45:
+	XORQ R10, R10
+
+emu_row_46:
 	TESTQ        R9, R9
-	JZ           emu_row_done_43
+	JZ           emu_row_done_47
 	VMOVDQU32    (SP)(R10*1), Z0
 	VPBROADCASTD 4096(SP)(R10*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -1425,15 +1496,27 @@ emu_row_42:
 	VMOVDQU32    Z0, (SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_42
+	JMP          emu_row_46
 
-emu_row_done_43:
+emu_row_done_47:
 	MOVBQZX 8241(SP), R9
-	XORQ    R10, R10
+	MOVBQZX 8244(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_48
+	UD2
 
-emu_row_44:
+emu_shapeok_48:
+	MOVBQZX 8247(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_49
+	UD2
+
+emu_shapeok_49:
+	XORQ R10, R10
+
+emu_row_50:
 	TESTQ        R9, R9
-	JZ           emu_row_done_45
+	JZ           emu_row_done_51
 	VMOVDQU32    1024(SP)(R10*1), Z0
 	VPBROADCASTD 4096(SP)(R10*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -1470,9 +1553,9 @@ emu_row_44:
 	VMOVDQU32    Z0, 1024(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_44
+	JMP          emu_row_50
 
-emu_row_done_45:
+emu_row_done_51:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -1494,23 +1577,35 @@ emu_row_done_45:
 	MOVBQZX   8244(SP), R10
 	XORQ      R11, R11
 
-emu_row_46:
+emu_row_52:
 	TESTQ     R10, R10
-	JZ        emu_row_done_47
+	JZ        emu_row_done_53
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 4096(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_46
+	JMP       emu_row_52
 
-emu_row_done_47:
+emu_row_done_53:
 	MOVBQZX 8242(SP), R9
-	XORQ    R10, R10
+	MOVBQZX 8245(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_54
+	UD2
 
-emu_row_48:
+emu_shapeok_54:
+	MOVBQZX 8246(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_55
+	UD2
+
+emu_shapeok_55:
+	XORQ R10, R10
+
+emu_row_56:
 	TESTQ        R9, R9
-	JZ           emu_row_done_49
+	JZ           emu_row_done_57
 	VMOVDQU32    2048(SP)(R10*1), Z0
 	VPBROADCASTD 5120(SP)(R10*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -1547,9 +1642,9 @@ emu_row_48:
 	VMOVDQU32    Z0, 2048(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_48
+	JMP          emu_row_56
 
-emu_row_done_49:
+emu_row_done_57:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -1571,23 +1666,35 @@ emu_row_done_49:
 	MOVBQZX   8246(SP), R10
 	XORQ      R11, R11
 
-emu_row_50:
+emu_row_58:
 	TESTQ     R10, R10
-	JZ        emu_row_done_51
+	JZ        emu_row_done_59
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 6144(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_50
+	JMP       emu_row_58
 
-emu_row_done_51:
+emu_row_done_59:
 	MOVBQZX 8243(SP), R9
-	XORQ    R10, R10
+	MOVBQZX 8245(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_60
+	UD2
 
-emu_row_52:
+emu_shapeok_60:
+	MOVBQZX 8247(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_61
+	UD2
+
+emu_shapeok_61:
+	XORQ R10, R10
+
+emu_row_62:
 	TESTQ        R9, R9
-	JZ           emu_row_done_53
+	JZ           emu_row_done_63
 	VMOVDQU32    3072(SP)(R10*1), Z0
 	VPBROADCASTD 5120(SP)(R10*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -1624,9 +1731,9 @@ emu_row_52:
 	VMOVDQU32    Z0, 3072(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_52
+	JMP          emu_row_62
 
-emu_row_done_53:
+emu_row_done_63:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -1648,17 +1755,17 @@ emu_row_done_53:
 	MOVBQZX   8245(SP), R10
 	XORQ      R11, R11
 
-emu_row_54:
+emu_row_64:
 	TESTQ     R10, R10
-	JZ        emu_row_done_55
+	JZ        emu_row_done_65
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 5120(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_54
+	JMP       emu_row_64
 
-emu_row_done_55:
+emu_row_done_65:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
@@ -1680,27 +1787,39 @@ emu_row_done_55:
 	MOVBQZX   8247(SP), R10
 	XORQ      R11, R11
 
-emu_row_56:
+emu_row_66:
 	TESTQ     R10, R10
-	JZ        emu_row_done_57
+	JZ        emu_row_done_67
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 7168(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_56
+	JMP       emu_row_66
 
-emu_row_done_57:
+emu_row_done_67:
 	DECQ R8
-	JMP  kstep_40
+	JMP  kstep_42
 
-klast_41:
+klast_43:
 	MOVBQZX 8240(SP), AX
-	XORQ    CX, CX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_68
+	UD2
 
-emu_row_58:
+emu_shapeok_68:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_69
+	UD2
+
+emu_shapeok_69:
+	XORQ CX, CX
+
+emu_row_70:
 	TESTQ        AX, AX
-	JZ           emu_row_done_59
+	JZ           emu_row_done_71
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -1737,15 +1856,27 @@ emu_row_58:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_58
+	JMP          emu_row_70
 
-emu_row_done_59:
+emu_row_done_71:
 	MOVBQZX 8241(SP), AX
-	XORQ    CX, CX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_72
+	UD2
 
-emu_row_60:
+emu_shapeok_72:
+	MOVBQZX 8247(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_73
+	UD2
+
+emu_shapeok_73:
+	XORQ CX, CX
+
+emu_row_74:
 	TESTQ        AX, AX
-	JZ           emu_row_done_61
+	JZ           emu_row_done_75
 	VMOVDQU32    1024(SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -1782,15 +1913,27 @@ emu_row_60:
 	VMOVDQU32    Z0, 1024(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_60
+	JMP          emu_row_74
 
-emu_row_done_61:
+emu_row_done_75:
 	MOVBQZX 8242(SP), AX
-	XORQ    CX, CX
+	MOVBQZX 8245(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_76
+	UD2
 
-emu_row_62:
+emu_shapeok_76:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_77
+	UD2
+
+emu_shapeok_77:
+	XORQ CX, CX
+
+emu_row_78:
 	TESTQ        AX, AX
-	JZ           emu_row_done_63
+	JZ           emu_row_done_79
 	VMOVDQU32    2048(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -1827,15 +1970,27 @@ emu_row_62:
 	VMOVDQU32    Z0, 2048(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_62
+	JMP          emu_row_78
 
-emu_row_done_63:
+emu_row_done_79:
 	MOVBQZX 8243(SP), AX
-	XORQ    CX, CX
+	MOVBQZX 8245(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_80
+	UD2
 
-emu_row_64:
+emu_shapeok_80:
+	MOVBQZX 8247(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_81
+	UD2
+
+emu_shapeok_81:
+	XORQ CX, CX
+
+emu_row_82:
 	TESTQ        AX, AX
-	JZ           emu_row_done_65
+	JZ           emu_row_done_83
 	VMOVDQU32    3072(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -1872,9 +2027,9 @@ emu_row_64:
 	VMOVDQU32    Z0, 3072(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_64
+	JMP          emu_row_82
 
-emu_row_done_65:
+emu_row_done_83:
 	MOVQ    8416(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -1882,32 +2037,32 @@ emu_row_done_65:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_66:
+emu_row_84:
 	TESTQ     BX, BX
-	JZ        emu_row_done_67
+	JZ        emu_row_done_85
 	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_66
+	JMP       emu_row_84
 
-emu_row_done_67:
+emu_row_done_85:
 	LEAQ    64(AX), DX
 	MOVBQZX 8241(SP), BX
 	XORQ    SI, SI
 
-emu_row_68:
+emu_row_86:
 	TESTQ     BX, BX
-	JZ        emu_row_done_69
+	JZ        emu_row_done_87
 	VMOVDQU64 1024(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_68
+	JMP       emu_row_86
 
-emu_row_done_69:
+emu_row_done_87:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -1915,32 +2070,32 @@ emu_row_done_69:
 	MOVBQZX 8242(SP), BX
 	XORQ    SI, SI
 
-emu_row_70:
+emu_row_88:
 	TESTQ     BX, BX
-	JZ        emu_row_done_71
+	JZ        emu_row_done_89
 	VMOVDQU64 2048(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_70
+	JMP       emu_row_88
 
-emu_row_done_71:
+emu_row_done_89:
 	LEAQ    64(DX), AX
 	MOVBQZX 8243(SP), DX
 	XORQ    BX, BX
 
-emu_row_72:
+emu_row_90:
 	TESTQ     DX, DX
-	JZ        emu_row_done_73
+	JZ        emu_row_done_91
 	VMOVDQU64 3072(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_72
+	JMP       emu_row_90
 
-emu_row_done_73:
+emu_row_done_91:
 	MOVQ 8416(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 8416(SP)
@@ -1949,12 +2104,12 @@ emu_row_done_73:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 8408(SP)
-	JMP  npair_29
+	JMP  npair_31
 
-nodd_30:
+nodd_32:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_31
+	JZ    nend_33
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
@@ -2022,17 +2177,17 @@ nodd_30:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_74:
+emu_row_92:
 	TESTQ     R9, R9
-	JZ        emu_row_done_75
+	JZ        emu_row_done_93
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_74
+	JMP       emu_row_92
 
-emu_row_done_75:
+emu_row_done_93:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -2054,17 +2209,17 @@ emu_row_done_75:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_76:
+emu_row_94:
 	TESTQ     R9, R9
-	JZ        emu_row_done_77
+	JZ        emu_row_done_95
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_76
+	JMP       emu_row_94
 
-emu_row_done_77:
+emu_row_done_95:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -2086,29 +2241,41 @@ emu_row_done_77:
 	MOVBQZX   8245(SP), R9
 	XORQ      R10, R10
 
-emu_row_78:
+emu_row_96:
 	TESTQ     R9, R9
-	JZ        emu_row_done_79
+	JZ        emu_row_done_97
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 5120(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_78
+	JMP       emu_row_96
 
-emu_row_done_79:
-kstep_80:
+emu_row_done_97:
+kstep_98:
 	TESTQ   DI, DI
-	JZ      klast_81
+	JZ      klast_99
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
 	MOVBQZX 8240(SP), R8
-	XORQ    R9, R9
+	MOVBQZX 8244(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_100
+	UD2
 
-emu_row_82:
+emu_shapeok_100:
+	MOVBQZX 8246(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_101
+	UD2
+
+emu_shapeok_101:
+	XORQ R9, R9
+
+emu_row_102:
 	TESTQ        R8, R8
-	JZ           emu_row_done_83
+	JZ           emu_row_done_103
 	VMOVDQU32    (SP)(R9*1), Z0
 	VPBROADCASTD 4096(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -2145,9 +2312,9 @@ emu_row_82:
 	VMOVDQU32    Z0, (SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_82
+	JMP          emu_row_102
 
-emu_row_done_83:
+emu_row_done_103:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -2169,23 +2336,35 @@ emu_row_done_83:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_84:
+emu_row_104:
 	TESTQ     R9, R9
-	JZ        emu_row_done_85
+	JZ        emu_row_done_105
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_84
+	JMP       emu_row_104
 
-emu_row_done_85:
+emu_row_done_105:
 	MOVBQZX 8242(SP), R8
-	XORQ    R9, R9
+	MOVBQZX 8245(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_106
+	UD2
 
-emu_row_86:
+emu_shapeok_106:
+	MOVBQZX 8246(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_107
+	UD2
+
+emu_shapeok_107:
+	XORQ R9, R9
+
+emu_row_108:
 	TESTQ        R8, R8
-	JZ           emu_row_done_87
+	JZ           emu_row_done_109
 	VMOVDQU32    2048(SP)(R9*1), Z0
 	VPBROADCASTD 5120(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -2222,437 +2401,7 @@ emu_row_86:
 	VMOVDQU32    Z0, 2048(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_86
-
-emu_row_done_87:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 5120(SP)
-	VMOVDQU64 Z0, 5184(SP)
-	VMOVDQU64 Z0, 5248(SP)
-	VMOVDQU64 Z0, 5312(SP)
-	VMOVDQU64 Z0, 5376(SP)
-	VMOVDQU64 Z0, 5440(SP)
-	VMOVDQU64 Z0, 5504(SP)
-	VMOVDQU64 Z0, 5568(SP)
-	VMOVDQU64 Z0, 5632(SP)
-	VMOVDQU64 Z0, 5696(SP)
-	VMOVDQU64 Z0, 5760(SP)
-	VMOVDQU64 Z0, 5824(SP)
-	VMOVDQU64 Z0, 5888(SP)
-	VMOVDQU64 Z0, 5952(SP)
-	VMOVDQU64 Z0, 6016(SP)
-	VMOVDQU64 Z0, 6080(SP)
-	LEAQ      (DX), R8
-	MOVBQZX   8245(SP), R9
-	XORQ      R10, R10
-
-emu_row_88:
-	TESTQ     R9, R9
-	JZ        emu_row_done_89
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 5120(SP)(R10*1)
-	ADDQ      AX, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_88
-
-emu_row_done_89:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6144(SP)
-	VMOVDQU64 Z0, 6208(SP)
-	VMOVDQU64 Z0, 6272(SP)
-	VMOVDQU64 Z0, 6336(SP)
-	VMOVDQU64 Z0, 6400(SP)
-	VMOVDQU64 Z0, 6464(SP)
-	VMOVDQU64 Z0, 6528(SP)
-	VMOVDQU64 Z0, 6592(SP)
-	VMOVDQU64 Z0, 6656(SP)
-	VMOVDQU64 Z0, 6720(SP)
-	VMOVDQU64 Z0, 6784(SP)
-	VMOVDQU64 Z0, 6848(SP)
-	VMOVDQU64 Z0, 6912(SP)
-	VMOVDQU64 Z0, 6976(SP)
-	VMOVDQU64 Z0, 7040(SP)
-	VMOVDQU64 Z0, 7104(SP)
-	LEAQ      (BX), R8
-	MOVBQZX   8246(SP), R9
-	XORQ      R10, R10
-
-emu_row_90:
-	TESTQ     R9, R9
-	JZ        emu_row_done_91
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 6144(SP)(R10*1)
-	ADDQ      SI, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_90
-
-emu_row_done_91:
-	DECQ DI
-	JMP  kstep_80
-
-klast_81:
-	MOVBQZX 8240(SP), AX
-	XORQ    CX, CX
-
-emu_row_92:
-	TESTQ        AX, AX
-	JZ           emu_row_done_93
-	VMOVDQU32    (SP)(CX*1), Z0
-	VPBROADCASTD 4096(SP)(CX*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(CX*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(CX*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(CX*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(CX*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(CX*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(CX*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(CX*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(CX*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(CX*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(CX*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(CX*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(CX*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(CX*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(CX*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(CX*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, (SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_92
-
-emu_row_done_93:
-	MOVBQZX 8242(SP), AX
-	XORQ    CX, CX
-
-emu_row_94:
-	TESTQ        AX, AX
-	JZ           emu_row_done_95
-	VMOVDQU32    2048(SP)(CX*1), Z0
-	VPBROADCASTD 5120(SP)(CX*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 5124(SP)(CX*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 5128(SP)(CX*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 5132(SP)(CX*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 5136(SP)(CX*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 5140(SP)(CX*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 5144(SP)(CX*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 5148(SP)(CX*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 5152(SP)(CX*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 5156(SP)(CX*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 5160(SP)(CX*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 5164(SP)(CX*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 5168(SP)(CX*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 5172(SP)(CX*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 5176(SP)(CX*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 5180(SP)(CX*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, 2048(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_94
-
-emu_row_done_95:
-	MOVQ    8416(SP), AX
-	MOVQ    ldc+40(FP), CX
-	SHLQ    $0x02, CX
-	LEAQ    (AX), DX
-	MOVBQZX 8240(SP), BX
-	XORQ    SI, SI
-
-emu_row_96:
-	TESTQ     BX, BX
-	JZ        emu_row_done_97
-	VMOVDQU64 (SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_96
-
-emu_row_done_97:
-	MOVQ    CX, DX
-	SHLQ    $0x04, DX
-	ADDQ    AX, DX
-	LEAQ    (DX), AX
-	MOVBQZX 8242(SP), DX
-	XORQ    BX, BX
-
-emu_row_98:
-	TESTQ     DX, DX
-	JZ        emu_row_done_99
-	VMOVDQU64 2048(SP)(BX*1), Z0
-	VMOVDQU64 Z0, (AX)
-	ADDQ      CX, AX
-	ADDQ      $0x40, BX
-	DECQ      DX
-	JMP       emu_row_98
-
-emu_row_done_99:
-nend_31:
-	MOVQ 8384(SP), AX
-	MOVQ lda+8(FP), CX
-	SHLQ $0x05, CX
-	ADDQ CX, AX
-	MOVQ AX, 8384(SP)
-	MOVQ 8392(SP), AX
-	MOVQ ldc+40(FP), CX
-	SHLQ $0x07, CX
-	ADDQ CX, AX
-	MOVQ AX, 8392(SP)
-	JMP  mblock_26
-
-mtail_27:
-	// M tail of 1..31 rows: a second config with fewer rows in the last tile row.
-	MOVQ      m+48(FP), AX
-	ANDQ      $0x1f, AX
-	JZ        done_28
-	MOVQ      8256(SP), CX
-	MOVQ      CX, 8320(SP)
-	MOVQ      8264(SP), CX
-	MOVQ      CX, 8328(SP)
-	MOVQ      8272(SP), CX
-	MOVQ      CX, 8336(SP)
-	MOVQ      8280(SP), CX
-	MOVQ      CX, 8344(SP)
-	MOVQ      8288(SP), CX
-	MOVQ      CX, 8352(SP)
-	MOVQ      8296(SP), CX
-	MOVQ      CX, 8360(SP)
-	MOVQ      8304(SP), CX
-	MOVQ      CX, 8368(SP)
-	MOVQ      8312(SP), CX
-	MOVQ      CX, 8376(SP)
-	CMPQ      AX, $0x10
-	JLE       mtail_small_100
-	SUBQ      $0x10, AX
-	MOVB      AL, 8370(SP)
-	MOVB      AL, 8371(SP)
-	MOVB      AL, 8373(SP)
-	LEAQ      8320(SP), AX
-	VMOVDQU64 (AX), Z0
-	VMOVDQU64 Z0, 8192(SP)
-	MOVQ      b+16(FP), AX
-	MOVQ      AX, 8408(SP)
-	MOVQ      8392(SP), AX
-	MOVQ      AX, 8416(SP)
-	MOVQ      nblocks+56(FP), AX
-	SHRQ      $0x01, AX
-	MOVQ      AX, 8424(SP)
-
-npair_101:
-	MOVQ  8424(SP), AX
-	TESTQ AX, AX
-	JZ    nodd_102
-	DECQ  AX
-	MOVQ  AX, 8424(SP)
-
-	// 2x2 block of 16x16 C tiles.
-	MOVQ      lda+8(FP), AX
-	MOVQ      8384(SP), CX
-	MOVQ      AX, DX
-	SHLQ      $0x04, DX
-	ADDQ      CX, DX
-	MOVQ      8408(SP), BX
-	MOVQ      kp+24(FP), SI
-	SHLQ      $0x04, SI
-	ADDQ      BX, SI
-	MOVQ      $0x00000040, DI
-	MOVQ      kp+24(FP), R8
-	SHRQ      $0x06, R8
-	DECQ      R8
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, (SP)
-	VMOVDQU64 Z0, 64(SP)
-	VMOVDQU64 Z0, 128(SP)
-	VMOVDQU64 Z0, 192(SP)
-	VMOVDQU64 Z0, 256(SP)
-	VMOVDQU64 Z0, 320(SP)
-	VMOVDQU64 Z0, 384(SP)
-	VMOVDQU64 Z0, 448(SP)
-	VMOVDQU64 Z0, 512(SP)
-	VMOVDQU64 Z0, 576(SP)
-	VMOVDQU64 Z0, 640(SP)
-	VMOVDQU64 Z0, 704(SP)
-	VMOVDQU64 Z0, 768(SP)
-	VMOVDQU64 Z0, 832(SP)
-	VMOVDQU64 Z0, 896(SP)
-	VMOVDQU64 Z0, 960(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 1024(SP)
-	VMOVDQU64 Z0, 1088(SP)
-	VMOVDQU64 Z0, 1152(SP)
-	VMOVDQU64 Z0, 1216(SP)
-	VMOVDQU64 Z0, 1280(SP)
-	VMOVDQU64 Z0, 1344(SP)
-	VMOVDQU64 Z0, 1408(SP)
-	VMOVDQU64 Z0, 1472(SP)
-	VMOVDQU64 Z0, 1536(SP)
-	VMOVDQU64 Z0, 1600(SP)
-	VMOVDQU64 Z0, 1664(SP)
-	VMOVDQU64 Z0, 1728(SP)
-	VMOVDQU64 Z0, 1792(SP)
-	VMOVDQU64 Z0, 1856(SP)
-	VMOVDQU64 Z0, 1920(SP)
-	VMOVDQU64 Z0, 1984(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 2048(SP)
-	VMOVDQU64 Z0, 2112(SP)
-	VMOVDQU64 Z0, 2176(SP)
-	VMOVDQU64 Z0, 2240(SP)
-	VMOVDQU64 Z0, 2304(SP)
-	VMOVDQU64 Z0, 2368(SP)
-	VMOVDQU64 Z0, 2432(SP)
-	VMOVDQU64 Z0, 2496(SP)
-	VMOVDQU64 Z0, 2560(SP)
-	VMOVDQU64 Z0, 2624(SP)
-	VMOVDQU64 Z0, 2688(SP)
-	VMOVDQU64 Z0, 2752(SP)
-	VMOVDQU64 Z0, 2816(SP)
-	VMOVDQU64 Z0, 2880(SP)
-	VMOVDQU64 Z0, 2944(SP)
-	VMOVDQU64 Z0, 3008(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 3072(SP)
-	VMOVDQU64 Z0, 3136(SP)
-	VMOVDQU64 Z0, 3200(SP)
-	VMOVDQU64 Z0, 3264(SP)
-	VMOVDQU64 Z0, 3328(SP)
-	VMOVDQU64 Z0, 3392(SP)
-	VMOVDQU64 Z0, 3456(SP)
-	VMOVDQU64 Z0, 3520(SP)
-	VMOVDQU64 Z0, 3584(SP)
-	VMOVDQU64 Z0, 3648(SP)
-	VMOVDQU64 Z0, 3712(SP)
-	VMOVDQU64 Z0, 3776(SP)
-	VMOVDQU64 Z0, 3840(SP)
-	VMOVDQU64 Z0, 3904(SP)
-	VMOVDQU64 Z0, 3968(SP)
-	VMOVDQU64 Z0, 4032(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4096(SP)
-	VMOVDQU64 Z0, 4160(SP)
-	VMOVDQU64 Z0, 4224(SP)
-	VMOVDQU64 Z0, 4288(SP)
-	VMOVDQU64 Z0, 4352(SP)
-	VMOVDQU64 Z0, 4416(SP)
-	VMOVDQU64 Z0, 4480(SP)
-	VMOVDQU64 Z0, 4544(SP)
-	VMOVDQU64 Z0, 4608(SP)
-	VMOVDQU64 Z0, 4672(SP)
-	VMOVDQU64 Z0, 4736(SP)
-	VMOVDQU64 Z0, 4800(SP)
-	VMOVDQU64 Z0, 4864(SP)
-	VMOVDQU64 Z0, 4928(SP)
-	VMOVDQU64 Z0, 4992(SP)
-	VMOVDQU64 Z0, 5056(SP)
-	LEAQ      (CX), R9
-	MOVBQZX   8244(SP), R10
-	XORQ      R11, R11
-
-emu_row_104:
-	TESTQ     R10, R10
-	JZ        emu_row_done_105
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 4096(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_104
-
-emu_row_done_105:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6144(SP)
-	VMOVDQU64 Z0, 6208(SP)
-	VMOVDQU64 Z0, 6272(SP)
-	VMOVDQU64 Z0, 6336(SP)
-	VMOVDQU64 Z0, 6400(SP)
-	VMOVDQU64 Z0, 6464(SP)
-	VMOVDQU64 Z0, 6528(SP)
-	VMOVDQU64 Z0, 6592(SP)
-	VMOVDQU64 Z0, 6656(SP)
-	VMOVDQU64 Z0, 6720(SP)
-	VMOVDQU64 Z0, 6784(SP)
-	VMOVDQU64 Z0, 6848(SP)
-	VMOVDQU64 Z0, 6912(SP)
-	VMOVDQU64 Z0, 6976(SP)
-	VMOVDQU64 Z0, 7040(SP)
-	VMOVDQU64 Z0, 7104(SP)
-	LEAQ      (BX), R9
-	MOVBQZX   8246(SP), R10
-	XORQ      R11, R11
-
-emu_row_106:
-	TESTQ     R10, R10
-	JZ        emu_row_done_107
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 6144(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_106
-
-emu_row_done_107:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 7168(SP)
-	VMOVDQU64 Z0, 7232(SP)
-	VMOVDQU64 Z0, 7296(SP)
-	VMOVDQU64 Z0, 7360(SP)
-	VMOVDQU64 Z0, 7424(SP)
-	VMOVDQU64 Z0, 7488(SP)
-	VMOVDQU64 Z0, 7552(SP)
-	VMOVDQU64 Z0, 7616(SP)
-	VMOVDQU64 Z0, 7680(SP)
-	VMOVDQU64 Z0, 7744(SP)
-	VMOVDQU64 Z0, 7808(SP)
-	VMOVDQU64 Z0, 7872(SP)
-	VMOVDQU64 Z0, 7936(SP)
-	VMOVDQU64 Z0, 8000(SP)
-	VMOVDQU64 Z0, 8064(SP)
-	VMOVDQU64 Z0, 8128(SP)
-	LEAQ      (SI), R9
-	MOVBQZX   8247(SP), R10
-	XORQ      R11, R11
-
-emu_row_108:
-	TESTQ     R10, R10
-	JZ        emu_row_done_109
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 7168(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_108
+	JMP          emu_row_108
 
 emu_row_done_109:
 	VPXORD    Z0, Z0, Z0
@@ -2672,195 +2421,21 @@ emu_row_done_109:
 	VMOVDQU64 Z0, 5952(SP)
 	VMOVDQU64 Z0, 6016(SP)
 	VMOVDQU64 Z0, 6080(SP)
-	LEAQ      (DX), R9
-	MOVBQZX   8245(SP), R10
-	XORQ      R11, R11
+	LEAQ      (DX), R8
+	MOVBQZX   8245(SP), R9
+	XORQ      R10, R10
 
 emu_row_110:
-	TESTQ     R10, R10
+	TESTQ     R9, R9
 	JZ        emu_row_done_111
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 5120(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 5120(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
 	JMP       emu_row_110
 
 emu_row_done_111:
-kstep_112:
-	TESTQ   R8, R8
-	JZ      klast_113
-	ADDQ    $0x40, CX
-	ADDQ    $0x40, DX
-	ADDQ    $0x00000400, BX
-	ADDQ    $0x00000400, SI
-	MOVBQZX 8240(SP), R9
-	XORQ    R10, R10
-
-emu_row_114:
-	TESTQ        R9, R9
-	JZ           emu_row_done_115
-	VMOVDQU32    (SP)(R10*1), Z0
-	VPBROADCASTD 4096(SP)(R10*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(R10*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(R10*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(R10*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(R10*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(R10*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(R10*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(R10*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(R10*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(R10*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(R10*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(R10*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(R10*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(R10*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(R10*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(R10*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, (SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_114
-
-emu_row_done_115:
-	MOVBQZX 8241(SP), R9
-	XORQ    R10, R10
-
-emu_row_116:
-	TESTQ        R9, R9
-	JZ           emu_row_done_117
-	VMOVDQU32    1024(SP)(R10*1), Z0
-	VPBROADCASTD 4096(SP)(R10*1), Z1
-	VPDPBUSD     7168(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(R10*1), Z1
-	VPDPBUSD     7232(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(R10*1), Z1
-	VPDPBUSD     7296(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(R10*1), Z1
-	VPDPBUSD     7360(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(R10*1), Z1
-	VPDPBUSD     7424(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(R10*1), Z1
-	VPDPBUSD     7488(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(R10*1), Z1
-	VPDPBUSD     7552(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(R10*1), Z1
-	VPDPBUSD     7616(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(R10*1), Z1
-	VPDPBUSD     7680(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(R10*1), Z1
-	VPDPBUSD     7744(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(R10*1), Z1
-	VPDPBUSD     7808(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(R10*1), Z1
-	VPDPBUSD     7872(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(R10*1), Z1
-	VPDPBUSD     7936(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(R10*1), Z1
-	VPDPBUSD     8000(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(R10*1), Z1
-	VPDPBUSD     8064(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(R10*1), Z1
-	VPDPBUSD     8128(SP), Z1, Z0
-	VMOVDQU32    Z0, 1024(SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_116
-
-emu_row_done_117:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4096(SP)
-	VMOVDQU64 Z0, 4160(SP)
-	VMOVDQU64 Z0, 4224(SP)
-	VMOVDQU64 Z0, 4288(SP)
-	VMOVDQU64 Z0, 4352(SP)
-	VMOVDQU64 Z0, 4416(SP)
-	VMOVDQU64 Z0, 4480(SP)
-	VMOVDQU64 Z0, 4544(SP)
-	VMOVDQU64 Z0, 4608(SP)
-	VMOVDQU64 Z0, 4672(SP)
-	VMOVDQU64 Z0, 4736(SP)
-	VMOVDQU64 Z0, 4800(SP)
-	VMOVDQU64 Z0, 4864(SP)
-	VMOVDQU64 Z0, 4928(SP)
-	VMOVDQU64 Z0, 4992(SP)
-	VMOVDQU64 Z0, 5056(SP)
-	LEAQ      (CX), R9
-	MOVBQZX   8244(SP), R10
-	XORQ      R11, R11
-
-emu_row_118:
-	TESTQ     R10, R10
-	JZ        emu_row_done_119
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 4096(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_118
-
-emu_row_done_119:
-	MOVBQZX 8242(SP), R9
-	XORQ    R10, R10
-
-emu_row_120:
-	TESTQ        R9, R9
-	JZ           emu_row_done_121
-	VMOVDQU32    2048(SP)(R10*1), Z0
-	VPBROADCASTD 5120(SP)(R10*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 5124(SP)(R10*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 5128(SP)(R10*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 5132(SP)(R10*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 5136(SP)(R10*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 5140(SP)(R10*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 5144(SP)(R10*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 5148(SP)(R10*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 5152(SP)(R10*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 5156(SP)(R10*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 5160(SP)(R10*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 5164(SP)(R10*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 5168(SP)(R10*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 5172(SP)(R10*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 5176(SP)(R10*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 5180(SP)(R10*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, 2048(SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_120
-
-emu_row_done_121:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -2878,140 +2453,43 @@ emu_row_done_121:
 	VMOVDQU64 Z0, 6976(SP)
 	VMOVDQU64 Z0, 7040(SP)
 	VMOVDQU64 Z0, 7104(SP)
-	LEAQ      (BX), R9
-	MOVBQZX   8246(SP), R10
-	XORQ      R11, R11
+	LEAQ      (BX), R8
+	MOVBQZX   8246(SP), R9
+	XORQ      R10, R10
 
-emu_row_122:
-	TESTQ     R10, R10
-	JZ        emu_row_done_123
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 6144(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_122
+emu_row_112:
+	TESTQ     R9, R9
+	JZ        emu_row_done_113
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6144(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_112
 
-emu_row_done_123:
-	MOVBQZX 8243(SP), R9
-	XORQ    R10, R10
+emu_row_done_113:
+	DECQ DI
+	JMP  kstep_98
 
-emu_row_124:
-	TESTQ        R9, R9
-	JZ           emu_row_done_125
-	VMOVDQU32    3072(SP)(R10*1), Z0
-	VPBROADCASTD 5120(SP)(R10*1), Z1
-	VPDPBUSD     7168(SP), Z1, Z0
-	VPBROADCASTD 5124(SP)(R10*1), Z1
-	VPDPBUSD     7232(SP), Z1, Z0
-	VPBROADCASTD 5128(SP)(R10*1), Z1
-	VPDPBUSD     7296(SP), Z1, Z0
-	VPBROADCASTD 5132(SP)(R10*1), Z1
-	VPDPBUSD     7360(SP), Z1, Z0
-	VPBROADCASTD 5136(SP)(R10*1), Z1
-	VPDPBUSD     7424(SP), Z1, Z0
-	VPBROADCASTD 5140(SP)(R10*1), Z1
-	VPDPBUSD     7488(SP), Z1, Z0
-	VPBROADCASTD 5144(SP)(R10*1), Z1
-	VPDPBUSD     7552(SP), Z1, Z0
-	VPBROADCASTD 5148(SP)(R10*1), Z1
-	VPDPBUSD     7616(SP), Z1, Z0
-	VPBROADCASTD 5152(SP)(R10*1), Z1
-	VPDPBUSD     7680(SP), Z1, Z0
-	VPBROADCASTD 5156(SP)(R10*1), Z1
-	VPDPBUSD     7744(SP), Z1, Z0
-	VPBROADCASTD 5160(SP)(R10*1), Z1
-	VPDPBUSD     7808(SP), Z1, Z0
-	VPBROADCASTD 5164(SP)(R10*1), Z1
-	VPDPBUSD     7872(SP), Z1, Z0
-	VPBROADCASTD 5168(SP)(R10*1), Z1
-	VPDPBUSD     7936(SP), Z1, Z0
-	VPBROADCASTD 5172(SP)(R10*1), Z1
-	VPDPBUSD     8000(SP), Z1, Z0
-	VPBROADCASTD 5176(SP)(R10*1), Z1
-	VPDPBUSD     8064(SP), Z1, Z0
-	VPBROADCASTD 5180(SP)(R10*1), Z1
-	VPDPBUSD     8128(SP), Z1, Z0
-	VMOVDQU32    Z0, 3072(SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_124
-
-emu_row_done_125:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 5120(SP)
-	VMOVDQU64 Z0, 5184(SP)
-	VMOVDQU64 Z0, 5248(SP)
-	VMOVDQU64 Z0, 5312(SP)
-	VMOVDQU64 Z0, 5376(SP)
-	VMOVDQU64 Z0, 5440(SP)
-	VMOVDQU64 Z0, 5504(SP)
-	VMOVDQU64 Z0, 5568(SP)
-	VMOVDQU64 Z0, 5632(SP)
-	VMOVDQU64 Z0, 5696(SP)
-	VMOVDQU64 Z0, 5760(SP)
-	VMOVDQU64 Z0, 5824(SP)
-	VMOVDQU64 Z0, 5888(SP)
-	VMOVDQU64 Z0, 5952(SP)
-	VMOVDQU64 Z0, 6016(SP)
-	VMOVDQU64 Z0, 6080(SP)
-	LEAQ      (DX), R9
-	MOVBQZX   8245(SP), R10
-	XORQ      R11, R11
-
-emu_row_126:
-	TESTQ     R10, R10
-	JZ        emu_row_done_127
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 5120(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_126
-
-emu_row_done_127:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 7168(SP)
-	VMOVDQU64 Z0, 7232(SP)
-	VMOVDQU64 Z0, 7296(SP)
-	VMOVDQU64 Z0, 7360(SP)
-	VMOVDQU64 Z0, 7424(SP)
-	VMOVDQU64 Z0, 7488(SP)
-	VMOVDQU64 Z0, 7552(SP)
-	VMOVDQU64 Z0, 7616(SP)
-	VMOVDQU64 Z0, 7680(SP)
-	VMOVDQU64 Z0, 7744(SP)
-	VMOVDQU64 Z0, 7808(SP)
-	VMOVDQU64 Z0, 7872(SP)
-	VMOVDQU64 Z0, 7936(SP)
-	VMOVDQU64 Z0, 8000(SP)
-	VMOVDQU64 Z0, 8064(SP)
-	VMOVDQU64 Z0, 8128(SP)
-	LEAQ      (SI), R9
-	MOVBQZX   8247(SP), R10
-	XORQ      R11, R11
-
-emu_row_128:
-	TESTQ     R10, R10
-	JZ        emu_row_done_129
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 7168(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_128
-
-emu_row_done_129:
-	DECQ R8
-	JMP  kstep_112
-
-klast_113:
+klast_99:
 	MOVBQZX 8240(SP), AX
-	XORQ    CX, CX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_114
+	UD2
 
-emu_row_130:
+emu_shapeok_114:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_115
+	UD2
+
+emu_shapeok_115:
+	XORQ CX, CX
+
+emu_row_116:
 	TESTQ        AX, AX
-	JZ           emu_row_done_131
+	JZ           emu_row_done_117
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3048,60 +2526,27 @@ emu_row_130:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_130
+	JMP          emu_row_116
 
-emu_row_done_131:
-	MOVBQZX 8241(SP), AX
-	XORQ    CX, CX
-
-emu_row_132:
-	TESTQ        AX, AX
-	JZ           emu_row_done_133
-	VMOVDQU32    1024(SP)(CX*1), Z0
-	VPBROADCASTD 4096(SP)(CX*1), Z1
-	VPDPBUSD     7168(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(CX*1), Z1
-	VPDPBUSD     7232(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(CX*1), Z1
-	VPDPBUSD     7296(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(CX*1), Z1
-	VPDPBUSD     7360(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(CX*1), Z1
-	VPDPBUSD     7424(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(CX*1), Z1
-	VPDPBUSD     7488(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(CX*1), Z1
-	VPDPBUSD     7552(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(CX*1), Z1
-	VPDPBUSD     7616(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(CX*1), Z1
-	VPDPBUSD     7680(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(CX*1), Z1
-	VPDPBUSD     7744(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(CX*1), Z1
-	VPDPBUSD     7808(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(CX*1), Z1
-	VPDPBUSD     7872(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(CX*1), Z1
-	VPDPBUSD     7936(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(CX*1), Z1
-	VPDPBUSD     8000(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(CX*1), Z1
-	VPDPBUSD     8064(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(CX*1), Z1
-	VPDPBUSD     8128(SP), Z1, Z0
-	VMOVDQU32    Z0, 1024(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_132
-
-emu_row_done_133:
+emu_row_done_117:
 	MOVBQZX 8242(SP), AX
-	XORQ    CX, CX
+	MOVBQZX 8245(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_118
+	UD2
 
-emu_row_134:
+emu_shapeok_118:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_119
+	UD2
+
+emu_shapeok_119:
+	XORQ CX, CX
+
+emu_row_120:
 	TESTQ        AX, AX
-	JZ           emu_row_done_135
+	JZ           emu_row_done_121
 	VMOVDQU32    2048(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3138,15 +2583,928 @@ emu_row_134:
 	VMOVDQU32    Z0, 2048(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_134
+	JMP          emu_row_120
+
+emu_row_done_121:
+	MOVQ    8416(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 8240(SP), BX
+	XORQ    SI, SI
+
+emu_row_122:
+	TESTQ     BX, BX
+	JZ        emu_row_done_123
+	VMOVDQU64 (SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_122
+
+emu_row_done_123:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), AX
+	MOVBQZX 8242(SP), DX
+	XORQ    BX, BX
+
+emu_row_124:
+	TESTQ     DX, DX
+	JZ        emu_row_done_125
+	VMOVDQU64 2048(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_124
+
+emu_row_done_125:
+nend_33:
+	MOVQ 8384(SP), AX
+	MOVQ lda+8(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 8384(SP)
+	MOVQ 8392(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x07, CX
+	ADDQ CX, AX
+	MOVQ AX, 8392(SP)
+	JMP  mblock_28
+
+mtail_29:
+	// M tail of 1..31 rows: a second config with fewer rows in the last tile row.
+	MOVQ    m+48(FP), AX
+	ANDQ    $0x1f, AX
+	JZ      done_30
+	MOVQ    8256(SP), CX
+	MOVQ    CX, 8320(SP)
+	MOVQ    8264(SP), CX
+	MOVQ    CX, 8328(SP)
+	MOVQ    8272(SP), CX
+	MOVQ    CX, 8336(SP)
+	MOVQ    8280(SP), CX
+	MOVQ    CX, 8344(SP)
+	MOVQ    8288(SP), CX
+	MOVQ    CX, 8352(SP)
+	MOVQ    8296(SP), CX
+	MOVQ    CX, 8360(SP)
+	MOVQ    8304(SP), CX
+	MOVQ    CX, 8368(SP)
+	MOVQ    8312(SP), CX
+	MOVQ    CX, 8376(SP)
+	CMPQ    AX, $0x10
+	JLE     mtail_small_126
+	SUBQ    $0x10, AX
+	MOVB    AL, 8370(SP)
+	MOVB    AL, 8371(SP)
+	MOVB    AL, 8373(SP)
+	LEAQ    8320(SP), AX
+	MOVQ    $0x0000000000000001, CX
+	CMPQ    (AX), CX
+	JNE     emu_badcfg_127
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    8(AX), CX
+	JNE     emu_badcfg_127
+	MOVQ    $0x0040004000400040, CX
+	CMPQ    16(AX), CX
+	JNE     emu_badcfg_127
+	MOVQ    $0x0040004000400040, CX
+	CMPQ    24(AX), CX
+	JNE     emu_badcfg_127
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    32(AX), CX
+	JNE     emu_badcfg_127
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    40(AX), CX
+	JNE     emu_badcfg_127
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    56(AX), CX
+	JNE     emu_badcfg_127
+	MOVBQZX 48(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_127
+	MOVBQZX 49(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_127
+	MOVBQZX 50(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_127
+	MOVBQZX 51(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_127
+	MOVBQZX 52(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_127
+	MOVBQZX 53(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_127
+	MOVBQZX 54(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_127
+	MOVBQZX 55(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_127
+	JMP     emu_cfgok_128
+
+emu_badcfg_127:
+	UD2
+
+emu_cfgok_128:
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 8192(SP)
+	MOVQ      b+16(FP), AX
+	MOVQ      AX, 8408(SP)
+	MOVQ      8392(SP), AX
+	MOVQ      AX, 8416(SP)
+	MOVQ      nblocks+56(FP), AX
+	SHRQ      $0x01, AX
+	MOVQ      AX, 8424(SP)
+
+npair_129:
+	MOVQ  8424(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_130
+	DECQ  AX
+	MOVQ  AX, 8424(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      8384(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      8408(SP), BX
+	MOVQ      kp+24(FP), SI
+	SHLQ      $0x04, SI
+	ADDQ      BX, SI
+	MOVQ      $0x00000040, DI
+	MOVQ      kp+24(FP), R8
+	SHRQ      $0x06, R8
+	DECQ      R8
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, (SP)
+	VMOVDQU64 Z0, 64(SP)
+	VMOVDQU64 Z0, 128(SP)
+	VMOVDQU64 Z0, 192(SP)
+	VMOVDQU64 Z0, 256(SP)
+	VMOVDQU64 Z0, 320(SP)
+	VMOVDQU64 Z0, 384(SP)
+	VMOVDQU64 Z0, 448(SP)
+	VMOVDQU64 Z0, 512(SP)
+	VMOVDQU64 Z0, 576(SP)
+	VMOVDQU64 Z0, 640(SP)
+	VMOVDQU64 Z0, 704(SP)
+	VMOVDQU64 Z0, 768(SP)
+	VMOVDQU64 Z0, 832(SP)
+	VMOVDQU64 Z0, 896(SP)
+	VMOVDQU64 Z0, 960(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 1024(SP)
+	VMOVDQU64 Z0, 1088(SP)
+	VMOVDQU64 Z0, 1152(SP)
+	VMOVDQU64 Z0, 1216(SP)
+	VMOVDQU64 Z0, 1280(SP)
+	VMOVDQU64 Z0, 1344(SP)
+	VMOVDQU64 Z0, 1408(SP)
+	VMOVDQU64 Z0, 1472(SP)
+	VMOVDQU64 Z0, 1536(SP)
+	VMOVDQU64 Z0, 1600(SP)
+	VMOVDQU64 Z0, 1664(SP)
+	VMOVDQU64 Z0, 1728(SP)
+	VMOVDQU64 Z0, 1792(SP)
+	VMOVDQU64 Z0, 1856(SP)
+	VMOVDQU64 Z0, 1920(SP)
+	VMOVDQU64 Z0, 1984(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 2048(SP)
+	VMOVDQU64 Z0, 2112(SP)
+	VMOVDQU64 Z0, 2176(SP)
+	VMOVDQU64 Z0, 2240(SP)
+	VMOVDQU64 Z0, 2304(SP)
+	VMOVDQU64 Z0, 2368(SP)
+	VMOVDQU64 Z0, 2432(SP)
+	VMOVDQU64 Z0, 2496(SP)
+	VMOVDQU64 Z0, 2560(SP)
+	VMOVDQU64 Z0, 2624(SP)
+	VMOVDQU64 Z0, 2688(SP)
+	VMOVDQU64 Z0, 2752(SP)
+	VMOVDQU64 Z0, 2816(SP)
+	VMOVDQU64 Z0, 2880(SP)
+	VMOVDQU64 Z0, 2944(SP)
+	VMOVDQU64 Z0, 3008(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 3072(SP)
+	VMOVDQU64 Z0, 3136(SP)
+	VMOVDQU64 Z0, 3200(SP)
+	VMOVDQU64 Z0, 3264(SP)
+	VMOVDQU64 Z0, 3328(SP)
+	VMOVDQU64 Z0, 3392(SP)
+	VMOVDQU64 Z0, 3456(SP)
+	VMOVDQU64 Z0, 3520(SP)
+	VMOVDQU64 Z0, 3584(SP)
+	VMOVDQU64 Z0, 3648(SP)
+	VMOVDQU64 Z0, 3712(SP)
+	VMOVDQU64 Z0, 3776(SP)
+	VMOVDQU64 Z0, 3840(SP)
+	VMOVDQU64 Z0, 3904(SP)
+	VMOVDQU64 Z0, 3968(SP)
+	VMOVDQU64 Z0, 4032(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4096(SP)
+	VMOVDQU64 Z0, 4160(SP)
+	VMOVDQU64 Z0, 4224(SP)
+	VMOVDQU64 Z0, 4288(SP)
+	VMOVDQU64 Z0, 4352(SP)
+	VMOVDQU64 Z0, 4416(SP)
+	VMOVDQU64 Z0, 4480(SP)
+	VMOVDQU64 Z0, 4544(SP)
+	VMOVDQU64 Z0, 4608(SP)
+	VMOVDQU64 Z0, 4672(SP)
+	VMOVDQU64 Z0, 4736(SP)
+	VMOVDQU64 Z0, 4800(SP)
+	VMOVDQU64 Z0, 4864(SP)
+	VMOVDQU64 Z0, 4928(SP)
+	VMOVDQU64 Z0, 4992(SP)
+	VMOVDQU64 Z0, 5056(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   8244(SP), R10
+	XORQ      R11, R11
+
+emu_row_132:
+	TESTQ     R10, R10
+	JZ        emu_row_done_133
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 4096(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_132
+
+emu_row_done_133:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6144(SP)
+	VMOVDQU64 Z0, 6208(SP)
+	VMOVDQU64 Z0, 6272(SP)
+	VMOVDQU64 Z0, 6336(SP)
+	VMOVDQU64 Z0, 6400(SP)
+	VMOVDQU64 Z0, 6464(SP)
+	VMOVDQU64 Z0, 6528(SP)
+	VMOVDQU64 Z0, 6592(SP)
+	VMOVDQU64 Z0, 6656(SP)
+	VMOVDQU64 Z0, 6720(SP)
+	VMOVDQU64 Z0, 6784(SP)
+	VMOVDQU64 Z0, 6848(SP)
+	VMOVDQU64 Z0, 6912(SP)
+	VMOVDQU64 Z0, 6976(SP)
+	VMOVDQU64 Z0, 7040(SP)
+	VMOVDQU64 Z0, 7104(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   8246(SP), R10
+	XORQ      R11, R11
+
+emu_row_134:
+	TESTQ     R10, R10
+	JZ        emu_row_done_135
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 6144(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_134
 
 emu_row_done_135:
-	MOVBQZX 8243(SP), AX
-	XORQ    CX, CX
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7168(SP)
+	VMOVDQU64 Z0, 7232(SP)
+	VMOVDQU64 Z0, 7296(SP)
+	VMOVDQU64 Z0, 7360(SP)
+	VMOVDQU64 Z0, 7424(SP)
+	VMOVDQU64 Z0, 7488(SP)
+	VMOVDQU64 Z0, 7552(SP)
+	VMOVDQU64 Z0, 7616(SP)
+	VMOVDQU64 Z0, 7680(SP)
+	VMOVDQU64 Z0, 7744(SP)
+	VMOVDQU64 Z0, 7808(SP)
+	VMOVDQU64 Z0, 7872(SP)
+	VMOVDQU64 Z0, 7936(SP)
+	VMOVDQU64 Z0, 8000(SP)
+	VMOVDQU64 Z0, 8064(SP)
+	VMOVDQU64 Z0, 8128(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   8247(SP), R10
+	XORQ      R11, R11
 
 emu_row_136:
+	TESTQ     R10, R10
+	JZ        emu_row_done_137
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7168(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_136
+
+emu_row_done_137:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5120(SP)
+	VMOVDQU64 Z0, 5184(SP)
+	VMOVDQU64 Z0, 5248(SP)
+	VMOVDQU64 Z0, 5312(SP)
+	VMOVDQU64 Z0, 5376(SP)
+	VMOVDQU64 Z0, 5440(SP)
+	VMOVDQU64 Z0, 5504(SP)
+	VMOVDQU64 Z0, 5568(SP)
+	VMOVDQU64 Z0, 5632(SP)
+	VMOVDQU64 Z0, 5696(SP)
+	VMOVDQU64 Z0, 5760(SP)
+	VMOVDQU64 Z0, 5824(SP)
+	VMOVDQU64 Z0, 5888(SP)
+	VMOVDQU64 Z0, 5952(SP)
+	VMOVDQU64 Z0, 6016(SP)
+	VMOVDQU64 Z0, 6080(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   8245(SP), R10
+	XORQ      R11, R11
+
+emu_row_138:
+	TESTQ     R10, R10
+	JZ        emu_row_done_139
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 5120(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_138
+
+emu_row_done_139:
+kstep_140:
+	TESTQ   R8, R8
+	JZ      klast_141
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 8240(SP), R9
+	MOVBQZX 8244(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_142
+	UD2
+
+emu_shapeok_142:
+	MOVBQZX 8246(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_143
+	UD2
+
+emu_shapeok_143:
+	XORQ R10, R10
+
+emu_row_144:
+	TESTQ        R9, R9
+	JZ           emu_row_done_145
+	VMOVDQU32    (SP)(R10*1), Z0
+	VPBROADCASTD 4096(SP)(R10*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(R10*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(R10*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(R10*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(R10*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(R10*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(R10*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(R10*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(R10*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(R10*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(R10*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(R10*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(R10*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(R10*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(R10*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(R10*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, (SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_144
+
+emu_row_done_145:
+	MOVBQZX 8241(SP), R9
+	MOVBQZX 8244(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_146
+	UD2
+
+emu_shapeok_146:
+	MOVBQZX 8247(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_147
+	UD2
+
+emu_shapeok_147:
+	XORQ R10, R10
+
+emu_row_148:
+	TESTQ        R9, R9
+	JZ           emu_row_done_149
+	VMOVDQU32    1024(SP)(R10*1), Z0
+	VPBROADCASTD 4096(SP)(R10*1), Z1
+	VPDPBUSD     7168(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(R10*1), Z1
+	VPDPBUSD     7232(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(R10*1), Z1
+	VPDPBUSD     7296(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(R10*1), Z1
+	VPDPBUSD     7360(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(R10*1), Z1
+	VPDPBUSD     7424(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(R10*1), Z1
+	VPDPBUSD     7488(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(R10*1), Z1
+	VPDPBUSD     7552(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(R10*1), Z1
+	VPDPBUSD     7616(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(R10*1), Z1
+	VPDPBUSD     7680(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(R10*1), Z1
+	VPDPBUSD     7744(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(R10*1), Z1
+	VPDPBUSD     7808(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(R10*1), Z1
+	VPDPBUSD     7872(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(R10*1), Z1
+	VPDPBUSD     7936(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(R10*1), Z1
+	VPDPBUSD     8000(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(R10*1), Z1
+	VPDPBUSD     8064(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(R10*1), Z1
+	VPDPBUSD     8128(SP), Z1, Z0
+	VMOVDQU32    Z0, 1024(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_148
+
+emu_row_done_149:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4096(SP)
+	VMOVDQU64 Z0, 4160(SP)
+	VMOVDQU64 Z0, 4224(SP)
+	VMOVDQU64 Z0, 4288(SP)
+	VMOVDQU64 Z0, 4352(SP)
+	VMOVDQU64 Z0, 4416(SP)
+	VMOVDQU64 Z0, 4480(SP)
+	VMOVDQU64 Z0, 4544(SP)
+	VMOVDQU64 Z0, 4608(SP)
+	VMOVDQU64 Z0, 4672(SP)
+	VMOVDQU64 Z0, 4736(SP)
+	VMOVDQU64 Z0, 4800(SP)
+	VMOVDQU64 Z0, 4864(SP)
+	VMOVDQU64 Z0, 4928(SP)
+	VMOVDQU64 Z0, 4992(SP)
+	VMOVDQU64 Z0, 5056(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   8244(SP), R10
+	XORQ      R11, R11
+
+emu_row_150:
+	TESTQ     R10, R10
+	JZ        emu_row_done_151
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 4096(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_150
+
+emu_row_done_151:
+	MOVBQZX 8242(SP), R9
+	MOVBQZX 8245(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_152
+	UD2
+
+emu_shapeok_152:
+	MOVBQZX 8246(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_153
+	UD2
+
+emu_shapeok_153:
+	XORQ R10, R10
+
+emu_row_154:
+	TESTQ        R9, R9
+	JZ           emu_row_done_155
+	VMOVDQU32    2048(SP)(R10*1), Z0
+	VPBROADCASTD 5120(SP)(R10*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 5124(SP)(R10*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 5128(SP)(R10*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 5132(SP)(R10*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 5136(SP)(R10*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 5140(SP)(R10*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 5144(SP)(R10*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 5148(SP)(R10*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 5152(SP)(R10*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 5156(SP)(R10*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 5160(SP)(R10*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 5164(SP)(R10*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 5168(SP)(R10*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 5172(SP)(R10*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 5176(SP)(R10*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 5180(SP)(R10*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, 2048(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_154
+
+emu_row_done_155:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6144(SP)
+	VMOVDQU64 Z0, 6208(SP)
+	VMOVDQU64 Z0, 6272(SP)
+	VMOVDQU64 Z0, 6336(SP)
+	VMOVDQU64 Z0, 6400(SP)
+	VMOVDQU64 Z0, 6464(SP)
+	VMOVDQU64 Z0, 6528(SP)
+	VMOVDQU64 Z0, 6592(SP)
+	VMOVDQU64 Z0, 6656(SP)
+	VMOVDQU64 Z0, 6720(SP)
+	VMOVDQU64 Z0, 6784(SP)
+	VMOVDQU64 Z0, 6848(SP)
+	VMOVDQU64 Z0, 6912(SP)
+	VMOVDQU64 Z0, 6976(SP)
+	VMOVDQU64 Z0, 7040(SP)
+	VMOVDQU64 Z0, 7104(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   8246(SP), R10
+	XORQ      R11, R11
+
+emu_row_156:
+	TESTQ     R10, R10
+	JZ        emu_row_done_157
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 6144(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_156
+
+emu_row_done_157:
+	MOVBQZX 8243(SP), R9
+	MOVBQZX 8245(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_158
+	UD2
+
+emu_shapeok_158:
+	MOVBQZX 8247(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_159
+	UD2
+
+emu_shapeok_159:
+	XORQ R10, R10
+
+emu_row_160:
+	TESTQ        R9, R9
+	JZ           emu_row_done_161
+	VMOVDQU32    3072(SP)(R10*1), Z0
+	VPBROADCASTD 5120(SP)(R10*1), Z1
+	VPDPBUSD     7168(SP), Z1, Z0
+	VPBROADCASTD 5124(SP)(R10*1), Z1
+	VPDPBUSD     7232(SP), Z1, Z0
+	VPBROADCASTD 5128(SP)(R10*1), Z1
+	VPDPBUSD     7296(SP), Z1, Z0
+	VPBROADCASTD 5132(SP)(R10*1), Z1
+	VPDPBUSD     7360(SP), Z1, Z0
+	VPBROADCASTD 5136(SP)(R10*1), Z1
+	VPDPBUSD     7424(SP), Z1, Z0
+	VPBROADCASTD 5140(SP)(R10*1), Z1
+	VPDPBUSD     7488(SP), Z1, Z0
+	VPBROADCASTD 5144(SP)(R10*1), Z1
+	VPDPBUSD     7552(SP), Z1, Z0
+	VPBROADCASTD 5148(SP)(R10*1), Z1
+	VPDPBUSD     7616(SP), Z1, Z0
+	VPBROADCASTD 5152(SP)(R10*1), Z1
+	VPDPBUSD     7680(SP), Z1, Z0
+	VPBROADCASTD 5156(SP)(R10*1), Z1
+	VPDPBUSD     7744(SP), Z1, Z0
+	VPBROADCASTD 5160(SP)(R10*1), Z1
+	VPDPBUSD     7808(SP), Z1, Z0
+	VPBROADCASTD 5164(SP)(R10*1), Z1
+	VPDPBUSD     7872(SP), Z1, Z0
+	VPBROADCASTD 5168(SP)(R10*1), Z1
+	VPDPBUSD     7936(SP), Z1, Z0
+	VPBROADCASTD 5172(SP)(R10*1), Z1
+	VPDPBUSD     8000(SP), Z1, Z0
+	VPBROADCASTD 5176(SP)(R10*1), Z1
+	VPDPBUSD     8064(SP), Z1, Z0
+	VPBROADCASTD 5180(SP)(R10*1), Z1
+	VPDPBUSD     8128(SP), Z1, Z0
+	VMOVDQU32    Z0, 3072(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_160
+
+emu_row_done_161:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5120(SP)
+	VMOVDQU64 Z0, 5184(SP)
+	VMOVDQU64 Z0, 5248(SP)
+	VMOVDQU64 Z0, 5312(SP)
+	VMOVDQU64 Z0, 5376(SP)
+	VMOVDQU64 Z0, 5440(SP)
+	VMOVDQU64 Z0, 5504(SP)
+	VMOVDQU64 Z0, 5568(SP)
+	VMOVDQU64 Z0, 5632(SP)
+	VMOVDQU64 Z0, 5696(SP)
+	VMOVDQU64 Z0, 5760(SP)
+	VMOVDQU64 Z0, 5824(SP)
+	VMOVDQU64 Z0, 5888(SP)
+	VMOVDQU64 Z0, 5952(SP)
+	VMOVDQU64 Z0, 6016(SP)
+	VMOVDQU64 Z0, 6080(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   8245(SP), R10
+	XORQ      R11, R11
+
+emu_row_162:
+	TESTQ     R10, R10
+	JZ        emu_row_done_163
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 5120(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_162
+
+emu_row_done_163:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7168(SP)
+	VMOVDQU64 Z0, 7232(SP)
+	VMOVDQU64 Z0, 7296(SP)
+	VMOVDQU64 Z0, 7360(SP)
+	VMOVDQU64 Z0, 7424(SP)
+	VMOVDQU64 Z0, 7488(SP)
+	VMOVDQU64 Z0, 7552(SP)
+	VMOVDQU64 Z0, 7616(SP)
+	VMOVDQU64 Z0, 7680(SP)
+	VMOVDQU64 Z0, 7744(SP)
+	VMOVDQU64 Z0, 7808(SP)
+	VMOVDQU64 Z0, 7872(SP)
+	VMOVDQU64 Z0, 7936(SP)
+	VMOVDQU64 Z0, 8000(SP)
+	VMOVDQU64 Z0, 8064(SP)
+	VMOVDQU64 Z0, 8128(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   8247(SP), R10
+	XORQ      R11, R11
+
+emu_row_164:
+	TESTQ     R10, R10
+	JZ        emu_row_done_165
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7168(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_164
+
+emu_row_done_165:
+	DECQ R8
+	JMP  kstep_140
+
+klast_141:
+	MOVBQZX 8240(SP), AX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_166
+	UD2
+
+emu_shapeok_166:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_167
+	UD2
+
+emu_shapeok_167:
+	XORQ CX, CX
+
+emu_row_168:
 	TESTQ        AX, AX
-	JZ           emu_row_done_137
+	JZ           emu_row_done_169
+	VMOVDQU32    (SP)(CX*1), Z0
+	VPBROADCASTD 4096(SP)(CX*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(CX*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(CX*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(CX*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(CX*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(CX*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(CX*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(CX*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(CX*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(CX*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(CX*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(CX*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(CX*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(CX*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(CX*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(CX*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, (SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_168
+
+emu_row_done_169:
+	MOVBQZX 8241(SP), AX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_170
+	UD2
+
+emu_shapeok_170:
+	MOVBQZX 8247(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_171
+	UD2
+
+emu_shapeok_171:
+	XORQ CX, CX
+
+emu_row_172:
+	TESTQ        AX, AX
+	JZ           emu_row_done_173
+	VMOVDQU32    1024(SP)(CX*1), Z0
+	VPBROADCASTD 4096(SP)(CX*1), Z1
+	VPDPBUSD     7168(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(CX*1), Z1
+	VPDPBUSD     7232(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(CX*1), Z1
+	VPDPBUSD     7296(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(CX*1), Z1
+	VPDPBUSD     7360(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(CX*1), Z1
+	VPDPBUSD     7424(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(CX*1), Z1
+	VPDPBUSD     7488(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(CX*1), Z1
+	VPDPBUSD     7552(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(CX*1), Z1
+	VPDPBUSD     7616(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(CX*1), Z1
+	VPDPBUSD     7680(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(CX*1), Z1
+	VPDPBUSD     7744(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(CX*1), Z1
+	VPDPBUSD     7808(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(CX*1), Z1
+	VPDPBUSD     7872(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(CX*1), Z1
+	VPDPBUSD     7936(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(CX*1), Z1
+	VPDPBUSD     8000(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(CX*1), Z1
+	VPDPBUSD     8064(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(CX*1), Z1
+	VPDPBUSD     8128(SP), Z1, Z0
+	VMOVDQU32    Z0, 1024(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_172
+
+emu_row_done_173:
+	MOVBQZX 8242(SP), AX
+	MOVBQZX 8245(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_174
+	UD2
+
+emu_shapeok_174:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_175
+	UD2
+
+emu_shapeok_175:
+	XORQ CX, CX
+
+emu_row_176:
+	TESTQ        AX, AX
+	JZ           emu_row_done_177
+	VMOVDQU32    2048(SP)(CX*1), Z0
+	VPBROADCASTD 5120(SP)(CX*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 5124(SP)(CX*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 5128(SP)(CX*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 5132(SP)(CX*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 5136(SP)(CX*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 5140(SP)(CX*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 5144(SP)(CX*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 5148(SP)(CX*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 5152(SP)(CX*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 5156(SP)(CX*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 5160(SP)(CX*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 5164(SP)(CX*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 5168(SP)(CX*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 5172(SP)(CX*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 5176(SP)(CX*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 5180(SP)(CX*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, 2048(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_176
+
+emu_row_done_177:
+	MOVBQZX 8243(SP), AX
+	MOVBQZX 8245(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_178
+	UD2
+
+emu_shapeok_178:
+	MOVBQZX 8247(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_179
+	UD2
+
+emu_shapeok_179:
+	XORQ CX, CX
+
+emu_row_180:
+	TESTQ        AX, AX
+	JZ           emu_row_done_181
 	VMOVDQU32    3072(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -3183,9 +3541,9 @@ emu_row_136:
 	VMOVDQU32    Z0, 3072(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_136
+	JMP          emu_row_180
 
-emu_row_done_137:
+emu_row_done_181:
 	MOVQ    8416(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -3193,32 +3551,32 @@ emu_row_done_137:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_138:
+emu_row_182:
 	TESTQ     BX, BX
-	JZ        emu_row_done_139
+	JZ        emu_row_done_183
 	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_138
+	JMP       emu_row_182
 
-emu_row_done_139:
+emu_row_done_183:
 	LEAQ    64(AX), DX
 	MOVBQZX 8241(SP), BX
 	XORQ    SI, SI
 
-emu_row_140:
+emu_row_184:
 	TESTQ     BX, BX
-	JZ        emu_row_done_141
+	JZ        emu_row_done_185
 	VMOVDQU64 1024(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_140
+	JMP       emu_row_184
 
-emu_row_done_141:
+emu_row_done_185:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -3226,32 +3584,32 @@ emu_row_done_141:
 	MOVBQZX 8242(SP), BX
 	XORQ    SI, SI
 
-emu_row_142:
+emu_row_186:
 	TESTQ     BX, BX
-	JZ        emu_row_done_143
+	JZ        emu_row_done_187
 	VMOVDQU64 2048(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_142
+	JMP       emu_row_186
 
-emu_row_done_143:
+emu_row_done_187:
 	LEAQ    64(DX), AX
 	MOVBQZX 8243(SP), DX
 	XORQ    BX, BX
 
-emu_row_144:
+emu_row_188:
 	TESTQ     DX, DX
-	JZ        emu_row_done_145
+	JZ        emu_row_done_189
 	VMOVDQU64 3072(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_144
+	JMP       emu_row_188
 
-emu_row_done_145:
+emu_row_done_189:
 	MOVQ 8416(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 8416(SP)
@@ -3260,12 +3618,12 @@ emu_row_done_145:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 8408(SP)
-	JMP  npair_101
+	JMP  npair_129
 
-nodd_102:
+nodd_130:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_103
+	JZ    nend_131
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
@@ -3333,17 +3691,17 @@ nodd_102:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_146:
+emu_row_190:
 	TESTQ     R9, R9
-	JZ        emu_row_done_147
+	JZ        emu_row_done_191
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_146
+	JMP       emu_row_190
 
-emu_row_done_147:
+emu_row_done_191:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -3365,17 +3723,17 @@ emu_row_done_147:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_148:
+emu_row_192:
 	TESTQ     R9, R9
-	JZ        emu_row_done_149
+	JZ        emu_row_done_193
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_148
+	JMP       emu_row_192
 
-emu_row_done_149:
+emu_row_done_193:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -3397,29 +3755,41 @@ emu_row_done_149:
 	MOVBQZX   8245(SP), R9
 	XORQ      R10, R10
 
-emu_row_150:
+emu_row_194:
 	TESTQ     R9, R9
-	JZ        emu_row_done_151
+	JZ        emu_row_done_195
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 5120(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_150
+	JMP       emu_row_194
 
-emu_row_done_151:
-kstep_152:
+emu_row_done_195:
+kstep_196:
 	TESTQ   DI, DI
-	JZ      klast_153
+	JZ      klast_197
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
 	MOVBQZX 8240(SP), R8
-	XORQ    R9, R9
+	MOVBQZX 8244(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_198
+	UD2
 
-emu_row_154:
+emu_shapeok_198:
+	MOVBQZX 8246(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_199
+	UD2
+
+emu_shapeok_199:
+	XORQ R9, R9
+
+emu_row_200:
 	TESTQ        R8, R8
-	JZ           emu_row_done_155
+	JZ           emu_row_done_201
 	VMOVDQU32    (SP)(R9*1), Z0
 	VPBROADCASTD 4096(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3456,9 +3826,9 @@ emu_row_154:
 	VMOVDQU32    Z0, (SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_154
+	JMP          emu_row_200
 
-emu_row_done_155:
+emu_row_done_201:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -3480,23 +3850,35 @@ emu_row_done_155:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_156:
+emu_row_202:
 	TESTQ     R9, R9
-	JZ        emu_row_done_157
+	JZ        emu_row_done_203
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_156
+	JMP       emu_row_202
 
-emu_row_done_157:
+emu_row_done_203:
 	MOVBQZX 8242(SP), R8
-	XORQ    R9, R9
+	MOVBQZX 8245(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_204
+	UD2
 
-emu_row_158:
+emu_shapeok_204:
+	MOVBQZX 8246(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_205
+	UD2
+
+emu_shapeok_205:
+	XORQ R9, R9
+
+emu_row_206:
 	TESTQ        R8, R8
-	JZ           emu_row_done_159
+	JZ           emu_row_done_207
 	VMOVDQU32    2048(SP)(R9*1), Z0
 	VPBROADCASTD 5120(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3533,9 +3915,9 @@ emu_row_158:
 	VMOVDQU32    Z0, 2048(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_158
+	JMP          emu_row_206
 
-emu_row_done_159:
+emu_row_done_207:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -3557,17 +3939,17 @@ emu_row_done_159:
 	MOVBQZX   8245(SP), R9
 	XORQ      R10, R10
 
-emu_row_160:
+emu_row_208:
 	TESTQ     R9, R9
-	JZ        emu_row_done_161
+	JZ        emu_row_done_209
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 5120(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_160
+	JMP       emu_row_208
 
-emu_row_done_161:
+emu_row_done_209:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -3589,27 +3971,39 @@ emu_row_done_161:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_162:
+emu_row_210:
 	TESTQ     R9, R9
-	JZ        emu_row_done_163
+	JZ        emu_row_done_211
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_162
+	JMP       emu_row_210
 
-emu_row_done_163:
+emu_row_done_211:
 	DECQ DI
-	JMP  kstep_152
+	JMP  kstep_196
 
-klast_153:
+klast_197:
 	MOVBQZX 8240(SP), AX
-	XORQ    CX, CX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_212
+	UD2
 
-emu_row_164:
+emu_shapeok_212:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_213
+	UD2
+
+emu_shapeok_213:
+	XORQ CX, CX
+
+emu_row_214:
 	TESTQ        AX, AX
-	JZ           emu_row_done_165
+	JZ           emu_row_done_215
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3646,15 +4040,27 @@ emu_row_164:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_164
+	JMP          emu_row_214
 
-emu_row_done_165:
+emu_row_done_215:
 	MOVBQZX 8242(SP), AX
-	XORQ    CX, CX
+	MOVBQZX 8245(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_216
+	UD2
 
-emu_row_166:
+emu_shapeok_216:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_217
+	UD2
+
+emu_shapeok_217:
+	XORQ CX, CX
+
+emu_row_218:
 	TESTQ        AX, AX
-	JZ           emu_row_done_167
+	JZ           emu_row_done_219
 	VMOVDQU32    2048(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3691,9 +4097,9 @@ emu_row_166:
 	VMOVDQU32    Z0, 2048(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_166
+	JMP          emu_row_218
 
-emu_row_done_167:
+emu_row_done_219:
 	MOVQ    8416(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -3701,17 +4107,17 @@ emu_row_done_167:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_168:
+emu_row_220:
 	TESTQ     BX, BX
-	JZ        emu_row_done_169
+	JZ        emu_row_done_221
 	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_168
+	JMP       emu_row_220
 
-emu_row_done_169:
+emu_row_done_221:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -3719,25 +4125,84 @@ emu_row_done_169:
 	MOVBQZX 8242(SP), DX
 	XORQ    BX, BX
 
-emu_row_170:
+emu_row_222:
 	TESTQ     DX, DX
-	JZ        emu_row_done_171
+	JZ        emu_row_done_223
 	VMOVDQU64 2048(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_170
+	JMP       emu_row_222
 
-emu_row_done_171:
-nend_103:
-	JMP done_28
+emu_row_done_223:
+nend_131:
+	JMP done_30
 
-mtail_small_100:
-	MOVB      AL, 8368(SP)
-	MOVB      AL, 8369(SP)
-	MOVB      AL, 8372(SP)
-	LEAQ      8320(SP), AX
+mtail_small_126:
+	MOVB    AL, 8368(SP)
+	MOVB    AL, 8369(SP)
+	MOVB    AL, 8372(SP)
+	LEAQ    8320(SP), AX
+	MOVQ    $0x0000000000000001, CX
+	CMPQ    (AX), CX
+	JNE     emu_badcfg_224
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    8(AX), CX
+	JNE     emu_badcfg_224
+	MOVQ    $0x0040004000400040, CX
+	CMPQ    16(AX), CX
+	JNE     emu_badcfg_224
+	MOVQ    $0x0040004000400040, CX
+	CMPQ    24(AX), CX
+	JNE     emu_badcfg_224
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    32(AX), CX
+	JNE     emu_badcfg_224
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    40(AX), CX
+	JNE     emu_badcfg_224
+	MOVQ    $0x0000000000000000, CX
+	CMPQ    56(AX), CX
+	JNE     emu_badcfg_224
+	MOVBQZX 48(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_224
+	MOVBQZX 49(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_224
+	MOVBQZX 50(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_224
+	MOVBQZX 51(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_224
+	MOVBQZX 52(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_224
+	MOVBQZX 53(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_224
+	MOVBQZX 54(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_224
+	MOVBQZX 55(AX), CX
+	DECQ    CX
+	CMPQ    CX, $0x0f
+	JA      emu_badcfg_224
+	JMP     emu_cfgok_225
+
+emu_badcfg_224:
+	UD2
+
+emu_cfgok_225:
 	VMOVDQU64 (AX), Z0
 	VMOVDQU64 Z0, 8192(SP)
 	MOVQ      b+16(FP), AX
@@ -3748,10 +4213,10 @@ mtail_small_100:
 	SHRQ      $0x01, AX
 	MOVQ      AX, 8424(SP)
 
-npair_172:
+npair_226:
 	MOVQ  8424(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_173
+	JZ    nodd_227
 	DECQ  AX
 	MOVQ  AX, 8424(SP)
 
@@ -3821,17 +4286,17 @@ npair_172:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_175:
+emu_row_229:
 	TESTQ     R9, R9
-	JZ        emu_row_done_176
+	JZ        emu_row_done_230
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_175
+	JMP       emu_row_229
 
-emu_row_done_176:
+emu_row_done_230:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -3853,17 +4318,17 @@ emu_row_done_176:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_177:
+emu_row_231:
 	TESTQ     R9, R9
-	JZ        emu_row_done_178
+	JZ        emu_row_done_232
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_177
+	JMP       emu_row_231
 
-emu_row_done_178:
+emu_row_done_232:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
@@ -3885,29 +4350,41 @@ emu_row_done_178:
 	MOVBQZX   8247(SP), R9
 	XORQ      R10, R10
 
-emu_row_179:
+emu_row_233:
 	TESTQ     R9, R9
-	JZ        emu_row_done_180
+	JZ        emu_row_done_234
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 7168(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_179
+	JMP       emu_row_233
 
-emu_row_done_180:
-kstep_181:
+emu_row_done_234:
+kstep_235:
 	TESTQ   DI, DI
-	JZ      klast_182
+	JZ      klast_236
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	ADDQ    $0x00000400, BX
 	MOVBQZX 8240(SP), R8
-	XORQ    R9, R9
+	MOVBQZX 8244(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_237
+	UD2
 
-emu_row_183:
+emu_shapeok_237:
+	MOVBQZX 8246(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_238
+	UD2
+
+emu_shapeok_238:
+	XORQ R9, R9
+
+emu_row_239:
 	TESTQ        R8, R8
-	JZ           emu_row_done_184
+	JZ           emu_row_done_240
 	VMOVDQU32    (SP)(R9*1), Z0
 	VPBROADCASTD 4096(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3944,9 +4421,9 @@ emu_row_183:
 	VMOVDQU32    Z0, (SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_183
+	JMP          emu_row_239
 
-emu_row_done_184:
+emu_row_done_240:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -3968,23 +4445,35 @@ emu_row_done_184:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_185:
+emu_row_241:
 	TESTQ     R9, R9
-	JZ        emu_row_done_186
+	JZ        emu_row_done_242
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_185
+	JMP       emu_row_241
 
-emu_row_done_186:
+emu_row_done_242:
 	MOVBQZX 8241(SP), R8
-	XORQ    R9, R9
+	MOVBQZX 8244(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_243
+	UD2
 
-emu_row_187:
+emu_shapeok_243:
+	MOVBQZX 8247(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_244
+	UD2
+
+emu_shapeok_244:
+	XORQ R9, R9
+
+emu_row_245:
 	TESTQ        R8, R8
-	JZ           emu_row_done_188
+	JZ           emu_row_done_246
 	VMOVDQU32    1024(SP)(R9*1), Z0
 	VPBROADCASTD 4096(SP)(R9*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -4021,9 +4510,9 @@ emu_row_187:
 	VMOVDQU32    Z0, 1024(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_187
+	JMP          emu_row_245
 
-emu_row_done_188:
+emu_row_done_246:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -4045,17 +4534,17 @@ emu_row_done_188:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_189:
+emu_row_247:
 	TESTQ     R9, R9
-	JZ        emu_row_done_190
+	JZ        emu_row_done_248
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_189
+	JMP       emu_row_247
 
-emu_row_done_190:
+emu_row_done_248:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
@@ -4077,27 +4566,39 @@ emu_row_done_190:
 	MOVBQZX   8247(SP), R9
 	XORQ      R10, R10
 
-emu_row_191:
+emu_row_249:
 	TESTQ     R9, R9
-	JZ        emu_row_done_192
+	JZ        emu_row_done_250
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 7168(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_191
+	JMP       emu_row_249
 
-emu_row_done_192:
+emu_row_done_250:
 	DECQ DI
-	JMP  kstep_181
+	JMP  kstep_235
 
-klast_182:
+klast_236:
 	MOVBQZX 8240(SP), AX
-	XORQ    CX, CX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_251
+	UD2
 
-emu_row_193:
+emu_shapeok_251:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_252
+	UD2
+
+emu_shapeok_252:
+	XORQ CX, CX
+
+emu_row_253:
 	TESTQ        AX, AX
-	JZ           emu_row_done_194
+	JZ           emu_row_done_254
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -4134,15 +4635,27 @@ emu_row_193:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_193
+	JMP          emu_row_253
 
-emu_row_done_194:
+emu_row_done_254:
 	MOVBQZX 8241(SP), AX
-	XORQ    CX, CX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_255
+	UD2
 
-emu_row_195:
+emu_shapeok_255:
+	MOVBQZX 8247(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_256
+	UD2
+
+emu_shapeok_256:
+	XORQ CX, CX
+
+emu_row_257:
 	TESTQ        AX, AX
-	JZ           emu_row_done_196
+	JZ           emu_row_done_258
 	VMOVDQU32    1024(SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -4179,9 +4692,9 @@ emu_row_195:
 	VMOVDQU32    Z0, 1024(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_195
+	JMP          emu_row_257
 
-emu_row_done_196:
+emu_row_done_258:
 	MOVQ    8416(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -4189,32 +4702,32 @@ emu_row_done_196:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_197:
+emu_row_259:
 	TESTQ     BX, BX
-	JZ        emu_row_done_198
+	JZ        emu_row_done_260
 	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_197
+	JMP       emu_row_259
 
-emu_row_done_198:
+emu_row_done_260:
 	LEAQ    64(AX), AX
 	MOVBQZX 8241(SP), DX
 	XORQ    BX, BX
 
-emu_row_199:
+emu_row_261:
 	TESTQ     DX, DX
-	JZ        emu_row_done_200
+	JZ        emu_row_done_262
 	VMOVDQU64 1024(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_199
+	JMP       emu_row_261
 
-emu_row_done_200:
+emu_row_done_262:
 	MOVQ 8416(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 8416(SP)
@@ -4223,12 +4736,12 @@ emu_row_done_200:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 8408(SP)
-	JMP  npair_172
+	JMP  npair_226
 
-nodd_173:
+nodd_227:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_174
+	JZ    nend_228
 
 	// 1x1 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
@@ -4276,17 +4789,17 @@ nodd_173:
 	MOVBQZX   8244(SP), R8
 	XORQ      R9, R9
 
-emu_row_201:
+emu_row_263:
 	TESTQ     R8, R8
-	JZ        emu_row_done_202
+	JZ        emu_row_done_264
 	VMOVDQU64 (DI), Z0
 	VMOVDQU64 Z0, 4096(SP)(R9*1)
 	ADDQ      AX, DI
 	ADDQ      $0x40, R9
 	DECQ      R8
-	JMP       emu_row_201
+	JMP       emu_row_263
 
-emu_row_done_202:
+emu_row_done_264:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -4308,28 +4821,40 @@ emu_row_done_202:
 	MOVBQZX   8246(SP), R8
 	XORQ      R9, R9
 
-emu_row_203:
+emu_row_265:
 	TESTQ     R8, R8
-	JZ        emu_row_done_204
+	JZ        emu_row_done_266
 	VMOVDQU64 (DI), Z0
 	VMOVDQU64 Z0, 6144(SP)(R9*1)
 	ADDQ      BX, DI
 	ADDQ      $0x40, R9
 	DECQ      R8
-	JMP       emu_row_203
+	JMP       emu_row_265
 
-emu_row_done_204:
-kstep_205:
+emu_row_done_266:
+kstep_267:
 	TESTQ   SI, SI
-	JZ      klast_206
+	JZ      klast_268
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	MOVBQZX 8240(SP), DI
-	XORQ    R8, R8
+	MOVBQZX 8244(SP), R8
+	CMPQ    DI, R8
+	JE      emu_shapeok_269
+	UD2
 
-emu_row_207:
+emu_shapeok_269:
+	MOVBQZX 8246(SP), R8
+	CMPQ    R8, $0x10
+	JE      emu_shapeok_270
+	UD2
+
+emu_shapeok_270:
+	XORQ R8, R8
+
+emu_row_271:
 	TESTQ        DI, DI
-	JZ           emu_row_done_208
+	JZ           emu_row_done_272
 	VMOVDQU32    (SP)(R8*1), Z0
 	VPBROADCASTD 4096(SP)(R8*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -4366,9 +4891,9 @@ emu_row_207:
 	VMOVDQU32    Z0, (SP)(R8*1)
 	ADDQ         $0x40, R8
 	DECQ         DI
-	JMP          emu_row_207
+	JMP          emu_row_271
 
-emu_row_done_208:
+emu_row_done_272:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -4390,17 +4915,17 @@ emu_row_done_208:
 	MOVBQZX   8244(SP), R8
 	XORQ      R9, R9
 
-emu_row_209:
+emu_row_273:
 	TESTQ     R8, R8
-	JZ        emu_row_done_210
+	JZ        emu_row_done_274
 	VMOVDQU64 (DI), Z0
 	VMOVDQU64 Z0, 4096(SP)(R9*1)
 	ADDQ      AX, DI
 	ADDQ      $0x40, R9
 	DECQ      R8
-	JMP       emu_row_209
+	JMP       emu_row_273
 
-emu_row_done_210:
+emu_row_done_274:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -4422,27 +4947,39 @@ emu_row_done_210:
 	MOVBQZX   8246(SP), R8
 	XORQ      R9, R9
 
-emu_row_211:
+emu_row_275:
 	TESTQ     R8, R8
-	JZ        emu_row_done_212
+	JZ        emu_row_done_276
 	VMOVDQU64 (DI), Z0
 	VMOVDQU64 Z0, 6144(SP)(R9*1)
 	ADDQ      BX, DI
 	ADDQ      $0x40, R9
 	DECQ      R8
-	JMP       emu_row_211
+	JMP       emu_row_275
 
-emu_row_done_212:
+emu_row_done_276:
 	DECQ SI
-	JMP  kstep_205
+	JMP  kstep_267
 
-klast_206:
+klast_268:
 	MOVBQZX 8240(SP), AX
-	XORQ    CX, CX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_277
+	UD2
 
-emu_row_213:
+emu_shapeok_277:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_278
+	UD2
+
+emu_shapeok_278:
+	XORQ CX, CX
+
+emu_row_279:
 	TESTQ        AX, AX
-	JZ           emu_row_done_214
+	JZ           emu_row_done_280
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -4479,9 +5016,9 @@ emu_row_213:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_213
+	JMP          emu_row_279
 
-emu_row_done_214:
+emu_row_done_280:
 	MOVQ    8416(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -4489,19 +5026,19 @@ emu_row_done_214:
 	MOVBQZX 8240(SP), DX
 	XORQ    BX, BX
 
-emu_row_215:
+emu_row_281:
 	TESTQ     DX, DX
-	JZ        emu_row_done_216
+	JZ        emu_row_done_282
 	VMOVDQU64 (SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_215
+	JMP       emu_row_281
 
-emu_row_done_216:
-nend_174:
-done_28:
+emu_row_done_282:
+nend_228:
+done_30:
 	VZEROUPPER
 	RET
 
@@ -4515,10 +5052,10 @@ TEXT ·qgemmVNNI(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_218:
+ngroup_284:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x03
-	JL   ntail_219
+	JL   ntail_285
 	SUBQ $0x03, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -4528,10 +5065,10 @@ ngroup_218:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_220:
+rows_286:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_221
+	JL   rowtail_287
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -4570,7 +5107,7 @@ rows_220:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_223:
+vnni_k_289:
 	VMOVDQU32    (SI), Z24
 	VMOVDQU32    (SI)(DI*1), Z25
 	VMOVDQU32    (SI)(DI*2), Z26
@@ -4715,7 +5252,7 @@ vnni_k_223:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_223
+	JNZ          vnni_k_289
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4760,12 +5297,12 @@ vnni_k_223:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_220
+	JMP          rows_286
 
-rowtail_221:
+rowtail_287:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_224
+	JNE  rowtail_not_290
 
 	// VNNI micro-kernel: 1 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -4779,7 +5316,7 @@ rowtail_221:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_225:
+vnni_k_291:
 	VMOVDQU32    (CX), Z3
 	VMOVDQU32    (CX)(DX*1), Z4
 	VMOVDQU32    (CX)(DX*2), Z5
@@ -4811,18 +5348,18 @@ vnni_k_225:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_225
+	JNZ          vnni_k_291
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
 	VMOVDQU32    Z2, 128(AX)
-	JMP          rowend_222
+	JMP          rowend_288
 
-rowtail_not_224:
+rowtail_not_290:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_226
+	JNE  rowtail_not_292
 
 	// VNNI micro-kernel: 2 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -4839,7 +5376,7 @@ rowtail_not_224:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_227:
+vnni_k_293:
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    (DX)(BX*1), Z7
 	VMOVDQU32    (DX)(BX*2), Z8
@@ -4887,7 +5424,7 @@ vnni_k_227:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_227
+	JNZ          vnni_k_293
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4898,11 +5435,11 @@ vnni_k_227:
 	VMOVDQU32    Z3, (AX)
 	VMOVDQU32    Z4, 64(AX)
 	VMOVDQU32    Z5, 128(AX)
-	JMP          rowend_222
+	JMP          rowend_288
 
-rowtail_not_226:
+rowtail_not_292:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_228
+	JNE  rowtail_not_294
 
 	// VNNI micro-kernel: 3 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -4922,7 +5459,7 @@ rowtail_not_226:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_229:
+vnni_k_295:
 	VMOVDQU32    (DX), Z9
 	VMOVDQU32    (DX)(BX*1), Z10
 	VMOVDQU32    (DX)(BX*2), Z11
@@ -4986,7 +5523,7 @@ vnni_k_229:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_229
+	JNZ          vnni_k_295
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5001,11 +5538,11 @@ vnni_k_229:
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
 	VMOVDQU32    Z8, 128(AX)
-	JMP          rowend_222
+	JMP          rowend_288
 
-rowtail_not_228:
+rowtail_not_294:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_230
+	JNE  rowtail_not_296
 
 	// VNNI micro-kernel: 4 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5029,7 +5566,7 @@ rowtail_not_228:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_231:
+vnni_k_297:
 	VMOVDQU32    (BX), Z12
 	VMOVDQU32    (BX)(SI*1), Z13
 	VMOVDQU32    (BX)(SI*2), Z14
@@ -5109,7 +5646,7 @@ vnni_k_231:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_231
+	JNZ          vnni_k_297
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5128,11 +5665,11 @@ vnni_k_231:
 	VMOVDQU32    Z9, (AX)
 	VMOVDQU32    Z10, 64(AX)
 	VMOVDQU32    Z11, 128(AX)
-	JMP          rowend_222
+	JMP          rowend_288
 
-rowtail_not_230:
+rowtail_not_296:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_232
+	JNE  rowtail_not_298
 
 	// VNNI micro-kernel: 5 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5159,7 +5696,7 @@ rowtail_not_230:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_233:
+vnni_k_299:
 	VMOVDQU32    (BX), Z15
 	VMOVDQU32    (BX)(SI*1), Z16
 	VMOVDQU32    (BX)(SI*2), Z17
@@ -5255,7 +5792,7 @@ vnni_k_233:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_233
+	JNZ          vnni_k_299
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5278,11 +5815,11 @@ vnni_k_233:
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
 	VMOVDQU32    Z14, 128(AX)
-	JMP          rowend_222
+	JMP          rowend_288
 
-rowtail_not_232:
+rowtail_not_298:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_234
+	JNE  rowtail_not_300
 
 	// VNNI micro-kernel: 6 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5313,7 +5850,7 @@ rowtail_not_232:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_235:
+vnni_k_301:
 	VMOVDQU32    (SI), Z18
 	VMOVDQU32    (SI)(DI*1), Z19
 	VMOVDQU32    (SI)(DI*2), Z20
@@ -5426,7 +5963,7 @@ vnni_k_235:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_235
+	JNZ          vnni_k_301
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5453,11 +5990,11 @@ vnni_k_235:
 	VMOVDQU32    Z15, (AX)
 	VMOVDQU32    Z16, 64(AX)
 	VMOVDQU32    Z17, 128(AX)
-	JMP          rowend_222
+	JMP          rowend_288
 
-rowtail_not_234:
+rowtail_not_300:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_236
+	JNE  rowtail_not_302
 
 	// VNNI micro-kernel: 7 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5491,7 +6028,7 @@ rowtail_not_234:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_237:
+vnni_k_303:
 	VMOVDQU32    (SI), Z21
 	VMOVDQU32    (SI)(DI*1), Z22
 	VMOVDQU32    (SI)(DI*2), Z23
@@ -5620,7 +6157,7 @@ vnni_k_237:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_237
+	JNZ          vnni_k_303
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5651,10 +6188,10 @@ vnni_k_237:
 	VMOVDQU32    Z18, (AX)
 	VMOVDQU32    Z19, 64(AX)
 	VMOVDQU32    Z20, 128(AX)
-	JMP          rowend_222
+	JMP          rowend_288
 
-rowtail_not_236:
-rowend_222:
+rowtail_not_302:
+rowend_288:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000030, CX, CX
@@ -5663,12 +6200,12 @@ rowend_222:
 	MOVQ   8(SP), AX
 	ADDQ   $0x000000c0, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_218
+	JMP    ngroup_284
 
-ntail_219:
+ntail_285:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JNE  ntail_not_238
+	JNE  ntail_not_304
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -5676,10 +6213,10 @@ ntail_219:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_239:
+rows_305:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_240
+	JL   rowtail_306
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -5700,7 +6237,7 @@ rows_239:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_242:
+vnni_k_308:
 	VMOVDQU32    (SI), Z8
 	VPBROADCASTD (AX), Z9
 	VPDPBUSD     Z8, Z9, Z0
@@ -5773,7 +6310,7 @@ vnni_k_242:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_242
+	JNZ          vnni_k_308
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5802,12 +6339,12 @@ vnni_k_242:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_239
+	JMP          rows_305
 
-rowtail_240:
+rowtail_306:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_243
+	JNE  rowtail_not_309
 
 	// VNNI micro-kernel: 1 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5817,7 +6354,7 @@ rowtail_240:
 	MOVQ   kp+24(FP), DX
 	SHRQ   $0x04, DX
 
-vnni_k_244:
+vnni_k_310:
 	VMOVDQU32    (CX), Z1
 	VPBROADCASTD (AX), Z2
 	VPDPBUSD     Z1, Z2, Z0
@@ -5833,16 +6370,16 @@ vnni_k_244:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          vnni_k_244
+	JNZ          vnni_k_310
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
-	JMP          rowend_241
+	JMP          rowend_307
 
-rowtail_not_243:
+rowtail_not_309:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_245
+	JNE  rowtail_not_311
 
 	// VNNI micro-kernel: 2 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5853,7 +6390,7 @@ rowtail_not_243:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_246:
+vnni_k_312:
 	VMOVDQU32    (DX), Z2
 	VPBROADCASTD (AX), Z3
 	VPDPBUSD     Z2, Z3, Z0
@@ -5877,18 +6414,18 @@ vnni_k_246:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_246
+	JNZ          vnni_k_312
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z1, (AX)
-	JMP          rowend_241
+	JMP          rowend_307
 
-rowtail_not_245:
+rowtail_not_311:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_247
+	JNE  rowtail_not_313
 
 	// VNNI micro-kernel: 3 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5900,7 +6437,7 @@ rowtail_not_245:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_248:
+vnni_k_314:
 	VMOVDQU32    (DX), Z3
 	VPBROADCASTD (AX), Z4
 	VPDPBUSD     Z3, Z4, Z0
@@ -5932,7 +6469,7 @@ vnni_k_248:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_248
+	JNZ          vnni_k_314
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5941,11 +6478,11 @@ vnni_k_248:
 	VMOVDQU32    Z1, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
-	JMP          rowend_241
+	JMP          rowend_307
 
-rowtail_not_247:
+rowtail_not_313:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_249
+	JNE  rowtail_not_315
 
 	// VNNI micro-kernel: 4 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5959,7 +6496,7 @@ rowtail_not_247:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_250:
+vnni_k_316:
 	VMOVDQU32    (BX), Z4
 	VPBROADCASTD (AX), Z5
 	VPDPBUSD     Z4, Z5, Z0
@@ -5999,7 +6536,7 @@ vnni_k_250:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_250
+	JNZ          vnni_k_316
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6010,11 +6547,11 @@ vnni_k_250:
 	VMOVDQU32    Z2, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z3, (AX)
-	JMP          rowend_241
+	JMP          rowend_307
 
-rowtail_not_249:
+rowtail_not_315:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_251
+	JNE  rowtail_not_317
 
 	// VNNI micro-kernel: 5 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6029,7 +6566,7 @@ rowtail_not_249:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_252:
+vnni_k_318:
 	VMOVDQU32    (BX), Z5
 	VPBROADCASTD (AX), Z6
 	VPDPBUSD     Z5, Z6, Z0
@@ -6077,7 +6614,7 @@ vnni_k_252:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_252
+	JNZ          vnni_k_318
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6090,11 +6627,11 @@ vnni_k_252:
 	VMOVDQU32    Z3, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
-	JMP          rowend_241
+	JMP          rowend_307
 
-rowtail_not_251:
+rowtail_not_317:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_253
+	JNE  rowtail_not_319
 
 	// VNNI micro-kernel: 6 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6111,7 +6648,7 @@ rowtail_not_251:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_254:
+vnni_k_320:
 	VMOVDQU32    (SI), Z6
 	VPBROADCASTD (AX), Z7
 	VPDPBUSD     Z6, Z7, Z0
@@ -6168,7 +6705,7 @@ vnni_k_254:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_254
+	JNZ          vnni_k_320
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6183,11 +6720,11 @@ vnni_k_254:
 	VMOVDQU32    Z4, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z5, (AX)
-	JMP          rowend_241
+	JMP          rowend_307
 
-rowtail_not_253:
+rowtail_not_319:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_255
+	JNE  rowtail_not_321
 
 	// VNNI micro-kernel: 7 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6205,7 +6742,7 @@ rowtail_not_253:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_256:
+vnni_k_322:
 	VMOVDQU32    (SI), Z7
 	VPBROADCASTD (AX), Z8
 	VPDPBUSD     Z7, Z8, Z0
@@ -6270,7 +6807,7 @@ vnni_k_256:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_256
+	JNZ          vnni_k_322
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6287,15 +6824,15 @@ vnni_k_256:
 	VMOVDQU32    Z5, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
-	JMP          rowend_241
+	JMP          rowend_307
 
-rowtail_not_255:
-rowend_241:
-	JMP done_217
+rowtail_not_321:
+rowend_307:
+	JMP done_283
 
-ntail_not_238:
+ntail_not_304:
 	CMPQ AX, $0x02
-	JNE  ntail_not_257
+	JNE  ntail_not_323
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -6303,10 +6840,10 @@ ntail_not_238:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_258:
+rows_324:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_259
+	JL   rowtail_325
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -6337,7 +6874,7 @@ rows_258:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_261:
+vnni_k_327:
 	VMOVDQU32    (SI), Z16
 	VMOVDQU32    (SI)(DI*1), Z17
 	VPBROADCASTD (AX), Z18
@@ -6446,7 +6983,7 @@ vnni_k_261:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_261
+	JNZ          vnni_k_327
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6483,12 +7020,12 @@ vnni_k_261:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_258
+	JMP          rows_324
 
-rowtail_259:
+rowtail_325:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_262
+	JNE  rowtail_not_328
 
 	// VNNI micro-kernel: 1 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6501,7 +7038,7 @@ rowtail_259:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_263:
+vnni_k_329:
 	VMOVDQU32    (CX), Z2
 	VMOVDQU32    (CX)(DX*1), Z3
 	VPBROADCASTD (AX), Z4
@@ -6525,17 +7062,17 @@ vnni_k_263:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_263
+	JNZ          vnni_k_329
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
-	JMP          rowend_260
+	JMP          rowend_326
 
-rowtail_not_262:
+rowtail_not_328:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_264
+	JNE  rowtail_not_330
 
 	// VNNI micro-kernel: 2 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6550,7 +7087,7 @@ rowtail_not_262:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_265:
+vnni_k_331:
 	VMOVDQU32    (DX), Z4
 	VMOVDQU32    (DX)(BX*1), Z5
 	VPBROADCASTD (AX), Z6
@@ -6586,7 +7123,7 @@ vnni_k_265:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_265
+	JNZ          vnni_k_331
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6595,11 +7132,11 @@ vnni_k_265:
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
 	VMOVDQU32    Z3, 64(AX)
-	JMP          rowend_260
+	JMP          rowend_326
 
-rowtail_not_264:
+rowtail_not_330:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_266
+	JNE  rowtail_not_332
 
 	// VNNI micro-kernel: 3 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6616,7 +7153,7 @@ rowtail_not_264:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_267:
+vnni_k_333:
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    (DX)(BX*1), Z7
 	VPBROADCASTD (AX), Z8
@@ -6664,7 +7201,7 @@ vnni_k_267:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_267
+	JNZ          vnni_k_333
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6676,11 +7213,11 @@ vnni_k_267:
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
 	VMOVDQU32    Z5, 64(AX)
-	JMP          rowend_260
+	JMP          rowend_326
 
-rowtail_not_266:
+rowtail_not_332:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_268
+	JNE  rowtail_not_334
 
 	// VNNI micro-kernel: 4 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6700,7 +7237,7 @@ rowtail_not_266:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_269:
+vnni_k_335:
 	VMOVDQU32    (BX), Z8
 	VMOVDQU32    (BX)(SI*1), Z9
 	VPBROADCASTD (AX), Z10
@@ -6760,7 +7297,7 @@ vnni_k_269:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_269
+	JNZ          vnni_k_335
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6775,11 +7312,11 @@ vnni_k_269:
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
-	JMP          rowend_260
+	JMP          rowend_326
 
-rowtail_not_268:
+rowtail_not_334:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_270
+	JNE  rowtail_not_336
 
 	// VNNI micro-kernel: 5 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6801,7 +7338,7 @@ rowtail_not_268:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_271:
+vnni_k_337:
 	VMOVDQU32    (BX), Z10
 	VMOVDQU32    (BX)(SI*1), Z11
 	VPBROADCASTD (AX), Z12
@@ -6873,7 +7410,7 @@ vnni_k_271:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_271
+	JNZ          vnni_k_337
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6891,11 +7428,11 @@ vnni_k_271:
 	ADDQ         CX, AX
 	VMOVDQU32    Z8, (AX)
 	VMOVDQU32    Z9, 64(AX)
-	JMP          rowend_260
+	JMP          rowend_326
 
-rowtail_not_270:
+rowtail_not_336:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_272
+	JNE  rowtail_not_338
 
 	// VNNI micro-kernel: 6 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6920,7 +7457,7 @@ rowtail_not_270:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_273:
+vnni_k_339:
 	VMOVDQU32    (SI), Z12
 	VMOVDQU32    (SI)(DI*1), Z13
 	VPBROADCASTD (AX), Z14
@@ -7005,7 +7542,7 @@ vnni_k_273:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_273
+	JNZ          vnni_k_339
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7026,11 +7563,11 @@ vnni_k_273:
 	ADDQ         CX, AX
 	VMOVDQU32    Z10, (AX)
 	VMOVDQU32    Z11, 64(AX)
-	JMP          rowend_260
+	JMP          rowend_326
 
-rowtail_not_272:
+rowtail_not_338:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_274
+	JNE  rowtail_not_340
 
 	// VNNI micro-kernel: 7 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7057,7 +7594,7 @@ rowtail_not_272:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_275:
+vnni_k_341:
 	VMOVDQU32    (SI), Z14
 	VMOVDQU32    (SI)(DI*1), Z15
 	VPBROADCASTD (AX), Z16
@@ -7154,7 +7691,7 @@ vnni_k_275:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_275
+	JNZ          vnni_k_341
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7178,14 +7715,14 @@ vnni_k_275:
 	ADDQ         CX, AX
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
-	JMP          rowend_260
+	JMP          rowend_326
 
-rowtail_not_274:
-rowend_260:
-	JMP done_217
+rowtail_not_340:
+rowend_326:
+	JMP done_283
 
-ntail_not_257:
-done_217:
+ntail_not_323:
+done_283:
 	VZEROUPPER
 	RET
 
@@ -7199,10 +7736,10 @@ TEXT ·qgemmAVX2(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_277:
+ngroup_343:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JL   ntail_278
+	JL   ntail_344
 	SUBQ $0x01, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -7212,10 +7749,10 @@ ngroup_277:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_279:
+rows_345:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x02
-	JL   rowtail_280
+	JL   rowtail_346
 	SUBQ $0x02, AX
 	MOVQ AX, 40(SP)
 
@@ -7234,7 +7771,7 @@ rows_279:
 	MOVQ  kp+24(FP), BX
 	SHRQ  $0x04, BX
 
-avx2_k_282:
+avx2_k_348:
 	VPMOVSXBW    (DX), Y8
 	VPMOVSXBW    16(DX), Y9
 	VPMOVSXBW    32(DX), Y10
@@ -7334,7 +7871,7 @@ avx2_k_282:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          avx2_k_282
+	JNZ          avx2_k_348
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7361,12 +7898,12 @@ avx2_k_282:
 	IMUL3Q       $0x08, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_279
+	JMP          rows_345
 
-rowtail_280:
+rowtail_346:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_283
+	JNE  rowtail_not_349
 
 	// AVX2 micro-kernel: 1 rows x 16 columns.
 	VPXOR Y0, Y0, Y0
@@ -7379,7 +7916,7 @@ rowtail_280:
 	MOVQ  kp+24(FP), DX
 	SHRQ  $0x04, DX
 
-avx2_k_284:
+avx2_k_350:
 	VPMOVSXBW    (CX), Y4
 	VPMOVSXBW    16(CX), Y5
 	VPMOVSXBW    32(CX), Y6
@@ -7439,7 +7976,7 @@ avx2_k_284:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          avx2_k_284
+	JNZ          avx2_k_350
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7449,10 +7986,10 @@ avx2_k_284:
 	VPHADDD      Y3, Y2, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VMOVDQU      Y0, 32(AX)
-	JMP          rowend_281
+	JMP          rowend_347
 
-rowtail_not_283:
-rowend_281:
+rowtail_not_349:
+rowend_347:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000010, CX, CX
@@ -7461,9 +7998,9 @@ rowend_281:
 	MOVQ   8(SP), AX
 	ADDQ   $0x00000040, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_277
+	JMP    ngroup_343
 
-ntail_278:
+ntail_344:
 	MOVQ 16(SP), AX
 	VZEROUPPER
 	RET
@@ -7523,15 +8060,15 @@ GLOBL epilogueTailMasks<>(SB), RODATA|NOPTR, $64
 TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-120
 	MOVQ  flags+112(FP), AX
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_285
+	JNZ   epi_flag_351
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_286
+	JNZ   epi_flag_352
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_287
+	JNZ   epi_flag_353
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_288
+	JNZ   epi_flag_354
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_289
+	JNZ   epi_flag_355
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+48(FP), CX
 	MOVQ  n+24(FP), DX
@@ -7542,10 +8079,10 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-120
 	LEAQ  epilogueTailMasks<>+0(SB), R8
 	MOVL  (R8)(DI*4), DI
 
-epi_row_290:
+epi_row_356:
 	XORQ R8, R8
 
-epi_col_291:
+epi_col_357:
 	MOVQ        DX, R9
 	SUBQ        R8, R9
 	MOVL        $0x0000ffff, R10
@@ -7559,7 +8096,7 @@ epi_col_291:
 	VMOVUPS     Z0, K1, (SI)(R8*4)
 	ADDQ        $0x10, R8
 	CMPQ        R8, DX
-	JL          epi_col_291
+	JL          epi_col_357
 	MOVQ        ldc+8(FP), R8
 	SHLQ        $0x02, R8
 	ADDQ        R8, AX
@@ -7567,11 +8104,11 @@ epi_col_291:
 	SHLQ        $0x02, R8
 	ADDQ        R8, SI
 	DECQ        BX
-	JNZ         epi_row_290
+	JNZ         epi_row_356
 	VZEROUPPER
 	RET
 
-epi_flag_289:
+epi_flag_355:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -7587,10 +8124,10 @@ epi_flag_289:
 	LEAQ         epilogueTailMasks<>+0(SB), R8
 	MOVL         (R8)(DI*4), DI
 
-epi_row_292:
+epi_row_358:
 	XORQ R8, R8
 
-epi_col_293:
+epi_col_359:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
 	MOVL         $0x0000ffff, R10
@@ -7611,20 +8148,20 @@ epi_col_293:
 	VPMOVDB      Z3, K1, (SI)(R8*1)
 	ADDQ         $0x10, R8
 	CMPQ         R8, DX
-	JL           epi_col_293
+	JL           epi_col_359
 	MOVQ         ldc+8(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, AX
 	MOVQ         outStride+96(FP), R8
 	ADDQ         R8, SI
 	DECQ         BX
-	JNZ          epi_row_292
+	JNZ          epi_row_358
 	VZEROUPPER
 	RET
 
-epi_flag_288:
+epi_flag_354:
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_294
+	JNZ   epi_flag_360
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+48(FP), CX
 	MOVQ  n+24(FP), DX
@@ -7636,10 +8173,10 @@ epi_flag_288:
 	LEAQ  epilogueTailMasks<>+0(SB), R9
 	MOVL  (R9)(R8*4), R8
 
-epi_row_295:
+epi_row_361:
 	XORQ R9, R9
 
-epi_col_296:
+epi_col_362:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVL        $0x0000ffff, R11
@@ -7655,7 +8192,7 @@ epi_col_296:
 	VMOVUPS     Z0, K1, (DI)(R9*4)
 	ADDQ        $0x10, R9
 	CMPQ        R9, DX
-	JL          epi_col_296
+	JL          epi_col_362
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -7666,11 +8203,11 @@ epi_col_296:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_295
+	JNZ         epi_row_361
 	VZEROUPPER
 	RET
 
-epi_flag_294:
+epi_flag_360:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -7687,10 +8224,10 @@ epi_flag_294:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_297:
+epi_row_363:
 	XORQ R9, R9
 
-epi_col_298:
+epi_col_364:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -7713,7 +8250,7 @@ epi_col_298:
 	VPMOVDB      Z3, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_298
+	JL           epi_col_364
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
@@ -7723,15 +8260,15 @@ epi_col_298:
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_297
+	JNZ          epi_row_363
 	VZEROUPPER
 	RET
 
-epi_flag_287:
+epi_flag_353:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_299
+	JNZ          epi_flag_365
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_300
+	JNZ          epi_flag_366
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -7744,10 +8281,10 @@ epi_flag_287:
 	LEAQ         epilogueTailMasks<>+0(SB), R8
 	MOVL         (R8)(DI*4), DI
 
-epi_row_301:
+epi_row_367:
 	XORQ R8, R8
 
-epi_col_302:
+epi_col_368:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
 	MOVL         $0x0000ffff, R10
@@ -7828,7 +8365,7 @@ epi_col_302:
 	VMOVUPS      Z2, K1, (SI)(R8*4)
 	ADDQ         $0x10, R8
 	CMPQ         R8, DX
-	JL           epi_col_302
+	JL           epi_col_368
 	MOVQ         ldc+8(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, AX
@@ -7836,11 +8373,11 @@ epi_col_302:
 	SHLQ         $0x02, R8
 	ADDQ         R8, SI
 	DECQ         BX
-	JNZ          epi_row_301
+	JNZ          epi_row_367
 	VZEROUPPER
 	RET
 
-epi_flag_300:
+epi_flag_366:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -7857,10 +8394,10 @@ epi_flag_300:
 	LEAQ         epilogueTailMasks<>+0(SB), R8
 	MOVL         (R8)(DI*4), DI
 
-epi_row_303:
+epi_row_369:
 	XORQ R8, R8
 
-epi_col_304:
+epi_col_370:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
 	MOVL         $0x0000ffff, R10
@@ -7948,20 +8485,20 @@ epi_col_304:
 	VPMOVDB      Z4, K1, (SI)(R8*1)
 	ADDQ         $0x10, R8
 	CMPQ         R8, DX
-	JL           epi_col_304
+	JL           epi_col_370
 	MOVQ         ldc+8(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, AX
 	MOVQ         outStride+96(FP), R8
 	ADDQ         R8, SI
 	DECQ         BX
-	JNZ          epi_row_303
+	JNZ          epi_row_369
 	VZEROUPPER
 	RET
 
-epi_flag_299:
+epi_flag_365:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_305
+	JNZ          epi_flag_371
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -7975,10 +8512,10 @@ epi_flag_299:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_306:
+epi_row_372:
 	XORQ R9, R9
 
-epi_col_307:
+epi_col_373:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -8061,7 +8598,7 @@ epi_col_307:
 	VMOVUPS      Z2, K1, (DI)(R9*4)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_307
+	JL           epi_col_373
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
@@ -8072,11 +8609,11 @@ epi_col_307:
 	SHLQ         $0x02, R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_306
+	JNZ          epi_row_372
 	VZEROUPPER
 	RET
 
-epi_flag_305:
+epi_flag_371:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8094,10 +8631,10 @@ epi_flag_305:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_308:
+epi_row_374:
 	XORQ R9, R9
 
-epi_col_309:
+epi_col_375:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -8187,7 +8724,7 @@ epi_col_309:
 	VPMOVDB      Z4, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_309
+	JL           epi_col_375
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
@@ -8197,17 +8734,17 @@ epi_col_309:
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_308
+	JNZ          epi_row_374
 	VZEROUPPER
 	RET
 
-epi_flag_286:
+epi_flag_352:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_310
+	JNZ   epi_flag_376
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_311
+	JNZ   epi_flag_377
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_312
+	JNZ   epi_flag_378
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+48(FP), CX
 	MOVQ  n+24(FP), DX
@@ -8219,10 +8756,10 @@ epi_flag_286:
 	LEAQ  epilogueTailMasks<>+0(SB), R9
 	MOVL  (R9)(R8*4), R8
 
-epi_row_313:
+epi_row_379:
 	XORQ R9, R9
 
-epi_col_314:
+epi_col_380:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVL        $0x0000ffff, R11
@@ -8238,7 +8775,7 @@ epi_col_314:
 	VMOVUPS     Z0, K1, (DI)(R9*4)
 	ADDQ        $0x10, R9
 	CMPQ        R9, DX
-	JL          epi_col_314
+	JL          epi_col_380
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -8246,11 +8783,11 @@ epi_col_314:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_313
+	JNZ         epi_row_379
 	VZEROUPPER
 	RET
 
-epi_flag_312:
+epi_flag_378:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8267,10 +8804,10 @@ epi_flag_312:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_315:
+epi_row_381:
 	XORQ R9, R9
 
-epi_col_316:
+epi_col_382:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -8293,20 +8830,20 @@ epi_col_316:
 	VPMOVDB      Z3, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_316
+	JL           epi_col_382
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_315
+	JNZ          epi_row_381
 	VZEROUPPER
 	RET
 
-epi_flag_311:
+epi_flag_377:
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_317
+	JNZ   epi_flag_383
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+48(FP), CX
 	MOVQ  n+24(FP), DX
@@ -8319,10 +8856,10 @@ epi_flag_311:
 	LEAQ  epilogueTailMasks<>+0(SB), R10
 	MOVL  (R10)(R9*4), R9
 
-epi_row_318:
+epi_row_384:
 	XORQ R10, R10
 
-epi_col_319:
+epi_col_385:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVL        $0x0000ffff, R12
@@ -8340,7 +8877,7 @@ epi_col_319:
 	VMOVUPS     Z0, K1, (R8)(R10*4)
 	ADDQ        $0x10, R10
 	CMPQ        R10, DX
-	JL          epi_col_319
+	JL          epi_col_385
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -8351,11 +8888,11 @@ epi_col_319:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_318
+	JNZ         epi_row_384
 	VZEROUPPER
 	RET
 
-epi_flag_317:
+epi_flag_383:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8373,10 +8910,10 @@ epi_flag_317:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_320:
+epi_row_386:
 	XORQ R10, R10
 
-epi_col_321:
+epi_col_387:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -8401,7 +8938,7 @@ epi_col_321:
 	VPMOVDB      Z3, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_321
+	JL           epi_col_387
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -8411,15 +8948,15 @@ epi_col_321:
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_320
+	JNZ          epi_row_386
 	VZEROUPPER
 	RET
 
-epi_flag_310:
+epi_flag_376:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_322
+	JNZ          epi_flag_388
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_323
+	JNZ          epi_flag_389
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8433,10 +8970,10 @@ epi_flag_310:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_324:
+epi_row_390:
 	XORQ R9, R9
 
-epi_col_325:
+epi_col_391:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -8519,7 +9056,7 @@ epi_col_325:
 	VMOVUPS      Z2, K1, (DI)(R9*4)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_325
+	JL           epi_col_391
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
@@ -8527,11 +9064,11 @@ epi_col_325:
 	SHLQ         $0x02, R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_324
+	JNZ          epi_row_390
 	VZEROUPPER
 	RET
 
-epi_flag_323:
+epi_flag_389:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8549,10 +9086,10 @@ epi_flag_323:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_326:
+epi_row_392:
 	XORQ R9, R9
 
-epi_col_327:
+epi_col_393:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -8642,20 +9179,20 @@ epi_col_327:
 	VPMOVDB      Z4, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_327
+	JL           epi_col_393
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_326
+	JNZ          epi_row_392
 	VZEROUPPER
 	RET
 
-epi_flag_322:
+epi_flag_388:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_328
+	JNZ          epi_flag_394
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8670,10 +9207,10 @@ epi_flag_322:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_329:
+epi_row_395:
 	XORQ R10, R10
 
-epi_col_330:
+epi_col_396:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -8758,7 +9295,7 @@ epi_col_330:
 	VMOVUPS      Z2, K1, (R8)(R10*4)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_330
+	JL           epi_col_396
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -8769,11 +9306,11 @@ epi_col_330:
 	SHLQ         $0x02, R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_329
+	JNZ          epi_row_395
 	VZEROUPPER
 	RET
 
-epi_flag_328:
+epi_flag_394:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8792,10 +9329,10 @@ epi_flag_328:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_331:
+epi_row_397:
 	XORQ R10, R10
 
-epi_col_332:
+epi_col_398:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -8887,7 +9424,7 @@ epi_col_332:
 	VPMOVDB      Z4, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_332
+	JL           epi_col_398
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -8897,19 +9434,19 @@ epi_col_332:
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_331
+	JNZ          epi_row_397
 	VZEROUPPER
 	RET
 
-epi_flag_285:
+epi_flag_351:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_333
+	JNZ          epi_flag_399
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_334
+	JNZ          epi_flag_400
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_335
+	JNZ          epi_flag_401
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_336
+	JNZ          epi_flag_402
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8923,10 +9460,10 @@ epi_flag_285:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_337:
+epi_row_403:
 	XORQ R9, R9
 
-epi_col_338:
+epi_col_404:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVL        $0x0000ffff, R11
@@ -8943,7 +9480,7 @@ epi_col_338:
 	VMOVUPS     Z1, K1, (DI)(R9*4)
 	ADDQ        $0x10, R9
 	CMPQ        R9, DX
-	JL          epi_col_338
+	JL          epi_col_404
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -8951,11 +9488,11 @@ epi_col_338:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_337
+	JNZ         epi_row_403
 	VZEROUPPER
 	RET
 
-epi_flag_336:
+epi_flag_402:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8974,10 +9511,10 @@ epi_flag_336:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_339:
+epi_row_405:
 	XORQ R9, R9
 
-epi_col_340:
+epi_col_406:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -9001,20 +9538,20 @@ epi_col_340:
 	VPMOVDB      Z4, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_340
+	JL           epi_col_406
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_339
+	JNZ          epi_row_405
 	VZEROUPPER
 	RET
 
-epi_flag_335:
+epi_flag_401:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_341
+	JNZ          epi_flag_407
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9029,10 +9566,10 @@ epi_flag_335:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_342:
+epi_row_408:
 	XORQ R10, R10
 
-epi_col_343:
+epi_col_409:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVL        $0x0000ffff, R12
@@ -9051,7 +9588,7 @@ epi_col_343:
 	VMOVUPS     Z1, K1, (R8)(R10*4)
 	ADDQ        $0x10, R10
 	CMPQ        R10, DX
-	JL          epi_col_343
+	JL          epi_col_409
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -9062,11 +9599,11 @@ epi_col_343:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_342
+	JNZ         epi_row_408
 	VZEROUPPER
 	RET
 
-epi_flag_341:
+epi_flag_407:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9086,10 +9623,10 @@ epi_flag_341:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_344:
+epi_row_410:
 	XORQ R10, R10
 
-epi_col_345:
+epi_col_411:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -9115,7 +9652,7 @@ epi_col_345:
 	VPMOVDB      Z4, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_345
+	JL           epi_col_411
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -9125,15 +9662,15 @@ epi_col_345:
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_344
+	JNZ          epi_row_410
 	VZEROUPPER
 	RET
 
-epi_flag_334:
+epi_flag_400:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_346
+	JNZ          epi_flag_412
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_347
+	JNZ          epi_flag_413
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9149,10 +9686,10 @@ epi_flag_334:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_348:
+epi_row_414:
 	XORQ R9, R9
 
-epi_col_349:
+epi_col_415:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -9236,7 +9773,7 @@ epi_col_349:
 	VMOVUPS      Z3, K1, (DI)(R9*4)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_349
+	JL           epi_col_415
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
@@ -9244,11 +9781,11 @@ epi_col_349:
 	SHLQ         $0x02, R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_348
+	JNZ          epi_row_414
 	VZEROUPPER
 	RET
 
-epi_flag_347:
+epi_flag_413:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9268,10 +9805,10 @@ epi_flag_347:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_350:
+epi_row_416:
 	XORQ R9, R9
 
-epi_col_351:
+epi_col_417:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -9362,20 +9899,20 @@ epi_col_351:
 	VPMOVDB      Z5, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_351
+	JL           epi_col_417
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_350
+	JNZ          epi_row_416
 	VZEROUPPER
 	RET
 
-epi_flag_346:
+epi_flag_412:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_352
+	JNZ          epi_flag_418
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9392,10 +9929,10 @@ epi_flag_346:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_353:
+epi_row_419:
 	XORQ R10, R10
 
-epi_col_354:
+epi_col_420:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -9481,7 +10018,7 @@ epi_col_354:
 	VMOVUPS      Z3, K1, (R8)(R10*4)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_354
+	JL           epi_col_420
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -9492,11 +10029,11 @@ epi_col_354:
 	SHLQ         $0x02, R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_353
+	JNZ          epi_row_419
 	VZEROUPPER
 	RET
 
-epi_flag_352:
+epi_flag_418:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9517,10 +10054,10 @@ epi_flag_352:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_355:
+epi_row_421:
 	XORQ R10, R10
 
-epi_col_356:
+epi_col_422:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -9613,7 +10150,7 @@ epi_col_356:
 	VPMOVDB      Z5, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_356
+	JL           epi_col_422
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -9623,17 +10160,17 @@ epi_col_356:
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_355
+	JNZ          epi_row_421
 	VZEROUPPER
 	RET
 
-epi_flag_333:
+epi_flag_399:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_357
+	JNZ          epi_flag_423
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_358
+	JNZ          epi_flag_424
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_359
+	JNZ          epi_flag_425
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9648,10 +10185,10 @@ epi_flag_333:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_360:
+epi_row_426:
 	XORQ R10, R10
 
-epi_col_361:
+epi_col_427:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVL        $0x0000ffff, R12
@@ -9670,7 +10207,7 @@ epi_col_361:
 	VMOVUPS     Z1, K1, (R8)(R10*4)
 	ADDQ        $0x10, R10
 	CMPQ        R10, DX
-	JL          epi_col_361
+	JL          epi_col_427
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -9678,11 +10215,11 @@ epi_col_361:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_360
+	JNZ         epi_row_426
 	VZEROUPPER
 	RET
 
-epi_flag_359:
+epi_flag_425:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9702,10 +10239,10 @@ epi_flag_359:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_362:
+epi_row_428:
 	XORQ R10, R10
 
-epi_col_363:
+epi_col_429:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -9731,20 +10268,20 @@ epi_col_363:
 	VPMOVDB      Z4, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_363
+	JL           epi_col_429
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_362
+	JNZ          epi_row_428
 	VZEROUPPER
 	RET
 
-epi_flag_358:
+epi_flag_424:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_364
+	JNZ          epi_flag_430
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9760,10 +10297,10 @@ epi_flag_358:
 	LEAQ         epilogueTailMasks<>+0(SB), R11
 	MOVL         (R11)(R10*4), R10
 
-epi_row_365:
+epi_row_431:
 	XORQ R11, R11
 
-epi_col_366:
+epi_col_432:
 	MOVQ        DX, R12
 	SUBQ        R11, R12
 	MOVL        $0x0000ffff, R13
@@ -9784,7 +10321,7 @@ epi_col_366:
 	VMOVUPS     Z1, K1, (R9)(R11*4)
 	ADDQ        $0x10, R11
 	CMPQ        R11, DX
-	JL          epi_col_366
+	JL          epi_col_432
 	MOVQ        ldc+8(FP), R11
 	SHLQ        $0x02, R11
 	ADDQ        R11, AX
@@ -9795,11 +10332,11 @@ epi_col_366:
 	SHLQ        $0x02, R11
 	ADDQ        R11, R9
 	DECQ        BX
-	JNZ         epi_row_365
+	JNZ         epi_row_431
 	VZEROUPPER
 	RET
 
-epi_flag_364:
+epi_flag_430:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9820,10 +10357,10 @@ epi_flag_364:
 	LEAQ         epilogueTailMasks<>+0(SB), R11
 	MOVL         (R11)(R10*4), R10
 
-epi_row_367:
+epi_row_433:
 	XORQ R11, R11
 
-epi_col_368:
+epi_col_434:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
 	MOVL         $0x0000ffff, R13
@@ -9851,7 +10388,7 @@ epi_col_368:
 	VPMOVDB      Z4, K1, (R9)(R11*1)
 	ADDQ         $0x10, R11
 	CMPQ         R11, DX
-	JL           epi_col_368
+	JL           epi_col_434
 	MOVQ         ldc+8(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, AX
@@ -9861,15 +10398,15 @@ epi_col_368:
 	MOVQ         outStride+96(FP), R11
 	ADDQ         R11, R9
 	DECQ         BX
-	JNZ          epi_row_367
+	JNZ          epi_row_433
 	VZEROUPPER
 	RET
 
-epi_flag_357:
+epi_flag_423:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_369
+	JNZ          epi_flag_435
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_370
+	JNZ          epi_flag_436
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9886,10 +10423,10 @@ epi_flag_357:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_371:
+epi_row_437:
 	XORQ R10, R10
 
-epi_col_372:
+epi_col_438:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -9975,7 +10512,7 @@ epi_col_372:
 	VMOVUPS      Z3, K1, (R8)(R10*4)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_372
+	JL           epi_col_438
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -9983,11 +10520,11 @@ epi_col_372:
 	SHLQ         $0x02, R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_371
+	JNZ          epi_row_437
 	VZEROUPPER
 	RET
 
-epi_flag_370:
+epi_flag_436:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10008,10 +10545,10 @@ epi_flag_370:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_373:
+epi_row_439:
 	XORQ R10, R10
 
-epi_col_374:
+epi_col_440:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -10104,20 +10641,20 @@ epi_col_374:
 	VPMOVDB      Z5, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_374
+	JL           epi_col_440
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_373
+	JNZ          epi_row_439
 	VZEROUPPER
 	RET
 
-epi_flag_369:
+epi_flag_435:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_375
+	JNZ          epi_flag_441
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10135,10 +10672,10 @@ epi_flag_369:
 	LEAQ         epilogueTailMasks<>+0(SB), R11
 	MOVL         (R11)(R10*4), R10
 
-epi_row_376:
+epi_row_442:
 	XORQ R11, R11
 
-epi_col_377:
+epi_col_443:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
 	MOVL         $0x0000ffff, R13
@@ -10226,7 +10763,7 @@ epi_col_377:
 	VMOVUPS      Z3, K1, (R9)(R11*4)
 	ADDQ         $0x10, R11
 	CMPQ         R11, DX
-	JL           epi_col_377
+	JL           epi_col_443
 	MOVQ         ldc+8(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, AX
@@ -10237,11 +10774,11 @@ epi_col_377:
 	SHLQ         $0x02, R11
 	ADDQ         R11, R9
 	DECQ         BX
-	JNZ          epi_row_376
+	JNZ          epi_row_442
 	VZEROUPPER
 	RET
 
-epi_flag_375:
+epi_flag_441:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10263,10 +10800,10 @@ epi_flag_375:
 	LEAQ         epilogueTailMasks<>+0(SB), R11
 	MOVL         (R11)(R10*4), R10
 
-epi_row_378:
+epi_row_444:
 	XORQ R11, R11
 
-epi_col_379:
+epi_col_445:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
 	MOVL         $0x0000ffff, R13
@@ -10361,7 +10898,7 @@ epi_col_379:
 	VPMOVDB      Z5, K1, (R9)(R11*1)
 	ADDQ         $0x10, R11
 	CMPQ         R11, DX
-	JL           epi_col_379
+	JL           epi_col_445
 	MOVQ         ldc+8(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, AX
@@ -10371,7 +10908,7 @@ epi_col_379:
 	MOVQ         outStride+96(FP), R11
 	ADDQ         R11, R9
 	DECQ         BX
-	JNZ          epi_row_378
+	JNZ          epi_row_444
 	VZEROUPPER
 	RET
 
@@ -10405,9 +10942,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_381
+	JZ     peak_done_447
 
-peak_380:
+peak_446:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -10433,9 +10970,9 @@ peak_380:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_380
+	JNZ      peak_446
 
-peak_done_381:
+peak_done_447:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -10493,9 +11030,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_383
+	JZ     peak_done_449
 
-peak_382:
+peak_448:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -10521,9 +11058,9 @@ peak_382:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_382
+	JNZ         peak_448
 
-peak_done_383:
+peak_done_449:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -10579,9 +11116,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_385
+	JZ    peak_done_451
 
-peak_384:
+peak_450:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -10638,9 +11175,9 @@ peak_384:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_384
+	JNZ  peak_450
 
-peak_done_385:
+peak_done_451:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2

@@ -1,7 +1,8 @@
 // Package tokenizer is a BERT WordPiece tokenizer with the semantics of
 // HuggingFace's BertTokenizer, for the Go packages sqc generates and for the
 // sqc CLI. It turns text into the input_ids, attention_mask and
-// token_type_ids an encoder takes, bit-for-bit as `transformers` would.
+// token_type_ids an encoder takes, id for id as `transformers` does (up to
+// the known differences listed below).
 //
 // The pipeline, per input text:
 //
@@ -25,7 +26,18 @@
 //
 // Lowercasing is per character (U+0130 becomes "i" + U+0307, as in
 // Python), as transformers does it in PreTrainedTokenizer.tokenize before
-// BasicTokenizer runs. A Tokenizer is immutable and safe for concurrent
-// use. The package imports only the standard library and
+// BasicTokenizer runs.
+//
+// Known differences from transformers, none of which touch uncased text
+// in Unicode 14: character categories come from Go's Unicode tables
+// (15.0), so characters new in a later edition than the Python one are
+// kept here where Python drops them as unassigned; recent transformers
+// versions NFC-normalise text in BasicTokenizer, which changes cased
+// (non-accent-stripping) output on decomposed input, and this package, like
+// the tokenizers library, does not; pair truncation breaks ties as the
+// Python loop does, where the tokenizers library can give the one token of
+// difference to the other sequence.
+//
+// A Tokenizer is immutable and safe for concurrent use. The package imports only the standard library and
 // golang.org/x/text, so generated model packages can depend on it cheaply.
 package tokenizer

@@ -43,20 +43,27 @@ func (t *Tokenizer) EncodePair(a, b string) Encoding {
 // is longer (use it for fixed shapes; MaxLength still caps the tokens).
 // Padding positions hold PadID with attention mask 0 and token type 0.
 func (t *Tokenizer) EncodeBatch(texts []string, padTo int) []Encoding {
-	pieces := make([][]int32, len(texts))
+	// The pieces of every text go into one buffer; ends[i] closes text i.
+	var all []int32
+	ends := make([]int, len(texts))
 	length := max(padTo, 0)
 	for i, text := range texts {
-		p, _ := truncate(t.appendIDs(nil, text), nil, t.maxLen-t.single.numSpecial())
-		pieces[i] = p
+		start := len(all)
+		all = t.appendIDs(all, text)
+		p, _ := truncate(all[start:], nil, t.maxLen-t.single.numSpecial())
+		all = all[:start+len(p)]
+		ends[i] = len(all)
 		length = max(length, len(p)+t.single.numSpecial())
 	}
 	out := make([]Encoding, len(texts))
 	ids := make([]int64, 3*len(texts)*length)
 	masks, types := ids[len(texts)*length:], ids[2*len(texts)*length:]
+	start := 0
 	for i := range out {
 		lo, hi := i*length, (i+1)*length
 		out[i] = Encoding{InputIDs: ids[lo:hi:hi], AttentionMask: masks[lo:hi:hi], TokenTypeIDs: types[lo:hi:hi]}
-		t.fill(out[i], t.single, pieces[i], nil)
+		t.fill(out[i], t.single, all[start:ends[i]], nil)
+		start = ends[i]
 	}
 	return out
 }

@@ -114,7 +114,7 @@ func newFromVocab(tokens []string, opts Options) (*Tokenizer, error) {
 	t := &Tokenizer{tokens: tokens, added: map[string]int32{}}
 	var specials []addedToken
 	for _, tok := range []string{unkTok, clsTok, sepTok, padTok, maskTok} {
-		if id, ok := vocab[tok]; ok && tok != "" {
+		if id, ok := vocab[tok]; ok {
 			if _, dup := t.added[tok]; !dup {
 				specials = append(specials, addedToken{tok, id})
 				t.added[tok] = id

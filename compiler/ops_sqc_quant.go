@@ -1,0 +1,150 @@
+package compiler
+
+import (
+	"fmt"
+	"math"
+)
+
+// OpDef of sqc.QLinear, the quantised dense layer the quantisation passes
+// make from sqc.Linear and that compiler/exec and generated packages run on
+// runtime/qgemm's INT8 GEMM (listed in sqcOps).
+//
+// sqc.QLinear(x, w, w_scale[, bias[, residual]]) {act_mode, act_scale,
+// act_zero_point, act}: x f32 [..., K]; w i8 [K, N], symmetric per output
+// channel; w_scale f32 [N]; bias f32 [N] and residual f32 [..., N] optional
+// ("" when absent). y f32 [..., N]. For each row r of x (the leading dims
+// flattened) and column n, with every float32 operation rounded on its own
+// (no fused multiply-add):
+//
+//	act_mode "static" (the default; act_scale s > 0, act_zero_point z in [0, 255]):
+//	    xq[r,k]  = qgemm.QuantizeU8(x[r,k], float32(1)/s, z)
+//	             = clamp(roundEven(clamp(x*(1/s), -65536, 65536)) + z, 0, 255)
+//	    colScale = float32(s * w_scale[n]);  rowScale = none;  zp = z
+//	act_mode "dynamic" (per token; nn.RowQuantParams):
+//	    lo = min(0, min_k x[r,k]), hi = max(0, max_k x[r,k])   (NaNs ignored)
+//	    s_r = (hi - lo)/255 (1 if that is 0), zp = clamp(roundEven(-lo/s_r), 0, 255)
+//	    xq[r,k]  = qgemm.QuantizeU8(x[r,k], float32(1)/s_r, zp)
+//	    colScale = w_scale[n];  rowScale = s_r
+//	then (qgemm's Epilogue, in this order):
+//	    acc = sum_k int32(xq[r,k])*int32(w[k,n]) - zp*sum_k int32(w[k,n])   (int32, exact)
+//	    v   = float32(acc) * colScale
+//	    v   = v * rowScale                 (dynamic)
+//	    v   = v + bias[n]                  (if bias)
+//	    v   = qgemm.Gelu(v)                (act "gelu": float32 erf-GELU, rel. error < 1e-6)
+//	    v   = v + residual[r,n]            (if residual)
+//	    y[r,n] = v
+//
+// The FP32 interpreter computes exactly this with the same Go functions, so
+// the INT8 engine's output equals it bit for bit.
+
+// QLinear attribute values.
+const (
+	QLinearStatic  = "static"
+	QLinearDynamic = "dynamic"
+	QLinearActNone = "none"
+	QLinearActGelu = "gelu"
+)
+
+func qlinearOp() *OpDef {
+	return &OpDef{
+		Name: "sqc.QLinear", Domain: DomainSqc,
+		Doc: "Y = dequant(quantU8(X) @ W) with X f32 [..., K], W i8 [K, N] (symmetric per output channel), WScale f32 [N], optional Bias f32 [N] " +
+			"and Residual f32 [..., N]; Y f32 [..., N]. Static: Xq = clamp(roundEven(clamp(X*(1/act_scale), ±65536)) + act_zero_point, 0, 255), " +
+			"acc = Xq@W - act_zero_point*colsum(W) (int32), v = float32(acc)*float32(act_scale*WScale[n]); dynamic: per row lo = min(0, min X), " +
+			"hi = max(0, max X), s = (hi-lo)/255 (1 if 0), z = clamp(roundEven(-lo/s), 0, 255), Xq as static with s, z, v = float32(acc)*WScale[n]*s; " +
+			"then v += Bias[n], v = gelu(v) if act = \"gelu\" (qgemm's float32 erf-GELU), v += Residual; every float32 op rounded separately.",
+		MinInputs: 3, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 1,
+		Attrs: []AttrSpec{
+			{Name: "act_mode", Kind: AttrString},
+			{Name: "act_scale", Kind: AttrFloat},
+			{Name: "act_zero_point", Kind: AttrInt},
+			{Name: "act", Kind: AttrString},
+		},
+		DTypes: DTypeRule{In: []string{"f32", "i8", "f32", "f32", "f32"}, Out: []string{"f32"}},
+		Shape:  qlinearShape,
+		Check:  qlinearCheck,
+	}
+}
+
+// QLinearMode returns the node's act_mode ("static" when absent).
+func QLinearMode(n *Node) string { return attrString(n, "act_mode", QLinearStatic) }
+
+// QLinearAct returns the node's act ("none" when absent).
+func QLinearAct(n *Node) string { return attrString(n, "act", QLinearActNone) }
+
+func attrString(n *Node, name, def string) string {
+	if a, ok := n.Attrs[name]; ok && a.Kind == AttrString {
+		return a.String
+	}
+	return def
+}
+
+func qlinearCheck(n *Node, _ int64) error {
+	switch act := QLinearAct(n); act {
+	case QLinearActNone, QLinearActGelu:
+	default:
+		return fmt.Errorf("act is %q, want %q or %q", act, QLinearActNone, QLinearActGelu)
+	}
+	_, hasScale := n.Attrs["act_scale"]
+	_, hasZero := n.Attrs["act_zero_point"]
+	switch mode := QLinearMode(n); mode {
+	case QLinearStatic:
+		s := n.AttrFloat("act_scale", 0)
+		if !hasScale || !(s > 0) || math.IsInf(float64(s), 0) {
+			return fmt.Errorf("static act_mode needs act_scale > 0 and finite, has %v", s)
+		}
+		if z := n.AttrInt("act_zero_point", 0); z < 0 || z > 255 {
+			return fmt.Errorf("act_zero_point is %d, want 0..255", z)
+		}
+	case QLinearDynamic:
+		if hasScale || hasZero {
+			return fmt.Errorf("dynamic act_mode takes no act_scale or act_zero_point")
+		}
+	default:
+		return fmt.Errorf("act_mode is %q, want %q or %q", mode, QLinearStatic, QLinearDynamic)
+	}
+	return nil
+}
+
+func qlinearShape(a *InferArgs) ([]Inferred, error) {
+	x, w := a.in(0).Shape, a.in(1).Shape
+	if err := requireRank("sqc.QLinear weight", w, 2); err != nil {
+		return nil, err
+	}
+	for _, vec := range []struct {
+		i    int
+		what string
+	}{{2, "weight scale"}, {3, "bias"}} {
+		if !a.present(vec.i) {
+			continue
+		}
+		s, what := a.in(vec.i).Shape, vec.what
+		if err := requireRank("sqc.QLinear "+what, s, 1); err != nil {
+			return nil, err
+		}
+		if w != nil && s != nil && !dimsMatch(s[0], w[1]) {
+			return nil, fmt.Errorf("%w: sqc.QLinear %s %s for weight %s", ErrShapeMismatch, what, s, w)
+		}
+	}
+	if x == nil || w == nil {
+		return one(nil), nil
+	}
+	if len(x) == 0 {
+		return nil, fmt.Errorf("%w: sqc.QLinear of a scalar", ErrShapeMismatch)
+	}
+	if !dimsMatch(x[len(x)-1], w[0]) {
+		return nil, fmt.Errorf("%w: sqc.QLinear input %s does not match weight %s", ErrShapeMismatch, x, w)
+	}
+	out := x.Clone()
+	out[len(out)-1] = w[1]
+	if r := a.in(4); r.Present && r.Shape != nil {
+		match := len(r.Shape) == len(out)
+		for i := 0; match && i < len(out); i++ {
+			match = dimsMatch(r.Shape[i], out[i])
+		}
+		if !match {
+			return nil, fmt.Errorf("%w: sqc.QLinear residual %s, want the output's shape %s", ErrShapeMismatch, r.Shape, out)
+		}
+	}
+	return one(out), nil
+}

@@ -1,0 +1,148 @@
+package nn
+
+import (
+	"math"
+	"testing"
+
+	"github.com/sqc-dev/sqc/runtime/pool"
+)
+
+// attentionRef is multi-head attention written plainly in float64, with
+// the mask given as full [batch, heads, seqQ, seqK] via the strides.
+func attentionRef(q, k, v, mask []float32, d *AttentionDims) []float64 {
+	hd := d.HeadDim
+	y := make([]float64, d.Batch*d.SeqQ*d.OutStride)
+	p := make([]float64, d.SeqK)
+	for b := range d.Batch {
+		for h := range d.Heads {
+			for i := range d.SeqQ {
+				top := math.Inf(-1)
+				for j := range d.SeqK {
+					dot := 0.0
+					for c := range hd {
+						dot += float64(q[(b*d.SeqQ+i)*d.QStride+h*hd+c]) * float64(k[(b*d.SeqK+j)*d.KStride+h*hd+c])
+					}
+					s := dot * float64(d.Scale)
+					if mask != nil {
+						s += float64(mask[b*d.MaskBatchStride+h*d.MaskHeadStride+i*d.MaskRowStride+j])
+					}
+					p[j] = s
+					top = math.Max(top, s)
+				}
+				sum := 0.0
+				for j := range p {
+					p[j] = math.Exp(p[j] - top)
+					sum += p[j]
+				}
+				for j := range p {
+					for c := range hd {
+						y[(b*d.SeqQ+i)*d.OutStride+h*hd+c] += p[j] / sum * float64(v[(b*d.SeqK+j)*d.VStride+h*hd+c])
+					}
+				}
+			}
+		}
+	}
+	return y
+}
+
+type attnCase struct {
+	name                    string
+	batch, sq, sk, heads, d int
+	pad                     int // extra row-stride elements
+	mask                    string
+}
+
+func TestAttention(t *testing.T) {
+	for _, c := range []attnCase{
+		{"bert-like padded", 3, 21, 21, 4, 16, 0, "padding"},
+		{"one row", 1, 1, 1, 1, 8, 0, ""},
+		{"strided cross", 2, 9, 13, 3, 5, 7, "full"},
+		{"rows multiple of 8", 2, 16, 16, 2, 12, 0, "padding"},
+		{"all masked", 2, 5, 5, 2, 4, 0, "all"},
+		{"head broadcast", 2, 6, 7, 3, 4, 1, "rows"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			width := c.heads * c.d
+			dims := &AttentionDims{
+				Batch: c.batch, SeqQ: c.sq, SeqK: c.sk, Heads: c.heads, HeadDim: c.d,
+				Scale:   float32(1 / math.Sqrt(float64(c.d))),
+				QStride: width + c.pad, KStride: width + 2*c.pad, VStride: width + 3*c.pad, OutStride: width + c.pad,
+			}
+			q := randSlice(10, c.batch*c.sq*dims.QStride, -2, 2)
+			k := randSlice(11, c.batch*c.sk*dims.KStride, -2, 2)
+			v := randSlice(12, c.batch*c.sk*dims.VStride, -2, 2)
+			var mask []float32
+			switch c.mask {
+			case "padding": // [batch, 1, 1, sk], sequence b padded after sk-2b tokens
+				mask = make([]float32, c.batch*c.sk)
+				for b := range c.batch {
+					for j := c.sk - 2*b; j < c.sk; j++ {
+						mask[b*c.sk+j] = -math.MaxFloat32
+					}
+				}
+				dims.MaskBatchStride = c.sk
+			case "all":
+				mask = make([]float32, c.batch*c.sk)
+				for i := range mask {
+					mask[i] = -math.MaxFloat32
+				}
+				dims.MaskBatchStride = c.sk
+			case "full": // [batch, heads, sq, sk]
+				mask = randSlice(13, c.batch*c.heads*c.sq*c.sk, -3, 0)
+				dims.MaskBatchStride, dims.MaskHeadStride, dims.MaskRowStride = c.heads*c.sq*c.sk, c.sq*c.sk, c.sk
+			case "rows": // [batch, 1, sq, sk]
+				mask = randSlice(14, c.batch*c.sq*c.sk, -3, 0)
+				dims.MaskBatchStride, dims.MaskRowStride = c.sq*c.sk, c.sk
+			}
+			want := attentionRef(q, k, v, mask, dims)
+			var first []float32
+			withPools(t, func(t *testing.T, p *pool.Pool) {
+				out := make([]float32, c.batch*c.sq*dims.OutStride)
+				scratch := make([]float32, AttentionScratchLen(workers(p), c.sk, c.d))
+				Attention(p, scratch, out, q, k, v, mask, dims)
+				worst := 0.0
+				for b := range c.batch {
+					for i := range c.sq {
+						for e := range dims.OutStride {
+							at := (b*c.sq+i)*dims.OutStride + e
+							if e >= width {
+								if out[at] != 0 {
+									t.Fatalf("Attention wrote the row padding at %d", at)
+								}
+								continue
+							}
+							worst = max(worst, math.Abs(float64(out[at])-want[at]))
+						}
+					}
+				}
+				// Outputs are convex combinations of values in [-2, 2].
+				if worst > 4e-6 {
+					t.Errorf("max |Attention - float64 reference| = %.3g, want <= 4e-6", worst)
+				}
+				if first == nil {
+					first = out
+				} else {
+					sameBits(t, "Attention with a pool", out, first)
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkAttention(b *testing.B) {
+	// BERT-mini: 4 heads of 64, batch 8 of 128 tokens.
+	d := &AttentionDims{Batch: 8, SeqQ: 128, SeqK: 128, Heads: 4, HeadDim: 64, Scale: 0.125, QStride: 256, KStride: 256, VStride: 256, OutStride: 256}
+	q := randSlice(1, 8*128*256, -2, 2)
+	k := randSlice(2, 8*128*256, -2, 2)
+	v := randSlice(3, 8*128*256, -2, 2)
+	out := make([]float32, len(q))
+	p := pool.New(0)
+	defer p.Close()
+	scratch := make([]float32, AttentionScratchLen(p.Workers(), 128, 64))
+	flops := 4 * 8 * 4 * 128 * 128 * 64
+	b.ResetTimer()
+	for b.Loop() {
+		Attention(p, scratch, out, q, k, v, nil, d)
+	}
+	b.ReportMetric(float64(flops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

@@ -1,0 +1,69 @@
+package nn
+
+import "github.com/sqc-dev/sqc/runtime/pool"
+
+// LinearF32 is the float32 dense layer of FP32 graphs (sqc.Linear):
+//
+//	dst[i*dstStride+j] = (sum_p x[i*xStride+p] * w[p*n+j]) + bias[j]
+//
+// for i < rows, j < n, with x [rows, k] and w [k, n] row-major (bias may be
+// nil). Each sum starts from 0 and adds the rounded products in ascending
+// p, then the bias: the order of the FP32 interpreter's MatMul and Linear,
+// so both give the same bits on amd64. Tiles of 4 rows x 256 columns (4 KiB
+// of dst rows, in L1) are spread over p's workers.
+func LinearF32(p *pool.Pool, dst []float32, dstStride int, x []float32, xStride, rows, k, n int, w, bias []float32) {
+	const tileRows, tileCols = 4, 256
+	rowTiles, colTiles := (rows+tileRows-1)/tileRows, (n+tileCols-1)/tileCols
+	parallelFor(p, rowTiles*colTiles, func(_, t int) {
+		r0, j0 := t/colTiles*tileRows, t%colTiles*tileCols
+		r1, j1 := min(r0+tileRows, rows), min(j0+tileCols, n)
+		if r1-r0 == tileRows {
+			linearTile4(dst[r0*dstStride:], dstStride, x[r0*xStride:], xStride, k, n, w, j0, j1)
+		} else {
+			for r := r0; r < r1; r++ {
+				linearRow(dst[r*dstStride:], x[r*xStride:][:k], n, w, j0, j1)
+			}
+		}
+		if bias != nil {
+			for r := r0; r < r1; r++ {
+				Add(dst[r*dstStride+j0:r*dstStride+j1], dst[r*dstStride+j0:r*dstStride+j1], bias[j0:j1])
+			}
+		}
+	})
+}
+
+// linearTile4 computes columns [j0, j1) of four rows: axpy over the rows of
+// w, each element of w used four times per load.
+func linearTile4(dst []float32, dstStride int, x []float32, xStride, k, n int, w []float32, j0, j1 int) {
+	c0 := dst[j0:j1]
+	c1 := dst[dstStride+j0 : dstStride+j1][:len(c0)]
+	c2 := dst[2*dstStride+j0 : 2*dstStride+j1][:len(c0)]
+	c3 := dst[3*dstStride+j0 : 3*dstStride+j1][:len(c0)]
+	clear(c0)
+	clear(c1)
+	clear(c2)
+	clear(c3)
+	x0, x1, x2, x3 := x[:k], x[xStride:xStride+k], x[2*xStride:2*xStride+k], x[3*xStride:3*xStride+k]
+	for p := range k {
+		a0, a1, a2, a3 := x0[p], x1[p], x2[p], x3[p]
+		wp := w[p*n+j0 : p*n+j1][:len(c0)]
+		for j, b := range wp {
+			c0[j] += float32(a0 * b)
+			c1[j] += float32(a1 * b)
+			c2[j] += float32(a2 * b)
+			c3[j] += float32(a3 * b)
+		}
+	}
+}
+
+// linearRow is linearTile4 for one row.
+func linearRow(dst, x []float32, n int, w []float32, j0, j1 int) {
+	c := dst[j0:j1]
+	clear(c)
+	for p, a := range x {
+		wp := w[p*n+j0 : p*n+j1][:len(c)]
+		for j, b := range wp {
+			c[j] += float32(a * b)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package nn
+
+import (
+	"math"
+
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
+
+// Activation quantisation to the u8 A operand of qgemm: static (one scale
+// and zero point, from calibration) and dynamic per token (per row).
+
+// QuantizeU8 quantises a rows x cols block of src (row stride srcStride)
+// into dst (row stride dstStride >= cols):
+//
+//	dst[i*dstStride+j] = clamp(roundEven(src[i*srcStride+j]*invScale) + zeroPoint, 0, 255)
+//
+// exactly as qgemm's epilogue quantises its u8 output (qgemm.QuantizeU8),
+// so a QLinear writing u8 for the next one and a QuantizeU8 step agree bit
+// for bit. Columns cols..dstStride-1 of every row are set to zeroPoint, the
+// code of 0.0, so a row padded to qgemm's Kp holds defined data (the packed
+// weights are zero there, so the value does not change the product).
+// dst must hold rows*dstStride bytes.
+func QuantizeU8(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zeroPoint int32) {
+	pad := uint8(min(max(zeroPoint, 0), 255))
+	for i := range rows {
+		out := dst[i*dstStride : (i+1)*dstStride]
+		for j, x := range src[i*srcStride : i*srcStride+cols] {
+			out[j] = qgemm.QuantizeU8(x, invScale, zeroPoint)
+		}
+		for j := cols; j < dstStride; j++ {
+			out[j] = pad
+		}
+	}
+}
+
+// RowQuantParams returns the asymmetric u8 parameters of dynamic per-token
+// quantisation for one row: with lo = min(0, min x) and hi = max(0, max x)
+// (NaNs ignored),
+//
+//	scale     = (hi - lo) / 255                    (float32; 1 if hi == lo)
+//	zeroPoint = clamp(roundEven(-lo / scale), 0, 255)
+//
+// as ONNX DynamicQuantizeLinear defines them, so 0.0 is exactly
+// representable. A row holding ±Inf gets scale +Inf (every value then
+// quantises to zeroPoint, which is 0 or 255 at an infinite end).
+func RowQuantParams(row []float32) (scale float32, zeroPoint int32) {
+	var lo, hi float32
+	for _, x := range row {
+		if x < lo {
+			lo = x
+		}
+		if x > hi {
+			hi = x
+		}
+	}
+	scale = (hi - lo) / 255
+	if scale == 0 {
+		return 1, 0
+	}
+	z := -lo / scale
+	// Clamp before converting: NaN (lo = -Inf) would convert to an
+	// implementation-defined integer.
+	switch {
+	case !(z >= 0):
+		z = 0
+	case z > 255:
+		z = 255
+	}
+	return scale, int32(math.RoundToEven(float64(z)))
+}
+
+// QuantizeRowsU8 quantises a rows x cols block of src like QuantizeU8, but
+// each row with its own parameters from RowQuantParams (dynamic per-token
+// quantisation), which it stores in scales[i] and zeroPoints[i]; the
+// values are quantised with invScale = 1/scales[i] (float32). These are the
+// RowScale and RowZeroPoint of the qgemm Epilogue that consumes dst.
+// Padding columns cols..dstStride-1 are set to the row's zero point.
+func QuantizeRowsU8(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zeroPoints []int32) {
+	for i := range rows {
+		row := src[i*srcStride : i*srcStride+cols]
+		scale, zp := RowQuantParams(row)
+		scales[i], zeroPoints[i] = scale, zp
+		QuantizeU8(dst[i*dstStride:(i+1)*dstStride], dstStride, row, cols, 1, cols, 1/scale, zp)
+	}
+}

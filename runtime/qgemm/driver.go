@@ -1,0 +1,220 @@
+package qgemm
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/sqc-dev/sqc/runtime/pool"
+)
+
+// Options configures New.
+type Options struct {
+	// Threads is the number of workers of the Engine's own pool (<= 0:
+	// GOMAXPROCS). Ignored when Pool is set.
+	Threads int
+	// Pool, if set, is a shared pool the Engine runs on (and does not
+	// close). Its worker ids index the Engine's scratch, so one pool can
+	// serve several Engines and other parallel loops at once.
+	Pool *pool.Pool
+	// ISA caps the kernel family by name ("amx", "vnni", "avx2", "go"); ""
+	// means the environment's SQC_ISA (see EnvISA), and if that is empty
+	// too, the fastest variant this process can run.
+	ISA string
+	// Variant, if set, is used as is, bypassing ISA and SQC_ISA: tests and
+	// benchmarks force each entry of Variants() this way.
+	Variant *Variant
+}
+
+// Engine runs GEMMs with one chosen variant on a worker pool. It is built
+// once by New, never changes afterwards, and is safe for concurrent use.
+type Engine struct {
+	variant  Variant
+	epilogue EpilogueFunc // variant.Epilogue, or epilogueGo
+	why      string       // how the variant was chosen
+	costs    blockCosts
+	pool     *pool.Pool
+	ownPool  bool
+	// scratch[w] is worker w's s32 macro-block (scratchElems int32), reused
+	// by every task that worker runs.
+	scratch [][]int32
+	tasks   sync.Pool // *gemmCall, so that GEMM does not allocate
+}
+
+// New builds an Engine: it picks the variant (see Options and EnvISA),
+// starts or adopts the worker pool and allocates the per-worker scratch.
+func New(opts Options) (*Engine, error) {
+	v, why, err := chooseVariant(opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{variant: v, epilogue: v.Epilogue, why: why, costs: costsFor(v.ISA), pool: opts.Pool}
+	if e.epilogue == nil {
+		e.epilogue = epilogueGo
+	}
+	if e.pool == nil {
+		e.pool, e.ownPool = pool.New(opts.Threads), true
+	}
+	e.scratch = make([][]int32, e.pool.Workers())
+	for w := range e.scratch {
+		e.scratch[w] = make([]int32, scratchElems)
+	}
+	e.tasks.New = func() any {
+		t := &gemmCall{e: e}
+		t.run = t.block // bound once: passing it to Run does not allocate
+		return t
+	}
+	return e, nil
+}
+
+// Close stops the Engine's own pool (not a shared one). GEMM still works
+// afterwards, on the caller's goroutine only.
+func (e *Engine) Close() {
+	if e.ownPool {
+		e.pool.Close()
+	}
+}
+
+// Variant returns the variant the Engine runs.
+func (e *Engine) Variant() Variant { return e.variant }
+
+// ISA returns the family of the Engine's variant.
+func (e *Engine) ISA() ISA { return e.variant.ISA }
+
+// Threads returns the number of workers GEMM spreads over.
+func (e *Engine) Threads() int { return e.pool.Workers() }
+
+// Describe says which variant runs and why, e.g. "vnni (SQC_ISA=amx not
+// available (CPU features: avx2 avx512 vnni)), 2 threads".
+func (e *Engine) Describe() string {
+	ep := "Go epilogue"
+	if e.variant.Epilogue != nil {
+		ep = "assembly epilogue"
+	}
+	return fmt.Sprintf("%s kernel, %s (%s), %d threads", e.variant.ISA, ep, e.why, e.Threads())
+}
+
+// GEMM computes out = epilogue(A x W) for the m x K activations a (u8,
+// row stride lda >= b.Kp, every row readable up to column b.Kp: see the
+// package comment) and the packed weights b, writing ep's output. It
+// returns an error wrapping ErrInvalidArgument, and writes nothing, if a
+// size, stride or slice length does not fit. m == 0 is a no-op. In steady
+// state it does not allocate.
+func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
+	if err := checkGEMM(a, m, lda, b, ep); err != nil {
+		return err
+	}
+	if m == 0 {
+		return nil
+	}
+	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs)
+	t := e.tasks.Get().(*gemmCall)
+	t.a, t.m, t.lda, t.b, t.ep = a, m, lda, b, ep
+	t.mc, t.nc = mc, nc
+	t.nTasks = (b.Np + nc - 1) / nc
+	e.pool.Run((m+mc-1)/mc*t.nTasks, t.run)
+	t.a, t.b, t.ep = nil, nil, nil // keep no caller memory alive
+	e.tasks.Put(t)
+	return nil
+}
+
+// gemmCall is one GEMM call's state, shared by the tasks of its
+// macro-blocks.
+type gemmCall struct {
+	e      *Engine
+	run    func(worker, i int)
+	a      []uint8
+	m, lda int
+	b      *PackedB
+	ep     *Epilogue
+	mc, nc int // macro-block rows and columns (nc a multiple of NBlock)
+	nTasks int // macro-blocks along N
+}
+
+// block computes macro-block i (row-major over the M x N grid, so that
+// consecutive blocks share their A rows) on worker w: the kernel writes the
+// s32 block into w's scratch, and the epilogue turns it into output while
+// it is still in L2.
+func (t *gemmCall) block(w, i int) {
+	b := t.b
+	m0 := i / t.nTasks * t.mc
+	n0 := i % t.nTasks * t.nc
+	rows := min(t.mc, t.m-m0)
+	cols := min(t.nc, b.Np-n0)
+	ldc := scratchStride(t.nc)
+	c := t.e.scratch[w]
+	t.e.variant.Kernel(&t.a[m0*t.lda], t.lda, &b.Data[n0*b.Kp], b.Kp, &c[0], ldc, rows, cols/NBlock)
+	t.e.epilogue(t.ep, c, ldc, m0, n0, rows, min(cols, b.N-n0))
+}
+
+// checkGEMM validates every argument of GEMM, so that neither the kernel
+// nor the epilogue can touch memory outside the slices they are given.
+func checkGEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	if m < 0 {
+		return invalid("GEMM: m = %d", m)
+	}
+	if lda < b.Kp {
+		return invalid("GEMM: lda = %d < Kp = %d (A rows must be readable up to K rounded up to %d)", lda, b.Kp, KBlock)
+	}
+	if ep == nil {
+		return invalid("GEMM: nil Epilogue")
+	}
+	if m == 0 {
+		return nil
+	}
+	if need := (m-1)*lda + b.Kp; len(a) < need {
+		return invalid("GEMM: A has %d bytes, m=%d rows of stride %d up to Kp=%d need %d", len(a), m, lda, b.Kp, need)
+	}
+	n := b.N
+	perColumn := func(name string, l int, required bool) error {
+		if (l > 0 || required) && l < n {
+			return invalid("GEMM: Epilogue.%s has length %d < N = %d", name, l, n)
+		}
+		return nil
+	}
+	if err := perColumn("Scale", len(ep.Scale), true); err != nil {
+		return err
+	}
+	if err := perColumn("Bias", len(ep.Bias), ep.Bias != nil); err != nil {
+		return err
+	}
+	if (ep.AZeroPoint != 0 || ep.RowZeroPoint != nil) && ep.ColSum == nil {
+		return invalid("GEMM: Epilogue.ColSum is nil but A has a zero point (set it to PackedB.ColSum)")
+	}
+	if err := perColumn("ColSum", len(ep.ColSum), ep.ColSum != nil); err != nil {
+		return err
+	}
+	if ep.RowScale != nil && len(ep.RowScale) < m {
+		return invalid("GEMM: Epilogue.RowScale has length %d < m = %d", len(ep.RowScale), m)
+	}
+	if ep.RowZeroPoint != nil && len(ep.RowZeroPoint) < m {
+		return invalid("GEMM: Epilogue.RowZeroPoint has length %d < m = %d", len(ep.RowZeroPoint), m)
+	}
+	if ep.Act != ActNone && ep.Act != ActGelu {
+		return invalid("GEMM: Epilogue.Act = %d is not an activation", ep.Act)
+	}
+	matrix := func(name string, l, stride int) error {
+		if stride < n {
+			return invalid("GEMM: Epilogue.%s stride %d < N = %d", name, stride, n)
+		}
+		if need := (m-1)*stride + n; l < need {
+			return invalid("GEMM: Epilogue.%s has length %d, %d rows of stride %d need %d", name, l, m, stride, need)
+		}
+		return nil
+	}
+	if ep.Residual != nil {
+		if err := matrix("Residual", len(ep.Residual), ep.ResidualStride); err != nil {
+			return err
+		}
+	}
+	switch {
+	case (ep.OutF32 != nil) == (ep.OutU8 != nil):
+		return invalid("GEMM: Epilogue needs exactly one of OutF32 and OutU8")
+	case ep.OutF32 != nil:
+		return matrix("OutF32", len(ep.OutF32), ep.OutStride)
+	default:
+		return matrix("OutU8", len(ep.OutU8), ep.OutStride)
+	}
+}

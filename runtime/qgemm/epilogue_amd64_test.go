@@ -1,0 +1,173 @@
+//go:build amd64 && !noasm
+
+package qgemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sqc-dev/sqc/runtime/cpu"
+)
+
+func skipWithoutAVX512(t *testing.T) {
+	if f := cpu.Detect(); !f.AVX512 {
+		t.Skipf("CPU lacks AVX-512 (features: %v)", f)
+	}
+}
+
+// epilogueCase builds an Epilogue for an m x n block at (m0, n0) of an
+// output of rows x cols, with the options in flags (the epi* bits), and
+// random data covering the clamps of the u8 output and the GELU range.
+func epilogueCase(rng *rand.Rand, flags, m0, n0, m, n int) (*Epilogue, []int32, int) {
+	rows, cols := m0+m+1, n0+n+3
+	ldc := n + 5
+	c := make([]int32, m*ldc)
+	for i := range c {
+		switch rng.IntN(8) {
+		case 0:
+			c[i] = int32(rng.Uint32()) // anywhere in int32
+		default:
+			c[i] = rng.Int32N(1<<17) - 1<<16
+		}
+	}
+	randF := func(lo, hi float32) float32 { return lo + (hi-lo)*rng.Float32() }
+	ep := &Epilogue{Scale: make([]float32, cols)}
+	for j := range ep.Scale {
+		ep.Scale[j] = randF(-2e-4, 2e-4)
+	}
+	if flags&epiColSum != 0 {
+		ep.AZeroPoint = 128
+		ep.ColSum = make([]int32, cols)
+		for j := range ep.ColSum {
+			ep.ColSum[j] = rng.Int32N(1<<15) - 1<<14
+		}
+	}
+	if flags&epiBias != 0 {
+		ep.Bias = make([]float32, cols)
+		for j := range ep.Bias {
+			ep.Bias[j] = randF(-3, 3)
+		}
+	}
+	if flags&epiGelu != 0 {
+		ep.Act = ActGelu
+	}
+	if flags&epiResidual != 0 {
+		ep.ResidualStride = cols + 2
+		ep.Residual = make([]float32, rows*ep.ResidualStride)
+		for j := range ep.Residual {
+			ep.Residual[j] = randF(-2, 2)
+		}
+	}
+	ep.OutStride = cols + 1
+	if flags&epiU8 != 0 {
+		ep.OutU8 = make([]uint8, rows*ep.OutStride)
+		for j := range ep.OutU8 {
+			ep.OutU8[j] = 0xA5 // sentinel: must survive outside the block
+		}
+		ep.OutInvScale = randF(5, 40)
+		ep.OutZeroPoint = rng.Int32N(256)
+	} else {
+		ep.OutF32 = make([]float32, rows*ep.OutStride)
+		for j := range ep.OutF32 {
+			ep.OutF32[j] = -12345
+		}
+	}
+	return ep, c, ldc
+}
+
+// cloneOutputs returns a copy of ep with fresh copies of its outputs.
+func cloneOutputs(ep *Epilogue) *Epilogue {
+	e := *ep
+	e.OutF32 = append([]float32(nil), ep.OutF32...)
+	e.OutU8 = append([]uint8(nil), ep.OutU8...)
+	if ep.OutF32 == nil {
+		e.OutF32 = nil
+	}
+	return &e
+}
+
+// sameBits compares the outputs of two epilogue runs bit for bit.
+func sameBits(t *testing.T, what string, want, got *Epilogue) {
+	t.Helper()
+	bad := 0
+	for i := range want.OutF32 {
+		w, g := math.Float32bits(want.OutF32[i]), math.Float32bits(got.OutF32[i])
+		if w != g {
+			if bad < 5 {
+				t.Errorf("%s: OutF32[%d] = %g (%#x), Go gives %g (%#x)", what, i, got.OutF32[i], g, want.OutF32[i], w)
+			}
+			bad++
+		}
+	}
+	for i := range want.OutU8 {
+		if want.OutU8[i] != got.OutU8[i] {
+			if bad < 5 {
+				t.Errorf("%s: OutU8[%d] = %d, Go gives %d", what, i, got.OutU8[i], want.OutU8[i])
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%s: %d differences", what, bad)
+	}
+}
+
+// TestEpilogueAVX512MatchesGo runs every option combination (colsum/zero
+// point, bias, GELU, residual, f32 or u8 output) on odd block sizes at
+// odd offsets and compares the whole output buffers, so a stray write
+// outside the block fails too.
+func TestEpilogueAVX512MatchesGo(t *testing.T) {
+	skipWithoutAVX512(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for flags := 0; flags < 1<<5; flags++ {
+		for _, n := range []int{1, 7, 16, 17, 33, 100} {
+			for _, m := range []int{1, 3} {
+				m0, n0 := rng.IntN(3), rng.IntN(20)
+				ep, c, ldc := epilogueCase(rng, flags, m0, n0, m, n)
+				want, got := cloneOutputs(ep), cloneOutputs(ep)
+				epilogueGo(want, c, ldc, m0, n0, m, n)
+				epilogueAVX512(got, c, ldc, m0, n0, m, n)
+				sameBits(t, fmt.Sprintf("flags=%05b m=%d n=%d at (%d,%d)", flags, m, n, m0, n0), want, got)
+			}
+		}
+	}
+}
+
+// TestEpilogueAVX512GeluBits feeds float32 values from the whole range
+// (every 4099th bit pattern, including infinities and NaNs, plus a dense
+// sweep of [-16, 16]) through GELU: c = 1 and Scale = x give v = x exactly.
+func TestEpilogueAVX512GeluBits(t *testing.T) {
+	skipWithoutAVX512(t)
+	var xs []float32
+	for bits := uint64(0); bits < 1<<32; bits += 4099 {
+		xs = append(xs, math.Float32frombits(uint32(bits)))
+	}
+	for i := -1600000; i <= 1600000; i += 7 {
+		xs = append(xs, float32(i)*1e-5)
+	}
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), geluUMax, -geluUMax, float32(math.Inf(1)), float32(math.Inf(-1)))
+	n := len(xs)
+	c := make([]int32, n)
+	for i := range c {
+		c[i] = 1
+	}
+	ep := &Epilogue{Scale: xs, Act: ActGelu, OutF32: make([]float32, n), OutStride: n}
+	want, got := cloneOutputs(ep), cloneOutputs(ep)
+	epilogueGo(want, c, n, 0, 0, 1, n)
+	epilogueAVX512(got, c, n, 0, 0, 1, n)
+	sameBits(t, "gelu", want, got)
+}
+
+func TestEpilogueAVX512Bounds(t *testing.T) {
+	skipWithoutAVX512(t)
+	ep := &Epilogue{Scale: make([]float32, 10), OutF32: make([]float32, 20), OutStride: 10}
+	c := make([]int32, 20)
+	defer func() {
+		if recover() == nil {
+			t.Error("epilogueAVX512 accepted a block past the end of OutF32")
+		}
+	}()
+	epilogueAVX512(ep, c, 10, 1, 0, 2, 10) // rows 1..2 of a 2-row output
+}

@@ -1,0 +1,90 @@
+package qgemm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/sqc-dev/sqc/runtime/cpu"
+)
+
+// EnvISA names the environment variable that caps the kernel family, for
+// comparisons and for working around a suspect kernel: SQC_ISA=amx, vnni,
+// avx2 or go (case-insensitive).
+//
+// It is a ceiling, not a demand: an Engine uses the fastest variant this
+// process can run whose family is at or below the named one, so SQC_ISA=amx
+// on a CPU without AMX quietly gets VNNI (Engine.Describe says so), and
+// SQC_ISA=go always gets the pure-Go kernel. A value that names no family
+// is an error from New (wrapping ErrUnknownISA): a typo must not silently
+// change which kernels run.
+const EnvISA = "SQC_ISA"
+
+// ErrUnknownISA is wrapped by the error for an ISA name that is not one of
+// amx, vnni, avx2, go.
+var ErrUnknownISA = errors.New("unknown ISA name")
+
+// ParseISA returns the family named s ("amx", "vnni", "avx2", "go",
+// case-insensitive, surrounding blanks ignored).
+func ParseISA(s string) (ISA, error) {
+	name := strings.ToLower(strings.TrimSpace(s))
+	for isa := ISAGo; isa <= ISAAMX; isa++ {
+		if isa.String() == name {
+			return isa, nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q: want one of amx, vnni, avx2, go", ErrUnknownISA, s)
+}
+
+// Variants returns every variant this process can run, fastest first: the
+// assembly variants the CPU and OS allow (runtime/cpu.Detect, including the
+// AMX permission), then the pure-Go variant, which is always there. Tests
+// and benchmarks use it to force each variant in turn (Options.Variant).
+func Variants() []Variant {
+	return append(archVariants(cpu.Detect()), goVariant())
+}
+
+// goVariant is the portable variant: goKernel with the pure-Go epilogue.
+func goVariant() Variant { return Variant{ISA: ISAGo, Kernel: goKernel} }
+
+// bestVariant returns the first variant of vs (fastest first) whose family
+// is at most ceiling; vs must end with the pure-Go variant.
+func bestVariant(vs []Variant, ceiling ISA) Variant {
+	for _, v := range vs {
+		if v.ISA <= ceiling {
+			return v
+		}
+	}
+	return goVariant()
+}
+
+// chooseVariant applies Options.Variant, Options.ISA and SQC_ISA, in that
+// order of precedence, and says how the choice was made.
+func chooseVariant(opts Options) (Variant, string, error) {
+	if opts.Variant != nil {
+		v := *opts.Variant
+		if v.Kernel == nil {
+			return Variant{}, "", invalid("Options.Variant (%v) has no Kernel", v.ISA)
+		}
+		return v, "forced by Options.Variant", nil
+	}
+	name, source := opts.ISA, "Options.ISA"
+	if name == "" {
+		name, source = os.Getenv(EnvISA), EnvISA
+	}
+	vs := Variants()
+	if name == "" {
+		return vs[0], "fastest available", nil
+	}
+	ceiling, err := ParseISA(name)
+	if err != nil {
+		return Variant{}, "", fmt.Errorf("qgemm: %s: %w", source, err)
+	}
+	v := bestVariant(vs, ceiling)
+	why := fmt.Sprintf("%s=%s", source, ceiling)
+	if v.ISA != ceiling {
+		why += fmt.Sprintf(" not available (CPU features: %s)", cpu.Detect())
+	}
+	return v, why, nil
+}

@@ -1,0 +1,9 @@
+//go:build !amd64 || noasm
+
+package qgemm
+
+import "github.com/sqc-dev/sqc/runtime/cpu"
+
+// archVariants returns no assembly variants: this build has none (arm64,
+// other architectures, or -tags noasm), so the pure-Go variant serves.
+func archVariants(cpu.Features) []Variant { return nil }
