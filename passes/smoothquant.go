@@ -108,6 +108,13 @@ func smoothQuant(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool
 		return false, err
 	}
 	groups := smoothGroups(g, keep)
+	var search *searcher
+	if opts.AutoAlpha && len(groups) > 0 {
+		if search, err = newSearcher(); err != nil {
+			return false, err
+		}
+		defer search.close()
+	}
 	nm := g.Namer()
 	changed := false
 	for _, grp := range groups {
@@ -117,7 +124,7 @@ func smoothQuant(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool
 		}
 		alpha := opts.Alpha
 		if opts.AutoAlpha {
-			if alpha, err = searchAlpha(g, grp, xs, opts); err != nil {
+			if alpha, err = search.searchAlpha(g, grp, xs, opts); err != nil {
 				return changed, err
 			}
 		}
@@ -208,9 +215,6 @@ func smoothGroups(g *compiler.Graph, keep func(*compiler.Node) bool) []*smoothGr
 	}
 	return out
 }
-
-// opAttention is FuseAttention's op.
-const opAttention = "sqc.Attention"
 
 func (grp *smoothGroup) absorberName() string {
 	switch {

@@ -204,28 +204,36 @@ func (g *gen) vpdpbusd(s8 operand.Op, u8, acc reg.Register) {
 	})
 }
 
+// amxKChunk is the K extent, in bytes, of one pass over the row blocks:
+// the A block of one pass (32 rows x 768 bytes = 24 KiB) stays in L1 while
+// the kernel sweeps all N pairs, and one pass's B (768 x 16 bytes per
+// N-block) stays in L2 across the row blocks. Passes after the first load
+// the C tiles back from C (1 KiB each, per 12 K steps of 4 TDPBUSD: <2%).
+const amxKChunk = 768
+
 // amxState holds the stack slots of the AMX kernel's outer loops. Keeping
 // them in memory leaves the K loop all the registers it needs (and the
 // emulation the few more it needs); they are touched once per 32x32 block.
 type amxState struct {
-	a, c     operand.Mem // A and C of the current 32-row block
-	mblocks  operand.Mem // full 32-row blocks left
-	b, cpair operand.Mem // B and C of the current N pair
-	npairs   operand.Mem // N pairs left
+	koff, ksteps operand.Mem // K offset (bytes) and 64-byte K steps of this pass
+	a, c         operand.Mem // A (at koff) and C of the current 32-row block
+	mblocks      operand.Mem // full 32-row blocks left
+	b, cpair     operand.Mem // B (N pair start, before koff) and C of the current N pair
+	npairs       operand.Mem // N pairs left
 }
 
 // genAMXKernel emits an AMX Kernel (see runtime/qgemm/api.go).
 //
-// Design: C is computed in 32x32 blocks held in four C tiles (2x2), with
-// the A block (32 rows x Kp) walked once per N pair: the driver's
-// macro-block rows of A stay in L1/L2 while the kernel sweeps all N pairs,
-// and the B strips (Kp x 16 bytes each, contiguous 1 KiB tiles) stream
-// from L2. In the K loop each A and B tile is reloaded right after its
-// last use in the current step (software pipelining), so the loads of step
-// k+1 overlap the TDPBUSDs of step k. M tails use a second tile config
-// whose last tile row has m%16 rows (or m%32-16), so no A row >= m is read
-// and no C row >= m is written; an odd trailing N-block uses a 2x1 (or 1x1)
-// block. LDTILECFG runs on entry (and once more for the M tail);
+// Design: C is computed in 32x32 blocks held in four C tiles (2x2). K is
+// cut into passes of amxKChunk bytes; each pass sweeps the row blocks, and
+// for each 32-row block all N pairs, so the 32-row A block of a pass stays
+// in L1 while B streams from L2 (B is packed as contiguous 1 KiB tiles).
+// In the K loop each A and B tile is reloaded right after its last use in
+// the current step (software pipelining), so the loads of step k+1 overlap
+// the TDPBUSDs of step k. M tails use a second tile config whose last tile
+// row has m%32-16 (or m%16) rows, so no A row >= m is read and no C row >=
+// m is written; an odd trailing N-block uses a 2x1 (or 1x1) block.
+// LDTILECFG runs at the start of each pass (and for the M tail);
 // TILERELEASE before returning.
 func genAMXKernel(g *gen, name string, t tileOps) {
 	g.Function(name)
@@ -244,6 +252,7 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 	cfg := g.AllocLocal(64)
 	cfgTail := g.AllocLocal(64)
 	st := amxState{
+		koff: g.AllocLocal(8), ksteps: g.AllocLocal(8),
 		a: g.AllocLocal(8), c: g.AllocLocal(8), mblocks: g.AllocLocal(8),
 		b: g.AllocLocal(8), cpair: g.AllocLocal(8), npairs: g.AllocLocal(8),
 	}
@@ -261,11 +270,53 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 	g.MOVQ(w, cfg.Offset(24))
 	g.MOVQ(operand.U64(0x1010101010101010), w) // eight rows = 16
 	g.MOVQ(w, cfg.Offset(48))
+	g.Comment("The M-tail config: the same with fewer rows in the tiles of the last tile row.")
+	for off := 0; off < 64; off += 8 {
+		x := g.GP64()
+		g.MOVQ(cfg.Offset(off), x)
+		g.MOVQ(x, cfgTail.Offset(off))
+	}
+	rem := g.load("m")
+	g.ANDQ(operand.U8(31), rem)
+	tailDone, tailSmall := g.label("cfg_tail_done"), g.label("cfg_tail_small")
+	g.JZ(operand.LabelRef(tailDone))
+	g.CMPQ(rem, operand.U8(16))
+	g.JLE(operand.LabelRef(tailSmall))
+	g.SUBQ(operand.U8(16), rem)
+	for _, tt := range []int{tileC10, tileC11, tileA1} {
+		g.MOVB(rem.As8(), cfgTail.Offset(48+tt))
+	}
+	g.JMP(operand.LabelRef(tailDone))
+	g.Label(tailSmall)
+	for _, tt := range []int{tileC00, tileC01, tileA0} {
+		g.MOVB(rem.As8(), cfgTail.Offset(48+tt))
+	}
+	g.Label(tailDone)
+
+	koff := g.GP64()
+	g.XORQ(koff, koff)
+	g.MOVQ(koff, st.koff)
+
+	kpass, kpassEnd, done := g.label("kpass"), g.label("kpass_end"), g.label("done")
+	g.Label(kpass)
+	g.Comment("One K pass: ksteps = min(kp - koff, amxKChunk) / 64.")
+	koff = g.GP64()
+	g.MOVQ(st.koff, koff)
+	steps := g.load("kp")
+	g.SUBQ(koff, steps)
+	g.JLE(operand.LabelRef(done))
+	chunk := g.GP64()
+	g.MOVQ(operand.U32(amxKChunk), chunk)
+	g.CMPQ(steps, chunk)
+	g.CMOVQGT(chunk, steps)
+	g.SHRQ(operand.U8(6), steps)
+	g.MOVQ(steps, st.ksteps)
 	p := g.GP64()
 	g.LEAQ(cfg, p)
 	t.ldTileCfg(p)
 
 	a := g.load("a")
+	g.ADDQ(koff, a)
 	g.MOVQ(a, st.a)
 	c := g.load("c")
 	g.MOVQ(c, st.c)
@@ -273,7 +324,7 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 	g.SHRQ(operand.U8(5), m)
 	g.MOVQ(m, st.mblocks)
 
-	mloop, mtail, done := g.label("mblock"), g.label("mtail"), g.label("done")
+	mloop, mtail := g.label("mblock"), g.label("mtail")
 	g.Label(mloop)
 	mb := g.GP64()
 	g.MOVQ(st.mblocks, mb)
@@ -297,36 +348,27 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 	g.JMP(operand.LabelRef(mloop))
 
 	g.Label(mtail)
-	g.Comment("M tail of 1..31 rows: a second config with fewer rows in the last tile row.")
-	rem := g.load("m")
+	g.Comment("M tail of 1..31 rows, with the tail config.")
+	rem = g.load("m")
 	g.ANDQ(operand.U8(31), rem)
-	g.JZ(operand.LabelRef(done))
-	for off := 0; off < 64; off += 8 {
-		x := g.GP64()
-		g.MOVQ(cfg.Offset(off), x)
-		g.MOVQ(x, cfgTail.Offset(off))
-	}
+	g.JZ(operand.LabelRef(kpassEnd))
+	p = g.GP64()
+	g.LEAQ(cfgTail, p)
+	t.ldTileCfg(p)
 	small := g.label("mtail_small")
 	g.CMPQ(rem, operand.U8(16))
 	g.JLE(operand.LabelRef(small))
-	g.SUBQ(operand.U8(16), rem)
-	for _, tt := range []int{tileC10, tileC11, tileA1} {
-		g.MOVB(rem.As8(), cfgTail.Offset(48+tt))
-	}
-	p = g.GP64()
-	g.LEAQ(cfgTail, p)
-	t.ldTileCfg(p)
 	amxRowBlock(g, t, st, 2)
-	g.JMP(operand.LabelRef(done))
-
+	g.JMP(operand.LabelRef(kpassEnd))
 	g.Label(small)
-	for _, tt := range []int{tileC00, tileC01, tileA0} {
-		g.MOVB(rem.As8(), cfgTail.Offset(48+tt))
-	}
-	p = g.GP64()
-	g.LEAQ(cfgTail, p)
-	t.ldTileCfg(p)
 	amxRowBlock(g, t, st, 1)
+
+	g.Label(kpassEnd)
+	koff = g.GP64()
+	g.MOVQ(st.koff, koff)
+	g.ADDQ(operand.U32(amxKChunk), koff)
+	g.MOVQ(koff, st.koff)
+	g.JMP(operand.LabelRef(kpass))
 
 	g.Label(done)
 	t.tileRelease()
@@ -377,8 +419,9 @@ func amxRowBlock(g *gen, t tileOps, st amxState, rowTiles int) {
 	g.Label(end)
 }
 
-// amxBlock emits one rows x cols block of C tiles at st.a, st.b, st.cpair:
-// zero the C tiles, run the software-pipelined K loop, store the tiles.
+// amxBlock emits one rows x cols block of C tiles at st.a, st.b, st.cpair
+// for the K pass at st.koff: zero the C tiles (first pass) or load them
+// from C, run the software-pipelined K loop, store the tiles.
 func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 	g.Comment(fmt.Sprintf("%dx%d block of 16x16 C tiles.", rows, cols))
 	lda := g.load("lda")
@@ -392,7 +435,9 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 		g.ADDQ(ap[0], ap[1])
 	}
 	bp[0] = g.GP64()
-	g.MOVQ(st.b, bp[0])
+	g.MOVQ(st.koff, bp[0])
+	g.SHLQ(operand.U8(4), bp[0]) // B tile of K offset k0 is at k0*16 in a strip
+	g.ADDQ(st.b, bp[0])
 	if cols == 2 {
 		bp[1] = g.load("kp")
 		g.SHLQ(operand.U8(4), bp[1]) // next strip: kp x 16 bytes
@@ -400,18 +445,46 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 	}
 	bstride := g.GP64()
 	g.MOVQ(operand.U32(64), bstride) // B tile rows are 64 bytes apart
-	ksteps := g.load("kp")
-	g.SHRQ(operand.U8(6), ksteps)
+	ksteps := g.GP64()
+	g.MOVQ(st.ksteps, ksteps)
 	g.DECQ(ksteps) // the last K step is peeled (it loads nothing)
 
 	loadA := func(i int) { t.tileLoad(tileA(i), operand.Mem{Base: ap[i], Index: lda, Scale: 1}) }
 	loadB := func(j int) { t.tileLoad(tileB(j), operand.Mem{Base: bp[j], Index: bstride, Scale: 1}) }
 
+	// C tiles start at zero in the first K pass, from C in later ones.
+	cAddr := func(cp, ldc4 reg.GPVirtual, i, j int) operand.Mem {
+		base := cp
+		if i == 1 {
+			base = g.GP64()
+			g.MOVQ(ldc4, base)
+			g.SHLQ(operand.U8(4), base) // 16 rows down
+			g.ADDQ(cp, base)
+		}
+		return operand.Mem{Base: base, Index: ldc4, Scale: 1, Disp: 64 * j}
+	}
+	cload, cready := g.label("cload"), g.label("cready")
+	g.CMPQ(st.koff, operand.U8(0))
+	g.JNE(operand.LabelRef(cload))
 	for i := 0; i < rows; i++ {
 		for j := 0; j < cols; j++ {
 			t.tileZero(tileC(i, j))
 		}
 	}
+	g.JMP(operand.LabelRef(cready))
+	g.Label(cload)
+	{
+		cp := g.GP64()
+		g.MOVQ(st.cpair, cp)
+		ldc4 := g.load("ldc")
+		g.SHLQ(operand.U8(2), ldc4)
+		for i := 0; i < rows; i++ {
+			for j := 0; j < cols; j++ {
+				t.tileLoad(tileC(i, j), cAddr(cp, ldc4, i, j))
+			}
+		}
+	}
+	g.Label(cready)
 	loadA(0)
 	loadB(0)
 	for j := 1; j < cols; j++ {
@@ -459,15 +532,8 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 	ldc4 := g.load("ldc")
 	g.SHLQ(operand.U8(2), ldc4) // C row stride in bytes
 	for i := 0; i < rows; i++ {
-		base := cp
-		if i == 1 {
-			base = g.GP64()
-			g.MOVQ(ldc4, base)
-			g.SHLQ(operand.U8(4), base) // 16 rows down
-			g.ADDQ(cp, base)
-		}
 		for j := 0; j < cols; j++ {
-			t.tileStore(operand.Mem{Base: base, Index: ldc4, Scale: 1, Disp: 64 * j}, tileC(i, j))
+			t.tileStore(cAddr(cp, ldc4, i, j), tileC(i, j))
 		}
 	}
 }

@@ -81,6 +81,23 @@ func pow(c *call) ([]*compiler.Tensor, error) {
 	if base.DType == compiler.Bool || exp.DType == compiler.Bool {
 		return nil, unsupported(compiler.Bool)
 	}
+	if isFloat(base.DType) && exp.Len() == 1 && len(exp.Shape) <= len(base.Shape) {
+		// A constant exponent (LayerNorm's x^2, x^0.5): no broadcasting,
+		// and x*x for 2, correctly rounded like the general path.
+		e := float64s(exp)[0]
+		switch base.DType {
+		case compiler.Float32:
+			if e == 2 {
+				return []*compiler.Tensor{unaryApply(base, func(x float32) float32 { return x * x })}, nil
+			}
+			return []*compiler.Tensor{unaryApply(base, func(x float32) float32 { return float32(math.Pow(float64(x), e)) })}, nil
+		case compiler.Float64:
+			if e == 2 {
+				return []*compiler.Tensor{unaryApply(base, func(x float64) float64 { return x * x })}, nil
+			}
+			return []*compiler.Tensor{unaryApply(base, func(x float64) float64 { return math.Pow(x, e) })}, nil
+		}
+	}
 	if !isFloat(base.DType) && !isFloat(exp.DType) {
 		bi, _ := castTensor(base, compiler.Int64)
 		ei, _ := castTensor(exp, compiler.Int64)

@@ -5,8 +5,8 @@
 #include "textflag.h"
 
 // func qgemmAMX(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
-// Requires: AMX-INT8, AMX-TILE
-TEXT ·qgemmAMX(SB), NOSPLIT, $176-64
+// Requires: AMX-INT8, AMX-TILE, CMOV
+TEXT ·qgemmAMX(SB), NOSPLIT, $192-64
 	// Tile config: palette 1; every tile 16 rows x 64 bytes.
 	XORQ AX, AX
 	MOVQ AX, (SP)
@@ -23,482 +23,110 @@ TEXT ·qgemmAMX(SB), NOSPLIT, $176-64
 	MOVQ AX, 24(SP)
 	MOVQ $0x1010101010101010, AX
 	MOVQ AX, 48(SP)
-	LEAQ (SP), AX
 
-	// amx: ldtilecfg (%rax)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x78
-	BYTE $0x49
-	BYTE $0x00
-	MOVQ a+0(FP), AX
-	MOVQ AX, 128(SP)
-	MOVQ c+32(FP), AX
-	MOVQ AX, 136(SP)
-	MOVQ m+48(FP), AX
-	SHRQ $0x05, AX
-	MOVQ AX, 144(SP)
-
-mblock_1:
-	MOVQ  144(SP), AX
-	TESTQ AX, AX
-	JZ    mtail_2
-	DECQ  AX
-	MOVQ  AX, 144(SP)
-	MOVQ  b+16(FP), AX
-	MOVQ  AX, 152(SP)
-	MOVQ  136(SP), AX
-	MOVQ  AX, 160(SP)
-	MOVQ  nblocks+56(FP), AX
-	SHRQ  $0x01, AX
-	MOVQ  AX, 168(SP)
-
-npair_4:
-	MOVQ  168(SP), AX
-	TESTQ AX, AX
-	JZ    nodd_5
-	DECQ  AX
-	MOVQ  AX, 168(SP)
-
-	// 2x2 block of 16x16 C tiles.
-	MOVQ lda+8(FP), AX
-	MOVQ 128(SP), CX
-	MOVQ AX, DX
-	SHLQ $0x04, DX
-	ADDQ CX, DX
-	MOVQ 152(SP), BX
-	MOVQ kp+24(FP), SI
-	SHLQ $0x04, SI
-	ADDQ BX, SI
-	MOVQ $0x00000040, DI
-	MOVQ kp+24(FP), R8
-	SHRQ $0x06, R8
-	DECQ R8
-
-	// amx: tilezero %tmm0
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x49
-	BYTE $0xc0
-
-	// amx: tilezero %tmm1
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x49
-	BYTE $0xc8
-
-	// amx: tilezero %tmm2
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x49
-	BYTE $0xd0
-
-	// amx: tilezero %tmm3
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x49
-	BYTE $0xd8
-
-	// amx: tileloadd (%rcx,%rax,1),%tmm4
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x24
-	BYTE $0x01
-
-	// amx: tileloadd (%rbx,%rdi,1),%tmm6
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x34
-	BYTE $0x3b
-
-	// amx: tileloadd (%rsi,%rdi,1),%tmm7
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x3c
-	BYTE $0x3e
-
-	// amx: tileloadd (%rdx,%rax,1),%tmm5
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x2c
-	BYTE $0x02
-
-kstep_7:
-	TESTQ R8, R8
-	JZ    klast_8
-	ADDQ  $0x40, CX
-	ADDQ  $0x40, DX
-	ADDQ  $0x00000400, BX
-	ADDQ  $0x00000400, SI
-
-	// amx: tdpbusd %tmm6,%tmm4,%tmm0
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x49
-	BYTE $0x5e
-	BYTE $0xc4
-
-	// amx: tdpbusd %tmm7,%tmm4,%tmm1
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x41
-	BYTE $0x5e
-	BYTE $0xcc
-
-	// amx: tileloadd (%rcx,%rax,1),%tmm4
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x24
-	BYTE $0x01
-
-	// amx: tdpbusd %tmm6,%tmm5,%tmm2
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x49
-	BYTE $0x5e
-	BYTE $0xd5
-
-	// amx: tileloadd (%rbx,%rdi,1),%tmm6
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x34
-	BYTE $0x3b
-
-	// amx: tdpbusd %tmm7,%tmm5,%tmm3
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x41
-	BYTE $0x5e
-	BYTE $0xdd
-
-	// amx: tileloadd (%rdx,%rax,1),%tmm5
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x2c
-	BYTE $0x02
-
-	// amx: tileloadd (%rsi,%rdi,1),%tmm7
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x3c
-	BYTE $0x3e
-	DECQ R8
-	JMP  kstep_7
-
-klast_8:
-	// amx: tdpbusd %tmm6,%tmm4,%tmm0
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x49
-	BYTE $0x5e
-	BYTE $0xc4
-
-	// amx: tdpbusd %tmm7,%tmm4,%tmm1
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x41
-	BYTE $0x5e
-	BYTE $0xcc
-
-	// amx: tdpbusd %tmm6,%tmm5,%tmm2
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x49
-	BYTE $0x5e
-	BYTE $0xd5
-
-	// amx: tdpbusd %tmm7,%tmm5,%tmm3
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x41
-	BYTE $0x5e
-	BYTE $0xdd
-	MOVQ 160(SP), AX
-	MOVQ ldc+40(FP), CX
-	SHLQ $0x02, CX
-
-	// amx: tilestored %tmm0,(%rax,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x04
-	BYTE $0x08
-
-	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x4c
-	BYTE $0x08
-	BYTE $0x40
-	MOVQ CX, DX
-	SHLQ $0x04, DX
-	ADDQ AX, DX
-
-	// amx: tilestored %tmm2,(%rdx,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x14
-	BYTE $0x0a
-
-	// amx: tilestored %tmm3,0x40(%rdx,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x5c
-	BYTE $0x0a
-	BYTE $0x40
-	MOVQ 160(SP), AX
-	ADDQ $0x80, AX
-	MOVQ AX, 160(SP)
-	MOVQ 152(SP), AX
-	MOVQ kp+24(FP), CX
-	SHLQ $0x05, CX
-	ADDQ CX, AX
-	MOVQ AX, 152(SP)
-	JMP  npair_4
-
-nodd_5:
-	MOVQ  nblocks+56(FP), AX
-	TESTQ $0x00000001, AX
-	JZ    nend_6
-
-	// 2x1 block of 16x16 C tiles.
-	MOVQ lda+8(FP), AX
-	MOVQ 128(SP), CX
-	MOVQ AX, DX
-	SHLQ $0x04, DX
-	ADDQ CX, DX
-	MOVQ 152(SP), BX
-	MOVQ $0x00000040, SI
-	MOVQ kp+24(FP), DI
-	SHRQ $0x06, DI
-	DECQ DI
-
-	// amx: tilezero %tmm0
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x49
-	BYTE $0xc0
-
-	// amx: tilezero %tmm2
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x49
-	BYTE $0xd0
-
-	// amx: tileloadd (%rcx,%rax,1),%tmm4
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x24
-	BYTE $0x01
-
-	// amx: tileloadd (%rbx,%rsi,1),%tmm6
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x34
-	BYTE $0x33
-
-	// amx: tileloadd (%rdx,%rax,1),%tmm5
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x2c
-	BYTE $0x02
-
-kstep_9:
-	TESTQ DI, DI
-	JZ    klast_10
-	ADDQ  $0x40, CX
-	ADDQ  $0x40, DX
-	ADDQ  $0x00000400, BX
-
-	// amx: tdpbusd %tmm6,%tmm4,%tmm0
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x49
-	BYTE $0x5e
-	BYTE $0xc4
-
-	// amx: tileloadd (%rcx,%rax,1),%tmm4
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x24
-	BYTE $0x01
-
-	// amx: tdpbusd %tmm6,%tmm5,%tmm2
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x49
-	BYTE $0x5e
-	BYTE $0xd5
-
-	// amx: tileloadd (%rdx,%rax,1),%tmm5
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x2c
-	BYTE $0x02
-
-	// amx: tileloadd (%rbx,%rsi,1),%tmm6
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x34
-	BYTE $0x33
-	DECQ DI
-	JMP  kstep_9
-
-klast_10:
-	// amx: tdpbusd %tmm6,%tmm4,%tmm0
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x49
-	BYTE $0x5e
-	BYTE $0xc4
-
-	// amx: tdpbusd %tmm6,%tmm5,%tmm2
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x49
-	BYTE $0x5e
-	BYTE $0xd5
-	MOVQ 160(SP), AX
-	MOVQ ldc+40(FP), CX
-	SHLQ $0x02, CX
-
-	// amx: tilestored %tmm0,(%rax,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x04
-	BYTE $0x08
-	MOVQ CX, DX
-	SHLQ $0x04, DX
-	ADDQ AX, DX
-
-	// amx: tilestored %tmm2,(%rdx,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x14
-	BYTE $0x0a
-
-nend_6:
-	MOVQ 128(SP), AX
-	MOVQ lda+8(FP), CX
-	SHLQ $0x05, CX
-	ADDQ CX, AX
-	MOVQ AX, 128(SP)
-	MOVQ 136(SP), AX
-	MOVQ ldc+40(FP), CX
-	SHLQ $0x07, CX
-	ADDQ CX, AX
-	MOVQ AX, 136(SP)
-	JMP  mblock_1
-
-mtail_2:
-	// M tail of 1..31 rows: a second config with fewer rows in the last tile row.
+	// The M-tail config: the same with fewer rows in the tiles of the last tile row.
+	MOVQ (SP), AX
+	MOVQ AX, 64(SP)
+	MOVQ 8(SP), AX
+	MOVQ AX, 72(SP)
+	MOVQ 16(SP), AX
+	MOVQ AX, 80(SP)
+	MOVQ 24(SP), AX
+	MOVQ AX, 88(SP)
+	MOVQ 32(SP), AX
+	MOVQ AX, 96(SP)
+	MOVQ 40(SP), AX
+	MOVQ AX, 104(SP)
+	MOVQ 48(SP), AX
+	MOVQ AX, 112(SP)
+	MOVQ 56(SP), AX
+	MOVQ AX, 120(SP)
 	MOVQ m+48(FP), AX
 	ANDQ $0x1f, AX
-	JZ   done_3
-	MOVQ (SP), CX
-	MOVQ CX, 64(SP)
-	MOVQ 8(SP), CX
-	MOVQ CX, 72(SP)
-	MOVQ 16(SP), CX
-	MOVQ CX, 80(SP)
-	MOVQ 24(SP), CX
-	MOVQ CX, 88(SP)
-	MOVQ 32(SP), CX
-	MOVQ CX, 96(SP)
-	MOVQ 40(SP), CX
-	MOVQ CX, 104(SP)
-	MOVQ 48(SP), CX
-	MOVQ CX, 112(SP)
-	MOVQ 56(SP), CX
-	MOVQ CX, 120(SP)
+	JZ   cfg_tail_done_1
 	CMPQ AX, $0x10
-	JLE  mtail_small_11
+	JLE  cfg_tail_small_2
 	SUBQ $0x10, AX
 	MOVB AL, 114(SP)
 	MOVB AL, 115(SP)
 	MOVB AL, 117(SP)
-	LEAQ 64(SP), AX
+	JMP  cfg_tail_done_1
 
-	// amx: ldtilecfg (%rax)
+cfg_tail_small_2:
+	MOVB AL, 112(SP)
+	MOVB AL, 113(SP)
+	MOVB AL, 116(SP)
+
+cfg_tail_done_1:
+	XORQ AX, AX
+	MOVQ AX, 128(SP)
+
+kpass_3:
+	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
+	MOVQ    128(SP), AX
+	MOVQ    kp+24(FP), CX
+	SUBQ    AX, CX
+	JLE     done_5
+	MOVQ    $0x00000300, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	SHRQ    $0x06, CX
+	MOVQ    CX, 136(SP)
+	LEAQ    (SP), CX
+
+	// amx: ldtilecfg (%rcx)
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x78
 	BYTE $0x49
-	BYTE $0x00
-	MOVQ b+16(FP), AX
+	BYTE $0x01
+	MOVQ a+0(FP), CX
+	ADDQ AX, CX
+	MOVQ CX, 144(SP)
+	MOVQ c+32(FP), AX
 	MOVQ AX, 152(SP)
-	MOVQ 136(SP), AX
+	MOVQ m+48(FP), AX
+	SHRQ $0x05, AX
 	MOVQ AX, 160(SP)
-	MOVQ nblocks+56(FP), AX
-	SHRQ $0x01, AX
-	MOVQ AX, 168(SP)
 
-npair_12:
-	MOVQ  168(SP), AX
+mblock_6:
+	MOVQ  160(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_13
+	JZ    mtail_7
 	DECQ  AX
+	MOVQ  AX, 160(SP)
+	MOVQ  b+16(FP), AX
 	MOVQ  AX, 168(SP)
+	MOVQ  152(SP), AX
+	MOVQ  AX, 176(SP)
+	MOVQ  nblocks+56(FP), AX
+	SHRQ  $0x01, AX
+	MOVQ  AX, 184(SP)
+
+npair_8:
+	MOVQ  184(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_9
+	DECQ  AX
+	MOVQ  AX, 184(SP)
 
 	// 2x2 block of 16x16 C tiles.
 	MOVQ lda+8(FP), AX
-	MOVQ 128(SP), CX
+	MOVQ 144(SP), CX
 	MOVQ AX, DX
 	SHLQ $0x04, DX
 	ADDQ CX, DX
-	MOVQ 152(SP), BX
+	MOVQ 128(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 168(SP), BX
 	MOVQ kp+24(FP), SI
 	SHLQ $0x04, SI
 	ADDQ BX, SI
 	MOVQ $0x00000040, DI
-	MOVQ kp+24(FP), R8
-	SHRQ $0x06, R8
+	MOVQ 136(SP), R8
 	DECQ R8
+	CMPQ 128(SP), $0x00
+	JNE  cload_11
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -527,7 +155,54 @@ npair_12:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xd8
+	JMP  cready_12
 
+cload_11:
+	MOVQ 176(SP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+
+	// amx: tileloadd (%r9,%r10,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// amx: tileloadd 0x40(%r9,%r10,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x11
+	BYTE $0x40
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd (%r11,%r10,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x13
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd 0x40(%r11,%r10,1),%tmm3
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x13
+	BYTE $0x40
+
+cready_12:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -560,9 +235,9 @@ npair_12:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_15:
+kstep_13:
 	TESTQ R8, R8
-	JZ    klast_16
+	JZ    klast_14
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -628,9 +303,9 @@ kstep_15:
 	BYTE $0x3c
 	BYTE $0x3e
 	DECQ R8
-	JMP  kstep_15
+	JMP  kstep_13
 
-klast_16:
+klast_14:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -658,7 +333,7 @@ klast_16:
 	BYTE $0x41
 	BYTE $0x5e
 	BYTE $0xdd
-	MOVQ 160(SP), AX
+	MOVQ 176(SP), AX
 	MOVQ ldc+40(FP), CX
 	SHLQ $0x02, CX
 
@@ -689,6 +364,9 @@ klast_16:
 	BYTE $0x4b
 	BYTE $0x14
 	BYTE $0x0a
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
 
 	// amx: tilestored %tmm3,0x40(%rdx,%rcx,1)
 	BYTE $0xc4
@@ -698,32 +376,35 @@ klast_16:
 	BYTE $0x5c
 	BYTE $0x0a
 	BYTE $0x40
-	MOVQ 160(SP), AX
+	MOVQ 176(SP), AX
 	ADDQ $0x80, AX
-	MOVQ AX, 160(SP)
-	MOVQ 152(SP), AX
+	MOVQ AX, 176(SP)
+	MOVQ 168(SP), AX
 	MOVQ kp+24(FP), CX
 	SHLQ $0x05, CX
 	ADDQ CX, AX
-	MOVQ AX, 152(SP)
-	JMP  npair_12
+	MOVQ AX, 168(SP)
+	JMP  npair_8
 
-nodd_13:
+nodd_9:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_14
+	JZ    nend_10
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ lda+8(FP), AX
-	MOVQ 128(SP), CX
+	MOVQ 144(SP), CX
 	MOVQ AX, DX
 	SHLQ $0x04, DX
 	ADDQ CX, DX
-	MOVQ 152(SP), BX
+	MOVQ 128(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 168(SP), BX
 	MOVQ $0x00000040, SI
-	MOVQ kp+24(FP), DI
-	SHRQ $0x06, DI
+	MOVQ 136(SP), DI
 	DECQ DI
+	CMPQ 128(SP), $0x00
+	JNE  cload_15
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -738,7 +419,33 @@ nodd_13:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xd0
+	JMP  cready_16
 
+cload_15:
+	MOVQ 176(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ R9, R10
+	SHLQ $0x04, R10
+	ADDQ R8, R10
+
+	// amx: tileloadd (%r10,%r9,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+cready_16:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -824,7 +531,7 @@ klast_18:
 	BYTE $0x49
 	BYTE $0x5e
 	BYTE $0xd5
-	MOVQ 160(SP), AX
+	MOVQ 176(SP), AX
 	MOVQ ldc+40(FP), CX
 	SHLQ $0x02, CX
 
@@ -847,47 +554,66 @@ klast_18:
 	BYTE $0x14
 	BYTE $0x0a
 
-nend_14:
-	JMP done_3
+nend_10:
+	MOVQ 144(SP), AX
+	MOVQ lda+8(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 144(SP)
+	MOVQ 152(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x07, CX
+	ADDQ CX, AX
+	MOVQ AX, 152(SP)
+	JMP  mblock_6
 
-mtail_small_11:
-	MOVB AL, 112(SP)
-	MOVB AL, 113(SP)
-	MOVB AL, 116(SP)
-	LEAQ 64(SP), AX
+mtail_7:
+	// M tail of 1..31 rows, with the tail config.
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   kpass_end_4
+	LEAQ 64(SP), CX
 
-	// amx: ldtilecfg (%rax)
+	// amx: ldtilecfg (%rcx)
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x78
 	BYTE $0x49
-	BYTE $0x00
+	BYTE $0x01
+	CMPQ AX, $0x10
+	JLE  mtail_small_19
 	MOVQ b+16(FP), AX
-	MOVQ AX, 152(SP)
-	MOVQ 136(SP), AX
-	MOVQ AX, 160(SP)
+	MOVQ AX, 168(SP)
+	MOVQ 152(SP), AX
+	MOVQ AX, 176(SP)
 	MOVQ nblocks+56(FP), AX
 	SHRQ $0x01, AX
-	MOVQ AX, 168(SP)
+	MOVQ AX, 184(SP)
 
-npair_19:
-	MOVQ  168(SP), AX
+npair_20:
+	MOVQ  184(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_20
+	JZ    nodd_21
 	DECQ  AX
-	MOVQ  AX, 168(SP)
+	MOVQ  AX, 184(SP)
 
-	// 1x2 block of 16x16 C tiles.
+	// 2x2 block of 16x16 C tiles.
 	MOVQ lda+8(FP), AX
-	MOVQ 128(SP), CX
-	MOVQ 152(SP), DX
-	MOVQ kp+24(FP), BX
+	MOVQ 144(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 128(SP), BX
 	SHLQ $0x04, BX
-	ADDQ DX, BX
-	MOVQ $0x00000040, SI
-	MOVQ kp+24(FP), DI
-	SHRQ $0x06, DI
-	DECQ DI
+	ADDQ 168(SP), BX
+	MOVQ kp+24(FP), SI
+	SHLQ $0x04, SI
+	ADDQ BX, SI
+	MOVQ $0x00000040, DI
+	MOVQ 136(SP), R8
+	DECQ R8
+	CMPQ 128(SP), $0x00
+	JNE  cload_23
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -903,6 +629,490 @@ npair_19:
 	BYTE $0x49
 	BYTE $0xc8
 
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// amx: tilezero %tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+	JMP  cready_24
+
+cload_23:
+	MOVQ 176(SP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+
+	// amx: tileloadd (%r9,%r10,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// amx: tileloadd 0x40(%r9,%r10,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x11
+	BYTE $0x40
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd (%r11,%r10,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x13
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd 0x40(%r11,%r10,1),%tmm3
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x13
+	BYTE $0x40
+
+cready_24:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+kstep_25:
+	TESTQ R8, R8
+	JZ    klast_26
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+	ADDQ  $0x00000400, SI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xdd
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_25
+
+klast_26:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xdd
+	MOVQ 176(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm3,0x40(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x0a
+	BYTE $0x40
+	MOVQ 176(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 176(SP)
+	MOVQ 168(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 168(SP)
+	JMP  npair_20
+
+nodd_21:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_22
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 144(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 128(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 168(SP), BX
+	MOVQ $0x00000040, SI
+	MOVQ 136(SP), DI
+	DECQ DI
+	CMPQ 128(SP), $0x00
+	JNE  cload_27
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+	JMP  cready_28
+
+cload_27:
+	MOVQ 176(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ R9, R10
+	SHLQ $0x04, R10
+	ADDQ R8, R10
+
+	// amx: tileloadd (%r10,%r9,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+cready_28:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+kstep_29:
+	TESTQ DI, DI
+	JZ    klast_30
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_29
+
+klast_30:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+	MOVQ 176(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+nend_22:
+	JMP kpass_end_4
+
+mtail_small_19:
+	MOVQ b+16(FP), AX
+	MOVQ AX, 168(SP)
+	MOVQ 152(SP), AX
+	MOVQ AX, 176(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 184(SP)
+
+npair_31:
+	MOVQ  184(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_32
+	DECQ  AX
+	MOVQ  AX, 184(SP)
+
+	// 1x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 144(SP), CX
+	MOVQ 128(SP), DX
+	SHLQ $0x04, DX
+	ADDQ 168(SP), DX
+	MOVQ kp+24(FP), BX
+	SHLQ $0x04, BX
+	ADDQ DX, BX
+	MOVQ $0x00000040, SI
+	MOVQ 136(SP), DI
+	DECQ DI
+	CMPQ 128(SP), $0x00
+	JNE  cload_34
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+	JMP  cready_35
+
+cload_34:
+	MOVQ 176(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tileloadd 0x40(%r8,%r9,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+cready_35:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -927,9 +1137,9 @@ npair_19:
 	BYTE $0x3c
 	BYTE $0x33
 
-kstep_22:
+kstep_36:
 	TESTQ DI, DI
-	JZ    klast_23
+	JZ    klast_37
 	ADDQ  $0x40, CX
 	ADDQ  $0x00000400, DX
 	ADDQ  $0x00000400, BX
@@ -972,9 +1182,9 @@ kstep_22:
 	BYTE $0x3c
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_22
+	JMP  kstep_36
 
-klast_23:
+klast_37:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -988,7 +1198,7 @@ klast_23:
 	BYTE $0x41
 	BYTE $0x5e
 	BYTE $0xcc
-	MOVQ 160(SP), AX
+	MOVQ 176(SP), AX
 	MOVQ ldc+40(FP), CX
 	SHLQ $0x02, CX
 
@@ -1008,29 +1218,32 @@ klast_23:
 	BYTE $0x4c
 	BYTE $0x08
 	BYTE $0x40
-	MOVQ 160(SP), AX
+	MOVQ 176(SP), AX
 	ADDQ $0x80, AX
-	MOVQ AX, 160(SP)
-	MOVQ 152(SP), AX
+	MOVQ AX, 176(SP)
+	MOVQ 168(SP), AX
 	MOVQ kp+24(FP), CX
 	SHLQ $0x05, CX
 	ADDQ CX, AX
-	MOVQ AX, 152(SP)
-	JMP  npair_19
+	MOVQ AX, 168(SP)
+	JMP  npair_31
 
-nodd_20:
+nodd_32:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_21
+	JZ    nend_33
 
 	// 1x1 block of 16x16 C tiles.
 	MOVQ lda+8(FP), AX
-	MOVQ 128(SP), CX
-	MOVQ 152(SP), DX
+	MOVQ 144(SP), CX
+	MOVQ 128(SP), DX
+	SHLQ $0x04, DX
+	ADDQ 168(SP), DX
 	MOVQ $0x00000040, BX
-	MOVQ kp+24(FP), SI
-	SHRQ $0x06, SI
+	MOVQ 136(SP), SI
 	DECQ SI
+	CMPQ 128(SP), $0x00
+	JNE  cload_38
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -1038,7 +1251,22 @@ nodd_20:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xc0
+	JMP  cready_39
 
+cload_38:
+	MOVQ 176(SP), DI
+	MOVQ ldc+40(FP), R8
+	SHLQ $0x02, R8
+
+	// amx: tileloadd (%rdi,%r8,1),%tmm0
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x07
+
+cready_39:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -1055,9 +1283,9 @@ nodd_20:
 	BYTE $0x34
 	BYTE $0x1a
 
-kstep_24:
+kstep_40:
 	TESTQ SI, SI
-	JZ    klast_25
+	JZ    klast_41
 	ADDQ  $0x40, CX
 	ADDQ  $0x00000400, DX
 
@@ -1084,16 +1312,16 @@ kstep_24:
 	BYTE $0x34
 	BYTE $0x1a
 	DECQ SI
-	JMP  kstep_24
+	JMP  kstep_40
 
-klast_25:
+klast_41:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x49
 	BYTE $0x5e
 	BYTE $0xc4
-	MOVQ 160(SP), AX
+	MOVQ 176(SP), AX
 	MOVQ ldc+40(FP), CX
 	SHLQ $0x02, CX
 
@@ -1105,8 +1333,14 @@ klast_25:
 	BYTE $0x04
 	BYTE $0x08
 
-nend_21:
-done_3:
+nend_33:
+kpass_end_4:
+	MOVQ 128(SP), AX
+	ADDQ $0x00000300, AX
+	MOVQ AX, 128(SP)
+	JMP  kpass_3
+
+done_5:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2
@@ -1116,129 +1350,182 @@ done_3:
 	RET
 
 // func qgemmAMXEmulated(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
-// Requires: AVX, AVX512F, AVX512VNNI
-TEXT ·qgemmAMXEmulated(SB), $8432-64
+// Requires: AVX, AVX512F, AVX512VNNI, CMOV
+TEXT ·qgemmAMXEmulated(SB), $8448-64
 	// Tile config: palette 1; every tile 16 rows x 64 bytes.
-	XORQ    AX, AX
-	MOVQ    AX, 8256(SP)
-	MOVQ    AX, 8264(SP)
-	MOVQ    AX, 8272(SP)
-	MOVQ    AX, 8280(SP)
-	MOVQ    AX, 8288(SP)
-	MOVQ    AX, 8296(SP)
-	MOVQ    AX, 8304(SP)
-	MOVQ    AX, 8312(SP)
-	MOVB    $0x01, 8256(SP)
-	MOVQ    $0x0040004000400040, AX
-	MOVQ    AX, 8272(SP)
-	MOVQ    AX, 8280(SP)
-	MOVQ    $0x1010101010101010, AX
-	MOVQ    AX, 8304(SP)
-	LEAQ    8256(SP), AX
-	MOVQ    $0x0000000000000001, CX
-	CMPQ    (AX), CX
-	JNE     emu_badcfg_26
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    8(AX), CX
-	JNE     emu_badcfg_26
-	MOVQ    $0x0040004000400040, CX
-	CMPQ    16(AX), CX
-	JNE     emu_badcfg_26
-	MOVQ    $0x0040004000400040, CX
-	CMPQ    24(AX), CX
-	JNE     emu_badcfg_26
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    32(AX), CX
-	JNE     emu_badcfg_26
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    40(AX), CX
-	JNE     emu_badcfg_26
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    56(AX), CX
-	JNE     emu_badcfg_26
-	MOVBQZX 48(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_26
-	MOVBQZX 49(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_26
-	MOVBQZX 50(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_26
-	MOVBQZX 51(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_26
-	MOVBQZX 52(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_26
-	MOVBQZX 53(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_26
-	MOVBQZX 54(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_26
-	MOVBQZX 55(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_26
-	JMP     emu_cfgok_27
+	XORQ AX, AX
+	MOVQ AX, 8256(SP)
+	MOVQ AX, 8264(SP)
+	MOVQ AX, 8272(SP)
+	MOVQ AX, 8280(SP)
+	MOVQ AX, 8288(SP)
+	MOVQ AX, 8296(SP)
+	MOVQ AX, 8304(SP)
+	MOVQ AX, 8312(SP)
+	MOVB $0x01, 8256(SP)
+	MOVQ $0x0040004000400040, AX
+	MOVQ AX, 8272(SP)
+	MOVQ AX, 8280(SP)
+	MOVQ $0x1010101010101010, AX
+	MOVQ AX, 8304(SP)
 
-emu_badcfg_26:
+	// The M-tail config: the same with fewer rows in the tiles of the last tile row.
+	MOVQ 8256(SP), AX
+	MOVQ AX, 8320(SP)
+	MOVQ 8264(SP), AX
+	MOVQ AX, 8328(SP)
+	MOVQ 8272(SP), AX
+	MOVQ AX, 8336(SP)
+	MOVQ 8280(SP), AX
+	MOVQ AX, 8344(SP)
+	MOVQ 8288(SP), AX
+	MOVQ AX, 8352(SP)
+	MOVQ 8296(SP), AX
+	MOVQ AX, 8360(SP)
+	MOVQ 8304(SP), AX
+	MOVQ AX, 8368(SP)
+	MOVQ 8312(SP), AX
+	MOVQ AX, 8376(SP)
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   cfg_tail_done_42
+	CMPQ AX, $0x10
+	JLE  cfg_tail_small_43
+	SUBQ $0x10, AX
+	MOVB AL, 8370(SP)
+	MOVB AL, 8371(SP)
+	MOVB AL, 8373(SP)
+	JMP  cfg_tail_done_42
+
+cfg_tail_small_43:
+	MOVB AL, 8368(SP)
+	MOVB AL, 8369(SP)
+	MOVB AL, 8372(SP)
+
+cfg_tail_done_42:
+	XORQ AX, AX
+	MOVQ AX, 8384(SP)
+
+kpass_44:
+	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
+	MOVQ    8384(SP), AX
+	MOVQ    kp+24(FP), CX
+	SUBQ    AX, CX
+	JLE     done_46
+	MOVQ    $0x00000300, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	SHRQ    $0x06, CX
+	MOVQ    CX, 8392(SP)
+	LEAQ    8256(SP), CX
+	MOVQ    $0x0000000000000001, DX
+	CMPQ    (CX), DX
+	JNE     emu_badcfg_47
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    8(CX), DX
+	JNE     emu_badcfg_47
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    16(CX), DX
+	JNE     emu_badcfg_47
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    24(CX), DX
+	JNE     emu_badcfg_47
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    32(CX), DX
+	JNE     emu_badcfg_47
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    40(CX), DX
+	JNE     emu_badcfg_47
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    56(CX), DX
+	JNE     emu_badcfg_47
+	MOVBQZX 48(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_47
+	MOVBQZX 49(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_47
+	MOVBQZX 50(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_47
+	MOVBQZX 51(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_47
+	MOVBQZX 52(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_47
+	MOVBQZX 53(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_47
+	MOVBQZX 54(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_47
+	MOVBQZX 55(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_47
+	JMP     emu_cfgok_48
+
+emu_badcfg_47:
 	UD2
 
-emu_cfgok_27:
-	VMOVDQU64 (AX), Z0
+emu_cfgok_48:
+	VMOVDQU64 (CX), Z0
 	VMOVDQU64 Z0, 8192(SP)
-	MOVQ      a+0(FP), AX
-	MOVQ      AX, 8384(SP)
+	MOVQ      a+0(FP), CX
+	ADDQ      AX, CX
+	MOVQ      CX, 8400(SP)
 	MOVQ      c+32(FP), AX
-	MOVQ      AX, 8392(SP)
+	MOVQ      AX, 8408(SP)
 	MOVQ      m+48(FP), AX
 	SHRQ      $0x05, AX
-	MOVQ      AX, 8400(SP)
+	MOVQ      AX, 8416(SP)
 
-mblock_28:
-	MOVQ  8400(SP), AX
+mblock_49:
+	MOVQ  8416(SP), AX
 	TESTQ AX, AX
-	JZ    mtail_29
+	JZ    mtail_50
 	DECQ  AX
-	MOVQ  AX, 8400(SP)
-	MOVQ  b+16(FP), AX
-	MOVQ  AX, 8408(SP)
-	MOVQ  8392(SP), AX
 	MOVQ  AX, 8416(SP)
+	MOVQ  b+16(FP), AX
+	MOVQ  AX, 8424(SP)
+	MOVQ  8408(SP), AX
+	MOVQ  AX, 8432(SP)
 	MOVQ  nblocks+56(FP), AX
 	SHRQ  $0x01, AX
-	MOVQ  AX, 8424(SP)
+	MOVQ  AX, 8440(SP)
 
-npair_31:
-	MOVQ  8424(SP), AX
+npair_51:
+	MOVQ  8440(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_32
+	JZ    nodd_52
 	DECQ  AX
-	MOVQ  AX, 8424(SP)
+	MOVQ  AX, 8440(SP)
 
 	// 2x2 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
-	MOVQ      8384(SP), CX
+	MOVQ      8400(SP), CX
 	MOVQ      AX, DX
 	SHLQ      $0x04, DX
 	ADDQ      CX, DX
-	MOVQ      8408(SP), BX
+	MOVQ      8384(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      8424(SP), BX
 	MOVQ      kp+24(FP), SI
 	SHLQ      $0x04, SI
 	ADDQ      BX, SI
 	MOVQ      $0x00000040, DI
-	MOVQ      kp+24(FP), R8
-	SHRQ      $0x06, R8
+	MOVQ      8392(SP), R8
 	DECQ      R8
+	CMPQ      8384(SP), $0x00
+	JNE       cload_54
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, (SP)
 	VMOVDQU64 Z0, 64(SP)
@@ -1307,459 +1594,173 @@ npair_31:
 	VMOVDQU64 Z0, 3904(SP)
 	VMOVDQU64 Z0, 3968(SP)
 	VMOVDQU64 Z0, 4032(SP)
+	JMP       cready_55
+
+cload_54:
+	MOVQ      8432(SP), R9
+	MOVQ      ldc+40(FP), R10
+	SHLQ      $0x02, R10
 	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4096(SP)
-	VMOVDQU64 Z0, 4160(SP)
-	VMOVDQU64 Z0, 4224(SP)
-	VMOVDQU64 Z0, 4288(SP)
-	VMOVDQU64 Z0, 4352(SP)
-	VMOVDQU64 Z0, 4416(SP)
-	VMOVDQU64 Z0, 4480(SP)
-	VMOVDQU64 Z0, 4544(SP)
-	VMOVDQU64 Z0, 4608(SP)
-	VMOVDQU64 Z0, 4672(SP)
-	VMOVDQU64 Z0, 4736(SP)
-	VMOVDQU64 Z0, 4800(SP)
-	VMOVDQU64 Z0, 4864(SP)
-	VMOVDQU64 Z0, 4928(SP)
-	VMOVDQU64 Z0, 4992(SP)
-	VMOVDQU64 Z0, 5056(SP)
-	LEAQ      (CX), R9
-	MOVBQZX   8244(SP), R10
-	XORQ      R11, R11
-
-emu_row_34:
-	TESTQ     R10, R10
-	JZ        emu_row_done_35
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 4096(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_34
-
-emu_row_done_35:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6144(SP)
-	VMOVDQU64 Z0, 6208(SP)
-	VMOVDQU64 Z0, 6272(SP)
-	VMOVDQU64 Z0, 6336(SP)
-	VMOVDQU64 Z0, 6400(SP)
-	VMOVDQU64 Z0, 6464(SP)
-	VMOVDQU64 Z0, 6528(SP)
-	VMOVDQU64 Z0, 6592(SP)
-	VMOVDQU64 Z0, 6656(SP)
-	VMOVDQU64 Z0, 6720(SP)
-	VMOVDQU64 Z0, 6784(SP)
-	VMOVDQU64 Z0, 6848(SP)
-	VMOVDQU64 Z0, 6912(SP)
-	VMOVDQU64 Z0, 6976(SP)
-	VMOVDQU64 Z0, 7040(SP)
-	VMOVDQU64 Z0, 7104(SP)
-	LEAQ      (BX), R9
-	MOVBQZX   8246(SP), R10
-	XORQ      R11, R11
-
-emu_row_36:
-	TESTQ     R10, R10
-	JZ        emu_row_done_37
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 6144(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_36
-
-emu_row_done_37:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 7168(SP)
-	VMOVDQU64 Z0, 7232(SP)
-	VMOVDQU64 Z0, 7296(SP)
-	VMOVDQU64 Z0, 7360(SP)
-	VMOVDQU64 Z0, 7424(SP)
-	VMOVDQU64 Z0, 7488(SP)
-	VMOVDQU64 Z0, 7552(SP)
-	VMOVDQU64 Z0, 7616(SP)
-	VMOVDQU64 Z0, 7680(SP)
-	VMOVDQU64 Z0, 7744(SP)
-	VMOVDQU64 Z0, 7808(SP)
-	VMOVDQU64 Z0, 7872(SP)
-	VMOVDQU64 Z0, 7936(SP)
-	VMOVDQU64 Z0, 8000(SP)
-	VMOVDQU64 Z0, 8064(SP)
-	VMOVDQU64 Z0, 8128(SP)
-	LEAQ      (SI), R9
-	MOVBQZX   8247(SP), R10
-	XORQ      R11, R11
-
-emu_row_38:
-	TESTQ     R10, R10
-	JZ        emu_row_done_39
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 7168(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_38
-
-emu_row_done_39:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 5120(SP)
-	VMOVDQU64 Z0, 5184(SP)
-	VMOVDQU64 Z0, 5248(SP)
-	VMOVDQU64 Z0, 5312(SP)
-	VMOVDQU64 Z0, 5376(SP)
-	VMOVDQU64 Z0, 5440(SP)
-	VMOVDQU64 Z0, 5504(SP)
-	VMOVDQU64 Z0, 5568(SP)
-	VMOVDQU64 Z0, 5632(SP)
-	VMOVDQU64 Z0, 5696(SP)
-	VMOVDQU64 Z0, 5760(SP)
-	VMOVDQU64 Z0, 5824(SP)
-	VMOVDQU64 Z0, 5888(SP)
-	VMOVDQU64 Z0, 5952(SP)
-	VMOVDQU64 Z0, 6016(SP)
-	VMOVDQU64 Z0, 6080(SP)
-	LEAQ      (DX), R9
-	MOVBQZX   8245(SP), R10
-	XORQ      R11, R11
-
-emu_row_40:
-	TESTQ     R10, R10
-	JZ        emu_row_done_41
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 5120(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_40
-
-emu_row_done_41:
-kstep_42:
-	TESTQ   R8, R8
-	JZ      klast_43
-	ADDQ    $0x40, CX
-	ADDQ    $0x40, DX
-	ADDQ    $0x00000400, BX
-	ADDQ    $0x00000400, SI
-	MOVBQZX 8240(SP), R9
-	MOVBQZX 8244(SP), R10
-	CMPQ    R9, R10
-	JE      emu_shapeok_44
-	UD2
-
-emu_shapeok_44:
-	MOVBQZX 8246(SP), R10
-	CMPQ    R10, $0x10
-	JE      emu_shapeok_45
-	UD2
-
-emu_shapeok_45:
-	XORQ R10, R10
-
-emu_row_46:
-	TESTQ        R9, R9
-	JZ           emu_row_done_47
-	VMOVDQU32    (SP)(R10*1), Z0
-	VPBROADCASTD 4096(SP)(R10*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(R10*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(R10*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(R10*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(R10*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(R10*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(R10*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(R10*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(R10*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(R10*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(R10*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(R10*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(R10*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(R10*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(R10*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(R10*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, (SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_46
-
-emu_row_done_47:
-	MOVBQZX 8241(SP), R9
-	MOVBQZX 8244(SP), R10
-	CMPQ    R9, R10
-	JE      emu_shapeok_48
-	UD2
-
-emu_shapeok_48:
-	MOVBQZX 8247(SP), R10
-	CMPQ    R10, $0x10
-	JE      emu_shapeok_49
-	UD2
-
-emu_shapeok_49:
-	XORQ R10, R10
-
-emu_row_50:
-	TESTQ        R9, R9
-	JZ           emu_row_done_51
-	VMOVDQU32    1024(SP)(R10*1), Z0
-	VPBROADCASTD 4096(SP)(R10*1), Z1
-	VPDPBUSD     7168(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(R10*1), Z1
-	VPDPBUSD     7232(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(R10*1), Z1
-	VPDPBUSD     7296(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(R10*1), Z1
-	VPDPBUSD     7360(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(R10*1), Z1
-	VPDPBUSD     7424(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(R10*1), Z1
-	VPDPBUSD     7488(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(R10*1), Z1
-	VPDPBUSD     7552(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(R10*1), Z1
-	VPDPBUSD     7616(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(R10*1), Z1
-	VPDPBUSD     7680(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(R10*1), Z1
-	VPDPBUSD     7744(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(R10*1), Z1
-	VPDPBUSD     7808(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(R10*1), Z1
-	VPDPBUSD     7872(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(R10*1), Z1
-	VPDPBUSD     7936(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(R10*1), Z1
-	VPDPBUSD     8000(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(R10*1), Z1
-	VPDPBUSD     8064(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(R10*1), Z1
-	VPDPBUSD     8128(SP), Z1, Z0
-	VMOVDQU32    Z0, 1024(SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_50
-
-emu_row_done_51:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4096(SP)
-	VMOVDQU64 Z0, 4160(SP)
-	VMOVDQU64 Z0, 4224(SP)
-	VMOVDQU64 Z0, 4288(SP)
-	VMOVDQU64 Z0, 4352(SP)
-	VMOVDQU64 Z0, 4416(SP)
-	VMOVDQU64 Z0, 4480(SP)
-	VMOVDQU64 Z0, 4544(SP)
-	VMOVDQU64 Z0, 4608(SP)
-	VMOVDQU64 Z0, 4672(SP)
-	VMOVDQU64 Z0, 4736(SP)
-	VMOVDQU64 Z0, 4800(SP)
-	VMOVDQU64 Z0, 4864(SP)
-	VMOVDQU64 Z0, 4928(SP)
-	VMOVDQU64 Z0, 4992(SP)
-	VMOVDQU64 Z0, 5056(SP)
-	LEAQ      (CX), R9
-	MOVBQZX   8244(SP), R10
-	XORQ      R11, R11
-
-emu_row_52:
-	TESTQ     R10, R10
-	JZ        emu_row_done_53
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 4096(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_52
-
-emu_row_done_53:
-	MOVBQZX 8242(SP), R9
-	MOVBQZX 8245(SP), R10
-	CMPQ    R9, R10
-	JE      emu_shapeok_54
-	UD2
-
-emu_shapeok_54:
-	MOVBQZX 8246(SP), R10
-	CMPQ    R10, $0x10
-	JE      emu_shapeok_55
-	UD2
-
-emu_shapeok_55:
-	XORQ R10, R10
+	VMOVDQU64 Z0, (SP)
+	VMOVDQU64 Z0, 64(SP)
+	VMOVDQU64 Z0, 128(SP)
+	VMOVDQU64 Z0, 192(SP)
+	VMOVDQU64 Z0, 256(SP)
+	VMOVDQU64 Z0, 320(SP)
+	VMOVDQU64 Z0, 384(SP)
+	VMOVDQU64 Z0, 448(SP)
+	VMOVDQU64 Z0, 512(SP)
+	VMOVDQU64 Z0, 576(SP)
+	VMOVDQU64 Z0, 640(SP)
+	VMOVDQU64 Z0, 704(SP)
+	VMOVDQU64 Z0, 768(SP)
+	VMOVDQU64 Z0, 832(SP)
+	VMOVDQU64 Z0, 896(SP)
+	VMOVDQU64 Z0, 960(SP)
+	LEAQ      (R9), R11
+	MOVBQZX   8240(SP), R12
+	XORQ      R13, R13
 
 emu_row_56:
-	TESTQ        R9, R9
-	JZ           emu_row_done_57
-	VMOVDQU32    2048(SP)(R10*1), Z0
-	VPBROADCASTD 5120(SP)(R10*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 5124(SP)(R10*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 5128(SP)(R10*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 5132(SP)(R10*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 5136(SP)(R10*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 5140(SP)(R10*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 5144(SP)(R10*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 5148(SP)(R10*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 5152(SP)(R10*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 5156(SP)(R10*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 5160(SP)(R10*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 5164(SP)(R10*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 5168(SP)(R10*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 5172(SP)(R10*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 5176(SP)(R10*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 5180(SP)(R10*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, 2048(SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_56
+	TESTQ     R12, R12
+	JZ        emu_row_done_57
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, (SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_56
 
 emu_row_done_57:
 	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6144(SP)
-	VMOVDQU64 Z0, 6208(SP)
-	VMOVDQU64 Z0, 6272(SP)
-	VMOVDQU64 Z0, 6336(SP)
-	VMOVDQU64 Z0, 6400(SP)
-	VMOVDQU64 Z0, 6464(SP)
-	VMOVDQU64 Z0, 6528(SP)
-	VMOVDQU64 Z0, 6592(SP)
-	VMOVDQU64 Z0, 6656(SP)
-	VMOVDQU64 Z0, 6720(SP)
-	VMOVDQU64 Z0, 6784(SP)
-	VMOVDQU64 Z0, 6848(SP)
-	VMOVDQU64 Z0, 6912(SP)
-	VMOVDQU64 Z0, 6976(SP)
-	VMOVDQU64 Z0, 7040(SP)
-	VMOVDQU64 Z0, 7104(SP)
-	LEAQ      (BX), R9
-	MOVBQZX   8246(SP), R10
-	XORQ      R11, R11
+	VMOVDQU64 Z0, 1024(SP)
+	VMOVDQU64 Z0, 1088(SP)
+	VMOVDQU64 Z0, 1152(SP)
+	VMOVDQU64 Z0, 1216(SP)
+	VMOVDQU64 Z0, 1280(SP)
+	VMOVDQU64 Z0, 1344(SP)
+	VMOVDQU64 Z0, 1408(SP)
+	VMOVDQU64 Z0, 1472(SP)
+	VMOVDQU64 Z0, 1536(SP)
+	VMOVDQU64 Z0, 1600(SP)
+	VMOVDQU64 Z0, 1664(SP)
+	VMOVDQU64 Z0, 1728(SP)
+	VMOVDQU64 Z0, 1792(SP)
+	VMOVDQU64 Z0, 1856(SP)
+	VMOVDQU64 Z0, 1920(SP)
+	VMOVDQU64 Z0, 1984(SP)
+	LEAQ      64(R9), R11
+	MOVBQZX   8241(SP), R12
+	XORQ      R13, R13
 
 emu_row_58:
-	TESTQ     R10, R10
+	TESTQ     R12, R12
 	JZ        emu_row_done_59
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 6144(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 1024(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
 	JMP       emu_row_58
 
 emu_row_done_59:
-	MOVBQZX 8243(SP), R9
-	MOVBQZX 8245(SP), R10
-	CMPQ    R9, R10
-	JE      emu_shapeok_60
-	UD2
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 2048(SP)
+	VMOVDQU64 Z0, 2112(SP)
+	VMOVDQU64 Z0, 2176(SP)
+	VMOVDQU64 Z0, 2240(SP)
+	VMOVDQU64 Z0, 2304(SP)
+	VMOVDQU64 Z0, 2368(SP)
+	VMOVDQU64 Z0, 2432(SP)
+	VMOVDQU64 Z0, 2496(SP)
+	VMOVDQU64 Z0, 2560(SP)
+	VMOVDQU64 Z0, 2624(SP)
+	VMOVDQU64 Z0, 2688(SP)
+	VMOVDQU64 Z0, 2752(SP)
+	VMOVDQU64 Z0, 2816(SP)
+	VMOVDQU64 Z0, 2880(SP)
+	VMOVDQU64 Z0, 2944(SP)
+	VMOVDQU64 Z0, 3008(SP)
+	LEAQ      (R11), R11
+	MOVBQZX   8242(SP), R12
+	XORQ      R13, R13
 
-emu_shapeok_60:
-	MOVBQZX 8247(SP), R10
-	CMPQ    R10, $0x10
-	JE      emu_shapeok_61
-	UD2
+emu_row_60:
+	TESTQ     R12, R12
+	JZ        emu_row_done_61
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 2048(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_60
 
-emu_shapeok_61:
-	XORQ R10, R10
+emu_row_done_61:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 3072(SP)
+	VMOVDQU64 Z0, 3136(SP)
+	VMOVDQU64 Z0, 3200(SP)
+	VMOVDQU64 Z0, 3264(SP)
+	VMOVDQU64 Z0, 3328(SP)
+	VMOVDQU64 Z0, 3392(SP)
+	VMOVDQU64 Z0, 3456(SP)
+	VMOVDQU64 Z0, 3520(SP)
+	VMOVDQU64 Z0, 3584(SP)
+	VMOVDQU64 Z0, 3648(SP)
+	VMOVDQU64 Z0, 3712(SP)
+	VMOVDQU64 Z0, 3776(SP)
+	VMOVDQU64 Z0, 3840(SP)
+	VMOVDQU64 Z0, 3904(SP)
+	VMOVDQU64 Z0, 3968(SP)
+	VMOVDQU64 Z0, 4032(SP)
+	LEAQ      64(R11), R9
+	MOVBQZX   8243(SP), R11
+	XORQ      R12, R12
 
 emu_row_62:
-	TESTQ        R9, R9
-	JZ           emu_row_done_63
-	VMOVDQU32    3072(SP)(R10*1), Z0
-	VPBROADCASTD 5120(SP)(R10*1), Z1
-	VPDPBUSD     7168(SP), Z1, Z0
-	VPBROADCASTD 5124(SP)(R10*1), Z1
-	VPDPBUSD     7232(SP), Z1, Z0
-	VPBROADCASTD 5128(SP)(R10*1), Z1
-	VPDPBUSD     7296(SP), Z1, Z0
-	VPBROADCASTD 5132(SP)(R10*1), Z1
-	VPDPBUSD     7360(SP), Z1, Z0
-	VPBROADCASTD 5136(SP)(R10*1), Z1
-	VPDPBUSD     7424(SP), Z1, Z0
-	VPBROADCASTD 5140(SP)(R10*1), Z1
-	VPDPBUSD     7488(SP), Z1, Z0
-	VPBROADCASTD 5144(SP)(R10*1), Z1
-	VPDPBUSD     7552(SP), Z1, Z0
-	VPBROADCASTD 5148(SP)(R10*1), Z1
-	VPDPBUSD     7616(SP), Z1, Z0
-	VPBROADCASTD 5152(SP)(R10*1), Z1
-	VPDPBUSD     7680(SP), Z1, Z0
-	VPBROADCASTD 5156(SP)(R10*1), Z1
-	VPDPBUSD     7744(SP), Z1, Z0
-	VPBROADCASTD 5160(SP)(R10*1), Z1
-	VPDPBUSD     7808(SP), Z1, Z0
-	VPBROADCASTD 5164(SP)(R10*1), Z1
-	VPDPBUSD     7872(SP), Z1, Z0
-	VPBROADCASTD 5168(SP)(R10*1), Z1
-	VPDPBUSD     7936(SP), Z1, Z0
-	VPBROADCASTD 5172(SP)(R10*1), Z1
-	VPDPBUSD     8000(SP), Z1, Z0
-	VPBROADCASTD 5176(SP)(R10*1), Z1
-	VPDPBUSD     8064(SP), Z1, Z0
-	VPBROADCASTD 5180(SP)(R10*1), Z1
-	VPDPBUSD     8128(SP), Z1, Z0
-	VMOVDQU32    Z0, 3072(SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_62
+	TESTQ     R11, R11
+	JZ        emu_row_done_63
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 3072(SP)(R12*1)
+	ADDQ      R10, R9
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_62
 
 emu_row_done_63:
+cready_55:
 	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 5120(SP)
-	VMOVDQU64 Z0, 5184(SP)
-	VMOVDQU64 Z0, 5248(SP)
-	VMOVDQU64 Z0, 5312(SP)
-	VMOVDQU64 Z0, 5376(SP)
-	VMOVDQU64 Z0, 5440(SP)
-	VMOVDQU64 Z0, 5504(SP)
-	VMOVDQU64 Z0, 5568(SP)
-	VMOVDQU64 Z0, 5632(SP)
-	VMOVDQU64 Z0, 5696(SP)
-	VMOVDQU64 Z0, 5760(SP)
-	VMOVDQU64 Z0, 5824(SP)
-	VMOVDQU64 Z0, 5888(SP)
-	VMOVDQU64 Z0, 5952(SP)
-	VMOVDQU64 Z0, 6016(SP)
-	VMOVDQU64 Z0, 6080(SP)
-	LEAQ      (DX), R9
-	MOVBQZX   8245(SP), R10
+	VMOVDQU64 Z0, 4096(SP)
+	VMOVDQU64 Z0, 4160(SP)
+	VMOVDQU64 Z0, 4224(SP)
+	VMOVDQU64 Z0, 4288(SP)
+	VMOVDQU64 Z0, 4352(SP)
+	VMOVDQU64 Z0, 4416(SP)
+	VMOVDQU64 Z0, 4480(SP)
+	VMOVDQU64 Z0, 4544(SP)
+	VMOVDQU64 Z0, 4608(SP)
+	VMOVDQU64 Z0, 4672(SP)
+	VMOVDQU64 Z0, 4736(SP)
+	VMOVDQU64 Z0, 4800(SP)
+	VMOVDQU64 Z0, 4864(SP)
+	VMOVDQU64 Z0, 4928(SP)
+	VMOVDQU64 Z0, 4992(SP)
+	VMOVDQU64 Z0, 5056(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   8244(SP), R10
 	XORQ      R11, R11
 
 emu_row_64:
 	TESTQ     R10, R10
 	JZ        emu_row_done_65
 	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 5120(SP)(R11*1)
+	VMOVDQU64 Z0, 4096(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
@@ -1767,6 +1768,38 @@ emu_row_64:
 
 emu_row_done_65:
 	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6144(SP)
+	VMOVDQU64 Z0, 6208(SP)
+	VMOVDQU64 Z0, 6272(SP)
+	VMOVDQU64 Z0, 6336(SP)
+	VMOVDQU64 Z0, 6400(SP)
+	VMOVDQU64 Z0, 6464(SP)
+	VMOVDQU64 Z0, 6528(SP)
+	VMOVDQU64 Z0, 6592(SP)
+	VMOVDQU64 Z0, 6656(SP)
+	VMOVDQU64 Z0, 6720(SP)
+	VMOVDQU64 Z0, 6784(SP)
+	VMOVDQU64 Z0, 6848(SP)
+	VMOVDQU64 Z0, 6912(SP)
+	VMOVDQU64 Z0, 6976(SP)
+	VMOVDQU64 Z0, 7040(SP)
+	VMOVDQU64 Z0, 7104(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   8246(SP), R10
+	XORQ      R11, R11
+
+emu_row_66:
+	TESTQ     R10, R10
+	JZ        emu_row_done_67
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 6144(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_66
+
+emu_row_done_67:
+	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
 	VMOVDQU64 Z0, 7296(SP)
@@ -1787,39 +1820,434 @@ emu_row_done_65:
 	MOVBQZX   8247(SP), R10
 	XORQ      R11, R11
 
-emu_row_66:
+emu_row_68:
 	TESTQ     R10, R10
-	JZ        emu_row_done_67
+	JZ        emu_row_done_69
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 7168(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_66
+	JMP       emu_row_68
 
-emu_row_done_67:
+emu_row_done_69:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5120(SP)
+	VMOVDQU64 Z0, 5184(SP)
+	VMOVDQU64 Z0, 5248(SP)
+	VMOVDQU64 Z0, 5312(SP)
+	VMOVDQU64 Z0, 5376(SP)
+	VMOVDQU64 Z0, 5440(SP)
+	VMOVDQU64 Z0, 5504(SP)
+	VMOVDQU64 Z0, 5568(SP)
+	VMOVDQU64 Z0, 5632(SP)
+	VMOVDQU64 Z0, 5696(SP)
+	VMOVDQU64 Z0, 5760(SP)
+	VMOVDQU64 Z0, 5824(SP)
+	VMOVDQU64 Z0, 5888(SP)
+	VMOVDQU64 Z0, 5952(SP)
+	VMOVDQU64 Z0, 6016(SP)
+	VMOVDQU64 Z0, 6080(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   8245(SP), R10
+	XORQ      R11, R11
+
+emu_row_70:
+	TESTQ     R10, R10
+	JZ        emu_row_done_71
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 5120(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_70
+
+emu_row_done_71:
+kstep_72:
+	TESTQ   R8, R8
+	JZ      klast_73
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 8240(SP), R9
+	MOVBQZX 8244(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_74
+	UD2
+
+emu_shapeok_74:
+	MOVBQZX 8246(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_75
+	UD2
+
+emu_shapeok_75:
+	XORQ R10, R10
+
+emu_row_76:
+	TESTQ        R9, R9
+	JZ           emu_row_done_77
+	VMOVDQU32    (SP)(R10*1), Z0
+	VPBROADCASTD 4096(SP)(R10*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(R10*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(R10*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(R10*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(R10*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(R10*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(R10*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(R10*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(R10*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(R10*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(R10*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(R10*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(R10*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(R10*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(R10*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(R10*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, (SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_76
+
+emu_row_done_77:
+	MOVBQZX 8241(SP), R9
+	MOVBQZX 8244(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_78
+	UD2
+
+emu_shapeok_78:
+	MOVBQZX 8247(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_79
+	UD2
+
+emu_shapeok_79:
+	XORQ R10, R10
+
+emu_row_80:
+	TESTQ        R9, R9
+	JZ           emu_row_done_81
+	VMOVDQU32    1024(SP)(R10*1), Z0
+	VPBROADCASTD 4096(SP)(R10*1), Z1
+	VPDPBUSD     7168(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(R10*1), Z1
+	VPDPBUSD     7232(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(R10*1), Z1
+	VPDPBUSD     7296(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(R10*1), Z1
+	VPDPBUSD     7360(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(R10*1), Z1
+	VPDPBUSD     7424(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(R10*1), Z1
+	VPDPBUSD     7488(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(R10*1), Z1
+	VPDPBUSD     7552(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(R10*1), Z1
+	VPDPBUSD     7616(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(R10*1), Z1
+	VPDPBUSD     7680(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(R10*1), Z1
+	VPDPBUSD     7744(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(R10*1), Z1
+	VPDPBUSD     7808(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(R10*1), Z1
+	VPDPBUSD     7872(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(R10*1), Z1
+	VPDPBUSD     7936(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(R10*1), Z1
+	VPDPBUSD     8000(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(R10*1), Z1
+	VPDPBUSD     8064(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(R10*1), Z1
+	VPDPBUSD     8128(SP), Z1, Z0
+	VMOVDQU32    Z0, 1024(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_80
+
+emu_row_done_81:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4096(SP)
+	VMOVDQU64 Z0, 4160(SP)
+	VMOVDQU64 Z0, 4224(SP)
+	VMOVDQU64 Z0, 4288(SP)
+	VMOVDQU64 Z0, 4352(SP)
+	VMOVDQU64 Z0, 4416(SP)
+	VMOVDQU64 Z0, 4480(SP)
+	VMOVDQU64 Z0, 4544(SP)
+	VMOVDQU64 Z0, 4608(SP)
+	VMOVDQU64 Z0, 4672(SP)
+	VMOVDQU64 Z0, 4736(SP)
+	VMOVDQU64 Z0, 4800(SP)
+	VMOVDQU64 Z0, 4864(SP)
+	VMOVDQU64 Z0, 4928(SP)
+	VMOVDQU64 Z0, 4992(SP)
+	VMOVDQU64 Z0, 5056(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   8244(SP), R10
+	XORQ      R11, R11
+
+emu_row_82:
+	TESTQ     R10, R10
+	JZ        emu_row_done_83
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 4096(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_82
+
+emu_row_done_83:
+	MOVBQZX 8242(SP), R9
+	MOVBQZX 8245(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_84
+	UD2
+
+emu_shapeok_84:
+	MOVBQZX 8246(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_85
+	UD2
+
+emu_shapeok_85:
+	XORQ R10, R10
+
+emu_row_86:
+	TESTQ        R9, R9
+	JZ           emu_row_done_87
+	VMOVDQU32    2048(SP)(R10*1), Z0
+	VPBROADCASTD 5120(SP)(R10*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 5124(SP)(R10*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 5128(SP)(R10*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 5132(SP)(R10*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 5136(SP)(R10*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 5140(SP)(R10*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 5144(SP)(R10*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 5148(SP)(R10*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 5152(SP)(R10*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 5156(SP)(R10*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 5160(SP)(R10*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 5164(SP)(R10*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 5168(SP)(R10*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 5172(SP)(R10*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 5176(SP)(R10*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 5180(SP)(R10*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, 2048(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_86
+
+emu_row_done_87:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6144(SP)
+	VMOVDQU64 Z0, 6208(SP)
+	VMOVDQU64 Z0, 6272(SP)
+	VMOVDQU64 Z0, 6336(SP)
+	VMOVDQU64 Z0, 6400(SP)
+	VMOVDQU64 Z0, 6464(SP)
+	VMOVDQU64 Z0, 6528(SP)
+	VMOVDQU64 Z0, 6592(SP)
+	VMOVDQU64 Z0, 6656(SP)
+	VMOVDQU64 Z0, 6720(SP)
+	VMOVDQU64 Z0, 6784(SP)
+	VMOVDQU64 Z0, 6848(SP)
+	VMOVDQU64 Z0, 6912(SP)
+	VMOVDQU64 Z0, 6976(SP)
+	VMOVDQU64 Z0, 7040(SP)
+	VMOVDQU64 Z0, 7104(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   8246(SP), R10
+	XORQ      R11, R11
+
+emu_row_88:
+	TESTQ     R10, R10
+	JZ        emu_row_done_89
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 6144(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_88
+
+emu_row_done_89:
+	MOVBQZX 8243(SP), R9
+	MOVBQZX 8245(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_90
+	UD2
+
+emu_shapeok_90:
+	MOVBQZX 8247(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_91
+	UD2
+
+emu_shapeok_91:
+	XORQ R10, R10
+
+emu_row_92:
+	TESTQ        R9, R9
+	JZ           emu_row_done_93
+	VMOVDQU32    3072(SP)(R10*1), Z0
+	VPBROADCASTD 5120(SP)(R10*1), Z1
+	VPDPBUSD     7168(SP), Z1, Z0
+	VPBROADCASTD 5124(SP)(R10*1), Z1
+	VPDPBUSD     7232(SP), Z1, Z0
+	VPBROADCASTD 5128(SP)(R10*1), Z1
+	VPDPBUSD     7296(SP), Z1, Z0
+	VPBROADCASTD 5132(SP)(R10*1), Z1
+	VPDPBUSD     7360(SP), Z1, Z0
+	VPBROADCASTD 5136(SP)(R10*1), Z1
+	VPDPBUSD     7424(SP), Z1, Z0
+	VPBROADCASTD 5140(SP)(R10*1), Z1
+	VPDPBUSD     7488(SP), Z1, Z0
+	VPBROADCASTD 5144(SP)(R10*1), Z1
+	VPDPBUSD     7552(SP), Z1, Z0
+	VPBROADCASTD 5148(SP)(R10*1), Z1
+	VPDPBUSD     7616(SP), Z1, Z0
+	VPBROADCASTD 5152(SP)(R10*1), Z1
+	VPDPBUSD     7680(SP), Z1, Z0
+	VPBROADCASTD 5156(SP)(R10*1), Z1
+	VPDPBUSD     7744(SP), Z1, Z0
+	VPBROADCASTD 5160(SP)(R10*1), Z1
+	VPDPBUSD     7808(SP), Z1, Z0
+	VPBROADCASTD 5164(SP)(R10*1), Z1
+	VPDPBUSD     7872(SP), Z1, Z0
+	VPBROADCASTD 5168(SP)(R10*1), Z1
+	VPDPBUSD     7936(SP), Z1, Z0
+	VPBROADCASTD 5172(SP)(R10*1), Z1
+	VPDPBUSD     8000(SP), Z1, Z0
+	VPBROADCASTD 5176(SP)(R10*1), Z1
+	VPDPBUSD     8064(SP), Z1, Z0
+	VPBROADCASTD 5180(SP)(R10*1), Z1
+	VPDPBUSD     8128(SP), Z1, Z0
+	VMOVDQU32    Z0, 3072(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_92
+
+emu_row_done_93:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5120(SP)
+	VMOVDQU64 Z0, 5184(SP)
+	VMOVDQU64 Z0, 5248(SP)
+	VMOVDQU64 Z0, 5312(SP)
+	VMOVDQU64 Z0, 5376(SP)
+	VMOVDQU64 Z0, 5440(SP)
+	VMOVDQU64 Z0, 5504(SP)
+	VMOVDQU64 Z0, 5568(SP)
+	VMOVDQU64 Z0, 5632(SP)
+	VMOVDQU64 Z0, 5696(SP)
+	VMOVDQU64 Z0, 5760(SP)
+	VMOVDQU64 Z0, 5824(SP)
+	VMOVDQU64 Z0, 5888(SP)
+	VMOVDQU64 Z0, 5952(SP)
+	VMOVDQU64 Z0, 6016(SP)
+	VMOVDQU64 Z0, 6080(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   8245(SP), R10
+	XORQ      R11, R11
+
+emu_row_94:
+	TESTQ     R10, R10
+	JZ        emu_row_done_95
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 5120(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_94
+
+emu_row_done_95:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7168(SP)
+	VMOVDQU64 Z0, 7232(SP)
+	VMOVDQU64 Z0, 7296(SP)
+	VMOVDQU64 Z0, 7360(SP)
+	VMOVDQU64 Z0, 7424(SP)
+	VMOVDQU64 Z0, 7488(SP)
+	VMOVDQU64 Z0, 7552(SP)
+	VMOVDQU64 Z0, 7616(SP)
+	VMOVDQU64 Z0, 7680(SP)
+	VMOVDQU64 Z0, 7744(SP)
+	VMOVDQU64 Z0, 7808(SP)
+	VMOVDQU64 Z0, 7872(SP)
+	VMOVDQU64 Z0, 7936(SP)
+	VMOVDQU64 Z0, 8000(SP)
+	VMOVDQU64 Z0, 8064(SP)
+	VMOVDQU64 Z0, 8128(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   8247(SP), R10
+	XORQ      R11, R11
+
+emu_row_96:
+	TESTQ     R10, R10
+	JZ        emu_row_done_97
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7168(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_96
+
+emu_row_done_97:
 	DECQ R8
-	JMP  kstep_42
+	JMP  kstep_72
 
-klast_43:
+klast_73:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_68
+	JE      emu_shapeok_98
 	UD2
 
-emu_shapeok_68:
+emu_shapeok_98:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_69
+	JE      emu_shapeok_99
 	UD2
 
-emu_shapeok_69:
+emu_shapeok_99:
 	XORQ CX, CX
 
-emu_row_70:
+emu_row_100:
 	TESTQ        AX, AX
-	JZ           emu_row_done_71
+	JZ           emu_row_done_101
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -1856,27 +2284,27 @@ emu_row_70:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_70
+	JMP          emu_row_100
 
-emu_row_done_71:
+emu_row_done_101:
 	MOVBQZX 8241(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_72
+	JE      emu_shapeok_102
 	UD2
 
-emu_shapeok_72:
+emu_shapeok_102:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_73
+	JE      emu_shapeok_103
 	UD2
 
-emu_shapeok_73:
+emu_shapeok_103:
 	XORQ CX, CX
 
-emu_row_74:
+emu_row_104:
 	TESTQ        AX, AX
-	JZ           emu_row_done_75
+	JZ           emu_row_done_105
 	VMOVDQU32    1024(SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -1913,27 +2341,27 @@ emu_row_74:
 	VMOVDQU32    Z0, 1024(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_74
+	JMP          emu_row_104
 
-emu_row_done_75:
+emu_row_done_105:
 	MOVBQZX 8242(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_76
+	JE      emu_shapeok_106
 	UD2
 
-emu_shapeok_76:
+emu_shapeok_106:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_77
+	JE      emu_shapeok_107
 	UD2
 
-emu_shapeok_77:
+emu_shapeok_107:
 	XORQ CX, CX
 
-emu_row_78:
+emu_row_108:
 	TESTQ        AX, AX
-	JZ           emu_row_done_79
+	JZ           emu_row_done_109
 	VMOVDQU32    2048(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -1970,27 +2398,27 @@ emu_row_78:
 	VMOVDQU32    Z0, 2048(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_78
+	JMP          emu_row_108
 
-emu_row_done_79:
+emu_row_done_109:
 	MOVBQZX 8243(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_80
+	JE      emu_shapeok_110
 	UD2
 
-emu_shapeok_80:
+emu_shapeok_110:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_81
+	JE      emu_shapeok_111
 	UD2
 
-emu_shapeok_81:
+emu_shapeok_111:
 	XORQ CX, CX
 
-emu_row_82:
+emu_row_112:
 	TESTQ        AX, AX
-	JZ           emu_row_done_83
+	JZ           emu_row_done_113
 	VMOVDQU32    3072(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -2027,101 +2455,107 @@ emu_row_82:
 	VMOVDQU32    Z0, 3072(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_82
+	JMP          emu_row_112
 
-emu_row_done_83:
-	MOVQ    8416(SP), AX
+emu_row_done_113:
+	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
 	LEAQ    (AX), DX
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_84:
+emu_row_114:
 	TESTQ     BX, BX
-	JZ        emu_row_done_85
+	JZ        emu_row_done_115
 	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_84
+	JMP       emu_row_114
 
-emu_row_done_85:
+emu_row_done_115:
 	LEAQ    64(AX), DX
 	MOVBQZX 8241(SP), BX
 	XORQ    SI, SI
 
-emu_row_86:
+emu_row_116:
 	TESTQ     BX, BX
-	JZ        emu_row_done_87
+	JZ        emu_row_done_117
 	VMOVDQU64 1024(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_86
+	JMP       emu_row_116
 
-emu_row_done_87:
+emu_row_done_117:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
-	LEAQ    (DX), AX
+	LEAQ    (DX), DX
 	MOVBQZX 8242(SP), BX
 	XORQ    SI, SI
 
-emu_row_88:
+emu_row_118:
 	TESTQ     BX, BX
-	JZ        emu_row_done_89
+	JZ        emu_row_done_119
 	VMOVDQU64 2048(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (AX)
-	ADDQ      CX, AX
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_88
+	JMP       emu_row_118
 
-emu_row_done_89:
+emu_row_done_119:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
 	LEAQ    64(DX), AX
 	MOVBQZX 8243(SP), DX
 	XORQ    BX, BX
 
-emu_row_90:
+emu_row_120:
 	TESTQ     DX, DX
-	JZ        emu_row_done_91
+	JZ        emu_row_done_121
 	VMOVDQU64 3072(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_90
+	JMP       emu_row_120
 
-emu_row_done_91:
-	MOVQ 8416(SP), AX
+emu_row_done_121:
+	MOVQ 8432(SP), AX
 	ADDQ $0x80, AX
-	MOVQ AX, 8416(SP)
-	MOVQ 8408(SP), AX
+	MOVQ AX, 8432(SP)
+	MOVQ 8424(SP), AX
 	MOVQ kp+24(FP), CX
 	SHLQ $0x05, CX
 	ADDQ CX, AX
-	MOVQ AX, 8408(SP)
-	JMP  npair_31
+	MOVQ AX, 8424(SP)
+	JMP  npair_51
 
-nodd_32:
+nodd_52:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_33
+	JZ    nend_53
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
-	MOVQ      8384(SP), CX
+	MOVQ      8400(SP), CX
 	MOVQ      AX, DX
 	SHLQ      $0x04, DX
 	ADDQ      CX, DX
-	MOVQ      8408(SP), BX
+	MOVQ      8384(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      8424(SP), BX
 	MOVQ      $0x00000040, SI
-	MOVQ      kp+24(FP), DI
-	SHRQ      $0x06, DI
+	MOVQ      8392(SP), DI
 	DECQ      DI
+	CMPQ      8384(SP), $0x00
+	JNE       cload_122
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, (SP)
 	VMOVDQU64 Z0, 64(SP)
@@ -2156,6 +2590,80 @@ nodd_32:
 	VMOVDQU64 Z0, 2880(SP)
 	VMOVDQU64 Z0, 2944(SP)
 	VMOVDQU64 Z0, 3008(SP)
+	JMP       cready_123
+
+cload_122:
+	MOVQ      8432(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, (SP)
+	VMOVDQU64 Z0, 64(SP)
+	VMOVDQU64 Z0, 128(SP)
+	VMOVDQU64 Z0, 192(SP)
+	VMOVDQU64 Z0, 256(SP)
+	VMOVDQU64 Z0, 320(SP)
+	VMOVDQU64 Z0, 384(SP)
+	VMOVDQU64 Z0, 448(SP)
+	VMOVDQU64 Z0, 512(SP)
+	VMOVDQU64 Z0, 576(SP)
+	VMOVDQU64 Z0, 640(SP)
+	VMOVDQU64 Z0, 704(SP)
+	VMOVDQU64 Z0, 768(SP)
+	VMOVDQU64 Z0, 832(SP)
+	VMOVDQU64 Z0, 896(SP)
+	VMOVDQU64 Z0, 960(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   8240(SP), R11
+	XORQ      R12, R12
+
+emu_row_124:
+	TESTQ     R11, R11
+	JZ        emu_row_done_125
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, (SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_124
+
+emu_row_done_125:
+	MOVQ      R9, R10
+	SHLQ      $0x04, R10
+	ADDQ      R8, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 2048(SP)
+	VMOVDQU64 Z0, 2112(SP)
+	VMOVDQU64 Z0, 2176(SP)
+	VMOVDQU64 Z0, 2240(SP)
+	VMOVDQU64 Z0, 2304(SP)
+	VMOVDQU64 Z0, 2368(SP)
+	VMOVDQU64 Z0, 2432(SP)
+	VMOVDQU64 Z0, 2496(SP)
+	VMOVDQU64 Z0, 2560(SP)
+	VMOVDQU64 Z0, 2624(SP)
+	VMOVDQU64 Z0, 2688(SP)
+	VMOVDQU64 Z0, 2752(SP)
+	VMOVDQU64 Z0, 2816(SP)
+	VMOVDQU64 Z0, 2880(SP)
+	VMOVDQU64 Z0, 2944(SP)
+	VMOVDQU64 Z0, 3008(SP)
+	LEAQ      (R10), R8
+	MOVBQZX   8242(SP), R10
+	XORQ      R11, R11
+
+emu_row_126:
+	TESTQ     R10, R10
+	JZ        emu_row_done_127
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 2048(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_126
+
+emu_row_done_127:
+cready_123:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -2177,17 +2685,17 @@ nodd_32:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_92:
+emu_row_128:
 	TESTQ     R9, R9
-	JZ        emu_row_done_93
+	JZ        emu_row_done_129
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_92
+	JMP       emu_row_128
 
-emu_row_done_93:
+emu_row_done_129:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -2209,17 +2717,17 @@ emu_row_done_93:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_94:
+emu_row_130:
 	TESTQ     R9, R9
-	JZ        emu_row_done_95
+	JZ        emu_row_done_131
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_94
+	JMP       emu_row_130
 
-emu_row_done_95:
+emu_row_done_131:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -2241,41 +2749,41 @@ emu_row_done_95:
 	MOVBQZX   8245(SP), R9
 	XORQ      R10, R10
 
-emu_row_96:
+emu_row_132:
 	TESTQ     R9, R9
-	JZ        emu_row_done_97
+	JZ        emu_row_done_133
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 5120(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_96
+	JMP       emu_row_132
 
-emu_row_done_97:
-kstep_98:
+emu_row_done_133:
+kstep_134:
 	TESTQ   DI, DI
-	JZ      klast_99
+	JZ      klast_135
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
 	MOVBQZX 8240(SP), R8
 	MOVBQZX 8244(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_100
+	JE      emu_shapeok_136
 	UD2
 
-emu_shapeok_100:
+emu_shapeok_136:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_101
+	JE      emu_shapeok_137
 	UD2
 
-emu_shapeok_101:
+emu_shapeok_137:
 	XORQ R9, R9
 
-emu_row_102:
+emu_row_138:
 	TESTQ        R8, R8
-	JZ           emu_row_done_103
+	JZ           emu_row_done_139
 	VMOVDQU32    (SP)(R9*1), Z0
 	VPBROADCASTD 4096(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -2312,9 +2820,9 @@ emu_row_102:
 	VMOVDQU32    Z0, (SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_102
+	JMP          emu_row_138
 
-emu_row_done_103:
+emu_row_done_139:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -2336,35 +2844,35 @@ emu_row_done_103:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_104:
+emu_row_140:
 	TESTQ     R9, R9
-	JZ        emu_row_done_105
+	JZ        emu_row_done_141
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_104
+	JMP       emu_row_140
 
-emu_row_done_105:
+emu_row_done_141:
 	MOVBQZX 8242(SP), R8
 	MOVBQZX 8245(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_106
+	JE      emu_shapeok_142
 	UD2
 
-emu_shapeok_106:
+emu_shapeok_142:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_107
+	JE      emu_shapeok_143
 	UD2
 
-emu_shapeok_107:
+emu_shapeok_143:
 	XORQ R9, R9
 
-emu_row_108:
+emu_row_144:
 	TESTQ        R8, R8
-	JZ           emu_row_done_109
+	JZ           emu_row_done_145
 	VMOVDQU32    2048(SP)(R9*1), Z0
 	VPBROADCASTD 5120(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -2401,9 +2909,9 @@ emu_row_108:
 	VMOVDQU32    Z0, 2048(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_108
+	JMP          emu_row_144
 
-emu_row_done_109:
+emu_row_done_145:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -2425,17 +2933,17 @@ emu_row_done_109:
 	MOVBQZX   8245(SP), R9
 	XORQ      R10, R10
 
-emu_row_110:
+emu_row_146:
 	TESTQ     R9, R9
-	JZ        emu_row_done_111
+	JZ        emu_row_done_147
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 5120(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_110
+	JMP       emu_row_146
 
-emu_row_done_111:
+emu_row_done_147:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -2457,39 +2965,39 @@ emu_row_done_111:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_112:
+emu_row_148:
 	TESTQ     R9, R9
-	JZ        emu_row_done_113
+	JZ        emu_row_done_149
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_112
+	JMP       emu_row_148
 
-emu_row_done_113:
+emu_row_done_149:
 	DECQ DI
-	JMP  kstep_98
+	JMP  kstep_134
 
-klast_99:
+klast_135:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_114
+	JE      emu_shapeok_150
 	UD2
 
-emu_shapeok_114:
+emu_shapeok_150:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_115
+	JE      emu_shapeok_151
 	UD2
 
-emu_shapeok_115:
+emu_shapeok_151:
 	XORQ CX, CX
 
-emu_row_116:
+emu_row_152:
 	TESTQ        AX, AX
-	JZ           emu_row_done_117
+	JZ           emu_row_done_153
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -2526,27 +3034,27 @@ emu_row_116:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_116
+	JMP          emu_row_152
 
-emu_row_done_117:
+emu_row_done_153:
 	MOVBQZX 8242(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_118
+	JE      emu_shapeok_154
 	UD2
 
-emu_shapeok_118:
+emu_shapeok_154:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_119
+	JE      emu_shapeok_155
 	UD2
 
-emu_shapeok_119:
+emu_shapeok_155:
 	XORQ CX, CX
 
-emu_row_120:
+emu_row_156:
 	TESTQ        AX, AX
-	JZ           emu_row_done_121
+	JZ           emu_row_done_157
 	VMOVDQU32    2048(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -2583,27 +3091,27 @@ emu_row_120:
 	VMOVDQU32    Z0, 2048(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_120
+	JMP          emu_row_156
 
-emu_row_done_121:
-	MOVQ    8416(SP), AX
+emu_row_done_157:
+	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
 	LEAQ    (AX), DX
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_122:
+emu_row_158:
 	TESTQ     BX, BX
-	JZ        emu_row_done_123
+	JZ        emu_row_done_159
 	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_122
+	JMP       emu_row_158
 
-emu_row_done_123:
+emu_row_done_159:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -2611,148 +3119,131 @@ emu_row_done_123:
 	MOVBQZX 8242(SP), DX
 	XORQ    BX, BX
 
-emu_row_124:
+emu_row_160:
 	TESTQ     DX, DX
-	JZ        emu_row_done_125
+	JZ        emu_row_done_161
 	VMOVDQU64 2048(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_124
+	JMP       emu_row_160
 
-emu_row_done_125:
-nend_33:
-	MOVQ 8384(SP), AX
+emu_row_done_161:
+nend_53:
+	MOVQ 8400(SP), AX
 	MOVQ lda+8(FP), CX
 	SHLQ $0x05, CX
 	ADDQ CX, AX
-	MOVQ AX, 8384(SP)
-	MOVQ 8392(SP), AX
+	MOVQ AX, 8400(SP)
+	MOVQ 8408(SP), AX
 	MOVQ ldc+40(FP), CX
 	SHLQ $0x07, CX
 	ADDQ CX, AX
-	MOVQ AX, 8392(SP)
-	JMP  mblock_28
+	MOVQ AX, 8408(SP)
+	JMP  mblock_49
 
-mtail_29:
-	// M tail of 1..31 rows: a second config with fewer rows in the last tile row.
+mtail_50:
+	// M tail of 1..31 rows, with the tail config.
 	MOVQ    m+48(FP), AX
 	ANDQ    $0x1f, AX
-	JZ      done_30
-	MOVQ    8256(SP), CX
-	MOVQ    CX, 8320(SP)
-	MOVQ    8264(SP), CX
-	MOVQ    CX, 8328(SP)
-	MOVQ    8272(SP), CX
-	MOVQ    CX, 8336(SP)
-	MOVQ    8280(SP), CX
-	MOVQ    CX, 8344(SP)
-	MOVQ    8288(SP), CX
-	MOVQ    CX, 8352(SP)
-	MOVQ    8296(SP), CX
-	MOVQ    CX, 8360(SP)
-	MOVQ    8304(SP), CX
-	MOVQ    CX, 8368(SP)
-	MOVQ    8312(SP), CX
-	MOVQ    CX, 8376(SP)
-	CMPQ    AX, $0x10
-	JLE     mtail_small_126
-	SUBQ    $0x10, AX
-	MOVB    AL, 8370(SP)
-	MOVB    AL, 8371(SP)
-	MOVB    AL, 8373(SP)
-	LEAQ    8320(SP), AX
-	MOVQ    $0x0000000000000001, CX
-	CMPQ    (AX), CX
-	JNE     emu_badcfg_127
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    8(AX), CX
-	JNE     emu_badcfg_127
-	MOVQ    $0x0040004000400040, CX
-	CMPQ    16(AX), CX
-	JNE     emu_badcfg_127
-	MOVQ    $0x0040004000400040, CX
-	CMPQ    24(AX), CX
-	JNE     emu_badcfg_127
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    32(AX), CX
-	JNE     emu_badcfg_127
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    40(AX), CX
-	JNE     emu_badcfg_127
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    56(AX), CX
-	JNE     emu_badcfg_127
-	MOVBQZX 48(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_127
-	MOVBQZX 49(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_127
-	MOVBQZX 50(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_127
-	MOVBQZX 51(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_127
-	MOVBQZX 52(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_127
-	MOVBQZX 53(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_127
-	MOVBQZX 54(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_127
-	MOVBQZX 55(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_127
-	JMP     emu_cfgok_128
+	JZ      kpass_end_45
+	LEAQ    8320(SP), CX
+	MOVQ    $0x0000000000000001, DX
+	CMPQ    (CX), DX
+	JNE     emu_badcfg_162
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    8(CX), DX
+	JNE     emu_badcfg_162
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    16(CX), DX
+	JNE     emu_badcfg_162
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    24(CX), DX
+	JNE     emu_badcfg_162
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    32(CX), DX
+	JNE     emu_badcfg_162
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    40(CX), DX
+	JNE     emu_badcfg_162
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    56(CX), DX
+	JNE     emu_badcfg_162
+	MOVBQZX 48(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_162
+	MOVBQZX 49(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_162
+	MOVBQZX 50(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_162
+	MOVBQZX 51(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_162
+	MOVBQZX 52(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_162
+	MOVBQZX 53(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_162
+	MOVBQZX 54(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_162
+	MOVBQZX 55(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_162
+	JMP     emu_cfgok_163
 
-emu_badcfg_127:
+emu_badcfg_162:
 	UD2
 
-emu_cfgok_128:
-	VMOVDQU64 (AX), Z0
+emu_cfgok_163:
+	VMOVDQU64 (CX), Z0
 	VMOVDQU64 Z0, 8192(SP)
+	CMPQ      AX, $0x10
+	JLE       mtail_small_164
 	MOVQ      b+16(FP), AX
-	MOVQ      AX, 8408(SP)
-	MOVQ      8392(SP), AX
-	MOVQ      AX, 8416(SP)
+	MOVQ      AX, 8424(SP)
+	MOVQ      8408(SP), AX
+	MOVQ      AX, 8432(SP)
 	MOVQ      nblocks+56(FP), AX
 	SHRQ      $0x01, AX
-	MOVQ      AX, 8424(SP)
+	MOVQ      AX, 8440(SP)
 
-npair_129:
-	MOVQ  8424(SP), AX
+npair_165:
+	MOVQ  8440(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_130
+	JZ    nodd_166
 	DECQ  AX
-	MOVQ  AX, 8424(SP)
+	MOVQ  AX, 8440(SP)
 
 	// 2x2 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
-	MOVQ      8384(SP), CX
+	MOVQ      8400(SP), CX
 	MOVQ      AX, DX
 	SHLQ      $0x04, DX
 	ADDQ      CX, DX
-	MOVQ      8408(SP), BX
+	MOVQ      8384(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      8424(SP), BX
 	MOVQ      kp+24(FP), SI
 	SHLQ      $0x04, SI
 	ADDQ      BX, SI
 	MOVQ      $0x00000040, DI
-	MOVQ      kp+24(FP), R8
-	SHRQ      $0x06, R8
+	MOVQ      8392(SP), R8
 	DECQ      R8
+	CMPQ      8384(SP), $0x00
+	JNE       cload_168
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, (SP)
 	VMOVDQU64 Z0, 64(SP)
@@ -2821,6 +3312,147 @@ npair_129:
 	VMOVDQU64 Z0, 3904(SP)
 	VMOVDQU64 Z0, 3968(SP)
 	VMOVDQU64 Z0, 4032(SP)
+	JMP       cready_169
+
+cload_168:
+	MOVQ      8432(SP), R9
+	MOVQ      ldc+40(FP), R10
+	SHLQ      $0x02, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, (SP)
+	VMOVDQU64 Z0, 64(SP)
+	VMOVDQU64 Z0, 128(SP)
+	VMOVDQU64 Z0, 192(SP)
+	VMOVDQU64 Z0, 256(SP)
+	VMOVDQU64 Z0, 320(SP)
+	VMOVDQU64 Z0, 384(SP)
+	VMOVDQU64 Z0, 448(SP)
+	VMOVDQU64 Z0, 512(SP)
+	VMOVDQU64 Z0, 576(SP)
+	VMOVDQU64 Z0, 640(SP)
+	VMOVDQU64 Z0, 704(SP)
+	VMOVDQU64 Z0, 768(SP)
+	VMOVDQU64 Z0, 832(SP)
+	VMOVDQU64 Z0, 896(SP)
+	VMOVDQU64 Z0, 960(SP)
+	LEAQ      (R9), R11
+	MOVBQZX   8240(SP), R12
+	XORQ      R13, R13
+
+emu_row_170:
+	TESTQ     R12, R12
+	JZ        emu_row_done_171
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, (SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_170
+
+emu_row_done_171:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 1024(SP)
+	VMOVDQU64 Z0, 1088(SP)
+	VMOVDQU64 Z0, 1152(SP)
+	VMOVDQU64 Z0, 1216(SP)
+	VMOVDQU64 Z0, 1280(SP)
+	VMOVDQU64 Z0, 1344(SP)
+	VMOVDQU64 Z0, 1408(SP)
+	VMOVDQU64 Z0, 1472(SP)
+	VMOVDQU64 Z0, 1536(SP)
+	VMOVDQU64 Z0, 1600(SP)
+	VMOVDQU64 Z0, 1664(SP)
+	VMOVDQU64 Z0, 1728(SP)
+	VMOVDQU64 Z0, 1792(SP)
+	VMOVDQU64 Z0, 1856(SP)
+	VMOVDQU64 Z0, 1920(SP)
+	VMOVDQU64 Z0, 1984(SP)
+	LEAQ      64(R9), R11
+	MOVBQZX   8241(SP), R12
+	XORQ      R13, R13
+
+emu_row_172:
+	TESTQ     R12, R12
+	JZ        emu_row_done_173
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 1024(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_172
+
+emu_row_done_173:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 2048(SP)
+	VMOVDQU64 Z0, 2112(SP)
+	VMOVDQU64 Z0, 2176(SP)
+	VMOVDQU64 Z0, 2240(SP)
+	VMOVDQU64 Z0, 2304(SP)
+	VMOVDQU64 Z0, 2368(SP)
+	VMOVDQU64 Z0, 2432(SP)
+	VMOVDQU64 Z0, 2496(SP)
+	VMOVDQU64 Z0, 2560(SP)
+	VMOVDQU64 Z0, 2624(SP)
+	VMOVDQU64 Z0, 2688(SP)
+	VMOVDQU64 Z0, 2752(SP)
+	VMOVDQU64 Z0, 2816(SP)
+	VMOVDQU64 Z0, 2880(SP)
+	VMOVDQU64 Z0, 2944(SP)
+	VMOVDQU64 Z0, 3008(SP)
+	LEAQ      (R11), R11
+	MOVBQZX   8242(SP), R12
+	XORQ      R13, R13
+
+emu_row_174:
+	TESTQ     R12, R12
+	JZ        emu_row_done_175
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 2048(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_174
+
+emu_row_done_175:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 3072(SP)
+	VMOVDQU64 Z0, 3136(SP)
+	VMOVDQU64 Z0, 3200(SP)
+	VMOVDQU64 Z0, 3264(SP)
+	VMOVDQU64 Z0, 3328(SP)
+	VMOVDQU64 Z0, 3392(SP)
+	VMOVDQU64 Z0, 3456(SP)
+	VMOVDQU64 Z0, 3520(SP)
+	VMOVDQU64 Z0, 3584(SP)
+	VMOVDQU64 Z0, 3648(SP)
+	VMOVDQU64 Z0, 3712(SP)
+	VMOVDQU64 Z0, 3776(SP)
+	VMOVDQU64 Z0, 3840(SP)
+	VMOVDQU64 Z0, 3904(SP)
+	VMOVDQU64 Z0, 3968(SP)
+	VMOVDQU64 Z0, 4032(SP)
+	LEAQ      64(R11), R9
+	MOVBQZX   8243(SP), R11
+	XORQ      R12, R12
+
+emu_row_176:
+	TESTQ     R11, R11
+	JZ        emu_row_done_177
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 3072(SP)(R12*1)
+	ADDQ      R10, R9
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_176
+
+emu_row_done_177:
+cready_169:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -2842,17 +3474,17 @@ npair_129:
 	MOVBQZX   8244(SP), R10
 	XORQ      R11, R11
 
-emu_row_132:
+emu_row_178:
 	TESTQ     R10, R10
-	JZ        emu_row_done_133
+	JZ        emu_row_done_179
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 4096(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_132
+	JMP       emu_row_178
 
-emu_row_done_133:
+emu_row_done_179:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -2874,17 +3506,17 @@ emu_row_done_133:
 	MOVBQZX   8246(SP), R10
 	XORQ      R11, R11
 
-emu_row_134:
+emu_row_180:
 	TESTQ     R10, R10
-	JZ        emu_row_done_135
+	JZ        emu_row_done_181
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 6144(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_134
+	JMP       emu_row_180
 
-emu_row_done_135:
+emu_row_done_181:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
@@ -2906,17 +3538,17 @@ emu_row_done_135:
 	MOVBQZX   8247(SP), R10
 	XORQ      R11, R11
 
-emu_row_136:
+emu_row_182:
 	TESTQ     R10, R10
-	JZ        emu_row_done_137
+	JZ        emu_row_done_183
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 7168(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_136
+	JMP       emu_row_182
 
-emu_row_done_137:
+emu_row_done_183:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -2938,20 +3570,20 @@ emu_row_done_137:
 	MOVBQZX   8245(SP), R10
 	XORQ      R11, R11
 
-emu_row_138:
+emu_row_184:
 	TESTQ     R10, R10
-	JZ        emu_row_done_139
+	JZ        emu_row_done_185
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 5120(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_138
+	JMP       emu_row_184
 
-emu_row_done_139:
-kstep_140:
+emu_row_done_185:
+kstep_186:
 	TESTQ   R8, R8
-	JZ      klast_141
+	JZ      klast_187
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -2959,21 +3591,21 @@ kstep_140:
 	MOVBQZX 8240(SP), R9
 	MOVBQZX 8244(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_142
+	JE      emu_shapeok_188
 	UD2
 
-emu_shapeok_142:
+emu_shapeok_188:
 	MOVBQZX 8246(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_143
+	JE      emu_shapeok_189
 	UD2
 
-emu_shapeok_143:
+emu_shapeok_189:
 	XORQ R10, R10
 
-emu_row_144:
+emu_row_190:
 	TESTQ        R9, R9
-	JZ           emu_row_done_145
+	JZ           emu_row_done_191
 	VMOVDQU32    (SP)(R10*1), Z0
 	VPBROADCASTD 4096(SP)(R10*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3010,27 +3642,27 @@ emu_row_144:
 	VMOVDQU32    Z0, (SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_144
+	JMP          emu_row_190
 
-emu_row_done_145:
+emu_row_done_191:
 	MOVBQZX 8241(SP), R9
 	MOVBQZX 8244(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_146
+	JE      emu_shapeok_192
 	UD2
 
-emu_shapeok_146:
+emu_shapeok_192:
 	MOVBQZX 8247(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_147
+	JE      emu_shapeok_193
 	UD2
 
-emu_shapeok_147:
+emu_shapeok_193:
 	XORQ R10, R10
 
-emu_row_148:
+emu_row_194:
 	TESTQ        R9, R9
-	JZ           emu_row_done_149
+	JZ           emu_row_done_195
 	VMOVDQU32    1024(SP)(R10*1), Z0
 	VPBROADCASTD 4096(SP)(R10*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -3067,9 +3699,9 @@ emu_row_148:
 	VMOVDQU32    Z0, 1024(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_148
+	JMP          emu_row_194
 
-emu_row_done_149:
+emu_row_done_195:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -3091,35 +3723,35 @@ emu_row_done_149:
 	MOVBQZX   8244(SP), R10
 	XORQ      R11, R11
 
-emu_row_150:
+emu_row_196:
 	TESTQ     R10, R10
-	JZ        emu_row_done_151
+	JZ        emu_row_done_197
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 4096(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_150
+	JMP       emu_row_196
 
-emu_row_done_151:
+emu_row_done_197:
 	MOVBQZX 8242(SP), R9
 	MOVBQZX 8245(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_152
+	JE      emu_shapeok_198
 	UD2
 
-emu_shapeok_152:
+emu_shapeok_198:
 	MOVBQZX 8246(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_153
+	JE      emu_shapeok_199
 	UD2
 
-emu_shapeok_153:
+emu_shapeok_199:
 	XORQ R10, R10
 
-emu_row_154:
+emu_row_200:
 	TESTQ        R9, R9
-	JZ           emu_row_done_155
+	JZ           emu_row_done_201
 	VMOVDQU32    2048(SP)(R10*1), Z0
 	VPBROADCASTD 5120(SP)(R10*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3156,9 +3788,9 @@ emu_row_154:
 	VMOVDQU32    Z0, 2048(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_154
+	JMP          emu_row_200
 
-emu_row_done_155:
+emu_row_done_201:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -3180,35 +3812,35 @@ emu_row_done_155:
 	MOVBQZX   8246(SP), R10
 	XORQ      R11, R11
 
-emu_row_156:
+emu_row_202:
 	TESTQ     R10, R10
-	JZ        emu_row_done_157
+	JZ        emu_row_done_203
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 6144(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_156
+	JMP       emu_row_202
 
-emu_row_done_157:
+emu_row_done_203:
 	MOVBQZX 8243(SP), R9
 	MOVBQZX 8245(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_158
+	JE      emu_shapeok_204
 	UD2
 
-emu_shapeok_158:
+emu_shapeok_204:
 	MOVBQZX 8247(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_159
+	JE      emu_shapeok_205
 	UD2
 
-emu_shapeok_159:
+emu_shapeok_205:
 	XORQ R10, R10
 
-emu_row_160:
+emu_row_206:
 	TESTQ        R9, R9
-	JZ           emu_row_done_161
+	JZ           emu_row_done_207
 	VMOVDQU32    3072(SP)(R10*1), Z0
 	VPBROADCASTD 5120(SP)(R10*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -3245,676 +3877,6 @@ emu_row_160:
 	VMOVDQU32    Z0, 3072(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_160
-
-emu_row_done_161:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 5120(SP)
-	VMOVDQU64 Z0, 5184(SP)
-	VMOVDQU64 Z0, 5248(SP)
-	VMOVDQU64 Z0, 5312(SP)
-	VMOVDQU64 Z0, 5376(SP)
-	VMOVDQU64 Z0, 5440(SP)
-	VMOVDQU64 Z0, 5504(SP)
-	VMOVDQU64 Z0, 5568(SP)
-	VMOVDQU64 Z0, 5632(SP)
-	VMOVDQU64 Z0, 5696(SP)
-	VMOVDQU64 Z0, 5760(SP)
-	VMOVDQU64 Z0, 5824(SP)
-	VMOVDQU64 Z0, 5888(SP)
-	VMOVDQU64 Z0, 5952(SP)
-	VMOVDQU64 Z0, 6016(SP)
-	VMOVDQU64 Z0, 6080(SP)
-	LEAQ      (DX), R9
-	MOVBQZX   8245(SP), R10
-	XORQ      R11, R11
-
-emu_row_162:
-	TESTQ     R10, R10
-	JZ        emu_row_done_163
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 5120(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_162
-
-emu_row_done_163:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 7168(SP)
-	VMOVDQU64 Z0, 7232(SP)
-	VMOVDQU64 Z0, 7296(SP)
-	VMOVDQU64 Z0, 7360(SP)
-	VMOVDQU64 Z0, 7424(SP)
-	VMOVDQU64 Z0, 7488(SP)
-	VMOVDQU64 Z0, 7552(SP)
-	VMOVDQU64 Z0, 7616(SP)
-	VMOVDQU64 Z0, 7680(SP)
-	VMOVDQU64 Z0, 7744(SP)
-	VMOVDQU64 Z0, 7808(SP)
-	VMOVDQU64 Z0, 7872(SP)
-	VMOVDQU64 Z0, 7936(SP)
-	VMOVDQU64 Z0, 8000(SP)
-	VMOVDQU64 Z0, 8064(SP)
-	VMOVDQU64 Z0, 8128(SP)
-	LEAQ      (SI), R9
-	MOVBQZX   8247(SP), R10
-	XORQ      R11, R11
-
-emu_row_164:
-	TESTQ     R10, R10
-	JZ        emu_row_done_165
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 7168(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_164
-
-emu_row_done_165:
-	DECQ R8
-	JMP  kstep_140
-
-klast_141:
-	MOVBQZX 8240(SP), AX
-	MOVBQZX 8244(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_166
-	UD2
-
-emu_shapeok_166:
-	MOVBQZX 8246(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_167
-	UD2
-
-emu_shapeok_167:
-	XORQ CX, CX
-
-emu_row_168:
-	TESTQ        AX, AX
-	JZ           emu_row_done_169
-	VMOVDQU32    (SP)(CX*1), Z0
-	VPBROADCASTD 4096(SP)(CX*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(CX*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(CX*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(CX*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(CX*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(CX*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(CX*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(CX*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(CX*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(CX*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(CX*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(CX*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(CX*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(CX*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(CX*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(CX*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, (SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_168
-
-emu_row_done_169:
-	MOVBQZX 8241(SP), AX
-	MOVBQZX 8244(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_170
-	UD2
-
-emu_shapeok_170:
-	MOVBQZX 8247(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_171
-	UD2
-
-emu_shapeok_171:
-	XORQ CX, CX
-
-emu_row_172:
-	TESTQ        AX, AX
-	JZ           emu_row_done_173
-	VMOVDQU32    1024(SP)(CX*1), Z0
-	VPBROADCASTD 4096(SP)(CX*1), Z1
-	VPDPBUSD     7168(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(CX*1), Z1
-	VPDPBUSD     7232(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(CX*1), Z1
-	VPDPBUSD     7296(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(CX*1), Z1
-	VPDPBUSD     7360(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(CX*1), Z1
-	VPDPBUSD     7424(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(CX*1), Z1
-	VPDPBUSD     7488(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(CX*1), Z1
-	VPDPBUSD     7552(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(CX*1), Z1
-	VPDPBUSD     7616(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(CX*1), Z1
-	VPDPBUSD     7680(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(CX*1), Z1
-	VPDPBUSD     7744(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(CX*1), Z1
-	VPDPBUSD     7808(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(CX*1), Z1
-	VPDPBUSD     7872(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(CX*1), Z1
-	VPDPBUSD     7936(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(CX*1), Z1
-	VPDPBUSD     8000(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(CX*1), Z1
-	VPDPBUSD     8064(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(CX*1), Z1
-	VPDPBUSD     8128(SP), Z1, Z0
-	VMOVDQU32    Z0, 1024(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_172
-
-emu_row_done_173:
-	MOVBQZX 8242(SP), AX
-	MOVBQZX 8245(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_174
-	UD2
-
-emu_shapeok_174:
-	MOVBQZX 8246(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_175
-	UD2
-
-emu_shapeok_175:
-	XORQ CX, CX
-
-emu_row_176:
-	TESTQ        AX, AX
-	JZ           emu_row_done_177
-	VMOVDQU32    2048(SP)(CX*1), Z0
-	VPBROADCASTD 5120(SP)(CX*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 5124(SP)(CX*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 5128(SP)(CX*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 5132(SP)(CX*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 5136(SP)(CX*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 5140(SP)(CX*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 5144(SP)(CX*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 5148(SP)(CX*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 5152(SP)(CX*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 5156(SP)(CX*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 5160(SP)(CX*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 5164(SP)(CX*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 5168(SP)(CX*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 5172(SP)(CX*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 5176(SP)(CX*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 5180(SP)(CX*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, 2048(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_176
-
-emu_row_done_177:
-	MOVBQZX 8243(SP), AX
-	MOVBQZX 8245(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_178
-	UD2
-
-emu_shapeok_178:
-	MOVBQZX 8247(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_179
-	UD2
-
-emu_shapeok_179:
-	XORQ CX, CX
-
-emu_row_180:
-	TESTQ        AX, AX
-	JZ           emu_row_done_181
-	VMOVDQU32    3072(SP)(CX*1), Z0
-	VPBROADCASTD 5120(SP)(CX*1), Z1
-	VPDPBUSD     7168(SP), Z1, Z0
-	VPBROADCASTD 5124(SP)(CX*1), Z1
-	VPDPBUSD     7232(SP), Z1, Z0
-	VPBROADCASTD 5128(SP)(CX*1), Z1
-	VPDPBUSD     7296(SP), Z1, Z0
-	VPBROADCASTD 5132(SP)(CX*1), Z1
-	VPDPBUSD     7360(SP), Z1, Z0
-	VPBROADCASTD 5136(SP)(CX*1), Z1
-	VPDPBUSD     7424(SP), Z1, Z0
-	VPBROADCASTD 5140(SP)(CX*1), Z1
-	VPDPBUSD     7488(SP), Z1, Z0
-	VPBROADCASTD 5144(SP)(CX*1), Z1
-	VPDPBUSD     7552(SP), Z1, Z0
-	VPBROADCASTD 5148(SP)(CX*1), Z1
-	VPDPBUSD     7616(SP), Z1, Z0
-	VPBROADCASTD 5152(SP)(CX*1), Z1
-	VPDPBUSD     7680(SP), Z1, Z0
-	VPBROADCASTD 5156(SP)(CX*1), Z1
-	VPDPBUSD     7744(SP), Z1, Z0
-	VPBROADCASTD 5160(SP)(CX*1), Z1
-	VPDPBUSD     7808(SP), Z1, Z0
-	VPBROADCASTD 5164(SP)(CX*1), Z1
-	VPDPBUSD     7872(SP), Z1, Z0
-	VPBROADCASTD 5168(SP)(CX*1), Z1
-	VPDPBUSD     7936(SP), Z1, Z0
-	VPBROADCASTD 5172(SP)(CX*1), Z1
-	VPDPBUSD     8000(SP), Z1, Z0
-	VPBROADCASTD 5176(SP)(CX*1), Z1
-	VPDPBUSD     8064(SP), Z1, Z0
-	VPBROADCASTD 5180(SP)(CX*1), Z1
-	VPDPBUSD     8128(SP), Z1, Z0
-	VMOVDQU32    Z0, 3072(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_180
-
-emu_row_done_181:
-	MOVQ    8416(SP), AX
-	MOVQ    ldc+40(FP), CX
-	SHLQ    $0x02, CX
-	LEAQ    (AX), DX
-	MOVBQZX 8240(SP), BX
-	XORQ    SI, SI
-
-emu_row_182:
-	TESTQ     BX, BX
-	JZ        emu_row_done_183
-	VMOVDQU64 (SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_182
-
-emu_row_done_183:
-	LEAQ    64(AX), DX
-	MOVBQZX 8241(SP), BX
-	XORQ    SI, SI
-
-emu_row_184:
-	TESTQ     BX, BX
-	JZ        emu_row_done_185
-	VMOVDQU64 1024(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_184
-
-emu_row_done_185:
-	MOVQ    CX, DX
-	SHLQ    $0x04, DX
-	ADDQ    AX, DX
-	LEAQ    (DX), AX
-	MOVBQZX 8242(SP), BX
-	XORQ    SI, SI
-
-emu_row_186:
-	TESTQ     BX, BX
-	JZ        emu_row_done_187
-	VMOVDQU64 2048(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (AX)
-	ADDQ      CX, AX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_186
-
-emu_row_done_187:
-	LEAQ    64(DX), AX
-	MOVBQZX 8243(SP), DX
-	XORQ    BX, BX
-
-emu_row_188:
-	TESTQ     DX, DX
-	JZ        emu_row_done_189
-	VMOVDQU64 3072(SP)(BX*1), Z0
-	VMOVDQU64 Z0, (AX)
-	ADDQ      CX, AX
-	ADDQ      $0x40, BX
-	DECQ      DX
-	JMP       emu_row_188
-
-emu_row_done_189:
-	MOVQ 8416(SP), AX
-	ADDQ $0x80, AX
-	MOVQ AX, 8416(SP)
-	MOVQ 8408(SP), AX
-	MOVQ kp+24(FP), CX
-	SHLQ $0x05, CX
-	ADDQ CX, AX
-	MOVQ AX, 8408(SP)
-	JMP  npair_129
-
-nodd_130:
-	MOVQ  nblocks+56(FP), AX
-	TESTQ $0x00000001, AX
-	JZ    nend_131
-
-	// 2x1 block of 16x16 C tiles.
-	MOVQ      lda+8(FP), AX
-	MOVQ      8384(SP), CX
-	MOVQ      AX, DX
-	SHLQ      $0x04, DX
-	ADDQ      CX, DX
-	MOVQ      8408(SP), BX
-	MOVQ      $0x00000040, SI
-	MOVQ      kp+24(FP), DI
-	SHRQ      $0x06, DI
-	DECQ      DI
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, (SP)
-	VMOVDQU64 Z0, 64(SP)
-	VMOVDQU64 Z0, 128(SP)
-	VMOVDQU64 Z0, 192(SP)
-	VMOVDQU64 Z0, 256(SP)
-	VMOVDQU64 Z0, 320(SP)
-	VMOVDQU64 Z0, 384(SP)
-	VMOVDQU64 Z0, 448(SP)
-	VMOVDQU64 Z0, 512(SP)
-	VMOVDQU64 Z0, 576(SP)
-	VMOVDQU64 Z0, 640(SP)
-	VMOVDQU64 Z0, 704(SP)
-	VMOVDQU64 Z0, 768(SP)
-	VMOVDQU64 Z0, 832(SP)
-	VMOVDQU64 Z0, 896(SP)
-	VMOVDQU64 Z0, 960(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 2048(SP)
-	VMOVDQU64 Z0, 2112(SP)
-	VMOVDQU64 Z0, 2176(SP)
-	VMOVDQU64 Z0, 2240(SP)
-	VMOVDQU64 Z0, 2304(SP)
-	VMOVDQU64 Z0, 2368(SP)
-	VMOVDQU64 Z0, 2432(SP)
-	VMOVDQU64 Z0, 2496(SP)
-	VMOVDQU64 Z0, 2560(SP)
-	VMOVDQU64 Z0, 2624(SP)
-	VMOVDQU64 Z0, 2688(SP)
-	VMOVDQU64 Z0, 2752(SP)
-	VMOVDQU64 Z0, 2816(SP)
-	VMOVDQU64 Z0, 2880(SP)
-	VMOVDQU64 Z0, 2944(SP)
-	VMOVDQU64 Z0, 3008(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4096(SP)
-	VMOVDQU64 Z0, 4160(SP)
-	VMOVDQU64 Z0, 4224(SP)
-	VMOVDQU64 Z0, 4288(SP)
-	VMOVDQU64 Z0, 4352(SP)
-	VMOVDQU64 Z0, 4416(SP)
-	VMOVDQU64 Z0, 4480(SP)
-	VMOVDQU64 Z0, 4544(SP)
-	VMOVDQU64 Z0, 4608(SP)
-	VMOVDQU64 Z0, 4672(SP)
-	VMOVDQU64 Z0, 4736(SP)
-	VMOVDQU64 Z0, 4800(SP)
-	VMOVDQU64 Z0, 4864(SP)
-	VMOVDQU64 Z0, 4928(SP)
-	VMOVDQU64 Z0, 4992(SP)
-	VMOVDQU64 Z0, 5056(SP)
-	LEAQ      (CX), R8
-	MOVBQZX   8244(SP), R9
-	XORQ      R10, R10
-
-emu_row_190:
-	TESTQ     R9, R9
-	JZ        emu_row_done_191
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 4096(SP)(R10*1)
-	ADDQ      AX, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_190
-
-emu_row_done_191:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6144(SP)
-	VMOVDQU64 Z0, 6208(SP)
-	VMOVDQU64 Z0, 6272(SP)
-	VMOVDQU64 Z0, 6336(SP)
-	VMOVDQU64 Z0, 6400(SP)
-	VMOVDQU64 Z0, 6464(SP)
-	VMOVDQU64 Z0, 6528(SP)
-	VMOVDQU64 Z0, 6592(SP)
-	VMOVDQU64 Z0, 6656(SP)
-	VMOVDQU64 Z0, 6720(SP)
-	VMOVDQU64 Z0, 6784(SP)
-	VMOVDQU64 Z0, 6848(SP)
-	VMOVDQU64 Z0, 6912(SP)
-	VMOVDQU64 Z0, 6976(SP)
-	VMOVDQU64 Z0, 7040(SP)
-	VMOVDQU64 Z0, 7104(SP)
-	LEAQ      (BX), R8
-	MOVBQZX   8246(SP), R9
-	XORQ      R10, R10
-
-emu_row_192:
-	TESTQ     R9, R9
-	JZ        emu_row_done_193
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 6144(SP)(R10*1)
-	ADDQ      SI, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_192
-
-emu_row_done_193:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 5120(SP)
-	VMOVDQU64 Z0, 5184(SP)
-	VMOVDQU64 Z0, 5248(SP)
-	VMOVDQU64 Z0, 5312(SP)
-	VMOVDQU64 Z0, 5376(SP)
-	VMOVDQU64 Z0, 5440(SP)
-	VMOVDQU64 Z0, 5504(SP)
-	VMOVDQU64 Z0, 5568(SP)
-	VMOVDQU64 Z0, 5632(SP)
-	VMOVDQU64 Z0, 5696(SP)
-	VMOVDQU64 Z0, 5760(SP)
-	VMOVDQU64 Z0, 5824(SP)
-	VMOVDQU64 Z0, 5888(SP)
-	VMOVDQU64 Z0, 5952(SP)
-	VMOVDQU64 Z0, 6016(SP)
-	VMOVDQU64 Z0, 6080(SP)
-	LEAQ      (DX), R8
-	MOVBQZX   8245(SP), R9
-	XORQ      R10, R10
-
-emu_row_194:
-	TESTQ     R9, R9
-	JZ        emu_row_done_195
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 5120(SP)(R10*1)
-	ADDQ      AX, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_194
-
-emu_row_done_195:
-kstep_196:
-	TESTQ   DI, DI
-	JZ      klast_197
-	ADDQ    $0x40, CX
-	ADDQ    $0x40, DX
-	ADDQ    $0x00000400, BX
-	MOVBQZX 8240(SP), R8
-	MOVBQZX 8244(SP), R9
-	CMPQ    R8, R9
-	JE      emu_shapeok_198
-	UD2
-
-emu_shapeok_198:
-	MOVBQZX 8246(SP), R9
-	CMPQ    R9, $0x10
-	JE      emu_shapeok_199
-	UD2
-
-emu_shapeok_199:
-	XORQ R9, R9
-
-emu_row_200:
-	TESTQ        R8, R8
-	JZ           emu_row_done_201
-	VMOVDQU32    (SP)(R9*1), Z0
-	VPBROADCASTD 4096(SP)(R9*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(R9*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(R9*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(R9*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(R9*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(R9*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(R9*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(R9*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(R9*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(R9*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(R9*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(R9*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(R9*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(R9*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(R9*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(R9*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, (SP)(R9*1)
-	ADDQ         $0x40, R9
-	DECQ         R8
-	JMP          emu_row_200
-
-emu_row_done_201:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4096(SP)
-	VMOVDQU64 Z0, 4160(SP)
-	VMOVDQU64 Z0, 4224(SP)
-	VMOVDQU64 Z0, 4288(SP)
-	VMOVDQU64 Z0, 4352(SP)
-	VMOVDQU64 Z0, 4416(SP)
-	VMOVDQU64 Z0, 4480(SP)
-	VMOVDQU64 Z0, 4544(SP)
-	VMOVDQU64 Z0, 4608(SP)
-	VMOVDQU64 Z0, 4672(SP)
-	VMOVDQU64 Z0, 4736(SP)
-	VMOVDQU64 Z0, 4800(SP)
-	VMOVDQU64 Z0, 4864(SP)
-	VMOVDQU64 Z0, 4928(SP)
-	VMOVDQU64 Z0, 4992(SP)
-	VMOVDQU64 Z0, 5056(SP)
-	LEAQ      (CX), R8
-	MOVBQZX   8244(SP), R9
-	XORQ      R10, R10
-
-emu_row_202:
-	TESTQ     R9, R9
-	JZ        emu_row_done_203
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 4096(SP)(R10*1)
-	ADDQ      AX, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_202
-
-emu_row_done_203:
-	MOVBQZX 8242(SP), R8
-	MOVBQZX 8245(SP), R9
-	CMPQ    R8, R9
-	JE      emu_shapeok_204
-	UD2
-
-emu_shapeok_204:
-	MOVBQZX 8246(SP), R9
-	CMPQ    R9, $0x10
-	JE      emu_shapeok_205
-	UD2
-
-emu_shapeok_205:
-	XORQ R9, R9
-
-emu_row_206:
-	TESTQ        R8, R8
-	JZ           emu_row_done_207
-	VMOVDQU32    2048(SP)(R9*1), Z0
-	VPBROADCASTD 5120(SP)(R9*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 5124(SP)(R9*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 5128(SP)(R9*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 5132(SP)(R9*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 5136(SP)(R9*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 5140(SP)(R9*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 5144(SP)(R9*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 5148(SP)(R9*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 5152(SP)(R9*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 5156(SP)(R9*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 5160(SP)(R9*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 5164(SP)(R9*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 5168(SP)(R9*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 5172(SP)(R9*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 5176(SP)(R9*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 5180(SP)(R9*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, 2048(SP)(R9*1)
-	ADDQ         $0x40, R9
-	DECQ         R8
 	JMP          emu_row_206
 
 emu_row_done_207:
@@ -3935,57 +3897,57 @@ emu_row_done_207:
 	VMOVDQU64 Z0, 5952(SP)
 	VMOVDQU64 Z0, 6016(SP)
 	VMOVDQU64 Z0, 6080(SP)
-	LEAQ      (DX), R8
-	MOVBQZX   8245(SP), R9
-	XORQ      R10, R10
+	LEAQ      (DX), R9
+	MOVBQZX   8245(SP), R10
+	XORQ      R11, R11
 
 emu_row_208:
-	TESTQ     R9, R9
+	TESTQ     R10, R10
 	JZ        emu_row_done_209
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 5120(SP)(R10*1)
-	ADDQ      AX, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 5120(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
 	JMP       emu_row_208
 
 emu_row_done_209:
 	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6144(SP)
-	VMOVDQU64 Z0, 6208(SP)
-	VMOVDQU64 Z0, 6272(SP)
-	VMOVDQU64 Z0, 6336(SP)
-	VMOVDQU64 Z0, 6400(SP)
-	VMOVDQU64 Z0, 6464(SP)
-	VMOVDQU64 Z0, 6528(SP)
-	VMOVDQU64 Z0, 6592(SP)
-	VMOVDQU64 Z0, 6656(SP)
-	VMOVDQU64 Z0, 6720(SP)
-	VMOVDQU64 Z0, 6784(SP)
-	VMOVDQU64 Z0, 6848(SP)
-	VMOVDQU64 Z0, 6912(SP)
-	VMOVDQU64 Z0, 6976(SP)
-	VMOVDQU64 Z0, 7040(SP)
-	VMOVDQU64 Z0, 7104(SP)
-	LEAQ      (BX), R8
-	MOVBQZX   8246(SP), R9
-	XORQ      R10, R10
+	VMOVDQU64 Z0, 7168(SP)
+	VMOVDQU64 Z0, 7232(SP)
+	VMOVDQU64 Z0, 7296(SP)
+	VMOVDQU64 Z0, 7360(SP)
+	VMOVDQU64 Z0, 7424(SP)
+	VMOVDQU64 Z0, 7488(SP)
+	VMOVDQU64 Z0, 7552(SP)
+	VMOVDQU64 Z0, 7616(SP)
+	VMOVDQU64 Z0, 7680(SP)
+	VMOVDQU64 Z0, 7744(SP)
+	VMOVDQU64 Z0, 7808(SP)
+	VMOVDQU64 Z0, 7872(SP)
+	VMOVDQU64 Z0, 7936(SP)
+	VMOVDQU64 Z0, 8000(SP)
+	VMOVDQU64 Z0, 8064(SP)
+	VMOVDQU64 Z0, 8128(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   8247(SP), R10
+	XORQ      R11, R11
 
 emu_row_210:
-	TESTQ     R9, R9
+	TESTQ     R10, R10
 	JZ        emu_row_done_211
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 6144(SP)(R10*1)
-	ADDQ      SI, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7168(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
 	JMP       emu_row_210
 
 emu_row_done_211:
-	DECQ DI
-	JMP  kstep_196
+	DECQ R8
+	JMP  kstep_186
 
-klast_197:
+klast_187:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -4043,14 +4005,14 @@ emu_row_214:
 	JMP          emu_row_214
 
 emu_row_done_215:
-	MOVBQZX 8242(SP), AX
-	MOVBQZX 8245(SP), CX
+	MOVBQZX 8241(SP), AX
+	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
 	JE      emu_shapeok_216
 	UD2
 
 emu_shapeok_216:
-	MOVBQZX 8246(SP), CX
+	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
 	JE      emu_shapeok_217
 	UD2
@@ -4061,601 +4023,6 @@ emu_shapeok_217:
 emu_row_218:
 	TESTQ        AX, AX
 	JZ           emu_row_done_219
-	VMOVDQU32    2048(SP)(CX*1), Z0
-	VPBROADCASTD 5120(SP)(CX*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 5124(SP)(CX*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 5128(SP)(CX*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 5132(SP)(CX*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 5136(SP)(CX*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 5140(SP)(CX*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 5144(SP)(CX*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 5148(SP)(CX*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 5152(SP)(CX*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 5156(SP)(CX*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 5160(SP)(CX*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 5164(SP)(CX*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 5168(SP)(CX*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 5172(SP)(CX*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 5176(SP)(CX*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 5180(SP)(CX*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, 2048(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_218
-
-emu_row_done_219:
-	MOVQ    8416(SP), AX
-	MOVQ    ldc+40(FP), CX
-	SHLQ    $0x02, CX
-	LEAQ    (AX), DX
-	MOVBQZX 8240(SP), BX
-	XORQ    SI, SI
-
-emu_row_220:
-	TESTQ     BX, BX
-	JZ        emu_row_done_221
-	VMOVDQU64 (SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_220
-
-emu_row_done_221:
-	MOVQ    CX, DX
-	SHLQ    $0x04, DX
-	ADDQ    AX, DX
-	LEAQ    (DX), AX
-	MOVBQZX 8242(SP), DX
-	XORQ    BX, BX
-
-emu_row_222:
-	TESTQ     DX, DX
-	JZ        emu_row_done_223
-	VMOVDQU64 2048(SP)(BX*1), Z0
-	VMOVDQU64 Z0, (AX)
-	ADDQ      CX, AX
-	ADDQ      $0x40, BX
-	DECQ      DX
-	JMP       emu_row_222
-
-emu_row_done_223:
-nend_131:
-	JMP done_30
-
-mtail_small_126:
-	MOVB    AL, 8368(SP)
-	MOVB    AL, 8369(SP)
-	MOVB    AL, 8372(SP)
-	LEAQ    8320(SP), AX
-	MOVQ    $0x0000000000000001, CX
-	CMPQ    (AX), CX
-	JNE     emu_badcfg_224
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    8(AX), CX
-	JNE     emu_badcfg_224
-	MOVQ    $0x0040004000400040, CX
-	CMPQ    16(AX), CX
-	JNE     emu_badcfg_224
-	MOVQ    $0x0040004000400040, CX
-	CMPQ    24(AX), CX
-	JNE     emu_badcfg_224
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    32(AX), CX
-	JNE     emu_badcfg_224
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    40(AX), CX
-	JNE     emu_badcfg_224
-	MOVQ    $0x0000000000000000, CX
-	CMPQ    56(AX), CX
-	JNE     emu_badcfg_224
-	MOVBQZX 48(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_224
-	MOVBQZX 49(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_224
-	MOVBQZX 50(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_224
-	MOVBQZX 51(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_224
-	MOVBQZX 52(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_224
-	MOVBQZX 53(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_224
-	MOVBQZX 54(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_224
-	MOVBQZX 55(AX), CX
-	DECQ    CX
-	CMPQ    CX, $0x0f
-	JA      emu_badcfg_224
-	JMP     emu_cfgok_225
-
-emu_badcfg_224:
-	UD2
-
-emu_cfgok_225:
-	VMOVDQU64 (AX), Z0
-	VMOVDQU64 Z0, 8192(SP)
-	MOVQ      b+16(FP), AX
-	MOVQ      AX, 8408(SP)
-	MOVQ      8392(SP), AX
-	MOVQ      AX, 8416(SP)
-	MOVQ      nblocks+56(FP), AX
-	SHRQ      $0x01, AX
-	MOVQ      AX, 8424(SP)
-
-npair_226:
-	MOVQ  8424(SP), AX
-	TESTQ AX, AX
-	JZ    nodd_227
-	DECQ  AX
-	MOVQ  AX, 8424(SP)
-
-	// 1x2 block of 16x16 C tiles.
-	MOVQ      lda+8(FP), AX
-	MOVQ      8384(SP), CX
-	MOVQ      8408(SP), DX
-	MOVQ      kp+24(FP), BX
-	SHLQ      $0x04, BX
-	ADDQ      DX, BX
-	MOVQ      $0x00000040, SI
-	MOVQ      kp+24(FP), DI
-	SHRQ      $0x06, DI
-	DECQ      DI
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, (SP)
-	VMOVDQU64 Z0, 64(SP)
-	VMOVDQU64 Z0, 128(SP)
-	VMOVDQU64 Z0, 192(SP)
-	VMOVDQU64 Z0, 256(SP)
-	VMOVDQU64 Z0, 320(SP)
-	VMOVDQU64 Z0, 384(SP)
-	VMOVDQU64 Z0, 448(SP)
-	VMOVDQU64 Z0, 512(SP)
-	VMOVDQU64 Z0, 576(SP)
-	VMOVDQU64 Z0, 640(SP)
-	VMOVDQU64 Z0, 704(SP)
-	VMOVDQU64 Z0, 768(SP)
-	VMOVDQU64 Z0, 832(SP)
-	VMOVDQU64 Z0, 896(SP)
-	VMOVDQU64 Z0, 960(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 1024(SP)
-	VMOVDQU64 Z0, 1088(SP)
-	VMOVDQU64 Z0, 1152(SP)
-	VMOVDQU64 Z0, 1216(SP)
-	VMOVDQU64 Z0, 1280(SP)
-	VMOVDQU64 Z0, 1344(SP)
-	VMOVDQU64 Z0, 1408(SP)
-	VMOVDQU64 Z0, 1472(SP)
-	VMOVDQU64 Z0, 1536(SP)
-	VMOVDQU64 Z0, 1600(SP)
-	VMOVDQU64 Z0, 1664(SP)
-	VMOVDQU64 Z0, 1728(SP)
-	VMOVDQU64 Z0, 1792(SP)
-	VMOVDQU64 Z0, 1856(SP)
-	VMOVDQU64 Z0, 1920(SP)
-	VMOVDQU64 Z0, 1984(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4096(SP)
-	VMOVDQU64 Z0, 4160(SP)
-	VMOVDQU64 Z0, 4224(SP)
-	VMOVDQU64 Z0, 4288(SP)
-	VMOVDQU64 Z0, 4352(SP)
-	VMOVDQU64 Z0, 4416(SP)
-	VMOVDQU64 Z0, 4480(SP)
-	VMOVDQU64 Z0, 4544(SP)
-	VMOVDQU64 Z0, 4608(SP)
-	VMOVDQU64 Z0, 4672(SP)
-	VMOVDQU64 Z0, 4736(SP)
-	VMOVDQU64 Z0, 4800(SP)
-	VMOVDQU64 Z0, 4864(SP)
-	VMOVDQU64 Z0, 4928(SP)
-	VMOVDQU64 Z0, 4992(SP)
-	VMOVDQU64 Z0, 5056(SP)
-	LEAQ      (CX), R8
-	MOVBQZX   8244(SP), R9
-	XORQ      R10, R10
-
-emu_row_229:
-	TESTQ     R9, R9
-	JZ        emu_row_done_230
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 4096(SP)(R10*1)
-	ADDQ      AX, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_229
-
-emu_row_done_230:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6144(SP)
-	VMOVDQU64 Z0, 6208(SP)
-	VMOVDQU64 Z0, 6272(SP)
-	VMOVDQU64 Z0, 6336(SP)
-	VMOVDQU64 Z0, 6400(SP)
-	VMOVDQU64 Z0, 6464(SP)
-	VMOVDQU64 Z0, 6528(SP)
-	VMOVDQU64 Z0, 6592(SP)
-	VMOVDQU64 Z0, 6656(SP)
-	VMOVDQU64 Z0, 6720(SP)
-	VMOVDQU64 Z0, 6784(SP)
-	VMOVDQU64 Z0, 6848(SP)
-	VMOVDQU64 Z0, 6912(SP)
-	VMOVDQU64 Z0, 6976(SP)
-	VMOVDQU64 Z0, 7040(SP)
-	VMOVDQU64 Z0, 7104(SP)
-	LEAQ      (DX), R8
-	MOVBQZX   8246(SP), R9
-	XORQ      R10, R10
-
-emu_row_231:
-	TESTQ     R9, R9
-	JZ        emu_row_done_232
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 6144(SP)(R10*1)
-	ADDQ      SI, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_231
-
-emu_row_done_232:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 7168(SP)
-	VMOVDQU64 Z0, 7232(SP)
-	VMOVDQU64 Z0, 7296(SP)
-	VMOVDQU64 Z0, 7360(SP)
-	VMOVDQU64 Z0, 7424(SP)
-	VMOVDQU64 Z0, 7488(SP)
-	VMOVDQU64 Z0, 7552(SP)
-	VMOVDQU64 Z0, 7616(SP)
-	VMOVDQU64 Z0, 7680(SP)
-	VMOVDQU64 Z0, 7744(SP)
-	VMOVDQU64 Z0, 7808(SP)
-	VMOVDQU64 Z0, 7872(SP)
-	VMOVDQU64 Z0, 7936(SP)
-	VMOVDQU64 Z0, 8000(SP)
-	VMOVDQU64 Z0, 8064(SP)
-	VMOVDQU64 Z0, 8128(SP)
-	LEAQ      (BX), R8
-	MOVBQZX   8247(SP), R9
-	XORQ      R10, R10
-
-emu_row_233:
-	TESTQ     R9, R9
-	JZ        emu_row_done_234
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 7168(SP)(R10*1)
-	ADDQ      SI, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_233
-
-emu_row_done_234:
-kstep_235:
-	TESTQ   DI, DI
-	JZ      klast_236
-	ADDQ    $0x40, CX
-	ADDQ    $0x00000400, DX
-	ADDQ    $0x00000400, BX
-	MOVBQZX 8240(SP), R8
-	MOVBQZX 8244(SP), R9
-	CMPQ    R8, R9
-	JE      emu_shapeok_237
-	UD2
-
-emu_shapeok_237:
-	MOVBQZX 8246(SP), R9
-	CMPQ    R9, $0x10
-	JE      emu_shapeok_238
-	UD2
-
-emu_shapeok_238:
-	XORQ R9, R9
-
-emu_row_239:
-	TESTQ        R8, R8
-	JZ           emu_row_done_240
-	VMOVDQU32    (SP)(R9*1), Z0
-	VPBROADCASTD 4096(SP)(R9*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(R9*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(R9*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(R9*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(R9*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(R9*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(R9*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(R9*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(R9*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(R9*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(R9*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(R9*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(R9*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(R9*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(R9*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(R9*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, (SP)(R9*1)
-	ADDQ         $0x40, R9
-	DECQ         R8
-	JMP          emu_row_239
-
-emu_row_done_240:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6144(SP)
-	VMOVDQU64 Z0, 6208(SP)
-	VMOVDQU64 Z0, 6272(SP)
-	VMOVDQU64 Z0, 6336(SP)
-	VMOVDQU64 Z0, 6400(SP)
-	VMOVDQU64 Z0, 6464(SP)
-	VMOVDQU64 Z0, 6528(SP)
-	VMOVDQU64 Z0, 6592(SP)
-	VMOVDQU64 Z0, 6656(SP)
-	VMOVDQU64 Z0, 6720(SP)
-	VMOVDQU64 Z0, 6784(SP)
-	VMOVDQU64 Z0, 6848(SP)
-	VMOVDQU64 Z0, 6912(SP)
-	VMOVDQU64 Z0, 6976(SP)
-	VMOVDQU64 Z0, 7040(SP)
-	VMOVDQU64 Z0, 7104(SP)
-	LEAQ      (DX), R8
-	MOVBQZX   8246(SP), R9
-	XORQ      R10, R10
-
-emu_row_241:
-	TESTQ     R9, R9
-	JZ        emu_row_done_242
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 6144(SP)(R10*1)
-	ADDQ      SI, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_241
-
-emu_row_done_242:
-	MOVBQZX 8241(SP), R8
-	MOVBQZX 8244(SP), R9
-	CMPQ    R8, R9
-	JE      emu_shapeok_243
-	UD2
-
-emu_shapeok_243:
-	MOVBQZX 8247(SP), R9
-	CMPQ    R9, $0x10
-	JE      emu_shapeok_244
-	UD2
-
-emu_shapeok_244:
-	XORQ R9, R9
-
-emu_row_245:
-	TESTQ        R8, R8
-	JZ           emu_row_done_246
-	VMOVDQU32    1024(SP)(R9*1), Z0
-	VPBROADCASTD 4096(SP)(R9*1), Z1
-	VPDPBUSD     7168(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(R9*1), Z1
-	VPDPBUSD     7232(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(R9*1), Z1
-	VPDPBUSD     7296(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(R9*1), Z1
-	VPDPBUSD     7360(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(R9*1), Z1
-	VPDPBUSD     7424(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(R9*1), Z1
-	VPDPBUSD     7488(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(R9*1), Z1
-	VPDPBUSD     7552(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(R9*1), Z1
-	VPDPBUSD     7616(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(R9*1), Z1
-	VPDPBUSD     7680(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(R9*1), Z1
-	VPDPBUSD     7744(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(R9*1), Z1
-	VPDPBUSD     7808(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(R9*1), Z1
-	VPDPBUSD     7872(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(R9*1), Z1
-	VPDPBUSD     7936(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(R9*1), Z1
-	VPDPBUSD     8000(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(R9*1), Z1
-	VPDPBUSD     8064(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(R9*1), Z1
-	VPDPBUSD     8128(SP), Z1, Z0
-	VMOVDQU32    Z0, 1024(SP)(R9*1)
-	ADDQ         $0x40, R9
-	DECQ         R8
-	JMP          emu_row_245
-
-emu_row_done_246:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4096(SP)
-	VMOVDQU64 Z0, 4160(SP)
-	VMOVDQU64 Z0, 4224(SP)
-	VMOVDQU64 Z0, 4288(SP)
-	VMOVDQU64 Z0, 4352(SP)
-	VMOVDQU64 Z0, 4416(SP)
-	VMOVDQU64 Z0, 4480(SP)
-	VMOVDQU64 Z0, 4544(SP)
-	VMOVDQU64 Z0, 4608(SP)
-	VMOVDQU64 Z0, 4672(SP)
-	VMOVDQU64 Z0, 4736(SP)
-	VMOVDQU64 Z0, 4800(SP)
-	VMOVDQU64 Z0, 4864(SP)
-	VMOVDQU64 Z0, 4928(SP)
-	VMOVDQU64 Z0, 4992(SP)
-	VMOVDQU64 Z0, 5056(SP)
-	LEAQ      (CX), R8
-	MOVBQZX   8244(SP), R9
-	XORQ      R10, R10
-
-emu_row_247:
-	TESTQ     R9, R9
-	JZ        emu_row_done_248
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 4096(SP)(R10*1)
-	ADDQ      AX, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_247
-
-emu_row_done_248:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 7168(SP)
-	VMOVDQU64 Z0, 7232(SP)
-	VMOVDQU64 Z0, 7296(SP)
-	VMOVDQU64 Z0, 7360(SP)
-	VMOVDQU64 Z0, 7424(SP)
-	VMOVDQU64 Z0, 7488(SP)
-	VMOVDQU64 Z0, 7552(SP)
-	VMOVDQU64 Z0, 7616(SP)
-	VMOVDQU64 Z0, 7680(SP)
-	VMOVDQU64 Z0, 7744(SP)
-	VMOVDQU64 Z0, 7808(SP)
-	VMOVDQU64 Z0, 7872(SP)
-	VMOVDQU64 Z0, 7936(SP)
-	VMOVDQU64 Z0, 8000(SP)
-	VMOVDQU64 Z0, 8064(SP)
-	VMOVDQU64 Z0, 8128(SP)
-	LEAQ      (BX), R8
-	MOVBQZX   8247(SP), R9
-	XORQ      R10, R10
-
-emu_row_249:
-	TESTQ     R9, R9
-	JZ        emu_row_done_250
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 7168(SP)(R10*1)
-	ADDQ      SI, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_249
-
-emu_row_done_250:
-	DECQ DI
-	JMP  kstep_235
-
-klast_236:
-	MOVBQZX 8240(SP), AX
-	MOVBQZX 8244(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_251
-	UD2
-
-emu_shapeok_251:
-	MOVBQZX 8246(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_252
-	UD2
-
-emu_shapeok_252:
-	XORQ CX, CX
-
-emu_row_253:
-	TESTQ        AX, AX
-	JZ           emu_row_done_254
-	VMOVDQU32    (SP)(CX*1), Z0
-	VPBROADCASTD 4096(SP)(CX*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(CX*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(CX*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(CX*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(CX*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(CX*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(CX*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(CX*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(CX*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(CX*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(CX*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(CX*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(CX*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(CX*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(CX*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(CX*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, (SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_253
-
-emu_row_done_254:
-	MOVBQZX 8241(SP), AX
-	MOVBQZX 8244(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_255
-	UD2
-
-emu_shapeok_255:
-	MOVBQZX 8247(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_256
-	UD2
-
-emu_shapeok_256:
-	XORQ CX, CX
-
-emu_row_257:
-	TESTQ        AX, AX
-	JZ           emu_row_done_258
 	VMOVDQU32    1024(SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -4692,65 +4059,221 @@ emu_row_257:
 	VMOVDQU32    Z0, 1024(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_257
+	JMP          emu_row_218
 
-emu_row_done_258:
-	MOVQ    8416(SP), AX
+emu_row_done_219:
+	MOVBQZX 8242(SP), AX
+	MOVBQZX 8245(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_220
+	UD2
+
+emu_shapeok_220:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_221
+	UD2
+
+emu_shapeok_221:
+	XORQ CX, CX
+
+emu_row_222:
+	TESTQ        AX, AX
+	JZ           emu_row_done_223
+	VMOVDQU32    2048(SP)(CX*1), Z0
+	VPBROADCASTD 5120(SP)(CX*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 5124(SP)(CX*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 5128(SP)(CX*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 5132(SP)(CX*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 5136(SP)(CX*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 5140(SP)(CX*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 5144(SP)(CX*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 5148(SP)(CX*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 5152(SP)(CX*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 5156(SP)(CX*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 5160(SP)(CX*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 5164(SP)(CX*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 5168(SP)(CX*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 5172(SP)(CX*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 5176(SP)(CX*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 5180(SP)(CX*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, 2048(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_222
+
+emu_row_done_223:
+	MOVBQZX 8243(SP), AX
+	MOVBQZX 8245(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_224
+	UD2
+
+emu_shapeok_224:
+	MOVBQZX 8247(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_225
+	UD2
+
+emu_shapeok_225:
+	XORQ CX, CX
+
+emu_row_226:
+	TESTQ        AX, AX
+	JZ           emu_row_done_227
+	VMOVDQU32    3072(SP)(CX*1), Z0
+	VPBROADCASTD 5120(SP)(CX*1), Z1
+	VPDPBUSD     7168(SP), Z1, Z0
+	VPBROADCASTD 5124(SP)(CX*1), Z1
+	VPDPBUSD     7232(SP), Z1, Z0
+	VPBROADCASTD 5128(SP)(CX*1), Z1
+	VPDPBUSD     7296(SP), Z1, Z0
+	VPBROADCASTD 5132(SP)(CX*1), Z1
+	VPDPBUSD     7360(SP), Z1, Z0
+	VPBROADCASTD 5136(SP)(CX*1), Z1
+	VPDPBUSD     7424(SP), Z1, Z0
+	VPBROADCASTD 5140(SP)(CX*1), Z1
+	VPDPBUSD     7488(SP), Z1, Z0
+	VPBROADCASTD 5144(SP)(CX*1), Z1
+	VPDPBUSD     7552(SP), Z1, Z0
+	VPBROADCASTD 5148(SP)(CX*1), Z1
+	VPDPBUSD     7616(SP), Z1, Z0
+	VPBROADCASTD 5152(SP)(CX*1), Z1
+	VPDPBUSD     7680(SP), Z1, Z0
+	VPBROADCASTD 5156(SP)(CX*1), Z1
+	VPDPBUSD     7744(SP), Z1, Z0
+	VPBROADCASTD 5160(SP)(CX*1), Z1
+	VPDPBUSD     7808(SP), Z1, Z0
+	VPBROADCASTD 5164(SP)(CX*1), Z1
+	VPDPBUSD     7872(SP), Z1, Z0
+	VPBROADCASTD 5168(SP)(CX*1), Z1
+	VPDPBUSD     7936(SP), Z1, Z0
+	VPBROADCASTD 5172(SP)(CX*1), Z1
+	VPDPBUSD     8000(SP), Z1, Z0
+	VPBROADCASTD 5176(SP)(CX*1), Z1
+	VPDPBUSD     8064(SP), Z1, Z0
+	VPBROADCASTD 5180(SP)(CX*1), Z1
+	VPDPBUSD     8128(SP), Z1, Z0
+	VMOVDQU32    Z0, 3072(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_226
+
+emu_row_done_227:
+	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
 	LEAQ    (AX), DX
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_259:
+emu_row_228:
 	TESTQ     BX, BX
-	JZ        emu_row_done_260
+	JZ        emu_row_done_229
 	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_259
+	JMP       emu_row_228
 
-emu_row_done_260:
-	LEAQ    64(AX), AX
-	MOVBQZX 8241(SP), DX
+emu_row_done_229:
+	LEAQ    64(AX), DX
+	MOVBQZX 8241(SP), BX
+	XORQ    SI, SI
+
+emu_row_230:
+	TESTQ     BX, BX
+	JZ        emu_row_done_231
+	VMOVDQU64 1024(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_230
+
+emu_row_done_231:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 8242(SP), BX
+	XORQ    SI, SI
+
+emu_row_232:
+	TESTQ     BX, BX
+	JZ        emu_row_done_233
+	VMOVDQU64 2048(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_232
+
+emu_row_done_233:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    64(DX), AX
+	MOVBQZX 8243(SP), DX
 	XORQ    BX, BX
 
-emu_row_261:
+emu_row_234:
 	TESTQ     DX, DX
-	JZ        emu_row_done_262
-	VMOVDQU64 1024(SP)(BX*1), Z0
+	JZ        emu_row_done_235
+	VMOVDQU64 3072(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_261
+	JMP       emu_row_234
 
-emu_row_done_262:
-	MOVQ 8416(SP), AX
+emu_row_done_235:
+	MOVQ 8432(SP), AX
 	ADDQ $0x80, AX
-	MOVQ AX, 8416(SP)
-	MOVQ 8408(SP), AX
+	MOVQ AX, 8432(SP)
+	MOVQ 8424(SP), AX
 	MOVQ kp+24(FP), CX
 	SHLQ $0x05, CX
 	ADDQ CX, AX
-	MOVQ AX, 8408(SP)
-	JMP  npair_226
+	MOVQ AX, 8424(SP)
+	JMP  npair_165
 
-nodd_227:
+nodd_166:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_228
+	JZ    nend_167
 
-	// 1x1 block of 16x16 C tiles.
+	// 2x1 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
-	MOVQ      8384(SP), CX
-	MOVQ      8408(SP), DX
-	MOVQ      $0x00000040, BX
-	MOVQ      kp+24(FP), SI
-	SHRQ      $0x06, SI
-	DECQ      SI
+	MOVQ      8400(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      8384(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      8424(SP), BX
+	MOVQ      $0x00000040, SI
+	MOVQ      8392(SP), DI
+	DECQ      DI
+	CMPQ      8384(SP), $0x00
+	JNE       cload_236
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, (SP)
 	VMOVDQU64 Z0, 64(SP)
@@ -4769,6 +4292,97 @@ nodd_227:
 	VMOVDQU64 Z0, 896(SP)
 	VMOVDQU64 Z0, 960(SP)
 	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 2048(SP)
+	VMOVDQU64 Z0, 2112(SP)
+	VMOVDQU64 Z0, 2176(SP)
+	VMOVDQU64 Z0, 2240(SP)
+	VMOVDQU64 Z0, 2304(SP)
+	VMOVDQU64 Z0, 2368(SP)
+	VMOVDQU64 Z0, 2432(SP)
+	VMOVDQU64 Z0, 2496(SP)
+	VMOVDQU64 Z0, 2560(SP)
+	VMOVDQU64 Z0, 2624(SP)
+	VMOVDQU64 Z0, 2688(SP)
+	VMOVDQU64 Z0, 2752(SP)
+	VMOVDQU64 Z0, 2816(SP)
+	VMOVDQU64 Z0, 2880(SP)
+	VMOVDQU64 Z0, 2944(SP)
+	VMOVDQU64 Z0, 3008(SP)
+	JMP       cready_237
+
+cload_236:
+	MOVQ      8432(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, (SP)
+	VMOVDQU64 Z0, 64(SP)
+	VMOVDQU64 Z0, 128(SP)
+	VMOVDQU64 Z0, 192(SP)
+	VMOVDQU64 Z0, 256(SP)
+	VMOVDQU64 Z0, 320(SP)
+	VMOVDQU64 Z0, 384(SP)
+	VMOVDQU64 Z0, 448(SP)
+	VMOVDQU64 Z0, 512(SP)
+	VMOVDQU64 Z0, 576(SP)
+	VMOVDQU64 Z0, 640(SP)
+	VMOVDQU64 Z0, 704(SP)
+	VMOVDQU64 Z0, 768(SP)
+	VMOVDQU64 Z0, 832(SP)
+	VMOVDQU64 Z0, 896(SP)
+	VMOVDQU64 Z0, 960(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   8240(SP), R11
+	XORQ      R12, R12
+
+emu_row_238:
+	TESTQ     R11, R11
+	JZ        emu_row_done_239
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, (SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_238
+
+emu_row_done_239:
+	MOVQ      R9, R10
+	SHLQ      $0x04, R10
+	ADDQ      R8, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 2048(SP)
+	VMOVDQU64 Z0, 2112(SP)
+	VMOVDQU64 Z0, 2176(SP)
+	VMOVDQU64 Z0, 2240(SP)
+	VMOVDQU64 Z0, 2304(SP)
+	VMOVDQU64 Z0, 2368(SP)
+	VMOVDQU64 Z0, 2432(SP)
+	VMOVDQU64 Z0, 2496(SP)
+	VMOVDQU64 Z0, 2560(SP)
+	VMOVDQU64 Z0, 2624(SP)
+	VMOVDQU64 Z0, 2688(SP)
+	VMOVDQU64 Z0, 2752(SP)
+	VMOVDQU64 Z0, 2816(SP)
+	VMOVDQU64 Z0, 2880(SP)
+	VMOVDQU64 Z0, 2944(SP)
+	VMOVDQU64 Z0, 3008(SP)
+	LEAQ      (R10), R8
+	MOVBQZX   8242(SP), R10
+	XORQ      R11, R11
+
+emu_row_240:
+	TESTQ     R10, R10
+	JZ        emu_row_done_241
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 2048(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_240
+
+emu_row_done_241:
+cready_237:
+	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
 	VMOVDQU64 Z0, 4224(SP)
@@ -4785,21 +4399,21 @@ nodd_227:
 	VMOVDQU64 Z0, 4928(SP)
 	VMOVDQU64 Z0, 4992(SP)
 	VMOVDQU64 Z0, 5056(SP)
-	LEAQ      (CX), DI
-	MOVBQZX   8244(SP), R8
-	XORQ      R9, R9
+	LEAQ      (CX), R8
+	MOVBQZX   8244(SP), R9
+	XORQ      R10, R10
 
-emu_row_263:
-	TESTQ     R8, R8
-	JZ        emu_row_done_264
-	VMOVDQU64 (DI), Z0
-	VMOVDQU64 Z0, 4096(SP)(R9*1)
-	ADDQ      AX, DI
-	ADDQ      $0x40, R9
-	DECQ      R8
-	JMP       emu_row_263
+emu_row_242:
+	TESTQ     R9, R9
+	JZ        emu_row_done_243
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 4096(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_242
 
-emu_row_done_264:
+emu_row_done_243:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -4817,83 +4431,116 @@ emu_row_done_264:
 	VMOVDQU64 Z0, 6976(SP)
 	VMOVDQU64 Z0, 7040(SP)
 	VMOVDQU64 Z0, 7104(SP)
-	LEAQ      (DX), DI
-	MOVBQZX   8246(SP), R8
-	XORQ      R9, R9
+	LEAQ      (BX), R8
+	MOVBQZX   8246(SP), R9
+	XORQ      R10, R10
 
-emu_row_265:
-	TESTQ     R8, R8
-	JZ        emu_row_done_266
-	VMOVDQU64 (DI), Z0
-	VMOVDQU64 Z0, 6144(SP)(R9*1)
-	ADDQ      BX, DI
-	ADDQ      $0x40, R9
-	DECQ      R8
-	JMP       emu_row_265
+emu_row_244:
+	TESTQ     R9, R9
+	JZ        emu_row_done_245
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6144(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_244
 
-emu_row_done_266:
-kstep_267:
-	TESTQ   SI, SI
-	JZ      klast_268
+emu_row_done_245:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5120(SP)
+	VMOVDQU64 Z0, 5184(SP)
+	VMOVDQU64 Z0, 5248(SP)
+	VMOVDQU64 Z0, 5312(SP)
+	VMOVDQU64 Z0, 5376(SP)
+	VMOVDQU64 Z0, 5440(SP)
+	VMOVDQU64 Z0, 5504(SP)
+	VMOVDQU64 Z0, 5568(SP)
+	VMOVDQU64 Z0, 5632(SP)
+	VMOVDQU64 Z0, 5696(SP)
+	VMOVDQU64 Z0, 5760(SP)
+	VMOVDQU64 Z0, 5824(SP)
+	VMOVDQU64 Z0, 5888(SP)
+	VMOVDQU64 Z0, 5952(SP)
+	VMOVDQU64 Z0, 6016(SP)
+	VMOVDQU64 Z0, 6080(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   8245(SP), R9
+	XORQ      R10, R10
+
+emu_row_246:
+	TESTQ     R9, R9
+	JZ        emu_row_done_247
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 5120(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_246
+
+emu_row_done_247:
+kstep_248:
+	TESTQ   DI, DI
+	JZ      klast_249
 	ADDQ    $0x40, CX
-	ADDQ    $0x00000400, DX
-	MOVBQZX 8240(SP), DI
-	MOVBQZX 8244(SP), R8
-	CMPQ    DI, R8
-	JE      emu_shapeok_269
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 8240(SP), R8
+	MOVBQZX 8244(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_250
 	UD2
 
-emu_shapeok_269:
-	MOVBQZX 8246(SP), R8
-	CMPQ    R8, $0x10
-	JE      emu_shapeok_270
+emu_shapeok_250:
+	MOVBQZX 8246(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_251
 	UD2
 
-emu_shapeok_270:
-	XORQ R8, R8
+emu_shapeok_251:
+	XORQ R9, R9
 
-emu_row_271:
-	TESTQ        DI, DI
-	JZ           emu_row_done_272
-	VMOVDQU32    (SP)(R8*1), Z0
-	VPBROADCASTD 4096(SP)(R8*1), Z1
+emu_row_252:
+	TESTQ        R8, R8
+	JZ           emu_row_done_253
+	VMOVDQU32    (SP)(R9*1), Z0
+	VPBROADCASTD 4096(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(R8*1), Z1
+	VPBROADCASTD 4100(SP)(R9*1), Z1
 	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(R8*1), Z1
+	VPBROADCASTD 4104(SP)(R9*1), Z1
 	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(R8*1), Z1
+	VPBROADCASTD 4108(SP)(R9*1), Z1
 	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(R8*1), Z1
+	VPBROADCASTD 4112(SP)(R9*1), Z1
 	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(R8*1), Z1
+	VPBROADCASTD 4116(SP)(R9*1), Z1
 	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(R8*1), Z1
+	VPBROADCASTD 4120(SP)(R9*1), Z1
 	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(R8*1), Z1
+	VPBROADCASTD 4124(SP)(R9*1), Z1
 	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(R8*1), Z1
+	VPBROADCASTD 4128(SP)(R9*1), Z1
 	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(R8*1), Z1
+	VPBROADCASTD 4132(SP)(R9*1), Z1
 	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(R8*1), Z1
+	VPBROADCASTD 4136(SP)(R9*1), Z1
 	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(R8*1), Z1
+	VPBROADCASTD 4140(SP)(R9*1), Z1
 	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(R8*1), Z1
+	VPBROADCASTD 4144(SP)(R9*1), Z1
 	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(R8*1), Z1
+	VPBROADCASTD 4148(SP)(R9*1), Z1
 	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(R8*1), Z1
+	VPBROADCASTD 4152(SP)(R9*1), Z1
 	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(R8*1), Z1
+	VPBROADCASTD 4156(SP)(R9*1), Z1
 	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, (SP)(R8*1)
-	ADDQ         $0x40, R8
-	DECQ         DI
-	JMP          emu_row_271
+	VMOVDQU32    Z0, (SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_252
 
-emu_row_done_272:
+emu_row_done_253:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -4911,21 +4558,110 @@ emu_row_done_272:
 	VMOVDQU64 Z0, 4928(SP)
 	VMOVDQU64 Z0, 4992(SP)
 	VMOVDQU64 Z0, 5056(SP)
-	LEAQ      (CX), DI
-	MOVBQZX   8244(SP), R8
-	XORQ      R9, R9
+	LEAQ      (CX), R8
+	MOVBQZX   8244(SP), R9
+	XORQ      R10, R10
 
-emu_row_273:
-	TESTQ     R8, R8
-	JZ        emu_row_done_274
-	VMOVDQU64 (DI), Z0
-	VMOVDQU64 Z0, 4096(SP)(R9*1)
-	ADDQ      AX, DI
-	ADDQ      $0x40, R9
-	DECQ      R8
-	JMP       emu_row_273
+emu_row_254:
+	TESTQ     R9, R9
+	JZ        emu_row_done_255
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 4096(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_254
 
-emu_row_done_274:
+emu_row_done_255:
+	MOVBQZX 8242(SP), R8
+	MOVBQZX 8245(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_256
+	UD2
+
+emu_shapeok_256:
+	MOVBQZX 8246(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_257
+	UD2
+
+emu_shapeok_257:
+	XORQ R9, R9
+
+emu_row_258:
+	TESTQ        R8, R8
+	JZ           emu_row_done_259
+	VMOVDQU32    2048(SP)(R9*1), Z0
+	VPBROADCASTD 5120(SP)(R9*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 5124(SP)(R9*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 5128(SP)(R9*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 5132(SP)(R9*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 5136(SP)(R9*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 5140(SP)(R9*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 5144(SP)(R9*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 5148(SP)(R9*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 5152(SP)(R9*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 5156(SP)(R9*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 5160(SP)(R9*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 5164(SP)(R9*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 5168(SP)(R9*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 5172(SP)(R9*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 5176(SP)(R9*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 5180(SP)(R9*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, 2048(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_258
+
+emu_row_done_259:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5120(SP)
+	VMOVDQU64 Z0, 5184(SP)
+	VMOVDQU64 Z0, 5248(SP)
+	VMOVDQU64 Z0, 5312(SP)
+	VMOVDQU64 Z0, 5376(SP)
+	VMOVDQU64 Z0, 5440(SP)
+	VMOVDQU64 Z0, 5504(SP)
+	VMOVDQU64 Z0, 5568(SP)
+	VMOVDQU64 Z0, 5632(SP)
+	VMOVDQU64 Z0, 5696(SP)
+	VMOVDQU64 Z0, 5760(SP)
+	VMOVDQU64 Z0, 5824(SP)
+	VMOVDQU64 Z0, 5888(SP)
+	VMOVDQU64 Z0, 5952(SP)
+	VMOVDQU64 Z0, 6016(SP)
+	VMOVDQU64 Z0, 6080(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   8245(SP), R9
+	XORQ      R10, R10
+
+emu_row_260:
+	TESTQ     R9, R9
+	JZ        emu_row_done_261
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 5120(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_260
+
+emu_row_done_261:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -4943,43 +4679,43 @@ emu_row_done_274:
 	VMOVDQU64 Z0, 6976(SP)
 	VMOVDQU64 Z0, 7040(SP)
 	VMOVDQU64 Z0, 7104(SP)
-	LEAQ      (DX), DI
-	MOVBQZX   8246(SP), R8
-	XORQ      R9, R9
+	LEAQ      (BX), R8
+	MOVBQZX   8246(SP), R9
+	XORQ      R10, R10
 
-emu_row_275:
-	TESTQ     R8, R8
-	JZ        emu_row_done_276
-	VMOVDQU64 (DI), Z0
-	VMOVDQU64 Z0, 6144(SP)(R9*1)
-	ADDQ      BX, DI
-	ADDQ      $0x40, R9
-	DECQ      R8
-	JMP       emu_row_275
+emu_row_262:
+	TESTQ     R9, R9
+	JZ        emu_row_done_263
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6144(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_262
 
-emu_row_done_276:
-	DECQ SI
-	JMP  kstep_267
+emu_row_done_263:
+	DECQ DI
+	JMP  kstep_248
 
-klast_268:
+klast_249:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_277
+	JE      emu_shapeok_264
 	UD2
 
-emu_shapeok_277:
+emu_shapeok_264:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_278
+	JE      emu_shapeok_265
 	UD2
 
-emu_shapeok_278:
+emu_shapeok_265:
 	XORQ CX, CX
 
-emu_row_279:
+emu_row_266:
 	TESTQ        AX, AX
-	JZ           emu_row_done_280
+	JZ           emu_row_done_267
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -5016,29 +4752,1062 @@ emu_row_279:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_279
+	JMP          emu_row_266
 
-emu_row_done_280:
-	MOVQ    8416(SP), AX
+emu_row_done_267:
+	MOVBQZX 8242(SP), AX
+	MOVBQZX 8245(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_268
+	UD2
+
+emu_shapeok_268:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_269
+	UD2
+
+emu_shapeok_269:
+	XORQ CX, CX
+
+emu_row_270:
+	TESTQ        AX, AX
+	JZ           emu_row_done_271
+	VMOVDQU32    2048(SP)(CX*1), Z0
+	VPBROADCASTD 5120(SP)(CX*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 5124(SP)(CX*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 5128(SP)(CX*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 5132(SP)(CX*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 5136(SP)(CX*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 5140(SP)(CX*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 5144(SP)(CX*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 5148(SP)(CX*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 5152(SP)(CX*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 5156(SP)(CX*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 5160(SP)(CX*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 5164(SP)(CX*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 5168(SP)(CX*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 5172(SP)(CX*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 5176(SP)(CX*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 5180(SP)(CX*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, 2048(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_270
+
+emu_row_done_271:
+	MOVQ    8432(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 8240(SP), BX
+	XORQ    SI, SI
+
+emu_row_272:
+	TESTQ     BX, BX
+	JZ        emu_row_done_273
+	VMOVDQU64 (SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_272
+
+emu_row_done_273:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), AX
+	MOVBQZX 8242(SP), DX
+	XORQ    BX, BX
+
+emu_row_274:
+	TESTQ     DX, DX
+	JZ        emu_row_done_275
+	VMOVDQU64 2048(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_274
+
+emu_row_done_275:
+nend_167:
+	JMP kpass_end_45
+
+mtail_small_164:
+	MOVQ b+16(FP), AX
+	MOVQ AX, 8424(SP)
+	MOVQ 8408(SP), AX
+	MOVQ AX, 8432(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 8440(SP)
+
+npair_276:
+	MOVQ  8440(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_277
+	DECQ  AX
+	MOVQ  AX, 8440(SP)
+
+	// 1x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      8400(SP), CX
+	MOVQ      8384(SP), DX
+	SHLQ      $0x04, DX
+	ADDQ      8424(SP), DX
+	MOVQ      kp+24(FP), BX
+	SHLQ      $0x04, BX
+	ADDQ      DX, BX
+	MOVQ      $0x00000040, SI
+	MOVQ      8392(SP), DI
+	DECQ      DI
+	CMPQ      8384(SP), $0x00
+	JNE       cload_279
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, (SP)
+	VMOVDQU64 Z0, 64(SP)
+	VMOVDQU64 Z0, 128(SP)
+	VMOVDQU64 Z0, 192(SP)
+	VMOVDQU64 Z0, 256(SP)
+	VMOVDQU64 Z0, 320(SP)
+	VMOVDQU64 Z0, 384(SP)
+	VMOVDQU64 Z0, 448(SP)
+	VMOVDQU64 Z0, 512(SP)
+	VMOVDQU64 Z0, 576(SP)
+	VMOVDQU64 Z0, 640(SP)
+	VMOVDQU64 Z0, 704(SP)
+	VMOVDQU64 Z0, 768(SP)
+	VMOVDQU64 Z0, 832(SP)
+	VMOVDQU64 Z0, 896(SP)
+	VMOVDQU64 Z0, 960(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 1024(SP)
+	VMOVDQU64 Z0, 1088(SP)
+	VMOVDQU64 Z0, 1152(SP)
+	VMOVDQU64 Z0, 1216(SP)
+	VMOVDQU64 Z0, 1280(SP)
+	VMOVDQU64 Z0, 1344(SP)
+	VMOVDQU64 Z0, 1408(SP)
+	VMOVDQU64 Z0, 1472(SP)
+	VMOVDQU64 Z0, 1536(SP)
+	VMOVDQU64 Z0, 1600(SP)
+	VMOVDQU64 Z0, 1664(SP)
+	VMOVDQU64 Z0, 1728(SP)
+	VMOVDQU64 Z0, 1792(SP)
+	VMOVDQU64 Z0, 1856(SP)
+	VMOVDQU64 Z0, 1920(SP)
+	VMOVDQU64 Z0, 1984(SP)
+	JMP       cready_280
+
+cload_279:
+	MOVQ      8432(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, (SP)
+	VMOVDQU64 Z0, 64(SP)
+	VMOVDQU64 Z0, 128(SP)
+	VMOVDQU64 Z0, 192(SP)
+	VMOVDQU64 Z0, 256(SP)
+	VMOVDQU64 Z0, 320(SP)
+	VMOVDQU64 Z0, 384(SP)
+	VMOVDQU64 Z0, 448(SP)
+	VMOVDQU64 Z0, 512(SP)
+	VMOVDQU64 Z0, 576(SP)
+	VMOVDQU64 Z0, 640(SP)
+	VMOVDQU64 Z0, 704(SP)
+	VMOVDQU64 Z0, 768(SP)
+	VMOVDQU64 Z0, 832(SP)
+	VMOVDQU64 Z0, 896(SP)
+	VMOVDQU64 Z0, 960(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   8240(SP), R11
+	XORQ      R12, R12
+
+emu_row_281:
+	TESTQ     R11, R11
+	JZ        emu_row_done_282
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, (SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_281
+
+emu_row_done_282:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 1024(SP)
+	VMOVDQU64 Z0, 1088(SP)
+	VMOVDQU64 Z0, 1152(SP)
+	VMOVDQU64 Z0, 1216(SP)
+	VMOVDQU64 Z0, 1280(SP)
+	VMOVDQU64 Z0, 1344(SP)
+	VMOVDQU64 Z0, 1408(SP)
+	VMOVDQU64 Z0, 1472(SP)
+	VMOVDQU64 Z0, 1536(SP)
+	VMOVDQU64 Z0, 1600(SP)
+	VMOVDQU64 Z0, 1664(SP)
+	VMOVDQU64 Z0, 1728(SP)
+	VMOVDQU64 Z0, 1792(SP)
+	VMOVDQU64 Z0, 1856(SP)
+	VMOVDQU64 Z0, 1920(SP)
+	VMOVDQU64 Z0, 1984(SP)
+	LEAQ      64(R8), R8
+	MOVBQZX   8241(SP), R10
+	XORQ      R11, R11
+
+emu_row_283:
+	TESTQ     R10, R10
+	JZ        emu_row_done_284
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 1024(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_283
+
+emu_row_done_284:
+cready_280:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4096(SP)
+	VMOVDQU64 Z0, 4160(SP)
+	VMOVDQU64 Z0, 4224(SP)
+	VMOVDQU64 Z0, 4288(SP)
+	VMOVDQU64 Z0, 4352(SP)
+	VMOVDQU64 Z0, 4416(SP)
+	VMOVDQU64 Z0, 4480(SP)
+	VMOVDQU64 Z0, 4544(SP)
+	VMOVDQU64 Z0, 4608(SP)
+	VMOVDQU64 Z0, 4672(SP)
+	VMOVDQU64 Z0, 4736(SP)
+	VMOVDQU64 Z0, 4800(SP)
+	VMOVDQU64 Z0, 4864(SP)
+	VMOVDQU64 Z0, 4928(SP)
+	VMOVDQU64 Z0, 4992(SP)
+	VMOVDQU64 Z0, 5056(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   8244(SP), R9
+	XORQ      R10, R10
+
+emu_row_285:
+	TESTQ     R9, R9
+	JZ        emu_row_done_286
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 4096(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_285
+
+emu_row_done_286:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6144(SP)
+	VMOVDQU64 Z0, 6208(SP)
+	VMOVDQU64 Z0, 6272(SP)
+	VMOVDQU64 Z0, 6336(SP)
+	VMOVDQU64 Z0, 6400(SP)
+	VMOVDQU64 Z0, 6464(SP)
+	VMOVDQU64 Z0, 6528(SP)
+	VMOVDQU64 Z0, 6592(SP)
+	VMOVDQU64 Z0, 6656(SP)
+	VMOVDQU64 Z0, 6720(SP)
+	VMOVDQU64 Z0, 6784(SP)
+	VMOVDQU64 Z0, 6848(SP)
+	VMOVDQU64 Z0, 6912(SP)
+	VMOVDQU64 Z0, 6976(SP)
+	VMOVDQU64 Z0, 7040(SP)
+	VMOVDQU64 Z0, 7104(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   8246(SP), R9
+	XORQ      R10, R10
+
+emu_row_287:
+	TESTQ     R9, R9
+	JZ        emu_row_done_288
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6144(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_287
+
+emu_row_done_288:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7168(SP)
+	VMOVDQU64 Z0, 7232(SP)
+	VMOVDQU64 Z0, 7296(SP)
+	VMOVDQU64 Z0, 7360(SP)
+	VMOVDQU64 Z0, 7424(SP)
+	VMOVDQU64 Z0, 7488(SP)
+	VMOVDQU64 Z0, 7552(SP)
+	VMOVDQU64 Z0, 7616(SP)
+	VMOVDQU64 Z0, 7680(SP)
+	VMOVDQU64 Z0, 7744(SP)
+	VMOVDQU64 Z0, 7808(SP)
+	VMOVDQU64 Z0, 7872(SP)
+	VMOVDQU64 Z0, 7936(SP)
+	VMOVDQU64 Z0, 8000(SP)
+	VMOVDQU64 Z0, 8064(SP)
+	VMOVDQU64 Z0, 8128(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   8247(SP), R9
+	XORQ      R10, R10
+
+emu_row_289:
+	TESTQ     R9, R9
+	JZ        emu_row_done_290
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 7168(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_289
+
+emu_row_done_290:
+kstep_291:
+	TESTQ   DI, DI
+	JZ      klast_292
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 8240(SP), R8
+	MOVBQZX 8244(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_293
+	UD2
+
+emu_shapeok_293:
+	MOVBQZX 8246(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_294
+	UD2
+
+emu_shapeok_294:
+	XORQ R9, R9
+
+emu_row_295:
+	TESTQ        R8, R8
+	JZ           emu_row_done_296
+	VMOVDQU32    (SP)(R9*1), Z0
+	VPBROADCASTD 4096(SP)(R9*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(R9*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(R9*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(R9*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(R9*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(R9*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(R9*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(R9*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(R9*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(R9*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(R9*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(R9*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(R9*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(R9*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(R9*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(R9*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, (SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_295
+
+emu_row_done_296:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6144(SP)
+	VMOVDQU64 Z0, 6208(SP)
+	VMOVDQU64 Z0, 6272(SP)
+	VMOVDQU64 Z0, 6336(SP)
+	VMOVDQU64 Z0, 6400(SP)
+	VMOVDQU64 Z0, 6464(SP)
+	VMOVDQU64 Z0, 6528(SP)
+	VMOVDQU64 Z0, 6592(SP)
+	VMOVDQU64 Z0, 6656(SP)
+	VMOVDQU64 Z0, 6720(SP)
+	VMOVDQU64 Z0, 6784(SP)
+	VMOVDQU64 Z0, 6848(SP)
+	VMOVDQU64 Z0, 6912(SP)
+	VMOVDQU64 Z0, 6976(SP)
+	VMOVDQU64 Z0, 7040(SP)
+	VMOVDQU64 Z0, 7104(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   8246(SP), R9
+	XORQ      R10, R10
+
+emu_row_297:
+	TESTQ     R9, R9
+	JZ        emu_row_done_298
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6144(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_297
+
+emu_row_done_298:
+	MOVBQZX 8241(SP), R8
+	MOVBQZX 8244(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_299
+	UD2
+
+emu_shapeok_299:
+	MOVBQZX 8247(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_300
+	UD2
+
+emu_shapeok_300:
+	XORQ R9, R9
+
+emu_row_301:
+	TESTQ        R8, R8
+	JZ           emu_row_done_302
+	VMOVDQU32    1024(SP)(R9*1), Z0
+	VPBROADCASTD 4096(SP)(R9*1), Z1
+	VPDPBUSD     7168(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(R9*1), Z1
+	VPDPBUSD     7232(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(R9*1), Z1
+	VPDPBUSD     7296(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(R9*1), Z1
+	VPDPBUSD     7360(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(R9*1), Z1
+	VPDPBUSD     7424(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(R9*1), Z1
+	VPDPBUSD     7488(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(R9*1), Z1
+	VPDPBUSD     7552(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(R9*1), Z1
+	VPDPBUSD     7616(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(R9*1), Z1
+	VPDPBUSD     7680(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(R9*1), Z1
+	VPDPBUSD     7744(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(R9*1), Z1
+	VPDPBUSD     7808(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(R9*1), Z1
+	VPDPBUSD     7872(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(R9*1), Z1
+	VPDPBUSD     7936(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(R9*1), Z1
+	VPDPBUSD     8000(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(R9*1), Z1
+	VPDPBUSD     8064(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(R9*1), Z1
+	VPDPBUSD     8128(SP), Z1, Z0
+	VMOVDQU32    Z0, 1024(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_301
+
+emu_row_done_302:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4096(SP)
+	VMOVDQU64 Z0, 4160(SP)
+	VMOVDQU64 Z0, 4224(SP)
+	VMOVDQU64 Z0, 4288(SP)
+	VMOVDQU64 Z0, 4352(SP)
+	VMOVDQU64 Z0, 4416(SP)
+	VMOVDQU64 Z0, 4480(SP)
+	VMOVDQU64 Z0, 4544(SP)
+	VMOVDQU64 Z0, 4608(SP)
+	VMOVDQU64 Z0, 4672(SP)
+	VMOVDQU64 Z0, 4736(SP)
+	VMOVDQU64 Z0, 4800(SP)
+	VMOVDQU64 Z0, 4864(SP)
+	VMOVDQU64 Z0, 4928(SP)
+	VMOVDQU64 Z0, 4992(SP)
+	VMOVDQU64 Z0, 5056(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   8244(SP), R9
+	XORQ      R10, R10
+
+emu_row_303:
+	TESTQ     R9, R9
+	JZ        emu_row_done_304
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 4096(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_303
+
+emu_row_done_304:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7168(SP)
+	VMOVDQU64 Z0, 7232(SP)
+	VMOVDQU64 Z0, 7296(SP)
+	VMOVDQU64 Z0, 7360(SP)
+	VMOVDQU64 Z0, 7424(SP)
+	VMOVDQU64 Z0, 7488(SP)
+	VMOVDQU64 Z0, 7552(SP)
+	VMOVDQU64 Z0, 7616(SP)
+	VMOVDQU64 Z0, 7680(SP)
+	VMOVDQU64 Z0, 7744(SP)
+	VMOVDQU64 Z0, 7808(SP)
+	VMOVDQU64 Z0, 7872(SP)
+	VMOVDQU64 Z0, 7936(SP)
+	VMOVDQU64 Z0, 8000(SP)
+	VMOVDQU64 Z0, 8064(SP)
+	VMOVDQU64 Z0, 8128(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   8247(SP), R9
+	XORQ      R10, R10
+
+emu_row_305:
+	TESTQ     R9, R9
+	JZ        emu_row_done_306
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 7168(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_305
+
+emu_row_done_306:
+	DECQ DI
+	JMP  kstep_291
+
+klast_292:
+	MOVBQZX 8240(SP), AX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_307
+	UD2
+
+emu_shapeok_307:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_308
+	UD2
+
+emu_shapeok_308:
+	XORQ CX, CX
+
+emu_row_309:
+	TESTQ        AX, AX
+	JZ           emu_row_done_310
+	VMOVDQU32    (SP)(CX*1), Z0
+	VPBROADCASTD 4096(SP)(CX*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(CX*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(CX*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(CX*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(CX*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(CX*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(CX*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(CX*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(CX*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(CX*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(CX*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(CX*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(CX*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(CX*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(CX*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(CX*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, (SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_309
+
+emu_row_done_310:
+	MOVBQZX 8241(SP), AX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_311
+	UD2
+
+emu_shapeok_311:
+	MOVBQZX 8247(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_312
+	UD2
+
+emu_shapeok_312:
+	XORQ CX, CX
+
+emu_row_313:
+	TESTQ        AX, AX
+	JZ           emu_row_done_314
+	VMOVDQU32    1024(SP)(CX*1), Z0
+	VPBROADCASTD 4096(SP)(CX*1), Z1
+	VPDPBUSD     7168(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(CX*1), Z1
+	VPDPBUSD     7232(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(CX*1), Z1
+	VPDPBUSD     7296(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(CX*1), Z1
+	VPDPBUSD     7360(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(CX*1), Z1
+	VPDPBUSD     7424(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(CX*1), Z1
+	VPDPBUSD     7488(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(CX*1), Z1
+	VPDPBUSD     7552(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(CX*1), Z1
+	VPDPBUSD     7616(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(CX*1), Z1
+	VPDPBUSD     7680(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(CX*1), Z1
+	VPDPBUSD     7744(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(CX*1), Z1
+	VPDPBUSD     7808(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(CX*1), Z1
+	VPDPBUSD     7872(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(CX*1), Z1
+	VPDPBUSD     7936(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(CX*1), Z1
+	VPDPBUSD     8000(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(CX*1), Z1
+	VPDPBUSD     8064(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(CX*1), Z1
+	VPDPBUSD     8128(SP), Z1, Z0
+	VMOVDQU32    Z0, 1024(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_313
+
+emu_row_done_314:
+	MOVQ    8432(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 8240(SP), BX
+	XORQ    SI, SI
+
+emu_row_315:
+	TESTQ     BX, BX
+	JZ        emu_row_done_316
+	VMOVDQU64 (SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_315
+
+emu_row_done_316:
+	LEAQ    64(AX), AX
+	MOVBQZX 8241(SP), DX
+	XORQ    BX, BX
+
+emu_row_317:
+	TESTQ     DX, DX
+	JZ        emu_row_done_318
+	VMOVDQU64 1024(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_317
+
+emu_row_done_318:
+	MOVQ 8432(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 8432(SP)
+	MOVQ 8424(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 8424(SP)
+	JMP  npair_276
+
+nodd_277:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_278
+
+	// 1x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      8400(SP), CX
+	MOVQ      8384(SP), DX
+	SHLQ      $0x04, DX
+	ADDQ      8424(SP), DX
+	MOVQ      $0x00000040, BX
+	MOVQ      8392(SP), SI
+	DECQ      SI
+	CMPQ      8384(SP), $0x00
+	JNE       cload_319
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, (SP)
+	VMOVDQU64 Z0, 64(SP)
+	VMOVDQU64 Z0, 128(SP)
+	VMOVDQU64 Z0, 192(SP)
+	VMOVDQU64 Z0, 256(SP)
+	VMOVDQU64 Z0, 320(SP)
+	VMOVDQU64 Z0, 384(SP)
+	VMOVDQU64 Z0, 448(SP)
+	VMOVDQU64 Z0, 512(SP)
+	VMOVDQU64 Z0, 576(SP)
+	VMOVDQU64 Z0, 640(SP)
+	VMOVDQU64 Z0, 704(SP)
+	VMOVDQU64 Z0, 768(SP)
+	VMOVDQU64 Z0, 832(SP)
+	VMOVDQU64 Z0, 896(SP)
+	VMOVDQU64 Z0, 960(SP)
+	JMP       cready_320
+
+cload_319:
+	MOVQ      8432(SP), DI
+	MOVQ      ldc+40(FP), R8
+	SHLQ      $0x02, R8
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, (SP)
+	VMOVDQU64 Z0, 64(SP)
+	VMOVDQU64 Z0, 128(SP)
+	VMOVDQU64 Z0, 192(SP)
+	VMOVDQU64 Z0, 256(SP)
+	VMOVDQU64 Z0, 320(SP)
+	VMOVDQU64 Z0, 384(SP)
+	VMOVDQU64 Z0, 448(SP)
+	VMOVDQU64 Z0, 512(SP)
+	VMOVDQU64 Z0, 576(SP)
+	VMOVDQU64 Z0, 640(SP)
+	VMOVDQU64 Z0, 704(SP)
+	VMOVDQU64 Z0, 768(SP)
+	VMOVDQU64 Z0, 832(SP)
+	VMOVDQU64 Z0, 896(SP)
+	VMOVDQU64 Z0, 960(SP)
+	LEAQ      (DI), DI
+	MOVBQZX   8240(SP), R9
+	XORQ      R10, R10
+
+emu_row_321:
+	TESTQ     R9, R9
+	JZ        emu_row_done_322
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, (SP)(R10*1)
+	ADDQ      R8, DI
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_321
+
+emu_row_done_322:
+cready_320:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4096(SP)
+	VMOVDQU64 Z0, 4160(SP)
+	VMOVDQU64 Z0, 4224(SP)
+	VMOVDQU64 Z0, 4288(SP)
+	VMOVDQU64 Z0, 4352(SP)
+	VMOVDQU64 Z0, 4416(SP)
+	VMOVDQU64 Z0, 4480(SP)
+	VMOVDQU64 Z0, 4544(SP)
+	VMOVDQU64 Z0, 4608(SP)
+	VMOVDQU64 Z0, 4672(SP)
+	VMOVDQU64 Z0, 4736(SP)
+	VMOVDQU64 Z0, 4800(SP)
+	VMOVDQU64 Z0, 4864(SP)
+	VMOVDQU64 Z0, 4928(SP)
+	VMOVDQU64 Z0, 4992(SP)
+	VMOVDQU64 Z0, 5056(SP)
+	LEAQ      (CX), DI
+	MOVBQZX   8244(SP), R8
+	XORQ      R9, R9
+
+emu_row_323:
+	TESTQ     R8, R8
+	JZ        emu_row_done_324
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 4096(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_323
+
+emu_row_done_324:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6144(SP)
+	VMOVDQU64 Z0, 6208(SP)
+	VMOVDQU64 Z0, 6272(SP)
+	VMOVDQU64 Z0, 6336(SP)
+	VMOVDQU64 Z0, 6400(SP)
+	VMOVDQU64 Z0, 6464(SP)
+	VMOVDQU64 Z0, 6528(SP)
+	VMOVDQU64 Z0, 6592(SP)
+	VMOVDQU64 Z0, 6656(SP)
+	VMOVDQU64 Z0, 6720(SP)
+	VMOVDQU64 Z0, 6784(SP)
+	VMOVDQU64 Z0, 6848(SP)
+	VMOVDQU64 Z0, 6912(SP)
+	VMOVDQU64 Z0, 6976(SP)
+	VMOVDQU64 Z0, 7040(SP)
+	VMOVDQU64 Z0, 7104(SP)
+	LEAQ      (DX), DI
+	MOVBQZX   8246(SP), R8
+	XORQ      R9, R9
+
+emu_row_325:
+	TESTQ     R8, R8
+	JZ        emu_row_done_326
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 6144(SP)(R9*1)
+	ADDQ      BX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_325
+
+emu_row_done_326:
+kstep_327:
+	TESTQ   SI, SI
+	JZ      klast_328
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	MOVBQZX 8240(SP), DI
+	MOVBQZX 8244(SP), R8
+	CMPQ    DI, R8
+	JE      emu_shapeok_329
+	UD2
+
+emu_shapeok_329:
+	MOVBQZX 8246(SP), R8
+	CMPQ    R8, $0x10
+	JE      emu_shapeok_330
+	UD2
+
+emu_shapeok_330:
+	XORQ R8, R8
+
+emu_row_331:
+	TESTQ        DI, DI
+	JZ           emu_row_done_332
+	VMOVDQU32    (SP)(R8*1), Z0
+	VPBROADCASTD 4096(SP)(R8*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(R8*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(R8*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(R8*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(R8*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(R8*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(R8*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(R8*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(R8*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(R8*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(R8*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(R8*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(R8*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(R8*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(R8*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(R8*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, (SP)(R8*1)
+	ADDQ         $0x40, R8
+	DECQ         DI
+	JMP          emu_row_331
+
+emu_row_done_332:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4096(SP)
+	VMOVDQU64 Z0, 4160(SP)
+	VMOVDQU64 Z0, 4224(SP)
+	VMOVDQU64 Z0, 4288(SP)
+	VMOVDQU64 Z0, 4352(SP)
+	VMOVDQU64 Z0, 4416(SP)
+	VMOVDQU64 Z0, 4480(SP)
+	VMOVDQU64 Z0, 4544(SP)
+	VMOVDQU64 Z0, 4608(SP)
+	VMOVDQU64 Z0, 4672(SP)
+	VMOVDQU64 Z0, 4736(SP)
+	VMOVDQU64 Z0, 4800(SP)
+	VMOVDQU64 Z0, 4864(SP)
+	VMOVDQU64 Z0, 4928(SP)
+	VMOVDQU64 Z0, 4992(SP)
+	VMOVDQU64 Z0, 5056(SP)
+	LEAQ      (CX), DI
+	MOVBQZX   8244(SP), R8
+	XORQ      R9, R9
+
+emu_row_333:
+	TESTQ     R8, R8
+	JZ        emu_row_done_334
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 4096(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_333
+
+emu_row_done_334:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6144(SP)
+	VMOVDQU64 Z0, 6208(SP)
+	VMOVDQU64 Z0, 6272(SP)
+	VMOVDQU64 Z0, 6336(SP)
+	VMOVDQU64 Z0, 6400(SP)
+	VMOVDQU64 Z0, 6464(SP)
+	VMOVDQU64 Z0, 6528(SP)
+	VMOVDQU64 Z0, 6592(SP)
+	VMOVDQU64 Z0, 6656(SP)
+	VMOVDQU64 Z0, 6720(SP)
+	VMOVDQU64 Z0, 6784(SP)
+	VMOVDQU64 Z0, 6848(SP)
+	VMOVDQU64 Z0, 6912(SP)
+	VMOVDQU64 Z0, 6976(SP)
+	VMOVDQU64 Z0, 7040(SP)
+	VMOVDQU64 Z0, 7104(SP)
+	LEAQ      (DX), DI
+	MOVBQZX   8246(SP), R8
+	XORQ      R9, R9
+
+emu_row_335:
+	TESTQ     R8, R8
+	JZ        emu_row_done_336
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 6144(SP)(R9*1)
+	ADDQ      BX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_335
+
+emu_row_done_336:
+	DECQ SI
+	JMP  kstep_327
+
+klast_328:
+	MOVBQZX 8240(SP), AX
+	MOVBQZX 8244(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_337
+	UD2
+
+emu_shapeok_337:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_338
+	UD2
+
+emu_shapeok_338:
+	XORQ CX, CX
+
+emu_row_339:
+	TESTQ        AX, AX
+	JZ           emu_row_done_340
+	VMOVDQU32    (SP)(CX*1), Z0
+	VPBROADCASTD 4096(SP)(CX*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(CX*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(CX*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(CX*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(CX*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(CX*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(CX*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(CX*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(CX*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(CX*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(CX*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(CX*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(CX*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(CX*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(CX*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(CX*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, (SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_339
+
+emu_row_done_340:
+	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
 	LEAQ    (AX), AX
 	MOVBQZX 8240(SP), DX
 	XORQ    BX, BX
 
-emu_row_281:
+emu_row_341:
 	TESTQ     DX, DX
-	JZ        emu_row_done_282
+	JZ        emu_row_done_342
 	VMOVDQU64 (SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_281
+	JMP       emu_row_341
 
-emu_row_done_282:
-nend_228:
-done_30:
+emu_row_done_342:
+nend_278:
+kpass_end_45:
+	MOVQ 8384(SP), AX
+	ADDQ $0x00000300, AX
+	MOVQ AX, 8384(SP)
+	JMP  kpass_44
+
+done_46:
 	VZEROUPPER
 	RET
 
@@ -5052,10 +5821,10 @@ TEXT ·qgemmVNNI(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_284:
+ngroup_344:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x03
-	JL   ntail_285
+	JL   ntail_345
 	SUBQ $0x03, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -5065,10 +5834,10 @@ ngroup_284:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_286:
+rows_346:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_287
+	JL   rowtail_347
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -5107,7 +5876,7 @@ rows_286:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_289:
+vnni_k_349:
 	VMOVDQU32    (SI), Z24
 	VMOVDQU32    (SI)(DI*1), Z25
 	VMOVDQU32    (SI)(DI*2), Z26
@@ -5252,7 +6021,7 @@ vnni_k_289:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_289
+	JNZ          vnni_k_349
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5297,12 +6066,12 @@ vnni_k_289:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_286
+	JMP          rows_346
 
-rowtail_287:
+rowtail_347:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_290
+	JNE  rowtail_not_350
 
 	// VNNI micro-kernel: 1 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5316,7 +6085,7 @@ rowtail_287:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_291:
+vnni_k_351:
 	VMOVDQU32    (CX), Z3
 	VMOVDQU32    (CX)(DX*1), Z4
 	VMOVDQU32    (CX)(DX*2), Z5
@@ -5348,18 +6117,18 @@ vnni_k_291:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_291
+	JNZ          vnni_k_351
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
 	VMOVDQU32    Z2, 128(AX)
-	JMP          rowend_288
+	JMP          rowend_348
 
-rowtail_not_290:
+rowtail_not_350:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_292
+	JNE  rowtail_not_352
 
 	// VNNI micro-kernel: 2 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5376,7 +6145,7 @@ rowtail_not_290:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_293:
+vnni_k_353:
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    (DX)(BX*1), Z7
 	VMOVDQU32    (DX)(BX*2), Z8
@@ -5424,7 +6193,7 @@ vnni_k_293:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_293
+	JNZ          vnni_k_353
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5435,11 +6204,11 @@ vnni_k_293:
 	VMOVDQU32    Z3, (AX)
 	VMOVDQU32    Z4, 64(AX)
 	VMOVDQU32    Z5, 128(AX)
-	JMP          rowend_288
+	JMP          rowend_348
 
-rowtail_not_292:
+rowtail_not_352:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_294
+	JNE  rowtail_not_354
 
 	// VNNI micro-kernel: 3 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5459,7 +6228,7 @@ rowtail_not_292:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_295:
+vnni_k_355:
 	VMOVDQU32    (DX), Z9
 	VMOVDQU32    (DX)(BX*1), Z10
 	VMOVDQU32    (DX)(BX*2), Z11
@@ -5523,7 +6292,7 @@ vnni_k_295:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_295
+	JNZ          vnni_k_355
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5538,11 +6307,11 @@ vnni_k_295:
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
 	VMOVDQU32    Z8, 128(AX)
-	JMP          rowend_288
+	JMP          rowend_348
 
-rowtail_not_294:
+rowtail_not_354:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_296
+	JNE  rowtail_not_356
 
 	// VNNI micro-kernel: 4 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5566,7 +6335,7 @@ rowtail_not_294:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_297:
+vnni_k_357:
 	VMOVDQU32    (BX), Z12
 	VMOVDQU32    (BX)(SI*1), Z13
 	VMOVDQU32    (BX)(SI*2), Z14
@@ -5646,7 +6415,7 @@ vnni_k_297:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_297
+	JNZ          vnni_k_357
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5665,11 +6434,11 @@ vnni_k_297:
 	VMOVDQU32    Z9, (AX)
 	VMOVDQU32    Z10, 64(AX)
 	VMOVDQU32    Z11, 128(AX)
-	JMP          rowend_288
+	JMP          rowend_348
 
-rowtail_not_296:
+rowtail_not_356:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_298
+	JNE  rowtail_not_358
 
 	// VNNI micro-kernel: 5 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5696,7 +6465,7 @@ rowtail_not_296:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_299:
+vnni_k_359:
 	VMOVDQU32    (BX), Z15
 	VMOVDQU32    (BX)(SI*1), Z16
 	VMOVDQU32    (BX)(SI*2), Z17
@@ -5792,7 +6561,7 @@ vnni_k_299:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_299
+	JNZ          vnni_k_359
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5815,11 +6584,11 @@ vnni_k_299:
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
 	VMOVDQU32    Z14, 128(AX)
-	JMP          rowend_288
+	JMP          rowend_348
 
-rowtail_not_298:
+rowtail_not_358:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_300
+	JNE  rowtail_not_360
 
 	// VNNI micro-kernel: 6 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -5850,7 +6619,7 @@ rowtail_not_298:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_301:
+vnni_k_361:
 	VMOVDQU32    (SI), Z18
 	VMOVDQU32    (SI)(DI*1), Z19
 	VMOVDQU32    (SI)(DI*2), Z20
@@ -5963,7 +6732,7 @@ vnni_k_301:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_301
+	JNZ          vnni_k_361
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5990,11 +6759,11 @@ vnni_k_301:
 	VMOVDQU32    Z15, (AX)
 	VMOVDQU32    Z16, 64(AX)
 	VMOVDQU32    Z17, 128(AX)
-	JMP          rowend_288
+	JMP          rowend_348
 
-rowtail_not_300:
+rowtail_not_360:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_302
+	JNE  rowtail_not_362
 
 	// VNNI micro-kernel: 7 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6028,7 +6797,7 @@ rowtail_not_300:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_303:
+vnni_k_363:
 	VMOVDQU32    (SI), Z21
 	VMOVDQU32    (SI)(DI*1), Z22
 	VMOVDQU32    (SI)(DI*2), Z23
@@ -6157,7 +6926,7 @@ vnni_k_303:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_303
+	JNZ          vnni_k_363
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6188,10 +6957,10 @@ vnni_k_303:
 	VMOVDQU32    Z18, (AX)
 	VMOVDQU32    Z19, 64(AX)
 	VMOVDQU32    Z20, 128(AX)
-	JMP          rowend_288
+	JMP          rowend_348
 
-rowtail_not_302:
-rowend_288:
+rowtail_not_362:
+rowend_348:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000030, CX, CX
@@ -6200,12 +6969,12 @@ rowend_288:
 	MOVQ   8(SP), AX
 	ADDQ   $0x000000c0, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_284
+	JMP    ngroup_344
 
-ntail_285:
+ntail_345:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JNE  ntail_not_304
+	JNE  ntail_not_364
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -6213,10 +6982,10 @@ ntail_285:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_305:
+rows_365:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_306
+	JL   rowtail_366
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -6237,7 +7006,7 @@ rows_305:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_308:
+vnni_k_368:
 	VMOVDQU32    (SI), Z8
 	VPBROADCASTD (AX), Z9
 	VPDPBUSD     Z8, Z9, Z0
@@ -6310,7 +7079,7 @@ vnni_k_308:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_308
+	JNZ          vnni_k_368
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6339,12 +7108,12 @@ vnni_k_308:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_305
+	JMP          rows_365
 
-rowtail_306:
+rowtail_366:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_309
+	JNE  rowtail_not_369
 
 	// VNNI micro-kernel: 1 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6354,7 +7123,7 @@ rowtail_306:
 	MOVQ   kp+24(FP), DX
 	SHRQ   $0x04, DX
 
-vnni_k_310:
+vnni_k_370:
 	VMOVDQU32    (CX), Z1
 	VPBROADCASTD (AX), Z2
 	VPDPBUSD     Z1, Z2, Z0
@@ -6370,16 +7139,16 @@ vnni_k_310:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          vnni_k_310
+	JNZ          vnni_k_370
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
-	JMP          rowend_307
+	JMP          rowend_367
 
-rowtail_not_309:
+rowtail_not_369:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_311
+	JNE  rowtail_not_371
 
 	// VNNI micro-kernel: 2 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6390,7 +7159,7 @@ rowtail_not_309:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_312:
+vnni_k_372:
 	VMOVDQU32    (DX), Z2
 	VPBROADCASTD (AX), Z3
 	VPDPBUSD     Z2, Z3, Z0
@@ -6414,18 +7183,18 @@ vnni_k_312:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_312
+	JNZ          vnni_k_372
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z1, (AX)
-	JMP          rowend_307
+	JMP          rowend_367
 
-rowtail_not_311:
+rowtail_not_371:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_313
+	JNE  rowtail_not_373
 
 	// VNNI micro-kernel: 3 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6437,7 +7206,7 @@ rowtail_not_311:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_314:
+vnni_k_374:
 	VMOVDQU32    (DX), Z3
 	VPBROADCASTD (AX), Z4
 	VPDPBUSD     Z3, Z4, Z0
@@ -6469,7 +7238,7 @@ vnni_k_314:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_314
+	JNZ          vnni_k_374
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6478,11 +7247,11 @@ vnni_k_314:
 	VMOVDQU32    Z1, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
-	JMP          rowend_307
+	JMP          rowend_367
 
-rowtail_not_313:
+rowtail_not_373:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_315
+	JNE  rowtail_not_375
 
 	// VNNI micro-kernel: 4 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6496,7 +7265,7 @@ rowtail_not_313:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_316:
+vnni_k_376:
 	VMOVDQU32    (BX), Z4
 	VPBROADCASTD (AX), Z5
 	VPDPBUSD     Z4, Z5, Z0
@@ -6536,7 +7305,7 @@ vnni_k_316:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_316
+	JNZ          vnni_k_376
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6547,11 +7316,11 @@ vnni_k_316:
 	VMOVDQU32    Z2, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z3, (AX)
-	JMP          rowend_307
+	JMP          rowend_367
 
-rowtail_not_315:
+rowtail_not_375:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_317
+	JNE  rowtail_not_377
 
 	// VNNI micro-kernel: 5 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6566,7 +7335,7 @@ rowtail_not_315:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_318:
+vnni_k_378:
 	VMOVDQU32    (BX), Z5
 	VPBROADCASTD (AX), Z6
 	VPDPBUSD     Z5, Z6, Z0
@@ -6614,7 +7383,7 @@ vnni_k_318:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_318
+	JNZ          vnni_k_378
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6627,11 +7396,11 @@ vnni_k_318:
 	VMOVDQU32    Z3, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
-	JMP          rowend_307
+	JMP          rowend_367
 
-rowtail_not_317:
+rowtail_not_377:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_319
+	JNE  rowtail_not_379
 
 	// VNNI micro-kernel: 6 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6648,7 +7417,7 @@ rowtail_not_317:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_320:
+vnni_k_380:
 	VMOVDQU32    (SI), Z6
 	VPBROADCASTD (AX), Z7
 	VPDPBUSD     Z6, Z7, Z0
@@ -6705,7 +7474,7 @@ vnni_k_320:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_320
+	JNZ          vnni_k_380
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6720,11 +7489,11 @@ vnni_k_320:
 	VMOVDQU32    Z4, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z5, (AX)
-	JMP          rowend_307
+	JMP          rowend_367
 
-rowtail_not_319:
+rowtail_not_379:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_321
+	JNE  rowtail_not_381
 
 	// VNNI micro-kernel: 7 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6742,7 +7511,7 @@ rowtail_not_319:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_322:
+vnni_k_382:
 	VMOVDQU32    (SI), Z7
 	VPBROADCASTD (AX), Z8
 	VPDPBUSD     Z7, Z8, Z0
@@ -6807,7 +7576,7 @@ vnni_k_322:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_322
+	JNZ          vnni_k_382
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6824,15 +7593,15 @@ vnni_k_322:
 	VMOVDQU32    Z5, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
-	JMP          rowend_307
+	JMP          rowend_367
 
-rowtail_not_321:
-rowend_307:
-	JMP done_283
+rowtail_not_381:
+rowend_367:
+	JMP done_343
 
-ntail_not_304:
+ntail_not_364:
 	CMPQ AX, $0x02
-	JNE  ntail_not_323
+	JNE  ntail_not_383
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -6840,10 +7609,10 @@ ntail_not_304:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_324:
+rows_384:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_325
+	JL   rowtail_385
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -6874,7 +7643,7 @@ rows_324:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_327:
+vnni_k_387:
 	VMOVDQU32    (SI), Z16
 	VMOVDQU32    (SI)(DI*1), Z17
 	VPBROADCASTD (AX), Z18
@@ -6983,7 +7752,7 @@ vnni_k_327:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_327
+	JNZ          vnni_k_387
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7020,12 +7789,12 @@ vnni_k_327:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_324
+	JMP          rows_384
 
-rowtail_325:
+rowtail_385:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_328
+	JNE  rowtail_not_388
 
 	// VNNI micro-kernel: 1 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7038,7 +7807,7 @@ rowtail_325:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_329:
+vnni_k_389:
 	VMOVDQU32    (CX), Z2
 	VMOVDQU32    (CX)(DX*1), Z3
 	VPBROADCASTD (AX), Z4
@@ -7062,17 +7831,17 @@ vnni_k_329:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_329
+	JNZ          vnni_k_389
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
-	JMP          rowend_326
+	JMP          rowend_386
 
-rowtail_not_328:
+rowtail_not_388:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_330
+	JNE  rowtail_not_390
 
 	// VNNI micro-kernel: 2 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7087,7 +7856,7 @@ rowtail_not_328:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_331:
+vnni_k_391:
 	VMOVDQU32    (DX), Z4
 	VMOVDQU32    (DX)(BX*1), Z5
 	VPBROADCASTD (AX), Z6
@@ -7123,7 +7892,7 @@ vnni_k_331:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_331
+	JNZ          vnni_k_391
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7132,11 +7901,11 @@ vnni_k_331:
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
 	VMOVDQU32    Z3, 64(AX)
-	JMP          rowend_326
+	JMP          rowend_386
 
-rowtail_not_330:
+rowtail_not_390:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_332
+	JNE  rowtail_not_392
 
 	// VNNI micro-kernel: 3 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7153,7 +7922,7 @@ rowtail_not_330:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_333:
+vnni_k_393:
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    (DX)(BX*1), Z7
 	VPBROADCASTD (AX), Z8
@@ -7201,7 +7970,7 @@ vnni_k_333:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_333
+	JNZ          vnni_k_393
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7213,11 +7982,11 @@ vnni_k_333:
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
 	VMOVDQU32    Z5, 64(AX)
-	JMP          rowend_326
+	JMP          rowend_386
 
-rowtail_not_332:
+rowtail_not_392:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_334
+	JNE  rowtail_not_394
 
 	// VNNI micro-kernel: 4 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7237,7 +8006,7 @@ rowtail_not_332:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_335:
+vnni_k_395:
 	VMOVDQU32    (BX), Z8
 	VMOVDQU32    (BX)(SI*1), Z9
 	VPBROADCASTD (AX), Z10
@@ -7297,7 +8066,7 @@ vnni_k_335:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_335
+	JNZ          vnni_k_395
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7312,11 +8081,11 @@ vnni_k_335:
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
-	JMP          rowend_326
+	JMP          rowend_386
 
-rowtail_not_334:
+rowtail_not_394:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_336
+	JNE  rowtail_not_396
 
 	// VNNI micro-kernel: 5 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7338,7 +8107,7 @@ rowtail_not_334:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_337:
+vnni_k_397:
 	VMOVDQU32    (BX), Z10
 	VMOVDQU32    (BX)(SI*1), Z11
 	VPBROADCASTD (AX), Z12
@@ -7410,7 +8179,7 @@ vnni_k_337:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_337
+	JNZ          vnni_k_397
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7428,11 +8197,11 @@ vnni_k_337:
 	ADDQ         CX, AX
 	VMOVDQU32    Z8, (AX)
 	VMOVDQU32    Z9, 64(AX)
-	JMP          rowend_326
+	JMP          rowend_386
 
-rowtail_not_336:
+rowtail_not_396:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_338
+	JNE  rowtail_not_398
 
 	// VNNI micro-kernel: 6 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7457,7 +8226,7 @@ rowtail_not_336:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_339:
+vnni_k_399:
 	VMOVDQU32    (SI), Z12
 	VMOVDQU32    (SI)(DI*1), Z13
 	VPBROADCASTD (AX), Z14
@@ -7542,7 +8311,7 @@ vnni_k_339:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_339
+	JNZ          vnni_k_399
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7563,11 +8332,11 @@ vnni_k_339:
 	ADDQ         CX, AX
 	VMOVDQU32    Z10, (AX)
 	VMOVDQU32    Z11, 64(AX)
-	JMP          rowend_326
+	JMP          rowend_386
 
-rowtail_not_338:
+rowtail_not_398:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_340
+	JNE  rowtail_not_400
 
 	// VNNI micro-kernel: 7 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7594,7 +8363,7 @@ rowtail_not_338:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_341:
+vnni_k_401:
 	VMOVDQU32    (SI), Z14
 	VMOVDQU32    (SI)(DI*1), Z15
 	VPBROADCASTD (AX), Z16
@@ -7691,7 +8460,7 @@ vnni_k_341:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_341
+	JNZ          vnni_k_401
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7715,14 +8484,14 @@ vnni_k_341:
 	ADDQ         CX, AX
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
-	JMP          rowend_326
+	JMP          rowend_386
 
-rowtail_not_340:
-rowend_326:
-	JMP done_283
+rowtail_not_400:
+rowend_386:
+	JMP done_343
 
-ntail_not_323:
-done_283:
+ntail_not_383:
+done_343:
 	VZEROUPPER
 	RET
 
@@ -7736,10 +8505,10 @@ TEXT ·qgemmAVX2(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_343:
+ngroup_403:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JL   ntail_344
+	JL   ntail_404
 	SUBQ $0x01, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -7749,10 +8518,10 @@ ngroup_343:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_345:
+rows_405:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x02
-	JL   rowtail_346
+	JL   rowtail_406
 	SUBQ $0x02, AX
 	MOVQ AX, 40(SP)
 
@@ -7771,7 +8540,7 @@ rows_345:
 	MOVQ  kp+24(FP), BX
 	SHRQ  $0x04, BX
 
-avx2_k_348:
+avx2_k_408:
 	VPMOVSXBW    (DX), Y8
 	VPMOVSXBW    16(DX), Y9
 	VPMOVSXBW    32(DX), Y10
@@ -7871,7 +8640,7 @@ avx2_k_348:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          avx2_k_348
+	JNZ          avx2_k_408
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7898,12 +8667,12 @@ avx2_k_348:
 	IMUL3Q       $0x08, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_345
+	JMP          rows_405
 
-rowtail_346:
+rowtail_406:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_349
+	JNE  rowtail_not_409
 
 	// AVX2 micro-kernel: 1 rows x 16 columns.
 	VPXOR Y0, Y0, Y0
@@ -7916,7 +8685,7 @@ rowtail_346:
 	MOVQ  kp+24(FP), DX
 	SHRQ  $0x04, DX
 
-avx2_k_350:
+avx2_k_410:
 	VPMOVSXBW    (CX), Y4
 	VPMOVSXBW    16(CX), Y5
 	VPMOVSXBW    32(CX), Y6
@@ -7976,7 +8745,7 @@ avx2_k_350:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          avx2_k_350
+	JNZ          avx2_k_410
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7986,10 +8755,10 @@ avx2_k_350:
 	VPHADDD      Y3, Y2, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VMOVDQU      Y0, 32(AX)
-	JMP          rowend_347
+	JMP          rowend_407
 
-rowtail_not_349:
-rowend_347:
+rowtail_not_409:
+rowend_407:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000010, CX, CX
@@ -7998,9 +8767,9 @@ rowend_347:
 	MOVQ   8(SP), AX
 	ADDQ   $0x00000040, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_343
+	JMP    ngroup_403
 
-ntail_344:
+ntail_404:
 	MOVQ 16(SP), AX
 	VZEROUPPER
 	RET
@@ -8060,15 +8829,15 @@ GLOBL epilogueTailMasks<>(SB), RODATA|NOPTR, $64
 TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-120
 	MOVQ  flags+112(FP), AX
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_351
+	JNZ   epi_flag_411
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_352
+	JNZ   epi_flag_412
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_353
+	JNZ   epi_flag_413
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_354
+	JNZ   epi_flag_414
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_355
+	JNZ   epi_flag_415
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+48(FP), CX
 	MOVQ  n+24(FP), DX
@@ -8079,10 +8848,10 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-120
 	LEAQ  epilogueTailMasks<>+0(SB), R8
 	MOVL  (R8)(DI*4), DI
 
-epi_row_356:
+epi_row_416:
 	XORQ R8, R8
 
-epi_col_357:
+epi_col_417:
 	MOVQ        DX, R9
 	SUBQ        R8, R9
 	MOVL        $0x0000ffff, R10
@@ -8096,7 +8865,7 @@ epi_col_357:
 	VMOVUPS     Z0, K1, (SI)(R8*4)
 	ADDQ        $0x10, R8
 	CMPQ        R8, DX
-	JL          epi_col_357
+	JL          epi_col_417
 	MOVQ        ldc+8(FP), R8
 	SHLQ        $0x02, R8
 	ADDQ        R8, AX
@@ -8104,11 +8873,11 @@ epi_col_357:
 	SHLQ        $0x02, R8
 	ADDQ        R8, SI
 	DECQ        BX
-	JNZ         epi_row_356
+	JNZ         epi_row_416
 	VZEROUPPER
 	RET
 
-epi_flag_355:
+epi_flag_415:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8124,10 +8893,10 @@ epi_flag_355:
 	LEAQ         epilogueTailMasks<>+0(SB), R8
 	MOVL         (R8)(DI*4), DI
 
-epi_row_358:
+epi_row_418:
 	XORQ R8, R8
 
-epi_col_359:
+epi_col_419:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
 	MOVL         $0x0000ffff, R10
@@ -8148,20 +8917,20 @@ epi_col_359:
 	VPMOVDB      Z3, K1, (SI)(R8*1)
 	ADDQ         $0x10, R8
 	CMPQ         R8, DX
-	JL           epi_col_359
+	JL           epi_col_419
 	MOVQ         ldc+8(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, AX
 	MOVQ         outStride+96(FP), R8
 	ADDQ         R8, SI
 	DECQ         BX
-	JNZ          epi_row_358
+	JNZ          epi_row_418
 	VZEROUPPER
 	RET
 
-epi_flag_354:
+epi_flag_414:
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_360
+	JNZ   epi_flag_420
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+48(FP), CX
 	MOVQ  n+24(FP), DX
@@ -8173,10 +8942,10 @@ epi_flag_354:
 	LEAQ  epilogueTailMasks<>+0(SB), R9
 	MOVL  (R9)(R8*4), R8
 
-epi_row_361:
+epi_row_421:
 	XORQ R9, R9
 
-epi_col_362:
+epi_col_422:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVL        $0x0000ffff, R11
@@ -8192,7 +8961,7 @@ epi_col_362:
 	VMOVUPS     Z0, K1, (DI)(R9*4)
 	ADDQ        $0x10, R9
 	CMPQ        R9, DX
-	JL          epi_col_362
+	JL          epi_col_422
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -8203,11 +8972,11 @@ epi_col_362:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_361
+	JNZ         epi_row_421
 	VZEROUPPER
 	RET
 
-epi_flag_360:
+epi_flag_420:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8224,10 +8993,10 @@ epi_flag_360:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_363:
+epi_row_423:
 	XORQ R9, R9
 
-epi_col_364:
+epi_col_424:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -8250,7 +9019,7 @@ epi_col_364:
 	VPMOVDB      Z3, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_364
+	JL           epi_col_424
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
@@ -8260,15 +9029,15 @@ epi_col_364:
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_363
+	JNZ          epi_row_423
 	VZEROUPPER
 	RET
 
-epi_flag_353:
+epi_flag_413:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_365
+	JNZ          epi_flag_425
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_366
+	JNZ          epi_flag_426
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8281,10 +9050,10 @@ epi_flag_353:
 	LEAQ         epilogueTailMasks<>+0(SB), R8
 	MOVL         (R8)(DI*4), DI
 
-epi_row_367:
+epi_row_427:
 	XORQ R8, R8
 
-epi_col_368:
+epi_col_428:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
 	MOVL         $0x0000ffff, R10
@@ -8365,7 +9134,7 @@ epi_col_368:
 	VMOVUPS      Z2, K1, (SI)(R8*4)
 	ADDQ         $0x10, R8
 	CMPQ         R8, DX
-	JL           epi_col_368
+	JL           epi_col_428
 	MOVQ         ldc+8(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, AX
@@ -8373,11 +9142,11 @@ epi_col_368:
 	SHLQ         $0x02, R8
 	ADDQ         R8, SI
 	DECQ         BX
-	JNZ          epi_row_367
+	JNZ          epi_row_427
 	VZEROUPPER
 	RET
 
-epi_flag_366:
+epi_flag_426:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8394,10 +9163,10 @@ epi_flag_366:
 	LEAQ         epilogueTailMasks<>+0(SB), R8
 	MOVL         (R8)(DI*4), DI
 
-epi_row_369:
+epi_row_429:
 	XORQ R8, R8
 
-epi_col_370:
+epi_col_430:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
 	MOVL         $0x0000ffff, R10
@@ -8485,20 +9254,20 @@ epi_col_370:
 	VPMOVDB      Z4, K1, (SI)(R8*1)
 	ADDQ         $0x10, R8
 	CMPQ         R8, DX
-	JL           epi_col_370
+	JL           epi_col_430
 	MOVQ         ldc+8(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, AX
 	MOVQ         outStride+96(FP), R8
 	ADDQ         R8, SI
 	DECQ         BX
-	JNZ          epi_row_369
+	JNZ          epi_row_429
 	VZEROUPPER
 	RET
 
-epi_flag_365:
+epi_flag_425:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_371
+	JNZ          epi_flag_431
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8512,10 +9281,10 @@ epi_flag_365:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_372:
+epi_row_432:
 	XORQ R9, R9
 
-epi_col_373:
+epi_col_433:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -8598,7 +9367,7 @@ epi_col_373:
 	VMOVUPS      Z2, K1, (DI)(R9*4)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_373
+	JL           epi_col_433
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
@@ -8609,11 +9378,11 @@ epi_col_373:
 	SHLQ         $0x02, R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_372
+	JNZ          epi_row_432
 	VZEROUPPER
 	RET
 
-epi_flag_371:
+epi_flag_431:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8631,10 +9400,10 @@ epi_flag_371:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_374:
+epi_row_434:
 	XORQ R9, R9
 
-epi_col_375:
+epi_col_435:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -8724,7 +9493,7 @@ epi_col_375:
 	VPMOVDB      Z4, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_375
+	JL           epi_col_435
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
@@ -8734,17 +9503,17 @@ epi_col_375:
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_374
+	JNZ          epi_row_434
 	VZEROUPPER
 	RET
 
-epi_flag_352:
+epi_flag_412:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_376
+	JNZ   epi_flag_436
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_377
+	JNZ   epi_flag_437
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_378
+	JNZ   epi_flag_438
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+48(FP), CX
 	MOVQ  n+24(FP), DX
@@ -8756,10 +9525,10 @@ epi_flag_352:
 	LEAQ  epilogueTailMasks<>+0(SB), R9
 	MOVL  (R9)(R8*4), R8
 
-epi_row_379:
+epi_row_439:
 	XORQ R9, R9
 
-epi_col_380:
+epi_col_440:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVL        $0x0000ffff, R11
@@ -8775,7 +9544,7 @@ epi_col_380:
 	VMOVUPS     Z0, K1, (DI)(R9*4)
 	ADDQ        $0x10, R9
 	CMPQ        R9, DX
-	JL          epi_col_380
+	JL          epi_col_440
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -8783,11 +9552,11 @@ epi_col_380:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_379
+	JNZ         epi_row_439
 	VZEROUPPER
 	RET
 
-epi_flag_378:
+epi_flag_438:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8804,10 +9573,10 @@ epi_flag_378:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_381:
+epi_row_441:
 	XORQ R9, R9
 
-epi_col_382:
+epi_col_442:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -8830,20 +9599,20 @@ epi_col_382:
 	VPMOVDB      Z3, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_382
+	JL           epi_col_442
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_381
+	JNZ          epi_row_441
 	VZEROUPPER
 	RET
 
-epi_flag_377:
+epi_flag_437:
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_383
+	JNZ   epi_flag_443
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+48(FP), CX
 	MOVQ  n+24(FP), DX
@@ -8856,10 +9625,10 @@ epi_flag_377:
 	LEAQ  epilogueTailMasks<>+0(SB), R10
 	MOVL  (R10)(R9*4), R9
 
-epi_row_384:
+epi_row_444:
 	XORQ R10, R10
 
-epi_col_385:
+epi_col_445:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVL        $0x0000ffff, R12
@@ -8877,7 +9646,7 @@ epi_col_385:
 	VMOVUPS     Z0, K1, (R8)(R10*4)
 	ADDQ        $0x10, R10
 	CMPQ        R10, DX
-	JL          epi_col_385
+	JL          epi_col_445
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -8888,11 +9657,11 @@ epi_col_385:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_384
+	JNZ         epi_row_444
 	VZEROUPPER
 	RET
 
-epi_flag_383:
+epi_flag_443:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8910,10 +9679,10 @@ epi_flag_383:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_386:
+epi_row_446:
 	XORQ R10, R10
 
-epi_col_387:
+epi_col_447:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -8938,7 +9707,7 @@ epi_col_387:
 	VPMOVDB      Z3, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_387
+	JL           epi_col_447
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -8948,15 +9717,15 @@ epi_col_387:
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_386
+	JNZ          epi_row_446
 	VZEROUPPER
 	RET
 
-epi_flag_376:
+epi_flag_436:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_388
+	JNZ          epi_flag_448
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_389
+	JNZ          epi_flag_449
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8970,10 +9739,10 @@ epi_flag_376:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_390:
+epi_row_450:
 	XORQ R9, R9
 
-epi_col_391:
+epi_col_451:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -9056,7 +9825,7 @@ epi_col_391:
 	VMOVUPS      Z2, K1, (DI)(R9*4)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_391
+	JL           epi_col_451
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
@@ -9064,11 +9833,11 @@ epi_col_391:
 	SHLQ         $0x02, R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_390
+	JNZ          epi_row_450
 	VZEROUPPER
 	RET
 
-epi_flag_389:
+epi_flag_449:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9086,10 +9855,10 @@ epi_flag_389:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_392:
+epi_row_452:
 	XORQ R9, R9
 
-epi_col_393:
+epi_col_453:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -9179,20 +9948,20 @@ epi_col_393:
 	VPMOVDB      Z4, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_393
+	JL           epi_col_453
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_392
+	JNZ          epi_row_452
 	VZEROUPPER
 	RET
 
-epi_flag_388:
+epi_flag_448:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_394
+	JNZ          epi_flag_454
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9207,10 +9976,10 @@ epi_flag_388:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_395:
+epi_row_455:
 	XORQ R10, R10
 
-epi_col_396:
+epi_col_456:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -9295,7 +10064,7 @@ epi_col_396:
 	VMOVUPS      Z2, K1, (R8)(R10*4)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_396
+	JL           epi_col_456
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -9306,11 +10075,11 @@ epi_col_396:
 	SHLQ         $0x02, R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_395
+	JNZ          epi_row_455
 	VZEROUPPER
 	RET
 
-epi_flag_394:
+epi_flag_454:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9329,10 +10098,10 @@ epi_flag_394:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_397:
+epi_row_457:
 	XORQ R10, R10
 
-epi_col_398:
+epi_col_458:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -9424,7 +10193,7 @@ epi_col_398:
 	VPMOVDB      Z4, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_398
+	JL           epi_col_458
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -9434,19 +10203,19 @@ epi_col_398:
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_397
+	JNZ          epi_row_457
 	VZEROUPPER
 	RET
 
-epi_flag_351:
+epi_flag_411:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_399
+	JNZ          epi_flag_459
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_400
+	JNZ          epi_flag_460
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_401
+	JNZ          epi_flag_461
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_402
+	JNZ          epi_flag_462
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9460,10 +10229,10 @@ epi_flag_351:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_403:
+epi_row_463:
 	XORQ R9, R9
 
-epi_col_404:
+epi_col_464:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVL        $0x0000ffff, R11
@@ -9480,7 +10249,7 @@ epi_col_404:
 	VMOVUPS     Z1, K1, (DI)(R9*4)
 	ADDQ        $0x10, R9
 	CMPQ        R9, DX
-	JL          epi_col_404
+	JL          epi_col_464
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -9488,11 +10257,11 @@ epi_col_404:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_403
+	JNZ         epi_row_463
 	VZEROUPPER
 	RET
 
-epi_flag_402:
+epi_flag_462:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9511,10 +10280,10 @@ epi_flag_402:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_405:
+epi_row_465:
 	XORQ R9, R9
 
-epi_col_406:
+epi_col_466:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -9538,20 +10307,20 @@ epi_col_406:
 	VPMOVDB      Z4, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_406
+	JL           epi_col_466
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_405
+	JNZ          epi_row_465
 	VZEROUPPER
 	RET
 
-epi_flag_401:
+epi_flag_461:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_407
+	JNZ          epi_flag_467
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9566,10 +10335,10 @@ epi_flag_401:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_408:
+epi_row_468:
 	XORQ R10, R10
 
-epi_col_409:
+epi_col_469:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVL        $0x0000ffff, R12
@@ -9588,7 +10357,7 @@ epi_col_409:
 	VMOVUPS     Z1, K1, (R8)(R10*4)
 	ADDQ        $0x10, R10
 	CMPQ        R10, DX
-	JL          epi_col_409
+	JL          epi_col_469
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -9599,11 +10368,11 @@ epi_col_409:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_408
+	JNZ         epi_row_468
 	VZEROUPPER
 	RET
 
-epi_flag_407:
+epi_flag_467:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9623,10 +10392,10 @@ epi_flag_407:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_410:
+epi_row_470:
 	XORQ R10, R10
 
-epi_col_411:
+epi_col_471:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -9652,7 +10421,7 @@ epi_col_411:
 	VPMOVDB      Z4, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_411
+	JL           epi_col_471
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -9662,15 +10431,15 @@ epi_col_411:
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_410
+	JNZ          epi_row_470
 	VZEROUPPER
 	RET
 
-epi_flag_400:
+epi_flag_460:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_412
+	JNZ          epi_flag_472
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_413
+	JNZ          epi_flag_473
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9686,10 +10455,10 @@ epi_flag_400:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_414:
+epi_row_474:
 	XORQ R9, R9
 
-epi_col_415:
+epi_col_475:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -9773,7 +10542,7 @@ epi_col_415:
 	VMOVUPS      Z3, K1, (DI)(R9*4)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_415
+	JL           epi_col_475
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
@@ -9781,11 +10550,11 @@ epi_col_415:
 	SHLQ         $0x02, R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_414
+	JNZ          epi_row_474
 	VZEROUPPER
 	RET
 
-epi_flag_413:
+epi_flag_473:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9805,10 +10574,10 @@ epi_flag_413:
 	LEAQ         epilogueTailMasks<>+0(SB), R9
 	MOVL         (R9)(R8*4), R8
 
-epi_row_416:
+epi_row_476:
 	XORQ R9, R9
 
-epi_col_417:
+epi_col_477:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVL         $0x0000ffff, R11
@@ -9899,20 +10668,20 @@ epi_col_417:
 	VPMOVDB      Z5, K1, (DI)(R9*1)
 	ADDQ         $0x10, R9
 	CMPQ         R9, DX
-	JL           epi_col_417
+	JL           epi_col_477
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
 	MOVQ         outStride+96(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_416
+	JNZ          epi_row_476
 	VZEROUPPER
 	RET
 
-epi_flag_412:
+epi_flag_472:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_418
+	JNZ          epi_flag_478
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9929,10 +10698,10 @@ epi_flag_412:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_419:
+epi_row_479:
 	XORQ R10, R10
 
-epi_col_420:
+epi_col_480:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -10018,7 +10787,7 @@ epi_col_420:
 	VMOVUPS      Z3, K1, (R8)(R10*4)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_420
+	JL           epi_col_480
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -10029,11 +10798,11 @@ epi_col_420:
 	SHLQ         $0x02, R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_419
+	JNZ          epi_row_479
 	VZEROUPPER
 	RET
 
-epi_flag_418:
+epi_flag_478:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10054,10 +10823,10 @@ epi_flag_418:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_421:
+epi_row_481:
 	XORQ R10, R10
 
-epi_col_422:
+epi_col_482:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -10150,7 +10919,7 @@ epi_col_422:
 	VPMOVDB      Z5, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_422
+	JL           epi_col_482
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -10160,17 +10929,17 @@ epi_col_422:
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_421
+	JNZ          epi_row_481
 	VZEROUPPER
 	RET
 
-epi_flag_399:
+epi_flag_459:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_423
+	JNZ          epi_flag_483
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_424
+	JNZ          epi_flag_484
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_425
+	JNZ          epi_flag_485
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10185,10 +10954,10 @@ epi_flag_399:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_426:
+epi_row_486:
 	XORQ R10, R10
 
-epi_col_427:
+epi_col_487:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVL        $0x0000ffff, R12
@@ -10207,7 +10976,7 @@ epi_col_427:
 	VMOVUPS     Z1, K1, (R8)(R10*4)
 	ADDQ        $0x10, R10
 	CMPQ        R10, DX
-	JL          epi_col_427
+	JL          epi_col_487
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -10215,11 +10984,11 @@ epi_col_427:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_426
+	JNZ         epi_row_486
 	VZEROUPPER
 	RET
 
-epi_flag_425:
+epi_flag_485:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10239,10 +11008,10 @@ epi_flag_425:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_428:
+epi_row_488:
 	XORQ R10, R10
 
-epi_col_429:
+epi_col_489:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -10268,20 +11037,20 @@ epi_col_429:
 	VPMOVDB      Z4, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_429
+	JL           epi_col_489
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_428
+	JNZ          epi_row_488
 	VZEROUPPER
 	RET
 
-epi_flag_424:
+epi_flag_484:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_430
+	JNZ          epi_flag_490
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10297,10 +11066,10 @@ epi_flag_424:
 	LEAQ         epilogueTailMasks<>+0(SB), R11
 	MOVL         (R11)(R10*4), R10
 
-epi_row_431:
+epi_row_491:
 	XORQ R11, R11
 
-epi_col_432:
+epi_col_492:
 	MOVQ        DX, R12
 	SUBQ        R11, R12
 	MOVL        $0x0000ffff, R13
@@ -10321,7 +11090,7 @@ epi_col_432:
 	VMOVUPS     Z1, K1, (R9)(R11*4)
 	ADDQ        $0x10, R11
 	CMPQ        R11, DX
-	JL          epi_col_432
+	JL          epi_col_492
 	MOVQ        ldc+8(FP), R11
 	SHLQ        $0x02, R11
 	ADDQ        R11, AX
@@ -10332,11 +11101,11 @@ epi_col_432:
 	SHLQ        $0x02, R11
 	ADDQ        R11, R9
 	DECQ        BX
-	JNZ         epi_row_431
+	JNZ         epi_row_491
 	VZEROUPPER
 	RET
 
-epi_flag_430:
+epi_flag_490:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10357,10 +11126,10 @@ epi_flag_430:
 	LEAQ         epilogueTailMasks<>+0(SB), R11
 	MOVL         (R11)(R10*4), R10
 
-epi_row_433:
+epi_row_493:
 	XORQ R11, R11
 
-epi_col_434:
+epi_col_494:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
 	MOVL         $0x0000ffff, R13
@@ -10388,7 +11157,7 @@ epi_col_434:
 	VPMOVDB      Z4, K1, (R9)(R11*1)
 	ADDQ         $0x10, R11
 	CMPQ         R11, DX
-	JL           epi_col_434
+	JL           epi_col_494
 	MOVQ         ldc+8(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, AX
@@ -10398,15 +11167,15 @@ epi_col_434:
 	MOVQ         outStride+96(FP), R11
 	ADDQ         R11, R9
 	DECQ         BX
-	JNZ          epi_row_433
+	JNZ          epi_row_493
 	VZEROUPPER
 	RET
 
-epi_flag_423:
+epi_flag_483:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_435
+	JNZ          epi_flag_495
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_436
+	JNZ          epi_flag_496
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10423,10 +11192,10 @@ epi_flag_423:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_437:
+epi_row_497:
 	XORQ R10, R10
 
-epi_col_438:
+epi_col_498:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -10512,7 +11281,7 @@ epi_col_438:
 	VMOVUPS      Z3, K1, (R8)(R10*4)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_438
+	JL           epi_col_498
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
@@ -10520,11 +11289,11 @@ epi_col_438:
 	SHLQ         $0x02, R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_437
+	JNZ          epi_row_497
 	VZEROUPPER
 	RET
 
-epi_flag_436:
+epi_flag_496:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10545,10 +11314,10 @@ epi_flag_436:
 	LEAQ         epilogueTailMasks<>+0(SB), R10
 	MOVL         (R10)(R9*4), R9
 
-epi_row_439:
+epi_row_499:
 	XORQ R10, R10
 
-epi_col_440:
+epi_col_500:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVL         $0x0000ffff, R12
@@ -10641,20 +11410,20 @@ epi_col_440:
 	VPMOVDB      Z5, K1, (R8)(R10*1)
 	ADDQ         $0x10, R10
 	CMPQ         R10, DX
-	JL           epi_col_440
+	JL           epi_col_500
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
 	MOVQ         outStride+96(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_439
+	JNZ          epi_row_499
 	VZEROUPPER
 	RET
 
-epi_flag_435:
+epi_flag_495:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_441
+	JNZ          epi_flag_501
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10672,10 +11441,10 @@ epi_flag_435:
 	LEAQ         epilogueTailMasks<>+0(SB), R11
 	MOVL         (R11)(R10*4), R10
 
-epi_row_442:
+epi_row_502:
 	XORQ R11, R11
 
-epi_col_443:
+epi_col_503:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
 	MOVL         $0x0000ffff, R13
@@ -10763,7 +11532,7 @@ epi_col_443:
 	VMOVUPS      Z3, K1, (R9)(R11*4)
 	ADDQ         $0x10, R11
 	CMPQ         R11, DX
-	JL           epi_col_443
+	JL           epi_col_503
 	MOVQ         ldc+8(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, AX
@@ -10774,11 +11543,11 @@ epi_col_443:
 	SHLQ         $0x02, R11
 	ADDQ         R11, R9
 	DECQ         BX
-	JNZ          epi_row_442
+	JNZ          epi_row_502
 	VZEROUPPER
 	RET
 
-epi_flag_441:
+epi_flag_501:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10800,10 +11569,10 @@ epi_flag_441:
 	LEAQ         epilogueTailMasks<>+0(SB), R11
 	MOVL         (R11)(R10*4), R10
 
-epi_row_444:
+epi_row_504:
 	XORQ R11, R11
 
-epi_col_445:
+epi_col_505:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
 	MOVL         $0x0000ffff, R13
@@ -10898,7 +11667,7 @@ epi_col_445:
 	VPMOVDB      Z5, K1, (R9)(R11*1)
 	ADDQ         $0x10, R11
 	CMPQ         R11, DX
-	JL           epi_col_445
+	JL           epi_col_505
 	MOVQ         ldc+8(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, AX
@@ -10908,7 +11677,7 @@ epi_col_445:
 	MOVQ         outStride+96(FP), R11
 	ADDQ         R11, R9
 	DECQ         BX
-	JNZ          epi_row_444
+	JNZ          epi_row_504
 	VZEROUPPER
 	RET
 
@@ -10942,9 +11711,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_447
+	JZ     peak_done_507
 
-peak_446:
+peak_506:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -10970,9 +11739,9 @@ peak_446:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_446
+	JNZ      peak_506
 
-peak_done_447:
+peak_done_507:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -11030,9 +11799,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_449
+	JZ     peak_done_509
 
-peak_448:
+peak_508:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -11058,9 +11827,9 @@ peak_448:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_448
+	JNZ         peak_508
 
-peak_done_449:
+peak_done_509:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -11116,9 +11885,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_451
+	JZ    peak_done_511
 
-peak_450:
+peak_510:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -11175,9 +11944,9 @@ peak_450:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_450
+	JNZ  peak_510
 
-peak_done_451:
+peak_done_511:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2

@@ -117,7 +117,8 @@ type kernelShape struct{ m, n, k int }
 func (s kernelShape) String() string { return fmt.Sprintf("M=%d,N=%d,K=%d", s.m, s.n, s.k) }
 
 // kernelShapes are the shapes of the brief plus M tails with m%32 > 16
-// (31, 50) and N-block counts that leave AMX pair and VNNI group tails
+// (31, 50), K = 1000 (AMX K passes of 768 + 256 bytes) and N-block
+// counts that leave AMX pair and VNNI group tails
 // (N=40: 3 blocks, N=80: 5 blocks). The largest products are subsampled
 // so the test stays within seconds.
 func kernelShapes() []kernelShape {
@@ -128,7 +129,7 @@ func kernelShapes() []kernelShape {
 	var out []kernelShape
 	for _, m := range []int{1, 7, 31, 33, 50, 128, 384} {
 		for _, n := range []int{1, 17, 40, 80, 768, 3072} {
-			for _, k := range []int{4, 20, 768, 3072} {
+			for _, k := range []int{4, 20, 768, 1000, 3072} {
 				s := kernelShape{m, n, k}
 				if m*RoundUp(n, 16)*RoundUp(k, 64) <= 1<<24 || big[s] {
 					out = append(out, s)

@@ -1,0 +1,120 @@
+package interp
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/nn"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
+
+// The reference of sqc.QLinear (compiler/ops_sqc_quant.go): quantise the
+// activations with runtime/nn's functions, multiply in exact int32 with a
+// plain loop of this file's own, and finish with qgemm's pure-Go epilogue,
+// so that it computes the op's definition bit for bit and the INT8
+// engine (compiler/exec), whose GEMM kernels are checked against the same
+// epilogue, must agree with it exactly. Not fake quantisation: the integer
+// product is the real one.
+func init() {
+	kernels["sqc.QLinear"] = kernelSpec{qlinear, 3, 5, 1}
+}
+
+func qlinear(c *call) ([]*compiler.Tensor, error) {
+	x, w, wScale := c.in[0], c.in[1], c.in[2]
+	var bias, residual *compiler.Tensor
+	if len(c.in) > 3 {
+		bias = c.in[3]
+	}
+	if len(c.in) > 4 {
+		residual = c.in[4]
+	}
+	if x.DType != compiler.Float32 || w.DType != compiler.Int8 || wScale.DType != compiler.Float32 ||
+		(bias != nil && bias.DType != compiler.Float32) || (residual != nil && residual.DType != compiler.Float32) {
+		return nil, fmt.Errorf("%w: QLinear wants x f32, w i8, w_scale f32, bias and residual f32", compiler.ErrDTypeMismatch)
+	}
+	if len(x.Shape) == 0 || len(w.Shape) != 2 || x.Shape[len(x.Shape)-1] != w.Shape[0] {
+		return nil, fmt.Errorf("%w: QLinear x %v with w %v (want x [..., K], w [K, N])", compiler.ErrShapeMismatch, x.Shape, w.Shape)
+	}
+	k, n := int(w.Shape[0]), int(w.Shape[1])
+	for _, v := range []*compiler.Tensor{wScale, bias} {
+		if v != nil && (len(v.Shape) != 1 || v.Len() != n) {
+			return nil, fmt.Errorf("%w: QLinear w_scale or bias %v for %d outputs", compiler.ErrShapeMismatch, v.Shape, n)
+		}
+	}
+	shape := slices.Clone(x.Shape)
+	shape[len(shape)-1] = int64(n)
+	if residual != nil && !slices.Equal(residual.Shape, shape) {
+		return nil, fmt.Errorf("%w: QLinear residual %v, output %v", compiler.ErrShapeMismatch, residual.Shape, shape)
+	}
+	if err := qlinearAttrsValid(c.node); err != nil {
+		return nil, err
+	}
+	if _, err := checkedElements(shape); err != nil {
+		return nil, err
+	}
+	rows := int(compiler.NumElements(x.Shape[:len(x.Shape)-1]))
+	y := compiler.NewTensor(compiler.Float32, shape...)
+
+	ep := &qgemm.Epilogue{ColSum: make([]int32, n), OutF32: y.F32, OutStride: n}
+	for p := range k {
+		for j, v := range w.I8[p*n : (p+1)*n] {
+			ep.ColSum[j] += int32(v)
+		}
+	}
+	xq := make([]uint8, rows*k)
+	switch compiler.QLinearMode(c.node) {
+	case compiler.QLinearStatic:
+		s := c.node.AttrFloat("act_scale", 0)
+		ep.AZeroPoint = int32(c.node.AttrInt("act_zero_point", 0))
+		nn.QuantizeU8(xq, k, x.F32, k, rows, k, 1/s, ep.AZeroPoint)
+		ep.Scale = make([]float32, n)
+		for j, ws := range wScale.F32 {
+			ep.Scale[j] = s * ws
+		}
+	case compiler.QLinearDynamic:
+		ep.RowScale, ep.RowZeroPoint = make([]float32, rows), make([]int32, rows)
+		nn.QuantizeRowsU8(xq, k, x.F32, k, rows, k, ep.RowScale, ep.RowZeroPoint)
+		ep.Scale = wScale.F32
+	}
+	if bias != nil {
+		ep.Bias = bias.F32
+	}
+	if compiler.QLinearAct(c.node) == compiler.QLinearActGelu {
+		ep.Act = qgemm.ActGelu
+	}
+	if residual != nil {
+		ep.Residual, ep.ResidualStride = residual.F32, n
+	}
+
+	// Exact int32 product and epilogue, a block of rows per task.
+	const block = 16
+	err := parallelFor((rows+block-1)/block, c.threads, func(b int) {
+		r0, r1 := b*block, min(rows, (b+1)*block)
+		acc := make([]int32, (r1-r0)*n)
+		for r := r0; r < r1; r++ {
+			out := acc[(r-r0)*n : (r-r0+1)*n]
+			for p, a := range xq[r*k : (r+1)*k] {
+				av := int32(a)
+				for j, v := range w.I8[p*n : (p+1)*n] {
+					out[j] += av * int32(v)
+				}
+			}
+		}
+		qgemm.EpilogueGo(ep, acc, n, r0, 0, r1-r0, n)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []*compiler.Tensor{y}, nil
+}
+
+// qlinearAttrsValid rejects attributes the op table's check would (the
+// interpreter may run graphs nobody verified).
+func qlinearAttrsValid(n *compiler.Node) error {
+	op, _ := compiler.LookupOp("sqc.QLinear")
+	if err := op.CheckAttrs(n, 0); err != nil {
+		return fmt.Errorf("%w: QLinear: %v", compiler.ErrMalformed, err)
+	}
+	return nil
+}

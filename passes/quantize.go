@@ -1,0 +1,292 @@
+package passes
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/calib"
+	"github.com/sqc-dev/sqc/runtime/nn"
+)
+
+// QuantOptions configure SmoothQuant and Quantize (see QuantPipeline).
+type QuantOptions struct {
+	// Alpha is SmoothQuant's migration strength in [0, 1]; 0 turns
+	// smoothing off. Ignored when AutoAlpha is set.
+	Alpha float64
+	// AutoAlpha searches each smoothing group's alpha over AlphaGrid
+	// (DefaultAlphaGrid when nil); it needs calibration row samples
+	// (calib.Options.SampleRows).
+	AutoAlpha bool
+	AlphaGrid []float64
+	// Act is how activations are quantised: compiler.QLinearStatic (one
+	// scale and zero point per tensor, from calibration; the default) or
+	// compiler.QLinearDynamic (per token, at run time).
+	Act string
+	// Percentile, when > 0, takes static ranges from the central
+	// Percentile% of each activation's histogram instead of its min/max.
+	// Smoothing rescales channels, which a histogram cannot follow, so the
+	// ranges of smoothed activations are then recollected by Recalibrate.
+	Percentile float64
+	// Recalibrate, if set, collects statistics of the graph as it is (the
+	// smoothed FP32 graph); Quantize calls it when Percentile needs
+	// histograms the given statistics lack.
+	Recalibrate func(g *compiler.Graph) (*calib.Stats, error)
+	// KeepFP32 is a regular expression; Linears whose node name or output
+	// name it matches (anywhere: use ^...$ to anchor) stay FP32. The
+	// classifier head stays FP32 regardless: every Linear whose input has
+	// rank 2 ([batch, hidden], after the sequence was pooled) runs once per
+	// sequence, where INT8 saves nothing worth its error. Embeddings are
+	// lookups (Gather) and are never quantised.
+	KeepFP32 string
+	// Report, if set, receives what the passes did.
+	Report *QuantReport
+}
+
+// QuantReport records the decisions of SmoothQuant and Quantize, for
+// `sqc eval --layers` and tests.
+type QuantReport struct {
+	Smooth    []SmoothReport
+	Quantized []QuantizedReport
+	KeptFP32  []string // node names of Linears left in FP32
+}
+
+// SmoothReport is one smoothing group.
+type SmoothReport struct {
+	Input    string   // the activation the group reads (before smoothing)
+	Nodes    []string // its Linears
+	Absorber string   // "LayerNorm", "V projection"
+	Alpha    float64  // the alpha used (0: not smoothed)
+	Smoothed bool
+	// MinScale and MaxScale are the range of s (1, 1 when not smoothed).
+	MinScale, MaxScale float32
+}
+
+// QuantizedReport is one Linear turned into sqc.QLinear.
+type QuantizedReport struct {
+	Node, Input, Output string
+	ActMode             string
+	ActScale            float32 // static only
+	ActZeroPoint        int32   // static only
+}
+
+func (o *QuantOptions) report(r SmoothReport) {
+	if o.Report != nil {
+		o.Report.Smooth = append(o.Report.Smooth, r)
+	}
+}
+
+func (o *QuantOptions) actMode() (string, error) {
+	switch o.Act {
+	case "", compiler.QLinearStatic:
+		return compiler.QLinearStatic, nil
+	case compiler.QLinearDynamic:
+		return compiler.QLinearDynamic, nil
+	}
+	return "", fmt.Errorf("%w: activation mode %q, want %q or %q", compiler.ErrInvalidRequest, o.Act, compiler.QLinearStatic, compiler.QLinearDynamic)
+}
+
+// keeper returns the predicate telling which Linears stay FP32.
+func (o *QuantOptions) keeper(g *compiler.Graph) (func(*compiler.Node) bool, error) {
+	var re *regexp.Regexp
+	if o.KeepFP32 != "" {
+		var err error
+		if re, err = regexp.Compile(o.KeepFP32); err != nil {
+			return nil, fmt.Errorf("%w: keep-fp32 pattern: %v", compiler.ErrInvalidRequest, err)
+		}
+	}
+	return func(n *compiler.Node) bool {
+		if re != nil && (re.MatchString(n.Name) || re.MatchString(n.Outputs[0])) {
+			return true
+		}
+		x := valueInfo(g, n.Inputs[0])
+		return x != nil && x.Shape != nil && len(x.Shape) <= 2
+	}, nil
+}
+
+// QuantPipeline returns the passes that turn a canonical FP32 graph (after
+// Pipeline()) into an INT8 one, given calibration statistics of that
+// canonical graph (calib.Collect): SmoothQuant, then Quantize, then a
+// sweep of the FP32 weights they replaced. stats is not modified: the
+// passes share a copy in which SmoothQuant records the statistics of the
+// activations it rescales.
+func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
+	var work *calib.Stats
+	if stats != nil {
+		work = stats.Clone()
+	}
+	return []Pass{
+		// Smoothing first: it rewrites FP32 weights and LayerNorm
+		// parameters, which Quantize then rounds to INT8.
+		SmoothQuant(work, opts),
+		Quantize(work, opts),
+		EliminateDeadNodes,
+	}
+}
+
+// Quantize replaces every sqc.Linear with a constant f32 [K, N] weight,
+// except those QuantOptions keeps FP32, by sqc.QLinear (see
+// compiler/ops_sqc_quant.go for its exact arithmetic):
+//
+//   - weights: s8, symmetric per output channel: w_scale[n] =
+//     max_k |W[k, n]| / 127 (1 for an all-zero column), w_q =
+//     roundEven(W / w_scale), within [-127, 127] so that negating never
+//     overflows;
+//   - activations: static (QuantOptions.Act "static") u8 with a zero
+//     point, one scale per tensor from the calibration range [lo, hi]
+//     widened to contain 0 (scale = (hi - lo)/255, zero point =
+//     roundEven(-lo/scale)); or dynamic per token, computed at run time.
+//
+// The attention matmuls (Q·K^T and P·V inside sqc.Attention) stay FP32, by
+// measurement on the shared SST-2 models (passes/quantize_attention_test.go
+// reproduces it): on SST-2's sentence lengths they are 1.6% (bert-mini) and
+// 3.1% (distilbert-tiny) of the encoder's multiply-adds, so INT8 would save
+// at most that share of the time, while quantising Q, K, V and the softmax
+// output P per tensor costs as much accuracy as every Linear together (see
+// the SQNR figures there); softmax probabilities span orders of magnitude
+// that a u8 grid of 1/255 flattens.
+func Quantize(stats *calib.Stats, opts QuantOptions) Pass {
+	return Pass{Name: "Quantize", Run: func(g *compiler.Graph) (bool, error) {
+		return quantize(g, stats, opts)
+	}}
+}
+
+func quantize(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool, error) {
+	mode, err := opts.actMode()
+	if err != nil {
+		return false, err
+	}
+	keep, err := opts.keeper(g)
+	if err != nil {
+		return false, err
+	}
+	var targets []*compiler.Node
+	for _, n := range g.Nodes {
+		if n.Op != opLinear || !constWeight(g, n) {
+			continue
+		}
+		if keep(n) {
+			if opts.Report != nil {
+				opts.Report.KeptFP32 = append(opts.Report.KeptFP32, n.Name)
+			}
+			continue
+		}
+		targets = append(targets, n)
+	}
+	if len(targets) == 0 {
+		return false, nil
+	}
+	if mode == compiler.QLinearStatic {
+		if stats, err = staticStats(g, stats, targets, opts); err != nil {
+			return false, err
+		}
+	}
+	nm := g.Namer()
+	repl := map[*compiler.Node]*compiler.Node{}
+	for _, n := range targets {
+		wq, ws := QuantizeWeights(g.Initializers[n.Inputs[1]])
+		wName, sName := nm.Fresh(n.Inputs[1]+"/q"), nm.Fresh(n.Inputs[1]+"/scale")
+		g.Initializers[wName], g.Initializers[sName] = wq, ws
+		inputs := []string{n.Inputs[0], wName, sName}
+		if len(n.Inputs) > 2 && n.Inputs[2] != "" {
+			inputs = append(inputs, n.Inputs[2])
+		}
+		q := &compiler.Node{
+			Name:    n.Name,
+			Op:      opQLinear,
+			Inputs:  inputs,
+			Outputs: []string{n.Outputs[0]},
+			Attrs:   map[string]compiler.Attr{"act_mode": compiler.StringAttr(mode)},
+		}
+		rep := QuantizedReport{Node: n.Name, Input: n.Inputs[0], Output: n.Outputs[0], ActMode: mode}
+		if mode == compiler.QLinearStatic {
+			lo, hi, err := stats.Values[n.Inputs[0]].Range(opts.Percentile)
+			if err != nil {
+				return false, fmt.Errorf("range of %q, the input of %s: %w", n.Inputs[0], n.Name, err)
+			}
+			scale, zp := StaticQuantParams(lo, hi)
+			q.Attrs["act_scale"] = compiler.FloatAttr(scale)
+			q.Attrs["act_zero_point"] = compiler.IntAttr(int64(zp))
+			rep.ActScale, rep.ActZeroPoint = scale, zp
+		}
+		if opts.Report != nil {
+			opts.Report.Quantized = append(opts.Report.Quantized, rep)
+		}
+		repl[n] = q
+	}
+	replaceNodes(g, repl)
+	removeDead(g)
+	return true, nil
+}
+
+// opQLinear is the quantised Linear (compiler/ops_sqc_quant.go).
+const opQLinear = "sqc.QLinear"
+
+// staticStats returns statistics holding a range for the input of every
+// target: stats itself, or, when a percentile range needs histograms that
+// smoothing invalidated, a recollection on g.
+func staticStats(g *compiler.Graph, stats *calib.Stats, targets []*compiler.Node, opts QuantOptions) (*calib.Stats, error) {
+	if stats == nil {
+		return nil, fmt.Errorf("%w: static activation quantisation needs calibration statistics (or use dynamic)", compiler.ErrInvalidRequest)
+	}
+	recollect := false
+	for _, n := range targets {
+		v := stats.Values[n.Inputs[0]]
+		if v == nil {
+			return nil, fmt.Errorf("%w: no calibration statistics for %q, the input of %s", compiler.ErrMissingTensor, n.Inputs[0], n.Name)
+		}
+		if opts.Percentile > 0 && v.Hist == nil {
+			recollect = true
+		}
+	}
+	if !recollect {
+		return stats, nil
+	}
+	if opts.Recalibrate == nil {
+		return nil, fmt.Errorf("%w: percentile ranges of smoothed activations need a recalibration (QuantOptions.Recalibrate)", compiler.ErrInvalidRequest)
+	}
+	fresh, err := opts.Recalibrate(g)
+	if err != nil {
+		return nil, fmt.Errorf("recalibrating the smoothed graph: %w", err)
+	}
+	for _, n := range targets {
+		if v := fresh.Values[n.Inputs[0]]; v == nil || v.Hist == nil {
+			return nil, fmt.Errorf("%w: recalibration gave no histogram for %q", compiler.ErrMissingTensor, n.Inputs[0])
+		}
+	}
+	return fresh, nil
+}
+
+// StaticQuantParams returns the u8 scale and zero point of the range
+// [lo, hi] widened to contain 0, with the formulas of dynamic per-token
+// quantisation (nn.RowQuantParams), so both modes share one convention:
+// scale = (hi - lo)/255 (1 if 0), zero point = clamp(roundEven(-lo/scale),
+// 0, 255).
+func StaticQuantParams(lo, hi float32) (scale float32, zeroPoint int32) {
+	return nn.RowQuantParams([]float32{min(lo, 0), max(hi, 0)})
+}
+
+// QuantizeWeights quantises an f32 [K, N] weight to s8 per output column
+// (see Quantize) and returns the i8 [K, N] weight and the f32 [N] scales.
+func QuantizeWeights(w *compiler.Tensor) (wq, scale *compiler.Tensor) {
+	k, n := int(w.Shape[0]), int(w.Shape[1])
+	wq = compiler.NewTensor(compiler.Int8, int64(k), int64(n))
+	scale = compiler.NewTensor(compiler.Float32, int64(n))
+	for c := range n {
+		var m float32
+		for r := range k {
+			m = max(m, float32(math.Abs(float64(w.F32[r*n+c]))))
+		}
+		s := m / 127
+		if s == 0 {
+			s = 1
+		}
+		scale.F32[c] = s
+		for r := range k {
+			q := math.RoundToEven(float64(w.F32[r*n+c]) / float64(s))
+			wq.I8[r*n+c] = int8(min(max(q, -127), 127))
+		}
+	}
+	return wq, scale
+}
