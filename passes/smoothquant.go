@@ -118,6 +118,10 @@ func smoothQuant(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool
 	nm := g.Namer()
 	changed := false
 	for _, grp := range groups {
+		if grp.ln == nil && grp.attn == nil {
+			opts.report(SmoothReport{Input: grp.x, Nodes: nodeNames(grp.linears), Absorber: grp.absorberName(), MinScale: 1, MaxScale: 1})
+			continue
+		}
 		xs := stats.Values[grp.x]
 		if xs == nil {
 			return changed, fmt.Errorf("%w: no calibration statistics for %q, the input of %s", compiler.ErrMissingTensor, grp.x, nodeNames(grp.linears))
@@ -166,8 +170,9 @@ func smoothQuant(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool
 
 // smoothGroups finds, in graph order, every activation read by Linears
 // with constant f32 [K, N] weights of which at least one is quantised, and
-// whose producer can absorb a per-channel scale. A Linear reading a value
-// twice (x and weight) or a value that is a graph output is not grouped.
+// the producer that can absorb a per-channel scale, if any (groups without
+// one are returned too, for the report). A Linear reading a value twice (x
+// and weight) or a value that is a graph output is not grouped.
 func smoothGroups(g *compiler.Graph, keep func(*compiler.Node) bool) []*smoothGroup {
 	ix := newIndex(g)
 	var out []*smoothGroup
@@ -196,24 +201,35 @@ func smoothGroups(g *compiler.Graph, keep func(*compiler.Node) bool) []*smoothGr
 		p := ix.producer[x]
 		switch {
 		case p == nil:
-			continue
+			// A graph input: nothing to absorb 1/s (reported unsmoothed).
 		case p.Op == "LayerNormalization" && p.Outputs[0] == x && lastAxisAffine(g, p):
 			grp.ln, grp.sharedLN = p, others > 0
 		case p.Op == opAttention && others == 0:
-			v := ix.producedBy(p.Inputs[2], opLinear)
-			if v == nil || !constWeight(g, v) || ix.uses(p.Inputs[2]) != 1 || slices.Contains(p.Inputs[:2], p.Inputs[2]) {
-				continue
+			if v := valueProjection(ix, p); v != nil {
+				grp.attn, grp.vproj = p, v
 			}
-			if len(v.Inputs) > 2 && v.Inputs[2] != "" && g.Initializers[v.Inputs[2]] == nil {
-				continue
-			}
-			grp.attn, grp.vproj = p, v
-		default:
-			continue
 		}
 		out = append(out, grp)
 	}
 	return out
+}
+
+// valueProjection returns the Linear computing attn's V input if its
+// output channels can absorb a scale: constant weight and bias, and V read
+// by attn alone, as V only.
+func valueProjection(ix *index, attn *compiler.Node) *compiler.Node {
+	vName := attn.Inputs[2]
+	v := ix.producedBy(vName, opLinear)
+	if v == nil || !constWeight(ix.g, v) || ix.uses(vName) != 1 || slices.Contains(attn.Inputs[:2], vName) {
+		return nil
+	}
+	if len(attn.Inputs) > 3 && attn.Inputs[3] == vName {
+		return nil
+	}
+	if len(v.Inputs) > 2 && v.Inputs[2] != "" && ix.g.Initializers[v.Inputs[2]] == nil {
+		return nil
+	}
+	return v
 }
 
 func (grp *smoothGroup) absorberName() string {

@@ -24,6 +24,14 @@ const (
 	epiFlagCount = 5
 )
 
+// epiUnroll is the number of 16-column chunks per column step (at most 4:
+// their opmasks are cut from one 64-bit mask).
+const epiUnroll = 3
+
+// epiGeluGroup chunks go through GELU interleaved: more would not fit the
+// 32 zmm registers (avo does not spill).
+const epiGeluGroup = 3
+
 const epilogueSig = "func(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, scale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, flags int)"
 
 // Constants of runtime/qgemm/epilogue.go.
@@ -76,7 +84,7 @@ func (t *constTable) f32(v float32) operand.Mem { return t.u32(math.Float32bits(
 // genEpilogue emits epilogueAVX512Asm: one specialised loop per flag
 // combination, chosen by a binary tree of flag tests on entry.
 func genEpilogue(g *gen) {
-	var tailMasks operand.Mem
+	var colMasks operand.Mem
 	consts := newConstTable(g, "epilogueConsts")
 	g.DataAttributes(attr.RODATA | attr.NOPTR)
 	// Pin the table's contents in a fixed order so that regenerating gives
@@ -95,11 +103,11 @@ func genEpilogue(g *gen) {
 	}
 	consts.frozen = true
 
-	// tailMasks[i] = 1<<(i+1) - 1: the opmask of a last chunk of i+1 columns.
-	tailMasks = g.StaticGlobal("epilogueTailMasks")
+	// colMasks[i] = 1<<i - 1: the opmask bits of a step with i columns left.
+	colMasks = g.StaticGlobal("epilogueColMasks")
 	g.DataAttributes(attr.RODATA | attr.NOPTR)
-	for i := 0; i < 16; i++ {
-		g.AddDatum(4*i, operand.U32(1<<(i+1)-1))
+	for i := 0; i <= 16*epiUnroll; i++ {
+		g.AddDatum(8*i, operand.U64(uint64(1)<<i-1)) // i = 64: wraps to all ones
 	}
 
 	g.Function("epilogueAVX512Asm")
@@ -111,12 +119,12 @@ func genEpilogue(g *gen) {
 		"block (row 0 for res and the output); strides are in elements. flags: 1",
 		"colSum, 2 bias, 4 GELU, 8 residual, 16 u8 output (else f32).")
 	flags := g.load("flags")
-	epilogueDispatch(g, consts, tailMasks, flags, 0, 0)
+	epilogueDispatch(g, consts, colMasks, flags, 0, 0)
 }
 
-func epilogueDispatch(g *gen, consts *constTable, tailMasks operand.Mem, flags reg.GPVirtual, bit, set int) {
+func epilogueDispatch(g *gen, consts *constTable, colMasks operand.Mem, flags reg.GPVirtual, bit, set int) {
 	if bit == epiFlagCount {
-		epilogueVariant(g, consts, tailMasks, set)
+		epilogueVariant(g, consts, colMasks, set)
 		g.VZEROUPPER()
 		g.RET()
 		return
@@ -124,15 +132,15 @@ func epilogueDispatch(g *gen, consts *constTable, tailMasks operand.Mem, flags r
 	on := g.label("epi_flag")
 	g.TESTQ(operand.U32(1<<bit), flags)
 	g.JNZ(operand.LabelRef(on))
-	epilogueDispatch(g, consts, tailMasks, flags, bit+1, set)
+	epilogueDispatch(g, consts, colMasks, flags, bit+1, set)
 	g.Label(on)
-	epilogueDispatch(g, consts, tailMasks, flags, bit+1, set|1<<bit)
+	epilogueDispatch(g, consts, colMasks, flags, bit+1, set|1<<bit)
 }
 
 // epilogueVariant emits the row and column loops for one flag set. Every
 // 16-column chunk runs under the opmask k: all ones, or the tail mask for
 // the last chunk, so loads never touch memory past column n.
-func epilogueVariant(g *gen, consts *constTable, tailMasks operand.Mem, flags int) {
+func epilogueVariant(g *gen, consts *constTable, colMasks operand.Mem, flags int) {
 	has := func(f int) bool { return flags&f != 0 }
 
 	cRow := g.load("c")
@@ -174,74 +182,57 @@ func epilogueVariant(g *gen, consts *constTable, tailMasks operand.Mem, flags in
 		g.VBROADCASTSS(consts.f32(1), zOne)
 	}
 
-	// Tail mask: the low ((n-1)%16)+1 bits, so 0xFFFF when 16 divides n.
-	tail := g.GP64()
-	g.LEAQ(operand.Mem{Base: n, Disp: -1}, tail)
-	g.ANDQ(operand.U8(15), tail)
+	// Each column step covers epiUnroll chunks of 16 columns (independent
+	// dependency chains, for the long GELU ones). Their opmasks come from
+	// one 64-bit mask of the min(n-j, 16*epiUnroll) low bits, so chunks
+	// past column n get an empty mask: masked-out lanes are neither read
+	// (no fault) nor written.
 	tab := g.GP64()
-	g.LEAQ(tailMasks, tab) // RIP-relative addresses take no index
-	g.MOVL(operand.Mem{Base: tab, Index: tail, Scale: 4}, tail.As32())
+	g.LEAQ(colMasks, tab) // RIP-relative addresses take no index
 
 	rowLoop, colLoop := g.label("epi_row"), g.label("epi_col")
 	g.Label(rowLoop)
 	j := g.GP64()
 	g.XORQ(j, j)
 	g.Label(colLoop)
-	// k = all ones, or the tail mask when fewer than 16 columns are left.
 	left := g.GP64()
 	g.MOVQ(n, left)
 	g.SUBQ(j, left)
-	mask := g.GP64()
-	g.MOVL(operand.U32(0xFFFF), mask.As32())
-	g.CMPQ(left, operand.U8(16))
-	g.CMOVQLT(tail, mask)
-	k := g.K()
-	g.KMOVW(mask.As32(), k)
+	width := g.GP64()
+	g.MOVQ(operand.U32(16*epiUnroll), width)
+	g.CMPQ(left, width)
+	g.CMOVQLT(left, width)
+	bits := g.GP64()
+	g.MOVQ(operand.Mem{Base: tab, Index: width, Scale: 8}, bits)
+	kAll := g.K()
+	g.KMOVQ(bits, kAll)
 
-	col4 := func(base reg.GPVirtual) operand.Mem { return operand.Mem{Base: base, Index: j, Scale: 4} }
-
-	acc := g.ZMM()
-	g.VMOVDQU32_Z(col4(cRow), k, acc)
-	if has(epiColSum) {
-		cs := g.ZMM()
-		g.VMOVDQU32_Z(col4(colSum), k, cs)
-		g.VPMULLD(cs, zAZ, cs)
-		g.VPSUBD(cs, acc, acc) // acc - aZero*colSum
+	r := epiRegs{
+		j: j, cRow: cRow, scale: scale, colSum: colSum, bias: bias, resRow: resRow, outRow: outRow,
+		zAZ: zAZ, zInv: zInv, zZP: zZP, zZero: zZero, zOne: zOne,
 	}
-	v := g.ZMM()
-	g.VCVTDQ2PS(acc, v)
-	s := g.ZMM()
-	g.VMOVUPS_Z(col4(scale), k, s)
-	g.VMULPS(s, v, v)
-	if has(epiBias) {
-		bz := g.ZMM()
-		g.VMOVUPS_Z(col4(bias), k, bz)
-		g.VADDPS(bz, v, v)
+	ks := make([]reg.OpmaskVirtual, epiUnroll)
+	vs := make([]reg.VecVirtual, epiUnroll)
+	for u := range ks {
+		ks[u] = kAll
+		if u > 0 {
+			ks[u] = g.K()
+			g.KSHIFTRQ(operand.U8(16*u), kAll, ks[u])
+		}
+		vs[u] = epilogueLoad(g, flags, u, ks[u], r)
 	}
-	if has(epiGelu) {
-		v = geluZMM(g, consts, v, zOne, zZero)
+	if flags&epiGelu != 0 {
+		// GELU is a chain of ~60 dependent operations: emitting the chunks
+		// interleaved, step by step, lets them overlap.
+		for u := 0; u < epiUnroll; u += epiGeluGroup {
+			copy(vs[u:], geluZMM(g, consts, vs[u:u+epiGeluGroup], zOne, zZero))
+		}
 	}
-	if has(epiResidual) {
-		rz := g.ZMM()
-		g.VMOVUPS_Z(col4(resRow), k, rz)
-		g.VADDPS(rz, v, v)
-	}
-	if has(epiU8) {
-		t := g.ZMM()
-		g.VMULPS(zInv, v, t)
-		g.VMAXPS_BCST(consts.f32(-quantClamp), t, t) // maxps(t, -clamp)
-		g.VMINPS_BCST(consts.f32(quantClamp), t, t)  // minps(t, clamp)
-		q := g.ZMM()
-		g.VCVTPS2DQ(t, q) // round to nearest even (MXCSR default)
-		g.VPADDD(zZP, q, q)
-		g.VPMAXSD(zZero, q, q)
-		g.VPMINSD_BCST(consts.u32(255), q, q)
-		g.VPMOVDB(q, k, operand.Mem{Base: outRow, Index: j, Scale: 1})
-	} else {
-		g.VMOVUPS(v, k, col4(outRow))
+	for u := range ks {
+		epilogueStore(g, consts, flags, u, ks[u], r, vs[u])
 	}
 
-	g.ADDQ(operand.U8(16), j)
+	g.ADDQ(operand.U8(16*epiUnroll), j)
 	g.CMPQ(j, n)
 	g.JL(operand.LabelRef(colLoop))
 
@@ -266,86 +257,159 @@ func epilogueVariant(g *gen, consts *constTable, tailMasks operand.Mem, flags in
 	g.JNZ(operand.LabelRef(rowLoop))
 }
 
-// geluZMM emits geluF32 of runtime/qgemm/epilogue.go on 16 lanes and
-// returns the register holding the result.
-func geluZMM(g *gen, consts *constTable, x, zOne, zZero reg.VecVirtual) reg.VecVirtual {
-	u := g.ZMM()
-	g.VPANDD_BCST(consts.u32(0x7FFFFFFF), x, u) // |x|
-	uc := g.ZMM()
-	g.VMINPS_BCST(consts.f32(geluUMax), u, uc) // minps(u, uMax)
-	d := g.ZMM()
-	g.VMULPS_BCST(consts.f32(geluTScale), uc, d)
-	g.VADDPS_BCST(consts.f32(1), d, d)
-	t := g.ZMM()
-	g.VDIVPS(d, zOne, t) // t = 1 / (uc*tScale + 1)
-	p := g.ZMM()
-	g.VBROADCASTSS(consts.f32(geluP[0]), p)
-	for _, c := range geluP[1:] {
-		g.VMULPS(t, p, p)
-		g.VADDPS_BCST(consts.f32(c), p, p)
-	}
-	uh := g.ZMM()
-	g.VPANDD_BCST(consts.u32(geluHiMask), uc, uh)
-	a := g.ZMM()
-	g.VMULPS(uh, uh, a)
-	g.VMULPS_BCST(consts.f32(-0.5), a, a) // a = (uh*uh) * -0.5, exact
-	lo := g.ZMM()
-	g.VSUBPS(uh, uc, lo) // uc - uh
-	hi := g.ZMM()
-	g.VADDPS(uh, uc, hi) // uc + uh
-	b := g.ZMM()
-	g.VMULPS(hi, lo, b)
-	g.VMULPS_BCST(consts.f32(-0.5), b, b)
-	g.VADDPS(p, b, b) // b = ((uc-uh)*(uc+uh))*-0.5 + p
-	e := exp2partZMM(g, consts, a, b)
-	q := g.ZMM()
-	g.VMULPS_BCST(consts.f32(0.5), t, q)
-	g.VMULPS(e, q, q) // q = (t*0.5) * e
-	big := g.K()
-	g.VCMPPS_BCST(operand.U8(0x1E), consts.f32(geluUMax), u, big) // u > uMax (GT_OQ)
-	g.VBLENDMPS(zZero, q, big, q)                                 // q = 0 there
-	omq := g.ZMM()
-	g.VSUBPS(q, zOne, omq) // 1 - q
-	pos := g.K()
-	g.VCMPPS(operand.U8(0x1D), zZero, x, pos) // x >= 0 (GE_OQ)
-	phi := g.ZMM()
-	g.VBLENDMPS(omq, q, pos, phi)
-	r := g.ZMM()
-	g.VMULPS(phi, x, r)
-	return r
+// epiRegs are the registers an epilogue chunk reads.
+type epiRegs struct {
+	j, cRow, scale, colSum, bias, resRow, outRow reg.GPVirtual
+	zAZ, zInv, zZP, zZero, zOne                  reg.VecVirtual
 }
 
-// exp2partZMM emits exp2part of runtime/qgemm/epilogue.go.
-func exp2partZMM(g *gen, consts *constTable, a, b reg.VecVirtual) reg.VecVirtual {
+// col4 addresses 4-byte column j+16u of the row at base.
+func (r epiRegs) col4(base reg.GPVirtual, u int) operand.Mem {
+	return operand.Mem{Base: base, Index: r.j, Scale: 4, Disp: 64 * u}
+}
+
+// epilogueLoad emits the part of chunk u (columns j+16u .. j+16u+15,
+// under opmask k) before the activation and returns v.
+func epilogueLoad(g *gen, flags, u int, k reg.OpmaskVirtual, r epiRegs) reg.VecVirtual {
+	has := func(f int) bool { return flags&f != 0 }
+	acc := g.ZMM()
+	g.VMOVDQU32_Z(r.col4(r.cRow, u), k, acc)
+	if has(epiColSum) {
+		cs := g.ZMM()
+		g.VMOVDQU32_Z(r.col4(r.colSum, u), k, cs)
+		g.VPMULLD(cs, r.zAZ, cs)
+		g.VPSUBD(cs, acc, acc) // acc - aZero*colSum
+	}
+	v := g.ZMM()
+	g.VCVTDQ2PS(acc, v)
 	s := g.ZMM()
-	g.VADDPS(b, a, s)
-	f := g.ZMM()
-	g.VMULPS_BCST(consts.f32(expLog2E), s, f)
-	ki := g.ZMM()
-	g.VCVTPS2DQ(f, ki) // round to nearest even
-	kf := g.ZMM()
-	g.VCVTDQ2PS(ki, kf)
-	h := g.ZMM()
-	g.VMULPS_BCST(consts.f32(expLn2Hi), kf, h)
-	r := g.ZMM()
-	g.VSUBPS(h, a, r) // a - k*ln2Hi (exact)
-	g.VADDPS(b, r, r)
-	l := g.ZMM()
-	g.VMULPS_BCST(consts.f32(expLn2Lo), kf, l)
-	g.VSUBPS(l, r, r) // r - k*ln2Lo
-	p := g.ZMM()
-	g.VBROADCASTSS(consts.f32(expC[0]), p)
+	g.VMOVUPS_Z(r.col4(r.scale, u), k, s)
+	g.VMULPS(s, v, v)
+	if has(epiBias) {
+		bz := g.ZMM()
+		g.VMOVUPS_Z(r.col4(r.bias, u), k, bz)
+		g.VADDPS(bz, v, v)
+	}
+	return v
+}
+
+// epilogueStore emits the part of chunk u after the activation.
+func epilogueStore(g *gen, consts *constTable, flags, u int, k reg.OpmaskVirtual, r epiRegs, v reg.VecVirtual) {
+	has := func(f int) bool { return flags&f != 0 }
+	if has(epiResidual) {
+		rz := g.ZMM()
+		g.VMOVUPS_Z(r.col4(r.resRow, u), k, rz)
+		g.VADDPS(rz, v, v)
+	}
+	if has(epiU8) {
+		t := g.ZMM()
+		g.VMULPS(r.zInv, v, t)
+		g.VMAXPS_BCST(consts.f32(-quantClamp), t, t) // maxps(t, -clamp)
+		g.VMINPS_BCST(consts.f32(quantClamp), t, t)  // minps(t, clamp)
+		q := g.ZMM()
+		g.VCVTPS2DQ(t, q) // round to nearest even (MXCSR default)
+		g.VPADDD(r.zZP, q, q)
+		g.VPMAXSD(r.zZero, q, q)
+		g.VPMINSD_BCST(consts.u32(255), q, q)
+		g.VPMOVDB(q, k, operand.Mem{Base: r.outRow, Index: r.j, Scale: 1, Disp: 16 * u})
+	} else {
+		g.VMOVUPS(v, k, r.col4(r.outRow, u))
+	}
+}
+
+// geluZMM emits geluF32 of runtime/qgemm/epilogue.go on the 16 lanes of
+// each register of xs, interleaving the chunks step by step, and returns
+// the registers holding the results.
+func geluZMM(g *gen, consts *constTable, xs []reg.VecVirtual, zOne, zZero reg.VecVirtual) []reg.VecVirtual {
+	n := len(xs)
+	vecs := func() []reg.VecVirtual {
+		v := make([]reg.VecVirtual, n)
+		for i := range v {
+			v[i] = g.ZMM()
+		}
+		return v
+	}
+	each := func(f func(i int)) {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+	}
+	uc, d, t, p := vecs(), vecs(), vecs(), vecs()
+	each(func(i int) { g.VPANDD_BCST(consts.u32(0x7FFFFFFF), xs[i], uc[i]) }) // |x|
+	each(func(i int) { g.VMINPS_BCST(consts.f32(geluUMax), uc[i], uc[i]) })   // minps(|x|, uMax)
+	each(func(i int) { g.VMULPS_BCST(consts.f32(geluTScale), uc[i], d[i]) })
+	each(func(i int) { g.VADDPS_BCST(consts.f32(1), d[i], d[i]) })
+	each(func(i int) { g.VDIVPS(d[i], zOne, t[i]) }) // t = 1 / (uc*tScale + 1)
+	each(func(i int) { g.VBROADCASTSS(consts.f32(geluP[0]), p[i]) })
+	for _, c := range geluP[1:] {
+		each(func(i int) { g.VMULPS(t[i], p[i], p[i]) })
+		each(func(i int) { g.VADDPS_BCST(consts.f32(c), p[i], p[i]) })
+	}
+	uh, a, lo, hi, b := vecs(), vecs(), vecs(), vecs(), vecs()
+	each(func(i int) { g.VPANDD_BCST(consts.u32(geluHiMask), uc[i], uh[i]) })
+	each(func(i int) { g.VMULPS(uh[i], uh[i], a[i]) })
+	each(func(i int) { g.VMULPS_BCST(consts.f32(-0.5), a[i], a[i]) }) // a = (uh*uh) * -0.5, exact
+	each(func(i int) { g.VSUBPS(uh[i], uc[i], lo[i]) })               // uc - uh
+	each(func(i int) { g.VADDPS(uh[i], uc[i], hi[i]) })               // uc + uh
+	each(func(i int) { g.VMULPS(hi[i], lo[i], b[i]) })
+	each(func(i int) { g.VMULPS_BCST(consts.f32(-0.5), b[i], b[i]) })
+	each(func(i int) { g.VADDPS(p[i], b[i], b[i]) }) // b = ((uc-uh)*(uc+uh))*-0.5 + p
+	e := exp2partZMM(g, consts, a, b)
+	q, omq, phi, res := vecs(), vecs(), vecs(), vecs()
+	each(func(i int) { g.VMULPS_BCST(consts.f32(0.5), t[i], q[i]) })
+	each(func(i int) { g.VMULPS(e[i], q[i], q[i]) }) // q = (t*0.5) * e
+	each(func(i int) {
+		big := g.K()
+		g.VCMPPS_BCST(operand.U8(0x1D), consts.f32(geluUMax), uc[i], big) // uc >= uMax (GE_OQ)
+		g.VBLENDMPS(zZero, q[i], big, q[i])                               // q = 0 there
+	})
+	each(func(i int) { g.VSUBPS(q[i], zOne, omq[i]) }) // 1 - q
+	each(func(i int) {
+		pos := g.K()
+		g.VCMPPS(operand.U8(0x1D), zZero, xs[i], pos) // x >= 0 (GE_OQ)
+		g.VBLENDMPS(omq[i], q[i], pos, phi[i])
+	})
+	each(func(i int) { g.VMULPS(phi[i], xs[i], res[i]) })
+	return res
+}
+
+// exp2partZMM emits exp2part of runtime/qgemm/epilogue.go on each (a, b)
+// register pair, interleaved.
+func exp2partZMM(g *gen, consts *constTable, as, bs []reg.VecVirtual) []reg.VecVirtual {
+	n := len(as)
+	vecs := func() []reg.VecVirtual {
+		v := make([]reg.VecVirtual, n)
+		for i := range v {
+			v[i] = g.ZMM()
+		}
+		return v
+	}
+	each := func(f func(i int)) {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+	}
+	s, f, ki, kf, h, r, l, p, res := vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs()
+	each(func(i int) { g.VADDPS(bs[i], as[i], s[i]) })
+	each(func(i int) { g.VMULPS_BCST(consts.f32(expLog2E), s[i], f[i]) })
+	each(func(i int) { g.VCVTPS2DQ(f[i], ki[i]) }) // round to nearest even
+	each(func(i int) { g.VCVTDQ2PS(ki[i], kf[i]) })
+	each(func(i int) { g.VMULPS_BCST(consts.f32(expLn2Hi), kf[i], h[i]) })
+	each(func(i int) { g.VSUBPS(h[i], as[i], r[i]) }) // a - k*ln2Hi (exact)
+	each(func(i int) { g.VADDPS(bs[i], r[i], r[i]) })
+	each(func(i int) { g.VMULPS_BCST(consts.f32(expLn2Lo), kf[i], l[i]) })
+	each(func(i int) { g.VSUBPS(l[i], r[i], r[i]) }) // r - k*ln2Lo
+	each(func(i int) { g.VBROADCASTSS(consts.f32(expC[0]), p[i]) })
 	for _, c := range expC[1:] {
-		g.VMULPS(r, p, p)
-		g.VADDPS_BCST(consts.f32(c), p, p)
+		each(func(i int) { g.VMULPS(r[i], p[i], p[i]) })
+		each(func(i int) { g.VADDPS_BCST(consts.f32(c), p[i], p[i]) })
 	}
-	for i := 0; i < 2; i++ {
-		g.VMULPS(r, p, p)
-		g.VADDPS_BCST(consts.f32(1), p, p)
+	for j := 0; j < 2; j++ {
+		each(func(i int) { g.VMULPS(r[i], p[i], p[i]) })
+		each(func(i int) { g.VADDPS_BCST(consts.f32(1), p[i], p[i]) })
 	}
-	g.VPADDD_BCST(consts.u32(127), ki, ki)
-	g.VPSLLD(operand.U8(23), ki, ki) // 2^k
-	res := g.ZMM()
-	g.VMULPS(ki, p, res)
+	each(func(i int) { g.VPADDD_BCST(consts.u32(127), ki[i], ki[i]) })
+	each(func(i int) { g.VPSLLD(operand.U8(23), ki[i], ki[i]) }) // 2^k
+	each(func(i int) { g.VMULPS(ki[i], p[i], res[i]) })
 	return res
 }

@@ -56,6 +56,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			demoCommand(),
 			inspectCommand(),
 			runCommand(),
+			benchCommand(),
+			rooflineCommand(),
+			evalCommand(),
+			compileCommand(),
 		},
 	}
 	// A bad flag is bad input: one line on stderr, exit status 2, no

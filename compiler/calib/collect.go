@@ -167,7 +167,7 @@ func tokenMask(b Batch, maskName string) ([]bool, int) {
 				return nil, int(t.Shape[1])
 			}
 		}
-		return nil, 0
+		return nil, 1 // no [batch, sequence] input: one token per row
 	}
 	keep := make([]bool, m.Len())
 	for i := range keep {

@@ -9,9 +9,21 @@
 // a small BERT runs a whole dev set in seconds.
 //
 // Float32 math follows what PyTorch and ONNX Runtime do closely enough to
-// match their logits to about 1e-6: dot products accumulate in float32 in
-// k order within 4x4 register blocks; reductions, normalisations, softmax
-// and transcendental functions are computed in float64 and rounded once.
+// match their logits to about 1e-6: elementwise arithmetic is float32, as
+// theirs is; dot products accumulate in float32 in plain k order (so
+// results do not depend on Options.Threads); reductions, normalisations,
+// softmax and transcendental functions are computed in float64 and rounded
+// once.
+//
+// Bad input never panics: shapes, indices and dtypes are checked, and every
+// error is a compiler.InputError naming the model file (Graph.Meta
+// "source") and the node, e.g. `model.onnx: node "/MatMul" (MatMul): shape
+// mismatch: ...`, so errors.Is(err, compiler.ErrBadInput) holds.
+//
+// Opset-dependent meaning (Softmax's axis before opset 13, axes as
+// attribute or input for Unsqueeze, Squeeze, ReduceSum and ReduceMean,
+// Slice's attributes before opset 10) follows Graph.Opset; a graph with
+// Opset 0, built by hand, gets the newest meaning.
 //
 // Usage:
 //

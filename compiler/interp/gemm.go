@@ -4,15 +4,17 @@ package interp
 // Linear: c = a·b for row-major a (m×k), b (k×n) and c (m×n), cut into
 // tiles that goroutines take from a shared counter.
 //
-// The kernel is an axpy over four rows of c at once, two k steps per pass:
-// each element of b loaded is used four times and each element of c is
-// loaded and stored once per two k steps. In pure Go on amd64 (scalar SSE,
-// 15 usable X registers) this measured ~11 GFLOP/s per core on a
-// 36x256x1024 product, ahead of 4x4 register-blocked dot products, which
-// spill. b needs no packing, so weights are used in place.
+// The kernel is an axpy over one row of c, eight k steps per pass: each
+// element of c is loaded and stored once per eight multiply-adds, with the
+// eight values of a in registers. In pure Go on amd64 (scalar SSE, 15
+// usable X registers) this runs at about 10 GFLOP/s per core (see
+// BenchmarkSgemm), on par with or ahead of variants that block 2 or 4 rows
+// of c (fewer k steps then fit in registers) and well ahead of 4x4
+// register-blocked dot products, which spill. b needs no packing, so
+// weights are used in place.
 //
 // Every c[i][j] is summed in plain k order in float32:
-// ((c + a[i][0]*b[0][j]) + a[i][1]*b[1][j]) + ..., so results do not depend
+// ((0 + a[i][0]*b[0][j]) + a[i][1]*b[1][j]) + ..., so results do not depend
 // on tiling or thread count.
 
 // gemmJob is one matrix product of a batched MatMul.
@@ -21,13 +23,12 @@ type gemmJob struct {
 }
 
 // tileShape picks tile sizes: about two tiles of rows per thread so small
-// products (one sentence, m ≈ 25) still use every thread, at most 64 rows
-// and 256 columns so a tile's rows of c (≤ 4 x 1 KiB per micro-step) stay
-// in L1.
+// products (one sentence, m ≈ 25) still use every thread, at most 64 rows,
+// and at most 256 columns so that one pass of axpyRow (a row of c and
+// eight rows of b, 9 KiB) stays in L1.
 func tileShape(m, n, threads, jobs int) (rows, cols int) {
 	perJob := max(1, (2*threads+jobs-1)/jobs)
-	rows = (m + perJob - 1) / perJob
-	rows = min(max((rows+3)&^3, 4), 64)
+	rows = min(max((m+perJob-1)/perJob, 1), 64)
 	cols = min(n, 256)
 	return rows, cols
 }
@@ -58,71 +59,37 @@ func sgemmBatch(jobs []gemmJob, m, n, k, threads int) error {
 
 // sgemmTile computes rows [r0,r1) and columns [j0,j1) of c = a·b.
 func sgemmTile(a, b, c []float32, n, k, r0, r1, j0, j1 int) {
-	i := r0
-	for ; i+4 <= r1; i += 4 {
-		axpy4(a[i*k:(i+4)*k], b, c[i*n:(i+4)*n], n, k, j0, j1)
-	}
-	for ; i < r1; i++ {
-		axpy1(a[i*k:(i+1)*k], b, c[i*n:(i+1)*n], n, k, j0, j1)
+	for i := r0; i < r1; i++ {
+		axpyRow(a[i*k:(i+1)*k], b, c[i*n+j0:i*n+j1], n, k, j0)
 	}
 }
 
-// axpy4 sets columns [j0,j1) of the four rows of c (stride n) to the
-// product of the four rows of a (stride k) with b.
-func axpy4(a, b, c []float32, n, k, j0, j1 int) {
-	c0 := c[j0:j1]
-	c1 := c[n+j0 : n+j1][:len(c0)]
-	c2 := c[2*n+j0 : 2*n+j1][:len(c0)]
-	c3 := c[3*n+j0 : 3*n+j1][:len(c0)]
-	clear(c0)
-	clear(c1)
-	clear(c2)
-	clear(c3)
-	a0, a1, a2, a3 := a[:k], a[k:2*k], a[2*k:3*k], a[3*k:4*k]
+// axpyRow sets c (columns j0.. of one row of the product) to a·b[:, j0:],
+// adding eight rows of b per pass: per element of c that is one load and
+// one store for eight multiply-adds, with the eight a values in registers.
+func axpyRow(a, b, c []float32, n, k, j0 int) {
+	clear(c)
+	w := len(c)
 	p := 0
-	for ; p+2 <= k; p += 2 {
-		x0, x1, x2, x3 := a0[p], a1[p], a2[p], a3[p]
-		y0, y1, y2, y3 := a0[p+1], a1[p+1], a2[p+1], a3[p+1]
-		bp := b[p*n+j0 : p*n+j1][:len(c0)]
-		bq := b[(p+1)*n+j0 : (p+1)*n+j1][:len(c0)]
-		for j, bv := range bp {
-			bw := bq[j]
-			c0[j] = c0[j] + x0*bv + y0*bw
-			c1[j] = c1[j] + x1*bv + y1*bw
-			c2[j] = c2[j] + x2*bv + y2*bw
-			c3[j] = c3[j] + x3*bv + y3*bw
+	for ; p+8 <= k; p += 8 {
+		x := a[p : p+8 : p+8]
+		x0, x1, x2, x3, x4, x5, x6, x7 := x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+		b0 := b[p*n+j0:][:w]
+		b1 := b[(p+1)*n+j0:][:w]
+		b2 := b[(p+2)*n+j0:][:w]
+		b3 := b[(p+3)*n+j0:][:w]
+		b4 := b[(p+4)*n+j0:][:w]
+		b5 := b[(p+5)*n+j0:][:w]
+		b6 := b[(p+6)*n+j0:][:w]
+		b7 := b[(p+7)*n+j0:][:w]
+		for j, u := range b0 {
+			c[j] = c[j] + x0*u + x1*b1[j] + x2*b2[j] + x3*b3[j] + x4*b4[j] + x5*b5[j] + x6*b6[j] + x7*b7[j]
 		}
 	}
-	if p < k {
-		x0, x1, x2, x3 := a0[p], a1[p], a2[p], a3[p]
-		bp := b[p*n+j0 : p*n+j1][:len(c0)]
-		for j, bv := range bp {
-			c0[j] += x0 * bv
-			c1[j] += x1 * bv
-			c2[j] += x2 * bv
-			c3[j] += x3 * bv
-		}
-	}
-}
-
-// axpy1 is axpy4 for a single leftover row.
-func axpy1(a, b, c []float32, n, k, j0, j1 int) {
-	c0 := c[j0:j1]
-	clear(c0)
-	p := 0
-	for ; p+2 <= k; p += 2 {
-		x, y := a[p], a[p+1]
-		bp := b[p*n+j0 : p*n+j1][:len(c0)]
-		bq := b[(p+1)*n+j0 : (p+1)*n+j1][:len(c0)]
-		for j, bv := range bp {
-			c0[j] = c0[j] + x*bv + y*bq[j]
-		}
-	}
-	if p < k {
+	for ; p < k; p++ {
 		x := a[p]
-		bp := b[p*n+j0 : p*n+j1][:len(c0)]
-		for j, bv := range bp {
-			c0[j] += x * bv
+		for j, u := range b[p*n+j0:][:w] {
+			c[j] += x * u
 		}
 	}
 }

@@ -41,7 +41,7 @@ func constantOfShape(c *call) ([]*compiler.Tensor, error) {
 		return nil, err
 	}
 	shape = slices.Clone(shape)
-	if _, err := checkedElements(shape); err != nil {
+	if err := c.checkValueShape(shape); err != nil {
 		return nil, err
 	}
 	fill := fromSlice([]int64{1}, []float32{0})
@@ -80,7 +80,7 @@ func rangeOp(c *call) ([]*compiler.Tensor, error) {
 		} else if delta < 0 && limit < start {
 			n = (start - limit - delta - 1) / -delta
 		}
-		if _, err := checkedElements([]int64{n}); err != nil {
+		if err := c.checkValueShape([]int64{n}); err != nil {
 			return nil, err
 		}
 		v := make([]int64, n)
@@ -112,6 +112,9 @@ func rangeOp(c *call) ([]*compiler.Tensor, error) {
 		return nil, fmt.Errorf("%w: Range of %v elements", compiler.ErrShapeMismatch, count)
 	}
 	n := int64(count)
+	if err := c.checkValueShape([]int64{n}); err != nil {
+		return nil, err
+	}
 	if dt == compiler.Float32 {
 		// start + i*delta in float32 arithmetic, as ONNX's reference computes it.
 		v := make([]float32, n)

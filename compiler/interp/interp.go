@@ -22,6 +22,12 @@ type Options struct {
 	// Threads bounds the goroutines one kernel uses; 0 means
 	// runtime.GOMAXPROCS(0).
 	Threads int
+
+	// MaxElements bounds the element count of a tensor whose shape comes
+	// from operand values (Expand, ConstantOfShape, Range), so that a bad
+	// shape operand fails at once instead of exhausting memory; 0 means
+	// 2^31, the bound on every tensor.
+	MaxElements int64
 }
 
 // Interpreter is a validated graph ready to run. It holds no per-run
@@ -172,6 +178,10 @@ func (it *Interpreter) Run(inputs map[string]*compiler.Tensor, opts *Options) (m
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	limit := opts.MaxElements
+	if limit <= 0 || limit > maxElements {
+		limit = maxElements
+	}
 	env, err := it.bindInputs(inputs)
 	if err != nil {
 		return nil, err
@@ -184,7 +194,7 @@ func (it *Interpreter) Run(inputs map[string]*compiler.Tensor, opts *Options) (m
 	}
 	for _, s := range it.steps {
 		n := s.node
-		c := &call{node: n, in: make([]*compiler.Tensor, len(n.Inputs)), opset: it.g.Opset, threads: threads}
+		c := &call{node: n, in: make([]*compiler.Tensor, len(n.Inputs)), opset: it.g.Opset, threads: threads, maxElements: limit}
 		for j, name := range n.Inputs {
 			if name != "" {
 				c.in[j] = lookup(name)

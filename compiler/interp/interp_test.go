@@ -277,3 +277,13 @@ func TestOpsList(t *testing.T) {
 		t.Error("Ops is not sorted or Supports accepts Foo")
 	}
 }
+
+func TestMaxElements(t *testing.T) {
+	g, feed := nodeGraph("ConstantOfShape", 17, nil, 1, i64(sh(2), 1000, 1000))
+	if _, err := Run(g, feed, &Options{MaxElements: 999_999}); !errors.Is(err, compiler.ErrShapeMismatch) {
+		t.Errorf("MaxElements 999999: error %v, want a shape mismatch", err)
+	}
+	if _, err := Run(g, feed, &Options{MaxElements: 1_000_000}); err != nil {
+		t.Errorf("MaxElements 1000000: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
@@ -8,12 +9,27 @@ import (
 )
 
 // call is one node's execution: its node, its input tensors (nil for an
-// omitted optional input), the graph's opset and the goroutine budget.
+// omitted optional input), the graph's opset, the goroutine budget and the
+// size bound of Options.MaxElements.
 type call struct {
-	node    *compiler.Node
-	in      []*compiler.Tensor
-	opset   int64
-	threads int
+	node        *compiler.Node
+	in          []*compiler.Tensor
+	opset       int64
+	threads     int
+	maxElements int64
+}
+
+// checkValueShape checks a shape computed from operand values against
+// Options.MaxElements (and the general bound).
+func (c *call) checkValueShape(shape []int64) error {
+	n, err := checkedElements(shape)
+	if err != nil {
+		return err
+	}
+	if c.maxElements > 0 && int64(n) > c.maxElements {
+		return fmt.Errorf("%w: shape %v exceeds Options.MaxElements (%d)", compiler.ErrShapeMismatch, shape, c.maxElements)
+	}
+	return nil
 }
 
 // kernelFunc computes a node's outputs, one per node output (nil for an

@@ -408,6 +408,9 @@ func expand(c *call) ([]*compiler.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.checkValueShape(shape); err != nil {
+		return nil, err
+	}
 	return one(expandTo(x, shape))
 }
 

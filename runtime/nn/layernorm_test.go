@@ -37,7 +37,7 @@ func TestLayerNorm(t *testing.T) {
 	const rows, n, srcStride, dstStride = 37, 96, 100, 101
 	src := randSlice(3, rows*srcStride, -4, 4)
 	for j := range n {
-		src[srcStride+j] += 1000 // a large mean
+		src[srcStride+j] += 1000  // a large mean
 		src[2*srcStride+j] = 0.25 // constant row: variance 0
 	}
 	ln := &LayerNormParams{N: n, Gamma: randSlice(4, n, 0.5, 1.5), Beta: randSlice(5, n, -1, 1), Epsilon: 1e-12}

@@ -98,7 +98,9 @@ func (e *Engine) Describe() string {
 // package comment) and the packed weights b, writing ep's output. It
 // returns an error wrapping ErrInvalidArgument, and writes nothing, if a
 // size, stride or slice length does not fit. m == 0 is a no-op. In steady
-// state it does not allocate.
+// state it does not allocate. It must not be called from inside a Run of
+// the Engine's own pool (a shared Options.Pool): the blocks would wait for
+// worker ids their caller holds.
 func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 	if err := checkGEMM(a, m, lda, b, ep); err != nil {
 		return err
@@ -107,6 +109,13 @@ func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 		return nil
 	}
 	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs)
+	e.gemmBlocks(a, m, lda, b, ep, mc, nc)
+	return nil
+}
+
+// gemmBlocks runs a validated GEMM in macro-blocks of mc x nc (nc a
+// multiple of NBlock, mc*scratchStride(nc) <= scratchElems).
+func (e *Engine) gemmBlocks(a []uint8, m, lda int, b *PackedB, ep *Epilogue, mc, nc int) {
 	t := e.tasks.Get().(*gemmCall)
 	t.a, t.m, t.lda, t.b, t.ep = a, m, lda, b, ep
 	t.mc, t.nc = mc, nc
@@ -114,7 +123,6 @@ func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 	e.pool.Run((m+mc-1)/mc*t.nTasks, t.run)
 	t.a, t.b, t.ep = nil, nil, nil // keep no caller memory alive
 	e.tasks.Put(t)
-	return nil
 }
 
 // gemmCall is one GEMM call's state, shared by the tasks of its

@@ -94,8 +94,9 @@ func maxps(a, b float32) float32 {
 // so uh*uh is exact in float32) plus a small remainder, and exp works on
 // the two parts (a Cody-Waite reduction that never adds them in float32).
 // The relative error vs 0.5*x*(1+erf(x/sqrt2)) is below 1e-6 wherever the
-// result is a normal float32, i.e. for x >= -12.9 (TestGeluAccuracy); below
-// -geluUMax the result is -0 (|gelu| < 3e-37 there). gelu(-Inf) is NaN.
+// result is a normal float32, i.e. for x > -12.9 (TestGeluAccuracy); from
+// -geluUMax down the result is -0 (|gelu| < 3e-37 there), from +geluUMax up
+// it is x. gelu(-Inf) is NaN.
 const (
 	geluUMax   float32 = 12.9
 	geluTScale float32 = 0.5 / math.Sqrt2
@@ -121,8 +122,8 @@ var expC = [...]float32{1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5
 
 // geluF32 is the float32 GELU of the epilogue.
 func geluF32(x float32) float32 {
-	u := math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
-	uc := minps(u, geluUMax)
+	uc := minps(math.Float32frombits(math.Float32bits(x)&^(1<<31)), geluUMax) // |x| <= uMax
+
 	t := 1 / (float32(uc*geluTScale) + 1)
 	p := geluP[0]
 	for _, c := range geluP[1:] {
@@ -133,7 +134,7 @@ func geluF32(x float32) float32 {
 	b := float32(float32((uc-uh)*(uc+uh))*-0.5) + p
 	e := exp2part(a, b)
 	q := float32(t*0.5) * e
-	if u > geluUMax {
+	if uc >= geluUMax { // |x| >= uMax, or NaN
 		q = 0
 	}
 	phi := q

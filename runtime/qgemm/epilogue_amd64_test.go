@@ -171,3 +171,32 @@ func TestEpilogueAVX512Bounds(t *testing.T) {
 	}()
 	epilogueAVX512(ep, c, 10, 1, 0, 2, 10) // rows 1..2 of a 2-row output
 }
+
+// BenchmarkEpilogue compares the Go and AVX-512 epilogues on a 64 x 768
+// block (one driver macro-block of a hidden=768 layer): f32 output, and
+// bias + GELU + u8 output (the FFN1 epilogue).
+func BenchmarkEpilogue(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const m, n = 64, 768
+	for _, c := range []struct {
+		name  string
+		flags int
+	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | epiGelu}, {"bias-gelu-u8", epiColSum | epiBias | epiGelu | epiU8}} {
+		for _, impl := range []struct {
+			name string
+			f    EpilogueFunc
+		}{{"go", epilogueGo}, {"avx512", epilogueAVX512}} {
+			b.Run(c.name+"/"+impl.name, func(b *testing.B) {
+				if impl.name == "avx512" && !cpu.Detect().AVX512 {
+					b.Skip("CPU lacks AVX-512")
+				}
+				ep, acc, ldc := epilogueCase(rng, c.flags, 0, 0, m, n)
+				clock := startCPUClock(b)
+				for b.Loop() {
+					impl.f(ep, acc, ldc, 0, 0, m, n)
+				}
+				clock.reportRate(b, m*n, "Melem/s")
+			})
+		}
+	}
+}

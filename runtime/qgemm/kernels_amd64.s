@@ -8806,26 +8806,59 @@ DATA epilogueConsts<>+112(SB)/4, $0x0000007f
 DATA epilogueConsts<>+116(SB)/4, $0x000000ff
 GLOBL epilogueConsts<>(SB), RODATA|NOPTR, $120
 
-DATA epilogueTailMasks<>+0(SB)/4, $0x00000001
-DATA epilogueTailMasks<>+4(SB)/4, $0x00000003
-DATA epilogueTailMasks<>+8(SB)/4, $0x00000007
-DATA epilogueTailMasks<>+12(SB)/4, $0x0000000f
-DATA epilogueTailMasks<>+16(SB)/4, $0x0000001f
-DATA epilogueTailMasks<>+20(SB)/4, $0x0000003f
-DATA epilogueTailMasks<>+24(SB)/4, $0x0000007f
-DATA epilogueTailMasks<>+28(SB)/4, $0x000000ff
-DATA epilogueTailMasks<>+32(SB)/4, $0x000001ff
-DATA epilogueTailMasks<>+36(SB)/4, $0x000003ff
-DATA epilogueTailMasks<>+40(SB)/4, $0x000007ff
-DATA epilogueTailMasks<>+44(SB)/4, $0x00000fff
-DATA epilogueTailMasks<>+48(SB)/4, $0x00001fff
-DATA epilogueTailMasks<>+52(SB)/4, $0x00003fff
-DATA epilogueTailMasks<>+56(SB)/4, $0x00007fff
-DATA epilogueTailMasks<>+60(SB)/4, $0x0000ffff
-GLOBL epilogueTailMasks<>(SB), RODATA|NOPTR, $64
+DATA epilogueColMasks<>+0(SB)/8, $0x0000000000000000
+DATA epilogueColMasks<>+8(SB)/8, $0x0000000000000001
+DATA epilogueColMasks<>+16(SB)/8, $0x0000000000000003
+DATA epilogueColMasks<>+24(SB)/8, $0x0000000000000007
+DATA epilogueColMasks<>+32(SB)/8, $0x000000000000000f
+DATA epilogueColMasks<>+40(SB)/8, $0x000000000000001f
+DATA epilogueColMasks<>+48(SB)/8, $0x000000000000003f
+DATA epilogueColMasks<>+56(SB)/8, $0x000000000000007f
+DATA epilogueColMasks<>+64(SB)/8, $0x00000000000000ff
+DATA epilogueColMasks<>+72(SB)/8, $0x00000000000001ff
+DATA epilogueColMasks<>+80(SB)/8, $0x00000000000003ff
+DATA epilogueColMasks<>+88(SB)/8, $0x00000000000007ff
+DATA epilogueColMasks<>+96(SB)/8, $0x0000000000000fff
+DATA epilogueColMasks<>+104(SB)/8, $0x0000000000001fff
+DATA epilogueColMasks<>+112(SB)/8, $0x0000000000003fff
+DATA epilogueColMasks<>+120(SB)/8, $0x0000000000007fff
+DATA epilogueColMasks<>+128(SB)/8, $0x000000000000ffff
+DATA epilogueColMasks<>+136(SB)/8, $0x000000000001ffff
+DATA epilogueColMasks<>+144(SB)/8, $0x000000000003ffff
+DATA epilogueColMasks<>+152(SB)/8, $0x000000000007ffff
+DATA epilogueColMasks<>+160(SB)/8, $0x00000000000fffff
+DATA epilogueColMasks<>+168(SB)/8, $0x00000000001fffff
+DATA epilogueColMasks<>+176(SB)/8, $0x00000000003fffff
+DATA epilogueColMasks<>+184(SB)/8, $0x00000000007fffff
+DATA epilogueColMasks<>+192(SB)/8, $0x0000000000ffffff
+DATA epilogueColMasks<>+200(SB)/8, $0x0000000001ffffff
+DATA epilogueColMasks<>+208(SB)/8, $0x0000000003ffffff
+DATA epilogueColMasks<>+216(SB)/8, $0x0000000007ffffff
+DATA epilogueColMasks<>+224(SB)/8, $0x000000000fffffff
+DATA epilogueColMasks<>+232(SB)/8, $0x000000001fffffff
+DATA epilogueColMasks<>+240(SB)/8, $0x000000003fffffff
+DATA epilogueColMasks<>+248(SB)/8, $0x000000007fffffff
+DATA epilogueColMasks<>+256(SB)/8, $0x00000000ffffffff
+DATA epilogueColMasks<>+264(SB)/8, $0x00000001ffffffff
+DATA epilogueColMasks<>+272(SB)/8, $0x00000003ffffffff
+DATA epilogueColMasks<>+280(SB)/8, $0x00000007ffffffff
+DATA epilogueColMasks<>+288(SB)/8, $0x0000000fffffffff
+DATA epilogueColMasks<>+296(SB)/8, $0x0000001fffffffff
+DATA epilogueColMasks<>+304(SB)/8, $0x0000003fffffffff
+DATA epilogueColMasks<>+312(SB)/8, $0x0000007fffffffff
+DATA epilogueColMasks<>+320(SB)/8, $0x000000ffffffffff
+DATA epilogueColMasks<>+328(SB)/8, $0x000001ffffffffff
+DATA epilogueColMasks<>+336(SB)/8, $0x000003ffffffffff
+DATA epilogueColMasks<>+344(SB)/8, $0x000007ffffffffff
+DATA epilogueColMasks<>+352(SB)/8, $0x00000fffffffffff
+DATA epilogueColMasks<>+360(SB)/8, $0x00001fffffffffff
+DATA epilogueColMasks<>+368(SB)/8, $0x00003fffffffffff
+DATA epilogueColMasks<>+376(SB)/8, $0x00007fffffffffff
+DATA epilogueColMasks<>+384(SB)/8, $0x0000ffffffffffff
+GLOBL epilogueColMasks<>(SB), RODATA|NOPTR, $392
 
 // func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, scale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, flags int)
-// Requires: AVX, AVX512F, CMOV, SSE
+// Requires: AVX, AVX512BW, AVX512F, CMOV, SSE
 TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-120
 	MOVQ  flags+112(FP), AX
 	TESTQ $0x00000001, AX
@@ -8843,10 +8876,7 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-120
 	MOVQ  n+24(FP), DX
 	MOVQ  m+16(FP), BX
 	MOVQ  outF32+80(FP), SI
-	LEAQ  -1(DX), DI
-	ANDQ  $0x0f, DI
-	LEAQ  epilogueTailMasks<>+0(SB), R8
-	MOVL  (R8)(DI*4), DI
+	LEAQ  epilogueColMasks<>+0(SB), DI
 
 epi_row_416:
 	XORQ R8, R8
@@ -8854,16 +8884,29 @@ epi_row_416:
 epi_col_417:
 	MOVQ        DX, R9
 	SUBQ        R8, R9
-	MOVL        $0x0000ffff, R10
-	CMPQ        R9, $0x10
-	CMOVQLT     DI, R10
-	KMOVW       R10, K1
+	MOVQ        $0x00000030, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	MOVQ        (DI)(R10*8), R9
+	KMOVQ       R9, K1
 	VMOVDQU32.Z (AX)(R8*4), K1, Z0
 	VCVTDQ2PS   Z0, Z0
 	VMOVUPS.Z   (CX)(R8*4), K1, Z1
 	VMULPS      Z1, Z0, Z0
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R8*4), K2, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   64(CX)(R8*4), K2, Z2
+	VMULPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R8*4), K3, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   128(CX)(R8*4), K3, Z3
+	VMULPS      Z3, Z2, Z2
 	VMOVUPS     Z0, K1, (SI)(R8*4)
-	ADDQ        $0x10, R8
+	VMOVUPS     Z1, K2, 64(SI)(R8*4)
+	VMOVUPS     Z2, K3, 128(SI)(R8*4)
+	ADDQ        $0x30, R8
 	CMPQ        R8, DX
 	JL          epi_col_417
 	MOVQ        ldc+8(FP), R8
@@ -8888,10 +8931,7 @@ epi_flag_415:
 	MOVL         outZero+108(FP), DI
 	VPBROADCASTD DI, Z1
 	VPXORD       Z2, Z2, Z2
-	LEAQ         -1(DX), DI
-	ANDQ         $0x0f, DI
-	LEAQ         epilogueTailMasks<>+0(SB), R8
-	MOVL         (R8)(DI*4), DI
+	LEAQ         epilogueColMasks<>+0(SB), DI
 
 epi_row_418:
 	XORQ R8, R8
@@ -8899,14 +8939,25 @@ epi_row_418:
 epi_col_419:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
-	MOVL         $0x0000ffff, R10
-	CMPQ         R9, $0x10
-	CMOVQLT      DI, R10
-	KMOVW        R10, K1
+	MOVQ         $0x00000030, R10
+	CMPQ         R9, R10
+	CMOVQLT      R9, R10
+	MOVQ         (DI)(R10*8), R9
+	KMOVQ        R9, K1
 	VMOVDQU32.Z  (AX)(R8*4), K1, Z3
 	VCVTDQ2PS    Z3, Z3
 	VMOVUPS.Z    (CX)(R8*4), K1, Z4
 	VMULPS       Z4, Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R8*4), K2, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R8*4), K2, Z5
+	VMULPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R8*4), K3, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    128(CX)(R8*4), K3, Z6
+	VMULPS       Z6, Z5, Z5
 	VMULPS       Z0, Z3, Z3
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
@@ -8915,7 +8966,23 @@ epi_col_419:
 	VPMAXSD      Z2, Z3, Z3
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
 	VPMOVDB      Z3, K1, (SI)(R8*1)
-	ADDQ         $0x10, R8
+	VMULPS       Z0, Z4, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K2, 16(SI)(R8*1)
+	VMULPS       Z0, Z5, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K3, 32(SI)(R8*1)
+	ADDQ         $0x30, R8
 	CMPQ         R8, DX
 	JL           epi_col_419
 	MOVQ         ldc+8(FP), R8
@@ -8937,10 +9004,7 @@ epi_flag_414:
 	MOVQ  m+16(FP), BX
 	MOVQ  res+64(FP), SI
 	MOVQ  outF32+80(FP), DI
-	LEAQ  -1(DX), R8
-	ANDQ  $0x0f, R8
-	LEAQ  epilogueTailMasks<>+0(SB), R9
-	MOVL  (R9)(R8*4), R8
+	LEAQ  epilogueColMasks<>+0(SB), R8
 
 epi_row_421:
 	XORQ R9, R9
@@ -8948,18 +9012,35 @@ epi_row_421:
 epi_col_422:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
-	MOVL        $0x0000ffff, R11
-	CMPQ        R10, $0x10
-	CMOVQLT     R8, R11
-	KMOVW       R11, K1
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
 	VMOVDQU32.Z (AX)(R9*4), K1, Z0
 	VCVTDQ2PS   Z0, Z0
 	VMOVUPS.Z   (CX)(R9*4), K1, Z1
 	VMULPS      Z1, Z0, Z0
-	VMOVUPS.Z   (SI)(R9*4), K1, Z1
-	VADDPS      Z1, Z0, Z0
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z2
+	VMULPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS.Z   (SI)(R9*4), K1, Z3
+	VADDPS      Z3, Z0, Z0
 	VMOVUPS     Z0, K1, (DI)(R9*4)
-	ADDQ        $0x10, R9
+	VMOVUPS.Z   64(SI)(R9*4), K2, Z0
+	VADDPS      Z0, Z1, Z1
+	VMOVUPS     Z1, K2, 64(DI)(R9*4)
+	VMOVUPS.Z   128(SI)(R9*4), K3, Z0
+	VADDPS      Z0, Z2, Z2
+	VMOVUPS     Z2, K3, 128(DI)(R9*4)
+	ADDQ        $0x30, R9
 	CMPQ        R9, DX
 	JL          epi_col_422
 	MOVQ        ldc+8(FP), R9
@@ -8988,10 +9069,7 @@ epi_flag_420:
 	MOVL         outZero+108(FP), R8
 	VPBROADCASTD R8, Z1
 	VPXORD       Z2, Z2, Z2
-	LEAQ         -1(DX), R8
-	ANDQ         $0x0f, R8
-	LEAQ         epilogueTailMasks<>+0(SB), R9
-	MOVL         (R9)(R8*4), R8
+	LEAQ         epilogueColMasks<>+0(SB), R8
 
 epi_row_423:
 	XORQ R9, R9
@@ -8999,16 +9077,27 @@ epi_row_423:
 epi_col_424:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
-	MOVL         $0x0000ffff, R11
-	CMPQ         R10, $0x10
-	CMOVQLT      R8, R11
-	KMOVW        R11, K1
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
 	VMOVDQU32.Z  (AX)(R9*4), K1, Z3
 	VCVTDQ2PS    Z3, Z3
 	VMOVUPS.Z    (CX)(R9*4), K1, Z4
 	VMULPS       Z4, Z3, Z3
-	VMOVUPS.Z    (SI)(R9*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z5
+	VMULPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z6
+	VMULPS       Z6, Z5, Z5
+	VMOVUPS.Z    (SI)(R9*4), K1, Z6
+	VADDPS       Z6, Z3, Z3
 	VMULPS       Z0, Z3, Z3
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
@@ -9017,7 +9106,27 @@ epi_col_424:
 	VPMAXSD      Z2, Z3, Z3
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
 	VPMOVDB      Z3, K1, (DI)(R9*1)
-	ADDQ         $0x10, R9
+	VMOVUPS.Z    64(SI)(R9*4), K2, Z3
+	VADDPS       Z3, Z4, Z4
+	VMULPS       Z0, Z4, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K2, 16(DI)(R9*1)
+	VMOVUPS.Z    128(SI)(R9*4), K3, Z3
+	VADDPS       Z3, Z5, Z5
+	VMULPS       Z0, Z5, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K3, 32(DI)(R9*1)
+	ADDQ         $0x30, R9
 	CMPQ         R9, DX
 	JL           epi_col_424
 	MOVQ         ldc+8(FP), R9
@@ -9045,10 +9154,7 @@ epi_flag_413:
 	MOVQ         outF32+80(FP), SI
 	VPXORD       Z0, Z0, Z0
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         -1(DX), DI
-	ANDQ         $0x0f, DI
-	LEAQ         epilogueTailMasks<>+0(SB), R8
-	MOVL         (R8)(DI*4), DI
+	LEAQ         epilogueColMasks<>+0(SB), DI
 
 epi_row_427:
 	XORQ R8, R8
@@ -9056,83 +9162,230 @@ epi_row_427:
 epi_col_428:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
-	MOVL         $0x0000ffff, R10
-	CMPQ         R9, $0x10
-	CMOVQLT      DI, R10
-	KMOVW        R10, K1
+	MOVQ         $0x00000030, R10
+	CMPQ         R9, R10
+	CMOVQLT      R9, R10
+	MOVQ         (DI)(R10*8), R9
+	KMOVQ        R9, K1
 	VMOVDQU32.Z  (AX)(R8*4), K1, Z2
 	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R8*4), K1, Z4
-	VMULPS       Z4, Z2, Z2
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z4
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z4, Z5
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z5, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VDIVPS       Z6, Z1, Z6
-	VBROADCASTSS epilogueConsts<>+44(SB), Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z5, Z8
-	VMULPS       Z8, Z8, Z9
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z9, Z9
-	VSUBPS       Z8, Z5, Z10
-	VADDPS       Z8, Z5, Z5
-	VMULPS       Z5, Z10, Z5
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z5, Z5
-	VADDPS       Z7, Z5, Z5
-	VADDPS       Z5, Z9, Z7
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z7, Z7
-	VCVTPS2DQ    Z7, Z7
-	VCVTDQ2PS    Z7, Z8
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z8, Z10
-	VSUBPS       Z10, Z9, Z9
-	VADDPS       Z5, Z9, Z9
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z8, Z5
-	VSUBPS       Z5, Z9, Z9
-	VBROADCASTSS epilogueConsts<>+84(SB), Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z5, Z5
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z7, Z7
-	VPSLLD       $0x17, Z7, Z7
-	VMULPS       Z7, Z5, Z5
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z4, K2
-	VBLENDMPS    Z0, Z6, K2, Z6
-	VSUBPS       Z6, Z1, Z4
-	VCMPPS       $0x1d, Z0, Z2, K2
-	VBLENDMPS    Z4, Z6, K2, Z3
+	VMOVUPS.Z    (CX)(R8*4), K1, Z6
+	VMULPS       Z6, Z2, Z2
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R8*4), K2, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R8*4), K2, Z7
+	VMULPS       Z7, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R8*4), K3, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVUPS.Z    128(CX)(R8*4), K3, Z8
+	VMULPS       Z8, Z7, Z7
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS       Z11, Z1, Z11
+	VDIVPS       Z12, Z1, Z12
+	VDIVPS       Z13, Z1, Z13
+	VBROADCASTSS epilogueConsts<>+44(SB), Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS       Z17, Z17, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS       Z17, Z8, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VADDPS       Z17, Z8, Z17
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS       Z14, Z17, Z17
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z14
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VCVTPS2DQ    Z14, Z14
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTDQ2PS    Z14, Z23
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VSUBPS       Z26, Z20, Z20
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VSUBPS       Z17, Z20, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VBROADCASTSS epilogueConsts<>+84(SB), Z17
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPSLLD       $0x17, Z14, Z14
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VMULPS       Z14, Z17, Z14
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VBLENDMPS    Z0, Z11, K4, Z11
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z0, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z0, Z13, K4, Z13
+	VSUBPS       Z11, Z1, Z8
+	VSUBPS       Z12, Z1, Z9
+	VSUBPS       Z13, Z1, Z10
+	VCMPPS       $0x1d, Z0, Z2, K4
+	VBLENDMPS    Z8, Z11, K4, Z3
+	VCMPPS       $0x1d, Z0, Z6, K4
+	VBLENDMPS    Z9, Z12, K4, Z4
+	VCMPPS       $0x1d, Z0, Z7, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
 	VMULPS       Z3, Z2, Z2
+	VMULPS       Z4, Z6, Z6
+	VMULPS       Z5, Z7, Z7
 	VMOVUPS      Z2, K1, (SI)(R8*4)
-	ADDQ         $0x10, R8
+	VMOVUPS      Z6, K2, 64(SI)(R8*4)
+	VMOVUPS      Z7, K3, 128(SI)(R8*4)
+	ADDQ         $0x30, R8
 	CMPQ         R8, DX
 	JL           epi_col_428
 	MOVQ         ldc+8(FP), R8
@@ -9158,10 +9411,7 @@ epi_flag_426:
 	VPBROADCASTD DI, Z1
 	VPXORD       Z2, Z2, Z2
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
-	LEAQ         -1(DX), DI
-	ANDQ         $0x0f, DI
-	LEAQ         epilogueTailMasks<>+0(SB), R8
-	MOVL         (R8)(DI*4), DI
+	LEAQ         epilogueColMasks<>+0(SB), DI
 
 epi_row_429:
 	XORQ R8, R8
@@ -9169,81 +9419,226 @@ epi_row_429:
 epi_col_430:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
-	MOVL         $0x0000ffff, R10
-	CMPQ         R9, $0x10
-	CMOVQLT      DI, R10
-	KMOVW        R10, K1
+	MOVQ         $0x00000030, R10
+	CMPQ         R9, R10
+	CMOVQLT      R9, R10
+	MOVQ         (DI)(R10*8), R9
+	KMOVQ        R9, K1
 	VMOVDQU32.Z  (AX)(R8*4), K1, Z4
 	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R8*4), K1, Z6
-	VMULPS       Z6, Z4, Z4
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z6
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z6, Z7
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z7, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VDIVPS       Z8, Z3, Z8
-	VBROADCASTSS epilogueConsts<>+44(SB), Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z7, Z10
-	VMULPS       Z10, Z10, Z11
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z11, Z11
-	VSUBPS       Z10, Z7, Z12
-	VADDPS       Z10, Z7, Z7
-	VMULPS       Z7, Z12, Z7
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z7, Z7
-	VADDPS       Z9, Z7, Z7
-	VADDPS       Z7, Z11, Z9
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z9, Z9
-	VCVTPS2DQ    Z9, Z9
-	VCVTDQ2PS    Z9, Z10
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z10, Z12
-	VSUBPS       Z12, Z11, Z11
-	VADDPS       Z7, Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z10, Z7
-	VSUBPS       Z7, Z11, Z11
-	VBROADCASTSS epilogueConsts<>+84(SB), Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z9, Z9
-	VPSLLD       $0x17, Z9, Z9
-	VMULPS       Z9, Z7, Z7
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z6, K2
-	VBLENDMPS    Z2, Z8, K2, Z8
-	VSUBPS       Z8, Z3, Z6
-	VCMPPS       $0x1d, Z2, Z4, K2
-	VBLENDMPS    Z6, Z8, K2, Z5
+	VMOVUPS.Z    (CX)(R8*4), K1, Z8
+	VMULPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R8*4), K2, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    64(CX)(R8*4), K2, Z9
+	VMULPS       Z9, Z8, Z8
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R8*4), K3, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMOVUPS.Z    128(CX)(R8*4), K3, Z10
+	VMULPS       Z10, Z9, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VDIVPS       Z13, Z3, Z13
+	VDIVPS       Z14, Z3, Z14
+	VDIVPS       Z15, Z3, Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z2, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z2, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z2, Z15, K4, Z15
+	VSUBPS       Z13, Z3, Z10
+	VSUBPS       Z14, Z3, Z11
+	VSUBPS       Z15, Z3, Z12
+	VCMPPS       $0x1d, Z2, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VCMPPS       $0x1d, Z2, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z6
+	VCMPPS       $0x1d, Z2, Z9, K4
+	VBLENDMPS    Z12, Z15, K4, Z7
 	VMULPS       Z5, Z4, Z4
+	VMULPS       Z6, Z8, Z8
+	VMULPS       Z7, Z9, Z9
 	VMULPS       Z0, Z4, Z4
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
@@ -9252,7 +9647,23 @@ epi_col_430:
 	VPMAXSD      Z2, Z4, Z4
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
 	VPMOVDB      Z4, K1, (SI)(R8*1)
-	ADDQ         $0x10, R8
+	VMULPS       Z0, Z8, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(SI)(R8*1)
+	VMULPS       Z0, Z9, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(SI)(R8*1)
+	ADDQ         $0x30, R8
 	CMPQ         R8, DX
 	JL           epi_col_430
 	MOVQ         ldc+8(FP), R8
@@ -9276,10 +9687,7 @@ epi_flag_425:
 	MOVQ         outF32+80(FP), DI
 	VPXORD       Z0, Z0, Z0
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         -1(DX), R8
-	ANDQ         $0x0f, R8
-	LEAQ         epilogueTailMasks<>+0(SB), R9
-	MOVL         (R9)(R8*4), R8
+	LEAQ         epilogueColMasks<>+0(SB), R8
 
 epi_row_432:
 	XORQ R9, R9
@@ -9287,85 +9695,236 @@ epi_row_432:
 epi_col_433:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
-	MOVL         $0x0000ffff, R11
-	CMPQ         R10, $0x10
-	CMOVQLT      R8, R11
-	KMOVW        R11, K1
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
 	VMOVDQU32.Z  (AX)(R9*4), K1, Z2
 	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R9*4), K1, Z4
-	VMULPS       Z4, Z2, Z2
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z4
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z4, Z5
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z5, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VDIVPS       Z6, Z1, Z6
-	VBROADCASTSS epilogueConsts<>+44(SB), Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z5, Z8
-	VMULPS       Z8, Z8, Z9
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z9, Z9
-	VSUBPS       Z8, Z5, Z10
-	VADDPS       Z8, Z5, Z5
-	VMULPS       Z5, Z10, Z5
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z5, Z5
-	VADDPS       Z7, Z5, Z5
-	VADDPS       Z5, Z9, Z7
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z7, Z7
-	VCVTPS2DQ    Z7, Z7
-	VCVTDQ2PS    Z7, Z8
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z8, Z10
-	VSUBPS       Z10, Z9, Z9
-	VADDPS       Z5, Z9, Z9
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z8, Z5
-	VSUBPS       Z5, Z9, Z9
-	VBROADCASTSS epilogueConsts<>+84(SB), Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z5, Z5
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z7, Z7
-	VPSLLD       $0x17, Z7, Z7
-	VMULPS       Z7, Z5, Z5
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z4, K2
-	VBLENDMPS    Z0, Z6, K2, Z6
-	VSUBPS       Z6, Z1, Z4
-	VCMPPS       $0x1d, Z0, Z2, K2
-	VBLENDMPS    Z4, Z6, K2, Z3
+	VMOVUPS.Z    (CX)(R9*4), K1, Z6
+	VMULPS       Z6, Z2, Z2
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z7
+	VMULPS       Z7, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z8
+	VMULPS       Z8, Z7, Z7
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS       Z11, Z1, Z11
+	VDIVPS       Z12, Z1, Z12
+	VDIVPS       Z13, Z1, Z13
+	VBROADCASTSS epilogueConsts<>+44(SB), Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS       Z17, Z17, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS       Z17, Z8, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VADDPS       Z17, Z8, Z17
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS       Z14, Z17, Z17
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z14
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VCVTPS2DQ    Z14, Z14
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTDQ2PS    Z14, Z23
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VSUBPS       Z26, Z20, Z20
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VSUBPS       Z17, Z20, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VBROADCASTSS epilogueConsts<>+84(SB), Z17
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPSLLD       $0x17, Z14, Z14
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VMULPS       Z14, Z17, Z14
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VBLENDMPS    Z0, Z11, K4, Z11
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z0, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z0, Z13, K4, Z13
+	VSUBPS       Z11, Z1, Z8
+	VSUBPS       Z12, Z1, Z9
+	VSUBPS       Z13, Z1, Z10
+	VCMPPS       $0x1d, Z0, Z2, K4
+	VBLENDMPS    Z8, Z11, K4, Z3
+	VCMPPS       $0x1d, Z0, Z6, K4
+	VBLENDMPS    Z9, Z12, K4, Z4
+	VCMPPS       $0x1d, Z0, Z7, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
 	VMULPS       Z3, Z2, Z2
-	VMOVUPS.Z    (SI)(R9*4), K1, Z4
-	VADDPS       Z4, Z2, Z2
+	VMULPS       Z4, Z6, Z6
+	VMULPS       Z5, Z7, Z7
+	VMOVUPS.Z    (SI)(R9*4), K1, Z8
+	VADDPS       Z8, Z2, Z2
 	VMOVUPS      Z2, K1, (DI)(R9*4)
-	ADDQ         $0x10, R9
+	VMOVUPS.Z    64(SI)(R9*4), K2, Z2
+	VADDPS       Z2, Z6, Z6
+	VMOVUPS      Z6, K2, 64(DI)(R9*4)
+	VMOVUPS.Z    128(SI)(R9*4), K3, Z2
+	VADDPS       Z2, Z7, Z7
+	VMOVUPS      Z7, K3, 128(DI)(R9*4)
+	ADDQ         $0x30, R9
 	CMPQ         R9, DX
 	JL           epi_col_433
 	MOVQ         ldc+8(FP), R9
@@ -9395,10 +9954,7 @@ epi_flag_431:
 	VPBROADCASTD R8, Z1
 	VPXORD       Z2, Z2, Z2
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
-	LEAQ         -1(DX), R8
-	ANDQ         $0x0f, R8
-	LEAQ         epilogueTailMasks<>+0(SB), R9
-	MOVL         (R9)(R8*4), R8
+	LEAQ         epilogueColMasks<>+0(SB), R8
 
 epi_row_434:
 	XORQ R9, R9
@@ -9406,83 +9962,228 @@ epi_row_434:
 epi_col_435:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
-	MOVL         $0x0000ffff, R11
-	CMPQ         R10, $0x10
-	CMOVQLT      R8, R11
-	KMOVW        R11, K1
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
 	VMOVDQU32.Z  (AX)(R9*4), K1, Z4
 	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R9*4), K1, Z6
-	VMULPS       Z6, Z4, Z4
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z6
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z6, Z7
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z7, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VDIVPS       Z8, Z3, Z8
-	VBROADCASTSS epilogueConsts<>+44(SB), Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z7, Z10
-	VMULPS       Z10, Z10, Z11
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z11, Z11
-	VSUBPS       Z10, Z7, Z12
-	VADDPS       Z10, Z7, Z7
-	VMULPS       Z7, Z12, Z7
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z7, Z7
-	VADDPS       Z9, Z7, Z7
-	VADDPS       Z7, Z11, Z9
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z9, Z9
-	VCVTPS2DQ    Z9, Z9
-	VCVTDQ2PS    Z9, Z10
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z10, Z12
-	VSUBPS       Z12, Z11, Z11
-	VADDPS       Z7, Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z10, Z7
-	VSUBPS       Z7, Z11, Z11
-	VBROADCASTSS epilogueConsts<>+84(SB), Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z9, Z9
-	VPSLLD       $0x17, Z9, Z9
-	VMULPS       Z9, Z7, Z7
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z6, K2
-	VBLENDMPS    Z2, Z8, K2, Z8
-	VSUBPS       Z8, Z3, Z6
-	VCMPPS       $0x1d, Z2, Z4, K2
-	VBLENDMPS    Z6, Z8, K2, Z5
+	VMOVUPS.Z    (CX)(R9*4), K1, Z8
+	VMULPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z9
+	VMULPS       Z9, Z8, Z8
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z10
+	VMULPS       Z10, Z9, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VDIVPS       Z13, Z3, Z13
+	VDIVPS       Z14, Z3, Z14
+	VDIVPS       Z15, Z3, Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z2, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z2, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z2, Z15, K4, Z15
+	VSUBPS       Z13, Z3, Z10
+	VSUBPS       Z14, Z3, Z11
+	VSUBPS       Z15, Z3, Z12
+	VCMPPS       $0x1d, Z2, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VCMPPS       $0x1d, Z2, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z6
+	VCMPPS       $0x1d, Z2, Z9, K4
+	VBLENDMPS    Z12, Z15, K4, Z7
 	VMULPS       Z5, Z4, Z4
-	VMOVUPS.Z    (SI)(R9*4), K1, Z6
-	VADDPS       Z6, Z4, Z4
+	VMULPS       Z6, Z8, Z8
+	VMULPS       Z7, Z9, Z9
+	VMOVUPS.Z    (SI)(R9*4), K1, Z10
+	VADDPS       Z10, Z4, Z4
 	VMULPS       Z0, Z4, Z4
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
@@ -9491,7 +10192,27 @@ epi_col_435:
 	VPMAXSD      Z2, Z4, Z4
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
 	VPMOVDB      Z4, K1, (DI)(R9*1)
-	ADDQ         $0x10, R9
+	VMOVUPS.Z    64(SI)(R9*4), K2, Z4
+	VADDPS       Z4, Z8, Z8
+	VMULPS       Z0, Z8, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(DI)(R9*1)
+	VMOVUPS.Z    128(SI)(R9*4), K3, Z4
+	VADDPS       Z4, Z9, Z9
+	VMULPS       Z0, Z9, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(DI)(R9*1)
+	ADDQ         $0x30, R9
 	CMPQ         R9, DX
 	JL           epi_col_435
 	MOVQ         ldc+8(FP), R9
@@ -9520,10 +10241,7 @@ epi_flag_412:
 	MOVQ  m+16(FP), BX
 	MOVQ  bias+56(FP), SI
 	MOVQ  outF32+80(FP), DI
-	LEAQ  -1(DX), R8
-	ANDQ  $0x0f, R8
-	LEAQ  epilogueTailMasks<>+0(SB), R9
-	MOVL  (R9)(R8*4), R8
+	LEAQ  epilogueColMasks<>+0(SB), R8
 
 epi_row_439:
 	XORQ R9, R9
@@ -9531,18 +10249,35 @@ epi_row_439:
 epi_col_440:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
-	MOVL        $0x0000ffff, R11
-	CMPQ        R10, $0x10
-	CMOVQLT     R8, R11
-	KMOVW       R11, K1
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
 	VMOVDQU32.Z (AX)(R9*4), K1, Z0
 	VCVTDQ2PS   Z0, Z0
 	VMOVUPS.Z   (CX)(R9*4), K1, Z1
 	VMULPS      Z1, Z0, Z0
 	VMOVUPS.Z   (SI)(R9*4), K1, Z1
 	VADDPS      Z1, Z0, Z0
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z2
+	VMULPS      Z2, Z1, Z1
+	VMOVUPS.Z   64(SI)(R9*4), K2, Z2
+	VADDPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS.Z   128(SI)(R9*4), K3, Z3
+	VADDPS      Z3, Z2, Z2
 	VMOVUPS     Z0, K1, (DI)(R9*4)
-	ADDQ        $0x10, R9
+	VMOVUPS     Z1, K2, 64(DI)(R9*4)
+	VMOVUPS     Z2, K3, 128(DI)(R9*4)
+	ADDQ        $0x30, R9
 	CMPQ        R9, DX
 	JL          epi_col_440
 	MOVQ        ldc+8(FP), R9
@@ -9568,10 +10303,7 @@ epi_flag_438:
 	MOVL         outZero+108(FP), R8
 	VPBROADCASTD R8, Z1
 	VPXORD       Z2, Z2, Z2
-	LEAQ         -1(DX), R8
-	ANDQ         $0x0f, R8
-	LEAQ         epilogueTailMasks<>+0(SB), R9
-	MOVL         (R9)(R8*4), R8
+	LEAQ         epilogueColMasks<>+0(SB), R8
 
 epi_row_441:
 	XORQ R9, R9
@@ -9579,16 +10311,31 @@ epi_row_441:
 epi_col_442:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
-	MOVL         $0x0000ffff, R11
-	CMPQ         R10, $0x10
-	CMOVQLT      R8, R11
-	KMOVW        R11, K1
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
 	VMOVDQU32.Z  (AX)(R9*4), K1, Z3
 	VCVTDQ2PS    Z3, Z3
 	VMOVUPS.Z    (CX)(R9*4), K1, Z4
 	VMULPS       Z4, Z3, Z3
 	VMOVUPS.Z    (SI)(R9*4), K1, Z4
 	VADDPS       Z4, Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z5
+	VMULPS       Z5, Z4, Z4
+	VMOVUPS.Z    64(SI)(R9*4), K2, Z5
+	VADDPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z6
+	VMULPS       Z6, Z5, Z5
+	VMOVUPS.Z    128(SI)(R9*4), K3, Z6
+	VADDPS       Z6, Z5, Z5
 	VMULPS       Z0, Z3, Z3
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
@@ -9597,7 +10344,23 @@ epi_col_442:
 	VPMAXSD      Z2, Z3, Z3
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
 	VPMOVDB      Z3, K1, (DI)(R9*1)
-	ADDQ         $0x10, R9
+	VMULPS       Z0, Z4, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K2, 16(DI)(R9*1)
+	VMULPS       Z0, Z5, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K3, 32(DI)(R9*1)
+	ADDQ         $0x30, R9
 	CMPQ         R9, DX
 	JL           epi_col_442
 	MOVQ         ldc+8(FP), R9
@@ -9620,10 +10383,7 @@ epi_flag_437:
 	MOVQ  bias+56(FP), SI
 	MOVQ  res+64(FP), DI
 	MOVQ  outF32+80(FP), R8
-	LEAQ  -1(DX), R9
-	ANDQ  $0x0f, R9
-	LEAQ  epilogueTailMasks<>+0(SB), R10
-	MOVL  (R10)(R9*4), R9
+	LEAQ  epilogueColMasks<>+0(SB), R9
 
 epi_row_444:
 	XORQ R10, R10
@@ -9631,20 +10391,41 @@ epi_row_444:
 epi_col_445:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
-	MOVL        $0x0000ffff, R12
-	CMPQ        R11, $0x10
-	CMOVQLT     R9, R12
-	KMOVW       R12, K1
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
 	VMOVDQU32.Z (AX)(R10*4), K1, Z0
 	VCVTDQ2PS   Z0, Z0
 	VMOVUPS.Z   (CX)(R10*4), K1, Z1
 	VMULPS      Z1, Z0, Z0
 	VMOVUPS.Z   (SI)(R10*4), K1, Z1
 	VADDPS      Z1, Z0, Z0
-	VMOVUPS.Z   (DI)(R10*4), K1, Z1
-	VADDPS      Z1, Z0, Z0
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z2
+	VMULPS      Z2, Z1, Z1
+	VMOVUPS.Z   64(SI)(R10*4), K2, Z2
+	VADDPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS.Z   128(SI)(R10*4), K3, Z3
+	VADDPS      Z3, Z2, Z2
+	VMOVUPS.Z   (DI)(R10*4), K1, Z3
+	VADDPS      Z3, Z0, Z0
 	VMOVUPS     Z0, K1, (R8)(R10*4)
-	ADDQ        $0x10, R10
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z0
+	VADDPS      Z0, Z1, Z1
+	VMOVUPS     Z1, K2, 64(R8)(R10*4)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z0
+	VADDPS      Z0, Z2, Z2
+	VMOVUPS     Z2, K3, 128(R8)(R10*4)
+	ADDQ        $0x30, R10
 	CMPQ        R10, DX
 	JL          epi_col_445
 	MOVQ        ldc+8(FP), R10
@@ -9674,10 +10455,7 @@ epi_flag_443:
 	MOVL         outZero+108(FP), R9
 	VPBROADCASTD R9, Z1
 	VPXORD       Z2, Z2, Z2
-	LEAQ         -1(DX), R9
-	ANDQ         $0x0f, R9
-	LEAQ         epilogueTailMasks<>+0(SB), R10
-	MOVL         (R10)(R9*4), R9
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
 epi_row_446:
 	XORQ R10, R10
@@ -9685,18 +10463,33 @@ epi_row_446:
 epi_col_447:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
-	MOVL         $0x0000ffff, R12
-	CMPQ         R11, $0x10
-	CMOVQLT      R9, R12
-	KMOVW        R12, K1
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
 	VMOVDQU32.Z  (AX)(R10*4), K1, Z3
 	VCVTDQ2PS    Z3, Z3
 	VMOVUPS.Z    (CX)(R10*4), K1, Z4
 	VMULPS       Z4, Z3, Z3
 	VMOVUPS.Z    (SI)(R10*4), K1, Z4
 	VADDPS       Z4, Z3, Z3
-	VMOVUPS.Z    (DI)(R10*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z5
+	VMULPS       Z5, Z4, Z4
+	VMOVUPS.Z    64(SI)(R10*4), K2, Z5
+	VADDPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z6
+	VMULPS       Z6, Z5, Z5
+	VMOVUPS.Z    128(SI)(R10*4), K3, Z6
+	VADDPS       Z6, Z5, Z5
+	VMOVUPS.Z    (DI)(R10*4), K1, Z6
+	VADDPS       Z6, Z3, Z3
 	VMULPS       Z0, Z3, Z3
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
@@ -9705,7 +10498,27 @@ epi_col_447:
 	VPMAXSD      Z2, Z3, Z3
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
 	VPMOVDB      Z3, K1, (R8)(R10*1)
-	ADDQ         $0x10, R10
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z3
+	VADDPS       Z3, Z4, Z4
+	VMULPS       Z0, Z4, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K2, 16(R8)(R10*1)
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z3
+	VADDPS       Z3, Z5, Z5
+	VMULPS       Z0, Z5, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K3, 32(R8)(R10*1)
+	ADDQ         $0x30, R10
 	CMPQ         R10, DX
 	JL           epi_col_447
 	MOVQ         ldc+8(FP), R10
@@ -9734,10 +10547,7 @@ epi_flag_436:
 	MOVQ         outF32+80(FP), DI
 	VPXORD       Z0, Z0, Z0
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         -1(DX), R8
-	ANDQ         $0x0f, R8
-	LEAQ         epilogueTailMasks<>+0(SB), R9
-	MOVL         (R9)(R8*4), R8
+	LEAQ         epilogueColMasks<>+0(SB), R8
 
 epi_row_450:
 	XORQ R9, R9
@@ -9745,85 +10555,236 @@ epi_row_450:
 epi_col_451:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
-	MOVL         $0x0000ffff, R11
-	CMPQ         R10, $0x10
-	CMOVQLT      R8, R11
-	KMOVW        R11, K1
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
 	VMOVDQU32.Z  (AX)(R9*4), K1, Z2
 	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R9*4), K1, Z4
-	VMULPS       Z4, Z2, Z2
-	VMOVUPS.Z    (SI)(R9*4), K1, Z4
-	VADDPS       Z4, Z2, Z2
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z4
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z4, Z5
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z5, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VDIVPS       Z6, Z1, Z6
-	VBROADCASTSS epilogueConsts<>+44(SB), Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z5, Z8
-	VMULPS       Z8, Z8, Z9
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z9, Z9
-	VSUBPS       Z8, Z5, Z10
-	VADDPS       Z8, Z5, Z5
-	VMULPS       Z5, Z10, Z5
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z5, Z5
-	VADDPS       Z7, Z5, Z5
-	VADDPS       Z5, Z9, Z7
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z7, Z7
-	VCVTPS2DQ    Z7, Z7
-	VCVTDQ2PS    Z7, Z8
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z8, Z10
-	VSUBPS       Z10, Z9, Z9
-	VADDPS       Z5, Z9, Z9
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z8, Z5
-	VSUBPS       Z5, Z9, Z9
-	VBROADCASTSS epilogueConsts<>+84(SB), Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z5, Z5
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z7, Z7
-	VPSLLD       $0x17, Z7, Z7
-	VMULPS       Z7, Z5, Z5
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z4, K2
-	VBLENDMPS    Z0, Z6, K2, Z6
-	VSUBPS       Z6, Z1, Z4
-	VCMPPS       $0x1d, Z0, Z2, K2
-	VBLENDMPS    Z4, Z6, K2, Z3
+	VMOVUPS.Z    (CX)(R9*4), K1, Z6
+	VMULPS       Z6, Z2, Z2
+	VMOVUPS.Z    (SI)(R9*4), K1, Z6
+	VADDPS       Z6, Z2, Z2
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z7
+	VMULPS       Z7, Z6, Z6
+	VMOVUPS.Z    64(SI)(R9*4), K2, Z7
+	VADDPS       Z7, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z8
+	VMULPS       Z8, Z7, Z7
+	VMOVUPS.Z    128(SI)(R9*4), K3, Z8
+	VADDPS       Z8, Z7, Z7
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS       Z11, Z1, Z11
+	VDIVPS       Z12, Z1, Z12
+	VDIVPS       Z13, Z1, Z13
+	VBROADCASTSS epilogueConsts<>+44(SB), Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS       Z17, Z17, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS       Z17, Z8, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VADDPS       Z17, Z8, Z17
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS       Z14, Z17, Z17
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z14
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VCVTPS2DQ    Z14, Z14
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTDQ2PS    Z14, Z23
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VSUBPS       Z26, Z20, Z20
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VSUBPS       Z17, Z20, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VBROADCASTSS epilogueConsts<>+84(SB), Z17
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPSLLD       $0x17, Z14, Z14
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VMULPS       Z14, Z17, Z14
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VBLENDMPS    Z0, Z11, K4, Z11
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z0, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z0, Z13, K4, Z13
+	VSUBPS       Z11, Z1, Z8
+	VSUBPS       Z12, Z1, Z9
+	VSUBPS       Z13, Z1, Z10
+	VCMPPS       $0x1d, Z0, Z2, K4
+	VBLENDMPS    Z8, Z11, K4, Z3
+	VCMPPS       $0x1d, Z0, Z6, K4
+	VBLENDMPS    Z9, Z12, K4, Z4
+	VCMPPS       $0x1d, Z0, Z7, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
 	VMULPS       Z3, Z2, Z2
+	VMULPS       Z4, Z6, Z6
+	VMULPS       Z5, Z7, Z7
 	VMOVUPS      Z2, K1, (DI)(R9*4)
-	ADDQ         $0x10, R9
+	VMOVUPS      Z6, K2, 64(DI)(R9*4)
+	VMOVUPS      Z7, K3, 128(DI)(R9*4)
+	ADDQ         $0x30, R9
 	CMPQ         R9, DX
 	JL           epi_col_451
 	MOVQ         ldc+8(FP), R9
@@ -9850,10 +10811,7 @@ epi_flag_449:
 	VPBROADCASTD R8, Z1
 	VPXORD       Z2, Z2, Z2
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
-	LEAQ         -1(DX), R8
-	ANDQ         $0x0f, R8
-	LEAQ         epilogueTailMasks<>+0(SB), R9
-	MOVL         (R9)(R8*4), R8
+	LEAQ         epilogueColMasks<>+0(SB), R8
 
 epi_row_452:
 	XORQ R9, R9
@@ -9861,83 +10819,232 @@ epi_row_452:
 epi_col_453:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
-	MOVL         $0x0000ffff, R11
-	CMPQ         R10, $0x10
-	CMOVQLT      R8, R11
-	KMOVW        R11, K1
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
 	VMOVDQU32.Z  (AX)(R9*4), K1, Z4
 	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R9*4), K1, Z6
-	VMULPS       Z6, Z4, Z4
-	VMOVUPS.Z    (SI)(R9*4), K1, Z6
-	VADDPS       Z6, Z4, Z4
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z6
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z6, Z7
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z7, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VDIVPS       Z8, Z3, Z8
-	VBROADCASTSS epilogueConsts<>+44(SB), Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z7, Z10
-	VMULPS       Z10, Z10, Z11
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z11, Z11
-	VSUBPS       Z10, Z7, Z12
-	VADDPS       Z10, Z7, Z7
-	VMULPS       Z7, Z12, Z7
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z7, Z7
-	VADDPS       Z9, Z7, Z7
-	VADDPS       Z7, Z11, Z9
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z9, Z9
-	VCVTPS2DQ    Z9, Z9
-	VCVTDQ2PS    Z9, Z10
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z10, Z12
-	VSUBPS       Z12, Z11, Z11
-	VADDPS       Z7, Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z10, Z7
-	VSUBPS       Z7, Z11, Z11
-	VBROADCASTSS epilogueConsts<>+84(SB), Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z9, Z9
-	VPSLLD       $0x17, Z9, Z9
-	VMULPS       Z9, Z7, Z7
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z6, K2
-	VBLENDMPS    Z2, Z8, K2, Z8
-	VSUBPS       Z8, Z3, Z6
-	VCMPPS       $0x1d, Z2, Z4, K2
-	VBLENDMPS    Z6, Z8, K2, Z5
+	VMOVUPS.Z    (CX)(R9*4), K1, Z8
+	VMULPS       Z8, Z4, Z4
+	VMOVUPS.Z    (SI)(R9*4), K1, Z8
+	VADDPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z9
+	VMULPS       Z9, Z8, Z8
+	VMOVUPS.Z    64(SI)(R9*4), K2, Z9
+	VADDPS       Z9, Z8, Z8
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z10
+	VMULPS       Z10, Z9, Z9
+	VMOVUPS.Z    128(SI)(R9*4), K3, Z10
+	VADDPS       Z10, Z9, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VDIVPS       Z13, Z3, Z13
+	VDIVPS       Z14, Z3, Z14
+	VDIVPS       Z15, Z3, Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z2, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z2, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z2, Z15, K4, Z15
+	VSUBPS       Z13, Z3, Z10
+	VSUBPS       Z14, Z3, Z11
+	VSUBPS       Z15, Z3, Z12
+	VCMPPS       $0x1d, Z2, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VCMPPS       $0x1d, Z2, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z6
+	VCMPPS       $0x1d, Z2, Z9, K4
+	VBLENDMPS    Z12, Z15, K4, Z7
 	VMULPS       Z5, Z4, Z4
+	VMULPS       Z6, Z8, Z8
+	VMULPS       Z7, Z9, Z9
 	VMULPS       Z0, Z4, Z4
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
@@ -9946,7 +11053,23 @@ epi_col_453:
 	VPMAXSD      Z2, Z4, Z4
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
 	VPMOVDB      Z4, K1, (DI)(R9*1)
-	ADDQ         $0x10, R9
+	VMULPS       Z0, Z8, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(DI)(R9*1)
+	VMULPS       Z0, Z9, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(DI)(R9*1)
+	ADDQ         $0x30, R9
 	CMPQ         R9, DX
 	JL           epi_col_453
 	MOVQ         ldc+8(FP), R9
@@ -9971,10 +11094,7 @@ epi_flag_448:
 	MOVQ         outF32+80(FP), R8
 	VPXORD       Z0, Z0, Z0
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         -1(DX), R9
-	ANDQ         $0x0f, R9
-	LEAQ         epilogueTailMasks<>+0(SB), R10
-	MOVL         (R10)(R9*4), R9
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
 epi_row_455:
 	XORQ R10, R10
@@ -9982,87 +11102,242 @@ epi_row_455:
 epi_col_456:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
-	MOVL         $0x0000ffff, R12
-	CMPQ         R11, $0x10
-	CMOVQLT      R9, R12
-	KMOVW        R12, K1
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
 	VMOVDQU32.Z  (AX)(R10*4), K1, Z2
 	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R10*4), K1, Z4
-	VMULPS       Z4, Z2, Z2
-	VMOVUPS.Z    (SI)(R10*4), K1, Z4
-	VADDPS       Z4, Z2, Z2
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z4
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z4, Z5
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z5, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VDIVPS       Z6, Z1, Z6
-	VBROADCASTSS epilogueConsts<>+44(SB), Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z5, Z8
-	VMULPS       Z8, Z8, Z9
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z9, Z9
-	VSUBPS       Z8, Z5, Z10
-	VADDPS       Z8, Z5, Z5
-	VMULPS       Z5, Z10, Z5
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z5, Z5
-	VADDPS       Z7, Z5, Z5
-	VADDPS       Z5, Z9, Z7
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z7, Z7
-	VCVTPS2DQ    Z7, Z7
-	VCVTDQ2PS    Z7, Z8
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z8, Z10
-	VSUBPS       Z10, Z9, Z9
-	VADDPS       Z5, Z9, Z9
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z8, Z5
-	VSUBPS       Z5, Z9, Z9
-	VBROADCASTSS epilogueConsts<>+84(SB), Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z5, Z5
-	VMULPS       Z9, Z5, Z5
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z5, Z5
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z7, Z7
-	VPSLLD       $0x17, Z7, Z7
-	VMULPS       Z7, Z5, Z5
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z6, Z6
-	VMULPS       Z5, Z6, Z6
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z4, K2
-	VBLENDMPS    Z0, Z6, K2, Z6
-	VSUBPS       Z6, Z1, Z4
-	VCMPPS       $0x1d, Z0, Z2, K2
-	VBLENDMPS    Z4, Z6, K2, Z3
+	VMOVUPS.Z    (CX)(R10*4), K1, Z6
+	VMULPS       Z6, Z2, Z2
+	VMOVUPS.Z    (SI)(R10*4), K1, Z6
+	VADDPS       Z6, Z2, Z2
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z7
+	VMULPS       Z7, Z6, Z6
+	VMOVUPS.Z    64(SI)(R10*4), K2, Z7
+	VADDPS       Z7, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z8
+	VMULPS       Z8, Z7, Z7
+	VMOVUPS.Z    128(SI)(R10*4), K3, Z8
+	VADDPS       Z8, Z7, Z7
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS       Z11, Z1, Z11
+	VDIVPS       Z12, Z1, Z12
+	VDIVPS       Z13, Z1, Z13
+	VBROADCASTSS epilogueConsts<>+44(SB), Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS       Z17, Z17, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS       Z17, Z8, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VADDPS       Z17, Z8, Z17
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS       Z14, Z17, Z17
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z14
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VCVTPS2DQ    Z14, Z14
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTDQ2PS    Z14, Z23
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VSUBPS       Z26, Z20, Z20
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VSUBPS       Z17, Z20, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VBROADCASTSS epilogueConsts<>+84(SB), Z17
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPSLLD       $0x17, Z14, Z14
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VMULPS       Z14, Z17, Z14
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VBLENDMPS    Z0, Z11, K4, Z11
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z0, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z0, Z13, K4, Z13
+	VSUBPS       Z11, Z1, Z8
+	VSUBPS       Z12, Z1, Z9
+	VSUBPS       Z13, Z1, Z10
+	VCMPPS       $0x1d, Z0, Z2, K4
+	VBLENDMPS    Z8, Z11, K4, Z3
+	VCMPPS       $0x1d, Z0, Z6, K4
+	VBLENDMPS    Z9, Z12, K4, Z4
+	VCMPPS       $0x1d, Z0, Z7, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
 	VMULPS       Z3, Z2, Z2
-	VMOVUPS.Z    (DI)(R10*4), K1, Z4
-	VADDPS       Z4, Z2, Z2
+	VMULPS       Z4, Z6, Z6
+	VMULPS       Z5, Z7, Z7
+	VMOVUPS.Z    (DI)(R10*4), K1, Z8
+	VADDPS       Z8, Z2, Z2
 	VMOVUPS      Z2, K1, (R8)(R10*4)
-	ADDQ         $0x10, R10
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z2
+	VADDPS       Z2, Z6, Z6
+	VMOVUPS      Z6, K2, 64(R8)(R10*4)
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z2
+	VADDPS       Z2, Z7, Z7
+	VMOVUPS      Z7, K3, 128(R8)(R10*4)
+	ADDQ         $0x30, R10
 	CMPQ         R10, DX
 	JL           epi_col_456
 	MOVQ         ldc+8(FP), R10
@@ -10093,10 +11368,7 @@ epi_flag_454:
 	VPBROADCASTD R9, Z1
 	VPXORD       Z2, Z2, Z2
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
-	LEAQ         -1(DX), R9
-	ANDQ         $0x0f, R9
-	LEAQ         epilogueTailMasks<>+0(SB), R10
-	MOVL         (R10)(R9*4), R9
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
 epi_row_457:
 	XORQ R10, R10
@@ -10104,85 +11376,234 @@ epi_row_457:
 epi_col_458:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
-	MOVL         $0x0000ffff, R12
-	CMPQ         R11, $0x10
-	CMOVQLT      R9, R12
-	KMOVW        R12, K1
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
 	VMOVDQU32.Z  (AX)(R10*4), K1, Z4
 	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R10*4), K1, Z6
-	VMULPS       Z6, Z4, Z4
-	VMOVUPS.Z    (SI)(R10*4), K1, Z6
-	VADDPS       Z6, Z4, Z4
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z6
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z6, Z7
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z7, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VDIVPS       Z8, Z3, Z8
-	VBROADCASTSS epilogueConsts<>+44(SB), Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z7, Z10
-	VMULPS       Z10, Z10, Z11
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z11, Z11
-	VSUBPS       Z10, Z7, Z12
-	VADDPS       Z10, Z7, Z7
-	VMULPS       Z7, Z12, Z7
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z7, Z7
-	VADDPS       Z9, Z7, Z7
-	VADDPS       Z7, Z11, Z9
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z9, Z9
-	VCVTPS2DQ    Z9, Z9
-	VCVTDQ2PS    Z9, Z10
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z10, Z12
-	VSUBPS       Z12, Z11, Z11
-	VADDPS       Z7, Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z10, Z7
-	VSUBPS       Z7, Z11, Z11
-	VBROADCASTSS epilogueConsts<>+84(SB), Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VMULPS       Z11, Z7, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z9, Z9
-	VPSLLD       $0x17, Z9, Z9
-	VMULPS       Z9, Z7, Z7
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z6, K2
-	VBLENDMPS    Z2, Z8, K2, Z8
-	VSUBPS       Z8, Z3, Z6
-	VCMPPS       $0x1d, Z2, Z4, K2
-	VBLENDMPS    Z6, Z8, K2, Z5
+	VMOVUPS.Z    (CX)(R10*4), K1, Z8
+	VMULPS       Z8, Z4, Z4
+	VMOVUPS.Z    (SI)(R10*4), K1, Z8
+	VADDPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z9
+	VMULPS       Z9, Z8, Z8
+	VMOVUPS.Z    64(SI)(R10*4), K2, Z9
+	VADDPS       Z9, Z8, Z8
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z10
+	VMULPS       Z10, Z9, Z9
+	VMOVUPS.Z    128(SI)(R10*4), K3, Z10
+	VADDPS       Z10, Z9, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VDIVPS       Z13, Z3, Z13
+	VDIVPS       Z14, Z3, Z14
+	VDIVPS       Z15, Z3, Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z2, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z2, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z2, Z15, K4, Z15
+	VSUBPS       Z13, Z3, Z10
+	VSUBPS       Z14, Z3, Z11
+	VSUBPS       Z15, Z3, Z12
+	VCMPPS       $0x1d, Z2, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VCMPPS       $0x1d, Z2, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z6
+	VCMPPS       $0x1d, Z2, Z9, K4
+	VBLENDMPS    Z12, Z15, K4, Z7
 	VMULPS       Z5, Z4, Z4
-	VMOVUPS.Z    (DI)(R10*4), K1, Z6
-	VADDPS       Z6, Z4, Z4
+	VMULPS       Z6, Z8, Z8
+	VMULPS       Z7, Z9, Z9
+	VMOVUPS.Z    (DI)(R10*4), K1, Z10
+	VADDPS       Z10, Z4, Z4
 	VMULPS       Z0, Z4, Z4
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
@@ -10191,7 +11612,27 @@ epi_col_458:
 	VPMAXSD      Z2, Z4, Z4
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
 	VPMOVDB      Z4, K1, (R8)(R10*1)
-	ADDQ         $0x10, R10
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z4
+	VADDPS       Z4, Z8, Z8
+	VMULPS       Z0, Z8, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(R8)(R10*1)
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z4
+	VADDPS       Z4, Z9, Z9
+	VMULPS       Z0, Z9, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(R8)(R10*1)
+	ADDQ         $0x30, R10
 	CMPQ         R10, DX
 	JL           epi_col_458
 	MOVQ         ldc+8(FP), R10
@@ -10224,10 +11665,7 @@ epi_flag_411:
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
 	MOVQ         outF32+80(FP), DI
-	LEAQ         -1(DX), R8
-	ANDQ         $0x0f, R8
-	LEAQ         epilogueTailMasks<>+0(SB), R9
-	MOVL         (R9)(R8*4), R8
+	LEAQ         epilogueColMasks<>+0(SB), R8
 
 epi_row_463:
 	XORQ R9, R9
@@ -10235,10 +11673,11 @@ epi_row_463:
 epi_col_464:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
-	MOVL        $0x0000ffff, R11
-	CMPQ        R10, $0x10
-	CMOVQLT     R8, R11
-	KMOVW       R11, K1
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
 	VMOVDQU32.Z (AX)(R9*4), K1, Z1
 	VMOVDQU32.Z (SI)(R9*4), K1, Z2
 	VPMULLD     Z2, Z0, Z2
@@ -10246,8 +11685,26 @@ epi_col_464:
 	VCVTDQ2PS   Z1, Z1
 	VMOVUPS.Z   (CX)(R9*4), K1, Z2
 	VMULPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z2
+	VMOVDQU32.Z 64(SI)(R9*4), K2, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z3
+	VMULPS      Z3, Z2, Z2
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z3
+	VMOVDQU32.Z 128(SI)(R9*4), K3, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z4
+	VMULPS      Z4, Z3, Z3
 	VMOVUPS     Z1, K1, (DI)(R9*4)
-	ADDQ        $0x10, R9
+	VMOVUPS     Z2, K2, 64(DI)(R9*4)
+	VMOVUPS     Z3, K3, 128(DI)(R9*4)
+	ADDQ        $0x30, R9
 	CMPQ        R9, DX
 	JL          epi_col_464
 	MOVQ        ldc+8(FP), R9
@@ -10275,10 +11732,7 @@ epi_flag_462:
 	MOVL         outZero+108(FP), R8
 	VPBROADCASTD R8, Z2
 	VPXORD       Z3, Z3, Z3
-	LEAQ         -1(DX), R8
-	ANDQ         $0x0f, R8
-	LEAQ         epilogueTailMasks<>+0(SB), R9
-	MOVL         (R9)(R8*4), R8
+	LEAQ         epilogueColMasks<>+0(SB), R8
 
 epi_row_465:
 	XORQ R9, R9
@@ -10286,10 +11740,11 @@ epi_row_465:
 epi_col_466:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
-	MOVL         $0x0000ffff, R11
-	CMPQ         R10, $0x10
-	CMOVQLT      R8, R11
-	KMOVW        R11, K1
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
 	VMOVDQU32.Z  (AX)(R9*4), K1, Z4
 	VMOVDQU32.Z  (SI)(R9*4), K1, Z5
 	VPMULLD      Z5, Z0, Z5
@@ -10297,6 +11752,22 @@ epi_col_466:
 	VCVTDQ2PS    Z4, Z4
 	VMOVUPS.Z    (CX)(R9*4), K1, Z5
 	VMULPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z5
+	VMOVDQU32.Z  64(SI)(R9*4), K2, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z6
+	VMULPS       Z6, Z5, Z5
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z6
+	VMOVDQU32.Z  128(SI)(R9*4), K3, Z7
+	VPMULLD      Z7, Z0, Z7
+	VPSUBD       Z7, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z7
+	VMULPS       Z7, Z6, Z6
 	VMULPS       Z1, Z4, Z4
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
@@ -10305,7 +11776,23 @@ epi_col_466:
 	VPMAXSD      Z3, Z4, Z4
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
 	VPMOVDB      Z4, K1, (DI)(R9*1)
-	ADDQ         $0x10, R9
+	VMULPS       Z1, Z5, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(DI)(R9*1)
+	VMULPS       Z1, Z6, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(DI)(R9*1)
+	ADDQ         $0x30, R9
 	CMPQ         R9, DX
 	JL           epi_col_466
 	MOVQ         ldc+8(FP), R9
@@ -10330,10 +11817,7 @@ epi_flag_461:
 	VPBROADCASTD DI, Z0
 	MOVQ         res+64(FP), DI
 	MOVQ         outF32+80(FP), R8
-	LEAQ         -1(DX), R9
-	ANDQ         $0x0f, R9
-	LEAQ         epilogueTailMasks<>+0(SB), R10
-	MOVL         (R10)(R9*4), R9
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
 epi_row_468:
 	XORQ R10, R10
@@ -10341,10 +11825,11 @@ epi_row_468:
 epi_col_469:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
-	MOVL        $0x0000ffff, R12
-	CMPQ        R11, $0x10
-	CMOVQLT     R9, R12
-	KMOVW       R12, K1
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
 	VMOVDQU32.Z (AX)(R10*4), K1, Z1
 	VMOVDQU32.Z (SI)(R10*4), K1, Z2
 	VPMULLD     Z2, Z0, Z2
@@ -10352,10 +11837,32 @@ epi_col_469:
 	VCVTDQ2PS   Z1, Z1
 	VMOVUPS.Z   (CX)(R10*4), K1, Z2
 	VMULPS      Z2, Z1, Z1
-	VMOVUPS.Z   (DI)(R10*4), K1, Z2
-	VADDPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z2
+	VMOVDQU32.Z 64(SI)(R10*4), K2, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z3
+	VMULPS      Z3, Z2, Z2
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z3
+	VMOVDQU32.Z 128(SI)(R10*4), K3, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS.Z   (DI)(R10*4), K1, Z4
+	VADDPS      Z4, Z1, Z1
 	VMOVUPS     Z1, K1, (R8)(R10*4)
-	ADDQ        $0x10, R10
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z1
+	VADDPS      Z1, Z2, Z2
+	VMOVUPS     Z2, K2, 64(R8)(R10*4)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z1
+	VADDPS      Z1, Z3, Z3
+	VMOVUPS     Z3, K3, 128(R8)(R10*4)
+	ADDQ        $0x30, R10
 	CMPQ        R10, DX
 	JL          epi_col_469
 	MOVQ        ldc+8(FP), R10
@@ -10387,10 +11894,7 @@ epi_flag_467:
 	MOVL         outZero+108(FP), R9
 	VPBROADCASTD R9, Z2
 	VPXORD       Z3, Z3, Z3
-	LEAQ         -1(DX), R9
-	ANDQ         $0x0f, R9
-	LEAQ         epilogueTailMasks<>+0(SB), R10
-	MOVL         (R10)(R9*4), R9
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
 epi_row_470:
 	XORQ R10, R10
@@ -10398,10 +11902,11 @@ epi_row_470:
 epi_col_471:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
-	MOVL         $0x0000ffff, R12
-	CMPQ         R11, $0x10
-	CMOVQLT      R9, R12
-	KMOVW        R12, K1
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
 	VMOVDQU32.Z  (AX)(R10*4), K1, Z4
 	VMOVDQU32.Z  (SI)(R10*4), K1, Z5
 	VPMULLD      Z5, Z0, Z5
@@ -10409,8 +11914,24 @@ epi_col_471:
 	VCVTDQ2PS    Z4, Z4
 	VMOVUPS.Z    (CX)(R10*4), K1, Z5
 	VMULPS       Z5, Z4, Z4
-	VMOVUPS.Z    (DI)(R10*4), K1, Z5
-	VADDPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z5
+	VMOVDQU32.Z  64(SI)(R10*4), K2, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z6
+	VMULPS       Z6, Z5, Z5
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z6
+	VMOVDQU32.Z  128(SI)(R10*4), K3, Z7
+	VPMULLD      Z7, Z0, Z7
+	VPSUBD       Z7, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z7
+	VMULPS       Z7, Z6, Z6
+	VMOVUPS.Z    (DI)(R10*4), K1, Z7
+	VADDPS       Z7, Z4, Z4
 	VMULPS       Z1, Z4, Z4
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
@@ -10419,7 +11940,27 @@ epi_col_471:
 	VPMAXSD      Z3, Z4, Z4
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
 	VPMOVDB      Z4, K1, (R8)(R10*1)
-	ADDQ         $0x10, R10
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z4
+	VADDPS       Z4, Z5, Z5
+	VMULPS       Z1, Z5, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(R8)(R10*1)
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z4
+	VADDPS       Z4, Z6, Z6
+	VMULPS       Z1, Z6, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(R8)(R10*1)
+	ADDQ         $0x30, R10
 	CMPQ         R10, DX
 	JL           epi_col_471
 	MOVQ         ldc+8(FP), R10
@@ -10450,10 +11991,7 @@ epi_flag_460:
 	MOVQ         outF32+80(FP), DI
 	VPXORD       Z1, Z1, Z1
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
-	LEAQ         -1(DX), R8
-	ANDQ         $0x0f, R8
-	LEAQ         epilogueTailMasks<>+0(SB), R9
-	MOVL         (R9)(R8*4), R8
+	LEAQ         epilogueColMasks<>+0(SB), R8
 
 epi_row_474:
 	XORQ R9, R9
@@ -10461,10 +11999,11 @@ epi_row_474:
 epi_col_475:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
-	MOVL         $0x0000ffff, R11
-	CMPQ         R10, $0x10
-	CMOVQLT      R8, R11
-	KMOVW        R11, K1
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
 	VMOVDQU32.Z  (AX)(R9*4), K1, Z3
 	VMOVDQU32.Z  (SI)(R9*4), K1, Z4
 	VPMULLD      Z4, Z0, Z4
@@ -10472,75 +12011,227 @@ epi_col_475:
 	VCVTDQ2PS    Z3, Z3
 	VMOVUPS.Z    (CX)(R9*4), K1, Z4
 	VMULPS       Z4, Z3, Z3
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z4
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z4, Z6
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z6, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VDIVPS       Z7, Z2, Z7
-	VBROADCASTSS epilogueConsts<>+44(SB), Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z6, Z9
-	VMULPS       Z9, Z9, Z10
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z10, Z10
-	VSUBPS       Z9, Z6, Z11
-	VADDPS       Z9, Z6, Z6
-	VMULPS       Z6, Z11, Z6
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z6, Z6
-	VADDPS       Z8, Z6, Z6
-	VADDPS       Z6, Z10, Z8
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z8, Z8
-	VCVTPS2DQ    Z8, Z8
-	VCVTDQ2PS    Z8, Z9
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z9, Z11
-	VSUBPS       Z11, Z10, Z10
-	VADDPS       Z6, Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z9, Z6
-	VSUBPS       Z6, Z10, Z10
-	VBROADCASTSS epilogueConsts<>+84(SB), Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z8, Z8
-	VPSLLD       $0x17, Z8, Z8
-	VMULPS       Z8, Z6, Z6
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z4, K2
-	VBLENDMPS    Z1, Z7, K2, Z7
-	VSUBPS       Z7, Z2, Z4
-	VCMPPS       $0x1d, Z1, Z3, K2
-	VBLENDMPS    Z4, Z7, K2, Z5
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z4
+	VMOVDQU32.Z  64(SI)(R9*4), K2, Z8
+	VPMULLD      Z8, Z0, Z8
+	VPSUBD       Z8, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z8
+	VMULPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z8
+	VMOVDQU32.Z  128(SI)(R9*4), K3, Z9
+	VPMULLD      Z9, Z0, Z9
+	VPSUBD       Z9, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z9
+	VMULPS       Z9, Z8, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS       Z12, Z2, Z12
+	VDIVPS       Z13, Z2, Z13
+	VDIVPS       Z14, Z2, Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z1, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z1, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z1, Z14, K4, Z14
+	VSUBPS       Z12, Z2, Z9
+	VSUBPS       Z13, Z2, Z10
+	VSUBPS       Z14, Z2, Z11
+	VCMPPS       $0x1d, Z1, Z3, K4
+	VBLENDMPS    Z9, Z12, K4, Z5
+	VCMPPS       $0x1d, Z1, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z6
+	VCMPPS       $0x1d, Z1, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
 	VMULPS       Z5, Z3, Z3
+	VMULPS       Z6, Z4, Z4
+	VMULPS       Z7, Z8, Z8
 	VMOVUPS      Z3, K1, (DI)(R9*4)
-	ADDQ         $0x10, R9
+	VMOVUPS      Z4, K2, 64(DI)(R9*4)
+	VMOVUPS      Z8, K3, 128(DI)(R9*4)
+	ADDQ         $0x30, R9
 	CMPQ         R9, DX
 	JL           epi_col_475
 	MOVQ         ldc+8(FP), R9
@@ -10569,10 +12260,7 @@ epi_flag_473:
 	VPBROADCASTD R8, Z2
 	VPXORD       Z3, Z3, Z3
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
-	LEAQ         -1(DX), R8
-	ANDQ         $0x0f, R8
-	LEAQ         epilogueTailMasks<>+0(SB), R9
-	MOVL         (R9)(R8*4), R8
+	LEAQ         epilogueColMasks<>+0(SB), R8
 
 epi_row_476:
 	XORQ R9, R9
@@ -10580,10 +12268,11 @@ epi_row_476:
 epi_col_477:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
-	MOVL         $0x0000ffff, R11
-	CMPQ         R10, $0x10
-	CMOVQLT      R8, R11
-	KMOVW        R11, K1
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
 	VMOVDQU32.Z  (AX)(R9*4), K1, Z5
 	VMOVDQU32.Z  (SI)(R9*4), K1, Z6
 	VPMULLD      Z6, Z0, Z6
@@ -10591,73 +12280,223 @@ epi_col_477:
 	VCVTDQ2PS    Z5, Z5
 	VMOVUPS.Z    (CX)(R9*4), K1, Z6
 	VMULPS       Z6, Z5, Z5
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z6
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z6, Z8
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z9
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z9, Z9
-	VDIVPS       Z9, Z4, Z9
-	VBROADCASTSS epilogueConsts<>+44(SB), Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z11
-	VMULPS       Z11, Z11, Z12
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z12, Z12
-	VSUBPS       Z11, Z8, Z13
-	VADDPS       Z11, Z8, Z8
-	VMULPS       Z8, Z13, Z8
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z8, Z8
-	VADDPS       Z10, Z8, Z8
-	VADDPS       Z8, Z12, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ    Z10, Z10
-	VCVTDQ2PS    Z10, Z11
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z11, Z13
-	VSUBPS       Z13, Z12, Z12
-	VADDPS       Z8, Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z11, Z8
-	VSUBPS       Z8, Z12, Z12
-	VBROADCASTSS epilogueConsts<>+84(SB), Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD       $0x17, Z10, Z10
-	VMULPS       Z10, Z8, Z8
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z6, K2
-	VBLENDMPS    Z3, Z9, K2, Z9
-	VSUBPS       Z9, Z4, Z6
-	VCMPPS       $0x1d, Z3, Z5, K2
-	VBLENDMPS    Z6, Z9, K2, Z7
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z6
+	VMOVDQU32.Z  64(SI)(R9*4), K2, Z10
+	VPMULLD      Z10, Z0, Z10
+	VPSUBD       Z10, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z10
+	VMULPS       Z10, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z10
+	VMOVDQU32.Z  128(SI)(R9*4), K3, Z11
+	VPMULLD      Z11, Z0, Z11
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z11
+	VMULPS       Z11, Z10, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
+	VDIVPS       Z14, Z4, Z14
+	VDIVPS       Z15, Z4, Z15
+	VDIVPS       Z16, Z4, Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VBROADCASTSS epilogueConsts<>+44(SB), Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS       Z22, Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VSUBPS       Z22, Z13, Z28
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VADDPS       Z22, Z13, Z22
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS       Z22, Z28, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VADDPS       Z22, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTPS2DQ    Z19, Z19
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VCVTDQ2PS    Z19, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VSUBPS       Z31, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VSUBPS       Z22, Z25, Z25
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VBROADCASTSS epilogueConsts<>+84(SB), Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VPSLLD       $0x17, Z19, Z19
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS       Z19, Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VMULPS       Z19, Z16, Z16
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z3, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z3, Z15, K4, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
+	VBLENDMPS    Z3, Z16, K4, Z16
+	VSUBPS       Z14, Z4, Z11
+	VSUBPS       Z15, Z4, Z12
+	VSUBPS       Z16, Z4, Z13
+	VCMPPS       $0x1d, Z3, Z5, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VCMPPS       $0x1d, Z3, Z6, K4
+	VBLENDMPS    Z12, Z15, K4, Z8
+	VCMPPS       $0x1d, Z3, Z10, K4
+	VBLENDMPS    Z13, Z16, K4, Z9
 	VMULPS       Z7, Z5, Z5
+	VMULPS       Z8, Z6, Z6
+	VMULPS       Z9, Z10, Z10
 	VMULPS       Z1, Z5, Z5
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
@@ -10666,7 +12505,23 @@ epi_col_477:
 	VPMAXSD      Z3, Z5, Z5
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
 	VPMOVDB      Z5, K1, (DI)(R9*1)
-	ADDQ         $0x10, R9
+	VMULPS       Z1, Z6, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K2, 16(DI)(R9*1)
+	VMULPS       Z1, Z10, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K3, 32(DI)(R9*1)
+	ADDQ         $0x30, R9
 	CMPQ         R9, DX
 	JL           epi_col_477
 	MOVQ         ldc+8(FP), R9
@@ -10693,10 +12548,7 @@ epi_flag_472:
 	MOVQ         outF32+80(FP), R8
 	VPXORD       Z1, Z1, Z1
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
-	LEAQ         -1(DX), R9
-	ANDQ         $0x0f, R9
-	LEAQ         epilogueTailMasks<>+0(SB), R10
-	MOVL         (R10)(R9*4), R9
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
 epi_row_479:
 	XORQ R10, R10
@@ -10704,10 +12556,11 @@ epi_row_479:
 epi_col_480:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
-	MOVL         $0x0000ffff, R12
-	CMPQ         R11, $0x10
-	CMOVQLT      R9, R12
-	KMOVW        R12, K1
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
 	VMOVDQU32.Z  (AX)(R10*4), K1, Z3
 	VMOVDQU32.Z  (SI)(R10*4), K1, Z4
 	VPMULLD      Z4, Z0, Z4
@@ -10715,77 +12568,233 @@ epi_col_480:
 	VCVTDQ2PS    Z3, Z3
 	VMOVUPS.Z    (CX)(R10*4), K1, Z4
 	VMULPS       Z4, Z3, Z3
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z4
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z4, Z6
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z6, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VDIVPS       Z7, Z2, Z7
-	VBROADCASTSS epilogueConsts<>+44(SB), Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z6, Z9
-	VMULPS       Z9, Z9, Z10
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z10, Z10
-	VSUBPS       Z9, Z6, Z11
-	VADDPS       Z9, Z6, Z6
-	VMULPS       Z6, Z11, Z6
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z6, Z6
-	VADDPS       Z8, Z6, Z6
-	VADDPS       Z6, Z10, Z8
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z8, Z8
-	VCVTPS2DQ    Z8, Z8
-	VCVTDQ2PS    Z8, Z9
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z9, Z11
-	VSUBPS       Z11, Z10, Z10
-	VADDPS       Z6, Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z9, Z6
-	VSUBPS       Z6, Z10, Z10
-	VBROADCASTSS epilogueConsts<>+84(SB), Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z8, Z8
-	VPSLLD       $0x17, Z8, Z8
-	VMULPS       Z8, Z6, Z6
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z4, K2
-	VBLENDMPS    Z1, Z7, K2, Z7
-	VSUBPS       Z7, Z2, Z4
-	VCMPPS       $0x1d, Z1, Z3, K2
-	VBLENDMPS    Z4, Z7, K2, Z5
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z4
+	VMOVDQU32.Z  64(SI)(R10*4), K2, Z8
+	VPMULLD      Z8, Z0, Z8
+	VPSUBD       Z8, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z8
+	VMULPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z8
+	VMOVDQU32.Z  128(SI)(R10*4), K3, Z9
+	VPMULLD      Z9, Z0, Z9
+	VPSUBD       Z9, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z9
+	VMULPS       Z9, Z8, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS       Z12, Z2, Z12
+	VDIVPS       Z13, Z2, Z13
+	VDIVPS       Z14, Z2, Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z1, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z1, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z1, Z14, K4, Z14
+	VSUBPS       Z12, Z2, Z9
+	VSUBPS       Z13, Z2, Z10
+	VSUBPS       Z14, Z2, Z11
+	VCMPPS       $0x1d, Z1, Z3, K4
+	VBLENDMPS    Z9, Z12, K4, Z5
+	VCMPPS       $0x1d, Z1, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z6
+	VCMPPS       $0x1d, Z1, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
 	VMULPS       Z5, Z3, Z3
-	VMOVUPS.Z    (DI)(R10*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
+	VMULPS       Z6, Z4, Z4
+	VMULPS       Z7, Z8, Z8
+	VMOVUPS.Z    (DI)(R10*4), K1, Z9
+	VADDPS       Z9, Z3, Z3
 	VMOVUPS      Z3, K1, (R8)(R10*4)
-	ADDQ         $0x10, R10
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z3
+	VADDPS       Z3, Z4, Z4
+	VMOVUPS      Z4, K2, 64(R8)(R10*4)
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z3
+	VADDPS       Z3, Z8, Z8
+	VMOVUPS      Z8, K3, 128(R8)(R10*4)
+	ADDQ         $0x30, R10
 	CMPQ         R10, DX
 	JL           epi_col_480
 	MOVQ         ldc+8(FP), R10
@@ -10818,10 +12827,7 @@ epi_flag_478:
 	VPBROADCASTD R9, Z2
 	VPXORD       Z3, Z3, Z3
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
-	LEAQ         -1(DX), R9
-	ANDQ         $0x0f, R9
-	LEAQ         epilogueTailMasks<>+0(SB), R10
-	MOVL         (R10)(R9*4), R9
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
 epi_row_481:
 	XORQ R10, R10
@@ -10829,10 +12835,11 @@ epi_row_481:
 epi_col_482:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
-	MOVL         $0x0000ffff, R12
-	CMPQ         R11, $0x10
-	CMOVQLT      R9, R12
-	KMOVW        R12, K1
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
 	VMOVDQU32.Z  (AX)(R10*4), K1, Z5
 	VMOVDQU32.Z  (SI)(R10*4), K1, Z6
 	VPMULLD      Z6, Z0, Z6
@@ -10840,75 +12847,225 @@ epi_col_482:
 	VCVTDQ2PS    Z5, Z5
 	VMOVUPS.Z    (CX)(R10*4), K1, Z6
 	VMULPS       Z6, Z5, Z5
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z6
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z6, Z8
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z9
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z9, Z9
-	VDIVPS       Z9, Z4, Z9
-	VBROADCASTSS epilogueConsts<>+44(SB), Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z11
-	VMULPS       Z11, Z11, Z12
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z12, Z12
-	VSUBPS       Z11, Z8, Z13
-	VADDPS       Z11, Z8, Z8
-	VMULPS       Z8, Z13, Z8
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z8, Z8
-	VADDPS       Z10, Z8, Z8
-	VADDPS       Z8, Z12, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ    Z10, Z10
-	VCVTDQ2PS    Z10, Z11
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z11, Z13
-	VSUBPS       Z13, Z12, Z12
-	VADDPS       Z8, Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z11, Z8
-	VSUBPS       Z8, Z12, Z12
-	VBROADCASTSS epilogueConsts<>+84(SB), Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD       $0x17, Z10, Z10
-	VMULPS       Z10, Z8, Z8
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z6, K2
-	VBLENDMPS    Z3, Z9, K2, Z9
-	VSUBPS       Z9, Z4, Z6
-	VCMPPS       $0x1d, Z3, Z5, K2
-	VBLENDMPS    Z6, Z9, K2, Z7
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z6
+	VMOVDQU32.Z  64(SI)(R10*4), K2, Z10
+	VPMULLD      Z10, Z0, Z10
+	VPSUBD       Z10, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z10
+	VMULPS       Z10, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z10
+	VMOVDQU32.Z  128(SI)(R10*4), K3, Z11
+	VPMULLD      Z11, Z0, Z11
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z11
+	VMULPS       Z11, Z10, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
+	VDIVPS       Z14, Z4, Z14
+	VDIVPS       Z15, Z4, Z15
+	VDIVPS       Z16, Z4, Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VBROADCASTSS epilogueConsts<>+44(SB), Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS       Z22, Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VSUBPS       Z22, Z13, Z28
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VADDPS       Z22, Z13, Z22
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS       Z22, Z28, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VADDPS       Z22, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTPS2DQ    Z19, Z19
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VCVTDQ2PS    Z19, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VSUBPS       Z31, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VSUBPS       Z22, Z25, Z25
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VBROADCASTSS epilogueConsts<>+84(SB), Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VPSLLD       $0x17, Z19, Z19
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS       Z19, Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VMULPS       Z19, Z16, Z16
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z3, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z3, Z15, K4, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
+	VBLENDMPS    Z3, Z16, K4, Z16
+	VSUBPS       Z14, Z4, Z11
+	VSUBPS       Z15, Z4, Z12
+	VSUBPS       Z16, Z4, Z13
+	VCMPPS       $0x1d, Z3, Z5, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VCMPPS       $0x1d, Z3, Z6, K4
+	VBLENDMPS    Z12, Z15, K4, Z8
+	VCMPPS       $0x1d, Z3, Z10, K4
+	VBLENDMPS    Z13, Z16, K4, Z9
 	VMULPS       Z7, Z5, Z5
-	VMOVUPS.Z    (DI)(R10*4), K1, Z6
-	VADDPS       Z6, Z5, Z5
+	VMULPS       Z8, Z6, Z6
+	VMULPS       Z9, Z10, Z10
+	VMOVUPS.Z    (DI)(R10*4), K1, Z11
+	VADDPS       Z11, Z5, Z5
 	VMULPS       Z1, Z5, Z5
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
@@ -10917,7 +13074,27 @@ epi_col_482:
 	VPMAXSD      Z3, Z5, Z5
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
 	VPMOVDB      Z5, K1, (R8)(R10*1)
-	ADDQ         $0x10, R10
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z5
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z1, Z6, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K2, 16(R8)(R10*1)
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z5
+	VADDPS       Z5, Z10, Z10
+	VMULPS       Z1, Z10, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K3, 32(R8)(R10*1)
+	ADDQ         $0x30, R10
 	CMPQ         R10, DX
 	JL           epi_col_482
 	MOVQ         ldc+8(FP), R10
@@ -10949,10 +13126,7 @@ epi_flag_459:
 	VPBROADCASTD DI, Z0
 	MOVQ         bias+56(FP), DI
 	MOVQ         outF32+80(FP), R8
-	LEAQ         -1(DX), R9
-	ANDQ         $0x0f, R9
-	LEAQ         epilogueTailMasks<>+0(SB), R10
-	MOVL         (R10)(R9*4), R9
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
 epi_row_486:
 	XORQ R10, R10
@@ -10960,10 +13134,11 @@ epi_row_486:
 epi_col_487:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
-	MOVL        $0x0000ffff, R12
-	CMPQ        R11, $0x10
-	CMOVQLT     R9, R12
-	KMOVW       R12, K1
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
 	VMOVDQU32.Z (AX)(R10*4), K1, Z1
 	VMOVDQU32.Z (SI)(R10*4), K1, Z2
 	VPMULLD     Z2, Z0, Z2
@@ -10973,8 +13148,30 @@ epi_col_487:
 	VMULPS      Z2, Z1, Z1
 	VMOVUPS.Z   (DI)(R10*4), K1, Z2
 	VADDPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z2
+	VMOVDQU32.Z 64(SI)(R10*4), K2, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z3
+	VADDPS      Z3, Z2, Z2
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z3
+	VMOVDQU32.Z 128(SI)(R10*4), K3, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z4
+	VADDPS      Z4, Z3, Z3
 	VMOVUPS     Z1, K1, (R8)(R10*4)
-	ADDQ        $0x10, R10
+	VMOVUPS     Z2, K2, 64(R8)(R10*4)
+	VMOVUPS     Z3, K3, 128(R8)(R10*4)
+	ADDQ        $0x30, R10
 	CMPQ        R10, DX
 	JL          epi_col_487
 	MOVQ        ldc+8(FP), R10
@@ -11003,10 +13200,7 @@ epi_flag_485:
 	MOVL         outZero+108(FP), R9
 	VPBROADCASTD R9, Z2
 	VPXORD       Z3, Z3, Z3
-	LEAQ         -1(DX), R9
-	ANDQ         $0x0f, R9
-	LEAQ         epilogueTailMasks<>+0(SB), R10
-	MOVL         (R10)(R9*4), R9
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
 epi_row_488:
 	XORQ R10, R10
@@ -11014,10 +13208,11 @@ epi_row_488:
 epi_col_489:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
-	MOVL         $0x0000ffff, R12
-	CMPQ         R11, $0x10
-	CMOVQLT      R9, R12
-	KMOVW        R12, K1
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
 	VMOVDQU32.Z  (AX)(R10*4), K1, Z4
 	VMOVDQU32.Z  (SI)(R10*4), K1, Z5
 	VPMULLD      Z5, Z0, Z5
@@ -11027,6 +13222,26 @@ epi_col_489:
 	VMULPS       Z5, Z4, Z4
 	VMOVUPS.Z    (DI)(R10*4), K1, Z5
 	VADDPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z5
+	VMOVDQU32.Z  64(SI)(R10*4), K2, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z6
+	VMULPS       Z6, Z5, Z5
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z6
+	VADDPS       Z6, Z5, Z5
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z6
+	VMOVDQU32.Z  128(SI)(R10*4), K3, Z7
+	VPMULLD      Z7, Z0, Z7
+	VPSUBD       Z7, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z7
+	VMULPS       Z7, Z6, Z6
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z7
+	VADDPS       Z7, Z6, Z6
 	VMULPS       Z1, Z4, Z4
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
@@ -11035,7 +13250,23 @@ epi_col_489:
 	VPMAXSD      Z3, Z4, Z4
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
 	VPMOVDB      Z4, K1, (R8)(R10*1)
-	ADDQ         $0x10, R10
+	VMULPS       Z1, Z5, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(R8)(R10*1)
+	VMULPS       Z1, Z6, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(R8)(R10*1)
+	ADDQ         $0x30, R10
 	CMPQ         R10, DX
 	JL           epi_col_489
 	MOVQ         ldc+8(FP), R10
@@ -11061,10 +13292,7 @@ epi_flag_484:
 	MOVQ         bias+56(FP), DI
 	MOVQ         res+64(FP), R8
 	MOVQ         outF32+80(FP), R9
-	LEAQ         -1(DX), R10
-	ANDQ         $0x0f, R10
-	LEAQ         epilogueTailMasks<>+0(SB), R11
-	MOVL         (R11)(R10*4), R10
+	LEAQ         epilogueColMasks<>+0(SB), R10
 
 epi_row_491:
 	XORQ R11, R11
@@ -11072,10 +13300,11 @@ epi_row_491:
 epi_col_492:
 	MOVQ        DX, R12
 	SUBQ        R11, R12
-	MOVL        $0x0000ffff, R13
-	CMPQ        R12, $0x10
-	CMOVQLT     R10, R13
-	KMOVW       R13, K1
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
 	VMOVDQU32.Z (AX)(R11*4), K1, Z1
 	VMOVDQU32.Z (SI)(R11*4), K1, Z2
 	VPMULLD     Z2, Z0, Z2
@@ -11085,10 +13314,36 @@ epi_col_492:
 	VMULPS      Z2, Z1, Z1
 	VMOVUPS.Z   (DI)(R11*4), K1, Z2
 	VADDPS      Z2, Z1, Z1
-	VMOVUPS.Z   (R8)(R11*4), K1, Z2
-	VADDPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z2
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS.Z   64(DI)(R11*4), K2, Z3
+	VADDPS      Z3, Z2, Z2
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z3
+	VMOVDQU32.Z 128(SI)(R11*4), K3, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS.Z   128(DI)(R11*4), K3, Z4
+	VADDPS      Z4, Z3, Z3
+	VMOVUPS.Z   (R8)(R11*4), K1, Z4
+	VADDPS      Z4, Z1, Z1
 	VMOVUPS     Z1, K1, (R9)(R11*4)
-	ADDQ        $0x10, R11
+	VMOVUPS.Z   64(R8)(R11*4), K2, Z1
+	VADDPS      Z1, Z2, Z2
+	VMOVUPS     Z2, K2, 64(R9)(R11*4)
+	VMOVUPS.Z   128(R8)(R11*4), K3, Z1
+	VADDPS      Z1, Z3, Z3
+	VMOVUPS     Z3, K3, 128(R9)(R11*4)
+	ADDQ        $0x30, R11
 	CMPQ        R11, DX
 	JL          epi_col_492
 	MOVQ        ldc+8(FP), R11
@@ -11121,10 +13376,7 @@ epi_flag_490:
 	MOVL         outZero+108(FP), R10
 	VPBROADCASTD R10, Z2
 	VPXORD       Z3, Z3, Z3
-	LEAQ         -1(DX), R10
-	ANDQ         $0x0f, R10
-	LEAQ         epilogueTailMasks<>+0(SB), R11
-	MOVL         (R11)(R10*4), R10
+	LEAQ         epilogueColMasks<>+0(SB), R10
 
 epi_row_493:
 	XORQ R11, R11
@@ -11132,10 +13384,11 @@ epi_row_493:
 epi_col_494:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
-	MOVL         $0x0000ffff, R13
-	CMPQ         R12, $0x10
-	CMOVQLT      R10, R13
-	KMOVW        R13, K1
+	MOVQ         $0x00000030, R13
+	CMPQ         R12, R13
+	CMOVQLT      R12, R13
+	MOVQ         (R10)(R13*8), R12
+	KMOVQ        R12, K1
 	VMOVDQU32.Z  (AX)(R11*4), K1, Z4
 	VMOVDQU32.Z  (SI)(R11*4), K1, Z5
 	VPMULLD      Z5, Z0, Z5
@@ -11145,8 +13398,28 @@ epi_col_494:
 	VMULPS       Z5, Z4, Z4
 	VMOVUPS.Z    (DI)(R11*4), K1, Z5
 	VADDPS       Z5, Z4, Z4
-	VMOVUPS.Z    (R8)(R11*4), K1, Z5
-	VADDPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R11*4), K2, Z5
+	VMOVDQU32.Z  64(SI)(R11*4), K2, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    64(CX)(R11*4), K2, Z6
+	VMULPS       Z6, Z5, Z5
+	VMOVUPS.Z    64(DI)(R11*4), K2, Z6
+	VADDPS       Z6, Z5, Z5
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R11*4), K3, Z6
+	VMOVDQU32.Z  128(SI)(R11*4), K3, Z7
+	VPMULLD      Z7, Z0, Z7
+	VPSUBD       Z7, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    128(CX)(R11*4), K3, Z7
+	VMULPS       Z7, Z6, Z6
+	VMOVUPS.Z    128(DI)(R11*4), K3, Z7
+	VADDPS       Z7, Z6, Z6
+	VMOVUPS.Z    (R8)(R11*4), K1, Z7
+	VADDPS       Z7, Z4, Z4
 	VMULPS       Z1, Z4, Z4
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
@@ -11155,7 +13428,27 @@ epi_col_494:
 	VPMAXSD      Z3, Z4, Z4
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
 	VPMOVDB      Z4, K1, (R9)(R11*1)
-	ADDQ         $0x10, R11
+	VMOVUPS.Z    64(R8)(R11*4), K2, Z4
+	VADDPS       Z4, Z5, Z5
+	VMULPS       Z1, Z5, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(R9)(R11*1)
+	VMOVUPS.Z    128(R8)(R11*4), K3, Z4
+	VADDPS       Z4, Z6, Z6
+	VMULPS       Z1, Z6, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(R9)(R11*1)
+	ADDQ         $0x30, R11
 	CMPQ         R11, DX
 	JL           epi_col_494
 	MOVQ         ldc+8(FP), R11
@@ -11187,10 +13480,7 @@ epi_flag_483:
 	MOVQ         outF32+80(FP), R8
 	VPXORD       Z1, Z1, Z1
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
-	LEAQ         -1(DX), R9
-	ANDQ         $0x0f, R9
-	LEAQ         epilogueTailMasks<>+0(SB), R10
-	MOVL         (R10)(R9*4), R9
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
 epi_row_497:
 	XORQ R10, R10
@@ -11198,10 +13488,11 @@ epi_row_497:
 epi_col_498:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
-	MOVL         $0x0000ffff, R12
-	CMPQ         R11, $0x10
-	CMOVQLT      R9, R12
-	KMOVW        R12, K1
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
 	VMOVDQU32.Z  (AX)(R10*4), K1, Z3
 	VMOVDQU32.Z  (SI)(R10*4), K1, Z4
 	VPMULLD      Z4, Z0, Z4
@@ -11211,75 +13502,231 @@ epi_col_498:
 	VMULPS       Z4, Z3, Z3
 	VMOVUPS.Z    (DI)(R10*4), K1, Z4
 	VADDPS       Z4, Z3, Z3
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z4
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z4, Z6
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z6, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VDIVPS       Z7, Z2, Z7
-	VBROADCASTSS epilogueConsts<>+44(SB), Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z6, Z9
-	VMULPS       Z9, Z9, Z10
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z10, Z10
-	VSUBPS       Z9, Z6, Z11
-	VADDPS       Z9, Z6, Z6
-	VMULPS       Z6, Z11, Z6
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z6, Z6
-	VADDPS       Z8, Z6, Z6
-	VADDPS       Z6, Z10, Z8
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z8, Z8
-	VCVTPS2DQ    Z8, Z8
-	VCVTDQ2PS    Z8, Z9
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z9, Z11
-	VSUBPS       Z11, Z10, Z10
-	VADDPS       Z6, Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z9, Z6
-	VSUBPS       Z6, Z10, Z10
-	VBROADCASTSS epilogueConsts<>+84(SB), Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z8, Z8
-	VPSLLD       $0x17, Z8, Z8
-	VMULPS       Z8, Z6, Z6
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z4, K2
-	VBLENDMPS    Z1, Z7, K2, Z7
-	VSUBPS       Z7, Z2, Z4
-	VCMPPS       $0x1d, Z1, Z3, K2
-	VBLENDMPS    Z4, Z7, K2, Z5
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z4
+	VMOVDQU32.Z  64(SI)(R10*4), K2, Z8
+	VPMULLD      Z8, Z0, Z8
+	VPSUBD       Z8, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z8
+	VMULPS       Z8, Z4, Z4
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z8
+	VADDPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z8
+	VMOVDQU32.Z  128(SI)(R10*4), K3, Z9
+	VPMULLD      Z9, Z0, Z9
+	VPSUBD       Z9, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z9
+	VMULPS       Z9, Z8, Z8
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z9
+	VADDPS       Z9, Z8, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS       Z12, Z2, Z12
+	VDIVPS       Z13, Z2, Z13
+	VDIVPS       Z14, Z2, Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z1, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z1, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z1, Z14, K4, Z14
+	VSUBPS       Z12, Z2, Z9
+	VSUBPS       Z13, Z2, Z10
+	VSUBPS       Z14, Z2, Z11
+	VCMPPS       $0x1d, Z1, Z3, K4
+	VBLENDMPS    Z9, Z12, K4, Z5
+	VCMPPS       $0x1d, Z1, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z6
+	VCMPPS       $0x1d, Z1, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
 	VMULPS       Z5, Z3, Z3
+	VMULPS       Z6, Z4, Z4
+	VMULPS       Z7, Z8, Z8
 	VMOVUPS      Z3, K1, (R8)(R10*4)
-	ADDQ         $0x10, R10
+	VMOVUPS      Z4, K2, 64(R8)(R10*4)
+	VMOVUPS      Z8, K3, 128(R8)(R10*4)
+	ADDQ         $0x30, R10
 	CMPQ         R10, DX
 	JL           epi_col_498
 	MOVQ         ldc+8(FP), R10
@@ -11309,10 +13756,7 @@ epi_flag_496:
 	VPBROADCASTD R9, Z2
 	VPXORD       Z3, Z3, Z3
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
-	LEAQ         -1(DX), R9
-	ANDQ         $0x0f, R9
-	LEAQ         epilogueTailMasks<>+0(SB), R10
-	MOVL         (R10)(R9*4), R9
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
 epi_row_499:
 	XORQ R10, R10
@@ -11320,10 +13764,11 @@ epi_row_499:
 epi_col_500:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
-	MOVL         $0x0000ffff, R12
-	CMPQ         R11, $0x10
-	CMOVQLT      R9, R12
-	KMOVW        R12, K1
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
 	VMOVDQU32.Z  (AX)(R10*4), K1, Z5
 	VMOVDQU32.Z  (SI)(R10*4), K1, Z6
 	VPMULLD      Z6, Z0, Z6
@@ -11333,73 +13778,227 @@ epi_col_500:
 	VMULPS       Z6, Z5, Z5
 	VMOVUPS.Z    (DI)(R10*4), K1, Z6
 	VADDPS       Z6, Z5, Z5
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z6
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z6, Z8
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z9
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z9, Z9
-	VDIVPS       Z9, Z4, Z9
-	VBROADCASTSS epilogueConsts<>+44(SB), Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z11
-	VMULPS       Z11, Z11, Z12
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z12, Z12
-	VSUBPS       Z11, Z8, Z13
-	VADDPS       Z11, Z8, Z8
-	VMULPS       Z8, Z13, Z8
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z8, Z8
-	VADDPS       Z10, Z8, Z8
-	VADDPS       Z8, Z12, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ    Z10, Z10
-	VCVTDQ2PS    Z10, Z11
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z11, Z13
-	VSUBPS       Z13, Z12, Z12
-	VADDPS       Z8, Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z11, Z8
-	VSUBPS       Z8, Z12, Z12
-	VBROADCASTSS epilogueConsts<>+84(SB), Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD       $0x17, Z10, Z10
-	VMULPS       Z10, Z8, Z8
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z6, K2
-	VBLENDMPS    Z3, Z9, K2, Z9
-	VSUBPS       Z9, Z4, Z6
-	VCMPPS       $0x1d, Z3, Z5, K2
-	VBLENDMPS    Z6, Z9, K2, Z7
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z6
+	VMOVDQU32.Z  64(SI)(R10*4), K2, Z10
+	VPMULLD      Z10, Z0, Z10
+	VPSUBD       Z10, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z10
+	VMULPS       Z10, Z6, Z6
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z10
+	VADDPS       Z10, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z10
+	VMOVDQU32.Z  128(SI)(R10*4), K3, Z11
+	VPMULLD      Z11, Z0, Z11
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z11
+	VMULPS       Z11, Z10, Z10
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z11
+	VADDPS       Z11, Z10, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
+	VDIVPS       Z14, Z4, Z14
+	VDIVPS       Z15, Z4, Z15
+	VDIVPS       Z16, Z4, Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VBROADCASTSS epilogueConsts<>+44(SB), Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS       Z22, Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VSUBPS       Z22, Z13, Z28
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VADDPS       Z22, Z13, Z22
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS       Z22, Z28, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VADDPS       Z22, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTPS2DQ    Z19, Z19
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VCVTDQ2PS    Z19, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VSUBPS       Z31, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VSUBPS       Z22, Z25, Z25
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VBROADCASTSS epilogueConsts<>+84(SB), Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VPSLLD       $0x17, Z19, Z19
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS       Z19, Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VMULPS       Z19, Z16, Z16
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z3, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z3, Z15, K4, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
+	VBLENDMPS    Z3, Z16, K4, Z16
+	VSUBPS       Z14, Z4, Z11
+	VSUBPS       Z15, Z4, Z12
+	VSUBPS       Z16, Z4, Z13
+	VCMPPS       $0x1d, Z3, Z5, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VCMPPS       $0x1d, Z3, Z6, K4
+	VBLENDMPS    Z12, Z15, K4, Z8
+	VCMPPS       $0x1d, Z3, Z10, K4
+	VBLENDMPS    Z13, Z16, K4, Z9
 	VMULPS       Z7, Z5, Z5
+	VMULPS       Z8, Z6, Z6
+	VMULPS       Z9, Z10, Z10
 	VMULPS       Z1, Z5, Z5
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
@@ -11408,7 +14007,23 @@ epi_col_500:
 	VPMAXSD      Z3, Z5, Z5
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
 	VPMOVDB      Z5, K1, (R8)(R10*1)
-	ADDQ         $0x10, R10
+	VMULPS       Z1, Z6, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K2, 16(R8)(R10*1)
+	VMULPS       Z1, Z10, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K3, 32(R8)(R10*1)
+	ADDQ         $0x30, R10
 	CMPQ         R10, DX
 	JL           epi_col_500
 	MOVQ         ldc+8(FP), R10
@@ -11436,10 +14051,7 @@ epi_flag_495:
 	MOVQ         outF32+80(FP), R9
 	VPXORD       Z1, Z1, Z1
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
-	LEAQ         -1(DX), R10
-	ANDQ         $0x0f, R10
-	LEAQ         epilogueTailMasks<>+0(SB), R11
-	MOVL         (R11)(R10*4), R10
+	LEAQ         epilogueColMasks<>+0(SB), R10
 
 epi_row_502:
 	XORQ R11, R11
@@ -11447,10 +14059,11 @@ epi_row_502:
 epi_col_503:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
-	MOVL         $0x0000ffff, R13
-	CMPQ         R12, $0x10
-	CMOVQLT      R10, R13
-	KMOVW        R13, K1
+	MOVQ         $0x00000030, R13
+	CMPQ         R12, R13
+	CMOVQLT      R12, R13
+	MOVQ         (R10)(R13*8), R12
+	KMOVQ        R12, K1
 	VMOVDQU32.Z  (AX)(R11*4), K1, Z3
 	VMOVDQU32.Z  (SI)(R11*4), K1, Z4
 	VPMULLD      Z4, Z0, Z4
@@ -11460,77 +14073,237 @@ epi_col_503:
 	VMULPS       Z4, Z3, Z3
 	VMOVUPS.Z    (DI)(R11*4), K1, Z4
 	VADDPS       Z4, Z3, Z3
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z4
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z4, Z6
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z6, Z7
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z7, Z7
-	VDIVPS       Z7, Z2, Z7
-	VBROADCASTSS epilogueConsts<>+44(SB), Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z8, Z8
-	VMULPS       Z7, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z6, Z9
-	VMULPS       Z9, Z9, Z10
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z10, Z10
-	VSUBPS       Z9, Z6, Z11
-	VADDPS       Z9, Z6, Z6
-	VMULPS       Z6, Z11, Z6
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z6, Z6
-	VADDPS       Z8, Z6, Z6
-	VADDPS       Z6, Z10, Z8
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z8, Z8
-	VCVTPS2DQ    Z8, Z8
-	VCVTDQ2PS    Z8, Z9
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z9, Z11
-	VSUBPS       Z11, Z10, Z10
-	VADDPS       Z6, Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z9, Z6
-	VSUBPS       Z6, Z10, Z10
-	VBROADCASTSS epilogueConsts<>+84(SB), Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VMULPS       Z10, Z6, Z6
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z6, Z6
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z8, Z8
-	VPSLLD       $0x17, Z8, Z8
-	VMULPS       Z8, Z6, Z6
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z4, K2
-	VBLENDMPS    Z1, Z7, K2, Z7
-	VSUBPS       Z7, Z2, Z4
-	VCMPPS       $0x1d, Z1, Z3, K2
-	VBLENDMPS    Z4, Z7, K2, Z5
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R11*4), K2, Z4
+	VMOVDQU32.Z  64(SI)(R11*4), K2, Z8
+	VPMULLD      Z8, Z0, Z8
+	VPSUBD       Z8, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R11*4), K2, Z8
+	VMULPS       Z8, Z4, Z4
+	VMOVUPS.Z    64(DI)(R11*4), K2, Z8
+	VADDPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R11*4), K3, Z8
+	VMOVDQU32.Z  128(SI)(R11*4), K3, Z9
+	VPMULLD      Z9, Z0, Z9
+	VPSUBD       Z9, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    128(CX)(R11*4), K3, Z9
+	VMULPS       Z9, Z8, Z8
+	VMOVUPS.Z    128(DI)(R11*4), K3, Z9
+	VADDPS       Z9, Z8, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS       Z12, Z2, Z12
+	VDIVPS       Z13, Z2, Z13
+	VDIVPS       Z14, Z2, Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z1, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z1, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z1, Z14, K4, Z14
+	VSUBPS       Z12, Z2, Z9
+	VSUBPS       Z13, Z2, Z10
+	VSUBPS       Z14, Z2, Z11
+	VCMPPS       $0x1d, Z1, Z3, K4
+	VBLENDMPS    Z9, Z12, K4, Z5
+	VCMPPS       $0x1d, Z1, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z6
+	VCMPPS       $0x1d, Z1, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
 	VMULPS       Z5, Z3, Z3
-	VMOVUPS.Z    (R8)(R11*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
+	VMULPS       Z6, Z4, Z4
+	VMULPS       Z7, Z8, Z8
+	VMOVUPS.Z    (R8)(R11*4), K1, Z9
+	VADDPS       Z9, Z3, Z3
 	VMOVUPS      Z3, K1, (R9)(R11*4)
-	ADDQ         $0x10, R11
+	VMOVUPS.Z    64(R8)(R11*4), K2, Z3
+	VADDPS       Z3, Z4, Z4
+	VMOVUPS      Z4, K2, 64(R9)(R11*4)
+	VMOVUPS.Z    128(R8)(R11*4), K3, Z3
+	VADDPS       Z3, Z8, Z8
+	VMOVUPS      Z8, K3, 128(R9)(R11*4)
+	ADDQ         $0x30, R11
 	CMPQ         R11, DX
 	JL           epi_col_503
 	MOVQ         ldc+8(FP), R11
@@ -11564,10 +14337,7 @@ epi_flag_501:
 	VPBROADCASTD R10, Z2
 	VPXORD       Z3, Z3, Z3
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
-	LEAQ         -1(DX), R10
-	ANDQ         $0x0f, R10
-	LEAQ         epilogueTailMasks<>+0(SB), R11
-	MOVL         (R11)(R10*4), R10
+	LEAQ         epilogueColMasks<>+0(SB), R10
 
 epi_row_504:
 	XORQ R11, R11
@@ -11575,10 +14345,11 @@ epi_row_504:
 epi_col_505:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
-	MOVL         $0x0000ffff, R13
-	CMPQ         R12, $0x10
-	CMOVQLT      R10, R13
-	KMOVW        R13, K1
+	MOVQ         $0x00000030, R13
+	CMPQ         R12, R13
+	CMOVQLT      R12, R13
+	MOVQ         (R10)(R13*8), R12
+	KMOVQ        R12, K1
 	VMOVDQU32.Z  (AX)(R11*4), K1, Z5
 	VMOVDQU32.Z  (SI)(R11*4), K1, Z6
 	VPMULLD      Z6, Z0, Z6
@@ -11588,75 +14359,229 @@ epi_col_505:
 	VMULPS       Z6, Z5, Z5
 	VMOVUPS.Z    (DI)(R11*4), K1, Z6
 	VADDPS       Z6, Z5, Z5
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z6
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z6, Z8
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z9
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z9, Z9
-	VDIVPS       Z9, Z4, Z9
-	VBROADCASTSS epilogueConsts<>+44(SB), Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z10, Z10
-	VMULPS       Z9, Z10, Z10
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z11
-	VMULPS       Z11, Z11, Z12
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z12, Z12
-	VSUBPS       Z11, Z8, Z13
-	VADDPS       Z11, Z8, Z8
-	VMULPS       Z8, Z13, Z8
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z8, Z8
-	VADDPS       Z10, Z8, Z8
-	VADDPS       Z8, Z12, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ    Z10, Z10
-	VCVTDQ2PS    Z10, Z11
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z11, Z13
-	VSUBPS       Z13, Z12, Z12
-	VADDPS       Z8, Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z11, Z8
-	VSUBPS       Z8, Z12, Z12
-	VBROADCASTSS epilogueConsts<>+84(SB), Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VMULPS       Z12, Z8, Z8
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z8, Z8
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD       $0x17, Z10, Z10
-	VMULPS       Z10, Z8, Z8
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z9, Z9
-	VMULPS       Z8, Z9, Z9
-	VCMPPS.BCST  $0x1e, epilogueConsts<>+16(SB), Z6, K2
-	VBLENDMPS    Z3, Z9, K2, Z9
-	VSUBPS       Z9, Z4, Z6
-	VCMPPS       $0x1d, Z3, Z5, K2
-	VBLENDMPS    Z6, Z9, K2, Z7
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R11*4), K2, Z6
+	VMOVDQU32.Z  64(SI)(R11*4), K2, Z10
+	VPMULLD      Z10, Z0, Z10
+	VPSUBD       Z10, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R11*4), K2, Z10
+	VMULPS       Z10, Z6, Z6
+	VMOVUPS.Z    64(DI)(R11*4), K2, Z10
+	VADDPS       Z10, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R11*4), K3, Z10
+	VMOVDQU32.Z  128(SI)(R11*4), K3, Z11
+	VPMULLD      Z11, Z0, Z11
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMOVUPS.Z    128(CX)(R11*4), K3, Z11
+	VMULPS       Z11, Z10, Z10
+	VMOVUPS.Z    128(DI)(R11*4), K3, Z11
+	VADDPS       Z11, Z10, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
+	VDIVPS       Z14, Z4, Z14
+	VDIVPS       Z15, Z4, Z15
+	VDIVPS       Z16, Z4, Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VBROADCASTSS epilogueConsts<>+44(SB), Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS       Z22, Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VSUBPS       Z22, Z13, Z28
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VADDPS       Z22, Z13, Z22
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS       Z22, Z28, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VADDPS       Z22, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTPS2DQ    Z19, Z19
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VCVTDQ2PS    Z19, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VSUBPS       Z31, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VSUBPS       Z22, Z25, Z25
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VBROADCASTSS epilogueConsts<>+84(SB), Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VPSLLD       $0x17, Z19, Z19
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS       Z19, Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VMULPS       Z19, Z16, Z16
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z3, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z3, Z15, K4, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
+	VBLENDMPS    Z3, Z16, K4, Z16
+	VSUBPS       Z14, Z4, Z11
+	VSUBPS       Z15, Z4, Z12
+	VSUBPS       Z16, Z4, Z13
+	VCMPPS       $0x1d, Z3, Z5, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VCMPPS       $0x1d, Z3, Z6, K4
+	VBLENDMPS    Z12, Z15, K4, Z8
+	VCMPPS       $0x1d, Z3, Z10, K4
+	VBLENDMPS    Z13, Z16, K4, Z9
 	VMULPS       Z7, Z5, Z5
-	VMOVUPS.Z    (R8)(R11*4), K1, Z6
-	VADDPS       Z6, Z5, Z5
+	VMULPS       Z8, Z6, Z6
+	VMULPS       Z9, Z10, Z10
+	VMOVUPS.Z    (R8)(R11*4), K1, Z11
+	VADDPS       Z11, Z5, Z5
 	VMULPS       Z1, Z5, Z5
 	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
 	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
@@ -11665,7 +14590,27 @@ epi_col_505:
 	VPMAXSD      Z3, Z5, Z5
 	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
 	VPMOVDB      Z5, K1, (R9)(R11*1)
-	ADDQ         $0x10, R11
+	VMOVUPS.Z    64(R8)(R11*4), K2, Z5
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z1, Z6, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K2, 16(R9)(R11*1)
+	VMOVUPS.Z    128(R8)(R11*4), K3, Z5
+	VADDPS       Z5, Z10, Z10
+	VMULPS       Z1, Z10, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K3, 32(R9)(R11*1)
+	ADDQ         $0x30, R11
 	CMPQ         R11, DX
 	JL           epi_col_505
 	MOVQ         ldc+8(FP), R11

@@ -5,9 +5,7 @@ package qgemm
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime/debug"
-	"syscall"
 	"testing"
 	"unsafe"
 
@@ -75,35 +73,6 @@ func asmtestRef(a []uint8, lda int, w []int8, k, n, m, nblocks int) []int32 {
 		}
 	}
 	return c
-}
-
-// guardedBytes returns n bytes of fresh anonymous memory between two
-// PROT_NONE pages: if atEnd, the slice ends at the upper guard page (an
-// over-read faults), else it starts at the lower one (an under-read
-// faults). The memory is unmapped when the test ends.
-func guardedBytes(t testing.TB, n int, atEnd bool) []byte {
-	t.Helper()
-	ps := os.Getpagesize()
-	pages := (n + ps - 1) / ps
-	if pages == 0 {
-		pages = 1
-	}
-	mem, err := syscall.Mmap(-1, 0, (pages+2)*ps, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	if err != nil {
-		t.Fatalf("mmap: %v", err)
-	}
-	t.Cleanup(func() { _ = syscall.Munmap(mem) })
-	if err := syscall.Mprotect(mem[:ps], syscall.PROT_NONE); err != nil {
-		t.Fatalf("mprotect: %v", err)
-	}
-	if err := syscall.Mprotect(mem[(pages+1)*ps:], syscall.PROT_NONE); err != nil {
-		t.Fatalf("mprotect: %v", err)
-	}
-	if atEnd {
-		end := (pages + 1) * ps
-		return mem[end-n : end : end]
-	}
-	return mem[ps : ps+n : ps+n]
 }
 
 // unsafeInt8s views p as []int8.

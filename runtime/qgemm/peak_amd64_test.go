@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sqc-dev/sqc/runtime/cpu"
 )
 
@@ -19,20 +17,22 @@ import (
 // per wall second, as usual, and GOP/cpu-s per second this thread ran.
 type cpuClock struct{ start time.Duration }
 
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
-}
-
 // startCPUClock locks the goroutine to its thread (undone at the end of
 // the benchmark) and starts the clock.
 func startCPUClock(b *testing.B) *cpuClock {
 	runtime.LockOSThread()
 	b.Cleanup(runtime.UnlockOSThread)
 	return &cpuClock{start: threadCPU()}
+}
+
+// reportRate adds per-wall-second and per-CPU-second rates of perIter
+// units (in millions) per b.N.
+func (c *cpuClock) reportRate(b *testing.B, perIter int, unit string) {
+	total := float64(perIter) * float64(b.N) / 1e6
+	b.ReportMetric(total/b.Elapsed().Seconds(), unit)
+	if cpuTime := threadCPU() - c.start; cpuTime > 0 {
+		b.ReportMetric(total/cpuTime.Seconds(), unit[:len(unit)-2]+"/cpu-s")
+	}
 }
 
 // report adds the GOP/s and GOP/cpu-s metrics for ops operations per b.N.

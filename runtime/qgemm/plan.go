@@ -2,47 +2,54 @@ package qgemm
 
 // Macro-blocking: the driver cuts the m x Np output into macro-blocks of
 // mc rows x nc columns, one kernel call plus one epilogue call each, spread
-// over the pool's workers. A block's working set (A rows, B strips, the
-// s32 block and its output) should stay in the worker's L2, and a call
-// should carry tens of microseconds of work, because the fixed costs of a
-// call (AMX LDTILECFG ~100 ns, epilogue set-up, scheduling) and of bringing
-// A and B into L2 are paid once per block.
+// over the pool's workers.
+//
+// Every kernel keeps a few rows of A resident while it sweeps the block's
+// N-blocks (AMX: 32 rows against pairs of B strips; VNNI: 8 rows against
+// groups of 3 strips, N-groups outermost), so the block's B strips should
+// stay in L2 and its A rows, ideally, in L1d. A call should carry tens of
+// microseconds of work, because its fixed costs (AMX LDTILECFG ~100 ns,
+// epilogue set-up, the pool's hand-off) are paid per block. Measured with
+// the VNNI kernel (Zen 5, K=768): 32-64 rows x all of N = 768 beat 256 x
+// 256 by 0-7%; the differences among shapes that fit are within a few
+// per cent.
 
 const (
-	// l2Budget is the part of a core's L2 (2 MiB on Emerald Rapids and
-	// Zen 5) a macro-block's working set may fill: the A rows (mc x Kp), the
-	// B strips (nc x Kp), the s32 block and the output/residual block. The
-	// other half is left to what the hardware prefetchers bring in, the
-	// next block's first lines and whatever else runs.
-	l2Budget = 1 << 20
+	// l1dBytes is the L1 data cache of one core (Emerald Rapids, Zen 5).
+	// A block whose A rows (mc x Kp bytes) fit is cheaper: the kernel
+	// re-reads them once per N group.
+	l1dBytes = 48 << 10
+
+	// bPanelBudget bounds the B strips of one block (nc x Kp bytes): half
+	// of a core's 2 MiB L2, leaving room for the A rows, the s32 block, the
+	// output rows and what the prefetchers bring in.
+	bPanelBudget = 1 << 20
 
 	// scratchElems is the size of each worker's s32 block in int32 (256
 	// KiB, in L2): mc x scratchStride(nc) never exceeds it.
 	scratchElems = 64 << 10
 
-	// mcMax and ncMax bound a block's rows and columns (also through
-	// l2Budget and scratchElems).
+	// mcMax bounds a block's rows (the scratch bounds it too).
 	mcMax = 512
-	ncMax = 1024
 
 	// mcAlign is the row granule of a block: two AMX tile rows (the AMX
 	// kernel's 32-row blocks) and four VNNI 8-row groups.
 	mcAlign = 32
 
-	// planSpan bounds how many splits beyond the cache-forced minimum the
-	// planner tries along each dimension, so planning stays well under a
-	// microsecond for small products.
-	planSpan = 12
+	// aOutsideL1Penalty is the modelled slowdown of a block whose A rows
+	// do not fit L1d (5%, from the VNNI measurements above).
+	aOutsideL1Penalty = 1.05
+
+	// planSpan bounds how many splits beyond the minimum the planner tries
+	// along each dimension, so planning stays around a microsecond.
+	planSpan = 16
 )
 
 // blockCosts model one macro-block in units of the variant's
 // multiply-adds, for comparing block shapes.
 type blockCosts struct {
-	// macsPerByte: multiply-adds the kernel does in the time one byte of A
-	// or B arrives in L2 from L3 or DRAM (~20 GB/s per core).
-	macsPerByte float64
-	// macsPerCall: fixed cost of a block (kernel entry, epilogue set-up,
-	// the pool's hand-off), about 1 us.
+	// macsPerCall is the fixed cost of a block (kernel entry, epilogue
+	// set-up, the pool's hand-off), about 1 us of the kernel's work.
 	macsPerCall float64
 }
 
@@ -50,7 +57,7 @@ type blockCosts struct {
 // sustained rates per core in /work/shared/notes/isa-facts.md: AMX ~1.5e12
 // MAC/s, VNNI ~3e11, AVX2 ~6.5e10, pure Go ~5e9.
 func costsFor(isa ISA) blockCosts {
-	const bytesPerSec, callSec = 20e9, 1e-6
+	const callSec = 1e-6
 	rate := 5e9
 	switch isa {
 	case ISAAMX:
@@ -60,7 +67,7 @@ func costsFor(isa ISA) blockCosts {
 	case ISAAVX2:
 		rate = 6.5e10
 	}
-	return blockCosts{macsPerByte: rate / bytesPerSec, macsPerCall: rate * callSec}
+	return blockCosts{macsPerCall: rate * callSec}
 }
 
 // scratchStride is the s32 block's row stride (int32) for nc columns: nc,
@@ -77,17 +84,16 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // planBlocks chooses the macro-block shape (mc rows, nc columns, nc a
 // multiple of NBlock) for an m x (nblocks*16) product of depth kp on
-// workers workers. It minimises the modelled time of the slowest worker:
-// rounds x (compute + A/B traffic + fixed cost), where rounds =
-// ceil(blocks / workers), among shapes that fit l2Budget and the scratch;
-// ties go to fewer blocks.
+// workers workers. Among shapes whose s32 block fits the scratch and whose
+// B strips fit bPanelBudget, it minimises the modelled time of the slowest
+// worker, rounds x (compute + fixed cost) with rounds = ceil(blocks /
+// workers); ties go to fewer blocks, then to wider ones.
 func planBlocks(m, nblocks, kp, workers int, cost blockCosts) (mc, nc int) {
-	// Start from the largest blocks; l2Budget and the scratch then rule
-	// out the shapes that are too big.
-	pMin, qMin := ceilDiv(m, mcMax), ceilDiv(nblocks, ncMax/NBlock)
+	pMin := ceilDiv(m, mcMax)
+	qMin := max(1, ceilDiv(nblocks*NBlock*kp, bPanelBudget))
 	pMax, qMax := ceilDiv(m, min(m, NBlock)), nblocks
 
-	bestCost, bestBlocks, bestFoot := 0.0, 0, 0
+	bestCost, bestBlocks := 0.0, 0
 	prevRows := 0
 	for p := pMin; p <= min(pMin+planSpan, pMax); p++ {
 		rows := ceilDiv(m, p)
@@ -99,6 +105,10 @@ func planBlocks(m, nblocks, kp, workers int, cost blockCosts) (mc, nc int) {
 		}
 		prevRows = rows
 		mBlocks := ceilDiv(m, rows)
+		penalty := 1.0
+		if rows*kp > l1dBytes {
+			penalty = aOutsideL1Penalty
+		}
 		prevCols := 0
 		for q := qMin; q <= min(qMin+planSpan, qMax); q++ {
 			colBlocks := ceilDiv(nblocks, q)
@@ -107,27 +117,19 @@ func planBlocks(m, nblocks, kp, workers int, cost blockCosts) (mc, nc int) {
 			}
 			prevCols = colBlocks
 			cols := colBlocks * NBlock
-			if rows*scratchStride(cols) > scratchElems {
+			if rows*scratchStride(cols) > scratchElems || cols*kp > bPanelBudget {
 				continue
 			}
 			blocks := mBlocks * ceilDiv(nblocks, colBlocks)
 			rounds := ceilDiv(blocks, workers)
-			compute := float64(RoundUp(rows, NBlock) * cols * kp)
-			traffic := cost.macsPerByte * float64((rows+cols)*kp)
-			t := float64(rounds) * (compute + traffic + cost.macsPerCall)
-			foot := (rows+cols)*kp + rows*cols*8
-			if foot > l2Budget {
-				// Over budget: A and B are re-read from L3 while the
-				// kernel sweeps the block; count them twice more.
-				t += float64(rounds) * 2 * traffic
-			}
-			if mc == 0 || t < bestCost || (t == bestCost && blocks < bestBlocks) ||
-				(t == bestCost && blocks == bestBlocks && foot < bestFoot) {
-				mc, nc, bestCost, bestBlocks, bestFoot = rows, cols, t, blocks, foot
+			compute := float64(RoundUp(rows, NBlock)*cols*kp) * penalty
+			t := float64(rounds) * (compute + cost.macsPerCall)
+			if mc == 0 || t < bestCost || (t == bestCost && (blocks < bestBlocks || blocks == bestBlocks && cols > nc)) {
+				mc, nc, bestCost, bestBlocks = rows, cols, t, blocks
 			}
 		}
 	}
-	if mc == 0 { // nothing fits the scratch: the smallest block always does
+	if mc == 0 { // nothing fits (huge K): the smallest block always does
 		mc, nc = min(m, mcAlign), NBlock
 	}
 	return mc, nc

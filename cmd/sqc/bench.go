@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sqc-dev/sqc/internal/bench"
+)
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "time forward passes of a model (INT8, or FP32 with --fp32), or serve the peer harness's worker protocol",
+		Description: `Builds the model (--model FILE, or --config NAME with deterministic random
+weights in the real shapes, so no checkpoint is needed), quantises it (calibration
+on random token ids), warms up, then times forward passes of one batch of random
+token ids: a time budget (--budget) or an exact count (--runs). Prints median,
+min and max latency and sequences per second, heap allocations per run and the
+process's peak RSS; --json prints one object.
+
+With --serve it is a worker for ../shared/bench/peers (coord.py): JSON lines on
+stdin/stdout, modes int8 (fastest kernels) and int8-vnni (AMX off).
+
+--threads also sets GOMAXPROCS, so the process uses at most that many cores.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Usage: "an .onnx file or a HuggingFace directory"},
+			&cli.StringFlag{Name: "config", Usage: "a model shape with random weights: bert-base, bert-large, distilbert, minilm-l6 (or an hf preset)"},
+			&cli.Uint64Flag{Name: "seed", Value: bench.DefaultSeed, Usage: "random-weight seed for --config"},
+			&cli.IntFlag{Name: "batch", Value: 1, Usage: "sequences per forward pass"},
+			&cli.IntFlag{Name: "seq", Value: 128, Usage: "tokens per sequence"},
+			&cli.IntFlag{Name: "threads", Usage: "worker threads (default: GOMAXPROCS)"},
+			&cli.StringFlag{Name: "isa", Usage: "cap the INT8 kernels: amx, vnni, avx2 or go (default: fastest available)"},
+			&cli.BoolFlag{Name: "fp32", Usage: "time the FP32 reference interpreter instead"},
+			&cli.StringFlag{Name: "act", Value: "static", Usage: "activation quantisation: static (per tensor) or dynamic (per token)"},
+			&cli.IntFlag{Name: "runs", Usage: "exact number of timed runs (default: as many as --budget allows, at least 3)"},
+			&cli.DurationFlag{Name: "budget", Value: bench.DefaultBudget, Usage: "time spent on timed runs when --runs is not given"},
+			&cli.IntFlag{Name: "warmup", Value: bench.DefaultWarmup, Usage: "untimed runs first"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+			&cli.BoolFlag{Name: "serve", Usage: "be a worker of the peer harness (JSON lines on stdin/stdout)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError{fmt.Sprintf("bench takes no arguments, got %q", c.Args().Slice())}
+			}
+			o := bench.Options{
+				Source:  bench.Source{Model: c.String("model"), Config: c.String("config"), Seed: c.Uint64("seed")},
+				Batch:   c.Int("batch"),
+				Seq:     c.Int("seq"),
+				Threads: c.Int("threads"),
+				ISA:     c.String("isa"),
+				FP32:    c.Bool("fp32"),
+				Measure: bench.MeasureOptions{Runs: c.Int("runs"), Budget: c.Duration("budget"), Warmup: c.Int("warmup")},
+			}
+			o.Quant.Passes.Act = c.String("act")
+			if a := o.Quant.Passes.Act; a != "static" && a != "dynamic" {
+				return usageError{fmt.Sprintf("--act %q: want static or dynamic", a)}
+			}
+			if c.Bool("serve") {
+				return serveBench(c, o)
+			}
+			if err := o.Validate(); err != nil {
+				return usageError{err.Error()}
+			}
+			if o.Threads > 0 {
+				runtime.GOMAXPROCS(o.Threads)
+			}
+			if !c.Bool("json") {
+				o.Progress = c.App.ErrWriter
+			}
+			r, err := bench.Run(o)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return json.NewEncoder(c.App.Writer).Encode(r)
+			}
+			return r.WriteText(c.App.Writer)
+		},
+	}
+}
+
+// serveBench runs the peer-harness worker on stdin/stdout.
+func serveBench(c *cli.Context, o bench.Options) error {
+	for _, f := range []string{"batch", "seq", "isa", "fp32", "runs", "budget", "warmup", "json"} {
+		if c.IsSet(f) {
+			return usageError{fmt.Sprintf("--%s does not apply with --serve: the coordinator sends shapes and modes", f)}
+		}
+	}
+	if err := o.Source.Validate(); err != nil {
+		return usageError{err.Error()}
+	}
+	if o.Threads < 0 {
+		return usageError{fmt.Sprintf("--threads %d < 0", o.Threads)}
+	}
+	if o.Threads > 0 {
+		runtime.GOMAXPROCS(o.Threads)
+	}
+	start := time.Now()
+	w, err := bench.NewWorker(bench.WorkerOptions{Source: o.Source, Threads: o.Threads, Quant: o.Quant, Log: c.App.ErrWriter})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	w.Load = time.Since(start)
+	return w.Serve(c.App.Reader, c.App.Writer)
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sqc-dev/sqc/codegen"
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/compiler/frontend"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
+)
+
+// Defaults of `sqc compile`'s size limits: 128 tokens covers sentence
+// classification (the longest SST-2 sentence is 66 tokens), and 16
+// sequences of 128 tokens keep one workspace of a BERT-base-sized model
+// under ~100 MB.
+const (
+	defaultMaxSeq   = 128
+	defaultMaxBatch = 16
+)
+
+func compileCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "compile",
+		Usage: "compile a model into a standalone Go package (INT8 schedule, embedded weights)",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "model", Required: true, Usage: "an .onnx file or a HuggingFace directory"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "directory of the generated package (replaced as a whole; refused if it holds files sqc did not generate)"},
+			&cli.StringFlag{Name: "package", Usage: "Go package name (default: the base name of --out)"},
+			&cli.IntFlag{Name: "max-seq", Value: defaultMaxSeq, Usage: "longest sequence the package accepts, in tokens"},
+			&cli.IntFlag{Name: "max-batch", Value: defaultMaxBatch, Usage: "sequences per forward pass (Run splits larger batches)"},
+			&cli.StringFlag{Name: "target", Value: "auto", Usage: "kernel family ceiling: auto (fastest the CPU allows at run time), amx, vnni, avx2 or go"},
+		}, int8Flags()...),
+		Action: func(c *cli.Context) error {
+			out := c.String("out")
+			pkgName := c.String("package")
+			if pkgName == "" {
+				pkgName = filepath.Base(filepath.Clean(out))
+			}
+			target := c.String("target")
+			if !slicesContains(codegen.Targets, target) {
+				return usageError{fmt.Sprintf("--target %q: want one of %s", target, strings.Join(codegen.Targets, ", "))}
+			}
+			if c.Int("max-seq") < 1 || c.Int("max-batch") < 1 {
+				return usageError{"--max-seq and --max-batch must be at least 1"}
+			}
+			cfg, err := parseInt8Flags(c, "", c.App.ErrWriter)
+			if err != nil {
+				return err
+			}
+			model := c.String("model")
+			g, err := frontend.Load(model)
+			if err != nil {
+				return err
+			}
+			tok, vocab, tokOpts, err := compileTokenizer(model)
+			if err != nil {
+				return err
+			}
+			b, err := buildInt8(g, tok, cfg, c.App.ErrWriter)
+			if err != nil {
+				return err
+			}
+			prog, err := exec.Compile(b.int8, exec.Options{Threads: 1})
+			if err != nil {
+				return err
+			}
+			defer prog.Close()
+			summary := cfg.describe()
+			if cfg.calibPath != "" {
+				summary += fmt.Sprintf(", calibrated on up to %d inputs of %s", cfg.calibSamples, filepath.Base(cfg.calibPath))
+			}
+			pkg, err := codegen.Generate(prog, codegen.Options{
+				Package: pkgName, ModelName: g.Name, Summary: summary, Target: target,
+				MaxBatch: c.Int("max-batch"), MaxSeq: c.Int("max-seq"),
+				Labels: labels(g), Vocab: vocab, Tokenizer: tokOpts,
+			})
+			if err != nil {
+				if errors.Is(err, compiler.ErrInvalidRequest) {
+					return usageError{err.Error()}
+				}
+				return err
+			}
+			if err := codegen.Write(out, pkg); err != nil {
+				return err
+			}
+			total := 0
+			for _, data := range pkg.Files {
+				total += len(data)
+			}
+			fmt.Fprintf(c.App.Writer, "sqc: wrote package %s to %s: %d files, %d bytes, %d schedule steps (%s)\n",
+				pkgName, out, len(pkg.Files), total, pkg.Steps, summary)
+			return nil
+		},
+	}
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// labels returns the class names of config.json's id2label (graph meta
+// "id2label.N"), by index; nil when they are absent or have gaps.
+func labels(g *compiler.Graph) []string {
+	byIndex := map[int]string{}
+	for k, v := range g.Meta {
+		if rest, ok := strings.CutPrefix(k, "id2label."); ok {
+			if i, err := strconv.Atoi(rest); err == nil && i >= 0 {
+				byIndex[i] = v
+			}
+		}
+	}
+	idx := make([]int, 0, len(byIndex))
+	for i := range byIndex {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	out := make([]string, len(idx))
+	for j, i := range idx {
+		if i != j {
+			return nil
+		}
+		out[j] = byIndex[i]
+	}
+	return out
+}
+
+// compileTokenizer reads the model's tokenizer for the generated package:
+// vocab.txt beside the model with tokenizer_config.json's settings (the
+// package embeds both). A model without vocab.txt gets a package without
+// the text API (Run on token ids only); tok is then nil, and calibration
+// needs token ids.
+func compileTokenizer(model string) (*tokenizer.Tokenizer, []byte, tokenizer.Options, error) {
+	dir := frontend.Dir(model)
+	vocabPath := filepath.Join(dir, "vocab.txt")
+	vocab, err := os.ReadFile(vocabPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, tokenizer.Options{}, nil
+	}
+	if err != nil {
+		return nil, nil, tokenizer.Options{}, compiler.BadInput(vocabPath, "", err)
+	}
+	opts, err := tokenizerConfig(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		return nil, nil, opts, err
+	}
+	tok, err := tokenizer.FromVocabFile(vocabPath, opts)
+	if err != nil {
+		return nil, nil, opts, err
+	}
+	return tok, vocab, opts, nil
+}
+
+// tokenizerConfig reads the BertTokenizer settings of a
+// tokenizer_config.json as runtime/tokenizer.Load does (do_lower_case
+// defaults to true; a missing file means the defaults).
+// TODO(tokenizer owner): export this from runtime/tokenizer so there is
+// one reader.
+func tokenizerConfig(path string) (tokenizer.Options, error) {
+	opts := tokenizer.Options{Lowercase: true}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return opts, nil
+	}
+	if err != nil {
+		return opts, compiler.BadInput(path, "", err)
+	}
+	var raw struct {
+		DoLowerCase          *bool           `json:"do_lower_case"`
+		StripAccents         *bool           `json:"strip_accents"`
+		TokenizeChineseChars *bool           `json:"tokenize_chinese_chars"`
+		ModelMaxLength       *float64        `json:"model_max_length"`
+		UnkToken             json.RawMessage `json:"unk_token"`
+		ClsToken             json.RawMessage `json:"cls_token"`
+		SepToken             json.RawMessage `json:"sep_token"`
+		PadToken             json.RawMessage `json:"pad_token"`
+		MaskToken            json.RawMessage `json:"mask_token"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return opts, compiler.BadInput(path, "", fmt.Errorf("%w: %v", compiler.ErrMalformed, err))
+	}
+	if raw.DoLowerCase != nil {
+		opts.Lowercase = *raw.DoLowerCase
+	}
+	opts.StripAccents = raw.StripAccents
+	if raw.TokenizeChineseChars != nil {
+		opts.NoChineseChars = !*raw.TokenizeChineseChars
+	}
+	if m := raw.ModelMaxLength; m != nil && *m >= 1 && *m <= 1<<20 {
+		opts.MaxLength = int(*m)
+	}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  *string
+	}{
+		{"unk_token", raw.UnkToken, &opts.UnkToken}, {"cls_token", raw.ClsToken, &opts.ClsToken},
+		{"sep_token", raw.SepToken, &opts.SepToken}, {"pad_token", raw.PadToken, &opts.PadToken},
+		{"mask_token", raw.MaskToken, &opts.MaskToken},
+	} {
+		if len(f.raw) == 0 || string(f.raw) == "null" {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(f.raw, &s); err != nil {
+			var obj struct {
+				Content string `json:"content"`
+			}
+			if err := json.Unmarshal(f.raw, &obj); err != nil {
+				return opts, compiler.BadInput(path, f.name, fmt.Errorf("%w: want a string or {\"content\": string}", compiler.ErrMalformed))
+			}
+			s = obj.Content
+		}
+		*f.dst = s
+	}
+	return opts, nil
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/internal/bench"
+	"github.com/sqc-dev/sqc/internal/bench/roofline"
+	"github.com/sqc-dev/sqc/runtime/cpu"
+)
+
+func rooflineCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "roofline",
+		Usage: "measure this machine's ceilings and place each fused op of an INT8 model under them",
+		Description: `Measures the compute ceilings (register-only AMX, VNNI and FP32 loops) and the
+L2 and DRAM read bandwidths with --threads threads, compiles the model to INT8
+(--model FILE, or --config NAME with random weights), times each distinct step
+of the program (GEMMs per shape and epilogue, attention, LayerNorm, ...) at
+--batch x --seq, and prints each op's operational intensity, achieved GOP/s
+and its roof. --svg FILE draws the roofline figure; --json prints one object.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Usage: "an .onnx file or a HuggingFace directory"},
+			&cli.StringFlag{Name: "config", Usage: "a model shape with random weights: bert-base, bert-large, distilbert, minilm-l6 (or an hf preset)"},
+			&cli.Uint64Flag{Name: "seed", Value: bench.DefaultSeed, Usage: "random-weight seed for --config"},
+			&cli.IntFlag{Name: "batch", Value: 8, Usage: "sequences per forward pass"},
+			&cli.IntFlag{Name: "seq", Value: 128, Usage: "tokens per sequence"},
+			&cli.IntFlag{Name: "threads", Usage: "threads (default: GOMAXPROCS); also sets GOMAXPROCS"},
+			&cli.StringFlag{Name: "isa", Usage: "cap the INT8 kernels: amx, vnni, avx2 or go"},
+			&cli.StringFlag{Name: "act", Value: "static", Usage: "activation quantisation: static or dynamic"},
+			&cli.StringFlag{Name: "svg", Usage: "write the roofline figure to this file"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+			&cli.DurationFlag{Name: "budget", Value: 2 * time.Second, Usage: "time spent timing whole forward passes"},
+			&cli.DurationFlag{Name: "per-op", Value: roofline.DefaultPerOp, Usage: "timing budget per distinct op"},
+			&cli.DurationFlag{Name: "ceiling-budget", Value: roofline.DefaultCeilingBudget, Usage: "timing budget per ceiling"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError{fmt.Sprintf("roofline takes no arguments, got %q", c.Args().Slice())}
+			}
+			o := bench.Options{
+				Source:  bench.Source{Model: c.String("model"), Config: c.String("config"), Seed: c.Uint64("seed")},
+				Batch:   c.Int("batch"),
+				Seq:     c.Int("seq"),
+				Threads: c.Int("threads"),
+				ISA:     c.String("isa"),
+				Measure: bench.MeasureOptions{Warmup: bench.DefaultWarmup, Budget: c.Duration("budget")},
+			}
+			o.Quant.Passes.Act = c.String("act")
+			if a := o.Quant.Passes.Act; a != "static" && a != "dynamic" {
+				return usageError{fmt.Sprintf("--act %q: want static or dynamic", a)}
+			}
+			if c.Duration("per-op") <= 0 || c.Duration("ceiling-budget") <= 0 {
+				return usageError{"--per-op and --ceiling-budget must be positive"}
+			}
+			if err := o.Validate(); err != nil {
+				return usageError{err.Error()}
+			}
+			if o.Threads > 0 {
+				runtime.GOMAXPROCS(o.Threads)
+			}
+			o.Threads = runtime.GOMAXPROCS(0)
+			if !c.Bool("json") {
+				o.Progress = c.App.ErrWriter
+			}
+			return runRoofline(c, o)
+		},
+	}
+}
+
+// rooflineReport is `sqc roofline --json`.
+type rooflineReport struct {
+	Model     string             `json:"model"`
+	Engine    string             `json:"engine"`
+	CPU       string             `json:"cpu"`
+	Batch     int                `json:"batch"`
+	Seq       int                `json:"seq"`
+	Threads   int                `json:"threads"`
+	ForwardMs bench.Summary      `json:"forward_ms"`
+	ReplayMs  float64            `json:"replayed_ms"`
+	Ceilings  []roofline.Ceiling `json:"ceilings"`
+	Ops       []roofline.Row     `json:"ops"`
+	Skipped   []string           `json:"skipped,omitempty"`
+}
+
+func runRoofline(c *cli.Context, o bench.Options) error {
+	progress := func(format string, args ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, format+"\n", args...)
+		}
+	}
+	p, err := bench.Prepare(o)
+	if err != nil {
+		return err
+	}
+	defer p.Engine.Close()
+	withProg, ok := p.Engine.(interface{ Program() *exec.Program })
+	if !ok {
+		return fmt.Errorf("roofline: engine %q has no exec.Program", p.Engine.Describe())
+	}
+	prog := withProg.Program()
+	in, err := p.Model.Inputs(o.Batch, o.Seq, bench.InputSeed)
+	if err != nil {
+		return err
+	}
+	progress("timing the forward pass ...")
+	meas, err := bench.Measure(func() error { _, err := p.Engine.Run(in); return err }, o.Measure)
+	if err != nil {
+		return err
+	}
+	progress("profiling %d steps ...", len(prog.Steps()))
+	prof, err := roofline.ProfileProgram(prog, roofline.ProfileOptions{Batch: o.Batch, Seq: o.Seq, Threads: o.Threads, PerOp: c.Duration("per-op"), Seed: 1})
+	if err != nil {
+		return err
+	}
+	progress("measuring ceilings on %d threads ...", o.Threads)
+	cs, err := roofline.MeasureCeilings(roofline.CeilingOptions{Threads: o.Threads, Budget: c.Duration("ceiling-budget")})
+	if err != nil {
+		return err
+	}
+	isa := prog.Engine().ISA().String()
+	rows := roofline.Rows(prof.Points, cs, isa)
+	rep := rooflineReport{
+		Model: p.Model.Name, Engine: p.Engine.Describe(), CPU: cpu.Detect().String(),
+		Batch: o.Batch, Seq: o.Seq, Threads: o.Threads,
+		ForwardMs: meas.LatencyMs, ReplayMs: prof.ReplayedSeconds * 1e3,
+		Ceilings: cs, Ops: rows, Skipped: prof.Skipped,
+	}
+	if path := c.String("svg"); path != "" {
+		if err := writeRooflineSVG(path, rep, prof); err != nil {
+			return err
+		}
+		progress("wrote %s", path)
+	}
+	if c.Bool("json") {
+		return json.NewEncoder(c.App.Writer).Encode(rep)
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "model %s, INT8, batch %d x sequence %d, %d threads\nengine %s\ncpu features: %s\n",
+		rep.Model, o.Batch, o.Seq, o.Threads, rep.Engine, rep.CPU)
+	fmt.Fprintf(w, "forward pass: median %.2f ms (%d runs); the replayed steps add up to %.2f ms (%.0f%%)\n\n",
+		meas.LatencyMs.Median, meas.LatencyMs.N, rep.ReplayMs, 100*rep.ReplayMs/meas.LatencyMs.Median)
+	if err := roofline.WriteTable(w, cs, rows); err != nil {
+		return err
+	}
+	for _, s := range prof.Skipped {
+		fmt.Fprintf(w, "not replayed: %s\n", s)
+	}
+	return nil
+}
+
+func writeRooflineSVG(path string, rep rooflineReport, prof *roofline.Profile) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	chart := roofline.Chart{
+		Title:    fmt.Sprintf("sqc roofline: %s INT8, batch %d x %d tokens, %d threads", rep.Model, rep.Batch, rep.Seq, rep.Threads),
+		Subtitle: fmt.Sprintf("forward pass %.1f ms median; %s; CPU: %s", rep.ForwardMs.Median, rep.Engine, rep.CPU),
+		Ceilings: rep.Ceilings, Points: prof.Points,
+		Note: fmt.Sprintf("Ceilings measured here with %d threads: compute = register-only loops, bandwidth = read sweeps. "+
+			"Op times: each distinct step replayed alone (replayed sum %.1f ms). Ops: 2 per multiply-add.", rep.Threads, rep.ReplayMs),
+	}
+	if err := roofline.WriteSVG(f, chart); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,378 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// errorNames are the modelrt sentinels a generated package re-exports.
+var errorNames = []string{
+	"ErrInvalidInput", "ErrEmptyBatch", "ErrEmptySequence", "ErrSequenceTooLong", "ErrTokenOutOfRange",
+	"ErrMaskLength", "ErrTokenTypeLength", "ErrTokenTypeInRange", "ErrBatchShape", "ErrCorruptWeights",
+}
+
+func (g *gen) hasInput(role string) bool {
+	return g.pl.hasInput(role)
+}
+
+// classifier reports whether the package gets Classify: one [batch, L]
+// output and L labels.
+func (g *gen) classifier() bool {
+	return g.tok != nil && len(g.outs) == 1 && !g.outs[0].perSeq && len(g.opts.Labels) == g.outs[0].slot.width && len(g.opts.Labels) > 0
+}
+
+// embedder reports whether the package gets Embed: one [batch, seq, H]
+// output (an encoder without a head).
+func (g *gen) embedder() bool {
+	return g.tok != nil && len(g.outs) == 1 && g.outs[0].perSeq
+}
+
+func (g *gen) modelFile() *jen.File {
+	f := newFile(g.opts.Package)
+	o := g.opts
+	doc := fmt.Sprintf("Package %s runs the INT8 model %q, compiled by sqc: SmoothQuant INT8 inference in pure Go on runtime/qgemm's kernels (AMX, AVX512-VNNI, AVX2 or portable Go, chosen at run time).", o.Package, o.ModelName)
+	f.PackageComment(doc)
+	f.PackageComment("")
+	if o.Summary != "" {
+		f.PackageComment("Quantisation: " + o.Summary + ".")
+	}
+	f.PackageComment(fmt.Sprintf("Compiled for at most %d tokens per sequence and %d sequences per forward pass (Run splits larger batches); kernel target %s.", g.pl.maxSeq, g.pl.maxBatch, o.Target))
+	f.PackageComment(fmt.Sprintf("The schedule (schedule.go) is %d runtime calls; the weights (weights.bin) are embedded.", len(g.pl.prog.Steps())))
+
+	f.Comment("The generated code's runtime version: this fails to compile against a runtime/modelrt")
+	f.Comment("that no longer supports it (regenerate with a matching sqc).")
+	f.Const().Id("_").Op("=").Qual(pkgModelrt, fmt.Sprintf("SupportVersion%d", RuntimeVersion))
+	f.Line()
+
+	limits := []jen.Code{
+		jen.Comment("MaxSequence is the longest sequence Run accepts, in tokens."),
+		jen.Id("MaxSequence").Op("=").Lit(g.pl.maxSeq),
+		jen.Comment("MaxBatch is the number of sequences one forward pass takes; Run splits larger batches."),
+		jen.Id("MaxBatch").Op("=").Lit(g.pl.maxBatch),
+		jen.Comment("VocabSize is the number of token ids: ids must be in [0, VocabSize)."),
+		jen.Id("VocabSize").Op("=").Lit(g.pl.vocab),
+		jen.Comment("TypeVocabSize is the number of token type ids (0: the model has no token types)."),
+		jen.Id("TypeVocabSize").Op("=").Lit(g.pl.typeVocab),
+	}
+	if g.classifier() {
+		limits = append(limits, jen.Comment("NumLabels is the number of classes."), jen.Id("NumLabels").Op("=").Lit(len(o.Labels)))
+	}
+	f.Const().Defs(limits...)
+	f.Line()
+	f.Comment("Arena sizes of one workspace, at MaxBatch x MaxSequence.")
+	f.Const().Defs(
+		jen.Id("arenaF32").Op("=").Lit(max(g.pl.arena[arenaF32], 1)).Comment("float32 elements: activations, reused by lifetime"),
+		jen.Id("arenaU8").Op("=").Lit(max(g.pl.arena[arenaU8], 1)).Comment("bytes: quantised activations (GEMM inputs)"),
+		jen.Id("arenaI32").Op("=").Lit(max(g.pl.arena[arenaI32], 1)).Comment("int32 elements: per-token zero points"),
+		jen.Id("maxHeadDim").Op("=").Lit(max(g.pl.maxHeadDim, 1)).Comment("attention scratch per query row"),
+		jen.Id("target").Op("=").Lit(targetISA(o.Target)).Comment(`kernel family ceiling ("": fastest available)`),
+	)
+	f.Line()
+
+	var errDefs []jen.Code
+	errDefs = append(errDefs, jen.Comment("Errors of New, Run, Classify and Embed: runtime/modelrt's, so errors.Is works with either."))
+	for _, e := range errorNames {
+		errDefs = append(errDefs, jen.Id(e).Op("=").Qual(pkgModelrt, e))
+	}
+	f.Var().Defs(errDefs...)
+	f.Line()
+	f.Comment("Batch is Run's request: token ids per sequence, optional masks and token types.")
+	f.Type().Id("Batch").Op("=").Qual(pkgModelrt, "Batch")
+	if g.classifier() {
+		f.Comment("Prediction is Classify's answer for one text.")
+		f.Type().Id("Prediction").Op("=").Qual(pkgModelrt, "Prediction")
+	}
+	f.Line()
+
+	var outFields []jen.Code
+	for _, out := range g.outs {
+		what := fmt.Sprintf("%d values", out.slot.width)
+		if out.perSeq {
+			what = fmt.Sprintf("its length x %d values (row-major, one row per token)", out.slot.width)
+		}
+		outFields = append(outFields, jen.Comment(fmt.Sprintf("%s is the model output %q: per sequence, %s.", out.field, out.slot.name, what)), jen.Id(out.field).Index().Index().Float32())
+	}
+	f.Comment("Outputs are Run's results, one entry per sequence of the batch, in order.")
+	f.Type().Id("Outputs").Struct(outFields...)
+	f.Line()
+
+	f.Comment("Options configure NewWithOptions; the zero value is New's.")
+	f.Type().Id("Options").Struct(
+		jen.Comment("Threads is the number of workers (<= 0: GOMAXPROCS)."),
+		jen.Id("Threads").Int(),
+		jen.Comment(`ISA caps the kernel family ("amx", "vnni", "avx2", "go"); "" means the compiled`),
+		jen.Comment("target, and for target auto the SQC_ISA environment variable, else the fastest."),
+		jen.Id("ISA").String(),
+	)
+	f.Line()
+
+	modelFields := []jen.Code{
+		jen.Id("w").Op("*").Id("weights"),
+		jen.Id("pool").Op("*").Qual(pkgPool, "Pool"),
+		jen.Id("gemm").Op("*").Qual(pkgQgemm, "Engine"),
+		jen.Id("workspaces").Qual("sync", "Pool").Comment("*workspace: one per concurrent Run"),
+	}
+	if g.tok != nil {
+		modelFields = append(modelFields, jen.Id("tok").Op("*").Qual(pkgTokenizer, "Tokenizer"))
+	}
+	f.Comment("Model is the compiled model. Its methods are safe for concurrent use: each Run")
+	f.Comment("takes its own workspace from a pool, and the kernels share one worker pool.")
+	f.Type().Id("Model").Struct(modelFields...)
+	f.Line()
+
+	f.Comment("New loads the embedded weights (checking their length and SHA-256) and starts")
+	f.Comment("the worker pool.")
+	f.Func().Id("New").Params().Params(jen.Op("*").Id("Model"), jen.Error()).Block(
+		jen.Return(jen.Id("NewWithOptions").Call(jen.Id("Options").Values())),
+	)
+	f.Line()
+	f.Comment("NewWithOptions is New with a thread count and kernel family of the caller's choice.")
+	newBody := []jen.Code{
+		jen.List(jen.Id("w"), jen.Err()).Op(":=").Id("loadWeights").Call(),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(o.Package+": %w"), jen.Err()))),
+		jen.Id("isa").Op(":=").Id("opts").Dot("ISA"),
+		jen.If(jen.Id("isa").Op("==").Lit("")).Block(jen.Id("isa").Op("=").Id("target")),
+		jen.Id("p").Op(":=").Qual(pkgPool, "New").Call(jen.Id("opts").Dot("Threads")),
+		jen.List(jen.Id("e"), jen.Err()).Op(":=").Qual(pkgQgemm, "New").Call(jen.Qual(pkgQgemm, "Options").Values(jen.Dict{jen.Id("Pool"): jen.Id("p"), jen.Id("ISA"): jen.Id("isa")})),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Id("p").Dot("Close").Call(), jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(o.Package+": %w"), jen.Err()))),
+		jen.Id("m").Op(":=").Op("&").Id("Model").Values(jen.Dict{jen.Id("w"): jen.Id("w"), jen.Id("pool"): jen.Id("p"), jen.Id("gemm"): jen.Id("e")}),
+	}
+	if g.tok != nil {
+		newBody = append(newBody,
+			jen.List(jen.Id("tok"), jen.Err()).Op(":=").Qual(pkgTokenizer, "FromVocab").Call(jen.Qual("bytes", "NewReader").Call(jen.Id("w").Dot("vocab")), g.tokenizerOptions()),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Id("p").Dot("Close").Call(), jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(o.Package+": vocabulary: %w"), jen.Err()))),
+			jen.Id("m").Dot("tok").Op("=").Id("tok"),
+		)
+	}
+	newBody = append(newBody,
+		jen.Id("m").Dot("workspaces").Dot("New").Op("=").Func().Params().Any().Block(jen.Return(jen.Id("m").Dot("newWorkspace").Call())),
+		jen.Return(jen.Id("m"), jen.Nil()),
+	)
+	f.Func().Id("NewWithOptions").Params(jen.Id("opts").Id("Options")).Params(jen.Op("*").Id("Model"), jen.Error()).Block(newBody...)
+	f.Line()
+
+	f.Comment("Close stops the worker pool. The Model still works afterwards, on the caller's goroutine.")
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("Close").Params().Block(jen.Id("m").Dot("pool").Dot("Close").Call())
+	f.Line()
+	f.Comment("Describe says which kernel family runs and why.")
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("Describe").Params().String().Block(jen.Return(jen.Id("m").Dot("gemm").Dot("Describe").Call()))
+	f.Line()
+
+	g.workspace(f)
+	g.run(f)
+	if g.classifier() {
+		g.classify(f)
+	}
+	if g.embedder() {
+		g.embed(f)
+	}
+	if g.tok != nil {
+		g.encode(f)
+	}
+	return f
+}
+
+// targetISA is the qgemm ISA name of a target ("" for auto).
+func targetISA(t string) string {
+	if t == "auto" {
+		return ""
+	}
+	return t
+}
+
+func (g *gen) tokenizerOptions() *jen.Statement {
+	t := g.opts.Tokenizer
+	d := jen.Dict{}
+	if t.Lowercase {
+		d[jen.Id("Lowercase")] = jen.True()
+	}
+	if t.StripAccents != nil {
+		d[jen.Id("StripAccents")] = jen.Qual(pkgModelrt, "Bool").Call(jen.Lit(*t.StripAccents))
+	}
+	if t.NoChineseChars {
+		d[jen.Id("NoChineseChars")] = jen.True()
+	}
+	maxLen := g.pl.maxSeq
+	if t.MaxLength > 0 {
+		maxLen = min(maxLen, t.MaxLength)
+	}
+	d[jen.Id("MaxLength")] = jen.Lit(maxLen)
+	if t.MaxInputCharsPerWord > 0 {
+		d[jen.Id("MaxInputCharsPerWord")] = jen.Lit(t.MaxInputCharsPerWord)
+	}
+	for _, s := range []struct {
+		name, v string
+	}{{"UnkToken", t.UnkToken}, {"ClsToken", t.ClsToken}, {"SepToken", t.SepToken}, {"PadToken", t.PadToken}, {"MaskToken", t.MaskToken}} {
+		if s.v != "" {
+			d[jen.Id(s.name)] = jen.Lit(s.v)
+		}
+	}
+	return jen.Qual(pkgTokenizer, "Options").Values(d)
+}
+
+func (g *gen) workspace(f *jen.File) {
+	fields := []jen.Code{
+		jen.Id("f32").Index().Float32().Comment("arenaF32"),
+		jen.Id("u8").Index().Uint8().Comment("arenaU8"),
+		jen.Id("i32").Index().Int32().Comment("arenaI32"),
+		jen.List(jen.Id("ids"), jen.Id("mask"), jen.Id("types")).Index().Int64().Comment("inputs, [MaxBatch, MaxSequence] at most"),
+		jen.Id("attn").Index().Float32().Comment("attention scratch"),
+	}
+	f.Comment("workspace is the memory of one forward pass at MaxBatch x MaxSequence.")
+	f.Type().Id("workspace").Struct(fields...)
+	f.Line()
+	scratch := func() *jen.Statement {
+		return jen.Qual(pkgNN, "AttentionScratchLen").Call(jen.Id("m").Dot("pool").Dot("Workers").Call(), jen.Id("MaxSequence"), jen.Id("maxHeadDim"))
+	}
+	vals := jen.Dict{
+		jen.Id("f32"):   jen.Make(jen.Index().Float32(), jen.Id("arenaF32")),
+		jen.Id("u8"):    jen.Make(jen.Index().Uint8(), jen.Id("arenaU8")),
+		jen.Id("i32"):   jen.Make(jen.Index().Int32(), jen.Id("arenaI32")),
+		jen.Id("ids"):   jen.Make(jen.Index().Int64(), jen.Id("MaxBatch").Op("*").Id("MaxSequence")),
+		jen.Id("mask"):  jen.Make(jen.Index().Int64(), jen.Id("MaxBatch").Op("*").Id("MaxSequence")),
+		jen.Id("types"): jen.Make(jen.Index().Int64(), jen.Id("MaxBatch").Op("*").Id("MaxSequence")),
+		jen.Id("attn"):  jen.Make(jen.Index().Float32(), scratch()),
+	}
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("newWorkspace").Params().Op("*").Id("workspace").Block(
+		jen.Return(jen.Op("&").Id("workspace").Values(vals)))
+	f.Line()
+	wsBytes := jen.Lit(4).Op("*").Id("arenaF32").Op("+").Id("arenaU8").Op("+").Lit(4).Op("*").Id("arenaI32").
+		Op("+").Lit(3*8).Op("*").Id("MaxBatch").Op("*").Id("MaxSequence").Op("+").Lit(4).Op("*").Add(scratch())
+	f.Comment("MemoryBytes is the memory the model holds: the decoded weights plus one workspace")
+	f.Comment("(each Run in progress at the same time holds one; weights.bin itself is part of")
+	f.Comment("the binary).")
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("MemoryBytes").Params().Int64().Block(
+		jen.Return(jen.Id("weightsDecodedBytes").Op("+").Int64().Call(wsBytes)))
+	f.Line()
+}
+
+func (g *gen) run(f *jen.File) {
+	chunk := jen.Id("MaxBatch")
+	if !g.hasInput("mask") {
+		// Without a mask input, padding would change the results: run
+		// each sequence alone.
+		chunk = jen.Lit(1)
+	}
+	var alloc jen.Dict = jen.Dict{}
+	var copies []jen.Code
+	for _, out := range g.outs {
+		alloc[jen.Id(out.field)] = jen.Make(jen.Index().Index().Float32(), jen.Id("n"))
+		off, w := out.slot.off, out.slot.width
+		var lo, hi *jen.Statement
+		if out.perSeq {
+			lo = jen.Lit(off).Op("+").Id("r").Op("*").Id("seq").Op("*").Lit(w)
+			hi = jen.Lit(off).Op("+").Parens(jen.Id("r").Op("*").Id("seq").Op("+").Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("lo").Op("+").Id("r")))).Op("*").Lit(w)
+		} else {
+			lo = jen.Lit(off).Op("+").Id("r").Op("*").Lit(w)
+			hi = jen.Lit(off).Op("+").Parens(jen.Id("r").Op("+").Lit(1)).Op("*").Lit(w)
+		}
+		copies = append(copies, jen.Id("out").Dot(out.field).Index(jen.Id("lo").Op("+").Id("r")).Op("=").Qual("slices", "Clone").Call(jen.Id("ws").Dot("f32").Index(lo, hi)))
+	}
+	types := jen.Nil()
+	if g.hasInput("types") {
+		types = jen.Id("ws").Dot("types")
+	}
+	f.Comment("Run runs the model on a batch of token id sequences and returns one output entry")
+	f.Comment("per sequence. Sequences may differ in length: each chunk of MaxBatch sequences is")
+	f.Comment("right-padded to its longest, which does not change any sequence's outputs. Bad")
+	f.Comment("input gives an error matching ErrInvalidInput and its precise cause, never a panic;")
+	f.Comment("a cancelled ctx stops the pass at the next GEMM or attention and returns ctx.Err().")
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("Run").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("b").Id("Batch")).Params(jen.Id("Outputs"), jen.Error()).Block(
+		returnIfErr2(jen.Id("ctx").Dot("Err").Call(), jen.Id("Outputs").Values()),
+		returnIfErr2(jen.Qual(pkgModelrt, "Validate").Call(jen.Op("&").Id("b"), jen.Qual(pkgModelrt, "Limits").Values(jen.Dict{
+			jen.Id("MaxSequence"): jen.Id("MaxSequence"), jen.Id("Vocab"): jen.Id("VocabSize"), jen.Id("TypeVocab"): jen.Id("TypeVocabSize"),
+		})), jen.Id("Outputs").Values()),
+		jen.Id("n").Op(":=").Id("b").Dot("Len").Call(),
+		jen.Id("out").Op(":=").Id("Outputs").Values(alloc),
+		jen.Id("ws").Op(":=").Id("m").Dot("workspaces").Dot("Get").Call().Assert(jen.Op("*").Id("workspace")),
+		jen.Defer().Id("m").Dot("workspaces").Dot("Put").Call(jen.Id("ws")),
+		jen.For(jen.Id("lo").Op(":=").Lit(0), jen.Id("lo").Op("<").Id("n"), jen.Id("lo").Op("+=").Add(chunk.Clone())).Block(
+			jen.Id("hi").Op(":=").Min(jen.Id("n"), jen.Id("lo").Op("+").Add(chunk.Clone())),
+			jen.List(jen.Id("batch"), jen.Id("seq")).Op(":=").Id("hi").Op("-").Id("lo").Op(",").Qual(pkgModelrt, "Longest").Call(jen.Op("&").Id("b"), jen.Id("lo"), jen.Id("hi")),
+			jen.Qual(pkgModelrt, "FillInputs").Call(jen.Id("ws").Dot("ids"), jen.Id("ws").Dot("mask"), types, jen.Op("&").Id("b"), jen.Id("lo"), jen.Id("hi"), jen.Id("seq"), jen.Lit(g.padID())),
+			returnIfErr2(jen.Id("m").Dot("forward").Call(jen.Id("ctx"), jen.Id("ws"), jen.Id("batch"), jen.Id("seq")), jen.Id("Outputs").Values()),
+			jen.For(jen.Id("r").Op(":=").Range().Id("batch")).Block(copies...),
+		),
+		jen.Return(jen.Id("out"), jen.Nil()),
+	)
+	f.Line()
+}
+
+// padID is the token id padding positions get (masked out, so any valid
+// id would do; the tokenizer's [PAD] keeps it recognisable).
+func (g *gen) padID() int64 {
+	if g.tok != nil {
+		return int64(g.tok.PadID())
+	}
+	return 0
+}
+
+func returnIfErr2(call *jen.Statement, zero *jen.Statement) *jen.Statement {
+	return jen.If(jen.Err().Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(jen.Return(zero, jen.Err()))
+}
+
+func (g *gen) classify(f *jen.File) {
+	out := g.outs[0]
+	var labels []jen.Code
+	for _, l := range g.opts.Labels {
+		labels = append(labels, jen.Lit(l))
+	}
+	f.Comment(fmt.Sprintf("Labels returns the class names by index (config.json id2label): %s.", strings.Join(g.opts.Labels, ", ")))
+	f.Func().Id("Labels").Params().Index().String().Block(jen.Return(jen.Index().String().Values(labels...)))
+	f.Line()
+	f.Comment("Classify tokenizes each text ([CLS] text [SEP], truncated to MaxSequence tokens),")
+	f.Comment("runs the model and returns the most probable label with every class's softmax")
+	f.Comment("probability, one Prediction per text.")
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("Classify").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("texts").Index().String()).Params(jen.Index().Id("Prediction"), jen.Error()).Block(
+		jen.List(jen.Id("out"), jen.Err()).Op(":=").Id("m").Dot("Run").Call(jen.Id("ctx"), jen.Id("m").Dot("encode").Call(jen.Id("texts"))),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Id("labels").Op(":=").Id("Labels").Call(),
+		jen.Id("preds").Op(":=").Make(jen.Index().Id("Prediction"), jen.Len(jen.Id("texts"))),
+		jen.For(jen.List(jen.Id("i"), jen.Id("logits")).Op(":=").Range().Id("out").Dot(out.field)).Block(
+			jen.Id("preds").Index(jen.Id("i")).Op("=").Qual(pkgModelrt, "Predict").Call(jen.Id("logits"), jen.Id("labels")),
+		),
+		jen.Return(jen.Id("preds"), jen.Nil()),
+	)
+	f.Line()
+}
+
+func (g *gen) embed(f *jen.File) {
+	out := g.outs[0]
+	f.Comment("Embed tokenizes each text ([CLS] text [SEP], truncated to MaxSequence tokens), runs")
+	f.Comment(fmt.Sprintf("the encoder and returns the mean of %q over the text's tokens: one vector", out.slot.name))
+	f.Comment(fmt.Sprintf("of %d values per text.", out.slot.width))
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("Embed").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("texts").Index().String()).Params(jen.Index().Index().Float32(), jen.Error()).Block(
+		jen.Id("b").Op(":=").Id("m").Dot("encode").Call(jen.Id("texts")),
+		jen.List(jen.Id("out"), jen.Err()).Op(":=").Id("m").Dot("Run").Call(jen.Id("ctx"), jen.Id("b")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Id("vecs").Op(":=").Make(jen.Index().Index().Float32(), jen.Len(jen.Id("texts"))),
+		jen.For(jen.List(jen.Id("i"), jen.Id("h")).Op(":=").Range().Id("out").Dot(out.field)).Block(
+			jen.Id("vecs").Index(jen.Id("i")).Op("=").Qual(pkgModelrt, "MeanPool").Call(jen.Id("h"), jen.Lit(out.slot.width), jen.Id("b").Dot("AttentionMask").Index(jen.Id("i"))),
+		),
+		jen.Return(jen.Id("vecs"), jen.Nil()),
+	)
+	f.Line()
+}
+
+func (g *gen) encode(f *jen.File) {
+	vals := jen.Dict{
+		jen.Id("InputIDs"):      jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("texts"))),
+		jen.Id("AttentionMask"): jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("texts"))),
+	}
+	loop := []jen.Code{
+		jen.Id("e").Op(":=").Id("m").Dot("tok").Dot("Encode").Call(jen.Id("t")),
+		jen.Id("b").Dot("InputIDs").Index(jen.Id("i")).Op(",").Id("b").Dot("AttentionMask").Index(jen.Id("i")).Op("=").Id("e").Dot("InputIDs").Op(",").Id("e").Dot("AttentionMask"),
+	}
+	if g.hasInput("types") {
+		vals[jen.Id("TokenTypeIDs")] = jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("texts")))
+		loop = append(loop, jen.Id("b").Dot("TokenTypeIDs").Index(jen.Id("i")).Op("=").Id("e").Dot("TokenTypeIDs"))
+	}
+	f.Comment("encode tokenizes texts into a Batch.")
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("encode").Params(jen.Id("texts").Index().String()).Id("Batch").Block(
+		jen.Id("b").Op(":=").Id("Batch").Values(vals),
+		jen.For(jen.List(jen.Id("i"), jen.Id("t")).Op(":=").Range().Id("texts")).Block(loop...),
+		jen.Return(jen.Id("b")),
+	)
+}

@@ -1,0 +1,241 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
+
+// Import paths of the runtime packages generated code calls.
+const (
+	pkgModelrt   = "github.com/sqc-dev/sqc/runtime/modelrt"
+	pkgNN        = "github.com/sqc-dev/sqc/runtime/nn"
+	pkgQgemm     = "github.com/sqc-dev/sqc/runtime/qgemm"
+	pkgPool      = "github.com/sqc-dev/sqc/runtime/pool"
+	pkgTokenizer = "github.com/sqc-dev/sqc/runtime/tokenizer"
+)
+
+// extentCode is the Go expression of an extent in the schedule, whose
+// run-time sizes are the locals batch, seq and tokens (= batch*seq).
+func extentCode(e Extent) *jen.Statement {
+	var v *jen.Statement
+	switch {
+	case e.Batch && e.Seq:
+		v = jen.Id("tokens")
+	case e.Batch:
+		v = jen.Id("batch")
+	case e.Seq:
+		v = jen.Id("seq")
+	default:
+		return jen.Lit(e.Elems)
+	}
+	if e.Elems != 1 {
+		v = v.Op("*").Lit(e.Elems)
+	}
+	return v
+}
+
+// slotCode is the slice expression of a slot at the run-time sizes.
+func (pl *plan) slotCode(id exec.SlotID) *jen.Statement {
+	if id == exec.NoSlot {
+		return jen.Nil()
+	}
+	s := pl.slots[id]
+	switch s.home {
+	case homeInput:
+		return jen.Id("ws").Dot(s.input).Index(jen.Empty(), extentCode(s.extent))
+	case homeWeight:
+		w := jen.Id("m").Dot("w").Dot(s.weight.Field)
+		if s.extent == (Extent{Elems: len(s.weight.F32)}) {
+			return w
+		}
+		return w.Index(jen.Empty(), extentCode(s.extent))
+	case homeConst:
+		vals := make([]jen.Code, len(s.consts))
+		for i, v := range s.consts {
+			vals[i] = jen.Lit(v)
+		}
+		return jen.Index().Int64().Values(vals...)
+	case homeArena:
+		return jen.Id("ws").Dot(arenaFields[s.arena]).Index(jen.Lit(s.off), jen.Empty()).Index(jen.Empty(), extentCode(s.extent))
+	}
+	panic(fmt.Sprintf("codegen: slot %q has no home", s.name)) // newPlan rejects such programs
+}
+
+func (pl *plan) rowsCode(id exec.SlotID) *jen.Statement { return extentCode(pl.slots[id].rows()) }
+
+func weightCode(w *Weight) *jen.Statement {
+	if w == nil {
+		return jen.Nil()
+	}
+	return jen.Id("m").Dot("w").Dot(w.Field)
+}
+
+func returnIfErr(call *jen.Statement) *jen.Statement {
+	return jen.If(jen.Err().Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
+}
+
+// scheduleFile emits forward: one statement per Program step (views of
+// constants need none), with a cancellation check before every GEMM and
+// attention.
+func (g *gen) scheduleFile() (*jen.File, error) {
+	pl := g.pl
+	f := newFile(g.opts.Package)
+	body := []jen.Code{jen.Id("tokens").Op(":=").Id("batch").Op("*").Id("seq")}
+	for i, st := range pl.prog.Steps() {
+		cmt := fmt.Sprintf("#%d %s: %s", i, st.Call(), st.Source())
+		if pl.views[i] {
+			body = append(body, jen.Comment(cmt+" (a view: no call)"))
+			continue
+		}
+		code, err := g.stepCode(st)
+		if err != nil {
+			return nil, err
+		}
+		switch st.(type) {
+		case *exec.GEMMStep, *exec.AttentionStep:
+			body = append(body, returnIfErr(jen.Id("ctx").Dot("Err").Call()))
+		}
+		body = append(body, jen.Comment(cmt), code)
+	}
+	body = append(body, jen.Return(jen.Nil()))
+	f.Comment("forward runs the schedule on the first batch sequences of ws's inputs, each")
+	f.Comment("padded to seq tokens, leaving the outputs in ws's arena. Each statement is one")
+	f.Comment("step of the lowered exec.Program (numbered as `sqc inspect` lists it), with")
+	f.Comment("constant shapes and arena offsets planned for MaxBatch x MaxSequence.")
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("forward").Params(
+		jen.Id("ctx").Qual("context", "Context"), jen.Id("ws").Op("*").Id("workspace"), jen.List(jen.Id("batch"), jen.Id("seq")).Int(),
+	).Error().Block(body...)
+	return f, nil
+}
+
+func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
+	pl := g.pl
+	sc := pl.slotCode
+	switch s := st.(type) {
+	case *exec.QuantizeStep:
+		return jen.Qual(pkgNN, "QuantizeU8").Call(sc(s.Out), jen.Lit(s.Kp), sc(s.X), jen.Lit(s.K), pl.rowsCode(s.X), jen.Lit(s.K),
+			jen.Lit(s.InvScale), jen.Lit(s.ZeroPoint)), nil
+	case *exec.QuantizeRowsStep:
+		return jen.Qual(pkgNN, "QuantizeRowsU8").Call(sc(s.Out), jen.Lit(s.Kp), sc(s.X), jen.Lit(s.K), pl.rowsCode(s.X), jen.Lit(s.K),
+			sc(s.Scales), sc(s.ZeroPoints)), nil
+	case *exec.GEMMStep:
+		w := weightCode(pl.packedWeight(s.Weight, s.B))
+		// The Epilogue exec builds in GEMMStep.run, field for field.
+		ep := jen.Dict{
+			jen.Id("ColSum"): w.Clone().Dot("ColSum"),
+			jen.Id("Scale"):  weightCode(pl.f32Weight(s.Weight+".scale", s.Scale)),
+		}
+		if s.AZeroPoint != 0 {
+			ep[jen.Id("AZeroPoint")] = jen.Lit(s.AZeroPoint)
+		}
+		if s.Bias != nil {
+			ep[jen.Id("Bias")] = weightCode(pl.f32Weight(s.BiasName, s.Bias))
+		}
+		if s.Act == qgemm.ActGelu {
+			ep[jen.Id("Act")] = jen.Qual(pkgQgemm, "ActGelu")
+		} else if s.Act != qgemm.ActNone {
+			return nil, fmt.Errorf("codegen: GEMM (node %q) has activation %d", s.Node, s.Act)
+		}
+		if s.RowScale != exec.NoSlot {
+			ep[jen.Id("RowScale")] = sc(s.RowScale)
+			ep[jen.Id("RowZeroPoint")] = sc(s.RowZeroPoint)
+		}
+		if s.Residual != exec.NoSlot {
+			ep[jen.Id("Residual")] = sc(s.Residual)
+			ep[jen.Id("ResidualStride")] = jen.Lit(s.B.N)
+		}
+		if s.OutU8 {
+			ep[jen.Id("OutU8")] = sc(s.Out)
+			ep[jen.Id("OutStride")] = jen.Lit(s.OutKp)
+			ep[jen.Id("OutInvScale")] = jen.Lit(s.OutInvScale)
+			if s.OutZeroPoint != 0 {
+				ep[jen.Id("OutZeroPoint")] = jen.Lit(s.OutZeroPoint)
+			}
+		} else {
+			ep[jen.Id("OutF32")] = sc(s.Out)
+			ep[jen.Id("OutStride")] = jen.Lit(s.B.N)
+		}
+		return returnIfErr(jen.Id("m").Dot("gemm").Dot("GEMM").Call(sc(s.A), pl.rowsCode(s.A), jen.Lit(s.B.Kp),
+			jen.Op("&").Add(w), jen.Op("&").Qual(pkgQgemm, "Epilogue").Values(ep))), nil
+	case *exec.LinearF32Step:
+		var bias *Weight
+		if s.Bias != nil {
+			bias = pl.f32Weight(s.BiasName, s.Bias)
+		}
+		return jen.Qual(pkgNN, "LinearF32").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(s.N), sc(s.X), jen.Lit(s.K), pl.rowsCode(s.X),
+			jen.Lit(s.K), jen.Lit(s.N), weightCode(pl.f32Weight(s.Weight, s.W)), weightCode(bias)), nil
+	case *exec.LayerNormStep:
+		n := s.Params.N
+		params := jen.Op("&").Id("m").Dot("w").Dot(g.lnField[s])
+		if s.OutU8 == exec.NoSlot {
+			return jen.Qual(pkgNN, "LayerNorm").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(n), sc(s.X), jen.Lit(n), pl.rowsCode(s.X), params), nil
+		}
+		return jen.Qual(pkgNN, "LayerNormU8").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(n), sc(s.OutU8), jen.Lit(s.Kp), sc(s.X), jen.Lit(n),
+			pl.rowsCode(s.X), params, jen.Lit(s.InvScale), jen.Lit(s.ZeroPoint)), nil
+	case *exec.AttentionStep:
+		q := pl.slots[s.Q]
+		width := q.width
+		dims := jen.Dict{
+			jen.Id("Batch"): jen.Id("batch"), jen.Id("SeqQ"): jen.Id("seq"), jen.Id("SeqK"): jen.Id("seq"),
+			jen.Id("Heads"): jen.Lit(s.Heads), jen.Id("HeadDim"): jen.Lit(width / s.Heads), jen.Id("Scale"): jen.Lit(s.Scale),
+			jen.Id("QStride"): jen.Lit(width), jen.Id("KStride"): jen.Lit(width), jen.Id("VStride"): jen.Lit(width), jen.Id("OutStride"): jen.Lit(width),
+		}
+		if s.Mask != exec.NoSlot {
+			strides, err := pl.maskStrides(pl.slots[s.Mask], s.Heads)
+			if err != nil {
+				return nil, err
+			}
+			for i, name := range []string{"MaskBatchStride", "MaskHeadStride", "MaskRowStride"} {
+				if strides[i] != (Extent{}) {
+					dims[jen.Id(name)] = extentCode(strides[i])
+				}
+			}
+		}
+		return jen.Qual(pkgNN, "Attention").Call(jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out), sc(s.Q), sc(s.K), sc(s.V), sc(s.Mask),
+			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims)), nil
+	case *exec.AttentionMaskStep:
+		return jen.Qual(pkgNN, "AttentionMask").Call(sc(s.Out), sc(s.Mask), jen.Lit(s.Fill)), nil
+	case *exec.AddStep:
+		a, b := s.A, s.B
+		if !suffixOf(pl.slots[b], pl.slots[a]) {
+			// exec swaps at run time when B does not broadcast over A;
+			// a + b = b + a bit for bit.
+			a, b = b, a
+		}
+		return jen.Qual(pkgNN, "Add").Call(sc(s.Out), sc(a), sc(b)), nil
+	case *exec.ActivationStep:
+		fn := map[string]string{exec.ActGelu: "Gelu", exec.ActTanh: "TanhSlice", exec.ActRelu: "Relu"}[s.Func]
+		if fn == "" {
+			return nil, fmt.Errorf("codegen: activation %q (node %q)", s.Func, s.Node)
+		}
+		return jen.Qual(pkgNN, fn).Call(sc(s.Out), sc(s.X)), nil
+	case *exec.GatherStep:
+		outer, dim, inner, err := pl.gatherDims(s)
+		if err != nil {
+			return nil, err
+		}
+		return returnIfErr(jen.Qual(pkgNN, "Gather").Call(sc(s.Out), sc(s.Data), extentCode(outer), extentCode(dim), jen.Lit(inner), sc(s.Indices))), nil
+	}
+	return nil, fmt.Errorf("codegen: no emitter for step %s (%T)", st.Call(), st)
+}
+
+// suffixOf reports whether b's elements repeat over a's leading
+// dimensions as nn.Add requires: the same extent, or b's variable
+// dimensions a trailing part of a's ([seq, H] in [batch, seq, H], [H] in
+// anything of row width H).
+func suffixOf(b, a *slotPlan) bool {
+	if b.extent == a.extent {
+		return true
+	}
+	if b.width != a.width || b.extent.Batch {
+		return false
+	}
+	if b.extent.Seq {
+		return a.extent.Seq && b.extent.Elems == a.extent.Elems
+	}
+	return b.extent.Elems == a.width
+}

@@ -1,0 +1,110 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/runtime/modelrt"
+)
+
+// packWeights lays out weights.bin (runtime/modelrt's format) in order of
+// first use and names the LayerNorm parameter sets.
+func (g *gen) packWeights() ([]byte, string) {
+	w := modelrt.NewWeightsWriter()
+	for _, wt := range g.pl.weights {
+		switch wt.Kind {
+		case WeightF32:
+			wt.Off = w.F32(wt.F32)
+			g.decoded += 4 * int64(len(wt.F32))
+		case WeightPacked:
+			b := wt.Packed
+			wt.Off = w.I8(b.Data[:b.Np*b.Kp])
+			wt.ColSumOff = w.I32(b.ColSum)
+			g.decoded += int64(b.Np*b.Kp) + 4*int64(len(b.ColSum))
+		}
+	}
+	if g.opts.Vocab != nil {
+		g.vocabOff = w.Raw(g.opts.Vocab)
+	}
+	for _, st := range g.pl.prog.Steps() {
+		if ln, ok := st.(*exec.LayerNormStep); ok {
+			g.lnField[ln] = fmt.Sprintf("layerNorm%d", len(g.lnField))
+		}
+	}
+	return w.Bytes()
+}
+
+// weightsFile declares the weights struct, the go:embed of weights.bin and
+// loadWeights, which checks the file and decodes every array at its
+// constant offset.
+func (g *gen) weightsFile(size int, sum string) *jen.File {
+	f := newFile(g.opts.Package)
+	f.Anon("embed")
+	f.Comment("weightsBin is weights.bin: the packed weights (and vocabulary) in runtime/modelrt's")
+	f.Comment("weight file format, version 1. loadWeights checks its length and SHA-256 before use.")
+	f.Comment("")
+	f.Comment("//go:embed weights.bin")
+	f.Var().Id("weightsBin").Index().Byte()
+	f.Line()
+	f.Const().Defs(
+		jen.Comment("weightsSize is the length of weights.bin in bytes."),
+		jen.Id("weightsSize").Op("=").Lit(size),
+		jen.Comment("weightsSHA256 is the SHA-256 of weights.bin, hex."),
+		jen.Id("weightsSHA256").Op("=").Lit(sum),
+		jen.Comment("weightsDecodedBytes is the memory the decoded arrays take."),
+		jen.Id("weightsDecodedBytes").Op("=").Lit(g.decoded),
+	)
+	var fields []jen.Code
+	var inits []jen.Code
+	for _, wt := range g.pl.weights {
+		switch wt.Kind {
+		case WeightF32:
+			fields = append(fields, jen.Id(wt.Field).Index().Float32().Comment(wt.From))
+			inits = append(inits, jen.Id(wt.Field).Op(":").Id("r").Dot("F32").Call(jen.Lit(wt.Off), jen.Lit(len(wt.F32))).Op(","))
+		case WeightPacked:
+			b := wt.Packed
+			fields = append(fields, jen.Id(wt.Field).Qual(pkgQgemm, "PackedB").Comment(fmt.Sprintf("%s: %dx%d s8, packed", wt.From, b.K, b.N)))
+			inits = append(inits, jen.Id(wt.Field).Op(":").Qual(pkgQgemm, "PackedB").Values(jen.Dict{
+				jen.Id("K"): jen.Lit(b.K), jen.Id("N"): jen.Lit(b.N), jen.Id("Kp"): jen.Lit(b.Kp), jen.Id("Np"): jen.Lit(b.Np),
+				jen.Id("Data"):   jen.Id("r").Dot("I8").Call(jen.Lit(wt.Off), jen.Lit(b.Np*b.Kp)),
+				jen.Id("ColSum"): jen.Id("r").Dot("I32").Call(jen.Lit(wt.ColSumOff), jen.Lit(len(b.ColSum))),
+			}).Op(","))
+		}
+	}
+	if g.opts.Vocab != nil {
+		fields = append(fields, jen.Id("vocab").Index().Byte().Comment("vocab.txt"))
+		inits = append(inits, jen.Id("vocab").Op(":").Id("r").Dot("Raw").Call(jen.Lit(g.vocabOff), jen.Lit(len(g.opts.Vocab))).Op(","))
+	}
+	var lnSets []jen.Code
+	for _, st := range g.pl.prog.Steps() {
+		ln, ok := st.(*exec.LayerNormStep)
+		if !ok {
+			continue
+		}
+		name := g.lnField[ln]
+		fields = append(fields, jen.Id(name).Qual(pkgNN, "LayerNormParams").Comment(ln.Node))
+		d := jen.Dict{jen.Id("N"): jen.Lit(ln.Params.N), jen.Id("Gamma"): jen.Id("w").Dot(g.pl.f32Weight(ln.GammaName, ln.Params.Gamma).Field), jen.Id("Epsilon"): jen.Lit(ln.Params.Epsilon)}
+		if ln.Params.Beta != nil {
+			d[jen.Id("Beta")] = jen.Id("w").Dot(g.pl.f32Weight(ln.BetaName, ln.Params.Beta).Field)
+		}
+		lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Qual(pkgNN, "LayerNormParams").Values(d))
+	}
+	f.Comment("weights holds the model's constants, decoded from weightsBin.")
+	f.Type().Id("weights").Struct(fields...)
+	f.Line()
+	body := []jen.Code{
+		jen.List(jen.Id("r"), jen.Err()).Op(":=").Qual(pkgModelrt, "OpenWeights").Call(jen.Id("weightsBin"), jen.Id("weightsSize"), jen.Id("weightsSHA256")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Id("w").Op(":=").Op("&").Id("weights").Block(inits...),
+	}
+	body = append(body, lnSets...)
+	body = append(body,
+		jen.If(jen.Err().Op(":=").Id("r").Dot("Err").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Return(jen.Id("w"), jen.Nil()),
+	)
+	f.Comment("loadWeights checks weightsBin and decodes every array at its offset.")
+	f.Func().Id("loadWeights").Params().Params(jen.Op("*").Id("weights"), jen.Error()).Block(body...)
+	return f
+}

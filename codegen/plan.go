@@ -1,0 +1,410 @@
+package codegen
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
+
+// A plan places every buffer of an exec.Program for the generated
+// package: activations in one of three arenas (float32, u8, int32) at
+// constant offsets, the token inputs in the workspace's int64 arrays,
+// constants in the weights struct. Sizes are planned for the compiled
+// maximum batch and sequence; at run time each buffer is the prefix its
+// actual size needs.
+type plan struct {
+	prog             *exec.Program
+	maxBatch, maxSeq int
+	batch, seq       string // the symbolic dimension names of the token inputs
+
+	slots   []*slotPlan // by exec.SlotID
+	weights []*Weight   // in order of first use
+	byKey   map[any]*Weight
+	fields  map[string]bool
+
+	inputs  []*slotPlan // graph inputs, graph order
+	outputs []*slotPlan // graph outputs, graph order
+
+	arena      [numArenas]int // lengths in elements
+	vocab      int            // rows of the token embedding table
+	typeVocab  int            // rows of the token type table (0: none)
+	maxHeadDim int
+	dynamic    bool   // a step quantises per token
+	views      []bool // by step: the step is a view (no statement)
+}
+
+// Extent is a buffer's length in elements: Elems, times the batch size
+// if Batch, times the sequence length if Seq.
+type Extent struct {
+	Batch, Seq bool
+	Elems      int
+}
+
+// Max is the extent at the given batch size and sequence length.
+func (e Extent) Max(batch, seq int) int {
+	n := e.Elems
+	if e.Batch {
+		n *= batch
+	}
+	if e.Seq {
+		n *= seq
+	}
+	return n
+}
+
+type home uint8
+
+const (
+	homeNone   home = iota // not used by any emitted step
+	homeArena              // a range of one of the workspace's arenas
+	homeInput              // the workspace's ids, mask or types
+	homeWeight             // a constant, or (View) its first rows
+	homeSym                // a small integer tensor known symbolically (the Shape of the ids)
+	homeConst              // a small int64 constant, emitted as a literal
+)
+
+type arenaKind uint8
+
+const (
+	arenaF32 arenaKind = iota
+	arenaU8
+	arenaI32
+	numArenas
+)
+
+var arenaFields = [numArenas]string{"f32", "u8", "i32"}
+
+// slotPlan is where one exec slot lives.
+type slotPlan struct {
+	id     exec.SlotID
+	name   string
+	home   home
+	dtype  compiler.DType
+	shape  compiler.Shape
+	extent Extent
+	width  int // innermost dimension
+
+	arena arenaKind
+	off   int
+
+	input  string // homeInput: "ids", "mask" or "types"
+	weight *Weight
+	sym    []symDim
+	consts []int64 // homeConst
+
+	def, last int
+}
+
+func (s *slotPlan) rows() Extent {
+	e := s.extent
+	if s.width > 0 {
+		e.Elems /= s.width
+	}
+	return e
+}
+
+// symDim is one element of a symbolic small integer tensor.
+type symDim struct {
+	batch, seq bool
+	c          int64
+}
+
+// WeightKind is the element type of a constant.
+type WeightKind uint8
+
+// Constant kinds.
+const (
+	WeightF32    WeightKind = iota // []float32
+	WeightPacked                   // qgemm.PackedB
+)
+
+// Weight is one constant the generated package embeds.
+type Weight struct {
+	Field  string // Go field in the generated weights struct
+	From   string // the initializer (or derivation) it comes from
+	Kind   WeightKind
+	F32    []float32
+	Packed *qgemm.PackedB
+	// Offsets in weights.bin, set when the file is written.
+	Off, ColSumOff int
+}
+
+// newPlan places p's slots for batches of up to maxBatch sequences of up
+// to maxSeq tokens.
+func newPlan(p *exec.Program, maxBatch, maxSeq int) (*plan, error) {
+	if maxBatch < 1 || maxSeq < 1 {
+		return nil, fmt.Errorf("%w: codegen: maximum batch %d and sequence %d must be >= 1", compiler.ErrInvalidRequest, maxBatch, maxSeq)
+	}
+	pl := &plan{prog: p, maxBatch: maxBatch, maxSeq: maxSeq, byKey: map[any]*Weight{}, fields: map[string]bool{}}
+	for _, s := range p.Slots() {
+		pl.slots = append(pl.slots, &slotPlan{id: s.ID, name: s.Name, dtype: s.DType, shape: s.Shape, def: -1, last: -1})
+	}
+	if err := pl.placeInputs(); err != nil {
+		return nil, err
+	}
+	steps := p.Steps()
+	pl.views = make([]bool, len(steps))
+	for i, st := range steps {
+		if err := pl.step(i, st); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range p.OutputSlots() {
+		s := pl.slots[id]
+		if s.home != homeArena || s.dtype != compiler.Float32 {
+			return nil, fmt.Errorf("%w: codegen: output %q is not a float32 value the schedule computes", compiler.ErrUnsupportedOp, s.name)
+		}
+		s.last = len(steps)
+		pl.outputs = append(pl.outputs, s)
+	}
+	if pl.vocab == 0 {
+		return nil, fmt.Errorf("%w: codegen: the model has no token embedding lookup", compiler.ErrUnsupportedOp)
+	}
+	pl.planArenas()
+	return pl, nil
+}
+
+// placeInputs maps the graph inputs onto the workspace's int64 arrays.
+func (pl *plan) placeInputs() error {
+	roles := map[string]string{"input_ids": "ids", "attention_mask": "mask", "token_type_ids": "types"}
+	for _, id := range pl.prog.InputSlots() {
+		s := pl.slots[id]
+		role, ok := roles[s.name]
+		if !ok {
+			return fmt.Errorf("%w: codegen: graph input %q: a generated package feeds input_ids, attention_mask and token_type_ids only", compiler.ErrUnsupportedOp, s.name)
+		}
+		if s.dtype != compiler.Int64 || len(s.shape) != 2 || s.shape[0].Param == "" || s.shape[1].Param == "" {
+			return fmt.Errorf("%w: codegen: graph input %q is %s%s, want i64[batch, sequence]", compiler.ErrUnsupportedOp, s.name, s.dtype, s.shape)
+		}
+		if pl.batch == "" {
+			pl.batch, pl.seq = s.shape[0].Param, s.shape[1].Param
+		} else if s.shape[0].Param != pl.batch || s.shape[1].Param != pl.seq {
+			return fmt.Errorf("%w: codegen: graph inputs disagree on the batch and sequence dimensions", compiler.ErrUnsupportedOp)
+		}
+		s.home, s.input, s.width = homeInput, role, 1
+		s.extent = Extent{Batch: true, Seq: true, Elems: 1}
+		pl.inputs = append(pl.inputs, s)
+	}
+	if !pl.hasInput("ids") {
+		return fmt.Errorf("%w: codegen: the graph has no input_ids input", compiler.ErrUnsupportedOp)
+	}
+	return nil
+}
+
+func (pl *plan) hasInput(role string) bool {
+	for _, s := range pl.inputs {
+		if s.input == role {
+			return true
+		}
+	}
+	return false
+}
+
+// extentOf is the extent and row width of a symbolic shape.
+func (pl *plan) extentOf(shape compiler.Shape) (Extent, int, bool) {
+	if len(shape) == 0 {
+		return Extent{Elems: 1}, 1, shape != nil
+	}
+	e := Extent{Elems: 1}
+	for _, d := range shape {
+		switch {
+		case d.Param != "" && d.Param == pl.batch && !e.Batch:
+			e.Batch = true
+		case d.Param != "" && d.Param == pl.seq && !e.Seq:
+			e.Seq = true
+		case d.Known():
+			e.Elems *= int(d.Size)
+		default:
+			return Extent{}, 0, false
+		}
+	}
+	w := 1
+	if last := shape[len(shape)-1]; last.Known() {
+		w = int(last.Size)
+	}
+	return e, w, true
+}
+
+// use marks slot id as used by step i, placing it on first use: an
+// activation goes to the arena of its dtype, a constant to the weights.
+func (pl *plan) use(i int, id exec.SlotID, st exec.Step) (*slotPlan, error) {
+	if id == exec.NoSlot {
+		return nil, nil
+	}
+	s := pl.slots[id]
+	if s.home == homeNone {
+		slot := pl.prog.Slots()[id]
+		switch slot.Kind {
+		case exec.SlotConst:
+			if err := pl.placeConst(s, slot.Const); err != nil {
+				return nil, fmt.Errorf("codegen: step #%d %s (node %q): %w", i, st.Call(), st.Source(), err)
+			}
+		default:
+			e, w, ok := pl.extentOf(s.shape)
+			if !ok {
+				return nil, fmt.Errorf("%w: codegen: step #%d %s (node %q): buffer %q has shape %s; only the batch and sequence dimensions may vary",
+					compiler.ErrUnsupportedOp, i, st.Call(), st.Source(), s.name, s.shape)
+			}
+			s.home, s.extent, s.width = homeArena, e, w
+			switch s.dtype {
+			case compiler.Float32:
+				s.arena = arenaF32
+			case compiler.Uint8:
+				s.arena = arenaU8
+			case compiler.Int32:
+				s.arena = arenaI32
+			default:
+				return nil, fmt.Errorf("%w: codegen: buffer %q is %s", compiler.ErrUnsupportedOp, s.name, s.dtype)
+			}
+		}
+	}
+	if s.home == homeArena {
+		if s.def < 0 {
+			s.def = i
+		}
+		s.last = max(s.last, i)
+	}
+	return s, nil
+}
+
+// placeConst makes a constant slot a weight (float32) or a literal (a
+// few int64, such as the index of the first token).
+func (pl *plan) placeConst(s *slotPlan, t *compiler.Tensor) error {
+	switch {
+	case t.DType == compiler.Float32:
+		s.home = homeWeight
+		s.weight = pl.f32Weight(s.name, t.F32)
+		s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))
+	case t.DType == compiler.Int64 && len(t.I64) <= 64:
+		s.home, s.consts = homeConst, t.I64
+		s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))
+	default:
+		return fmt.Errorf("%w: constant %q is %s%v", compiler.ErrUnsupportedOp, s.name, t.DType, t.Shape)
+	}
+	return nil
+}
+
+// f32Weight returns the weight holding v (one per distinct slice).
+func (pl *plan) f32Weight(from string, v []float32) *Weight {
+	type key struct {
+		p *float32
+		n int
+	}
+	var k any = from
+	if len(v) > 0 {
+		k = key{&v[0], len(v)}
+	}
+	if w, ok := pl.byKey[k]; ok {
+		return w
+	}
+	w := &Weight{Kind: WeightF32, F32: v, From: from, Field: pl.fieldName(from)}
+	pl.byKey[k] = w
+	pl.weights = append(pl.weights, w)
+	return w
+}
+
+func (pl *plan) packedWeight(from string, b *qgemm.PackedB) *Weight {
+	if w, ok := pl.byKey[b]; ok {
+		return w
+	}
+	w := &Weight{Kind: WeightPacked, Packed: b, From: from, Field: pl.fieldName(from)}
+	pl.byKey[b] = w
+	pl.weights = append(pl.weights, w)
+	return w
+}
+
+// fieldName turns a name into a unique Go identifier:
+// "encoder.layer.0.attention.self.query.weight.T" becomes
+// "encoderLayer0AttentionSelfQueryWeightT".
+func (pl *plan) fieldName(from string) string {
+	var b strings.Builder
+	upper := false
+	for _, r := range from {
+		switch {
+		case r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			if b.Len() == 0 {
+				r = unicode.ToLower(r)
+				if unicode.IsDigit(r) {
+					b.WriteByte('w')
+				}
+			} else if upper {
+				r = unicode.ToUpper(r)
+			}
+			b.WriteRune(r)
+			upper = false
+		default:
+			upper = true
+		}
+	}
+	name := b.String()
+	if name == "" || isKeyword(name) {
+		name = "w" + strings.ToUpper(name[:min(1, len(name))]) + name[min(1, len(name)):]
+	}
+	base := name
+	for i := 2; pl.fields[name]; i++ {
+		name = fmt.Sprintf("%s%d", base, i)
+	}
+	pl.fields[name] = true
+	return name
+}
+
+// planArenas gives every arena slot an offset, reusing memory between
+// buffers whose lifetimes (first to last step touching them, inclusive)
+// do not overlap: greedy by size, largest first, each at the lowest offset
+// free during its lifetime (TFLite's greedy-by-size plan). Graph outputs
+// live to the end; inclusive lifetimes mean no step writes a buffer it
+// reads.
+func (pl *plan) planArenas() {
+	for a := range numArenas {
+		var live []*slotPlan
+		for _, s := range pl.slots {
+			if s.home == homeArena && s.arena == a && s.def >= 0 {
+				live = append(live, s)
+			}
+		}
+		size := func(s *slotPlan) int {
+			return roundUp(s.extent.Max(pl.maxBatch, pl.maxSeq), arenaAlign)
+		}
+		sort.SliceStable(live, func(i, j int) bool { return size(live[i]) > size(live[j]) })
+		var placed []*slotPlan
+		for _, s := range live {
+			var busy []*slotPlan
+			for _, o := range placed {
+				if o.def <= s.last && s.def <= o.last {
+					busy = append(busy, o)
+				}
+			}
+			sort.SliceStable(busy, func(i, j int) bool { return busy[i].off < busy[j].off })
+			off := 0
+			for _, o := range busy {
+				if off+size(s) <= o.off {
+					break
+				}
+				off = max(off, o.off+size(o))
+			}
+			s.off = off
+			pl.arena[a] = max(pl.arena[a], off+size(s))
+			placed = append(placed, s)
+		}
+	}
+}
+
+// arenaAlign is the alignment of arena buffers in elements: 64 bytes (a
+// cache line) for float32 and int32, and a K block for u8 rows.
+const arenaAlign = 64
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+func isKeyword(s string) bool {
+	switch s {
+	case "break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go", "goto",
+		"if", "import", "interface", "map", "package", "range", "return", "select", "struct", "switch", "type", "var":
+		return true
+	}
+	return false
+}

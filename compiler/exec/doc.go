@@ -1,0 +1,47 @@
+// Package exec is sqc's in-process INT8 engine: it lowers a canonical,
+// quantised graph (sqc.QLinear, LayerNormalization, sqc.Attention, ...)
+// into a Program, a flat list of Steps, each one call into the runtime
+// packages that generated code imports (runtime/qgemm's GEMM with its
+// Epilogue, runtime/nn's LayerNorm, Attention, QuantizeU8, ...), with
+// constant parameters, weights packed once, and numbered buffer slots.
+//
+// The code generator prints the same Steps as straight-line Go, so a
+// Program and the generated package make the same calls in the same order
+// and give identical bits. String lists the steps for inspection.
+//
+//	prog, err := exec.Compile(g, exec.Options{Threads: 2})
+//	defer prog.Close()
+//	out, err := prog.Run(map[string]*compiler.Tensor{"input_ids": ids, ...})
+//
+// # Lowering
+//
+// Each node becomes one step, with these fusions, all of which keep the
+// bits of the unfused graph:
+//
+//   - sqc.QLinear is a quantise step (nn.QuantizeU8, or nn.QuantizeRowsU8 in
+//     dynamic mode) and a qgemm GEMM step. Activations are quantised once
+//     per value and parameters, however many QLinears read them.
+//   - A QLinear followed by sqc.Gelu (when its act is "none") and/or by an
+//     Add of a value of the same shape (when it has no residual) runs them
+//     in its epilogue; IEEE addition is commutative, so the bits match.
+//   - A QLinear or LayerNormalization whose output feeds static QLinears
+//     writes their u8 input directly (qgemm's OutU8, nn.LayerNormU8), with
+//     the same quantisation function a separate step would use.
+//
+// Ops without a runtime kernel fall back to the FP32 interpreter
+// (compiler/interp), one node at a time, but only outside the encoder
+// (before the first or after the last LayerNormalization): shape plumbing
+// such as the position-id Slice. Inside it, Compile fails with
+// ErrUnsupportedOp rather than run slowly.
+//
+// # Buffers and threads
+//
+// Every value has a slot whose buffer is kept across Run calls and grown
+// when a larger batch or sequence needs it; the batch and sequence sizes
+// are read from the inputs of each call. A Program runs one call at a time
+// (Run serialises on a mutex) on its own worker pool, shared by the GEMM
+// engine and the nn kernels; results do not depend on the thread count.
+// What still allocates per Run: the output tensors Run returns, fallback
+// steps (the interpreter allocates its results), and the closures handed
+// to the pool by nn kernels.
+package exec

@@ -1,0 +1,109 @@
+package exec
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/interp"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
+
+// parse parses IR text, infers shapes and verifies it.
+func parse(t *testing.T, src string) *compiler.Graph {
+	t.Helper()
+	g, err := compiler.ParseText(src)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if err := g.InferShapes(); err != nil {
+		t.Fatalf("infer shapes: %v", err)
+	}
+	if err := g.Verify(); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	return g
+}
+
+// randF32 is a deterministic f32 tensor uniform in [lo, hi).
+func randF32(seed uint64, lo, hi float32, shape ...int64) *compiler.Tensor {
+	r := rand.New(rand.NewPCG(seed, 0xe8ec))
+	t := compiler.NewTensor(compiler.Float32, shape...)
+	for i := range t.F32 {
+		t.F32[i] = lo + (hi-lo)*r.Float32()
+	}
+	return t
+}
+
+// variants is every qgemm variant this process can run, by name.
+func variants() []qgemm.Variant { return qgemm.Variants() }
+
+// compile compiles g for variant v (nil: default) with threads workers.
+func compile(t *testing.T, g *compiler.Graph, v *qgemm.Variant, threads int) *Program {
+	t.Helper()
+	p, err := Compile(g, Options{Variant: v, Threads: threads})
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func run(t *testing.T, p *Program, in map[string]*compiler.Tensor) map[string]*compiler.Tensor {
+	t.Helper()
+	out, err := p.Run(in)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, p)
+	}
+	return out
+}
+
+func interpRun(t *testing.T, g *compiler.Graph, in map[string]*compiler.Tensor) map[string]*compiler.Tensor {
+	t.Helper()
+	out, err := interp.Run(g, in, &interp.Options{Threads: 2})
+	if err != nil {
+		t.Fatalf("interp: %v", err)
+	}
+	return out
+}
+
+// sameBits fails unless every output of got equals want bit for bit.
+func sameBits(t *testing.T, what string, got, want map[string]*compiler.Tensor) {
+	t.Helper()
+	for name, w := range want {
+		g := got[name]
+		if g == nil || g.DType != w.DType || !slices.Equal(g.Shape, w.Shape) {
+			t.Fatalf("%s: output %s is %v, want %s%v", what, name, g, w.DType, w.Shape)
+		}
+		bad := 0
+		for i := range w.F32 {
+			if math.Float32bits(g.F32[i]) != math.Float32bits(w.F32[i]) {
+				if bad < 3 {
+					t.Errorf("%s: %s[%d] = %g, want %g", what, name, i, g.F32[i], w.F32[i])
+				}
+				bad++
+			}
+		}
+		if bad > 0 {
+			t.Fatalf("%s: %s: %d of %d values differ", what, name, bad, len(w.F32))
+		}
+	}
+}
+
+// maxDiff is the largest |got - want| over all outputs, and the largest |want|.
+func maxDiff(t *testing.T, got, want map[string]*compiler.Tensor) (diff, scale float64) {
+	t.Helper()
+	for name, w := range want {
+		g := got[name]
+		if g == nil || !slices.Equal(g.Shape, w.Shape) {
+			t.Fatalf("output %s: %v, want shape %v", name, g, w.Shape)
+		}
+		for i := range w.F32 {
+			diff = max(diff, math.Abs(float64(g.F32[i])-float64(w.F32[i])))
+			scale = max(scale, math.Abs(float64(w.F32[i])))
+		}
+	}
+	return diff, scale
+}

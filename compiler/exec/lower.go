@@ -1,0 +1,677 @@
+package exec
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/interp"
+	"github.com/sqc-dev/sqc/runtime/nn"
+	"github.com/sqc-dev/sqc/runtime/pool"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
+
+// Compile lowers g into a Program (see the package comment). g must be a
+// valid graph (Verify); Compile does not modify it, and reads its
+// initializers only while compiling (weights are packed into the Program;
+// the f32 constants it uses as they are, so g's initializers must not be
+// modified while the Program is in use).
+func Compile(g *compiler.Graph, opts Options) (*Program, error) {
+	if g == nil {
+		return nil, fmt.Errorf("exec: %w: nil graph", compiler.ErrInvalidRequest)
+	}
+	if err := g.Verify(); err != nil {
+		return nil, err
+	}
+	w := workingCopy(g)
+	if err := w.InferShapes(); err != nil {
+		return nil, err
+	}
+	l := newLowering(w)
+	l.planFusions()
+	for i, n := range w.Nodes {
+		if l.absorbed[i] {
+			continue
+		}
+		if err := l.lowerNode(i, n); err != nil {
+			return nil, err
+		}
+	}
+	p := l.p
+	for _, v := range g.Inputs {
+		p.inputs = append(p.inputs, v)
+		p.inputSlots = append(p.inputSlots, l.slot(v.Name))
+	}
+	for _, v := range g.Outputs {
+		p.outputs = append(p.outputs, v)
+		p.outputSlots = append(p.outputSlots, l.slot(v.Name))
+	}
+	p.bufs = make([]*compiler.Tensor, len(p.slots))
+	for _, s := range p.slots {
+		switch {
+		case s.Kind == SlotConst:
+			p.bufs[s.ID] = s.Const
+		case s.Kind != SlotInput:
+			p.bufs[s.ID] = &compiler.Tensor{}
+		}
+	}
+	p.pool = pool.New(opts.Threads)
+	e, err := qgemm.New(qgemm.Options{Pool: p.pool, ISA: opts.ISA, Variant: opts.Variant})
+	if err != nil {
+		p.pool.Close()
+		return nil, err
+	}
+	p.engine = e
+	return p, nil
+}
+
+// workingCopy shares g's nodes and initializers (read-only) but has its
+// own Values, inputs and outputs, which InferShapes fills in.
+func workingCopy(g *compiler.Graph) *compiler.Graph {
+	w := compiler.NewGraph(g.Name)
+	w.Opset, w.Nodes, w.Initializers, w.Meta = g.Opset, g.Nodes, g.Initializers, g.Meta
+	for _, v := range g.Inputs {
+		w.Inputs = append(w.Inputs, v.Clone())
+	}
+	for _, v := range g.Outputs {
+		w.Outputs = append(w.Outputs, v.Clone())
+	}
+	for k, v := range g.Values {
+		w.Values[k] = v.Clone()
+	}
+	return w
+}
+
+// use is one reading of a value: node index and input position.
+type use struct{ node, input int }
+
+// gemmFusion is what a QLinear's GEMM step absorbs.
+type gemmFusion struct {
+	act      qgemm.Act
+	residual string // value added in the epilogue ("" for none)
+	out      string // the value the step finally produces
+}
+
+// quantKey identifies one quantised form of a value: static with its
+// scale and zero point, or dynamic.
+type quantKey struct {
+	value     string
+	dynamic   bool
+	scaleBits uint32
+	zeroPoint int32
+}
+
+// quantBuf is a quantised activation buffer and, in dynamic mode, its
+// per-row scales and zero points.
+type quantBuf struct {
+	u8, scales, zeroPoints SlotID
+}
+
+type lowering struct {
+	g      *compiler.Graph
+	p      *Program
+	source string
+
+	slots    map[string]SlotID
+	isInput  map[string]bool
+	isOutput map[string]bool
+	uses     map[string][]use
+	producer map[string]int
+
+	absorbed map[int]bool
+	fusions  map[int]*gemmFusion
+	quant    map[quantKey]quantBuf
+	// elided values never get an f32 buffer: their producer writes their
+	// quantised form only.
+	elided map[string]bool
+
+	// firstLN..lastLN (node indices) is the encoder, where every node
+	// must have a runtime kernel; -1 when the graph has no LayerNorm.
+	firstLN, lastLN int
+}
+
+func newLowering(g *compiler.Graph) *lowering {
+	l := &lowering{
+		g: g, source: g.Meta["source"],
+		p:     &Program{name: g.Name, source: g.Meta["source"]},
+		slots: map[string]SlotID{}, isInput: map[string]bool{}, isOutput: map[string]bool{},
+		uses: map[string][]use{}, producer: map[string]int{},
+		absorbed: map[int]bool{}, fusions: map[int]*gemmFusion{}, quant: map[quantKey]quantBuf{},
+		elided:  map[string]bool{},
+		firstLN: -1, lastLN: -1,
+	}
+	for _, v := range g.Inputs {
+		l.isInput[v.Name] = true
+	}
+	for _, v := range g.Outputs {
+		l.isOutput[v.Name] = true
+	}
+	for i, n := range g.Nodes {
+		for j, in := range n.Inputs {
+			if in != "" {
+				l.uses[in] = append(l.uses[in], use{i, j})
+			}
+		}
+		for _, out := range n.Outputs {
+			if out != "" {
+				l.producer[out] = i
+			}
+		}
+		if n.Op == "LayerNormalization" {
+			if l.firstLN < 0 {
+				l.firstLN = i
+			}
+			l.lastLN = i
+		}
+	}
+	return l
+}
+
+// label names node i for errors.
+func (l *lowering) label(i int) string {
+	n := l.g.Nodes[i]
+	if n.Name == "" {
+		return fmt.Sprintf("node #%d (%s)", i, n.Op)
+	}
+	return fmt.Sprintf("node %q (%s)", n.Name, n.Op)
+}
+
+func (l *lowering) bad(i int, err error) error { return compiler.BadInput(l.source, l.label(i), err) }
+
+// info returns a value's dtype and (possibly symbolic) shape.
+func (l *lowering) info(name string) (compiler.DType, compiler.Shape) {
+	for _, v := range l.g.Inputs {
+		if v.Name == name {
+			return v.DType, v.Shape
+		}
+	}
+	if t := l.g.Initializers[name]; t != nil {
+		return t.DType, compiler.StaticShape(t.Shape...)
+	}
+	if v := l.g.Values[name]; v != nil {
+		return v.DType, v.Shape
+	}
+	return compiler.Undefined, nil
+}
+
+func (l *lowering) dtype(name string) compiler.DType { dt, _ := l.info(name); return dt }
+
+// constant returns the initializer named name when it is one (and not
+// overridden by a graph input).
+func (l *lowering) constant(name string) *compiler.Tensor {
+	if name == "" || l.isInput[name] {
+		return nil
+	}
+	return l.g.Initializers[name]
+}
+
+// slot returns the slot of a graph value, creating it on first use.
+func (l *lowering) slot(name string) SlotID {
+	if id, ok := l.slots[name]; ok {
+		return id
+	}
+	dt, shape := l.info(name)
+	s := &Slot{Name: name, DType: dt, Shape: shape}
+	switch {
+	case l.isInput[name]:
+		s.Kind, s.Const = SlotInput, l.g.Initializers[name]
+	case l.g.Initializers[name] != nil:
+		s.Kind, s.Const = SlotConst, l.g.Initializers[name]
+	}
+	id := l.addSlot(s)
+	l.slots[name] = id
+	return id
+}
+
+// internal adds a buffer no graph value names.
+func (l *lowering) internal(name string, dt compiler.DType, shape compiler.Shape) SlotID {
+	return l.addSlot(&Slot{Name: name, Kind: SlotInternal, DType: dt, Shape: shape})
+}
+
+func (l *lowering) addSlot(s *Slot) SlotID {
+	s.ID = SlotID(len(l.p.slots))
+	l.p.slots = append(l.p.slots, s)
+	return s.ID
+}
+
+func (l *lowering) emit(s Step) { l.p.steps = append(l.p.steps, s) }
+
+// soleConsumer returns the one node reading v (once), or -1 when v has
+// several readers, none, or is a graph output.
+func (l *lowering) soleConsumer(v string) int {
+	u := l.uses[v]
+	if len(u) != 1 || l.isOutput[v] {
+		return -1
+	}
+	return u[0].node
+}
+
+// planFusions decides what each QLinear's GEMM absorbs (see the package
+// comment): a following sqc.Gelu and a following Add of a same-shaped
+// value that is already computed when the QLinear runs.
+func (l *lowering) planFusions() {
+	ready := map[string]int{} // where values moved by fusion are produced
+	at := func(v string) int {
+		if i, ok := ready[v]; ok {
+			return i
+		}
+		if i, ok := l.producer[v]; ok {
+			return i
+		}
+		return -1 // graph input or initializer
+	}
+	for i, n := range l.g.Nodes {
+		if n.Op != "sqc.QLinear" {
+			continue
+		}
+		f := &gemmFusion{out: n.Outputs[0]}
+		if compiler.QLinearAct(n) == compiler.QLinearActGelu {
+			f.act = qgemm.ActGelu
+		}
+		hasResidual := len(n.Inputs) > 4 && n.Inputs[4] != ""
+		if f.act == qgemm.ActNone && !hasResidual {
+			if c := l.soleConsumer(f.out); c >= 0 && l.g.Nodes[c].Op == "sqc.Gelu" && l.dtype(f.out) == compiler.Float32 {
+				f.act, f.out = qgemm.ActGelu, l.g.Nodes[c].Outputs[0]
+				l.absorbed[c] = true
+			}
+		}
+		if !hasResidual {
+			if c := l.soleConsumer(f.out); c >= 0 && l.g.Nodes[c].Op == "Add" {
+				add := l.g.Nodes[c]
+				other := add.Inputs[0]
+				if other == f.out {
+					other = add.Inputs[1]
+				}
+				if other != f.out && l.dtype(other) == compiler.Float32 && l.sameShape(other, f.out) && at(other) < i {
+					f.residual, f.out = other, add.Outputs[0]
+					l.absorbed[c] = true
+				}
+			}
+		}
+		ready[f.out] = i
+		l.fusions[i] = f
+	}
+}
+
+// sameShape reports whether two values have the same shape for sure: both
+// known, dim by dim the same size or the same symbol.
+func (l *lowering) sameShape(a, b string) bool {
+	_, sa := l.info(a)
+	_, sb := l.info(b)
+	if sa == nil || sb == nil || len(sa) != len(sb) {
+		return false
+	}
+	for i := range sa {
+		x, y := sa[i], sb[i]
+		if !(x.Param != "" && x.Param == y.Param) && !(x.Known() && y.Known() && x.Size == y.Size) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyOf is the quantised form QLinear node n reads its input in.
+func keyOf(n *compiler.Node) quantKey {
+	k := quantKey{value: n.Inputs[0]}
+	if compiler.QLinearMode(n) == compiler.QLinearDynamic {
+		k.dynamic = true
+		return k
+	}
+	k.scaleBits = math.Float32bits(n.AttrFloat("act_scale", 0))
+	k.zeroPoint = int32(n.AttrInt("act_zero_point", 0))
+	return k
+}
+
+// quantUses returns the quantised forms v is read in by QLinears, in
+// order of first use, and whether QLinear inputs are all v is used for
+// (so its f32 form need not exist).
+func (l *lowering) quantUses(v string) (keys []quantKey, only bool) {
+	only = !l.isOutput[v]
+	for _, u := range l.uses[v] {
+		n := l.g.Nodes[u.node]
+		if n.Op != "sqc.QLinear" || u.input != 0 || l.absorbed[u.node] {
+			only = false
+			continue
+		}
+		k := keyOf(n)
+		if !containsKey(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys, only && len(keys) > 0
+}
+
+func containsKey(keys []quantKey, k quantKey) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// inEncoder reports whether node i lies where every op needs a kernel.
+func (l *lowering) inEncoder(i int) bool { return l.firstLN >= 0 && l.firstLN <= i && i <= l.lastLN }
+
+// lowerNode emits node i's steps.
+func (l *lowering) lowerNode(i int, n *compiler.Node) error {
+	for j, in := range n.Inputs {
+		if l.elided[in] && !(n.Op == "sqc.QLinear" && j == 0) {
+			return l.bad(i, fmt.Errorf("internal error: input %q has no f32 buffer", in))
+		}
+	}
+	native, err := l.native(i, n)
+	if err != nil || native {
+		return err
+	}
+	if l.inEncoder(i) {
+		return l.bad(i, fmt.Errorf("%w: no runtime kernel for this form of %s inside the encoder (between the first and last LayerNormalization)", compiler.ErrUnsupportedOp, n.Op))
+	}
+	if !interp.Supports(n.Op) {
+		return l.bad(i, fmt.Errorf("%w: %s has neither a runtime kernel nor an interpreter one", compiler.ErrUnsupportedOp, n.Op))
+	}
+	ins := make([]SlotID, len(n.Inputs))
+	for j, in := range n.Inputs {
+		ins[j] = NoSlot
+		if in != "" {
+			ins[j] = l.slot(in)
+		}
+	}
+	outs := make([]SlotID, len(n.Outputs))
+	for j, out := range n.Outputs {
+		outs[j] = NoSlot
+		if out != "" {
+			outs[j] = l.slot(out)
+		}
+	}
+	s, err := newInterpStep(l.g, n, ins, outs, l.dtype)
+	if err != nil {
+		return l.bad(i, err)
+	}
+	l.emit(s)
+	return nil
+}
+
+// native emits a runtime-kernel lowering of node i if there is one for its
+// op and form, reporting whether it did.
+func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
+	f32 := func(names ...string) bool {
+		for _, name := range names {
+			if name != "" && l.dtype(name) != compiler.Float32 {
+				return false
+			}
+		}
+		return true
+	}
+	switch n.Op {
+	case "sqc.QLinear":
+		return true, l.qlinear(i, n)
+	case "sqc.Linear":
+		return l.linear(n), nil
+	case "LayerNormalization":
+		return l.layerNorm(n), nil
+	case "sqc.Attention":
+		if !f32(n.Inputs...) {
+			return false, nil
+		}
+		mask := NoSlot
+		if len(n.Inputs) > 3 && n.Inputs[3] != "" {
+			mask = l.slot(n.Inputs[3])
+		}
+		l.emit(&AttentionStep{
+			Node: n.Name, Q: l.slot(n.Inputs[0]), K: l.slot(n.Inputs[1]), V: l.slot(n.Inputs[2]), Mask: mask,
+			Heads: int(n.AttrInt("heads", 1)), Scale: n.AttrFloat("scale", 1), Out: l.slot(n.Outputs[0]),
+		})
+		return true, nil
+	case "sqc.AttentionMask":
+		if l.dtype(n.Inputs[0]) != compiler.Int64 {
+			return false, nil
+		}
+		l.emit(&AttentionMaskStep{Node: n.Name, Mask: l.slot(n.Inputs[0]), Out: l.slot(n.Outputs[0]),
+			Fill: n.AttrFloat("fill", compiler.AttentionMaskDefaultFill)})
+		return true, nil
+	case "Add":
+		if !f32(n.Inputs...) || !l.suffixBroadcast(n.Inputs[0], n.Inputs[1]) {
+			return false, nil
+		}
+		l.emit(&AddStep{Node: n.Name, A: l.slot(n.Inputs[0]), B: l.slot(n.Inputs[1]), Out: l.slot(n.Outputs[0])})
+		return true, nil
+	case "sqc.Gelu", "Tanh", "Relu":
+		if !f32(n.Inputs[0]) {
+			return false, nil
+		}
+		fn := map[string]string{"sqc.Gelu": ActGelu, "Tanh": ActTanh, "Relu": ActRelu}[n.Op]
+		l.emit(&ActivationStep{Node: n.Name, Func: fn, X: l.slot(n.Inputs[0]), Out: l.slot(n.Outputs[0])})
+		return true, nil
+	case "Gather":
+		_, shape := l.info(n.Inputs[0])
+		axis := int(n.AttrInt("axis", 0))
+		if shape == nil || !f32(n.Inputs[0]) || l.dtype(n.Inputs[1]) != compiler.Int64 {
+			return false, nil
+		}
+		if axis < 0 {
+			axis += len(shape)
+		}
+		if axis < 0 || axis >= len(shape) {
+			return false, nil
+		}
+		l.emit(&GatherStep{Node: n.Name, Data: l.slot(n.Inputs[0]), Indices: l.slot(n.Inputs[1]), Axis: axis, Out: l.slot(n.Outputs[0])})
+		return true, nil
+	}
+	return false, nil
+}
+
+// suffixBroadcast reports whether Add(a, b) is a same-shape or suffix
+// broadcast sum AddStep handles; unknown shapes are left to Run to check.
+func (l *lowering) suffixBroadcast(a, b string) bool {
+	_, sa := l.info(a)
+	_, sb := l.info(b)
+	if sa == nil || sb == nil {
+		return true
+	}
+	return symSuffix(sb, sa) || symSuffix(sa, sb)
+}
+
+// symSuffix is isSuffix on symbolic shapes, true only when sure.
+func symSuffix(small, big compiler.Shape) bool {
+	for len(small) > 0 && small[0].Known() && small[0].Size == 1 {
+		small = small[1:]
+	}
+	if len(small) > len(big) {
+		return false
+	}
+	tail := big[len(big)-len(small):]
+	for i, d := range small {
+		e := tail[i]
+		if !(d.Param != "" && d.Param == e.Param) && !(d.Known() && e.Known() && d.Size == e.Size) {
+			return false
+		}
+	}
+	return true
+}
+
+// quantized returns the buffer holding x in form k (K columns padded to
+// kp), emitting the quantise step the first time it is needed.
+func (l *lowering) quantized(node string, k quantKey, kIn, kp int) quantBuf {
+	if b, ok := l.quant[k]; ok {
+		return b
+	}
+	b := quantBuf{scales: NoSlot, zeroPoints: NoSlot}
+	if k.dynamic {
+		b.u8 = l.u8Slot(k.value, "#u8dyn", kp)
+		rows := compiler.Shape{{Size: -1}}
+		b.scales = l.internal(k.value+"#rowscale", compiler.Float32, rows)
+		b.zeroPoints = l.internal(k.value+"#rowzp", compiler.Int32, rows)
+		l.emit(&QuantizeRowsStep{Node: node, X: l.slot(k.value), Out: b.u8, Scales: b.scales, ZeroPoints: b.zeroPoints, K: kIn, Kp: kp})
+	} else {
+		b.u8 = l.u8Slot(k.value, "#u8", kp)
+		s := math.Float32frombits(k.scaleBits)
+		l.emit(&QuantizeStep{Node: node, X: l.slot(k.value), Out: b.u8, K: kIn, Kp: kp, InvScale: 1 / s, ZeroPoint: k.zeroPoint})
+	}
+	l.quant[k] = b
+	return b
+}
+
+// u8Slot adds the buffer of value v quantised to u8 rows of kp bytes: v's
+// shape with the last dim kp, so it carries the leading dims to the GEMM.
+func (l *lowering) u8Slot(v, suffix string, kp int) SlotID {
+	_, shape := l.info(v)
+	if shape != nil {
+		shape = shape.Clone()
+		shape[len(shape)-1] = compiler.Dim{Size: int64(kp)}
+	}
+	return l.internal(v+suffix, compiler.Uint8, shape)
+}
+
+// directU8 returns the quantised form the producer of v should write
+// instead of v's f32 values, if v is read only by QLinears, all static
+// with the same parameters.
+func (l *lowering) directU8(v string) (quantKey, bool) {
+	keys, only := l.quantUses(v)
+	if !only || len(keys) != 1 || keys[0].dynamic {
+		return quantKey{}, false
+	}
+	return keys[0], true
+}
+
+func (l *lowering) qlinear(i int, n *compiler.Node) error {
+	bad := func(format string, args ...any) error {
+		return l.bad(i, fmt.Errorf("%w: "+format, append([]any{compiler.ErrMalformed}, args...)...))
+	}
+	w, ws := l.constant(n.Inputs[1]), l.constant(n.Inputs[2])
+	if w == nil || ws == nil || w.DType != compiler.Int8 || len(w.Shape) != 2 || ws.DType != compiler.Float32 || ws.Len() != int(w.Shape[1]) {
+		return bad("QLinear needs initializers w i8 [K, N] and w_scale f32 [N]")
+	}
+	var bias *compiler.Tensor
+	if len(n.Inputs) > 3 && n.Inputs[3] != "" {
+		if bias = l.constant(n.Inputs[3]); bias == nil || bias.DType != compiler.Float32 || bias.Len() != int(w.Shape[1]) {
+			return bad("QLinear bias must be an f32 [N] initializer")
+		}
+	}
+	if l.dtype(n.Inputs[0]) != compiler.Float32 {
+		return bad("QLinear input is %s, want f32", l.dtype(n.Inputs[0]))
+	}
+	k, nOut := int(w.Shape[0]), int(w.Shape[1])
+	packed, err := qgemm.PackB(w.I8, k, nOut)
+	if err != nil {
+		return l.bad(i, err)
+	}
+	key := keyOf(n)
+	a := l.quantized(n.Name, key, k, packed.Kp)
+	f := l.fusions[i]
+	s := &GEMMStep{
+		Node: n.Name, Weight: n.Inputs[1], A: a.u8, B: packed,
+		RowScale: a.scales, RowZeroPoint: a.zeroPoints, Act: f.act, Residual: NoSlot,
+	}
+	if key.dynamic {
+		s.Scale = append([]float32(nil), ws.F32...)
+	} else {
+		scale := math.Float32frombits(key.scaleBits)
+		s.AZeroPoint = key.zeroPoint
+		s.Scale = make([]float32, nOut)
+		for j, v := range ws.F32 {
+			s.Scale[j] = scale * v
+		}
+	}
+	if bias != nil {
+		s.Bias, s.BiasName = bias.F32, n.Inputs[3]
+	}
+	residual := f.residual
+	if len(n.Inputs) > 4 && n.Inputs[4] != "" {
+		residual = n.Inputs[4]
+	}
+	if residual != "" {
+		if l.dtype(residual) != compiler.Float32 {
+			return bad("QLinear residual is %s, want f32", l.dtype(residual))
+		}
+		s.Residual = l.slot(residual)
+	}
+	if q, ok := l.directU8(f.out); ok {
+		kp := qgemm.RoundUp(nOut, qgemm.KBlock)
+		s.OutU8, s.OutKp = true, kp
+		s.OutInvScale, s.OutZeroPoint = 1/math.Float32frombits(q.scaleBits), q.zeroPoint
+		s.Out = l.u8Slot(f.out, "#u8", kp)
+		l.quant[q] = quantBuf{u8: s.Out, scales: NoSlot, zeroPoints: NoSlot}
+		l.elided[f.out] = true
+	} else {
+		s.Out = l.slot(f.out)
+	}
+	l.emit(s)
+	return nil
+}
+
+// linear lowers an f32 sqc.Linear with constant weights.
+func (l *lowering) linear(n *compiler.Node) bool {
+	w := l.constant(n.Inputs[1])
+	if w == nil || w.DType != compiler.Float32 || len(w.Shape) != 2 || l.dtype(n.Inputs[0]) != compiler.Float32 {
+		return false
+	}
+	s := &LinearF32Step{Node: n.Name, Weight: n.Inputs[1], X: l.slot(n.Inputs[0]), K: int(w.Shape[0]), N: int(w.Shape[1]), W: w.F32}
+	if len(n.Inputs) > 2 && n.Inputs[2] != "" {
+		b := l.constant(n.Inputs[2])
+		if b == nil || b.DType != compiler.Float32 || b.Len() != s.N {
+			return false
+		}
+		s.Bias, s.BiasName = b.F32, n.Inputs[2]
+	}
+	s.Out = l.slot(n.Outputs[0])
+	l.emit(s)
+	return true
+}
+
+// layerNorm lowers LayerNormalization over the last axis with constant
+// [N] scale and bias and only its first output used.
+func (l *lowering) layerNorm(n *compiler.Node) bool {
+	dt, shape := l.info(n.Inputs[0])
+	gamma := l.constant(n.Inputs[1])
+	if dt != compiler.Float32 || shape == nil || len(shape) == 0 || !shape[len(shape)-1].Known() ||
+		gamma == nil || gamma.DType != compiler.Float32 || n.AttrInt("stash_type", 1) != 1 {
+		return false
+	}
+	if axis := n.AttrInt("axis", -1); axis != -1 && axis != int64(len(shape)-1) {
+		return false
+	}
+	for _, out := range n.Outputs[1:] {
+		if out != "" && (len(l.uses[out]) > 0 || l.isOutput[out]) {
+			return false
+		}
+	}
+	size := int(shape[len(shape)-1].Size)
+	s := &LayerNormStep{
+		Node: n.Name, X: l.slot(n.Inputs[0]), OutU8: NoSlot, GammaName: n.Inputs[1],
+		Params: nn.LayerNormParams{N: size, Gamma: gamma.F32, Epsilon: n.AttrFloat("epsilon", 1e-5)},
+	}
+	if gamma.Len() != size {
+		return false
+	}
+	if len(n.Inputs) > 2 && n.Inputs[2] != "" {
+		beta := l.constant(n.Inputs[2])
+		if beta == nil || beta.DType != compiler.Float32 || beta.Len() != size {
+			return false
+		}
+		s.Params.Beta, s.BetaName = beta.F32, n.Inputs[2]
+	}
+	out := n.Outputs[0]
+	keys, only := l.quantUses(out)
+	var first *quantKey
+	for _, k := range keys {
+		if !k.dynamic {
+			first = &k
+			break
+		}
+	}
+	s.Out = NoSlot
+	if first == nil || !only || len(keys) > 1 {
+		s.Out = l.slot(out)
+	} else {
+		l.elided[out] = true
+	}
+	if first != nil {
+		s.Kp = qgemm.RoundUp(size, qgemm.KBlock)
+		s.InvScale, s.ZeroPoint = 1/math.Float32frombits(first.scaleBits), first.zeroPoint
+		s.OutU8 = l.u8Slot(out, "#u8", s.Kp)
+		l.quant[*first] = quantBuf{u8: s.OutU8, scales: NoSlot, zeroPoints: NoSlot}
+	}
+	l.emit(s)
+	return true
+}

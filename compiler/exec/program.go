@@ -1,0 +1,177 @@
+package exec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/pool"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
+
+// Options configure Compile.
+type Options struct {
+	// ISA caps the GEMM kernel family ("amx", "vnni", "avx2", "go"); ""
+	// means SQC_ISA, or the fastest variant available (qgemm.Options.ISA).
+	ISA string
+	// Variant, if set, forces one qgemm variant (tests run each entry of
+	// qgemm.Variants()); it overrides ISA.
+	Variant *qgemm.Variant
+	// Threads is the size of the Program's worker pool (<= 0: GOMAXPROCS).
+	Threads int
+}
+
+// Program is a graph lowered to runtime calls. Build it with Compile, run
+// it with Run, release its worker pool with Close.
+type Program struct {
+	name   string
+	source string // model file, for error messages
+
+	slots       []*Slot
+	steps       []Step
+	inputs      []*compiler.Value // the graph's declared inputs
+	inputSlots  []SlotID
+	outputs     []*compiler.Value
+	outputSlots []SlotID
+
+	pool   *pool.Pool
+	engine *qgemm.Engine
+
+	mu      sync.Mutex         // Run uses the buffers below: one call at a time
+	bufs    []*compiler.Tensor // per slot
+	scratch []float32          // attention scores
+}
+
+// Steps returns the program's steps in execution order (read-only).
+func (p *Program) Steps() []Step { return p.steps }
+
+// Slots returns the program's buffers, indexed by SlotID (read-only).
+func (p *Program) Slots() []*Slot { return p.slots }
+
+// InputSlots and OutputSlots give the slots of the graph's inputs and
+// outputs, in the graph's order.
+func (p *Program) InputSlots() []SlotID  { return p.inputSlots }
+func (p *Program) OutputSlots() []SlotID { return p.outputSlots }
+
+// Engine is the GEMM engine the program runs on.
+func (p *Program) Engine() *qgemm.Engine { return p.engine }
+
+// Close stops the program's worker pool. Run still works afterwards, on
+// the caller's goroutine only.
+func (p *Program) Close() {
+	p.engine.Close()
+	p.pool.Close()
+}
+
+// String lists the program: engine, inputs, steps and outputs, one per
+// line, e.g.
+//
+//	#7  qgemm.GEMM  %y = qgemm.GEMM(%x#u8, %w [256x1024, Kp=256]; a_zero_point=3, bias=%b, act=gelu, out=u8 Kp=1024 ...)
+func (p *Program) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "program %q: %d steps, %d slots, %s\n", p.name, len(p.steps), len(p.slots), p.engine.Describe())
+	for _, id := range p.inputSlots {
+		fmt.Fprintf(&b, "  input  %s\n", p.slots[id].describe())
+	}
+	for i, s := range p.steps {
+		fmt.Fprintf(&b, "  #%-3d %-18s %s\n", i, s.Call(), s.Describe(p.slots))
+	}
+	for _, id := range p.outputSlots {
+		fmt.Fprintf(&b, "  output %s\n", p.slots[id].describe())
+	}
+	return b.String()
+}
+
+// Run executes the program on inputs (by graph input name), checked
+// against the graph's declared dtypes and shapes, symbolic dims taking one
+// size across all inputs. It returns every graph output as a fresh tensor.
+// Calls are serialised; the input tensors are read, never modified.
+func (p *Program) Run(inputs map[string]*compiler.Tensor) (out map[string]*compiler.Tensor, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.bindInputs(inputs); err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, id := range p.inputSlots {
+			p.bufs[id] = nil // keep none of the caller's memory
+		}
+	}()
+	for i, s := range p.steps {
+		if err := runStep(p, s); err != nil {
+			return nil, compiler.BadInput(p.source, fmt.Sprintf("step #%d %s (node %q)", i, s.Call(), s.Source()), err)
+		}
+	}
+	out = make(map[string]*compiler.Tensor, len(p.outputs))
+	for i, v := range p.outputs {
+		out[v.Name] = p.bufs[p.outputSlots[i]].Clone()
+	}
+	return out, nil
+}
+
+// runStep runs one step, turning a panic (a kernel bug on input the
+// checks missed) into an error.
+func runStep(p *Program, s Step) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	return s.run(p)
+}
+
+// bindInputs checks the caller's inputs and puts them in their slots.
+func (p *Program) bindInputs(inputs map[string]*compiler.Tensor) error {
+	bad := func(name, format string, args ...any) error {
+		return compiler.BadInput("", "input "+name, fmt.Errorf("%w: "+format, append([]any{compiler.ErrInvalidRequest}, args...)...))
+	}
+	symbols := map[string]int64{}
+	from := map[string]string{}
+	for i, v := range p.inputs {
+		t, ok := inputs[v.Name]
+		slot := p.slots[p.inputSlots[i]]
+		if !ok || t == nil {
+			if slot.Const != nil {
+				p.bufs[slot.ID] = slot.Const // defaults to the initializer
+				continue
+			}
+			return bad(v.Name, "missing")
+		}
+		if err := t.Check(); err != nil {
+			return bad(v.Name, "%v", err)
+		}
+		if v.DType != compiler.Undefined && t.DType != v.DType {
+			return bad(v.Name, "dtype %s, the graph wants %s", t.DType, v.DType)
+		}
+		if v.Shape != nil {
+			if len(t.Shape) != len(v.Shape) {
+				return bad(v.Name, "shape %v, the graph wants %s", t.Shape, v.Shape)
+			}
+			for j, d := range v.Shape {
+				size := t.Shape[j]
+				switch {
+				case d.Param != "":
+					if prev, seen := symbols[d.Param]; seen && prev != size {
+						return bad(v.Name, "dim %d (%s) is %d but %s has %s = %d", j, d.Param, size, from[d.Param], d.Param, prev)
+					}
+					symbols[d.Param], from[d.Param] = size, v.Name
+				case d.Size >= 0 && d.Size != size:
+					return bad(v.Name, "shape %v, the graph wants %s", t.Shape, v.Shape)
+				}
+			}
+		}
+		p.bufs[slot.ID] = t
+	}
+	for name := range inputs {
+		if !slices.ContainsFunc(p.inputs, func(v *compiler.Value) bool { return v.Name == name }) {
+			names := make([]string, len(p.inputs))
+			for i, v := range p.inputs {
+				names[i] = v.Name
+			}
+			return bad(name, "not a graph input (the graph's inputs are %s)", strings.Join(names, ", "))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// Graph input names of BERT-family encoders (both frontends use them).
+const (
+	InputIDs      = "input_ids"
+	AttentionMask = "attention_mask"
+	TokenTypeIDs  = "token_type_ids"
+)
+
+// clsID is BERT's [CLS] token id in the uncased vocabularies; the first
+// token of every random sequence is [CLS], as in real inputs.
+const clsID = 101
+
+// firstRandomID skips the reserved and unused ids at the start of BERT's
+// vocabulary, as the peer harness's model.py does.
+const firstRandomID = 1000
+
+// Inputs makes one batch of inputs for m: random token ids (seeded,
+// [CLS] first), a full attention mask and zero token types, as the peer
+// harness does. Every graph input must be one of the three; all are int64
+// [batch, seq].
+func (m *Model) Inputs(batch, seq int, seed uint64) (map[string]*compiler.Tensor, error) {
+	if batch < 1 || seq < 1 {
+		return nil, fmt.Errorf("%w: batch %d x sequence %d: both must be at least 1", compiler.ErrInvalidRequest, batch, seq)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x1d5))
+	lo := firstRandomID
+	if lo >= m.Vocab {
+		lo = 0
+	}
+	in := map[string]*compiler.Tensor{}
+	for _, v := range m.Graph.Inputs {
+		t := compiler.NewTensor(compiler.Int64, int64(batch), int64(seq))
+		switch v.Name {
+		case InputIDs:
+			for i := range t.I64 {
+				t.I64[i] = int64(lo + rng.IntN(m.Vocab-lo))
+			}
+			if m.Vocab > clsID {
+				for b := 0; b < batch; b++ {
+					t.I64[b*seq] = clsID
+				}
+			}
+		case AttentionMask:
+			for i := range t.I64 {
+				t.I64[i] = 1
+			}
+		case TokenTypeIDs:
+		default:
+			return nil, compiler.BadInput(m.Graph.Meta["source"], v.Name,
+				fmt.Errorf("%w: graph input %q is not one of %s, %s, %s", compiler.ErrInvalidRequest, v.Name, InputIDs, AttentionMask, TokenTypeIDs))
+		}
+		in[v.Name] = t
+	}
+	return in, nil
+}

@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// Defaults of MeasureOptions.
+const (
+	// DefaultWarmup untimed runs let buffers be allocated, pages touched
+	// and caches filled before timing.
+	DefaultWarmup = 2
+	// DefaultBudget is how long timed runs continue when Runs is 0.
+	DefaultBudget = 3 * time.Second
+	// DefaultMinRuns and DefaultMaxRuns bound the timed runs of a budget.
+	DefaultMinRuns = 3
+	DefaultMaxRuns = 10000
+)
+
+// MeasureOptions control Measure.
+type MeasureOptions struct {
+	// Warmup untimed runs come first (callers usually pass
+	// DefaultWarmup; 0 means none).
+	Warmup int
+	// Runs, if > 0, is the exact number of timed runs; otherwise runs
+	// continue until Budget (DefaultBudget when 0) has passed, at least
+	// MinRuns and at most MaxRuns times.
+	Runs             int
+	Budget           time.Duration
+	MinRuns, MaxRuns int
+}
+
+// Validate reports negative or inconsistent settings.
+func (o MeasureOptions) Validate() error {
+	switch {
+	case o.Warmup < 0:
+		return fmt.Errorf("%w: warm-up runs %d < 0", compiler.ErrInvalidRequest, o.Warmup)
+	case o.Runs < 0:
+		return fmt.Errorf("%w: runs %d < 0", compiler.ErrInvalidRequest, o.Runs)
+	case o.Budget < 0:
+		return fmt.Errorf("%w: time budget %v < 0", compiler.ErrInvalidRequest, o.Budget)
+	case o.MinRuns < 0 || o.MaxRuns < 0 || (o.MaxRuns > 0 && o.MinRuns > o.MaxRuns):
+		return fmt.Errorf("%w: runs between %d and %d", compiler.ErrInvalidRequest, o.MinRuns, o.MaxRuns)
+	}
+	return nil
+}
+
+// Measurement is what Measure observed.
+type Measurement struct {
+	TimesMs   []float64 // wall-clock milliseconds of each timed run, in order
+	LatencyMs Summary
+	Warmup    int
+	// AllocsPerRun and BytesPerRun are heap allocations (count, bytes) per
+	// timed run, from runtime.MemStats before and after all timed runs
+	// (so they include anything else the process allocated meanwhile,
+	// e.g. worker goroutines of the engine).
+	AllocsPerRun, BytesPerRun float64
+	// Elapsed is the wall time of the timed runs together.
+	Elapsed time.Duration
+}
+
+// Measure calls run Warmup times untimed, then times it as opts say. The
+// first error stops it.
+func Measure(run func() error, opts MeasureOptions) (*Measurement, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	warm := opts.Warmup
+	budget, minRuns, maxRuns := opts.Budget, opts.MinRuns, opts.MaxRuns
+	if budget == 0 {
+		budget = DefaultBudget
+	}
+	if minRuns == 0 {
+		minRuns = DefaultMinRuns
+	}
+	if maxRuns == 0 {
+		maxRuns = max(DefaultMaxRuns, minRuns)
+	}
+	if opts.Runs > 0 {
+		minRuns, maxRuns, budget = opts.Runs, opts.Runs, 0
+	}
+	for i := 0; i < warm; i++ {
+		if err := run(); err != nil {
+			return nil, fmt.Errorf("warm-up run %d: %w", i+1, err)
+		}
+	}
+	m := &Measurement{Warmup: warm, TimesMs: make([]float64, 0, min(maxRuns, 1024))}
+	var before, after runtime.MemStats
+	runtime.GC() // start from a clean heap, so that a GC cycle left over from warm-up is not charged to the timed runs
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	for n := 0; n < maxRuns; n++ {
+		if n >= minRuns && time.Since(start) >= budget {
+			break
+		}
+		t := time.Now()
+		if err := run(); err != nil {
+			return nil, fmt.Errorf("timed run %d: %w", n+1, err)
+		}
+		m.TimesMs = append(m.TimesMs, float64(time.Since(t).Nanoseconds())/1e6)
+	}
+	m.Elapsed = time.Since(start)
+	runtime.ReadMemStats(&after)
+	runs := float64(len(m.TimesMs))
+	m.AllocsPerRun = float64(after.Mallocs-before.Mallocs) / runs
+	m.BytesPerRun = float64(after.TotalAlloc-before.TotalAlloc) / runs
+	m.LatencyMs = Summarize(m.TimesMs)
+	return m, nil
+}

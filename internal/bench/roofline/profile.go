@@ -1,0 +1,132 @@
+package roofline
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/runtime/pool"
+)
+
+// Point is one group of identical steps (same kernel, shape and fused
+// epilogue) of a Program: where it sits on the roofline.
+type Point struct {
+	Label string `json:"label"` // e.g. "GEMM 768x3072 +gelu ->u8"
+	Kind  string `json:"kind"`  // KindGEMM, KindAttention, ...
+	Count int    `json:"count"` // steps in the group (one per layer, ...)
+	// Ops and Bytes are per call: operations (2 per multiply-add) and the
+	// least traffic (each operand read once, each result written once).
+	Ops   float64 `json:"ops"`
+	Bytes float64 `json:"bytes"`
+	// Intensity is Ops/Bytes (ops per byte); 0 for pure data movement.
+	Intensity float64 `json:"intensity"`
+	// Seconds is the median time of one call; GOPS = Ops / Seconds / 1e9.
+	Seconds float64 `json:"seconds"`
+	GOPS    float64 `json:"gops"`
+	// Share is the group's part of the replayed forward pass (Count *
+	// Seconds over the sum over groups).
+	Share float64 `json:"share"`
+}
+
+// Profile is the per-op timing of one Program at one shape.
+type Profile struct {
+	Batch, Seq int
+	Points     []Point // by descending share
+	// ReplayedSeconds is the sum over groups of Count * Seconds: the
+	// forward pass as the replayed steps add up.
+	ReplayedSeconds float64
+	// Skipped lists steps that could not be replayed, with the reason.
+	Skipped []string
+}
+
+// ProfileOptions control ProfileProgram.
+type ProfileOptions struct {
+	Batch, Seq int
+	Threads    int           // the nn kernels' pool size (the GEMM engine is the Program's)
+	PerOp      time.Duration // time spent per distinct step (DefaultPerOp when 0)
+	Seed       uint64
+}
+
+// DefaultPerOp is the timing budget of one distinct step: enough calls
+// for a stable median without making bert-large's profile slow.
+const DefaultPerOp = 150 * time.Millisecond
+
+// ProfileProgram times each distinct step of p by replay (see the package
+// comment) at the given batch and sequence length.
+func ProfileProgram(p *exec.Program, o ProfileOptions) (*Profile, error) {
+	if o.Batch < 1 || o.Seq < 1 {
+		return nil, fmt.Errorf("roofline: batch %d x sequence %d", o.Batch, o.Seq)
+	}
+	if o.PerOp == 0 {
+		o.PerOp = DefaultPerOp
+	}
+	pl := pool.New(o.Threads)
+	defer pl.Close()
+	r := &replayer{prog: p, sh: newShapes(p, o.Batch, o.Seq), pool: pl, workers: pl.Workers(),
+		rng: rand.New(rand.NewPCG(o.Seed, 0x5eed))}
+	prof := &Profile{Batch: o.Batch, Seq: o.Seq}
+	groups := map[string]*Point{}
+	var order []string
+	for i, s := range p.Steps() {
+		rp, err := r.build(s)
+		if err != nil {
+			prof.Skipped = append(prof.Skipped, fmt.Sprintf("#%d %s", i, err))
+			continue
+		}
+		if g, ok := groups[rp.label]; ok {
+			g.Count++
+			continue
+		}
+		secs, err := timeCall(rp.run, o.PerOp)
+		if err != nil {
+			return nil, fmt.Errorf("roofline: replay of step #%d %s: %w", i, s.Call(), err)
+		}
+		pt := &Point{Label: rp.label, Kind: rp.kind, Count: 1, Ops: rp.ops, Bytes: rp.bytes, Seconds: secs}
+		if rp.bytes > 0 {
+			pt.Intensity = rp.ops / rp.bytes
+		}
+		if secs > 0 {
+			pt.GOPS = rp.ops / secs / 1e9
+		}
+		groups[rp.label] = pt
+		order = append(order, rp.label)
+	}
+	for _, l := range order {
+		g := groups[l]
+		prof.ReplayedSeconds += float64(g.Count) * g.Seconds
+		prof.Points = append(prof.Points, *g)
+	}
+	for i := range prof.Points {
+		if prof.ReplayedSeconds > 0 {
+			pt := &prof.Points[i]
+			pt.Share = float64(pt.Count) * pt.Seconds / prof.ReplayedSeconds
+		}
+	}
+	sort.SliceStable(prof.Points, func(i, j int) bool { return prof.Points[i].Share > prof.Points[j].Share })
+	return prof, nil
+}
+
+// timeCall returns the median seconds of run after one warm-up call,
+// over at least 3 calls and about budget.
+func timeCall(run func() error, budget time.Duration) (float64, error) {
+	if err := run(); err != nil {
+		return 0, err
+	}
+	var ts []float64
+	start := time.Now()
+	for len(ts) < 3 || time.Since(start) < budget {
+		t := time.Now()
+		if err := run(); err != nil {
+			return 0, err
+		}
+		ts = append(ts, time.Since(t).Seconds())
+		if len(ts) >= 100000 {
+			break
+		}
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2], nil
+}

@@ -1,0 +1,83 @@
+package roofline
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/internal/bench"
+)
+
+// TestProfileProgram replays every step of a tiny INT8 program.
+func TestProfileProgram(t *testing.T) {
+	m, err := bench.Load(bench.Source{Config: "bert-tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Quantize(bench.QuantOptions{Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	prog, err := exec.Compile(m.Graph, exec.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	prof, err := ProfileProgram(prog, ProfileOptions{Batch: 2, Seq: 16, Threads: 1, PerOp: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, kinds := 0, map[string]int{}
+	share := 0.0
+	for _, p := range prof.Points {
+		steps += p.Count
+		kinds[p.Kind] += p.Count
+		share += p.Share
+		if p.Seconds <= 0 || (p.Kind != KindGather && (p.Ops <= 0 || p.Intensity <= 0)) {
+			t.Errorf("point %+v", p)
+		}
+	}
+	for _, s := range prof.Skipped {
+		if !strings.Contains(s, "interp.") {
+			t.Errorf("a runtime step was not replayed: %s", s)
+		}
+	}
+	if steps+len(prof.Skipped) != len(prog.Steps()) {
+		t.Errorf("%d steps replayed + %d skipped, program has %d", steps, len(prof.Skipped), len(prog.Steps()))
+	}
+	// 6 QLinears per layer x 2 layers; one attention per layer.
+	if kinds[KindGEMM] != 12 || kinds[KindAttention] != 2 || kinds[KindLayerNorm] < 4 {
+		t.Errorf("steps by kind %v", kinds)
+	}
+	if share < 0.999 || share > 1.001 {
+		t.Errorf("shares add up to %v", share)
+	}
+	for i := 1; i < len(prof.Points); i++ {
+		if prof.Points[i].Share > prof.Points[i-1].Share {
+			t.Error("points are not sorted by share")
+		}
+	}
+	if _, err := ProfileProgram(prog, ProfileOptions{Batch: 0, Seq: 16}); err == nil {
+		t.Error("batch 0 accepted")
+	}
+}
+
+func TestMeasureCeilings(t *testing.T) {
+	cs, err := MeasureCeilings(CeilingOptions{Threads: 1, Budget: time.Millisecond, L2Bytes: 64 << 10, DRAMBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, c := range cs {
+		names[c.Name] = true
+		if c.Value <= 0 || c.Threads != 1 || c.How == "" {
+			t.Errorf("ceiling %+v", c)
+		}
+	}
+	if !names["L2"] || !names["DRAM"] {
+		t.Errorf("ceilings %v lack L2 or DRAM", names)
+	}
+	if _, err := MeasureCeilings(CeilingOptions{}); err == nil {
+		t.Error("0 threads accepted")
+	}
+}

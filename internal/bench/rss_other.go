@@ -1,0 +1,7 @@
+//go:build !linux
+
+package bench
+
+// PeakRSS is unknown outside Linux (ru_maxrss units differ between
+// systems, and some have no getrusage).
+func PeakRSS() (int64, bool) { return 0, false }

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/sqc-dev/sqc/runtime/cpu"
+)
+
+// Worker modes offered by NewWorker.
+const (
+	ModeINT8     = "int8"      // fastest INT8 kernels (AMX where allowed)
+	ModeINT8VNNI = "int8-vnni" // INT8 with AMX off: the AVX512-VNNI kernels
+)
+
+// WorkerOptions configure NewWorker.
+type WorkerOptions struct {
+	Source  Source
+	Threads int
+	Quant   QuantOptions
+	// Log receives progress and request errors (stderr in the CLI).
+	Log io.Writer
+}
+
+// NewWorker builds the model once, quantises it and compiles one engine
+// per mode (int8, and int8-vnni where a VNNI engine can be made), ready to
+// Serve. The FP32 reference outputs of the check inputs are computed
+// first, so {"op": "check"} reports each mode's agreement with sqc's FP32
+// interpreter (the peers' weights differ from ours, so torch/fp32 cannot
+// be the reference).
+func NewWorker(o WorkerOptions) (*Worker, error) {
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "sqc worker: "+format+"\n", args...)
+		}
+	}
+	m, err := Load(o.Source)
+	if err != nil {
+		return nil, err
+	}
+	checkIn, err := m.CheckInputs()
+	if err != nil {
+		return nil, err
+	}
+	fp32, err := NewFP32(m.Graph, EngineOptions{Threads: o.Threads})
+	if err != nil {
+		return nil, err
+	}
+	ref, err := fp32.Run(checkIn)
+	fp32.Close()
+	if err != nil {
+		return nil, fmt.Errorf("FP32 reference of the check input: %w", err)
+	}
+	q := o.Quant
+	if q.Threads == 0 {
+		q.Threads = o.Threads
+	}
+	info, err := m.Quantize(q)
+	if err != nil {
+		return nil, err
+	}
+	logf("%s: calibrated on %d x %d random tokens in %.1f s, %d Linears quantised", m.Name, info.CalibSequences, info.CalibSeq, info.Calibration.Seconds(), info.QLinears)
+	w := &Worker{System: "sqc", Model: m, Log: o.Log}
+	engines := map[string]any{}
+	for _, mode := range []struct{ name, isa string }{{ModeINT8, ""}, {ModeINT8VNNI, "vnni"}} {
+		e, err := NewINT8(m.Graph, EngineOptions{Threads: o.Threads, ISA: mode.isa})
+		if err != nil {
+			if mode.isa == "" {
+				w.Close()
+				return nil, err
+			}
+			logf("mode %s not offered: %v", mode.name, err)
+			continue
+		}
+		w.Modes = append(w.Modes, WorkerMode{Name: mode.name, Engine: e})
+		engines[mode.name] = e.Describe()
+	}
+	w.Env = map[string]any{
+		"go": runtime.Version(), "gomaxprocs": runtime.GOMAXPROCS(0), "threads": o.Threads,
+		"cpu": cpu.Detect().String(), "engines": engines, "model": m.Name, "random_weights": m.Random,
+		"calibration": fmt.Sprintf("%d x %d random token ids", info.CalibSequences, info.CalibSeq),
+	}
+	w.Check = func() (map[string]any, error) {
+		acc := map[string]any{}
+		for _, mode := range w.Modes {
+			out, err := mode.Engine.Run(checkIn)
+			if err != nil {
+				return nil, fmt.Errorf("mode %s: %w", mode.Name, err)
+			}
+			a, err := Agreement(ref, out, "sqc/fp32-interp")
+			if err != nil {
+				return nil, fmt.Errorf("mode %s: %w", mode.Name, err)
+			}
+			acc[mode.Name] = a
+		}
+		return acc, nil
+	}
+	return w, nil
+}
+
+// Close closes the worker's engines.
+func (w *Worker) Close() {
+	for _, m := range w.Modes {
+		m.Engine.Close()
+	}
+	w.Modes = nil
+}

@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"math"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
+
+func TestWorkerEndToEnd(t *testing.T) {
+	w, err := NewWorker(WorkerOptions{Source: Source{Config: "bert-tiny"}, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	hasVNNI := false
+	for _, v := range qgemm.Variants() {
+		hasVNNI = hasVNNI || v.ISA == qgemm.ISAVNNI
+	}
+	wantModes := 1
+	if hasVNNI {
+		wantModes = 2
+	}
+	if len(w.Modes) != wantModes || w.Modes[0].Name != ModeINT8 {
+		t.Fatalf("modes %v, want int8 (and int8-vnni where VNNI runs)", w.Modes)
+	}
+	replies := serveScript(t, w,
+		`{"op": "check"}`,
+		`{"op": "run", "mode": "int8", "batch": 2, "seq": 32, "n": 2}`,
+		`{"op": "run", "mode": "int8", "batch": 1, "seq": 600, "n": 1}`,
+		`{"op": "quit"}`)
+	if len(replies) != 5 {
+		t.Fatalf("replies %v", replies)
+	}
+	if env, _ := replies[0]["env"].(map[string]any); env["engines"] == nil || env["model"] != "bert-tiny" {
+		t.Errorf("hello env %v", replies[0]["env"])
+	}
+	acc, _ := replies[1]["acc"].(map[string]any)
+	for _, m := range w.Modes {
+		a, _ := acc[m.Name].(map[string]any)
+		cos, _ := a["cos_logits"].(float64)
+		if cos < 0.99 || a["vs"] != "sqc/fp32-interp" {
+			t.Errorf("check of %s: %v, want cos_logits >= 0.99 vs sqc/fp32-interp", m.Name, a)
+		}
+	}
+	if ms, _ := replies[2]["ms"].([]any); len(ms) != 2 {
+		t.Errorf("run replied %v", replies[2])
+	}
+	// 600 tokens exceed bert-tiny's 512 positions: an error reply, not a crash.
+	if _, ok := replies[3]["error"]; !ok {
+		t.Errorf("sequence 600 replied %v, want an error", replies[3])
+	}
+}
+
+func TestCosineAndAgreement(t *testing.T) {
+	if c := Cosine([]float32{1, 0}, []float32{0, 1}); c != 0 {
+		t.Errorf("orthogonal cosine %v", c)
+	}
+	if c := Cosine([]float32{1, 2, 3}, []float32{2, 4, 6}); math.Abs(c-1) > 1e-12 {
+		t.Errorf("parallel cosine %v", c)
+	}
+	if Cosine([]float32{0, 0}, []float32{0, 0}) != 1 || Cosine([]float32{0, 0}, []float32{1, 0}) != 0 {
+		t.Error("cosine of zero vectors")
+	}
+	ref := map[string]*compiler.Tensor{
+		"logits":            {DType: compiler.Float32, Shape: []int64{1, 2}, F32: []float32{1, -1}},
+		"last_hidden_state": {DType: compiler.Float32, Shape: []int64{1, 1, 2}, F32: []float32{3, 4}},
+	}
+	got := map[string]*compiler.Tensor{
+		"logits":            {DType: compiler.Float32, Shape: []int64{1, 2}, F32: []float32{1, -1.5}},
+		"last_hidden_state": {DType: compiler.Float32, Shape: []int64{1, 1, 2}, F32: []float32{3, 4}},
+	}
+	a, err := Agreement(ref, got, "ref")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a["vs"] != "ref" || a["cos_hidden"] != 1.0 || a["max_abs_logits"] != 0.5 || a["cos_logits"].(float64) >= 1 {
+		t.Errorf("Agreement = %v", a)
+	}
+	delete(got, "logits")
+	if _, err := Agreement(ref, got, "ref"); err == nil {
+		t.Error("Agreement accepted a missing output")
+	}
+}

@@ -1,0 +1,30 @@
+// Package modelrt is the support code shared by every Go package that
+// `sqc compile` generates: the request types (Batch, Prediction), input
+// validation with typed errors, the embedded weight file format and its
+// integrity check, and the runtime version handshake. The schedule of a
+// model itself is generated straight-line Go in the model's package; this
+// package holds only what is the same for every model.
+//
+// # Version handshake
+//
+// A generated package contains
+//
+//	const _ = modelrt.SupportVersion1
+//
+// (the number is codegen.RuntimeVersion at generation time). The runtime
+// keeps a SupportVersionN constant for every generated-code version it can
+// run and drops it when it no longer can, so a package generated for an
+// incompatible runtime fails to compile, naming the missing constant,
+// instead of misbehaving at run time: protoc-gen-go's EnforceVersion idea.
+package modelrt
+
+// SupportVersion1 exists while this runtime can run packages generated
+// for runtime version 1: the weight format of weights.go (format version
+// 1), Batch and Prediction as defined here, and the signatures of
+// runtime/qgemm, runtime/nn, runtime/pool and runtime/tokenizer that
+// generated code calls.
+const SupportVersion1 = 1
+
+// CurrentVersion is the generated-code version this runtime was written
+// for; `sqc compile` emits packages of this version.
+const CurrentVersion = 1

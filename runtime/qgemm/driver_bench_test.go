@@ -1,0 +1,83 @@
+package qgemm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+)
+
+// BenchmarkQGEMM times Engine.GEMM with every variant of this process on
+// BERT-base shapes (M tokens; (N, K) of the QKV, attention output, FFN up
+// and FFN down projections), on one thread and on all, with the realistic
+// epilogue: f32 output, bias, and the zero-point-128 column-sum
+// correction of s8 activations run as u8. GOP/s counts 2 ops per
+// multiply-add of the logical M x N x K product per wall second;
+// GOP/cpu-s per second of process CPU time (per core, so it compares with
+// a one-core peak at any T).
+func BenchmarkQGEMM(b *testing.B) {
+	threads := []int{1}
+	if p := runtime.GOMAXPROCS(0); p > 1 {
+		threads = append(threads, p)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, v := range Variants() {
+		for _, t := range threads {
+			e, err := New(Options{Threads: t, Variant: &v})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			for _, m := range []int{128, 1024} {
+				for _, nk := range [][2]int{{768, 768}, {2304, 768}, {3072, 768}, {768, 3072}} {
+					s := gemmShape{m: m, n: nk[0], k: nk[1]}
+					name := fmt.Sprintf("%s/%v/T=%d", v.ISA, s, t)
+					b.Run(name, func(b *testing.B) {
+						a, pb, ep := benchProblem(b, rng, s)
+						cpu0 := processCPU()
+						for b.Loop() {
+							if err := e.GEMM(a, s.m, pb.Kp, pb, ep); err != nil {
+								b.Fatal(err)
+							}
+						}
+						ops := 2 * float64(s.m*s.n*s.k) * float64(b.N)
+						b.ReportMetric(ops/b.Elapsed().Seconds()/1e9, "GOP/s")
+						if cpuTime := processCPU() - cpu0; cpuTime > 0 {
+							// Per CPU-second of all threads: what one core
+							// does while it runs, immune to the vCPUs being
+							// descheduled (see isa-facts.md).
+							b.ReportMetric(ops/cpuTime.Seconds()/1e9, "GOP/cpu-s")
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// benchProblem makes random inputs (speed does not depend on the values)
+// and an f32 + bias + zero-point epilogue for shape s.
+func benchProblem(b *testing.B, rng *rand.Rand, s gemmShape) ([]uint8, *PackedB, *Epilogue) {
+	w := make([]int8, s.k*s.n)
+	for i := range w {
+		w[i] = int8(rng.Uint32())
+	}
+	pb, err := PackB(w, s.k, s.n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := make([]uint8, s.m*pb.Kp)
+	for i := range a {
+		a[i] = uint8(rng.Uint32())
+	}
+	ep := &Epilogue{
+		AZeroPoint: 128, ColSum: pb.ColSum,
+		Scale: make([]float32, s.n), Bias: make([]float32, s.n),
+		OutF32: make([]float32, s.m*s.n), OutStride: s.n,
+	}
+	for j := range ep.Scale {
+		ep.Scale[j] = 1e-5 * (1 + rng.Float32())
+		ep.Bias[j] = rng.Float32() - 0.5
+	}
+	return a, pb, ep
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package qgemm
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !amd64 || noasm
+
+package qgemm
+
+func archPeakLoops() []PeakLoop { return nil }
