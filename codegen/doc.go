@@ -23,8 +23,21 @@
 //
 // # Where the steps come from
 //
-// Lower turns the quantised graph (after passes.Pipeline and
-// passes.QuantPipeline) into a Program: a flat list of Steps, each one
-// runtime call with its constant parameters and buffer slots, plus the
-// arena plan. Emission is a switch over step kinds, one Go statement each.
+// Generate takes the Program that compiler/exec lowers the quantised graph
+// into (exec.Compile): the same flat list of Steps, each one runtime call
+// with constant parameters and buffer slots, that `sqc run --int8` and
+// `sqc eval` execute in process. Generate places every slot (activations
+// in three arenas at constant offsets, reused by lifetime; constants in
+// weights.bin) and prints each Step as one Go statement with the same
+// arguments, so the generated package makes the same calls in the same
+// order and gives the same bits. The only steps it prints as nothing are
+// the interpreter steps exec keeps for shape plumbing before the encoder
+// (Shape, Gather of a shape, Slice of the position table), which become a
+// prefix of a constant table; any other interpreter step is an error.
+//
+// # Kernels
+//
+// The package calls runtime/qgemm's generic kernels (avo-generated AMX,
+// AVX512-VNNI and AVX2 assembly under !noasm, pure Go otherwise), which
+// take every shape; it emits no model-specific assembly yet.
 package codegen

@@ -23,23 +23,37 @@ func (g *gen) classifier() bool {
 	return g.tok != nil && len(g.outs) == 1 && !g.outs[0].perSeq && len(g.opts.Labels) == g.outs[0].slot.width && len(g.opts.Labels) > 0
 }
 
-// embedder reports whether the package gets Embed: one [batch, seq, H]
-// output (an encoder without a head).
-func (g *gen) embedder() bool {
-	return g.tok != nil && len(g.outs) == 1 && g.outs[0].perSeq
+// embedOutput is the output Embed pools, or nil when the package gets no
+// Embed: the first [batch, seq, H] output of an encoder without a
+// classifier head (last_hidden_state).
+func (g *gen) embedOutput() *output {
+	if g.tok == nil || g.classifier() {
+		return nil
+	}
+	for i := range g.outs {
+		if g.outs[i].perSeq {
+			return &g.outs[i]
+		}
+	}
+	return nil
 }
 
 func (g *gen) modelFile() *jen.File {
 	f := newFile(g.opts.Package)
 	o := g.opts
-	doc := fmt.Sprintf("Package %s runs the INT8 model %q, compiled by sqc: SmoothQuant INT8 inference in pure Go on runtime/qgemm's kernels (AMX, AVX512-VNNI, AVX2 or portable Go, chosen at run time).", o.Package, o.ModelName)
-	f.PackageComment(doc)
+	para := func(text string) {
+		for _, line := range wrap(text, 80) {
+			f.PackageComment(line)
+		}
+	}
+	para(fmt.Sprintf("Package %s runs the model %q, compiled by sqc into SmoothQuant INT8 inference in Go on runtime/qgemm's kernels (AMX, AVX512-VNNI, AVX2 or portable Go, chosen at run time).", o.Package, o.ModelName))
 	f.PackageComment("")
 	if o.Summary != "" {
-		f.PackageComment("Quantisation: " + o.Summary + ".")
+		para("Quantisation: " + o.Summary + ".")
+		f.PackageComment("")
 	}
-	f.PackageComment(fmt.Sprintf("Compiled for at most %d tokens per sequence and %d sequences per forward pass (Run splits larger batches); kernel target %s.", g.pl.maxSeq, g.pl.maxBatch, o.Target))
-	f.PackageComment(fmt.Sprintf("The schedule (schedule.go) is %d runtime calls; the weights (weights.bin) are embedded.", len(g.pl.prog.Steps())))
+	para(fmt.Sprintf("Compiled for at most %d tokens per sequence and %d sequences per forward pass (Run splits larger batches); kernel target %s. The schedule (schedule.go) is %d runtime calls; the weights (weights.bin) are embedded.",
+		g.pl.maxSeq, g.pl.maxBatch, o.Target, len(g.pl.prog.Steps())))
 
 	f.Comment("The generated code's runtime version: this fails to compile against a runtime/modelrt")
 	f.Comment("that no longer supports it (regenerate with a matching sqc).")
@@ -165,8 +179,8 @@ func (g *gen) modelFile() *jen.File {
 	if g.classifier() {
 		g.classify(f)
 	}
-	if g.embedder() {
-		g.embed(f)
+	if out := g.embedOutput(); out != nil {
+		g.embed(f, out)
 	}
 	if g.tok != nil {
 		g.encode(f)
@@ -239,7 +253,7 @@ func (g *gen) workspace(f *jen.File) {
 		jen.Return(jen.Op("&").Id("workspace").Values(vals)))
 	f.Line()
 	wsBytes := jen.Lit(4).Op("*").Id("arenaF32").Op("+").Id("arenaU8").Op("+").Lit(4).Op("*").Id("arenaI32").
-		Op("+").Lit(3*8).Op("*").Id("MaxBatch").Op("*").Id("MaxSequence").Op("+").Lit(4).Op("*").Add(scratch())
+		Op("+").Lit(3 * 8).Op("*").Id("MaxBatch").Op("*").Id("MaxSequence").Op("+").Lit(4).Op("*").Add(scratch())
 	f.Comment("MemoryBytes is the memory the model holds: the decoded weights plus one workspace")
 	f.Comment("(each Run in progress at the same time holds one; weights.bin itself is part of")
 	f.Comment("the binary).")
@@ -338,8 +352,7 @@ func (g *gen) classify(f *jen.File) {
 	f.Line()
 }
 
-func (g *gen) embed(f *jen.File) {
-	out := g.outs[0]
+func (g *gen) embed(f *jen.File, out *output) {
 	f.Comment("Embed tokenizes each text ([CLS] text [SEP], truncated to MaxSequence tokens), runs")
 	f.Comment(fmt.Sprintf("the encoder and returns the mean of %q over the text's tokens: one vector", out.slot.name))
 	f.Comment(fmt.Sprintf("of %d values per text.", out.slot.width))
@@ -375,4 +388,21 @@ func (g *gen) encode(f *jen.File) {
 		jen.For(jen.List(jen.Id("i"), jen.Id("t")).Op(":=").Range().Id("texts")).Block(loop...),
 		jen.Return(jen.Id("b")),
 	)
+}
+
+// wrap splits text into lines of at most width bytes at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return append(lines, line)
 }

@@ -20,7 +20,7 @@ const (
 
 // extentCode is the Go expression of an extent in the schedule, whose
 // run-time sizes are the locals batch, seq and tokens (= batch*seq).
-func extentCode(e Extent) *jen.Statement {
+func extentCode(e extent) *jen.Statement {
 	var v *jen.Statement
 	switch {
 	case e.Batch && e.Seq:
@@ -49,7 +49,7 @@ func (pl *plan) slotCode(id exec.SlotID) *jen.Statement {
 		return jen.Id("ws").Dot(s.input).Index(jen.Empty(), extentCode(s.extent))
 	case homeWeight:
 		w := jen.Id("m").Dot("w").Dot(s.weight.Field)
-		if s.extent == (Extent{Elems: len(s.weight.F32)}) {
+		if s.extent == (extent{Elems: len(s.weight.F32)}) {
 			return w
 		}
 		return w.Index(jen.Empty(), extentCode(s.extent))
@@ -67,7 +67,7 @@ func (pl *plan) slotCode(id exec.SlotID) *jen.Statement {
 
 func (pl *plan) rowsCode(id exec.SlotID) *jen.Statement { return extentCode(pl.slots[id].rows()) }
 
-func weightCode(w *Weight) *jen.Statement {
+func weightCode(w *weight) *jen.Statement {
 	if w == nil {
 		return jen.Nil()
 	}
@@ -162,7 +162,7 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		return returnIfErr(jen.Id("m").Dot("gemm").Dot("GEMM").Call(sc(s.A), pl.rowsCode(s.A), jen.Lit(s.B.Kp),
 			jen.Op("&").Add(w), jen.Op("&").Qual(pkgQgemm, "Epilogue").Values(ep))), nil
 	case *exec.LinearF32Step:
-		var bias *Weight
+		var bias *weight
 		if s.Bias != nil {
 			bias = pl.f32Weight(s.BiasName, s.Bias)
 		}
@@ -190,7 +190,7 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 				return nil, err
 			}
 			for i, name := range []string{"MaskBatchStride", "MaskHeadStride", "MaskRowStride"} {
-				if strides[i] != (Extent{}) {
+				if strides[i] != (extent{}) {
 					dims[jen.Id(name)] = extentCode(strides[i])
 				}
 			}
@@ -213,6 +213,13 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			return nil, fmt.Errorf("codegen: activation %q (node %q)", s.Func, s.Node)
 		}
 		return jen.Qual(pkgNN, fn).Call(sc(s.Out), sc(s.X)), nil
+	case *exec.EmbedStep:
+		types := jen.Nil()
+		if s.TypeIDs != exec.NoSlot {
+			types = sc(s.TypeIDs)
+		}
+		return returnIfErr(jen.Qual(pkgNN, "Embed").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Op("&").Id("m").Dot("w").Dot(g.embField[s]),
+			sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))), nil
 	case *exec.GatherStep:
 		outer, dim, inner, err := pl.gatherDims(s)
 		if err != nil {

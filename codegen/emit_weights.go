@@ -7,6 +7,7 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/runtime/modelrt"
+	"github.com/sqc-dev/sqc/runtime/nn"
 )
 
 // packWeights lays out weights.bin (runtime/modelrt's format) in order of
@@ -15,10 +16,10 @@ func (g *gen) packWeights() ([]byte, string) {
 	w := modelrt.NewWeightsWriter()
 	for _, wt := range g.pl.weights {
 		switch wt.Kind {
-		case WeightF32:
+		case weightF32:
 			wt.Off = w.F32(wt.F32)
 			g.decoded += 4 * int64(len(wt.F32))
-		case WeightPacked:
+		case weightPacked:
 			b := wt.Packed
 			wt.Off = w.I8(b.Data[:b.Np*b.Kp])
 			wt.ColSumOff = w.I32(b.ColSum)
@@ -29,8 +30,11 @@ func (g *gen) packWeights() ([]byte, string) {
 		g.vocabOff = w.Raw(g.opts.Vocab)
 	}
 	for _, st := range g.pl.prog.Steps() {
-		if ln, ok := st.(*exec.LayerNormStep); ok {
-			g.lnField[ln] = fmt.Sprintf("layerNorm%d", len(g.lnField))
+		switch s := st.(type) {
+		case *exec.LayerNormStep:
+			g.lnField[s] = fmt.Sprintf("layerNorm%d", len(g.lnField))
+		case *exec.EmbedStep:
+			g.embField[s] = fmt.Sprintf("embeddings%d", len(g.embField))
 		}
 	}
 	return w.Bytes()
@@ -60,10 +64,10 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 	var inits []jen.Code
 	for _, wt := range g.pl.weights {
 		switch wt.Kind {
-		case WeightF32:
+		case weightF32:
 			fields = append(fields, jen.Id(wt.Field).Index().Float32().Comment(wt.From))
 			inits = append(inits, jen.Id(wt.Field).Op(":").Id("r").Dot("F32").Call(jen.Lit(wt.Off), jen.Lit(len(wt.F32))).Op(","))
-		case WeightPacked:
+		case weightPacked:
 			b := wt.Packed
 			fields = append(fields, jen.Id(wt.Field).Qual(pkgQgemm, "PackedB").Comment(fmt.Sprintf("%s: %dx%d s8, packed", wt.From, b.K, b.N)))
 			inits = append(inits, jen.Id(wt.Field).Op(":").Qual(pkgQgemm, "PackedB").Values(jen.Dict{
@@ -78,18 +82,35 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 		inits = append(inits, jen.Id("vocab").Op(":").Id("r").Dot("Raw").Call(jen.Lit(g.vocabOff), jen.Lit(len(g.opts.Vocab))).Op(","))
 	}
 	var lnSets []jen.Code
+	field := func(name string, v []float32) *jen.Statement {
+		return jen.Id("w").Dot(g.pl.f32Weight(name, v).Field)
+	}
+	norm := func(p *nn.LayerNormParams, gamma, beta string) *jen.Statement {
+		d := jen.Dict{jen.Id("N"): jen.Lit(p.N), jen.Id("Gamma"): field(gamma, p.Gamma), jen.Id("Epsilon"): jen.Lit(p.Epsilon)}
+		if p.Beta != nil {
+			d[jen.Id("Beta")] = field(beta, p.Beta)
+		}
+		return jen.Qual(pkgNN, "LayerNormParams").Values(d)
+	}
 	for _, st := range g.pl.prog.Steps() {
-		ln, ok := st.(*exec.LayerNormStep)
-		if !ok {
-			continue
+		switch s := st.(type) {
+		case *exec.LayerNormStep:
+			name := g.lnField[s]
+			fields = append(fields, jen.Id(name).Qual(pkgNN, "LayerNormParams").Comment(s.Node))
+			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Add(norm(&s.Params, s.GammaName, s.BetaName)))
+		case *exec.EmbedStep:
+			name := g.embField[s]
+			e := &s.Params
+			fields = append(fields, jen.Id(name).Qual(pkgNN, "Embeddings").Comment(s.Node))
+			d := jen.Dict{
+				jen.Id("Hidden"): jen.Lit(e.Hidden), jen.Id("Words"): field(s.WordName, e.Words), jen.Id("Positions"): field(s.PosName, e.Positions),
+				jen.Id("Norm"): norm(&e.Norm, s.GammaName, s.BetaName),
+			}
+			if e.TokenTypes != nil {
+				d[jen.Id("TokenTypes")] = field(s.TypeName, e.TokenTypes)
+			}
+			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Qual(pkgNN, "Embeddings").Values(d))
 		}
-		name := g.lnField[ln]
-		fields = append(fields, jen.Id(name).Qual(pkgNN, "LayerNormParams").Comment(ln.Node))
-		d := jen.Dict{jen.Id("N"): jen.Lit(ln.Params.N), jen.Id("Gamma"): jen.Id("w").Dot(g.pl.f32Weight(ln.GammaName, ln.Params.Gamma).Field), jen.Id("Epsilon"): jen.Lit(ln.Params.Epsilon)}
-		if ln.Params.Beta != nil {
-			d[jen.Id("Beta")] = jen.Id("w").Dot(g.pl.f32Weight(ln.BetaName, ln.Params.Beta).Field)
-		}
-		lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Qual(pkgNN, "LayerNormParams").Values(d))
 	}
 	f.Comment("weights holds the model's constants, decoded from weightsBin.")
 	f.Type().Id("weights").Struct(fields...)

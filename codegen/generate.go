@@ -97,8 +97,8 @@ func Generate(prog *exec.Program, opts Options) (*Package, error) {
 	for _, s := range p.outputs {
 		o := output{slot: s, field: exportedName(s.name, used)}
 		switch s.extent {
-		case Extent{Batch: true, Elems: s.width}:
-		case Extent{Batch: true, Seq: true, Elems: s.width}:
+		case extent{Batch: true, Elems: s.width}:
+		case extent{Batch: true, Seq: true, Elems: s.width}:
 			o.perSeq = true
 		default:
 			return nil, fmt.Errorf("%w: codegen: output %q must be [batch, width] or [batch, sequence, width]", compiler.ErrUnsupportedOp, s.name)
@@ -115,7 +115,7 @@ func Generate(prog *exec.Program, opts Options) (*Package, error) {
 			return nil, fmt.Errorf("%w: vocabulary has %d tokens, the embedding table %d rows", compiler.ErrShapeMismatch, tok.VocabSize(), p.vocab)
 		}
 	}
-	g := &gen{pl: p, opts: opts, outs: outs, tok: tok, lnField: map[*exec.LayerNormStep]string{}}
+	g := &gen{pl: p, opts: opts, outs: outs, tok: tok, lnField: map[*exec.LayerNormStep]string{}, embField: map[*exec.EmbedStep]string{}}
 	blob, sum := g.packWeights()
 	files := map[string]*jen.File{}
 	if files["schedule.go"], err = g.scheduleFile(); err != nil {
@@ -140,6 +140,7 @@ type gen struct {
 	outs     []output
 	tok      *tokenizer.Tokenizer
 	lnField  map[*exec.LayerNormStep]string
+	embField map[*exec.EmbedStep]string
 	vocabOff int
 	decoded  int64 // bytes of decoded weights
 }

@@ -23,8 +23,8 @@ type plan struct {
 	batch, seq       string // the symbolic dimension names of the token inputs
 
 	slots   []*slotPlan // by exec.SlotID
-	weights []*Weight   // in order of first use
-	byKey   map[any]*Weight
+	weights []*weight   // in order of first use
+	byKey   map[any]*weight
 	fields  map[string]bool
 
 	inputs  []*slotPlan // graph inputs, graph order
@@ -38,15 +38,15 @@ type plan struct {
 	views      []bool // by step: the step is a view (no statement)
 }
 
-// Extent is a buffer's length in elements: Elems, times the batch size
+// extent is a buffer's length in elements: Elems, times the batch size
 // if Batch, times the sequence length if Seq.
-type Extent struct {
+type extent struct {
 	Batch, Seq bool
 	Elems      int
 }
 
 // Max is the extent at the given batch size and sequence length.
-func (e Extent) Max(batch, seq int) int {
+func (e extent) Max(batch, seq int) int {
 	n := e.Elems
 	if e.Batch {
 		n *= batch
@@ -86,21 +86,21 @@ type slotPlan struct {
 	home   home
 	dtype  compiler.DType
 	shape  compiler.Shape
-	extent Extent
+	extent extent
 	width  int // innermost dimension
 
 	arena arenaKind
 	off   int
 
 	input  string // homeInput: "ids", "mask" or "types"
-	weight *Weight
+	weight *weight
 	sym    []symDim
 	consts []int64 // homeConst
 
 	def, last int
 }
 
-func (s *slotPlan) rows() Extent {
+func (s *slotPlan) rows() extent {
 	e := s.extent
 	if s.width > 0 {
 		e.Elems /= s.width
@@ -114,20 +114,20 @@ type symDim struct {
 	c          int64
 }
 
-// WeightKind is the element type of a constant.
-type WeightKind uint8
+// weightKind is the element type of a constant.
+type weightKind uint8
 
 // Constant kinds.
 const (
-	WeightF32    WeightKind = iota // []float32
-	WeightPacked                   // qgemm.PackedB
+	weightF32    weightKind = iota // []float32
+	weightPacked                   // qgemm.PackedB
 )
 
-// Weight is one constant the generated package embeds.
-type Weight struct {
+// weight is one constant the generated package embeds.
+type weight struct {
 	Field  string // Go field in the generated weights struct
 	From   string // the initializer (or derivation) it comes from
-	Kind   WeightKind
+	Kind   weightKind
 	F32    []float32
 	Packed *qgemm.PackedB
 	// Offsets in weights.bin, set when the file is written.
@@ -140,7 +140,7 @@ func newPlan(p *exec.Program, maxBatch, maxSeq int) (*plan, error) {
 	if maxBatch < 1 || maxSeq < 1 {
 		return nil, fmt.Errorf("%w: codegen: maximum batch %d and sequence %d must be >= 1", compiler.ErrInvalidRequest, maxBatch, maxSeq)
 	}
-	pl := &plan{prog: p, maxBatch: maxBatch, maxSeq: maxSeq, byKey: map[any]*Weight{}, fields: map[string]bool{}}
+	pl := &plan{prog: p, maxBatch: maxBatch, maxSeq: maxSeq, byKey: map[any]*weight{}, fields: map[string]bool{}}
 	for _, s := range p.Slots() {
 		pl.slots = append(pl.slots, &slotPlan{id: s.ID, name: s.Name, dtype: s.DType, shape: s.Shape, def: -1, last: -1})
 	}
@@ -187,7 +187,7 @@ func (pl *plan) placeInputs() error {
 			return fmt.Errorf("%w: codegen: graph inputs disagree on the batch and sequence dimensions", compiler.ErrUnsupportedOp)
 		}
 		s.home, s.input, s.width = homeInput, role, 1
-		s.extent = Extent{Batch: true, Seq: true, Elems: 1}
+		s.extent = extent{Batch: true, Seq: true, Elems: 1}
 		pl.inputs = append(pl.inputs, s)
 	}
 	if !pl.hasInput("ids") {
@@ -206,11 +206,11 @@ func (pl *plan) hasInput(role string) bool {
 }
 
 // extentOf is the extent and row width of a symbolic shape.
-func (pl *plan) extentOf(shape compiler.Shape) (Extent, int, bool) {
+func (pl *plan) extentOf(shape compiler.Shape) (extent, int, bool) {
 	if len(shape) == 0 {
-		return Extent{Elems: 1}, 1, shape != nil
+		return extent{Elems: 1}, 1, shape != nil
 	}
-	e := Extent{Elems: 1}
+	e := extent{Elems: 1}
 	for _, d := range shape {
 		switch {
 		case d.Param != "" && d.Param == pl.batch && !e.Batch:
@@ -220,7 +220,7 @@ func (pl *plan) extentOf(shape compiler.Shape) (Extent, int, bool) {
 		case d.Known():
 			e.Elems *= int(d.Size)
 		default:
-			return Extent{}, 0, false
+			return extent{}, 0, false
 		}
 	}
 	w := 1
@@ -290,7 +290,7 @@ func (pl *plan) placeConst(s *slotPlan, t *compiler.Tensor) error {
 }
 
 // f32Weight returns the weight holding v (one per distinct slice).
-func (pl *plan) f32Weight(from string, v []float32) *Weight {
+func (pl *plan) f32Weight(from string, v []float32) *weight {
 	type key struct {
 		p *float32
 		n int
@@ -302,17 +302,17 @@ func (pl *plan) f32Weight(from string, v []float32) *Weight {
 	if w, ok := pl.byKey[k]; ok {
 		return w
 	}
-	w := &Weight{Kind: WeightF32, F32: v, From: from, Field: pl.fieldName(from)}
+	w := &weight{Kind: weightF32, F32: v, From: from, Field: pl.fieldName(from)}
 	pl.byKey[k] = w
 	pl.weights = append(pl.weights, w)
 	return w
 }
 
-func (pl *plan) packedWeight(from string, b *qgemm.PackedB) *Weight {
+func (pl *plan) packedWeight(from string, b *qgemm.PackedB) *weight {
 	if w, ok := pl.byKey[b]; ok {
 		return w
 	}
-	w := &Weight{Kind: WeightPacked, Packed: b, From: from, Field: pl.fieldName(from)}
+	w := &weight{Kind: weightPacked, Packed: b, From: from, Field: pl.fieldName(from)}
 	pl.byKey[b] = w
 	pl.weights = append(pl.weights, w)
 	return w

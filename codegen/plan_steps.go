@@ -63,7 +63,7 @@ func (pl *plan) step(i int, st exec.Step) error {
 			return err
 		}
 		q := pl.slots[s.Q]
-		if q.extent != (Extent{Batch: true, Seq: true, Elems: q.width}) || q.width%s.Heads != 0 {
+		if q.extent != (extent{Batch: true, Seq: true, Elems: q.width}) || q.width%s.Heads != 0 {
 			return fmt.Errorf("%w: codegen: step #%d (node %q): attention on %s with %d heads", compiler.ErrUnsupportedOp, i, s.Node, q.shape, s.Heads)
 		}
 		pl.maxHeadDim = max(pl.maxHeadDim, q.width/s.Heads)
@@ -79,6 +79,26 @@ func (pl *plan) step(i int, st exec.Step) error {
 		return use(s.A, s.B, s.Out)
 	case *exec.ActivationStep:
 		return use(s.X, s.Out)
+	case *exec.EmbedStep:
+		e := &s.Params
+		pl.f32Weight(s.WordName, e.Words)
+		pl.f32Weight(s.PosName, e.Positions)
+		if e.TokenTypes != nil {
+			pl.f32Weight(s.TypeName, e.TokenTypes)
+			pl.typeVocab = len(e.TokenTypes) / e.Hidden
+		}
+		pl.f32Weight(s.GammaName, e.Norm.Gamma)
+		if e.Norm.Beta != nil {
+			pl.f32Weight(s.BetaName, e.Norm.Beta)
+		}
+		pl.vocab = len(e.Words) / e.Hidden
+		if rows := len(e.Positions) / e.Hidden; pl.maxSeq > rows {
+			return fmt.Errorf("%w: codegen: maximum sequence %d exceeds the %d positions of %q", compiler.ErrInvalidRequest, pl.maxSeq, rows, s.PosName)
+		}
+		if ids := pl.slots[s.IDs]; ids.home != homeInput || (s.TypeIDs != exec.NoSlot && pl.slots[s.TypeIDs].home != homeInput) {
+			return fmt.Errorf("%w: codegen: step #%d (node %q): embedding ids must be graph inputs", compiler.ErrUnsupportedOp, i, s.Node)
+		}
+		return use(s.IDs, s.TypeIDs, s.Out)
 	case *exec.GatherStep:
 		if err := use(s.Data, s.Indices, s.Out); err != nil {
 			return err
@@ -188,7 +208,7 @@ func (pl *plan) view(i int, s *exec.InterpStep) error {
 		}
 		width := int(t.Shape[1])
 		out.home, out.weight, out.width = homeWeight, pl.f32Weight(table.Name, t.F32), width
-		out.extent = Extent{Seq: true, Elems: width}
+		out.extent = extent{Seq: true, Elems: width}
 		return nil
 	}
 	return bad("no generated form")
@@ -197,8 +217,8 @@ func (pl *plan) view(i int, s *exec.InterpStep) error {
 // maskStrides are nn.AttentionDims' mask strides for a mask of the given
 // slot broadcast to [batch, heads, seq, seq] with keys contiguous, as
 // exec computes them at run time from the mask's shape.
-func (pl *plan) maskStrides(m *slotPlan, heads int) ([3]Extent, error) {
-	var strides [3]Extent
+func (pl *plan) maskStrides(m *slotPlan, heads int) ([3]extent, error) {
+	var strides [3]extent
 	shape := m.shape
 	r := len(shape)
 	bad := fmt.Errorf("%w: attention mask %s does not broadcast to [batch, %d, sequence, sequence] with keys contiguous", compiler.ErrUnsupportedOp, shape, heads)
@@ -206,7 +226,7 @@ func (pl *plan) maskStrides(m *slotPlan, heads int) ([3]Extent, error) {
 		return strides, bad
 	}
 	full := [4]compiler.Dim{{Size: -1, Param: pl.batch}, {Size: int64(heads)}, {Size: -1, Param: pl.seq}, {Size: -1, Param: pl.seq}}
-	stride := Extent{Elems: 1}
+	stride := extent{Elems: 1}
 	for i := 3; i >= 0; i-- {
 		j := i - (4 - r)
 		if j < 0 {
@@ -238,7 +258,7 @@ func (pl *plan) maskStrides(m *slotPlan, heads int) ([3]Extent, error) {
 
 // gatherDims are nn.Gather's outer, dim and inner for a GatherStep: the
 // data's dims before, at and after the axis.
-func (pl *plan) gatherDims(s *exec.GatherStep) (outer, dim Extent, inner int, err error) {
+func (pl *plan) gatherDims(s *exec.GatherStep) (outer, dim extent, inner int, err error) {
 	data := pl.slots[s.Data]
 	var shape compiler.Shape
 	if data.home == homeWeight {

@@ -22,9 +22,10 @@ import (
 // outputs are refined the same way. All problems are returned joined; nodes
 // after a failing one are still inferred, with unknown inputs.
 func (g *Graph) InferShapes() error {
+	src := g.Meta["source"] // the model file, named in every error
 	order, cycle, ok := g.topoOrder()
 	if !ok {
-		return BadInput("", "graph", g.cycleError(cycle))
+		return BadInput(src, "graph", g.cycleError(cycle))
 	}
 	if g.Values == nil {
 		g.Values = map[string]*Value{}
@@ -61,9 +62,9 @@ func (g *Graph) InferShapes() error {
 		}
 		var res []Inferred
 		if op, ok := LookupOp(n.Op); !ok {
-			errs = append(errs, BadInput("", label, fmt.Errorf("%w: %q is not in the op table", ErrUnsupportedOp, n.Op)))
+			errs = append(errs, BadInput(src, label, fmt.Errorf("%w: %q is not in the op table", ErrUnsupportedOp, n.Op)))
 		} else if r, err := op.InferShapes(n, g.Opset, ins); err != nil {
-			errs = append(errs, BadInput("", label, err))
+			errs = append(errs, BadInput(src, label, err))
 			// Keep what the dtype rule alone can tell.
 			dts := make([]DType, len(ins))
 			for k, x := range ins {
@@ -90,7 +91,7 @@ func (g *Graph) InferShapes() error {
 			if decl := g.Values[o]; decl != nil {
 				dt, shape, err := mergeValue(x.DType, x.Shape, decl.DType, decl.Shape)
 				if err != nil {
-					errs = append(errs, BadInput("", label, fmt.Errorf("output %q: %w", o, err)))
+					errs = append(errs, BadInput(src, label, fmt.Errorf("output %q: %w", o, err)))
 				}
 				x.DType, x.Shape = dt, shape
 			}
@@ -105,7 +106,7 @@ func (g *Graph) InferShapes() error {
 		}
 		dt, shape, err := mergeValue(x.DType, x.Shape, out.DType, out.Shape)
 		if err != nil {
-			errs = append(errs, BadInput("", fmt.Sprintf("output %q", out.Name), err))
+			errs = append(errs, BadInput(src, fmt.Sprintf("output %q", out.Name), err))
 			continue
 		}
 		out.DType, out.Shape = dt, shape

@@ -26,7 +26,8 @@ func sqcOps() []*OpDef {
 		},
 		attentionMaskOp(), // ops_sqc_attention.go
 		attentionOp(),
-		qlinearOp(), // ops_sqc_quant.go
+		qlinearOp(),    // ops_sqc_quant.go
+		embeddingsOp(), // ops_sqc_embed.go
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 
 // Verify checks that g is well formed and returns every problem found,
 // joined (errors.Join), or nil. Each problem is an *InputError naming the
-// node (`node "name" (Op)`, or `node #i (Op)` when unnamed) or value, and
+// model file (Meta["source"], when set) and the node (`node "name" (Op)`, or `node #i (Op)` when unnamed) or value, and
 // wraps a sentinel where one fits (ErrUnsupportedOp, ErrMissingTensor,
 // ErrDuplicate, ErrCyclicGraph, ErrDTypeMismatch, ErrShapeMismatch), so
 // errors.Is works on the result.
@@ -33,7 +33,7 @@ type verifier struct {
 }
 
 func (v *verifier) fail(object string, err error) {
-	v.errs = append(v.errs, BadInput("", object, err))
+	v.errs = append(v.errs, BadInput(v.g.Meta["source"], object, err))
 }
 
 func (v *verifier) failf(object, format string, args ...any) {

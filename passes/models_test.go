@@ -28,7 +28,7 @@ const (
 )
 
 // decomposedOps must not survive canonicalisation anywhere in the graph.
-var decomposedOps = []string{"ReduceMean", "Pow", "Sqrt", "Erf", "Softmax", "MatMul", "Gemm", "Transpose", "Reshape", "Where", "Expand", "Equal", "Concat", "Cast", "Div", "Mul", "Sub"}
+var decomposedOps = []string{"ReduceMean", "Pow", "Sqrt", "Erf", "Softmax", "MatMul", "Gemm", "Transpose", "Reshape", "Where", "Expand", "Equal", "Concat", "Cast", "Div", "Mul", "Sub", "Shape", "Slice", "Unsqueeze"}
 
 func TestSharedModelsCanonicalise(t *testing.T) {
 	for _, name := range testmodels.Models {
@@ -51,6 +51,9 @@ func TestSharedModelsCanonicalise(t *testing.T) {
 				}
 			}
 			checkEncoderOps(t, g)
+			if after["sqc.Embeddings"] != 1 {
+				t.Errorf("%d sqc.Embeddings nodes, want 1 (FuseEmbeddings)", after["sqc.Embeddings"])
+			}
 
 			ref, err := testmodels.LoadReference(dir)
 			if err != nil {
@@ -141,7 +144,7 @@ func TestHFGraphCanonicalisesLikeONNX(t *testing.T) {
 
 func canonicalCounts(h map[string]int) map[string]int {
 	out := map[string]int{}
-	for _, op := range []string{"sqc.Linear", "LayerNormalization", "sqc.Gelu", "sqc.Attention", "sqc.AttentionMask"} {
+	for _, op := range []string{"sqc.Linear", "LayerNormalization", "sqc.Gelu", "sqc.Attention", "sqc.AttentionMask", "sqc.Embeddings"} {
 		out[op] = h[op]
 	}
 	return out

@@ -37,6 +37,11 @@ func Pipeline() []Pass {
 		// Q/K/V projections feeding Attention are fused too, and Gemm heads
 		// become Linear as well.
 		FuseLinear,
+		// FuseEmbeddings runs after FuseLayerNorm (it matches the
+		// LayerNormalization that ends the embeddings) and before the last
+		// EliminateDeadNodes, which removes the position-id plumbing it
+		// leaves unused.
+		FuseEmbeddings,
 		// Fusion strands the dynamic-shape chains (Shape -> Gather ->
 		// Unsqueeze -> Concat) that fed the unfused reshapes; fold what is now
 		// foldable and sweep the rest.

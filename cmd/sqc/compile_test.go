@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	sqcexec "github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/compiler/frontend"
 	"github.com/sqc-dev/sqc/internal/dataio"
+	"github.com/sqc-dev/sqc/internal/gentest"
 	"github.com/sqc-dev/sqc/internal/infer"
 	"github.com/sqc-dev/sqc/internal/testmodels"
 )
@@ -34,7 +34,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/sqc-dev/sqc/cmd/sqc/testdata/DIR/m"
+	"sqcgentest/m"
 )
 
 func main() {
@@ -127,9 +127,13 @@ func TestCompiledPackageMatchesExec(t *testing.T) {
 	}}
 	if shared, ok := testmodels.SharedDir(); ok {
 		data := filepath.Join(shared, "data", "glue-sst2")
+		// The first devSentences of dev.tsv: the FP32 interpreter that
+		// `sqc eval` also runs makes the whole set slow on 2 cores (the
+		// whole set was checked bit for bit when the test was written).
+		dev := headLines(t, filepath.Join(data, "dev.tsv"), 1+devSentences)
 		for _, name := range testmodels.Models {
 			cases = append(cases, tc{
-				name: name + "-static", model: filepath.Join(shared, "models", name), texts: filepath.Join(data, "dev.tsv"), labelled: true,
+				name: name + "-static", model: filepath.Join(shared, "models", name), texts: dev, labelled: true,
 				flags: []string{"--act", "static", "--alpha", "0.5", "--calib", filepath.Join(data, "train.tsv"), "--calib-samples", "64"},
 			})
 		}
@@ -143,17 +147,31 @@ func TestCompiledPackageMatchesExec(t *testing.T) {
 	}
 }
 
+// devSentences is how many SST-2 dev sentences the bitwise test runs.
+const devSentences = 300
+
+// headLines copies the first n lines of a file into a temporary file.
+func headLines(t *testing.T, path string, n int) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	out := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(out, []byte(strings.Join(lines[:min(n, len(lines))], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func checkCompiledMatchesExec(t *testing.T, model, textsPath string, flags []string, labelled bool) {
 	exs, err := dataio.ReadTexts(textsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp, err := os.MkdirTemp("testdata", "gen-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
-	args := append([]string{"compile", "--model", model, "--out", filepath.Join(tmp, "m"), "--package", "m", "--max-batch", "8"}, flags...)
+	mod := gentest.Module(t)
+	args := append([]string{"compile", "--model", model, "--out", gentest.PackageDir(mod), "--package", "m", "--max-batch", "8"}, flags...)
 	if code, _, errs := runCLI(t, args...); code != 0 {
 		t.Fatalf("sqc compile: exit %d: %s", code, errs)
 	}
@@ -189,22 +207,8 @@ func checkCompiledMatchesExec(t *testing.T, model, textsPath string, flags []str
 
 	// The generated package, on the same token ids (one Run, which splits
 	// them into chunks of 8) and, through Classify, on the texts.
-	ids, texts := filepath.Join(tmp, "ids.jsonl"), filepath.Join(tmp, "texts.txt")
-	writeInputs(t, ids, texts, enc, exs)
-	mainDir := filepath.Join(tmp, "main")
-	if err := os.MkdirAll(mainDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src := strings.ReplaceAll(genMain, "DIR", filepath.Base(tmp))
-	if err := os.WriteFile(filepath.Join(mainDir, "main.go"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "run", "./"+filepath.ToSlash(mainDir), ids, texts)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("running the generated package: %v", err)
-	}
+	writeInputs(t, filepath.Join(mod, "ids.jsonl"), filepath.Join(mod, "texts.txt"), enc, exs)
+	out := gentest.Run(t, mod, genMain, "ids.jsonl", "texts.txt")
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	i, correct, mismatches := 0, 0, 0
 	for ; sc.Scan(); i++ {
@@ -312,7 +316,7 @@ func TestCompileRefusesForeignDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := runCLI(t, "compile", "--model", "../../internal/demomodel/sst2-distilbert-tiny", "--out", out, "--act", "dynamic", "--alpha", "0")
+	code, _, errs := runCLI(t, "compile", "--model", "../../internal/demomodel/sst2-distilbert-tiny", "--out", out, "--package", "m", "--act", "dynamic", "--alpha", "0")
 	if code != 2 || !strings.Contains(errs, "notes.txt") {
 		t.Fatalf("exit %d, stderr %q; want 2 naming notes.txt", code, errs)
 	}
@@ -320,7 +324,7 @@ func TestCompileRefusesForeignDirectory(t *testing.T) {
 		t.Fatalf("the foreign file was touched: %q, %v", data, err)
 	}
 	for _, bad := range [][]string{{"--target", "sse2"}, {"--max-seq", "0"}, {"--max-seq", "100000"}, {"--package", "no-dash"}} {
-		args := append([]string{"compile", "--model", "../../internal/demomodel/sst2-distilbert-tiny", "--out", filepath.Join(t.TempDir(), "x"), "--act", "dynamic", "--alpha", "0"}, bad...)
+		args := append([]string{"compile", "--model", "../../internal/demomodel/sst2-distilbert-tiny", "--out", filepath.Join(t.TempDir(), "x"), "--package", "x", "--act", "dynamic", "--alpha", "0"}, bad...)
 		if code, _, errs := runCLI(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", bad, code, errs)
 		}

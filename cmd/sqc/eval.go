@@ -91,8 +91,7 @@ func readLabelled(path string) ([]dataio.Example, error) {
 // tokenizerFor loads the vocabulary when the data or the calibration file
 // holds texts.
 func tokenizerFor(model, vocab string, exs []dataio.Example, cfg *int8Config) (*tokenizer.Tokenizer, error) {
-	needs := !exs[0].HasIDs || (cfg.calibPath != "" && !strings.EqualFold(filepath.Ext(cfg.calibPath), ".jsonl"))
-	if !needs {
+	if exs[0].HasIDs && !cfg.needsTokenizer() {
 		return nil, nil
 	}
 	return loadTokenizer(model, vocab)
@@ -152,10 +151,11 @@ func evaluate(ctx context.Context, g *compiler.Graph, tok *tokenizer.Tokenizer, 
 	if err != nil {
 		return nil, err
 	}
-	int8, err := newInt8Executor(q)
+	int8, closeInt8, err := newInt8Executor(q)
 	if err != nil {
 		return nil, err
 	}
+	defer closeInt8()
 	runOpts := infer.Options{BatchSize: opts.batch, SortByLength: true}
 	want, err := infer.Run(ctx, g, infer.Interpreter(fp32.Run), enc, runOpts)
 	if err != nil {

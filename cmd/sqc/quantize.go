@@ -16,7 +16,7 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/calib"
-	"github.com/sqc-dev/sqc/compiler/interp"
+	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/internal/dataio"
 	"github.com/sqc-dev/sqc/internal/infer"
 	"github.com/sqc-dev/sqc/passes"
@@ -108,6 +108,11 @@ func parseInt8Flags(c *cli.Context, inputPath string, stderr io.Writer) (*int8Co
 // statistics.
 func (cfg *int8Config) needsCalibration() bool {
 	return cfg.quant.Act != compiler.QLinearDynamic || cfg.quant.AutoAlpha || cfg.quant.Alpha != 0
+}
+
+// needsTokenizer reports whether the calibration file holds texts.
+func (cfg *int8Config) needsTokenizer() bool {
+	return cfg.needsCalibration() && !strings.EqualFold(filepath.Ext(cfg.calibPath), ".jsonl")
 }
 
 func fileExists(p string) bool {
@@ -238,16 +243,25 @@ func buildInt8(g *compiler.Graph, tok *tokenizer.Tokenizer, cfg *int8Config, std
 	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
 		return nil, err
 	}
+	var cal *calibrator
 	var stats *calib.Stats
-	opts := cfg.quant
 	if cfg.needsCalibration() {
-		cal, err := newCalibrator(g, tok, cfg, stderr)
-		if err != nil {
+		var err error
+		if cal, err = newCalibrator(g, tok, cfg, stderr); err != nil {
 			return nil, err
 		}
 		if stats, err = cal.collect(g); err != nil {
 			return nil, fmt.Errorf("calibrating on %s: %w", cfg.calibPath, err)
 		}
+	}
+	return quantizeCanonical(g, stats, cal, cfg.quant)
+}
+
+// quantizeCanonical runs QuantPipeline on a copy of the canonical graph g
+// with statistics of g (nil when none are needed); cal, if set, serves
+// recalibration.
+func quantizeCanonical(g *compiler.Graph, stats *calib.Stats, cal *calibrator, opts passes.QuantOptions) (*int8Build, error) {
+	if cal != nil {
 		opts.Recalibrate = cal.collect
 	}
 	b := &int8Build{report: &passes.QuantReport{}}
@@ -266,11 +280,13 @@ func buildInt8(g *compiler.Graph, tok *tokenizer.Tokenizer, cfg *int8Config, std
 	return b, nil
 }
 
-// newInt8Executor compiles the INT8 graph for running.
-func newInt8Executor(q *compiler.Graph) (infer.Executor, error) {
-	it, err := interp.New(q)
+// newInt8Executor compiles the INT8 graph with the in-process INT8 engine
+// (compiler/exec: the runtime kernels generated packages call, so results
+// are what users get). close releases its worker pool.
+func newInt8Executor(q *compiler.Graph) (ex infer.Executor, close func(), err error) {
+	prog, err := exec.Compile(q, exec.Options{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return infer.Interpreter(it.Run), nil
+	return prog, prog.Close, nil
 }

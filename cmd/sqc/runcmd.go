@@ -21,17 +21,29 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "run",
 		Usage: "run a model on texts or token ids and print one JSON object per input",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Usage: "an .onnx file or a HuggingFace directory"},
 			&cli.BoolFlag{Name: "fp32", Usage: "run the FP32 reference interpreter"},
+			&cli.BoolFlag{Name: "int8", Usage: "calibrate, SmoothQuant and quantise, then run the INT8 engine"},
 			&cli.StringFlag{Name: "texts", Usage: "one text per line, or a .tsv with a `sentence` column"},
 			&cli.StringFlag{Name: "ids", Usage: "pre-tokenized inputs, one JSON object per line"},
 			&cli.StringFlag{Name: "vocab", Usage: "vocab.txt or tokenizer.json (default: beside the model)"},
 			&cli.IntFlag{Name: "batch", Value: 32, Usage: "inputs per forward pass"},
-		},
+		}, int8Flags()...),
 		Action: func(c *cli.Context) error {
-			if !c.Bool("fp32") {
-				return usageError{"run needs a precision: --fp32"}
+			fp32, int8 := c.Bool("fp32"), c.Bool("int8")
+			switch {
+			case fp32 && int8:
+				return usageError{"give one precision: --fp32 or --int8"}
+			case !fp32 && !int8:
+				return usageError{"run needs a precision: --fp32 or --int8"}
+			}
+			var cfg *int8Config
+			if int8 {
+				var err error
+				if cfg, err = parseInt8Flags(c, c.String("texts")+c.String("ids"), c.App.ErrWriter); err != nil {
+					return err
+				}
 			}
 			exs, err := readInputs(c.String("texts"), c.String("ids"))
 			if err != nil {
@@ -43,7 +55,7 @@ func runCommand() *cli.Command {
 				return err
 			}
 			var tok *tokenizer.Tokenizer
-			if !exs[0].HasIDs {
+			if !exs[0].HasIDs || (int8 && cfg.needsTokenizer()) {
 				if tok, err = loadTokenizer(model, c.String("vocab")); err != nil {
 					return err
 				}
@@ -52,11 +64,27 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ex, err := interp.New(g)
-			if err != nil {
-				return err
+			var ex infer.Executor
+			if int8 {
+				b, err := buildInt8(g, tok, cfg, c.App.ErrWriter)
+				if err != nil {
+					return err
+				}
+				g = b.int8
+				prog, closeProg, err := newInt8Executor(g)
+				if err != nil {
+					return err
+				}
+				defer closeProg()
+				ex = prog
+			} else {
+				it, err := interp.New(g)
+				if err != nil {
+					return err
+				}
+				ex = infer.Interpreter(it.Run)
 			}
-			res, err := infer.Run(context.Background(), g, infer.Interpreter(ex.Run), enc, infer.Options{BatchSize: c.Int("batch"), SortByLength: true})
+			res, err := infer.Run(context.Background(), g, ex, enc, infer.Options{BatchSize: c.Int("batch"), SortByLength: true})
 			if err != nil {
 				return err
 			}

@@ -115,7 +115,7 @@ func TestEncoderLayer(t *testing.T) {
 					got := run(t, p, in)
 					d, scale := maxDiff(t, got, wants[i])
 					t.Logf("case %d: max |exec - interp| = %.3g (outputs up to %.3g)", i, d, scale)
-					if d > 0.02*scale {
+					if d > 0.005*scale {
 						t.Errorf("case %d: exec differs from the interpreter by %.3g (outputs up to %.3g)", i, d, scale)
 					}
 					outs = append(outs, got)

@@ -410,6 +410,8 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 		return l.linear(n), nil
 	case "LayerNormalization":
 		return l.layerNorm(n), nil
+	case "sqc.Embeddings":
+		return l.embeddings(n), nil
 	case "sqc.Attention":
 		if !f32(n.Inputs...) {
 			return false, nil
@@ -637,18 +639,21 @@ func (l *lowering) layerNorm(n *compiler.Node) bool {
 		}
 	}
 	size := int(shape[len(shape)-1].Size)
+	if gamma.Len() != size {
+		return false
+	}
+	var beta *compiler.Tensor
+	if len(n.Inputs) > 2 && n.Inputs[2] != "" {
+		beta = l.constant(n.Inputs[2])
+		if beta == nil || beta.DType != compiler.Float32 || beta.Len() != size {
+			return false
+		}
+	}
 	s := &LayerNormStep{
 		Node: n.Name, X: l.slot(n.Inputs[0]), OutU8: NoSlot, GammaName: n.Inputs[1],
 		Params: nn.LayerNormParams{N: size, Gamma: gamma.F32, Epsilon: n.AttrFloat("epsilon", 1e-5)},
 	}
-	if gamma.Len() != size {
-		return false
-	}
-	if len(n.Inputs) > 2 && n.Inputs[2] != "" {
-		beta := l.constant(n.Inputs[2])
-		if beta == nil || beta.DType != compiler.Float32 || beta.Len() != size {
-			return false
-		}
+	if beta != nil {
 		s.Params.Beta, s.BetaName = beta.F32, n.Inputs[2]
 	}
 	out := n.Outputs[0]

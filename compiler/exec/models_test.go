@@ -120,8 +120,8 @@ func TestSharedModelsINT8(t *testing.T) {
 				}
 			})
 			t.Logf("%s: INT8 (%s) vs interpreter QLinear reference: max |logit diff| %.3g; argmax agrees with FP32 PyTorch on %d of %d", name, progs[0].Engine().Describe(), worst, agree, n)
-			if worst > 0.05 {
-				t.Errorf("INT8 logits differ from the interpreter's reference by %.3g, want <= 0.05", worst)
+			if worst > 0.01 {
+				t.Errorf("INT8 logits differ from the interpreter's reference by %.3g, want <= 0.01", worst)
 			}
 			if agree*10 < n*9 {
 				t.Errorf("INT8 argmax agrees with FP32 on only %d of %d sentences", agree, n)

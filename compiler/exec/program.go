@@ -44,6 +44,14 @@ type Program struct {
 	scratch []float32          // attention scores
 }
 
+// Name is the graph's name.
+func (p *Program) Name() string { return p.name }
+
+// Inputs and Outputs are the graph's declared inputs and outputs, in
+// order (read-only); InputSlots and OutputSlots hold their slots.
+func (p *Program) Inputs() []*compiler.Value  { return p.inputs }
+func (p *Program) Outputs() []*compiler.Value { return p.outputs }
+
 // Steps returns the program's steps in execution order (read-only).
 func (p *Program) Steps() []Step { return p.steps }
 

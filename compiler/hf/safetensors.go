@@ -1,6 +1,7 @@
 package hf
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -65,6 +66,9 @@ func ParseSafetensors(buf []byte, path string) (*Safetensors, error) {
 		return nil, compiler.BadInput(path, "", fmt.Errorf("%w: header claims %d bytes but only %d follow the length prefix",
 			compiler.ErrTruncated, headerLen, size-headerLenBytes))
 	}
+	if name, dup := duplicateKey(buf[headerLenBytes : headerLenBytes+headerLen]); dup {
+		return nil, compiler.BadInput(path, name, fmt.Errorf("%w: the header lists tensor %q twice", compiler.ErrDuplicate, name))
+	}
 	n, meta, err := safetensors.ReadMetadata(buf)
 	if err != nil {
 		return nil, diagnoseHeader(path, buf[headerLenBytes:headerLenBytes+headerLen], size-headerLenBytes-headerLen, err)
@@ -90,6 +94,35 @@ func ParseSafetensors(buf []byte, path string) (*Safetensors, error) {
 		}
 	}
 	return st, nil
+}
+
+// duplicateKey returns a top-level key the JSON header lists twice. The
+// safetensors library decodes the header into a map, where a second entry
+// silently replaces the first (or surfaces as a puzzling offset error
+// about another tensor). A header that is not a JSON object is left to the
+// library to report.
+func duplicateKey(header []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(header))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return key, true
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // diagnoseHeader explains why the library rejected a header. When the

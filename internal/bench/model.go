@@ -72,19 +72,23 @@ func Load(s Source) (*Model, error) {
 		if seed == 0 {
 			seed = DefaultSeed
 		}
-		g, err = hf.Build(cfg, hf.RandomWeights(seed))
+		if g, err = hf.Build(cfg, hf.RandomWeights(seed)); err == nil {
+			err = exposeHidden(g)
+		}
 	} else {
 		g, err = frontend.Load(s.Model)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
+	// The vocabulary is read before canonicalisation, which may fuse the
+	// embedding lookups into one op.
 	vocab, err := vocabSize(g)
 	if err != nil {
 		return nil, compiler.BadInput(s.Model, "input_ids", err)
+	}
+	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	m := &Model{Name: name, Graph: g, Vocab: vocab, Random: s.Config != ""}
 	if m.Random {
@@ -97,6 +101,58 @@ func Load(s Source) (*Model, error) {
 		m.MaxSeq = n
 	}
 	return m, nil
+}
+
+// HiddenOutput is the graph output Load adds to models built from a
+// Config: the encoder's last hidden state, [batch, sequence, hidden].
+const HiddenOutput = "last_hidden_state"
+
+// exposeHidden makes the encoder's last hidden state a graph output of a
+// sequence classifier, named HiddenOutput, as the peer harness's models
+// return it next to the logits: both are then timed producing the same
+// outputs, and the accuracy check can compare hidden states. The hidden
+// state is what the classifier head's first-token Gather (axis 1, index 0)
+// reads.
+func exposeHidden(g *compiler.Graph) error {
+	if g.IsOutput(HiddenOutput) {
+		return nil
+	}
+	var hidden string
+	for _, n := range g.Nodes {
+		if n.Op == "Gather" && n.AttrInt("axis", 0) == 1 && len(n.Inputs) == 2 {
+			if idx, ok := g.Initializers[n.Inputs[1]]; ok && idx.Len() == 1 && len(idx.I64) == 1 && idx.I64[0] == 0 {
+				hidden = n.Inputs[0]
+			}
+		}
+	}
+	if hidden == "" {
+		return errors.New("no first-token Gather: cannot find the encoder's last hidden state")
+	}
+	for _, n := range g.Nodes {
+		for i, in := range n.Inputs {
+			if in == hidden {
+				n.Inputs[i] = HiddenOutput
+			}
+		}
+		for i, out := range n.Outputs {
+			if out == hidden {
+				n.Outputs[i] = HiddenOutput
+			}
+		}
+	}
+	if v, ok := g.Values[hidden]; ok {
+		delete(g.Values, hidden)
+		v.Name = HiddenOutput
+		g.Values[HiddenOutput] = v
+	}
+	g.Outputs = append(g.Outputs, &compiler.Value{Name: HiddenOutput, DType: compiler.Float32,
+		Shape: compiler.Shape{{Size: -1, Param: "batch"}, {Size: -1, Param: "sequence"}, {Size: int64(hiddenSize(g))}}})
+	return nil
+}
+
+func hiddenSize(g *compiler.Graph) int {
+	n, _ := strconv.Atoi(g.Meta["hidden_size"])
+	return n
 }
 
 // vocabSize finds the table that input_ids index (a Gather of a constant

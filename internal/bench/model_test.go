@@ -63,6 +63,9 @@ func TestLoadAndInputs(t *testing.T) {
 	if m.Vocab != 30522 || m.MaxSeq != 512 || !m.Random || m.Seed != DefaultSeed {
 		t.Errorf("model %s: vocab %d, max seq %d, random %v, seed %d", m.Name, m.Vocab, m.MaxSeq, m.Random, m.Seed)
 	}
+	if !m.Graph.IsOutput(HiddenOutput) || !m.Graph.IsOutput("logits") {
+		t.Errorf("outputs %v, want logits and %s (the peers return both)", m.Graph.Outputs, HiddenOutput)
+	}
 	if h := m.Graph.Meta; h["hidden_size"] != "128" {
 		t.Errorf("bert-tiny hidden size %q", h["hidden_size"])
 	}
@@ -143,6 +146,12 @@ func TestQuantizedEnginesAgree(t *testing.T) {
 	}
 	if cos := acc["cos_logits"].(float64); cos < 0.99 {
 		t.Errorf("INT8 vs FP32 logits cosine %.4f < 0.99 (%v)", cos, acc)
+	}
+	if cos, _ := acc["cos_hidden"].(float64); cos < 0.99 {
+		t.Errorf("INT8 vs FP32 hidden-state cosine %.4f < 0.99 (%v)", cos, acc)
+	}
+	if hs := got[HiddenOutput].Shape; len(hs) != 3 || hs[0] != 2 || hs[1] != 128 || hs[2] != 128 {
+		t.Errorf("hidden state shape %v, want [2 128 128]", hs)
 	}
 	if _, err := NewINT8(m.Graph, EngineOptions{ISA: "sse9"}); err == nil {
 		t.Error("NewINT8 accepted ISA sse9")

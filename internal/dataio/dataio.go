@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -134,6 +135,17 @@ func ReadIDs(path string) ([]Example, error) {
 		}
 		if v.TokenTypeIDs != nil && len(v.TokenTypeIDs) != len(v.InputIDs) {
 			return nil, compiler.BadInput(path, "", fmt.Errorf("%w: line %d: token_type_ids has %d entries, input_ids %d", compiler.ErrShapeMismatch, line, len(v.TokenTypeIDs), len(v.InputIDs)))
+		}
+		// Token ids index embedding tables; a negative one would be taken
+		// from the end of the table (ONNX Gather's rule) and give a
+		// plausible but meaningless result.
+		for _, f := range []struct {
+			name string
+			vals []int64
+		}{{"input_ids", v.InputIDs}, {"attention_mask", v.AttentionMask}, {"token_type_ids", v.TokenTypeIDs}} {
+			if i := slices.IndexFunc(f.vals, func(x int64) bool { return x < 0 }); i >= 0 {
+				return nil, compiler.BadInput(path, "", fmt.Errorf("%w: line %d: %s[%d] is %d, which is negative", compiler.ErrInvalidRequest, line, f.name, i, f.vals[i]))
+			}
 		}
 		ex := Example{IDs: v.InputIDs, Mask: v.AttentionMask, TypeIDs: v.TokenTypeIDs, Line: line, HasIDs: true, Label: -1}
 		if v.Label != nil {

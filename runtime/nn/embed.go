@@ -38,12 +38,24 @@ type Embeddings struct {
 }
 
 // Embed computes LayerNorm((word + tokenType) + position) for batch
-// sequences of seq tokens into dst ([batch*seq, hidden]), with position
-// ids 0..seq-1 and the sums in that order, as BERT's and DistilBERT's
-// graphs add them: the same bits as Gather, Add and LayerNorm in sequence.
-// typeIDs may be nil (then TokenTypes is not used). It returns an error for
-// an id outside its table.
+// sequences of seq tokens into dst ([batch*seq, hidden]): EmbedSum, then
+// LayerNorm with e.Norm.
 func Embed(p *pool.Pool, dst []float32, e *Embeddings, ids, typeIDs []int64, batch, seq int) error {
+	if err := EmbedSum(dst, e, ids, typeIDs, batch, seq); err != nil {
+		return err
+	}
+	LayerNorm(p, dst, e.Hidden, dst, e.Hidden, batch*seq, &e.Norm)
+	return nil
+}
+
+// EmbedSum computes (word + tokenType) + position for batch sequences of
+// seq tokens into dst ([batch*seq, hidden]), with position ids 0..seq-1 and
+// the sums in that order, as BERT's and DistilBERT's graphs add them: the
+// same bits as their Gathers and Adds (sqc.Embeddings). typeIDs may be nil
+// (then TokenTypes is not used). Ids follow Gather's rules (negative ones
+// count from the end of the table); it returns an error for an id outside
+// its table or a sequence longer than Positions. e.Norm is not used.
+func EmbedSum(dst []float32, e *Embeddings, ids, typeIDs []int64, batch, seq int) error {
 	h := e.Hidden
 	if maxPos := len(e.Positions) / h; seq > maxPos {
 		return fmt.Errorf("sequence of %d tokens exceeds the %d positions", seq, maxPos)
@@ -54,15 +66,18 @@ func Embed(p *pool.Pool, dst []float32, e *Embeddings, ids, typeIDs []int64, bat
 	for t := range batch * seq {
 		row := dst[t*h : (t+1)*h]
 		if typeIDs != nil {
+			types := len(e.TokenTypes) / h
 			id := typeIDs[t]
-			if id < 0 || id >= int64(len(e.TokenTypes)/h) {
-				return fmt.Errorf("token type id %d (position %d) out of range [0, %d)", id, t, len(e.TokenTypes)/h)
+			if id < 0 {
+				id += int64(types) // as Gather counts negative indices
+			}
+			if id < 0 || id >= int64(types) {
+				return fmt.Errorf("token type id %d (position %d) out of range [%d, %d)", typeIDs[t], t, -types, types)
 			}
 			Add(row, row, e.TokenTypes[int(id)*h:][:h])
 		}
 		Add(row, row, e.Positions[(t%seq)*h:][:h])
 	}
-	LayerNorm(p, dst, h, dst, h, batch*seq, &e.Norm)
 	return nil
 }
 

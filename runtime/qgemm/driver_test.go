@@ -488,7 +488,7 @@ func TestStressConcurrentGEMMUnderGC(t *testing.T) {
 			engines = append(engines, e)
 		}
 	}
-	const goroutines, rounds = 16, 12
+	const goroutines, rounds = 16, 30
 	var stop atomic.Bool
 	var gcs atomic.Int64
 	gcDone := make(chan struct{})

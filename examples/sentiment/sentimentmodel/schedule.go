@@ -16,65 +16,58 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	tokens := batch * seq
 	// #0 nn.AttentionMask: attention_mask/AttentionMask
 	nn.AttentionMask(ws.f32[1310720:][:tokens], ws.mask[:tokens], float32(-3.4028235e+38))
-	// #1 nn.Gather: distilbert.embeddings.word_embeddings/Gather
-	if err := nn.Gather(ws.f32[0:][:tokens*128], m.w.distilbertEmbeddingsWordEmbeddingsWeight, 1, 30522, 128, ws.ids[:tokens]); err != nil {
+	// #1 nn.Embed: distilbert.embeddings.LayerNorm/LayerNormalization/Embeddings
+	if err := nn.Embed(m.pool, ws.f32[0:][:tokens*128], &m.w.embeddings0, ws.ids[:tokens], nil, batch, seq); err != nil {
 		return err
 	}
-	// #2 interp.Shape: distilbert.embeddings.position_embeddings/input_shape (a view: no call)
-	// #3 interp.Gather: distilbert.embeddings.position_embeddings/seq_len (a view: no call)
-	// #4 interp.Slice: distilbert.embeddings.position_embeddings/position_rows (a view: no call)
-	// #5 nn.Add: distilbert.embeddings/add_positions
-	nn.Add(ws.f32[262144:][:tokens*128], ws.f32[0:][:tokens*128], m.w.distilbertEmbeddingsPositionEmbeddingsWeight[:seq*128])
-	// #6 nn.LayerNorm: distilbert.embeddings.LayerNorm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm0)
-	// #7 nn.LayerNormU8: distilbert.embeddings.LayerNorm/LayerNormalization/smooth
-	nn.LayerNormU8(m.pool, nil, 128, ws.u8[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm1, float32(178.40135), int32(126))
+	// #2 nn.QuantizeU8: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear
+	nn.QuantizeU8(ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, 128, float32(30.310452), int32(129))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #8 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQ, &qgemm.Epilogue{
-		AZeroPoint: int32(126),
+	// #3 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear
+	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTQ, &qgemm.Epilogue{
+		AZeroPoint: int32(129),
 		Bias:       m.w.distilbertTransformerLayer0AttentionQLinBias,
-		ColSum:     m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQ.ColSum,
+		ColSum:     m.w.distilbertTransformerLayer0AttentionQLinWeightTQ.ColSum,
 		OutF32:     ws.f32[262144:][:tokens*128],
 		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQScale,
+		Scale:      m.w.distilbertTransformerLayer0AttentionQLinWeightTQScale,
 	}); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #9 qgemm.GEMM: distilbert.transformer.layer.0.attention.k_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionKLinWeightTSmoothQ, &qgemm.Epilogue{
-		AZeroPoint: int32(126),
+	// #4 qgemm.GEMM: distilbert.transformer.layer.0.attention.k_lin/MatMul/Linear
+	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionKLinWeightTQ, &qgemm.Epilogue{
+		AZeroPoint: int32(129),
 		Bias:       m.w.distilbertTransformerLayer0AttentionKLinBias,
-		ColSum:     m.w.distilbertTransformerLayer0AttentionKLinWeightTSmoothQ.ColSum,
+		ColSum:     m.w.distilbertTransformerLayer0AttentionKLinWeightTQ.ColSum,
 		OutF32:     ws.f32[524288:][:tokens*128],
 		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer0AttentionKLinWeightTSmoothQScale,
+		Scale:      m.w.distilbertTransformerLayer0AttentionKLinWeightTQScale,
 	}); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #10 qgemm.GEMM: distilbert.transformer.layer.0.attention.v_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQ, &qgemm.Epilogue{
-		AZeroPoint: int32(126),
+	// #5 qgemm.GEMM: distilbert.transformer.layer.0.attention.v_lin/MatMul/Linear
+	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothQ, &qgemm.Epilogue{
+		AZeroPoint: int32(129),
 		Bias:       m.w.distilbertTransformerLayer0AttentionVLinBiasSmooth,
-		ColSum:     m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQ.ColSum,
+		ColSum:     m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothQ.ColSum,
 		OutF32:     ws.f32[786432:][:tokens*128],
 		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQScale,
+		Scale:      m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothQScale,
 	}); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #11 nn.Attention: distilbert.transformer.layer.0.attention.context/Reshape/Attention
+	// #6 nn.Attention: distilbert.transformer.layer.0.attention.context/Reshape/Attention
 	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[262144:][:tokens*128], ws.f32[524288:][:tokens*128], ws.f32[786432:][:tokens*128], ws.f32[1310720:][:tokens], &nn.AttentionDims{
 		Batch:           batch,
 		HeadDim:         64,
@@ -88,12 +81,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		SeqQ:            seq,
 		VStride:         128,
 	})
-	// #12 nn.QuantizeU8: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	// #7 nn.QuantizeU8: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
 	nn.QuantizeU8(ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(277.94394), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #13 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	// #8 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(130),
 		Bias:           m.w.distilbertTransformerLayer0AttentionOutLinBias,
@@ -106,14 +99,14 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	}); err != nil {
 		return err
 	}
-	// #14 nn.LayerNorm: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm2)
-	// #15 nn.LayerNormU8: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
-	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm3, float32(221.08879), int32(130))
+	// #9 nn.LayerNorm: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
+	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm0)
+	// #10 nn.LayerNormU8: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
+	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm1, float32(221.08879), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #16 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
+	// #11 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(130),
 		Act:          qgemm.ActGelu,
@@ -130,7 +123,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #17 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
+	// #12 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer0FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(17),
 		Bias:           m.w.distilbertTransformerLayer0FfnLin2Bias,
@@ -143,14 +136,14 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	}); err != nil {
 		return err
 	}
-	// #18 nn.LayerNorm: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm4)
-	// #19 nn.LayerNormU8: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
-	nn.LayerNormU8(m.pool, nil, 128, ws.u8[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm5, float32(181.62914), int32(133))
+	// #13 nn.LayerNorm: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
+	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm2)
+	// #14 nn.LayerNormU8: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
+	nn.LayerNormU8(m.pool, nil, 128, ws.u8[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm3, float32(181.62914), int32(133))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #20 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear
+	// #15 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint: int32(133),
 		Bias:       m.w.distilbertTransformerLayer1AttentionQLinBias,
@@ -164,7 +157,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #21 qgemm.GEMM: distilbert.transformer.layer.1.attention.k_lin/MatMul/Linear
+	// #16 qgemm.GEMM: distilbert.transformer.layer.1.attention.k_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionKLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint: int32(133),
 		Bias:       m.w.distilbertTransformerLayer1AttentionKLinBias,
@@ -178,7 +171,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #22 qgemm.GEMM: distilbert.transformer.layer.1.attention.v_lin/MatMul/Linear
+	// #17 qgemm.GEMM: distilbert.transformer.layer.1.attention.v_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQ, &qgemm.Epilogue{
 		AZeroPoint: int32(133),
 		Bias:       m.w.distilbertTransformerLayer1AttentionVLinBiasSmooth,
@@ -192,7 +185,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #23 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
+	// #18 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
 	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[262144:][:tokens*128], ws.f32[524288:][:tokens*128], ws.f32[786432:][:tokens*128], ws.f32[1310720:][:tokens], &nn.AttentionDims{
 		Batch:           batch,
 		HeadDim:         64,
@@ -206,12 +199,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		SeqQ:            seq,
 		VStride:         128,
 	})
-	// #24 nn.QuantizeU8: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	// #19 nn.QuantizeU8: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
 	nn.QuantizeU8(ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(258.05313), int32(128))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #25 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	// #20 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(128),
 		Bias:           m.w.distilbertTransformerLayer1AttentionOutLinBias,
@@ -224,14 +217,14 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	}); err != nil {
 		return err
 	}
-	// #26 nn.LayerNorm: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm6)
-	// #27 nn.LayerNormU8: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
-	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm7, float32(185.9047), int32(112))
+	// #21 nn.LayerNorm: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
+	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm4)
+	// #22 nn.LayerNormU8: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
+	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm5, float32(185.9047), int32(112))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #28 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
+	// #23 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(112),
 		Act:          qgemm.ActGelu,
@@ -248,7 +241,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #29 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
+	// #24 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer1FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(14),
 		Bias:           m.w.distilbertTransformerLayer1FfnLin2Bias,
@@ -261,17 +254,17 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	}); err != nil {
 		return err
 	}
-	// #30 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm8)
-	// #31 nn.Gather: pre_classifier/first_token
+	// #25 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
+	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm6)
+	// #26 nn.Gather: pre_classifier/first_token
 	if err := nn.Gather(ws.f32[262144:][:batch*128], ws.f32[0:][:tokens*128], batch, seq, 128, []int64{int64(0)}); err != nil {
 		return err
 	}
-	// #32 nn.LinearF32: pre_classifier/Gemm/Linear
+	// #27 nn.LinearF32: pre_classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[0:][:batch*128], 128, ws.f32[262144:][:batch*128], 128, batch, 128, 128, m.w.preClassifierWeightT, m.w.preClassifierBias)
-	// #33 nn.Relu: pre_classifier/Relu
+	// #28 nn.Relu: pre_classifier/Relu
 	nn.Relu(ws.f32[2048:][:batch*128], ws.f32[0:][:batch*128])
-	// #34 nn.LinearF32: classifier/Gemm/Linear
+	// #29 nn.LinearF32: classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[0:][:batch*2], 2, ws.f32[2048:][:batch*128], 128, batch, 128, 2, m.w.classifierWeightT, m.w.classifierBias)
 	return nil
 }

@@ -250,6 +250,29 @@ func (r *replayer) build(s exec.Step) (*replay, error) {
 		return &replay{kind: KindElemwise, label: "AttentionMask", ops: float64(opsMask * n), bytes: float64(12 * n),
 			run: func() error { nn.AttentionMask(out, mask, fill); return nil }}, nil
 
+	case *exec.EmbedStep:
+		sh, ok := r.sh.of(s.IDs)
+		if !ok || len(sh) != 2 {
+			return nil, unresolved
+		}
+		batch, seq, h := sh[0], sh[1], s.Params.Hidden
+		vocab := len(s.Params.Words) / h
+		ids := make([]int64, batch*seq)
+		for i := range ids {
+			ids[i] = int64(r.rng.IntN(vocab))
+		}
+		var types []int64
+		terms := 2
+		if s.TypeIDs != exec.NoSlot {
+			types = make([]int64, batch*seq)
+			terms = 3
+		}
+		out, params := make([]float32, batch*seq*h), s.Params
+		n := batch * seq * h
+		return &replay{kind: KindGather, label: fmt.Sprintf("Embeddings %d", h), ops: float64((terms - 1) * n),
+			bytes: float64(4*(terms+1)*n + 8*batch*seq*(terms-1)),
+			run:   func() error { return nn.EmbedSum(out, &params, ids, types, batch, seq) }}, nil
+
 	case *exec.GatherStep:
 		ds, ok1 := r.sh.of(s.Data)
 		ni, ok2 := r.sh.elems(s.Indices)

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/calib"
+	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/compiler/frontend"
+	"github.com/sqc-dev/sqc/compiler/interp"
+	"github.com/sqc-dev/sqc/internal/dataio"
+	"github.com/sqc-dev/sqc/internal/infer"
+	"github.com/sqc-dev/sqc/internal/testmodels"
+	"github.com/sqc-dev/sqc/passes"
+)
+
+// Acceptance of the INT8 path on the shared SST-2 models: calibrated on the
+// first 512 sentences of train.tsv, evaluated on all 872 dev sentences
+// against PyTorch's FP32 logits, through the INT8 engine.
+
+// acceptanceCalibSamples is the calibration set size the acceptance
+// criteria name.
+const acceptanceCalibSamples = 512
+
+// calibrated is a shared model, canonicalised and calibrated once for all
+// the tests of this file.
+type calibrated struct {
+	g     *compiler.Graph
+	stats *calib.Stats
+	cal   *calibrator
+	ref   *testmodels.Reference
+	dev   []dataio.Example // the reference dev ids, with labels
+}
+
+var (
+	calibratedMu sync.Mutex
+	calibratedBy = map[string]*calibrated{}
+)
+
+// calibratedModel loads, canonicalises and calibrates the named shared
+// model (once per test binary), skipping when ../shared is absent.
+func calibratedModel(t *testing.T, name string) *calibrated {
+	t.Helper()
+	dir := testmodels.ModelDir(t, name)
+	calibratedMu.Lock()
+	defer calibratedMu.Unlock()
+	if m := calibratedBy[name]; m != nil {
+		return m
+	}
+	shared, _ := testmodels.SharedDir()
+	train := filepath.Join(shared, "data", "glue-sst2", "train.tsv")
+	if _, err := os.Stat(train); err != nil {
+		t.Skipf("skipping: %s not found", train)
+	}
+	g, err := frontend.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := loadTokenizer(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Auto alpha needs row samples; they change nothing else.
+	cfg := &int8Config{calibPath: train, calibSamples: acceptanceCalibSamples, quant: passes.QuantOptions{AutoAlpha: true}}
+	cal, err := newCalibrator(g, tok, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := cal.collect(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := testmodels.LoadReference(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &calibrated{g: g, stats: stats, cal: cal, ref: ref}
+	for i, e := range ref.Examples {
+		m.dev = append(m.dev, dataio.Example{IDs: e.InputIDs, Mask: e.AttentionMask, TypeIDs: e.TokenTypeIDs, HasIDs: true, Label: ref.Labels[i], HasLabel: true, Line: i + 1})
+	}
+	calibratedBy[name] = m
+	return m
+}
+
+// quantized builds the INT8 graph for one configuration.
+func (m *calibrated) quantized(t *testing.T, opts passes.QuantOptions) *int8Build {
+	t.Helper()
+	b, err := quantizeCanonical(m.g, m.stats, m.cal, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// runDev runs the first n dev sentences through ex on graph g.
+func (m *calibrated) runDev(t *testing.T, g *compiler.Graph, ex infer.Executor, n int) []infer.Result {
+	t.Helper()
+	enc, err := infer.Encode(nil, m.dev[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := infer.Run(context.Background(), g, ex, enc, infer.Options{BatchSize: 32, SortByLength: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// referenceResults wraps PyTorch's FP32 logits as infer results.
+func (m *calibrated) referenceResults(output string) []infer.Result {
+	out := make([]infer.Result, len(m.ref.Logits))
+	for i, l := range m.ref.Logits {
+		out[i] = infer.Result{output: &compiler.Tensor{DType: compiler.Float32, Shape: []int64{2}, F32: l}}
+	}
+	return out
+}
+
+func TestINT8AccuracyOnSST2(t *testing.T) {
+	type config struct {
+		alpha  string
+		act    string
+		bound  float64 // largest |INT8 - FP32| accuracy, in points; < 0: logged only
+		cosine float64
+	}
+	configs := []config{
+		// alpha 0 (no smoothing) is shown for comparison, not a default.
+		{"0", compiler.QLinearStatic, -1, 0},
+		{"0", compiler.QLinearDynamic, -1, 0},
+		{"0.5", compiler.QLinearStatic, 0.3, 0.999},
+		{"0.5", compiler.QLinearDynamic, 0.2, 0.999},
+		{"auto", compiler.QLinearStatic, 0.3, 0.999},
+		{"auto", compiler.QLinearDynamic, 0.2, 0.999},
+	}
+	for _, name := range testmodels.Models {
+		t.Run(name, func(t *testing.T) {
+			m := calibratedModel(t, name)
+			output := m.g.Outputs[0].Name
+			want := m.referenceResults(output)
+			for _, c := range configs {
+				t.Run(fmt.Sprintf("alpha=%s/%s", c.alpha, c.act), func(t *testing.T) {
+					opts := passes.QuantOptions{Act: c.act, AutoAlpha: c.alpha == "auto"}
+					if !opts.AutoAlpha {
+						fmt.Sscan(c.alpha, &opts.Alpha)
+					}
+					b := m.quantized(t, opts)
+					ex, closeEx, err := newInt8Executor(b.int8)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer closeEx()
+					got := m.runDev(t, b.int8, ex, len(m.dev))
+					r := compare(output, want, got, m.dev)
+					t.Logf("| %s | %s | %s | FP32 %.2f%% | INT8 %.2f%% (%+.2f) | agreement %.2f%% | cosine mean %.6f min %.4f |",
+						name, c.alpha, c.act, 100*r.FP32Accuracy, 100*r.INT8Accuracy, r.Difference, 100*r.Agreement, r.MeanCosine, r.MinCosine)
+					if math.Abs(r.FP32Accuracy-m.ref.Accuracy) > 1e-9 {
+						t.Fatalf("FP32 reference accuracy %v, dev.json says %v", r.FP32Accuracy, m.ref.Accuracy)
+					}
+					if c.bound < 0 {
+						return
+					}
+					if math.Abs(r.Difference) > c.bound {
+						t.Errorf("INT8 accuracy %.2f%% is %+.2f points from FP32, want within %.1f", 100*r.INT8Accuracy, r.Difference, c.bound)
+					}
+					if r.MeanCosine < c.cosine {
+						t.Errorf("mean logits cosine %.6f < %g", r.MeanCosine, c.cosine)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestINT8BitwiseAcrossISAs runs the INT8 graphs with every GEMM kernel
+// family SQC_ISA can select and wants identical bits, equal to the FP32
+// interpreter's reference of sqc.QLinear as well.
+func TestINT8BitwiseAcrossISAs(t *testing.T) {
+	const sentences = 48
+	for _, name := range testmodels.Models {
+		for _, act := range []string{compiler.QLinearStatic, compiler.QLinearDynamic} {
+			t.Run(name+"/"+act, func(t *testing.T) {
+				m := calibratedModel(t, name)
+				b := m.quantized(t, passes.QuantOptions{Alpha: 0.5, Act: act})
+				it, err := interp.New(b.int8)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := m.runDev(t, b.int8, infer.Interpreter(it.Run), sentences)
+				ran := 0
+				for _, isa := range []string{"amx", "vnni", "avx2", "go"} {
+					t.Setenv("SQC_ISA", isa)
+					prog, err := exec.Compile(b.int8, exec.Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := prog.Engine().ISA().String(); got != isa {
+						t.Logf("SQC_ISA=%s: this machine runs %s instead; skipped", isa, got)
+						prog.Close()
+						continue
+					}
+					got := m.runDev(t, b.int8, prog, sentences)
+					prog.Close()
+					ran++
+					for i := range want {
+						w, g := want[i][m.g.Outputs[0].Name].F32, got[i][m.g.Outputs[0].Name].F32
+						for j := range w {
+							if math.Float32bits(w[j]) != math.Float32bits(g[j]) {
+								t.Fatalf("SQC_ISA=%s: sentence %d logit %d is %x, the interpreter gives %x", isa, i, j, math.Float32bits(g[j]), math.Float32bits(w[j]))
+							}
+						}
+					}
+				}
+				if ran == 0 {
+					t.Skip("no ISA could be selected")
+				}
+				t.Logf("%d ISAs agree bit for bit with the interpreter on %d sentences", ran, sentences)
+			})
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package codegen
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+	sqcexec "github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/compiler/hf"
+	"github.com/sqc-dev/sqc/internal/gentest"
+	"github.com/sqc-dev/sqc/internal/infer"
+	"github.com/sqc-dev/sqc/passes"
+	"github.com/sqc-dev/sqc/runtime/modelrt"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
+)
+
+// encoderMain runs the generated package m on the sequences of inputs.json
+// (Run) and on the texts of texts.json (Embed) and prints every output
+// value's bits as JSON.
+const encoderMain = `package main
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+
+	"sqcgentest/m"
+)
+
+func bits(rows [][]float32) [][]uint32 {
+	out := make([][]uint32, len(rows))
+	for i, r := range rows {
+		for _, v := range r {
+			out[i] = append(out[i], math.Float32bits(v))
+		}
+	}
+	return out
+}
+
+func main() {
+	var b m.Batch
+	var texts []string
+	for i, dst := range []any{&b, &texts} {
+		data, err := os.ReadFile(os.Args[1+i])
+		if err != nil {
+			panic(err)
+		}
+		if err := json.Unmarshal(data, dst); err != nil {
+			panic(err)
+		}
+	}
+	model, err := m.New()
+	if err != nil {
+		panic(err)
+	}
+	out, err := model.Run(context.Background(), b)
+	if err != nil {
+		panic(err)
+	}
+	emb, err := model.Embed(context.Background(), texts)
+	if err != nil {
+		panic(err)
+	}
+	json.NewEncoder(os.Stdout).Encode(map[string]any{"hidden": bits(out.LastHiddenState), "pooler": bits(out.PoolerOutput), "embed": bits(emb)})
+}
+`
+
+// TestEncoderPackageMatchesExec generates the package of a BertModel (no
+// classifier head: outputs last_hidden_state [batch, seq, H] and
+// pooler_output [batch, H], token type ids) with random weights and
+// dynamic quantisation, runs it on sequences of mixed lengths in more
+// chunks than one, and compares with compiler/exec bit for bit; Embed must
+// be the mean of the hidden states of each text's tokens.
+func TestEncoderPackageMatchesExec(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a generated package")
+	}
+	cfg, err := hf.Preset("bert-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Architecture, cfg.Labels = hf.ArchBertModel, nil
+	g, err := hf.Build(cfg, hf.RandomWeights(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.Run(g, passes.QuantPipeline(nil, passes.QuantOptions{Act: compiler.QLinearDynamic}), passes.Options{CheckIR: true}); err != nil {
+		t.Fatal(err)
+	}
+	prog, err := sqcexec.Compile(g, sqcexec.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	opts := demoOptions(t)
+	opts.Package, opts.ModelName, opts.Labels, opts.MaxBatch = "m", "bert-tiny-random", nil, 2
+	pkg, err := Generate(prog, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"func (m *Model) Embed(", "PoolerOutput [][]float32", "LastHiddenState [][]float32"} {
+		if !strings.Contains(string(pkg.Files["model.go"]), want) {
+			t.Fatalf("model.go lacks %q", want)
+		}
+	}
+	if strings.Contains(string(pkg.Files["model.go"]), "func (m *Model) Classify(") {
+		t.Fatal("an encoder without labels got Classify")
+	}
+
+	mod := gentest.Module(t)
+	if err := Write(gentest.PackageDir(mod), pkg); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.FromVocab(strings.NewReader(string(opts.Vocab)), opts.Tokenizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"the film is a quiet triumph", "no", "an overlong, self-important mess that mistakes volume for depth", "fine"}
+	var b modelrt.Batch
+	var enc []infer.Encoded
+	for i, text := range texts {
+		e := tok.EncodePair(text, texts[(i+1)%len(texts)]) // token types 0 and 1
+		b.InputIDs = append(b.InputIDs, e.InputIDs)
+		b.AttentionMask = append(b.AttentionMask, e.AttentionMask)
+		b.TokenTypeIDs = append(b.TokenTypeIDs, e.TokenTypeIDs)
+		enc = append(enc, infer.Encoded{IDs: e.InputIDs, Mask: e.AttentionMask, TypeIDs: e.TokenTypeIDs})
+	}
+	in, _ := json.Marshal(b)
+	tx, _ := json.Marshal(texts)
+	for name, data := range map[string][]byte{"inputs.json": in, "texts.json": tx} {
+		if err := os.WriteFile(filepath.Join(mod, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := gentest.Run(t, mod, encoderMain, "inputs.json", "texts.json")
+	var got struct{ Hidden, Pooler, Embed [][]uint32 }
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+
+	want, err := infer.Run(context.Background(), g, infer.ExecutorFunc(prog.Run), enc, infer.Options{BatchSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string, i int, bits []uint32, vals []float32) {
+		if len(bits) != len(vals) {
+			t.Fatalf("%s of input %d: %d values, want %d", what, i, len(bits), len(vals))
+		}
+		for j, v := range vals {
+			if bits[j] != math.Float32bits(v) {
+				t.Fatalf("%s of input %d, value %d: generated %g, exec %g", what, i, j, math.Float32frombits(bits[j]), v)
+			}
+		}
+	}
+	if len(got.Hidden) != len(texts) || len(got.Pooler) != len(texts) || len(got.Embed) != len(texts) {
+		t.Fatalf("%d, %d, %d results for %d inputs", len(got.Hidden), len(got.Pooler), len(got.Embed), len(texts))
+	}
+	for i := range texts {
+		hidden := want[i]["last_hidden_state"].F32
+		same("last_hidden_state", i, got.Hidden[i], hidden)
+		same("pooler_output", i, got.Pooler[i], want[i]["pooler_output"].F32)
+		// Embed tokenizes the text alone; exec runs its [CLS] text [SEP].
+		alone := tok.Encode(texts[i])
+		res, err := infer.Run(context.Background(), g, infer.ExecutorFunc(prog.Run), []infer.Encoded{{IDs: alone.InputIDs, Mask: alone.AttentionMask, TypeIDs: alone.TokenTypeIDs}}, infer.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		same("Embed", i, got.Embed[i], modelrt.MeanPool(res[0]["last_hidden_state"].F32, cfg.HiddenSize, alone.AttentionMask))
+	}
+	lens := make([]int, len(texts))
+	for i, ids := range b.InputIDs {
+		lens[i] = len(ids)
+	}
+	t.Logf("%d sequences of %v tokens in chunks of %d: last_hidden_state, pooler_output and Embed bit-identical to compiler/exec",
+		len(texts), lens, opts.MaxBatch)
+}

@@ -1,0 +1,67 @@
+package interp
+
+import (
+	"fmt"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// sqc.Embeddings (compiler/ops_sqc_embed.go) is computed the way the
+// unfused graph computes it — Gathers, then float32 Adds in the order
+// (word + type) + position — so fusing the chain changes no bits.
+func init() {
+	kernels["sqc.Embeddings"] = kernelSpec{embeddings, 3, 5, 1}
+}
+
+func embeddings(c *call) ([]*compiler.Tensor, error) {
+	ids, word, pos := c.in[0], c.in[1], c.in[2]
+	var typeIDs, typ *compiler.Tensor
+	if len(c.in) == 5 {
+		typeIDs, typ = c.in[3], c.in[4]
+	}
+	if len(ids.Shape) != 2 || ids.DType != compiler.Int64 {
+		return nil, fmt.Errorf("%w: Embeddings ids %s%v, want i64 [batch, seq]", compiler.ErrShapeMismatch, ids.DType, ids.Shape)
+	}
+	if len(word.Shape) != 2 || len(pos.Shape) != 2 || word.DType != compiler.Float32 || pos.DType != compiler.Float32 {
+		return nil, fmt.Errorf("%w: Embeddings tables must be f32 [rows, hidden]", compiler.ErrShapeMismatch)
+	}
+	batch, seq, h := ids.Shape[0], ids.Shape[1], word.Shape[1]
+	if pos.Shape[1] != h || seq > pos.Shape[0] {
+		return nil, fmt.Errorf("%w: Embeddings of %d tokens with position table %v (hidden %d)", compiler.ErrShapeMismatch, seq, pos.Shape, h)
+	}
+	row := func(table *compiler.Tensor, id int64, what string) ([]float32, error) {
+		rows := table.Shape[0]
+		if id < 0 {
+			id += rows // Gather's rule: negative ids count from the end
+		}
+		if id < 0 || id >= rows {
+			return nil, fmt.Errorf("%w: %s id %d outside [0, %d)", compiler.ErrInvalidRequest, what, id, rows)
+		}
+		return table.F32[id*h : (id+1)*h], nil
+	}
+	sum := make([]float32, batch*seq*h)
+	for b := range batch {
+		for s := range seq {
+			out := sum[(b*seq+s)*h:][:h]
+			w, err := row(word, ids.I64[b*seq+s], "token")
+			if err != nil {
+				return nil, err
+			}
+			copy(out, w)
+			if typ != nil && typeIDs != nil {
+				t, err := row(typ, typeIDs.I64[b*seq+s], "token type")
+				if err != nil {
+					return nil, err
+				}
+				for i := range out {
+					out[i] += t[i]
+				}
+			}
+			p := pos.F32[s*h : (s+1)*h]
+			for i := range out {
+				out[i] += p[i]
+			}
+		}
+	}
+	return []*compiler.Tensor{fromSlice([]int64{batch, seq, h}, sum)}, nil
+}
