@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 
@@ -94,6 +95,12 @@ func (g *gen) scheduleFile() (*jen.File, error) {
 		code, err := g.stepCode(st)
 		if err != nil {
 			return nil, err
+		}
+		// The statement must call what the step calls: a step whose
+		// Call changed in compiler/exec is caught here, not by wrong bits.
+		if want := callee(st.Call()); !strings.Contains(fmt.Sprintf("%#v", code), want) {
+			return nil, fmt.Errorf("codegen: step #%d (node %q) calls %s, but codegen emits %s: codegen is out of date with compiler/exec",
+				i, st.Source(), st.Call(), strings.SplitN(fmt.Sprintf("%#v", code), "(", 2)[0])
 		}
 		switch st.(type) {
 		case *exec.GEMMStep, *exec.AttentionStep:
@@ -218,8 +225,11 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		if s.TypeIDs != exec.NoSlot {
 			types = sc(s.TypeIDs)
 		}
-		return returnIfErr(jen.Qual(pkgNN, "Embed").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Op("&").Id("m").Dot("w").Dot(g.embField[s]),
-			sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))), nil
+		params := jen.Op("&").Id("m").Dot("w").Dot(g.embField[s])
+		if st.Call() == "nn.Embed" { // with the LayerNorm
+			return returnIfErr(jen.Qual(pkgNN, "Embed").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))), nil
+		}
+		return returnIfErr(jen.Qual(pkgNN, "EmbedSum").Call(sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))), nil
 	case *exec.GatherStep:
 		outer, dim, inner, err := pl.gatherDims(s)
 		if err != nil {
@@ -228,6 +238,15 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		return returnIfErr(jen.Qual(pkgNN, "Gather").Call(sc(s.Out), sc(s.Data), extentCode(outer), extentCode(dim), jen.Lit(inner), sc(s.Indices))), nil
 	}
 	return nil, fmt.Errorf("codegen: no emitter for step %s (%T)", st.Call(), st)
+}
+
+// callee is how the generated code spells a step's Call: qgemm.GEMM is
+// the Engine method m.gemm.GEMM, every other call is nn.Name(.
+func callee(call string) string {
+	if call == "qgemm.GEMM" {
+		return "m.gemm.GEMM("
+	}
+	return call + "("
 }
 
 // suffixOf reports whether b's elements repeat over a's leading

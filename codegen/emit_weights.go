@@ -104,7 +104,9 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 			fields = append(fields, jen.Id(name).Qual(pkgNN, "Embeddings").Comment(s.Node))
 			d := jen.Dict{
 				jen.Id("Hidden"): jen.Lit(e.Hidden), jen.Id("Words"): field(s.WordName, e.Words), jen.Id("Positions"): field(s.PosName, e.Positions),
-				jen.Id("Norm"): norm(&e.Norm, s.GammaName, s.BetaName),
+			}
+			if s.Call() == "nn.Embed" { // EmbedSum does not normalise
+				d[jen.Id("Norm")] = norm(&e.Norm, s.GammaName, s.BetaName)
 			}
 			if e.TokenTypes != nil {
 				d[jen.Id("TokenTypes")] = field(s.TypeName, e.TokenTypes)

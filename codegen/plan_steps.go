@@ -87,9 +87,11 @@ func (pl *plan) step(i int, st exec.Step) error {
 			pl.f32Weight(s.TypeName, e.TokenTypes)
 			pl.typeVocab = len(e.TokenTypes) / e.Hidden
 		}
-		pl.f32Weight(s.GammaName, e.Norm.Gamma)
-		if e.Norm.Beta != nil {
-			pl.f32Weight(s.BetaName, e.Norm.Beta)
+		if st.Call() == "nn.Embed" {
+			pl.f32Weight(s.GammaName, e.Norm.Gamma)
+			if e.Norm.Beta != nil {
+				pl.f32Weight(s.BetaName, e.Norm.Beta)
+			}
 		}
 		pl.vocab = len(e.Words) / e.Hidden
 		if rows := len(e.Positions) / e.Hidden; pl.maxSeq > rows {

@@ -180,8 +180,10 @@ func TestINT8AccuracyOnSST2(t *testing.T) {
 }
 
 // TestINT8BitwiseAcrossISAs runs the INT8 graphs with every GEMM kernel
-// family SQC_ISA can select and wants identical bits, equal to the FP32
-// interpreter's reference of sqc.QLinear as well.
+// family SQC_ISA can select and wants identical bits. The interpreter is
+// a looser check: its sqc.Gelu, LayerNorm and attention round differently
+// from the runtime kernels by an ulp or so, which can move an activation
+// across a quantisation boundary, so it agrees to 1e-3 relative.
 func TestINT8BitwiseAcrossISAs(t *testing.T) {
 	const sentences = 48
 	for _, name := range testmodels.Models {
@@ -189,13 +191,10 @@ func TestINT8BitwiseAcrossISAs(t *testing.T) {
 			t.Run(name+"/"+act, func(t *testing.T) {
 				m := calibratedModel(t, name)
 				b := m.quantized(t, passes.QuantOptions{Alpha: 0.5, Act: act})
-				it, err := interp.New(b.int8)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := m.runDev(t, b.int8, infer.Interpreter(it.Run), sentences)
-				ran := 0
-				for _, isa := range []string{"amx", "vnni", "avx2", "go"} {
+				output := m.g.Outputs[0].Name
+				var first []infer.Result
+				var firstISA string
+				for _, isa := range []string{"go", "avx2", "vnni", "amx"} {
 					t.Setenv("SQC_ISA", isa)
 					prog, err := exec.Compile(b.int8, exec.Options{})
 					if err != nil {
@@ -208,20 +207,35 @@ func TestINT8BitwiseAcrossISAs(t *testing.T) {
 					}
 					got := m.runDev(t, b.int8, prog, sentences)
 					prog.Close()
-					ran++
-					for i := range want {
-						w, g := want[i][m.g.Outputs[0].Name].F32, got[i][m.g.Outputs[0].Name].F32
+					if first == nil {
+						first, firstISA = got, isa
+						continue
+					}
+					for i := range first {
+						w, g := first[i][output].F32, got[i][output].F32
 						for j := range w {
 							if math.Float32bits(w[j]) != math.Float32bits(g[j]) {
-								t.Fatalf("SQC_ISA=%s: sentence %d logit %d is %x, the interpreter gives %x", isa, i, j, math.Float32bits(g[j]), math.Float32bits(w[j]))
+								t.Fatalf("sentence %d logit %d: SQC_ISA=%s gives %x, SQC_ISA=%s %x", i, j, isa, math.Float32bits(g[j]), firstISA, math.Float32bits(w[j]))
 							}
 						}
 					}
+					t.Logf("SQC_ISA=%s: %d sentences bit-identical to SQC_ISA=%s", isa, sentences, firstISA)
 				}
-				if ran == 0 {
-					t.Skip("no ISA could be selected")
+				it, err := interp.New(b.int8)
+				if err != nil {
+					t.Fatal(err)
 				}
-				t.Logf("%d ISAs agree bit for bit with the interpreter on %d sentences", ran, sentences)
+				ref := m.runDev(t, b.int8, infer.Interpreter(it.Run), sentences)
+				worst := 0.0
+				for i := range ref {
+					w, g := ref[i][output].F32, first[i][output].F32
+					for j := range w {
+						worst = max(worst, math.Abs(float64(w[j])-float64(g[j]))/max(math.Abs(float64(w[j])), 1))
+					}
+				}
+				if worst > 1e-3 {
+					t.Errorf("the INT8 engine and the interpreter differ by %.3g on the INT8 graph", worst)
+				}
 			})
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -89,6 +90,9 @@ func parseInt8Flags(c *cli.Context, inputPath string, stderr io.Writer) (*int8Co
 		cfg.quant.Percentile = p
 	}
 	cfg.quant.KeepFP32 = c.String("keep-fp32")
+	if _, err := regexp.Compile(cfg.quant.KeepFP32); err != nil {
+		return nil, usageError{fmt.Sprintf("--keep-fp32 %q: %v", cfg.quant.KeepFP32, err)}
+	}
 	if cfg.calibSamples <= 0 {
 		return nil, usageError{fmt.Sprintf("--calib-samples %d: want at least 1", cfg.calibSamples)}
 	}

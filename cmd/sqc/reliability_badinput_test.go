@@ -2,9 +2,9 @@ package main
 
 import (
 	"bytes"
-	"io"
+	"os"
+	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"testing"
 
@@ -18,28 +18,33 @@ import (
 func TestReliabilityBadInputCLI(t *testing.T) {
 	for _, c := range reliability.BadInputCases() {
 		t.Run(c.Name, func(t *testing.T) {
-			if c.NeedsFlag != "" && !hasFlag(c.NeedsFlag) {
-				t.Skipf("skipping: the CLI has no %s yet", c.NeedsFlag)
-			}
-			in, err := c.Build(t.TempDir())
+			dir := t.TempDir()
+			in, err := c.Build(dir)
 			if err != nil {
 				t.Fatalf("building the input: %v", err)
 			}
-			code, out, errs := runCLISafely(t, in.Args)
-			t.Logf("sqc %s\n%s", strings.Join(in.Args, " "), errs)
-			if code != 2 {
-				t.Errorf("exit status %d, want 2", code)
-			}
-			if out != "" {
-				t.Errorf("stdout is not empty: %q", out)
-			}
-			if lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n"); len(lines) != 1 || errs == "" {
-				t.Errorf("want one line on stderr, got %d: %q", len(lines), errs)
-			}
-			for _, s := range in.Mentions {
-				if !strings.Contains(errs, s) {
-					t.Errorf("stderr does not mention %q", s)
+			for _, args := range in.Commands {
+				code, out, errs := runCLISafely(t, args)
+				cmd := "sqc " + strings.Join(args, " ")
+				t.Logf("%s\n%s", cmd, errs)
+				if code != 2 {
+					t.Errorf("%s: exit status %d, want 2", cmd, code)
 				}
+				if out != "" {
+					t.Errorf("%s: stdout is not empty: %q", cmd, out)
+				}
+				if lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n"); len(lines) != 1 || errs == "" {
+					t.Errorf("%s: want one line on stderr, got %d: %q", cmd, len(lines), errs)
+				}
+				for _, s := range in.Mentions {
+					if !strings.Contains(errs, s) {
+						t.Errorf("%s: stderr does not mention %q", cmd, s)
+					}
+				}
+			}
+			// `sqc compile --out DIR/out` must not leave a package behind.
+			if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+				t.Errorf("a failed command left %s behind", filepath.Join(dir, "out"))
 			}
 		})
 	}
@@ -56,20 +61,4 @@ func runCLISafely(t *testing.T, args []string) (code int, stdout, stderr string)
 	var out, errb bytes.Buffer
 	code = run(append([]string{"sqc"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
-}
-
-// hasFlag reports whether "command --flag" exists in the CLI.
-func hasFlag(spec string) bool {
-	cmd, flag, _ := strings.Cut(spec, " --")
-	for _, c := range newApp(io.Discard, io.Discard).Commands {
-		if c.Name != cmd {
-			continue
-		}
-		for _, f := range c.Flags {
-			if slices.Contains(f.Names(), flag) {
-				return true
-			}
-		}
-	}
-	return false
 }

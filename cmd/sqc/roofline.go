@@ -76,17 +76,20 @@ and its roof. --svg FILE draws the roofline figure; --json prints one object.`,
 
 // rooflineReport is `sqc roofline --json`.
 type rooflineReport struct {
-	Model     string             `json:"model"`
-	Engine    string             `json:"engine"`
-	CPU       string             `json:"cpu"`
-	Batch     int                `json:"batch"`
-	Seq       int                `json:"seq"`
-	Threads   int                `json:"threads"`
-	ForwardMs bench.Summary      `json:"forward_ms"`
-	ReplayMs  float64            `json:"replayed_ms"`
-	Ceilings  []roofline.Ceiling `json:"ceilings"`
-	Ops       []roofline.Row     `json:"ops"`
-	Skipped   []string           `json:"skipped,omitempty"`
+	Model      string             `json:"model"`
+	Engine     string             `json:"engine"`
+	GEMMKernel string             `json:"gemm_kernel"`
+	CPU        string             `json:"cpu"`
+	Batch      int                `json:"batch"`
+	Seq        int                `json:"seq"`
+	Threads    int                `json:"threads"`
+	ForwardMs  bench.Summary      `json:"forward_ms"`
+	ReplayMs   float64            `json:"replayed_ms"`
+	Ceilings   []roofline.Ceiling `json:"ceilings"`
+	Ops        []roofline.Row     `json:"ops"`
+	Skipped    []string           `json:"skipped,omitempty"`
+	LoadAvg    float64            `json:"load_avg"`
+	CPUs       int                `json:"cpus"`
 }
 
 func runRoofline(c *cli.Context, o bench.Options) error {
@@ -127,10 +130,11 @@ func runRoofline(c *cli.Context, o bench.Options) error {
 	isa := prog.Engine().ISA().String()
 	rows := roofline.Rows(prof.Points, cs, isa)
 	rep := rooflineReport{
-		Model: p.Model.Name, Engine: p.Engine.Describe(), CPU: cpu.Detect().String(),
+		Model: p.Model.Name, Engine: p.Engine.Describe(), GEMMKernel: isa, CPU: cpu.Detect().String(),
 		Batch: o.Batch, Seq: o.Seq, Threads: o.Threads,
 		ForwardMs: meas.LatencyMs, ReplayMs: prof.ReplayedSeconds * 1e3,
 		Ceilings: cs, Ops: rows, Skipped: prof.Skipped,
+		LoadAvg: bench.LoadAverage(), CPUs: runtime.NumCPU(),
 	}
 	if path := c.String("svg"); path != "" {
 		if err := writeRooflineSVG(path, rep, prof); err != nil {
@@ -142,8 +146,8 @@ func runRoofline(c *cli.Context, o bench.Options) error {
 		return json.NewEncoder(c.App.Writer).Encode(rep)
 	}
 	w := c.App.Writer
-	fmt.Fprintf(w, "model %s, INT8, batch %d x sequence %d, %d threads\nengine %s\ncpu features: %s\n",
-		rep.Model, o.Batch, o.Seq, o.Threads, rep.Engine, rep.CPU)
+	fmt.Fprintf(w, "model %s, INT8, batch %d x sequence %d, %d threads\nengine %s\ncpu features: %s\nmachine: %s\n",
+		rep.Model, o.Batch, o.Seq, o.Threads, rep.Engine, rep.CPU, bench.LoadText(rep.LoadAvg, rep.CPUs))
 	fmt.Fprintf(w, "forward pass: median %.2f ms (%d runs); the replayed steps add up to %.2f ms (%.0f%%)\n\n",
 		meas.LatencyMs.Median, meas.LatencyMs.N, rep.ReplayMs, 100*rep.ReplayMs/meas.LatencyMs.Median)
 	if err := roofline.WriteTable(w, cs, rows); err != nil {
@@ -161,11 +165,14 @@ func writeRooflineSVG(path string, rep rooflineReport, prof *roofline.Profile) e
 		return err
 	}
 	chart := roofline.Chart{
-		Title:    fmt.Sprintf("sqc roofline: %s INT8, batch %d x %d tokens, %d threads", rep.Model, rep.Batch, rep.Seq, rep.Threads),
-		Subtitle: fmt.Sprintf("forward pass %.1f ms median; %s; CPU: %s", rep.ForwardMs.Median, rep.Engine, rep.CPU),
+		Title: fmt.Sprintf("sqc roofline: %s INT8, batch %d x %d tokens, %d threads", rep.Model, rep.Batch, rep.Seq, rep.Threads),
+		Subtitle: fmt.Sprintf("forward pass %.1f ms (median)  |  GEMM kernel: %s  |  CPU: %s  |  load avg %.1f on %d CPUs",
+			rep.ForwardMs.Median, rep.GEMMKernel, rep.CPU, rep.LoadAvg, rep.CPUs),
 		Ceilings: rep.Ceilings, Points: prof.Points,
-		Note: fmt.Sprintf("Ceilings measured here with %d threads: compute = register-only loops, bandwidth = read sweeps. "+
-			"Op times: each distinct step replayed alone (replayed sum %.1f ms). Ops: 2 per multiply-add.", rep.Threads, rep.ReplayMs),
+		Notes: []string{
+			fmt.Sprintf("Ceilings measured here with %d threads, per CPU-second: compute = register-only loops (runtime/qgemm.PeakLoops), bandwidth = read sweeps.", rep.Threads),
+			fmt.Sprintf("Op times: each distinct step replayed alone, median (they add up to %.1f ms). Ops: 2 per multiply-add; bytes: each operand once.", rep.ReplayMs),
+		},
 	}
 	if err := roofline.WriteSVG(f, chart); err != nil {
 		f.Close()

@@ -109,23 +109,27 @@ func Prepare(o Options) (*Prepared, error) {
 
 // Result is one benchmark's outcome (`sqc bench --json` prints it).
 type Result struct {
-	Model         string    `json:"model"`
-	RandomWeights bool      `json:"random_weights"`
-	Seed          uint64    `json:"seed,omitempty"`
-	Precision     string    `json:"precision"` // "int8" or "fp32"
-	Engine        string    `json:"engine"`
-	Batch         int       `json:"batch"`
-	Seq           int       `json:"seq"`
-	Threads       int       `json:"threads"`
-	Warmup        int       `json:"warmup"`
-	Runs          int       `json:"runs"`
-	LatencyMs     Summary   `json:"latency_ms"`
-	SeqPerS       Summary   `json:"seq_per_s"`
-	AllocsPerRun  float64   `json:"allocs_per_run"`
-	BytesPerRun   float64   `json:"alloc_bytes_per_run"`
-	PeakRSSBytes  int64     `json:"peak_rss_bytes,omitempty"`
-	Build         Build     `json:"build"`
-	TimesMs       []float64 `json:"times_ms"`
+	Model         string  `json:"model"`
+	RandomWeights bool    `json:"random_weights"`
+	Seed          uint64  `json:"seed,omitempty"`
+	Precision     string  `json:"precision"` // "int8" or "fp32"
+	Engine        string  `json:"engine"`
+	Batch         int     `json:"batch"`
+	Seq           int     `json:"seq"`
+	Threads       int     `json:"threads"`
+	Warmup        int     `json:"warmup"`
+	Runs          int     `json:"runs"`
+	LatencyMs     Summary `json:"latency_ms"`
+	SeqPerS       Summary `json:"seq_per_s"`
+	AllocsPerRun  float64 `json:"allocs_per_run"`
+	BytesPerRun   float64 `json:"alloc_bytes_per_run"`
+	PeakRSSBytes  int64   `json:"peak_rss_bytes,omitempty"`
+	// LoadAvg is the 1-minute load average after the runs (-1: unknown);
+	// above CPUs, other work competed for the cores.
+	LoadAvg float64   `json:"load_avg"`
+	CPUs    int       `json:"cpus"`
+	Build   Build     `json:"build"`
+	TimesMs []float64 `json:"times_ms"`
 }
 
 // Run prepares the model and measures it: o.Measure's warm-up and timed
@@ -168,6 +172,7 @@ func Run(o Options) (*Result, error) {
 	if rss, ok := PeakRSS(); ok {
 		r.PeakRSSBytes = rss
 	}
+	r.LoadAvg, r.CPUs = LoadAverage(), runtime.NumCPU()
 	return r, nil
 }
 
@@ -187,12 +192,25 @@ latency    median %.2f ms   min %.2f   max %.2f   (p25-p75 %.2f-%.2f)
 throughput median %.1f seq/s   min %.1f   max %.1f
 allocs     %.1f per run (%s per run)
 peak RSS   %s
+machine    %s
 build      load %.1f s, calibrate %.1f s, quantise %.1f s, compile %.1f s
 `, model, r.Precision, r.Engine, r.Batch, r.Seq, r.Threads, r.Runs, r.Warmup,
 		l.Median, l.Min, l.Max, l.P25, l.P75, s.Median, s.Min, s.Max,
-		r.AllocsPerRun, byteSize(r.BytesPerRun), rssText(r.PeakRSSBytes),
+		r.AllocsPerRun, byteSize(r.BytesPerRun), rssText(r.PeakRSSBytes), LoadText(r.LoadAvg, r.CPUs),
 		r.Build.LoadS, r.Build.CalibrateS, r.Build.QuantizeS, r.Build.CompileS)
 	return err
+}
+
+// LoadText describes the machine's load for a report: the load average
+// against the CPU count, with a warning when other work competed.
+func LoadText(load float64, cpus int) string {
+	switch {
+	case load < 0:
+		return fmt.Sprintf("%d CPUs, load unknown", cpus)
+	case load > float64(cpus)+0.5:
+		return fmt.Sprintf("%d CPUs, load average %.1f: other work competed for the cores, figures are low", cpus, load)
+	}
+	return fmt.Sprintf("%d CPUs, load average %.1f", cpus, load)
 }
 
 func rssText(b int64) string {

@@ -25,9 +25,9 @@ type Input struct {
 	// loaders plus the checks run before executing a graph, the tokenizer
 	// loaders, the input-file readers) and returns its error.
 	Load func() error
-	// Args is the sqc command line, without the program name, that reads
-	// the input.
-	Args []string
+	// Commands are the sqc command lines, without the program name, that
+	// read the input.
+	Commands [][]string
 	// Mentions are strings the error, and the CLI's one line on stderr,
 	// must contain: the file's path and, where there is one, the tensor,
 	// node, field or value at fault.
@@ -40,9 +40,6 @@ type Case struct {
 	// Want is the cause errors.Is must find; every error must also match
 	// compiler.ErrBadInput or tokenizer.ErrBadInput.
 	Want error
-	// NeedsFlag, if set, is "command --flag": the CLI half of the case
-	// applies only once that flag exists.
-	NeedsFlag string
 	// Build writes the input under dir (an empty directory of its own).
 	Build func(dir string) (Input, error)
 }
@@ -115,7 +112,8 @@ func RunIDs(model, ids string) error {
 }
 
 // modelInput is the Input of a broken model file at path: loaded by
-// CheckModel, run by `sqc run --fp32` on a valid ids file.
+// CheckModel, read by `sqc inspect` and `sqc run --fp32` (on a valid ids
+// file).
 func modelInput(dir, path string, mentions ...string) (Input, error) {
 	ids, err := writeFile(dir, "ok.jsonl", idsLine(TinyIDs, nil, -1))
 	if err != nil {
@@ -123,7 +121,7 @@ func modelInput(dir, path string, mentions ...string) (Input, error) {
 	}
 	return Input{
 		Load:     func() error { return CheckModel(path) },
-		Args:     []string{"run", "--fp32", "--model", path, "--ids", ids},
+		Commands: [][]string{{"inspect", path}, {"run", "--fp32", "--model", path, "--ids", ids}},
 		Mentions: append([]string{path}, mentions...),
 	}, nil
 }
@@ -232,8 +230,11 @@ func hfDir(edit func([]stTensor) []stTensor, mangle func([]byte) []byte, mention
 			}
 		}
 		in, err := modelInput(dir, model, mentions...)
-		in.Mentions[0] = st
-		return in, err
+		if err != nil {
+			return Input{}, err
+		}
+		in.Mentions[0] = st // the error names the file, not the directory
+		return in, nil
 	}
 }
 
@@ -324,8 +325,11 @@ func configDir(data func(good []byte) []byte, mentions ...string) func(dir strin
 			return Input{}, err
 		}
 		in, err := modelInput(dir, model, mentions...)
+		if err != nil {
+			return Input{}, err
+		}
 		in.Mentions[0] = path
-		return in, err
+		return in, nil
 	}
 }
 
@@ -372,7 +376,7 @@ func tokenizerFile(name string, data []byte, load func(path string) error, menti
 		}
 		return Input{
 			Load:     func() error { return load(path) },
-			Args:     []string{"run", "--fp32", "--model", model, "--texts", texts, "--vocab", path},
+			Commands: [][]string{{"run", "--fp32", "--model", model, "--texts", texts, "--vocab", path}},
 			Mentions: append([]string{path}, mentions...),
 		}, nil
 	}
@@ -408,8 +412,9 @@ func tokenizerCases() []Case {
 	}
 }
 
-// idsFile writes the tiny HF model and an --ids file holding lines;
-// "MODEL" and "IDS" in mentions stand for their paths.
+// idsFile writes the tiny HF model and an --ids file holding lines, run
+// by the FP32 interpreter and the INT8 engine; "MODEL" and "IDS" in
+// mentions stand for their paths.
 func idsFile(lines [][]byte, mentions ...string) func(dir string) (Input, error) {
 	return func(dir string) (Input, error) {
 		model := filepath.Join(dir, "model")
@@ -424,9 +429,16 @@ func idsFile(lines [][]byte, mentions ...string) func(dir string) (Input, error)
 		if err != nil {
 			return Input{}, err
 		}
+		calib, err := writeFile(dir, "calib.jsonl", idsLine(TinyIDs, nil, -1))
+		if err != nil {
+			return Input{}, err
+		}
 		return Input{
-			Load:     func() error { return RunIDs(model, ids) },
-			Args:     []string{"run", "--fp32", "--model", model, "--ids", ids},
+			Load: func() error { return RunIDs(model, ids) },
+			Commands: [][]string{
+				{"run", "--fp32", "--model", model, "--ids", ids},
+				{"run", "--int8", "--model", model, "--ids", ids, "--calib", calib},
+			},
 			Mentions: replaceAll(mentions, "MODEL", model, "IDS", ids),
 		}, nil
 	}
@@ -443,8 +455,9 @@ func replaceAll(list []string, oldnew ...string) []string {
 }
 
 // emptyCalibration writes the tiny HF model, a labelled data file and an
-// empty calibration file, for the INT8 commands given by args.
-func emptyCalibration(args ...string) func(dir string) (Input, error) {
+// empty calibration file, for the INT8 commands given, in which MODEL,
+// DATA, CALIB and OUT stand for the paths.
+func emptyCalibration(commands ...[]string) func(dir string) (Input, error) {
 	return func(dir string) (Input, error) {
 		model := filepath.Join(dir, "model")
 		tensors, err := tinyHFTensors(tinyHFConfig())
@@ -462,13 +475,16 @@ func emptyCalibration(args ...string) func(dir string) (Input, error) {
 		if err != nil {
 			return Input{}, err
 		}
-		cli := replaceAll(args, "MODEL", model, "DATA", data, "CALIB", calib)
+		var cli [][]string
+		for _, c := range commands {
+			cli = append(cli, replaceAll(c, "MODEL", model, "DATA", data, "CALIB", calib, "OUT", filepath.Join(dir, "out")))
+		}
 		return Input{
 			Load: func() error {
 				_, err := dataio.ReadTexts(calib)
 				return err
 			},
-			Args:     cli,
+			Commands: cli,
 			Mentions: []string{calib},
 		}, nil
 	}
@@ -482,7 +498,7 @@ func requestCases() []Case {
 	return []Case{
 		{Name: "ids/token-id-past-vocabulary", Want: compiler.ErrShapeMismatch, Build: idsFile([][]byte{
 			idsLine(TinyIDs, nil, -1), idsLine([]int64{2, int64(TinyVocabSize), 3}, nil, -1),
-		}, "MODEL", "word_embeddings", fmt.Sprint(TinyVocabSize))},
+		}, "MODEL", "embeddings", fmt.Sprint(TinyVocabSize))},
 		{Name: "ids/negative-token-id", Want: compiler.ErrInvalidRequest, Build: idsFile([][]byte{
 			idsLine([]int64{2, -1, 3}, nil, -1),
 		}, "IDS", "line 1", "-1")},
@@ -494,9 +510,10 @@ func requestCases() []Case {
 		{Name: "ids/longer-than-model", Want: compiler.ErrShapeMismatch, Build: idsFile([][]byte{
 			idsLine(long, nil, -1),
 		}, "MODEL", "position", fmt.Sprint(TinyMaxPositions))},
-		{Name: "calibration/empty-eval", Want: compiler.ErrBadInput,
-			Build: emptyCalibration("eval", "--model", "MODEL", "--data", "DATA", "--calib", "CALIB")},
-		{Name: "calibration/empty-run-int8", Want: compiler.ErrBadInput, NeedsFlag: "run --int8",
-			Build: emptyCalibration("run", "--int8", "--model", "MODEL", "--ids", "DATA", "--calib", "CALIB")},
+		{Name: "calibration/empty", Want: compiler.ErrBadInput, Build: emptyCalibration(
+			[]string{"run", "--int8", "--model", "MODEL", "--ids", "DATA", "--calib", "CALIB"},
+			[]string{"eval", "--model", "MODEL", "--data", "DATA", "--calib", "CALIB"},
+			[]string{"compile", "--model", "MODEL", "--out", "OUT", "--calib", "CALIB"},
+		)},
 	}
 }

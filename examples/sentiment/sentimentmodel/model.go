@@ -9,7 +9,7 @@
 //
 // Compiled for at most 128 tokens per sequence and 16 sequences per forward pass
 // (Run splits larger batches); kernel target auto. The schedule (schedule.go) is
-// 30 runtime calls; the weights (weights.bin) are embedded.
+// 31 runtime calls; the weights (weights.bin) are embedded.
 package sentimentmodel
 
 import (
@@ -212,7 +212,7 @@ func (m *Model) Run(ctx context.Context, b Batch) (Outputs, error) {
 			return Outputs{}, err
 		}
 		for r := range batch {
-			out.Logits[lo+r] = slices.Clone(ws.f32[0+r*2 : 0+(r+1)*2])
+			out.Logits[lo+r] = slices.Clone(ws.f32[2048+r*2 : 2048+(r+1)*2])
 		}
 	}
 	return out, nil

@@ -16,59 +16,61 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	tokens := batch * seq
 	// #0 nn.AttentionMask: attention_mask/AttentionMask
 	nn.AttentionMask(ws.f32[1310720:][:tokens], ws.mask[:tokens], float32(-3.4028235e+38))
-	// #1 nn.Embed: distilbert.embeddings.LayerNorm/LayerNormalization/Embeddings
-	if err := nn.Embed(m.pool, ws.f32[0:][:tokens*128], &m.w.embeddings0, ws.ids[:tokens], nil, batch, seq); err != nil {
+	// #1 nn.EmbedSum: distilbert.embeddings/add_positions/Embeddings
+	if err := nn.EmbedSum(ws.f32[0:][:tokens*128], &m.w.embeddings0, ws.ids[:tokens], nil, batch, seq); err != nil {
 		return err
 	}
-	// #2 nn.QuantizeU8: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear
-	nn.QuantizeU8(ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, 128, float32(30.310452), int32(129))
+	// #2 nn.LayerNorm: distilbert.embeddings.LayerNorm/LayerNormalization
+	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm0)
+	// #3 nn.LayerNormU8: distilbert.embeddings.LayerNorm/LayerNormalization/smooth
+	nn.LayerNormU8(m.pool, nil, 128, ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm1, float32(178.40135), int32(126))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #3 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTQ, &qgemm.Epilogue{
-		AZeroPoint: int32(129),
+	// #4 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear
+	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQ, &qgemm.Epilogue{
+		AZeroPoint: int32(126),
 		Bias:       m.w.distilbertTransformerLayer0AttentionQLinBias,
-		ColSum:     m.w.distilbertTransformerLayer0AttentionQLinWeightTQ.ColSum,
-		OutF32:     ws.f32[262144:][:tokens*128],
+		ColSum:     m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQ.ColSum,
+		OutF32:     ws.f32[0:][:tokens*128],
 		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer0AttentionQLinWeightTQScale,
+		Scale:      m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQScale,
 	}); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #4 qgemm.GEMM: distilbert.transformer.layer.0.attention.k_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionKLinWeightTQ, &qgemm.Epilogue{
-		AZeroPoint: int32(129),
+	// #5 qgemm.GEMM: distilbert.transformer.layer.0.attention.k_lin/MatMul/Linear
+	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionKLinWeightTSmoothQ, &qgemm.Epilogue{
+		AZeroPoint: int32(126),
 		Bias:       m.w.distilbertTransformerLayer0AttentionKLinBias,
-		ColSum:     m.w.distilbertTransformerLayer0AttentionKLinWeightTQ.ColSum,
+		ColSum:     m.w.distilbertTransformerLayer0AttentionKLinWeightTSmoothQ.ColSum,
 		OutF32:     ws.f32[524288:][:tokens*128],
 		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer0AttentionKLinWeightTQScale,
+		Scale:      m.w.distilbertTransformerLayer0AttentionKLinWeightTSmoothQScale,
 	}); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #5 qgemm.GEMM: distilbert.transformer.layer.0.attention.v_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothQ, &qgemm.Epilogue{
-		AZeroPoint: int32(129),
+	// #6 qgemm.GEMM: distilbert.transformer.layer.0.attention.v_lin/MatMul/Linear
+	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQ, &qgemm.Epilogue{
+		AZeroPoint: int32(126),
 		Bias:       m.w.distilbertTransformerLayer0AttentionVLinBiasSmooth,
-		ColSum:     m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothQ.ColSum,
+		ColSum:     m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQ.ColSum,
 		OutF32:     ws.f32[786432:][:tokens*128],
 		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothQScale,
+		Scale:      m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQScale,
 	}); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #6 nn.Attention: distilbert.transformer.layer.0.attention.context/Reshape/Attention
-	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[262144:][:tokens*128], ws.f32[524288:][:tokens*128], ws.f32[786432:][:tokens*128], ws.f32[1310720:][:tokens], &nn.AttentionDims{
+	// #7 nn.Attention: distilbert.transformer.layer.0.attention.context/Reshape/Attention
+	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[0:][:tokens*128], ws.f32[524288:][:tokens*128], ws.f32[786432:][:tokens*128], ws.f32[1310720:][:tokens], &nn.AttentionDims{
 		Batch:           batch,
 		HeadDim:         64,
 		Heads:           2,
@@ -81,32 +83,32 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		SeqQ:            seq,
 		VStride:         128,
 	})
-	// #7 nn.QuantizeU8: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	// #8 nn.QuantizeU8: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
 	nn.QuantizeU8(ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(277.94394), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #8 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	// #9 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(130),
 		Bias:           m.w.distilbertTransformerLayer0AttentionOutLinBias,
 		ColSum:         m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ.ColSum,
-		OutF32:         ws.f32[262144:][:tokens*128],
+		OutF32:         ws.f32[0:][:tokens*128],
 		OutStride:      128,
-		Residual:       ws.f32[0:][:tokens*128],
+		Residual:       ws.f32[262144:][:tokens*128],
 		ResidualStride: 128,
 		Scale:          m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQScale,
 	}); err != nil {
 		return err
 	}
-	// #9 nn.LayerNorm: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm0)
-	// #10 nn.LayerNormU8: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
-	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm1, float32(221.08879), int32(130))
+	// #10 nn.LayerNorm: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
+	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm2)
+	// #11 nn.LayerNormU8: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
+	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm3, float32(221.08879), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #11 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
+	// #12 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(130),
 		Act:          qgemm.ActGelu,
@@ -123,32 +125,32 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #12 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
+	// #13 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer0FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(17),
 		Bias:           m.w.distilbertTransformerLayer0FfnLin2Bias,
 		ColSum:         m.w.distilbertTransformerLayer0FfnLin2WeightTQ.ColSum,
-		OutF32:         ws.f32[262144:][:tokens*128],
+		OutF32:         ws.f32[0:][:tokens*128],
 		OutStride:      128,
-		Residual:       ws.f32[0:][:tokens*128],
+		Residual:       ws.f32[262144:][:tokens*128],
 		ResidualStride: 128,
 		Scale:          m.w.distilbertTransformerLayer0FfnLin2WeightTQScale,
 	}); err != nil {
 		return err
 	}
-	// #13 nn.LayerNorm: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm2)
-	// #14 nn.LayerNormU8: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
-	nn.LayerNormU8(m.pool, nil, 128, ws.u8[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm3, float32(181.62914), int32(133))
+	// #14 nn.LayerNorm: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
+	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm4)
+	// #15 nn.LayerNormU8: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
+	nn.LayerNormU8(m.pool, nil, 128, ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm5, float32(181.62914), int32(133))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #15 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear
+	// #16 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint: int32(133),
 		Bias:       m.w.distilbertTransformerLayer1AttentionQLinBias,
 		ColSum:     m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQ.ColSum,
-		OutF32:     ws.f32[262144:][:tokens*128],
+		OutF32:     ws.f32[0:][:tokens*128],
 		OutStride:  128,
 		Scale:      m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQScale,
 	}); err != nil {
@@ -157,7 +159,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #16 qgemm.GEMM: distilbert.transformer.layer.1.attention.k_lin/MatMul/Linear
+	// #17 qgemm.GEMM: distilbert.transformer.layer.1.attention.k_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionKLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint: int32(133),
 		Bias:       m.w.distilbertTransformerLayer1AttentionKLinBias,
@@ -171,7 +173,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #17 qgemm.GEMM: distilbert.transformer.layer.1.attention.v_lin/MatMul/Linear
+	// #18 qgemm.GEMM: distilbert.transformer.layer.1.attention.v_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQ, &qgemm.Epilogue{
 		AZeroPoint: int32(133),
 		Bias:       m.w.distilbertTransformerLayer1AttentionVLinBiasSmooth,
@@ -185,8 +187,8 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #18 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
-	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[262144:][:tokens*128], ws.f32[524288:][:tokens*128], ws.f32[786432:][:tokens*128], ws.f32[1310720:][:tokens], &nn.AttentionDims{
+	// #19 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
+	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[0:][:tokens*128], ws.f32[524288:][:tokens*128], ws.f32[786432:][:tokens*128], ws.f32[1310720:][:tokens], &nn.AttentionDims{
 		Batch:           batch,
 		HeadDim:         64,
 		Heads:           2,
@@ -199,32 +201,32 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		SeqQ:            seq,
 		VStride:         128,
 	})
-	// #19 nn.QuantizeU8: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	// #20 nn.QuantizeU8: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
 	nn.QuantizeU8(ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(258.05313), int32(128))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #20 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	// #21 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(128),
 		Bias:           m.w.distilbertTransformerLayer1AttentionOutLinBias,
 		ColSum:         m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ.ColSum,
-		OutF32:         ws.f32[262144:][:tokens*128],
+		OutF32:         ws.f32[0:][:tokens*128],
 		OutStride:      128,
-		Residual:       ws.f32[0:][:tokens*128],
+		Residual:       ws.f32[262144:][:tokens*128],
 		ResidualStride: 128,
 		Scale:          m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQScale,
 	}); err != nil {
 		return err
 	}
-	// #21 nn.LayerNorm: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm4)
-	// #22 nn.LayerNormU8: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
-	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm5, float32(185.9047), int32(112))
+	// #22 nn.LayerNorm: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
+	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm6)
+	// #23 nn.LayerNormU8: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
+	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm7, float32(185.9047), int32(112))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #23 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
+	// #24 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(112),
 		Act:          qgemm.ActGelu,
@@ -241,30 +243,30 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #24 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
+	// #25 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer1FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(14),
 		Bias:           m.w.distilbertTransformerLayer1FfnLin2Bias,
 		ColSum:         m.w.distilbertTransformerLayer1FfnLin2WeightTQ.ColSum,
-		OutF32:         ws.f32[262144:][:tokens*128],
+		OutF32:         ws.f32[0:][:tokens*128],
 		OutStride:      128,
-		Residual:       ws.f32[0:][:tokens*128],
+		Residual:       ws.f32[262144:][:tokens*128],
 		ResidualStride: 128,
 		Scale:          m.w.distilbertTransformerLayer1FfnLin2WeightTQScale,
 	}); err != nil {
 		return err
 	}
-	// #25 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[262144:][:tokens*128], 128, tokens, &m.w.layerNorm6)
-	// #26 nn.Gather: pre_classifier/first_token
-	if err := nn.Gather(ws.f32[262144:][:batch*128], ws.f32[0:][:tokens*128], batch, seq, 128, []int64{int64(0)}); err != nil {
+	// #26 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
+	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm8)
+	// #27 nn.Gather: pre_classifier/first_token
+	if err := nn.Gather(ws.f32[0:][:batch*128], ws.f32[262144:][:tokens*128], batch, seq, 128, []int64{int64(0)}); err != nil {
 		return err
 	}
-	// #27 nn.LinearF32: pre_classifier/Gemm/Linear
-	nn.LinearF32(m.pool, ws.f32[0:][:batch*128], 128, ws.f32[262144:][:batch*128], 128, batch, 128, 128, m.w.preClassifierWeightT, m.w.preClassifierBias)
-	// #28 nn.Relu: pre_classifier/Relu
-	nn.Relu(ws.f32[2048:][:batch*128], ws.f32[0:][:batch*128])
-	// #29 nn.LinearF32: classifier/Gemm/Linear
-	nn.LinearF32(m.pool, ws.f32[0:][:batch*2], 2, ws.f32[2048:][:batch*128], 128, batch, 128, 2, m.w.classifierWeightT, m.w.classifierBias)
+	// #28 nn.LinearF32: pre_classifier/Gemm/Linear
+	nn.LinearF32(m.pool, ws.f32[2048:][:batch*128], 128, ws.f32[0:][:batch*128], 128, batch, 128, 128, m.w.preClassifierWeightT, m.w.preClassifierBias)
+	// #29 nn.Relu: pre_classifier/Relu
+	nn.Relu(ws.f32[0:][:batch*128], ws.f32[2048:][:batch*128])
+	// #30 nn.LinearF32: classifier/Gemm/Linear
+	nn.LinearF32(m.pool, ws.f32[2048:][:batch*2], 2, ws.f32[0:][:batch*128], 128, batch, 128, 2, m.w.classifierWeightT, m.w.classifierBias)
 	return nil
 }

@@ -17,11 +17,11 @@ var weightsBin []byte
 
 const (
 	// weightsSize is the length of weights.bin in bytes.
-	weightsSize = 16617216
+	weightsSize = 16618240
 	// weightsSHA256 is the SHA-256 of weights.bin, hex.
-	weightsSHA256 = "d31e89e374d68810272a6773428034c283bfe5e674a46ab34b002da35b556ad7"
+	weightsSHA256 = "8a8a540b8ddb60e44062f21c5f181e4536666280f713c3100a86e6485a7726da"
 	// weightsDecodedBytes is the memory the decoded arrays take.
-	weightsDecodedBytes = int64(16385544)
+	weightsDecodedBytes = int64(16386568)
 )
 
 // weights holds the model's constants, decoded from weightsBin.
@@ -30,14 +30,16 @@ type weights struct {
 	distilbertEmbeddingsPositionEmbeddingsWeight                      []float32          // distilbert.embeddings.position_embeddings.weight
 	distilbertEmbeddingsLayerNormWeight                               []float32          // distilbert.embeddings.LayerNorm.weight
 	distilbertEmbeddingsLayerNormBias                                 []float32          // distilbert.embeddings.LayerNorm.bias
-	distilbertTransformerLayer0AttentionQLinWeightTQ                  qgemm.PackedB      // distilbert.transformer.layer.0.attention.q_lin.weight.T/q: 128x128 s8, packed
-	distilbertTransformerLayer0AttentionQLinWeightTQScale             []float32          // distilbert.transformer.layer.0.attention.q_lin.weight.T/q.scale
+	distilbertEmbeddingsLayerNormWeightSmooth                         []float32          // distilbert.embeddings.LayerNorm.weight/smooth
+	distilbertEmbeddingsLayerNormBiasSmooth                           []float32          // distilbert.embeddings.LayerNorm.bias/smooth
+	distilbertTransformerLayer0AttentionQLinWeightTSmoothQ            qgemm.PackedB      // distilbert.transformer.layer.0.attention.q_lin.weight.T/smooth/q: 128x128 s8, packed
+	distilbertTransformerLayer0AttentionQLinWeightTSmoothQScale       []float32          // distilbert.transformer.layer.0.attention.q_lin.weight.T/smooth/q.scale
 	distilbertTransformerLayer0AttentionQLinBias                      []float32          // distilbert.transformer.layer.0.attention.q_lin.bias
-	distilbertTransformerLayer0AttentionKLinWeightTQ                  qgemm.PackedB      // distilbert.transformer.layer.0.attention.k_lin.weight.T/q: 128x128 s8, packed
-	distilbertTransformerLayer0AttentionKLinWeightTQScale             []float32          // distilbert.transformer.layer.0.attention.k_lin.weight.T/q.scale
+	distilbertTransformerLayer0AttentionKLinWeightTSmoothQ            qgemm.PackedB      // distilbert.transformer.layer.0.attention.k_lin.weight.T/smooth/q: 128x128 s8, packed
+	distilbertTransformerLayer0AttentionKLinWeightTSmoothQScale       []float32          // distilbert.transformer.layer.0.attention.k_lin.weight.T/smooth/q.scale
 	distilbertTransformerLayer0AttentionKLinBias                      []float32          // distilbert.transformer.layer.0.attention.k_lin.bias
-	distilbertTransformerLayer0AttentionVLinWeightTSmoothQ            qgemm.PackedB      // distilbert.transformer.layer.0.attention.v_lin.weight.T/smooth/q: 128x128 s8, packed
-	distilbertTransformerLayer0AttentionVLinWeightTSmoothQScale       []float32          // distilbert.transformer.layer.0.attention.v_lin.weight.T/smooth/q.scale
+	distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQ      qgemm.PackedB      // distilbert.transformer.layer.0.attention.v_lin.weight.T/smooth/smooth/q: 128x128 s8, packed
+	distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQScale []float32          // distilbert.transformer.layer.0.attention.v_lin.weight.T/smooth/smooth/q.scale
 	distilbertTransformerLayer0AttentionVLinBiasSmooth                []float32          // distilbert.transformer.layer.0.attention.v_lin.bias/smooth
 	distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ          qgemm.PackedB      // distilbert.transformer.layer.0.attention.out_lin.weight.T/smooth/q: 128x128 s8, packed
 	distilbertTransformerLayer0AttentionOutLinWeightTSmoothQScale     []float32          // distilbert.transformer.layer.0.attention.out_lin.weight.T/smooth/q.scale
@@ -85,14 +87,16 @@ type weights struct {
 	classifierWeightT                                                 []float32          // classifier.weight/T
 	classifierBias                                                    []float32          // classifier.bias
 	vocab                                                             []byte             // vocab.txt
-	embeddings0                                                       nn.Embeddings      // distilbert.embeddings.LayerNorm/LayerNormalization/Embeddings
-	layerNorm0                                                        nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
-	layerNorm1                                                        nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
-	layerNorm2                                                        nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
-	layerNorm3                                                        nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
-	layerNorm4                                                        nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
-	layerNorm5                                                        nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
-	layerNorm6                                                        nn.LayerNormParams // distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
+	embeddings0                                                       nn.Embeddings      // distilbert.embeddings/add_positions/Embeddings
+	layerNorm0                                                        nn.LayerNormParams // distilbert.embeddings.LayerNorm/LayerNormalization
+	layerNorm1                                                        nn.LayerNormParams // distilbert.embeddings.LayerNorm/LayerNormalization/smooth
+	layerNorm2                                                        nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
+	layerNorm3                                                        nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
+	layerNorm4                                                        nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
+	layerNorm5                                                        nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
+	layerNorm6                                                        nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
+	layerNorm7                                                        nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
+	layerNorm8                                                        nn.LayerNormParams // distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
 }
 
 // loadWeights checks weightsBin and decodes every array at its offset.
@@ -106,194 +110,202 @@ func loadWeights() (*weights, error) {
 		distilbertEmbeddingsPositionEmbeddingsWeight: r.F32(15627328, 65536),
 		distilbertEmbeddingsLayerNormWeight:          r.F32(15889472, 128),
 		distilbertEmbeddingsLayerNormBias:            r.F32(15889984, 128),
-		distilbertTransformerLayer0AttentionQLinWeightTQ: qgemm.PackedB{
-			ColSum: r.I32(15906880, 128),
-			Data:   r.I8(15890496, 16384),
+		distilbertEmbeddingsLayerNormWeightSmooth:    r.F32(15890496, 128),
+		distilbertEmbeddingsLayerNormBiasSmooth:      r.F32(15891008, 128),
+		distilbertTransformerLayer0AttentionQLinWeightTSmoothQ: qgemm.PackedB{
+			ColSum: r.I32(15907904, 128),
+			Data:   r.I8(15891520, 16384),
 			K:      128,
 			Kp:     128,
 			N:      128,
 			Np:     128,
 		},
-		distilbertTransformerLayer0AttentionQLinWeightTQScale: r.F32(15907392, 128),
-		distilbertTransformerLayer0AttentionQLinBias:          r.F32(15907904, 128),
-		distilbertTransformerLayer0AttentionKLinWeightTQ: qgemm.PackedB{
-			ColSum: r.I32(15924800, 128),
-			Data:   r.I8(15908416, 16384),
+		distilbertTransformerLayer0AttentionQLinWeightTSmoothQScale: r.F32(15908416, 128),
+		distilbertTransformerLayer0AttentionQLinBias:                r.F32(15908928, 128),
+		distilbertTransformerLayer0AttentionKLinWeightTSmoothQ: qgemm.PackedB{
+			ColSum: r.I32(15925824, 128),
+			Data:   r.I8(15909440, 16384),
 			K:      128,
 			Kp:     128,
 			N:      128,
 			Np:     128,
 		},
-		distilbertTransformerLayer0AttentionKLinWeightTQScale: r.F32(15925312, 128),
-		distilbertTransformerLayer0AttentionKLinBias:          r.F32(15925824, 128),
-		distilbertTransformerLayer0AttentionVLinWeightTSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(15942720, 128),
-			Data:   r.I8(15926336, 16384),
+		distilbertTransformerLayer0AttentionKLinWeightTSmoothQScale: r.F32(15926336, 128),
+		distilbertTransformerLayer0AttentionKLinBias:                r.F32(15926848, 128),
+		distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQ: qgemm.PackedB{
+			ColSum: r.I32(15943744, 128),
+			Data:   r.I8(15927360, 16384),
 			K:      128,
 			Kp:     128,
 			N:      128,
 			Np:     128,
 		},
-		distilbertTransformerLayer0AttentionVLinWeightTSmoothQScale: r.F32(15943232, 128),
-		distilbertTransformerLayer0AttentionVLinBiasSmooth:          r.F32(15943744, 128),
+		distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQScale: r.F32(15944256, 128),
+		distilbertTransformerLayer0AttentionVLinBiasSmooth:                r.F32(15944768, 128),
 		distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(15960640, 128),
-			Data:   r.I8(15944256, 16384),
+			ColSum: r.I32(15961664, 128),
+			Data:   r.I8(15945280, 16384),
 			K:      128,
 			Kp:     128,
 			N:      128,
 			Np:     128,
 		},
-		distilbertTransformerLayer0AttentionOutLinWeightTSmoothQScale: r.F32(15961152, 128),
-		distilbertTransformerLayer0AttentionOutLinBias:                r.F32(15961664, 128),
-		distilbertTransformerLayer0SaLayerNormWeight:                  r.F32(15962176, 128),
-		distilbertTransformerLayer0SaLayerNormBias:                    r.F32(15962688, 128),
-		distilbertTransformerLayer0SaLayerNormWeightSmooth:            r.F32(15963200, 128),
-		distilbertTransformerLayer0SaLayerNormBiasSmooth:              r.F32(15963712, 128),
+		distilbertTransformerLayer0AttentionOutLinWeightTSmoothQScale: r.F32(15962176, 128),
+		distilbertTransformerLayer0AttentionOutLinBias:                r.F32(15962688, 128),
+		distilbertTransformerLayer0SaLayerNormWeight:                  r.F32(15963200, 128),
+		distilbertTransformerLayer0SaLayerNormBias:                    r.F32(15963712, 128),
+		distilbertTransformerLayer0SaLayerNormWeightSmooth:            r.F32(15964224, 128),
+		distilbertTransformerLayer0SaLayerNormBiasSmooth:              r.F32(15964736, 128),
 		distilbertTransformerLayer0FfnLin1WeightTSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(16029760, 512),
-			Data:   r.I8(15964224, 65536),
+			ColSum: r.I32(16030784, 512),
+			Data:   r.I8(15965248, 65536),
 			K:      128,
 			Kp:     128,
 			N:      512,
 			Np:     512,
 		},
-		distilbertTransformerLayer0FfnLin1WeightTSmoothQScale: r.F32(16031808, 512),
-		distilbertTransformerLayer0FfnLin1Bias:                r.F32(16033856, 512),
+		distilbertTransformerLayer0FfnLin1WeightTSmoothQScale: r.F32(16032832, 512),
+		distilbertTransformerLayer0FfnLin1Bias:                r.F32(16034880, 512),
 		distilbertTransformerLayer0FfnLin2WeightTQ: qgemm.PackedB{
-			ColSum: r.I32(16101440, 128),
-			Data:   r.I8(16035904, 65536),
+			ColSum: r.I32(16102464, 128),
+			Data:   r.I8(16036928, 65536),
 			K:      512,
 			Kp:     512,
 			N:      128,
 			Np:     128,
 		},
-		distilbertTransformerLayer0FfnLin2WeightTQScale:        r.F32(16101952, 128),
-		distilbertTransformerLayer0FfnLin2Bias:                 r.F32(16102464, 128),
-		distilbertTransformerLayer0OutputLayerNormWeight:       r.F32(16102976, 128),
-		distilbertTransformerLayer0OutputLayerNormBias:         r.F32(16103488, 128),
-		distilbertTransformerLayer0OutputLayerNormWeightSmooth: r.F32(16104000, 128),
-		distilbertTransformerLayer0OutputLayerNormBiasSmooth:   r.F32(16104512, 128),
+		distilbertTransformerLayer0FfnLin2WeightTQScale:        r.F32(16102976, 128),
+		distilbertTransformerLayer0FfnLin2Bias:                 r.F32(16103488, 128),
+		distilbertTransformerLayer0OutputLayerNormWeight:       r.F32(16104000, 128),
+		distilbertTransformerLayer0OutputLayerNormBias:         r.F32(16104512, 128),
+		distilbertTransformerLayer0OutputLayerNormWeightSmooth: r.F32(16105024, 128),
+		distilbertTransformerLayer0OutputLayerNormBiasSmooth:   r.F32(16105536, 128),
 		distilbertTransformerLayer1AttentionQLinWeightTSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(16121408, 128),
-			Data:   r.I8(16105024, 16384),
+			ColSum: r.I32(16122432, 128),
+			Data:   r.I8(16106048, 16384),
 			K:      128,
 			Kp:     128,
 			N:      128,
 			Np:     128,
 		},
-		distilbertTransformerLayer1AttentionQLinWeightTSmoothQScale: r.F32(16121920, 128),
-		distilbertTransformerLayer1AttentionQLinBias:                r.F32(16122432, 128),
+		distilbertTransformerLayer1AttentionQLinWeightTSmoothQScale: r.F32(16122944, 128),
+		distilbertTransformerLayer1AttentionQLinBias:                r.F32(16123456, 128),
 		distilbertTransformerLayer1AttentionKLinWeightTSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(16139328, 128),
-			Data:   r.I8(16122944, 16384),
+			ColSum: r.I32(16140352, 128),
+			Data:   r.I8(16123968, 16384),
 			K:      128,
 			Kp:     128,
 			N:      128,
 			Np:     128,
 		},
-		distilbertTransformerLayer1AttentionKLinWeightTSmoothQScale: r.F32(16139840, 128),
-		distilbertTransformerLayer1AttentionKLinBias:                r.F32(16140352, 128),
+		distilbertTransformerLayer1AttentionKLinWeightTSmoothQScale: r.F32(16140864, 128),
+		distilbertTransformerLayer1AttentionKLinBias:                r.F32(16141376, 128),
 		distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(16157248, 128),
-			Data:   r.I8(16140864, 16384),
+			ColSum: r.I32(16158272, 128),
+			Data:   r.I8(16141888, 16384),
 			K:      128,
 			Kp:     128,
 			N:      128,
 			Np:     128,
 		},
-		distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQScale: r.F32(16157760, 128),
-		distilbertTransformerLayer1AttentionVLinBiasSmooth:                r.F32(16158272, 128),
+		distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQScale: r.F32(16158784, 128),
+		distilbertTransformerLayer1AttentionVLinBiasSmooth:                r.F32(16159296, 128),
 		distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(16175168, 128),
-			Data:   r.I8(16158784, 16384),
+			ColSum: r.I32(16176192, 128),
+			Data:   r.I8(16159808, 16384),
 			K:      128,
 			Kp:     128,
 			N:      128,
 			Np:     128,
 		},
-		distilbertTransformerLayer1AttentionOutLinWeightTSmoothQScale: r.F32(16175680, 128),
-		distilbertTransformerLayer1AttentionOutLinBias:                r.F32(16176192, 128),
-		distilbertTransformerLayer1SaLayerNormWeight:                  r.F32(16176704, 128),
-		distilbertTransformerLayer1SaLayerNormBias:                    r.F32(16177216, 128),
-		distilbertTransformerLayer1SaLayerNormWeightSmooth:            r.F32(16177728, 128),
-		distilbertTransformerLayer1SaLayerNormBiasSmooth:              r.F32(16178240, 128),
+		distilbertTransformerLayer1AttentionOutLinWeightTSmoothQScale: r.F32(16176704, 128),
+		distilbertTransformerLayer1AttentionOutLinBias:                r.F32(16177216, 128),
+		distilbertTransformerLayer1SaLayerNormWeight:                  r.F32(16177728, 128),
+		distilbertTransformerLayer1SaLayerNormBias:                    r.F32(16178240, 128),
+		distilbertTransformerLayer1SaLayerNormWeightSmooth:            r.F32(16178752, 128),
+		distilbertTransformerLayer1SaLayerNormBiasSmooth:              r.F32(16179264, 128),
 		distilbertTransformerLayer1FfnLin1WeightTSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(16244288, 512),
-			Data:   r.I8(16178752, 65536),
+			ColSum: r.I32(16245312, 512),
+			Data:   r.I8(16179776, 65536),
 			K:      128,
 			Kp:     128,
 			N:      512,
 			Np:     512,
 		},
-		distilbertTransformerLayer1FfnLin1WeightTSmoothQScale: r.F32(16246336, 512),
-		distilbertTransformerLayer1FfnLin1Bias:                r.F32(16248384, 512),
+		distilbertTransformerLayer1FfnLin1WeightTSmoothQScale: r.F32(16247360, 512),
+		distilbertTransformerLayer1FfnLin1Bias:                r.F32(16249408, 512),
 		distilbertTransformerLayer1FfnLin2WeightTQ: qgemm.PackedB{
-			ColSum: r.I32(16315968, 128),
-			Data:   r.I8(16250432, 65536),
+			ColSum: r.I32(16316992, 128),
+			Data:   r.I8(16251456, 65536),
 			K:      512,
 			Kp:     512,
 			N:      128,
 			Np:     128,
 		},
-		distilbertTransformerLayer1FfnLin2WeightTQScale:  r.F32(16316480, 128),
-		distilbertTransformerLayer1FfnLin2Bias:           r.F32(16316992, 128),
-		distilbertTransformerLayer1OutputLayerNormWeight: r.F32(16317504, 128),
-		distilbertTransformerLayer1OutputLayerNormBias:   r.F32(16318016, 128),
-		preClassifierWeightT:                             r.F32(16318528, 16384),
-		preClassifierBias:                                r.F32(16384064, 128),
-		classifierWeightT:                                r.F32(16384576, 256),
-		classifierBias:                                   r.F32(16385600, 2),
-		vocab:                                            r.Raw(16385664, 231508),
+		distilbertTransformerLayer1FfnLin2WeightTQScale:  r.F32(16317504, 128),
+		distilbertTransformerLayer1FfnLin2Bias:           r.F32(16318016, 128),
+		distilbertTransformerLayer1OutputLayerNormWeight: r.F32(16318528, 128),
+		distilbertTransformerLayer1OutputLayerNormBias:   r.F32(16319040, 128),
+		preClassifierWeightT:                             r.F32(16319552, 16384),
+		preClassifierBias:                                r.F32(16385088, 128),
+		classifierWeightT:                                r.F32(16385600, 256),
+		classifierBias:                                   r.F32(16386624, 2),
+		vocab:                                            r.Raw(16386688, 231508),
 	}
 	w.embeddings0 = nn.Embeddings{
-		Hidden: 128,
-		Norm: nn.LayerNormParams{
-			Beta:    w.distilbertEmbeddingsLayerNormBias,
-			Epsilon: float32(1e-12),
-			Gamma:   w.distilbertEmbeddingsLayerNormWeight,
-			N:       128,
-		},
+		Hidden:    128,
 		Positions: w.distilbertEmbeddingsPositionEmbeddingsWeight,
 		Words:     w.distilbertEmbeddingsWordEmbeddingsWeight,
 	}
 	w.layerNorm0 = nn.LayerNormParams{
+		Beta:    w.distilbertEmbeddingsLayerNormBias,
+		Epsilon: float32(1e-12),
+		Gamma:   w.distilbertEmbeddingsLayerNormWeight,
+		N:       128,
+	}
+	w.layerNorm1 = nn.LayerNormParams{
+		Beta:    w.distilbertEmbeddingsLayerNormBiasSmooth,
+		Epsilon: float32(1e-12),
+		Gamma:   w.distilbertEmbeddingsLayerNormWeightSmooth,
+		N:       128,
+	}
+	w.layerNorm2 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer0SaLayerNormBias,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer0SaLayerNormWeight,
 		N:       128,
 	}
-	w.layerNorm1 = nn.LayerNormParams{
+	w.layerNorm3 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer0SaLayerNormBiasSmooth,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer0SaLayerNormWeightSmooth,
 		N:       128,
 	}
-	w.layerNorm2 = nn.LayerNormParams{
+	w.layerNorm4 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer0OutputLayerNormBias,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer0OutputLayerNormWeight,
 		N:       128,
 	}
-	w.layerNorm3 = nn.LayerNormParams{
+	w.layerNorm5 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer0OutputLayerNormBiasSmooth,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer0OutputLayerNormWeightSmooth,
 		N:       128,
 	}
-	w.layerNorm4 = nn.LayerNormParams{
+	w.layerNorm6 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer1SaLayerNormBias,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer1SaLayerNormWeight,
 		N:       128,
 	}
-	w.layerNorm5 = nn.LayerNormParams{
+	w.layerNorm7 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer1SaLayerNormBiasSmooth,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer1SaLayerNormWeightSmooth,
 		N:       128,
 	}
-	w.layerNorm6 = nn.LayerNormParams{
+	w.layerNorm8 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer1OutputLayerNormBias,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer1OutputLayerNormWeight,

@@ -2,7 +2,9 @@
 // op of a compiled INT8 model sits under them, and draws the roofline
 // figure (`sqc roofline`).
 //
-// Ceilings are measured, not taken from data sheets:
+// Ceilings are measured, not taken from data sheets, as rates per CPU
+// second of the measuring threads (so that time the OS gave to other
+// processes is not counted), best round of many:
 //
 //   - compute: runtime/qgemm's register-only peak loops (AMX TDPBUSD,
 //     AVX512-VNNI VPDPBUSD, AVX-512 FP32 FMA), run on every thread at once;

@@ -15,13 +15,13 @@ type Chart struct {
 	Subtitle string // second line (machine, engine)
 	Ceilings []Ceiling
 	Points   []Point
-	Note     string // a footnote line (how things were measured)
+	Notes    []string // footnote lines (how things were measured), each under ~150 characters
 }
 
 // Figure geometry in SVG user units (pixels at 100%).
 const (
 	svgWidth     = 1100
-	svgHeight    = 680
+	svgHeight    = 700
 	plotLeft     = 90
 	plotTop      = 70
 	plotWidth    = 620
@@ -191,15 +191,27 @@ func WriteSVG(w io.Writer, c Chart) error {
 		}
 	}
 	b.WriteString("</g>\n")
-	// Ceiling labels, outside the clip so they are never cut.
+	// Ceiling labels, outside the clip so they are never cut; their boxes
+	// keep point labels off them.
+	var placed []box
 	for _, ce := range c.Ceilings {
 		if ce.Value <= 0 {
 			continue
 		}
 		switch ce.Kind {
 		case Compute:
-			text(plotLeft+plotWidth-6, ya.at(ce.Value)-6, "end", `fill="`+computeColor+`" font-weight="bold"`,
-				fmt.Sprintf("%s peak %s GOP/s", ce.Name, num(ce.Value)))
+			// Just right of the ridge, above the roof: GEMMs sit far to
+			// the right, under the roof, so this spot is usually free.
+			label := fmt.Sprintf("%s peak %s GOP/s", ce.Name, num(ce.Value))
+			w := textWidth(label, true)
+			x := xa.at(xmin) + 16
+			if maxBW > 0 {
+				x = xa.at(math.Max(xmin, ce.Value/maxBW)) + 16
+			}
+			x = math.Min(x, plotLeft+plotWidth-6-w)
+			y := ya.at(ce.Value) - 6
+			text(x, y, "start", `fill="`+computeColor+`" font-weight="bold"`, label)
+			placed = append(placed, box{x, y - 12, w, 15})
 		case Bandwidth:
 			// Along the line, near where it enters the plot.
 			x := xmin
@@ -223,7 +235,6 @@ func WriteSVG(w io.Writer, c Chart) error {
 	for _, p := range c.Points {
 		maxShare = math.Max(maxShare, p.Share)
 	}
-	var placed []box
 	n := 0
 	for _, p := range c.Points {
 		n++
@@ -265,8 +276,8 @@ func WriteSVG(w io.Writer, c Chart) error {
 			break
 		}
 	}
-	if c.Note != "" {
-		text(plotLeft, svgHeight-14, "start", `font-size="11" fill="#555"`, c.Note)
+	for i, note := range c.Notes {
+		text(plotLeft, float64(svgHeight-12-14*(len(c.Notes)-1-i)), "start", `font-size="11" fill="#555"`, note)
 	}
 	b.WriteString("</svg>\n")
 	_, err := w.Write(b.Bytes())
@@ -309,6 +320,15 @@ func placeLabel(x, y, r, w float64, placed []box) box {
 		}
 	}
 	return first
+}
+
+// textWidth estimates the width in pixels of s at the figure's 13 px
+// font (DejaVu Sans averages about 7.2 px per character, 8 in bold).
+func textWidth(s string, bold bool) float64 {
+	if bold {
+		return 8 * float64(len(s))
+	}
+	return 7.2 * float64(len(s))
 }
 
 func colorOf(kind string) string {

@@ -25,7 +25,7 @@ func testChart() Chart {
 			{Label: "LayerNorm 768", Kind: KindLayerNorm, Count: 25, Intensity: 1, GOPS: 3, Share: 0.19},
 			{Label: "Gather 768", Kind: KindGather, Count: 3, Share: 0.01}, // no ops: listed, not plotted
 		},
-		Note: "note",
+		Notes: []string{"note"},
 	}
 }
 
