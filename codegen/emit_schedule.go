@@ -185,11 +185,19 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			pl.rowsCode(s.X), params, jen.Lit(s.InvScale), jen.Lit(s.ZeroPoint)), nil
 	case *exec.AttentionStep:
 		q := pl.slots[s.Q]
-		width := q.width
+		width := attentionWidth(s, q)
+		// exec's AttentionStep.run: strides of the operands' rows, and
+		// for a packed QKV, K and V at column offsets of Q's buffer.
+		stride, kArg, vArg := width, sc(s.K), sc(s.V)
+		if s.Packed {
+			lay := exec.PackedAttentionLayout(q.width)
+			stride = lay.Stride
+			kArg, vArg = sc(s.Q).Index(jen.Lit(lay.KOffset), jen.Empty()), sc(s.Q).Index(jen.Lit(lay.VOffset), jen.Empty())
+		}
 		dims := jen.Dict{
 			jen.Id("Batch"): jen.Id("batch"), jen.Id("SeqQ"): jen.Id("seq"), jen.Id("SeqK"): jen.Id("seq"),
 			jen.Id("Heads"): jen.Lit(s.Heads), jen.Id("HeadDim"): jen.Lit(width / s.Heads), jen.Id("Scale"): jen.Lit(s.Scale),
-			jen.Id("QStride"): jen.Lit(width), jen.Id("KStride"): jen.Lit(width), jen.Id("VStride"): jen.Lit(width), jen.Id("OutStride"): jen.Lit(width),
+			jen.Id("QStride"): jen.Lit(stride), jen.Id("KStride"): jen.Lit(stride), jen.Id("VStride"): jen.Lit(stride), jen.Id("OutStride"): jen.Lit(width),
 		}
 		if s.Mask != exec.NoSlot {
 			strides, err := pl.maskStrides(pl.slots[s.Mask], s.Heads)
@@ -202,7 +210,7 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 				}
 			}
 		}
-		return jen.Qual(pkgNN, "Attention").Call(jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out), sc(s.Q), sc(s.K), sc(s.V), sc(s.Mask),
+		return jen.Qual(pkgNN, "Attention").Call(jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out), sc(s.Q), kArg, vArg, sc(s.Mask),
 			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims)), nil
 	case *exec.AttentionMaskStep:
 		return jen.Qual(pkgNN, "AttentionMask").Call(sc(s.Out), sc(s.Mask), jen.Lit(s.Fill)), nil

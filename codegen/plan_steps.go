@@ -63,10 +63,11 @@ func (pl *plan) step(i int, st exec.Step) error {
 			return err
 		}
 		q := pl.slots[s.Q]
-		if q.extent != (extent{Batch: true, Seq: true, Elems: q.width}) || q.width%s.Heads != 0 {
+		width := attentionWidth(s, q)
+		if q.extent != (extent{Batch: true, Seq: true, Elems: q.width}) || width%s.Heads != 0 || (s.Packed && q.width%3 != 0) {
 			return fmt.Errorf("%w: codegen: step #%d (node %q): attention on %s with %d heads", compiler.ErrUnsupportedOp, i, s.Node, q.shape, s.Heads)
 		}
-		pl.maxHeadDim = max(pl.maxHeadDim, q.width/s.Heads)
+		pl.maxHeadDim = max(pl.maxHeadDim, width/s.Heads)
 		if s.Mask != exec.NoSlot {
 			if _, err := pl.maskStrides(pl.slots[s.Mask], s.Heads); err != nil {
 				return fmt.Errorf("codegen: step #%d (node %q): %w", i, s.Node, err)
@@ -284,4 +285,13 @@ func (pl *plan) gatherDims(s *exec.GatherStep) (outer, dim extent, inner int, er
 		return outer, dim, 0, bad
 	}
 	return outer, dim, in.Elems, nil
+}
+
+// attentionWidth is the width (heads x head dim) of an attention step's
+// output: its Q operand's, or a third of it when Q, K and V are packed.
+func attentionWidth(s *exec.AttentionStep, q *slotPlan) int {
+	if s.Packed {
+		return exec.PackedAttentionLayout(q.width).Width
+	}
+	return q.width
 }

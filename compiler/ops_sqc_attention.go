@@ -39,31 +39,80 @@ func attentionMaskShape(a *InferArgs) ([]Inferred, error) {
 	return one(Shape{m[0], {Size: 1}, {Size: 1}, m[1]}), nil
 }
 
-// attentionOp: sqc.Attention(q, k, v[, mask]) {heads, scale}.
+// attentionOp: sqc.Attention(q, k, v[, mask]) {heads, scale}, or, with
+// qkv_packed = 1, sqc.Attention(qkv, _, _[, mask]): the form FuseQKV makes
+// when one QLinear computes Q, K and V side by side.
 func attentionOp() *OpDef {
 	return &OpDef{
 		Name: "sqc.Attention", Domain: DomainSqc,
 		Doc: "Multi-head scaled dot-product attention on unsplit heads: Q [batch, sq, heads*d], K and V [batch, sk, heads*d], optional additive " +
 			"Mask broadcastable to [batch, heads, sq, sk]; Y[b, i, h*d+e] = sum_j P[b,h,i,j] * V[b, j, h*d+e] with " +
-			"P[b,h,i,:] = softmax_j(scale * sum_c Q[b,i,h*d+c] * K[b,j,h*d+c] + Mask[b,h,i,j]); Y is [batch, sq, heads*d].",
-		MinInputs: 3, MaxInputs: 4, MinOutputs: 1, MaxOutputs: 1,
+			"P[b,h,i,:] = softmax_j(scale * sum_c Q[b,i,h*d+c] * K[b,j,h*d+c] + Mask[b,h,i,j]); Y is [batch, sq, heads*d]. " +
+			"With qkv_packed = 1, input 0 is QKV [batch, seq, 3*heads*d] holding Q, K and V in columns [0, W), [W, 2W) and [2W, 3W) " +
+			"(W = heads*d), inputs 1 and 2 are omitted, and Y is [batch, seq, W].",
+		MinInputs: 1, MaxInputs: 4, MinOutputs: 1, MaxOutputs: 1,
 		Attrs: []AttrSpec{
 			{Name: "heads", Kind: AttrInt, Required: true},
 			{Name: "scale", Kind: AttrFloat, Required: true},
+			{Name: "qkv_packed", Kind: AttrInt},
 		},
 		DTypes: DTypeRule{In: []string{"T", "T", "T", "T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": floatTypes()}},
 		Shape:  attentionShape,
-		Check: func(n *Node, _ int64) error {
-			if h := n.AttrInt("heads", 0); h <= 0 {
-				return fmt.Errorf("heads is %d, want > 0", h)
-			}
-			return nil
-		},
+		Check:  attentionCheck,
 	}
 }
 
+// AttentionPacked reports whether an sqc.Attention node reads Q, K and V
+// packed in its first input (qkv_packed = 1).
+func AttentionPacked(n *Node) bool { return n.AttrInt("qkv_packed", 0) == 1 }
+
+func attentionCheck(n *Node, _ int64) error {
+	if h := n.AttrInt("heads", 0); h <= 0 {
+		return fmt.Errorf("heads is %d, want > 0", h)
+	}
+	present := func(i int) bool { return i < len(n.Inputs) && n.Inputs[i] != "" }
+	switch p := n.AttrInt("qkv_packed", 0); p {
+	case 0:
+		if !present(1) || !present(2) {
+			return fmt.Errorf("key and value inputs are required (qkv_packed is 0)")
+		}
+	case 1:
+		if present(1) || present(2) {
+			return fmt.Errorf("qkv_packed = 1 takes Q, K and V in input 0: inputs 1 and 2 must be omitted")
+		}
+	default:
+		return fmt.Errorf("qkv_packed is %d, want 0 or 1", p)
+	}
+	return nil
+}
+
+// attentionShape infers Y's shape; for the packed form it checks QKV's
+// width against 3 * heads and treats it as Q = K = V of a third of it.
 func attentionShape(a *InferArgs) ([]Inferred, error) {
-	q, k, v := a.in(0).Shape, a.in(1).Shape, a.in(2).Shape
+	if AttentionPacked(a.Node) {
+		qkv := a.in(0).Shape
+		if err := requireRank("sqc.Attention packed QKV", qkv, 3); err != nil {
+			return nil, err
+		}
+		if qkv == nil {
+			return one(nil), nil
+		}
+		heads := a.Node.AttrInt("heads", 1)
+		out := qkv.Clone()
+		if w := qkv[2]; w.Known() {
+			if heads <= 0 || w.Size%(3*heads) != 0 {
+				return nil, fmt.Errorf("%w: sqc.Attention packed QKV width %d is not a multiple of 3 x %d heads", ErrShapeMismatch, w.Size, heads)
+			}
+			out[2] = Dim{Size: w.Size / 3}
+		} else {
+			out[2] = unknownDim()
+		}
+		return attentionUnpackedShape(a, out, out, out)
+	}
+	return attentionUnpackedShape(a, a.in(0).Shape, a.in(1).Shape, a.in(2).Shape)
+}
+
+func attentionUnpackedShape(a *InferArgs, q, k, v Shape) ([]Inferred, error) {
 	for i, s := range []Shape{q, k, v} {
 		if err := requireRank(fmt.Sprintf("sqc.Attention input %d", i), s, 3); err != nil {
 			return nil, err

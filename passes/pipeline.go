@@ -8,12 +8,14 @@ import (
 	"strings"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/calib"
 )
 
-// Pipeline is the one ordered list of passes sqc runs. Later stages
-// (calibration, SmoothQuant, quantisation, kernel fusion, memory planning,
-// weight packing) append to it; keep one entry per line and say why where
-// the order matters.
+// Pipeline is the one ordered list of passes sqc runs on an FP32 graph.
+// Later stages append to it: SmoothQuant and quantisation in
+// INT8Pipeline, which takes the calibration statistics; kernel fusion,
+// memory planning and weight packing after. Keep one entry per line and
+// say why where the order matters.
 func Pipeline() []Pass {
 	return []Pass{
 		// Constants first: the fusions below recognise epsilons, 0.5, sqrt(2),
@@ -48,6 +50,17 @@ func Pipeline() []Pass {
 		FoldConstants,
 		EliminateDeadNodes,
 	}
+}
+
+// INT8Pipeline is Pipeline() followed by QuantPipeline(stats, opts)
+// (quantize.go): SmoothQuant, Quantize and a sweep, after canonicalisation
+// because they rewrite the canonical Linear, LayerNormalization and
+// Attention nodes. stats must come from calibrating the canonical graph
+// (calib.Collect after RunPipeline): canonicalisation is deterministic, so
+// its value names are those this list produces. Pipeline() itself stays
+// the FP32 list, which needs no calibration data.
+func INT8Pipeline(stats *calib.Stats, opts QuantOptions) []Pass {
+	return append(Pipeline(), QuantPipeline(stats, opts)...)
 }
 
 // Options control RunPipeline.

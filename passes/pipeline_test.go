@@ -133,3 +133,27 @@ func TestPipelineIsWellFormed(t *testing.T) {
 		}
 	}
 }
+
+func TestINT8PipelineFollowsCanonicalisation(t *testing.T) {
+	fp32 := Pipeline()
+	list := INT8Pipeline(nil, QuantOptions{Act: compiler.QLinearDynamic})
+	for i, p := range fp32 {
+		if list[i].Name != p.Name {
+			t.Fatalf("pass %d is %s, want the FP32 pipeline's %s first", i, list[i].Name, p.Name)
+		}
+	}
+	var rest []string
+	for _, p := range list[len(fp32):] {
+		rest = append(rest, p.Name)
+	}
+	if want := []string{"SmoothQuant", "Quantize", "EliminateDeadNodes"}; !slices.Equal(rest, want) {
+		t.Errorf("after canonicalisation: %v, want %v", rest, want)
+	}
+	// Dynamic activations without smoothing need no calibration: the
+	// whole list runs on a canonical graph and quantises it.
+	g := outlierBlock(t)
+	runPasses(t, g, list...)
+	if got := OpHistogram(g)[opQLinear]; got != 6 {
+		t.Errorf("%d QLinear after the INT8 pipeline, want 6", got)
+	}
+}

@@ -66,7 +66,7 @@ stdin/stdout, modes int8 (fastest kernels) and int8-vnni (AMX off).
 				return usageError{err.Error()}
 			}
 			if o.Threads > 0 {
-				runtime.GOMAXPROCS(o.Threads)
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(o.Threads)) // restored for in-process callers (tests)
 			}
 			if !c.Bool("json") {
 				o.Progress = c.App.ErrWriter
@@ -97,7 +97,7 @@ func serveBench(c *cli.Context, o bench.Options) error {
 		return usageError{fmt.Sprintf("--threads %d < 0", o.Threads)}
 	}
 	if o.Threads > 0 {
-		runtime.GOMAXPROCS(o.Threads)
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(o.Threads)) // restored for in-process callers (tests)
 	}
 	start := time.Now()
 	w, err := bench.NewWorker(bench.WorkerOptions{Source: o.Source, Threads: o.Threads, Quant: o.Quant, Log: c.App.ErrWriter})

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -153,5 +154,15 @@ func TestRooflineSVG(t *testing.T) {
 	}
 	if !bytes.Contains(data, []byte("GEMM 128x512")) {
 		t.Error("SVG lacks the FFN GEMM of bert-tiny")
+	}
+}
+
+func TestBenchRestoresGOMAXPROCS(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	if code, _, errs := runCLI(t, "bench", "--config", "bert-tiny", "--batch", "1", "--seq", "8", "--threads", "1", "--runs", "1", "--warmup", "0", "--json"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if after := runtime.GOMAXPROCS(0); after != before {
+		t.Errorf("GOMAXPROCS %d after `bench --threads 1`, was %d", after, before)
 	}
 }

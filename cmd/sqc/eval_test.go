@@ -66,8 +66,10 @@ func TestRunINT8PrintsLikeFP32(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("fp32: exit %d: %s", code, errs)
 	}
-	for _, act := range []string{"static", "dynamic"} {
-		code, int8, errs := runCLI(t, "run", "--int8", "--model", model, "--texts", texts, "--calib", train, "--calib-samples", "64", "--act", act)
+	for _, variant := range [][]string{{"--act", "static"}, {"--act", "dynamic"}, {"--percentile", "99.99"}, {"--alpha", "auto"}} {
+		act := strings.Join(variant, " ")
+		args := append([]string{"run", "--int8", "--model", model, "--texts", texts, "--calib", train, "--calib-samples", "64"}, variant...)
+		code, int8, errs := runCLI(t, args...)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", act, code, errs)
 		}

@@ -6,8 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/calib"
@@ -18,6 +21,8 @@ import (
 	"github.com/sqc-dev/sqc/internal/infer"
 	"github.com/sqc-dev/sqc/internal/testmodels"
 	"github.com/sqc-dev/sqc/passes"
+	"github.com/sqc-dev/sqc/runtime/nn"
+	"github.com/sqc-dev/sqc/runtime/pool"
 )
 
 // Acceptance of the INT8 path on the shared SST-2 models: calibrated on the
@@ -45,7 +50,7 @@ var (
 
 // calibratedModel loads, canonicalises and calibrates the named shared
 // model (once per test binary), skipping when ../shared is absent.
-func calibratedModel(t *testing.T, name string) *calibrated {
+func calibratedModel(t testing.TB, name string) *calibrated {
 	t.Helper()
 	dir := testmodels.ModelDir(t, name)
 	calibratedMu.Lock()
@@ -92,7 +97,7 @@ func calibratedModel(t *testing.T, name string) *calibrated {
 }
 
 // quantized builds the INT8 graph for one configuration.
-func (m *calibrated) quantized(t *testing.T, opts passes.QuantOptions) *int8Build {
+func (m *calibrated) quantized(t testing.TB, opts passes.QuantOptions) *int8Build {
 	t.Helper()
 	b, err := quantizeCanonical(m.g, m.stats, m.cal, opts)
 	if err != nil {
@@ -238,5 +243,85 @@ func TestINT8BitwiseAcrossISAs(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkINT8AttentionShare measures the share of the INT8 encoder's time
+// spent in the FP32 attention kernel (nn.Attention: Q·K^T, softmax, P·V)
+// on the SST-2 dev set, batches of 32 length-sorted sentences: the time of
+// the whole compiled program, and of the same nn.Attention calls alone.
+// Reported as attention-%; quantize.go's attention decision cites it.
+func BenchmarkINT8AttentionShare(b *testing.B) {
+	for _, name := range testmodels.Models {
+		b.Run(name, func(b *testing.B) {
+			m := calibratedModel(b, name)
+			q := m.quantized(b, passes.QuantOptions{Alpha: 0.5}).int8
+			prog, err := exec.Compile(q, exec.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer prog.Close()
+			enc, err := infer.Encode(nil, m.dev)
+			if err != nil {
+				b.Fatal(err)
+			}
+			order := make([]int, len(enc))
+			for i := range order {
+				order[i] = i
+			}
+			sort.SliceStable(order, func(x, y int) bool { return len(enc[order[x]].IDs) < len(enc[order[y]].IDs) })
+			var feeds []map[string]*compiler.Tensor
+			var dims []nn.AttentionDims
+			for lo := 0; lo < len(order); lo += 32 {
+				f, seq, err := infer.MakeBatch(q, enc, order[lo:min(lo+32, len(order))])
+				if err != nil {
+					b.Fatal(err)
+				}
+				feeds = append(feeds, f)
+				for _, n := range q.Nodes {
+					if n.Op != "sqc.Attention" {
+						continue
+					}
+					v, _ := q.ValueInfo(n.Outputs[0])
+					width, heads := int(v.Shape[2].Size), int(n.AttrInt("heads", 1))
+					batch := int(f["input_ids"].Shape[0])
+					dims = append(dims, nn.AttentionDims{Batch: batch, SeqQ: seq, SeqK: seq, Heads: heads, HeadDim: width / heads,
+						Scale: n.AttrFloat("scale", 1), QStride: width, KStride: width, VStride: width, OutStride: width, MaskBatchStride: seq})
+				}
+			}
+			workers := runtime.GOMAXPROCS(0)
+			p := pool.New(workers)
+			defer p.Close()
+			size, rows, scratchLen := 0, 0, 0
+			for _, d := range dims {
+				size = max(size, d.Batch*d.SeqQ*d.QStride)
+				rows = max(rows, d.Batch*d.SeqK)
+				scratchLen = max(scratchLen, nn.AttentionScratchLen(workers, d.SeqK, d.HeadDim))
+			}
+			qkv := make([]float32, size)
+			for i := range qkv {
+				qkv[i] = float32(i%7) * 0.1
+			}
+			out := make([]float32, size)
+			mask := make([]float32, rows)
+			scratch := make([]float32, scratchLen)
+			b.ResetTimer()
+			var all, attn time.Duration
+			for range b.N {
+				start := time.Now()
+				for _, f := range feeds {
+					if _, err := prog.Run(f); err != nil {
+						b.Fatal(err)
+					}
+				}
+				all += time.Since(start)
+				start = time.Now()
+				for i := range dims {
+					nn.Attention(p, scratch, out, qkv, qkv, qkv, mask, &dims[i])
+				}
+				attn += time.Since(start)
+			}
+			b.ReportMetric(100*float64(attn)/float64(all), "attention-%")
+		})
 	}
 }

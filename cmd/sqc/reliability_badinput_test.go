@@ -50,6 +50,20 @@ func TestReliabilityBadInputCLI(t *testing.T) {
 	}
 }
 
+// TestReliabilityValidInputsCLI: the same commands on the unbroken files
+// succeed, so each bad-input case fails for its own fault.
+func TestReliabilityValidInputsCLI(t *testing.T) {
+	cmds, err := reliability.ValidCommands(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range cmds {
+		if code, out, errs := runCLISafely(t, args); code != 0 || out == "" {
+			t.Errorf("sqc %s: exit status %d, stdout %q, stderr %q", strings.Join(args, " "), code, out, errs)
+		}
+	}
+}
+
 // runCLISafely is runCLI with a panic reported as a test failure.
 func runCLISafely(t *testing.T, args []string) (code int, stdout, stderr string) {
 	t.Helper()

@@ -63,7 +63,7 @@ and its roof. --svg FILE draws the roofline figure; --json prints one object.`,
 				return usageError{err.Error()}
 			}
 			if o.Threads > 0 {
-				runtime.GOMAXPROCS(o.Threads)
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(o.Threads)) // restored for in-process callers (tests)
 			}
 			o.Threads = runtime.GOMAXPROCS(0)
 			if !c.Bool("json") {

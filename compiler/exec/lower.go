@@ -413,18 +413,7 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 	case "sqc.Embeddings":
 		return l.embeddings(n), nil
 	case "sqc.Attention":
-		if !f32(n.Inputs...) {
-			return false, nil
-		}
-		mask := NoSlot
-		if len(n.Inputs) > 3 && n.Inputs[3] != "" {
-			mask = l.slot(n.Inputs[3])
-		}
-		l.emit(&AttentionStep{
-			Node: n.Name, Q: l.slot(n.Inputs[0]), K: l.slot(n.Inputs[1]), V: l.slot(n.Inputs[2]), Mask: mask,
-			Heads: int(n.AttrInt("heads", 1)), Scale: n.AttrFloat("scale", 1), Out: l.slot(n.Outputs[0]),
-		})
-		return true, nil
+		return l.attention(n), nil
 	case "sqc.AttentionMask":
 		if l.dtype(n.Inputs[0]) != compiler.Int64 {
 			return false, nil

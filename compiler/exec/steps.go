@@ -106,10 +106,14 @@ type LayerNormStep struct {
 
 // AttentionStep is nn.Attention of Q, K, V ([batch, seq, Heads*d]) with the
 // optional additive Mask (broadcast to [batch, Heads, seqQ, seqK], keys
-// contiguous) into Out.
+// contiguous) into Out. When Packed (sqc.Attention's qkv_packed), Q is one
+// [batch, seq, 3*Heads*d] buffer holding Q, K and V side by side, K and V
+// are NoSlot, and the kernel reads K and V at column offsets W and 2W of
+// Q's rows (row stride 3W; see PackedLayout).
 type AttentionStep struct {
 	Node          string
 	Q, K, V, Mask SlotID
+	Packed        bool
 	Heads         int
 	Scale         float32
 	Out           SlotID
@@ -252,8 +256,12 @@ func (s *LayerNormStep) Describe(sl []*Slot) string {
 }
 
 func (s *AttentionStep) Describe(sl []*Slot) string {
-	return fmt.Sprintf("%s = %s(%s, %s, %s, %s; heads=%d, scale=%g)", slotName(sl, s.Out), s.Call(),
-		slotName(sl, s.Q), slotName(sl, s.K), slotName(sl, s.V), slotName(sl, s.Mask), s.Heads, s.Scale)
+	packed := ""
+	if s.Packed {
+		packed = ", qkv_packed"
+	}
+	return fmt.Sprintf("%s = %s(%s, %s, %s, %s; heads=%d, scale=%g%s)", slotName(sl, s.Out), s.Call(),
+		slotName(sl, s.Q), slotName(sl, s.K), slotName(sl, s.V), slotName(sl, s.Mask), s.Heads, s.Scale, packed)
 }
 
 func (s *AttentionMaskStep) Describe(sl []*Slot) string {
@@ -388,6 +396,9 @@ func (s *LayerNormStep) run(p *Program) error {
 }
 
 func (s *AttentionStep) run(p *Program) error {
+	if s.Packed {
+		return s.runPacked(p)
+	}
 	q, k, v := p.bufs[s.Q], p.bufs[s.K], p.bufs[s.V]
 	for _, t := range []*compiler.Tensor{q, k, v} {
 		if t.DType != compiler.Float32 || len(t.Shape) != 3 {
@@ -403,6 +414,13 @@ func (s *AttentionStep) run(p *Program) error {
 		Batch: batch, SeqQ: sq, SeqK: sk, Heads: s.Heads, HeadDim: width / s.Heads, Scale: s.Scale,
 		QStride: width, KStride: width, VStride: width, OutStride: width,
 	}
+	return s.attend(p, q.F32, k.F32, v.F32, q.Shape)
+}
+
+// attend runs nn.Attention with s.dims (mask strides still to set) into
+// Out of the given shape.
+func (s *AttentionStep) attend(p *Program, q, k, v []float32, outShape []int64) error {
+	d := &s.dims
 	var mask []float32
 	if s.Mask != NoSlot {
 		m := p.bufs[s.Mask]
@@ -412,9 +430,9 @@ func (s *AttentionStep) run(p *Program) error {
 		mask = m.F32
 	}
 	out := p.bufs[s.Out]
-	resize(out, compiler.Float32, q.Shape...)
-	p.scratch = grow(p.scratch, nn.AttentionScratchLen(p.pool.Workers(), sk, d.HeadDim))
-	nn.Attention(p.pool, p.scratch, out.F32, q.F32, k.F32, v.F32, mask, d)
+	resize(out, compiler.Float32, outShape...)
+	p.scratch = grow(p.scratch, nn.AttentionScratchLen(p.pool.Workers(), d.SeqK, d.HeadDim))
+	nn.Attention(p.pool, p.scratch, out.F32, q, k, v, mask, d)
 	return nil
 }
 

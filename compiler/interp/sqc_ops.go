@@ -15,7 +15,7 @@ import (
 // it, so the table is still only read afterwards.
 func init() {
 	kernels["sqc.AttentionMask"] = kernelSpec{attentionMask, 1, 1, 1}
-	kernels["sqc.Attention"] = kernelSpec{attention, 3, 4, 1}
+	kernels["sqc.Attention"] = kernelSpec{attention, 1, 4, 1}
 	// The op table names sqc's Gelu and Linear "sqc.Gelu" and "sqc.Linear";
 	// until the table above lists them under those names, reuse the
 	// kernels registered as "Gelu" and "Linear".
@@ -61,8 +61,25 @@ func attentionMask(c *call) ([]*compiler.Tensor, error) {
 // Q [B, Sq, H*D], K and V [B, Sk, H*D], optional additive mask broadcast
 // to [B, H, Sq, Sk]. Dot products and the softmax are computed in float64
 // and rounded once, like the interpreter's MatMul-free reductions.
+//
+// With qkv_packed = 1, input 0 holds Q, K and V side by side; they are
+// copied out (exactly) and attended as above.
 func attention(c *call) ([]*compiler.Tensor, error) {
-	q, k, v := c.in[0], c.in[1], c.in[2]
+	var q, k, v *compiler.Tensor
+	if compiler.AttentionPacked(c.node) {
+		if (len(c.in) > 1 && c.in[1] != nil) || (len(c.in) > 2 && c.in[2] != nil) {
+			return nil, fmt.Errorf("%w: packed Attention takes no separate key or value", compiler.ErrMalformed)
+		}
+		var err error
+		if q, k, v, err = unpackQKV(c.in[0]); err != nil {
+			return nil, err
+		}
+	} else {
+		if len(c.in) < 3 || c.in[1] == nil || c.in[2] == nil {
+			return nil, fmt.Errorf("%w: Attention needs query, key and value", compiler.ErrMissingTensor)
+		}
+		q, k, v = c.in[0], c.in[1], c.in[2]
+	}
 	var mask *compiler.Tensor
 	if len(c.in) > 3 {
 		mask = c.in[3]
@@ -129,4 +146,28 @@ func attention(c *call) ([]*compiler.Tensor, error) {
 		}
 	}
 	return one(castTensor(fromSlice(slices.Clone(q.Shape), y), q.DType))
+}
+
+// unpackQKV splits a packed [batch, seq, 3W] tensor into Q, K and V of
+// [batch, seq, W] each: columns [0, W), [W, 2W) and [2W, 3W) of every row.
+func unpackQKV(qkv *compiler.Tensor) (q, k, v *compiler.Tensor, err error) {
+	if !isFloat(qkv.DType) || len(qkv.Shape) != 3 || qkv.Shape[2]%3 != 0 {
+		return nil, nil, nil, fmt.Errorf("%w: packed Attention QKV %s%v, want float [batch, seq, 3*width]", compiler.ErrShapeMismatch, qkv.DType, qkv.Shape)
+	}
+	w := int(qkv.Shape[2] / 3)
+	rows := int(qkv.Shape[0] * qkv.Shape[1])
+	parts := make([]*compiler.Tensor, 3)
+	for i := range parts {
+		parts[i] = compiler.NewTensor(qkv.DType, qkv.Shape[0], qkv.Shape[1], int64(w))
+		for r := range rows {
+			from := r*3*w + i*w
+			switch qkv.DType {
+			case compiler.Float32:
+				copy(parts[i].F32[r*w:(r+1)*w], qkv.F32[from:from+w])
+			case compiler.Float64:
+				copy(parts[i].F64[r*w:(r+1)*w], qkv.F64[from:from+w])
+			}
+		}
+	}
+	return parts[0], parts[1], parts[2], nil
 }

@@ -73,6 +73,16 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 			logf("mode %s not offered: %v", mode.name, err)
 			continue
 		}
+		if mode.isa != "" {
+			// qgemm takes the ISA as a ceiling and quietly runs a lower
+			// family where the CPU lacks it: offer the mode only if it
+			// really runs the kernels it is named after.
+			if got := e.(*int8Engine).prog.Engine().ISA().String(); got != mode.isa {
+				logf("mode %s not offered: the GEMM kernel would be %s", mode.name, got)
+				e.Close()
+				continue
+			}
+		}
 		w.Modes = append(w.Modes, WorkerMode{Name: mode.name, Engine: e})
 		engines[mode.name] = e.Describe()
 	}

@@ -57,6 +57,48 @@ func BadInputCases() []Case {
 	return cases
 }
 
+// ValidCommands writes the unbroken versions of the files the cases
+// break under dir and returns sqc command lines reading them, each of
+// which must succeed: the commands of the table fail because of the fault
+// each case puts in, not because of anything else.
+func ValidCommands(dir string) ([][]string, error) {
+	onnxPath, err := writeFile(dir, "model.onnx", tinyONNX().marshal())
+	if err != nil {
+		return nil, err
+	}
+	model := filepath.Join(dir, "hf")
+	tensors, err := tinyHFTensors(tinyHFConfig())
+	if err != nil {
+		return nil, err
+	}
+	if err := writeTinyHF(model, tinyHFConfig(), tensors); err != nil {
+		return nil, err
+	}
+	ids, err := writeFile(dir, "ids.jsonl", idsLine(TinyIDs, nil, 1))
+	if err != nil {
+		return nil, err
+	}
+	texts, err := writeFile(dir, "texts.txt", []byte("a fine film\n"))
+	if err != nil {
+		return nil, err
+	}
+	tj, err := writeFile(dir, "tokenizer.json", tinyTokenizerJSON())
+	if err != nil {
+		return nil, err
+	}
+	vocab := filepath.Join(model, "vocab.txt")
+	return [][]string{
+		{"inspect", onnxPath},
+		{"inspect", model},
+		{"run", "--fp32", "--model", onnxPath, "--ids", ids},
+		{"run", "--fp32", "--model", model, "--ids", ids},
+		{"run", "--int8", "--model", model, "--ids", ids, "--calib", ids},
+		{"run", "--fp32", "--model", onnxPath, "--texts", texts, "--vocab", vocab},
+		{"run", "--fp32", "--model", onnxPath, "--texts", texts, "--vocab", tj},
+		{"eval", "--model", model, "--data", ids, "--calib", ids},
+	}, nil
+}
+
 // CheckModel is what sqc does with a model file before running it: load
 // it (frontend.Load), infer shapes (as `sqc inspect` does) and prepare
 // the interpreter (as `sqc run --fp32` does).

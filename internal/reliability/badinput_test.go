@@ -27,7 +27,7 @@ func callSafely(t *testing.T, what string, f func() error) (err error) {
 	return f()
 }
 
-// CheckBadInputError fails t unless err is a typed bad-input error: it
+// checkBadInputError fails t unless err is a typed bad-input error: it
 // matches want and compiler.ErrBadInput or tokenizer.ErrBadInput, is (or
 // wraps) an *InputError of either package, and mentions every string.
 func checkBadInputError(t *testing.T, err, want error, mentions []string) {

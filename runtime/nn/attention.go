@@ -21,159 +21,186 @@ type AttentionDims struct {
 	MaskBatchStride, MaskHeadStride, MaskRowStride int
 }
 
-// attnRows is the query block one task handles: its scores (attnRows x
-// SeqK float32, 16 KiB at SeqK = 512) and accumulators stay in L1.
-const attnRows = 8
+// attnRows is the query block one task handles, one query row per lane of
+// a 16-float AVX-512 register: its scores ([SeqK][16] float32, 8 KiB at
+// SeqK = 128) and the transposed queries stay in L1.
+const attnRows = 16
 
 // AttentionScratchLen is the length of the scratch slice Attention needs
 // for a pool of the given number of workers (1 without a pool).
 func AttentionScratchLen(workers, seqK, headDim int) int {
-	return workers * attnRows * (seqK + headDim)
+	return workers * attnScratchPerWorker(seqK, headDim)
+}
+
+// attnScratchPerWorker is one task's scratch: transposed queries and
+// accumulators (headDim x 16 each), scores and the transposed mask
+// (seqK x 16 each).
+func attnScratchPerWorker(seqK, headDim int) int {
+	return attnRows * (2*headDim + 2*seqK)
 }
 
 // Attention computes, for every batch b, head h and query row i, in
 // float32 and in this order:
 //
 //	s_j  = float32(dot(Q_i, K_j) * Scale) + Mask[b, h, i, j]   dot: c ascending, from 0
-//	m    = max_j s_j
+//	m    = s_0, then m = s_j wherever s_j > m                    j ascending
 //	e_j  = Exp(s_j - m)
 //	sum  = sum_j e_j                                           j ascending, from 0
 //	Y_i  = (sum_j e_j * V_j) / sum                             j ascending, terms with e_j = 0 skipped
 //
-// where the head's slices of Q, K, V and Y are columns h*HeadDim ..
-// (h+1)*HeadDim. Work is split into blocks of 8 query rows of one head, so
-// no [batch, heads, seq, seq] tensor exists: each task holds one block of
-// scores in its worker's part of scratch (AttentionScratchLen). mask may
-// be nil.
+// with every product rounded to float32 before it is added, where the
+// head's slices of Q, K, V and Y are columns h*HeadDim .. (h+1)*HeadDim.
+// Work is split into blocks of 16 query rows of one head, so no [batch,
+// heads, seq, seq] tensor exists: each task holds one block of scores in
+// its worker's part of scratch (AttentionScratchLen). mask may be nil.
+//
+// Inside a block the queries are transposed so that each of the 16 rows is
+// one lane of a vector: every sum above runs down a lane in the order
+// given, which is what lets the AVX-512 kernels (asmgen/nn) give the same
+// bits as the Go ones.
 func Attention(p *pool.Pool, scratch, out, q, k, v, mask []float32, d *AttentionDims) {
+	attention(active(), p, scratch, out, q, k, v, mask, d)
+}
+
+func attention(kern *kernels, p *pool.Pool, scratch, out, q, k, v, mask []float32, d *AttentionDims) {
+	if d.SeqQ <= 0 || d.HeadDim <= 0 {
+		return
+	}
 	blocks := (d.SeqQ + attnRows - 1) / attnRows
-	per := attnRows * (d.SeqK + d.HeadDim)
+	per := attnScratchPerWorker(d.SeqK, d.HeadDim)
 	parallelFor(p, d.Batch*d.Heads*blocks, func(worker, t int) {
 		b, h, blk := t/(d.Heads*blocks), t/blocks%d.Heads, t%blocks
-		attentionBlock(scratch[worker*per:(worker+1)*per], out, q, k, v, mask, d, b, h, blk*attnRows)
+		attentionBlock(kern, scratch[worker*per:(worker+1)*per], out, q, k, v, mask, d, b, h, blk*attnRows)
 	})
 }
 
-// attentionBlock computes query rows i0 .. i0+attnRows-1 (clipped) of head
-// h of sequence b.
-func attentionBlock(scratch, out, q, k, v, mask []float32, d *AttentionDims, b, h, i0 int) {
+// attentionBlock computes query rows i0 .. i0+15 (clipped) of head h of
+// sequence b.
+func attentionBlock(kern *kernels, scratch, out, q, k, v, mask []float32, d *AttentionDims, b, h, i0 int) {
 	n := min(attnRows, d.SeqQ-i0)
 	hd, sk := d.HeadDim, d.SeqK
-	scores := scratch[:attnRows*sk]
-	acc := scratch[attnRows*sk : attnRows*(sk+hd)]
-	qRow := func(r int) []float32 { return q[(b*d.SeqQ+i0+r)*d.QStride+h*hd:][:hd] }
+	qT := scratch[:attnRows*hd]
+	acc := scratch[attnRows*hd : 2*attnRows*hd]
+	sT := scratch[2*attnRows*hd:][:attnRows*sk]
+	maskT := scratch[2*attnRows*hd+attnRows*sk:][:attnRows*sk]
 
-	// Scores: one key row against four query rows at a time.
-	for j := range sk {
-		kj := k[(b*sk+j)*d.KStride+h*hd:][:hd]
-		r := 0
-		for ; r+4 <= n; r += 4 {
-			s0, s1, s2, s3 := dot4(qRow(r), qRow(r+1), qRow(r+2), qRow(r+3), kj)
-			scores[r*sk+j], scores[(r+1)*sk+j], scores[(r+2)*sk+j], scores[(r+3)*sk+j] = s0, s1, s2, s3
-		}
-		for ; r < n; r++ {
-			scores[r*sk+j] = dot1(qRow(r), kj)
+	kern.attnTranspose(qT, q[(b*d.SeqQ+i0)*d.QStride+h*hd:], d.QStride, n, hd)
+	kern.attnScores(sT, qT, k[b*sk*d.KStride+h*hd:], d.KStride, sk, hd)
+	var m []float32
+	transposed := false
+	if mask != nil && sk > 0 {
+		base := b*d.MaskBatchStride + h*d.MaskHeadStride + i0*d.MaskRowStride
+		if d.MaskRowStride == 0 {
+			m = mask[base : base+sk]
+		} else {
+			kern.attnTranspose(maskT, mask[base:], d.MaskRowStride, n, sk)
+			m, transposed = maskT, true
 		}
 	}
-
-	// Scale, mask and softmax numerators, row by row.
 	var sums [attnRows]float32
-	for r := range n {
-		s := scores[r*sk : (r+1)*sk]
-		var m []float32
-		if mask != nil {
-			m = mask[b*d.MaskBatchStride+h*d.MaskHeadStride+(i0+r)*d.MaskRowStride:][:sk]
-		}
-		top := float32(0)
-		for j, x := range s {
-			x = float32(x * d.Scale)
-			if m != nil {
-				x += m[j]
-			}
-			s[j] = x
-			if j == 0 || x > top {
-				top = x
-			}
-		}
-		var sum float32
-		for j, x := range s {
-			e := Exp(x - top)
-			s[j] = e
-			sum += e
-		}
-		sums[r] = sum
-	}
+	kern.attnSoftmax(sT, sk, d.Scale, m, transposed, &sums)
+	kern.attnPV(out[(b*d.SeqQ+i0)*d.OutStride+h*hd:], d.OutStride, n, sT, v[b*sk*d.VStride+h*hd:], d.VStride, sk, hd, &sums, acc)
+}
 
-	// Weighted sum of value rows, one value row against four query rows.
-	clear(acc[:n*hd])
+// The Go kernels of attention. Blocks are 16 lanes wide whatever the
+// number of valid rows: lanes past them hold zero queries (and zero mask)
+// and give finite scores that are never stored.
+
+// transposeGo is kernels.attnTranspose.
+func transposeGo(dst, src []float32, stride, rows, cols int) {
+	dst = dst[:attnRows*cols]
+	for r := range attnRows {
+		if r < rows {
+			for c, x := range src[r*stride : r*stride+cols] {
+				dst[c*attnRows+r] = x
+			}
+		} else {
+			for c := range cols {
+				dst[c*attnRows+r] = 0
+			}
+		}
+	}
+}
+
+// scoresGo is kernels.attnScores: lane r of key j is
+// sum_c float32(k[j][c] * qT[c][r]), c ascending from 0.
+func scoresGo(sT, qT, k []float32, kStride, sk, d int) {
+	qT = qT[:attnRows*d]
 	for j := range sk {
-		vj := v[(b*sk+j)*d.VStride+h*hd:][:hd]
-		r := 0
-		for ; r+4 <= n; r += 4 {
-			axpy4(acc[r*hd:(r+4)*hd], hd, scores[r*sk+j], scores[(r+1)*sk+j], scores[(r+2)*sk+j], scores[(r+3)*sk+j], vj)
+		var acc [attnRows]float32
+		for c, x := range k[j*kStride : j*kStride+d] {
+			qc := (*[attnRows]float32)(qT[c*attnRows:])
+			for r, y := range qc {
+				acc[r] += float32(x * y)
+			}
 		}
-		for ; r < n; r++ {
-			if e := scores[r*sk+j]; e != 0 {
-				a := acc[r*hd : (r+1)*hd]
-				for c, x := range vj {
-					a[c] += float32(e * x)
-				}
+		*(*[attnRows]float32)(sT[j*attnRows:]) = acc
+	}
+}
+
+// softmaxGo is kernels.attnSoftmax: per lane r,
+//
+//	x_j = float32(s_j * scale) + mask_j;  top = x_0, then top = x_j wherever x_j > top
+//	e_j = Exp(x_j - top);  sum = 0 + e_0 + e_1 + ...
+func softmaxGo(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32) {
+	var top [attnRows]float32
+	for j := range sk {
+		s := (*[attnRows]float32)(sT[j*attnRows:])
+		var m *[attnRows]float32
+		if maskT {
+			m = (*[attnRows]float32)(mask[j*attnRows:])
+		}
+		for r, x := range s {
+			x = float32(x * scale)
+			if m != nil {
+				x += m[r]
+			} else if mask != nil {
+				x += mask[j]
+			}
+			s[r] = x
+			if j == 0 || x > top[r] {
+				top[r] = x
 			}
 		}
 	}
-	for r := range n {
-		y := out[(b*d.SeqQ+i0+r)*d.OutStride+h*hd:][:hd]
-		for c, a := range acc[r*hd : (r+1)*hd] {
+	var sum [attnRows]float32
+	for j := range sk {
+		s := (*[attnRows]float32)(sT[j*attnRows:])
+		for r, x := range s {
+			e := Exp(x - top[r])
+			s[r] = e
+			sum[r] += e
+		}
+	}
+	*sums = sum
+}
+
+// pvGo is kernels.attnPV:
+//
+//	out[r][c] = (sum_j float32(p[j][r] * v[j][c])) / sums[r]   j ascending, from 0, terms with p = 0 skipped
+//
+// accumulated row by row in acc (rows x d), so each value row is read
+// once per key.
+func pvGo(out []float32, outStride, rows int, pT, v []float32, vStride, sk, d int, sums *[attnRows]float32, acc []float32) {
+	acc = acc[:rows*d]
+	clear(acc)
+	for j := range sk {
+		vj := v[j*vStride : j*vStride+d]
+		pj := (*[attnRows]float32)(pT[j*attnRows:])
+		for r, e := range pj[:rows] {
+			if e == 0 {
+				continue
+			}
+			a := acc[r*d : (r+1)*d]
+			for c, x := range vj {
+				a[c] += float32(e * x)
+			}
+		}
+	}
+	for r := range rows {
+		y := out[r*outStride : r*outStride+d]
+		for c, a := range acc[r*d : (r+1)*d] {
 			y[c] = a / sums[r]
-		}
-	}
-}
-
-// dot1 is sum_c a[c]*b[c] in float32, c ascending from 0.
-func dot1(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s float32
-	for c, x := range a {
-		s += float32(x * b[c])
-	}
-	return s
-}
-
-// dot4 is dot1 of four rows with one vector, interleaved so the four
-// independent sums overlap in the pipeline; each sum keeps dot1's order.
-func dot4(a0, a1, a2, a3, b []float32) (s0, s1, s2, s3 float32) {
-	n := len(b)
-	a0, a1, a2, a3 = a0[:n], a1[:n], a2[:n], a3[:n]
-	for c, x := range b {
-		s0 += float32(a0[c] * x)
-		s1 += float32(a1[c] * x)
-		s2 += float32(a2[c] * x)
-		s3 += float32(a3[c] * x)
-	}
-	return
-}
-
-// axpy4 adds e_r * v to row r of the four rows of acc (stride hd), skipping
-// rows whose weight is 0.
-func axpy4(acc []float32, hd int, e0, e1, e2, e3 float32, v []float32) {
-	a0, a1, a2, a3 := acc[:hd], acc[hd:2*hd], acc[2*hd:3*hd], acc[3*hd:4*hd]
-	v = v[:hd]
-	if e0 != 0 && e1 != 0 && e2 != 0 && e3 != 0 {
-		for c, x := range v {
-			a0[c] += float32(e0 * x)
-			a1[c] += float32(e1 * x)
-			a2[c] += float32(e2 * x)
-			a3[c] += float32(e3 * x)
-		}
-		return
-	}
-	for r, e := range [4]float32{e0, e1, e2, e3} {
-		if e == 0 {
-			continue
-		}
-		a := acc[r*hd : (r+1)*hd]
-		for c, x := range v {
-			a[c] += float32(e * x)
 		}
 	}
 }

@@ -128,21 +128,3 @@ func TestAttention(t *testing.T) {
 		})
 	}
 }
-
-func BenchmarkAttention(b *testing.B) {
-	// BERT-mini: 4 heads of 64, batch 8 of 128 tokens.
-	d := &AttentionDims{Batch: 8, SeqQ: 128, SeqK: 128, Heads: 4, HeadDim: 64, Scale: 0.125, QStride: 256, KStride: 256, VStride: 256, OutStride: 256}
-	q := randSlice(1, 8*128*256, -2, 2)
-	k := randSlice(2, 8*128*256, -2, 2)
-	v := randSlice(3, 8*128*256, -2, 2)
-	out := make([]float32, len(q))
-	p := pool.New(0)
-	defer p.Close()
-	scratch := make([]float32, AttentionScratchLen(p.Workers(), 128, 64))
-	flops := 4 * 8 * 4 * 128 * 128 * 64
-	b.ResetTimer()
-	for b.Loop() {
-		Attention(p, scratch, out, q, k, v, nil, d)
-	}
-	b.ReportMetric(float64(flops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-}

@@ -17,32 +17,29 @@ type LayerNormParams struct {
 	Epsilon float32
 }
 
-// layerNormMinRows is the smallest row chunk given to one worker
-// (about 10 µs of work at hidden size 256).
-const layerNormMinRows = 8
+// lnGroup is the number of rows whose statistics one kernel call computes
+// (one row per float64 lane of two AVX-512 registers); layerNormMinRows,
+// the smallest row chunk given to one worker, is a multiple of it (about
+// 10 µs of work at hidden size 768).
+const (
+	lnGroup          = 16
+	layerNormMinRows = 2 * lnGroup
+)
 
 // LayerNorm normalises rows rows of src (row stride srcStride) into dst
 // (row stride dstStride). Per row, in float64 and in this order (the FP32
 // interpreter's, so both give the same bits on amd64):
 //
-//	mean = (sum_j x_j) / N                      (j ascending)
-//	var  = (sum_j (x_j - mean)^2) / N
+//	mean = (sum_j x_j) / N                      (j ascending, from 0)
+//	var  = (sum_j (x_j - mean)^2) / N           (j ascending, from 0)
 //	inv  = 1 / sqrt(var + float64(Epsilon))
 //	y_j  = float32(((x_j - mean) * inv) * Gamma_j + Beta_j)
 //
 // dst may be src (the statistics are complete before a row is written).
+// The sums are sequential per row; the AVX-512 kernels vectorise across 16
+// rows instead (asmgen/nn), so they keep this order.
 func LayerNorm(p *pool.Pool, dst []float32, dstStride int, src []float32, srcStride, rows int, ln *LayerNormParams) {
-	size, count := chunks(p, rows, layerNormMinRows)
-	parallelFor(p, count, func(_, c int) {
-		for i := c * size; i < min(rows, (c+1)*size); i++ {
-			x := src[i*srcStride : i*srcStride+ln.N]
-			mean, inv := rowStats(x, ln.Epsilon)
-			y := dst[i*dstStride : i*dstStride+ln.N]
-			for j, v := range x {
-				y[j] = normalize(v, mean, inv, ln, j)
-			}
-		}
-	})
+	layerNorm(active(), p, dst, dstStride, nil, 0, src, srcStride, rows, ln, 0, 0)
 }
 
 // LayerNormU8 is LayerNorm that also, or only, writes the output quantised
@@ -50,29 +47,56 @@ func LayerNorm(p *pool.Pool, dst []float32, dstStride int, src []float32, srcStr
 // invScale, zeroPoint), padding columns N..u8Stride-1 set to zeroPoint
 // (see QuantizeU8). dstF32 may be nil when only the u8 output is needed.
 func LayerNormU8(p *pool.Pool, dstF32 []float32, f32Stride int, dstU8 []uint8, u8Stride int, src []float32, srcStride, rows int, ln *LayerNormParams, invScale float32, zeroPoint int32) {
+	layerNorm(active(), p, dstF32, f32Stride, dstU8, u8Stride, src, srcStride, rows, ln, invScale, zeroPoint)
+}
+
+// layerNorm is LayerNorm (dstU8 nil) and LayerNormU8 with the given
+// kernels: chunks of rows over the pool, statistics 16 rows at a time
+// (rowStats for a chunk's last rows), then each row normalised.
+func layerNorm(kern *kernels, p *pool.Pool, dstF32 []float32, f32Stride int, dstU8 []uint8, u8Stride int, src []float32, srcStride, rows int, ln *LayerNormParams, invScale float32, zeroPoint int32) {
+	if ln.N <= 0 {
+		return
+	}
 	pad := uint8(min(max(zeroPoint, 0), 255))
 	size, count := chunks(p, rows, layerNormMinRows)
+	size = (size + lnGroup - 1) / lnGroup * lnGroup
+	count = (rows + size - 1) / size
 	parallelFor(p, count, func(_, c int) {
-		for i := c * size; i < min(rows, (c+1)*size); i++ {
-			x := src[i*srcStride : i*srcStride+ln.N]
-			mean, inv := rowStats(x, ln.Epsilon)
-			q := dstU8[i*u8Stride : (i+1)*u8Stride]
-			var y []float32
-			if dstF32 != nil {
-				y = dstF32[i*f32Stride : i*f32Stride+ln.N]
-			}
-			for j, v := range x {
-				o := normalize(v, mean, inv, ln, j)
-				if y != nil {
-					y[j] = o
+		var mean, inv [lnGroup]float64
+		for i0 := c * size; i0 < min(rows, (c+1)*size); i0 += lnGroup {
+			n := min(lnGroup, rows-i0, (c+1)*size-i0)
+			if n == lnGroup {
+				kern.lnStats16(src[i0*srcStride:], srcStride, ln.N, ln.Epsilon, &mean, &inv)
+			} else {
+				for r := range n {
+					mean[r], inv[r] = rowStats(src[(i0+r)*srcStride:][:ln.N], ln.Epsilon)
 				}
-				q[j] = qgemm.QuantizeU8(o, invScale, zeroPoint)
 			}
-			for j := ln.N; j < u8Stride; j++ {
-				q[j] = pad
+			for r := range n {
+				i := i0 + r
+				x := src[i*srcStride : i*srcStride+ln.N]
+				var y []float32
+				if dstF32 != nil {
+					y = dstF32[i*f32Stride : i*f32Stride+ln.N]
+				}
+				var q []uint8
+				if dstU8 != nil {
+					q = dstU8[i*u8Stride : (i+1)*u8Stride]
+				}
+				kern.lnNormalize(y, q, x, mean[r], inv[r], ln, invScale, zeroPoint)
+				if q != nil {
+					fill(q[ln.N:], pad)
+				}
 			}
 		}
 	})
+}
+
+// fill sets every byte of b to v.
+func fill(b []uint8, v uint8) {
+	for i := range b {
+		b[i] = v
+	}
 }
 
 // rowStats returns a row's mean and 1/sqrt(var+eps) in float64.
@@ -89,6 +113,32 @@ func rowStats(x []float32, eps float32) (mean, inv float64) {
 		sq += float64(d * d)
 	}
 	return mean, 1 / math.Sqrt(sq/n+float64(eps))
+}
+
+// lnStats16Go is kernels.lnStats16.
+func lnStats16Go(x []float32, stride, n int, eps float32, mean, inv *[lnGroup]float64) {
+	for r := range lnGroup {
+		mean[r], inv[r] = rowStats(x[r*stride:][:n], eps)
+	}
+}
+
+// lnNormalizeGo is kernels.lnNormalize.
+func lnNormalizeGo(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, invScale float32, zp int32) {
+	if y != nil {
+		y = y[:len(x)]
+	}
+	if q != nil {
+		q = q[:len(x)]
+	}
+	for j, v := range x {
+		o := normalize(v, mean, inv, ln, j)
+		if y != nil {
+			y[j] = o
+		}
+		if q != nil {
+			q[j] = qgemm.QuantizeU8(o, invScale, zp)
+		}
+	}
 }
 
 // normalize is one output of LayerNorm.

@@ -110,16 +110,3 @@ func TestLayerNormU8(t *testing.T) {
 		}
 	})
 }
-
-func BenchmarkLayerNorm(b *testing.B) {
-	const rows, n = 1024, 256
-	src := randSlice(1, rows*n, -3, 3)
-	dst := make([]float32, rows*n)
-	ln := &LayerNormParams{N: n, Gamma: randSlice(2, n, 0.5, 1.5), Beta: randSlice(3, n, -1, 1), Epsilon: 1e-12}
-	p := pool.New(0)
-	defer p.Close()
-	b.SetBytes(int64(4 * len(src)))
-	for b.Loop() {
-		LayerNorm(p, dst, n, src, n, rows, ln)
-	}
-}

@@ -5,7 +5,8 @@ import "math"
 // Float32 exp and tanh with a fixed operation order, the same bits on every
 // architecture (see the package comment on why not math.Exp).
 
-// Constants of Exp: log2(e); ln2 split into a 9-bit high part (k*expLn2Hi
+// Constants of Exp (duplicated in asmgen/nn/tables.go for the AVX-512
+// softmax; TestAttnSoftmaxExp compares the two): log2(e); ln2 split into a 9-bit high part (k*expLn2Hi
 // is exact for |k| < 2^15) and the rest; the range where exp(x) is a
 // normal float32 or overflows.
 const (

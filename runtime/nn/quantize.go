@@ -21,14 +21,30 @@ import (
 // weights are zero there, so the value does not change the product).
 // dst must hold rows*dstStride bytes.
 func QuantizeU8(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zeroPoint int32) {
-	pad := uint8(min(max(zeroPoint, 0), 255))
+	quantizeU8(active(), dst, dstStride, src, srcStride, rows, cols, invScale, zeroPoint)
+}
+
+func quantizeU8(kern *kernels, dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zeroPoint int32) {
+	if rows <= 0 {
+		return
+	}
+	if cols > 0 {
+		kern.quantize(dst, dstStride, src, srcStride, rows, cols, invScale, zeroPoint)
+	}
+	if cols < dstStride {
+		pad := uint8(min(max(zeroPoint, 0), 255))
+		for i := range rows {
+			fill(dst[i*dstStride+cols:(i+1)*dstStride], pad)
+		}
+	}
+}
+
+// quantizeGo is kernels.quantize.
+func quantizeGo(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zeroPoint int32) {
 	for i := range rows {
-		out := dst[i*dstStride : (i+1)*dstStride]
+		out := dst[i*dstStride : i*dstStride+cols]
 		for j, x := range src[i*srcStride : i*srcStride+cols] {
 			out[j] = qgemm.QuantizeU8(x, invScale, zeroPoint)
-		}
-		for j := cols; j < dstStride; j++ {
-			out[j] = pad
 		}
 	}
 }
@@ -44,7 +60,12 @@ func QuantizeU8(dst []uint8, dstStride int, src []float32, srcStride, rows, cols
 // representable. A row holding ±Inf gets scale +Inf (every value then
 // quantises to zeroPoint, which is 0 or 255 at an infinite end).
 func RowQuantParams(row []float32) (scale float32, zeroPoint int32) {
-	var lo, hi float32
+	return rowQuantParams(minMaxGo(row))
+}
+
+// minMaxGo is kernels.minMax: lo = min(0, min x) and hi = max(0, max x),
+// NaNs ignored.
+func minMaxGo(row []float32) (lo, hi float32) {
 	for _, x := range row {
 		if x < lo {
 			lo = x
@@ -53,6 +74,11 @@ func RowQuantParams(row []float32) (scale float32, zeroPoint int32) {
 			hi = x
 		}
 	}
+	return lo, hi
+}
+
+// rowQuantParams is RowQuantParams from the row's minMax.
+func rowQuantParams(lo, hi float32) (scale float32, zeroPoint int32) {
 	scale = (hi - lo) / 255
 	if scale == 0 {
 		return 1, 0
@@ -76,10 +102,18 @@ func RowQuantParams(row []float32) (scale float32, zeroPoint int32) {
 // RowScale and RowZeroPoint of the qgemm Epilogue that consumes dst.
 // Padding columns cols..dstStride-1 are set to the row's zero point.
 func QuantizeRowsU8(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zeroPoints []int32) {
+	quantizeRowsU8(active(), dst, dstStride, src, srcStride, rows, cols, scales, zeroPoints)
+}
+
+func quantizeRowsU8(kern *kernels, dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zeroPoints []int32) {
 	for i := range rows {
 		row := src[i*srcStride : i*srcStride+cols]
-		scale, zp := RowQuantParams(row)
+		var lo, hi float32
+		if cols > 0 {
+			lo, hi = kern.minMax(row)
+		}
+		scale, zp := rowQuantParams(lo, hi)
 		scales[i], zeroPoints[i] = scale, zp
-		QuantizeU8(dst[i*dstStride:(i+1)*dstStride], dstStride, row, cols, 1, cols, 1/scale, zp)
+		quantizeU8(kern, dst[i*dstStride:(i+1)*dstStride], dstStride, row, cols, 1, cols, 1/scale, zp)
 	}
 }

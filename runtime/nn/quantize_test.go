@@ -110,24 +110,3 @@ func TestQuantizeRowsU8(t *testing.T) {
 		}
 	}
 }
-
-func BenchmarkQuantizeU8(b *testing.B) {
-	const rows, cols, kp = 128, 768, 768
-	src := randSlice(1, rows*cols, -4, 4)
-	dst := make([]uint8, rows*kp)
-	b.SetBytes(int64(4 * len(src)))
-	for b.Loop() {
-		QuantizeU8(dst, kp, src, cols, rows, cols, 30, 128)
-	}
-}
-
-func BenchmarkQuantizeRowsU8(b *testing.B) {
-	const rows, cols, kp = 128, 768, 768
-	src := randSlice(1, rows*cols, -4, 4)
-	dst := make([]uint8, rows*kp)
-	scales, zps := make([]float32, rows), make([]int32, rows)
-	b.SetBytes(int64(4 * len(src)))
-	for b.Loop() {
-		QuantizeRowsU8(dst, kp, src, cols, rows, cols, scales, zps)
-	}
-}

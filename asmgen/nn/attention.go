@@ -1,0 +1,453 @@
+package main
+
+import (
+	"math"
+
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// Attention works on blocks of 16 query rows of one head, one query row
+// per zmm lane (runtime/nn/attention.go): the head's Q block transposed to
+// qT [d][16], scores and probabilities sT [sk][16], the mask transposed to
+// [sk][16] when it varies by row. Every sum of the Go kernels (the q·k dot
+// product over c, the softmax denominator and the P·V sum over keys) runs
+// down one lane in the Go order, so vectorising across rows reorders
+// nothing.
+
+// keyGroups and colGroups are the block widths a loop over keys or
+// columns steps through: 16 while at least 16 are left, then at most one
+// of each smaller width.
+var tailGroups = []int{8, 4, 2, 1}
+
+func genAttention(g *gen) {
+	genAttnTranspose(g)
+	genAttnScores(g)
+	genAttnSoftmax(g)
+	genAttnPV(g)
+}
+
+// genAttnTranspose emits attnTransposeAsm: dst[c*16+r] = src[r*stride+c]
+// for r < rows, c < cols, and 0 for rows <= r < 16.
+func genAttnTranspose(g *gen) {
+	g.Function("attnTransposeAsm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(dst *float32, src *float32, stride int, rows int, cols int)")
+	g.Pragma("noescape")
+	g.Doc("attnTransposeAsm sets dst[c*16+r] = src[r*stride+c] for r < rows, c < cols,",
+		"and dst[c*16+r] = 0 for rows <= r < 16 (1 <= rows <= 16, cols >= 1).")
+	dst, src := g.load("dst"), g.load("src")
+	strideB := g.load("stride")
+	g.SHLQ(operand.U8(2), strideB)
+	rows, left := g.load("rows"), g.load("cols")
+
+	loop := g.label("tr_loop")
+	g.Label(loop)
+	w := g.minConst(left, 16)
+	k := g.maskOf(w)
+	cols := g.transpose16(g.loadRows(src, strideB, k, rows))
+	stored := g.label("tr_stored")
+	for u, c := range cols {
+		if u > 0 {
+			g.CMPQ(w, operand.U32(u))
+			g.JLE(operand.LabelRef(stored))
+		}
+		g.VMOVUPS(c, operand.Mem{Base: dst, Disp: 64 * u})
+	}
+	g.Label(stored)
+	g.ADDQ(operand.U32(16*64), dst)
+	g.ADDQ(operand.U8(64), src)
+	g.SUBQ(operand.U8(16), left)
+	g.JG(operand.LabelRef(loop))
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// genAttnScores emits attnScoresAsm: for each key j, lane r of sT[j] is
+// sum_c k[j][c]*qT[c][r], c ascending from 0, each product rounded (no
+// FMA). Groups of up to 16 keys share each load of qT[c]; each key's
+// k[j][c] is an embedded broadcast.
+func genAttnScores(g *gen) {
+	g.Function("attnScoresAsm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(s *float32, qT *float32, k *float32, kStride int, sk int, d int)")
+	g.Pragma("noescape")
+	g.Doc("attnScoresAsm sets s[j*16+r] = sum_c k[j*kStride+c]*qT[c*16+r] (c ascending,",
+		"products rounded) for j < sk, r < 16 (sk >= 0, d >= 1).")
+	sPtr, kRow := g.load("s"), g.load("k")
+	s1 := g.load("kStride")
+	g.SHLQ(operand.U8(2), s1)
+	s3, s5, s7 := g.GP64(), g.GP64(), g.GP64()
+	g.LEAQ(operand.Mem{Base: s1, Index: s1, Scale: 2}, s3)
+	g.LEAQ(operand.Mem{Base: s1, Index: s1, Scale: 4}, s5)
+	g.LEAQ(operand.Mem{Base: s1, Index: s1, Scale: 8}, s7) // 9*s1
+	g.SUBQ(s1, s7)
+	g.SUBQ(s1, s7) // 7*s1
+	left := g.load("sk")
+
+	// keyAddr addresses k[j0+u][c] from the pointers p0 (key j0) and p8
+	// (key j0+8) at column c.
+	keyAddr := func(p0, p8 reg.GPVirtual, u int) operand.Mem {
+		base := p0
+		if u >= 8 {
+			base = p8
+		}
+		switch u % 8 {
+		case 0:
+			return operand.Mem{Base: base}
+		case 1:
+			return operand.Mem{Base: base, Index: s1, Scale: 1}
+		case 2:
+			return operand.Mem{Base: base, Index: s1, Scale: 2}
+		case 3:
+			return operand.Mem{Base: base, Index: s3, Scale: 1}
+		case 4:
+			return operand.Mem{Base: base, Index: s1, Scale: 4}
+		case 5:
+			return operand.Mem{Base: base, Index: s5, Scale: 1}
+		case 6:
+			return operand.Mem{Base: base, Index: s3, Scale: 2}
+		default:
+			return operand.Mem{Base: base, Index: s7, Scale: 1}
+		}
+	}
+	group := func(n int) {
+		acc := make([]reg.VecVirtual, n)
+		for u := range acc {
+			acc[u] = g.zeroZMM()
+		}
+		p0 := g.GP64()
+		g.MOVQ(kRow, p0)
+		var p8 reg.GPVirtual
+		if n > 8 {
+			p8 = g.GP64()
+			g.LEAQ(operand.Mem{Base: p0, Index: s1, Scale: 8}, p8)
+		}
+		qp, c := g.load("qT"), g.load("d")
+		inner := g.label("sc_c")
+		g.Label(inner)
+		qv := g.ZMM()
+		g.VMOVUPS(operand.Mem{Base: qp}, qv)
+		for u := range acc {
+			t := g.ZMM()
+			g.VMULPS_BCST(keyAddr(p0, p8, u), qv, t)
+			g.VADDPS(t, acc[u], acc[u])
+		}
+		g.ADDQ(operand.U8(4), p0)
+		if n > 8 {
+			g.ADDQ(operand.U8(4), p8)
+		}
+		g.ADDQ(operand.U8(64), qp)
+		g.DECQ(c)
+		g.JNZ(operand.LabelRef(inner))
+		for u := range acc {
+			g.VMOVUPS(acc[u], operand.Mem{Base: sPtr, Disp: 64 * u})
+		}
+		g.ADDQ(operand.U32(64*n), sPtr)
+		for step := n; step > 0; step -= min(step, 8) {
+			g.LEAQ(operand.Mem{Base: kRow, Index: s1, Scale: uint8(min(step, 8))}, kRow)
+		}
+		g.SUBQ(operand.U8(n), left)
+	}
+	stepGroups(g, left, group, "sc")
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// stepGroups emits: while left >= 16 { body(16) }, then body(w) once for
+// each w of tailGroups with left >= w. body must subtract w from left.
+func stepGroups(g *gen, left reg.GPVirtual, body func(w int), prefix string) {
+	loop, tail := g.label(prefix+"_16"), g.label(prefix+"_tail")
+	g.Label(loop)
+	g.CMPQ(left, operand.U8(16))
+	g.JL(operand.LabelRef(tail))
+	body(16)
+	g.JMP(operand.LabelRef(loop))
+	g.Label(tail)
+	for _, w := range tailGroups {
+		skip := g.label(prefix + "_skip")
+		g.CMPQ(left, operand.U8(w))
+		g.JL(operand.LabelRef(skip))
+		body(w)
+		g.Label(skip)
+	}
+}
+
+// Mask modes of attnSoftmaxAsm (runtime/nn/kernels_amd64.go).
+const (
+	maskNone       = 0 // no mask
+	maskBroadcast  = 1 // mask[j] for every row
+	maskTransposed = 2 // mask[j*16+r]
+)
+
+// genAttnSoftmax emits attnSoftmaxAsm: per lane (query row) r, in the
+// order of nn's softmaxGo,
+//
+//	x_j = float32(s_j*scale) + mask_j;  top = x_0, then top = x_j if x_j > top
+//	e_j = Exp(x_j - top);  sum = 0 + e_0 + e_1 + ...
+//
+// writing e over s and sum to sums. One specialised copy per mask mode.
+func genAttnSoftmax(g *gen) {
+	g.Function("attnSoftmaxAsm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32)")
+	g.Pragma("noescape")
+	g.Doc("attnSoftmaxAsm turns the scores s[j*16+r] (j < sk) of 16 query rows into",
+		"softmax numerators and writes their sums to sums[0..15]. maskMode: 0 none,",
+		"1 mask[j] added to every row, 2 mask[j*16+r].")
+	n := g.load("sk")
+	empty := g.label("sm_empty")
+	g.TESTQ(n, n)
+	g.JZ(operand.LabelRef(empty))
+	mode := g.load("maskMode")
+	m1, m2 := g.label("sm_mode1"), g.label("sm_mode2")
+	g.CMPQ(mode, operand.U8(maskBroadcast))
+	g.JEQ(operand.LabelRef(m1))
+	g.CMPQ(mode, operand.U8(maskTransposed))
+	g.JEQ(operand.LabelRef(m2))
+	softmaxVariant(g, maskNone)
+	g.Label(m1)
+	softmaxVariant(g, maskBroadcast)
+	g.Label(m2)
+	softmaxVariant(g, maskTransposed)
+
+	g.Label(empty)
+	z := g.zeroZMM()
+	g.VMOVUPS(z, operand.Mem{Base: g.load("sums")})
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// softmaxExpGroup is how many key rows go through Exp interleaved: four
+// chains of ~25 dependent operations keep the FP pipes busy, and fit the
+// 32 zmm registers with the live top, sum and zero.
+const softmaxExpGroup = 4
+
+func softmaxVariant(g *gen, mode int) {
+	n := g.load("sk")
+	zScale := g.broadcastParam("scale")
+	sPtr := g.load("s")
+	var mp reg.GPVirtual
+	if mode != maskNone {
+		mp = g.load("mask")
+	}
+	maskStep := 4
+	if mode == maskTransposed {
+		maskStep = 64
+	}
+	scaled := func(p, mp reg.GPVirtual) reg.VecVirtual {
+		x := g.ZMM()
+		g.VMOVUPS(operand.Mem{Base: p}, x)
+		g.VMULPS(zScale, x, x)
+		switch mode {
+		case maskBroadcast:
+			g.VADDPS_BCST(operand.Mem{Base: mp}, x, x)
+		case maskTransposed:
+			g.VADDPS(operand.Mem{Base: mp}, x, x)
+		}
+		g.VMOVUPS(x, operand.Mem{Base: p})
+		return x
+	}
+
+	// Pass 1: scale, mask, running maximum.
+	p, c := g.GP64(), g.GP64()
+	g.MOVQ(sPtr, p)
+	g.MOVQ(n, c)
+	top := scaled(p, mp)
+	pass2 := g.label("sm_pass2")
+	g.DECQ(c)
+	g.JZ(operand.LabelRef(pass2))
+	loop := g.label("sm_max")
+	g.Label(loop)
+	g.ADDQ(operand.U8(64), p)
+	if mp != nil {
+		g.ADDQ(operand.U8(maskStep), mp)
+	}
+	x := scaled(p, mp)
+	g.VMAXPS(top, x, top) // x > top ? x : top
+	g.DECQ(c)
+	g.JNZ(operand.LabelRef(loop))
+
+	// Pass 2: numerators and their sum, in key order.
+	g.Label(pass2)
+	sum, zero := g.zeroZMM(), g.zeroZMM()
+	g.MOVQ(sPtr, p)
+	g.MOVQ(n, c)
+	expRows := func(m int) {
+		ts := make([]reg.VecVirtual, m)
+		for u := range ts {
+			ts[u] = g.ZMM()
+			g.VMOVUPS(operand.Mem{Base: p, Disp: 64 * u}, ts[u])
+			g.VSUBPS(top, ts[u], ts[u]) // x - top
+		}
+		es := g.expZMM(ts, zero)
+		for u, e := range es {
+			g.VMOVUPS(e, operand.Mem{Base: p, Disp: 64 * u})
+			g.VADDPS(e, sum, sum)
+		}
+		g.ADDQ(operand.U32(64*m), p)
+		g.SUBQ(operand.U8(m), c)
+	}
+	group, single, done := g.label("sm_exp4"), g.label("sm_exp1"), g.label("sm_done")
+	g.Label(group)
+	g.CMPQ(c, operand.U8(softmaxExpGroup))
+	g.JL(operand.LabelRef(single))
+	expRows(softmaxExpGroup)
+	g.JMP(operand.LabelRef(group))
+	g.Label(single)
+	g.TESTQ(c, c)
+	g.JZ(operand.LabelRef(done))
+	expRows(1)
+	g.JMP(operand.LabelRef(single))
+	g.Label(done)
+	g.VMOVUPS(sum, operand.Mem{Base: g.load("sums")})
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// expZMM emits nn.Exp on every lane of each register of xs, interleaved
+// step by step, and returns the registers holding the results. zero must
+// hold 0.0 in every lane. Per lane, in Exp's order:
+//
+//	k = roundEven(x*log2e); r = (x - k*ln2Hi) - k*ln2Lo
+//	p = Horner(r) ending with *r+1 twice
+//	exp = p * 2^k, or (p+p) * 2^127 for k = 128
+//
+// then 0 where x < expMin, +Inf where x > expMax and x itself for NaN.
+func (g *gen) expZMM(xs []reg.VecVirtual, zero reg.VecVirtual) []reg.VecVirtual {
+	c := g.consts
+	n := len(xs)
+	vecs := func() []reg.VecVirtual {
+		v := make([]reg.VecVirtual, n)
+		for i := range v {
+			v[i] = g.ZMM()
+		}
+		return v
+	}
+	each := func(f func(i int)) { forEach(n, f) }
+	ki, kf, r, t, p := vecs(), vecs(), vecs(), vecs(), vecs()
+	each(func(i int) { g.VMULPS_BCST(c.f32(expLog2E), xs[i], t[i]) })
+	each(func(i int) { g.VCVTPS2DQ(t[i], ki[i]) }) // round to nearest even (MXCSR default)
+	each(func(i int) { g.VCVTDQ2PS(ki[i], kf[i]) })
+	each(func(i int) { g.VMULPS_BCST(c.f32(expLn2Hi), kf[i], t[i]) })
+	each(func(i int) { g.VSUBPS(t[i], xs[i], r[i]) }) // x - k*ln2Hi
+	each(func(i int) { g.VMULPS_BCST(c.f32(expLn2Lo), kf[i], t[i]) })
+	each(func(i int) { g.VSUBPS(t[i], r[i], r[i]) }) // - k*ln2Lo
+	each(func(i int) { g.VBROADCASTSS(c.f32(expPoly[0]), p[i]) })
+	for _, coef := range expPoly[1:] {
+		each(func(i int) { g.VMULPS(r[i], p[i], p[i]) })
+		each(func(i int) { g.VADDPS_BCST(c.f32(coef), p[i], p[i]) })
+	}
+	for range 2 {
+		each(func(i int) { g.VMULPS(r[i], p[i], p[i]) })
+		each(func(i int) { g.VADDPS_BCST(c.f32(1), p[i], p[i]) })
+	}
+	each(func(i int) {
+		big := g.K()
+		g.VPCMPGTD_BCST(c.u32(127), ki[i], big) // k > 127
+		g.VADDPS(p[i], p[i], big, p[i])         // p*2 there
+	})
+	each(func(i int) { g.VPMINSD_BCST(c.u32(127), ki[i], ki[i]) })
+	each(func(i int) { g.VPADDD_BCST(c.u32(127), ki[i], ki[i]) })
+	each(func(i int) { g.VPSLLD(operand.U8(23), ki[i], ki[i]) }) // 2^k
+	res := vecs()
+	each(func(i int) { g.VMULPS(ki[i], p[i], res[i]) })
+	each(func(i int) {
+		low := g.K()
+		g.VCMPPS_BCST(operand.U8(0x11), c.f32(expMin), xs[i], low) // x < expMin (LT_OQ)
+		g.VBLENDMPS(zero, res[i], low, res[i])
+	})
+	each(func(i int) {
+		high := g.K()
+		g.VCMPPS_BCST(operand.U8(0x1E), c.f32(expMax), xs[i], high) // x > expMax (GT_OQ)
+		g.VBLENDMPS_BCST(c.f32(float32(math.Inf(1))), res[i], high, res[i])
+	})
+	each(func(i int) {
+		nan := g.K()
+		g.VCMPPS(operand.U8(0x03), xs[i], xs[i], nan) // UNORD_Q
+		g.VBLENDMPS(xs[i], res[i], nan, res[i])
+	})
+	return res
+}
+
+// genAttnPV emits attnPVAsm: out[r][c] = (sum_j p[j][r]*v[j][c]) / sums[r],
+// j ascending from 0, products rounded, terms with p[j][r] == 0 skipped
+// (merge-masked adds), for r < rows and c < d. Columns go in groups of up
+// to 16 accumulators (one per column, lanes = rows), transposed back to
+// rows in registers for the store.
+func genAttnPV(g *gen) {
+	g.Function("attnPVAsm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(out *float32, outStride int, rows int, p *float32, v *float32, vStride int, sk int, d int, sums *float32)")
+	g.Pragma("noescape")
+	g.Doc("attnPVAsm sets out[r*outStride+c] = (sum_j p[j*16+r]*v[j*vStride+c]) / sums[r]",
+		"(j ascending, products rounded, terms with p == 0 skipped) for r < rows,",
+		"c < d (1 <= rows <= 16, d >= 1, sk >= 0).")
+	zSum := g.ZMM()
+	g.VMOVUPS(operand.Mem{Base: g.load("sums")}, zSum)
+	zero := g.zeroZMM()
+	outCol, vCol, left := g.load("out"), g.load("v"), g.load("d")
+
+	block := func(w int) {
+		acc := make([]reg.VecVirtual, w)
+		for u := range acc {
+			acc[u] = g.zeroZMM()
+		}
+		pp, vp, j := g.load("p"), g.GP64(), g.load("sk")
+		g.MOVQ(vCol, vp)
+		vStrideB := g.load("vStride")
+		g.SHLQ(operand.U8(2), vStrideB)
+		divide := g.label("pv_divide")
+		g.TESTQ(j, j)
+		g.JZ(operand.LabelRef(divide))
+		inner := g.label("pv_j")
+		g.Label(inner)
+		pv := g.ZMM()
+		g.VMOVUPS(operand.Mem{Base: pp}, pv)
+		nz := g.K()
+		g.VCMPPS(operand.U8(0x04), zero, pv, nz) // p != 0 (NEQ_UQ: NaN counts)
+		for u := range acc {
+			t := g.ZMM()
+			g.VMULPS_BCST(operand.Mem{Base: vp, Disp: 4 * u}, pv, t)
+			g.VADDPS(t, acc[u], nz, acc[u])
+		}
+		g.ADDQ(operand.U8(64), pp)
+		g.ADDQ(vStrideB, vp)
+		g.DECQ(j)
+		g.JNZ(operand.LabelRef(inner))
+		g.Label(divide)
+		var in [16]reg.VecVirtual
+		for u := range in {
+			in[u] = zero
+			if u < w {
+				g.VDIVPS(zSum, acc[u], acc[u]) // acc / sum
+				in[u] = acc[u]
+			}
+		}
+		rowsOut := g.transpose16(in)
+		bits := g.GP64()
+		g.MOVQ(operand.U32(uint32(1)<<w-1), bits)
+		kw := g.K()
+		g.KMOVQ(bits, kw)
+		op, oStrideB, rows := g.GP64(), g.load("outStride"), g.load("rows")
+		g.MOVQ(outCol, op)
+		g.SHLQ(operand.U8(2), oStrideB)
+		stored := g.label("pv_stored")
+		for r, row := range rowsOut {
+			if r > 0 {
+				g.CMPQ(rows, operand.U32(r))
+				g.JLE(operand.LabelRef(stored))
+				g.ADDQ(oStrideB, op)
+			}
+			g.VMOVUPS(row, kw, operand.Mem{Base: op})
+		}
+		g.Label(stored)
+		g.ADDQ(operand.U8(4*w), outCol)
+		g.ADDQ(operand.U8(4*w), vCol)
+		g.SUBQ(operand.U8(w), left)
+	}
+	stepGroups(g, left, block, "pv")
+	g.VZEROUPPER()
+	g.RET()
+}

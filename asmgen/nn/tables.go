@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/operand"
+)
+
+// Constants of runtime/nn (math.go: Exp) and runtime/qgemm (epilogue.go:
+// the u8 quantisation every quantiser shares). Kept in step with those
+// files by the runtime tests, which compare every kernel with its Go
+// version bit for bit.
+const (
+	expLog2E   float32 = 1.44269504088896341
+	expLn2Hi   float32 = 0.693359375
+	expLn2Lo   float32 = -2.12194440e-4
+	expMin     float32 = -87.33654
+	expMax     float32 = 88.72283
+	quantClamp float32 = 65536
+)
+
+// expPoly are the Horner coefficients of Exp, highest degree first, down
+// to degree 2 (the last two steps multiply and add 1).
+var expPoly = [...]float32{1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5}
+
+// constTable is a read-only DATA section of 4- and 8-byte constants, used
+// through embedded broadcasts.
+type constTable struct {
+	mem    operand.Mem
+	off    map[uint64]int
+	size   int
+	g      *gen
+	frozen bool // no more constants: another DATA section is active now
+}
+
+// get returns the address of the constant v of the given size (4 or 8
+// bytes), adding it if new.
+func (t *constTable) get(v uint64, size int) operand.Mem {
+	key := v<<4 | uint64(size)
+	o, ok := t.off[key]
+	if !ok {
+		if t.frozen {
+			panic(fmt.Sprintf("constant %#x is not in the table", v))
+		}
+		o = (t.size + size - 1) / size * size
+		t.size = o + size
+		t.off[key] = o
+		if size == 4 {
+			t.g.AddDatum(o, operand.U32(uint32(v)))
+		} else {
+			t.g.AddDatum(o, operand.U64(v))
+		}
+	}
+	return t.mem.Offset(o)
+}
+
+func (t *constTable) u32(v uint32) operand.Mem  { return t.get(uint64(v), 4) }
+func (t *constTable) f32(v float32) operand.Mem { return t.u32(math.Float32bits(v)) }
+func (t *constTable) f64(v float64) operand.Mem { return t.get(math.Float64bits(v), 8) }
+
+// genTables emits the constant table and the column-mask table. The
+// table's contents are pinned here, in a fixed order, so that regenerating
+// gives the same file.
+func genTables(g *gen) {
+	t := &constTable{mem: g.StaticGlobal("nnConsts"), off: map[uint64]int{}, g: g}
+	g.DataAttributes(attr.RODATA | attr.NOPTR)
+	for _, v := range []float64{1} {
+		t.f64(v)
+	}
+	for _, v := range []float32{0, 1, expLog2E, expLn2Hi, expLn2Lo, expMin, expMax, quantClamp, -quantClamp, float32(math.Inf(1))} {
+		t.f32(v)
+	}
+	for _, v := range expPoly {
+		t.f32(v)
+	}
+	for _, v := range []uint32{127, 255} {
+		t.u32(v)
+	}
+	t.frozen = true
+	g.consts = t
+
+	// colMasks[i] = 1<<i - 1: the opmask bits of a step with i columns left.
+	g.colMasks = g.StaticGlobal("nnColMasks")
+	g.DataAttributes(attr.RODATA | attr.NOPTR)
+	for i := 0; i <= 64; i++ {
+		g.AddDatum(8*i, operand.U64(uint64(1)<<i-1)) // i = 64: wraps to all ones
+	}
+}

@@ -1,0 +1,126 @@
+package passes
+
+import "github.com/sqc-dev/sqc/compiler"
+
+// FuseQLinearEpilogues moves the elementwise work after an sqc.QLinear into
+// the QLinear's epilogue (compiler/ops_sqc_quant.go), in the IR, where
+// compiler/exec used to decide it at lowering time:
+//
+//   - QLinear (act "none", no residual) whose output only an sqc.Gelu reads
+//     becomes QLinear {act="gelu"} producing the Gelu's output;
+//   - QLinear (no residual, any act) whose output only an Add reads, the
+//     Add's other operand being an f32 value of surely the same shape that
+//     is computed before the QLinear runs (a graph input, an initializer or
+//     an earlier node's output), takes that operand as its residual input
+//     and produces the Add's output: BERT's "dense + residual" before each
+//     LayerNorm.
+//
+// The conditions are exactly those under which compiler/exec fused these
+// nodes into the GEMM's epilogue before this pass existed (its
+// planFusions), so exec lowers the fused graph to the very same steps —
+// the same GEMM with the same Epilogue, writing the same buffer — and the
+// bits cannot change: the epilogue computes gelu(v) with qgemm's float32
+// erf-GELU, the kernel nn.Gelu runs for a standalone sqc.Gelu, and
+// v + residual is the Add with its operands swapped, which IEEE addition
+// allows. The FP32 interpreter's standalone sqc.Gelu is float64 erf, so
+// there the fused graph differs from the unfused one by float32 rounding.
+//
+// The fused node keeps the QLinear's name and position (its residual is
+// computed earlier, and the Gelu and Add it replaces came later), so no
+// reordering is needed.
+var FuseQLinearEpilogues = Pass{Name: "FuseQLinearEpilogues", Run: fuseQLinearEpilogues}
+
+func fuseQLinearEpilogues(g *compiler.Graph) (bool, error) {
+	ix := newIndex(g)
+	// at is where a value is computed: its producer's position, -1 for
+	// graph inputs and initializers. Values a fused QLinear now produces
+	// are computed at the QLinear's position.
+	at := func(v string) int {
+		if p := ix.producer[v]; p != nil {
+			return ix.position[p]
+		}
+		return -1
+	}
+	repl := map[*compiler.Node]*compiler.Node{}
+	for i, n := range g.Nodes {
+		if n.Op != opQLinear {
+			continue
+		}
+		out := n.Outputs[0]
+		act := compiler.QLinearAct(n)
+		residual := qlinearResidual(n)
+		var absorbed []*compiler.Node
+		if act == compiler.QLinearActNone && residual == "" {
+			if c := ix.onlyConsumer(out); c != nil && c.Op == "sqc.Gelu" && isFloat32(g, out) {
+				act, out = compiler.QLinearActGelu, c.Outputs[0]
+				absorbed = append(absorbed, c)
+			}
+		}
+		if residual == "" {
+			if c := ix.onlyConsumer(out); c != nil && c.Op == "Add" {
+				if other, ok := otherInput(c, out); ok && other != out && isFloat32(g, other) && sameShapeSurely(g, other, out) && at(other) < i {
+					residual, out = other, c.Outputs[0]
+					absorbed = append(absorbed, c)
+				}
+			}
+		}
+		if len(absorbed) == 0 {
+			continue
+		}
+		fused := n.Clone()
+		if fused.Attrs == nil {
+			fused.Attrs = map[string]compiler.Attr{}
+		}
+		if act != compiler.QLinearActNone {
+			fused.Attrs["act"] = compiler.StringAttr(act)
+		}
+		if residual != "" {
+			fused.Inputs = qlinearWithResidual(n.Inputs, residual)
+		}
+		fused.Outputs = []string{out}
+		repl[n] = fused
+		for _, c := range absorbed {
+			repl[c] = nil
+		}
+		ix.producer[out] = n // computed at n's position from now on
+	}
+	if len(repl) == 0 {
+		return false, nil
+	}
+	replaceNodes(g, repl)
+	removeDead(g) // the intermediate values' records
+	return true, nil
+}
+
+// qlinearResidual is the residual input of an sqc.QLinear ("" if none).
+func qlinearResidual(n *compiler.Node) string {
+	if len(n.Inputs) > 4 {
+		return n.Inputs[4]
+	}
+	return ""
+}
+
+// qlinearWithResidual returns a QLinear's inputs with residual as input 4
+// (bias omitted as "" when absent).
+func qlinearWithResidual(inputs []string, residual string) []string {
+	out := make([]string, 5)
+	copy(out, inputs)
+	out[4] = residual
+	return out
+}
+
+// sameShapeSurely reports whether two values certainly have one shape: both
+// known, of one rank, each dimension the same size or the same symbol.
+func sameShapeSurely(g *compiler.Graph, a, b string) bool {
+	va, vb := valueInfo(g, a), valueInfo(g, b)
+	if va == nil || vb == nil || va.Shape == nil || vb.Shape == nil || len(va.Shape) != len(vb.Shape) {
+		return false
+	}
+	for i, x := range va.Shape {
+		y := vb.Shape[i]
+		if !(x.Param != "" && x.Param == y.Param) && !(x.Known() && y.Known() && x.Size == y.Size) {
+			return false
+		}
+	}
+	return true
+}

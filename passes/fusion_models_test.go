@@ -1,0 +1,196 @@
+package passes
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/calib"
+	"github.com/sqc-dev/sqc/compiler/frontend"
+	"github.com/sqc-dev/sqc/internal/demomodel"
+	"github.com/sqc-dev/sqc/internal/testmodels"
+)
+
+// Acceptance of the fusion passes on real models: the embedded demo model
+// (always there) and ../shared's sst2-bert-mini (when present). After the
+// whole pipeline — canonicalisation, SmoothQuant and quantisation, fusion —
+// each encoder layer is one QKV QLinear feeding a packed Attention, the
+// output projection with its residual, the FFN's two QLinears (GELU and
+// residual in their epilogues) and two LayerNorms; and compiler/exec gives
+// the bits of the unfused quantised graph.
+
+// fusionModel is a canonical FP32 graph with calibration batches and
+// test inputs.
+type fusionModel struct {
+	g      *compiler.Graph
+	calib  []calib.Batch
+	inputs []map[string]*compiler.Tensor
+}
+
+func demoFusionModel(t *testing.T) *fusionModel {
+	t.Helper()
+	dir, err := demomodel.Extract(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := loadCanonical(t, dir)
+	// Random token ids, right-padded: the embedded model has no reference
+	// inputs beside it, and the comparison is exec against exec.
+	batch := func(seed uint64, lens ...int) map[string]*compiler.Tensor {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		seq := slices.Max(lens)
+		ids := compiler.NewTensor(compiler.Int64, int64(len(lens)), int64(seq))
+		mask := compiler.NewTensor(compiler.Int64, int64(len(lens)), int64(seq))
+		for b, n := range lens {
+			for j := range n {
+				ids.I64[b*seq+j], mask.I64[b*seq+j] = 1000+rng.Int64N(20000), 1
+			}
+		}
+		return map[string]*compiler.Tensor{"input_ids": ids, "attention_mask": mask}
+	}
+	return &fusionModel{
+		g:      g,
+		calib:  []calib.Batch{batch(1, 12, 9, 12, 5), batch(2, 7, 7)},
+		inputs: []map[string]*compiler.Tensor{batch(3, 11, 4, 8), batch(4, 1)},
+	}
+}
+
+func sharedFusionModel(t *testing.T, name string) *fusionModel {
+	t.Helper()
+	dir := testmodels.ModelDir(t, name)
+	g := loadCanonical(t, dir)
+	ref, err := testmodels.LoadReference(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &fusionModel{g: g}
+	for lo := 0; lo < 48; lo += 16 {
+		in, err := testmodels.Inputs(g, ref.Examples[lo:lo+16])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lo < 32 {
+			m.calib = append(m.calib, in)
+		} else {
+			m.inputs = append(m.inputs, in)
+		}
+	}
+	return m
+}
+
+func loadCanonical(t *testing.T, dir string) *compiler.Graph {
+	t.Helper()
+	g, err := frontend.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RunPipeline(g, Options{CheckIR: true}); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestFusionOnModels(t *testing.T) {
+	models := map[string]func(*testing.T) *fusionModel{
+		demomodel.Name:   demoFusionModel,
+		"sst2-bert-mini": func(t *testing.T) *fusionModel { return sharedFusionModel(t, "sst2-bert-mini") },
+	}
+	for _, name := range []string{demomodel.Name, "sst2-bert-mini"} {
+		t.Run(name, func(t *testing.T) {
+			m := models[name](t)
+			// The FP32 graph has no QLinear: fusion leaves it as it is.
+			if runPasses(t, m.g.Clone(), FusionPipeline()...) {
+				t.Error("fusion changed the FP32 graph")
+			}
+			stats, err := calib.Collect(m.g, m.calib, calib.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, act := range []string{compiler.QLinearStatic, compiler.QLinearDynamic} {
+				t.Run(act, func(t *testing.T) {
+					unfused := m.g.Clone()
+					runPasses(t, unfused, QuantPipeline(stats, QuantOptions{Alpha: 0.5, Act: act})...)
+					fused := unfused.Clone()
+					runPasses(t, fused, FusionPipeline()...)
+					before, after := encoderOps(t, unfused), encoderOps(t, fused)
+					t.Logf("encoder ops before fusion: %s", histogramString(before))
+					t.Logf("encoder ops after fusion:  %s", histogramString(after))
+					checkFusedEncoder(t, fused, after)
+					pu, pf := execProgram(t, unfused), execProgram(t, fused)
+					for i, in := range m.inputs {
+						wantSameBits(t, fmt.Sprintf("%s logits, batch %d", act, i), execRun(t, pf, in), execRun(t, pu, in))
+					}
+				})
+			}
+		})
+	}
+}
+
+// encoderOps is the op histogram of the nodes from the first to the last
+// LayerNormalization.
+func encoderOps(t *testing.T, g *compiler.Graph) map[string]int {
+	t.Helper()
+	first, last := -1, -1
+	for i, n := range g.Nodes {
+		if n.Op == "LayerNormalization" {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		t.Fatal("no LayerNormalization")
+	}
+	h := map[string]int{}
+	for _, n := range g.Nodes[first : last+1] {
+		h[n.Op]++
+	}
+	return h
+}
+
+// checkFusedEncoder asserts the fused encoder's shape: per layer one
+// packed Attention reading one QLinear of N = 3 x hidden, four QLinears in
+// all, two LayerNorms, nothing standalone left to fuse.
+func checkFusedEncoder(t *testing.T, g *compiler.Graph, ops map[string]int) {
+	t.Helper()
+	for _, op := range []string{"Add", "sqc.Gelu", "Softmax", "Erf", "ReduceMean", "sqc.Linear"} {
+		if ops[op] > 0 {
+			t.Errorf("%d standalone %s left in the encoder", ops[op], op)
+		}
+	}
+	layers := ops["sqc.Attention"]
+	if layers == 0 {
+		t.Fatal("no attention in the encoder")
+	}
+	// LayerNorms: two per layer, and SmoothQuant's smoothed copies of
+	// those whose output is also the residual stream; the mask is built
+	// where the exporter put it.
+	for op, n := range ops {
+		switch op {
+		case opQLinear, "sqc.Attention", "LayerNormalization", "sqc.AttentionMask":
+		default:
+			t.Errorf("%d %s in the fused encoder", n, op)
+		}
+	}
+	if ops[opQLinear] != 4*layers || ops["LayerNormalization"] < 2*layers+1 {
+		t.Errorf("encoder ops %s, want per layer 4 QLinear, 1 Attention, at least 2 LayerNorm", histogramString(ops))
+	}
+	ix := newIndex(g)
+	for _, n := range g.Nodes {
+		if n.Op != "sqc.Attention" {
+			continue
+		}
+		qkv := ix.producedBy(n.Inputs[0], opQLinear)
+		if !compiler.AttentionPacked(n) || qkv == nil {
+			t.Errorf("attention %s does not read one packed QKV projection", n.Name)
+			continue
+		}
+		hidden := valueInfo(g, n.Outputs[0]).Shape[2].Size
+		if w := g.Initializers[qkv.Inputs[1]]; w.Shape[1] != 3*hidden {
+			t.Errorf("%s: QKV width %d, want 3 x %d", qkv.Name, w.Shape[1], hidden)
+		}
+	}
+}

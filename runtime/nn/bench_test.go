@@ -1,0 +1,105 @@
+package nn
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sqc-dev/sqc/runtime/pool"
+)
+
+// Benchmarks run every kernel implementation this build and CPU have
+// (sub-benchmarks "go" and "avx512"), at BERT-base shapes: batch 8 of 128
+// tokens (and of 32), 12 heads of 64, hidden size 768. Besides ns/op they
+// report the process CPU time per op (cpu-ns/op, all workers together),
+// which other processes on a shared machine do not inflate.
+
+func benchKernels(b *testing.B, f func(b *testing.B, kern *kernels)) {
+	ks := []*kernels{goKernels()}
+	if a := active(); a.name != "go" {
+		ks = append(ks, a)
+	}
+	for _, k := range ks {
+		b.Run(k.name, func(b *testing.B) {
+			start := processCPU()
+			f(b, k)
+			if used := processCPU() - start; used > 0 {
+				b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}
+
+func BenchmarkAttention(b *testing.B) {
+	const batch, heads, hd = 8, 12, 64
+	for _, seq := range []int{128, 32} {
+		b.Run(fmt.Sprintf("seq%d", seq), func(b *testing.B) {
+			w := heads * hd
+			d := &AttentionDims{
+				Batch: batch, SeqQ: seq, SeqK: seq, Heads: heads, HeadDim: hd, Scale: 0.125,
+				QStride: 3 * w, KStride: 3 * w, VStride: 3 * w, OutStride: w, MaskBatchStride: seq,
+			}
+			qkv := randSlice(1, batch*seq*3*w, -2, 2) // fused QKV rows, as a BERT graph has them
+			mask := make([]float32, batch*seq)        // [batch, 1, 1, seq], nothing padded
+			out := make([]float32, batch*seq*w)
+			p := pool.New(0)
+			defer p.Close()
+			scratch := make([]float32, AttentionScratchLen(p.Workers(), seq, hd))
+			flops := 4 * batch * heads * seq * seq * hd
+			benchKernels(b, func(b *testing.B, kern *kernels) {
+				for b.Loop() {
+					attention(kern, p, scratch, out, qkv, qkv[w:], qkv[2*w:], mask, d)
+				}
+				b.ReportMetric(float64(flops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		})
+	}
+}
+
+func BenchmarkLayerNorm(b *testing.B) {
+	const rows, n = 8 * 128, 768
+	src := randSlice(1, rows*n, -3, 3)
+	dst := make([]float32, rows*n)
+	dstU8 := make([]uint8, rows*n)
+	ln := &LayerNormParams{N: n, Gamma: randSlice(2, n, 0.5, 1.5), Beta: randSlice(3, n, -1, 1), Epsilon: 1e-12}
+	p := pool.New(0)
+	defer p.Close()
+	b.Run("f32", func(b *testing.B) {
+		benchKernels(b, func(b *testing.B, kern *kernels) {
+			b.SetBytes(int64(4 * len(src)))
+			for b.Loop() {
+				layerNorm(kern, p, dst, n, nil, 0, src, n, rows, ln, 0, 0)
+			}
+		})
+	})
+	b.Run("f32+u8", func(b *testing.B) {
+		benchKernels(b, func(b *testing.B, kern *kernels) {
+			b.SetBytes(int64(4 * len(src)))
+			for b.Loop() {
+				layerNorm(kern, p, dst, n, dstU8, n, src, n, rows, ln, 30, 128)
+			}
+		})
+	})
+}
+
+func BenchmarkQuantize(b *testing.B) {
+	const rows, cols = 8 * 128, 768
+	src := randSlice(1, rows*cols, -4, 4)
+	dst := make([]uint8, rows*cols)
+	scales, zps := make([]float32, rows), make([]int32, rows)
+	b.Run("static", func(b *testing.B) {
+		benchKernels(b, func(b *testing.B, kern *kernels) {
+			b.SetBytes(int64(4 * len(src)))
+			for b.Loop() {
+				quantizeU8(kern, dst, cols, src, cols, rows, cols, 30, 128)
+			}
+		})
+	})
+	b.Run("rows", func(b *testing.B) {
+		benchKernels(b, func(b *testing.B, kern *kernels) {
+			b.SetBytes(int64(4 * len(src)))
+			for b.Loop() {
+				quantizeRowsU8(kern, dst, cols, src, cols, rows, cols, scales, zps)
+			}
+		})
+	})
+}

@@ -1,0 +1,153 @@
+//go:build amd64 && !noasm
+
+package nn
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/sqc-dev/sqc/runtime/cpu"
+)
+
+// archKernels returns the AVX-512 kernels (AVX-512 F, BW and VL, with the
+// OS saving zmm and opmask state) when the CPU has them, else nil.
+func archKernels(f cpu.Features) *kernels {
+	if !f.AVX512 {
+		return nil
+	}
+	return asmKernels()
+}
+
+// asmKernels returns the assembly kernels. The wrappers below check every
+// slice bound the assembly touches before passing raw pointers, and panic
+// as the Go kernels would on a slice that is too short.
+func asmKernels() *kernels {
+	return &kernels{
+		name:          "avx512",
+		attnTranspose: transposeAVX512,
+		attnScores:    scoresAVX512,
+		attnSoftmax:   softmaxAVX512,
+		attnPV:        pvAVX512,
+		lnStats16:     lnStats16AVX512,
+		lnNormalize:   lnNormalizeAVX512,
+		quantize:      quantizeAVX512,
+		minMax:        minMaxAVX512,
+	}
+}
+
+// need panics unless a slice of length n holds rows rows of width
+// elements at the given stride (the last row need not be full-stride).
+func need[T any](what string, s []T, rows, stride, width int) {
+	if rows <= 0 || width <= 0 {
+		return
+	}
+	if stride < 0 || (rows-1)*stride+width > len(s) {
+		panic(fmt.Sprintf("nn: %s out of range: len %d, %d rows of %d at stride %d", what, len(s), rows, width, stride))
+	}
+}
+
+// ptr is the address of s's first element (nil for an empty slice, which
+// the kernels then do not read).
+func ptr[T any](s []T) *T { return unsafe.SliceData(s) }
+
+func transposeAVX512(dst, src []float32, stride, rows, cols int) {
+	if cols <= 0 {
+		return
+	}
+	need("transpose destination", dst, 1, 0, attnRows*cols)
+	need("transpose source", src, rows, stride, cols)
+	if rows <= 0 || rows > attnRows {
+		panic(fmt.Sprintf("nn: transpose of %d rows", rows))
+	}
+	attnTransposeAsm(ptr(dst), ptr(src), stride, rows, cols)
+}
+
+func scoresAVX512(sT, qT, k []float32, kStride, sk, d int) {
+	if sk <= 0 || d <= 0 {
+		clear(sT[:attnRows*max(sk, 0)])
+		return
+	}
+	need("scores", sT, 1, 0, attnRows*sk)
+	need("transposed queries", qT, 1, 0, attnRows*d)
+	need("keys", k, sk, kStride, d)
+	attnScoresAsm(ptr(sT), ptr(qT), ptr(k), kStride, sk, d)
+}
+
+func softmaxAVX512(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32) {
+	need("scores", sT, 1, 0, attnRows*sk)
+	mode := 0 // kernel mask modes: asmgen/nn/attention.go
+	switch {
+	case mask == nil:
+	case maskT:
+		need("transposed mask", mask, 1, 0, attnRows*sk)
+		mode = 2
+	default:
+		need("mask", mask, 1, 0, sk)
+		mode = 1
+	}
+	attnSoftmaxAsm(ptr(sT), max(sk, 0), scale, ptr(mask), mode, &sums[0])
+}
+
+func pvAVX512(out []float32, outStride, rows int, pT, v []float32, vStride, sk int, d int, sums *[attnRows]float32, _ []float32) {
+	if rows <= 0 || d <= 0 {
+		return
+	}
+	if rows > attnRows {
+		panic(fmt.Sprintf("nn: P·V of %d rows", rows))
+	}
+	sk = max(sk, 0)
+	need("output", out, rows, outStride, d)
+	need("probabilities", pT, 1, 0, attnRows*sk)
+	need("values", v, sk, vStride, d)
+	attnPVAsm(ptr(out), outStride, rows, ptr(pT), ptr(v), vStride, sk, d, &sums[0])
+}
+
+func lnStats16AVX512(x []float32, stride, n int, eps float32, mean, inv *[lnGroup]float64) {
+	need("LayerNorm rows", x, lnGroup, stride, n)
+	lnStats16Asm(ptr(x), stride, n, float64(n), float64(eps), &mean[0], &inv[0])
+}
+
+// Flag bits of lnNormAsm: asmgen/nn/layernorm.go.
+const (
+	lnBeta = 1 << iota
+	lnF32
+	lnU8
+)
+
+func lnNormalizeAVX512(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, invScale float32, zp int32) {
+	n := len(x)
+	need("gamma", ln.Gamma, 1, 0, n)
+	flags := 0
+	if ln.Beta != nil {
+		need("beta", ln.Beta, 1, 0, n)
+		flags |= lnBeta
+	}
+	if y != nil {
+		need("LayerNorm output", y, 1, 0, n)
+		flags |= lnF32
+	}
+	if q != nil {
+		need("LayerNorm u8 output", q, 1, 0, n)
+		flags |= lnU8
+	}
+	if n == 0 || flags&(lnF32|lnU8) == 0 {
+		return
+	}
+	lnNormAsm(ptr(y), ptr(q), ptr(x), n, mean, inv, ptr(ln.Gamma), ptr(ln.Beta), invScale, zp, flags)
+}
+
+func quantizeAVX512(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zp int32) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	need("quantised output", dst, rows, dstStride, cols)
+	need("quantisation input", src, rows, srcStride, cols)
+	quantizeU8Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, cols, invScale, zp)
+}
+
+func minMaxAVX512(x []float32) (lo, hi float32) {
+	if len(x) == 0 {
+		return 0, 0
+	}
+	return minMaxAsm(ptr(x), len(x))
+}

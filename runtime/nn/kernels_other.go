@@ -1,0 +1,9 @@
+//go:build !amd64 || noasm
+
+package nn
+
+import "github.com/sqc-dev/sqc/runtime/cpu"
+
+// archKernels returns nil: this build has no assembly kernels (arm64,
+// other architectures, or -tags noasm), so the Go kernels serve.
+func archKernels(cpu.Features) *kernels { return nil }

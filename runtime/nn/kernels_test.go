@@ -1,0 +1,481 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// Tests that every kernel implementation gives the Go kernels' bits. On a
+// build or CPU without assembly kernels, active() is goKernels and the
+// comparisons hold trivially; kernels_amd64_test.go also checks that the
+// assembly is what ran.
+
+// implementations returns the kernels to compare with goKernels.
+func implementations(t *testing.T) []*kernels {
+	k := active()
+	if k.name == "go" {
+		t.Logf("no assembly kernels in this build or on this CPU: comparing the Go kernels with themselves")
+	}
+	return []*kernels{k}
+}
+
+const guardLen = 19 // odd, so that the guarded slice is unaligned
+
+// guarded returns a slice of n float32 with guardLen sentinels on each
+// side (cap limited to n, so appends cannot reach them) and a check that
+// the sentinels are intact.
+func guarded(n int) ([]float32, func(t *testing.T, what string)) {
+	buf := make([]float32, n+2*guardLen)
+	for i := range buf {
+		buf[i] = math.Float32frombits(0x7fa5a5a5) // a NaN no kernel produces
+	}
+	s := buf[guardLen : guardLen+n : guardLen+n]
+	return s, func(t *testing.T, what string) {
+		t.Helper()
+		for i := range guardLen {
+			if math.Float32bits(buf[i]) != 0x7fa5a5a5 || math.Float32bits(buf[guardLen+n+i]) != 0x7fa5a5a5 {
+				t.Fatalf("%s wrote outside its slice", what)
+			}
+		}
+	}
+}
+
+// guardedU8 is guarded for bytes.
+func guardedU8(n int) ([]uint8, func(t *testing.T, what string)) {
+	buf := make([]uint8, n+2*guardLen)
+	for i := range buf {
+		buf[i] = 0xA5
+	}
+	s := buf[guardLen : guardLen+n : guardLen+n]
+	return s, func(t *testing.T, what string) {
+		t.Helper()
+		for i := range guardLen {
+			if buf[i] != 0xA5 || buf[guardLen+n+i] != 0xA5 {
+				t.Fatalf("%s wrote outside its slice", what)
+			}
+		}
+	}
+}
+
+// sameFloats fails unless got and want are equal bit for bit, except that
+// any two NaNs are equal: NaN payloads depend on operand order, which the
+// Go compiler chooses.
+func sameFloats(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		g, w := got[i], want[i]
+		if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+			t.Fatalf("%s[%d] = %g (%#08x), Go kernel %g (%#08x)", what, i, g, math.Float32bits(g), w, math.Float32bits(w))
+		}
+	}
+}
+
+// specials are values that exercise the kernels' edge cases.
+var specials = []float32{
+	0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+	math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, 1e-40, -88, -87.3, 88.7, 89, 1e30, -1e30,
+}
+
+// fillRandom fills s with values uniform in [lo, hi), and with
+// probability pSpecial a value from specials.
+func fillRandom(r *rand.Rand, s []float32, lo, hi float32, pSpecial float64) {
+	for i := range s {
+		if r.Float64() < pSpecial {
+			s[i] = specials[r.IntN(len(specials))]
+		} else {
+			s[i] = lo + float32((hi-lo)*r.Float32()) // float32(): no FMA on arm64
+		}
+	}
+}
+
+var (
+	testSeqs = []int{0, 1, 2, 3, 5, 8, 15, 16, 17, 31, 33, 130}
+	testDims = []int{1, 3, 5, 12, 16, 17, 32, 64, 65}
+)
+
+func TestAttnTransposeKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, impl := range implementations(t) {
+		for rows := 1; rows <= attnRows; rows++ {
+			for _, cols := range []int{1, 5, 16, 17, 33, 64} {
+				stride := cols + r.IntN(3)
+				src, _ := guarded((rows-1)*stride + cols)
+				fillRandom(r, src, -1, 1, 0.1)
+				want := make([]float32, attnRows*cols)
+				transposeGo(want, src, stride, rows, cols)
+				got, check := guarded(attnRows * cols)
+				impl.attnTranspose(got, src, stride, rows, cols)
+				check(t, "attnTranspose")
+				sameFloats(t, fmt.Sprintf("transpose %dx%d", rows, cols), got, want)
+			}
+		}
+	}
+}
+
+func TestAttnScoresKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, impl := range implementations(t) {
+		for _, sk := range testSeqs {
+			for _, d := range testDims {
+				for _, pSpecial := range []float64{0, 0.02} {
+					kStride := d + r.IntN(4)
+					qT := make([]float32, attnRows*d)
+					fillRandom(r, qT, -2, 2, pSpecial)
+					k, _ := guarded(max(0, (sk-1)*kStride+d))
+					fillRandom(r, k, -2, 2, pSpecial)
+					want := make([]float32, attnRows*sk)
+					scoresGo(want, qT, k, kStride, sk, d)
+					got, check := guarded(attnRows * sk)
+					impl.attnScores(got, qT, k, kStride, sk, d)
+					check(t, "attnScores")
+					sameFloats(t, fmt.Sprintf("scores sk=%d d=%d special=%v", sk, d, pSpecial), got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestAttnSoftmaxKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, impl := range implementations(t) {
+		for _, sk := range testSeqs {
+			for mode := range 3 {
+				for _, c := range []struct {
+					lo, hi   float32
+					pSpecial float64
+				}{{-4, 4, 0}, {-60, 60, 0}, {-200, 0, 0.05}} {
+					scores := make([]float32, attnRows*sk)
+					fillRandom(r, scores, c.lo, c.hi, c.pSpecial)
+					var mask []float32
+					switch mode {
+					case 1:
+						mask = make([]float32, sk)
+					case 2:
+						mask = make([]float32, attnRows*sk)
+					}
+					for i := range mask {
+						switch r.IntN(4) {
+						case 0:
+							mask[i] = -math.MaxFloat32
+						case 1:
+							mask[i] = -3 * r.Float32()
+						}
+					}
+					scale := 0.125 + r.Float32()
+					want := append([]float32(nil), scores...)
+					var wantSums [attnRows]float32
+					softmaxGo(want, sk, scale, mask, mode == 2, &wantSums)
+					got, check := guarded(len(scores))
+					copy(got, scores)
+					var sums [attnRows]float32
+					impl.attnSoftmax(got, sk, scale, mask, mode == 2, &sums)
+					check(t, "attnSoftmax")
+					what := fmt.Sprintf("softmax sk=%d mask mode %d range [%g, %g]", sk, mode, c.lo, c.hi)
+					sameFloats(t, what, got, want)
+					sameFloats(t, what+" sums", sums[:], wantSums[:])
+				}
+			}
+		}
+	}
+}
+
+// TestAttnSoftmaxExp compares Exp inside softmax on every 97th float32
+// bit pattern from -0 down to -Inf and NaN, plus the arguments near the
+// flush-to-zero bound and near each rounding boundary of k =
+// roundEven(x*log2e): a key row holding 0 makes the row maximum 0, so the
+// numerators of the other keys are Exp of their scores. Softmax only takes
+// Exp of values <= 0 (or NaN), and that is the range covered.
+func TestAttnSoftmaxExp(t *testing.T) {
+	var xs []float32
+	for bits := uint64(0x80000000); bits <= 0xffffffff; bits += 97 {
+		xs = append(xs, math.Float32frombits(uint32(bits)))
+	}
+	near := func(x float32) {
+		b := math.Float32bits(x)
+		for d := uint32(0); d <= 8; d++ {
+			xs = append(xs, math.Float32frombits(b-4+d))
+		}
+	}
+	near(expMin)
+	for k := -127; k <= 0; k++ {
+		near(float32((float64(k) + 0.5) * math.Ln2))
+	}
+	const sk = 1 + 4*64 // the zero row plus 4-row groups and a tail
+	for _, impl := range implementations(t) {
+		s := make([]float32, attnRows*sk)
+		want := make([]float32, len(s))
+		var sums, wantSums [attnRows]float32
+		for at := 0; at < len(xs); {
+			clear(s[:attnRows])
+			for i := attnRows; i < len(s); i++ {
+				s[i] = xs[at%len(xs)]
+				at++
+			}
+			copy(want, s)
+			softmaxGo(want, sk, 1, nil, false, &wantSums)
+			impl.attnSoftmax(s, sk, 1, nil, false, &sums)
+			sameFloats(t, fmt.Sprintf("Exp sweep at %d", at), s, want)
+			sameFloats(t, "Exp sweep sums", sums[:], wantSums[:])
+		}
+	}
+}
+
+func TestAttnPVKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, impl := range implementations(t) {
+		for _, sk := range testSeqs {
+			for _, d := range testDims {
+				rows := 1 + r.IntN(attnRows)
+				if d == 16 {
+					rows = attnRows
+				}
+				vStride, outStride := d+r.IntN(3), d+r.IntN(3)
+				p := make([]float32, attnRows*sk)
+				fillRandom(r, p, 0, 1, 0)
+				for i := range p {
+					switch r.IntN(16) {
+					case 0, 1:
+						p[i] = 0
+					case 2:
+						p[i] = float32(math.Copysign(0, -1))
+					case 3:
+						p[i] = float32(math.NaN()) // not skipped
+					}
+				}
+				v, _ := guarded(max(0, (sk-1)*vStride+d))
+				fillRandom(r, v, -2, 2, 0.01)
+				// Inf and NaN values under a zero weight: skipped, not 0*Inf.
+				for j := range sk {
+					if p[j*attnRows] == 0 {
+						v[j*vStride] = float32(math.Inf(1))
+					}
+				}
+				var sums [attnRows]float32
+				for i := range sums {
+					sums[i] = 0.5 + 3*r.Float32()
+				}
+				if sk == 0 {
+					clear(sums[:])
+				}
+				want := make([]float32, (rows-1)*outStride+d)
+				for i := range want {
+					want[i] = 42 // row padding must stay
+				}
+				pvGo(want, outStride, rows, p, v, vStride, sk, d, &sums, make([]float32, attnRows*d))
+				got, check := guarded(len(want))
+				for i := range got {
+					got[i] = 42
+				}
+				impl.attnPV(got, outStride, rows, p, v, vStride, sk, d, &sums, make([]float32, attnRows*d))
+				check(t, "attnPV")
+				sameFloats(t, fmt.Sprintf("P·V sk=%d d=%d rows=%d", sk, d, rows), got, want)
+			}
+		}
+	}
+}
+
+func TestLayerNormStatsKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, impl := range implementations(t) {
+		for _, n := range []int{1, 2, 5, 15, 16, 17, 40, 96, 768, 769} {
+			stride := n + r.IntN(3)
+			x, _ := guarded((lnGroup-1)*stride + n)
+			fillRandom(r, x, -3, 3, 0)
+			for j := range n {
+				x[stride+j] += 1000    // a large mean
+				x[2*stride+j] = 0.25   // constant row
+				x[3*stride+j] *= 1e-30 // tiny
+				x[4*stride+j] *= 1e30  // huge
+				x[5*stride+j] = specials[(j*7)%len(specials)]
+			}
+			var mean, inv, wantMean, wantInv [lnGroup]float64
+			lnStats16Go(x, stride, n, 1e-5, &wantMean, &wantInv)
+			impl.lnStats16(x, stride, n, 1e-5, &mean, &inv)
+			for i := range lnGroup {
+				for _, c := range []struct {
+					what      string
+					got, want float64
+				}{{"mean", mean[i], wantMean[i]}, {"inv", inv[i], wantInv[i]}} {
+					if math.Float64bits(c.got) != math.Float64bits(c.want) && !(c.got != c.got && c.want != c.want) {
+						t.Fatalf("n=%d row %d: %s = %g, Go kernel %g", n, i, c.what, c.got, c.want)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestLayerNormNormalizeKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, impl := range implementations(t) {
+		for _, n := range []int{1, 7, 8, 9, 16, 17, 40, 768, 771} {
+			for variant := range 8 {
+				withBeta, withF32, withU8 := variant&1 != 0, variant&2 != 0, variant&4 != 0
+				x := make([]float32, n)
+				fillRandom(r, x, -5, 5, 0.02)
+				ln := &LayerNormParams{N: n, Gamma: make([]float32, n), Epsilon: 1e-12}
+				fillRandom(r, ln.Gamma, 0.5, 1.5, 0.01)
+				if withBeta {
+					ln.Beta = make([]float32, n)
+					fillRandom(r, ln.Beta, -1, 1, 0.01)
+				}
+				mean, inv := float64(r.Float32()), 0.5+float64(r.Float32())
+				invScale, zp := 1+40*r.Float32(), int32(r.IntN(300)-20)
+				var y, wantY []float32
+				var q, wantQ []uint8
+				var checkY, checkQ func(*testing.T, string)
+				if withF32 {
+					y, checkY = guarded(n)
+					wantY = make([]float32, n)
+				}
+				if withU8 {
+					q, checkQ = guardedU8(n)
+					wantQ = make([]uint8, n)
+				}
+				lnNormalizeGo(wantY, wantQ, x, mean, inv, ln, invScale, zp)
+				impl.lnNormalize(y, q, x, mean, inv, ln, invScale, zp)
+				what := fmt.Sprintf("normalize n=%d beta=%v f32=%v u8=%v", n, withBeta, withF32, withU8)
+				if withF32 {
+					checkY(t, what)
+					sameFloats(t, what, y, wantY)
+				}
+				if withU8 {
+					checkQ(t, what)
+					for j := range n {
+						if q[j] != wantQ[j] {
+							t.Fatalf("%s: q[%d] = %d, Go kernel %d (y = %g)", what, j, q[j], wantQ[j], wantY)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestQuantizeKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, impl := range implementations(t) {
+		for _, cols := range []int{1, 15, 16, 17, 63, 64, 65, 200, 768} {
+			rows := 1 + r.IntN(5)
+			srcStride, dstStride := cols+r.IntN(3), cols+r.IntN(5)
+			src, _ := guarded((rows-1)*srcStride + cols)
+			fillRandom(r, src, -4, 4, 0.05)
+			for i := 0; i < len(src); i += 11 {
+				src[i] = float32(int(src[i]*8)) / 8 // ties after scaling by 40
+			}
+			invScale, zp := float32(40), int32(r.IntN(300)-20)
+			want := make([]uint8, (rows-1)*dstStride+cols)
+			quantizeGo(want, dstStride, src, srcStride, rows, cols, invScale, zp)
+			got, check := guardedU8(len(want))
+			impl.quantize(got, dstStride, src, srcStride, rows, cols, invScale, zp)
+			check(t, "quantize")
+			for i := range rows {
+				for j := range cols {
+					if g, w := got[i*dstStride+j], want[i*dstStride+j]; g != w {
+						t.Fatalf("quantize cols=%d: [%d][%d] = %d, Go kernel %d (x = %g)", cols, i, j, g, w, src[i*srcStride+j])
+					}
+				}
+			}
+
+			row := src[:cols]
+			lo, hi := impl.minMax(row)
+			wlo, whi := minMaxGo(row)
+			if math.Float32bits(lo) != math.Float32bits(wlo) || math.Float32bits(hi) != math.Float32bits(whi) {
+				t.Fatalf("minMax of %d values = %g, %g; Go kernel %g, %g", cols, lo, hi, wlo, whi)
+			}
+		}
+	}
+}
+
+// attentionCase builds random inputs for Attention with a mask of the
+// given kind ("", "padding", "full", "rows", "heads") and row padding.
+func attentionCase(r *rand.Rand, batch, sq, sk, heads, hd, pad int, mask string) (q, k, v, m []float32, d *AttentionDims) {
+	w := heads * hd
+	d = &AttentionDims{
+		Batch: batch, SeqQ: sq, SeqK: sk, Heads: heads, HeadDim: hd,
+		Scale:   float32(1 / math.Sqrt(float64(hd))),
+		QStride: w + pad, KStride: w + 2*pad, VStride: w + 3*pad, OutStride: w + pad,
+	}
+	q, k, v = make([]float32, batch*sq*d.QStride), make([]float32, batch*sk*d.KStride), make([]float32, batch*sk*d.VStride)
+	fillRandom(r, q, -2, 2, 0)
+	fillRandom(r, k, -2, 2, 0)
+	fillRandom(r, v, -2, 2, 0)
+	switch mask {
+	case "padding": // [batch, 1, 1, sk]
+		m = make([]float32, batch*sk)
+		for b := range batch {
+			for j := max(0, sk-2*b-1); j < sk; j++ {
+				m[b*sk+j] = -math.MaxFloat32
+			}
+		}
+		d.MaskBatchStride = sk
+	case "full": // [batch, heads, sq, sk]
+		m = make([]float32, batch*heads*sq*sk)
+		fillRandom(r, m, -3, 0, 0)
+		d.MaskBatchStride, d.MaskHeadStride, d.MaskRowStride = heads*sq*sk, sq*sk, sk
+	case "rows": // [batch, 1, sq, sk]
+		m = make([]float32, batch*sq*sk)
+		fillRandom(r, m, -3, 0, 0)
+		d.MaskBatchStride, d.MaskRowStride = sq*sk, sk
+	case "heads": // [1, heads, 1, sk]
+		m = make([]float32, heads*sk)
+		fillRandom(r, m, -3, 0, 0)
+		d.MaskHeadStride = sk
+	}
+	return q, k, v, m, d
+}
+
+// TestAttentionMatchesGoKernels runs whole attention calls with the Go
+// kernels and the active ones, bit for bit.
+func TestAttentionMatchesGoKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, impl := range implementations(t) {
+		for _, c := range []struct {
+			batch, sq, sk, heads, hd, pad int
+			mask                          string
+		}{
+			{2, 128, 128, 2, 64, 0, "padding"}, {3, 32, 32, 4, 32, 0, "padding"}, {2, 37, 37, 3, 64, 5, "rows"},
+			{1, 9, 23, 2, 12, 1, "full"}, {2, 17, 5, 2, 5, 0, "heads"}, {1, 1, 1, 1, 1, 0, ""}, {2, 50, 3, 1, 65, 2, ""},
+		} {
+			q, k, v, m, d := attentionCase(r, c.batch, c.sq, c.sk, c.heads, c.hd, c.pad, c.mask)
+			run := func(kern *kernels) []float32 {
+				out := make([]float32, c.batch*c.sq*d.OutStride)
+				scratch := make([]float32, AttentionScratchLen(1, c.sk, c.hd))
+				attention(kern, nil, scratch, out, q, k, v, m, d)
+				return out
+			}
+			sameFloats(t, fmt.Sprintf("Attention %+v", c), run(impl), run(goKernels()))
+		}
+	}
+}
+
+// TestLayerNormMatchesGoKernels covers the driver: 16-row groups, the
+// remaining rows, and the u8 output with padding.
+func TestLayerNormMatchesGoKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, impl := range implementations(t) {
+		for _, rows := range []int{1, 15, 16, 17, 40, 64} {
+			const n, kp = 96, 128
+			src := make([]float32, rows*n)
+			fillRandom(r, src, -3, 3, 0)
+			ln := &LayerNormParams{N: n, Gamma: make([]float32, n), Beta: make([]float32, n), Epsilon: 1e-12}
+			fillRandom(r, ln.Gamma, 0.5, 1.5, 0)
+			fillRandom(r, ln.Beta, -1, 1, 0)
+			run := func(kern *kernels) ([]float32, []uint8) {
+				y, q := make([]float32, rows*n), make([]uint8, rows*kp)
+				layerNorm(kern, nil, y, n, q, kp, src, n, rows, ln, 30, 128)
+				return y, q
+			}
+			y, q := run(impl)
+			wantY, wantQ := run(goKernels())
+			sameFloats(t, fmt.Sprintf("LayerNormU8 rows=%d", rows), y, wantY)
+			for i := range q {
+				if q[i] != wantQ[i] {
+					t.Fatalf("LayerNormU8 rows=%d: u8[%d] = %d, Go kernels %d", rows, i, q[i], wantQ[i])
+				}
+			}
+		}
+	}
+}
