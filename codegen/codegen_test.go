@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -44,7 +45,8 @@ func demoProgram(t *testing.T, act string) *exec.Program {
 			t.Fatal(err)
 		}
 	}
-	if err := passes.Run(g, passes.QuantPipeline(stats, opts), passes.Options{CheckIR: true}); err != nil {
+	list := append(passes.QuantPipeline(stats, opts), passes.FusionPipeline()...)
+	if err := passes.Run(g, list, passes.Options{CheckIR: true}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := exec.Compile(g, exec.Options{Threads: 1})
@@ -100,6 +102,11 @@ func TestGenerateIsDeterministicAndFormatted(t *testing.T) {
 			}
 			if act == compiler.QLinearStatic && !strings.Contains(sched, "nn.LayerNormU8(") {
 				t.Error("static schedule has no fused LayerNorm + quantise")
+			}
+			// FuseQKV: attention reads Q, K and V in place from one
+			// [tokens, 3 x 128] buffer (K and V at column offsets).
+			if !regexp.MustCompile(`KStride:\s+384,`).MatchString(sched) || !regexp.MustCompile(`\]\[128:\], ws\.f32\[\d+:\]\[:tokens\*384\]\[256:\]`).MatchString(sched) {
+				t.Error("schedule has no packed QKV attention")
 			}
 		})
 	}

@@ -142,18 +142,14 @@ func TestINT8PipelineFollowsCanonicalisation(t *testing.T) {
 			t.Fatalf("pass %d is %s, want the FP32 pipeline's %s first", i, list[i].Name, p.Name)
 		}
 	}
-	var rest []string
-	for _, p := range list[len(fp32):] {
-		rest = append(rest, p.Name)
-	}
-	if want := []string{"SmoothQuant", "Quantize", "EliminateDeadNodes"}; !slices.Equal(rest, want) {
-		t.Errorf("after canonicalisation: %v, want %v", rest, want)
+	if rest := list[len(fp32):]; len(rest) < 2 || rest[0].Name != "SmoothQuant" || rest[1].Name != "Quantize" {
+		t.Errorf("after canonicalisation: %v, want SmoothQuant then Quantize", passNames(rest))
 	}
 	// Dynamic activations without smoothing need no calibration: the
 	// whole list runs on a canonical graph and quantises it.
 	g := outlierBlock(t)
 	runPasses(t, g, list...)
-	if got := OpHistogram(g)[opQLinear]; got != 6 {
-		t.Errorf("%d QLinear after the INT8 pipeline, want 6", got)
+	if h := OpHistogram(g); h[opQLinear] == 0 || h[opLinear] != 0 {
+		t.Errorf("after the INT8 pipeline: %d QLinear, %d Linear; want every Linear quantised", h[opQLinear], h[opLinear])
 	}
 }

@@ -185,7 +185,7 @@ func TestAttentionStaysFP32Measurement(t *testing.T) {
 			// The INT8 graph as sqc builds it (alpha 0.5, static), and the
 			// smoothed FP32 graph it quantises, which is the reference.
 			cal := sharedCalibration(t, g, dir, sentences)
-			list := QuantPipeline(collect(t, g, cal, calib.Options{}), QuantOptions{Alpha: 0.5})
+			list := smoothQuantize(collect(t, g, cal, calib.Options{}), QuantOptions{Alpha: 0.5})
 			smoothed := g.Clone()
 			runPasses(t, smoothed, list[0])
 			quantised := smoothed.Clone()

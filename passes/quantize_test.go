@@ -46,13 +46,22 @@ func TestStaticQuantParams(t *testing.T) {
 	}
 }
 
-// quantizeBlock calibrates outlierBlock and runs QuantPipeline on a copy.
+// smoothQuantize is SmoothQuant and Quantize sharing a copy of stats, as in
+// QuantPipeline, without the fusions QuantPipeline may run after them.
+func smoothQuantize(stats *calib.Stats, opts QuantOptions) []Pass {
+	if stats != nil {
+		stats = stats.Clone()
+	}
+	return []Pass{SmoothQuant(stats, opts), Quantize(stats, opts), EliminateDeadNodes}
+}
+
+// quantizeBlock calibrates outlierBlock and quantises a copy.
 func quantizeBlock(t *testing.T, opts QuantOptions) (before, after *compiler.Graph, stats *calib.Stats) {
 	t.Helper()
 	before = outlierBlock(t)
 	stats = collect(t, before, blockBatches(11, 6), calib.Options{SampleRows: 64})
 	after = before.Clone()
-	runPasses(t, after, QuantPipeline(stats, opts)...)
+	runPasses(t, after, smoothQuantize(stats, opts)...)
 	return before, after, stats
 }
 
@@ -99,7 +108,7 @@ func TestQuantizeDynamic(t *testing.T) {
 	wantClose(t, before, after, blockBatches(12, 3), 0.003)
 	// Dynamic needs no statistics at all when nothing is smoothed.
 	g := outlierBlock(t)
-	runPasses(t, g, QuantPipeline(nil, QuantOptions{Act: compiler.QLinearDynamic})...)
+	runPasses(t, g, smoothQuantize(nil, QuantOptions{Act: compiler.QLinearDynamic})...)
 	if len(opsOf(g, opQLinear)) != 6 {
 		t.Error("dynamic quantisation without calibration did not quantise")
 	}
@@ -145,7 +154,7 @@ func TestQuantizeKeepsTheHead(t *testing.T) {
   %y = sqc.Linear(%cls, %wc) @classifier
   output %y: f32[batch, 2]
 }`)
-	runPasses(t, g, QuantPipeline(nil, QuantOptions{Act: compiler.QLinearDynamic})...)
+	runPasses(t, g, smoothQuantize(nil, QuantOptions{Act: compiler.QLinearDynamic})...)
 	if nodeNamed(g, "encoder").Op != opQLinear || nodeNamed(g, "classifier").Op != opLinear {
 		t.Errorf("want the encoder Linear quantised and the pooled classifier FP32:\n%s", g.Text())
 	}
@@ -161,7 +170,7 @@ func TestQuantizePercentile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("unsmoothed graph with histograms: %v", err)
 	}
-	list := QuantPipeline(stats, QuantOptions{Alpha: 0.5, Percentile: 99})
+	list := smoothQuantize(stats, QuantOptions{Alpha: 0.5, Percentile: 99})
 	if err := Run(g.Clone(), list, Options{}); !errors.Is(err, compiler.ErrInvalidRequest) || !strings.Contains(err.Error(), "Recalibrate") {
 		t.Errorf("percentile after smoothing without Recalibrate: %v", err)
 	}
@@ -172,7 +181,7 @@ func TestQuantizePercentile(t *testing.T) {
 	}
 	var rep QuantReport
 	after := g.Clone()
-	runPasses(t, after, QuantPipeline(stats, QuantOptions{Alpha: 0.5, Percentile: 99, Recalibrate: recal, Report: &rep})...)
+	runPasses(t, after, smoothQuantize(stats, QuantOptions{Alpha: 0.5, Percentile: 99, Recalibrate: recal, Report: &rep})...)
 	if calls != 1 {
 		t.Errorf("Recalibrate called %d times, want once", calls)
 	}
@@ -190,7 +199,7 @@ func quantizeBlockWith(t *testing.T, g *compiler.Graph, batches []calib.Batch, o
 	t.Helper()
 	stats := collect(t, g, batches, calib.Options{})
 	after := g.Clone()
-	runPasses(t, after, QuantPipeline(stats, opts)...)
+	runPasses(t, after, smoothQuantize(stats, opts)...)
 	return after
 }
 

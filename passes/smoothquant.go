@@ -80,7 +80,8 @@ const (
 )
 
 // DefaultAlphaGrid is the auto-alpha search grid: 0 (no smoothing) to 1 in
-// steps of 0.05, the grid Neural Compressor uses.
+// steps of 0.05. The search costs one INT8 GEMM of the sampled rows per
+// Linear and grid point, well under a second per layer.
 func DefaultAlphaGrid() []float64 {
 	grid := make([]float64, 21)
 	for i := range grid {

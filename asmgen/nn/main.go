@@ -1,7 +1,8 @@
 // Command nn generates the amd64 assembly of sqc's runtime/nn package: the
 // AVX-512 inner loops of multi-head attention (transposes, q·k scores,
 // softmax, P·V), of LayerNorm (row statistics and normalisation, with the
-// optional u8 output) and of activation quantisation.
+// optional u8 output), of activation quantisation and of the standalone
+// erf-GELU.
 //
 // It is run by `go generate ./runtime/nn/`:
 //
@@ -86,6 +87,7 @@ func generate() (*ir.File, error) {
 	genAttention(g)
 	genLayerNorm(g)
 	genQuantize(g)
+	genGelu(g)
 
 	f, err := g.Result()
 	if list, ok := err.(build.ErrorList); ok {

@@ -16,6 +16,7 @@ import (
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/compiler/frontend"
+	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
@@ -39,6 +40,7 @@ func compileCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-seq", Value: defaultMaxSeq, Usage: "longest sequence the package accepts, in tokens"},
 			&cli.IntFlag{Name: "max-batch", Value: defaultMaxBatch, Usage: "sequences per forward pass (Run splits larger batches)"},
 			&cli.StringFlag{Name: "target", Value: "auto", Usage: "kernel family ceiling: auto (fastest the CPU allows at run time), amx, vnni, avx2 or go"},
+			&cli.BoolFlag{Name: "check-ir", Usage: "verify the graph after every pass, naming the pass that broke it"},
 		}, int8Flags()...),
 		Action: func(c *cli.Context) error {
 			out := c.String("out")
@@ -66,8 +68,20 @@ func compileCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			checkIR := c.Bool("check-ir")
+			if checkIR {
+				// buildInt8 verifies its quantisation passes always, but
+				// canonicalises unchecked; canonical already, g passes
+				// through its pipeline unchanged.
+				if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
+					return err
+				}
+			}
 			b, err := buildInt8(g, tok, cfg, c.App.ErrWriter)
 			if err != nil {
+				return err
+			}
+			if err := passes.Run(b.int8, passes.FusionPipeline(), passes.Options{CheckIR: checkIR}); err != nil {
 				return err
 			}
 			prog, err := exec.Compile(b.int8, exec.Options{Threads: 1})

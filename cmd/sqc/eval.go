@@ -175,7 +175,7 @@ func evaluate(ctx context.Context, g *compiler.Graph, tok *tokenizer.Tokenizer, 
 		res.CalibSamples = 0
 	}
 	if opts.layers {
-		if res.Layers, err = layerSQNR(b.smoothed, q, b.report, enc, opts.batch); err != nil {
+		if res.Layers, err = layerSQNR(b.smoothed, b.quantized, b.report, enc, opts.batch); err != nil {
 			return nil, err
 		}
 	}
@@ -235,11 +235,13 @@ func cosine(a, b []float32) float64 {
 	return ab / math.Sqrt(aa*bb)
 }
 
-// layerSQNR runs the smoothed FP32 graph and the INT8 graph in the
-// interpreter (whose sqc.QLinear gives the INT8 engine's bits) and
-// measures, for every quantised Linear, the SQNR of its output over the
-// real (non-padding) tokens. The reference is the smoothed graph because
-// smoothing into the V projection rescales its output channels.
+// layerSQNR runs the smoothed FP32 graph and the INT8 graph as Quantize
+// left it (before fusions merge QLinears, which keep its bits) in the
+// interpreter, whose sqc.QLinear computes the INT8 engine's integer
+// arithmetic, and measures for every quantised Linear the SQNR of its
+// output over the real (non-padding) tokens. The reference is the smoothed
+// graph because smoothing into the V projection rescales its output
+// channels.
 func layerSQNR(g, q *compiler.Graph, rep *passes.QuantReport, enc []infer.Encoded, batch int) ([]layerResult, error) {
 	type acc struct{ signal, noise float64 }
 	sums := map[string]*acc{}

@@ -1,26 +1,44 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/frontend"
+	"github.com/sqc-dev/sqc/passes"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
 func inspectCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "inspect",
-		Usage:     "show a model's op histogram, parameter count and input/output shapes",
+		Name:  "inspect",
+		Usage: "show a model's op histogram, parameter count and input/output shapes, as loaded or after sqc's passes",
+		Description: "Without pass flags, inspect shows the model as loaded. --after, --dump-all, --check-ir and --int8 run the\n" +
+			"passes first: canonicalisation, then with --int8 calibration, SmoothQuant, quantisation and fusion; and\n" +
+			"report the activation memory of the result (passes.PlanMemory at --max-batch x --max-seq).",
 		ArgsUsage: "MODEL (an .onnx file or a HuggingFace directory)",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "graph", Usage: "print the whole graph in sqc's textual IR"},
-		},
+			&cli.StringFlag{Name: "after", Usage: "run the passes up to and including the first one named `PASS`, and show that graph"},
+			&cli.StringFlag{Name: "dump-all", Usage: "write the graph after every pass to `DIR` as NN-Pass.txt (00-Input.txt: as loaded)"},
+			&cli.BoolFlag{Name: "check-ir", Usage: "verify the graph after every pass, naming the pass that broke it"},
+			&cli.BoolFlag{Name: "int8", Usage: "calibrate, SmoothQuant, quantise and fuse: the graph sqc compile generates code from"},
+			&cli.IntFlag{Name: "max-batch", Value: defaultMaxBatch, Usage: "sequences per forward pass, for the activation memory plan"},
+			&cli.IntFlag{Name: "max-seq", Value: defaultMaxSeq, Usage: "tokens per sequence, for the activation memory plan"},
+		}, int8Flags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError{"inspect takes one MODEL argument"}
 			}
-			g, err := frontend.Load(c.Args().First())
+			model := c.Args().First()
+			g, err := frontend.Load(model)
 			if err != nil {
 				return err
 			}
@@ -28,12 +46,218 @@ func inspectCommand() *cli.Command {
 				return err
 			}
 			w := c.App.Writer
+			ran := c.IsSet("after") || c.IsSet("dump-all") || c.Bool("check-ir") || c.Bool("int8")
+			if ran {
+				if g, err = inspectPasses(c, model, g); err != nil {
+					return err
+				}
+			}
 			if c.Bool("graph") {
 				_, err := fmt.Fprint(w, g.Text())
 				return err
 			}
-			_, err = fmt.Fprint(w, g.Summary().String())
+			if _, err := fmt.Fprint(w, g.Summary().String()); err != nil {
+				return err
+			}
+			if ran {
+				// The memory plan of the graph shown (PlanMemory's, when the
+				// whole pipeline ran); a graph part way through
+				// canonicalisation may have values of unknown size.
+				plan, err := passes.PlanMemoryOf(g, c.Int("max-batch"), c.Int("max-seq"))
+				line := "activations: not planned: " + fmt.Sprint(err)
+				if err == nil {
+					line = memoryLine(plan)
+				}
+				_, err = fmt.Fprintln(w, line)
+			}
 			return err
 		},
 	}
+}
+
+// memoryLine is inspect's summary of a memory plan.
+func memoryLine(p *passes.MemoryPlan) string {
+	return fmt.Sprintf("activations at batch %d x sequence %d: peak %s (%d bytes) in one arena, naive sum of all %d intermediates %s (%d bytes)",
+		p.MaxBatch, p.MaxSeq, binaryBytes(p.ArenaBytes), p.ArenaBytes, len(p.Buffers), binaryBytes(p.NaiveBytes), p.NaiveBytes)
+}
+
+// binaryBytes writes a byte count in KiB, MiB or GiB.
+func binaryBytes(n int64) string {
+	v, unit := float64(n), "B"
+	for _, u := range []string{"KiB", "MiB", "GiB"} {
+		if v < 1024 {
+			break
+		}
+		v, unit = v/1024, u
+	}
+	if unit == "B" {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%.1f %s", v, unit)
+}
+
+// inspectPasses runs the pipeline on g under inspect's flags and returns
+// the graph to show.
+//
+// The stages are those of `sqc compile`: passes.Pipeline(); with --int8,
+// buildInt8 (calibration, SmoothQuant, quantisation: always verified
+// after each pass) and passes.FusionPipeline(); then passes.PlanMemory.
+// --after may name a pass of any stage (the first pass of that name).
+// buildInt8 runs its passes as one step, so --after SmoothQuant shows its
+// smoothed FP32 graph, and --after Quantize (or the sweep after it) its
+// quantised one; --dump-all writes those two as NN-SmoothQuant.txt and
+// NN-Quantize.txt.
+func inspectPasses(c *cli.Context, model string, g *compiler.Graph) (*compiler.Graph, error) {
+	int8 := c.Bool("int8")
+	var cfg *int8Config
+	if int8 {
+		var err error
+		if cfg, err = parseInt8Flags(c, "", c.App.ErrWriter); err != nil {
+			return nil, err
+		}
+	}
+	maxBatch, maxSeq := c.Int("max-batch"), c.Int("max-seq")
+	if maxBatch < 1 || maxSeq < 1 {
+		return nil, usageError{"--max-seq and --max-batch must be at least 1"}
+	}
+	canonical := passes.Pipeline()
+	var quantNames []string
+	if int8 {
+		for _, p := range passes.QuantPipeline(nil, cfg.quant) {
+			quantNames = append(quantNames, p.Name)
+		}
+	}
+	var fusion []passes.Pass
+	if int8 {
+		fusion = passes.FusionPipeline()
+	}
+	fusion = append(fusion, passes.PlanMemory(maxBatch, maxSeq))
+	after := c.String("after")
+	if after != "" && !hasPassNamed(canonical, after) && !slices.Contains(quantNames, after) && !hasPassNamed(fusion, after) {
+		var names []string
+		for _, p := range canonical {
+			names = append(names, p.Name)
+		}
+		names = append(names, quantNames...)
+		for _, p := range fusion {
+			names = append(names, p.Name)
+		}
+		return nil, usageError{fmt.Sprintf("--after %q: no such pass (passes in order: %s)", after, strings.Join(names, ", "))}
+	}
+	r := &stageRunner{checkIR: c.Bool("check-ir"), after: after, dir: c.String("dump-all")}
+	if r.dir != "" {
+		if err := os.MkdirAll(r.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("--dump-all: %w", err)
+		}
+	}
+	if err := r.run(g, canonical); err != nil || r.stopped {
+		return g, err
+	}
+	if int8 {
+		var tok *tokenizer.Tokenizer
+		if cfg.needsTokenizer() {
+			var err error
+			if tok, err = loadTokenizer(model, ""); err != nil {
+				return nil, err
+			}
+		}
+		// g is canonical already: buildInt8's own run of the pipeline
+		// finds nothing to do.
+		b, err := buildInt8(g, tok, cfg, c.App.ErrWriter)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.dumpGraph(b.smoothed, "SmoothQuant"); err != nil {
+			return nil, err
+		}
+		if err := r.dumpGraph(b.int8, "Quantize"); err != nil {
+			return nil, err
+		}
+		switch {
+		case after == "SmoothQuant":
+			return b.smoothed, nil
+		case slices.Contains(quantNames, after):
+			return b.int8, nil
+		}
+		g = b.int8
+	}
+	return g, r.run(g, fusion)
+}
+
+func hasPassNamed(list []passes.Pass, name string) bool {
+	return slices.ContainsFunc(list, func(p passes.Pass) bool { return p.Name == name })
+}
+
+// stageRunner runs the pipeline's stages one after another with inspect's
+// options: one dump directory numbered across the stages, and --after
+// honoured in whichever stage holds the pass.
+type stageRunner struct {
+	checkIR bool
+	after   string
+	dir     string
+	next    int  // number of the next dump file
+	stopped bool // --after's pass has run
+}
+
+func (r *stageRunner) run(g *compiler.Graph, list []passes.Pass) error {
+	opts := passes.Options{CheckIR: r.checkIR}
+	if hasPassNamed(list, r.after) {
+		opts.StopAfter = r.after
+	}
+	if r.dir != "" {
+		// passes.Run numbers its dumps from 00; a scratch directory beside
+		// the dumps lets this stage's files be renumbered to follow the
+		// previous stage's.
+		tmp, err := os.MkdirTemp(r.dir, ".stage-")
+		if err != nil {
+			return fmt.Errorf("--dump-all: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		opts.DumpDir = tmp
+	}
+	err := passes.Run(g, list, opts)
+	if r.dir != "" {
+		if err := r.collectDumps(opts.DumpDir, list); err != nil {
+			return err
+		}
+	}
+	r.stopped = opts.StopAfter != "" && err == nil
+	return err
+}
+
+// collectDumps moves a stage's dump files into the dump directory with
+// the running numbers; the stage's 00-Input.txt is kept only for the first
+// stage (later ones start from the previous stage's last graph).
+func (r *stageRunner) collectDumps(tmp string, list []passes.Pass) error {
+	for i := 0; i <= len(list); i++ {
+		name := "Input"
+		if i > 0 {
+			name = list[i-1].Name
+		}
+		src := filepath.Join(tmp, fmt.Sprintf("%02d-%s.txt", i, name))
+		if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
+			continue // not reached (--after) or not written (an error)
+		}
+		if i == 0 && r.next > 0 {
+			continue
+		}
+		if err := os.Rename(src, filepath.Join(r.dir, fmt.Sprintf("%02d-%s.txt", r.next, name))); err != nil {
+			return fmt.Errorf("--dump-all: %w", err)
+		}
+		r.next++
+	}
+	return nil
+}
+
+// dumpGraph writes g as the next dump file, after the named pass.
+func (r *stageRunner) dumpGraph(g *compiler.Graph, pass string) error {
+	if r.dir == "" {
+		return nil
+	}
+	path := filepath.Join(r.dir, fmt.Sprintf("%02d-%s.txt", r.next, pass))
+	if err := os.WriteFile(path, []byte(g.Text()), 0o644); err != nil {
+		return fmt.Errorf("--dump-all: %w", err)
+	}
+	r.next++
+	return nil
 }

@@ -190,7 +190,7 @@ func TestINT8AccuracyOnSST2(t *testing.T) {
 // from the runtime kernels by an ulp or so, which can move an activation
 // across a quantisation boundary, so it agrees to 1e-3 relative.
 func TestINT8BitwiseAcrossISAs(t *testing.T) {
-	const sentences = 48
+	const sentences = 32
 	for _, name := range testmodels.Models {
 		for _, act := range []string{compiler.QLinearStatic, compiler.QLinearDynamic} {
 			t.Run(name+"/"+act, func(t *testing.T) {

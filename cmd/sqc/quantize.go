@@ -241,8 +241,13 @@ type int8Build struct {
 	// the canonical graph, with the weights and activations the INT8 graph
 	// quantises (per-layer errors are measured against it).
 	smoothed *compiler.Graph
-	int8     *compiler.Graph
-	report   *passes.QuantReport
+	// quantized is the graph right after Quantize, before the fusions
+	// that follow it merge or rename QLinears: one sqc.QLinear per
+	// quantised Linear, under the Linear's node and output names.
+	quantized *compiler.Graph
+	// int8 is the finished INT8 graph, what runs.
+	int8   *compiler.Graph
+	report *passes.QuantReport
 }
 
 // buildInt8 canonicalises g in place (if it is not already), calibrates
@@ -276,14 +281,27 @@ func quantizeCanonical(g *compiler.Graph, stats *calib.Stats, cal *calibrator, o
 	b := &int8Build{report: &passes.QuantReport{}}
 	opts.Report = b.report
 	list := passes.QuantPipeline(stats, opts)
-	// Run SmoothQuant on its own to keep the smoothed FP32 graph.
-	split := slices.IndexFunc(list, func(p passes.Pass) bool { return p.Name == "SmoothQuant" }) + 1
-	b.smoothed = g.Clone()
-	if err := passes.Run(b.smoothed, list[:split], passes.Options{CheckIR: true}); err != nil {
+	// Run it in three stages to keep the graphs after SmoothQuant and
+	// after Quantize for analysis.
+	named := func(name string) int {
+		return slices.IndexFunc(list, func(p passes.Pass) bool { return p.Name == name })
+	}
+	smooth, quant := named("SmoothQuant"), named("Quantize")
+	if smooth < 0 || quant < smooth {
+		return nil, fmt.Errorf("internal error: the quantisation pipeline lacks SmoothQuant or Quantize")
+	}
+	stage := func(from *compiler.Graph, passList []passes.Pass) (*compiler.Graph, error) {
+		out := from.Clone()
+		return out, passes.Run(out, passList, passes.Options{CheckIR: true})
+	}
+	var err error
+	if b.smoothed, err = stage(g, list[:smooth+1]); err != nil {
 		return nil, err
 	}
-	b.int8 = b.smoothed.Clone()
-	if err := passes.Run(b.int8, list[split:], passes.Options{CheckIR: true}); err != nil {
+	if b.quantized, err = stage(b.smoothed, list[smooth+1:quant+1]); err != nil {
+		return nil, err
+	}
+	if b.int8, err = stage(b.quantized, list[quant+1:]); err != nil {
 		return nil, err
 	}
 	return b, nil

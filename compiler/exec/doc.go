@@ -24,6 +24,13 @@
 //   - A QLinear followed by sqc.Gelu (when its act is "none") and/or by an
 //     Add of a value of the same shape (when it has no residual) runs them
 //     in its epilogue; IEEE addition is commutative, so the bits match.
+//     passes.FuseQLinearEpilogues makes the same fusion in the IR (act
+//     "gelu", the residual input), under the same conditions, so a fused
+//     graph lowers to the same steps; this lowering-time fusion remains
+//     for graphs that did not run passes.FusionPipeline.
+//   - sqc.Attention with qkv_packed (passes.FuseQKV) reads Q, K and V in
+//     place from the one [batch, seq, 3W] output of the fused projection,
+//     with row stride 3W (PackedAttentionLayout).
 //   - A QLinear or LayerNormalization whose output feeds static QLinears
 //     writes their u8 input directly (qgemm's OutU8, nn.LayerNormU8), with
 //     the same quantisation function a separate step would use.

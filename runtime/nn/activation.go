@@ -6,7 +6,10 @@ import "github.com/sqc-dev/sqc/runtime/qgemm"
 
 // Gelu sets dst[i] = gelu(src[i]) with qgemm's float32 erf-GELU, the bits a
 // GEMM epilogue with ActGelu gives.
-func Gelu(dst, src []float32) {
+func Gelu(dst, src []float32) { active().gelu(dst, src) }
+
+// geluGo is kernels.gelu.
+func geluGo(dst, src []float32) {
 	dst = dst[:len(src)]
 	for i, x := range src {
 		dst[i] = qgemm.Gelu(x)

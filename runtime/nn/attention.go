@@ -85,7 +85,11 @@ func attentionBlock(kern *kernels, scratch, out, q, k, v, mask []float32, d *Att
 	maskT := scratch[2*attnRows*hd+attnRows*sk:][:attnRows*sk]
 
 	kern.attnTranspose(qT, q[(b*d.SeqQ+i0)*d.QStride+h*hd:], d.QStride, n, hd)
-	kern.attnScores(sT, qT, k[b*sk*d.KStride+h*hd:], d.KStride, sk, hd)
+	var kb, vb []float32 // the head's keys and values (none when SeqK = 0)
+	if sk > 0 {
+		kb, vb = k[b*sk*d.KStride+h*hd:], v[b*sk*d.VStride+h*hd:]
+	}
+	kern.attnScores(sT, qT, kb, d.KStride, sk, hd)
 	var m []float32
 	transposed := false
 	if mask != nil && sk > 0 {
@@ -99,7 +103,7 @@ func attentionBlock(kern *kernels, scratch, out, q, k, v, mask []float32, d *Att
 	}
 	var sums [attnRows]float32
 	kern.attnSoftmax(sT, sk, d.Scale, m, transposed, &sums)
-	kern.attnPV(out[(b*d.SeqQ+i0)*d.OutStride+h*hd:], d.OutStride, n, sT, v[b*sk*d.VStride+h*hd:], d.VStride, sk, hd, &sums, acc)
+	kern.attnPV(out[(b*d.SeqQ+i0)*d.OutStride+h*hd:], d.OutStride, n, sT, vb, d.VStride, sk, hd, &sums, acc)
 }
 
 // The Go kernels of attention. Blocks are 16 lanes wide whatever the

@@ -103,3 +103,15 @@ func BenchmarkQuantize(b *testing.B) {
 		})
 	})
 }
+
+func BenchmarkGelu(b *testing.B) {
+	const n = 8 * 128 * 3072 // BERT-base FFN activations of a batch
+	src := randSlice(1, n, -6, 6)
+	dst := make([]float32, n)
+	benchKernels(b, func(b *testing.B, kern *kernels) {
+		b.SetBytes(4 * n)
+		for b.Loop() {
+			kern.gelu(dst, src)
+		}
+	})
+}

@@ -15,8 +15,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/kernels.golden")
 
-// TestGoldenBits hashes the outputs of Attention, LayerNormU8, QuantizeU8
-// and QuantizeRowsU8 on fixed inputs and compares the hashes with
+// TestGoldenBits hashes the outputs of Attention, LayerNormU8, QuantizeU8,
+// QuantizeRowsU8 and Gelu on fixed inputs and compares the hashes with
 // testdata/kernels.golden, with the active kernels and with the Go ones.
 // The same file must hold on every architecture and build (amd64 with and
 // without assembly, arm64): this is the check that the pure-Go path gives
@@ -108,5 +108,9 @@ func goldenHashes(kern *kernels) []string {
 		zpBytes = binary.LittleEndian.AppendUint32(zpBytes, uint32(z))
 	}
 	add("quantize/rows", scales, append(zpBytes, dst...))
+	act := make([]float32, 1001)
+	fillRandom(r, act, -8, 8, 0)
+	kern.gelu(act, act)
+	add("gelu", act, nil)
 	return lines
 }

@@ -32,6 +32,7 @@ func asmKernels() *kernels {
 		lnNormalize:   lnNormalizeAVX512,
 		quantize:      quantizeAVX512,
 		minMax:        minMaxAVX512,
+		gelu:          geluAVX512,
 	}
 }
 
@@ -150,4 +151,12 @@ func minMaxAVX512(x []float32) (lo, hi float32) {
 		return 0, 0
 	}
 	return minMaxAsm(ptr(x), len(x))
+}
+
+func geluAVX512(dst, src []float32) {
+	if len(src) == 0 {
+		return
+	}
+	need("GELU output", dst, 1, 0, len(src))
+	geluAsm(ptr(dst), ptr(src), len(src))
 }

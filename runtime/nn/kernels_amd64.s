@@ -21,9 +21,24 @@ DATA nnConsts<>+56(SB)/4, $0x3c088889
 DATA nnConsts<>+60(SB)/4, $0x3d2aaaab
 DATA nnConsts<>+64(SB)/4, $0x3e2aaaab
 DATA nnConsts<>+68(SB)/4, $0x3f000000
-DATA nnConsts<>+72(SB)/4, $0x0000007f
-DATA nnConsts<>+76(SB)/4, $0x000000ff
-GLOBL nnConsts<>(SB), RODATA|NOPTR, $80
+DATA nnConsts<>+72(SB)/4, $0xbf000000
+DATA nnConsts<>+76(SB)/4, $0x414e6666
+DATA nnConsts<>+80(SB)/4, $0x3eb504f3
+DATA nnConsts<>+84(SB)/4, $0x3e2ef945
+DATA nnConsts<>+88(SB)/4, $0xbf527892
+DATA nnConsts<>+92(SB)/4, $0x3fbe87b0
+DATA nnConsts<>+96(SB)/4, $0xbf914e5d
+DATA nnConsts<>+100(SB)/4, $0x3e8ec7cc
+DATA nnConsts<>+104(SB)/4, $0xbe3ec24c
+DATA nnConsts<>+108(SB)/4, $0x3dc636c9
+DATA nnConsts<>+112(SB)/4, $0x3ebf88fb
+DATA nnConsts<>+116(SB)/4, $0x3f8000c7
+DATA nnConsts<>+120(SB)/4, $0xbfa1fc4e
+DATA nnConsts<>+124(SB)/4, $0x0000007f
+DATA nnConsts<>+128(SB)/4, $0x000000ff
+DATA nnConsts<>+132(SB)/4, $0x7fffffff
+DATA nnConsts<>+136(SB)/4, $0xfffff000
+GLOBL nnConsts<>(SB), RODATA|NOPTR, $140
 
 DATA nnColMasks<>+0(SB)/8, $0x0000000000000000
 DATA nnColMasks<>+8(SB)/8, $0x0000000000000001
@@ -675,22 +690,22 @@ sm_exp4_20:
 	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
 	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
 	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z7, K1
 	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z8, K1
 	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z9, K1
 	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z10, K1
 	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
+	VPMINSD.BCST   nnConsts<>+124(SB), Z7, Z7
+	VPMINSD.BCST   nnConsts<>+124(SB), Z8, Z8
+	VPMINSD.BCST   nnConsts<>+124(SB), Z9, Z9
+	VPMINSD.BCST   nnConsts<>+124(SB), Z10, Z10
+	VPADDD.BCST    nnConsts<>+124(SB), Z7, Z7
+	VPADDD.BCST    nnConsts<>+124(SB), Z8, Z8
+	VPADDD.BCST    nnConsts<>+124(SB), Z9, Z9
+	VPADDD.BCST    nnConsts<>+124(SB), Z10, Z10
 	VPSLLD         $0x17, Z7, Z7
 	VPSLLD         $0x17, Z8, Z8
 	VPSLLD         $0x17, Z9, Z9
@@ -762,10 +777,10 @@ sm_exp1_21:
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
 	VMULPS         Z6, Z5, Z5
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z4, K1
 	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
+	VPMINSD.BCST   nnConsts<>+124(SB), Z4, Z4
+	VPADDD.BCST    nnConsts<>+124(SB), Z4, Z4
 	VPSLLD         $0x17, Z4, Z4
 	VMULPS         Z4, Z5, Z4
 	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
@@ -916,22 +931,22 @@ sm_exp4_25:
 	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
 	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
 	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z7, K1
 	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z8, K1
 	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z9, K1
 	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z10, K1
 	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
+	VPMINSD.BCST   nnConsts<>+124(SB), Z7, Z7
+	VPMINSD.BCST   nnConsts<>+124(SB), Z8, Z8
+	VPMINSD.BCST   nnConsts<>+124(SB), Z9, Z9
+	VPMINSD.BCST   nnConsts<>+124(SB), Z10, Z10
+	VPADDD.BCST    nnConsts<>+124(SB), Z7, Z7
+	VPADDD.BCST    nnConsts<>+124(SB), Z8, Z8
+	VPADDD.BCST    nnConsts<>+124(SB), Z9, Z9
+	VPADDD.BCST    nnConsts<>+124(SB), Z10, Z10
 	VPSLLD         $0x17, Z7, Z7
 	VPSLLD         $0x17, Z8, Z8
 	VPSLLD         $0x17, Z9, Z9
@@ -1003,10 +1018,10 @@ sm_exp1_26:
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
 	VMULPS         Z6, Z5, Z5
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z4, K1
 	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
+	VPMINSD.BCST   nnConsts<>+124(SB), Z4, Z4
+	VPADDD.BCST    nnConsts<>+124(SB), Z4, Z4
 	VPSLLD         $0x17, Z4, Z4
 	VMULPS         Z4, Z5, Z4
 	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
@@ -1157,22 +1172,22 @@ sm_exp4_30:
 	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
 	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
 	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z7, K1
 	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z8, K1
 	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z9, K1
 	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z10, K1
 	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
+	VPMINSD.BCST   nnConsts<>+124(SB), Z7, Z7
+	VPMINSD.BCST   nnConsts<>+124(SB), Z8, Z8
+	VPMINSD.BCST   nnConsts<>+124(SB), Z9, Z9
+	VPMINSD.BCST   nnConsts<>+124(SB), Z10, Z10
+	VPADDD.BCST    nnConsts<>+124(SB), Z7, Z7
+	VPADDD.BCST    nnConsts<>+124(SB), Z8, Z8
+	VPADDD.BCST    nnConsts<>+124(SB), Z9, Z9
+	VPADDD.BCST    nnConsts<>+124(SB), Z10, Z10
 	VPSLLD         $0x17, Z7, Z7
 	VPSLLD         $0x17, Z8, Z8
 	VPSLLD         $0x17, Z9, Z9
@@ -1244,10 +1259,10 @@ sm_exp1_31:
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
 	VMULPS         Z6, Z5, Z5
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
+	VPCMPGTD.BCST  nnConsts<>+124(SB), Z4, K1
 	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
+	VPMINSD.BCST   nnConsts<>+124(SB), Z4, Z4
+	VPADDD.BCST    nnConsts<>+124(SB), Z4, Z4
 	VPSLLD         $0x17, Z4, Z4
 	VMULPS         Z4, Z5, Z4
 	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
@@ -2831,7 +2846,7 @@ lnn_loop_67:
 	VCVTPS2DQ    Z6, Z6
 	VPADDD       Z3, Z6, Z6
 	VPMAXSD      Z4, Z6, Z6
-	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
+	VPMINSD.BCST nnConsts<>+128(SB), Z6, Z6
 	VPMOVDB      Z6, K1, (BX)
 	ADDQ         $0x10, BX
 	ADDQ         $0x40, AX
@@ -2883,7 +2898,7 @@ lnn_loop_68:
 	VCVTPS2DQ    Z6, Z6
 	VPADDD       Z3, Z6, Z6
 	VPMAXSD      Z4, Z6, Z6
-	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
+	VPMINSD.BCST nnConsts<>+128(SB), Z6, Z6
 	VPMOVDB      Z6, K1, (SI)
 	ADDQ         $0x10, SI
 	ADDQ         $0x40, AX
@@ -2981,7 +2996,7 @@ lnn_loop_70:
 	VCVTPS2DQ    Z6, Z6
 	VPADDD       Z3, Z6, Z6
 	VPMAXSD      Z4, Z6, Z6
-	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
+	VPMINSD.BCST nnConsts<>+128(SB), Z6, Z6
 	VPMOVDB      Z6, K1, (SI)
 	ADDQ         $0x10, SI
 	ADDQ         $0x40, AX
@@ -3039,7 +3054,7 @@ lnn_loop_71:
 	VCVTPS2DQ    Z6, Z6
 	VPADDD       Z3, Z6, Z6
 	VPMAXSD      Z4, Z6, Z6
-	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
+	VPMINSD.BCST nnConsts<>+128(SB), Z6, Z6
 	VPMOVDB      Z6, K1, (DI)
 	ADDQ         $0x10, DI
 	ADDQ         $0x40, AX
@@ -3081,7 +3096,7 @@ q_col_73:
 	VCVTPS2DQ    Z3, Z3
 	VPADDD       Z1, Z3, Z3
 	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
+	VPMINSD.BCST nnConsts<>+128(SB), Z3, Z3
 	VPMOVDB      Z3, K1, (AX)(SI*1)
 	KSHIFTRQ     $0x10, K1, K2
 	VMOVUPS.Z    64(CX)(SI*4), K2, Z3
@@ -3091,7 +3106,7 @@ q_col_73:
 	VCVTPS2DQ    Z3, Z3
 	VPADDD       Z1, Z3, Z3
 	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
+	VPMINSD.BCST nnConsts<>+128(SB), Z3, Z3
 	VPMOVDB      Z3, K2, 16(AX)(SI*1)
 	KSHIFTRQ     $0x20, K1, K2
 	VMOVUPS.Z    128(CX)(SI*4), K2, Z3
@@ -3101,7 +3116,7 @@ q_col_73:
 	VCVTPS2DQ    Z3, Z3
 	VPADDD       Z1, Z3, Z3
 	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
+	VPMINSD.BCST nnConsts<>+128(SB), Z3, Z3
 	VPMOVDB      Z3, K2, 32(AX)(SI*1)
 	KSHIFTRQ     $0x30, K1, K1
 	VMOVUPS.Z    192(CX)(SI*4), K1, Z3
@@ -3111,7 +3126,7 @@ q_col_73:
 	VCVTPS2DQ    Z3, Z3
 	VPADDD       Z1, Z3, Z3
 	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
+	VPMINSD.BCST nnConsts<>+128(SB), Z3, Z3
 	VPMOVDB      Z3, K1, 48(AX)(SI*1)
 	ADDQ         $0x40, SI
 	CMPQ         SI, BX
@@ -3192,5 +3207,239 @@ mm_loop_74:
 	VPSHUFD       $0x01, X1, X0
 	VMAXPS        X0, X1, X1
 	MOVSS         X1, hi+20(FP)
+	VZEROUPPER
+	RET
+
+// func geluAsm(dst *float32, src *float32, n int)
+// Requires: AVX, AVX512BW, AVX512F, CMOV
+TEXT ·geluAsm(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS nnConsts<>+12(SB), Z1
+	XORQ         BX, BX
+
+gelu_loop_75:
+	MOVQ         DX, SI
+	SUBQ         BX, SI
+	MOVQ         $0x00000030, DI
+	CMPQ         SI, DI
+	CMOVQLT      SI, DI
+	LEAQ         nnColMasks<>+0(SB), SI
+	MOVQ         (SI)(DI*8), SI
+	KMOVQ        SI, K1
+	VMOVUPS.Z    (CX)(BX*4), K1, Z2
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVUPS.Z    64(CX)(BX*4), K2, Z3
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVUPS.Z    128(CX)(BX*4), K3, Z4
+	VPANDD.BCST  nnConsts<>+132(SB), Z2, Z5
+	VPANDD.BCST  nnConsts<>+132(SB), Z3, Z6
+	VPANDD.BCST  nnConsts<>+132(SB), Z4, Z7
+	VMINPS.BCST  nnConsts<>+76(SB), Z5, Z5
+	VMINPS.BCST  nnConsts<>+76(SB), Z6, Z6
+	VMINPS.BCST  nnConsts<>+76(SB), Z7, Z7
+	VMULPS.BCST  nnConsts<>+80(SB), Z5, Z8
+	VMULPS.BCST  nnConsts<>+80(SB), Z6, Z9
+	VMULPS.BCST  nnConsts<>+80(SB), Z7, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z8, Z8
+	VADDPS.BCST  nnConsts<>+12(SB), Z9, Z9
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VDIVPS       Z8, Z1, Z8
+	VDIVPS       Z9, Z1, Z9
+	VDIVPS       Z10, Z1, Z10
+	VBROADCASTSS nnConsts<>+84(SB), Z14
+	VBROADCASTSS nnConsts<>+84(SB), Z15
+	VBROADCASTSS nnConsts<>+84(SB), Z16
+	VMULPS       Z8, Z14, Z14
+	VMULPS       Z9, Z15, Z15
+	VMULPS       Z10, Z16, Z16
+	VADDPS.BCST  nnConsts<>+88(SB), Z14, Z14
+	VADDPS.BCST  nnConsts<>+88(SB), Z15, Z15
+	VADDPS.BCST  nnConsts<>+88(SB), Z16, Z16
+	VMULPS       Z8, Z14, Z14
+	VMULPS       Z9, Z15, Z15
+	VMULPS       Z10, Z16, Z16
+	VADDPS.BCST  nnConsts<>+92(SB), Z14, Z14
+	VADDPS.BCST  nnConsts<>+92(SB), Z15, Z15
+	VADDPS.BCST  nnConsts<>+92(SB), Z16, Z16
+	VMULPS       Z8, Z14, Z14
+	VMULPS       Z9, Z15, Z15
+	VMULPS       Z10, Z16, Z16
+	VADDPS.BCST  nnConsts<>+96(SB), Z14, Z14
+	VADDPS.BCST  nnConsts<>+96(SB), Z15, Z15
+	VADDPS.BCST  nnConsts<>+96(SB), Z16, Z16
+	VMULPS       Z8, Z14, Z14
+	VMULPS       Z9, Z15, Z15
+	VMULPS       Z10, Z16, Z16
+	VADDPS.BCST  nnConsts<>+100(SB), Z14, Z14
+	VADDPS.BCST  nnConsts<>+100(SB), Z15, Z15
+	VADDPS.BCST  nnConsts<>+100(SB), Z16, Z16
+	VMULPS       Z8, Z14, Z14
+	VMULPS       Z9, Z15, Z15
+	VMULPS       Z10, Z16, Z16
+	VADDPS.BCST  nnConsts<>+104(SB), Z14, Z14
+	VADDPS.BCST  nnConsts<>+104(SB), Z15, Z15
+	VADDPS.BCST  nnConsts<>+104(SB), Z16, Z16
+	VMULPS       Z8, Z14, Z14
+	VMULPS       Z9, Z15, Z15
+	VMULPS       Z10, Z16, Z16
+	VADDPS.BCST  nnConsts<>+108(SB), Z14, Z14
+	VADDPS.BCST  nnConsts<>+108(SB), Z15, Z15
+	VADDPS.BCST  nnConsts<>+108(SB), Z16, Z16
+	VMULPS       Z8, Z14, Z14
+	VMULPS       Z9, Z15, Z15
+	VMULPS       Z10, Z16, Z16
+	VADDPS.BCST  nnConsts<>+112(SB), Z14, Z14
+	VADDPS.BCST  nnConsts<>+112(SB), Z15, Z15
+	VADDPS.BCST  nnConsts<>+112(SB), Z16, Z16
+	VMULPS       Z8, Z14, Z14
+	VMULPS       Z9, Z15, Z15
+	VMULPS       Z10, Z16, Z16
+	VADDPS.BCST  nnConsts<>+116(SB), Z14, Z14
+	VADDPS.BCST  nnConsts<>+116(SB), Z15, Z15
+	VADDPS.BCST  nnConsts<>+116(SB), Z16, Z16
+	VMULPS       Z8, Z14, Z14
+	VMULPS       Z9, Z15, Z15
+	VMULPS       Z10, Z16, Z16
+	VADDPS.BCST  nnConsts<>+120(SB), Z14, Z14
+	VADDPS.BCST  nnConsts<>+120(SB), Z15, Z15
+	VADDPS.BCST  nnConsts<>+120(SB), Z16, Z16
+	VPANDD.BCST  nnConsts<>+136(SB), Z5, Z17
+	VPANDD.BCST  nnConsts<>+136(SB), Z6, Z18
+	VPANDD.BCST  nnConsts<>+136(SB), Z7, Z19
+	VMULPS       Z17, Z17, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS.BCST  nnConsts<>+72(SB), Z20, Z20
+	VMULPS.BCST  nnConsts<>+72(SB), Z21, Z21
+	VMULPS.BCST  nnConsts<>+72(SB), Z22, Z22
+	VSUBPS       Z17, Z5, Z23
+	VSUBPS       Z18, Z6, Z24
+	VSUBPS       Z19, Z7, Z25
+	VADDPS       Z17, Z5, Z17
+	VADDPS       Z18, Z6, Z18
+	VADDPS       Z19, Z7, Z19
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS.BCST  nnConsts<>+72(SB), Z17, Z17
+	VMULPS.BCST  nnConsts<>+72(SB), Z18, Z18
+	VMULPS.BCST  nnConsts<>+72(SB), Z19, Z19
+	VADDPS       Z14, Z17, Z17
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z14
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VMULPS.BCST  nnConsts<>+16(SB), Z14, Z14
+	VMULPS.BCST  nnConsts<>+16(SB), Z15, Z15
+	VMULPS.BCST  nnConsts<>+16(SB), Z16, Z16
+	VCVTPS2DQ    Z14, Z14
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTDQ2PS    Z14, Z23
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VMULPS.BCST  nnConsts<>+20(SB), Z23, Z26
+	VMULPS.BCST  nnConsts<>+20(SB), Z24, Z27
+	VMULPS.BCST  nnConsts<>+20(SB), Z25, Z28
+	VSUBPS       Z26, Z20, Z20
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VMULPS.BCST  nnConsts<>+24(SB), Z23, Z17
+	VMULPS.BCST  nnConsts<>+24(SB), Z24, Z18
+	VMULPS.BCST  nnConsts<>+24(SB), Z25, Z19
+	VSUBPS       Z17, Z20, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VBROADCASTSS nnConsts<>+48(SB), Z17
+	VBROADCASTSS nnConsts<>+48(SB), Z18
+	VBROADCASTSS nnConsts<>+48(SB), Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  nnConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  nnConsts<>+52(SB), Z18, Z18
+	VADDPS.BCST  nnConsts<>+52(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  nnConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  nnConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST  nnConsts<>+56(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  nnConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  nnConsts<>+60(SB), Z18, Z18
+	VADDPS.BCST  nnConsts<>+60(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  nnConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  nnConsts<>+64(SB), Z18, Z18
+	VADDPS.BCST  nnConsts<>+64(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  nnConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  nnConsts<>+68(SB), Z18, Z18
+	VADDPS.BCST  nnConsts<>+68(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  nnConsts<>+12(SB), Z17, Z17
+	VADDPS.BCST  nnConsts<>+12(SB), Z18, Z18
+	VADDPS.BCST  nnConsts<>+12(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  nnConsts<>+12(SB), Z17, Z17
+	VADDPS.BCST  nnConsts<>+12(SB), Z18, Z18
+	VADDPS.BCST  nnConsts<>+12(SB), Z19, Z19
+	VPADDD.BCST  nnConsts<>+124(SB), Z14, Z14
+	VPADDD.BCST  nnConsts<>+124(SB), Z15, Z15
+	VPADDD.BCST  nnConsts<>+124(SB), Z16, Z16
+	VPSLLD       $0x17, Z14, Z14
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VMULPS       Z14, Z17, Z14
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS.BCST  nnConsts<>+68(SB), Z8, Z8
+	VMULPS.BCST  nnConsts<>+68(SB), Z9, Z9
+	VMULPS.BCST  nnConsts<>+68(SB), Z10, Z10
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z15, Z9, Z9
+	VMULPS       Z16, Z10, Z10
+	VCMPPS.BCST  $0x1d, nnConsts<>+76(SB), Z5, K4
+	VBLENDMPS    Z0, Z8, K4, Z8
+	VCMPPS.BCST  $0x1d, nnConsts<>+76(SB), Z6, K4
+	VBLENDMPS    Z0, Z9, K4, Z9
+	VCMPPS.BCST  $0x1d, nnConsts<>+76(SB), Z7, K4
+	VBLENDMPS    Z0, Z10, K4, Z10
+	VSUBPS       Z8, Z1, Z5
+	VSUBPS       Z9, Z1, Z6
+	VSUBPS       Z10, Z1, Z7
+	VCMPPS       $0x1d, Z0, Z2, K4
+	VBLENDMPS    Z5, Z8, K4, Z11
+	VCMPPS       $0x1d, Z0, Z3, K4
+	VBLENDMPS    Z6, Z9, K4, Z12
+	VCMPPS       $0x1d, Z0, Z4, K4
+	VBLENDMPS    Z7, Z10, K4, Z13
+	VMULPS       Z11, Z2, Z2
+	VMULPS       Z12, Z3, Z3
+	VMULPS       Z13, Z4, Z4
+	VMOVUPS      Z2, K1, (AX)(BX*4)
+	VMOVUPS      Z3, K2, 64(AX)(BX*4)
+	VMOVUPS      Z4, K3, 128(AX)(BX*4)
+	ADDQ         $0x30, BX
+	CMPQ         BX, DX
+	JL           gelu_loop_75
 	VZEROUPPER
 	RET

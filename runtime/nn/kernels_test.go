@@ -438,6 +438,7 @@ func TestAttentionMatchesGoKernels(t *testing.T) {
 		}{
 			{2, 128, 128, 2, 64, 0, "padding"}, {3, 32, 32, 4, 32, 0, "padding"}, {2, 37, 37, 3, 64, 5, "rows"},
 			{1, 9, 23, 2, 12, 1, "full"}, {2, 17, 5, 2, 5, 0, "heads"}, {1, 1, 1, 1, 1, 0, ""}, {2, 50, 3, 1, 65, 2, ""},
+			{1, 3, 0, 2, 8, 0, "padding"}, // no keys: 0/0, NaN rows from both
 		} {
 			q, k, v, m, d := attentionCase(r, c.batch, c.sq, c.sk, c.heads, c.hd, c.pad, c.mask)
 			run := func(kern *kernels) []float32 {
@@ -476,6 +477,30 @@ func TestLayerNormMatchesGoKernels(t *testing.T) {
 					t.Fatalf("LayerNormU8 rows=%d: u8[%d] = %d, Go kernels %d", rows, i, q[i], wantQ[i])
 				}
 			}
+		}
+	}
+}
+
+// TestGeluKernel compares GELU with qgemm.Gelu (the GEMM epilogue's) on
+// every 257th float32 bit pattern, specials and odd lengths, in place and
+// not.
+func TestGeluKernel(t *testing.T) {
+	var xs []float32
+	for bits := uint64(0); bits <= 0xffffffff; bits += 257 {
+		xs = append(xs, math.Float32frombits(uint32(bits)))
+	}
+	xs = append(xs, specials...)
+	for _, impl := range implementations(t) {
+		want := make([]float32, len(xs))
+		geluGo(want, xs)
+		got, check := guarded(len(xs))
+		impl.gelu(got, xs)
+		check(t, "gelu")
+		sameFloats(t, "gelu sweep", got, want)
+		for _, n := range []int{1, 15, 16, 17, 47, 48, 49, 100} {
+			in := append([]float32(nil), xs[1000:1000+n]...)
+			impl.gelu(in, in)
+			sameFloats(t, fmt.Sprintf("gelu in place, %d values", n), in, want[1000:1000+n])
 		}
 	}
 }

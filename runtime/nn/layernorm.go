@@ -54,10 +54,15 @@ func LayerNormU8(p *pool.Pool, dstF32 []float32, f32Stride int, dstU8 []uint8, u
 // kernels: chunks of rows over the pool, statistics 16 rows at a time
 // (rowStats for a chunk's last rows), then each row normalised.
 func layerNorm(kern *kernels, p *pool.Pool, dstF32 []float32, f32Stride int, dstU8 []uint8, u8Stride int, src []float32, srcStride, rows int, ln *LayerNormParams, invScale float32, zeroPoint int32) {
+	pad := uint8(min(max(zeroPoint, 0), 255))
 	if ln.N <= 0 {
+		if dstU8 != nil {
+			for i := range rows {
+				fill(dstU8[i*u8Stride:(i+1)*u8Stride], pad)
+			}
+		}
 		return
 	}
-	pad := uint8(min(max(zeroPoint, 0), 255))
 	size, count := chunks(p, rows, layerNormMinRows)
 	size = (size + lnGroup - 1) / lnGroup * lnGroup
 	count = (rows + size - 1) / size

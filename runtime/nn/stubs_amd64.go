@@ -54,3 +54,8 @@ func quantizeU8Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows 
 //
 //go:noescape
 func minMaxAsm(x *float32, n int) (lo float32, hi float32)
+
+// geluAsm sets dst[i] = qgemm.Gelu(src[i]) for i < n (n >= 1); dst may be src.
+//
+//go:noescape
+func geluAsm(dst *float32, src *float32, n int)

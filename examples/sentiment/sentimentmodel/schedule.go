@@ -21,94 +21,66 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #2 nn.LayerNorm: distilbert.embeddings.LayerNorm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm0)
+	nn.LayerNorm(m.pool, ws.f32[786432:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm0)
 	// #3 nn.LayerNormU8: distilbert.embeddings.LayerNorm/LayerNormalization/smooth
 	nn.LayerNormU8(m.pool, nil, 128, ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm1, float32(178.40135), int32(126))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #4 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQ, &qgemm.Epilogue{
+	// #4 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear/QKV
+	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
 		AZeroPoint: int32(126),
-		Bias:       m.w.distilbertTransformerLayer0AttentionQLinBias,
-		ColSum:     m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQ.ColSum,
-		OutF32:     ws.f32[0:][:tokens*128],
-		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQScale,
+		Bias:       m.w.distilbertTransformerLayer0AttentionQLinBiasQkv,
+		ColSum:     m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv.ColSum,
+		OutF32:     ws.f32[0:][:tokens*384],
+		OutStride:  384,
+		Scale:      m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkvScale,
 	}); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #5 qgemm.GEMM: distilbert.transformer.layer.0.attention.k_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionKLinWeightTSmoothQ, &qgemm.Epilogue{
-		AZeroPoint: int32(126),
-		Bias:       m.w.distilbertTransformerLayer0AttentionKLinBias,
-		ColSum:     m.w.distilbertTransformerLayer0AttentionKLinWeightTSmoothQ.ColSum,
-		OutF32:     ws.f32[524288:][:tokens*128],
-		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer0AttentionKLinWeightTSmoothQScale,
-	}); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// #6 qgemm.GEMM: distilbert.transformer.layer.0.attention.v_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQ, &qgemm.Epilogue{
-		AZeroPoint: int32(126),
-		Bias:       m.w.distilbertTransformerLayer0AttentionVLinBiasSmooth,
-		ColSum:     m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQ.ColSum,
-		OutF32:     ws.f32[786432:][:tokens*128],
-		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQScale,
-	}); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// #7 nn.Attention: distilbert.transformer.layer.0.attention.context/Reshape/Attention
-	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[0:][:tokens*128], ws.f32[524288:][:tokens*128], ws.f32[786432:][:tokens*128], ws.f32[1310720:][:tokens], &nn.AttentionDims{
+	// #5 nn.Attention: distilbert.transformer.layer.0.attention.context/Reshape/Attention
+	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[0:][:tokens*384], ws.f32[0:][:tokens*384][128:], ws.f32[0:][:tokens*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
 		Batch:           batch,
 		HeadDim:         64,
 		Heads:           2,
-		KStride:         128,
+		KStride:         384,
 		MaskBatchStride: seq,
 		OutStride:       128,
-		QStride:         128,
+		QStride:         384,
 		Scale:           float32(0.125),
 		SeqK:            seq,
 		SeqQ:            seq,
-		VStride:         128,
+		VStride:         384,
 	})
-	// #8 nn.QuantizeU8: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	// #6 nn.QuantizeU8: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
 	nn.QuantizeU8(ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(277.94394), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #9 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	// #7 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(130),
 		Bias:           m.w.distilbertTransformerLayer0AttentionOutLinBias,
 		ColSum:         m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ.ColSum,
 		OutF32:         ws.f32[0:][:tokens*128],
 		OutStride:      128,
-		Residual:       ws.f32[262144:][:tokens*128],
+		Residual:       ws.f32[786432:][:tokens*128],
 		ResidualStride: 128,
 		Scale:          m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQScale,
 	}); err != nil {
 		return err
 	}
-	// #10 nn.LayerNorm: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
+	// #8 nn.LayerNorm: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
 	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm2)
-	// #11 nn.LayerNormU8: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
+	// #9 nn.LayerNormU8: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
 	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm3, float32(221.08879), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #12 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
+	// #10 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(130),
 		Act:          qgemm.ActGelu,
@@ -125,7 +97,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #13 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
+	// #11 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer0FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(17),
 		Bias:           m.w.distilbertTransformerLayer0FfnLin2Bias,
@@ -138,95 +110,67 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	}); err != nil {
 		return err
 	}
-	// #14 nn.LayerNorm: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm4)
-	// #15 nn.LayerNormU8: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
+	// #12 nn.LayerNorm: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
+	nn.LayerNorm(m.pool, ws.f32[786432:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm4)
+	// #13 nn.LayerNormU8: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
 	nn.LayerNormU8(m.pool, nil, 128, ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm5, float32(181.62914), int32(133))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #16 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQ, &qgemm.Epilogue{
+	// #14 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
+	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
 		AZeroPoint: int32(133),
-		Bias:       m.w.distilbertTransformerLayer1AttentionQLinBias,
-		ColSum:     m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQ.ColSum,
-		OutF32:     ws.f32[0:][:tokens*128],
-		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQScale,
+		Bias:       m.w.distilbertTransformerLayer1AttentionQLinBiasQkv,
+		ColSum:     m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv.ColSum,
+		OutF32:     ws.f32[0:][:tokens*384],
+		OutStride:  384,
+		Scale:      m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkvScale,
 	}); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #17 qgemm.GEMM: distilbert.transformer.layer.1.attention.k_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionKLinWeightTSmoothQ, &qgemm.Epilogue{
-		AZeroPoint: int32(133),
-		Bias:       m.w.distilbertTransformerLayer1AttentionKLinBias,
-		ColSum:     m.w.distilbertTransformerLayer1AttentionKLinWeightTSmoothQ.ColSum,
-		OutF32:     ws.f32[524288:][:tokens*128],
-		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer1AttentionKLinWeightTSmoothQScale,
-	}); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// #18 qgemm.GEMM: distilbert.transformer.layer.1.attention.v_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQ, &qgemm.Epilogue{
-		AZeroPoint: int32(133),
-		Bias:       m.w.distilbertTransformerLayer1AttentionVLinBiasSmooth,
-		ColSum:     m.w.distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQ.ColSum,
-		OutF32:     ws.f32[786432:][:tokens*128],
-		OutStride:  128,
-		Scale:      m.w.distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQScale,
-	}); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// #19 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
-	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[0:][:tokens*128], ws.f32[524288:][:tokens*128], ws.f32[786432:][:tokens*128], ws.f32[1310720:][:tokens], &nn.AttentionDims{
+	// #15 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
+	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[0:][:tokens*384], ws.f32[0:][:tokens*384][128:], ws.f32[0:][:tokens*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
 		Batch:           batch,
 		HeadDim:         64,
 		Heads:           2,
-		KStride:         128,
+		KStride:         384,
 		MaskBatchStride: seq,
 		OutStride:       128,
-		QStride:         128,
+		QStride:         384,
 		Scale:           float32(0.125),
 		SeqK:            seq,
 		SeqQ:            seq,
-		VStride:         128,
+		VStride:         384,
 	})
-	// #20 nn.QuantizeU8: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	// #16 nn.QuantizeU8: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
 	nn.QuantizeU8(ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(258.05313), int32(128))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #21 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	// #17 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(128),
 		Bias:           m.w.distilbertTransformerLayer1AttentionOutLinBias,
 		ColSum:         m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ.ColSum,
 		OutF32:         ws.f32[0:][:tokens*128],
 		OutStride:      128,
-		Residual:       ws.f32[262144:][:tokens*128],
+		Residual:       ws.f32[786432:][:tokens*128],
 		ResidualStride: 128,
 		Scale:          m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQScale,
 	}); err != nil {
 		return err
 	}
-	// #22 nn.LayerNorm: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
+	// #18 nn.LayerNorm: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
 	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm6)
-	// #23 nn.LayerNormU8: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
+	// #19 nn.LayerNormU8: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
 	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm7, float32(185.9047), int32(112))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #24 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
+	// #20 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(112),
 		Act:          qgemm.ActGelu,
@@ -243,7 +187,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #25 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
+	// #21 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
 	if err := m.gemm.GEMM(ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer1FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(14),
 		Bias:           m.w.distilbertTransformerLayer1FfnLin2Bias,
@@ -256,17 +200,17 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	}); err != nil {
 		return err
 	}
-	// #26 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
+	// #22 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
 	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm8)
-	// #27 nn.Gather: pre_classifier/first_token
+	// #23 nn.Gather: pre_classifier/first_token
 	if err := nn.Gather(ws.f32[0:][:batch*128], ws.f32[262144:][:tokens*128], batch, seq, 128, []int64{int64(0)}); err != nil {
 		return err
 	}
-	// #28 nn.LinearF32: pre_classifier/Gemm/Linear
+	// #24 nn.LinearF32: pre_classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[2048:][:batch*128], 128, ws.f32[0:][:batch*128], 128, batch, 128, 128, m.w.preClassifierWeightT, m.w.preClassifierBias)
-	// #29 nn.Relu: pre_classifier/Relu
+	// #25 nn.Relu: pre_classifier/Relu
 	nn.Relu(ws.f32[0:][:batch*128], ws.f32[2048:][:batch*128])
-	// #30 nn.LinearF32: classifier/Gemm/Linear
+	// #26 nn.LinearF32: classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[2048:][:batch*2], 2, ws.f32[0:][:batch*128], 128, batch, 128, 2, m.w.classifierWeightT, m.w.classifierBias)
 	return nil
 }

@@ -19,84 +19,72 @@ const (
 	// weightsSize is the length of weights.bin in bytes.
 	weightsSize = 16618240
 	// weightsSHA256 is the SHA-256 of weights.bin, hex.
-	weightsSHA256 = "8a8a540b8ddb60e44062f21c5f181e4536666280f713c3100a86e6485a7726da"
+	weightsSHA256 = "0ac184aca3b5d42ebfda2192b92cd70a5fc501dba9ac2cfca18049ac5410143b"
 	// weightsDecodedBytes is the memory the decoded arrays take.
 	weightsDecodedBytes = int64(16386568)
 )
 
 // weights holds the model's constants, decoded from weightsBin.
 type weights struct {
-	distilbertEmbeddingsWordEmbeddingsWeight                          []float32          // distilbert.embeddings.word_embeddings.weight
-	distilbertEmbeddingsPositionEmbeddingsWeight                      []float32          // distilbert.embeddings.position_embeddings.weight
-	distilbertEmbeddingsLayerNormWeight                               []float32          // distilbert.embeddings.LayerNorm.weight
-	distilbertEmbeddingsLayerNormBias                                 []float32          // distilbert.embeddings.LayerNorm.bias
-	distilbertEmbeddingsLayerNormWeightSmooth                         []float32          // distilbert.embeddings.LayerNorm.weight/smooth
-	distilbertEmbeddingsLayerNormBiasSmooth                           []float32          // distilbert.embeddings.LayerNorm.bias/smooth
-	distilbertTransformerLayer0AttentionQLinWeightTSmoothQ            qgemm.PackedB      // distilbert.transformer.layer.0.attention.q_lin.weight.T/smooth/q: 128x128 s8, packed
-	distilbertTransformerLayer0AttentionQLinWeightTSmoothQScale       []float32          // distilbert.transformer.layer.0.attention.q_lin.weight.T/smooth/q.scale
-	distilbertTransformerLayer0AttentionQLinBias                      []float32          // distilbert.transformer.layer.0.attention.q_lin.bias
-	distilbertTransformerLayer0AttentionKLinWeightTSmoothQ            qgemm.PackedB      // distilbert.transformer.layer.0.attention.k_lin.weight.T/smooth/q: 128x128 s8, packed
-	distilbertTransformerLayer0AttentionKLinWeightTSmoothQScale       []float32          // distilbert.transformer.layer.0.attention.k_lin.weight.T/smooth/q.scale
-	distilbertTransformerLayer0AttentionKLinBias                      []float32          // distilbert.transformer.layer.0.attention.k_lin.bias
-	distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQ      qgemm.PackedB      // distilbert.transformer.layer.0.attention.v_lin.weight.T/smooth/smooth/q: 128x128 s8, packed
-	distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQScale []float32          // distilbert.transformer.layer.0.attention.v_lin.weight.T/smooth/smooth/q.scale
-	distilbertTransformerLayer0AttentionVLinBiasSmooth                []float32          // distilbert.transformer.layer.0.attention.v_lin.bias/smooth
-	distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ          qgemm.PackedB      // distilbert.transformer.layer.0.attention.out_lin.weight.T/smooth/q: 128x128 s8, packed
-	distilbertTransformerLayer0AttentionOutLinWeightTSmoothQScale     []float32          // distilbert.transformer.layer.0.attention.out_lin.weight.T/smooth/q.scale
-	distilbertTransformerLayer0AttentionOutLinBias                    []float32          // distilbert.transformer.layer.0.attention.out_lin.bias
-	distilbertTransformerLayer0SaLayerNormWeight                      []float32          // distilbert.transformer.layer.0.sa_layer_norm.weight
-	distilbertTransformerLayer0SaLayerNormBias                        []float32          // distilbert.transformer.layer.0.sa_layer_norm.bias
-	distilbertTransformerLayer0SaLayerNormWeightSmooth                []float32          // distilbert.transformer.layer.0.sa_layer_norm.weight/smooth
-	distilbertTransformerLayer0SaLayerNormBiasSmooth                  []float32          // distilbert.transformer.layer.0.sa_layer_norm.bias/smooth
-	distilbertTransformerLayer0FfnLin1WeightTSmoothQ                  qgemm.PackedB      // distilbert.transformer.layer.0.ffn.lin1.weight.T/smooth/q: 128x512 s8, packed
-	distilbertTransformerLayer0FfnLin1WeightTSmoothQScale             []float32          // distilbert.transformer.layer.0.ffn.lin1.weight.T/smooth/q.scale
-	distilbertTransformerLayer0FfnLin1Bias                            []float32          // distilbert.transformer.layer.0.ffn.lin1.bias
-	distilbertTransformerLayer0FfnLin2WeightTQ                        qgemm.PackedB      // distilbert.transformer.layer.0.ffn.lin2.weight.T/q: 512x128 s8, packed
-	distilbertTransformerLayer0FfnLin2WeightTQScale                   []float32          // distilbert.transformer.layer.0.ffn.lin2.weight.T/q.scale
-	distilbertTransformerLayer0FfnLin2Bias                            []float32          // distilbert.transformer.layer.0.ffn.lin2.bias
-	distilbertTransformerLayer0OutputLayerNormWeight                  []float32          // distilbert.transformer.layer.0.output_layer_norm.weight
-	distilbertTransformerLayer0OutputLayerNormBias                    []float32          // distilbert.transformer.layer.0.output_layer_norm.bias
-	distilbertTransformerLayer0OutputLayerNormWeightSmooth            []float32          // distilbert.transformer.layer.0.output_layer_norm.weight/smooth
-	distilbertTransformerLayer0OutputLayerNormBiasSmooth              []float32          // distilbert.transformer.layer.0.output_layer_norm.bias/smooth
-	distilbertTransformerLayer1AttentionQLinWeightTSmoothQ            qgemm.PackedB      // distilbert.transformer.layer.1.attention.q_lin.weight.T/smooth/q: 128x128 s8, packed
-	distilbertTransformerLayer1AttentionQLinWeightTSmoothQScale       []float32          // distilbert.transformer.layer.1.attention.q_lin.weight.T/smooth/q.scale
-	distilbertTransformerLayer1AttentionQLinBias                      []float32          // distilbert.transformer.layer.1.attention.q_lin.bias
-	distilbertTransformerLayer1AttentionKLinWeightTSmoothQ            qgemm.PackedB      // distilbert.transformer.layer.1.attention.k_lin.weight.T/smooth/q: 128x128 s8, packed
-	distilbertTransformerLayer1AttentionKLinWeightTSmoothQScale       []float32          // distilbert.transformer.layer.1.attention.k_lin.weight.T/smooth/q.scale
-	distilbertTransformerLayer1AttentionKLinBias                      []float32          // distilbert.transformer.layer.1.attention.k_lin.bias
-	distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQ      qgemm.PackedB      // distilbert.transformer.layer.1.attention.v_lin.weight.T/smooth/smooth/q: 128x128 s8, packed
-	distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQScale []float32          // distilbert.transformer.layer.1.attention.v_lin.weight.T/smooth/smooth/q.scale
-	distilbertTransformerLayer1AttentionVLinBiasSmooth                []float32          // distilbert.transformer.layer.1.attention.v_lin.bias/smooth
-	distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ          qgemm.PackedB      // distilbert.transformer.layer.1.attention.out_lin.weight.T/smooth/q: 128x128 s8, packed
-	distilbertTransformerLayer1AttentionOutLinWeightTSmoothQScale     []float32          // distilbert.transformer.layer.1.attention.out_lin.weight.T/smooth/q.scale
-	distilbertTransformerLayer1AttentionOutLinBias                    []float32          // distilbert.transformer.layer.1.attention.out_lin.bias
-	distilbertTransformerLayer1SaLayerNormWeight                      []float32          // distilbert.transformer.layer.1.sa_layer_norm.weight
-	distilbertTransformerLayer1SaLayerNormBias                        []float32          // distilbert.transformer.layer.1.sa_layer_norm.bias
-	distilbertTransformerLayer1SaLayerNormWeightSmooth                []float32          // distilbert.transformer.layer.1.sa_layer_norm.weight/smooth
-	distilbertTransformerLayer1SaLayerNormBiasSmooth                  []float32          // distilbert.transformer.layer.1.sa_layer_norm.bias/smooth
-	distilbertTransformerLayer1FfnLin1WeightTSmoothQ                  qgemm.PackedB      // distilbert.transformer.layer.1.ffn.lin1.weight.T/smooth/q: 128x512 s8, packed
-	distilbertTransformerLayer1FfnLin1WeightTSmoothQScale             []float32          // distilbert.transformer.layer.1.ffn.lin1.weight.T/smooth/q.scale
-	distilbertTransformerLayer1FfnLin1Bias                            []float32          // distilbert.transformer.layer.1.ffn.lin1.bias
-	distilbertTransformerLayer1FfnLin2WeightTQ                        qgemm.PackedB      // distilbert.transformer.layer.1.ffn.lin2.weight.T/q: 512x128 s8, packed
-	distilbertTransformerLayer1FfnLin2WeightTQScale                   []float32          // distilbert.transformer.layer.1.ffn.lin2.weight.T/q.scale
-	distilbertTransformerLayer1FfnLin2Bias                            []float32          // distilbert.transformer.layer.1.ffn.lin2.bias
-	distilbertTransformerLayer1OutputLayerNormWeight                  []float32          // distilbert.transformer.layer.1.output_layer_norm.weight
-	distilbertTransformerLayer1OutputLayerNormBias                    []float32          // distilbert.transformer.layer.1.output_layer_norm.bias
-	preClassifierWeightT                                              []float32          // pre_classifier.weight/T
-	preClassifierBias                                                 []float32          // pre_classifier.bias
-	classifierWeightT                                                 []float32          // classifier.weight/T
-	classifierBias                                                    []float32          // classifier.bias
-	vocab                                                             []byte             // vocab.txt
-	embeddings0                                                       nn.Embeddings      // distilbert.embeddings/add_positions/Embeddings
-	layerNorm0                                                        nn.LayerNormParams // distilbert.embeddings.LayerNorm/LayerNormalization
-	layerNorm1                                                        nn.LayerNormParams // distilbert.embeddings.LayerNorm/LayerNormalization/smooth
-	layerNorm2                                                        nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
-	layerNorm3                                                        nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
-	layerNorm4                                                        nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
-	layerNorm5                                                        nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
-	layerNorm6                                                        nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
-	layerNorm7                                                        nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
-	layerNorm8                                                        nn.LayerNormParams // distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
+	distilbertEmbeddingsWordEmbeddingsWeight                       []float32          // distilbert.embeddings.word_embeddings.weight
+	distilbertEmbeddingsPositionEmbeddingsWeight                   []float32          // distilbert.embeddings.position_embeddings.weight
+	distilbertEmbeddingsLayerNormWeight                            []float32          // distilbert.embeddings.LayerNorm.weight
+	distilbertEmbeddingsLayerNormBias                              []float32          // distilbert.embeddings.LayerNorm.bias
+	distilbertEmbeddingsLayerNormWeightSmooth                      []float32          // distilbert.embeddings.LayerNorm.weight/smooth
+	distilbertEmbeddingsLayerNormBiasSmooth                        []float32          // distilbert.embeddings.LayerNorm.bias/smooth
+	distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv      qgemm.PackedB      // distilbert.transformer.layer.0.attention.q_lin.weight.T/smooth/q/qkv: 128x384 s8, packed
+	distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkvScale []float32          // distilbert.transformer.layer.0.attention.q_lin.weight.T/smooth/q/qkv.scale
+	distilbertTransformerLayer0AttentionQLinBiasQkv                []float32          // distilbert.transformer.layer.0.attention.q_lin.bias/qkv
+	distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ       qgemm.PackedB      // distilbert.transformer.layer.0.attention.out_lin.weight.T/smooth/q: 128x128 s8, packed
+	distilbertTransformerLayer0AttentionOutLinWeightTSmoothQScale  []float32          // distilbert.transformer.layer.0.attention.out_lin.weight.T/smooth/q.scale
+	distilbertTransformerLayer0AttentionOutLinBias                 []float32          // distilbert.transformer.layer.0.attention.out_lin.bias
+	distilbertTransformerLayer0SaLayerNormWeight                   []float32          // distilbert.transformer.layer.0.sa_layer_norm.weight
+	distilbertTransformerLayer0SaLayerNormBias                     []float32          // distilbert.transformer.layer.0.sa_layer_norm.bias
+	distilbertTransformerLayer0SaLayerNormWeightSmooth             []float32          // distilbert.transformer.layer.0.sa_layer_norm.weight/smooth
+	distilbertTransformerLayer0SaLayerNormBiasSmooth               []float32          // distilbert.transformer.layer.0.sa_layer_norm.bias/smooth
+	distilbertTransformerLayer0FfnLin1WeightTSmoothQ               qgemm.PackedB      // distilbert.transformer.layer.0.ffn.lin1.weight.T/smooth/q: 128x512 s8, packed
+	distilbertTransformerLayer0FfnLin1WeightTSmoothQScale          []float32          // distilbert.transformer.layer.0.ffn.lin1.weight.T/smooth/q.scale
+	distilbertTransformerLayer0FfnLin1Bias                         []float32          // distilbert.transformer.layer.0.ffn.lin1.bias
+	distilbertTransformerLayer0FfnLin2WeightTQ                     qgemm.PackedB      // distilbert.transformer.layer.0.ffn.lin2.weight.T/q: 512x128 s8, packed
+	distilbertTransformerLayer0FfnLin2WeightTQScale                []float32          // distilbert.transformer.layer.0.ffn.lin2.weight.T/q.scale
+	distilbertTransformerLayer0FfnLin2Bias                         []float32          // distilbert.transformer.layer.0.ffn.lin2.bias
+	distilbertTransformerLayer0OutputLayerNormWeight               []float32          // distilbert.transformer.layer.0.output_layer_norm.weight
+	distilbertTransformerLayer0OutputLayerNormBias                 []float32          // distilbert.transformer.layer.0.output_layer_norm.bias
+	distilbertTransformerLayer0OutputLayerNormWeightSmooth         []float32          // distilbert.transformer.layer.0.output_layer_norm.weight/smooth
+	distilbertTransformerLayer0OutputLayerNormBiasSmooth           []float32          // distilbert.transformer.layer.0.output_layer_norm.bias/smooth
+	distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv      qgemm.PackedB      // distilbert.transformer.layer.1.attention.q_lin.weight.T/smooth/q/qkv: 128x384 s8, packed
+	distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkvScale []float32          // distilbert.transformer.layer.1.attention.q_lin.weight.T/smooth/q/qkv.scale
+	distilbertTransformerLayer1AttentionQLinBiasQkv                []float32          // distilbert.transformer.layer.1.attention.q_lin.bias/qkv
+	distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ       qgemm.PackedB      // distilbert.transformer.layer.1.attention.out_lin.weight.T/smooth/q: 128x128 s8, packed
+	distilbertTransformerLayer1AttentionOutLinWeightTSmoothQScale  []float32          // distilbert.transformer.layer.1.attention.out_lin.weight.T/smooth/q.scale
+	distilbertTransformerLayer1AttentionOutLinBias                 []float32          // distilbert.transformer.layer.1.attention.out_lin.bias
+	distilbertTransformerLayer1SaLayerNormWeight                   []float32          // distilbert.transformer.layer.1.sa_layer_norm.weight
+	distilbertTransformerLayer1SaLayerNormBias                     []float32          // distilbert.transformer.layer.1.sa_layer_norm.bias
+	distilbertTransformerLayer1SaLayerNormWeightSmooth             []float32          // distilbert.transformer.layer.1.sa_layer_norm.weight/smooth
+	distilbertTransformerLayer1SaLayerNormBiasSmooth               []float32          // distilbert.transformer.layer.1.sa_layer_norm.bias/smooth
+	distilbertTransformerLayer1FfnLin1WeightTSmoothQ               qgemm.PackedB      // distilbert.transformer.layer.1.ffn.lin1.weight.T/smooth/q: 128x512 s8, packed
+	distilbertTransformerLayer1FfnLin1WeightTSmoothQScale          []float32          // distilbert.transformer.layer.1.ffn.lin1.weight.T/smooth/q.scale
+	distilbertTransformerLayer1FfnLin1Bias                         []float32          // distilbert.transformer.layer.1.ffn.lin1.bias
+	distilbertTransformerLayer1FfnLin2WeightTQ                     qgemm.PackedB      // distilbert.transformer.layer.1.ffn.lin2.weight.T/q: 512x128 s8, packed
+	distilbertTransformerLayer1FfnLin2WeightTQScale                []float32          // distilbert.transformer.layer.1.ffn.lin2.weight.T/q.scale
+	distilbertTransformerLayer1FfnLin2Bias                         []float32          // distilbert.transformer.layer.1.ffn.lin2.bias
+	distilbertTransformerLayer1OutputLayerNormWeight               []float32          // distilbert.transformer.layer.1.output_layer_norm.weight
+	distilbertTransformerLayer1OutputLayerNormBias                 []float32          // distilbert.transformer.layer.1.output_layer_norm.bias
+	preClassifierWeightT                                           []float32          // pre_classifier.weight/T
+	preClassifierBias                                              []float32          // pre_classifier.bias
+	classifierWeightT                                              []float32          // classifier.weight/T
+	classifierBias                                                 []float32          // classifier.bias
+	vocab                                                          []byte             // vocab.txt
+	embeddings0                                                    nn.Embeddings      // distilbert.embeddings/add_positions/Embeddings
+	layerNorm0                                                     nn.LayerNormParams // distilbert.embeddings.LayerNorm/LayerNormalization
+	layerNorm1                                                     nn.LayerNormParams // distilbert.embeddings.LayerNorm/LayerNormalization/smooth
+	layerNorm2                                                     nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
+	layerNorm3                                                     nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
+	layerNorm4                                                     nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
+	layerNorm5                                                     nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
+	layerNorm6                                                     nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
+	layerNorm7                                                     nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
+	layerNorm8                                                     nn.LayerNormParams // distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
 }
 
 // loadWeights checks weightsBin and decodes every array at its offset.
@@ -112,36 +100,16 @@ func loadWeights() (*weights, error) {
 		distilbertEmbeddingsLayerNormBias:            r.F32(15889984, 128),
 		distilbertEmbeddingsLayerNormWeightSmooth:    r.F32(15890496, 128),
 		distilbertEmbeddingsLayerNormBiasSmooth:      r.F32(15891008, 128),
-		distilbertTransformerLayer0AttentionQLinWeightTSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(15907904, 128),
-			Data:   r.I8(15891520, 16384),
+		distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv: qgemm.PackedB{
+			ColSum: r.I32(15940672, 384),
+			Data:   r.I8(15891520, 49152),
 			K:      128,
 			Kp:     128,
-			N:      128,
-			Np:     128,
+			N:      384,
+			Np:     384,
 		},
-		distilbertTransformerLayer0AttentionQLinWeightTSmoothQScale: r.F32(15908416, 128),
-		distilbertTransformerLayer0AttentionQLinBias:                r.F32(15908928, 128),
-		distilbertTransformerLayer0AttentionKLinWeightTSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(15925824, 128),
-			Data:   r.I8(15909440, 16384),
-			K:      128,
-			Kp:     128,
-			N:      128,
-			Np:     128,
-		},
-		distilbertTransformerLayer0AttentionKLinWeightTSmoothQScale: r.F32(15926336, 128),
-		distilbertTransformerLayer0AttentionKLinBias:                r.F32(15926848, 128),
-		distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(15943744, 128),
-			Data:   r.I8(15927360, 16384),
-			K:      128,
-			Kp:     128,
-			N:      128,
-			Np:     128,
-		},
-		distilbertTransformerLayer0AttentionVLinWeightTSmoothSmoothQScale: r.F32(15944256, 128),
-		distilbertTransformerLayer0AttentionVLinBiasSmooth:                r.F32(15944768, 128),
+		distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkvScale: r.F32(15942208, 384),
+		distilbertTransformerLayer0AttentionQLinBiasQkv:                r.F32(15943744, 384),
 		distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ: qgemm.PackedB{
 			ColSum: r.I32(15961664, 128),
 			Data:   r.I8(15945280, 16384),
@@ -180,36 +148,16 @@ func loadWeights() (*weights, error) {
 		distilbertTransformerLayer0OutputLayerNormBias:         r.F32(16104512, 128),
 		distilbertTransformerLayer0OutputLayerNormWeightSmooth: r.F32(16105024, 128),
 		distilbertTransformerLayer0OutputLayerNormBiasSmooth:   r.F32(16105536, 128),
-		distilbertTransformerLayer1AttentionQLinWeightTSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(16122432, 128),
-			Data:   r.I8(16106048, 16384),
+		distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv: qgemm.PackedB{
+			ColSum: r.I32(16155200, 384),
+			Data:   r.I8(16106048, 49152),
 			K:      128,
 			Kp:     128,
-			N:      128,
-			Np:     128,
+			N:      384,
+			Np:     384,
 		},
-		distilbertTransformerLayer1AttentionQLinWeightTSmoothQScale: r.F32(16122944, 128),
-		distilbertTransformerLayer1AttentionQLinBias:                r.F32(16123456, 128),
-		distilbertTransformerLayer1AttentionKLinWeightTSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(16140352, 128),
-			Data:   r.I8(16123968, 16384),
-			K:      128,
-			Kp:     128,
-			N:      128,
-			Np:     128,
-		},
-		distilbertTransformerLayer1AttentionKLinWeightTSmoothQScale: r.F32(16140864, 128),
-		distilbertTransformerLayer1AttentionKLinBias:                r.F32(16141376, 128),
-		distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQ: qgemm.PackedB{
-			ColSum: r.I32(16158272, 128),
-			Data:   r.I8(16141888, 16384),
-			K:      128,
-			Kp:     128,
-			N:      128,
-			Np:     128,
-		},
-		distilbertTransformerLayer1AttentionVLinWeightTSmoothSmoothQScale: r.F32(16158784, 128),
-		distilbertTransformerLayer1AttentionVLinBiasSmooth:                r.F32(16159296, 128),
+		distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkvScale: r.F32(16156736, 384),
+		distilbertTransformerLayer1AttentionQLinBiasQkv:                r.F32(16158272, 384),
 		distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ: qgemm.PackedB{
 			ColSum: r.I32(16176192, 128),
 			Data:   r.I8(16159808, 16384),

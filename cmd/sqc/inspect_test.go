@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const (
+	demoModelDir = "../../internal/demomodel/sst2-distilbert-tiny"
+	demoTexts    = "../../examples/sentiment/calib.txt"
+)
+
+// opCount reads an op's count from inspect's histogram (0 if absent).
+func opCount(t *testing.T, out, op string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(op) + `\s+(\d+)$`).FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// peakBytes reads the arena and naive byte counts from inspect's memory
+// line.
+func peakBytes(t *testing.T, out string) (peak, naive int64) {
+	t.Helper()
+	m := regexp.MustCompile(`activations at batch (\d+) x sequence (\d+): peak .* \((\d+) bytes\) in one arena, naive sum of all \d+ intermediates .* \((\d+) bytes\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no memory line in\n%s", out)
+	}
+	peak, _ = strconv.ParseInt(m[3], 10, 64)
+	naive, _ = strconv.ParseInt(m[4], 10, 64)
+	return peak, naive
+}
+
+func TestInspectINT8(t *testing.T) {
+	inspect := func(extra ...string) string {
+		t.Helper()
+		args := append([]string{"inspect", "--int8", "--calib", demoTexts, "--calib-samples", "32", "--check-ir"}, extra...)
+		code, out, errs := runCLI(t, append(args, demoModelDir)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		return out
+	}
+	fused := inspect()
+	unfused := inspect("--after", "Quantize")
+	// DistilBERT-tiny: 2 layers of Q, K, V, output, FFN in, FFN out.
+	for _, c := range []struct {
+		op             string
+		unfused, fused int
+	}{{"sqc.QLinear", 12, 8}, {"sqc.Gelu", 2, 0}, {"Add", 4, 0}, {"sqc.Attention", 2, 2}} {
+		if got := opCount(t, unfused, c.op); got != c.unfused {
+			t.Errorf("after Quantize: %d %s, want %d", got, c.op, c.unfused)
+		}
+		if got := opCount(t, fused, c.op); got != c.fused {
+			t.Errorf("after fusion: %d %s, want %d", got, c.op, c.fused)
+		}
+	}
+	fusedPeak, fusedNaive := peakBytes(t, fused)
+	unfusedPeak, unfusedNaive := peakBytes(t, unfused)
+	t.Logf("batch 16 x 128 tokens: peak %d bytes fused, %d unfused; naive %d and %d", fusedPeak, unfusedPeak, fusedNaive, unfusedNaive)
+	if fusedPeak <= 0 || fusedPeak > unfusedPeak || fusedNaive >= unfusedNaive || fusedPeak >= fusedNaive {
+		t.Errorf("implausible plans: peak %d fused, %d unfused; naive %d, %d", fusedPeak, unfusedPeak, fusedNaive, unfusedNaive)
+	}
+	// Hidden 128 at 16 x 128 tokens: one [tokens, hidden] f32 value is
+	// 1 MiB, the FFN's [tokens, 512] 4 MiB; the peak holds at least the FFN
+	// input, its output and the residual stream.
+	if fusedPeak < 6<<20 {
+		t.Errorf("peak %d bytes is below the FFN's own buffers", fusedPeak)
+	}
+	if !strings.Contains(inspect("--graph"), "qkv_packed=1") {
+		t.Error("the fused graph has no packed attention")
+	}
+}
+
+func TestInspectDumpAll(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dumps")
+	code, out, errs := runCLI(t, "inspect", "--int8", "--act", "dynamic", "--alpha", "0", "--dump-all", dir, "--after", "FuseQKV", demoModelDir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if opCount(t, out, "sqc.QLinear") != 8 {
+		t.Errorf("--after FuseQKV shows\n%s", out)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i, e := range entries {
+		names = append(names, e.Name())
+		if !strings.HasPrefix(e.Name(), fmt.Sprintf("%02d-", i)) {
+			t.Errorf("dump %d is %s: numbers must run from 00 without gaps", i, e.Name())
+		}
+	}
+	got := strings.Join(names, " ")
+	for _, want := range []string{"00-Input.txt", "01-FoldConstants.txt", "-FuseEmbeddings.txt", "-SmoothQuant.txt", "-Quantize.txt", "-FuseQLinearEpilogues.txt", "-FuseQKV.txt"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("dumps %s lack %s", got, want)
+		}
+	}
+	if strings.Contains(got, "PlanMemory") {
+		t.Errorf("dumps went past --after FuseQKV: %s", got)
+	}
+	last, err := os.ReadFile(filepath.Join(dir, names[len(names)-1]))
+	if err != nil || !strings.Contains(string(last), "qkv_packed=1") {
+		t.Errorf("the last dump is not the fused graph (%v)", err)
+	}
+}
+
+func TestInspectFP32Passes(t *testing.T) {
+	code, out, errs := runCLI(t, "inspect", "--after", "FuseLinear", "--check-ir", demoModelDir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if opCount(t, out, "sqc.Linear") == 0 || opCount(t, out, "MatMul") != 0 {
+		t.Errorf("--after FuseLinear:\n%s", out)
+	}
+	code, out, errs = runCLI(t, "inspect", "--check-ir", "--max-batch", "1", "--max-seq", "8", demoModelDir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "activations at batch 1 x sequence 8") || !strings.Contains(out, "sqc.memory.arena_bytes") {
+		t.Errorf("no memory plan for 1 x 8:\n%s", out)
+	}
+	// As loaded, without pass flags: no plan.
+	if _, out, _ = runCLI(t, "inspect", demoModelDir); strings.Contains(out, "activations") {
+		t.Errorf("inspect without pass flags ran the passes:\n%s", out)
+	}
+	for _, bad := range [][]string{{"--after", "NoSuchPass"}, {"--int8", "--after", "x"}, {"--check-ir", "--max-seq", "0"}, {"--int8"}} {
+		code, _, errs := runCLI(t, append(append([]string{"inspect"}, bad...), demoModelDir)...)
+		if code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", bad, code, errs)
+		}
+	}
+}
+
+// TestCompileCheckIR: `sqc compile --check-ir` verifies every pass and
+// generates the fused schedule (one QKV GEMM per layer read in place by
+// the attention).
+func TestCompileCheckIR(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m")
+	code, _, errs := runCLI(t, "compile", "--model", demoModelDir, "--out", out, "--package", "m", "--act", "dynamic", "--alpha", "0", "--check-ir")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	sched, err := os.ReadFile(filepath.Join(out, "schedule.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(sched), "m.gemm.GEMM("); n != 2*4 {
+		t.Errorf("%d GEMMs in the schedule, want 8 (4 per layer)", n)
+	}
+	if !regexp.MustCompile(`QStride:\s+384,`).Match(sched) {
+		t.Error("attention does not read a packed QKV")
+	}
+}
