@@ -45,8 +45,7 @@ func demoProgram(t *testing.T, act string) *exec.Program {
 			t.Fatal(err)
 		}
 	}
-	list := append(passes.QuantPipeline(stats, opts), passes.FusionPipeline()...)
-	if err := passes.Run(g, list, passes.Options{CheckIR: true}); err != nil {
+	if err := passes.Run(g, passes.QuantPipeline(stats, opts), passes.Options{CheckIR: true}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := exec.Compile(g, exec.Options{Threads: 1})
@@ -97,7 +96,7 @@ func TestGenerateIsDeterministicAndFormatted(t *testing.T) {
 				}
 			}
 			sched := string(a.Files["schedule.go"])
-			if act == compiler.QLinearDynamic && !strings.Contains(sched, "nn.QuantizeRowsU8(") {
+			if act == compiler.QLinearDynamic && !strings.Contains(sched, "nn.QuantizeRowsU8Parallel(") {
 				t.Error("dynamic schedule has no per-token quantisation")
 			}
 			if act == compiler.QLinearStatic && !strings.Contains(sched, "nn.LayerNormU8(") {

@@ -124,10 +124,10 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 	sc := pl.slotCode
 	switch s := st.(type) {
 	case *exec.QuantizeStep:
-		return jen.Qual(pkgNN, "QuantizeU8").Call(sc(s.Out), jen.Lit(s.Kp), sc(s.X), jen.Lit(s.K), pl.rowsCode(s.X), jen.Lit(s.K),
+		return jen.Qual(pkgNN, "QuantizeU8Parallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(s.Kp), sc(s.X), jen.Lit(s.K), pl.rowsCode(s.X), jen.Lit(s.K),
 			jen.Lit(s.InvScale), jen.Lit(s.ZeroPoint)), nil
 	case *exec.QuantizeRowsStep:
-		return jen.Qual(pkgNN, "QuantizeRowsU8").Call(sc(s.Out), jen.Lit(s.Kp), sc(s.X), jen.Lit(s.K), pl.rowsCode(s.X), jen.Lit(s.K),
+		return jen.Qual(pkgNN, "QuantizeRowsU8Parallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(s.Kp), sc(s.X), jen.Lit(s.K), pl.rowsCode(s.X), jen.Lit(s.K),
 			sc(s.Scales), sc(s.ZeroPoints)), nil
 	case *exec.GEMMStep:
 		w := weightCode(pl.packedWeight(s.Weight, s.B))
@@ -221,13 +221,13 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			// a + b = b + a bit for bit.
 			a, b = b, a
 		}
-		return jen.Qual(pkgNN, "Add").Call(sc(s.Out), sc(a), sc(b)), nil
+		return jen.Qual(pkgNN, "AddParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(a), sc(b)), nil
 	case *exec.ActivationStep:
-		fn := map[string]string{exec.ActGelu: "Gelu", exec.ActTanh: "TanhSlice", exec.ActRelu: "Relu"}[s.Func]
+		fn := map[string]string{exec.ActGelu: "GeluParallel", exec.ActTanh: "TanhSliceParallel", exec.ActRelu: "ReluParallel"}[s.Func]
 		if fn == "" {
 			return nil, fmt.Errorf("codegen: activation %q (node %q)", s.Func, s.Node)
 		}
-		return jen.Qual(pkgNN, fn).Call(sc(s.Out), sc(s.X)), nil
+		return jen.Qual(pkgNN, fn).Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(s.X)), nil
 	case *exec.EmbedStep:
 		types := jen.Nil()
 		if s.TypeIDs != exec.NoSlot {

@@ -93,10 +93,9 @@ func TestEncoderPackageMatchesExec(t *testing.T) {
 	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	// Fused as `sqc compile` fuses: one QKV GEMM per layer read by a packed
-	// attention, GELU and residuals in the GEMM epilogues.
-	list := append(passes.QuantPipeline(nil, passes.QuantOptions{Act: compiler.QLinearDynamic}), passes.FusionPipeline()...)
-	if err := passes.Run(g, list, passes.Options{CheckIR: true}); err != nil {
+	// QuantPipeline fuses as `sqc compile` does: one QKV GEMM per layer read
+	// by a packed attention, GELU and residuals in the GEMM epilogues.
+	if err := passes.Run(g, passes.QuantPipeline(nil, passes.QuantOptions{Act: compiler.QLinearDynamic}), passes.Options{CheckIR: true}); err != nil {
 		t.Fatal(err)
 	}
 	prog, err := sqcexec.Compile(g, sqcexec.Options{Threads: 2})

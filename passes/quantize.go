@@ -121,6 +121,8 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 		// parameters, which Quantize then rounds to INT8.
 		SmoothQuant(work, opts),
 		Quantize(work, opts),
+		FuseQLinearEpilogues, // fuse_qlinear_epilogues.go: GELU and residual Add into the QLinear epilogue
+		FuseQKV,              // fuse_qkv.go: one QLinear for Q, K and V, read by a packed Attention
 		EliminateDeadNodes,
 	}
 }
@@ -143,12 +145,13 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 // (bert-mini / distilbert-tiny):
 //
 //   - work: they are 1.9% / 3.7% of the encoder's multiply-adds, and the
-//     FP32 attention kernel takes 6.8% / 7.8% of the INT8 encoder's time
-//     (2 threads; cmd/sqc BenchmarkINT8AttentionShare), so INT8 attention
-//     could save a few percent at most;
+//     FP32 attention kernel takes about 6% / 8% of the INT8 encoder's time
+//     (4.5-6.8% / 7.8-8.0% over runs on a shared 2-core machine; cmd/sqc
+//     BenchmarkINT8AttentionShare), so INT8 attention could save a few
+//     percent at most;
 //   - accuracy: an INT8 attention (Q, K, V s8 per tensor, the softmax
 //     output P u8 in steps of 1/255) alone gives 40.9 / 41.0 dB SQNR at
-//     the attention outputs, against 44.6 / 47.9 dB for all the INT8
+//     the attention outputs, against 44.6 / 48.5 dB for all the INT8
 //     Linears before it together, so it would more than double the noise
 //     there; P's grid is the main cause (41.9 / 42.0 dB on its own):
 //     softmax probabilities span orders of magnitude that steps of 1/255

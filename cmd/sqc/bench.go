@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
 	"time"
 
@@ -41,6 +42,7 @@ stdin/stdout, modes int8 (fastest kernels) and int8-vnni (AMX off).
 			&cli.IntFlag{Name: "warmup", Value: bench.DefaultWarmup, Usage: "untimed runs first"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&cli.BoolFlag{Name: "serve", Usage: "be a worker of the peer harness (JSON lines on stdin/stdout)"},
+			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a pprof CPU profile of the timed runs to this file"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -60,6 +62,9 @@ stdin/stdout, modes int8 (fastest kernels) and int8-vnni (AMX off).
 				return usageError{fmt.Sprintf("--act %q: want static or dynamic", a)}
 			}
 			if c.Bool("serve") {
+				if c.IsSet("cpuprofile") {
+					return usageError{"--cpuprofile does not apply with --serve"}
+				}
 				return serveBench(c, o)
 			}
 			if err := o.Validate(); err != nil {
@@ -70,6 +75,14 @@ stdin/stdout, modes int8 (fastest kernels) and int8-vnni (AMX off).
 			}
 			if !c.Bool("json") {
 				o.Progress = c.App.ErrWriter
+			}
+			if path := c.String("cpuprofile"); path != "" {
+				f, err := os.Create(path)
+				if err != nil {
+					return usageError{fmt.Sprintf("--cpuprofile: %v", err)}
+				}
+				defer f.Close()
+				o.Measure.CPUProfile = f
 			}
 			r, err := bench.Run(o)
 			if err != nil {

@@ -70,7 +70,8 @@ func compileCommand() *cli.Command {
 			}
 			checkIR := c.Bool("check-ir")
 			if checkIR {
-				// buildInt8 verifies its quantisation passes always, but
+				// buildInt8 verifies the passes after canonicalisation
+				// (SmoothQuant, quantisation, fusion) always, but
 				// canonicalises unchecked; canonical already, g passes
 				// through its pipeline unchanged.
 				if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
@@ -79,9 +80,6 @@ func compileCommand() *cli.Command {
 			}
 			b, err := buildInt8(g, tok, cfg, c.App.ErrWriter)
 			if err != nil {
-				return err
-			}
-			if err := passes.Run(b.int8, passes.FusionPipeline(), passes.Options{CheckIR: checkIR}); err != nil {
 				return err
 			}
 			prog, err := exec.Compile(b.int8, exec.Options{Threads: 1})

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sqc-dev/sqc/codegen"
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/compiler/frontend"
 	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
@@ -68,9 +71,14 @@ func inspectCommand() *cli.Command {
 				if err == nil {
 					line = memoryLine(plan)
 				}
-				_, err = fmt.Fprintln(w, line)
+				if _, err := fmt.Fprintln(w, line); err != nil {
+					return err
+				}
 			}
-			return err
+			if c.Bool("int8") && !c.IsSet("after") {
+				return printGeneratedArenas(w, g, c.Int("max-batch"), c.Int("max-seq"))
+			}
+			return nil
 		},
 	}
 }
@@ -100,13 +108,14 @@ func binaryBytes(n int64) string {
 // the graph to show.
 //
 // The stages are those of `sqc compile`: passes.Pipeline(); with --int8,
-// buildInt8 (calibration, SmoothQuant, quantisation: always verified
-// after each pass) and passes.FusionPipeline(); then passes.PlanMemory.
-// --after may name a pass of any stage (the first pass of that name).
-// buildInt8 runs its passes as one step, so --after SmoothQuant shows its
-// smoothed FP32 graph, and --after Quantize (or the sweep after it) its
-// quantised one; --dump-all writes those two as NN-SmoothQuant.txt and
-// NN-Quantize.txt.
+// buildInt8 (calibration, then passes.QuantPipeline: SmoothQuant,
+// Quantize, the fusions, a sweep; verified after every pass always); then
+// passes.PlanMemory. --after may name a pass of any stage (the first pass
+// of that name). buildInt8 keeps the graphs after SmoothQuant and after
+// Quantize, which --after and --dump-all show; the passes after Quantize
+// need no statistics, so for --after and --dump-all they are run again
+// from buildInt8's quantised graph, one by one (and must reproduce its
+// final graph).
 func inspectPasses(c *cli.Context, model string, g *compiler.Graph) (*compiler.Graph, error) {
 	int8 := c.Bool("int8")
 	var cfg *int8Config
@@ -121,26 +130,18 @@ func inspectPasses(c *cli.Context, model string, g *compiler.Graph) (*compiler.G
 		return nil, usageError{"--max-seq and --max-batch must be at least 1"}
 	}
 	canonical := passes.Pipeline()
-	var quantNames []string
+	var quant []passes.Pass
 	if int8 {
-		for _, p := range passes.QuantPipeline(nil, cfg.quant) {
-			quantNames = append(quantNames, p.Name)
-		}
+		quant = passes.QuantPipeline(nil, cfg.quant)
 	}
-	var fusion []passes.Pass
-	if int8 {
-		fusion = passes.FusionPipeline()
-	}
-	fusion = append(fusion, passes.PlanMemory(maxBatch, maxSeq))
+	plan := []passes.Pass{passes.PlanMemory(maxBatch, maxSeq)}
 	after := c.String("after")
-	if after != "" && !hasPassNamed(canonical, after) && !slices.Contains(quantNames, after) && !hasPassNamed(fusion, after) {
+	if after != "" && !hasPassNamed(canonical, after) && !hasPassNamed(quant, after) && !hasPassNamed(plan, after) {
 		var names []string
-		for _, p := range canonical {
-			names = append(names, p.Name)
-		}
-		names = append(names, quantNames...)
-		for _, p := range fusion {
-			names = append(names, p.Name)
+		for _, list := range [][]passes.Pass{canonical, quant, plan} {
+			for _, p := range list {
+				names = append(names, p.Name)
+			}
 		}
 		return nil, usageError{fmt.Sprintf("--after %q: no such pass (passes in order: %s)", after, strings.Join(names, ", "))}
 	}
@@ -154,34 +155,54 @@ func inspectPasses(c *cli.Context, model string, g *compiler.Graph) (*compiler.G
 		return g, err
 	}
 	if int8 {
-		var tok *tokenizer.Tokenizer
-		if cfg.needsTokenizer() {
-			var err error
-			if tok, err = loadTokenizer(model, ""); err != nil {
-				return nil, err
-			}
+		var err error
+		if g, err = inspectINT8(c, model, g, cfg, quant, r); err != nil || r.stopped {
+			return g, err
 		}
-		// g is canonical already: buildInt8's own run of the pipeline
-		// finds nothing to do.
-		b, err := buildInt8(g, tok, cfg, c.App.ErrWriter)
-		if err != nil {
-			return nil, err
-		}
-		if err := r.dumpGraph(b.smoothed, "SmoothQuant"); err != nil {
-			return nil, err
-		}
-		if err := r.dumpGraph(b.int8, "Quantize"); err != nil {
-			return nil, err
-		}
-		switch {
-		case after == "SmoothQuant":
-			return b.smoothed, nil
-		case slices.Contains(quantNames, after):
-			return b.int8, nil
-		}
-		g = b.int8
 	}
-	return g, r.run(g, fusion)
+	return g, r.run(g, plan)
+}
+
+// inspectINT8 is inspectPasses' INT8 stage on the canonical graph g.
+func inspectINT8(c *cli.Context, model string, g *compiler.Graph, cfg *int8Config, quant []passes.Pass, r *stageRunner) (*compiler.Graph, error) {
+	var tok *tokenizer.Tokenizer
+	if cfg.needsTokenizer() {
+		var err error
+		if tok, err = loadTokenizer(model, ""); err != nil {
+			return nil, err
+		}
+	}
+	// g is canonical already: buildInt8's own run of the pipeline finds
+	// nothing to do.
+	b, err := buildInt8(g, tok, cfg, c.App.ErrWriter)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range []struct {
+		pass string
+		g    *compiler.Graph
+	}{{"SmoothQuant", b.smoothed}, {"Quantize", b.quantized}} {
+		if err := r.dumpGraph(st.g, st.pass); err != nil {
+			return nil, err
+		}
+		if r.after == st.pass {
+			r.stopped = true
+			return st.g, nil
+		}
+	}
+	i := slices.IndexFunc(quant, func(p passes.Pass) bool { return p.Name == "Quantize" })
+	rest := quant[i+1:]
+	if r.dir == "" && !hasPassNamed(rest, r.after) {
+		return b.int8, nil
+	}
+	g = b.quantized.Clone()
+	if err := r.run(g, rest); err != nil || r.stopped {
+		return g, err
+	}
+	if g.Text() != b.int8.Text() {
+		return nil, fmt.Errorf("internal error: the passes after Quantize, run again, did not reproduce the INT8 graph")
+	}
+	return g, nil
 }
 
 func hasPassNamed(list []passes.Pass, name string) bool {
@@ -249,7 +270,8 @@ func (r *stageRunner) collectDumps(tmp string, list []passes.Pass) error {
 	return nil
 }
 
-// dumpGraph writes g as the next dump file, after the named pass.
+// dumpGraph writes g as the next dump file, after the named pass (a pass
+// run elsewhere, by buildInt8).
 func (r *stageRunner) dumpGraph(g *compiler.Graph, pass string) error {
 	if r.dir == "" {
 		return nil
@@ -260,4 +282,23 @@ func (r *stageRunner) dumpGraph(g *compiler.Graph, pass string) error {
 	}
 	r.next++
 	return nil
+}
+
+// printGeneratedArenas prints the activation arenas a package generated
+// from the INT8 graph g would hold: codegen plans exec's buffers (u8
+// copies of quantised activations included) in its own typed arenas, not
+// by PlanMemory's plan.
+func printGeneratedArenas(w io.Writer, g *compiler.Graph, maxBatch, maxSeq int) error {
+	prog, err := exec.Compile(g, exec.Options{Threads: 1})
+	if err != nil {
+		return err
+	}
+	defer prog.Close()
+	n, err := codegen.ArenaBytes(prog, maxBatch, maxSeq)
+	if err != nil {
+		_, err = fmt.Fprintf(w, "generated package: not planned: %v\n", err)
+		return err
+	}
+	_, err = fmt.Fprintf(w, "generated package's activation arenas (codegen's plan of exec's buffers, u8 copies included): %s (%d bytes)\n", binaryBytes(n), n)
+	return err
 }

@@ -75,6 +75,9 @@ func TestInspectINT8(t *testing.T) {
 	if fusedPeak < 6<<20 {
 		t.Errorf("peak %d bytes is below the FFN's own buffers", fusedPeak)
 	}
+	if !strings.Contains(fused, "generated package's activation arenas") || strings.Contains(unfused, "generated package") {
+		t.Errorf("want the generated package's arenas for the final graph only:\n%s", fused)
+	}
 	if !strings.Contains(inspect("--graph"), "qkv_packed=1") {
 		t.Error("the fused graph has no packed attention")
 	}

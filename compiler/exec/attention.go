@@ -58,9 +58,14 @@ func (s *AttentionStep) runPacked(p *Program) error {
 	}
 	batch, seq := int(qkv.Shape[0]), int(qkv.Shape[1])
 	lay := PackedAttentionLayout(int(qkv.Shape[2]))
+	outShape := []int64{qkv.Shape[0], qkv.Shape[1], int64(lay.Width)}
+	if batch*seq == 0 { // no tokens: nothing to attend, and no K or V columns to slice
+		resize(p.bufs[s.Out], compiler.Float32, outShape...)
+		return nil
+	}
 	s.dims = nn.AttentionDims{
 		Batch: batch, SeqQ: seq, SeqK: seq, Heads: s.Heads, HeadDim: lay.Width / s.Heads, Scale: s.Scale,
 		QStride: lay.Stride, KStride: lay.Stride, VStride: lay.Stride, OutStride: lay.Width,
 	}
-	return s.attend(p, qkv.F32, qkv.F32[lay.KOffset:], qkv.F32[lay.VOffset:], []int64{qkv.Shape[0], qkv.Shape[1], int64(lay.Width)})
+	return s.attend(p, qkv.F32, qkv.F32[lay.KOffset:], qkv.F32[lay.VOffset:], outShape)
 }

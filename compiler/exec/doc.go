@@ -18,8 +18,8 @@
 // Each node becomes one step, with these fusions, all of which keep the
 // bits of the unfused graph:
 //
-//   - sqc.QLinear is a quantise step (nn.QuantizeU8, or nn.QuantizeRowsU8 in
-//     dynamic mode) and a qgemm GEMM step. Activations are quantised once
+//   - sqc.QLinear is a quantise step (nn.QuantizeU8Parallel, or
+//     nn.QuantizeRowsU8Parallel in dynamic mode) and a qgemm GEMM step. Activations are quantised once
 //     per value and parameters, however many QLinears read them.
 //   - A QLinear followed by sqc.Gelu (when its act is "none") and/or by an
 //     Add of a value of the same shape (when it has no residual) runs them
@@ -27,7 +27,7 @@
 //     passes.FuseQLinearEpilogues makes the same fusion in the IR (act
 //     "gelu", the residual input), under the same conditions, so a fused
 //     graph lowers to the same steps; this lowering-time fusion remains
-//     for graphs that did not run passes.FusionPipeline.
+//     for graphs that did not run it.
 //   - sqc.Attention with qkv_packed (passes.FuseQKV) reads Q, K and V in
 //     place from the one [batch, seq, 3W] output of the fused projection,
 //     with row stride 3W (PackedAttentionLayout).
@@ -48,7 +48,8 @@
 // are read from the inputs of each call. A Program runs one call at a time
 // (Run serialises on a mutex) on its own worker pool, shared by the GEMM
 // engine and the nn kernels; results do not depend on the thread count.
-// What still allocates per Run: the output tensors Run returns, fallback
-// steps (the interpreter allocates its results), and the closures handed
-// to the pool by nn kernels.
+// In steady state RunInto, given the same output map each time, allocates
+// nothing: the GEMM engine and the nn kernels recycle their per-call state.
+// What allocates: the map and tensors Run returns (RunInto reuses the
+// caller's) and fallback steps (the interpreter allocates its results).
 package exec

@@ -137,10 +137,10 @@ func TestQLinearChainFusions(t *testing.T) {
 		}
 	}
 	want := map[string]int{
-		"nn.LayerNormU8":    1, // x: f32 for the residual, u8 for h1
-		"qgemm.GEMM":        7,
-		"nn.QuantizeU8":     2, // r for h4 and h5 (shared), h4 for h7
-		"nn.QuantizeRowsU8": 2, // r for h3, flat for h6
+		"nn.LayerNormU8":            1, // x: f32 for the residual, u8 for h1
+		"qgemm.GEMM":                7,
+		"nn.QuantizeU8Parallel":     2, // r for h4 and h5 (shared), h4 for h7
+		"nn.QuantizeRowsU8Parallel": 2, // r for h3, flat for h6
 	}
 	for call, n := range want {
 		if count[call] != n {

@@ -143,9 +143,9 @@ func TestEncoderLayerLowering(t *testing.T) {
 	}
 	want := map[string]int{
 		"interp.Shape": 1, "interp.Gather": 1, "interp.Unsqueeze": 1, "interp.Slice": 1,
-		"nn.Gather": 3, "nn.Add": 1, "nn.LayerNormU8": 2, "nn.LayerNorm": 1,
-		"qgemm.GEMM": 6, "nn.AttentionMask": 1, "nn.Attention": 1, "nn.QuantizeU8": 1,
-		"nn.LinearF32": 2, "nn.TanhSlice": 1,
+		"nn.Gather": 3, "nn.AddParallel": 1, "nn.LayerNormU8": 2, "nn.LayerNorm": 1,
+		"qgemm.GEMM": 6, "nn.AttentionMask": 1, "nn.Attention": 1, "nn.QuantizeU8Parallel": 1,
+		"nn.LinearF32": 2, "nn.TanhSliceParallel": 1,
 	}
 	for call, n := range want {
 		if count[call] != n {

@@ -96,11 +96,25 @@ func (p *Program) String() string {
 // against the graph's declared dtypes and shapes, symbolic dims taking one
 // size across all inputs. It returns every graph output as a fresh tensor.
 // Calls are serialised; the input tensors are read, never modified.
-func (p *Program) Run(inputs map[string]*compiler.Tensor) (out map[string]*compiler.Tensor, err error) {
+func (p *Program) Run(inputs map[string]*compiler.Tensor) (map[string]*compiler.Tensor, error) {
+	out := make(map[string]*compiler.Tensor, len(p.outputs))
+	if err := p.RunInto(inputs, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RunInto is Run writing each graph output into outputs[name], reusing
+// that tensor's storage when it is large enough (a missing or nil entry
+// gets a new tensor). A caller that passes the same map to every call
+// makes Run allocate nothing in steady state, as long as every step has a
+// runtime kernel (an interpreter fallback step allocates its results). On
+// error the outputs are unspecified.
+func (p *Program) RunInto(inputs, outputs map[string]*compiler.Tensor) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.bindInputs(inputs); err != nil {
-		return nil, err
+		return err
 	}
 	defer func() {
 		for _, id := range p.inputSlots {
@@ -109,14 +123,18 @@ func (p *Program) Run(inputs map[string]*compiler.Tensor) (out map[string]*compi
 	}()
 	for i, s := range p.steps {
 		if err := runStep(p, s); err != nil {
-			return nil, compiler.BadInput(p.source, fmt.Sprintf("step #%d %s (node %q)", i, s.Call(), s.Source()), err)
+			return compiler.BadInput(p.source, fmt.Sprintf("step #%d %s (node %q)", i, s.Call(), s.Source()), err)
 		}
 	}
-	out = make(map[string]*compiler.Tensor, len(p.outputs))
 	for i, v := range p.outputs {
-		out[v.Name] = p.bufs[p.outputSlots[i]].Clone()
+		t := outputs[v.Name]
+		if t == nil {
+			t = &compiler.Tensor{}
+			outputs[v.Name] = t
+		}
+		copyTensor(t, p.bufs[p.outputSlots[i]])
 	}
-	return out, nil
+	return nil
 }
 
 // runStep runs one step, turning a panic (a kernel bug on input the

@@ -79,6 +79,31 @@ func resize(t *compiler.Tensor, dt compiler.DType, shape ...int64) {
 	}
 }
 
+// copyTensor makes dst a copy of src, reusing dst's storage when it is
+// large enough.
+func copyTensor(dst, src *compiler.Tensor) {
+	if dst.DType != src.DType {
+		*dst = compiler.Tensor{} // hold data of one dtype only
+	}
+	resize(dst, src.DType, src.Shape...)
+	switch src.DType {
+	case compiler.Float32:
+		copy(dst.F32, src.F32)
+	case compiler.Uint8:
+		copy(dst.U8, src.U8)
+	case compiler.Int32:
+		copy(dst.I32, src.I32)
+	case compiler.Int64:
+		copy(dst.I64, src.I64)
+	case compiler.Int8:
+		copy(dst.I8, src.I8)
+	case compiler.Float64:
+		copy(dst.F64, src.F64)
+	case compiler.Bool:
+		copy(dst.Bool, src.Bool)
+	}
+}
+
 // grow returns s resliced to n elements, reallocated (with no copy) only
 // when its capacity is short.
 func grow[T any](s []T, n int) []T {

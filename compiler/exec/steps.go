@@ -25,8 +25,8 @@ type Step interface {
 }
 
 // QuantizeStep quantises the f32 value X ([..., K]) to u8 rows of Kp bytes
-// in Out ([..., Kp]): nn.QuantizeU8(out, Kp, x, K, rows, K, InvScale,
-// ZeroPoint).
+// in Out ([..., Kp]): nn.QuantizeU8Parallel(pool, out, Kp, x, K, rows, K,
+// InvScale, ZeroPoint).
 type QuantizeStep struct {
 	Node      string
 	X, Out    SlotID
@@ -36,7 +36,7 @@ type QuantizeStep struct {
 	shape     []int64
 }
 
-// QuantizeRowsStep is dynamic per-token quantisation: nn.QuantizeRowsU8 of
+// QuantizeRowsStep is dynamic per-token quantisation: nn.QuantizeRowsU8Parallel of
 // X into Out, with the rows' scales and zero points in Scales (f32 [rows])
 // and ZeroPoints (i32 [rows]).
 type QuantizeRowsStep struct {
@@ -128,7 +128,7 @@ type AttentionMaskStep struct {
 	Fill      float32
 }
 
-// AddStep is nn.Add: Out = A + B, where B's shape equals A's or is a
+// AddStep is nn.AddParallel: Out = A + B, where B's shape equals A's or is a
 // suffix of it (leading ones dropped) or the other way round.
 type AddStep struct {
 	Node      string
@@ -138,9 +138,9 @@ type AddStep struct {
 
 // Activation functions of ActivationStep.
 const (
-	ActGelu = "gelu" // nn.Gelu: qgemm's float32 erf-GELU
-	ActTanh = "tanh" // nn.TanhSlice
-	ActRelu = "relu" // nn.Relu
+	ActGelu = "gelu" // nn.GeluParallel: qgemm's float32 erf-GELU
+	ActTanh = "tanh" // nn.TanhSliceParallel
+	ActRelu = "relu" // nn.ReluParallel
 )
 
 // ActivationStep applies an elementwise activation (ActGelu, ActTanh,
@@ -160,13 +160,13 @@ type GatherStep struct {
 	shape              []int64
 }
 
-func (s *QuantizeStep) Call() string      { return "nn.QuantizeU8" }
-func (s *QuantizeRowsStep) Call() string  { return "nn.QuantizeRowsU8" }
+func (s *QuantizeStep) Call() string      { return "nn.QuantizeU8Parallel" }
+func (s *QuantizeRowsStep) Call() string  { return "nn.QuantizeRowsU8Parallel" }
 func (s *GEMMStep) Call() string          { return "qgemm.GEMM" }
 func (s *LinearF32Step) Call() string     { return "nn.LinearF32" }
 func (s *AttentionStep) Call() string     { return "nn.Attention" }
 func (s *AttentionMaskStep) Call() string { return "nn.AttentionMask" }
-func (s *AddStep) Call() string           { return "nn.Add" }
+func (s *AddStep) Call() string           { return "nn.AddParallel" }
 func (s *GatherStep) Call() string        { return "nn.Gather" }
 func (s *LayerNormStep) Call() string {
 	if s.OutU8 != NoSlot {
@@ -175,7 +175,7 @@ func (s *LayerNormStep) Call() string {
 	return "nn.LayerNorm"
 }
 func (s *ActivationStep) Call() string {
-	return map[string]string{ActGelu: "nn.Gelu", ActTanh: "nn.TanhSlice", ActRelu: "nn.Relu"}[s.Func]
+	return map[string]string{ActGelu: "nn.GeluParallel", ActTanh: "nn.TanhSliceParallel", ActRelu: "nn.ReluParallel"}[s.Func]
 }
 
 func (s *QuantizeStep) Source() string      { return s.Node }
@@ -300,7 +300,7 @@ func (s *QuantizeStep) run(p *Program) error {
 	out := p.bufs[s.Out]
 	s.shape = withLast(s.shape, x.Shape, s.Kp)
 	resize(out, compiler.Uint8, s.shape...)
-	nn.QuantizeU8(out.U8, s.Kp, x.F32, s.K, rows, s.K, s.InvScale, s.ZeroPoint)
+	nn.QuantizeU8Parallel(p.pool, out.U8, s.Kp, x.F32, s.K, rows, s.K, s.InvScale, s.ZeroPoint)
 	return nil
 }
 
@@ -315,7 +315,7 @@ func (s *QuantizeRowsStep) run(p *Program) error {
 	resize(out, compiler.Uint8, s.shape...)
 	resize(scales, compiler.Float32, int64(rows))
 	resize(zps, compiler.Int32, int64(rows))
-	nn.QuantizeRowsU8(out.U8, s.Kp, x.F32, s.K, rows, s.K, scales.F32, zps.I32)
+	nn.QuantizeRowsU8Parallel(p.pool, out.U8, s.Kp, x.F32, s.K, rows, s.K, scales.F32, zps.I32)
 	return nil
 }
 
@@ -440,10 +440,12 @@ func (s *AttentionStep) attend(p *Program, q, k, v []float32, outShape []int64) 
 // [batch, heads, seqQ, seqK] with its last dim seqK.
 func maskStrides(m *compiler.Tensor, d *nn.AttentionDims) error {
 	full := [4]int64{int64(d.Batch), int64(d.Heads), int64(d.SeqQ), int64(d.SeqK)}
-	bad := fmt.Errorf("%w: Attention mask %s%v does not broadcast to scores %v with keys contiguous", compiler.ErrShapeMismatch, m.DType, m.Shape, full)
+	bad := func() error { // built only on failure: Run allocates nothing otherwise
+		return fmt.Errorf("%w: Attention mask %s%v does not broadcast to scores %v with keys contiguous", compiler.ErrShapeMismatch, m.DType, m.Shape, full)
+	}
 	r := len(m.Shape)
 	if m.DType != compiler.Float32 || r == 0 || r > 4 || m.Shape[r-1] != full[3] {
-		return bad
+		return bad()
 	}
 	var strides [4]int
 	stride := 1
@@ -457,7 +459,7 @@ func maskStrides(m *compiler.Tensor, d *nn.AttentionDims) error {
 			strides[i] = stride
 		case 1:
 		default:
-			return bad
+			return bad()
 		}
 		stride *= int(m.Shape[j])
 	}
@@ -491,7 +493,7 @@ func (s *AddStep) run(p *Program) error {
 	out := p.bufs[s.Out]
 	resize(out, compiler.Float32, s.shape...)
 	if len(b.F32) > 0 {
-		nn.Add(out.F32, a.F32, b.F32)
+		nn.AddParallel(p.pool, out.F32, a.F32, b.F32)
 	}
 	return nil
 }
@@ -524,11 +526,11 @@ func (s *ActivationStep) run(p *Program) error {
 	resize(out, compiler.Float32, x.Shape...)
 	switch s.Func {
 	case ActGelu:
-		nn.Gelu(out.F32, x.F32)
+		nn.GeluParallel(p.pool, out.F32, x.F32)
 	case ActTanh:
-		nn.TanhSlice(out.F32, x.F32)
+		nn.TanhSliceParallel(p.pool, out.F32, x.F32)
 	case ActRelu:
-		nn.Relu(out.F32, x.F32)
+		nn.ReluParallel(p.pool, out.F32, x.F32)
 	}
 	return nil
 }

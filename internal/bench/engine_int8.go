@@ -28,6 +28,12 @@ func (e *int8Engine) Run(in map[string]*compiler.Tensor) (map[string]*compiler.T
 	return e.prog.Run(in)
 }
 
+// RunInto writes the outputs into out's tensors, reusing them: with the
+// same map every call, a forward pass allocates nothing in steady state.
+func (e *int8Engine) RunInto(in, out map[string]*compiler.Tensor) error {
+	return e.prog.RunInto(in, out)
+}
+
 func (e *int8Engine) Describe() string {
 	return "INT8 compiler/exec: " + e.prog.Engine().Describe()
 }

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"io"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -31,6 +33,9 @@ type MeasureOptions struct {
 	Runs             int
 	Budget           time.Duration
 	MinRuns, MaxRuns int
+	// CPUProfile, if set, receives a pprof CPU profile of the timed runs
+	// only (not the build nor the warm-up).
+	CPUProfile io.Writer
 }
 
 // Validate reports negative or inconsistent settings.
@@ -58,6 +63,12 @@ type Measurement struct {
 	// (so they include anything else the process allocated meanwhile,
 	// e.g. worker goroutines of the engine).
 	AllocsPerRun, BytesPerRun float64
+	// CPUMsPerRun is the process's CPU time (user + system, every thread)
+	// per timed run in milliseconds, or -1 where unknown. Unlike wall time
+	// it does not grow when other processes take the cores, so on a loaded
+	// machine it compares engines better (a run on 2 busy threads costs
+	// about twice its latency).
+	CPUMsPerRun float64
 	// Elapsed is the wall time of the timed runs together.
 	Elapsed time.Duration
 }
@@ -91,6 +102,13 @@ func Measure(run func() error, opts MeasureOptions) (*Measurement, error) {
 	var before, after runtime.MemStats
 	runtime.GC() // start from a clean heap, so that a GC cycle left over from warm-up is not charged to the timed runs
 	runtime.ReadMemStats(&before)
+	if opts.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(opts.CPUProfile); err != nil {
+			return nil, fmt.Errorf("CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	cpuBefore := ProcessCPU()
 	start := time.Now()
 	for n := 0; n < maxRuns; n++ {
 		if n >= minRuns && time.Since(start) >= budget {
@@ -103,8 +121,13 @@ func Measure(run func() error, opts MeasureOptions) (*Measurement, error) {
 		m.TimesMs = append(m.TimesMs, float64(time.Since(t).Nanoseconds())/1e6)
 	}
 	m.Elapsed = time.Since(start)
+	cpuAfter := ProcessCPU()
 	runtime.ReadMemStats(&after)
 	runs := float64(len(m.TimesMs))
+	m.CPUMsPerRun = -1
+	if cpuBefore >= 0 && cpuAfter >= 0 {
+		m.CPUMsPerRun = float64((cpuAfter - cpuBefore).Nanoseconds()) / 1e6 / runs
+	}
 	m.AllocsPerRun = float64(after.Mallocs-before.Mallocs) / runs
 	m.BytesPerRun = float64(after.TotalAlloc-before.TotalAlloc) / runs
 	m.LatencyMs = Summarize(m.TimesMs)

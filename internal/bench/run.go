@@ -122,14 +122,24 @@ type Result struct {
 	LatencyMs     Summary `json:"latency_ms"`
 	SeqPerS       Summary `json:"seq_per_s"`
 	AllocsPerRun  float64 `json:"allocs_per_run"`
-	BytesPerRun   float64 `json:"alloc_bytes_per_run"`
-	PeakRSSBytes  int64   `json:"peak_rss_bytes,omitempty"`
+	// CPUMsPerRun is the process's CPU time per timed run (ms; -1 where
+	// unknown), and SeqPerCPUS the sequences per CPU second it gives: on a
+	// machine shared with other work, these move less than latency.
+	CPUMsPerRun  float64 `json:"cpu_ms_per_run"`
+	SeqPerCPUS   float64 `json:"seq_per_cpu_s,omitempty"`
+	BytesPerRun  float64 `json:"alloc_bytes_per_run"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes,omitempty"`
 	// LoadAvg is the 1-minute load average after the runs (-1: unknown);
 	// above CPUs, other work competed for the cores.
 	LoadAvg float64   `json:"load_avg"`
 	CPUs    int       `json:"cpus"`
 	Build   Build     `json:"build"`
 	TimesMs []float64 `json:"times_ms"`
+}
+
+// intoRunner is an Engine that can write its outputs into reused tensors.
+type intoRunner interface {
+	RunInto(in, out map[string]*compiler.Tensor) error
 }
 
 // Run prepares the model and measures it: o.Measure's warm-up and timed
@@ -150,10 +160,17 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	meas, err := Measure(func() error {
+	run := func() error {
 		_, err := p.Engine.Run(in)
 		return err
-	}, o.Measure)
+	}
+	if e, ok := p.Engine.(intoRunner); ok {
+		// Outputs written into the same tensors every run, as a caller
+		// that keeps its buffers (or a generated package) would.
+		out := map[string]*compiler.Tensor{}
+		run = func() error { return e.RunInto(in, out) }
+	}
+	meas, err := Measure(run, o.Measure)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +181,11 @@ func Run(o Options) (*Result, error) {
 		Warmup: meas.Warmup, Runs: len(meas.TimesMs),
 		LatencyMs: meas.LatencyMs, SeqPerS: Throughput(meas.LatencyMs, o.Batch),
 		AllocsPerRun: meas.AllocsPerRun, BytesPerRun: meas.BytesPerRun,
-		Build: p.Build, TimesMs: meas.TimesMs,
+		CPUMsPerRun: meas.CPUMsPerRun,
+		Build:       p.Build, TimesMs: meas.TimesMs,
+	}
+	if meas.CPUMsPerRun > 0 {
+		r.SeqPerCPUS = float64(o.Batch) * 1000 / meas.CPUMsPerRun
 	}
 	if o.FP32 {
 		r.Precision = "fp32"
@@ -191,12 +212,13 @@ runs       %d timed after %d warm-up
 latency    median %.2f ms   min %.2f   max %.2f   (p25-p75 %.2f-%.2f)
 throughput median %.1f seq/s   min %.1f   max %.1f
 allocs     %.1f per run (%s per run)
+cpu        %s
 peak RSS   %s
 machine    %s
 build      load %.1f s, calibrate %.1f s, quantise %.1f s, compile %.1f s
 `, model, r.Precision, r.Engine, r.Batch, r.Seq, r.Threads, r.Runs, r.Warmup,
 		l.Median, l.Min, l.Max, l.P25, l.P75, s.Median, s.Min, s.Max,
-		r.AllocsPerRun, byteSize(r.BytesPerRun), rssText(r.PeakRSSBytes), LoadText(r.LoadAvg, r.CPUs),
+		r.AllocsPerRun, byteSize(r.BytesPerRun), cpuText(r.CPUMsPerRun, r.SeqPerCPUS), rssText(r.PeakRSSBytes), LoadText(r.LoadAvg, r.CPUs),
 		r.Build.LoadS, r.Build.CalibrateS, r.Build.QuantizeS, r.Build.CompileS)
 	return err
 }
@@ -211,6 +233,13 @@ func LoadText(load float64, cpus int) string {
 		return fmt.Sprintf("%d CPUs, load average %.1f: other work competed for the cores, figures are low", cpus, load)
 	}
 	return fmt.Sprintf("%d CPUs, load average %.1f", cpus, load)
+}
+
+func cpuText(ms, seqPerCPUS float64) string {
+	if ms < 0 {
+		return "unknown on this system"
+	}
+	return fmt.Sprintf("%.2f ms per run (%.1f seq per CPU second)", ms, seqPerCPUS)
 }
 
 func rssText(b int64) string {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,4 +37,14 @@ func LoadAverage() float64 {
 		return -1
 	}
 	return v
+}
+
+// ProcessCPU is the CPU time (user + system) of every thread of the
+// process so far, or -1 if unknown.
+func ProcessCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return -1
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,6 +1,9 @@
 package nn
 
-import "github.com/sqc-dev/sqc/runtime/qgemm"
+import (
+	"github.com/sqc-dev/sqc/runtime/pool"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
 
 // Elementwise activations over n values; dst may be src.
 
@@ -50,4 +53,60 @@ func Add(dst, a, b []float32) {
 			d[i] = x[i] + v
 		}
 	}
+}
+
+// GeluParallel, TanhSliceParallel, ReluParallel and AddParallel are Gelu,
+// TanhSlice, Relu and Add with the elements spread over p's workers (nil:
+// the caller's goroutine); the bits are the serial functions'.
+func GeluParallel(p *pool.Pool, dst, src []float32) {
+	forRows(unaryCalls, p, len(src), 1, unaryArgs{dst: dst, src: src, f: Gelu}, unaryRange)
+}
+
+func TanhSliceParallel(p *pool.Pool, dst, src []float32) {
+	forRows(unaryCalls, p, len(src), 1, unaryArgs{dst: dst, src: src, f: TanhSlice}, unaryRange)
+}
+
+func ReluParallel(p *pool.Pool, dst, src []float32) {
+	forRows(unaryCalls, p, len(src), 1, unaryArgs{dst: dst, src: src, f: Relu}, unaryRange)
+}
+
+func AddParallel(p *pool.Pool, dst, a, b []float32) {
+	if len(b) == 0 {
+		Add(dst, a, b)
+		return
+	}
+	// Ranges are whole elements when b is as long as a, else whole copies
+	// of b, so that every range starts at b[0].
+	unit := len(b)
+	if len(b) == len(a) {
+		unit = 1
+	}
+	forRows(addCalls, p, len(a)/unit, unit, addArgs{dst: dst, a: a, b: b, unit: unit}, addRange)
+}
+
+// unaryArgs are the arguments of an elementwise function f (a top-level
+// function, so storing it allocates nothing).
+type unaryArgs struct {
+	dst, src []float32
+	f        func(dst, src []float32)
+}
+
+var unaryCalls = newRowsRecycler[unaryArgs]()
+
+func unaryRange(a *unaryArgs, i0, i1 int) { a.f(a.dst[i0:i1], a.src[i0:i1]) }
+
+type addArgs struct {
+	dst, a, b []float32
+	unit      int
+}
+
+var addCalls = newRowsRecycler[addArgs]()
+
+func addRange(a *addArgs, r0, r1 int) {
+	lo, hi := r0*a.unit, r1*a.unit
+	if a.unit == 1 {
+		Add(a.dst[lo:hi], a.a[lo:hi], a.b[lo:hi])
+		return
+	}
+	Add(a.dst[lo:hi], a.a[lo:hi], a.b)
 }

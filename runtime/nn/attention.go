@@ -34,9 +34,9 @@ func AttentionScratchLen(workers, seqK, headDim int) int {
 
 // attnScratchPerWorker is one task's scratch: transposed queries and
 // accumulators (headDim x 16 each), scores and the transposed mask
-// (seqK x 16 each).
+// (seqK x 16 each), and the 16 rows' softmax sums.
 func attnScratchPerWorker(seqK, headDim int) int {
-	return attnRows * (2*headDim + 2*seqK)
+	return attnRows * (2*headDim + 2*seqK + 1)
 }
 
 // Attention computes, for every batch b, head h and query row i, in
@@ -66,12 +66,36 @@ func attention(kern *kernels, p *pool.Pool, scratch, out, q, k, v, mask []float3
 	if d.SeqQ <= 0 || d.HeadDim <= 0 {
 		return
 	}
-	blocks := (d.SeqQ + attnRows - 1) / attnRows
-	per := attnScratchPerWorker(d.SeqK, d.HeadDim)
-	parallelFor(p, d.Batch*d.Heads*blocks, func(worker, t int) {
-		b, h, blk := t/(d.Heads*blocks), t/blocks%d.Heads, t%blocks
-		attentionBlock(kern, scratch[worker*per:(worker+1)*per], out, q, k, v, mask, d, b, h, blk*attnRows)
-	})
+	c := attentionCalls.get()
+	c.kern, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.d = kern, scratch, out, q, k, v, mask, *d
+	c.blocks = (d.SeqQ + attnRows - 1) / attnRows
+	c.per = attnScratchPerWorker(d.SeqK, d.HeadDim)
+	parallelFor(p, d.Batch*d.Heads*c.blocks, c.task)
+	c.scratch, c.out, c.q, c.k, c.v, c.mask = nil, nil, nil, nil, nil, nil // keep no caller memory alive
+	attentionCalls.put(c)
+}
+
+// attentionCall is one Attention call's state (see calls.go).
+type attentionCall struct {
+	kern                        *kernels
+	scratch, out, q, k, v, mask []float32
+	d                           AttentionDims
+	blocks, per                 int // query blocks per head, scratch per worker
+	task                        func(worker, t int)
+}
+
+var attentionCalls = newRecycler(func() *attentionCall {
+	c := &attentionCall{}
+	c.task = c.block
+	return c
+})
+
+// block is task t: query block t%blocks of head t/blocks%Heads of
+// sequence t/(Heads*blocks).
+func (c *attentionCall) block(worker, t int) {
+	d := &c.d
+	b, h, blk := t/(d.Heads*c.blocks), t/c.blocks%d.Heads, t%c.blocks
+	attentionBlock(c.kern, c.scratch[worker*c.per:(worker+1)*c.per], c.out, c.q, c.k, c.v, c.mask, d, b, h, blk*attnRows)
 }
 
 // attentionBlock computes query rows i0 .. i0+15 (clipped) of head h of
@@ -83,6 +107,9 @@ func attentionBlock(kern *kernels, scratch, out, q, k, v, mask []float32, d *Att
 	acc := scratch[attnRows*hd : 2*attnRows*hd]
 	sT := scratch[2*attnRows*hd:][:attnRows*sk]
 	maskT := scratch[2*attnRows*hd+attnRows*sk:][:attnRows*sk]
+	// In scratch rather than on the stack: passed to a kernel through a
+	// function value, a local array would escape to the heap.
+	sums := (*[attnRows]float32)(scratch[2*attnRows*hd+2*attnRows*sk:])
 
 	kern.attnTranspose(qT, q[(b*d.SeqQ+i0)*d.QStride+h*hd:], d.QStride, n, hd)
 	var kb, vb []float32 // the head's keys and values (none when SeqK = 0)
@@ -101,9 +128,8 @@ func attentionBlock(kern *kernels, scratch, out, q, k, v, mask []float32, d *Att
 			m, transposed = maskT, true
 		}
 	}
-	var sums [attnRows]float32
-	kern.attnSoftmax(sT, sk, d.Scale, m, transposed, &sums)
-	kern.attnPV(out[(b*d.SeqQ+i0)*d.OutStride+h*hd:], d.OutStride, n, sT, vb, d.VStride, sk, hd, &sums, acc)
+	kern.attnSoftmax(sT, sk, d.Scale, m, transposed, sums)
+	kern.attnPV(out[(b*d.SeqQ+i0)*d.OutStride+h*hd:], d.OutStride, n, sT, vb, d.VStride, sk, hd, sums, acc)
 }
 
 // The Go kernels of attention. Blocks are 16 lanes wide whatever the

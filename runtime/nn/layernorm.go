@@ -63,38 +63,79 @@ func layerNorm(kern *kernels, p *pool.Pool, dstF32 []float32, f32Stride int, dst
 		}
 		return
 	}
-	size, count := chunks(p, rows, layerNormMinRows)
+	size, _ := chunks(p, rows, layerNormMinRows)
 	size = (size + lnGroup - 1) / lnGroup * lnGroup
-	count = (rows + size - 1) / size
-	parallelFor(p, count, func(_, c int) {
-		var mean, inv [lnGroup]float64
-		for i0 := c * size; i0 < min(rows, (c+1)*size); i0 += lnGroup {
-			n := min(lnGroup, rows-i0, (c+1)*size-i0)
-			if n == lnGroup {
-				kern.lnStats16(src[i0*srcStride:], srcStride, ln.N, ln.Epsilon, &mean, &inv)
-			} else {
-				for r := range n {
-					mean[r], inv[r] = rowStats(src[(i0+r)*srcStride:][:ln.N], ln.Epsilon)
-				}
-			}
+	c := layerNormCalls.get()
+	c.kern, c.dstF32, c.f32Stride, c.dstU8, c.u8Stride = kern, dstF32, f32Stride, dstU8, u8Stride
+	c.src, c.srcStride, c.rows, c.ln, c.invScale, c.zeroPoint, c.pad = src, srcStride, rows, *ln, invScale, zeroPoint, pad
+	c.size = size
+	c.stats = growStats(c.stats, workers(p))
+	parallelFor(p, (rows+size-1)/size, c.task)
+	c.dstF32, c.dstU8, c.src, c.ln = nil, nil, nil, LayerNormParams{} // keep no caller memory alive
+	layerNormCalls.put(c)
+}
+
+// layerNormCall is one LayerNorm call's state (see calls.go).
+type layerNormCall struct {
+	kern            *kernels
+	dstF32          []float32
+	f32Stride       int
+	dstU8           []uint8
+	u8Stride        int
+	src             []float32
+	srcStride, rows int
+	ln              LayerNormParams
+	invScale        float32
+	zeroPoint       int32
+	pad             uint8
+	size            int       // rows per chunk, a multiple of lnGroup
+	stats           []lnStats // per worker
+	task            func(worker, c int)
+}
+
+// lnStats are the statistics of one group of rows. A worker's are kept in
+// the call rather than on its stack: passed to a kernel through a function
+// value, a local array would escape to the heap.
+type lnStats struct{ mean, inv [lnGroup]float64 }
+
+var layerNormCalls = newRecycler(func() *layerNormCall {
+	c := &layerNormCall{}
+	c.task = c.chunk
+	return c
+})
+
+// chunk normalises rows [ch*size, (ch+1)*size) on worker w: statistics 16
+// rows at a time (rowStats for the chunk's last rows), then each row.
+func (c *layerNormCall) chunk(w, ch int) {
+	kern, ln, rows, size := c.kern, &c.ln, c.rows, c.size
+	src, srcStride := c.src, c.srcStride
+	st := &c.stats[w]
+	for i0 := ch * size; i0 < min(rows, (ch+1)*size); i0 += lnGroup {
+		n := min(lnGroup, rows-i0, (ch+1)*size-i0)
+		if n == lnGroup {
+			kern.lnStats16(src[i0*srcStride:], srcStride, ln.N, ln.Epsilon, &st.mean, &st.inv)
+		} else {
 			for r := range n {
-				i := i0 + r
-				x := src[i*srcStride : i*srcStride+ln.N]
-				var y []float32
-				if dstF32 != nil {
-					y = dstF32[i*f32Stride : i*f32Stride+ln.N]
-				}
-				var q []uint8
-				if dstU8 != nil {
-					q = dstU8[i*u8Stride : (i+1)*u8Stride]
-				}
-				kern.lnNormalize(y, q, x, mean[r], inv[r], ln, invScale, zeroPoint)
-				if q != nil {
-					fill(q[ln.N:], pad)
-				}
+				st.mean[r], st.inv[r] = rowStats(src[(i0+r)*srcStride:][:ln.N], ln.Epsilon)
 			}
 		}
-	})
+		for r := range n {
+			i := i0 + r
+			x := src[i*srcStride : i*srcStride+ln.N]
+			var y []float32
+			if c.dstF32 != nil {
+				y = c.dstF32[i*c.f32Stride : i*c.f32Stride+ln.N]
+			}
+			var q []uint8
+			if c.dstU8 != nil {
+				q = c.dstU8[i*c.u8Stride : (i+1)*c.u8Stride]
+			}
+			kern.lnNormalize(y, q, x, st.mean[r], st.inv[r], ln, c.invScale, c.zeroPoint)
+			if q != nil {
+				fill(q[ln.N:], c.pad)
+			}
+		}
+	}
 }
 
 // fill sets every byte of b to v.

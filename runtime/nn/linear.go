@@ -12,24 +12,52 @@ import "github.com/sqc-dev/sqc/runtime/pool"
 // so both give the same bits on amd64. Tiles of 4 rows x 256 columns (4 KiB
 // of dst rows, in L1) are spread over p's workers.
 func LinearF32(p *pool.Pool, dst []float32, dstStride int, x []float32, xStride, rows, k, n int, w, bias []float32) {
-	const tileRows, tileCols = 4, 256
-	rowTiles, colTiles := (rows+tileRows-1)/tileRows, (n+tileCols-1)/tileCols
-	parallelFor(p, rowTiles*colTiles, func(_, t int) {
-		r0, j0 := t/colTiles*tileRows, t%colTiles*tileCols
-		r1, j1 := min(r0+tileRows, rows), min(j0+tileCols, n)
-		if r1-r0 == tileRows {
-			linearTile4(dst[r0*dstStride:], dstStride, x[r0*xStride:], xStride, k, n, w, j0, j1)
-		} else {
-			for r := r0; r < r1; r++ {
-				linearRow(dst[r*dstStride:], x[r*xStride:][:k], n, w, j0, j1)
-			}
+	rowTiles, colTiles := (rows+linearTileRows-1)/linearTileRows, (n+linearTileCols-1)/linearTileCols
+	c := linearCalls.get()
+	c.dst, c.dstStride, c.x, c.xStride, c.rows, c.k, c.n, c.w, c.bias = dst, dstStride, x, xStride, rows, k, n, w, bias
+	c.colTiles = colTiles
+	parallelFor(p, rowTiles*colTiles, c.task)
+	c.dst, c.x, c.w, c.bias = nil, nil, nil, nil // keep no caller memory alive
+	linearCalls.put(c)
+}
+
+// Tiles of LinearF32: 4 rows (linearTile4's) x 256 columns.
+const linearTileRows, linearTileCols = 4, 256
+
+// linearCall is one LinearF32 call's state (see calls.go).
+type linearCall struct {
+	dst                 []float32
+	dstStride           int
+	x                   []float32
+	xStride, rows, k, n int
+	w, bias             []float32
+	colTiles            int
+	task                func(worker, t int)
+}
+
+var linearCalls = newRecycler(func() *linearCall {
+	c := &linearCall{}
+	c.task = c.tile
+	return c
+})
+
+// tile computes output tile t (row-major over the tile grid).
+func (c *linearCall) tile(_, t int) {
+	dst, dstStride, x, xStride := c.dst, c.dstStride, c.x, c.xStride
+	r0, j0 := t/c.colTiles*linearTileRows, t%c.colTiles*linearTileCols
+	r1, j1 := min(r0+linearTileRows, c.rows), min(j0+linearTileCols, c.n)
+	if r1-r0 == linearTileRows {
+		linearTile4(dst[r0*dstStride:], dstStride, x[r0*xStride:], xStride, c.k, c.n, c.w, j0, j1)
+	} else {
+		for r := r0; r < r1; r++ {
+			linearRow(dst[r*dstStride:], x[r*xStride:][:c.k], c.n, c.w, j0, j1)
 		}
-		if bias != nil {
-			for r := r0; r < r1; r++ {
-				Add(dst[r*dstStride+j0:r*dstStride+j1], dst[r*dstStride+j0:r*dstStride+j1], bias[j0:j1])
-			}
+	}
+	if c.bias != nil {
+		for r := r0; r < r1; r++ {
+			Add(dst[r*dstStride+j0:r*dstStride+j1], dst[r*dstStride+j0:r*dstStride+j1], c.bias[j0:j1])
 		}
-	})
+	}
 }
 
 // linearTile4 computes columns [j0, j1) of four rows: axpy over the rows of

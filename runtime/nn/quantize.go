@@ -3,6 +3,7 @@ package nn
 import (
 	"math"
 
+	"github.com/sqc-dev/sqc/runtime/pool"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
@@ -116,4 +117,45 @@ func quantizeRowsU8(kern *kernels, dst []uint8, dstStride int, src []float32, sr
 		scales[i], zeroPoints[i] = scale, zp
 		quantizeU8(kern, dst[i*dstStride:(i+1)*dstStride], dstStride, row, cols, 1, cols, 1/scale, zp)
 	}
+}
+
+// QuantizeU8Parallel is QuantizeU8 with the rows spread over p's workers
+// (nil: the caller's goroutine); the bits are QuantizeU8's.
+func QuantizeU8Parallel(p *pool.Pool, dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zeroPoint int32) {
+	forRows(quantizeCalls, p, rows, max(cols, dstStride), quantizeArgs{
+		kern: active(), dst: dst, dstStride: dstStride, src: src, srcStride: srcStride, cols: cols,
+		invScale: invScale, zeroPoint: zeroPoint,
+	}, quantizeRange)
+}
+
+// QuantizeRowsU8Parallel is QuantizeRowsU8 with the rows spread over p's
+// workers (nil: the caller's goroutine); the bits are QuantizeRowsU8's.
+func QuantizeRowsU8Parallel(p *pool.Pool, dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zeroPoints []int32) {
+	forRows(quantizeCalls, p, rows, max(cols, dstStride), quantizeArgs{
+		kern: active(), dst: dst, dstStride: dstStride, src: src, srcStride: srcStride, cols: cols,
+		scales: scales, zeroPoints: zeroPoints,
+	}, quantizeRowsRange)
+}
+
+// quantizeArgs are the arguments of the parallel quantisers.
+type quantizeArgs struct {
+	kern            *kernels
+	dst             []uint8
+	dstStride       int
+	src             []float32
+	srcStride, cols int
+	invScale        float32
+	zeroPoint       int32
+	scales          []float32
+	zeroPoints      []int32
+}
+
+var quantizeCalls = newRowsRecycler[quantizeArgs]()
+
+func quantizeRange(a *quantizeArgs, r0, r1 int) {
+	quantizeU8(a.kern, a.dst[r0*a.dstStride:], a.dstStride, a.src[r0*a.srcStride:], a.srcStride, r1-r0, a.cols, a.invScale, a.zeroPoint)
+}
+
+func quantizeRowsRange(a *quantizeArgs, r0, r1 int) {
+	quantizeRowsU8(a.kern, a.dst[r0*a.dstStride:], a.dstStride, a.src[r0*a.srcStride:], a.srcStride, r1-r0, a.cols, a.scales[r0:], a.zeroPoints[r0:])
 }

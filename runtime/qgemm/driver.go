@@ -117,11 +117,13 @@ func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 // multiple of NBlock, mc*scratchStride(nc) <= scratchElems).
 func (e *Engine) gemmBlocks(a []uint8, m, lda int, b *PackedB, ep *Epilogue, mc, nc int) {
 	t := e.tasks.Get().(*gemmCall)
-	t.a, t.m, t.lda, t.b, t.ep = a, m, lda, b, ep
+	// A copy of *ep, so that ep does not escape: a caller's Epilogue
+	// literal stays on its stack and GEMM does not allocate.
+	t.a, t.m, t.lda, t.b, t.ep = a, m, lda, b, *ep
 	t.mc, t.nc = mc, nc
 	t.nTasks = (b.Np + nc - 1) / nc
 	e.pool.Run((m+mc-1)/mc*t.nTasks, t.run)
-	t.a, t.b, t.ep = nil, nil, nil // keep no caller memory alive
+	t.a, t.b, t.ep = nil, nil, Epilogue{} // keep no caller memory alive
 	e.tasks.Put(t)
 }
 
@@ -133,7 +135,7 @@ type gemmCall struct {
 	a      []uint8
 	m, lda int
 	b      *PackedB
-	ep     *Epilogue
+	ep     Epilogue
 	mc, nc int // macro-block rows and columns (nc a multiple of NBlock)
 	nTasks int // macro-blocks along N
 }
@@ -151,7 +153,7 @@ func (t *gemmCall) block(w, i int) {
 	ldc := scratchStride(t.nc)
 	c := t.e.scratch[w]
 	t.e.variant.Kernel(&t.a[m0*t.lda], t.lda, &b.Data[n0*b.Kp], b.Kp, &c[0], ldc, rows, cols/NBlock)
-	t.e.epilogue(t.ep, c, ldc, m0, n0, rows, min(cols, b.N-n0))
+	t.e.epilogue(&t.ep, c, ldc, m0, n0, rows, min(cols, b.N-n0))
 }
 
 // checkGEMM validates every argument of GEMM, so that neither the kernel

@@ -3,6 +3,7 @@ package roofline
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/runtime/nn"
@@ -178,7 +179,7 @@ func (r *replayer) build(s exec.Step) (*replay, error) {
 		kp, inv, zp := s.Kp, s.InvScale, s.ZeroPoint
 		return &replay{kind: KindQuantize, label: fmt.Sprintf("Quantize %d", k), ops: float64(opsQuantize * rows * k),
 			bytes: float64(4*rows*k + rows*kp),
-			run:   func() error { nn.QuantizeU8(out, kp, x, k, rows, k, inv, zp); return nil }}, nil
+			run:   func() error { nn.QuantizeU8Parallel(r.pool, out, kp, x, k, rows, k, inv, zp); return nil }}, nil
 
 	case *exec.QuantizeRowsStep:
 		rows, k, ok := r.sh.rows(s.X)
@@ -190,7 +191,7 @@ func (r *replayer) build(s exec.Step) (*replay, error) {
 		kp := s.Kp
 		return &replay{kind: KindQuantize, label: fmt.Sprintf("QuantizeRows %d", k), ops: float64(opsQuantizeRow * rows * k),
 			bytes: float64(4*rows*k + rows*kp + 8*rows),
-			run:   func() error { nn.QuantizeRowsU8(out, kp, x, k, rows, k, scales, zps); return nil }}, nil
+			run:   func() error { nn.QuantizeRowsU8Parallel(r.pool, out, kp, x, k, rows, k, scales, zps); return nil }}, nil
 
 	case *exec.LinearF32Step:
 		rows, _, ok := r.sh.rows(s.X)
@@ -214,7 +215,7 @@ func (r *replayer) build(s exec.Step) (*replay, error) {
 		}
 		a, b, out := r.f32(na), r.f32(nb), make([]float32, na)
 		return &replay{kind: KindElemwise, label: "Add", ops: float64(opsAdd * na), bytes: float64(4 * (2*na + nb)),
-			run: func() error { nn.Add(out, a, b); return nil }}, nil
+			run: func() error { nn.AddParallel(r.pool, out, a, b); return nil }}, nil
 
 	case *exec.ActivationStep:
 		n, ok := r.sh.elems(s.X)
@@ -222,20 +223,20 @@ func (r *replayer) build(s exec.Step) (*replay, error) {
 			return nil, unresolved
 		}
 		x, out := r.f32(n), make([]float32, n)
-		var f func(dst, src []float32)
+		var f func(p *pool.Pool, dst, src []float32)
 		per := 0
 		switch s.Func {
 		case exec.ActGelu:
-			f, per = nn.Gelu, opsGelu
+			f, per = nn.GeluParallel, opsGelu
 		case exec.ActTanh:
-			f, per = nn.TanhSlice, opsTanh
+			f, per = nn.TanhSliceParallel, opsTanh
 		case exec.ActRelu:
-			f, per = nn.Relu, opsRelu
+			f, per = nn.ReluParallel, opsRelu
 		default:
 			return nil, fmt.Errorf("%s: activation %q", s.Call(), s.Func)
 		}
-		return &replay{kind: KindElemwise, label: s.Call()[len("nn."):], ops: float64(per * n), bytes: float64(8 * n),
-			run: func() error { f(out, x); return nil }}, nil
+		return &replay{kind: KindElemwise, label: strings.TrimSuffix(s.Call()[len("nn."):], "Parallel"), ops: float64(per * n), bytes: float64(8 * n),
+			run: func() error { f(r.pool, out, x); return nil }}, nil
 
 	case *exec.AttentionMaskStep:
 		sh, ok := r.sh.of(s.Mask)

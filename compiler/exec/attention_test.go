@@ -1,0 +1,55 @@
+package exec
+
+import (
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// TestPackedAttention: the packed form reads Q, K and V in place from one
+// [batch, seq, 3W] buffer and must give the bits of the unpacked form on
+// the same columns, at every variant's thread counts; with 3 heads of 5
+// (odd widths) and a padding mask.
+func TestPackedAttention(t *testing.T) {
+	packed := parse(t, `graph "packed" opset 17 {
+  input %qkv: f32[batch, seq, 45]
+  input %mask: i64[batch, seq]
+  %am = sqc.AttentionMask(%mask)
+  %y = sqc.Attention(%qkv, _, _, %am) {heads=3, qkv_packed=1, scale=0.4472136}
+  output %y: f32[batch, seq, 15]
+}`)
+	unpacked := parse(t, `graph "unpacked" opset 17 {
+  input %q: f32[batch, seq, 15]
+  input %k: f32[batch, seq, 15]
+  input %v: f32[batch, seq, 15]
+  input %mask: i64[batch, seq]
+  %am = sqc.AttentionMask(%mask)
+  %y = sqc.Attention(%q, %k, %v, %am) {heads=3, scale=0.4472136}
+  output %y: f32[batch, seq, 15]
+}`)
+	const batch, seq, w = 3, 7, 15
+	qkv := randF32(5, -2, 2, batch, seq, 3*w)
+	mask := compiler.NewTensor(compiler.Int64, batch, seq)
+	for b, n := range []int{7, 4, 1} {
+		for j := range n {
+			mask.I64[b*seq+j] = 1
+		}
+	}
+	parts := map[string]*compiler.Tensor{"mask": mask}
+	for i, name := range []string{"q", "k", "v"} {
+		p := compiler.NewTensor(compiler.Float32, batch, seq, w)
+		for r := range batch * seq {
+			copy(p.F32[r*w:(r+1)*w], qkv.F32[r*3*w+i*w:])
+		}
+		parts[name] = p
+	}
+	want := run(t, compile(t, unpacked, nil, 1), parts)
+	for _, threads := range []int{1, 2} {
+		p := compile(t, packed, nil, threads)
+		sameBits(t, "packed vs unpacked", run(t, p, map[string]*compiler.Tensor{"qkv": qkv, "mask": mask}), want)
+	}
+	ref := interpRun(t, packed, map[string]*compiler.Tensor{"qkv": qkv, "mask": mask})
+	if d, scale := maxDiff(t, want, ref); d > 1e-5*scale {
+		t.Errorf("exec differs from the interpreter by %.3g (outputs up to %.3g)", d, scale)
+	}
+}
