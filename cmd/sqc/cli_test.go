@@ -26,8 +26,22 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(out, "positive") || !strings.Contains(out, "negative") {
-		t.Fatalf("demo output lacks labels:\n%s", out)
+	if !strings.Contains(out, "positive") || !strings.Contains(out, "negative") || !strings.Contains(out, "INT8") {
+		t.Fatalf("demo output lacks labels or the INT8 column:\n%s", out)
+	}
+	// Every sentence row: FP32 and INT8 agree on the label.
+	rows := 0
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && (f[0] == "positive" || f[0] == "negative") {
+			rows++
+			if f[0] != f[2] {
+				t.Errorf("FP32 says %s, INT8 says %s: %s", f[0], f[2], l)
+			}
+		}
+	}
+	if rows != len(demoSentences) {
+		t.Errorf("%d sentence rows, want %d:\n%s", rows, len(demoSentences), out)
 	}
 }
 

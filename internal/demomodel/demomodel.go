@@ -14,6 +14,13 @@ import (
 //go:embed sst2-distilbert-tiny/config.json sst2-distilbert-tiny/model.safetensors sst2-distilbert-tiny/vocab.txt sst2-distilbert-tiny/tokenizer_config.json
 var files embed.FS
 
+// Calibration holds 64 short movie-review sentences written for sqc (one
+// per line; the same as examples/sentiment/calib.txt) that `sqc demo`
+// calibrates the INT8 model on.
+//
+//go:embed calib.txt
+var Calibration string
+
 // Name is the embedded model's name.
 const Name = "sst2-distilbert-tiny"
 
