@@ -9,6 +9,9 @@ import (
 // TestRunAllocations reports what one Run allocates in steady state: the
 // output map and tensors it returns, nothing else.
 func TestRunAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
 	p := compile(t, parse(t, qchain), nil, 2)
 	in := qchainInputs(2, 5, 3, 0)
 	run(t, p, in)
@@ -18,7 +21,7 @@ func TestRunAllocations(t *testing.T) {
 		}
 	})
 	t.Logf("%.0f allocations per Run (5 outputs, 12 steps)", allocs)
-	if allocs > 12 {
+	if allocs > 5*3+2 {
 		t.Errorf("%.0f allocations per Run: more than the 5 outputs (tensor, shape, data) and the map", allocs)
 	}
 }
@@ -119,6 +122,9 @@ func TestRunIntoAllocatesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameBits(t, "RunInto", out, want)
+	}
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	in := allocInputs(4, 16)
 	allocs := testing.AllocsPerRun(20, func() {
