@@ -76,7 +76,7 @@ func TestGenerateIsDeterministicAndFormatted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []string{"model.go", "schedule.go", MarkerFile, "weights.bin", "weights.go"}
+			want := []string{"kernels_amd64.go", "kernels_amd64.s", "kernels_other.go", "model.go", "schedule.go", MarkerFile, "weights.bin", "weights.go"}
 			if got := a.Names(); strings.Join(got, " ") != strings.Join(want, " ") {
 				t.Fatalf("files %v, want %v", got, want)
 			}

@@ -166,7 +166,8 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			ep[jen.Id("OutF32")] = sc(s.Out)
 			ep[jen.Id("OutStride")] = jen.Lit(s.B.N)
 		}
-		return returnIfErr(jen.Id("m").Dot("gemm").Dot("GEMM").Call(sc(s.A), pl.rowsCode(s.A), jen.Lit(s.B.Kp),
+		// gemmKernel (kernels_*.go) gives the package's own kernel for this Kp.
+		return returnIfErr(jen.Id("m").Dot("gemm").Dot("GEMMWithKernel").Call(jen.Id(gemmKernelFunc).Call(jen.Lit(s.B.Kp)), sc(s.A), pl.rowsCode(s.A), jen.Lit(s.B.Kp),
 			jen.Op("&").Add(w), jen.Op("&").Qual(pkgQgemm, "Epilogue").Values(ep))), nil
 	case *exec.LinearF32Step:
 		var bias *weight
@@ -249,10 +250,11 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 }
 
 // callee is how the generated code spells a step's Call: qgemm.GEMM is
-// the Engine method m.gemm.GEMM, every other call is nn.Name(.
+// the Engine method m.gemm.GEMMWithKernel (with the package's own kernel
+// for the step's Kp, if any), every other call is nn.Name(.
 func callee(call string) string {
 	if call == "qgemm.GEMM" {
-		return "m.gemm.GEMM("
+		return "m.gemm.GEMMWithKernel("
 	}
 	return call + "("
 }

@@ -123,7 +123,17 @@ func Generate(prog *exec.Program, opts Options) (*Package, error) {
 	}
 	files["weights.go"] = g.weightsFile(len(blob), sum)
 	files["model.go"] = g.modelFile()
+	asm, kernelGo, err := g.kernelFiles()
+	if err != nil {
+		return nil, err
+	}
 	pkg := &Package{Files: map[string][]byte{"weights.bin": blob, MarkerFile: []byte(markerText)}, Steps: len(prog.Steps())}
+	for name, f := range kernelGo {
+		files[name] = f
+	}
+	for name, b := range asm {
+		pkg.Files[name] = b
+	}
 	for name, f := range files {
 		var buf bytes.Buffer
 		if err := f.Render(&buf); err != nil {

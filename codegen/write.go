@@ -28,7 +28,7 @@ var ErrNotGenerated = errors.New("directory holds files sqc did not generate")
 // the old package under a dot name beside dir). Write refuses (wrapping
 // ErrNotGenerated and compiler.ErrBadInput) to replace a directory that
 // holds anything but an earlier generated package: the marker file,
-// weights.bin, and .go files that open with Header.
+// weights.bin, and .go and .s files that open with Header.
 func Write(dir string, pkg *Package) error {
 	dir = filepath.Clean(dir)
 	if err := checkReplaceable(dir); err != nil {
@@ -119,7 +119,7 @@ func checkReplaceable(dir string) error {
 		case name == MarkerFile && e.Type().IsRegular():
 			marked = true
 		case name == "weights.bin" && e.Type().IsRegular():
-		case strings.HasSuffix(name, ".go") && e.Type().IsRegular():
+		case (strings.HasSuffix(name, ".go") || strings.HasSuffix(name, ".s")) && e.Type().IsRegular():
 			ok, err := hasHeader(filepath.Join(dir, name))
 			if err != nil {
 				return err

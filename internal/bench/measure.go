@@ -94,13 +94,22 @@ func Measure(run func() error, opts MeasureOptions) (*Measurement, error) {
 		minRuns, maxRuns, budget = opts.Runs, opts.Runs, 0
 	}
 	for i := 0; i < warm; i++ {
+		if i == warm-1 {
+			// Start from a clean heap, so that a GC cycle left over from
+			// warm-up is not charged to the timed runs; the last warm-up
+			// run then refills what the GC emptied (the kernels' sync.Pool
+			// caches of per-call state), so the counts are steady state's.
+			runtime.GC()
+		}
 		if err := run(); err != nil {
 			return nil, fmt.Errorf("warm-up run %d: %w", i+1, err)
 		}
 	}
+	if warm == 0 {
+		runtime.GC()
+	}
 	m := &Measurement{Warmup: warm, TimesMs: make([]float64, 0, min(maxRuns, 1024))}
 	var before, after runtime.MemStats
-	runtime.GC() // start from a clean heap, so that a GC cycle left over from warm-up is not charged to the timed runs
 	runtime.ReadMemStats(&before)
 	if opts.CPUProfile != nil {
 		if err := pprof.StartCPUProfile(opts.CPUProfile); err != nil {

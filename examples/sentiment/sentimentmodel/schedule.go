@@ -28,7 +28,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #4 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear/QKV
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
 		AZeroPoint: int32(126),
 		Bias:       m.w.distilbertTransformerLayer0AttentionQLinBiasQkv,
 		ColSum:     m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv.ColSum,
@@ -55,13 +55,13 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		SeqQ:            seq,
 		VStride:         384,
 	})
-	// #6 nn.QuantizeU8: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
-	nn.QuantizeU8(ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(277.94394), int32(130))
+	// #6 nn.QuantizeU8Parallel: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	nn.QuantizeU8Parallel(m.pool, ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(277.94394), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #7 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(130),
 		Bias:           m.w.distilbertTransformerLayer0AttentionOutLinBias,
 		ColSum:         m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ.ColSum,
@@ -81,7 +81,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #10 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(130),
 		Act:          qgemm.ActGelu,
 		Bias:         m.w.distilbertTransformerLayer0FfnLin1Bias,
@@ -98,7 +98,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #11 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer0FfnLin2WeightTQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(512), ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer0FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(17),
 		Bias:           m.w.distilbertTransformerLayer0FfnLin2Bias,
 		ColSum:         m.w.distilbertTransformerLayer0FfnLin2WeightTQ.ColSum,
@@ -118,7 +118,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #14 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
 		AZeroPoint: int32(133),
 		Bias:       m.w.distilbertTransformerLayer1AttentionQLinBiasQkv,
 		ColSum:     m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv.ColSum,
@@ -145,13 +145,13 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		SeqQ:            seq,
 		VStride:         384,
 	})
-	// #16 nn.QuantizeU8: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
-	nn.QuantizeU8(ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(258.05313), int32(128))
+	// #16 nn.QuantizeU8Parallel: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	nn.QuantizeU8Parallel(m.pool, ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(258.05313), int32(128))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #17 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(128),
 		Bias:           m.w.distilbertTransformerLayer1AttentionOutLinBias,
 		ColSum:         m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ.ColSum,
@@ -171,7 +171,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #20 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(112),
 		Act:          qgemm.ActGelu,
 		Bias:         m.w.distilbertTransformerLayer1FfnLin1Bias,
@@ -188,7 +188,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #21 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
-	if err := m.gemm.GEMM(ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer1FfnLin2WeightTQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(512), ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer1FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(14),
 		Bias:           m.w.distilbertTransformerLayer1FfnLin2Bias,
 		ColSum:         m.w.distilbertTransformerLayer1FfnLin2WeightTQ.ColSum,
@@ -208,8 +208,8 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	}
 	// #24 nn.LinearF32: pre_classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[2048:][:batch*128], 128, ws.f32[0:][:batch*128], 128, batch, 128, 128, m.w.preClassifierWeightT, m.w.preClassifierBias)
-	// #25 nn.Relu: pre_classifier/Relu
-	nn.Relu(ws.f32[0:][:batch*128], ws.f32[2048:][:batch*128])
+	// #25 nn.ReluParallel: pre_classifier/Relu
+	nn.ReluParallel(m.pool, ws.f32[0:][:batch*128], ws.f32[2048:][:batch*128])
 	// #26 nn.LinearF32: classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[2048:][:batch*2], 2, ws.f32[0:][:batch*128], 128, batch, 128, 2, m.w.classifierWeightT, m.w.classifierBias)
 	return nil

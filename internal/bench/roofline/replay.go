@@ -149,14 +149,33 @@ func (r *replayer) build(s exec.Step) (*replay, error) {
 
 	case *exec.AttentionStep:
 		qs, ok1 := r.sh.of(s.Q)
-		ks, ok2 := r.sh.of(s.K)
-		if !ok1 || !ok2 || len(qs) != 3 || len(ks) != 3 || qs[2]%s.Heads != 0 {
+		ks, ok2 := qs, ok1 // packed: K and V are columns of Q's buffer
+		if !s.Packed {
+			ks, ok2 = r.sh.of(s.K)
+		}
+		if !ok1 || !ok2 || len(qs) != 3 || len(ks) != 3 {
 			return nil, unresolved
 		}
 		batch, sq, width, sk := qs[0], qs[1], qs[2], ks[1]
+		stride := width
+		if s.Packed {
+			lay := exec.PackedAttentionLayout(width)
+			width = lay.Width
+		}
+		if width%s.Heads != 0 {
+			return nil, unresolved
+		}
 		d := nn.AttentionDims{Batch: batch, SeqQ: sq, SeqK: sk, Heads: s.Heads, HeadDim: width / s.Heads, Scale: s.Scale,
-			QStride: width, KStride: width, VStride: width, OutStride: width}
-		q, k, v, out := r.f32(batch*sq*width), r.f32(batch*sk*width), r.f32(batch*sk*width), make([]float32, batch*sq*width)
+			QStride: stride, KStride: stride, VStride: stride, OutStride: width}
+		var q, k, v []float32
+		if s.Packed {
+			qkv := r.f32(batch * sq * stride)
+			lay := exec.PackedAttentionLayout(stride)
+			q, k, v = qkv, qkv[lay.KOffset:], qkv[lay.VOffset:]
+		} else {
+			q, k, v = r.f32(batch*sq*width), r.f32(batch*sk*width), r.f32(batch*sk*width)
+		}
+		out := make([]float32, batch*sq*width)
 		var mask []float32
 		bytes := float64(4 * (2*batch*sq*width + 2*batch*sk*width))
 		if s.Mask != exec.NoSlot {

@@ -1,0 +1,45 @@
+package qgemm
+
+// SpecializedKernel is a Kernel built for one padded K (Kp), such as the
+// AVX512-VNNI kernels `sqc compile` generates into a model's package
+// (asmgen/kernels): it may ignore its kp argument, so it is only ever
+// called for weights whose Kp is exactly Kp.
+type SpecializedKernel struct {
+	Kp     int
+	Kernel Kernel
+}
+
+// GEMMWithKernel is GEMM with k's kernel in place of the Engine's own, for
+// one call. The substitution happens only when it is sound: k.Kernel is set,
+// k.Kp == b.Kp, and the Engine runs the VNNI variant (a specialised kernel
+// uses the same instructions, so it can run wherever that variant does).
+// Otherwise it is exactly GEMM. Blocking, validation and the epilogue are
+// GEMM's; the s32 accumulation is exact integer arithmetic, so the output
+// bits do not depend on which kernel computed them. Unlike GEMM, a call that
+// uses k allocates its task closure.
+func (e *Engine) GEMMWithKernel(k SpecializedKernel, a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
+	if k.Kernel == nil || e.variant.ISA != ISAVNNI || b == nil || k.Kp != b.Kp {
+		return e.GEMM(a, m, lda, b, ep)
+	}
+	if err := checkGEMM(a, m, lda, b, ep); err != nil {
+		return err
+	}
+	if m == 0 {
+		return nil
+	}
+	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs)
+	epc := *ep
+	nTasks := ceilDiv(b.Np, nc)
+	ldc := scratchStride(nc)
+	e.pool.Run(ceilDiv(m, mc)*nTasks, func(w, i int) {
+		// As gemmCall.block, with k.Kernel.
+		m0 := i / nTasks * mc
+		n0 := i % nTasks * nc
+		rows := min(mc, m-m0)
+		cols := min(nc, b.Np-n0)
+		c := e.scratch[w]
+		k.Kernel(&a[m0*lda], lda, &b.Data[n0*b.Kp], b.Kp, &c[0], ldc, rows, cols/NBlock)
+		e.epilogue(&epc, c, ldc, m0, n0, rows, min(cols, b.N-n0))
+	})
+	return nil
+}
