@@ -14,6 +14,7 @@ import (
 	"github.com/sqc-dev/sqc/compiler/interp"
 	"github.com/sqc-dev/sqc/internal/dataio"
 	"github.com/sqc-dev/sqc/internal/infer"
+	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
@@ -29,6 +30,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "ids", Usage: "pre-tokenized inputs, one JSON object per line"},
 			&cli.StringFlag{Name: "vocab", Usage: "vocab.txt or tokenizer.json (default: beside the model)"},
 			&cli.IntFlag{Name: "batch", Value: 32, Usage: "inputs per forward pass"},
+			&cli.BoolFlag{Name: "check-ir", Usage: "canonicalise first, verifying the graph after every pass and naming the pass that broke it"},
 		}, int8Flags()...),
 		Action: func(c *cli.Context) error {
 			fp32, int8 := c.Bool("fp32"), c.Bool("int8")
@@ -53,6 +55,14 @@ func runCommand() *cli.Command {
 			g, err := frontend.Load(model)
 			if err != nil {
 				return err
+			}
+			if c.Bool("check-ir") {
+				// The INT8 build's own passes always run verified; this
+				// verifies canonicalisation too (and runs the FP32
+				// interpreter on the canonical graph, the same function).
+				if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
+					return err
+				}
 			}
 			var tok *tokenizer.Tokenizer
 			if !exs[0].HasIDs || (int8 && cfg.needsTokenizer()) {
