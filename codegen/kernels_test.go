@@ -53,4 +53,3 @@ func TestGeneratedKernelFiles(t *testing.T) {
 		t.Error("a GEMM statement bypasses gemmKernel")
 	}
 }
-

@@ -277,6 +277,11 @@ func dtypeList(ds []DType) string {
 // about its inputs (in has one entry per n.Inputs; omitted inputs have
 // Present false). It returns one Inferred per output.
 func (op *OpDef) InferShapes(n *Node, opset int64, in []InferInput) ([]Inferred, error) {
+	// Shape rules index their inputs by position: a node of the wrong
+	// arity (from a corrupt or hand-written file) is an error, not a panic.
+	if err := op.CheckArity(n); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
 	dts := make([]DType, len(in))
 	for i, x := range in {
 		if x.Present {

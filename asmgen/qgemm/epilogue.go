@@ -21,7 +21,8 @@ const (
 	epiGelu                  // apply GELU
 	epiResidual              // add the residual
 	epiU8                    // quantize to u8 (else store f32)
-	epiFlagCount = 5
+	epiRow                   // per-row zero point (replacing aZero) and scale: dynamic quantisation
+	epiFlagCount = 6
 )
 
 // epiUnroll is the number of 16-column chunks per column step (at most 4:
@@ -32,7 +33,7 @@ const epiUnroll = 3
 // 32 zmm registers (avo does not spill).
 const epiGeluGroup = 3
 
-const epilogueSig = "func(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, scale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, flags int)"
+const epilogueSig = "func(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, flags int)"
 
 // Constants of runtime/qgemm/epilogue.go.
 const (
@@ -116,8 +117,9 @@ func genEpilogue(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("epilogueAVX512Asm applies the epilogue to an m x n block (m, n >= 1) of int32",
 		"accumulators c (row stride ldc elements). Pointers are at column 0 of the",
-		"block (row 0 for res and the output); strides are in elements. flags: 1",
-		"colSum, 2 bias, 4 GELU, 8 residual, 16 u8 output (else f32).")
+		"block (row 0 for res, the output, rowZero and rowScale); strides are in",
+		"elements. flags: 1 colSum, 2 bias, 4 GELU, 8 residual, 16 u8 output (else",
+		"f32), 32 per-row zero point rowZero[i] (replacing aZero) and scale rowScale[i].")
 	flags := g.load("flags")
 	epilogueDispatch(g, consts, colMasks, flags, 0, 0)
 }
@@ -147,12 +149,20 @@ func epilogueVariant(g *gen, consts *constTable, colMasks operand.Mem, flags int
 	scale := g.load("scale")
 	n := g.load("n")
 	rows := g.load("m")
-	var colSum, bias, resRow, outRow reg.GPVirtual
+	var colSum, bias, resRow, outRow, rowZero, rowScale reg.GPVirtual
 	var zAZ reg.VecVirtual
 	if has(epiColSum) {
 		colSum = g.load("colSum")
 		zAZ = g.ZMM()
-		g.VPBROADCASTD(g.load32("aZero"), zAZ)
+		if !has(epiRow) {
+			g.VPBROADCASTD(g.load32("aZero"), zAZ)
+		}
+	}
+	if has(epiRow) {
+		rowScale = g.load("rowScale")
+		if has(epiColSum) {
+			rowZero = g.load("rowZero")
+		}
 	}
 	if has(epiBias) {
 		bias = g.load("bias")
@@ -192,6 +202,9 @@ func epilogueVariant(g *gen, consts *constTable, colMasks operand.Mem, flags int
 
 	rowLoop, colLoop := g.label("epi_row"), g.label("epi_col")
 	g.Label(rowLoop)
+	if has(epiRow) && has(epiColSum) {
+		g.VPBROADCASTD(operand.Mem{Base: rowZero}, zAZ) // this row's zero point
+	}
 	j := g.GP64()
 	g.XORQ(j, j)
 	g.Label(colLoop)
@@ -208,7 +221,7 @@ func epilogueVariant(g *gen, consts *constTable, colMasks operand.Mem, flags int
 	g.KMOVQ(bits, kAll)
 
 	r := epiRegs{
-		j: j, cRow: cRow, scale: scale, colSum: colSum, bias: bias, resRow: resRow, outRow: outRow,
+		j: j, cRow: cRow, scale: scale, rowScale: rowScale, colSum: colSum, bias: bias, resRow: resRow, outRow: outRow,
 		zAZ: zAZ, zInv: zInv, zZP: zZP, zZero: zZero, zOne: zOne,
 	}
 	ks := make([]reg.OpmaskVirtual, epiUnroll)
@@ -253,14 +266,20 @@ func epilogueVariant(g *gen, consts *constTable, colMasks operand.Mem, flags int
 	} else {
 		advance(outRow, "outStride", 2)
 	}
+	if has(epiRow) {
+		g.ADDQ(operand.U8(4), rowScale)
+		if has(epiColSum) {
+			g.ADDQ(operand.U8(4), rowZero)
+		}
+	}
 	g.DECQ(rows)
 	g.JNZ(operand.LabelRef(rowLoop))
 }
 
 // epiRegs are the registers an epilogue chunk reads.
 type epiRegs struct {
-	j, cRow, scale, colSum, bias, resRow, outRow reg.GPVirtual
-	zAZ, zInv, zZP, zZero, zOne                  reg.VecVirtual
+	j, cRow, scale, rowScale, colSum, bias, resRow, outRow reg.GPVirtual
+	zAZ, zInv, zZP, zZero, zOne                            reg.VecVirtual
 }
 
 // col4 addresses 4-byte column j+16u of the row at base.
@@ -285,6 +304,9 @@ func epilogueLoad(g *gen, flags, u int, k reg.OpmaskVirtual, r epiRegs) reg.VecV
 	s := g.ZMM()
 	g.VMOVUPS_Z(r.col4(r.scale, u), k, s)
 	g.VMULPS(s, v, v)
+	if has(epiRow) {
+		g.VMULPS_BCST(operand.Mem{Base: r.rowScale}, v, v) // v * rowScale[i]
+	}
 	if has(epiBias) {
 		bz := g.ZMM()
 		g.VMOVUPS_Z(r.col4(r.bias, u), k, bz)

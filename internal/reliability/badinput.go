@@ -232,6 +232,9 @@ func onnxCases() []Case {
 		{Name: "onnx/unsupported-op", Want: compiler.ErrUnsupportedOp, Build: onnxFile(onnxWith(func(m *onnxModel) {
 			m.Nodes[1].Op = "NonMaxSuppression"
 		}), "pool", "NonMaxSuppression")},
+		{Name: "onnx/wrong-arity", Want: compiler.ErrMalformed, Build: onnxFile(onnxWith(func(m *onnxModel) {
+			m.Nodes[2].In = m.Nodes[2].In[:1] // MatMul of one operand
+		}), "classify", "inputs")},
 		{Name: "onnx/nan-weight", Want: compiler.ErrNonFinite, Build: onnxFile(onnxWith(func(m *onnxModel) {
 			m.Initializers[0].F32[9] = float32(math.NaN())
 		}), "emb")},

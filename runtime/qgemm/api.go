@@ -123,9 +123,10 @@ type Epilogue struct {
 	// quantisation of A (runtime/nn.QuantizeRowsU8): row i of A was
 	// quantised with its own scale and zero point. RowZeroPoint replaces
 	// AZeroPoint (ColSum is then required); RowScale multiplies after Scale,
-	// which then holds the weight scale alone. Either may be nil. The
-	// AVX-512 epilogue does not implement them yet: it falls back to the
-	// pure-Go epilogue when either is set.
+	// which then holds the weight scale alone. Either may be nil (the
+	// AVX-512 epilogue runs them when both are set, as dynamic
+	// quantisation sets them, and falls back to the pure-Go epilogue when
+	// only one is).
 	RowScale     []float32
 	RowZeroPoint []int32
 

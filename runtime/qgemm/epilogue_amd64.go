@@ -11,6 +11,7 @@ const (
 	epiGelu
 	epiResidual
 	epiU8
+	epiRow
 )
 
 // epilogueAVX512 is the AVX-512 EpilogueFunc: 16 columns per step under an
@@ -21,9 +22,9 @@ func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 	if m <= 0 || n <= 0 {
 		return
 	}
-	if ep.RowScale != nil || ep.RowZeroPoint != nil {
-		// Per-row scale and zero point (dynamic quantisation) have no
-		// assembly path yet; the Go epilogue gives the reference bits.
+	if (ep.RowScale != nil) != (ep.RowZeroPoint != nil) {
+		// Only one of the per-row operands: no assembly variant (dynamic
+		// quantisation sets both); the Go epilogue gives the reference bits.
 		epilogueGo(ep, c, ldc, m0, n0, m, n)
 		return
 	}
@@ -45,6 +46,16 @@ func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 		flags |= epiColSum
 	}
 	span("Scale", len(ep.Scale), n0, 0)
+	var rowZero *int32
+	var rowScale *float32
+	if ep.RowScale != nil {
+		if m0 < 0 || len(ep.RowScale) < m0+m || len(ep.RowZeroPoint) < m0+m {
+			panic(fmt.Sprintf("qgemm: epilogue RowScale/RowZeroPoint out of range: len %d/%d, rows %d..%d",
+				len(ep.RowScale), len(ep.RowZeroPoint), m0, m0+m-1))
+		}
+		rowZero, rowScale = &ep.RowZeroPoint[m0], &ep.RowScale[m0]
+		flags |= epiRow
+	}
 	var bias *float32
 	if ep.Bias != nil {
 		span("Bias", len(ep.Bias), n0, 0)
@@ -72,6 +83,6 @@ func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 		outU8 = &ep.OutU8[first]
 		flags |= epiU8
 	}
-	epilogueAVX512Asm(&c[0], ldc, m, n, colSum, ep.AZeroPoint, &ep.Scale[n0], bias, res,
+	epilogueAVX512Asm(&c[0], ldc, m, n, colSum, ep.AZeroPoint, rowZero, &ep.Scale[n0], rowScale, bias, res,
 		ep.ResidualStride, outF32, outU8, ep.OutStride, ep.OutInvScale, ep.OutZeroPoint, flags)
 }

@@ -53,6 +53,16 @@ func epilogueCase(rng *rand.Rand, flags, m0, n0, m, n int) (*Epilogue, []int32, 
 	if flags&epiGelu != 0 {
 		ep.Act = ActGelu
 	}
+	if flags&epiRow != 0 {
+		// Dynamic quantisation: every row its own zero point and scale
+		// (RowZeroPoint is ignored without ColSum, as in epilogueGo).
+		ep.RowScale = make([]float32, rows)
+		ep.RowZeroPoint = make([]int32, rows)
+		for i := range ep.RowScale {
+			ep.RowScale[i] = randF(0.001, 0.05)
+			ep.RowZeroPoint[i] = rng.Int32N(256)
+		}
+	}
 	if flags&epiResidual != 0 {
 		ep.ResidualStride = cols + 2
 		ep.Residual = make([]float32, rows*ep.ResidualStride)
@@ -115,13 +125,13 @@ func sameBits(t *testing.T, what string, want, got *Epilogue) {
 }
 
 // TestEpilogueAVX512MatchesGo runs every option combination (colsum/zero
-// point, bias, GELU, residual, f32 or u8 output) on odd block sizes at
-// odd offsets and compares the whole output buffers, so a stray write
-// outside the block fails too.
+// point, bias, GELU, residual, f32 or u8 output, per-row zero point and
+// scale) on odd block sizes at odd offsets and compares the whole output
+// buffers, so a stray write outside the block fails too.
 func TestEpilogueAVX512MatchesGo(t *testing.T) {
 	skipWithoutAVX512(t)
 	rng := rand.New(rand.NewPCG(5, 6))
-	for flags := 0; flags < 1<<5; flags++ {
+	for flags := 0; flags < 1<<6; flags++ {
 		for _, n := range []int{1, 7, 16, 17, 33, 100} {
 			for _, m := range []int{1, 3} {
 				m0, n0 := rng.IntN(3), rng.IntN(20)
@@ -129,10 +139,43 @@ func TestEpilogueAVX512MatchesGo(t *testing.T) {
 				want, got := cloneOutputs(ep), cloneOutputs(ep)
 				epilogueGo(want, c, ldc, m0, n0, m, n)
 				epilogueAVX512(got, c, ldc, m0, n0, m, n)
-				sameBits(t, fmt.Sprintf("flags=%05b m=%d n=%d at (%d,%d)", flags, m, n, m0, n0), want, got)
+				sameBits(t, fmt.Sprintf("flags=%06b m=%d n=%d at (%d,%d)", flags, m, n, m0, n0), want, got)
 			}
 		}
 	}
+}
+
+// TestEpilogueAVX512OneRowOperand covers the Go fallback for an Epilogue
+// with only one of RowScale and RowZeroPoint.
+func TestEpilogueAVX512OneRowOperand(t *testing.T) {
+	skipWithoutAVX512(t)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, drop := range []string{"RowScale", "RowZeroPoint"} {
+		ep, c, ldc := epilogueCase(rng, epiColSum|epiBias|epiGelu|epiRow, 2, 3, 5, 37)
+		if drop == "RowScale" {
+			ep.RowScale = nil
+		} else {
+			ep.RowZeroPoint = nil
+		}
+		want, got := cloneOutputs(ep), cloneOutputs(ep)
+		epilogueGo(want, c, ldc, 2, 3, 5, 37)
+		epilogueAVX512(got, c, ldc, 2, 3, 5, 37)
+		sameBits(t, "without "+drop, want, got)
+	}
+}
+
+// TestEpilogueAVX512RowBounds requires a panic, not a stray read, when
+// the per-row operands are shorter than the block's rows.
+func TestEpilogueAVX512RowBounds(t *testing.T) {
+	skipWithoutAVX512(t)
+	ep, c, ldc := epilogueCase(rand.New(rand.NewPCG(11, 12)), epiColSum|epiRow, 1, 0, 3, 16)
+	ep.RowScale = ep.RowScale[:3] // rows 1..3 need 4
+	defer func() {
+		if recover() == nil {
+			t.Error("epilogueAVX512 accepted a RowScale shorter than the block")
+		}
+	}()
+	epilogueAVX512(ep, c, ldc, 1, 0, 3, 16)
 }
 
 // TestEpilogueAVX512GeluBits feeds float32 values from the whole range
@@ -181,7 +224,7 @@ func BenchmarkEpilogue(b *testing.B) {
 	for _, c := range []struct {
 		name  string
 		flags int
-	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | epiGelu}, {"bias-gelu-u8", epiColSum | epiBias | epiGelu | epiU8}} {
+	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | epiGelu}, {"bias-gelu-u8", epiColSum | epiBias | epiGelu | epiU8}, {"row-bias-f32", epiColSum | epiRow | epiBias}, {"row-bias-gelu-f32", epiColSum | epiRow | epiBias | epiGelu}} {
 		for _, impl := range []struct {
 			name string
 			f    EpilogueFunc

@@ -8857,10 +8857,10 @@ DATA epilogueColMasks<>+376(SB)/8, $0x00007fffffffffff
 DATA epilogueColMasks<>+384(SB)/8, $0x0000ffffffffffff
 GLOBL epilogueColMasks<>(SB), RODATA|NOPTR, $392
 
-// func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, scale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, flags int)
+// func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, flags int)
 // Requires: AVX, AVX512BW, AVX512F, CMOV, SSE
-TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-120
-	MOVQ  flags+112(FP), AX
+TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-136
+	MOVQ  flags+128(FP), AX
 	TESTQ $0x00000001, AX
 	JNZ   epi_flag_411
 	TESTQ $0x00000002, AX
@@ -8871,17 +8871,19 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-120
 	JNZ   epi_flag_414
 	TESTQ $0x00000010, AX
 	JNZ   epi_flag_415
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_416
 	MOVQ  c+0(FP), AX
-	MOVQ  scale+48(FP), CX
+	MOVQ  scale+56(FP), CX
 	MOVQ  n+24(FP), DX
 	MOVQ  m+16(FP), BX
-	MOVQ  outF32+80(FP), SI
+	MOVQ  outF32+96(FP), SI
 	LEAQ  epilogueColMasks<>+0(SB), DI
 
-epi_row_416:
+epi_row_417:
 	XORQ R8, R8
 
-epi_col_417:
+epi_col_418:
 	MOVQ        DX, R9
 	SUBQ        R8, R9
 	MOVQ        $0x00000030, R10
@@ -8908,35 +8910,92 @@ epi_col_417:
 	VMOVUPS     Z2, K3, 128(SI)(R8*4)
 	ADDQ        $0x30, R8
 	CMPQ        R8, DX
-	JL          epi_col_417
+	JL          epi_col_418
 	MOVQ        ldc+8(FP), R8
 	SHLQ        $0x02, R8
 	ADDQ        R8, AX
-	MOVQ        outStride+96(FP), R8
+	MOVQ        outStride+112(FP), R8
 	SHLQ        $0x02, R8
 	ADDQ        R8, SI
 	DECQ        BX
-	JNZ         epi_row_416
+	JNZ         epi_row_417
+	VZEROUPPER
+	RET
+
+epi_flag_416:
+	MOVQ c+0(FP), AX
+	MOVQ scale+56(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ m+16(FP), BX
+	MOVQ rowScale+64(FP), SI
+	MOVQ outF32+96(FP), DI
+	LEAQ epilogueColMasks<>+0(SB), R8
+
+epi_row_419:
+	XORQ R9, R9
+
+epi_col_420:
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMOVUPS.Z   (CX)(R9*4), K1, Z1
+	VMULPS      Z1, Z0, Z0
+	VMULPS.BCST (SI), Z0, Z0
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z2
+	VMULPS      Z2, Z1, Z1
+	VMULPS.BCST (SI), Z1, Z1
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMULPS.BCST (SI), Z2, Z2
+	VMOVUPS     Z0, K1, (DI)(R9*4)
+	VMOVUPS     Z1, K2, 64(DI)(R9*4)
+	VMOVUPS     Z2, K3, 128(DI)(R9*4)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_420
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        outStride+112(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, DI
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_419
 	VZEROUPPER
 	RET
 
 epi_flag_415:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_421
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         outU8+88(FP), SI
-	MOVSS        invScale+104(FP), X0
+	MOVQ         outU8+104(FP), SI
+	MOVSS        invScale+120(FP), X0
 	VBROADCASTSS X0, Z0
-	MOVL         outZero+108(FP), DI
+	MOVL         outZero+124(FP), DI
 	VPBROADCASTD DI, Z1
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), DI
 
-epi_row_418:
+epi_row_422:
 	XORQ R8, R8
 
-epi_col_419:
+epi_col_423:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
 	MOVQ         $0x00000030, R10
@@ -8984,32 +9043,114 @@ epi_col_419:
 	VPMOVDB      Z3, K3, 32(SI)(R8*1)
 	ADDQ         $0x30, R8
 	CMPQ         R8, DX
-	JL           epi_col_419
+	JL           epi_col_423
 	MOVQ         ldc+8(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, AX
-	MOVQ         outStride+96(FP), R8
+	MOVQ         outStride+112(FP), R8
 	ADDQ         R8, SI
 	DECQ         BX
-	JNZ          epi_row_418
+	JNZ          epi_row_422
+	VZEROUPPER
+	RET
+
+epi_flag_421:
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVL         outZero+124(FP), R8
+	VPBROADCASTD R8, Z1
+	VPXORD       Z2, Z2, Z2
+	LEAQ         epilogueColMasks<>+0(SB), R8
+
+epi_row_424:
+	XORQ R9, R9
+
+epi_col_425:
+	MOVQ         DX, R10
+	SUBQ         R9, R10
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
+	VMOVDQU32.Z  (AX)(R9*4), K1, Z3
+	VCVTDQ2PS    Z3, Z3
+	VMOVUPS.Z    (CX)(R9*4), K1, Z4
+	VMULPS       Z4, Z3, Z3
+	VMULPS.BCST  (SI), Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z5
+	VMULPS       Z5, Z4, Z4
+	VMULPS.BCST  (SI), Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (SI), Z5, Z5
+	VMULPS       Z0, Z3, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K1, (DI)(R9*1)
+	VMULPS       Z0, Z4, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K2, 16(DI)(R9*1)
+	VMULPS       Z0, Z5, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K3, 32(DI)(R9*1)
+	ADDQ         $0x30, R9
+	CMPQ         R9, DX
+	JL           epi_col_425
+	MOVQ         ldc+8(FP), R9
+	SHLQ         $0x02, R9
+	ADDQ         R9, AX
+	MOVQ         outStride+112(FP), R9
+	ADDQ         R9, DI
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_424
 	VZEROUPPER
 	RET
 
 epi_flag_414:
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_420
+	JNZ   epi_flag_426
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_427
 	MOVQ  c+0(FP), AX
-	MOVQ  scale+48(FP), CX
+	MOVQ  scale+56(FP), CX
 	MOVQ  n+24(FP), DX
 	MOVQ  m+16(FP), BX
-	MOVQ  res+64(FP), SI
-	MOVQ  outF32+80(FP), DI
+	MOVQ  res+80(FP), SI
+	MOVQ  outF32+96(FP), DI
 	LEAQ  epilogueColMasks<>+0(SB), R8
 
-epi_row_421:
+epi_row_428:
 	XORQ R9, R9
 
-epi_col_422:
+epi_col_429:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVQ        $0x00000030, R11
@@ -9042,39 +9183,106 @@ epi_col_422:
 	VMOVUPS     Z2, K3, 128(DI)(R9*4)
 	ADDQ        $0x30, R9
 	CMPQ        R9, DX
-	JL          epi_col_422
+	JL          epi_col_429
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
-	MOVQ        resStride+72(FP), R9
+	MOVQ        resStride+88(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, SI
-	MOVQ        outStride+96(FP), R9
+	MOVQ        outStride+112(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_421
+	JNZ         epi_row_428
 	VZEROUPPER
 	RET
 
-epi_flag_420:
+epi_flag_427:
+	MOVQ c+0(FP), AX
+	MOVQ scale+56(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ m+16(FP), BX
+	MOVQ rowScale+64(FP), SI
+	MOVQ res+80(FP), DI
+	MOVQ outF32+96(FP), R8
+	LEAQ epilogueColMasks<>+0(SB), R9
+
+epi_row_430:
+	XORQ R10, R10
+
+epi_col_431:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMOVUPS.Z   (CX)(R10*4), K1, Z1
+	VMULPS      Z1, Z0, Z0
+	VMULPS.BCST (SI), Z0, Z0
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z2
+	VMULPS      Z2, Z1, Z1
+	VMULPS.BCST (SI), Z1, Z1
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMULPS.BCST (SI), Z2, Z2
+	VMOVUPS.Z   (DI)(R10*4), K1, Z3
+	VADDPS      Z3, Z0, Z0
+	VMOVUPS     Z0, K1, (R8)(R10*4)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z0
+	VADDPS      Z0, Z1, Z1
+	VMOVUPS     Z1, K2, 64(R8)(R10*4)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z0
+	VADDPS      Z0, Z2, Z2
+	VMOVUPS     Z2, K3, 128(R8)(R10*4)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_431
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        resStride+88(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, DI
+	MOVQ        outStride+112(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, R8
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_430
+	VZEROUPPER
+	RET
+
+epi_flag_426:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_432
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         res+64(FP), SI
-	MOVQ         outU8+88(FP), DI
-	MOVSS        invScale+104(FP), X0
+	MOVQ         res+80(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVSS        invScale+120(FP), X0
 	VBROADCASTSS X0, Z0
-	MOVL         outZero+108(FP), R8
+	MOVL         outZero+124(FP), R8
 	VPBROADCASTD R8, Z1
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_423:
+epi_row_433:
 	XORQ R9, R9
 
-epi_col_424:
+epi_col_434:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVQ         $0x00000030, R11
@@ -9128,38 +9336,130 @@ epi_col_424:
 	VPMOVDB      Z3, K3, 32(DI)(R9*1)
 	ADDQ         $0x30, R9
 	CMPQ         R9, DX
-	JL           epi_col_424
+	JL           epi_col_434
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
-	MOVQ         resStride+72(FP), R9
+	MOVQ         resStride+88(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, SI
-	MOVQ         outStride+96(FP), R9
+	MOVQ         outStride+112(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_423
+	JNZ          epi_row_433
+	VZEROUPPER
+	RET
+
+epi_flag_432:
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         res+80(FP), DI
+	MOVQ         outU8+104(FP), R8
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVL         outZero+124(FP), R9
+	VPBROADCASTD R9, Z1
+	VPXORD       Z2, Z2, Z2
+	LEAQ         epilogueColMasks<>+0(SB), R9
+
+epi_row_435:
+	XORQ R10, R10
+
+epi_col_436:
+	MOVQ         DX, R11
+	SUBQ         R10, R11
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
+	VMOVDQU32.Z  (AX)(R10*4), K1, Z3
+	VCVTDQ2PS    Z3, Z3
+	VMOVUPS.Z    (CX)(R10*4), K1, Z4
+	VMULPS       Z4, Z3, Z3
+	VMULPS.BCST  (SI), Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z5
+	VMULPS       Z5, Z4, Z4
+	VMULPS.BCST  (SI), Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (SI), Z5, Z5
+	VMOVUPS.Z    (DI)(R10*4), K1, Z6
+	VADDPS       Z6, Z3, Z3
+	VMULPS       Z0, Z3, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K1, (R8)(R10*1)
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z3
+	VADDPS       Z3, Z4, Z4
+	VMULPS       Z0, Z4, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K2, 16(R8)(R10*1)
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z3
+	VADDPS       Z3, Z5, Z5
+	VMULPS       Z0, Z5, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K3, 32(R8)(R10*1)
+	ADDQ         $0x30, R10
+	CMPQ         R10, DX
+	JL           epi_col_436
+	MOVQ         ldc+8(FP), R10
+	SHLQ         $0x02, R10
+	ADDQ         R10, AX
+	MOVQ         resStride+88(FP), R10
+	SHLQ         $0x02, R10
+	ADDQ         R10, DI
+	MOVQ         outStride+112(FP), R10
+	ADDQ         R10, R8
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_435
 	VZEROUPPER
 	RET
 
 epi_flag_413:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_425
+	JNZ          epi_flag_437
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_426
+	JNZ          epi_flag_438
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_439
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         outF32+80(FP), SI
+	MOVQ         outF32+96(FP), SI
 	VPXORD       Z0, Z0, Z0
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
 	LEAQ         epilogueColMasks<>+0(SB), DI
 
-epi_row_427:
+epi_row_440:
 	XORQ R8, R8
 
-epi_col_428:
+epi_col_441:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
 	MOVQ         $0x00000030, R10
@@ -9387,36 +9687,296 @@ epi_col_428:
 	VMOVUPS      Z7, K3, 128(SI)(R8*4)
 	ADDQ         $0x30, R8
 	CMPQ         R8, DX
-	JL           epi_col_428
+	JL           epi_col_441
 	MOVQ         ldc+8(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, AX
-	MOVQ         outStride+96(FP), R8
+	MOVQ         outStride+112(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, SI
 	DECQ         BX
-	JNZ          epi_row_427
+	JNZ          epi_row_440
 	VZEROUPPER
 	RET
 
-epi_flag_426:
+epi_flag_439:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         outU8+88(FP), SI
-	MOVSS        invScale+104(FP), X0
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         outF32+96(FP), DI
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueConsts<>+4(SB), Z1
+	LEAQ         epilogueColMasks<>+0(SB), R8
+
+epi_row_442:
+	XORQ R9, R9
+
+epi_col_443:
+	MOVQ         DX, R10
+	SUBQ         R9, R10
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
+	VMOVDQU32.Z  (AX)(R9*4), K1, Z2
+	VCVTDQ2PS    Z2, Z2
+	VMOVUPS.Z    (CX)(R9*4), K1, Z6
+	VMULPS       Z6, Z2, Z2
+	VMULPS.BCST  (SI), Z2, Z2
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z7
+	VMULPS       Z7, Z6, Z6
+	VMULPS.BCST  (SI), Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z8
+	VMULPS       Z8, Z7, Z7
+	VMULPS.BCST  (SI), Z7, Z7
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS       Z11, Z1, Z11
+	VDIVPS       Z12, Z1, Z12
+	VDIVPS       Z13, Z1, Z13
+	VBROADCASTSS epilogueConsts<>+44(SB), Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS       Z17, Z17, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS       Z17, Z8, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VADDPS       Z17, Z8, Z17
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS       Z14, Z17, Z17
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z14
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VCVTPS2DQ    Z14, Z14
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTDQ2PS    Z14, Z23
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VSUBPS       Z26, Z20, Z20
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VSUBPS       Z17, Z20, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VBROADCASTSS epilogueConsts<>+84(SB), Z17
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPSLLD       $0x17, Z14, Z14
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VMULPS       Z14, Z17, Z14
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VBLENDMPS    Z0, Z11, K4, Z11
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z0, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z0, Z13, K4, Z13
+	VSUBPS       Z11, Z1, Z8
+	VSUBPS       Z12, Z1, Z9
+	VSUBPS       Z13, Z1, Z10
+	VCMPPS       $0x1d, Z0, Z2, K4
+	VBLENDMPS    Z8, Z11, K4, Z3
+	VCMPPS       $0x1d, Z0, Z6, K4
+	VBLENDMPS    Z9, Z12, K4, Z4
+	VCMPPS       $0x1d, Z0, Z7, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VMULPS       Z3, Z2, Z2
+	VMULPS       Z4, Z6, Z6
+	VMULPS       Z5, Z7, Z7
+	VMOVUPS      Z2, K1, (DI)(R9*4)
+	VMOVUPS      Z6, K2, 64(DI)(R9*4)
+	VMOVUPS      Z7, K3, 128(DI)(R9*4)
+	ADDQ         $0x30, R9
+	CMPQ         R9, DX
+	JL           epi_col_443
+	MOVQ         ldc+8(FP), R9
+	SHLQ         $0x02, R9
+	ADDQ         R9, AX
+	MOVQ         outStride+112(FP), R9
+	SHLQ         $0x02, R9
+	ADDQ         R9, DI
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_442
+	VZEROUPPER
+	RET
+
+epi_flag_438:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_444
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVSS        invScale+120(FP), X0
 	VBROADCASTSS X0, Z0
-	MOVL         outZero+108(FP), DI
+	MOVL         outZero+124(FP), DI
 	VPBROADCASTD DI, Z1
 	VPXORD       Z2, Z2, Z2
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
 	LEAQ         epilogueColMasks<>+0(SB), DI
 
-epi_row_429:
+epi_row_445:
 	XORQ R8, R8
 
-epi_col_430:
+epi_col_446:
 	MOVQ         DX, R9
 	SUBQ         R8, R9
 	MOVQ         $0x00000030, R10
@@ -9665,34 +10225,318 @@ epi_col_430:
 	VPMOVDB      Z4, K3, 32(SI)(R8*1)
 	ADDQ         $0x30, R8
 	CMPQ         R8, DX
-	JL           epi_col_430
+	JL           epi_col_446
 	MOVQ         ldc+8(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, AX
-	MOVQ         outStride+96(FP), R8
+	MOVQ         outStride+112(FP), R8
 	ADDQ         R8, SI
 	DECQ         BX
-	JNZ          epi_row_429
+	JNZ          epi_row_445
 	VZEROUPPER
 	RET
 
-epi_flag_425:
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_431
+epi_flag_444:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         res+64(FP), SI
-	MOVQ         outF32+80(FP), DI
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVL         outZero+124(FP), R8
+	VPBROADCASTD R8, Z1
+	VPXORD       Z2, Z2, Z2
+	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	LEAQ         epilogueColMasks<>+0(SB), R8
+
+epi_row_447:
+	XORQ R9, R9
+
+epi_col_448:
+	MOVQ         DX, R10
+	SUBQ         R9, R10
+	MOVQ         $0x00000030, R11
+	CMPQ         R10, R11
+	CMOVQLT      R10, R11
+	MOVQ         (R8)(R11*8), R10
+	KMOVQ        R10, K1
+	VMOVDQU32.Z  (AX)(R9*4), K1, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    (CX)(R9*4), K1, Z8
+	VMULPS       Z8, Z4, Z4
+	VMULPS.BCST  (SI), Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R9*4), K2, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    64(CX)(R9*4), K2, Z9
+	VMULPS       Z9, Z8, Z8
+	VMULPS.BCST  (SI), Z8, Z8
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R9*4), K3, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMOVUPS.Z    128(CX)(R9*4), K3, Z10
+	VMULPS       Z10, Z9, Z9
+	VMULPS.BCST  (SI), Z9, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VDIVPS       Z13, Z3, Z13
+	VDIVPS       Z14, Z3, Z14
+	VDIVPS       Z15, Z3, Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z2, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z2, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z2, Z15, K4, Z15
+	VSUBPS       Z13, Z3, Z10
+	VSUBPS       Z14, Z3, Z11
+	VSUBPS       Z15, Z3, Z12
+	VCMPPS       $0x1d, Z2, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VCMPPS       $0x1d, Z2, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z6
+	VCMPPS       $0x1d, Z2, Z9, K4
+	VBLENDMPS    Z12, Z15, K4, Z7
+	VMULPS       Z5, Z4, Z4
+	VMULPS       Z6, Z8, Z8
+	VMULPS       Z7, Z9, Z9
+	VMULPS       Z0, Z4, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K1, (DI)(R9*1)
+	VMULPS       Z0, Z8, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(DI)(R9*1)
+	VMULPS       Z0, Z9, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(DI)(R9*1)
+	ADDQ         $0x30, R9
+	CMPQ         R9, DX
+	JL           epi_col_448
+	MOVQ         ldc+8(FP), R9
+	SHLQ         $0x02, R9
+	ADDQ         R9, AX
+	MOVQ         outStride+112(FP), R9
+	ADDQ         R9, DI
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_447
+	VZEROUPPER
+	RET
+
+epi_flag_437:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_449
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_450
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         res+80(FP), SI
+	MOVQ         outF32+96(FP), DI
 	VPXORD       Z0, Z0, Z0
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_432:
+epi_row_451:
 	XORQ R9, R9
 
-epi_col_433:
+epi_col_452:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVQ         $0x00000030, R11
@@ -9926,40 +10770,310 @@ epi_col_433:
 	VMOVUPS      Z7, K3, 128(DI)(R9*4)
 	ADDQ         $0x30, R9
 	CMPQ         R9, DX
-	JL           epi_col_433
+	JL           epi_col_452
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
-	MOVQ         resStride+72(FP), R9
+	MOVQ         resStride+88(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, SI
-	MOVQ         outStride+96(FP), R9
+	MOVQ         outStride+112(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_432
+	JNZ          epi_row_451
 	VZEROUPPER
 	RET
 
-epi_flag_431:
+epi_flag_450:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         res+64(FP), SI
-	MOVQ         outU8+88(FP), DI
-	MOVSS        invScale+104(FP), X0
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         res+80(FP), DI
+	MOVQ         outF32+96(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueConsts<>+4(SB), Z1
+	LEAQ         epilogueColMasks<>+0(SB), R9
+
+epi_row_453:
+	XORQ R10, R10
+
+epi_col_454:
+	MOVQ         DX, R11
+	SUBQ         R10, R11
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
+	VMOVDQU32.Z  (AX)(R10*4), K1, Z2
+	VCVTDQ2PS    Z2, Z2
+	VMOVUPS.Z    (CX)(R10*4), K1, Z6
+	VMULPS       Z6, Z2, Z2
+	VMULPS.BCST  (SI), Z2, Z2
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z7
+	VMULPS       Z7, Z6, Z6
+	VMULPS.BCST  (SI), Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z8
+	VMULPS       Z8, Z7, Z7
+	VMULPS.BCST  (SI), Z7, Z7
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS       Z11, Z1, Z11
+	VDIVPS       Z12, Z1, Z12
+	VDIVPS       Z13, Z1, Z13
+	VBROADCASTSS epilogueConsts<>+44(SB), Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS       Z17, Z17, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS       Z17, Z8, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VADDPS       Z17, Z8, Z17
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS       Z14, Z17, Z17
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z14
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VCVTPS2DQ    Z14, Z14
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTDQ2PS    Z14, Z23
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VSUBPS       Z26, Z20, Z20
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VSUBPS       Z17, Z20, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VBROADCASTSS epilogueConsts<>+84(SB), Z17
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPSLLD       $0x17, Z14, Z14
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VMULPS       Z14, Z17, Z14
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VBLENDMPS    Z0, Z11, K4, Z11
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z0, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z0, Z13, K4, Z13
+	VSUBPS       Z11, Z1, Z8
+	VSUBPS       Z12, Z1, Z9
+	VSUBPS       Z13, Z1, Z10
+	VCMPPS       $0x1d, Z0, Z2, K4
+	VBLENDMPS    Z8, Z11, K4, Z3
+	VCMPPS       $0x1d, Z0, Z6, K4
+	VBLENDMPS    Z9, Z12, K4, Z4
+	VCMPPS       $0x1d, Z0, Z7, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VMULPS       Z3, Z2, Z2
+	VMULPS       Z4, Z6, Z6
+	VMULPS       Z5, Z7, Z7
+	VMOVUPS.Z    (DI)(R10*4), K1, Z8
+	VADDPS       Z8, Z2, Z2
+	VMOVUPS      Z2, K1, (R8)(R10*4)
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z2
+	VADDPS       Z2, Z6, Z6
+	VMOVUPS      Z6, K2, 64(R8)(R10*4)
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z2
+	VADDPS       Z2, Z7, Z7
+	VMOVUPS      Z7, K3, 128(R8)(R10*4)
+	ADDQ         $0x30, R10
+	CMPQ         R10, DX
+	JL           epi_col_454
+	MOVQ         ldc+8(FP), R10
+	SHLQ         $0x02, R10
+	ADDQ         R10, AX
+	MOVQ         resStride+88(FP), R10
+	SHLQ         $0x02, R10
+	ADDQ         R10, DI
+	MOVQ         outStride+112(FP), R10
+	SHLQ         $0x02, R10
+	ADDQ         R10, R8
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_453
+	VZEROUPPER
+	RET
+
+epi_flag_449:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_455
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         res+80(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVSS        invScale+120(FP), X0
 	VBROADCASTSS X0, Z0
-	MOVL         outZero+108(FP), R8
+	MOVL         outZero+124(FP), R8
 	VPBROADCASTD R8, Z1
 	VPXORD       Z2, Z2, Z2
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_434:
+epi_row_456:
 	XORQ R9, R9
 
-epi_col_435:
+epi_col_457:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVQ         $0x00000030, R11
@@ -10214,39 +11328,333 @@ epi_col_435:
 	VPMOVDB      Z4, K3, 32(DI)(R9*1)
 	ADDQ         $0x30, R9
 	CMPQ         R9, DX
-	JL           epi_col_435
+	JL           epi_col_457
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
-	MOVQ         resStride+72(FP), R9
+	MOVQ         resStride+88(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, SI
-	MOVQ         outStride+96(FP), R9
+	MOVQ         outStride+112(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_434
+	JNZ          epi_row_456
+	VZEROUPPER
+	RET
+
+epi_flag_455:
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         res+80(FP), DI
+	MOVQ         outU8+104(FP), R8
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVL         outZero+124(FP), R9
+	VPBROADCASTD R9, Z1
+	VPXORD       Z2, Z2, Z2
+	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	LEAQ         epilogueColMasks<>+0(SB), R9
+
+epi_row_458:
+	XORQ R10, R10
+
+epi_col_459:
+	MOVQ         DX, R11
+	SUBQ         R10, R11
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
+	VMOVDQU32.Z  (AX)(R10*4), K1, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    (CX)(R10*4), K1, Z8
+	VMULPS       Z8, Z4, Z4
+	VMULPS.BCST  (SI), Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z9
+	VMULPS       Z9, Z8, Z8
+	VMULPS.BCST  (SI), Z8, Z8
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z10
+	VMULPS       Z10, Z9, Z9
+	VMULPS.BCST  (SI), Z9, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VDIVPS       Z13, Z3, Z13
+	VDIVPS       Z14, Z3, Z14
+	VDIVPS       Z15, Z3, Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z2, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z2, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z2, Z15, K4, Z15
+	VSUBPS       Z13, Z3, Z10
+	VSUBPS       Z14, Z3, Z11
+	VSUBPS       Z15, Z3, Z12
+	VCMPPS       $0x1d, Z2, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VCMPPS       $0x1d, Z2, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z6
+	VCMPPS       $0x1d, Z2, Z9, K4
+	VBLENDMPS    Z12, Z15, K4, Z7
+	VMULPS       Z5, Z4, Z4
+	VMULPS       Z6, Z8, Z8
+	VMULPS       Z7, Z9, Z9
+	VMOVUPS.Z    (DI)(R10*4), K1, Z10
+	VADDPS       Z10, Z4, Z4
+	VMULPS       Z0, Z4, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K1, (R8)(R10*1)
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z4
+	VADDPS       Z4, Z8, Z8
+	VMULPS       Z0, Z8, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(R8)(R10*1)
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z4
+	VADDPS       Z4, Z9, Z9
+	VMULPS       Z0, Z9, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(R8)(R10*1)
+	ADDQ         $0x30, R10
+	CMPQ         R10, DX
+	JL           epi_col_459
+	MOVQ         ldc+8(FP), R10
+	SHLQ         $0x02, R10
+	ADDQ         R10, AX
+	MOVQ         resStride+88(FP), R10
+	SHLQ         $0x02, R10
+	ADDQ         R10, DI
+	MOVQ         outStride+112(FP), R10
+	ADDQ         R10, R8
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_458
 	VZEROUPPER
 	RET
 
 epi_flag_412:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_436
+	JNZ   epi_flag_460
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_437
+	JNZ   epi_flag_461
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_438
+	JNZ   epi_flag_462
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_463
 	MOVQ  c+0(FP), AX
-	MOVQ  scale+48(FP), CX
+	MOVQ  scale+56(FP), CX
 	MOVQ  n+24(FP), DX
 	MOVQ  m+16(FP), BX
-	MOVQ  bias+56(FP), SI
-	MOVQ  outF32+80(FP), DI
+	MOVQ  bias+72(FP), SI
+	MOVQ  outF32+96(FP), DI
 	LEAQ  epilogueColMasks<>+0(SB), R8
 
-epi_row_439:
+epi_row_464:
 	XORQ R9, R9
 
-epi_col_440:
+epi_col_465:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVQ        $0x00000030, R11
@@ -10279,36 +11687,100 @@ epi_col_440:
 	VMOVUPS     Z2, K3, 128(DI)(R9*4)
 	ADDQ        $0x30, R9
 	CMPQ        R9, DX
-	JL          epi_col_440
+	JL          epi_col_465
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
-	MOVQ        outStride+96(FP), R9
+	MOVQ        outStride+112(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_439
+	JNZ         epi_row_464
 	VZEROUPPER
 	RET
 
-epi_flag_438:
+epi_flag_463:
+	MOVQ c+0(FP), AX
+	MOVQ scale+56(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ m+16(FP), BX
+	MOVQ rowScale+64(FP), SI
+	MOVQ bias+72(FP), DI
+	MOVQ outF32+96(FP), R8
+	LEAQ epilogueColMasks<>+0(SB), R9
+
+epi_row_466:
+	XORQ R10, R10
+
+epi_col_467:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMOVUPS.Z   (CX)(R10*4), K1, Z1
+	VMULPS      Z1, Z0, Z0
+	VMULPS.BCST (SI), Z0, Z0
+	VMOVUPS.Z   (DI)(R10*4), K1, Z1
+	VADDPS      Z1, Z0, Z0
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z2
+	VMULPS      Z2, Z1, Z1
+	VMULPS.BCST (SI), Z1, Z1
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z2
+	VADDPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMULPS.BCST (SI), Z2, Z2
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z3
+	VADDPS      Z3, Z2, Z2
+	VMOVUPS     Z0, K1, (R8)(R10*4)
+	VMOVUPS     Z1, K2, 64(R8)(R10*4)
+	VMOVUPS     Z2, K3, 128(R8)(R10*4)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_467
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        outStride+112(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, R8
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_466
+	VZEROUPPER
+	RET
+
+epi_flag_462:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_468
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         bias+56(FP), SI
-	MOVQ         outU8+88(FP), DI
-	MOVSS        invScale+104(FP), X0
+	MOVQ         bias+72(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVSS        invScale+120(FP), X0
 	VBROADCASTSS X0, Z0
-	MOVL         outZero+108(FP), R8
+	MOVL         outZero+124(FP), R8
 	VPBROADCASTD R8, Z1
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_441:
+epi_row_469:
 	XORQ R9, R9
 
-epi_col_442:
+epi_col_470:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVQ         $0x00000030, R11
@@ -10362,33 +11834,122 @@ epi_col_442:
 	VPMOVDB      Z3, K3, 32(DI)(R9*1)
 	ADDQ         $0x30, R9
 	CMPQ         R9, DX
-	JL           epi_col_442
+	JL           epi_col_470
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
-	MOVQ         outStride+96(FP), R9
+	MOVQ         outStride+112(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_441
+	JNZ          epi_row_469
 	VZEROUPPER
 	RET
 
-epi_flag_437:
-	TESTQ $0x00000010, AX
-	JNZ   epi_flag_443
-	MOVQ  c+0(FP), AX
-	MOVQ  scale+48(FP), CX
-	MOVQ  n+24(FP), DX
-	MOVQ  m+16(FP), BX
-	MOVQ  bias+56(FP), SI
-	MOVQ  res+64(FP), DI
-	MOVQ  outF32+80(FP), R8
-	LEAQ  epilogueColMasks<>+0(SB), R9
+epi_flag_468:
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         outU8+104(FP), R8
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVL         outZero+124(FP), R9
+	VPBROADCASTD R9, Z1
+	VPXORD       Z2, Z2, Z2
+	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_444:
+epi_row_471:
 	XORQ R10, R10
 
-epi_col_445:
+epi_col_472:
+	MOVQ         DX, R11
+	SUBQ         R10, R11
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
+	VMOVDQU32.Z  (AX)(R10*4), K1, Z3
+	VCVTDQ2PS    Z3, Z3
+	VMOVUPS.Z    (CX)(R10*4), K1, Z4
+	VMULPS       Z4, Z3, Z3
+	VMULPS.BCST  (SI), Z3, Z3
+	VMOVUPS.Z    (DI)(R10*4), K1, Z4
+	VADDPS       Z4, Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z5
+	VMULPS       Z5, Z4, Z4
+	VMULPS.BCST  (SI), Z4, Z4
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z5
+	VADDPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (SI), Z5, Z5
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z6
+	VADDPS       Z6, Z5, Z5
+	VMULPS       Z0, Z3, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K1, (R8)(R10*1)
+	VMULPS       Z0, Z4, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K2, 16(R8)(R10*1)
+	VMULPS       Z0, Z5, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K3, 32(R8)(R10*1)
+	ADDQ         $0x30, R10
+	CMPQ         R10, DX
+	JL           epi_col_472
+	MOVQ         ldc+8(FP), R10
+	SHLQ         $0x02, R10
+	ADDQ         R10, AX
+	MOVQ         outStride+112(FP), R10
+	ADDQ         R10, R8
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_471
+	VZEROUPPER
+	RET
+
+epi_flag_461:
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_473
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_474
+	MOVQ  c+0(FP), AX
+	MOVQ  scale+56(FP), CX
+	MOVQ  n+24(FP), DX
+	MOVQ  m+16(FP), BX
+	MOVQ  bias+72(FP), SI
+	MOVQ  res+80(FP), DI
+	MOVQ  outF32+96(FP), R8
+	LEAQ  epilogueColMasks<>+0(SB), R9
+
+epi_row_475:
+	XORQ R10, R10
+
+epi_col_476:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -10427,40 +11988,114 @@ epi_col_445:
 	VMOVUPS     Z2, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_445
+	JL          epi_col_476
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
-	MOVQ        resStride+72(FP), R10
+	MOVQ        resStride+88(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, DI
-	MOVQ        outStride+96(FP), R10
+	MOVQ        outStride+112(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_444
+	JNZ         epi_row_475
 	VZEROUPPER
 	RET
 
-epi_flag_443:
+epi_flag_474:
+	MOVQ c+0(FP), AX
+	MOVQ scale+56(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ m+16(FP), BX
+	MOVQ rowScale+64(FP), SI
+	MOVQ bias+72(FP), DI
+	MOVQ res+80(FP), R8
+	MOVQ outF32+96(FP), R9
+	LEAQ epilogueColMasks<>+0(SB), R10
+
+epi_row_477:
+	XORQ R11, R11
+
+epi_col_478:
+	MOVQ        DX, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVDQU32.Z (AX)(R11*4), K1, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMOVUPS.Z   (CX)(R11*4), K1, Z1
+	VMULPS      Z1, Z0, Z0
+	VMULPS.BCST (SI), Z0, Z0
+	VMOVUPS.Z   (DI)(R11*4), K1, Z1
+	VADDPS      Z1, Z0, Z0
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z2
+	VMULPS      Z2, Z1, Z1
+	VMULPS.BCST (SI), Z1, Z1
+	VMOVUPS.Z   64(DI)(R11*4), K2, Z2
+	VADDPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMULPS.BCST (SI), Z2, Z2
+	VMOVUPS.Z   128(DI)(R11*4), K3, Z3
+	VADDPS      Z3, Z2, Z2
+	VMOVUPS.Z   (R8)(R11*4), K1, Z3
+	VADDPS      Z3, Z0, Z0
+	VMOVUPS     Z0, K1, (R9)(R11*4)
+	VMOVUPS.Z   64(R8)(R11*4), K2, Z0
+	VADDPS      Z0, Z1, Z1
+	VMOVUPS     Z1, K2, 64(R9)(R11*4)
+	VMOVUPS.Z   128(R8)(R11*4), K3, Z0
+	VADDPS      Z0, Z2, Z2
+	VMOVUPS     Z2, K3, 128(R9)(R11*4)
+	ADDQ        $0x30, R11
+	CMPQ        R11, DX
+	JL          epi_col_478
+	MOVQ        ldc+8(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, AX
+	MOVQ        resStride+88(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R8
+	MOVQ        outStride+112(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R9
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_477
+	VZEROUPPER
+	RET
+
+epi_flag_473:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_479
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         bias+56(FP), SI
-	MOVQ         res+64(FP), DI
-	MOVQ         outU8+88(FP), R8
-	MOVSS        invScale+104(FP), X0
+	MOVQ         bias+72(FP), SI
+	MOVQ         res+80(FP), DI
+	MOVQ         outU8+104(FP), R8
+	MOVSS        invScale+120(FP), X0
 	VBROADCASTSS X0, Z0
-	MOVL         outZero+108(FP), R9
+	MOVL         outZero+124(FP), R9
 	VPBROADCASTD R9, Z1
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_446:
+epi_row_480:
 	XORQ R10, R10
 
-epi_col_447:
+epi_col_481:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVQ         $0x00000030, R12
@@ -10520,39 +12155,138 @@ epi_col_447:
 	VPMOVDB      Z3, K3, 32(R8)(R10*1)
 	ADDQ         $0x30, R10
 	CMPQ         R10, DX
-	JL           epi_col_447
+	JL           epi_col_481
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
-	MOVQ         resStride+72(FP), R10
+	MOVQ         resStride+88(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, DI
-	MOVQ         outStride+96(FP), R10
+	MOVQ         outStride+112(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_446
+	JNZ          epi_row_480
 	VZEROUPPER
 	RET
 
-epi_flag_436:
-	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_448
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_449
+epi_flag_479:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         bias+56(FP), SI
-	MOVQ         outF32+80(FP), DI
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         res+80(FP), R8
+	MOVQ         outU8+104(FP), R9
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVL         outZero+124(FP), R10
+	VPBROADCASTD R10, Z1
+	VPXORD       Z2, Z2, Z2
+	LEAQ         epilogueColMasks<>+0(SB), R10
+
+epi_row_482:
+	XORQ R11, R11
+
+epi_col_483:
+	MOVQ         DX, R12
+	SUBQ         R11, R12
+	MOVQ         $0x00000030, R13
+	CMPQ         R12, R13
+	CMOVQLT      R12, R13
+	MOVQ         (R10)(R13*8), R12
+	KMOVQ        R12, K1
+	VMOVDQU32.Z  (AX)(R11*4), K1, Z3
+	VCVTDQ2PS    Z3, Z3
+	VMOVUPS.Z    (CX)(R11*4), K1, Z4
+	VMULPS       Z4, Z3, Z3
+	VMULPS.BCST  (SI), Z3, Z3
+	VMOVUPS.Z    (DI)(R11*4), K1, Z4
+	VADDPS       Z4, Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R11*4), K2, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R11*4), K2, Z5
+	VMULPS       Z5, Z4, Z4
+	VMULPS.BCST  (SI), Z4, Z4
+	VMOVUPS.Z    64(DI)(R11*4), K2, Z5
+	VADDPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R11*4), K3, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    128(CX)(R11*4), K3, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (SI), Z5, Z5
+	VMOVUPS.Z    128(DI)(R11*4), K3, Z6
+	VADDPS       Z6, Z5, Z5
+	VMOVUPS.Z    (R8)(R11*4), K1, Z6
+	VADDPS       Z6, Z3, Z3
+	VMULPS       Z0, Z3, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K1, (R9)(R11*1)
+	VMOVUPS.Z    64(R8)(R11*4), K2, Z3
+	VADDPS       Z3, Z4, Z4
+	VMULPS       Z0, Z4, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K2, 16(R9)(R11*1)
+	VMOVUPS.Z    128(R8)(R11*4), K3, Z3
+	VADDPS       Z3, Z5, Z5
+	VMULPS       Z0, Z5, Z3
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
+	VPMOVDB      Z3, K3, 32(R9)(R11*1)
+	ADDQ         $0x30, R11
+	CMPQ         R11, DX
+	JL           epi_col_483
+	MOVQ         ldc+8(FP), R11
+	SHLQ         $0x02, R11
+	ADDQ         R11, AX
+	MOVQ         resStride+88(FP), R11
+	SHLQ         $0x02, R11
+	ADDQ         R11, R8
+	MOVQ         outStride+112(FP), R11
+	ADDQ         R11, R9
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_482
+	VZEROUPPER
+	RET
+
+epi_flag_460:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_484
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_485
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_486
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         bias+72(FP), SI
+	MOVQ         outF32+96(FP), DI
 	VPXORD       Z0, Z0, Z0
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_450:
+epi_row_487:
 	XORQ R9, R9
 
-epi_col_451:
+epi_col_488:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVQ         $0x00000030, R11
@@ -10786,37 +12520,304 @@ epi_col_451:
 	VMOVUPS      Z7, K3, 128(DI)(R9*4)
 	ADDQ         $0x30, R9
 	CMPQ         R9, DX
-	JL           epi_col_451
+	JL           epi_col_488
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
-	MOVQ         outStride+96(FP), R9
+	MOVQ         outStride+112(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_450
+	JNZ          epi_row_487
 	VZEROUPPER
 	RET
 
-epi_flag_449:
+epi_flag_486:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         bias+56(FP), SI
-	MOVQ         outU8+88(FP), DI
-	MOVSS        invScale+104(FP), X0
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         outF32+96(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueConsts<>+4(SB), Z1
+	LEAQ         epilogueColMasks<>+0(SB), R9
+
+epi_row_489:
+	XORQ R10, R10
+
+epi_col_490:
+	MOVQ         DX, R11
+	SUBQ         R10, R11
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
+	VMOVDQU32.Z  (AX)(R10*4), K1, Z2
+	VCVTDQ2PS    Z2, Z2
+	VMOVUPS.Z    (CX)(R10*4), K1, Z6
+	VMULPS       Z6, Z2, Z2
+	VMULPS.BCST  (SI), Z2, Z2
+	VMOVUPS.Z    (DI)(R10*4), K1, Z6
+	VADDPS       Z6, Z2, Z2
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z7
+	VMULPS       Z7, Z6, Z6
+	VMULPS.BCST  (SI), Z6, Z6
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z7
+	VADDPS       Z7, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z8
+	VMULPS       Z8, Z7, Z7
+	VMULPS.BCST  (SI), Z7, Z7
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z8
+	VADDPS       Z8, Z7, Z7
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS       Z11, Z1, Z11
+	VDIVPS       Z12, Z1, Z12
+	VDIVPS       Z13, Z1, Z13
+	VBROADCASTSS epilogueConsts<>+44(SB), Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS       Z17, Z17, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS       Z17, Z8, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VADDPS       Z17, Z8, Z17
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS       Z14, Z17, Z17
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z14
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VCVTPS2DQ    Z14, Z14
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTDQ2PS    Z14, Z23
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VSUBPS       Z26, Z20, Z20
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VSUBPS       Z17, Z20, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VBROADCASTSS epilogueConsts<>+84(SB), Z17
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPSLLD       $0x17, Z14, Z14
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VMULPS       Z14, Z17, Z14
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VBLENDMPS    Z0, Z11, K4, Z11
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z0, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z0, Z13, K4, Z13
+	VSUBPS       Z11, Z1, Z8
+	VSUBPS       Z12, Z1, Z9
+	VSUBPS       Z13, Z1, Z10
+	VCMPPS       $0x1d, Z0, Z2, K4
+	VBLENDMPS    Z8, Z11, K4, Z3
+	VCMPPS       $0x1d, Z0, Z6, K4
+	VBLENDMPS    Z9, Z12, K4, Z4
+	VCMPPS       $0x1d, Z0, Z7, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VMULPS       Z3, Z2, Z2
+	VMULPS       Z4, Z6, Z6
+	VMULPS       Z5, Z7, Z7
+	VMOVUPS      Z2, K1, (R8)(R10*4)
+	VMOVUPS      Z6, K2, 64(R8)(R10*4)
+	VMOVUPS      Z7, K3, 128(R8)(R10*4)
+	ADDQ         $0x30, R10
+	CMPQ         R10, DX
+	JL           epi_col_490
+	MOVQ         ldc+8(FP), R10
+	SHLQ         $0x02, R10
+	ADDQ         R10, AX
+	MOVQ         outStride+112(FP), R10
+	SHLQ         $0x02, R10
+	ADDQ         R10, R8
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_489
+	VZEROUPPER
+	RET
+
+epi_flag_485:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_491
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         bias+72(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVSS        invScale+120(FP), X0
 	VBROADCASTSS X0, Z0
-	MOVL         outZero+108(FP), R8
+	MOVL         outZero+124(FP), R8
 	VPBROADCASTD R8, Z1
 	VPXORD       Z2, Z2, Z2
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_452:
+epi_row_492:
 	XORQ R9, R9
 
-epi_col_453:
+epi_col_493:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVQ         $0x00000030, R11
@@ -11071,35 +13072,326 @@ epi_col_453:
 	VPMOVDB      Z4, K3, 32(DI)(R9*1)
 	ADDQ         $0x30, R9
 	CMPQ         R9, DX
-	JL           epi_col_453
+	JL           epi_col_493
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
-	MOVQ         outStride+96(FP), R9
+	MOVQ         outStride+112(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_452
+	JNZ          epi_row_492
 	VZEROUPPER
 	RET
 
-epi_flag_448:
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_454
+epi_flag_491:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         bias+56(FP), SI
-	MOVQ         res+64(FP), DI
-	MOVQ         outF32+80(FP), R8
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         outU8+104(FP), R8
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVL         outZero+124(FP), R9
+	VPBROADCASTD R9, Z1
+	VPXORD       Z2, Z2, Z2
+	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	LEAQ         epilogueColMasks<>+0(SB), R9
+
+epi_row_494:
+	XORQ R10, R10
+
+epi_col_495:
+	MOVQ         DX, R11
+	SUBQ         R10, R11
+	MOVQ         $0x00000030, R12
+	CMPQ         R11, R12
+	CMOVQLT      R11, R12
+	MOVQ         (R9)(R12*8), R11
+	KMOVQ        R11, K1
+	VMOVDQU32.Z  (AX)(R10*4), K1, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    (CX)(R10*4), K1, Z8
+	VMULPS       Z8, Z4, Z4
+	VMULPS.BCST  (SI), Z4, Z4
+	VMOVUPS.Z    (DI)(R10*4), K1, Z8
+	VADDPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R10*4), K2, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    64(CX)(R10*4), K2, Z9
+	VMULPS       Z9, Z8, Z8
+	VMULPS.BCST  (SI), Z8, Z8
+	VMOVUPS.Z    64(DI)(R10*4), K2, Z9
+	VADDPS       Z9, Z8, Z8
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R10*4), K3, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMOVUPS.Z    128(CX)(R10*4), K3, Z10
+	VMULPS       Z10, Z9, Z9
+	VMULPS.BCST  (SI), Z9, Z9
+	VMOVUPS.Z    128(DI)(R10*4), K3, Z10
+	VADDPS       Z10, Z9, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VDIVPS       Z13, Z3, Z13
+	VDIVPS       Z14, Z3, Z14
+	VDIVPS       Z15, Z3, Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z2, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z2, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z2, Z15, K4, Z15
+	VSUBPS       Z13, Z3, Z10
+	VSUBPS       Z14, Z3, Z11
+	VSUBPS       Z15, Z3, Z12
+	VCMPPS       $0x1d, Z2, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VCMPPS       $0x1d, Z2, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z6
+	VCMPPS       $0x1d, Z2, Z9, K4
+	VBLENDMPS    Z12, Z15, K4, Z7
+	VMULPS       Z5, Z4, Z4
+	VMULPS       Z6, Z8, Z8
+	VMULPS       Z7, Z9, Z9
+	VMULPS       Z0, Z4, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K1, (R8)(R10*1)
+	VMULPS       Z0, Z8, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(R8)(R10*1)
+	VMULPS       Z0, Z9, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(R8)(R10*1)
+	ADDQ         $0x30, R10
+	CMPQ         R10, DX
+	JL           epi_col_495
+	MOVQ         ldc+8(FP), R10
+	SHLQ         $0x02, R10
+	ADDQ         R10, AX
+	MOVQ         outStride+112(FP), R10
+	ADDQ         R10, R8
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_494
+	VZEROUPPER
+	RET
+
+epi_flag_484:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_496
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_497
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         bias+72(FP), SI
+	MOVQ         res+80(FP), DI
+	MOVQ         outF32+96(FP), R8
 	VPXORD       Z0, Z0, Z0
 	VBROADCASTSS epilogueConsts<>+4(SB), Z1
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_455:
+epi_row_498:
 	XORQ R10, R10
 
-epi_col_456:
+epi_col_499:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVQ         $0x00000030, R12
@@ -11339,41 +13631,318 @@ epi_col_456:
 	VMOVUPS      Z7, K3, 128(R8)(R10*4)
 	ADDQ         $0x30, R10
 	CMPQ         R10, DX
-	JL           epi_col_456
+	JL           epi_col_499
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
-	MOVQ         resStride+72(FP), R10
+	MOVQ         resStride+88(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, DI
-	MOVQ         outStride+96(FP), R10
+	MOVQ         outStride+112(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_455
+	JNZ          epi_row_498
 	VZEROUPPER
 	RET
 
-epi_flag_454:
+epi_flag_497:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
-	MOVQ         bias+56(FP), SI
-	MOVQ         res+64(FP), DI
-	MOVQ         outU8+88(FP), R8
-	MOVSS        invScale+104(FP), X0
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         res+80(FP), R8
+	MOVQ         outF32+96(FP), R9
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueConsts<>+4(SB), Z1
+	LEAQ         epilogueColMasks<>+0(SB), R10
+
+epi_row_500:
+	XORQ R11, R11
+
+epi_col_501:
+	MOVQ         DX, R12
+	SUBQ         R11, R12
+	MOVQ         $0x00000030, R13
+	CMPQ         R12, R13
+	CMOVQLT      R12, R13
+	MOVQ         (R10)(R13*8), R12
+	KMOVQ        R12, K1
+	VMOVDQU32.Z  (AX)(R11*4), K1, Z2
+	VCVTDQ2PS    Z2, Z2
+	VMOVUPS.Z    (CX)(R11*4), K1, Z6
+	VMULPS       Z6, Z2, Z2
+	VMULPS.BCST  (SI), Z2, Z2
+	VMOVUPS.Z    (DI)(R11*4), K1, Z6
+	VADDPS       Z6, Z2, Z2
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R11*4), K2, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R11*4), K2, Z7
+	VMULPS       Z7, Z6, Z6
+	VMULPS.BCST  (SI), Z6, Z6
+	VMOVUPS.Z    64(DI)(R11*4), K2, Z7
+	VADDPS       Z7, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R11*4), K3, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVUPS.Z    128(CX)(R11*4), K3, Z8
+	VMULPS       Z8, Z7, Z7
+	VMULPS.BCST  (SI), Z7, Z7
+	VMOVUPS.Z    128(DI)(R11*4), K3, Z8
+	VADDPS       Z8, Z7, Z7
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS       Z11, Z1, Z11
+	VDIVPS       Z12, Z1, Z12
+	VDIVPS       Z13, Z1, Z13
+	VBROADCASTSS epilogueConsts<>+44(SB), Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS       Z17, Z17, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS       Z17, Z8, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VADDPS       Z17, Z8, Z17
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS       Z14, Z17, Z17
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z14
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VCVTPS2DQ    Z14, Z14
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTDQ2PS    Z14, Z23
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VSUBPS       Z26, Z20, Z20
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VSUBPS       Z17, Z20, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VBROADCASTSS epilogueConsts<>+84(SB), Z17
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPSLLD       $0x17, Z14, Z14
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VMULPS       Z14, Z17, Z14
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS       Z14, Z11, Z11
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VBLENDMPS    Z0, Z11, K4, Z11
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z0, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z0, Z13, K4, Z13
+	VSUBPS       Z11, Z1, Z8
+	VSUBPS       Z12, Z1, Z9
+	VSUBPS       Z13, Z1, Z10
+	VCMPPS       $0x1d, Z0, Z2, K4
+	VBLENDMPS    Z8, Z11, K4, Z3
+	VCMPPS       $0x1d, Z0, Z6, K4
+	VBLENDMPS    Z9, Z12, K4, Z4
+	VCMPPS       $0x1d, Z0, Z7, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VMULPS       Z3, Z2, Z2
+	VMULPS       Z4, Z6, Z6
+	VMULPS       Z5, Z7, Z7
+	VMOVUPS.Z    (R8)(R11*4), K1, Z8
+	VADDPS       Z8, Z2, Z2
+	VMOVUPS      Z2, K1, (R9)(R11*4)
+	VMOVUPS.Z    64(R8)(R11*4), K2, Z2
+	VADDPS       Z2, Z6, Z6
+	VMOVUPS      Z6, K2, 64(R9)(R11*4)
+	VMOVUPS.Z    128(R8)(R11*4), K3, Z2
+	VADDPS       Z2, Z7, Z7
+	VMOVUPS      Z7, K3, 128(R9)(R11*4)
+	ADDQ         $0x30, R11
+	CMPQ         R11, DX
+	JL           epi_col_501
+	MOVQ         ldc+8(FP), R11
+	SHLQ         $0x02, R11
+	ADDQ         R11, AX
+	MOVQ         resStride+88(FP), R11
+	SHLQ         $0x02, R11
+	ADDQ         R11, R8
+	MOVQ         outStride+112(FP), R11
+	SHLQ         $0x02, R11
+	ADDQ         R11, R9
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_500
+	VZEROUPPER
+	RET
+
+epi_flag_496:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_502
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         bias+72(FP), SI
+	MOVQ         res+80(FP), DI
+	MOVQ         outU8+104(FP), R8
+	MOVSS        invScale+120(FP), X0
 	VBROADCASTSS X0, Z0
-	MOVL         outZero+108(FP), R9
+	MOVL         outZero+124(FP), R9
 	VPBROADCASTD R9, Z1
 	VPXORD       Z2, Z2, Z2
 	VBROADCASTSS epilogueConsts<>+4(SB), Z3
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_457:
+epi_row_503:
 	XORQ R10, R10
 
-epi_col_458:
+epi_col_504:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVQ         $0x00000030, R12
@@ -11634,43 +14203,344 @@ epi_col_458:
 	VPMOVDB      Z4, K3, 32(R8)(R10*1)
 	ADDQ         $0x30, R10
 	CMPQ         R10, DX
-	JL           epi_col_458
+	JL           epi_col_504
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
-	MOVQ         resStride+72(FP), R10
+	MOVQ         resStride+88(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, DI
-	MOVQ         outStride+96(FP), R10
+	MOVQ         outStride+112(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_457
+	JNZ          epi_row_503
+	VZEROUPPER
+	RET
+
+epi_flag_502:
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         res+80(FP), R8
+	MOVQ         outU8+104(FP), R9
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVL         outZero+124(FP), R10
+	VPBROADCASTD R10, Z1
+	VPXORD       Z2, Z2, Z2
+	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	LEAQ         epilogueColMasks<>+0(SB), R10
+
+epi_row_505:
+	XORQ R11, R11
+
+epi_col_506:
+	MOVQ         DX, R12
+	SUBQ         R11, R12
+	MOVQ         $0x00000030, R13
+	CMPQ         R12, R13
+	CMOVQLT      R12, R13
+	MOVQ         (R10)(R13*8), R12
+	KMOVQ        R12, K1
+	VMOVDQU32.Z  (AX)(R11*4), K1, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    (CX)(R11*4), K1, Z8
+	VMULPS       Z8, Z4, Z4
+	VMULPS.BCST  (SI), Z4, Z4
+	VMOVUPS.Z    (DI)(R11*4), K1, Z8
+	VADDPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R11*4), K2, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    64(CX)(R11*4), K2, Z9
+	VMULPS       Z9, Z8, Z8
+	VMULPS.BCST  (SI), Z8, Z8
+	VMOVUPS.Z    64(DI)(R11*4), K2, Z9
+	VADDPS       Z9, Z8, Z8
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R11*4), K3, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMOVUPS.Z    128(CX)(R11*4), K3, Z10
+	VMULPS       Z10, Z9, Z9
+	VMULPS.BCST  (SI), Z9, Z9
+	VMOVUPS.Z    128(DI)(R11*4), K3, Z10
+	VADDPS       Z10, Z9, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VDIVPS       Z13, Z3, Z13
+	VDIVPS       Z14, Z3, Z14
+	VDIVPS       Z15, Z3, Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z2, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z2, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z2, Z15, K4, Z15
+	VSUBPS       Z13, Z3, Z10
+	VSUBPS       Z14, Z3, Z11
+	VSUBPS       Z15, Z3, Z12
+	VCMPPS       $0x1d, Z2, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z5
+	VCMPPS       $0x1d, Z2, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z6
+	VCMPPS       $0x1d, Z2, Z9, K4
+	VBLENDMPS    Z12, Z15, K4, Z7
+	VMULPS       Z5, Z4, Z4
+	VMULPS       Z6, Z8, Z8
+	VMULPS       Z7, Z9, Z9
+	VMOVUPS.Z    (R8)(R11*4), K1, Z10
+	VADDPS       Z10, Z4, Z4
+	VMULPS       Z0, Z4, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K1, (R9)(R11*1)
+	VMOVUPS.Z    64(R8)(R11*4), K2, Z4
+	VADDPS       Z4, Z8, Z8
+	VMULPS       Z0, Z8, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(R9)(R11*1)
+	VMOVUPS.Z    128(R8)(R11*4), K3, Z4
+	VADDPS       Z4, Z9, Z9
+	VMULPS       Z0, Z9, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPMAXSD      Z2, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(R9)(R11*1)
+	ADDQ         $0x30, R11
+	CMPQ         R11, DX
+	JL           epi_col_506
+	MOVQ         ldc+8(FP), R11
+	SHLQ         $0x02, R11
+	ADDQ         R11, AX
+	MOVQ         resStride+88(FP), R11
+	SHLQ         $0x02, R11
+	ADDQ         R11, R8
+	MOVQ         outStride+112(FP), R11
+	ADDQ         R11, R9
+	ADDQ         $0x04, SI
+	DECQ         BX
+	JNZ          epi_row_505
 	VZEROUPPER
 	RET
 
 epi_flag_411:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_459
+	JNZ          epi_flag_507
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_460
+	JNZ          epi_flag_508
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_461
+	JNZ          epi_flag_509
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_462
+	JNZ          epi_flag_510
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_511
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         outF32+80(FP), DI
+	MOVQ         outF32+96(FP), DI
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_463:
+epi_row_512:
 	XORQ R9, R9
 
-epi_col_464:
+epi_col_513:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVQ        $0x00000030, R11
@@ -11706,38 +14576,108 @@ epi_col_464:
 	VMOVUPS     Z3, K3, 128(DI)(R9*4)
 	ADDQ        $0x30, R9
 	CMPQ        R9, DX
-	JL          epi_col_464
+	JL          epi_col_513
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
-	MOVQ        outStride+96(FP), R9
+	MOVQ        outStride+112(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_463
+	JNZ         epi_row_512
 	VZEROUPPER
 	RET
 
-epi_flag_462:
+epi_flag_511:
+	MOVQ c+0(FP), AX
+	MOVQ scale+56(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ m+16(FP), BX
+	MOVQ colSum+32(FP), SI
+	MOVQ rowScale+64(FP), DI
+	MOVQ rowZero+48(FP), R8
+	MOVQ outF32+96(FP), R9
+	LEAQ epilogueColMasks<>+0(SB), R10
+
+epi_row_514:
+	VPBROADCASTD (R8), Z0
+	XORQ         R11, R11
+
+epi_col_515:
+	MOVQ        DX, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVDQU32.Z (AX)(R11*4), K1, Z1
+	VMOVDQU32.Z (SI)(R11*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   (CX)(R11*4), K1, Z2
+	VMULPS      Z2, Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z2
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z3
+	VMULPS      Z3, Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z3
+	VMOVDQU32.Z 128(SI)(R11*4), K3, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMOVUPS     Z1, K1, (R9)(R11*4)
+	VMOVUPS     Z2, K2, 64(R9)(R11*4)
+	VMOVUPS     Z3, K3, 128(R9)(R11*4)
+	ADDQ        $0x30, R11
+	CMPQ        R11, DX
+	JL          epi_col_515
+	MOVQ        ldc+8(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, AX
+	MOVQ        outStride+112(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R9
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_514
+	VZEROUPPER
+	RET
+
+epi_flag_510:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_516
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         outU8+88(FP), DI
-	MOVSS        invScale+104(FP), X1
+	MOVQ         outU8+104(FP), DI
+	MOVSS        invScale+120(FP), X1
 	VBROADCASTSS X1, Z1
-	MOVL         outZero+108(FP), R8
+	MOVL         outZero+124(FP), R8
 	VPBROADCASTD R8, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_465:
+epi_row_517:
 	XORQ R9, R9
 
-epi_col_466:
+epi_col_518:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVQ         $0x00000030, R11
@@ -11794,35 +14734,130 @@ epi_col_466:
 	VPMOVDB      Z4, K3, 32(DI)(R9*1)
 	ADDQ         $0x30, R9
 	CMPQ         R9, DX
-	JL           epi_col_466
+	JL           epi_col_518
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
-	MOVQ         outStride+96(FP), R9
+	MOVQ         outStride+112(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_465
+	JNZ          epi_row_517
 	VZEROUPPER
 	RET
 
-epi_flag_461:
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_467
+epi_flag_516:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         outU8+104(FP), R9
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z1
+	MOVL         outZero+124(FP), R10
+	VPBROADCASTD R10, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueColMasks<>+0(SB), R10
+
+epi_row_519:
+	VPBROADCASTD (R8), Z0
+	XORQ         R11, R11
+
+epi_col_520:
+	MOVQ         DX, R12
+	SUBQ         R11, R12
+	MOVQ         $0x00000030, R13
+	CMPQ         R12, R13
+	CMOVQLT      R12, R13
+	MOVQ         (R10)(R13*8), R12
+	KMOVQ        R12, K1
+	VMOVDQU32.Z  (AX)(R11*4), K1, Z4
+	VMOVDQU32.Z  (SI)(R11*4), K1, Z5
+	VPMULLD      Z5, Z0, Z5
+	VPSUBD       Z5, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    (CX)(R11*4), K1, Z5
+	VMULPS       Z5, Z4, Z4
+	VMULPS.BCST  (DI), Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R11*4), K2, Z5
+	VMOVDQU32.Z  64(SI)(R11*4), K2, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    64(CX)(R11*4), K2, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (DI), Z5, Z5
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R11*4), K3, Z6
+	VMOVDQU32.Z  128(SI)(R11*4), K3, Z7
+	VPMULLD      Z7, Z0, Z7
+	VPSUBD       Z7, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    128(CX)(R11*4), K3, Z7
+	VMULPS       Z7, Z6, Z6
+	VMULPS.BCST  (DI), Z6, Z6
+	VMULPS       Z1, Z4, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K1, (R9)(R11*1)
+	VMULPS       Z1, Z5, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(R9)(R11*1)
+	VMULPS       Z1, Z6, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(R9)(R11*1)
+	ADDQ         $0x30, R11
+	CMPQ         R11, DX
+	JL           epi_col_520
+	MOVQ         ldc+8(FP), R11
+	SHLQ         $0x02, R11
+	ADDQ         R11, AX
+	MOVQ         outStride+112(FP), R11
+	ADDQ         R11, R9
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_519
+	VZEROUPPER
+	RET
+
+epi_flag_509:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_521
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_522
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         res+64(FP), DI
-	MOVQ         outF32+80(FP), R8
+	MOVQ         res+80(FP), DI
+	MOVQ         outF32+96(FP), R8
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_468:
+epi_row_523:
 	XORQ R10, R10
 
-epi_col_469:
+epi_col_524:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -11864,42 +14899,122 @@ epi_col_469:
 	VMOVUPS     Z3, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_469
+	JL          epi_col_524
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
-	MOVQ        resStride+72(FP), R10
+	MOVQ        resStride+88(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, DI
-	MOVQ        outStride+96(FP), R10
+	MOVQ        outStride+112(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_468
+	JNZ         epi_row_523
 	VZEROUPPER
 	RET
 
-epi_flag_467:
+epi_flag_522:
+	MOVQ c+0(FP), AX
+	MOVQ scale+56(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ m+16(FP), BX
+	MOVQ colSum+32(FP), SI
+	MOVQ rowScale+64(FP), DI
+	MOVQ rowZero+48(FP), R8
+	MOVQ res+80(FP), R9
+	MOVQ outF32+96(FP), R10
+	LEAQ epilogueColMasks<>+0(SB), R11
+
+epi_row_525:
+	VPBROADCASTD (R8), Z0
+	XORQ         R12, R12
+
+epi_col_526:
+	MOVQ        DX, R13
+	SUBQ        R12, R13
+	MOVQ        $0x00000030, R14
+	CMPQ        R13, R14
+	CMOVQLT     R13, R14
+	MOVQ        (R11)(R14*8), R13
+	KMOVQ       R13, K1
+	VMOVDQU32.Z (AX)(R12*4), K1, Z1
+	VMOVDQU32.Z (SI)(R12*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   (CX)(R12*4), K1, Z2
+	VMULPS      Z2, Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R12*4), K2, Z2
+	VMOVDQU32.Z 64(SI)(R12*4), K2, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   64(CX)(R12*4), K2, Z3
+	VMULPS      Z3, Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R12*4), K3, Z3
+	VMOVDQU32.Z 128(SI)(R12*4), K3, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   128(CX)(R12*4), K3, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMOVUPS.Z   (R9)(R12*4), K1, Z4
+	VADDPS      Z4, Z1, Z1
+	VMOVUPS     Z1, K1, (R10)(R12*4)
+	VMOVUPS.Z   64(R9)(R12*4), K2, Z1
+	VADDPS      Z1, Z2, Z2
+	VMOVUPS     Z2, K2, 64(R10)(R12*4)
+	VMOVUPS.Z   128(R9)(R12*4), K3, Z1
+	VADDPS      Z1, Z3, Z3
+	VMOVUPS     Z3, K3, 128(R10)(R12*4)
+	ADDQ        $0x30, R12
+	CMPQ        R12, DX
+	JL          epi_col_526
+	MOVQ        ldc+8(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, AX
+	MOVQ        resStride+88(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, R9
+	MOVQ        outStride+112(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, R10
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_525
+	VZEROUPPER
+	RET
+
+epi_flag_521:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_527
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         res+64(FP), DI
-	MOVQ         outU8+88(FP), R8
-	MOVSS        invScale+104(FP), X1
+	MOVQ         res+80(FP), DI
+	MOVQ         outU8+104(FP), R8
+	MOVSS        invScale+120(FP), X1
 	VBROADCASTSS X1, Z1
-	MOVL         outZero+108(FP), R9
+	MOVL         outZero+124(FP), R9
 	VPBROADCASTD R9, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_470:
+epi_row_528:
 	XORQ R10, R10
 
-epi_col_471:
+epi_col_529:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVQ         $0x00000030, R12
@@ -11962,41 +15077,146 @@ epi_col_471:
 	VPMOVDB      Z4, K3, 32(R8)(R10*1)
 	ADDQ         $0x30, R10
 	CMPQ         R10, DX
-	JL           epi_col_471
+	JL           epi_col_529
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
-	MOVQ         resStride+72(FP), R10
+	MOVQ         resStride+88(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, DI
-	MOVQ         outStride+96(FP), R10
+	MOVQ         outStride+112(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_470
+	JNZ          epi_row_528
 	VZEROUPPER
 	RET
 
-epi_flag_460:
-	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_472
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_473
+epi_flag_527:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         res+80(FP), R9
+	MOVQ         outU8+104(FP), R10
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z1
+	MOVL         outZero+124(FP), R11
+	VPBROADCASTD R11, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueColMasks<>+0(SB), R11
+
+epi_row_530:
+	VPBROADCASTD (R8), Z0
+	XORQ         R12, R12
+
+epi_col_531:
+	MOVQ         DX, R13
+	SUBQ         R12, R13
+	MOVQ         $0x00000030, R14
+	CMPQ         R13, R14
+	CMOVQLT      R13, R14
+	MOVQ         (R11)(R14*8), R13
+	KMOVQ        R13, K1
+	VMOVDQU32.Z  (AX)(R12*4), K1, Z4
+	VMOVDQU32.Z  (SI)(R12*4), K1, Z5
+	VPMULLD      Z5, Z0, Z5
+	VPSUBD       Z5, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    (CX)(R12*4), K1, Z5
+	VMULPS       Z5, Z4, Z4
+	VMULPS.BCST  (DI), Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R12*4), K2, Z5
+	VMOVDQU32.Z  64(SI)(R12*4), K2, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    64(CX)(R12*4), K2, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (DI), Z5, Z5
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R12*4), K3, Z6
+	VMOVDQU32.Z  128(SI)(R12*4), K3, Z7
+	VPMULLD      Z7, Z0, Z7
+	VPSUBD       Z7, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    128(CX)(R12*4), K3, Z7
+	VMULPS       Z7, Z6, Z6
+	VMULPS.BCST  (DI), Z6, Z6
+	VMOVUPS.Z    (R9)(R12*4), K1, Z7
+	VADDPS       Z7, Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K1, (R10)(R12*1)
+	VMOVUPS.Z    64(R9)(R12*4), K2, Z4
+	VADDPS       Z4, Z5, Z5
+	VMULPS       Z1, Z5, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(R10)(R12*1)
+	VMOVUPS.Z    128(R9)(R12*4), K3, Z4
+	VADDPS       Z4, Z6, Z6
+	VMULPS       Z1, Z6, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(R10)(R12*1)
+	ADDQ         $0x30, R12
+	CMPQ         R12, DX
+	JL           epi_col_531
+	MOVQ         ldc+8(FP), R12
+	SHLQ         $0x02, R12
+	ADDQ         R12, AX
+	MOVQ         resStride+88(FP), R12
+	SHLQ         $0x02, R12
+	ADDQ         R12, R9
+	MOVQ         outStride+112(FP), R12
+	ADDQ         R12, R10
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_530
+	VZEROUPPER
+	RET
+
+epi_flag_508:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_532
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_533
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_534
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         outF32+80(FP), DI
+	MOVQ         outF32+96(FP), DI
 	VPXORD       Z1, Z1, Z1
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_474:
+epi_row_535:
 	XORQ R9, R9
 
-epi_col_475:
+epi_col_536:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVQ         $0x00000030, R11
@@ -12233,39 +15453,312 @@ epi_col_475:
 	VMOVUPS      Z8, K3, 128(DI)(R9*4)
 	ADDQ         $0x30, R9
 	CMPQ         R9, DX
-	JL           epi_col_475
+	JL           epi_col_536
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
-	MOVQ         outStride+96(FP), R9
+	MOVQ         outStride+112(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_474
+	JNZ          epi_row_535
 	VZEROUPPER
 	RET
 
-epi_flag_473:
+epi_flag_534:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         outF32+96(FP), R9
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueConsts<>+4(SB), Z2
+	LEAQ         epilogueColMasks<>+0(SB), R10
+
+epi_row_537:
+	VPBROADCASTD (R8), Z0
+	XORQ         R11, R11
+
+epi_col_538:
+	MOVQ         DX, R12
+	SUBQ         R11, R12
+	MOVQ         $0x00000030, R13
+	CMPQ         R12, R13
+	CMOVQLT      R12, R13
+	MOVQ         (R10)(R13*8), R12
+	KMOVQ        R12, K1
+	VMOVDQU32.Z  (AX)(R11*4), K1, Z3
+	VMOVDQU32.Z  (SI)(R11*4), K1, Z4
+	VPMULLD      Z4, Z0, Z4
+	VPSUBD       Z4, Z3, Z3
+	VCVTDQ2PS    Z3, Z3
+	VMOVUPS.Z    (CX)(R11*4), K1, Z4
+	VMULPS       Z4, Z3, Z3
+	VMULPS.BCST  (DI), Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R11*4), K2, Z4
+	VMOVDQU32.Z  64(SI)(R11*4), K2, Z8
+	VPMULLD      Z8, Z0, Z8
+	VPSUBD       Z8, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R11*4), K2, Z8
+	VMULPS       Z8, Z4, Z4
+	VMULPS.BCST  (DI), Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R11*4), K3, Z8
+	VMOVDQU32.Z  128(SI)(R11*4), K3, Z9
+	VPMULLD      Z9, Z0, Z9
+	VPSUBD       Z9, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    128(CX)(R11*4), K3, Z9
+	VMULPS       Z9, Z8, Z8
+	VMULPS.BCST  (DI), Z8, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS       Z12, Z2, Z12
+	VDIVPS       Z13, Z2, Z13
+	VDIVPS       Z14, Z2, Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z1, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z1, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z1, Z14, K4, Z14
+	VSUBPS       Z12, Z2, Z9
+	VSUBPS       Z13, Z2, Z10
+	VSUBPS       Z14, Z2, Z11
+	VCMPPS       $0x1d, Z1, Z3, K4
+	VBLENDMPS    Z9, Z12, K4, Z5
+	VCMPPS       $0x1d, Z1, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z6
+	VCMPPS       $0x1d, Z1, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VMULPS       Z5, Z3, Z3
+	VMULPS       Z6, Z4, Z4
+	VMULPS       Z7, Z8, Z8
+	VMOVUPS      Z3, K1, (R9)(R11*4)
+	VMOVUPS      Z4, K2, 64(R9)(R11*4)
+	VMOVUPS      Z8, K3, 128(R9)(R11*4)
+	ADDQ         $0x30, R11
+	CMPQ         R11, DX
+	JL           epi_col_538
+	MOVQ         ldc+8(FP), R11
+	SHLQ         $0x02, R11
+	ADDQ         R11, AX
+	MOVQ         outStride+112(FP), R11
+	SHLQ         $0x02, R11
+	ADDQ         R11, R9
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_537
+	VZEROUPPER
+	RET
+
+epi_flag_533:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_539
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         outU8+88(FP), DI
-	MOVSS        invScale+104(FP), X1
+	MOVQ         outU8+104(FP), DI
+	MOVSS        invScale+120(FP), X1
 	VBROADCASTSS X1, Z1
-	MOVL         outZero+108(FP), R8
+	MOVL         outZero+124(FP), R8
 	VPBROADCASTD R8, Z2
 	VPXORD       Z3, Z3, Z3
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_476:
+epi_row_540:
 	XORQ R9, R9
 
-epi_col_477:
+epi_col_541:
 	MOVQ         DX, R10
 	SUBQ         R9, R10
 	MOVQ         $0x00000030, R11
@@ -12523,37 +16016,334 @@ epi_col_477:
 	VPMOVDB      Z5, K3, 32(DI)(R9*1)
 	ADDQ         $0x30, R9
 	CMPQ         R9, DX
-	JL           epi_col_477
+	JL           epi_col_541
 	MOVQ         ldc+8(FP), R9
 	SHLQ         $0x02, R9
 	ADDQ         R9, AX
-	MOVQ         outStride+96(FP), R9
+	MOVQ         outStride+112(FP), R9
 	ADDQ         R9, DI
 	DECQ         BX
-	JNZ          epi_row_476
+	JNZ          epi_row_540
 	VZEROUPPER
 	RET
 
-epi_flag_472:
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_478
+epi_flag_539:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         outU8+104(FP), R9
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z1
+	MOVL         outZero+124(FP), R10
+	VPBROADCASTD R10, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	LEAQ         epilogueColMasks<>+0(SB), R10
+
+epi_row_542:
+	VPBROADCASTD (R8), Z0
+	XORQ         R11, R11
+
+epi_col_543:
+	MOVQ         DX, R12
+	SUBQ         R11, R12
+	MOVQ         $0x00000030, R13
+	CMPQ         R12, R13
+	CMOVQLT      R12, R13
+	MOVQ         (R10)(R13*8), R12
+	KMOVQ        R12, K1
+	VMOVDQU32.Z  (AX)(R11*4), K1, Z5
+	VMOVDQU32.Z  (SI)(R11*4), K1, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    (CX)(R11*4), K1, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (DI), Z5, Z5
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R11*4), K2, Z6
+	VMOVDQU32.Z  64(SI)(R11*4), K2, Z10
+	VPMULLD      Z10, Z0, Z10
+	VPSUBD       Z10, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R11*4), K2, Z10
+	VMULPS       Z10, Z6, Z6
+	VMULPS.BCST  (DI), Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R11*4), K3, Z10
+	VMOVDQU32.Z  128(SI)(R11*4), K3, Z11
+	VPMULLD      Z11, Z0, Z11
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMOVUPS.Z    128(CX)(R11*4), K3, Z11
+	VMULPS       Z11, Z10, Z10
+	VMULPS.BCST  (DI), Z10, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
+	VDIVPS       Z14, Z4, Z14
+	VDIVPS       Z15, Z4, Z15
+	VDIVPS       Z16, Z4, Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VBROADCASTSS epilogueConsts<>+44(SB), Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS       Z22, Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VSUBPS       Z22, Z13, Z28
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VADDPS       Z22, Z13, Z22
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS       Z22, Z28, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VADDPS       Z22, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTPS2DQ    Z19, Z19
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VCVTDQ2PS    Z19, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VSUBPS       Z31, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VSUBPS       Z22, Z25, Z25
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VBROADCASTSS epilogueConsts<>+84(SB), Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VPSLLD       $0x17, Z19, Z19
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS       Z19, Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VMULPS       Z19, Z16, Z16
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z3, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z3, Z15, K4, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
+	VBLENDMPS    Z3, Z16, K4, Z16
+	VSUBPS       Z14, Z4, Z11
+	VSUBPS       Z15, Z4, Z12
+	VSUBPS       Z16, Z4, Z13
+	VCMPPS       $0x1d, Z3, Z5, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VCMPPS       $0x1d, Z3, Z6, K4
+	VBLENDMPS    Z12, Z15, K4, Z8
+	VCMPPS       $0x1d, Z3, Z10, K4
+	VBLENDMPS    Z13, Z16, K4, Z9
+	VMULPS       Z7, Z5, Z5
+	VMULPS       Z8, Z6, Z6
+	VMULPS       Z9, Z10, Z10
+	VMULPS       Z1, Z5, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K1, (R9)(R11*1)
+	VMULPS       Z1, Z6, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K2, 16(R9)(R11*1)
+	VMULPS       Z1, Z10, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K3, 32(R9)(R11*1)
+	ADDQ         $0x30, R11
+	CMPQ         R11, DX
+	JL           epi_col_543
+	MOVQ         ldc+8(FP), R11
+	SHLQ         $0x02, R11
+	ADDQ         R11, AX
+	MOVQ         outStride+112(FP), R11
+	ADDQ         R11, R9
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_542
+	VZEROUPPER
+	RET
+
+epi_flag_532:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_544
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_545
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         res+64(FP), DI
-	MOVQ         outF32+80(FP), R8
+	MOVQ         res+80(FP), DI
+	MOVQ         outF32+96(FP), R8
 	VPXORD       Z1, Z1, Z1
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_479:
+epi_row_546:
 	XORQ R10, R10
 
-epi_col_480:
+epi_col_547:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVQ         $0x00000030, R12
@@ -12796,43 +16586,326 @@ epi_col_480:
 	VMOVUPS      Z8, K3, 128(R8)(R10*4)
 	ADDQ         $0x30, R10
 	CMPQ         R10, DX
-	JL           epi_col_480
+	JL           epi_col_547
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
-	MOVQ         resStride+72(FP), R10
+	MOVQ         resStride+88(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, DI
-	MOVQ         outStride+96(FP), R10
+	MOVQ         outStride+112(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_479
+	JNZ          epi_row_546
 	VZEROUPPER
 	RET
 
-epi_flag_478:
+epi_flag_545:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         res+80(FP), R9
+	MOVQ         outF32+96(FP), R10
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueConsts<>+4(SB), Z2
+	LEAQ         epilogueColMasks<>+0(SB), R11
+
+epi_row_548:
+	VPBROADCASTD (R8), Z0
+	XORQ         R12, R12
+
+epi_col_549:
+	MOVQ         DX, R13
+	SUBQ         R12, R13
+	MOVQ         $0x00000030, R14
+	CMPQ         R13, R14
+	CMOVQLT      R13, R14
+	MOVQ         (R11)(R14*8), R13
+	KMOVQ        R13, K1
+	VMOVDQU32.Z  (AX)(R12*4), K1, Z3
+	VMOVDQU32.Z  (SI)(R12*4), K1, Z4
+	VPMULLD      Z4, Z0, Z4
+	VPSUBD       Z4, Z3, Z3
+	VCVTDQ2PS    Z3, Z3
+	VMOVUPS.Z    (CX)(R12*4), K1, Z4
+	VMULPS       Z4, Z3, Z3
+	VMULPS.BCST  (DI), Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R12*4), K2, Z4
+	VMOVDQU32.Z  64(SI)(R12*4), K2, Z8
+	VPMULLD      Z8, Z0, Z8
+	VPSUBD       Z8, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R12*4), K2, Z8
+	VMULPS       Z8, Z4, Z4
+	VMULPS.BCST  (DI), Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R12*4), K3, Z8
+	VMOVDQU32.Z  128(SI)(R12*4), K3, Z9
+	VPMULLD      Z9, Z0, Z9
+	VPSUBD       Z9, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    128(CX)(R12*4), K3, Z9
+	VMULPS       Z9, Z8, Z8
+	VMULPS.BCST  (DI), Z8, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS       Z12, Z2, Z12
+	VDIVPS       Z13, Z2, Z13
+	VDIVPS       Z14, Z2, Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z1, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z1, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z1, Z14, K4, Z14
+	VSUBPS       Z12, Z2, Z9
+	VSUBPS       Z13, Z2, Z10
+	VSUBPS       Z14, Z2, Z11
+	VCMPPS       $0x1d, Z1, Z3, K4
+	VBLENDMPS    Z9, Z12, K4, Z5
+	VCMPPS       $0x1d, Z1, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z6
+	VCMPPS       $0x1d, Z1, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VMULPS       Z5, Z3, Z3
+	VMULPS       Z6, Z4, Z4
+	VMULPS       Z7, Z8, Z8
+	VMOVUPS.Z    (R9)(R12*4), K1, Z9
+	VADDPS       Z9, Z3, Z3
+	VMOVUPS      Z3, K1, (R10)(R12*4)
+	VMOVUPS.Z    64(R9)(R12*4), K2, Z3
+	VADDPS       Z3, Z4, Z4
+	VMOVUPS      Z4, K2, 64(R10)(R12*4)
+	VMOVUPS.Z    128(R9)(R12*4), K3, Z3
+	VADDPS       Z3, Z8, Z8
+	VMOVUPS      Z8, K3, 128(R10)(R12*4)
+	ADDQ         $0x30, R12
+	CMPQ         R12, DX
+	JL           epi_col_549
+	MOVQ         ldc+8(FP), R12
+	SHLQ         $0x02, R12
+	ADDQ         R12, AX
+	MOVQ         resStride+88(FP), R12
+	SHLQ         $0x02, R12
+	ADDQ         R12, R9
+	MOVQ         outStride+112(FP), R12
+	SHLQ         $0x02, R12
+	ADDQ         R12, R10
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_548
+	VZEROUPPER
+	RET
+
+epi_flag_544:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_550
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         res+64(FP), DI
-	MOVQ         outU8+88(FP), R8
-	MOVSS        invScale+104(FP), X1
+	MOVQ         res+80(FP), DI
+	MOVQ         outU8+104(FP), R8
+	MOVSS        invScale+120(FP), X1
 	VBROADCASTSS X1, Z1
-	MOVL         outZero+108(FP), R9
+	MOVL         outZero+124(FP), R9
 	VPBROADCASTD R9, Z2
 	VPXORD       Z3, Z3, Z3
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_481:
+epi_row_551:
 	XORQ R10, R10
 
-epi_col_482:
+epi_col_552:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVQ         $0x00000030, R12
@@ -13096,42 +17169,349 @@ epi_col_482:
 	VPMOVDB      Z5, K3, 32(R8)(R10*1)
 	ADDQ         $0x30, R10
 	CMPQ         R10, DX
-	JL           epi_col_482
+	JL           epi_col_552
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
-	MOVQ         resStride+72(FP), R10
+	MOVQ         resStride+88(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, DI
-	MOVQ         outStride+96(FP), R10
+	MOVQ         outStride+112(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_481
+	JNZ          epi_row_551
 	VZEROUPPER
 	RET
 
-epi_flag_459:
-	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_483
-	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_484
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_485
+epi_flag_550:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         res+80(FP), R9
+	MOVQ         outU8+104(FP), R10
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z1
+	MOVL         outZero+124(FP), R11
+	VPBROADCASTD R11, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	LEAQ         epilogueColMasks<>+0(SB), R11
+
+epi_row_553:
+	VPBROADCASTD (R8), Z0
+	XORQ         R12, R12
+
+epi_col_554:
+	MOVQ         DX, R13
+	SUBQ         R12, R13
+	MOVQ         $0x00000030, R14
+	CMPQ         R13, R14
+	CMOVQLT      R13, R14
+	MOVQ         (R11)(R14*8), R13
+	KMOVQ        R13, K1
+	VMOVDQU32.Z  (AX)(R12*4), K1, Z5
+	VMOVDQU32.Z  (SI)(R12*4), K1, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    (CX)(R12*4), K1, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (DI), Z5, Z5
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R12*4), K2, Z6
+	VMOVDQU32.Z  64(SI)(R12*4), K2, Z10
+	VPMULLD      Z10, Z0, Z10
+	VPSUBD       Z10, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R12*4), K2, Z10
+	VMULPS       Z10, Z6, Z6
+	VMULPS.BCST  (DI), Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R12*4), K3, Z10
+	VMOVDQU32.Z  128(SI)(R12*4), K3, Z11
+	VPMULLD      Z11, Z0, Z11
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMOVUPS.Z    128(CX)(R12*4), K3, Z11
+	VMULPS       Z11, Z10, Z10
+	VMULPS.BCST  (DI), Z10, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
+	VDIVPS       Z14, Z4, Z14
+	VDIVPS       Z15, Z4, Z15
+	VDIVPS       Z16, Z4, Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VBROADCASTSS epilogueConsts<>+44(SB), Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS       Z22, Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VSUBPS       Z22, Z13, Z28
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VADDPS       Z22, Z13, Z22
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS       Z22, Z28, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VADDPS       Z22, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTPS2DQ    Z19, Z19
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VCVTDQ2PS    Z19, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VSUBPS       Z31, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VSUBPS       Z22, Z25, Z25
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VBROADCASTSS epilogueConsts<>+84(SB), Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VPSLLD       $0x17, Z19, Z19
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS       Z19, Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VMULPS       Z19, Z16, Z16
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z3, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z3, Z15, K4, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
+	VBLENDMPS    Z3, Z16, K4, Z16
+	VSUBPS       Z14, Z4, Z11
+	VSUBPS       Z15, Z4, Z12
+	VSUBPS       Z16, Z4, Z13
+	VCMPPS       $0x1d, Z3, Z5, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VCMPPS       $0x1d, Z3, Z6, K4
+	VBLENDMPS    Z12, Z15, K4, Z8
+	VCMPPS       $0x1d, Z3, Z10, K4
+	VBLENDMPS    Z13, Z16, K4, Z9
+	VMULPS       Z7, Z5, Z5
+	VMULPS       Z8, Z6, Z6
+	VMULPS       Z9, Z10, Z10
+	VMOVUPS.Z    (R9)(R12*4), K1, Z11
+	VADDPS       Z11, Z5, Z5
+	VMULPS       Z1, Z5, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K1, (R10)(R12*1)
+	VMOVUPS.Z    64(R9)(R12*4), K2, Z5
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z1, Z6, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K2, 16(R10)(R12*1)
+	VMOVUPS.Z    128(R9)(R12*4), K3, Z5
+	VADDPS       Z5, Z10, Z10
+	VMULPS       Z1, Z10, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K3, 32(R10)(R12*1)
+	ADDQ         $0x30, R12
+	CMPQ         R12, DX
+	JL           epi_col_554
+	MOVQ         ldc+8(FP), R12
+	SHLQ         $0x02, R12
+	ADDQ         R12, AX
+	MOVQ         resStride+88(FP), R12
+	SHLQ         $0x02, R12
+	ADDQ         R12, R9
+	MOVQ         outStride+112(FP), R12
+	ADDQ         R12, R10
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_553
+	VZEROUPPER
+	RET
+
+epi_flag_507:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_555
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_556
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_557
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_558
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         bias+56(FP), DI
-	MOVQ         outF32+80(FP), R8
+	MOVQ         bias+72(FP), DI
+	MOVQ         outF32+96(FP), R8
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_486:
+epi_row_559:
 	XORQ R10, R10
 
-epi_col_487:
+epi_col_560:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -13173,39 +17553,116 @@ epi_col_487:
 	VMOVUPS     Z3, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_487
+	JL          epi_col_560
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
-	MOVQ        outStride+96(FP), R10
+	MOVQ        outStride+112(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_486
+	JNZ         epi_row_559
 	VZEROUPPER
 	RET
 
-epi_flag_485:
+epi_flag_558:
+	MOVQ c+0(FP), AX
+	MOVQ scale+56(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ m+16(FP), BX
+	MOVQ colSum+32(FP), SI
+	MOVQ rowScale+64(FP), DI
+	MOVQ rowZero+48(FP), R8
+	MOVQ bias+72(FP), R9
+	MOVQ outF32+96(FP), R10
+	LEAQ epilogueColMasks<>+0(SB), R11
+
+epi_row_561:
+	VPBROADCASTD (R8), Z0
+	XORQ         R12, R12
+
+epi_col_562:
+	MOVQ        DX, R13
+	SUBQ        R12, R13
+	MOVQ        $0x00000030, R14
+	CMPQ        R13, R14
+	CMOVQLT     R13, R14
+	MOVQ        (R11)(R14*8), R13
+	KMOVQ       R13, K1
+	VMOVDQU32.Z (AX)(R12*4), K1, Z1
+	VMOVDQU32.Z (SI)(R12*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   (CX)(R12*4), K1, Z2
+	VMULPS      Z2, Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	VMOVUPS.Z   (R9)(R12*4), K1, Z2
+	VADDPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R12*4), K2, Z2
+	VMOVDQU32.Z 64(SI)(R12*4), K2, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   64(CX)(R12*4), K2, Z3
+	VMULPS      Z3, Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	VMOVUPS.Z   64(R9)(R12*4), K2, Z3
+	VADDPS      Z3, Z2, Z2
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R12*4), K3, Z3
+	VMOVDQU32.Z 128(SI)(R12*4), K3, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   128(CX)(R12*4), K3, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMOVUPS.Z   128(R9)(R12*4), K3, Z4
+	VADDPS      Z4, Z3, Z3
+	VMOVUPS     Z1, K1, (R10)(R12*4)
+	VMOVUPS     Z2, K2, 64(R10)(R12*4)
+	VMOVUPS     Z3, K3, 128(R10)(R12*4)
+	ADDQ        $0x30, R12
+	CMPQ        R12, DX
+	JL          epi_col_562
+	MOVQ        ldc+8(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, AX
+	MOVQ        outStride+112(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, R10
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_561
+	VZEROUPPER
+	RET
+
+epi_flag_557:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_563
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         bias+56(FP), DI
-	MOVQ         outU8+88(FP), R8
-	MOVSS        invScale+104(FP), X1
+	MOVQ         bias+72(FP), DI
+	MOVQ         outU8+104(FP), R8
+	MOVSS        invScale+120(FP), X1
 	VBROADCASTSS X1, Z1
-	MOVL         outZero+108(FP), R9
+	MOVL         outZero+124(FP), R9
 	VPBROADCASTD R9, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_488:
+epi_row_564:
 	XORQ R10, R10
 
-epi_col_489:
+epi_col_565:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVQ         $0x00000030, R12
@@ -13268,36 +17725,138 @@ epi_col_489:
 	VPMOVDB      Z4, K3, 32(R8)(R10*1)
 	ADDQ         $0x30, R10
 	CMPQ         R10, DX
-	JL           epi_col_489
+	JL           epi_col_565
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
-	MOVQ         outStride+96(FP), R10
+	MOVQ         outStride+112(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_488
+	JNZ          epi_row_564
 	VZEROUPPER
 	RET
 
-epi_flag_484:
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_490
+epi_flag_563:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         outU8+104(FP), R10
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z1
+	MOVL         outZero+124(FP), R11
+	VPBROADCASTD R11, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueColMasks<>+0(SB), R11
+
+epi_row_566:
+	VPBROADCASTD (R8), Z0
+	XORQ         R12, R12
+
+epi_col_567:
+	MOVQ         DX, R13
+	SUBQ         R12, R13
+	MOVQ         $0x00000030, R14
+	CMPQ         R13, R14
+	CMOVQLT      R13, R14
+	MOVQ         (R11)(R14*8), R13
+	KMOVQ        R13, K1
+	VMOVDQU32.Z  (AX)(R12*4), K1, Z4
+	VMOVDQU32.Z  (SI)(R12*4), K1, Z5
+	VPMULLD      Z5, Z0, Z5
+	VPSUBD       Z5, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    (CX)(R12*4), K1, Z5
+	VMULPS       Z5, Z4, Z4
+	VMULPS.BCST  (DI), Z4, Z4
+	VMOVUPS.Z    (R9)(R12*4), K1, Z5
+	VADDPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R12*4), K2, Z5
+	VMOVDQU32.Z  64(SI)(R12*4), K2, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    64(CX)(R12*4), K2, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (DI), Z5, Z5
+	VMOVUPS.Z    64(R9)(R12*4), K2, Z6
+	VADDPS       Z6, Z5, Z5
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R12*4), K3, Z6
+	VMOVDQU32.Z  128(SI)(R12*4), K3, Z7
+	VPMULLD      Z7, Z0, Z7
+	VPSUBD       Z7, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    128(CX)(R12*4), K3, Z7
+	VMULPS       Z7, Z6, Z6
+	VMULPS.BCST  (DI), Z6, Z6
+	VMOVUPS.Z    128(R9)(R12*4), K3, Z7
+	VADDPS       Z7, Z6, Z6
+	VMULPS       Z1, Z4, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K1, (R10)(R12*1)
+	VMULPS       Z1, Z5, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(R10)(R12*1)
+	VMULPS       Z1, Z6, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(R10)(R12*1)
+	ADDQ         $0x30, R12
+	CMPQ         R12, DX
+	JL           epi_col_567
+	MOVQ         ldc+8(FP), R12
+	SHLQ         $0x02, R12
+	ADDQ         R12, AX
+	MOVQ         outStride+112(FP), R12
+	ADDQ         R12, R10
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_566
+	VZEROUPPER
+	RET
+
+epi_flag_556:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_568
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_569
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         bias+56(FP), DI
-	MOVQ         res+64(FP), R8
-	MOVQ         outF32+80(FP), R9
+	MOVQ         bias+72(FP), DI
+	MOVQ         res+80(FP), R8
+	MOVQ         outF32+96(FP), R9
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_491:
+epi_row_570:
 	XORQ R11, R11
 
-epi_col_492:
+epi_col_571:
 	MOVQ        DX, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000030, R13
@@ -13345,43 +17904,130 @@ epi_col_492:
 	VMOVUPS     Z3, K3, 128(R9)(R11*4)
 	ADDQ        $0x30, R11
 	CMPQ        R11, DX
-	JL          epi_col_492
+	JL          epi_col_571
 	MOVQ        ldc+8(FP), R11
 	SHLQ        $0x02, R11
 	ADDQ        R11, AX
-	MOVQ        resStride+72(FP), R11
+	MOVQ        resStride+88(FP), R11
 	SHLQ        $0x02, R11
 	ADDQ        R11, R8
-	MOVQ        outStride+96(FP), R11
+	MOVQ        outStride+112(FP), R11
 	SHLQ        $0x02, R11
 	ADDQ        R11, R9
 	DECQ        BX
-	JNZ         epi_row_491
+	JNZ         epi_row_570
 	VZEROUPPER
 	RET
 
-epi_flag_490:
+epi_flag_569:
+	MOVQ c+0(FP), AX
+	MOVQ scale+56(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ m+16(FP), BX
+	MOVQ colSum+32(FP), SI
+	MOVQ rowScale+64(FP), DI
+	MOVQ rowZero+48(FP), R8
+	MOVQ bias+72(FP), R9
+	MOVQ res+80(FP), R10
+	MOVQ outF32+96(FP), R11
+	LEAQ epilogueColMasks<>+0(SB), R12
+
+epi_row_572:
+	VPBROADCASTD (R8), Z0
+	XORQ         R13, R13
+
+epi_col_573:
+	MOVQ        DX, R14
+	SUBQ        R13, R14
+	MOVQ        $0x00000030, R15
+	CMPQ        R14, R15
+	CMOVQLT     R14, R15
+	MOVQ        (R12)(R15*8), R14
+	KMOVQ       R14, K1
+	VMOVDQU32.Z (AX)(R13*4), K1, Z1
+	VMOVDQU32.Z (SI)(R13*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMOVUPS.Z   (CX)(R13*4), K1, Z2
+	VMULPS      Z2, Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	VMOVUPS.Z   (R9)(R13*4), K1, Z2
+	VADDPS      Z2, Z1, Z1
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R13*4), K2, Z2
+	VMOVDQU32.Z 64(SI)(R13*4), K2, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   64(CX)(R13*4), K2, Z3
+	VMULPS      Z3, Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	VMOVUPS.Z   64(R9)(R13*4), K2, Z3
+	VADDPS      Z3, Z2, Z2
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R13*4), K3, Z3
+	VMOVDQU32.Z 128(SI)(R13*4), K3, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   128(CX)(R13*4), K3, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMOVUPS.Z   128(R9)(R13*4), K3, Z4
+	VADDPS      Z4, Z3, Z3
+	VMOVUPS.Z   (R10)(R13*4), K1, Z4
+	VADDPS      Z4, Z1, Z1
+	VMOVUPS     Z1, K1, (R11)(R13*4)
+	VMOVUPS.Z   64(R10)(R13*4), K2, Z1
+	VADDPS      Z1, Z2, Z2
+	VMOVUPS     Z2, K2, 64(R11)(R13*4)
+	VMOVUPS.Z   128(R10)(R13*4), K3, Z1
+	VADDPS      Z1, Z3, Z3
+	VMOVUPS     Z3, K3, 128(R11)(R13*4)
+	ADDQ        $0x30, R13
+	CMPQ        R13, DX
+	JL          epi_col_573
+	MOVQ        ldc+8(FP), R13
+	SHLQ        $0x02, R13
+	ADDQ        R13, AX
+	MOVQ        resStride+88(FP), R13
+	SHLQ        $0x02, R13
+	ADDQ        R13, R10
+	MOVQ        outStride+112(FP), R13
+	SHLQ        $0x02, R13
+	ADDQ        R13, R11
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_572
+	VZEROUPPER
+	RET
+
+epi_flag_568:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_574
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         bias+56(FP), DI
-	MOVQ         res+64(FP), R8
-	MOVQ         outU8+88(FP), R9
-	MOVSS        invScale+104(FP), X1
+	MOVQ         bias+72(FP), DI
+	MOVQ         res+80(FP), R8
+	MOVQ         outU8+104(FP), R9
+	MOVSS        invScale+120(FP), X1
 	VBROADCASTSS X1, Z1
-	MOVL         outZero+108(FP), R10
+	MOVL         outZero+124(FP), R10
 	VPBROADCASTD R10, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_493:
+epi_row_575:
 	XORQ R11, R11
 
-epi_col_494:
+epi_col_576:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
 	MOVQ         $0x00000030, R13
@@ -13450,42 +18096,154 @@ epi_col_494:
 	VPMOVDB      Z4, K3, 32(R9)(R11*1)
 	ADDQ         $0x30, R11
 	CMPQ         R11, DX
-	JL           epi_col_494
+	JL           epi_col_576
 	MOVQ         ldc+8(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, AX
-	MOVQ         resStride+72(FP), R11
+	MOVQ         resStride+88(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, R8
-	MOVQ         outStride+96(FP), R11
+	MOVQ         outStride+112(FP), R11
 	ADDQ         R11, R9
 	DECQ         BX
-	JNZ          epi_row_493
+	JNZ          epi_row_575
 	VZEROUPPER
 	RET
 
-epi_flag_483:
-	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_495
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_496
+epi_flag_574:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         res+80(FP), R10
+	MOVQ         outU8+104(FP), R11
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z1
+	MOVL         outZero+124(FP), R12
+	VPBROADCASTD R12, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueColMasks<>+0(SB), R12
+
+epi_row_577:
+	VPBROADCASTD (R8), Z0
+	XORQ         R13, R13
+
+epi_col_578:
+	MOVQ         DX, R14
+	SUBQ         R13, R14
+	MOVQ         $0x00000030, R15
+	CMPQ         R14, R15
+	CMOVQLT      R14, R15
+	MOVQ         (R12)(R15*8), R14
+	KMOVQ        R14, K1
+	VMOVDQU32.Z  (AX)(R13*4), K1, Z4
+	VMOVDQU32.Z  (SI)(R13*4), K1, Z5
+	VPMULLD      Z5, Z0, Z5
+	VPSUBD       Z5, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    (CX)(R13*4), K1, Z5
+	VMULPS       Z5, Z4, Z4
+	VMULPS.BCST  (DI), Z4, Z4
+	VMOVUPS.Z    (R9)(R13*4), K1, Z5
+	VADDPS       Z5, Z4, Z4
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R13*4), K2, Z5
+	VMOVDQU32.Z  64(SI)(R13*4), K2, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    64(CX)(R13*4), K2, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (DI), Z5, Z5
+	VMOVUPS.Z    64(R9)(R13*4), K2, Z6
+	VADDPS       Z6, Z5, Z5
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R13*4), K3, Z6
+	VMOVDQU32.Z  128(SI)(R13*4), K3, Z7
+	VPMULLD      Z7, Z0, Z7
+	VPSUBD       Z7, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    128(CX)(R13*4), K3, Z7
+	VMULPS       Z7, Z6, Z6
+	VMULPS.BCST  (DI), Z6, Z6
+	VMOVUPS.Z    128(R9)(R13*4), K3, Z7
+	VADDPS       Z7, Z6, Z6
+	VMOVUPS.Z    (R10)(R13*4), K1, Z7
+	VADDPS       Z7, Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K1, (R11)(R13*1)
+	VMOVUPS.Z    64(R10)(R13*4), K2, Z4
+	VADDPS       Z4, Z5, Z5
+	VMULPS       Z1, Z5, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K2, 16(R11)(R13*1)
+	VMOVUPS.Z    128(R10)(R13*4), K3, Z4
+	VADDPS       Z4, Z6, Z6
+	VMULPS       Z1, Z6, Z4
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
+	VCVTPS2DQ    Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VPMAXSD      Z3, Z4, Z4
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
+	VPMOVDB      Z4, K3, 32(R11)(R13*1)
+	ADDQ         $0x30, R13
+	CMPQ         R13, DX
+	JL           epi_col_578
+	MOVQ         ldc+8(FP), R13
+	SHLQ         $0x02, R13
+	ADDQ         R13, AX
+	MOVQ         resStride+88(FP), R13
+	SHLQ         $0x02, R13
+	ADDQ         R13, R10
+	MOVQ         outStride+112(FP), R13
+	ADDQ         R13, R11
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_577
+	VZEROUPPER
+	RET
+
+epi_flag_555:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_579
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_580
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_581
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         bias+56(FP), DI
-	MOVQ         outF32+80(FP), R8
+	MOVQ         bias+72(FP), DI
+	MOVQ         outF32+96(FP), R8
 	VPXORD       Z1, Z1, Z1
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_497:
+epi_row_582:
 	XORQ R10, R10
 
-epi_col_498:
+epi_col_583:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVQ         $0x00000030, R12
@@ -13728,40 +18486,320 @@ epi_col_498:
 	VMOVUPS      Z8, K3, 128(R8)(R10*4)
 	ADDQ         $0x30, R10
 	CMPQ         R10, DX
-	JL           epi_col_498
+	JL           epi_col_583
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
-	MOVQ         outStride+96(FP), R10
+	MOVQ         outStride+112(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_497
+	JNZ          epi_row_582
 	VZEROUPPER
 	RET
 
-epi_flag_496:
+epi_flag_581:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         outF32+96(FP), R10
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueConsts<>+4(SB), Z2
+	LEAQ         epilogueColMasks<>+0(SB), R11
+
+epi_row_584:
+	VPBROADCASTD (R8), Z0
+	XORQ         R12, R12
+
+epi_col_585:
+	MOVQ         DX, R13
+	SUBQ         R12, R13
+	MOVQ         $0x00000030, R14
+	CMPQ         R13, R14
+	CMOVQLT      R13, R14
+	MOVQ         (R11)(R14*8), R13
+	KMOVQ        R13, K1
+	VMOVDQU32.Z  (AX)(R12*4), K1, Z3
+	VMOVDQU32.Z  (SI)(R12*4), K1, Z4
+	VPMULLD      Z4, Z0, Z4
+	VPSUBD       Z4, Z3, Z3
+	VCVTDQ2PS    Z3, Z3
+	VMOVUPS.Z    (CX)(R12*4), K1, Z4
+	VMULPS       Z4, Z3, Z3
+	VMULPS.BCST  (DI), Z3, Z3
+	VMOVUPS.Z    (R9)(R12*4), K1, Z4
+	VADDPS       Z4, Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R12*4), K2, Z4
+	VMOVDQU32.Z  64(SI)(R12*4), K2, Z8
+	VPMULLD      Z8, Z0, Z8
+	VPSUBD       Z8, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R12*4), K2, Z8
+	VMULPS       Z8, Z4, Z4
+	VMULPS.BCST  (DI), Z4, Z4
+	VMOVUPS.Z    64(R9)(R12*4), K2, Z8
+	VADDPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R12*4), K3, Z8
+	VMOVDQU32.Z  128(SI)(R12*4), K3, Z9
+	VPMULLD      Z9, Z0, Z9
+	VPSUBD       Z9, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    128(CX)(R12*4), K3, Z9
+	VMULPS       Z9, Z8, Z8
+	VMULPS.BCST  (DI), Z8, Z8
+	VMOVUPS.Z    128(R9)(R12*4), K3, Z9
+	VADDPS       Z9, Z8, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS       Z12, Z2, Z12
+	VDIVPS       Z13, Z2, Z13
+	VDIVPS       Z14, Z2, Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z1, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z1, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z1, Z14, K4, Z14
+	VSUBPS       Z12, Z2, Z9
+	VSUBPS       Z13, Z2, Z10
+	VSUBPS       Z14, Z2, Z11
+	VCMPPS       $0x1d, Z1, Z3, K4
+	VBLENDMPS    Z9, Z12, K4, Z5
+	VCMPPS       $0x1d, Z1, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z6
+	VCMPPS       $0x1d, Z1, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VMULPS       Z5, Z3, Z3
+	VMULPS       Z6, Z4, Z4
+	VMULPS       Z7, Z8, Z8
+	VMOVUPS      Z3, K1, (R10)(R12*4)
+	VMOVUPS      Z4, K2, 64(R10)(R12*4)
+	VMOVUPS      Z8, K3, 128(R10)(R12*4)
+	ADDQ         $0x30, R12
+	CMPQ         R12, DX
+	JL           epi_col_585
+	MOVQ         ldc+8(FP), R12
+	SHLQ         $0x02, R12
+	ADDQ         R12, AX
+	MOVQ         outStride+112(FP), R12
+	SHLQ         $0x02, R12
+	ADDQ         R12, R10
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_584
+	VZEROUPPER
+	RET
+
+epi_flag_580:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_586
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         bias+56(FP), DI
-	MOVQ         outU8+88(FP), R8
-	MOVSS        invScale+104(FP), X1
+	MOVQ         bias+72(FP), DI
+	MOVQ         outU8+104(FP), R8
+	MOVSS        invScale+120(FP), X1
 	VBROADCASTSS X1, Z1
-	MOVL         outZero+108(FP), R9
+	MOVL         outZero+124(FP), R9
 	VPBROADCASTD R9, Z2
 	VPXORD       Z3, Z3, Z3
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_499:
+epi_row_587:
 	XORQ R10, R10
 
-epi_col_500:
+epi_col_588:
 	MOVQ         DX, R11
 	SUBQ         R10, R11
 	MOVQ         $0x00000030, R12
@@ -14025,38 +19063,342 @@ epi_col_500:
 	VPMOVDB      Z5, K3, 32(R8)(R10*1)
 	ADDQ         $0x30, R10
 	CMPQ         R10, DX
-	JL           epi_col_500
+	JL           epi_col_588
 	MOVQ         ldc+8(FP), R10
 	SHLQ         $0x02, R10
 	ADDQ         R10, AX
-	MOVQ         outStride+96(FP), R10
+	MOVQ         outStride+112(FP), R10
 	ADDQ         R10, R8
 	DECQ         BX
-	JNZ          epi_row_499
+	JNZ          epi_row_587
 	VZEROUPPER
 	RET
 
-epi_flag_495:
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_501
+epi_flag_586:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         outU8+104(FP), R10
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z1
+	MOVL         outZero+124(FP), R11
+	VPBROADCASTD R11, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	LEAQ         epilogueColMasks<>+0(SB), R11
+
+epi_row_589:
+	VPBROADCASTD (R8), Z0
+	XORQ         R12, R12
+
+epi_col_590:
+	MOVQ         DX, R13
+	SUBQ         R12, R13
+	MOVQ         $0x00000030, R14
+	CMPQ         R13, R14
+	CMOVQLT      R13, R14
+	MOVQ         (R11)(R14*8), R13
+	KMOVQ        R13, K1
+	VMOVDQU32.Z  (AX)(R12*4), K1, Z5
+	VMOVDQU32.Z  (SI)(R12*4), K1, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    (CX)(R12*4), K1, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (DI), Z5, Z5
+	VMOVUPS.Z    (R9)(R12*4), K1, Z6
+	VADDPS       Z6, Z5, Z5
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R12*4), K2, Z6
+	VMOVDQU32.Z  64(SI)(R12*4), K2, Z10
+	VPMULLD      Z10, Z0, Z10
+	VPSUBD       Z10, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R12*4), K2, Z10
+	VMULPS       Z10, Z6, Z6
+	VMULPS.BCST  (DI), Z6, Z6
+	VMOVUPS.Z    64(R9)(R12*4), K2, Z10
+	VADDPS       Z10, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R12*4), K3, Z10
+	VMOVDQU32.Z  128(SI)(R12*4), K3, Z11
+	VPMULLD      Z11, Z0, Z11
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMOVUPS.Z    128(CX)(R12*4), K3, Z11
+	VMULPS       Z11, Z10, Z10
+	VMULPS.BCST  (DI), Z10, Z10
+	VMOVUPS.Z    128(R9)(R12*4), K3, Z11
+	VADDPS       Z11, Z10, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
+	VDIVPS       Z14, Z4, Z14
+	VDIVPS       Z15, Z4, Z15
+	VDIVPS       Z16, Z4, Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VBROADCASTSS epilogueConsts<>+44(SB), Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS       Z22, Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VSUBPS       Z22, Z13, Z28
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VADDPS       Z22, Z13, Z22
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS       Z22, Z28, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VADDPS       Z22, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTPS2DQ    Z19, Z19
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VCVTDQ2PS    Z19, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VSUBPS       Z31, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VSUBPS       Z22, Z25, Z25
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VBROADCASTSS epilogueConsts<>+84(SB), Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VPSLLD       $0x17, Z19, Z19
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS       Z19, Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VMULPS       Z19, Z16, Z16
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z3, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z3, Z15, K4, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
+	VBLENDMPS    Z3, Z16, K4, Z16
+	VSUBPS       Z14, Z4, Z11
+	VSUBPS       Z15, Z4, Z12
+	VSUBPS       Z16, Z4, Z13
+	VCMPPS       $0x1d, Z3, Z5, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VCMPPS       $0x1d, Z3, Z6, K4
+	VBLENDMPS    Z12, Z15, K4, Z8
+	VCMPPS       $0x1d, Z3, Z10, K4
+	VBLENDMPS    Z13, Z16, K4, Z9
+	VMULPS       Z7, Z5, Z5
+	VMULPS       Z8, Z6, Z6
+	VMULPS       Z9, Z10, Z10
+	VMULPS       Z1, Z5, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K1, (R10)(R12*1)
+	VMULPS       Z1, Z6, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K2, 16(R10)(R12*1)
+	VMULPS       Z1, Z10, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K3, 32(R10)(R12*1)
+	ADDQ         $0x30, R12
+	CMPQ         R12, DX
+	JL           epi_col_590
+	MOVQ         ldc+8(FP), R12
+	SHLQ         $0x02, R12
+	ADDQ         R12, AX
+	MOVQ         outStride+112(FP), R12
+	ADDQ         R12, R10
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_589
+	VZEROUPPER
+	RET
+
+epi_flag_579:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_591
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_592
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         bias+56(FP), DI
-	MOVQ         res+64(FP), R8
-	MOVQ         outF32+80(FP), R9
+	MOVQ         bias+72(FP), DI
+	MOVQ         res+80(FP), R8
+	MOVQ         outF32+96(FP), R9
 	VPXORD       Z1, Z1, Z1
 	VBROADCASTSS epilogueConsts<>+4(SB), Z2
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_502:
+epi_row_593:
 	XORQ R11, R11
 
-epi_col_503:
+epi_col_594:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
 	MOVQ         $0x00000030, R13
@@ -14305,44 +19647,334 @@ epi_col_503:
 	VMOVUPS      Z8, K3, 128(R9)(R11*4)
 	ADDQ         $0x30, R11
 	CMPQ         R11, DX
-	JL           epi_col_503
+	JL           epi_col_594
 	MOVQ         ldc+8(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, AX
-	MOVQ         resStride+72(FP), R11
+	MOVQ         resStride+88(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, R8
-	MOVQ         outStride+96(FP), R11
+	MOVQ         outStride+112(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, R9
 	DECQ         BX
-	JNZ          epi_row_502
+	JNZ          epi_row_593
 	VZEROUPPER
 	RET
 
-epi_flag_501:
+epi_flag_592:
 	MOVQ         c+0(FP), AX
-	MOVQ         scale+48(FP), CX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         res+80(FP), R10
+	MOVQ         outF32+96(FP), R11
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueConsts<>+4(SB), Z2
+	LEAQ         epilogueColMasks<>+0(SB), R12
+
+epi_row_595:
+	VPBROADCASTD (R8), Z0
+	XORQ         R13, R13
+
+epi_col_596:
+	MOVQ         DX, R14
+	SUBQ         R13, R14
+	MOVQ         $0x00000030, R15
+	CMPQ         R14, R15
+	CMOVQLT      R14, R15
+	MOVQ         (R12)(R15*8), R14
+	KMOVQ        R14, K1
+	VMOVDQU32.Z  (AX)(R13*4), K1, Z3
+	VMOVDQU32.Z  (SI)(R13*4), K1, Z4
+	VPMULLD      Z4, Z0, Z4
+	VPSUBD       Z4, Z3, Z3
+	VCVTDQ2PS    Z3, Z3
+	VMOVUPS.Z    (CX)(R13*4), K1, Z4
+	VMULPS       Z4, Z3, Z3
+	VMULPS.BCST  (DI), Z3, Z3
+	VMOVUPS.Z    (R9)(R13*4), K1, Z4
+	VADDPS       Z4, Z3, Z3
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R13*4), K2, Z4
+	VMOVDQU32.Z  64(SI)(R13*4), K2, Z8
+	VPMULLD      Z8, Z0, Z8
+	VPSUBD       Z8, Z4, Z4
+	VCVTDQ2PS    Z4, Z4
+	VMOVUPS.Z    64(CX)(R13*4), K2, Z8
+	VMULPS       Z8, Z4, Z4
+	VMULPS.BCST  (DI), Z4, Z4
+	VMOVUPS.Z    64(R9)(R13*4), K2, Z8
+	VADDPS       Z8, Z4, Z4
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R13*4), K3, Z8
+	VMOVDQU32.Z  128(SI)(R13*4), K3, Z9
+	VPMULLD      Z9, Z0, Z9
+	VPSUBD       Z9, Z8, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMOVUPS.Z    128(CX)(R13*4), K3, Z9
+	VMULPS       Z9, Z8, Z8
+	VMULPS.BCST  (DI), Z8, Z8
+	VMOVUPS.Z    128(R9)(R13*4), K3, Z9
+	VADDPS       Z9, Z8, Z8
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS       Z12, Z2, Z12
+	VDIVPS       Z13, Z2, Z13
+	VDIVPS       Z14, Z2, Z14
+	VBROADCASTSS epilogueConsts<>+44(SB), Z15
+	VBROADCASTSS epilogueConsts<>+44(SB), Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
+	VMULPS       Z14, Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS       Z18, Z18, Z21
+	VMULPS       Z19, Z19, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS       Z18, Z9, Z24
+	VSUBPS       Z19, Z10, Z25
+	VSUBPS       Z20, Z11, Z26
+	VADDPS       Z18, Z9, Z18
+	VADDPS       Z19, Z10, Z19
+	VADDPS       Z20, Z11, Z20
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z25, Z19
+	VMULPS       Z20, Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS       Z15, Z18, Z18
+	VADDPS       Z16, Z19, Z19
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z15
+	VADDPS       Z19, Z22, Z16
+	VADDPS       Z20, Z23, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VCVTPS2DQ    Z15, Z15
+	VCVTPS2DQ    Z16, Z16
+	VCVTPS2DQ    Z17, Z17
+	VCVTDQ2PS    Z15, Z24
+	VCVTDQ2PS    Z16, Z25
+	VCVTDQ2PS    Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VSUBPS       Z27, Z21, Z21
+	VSUBPS       Z28, Z22, Z22
+	VSUBPS       Z29, Z23, Z23
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VSUBPS       Z18, Z21, Z21
+	VSUBPS       Z19, Z22, Z22
+	VSUBPS       Z20, Z23, Z23
+	VBROADCASTSS epilogueConsts<>+84(SB), Z18
+	VBROADCASTSS epilogueConsts<>+84(SB), Z19
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VMULPS       Z21, Z18, Z18
+	VMULPS       Z22, Z19, Z19
+	VMULPS       Z23, Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPSLLD       $0x17, Z15, Z15
+	VPSLLD       $0x17, Z16, Z16
+	VPSLLD       $0x17, Z17, Z17
+	VMULPS       Z15, Z18, Z15
+	VMULPS       Z16, Z19, Z16
+	VMULPS       Z17, Z20, Z17
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z17, Z14, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VBLENDMPS    Z1, Z12, K4, Z12
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VBLENDMPS    Z1, Z13, K4, Z13
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z1, Z14, K4, Z14
+	VSUBPS       Z12, Z2, Z9
+	VSUBPS       Z13, Z2, Z10
+	VSUBPS       Z14, Z2, Z11
+	VCMPPS       $0x1d, Z1, Z3, K4
+	VBLENDMPS    Z9, Z12, K4, Z5
+	VCMPPS       $0x1d, Z1, Z4, K4
+	VBLENDMPS    Z10, Z13, K4, Z6
+	VCMPPS       $0x1d, Z1, Z8, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VMULPS       Z5, Z3, Z3
+	VMULPS       Z6, Z4, Z4
+	VMULPS       Z7, Z8, Z8
+	VMOVUPS.Z    (R10)(R13*4), K1, Z9
+	VADDPS       Z9, Z3, Z3
+	VMOVUPS      Z3, K1, (R11)(R13*4)
+	VMOVUPS.Z    64(R10)(R13*4), K2, Z3
+	VADDPS       Z3, Z4, Z4
+	VMOVUPS      Z4, K2, 64(R11)(R13*4)
+	VMOVUPS.Z    128(R10)(R13*4), K3, Z3
+	VADDPS       Z3, Z8, Z8
+	VMOVUPS      Z8, K3, 128(R11)(R13*4)
+	ADDQ         $0x30, R13
+	CMPQ         R13, DX
+	JL           epi_col_596
+	MOVQ         ldc+8(FP), R13
+	SHLQ         $0x02, R13
+	ADDQ         R13, AX
+	MOVQ         resStride+88(FP), R13
+	SHLQ         $0x02, R13
+	ADDQ         R13, R10
+	MOVQ         outStride+112(FP), R13
+	SHLQ         $0x02, R13
+	ADDQ         R13, R11
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_595
+	VZEROUPPER
+	RET
+
+epi_flag_591:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_597
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         m+16(FP), BX
 	MOVQ         colSum+32(FP), SI
 	MOVL         aZero+40(FP), DI
 	VPBROADCASTD DI, Z0
-	MOVQ         bias+56(FP), DI
-	MOVQ         res+64(FP), R8
-	MOVQ         outU8+88(FP), R9
-	MOVSS        invScale+104(FP), X1
+	MOVQ         bias+72(FP), DI
+	MOVQ         res+80(FP), R8
+	MOVQ         outU8+104(FP), R9
+	MOVSS        invScale+120(FP), X1
 	VBROADCASTSS X1, Z1
-	MOVL         outZero+108(FP), R10
+	MOVL         outZero+124(FP), R10
 	VPBROADCASTD R10, Z2
 	VPXORD       Z3, Z3, Z3
 	VBROADCASTSS epilogueConsts<>+4(SB), Z4
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_504:
+epi_row_598:
 	XORQ R11, R11
 
-epi_col_505:
+epi_col_599:
 	MOVQ         DX, R12
 	SUBQ         R11, R12
 	MOVQ         $0x00000030, R13
@@ -14612,17 +20244,329 @@ epi_col_505:
 	VPMOVDB      Z5, K3, 32(R9)(R11*1)
 	ADDQ         $0x30, R11
 	CMPQ         R11, DX
-	JL           epi_col_505
+	JL           epi_col_599
 	MOVQ         ldc+8(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, AX
-	MOVQ         resStride+72(FP), R11
+	MOVQ         resStride+88(FP), R11
 	SHLQ         $0x02, R11
 	ADDQ         R11, R8
-	MOVQ         outStride+96(FP), R11
+	MOVQ         outStride+112(FP), R11
 	ADDQ         R11, R9
 	DECQ         BX
-	JNZ          epi_row_504
+	JNZ          epi_row_598
+	VZEROUPPER
+	RET
+
+epi_flag_597:
+	MOVQ         c+0(FP), AX
+	MOVQ         scale+56(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         m+16(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         res+80(FP), R10
+	MOVQ         outU8+104(FP), R11
+	MOVSS        invScale+120(FP), X0
+	VBROADCASTSS X0, Z1
+	MOVL         outZero+124(FP), R12
+	VPBROADCASTD R12, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	LEAQ         epilogueColMasks<>+0(SB), R12
+
+epi_row_600:
+	VPBROADCASTD (R8), Z0
+	XORQ         R13, R13
+
+epi_col_601:
+	MOVQ         DX, R14
+	SUBQ         R13, R14
+	MOVQ         $0x00000030, R15
+	CMPQ         R14, R15
+	CMOVQLT      R14, R15
+	MOVQ         (R12)(R15*8), R14
+	KMOVQ        R14, K1
+	VMOVDQU32.Z  (AX)(R13*4), K1, Z5
+	VMOVDQU32.Z  (SI)(R13*4), K1, Z6
+	VPMULLD      Z6, Z0, Z6
+	VPSUBD       Z6, Z5, Z5
+	VCVTDQ2PS    Z5, Z5
+	VMOVUPS.Z    (CX)(R13*4), K1, Z6
+	VMULPS       Z6, Z5, Z5
+	VMULPS.BCST  (DI), Z5, Z5
+	VMOVUPS.Z    (R9)(R13*4), K1, Z6
+	VADDPS       Z6, Z5, Z5
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVDQU32.Z  64(AX)(R13*4), K2, Z6
+	VMOVDQU32.Z  64(SI)(R13*4), K2, Z10
+	VPMULLD      Z10, Z0, Z10
+	VPSUBD       Z10, Z6, Z6
+	VCVTDQ2PS    Z6, Z6
+	VMOVUPS.Z    64(CX)(R13*4), K2, Z10
+	VMULPS       Z10, Z6, Z6
+	VMULPS.BCST  (DI), Z6, Z6
+	VMOVUPS.Z    64(R9)(R13*4), K2, Z10
+	VADDPS       Z10, Z6, Z6
+	KSHIFTRQ     $0x20, K1, K3
+	VMOVDQU32.Z  128(AX)(R13*4), K3, Z10
+	VMOVDQU32.Z  128(SI)(R13*4), K3, Z11
+	VPMULLD      Z11, Z0, Z11
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMOVUPS.Z    128(CX)(R13*4), K3, Z11
+	VMULPS       Z11, Z10, Z10
+	VMULPS.BCST  (DI), Z10, Z10
+	VMOVUPS.Z    128(R9)(R13*4), K3, Z11
+	VADDPS       Z11, Z10, Z10
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
+	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
+	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
+	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
+	VDIVPS       Z14, Z4, Z14
+	VDIVPS       Z15, Z4, Z15
+	VDIVPS       Z16, Z4, Z16
+	VBROADCASTSS epilogueConsts<>+44(SB), Z17
+	VBROADCASTSS epilogueConsts<>+44(SB), Z18
+	VBROADCASTSS epilogueConsts<>+44(SB), Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
+	VMULPS       Z14, Z17, Z17
+	VMULPS       Z15, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
+	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
+	VMULPS       Z20, Z20, Z23
+	VMULPS       Z21, Z21, Z24
+	VMULPS       Z22, Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
+	VSUBPS       Z20, Z11, Z26
+	VSUBPS       Z21, Z12, Z27
+	VSUBPS       Z22, Z13, Z28
+	VADDPS       Z20, Z11, Z20
+	VADDPS       Z21, Z12, Z21
+	VADDPS       Z22, Z13, Z22
+	VMULPS       Z20, Z26, Z20
+	VMULPS       Z21, Z27, Z21
+	VMULPS       Z22, Z28, Z22
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
+	VADDPS       Z17, Z20, Z20
+	VADDPS       Z18, Z21, Z21
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z17
+	VADDPS       Z21, Z24, Z18
+	VADDPS       Z22, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
+	VCVTPS2DQ    Z17, Z17
+	VCVTPS2DQ    Z18, Z18
+	VCVTPS2DQ    Z19, Z19
+	VCVTDQ2PS    Z17, Z26
+	VCVTDQ2PS    Z18, Z27
+	VCVTDQ2PS    Z19, Z28
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
+	VSUBPS       Z29, Z23, Z23
+	VSUBPS       Z30, Z24, Z24
+	VSUBPS       Z31, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
+	VSUBPS       Z20, Z23, Z23
+	VSUBPS       Z21, Z24, Z24
+	VSUBPS       Z22, Z25, Z25
+	VBROADCASTSS epilogueConsts<>+84(SB), Z20
+	VBROADCASTSS epilogueConsts<>+84(SB), Z21
+	VBROADCASTSS epilogueConsts<>+84(SB), Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VMULPS       Z23, Z20, Z20
+	VMULPS       Z24, Z21, Z21
+	VMULPS       Z25, Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
+	VPSLLD       $0x17, Z17, Z17
+	VPSLLD       $0x17, Z18, Z18
+	VPSLLD       $0x17, Z19, Z19
+	VMULPS       Z17, Z20, Z17
+	VMULPS       Z18, Z21, Z18
+	VMULPS       Z19, Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
+	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
+	VMULPS       Z17, Z14, Z14
+	VMULPS       Z18, Z15, Z15
+	VMULPS       Z19, Z16, Z16
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VBLENDMPS    Z3, Z14, K4, Z14
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
+	VBLENDMPS    Z3, Z15, K4, Z15
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
+	VBLENDMPS    Z3, Z16, K4, Z16
+	VSUBPS       Z14, Z4, Z11
+	VSUBPS       Z15, Z4, Z12
+	VSUBPS       Z16, Z4, Z13
+	VCMPPS       $0x1d, Z3, Z5, K4
+	VBLENDMPS    Z11, Z14, K4, Z7
+	VCMPPS       $0x1d, Z3, Z6, K4
+	VBLENDMPS    Z12, Z15, K4, Z8
+	VCMPPS       $0x1d, Z3, Z10, K4
+	VBLENDMPS    Z13, Z16, K4, Z9
+	VMULPS       Z7, Z5, Z5
+	VMULPS       Z8, Z6, Z6
+	VMULPS       Z9, Z10, Z10
+	VMOVUPS.Z    (R10)(R13*4), K1, Z11
+	VADDPS       Z11, Z5, Z5
+	VMULPS       Z1, Z5, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K1, (R11)(R13*1)
+	VMOVUPS.Z    64(R10)(R13*4), K2, Z5
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z1, Z6, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K2, 16(R11)(R13*1)
+	VMOVUPS.Z    128(R10)(R13*4), K3, Z5
+	VADDPS       Z5, Z10, Z10
+	VMULPS       Z1, Z10, Z5
+	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
+	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VPMAXSD      Z3, Z5, Z5
+	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
+	VPMOVDB      Z5, K3, 32(R11)(R13*1)
+	ADDQ         $0x30, R13
+	CMPQ         R13, DX
+	JL           epi_col_601
+	MOVQ         ldc+8(FP), R13
+	SHLQ         $0x02, R13
+	ADDQ         R13, AX
+	MOVQ         resStride+88(FP), R13
+	SHLQ         $0x02, R13
+	ADDQ         R13, R10
+	MOVQ         outStride+112(FP), R13
+	ADDQ         R13, R11
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	DECQ         BX
+	JNZ          epi_row_600
 	VZEROUPPER
 	RET
 
@@ -14656,9 +20600,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_507
+	JZ     peak_done_603
 
-peak_506:
+peak_602:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -14684,9 +20628,9 @@ peak_506:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_506
+	JNZ      peak_602
 
-peak_done_507:
+peak_done_603:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -14744,9 +20688,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_509
+	JZ     peak_done_605
 
-peak_508:
+peak_604:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -14772,9 +20716,9 @@ peak_508:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_508
+	JNZ         peak_604
 
-peak_done_509:
+peak_done_605:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -14830,9 +20774,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_511
+	JZ    peak_done_607
 
-peak_510:
+peak_606:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -14889,9 +20833,9 @@ peak_510:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_510
+	JNZ  peak_606
 
-peak_done_511:
+peak_done_607:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2
