@@ -238,7 +238,7 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		if st.Call() == "nn.Embed" { // with the LayerNorm
 			return returnIfErr(jen.Qual(pkgNN, "Embed").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))), nil
 		}
-		return returnIfErr(jen.Qual(pkgNN, "EmbedSum").Call(sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))), nil
+		return returnIfErr(jen.Qual(pkgNN, "EmbedSumParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))), nil
 	case *exec.GatherStep:
 		outer, dim, inner, err := pl.gatherDims(s)
 		if err != nil {

@@ -362,11 +362,30 @@ func geluZMM(g *gen, consts *constTable, xs []reg.VecVirtual, zOne, zZero reg.Ve
 	each(func(i int) { g.VMULPS_BCST(consts.f32(geluTScale), uc[i], d[i]) })
 	each(func(i int) { g.VADDPS_BCST(consts.f32(1), d[i], d[i]) })
 	each(func(i int) { g.VDIVPS(d[i], zOne, t[i]) }) // t = 1 / (uc*tScale + 1)
-	each(func(i int) { g.VBROADCASTSS(consts.f32(geluP[0]), p[i]) })
-	for _, c := range geluP[1:] {
-		each(func(i int) { g.VMULPS(t[i], p[i], p[i]) })
-		each(func(i int) { g.VADDPS_BCST(consts.f32(c), p[i], p[i]) })
+	// P(t) in Estrin's scheme, in runtime/qgemm's geluPoly order, the
+	// steps ordered so that few registers are live at once.
+	coef := func(k int) operand.Mem { return consts.f32(geluP[len(geluP)-1-k]) } // of t^k
+	pair := func(dst []reg.VecVirtual, k int) {                                  // a_k + a_{k+1} t
+		each(func(i int) { g.VMULPS_BCST(coef(k+1), t[i], dst[i]) })
+		each(func(i int) { g.VADDPS_BCST(coef(k), dst[i], dst[i]) })
 	}
+	mulAdd := func(dst, x, y, z []reg.VecVirtual) { // x*y + z
+		each(func(i int) { g.VMULPS(y[i], x[i], dst[i]) })
+		each(func(i int) { g.VADDPS(z[i], dst[i], dst[i]) })
+	}
+	t2, t4, t8, e0, e1, e2, e3, e4, f0, f1, g0 := vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs()
+	each(func(i int) { g.VMULPS(t[i], t[i], t2[i]) })
+	pair(e1, 2)
+	pair(e0, 0)
+	mulAdd(f0, e1, t2, e0)
+	pair(e3, 6)
+	pair(e2, 4)
+	mulAdd(f1, e3, t2, e2)
+	each(func(i int) { g.VMULPS(t2[i], t2[i], t4[i]) })
+	mulAdd(g0, f1, t4, f0)
+	each(func(i int) { g.VMULPS(t4[i], t4[i], t8[i]) })
+	pair(e4, 8)
+	mulAdd(p, e4, t8, g0)
 	uh, a, lo, hi, b := vecs(), vecs(), vecs(), vecs(), vecs()
 	each(func(i int) { g.VPANDD_BCST(consts.u32(geluHiMask), uc[i], uh[i]) })
 	each(func(i int) { g.VMULPS(uh[i], uh[i], a[i]) })
@@ -376,16 +395,18 @@ func geluZMM(g *gen, consts *constTable, xs []reg.VecVirtual, zOne, zZero reg.Ve
 	each(func(i int) { g.VMULPS(hi[i], lo[i], b[i]) })
 	each(func(i int) { g.VMULPS_BCST(consts.f32(-0.5), b[i], b[i]) })
 	each(func(i int) { g.VADDPS(p[i], b[i], b[i]) }) // b = ((uc-uh)*(uc+uh))*-0.5 + p
+	// uc >= uMax (GE_OQ), taken before exp so that uc is dead there.
+	big := make([]reg.OpmaskVirtual, n)
+	each(func(i int) {
+		big[i] = g.K()
+		g.VCMPPS_BCST(operand.U8(0x1D), consts.f32(geluUMax), uc[i], big[i])
+	})
 	e := exp2partZMM(g, consts, a, b)
 	q, omq, phi, res := vecs(), vecs(), vecs(), vecs()
 	each(func(i int) { g.VMULPS_BCST(consts.f32(0.5), t[i], q[i]) })
-	each(func(i int) { g.VMULPS(e[i], q[i], q[i]) }) // q = (t*0.5) * e
-	each(func(i int) {
-		big := g.K()
-		g.VCMPPS_BCST(operand.U8(0x1D), consts.f32(geluUMax), uc[i], big) // uc >= uMax (GE_OQ)
-		g.VBLENDMPS(zZero, q[i], big, q[i])                               // q = 0 there
-	})
-	each(func(i int) { g.VSUBPS(q[i], zOne, omq[i]) }) // 1 - q
+	each(func(i int) { g.VMULPS(e[i], q[i], q[i]) })             // q = (t*0.5) * e
+	each(func(i int) { g.VBLENDMPS(zZero, q[i], big[i], q[i]) }) // q = 0 where uc >= uMax
+	each(func(i int) { g.VSUBPS(q[i], zOne, omq[i]) })           // 1 - q
 	each(func(i int) {
 		pos := g.K()
 		g.VCMPPS(operand.U8(0x1D), zZero, xs[i], pos) // x >= 0 (GE_OQ)
@@ -421,15 +442,26 @@ func exp2partZMM(g *gen, consts *constTable, as, bs []reg.VecVirtual) []reg.VecV
 	each(func(i int) { g.VADDPS(bs[i], r[i], r[i]) })
 	each(func(i int) { g.VMULPS_BCST(consts.f32(expLn2Lo), kf[i], l[i]) })
 	each(func(i int) { g.VSUBPS(l[i], r[i], r[i]) }) // r - k*ln2Lo
-	each(func(i int) { g.VBROADCASTSS(consts.f32(expC[0]), p[i]) })
-	for _, c := range expC[1:] {
-		each(func(i int) { g.VMULPS(r[i], p[i], p[i]) })
-		each(func(i int) { g.VADDPS_BCST(consts.f32(c), p[i], p[i]) })
+	// E(r) in Estrin's scheme, in runtime/qgemm's exp2part order.
+	coef := func(k int) operand.Mem { return consts.f32(expC[7-k]) } // 1/k!, k = 2..7
+	pair := func(dst []reg.VecVirtual, k int) {                      // b_k + b_{k+1} r
+		each(func(i int) { g.VMULPS_BCST(coef(k+1), r[i], dst[i]) })
+		each(func(i int) { g.VADDPS_BCST(coef(k), dst[i], dst[i]) })
 	}
-	for j := 0; j < 2; j++ {
-		each(func(i int) { g.VMULPS(r[i], p[i], p[i]) })
-		each(func(i int) { g.VADDPS_BCST(consts.f32(1), p[i], p[i]) })
+	mulAdd := func(dst, x, y, z []reg.VecVirtual) { // x*y + z
+		each(func(i int) { g.VMULPS(y[i], x[i], dst[i]) })
+		each(func(i int) { g.VADDPS(z[i], dst[i], dst[i]) })
 	}
+	r2, r4, e0, e1, e2, e3, f0, f1 := vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs()
+	each(func(i int) { g.VMULPS(r[i], r[i], r2[i]) })
+	pair(e1, 2)
+	each(func(i int) { g.VADDPS_BCST(consts.f32(1), r[i], e0[i]) }) // 1 + r
+	mulAdd(f0, e1, r2, e0)
+	pair(e3, 6)
+	pair(e2, 4)
+	mulAdd(f1, e3, r2, e2)
+	each(func(i int) { g.VMULPS(r2[i], r2[i], r4[i]) })
+	mulAdd(p, f1, r4, f0)
 	each(func(i int) { g.VPADDD_BCST(consts.u32(127), ki[i], ki[i]) })
 	each(func(i int) { g.VPSLLD(operand.U8(23), ki[i], ki[i]) }) // 2^k
 	each(func(i int) { g.VMULPS(ki[i], p[i], res[i]) })

@@ -7,7 +7,7 @@ import (
 	"github.com/sqc-dev/sqc/runtime/nn"
 )
 
-// EmbedStep is nn.EmbedSum: (word[ids] + type[type_ids]) +
+// EmbedStep is nn.EmbedSumParallel: (word[ids] + type[type_ids]) +
 // position[0..seq-1] into Out (f32 [batch, seq, hidden]); TypeIDs is
 // NoSlot for models without token types. Params.Norm is unused: the
 // LayerNormalization after it is a step of its own.
@@ -18,7 +18,7 @@ type EmbedStep struct {
 	WordName, PosName, TypeName, GammaName, BetaName string
 }
 
-func (s *EmbedStep) Call() string   { return "nn.EmbedSum" }
+func (s *EmbedStep) Call() string   { return "nn.EmbedSumParallel" }
 func (s *EmbedStep) Source() string { return s.Node }
 
 func (s *EmbedStep) Describe(sl []*Slot) string {
@@ -42,7 +42,7 @@ func (s *EmbedStep) run(p *Program) error {
 	}
 	out := p.bufs[s.Out]
 	resize(out, compiler.Float32, int64(batch), int64(seq), int64(s.Params.Hidden))
-	if err := nn.EmbedSum(out.F32, &s.Params, ids.I64, typeIDs, batch, seq); err != nil {
+	if err := nn.EmbedSumParallel(p.pool, out.F32, &s.Params, ids.I64, typeIDs, batch, seq); err != nil {
 		return fmt.Errorf("%w: %v", compiler.ErrInvalidRequest, err)
 	}
 	return nil

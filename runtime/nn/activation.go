@@ -77,11 +77,11 @@ func AddParallel(p *pool.Pool, dst, a, b []float32) {
 	}
 	// Ranges are whole elements when b is as long as a, else whole copies
 	// of b, so that every range starts at b[0].
-	unit := len(b)
-	if len(b) == len(a) {
+	unit, same := len(b), len(b) == len(a)
+	if same {
 		unit = 1
 	}
-	forRows(addCalls, p, len(a)/unit, unit, addArgs{dst: dst, a: a, b: b, unit: unit}, addRange)
+	forRows(addCalls, p, len(a)/unit, unit, addArgs{dst: dst, a: a, b: b, unit: unit, same: same}, addRange)
 }
 
 // unaryArgs are the arguments of an elementwise function f (a top-level
@@ -97,14 +97,15 @@ func unaryRange(a *unaryArgs, i0, i1 int) { a.f(a.dst[i0:i1], a.src[i0:i1]) }
 
 type addArgs struct {
 	dst, a, b []float32
-	unit      int
+	unit      int  // elements per range unit: 1, or len(b) when b broadcasts
+	same      bool // len(b) == len(a)
 }
 
 var addCalls = newRowsRecycler[addArgs]()
 
 func addRange(a *addArgs, r0, r1 int) {
 	lo, hi := r0*a.unit, r1*a.unit
-	if a.unit == 1 {
+	if a.same {
 		Add(a.dst[lo:hi], a.a[lo:hi], a.b[lo:hi])
 		return
 	}

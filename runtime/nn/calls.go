@@ -1,10 +1,6 @@
 package nn
 
-import (
-	"sync"
-
-	"github.com/sqc-dev/sqc/runtime/pool"
-)
+import "github.com/sqc-dev/sqc/runtime/pool"
 
 // Per-call state of the parallel loops, so that they do not allocate.
 //
@@ -14,21 +10,19 @@ import (
 // per-block softmax sums, LayerNorm's statistics). Instead, each parallel
 // kernel keeps its arguments in a call struct whose task method value is
 // bound once, when the struct is made, and recycles the structs through a
-// sync.Pool. The pools are caches, not state: a call sets every field it
-// uses before running and clears its slices afterwards (so no caller
-// memory stays reachable), and sync.Pool is safe for concurrent callers.
+// pool.FreeList. The lists are caches, not state: a call sets every field
+// it uses before running and clears its slices afterwards (so no caller
+// memory stays reachable), and a list is safe for concurrent callers.
 
 // recycler hands out call structs of type T, making them with newCall.
-type recycler[T any] struct{ p sync.Pool }
+type recycler[T any] struct{ l pool.FreeList[T] }
 
 func newRecycler[T any](newCall func() *T) *recycler[T] {
-	r := &recycler[T]{}
-	r.p.New = func() any { return newCall() }
-	return r
+	return &recycler[T]{l: pool.FreeList[T]{New: newCall}}
 }
 
-func (r *recycler[T]) get() *T  { return r.p.Get().(*T) }
-func (r *recycler[T]) put(c *T) { r.p.Put(c) }
+func (r *recycler[T]) get() *T  { return r.l.Get() }
+func (r *recycler[T]) put(c *T) { r.l.Put(c) }
 
 // growStats returns s with room for n entries, reallocated only when its
 // capacity is short.

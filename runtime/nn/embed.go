@@ -41,7 +41,7 @@ type Embeddings struct {
 // sequences of seq tokens into dst ([batch*seq, hidden]): EmbedSum, then
 // LayerNorm with e.Norm.
 func Embed(p *pool.Pool, dst []float32, e *Embeddings, ids, typeIDs []int64, batch, seq int) error {
-	if err := EmbedSum(dst, e, ids, typeIDs, batch, seq); err != nil {
+	if err := EmbedSumParallel(p, dst, e, ids, typeIDs, batch, seq); err != nil {
 		return err
 	}
 	LayerNorm(p, dst, e.Hidden, dst, e.Hidden, batch*seq, &e.Norm)

@@ -27,7 +27,7 @@ type Pool struct {
 	// tickets carries one entry per helper asked to join a job; nil tells
 	// a helper to exit.
 	tickets chan *job
-	jobs    sync.Pool // *job, reused so Run does not allocate
+	jobs    FreeList[job] // reused so Run does not allocate
 
 	mu      sync.RWMutex // held shared while sending tickets, exclusively by Close
 	closed  bool
@@ -56,7 +56,7 @@ func New(workers int) *Pool {
 		ids:     make(chan int, workers),
 		tickets: make(chan *job, workers),
 	}
-	p.jobs.New = func() any { return &job{done: make(chan struct{}, 1)} }
+	p.jobs.New = func() *job { return &job{done: make(chan struct{}, 1)} }
 	for id := range workers {
 		p.ids <- id
 	}
@@ -97,7 +97,7 @@ func (p *Pool) Run(n int, fn func(worker, i int)) {
 		p.ids <- id
 		return
 	}
-	j := p.jobs.Get().(*job)
+	j := p.jobs.Get()
 	j.fn, j.n = fn, int64(n)
 	j.next.Store(0)
 	want := min(n, p.workers) - 1

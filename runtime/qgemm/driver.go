@@ -2,7 +2,6 @@ package qgemm
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/sqc-dev/sqc/runtime/pool"
 )
@@ -37,7 +36,7 @@ type Engine struct {
 	// scratch[w] is worker w's s32 macro-block (scratchElems int32), reused
 	// by every task that worker runs.
 	scratch [][]int32
-	tasks   sync.Pool // *gemmCall, so that GEMM does not allocate
+	tasks   pool.FreeList[gemmCall] // so that GEMM does not allocate
 }
 
 // New builds an Engine: it picks the variant (see Options and EnvISA),
@@ -58,7 +57,7 @@ func New(opts Options) (*Engine, error) {
 	for w := range e.scratch {
 		e.scratch[w] = make([]int32, scratchElems)
 	}
-	e.tasks.New = func() any {
+	e.tasks.New = func() *gemmCall {
 		t := &gemmCall{e: e}
 		t.run = t.block // bound once: passing it to Run does not allocate
 		return t
@@ -116,7 +115,7 @@ func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 // gemmBlocks runs a validated GEMM in macro-blocks of mc x nc (nc a
 // multiple of NBlock, mc*scratchStride(nc) <= scratchElems).
 func (e *Engine) gemmBlocks(a []uint8, m, lda int, b *PackedB, ep *Epilogue, mc, nc int) {
-	t := e.tasks.Get().(*gemmCall)
+	t := e.tasks.Get()
 	// A copy of *ep, so that ep does not escape: a caller's Epilogue
 	// literal stays on its stack and GEMM does not allocate.
 	t.a, t.m, t.lda, t.b, t.ep = a, m, lda, b, *ep

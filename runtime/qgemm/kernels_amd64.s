@@ -9460,242 +9460,248 @@ epi_row_440:
 	XORQ R8, R8
 
 epi_col_441:
-	MOVQ         DX, R9
-	SUBQ         R8, R9
-	MOVQ         $0x00000030, R10
-	CMPQ         R9, R10
-	CMOVQLT      R9, R10
-	MOVQ         (DI)(R10*8), R9
-	KMOVQ        R9, K1
-	VMOVDQU32.Z  (AX)(R8*4), K1, Z2
-	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R8*4), K1, Z6
-	VMULPS       Z6, Z2, Z2
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R8*4), K2, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R8*4), K2, Z7
-	VMULPS       Z7, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R8*4), K3, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMOVUPS.Z    128(CX)(R8*4), K3, Z8
-	VMULPS       Z8, Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS       Z11, Z1, Z11
-	VDIVPS       Z12, Z1, Z12
-	VDIVPS       Z13, Z1, Z13
-	VBROADCASTSS epilogueConsts<>+44(SB), Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS       Z17, Z17, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS       Z17, Z8, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VADDPS       Z17, Z8, Z17
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS       Z14, Z17, Z17
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z14
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VCVTPS2DQ    Z14, Z14
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTDQ2PS    Z14, Z23
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VSUBPS       Z26, Z20, Z20
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VSUBPS       Z17, Z20, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VBROADCASTSS epilogueConsts<>+84(SB), Z17
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPSLLD       $0x17, Z14, Z14
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VMULPS       Z14, Z17, Z14
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS       Z14, Z11, Z11
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VBLENDMPS    Z0, Z11, K4, Z11
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z0, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z0, Z13, K4, Z13
-	VSUBPS       Z11, Z1, Z8
-	VSUBPS       Z12, Z1, Z9
-	VSUBPS       Z13, Z1, Z10
-	VCMPPS       $0x1d, Z0, Z2, K4
-	VBLENDMPS    Z8, Z11, K4, Z3
-	VCMPPS       $0x1d, Z0, Z6, K4
-	VBLENDMPS    Z9, Z12, K4, Z4
-	VCMPPS       $0x1d, Z0, Z7, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VMULPS       Z3, Z2, Z2
-	VMULPS       Z4, Z6, Z6
-	VMULPS       Z5, Z7, Z7
-	VMOVUPS      Z2, K1, (SI)(R8*4)
-	VMOVUPS      Z6, K2, 64(SI)(R8*4)
-	VMOVUPS      Z7, K3, 128(SI)(R8*4)
-	ADDQ         $0x30, R8
-	CMPQ         R8, DX
-	JL           epi_col_441
-	MOVQ         ldc+8(FP), R8
-	SHLQ         $0x02, R8
-	ADDQ         R8, AX
-	MOVQ         outStride+112(FP), R8
-	SHLQ         $0x02, R8
-	ADDQ         R8, SI
-	DECQ         BX
-	JNZ          epi_row_440
+	MOVQ        DX, R9
+	SUBQ        R8, R9
+	MOVQ        $0x00000030, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	MOVQ        (DI)(R10*8), R9
+	KMOVQ       R9, K1
+	VMOVDQU32.Z (AX)(R8*4), K1, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   (CX)(R8*4), K1, Z6
+	VMULPS      Z6, Z2, Z2
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R8*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   64(CX)(R8*4), K2, Z7
+	VMULPS      Z7, Z6, Z6
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R8*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMOVUPS.Z   128(CX)(R8*4), K3, Z8
+	VMULPS      Z8, Z7, Z7
+	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS      Z11, Z1, Z11
+	VDIVPS      Z12, Z1, Z12
+	VDIVPS      Z13, Z1, Z13
+	VMULPS      Z11, Z11, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS      Z14, Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z23, Z17, Z17
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
+	VMULPS      Z14, Z22, Z14
+	VMULPS      Z15, Z21, Z15
+	VMULPS      Z16, Z20, Z16
+	VADDPS      Z17, Z14, Z14
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS      Z17, Z17, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS      Z17, Z8, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VADDPS      Z17, Z8, Z17
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VMULPS      Z17, Z23, Z17
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS      Z14, Z17, Z17
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
+	VADDPS      Z17, Z20, Z8
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VCVTPS2DQ   Z8, Z8
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTDQ2PS   Z8, Z14
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VSUBPS      Z23, Z20, Z20
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VSUBPS      Z14, Z20, Z20
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VMULPS      Z20, Z20, Z14
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VMULPS      Z14, Z23, Z23
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VADDPS      Z17, Z23, Z23
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z14
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VADDPS      Z23, Z14, Z14
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPSLLD      $0x17, Z8, Z8
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VMULPS      Z8, Z14, Z8
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS      Z8, Z11, Z11
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VBLENDMPS   Z0, Z11, K4, Z11
+	VBLENDMPS   Z0, Z12, K5, Z12
+	VBLENDMPS   Z0, Z13, K6, Z13
+	VSUBPS      Z11, Z1, Z8
+	VSUBPS      Z12, Z1, Z9
+	VSUBPS      Z13, Z1, Z10
+	VCMPPS      $0x1d, Z0, Z2, K4
+	VBLENDMPS   Z8, Z11, K4, Z3
+	VCMPPS      $0x1d, Z0, Z6, K4
+	VBLENDMPS   Z9, Z12, K4, Z4
+	VCMPPS      $0x1d, Z0, Z7, K4
+	VBLENDMPS   Z10, Z13, K4, Z5
+	VMULPS      Z3, Z2, Z2
+	VMULPS      Z4, Z6, Z6
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     Z2, K1, (SI)(R8*4)
+	VMOVUPS     Z6, K2, 64(SI)(R8*4)
+	VMOVUPS     Z7, K3, 128(SI)(R8*4)
+	ADDQ        $0x30, R8
+	CMPQ        R8, DX
+	JL          epi_col_441
+	MOVQ        ldc+8(FP), R8
+	SHLQ        $0x02, R8
+	ADDQ        R8, AX
+	MOVQ        outStride+112(FP), R8
+	SHLQ        $0x02, R8
+	ADDQ        R8, SI
+	DECQ        BX
+	JNZ         epi_row_440
 	VZEROUPPER
 	RET
 
@@ -9714,246 +9720,252 @@ epi_row_442:
 	XORQ R9, R9
 
 epi_col_443:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z2
-	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R9*4), K1, Z6
-	VMULPS       Z6, Z2, Z2
-	VMULPS.BCST  (SI), Z2, Z2
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z7
-	VMULPS       Z7, Z6, Z6
-	VMULPS.BCST  (SI), Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z8
-	VMULPS       Z8, Z7, Z7
-	VMULPS.BCST  (SI), Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS       Z11, Z1, Z11
-	VDIVPS       Z12, Z1, Z12
-	VDIVPS       Z13, Z1, Z13
-	VBROADCASTSS epilogueConsts<>+44(SB), Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS       Z17, Z17, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS       Z17, Z8, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VADDPS       Z17, Z8, Z17
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS       Z14, Z17, Z17
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z14
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VCVTPS2DQ    Z14, Z14
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTDQ2PS    Z14, Z23
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VSUBPS       Z26, Z20, Z20
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VSUBPS       Z17, Z20, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VBROADCASTSS epilogueConsts<>+84(SB), Z17
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPSLLD       $0x17, Z14, Z14
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VMULPS       Z14, Z17, Z14
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS       Z14, Z11, Z11
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VBLENDMPS    Z0, Z11, K4, Z11
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z0, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z0, Z13, K4, Z13
-	VSUBPS       Z11, Z1, Z8
-	VSUBPS       Z12, Z1, Z9
-	VSUBPS       Z13, Z1, Z10
-	VCMPPS       $0x1d, Z0, Z2, K4
-	VBLENDMPS    Z8, Z11, K4, Z3
-	VCMPPS       $0x1d, Z0, Z6, K4
-	VBLENDMPS    Z9, Z12, K4, Z4
-	VCMPPS       $0x1d, Z0, Z7, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VMULPS       Z3, Z2, Z2
-	VMULPS       Z4, Z6, Z6
-	VMULPS       Z5, Z7, Z7
-	VMOVUPS      Z2, K1, (DI)(R9*4)
-	VMOVUPS      Z6, K2, 64(DI)(R9*4)
-	VMOVUPS      Z7, K3, 128(DI)(R9*4)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_443
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         outStride+112(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, DI
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_442
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   (CX)(R9*4), K1, Z6
+	VMULPS      Z6, Z2, Z2
+	VMULPS.BCST (SI), Z2, Z2
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z7
+	VMULPS      Z7, Z6, Z6
+	VMULPS.BCST (SI), Z6, Z6
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z8
+	VMULPS      Z8, Z7, Z7
+	VMULPS.BCST (SI), Z7, Z7
+	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS      Z11, Z1, Z11
+	VDIVPS      Z12, Z1, Z12
+	VDIVPS      Z13, Z1, Z13
+	VMULPS      Z11, Z11, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS      Z14, Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z23, Z17, Z17
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
+	VMULPS      Z14, Z22, Z14
+	VMULPS      Z15, Z21, Z15
+	VMULPS      Z16, Z20, Z16
+	VADDPS      Z17, Z14, Z14
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS      Z17, Z17, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS      Z17, Z8, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VADDPS      Z17, Z8, Z17
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VMULPS      Z17, Z23, Z17
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS      Z14, Z17, Z17
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
+	VADDPS      Z17, Z20, Z8
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VCVTPS2DQ   Z8, Z8
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTDQ2PS   Z8, Z14
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VSUBPS      Z23, Z20, Z20
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VSUBPS      Z14, Z20, Z20
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VMULPS      Z20, Z20, Z14
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VMULPS      Z14, Z23, Z23
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VADDPS      Z17, Z23, Z23
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z14
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VADDPS      Z23, Z14, Z14
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPSLLD      $0x17, Z8, Z8
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VMULPS      Z8, Z14, Z8
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS      Z8, Z11, Z11
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VBLENDMPS   Z0, Z11, K4, Z11
+	VBLENDMPS   Z0, Z12, K5, Z12
+	VBLENDMPS   Z0, Z13, K6, Z13
+	VSUBPS      Z11, Z1, Z8
+	VSUBPS      Z12, Z1, Z9
+	VSUBPS      Z13, Z1, Z10
+	VCMPPS      $0x1d, Z0, Z2, K4
+	VBLENDMPS   Z8, Z11, K4, Z3
+	VCMPPS      $0x1d, Z0, Z6, K4
+	VBLENDMPS   Z9, Z12, K4, Z4
+	VCMPPS      $0x1d, Z0, Z7, K4
+	VBLENDMPS   Z10, Z13, K4, Z5
+	VMULPS      Z3, Z2, Z2
+	VMULPS      Z4, Z6, Z6
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     Z2, K1, (DI)(R9*4)
+	VMOVUPS     Z6, K2, 64(DI)(R9*4)
+	VMOVUPS     Z7, K3, 128(DI)(R9*4)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_443
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        outStride+112(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, DI
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_442
 	VZEROUPPER
 	RET
 
@@ -10013,63 +10025,69 @@ epi_col_446:
 	VDIVPS       Z13, Z3, Z13
 	VDIVPS       Z14, Z3, Z14
 	VDIVPS       Z15, Z3, Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VMULPS       Z13, Z13, Z16
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VMULPS       Z16, Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z25, Z19, Z19
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
+	VMULPS       Z16, Z24, Z16
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z22, Z18
+	VADDPS       Z19, Z16, Z16
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
@@ -10094,99 +10112,99 @@ epi_col_446:
 	VADDPS       Z16, Z19, Z19
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
+	VADDPS       Z19, Z22, Z10
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VCVTPS2DQ    Z10, Z10
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTDQ2PS    Z10, Z16
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VSUBPS       Z25, Z22, Z22
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
 	VADDPS       Z19, Z22, Z22
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VSUBPS       Z16, Z22, Z22
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VMULPS       Z22, Z22, Z16
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VMULPS       Z16, Z25, Z25
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VADDPS       Z19, Z25, Z25
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
 	VMULPS       Z16, Z19, Z16
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
+	VADDPS       Z25, Z16, Z16
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPSLLD       $0x17, Z10, Z10
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VMULPS       Z10, Z16, Z10
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VMULPS       Z10, Z13, Z13
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
 	VBLENDMPS    Z2, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z2, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z2, Z15, K4, Z15
+	VBLENDMPS    Z2, Z14, K5, Z14
+	VBLENDMPS    Z2, Z15, K6, Z15
 	VSUBPS       Z13, Z3, Z10
 	VSUBPS       Z14, Z3, Z11
 	VSUBPS       Z15, Z3, Z12
@@ -10294,63 +10312,69 @@ epi_col_448:
 	VDIVPS       Z13, Z3, Z13
 	VDIVPS       Z14, Z3, Z14
 	VDIVPS       Z15, Z3, Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VMULPS       Z13, Z13, Z16
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VMULPS       Z16, Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z25, Z19, Z19
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
+	VMULPS       Z16, Z24, Z16
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z22, Z18
+	VADDPS       Z19, Z16, Z16
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
@@ -10375,99 +10399,99 @@ epi_col_448:
 	VADDPS       Z16, Z19, Z19
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
+	VADDPS       Z19, Z22, Z10
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VCVTPS2DQ    Z10, Z10
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTDQ2PS    Z10, Z16
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VSUBPS       Z25, Z22, Z22
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
 	VADDPS       Z19, Z22, Z22
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VSUBPS       Z16, Z22, Z22
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VMULPS       Z22, Z22, Z16
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VMULPS       Z16, Z25, Z25
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VADDPS       Z19, Z25, Z25
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
 	VMULPS       Z16, Z19, Z16
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
+	VADDPS       Z25, Z16, Z16
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPSLLD       $0x17, Z10, Z10
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VMULPS       Z10, Z16, Z10
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VMULPS       Z10, Z13, Z13
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
 	VBLENDMPS    Z2, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z2, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z2, Z15, K4, Z15
+	VBLENDMPS    Z2, Z14, K5, Z14
+	VBLENDMPS    Z2, Z15, K6, Z15
 	VSUBPS       Z13, Z3, Z10
 	VSUBPS       Z14, Z3, Z11
 	VSUBPS       Z15, Z3, Z12
@@ -10537,251 +10561,257 @@ epi_row_451:
 	XORQ R9, R9
 
 epi_col_452:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z2
-	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R9*4), K1, Z6
-	VMULPS       Z6, Z2, Z2
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z7
-	VMULPS       Z7, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z8
-	VMULPS       Z8, Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS       Z11, Z1, Z11
-	VDIVPS       Z12, Z1, Z12
-	VDIVPS       Z13, Z1, Z13
-	VBROADCASTSS epilogueConsts<>+44(SB), Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS       Z17, Z17, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS       Z17, Z8, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VADDPS       Z17, Z8, Z17
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS       Z14, Z17, Z17
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z14
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VCVTPS2DQ    Z14, Z14
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTDQ2PS    Z14, Z23
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VSUBPS       Z26, Z20, Z20
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VSUBPS       Z17, Z20, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VBROADCASTSS epilogueConsts<>+84(SB), Z17
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPSLLD       $0x17, Z14, Z14
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VMULPS       Z14, Z17, Z14
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS       Z14, Z11, Z11
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VBLENDMPS    Z0, Z11, K4, Z11
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z0, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z0, Z13, K4, Z13
-	VSUBPS       Z11, Z1, Z8
-	VSUBPS       Z12, Z1, Z9
-	VSUBPS       Z13, Z1, Z10
-	VCMPPS       $0x1d, Z0, Z2, K4
-	VBLENDMPS    Z8, Z11, K4, Z3
-	VCMPPS       $0x1d, Z0, Z6, K4
-	VBLENDMPS    Z9, Z12, K4, Z4
-	VCMPPS       $0x1d, Z0, Z7, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VMULPS       Z3, Z2, Z2
-	VMULPS       Z4, Z6, Z6
-	VMULPS       Z5, Z7, Z7
-	VMOVUPS.Z    (SI)(R9*4), K1, Z8
-	VADDPS       Z8, Z2, Z2
-	VMOVUPS      Z2, K1, (DI)(R9*4)
-	VMOVUPS.Z    64(SI)(R9*4), K2, Z2
-	VADDPS       Z2, Z6, Z6
-	VMOVUPS      Z6, K2, 64(DI)(R9*4)
-	VMOVUPS.Z    128(SI)(R9*4), K3, Z2
-	VADDPS       Z2, Z7, Z7
-	VMOVUPS      Z7, K3, 128(DI)(R9*4)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_452
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         resStride+88(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, SI
-	MOVQ         outStride+112(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, DI
-	DECQ         BX
-	JNZ          epi_row_451
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   (CX)(R9*4), K1, Z6
+	VMULPS      Z6, Z2, Z2
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z7
+	VMULPS      Z7, Z6, Z6
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z8
+	VMULPS      Z8, Z7, Z7
+	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS      Z11, Z1, Z11
+	VDIVPS      Z12, Z1, Z12
+	VDIVPS      Z13, Z1, Z13
+	VMULPS      Z11, Z11, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS      Z14, Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z23, Z17, Z17
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
+	VMULPS      Z14, Z22, Z14
+	VMULPS      Z15, Z21, Z15
+	VMULPS      Z16, Z20, Z16
+	VADDPS      Z17, Z14, Z14
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS      Z17, Z17, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS      Z17, Z8, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VADDPS      Z17, Z8, Z17
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VMULPS      Z17, Z23, Z17
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS      Z14, Z17, Z17
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
+	VADDPS      Z17, Z20, Z8
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VCVTPS2DQ   Z8, Z8
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTDQ2PS   Z8, Z14
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VSUBPS      Z23, Z20, Z20
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VSUBPS      Z14, Z20, Z20
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VMULPS      Z20, Z20, Z14
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VMULPS      Z14, Z23, Z23
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VADDPS      Z17, Z23, Z23
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z14
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VADDPS      Z23, Z14, Z14
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPSLLD      $0x17, Z8, Z8
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VMULPS      Z8, Z14, Z8
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS      Z8, Z11, Z11
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VBLENDMPS   Z0, Z11, K4, Z11
+	VBLENDMPS   Z0, Z12, K5, Z12
+	VBLENDMPS   Z0, Z13, K6, Z13
+	VSUBPS      Z11, Z1, Z8
+	VSUBPS      Z12, Z1, Z9
+	VSUBPS      Z13, Z1, Z10
+	VCMPPS      $0x1d, Z0, Z2, K4
+	VBLENDMPS   Z8, Z11, K4, Z3
+	VCMPPS      $0x1d, Z0, Z6, K4
+	VBLENDMPS   Z9, Z12, K4, Z4
+	VCMPPS      $0x1d, Z0, Z7, K4
+	VBLENDMPS   Z10, Z13, K4, Z5
+	VMULPS      Z3, Z2, Z2
+	VMULPS      Z4, Z6, Z6
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS.Z   (SI)(R9*4), K1, Z8
+	VADDPS      Z8, Z2, Z2
+	VMOVUPS     Z2, K1, (DI)(R9*4)
+	VMOVUPS.Z   64(SI)(R9*4), K2, Z2
+	VADDPS      Z2, Z6, Z6
+	VMOVUPS     Z6, K2, 64(DI)(R9*4)
+	VMOVUPS.Z   128(SI)(R9*4), K3, Z2
+	VADDPS      Z2, Z7, Z7
+	VMOVUPS     Z7, K3, 128(DI)(R9*4)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_452
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        resStride+88(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, SI
+	MOVQ        outStride+112(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, DI
+	DECQ        BX
+	JNZ         epi_row_451
 	VZEROUPPER
 	RET
 
@@ -10801,255 +10831,261 @@ epi_row_453:
 	XORQ R10, R10
 
 epi_col_454:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z2
-	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R10*4), K1, Z6
-	VMULPS       Z6, Z2, Z2
-	VMULPS.BCST  (SI), Z2, Z2
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z7
-	VMULPS       Z7, Z6, Z6
-	VMULPS.BCST  (SI), Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z8
-	VMULPS       Z8, Z7, Z7
-	VMULPS.BCST  (SI), Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS       Z11, Z1, Z11
-	VDIVPS       Z12, Z1, Z12
-	VDIVPS       Z13, Z1, Z13
-	VBROADCASTSS epilogueConsts<>+44(SB), Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS       Z17, Z17, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS       Z17, Z8, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VADDPS       Z17, Z8, Z17
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS       Z14, Z17, Z17
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z14
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VCVTPS2DQ    Z14, Z14
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTDQ2PS    Z14, Z23
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VSUBPS       Z26, Z20, Z20
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VSUBPS       Z17, Z20, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VBROADCASTSS epilogueConsts<>+84(SB), Z17
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPSLLD       $0x17, Z14, Z14
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VMULPS       Z14, Z17, Z14
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS       Z14, Z11, Z11
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VBLENDMPS    Z0, Z11, K4, Z11
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z0, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z0, Z13, K4, Z13
-	VSUBPS       Z11, Z1, Z8
-	VSUBPS       Z12, Z1, Z9
-	VSUBPS       Z13, Z1, Z10
-	VCMPPS       $0x1d, Z0, Z2, K4
-	VBLENDMPS    Z8, Z11, K4, Z3
-	VCMPPS       $0x1d, Z0, Z6, K4
-	VBLENDMPS    Z9, Z12, K4, Z4
-	VCMPPS       $0x1d, Z0, Z7, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VMULPS       Z3, Z2, Z2
-	VMULPS       Z4, Z6, Z6
-	VMULPS       Z5, Z7, Z7
-	VMOVUPS.Z    (DI)(R10*4), K1, Z8
-	VADDPS       Z8, Z2, Z2
-	VMOVUPS      Z2, K1, (R8)(R10*4)
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z2
-	VADDPS       Z2, Z6, Z6
-	VMOVUPS      Z6, K2, 64(R8)(R10*4)
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z2
-	VADDPS       Z2, Z7, Z7
-	VMOVUPS      Z7, K3, 128(R8)(R10*4)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_454
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         resStride+88(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, DI
-	MOVQ         outStride+112(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, R8
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_453
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   (CX)(R10*4), K1, Z6
+	VMULPS      Z6, Z2, Z2
+	VMULPS.BCST (SI), Z2, Z2
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z7
+	VMULPS      Z7, Z6, Z6
+	VMULPS.BCST (SI), Z6, Z6
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z8
+	VMULPS      Z8, Z7, Z7
+	VMULPS.BCST (SI), Z7, Z7
+	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS      Z11, Z1, Z11
+	VDIVPS      Z12, Z1, Z12
+	VDIVPS      Z13, Z1, Z13
+	VMULPS      Z11, Z11, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS      Z14, Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z23, Z17, Z17
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
+	VMULPS      Z14, Z22, Z14
+	VMULPS      Z15, Z21, Z15
+	VMULPS      Z16, Z20, Z16
+	VADDPS      Z17, Z14, Z14
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS      Z17, Z17, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS      Z17, Z8, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VADDPS      Z17, Z8, Z17
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VMULPS      Z17, Z23, Z17
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS      Z14, Z17, Z17
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
+	VADDPS      Z17, Z20, Z8
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VCVTPS2DQ   Z8, Z8
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTDQ2PS   Z8, Z14
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VSUBPS      Z23, Z20, Z20
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VSUBPS      Z14, Z20, Z20
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VMULPS      Z20, Z20, Z14
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VMULPS      Z14, Z23, Z23
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VADDPS      Z17, Z23, Z23
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z14
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VADDPS      Z23, Z14, Z14
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPSLLD      $0x17, Z8, Z8
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VMULPS      Z8, Z14, Z8
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS      Z8, Z11, Z11
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VBLENDMPS   Z0, Z11, K4, Z11
+	VBLENDMPS   Z0, Z12, K5, Z12
+	VBLENDMPS   Z0, Z13, K6, Z13
+	VSUBPS      Z11, Z1, Z8
+	VSUBPS      Z12, Z1, Z9
+	VSUBPS      Z13, Z1, Z10
+	VCMPPS      $0x1d, Z0, Z2, K4
+	VBLENDMPS   Z8, Z11, K4, Z3
+	VCMPPS      $0x1d, Z0, Z6, K4
+	VBLENDMPS   Z9, Z12, K4, Z4
+	VCMPPS      $0x1d, Z0, Z7, K4
+	VBLENDMPS   Z10, Z13, K4, Z5
+	VMULPS      Z3, Z2, Z2
+	VMULPS      Z4, Z6, Z6
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS.Z   (DI)(R10*4), K1, Z8
+	VADDPS      Z8, Z2, Z2
+	VMOVUPS     Z2, K1, (R8)(R10*4)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z2
+	VADDPS      Z2, Z6, Z6
+	VMOVUPS     Z6, K2, 64(R8)(R10*4)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z2
+	VADDPS      Z2, Z7, Z7
+	VMOVUPS     Z7, K3, 128(R8)(R10*4)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_454
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        resStride+88(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, DI
+	MOVQ        outStride+112(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, R8
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_453
 	VZEROUPPER
 	RET
 
@@ -11110,63 +11146,69 @@ epi_col_457:
 	VDIVPS       Z13, Z3, Z13
 	VDIVPS       Z14, Z3, Z14
 	VDIVPS       Z15, Z3, Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VMULPS       Z13, Z13, Z16
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VMULPS       Z16, Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z25, Z19, Z19
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
+	VMULPS       Z16, Z24, Z16
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z22, Z18
+	VADDPS       Z19, Z16, Z16
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
@@ -11191,99 +11233,99 @@ epi_col_457:
 	VADDPS       Z16, Z19, Z19
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
+	VADDPS       Z19, Z22, Z10
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VCVTPS2DQ    Z10, Z10
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTDQ2PS    Z10, Z16
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VSUBPS       Z25, Z22, Z22
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
 	VADDPS       Z19, Z22, Z22
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VSUBPS       Z16, Z22, Z22
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VMULPS       Z22, Z22, Z16
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VMULPS       Z16, Z25, Z25
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VADDPS       Z19, Z25, Z25
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
 	VMULPS       Z16, Z19, Z16
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
+	VADDPS       Z25, Z16, Z16
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPSLLD       $0x17, Z10, Z10
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VMULPS       Z10, Z16, Z10
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VMULPS       Z10, Z13, Z13
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
 	VBLENDMPS    Z2, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z2, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z2, Z15, K4, Z15
+	VBLENDMPS    Z2, Z14, K5, Z14
+	VBLENDMPS    Z2, Z15, K6, Z15
 	VSUBPS       Z13, Z3, Z10
 	VSUBPS       Z14, Z3, Z11
 	VSUBPS       Z15, Z3, Z12
@@ -11401,63 +11443,69 @@ epi_col_459:
 	VDIVPS       Z13, Z3, Z13
 	VDIVPS       Z14, Z3, Z14
 	VDIVPS       Z15, Z3, Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VMULPS       Z13, Z13, Z16
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VMULPS       Z16, Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z25, Z19, Z19
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
+	VMULPS       Z16, Z24, Z16
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z22, Z18
+	VADDPS       Z19, Z16, Z16
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
@@ -11482,99 +11530,99 @@ epi_col_459:
 	VADDPS       Z16, Z19, Z19
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
+	VADDPS       Z19, Z22, Z10
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VCVTPS2DQ    Z10, Z10
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTDQ2PS    Z10, Z16
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VSUBPS       Z25, Z22, Z22
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
 	VADDPS       Z19, Z22, Z22
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VSUBPS       Z16, Z22, Z22
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VMULPS       Z22, Z22, Z16
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VMULPS       Z16, Z25, Z25
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VADDPS       Z19, Z25, Z25
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
 	VMULPS       Z16, Z19, Z16
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
+	VADDPS       Z25, Z16, Z16
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPSLLD       $0x17, Z10, Z10
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VMULPS       Z10, Z16, Z10
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VMULPS       Z10, Z13, Z13
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
 	VBLENDMPS    Z2, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z2, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z2, Z15, K4, Z15
+	VBLENDMPS    Z2, Z14, K5, Z14
+	VBLENDMPS    Z2, Z15, K6, Z15
 	VSUBPS       Z13, Z3, Z10
 	VSUBPS       Z14, Z3, Z11
 	VSUBPS       Z15, Z3, Z12
@@ -12287,248 +12335,254 @@ epi_row_487:
 	XORQ R9, R9
 
 epi_col_488:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z2
-	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R9*4), K1, Z6
-	VMULPS       Z6, Z2, Z2
-	VMOVUPS.Z    (SI)(R9*4), K1, Z6
-	VADDPS       Z6, Z2, Z2
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z7
-	VMULPS       Z7, Z6, Z6
-	VMOVUPS.Z    64(SI)(R9*4), K2, Z7
-	VADDPS       Z7, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z8
-	VMULPS       Z8, Z7, Z7
-	VMOVUPS.Z    128(SI)(R9*4), K3, Z8
-	VADDPS       Z8, Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS       Z11, Z1, Z11
-	VDIVPS       Z12, Z1, Z12
-	VDIVPS       Z13, Z1, Z13
-	VBROADCASTSS epilogueConsts<>+44(SB), Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS       Z17, Z17, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS       Z17, Z8, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VADDPS       Z17, Z8, Z17
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS       Z14, Z17, Z17
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z14
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VCVTPS2DQ    Z14, Z14
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTDQ2PS    Z14, Z23
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VSUBPS       Z26, Z20, Z20
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VSUBPS       Z17, Z20, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VBROADCASTSS epilogueConsts<>+84(SB), Z17
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPSLLD       $0x17, Z14, Z14
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VMULPS       Z14, Z17, Z14
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS       Z14, Z11, Z11
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VBLENDMPS    Z0, Z11, K4, Z11
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z0, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z0, Z13, K4, Z13
-	VSUBPS       Z11, Z1, Z8
-	VSUBPS       Z12, Z1, Z9
-	VSUBPS       Z13, Z1, Z10
-	VCMPPS       $0x1d, Z0, Z2, K4
-	VBLENDMPS    Z8, Z11, K4, Z3
-	VCMPPS       $0x1d, Z0, Z6, K4
-	VBLENDMPS    Z9, Z12, K4, Z4
-	VCMPPS       $0x1d, Z0, Z7, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VMULPS       Z3, Z2, Z2
-	VMULPS       Z4, Z6, Z6
-	VMULPS       Z5, Z7, Z7
-	VMOVUPS      Z2, K1, (DI)(R9*4)
-	VMOVUPS      Z6, K2, 64(DI)(R9*4)
-	VMOVUPS      Z7, K3, 128(DI)(R9*4)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_488
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         outStride+112(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, DI
-	DECQ         BX
-	JNZ          epi_row_487
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   (CX)(R9*4), K1, Z6
+	VMULPS      Z6, Z2, Z2
+	VMOVUPS.Z   (SI)(R9*4), K1, Z6
+	VADDPS      Z6, Z2, Z2
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z7
+	VMULPS      Z7, Z6, Z6
+	VMOVUPS.Z   64(SI)(R9*4), K2, Z7
+	VADDPS      Z7, Z6, Z6
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z8
+	VMULPS      Z8, Z7, Z7
+	VMOVUPS.Z   128(SI)(R9*4), K3, Z8
+	VADDPS      Z8, Z7, Z7
+	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS      Z11, Z1, Z11
+	VDIVPS      Z12, Z1, Z12
+	VDIVPS      Z13, Z1, Z13
+	VMULPS      Z11, Z11, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS      Z14, Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z23, Z17, Z17
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
+	VMULPS      Z14, Z22, Z14
+	VMULPS      Z15, Z21, Z15
+	VMULPS      Z16, Z20, Z16
+	VADDPS      Z17, Z14, Z14
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS      Z17, Z17, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS      Z17, Z8, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VADDPS      Z17, Z8, Z17
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VMULPS      Z17, Z23, Z17
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS      Z14, Z17, Z17
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
+	VADDPS      Z17, Z20, Z8
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VCVTPS2DQ   Z8, Z8
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTDQ2PS   Z8, Z14
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VSUBPS      Z23, Z20, Z20
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VSUBPS      Z14, Z20, Z20
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VMULPS      Z20, Z20, Z14
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VMULPS      Z14, Z23, Z23
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VADDPS      Z17, Z23, Z23
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z14
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VADDPS      Z23, Z14, Z14
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPSLLD      $0x17, Z8, Z8
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VMULPS      Z8, Z14, Z8
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS      Z8, Z11, Z11
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VBLENDMPS   Z0, Z11, K4, Z11
+	VBLENDMPS   Z0, Z12, K5, Z12
+	VBLENDMPS   Z0, Z13, K6, Z13
+	VSUBPS      Z11, Z1, Z8
+	VSUBPS      Z12, Z1, Z9
+	VSUBPS      Z13, Z1, Z10
+	VCMPPS      $0x1d, Z0, Z2, K4
+	VBLENDMPS   Z8, Z11, K4, Z3
+	VCMPPS      $0x1d, Z0, Z6, K4
+	VBLENDMPS   Z9, Z12, K4, Z4
+	VCMPPS      $0x1d, Z0, Z7, K4
+	VBLENDMPS   Z10, Z13, K4, Z5
+	VMULPS      Z3, Z2, Z2
+	VMULPS      Z4, Z6, Z6
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     Z2, K1, (DI)(R9*4)
+	VMOVUPS     Z6, K2, 64(DI)(R9*4)
+	VMOVUPS     Z7, K3, 128(DI)(R9*4)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_488
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        outStride+112(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, DI
+	DECQ        BX
+	JNZ         epi_row_487
 	VZEROUPPER
 	RET
 
@@ -12548,252 +12602,258 @@ epi_row_489:
 	XORQ R10, R10
 
 epi_col_490:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z2
-	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R10*4), K1, Z6
-	VMULPS       Z6, Z2, Z2
-	VMULPS.BCST  (SI), Z2, Z2
-	VMOVUPS.Z    (DI)(R10*4), K1, Z6
-	VADDPS       Z6, Z2, Z2
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z7
-	VMULPS       Z7, Z6, Z6
-	VMULPS.BCST  (SI), Z6, Z6
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z7
-	VADDPS       Z7, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z8
-	VMULPS       Z8, Z7, Z7
-	VMULPS.BCST  (SI), Z7, Z7
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z8
-	VADDPS       Z8, Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS       Z11, Z1, Z11
-	VDIVPS       Z12, Z1, Z12
-	VDIVPS       Z13, Z1, Z13
-	VBROADCASTSS epilogueConsts<>+44(SB), Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS       Z17, Z17, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS       Z17, Z8, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VADDPS       Z17, Z8, Z17
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS       Z14, Z17, Z17
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z14
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VCVTPS2DQ    Z14, Z14
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTDQ2PS    Z14, Z23
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VSUBPS       Z26, Z20, Z20
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VSUBPS       Z17, Z20, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VBROADCASTSS epilogueConsts<>+84(SB), Z17
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPSLLD       $0x17, Z14, Z14
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VMULPS       Z14, Z17, Z14
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS       Z14, Z11, Z11
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VBLENDMPS    Z0, Z11, K4, Z11
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z0, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z0, Z13, K4, Z13
-	VSUBPS       Z11, Z1, Z8
-	VSUBPS       Z12, Z1, Z9
-	VSUBPS       Z13, Z1, Z10
-	VCMPPS       $0x1d, Z0, Z2, K4
-	VBLENDMPS    Z8, Z11, K4, Z3
-	VCMPPS       $0x1d, Z0, Z6, K4
-	VBLENDMPS    Z9, Z12, K4, Z4
-	VCMPPS       $0x1d, Z0, Z7, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VMULPS       Z3, Z2, Z2
-	VMULPS       Z4, Z6, Z6
-	VMULPS       Z5, Z7, Z7
-	VMOVUPS      Z2, K1, (R8)(R10*4)
-	VMOVUPS      Z6, K2, 64(R8)(R10*4)
-	VMOVUPS      Z7, K3, 128(R8)(R10*4)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_490
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         outStride+112(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, R8
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_489
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   (CX)(R10*4), K1, Z6
+	VMULPS      Z6, Z2, Z2
+	VMULPS.BCST (SI), Z2, Z2
+	VMOVUPS.Z   (DI)(R10*4), K1, Z6
+	VADDPS      Z6, Z2, Z2
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z7
+	VMULPS      Z7, Z6, Z6
+	VMULPS.BCST (SI), Z6, Z6
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z7
+	VADDPS      Z7, Z6, Z6
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z8
+	VMULPS      Z8, Z7, Z7
+	VMULPS.BCST (SI), Z7, Z7
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z8
+	VADDPS      Z8, Z7, Z7
+	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS      Z11, Z1, Z11
+	VDIVPS      Z12, Z1, Z12
+	VDIVPS      Z13, Z1, Z13
+	VMULPS      Z11, Z11, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS      Z14, Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z23, Z17, Z17
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
+	VMULPS      Z14, Z22, Z14
+	VMULPS      Z15, Z21, Z15
+	VMULPS      Z16, Z20, Z16
+	VADDPS      Z17, Z14, Z14
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS      Z17, Z17, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS      Z17, Z8, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VADDPS      Z17, Z8, Z17
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VMULPS      Z17, Z23, Z17
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS      Z14, Z17, Z17
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
+	VADDPS      Z17, Z20, Z8
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VCVTPS2DQ   Z8, Z8
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTDQ2PS   Z8, Z14
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VSUBPS      Z23, Z20, Z20
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VSUBPS      Z14, Z20, Z20
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VMULPS      Z20, Z20, Z14
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VMULPS      Z14, Z23, Z23
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VADDPS      Z17, Z23, Z23
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z14
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VADDPS      Z23, Z14, Z14
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPSLLD      $0x17, Z8, Z8
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VMULPS      Z8, Z14, Z8
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS      Z8, Z11, Z11
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VBLENDMPS   Z0, Z11, K4, Z11
+	VBLENDMPS   Z0, Z12, K5, Z12
+	VBLENDMPS   Z0, Z13, K6, Z13
+	VSUBPS      Z11, Z1, Z8
+	VSUBPS      Z12, Z1, Z9
+	VSUBPS      Z13, Z1, Z10
+	VCMPPS      $0x1d, Z0, Z2, K4
+	VBLENDMPS   Z8, Z11, K4, Z3
+	VCMPPS      $0x1d, Z0, Z6, K4
+	VBLENDMPS   Z9, Z12, K4, Z4
+	VCMPPS      $0x1d, Z0, Z7, K4
+	VBLENDMPS   Z10, Z13, K4, Z5
+	VMULPS      Z3, Z2, Z2
+	VMULPS      Z4, Z6, Z6
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     Z2, K1, (R8)(R10*4)
+	VMOVUPS     Z6, K2, 64(R8)(R10*4)
+	VMOVUPS     Z7, K3, 128(R8)(R10*4)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_490
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        outStride+112(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, R8
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_489
 	VZEROUPPER
 	RET
 
@@ -12860,63 +12920,69 @@ epi_col_493:
 	VDIVPS       Z13, Z3, Z13
 	VDIVPS       Z14, Z3, Z14
 	VDIVPS       Z15, Z3, Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VMULPS       Z13, Z13, Z16
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VMULPS       Z16, Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z25, Z19, Z19
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
+	VMULPS       Z16, Z24, Z16
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z22, Z18
+	VADDPS       Z19, Z16, Z16
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
@@ -12941,99 +13007,99 @@ epi_col_493:
 	VADDPS       Z16, Z19, Z19
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
+	VADDPS       Z19, Z22, Z10
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VCVTPS2DQ    Z10, Z10
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTDQ2PS    Z10, Z16
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VSUBPS       Z25, Z22, Z22
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
 	VADDPS       Z19, Z22, Z22
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VSUBPS       Z16, Z22, Z22
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VMULPS       Z22, Z22, Z16
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VMULPS       Z16, Z25, Z25
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VADDPS       Z19, Z25, Z25
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
 	VMULPS       Z16, Z19, Z16
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
+	VADDPS       Z25, Z16, Z16
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPSLLD       $0x17, Z10, Z10
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VMULPS       Z10, Z16, Z10
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VMULPS       Z10, Z13, Z13
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
 	VBLENDMPS    Z2, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z2, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z2, Z15, K4, Z15
+	VBLENDMPS    Z2, Z14, K5, Z14
+	VBLENDMPS    Z2, Z15, K6, Z15
 	VSUBPS       Z13, Z3, Z10
 	VSUBPS       Z14, Z3, Z11
 	VSUBPS       Z15, Z3, Z12
@@ -13148,63 +13214,69 @@ epi_col_495:
 	VDIVPS       Z13, Z3, Z13
 	VDIVPS       Z14, Z3, Z14
 	VDIVPS       Z15, Z3, Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VMULPS       Z13, Z13, Z16
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VMULPS       Z16, Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z25, Z19, Z19
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
+	VMULPS       Z16, Z24, Z16
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z22, Z18
+	VADDPS       Z19, Z16, Z16
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
@@ -13229,99 +13301,99 @@ epi_col_495:
 	VADDPS       Z16, Z19, Z19
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
+	VADDPS       Z19, Z22, Z10
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VCVTPS2DQ    Z10, Z10
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTDQ2PS    Z10, Z16
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VSUBPS       Z25, Z22, Z22
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
 	VADDPS       Z19, Z22, Z22
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VSUBPS       Z16, Z22, Z22
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VMULPS       Z22, Z22, Z16
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VMULPS       Z16, Z25, Z25
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VADDPS       Z19, Z25, Z25
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
 	VMULPS       Z16, Z19, Z16
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
+	VADDPS       Z25, Z16, Z16
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPSLLD       $0x17, Z10, Z10
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VMULPS       Z10, Z16, Z10
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VMULPS       Z10, Z13, Z13
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
 	VBLENDMPS    Z2, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z2, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z2, Z15, K4, Z15
+	VBLENDMPS    Z2, Z14, K5, Z14
+	VBLENDMPS    Z2, Z15, K6, Z15
 	VSUBPS       Z13, Z3, Z10
 	VSUBPS       Z14, Z3, Z11
 	VSUBPS       Z15, Z3, Z12
@@ -13392,257 +13464,263 @@ epi_row_498:
 	XORQ R10, R10
 
 epi_col_499:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z2
-	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R10*4), K1, Z6
-	VMULPS       Z6, Z2, Z2
-	VMOVUPS.Z    (SI)(R10*4), K1, Z6
-	VADDPS       Z6, Z2, Z2
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z7
-	VMULPS       Z7, Z6, Z6
-	VMOVUPS.Z    64(SI)(R10*4), K2, Z7
-	VADDPS       Z7, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z8
-	VMULPS       Z8, Z7, Z7
-	VMOVUPS.Z    128(SI)(R10*4), K3, Z8
-	VADDPS       Z8, Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS       Z11, Z1, Z11
-	VDIVPS       Z12, Z1, Z12
-	VDIVPS       Z13, Z1, Z13
-	VBROADCASTSS epilogueConsts<>+44(SB), Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS       Z17, Z17, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS       Z17, Z8, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VADDPS       Z17, Z8, Z17
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS       Z14, Z17, Z17
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z14
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VCVTPS2DQ    Z14, Z14
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTDQ2PS    Z14, Z23
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VSUBPS       Z26, Z20, Z20
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VSUBPS       Z17, Z20, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VBROADCASTSS epilogueConsts<>+84(SB), Z17
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPSLLD       $0x17, Z14, Z14
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VMULPS       Z14, Z17, Z14
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS       Z14, Z11, Z11
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VBLENDMPS    Z0, Z11, K4, Z11
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z0, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z0, Z13, K4, Z13
-	VSUBPS       Z11, Z1, Z8
-	VSUBPS       Z12, Z1, Z9
-	VSUBPS       Z13, Z1, Z10
-	VCMPPS       $0x1d, Z0, Z2, K4
-	VBLENDMPS    Z8, Z11, K4, Z3
-	VCMPPS       $0x1d, Z0, Z6, K4
-	VBLENDMPS    Z9, Z12, K4, Z4
-	VCMPPS       $0x1d, Z0, Z7, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VMULPS       Z3, Z2, Z2
-	VMULPS       Z4, Z6, Z6
-	VMULPS       Z5, Z7, Z7
-	VMOVUPS.Z    (DI)(R10*4), K1, Z8
-	VADDPS       Z8, Z2, Z2
-	VMOVUPS      Z2, K1, (R8)(R10*4)
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z2
-	VADDPS       Z2, Z6, Z6
-	VMOVUPS      Z6, K2, 64(R8)(R10*4)
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z2
-	VADDPS       Z2, Z7, Z7
-	VMOVUPS      Z7, K3, 128(R8)(R10*4)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_499
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         resStride+88(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, DI
-	MOVQ         outStride+112(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, R8
-	DECQ         BX
-	JNZ          epi_row_498
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   (CX)(R10*4), K1, Z6
+	VMULPS      Z6, Z2, Z2
+	VMOVUPS.Z   (SI)(R10*4), K1, Z6
+	VADDPS      Z6, Z2, Z2
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z7
+	VMULPS      Z7, Z6, Z6
+	VMOVUPS.Z   64(SI)(R10*4), K2, Z7
+	VADDPS      Z7, Z6, Z6
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z8
+	VMULPS      Z8, Z7, Z7
+	VMOVUPS.Z   128(SI)(R10*4), K3, Z8
+	VADDPS      Z8, Z7, Z7
+	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS      Z11, Z1, Z11
+	VDIVPS      Z12, Z1, Z12
+	VDIVPS      Z13, Z1, Z13
+	VMULPS      Z11, Z11, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS      Z14, Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z23, Z17, Z17
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
+	VMULPS      Z14, Z22, Z14
+	VMULPS      Z15, Z21, Z15
+	VMULPS      Z16, Z20, Z16
+	VADDPS      Z17, Z14, Z14
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS      Z17, Z17, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS      Z17, Z8, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VADDPS      Z17, Z8, Z17
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VMULPS      Z17, Z23, Z17
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS      Z14, Z17, Z17
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
+	VADDPS      Z17, Z20, Z8
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VCVTPS2DQ   Z8, Z8
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTDQ2PS   Z8, Z14
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VSUBPS      Z23, Z20, Z20
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VSUBPS      Z14, Z20, Z20
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VMULPS      Z20, Z20, Z14
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VMULPS      Z14, Z23, Z23
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VADDPS      Z17, Z23, Z23
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z14
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VADDPS      Z23, Z14, Z14
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPSLLD      $0x17, Z8, Z8
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VMULPS      Z8, Z14, Z8
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS      Z8, Z11, Z11
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VBLENDMPS   Z0, Z11, K4, Z11
+	VBLENDMPS   Z0, Z12, K5, Z12
+	VBLENDMPS   Z0, Z13, K6, Z13
+	VSUBPS      Z11, Z1, Z8
+	VSUBPS      Z12, Z1, Z9
+	VSUBPS      Z13, Z1, Z10
+	VCMPPS      $0x1d, Z0, Z2, K4
+	VBLENDMPS   Z8, Z11, K4, Z3
+	VCMPPS      $0x1d, Z0, Z6, K4
+	VBLENDMPS   Z9, Z12, K4, Z4
+	VCMPPS      $0x1d, Z0, Z7, K4
+	VBLENDMPS   Z10, Z13, K4, Z5
+	VMULPS      Z3, Z2, Z2
+	VMULPS      Z4, Z6, Z6
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS.Z   (DI)(R10*4), K1, Z8
+	VADDPS      Z8, Z2, Z2
+	VMOVUPS     Z2, K1, (R8)(R10*4)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z2
+	VADDPS      Z2, Z6, Z6
+	VMOVUPS     Z6, K2, 64(R8)(R10*4)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z2
+	VADDPS      Z2, Z7, Z7
+	VMOVUPS     Z7, K3, 128(R8)(R10*4)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_499
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        resStride+88(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, DI
+	MOVQ        outStride+112(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, R8
+	DECQ        BX
+	JNZ         epi_row_498
 	VZEROUPPER
 	RET
 
@@ -13663,261 +13741,267 @@ epi_row_500:
 	XORQ R11, R11
 
 epi_col_501:
-	MOVQ         DX, R12
-	SUBQ         R11, R12
-	MOVQ         $0x00000030, R13
-	CMPQ         R12, R13
-	CMOVQLT      R12, R13
-	MOVQ         (R10)(R13*8), R12
-	KMOVQ        R12, K1
-	VMOVDQU32.Z  (AX)(R11*4), K1, Z2
-	VCVTDQ2PS    Z2, Z2
-	VMOVUPS.Z    (CX)(R11*4), K1, Z6
-	VMULPS       Z6, Z2, Z2
-	VMULPS.BCST  (SI), Z2, Z2
-	VMOVUPS.Z    (DI)(R11*4), K1, Z6
-	VADDPS       Z6, Z2, Z2
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R11*4), K2, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R11*4), K2, Z7
-	VMULPS       Z7, Z6, Z6
-	VMULPS.BCST  (SI), Z6, Z6
-	VMOVUPS.Z    64(DI)(R11*4), K2, Z7
-	VADDPS       Z7, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R11*4), K3, Z7
-	VCVTDQ2PS    Z7, Z7
-	VMOVUPS.Z    128(CX)(R11*4), K3, Z8
-	VMULPS       Z8, Z7, Z7
-	VMULPS.BCST  (SI), Z7, Z7
-	VMOVUPS.Z    128(DI)(R11*4), K3, Z8
-	VADDPS       Z8, Z7, Z7
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS       Z11, Z1, Z11
-	VDIVPS       Z12, Z1, Z12
-	VDIVPS       Z13, Z1, Z13
-	VBROADCASTSS epilogueConsts<>+44(SB), Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS       Z17, Z17, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS       Z17, Z8, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VADDPS       Z17, Z8, Z17
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS       Z14, Z17, Z17
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z14
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VCVTPS2DQ    Z14, Z14
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTDQ2PS    Z14, Z23
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VSUBPS       Z26, Z20, Z20
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VSUBPS       Z17, Z20, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VBROADCASTSS epilogueConsts<>+84(SB), Z17
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VMULPS       Z20, Z17, Z17
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z14, Z14
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPSLLD       $0x17, Z14, Z14
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VMULPS       Z14, Z17, Z14
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS       Z14, Z11, Z11
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VBLENDMPS    Z0, Z11, K4, Z11
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z0, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z0, Z13, K4, Z13
-	VSUBPS       Z11, Z1, Z8
-	VSUBPS       Z12, Z1, Z9
-	VSUBPS       Z13, Z1, Z10
-	VCMPPS       $0x1d, Z0, Z2, K4
-	VBLENDMPS    Z8, Z11, K4, Z3
-	VCMPPS       $0x1d, Z0, Z6, K4
-	VBLENDMPS    Z9, Z12, K4, Z4
-	VCMPPS       $0x1d, Z0, Z7, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VMULPS       Z3, Z2, Z2
-	VMULPS       Z4, Z6, Z6
-	VMULPS       Z5, Z7, Z7
-	VMOVUPS.Z    (R8)(R11*4), K1, Z8
-	VADDPS       Z8, Z2, Z2
-	VMOVUPS      Z2, K1, (R9)(R11*4)
-	VMOVUPS.Z    64(R8)(R11*4), K2, Z2
-	VADDPS       Z2, Z6, Z6
-	VMOVUPS      Z6, K2, 64(R9)(R11*4)
-	VMOVUPS.Z    128(R8)(R11*4), K3, Z2
-	VADDPS       Z2, Z7, Z7
-	VMOVUPS      Z7, K3, 128(R9)(R11*4)
-	ADDQ         $0x30, R11
-	CMPQ         R11, DX
-	JL           epi_col_501
-	MOVQ         ldc+8(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, AX
-	MOVQ         resStride+88(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, R8
-	MOVQ         outStride+112(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, R9
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_500
+	MOVQ        DX, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVDQU32.Z (AX)(R11*4), K1, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMOVUPS.Z   (CX)(R11*4), K1, Z6
+	VMULPS      Z6, Z2, Z2
+	VMULPS.BCST (SI), Z2, Z2
+	VMOVUPS.Z   (DI)(R11*4), K1, Z6
+	VADDPS      Z6, Z2, Z2
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z7
+	VMULPS      Z7, Z6, Z6
+	VMULPS.BCST (SI), Z6, Z6
+	VMOVUPS.Z   64(DI)(R11*4), K2, Z7
+	VADDPS      Z7, Z6, Z6
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z8
+	VMULPS      Z8, Z7, Z7
+	VMULPS.BCST (SI), Z7, Z7
+	VMOVUPS.Z   128(DI)(R11*4), K3, Z8
+	VADDPS      Z8, Z7, Z7
+	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VDIVPS      Z11, Z1, Z11
+	VDIVPS      Z12, Z1, Z12
+	VDIVPS      Z13, Z1, Z13
+	VMULPS      Z11, Z11, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS      Z14, Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z23, Z17, Z17
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
+	VMULPS      Z14, Z22, Z14
+	VMULPS      Z15, Z21, Z15
+	VMULPS      Z16, Z20, Z16
+	VADDPS      Z17, Z14, Z14
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VMULPS      Z17, Z17, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VSUBPS      Z17, Z8, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VADDPS      Z17, Z8, Z17
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VMULPS      Z17, Z23, Z17
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VADDPS      Z14, Z17, Z17
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
+	VADDPS      Z17, Z20, Z8
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VCVTPS2DQ   Z8, Z8
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTDQ2PS   Z8, Z14
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VSUBPS      Z23, Z20, Z20
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VADDPS      Z17, Z20, Z20
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VSUBPS      Z14, Z20, Z20
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VMULPS      Z20, Z20, Z14
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VMULPS      Z14, Z23, Z23
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VADDPS      Z17, Z23, Z23
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VMULPS      Z14, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z20, Z17, Z17
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z14, Z17, Z14
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VADDPS      Z23, Z14, Z14
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPSLLD      $0x17, Z8, Z8
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VMULPS      Z8, Z14, Z8
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS      Z8, Z11, Z11
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VBLENDMPS   Z0, Z11, K4, Z11
+	VBLENDMPS   Z0, Z12, K5, Z12
+	VBLENDMPS   Z0, Z13, K6, Z13
+	VSUBPS      Z11, Z1, Z8
+	VSUBPS      Z12, Z1, Z9
+	VSUBPS      Z13, Z1, Z10
+	VCMPPS      $0x1d, Z0, Z2, K4
+	VBLENDMPS   Z8, Z11, K4, Z3
+	VCMPPS      $0x1d, Z0, Z6, K4
+	VBLENDMPS   Z9, Z12, K4, Z4
+	VCMPPS      $0x1d, Z0, Z7, K4
+	VBLENDMPS   Z10, Z13, K4, Z5
+	VMULPS      Z3, Z2, Z2
+	VMULPS      Z4, Z6, Z6
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS.Z   (R8)(R11*4), K1, Z8
+	VADDPS      Z8, Z2, Z2
+	VMOVUPS     Z2, K1, (R9)(R11*4)
+	VMOVUPS.Z   64(R8)(R11*4), K2, Z2
+	VADDPS      Z2, Z6, Z6
+	VMOVUPS     Z6, K2, 64(R9)(R11*4)
+	VMOVUPS.Z   128(R8)(R11*4), K3, Z2
+	VADDPS      Z2, Z7, Z7
+	VMOVUPS     Z7, K3, 128(R9)(R11*4)
+	ADDQ        $0x30, R11
+	CMPQ        R11, DX
+	JL          epi_col_501
+	MOVQ        ldc+8(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, AX
+	MOVQ        resStride+88(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R8
+	MOVQ        outStride+112(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R9
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_500
 	VZEROUPPER
 	RET
 
@@ -13985,63 +14069,69 @@ epi_col_504:
 	VDIVPS       Z13, Z3, Z13
 	VDIVPS       Z14, Z3, Z14
 	VDIVPS       Z15, Z3, Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VMULPS       Z13, Z13, Z16
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VMULPS       Z16, Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z25, Z19, Z19
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
+	VMULPS       Z16, Z24, Z16
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z22, Z18
+	VADDPS       Z19, Z16, Z16
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
@@ -14066,99 +14156,99 @@ epi_col_504:
 	VADDPS       Z16, Z19, Z19
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
+	VADDPS       Z19, Z22, Z10
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VCVTPS2DQ    Z10, Z10
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTDQ2PS    Z10, Z16
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VSUBPS       Z25, Z22, Z22
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
 	VADDPS       Z19, Z22, Z22
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VSUBPS       Z16, Z22, Z22
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VMULPS       Z22, Z22, Z16
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VMULPS       Z16, Z25, Z25
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VADDPS       Z19, Z25, Z25
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
 	VMULPS       Z16, Z19, Z16
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
+	VADDPS       Z25, Z16, Z16
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPSLLD       $0x17, Z10, Z10
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VMULPS       Z10, Z16, Z10
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VMULPS       Z10, Z13, Z13
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
 	VBLENDMPS    Z2, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z2, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z2, Z15, K4, Z15
+	VBLENDMPS    Z2, Z14, K5, Z14
+	VBLENDMPS    Z2, Z15, K6, Z15
 	VSUBPS       Z13, Z3, Z10
 	VSUBPS       Z14, Z3, Z11
 	VSUBPS       Z15, Z3, Z12
@@ -14283,63 +14373,69 @@ epi_col_506:
 	VDIVPS       Z13, Z3, Z13
 	VDIVPS       Z14, Z3, Z14
 	VDIVPS       Z15, Z3, Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
+	VMULPS       Z13, Z13, Z16
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VMULPS       Z16, Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VADDPS       Z19, Z22, Z22
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z25, Z19, Z19
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
+	VMULPS       Z16, Z24, Z16
+	VMULPS       Z17, Z23, Z17
+	VMULPS       Z18, Z22, Z18
+	VADDPS       Z19, Z16, Z16
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
@@ -14364,99 +14460,99 @@ epi_col_506:
 	VADDPS       Z16, Z19, Z19
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
+	VADDPS       Z19, Z22, Z10
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VCVTPS2DQ    Z10, Z10
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTDQ2PS    Z10, Z16
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VSUBPS       Z25, Z22, Z22
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
 	VADDPS       Z19, Z22, Z22
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VSUBPS       Z16, Z22, Z22
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VMULPS       Z22, Z22, Z16
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VMULPS       Z16, Z25, Z25
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VADDPS       Z19, Z25, Z25
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VMULPS       Z16, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VADDPS       Z22, Z19, Z19
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VMULPS       Z16, Z16, Z16
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
 	VMULPS       Z16, Z19, Z16
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
+	VADDPS       Z25, Z16, Z16
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPSLLD       $0x17, Z10, Z10
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VMULPS       Z10, Z16, Z10
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
+	VMULPS       Z10, Z13, Z13
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
 	VBLENDMPS    Z2, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z2, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z2, Z15, K4, Z15
+	VBLENDMPS    Z2, Z14, K5, Z14
+	VBLENDMPS    Z2, Z15, K6, Z15
 	VSUBPS       Z13, Z3, Z10
 	VSUBPS       Z14, Z3, Z11
 	VSUBPS       Z15, Z3, Z12
@@ -15217,251 +15313,257 @@ epi_row_535:
 	XORQ R9, R9
 
 epi_col_536:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z3
-	VMOVDQU32.Z  (SI)(R9*4), K1, Z4
-	VPMULLD      Z4, Z0, Z4
-	VPSUBD       Z4, Z3, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R9*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z4
-	VMOVDQU32.Z  64(SI)(R9*4), K2, Z8
-	VPMULLD      Z8, Z0, Z8
-	VPSUBD       Z8, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z8
-	VMULPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z8
-	VMOVDQU32.Z  128(SI)(R9*4), K3, Z9
-	VPMULLD      Z9, Z0, Z9
-	VPSUBD       Z9, Z8, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z9
-	VMULPS       Z9, Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS       Z12, Z2, Z12
-	VDIVPS       Z13, Z2, Z13
-	VDIVPS       Z14, Z2, Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z1, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z1, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z1, Z14, K4, Z14
-	VSUBPS       Z12, Z2, Z9
-	VSUBPS       Z13, Z2, Z10
-	VSUBPS       Z14, Z2, Z11
-	VCMPPS       $0x1d, Z1, Z3, K4
-	VBLENDMPS    Z9, Z12, K4, Z5
-	VCMPPS       $0x1d, Z1, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z6
-	VCMPPS       $0x1d, Z1, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VMULPS       Z5, Z3, Z3
-	VMULPS       Z6, Z4, Z4
-	VMULPS       Z7, Z8, Z8
-	VMOVUPS      Z3, K1, (DI)(R9*4)
-	VMOVUPS      Z4, K2, 64(DI)(R9*4)
-	VMOVUPS      Z8, K3, 128(DI)(R9*4)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_536
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         outStride+112(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, DI
-	DECQ         BX
-	JNZ          epi_row_535
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z3
+	VMOVDQU32.Z (SI)(R9*4), K1, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R9*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z4
+	VMOVDQU32.Z 64(SI)(R9*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z8
+	VMULPS      Z8, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z8
+	VMOVDQU32.Z 128(SI)(R9*4), K3, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z9
+	VMULPS      Z9, Z8, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS      Z12, Z2, Z12
+	VDIVPS      Z13, Z2, Z13
+	VDIVPS      Z14, Z2, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS      Z14, Z14, Z17
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VMULPS      Z17, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VADDPS      Z26, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VMULPS      Z15, Z23, Z15
+	VMULPS      Z16, Z22, Z16
+	VMULPS      Z17, Z21, Z17
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VADDPS      Z20, Z17, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS      Z20, Z20, Z23
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VSUBPS      Z20, Z11, Z26
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VADDPS      Z20, Z11, Z20
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS      Z20, Z26, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VADDPS      Z17, Z20, Z20
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VADDPS      Z20, Z23, Z11
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTPS2DQ   Z11, Z11
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VCVTDQ2PS   Z11, Z17
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VSUBPS      Z26, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VSUBPS      Z17, Z23, Z23
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS      Z23, Z23, Z17
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VMULPS      Z17, Z26, Z26
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VADDPS      Z20, Z26, Z26
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VMULPS      Z17, Z20, Z17
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VADDPS      Z26, Z17, Z17
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VPSLLD      $0x17, Z11, Z11
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS      Z11, Z17, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VMULPS      Z11, Z14, Z14
+	VBLENDMPS   Z1, Z12, K4, Z12
+	VBLENDMPS   Z1, Z13, K5, Z13
+	VBLENDMPS   Z1, Z14, K6, Z14
+	VSUBPS      Z12, Z2, Z9
+	VSUBPS      Z13, Z2, Z10
+	VSUBPS      Z14, Z2, Z11
+	VCMPPS      $0x1d, Z1, Z3, K4
+	VBLENDMPS   Z9, Z12, K4, Z5
+	VCMPPS      $0x1d, Z1, Z4, K4
+	VBLENDMPS   Z10, Z13, K4, Z6
+	VCMPPS      $0x1d, Z1, Z8, K4
+	VBLENDMPS   Z11, Z14, K4, Z7
+	VMULPS      Z5, Z3, Z3
+	VMULPS      Z6, Z4, Z4
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS     Z3, K1, (DI)(R9*4)
+	VMOVUPS     Z4, K2, 64(DI)(R9*4)
+	VMOVUPS     Z8, K3, 128(DI)(R9*4)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_536
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        outStride+112(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, DI
+	DECQ        BX
+	JNZ         epi_row_535
 	VZEROUPPER
 	RET
 
@@ -15483,256 +15585,262 @@ epi_row_537:
 	XORQ         R11, R11
 
 epi_col_538:
-	MOVQ         DX, R12
-	SUBQ         R11, R12
-	MOVQ         $0x00000030, R13
-	CMPQ         R12, R13
-	CMOVQLT      R12, R13
-	MOVQ         (R10)(R13*8), R12
-	KMOVQ        R12, K1
-	VMOVDQU32.Z  (AX)(R11*4), K1, Z3
-	VMOVDQU32.Z  (SI)(R11*4), K1, Z4
-	VPMULLD      Z4, Z0, Z4
-	VPSUBD       Z4, Z3, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R11*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMULPS.BCST  (DI), Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R11*4), K2, Z4
-	VMOVDQU32.Z  64(SI)(R11*4), K2, Z8
-	VPMULLD      Z8, Z0, Z8
-	VPSUBD       Z8, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R11*4), K2, Z8
-	VMULPS       Z8, Z4, Z4
-	VMULPS.BCST  (DI), Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R11*4), K3, Z8
-	VMOVDQU32.Z  128(SI)(R11*4), K3, Z9
-	VPMULLD      Z9, Z0, Z9
-	VPSUBD       Z9, Z8, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    128(CX)(R11*4), K3, Z9
-	VMULPS       Z9, Z8, Z8
-	VMULPS.BCST  (DI), Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS       Z12, Z2, Z12
-	VDIVPS       Z13, Z2, Z13
-	VDIVPS       Z14, Z2, Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z1, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z1, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z1, Z14, K4, Z14
-	VSUBPS       Z12, Z2, Z9
-	VSUBPS       Z13, Z2, Z10
-	VSUBPS       Z14, Z2, Z11
-	VCMPPS       $0x1d, Z1, Z3, K4
-	VBLENDMPS    Z9, Z12, K4, Z5
-	VCMPPS       $0x1d, Z1, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z6
-	VCMPPS       $0x1d, Z1, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VMULPS       Z5, Z3, Z3
-	VMULPS       Z6, Z4, Z4
-	VMULPS       Z7, Z8, Z8
-	VMOVUPS      Z3, K1, (R9)(R11*4)
-	VMOVUPS      Z4, K2, 64(R9)(R11*4)
-	VMOVUPS      Z8, K3, 128(R9)(R11*4)
-	ADDQ         $0x30, R11
-	CMPQ         R11, DX
-	JL           epi_col_538
-	MOVQ         ldc+8(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, AX
-	MOVQ         outStride+112(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, R9
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_537
+	MOVQ        DX, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVDQU32.Z (AX)(R11*4), K1, Z3
+	VMOVDQU32.Z (SI)(R11*4), K1, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R11*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z4
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z8
+	VMULPS      Z8, Z4, Z4
+	VMULPS.BCST (DI), Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z8
+	VMOVDQU32.Z 128(SI)(R11*4), K3, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z9
+	VMULPS      Z9, Z8, Z8
+	VMULPS.BCST (DI), Z8, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS      Z12, Z2, Z12
+	VDIVPS      Z13, Z2, Z13
+	VDIVPS      Z14, Z2, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS      Z14, Z14, Z17
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VMULPS      Z17, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VADDPS      Z26, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VMULPS      Z15, Z23, Z15
+	VMULPS      Z16, Z22, Z16
+	VMULPS      Z17, Z21, Z17
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VADDPS      Z20, Z17, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS      Z20, Z20, Z23
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VSUBPS      Z20, Z11, Z26
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VADDPS      Z20, Z11, Z20
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS      Z20, Z26, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VADDPS      Z17, Z20, Z20
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VADDPS      Z20, Z23, Z11
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTPS2DQ   Z11, Z11
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VCVTDQ2PS   Z11, Z17
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VSUBPS      Z26, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VSUBPS      Z17, Z23, Z23
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS      Z23, Z23, Z17
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VMULPS      Z17, Z26, Z26
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VADDPS      Z20, Z26, Z26
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VMULPS      Z17, Z20, Z17
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VADDPS      Z26, Z17, Z17
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VPSLLD      $0x17, Z11, Z11
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS      Z11, Z17, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VMULPS      Z11, Z14, Z14
+	VBLENDMPS   Z1, Z12, K4, Z12
+	VBLENDMPS   Z1, Z13, K5, Z13
+	VBLENDMPS   Z1, Z14, K6, Z14
+	VSUBPS      Z12, Z2, Z9
+	VSUBPS      Z13, Z2, Z10
+	VSUBPS      Z14, Z2, Z11
+	VCMPPS      $0x1d, Z1, Z3, K4
+	VBLENDMPS   Z9, Z12, K4, Z5
+	VCMPPS      $0x1d, Z1, Z4, K4
+	VBLENDMPS   Z10, Z13, K4, Z6
+	VCMPPS      $0x1d, Z1, Z8, K4
+	VBLENDMPS   Z11, Z14, K4, Z7
+	VMULPS      Z5, Z3, Z3
+	VMULPS      Z6, Z4, Z4
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS     Z3, K1, (R9)(R11*4)
+	VMOVUPS     Z4, K2, 64(R9)(R11*4)
+	VMOVUPS     Z8, K3, 128(R9)(R11*4)
+	ADDQ        $0x30, R11
+	CMPQ        R11, DX
+	JL          epi_col_538
+	MOVQ        ldc+8(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, AX
+	MOVQ        outStride+112(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R9
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_537
 	VZEROUPPER
 	RET
 
@@ -15804,63 +15912,69 @@ epi_col_541:
 	VDIVPS       Z14, Z4, Z14
 	VDIVPS       Z15, Z4, Z15
 	VDIVPS       Z16, Z4, Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VBROADCASTSS epilogueConsts<>+44(SB), Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS       Z16, Z16, Z19
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VMULPS       Z19, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VADDPS       Z28, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VMULPS       Z17, Z25, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z23, Z19
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
+	VADDPS       Z22, Z19, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
@@ -15885,99 +15999,99 @@ epi_col_541:
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
 	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VADDPS       Z22, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTPS2DQ    Z19, Z19
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VCVTDQ2PS    Z19, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
-	VSUBPS       Z31, Z25, Z25
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VADDPS       Z22, Z25, Z13
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTPS2DQ    Z13, Z13
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VCVTDQ2PS    Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
+	VSUBPS       Z28, Z25, Z25
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
 	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VSUBPS       Z22, Z25, Z25
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VBROADCASTSS epilogueConsts<>+84(SB), Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VSUBPS       Z19, Z25, Z25
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS       Z25, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VMULPS       Z19, Z28, Z28
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VADDPS       Z22, Z28, Z28
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
-	VPSLLD       $0x17, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
 	VMULPS       Z19, Z22, Z19
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VADDPS       Z28, Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VPSLLD       $0x17, Z13, Z13
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
+	VMULPS       Z13, Z19, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VMULPS       Z19, Z16, Z16
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
 	VBLENDMPS    Z3, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z3, Z15, K4, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
-	VBLENDMPS    Z3, Z16, K4, Z16
+	VBLENDMPS    Z3, Z15, K5, Z15
+	VBLENDMPS    Z3, Z16, K6, Z16
 	VSUBPS       Z14, Z4, Z11
 	VSUBPS       Z15, Z4, Z12
 	VSUBPS       Z16, Z4, Z13
@@ -16097,63 +16211,69 @@ epi_col_543:
 	VDIVPS       Z14, Z4, Z14
 	VDIVPS       Z15, Z4, Z15
 	VDIVPS       Z16, Z4, Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VBROADCASTSS epilogueConsts<>+44(SB), Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS       Z16, Z16, Z19
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VMULPS       Z19, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VADDPS       Z28, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VMULPS       Z17, Z25, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z23, Z19
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
+	VADDPS       Z22, Z19, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
@@ -16178,99 +16298,99 @@ epi_col_543:
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
 	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VADDPS       Z22, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTPS2DQ    Z19, Z19
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VCVTDQ2PS    Z19, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
-	VSUBPS       Z31, Z25, Z25
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VADDPS       Z22, Z25, Z13
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTPS2DQ    Z13, Z13
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VCVTDQ2PS    Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
+	VSUBPS       Z28, Z25, Z25
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
 	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VSUBPS       Z22, Z25, Z25
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VBROADCASTSS epilogueConsts<>+84(SB), Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VSUBPS       Z19, Z25, Z25
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS       Z25, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VMULPS       Z19, Z28, Z28
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VADDPS       Z22, Z28, Z28
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
-	VPSLLD       $0x17, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
 	VMULPS       Z19, Z22, Z19
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VADDPS       Z28, Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VPSLLD       $0x17, Z13, Z13
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
+	VMULPS       Z13, Z19, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VMULPS       Z19, Z16, Z16
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
 	VBLENDMPS    Z3, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z3, Z15, K4, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
-	VBLENDMPS    Z3, Z16, K4, Z16
+	VBLENDMPS    Z3, Z15, K5, Z15
+	VBLENDMPS    Z3, Z16, K6, Z16
 	VSUBPS       Z14, Z4, Z11
 	VSUBPS       Z15, Z4, Z12
 	VSUBPS       Z16, Z4, Z13
@@ -16344,260 +16464,266 @@ epi_row_546:
 	XORQ R10, R10
 
 epi_col_547:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z3
-	VMOVDQU32.Z  (SI)(R10*4), K1, Z4
-	VPMULLD      Z4, Z0, Z4
-	VPSUBD       Z4, Z3, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R10*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z4
-	VMOVDQU32.Z  64(SI)(R10*4), K2, Z8
-	VPMULLD      Z8, Z0, Z8
-	VPSUBD       Z8, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z8
-	VMULPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z8
-	VMOVDQU32.Z  128(SI)(R10*4), K3, Z9
-	VPMULLD      Z9, Z0, Z9
-	VPSUBD       Z9, Z8, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z9
-	VMULPS       Z9, Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS       Z12, Z2, Z12
-	VDIVPS       Z13, Z2, Z13
-	VDIVPS       Z14, Z2, Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z1, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z1, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z1, Z14, K4, Z14
-	VSUBPS       Z12, Z2, Z9
-	VSUBPS       Z13, Z2, Z10
-	VSUBPS       Z14, Z2, Z11
-	VCMPPS       $0x1d, Z1, Z3, K4
-	VBLENDMPS    Z9, Z12, K4, Z5
-	VCMPPS       $0x1d, Z1, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z6
-	VCMPPS       $0x1d, Z1, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VMULPS       Z5, Z3, Z3
-	VMULPS       Z6, Z4, Z4
-	VMULPS       Z7, Z8, Z8
-	VMOVUPS.Z    (DI)(R10*4), K1, Z9
-	VADDPS       Z9, Z3, Z3
-	VMOVUPS      Z3, K1, (R8)(R10*4)
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z3
-	VADDPS       Z3, Z4, Z4
-	VMOVUPS      Z4, K2, 64(R8)(R10*4)
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z3
-	VADDPS       Z3, Z8, Z8
-	VMOVUPS      Z8, K3, 128(R8)(R10*4)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_547
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         resStride+88(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, DI
-	MOVQ         outStride+112(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, R8
-	DECQ         BX
-	JNZ          epi_row_546
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z3
+	VMOVDQU32.Z (SI)(R10*4), K1, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R10*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z4
+	VMOVDQU32.Z 64(SI)(R10*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z8
+	VMULPS      Z8, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z8
+	VMOVDQU32.Z 128(SI)(R10*4), K3, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z9
+	VMULPS      Z9, Z8, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS      Z12, Z2, Z12
+	VDIVPS      Z13, Z2, Z13
+	VDIVPS      Z14, Z2, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS      Z14, Z14, Z17
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VMULPS      Z17, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VADDPS      Z26, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VMULPS      Z15, Z23, Z15
+	VMULPS      Z16, Z22, Z16
+	VMULPS      Z17, Z21, Z17
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VADDPS      Z20, Z17, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS      Z20, Z20, Z23
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VSUBPS      Z20, Z11, Z26
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VADDPS      Z20, Z11, Z20
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS      Z20, Z26, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VADDPS      Z17, Z20, Z20
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VADDPS      Z20, Z23, Z11
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTPS2DQ   Z11, Z11
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VCVTDQ2PS   Z11, Z17
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VSUBPS      Z26, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VSUBPS      Z17, Z23, Z23
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS      Z23, Z23, Z17
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VMULPS      Z17, Z26, Z26
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VADDPS      Z20, Z26, Z26
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VMULPS      Z17, Z20, Z17
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VADDPS      Z26, Z17, Z17
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VPSLLD      $0x17, Z11, Z11
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS      Z11, Z17, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VMULPS      Z11, Z14, Z14
+	VBLENDMPS   Z1, Z12, K4, Z12
+	VBLENDMPS   Z1, Z13, K5, Z13
+	VBLENDMPS   Z1, Z14, K6, Z14
+	VSUBPS      Z12, Z2, Z9
+	VSUBPS      Z13, Z2, Z10
+	VSUBPS      Z14, Z2, Z11
+	VCMPPS      $0x1d, Z1, Z3, K4
+	VBLENDMPS   Z9, Z12, K4, Z5
+	VCMPPS      $0x1d, Z1, Z4, K4
+	VBLENDMPS   Z10, Z13, K4, Z6
+	VCMPPS      $0x1d, Z1, Z8, K4
+	VBLENDMPS   Z11, Z14, K4, Z7
+	VMULPS      Z5, Z3, Z3
+	VMULPS      Z6, Z4, Z4
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS.Z   (DI)(R10*4), K1, Z9
+	VADDPS      Z9, Z3, Z3
+	VMOVUPS     Z3, K1, (R8)(R10*4)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z3
+	VADDPS      Z3, Z4, Z4
+	VMOVUPS     Z4, K2, 64(R8)(R10*4)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z3
+	VADDPS      Z3, Z8, Z8
+	VMOVUPS     Z8, K3, 128(R8)(R10*4)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_547
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        resStride+88(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, DI
+	MOVQ        outStride+112(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, R8
+	DECQ        BX
+	JNZ         epi_row_546
 	VZEROUPPER
 	RET
 
@@ -16620,265 +16746,271 @@ epi_row_548:
 	XORQ         R12, R12
 
 epi_col_549:
-	MOVQ         DX, R13
-	SUBQ         R12, R13
-	MOVQ         $0x00000030, R14
-	CMPQ         R13, R14
-	CMOVQLT      R13, R14
-	MOVQ         (R11)(R14*8), R13
-	KMOVQ        R13, K1
-	VMOVDQU32.Z  (AX)(R12*4), K1, Z3
-	VMOVDQU32.Z  (SI)(R12*4), K1, Z4
-	VPMULLD      Z4, Z0, Z4
-	VPSUBD       Z4, Z3, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R12*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMULPS.BCST  (DI), Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R12*4), K2, Z4
-	VMOVDQU32.Z  64(SI)(R12*4), K2, Z8
-	VPMULLD      Z8, Z0, Z8
-	VPSUBD       Z8, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R12*4), K2, Z8
-	VMULPS       Z8, Z4, Z4
-	VMULPS.BCST  (DI), Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R12*4), K3, Z8
-	VMOVDQU32.Z  128(SI)(R12*4), K3, Z9
-	VPMULLD      Z9, Z0, Z9
-	VPSUBD       Z9, Z8, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    128(CX)(R12*4), K3, Z9
-	VMULPS       Z9, Z8, Z8
-	VMULPS.BCST  (DI), Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS       Z12, Z2, Z12
-	VDIVPS       Z13, Z2, Z13
-	VDIVPS       Z14, Z2, Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z1, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z1, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z1, Z14, K4, Z14
-	VSUBPS       Z12, Z2, Z9
-	VSUBPS       Z13, Z2, Z10
-	VSUBPS       Z14, Z2, Z11
-	VCMPPS       $0x1d, Z1, Z3, K4
-	VBLENDMPS    Z9, Z12, K4, Z5
-	VCMPPS       $0x1d, Z1, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z6
-	VCMPPS       $0x1d, Z1, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VMULPS       Z5, Z3, Z3
-	VMULPS       Z6, Z4, Z4
-	VMULPS       Z7, Z8, Z8
-	VMOVUPS.Z    (R9)(R12*4), K1, Z9
-	VADDPS       Z9, Z3, Z3
-	VMOVUPS      Z3, K1, (R10)(R12*4)
-	VMOVUPS.Z    64(R9)(R12*4), K2, Z3
-	VADDPS       Z3, Z4, Z4
-	VMOVUPS      Z4, K2, 64(R10)(R12*4)
-	VMOVUPS.Z    128(R9)(R12*4), K3, Z3
-	VADDPS       Z3, Z8, Z8
-	VMOVUPS      Z8, K3, 128(R10)(R12*4)
-	ADDQ         $0x30, R12
-	CMPQ         R12, DX
-	JL           epi_col_549
-	MOVQ         ldc+8(FP), R12
-	SHLQ         $0x02, R12
-	ADDQ         R12, AX
-	MOVQ         resStride+88(FP), R12
-	SHLQ         $0x02, R12
-	ADDQ         R12, R9
-	MOVQ         outStride+112(FP), R12
-	SHLQ         $0x02, R12
-	ADDQ         R12, R10
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_548
+	MOVQ        DX, R13
+	SUBQ        R12, R13
+	MOVQ        $0x00000030, R14
+	CMPQ        R13, R14
+	CMOVQLT     R13, R14
+	MOVQ        (R11)(R14*8), R13
+	KMOVQ       R13, K1
+	VMOVDQU32.Z (AX)(R12*4), K1, Z3
+	VMOVDQU32.Z (SI)(R12*4), K1, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R12*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R12*4), K2, Z4
+	VMOVDQU32.Z 64(SI)(R12*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R12*4), K2, Z8
+	VMULPS      Z8, Z4, Z4
+	VMULPS.BCST (DI), Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R12*4), K3, Z8
+	VMOVDQU32.Z 128(SI)(R12*4), K3, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   128(CX)(R12*4), K3, Z9
+	VMULPS      Z9, Z8, Z8
+	VMULPS.BCST (DI), Z8, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS      Z12, Z2, Z12
+	VDIVPS      Z13, Z2, Z13
+	VDIVPS      Z14, Z2, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS      Z14, Z14, Z17
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VMULPS      Z17, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VADDPS      Z26, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VMULPS      Z15, Z23, Z15
+	VMULPS      Z16, Z22, Z16
+	VMULPS      Z17, Z21, Z17
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VADDPS      Z20, Z17, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS      Z20, Z20, Z23
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VSUBPS      Z20, Z11, Z26
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VADDPS      Z20, Z11, Z20
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS      Z20, Z26, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VADDPS      Z17, Z20, Z20
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VADDPS      Z20, Z23, Z11
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTPS2DQ   Z11, Z11
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VCVTDQ2PS   Z11, Z17
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VSUBPS      Z26, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VSUBPS      Z17, Z23, Z23
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS      Z23, Z23, Z17
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VMULPS      Z17, Z26, Z26
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VADDPS      Z20, Z26, Z26
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VMULPS      Z17, Z20, Z17
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VADDPS      Z26, Z17, Z17
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VPSLLD      $0x17, Z11, Z11
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS      Z11, Z17, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VMULPS      Z11, Z14, Z14
+	VBLENDMPS   Z1, Z12, K4, Z12
+	VBLENDMPS   Z1, Z13, K5, Z13
+	VBLENDMPS   Z1, Z14, K6, Z14
+	VSUBPS      Z12, Z2, Z9
+	VSUBPS      Z13, Z2, Z10
+	VSUBPS      Z14, Z2, Z11
+	VCMPPS      $0x1d, Z1, Z3, K4
+	VBLENDMPS   Z9, Z12, K4, Z5
+	VCMPPS      $0x1d, Z1, Z4, K4
+	VBLENDMPS   Z10, Z13, K4, Z6
+	VCMPPS      $0x1d, Z1, Z8, K4
+	VBLENDMPS   Z11, Z14, K4, Z7
+	VMULPS      Z5, Z3, Z3
+	VMULPS      Z6, Z4, Z4
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS.Z   (R9)(R12*4), K1, Z9
+	VADDPS      Z9, Z3, Z3
+	VMOVUPS     Z3, K1, (R10)(R12*4)
+	VMOVUPS.Z   64(R9)(R12*4), K2, Z3
+	VADDPS      Z3, Z4, Z4
+	VMOVUPS     Z4, K2, 64(R10)(R12*4)
+	VMOVUPS.Z   128(R9)(R12*4), K3, Z3
+	VADDPS      Z3, Z8, Z8
+	VMOVUPS     Z8, K3, 128(R10)(R12*4)
+	ADDQ        $0x30, R12
+	CMPQ        R12, DX
+	JL          epi_col_549
+	MOVQ        ldc+8(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, AX
+	MOVQ        resStride+88(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, R9
+	MOVQ        outStride+112(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, R10
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_548
 	VZEROUPPER
 	RET
 
@@ -16951,63 +17083,69 @@ epi_col_552:
 	VDIVPS       Z14, Z4, Z14
 	VDIVPS       Z15, Z4, Z15
 	VDIVPS       Z16, Z4, Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VBROADCASTSS epilogueConsts<>+44(SB), Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS       Z16, Z16, Z19
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VMULPS       Z19, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VADDPS       Z28, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VMULPS       Z17, Z25, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z23, Z19
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
+	VADDPS       Z22, Z19, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
@@ -17032,99 +17170,99 @@ epi_col_552:
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
 	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VADDPS       Z22, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTPS2DQ    Z19, Z19
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VCVTDQ2PS    Z19, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
-	VSUBPS       Z31, Z25, Z25
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VADDPS       Z22, Z25, Z13
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTPS2DQ    Z13, Z13
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VCVTDQ2PS    Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
+	VSUBPS       Z28, Z25, Z25
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
 	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VSUBPS       Z22, Z25, Z25
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VBROADCASTSS epilogueConsts<>+84(SB), Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VSUBPS       Z19, Z25, Z25
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS       Z25, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VMULPS       Z19, Z28, Z28
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VADDPS       Z22, Z28, Z28
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
-	VPSLLD       $0x17, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
 	VMULPS       Z19, Z22, Z19
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VADDPS       Z28, Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VPSLLD       $0x17, Z13, Z13
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
+	VMULPS       Z13, Z19, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VMULPS       Z19, Z16, Z16
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
 	VBLENDMPS    Z3, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z3, Z15, K4, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
-	VBLENDMPS    Z3, Z16, K4, Z16
+	VBLENDMPS    Z3, Z15, K5, Z15
+	VBLENDMPS    Z3, Z16, K6, Z16
 	VSUBPS       Z14, Z4, Z11
 	VSUBPS       Z15, Z4, Z12
 	VSUBPS       Z16, Z4, Z13
@@ -17254,63 +17392,69 @@ epi_col_554:
 	VDIVPS       Z14, Z4, Z14
 	VDIVPS       Z15, Z4, Z15
 	VDIVPS       Z16, Z4, Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VBROADCASTSS epilogueConsts<>+44(SB), Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS       Z16, Z16, Z19
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VMULPS       Z19, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VADDPS       Z28, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VMULPS       Z17, Z25, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z23, Z19
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
+	VADDPS       Z22, Z19, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
@@ -17335,99 +17479,99 @@ epi_col_554:
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
 	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VADDPS       Z22, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTPS2DQ    Z19, Z19
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VCVTDQ2PS    Z19, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
-	VSUBPS       Z31, Z25, Z25
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VADDPS       Z22, Z25, Z13
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTPS2DQ    Z13, Z13
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VCVTDQ2PS    Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
+	VSUBPS       Z28, Z25, Z25
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
 	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VSUBPS       Z22, Z25, Z25
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VBROADCASTSS epilogueConsts<>+84(SB), Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VSUBPS       Z19, Z25, Z25
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS       Z25, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VMULPS       Z19, Z28, Z28
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VADDPS       Z22, Z28, Z28
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
-	VPSLLD       $0x17, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
 	VMULPS       Z19, Z22, Z19
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VADDPS       Z28, Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VPSLLD       $0x17, Z13, Z13
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
+	VMULPS       Z13, Z19, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VMULPS       Z19, Z16, Z16
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
 	VBLENDMPS    Z3, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z3, Z15, K4, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
-	VBLENDMPS    Z3, Z16, K4, Z16
+	VBLENDMPS    Z3, Z15, K5, Z15
+	VBLENDMPS    Z3, Z16, K6, Z16
 	VSUBPS       Z14, Z4, Z11
 	VSUBPS       Z15, Z4, Z12
 	VSUBPS       Z16, Z4, Z13
@@ -18244,257 +18388,263 @@ epi_row_582:
 	XORQ R10, R10
 
 epi_col_583:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z3
-	VMOVDQU32.Z  (SI)(R10*4), K1, Z4
-	VPMULLD      Z4, Z0, Z4
-	VPSUBD       Z4, Z3, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R10*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMOVUPS.Z    (DI)(R10*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z4
-	VMOVDQU32.Z  64(SI)(R10*4), K2, Z8
-	VPMULLD      Z8, Z0, Z8
-	VPSUBD       Z8, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z8
-	VMULPS       Z8, Z4, Z4
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z8
-	VADDPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z8
-	VMOVDQU32.Z  128(SI)(R10*4), K3, Z9
-	VPMULLD      Z9, Z0, Z9
-	VPSUBD       Z9, Z8, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z9
-	VMULPS       Z9, Z8, Z8
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z9
-	VADDPS       Z9, Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS       Z12, Z2, Z12
-	VDIVPS       Z13, Z2, Z13
-	VDIVPS       Z14, Z2, Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z1, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z1, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z1, Z14, K4, Z14
-	VSUBPS       Z12, Z2, Z9
-	VSUBPS       Z13, Z2, Z10
-	VSUBPS       Z14, Z2, Z11
-	VCMPPS       $0x1d, Z1, Z3, K4
-	VBLENDMPS    Z9, Z12, K4, Z5
-	VCMPPS       $0x1d, Z1, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z6
-	VCMPPS       $0x1d, Z1, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VMULPS       Z5, Z3, Z3
-	VMULPS       Z6, Z4, Z4
-	VMULPS       Z7, Z8, Z8
-	VMOVUPS      Z3, K1, (R8)(R10*4)
-	VMOVUPS      Z4, K2, 64(R8)(R10*4)
-	VMOVUPS      Z8, K3, 128(R8)(R10*4)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_583
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         outStride+112(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, R8
-	DECQ         BX
-	JNZ          epi_row_582
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z3
+	VMOVDQU32.Z (SI)(R10*4), K1, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R10*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS.Z   (DI)(R10*4), K1, Z4
+	VADDPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z4
+	VMOVDQU32.Z 64(SI)(R10*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z8
+	VMULPS      Z8, Z4, Z4
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z8
+	VADDPS      Z8, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z8
+	VMOVDQU32.Z 128(SI)(R10*4), K3, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z9
+	VMULPS      Z9, Z8, Z8
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z9
+	VADDPS      Z9, Z8, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS      Z12, Z2, Z12
+	VDIVPS      Z13, Z2, Z13
+	VDIVPS      Z14, Z2, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS      Z14, Z14, Z17
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VMULPS      Z17, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VADDPS      Z26, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VMULPS      Z15, Z23, Z15
+	VMULPS      Z16, Z22, Z16
+	VMULPS      Z17, Z21, Z17
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VADDPS      Z20, Z17, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS      Z20, Z20, Z23
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VSUBPS      Z20, Z11, Z26
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VADDPS      Z20, Z11, Z20
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS      Z20, Z26, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VADDPS      Z17, Z20, Z20
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VADDPS      Z20, Z23, Z11
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTPS2DQ   Z11, Z11
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VCVTDQ2PS   Z11, Z17
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VSUBPS      Z26, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VSUBPS      Z17, Z23, Z23
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS      Z23, Z23, Z17
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VMULPS      Z17, Z26, Z26
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VADDPS      Z20, Z26, Z26
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VMULPS      Z17, Z20, Z17
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VADDPS      Z26, Z17, Z17
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VPSLLD      $0x17, Z11, Z11
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS      Z11, Z17, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VMULPS      Z11, Z14, Z14
+	VBLENDMPS   Z1, Z12, K4, Z12
+	VBLENDMPS   Z1, Z13, K5, Z13
+	VBLENDMPS   Z1, Z14, K6, Z14
+	VSUBPS      Z12, Z2, Z9
+	VSUBPS      Z13, Z2, Z10
+	VSUBPS      Z14, Z2, Z11
+	VCMPPS      $0x1d, Z1, Z3, K4
+	VBLENDMPS   Z9, Z12, K4, Z5
+	VCMPPS      $0x1d, Z1, Z4, K4
+	VBLENDMPS   Z10, Z13, K4, Z6
+	VCMPPS      $0x1d, Z1, Z8, K4
+	VBLENDMPS   Z11, Z14, K4, Z7
+	VMULPS      Z5, Z3, Z3
+	VMULPS      Z6, Z4, Z4
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS     Z3, K1, (R8)(R10*4)
+	VMOVUPS     Z4, K2, 64(R8)(R10*4)
+	VMOVUPS     Z8, K3, 128(R8)(R10*4)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_583
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        outStride+112(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, R8
+	DECQ        BX
+	JNZ         epi_row_582
 	VZEROUPPER
 	RET
 
@@ -18517,262 +18667,268 @@ epi_row_584:
 	XORQ         R12, R12
 
 epi_col_585:
-	MOVQ         DX, R13
-	SUBQ         R12, R13
-	MOVQ         $0x00000030, R14
-	CMPQ         R13, R14
-	CMOVQLT      R13, R14
-	MOVQ         (R11)(R14*8), R13
-	KMOVQ        R13, K1
-	VMOVDQU32.Z  (AX)(R12*4), K1, Z3
-	VMOVDQU32.Z  (SI)(R12*4), K1, Z4
-	VPMULLD      Z4, Z0, Z4
-	VPSUBD       Z4, Z3, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R12*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMULPS.BCST  (DI), Z3, Z3
-	VMOVUPS.Z    (R9)(R12*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R12*4), K2, Z4
-	VMOVDQU32.Z  64(SI)(R12*4), K2, Z8
-	VPMULLD      Z8, Z0, Z8
-	VPSUBD       Z8, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R12*4), K2, Z8
-	VMULPS       Z8, Z4, Z4
-	VMULPS.BCST  (DI), Z4, Z4
-	VMOVUPS.Z    64(R9)(R12*4), K2, Z8
-	VADDPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R12*4), K3, Z8
-	VMOVDQU32.Z  128(SI)(R12*4), K3, Z9
-	VPMULLD      Z9, Z0, Z9
-	VPSUBD       Z9, Z8, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    128(CX)(R12*4), K3, Z9
-	VMULPS       Z9, Z8, Z8
-	VMULPS.BCST  (DI), Z8, Z8
-	VMOVUPS.Z    128(R9)(R12*4), K3, Z9
-	VADDPS       Z9, Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS       Z12, Z2, Z12
-	VDIVPS       Z13, Z2, Z13
-	VDIVPS       Z14, Z2, Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z1, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z1, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z1, Z14, K4, Z14
-	VSUBPS       Z12, Z2, Z9
-	VSUBPS       Z13, Z2, Z10
-	VSUBPS       Z14, Z2, Z11
-	VCMPPS       $0x1d, Z1, Z3, K4
-	VBLENDMPS    Z9, Z12, K4, Z5
-	VCMPPS       $0x1d, Z1, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z6
-	VCMPPS       $0x1d, Z1, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VMULPS       Z5, Z3, Z3
-	VMULPS       Z6, Z4, Z4
-	VMULPS       Z7, Z8, Z8
-	VMOVUPS      Z3, K1, (R10)(R12*4)
-	VMOVUPS      Z4, K2, 64(R10)(R12*4)
-	VMOVUPS      Z8, K3, 128(R10)(R12*4)
-	ADDQ         $0x30, R12
-	CMPQ         R12, DX
-	JL           epi_col_585
-	MOVQ         ldc+8(FP), R12
-	SHLQ         $0x02, R12
-	ADDQ         R12, AX
-	MOVQ         outStride+112(FP), R12
-	SHLQ         $0x02, R12
-	ADDQ         R12, R10
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_584
+	MOVQ        DX, R13
+	SUBQ        R12, R13
+	MOVQ        $0x00000030, R14
+	CMPQ        R13, R14
+	CMOVQLT     R13, R14
+	MOVQ        (R11)(R14*8), R13
+	KMOVQ       R13, K1
+	VMOVDQU32.Z (AX)(R12*4), K1, Z3
+	VMOVDQU32.Z (SI)(R12*4), K1, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R12*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMOVUPS.Z   (R9)(R12*4), K1, Z4
+	VADDPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R12*4), K2, Z4
+	VMOVDQU32.Z 64(SI)(R12*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R12*4), K2, Z8
+	VMULPS      Z8, Z4, Z4
+	VMULPS.BCST (DI), Z4, Z4
+	VMOVUPS.Z   64(R9)(R12*4), K2, Z8
+	VADDPS      Z8, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R12*4), K3, Z8
+	VMOVDQU32.Z 128(SI)(R12*4), K3, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   128(CX)(R12*4), K3, Z9
+	VMULPS      Z9, Z8, Z8
+	VMULPS.BCST (DI), Z8, Z8
+	VMOVUPS.Z   128(R9)(R12*4), K3, Z9
+	VADDPS      Z9, Z8, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS      Z12, Z2, Z12
+	VDIVPS      Z13, Z2, Z13
+	VDIVPS      Z14, Z2, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS      Z14, Z14, Z17
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VMULPS      Z17, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VADDPS      Z26, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VMULPS      Z15, Z23, Z15
+	VMULPS      Z16, Z22, Z16
+	VMULPS      Z17, Z21, Z17
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VADDPS      Z20, Z17, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS      Z20, Z20, Z23
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VSUBPS      Z20, Z11, Z26
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VADDPS      Z20, Z11, Z20
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS      Z20, Z26, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VADDPS      Z17, Z20, Z20
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VADDPS      Z20, Z23, Z11
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTPS2DQ   Z11, Z11
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VCVTDQ2PS   Z11, Z17
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VSUBPS      Z26, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VSUBPS      Z17, Z23, Z23
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS      Z23, Z23, Z17
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VMULPS      Z17, Z26, Z26
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VADDPS      Z20, Z26, Z26
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VMULPS      Z17, Z20, Z17
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VADDPS      Z26, Z17, Z17
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VPSLLD      $0x17, Z11, Z11
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS      Z11, Z17, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VMULPS      Z11, Z14, Z14
+	VBLENDMPS   Z1, Z12, K4, Z12
+	VBLENDMPS   Z1, Z13, K5, Z13
+	VBLENDMPS   Z1, Z14, K6, Z14
+	VSUBPS      Z12, Z2, Z9
+	VSUBPS      Z13, Z2, Z10
+	VSUBPS      Z14, Z2, Z11
+	VCMPPS      $0x1d, Z1, Z3, K4
+	VBLENDMPS   Z9, Z12, K4, Z5
+	VCMPPS      $0x1d, Z1, Z4, K4
+	VBLENDMPS   Z10, Z13, K4, Z6
+	VCMPPS      $0x1d, Z1, Z8, K4
+	VBLENDMPS   Z11, Z14, K4, Z7
+	VMULPS      Z5, Z3, Z3
+	VMULPS      Z6, Z4, Z4
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS     Z3, K1, (R10)(R12*4)
+	VMOVUPS     Z4, K2, 64(R10)(R12*4)
+	VMOVUPS     Z8, K3, 128(R10)(R12*4)
+	ADDQ        $0x30, R12
+	CMPQ        R12, DX
+	JL          epi_col_585
+	MOVQ        ldc+8(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, AX
+	MOVQ        outStride+112(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, R10
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_584
 	VZEROUPPER
 	RET
 
@@ -18851,63 +19007,69 @@ epi_col_588:
 	VDIVPS       Z14, Z4, Z14
 	VDIVPS       Z15, Z4, Z15
 	VDIVPS       Z16, Z4, Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VBROADCASTSS epilogueConsts<>+44(SB), Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS       Z16, Z16, Z19
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VMULPS       Z19, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VADDPS       Z28, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VMULPS       Z17, Z25, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z23, Z19
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
+	VADDPS       Z22, Z19, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
@@ -18932,99 +19094,99 @@ epi_col_588:
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
 	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VADDPS       Z22, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTPS2DQ    Z19, Z19
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VCVTDQ2PS    Z19, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
-	VSUBPS       Z31, Z25, Z25
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VADDPS       Z22, Z25, Z13
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTPS2DQ    Z13, Z13
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VCVTDQ2PS    Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
+	VSUBPS       Z28, Z25, Z25
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
 	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VSUBPS       Z22, Z25, Z25
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VBROADCASTSS epilogueConsts<>+84(SB), Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VSUBPS       Z19, Z25, Z25
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS       Z25, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VMULPS       Z19, Z28, Z28
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VADDPS       Z22, Z28, Z28
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
-	VPSLLD       $0x17, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
 	VMULPS       Z19, Z22, Z19
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VADDPS       Z28, Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VPSLLD       $0x17, Z13, Z13
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
+	VMULPS       Z13, Z19, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VMULPS       Z19, Z16, Z16
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
 	VBLENDMPS    Z3, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z3, Z15, K4, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
-	VBLENDMPS    Z3, Z16, K4, Z16
+	VBLENDMPS    Z3, Z15, K5, Z15
+	VBLENDMPS    Z3, Z16, K6, Z16
 	VSUBPS       Z14, Z4, Z11
 	VSUBPS       Z15, Z4, Z12
 	VSUBPS       Z16, Z4, Z13
@@ -19151,63 +19313,69 @@ epi_col_590:
 	VDIVPS       Z14, Z4, Z14
 	VDIVPS       Z15, Z4, Z15
 	VDIVPS       Z16, Z4, Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VBROADCASTSS epilogueConsts<>+44(SB), Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS       Z16, Z16, Z19
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VMULPS       Z19, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VADDPS       Z28, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VMULPS       Z17, Z25, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z23, Z19
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
+	VADDPS       Z22, Z19, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
@@ -19232,99 +19400,99 @@ epi_col_590:
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
 	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VADDPS       Z22, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTPS2DQ    Z19, Z19
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VCVTDQ2PS    Z19, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
-	VSUBPS       Z31, Z25, Z25
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VADDPS       Z22, Z25, Z13
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTPS2DQ    Z13, Z13
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VCVTDQ2PS    Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
+	VSUBPS       Z28, Z25, Z25
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
 	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VSUBPS       Z22, Z25, Z25
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VBROADCASTSS epilogueConsts<>+84(SB), Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VSUBPS       Z19, Z25, Z25
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS       Z25, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VMULPS       Z19, Z28, Z28
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VADDPS       Z22, Z28, Z28
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
-	VPSLLD       $0x17, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
 	VMULPS       Z19, Z22, Z19
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VADDPS       Z28, Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VPSLLD       $0x17, Z13, Z13
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
+	VMULPS       Z13, Z19, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VMULPS       Z19, Z16, Z16
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
 	VBLENDMPS    Z3, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z3, Z15, K4, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
-	VBLENDMPS    Z3, Z16, K4, Z16
+	VBLENDMPS    Z3, Z15, K5, Z15
+	VBLENDMPS    Z3, Z16, K6, Z16
 	VSUBPS       Z14, Z4, Z11
 	VSUBPS       Z15, Z4, Z12
 	VSUBPS       Z16, Z4, Z13
@@ -19399,266 +19567,272 @@ epi_row_593:
 	XORQ R11, R11
 
 epi_col_594:
-	MOVQ         DX, R12
-	SUBQ         R11, R12
-	MOVQ         $0x00000030, R13
-	CMPQ         R12, R13
-	CMOVQLT      R12, R13
-	MOVQ         (R10)(R13*8), R12
-	KMOVQ        R12, K1
-	VMOVDQU32.Z  (AX)(R11*4), K1, Z3
-	VMOVDQU32.Z  (SI)(R11*4), K1, Z4
-	VPMULLD      Z4, Z0, Z4
-	VPSUBD       Z4, Z3, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R11*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMOVUPS.Z    (DI)(R11*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R11*4), K2, Z4
-	VMOVDQU32.Z  64(SI)(R11*4), K2, Z8
-	VPMULLD      Z8, Z0, Z8
-	VPSUBD       Z8, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R11*4), K2, Z8
-	VMULPS       Z8, Z4, Z4
-	VMOVUPS.Z    64(DI)(R11*4), K2, Z8
-	VADDPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R11*4), K3, Z8
-	VMOVDQU32.Z  128(SI)(R11*4), K3, Z9
-	VPMULLD      Z9, Z0, Z9
-	VPSUBD       Z9, Z8, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    128(CX)(R11*4), K3, Z9
-	VMULPS       Z9, Z8, Z8
-	VMOVUPS.Z    128(DI)(R11*4), K3, Z9
-	VADDPS       Z9, Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS       Z12, Z2, Z12
-	VDIVPS       Z13, Z2, Z13
-	VDIVPS       Z14, Z2, Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z1, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z1, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z1, Z14, K4, Z14
-	VSUBPS       Z12, Z2, Z9
-	VSUBPS       Z13, Z2, Z10
-	VSUBPS       Z14, Z2, Z11
-	VCMPPS       $0x1d, Z1, Z3, K4
-	VBLENDMPS    Z9, Z12, K4, Z5
-	VCMPPS       $0x1d, Z1, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z6
-	VCMPPS       $0x1d, Z1, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VMULPS       Z5, Z3, Z3
-	VMULPS       Z6, Z4, Z4
-	VMULPS       Z7, Z8, Z8
-	VMOVUPS.Z    (R8)(R11*4), K1, Z9
-	VADDPS       Z9, Z3, Z3
-	VMOVUPS      Z3, K1, (R9)(R11*4)
-	VMOVUPS.Z    64(R8)(R11*4), K2, Z3
-	VADDPS       Z3, Z4, Z4
-	VMOVUPS      Z4, K2, 64(R9)(R11*4)
-	VMOVUPS.Z    128(R8)(R11*4), K3, Z3
-	VADDPS       Z3, Z8, Z8
-	VMOVUPS      Z8, K3, 128(R9)(R11*4)
-	ADDQ         $0x30, R11
-	CMPQ         R11, DX
-	JL           epi_col_594
-	MOVQ         ldc+8(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, AX
-	MOVQ         resStride+88(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, R8
-	MOVQ         outStride+112(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, R9
-	DECQ         BX
-	JNZ          epi_row_593
+	MOVQ        DX, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVDQU32.Z (AX)(R11*4), K1, Z3
+	VMOVDQU32.Z (SI)(R11*4), K1, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R11*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS.Z   (DI)(R11*4), K1, Z4
+	VADDPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z4
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z8
+	VMULPS      Z8, Z4, Z4
+	VMOVUPS.Z   64(DI)(R11*4), K2, Z8
+	VADDPS      Z8, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z8
+	VMOVDQU32.Z 128(SI)(R11*4), K3, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z9
+	VMULPS      Z9, Z8, Z8
+	VMOVUPS.Z   128(DI)(R11*4), K3, Z9
+	VADDPS      Z9, Z8, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS      Z12, Z2, Z12
+	VDIVPS      Z13, Z2, Z13
+	VDIVPS      Z14, Z2, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS      Z14, Z14, Z17
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VMULPS      Z17, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VADDPS      Z26, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VMULPS      Z15, Z23, Z15
+	VMULPS      Z16, Z22, Z16
+	VMULPS      Z17, Z21, Z17
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VADDPS      Z20, Z17, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS      Z20, Z20, Z23
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VSUBPS      Z20, Z11, Z26
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VADDPS      Z20, Z11, Z20
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS      Z20, Z26, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VADDPS      Z17, Z20, Z20
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VADDPS      Z20, Z23, Z11
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTPS2DQ   Z11, Z11
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VCVTDQ2PS   Z11, Z17
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VSUBPS      Z26, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VSUBPS      Z17, Z23, Z23
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS      Z23, Z23, Z17
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VMULPS      Z17, Z26, Z26
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VADDPS      Z20, Z26, Z26
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VMULPS      Z17, Z20, Z17
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VADDPS      Z26, Z17, Z17
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VPSLLD      $0x17, Z11, Z11
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS      Z11, Z17, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VMULPS      Z11, Z14, Z14
+	VBLENDMPS   Z1, Z12, K4, Z12
+	VBLENDMPS   Z1, Z13, K5, Z13
+	VBLENDMPS   Z1, Z14, K6, Z14
+	VSUBPS      Z12, Z2, Z9
+	VSUBPS      Z13, Z2, Z10
+	VSUBPS      Z14, Z2, Z11
+	VCMPPS      $0x1d, Z1, Z3, K4
+	VBLENDMPS   Z9, Z12, K4, Z5
+	VCMPPS      $0x1d, Z1, Z4, K4
+	VBLENDMPS   Z10, Z13, K4, Z6
+	VCMPPS      $0x1d, Z1, Z8, K4
+	VBLENDMPS   Z11, Z14, K4, Z7
+	VMULPS      Z5, Z3, Z3
+	VMULPS      Z6, Z4, Z4
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS.Z   (R8)(R11*4), K1, Z9
+	VADDPS      Z9, Z3, Z3
+	VMOVUPS     Z3, K1, (R9)(R11*4)
+	VMOVUPS.Z   64(R8)(R11*4), K2, Z3
+	VADDPS      Z3, Z4, Z4
+	VMOVUPS     Z4, K2, 64(R9)(R11*4)
+	VMOVUPS.Z   128(R8)(R11*4), K3, Z3
+	VADDPS      Z3, Z8, Z8
+	VMOVUPS     Z8, K3, 128(R9)(R11*4)
+	ADDQ        $0x30, R11
+	CMPQ        R11, DX
+	JL          epi_col_594
+	MOVQ        ldc+8(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, AX
+	MOVQ        resStride+88(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R8
+	MOVQ        outStride+112(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R9
+	DECQ        BX
+	JNZ         epi_row_593
 	VZEROUPPER
 	RET
 
@@ -19682,271 +19856,277 @@ epi_row_595:
 	XORQ         R13, R13
 
 epi_col_596:
-	MOVQ         DX, R14
-	SUBQ         R13, R14
-	MOVQ         $0x00000030, R15
-	CMPQ         R14, R15
-	CMOVQLT      R14, R15
-	MOVQ         (R12)(R15*8), R14
-	KMOVQ        R14, K1
-	VMOVDQU32.Z  (AX)(R13*4), K1, Z3
-	VMOVDQU32.Z  (SI)(R13*4), K1, Z4
-	VPMULLD      Z4, Z0, Z4
-	VPSUBD       Z4, Z3, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R13*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMULPS.BCST  (DI), Z3, Z3
-	VMOVUPS.Z    (R9)(R13*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R13*4), K2, Z4
-	VMOVDQU32.Z  64(SI)(R13*4), K2, Z8
-	VPMULLD      Z8, Z0, Z8
-	VPSUBD       Z8, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R13*4), K2, Z8
-	VMULPS       Z8, Z4, Z4
-	VMULPS.BCST  (DI), Z4, Z4
-	VMOVUPS.Z    64(R9)(R13*4), K2, Z8
-	VADDPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R13*4), K3, Z8
-	VMOVDQU32.Z  128(SI)(R13*4), K3, Z9
-	VPMULLD      Z9, Z0, Z9
-	VPSUBD       Z9, Z8, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    128(CX)(R13*4), K3, Z9
-	VMULPS       Z9, Z8, Z8
-	VMULPS.BCST  (DI), Z8, Z8
-	VMOVUPS.Z    128(R9)(R13*4), K3, Z9
-	VADDPS       Z9, Z8, Z8
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS       Z12, Z2, Z12
-	VDIVPS       Z13, Z2, Z13
-	VDIVPS       Z14, Z2, Z14
-	VBROADCASTSS epilogueConsts<>+44(SB), Z15
-	VBROADCASTSS epilogueConsts<>+44(SB), Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VMULPS       Z14, Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z16, Z16
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS       Z18, Z18, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS       Z18, Z9, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VADDPS       Z18, Z9, Z18
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS       Z15, Z18, Z18
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z15
-	VADDPS       Z19, Z22, Z16
-	VADDPS       Z20, Z23, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VCVTPS2DQ    Z15, Z15
-	VCVTPS2DQ    Z16, Z16
-	VCVTPS2DQ    Z17, Z17
-	VCVTDQ2PS    Z15, Z24
-	VCVTDQ2PS    Z16, Z25
-	VCVTDQ2PS    Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z25, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VSUBPS       Z27, Z21, Z21
-	VSUBPS       Z28, Z22, Z22
-	VSUBPS       Z29, Z23, Z23
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VSUBPS       Z18, Z21, Z21
-	VSUBPS       Z19, Z22, Z22
-	VSUBPS       Z20, Z23, Z23
-	VBROADCASTSS epilogueConsts<>+84(SB), Z18
-	VBROADCASTSS epilogueConsts<>+84(SB), Z19
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VMULPS       Z21, Z18, Z18
-	VMULPS       Z22, Z19, Z19
-	VMULPS       Z23, Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z15, Z15
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z16, Z16
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPSLLD       $0x17, Z15, Z15
-	VPSLLD       $0x17, Z16, Z16
-	VPSLLD       $0x17, Z17, Z17
-	VMULPS       Z15, Z18, Z15
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS       Z15, Z12, Z12
-	VMULPS       Z16, Z13, Z13
-	VMULPS       Z17, Z14, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VBLENDMPS    Z1, Z12, K4, Z12
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VBLENDMPS    Z1, Z13, K4, Z13
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VBLENDMPS    Z1, Z14, K4, Z14
-	VSUBPS       Z12, Z2, Z9
-	VSUBPS       Z13, Z2, Z10
-	VSUBPS       Z14, Z2, Z11
-	VCMPPS       $0x1d, Z1, Z3, K4
-	VBLENDMPS    Z9, Z12, K4, Z5
-	VCMPPS       $0x1d, Z1, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z6
-	VCMPPS       $0x1d, Z1, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VMULPS       Z5, Z3, Z3
-	VMULPS       Z6, Z4, Z4
-	VMULPS       Z7, Z8, Z8
-	VMOVUPS.Z    (R10)(R13*4), K1, Z9
-	VADDPS       Z9, Z3, Z3
-	VMOVUPS      Z3, K1, (R11)(R13*4)
-	VMOVUPS.Z    64(R10)(R13*4), K2, Z3
-	VADDPS       Z3, Z4, Z4
-	VMOVUPS      Z4, K2, 64(R11)(R13*4)
-	VMOVUPS.Z    128(R10)(R13*4), K3, Z3
-	VADDPS       Z3, Z8, Z8
-	VMOVUPS      Z8, K3, 128(R11)(R13*4)
-	ADDQ         $0x30, R13
-	CMPQ         R13, DX
-	JL           epi_col_596
-	MOVQ         ldc+8(FP), R13
-	SHLQ         $0x02, R13
-	ADDQ         R13, AX
-	MOVQ         resStride+88(FP), R13
-	SHLQ         $0x02, R13
-	ADDQ         R13, R10
-	MOVQ         outStride+112(FP), R13
-	SHLQ         $0x02, R13
-	ADDQ         R13, R11
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_595
+	MOVQ        DX, R14
+	SUBQ        R13, R14
+	MOVQ        $0x00000030, R15
+	CMPQ        R14, R15
+	CMOVQLT     R14, R15
+	MOVQ        (R12)(R15*8), R14
+	KMOVQ       R14, K1
+	VMOVDQU32.Z (AX)(R13*4), K1, Z3
+	VMOVDQU32.Z (SI)(R13*4), K1, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R13*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMOVUPS.Z   (R9)(R13*4), K1, Z4
+	VADDPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R13*4), K2, Z4
+	VMOVDQU32.Z 64(SI)(R13*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R13*4), K2, Z8
+	VMULPS      Z8, Z4, Z4
+	VMULPS.BCST (DI), Z4, Z4
+	VMOVUPS.Z   64(R9)(R13*4), K2, Z8
+	VADDPS      Z8, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R13*4), K3, Z8
+	VMOVDQU32.Z 128(SI)(R13*4), K3, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   128(CX)(R13*4), K3, Z9
+	VMULPS      Z9, Z8, Z8
+	VMULPS.BCST (DI), Z8, Z8
+	VMOVUPS.Z   128(R9)(R13*4), K3, Z9
+	VADDPS      Z9, Z8, Z8
+	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
+	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
+	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
+	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
+	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
+	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
+	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
+	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
+	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
+	VDIVPS      Z12, Z2, Z12
+	VDIVPS      Z13, Z2, Z13
+	VDIVPS      Z14, Z2, Z14
+	VMULPS      Z12, Z12, Z15
+	VMULPS      Z13, Z13, Z16
+	VMULPS      Z14, Z14, Z17
+	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
+	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
+	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
+	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
+	VMULPS      Z15, Z21, Z21
+	VMULPS      Z16, Z22, Z22
+	VMULPS      Z17, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
+	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
+	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
+	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
+	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
+	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
+	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VADDPS      Z26, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
+	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
+	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
+	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
+	VMULPS      Z15, Z23, Z15
+	VMULPS      Z16, Z22, Z16
+	VMULPS      Z17, Z21, Z17
+	VADDPS      Z18, Z15, Z15
+	VADDPS      Z19, Z16, Z16
+	VADDPS      Z20, Z17, Z17
+	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
+	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
+	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
+	VMULPS      Z18, Z18, Z21
+	VMULPS      Z19, Z19, Z22
+	VMULPS      Z20, Z20, Z23
+	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
+	VSUBPS      Z18, Z9, Z24
+	VSUBPS      Z19, Z10, Z25
+	VSUBPS      Z20, Z11, Z26
+	VADDPS      Z18, Z9, Z18
+	VADDPS      Z19, Z10, Z19
+	VADDPS      Z20, Z11, Z20
+	VMULPS      Z18, Z24, Z18
+	VMULPS      Z19, Z25, Z19
+	VMULPS      Z20, Z26, Z20
+	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
+	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
+	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
+	VADDPS      Z15, Z18, Z18
+	VADDPS      Z16, Z19, Z19
+	VADDPS      Z17, Z20, Z20
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
+	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
+	VADDPS      Z18, Z21, Z9
+	VADDPS      Z19, Z22, Z10
+	VADDPS      Z20, Z23, Z11
+	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
+	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
+	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
+	VCVTPS2DQ   Z9, Z9
+	VCVTPS2DQ   Z10, Z10
+	VCVTPS2DQ   Z11, Z11
+	VCVTDQ2PS   Z9, Z15
+	VCVTDQ2PS   Z10, Z16
+	VCVTDQ2PS   Z11, Z17
+	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
+	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
+	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
+	VSUBPS      Z24, Z21, Z21
+	VSUBPS      Z25, Z22, Z22
+	VSUBPS      Z26, Z23, Z23
+	VADDPS      Z18, Z21, Z21
+	VADDPS      Z19, Z22, Z22
+	VADDPS      Z20, Z23, Z23
+	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
+	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
+	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
+	VSUBPS      Z15, Z21, Z21
+	VSUBPS      Z16, Z22, Z22
+	VSUBPS      Z17, Z23, Z23
+	VMULPS      Z21, Z21, Z15
+	VMULPS      Z22, Z22, Z16
+	VMULPS      Z23, Z23, Z17
+	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
+	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
+	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
+	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
+	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
+	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
+	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
+	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
+	VMULPS      Z15, Z24, Z24
+	VMULPS      Z16, Z25, Z25
+	VMULPS      Z17, Z26, Z26
+	VADDPS      Z18, Z24, Z24
+	VADDPS      Z19, Z25, Z25
+	VADDPS      Z20, Z26, Z26
+	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
+	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
+	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
+	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
+	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
+	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
+	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
+	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
+	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
+	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
+	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
+	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
+	VMULPS      Z15, Z18, Z18
+	VMULPS      Z16, Z19, Z19
+	VMULPS      Z17, Z20, Z20
+	VADDPS      Z21, Z18, Z18
+	VADDPS      Z22, Z19, Z19
+	VADDPS      Z23, Z20, Z20
+	VMULPS      Z15, Z15, Z15
+	VMULPS      Z16, Z16, Z16
+	VMULPS      Z17, Z17, Z17
+	VMULPS      Z15, Z18, Z15
+	VMULPS      Z16, Z19, Z16
+	VMULPS      Z17, Z20, Z17
+	VADDPS      Z24, Z15, Z15
+	VADDPS      Z25, Z16, Z16
+	VADDPS      Z26, Z17, Z17
+	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
+	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
+	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
+	VPSLLD      $0x17, Z9, Z9
+	VPSLLD      $0x17, Z10, Z10
+	VPSLLD      $0x17, Z11, Z11
+	VMULPS      Z9, Z15, Z9
+	VMULPS      Z10, Z16, Z10
+	VMULPS      Z11, Z17, Z11
+	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
+	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
+	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
+	VMULPS      Z9, Z12, Z12
+	VMULPS      Z10, Z13, Z13
+	VMULPS      Z11, Z14, Z14
+	VBLENDMPS   Z1, Z12, K4, Z12
+	VBLENDMPS   Z1, Z13, K5, Z13
+	VBLENDMPS   Z1, Z14, K6, Z14
+	VSUBPS      Z12, Z2, Z9
+	VSUBPS      Z13, Z2, Z10
+	VSUBPS      Z14, Z2, Z11
+	VCMPPS      $0x1d, Z1, Z3, K4
+	VBLENDMPS   Z9, Z12, K4, Z5
+	VCMPPS      $0x1d, Z1, Z4, K4
+	VBLENDMPS   Z10, Z13, K4, Z6
+	VCMPPS      $0x1d, Z1, Z8, K4
+	VBLENDMPS   Z11, Z14, K4, Z7
+	VMULPS      Z5, Z3, Z3
+	VMULPS      Z6, Z4, Z4
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS.Z   (R10)(R13*4), K1, Z9
+	VADDPS      Z9, Z3, Z3
+	VMOVUPS     Z3, K1, (R11)(R13*4)
+	VMOVUPS.Z   64(R10)(R13*4), K2, Z3
+	VADDPS      Z3, Z4, Z4
+	VMOVUPS     Z4, K2, 64(R11)(R13*4)
+	VMOVUPS.Z   128(R10)(R13*4), K3, Z3
+	VADDPS      Z3, Z8, Z8
+	VMOVUPS     Z8, K3, 128(R11)(R13*4)
+	ADDQ        $0x30, R13
+	CMPQ        R13, DX
+	JL          epi_col_596
+	MOVQ        ldc+8(FP), R13
+	SHLQ        $0x02, R13
+	ADDQ        R13, AX
+	MOVQ        resStride+88(FP), R13
+	SHLQ        $0x02, R13
+	ADDQ        R13, R10
+	MOVQ        outStride+112(FP), R13
+	SHLQ        $0x02, R13
+	ADDQ        R13, R11
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_595
 	VZEROUPPER
 	RET
 
@@ -20026,63 +20206,69 @@ epi_col_599:
 	VDIVPS       Z14, Z4, Z14
 	VDIVPS       Z15, Z4, Z15
 	VDIVPS       Z16, Z4, Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VBROADCASTSS epilogueConsts<>+44(SB), Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS       Z16, Z16, Z19
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VMULPS       Z19, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VADDPS       Z28, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VMULPS       Z17, Z25, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z23, Z19
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
+	VADDPS       Z22, Z19, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
@@ -20107,99 +20293,99 @@ epi_col_599:
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
 	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VADDPS       Z22, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTPS2DQ    Z19, Z19
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VCVTDQ2PS    Z19, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
-	VSUBPS       Z31, Z25, Z25
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VADDPS       Z22, Z25, Z13
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTPS2DQ    Z13, Z13
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VCVTDQ2PS    Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
+	VSUBPS       Z28, Z25, Z25
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
 	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VSUBPS       Z22, Z25, Z25
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VBROADCASTSS epilogueConsts<>+84(SB), Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VSUBPS       Z19, Z25, Z25
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS       Z25, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VMULPS       Z19, Z28, Z28
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VADDPS       Z22, Z28, Z28
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
-	VPSLLD       $0x17, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
 	VMULPS       Z19, Z22, Z19
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VADDPS       Z28, Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VPSLLD       $0x17, Z13, Z13
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
+	VMULPS       Z13, Z19, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VMULPS       Z19, Z16, Z16
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
 	VBLENDMPS    Z3, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z3, Z15, K4, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
-	VBLENDMPS    Z3, Z16, K4, Z16
+	VBLENDMPS    Z3, Z15, K5, Z15
+	VBLENDMPS    Z3, Z16, K6, Z16
 	VSUBPS       Z14, Z4, Z11
 	VSUBPS       Z15, Z4, Z12
 	VSUBPS       Z16, Z4, Z13
@@ -20336,63 +20522,69 @@ epi_col_601:
 	VDIVPS       Z14, Z4, Z14
 	VDIVPS       Z15, Z4, Z15
 	VDIVPS       Z16, Z4, Z16
-	VBROADCASTSS epilogueConsts<>+44(SB), Z17
-	VBROADCASTSS epilogueConsts<>+44(SB), Z18
-	VBROADCASTSS epilogueConsts<>+44(SB), Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+52(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+60(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+68(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+76(SB), Z19, Z19
-	VMULPS       Z14, Z17, Z17
-	VMULPS       Z15, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
+	VMULPS       Z14, Z14, Z17
+	VMULPS       Z15, Z15, Z18
+	VMULPS       Z16, Z16, Z19
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
+	VMULPS       Z17, Z23, Z23
+	VMULPS       Z18, Z24, Z24
+	VMULPS       Z19, Z25, Z25
+	VADDPS       Z20, Z23, Z23
+	VADDPS       Z21, Z24, Z24
+	VADDPS       Z22, Z25, Z25
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
+	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
+	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
+	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z26, Z20, Z20
+	VADDPS       Z27, Z21, Z21
+	VADDPS       Z28, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
+	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
+	VMULPS       Z17, Z25, Z17
+	VMULPS       Z18, Z24, Z18
+	VMULPS       Z19, Z23, Z19
+	VADDPS       Z20, Z17, Z17
+	VADDPS       Z21, Z18, Z18
+	VADDPS       Z22, Z19, Z19
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
 	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
@@ -20417,99 +20609,99 @@ epi_col_601:
 	VADDPS       Z17, Z20, Z20
 	VADDPS       Z18, Z21, Z21
 	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z17
-	VADDPS       Z21, Z24, Z18
-	VADDPS       Z22, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z19, Z19
-	VCVTPS2DQ    Z17, Z17
-	VCVTPS2DQ    Z18, Z18
-	VCVTPS2DQ    Z19, Z19
-	VCVTDQ2PS    Z17, Z26
-	VCVTDQ2PS    Z18, Z27
-	VCVTDQ2PS    Z19, Z28
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z26, Z29
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z27, Z30
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z28, Z31
-	VSUBPS       Z29, Z23, Z23
-	VSUBPS       Z30, Z24, Z24
-	VSUBPS       Z31, Z25, Z25
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
+	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
+	VADDPS       Z20, Z23, Z11
+	VADDPS       Z21, Z24, Z12
+	VADDPS       Z22, Z25, Z13
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
+	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
+	VCVTPS2DQ    Z11, Z11
+	VCVTPS2DQ    Z12, Z12
+	VCVTPS2DQ    Z13, Z13
+	VCVTDQ2PS    Z11, Z17
+	VCVTDQ2PS    Z12, Z18
+	VCVTDQ2PS    Z13, Z19
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
+	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
+	VSUBPS       Z26, Z23, Z23
+	VSUBPS       Z27, Z24, Z24
+	VSUBPS       Z28, Z25, Z25
 	VADDPS       Z20, Z23, Z23
 	VADDPS       Z21, Z24, Z24
 	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z26, Z20
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z28, Z22
-	VSUBPS       Z20, Z23, Z23
-	VSUBPS       Z21, Z24, Z24
-	VSUBPS       Z22, Z25, Z25
-	VBROADCASTSS epilogueConsts<>+84(SB), Z20
-	VBROADCASTSS epilogueConsts<>+84(SB), Z21
-	VBROADCASTSS epilogueConsts<>+84(SB), Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
+	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
+	VSUBPS       Z17, Z23, Z23
+	VSUBPS       Z18, Z24, Z24
+	VSUBPS       Z19, Z25, Z25
+	VMULPS       Z23, Z23, Z17
+	VMULPS       Z24, Z24, Z18
+	VMULPS       Z25, Z25, Z19
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
+	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
+	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
+	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
+	VMULPS       Z17, Z26, Z26
+	VMULPS       Z18, Z27, Z27
+	VMULPS       Z19, Z28, Z28
+	VADDPS       Z20, Z26, Z26
+	VADDPS       Z21, Z27, Z27
+	VADDPS       Z22, Z28, Z28
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
+	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
 	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+100(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VMULPS       Z23, Z20, Z20
-	VMULPS       Z24, Z21, Z21
-	VMULPS       Z25, Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z22
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z17, Z17
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z19, Z19
-	VPSLLD       $0x17, Z17, Z17
-	VPSLLD       $0x17, Z18, Z18
-	VPSLLD       $0x17, Z19, Z19
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
+	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
+	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
+	VMULPS       Z17, Z20, Z20
+	VMULPS       Z18, Z21, Z21
+	VMULPS       Z19, Z22, Z22
+	VADDPS       Z23, Z20, Z20
+	VADDPS       Z24, Z21, Z21
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z17, Z17, Z17
+	VMULPS       Z18, Z18, Z18
+	VMULPS       Z19, Z19, Z19
 	VMULPS       Z17, Z20, Z17
 	VMULPS       Z18, Z21, Z18
 	VMULPS       Z19, Z22, Z19
+	VADDPS       Z26, Z17, Z17
+	VADDPS       Z27, Z18, Z18
+	VADDPS       Z28, Z19, Z19
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
+	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
+	VPSLLD       $0x17, Z11, Z11
+	VPSLLD       $0x17, Z12, Z12
+	VPSLLD       $0x17, Z13, Z13
+	VMULPS       Z11, Z17, Z11
+	VMULPS       Z12, Z18, Z12
+	VMULPS       Z13, Z19, Z13
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
 	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z17, Z14, Z14
-	VMULPS       Z18, Z15, Z15
-	VMULPS       Z19, Z16, Z16
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
+	VMULPS       Z11, Z14, Z14
+	VMULPS       Z12, Z15, Z15
+	VMULPS       Z13, Z16, Z16
 	VBLENDMPS    Z3, Z14, K4, Z14
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K4
-	VBLENDMPS    Z3, Z15, K4, Z15
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K4
-	VBLENDMPS    Z3, Z16, K4, Z16
+	VBLENDMPS    Z3, Z15, K5, Z15
+	VBLENDMPS    Z3, Z16, K6, Z16
 	VSUBPS       Z14, Z4, Z11
 	VSUBPS       Z15, Z4, Z12
 	VSUBPS       Z16, Z4, Z13

@@ -16,8 +16,8 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	tokens := batch * seq
 	// #0 nn.AttentionMask: attention_mask/AttentionMask
 	nn.AttentionMask(ws.f32[1310720:][:tokens], ws.mask[:tokens], float32(-3.4028235e+38))
-	// #1 nn.EmbedSum: distilbert.embeddings/add_positions/Embeddings
-	if err := nn.EmbedSum(ws.f32[0:][:tokens*128], &m.w.embeddings0, ws.ids[:tokens], nil, batch, seq); err != nil {
+	// #1 nn.EmbedSumParallel: distilbert.embeddings/add_positions/Embeddings
+	if err := nn.EmbedSumParallel(m.pool, ws.f32[0:][:tokens*128], &m.w.embeddings0, ws.ids[:tokens], nil, batch, seq); err != nil {
 		return err
 	}
 	// #2 nn.LayerNorm: distilbert.embeddings.LayerNorm/LayerNormalization

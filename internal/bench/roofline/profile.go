@@ -26,6 +26,14 @@ type Point struct {
 	// Seconds is the median time of one call; GOPS = Ops / Seconds / 1e9.
 	Seconds float64 `json:"seconds"`
 	GOPS    float64 `json:"gops"`
+	// CPUSeconds is the process's CPU time per call (all threads, mean),
+	// and CPUGOPS = Ops * threads / CPUSeconds / 1e9: the rate with every
+	// thread on a core of its own. Unlike GOPS it does not drop when
+	// other processes take the cores (it ignores time a thread waits
+	// idle, so it is an upper bound of the unloaded wall-clock rate).
+	// Zero where the OS does not report CPU time.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	CPUGOPS    float64 `json:"cpu_gops,omitempty"`
 	// Share is the group's part of the replayed forward pass (Count *
 	// Seconds over the sum over groups).
 	Share float64 `json:"share"`
@@ -80,16 +88,19 @@ func ProfileProgram(p *exec.Program, o ProfileOptions) (*Profile, error) {
 			g.Count++
 			continue
 		}
-		secs, err := timeCall(rp.run, o.PerOp)
+		secs, cpu, err := timeCall(rp.run, o.PerOp)
 		if err != nil {
 			return nil, fmt.Errorf("roofline: replay of step #%d %s: %w", i, s.Call(), err)
 		}
-		pt := &Point{Label: rp.label, Kind: rp.kind, Count: 1, Ops: rp.ops, Bytes: rp.bytes, Seconds: secs}
+		pt := &Point{Label: rp.label, Kind: rp.kind, Count: 1, Ops: rp.ops, Bytes: rp.bytes, Seconds: secs, CPUSeconds: cpu}
 		if rp.bytes > 0 {
 			pt.Intensity = rp.ops / rp.bytes
 		}
 		if secs > 0 {
 			pt.GOPS = rp.ops / secs / 1e9
+		}
+		if cpu > 0 {
+			pt.CPUGOPS = rp.ops * float64(r.workers) / cpu / 1e9
 		}
 		groups[rp.label] = pt
 		order = append(order, rp.label)
@@ -110,23 +121,28 @@ func ProfileProgram(p *exec.Program, o ProfileOptions) (*Profile, error) {
 }
 
 // timeCall returns the median seconds of run after one warm-up call,
-// over at least 3 calls and about budget.
-func timeCall(run func() error, budget time.Duration) (float64, error) {
+// over at least 3 calls and about budget, and the mean process CPU
+// seconds per call (0 if unknown).
+func timeCall(run func() error, budget time.Duration) (secs, cpu float64, err error) {
 	if err := run(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var ts []float64
+	cpu0 := processCPU()
 	start := time.Now()
 	for len(ts) < 3 || time.Since(start) < budget {
 		t := time.Now()
 		if err := run(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		ts = append(ts, time.Since(t).Seconds())
 		if len(ts) >= 100000 {
 			break
 		}
 	}
+	if cpu1 := processCPU(); cpu0 >= 0 && cpu1 >= 0 {
+		cpu = (cpu1 - cpu0).Seconds() / float64(len(ts))
+	}
 	slices.Sort(ts)
-	return ts[len(ts)/2], nil
+	return ts[len(ts)/2], cpu, nil
 }

@@ -291,7 +291,7 @@ func (r *replayer) build(s exec.Step) (*replay, error) {
 		n := batch * seq * h
 		return &replay{kind: KindGather, label: fmt.Sprintf("Embeddings %d", h), ops: float64((terms - 1) * n),
 			bytes: float64(4*(terms+1)*n + 8*batch*seq*(terms-1)),
-			run:   func() error { return nn.EmbedSum(out, &params, ids, types, batch, seq) }}, nil
+			run:   func() error { return nn.EmbedSumParallel(r.pool, out, &params, ids, types, batch, seq) }}, nil
 
 	case *exec.GatherStep:
 		ds, ok1 := r.sh.of(s.Data)
