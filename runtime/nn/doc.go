@@ -49,6 +49,10 @@
 //
 // # Allocation
 //
-// Kernels write into caller-provided slices and allocate nothing, except
-// that handing a closure to pool.Run costs one small allocation per call.
+// Kernels write into caller-provided slices and allocate nothing in steady
+// state: the parallel ones keep their per-call state in structs recycled
+// through pool.FreeList (calls.go) rather than in closures, which would
+// escape to the heap on every call. The *Parallel variants of the
+// elementwise kernels, the quantisers and EmbedSum take a pool; the plain
+// ones run on the caller's goroutine.
 package nn
