@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -166,7 +165,7 @@ func compileTokenizer(model string) (*tokenizer.Tokenizer, []byte, tokenizer.Opt
 	if err != nil {
 		return nil, nil, tokenizer.Options{}, compiler.BadInput(vocabPath, "", err)
 	}
-	opts, err := tokenizerConfig(filepath.Join(dir, "tokenizer_config.json"))
+	opts, err := tokenizer.ReadConfig(filepath.Join(dir, "tokenizer_config.json"))
 	if err != nil {
 		return nil, nil, opts, err
 	}
@@ -175,69 +174,4 @@ func compileTokenizer(model string) (*tokenizer.Tokenizer, []byte, tokenizer.Opt
 		return nil, nil, opts, err
 	}
 	return tok, vocab, opts, nil
-}
-
-// tokenizerConfig reads the BertTokenizer settings of a
-// tokenizer_config.json as runtime/tokenizer.Load does (do_lower_case
-// defaults to true; a missing file means the defaults).
-// TODO(tokenizer owner): export this from runtime/tokenizer so there is
-// one reader.
-func tokenizerConfig(path string) (tokenizer.Options, error) {
-	opts := tokenizer.Options{Lowercase: true}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return opts, nil
-	}
-	if err != nil {
-		return opts, compiler.BadInput(path, "", err)
-	}
-	var raw struct {
-		DoLowerCase          *bool           `json:"do_lower_case"`
-		StripAccents         *bool           `json:"strip_accents"`
-		TokenizeChineseChars *bool           `json:"tokenize_chinese_chars"`
-		ModelMaxLength       *float64        `json:"model_max_length"`
-		UnkToken             json.RawMessage `json:"unk_token"`
-		ClsToken             json.RawMessage `json:"cls_token"`
-		SepToken             json.RawMessage `json:"sep_token"`
-		PadToken             json.RawMessage `json:"pad_token"`
-		MaskToken            json.RawMessage `json:"mask_token"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return opts, compiler.BadInput(path, "", fmt.Errorf("%w: %v", compiler.ErrMalformed, err))
-	}
-	if raw.DoLowerCase != nil {
-		opts.Lowercase = *raw.DoLowerCase
-	}
-	opts.StripAccents = raw.StripAccents
-	if raw.TokenizeChineseChars != nil {
-		opts.NoChineseChars = !*raw.TokenizeChineseChars
-	}
-	if m := raw.ModelMaxLength; m != nil && *m >= 1 && *m <= 1<<20 {
-		opts.MaxLength = int(*m)
-	}
-	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-		dst  *string
-	}{
-		{"unk_token", raw.UnkToken, &opts.UnkToken}, {"cls_token", raw.ClsToken, &opts.ClsToken},
-		{"sep_token", raw.SepToken, &opts.SepToken}, {"pad_token", raw.PadToken, &opts.PadToken},
-		{"mask_token", raw.MaskToken, &opts.MaskToken},
-	} {
-		if len(f.raw) == 0 || string(f.raw) == "null" {
-			continue
-		}
-		var s string
-		if err := json.Unmarshal(f.raw, &s); err != nil {
-			var obj struct {
-				Content string `json:"content"`
-			}
-			if err := json.Unmarshal(f.raw, &obj); err != nil {
-				return opts, compiler.BadInput(path, f.name, fmt.Errorf("%w: want a string or {\"content\": string}", compiler.ErrMalformed))
-			}
-			s = obj.Content
-		}
-		*f.dst = s
-	}
-	return opts, nil
 }

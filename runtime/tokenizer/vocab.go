@@ -106,6 +106,16 @@ type tokenizerConfig struct {
 // when a model has no limit, which means "use the default" here.
 const maxSaneLength = 1 << 20
 
+// ReadConfig reads the BertTokenizer settings of a tokenizer_config.json
+// (do_lower_case, strip_accents, tokenize_chinese_chars, model_max_length,
+// the special tokens) as Load uses them with vocab.txt; do_lower_case
+// defaults to true and a missing file means the defaults. Errors name the
+// file and match ErrBadInput.
+func ReadConfig(path string) (Options, error) {
+	cfg, err := readTokenizerConfig(path)
+	return cfg.opts, err
+}
+
 func readTokenizerConfig(path string) (tokenizerConfig, error) {
 	cfg := tokenizerConfig{opts: Options{Lowercase: true}}
 	data, err := os.ReadFile(path)
