@@ -22,6 +22,11 @@ var (
 	ErrNonFinite      = errors.New("NaN or Inf in weights")
 	ErrCyclicGraph    = errors.New("graph has a cycle")
 	ErrInvalidRequest = errors.New("invalid run request")
+
+	// ErrInternal marks a failure of sqc itself (a recovered panic in a
+	// kernel or an engine step): not bad input, so an error wrapping it must
+	// not match ErrBadInput, and the CLI exits 1 for it rather than 2.
+	ErrInternal = errors.New("internal error")
 )
 
 // InputError is bad input located in a file (and optionally a tensor or

@@ -3,7 +3,9 @@
 // evaluates and benchmarks them.
 //
 // Exit status: 0 on success, 2 for bad input (a file or flag sqc cannot
-// use: the message names it), 1 for internal failures.
+// use: the message names it), 1 for internal failures (I/O errors, and
+// bugs: a recovered panic of the command or of the INT8 engine). Either
+// way sqc prints one line on stderr.
 package main
 
 import (
@@ -11,10 +13,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/modelrt"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
@@ -27,18 +34,69 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// A bug, not bad input: one line and exit status 1, rather than
+		// Go's trace and status 2.
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "sqc: %s: %v%s\n", compiler.ErrInternal, r, panicSite())
+			code = 1
+		}
+	}()
 	app := newApp(stdout, stderr)
 	err := app.Run(args)
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "sqc: %v\n", err)
+	fmt.Fprintf(stderr, "sqc: %s\n", oneLine(err.Error()))
+	return exitCode(err)
+}
+
+// exitCode is the exit status for a command's error: 2 for bad input (a
+// file, flag or request sqc cannot use), 1 for everything else, among
+// them a recovered panic of the FP32 interpreter or INT8 engine even where it is reported
+// through a bad-input error.
+func exitCode(err error) int {
 	var ue usageError
-	if errors.Is(err, compiler.ErrBadInput) || errors.Is(err, tokenizer.ErrBadInput) || errors.As(err, &ue) {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, compiler.ErrInternal): // the FP32 interpreter's and the INT8 engine's
+		return 1
+	case errors.Is(err, compiler.ErrBadInput), errors.Is(err, tokenizer.ErrBadInput),
+		errors.Is(err, modelrt.ErrInvalidInput), errors.As(err, &ue):
 		return 2
 	}
 	return 1
+}
+
+// oneLine joins the lines of a multi-line message with "; ".
+func oneLine(msg string) string {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(slices.DeleteFunc(lines, func(l string) bool { return l == "" }), "; ")
+}
+
+// panicSite is " (at file.go:line)" for the function that panicked, when
+// called from a deferred recover, or "".
+func panicSite() string {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	inPanic := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			inPanic = true
+		case inPanic && !strings.HasPrefix(f.Function, "runtime."):
+			return fmt.Sprintf(" (at %s:%d)", filepath.Base(f.File), f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {

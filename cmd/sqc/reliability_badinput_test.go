@@ -36,7 +36,11 @@ func TestReliabilityBadInputCLI(t *testing.T) {
 				if lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n"); len(lines) != 1 || errs == "" {
 					t.Errorf("%s: want one line on stderr, got %d: %q", cmd, len(lines), errs)
 				}
-				for _, s := range in.Mentions {
+				mentions := in.Mentions
+				if in.CommandMentions != nil {
+					mentions = in.CommandMentions
+				}
+				for _, s := range mentions {
 					if !strings.Contains(errs, s) {
 						t.Errorf("%s: stderr does not mention %q", cmd, s)
 					}

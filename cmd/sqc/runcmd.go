@@ -56,14 +56,6 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.Bool("check-ir") {
-				// The INT8 build's own passes always run verified; this
-				// verifies canonicalisation too (and runs the FP32
-				// interpreter on the canonical graph, the same function).
-				if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
-					return err
-				}
-			}
 			var tok *tokenizer.Tokenizer
 			if !exs[0].HasIDs || (int8 && cfg.needsTokenizer()) {
 				if tok, err = loadTokenizer(model, c.String("vocab")); err != nil {
@@ -73,6 +65,19 @@ func runCommand() *cli.Command {
 			enc, err := infer.Encode(tok, exs)
 			if err != nil {
 				return err
+			}
+			// Both precisions check every input against the model's
+			// tables before calibrating or running anything.
+			if err := checkInputs(c.String("texts")+c.String("ids"), exs, enc, modelLimits(g)); err != nil {
+				return err
+			}
+			if c.Bool("check-ir") {
+				// The INT8 build's own passes always run verified; this
+				// verifies canonicalisation too (and runs the FP32
+				// interpreter on the canonical graph, the same function).
+				if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
+					return err
+				}
 			}
 			var ex infer.Executor
 			if int8 {
@@ -177,4 +182,149 @@ func nested(t *compiler.Tensor) any {
 		return rows
 	}
 	return build(t.Shape, flat)
+}
+
+// modelInputLimits is what a graph accepts of the token inputs: the rows
+// of the table each input indexes, and the positions it embeds.
+type modelInputLimits struct {
+	tables    map[string]tableRows // graph input name -> table
+	positions tableRows            // rows 0: not found
+}
+
+// tableRows is an embedding table's name and its number of rows.
+type tableRows struct {
+	name string
+	rows int64
+}
+
+// modelLimits reads the limits from g's embedding tables, as the HF
+// frontend and torch.onnx export them (Gather(table, input) for token and
+// type ids; a Slice of the position table, or of the position-id buffer
+// [1, max_positions], ending at the sequence length) or as FuseEmbeddings
+// fuses them (sqc.Embeddings). What it cannot find goes unchecked here
+// and is left to the run's own checks.
+func modelLimits(g *compiler.Graph) modelInputLimits {
+	lim := modelInputLimits{tables: map[string]tableRows{}}
+	isInput := map[string]bool{}
+	for _, v := range g.Inputs {
+		isInput[v.Name] = true
+	}
+	producer := map[string]*compiler.Node{}
+	for _, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			producer[o] = n
+		}
+	}
+	constant := func(name string) *compiler.Tensor { // an initializer or a Constant's value
+		if t := g.Initializers[name]; t != nil {
+			return t
+		}
+		if n := producer[name]; n != nil && n.Op == "Constant" {
+			return n.AttrTensor("value")
+		}
+		return nil
+	}
+	rows := func(name string, axis int64) (tableRows, bool) {
+		t := constant(name)
+		if t == nil || axis < 0 || int(axis) >= len(t.Shape) {
+			return tableRows{}, false
+		}
+		return tableRows{name, t.Shape[axis]}, true
+	}
+	indexes := func(input, table string) {
+		if r, ok := rows(table, 0); ok && isInput[input] {
+			if prev, seen := lim.tables[input]; !seen || r.rows < prev.rows {
+				lim.tables[input] = r
+			}
+		}
+	}
+	positions := func(r tableRows, ok bool) {
+		if ok && (lim.positions.rows == 0 || r.rows < lim.positions.rows) {
+			lim.positions = r
+		}
+	}
+	for _, n := range g.Nodes {
+		switch n.Op {
+		case "Gather":
+			if len(n.Inputs) == 2 && n.AttrInt("axis", 0) == 0 {
+				indexes(n.Inputs[1], n.Inputs[0])
+			}
+		case "sqc.Embeddings":
+			indexes(n.Inputs[0], n.Inputs[1])
+			positions(rows(n.Inputs[2], 0))
+			if len(n.Inputs) >= 5 {
+				indexes(n.Inputs[3], n.Inputs[4])
+			}
+		case "Slice":
+			if len(n.Inputs) < 3 || !fromInputShape(producer, isInput, n.Inputs[2]) {
+				continue
+			}
+			axis := int64(0)
+			if len(n.Inputs) >= 4 {
+				axes := constant(n.Inputs[3])
+				if axes == nil || len(axes.I64) != 1 {
+					continue
+				}
+				axis = axes.I64[0]
+			}
+			positions(rows(n.Inputs[0], axis))
+		}
+	}
+	return lim
+}
+
+// fromInputShape reports whether value is computed from the Shape of a
+// graph input (the sequence length a position Slice ends at).
+func fromInputShape(producer map[string]*compiler.Node, isInput map[string]bool, value string) bool {
+	seen := map[string]bool{}
+	var walk func(v string, depth int) bool
+	walk = func(v string, depth int) bool {
+		n := producer[v]
+		if n == nil || depth > 8 || seen[v] {
+			return false
+		}
+		seen[v] = true
+		if n.Op == "Shape" {
+			return len(n.Inputs) > 0 && isInput[n.Inputs[0]]
+		}
+		for _, in := range n.Inputs {
+			if in != "" && walk(in, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(value, 0)
+}
+
+// checkInputs checks every input against the model's limits before
+// anything runs: token and type ids must index their tables, and no
+// sequence may be longer than the positions the model embeds. Errors name
+// path (the --ids or --texts file) and the input's line.
+func checkInputs(path string, exs []dataio.Example, enc []infer.Encoded, lim modelInputLimits) error {
+	bad := func(ex dataio.Example, format string, args ...any) error {
+		return compiler.BadInput(path, "", fmt.Errorf("%w: line %d: "+format, append([]any{compiler.ErrInvalidRequest, ex.Line}, args...)...))
+	}
+	for i, e := range enc {
+		ex := exs[i]
+		if lim.positions.rows > 0 && int64(len(e.IDs)) > lim.positions.rows {
+			return bad(ex, "%d tokens, more than the %d positions the model embeds (%s)", len(e.IDs), lim.positions.rows, lim.positions.name)
+		}
+		for _, f := range []struct {
+			input string
+			ids   []int64
+		}{{"input_ids", e.IDs}, {"token_type_ids", e.TypeIDs}} {
+			input, ids := f.input, f.ids
+			table, ok := lim.tables[input]
+			if !ok {
+				continue
+			}
+			for j, id := range ids {
+				if id < 0 || id >= table.rows {
+					return bad(ex, "%s[%d] is %d, outside the model's %d rows of %s", input, j, id, table.rows, table.name)
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -123,7 +124,11 @@ func (p *Program) RunInto(inputs, outputs map[string]*compiler.Tensor) error {
 	}()
 	for i, s := range p.steps {
 		if err := runStep(p, s); err != nil {
-			return compiler.BadInput(p.source, fmt.Sprintf("step #%d %s (node %q)", i, s.Call(), s.Source()), err)
+			where := fmt.Sprintf("step #%d %s (node %q)", i, s.Call(), s.Source())
+			if errors.Is(err, ErrInternal) { // the engine's fault, not the input's
+				return fmt.Errorf("%s: %w", strings.TrimPrefix(p.source+": "+where, ": "), err)
+			}
+			return compiler.BadInput(p.source, where, err)
 		}
 	}
 	for i, v := range p.outputs {
@@ -137,12 +142,18 @@ func (p *Program) RunInto(inputs, outputs map[string]*compiler.Tensor) error {
 	return nil
 }
 
-// runStep runs one step, turning a panic (a kernel bug on input the
-// checks missed) into an error.
+// ErrInternal is wrapped by Run's error when a step panicked: a bug in
+// the engine or a kernel (on input the checks missed), not bad input, so
+// that error does not match compiler.ErrBadInput. It is
+// compiler.ErrInternal, which the FP32 interpreter uses too.
+var ErrInternal = compiler.ErrInternal
+
+// runStep runs one step, turning a panic into an error wrapping
+// ErrInternal.
 func runStep(p *Program, s Step) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("internal error: %v", r)
+			err = fmt.Errorf("%w: %v", ErrInternal, r)
 		}
 	}()
 	return s.run(p)

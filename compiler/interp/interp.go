@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -202,6 +203,9 @@ func (it *Interpreter) Run(inputs map[string]*compiler.Tensor, opts *Options) (m
 		}
 		outs, err := execute(s.kernel.fn, c)
 		if err != nil {
+			if errors.Is(err, compiler.ErrInternal) { // the interpreter's fault, not the input's
+				return nil, fmt.Errorf("%s: %w", strings.TrimPrefix(it.source+": "+s.label, ": "), err)
+			}
 			return nil, compiler.BadInput(it.source, s.label, err)
 		}
 		for j, name := range n.Outputs {
@@ -248,7 +252,7 @@ func (it *Interpreter) Run(inputs map[string]*compiler.Tensor, opts *Options) (m
 func execute(fn kernelFunc, c *call) (outs []*compiler.Tensor, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			outs, err = nil, fmt.Errorf("internal error: %v", r)
+			outs, err = nil, fmt.Errorf("%w: %v", compiler.ErrInternal, r)
 		}
 	}()
 	return fn(c)

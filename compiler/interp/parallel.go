@@ -2,6 +2,8 @@ package interp
 
 import (
 	"fmt"
+
+	"github.com/sqc-dev/sqc/compiler"
 	"sync"
 	"sync/atomic"
 )
@@ -15,7 +17,7 @@ func parallelFor(n, threads int, f func(i int)) (err error) {
 	if threads <= 1 || n <= 1 {
 		defer func() {
 			if r := recover(); r != nil {
-				err = fmt.Errorf("internal error: %v", r)
+				err = fmt.Errorf("%w: %v", compiler.ErrInternal, r)
 			}
 		}()
 		for i := range n {
@@ -35,7 +37,7 @@ func parallelFor(n, threads int, f func(i int)) (err error) {
 				if r := recover(); r != nil {
 					mu.Lock()
 					if first == nil {
-						first = fmt.Errorf("internal error: %v", r)
+						first = fmt.Errorf("%w: %v", compiler.ErrInternal, r)
 					}
 					mu.Unlock()
 				}

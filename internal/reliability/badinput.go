@@ -32,6 +32,11 @@ type Input struct {
 	// must contain: the file's path and, where there is one, the tensor,
 	// node, field or value at fault.
 	Mentions []string
+	// CommandMentions, when set, replace Mentions for the CLI's line:
+	// `sqc run` checks some inputs against the model before it runs
+	// anything, and then names the input file and line rather than what
+	// the Go API Load calls finds at fault in the model.
+	CommandMentions []string
 }
 
 // Case is one kind of bad input.
@@ -461,6 +466,12 @@ func tokenizerCases() []Case {
 // by the FP32 interpreter and the INT8 engine; "MODEL" and "IDS" in
 // mentions stand for their paths.
 func idsFile(lines [][]byte, mentions ...string) func(dir string) (Input, error) {
+	return idsFileCLI(lines, mentions, nil)
+}
+
+// idsFileCLI is idsFile with the CommandMentions the CLI's line must
+// contain instead of mentions (in which MODEL and IDS are replaced too).
+func idsFileCLI(lines [][]byte, mentions, commandMentions []string) func(dir string) (Input, error) {
 	return func(dir string) (Input, error) {
 		model := filepath.Join(dir, "model")
 		tensors, err := tinyHFTensors(tinyHFConfig())
@@ -484,7 +495,8 @@ func idsFile(lines [][]byte, mentions ...string) func(dir string) (Input, error)
 				{"run", "--fp32", "--model", model, "--ids", ids},
 				{"run", "--int8", "--model", model, "--ids", ids, "--calib", calib},
 			},
-			Mentions: replaceAll(mentions, "MODEL", model, "IDS", ids),
+			Mentions:        replaceAll(mentions, "MODEL", model, "IDS", ids),
+			CommandMentions: replaceAll(commandMentions, "MODEL", model, "IDS", ids),
 		}, nil
 	}
 }
@@ -541,9 +553,10 @@ func requestCases() []Case {
 		long[i] = 5
 	}
 	return []Case{
-		{Name: "ids/token-id-past-vocabulary", Want: compiler.ErrShapeMismatch, Build: idsFile([][]byte{
+		{Name: "ids/token-id-past-vocabulary", Want: compiler.ErrShapeMismatch, Build: idsFileCLI([][]byte{
 			idsLine(TinyIDs, nil, -1), idsLine([]int64{2, int64(TinyVocabSize), 3}, nil, -1),
-		}, "MODEL", "embeddings", fmt.Sprint(TinyVocabSize))},
+		}, []string{"MODEL", "embeddings", fmt.Sprint(TinyVocabSize)},
+			[]string{"IDS", "line 2", "input_ids[1] is " + fmt.Sprint(TinyVocabSize), "word_embeddings"})},
 		{Name: "ids/negative-token-id", Want: compiler.ErrInvalidRequest, Build: idsFile([][]byte{
 			idsLine([]int64{2, -1, 3}, nil, -1),
 		}, "IDS", "line 1", "-1")},
@@ -552,9 +565,10 @@ func requestCases() []Case {
 		}, "IDS", "line 1", "attention_mask")},
 		{Name: "ids/garbled", Want: compiler.ErrMalformed, Build: idsFile([][]byte{[]byte("{\"input_ids\": [2, 5,,]}\n")}, "IDS", "line 1")},
 		{Name: "ids/empty", Want: compiler.ErrBadInput, Build: idsFile(nil, "IDS", "no inputs")},
-		{Name: "ids/longer-than-model", Want: compiler.ErrShapeMismatch, Build: idsFile([][]byte{
-			idsLine(long, nil, -1),
-		}, "MODEL", "position", fmt.Sprint(TinyMaxPositions))},
+		{Name: "ids/longer-than-model", Want: compiler.ErrShapeMismatch, Build: idsFileCLI([][]byte{
+			idsLine(TinyIDs, nil, -1), idsLine(TinyIDs, nil, -1), idsLine(long, nil, -1),
+		}, []string{"MODEL", "position", fmt.Sprint(TinyMaxPositions)},
+			[]string{"IDS", "line 3", fmt.Sprint(len(long)) + " tokens", fmt.Sprint(TinyMaxPositions) + " positions"})},
 		{Name: "calibration/empty", Want: compiler.ErrBadInput, Build: emptyCalibration(
 			[]string{"run", "--int8", "--model", "MODEL", "--ids", "DATA", "--calib", "CALIB"},
 			[]string{"eval", "--model", "MODEL", "--data", "DATA", "--calib", "CALIB"},
