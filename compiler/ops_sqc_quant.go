@@ -30,7 +30,7 @@ import (
 //	    v   = float32(acc) * colScale
 //	    v   = v * rowScale                 (dynamic)
 //	    v   = v + bias[n]                  (if bias)
-//	    v   = qgemm.Gelu(v)                (act "gelu": float32 erf-GELU, rel. error < 1e-6)
+//	    v   = gelu.Gelu(v)                 (act "gelu": internal/gelu, abs. error vs erf-GELU < 3e-7)
 //	    v   = v + residual[r,n]            (if residual)
 //	    y[r,n] = v
 //

@@ -15,8 +15,8 @@ type SpecializedKernel struct {
 // uses the same instructions, so it can run wherever that variant does).
 // Otherwise it is exactly GEMM. Blocking, validation and the epilogue are
 // GEMM's; the s32 accumulation is exact integer arithmetic, so the output
-// bits do not depend on which kernel computed them. Unlike GEMM, a call that
-// uses k allocates its task closure.
+// bits do not depend on which kernel computed them. Like GEMM, it does not
+// allocate in steady state.
 func (e *Engine) GEMMWithKernel(k SpecializedKernel, a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 	if k.Kernel == nil || e.variant.ISA != ISAVNNI || b == nil || k.Kp != b.Kp {
 		return e.GEMM(a, m, lda, b, ep)
@@ -28,18 +28,6 @@ func (e *Engine) GEMMWithKernel(k SpecializedKernel, a []uint8, m, lda int, b *P
 		return nil
 	}
 	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs)
-	epc := *ep
-	nTasks := ceilDiv(b.Np, nc)
-	ldc := scratchStride(nc)
-	e.pool.Run(ceilDiv(m, mc)*nTasks, func(w, i int) {
-		// As gemmCall.block, with k.Kernel.
-		m0 := i / nTasks * mc
-		n0 := i % nTasks * nc
-		rows := min(mc, m-m0)
-		cols := min(nc, b.Np-n0)
-		c := e.scratch[w]
-		k.Kernel(&a[m0*lda], lda, &b.Data[n0*b.Kp], b.Kp, &c[0], ldc, rows, cols/NBlock)
-		e.epilogue(&epc, c, ldc, m0, n0, rows, min(cols, b.N-n0))
-	})
+	e.gemmBlocks(k.Kernel, a, m, lda, b, ep, mc, nc)
 	return nil
 }

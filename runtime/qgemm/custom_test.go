@@ -89,3 +89,28 @@ func TestGEMMWithKernelRejectsBadArguments(t *testing.T) {
 		t.Fatal("short A accepted")
 	}
 }
+
+// TestGEMMWithKernelDoesNotAllocate: the substituted call reuses GEMM's
+// pooled task state, so generated packages allocate nothing per GEMM.
+func TestGEMMWithKernelDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items at random")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	p := newProblem(t, rng, gemmShape{m: 100, n: 300, k: 200}, 0)
+	ep, _, _ := newEpilogue(rng, p, epiOptions{bias: true, zeroPoint: true})
+	e, err := New(Options{Threads: 2, Variant: &Variant{ISA: ISAVNNI, Kernel: goKernel}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	k := SpecializedKernel{Kp: p.b.Kp, Kernel: goKernel}
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := e.GEMMWithKernel(k, p.a, p.s.m, p.lda, p.b, ep); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("GEMMWithKernel allocates %.1f times per call", allocs)
+	}
+}

@@ -108,21 +108,23 @@ func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 		return nil
 	}
 	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs)
-	e.gemmBlocks(a, m, lda, b, ep, mc, nc)
+	e.gemmBlocks(e.variant.Kernel, a, m, lda, b, ep, mc, nc)
 	return nil
 }
 
 // gemmBlocks runs a validated GEMM in macro-blocks of mc x nc (nc a
-// multiple of NBlock, mc*scratchStride(nc) <= scratchElems).
-func (e *Engine) gemmBlocks(a []uint8, m, lda int, b *PackedB, ep *Epilogue, mc, nc int) {
+// multiple of NBlock, mc*scratchStride(nc) <= scratchElems) with the given
+// kernel (the variant's, or a specialised one of the same ISA).
+func (e *Engine) gemmBlocks(kernel Kernel, a []uint8, m, lda int, b *PackedB, ep *Epilogue, mc, nc int) {
 	t := e.tasks.Get()
+	t.kernel = kernel
 	// A copy of *ep, so that ep does not escape: a caller's Epilogue
 	// literal stays on its stack and GEMM does not allocate.
 	t.a, t.m, t.lda, t.b, t.ep = a, m, lda, b, *ep
 	t.mc, t.nc = mc, nc
 	t.nTasks = (b.Np + nc - 1) / nc
 	e.pool.Run((m+mc-1)/mc*t.nTasks, t.run)
-	t.a, t.b, t.ep = nil, nil, Epilogue{} // keep no caller memory alive
+	t.a, t.b, t.ep, t.kernel = nil, nil, Epilogue{}, nil // keep no caller memory alive
 	e.tasks.Put(t)
 }
 
@@ -131,6 +133,7 @@ func (e *Engine) gemmBlocks(a []uint8, m, lda int, b *PackedB, ep *Epilogue, mc,
 type gemmCall struct {
 	e      *Engine
 	run    func(worker, i int)
+	kernel Kernel
 	a      []uint8
 	m, lda int
 	b      *PackedB
@@ -151,7 +154,7 @@ func (t *gemmCall) block(w, i int) {
 	cols := min(t.nc, b.Np-n0)
 	ldc := scratchStride(t.nc)
 	c := t.e.scratch[w]
-	t.e.variant.Kernel(&t.a[m0*t.lda], t.lda, &b.Data[n0*b.Kp], b.Kp, &c[0], ldc, rows, cols/NBlock)
+	t.kernel(&t.a[m0*t.lda], t.lda, &b.Data[n0*b.Kp], b.Kp, &c[0], ldc, rows, cols/NBlock)
 	t.e.epilogue(&t.ep, c, ldc, m0, n0, rows, min(cols, b.N-n0))
 }
 
