@@ -99,7 +99,9 @@ func TestGenerateIsDeterministicAndFormatted(t *testing.T) {
 			if act == compiler.QLinearDynamic && !strings.Contains(sched, "nn.QuantizeRowsU8Parallel(") {
 				t.Error("dynamic schedule has no per-token quantisation")
 			}
-			if act == compiler.QLinearStatic && !strings.Contains(sched, "nn.LayerNormU8(") {
+			// Every LayerNorm that feeds static QLinears has a smoothed
+			// twin here, merged into it (passes.MergeSmoothedLayerNorms).
+			if act == compiler.QLinearStatic && !strings.Contains(sched, "nn.LayerNormDual(") {
 				t.Error("static schedule has no fused LayerNorm + quantise")
 			}
 			// FuseQKV: attention reads Q, K and V in place from one

@@ -233,6 +233,7 @@ func (g *gen) workspace(f *jen.File) {
 		jen.Id("i32").Index().Int32().Comment("arenaI32"),
 		jen.List(jen.Id("ids"), jen.Id("mask"), jen.Id("types")).Index().Int64().Comment("inputs, [MaxBatch, MaxSequence] at most"),
 		jen.Id("attn").Index().Float32().Comment("attention scratch"),
+		jen.Id("order").Index().Int().Comment("Run's chunk order (modelrt.ChunkOrder), grown to the largest request"),
 	}
 	f.Comment("workspace is the memory of one forward pass at MaxBatch x MaxSequence.")
 	f.Type().Id("workspace").Struct(fields...)
@@ -254,9 +255,10 @@ func (g *gen) workspace(f *jen.File) {
 	f.Line()
 	wsBytes := jen.Lit(4).Op("*").Id("arenaF32").Op("+").Id("arenaU8").Op("+").Lit(4).Op("*").Id("arenaI32").
 		Op("+").Lit(3 * 8).Op("*").Id("MaxBatch").Op("*").Id("MaxSequence").Op("+").Lit(4).Op("*").Add(scratch())
-	f.Comment("MemoryBytes is the memory the model holds: the decoded weights plus one workspace")
-	f.Comment("(each Run in progress at the same time holds one; weights.bin itself is part of")
-	f.Comment("the binary).")
+	f.Comment("MemoryBytes is the memory the model holds: its weights plus one workspace (each")
+	f.Comment("Run in progress at the same time holds one). On little-endian hosts the weights")
+	f.Comment("are the embedded weights.bin's pages, read in place; elsewhere, decoded copies.")
+	f.Comment("Not included: the tokenizer's vocabulary and the Go runtime's own memory.")
 	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("MemoryBytes").Params().Int64().Block(
 		jen.Return(jen.Id("weightsDecodedBytes").Op("+").Int64().Call(wsBytes)))
 	f.Line()
@@ -277,22 +279,24 @@ func (g *gen) run(f *jen.File) {
 		var lo, hi *jen.Statement
 		if out.perSeq {
 			lo = jen.Lit(off).Op("+").Id("r").Op("*").Id("seq").Op("*").Lit(w)
-			hi = jen.Lit(off).Op("+").Parens(jen.Id("r").Op("*").Id("seq").Op("+").Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("lo").Op("+").Id("r")))).Op("*").Lit(w)
+			hi = jen.Lit(off).Op("+").Parens(jen.Id("r").Op("*").Id("seq").Op("+").Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("i")))).Op("*").Lit(w)
 		} else {
 			lo = jen.Lit(off).Op("+").Id("r").Op("*").Lit(w)
 			hi = jen.Lit(off).Op("+").Parens(jen.Id("r").Op("+").Lit(1)).Op("*").Lit(w)
 		}
-		copies = append(copies, jen.Id("out").Dot(out.field).Index(jen.Id("lo").Op("+").Id("r")).Op("=").Qual("slices", "Clone").Call(jen.Id("ws").Dot("f32").Index(lo, hi)))
+		copies = append(copies, jen.Id("out").Dot(out.field).Index(jen.Id("i")).Op("=").Qual("slices", "Clone").Call(jen.Id("ws").Dot("f32").Index(lo, hi)))
 	}
 	types := jen.Nil()
 	if g.hasInput("types") {
 		types = jen.Id("ws").Dot("types")
 	}
 	f.Comment("Run runs the model on a batch of token id sequences and returns one output entry")
-	f.Comment("per sequence. Sequences may differ in length: each chunk of MaxBatch sequences is")
-	f.Comment("right-padded to its longest, which does not change any sequence's outputs. Bad")
-	f.Comment("input gives an error matching ErrInvalidInput and its precise cause, never a panic;")
-	f.Comment("a cancelled ctx stops the pass at the next GEMM or attention and returns ctx.Err().")
+	f.Comment("per sequence, in request order. Sequences may differ in length: each chunk of")
+	f.Comment("MaxBatch sequences is right-padded to its longest, which does not change any")
+	f.Comment("sequence's outputs, and a request of more than MaxBatch sequences is chunked in")
+	f.Comment("order of length (modelrt.ChunkOrder), so that chunks pad little. Bad input gives")
+	f.Comment("an error matching ErrInvalidInput and its precise cause, never a panic; a")
+	f.Comment("cancelled ctx stops the pass at the next GEMM or attention and returns ctx.Err().")
 	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("Run").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("b").Id("Batch")).Params(jen.Id("Outputs"), jen.Error()).Block(
 		returnIfErr2(jen.Id("ctx").Dot("Err").Call(), jen.Id("Outputs").Values()),
 		returnIfErr2(jen.Qual(pkgModelrt, "Validate").Call(jen.Op("&").Id("b"), jen.Qual(pkgModelrt, "Limits").Values(jen.Dict{
@@ -302,12 +306,13 @@ func (g *gen) run(f *jen.File) {
 		jen.Id("out").Op(":=").Id("Outputs").Values(alloc),
 		jen.Id("ws").Op(":=").Id("m").Dot("workspaces").Dot("Get").Call().Assert(jen.Op("*").Id("workspace")),
 		jen.Defer().Id("m").Dot("workspaces").Dot("Put").Call(jen.Id("ws")),
+		jen.Id("ws").Dot("order").Op("=").Qual(pkgModelrt, "ChunkOrder").Call(jen.Id("ws").Dot("order"), jen.Op("&").Id("b"), chunk.Clone()),
 		jen.For(jen.Id("lo").Op(":=").Lit(0), jen.Id("lo").Op("<").Id("n"), jen.Id("lo").Op("+=").Add(chunk.Clone())).Block(
-			jen.Id("hi").Op(":=").Min(jen.Id("n"), jen.Id("lo").Op("+").Add(chunk.Clone())),
-			jen.List(jen.Id("batch"), jen.Id("seq")).Op(":=").Id("hi").Op("-").Id("lo").Op(",").Qual(pkgModelrt, "Longest").Call(jen.Op("&").Id("b"), jen.Id("lo"), jen.Id("hi")),
-			jen.Qual(pkgModelrt, "FillInputs").Call(jen.Id("ws").Dot("ids"), jen.Id("ws").Dot("mask"), types, jen.Op("&").Id("b"), jen.Id("lo"), jen.Id("hi"), jen.Id("seq"), jen.Lit(g.padID())),
+			jen.Id("idx").Op(":=").Id("ws").Dot("order").Index(jen.Id("lo").Op(":").Min(jen.Id("n"), jen.Id("lo").Op("+").Add(chunk.Clone()))),
+			jen.List(jen.Id("batch"), jen.Id("seq")).Op(":=").Len(jen.Id("idx")).Op(",").Qual(pkgModelrt, "LongestOf").Call(jen.Op("&").Id("b"), jen.Id("idx")),
+			jen.Qual(pkgModelrt, "FillInputsOf").Call(jen.Id("ws").Dot("ids"), jen.Id("ws").Dot("mask"), types, jen.Op("&").Id("b"), jen.Id("idx"), jen.Id("seq"), jen.Lit(g.padID())),
 			returnIfErr2(jen.Id("m").Dot("forward").Call(jen.Id("ctx"), jen.Id("ws"), jen.Id("batch"), jen.Id("seq")), jen.Id("Outputs").Values()),
-			jen.For(jen.Id("r").Op(":=").Range().Id("batch")).Block(copies...),
+			jen.For(jen.List(jen.Id("r"), jen.Id("i")).Op(":=").Range().Id("idx")).Block(copies...),
 		),
 		jen.Return(jen.Id("out"), jen.Nil()),
 	)

@@ -182,6 +182,14 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		if s.OutU8 == exec.NoSlot {
 			return jen.Qual(pkgNN, "LayerNorm").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(n), sc(s.X), jen.Lit(n), pl.rowsCode(s.X), params), nil
 		}
+		if s.GammaU8 != nil {
+			var betaU8 *weight
+			if s.BetaU8 != nil {
+				betaU8 = pl.f32Weight(s.BetaU8Name, s.BetaU8)
+			}
+			return jen.Qual(pkgNN, "LayerNormDual").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(n), sc(s.OutU8), jen.Lit(s.Kp), sc(s.X), jen.Lit(n),
+				pl.rowsCode(s.X), params, weightCode(pl.f32Weight(s.GammaU8Name, s.GammaU8)), weightCode(betaU8), jen.Lit(s.InvScale), jen.Lit(s.ZeroPoint)), nil
+		}
 		return jen.Qual(pkgNN, "LayerNormU8").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(n), sc(s.OutU8), jen.Lit(s.Kp), sc(s.X), jen.Lit(n),
 			pl.rowsCode(s.X), params, jen.Lit(s.InvScale), jen.Lit(s.ZeroPoint)), nil
 	case *exec.AttentionStep:

@@ -57,6 +57,12 @@ func (pl *plan) step(i int, st exec.Step) error {
 		if s.Params.Beta != nil {
 			pl.f32Weight(s.BetaName, s.Params.Beta)
 		}
+		if s.GammaU8 != nil { // nn.LayerNormDual's u8 output parameters
+			pl.f32Weight(s.GammaU8Name, s.GammaU8)
+			if s.BetaU8 != nil {
+				pl.f32Weight(s.BetaU8Name, s.BetaU8)
+			}
+		}
 		return use(s.X, s.Out, s.OutU8)
 	case *exec.AttentionStep:
 		if err := use(s.Q, s.K, s.V, s.Mask, s.Out); err != nil {

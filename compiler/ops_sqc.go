@@ -26,8 +26,9 @@ func sqcOps() []*OpDef {
 		},
 		attentionMaskOp(), // ops_sqc_attention.go
 		attentionOp(),
-		qlinearOp(),    // ops_sqc_quant.go
-		embeddingsOp(), // ops_sqc_embed.go
+		qlinearOp(),       // ops_sqc_quant.go
+		embeddingsOp(),    // ops_sqc_embed.go
+		layerNormDualOp(), // ops_sqc_layernorm.go
 	}
 }
 

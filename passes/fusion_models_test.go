@@ -23,7 +23,7 @@ import (
 
 // fusionPassNames are the passes this test switches off to get the
 // unfused graph.
-var fusionPassNames = []string{FuseQLinearEpilogues.Name, FuseQKV.Name}
+var fusionPassNames = []string{FuseQLinearEpilogues.Name, FuseQKV.Name, MergeSmoothedLayerNorms.Name}
 
 // without is list less the named passes.
 func without(list []Pass, names []string) []Pass {
@@ -116,7 +116,7 @@ func TestFusionOnModels(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := models[name](t)
 			// The FP32 graph has no QLinear: fusion leaves it as it is.
-			if runPasses(t, m.g.Clone(), FuseQLinearEpilogues, FuseQKV) {
+			if runPasses(t, m.g.Clone(), FuseQLinearEpilogues, FuseQKV, MergeSmoothedLayerNorms) {
 				t.Error("fusion changed the FP32 graph")
 			}
 			stats, err := calib.Collect(m.g, m.calib, calib.Options{})
@@ -131,7 +131,7 @@ func TestFusionOnModels(t *testing.T) {
 					unfused := m.g.Clone()
 					runPasses(t, unfused, without(list(), fusionPassNames)...)
 					fused := unfused.Clone()
-					runPasses(t, fused, FuseQLinearEpilogues, FuseQKV, EliminateDeadNodes)
+					runPasses(t, fused, FuseQLinearEpilogues, FuseQKV, MergeSmoothedLayerNorms, EliminateDeadNodes)
 					// QuantPipeline as registered runs the same fusions.
 					whole := m.g.Clone()
 					runPasses(t, whole, list()...)
@@ -153,12 +153,12 @@ func TestFusionOnModels(t *testing.T) {
 }
 
 // encoderOps is the op histogram of the nodes from the first to the last
-// LayerNormalization.
+// LayerNorm (LayerNormalization or sqc.LayerNormDual).
 func encoderOps(t *testing.T, g *compiler.Graph) map[string]int {
 	t.Helper()
 	first, last := -1, -1
 	for i, n := range g.Nodes {
-		if n.Op == "LayerNormalization" {
+		if n.Op == "LayerNormalization" || n.Op == opLayerNormDual {
 			if first < 0 {
 				first = i
 			}
@@ -177,7 +177,8 @@ func encoderOps(t *testing.T, g *compiler.Graph) map[string]int {
 
 // checkFusedEncoder asserts the fused encoder's shape: per layer one
 // packed Attention reading one QLinear of N = 3 x hidden, four QLinears in
-// all, two LayerNorms, nothing standalone left to fuse.
+// all, two LayerNorms (each with its smoothed twin merged into it),
+// nothing standalone left to fuse.
 func checkFusedEncoder(t *testing.T, g *compiler.Graph, ops map[string]int) {
 	t.Helper()
 	for _, op := range []string{"Add", "sqc.Gelu", "Softmax", "Erf", "ReduceMean", "sqc.Linear"} {
@@ -189,18 +190,27 @@ func checkFusedEncoder(t *testing.T, g *compiler.Graph, ops map[string]int) {
 	if layers == 0 {
 		t.Fatal("no attention in the encoder")
 	}
-	// LayerNorms: two per layer, and SmoothQuant's smoothed copies of
-	// those whose output is also the residual stream; the mask is built
-	// where the exporter put it.
+	// LayerNorms: the embeddings' and two per layer, those whose output
+	// is also the residual stream merged with SmoothQuant's smoothed
+	// copy; the mask is built where the exporter put it.
 	for op, n := range ops {
 		switch op {
-		case opQLinear, "sqc.Attention", "LayerNormalization", "sqc.AttentionMask":
+		case opQLinear, "sqc.Attention", "LayerNormalization", opLayerNormDual, "sqc.AttentionMask":
 		default:
 			t.Errorf("%d %s in the fused encoder", n, op)
 		}
 	}
-	if ops[opQLinear] != 4*layers || ops["LayerNormalization"] < 2*layers+1 {
-		t.Errorf("encoder ops %s, want per layer 4 QLinear, 1 Attention, at least 2 LayerNorm", histogramString(ops))
+	if ops[opQLinear] != 4*layers || ops["LayerNormalization"]+ops[opLayerNormDual] != 2*layers+1 {
+		t.Errorf("encoder ops %s, want per layer 4 QLinear, 1 Attention, 2 LayerNorms (and the embeddings' one)", histogramString(ops))
+	}
+	lnInputs := map[string]bool{}
+	for _, n := range g.Nodes {
+		if n.Op == "LayerNormalization" || n.Op == opLayerNormDual {
+			if lnInputs[n.Inputs[0]] {
+				t.Errorf("two LayerNorms of %s left unmerged", n.Inputs[0])
+			}
+			lnInputs[n.Inputs[0]] = true
+		}
 	}
 	ix := newIndex(g)
 	for _, n := range g.Nodes {

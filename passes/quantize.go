@@ -123,6 +123,13 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 		Quantize(work, opts),
 		FuseQLinearEpilogues, // fuse_qlinear_epilogues.go: GELU and residual Add into the QLinear epilogue
 		FuseQKV,              // fuse_qkv.go: one QLinear for Q, K and V, read by a packed Attention
+		// After SmoothQuant, which makes the LayerNorm twins, and after
+		// Quantize, whose sqc.QLinear readers are what marks the twin
+		// (its output feeds only quantised GEMMs). The two fusions above
+		// neither read nor move LayerNorms, so it could run before them;
+		// running it last keeps their inputs the graphs they were
+		// written and tested against.
+		MergeSmoothedLayerNorms, // merge_smoothed_layer_norms.go: one sqc.LayerNormDual per LayerNorm and smoothed twin
 		EliminateDeadNodes,
 	}
 }

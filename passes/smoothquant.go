@@ -27,12 +27,12 @@ import (
 //     divided by s. In BERT's post-LN blocks the LayerNorm output is also
 //     the residual stream, which must stay unscaled; then the group reads a
 //     second LayerNormalization of the same input with the smoothed
-//     gamma/beta. That twin is not free today: compiler/exec runs it as a
-//     second LayerNorm pass, measured at about 5% of the INT8 encoder's
-//     time on both SST-2 models (2 threads, dev set). It disappears once
-//     a LayerNorm kernel writes the residual (gamma, beta) and the u8
-//     operand (gamma/s, beta/s) from one pass over the row, or once
-//     sqc.QLinear's quantise step takes a per-channel multiplier.
+//     gamma/beta. Run on its own, the twin was a second LayerNorm pass
+//     over the same rows (about 5% of the INT8 encoder's time on both
+//     SST-2 models); MergeSmoothedLayerNorms, later in QuantPipeline,
+//     merges each pair into one sqc.LayerNormDual, whose kernel writes the
+//     residual (gamma, beta) and the u8 operand (gamma/s, beta/s) from one
+//     pass over the row.
 //   - sqc.Attention (the attention output projection): softmax(QK^T)·V is
 //     linear in each channel of V, so column j of the V projection's weight
 //     and bias is divided by s_j.

@@ -23,6 +23,7 @@ const (
 func genLayerNorm(g *gen) {
 	genLNStats(g)
 	genLNNorm(g)
+	genLNNormDual(g)
 }
 
 // widen returns the float64 forms of the low and high 8 lanes of the
@@ -198,6 +199,88 @@ func lnNormVariant(g *gen, flags int) {
 	if has(lnBeta) {
 		g.ADDQ(operand.U8(64), bp)
 	}
+	g.SUBQ(operand.U8(16), left)
+	g.JG(operand.LabelRef(loop))
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// genLNNormDual emits lnNormDualAsm, the row kernel of nn.LayerNormDual:
+// z_j = (x_j - mean) * inv once, then y_j = float32(z_j*gamma_j + beta_j)
+// stored as f32 and float32(z_j*gammaQ_j + betaQ_j) quantised to u8, each
+// in float64 with every operation rounded (lnNormalizeDualGo's order).
+// One loop with betas, one without.
+func genLNNormDual(g *gen) {
+	g.Function("lnNormDualAsm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)")
+	g.Pragma("noescape")
+	g.Doc("lnNormDualAsm normalises one row of n >= 1 values once, z[j] = (x[j]-mean)*inv in float64,",
+		"and stores y[j] = float32(z[j]*gamma[j] + beta[j]) and q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j]",
+		"+ betaQ[j]), invScale, zp); flags&1: beta and betaQ are used (else both are ignored).")
+	flags := g.load("flags")
+	withBeta := g.label("lnd_beta")
+	g.CMPQ(flags, operand.U8(lnBeta))
+	g.JEQ(operand.LabelRef(withBeta))
+	lnNormDualVariant(g, false)
+	g.Label(withBeta)
+	lnNormDualVariant(g, true)
+}
+
+func lnNormDualVariant(g *gen, beta bool) {
+	zMean, zInv := g.broadcastParam64("mean"), g.broadcastParam64("inv")
+	xp, left := g.load("x"), g.load("n")
+	yp, qp := g.load("y"), g.load("q")
+	gp, gqp := g.load("gamma"), g.load("gammaQ")
+	var bp, bqp reg.GPVirtual
+	if beta {
+		bp, bqp = g.load("beta"), g.load("betaQ")
+	}
+	quant := g.newQuantizer()
+	loop := g.label("lnd_loop")
+	g.Label(loop)
+	w := g.minConst(left, 16)
+	k := g.maskOf(w)
+	kHi := g.K()
+	g.KSHIFTRW(operand.U8(8), k, kHi)
+	y, yq := g.ZMM(), g.ZMM()
+	halves := []struct {
+		k       reg.OpmaskVirtual
+		disp    int
+		out, oq reg.Register
+	}{{k, 0, y.AsY(), yq.AsY()}, {kHi, 32, g.YMM(), g.YMM()}}
+	for _, h := range halves {
+		z := g.ZMM()
+		g.VCVTPS2PD_Z(operand.Mem{Base: xp, Disp: h.disp}, h.k, z)
+		g.VSUBPD(zMean, z, z) // x - mean
+		g.VMULPD(zInv, z, z)  // z, shared by both outputs
+		for _, o := range []struct {
+			gamma, beta reg.GPVirtual
+			out         reg.Register
+		}{{gp, bp, h.out}, {gqp, bqp, h.oq}} {
+			v := g.ZMM()
+			g.VCVTPS2PD_Z(operand.Mem{Base: o.gamma, Disp: h.disp}, h.k, v)
+			g.VMULPD(v, z, v) // z * gamma
+			if beta {
+				bt := g.ZMM()
+				g.VCVTPS2PD_Z(operand.Mem{Base: o.beta, Disp: h.disp}, h.k, bt)
+				g.VADDPD(bt, v, v)
+			}
+			g.VCVTPD2PS(v, o.out)
+		}
+	}
+	g.VINSERTF32X8(operand.U8(1), halves[1].out, y, y)
+	g.VINSERTF32X8(operand.U8(1), halves[1].oq, yq, yq)
+	g.VMOVUPS(y, k, operand.Mem{Base: yp})
+	quant.store(g, yq, k, operand.Mem{Base: qp})
+	ptrs := []reg.GPVirtual{xp, yp, gp, gqp}
+	if beta {
+		ptrs = append(ptrs, bp, bqp)
+	}
+	for _, p := range ptrs {
+		g.ADDQ(operand.U8(64), p)
+	}
+	g.ADDQ(operand.U8(16), qp)
 	g.SUBQ(operand.U8(16), left)
 	g.JG(operand.LabelRef(loop))
 	g.VZEROUPPER()

@@ -9,7 +9,8 @@ import (
 )
 
 // Constants of runtime/nn (math.go: Exp) and runtime/qgemm (epilogue.go:
-// the u8 quantisation every quantiser shares; GELU's are in gelu.go). Kept in step with those
+// the u8 quantisation every quantiser shares; GELU's are internal/gelu's,
+// in their own table: asmgen/geluavo). Kept in step with those
 // files by the runtime tests, which compare every kernel with its Go
 // version bit for bit.
 const (
@@ -75,13 +76,7 @@ func genTables(g *gen) {
 	for _, v := range expPoly {
 		t.f32(v)
 	}
-	for _, v := range []float32{0.5, -0.5, geluUMax, geluTScale} {
-		t.f32(v)
-	}
-	for _, v := range geluP {
-		t.f32(v)
-	}
-	for _, v := range []uint32{127, 255, 0x7FFFFFFF, geluHiMask} {
+	for _, v := range []uint32{127, 255} {
 		t.u32(v)
 	}
 	t.frozen = true

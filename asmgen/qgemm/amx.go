@@ -7,10 +7,9 @@ import (
 	"github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
-)
 
-// kernelSig is qgemm.Kernel's signature.
-const kernelSig = "func(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)"
+	"github.com/sqc-dev/sqc/asmgen/kernels"
+)
 
 // Tile register assignment of the AMX kernel: a 2x2 block of C tiles (32
 // rows x 32 columns of int32), two A tiles (16 rows x 64 K bytes each) and
@@ -238,7 +237,7 @@ type amxState struct {
 func genAMXKernel(g *gen, name string, t tileOps) {
 	g.Function(name)
 	g.Attributes(t.attributes())
-	g.SignatureExpr(kernelSig)
+	g.SignatureExpr(kernels.KernelSig)
 	g.Pragma("noescape")
 	if _, emu := t.(*emuTiles); emu {
 		g.Doc(name+" is qgemmAMX with every tile instruction emulated by AVX512-VNNI",

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/sqc-dev/sqc/asmgen/kernels"
+
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 )
@@ -24,13 +26,18 @@ const (
 // sums of two products (|sum| <= 2*255*128 = 65280, exact), accumulated
 // with VPADDD (wrapping, like the int32 reference).
 func genAVX2Kernel(g *gen) {
-	genBlockedKernel(g, "qgemmAVX2", []string{
-		"qgemmAVX2 is the AVX2 Kernel: int16 widening + VPMADDWD, exact over the",
-		"full u8 x s8 range, 2 rows x 16 columns per micro-kernel.",
-	}, avx2Rows, 1, avx2Micro)
+	kernels.NewBuilder(g.Context).BlockedKernel(kernels.Blocked{
+		Name: "qgemmAVX2",
+		Doc: []string{
+			"qgemmAVX2 is the AVX2 Kernel: int16 widening + VPMADDWD, exact over the",
+			"full u8 x s8 range, 2 rows x 16 columns per micro-kernel.",
+		},
+		MaxRows: avx2Rows, MaxCols: 1, Micro: avx2Micro,
+	})
 }
 
-func avx2Micro(g *gen, st vnniState, rows, cols int) {
+// avx2Micro emits a rows x 16-column block (kp is 0: the generic kernel).
+func avx2Micro(g *kernels.Builder, st kernels.LoopState, rows, cols, kp int) {
 	if cols != 1 {
 		panic("AVX2 micro-kernel is one N-block wide")
 	}
@@ -39,16 +46,16 @@ func avx2Micro(g *gen, st vnniState, rows, cols int) {
 	for i := range acc {
 		for q := range acc[i] {
 			acc[i][q] = g.YMM()
-			g.zeroVec(acc[i][q])
+			g.ZeroVec(acc[i][q])
 		}
 	}
-	addrs, ptrs := rowAddrs(g, rows)
-	loadRowPtrs(g, st, ptrs, addrs)
+	addrs, ptrs := g.RowAddrs(rows)
+	g.LoadRowPtrs(st, ptrs, addrs)
 	bp := g.GP64()
-	g.MOVQ(st.b, bp)
-	k := kLoopCount(g, avx2Unroll)
+	g.MOVQ(st.B, bp)
+	k := g.KLoopCount(avx2Unroll, kp)
 
-	loop := g.label("avx2_k")
+	loop := g.NewLabel("avx2_k")
 	g.Label(loop)
 	for u := 0; u < avx2Unroll; u++ {
 		// B: 64 bytes = 16 columns x 4 K; each 16 bytes (4 columns) widen
@@ -82,8 +89,8 @@ func avx2Micro(g *gen, st vnniState, rows, cols int) {
 	// Fold the pair sums: VPHADDD gives columns (0 1 4 5 | 2 3 6 7) and
 	// VPERMQ $0xD8 puts them in order.
 	cp := g.GP64()
-	g.MOVQ(st.crow, cp)
-	ldc4 := g.load("ldc")
+	g.MOVQ(st.CRow, cp)
+	ldc4 := g.Load("ldc")
 	g.SHLQ(operand.U8(2), ldc4)
 	for i := 0; i < rows; i++ {
 		for h := 0; h < 2; h++ {

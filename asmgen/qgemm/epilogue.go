@@ -7,12 +7,15 @@ import (
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/sqc-dev/sqc/asmgen/geluavo"
 )
 
 // The AVX-512 epilogue mirrors runtime/qgemm/epilogue.go operation for
-// operation (no FMA, same order, same constants), so that its output has
-// the same bits as epilogueGo. Keep the two in step; the runtime test
-// TestEpilogueAVX512MatchesGo compares them.
+// operation (same order, same constants; GELU is internal/gelu's, emitted
+// by asmgen/geluavo), so that its output has the same bits as epilogueGo.
+// Keep the two in step; the runtime test TestEpilogueAVX512MatchesGo
+// compares them.
 
 // Flag bits of the epilogue's flags argument (runtime/qgemm/epilogue_amd64.go).
 const (
@@ -29,29 +32,11 @@ const (
 // their opmasks are cut from one 64-bit mask).
 const epiUnroll = 3
 
-// epiGeluGroup chunks go through GELU interleaved: more would not fit the
-// 32 zmm registers (avo does not spill).
-const epiGeluGroup = 3
-
 const epilogueSig = "func(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, flags int)"
 
-// Constants of runtime/qgemm/epilogue.go.
-const (
-	geluUMax   float32 = 12.9
-	geluTScale float32 = 0.5 / math.Sqrt2
-	geluHiMask uint32  = 0xFFFFF000
-	expLog2E   float32 = 1.44269504088896341
-	expLn2Hi   float32 = 0.693359375
-	expLn2Lo   float32 = -2.12194440e-4
-	quantClamp float32 = 65536
-)
-
-var geluP = [...]float32{
-	0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807,
-	-0.18628806, 0.09678418, 0.37409196, 1.00002368, -1.26551223,
-}
-
-var expC = [...]float32{1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5}
+// quantClamp is runtime/qgemm's (epilogue.go): v*OutInvScale is clamped
+// to [-quantClamp, quantClamp] before rounding.
+const quantClamp float32 = 65536
 
 // constTable is a read-only DATA section of 4-byte constants, used through
 // embedded broadcasts.
@@ -90,19 +75,11 @@ func genEpilogue(g *gen) {
 	g.DataAttributes(attr.RODATA | attr.NOPTR)
 	// Pin the table's contents in a fixed order so that regenerating gives
 	// the same file.
-	for _, v := range []float32{0, 1, 0.5, -0.5, geluUMax, geluTScale, expLog2E, expLn2Hi, expLn2Lo, quantClamp, -quantClamp} {
+	for _, v := range []float32{quantClamp, -quantClamp} {
 		consts.f32(v)
-	}
-	for _, v := range geluP {
-		consts.f32(v)
-	}
-	for _, v := range expC {
-		consts.f32(v)
-	}
-	for _, v := range []uint32{0x7FFFFFFF, geluHiMask, 127, 255} {
-		consts.u32(v)
 	}
 	consts.frozen = true
+	geluTable := geluavo.NewTable(g.Context, "epilogueGelu")
 
 	// colMasks[i] = 1<<i - 1: the opmask bits of a step with i columns left.
 	colMasks = g.StaticGlobal("epilogueColMasks")
@@ -121,12 +98,12 @@ func genEpilogue(g *gen) {
 		"elements. flags: 1 colSum, 2 bias, 4 GELU, 8 residual, 16 u8 output (else",
 		"f32), 32 per-row zero point rowZero[i] (replacing aZero) and scale rowScale[i].")
 	flags := g.load("flags")
-	epilogueDispatch(g, consts, colMasks, flags, 0, 0)
+	epilogueDispatch(g, consts, geluTable, colMasks, flags, 0, 0)
 }
 
-func epilogueDispatch(g *gen, consts *constTable, colMasks operand.Mem, flags reg.GPVirtual, bit, set int) {
+func epilogueDispatch(g *gen, consts *constTable, geluTable geluavo.Table, colMasks operand.Mem, flags reg.GPVirtual, bit, set int) {
 	if bit == epiFlagCount {
-		epilogueVariant(g, consts, colMasks, set)
+		epilogueVariant(g, consts, geluTable, colMasks, set)
 		g.VZEROUPPER()
 		g.RET()
 		return
@@ -134,15 +111,15 @@ func epilogueDispatch(g *gen, consts *constTable, colMasks operand.Mem, flags re
 	on := g.label("epi_flag")
 	g.TESTQ(operand.U32(1<<bit), flags)
 	g.JNZ(operand.LabelRef(on))
-	epilogueDispatch(g, consts, colMasks, flags, bit+1, set)
+	epilogueDispatch(g, consts, geluTable, colMasks, flags, bit+1, set)
 	g.Label(on)
-	epilogueDispatch(g, consts, colMasks, flags, bit+1, set|1<<bit)
+	epilogueDispatch(g, consts, geluTable, colMasks, flags, bit+1, set|1<<bit)
 }
 
 // epilogueVariant emits the row and column loops for one flag set. Every
 // 16-column chunk runs under the opmask k: all ones, or the tail mask for
 // the last chunk, so loads never touch memory past column n.
-func epilogueVariant(g *gen, consts *constTable, colMasks operand.Mem, flags int) {
+func epilogueVariant(g *gen, consts *constTable, geluTable geluavo.Table, colMasks operand.Mem, flags int) {
 	has := func(f int) bool { return flags&f != 0 }
 
 	cRow := g.load("c")
@@ -186,10 +163,9 @@ func epilogueVariant(g *gen, consts *constTable, colMasks operand.Mem, flags int
 		zZero = g.ZMM()
 		g.zeroVec(zZero)
 	}
-	var zOne reg.VecVirtual
+	var gelu *geluavo.Eval
 	if has(epiGelu) {
-		zOne = g.ZMM()
-		g.VBROADCASTSS(consts.f32(1), zOne)
+		gelu = geluTable.Load(g.Context) // the coefficient tables stay in registers
 	}
 
 	// Each column step covers epiUnroll chunks of 16 columns (independent
@@ -222,7 +198,7 @@ func epilogueVariant(g *gen, consts *constTable, colMasks operand.Mem, flags int
 
 	r := epiRegs{
 		j: j, cRow: cRow, scale: scale, rowScale: rowScale, colSum: colSum, bias: bias, resRow: resRow, outRow: outRow,
-		zAZ: zAZ, zInv: zInv, zZP: zZP, zZero: zZero, zOne: zOne,
+		zAZ: zAZ, zInv: zInv, zZP: zZP, zZero: zZero,
 	}
 	ks := make([]reg.OpmaskVirtual, epiUnroll)
 	vs := make([]reg.VecVirtual, epiUnroll)
@@ -234,12 +210,9 @@ func epilogueVariant(g *gen, consts *constTable, colMasks operand.Mem, flags int
 		}
 		vs[u] = epilogueLoad(g, flags, u, ks[u], r)
 	}
-	if flags&epiGelu != 0 {
-		// GELU is a chain of ~60 dependent operations: emitting the chunks
-		// interleaved, step by step, lets them overlap.
-		for u := 0; u < epiUnroll; u += epiGeluGroup {
-			copy(vs[u:], geluZMM(g, consts, vs[u:u+epiGeluGroup], zOne, zZero))
-		}
+	if gelu != nil {
+		// Emitted interleaved, step by step, so the chunks' chains overlap.
+		vs = gelu.Emit(g.Context, vs, zZero)
 	}
 	for u := range ks {
 		epilogueStore(g, consts, flags, u, ks[u], r, vs[u])
@@ -279,7 +252,7 @@ func epilogueVariant(g *gen, consts *constTable, colMasks operand.Mem, flags int
 // epiRegs are the registers an epilogue chunk reads.
 type epiRegs struct {
 	j, cRow, scale, rowScale, colSum, bias, resRow, outRow reg.GPVirtual
-	zAZ, zInv, zZP, zZero, zOne                            reg.VecVirtual
+	zAZ, zInv, zZP, zZero                                  reg.VecVirtual
 }
 
 // col4 addresses 4-byte column j+16u of the row at base.
@@ -332,138 +305,9 @@ func epilogueStore(g *gen, consts *constTable, flags, u int, k reg.OpmaskVirtual
 		g.VCVTPS2DQ(t, q) // round to nearest even (MXCSR default)
 		g.VPADDD(r.zZP, q, q)
 		g.VPMAXSD(r.zZero, q, q)
-		g.VPMINSD_BCST(consts.u32(255), q, q)
-		g.VPMOVDB(q, k, operand.Mem{Base: r.outRow, Index: r.j, Scale: 1, Disp: 16 * u})
+		// q >= 0 now: the unsigned saturation of VPMOVUSDB is min(q, 255).
+		g.VPMOVUSDB(q, k, operand.Mem{Base: r.outRow, Index: r.j, Scale: 1, Disp: 16 * u})
 	} else {
 		g.VMOVUPS(v, k, r.col4(r.outRow, u))
 	}
-}
-
-// geluZMM emits geluF32 of runtime/qgemm/epilogue.go on the 16 lanes of
-// each register of xs, interleaving the chunks step by step, and returns
-// the registers holding the results.
-func geluZMM(g *gen, consts *constTable, xs []reg.VecVirtual, zOne, zZero reg.VecVirtual) []reg.VecVirtual {
-	n := len(xs)
-	vecs := func() []reg.VecVirtual {
-		v := make([]reg.VecVirtual, n)
-		for i := range v {
-			v[i] = g.ZMM()
-		}
-		return v
-	}
-	each := func(f func(i int)) {
-		for i := 0; i < n; i++ {
-			f(i)
-		}
-	}
-	uc, d, t, p := vecs(), vecs(), vecs(), vecs()
-	each(func(i int) { g.VPANDD_BCST(consts.u32(0x7FFFFFFF), xs[i], uc[i]) }) // |x|
-	each(func(i int) { g.VMINPS_BCST(consts.f32(geluUMax), uc[i], uc[i]) })   // minps(|x|, uMax)
-	each(func(i int) { g.VMULPS_BCST(consts.f32(geluTScale), uc[i], d[i]) })
-	each(func(i int) { g.VADDPS_BCST(consts.f32(1), d[i], d[i]) })
-	each(func(i int) { g.VDIVPS(d[i], zOne, t[i]) }) // t = 1 / (uc*tScale + 1)
-	// P(t) in Estrin's scheme, in runtime/qgemm's geluPoly order, the
-	// steps ordered so that few registers are live at once.
-	coef := func(k int) operand.Mem { return consts.f32(geluP[len(geluP)-1-k]) } // of t^k
-	pair := func(dst []reg.VecVirtual, k int) {                                  // a_k + a_{k+1} t
-		each(func(i int) { g.VMULPS_BCST(coef(k+1), t[i], dst[i]) })
-		each(func(i int) { g.VADDPS_BCST(coef(k), dst[i], dst[i]) })
-	}
-	mulAdd := func(dst, x, y, z []reg.VecVirtual) { // x*y + z
-		each(func(i int) { g.VMULPS(y[i], x[i], dst[i]) })
-		each(func(i int) { g.VADDPS(z[i], dst[i], dst[i]) })
-	}
-	t2, t4, t8, e0, e1, e2, e3, e4, f0, f1, g0 := vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs()
-	each(func(i int) { g.VMULPS(t[i], t[i], t2[i]) })
-	pair(e1, 2)
-	pair(e0, 0)
-	mulAdd(f0, e1, t2, e0)
-	pair(e3, 6)
-	pair(e2, 4)
-	mulAdd(f1, e3, t2, e2)
-	each(func(i int) { g.VMULPS(t2[i], t2[i], t4[i]) })
-	mulAdd(g0, f1, t4, f0)
-	each(func(i int) { g.VMULPS(t4[i], t4[i], t8[i]) })
-	pair(e4, 8)
-	mulAdd(p, e4, t8, g0)
-	uh, a, lo, hi, b := vecs(), vecs(), vecs(), vecs(), vecs()
-	each(func(i int) { g.VPANDD_BCST(consts.u32(geluHiMask), uc[i], uh[i]) })
-	each(func(i int) { g.VMULPS(uh[i], uh[i], a[i]) })
-	each(func(i int) { g.VMULPS_BCST(consts.f32(-0.5), a[i], a[i]) }) // a = (uh*uh) * -0.5, exact
-	each(func(i int) { g.VSUBPS(uh[i], uc[i], lo[i]) })               // uc - uh
-	each(func(i int) { g.VADDPS(uh[i], uc[i], hi[i]) })               // uc + uh
-	each(func(i int) { g.VMULPS(hi[i], lo[i], b[i]) })
-	each(func(i int) { g.VMULPS_BCST(consts.f32(-0.5), b[i], b[i]) })
-	each(func(i int) { g.VADDPS(p[i], b[i], b[i]) }) // b = ((uc-uh)*(uc+uh))*-0.5 + p
-	// uc >= uMax (GE_OQ), taken before exp so that uc is dead there.
-	big := make([]reg.OpmaskVirtual, n)
-	each(func(i int) {
-		big[i] = g.K()
-		g.VCMPPS_BCST(operand.U8(0x1D), consts.f32(geluUMax), uc[i], big[i])
-	})
-	e := exp2partZMM(g, consts, a, b)
-	q, omq, phi, res := vecs(), vecs(), vecs(), vecs()
-	each(func(i int) { g.VMULPS_BCST(consts.f32(0.5), t[i], q[i]) })
-	each(func(i int) { g.VMULPS(e[i], q[i], q[i]) })             // q = (t*0.5) * e
-	each(func(i int) { g.VBLENDMPS(zZero, q[i], big[i], q[i]) }) // q = 0 where uc >= uMax
-	each(func(i int) { g.VSUBPS(q[i], zOne, omq[i]) })           // 1 - q
-	each(func(i int) {
-		pos := g.K()
-		g.VCMPPS(operand.U8(0x1D), zZero, xs[i], pos) // x >= 0 (GE_OQ)
-		g.VBLENDMPS(omq[i], q[i], pos, phi[i])
-	})
-	each(func(i int) { g.VMULPS(phi[i], xs[i], res[i]) })
-	return res
-}
-
-// exp2partZMM emits exp2part of runtime/qgemm/epilogue.go on each (a, b)
-// register pair, interleaved.
-func exp2partZMM(g *gen, consts *constTable, as, bs []reg.VecVirtual) []reg.VecVirtual {
-	n := len(as)
-	vecs := func() []reg.VecVirtual {
-		v := make([]reg.VecVirtual, n)
-		for i := range v {
-			v[i] = g.ZMM()
-		}
-		return v
-	}
-	each := func(f func(i int)) {
-		for i := 0; i < n; i++ {
-			f(i)
-		}
-	}
-	s, f, ki, kf, h, r, l, p, res := vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs()
-	each(func(i int) { g.VADDPS(bs[i], as[i], s[i]) })
-	each(func(i int) { g.VMULPS_BCST(consts.f32(expLog2E), s[i], f[i]) })
-	each(func(i int) { g.VCVTPS2DQ(f[i], ki[i]) }) // round to nearest even
-	each(func(i int) { g.VCVTDQ2PS(ki[i], kf[i]) })
-	each(func(i int) { g.VMULPS_BCST(consts.f32(expLn2Hi), kf[i], h[i]) })
-	each(func(i int) { g.VSUBPS(h[i], as[i], r[i]) }) // a - k*ln2Hi (exact)
-	each(func(i int) { g.VADDPS(bs[i], r[i], r[i]) })
-	each(func(i int) { g.VMULPS_BCST(consts.f32(expLn2Lo), kf[i], l[i]) })
-	each(func(i int) { g.VSUBPS(l[i], r[i], r[i]) }) // r - k*ln2Lo
-	// E(r) in Estrin's scheme, in runtime/qgemm's exp2part order.
-	coef := func(k int) operand.Mem { return consts.f32(expC[7-k]) } // 1/k!, k = 2..7
-	pair := func(dst []reg.VecVirtual, k int) {                      // b_k + b_{k+1} r
-		each(func(i int) { g.VMULPS_BCST(coef(k+1), r[i], dst[i]) })
-		each(func(i int) { g.VADDPS_BCST(coef(k), dst[i], dst[i]) })
-	}
-	mulAdd := func(dst, x, y, z []reg.VecVirtual) { // x*y + z
-		each(func(i int) { g.VMULPS(y[i], x[i], dst[i]) })
-		each(func(i int) { g.VADDPS(z[i], dst[i], dst[i]) })
-	}
-	r2, r4, e0, e1, e2, e3, f0, f1 := vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs(), vecs()
-	each(func(i int) { g.VMULPS(r[i], r[i], r2[i]) })
-	pair(e1, 2)
-	each(func(i int) { g.VADDPS_BCST(consts.f32(1), r[i], e0[i]) }) // 1 + r
-	mulAdd(f0, e1, r2, e0)
-	pair(e3, 6)
-	pair(e2, 4)
-	mulAdd(f1, e3, r2, e2)
-	each(func(i int) { g.VMULPS(r2[i], r2[i], r4[i]) })
-	mulAdd(p, f1, r4, f0)
-	each(func(i int) { g.VPADDD_BCST(consts.u32(127), ki[i], ki[i]) })
-	each(func(i int) { g.VPSLLD(operand.U8(23), ki[i], ki[i]) }) // 2^k
-	each(func(i int) { g.VMULPS(ki[i], p[i], res[i]) })
-	return res
 }

@@ -20,8 +20,15 @@ func benchCommand() *cli.Command {
 weights in the real shapes, so no checkpoint is needed), quantises it (calibration
 on random token ids), warms up, then times forward passes of one batch of random
 token ids: a time budget (--budget) or an exact count (--runs). Prints median,
-min and max latency and sequences per second, heap allocations per run and the
-process's peak RSS; --json prints one object.
+min and max latency and sequences per second and heap allocations per run;
+--json prints one object.
+
+Memory: after compiling, the FP32 graph and everything else only the build
+used is released and returned to the OS, and the kernel's peak RSS is reset
+(/proc/self/clear_refs, Linux; elsewhere the output says the run's peak is
+unknown). The report gives what the compiled program holds (weights by kind,
+activation arena), the peak RSS of warm-up and timed runs, its ratio to
+weights + arena, and the whole process's peak, build included.
 
 With --serve it is a worker for ../shared/bench/peers (coord.py): JSON lines on
 stdin/stdout, modes int8 (fastest kernels) and int8-vnni (AMX off).

@@ -43,9 +43,12 @@
 //
 // # Buffers and threads
 //
-// Every value has a slot whose buffer is kept across Run calls and grown
-// when a larger batch or sequence needs it; the batch and sequence sizes
-// are read from the inputs of each call. A Program runs one call at a time
+// Every value has a slot; slots of one dtype whose live ranges (first to
+// last step that mentions them) do not overlap share one buffer (reuse.go),
+// which is kept across Run calls and grown when a larger batch or sequence
+// needs it; the batch and sequence sizes are read from the inputs of each
+// call. Graph inputs, outputs, constants and the slots of interpreter
+// fallback steps (whose results may alias their inputs) are never shared. A Program runs one call at a time
 // (Run serialises on a mutex) on its own worker pool, shared by the GEMM
 // engine and the nn kernels; results do not depend on the thread count.
 // In steady state RunInto, given the same output map each time, allocates

@@ -46,15 +46,7 @@ func Compile(g *compiler.Graph, opts Options) (*Program, error) {
 		p.outputs = append(p.outputs, v)
 		p.outputSlots = append(p.outputSlots, l.slot(v.Name))
 	}
-	p.bufs = make([]*compiler.Tensor, len(p.slots))
-	for _, s := range p.slots {
-		switch {
-		case s.Kind == SlotConst:
-			p.bufs[s.ID] = s.Const
-		case s.Kind != SlotInput:
-			p.bufs[s.ID] = &compiler.Tensor{}
-		}
-	}
+	p.bufs = p.newBuffers(true) // activations share buffers by lifetime (reuse.go)
 	p.pool = pool.New(opts.Threads)
 	e, err := qgemm.New(qgemm.Options{Pool: p.pool, ISA: opts.ISA, Variant: opts.Variant})
 	if err != nil {
@@ -126,7 +118,8 @@ type lowering struct {
 	elided map[string]bool
 
 	// firstLN..lastLN (node indices) is the encoder, where every node
-	// must have a runtime kernel; -1 when the graph has no LayerNorm.
+	// must have a runtime kernel; -1 when the graph has no LayerNorm
+	// (LayerNormalization or sqc.LayerNormDual).
 	firstLN, lastLN int
 }
 
@@ -157,7 +150,7 @@ func newLowering(g *compiler.Graph) *lowering {
 				l.producer[out] = i
 			}
 		}
-		if n.Op == "LayerNormalization" {
+		if n.Op == "LayerNormalization" || n.Op == "sqc.LayerNormDual" {
 			if l.firstLN < 0 {
 				l.firstLN = i
 			}
@@ -410,6 +403,12 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 		return l.linear(n), nil
 	case "LayerNormalization":
 		return l.layerNorm(n), nil
+	case "sqc.LayerNormDual":
+		ok, err := l.layerNormDual(n) // layernorm_dual.go
+		if err != nil {
+			return true, l.bad(i, err)
+		}
+		return ok, nil
 	case "sqc.Embeddings":
 		return l.embeddings(n), nil
 	case "sqc.Attention":
@@ -613,13 +612,11 @@ func (l *lowering) linear(n *compiler.Node) bool {
 // layerNorm lowers LayerNormalization over the last axis with constant
 // [N] scale and bias and only its first output used.
 func (l *lowering) layerNorm(n *compiler.Node) bool {
-	dt, shape := l.info(n.Inputs[0])
-	gamma := l.constant(n.Inputs[1])
-	if dt != compiler.Float32 || shape == nil || len(shape) == 0 || !shape[len(shape)-1].Known() ||
-		gamma == nil || gamma.DType != compiler.Float32 || n.AttrInt("stash_type", 1) != 1 {
+	if n.AttrInt("stash_type", 1) != 1 {
 		return false
 	}
-	if axis := n.AttrInt("axis", -1); axis != -1 && axis != int64(len(shape)-1) {
+	_, shape := l.info(n.Inputs[0])
+	if axis := n.AttrInt("axis", -1); shape != nil && axis != -1 && axis != int64(len(shape)-1) {
 		return false
 	}
 	for _, out := range n.Outputs[1:] {
@@ -627,23 +624,17 @@ func (l *lowering) layerNorm(n *compiler.Node) bool {
 			return false
 		}
 	}
-	size := int(shape[len(shape)-1].Size)
-	if gamma.Len() != size {
+	beta := ""
+	if len(n.Inputs) > 2 {
+		beta = n.Inputs[2]
+	}
+	params, ok := l.layerNormParams(n.Inputs[0], n.Inputs[1], beta, n.AttrFloat("epsilon", 1e-5))
+	if !ok {
 		return false
 	}
-	var beta *compiler.Tensor
-	if len(n.Inputs) > 2 && n.Inputs[2] != "" {
-		beta = l.constant(n.Inputs[2])
-		if beta == nil || beta.DType != compiler.Float32 || beta.Len() != size {
-			return false
-		}
-	}
-	s := &LayerNormStep{
-		Node: n.Name, X: l.slot(n.Inputs[0]), OutU8: NoSlot, GammaName: n.Inputs[1],
-		Params: nn.LayerNormParams{N: size, Gamma: gamma.F32, Epsilon: n.AttrFloat("epsilon", 1e-5)},
-	}
-	if beta != nil {
-		s.Params.Beta, s.BetaName = beta.F32, n.Inputs[2]
+	s := &LayerNormStep{Node: n.Name, X: l.slot(n.Inputs[0]), OutU8: NoSlot, GammaName: n.Inputs[1], BetaName: beta, Params: params}
+	if params.Beta == nil {
+		s.BetaName = ""
 	}
 	out := n.Outputs[0]
 	keys, only := l.quantUses(out)
@@ -661,11 +652,42 @@ func (l *lowering) layerNorm(n *compiler.Node) bool {
 		l.elided[out] = true
 	}
 	if first != nil {
-		s.Kp = qgemm.RoundUp(size, qgemm.KBlock)
-		s.InvScale, s.ZeroPoint = 1/math.Float32frombits(first.scaleBits), first.zeroPoint
-		s.OutU8 = l.u8Slot(out, "#u8", s.Kp)
-		l.quant[*first] = quantBuf{u8: s.OutU8, scales: NoSlot, zeroPoints: NoSlot}
+		l.quantizedOutput(s, out, *first)
 	}
 	l.emit(s)
 	return true
+}
+
+// layerNormParams returns the parameters of a LayerNorm of the f32 value x
+// over its last dim, of static size N, with the constant f32 [N] gamma and
+// beta ("" for none), or false when the runtime kernel cannot run it.
+func (l *lowering) layerNormParams(x, gamma, beta string, eps float32) (nn.LayerNormParams, bool) {
+	dt, shape := l.info(x)
+	g := l.constant(gamma)
+	if dt != compiler.Float32 || shape == nil || len(shape) == 0 || !shape[len(shape)-1].Known() ||
+		g == nil || g.DType != compiler.Float32 {
+		return nn.LayerNormParams{}, false
+	}
+	size := int(shape[len(shape)-1].Size)
+	if g.Len() != size {
+		return nn.LayerNormParams{}, false
+	}
+	p := nn.LayerNormParams{N: size, Gamma: g.F32, Epsilon: eps}
+	if beta != "" {
+		b := l.constant(beta)
+		if b == nil || b.DType != compiler.Float32 || b.Len() != size {
+			return nn.LayerNormParams{}, false
+		}
+		p.Beta = b.F32
+	}
+	return p, true
+}
+
+// quantizedOutput makes s write out in the static quantised form k (u8
+// rows of Kp bytes), which QLinears reading out then use.
+func (l *lowering) quantizedOutput(s *LayerNormStep, out string, k quantKey) {
+	s.Kp = qgemm.RoundUp(s.Params.N, qgemm.KBlock)
+	s.InvScale, s.ZeroPoint = 1/math.Float32frombits(k.scaleBits), k.zeroPoint
+	s.OutU8 = l.u8Slot(out, "#u8", s.Kp)
+	l.quant[k] = quantBuf{u8: s.OutU8, scales: NoSlot, zeroPoints: NoSlot}
 }

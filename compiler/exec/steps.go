@@ -92,16 +92,23 @@ type LinearF32Step struct {
 
 // LayerNormStep is nn.LayerNorm of X over its last dim into Out (f32), or
 // nn.LayerNormU8 when OutU8 is set: u8 rows of Kp bytes quantised with
-// InvScale and ZeroPoint, plus Out unless it is NoSlot.
+// InvScale and ZeroPoint, plus Out unless it is NoSlot. When GammaU8 is
+// set (an sqc.LayerNormDual), it is nn.LayerNormDual: Out with Params and
+// OutU8 normalised with GammaU8 and BetaU8 instead, from the same row
+// statistics; Out and OutU8 are then both slots.
 type LayerNormStep struct {
 	Node                string
 	X, Out, OutU8       SlotID
 	Params              nn.LayerNormParams
 	GammaName, BetaName string
-	Kp                  int
-	InvScale            float32
-	ZeroPoint           int32
-	shape               []int64
+	// The u8 output's own gamma and beta (nil: Params'), and the
+	// initializers they come from.
+	GammaU8, BetaU8         []float32
+	GammaU8Name, BetaU8Name string
+	Kp                      int
+	InvScale                float32
+	ZeroPoint               int32
+	shape                   []int64
 }
 
 // AttentionStep is nn.Attention of Q, K, V ([batch, seq, Heads*d]) with the
@@ -138,7 +145,7 @@ type AddStep struct {
 
 // Activation functions of ActivationStep.
 const (
-	ActGelu = "gelu" // nn.GeluParallel: qgemm's float32 erf-GELU
+	ActGelu = "gelu" // nn.GeluParallel: internal/gelu's float32 GELU (the GEMM epilogue's)
 	ActTanh = "tanh" // nn.TanhSliceParallel
 	ActRelu = "relu" // nn.ReluParallel
 )
@@ -169,6 +176,9 @@ func (s *AttentionMaskStep) Call() string { return "nn.AttentionMask" }
 func (s *AddStep) Call() string           { return "nn.AddParallel" }
 func (s *GatherStep) Call() string        { return "nn.Gather" }
 func (s *LayerNormStep) Call() string {
+	if s.GammaU8 != nil {
+		return "nn.LayerNormDual"
+	}
 	if s.OutU8 != NoSlot {
 		return "nn.LayerNormU8"
 	}
@@ -247,6 +257,13 @@ func (s *LayerNormStep) Describe(sl []*Slot) string {
 	if s.OutU8 != NoSlot {
 		outs += ", " + slotName(sl, s.OutU8)
 		q = fmt.Sprintf(", Kp=%d, inv_scale=%g, zero_point=%d", s.Kp, s.InvScale, s.ZeroPoint)
+		if s.GammaU8 != nil {
+			u8 := ", gamma_u8=%" + s.GammaU8Name
+			if s.BetaU8 != nil {
+				u8 += ", beta_u8=%" + s.BetaU8Name
+			}
+			q = u8 + q
+		}
 	}
 	beta := ""
 	if s.Params.Beta != nil {
@@ -391,6 +408,10 @@ func (s *LayerNormStep) run(p *Program) error {
 	q := p.bufs[s.OutU8]
 	s.shape = withLast(s.shape, x.Shape, s.Kp)
 	resize(q, compiler.Uint8, s.shape...)
+	if s.GammaU8 != nil {
+		nn.LayerNormDual(p.pool, f32, n, q.U8, s.Kp, x.F32, n, rows, &s.Params, s.GammaU8, s.BetaU8, s.InvScale, s.ZeroPoint)
+		return nil
+	}
 	nn.LayerNormU8(p.pool, f32, n, q.U8, s.Kp, x.F32, n, rows, &s.Params, s.InvScale, s.ZeroPoint)
 	return nil
 }

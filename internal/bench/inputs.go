@@ -30,6 +30,9 @@ func (m *Model) Inputs(batch, seq int, seed uint64) (map[string]*compiler.Tensor
 	if batch < 1 || seq < 1 {
 		return nil, fmt.Errorf("%w: batch %d x sequence %d: both must be at least 1", compiler.ErrInvalidRequest, batch, seq)
 	}
+	if m.Graph == nil {
+		return nil, fmt.Errorf("%w: model %s: its graph was released after compiling", compiler.ErrInvalidRequest, m.Name)
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x1d5))
 	lo := firstRandomID
 	if lo >= m.Vocab {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
@@ -125,10 +126,13 @@ type Result struct {
 	// CPUMsPerRun is the process's CPU time per timed run (ms; -1 where
 	// unknown), and SeqPerCPUS the sequences per CPU second it gives: on a
 	// machine shared with other work, these move less than latency.
-	CPUMsPerRun  float64 `json:"cpu_ms_per_run"`
-	SeqPerCPUS   float64 `json:"seq_per_cpu_s,omitempty"`
-	BytesPerRun  float64 `json:"alloc_bytes_per_run"`
-	PeakRSSBytes int64   `json:"peak_rss_bytes,omitempty"`
+	CPUMsPerRun float64 `json:"cpu_ms_per_run"`
+	SeqPerCPUS  float64 `json:"seq_per_cpu_s,omitempty"`
+	BytesPerRun float64 `json:"alloc_bytes_per_run"`
+	// PeakRSSBytes is the whole process's peak RSS, the build (FP32
+	// model, calibration, quantisation) included; Memory is the runs'.
+	PeakRSSBytes int64      `json:"peak_rss_bytes,omitempty"`
+	Memory       *RunMemory `json:"memory,omitempty"`
 	// LoadAvg is the 1-minute load average after the runs (-1: unknown);
 	// above CPUs, other work competed for the cores.
 	LoadAvg float64   `json:"load_avg"`
@@ -170,10 +174,19 @@ func Run(o Options) (*Result, error) {
 		out := map[string]*compiler.Tensor{}
 		run = func() error { return e.RunInto(in, out) }
 	}
+	// The runs are measured without the build's memory: only the
+	// compiled program, the inputs and the outputs stay.
+	p.releaseBuild(o.FP32)
+	mem := startRunMemory(o.FP32)
 	meas, err := Measure(run, o.Measure)
 	if err != nil {
 		return nil, err
 	}
+	var prog *exec.Program
+	if e, ok := p.Engine.(*int8Engine); ok {
+		prog = e.Program()
+	}
+	mem.finish(prog, o.Batch, o.Seq)
 	r := &Result{
 		Model: p.Model.Name, RandomWeights: p.Model.Random, Seed: p.Model.Seed,
 		Precision: "int8", Engine: p.Engine.Describe(),
@@ -182,7 +195,7 @@ func Run(o Options) (*Result, error) {
 		LatencyMs: meas.LatencyMs, SeqPerS: Throughput(meas.LatencyMs, o.Batch),
 		AllocsPerRun: meas.AllocsPerRun, BytesPerRun: meas.BytesPerRun,
 		CPUMsPerRun: meas.CPUMsPerRun,
-		Build:       p.Build, TimesMs: meas.TimesMs,
+		Build:       p.Build, TimesMs: meas.TimesMs, Memory: mem,
 	}
 	if meas.CPUMsPerRun > 0 {
 		r.SeqPerCPUS = float64(o.Batch) * 1000 / meas.CPUMsPerRun
@@ -191,7 +204,7 @@ func Run(o Options) (*Result, error) {
 		r.Precision = "fp32"
 	}
 	if rss, ok := PeakRSS(); ok {
-		r.PeakRSSBytes = rss
+		r.PeakRSSBytes = max(rss, mem.BuildPeakRSSBytes)
 	}
 	r.LoadAvg, r.CPUs = LoadAverage(), runtime.NumCPU()
 	return r, nil
@@ -213,14 +226,21 @@ latency    median %.2f ms   min %.2f   max %.2f   (p25-p75 %.2f-%.2f)
 throughput median %.1f seq/s   min %.1f   max %.1f
 allocs     %.1f per run (%s per run)
 cpu        %s
-peak RSS   %s
-machine    %s
+%smachine    %s
 build      load %.1f s, calibrate %.1f s, quantise %.1f s, compile %.1f s
 `, model, r.Precision, r.Engine, r.Batch, r.Seq, r.Threads, r.Runs, r.Warmup,
 		l.Median, l.Min, l.Max, l.P25, l.P75, s.Median, s.Min, s.Max,
-		r.AllocsPerRun, byteSize(r.BytesPerRun), cpuText(r.CPUMsPerRun, r.SeqPerCPUS), rssText(r.PeakRSSBytes), LoadText(r.LoadAvg, r.CPUs),
+		r.AllocsPerRun, byteSize(r.BytesPerRun), cpuText(r.CPUMsPerRun, r.SeqPerCPUS), r.memoryText(), LoadText(r.LoadAvg, r.CPUs),
 		r.Build.LoadS, r.Build.CalibrateS, r.Build.QuantizeS, r.Build.CompileS)
 	return err
+}
+
+// memoryText is the report's memory lines, each ending in a newline.
+func (r *Result) memoryText() string {
+	if r.Memory == nil {
+		return fmt.Sprintf("peak RSS   %s\n", rssText(r.PeakRSSBytes))
+	}
+	return r.Memory.text(r.PeakRSSBytes)
 }
 
 // LoadText describes the machine's load for a report: the load average

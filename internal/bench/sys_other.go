@@ -2,7 +2,11 @@
 
 package bench
 
-import "time"
+import (
+	"fmt"
+	"runtime"
+	"time"
+)
 
 // PeakRSS is unknown outside Linux (ru_maxrss units differ between
 // systems, and some have no getrusage).
@@ -13,3 +17,11 @@ func LoadAverage() float64 { return -1 }
 
 // ProcessCPU is unknown outside Linux.
 func ProcessCPU() time.Duration { return -1 }
+
+// ResetPeakRSS needs Linux's /proc/self/clear_refs.
+func ResetPeakRSS() error {
+	return fmt.Errorf("resetting the peak RSS needs Linux's /proc/self/clear_refs; %s has none", runtime.GOOS)
+}
+
+// RSS is unknown outside Linux.
+func RSS() (cur, peak int64, ok bool) { return 0, 0, false }

@@ -1,8 +1,11 @@
 package modelrt
 
+import "slices"
+
 // Batch is one request to a generated model's Run: sequences of token ids,
 // each with its own length. Run pads each chunk of at most MaxBatch
-// sequences to its longest one; padding never changes a sequence's
+// sequences to its longest one (with more than MaxBatch sequences, chunks
+// group similar lengths: ChunkOrder); padding never changes a sequence's
 // outputs (padded keys get an additive attention mask of -MaxFloat32,
 // whose softmax weight is exactly 0).
 type Batch struct {
@@ -86,29 +89,86 @@ func Longest(b *Batch, lo, hi int) int {
 // all ones; nil types mean all zeros.
 func FillInputs(ids, mask, types []int64, b *Batch, lo, hi, seq int, padID int64) {
 	for r := range hi - lo {
-		i := lo + r
-		src := b.InputIDs[i]
-		rowIDs, rowMask := ids[r*seq:(r+1)*seq], mask[r*seq:(r+1)*seq]
-		copy(rowIDs, src)
-		for j := len(src); j < seq; j++ {
-			rowIDs[j] = padID
-		}
-		if b.AttentionMask != nil {
-			copy(rowMask, b.AttentionMask[i])
-		} else {
-			for j := range src {
-				rowMask[j] = 1
-			}
-		}
-		clear(rowMask[len(src):])
-		if types != nil {
-			row := types[r*seq : (r+1)*seq]
-			if b.TokenTypeIDs != nil {
-				copy(row, b.TokenTypeIDs[i])
-			} else {
-				clear(row[:len(src)])
-			}
-			clear(row[len(src):])
+		fillRow(ids[r*seq:(r+1)*seq], mask[r*seq:(r+1)*seq], types, r, seq, b, lo+r, padID)
+	}
+}
+
+// fillRow writes sequence i of b, right-padded, into row r (seq wide) of
+// the inputs: rowIDs and rowMask, and types when non-nil.
+func fillRow(rowIDs, rowMask, types []int64, r, seq int, b *Batch, i int, padID int64) {
+	src := b.InputIDs[i]
+	copy(rowIDs, src)
+	for j := len(src); j < seq; j++ {
+		rowIDs[j] = padID
+	}
+	if b.AttentionMask != nil {
+		copy(rowMask, b.AttentionMask[i])
+	} else {
+		for j := range src {
+			rowMask[j] = 1
 		}
 	}
+	clear(rowMask[len(src):])
+	if types != nil {
+		row := types[r*seq : (r+1)*seq]
+		if b.TokenTypeIDs != nil {
+			copy(row, b.TokenTypeIDs[i])
+		} else {
+			clear(row[:len(src)])
+		}
+		clear(row[len(src):])
+	}
+}
+
+// ChunkOrder returns the order in which Run computes b's sequences, in
+// order (reused when its capacity suffices, so a caller that keeps it
+// allocates nothing in steady state): 0..n-1 when all n sequences fit in
+// one chunk of chunkSize, or when chunkSize is 1 (nothing is padded);
+// otherwise the indices stably sorted by sequence length, shortest first.
+// Chunks of consecutive entries then hold sequences of similar lengths,
+// so padding each to its longest computes fewer tokens (PaddedTokens);
+// the longest sequences share the last, possibly partial, chunk.
+func ChunkOrder(order []int, b *Batch, chunkSize int) []int {
+	n := len(b.InputIDs)
+	if cap(order) < n {
+		order = make([]int, n)
+	}
+	order = order[:n]
+	for i := range order {
+		order[i] = i
+	}
+	if n <= chunkSize || chunkSize <= 1 {
+		return order
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return len(b.InputIDs[x]) - len(b.InputIDs[y]) })
+	return order
+}
+
+// LongestOf returns the length of the longest of b's sequences idx.
+func LongestOf(b *Batch, idx []int) int {
+	seq := 0
+	for _, i := range idx {
+		seq = max(seq, len(b.InputIDs[i]))
+	}
+	return seq
+}
+
+// FillInputsOf is FillInputs for the sequences idx of b (a chunk of
+// ChunkOrder): row r of ids, mask and types is sequence idx[r].
+func FillInputsOf(ids, mask, types []int64, b *Batch, idx []int, seq int, padID int64) {
+	for r, i := range idx {
+		fillRow(ids[r*seq:(r+1)*seq], mask[r*seq:(r+1)*seq], types, r, seq, b, i, padID)
+	}
+}
+
+// PaddedTokens is the number of token positions computed when b's
+// sequences run in chunks of chunkSize consecutive entries of order, each
+// padded to its longest: what ChunkOrder reduces.
+func PaddedTokens(b *Batch, order []int, chunkSize int) int {
+	total := 0
+	for lo := 0; lo < len(order); lo += chunkSize {
+		idx := order[lo:min(len(order), lo+chunkSize)]
+		total += len(idx) * LongestOf(b, idx)
+	}
+	return total
 }

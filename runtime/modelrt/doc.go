@@ -25,6 +25,11 @@ package modelrt
 // generated code calls.
 const SupportVersion1 = 1
 
+// SupportVersion2 exists while this runtime can run packages generated
+// for runtime version 2: version 1 plus length-ordered chunking
+// (ChunkOrder, LongestOf, FillInputsOf).
+const SupportVersion2 = 2
+
 // CurrentVersion is the generated-code version this runtime was written
 // for; `sqc compile` emits packages of this version.
-const CurrentVersion = 1
+const CurrentVersion = 2

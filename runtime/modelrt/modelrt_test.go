@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 func TestValidateErrors(t *testing.T) {
@@ -124,5 +125,47 @@ func TestPredictAndMeanPool(t *testing.T) {
 	got := MeanPool([]float32{1, 2, 3, 4, 100, 100}, 2, []int64{1, 1, 0})
 	if !slices.Equal(got, []float32{2, 3}) {
 		t.Errorf("MeanPool %v, want [2 3]", got)
+	}
+}
+
+// TestWeightsAliasOrCopy: on a little-endian host an aligned file's
+// arrays share its memory (capacity = length, so an append cannot write
+// into the file); a misaligned file gives equal decoded copies.
+func TestWeightsAliasOrCopy(t *testing.T) {
+	w := NewWeightsWriter()
+	f := []float32{1.5, -2, 3.25}
+	i64 := []int64{-5, 1 << 40}
+	offF, offI64 := w.F32(f), w.I64(i64)
+	data, sum := w.Bytes()
+	// A copy at an address 1 byte past a 64-byte boundary is misaligned
+	// for every type but int8.
+	buf := make([]byte, len(data)+128)
+	start := 64 - int(uintptr(unsafe.Pointer(&buf[0]))%64)
+	aligned, misaligned := buf[start:start+len(data)], slices.Clone(buf[:len(data)+1])[1:]
+	copy(aligned, data)
+	if uintptr(unsafe.Pointer(&misaligned[0]))%4 == 0 {
+		t.Skip("could not make a misaligned buffer")
+	}
+	copy(misaligned, data)
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		alias bool
+	}{{"aligned", aligned, hostLittleEndian()}, {"misaligned", misaligned, false}} {
+		r, err := OpenWeights(tc.data, len(tc.data), sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotF, gotI := r.F32(offF, len(f)), r.I64(offI64, len(i64))
+		if !slices.Equal(gotF, f) || !slices.Equal(gotI, i64) || r.Err() != nil {
+			t.Errorf("%s: F32 %v, I64 %v, err %v", tc.name, gotF, gotI, r.Err())
+		}
+		shared := unsafe.Pointer(&gotF[0]) == unsafe.Pointer(&tc.data[offF])
+		if shared != tc.alias {
+			t.Errorf("%s: F32 aliases the file: %v, want %v", tc.name, shared, tc.alias)
+		}
+		if cap(gotF) != len(f) {
+			t.Errorf("%s: cap %d, want %d", tc.name, cap(gotF), len(f))
+		}
 	}
 }

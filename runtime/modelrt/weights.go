@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // The weight file of a generated package (weights.bin, embedded with
@@ -115,10 +116,16 @@ func (w *WeightsWriter) Bytes() ([]byte, string) {
 	return data, hex.EncodeToString(sum[:])
 }
 
-// Weights reads arrays out of a verified weight file. Accessors copy (the
-// embedded bytes are never aliased as typed slices, which keeps the code
-// free of unsafe and independent of the host's byte order); an offset or
-// count outside the file makes the accessor return nil and Err report it.
+// Weights reads arrays out of a verified weight file. On little-endian
+// hosts the typed accessors alias the file's bytes (no copy) whenever the
+// array's start is aligned for its type, which the format's 64-byte
+// offsets give when the file itself is: the weights are then resident
+// once, as the pages of the embedded weights.bin that the integrity check
+// reads anyway, instead of once there and again as a decoded copy on the
+// heap. The returned slices must not be modified (an embedded file lies
+// in read-only memory); their capacity is their length. Big-endian hosts
+// and misaligned files get decoded copies. An offset or count outside the
+// file makes the accessor return nil and Err report it.
 type Weights struct {
 	data []byte
 	err  error
@@ -164,6 +171,9 @@ func (w *Weights) F32(off, n int) []float32 {
 	if b == nil {
 		return nil
 	}
+	if v, ok := alias[float32](b, n); ok {
+		return v
+	}
 	v := make([]float32, n)
 	for i := range v {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
@@ -176,6 +186,9 @@ func (w *Weights) I32(off, n int) []int32 {
 	b := w.span(off, n, 4)
 	if b == nil {
 		return nil
+	}
+	if v, ok := alias[int32](b, n); ok {
+		return v
 	}
 	v := make([]int32, n)
 	for i := range v {
@@ -190,6 +203,9 @@ func (w *Weights) I64(off, n int) []int64 {
 	if b == nil {
 		return nil
 	}
+	if v, ok := alias[int64](b, n); ok {
+		return v
+	}
 	v := make([]int64, n)
 	for i := range v {
 		v[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
@@ -203,6 +219,9 @@ func (w *Weights) I8(off, n int) []int8 {
 	if b == nil {
 		return nil
 	}
+	if v, ok := alias[int8](b, n); ok {
+		return v
+	}
 	v := make([]int8, n)
 	for i, x := range b {
 		v[i] = int8(x)
@@ -213,4 +232,25 @@ func (w *Weights) I8(off, n int) []int8 {
 // Raw returns the n bytes at off, aliasing the file (not copied).
 func (w *Weights) Raw(off, n int) []byte {
 	return w.span(off, n, 1)
+}
+
+// alias returns b as n values of T sharing its memory, if the host is
+// little-endian (the file's byte order) and b starts aligned for T.
+func alias[T float32 | int32 | int64 | int8](b []byte, n int) ([]T, bool) {
+	var zero T
+	if n == 0 || !hostLittleEndian() {
+		return nil, false
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if uintptr(p)%unsafe.Alignof(zero) != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*T)(p), n), true
+}
+
+// hostLittleEndian reports whether the host stores integers least
+// significant byte first, as the weight file does.
+func hostLittleEndian() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
 }

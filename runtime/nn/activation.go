@@ -1,21 +1,21 @@
 package nn
 
 import (
+	"github.com/sqc-dev/sqc/internal/gelu"
 	"github.com/sqc-dev/sqc/runtime/pool"
-	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // Elementwise activations over n values; dst may be src.
 
-// Gelu sets dst[i] = gelu(src[i]) with qgemm's float32 erf-GELU, the bits a
-// GEMM epilogue with ActGelu gives.
+// Gelu sets dst[i] = gelu(src[i]) with sqc's float32 erf-GELU
+// (internal/gelu), the bits a GEMM epilogue with ActGelu gives.
 func Gelu(dst, src []float32) { active().gelu(dst, src) }
 
 // geluGo is kernels.gelu.
 func geluGo(dst, src []float32) {
 	dst = dst[:len(src)]
 	for i, x := range src {
-		dst[i] = qgemm.Gelu(x)
+		dst[i] = gelu.Gelu(x)
 	}
 }
 

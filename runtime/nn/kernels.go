@@ -42,13 +42,16 @@ type kernels struct {
 	// lnNormalize normalises one row x into y (if not nil) and q (if not
 	// nil, quantised with invScale, zp).
 	lnNormalize func(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, invScale float32, zp int32)
+	// lnNormalizeDual normalises one row x into y (ln's gamma and beta)
+	// and q (gammaQ and betaQ, quantised with invScale, zp), both needed.
+	lnNormalizeDual func(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, gammaQ, betaQ []float32, invScale float32, zp int32)
 
 	// quantize is QuantizeU8 without the padding columns.
 	quantize func(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zp int32)
 	// minMax returns min(0, min x) and max(0, max x), NaNs ignored.
 	minMax func(x []float32) (lo, hi float32)
 
-	// gelu sets dst[i] = qgemm.Gelu(src[i]); dst is at least as long as
+	// gelu sets dst[i] = gelu.Gelu(src[i]); dst is at least as long as
 	// src and may be src.
 	gelu func(dst, src []float32)
 }
@@ -56,16 +59,17 @@ type kernels struct {
 // goKernels returns the portable kernels.
 func goKernels() *kernels {
 	return &kernels{
-		name:          "go",
-		attnTranspose: transposeGo,
-		attnScores:    scoresGo,
-		attnSoftmax:   softmaxGo,
-		attnPV:        pvGo,
-		lnStats16:     lnStats16Go,
-		lnNormalize:   lnNormalizeGo,
-		quantize:      quantizeGo,
-		minMax:        minMaxGo,
-		gelu:          geluGo,
+		name:            "go",
+		attnTranspose:   transposeGo,
+		attnScores:      scoresGo,
+		attnSoftmax:     softmaxGo,
+		attnPV:          pvGo,
+		lnStats16:       lnStats16Go,
+		lnNormalize:     lnNormalizeGo,
+		lnNormalizeDual: lnNormalizeDualGo,
+		quantize:        quantizeGo,
+		minMax:          minMaxGo,
+		gelu:            geluGo,
 	}
 }
 

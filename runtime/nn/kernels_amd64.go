@@ -23,16 +23,17 @@ func archKernels(f cpu.Features) *kernels {
 // as the Go kernels would on a slice that is too short.
 func asmKernels() *kernels {
 	return &kernels{
-		name:          "avx512",
-		attnTranspose: transposeAVX512,
-		attnScores:    scoresAVX512,
-		attnSoftmax:   softmaxAVX512,
-		attnPV:        pvAVX512,
-		lnStats16:     lnStats16AVX512,
-		lnNormalize:   lnNormalizeAVX512,
-		quantize:      quantizeAVX512,
-		minMax:        minMaxAVX512,
-		gelu:          geluAVX512,
+		name:            "avx512",
+		attnTranspose:   transposeAVX512,
+		attnScores:      scoresAVX512,
+		attnSoftmax:     softmaxAVX512,
+		attnPV:          pvAVX512,
+		lnStats16:       lnStats16AVX512,
+		lnNormalize:     lnNormalizeAVX512,
+		lnNormalizeDual: lnNormalizeDualAVX512, // layernorm_dual_amd64.go
+		quantize:        quantizeAVX512,
+		minMax:          minMaxAVX512,
+		gelu:            geluAVX512,
 	}
 }
 

@@ -21,24 +21,9 @@ DATA nnConsts<>+56(SB)/4, $0x3c088889
 DATA nnConsts<>+60(SB)/4, $0x3d2aaaab
 DATA nnConsts<>+64(SB)/4, $0x3e2aaaab
 DATA nnConsts<>+68(SB)/4, $0x3f000000
-DATA nnConsts<>+72(SB)/4, $0xbf000000
-DATA nnConsts<>+76(SB)/4, $0x414e6666
-DATA nnConsts<>+80(SB)/4, $0x3eb504f3
-DATA nnConsts<>+84(SB)/4, $0x3e2ef945
-DATA nnConsts<>+88(SB)/4, $0xbf527892
-DATA nnConsts<>+92(SB)/4, $0x3fbe87b0
-DATA nnConsts<>+96(SB)/4, $0xbf914e5d
-DATA nnConsts<>+100(SB)/4, $0x3e8ec7cc
-DATA nnConsts<>+104(SB)/4, $0xbe3ec24c
-DATA nnConsts<>+108(SB)/4, $0x3dc636c9
-DATA nnConsts<>+112(SB)/4, $0x3ebf88fb
-DATA nnConsts<>+116(SB)/4, $0x3f8000c7
-DATA nnConsts<>+120(SB)/4, $0xbfa1fc4e
-DATA nnConsts<>+124(SB)/4, $0x0000007f
-DATA nnConsts<>+128(SB)/4, $0x000000ff
-DATA nnConsts<>+132(SB)/4, $0x7fffffff
-DATA nnConsts<>+136(SB)/4, $0xfffff000
-GLOBL nnConsts<>(SB), RODATA|NOPTR, $140
+DATA nnConsts<>+72(SB)/4, $0x0000007f
+DATA nnConsts<>+76(SB)/4, $0x000000ff
+GLOBL nnConsts<>(SB), RODATA|NOPTR, $80
 
 DATA nnColMasks<>+0(SB)/8, $0x0000000000000000
 DATA nnColMasks<>+8(SB)/8, $0x0000000000000001
@@ -690,22 +675,22 @@ sm_exp4_20:
 	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
 	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
 	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z7, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
 	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z8, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
 	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z9, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
 	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z10, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
 	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+124(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+124(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+124(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+124(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+124(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+124(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+124(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+124(SB), Z10, Z10
+	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
+	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
+	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
+	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
+	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
+	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
+	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
+	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
 	VPSLLD         $0x17, Z7, Z7
 	VPSLLD         $0x17, Z8, Z8
 	VPSLLD         $0x17, Z9, Z9
@@ -777,10 +762,10 @@ sm_exp1_21:
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
 	VMULPS         Z6, Z5, Z5
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z4, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
 	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+124(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+124(SB), Z4, Z4
+	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
+	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
 	VPSLLD         $0x17, Z4, Z4
 	VMULPS         Z4, Z5, Z4
 	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
@@ -931,22 +916,22 @@ sm_exp4_25:
 	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
 	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
 	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z7, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
 	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z8, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
 	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z9, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
 	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z10, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
 	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+124(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+124(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+124(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+124(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+124(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+124(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+124(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+124(SB), Z10, Z10
+	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
+	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
+	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
+	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
+	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
+	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
+	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
+	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
 	VPSLLD         $0x17, Z7, Z7
 	VPSLLD         $0x17, Z8, Z8
 	VPSLLD         $0x17, Z9, Z9
@@ -1018,10 +1003,10 @@ sm_exp1_26:
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
 	VMULPS         Z6, Z5, Z5
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z4, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
 	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+124(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+124(SB), Z4, Z4
+	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
+	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
 	VPSLLD         $0x17, Z4, Z4
 	VMULPS         Z4, Z5, Z4
 	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
@@ -1172,22 +1157,22 @@ sm_exp4_30:
 	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
 	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
 	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z7, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
 	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z8, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
 	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z9, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
 	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z10, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
 	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+124(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+124(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+124(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+124(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+124(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+124(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+124(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+124(SB), Z10, Z10
+	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
+	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
+	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
+	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
+	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
+	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
+	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
+	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
 	VPSLLD         $0x17, Z7, Z7
 	VPSLLD         $0x17, Z8, Z8
 	VPSLLD         $0x17, Z9, Z9
@@ -1259,10 +1244,10 @@ sm_exp1_31:
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
 	VMULPS         Z6, Z5, Z5
 	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+124(SB), Z4, K1
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
 	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+124(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+124(SB), Z4, Z4
+	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
+	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
 	VPSLLD         $0x17, Z4, Z4
 	VMULPS         Z4, Z5, Z4
 	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
@@ -2846,7 +2831,7 @@ lnn_loop_67:
 	VCVTPS2DQ    Z6, Z6
 	VPADDD       Z3, Z6, Z6
 	VPMAXSD      Z4, Z6, Z6
-	VPMINSD.BCST nnConsts<>+128(SB), Z6, Z6
+	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
 	VPMOVDB      Z6, K1, (BX)
 	ADDQ         $0x10, BX
 	ADDQ         $0x40, AX
@@ -2898,7 +2883,7 @@ lnn_loop_68:
 	VCVTPS2DQ    Z6, Z6
 	VPADDD       Z3, Z6, Z6
 	VPMAXSD      Z4, Z6, Z6
-	VPMINSD.BCST nnConsts<>+128(SB), Z6, Z6
+	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
 	VPMOVDB      Z6, K1, (SI)
 	ADDQ         $0x10, SI
 	ADDQ         $0x40, AX
@@ -2996,7 +2981,7 @@ lnn_loop_70:
 	VCVTPS2DQ    Z6, Z6
 	VPADDD       Z3, Z6, Z6
 	VPMAXSD      Z4, Z6, Z6
-	VPMINSD.BCST nnConsts<>+128(SB), Z6, Z6
+	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
 	VPMOVDB      Z6, K1, (SI)
 	ADDQ         $0x10, SI
 	ADDQ         $0x40, AX
@@ -3054,7 +3039,7 @@ lnn_loop_71:
 	VCVTPS2DQ    Z6, Z6
 	VPADDD       Z3, Z6, Z6
 	VPMAXSD      Z4, Z6, Z6
-	VPMINSD.BCST nnConsts<>+128(SB), Z6, Z6
+	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
 	VPMOVDB      Z6, K1, (DI)
 	ADDQ         $0x10, DI
 	ADDQ         $0x40, AX
@@ -3062,6 +3047,145 @@ lnn_loop_71:
 	ADDQ         $0x40, BX
 	SUBQ         $0x10, DX
 	JG           lnn_loop_71
+	VZEROUPPER
+	RET
+
+// func lnNormDualAsm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
+TEXT ·lnNormDualAsm(SB), NOSPLIT, $0-96
+	MOVQ         flags+88(FP), AX
+	CMPQ         AX, $0x01
+	JEQ          lnd_beta_72
+	VBROADCASTSD mean+32(FP), Z0
+	VBROADCASTSD inv+40(FP), Z1
+	MOVQ         x+16(FP), AX
+	MOVQ         n+24(FP), CX
+	MOVQ         y+0(FP), DX
+	MOVQ         q+8(FP), BX
+	MOVQ         gamma+48(FP), SI
+	MOVQ         gammaQ+64(FP), DI
+	VBROADCASTSS invScale+80(FP), Z2
+	VPXORD       Z4, Z4, Z4
+	MOVL         zp+84(FP), R8
+	VPBROADCASTD R8, Z3
+
+lnd_loop_73:
+	MOVQ         $0x00000010, R8
+	CMPQ         CX, R8
+	CMOVQLT      CX, R8
+	LEAQ         nnColMasks<>+0(SB), R9
+	MOVQ         (R9)(R8*8), R8
+	KMOVQ        R8, K1
+	KSHIFTRW     $0x08, K1, K2
+	VCVTPS2PD.Z  (AX), K1, Z7
+	VSUBPD       Z0, Z7, Z7
+	VMULPD       Z1, Z7, Z7
+	VCVTPS2PD.Z  (SI), K1, Z8
+	VMULPD       Z8, Z7, Z8
+	VCVTPD2PS    Z8, Y5
+	VCVTPS2PD.Z  (DI), K1, Z8
+	VMULPD       Z8, Z7, Z8
+	VCVTPD2PS    Z8, Y6
+	VCVTPS2PD.Z  32(AX), K2, Z8
+	VSUBPD       Z0, Z8, Z8
+	VMULPD       Z1, Z8, Z8
+	VCVTPS2PD.Z  32(SI), K2, Z7
+	VMULPD       Z7, Z8, Z7
+	VCVTPD2PS    Z7, Y7
+	VCVTPS2PD.Z  32(DI), K2, Z9
+	VMULPD       Z9, Z8, Z9
+	VCVTPD2PS    Z9, Y8
+	VINSERTF32X8 $0x01, Y7, Z5, Z5
+	VINSERTF32X8 $0x01, Y8, Z6, Z6
+	VMOVUPS      Z5, K1, (DX)
+	VMULPS       Z2, Z6, Z7
+	VMAXPS.BCST  nnConsts<>+40(SB), Z7, Z7
+	VMINPS.BCST  nnConsts<>+36(SB), Z7, Z7
+	VCVTPS2DQ    Z7, Z7
+	VPADDD       Z3, Z7, Z7
+	VPMAXSD      Z4, Z7, Z7
+	VPMINSD.BCST nnConsts<>+76(SB), Z7, Z7
+	VPMOVDB      Z7, K1, (BX)
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	ADDQ         $0x10, BX
+	SUBQ         $0x10, CX
+	JG           lnd_loop_73
+	VZEROUPPER
+	RET
+
+lnd_beta_72:
+	VBROADCASTSD mean+32(FP), Z0
+	VBROADCASTSD inv+40(FP), Z1
+	MOVQ         x+16(FP), AX
+	MOVQ         n+24(FP), CX
+	MOVQ         y+0(FP), DX
+	MOVQ         q+8(FP), BX
+	MOVQ         gamma+48(FP), SI
+	MOVQ         gammaQ+64(FP), DI
+	MOVQ         beta+56(FP), R8
+	MOVQ         betaQ+72(FP), R9
+	VBROADCASTSS invScale+80(FP), Z2
+	VPXORD       Z4, Z4, Z4
+	MOVL         zp+84(FP), R10
+	VPBROADCASTD R10, Z3
+
+lnd_loop_74:
+	MOVQ         $0x00000010, R10
+	CMPQ         CX, R10
+	CMOVQLT      CX, R10
+	LEAQ         nnColMasks<>+0(SB), R11
+	MOVQ         (R11)(R10*8), R10
+	KMOVQ        R10, K1
+	KSHIFTRW     $0x08, K1, K2
+	VCVTPS2PD.Z  (AX), K1, Z7
+	VSUBPD       Z0, Z7, Z7
+	VMULPD       Z1, Z7, Z7
+	VCVTPS2PD.Z  (SI), K1, Z8
+	VMULPD       Z8, Z7, Z8
+	VCVTPS2PD.Z  (R8), K1, Z9
+	VADDPD       Z9, Z8, Z8
+	VCVTPD2PS    Z8, Y5
+	VCVTPS2PD.Z  (DI), K1, Z8
+	VMULPD       Z8, Z7, Z8
+	VCVTPS2PD.Z  (R9), K1, Z7
+	VADDPD       Z7, Z8, Z8
+	VCVTPD2PS    Z8, Y6
+	VCVTPS2PD.Z  32(AX), K2, Z8
+	VSUBPD       Z0, Z8, Z8
+	VMULPD       Z1, Z8, Z8
+	VCVTPS2PD.Z  32(SI), K2, Z7
+	VMULPD       Z7, Z8, Z7
+	VCVTPS2PD.Z  32(R8), K2, Z9
+	VADDPD       Z9, Z7, Z7
+	VCVTPD2PS    Z7, Y7
+	VCVTPS2PD.Z  32(DI), K2, Z9
+	VMULPD       Z9, Z8, Z9
+	VCVTPS2PD.Z  32(R9), K2, Z8
+	VADDPD       Z8, Z9, Z9
+	VCVTPD2PS    Z9, Y8
+	VINSERTF32X8 $0x01, Y7, Z5, Z5
+	VINSERTF32X8 $0x01, Y8, Z6, Z6
+	VMOVUPS      Z5, K1, (DX)
+	VMULPS       Z2, Z6, Z7
+	VMAXPS.BCST  nnConsts<>+40(SB), Z7, Z7
+	VMINPS.BCST  nnConsts<>+36(SB), Z7, Z7
+	VCVTPS2DQ    Z7, Z7
+	VPADDD       Z3, Z7, Z7
+	VPMAXSD      Z4, Z7, Z7
+	VPMINSD.BCST nnConsts<>+76(SB), Z7, Z7
+	VPMOVDB      Z7, K1, (BX)
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, R8
+	ADDQ         $0x40, R9
+	ADDQ         $0x10, BX
+	SUBQ         $0x10, CX
+	JG           lnd_loop_74
 	VZEROUPPER
 	RET
 
@@ -3077,10 +3201,10 @@ TEXT ·quantizeU8Asm(SB), NOSPLIT, $0-56
 	MOVQ         rows+32(FP), DX
 	MOVQ         cols+40(FP), BX
 
-q_row_72:
+q_row_75:
 	XORQ SI, SI
 
-q_col_73:
+q_col_76:
 	MOVQ         BX, DI
 	SUBQ         SI, DI
 	MOVQ         $0x00000040, R8
@@ -3096,7 +3220,7 @@ q_col_73:
 	VCVTPS2DQ    Z3, Z3
 	VPADDD       Z1, Z3, Z3
 	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+128(SB), Z3, Z3
+	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
 	VPMOVDB      Z3, K1, (AX)(SI*1)
 	KSHIFTRQ     $0x10, K1, K2
 	VMOVUPS.Z    64(CX)(SI*4), K2, Z3
@@ -3106,7 +3230,7 @@ q_col_73:
 	VCVTPS2DQ    Z3, Z3
 	VPADDD       Z1, Z3, Z3
 	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+128(SB), Z3, Z3
+	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
 	VPMOVDB      Z3, K2, 16(AX)(SI*1)
 	KSHIFTRQ     $0x20, K1, K2
 	VMOVUPS.Z    128(CX)(SI*4), K2, Z3
@@ -3116,7 +3240,7 @@ q_col_73:
 	VCVTPS2DQ    Z3, Z3
 	VPADDD       Z1, Z3, Z3
 	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+128(SB), Z3, Z3
+	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
 	VPMOVDB      Z3, K2, 32(AX)(SI*1)
 	KSHIFTRQ     $0x30, K1, K1
 	VMOVUPS.Z    192(CX)(SI*4), K1, Z3
@@ -3126,18 +3250,18 @@ q_col_73:
 	VCVTPS2DQ    Z3, Z3
 	VPADDD       Z1, Z3, Z3
 	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+128(SB), Z3, Z3
+	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
 	VPMOVDB      Z3, K1, 48(AX)(SI*1)
 	ADDQ         $0x40, SI
 	CMPQ         SI, BX
-	JL           q_col_73
+	JL           q_col_76
 	MOVQ         srcStride+24(FP), SI
 	SHLQ         $0x02, SI
 	ADDQ         SI, CX
 	MOVQ         dstStride+8(FP), SI
 	ADDQ         SI, AX
 	DECQ         DX
-	JNZ          q_row_72
+	JNZ          q_row_75
 	VZEROUPPER
 	RET
 
@@ -3156,7 +3280,7 @@ TEXT ·minMaxAsm(SB), NOSPLIT, $0-24
 	VPXORD Z7, Z7, Z7
 	XORQ   DX, DX
 
-mm_loop_74:
+mm_loop_77:
 	MOVQ          CX, BX
 	SUBQ          DX, BX
 	MOVQ          $0x00000040, SI
@@ -3182,7 +3306,7 @@ mm_loop_74:
 	VMAXPS        Z7, Z8, Z7
 	ADDQ          $0x40, DX
 	CMPQ          DX, CX
-	JL            mm_loop_74
+	JL            mm_loop_77
 	VMINPS        Z2, Z0, Z0
 	VMAXPS        Z3, Z1, Z1
 	VMINPS        Z4, Z0, Z0
@@ -3210,17 +3334,123 @@ mm_loop_74:
 	VZEROUPPER
 	RET
 
-// func geluAsm(dst *float32, src *float32, n int)
-// Requires: AVX, AVX512BW, AVX512F, CMOV
-TEXT ·geluAsm(SB), NOSPLIT, $0-24
-	MOVQ         dst+0(FP), AX
-	MOVQ         src+8(FP), CX
-	MOVQ         n+16(FP), DX
-	VPXORD       Z0, Z0, Z0
-	VBROADCASTSS nnConsts<>+12(SB), Z1
-	XORQ         BX, BX
+DATA nnGelu<>+0(SB)/4, $0x00000000
+DATA nnGelu<>+4(SB)/4, $0xbe0d23a5
+DATA nnGelu<>+8(SB)/4, $0xbe2d8d4d
+DATA nnGelu<>+12(SB)/4, $0xbe0d65cb
+DATA nnGelu<>+16(SB)/4, $0xbdb390fb
+DATA nnGelu<>+20(SB)/4, $0xbd3a5e7c
+DATA nnGelu<>+24(SB)/4, $0xbca12b8a
+DATA nnGelu<>+28(SB)/4, $0xbbea6f24
+DATA nnGelu<>+32(SB)/4, $0xbb101a6d
+DATA nnGelu<>+36(SB)/4, $0xba16275d
+DATA nnGelu<>+40(SB)/4, $0xb904d6d1
+DATA nnGelu<>+44(SB)/4, $0xb7c7c712
+DATA nnGelu<>+48(SB)/4, $0xb67f8d73
+DATA nnGelu<>+52(SB)/4, $0xb50b17fd
+DATA nnGelu<>+56(SB)/4, $0xb380e522
+DATA nnGelu<>+60(SB)/4, $0x00000000
+DATA nnGelu<>+64(SB)/4, $0xbe4ccccb
+DATA nnGelu<>+68(SB)/4, $0xbda19a90
+DATA nnGelu<>+72(SB)/4, $0x3c026703
+DATA nnGelu<>+76(SB)/4, $0x3d414153
+DATA nnGelu<>+80(SB)/4, $0x3d48fd3a
+DATA nnGelu<>+84(SB)/4, $0x3d0ba4d0
+DATA nnGelu<>+88(SB)/4, $0x3c95418e
+DATA nnGelu<>+92(SB)/4, $0x3c0080fc
+DATA nnGelu<>+96(SB)/4, $0x3b35fa96
+DATA nnGelu<>+100(SB)/4, $0x3a564d2c
+DATA nnGelu<>+104(SB)/4, $0x39533efc
+DATA nnGelu<>+108(SB)/4, $0x382f0b54
+DATA nnGelu<>+112(SB)/4, $0x36f48ed8
+DATA nnGelu<>+116(SB)/4, $0x3590513e
+DATA nnGelu<>+120(SB)/4, $0x34101a4e
+DATA nnGelu<>+124(SB)/4, $0x00000000
+DATA nnGelu<>+128(SB)/4, $0x3d82b93e
+DATA nnGelu<>+132(SB)/4, $0x3d5e09da
+DATA nnGelu<>+136(SB)/4, $0x3d0119fb
+DATA nnGelu<>+140(SB)/4, $0x3c0e8c94
+DATA nnGelu<>+144(SB)/4, $0xbba2d092
+DATA nnGelu<>+148(SB)/4, $0xbc0d88fc
+DATA nnGelu<>+152(SB)/4, $0xbbdcbe5a
+DATA nnGelu<>+156(SB)/4, $0xbb725efb
+DATA nnGelu<>+160(SB)/4, $0xbacdff75
+DATA nnGelu<>+164(SB)/4, $0xba0ca3e5
+DATA nnGelu<>+168(SB)/4, $0xb91d260b
+DATA nnGelu<>+172(SB)/4, $0xb8113e8f
+DATA nnGelu<>+176(SB)/4, $0xb6df992c
+DATA nnGelu<>+180(SB)/4, $0xb590007c
+DATA nnGelu<>+184(SB)/4, $0xb41bb346
+DATA nnGelu<>+188(SB)/4, $0x00000000
+DATA nnGelu<>+192(SB)/4, $0x3707d400
+DATA nnGelu<>+196(SB)/4, $0xbbc5b470
+DATA nnGelu<>+200(SB)/4, $0xbc081518
+DATA nnGelu<>+204(SB)/4, $0xbbd0818e
+DATA nnGelu<>+208(SB)/4, $0xbb32a8ff
+DATA nnGelu<>+212(SB)/4, $0xb3d5d2fd
+DATA nnGelu<>+216(SB)/4, $0x3a84408f
+DATA nnGelu<>+220(SB)/4, $0x3a6dfc3e
+DATA nnGelu<>+224(SB)/4, $0x3a051eec
+DATA nnGelu<>+228(SB)/4, $0x395cc436
+DATA nnGelu<>+232(SB)/4, $0x388fb20e
+DATA nnGelu<>+236(SB)/4, $0x3796d116
+DATA nnGelu<>+240(SB)/4, $0x36818a78
+DATA nnGelu<>+244(SB)/4, $0x3537d1cb
+DATA nnGelu<>+248(SB)/4, $0x33d8d15c
+DATA nnGelu<>+252(SB)/4, $0x00000000
+DATA nnGelu<>+256(SB)/4, $0xbae35df0
+DATA nnGelu<>+260(SB)/4, $0xba948d76
+DATA nnGelu<>+264(SB)/4, $0x378b9a72
+DATA nnGelu<>+268(SB)/4, $0x3a56d05f
+DATA nnGelu<>+272(SB)/4, $0x3a62f52c
+DATA nnGelu<>+276(SB)/4, $0x39f1e69b
+DATA nnGelu<>+280(SB)/4, $0x38a3cac7
+DATA nnGelu<>+284(SB)/4, $0xb8b732bf
+DATA nnGelu<>+288(SB)/4, $0xb8c532b2
+DATA nnGelu<>+292(SB)/4, $0xb85f1e3b
+DATA nnGelu<>+296(SB)/4, $0xb7b32256
+DATA nnGelu<>+300(SB)/4, $0xb6dd2da3
+DATA nnGelu<>+304(SB)/4, $0xb5d970a3
+DATA nnGelu<>+308(SB)/4, $0xb4ad7070
+DATA nnGelu<>+312(SB)/4, $0xb36318f1
+DATA nnGelu<>+316(SB)/4, $0x00000000
+DATA nnGelu<>+320(SB)/4, $0x3879b22f
+DATA nnGelu<>+324(SB)/4, $0x39542a08
+DATA nnGelu<>+328(SB)/4, $0x3969df68
+DATA nnGelu<>+332(SB)/4, $0x38b0be17
+DATA nnGelu<>+336(SB)/4, $0xb8602264
+DATA nnGelu<>+340(SB)/4, $0xb8bf91d3
+DATA nnGelu<>+344(SB)/4, $0xb86a3964
+DATA nnGelu<>+348(SB)/4, $0xb75b9d8c
+DATA nnGelu<>+352(SB)/4, $0x36d8cfe2
+DATA nnGelu<>+356(SB)/4, $0x37081763
+DATA nnGelu<>+360(SB)/4, $0x3696acce
+DATA nnGelu<>+364(SB)/4, $0x35e465be
+DATA nnGelu<>+368(SB)/4, $0x3502e78f
+DATA nnGelu<>+372(SB)/4, $0x33ec7c12
+DATA nnGelu<>+376(SB)/4, $0x32ac07bc
+DATA nnGelu<>+380(SB)/4, $0x00000000
+DATA nnGelu<>+384(SB)/4, $0x7fffffff
+DATA nnGelu<>+388(SB)/4, $0x40200000
+DATA nnGelu<>+392(SB)/4, $0x41700000
+GLOBL nnGelu<>(SB), RODATA|NOPTR, $396
 
-gelu_loop_75:
+// func geluAsm(dst *float32, src *float32, n int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
+TEXT ·geluAsm(SB), NOSPLIT, $0-24
+	MOVQ    dst+0(FP), AX
+	MOVQ    src+8(FP), CX
+	MOVQ    n+16(FP), DX
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS nnGelu<>+0(SB), Z1
+	VMOVUPS nnGelu<>+64(SB), Z2
+	VMOVUPS nnGelu<>+128(SB), Z3
+	VMOVUPS nnGelu<>+192(SB), Z4
+	VMOVUPS nnGelu<>+256(SB), Z5
+	VMOVUPS nnGelu<>+320(SB), Z6
+	XORQ    BX, BX
+
+gelu_loop_78:
 	MOVQ        DX, SI
 	SUBQ        BX, SI
 	MOVQ        $0x00000030, DI
@@ -3229,223 +3459,70 @@ gelu_loop_75:
 	LEAQ        nnColMasks<>+0(SB), SI
 	MOVQ        (SI)(DI*8), SI
 	KMOVQ       SI, K1
-	VMOVUPS.Z   (CX)(BX*4), K1, Z2
+	VMOVUPS.Z   (CX)(BX*4), K1, Z7
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVUPS.Z   64(CX)(BX*4), K2, Z3
+	VMOVUPS.Z   64(CX)(BX*4), K2, Z8
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVUPS.Z   128(CX)(BX*4), K3, Z4
-	VPANDD.BCST nnConsts<>+132(SB), Z2, Z5
-	VPANDD.BCST nnConsts<>+132(SB), Z3, Z6
-	VPANDD.BCST nnConsts<>+132(SB), Z4, Z7
-	VMINPS.BCST nnConsts<>+76(SB), Z5, Z5
-	VMINPS.BCST nnConsts<>+76(SB), Z6, Z6
-	VMINPS.BCST nnConsts<>+76(SB), Z7, Z7
-	VMULPS.BCST nnConsts<>+80(SB), Z5, Z8
-	VMULPS.BCST nnConsts<>+80(SB), Z6, Z9
-	VMULPS.BCST nnConsts<>+80(SB), Z7, Z10
-	VADDPS.BCST nnConsts<>+12(SB), Z8, Z8
-	VADDPS.BCST nnConsts<>+12(SB), Z9, Z9
-	VADDPS.BCST nnConsts<>+12(SB), Z10, Z10
-	VDIVPS      Z8, Z1, Z8
-	VDIVPS      Z9, Z1, Z9
-	VDIVPS      Z10, Z1, Z10
-	VMULPS      Z8, Z8, Z14
-	VMULPS      Z9, Z9, Z15
-	VMULPS      Z10, Z10, Z16
-	VMULPS.BCST nnConsts<>+108(SB), Z8, Z20
-	VMULPS.BCST nnConsts<>+108(SB), Z9, Z21
-	VMULPS.BCST nnConsts<>+108(SB), Z10, Z22
-	VADDPS.BCST nnConsts<>+112(SB), Z20, Z20
-	VADDPS.BCST nnConsts<>+112(SB), Z21, Z21
-	VADDPS.BCST nnConsts<>+112(SB), Z22, Z22
-	VMULPS.BCST nnConsts<>+116(SB), Z8, Z17
-	VMULPS.BCST nnConsts<>+116(SB), Z9, Z18
-	VMULPS.BCST nnConsts<>+116(SB), Z10, Z19
-	VADDPS.BCST nnConsts<>+120(SB), Z17, Z17
-	VADDPS.BCST nnConsts<>+120(SB), Z18, Z18
-	VADDPS.BCST nnConsts<>+120(SB), Z19, Z19
-	VMULPS      Z14, Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST nnConsts<>+92(SB), Z8, Z17
-	VMULPS.BCST nnConsts<>+92(SB), Z9, Z18
-	VMULPS.BCST nnConsts<>+92(SB), Z10, Z19
-	VADDPS.BCST nnConsts<>+96(SB), Z17, Z17
-	VADDPS.BCST nnConsts<>+96(SB), Z18, Z18
-	VADDPS.BCST nnConsts<>+96(SB), Z19, Z19
-	VMULPS.BCST nnConsts<>+100(SB), Z8, Z23
-	VMULPS.BCST nnConsts<>+100(SB), Z9, Z24
-	VMULPS.BCST nnConsts<>+100(SB), Z10, Z25
-	VADDPS.BCST nnConsts<>+104(SB), Z23, Z23
-	VADDPS.BCST nnConsts<>+104(SB), Z24, Z24
-	VADDPS.BCST nnConsts<>+104(SB), Z25, Z25
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z23, Z17, Z17
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS.BCST nnConsts<>+84(SB), Z8, Z22
-	VMULPS.BCST nnConsts<>+84(SB), Z9, Z21
-	VMULPS.BCST nnConsts<>+84(SB), Z10, Z20
-	VADDPS.BCST nnConsts<>+88(SB), Z22, Z22
-	VADDPS.BCST nnConsts<>+88(SB), Z21, Z21
-	VADDPS.BCST nnConsts<>+88(SB), Z20, Z20
-	VMULPS      Z14, Z22, Z14
-	VMULPS      Z15, Z21, Z15
-	VMULPS      Z16, Z20, Z16
-	VADDPS      Z17, Z14, Z14
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VPANDD.BCST nnConsts<>+136(SB), Z5, Z17
-	VPANDD.BCST nnConsts<>+136(SB), Z6, Z18
-	VPANDD.BCST nnConsts<>+136(SB), Z7, Z19
-	VMULPS      Z17, Z17, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS.BCST nnConsts<>+72(SB), Z20, Z20
-	VMULPS.BCST nnConsts<>+72(SB), Z21, Z21
-	VMULPS.BCST nnConsts<>+72(SB), Z22, Z22
-	VSUBPS      Z17, Z5, Z23
-	VSUBPS      Z18, Z6, Z24
-	VSUBPS      Z19, Z7, Z25
-	VADDPS      Z17, Z5, Z17
-	VADDPS      Z18, Z6, Z18
-	VADDPS      Z19, Z7, Z19
-	VMULPS      Z17, Z23, Z17
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS.BCST nnConsts<>+72(SB), Z17, Z17
-	VMULPS.BCST nnConsts<>+72(SB), Z18, Z18
-	VMULPS.BCST nnConsts<>+72(SB), Z19, Z19
-	VADDPS      Z14, Z17, Z17
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VCMPPS.BCST $0x1d, nnConsts<>+76(SB), Z5, K4
-	VCMPPS.BCST $0x1d, nnConsts<>+76(SB), Z6, K5
-	VCMPPS.BCST $0x1d, nnConsts<>+76(SB), Z7, K6
-	VADDPS      Z17, Z20, Z5
-	VADDPS      Z18, Z21, Z6
-	VADDPS      Z19, Z22, Z7
-	VMULPS.BCST nnConsts<>+16(SB), Z5, Z5
-	VMULPS.BCST nnConsts<>+16(SB), Z6, Z6
-	VMULPS.BCST nnConsts<>+16(SB), Z7, Z7
-	VCVTPS2DQ   Z5, Z5
-	VCVTPS2DQ   Z6, Z6
-	VCVTPS2DQ   Z7, Z7
-	VCVTDQ2PS   Z5, Z14
-	VCVTDQ2PS   Z6, Z15
-	VCVTDQ2PS   Z7, Z16
-	VMULPS.BCST nnConsts<>+20(SB), Z14, Z23
-	VMULPS.BCST nnConsts<>+20(SB), Z15, Z24
-	VMULPS.BCST nnConsts<>+20(SB), Z16, Z25
-	VSUBPS      Z23, Z20, Z20
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST nnConsts<>+24(SB), Z14, Z14
-	VMULPS.BCST nnConsts<>+24(SB), Z15, Z15
-	VMULPS.BCST nnConsts<>+24(SB), Z16, Z16
-	VSUBPS      Z14, Z20, Z20
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VMULPS      Z20, Z20, Z14
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS.BCST nnConsts<>+64(SB), Z20, Z23
-	VMULPS.BCST nnConsts<>+64(SB), Z21, Z24
-	VMULPS.BCST nnConsts<>+64(SB), Z22, Z25
-	VADDPS.BCST nnConsts<>+68(SB), Z23, Z23
-	VADDPS.BCST nnConsts<>+68(SB), Z24, Z24
-	VADDPS.BCST nnConsts<>+68(SB), Z25, Z25
-	VADDPS.BCST nnConsts<>+12(SB), Z20, Z17
-	VADDPS.BCST nnConsts<>+12(SB), Z21, Z18
-	VADDPS.BCST nnConsts<>+12(SB), Z22, Z19
-	VMULPS      Z14, Z23, Z23
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VADDPS      Z17, Z23, Z23
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VMULPS.BCST nnConsts<>+48(SB), Z20, Z17
-	VMULPS.BCST nnConsts<>+48(SB), Z21, Z18
-	VMULPS.BCST nnConsts<>+48(SB), Z22, Z19
-	VADDPS.BCST nnConsts<>+52(SB), Z17, Z17
-	VADDPS.BCST nnConsts<>+52(SB), Z18, Z18
-	VADDPS.BCST nnConsts<>+52(SB), Z19, Z19
-	VMULPS.BCST nnConsts<>+56(SB), Z20, Z20
-	VMULPS.BCST nnConsts<>+56(SB), Z21, Z21
-	VMULPS.BCST nnConsts<>+56(SB), Z22, Z22
-	VADDPS.BCST nnConsts<>+60(SB), Z20, Z20
-	VADDPS.BCST nnConsts<>+60(SB), Z21, Z21
-	VADDPS.BCST nnConsts<>+60(SB), Z22, Z22
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z14
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VADDPS      Z23, Z14, Z14
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VPADDD.BCST nnConsts<>+124(SB), Z5, Z5
-	VPADDD.BCST nnConsts<>+124(SB), Z6, Z6
-	VPADDD.BCST nnConsts<>+124(SB), Z7, Z7
-	VPSLLD      $0x17, Z5, Z5
-	VPSLLD      $0x17, Z6, Z6
-	VPSLLD      $0x17, Z7, Z7
-	VMULPS      Z5, Z14, Z5
-	VMULPS      Z6, Z15, Z6
-	VMULPS      Z7, Z16, Z7
-	VMULPS.BCST nnConsts<>+68(SB), Z8, Z8
-	VMULPS.BCST nnConsts<>+68(SB), Z9, Z9
-	VMULPS.BCST nnConsts<>+68(SB), Z10, Z10
-	VMULPS      Z5, Z8, Z8
-	VMULPS      Z6, Z9, Z9
-	VMULPS      Z7, Z10, Z10
-	VBLENDMPS   Z0, Z8, K4, Z8
-	VBLENDMPS   Z0, Z9, K5, Z9
-	VBLENDMPS   Z0, Z10, K6, Z10
-	VSUBPS      Z8, Z1, Z5
-	VSUBPS      Z9, Z1, Z6
-	VSUBPS      Z10, Z1, Z7
-	VCMPPS      $0x1d, Z0, Z2, K4
-	VBLENDMPS   Z5, Z8, K4, Z11
-	VCMPPS      $0x1d, Z0, Z3, K4
-	VBLENDMPS   Z6, Z9, K4, Z12
-	VCMPPS      $0x1d, Z0, Z4, K4
-	VBLENDMPS   Z7, Z10, K4, Z13
-	VMULPS      Z11, Z2, Z2
-	VMULPS      Z12, Z3, Z3
-	VMULPS      Z13, Z4, Z4
-	VMOVUPS     Z2, K1, (AX)(BX*4)
-	VMOVUPS     Z3, K2, 64(AX)(BX*4)
-	VMOVUPS     Z4, K3, 128(AX)(BX*4)
+	VMOVUPS.Z   128(CX)(BX*4), K3, Z9
+	VMULPS.BCST nnGelu<>+388(SB), Z7, Z10
+	VMULPS.BCST nnGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST nnGelu<>+388(SB), Z9, Z12
+	VPANDD.BCST nnGelu<>+384(SB), Z10, Z10
+	VPANDD.BCST nnGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST nnGelu<>+384(SB), Z12, Z12
+	VMINPS.BCST nnGelu<>+392(SB), Z10, Z10
+	VMINPS.BCST nnGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST nnGelu<>+392(SB), Z12, Z12
+	VCVTPS2DQ   Z10, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VREDUCEPS   $0x00, Z10, Z10
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VPERMPS     Z6, Z13, Z16
+	VPERMPS     Z6, Z14, Z17
+	VPERMPS     Z6, Z15, Z18
+	VPERMPS     Z5, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z4, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z3, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z2, Z13, Z19
+	VPERMPS     Z2, Z14, Z20
+	VPERMPS     Z2, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z1, Z13, Z13
+	VPERMPS     Z1, Z14, Z14
+	VPERMPS     Z1, Z15, Z15
+	VFMADD213PS Z13, Z10, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VMAXPS      Z7, Z0, Z7
+	VMAXPS      Z8, Z0, Z8
+	VMAXPS      Z9, Z0, Z9
+	VADDPS      Z16, Z7, Z7
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VMOVUPS     Z7, K1, (AX)(BX*4)
+	VMOVUPS     Z8, K2, 64(AX)(BX*4)
+	VMOVUPS     Z9, K3, 128(AX)(BX*4)
 	ADDQ        $0x30, BX
 	CMPQ        BX, DX
-	JL          gelu_loop_75
+	JL          gelu_loop_78
 	VZEROUPPER
 	RET

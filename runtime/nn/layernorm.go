@@ -54,6 +54,14 @@ func LayerNormU8(p *pool.Pool, dstF32 []float32, f32Stride int, dstU8 []uint8, u
 // kernels: chunks of rows over the pool, statistics 16 rows at a time
 // (rowStats for a chunk's last rows), then each row normalised.
 func layerNorm(kern *kernels, p *pool.Pool, dstF32 []float32, f32Stride int, dstU8 []uint8, u8Stride int, src []float32, srcStride, rows int, ln *LayerNormParams, invScale float32, zeroPoint int32) {
+	layerNormRows(kern, p, dstF32, f32Stride, dstU8, u8Stride, src, srcStride, rows, ln, nil, nil, invScale, zeroPoint)
+}
+
+// layerNormRows is the driver of layerNorm and layerNormDual: with gammaQ
+// nil the u8 output quantises the f32 one (ln's gamma and beta); with
+// gammaQ set it quantises the row normalised with gammaQ and betaQ
+// instead, from the same statistics (kernels.lnNormalizeDual).
+func layerNormRows(kern *kernels, p *pool.Pool, dstF32 []float32, f32Stride int, dstU8 []uint8, u8Stride int, src []float32, srcStride, rows int, ln *LayerNormParams, gammaQ, betaQ []float32, invScale float32, zeroPoint int32) {
 	pad := uint8(min(max(zeroPoint, 0), 255))
 	if ln.N <= 0 {
 		if dstU8 != nil {
@@ -68,10 +76,11 @@ func layerNorm(kern *kernels, p *pool.Pool, dstF32 []float32, f32Stride int, dst
 	c := layerNormCalls.get()
 	c.kern, c.dstF32, c.f32Stride, c.dstU8, c.u8Stride = kern, dstF32, f32Stride, dstU8, u8Stride
 	c.src, c.srcStride, c.rows, c.ln, c.invScale, c.zeroPoint, c.pad = src, srcStride, rows, *ln, invScale, zeroPoint, pad
+	c.gammaQ, c.betaQ = gammaQ, betaQ
 	c.size = size
 	c.stats = growStats(c.stats, workers(p))
 	parallelFor(p, (rows+size-1)/size, c.task)
-	c.dstF32, c.dstU8, c.src, c.ln = nil, nil, nil, LayerNormParams{} // keep no caller memory alive
+	c.dstF32, c.dstU8, c.src, c.ln, c.gammaQ, c.betaQ = nil, nil, nil, LayerNormParams{}, nil, nil // keep no caller memory alive
 	layerNormCalls.put(c)
 }
 
@@ -85,6 +94,7 @@ type layerNormCall struct {
 	src             []float32
 	srcStride, rows int
 	ln              LayerNormParams
+	gammaQ, betaQ   []float32 // the u8 output's own gamma and beta (layerNormDual), or nil
 	invScale        float32
 	zeroPoint       int32
 	pad             uint8
@@ -130,7 +140,11 @@ func (c *layerNormCall) chunk(w, ch int) {
 			if c.dstU8 != nil {
 				q = c.dstU8[i*c.u8Stride : (i+1)*c.u8Stride]
 			}
-			kern.lnNormalize(y, q, x, st.mean[r], st.inv[r], ln, c.invScale, c.zeroPoint)
+			if c.gammaQ != nil {
+				kern.lnNormalizeDual(y, q, x, st.mean[r], st.inv[r], ln, c.gammaQ, c.betaQ, c.invScale, c.zeroPoint)
+			} else {
+				kern.lnNormalize(y, q, x, st.mean[r], st.inv[r], ln, c.invScale, c.zeroPoint)
+			}
 			if q != nil {
 				fill(q[ln.N:], c.pad)
 			}
@@ -189,9 +203,16 @@ func lnNormalizeGo(y []float32, q []uint8, x []float32, mean, inv float64, ln *L
 
 // normalize is one output of LayerNorm.
 func normalize(v float32, mean, inv float64, ln *LayerNormParams, j int) float32 {
-	o := float64(float64((float64(v)-mean)*inv) * float64(ln.Gamma[j]))
-	if ln.Beta != nil {
-		o += float64(ln.Beta[j])
+	return affine(float64((float64(v)-mean)*inv), ln.Gamma, ln.Beta, j)
+}
+
+// affine is float32(z*gamma[j] + beta[j]) in float64, each operation
+// rounded on its own (beta may be nil): the last step of normalize, for
+// z = (x_j - mean) * inv.
+func affine(z float64, gamma, beta []float32, j int) float32 {
+	o := float64(z * float64(gamma[j]))
+	if beta != nil {
+		o += float64(beta[j])
 	}
 	return float32(o)
 }

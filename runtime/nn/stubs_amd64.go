@@ -44,6 +44,13 @@ func lnStats16Asm(x *float32, stride int, n int, count float64, eps float64, mea
 //go:noescape
 func lnNormAsm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
 
+// lnNormDualAsm normalises one row of n >= 1 values once, z[j] = (x[j]-mean)*inv in float64,
+// and stores y[j] = float32(z[j]*gamma[j] + beta[j]) and q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j]
+// + betaQ[j]), invScale, zp); flags&1: beta and betaQ are used (else both are ignored).
+//
+//go:noescape
+func lnNormDualAsm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
+
 // quantizeU8Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], invScale, zp)
 // for i < rows, j < cols (rows, cols >= 1).
 //
@@ -55,7 +62,7 @@ func quantizeU8Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows 
 //go:noescape
 func minMaxAsm(x *float32, n int) (lo float32, hi float32)
 
-// geluAsm sets dst[i] = qgemm.Gelu(src[i]) for i < n (n >= 1); dst may be src.
+// geluAsm sets dst[i] = gelu.Gelu(src[i]) for i < n (n >= 1); dst may be src.
 //
 //go:noescape
 func geluAsm(dst *float32, src *float32, n int)

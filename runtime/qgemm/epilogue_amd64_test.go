@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sqc-dev/sqc/internal/gelu"
 	"github.com/sqc-dev/sqc/runtime/cpu"
 )
 
@@ -190,7 +191,13 @@ func TestEpilogueAVX512GeluBits(t *testing.T) {
 	for i := -1600000; i <= 1600000; i += 7 {
 		xs = append(xs, float32(i)*1e-5)
 	}
-	xs = append(xs, 0, float32(math.Copysign(0, -1)), geluUMax, -geluUMax, float32(math.Inf(1)), float32(math.Inf(-1)))
+	// Every interval boundary of the table lookup, and its neighbours.
+	for k := float32(0.5); k <= gelu.Clamp; k++ {
+		for _, x := range []float32{k / gelu.InvWidth, -k / gelu.InvWidth} {
+			xs = append(xs, x, math.Nextafter32(x, 0), math.Nextafter32(x, 2*x))
+		}
+	}
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)))
 	n := len(xs)
 	c := make([]int32, n)
 	for i := range c {

@@ -5821,10 +5821,10 @@ TEXT ·qgemmVNNI(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_344:
+ngroup_2:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x03
-	JL   ntail_345
+	JL   ntail_3
 	SUBQ $0x03, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -5834,10 +5834,10 @@ ngroup_344:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_346:
+rows_4:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_347
+	JL   rowtail_5
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -5876,7 +5876,7 @@ rows_346:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_349:
+vnni_k_7:
 	VMOVDQU32    (SI), Z24
 	VMOVDQU32    (SI)(DI*1), Z25
 	VMOVDQU32    (SI)(DI*2), Z26
@@ -6021,7 +6021,7 @@ vnni_k_349:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_349
+	JNZ          vnni_k_7
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6066,12 +6066,12 @@ vnni_k_349:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_346
+	JMP          rows_4
 
-rowtail_347:
+rowtail_5:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_350
+	JNE  rowtail_not_8
 
 	// VNNI micro-kernel: 1 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6085,7 +6085,7 @@ rowtail_347:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_351:
+vnni_k_9:
 	VMOVDQU32    (CX), Z3
 	VMOVDQU32    (CX)(DX*1), Z4
 	VMOVDQU32    (CX)(DX*2), Z5
@@ -6117,18 +6117,18 @@ vnni_k_351:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_351
+	JNZ          vnni_k_9
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
 	VMOVDQU32    Z2, 128(AX)
-	JMP          rowend_348
+	JMP          rowend_6
 
-rowtail_not_350:
+rowtail_not_8:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_352
+	JNE  rowtail_not_10
 
 	// VNNI micro-kernel: 2 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6145,7 +6145,7 @@ rowtail_not_350:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_353:
+vnni_k_11:
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    (DX)(BX*1), Z7
 	VMOVDQU32    (DX)(BX*2), Z8
@@ -6193,7 +6193,7 @@ vnni_k_353:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_353
+	JNZ          vnni_k_11
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6204,11 +6204,11 @@ vnni_k_353:
 	VMOVDQU32    Z3, (AX)
 	VMOVDQU32    Z4, 64(AX)
 	VMOVDQU32    Z5, 128(AX)
-	JMP          rowend_348
+	JMP          rowend_6
 
-rowtail_not_352:
+rowtail_not_10:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_354
+	JNE  rowtail_not_12
 
 	// VNNI micro-kernel: 3 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6228,7 +6228,7 @@ rowtail_not_352:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_355:
+vnni_k_13:
 	VMOVDQU32    (DX), Z9
 	VMOVDQU32    (DX)(BX*1), Z10
 	VMOVDQU32    (DX)(BX*2), Z11
@@ -6292,7 +6292,7 @@ vnni_k_355:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_355
+	JNZ          vnni_k_13
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6307,11 +6307,11 @@ vnni_k_355:
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
 	VMOVDQU32    Z8, 128(AX)
-	JMP          rowend_348
+	JMP          rowend_6
 
-rowtail_not_354:
+rowtail_not_12:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_356
+	JNE  rowtail_not_14
 
 	// VNNI micro-kernel: 4 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6335,7 +6335,7 @@ rowtail_not_354:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_357:
+vnni_k_15:
 	VMOVDQU32    (BX), Z12
 	VMOVDQU32    (BX)(SI*1), Z13
 	VMOVDQU32    (BX)(SI*2), Z14
@@ -6415,7 +6415,7 @@ vnni_k_357:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_357
+	JNZ          vnni_k_15
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6434,11 +6434,11 @@ vnni_k_357:
 	VMOVDQU32    Z9, (AX)
 	VMOVDQU32    Z10, 64(AX)
 	VMOVDQU32    Z11, 128(AX)
-	JMP          rowend_348
+	JMP          rowend_6
 
-rowtail_not_356:
+rowtail_not_14:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_358
+	JNE  rowtail_not_16
 
 	// VNNI micro-kernel: 5 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6465,7 +6465,7 @@ rowtail_not_356:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_359:
+vnni_k_17:
 	VMOVDQU32    (BX), Z15
 	VMOVDQU32    (BX)(SI*1), Z16
 	VMOVDQU32    (BX)(SI*2), Z17
@@ -6561,7 +6561,7 @@ vnni_k_359:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_359
+	JNZ          vnni_k_17
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6584,11 +6584,11 @@ vnni_k_359:
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
 	VMOVDQU32    Z14, 128(AX)
-	JMP          rowend_348
+	JMP          rowend_6
 
-rowtail_not_358:
+rowtail_not_16:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_360
+	JNE  rowtail_not_18
 
 	// VNNI micro-kernel: 6 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6619,7 +6619,7 @@ rowtail_not_358:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_361:
+vnni_k_19:
 	VMOVDQU32    (SI), Z18
 	VMOVDQU32    (SI)(DI*1), Z19
 	VMOVDQU32    (SI)(DI*2), Z20
@@ -6732,7 +6732,7 @@ vnni_k_361:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_361
+	JNZ          vnni_k_19
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6759,11 +6759,11 @@ vnni_k_361:
 	VMOVDQU32    Z15, (AX)
 	VMOVDQU32    Z16, 64(AX)
 	VMOVDQU32    Z17, 128(AX)
-	JMP          rowend_348
+	JMP          rowend_6
 
-rowtail_not_360:
+rowtail_not_18:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_362
+	JNE  rowtail_not_20
 
 	// VNNI micro-kernel: 7 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6797,7 +6797,7 @@ rowtail_not_360:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_363:
+vnni_k_21:
 	VMOVDQU32    (SI), Z21
 	VMOVDQU32    (SI)(DI*1), Z22
 	VMOVDQU32    (SI)(DI*2), Z23
@@ -6926,7 +6926,7 @@ vnni_k_363:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_363
+	JNZ          vnni_k_21
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6957,10 +6957,10 @@ vnni_k_363:
 	VMOVDQU32    Z18, (AX)
 	VMOVDQU32    Z19, 64(AX)
 	VMOVDQU32    Z20, 128(AX)
-	JMP          rowend_348
+	JMP          rowend_6
 
-rowtail_not_362:
-rowend_348:
+rowtail_not_20:
+rowend_6:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000030, CX, CX
@@ -6969,12 +6969,12 @@ rowend_348:
 	MOVQ   8(SP), AX
 	ADDQ   $0x000000c0, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_344
+	JMP    ngroup_2
 
-ntail_345:
+ntail_3:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JNE  ntail_not_364
+	JNE  ntail_not_22
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -6982,10 +6982,10 @@ ntail_345:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_365:
+rows_23:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_366
+	JL   rowtail_24
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -7006,7 +7006,7 @@ rows_365:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_368:
+vnni_k_26:
 	VMOVDQU32    (SI), Z8
 	VPBROADCASTD (AX), Z9
 	VPDPBUSD     Z8, Z9, Z0
@@ -7079,7 +7079,7 @@ vnni_k_368:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_368
+	JNZ          vnni_k_26
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7108,12 +7108,12 @@ vnni_k_368:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_365
+	JMP          rows_23
 
-rowtail_366:
+rowtail_24:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_369
+	JNE  rowtail_not_27
 
 	// VNNI micro-kernel: 1 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7123,7 +7123,7 @@ rowtail_366:
 	MOVQ   kp+24(FP), DX
 	SHRQ   $0x04, DX
 
-vnni_k_370:
+vnni_k_28:
 	VMOVDQU32    (CX), Z1
 	VPBROADCASTD (AX), Z2
 	VPDPBUSD     Z1, Z2, Z0
@@ -7139,16 +7139,16 @@ vnni_k_370:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          vnni_k_370
+	JNZ          vnni_k_28
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
-	JMP          rowend_367
+	JMP          rowend_25
 
-rowtail_not_369:
+rowtail_not_27:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_371
+	JNE  rowtail_not_29
 
 	// VNNI micro-kernel: 2 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7159,7 +7159,7 @@ rowtail_not_369:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_372:
+vnni_k_30:
 	VMOVDQU32    (DX), Z2
 	VPBROADCASTD (AX), Z3
 	VPDPBUSD     Z2, Z3, Z0
@@ -7183,18 +7183,18 @@ vnni_k_372:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_372
+	JNZ          vnni_k_30
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z1, (AX)
-	JMP          rowend_367
+	JMP          rowend_25
 
-rowtail_not_371:
+rowtail_not_29:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_373
+	JNE  rowtail_not_31
 
 	// VNNI micro-kernel: 3 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7206,7 +7206,7 @@ rowtail_not_371:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_374:
+vnni_k_32:
 	VMOVDQU32    (DX), Z3
 	VPBROADCASTD (AX), Z4
 	VPDPBUSD     Z3, Z4, Z0
@@ -7238,7 +7238,7 @@ vnni_k_374:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_374
+	JNZ          vnni_k_32
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7247,11 +7247,11 @@ vnni_k_374:
 	VMOVDQU32    Z1, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
-	JMP          rowend_367
+	JMP          rowend_25
 
-rowtail_not_373:
+rowtail_not_31:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_375
+	JNE  rowtail_not_33
 
 	// VNNI micro-kernel: 4 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7265,7 +7265,7 @@ rowtail_not_373:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_376:
+vnni_k_34:
 	VMOVDQU32    (BX), Z4
 	VPBROADCASTD (AX), Z5
 	VPDPBUSD     Z4, Z5, Z0
@@ -7305,7 +7305,7 @@ vnni_k_376:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_376
+	JNZ          vnni_k_34
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7316,11 +7316,11 @@ vnni_k_376:
 	VMOVDQU32    Z2, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z3, (AX)
-	JMP          rowend_367
+	JMP          rowend_25
 
-rowtail_not_375:
+rowtail_not_33:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_377
+	JNE  rowtail_not_35
 
 	// VNNI micro-kernel: 5 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7335,7 +7335,7 @@ rowtail_not_375:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_378:
+vnni_k_36:
 	VMOVDQU32    (BX), Z5
 	VPBROADCASTD (AX), Z6
 	VPDPBUSD     Z5, Z6, Z0
@@ -7383,7 +7383,7 @@ vnni_k_378:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_378
+	JNZ          vnni_k_36
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7396,11 +7396,11 @@ vnni_k_378:
 	VMOVDQU32    Z3, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
-	JMP          rowend_367
+	JMP          rowend_25
 
-rowtail_not_377:
+rowtail_not_35:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_379
+	JNE  rowtail_not_37
 
 	// VNNI micro-kernel: 6 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7417,7 +7417,7 @@ rowtail_not_377:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_380:
+vnni_k_38:
 	VMOVDQU32    (SI), Z6
 	VPBROADCASTD (AX), Z7
 	VPDPBUSD     Z6, Z7, Z0
@@ -7474,7 +7474,7 @@ vnni_k_380:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_380
+	JNZ          vnni_k_38
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7489,11 +7489,11 @@ vnni_k_380:
 	VMOVDQU32    Z4, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z5, (AX)
-	JMP          rowend_367
+	JMP          rowend_25
 
-rowtail_not_379:
+rowtail_not_37:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_381
+	JNE  rowtail_not_39
 
 	// VNNI micro-kernel: 7 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7511,7 +7511,7 @@ rowtail_not_379:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_382:
+vnni_k_40:
 	VMOVDQU32    (SI), Z7
 	VPBROADCASTD (AX), Z8
 	VPDPBUSD     Z7, Z8, Z0
@@ -7576,7 +7576,7 @@ vnni_k_382:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_382
+	JNZ          vnni_k_40
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7593,15 +7593,15 @@ vnni_k_382:
 	VMOVDQU32    Z5, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
-	JMP          rowend_367
+	JMP          rowend_25
 
-rowtail_not_381:
-rowend_367:
-	JMP done_343
+rowtail_not_39:
+rowend_25:
+	JMP done_1
 
-ntail_not_364:
+ntail_not_22:
 	CMPQ AX, $0x02
-	JNE  ntail_not_383
+	JNE  ntail_not_41
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -7609,10 +7609,10 @@ ntail_not_364:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_384:
+rows_42:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_385
+	JL   rowtail_43
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -7643,7 +7643,7 @@ rows_384:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_387:
+vnni_k_45:
 	VMOVDQU32    (SI), Z16
 	VMOVDQU32    (SI)(DI*1), Z17
 	VPBROADCASTD (AX), Z18
@@ -7752,7 +7752,7 @@ vnni_k_387:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_387
+	JNZ          vnni_k_45
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7789,12 +7789,12 @@ vnni_k_387:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_384
+	JMP          rows_42
 
-rowtail_385:
+rowtail_43:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_388
+	JNE  rowtail_not_46
 
 	// VNNI micro-kernel: 1 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7807,7 +7807,7 @@ rowtail_385:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_389:
+vnni_k_47:
 	VMOVDQU32    (CX), Z2
 	VMOVDQU32    (CX)(DX*1), Z3
 	VPBROADCASTD (AX), Z4
@@ -7831,17 +7831,17 @@ vnni_k_389:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_389
+	JNZ          vnni_k_47
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
-	JMP          rowend_386
+	JMP          rowend_44
 
-rowtail_not_388:
+rowtail_not_46:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_390
+	JNE  rowtail_not_48
 
 	// VNNI micro-kernel: 2 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7856,7 +7856,7 @@ rowtail_not_388:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_391:
+vnni_k_49:
 	VMOVDQU32    (DX), Z4
 	VMOVDQU32    (DX)(BX*1), Z5
 	VPBROADCASTD (AX), Z6
@@ -7892,7 +7892,7 @@ vnni_k_391:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_391
+	JNZ          vnni_k_49
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7901,11 +7901,11 @@ vnni_k_391:
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
 	VMOVDQU32    Z3, 64(AX)
-	JMP          rowend_386
+	JMP          rowend_44
 
-rowtail_not_390:
+rowtail_not_48:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_392
+	JNE  rowtail_not_50
 
 	// VNNI micro-kernel: 3 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7922,7 +7922,7 @@ rowtail_not_390:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_393:
+vnni_k_51:
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    (DX)(BX*1), Z7
 	VPBROADCASTD (AX), Z8
@@ -7970,7 +7970,7 @@ vnni_k_393:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_393
+	JNZ          vnni_k_51
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7982,11 +7982,11 @@ vnni_k_393:
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
 	VMOVDQU32    Z5, 64(AX)
-	JMP          rowend_386
+	JMP          rowend_44
 
-rowtail_not_392:
+rowtail_not_50:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_394
+	JNE  rowtail_not_52
 
 	// VNNI micro-kernel: 4 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -8006,7 +8006,7 @@ rowtail_not_392:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_395:
+vnni_k_53:
 	VMOVDQU32    (BX), Z8
 	VMOVDQU32    (BX)(SI*1), Z9
 	VPBROADCASTD (AX), Z10
@@ -8066,7 +8066,7 @@ vnni_k_395:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_395
+	JNZ          vnni_k_53
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8081,11 +8081,11 @@ vnni_k_395:
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
-	JMP          rowend_386
+	JMP          rowend_44
 
-rowtail_not_394:
+rowtail_not_52:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_396
+	JNE  rowtail_not_54
 
 	// VNNI micro-kernel: 5 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -8107,7 +8107,7 @@ rowtail_not_394:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_397:
+vnni_k_55:
 	VMOVDQU32    (BX), Z10
 	VMOVDQU32    (BX)(SI*1), Z11
 	VPBROADCASTD (AX), Z12
@@ -8179,7 +8179,7 @@ vnni_k_397:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_397
+	JNZ          vnni_k_55
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8197,11 +8197,11 @@ vnni_k_397:
 	ADDQ         CX, AX
 	VMOVDQU32    Z8, (AX)
 	VMOVDQU32    Z9, 64(AX)
-	JMP          rowend_386
+	JMP          rowend_44
 
-rowtail_not_396:
+rowtail_not_54:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_398
+	JNE  rowtail_not_56
 
 	// VNNI micro-kernel: 6 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -8226,7 +8226,7 @@ rowtail_not_396:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_399:
+vnni_k_57:
 	VMOVDQU32    (SI), Z12
 	VMOVDQU32    (SI)(DI*1), Z13
 	VPBROADCASTD (AX), Z14
@@ -8311,7 +8311,7 @@ vnni_k_399:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_399
+	JNZ          vnni_k_57
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8332,11 +8332,11 @@ vnni_k_399:
 	ADDQ         CX, AX
 	VMOVDQU32    Z10, (AX)
 	VMOVDQU32    Z11, 64(AX)
-	JMP          rowend_386
+	JMP          rowend_44
 
-rowtail_not_398:
+rowtail_not_56:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_400
+	JNE  rowtail_not_58
 
 	// VNNI micro-kernel: 7 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -8363,7 +8363,7 @@ rowtail_not_398:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_401:
+vnni_k_59:
 	VMOVDQU32    (SI), Z14
 	VMOVDQU32    (SI)(DI*1), Z15
 	VPBROADCASTD (AX), Z16
@@ -8460,7 +8460,7 @@ vnni_k_401:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_401
+	JNZ          vnni_k_59
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8484,14 +8484,14 @@ vnni_k_401:
 	ADDQ         CX, AX
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
-	JMP          rowend_386
+	JMP          rowend_44
 
-rowtail_not_400:
-rowend_386:
-	JMP done_343
+rowtail_not_58:
+rowend_44:
+	JMP done_1
 
-ntail_not_383:
-done_343:
+ntail_not_41:
+done_1:
 	VZEROUPPER
 	RET
 
@@ -8505,10 +8505,10 @@ TEXT ·qgemmAVX2(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_403:
+ngroup_2:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JL   ntail_404
+	JL   ntail_3
 	SUBQ $0x01, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -8518,10 +8518,10 @@ ngroup_403:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_405:
+rows_4:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x02
-	JL   rowtail_406
+	JL   rowtail_5
 	SUBQ $0x02, AX
 	MOVQ AX, 40(SP)
 
@@ -8540,7 +8540,7 @@ rows_405:
 	MOVQ  kp+24(FP), BX
 	SHRQ  $0x04, BX
 
-avx2_k_408:
+avx2_k_7:
 	VPMOVSXBW    (DX), Y8
 	VPMOVSXBW    16(DX), Y9
 	VPMOVSXBW    32(DX), Y10
@@ -8640,7 +8640,7 @@ avx2_k_408:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          avx2_k_408
+	JNZ          avx2_k_7
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8667,12 +8667,12 @@ avx2_k_408:
 	IMUL3Q       $0x08, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_405
+	JMP          rows_4
 
-rowtail_406:
+rowtail_5:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_409
+	JNE  rowtail_not_8
 
 	// AVX2 micro-kernel: 1 rows x 16 columns.
 	VPXOR Y0, Y0, Y0
@@ -8685,7 +8685,7 @@ rowtail_406:
 	MOVQ  kp+24(FP), DX
 	SHRQ  $0x04, DX
 
-avx2_k_410:
+avx2_k_9:
 	VPMOVSXBW    (CX), Y4
 	VPMOVSXBW    16(CX), Y5
 	VPMOVSXBW    32(CX), Y6
@@ -8745,7 +8745,7 @@ avx2_k_410:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          avx2_k_410
+	JNZ          avx2_k_9
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8755,10 +8755,10 @@ avx2_k_410:
 	VPHADDD      Y3, Y2, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VMOVDQU      Y0, 32(AX)
-	JMP          rowend_407
+	JMP          rowend_6
 
-rowtail_not_409:
-rowend_407:
+rowtail_not_8:
+rowend_6:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000010, CX, CX
@@ -8767,44 +8767,117 @@ rowend_407:
 	MOVQ   8(SP), AX
 	ADDQ   $0x00000040, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_403
+	JMP    ngroup_2
 
-ntail_404:
+ntail_3:
 	MOVQ 16(SP), AX
 	VZEROUPPER
 	RET
 
-DATA epilogueConsts<>+0(SB)/4, $0x00000000
-DATA epilogueConsts<>+4(SB)/4, $0x3f800000
-DATA epilogueConsts<>+8(SB)/4, $0x3f000000
-DATA epilogueConsts<>+12(SB)/4, $0xbf000000
-DATA epilogueConsts<>+16(SB)/4, $0x414e6666
-DATA epilogueConsts<>+20(SB)/4, $0x3eb504f3
-DATA epilogueConsts<>+24(SB)/4, $0x3fb8aa3b
-DATA epilogueConsts<>+28(SB)/4, $0x3f318000
-DATA epilogueConsts<>+32(SB)/4, $0xb95e8083
-DATA epilogueConsts<>+36(SB)/4, $0x47800000
-DATA epilogueConsts<>+40(SB)/4, $0xc7800000
-DATA epilogueConsts<>+44(SB)/4, $0x3e2ef945
-DATA epilogueConsts<>+48(SB)/4, $0xbf527892
-DATA epilogueConsts<>+52(SB)/4, $0x3fbe87b0
-DATA epilogueConsts<>+56(SB)/4, $0xbf914e5d
-DATA epilogueConsts<>+60(SB)/4, $0x3e8ec7cc
-DATA epilogueConsts<>+64(SB)/4, $0xbe3ec24c
-DATA epilogueConsts<>+68(SB)/4, $0x3dc636c9
-DATA epilogueConsts<>+72(SB)/4, $0x3ebf88fb
-DATA epilogueConsts<>+76(SB)/4, $0x3f8000c7
-DATA epilogueConsts<>+80(SB)/4, $0xbfa1fc4e
-DATA epilogueConsts<>+84(SB)/4, $0x39500d01
-DATA epilogueConsts<>+88(SB)/4, $0x3ab60b61
-DATA epilogueConsts<>+92(SB)/4, $0x3c088889
-DATA epilogueConsts<>+96(SB)/4, $0x3d2aaaab
-DATA epilogueConsts<>+100(SB)/4, $0x3e2aaaab
-DATA epilogueConsts<>+104(SB)/4, $0x7fffffff
-DATA epilogueConsts<>+108(SB)/4, $0xfffff000
-DATA epilogueConsts<>+112(SB)/4, $0x0000007f
-DATA epilogueConsts<>+116(SB)/4, $0x000000ff
-GLOBL epilogueConsts<>(SB), RODATA|NOPTR, $120
+DATA epilogueConsts<>+0(SB)/4, $0x47800000
+DATA epilogueConsts<>+4(SB)/4, $0xc7800000
+GLOBL epilogueConsts<>(SB), RODATA|NOPTR, $8
+
+DATA epilogueGelu<>+0(SB)/4, $0x00000000
+DATA epilogueGelu<>+4(SB)/4, $0xbe0d23a5
+DATA epilogueGelu<>+8(SB)/4, $0xbe2d8d4d
+DATA epilogueGelu<>+12(SB)/4, $0xbe0d65cb
+DATA epilogueGelu<>+16(SB)/4, $0xbdb390fb
+DATA epilogueGelu<>+20(SB)/4, $0xbd3a5e7c
+DATA epilogueGelu<>+24(SB)/4, $0xbca12b8a
+DATA epilogueGelu<>+28(SB)/4, $0xbbea6f24
+DATA epilogueGelu<>+32(SB)/4, $0xbb101a6d
+DATA epilogueGelu<>+36(SB)/4, $0xba16275d
+DATA epilogueGelu<>+40(SB)/4, $0xb904d6d1
+DATA epilogueGelu<>+44(SB)/4, $0xb7c7c712
+DATA epilogueGelu<>+48(SB)/4, $0xb67f8d73
+DATA epilogueGelu<>+52(SB)/4, $0xb50b17fd
+DATA epilogueGelu<>+56(SB)/4, $0xb380e522
+DATA epilogueGelu<>+60(SB)/4, $0x00000000
+DATA epilogueGelu<>+64(SB)/4, $0xbe4ccccb
+DATA epilogueGelu<>+68(SB)/4, $0xbda19a90
+DATA epilogueGelu<>+72(SB)/4, $0x3c026703
+DATA epilogueGelu<>+76(SB)/4, $0x3d414153
+DATA epilogueGelu<>+80(SB)/4, $0x3d48fd3a
+DATA epilogueGelu<>+84(SB)/4, $0x3d0ba4d0
+DATA epilogueGelu<>+88(SB)/4, $0x3c95418e
+DATA epilogueGelu<>+92(SB)/4, $0x3c0080fc
+DATA epilogueGelu<>+96(SB)/4, $0x3b35fa96
+DATA epilogueGelu<>+100(SB)/4, $0x3a564d2c
+DATA epilogueGelu<>+104(SB)/4, $0x39533efc
+DATA epilogueGelu<>+108(SB)/4, $0x382f0b54
+DATA epilogueGelu<>+112(SB)/4, $0x36f48ed8
+DATA epilogueGelu<>+116(SB)/4, $0x3590513e
+DATA epilogueGelu<>+120(SB)/4, $0x34101a4e
+DATA epilogueGelu<>+124(SB)/4, $0x00000000
+DATA epilogueGelu<>+128(SB)/4, $0x3d82b93e
+DATA epilogueGelu<>+132(SB)/4, $0x3d5e09da
+DATA epilogueGelu<>+136(SB)/4, $0x3d0119fb
+DATA epilogueGelu<>+140(SB)/4, $0x3c0e8c94
+DATA epilogueGelu<>+144(SB)/4, $0xbba2d092
+DATA epilogueGelu<>+148(SB)/4, $0xbc0d88fc
+DATA epilogueGelu<>+152(SB)/4, $0xbbdcbe5a
+DATA epilogueGelu<>+156(SB)/4, $0xbb725efb
+DATA epilogueGelu<>+160(SB)/4, $0xbacdff75
+DATA epilogueGelu<>+164(SB)/4, $0xba0ca3e5
+DATA epilogueGelu<>+168(SB)/4, $0xb91d260b
+DATA epilogueGelu<>+172(SB)/4, $0xb8113e8f
+DATA epilogueGelu<>+176(SB)/4, $0xb6df992c
+DATA epilogueGelu<>+180(SB)/4, $0xb590007c
+DATA epilogueGelu<>+184(SB)/4, $0xb41bb346
+DATA epilogueGelu<>+188(SB)/4, $0x00000000
+DATA epilogueGelu<>+192(SB)/4, $0x3707d400
+DATA epilogueGelu<>+196(SB)/4, $0xbbc5b470
+DATA epilogueGelu<>+200(SB)/4, $0xbc081518
+DATA epilogueGelu<>+204(SB)/4, $0xbbd0818e
+DATA epilogueGelu<>+208(SB)/4, $0xbb32a8ff
+DATA epilogueGelu<>+212(SB)/4, $0xb3d5d2fd
+DATA epilogueGelu<>+216(SB)/4, $0x3a84408f
+DATA epilogueGelu<>+220(SB)/4, $0x3a6dfc3e
+DATA epilogueGelu<>+224(SB)/4, $0x3a051eec
+DATA epilogueGelu<>+228(SB)/4, $0x395cc436
+DATA epilogueGelu<>+232(SB)/4, $0x388fb20e
+DATA epilogueGelu<>+236(SB)/4, $0x3796d116
+DATA epilogueGelu<>+240(SB)/4, $0x36818a78
+DATA epilogueGelu<>+244(SB)/4, $0x3537d1cb
+DATA epilogueGelu<>+248(SB)/4, $0x33d8d15c
+DATA epilogueGelu<>+252(SB)/4, $0x00000000
+DATA epilogueGelu<>+256(SB)/4, $0xbae35df0
+DATA epilogueGelu<>+260(SB)/4, $0xba948d76
+DATA epilogueGelu<>+264(SB)/4, $0x378b9a72
+DATA epilogueGelu<>+268(SB)/4, $0x3a56d05f
+DATA epilogueGelu<>+272(SB)/4, $0x3a62f52c
+DATA epilogueGelu<>+276(SB)/4, $0x39f1e69b
+DATA epilogueGelu<>+280(SB)/4, $0x38a3cac7
+DATA epilogueGelu<>+284(SB)/4, $0xb8b732bf
+DATA epilogueGelu<>+288(SB)/4, $0xb8c532b2
+DATA epilogueGelu<>+292(SB)/4, $0xb85f1e3b
+DATA epilogueGelu<>+296(SB)/4, $0xb7b32256
+DATA epilogueGelu<>+300(SB)/4, $0xb6dd2da3
+DATA epilogueGelu<>+304(SB)/4, $0xb5d970a3
+DATA epilogueGelu<>+308(SB)/4, $0xb4ad7070
+DATA epilogueGelu<>+312(SB)/4, $0xb36318f1
+DATA epilogueGelu<>+316(SB)/4, $0x00000000
+DATA epilogueGelu<>+320(SB)/4, $0x3879b22f
+DATA epilogueGelu<>+324(SB)/4, $0x39542a08
+DATA epilogueGelu<>+328(SB)/4, $0x3969df68
+DATA epilogueGelu<>+332(SB)/4, $0x38b0be17
+DATA epilogueGelu<>+336(SB)/4, $0xb8602264
+DATA epilogueGelu<>+340(SB)/4, $0xb8bf91d3
+DATA epilogueGelu<>+344(SB)/4, $0xb86a3964
+DATA epilogueGelu<>+348(SB)/4, $0xb75b9d8c
+DATA epilogueGelu<>+352(SB)/4, $0x36d8cfe2
+DATA epilogueGelu<>+356(SB)/4, $0x37081763
+DATA epilogueGelu<>+360(SB)/4, $0x3696acce
+DATA epilogueGelu<>+364(SB)/4, $0x35e465be
+DATA epilogueGelu<>+368(SB)/4, $0x3502e78f
+DATA epilogueGelu<>+372(SB)/4, $0x33ec7c12
+DATA epilogueGelu<>+376(SB)/4, $0x32ac07bc
+DATA epilogueGelu<>+380(SB)/4, $0x00000000
+DATA epilogueGelu<>+384(SB)/4, $0x7fffffff
+DATA epilogueGelu<>+388(SB)/4, $0x40200000
+DATA epilogueGelu<>+392(SB)/4, $0x41700000
+GLOBL epilogueGelu<>(SB), RODATA|NOPTR, $396
 
 DATA epilogueColMasks<>+0(SB)/8, $0x0000000000000000
 DATA epilogueColMasks<>+8(SB)/8, $0x0000000000000001
@@ -8858,21 +8931,21 @@ DATA epilogueColMasks<>+384(SB)/8, $0x0000ffffffffffff
 GLOBL epilogueColMasks<>(SB), RODATA|NOPTR, $392
 
 // func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, flags int)
-// Requires: AVX, AVX512BW, AVX512F, CMOV, SSE
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV, SSE
 TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-136
 	MOVQ  flags+128(FP), AX
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_411
+	JNZ   epi_flag_343
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_412
+	JNZ   epi_flag_344
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_413
+	JNZ   epi_flag_345
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_414
+	JNZ   epi_flag_346
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_415
+	JNZ   epi_flag_347
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_416
+	JNZ   epi_flag_348
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+56(FP), CX
 	MOVQ  n+24(FP), DX
@@ -8880,10 +8953,10 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-136
 	MOVQ  outF32+96(FP), SI
 	LEAQ  epilogueColMasks<>+0(SB), DI
 
-epi_row_417:
+epi_row_349:
 	XORQ R8, R8
 
-epi_col_418:
+epi_col_350:
 	MOVQ        DX, R9
 	SUBQ        R8, R9
 	MOVQ        $0x00000030, R10
@@ -8910,7 +8983,7 @@ epi_col_418:
 	VMOVUPS     Z2, K3, 128(SI)(R8*4)
 	ADDQ        $0x30, R8
 	CMPQ        R8, DX
-	JL          epi_col_418
+	JL          epi_col_350
 	MOVQ        ldc+8(FP), R8
 	SHLQ        $0x02, R8
 	ADDQ        R8, AX
@@ -8918,11 +8991,11 @@ epi_col_418:
 	SHLQ        $0x02, R8
 	ADDQ        R8, SI
 	DECQ        BX
-	JNZ         epi_row_417
+	JNZ         epi_row_349
 	VZEROUPPER
 	RET
 
-epi_flag_416:
+epi_flag_348:
 	MOVQ c+0(FP), AX
 	MOVQ scale+56(FP), CX
 	MOVQ n+24(FP), DX
@@ -8931,10 +9004,10 @@ epi_flag_416:
 	MOVQ outF32+96(FP), DI
 	LEAQ epilogueColMasks<>+0(SB), R8
 
-epi_row_419:
+epi_row_351:
 	XORQ R9, R9
 
-epi_col_420:
+epi_col_352:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVQ        $0x00000030, R11
@@ -8964,7 +9037,7 @@ epi_col_420:
 	VMOVUPS     Z2, K3, 128(DI)(R9*4)
 	ADDQ        $0x30, R9
 	CMPQ        R9, DX
-	JL          epi_col_420
+	JL          epi_col_352
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -8973,13 +9046,13 @@ epi_col_420:
 	ADDQ        R9, DI
 	ADDQ        $0x04, SI
 	DECQ        BX
-	JNZ         epi_row_419
+	JNZ         epi_row_351
 	VZEROUPPER
 	RET
 
-epi_flag_415:
+epi_flag_347:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_421
+	JNZ          epi_flag_353
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8992,69 +9065,66 @@ epi_flag_415:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), DI
 
-epi_row_422:
+epi_row_354:
 	XORQ R8, R8
 
-epi_col_423:
-	MOVQ         DX, R9
-	SUBQ         R8, R9
-	MOVQ         $0x00000030, R10
-	CMPQ         R9, R10
-	CMOVQLT      R9, R10
-	MOVQ         (DI)(R10*8), R9
-	KMOVQ        R9, K1
-	VMOVDQU32.Z  (AX)(R8*4), K1, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R8*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R8*4), K2, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R8*4), K2, Z5
-	VMULPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R8*4), K3, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    128(CX)(R8*4), K3, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K1, (SI)(R8*1)
-	VMULPS       Z0, Z4, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 16(SI)(R8*1)
-	VMULPS       Z0, Z5, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K3, 32(SI)(R8*1)
-	ADDQ         $0x30, R8
-	CMPQ         R8, DX
-	JL           epi_col_423
-	MOVQ         ldc+8(FP), R8
-	SHLQ         $0x02, R8
-	ADDQ         R8, AX
-	MOVQ         outStride+112(FP), R8
-	ADDQ         R8, SI
-	DECQ         BX
-	JNZ          epi_row_422
+epi_col_355:
+	MOVQ        DX, R9
+	SUBQ        R8, R9
+	MOVQ        $0x00000030, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	MOVQ        (DI)(R10*8), R9
+	KMOVQ       R9, K1
+	VMOVDQU32.Z (AX)(R8*4), K1, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R8*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R8*4), K2, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R8*4), K2, Z5
+	VMULPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R8*4), K3, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   128(CX)(R8*4), K3, Z6
+	VMULPS      Z6, Z5, Z5
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K1, (SI)(R8*1)
+	VMULPS      Z0, Z4, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K2, 16(SI)(R8*1)
+	VMULPS      Z0, Z5, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K3, 32(SI)(R8*1)
+	ADDQ        $0x30, R8
+	CMPQ        R8, DX
+	JL          epi_col_355
+	MOVQ        ldc+8(FP), R8
+	SHLQ        $0x02, R8
+	ADDQ        R8, AX
+	MOVQ        outStride+112(FP), R8
+	ADDQ        R8, SI
+	DECQ        BX
+	JNZ         epi_row_354
 	VZEROUPPER
 	RET
 
-epi_flag_421:
+epi_flag_353:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9068,77 +9138,74 @@ epi_flag_421:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_424:
+epi_row_356:
 	XORQ R9, R9
 
-epi_col_425:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R9*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMULPS.BCST  (SI), Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS.BCST  (SI), Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (SI), Z5, Z5
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K1, (DI)(R9*1)
-	VMULPS       Z0, Z4, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 16(DI)(R9*1)
-	VMULPS       Z0, Z5, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K3, 32(DI)(R9*1)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_425
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         outStride+112(FP), R9
-	ADDQ         R9, DI
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_424
+epi_col_357:
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R9*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (SI), Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z5
+	VMULPS      Z5, Z4, Z4
+	VMULPS.BCST (SI), Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z6
+	VMULPS      Z6, Z5, Z5
+	VMULPS.BCST (SI), Z5, Z5
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K1, (DI)(R9*1)
+	VMULPS      Z0, Z4, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K2, 16(DI)(R9*1)
+	VMULPS      Z0, Z5, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K3, 32(DI)(R9*1)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_357
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        outStride+112(FP), R9
+	ADDQ        R9, DI
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_356
 	VZEROUPPER
 	RET
 
-epi_flag_414:
+epi_flag_346:
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_426
+	JNZ   epi_flag_358
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_427
+	JNZ   epi_flag_359
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+56(FP), CX
 	MOVQ  n+24(FP), DX
@@ -9147,10 +9214,10 @@ epi_flag_414:
 	MOVQ  outF32+96(FP), DI
 	LEAQ  epilogueColMasks<>+0(SB), R8
 
-epi_row_428:
+epi_row_360:
 	XORQ R9, R9
 
-epi_col_429:
+epi_col_361:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVQ        $0x00000030, R11
@@ -9183,7 +9250,7 @@ epi_col_429:
 	VMOVUPS     Z2, K3, 128(DI)(R9*4)
 	ADDQ        $0x30, R9
 	CMPQ        R9, DX
-	JL          epi_col_429
+	JL          epi_col_361
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -9194,11 +9261,11 @@ epi_col_429:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_428
+	JNZ         epi_row_360
 	VZEROUPPER
 	RET
 
-epi_flag_427:
+epi_flag_359:
 	MOVQ c+0(FP), AX
 	MOVQ scale+56(FP), CX
 	MOVQ n+24(FP), DX
@@ -9208,10 +9275,10 @@ epi_flag_427:
 	MOVQ outF32+96(FP), R8
 	LEAQ epilogueColMasks<>+0(SB), R9
 
-epi_row_430:
+epi_row_362:
 	XORQ R10, R10
 
-epi_col_431:
+epi_col_363:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -9247,7 +9314,7 @@ epi_col_431:
 	VMOVUPS     Z2, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_431
+	JL          epi_col_363
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -9259,13 +9326,13 @@ epi_col_431:
 	ADDQ        R10, R8
 	ADDQ        $0x04, SI
 	DECQ        BX
-	JNZ         epi_row_430
+	JNZ         epi_row_362
 	VZEROUPPER
 	RET
 
-epi_flag_426:
+epi_flag_358:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_432
+	JNZ          epi_flag_364
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9279,78 +9346,75 @@ epi_flag_426:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_433:
+epi_row_365:
 	XORQ R9, R9
 
-epi_col_434:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R9*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z5
-	VMULPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z6
-	VMULPS       Z6, Z5, Z5
-	VMOVUPS.Z    (SI)(R9*4), K1, Z6
-	VADDPS       Z6, Z3, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K1, (DI)(R9*1)
-	VMOVUPS.Z    64(SI)(R9*4), K2, Z3
-	VADDPS       Z3, Z4, Z4
-	VMULPS       Z0, Z4, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 16(DI)(R9*1)
-	VMOVUPS.Z    128(SI)(R9*4), K3, Z3
-	VADDPS       Z3, Z5, Z5
-	VMULPS       Z0, Z5, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K3, 32(DI)(R9*1)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_434
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         resStride+88(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, SI
-	MOVQ         outStride+112(FP), R9
-	ADDQ         R9, DI
-	DECQ         BX
-	JNZ          epi_row_433
+epi_col_366:
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R9*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z5
+	VMULPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z6
+	VMULPS      Z6, Z5, Z5
+	VMOVUPS.Z   (SI)(R9*4), K1, Z6
+	VADDPS      Z6, Z3, Z3
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K1, (DI)(R9*1)
+	VMOVUPS.Z   64(SI)(R9*4), K2, Z3
+	VADDPS      Z3, Z4, Z4
+	VMULPS      Z0, Z4, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K2, 16(DI)(R9*1)
+	VMOVUPS.Z   128(SI)(R9*4), K3, Z3
+	VADDPS      Z3, Z5, Z5
+	VMULPS      Z0, Z5, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K3, 32(DI)(R9*1)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_366
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        resStride+88(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, SI
+	MOVQ        outStride+112(FP), R9
+	ADDQ        R9, DI
+	DECQ        BX
+	JNZ         epi_row_365
 	VZEROUPPER
 	RET
 
-epi_flag_432:
+epi_flag_364:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9365,101 +9429,103 @@ epi_flag_432:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_435:
+epi_row_367:
 	XORQ R10, R10
 
-epi_col_436:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R10*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMULPS.BCST  (SI), Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS.BCST  (SI), Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (SI), Z5, Z5
-	VMOVUPS.Z    (DI)(R10*4), K1, Z6
-	VADDPS       Z6, Z3, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K1, (R8)(R10*1)
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z3
-	VADDPS       Z3, Z4, Z4
-	VMULPS       Z0, Z4, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 16(R8)(R10*1)
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z3
-	VADDPS       Z3, Z5, Z5
-	VMULPS       Z0, Z5, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K3, 32(R8)(R10*1)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_436
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         resStride+88(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, DI
-	MOVQ         outStride+112(FP), R10
-	ADDQ         R10, R8
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_435
+epi_col_368:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R10*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (SI), Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z5
+	VMULPS      Z5, Z4, Z4
+	VMULPS.BCST (SI), Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z6
+	VMULPS      Z6, Z5, Z5
+	VMULPS.BCST (SI), Z5, Z5
+	VMOVUPS.Z   (DI)(R10*4), K1, Z6
+	VADDPS      Z6, Z3, Z3
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K1, (R8)(R10*1)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z3
+	VADDPS      Z3, Z4, Z4
+	VMULPS      Z0, Z4, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K2, 16(R8)(R10*1)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z3
+	VADDPS      Z3, Z5, Z5
+	VMULPS      Z0, Z5, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K3, 32(R8)(R10*1)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_368
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        resStride+88(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, DI
+	MOVQ        outStride+112(FP), R10
+	ADDQ        R10, R8
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_367
 	VZEROUPPER
 	RET
 
-epi_flag_413:
-	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_437
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_438
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_439
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         outF32+96(FP), SI
-	VPXORD       Z0, Z0, Z0
-	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         epilogueColMasks<>+0(SB), DI
+epi_flag_345:
+	TESTQ   $0x00000008, AX
+	JNZ     epi_flag_369
+	TESTQ   $0x00000010, AX
+	JNZ     epi_flag_370
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_371
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    outF32+96(FP), SI
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS epilogueGelu<>+0(SB), Z1
+	VMOVUPS epilogueGelu<>+64(SB), Z2
+	VMOVUPS epilogueGelu<>+128(SB), Z3
+	VMOVUPS epilogueGelu<>+192(SB), Z4
+	VMOVUPS epilogueGelu<>+256(SB), Z5
+	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueColMasks<>+0(SB), DI
 
-epi_row_440:
+epi_row_372:
 	XORQ R8, R8
 
-epi_col_441:
+epi_col_373:
 	MOVQ        DX, R9
 	SUBQ        R8, R9
 	MOVQ        $0x00000030, R10
@@ -9467,233 +9533,80 @@ epi_col_441:
 	CMOVQLT     R9, R10
 	MOVQ        (DI)(R10*8), R9
 	KMOVQ       R9, K1
-	VMOVDQU32.Z (AX)(R8*4), K1, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   (CX)(R8*4), K1, Z6
-	VMULPS      Z6, Z2, Z2
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R8*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   64(CX)(R8*4), K2, Z7
-	VMULPS      Z7, Z6, Z6
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R8*4), K3, Z7
+	VMOVDQU32.Z (AX)(R8*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   128(CX)(R8*4), K3, Z8
+	VMOVUPS.Z   (CX)(R8*4), K1, Z8
 	VMULPS      Z8, Z7, Z7
-	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS      Z11, Z1, Z11
-	VDIVPS      Z12, Z1, Z12
-	VDIVPS      Z13, Z1, Z13
-	VMULPS      Z11, Z11, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VMULPS      Z14, Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z23, Z17, Z17
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
-	VMULPS      Z14, Z22, Z14
-	VMULPS      Z15, Z21, Z15
-	VMULPS      Z16, Z20, Z16
-	VADDPS      Z17, Z14, Z14
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS      Z17, Z17, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS      Z17, Z8, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VADDPS      Z17, Z8, Z17
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VMULPS      Z17, Z23, Z17
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS      Z14, Z17, Z17
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
-	VADDPS      Z17, Z20, Z8
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ   Z8, Z8
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTDQ2PS   Z8, Z14
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VSUBPS      Z23, Z20, Z20
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VSUBPS      Z14, Z20, Z20
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VMULPS      Z20, Z20, Z14
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VMULPS      Z14, Z23, Z23
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VADDPS      Z17, Z23, Z23
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z14
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VADDPS      Z23, Z14, Z14
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD      $0x17, Z8, Z8
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VMULPS      Z8, Z14, Z8
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS      Z8, Z11, Z11
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VBLENDMPS   Z0, Z11, K4, Z11
-	VBLENDMPS   Z0, Z12, K5, Z12
-	VBLENDMPS   Z0, Z13, K6, Z13
-	VSUBPS      Z11, Z1, Z8
-	VSUBPS      Z12, Z1, Z9
-	VSUBPS      Z13, Z1, Z10
-	VCMPPS      $0x1d, Z0, Z2, K4
-	VBLENDMPS   Z8, Z11, K4, Z3
-	VCMPPS      $0x1d, Z0, Z6, K4
-	VBLENDMPS   Z9, Z12, K4, Z4
-	VCMPPS      $0x1d, Z0, Z7, K4
-	VBLENDMPS   Z10, Z13, K4, Z5
-	VMULPS      Z3, Z2, Z2
-	VMULPS      Z4, Z6, Z6
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     Z2, K1, (SI)(R8*4)
-	VMOVUPS     Z6, K2, 64(SI)(R8*4)
-	VMOVUPS     Z7, K3, 128(SI)(R8*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R8*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   64(CX)(R8*4), K2, Z9
+	VMULPS      Z9, Z8, Z8
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R8*4), K3, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   128(CX)(R8*4), K3, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VCVTPS2DQ   Z10, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VREDUCEPS   $0x00, Z10, Z10
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VPERMPS     Z6, Z13, Z16
+	VPERMPS     Z6, Z14, Z17
+	VPERMPS     Z6, Z15, Z18
+	VPERMPS     Z5, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z4, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z3, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z2, Z13, Z19
+	VPERMPS     Z2, Z14, Z20
+	VPERMPS     Z2, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z1, Z13, Z13
+	VPERMPS     Z1, Z14, Z14
+	VPERMPS     Z1, Z15, Z15
+	VFMADD213PS Z13, Z10, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VMAXPS      Z7, Z0, Z7
+	VMAXPS      Z8, Z0, Z8
+	VMAXPS      Z9, Z0, Z9
+	VADDPS      Z16, Z7, Z7
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VMOVUPS     Z7, K1, (SI)(R8*4)
+	VMOVUPS     Z8, K2, 64(SI)(R8*4)
+	VMOVUPS     Z9, K3, 128(SI)(R8*4)
 	ADDQ        $0x30, R8
 	CMPQ        R8, DX
-	JL          epi_col_441
+	JL          epi_col_373
 	MOVQ        ldc+8(FP), R8
 	SHLQ        $0x02, R8
 	ADDQ        R8, AX
@@ -9701,25 +9614,30 @@ epi_col_441:
 	SHLQ        $0x02, R8
 	ADDQ        R8, SI
 	DECQ        BX
-	JNZ         epi_row_440
+	JNZ         epi_row_372
 	VZEROUPPER
 	RET
 
-epi_flag_439:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         outF32+96(FP), DI
-	VPXORD       Z0, Z0, Z0
-	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         epilogueColMasks<>+0(SB), R8
+epi_flag_371:
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    rowScale+64(FP), SI
+	MOVQ    outF32+96(FP), DI
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS epilogueGelu<>+0(SB), Z1
+	VMOVUPS epilogueGelu<>+64(SB), Z2
+	VMOVUPS epilogueGelu<>+128(SB), Z3
+	VMOVUPS epilogueGelu<>+192(SB), Z4
+	VMOVUPS epilogueGelu<>+256(SB), Z5
+	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueColMasks<>+0(SB), R8
 
-epi_row_442:
+epi_row_374:
 	XORQ R9, R9
 
-epi_col_443:
+epi_col_375:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVQ        $0x00000030, R11
@@ -9727,236 +9645,83 @@ epi_col_443:
 	CMOVQLT     R10, R11
 	MOVQ        (R8)(R11*8), R10
 	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   (CX)(R9*4), K1, Z6
-	VMULPS      Z6, Z2, Z2
-	VMULPS.BCST (SI), Z2, Z2
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z7
-	VMULPS      Z7, Z6, Z6
-	VMULPS.BCST (SI), Z6, Z6
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z7
+	VMOVDQU32.Z (AX)(R9*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z8
+	VMOVUPS.Z   (CX)(R9*4), K1, Z8
 	VMULPS      Z8, Z7, Z7
 	VMULPS.BCST (SI), Z7, Z7
-	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS      Z11, Z1, Z11
-	VDIVPS      Z12, Z1, Z12
-	VDIVPS      Z13, Z1, Z13
-	VMULPS      Z11, Z11, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VMULPS      Z14, Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z23, Z17, Z17
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
-	VMULPS      Z14, Z22, Z14
-	VMULPS      Z15, Z21, Z15
-	VMULPS      Z16, Z20, Z16
-	VADDPS      Z17, Z14, Z14
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS      Z17, Z17, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS      Z17, Z8, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VADDPS      Z17, Z8, Z17
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VMULPS      Z17, Z23, Z17
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS      Z14, Z17, Z17
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
-	VADDPS      Z17, Z20, Z8
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ   Z8, Z8
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTDQ2PS   Z8, Z14
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VSUBPS      Z23, Z20, Z20
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VSUBPS      Z14, Z20, Z20
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VMULPS      Z20, Z20, Z14
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VMULPS      Z14, Z23, Z23
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VADDPS      Z17, Z23, Z23
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z14
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VADDPS      Z23, Z14, Z14
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD      $0x17, Z8, Z8
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VMULPS      Z8, Z14, Z8
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS      Z8, Z11, Z11
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VBLENDMPS   Z0, Z11, K4, Z11
-	VBLENDMPS   Z0, Z12, K5, Z12
-	VBLENDMPS   Z0, Z13, K6, Z13
-	VSUBPS      Z11, Z1, Z8
-	VSUBPS      Z12, Z1, Z9
-	VSUBPS      Z13, Z1, Z10
-	VCMPPS      $0x1d, Z0, Z2, K4
-	VBLENDMPS   Z8, Z11, K4, Z3
-	VCMPPS      $0x1d, Z0, Z6, K4
-	VBLENDMPS   Z9, Z12, K4, Z4
-	VCMPPS      $0x1d, Z0, Z7, K4
-	VBLENDMPS   Z10, Z13, K4, Z5
-	VMULPS      Z3, Z2, Z2
-	VMULPS      Z4, Z6, Z6
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     Z2, K1, (DI)(R9*4)
-	VMOVUPS     Z6, K2, 64(DI)(R9*4)
-	VMOVUPS     Z7, K3, 128(DI)(R9*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z9
+	VMULPS      Z9, Z8, Z8
+	VMULPS.BCST (SI), Z8, Z8
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (SI), Z9, Z9
+	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VCVTPS2DQ   Z10, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VREDUCEPS   $0x00, Z10, Z10
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VPERMPS     Z6, Z13, Z16
+	VPERMPS     Z6, Z14, Z17
+	VPERMPS     Z6, Z15, Z18
+	VPERMPS     Z5, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z4, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z3, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z2, Z13, Z19
+	VPERMPS     Z2, Z14, Z20
+	VPERMPS     Z2, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z1, Z13, Z13
+	VPERMPS     Z1, Z14, Z14
+	VPERMPS     Z1, Z15, Z15
+	VFMADD213PS Z13, Z10, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VMAXPS      Z7, Z0, Z7
+	VMAXPS      Z8, Z0, Z8
+	VMAXPS      Z9, Z0, Z9
+	VADDPS      Z16, Z7, Z7
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VMOVUPS     Z7, K1, (DI)(R9*4)
+	VMOVUPS     Z8, K2, 64(DI)(R9*4)
+	VMOVUPS     Z9, K3, 128(DI)(R9*4)
 	ADDQ        $0x30, R9
 	CMPQ        R9, DX
-	JL          epi_col_443
+	JL          epi_col_375
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -9965,13 +9730,13 @@ epi_col_443:
 	ADDQ        R9, DI
 	ADDQ        $0x04, SI
 	DECQ        BX
-	JNZ         epi_row_442
+	JNZ         epi_row_374
 	VZEROUPPER
 	RET
 
-epi_flag_438:
+epi_flag_370:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_444
+	JNZ          epi_flag_376
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9982,279 +9747,128 @@ epi_flag_438:
 	MOVL         outZero+124(FP), DI
 	VPBROADCASTD DI, Z1
 	VPXORD       Z2, Z2, Z2
-	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	VMOVUPS      epilogueGelu<>+0(SB), Z3
+	VMOVUPS      epilogueGelu<>+64(SB), Z4
+	VMOVUPS      epilogueGelu<>+128(SB), Z5
+	VMOVUPS      epilogueGelu<>+192(SB), Z6
+	VMOVUPS      epilogueGelu<>+256(SB), Z7
+	VMOVUPS      epilogueGelu<>+320(SB), Z8
 	LEAQ         epilogueColMasks<>+0(SB), DI
 
-epi_row_445:
+epi_row_377:
 	XORQ R8, R8
 
-epi_col_446:
-	MOVQ         DX, R9
-	SUBQ         R8, R9
-	MOVQ         $0x00000030, R10
-	CMPQ         R9, R10
-	CMOVQLT      R9, R10
-	MOVQ         (DI)(R10*8), R9
-	KMOVQ        R9, K1
-	VMOVDQU32.Z  (AX)(R8*4), K1, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R8*4), K1, Z8
-	VMULPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R8*4), K2, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    64(CX)(R8*4), K2, Z9
-	VMULPS       Z9, Z8, Z8
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R8*4), K3, Z9
-	VCVTDQ2PS    Z9, Z9
-	VMOVUPS.Z    128(CX)(R8*4), K3, Z10
-	VMULPS       Z10, Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VDIVPS       Z13, Z3, Z13
-	VDIVPS       Z14, Z3, Z14
-	VDIVPS       Z15, Z3, Z15
-	VMULPS       Z13, Z13, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VMULPS       Z16, Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z25, Z19, Z19
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
-	VMULPS       Z16, Z24, Z16
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z22, Z18
-	VADDPS       Z19, Z16, Z16
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
-	VADDPS       Z19, Z22, Z10
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VCVTPS2DQ    Z10, Z10
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTDQ2PS    Z10, Z16
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VSUBPS       Z25, Z22, Z22
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VSUBPS       Z16, Z22, Z22
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VMULPS       Z22, Z22, Z16
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VMULPS       Z16, Z25, Z25
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VADDPS       Z19, Z25, Z25
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VADDPS       Z25, Z16, Z16
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPSLLD       $0x17, Z10, Z10
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VMULPS       Z10, Z16, Z10
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z10, Z13, Z13
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VBLENDMPS    Z2, Z13, K4, Z13
-	VBLENDMPS    Z2, Z14, K5, Z14
-	VBLENDMPS    Z2, Z15, K6, Z15
-	VSUBPS       Z13, Z3, Z10
-	VSUBPS       Z14, Z3, Z11
-	VSUBPS       Z15, Z3, Z12
-	VCMPPS       $0x1d, Z2, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VCMPPS       $0x1d, Z2, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z6
-	VCMPPS       $0x1d, Z2, Z9, K4
-	VBLENDMPS    Z12, Z15, K4, Z7
-	VMULPS       Z5, Z4, Z4
-	VMULPS       Z6, Z8, Z8
-	VMULPS       Z7, Z9, Z9
-	VMULPS       Z0, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (SI)(R8*1)
-	VMULPS       Z0, Z8, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(SI)(R8*1)
-	VMULPS       Z0, Z9, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(SI)(R8*1)
-	ADDQ         $0x30, R8
-	CMPQ         R8, DX
-	JL           epi_col_446
-	MOVQ         ldc+8(FP), R8
-	SHLQ         $0x02, R8
-	ADDQ         R8, AX
-	MOVQ         outStride+112(FP), R8
-	ADDQ         R8, SI
-	DECQ         BX
-	JNZ          epi_row_445
+epi_col_378:
+	MOVQ        DX, R9
+	SUBQ        R8, R9
+	MOVQ        $0x00000030, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	MOVQ        (DI)(R10*8), R9
+	KMOVQ       R9, K1
+	VMOVDQU32.Z (AX)(R8*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   (CX)(R8*4), K1, Z10
+	VMULPS      Z10, Z9, Z9
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R8*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   64(CX)(R8*4), K2, Z11
+	VMULPS      Z11, Z10, Z10
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R8*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   128(CX)(R8*4), K3, Z12
+	VMULPS      Z12, Z11, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z8, Z15, Z18
+	VPERMPS     Z8, Z16, Z19
+	VPERMPS     Z8, Z17, Z20
+	VPERMPS     Z7, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VPERMPS     Z4, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z3, Z15, Z15
+	VPERMPS     Z3, Z16, Z16
+	VPERMPS     Z3, Z17, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VMAXPS      Z9, Z2, Z9
+	VMAXPS      Z10, Z2, Z10
+	VMAXPS      Z11, Z2, Z11
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VMULPS      Z0, Z9, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (SI)(R8*1)
+	VMULPS      Z0, Z10, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(SI)(R8*1)
+	VMULPS      Z0, Z11, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(SI)(R8*1)
+	ADDQ        $0x30, R8
+	CMPQ        R8, DX
+	JL          epi_col_378
+	MOVQ        ldc+8(FP), R8
+	SHLQ        $0x02, R8
+	ADDQ        R8, AX
+	MOVQ        outStride+112(FP), R8
+	ADDQ        R8, SI
+	DECQ        BX
+	JNZ         epi_row_377
 	VZEROUPPER
 	RET
 
-epi_flag_444:
+epi_flag_376:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -10266,301 +9880,18 @@ epi_flag_444:
 	MOVL         outZero+124(FP), R8
 	VPBROADCASTD R8, Z1
 	VPXORD       Z2, Z2, Z2
-	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	VMOVUPS      epilogueGelu<>+0(SB), Z3
+	VMOVUPS      epilogueGelu<>+64(SB), Z4
+	VMOVUPS      epilogueGelu<>+128(SB), Z5
+	VMOVUPS      epilogueGelu<>+192(SB), Z6
+	VMOVUPS      epilogueGelu<>+256(SB), Z7
+	VMOVUPS      epilogueGelu<>+320(SB), Z8
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_447:
+epi_row_379:
 	XORQ R9, R9
 
-epi_col_448:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R9*4), K1, Z8
-	VMULPS       Z8, Z4, Z4
-	VMULPS.BCST  (SI), Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z9
-	VMULPS       Z9, Z8, Z8
-	VMULPS.BCST  (SI), Z8, Z8
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z9
-	VCVTDQ2PS    Z9, Z9
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z10
-	VMULPS       Z10, Z9, Z9
-	VMULPS.BCST  (SI), Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VDIVPS       Z13, Z3, Z13
-	VDIVPS       Z14, Z3, Z14
-	VDIVPS       Z15, Z3, Z15
-	VMULPS       Z13, Z13, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VMULPS       Z16, Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z25, Z19, Z19
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
-	VMULPS       Z16, Z24, Z16
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z22, Z18
-	VADDPS       Z19, Z16, Z16
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
-	VADDPS       Z19, Z22, Z10
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VCVTPS2DQ    Z10, Z10
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTDQ2PS    Z10, Z16
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VSUBPS       Z25, Z22, Z22
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VSUBPS       Z16, Z22, Z22
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VMULPS       Z22, Z22, Z16
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VMULPS       Z16, Z25, Z25
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VADDPS       Z19, Z25, Z25
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VADDPS       Z25, Z16, Z16
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPSLLD       $0x17, Z10, Z10
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VMULPS       Z10, Z16, Z10
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z10, Z13, Z13
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VBLENDMPS    Z2, Z13, K4, Z13
-	VBLENDMPS    Z2, Z14, K5, Z14
-	VBLENDMPS    Z2, Z15, K6, Z15
-	VSUBPS       Z13, Z3, Z10
-	VSUBPS       Z14, Z3, Z11
-	VSUBPS       Z15, Z3, Z12
-	VCMPPS       $0x1d, Z2, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VCMPPS       $0x1d, Z2, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z6
-	VCMPPS       $0x1d, Z2, Z9, K4
-	VBLENDMPS    Z12, Z15, K4, Z7
-	VMULPS       Z5, Z4, Z4
-	VMULPS       Z6, Z8, Z8
-	VMULPS       Z7, Z9, Z9
-	VMULPS       Z0, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (DI)(R9*1)
-	VMULPS       Z0, Z8, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(DI)(R9*1)
-	VMULPS       Z0, Z9, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(DI)(R9*1)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_448
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         outStride+112(FP), R9
-	ADDQ         R9, DI
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_447
-	VZEROUPPER
-	RET
-
-epi_flag_437:
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_449
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_450
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         res+80(FP), SI
-	MOVQ         outF32+96(FP), DI
-	VPXORD       Z0, Z0, Z0
-	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         epilogueColMasks<>+0(SB), R8
-
-epi_row_451:
-	XORQ R9, R9
-
-epi_col_452:
+epi_col_380:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVQ        $0x00000030, R11
@@ -10568,239 +9899,223 @@ epi_col_452:
 	CMOVQLT     R10, R11
 	MOVQ        (R8)(R11*8), R10
 	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   (CX)(R9*4), K1, Z6
-	VMULPS      Z6, Z2, Z2
+	VMOVDQU32.Z (AX)(R9*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   (CX)(R9*4), K1, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (SI), Z9, Z9
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z7
-	VMULPS      Z7, Z6, Z6
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (SI), Z10, Z10
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z8
-	VMULPS      Z8, Z7, Z7
-	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS      Z11, Z1, Z11
-	VDIVPS      Z12, Z1, Z12
-	VDIVPS      Z13, Z1, Z13
-	VMULPS      Z11, Z11, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VMULPS      Z14, Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z23, Z17, Z17
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
-	VMULPS      Z14, Z22, Z14
-	VMULPS      Z15, Z21, Z15
-	VMULPS      Z16, Z20, Z16
-	VADDPS      Z17, Z14, Z14
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS      Z17, Z17, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS      Z17, Z8, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VADDPS      Z17, Z8, Z17
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VMULPS      Z17, Z23, Z17
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS      Z14, Z17, Z17
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
-	VADDPS      Z17, Z20, Z8
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ   Z8, Z8
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z12
+	VMULPS      Z12, Z11, Z11
+	VMULPS.BCST (SI), Z11, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z8, Z15, Z18
+	VPERMPS     Z8, Z16, Z19
+	VPERMPS     Z8, Z17, Z20
+	VPERMPS     Z7, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VPERMPS     Z4, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z3, Z15, Z15
+	VPERMPS     Z3, Z16, Z16
+	VPERMPS     Z3, Z17, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VMAXPS      Z9, Z2, Z9
+	VMAXPS      Z10, Z2, Z10
+	VMAXPS      Z11, Z2, Z11
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VMULPS      Z0, Z9, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
 	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTDQ2PS   Z8, Z14
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VSUBPS      Z23, Z20, Z20
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VSUBPS      Z14, Z20, Z20
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VMULPS      Z20, Z20, Z14
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VMULPS      Z14, Z23, Z23
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VADDPS      Z17, Z23, Z23
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z14
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VADDPS      Z23, Z14, Z14
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD      $0x17, Z8, Z8
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VMULPS      Z8, Z14, Z8
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS      Z8, Z11, Z11
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VBLENDMPS   Z0, Z11, K4, Z11
-	VBLENDMPS   Z0, Z12, K5, Z12
-	VBLENDMPS   Z0, Z13, K6, Z13
-	VSUBPS      Z11, Z1, Z8
-	VSUBPS      Z12, Z1, Z9
-	VSUBPS      Z13, Z1, Z10
-	VCMPPS      $0x1d, Z0, Z2, K4
-	VBLENDMPS   Z8, Z11, K4, Z3
-	VCMPPS      $0x1d, Z0, Z6, K4
-	VBLENDMPS   Z9, Z12, K4, Z4
-	VCMPPS      $0x1d, Z0, Z7, K4
-	VBLENDMPS   Z10, Z13, K4, Z5
-	VMULPS      Z3, Z2, Z2
-	VMULPS      Z4, Z6, Z6
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS.Z   (SI)(R9*4), K1, Z8
-	VADDPS      Z8, Z2, Z2
-	VMOVUPS     Z2, K1, (DI)(R9*4)
-	VMOVUPS.Z   64(SI)(R9*4), K2, Z2
-	VADDPS      Z2, Z6, Z6
-	VMOVUPS     Z6, K2, 64(DI)(R9*4)
-	VMOVUPS.Z   128(SI)(R9*4), K3, Z2
-	VADDPS      Z2, Z7, Z7
-	VMOVUPS     Z7, K3, 128(DI)(R9*4)
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (DI)(R9*1)
+	VMULPS      Z0, Z10, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(DI)(R9*1)
+	VMULPS      Z0, Z11, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(DI)(R9*1)
 	ADDQ        $0x30, R9
 	CMPQ        R9, DX
-	JL          epi_col_452
+	JL          epi_col_380
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        outStride+112(FP), R9
+	ADDQ        R9, DI
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_379
+	VZEROUPPER
+	RET
+
+epi_flag_369:
+	TESTQ   $0x00000010, AX
+	JNZ     epi_flag_381
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_382
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    res+80(FP), SI
+	MOVQ    outF32+96(FP), DI
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS epilogueGelu<>+0(SB), Z1
+	VMOVUPS epilogueGelu<>+64(SB), Z2
+	VMOVUPS epilogueGelu<>+128(SB), Z3
+	VMOVUPS epilogueGelu<>+192(SB), Z4
+	VMOVUPS epilogueGelu<>+256(SB), Z5
+	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueColMasks<>+0(SB), R8
+
+epi_row_383:
+	XORQ R9, R9
+
+epi_col_384:
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMOVUPS.Z   (CX)(R9*4), K1, Z8
+	VMULPS      Z8, Z7, Z7
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z9
+	VMULPS      Z9, Z8, Z8
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VCVTPS2DQ   Z10, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VREDUCEPS   $0x00, Z10, Z10
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VPERMPS     Z6, Z13, Z16
+	VPERMPS     Z6, Z14, Z17
+	VPERMPS     Z6, Z15, Z18
+	VPERMPS     Z5, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z4, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z3, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z2, Z13, Z19
+	VPERMPS     Z2, Z14, Z20
+	VPERMPS     Z2, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z1, Z13, Z13
+	VPERMPS     Z1, Z14, Z14
+	VPERMPS     Z1, Z15, Z15
+	VFMADD213PS Z13, Z10, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VMAXPS      Z7, Z0, Z7
+	VMAXPS      Z8, Z0, Z8
+	VMAXPS      Z9, Z0, Z9
+	VADDPS      Z16, Z7, Z7
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VMOVUPS.Z   (SI)(R9*4), K1, Z10
+	VADDPS      Z10, Z7, Z7
+	VMOVUPS     Z7, K1, (DI)(R9*4)
+	VMOVUPS.Z   64(SI)(R9*4), K2, Z7
+	VADDPS      Z7, Z8, Z8
+	VMOVUPS     Z8, K2, 64(DI)(R9*4)
+	VMOVUPS.Z   128(SI)(R9*4), K3, Z7
+	VADDPS      Z7, Z9, Z9
+	VMOVUPS     Z9, K3, 128(DI)(R9*4)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_384
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -10811,26 +10126,31 @@ epi_col_452:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_451
+	JNZ         epi_row_383
 	VZEROUPPER
 	RET
 
-epi_flag_450:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         res+80(FP), DI
-	MOVQ         outF32+96(FP), R8
-	VPXORD       Z0, Z0, Z0
-	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         epilogueColMasks<>+0(SB), R9
+epi_flag_382:
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    rowScale+64(FP), SI
+	MOVQ    res+80(FP), DI
+	MOVQ    outF32+96(FP), R8
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS epilogueGelu<>+0(SB), Z1
+	VMOVUPS epilogueGelu<>+64(SB), Z2
+	VMOVUPS epilogueGelu<>+128(SB), Z3
+	VMOVUPS epilogueGelu<>+192(SB), Z4
+	VMOVUPS epilogueGelu<>+256(SB), Z5
+	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueColMasks<>+0(SB), R9
 
-epi_row_453:
+epi_row_385:
 	XORQ R10, R10
 
-epi_col_454:
+epi_col_386:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -10838,242 +10158,89 @@ epi_col_454:
 	CMOVQLT     R11, R12
 	MOVQ        (R9)(R12*8), R11
 	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   (CX)(R10*4), K1, Z6
-	VMULPS      Z6, Z2, Z2
-	VMULPS.BCST (SI), Z2, Z2
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z7
-	VMULPS      Z7, Z6, Z6
-	VMULPS.BCST (SI), Z6, Z6
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z7
+	VMOVDQU32.Z (AX)(R10*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z8
+	VMOVUPS.Z   (CX)(R10*4), K1, Z8
 	VMULPS      Z8, Z7, Z7
 	VMULPS.BCST (SI), Z7, Z7
-	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS      Z11, Z1, Z11
-	VDIVPS      Z12, Z1, Z12
-	VDIVPS      Z13, Z1, Z13
-	VMULPS      Z11, Z11, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VMULPS      Z14, Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z23, Z17, Z17
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
-	VMULPS      Z14, Z22, Z14
-	VMULPS      Z15, Z21, Z15
-	VMULPS      Z16, Z20, Z16
-	VADDPS      Z17, Z14, Z14
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS      Z17, Z17, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS      Z17, Z8, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VADDPS      Z17, Z8, Z17
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VMULPS      Z17, Z23, Z17
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS      Z14, Z17, Z17
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
-	VADDPS      Z17, Z20, Z8
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ   Z8, Z8
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTDQ2PS   Z8, Z14
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VSUBPS      Z23, Z20, Z20
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VSUBPS      Z14, Z20, Z20
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VMULPS      Z20, Z20, Z14
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VMULPS      Z14, Z23, Z23
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VADDPS      Z17, Z23, Z23
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z14
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VADDPS      Z23, Z14, Z14
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD      $0x17, Z8, Z8
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VMULPS      Z8, Z14, Z8
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS      Z8, Z11, Z11
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VBLENDMPS   Z0, Z11, K4, Z11
-	VBLENDMPS   Z0, Z12, K5, Z12
-	VBLENDMPS   Z0, Z13, K6, Z13
-	VSUBPS      Z11, Z1, Z8
-	VSUBPS      Z12, Z1, Z9
-	VSUBPS      Z13, Z1, Z10
-	VCMPPS      $0x1d, Z0, Z2, K4
-	VBLENDMPS   Z8, Z11, K4, Z3
-	VCMPPS      $0x1d, Z0, Z6, K4
-	VBLENDMPS   Z9, Z12, K4, Z4
-	VCMPPS      $0x1d, Z0, Z7, K4
-	VBLENDMPS   Z10, Z13, K4, Z5
-	VMULPS      Z3, Z2, Z2
-	VMULPS      Z4, Z6, Z6
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS.Z   (DI)(R10*4), K1, Z8
-	VADDPS      Z8, Z2, Z2
-	VMOVUPS     Z2, K1, (R8)(R10*4)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z2
-	VADDPS      Z2, Z6, Z6
-	VMOVUPS     Z6, K2, 64(R8)(R10*4)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z2
-	VADDPS      Z2, Z7, Z7
-	VMOVUPS     Z7, K3, 128(R8)(R10*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z9
+	VMULPS      Z9, Z8, Z8
+	VMULPS.BCST (SI), Z8, Z8
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (SI), Z9, Z9
+	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VCVTPS2DQ   Z10, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VREDUCEPS   $0x00, Z10, Z10
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VPERMPS     Z6, Z13, Z16
+	VPERMPS     Z6, Z14, Z17
+	VPERMPS     Z6, Z15, Z18
+	VPERMPS     Z5, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z4, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z3, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z2, Z13, Z19
+	VPERMPS     Z2, Z14, Z20
+	VPERMPS     Z2, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z1, Z13, Z13
+	VPERMPS     Z1, Z14, Z14
+	VPERMPS     Z1, Z15, Z15
+	VFMADD213PS Z13, Z10, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VMAXPS      Z7, Z0, Z7
+	VMAXPS      Z8, Z0, Z8
+	VMAXPS      Z9, Z0, Z9
+	VADDPS      Z16, Z7, Z7
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VMOVUPS.Z   (DI)(R10*4), K1, Z10
+	VADDPS      Z10, Z7, Z7
+	VMOVUPS     Z7, K1, (R8)(R10*4)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z7
+	VADDPS      Z7, Z8, Z8
+	VMOVUPS     Z8, K2, 64(R8)(R10*4)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z7
+	VADDPS      Z7, Z9, Z9
+	VMOVUPS     Z9, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_454
+	JL          epi_col_386
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -11085,13 +10252,13 @@ epi_col_454:
 	ADDQ        R10, R8
 	ADDQ        $0x04, SI
 	DECQ        BX
-	JNZ         epi_row_453
+	JNZ         epi_row_385
 	VZEROUPPER
 	RET
 
-epi_flag_449:
+epi_flag_381:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_455
+	JNZ          epi_flag_387
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -11103,288 +10270,137 @@ epi_flag_449:
 	MOVL         outZero+124(FP), R8
 	VPBROADCASTD R8, Z1
 	VPXORD       Z2, Z2, Z2
-	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	VMOVUPS      epilogueGelu<>+0(SB), Z3
+	VMOVUPS      epilogueGelu<>+64(SB), Z4
+	VMOVUPS      epilogueGelu<>+128(SB), Z5
+	VMOVUPS      epilogueGelu<>+192(SB), Z6
+	VMOVUPS      epilogueGelu<>+256(SB), Z7
+	VMOVUPS      epilogueGelu<>+320(SB), Z8
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_456:
+epi_row_388:
 	XORQ R9, R9
 
-epi_col_457:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R9*4), K1, Z8
-	VMULPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z9
-	VMULPS       Z9, Z8, Z8
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z9
-	VCVTDQ2PS    Z9, Z9
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z10
-	VMULPS       Z10, Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VDIVPS       Z13, Z3, Z13
-	VDIVPS       Z14, Z3, Z14
-	VDIVPS       Z15, Z3, Z15
-	VMULPS       Z13, Z13, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VMULPS       Z16, Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z25, Z19, Z19
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
-	VMULPS       Z16, Z24, Z16
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z22, Z18
-	VADDPS       Z19, Z16, Z16
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
-	VADDPS       Z19, Z22, Z10
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VCVTPS2DQ    Z10, Z10
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTDQ2PS    Z10, Z16
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VSUBPS       Z25, Z22, Z22
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VSUBPS       Z16, Z22, Z22
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VMULPS       Z22, Z22, Z16
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VMULPS       Z16, Z25, Z25
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VADDPS       Z19, Z25, Z25
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VADDPS       Z25, Z16, Z16
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPSLLD       $0x17, Z10, Z10
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VMULPS       Z10, Z16, Z10
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z10, Z13, Z13
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VBLENDMPS    Z2, Z13, K4, Z13
-	VBLENDMPS    Z2, Z14, K5, Z14
-	VBLENDMPS    Z2, Z15, K6, Z15
-	VSUBPS       Z13, Z3, Z10
-	VSUBPS       Z14, Z3, Z11
-	VSUBPS       Z15, Z3, Z12
-	VCMPPS       $0x1d, Z2, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VCMPPS       $0x1d, Z2, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z6
-	VCMPPS       $0x1d, Z2, Z9, K4
-	VBLENDMPS    Z12, Z15, K4, Z7
-	VMULPS       Z5, Z4, Z4
-	VMULPS       Z6, Z8, Z8
-	VMULPS       Z7, Z9, Z9
-	VMOVUPS.Z    (SI)(R9*4), K1, Z10
-	VADDPS       Z10, Z4, Z4
-	VMULPS       Z0, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (DI)(R9*1)
-	VMOVUPS.Z    64(SI)(R9*4), K2, Z4
-	VADDPS       Z4, Z8, Z8
-	VMULPS       Z0, Z8, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(DI)(R9*1)
-	VMOVUPS.Z    128(SI)(R9*4), K3, Z4
-	VADDPS       Z4, Z9, Z9
-	VMULPS       Z0, Z9, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(DI)(R9*1)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_457
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         resStride+88(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, SI
-	MOVQ         outStride+112(FP), R9
-	ADDQ         R9, DI
-	DECQ         BX
-	JNZ          epi_row_456
+epi_col_389:
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   (CX)(R9*4), K1, Z10
+	VMULPS      Z10, Z9, Z9
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z11
+	VMULPS      Z11, Z10, Z10
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z12
+	VMULPS      Z12, Z11, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z8, Z15, Z18
+	VPERMPS     Z8, Z16, Z19
+	VPERMPS     Z8, Z17, Z20
+	VPERMPS     Z7, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VPERMPS     Z4, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z3, Z15, Z15
+	VPERMPS     Z3, Z16, Z16
+	VPERMPS     Z3, Z17, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VMAXPS      Z9, Z2, Z9
+	VMAXPS      Z10, Z2, Z10
+	VMAXPS      Z11, Z2, Z11
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VMOVUPS.Z   (SI)(R9*4), K1, Z12
+	VADDPS      Z12, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (DI)(R9*1)
+	VMOVUPS.Z   64(SI)(R9*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(DI)(R9*1)
+	VMOVUPS.Z   128(SI)(R9*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMULPS      Z0, Z11, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(DI)(R9*1)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_389
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        resStride+88(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, SI
+	MOVQ        outStride+112(FP), R9
+	ADDQ        R9, DI
+	DECQ        BX
+	JNZ         epi_row_388
 	VZEROUPPER
 	RET
 
-epi_flag_455:
+epi_flag_387:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -11397,300 +10413,149 @@ epi_flag_455:
 	MOVL         outZero+124(FP), R9
 	VPBROADCASTD R9, Z1
 	VPXORD       Z2, Z2, Z2
-	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	VMOVUPS      epilogueGelu<>+0(SB), Z3
+	VMOVUPS      epilogueGelu<>+64(SB), Z4
+	VMOVUPS      epilogueGelu<>+128(SB), Z5
+	VMOVUPS      epilogueGelu<>+192(SB), Z6
+	VMOVUPS      epilogueGelu<>+256(SB), Z7
+	VMOVUPS      epilogueGelu<>+320(SB), Z8
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_458:
+epi_row_390:
 	XORQ R10, R10
 
-epi_col_459:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R10*4), K1, Z8
-	VMULPS       Z8, Z4, Z4
-	VMULPS.BCST  (SI), Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z9
-	VMULPS       Z9, Z8, Z8
-	VMULPS.BCST  (SI), Z8, Z8
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z9
-	VCVTDQ2PS    Z9, Z9
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z10
-	VMULPS       Z10, Z9, Z9
-	VMULPS.BCST  (SI), Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VDIVPS       Z13, Z3, Z13
-	VDIVPS       Z14, Z3, Z14
-	VDIVPS       Z15, Z3, Z15
-	VMULPS       Z13, Z13, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VMULPS       Z16, Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z25, Z19, Z19
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
-	VMULPS       Z16, Z24, Z16
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z22, Z18
-	VADDPS       Z19, Z16, Z16
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
-	VADDPS       Z19, Z22, Z10
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VCVTPS2DQ    Z10, Z10
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTDQ2PS    Z10, Z16
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VSUBPS       Z25, Z22, Z22
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VSUBPS       Z16, Z22, Z22
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VMULPS       Z22, Z22, Z16
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VMULPS       Z16, Z25, Z25
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VADDPS       Z19, Z25, Z25
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VADDPS       Z25, Z16, Z16
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPSLLD       $0x17, Z10, Z10
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VMULPS       Z10, Z16, Z10
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z10, Z13, Z13
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VBLENDMPS    Z2, Z13, K4, Z13
-	VBLENDMPS    Z2, Z14, K5, Z14
-	VBLENDMPS    Z2, Z15, K6, Z15
-	VSUBPS       Z13, Z3, Z10
-	VSUBPS       Z14, Z3, Z11
-	VSUBPS       Z15, Z3, Z12
-	VCMPPS       $0x1d, Z2, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VCMPPS       $0x1d, Z2, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z6
-	VCMPPS       $0x1d, Z2, Z9, K4
-	VBLENDMPS    Z12, Z15, K4, Z7
-	VMULPS       Z5, Z4, Z4
-	VMULPS       Z6, Z8, Z8
-	VMULPS       Z7, Z9, Z9
-	VMOVUPS.Z    (DI)(R10*4), K1, Z10
-	VADDPS       Z10, Z4, Z4
-	VMULPS       Z0, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (R8)(R10*1)
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z4
-	VADDPS       Z4, Z8, Z8
-	VMULPS       Z0, Z8, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(R8)(R10*1)
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z4
-	VADDPS       Z4, Z9, Z9
-	VMULPS       Z0, Z9, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(R8)(R10*1)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_459
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         resStride+88(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, DI
-	MOVQ         outStride+112(FP), R10
-	ADDQ         R10, R8
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_458
+epi_col_391:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   (CX)(R10*4), K1, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (SI), Z9, Z9
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (SI), Z10, Z10
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z12
+	VMULPS      Z12, Z11, Z11
+	VMULPS.BCST (SI), Z11, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z8, Z15, Z18
+	VPERMPS     Z8, Z16, Z19
+	VPERMPS     Z8, Z17, Z20
+	VPERMPS     Z7, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VPERMPS     Z4, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z3, Z15, Z15
+	VPERMPS     Z3, Z16, Z16
+	VPERMPS     Z3, Z17, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VMAXPS      Z9, Z2, Z9
+	VMAXPS      Z10, Z2, Z10
+	VMAXPS      Z11, Z2, Z11
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VMOVUPS.Z   (DI)(R10*4), K1, Z12
+	VADDPS      Z12, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R8)(R10*1)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R8)(R10*1)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMULPS      Z0, Z11, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(R8)(R10*1)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_391
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        resStride+88(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, DI
+	MOVQ        outStride+112(FP), R10
+	ADDQ        R10, R8
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_390
 	VZEROUPPER
 	RET
 
-epi_flag_412:
+epi_flag_344:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_460
+	JNZ   epi_flag_392
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_461
+	JNZ   epi_flag_393
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_462
+	JNZ   epi_flag_394
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_463
+	JNZ   epi_flag_395
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+56(FP), CX
 	MOVQ  n+24(FP), DX
@@ -11699,10 +10564,10 @@ epi_flag_412:
 	MOVQ  outF32+96(FP), DI
 	LEAQ  epilogueColMasks<>+0(SB), R8
 
-epi_row_464:
+epi_row_396:
 	XORQ R9, R9
 
-epi_col_465:
+epi_col_397:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVQ        $0x00000030, R11
@@ -11735,7 +10600,7 @@ epi_col_465:
 	VMOVUPS     Z2, K3, 128(DI)(R9*4)
 	ADDQ        $0x30, R9
 	CMPQ        R9, DX
-	JL          epi_col_465
+	JL          epi_col_397
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -11743,11 +10608,11 @@ epi_col_465:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_464
+	JNZ         epi_row_396
 	VZEROUPPER
 	RET
 
-epi_flag_463:
+epi_flag_395:
 	MOVQ c+0(FP), AX
 	MOVQ scale+56(FP), CX
 	MOVQ n+24(FP), DX
@@ -11757,10 +10622,10 @@ epi_flag_463:
 	MOVQ outF32+96(FP), R8
 	LEAQ epilogueColMasks<>+0(SB), R9
 
-epi_row_466:
+epi_row_398:
 	XORQ R10, R10
 
-epi_col_467:
+epi_col_399:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -11796,7 +10661,7 @@ epi_col_467:
 	VMOVUPS     Z2, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_467
+	JL          epi_col_399
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -11805,13 +10670,13 @@ epi_col_467:
 	ADDQ        R10, R8
 	ADDQ        $0x04, SI
 	DECQ        BX
-	JNZ         epi_row_466
+	JNZ         epi_row_398
 	VZEROUPPER
 	RET
 
-epi_flag_462:
+epi_flag_394:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_468
+	JNZ          epi_flag_400
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -11825,75 +10690,72 @@ epi_flag_462:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_469:
+epi_row_401:
 	XORQ R9, R9
 
-epi_col_470:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R9*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMOVUPS.Z    (SI)(R9*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z5
-	VMULPS       Z5, Z4, Z4
-	VMOVUPS.Z    64(SI)(R9*4), K2, Z5
-	VADDPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z6
-	VMULPS       Z6, Z5, Z5
-	VMOVUPS.Z    128(SI)(R9*4), K3, Z6
-	VADDPS       Z6, Z5, Z5
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K1, (DI)(R9*1)
-	VMULPS       Z0, Z4, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 16(DI)(R9*1)
-	VMULPS       Z0, Z5, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K3, 32(DI)(R9*1)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_470
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         outStride+112(FP), R9
-	ADDQ         R9, DI
-	DECQ         BX
-	JNZ          epi_row_469
+epi_col_402:
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R9*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS.Z   (SI)(R9*4), K1, Z4
+	VADDPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z5
+	VMULPS      Z5, Z4, Z4
+	VMOVUPS.Z   64(SI)(R9*4), K2, Z5
+	VADDPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z6
+	VMULPS      Z6, Z5, Z5
+	VMOVUPS.Z   128(SI)(R9*4), K3, Z6
+	VADDPS      Z6, Z5, Z5
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K1, (DI)(R9*1)
+	VMULPS      Z0, Z4, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K2, 16(DI)(R9*1)
+	VMULPS      Z0, Z5, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K3, 32(DI)(R9*1)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_402
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        outStride+112(FP), R9
+	ADDQ        R9, DI
+	DECQ        BX
+	JNZ         epi_row_401
 	VZEROUPPER
 	RET
 
-epi_flag_468:
+epi_flag_400:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -11908,83 +10770,80 @@ epi_flag_468:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_471:
+epi_row_403:
 	XORQ R10, R10
 
-epi_col_472:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R10*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMULPS.BCST  (SI), Z3, Z3
-	VMOVUPS.Z    (DI)(R10*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS.BCST  (SI), Z4, Z4
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z5
-	VADDPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (SI), Z5, Z5
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z6
-	VADDPS       Z6, Z5, Z5
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K1, (R8)(R10*1)
-	VMULPS       Z0, Z4, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 16(R8)(R10*1)
-	VMULPS       Z0, Z5, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K3, 32(R8)(R10*1)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_472
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         outStride+112(FP), R10
-	ADDQ         R10, R8
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_471
+epi_col_404:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R10*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (SI), Z3, Z3
+	VMOVUPS.Z   (DI)(R10*4), K1, Z4
+	VADDPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z5
+	VMULPS      Z5, Z4, Z4
+	VMULPS.BCST (SI), Z4, Z4
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z5
+	VADDPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z6
+	VMULPS      Z6, Z5, Z5
+	VMULPS.BCST (SI), Z5, Z5
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z6
+	VADDPS      Z6, Z5, Z5
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K1, (R8)(R10*1)
+	VMULPS      Z0, Z4, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K2, 16(R8)(R10*1)
+	VMULPS      Z0, Z5, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K3, 32(R8)(R10*1)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_404
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        outStride+112(FP), R10
+	ADDQ        R10, R8
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_403
 	VZEROUPPER
 	RET
 
-epi_flag_461:
+epi_flag_393:
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_473
+	JNZ   epi_flag_405
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_474
+	JNZ   epi_flag_406
 	MOVQ  c+0(FP), AX
 	MOVQ  scale+56(FP), CX
 	MOVQ  n+24(FP), DX
@@ -11994,10 +10853,10 @@ epi_flag_461:
 	MOVQ  outF32+96(FP), R8
 	LEAQ  epilogueColMasks<>+0(SB), R9
 
-epi_row_475:
+epi_row_407:
 	XORQ R10, R10
 
-epi_col_476:
+epi_col_408:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -12036,7 +10895,7 @@ epi_col_476:
 	VMOVUPS     Z2, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_476
+	JL          epi_col_408
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -12047,11 +10906,11 @@ epi_col_476:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_475
+	JNZ         epi_row_407
 	VZEROUPPER
 	RET
 
-epi_flag_474:
+epi_flag_406:
 	MOVQ c+0(FP), AX
 	MOVQ scale+56(FP), CX
 	MOVQ n+24(FP), DX
@@ -12062,10 +10921,10 @@ epi_flag_474:
 	MOVQ outF32+96(FP), R9
 	LEAQ epilogueColMasks<>+0(SB), R10
 
-epi_row_477:
+epi_row_409:
 	XORQ R11, R11
 
-epi_col_478:
+epi_col_410:
 	MOVQ        DX, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000030, R13
@@ -12107,7 +10966,7 @@ epi_col_478:
 	VMOVUPS     Z2, K3, 128(R9)(R11*4)
 	ADDQ        $0x30, R11
 	CMPQ        R11, DX
-	JL          epi_col_478
+	JL          epi_col_410
 	MOVQ        ldc+8(FP), R11
 	SHLQ        $0x02, R11
 	ADDQ        R11, AX
@@ -12119,13 +10978,13 @@ epi_col_478:
 	ADDQ        R11, R9
 	ADDQ        $0x04, SI
 	DECQ        BX
-	JNZ         epi_row_477
+	JNZ         epi_row_409
 	VZEROUPPER
 	RET
 
-epi_flag_473:
+epi_flag_405:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_479
+	JNZ          epi_flag_411
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -12140,84 +10999,81 @@ epi_flag_473:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_480:
+epi_row_412:
 	XORQ R10, R10
 
-epi_col_481:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R10*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMOVUPS.Z    (SI)(R10*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z5
-	VMULPS       Z5, Z4, Z4
-	VMOVUPS.Z    64(SI)(R10*4), K2, Z5
-	VADDPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z6
-	VMULPS       Z6, Z5, Z5
-	VMOVUPS.Z    128(SI)(R10*4), K3, Z6
-	VADDPS       Z6, Z5, Z5
-	VMOVUPS.Z    (DI)(R10*4), K1, Z6
-	VADDPS       Z6, Z3, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K1, (R8)(R10*1)
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z3
-	VADDPS       Z3, Z4, Z4
-	VMULPS       Z0, Z4, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 16(R8)(R10*1)
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z3
-	VADDPS       Z3, Z5, Z5
-	VMULPS       Z0, Z5, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K3, 32(R8)(R10*1)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_481
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         resStride+88(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, DI
-	MOVQ         outStride+112(FP), R10
-	ADDQ         R10, R8
-	DECQ         BX
-	JNZ          epi_row_480
+epi_col_413:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R10*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS.Z   (SI)(R10*4), K1, Z4
+	VADDPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z5
+	VMULPS      Z5, Z4, Z4
+	VMOVUPS.Z   64(SI)(R10*4), K2, Z5
+	VADDPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z6
+	VMULPS      Z6, Z5, Z5
+	VMOVUPS.Z   128(SI)(R10*4), K3, Z6
+	VADDPS      Z6, Z5, Z5
+	VMOVUPS.Z   (DI)(R10*4), K1, Z6
+	VADDPS      Z6, Z3, Z3
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K1, (R8)(R10*1)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z3
+	VADDPS      Z3, Z4, Z4
+	VMULPS      Z0, Z4, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K2, 16(R8)(R10*1)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z3
+	VADDPS      Z3, Z5, Z5
+	VMULPS      Z0, Z5, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K3, 32(R8)(R10*1)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_413
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        resStride+88(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, DI
+	MOVQ        outStride+112(FP), R10
+	ADDQ        R10, R8
+	DECQ        BX
+	JNZ         epi_row_412
 	VZEROUPPER
 	RET
 
-epi_flag_479:
+epi_flag_411:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -12233,108 +11089,110 @@ epi_flag_479:
 	VPXORD       Z2, Z2, Z2
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_482:
+epi_row_414:
 	XORQ R11, R11
 
-epi_col_483:
-	MOVQ         DX, R12
-	SUBQ         R11, R12
-	MOVQ         $0x00000030, R13
-	CMPQ         R12, R13
-	CMOVQLT      R12, R13
-	MOVQ         (R10)(R13*8), R12
-	KMOVQ        R12, K1
-	VMOVDQU32.Z  (AX)(R11*4), K1, Z3
-	VCVTDQ2PS    Z3, Z3
-	VMOVUPS.Z    (CX)(R11*4), K1, Z4
-	VMULPS       Z4, Z3, Z3
-	VMULPS.BCST  (SI), Z3, Z3
-	VMOVUPS.Z    (DI)(R11*4), K1, Z4
-	VADDPS       Z4, Z3, Z3
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R11*4), K2, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    64(CX)(R11*4), K2, Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS.BCST  (SI), Z4, Z4
-	VMOVUPS.Z    64(DI)(R11*4), K2, Z5
-	VADDPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R11*4), K3, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    128(CX)(R11*4), K3, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (SI), Z5, Z5
-	VMOVUPS.Z    128(DI)(R11*4), K3, Z6
-	VADDPS       Z6, Z5, Z5
-	VMOVUPS.Z    (R8)(R11*4), K1, Z6
-	VADDPS       Z6, Z3, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K1, (R9)(R11*1)
-	VMOVUPS.Z    64(R8)(R11*4), K2, Z3
-	VADDPS       Z3, Z4, Z4
-	VMULPS       Z0, Z4, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 16(R9)(R11*1)
-	VMOVUPS.Z    128(R8)(R11*4), K3, Z3
-	VADDPS       Z3, Z5, Z5
-	VMULPS       Z0, Z5, Z3
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z3, Z3
-	VPMOVDB      Z3, K3, 32(R9)(R11*1)
-	ADDQ         $0x30, R11
-	CMPQ         R11, DX
-	JL           epi_col_483
-	MOVQ         ldc+8(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, AX
-	MOVQ         resStride+88(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, R8
-	MOVQ         outStride+112(FP), R11
-	ADDQ         R11, R9
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_482
+epi_col_415:
+	MOVQ        DX, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVDQU32.Z (AX)(R11*4), K1, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMOVUPS.Z   (CX)(R11*4), K1, Z4
+	VMULPS      Z4, Z3, Z3
+	VMULPS.BCST (SI), Z3, Z3
+	VMOVUPS.Z   (DI)(R11*4), K1, Z4
+	VADDPS      Z4, Z3, Z3
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z5
+	VMULPS      Z5, Z4, Z4
+	VMULPS.BCST (SI), Z4, Z4
+	VMOVUPS.Z   64(DI)(R11*4), K2, Z5
+	VADDPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z6
+	VMULPS      Z6, Z5, Z5
+	VMULPS.BCST (SI), Z5, Z5
+	VMOVUPS.Z   128(DI)(R11*4), K3, Z6
+	VADDPS      Z6, Z5, Z5
+	VMOVUPS.Z   (R8)(R11*4), K1, Z6
+	VADDPS      Z6, Z3, Z3
+	VMULPS      Z0, Z3, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K1, (R9)(R11*1)
+	VMOVUPS.Z   64(R8)(R11*4), K2, Z3
+	VADDPS      Z3, Z4, Z4
+	VMULPS      Z0, Z4, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K2, 16(R9)(R11*1)
+	VMOVUPS.Z   128(R8)(R11*4), K3, Z3
+	VADDPS      Z3, Z5, Z5
+	VMULPS      Z0, Z5, Z3
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
+	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
+	VCVTPS2DQ   Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPMAXSD     Z2, Z3, Z3
+	VPMOVUSDB   Z3, K3, 32(R9)(R11*1)
+	ADDQ        $0x30, R11
+	CMPQ        R11, DX
+	JL          epi_col_415
+	MOVQ        ldc+8(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, AX
+	MOVQ        resStride+88(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R8
+	MOVQ        outStride+112(FP), R11
+	ADDQ        R11, R9
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_414
 	VZEROUPPER
 	RET
 
-epi_flag_460:
-	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_484
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_485
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_486
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         bias+72(FP), SI
-	MOVQ         outF32+96(FP), DI
-	VPXORD       Z0, Z0, Z0
-	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         epilogueColMasks<>+0(SB), R8
+epi_flag_392:
+	TESTQ   $0x00000008, AX
+	JNZ     epi_flag_416
+	TESTQ   $0x00000010, AX
+	JNZ     epi_flag_417
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_418
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    bias+72(FP), SI
+	MOVQ    outF32+96(FP), DI
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS epilogueGelu<>+0(SB), Z1
+	VMOVUPS epilogueGelu<>+64(SB), Z2
+	VMOVUPS epilogueGelu<>+128(SB), Z3
+	VMOVUPS epilogueGelu<>+192(SB), Z4
+	VMOVUPS epilogueGelu<>+256(SB), Z5
+	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueColMasks<>+0(SB), R8
 
-epi_row_487:
+epi_row_419:
 	XORQ R9, R9
 
-epi_col_488:
+epi_col_420:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVQ        $0x00000030, R11
@@ -12342,239 +11200,86 @@ epi_col_488:
 	CMOVQLT     R10, R11
 	MOVQ        (R8)(R11*8), R10
 	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   (CX)(R9*4), K1, Z6
-	VMULPS      Z6, Z2, Z2
-	VMOVUPS.Z   (SI)(R9*4), K1, Z6
-	VADDPS      Z6, Z2, Z2
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z7
-	VMULPS      Z7, Z6, Z6
-	VMOVUPS.Z   64(SI)(R9*4), K2, Z7
-	VADDPS      Z7, Z6, Z6
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z7
+	VMOVDQU32.Z (AX)(R9*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z8
+	VMOVUPS.Z   (CX)(R9*4), K1, Z8
 	VMULPS      Z8, Z7, Z7
-	VMOVUPS.Z   128(SI)(R9*4), K3, Z8
+	VMOVUPS.Z   (SI)(R9*4), K1, Z8
 	VADDPS      Z8, Z7, Z7
-	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS      Z11, Z1, Z11
-	VDIVPS      Z12, Z1, Z12
-	VDIVPS      Z13, Z1, Z13
-	VMULPS      Z11, Z11, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VMULPS      Z14, Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z23, Z17, Z17
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
-	VMULPS      Z14, Z22, Z14
-	VMULPS      Z15, Z21, Z15
-	VMULPS      Z16, Z20, Z16
-	VADDPS      Z17, Z14, Z14
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS      Z17, Z17, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS      Z17, Z8, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VADDPS      Z17, Z8, Z17
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VMULPS      Z17, Z23, Z17
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS      Z14, Z17, Z17
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
-	VADDPS      Z17, Z20, Z8
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ   Z8, Z8
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTDQ2PS   Z8, Z14
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VSUBPS      Z23, Z20, Z20
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VSUBPS      Z14, Z20, Z20
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VMULPS      Z20, Z20, Z14
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VMULPS      Z14, Z23, Z23
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VADDPS      Z17, Z23, Z23
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z14
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VADDPS      Z23, Z14, Z14
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD      $0x17, Z8, Z8
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VMULPS      Z8, Z14, Z8
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS      Z8, Z11, Z11
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VBLENDMPS   Z0, Z11, K4, Z11
-	VBLENDMPS   Z0, Z12, K5, Z12
-	VBLENDMPS   Z0, Z13, K6, Z13
-	VSUBPS      Z11, Z1, Z8
-	VSUBPS      Z12, Z1, Z9
-	VSUBPS      Z13, Z1, Z10
-	VCMPPS      $0x1d, Z0, Z2, K4
-	VBLENDMPS   Z8, Z11, K4, Z3
-	VCMPPS      $0x1d, Z0, Z6, K4
-	VBLENDMPS   Z9, Z12, K4, Z4
-	VCMPPS      $0x1d, Z0, Z7, K4
-	VBLENDMPS   Z10, Z13, K4, Z5
-	VMULPS      Z3, Z2, Z2
-	VMULPS      Z4, Z6, Z6
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     Z2, K1, (DI)(R9*4)
-	VMOVUPS     Z6, K2, 64(DI)(R9*4)
-	VMOVUPS     Z7, K3, 128(DI)(R9*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z9
+	VMULPS      Z9, Z8, Z8
+	VMOVUPS.Z   64(SI)(R9*4), K2, Z9
+	VADDPS      Z9, Z8, Z8
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z10
+	VMULPS      Z10, Z9, Z9
+	VMOVUPS.Z   128(SI)(R9*4), K3, Z10
+	VADDPS      Z10, Z9, Z9
+	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VCVTPS2DQ   Z10, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VREDUCEPS   $0x00, Z10, Z10
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VPERMPS     Z6, Z13, Z16
+	VPERMPS     Z6, Z14, Z17
+	VPERMPS     Z6, Z15, Z18
+	VPERMPS     Z5, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z4, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z3, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z2, Z13, Z19
+	VPERMPS     Z2, Z14, Z20
+	VPERMPS     Z2, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z1, Z13, Z13
+	VPERMPS     Z1, Z14, Z14
+	VPERMPS     Z1, Z15, Z15
+	VFMADD213PS Z13, Z10, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VMAXPS      Z7, Z0, Z7
+	VMAXPS      Z8, Z0, Z8
+	VMAXPS      Z9, Z0, Z9
+	VADDPS      Z16, Z7, Z7
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VMOVUPS     Z7, K1, (DI)(R9*4)
+	VMOVUPS     Z8, K2, 64(DI)(R9*4)
+	VMOVUPS     Z9, K3, 128(DI)(R9*4)
 	ADDQ        $0x30, R9
 	CMPQ        R9, DX
-	JL          epi_col_488
+	JL          epi_col_420
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -12582,26 +11287,31 @@ epi_col_488:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_487
+	JNZ         epi_row_419
 	VZEROUPPER
 	RET
 
-epi_flag_486:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         bias+72(FP), DI
-	MOVQ         outF32+96(FP), R8
-	VPXORD       Z0, Z0, Z0
-	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         epilogueColMasks<>+0(SB), R9
+epi_flag_418:
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    rowScale+64(FP), SI
+	MOVQ    bias+72(FP), DI
+	MOVQ    outF32+96(FP), R8
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS epilogueGelu<>+0(SB), Z1
+	VMOVUPS epilogueGelu<>+64(SB), Z2
+	VMOVUPS epilogueGelu<>+128(SB), Z3
+	VMOVUPS epilogueGelu<>+192(SB), Z4
+	VMOVUPS epilogueGelu<>+256(SB), Z5
+	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueColMasks<>+0(SB), R9
 
-epi_row_489:
+epi_row_421:
 	XORQ R10, R10
 
-epi_col_490:
+epi_col_422:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -12609,242 +11319,89 @@ epi_col_490:
 	CMOVQLT     R11, R12
 	MOVQ        (R9)(R12*8), R11
 	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   (CX)(R10*4), K1, Z6
-	VMULPS      Z6, Z2, Z2
-	VMULPS.BCST (SI), Z2, Z2
-	VMOVUPS.Z   (DI)(R10*4), K1, Z6
-	VADDPS      Z6, Z2, Z2
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z7
-	VMULPS      Z7, Z6, Z6
-	VMULPS.BCST (SI), Z6, Z6
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z7
-	VADDPS      Z7, Z6, Z6
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z7
+	VMOVDQU32.Z (AX)(R10*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z8
+	VMOVUPS.Z   (CX)(R10*4), K1, Z8
 	VMULPS      Z8, Z7, Z7
 	VMULPS.BCST (SI), Z7, Z7
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z8
+	VMOVUPS.Z   (DI)(R10*4), K1, Z8
 	VADDPS      Z8, Z7, Z7
-	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS      Z11, Z1, Z11
-	VDIVPS      Z12, Z1, Z12
-	VDIVPS      Z13, Z1, Z13
-	VMULPS      Z11, Z11, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VMULPS      Z14, Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z23, Z17, Z17
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
-	VMULPS      Z14, Z22, Z14
-	VMULPS      Z15, Z21, Z15
-	VMULPS      Z16, Z20, Z16
-	VADDPS      Z17, Z14, Z14
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS      Z17, Z17, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS      Z17, Z8, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VADDPS      Z17, Z8, Z17
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VMULPS      Z17, Z23, Z17
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS      Z14, Z17, Z17
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
-	VADDPS      Z17, Z20, Z8
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ   Z8, Z8
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTDQ2PS   Z8, Z14
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VSUBPS      Z23, Z20, Z20
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VSUBPS      Z14, Z20, Z20
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VMULPS      Z20, Z20, Z14
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VMULPS      Z14, Z23, Z23
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VADDPS      Z17, Z23, Z23
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z14
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VADDPS      Z23, Z14, Z14
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD      $0x17, Z8, Z8
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VMULPS      Z8, Z14, Z8
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS      Z8, Z11, Z11
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VBLENDMPS   Z0, Z11, K4, Z11
-	VBLENDMPS   Z0, Z12, K5, Z12
-	VBLENDMPS   Z0, Z13, K6, Z13
-	VSUBPS      Z11, Z1, Z8
-	VSUBPS      Z12, Z1, Z9
-	VSUBPS      Z13, Z1, Z10
-	VCMPPS      $0x1d, Z0, Z2, K4
-	VBLENDMPS   Z8, Z11, K4, Z3
-	VCMPPS      $0x1d, Z0, Z6, K4
-	VBLENDMPS   Z9, Z12, K4, Z4
-	VCMPPS      $0x1d, Z0, Z7, K4
-	VBLENDMPS   Z10, Z13, K4, Z5
-	VMULPS      Z3, Z2, Z2
-	VMULPS      Z4, Z6, Z6
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     Z2, K1, (R8)(R10*4)
-	VMOVUPS     Z6, K2, 64(R8)(R10*4)
-	VMOVUPS     Z7, K3, 128(R8)(R10*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z9
+	VMULPS      Z9, Z8, Z8
+	VMULPS.BCST (SI), Z8, Z8
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z9
+	VADDPS      Z9, Z8, Z8
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (SI), Z9, Z9
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z10
+	VADDPS      Z10, Z9, Z9
+	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VCVTPS2DQ   Z10, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VREDUCEPS   $0x00, Z10, Z10
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VPERMPS     Z6, Z13, Z16
+	VPERMPS     Z6, Z14, Z17
+	VPERMPS     Z6, Z15, Z18
+	VPERMPS     Z5, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z4, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z3, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z2, Z13, Z19
+	VPERMPS     Z2, Z14, Z20
+	VPERMPS     Z2, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z1, Z13, Z13
+	VPERMPS     Z1, Z14, Z14
+	VPERMPS     Z1, Z15, Z15
+	VFMADD213PS Z13, Z10, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VMAXPS      Z7, Z0, Z7
+	VMAXPS      Z8, Z0, Z8
+	VMAXPS      Z9, Z0, Z9
+	VADDPS      Z16, Z7, Z7
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VMOVUPS     Z7, K1, (R8)(R10*4)
+	VMOVUPS     Z8, K2, 64(R8)(R10*4)
+	VMOVUPS     Z9, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_490
+	JL          epi_col_422
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -12853,13 +11410,13 @@ epi_col_490:
 	ADDQ        R10, R8
 	ADDQ        $0x04, SI
 	DECQ        BX
-	JNZ         epi_row_489
+	JNZ         epi_row_421
 	VZEROUPPER
 	RET
 
-epi_flag_485:
+epi_flag_417:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_491
+	JNZ          epi_flag_423
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -12871,285 +11428,134 @@ epi_flag_485:
 	MOVL         outZero+124(FP), R8
 	VPBROADCASTD R8, Z1
 	VPXORD       Z2, Z2, Z2
-	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	VMOVUPS      epilogueGelu<>+0(SB), Z3
+	VMOVUPS      epilogueGelu<>+64(SB), Z4
+	VMOVUPS      epilogueGelu<>+128(SB), Z5
+	VMOVUPS      epilogueGelu<>+192(SB), Z6
+	VMOVUPS      epilogueGelu<>+256(SB), Z7
+	VMOVUPS      epilogueGelu<>+320(SB), Z8
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_492:
+epi_row_424:
 	XORQ R9, R9
 
-epi_col_493:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R9*4), K1, Z8
-	VMULPS       Z8, Z4, Z4
-	VMOVUPS.Z    (SI)(R9*4), K1, Z8
-	VADDPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z9
-	VMULPS       Z9, Z8, Z8
-	VMOVUPS.Z    64(SI)(R9*4), K2, Z9
-	VADDPS       Z9, Z8, Z8
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z9
-	VCVTDQ2PS    Z9, Z9
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z10
-	VMULPS       Z10, Z9, Z9
-	VMOVUPS.Z    128(SI)(R9*4), K3, Z10
-	VADDPS       Z10, Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VDIVPS       Z13, Z3, Z13
-	VDIVPS       Z14, Z3, Z14
-	VDIVPS       Z15, Z3, Z15
-	VMULPS       Z13, Z13, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VMULPS       Z16, Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z25, Z19, Z19
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
-	VMULPS       Z16, Z24, Z16
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z22, Z18
-	VADDPS       Z19, Z16, Z16
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
-	VADDPS       Z19, Z22, Z10
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VCVTPS2DQ    Z10, Z10
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTDQ2PS    Z10, Z16
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VSUBPS       Z25, Z22, Z22
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VSUBPS       Z16, Z22, Z22
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VMULPS       Z22, Z22, Z16
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VMULPS       Z16, Z25, Z25
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VADDPS       Z19, Z25, Z25
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VADDPS       Z25, Z16, Z16
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPSLLD       $0x17, Z10, Z10
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VMULPS       Z10, Z16, Z10
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z10, Z13, Z13
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VBLENDMPS    Z2, Z13, K4, Z13
-	VBLENDMPS    Z2, Z14, K5, Z14
-	VBLENDMPS    Z2, Z15, K6, Z15
-	VSUBPS       Z13, Z3, Z10
-	VSUBPS       Z14, Z3, Z11
-	VSUBPS       Z15, Z3, Z12
-	VCMPPS       $0x1d, Z2, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VCMPPS       $0x1d, Z2, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z6
-	VCMPPS       $0x1d, Z2, Z9, K4
-	VBLENDMPS    Z12, Z15, K4, Z7
-	VMULPS       Z5, Z4, Z4
-	VMULPS       Z6, Z8, Z8
-	VMULPS       Z7, Z9, Z9
-	VMULPS       Z0, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (DI)(R9*1)
-	VMULPS       Z0, Z8, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(DI)(R9*1)
-	VMULPS       Z0, Z9, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(DI)(R9*1)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_493
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         outStride+112(FP), R9
-	ADDQ         R9, DI
-	DECQ         BX
-	JNZ          epi_row_492
+epi_col_425:
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   (CX)(R9*4), K1, Z10
+	VMULPS      Z10, Z9, Z9
+	VMOVUPS.Z   (SI)(R9*4), K1, Z10
+	VADDPS      Z10, Z9, Z9
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z11
+	VMULPS      Z11, Z10, Z10
+	VMOVUPS.Z   64(SI)(R9*4), K2, Z11
+	VADDPS      Z11, Z10, Z10
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z12
+	VMULPS      Z12, Z11, Z11
+	VMOVUPS.Z   128(SI)(R9*4), K3, Z12
+	VADDPS      Z12, Z11, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z8, Z15, Z18
+	VPERMPS     Z8, Z16, Z19
+	VPERMPS     Z8, Z17, Z20
+	VPERMPS     Z7, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VPERMPS     Z4, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z3, Z15, Z15
+	VPERMPS     Z3, Z16, Z16
+	VPERMPS     Z3, Z17, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VMAXPS      Z9, Z2, Z9
+	VMAXPS      Z10, Z2, Z10
+	VMAXPS      Z11, Z2, Z11
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VMULPS      Z0, Z9, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (DI)(R9*1)
+	VMULPS      Z0, Z10, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(DI)(R9*1)
+	VMULPS      Z0, Z11, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(DI)(R9*1)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_425
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        outStride+112(FP), R9
+	ADDQ        R9, DI
+	DECQ        BX
+	JNZ         epi_row_424
 	VZEROUPPER
 	RET
 
-epi_flag_491:
+epi_flag_423:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -13162,308 +11568,18 @@ epi_flag_491:
 	MOVL         outZero+124(FP), R9
 	VPBROADCASTD R9, Z1
 	VPXORD       Z2, Z2, Z2
-	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	VMOVUPS      epilogueGelu<>+0(SB), Z3
+	VMOVUPS      epilogueGelu<>+64(SB), Z4
+	VMOVUPS      epilogueGelu<>+128(SB), Z5
+	VMOVUPS      epilogueGelu<>+192(SB), Z6
+	VMOVUPS      epilogueGelu<>+256(SB), Z7
+	VMOVUPS      epilogueGelu<>+320(SB), Z8
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_494:
+epi_row_426:
 	XORQ R10, R10
 
-epi_col_495:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R10*4), K1, Z8
-	VMULPS       Z8, Z4, Z4
-	VMULPS.BCST  (SI), Z4, Z4
-	VMOVUPS.Z    (DI)(R10*4), K1, Z8
-	VADDPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z9
-	VMULPS       Z9, Z8, Z8
-	VMULPS.BCST  (SI), Z8, Z8
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z9
-	VADDPS       Z9, Z8, Z8
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z9
-	VCVTDQ2PS    Z9, Z9
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z10
-	VMULPS       Z10, Z9, Z9
-	VMULPS.BCST  (SI), Z9, Z9
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z10
-	VADDPS       Z10, Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VDIVPS       Z13, Z3, Z13
-	VDIVPS       Z14, Z3, Z14
-	VDIVPS       Z15, Z3, Z15
-	VMULPS       Z13, Z13, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VMULPS       Z16, Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z25, Z19, Z19
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
-	VMULPS       Z16, Z24, Z16
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z22, Z18
-	VADDPS       Z19, Z16, Z16
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
-	VADDPS       Z19, Z22, Z10
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VCVTPS2DQ    Z10, Z10
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTDQ2PS    Z10, Z16
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VSUBPS       Z25, Z22, Z22
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VSUBPS       Z16, Z22, Z22
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VMULPS       Z22, Z22, Z16
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VMULPS       Z16, Z25, Z25
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VADDPS       Z19, Z25, Z25
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VADDPS       Z25, Z16, Z16
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPSLLD       $0x17, Z10, Z10
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VMULPS       Z10, Z16, Z10
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z10, Z13, Z13
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VBLENDMPS    Z2, Z13, K4, Z13
-	VBLENDMPS    Z2, Z14, K5, Z14
-	VBLENDMPS    Z2, Z15, K6, Z15
-	VSUBPS       Z13, Z3, Z10
-	VSUBPS       Z14, Z3, Z11
-	VSUBPS       Z15, Z3, Z12
-	VCMPPS       $0x1d, Z2, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VCMPPS       $0x1d, Z2, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z6
-	VCMPPS       $0x1d, Z2, Z9, K4
-	VBLENDMPS    Z12, Z15, K4, Z7
-	VMULPS       Z5, Z4, Z4
-	VMULPS       Z6, Z8, Z8
-	VMULPS       Z7, Z9, Z9
-	VMULPS       Z0, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (R8)(R10*1)
-	VMULPS       Z0, Z8, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(R8)(R10*1)
-	VMULPS       Z0, Z9, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(R8)(R10*1)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_495
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         outStride+112(FP), R10
-	ADDQ         R10, R8
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_494
-	VZEROUPPER
-	RET
-
-epi_flag_484:
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_496
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_497
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         bias+72(FP), SI
-	MOVQ         res+80(FP), DI
-	MOVQ         outF32+96(FP), R8
-	VPXORD       Z0, Z0, Z0
-	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         epilogueColMasks<>+0(SB), R9
-
-epi_row_498:
-	XORQ R10, R10
-
-epi_col_499:
+epi_col_427:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -13471,245 +11587,236 @@ epi_col_499:
 	CMOVQLT     R11, R12
 	MOVQ        (R9)(R12*8), R11
 	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   (CX)(R10*4), K1, Z6
-	VMULPS      Z6, Z2, Z2
-	VMOVUPS.Z   (SI)(R10*4), K1, Z6
-	VADDPS      Z6, Z2, Z2
+	VMOVDQU32.Z (AX)(R10*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   (CX)(R10*4), K1, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (SI), Z9, Z9
+	VMOVUPS.Z   (DI)(R10*4), K1, Z10
+	VADDPS      Z10, Z9, Z9
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z7
-	VMULPS      Z7, Z6, Z6
-	VMOVUPS.Z   64(SI)(R10*4), K2, Z7
-	VADDPS      Z7, Z6, Z6
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (SI), Z10, Z10
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z11
+	VADDPS      Z11, Z10, Z10
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z8
-	VMULPS      Z8, Z7, Z7
-	VMOVUPS.Z   128(SI)(R10*4), K3, Z8
-	VADDPS      Z8, Z7, Z7
-	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS      Z11, Z1, Z11
-	VDIVPS      Z12, Z1, Z12
-	VDIVPS      Z13, Z1, Z13
-	VMULPS      Z11, Z11, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VMULPS      Z14, Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z23, Z17, Z17
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
-	VMULPS      Z14, Z22, Z14
-	VMULPS      Z15, Z21, Z15
-	VMULPS      Z16, Z20, Z16
-	VADDPS      Z17, Z14, Z14
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS      Z17, Z17, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS      Z17, Z8, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VADDPS      Z17, Z8, Z17
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VMULPS      Z17, Z23, Z17
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS      Z14, Z17, Z17
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
-	VADDPS      Z17, Z20, Z8
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ   Z8, Z8
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z12
+	VMULPS      Z12, Z11, Z11
+	VMULPS.BCST (SI), Z11, Z11
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z12
+	VADDPS      Z12, Z11, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z8, Z15, Z18
+	VPERMPS     Z8, Z16, Z19
+	VPERMPS     Z8, Z17, Z20
+	VPERMPS     Z7, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VPERMPS     Z4, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z3, Z15, Z15
+	VPERMPS     Z3, Z16, Z16
+	VPERMPS     Z3, Z17, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VMAXPS      Z9, Z2, Z9
+	VMAXPS      Z10, Z2, Z10
+	VMAXPS      Z11, Z2, Z11
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VMULPS      Z0, Z9, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
 	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTDQ2PS   Z8, Z14
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VSUBPS      Z23, Z20, Z20
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VSUBPS      Z14, Z20, Z20
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VMULPS      Z20, Z20, Z14
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VMULPS      Z14, Z23, Z23
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VADDPS      Z17, Z23, Z23
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z14
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VADDPS      Z23, Z14, Z14
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD      $0x17, Z8, Z8
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VMULPS      Z8, Z14, Z8
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS      Z8, Z11, Z11
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VBLENDMPS   Z0, Z11, K4, Z11
-	VBLENDMPS   Z0, Z12, K5, Z12
-	VBLENDMPS   Z0, Z13, K6, Z13
-	VSUBPS      Z11, Z1, Z8
-	VSUBPS      Z12, Z1, Z9
-	VSUBPS      Z13, Z1, Z10
-	VCMPPS      $0x1d, Z0, Z2, K4
-	VBLENDMPS   Z8, Z11, K4, Z3
-	VCMPPS      $0x1d, Z0, Z6, K4
-	VBLENDMPS   Z9, Z12, K4, Z4
-	VCMPPS      $0x1d, Z0, Z7, K4
-	VBLENDMPS   Z10, Z13, K4, Z5
-	VMULPS      Z3, Z2, Z2
-	VMULPS      Z4, Z6, Z6
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS.Z   (DI)(R10*4), K1, Z8
-	VADDPS      Z8, Z2, Z2
-	VMOVUPS     Z2, K1, (R8)(R10*4)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z2
-	VADDPS      Z2, Z6, Z6
-	VMOVUPS     Z6, K2, 64(R8)(R10*4)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z2
-	VADDPS      Z2, Z7, Z7
-	VMOVUPS     Z7, K3, 128(R8)(R10*4)
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R8)(R10*1)
+	VMULPS      Z0, Z10, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R8)(R10*1)
+	VMULPS      Z0, Z11, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(R8)(R10*1)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_499
+	JL          epi_col_427
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        outStride+112(FP), R10
+	ADDQ        R10, R8
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_426
+	VZEROUPPER
+	RET
+
+epi_flag_416:
+	TESTQ   $0x00000010, AX
+	JNZ     epi_flag_428
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_429
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    bias+72(FP), SI
+	MOVQ    res+80(FP), DI
+	MOVQ    outF32+96(FP), R8
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS epilogueGelu<>+0(SB), Z1
+	VMOVUPS epilogueGelu<>+64(SB), Z2
+	VMOVUPS epilogueGelu<>+128(SB), Z3
+	VMOVUPS epilogueGelu<>+192(SB), Z4
+	VMOVUPS epilogueGelu<>+256(SB), Z5
+	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueColMasks<>+0(SB), R9
+
+epi_row_430:
+	XORQ R10, R10
+
+epi_col_431:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMOVUPS.Z   (CX)(R10*4), K1, Z8
+	VMULPS      Z8, Z7, Z7
+	VMOVUPS.Z   (SI)(R10*4), K1, Z8
+	VADDPS      Z8, Z7, Z7
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z9
+	VMULPS      Z9, Z8, Z8
+	VMOVUPS.Z   64(SI)(R10*4), K2, Z9
+	VADDPS      Z9, Z8, Z8
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z10
+	VMULPS      Z10, Z9, Z9
+	VMOVUPS.Z   128(SI)(R10*4), K3, Z10
+	VADDPS      Z10, Z9, Z9
+	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VCVTPS2DQ   Z10, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VREDUCEPS   $0x00, Z10, Z10
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VPERMPS     Z6, Z13, Z16
+	VPERMPS     Z6, Z14, Z17
+	VPERMPS     Z6, Z15, Z18
+	VPERMPS     Z5, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z4, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z3, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z2, Z13, Z19
+	VPERMPS     Z2, Z14, Z20
+	VPERMPS     Z2, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z1, Z13, Z13
+	VPERMPS     Z1, Z14, Z14
+	VPERMPS     Z1, Z15, Z15
+	VFMADD213PS Z13, Z10, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VMAXPS      Z7, Z0, Z7
+	VMAXPS      Z8, Z0, Z8
+	VMAXPS      Z9, Z0, Z9
+	VADDPS      Z16, Z7, Z7
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VMOVUPS.Z   (DI)(R10*4), K1, Z10
+	VADDPS      Z10, Z7, Z7
+	VMOVUPS     Z7, K1, (R8)(R10*4)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z7
+	VADDPS      Z7, Z8, Z8
+	VMOVUPS     Z8, K2, 64(R8)(R10*4)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z7
+	VADDPS      Z7, Z9, Z9
+	VMOVUPS     Z9, K3, 128(R8)(R10*4)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_431
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -13720,27 +11827,32 @@ epi_col_499:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_498
+	JNZ         epi_row_430
 	VZEROUPPER
 	RET
 
-epi_flag_497:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         bias+72(FP), DI
-	MOVQ         res+80(FP), R8
-	MOVQ         outF32+96(FP), R9
-	VPXORD       Z0, Z0, Z0
-	VBROADCASTSS epilogueConsts<>+4(SB), Z1
-	LEAQ         epilogueColMasks<>+0(SB), R10
+epi_flag_429:
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    rowScale+64(FP), SI
+	MOVQ    bias+72(FP), DI
+	MOVQ    res+80(FP), R8
+	MOVQ    outF32+96(FP), R9
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS epilogueGelu<>+0(SB), Z1
+	VMOVUPS epilogueGelu<>+64(SB), Z2
+	VMOVUPS epilogueGelu<>+128(SB), Z3
+	VMOVUPS epilogueGelu<>+192(SB), Z4
+	VMOVUPS epilogueGelu<>+256(SB), Z5
+	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueColMasks<>+0(SB), R10
 
-epi_row_500:
+epi_row_432:
 	XORQ R11, R11
 
-epi_col_501:
+epi_col_433:
 	MOVQ        DX, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000030, R13
@@ -13748,248 +11860,95 @@ epi_col_501:
 	CMOVQLT     R12, R13
 	MOVQ        (R10)(R13*8), R12
 	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   (CX)(R11*4), K1, Z6
-	VMULPS      Z6, Z2, Z2
-	VMULPS.BCST (SI), Z2, Z2
-	VMOVUPS.Z   (DI)(R11*4), K1, Z6
-	VADDPS      Z6, Z2, Z2
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z7
-	VMULPS      Z7, Z6, Z6
-	VMULPS.BCST (SI), Z6, Z6
-	VMOVUPS.Z   64(DI)(R11*4), K2, Z7
-	VADDPS      Z7, Z6, Z6
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z7
+	VMOVDQU32.Z (AX)(R11*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z8
+	VMOVUPS.Z   (CX)(R11*4), K1, Z8
 	VMULPS      Z8, Z7, Z7
 	VMULPS.BCST (SI), Z7, Z7
-	VMOVUPS.Z   128(DI)(R11*4), K3, Z8
+	VMOVUPS.Z   (DI)(R11*4), K1, Z8
 	VADDPS      Z8, Z7, Z7
-	VPANDD.BCST epilogueConsts<>+104(SB), Z2, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z6, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z7, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z8, Z8
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+20(SB), Z8, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z11, Z11
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VDIVPS      Z11, Z1, Z11
-	VDIVPS      Z12, Z1, Z12
-	VDIVPS      Z13, Z1, Z13
-	VMULPS      Z11, Z11, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS.BCST epilogueConsts<>+68(SB), Z11, Z20
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+76(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VMULPS      Z14, Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+52(SB), Z11, Z17
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+60(SB), Z11, Z23
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z23, Z17, Z17
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS.BCST epilogueConsts<>+44(SB), Z11, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z20
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z20, Z20
-	VMULPS      Z14, Z22, Z14
-	VMULPS      Z15, Z21, Z15
-	VMULPS      Z16, Z20, Z16
-	VADDPS      Z17, Z14, Z14
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VPANDD.BCST epilogueConsts<>+108(SB), Z8, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VMULPS      Z17, Z17, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VSUBPS      Z17, Z8, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VADDPS      Z17, Z8, Z17
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VMULPS      Z17, Z23, Z17
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z17, Z17
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VADDPS      Z14, Z17, Z17
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z8, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K6
-	VADDPS      Z17, Z20, Z8
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z8, Z8
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VCVTPS2DQ   Z8, Z8
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTDQ2PS   Z8, Z14
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VMULPS.BCST epilogueConsts<>+28(SB), Z14, Z23
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VSUBPS      Z23, Z20, Z20
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VADDPS      Z17, Z20, Z20
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VMULPS.BCST epilogueConsts<>+32(SB), Z14, Z14
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VSUBPS      Z14, Z20, Z20
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VMULPS      Z20, Z20, Z14
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS.BCST epilogueConsts<>+100(SB), Z20, Z23
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+4(SB), Z20, Z17
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VMULPS      Z14, Z23, Z23
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VADDPS      Z17, Z23, Z23
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VMULPS.BCST epilogueConsts<>+84(SB), Z20, Z17
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z17, Z17
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+92(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z20, Z20
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VMULPS      Z14, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z20, Z17, Z17
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VMULPS      Z14, Z14, Z14
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z14, Z17, Z14
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VADDPS      Z23, Z14, Z14
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VPADDD.BCST epilogueConsts<>+112(SB), Z8, Z8
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPSLLD      $0x17, Z8, Z8
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VMULPS      Z8, Z14, Z8
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS.BCST epilogueConsts<>+8(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS      Z8, Z11, Z11
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VBLENDMPS   Z0, Z11, K4, Z11
-	VBLENDMPS   Z0, Z12, K5, Z12
-	VBLENDMPS   Z0, Z13, K6, Z13
-	VSUBPS      Z11, Z1, Z8
-	VSUBPS      Z12, Z1, Z9
-	VSUBPS      Z13, Z1, Z10
-	VCMPPS      $0x1d, Z0, Z2, K4
-	VBLENDMPS   Z8, Z11, K4, Z3
-	VCMPPS      $0x1d, Z0, Z6, K4
-	VBLENDMPS   Z9, Z12, K4, Z4
-	VCMPPS      $0x1d, Z0, Z7, K4
-	VBLENDMPS   Z10, Z13, K4, Z5
-	VMULPS      Z3, Z2, Z2
-	VMULPS      Z4, Z6, Z6
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS.Z   (R8)(R11*4), K1, Z8
-	VADDPS      Z8, Z2, Z2
-	VMOVUPS     Z2, K1, (R9)(R11*4)
-	VMOVUPS.Z   64(R8)(R11*4), K2, Z2
-	VADDPS      Z2, Z6, Z6
-	VMOVUPS     Z6, K2, 64(R9)(R11*4)
-	VMOVUPS.Z   128(R8)(R11*4), K3, Z2
-	VADDPS      Z2, Z7, Z7
-	VMOVUPS     Z7, K3, 128(R9)(R11*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z9
+	VMULPS      Z9, Z8, Z8
+	VMULPS.BCST (SI), Z8, Z8
+	VMOVUPS.Z   64(DI)(R11*4), K2, Z9
+	VADDPS      Z9, Z8, Z8
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (SI), Z9, Z9
+	VMOVUPS.Z   128(DI)(R11*4), K3, Z10
+	VADDPS      Z10, Z9, Z9
+	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VCVTPS2DQ   Z10, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VREDUCEPS   $0x00, Z10, Z10
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VPERMPS     Z6, Z13, Z16
+	VPERMPS     Z6, Z14, Z17
+	VPERMPS     Z6, Z15, Z18
+	VPERMPS     Z5, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z4, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z3, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z2, Z13, Z19
+	VPERMPS     Z2, Z14, Z20
+	VPERMPS     Z2, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z1, Z13, Z13
+	VPERMPS     Z1, Z14, Z14
+	VPERMPS     Z1, Z15, Z15
+	VFMADD213PS Z13, Z10, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VMAXPS      Z7, Z0, Z7
+	VMAXPS      Z8, Z0, Z8
+	VMAXPS      Z9, Z0, Z9
+	VADDPS      Z16, Z7, Z7
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VMOVUPS.Z   (R8)(R11*4), K1, Z10
+	VADDPS      Z10, Z7, Z7
+	VMOVUPS     Z7, K1, (R9)(R11*4)
+	VMOVUPS.Z   64(R8)(R11*4), K2, Z7
+	VADDPS      Z7, Z8, Z8
+	VMOVUPS     Z8, K2, 64(R9)(R11*4)
+	VMOVUPS.Z   128(R8)(R11*4), K3, Z7
+	VADDPS      Z7, Z9, Z9
+	VMOVUPS     Z9, K3, 128(R9)(R11*4)
 	ADDQ        $0x30, R11
 	CMPQ        R11, DX
-	JL          epi_col_501
+	JL          epi_col_433
 	MOVQ        ldc+8(FP), R11
 	SHLQ        $0x02, R11
 	ADDQ        R11, AX
@@ -14001,13 +11960,13 @@ epi_col_501:
 	ADDQ        R11, R9
 	ADDQ        $0x04, SI
 	DECQ        BX
-	JNZ         epi_row_500
+	JNZ         epi_row_432
 	VZEROUPPER
 	RET
 
-epi_flag_496:
+epi_flag_428:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_502
+	JNZ          epi_flag_434
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -14020,294 +11979,143 @@ epi_flag_496:
 	MOVL         outZero+124(FP), R9
 	VPBROADCASTD R9, Z1
 	VPXORD       Z2, Z2, Z2
-	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	VMOVUPS      epilogueGelu<>+0(SB), Z3
+	VMOVUPS      epilogueGelu<>+64(SB), Z4
+	VMOVUPS      epilogueGelu<>+128(SB), Z5
+	VMOVUPS      epilogueGelu<>+192(SB), Z6
+	VMOVUPS      epilogueGelu<>+256(SB), Z7
+	VMOVUPS      epilogueGelu<>+320(SB), Z8
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_503:
+epi_row_435:
 	XORQ R10, R10
 
-epi_col_504:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R10*4), K1, Z8
-	VMULPS       Z8, Z4, Z4
-	VMOVUPS.Z    (SI)(R10*4), K1, Z8
-	VADDPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z9
-	VMULPS       Z9, Z8, Z8
-	VMOVUPS.Z    64(SI)(R10*4), K2, Z9
-	VADDPS       Z9, Z8, Z8
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z9
-	VCVTDQ2PS    Z9, Z9
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z10
-	VMULPS       Z10, Z9, Z9
-	VMOVUPS.Z    128(SI)(R10*4), K3, Z10
-	VADDPS       Z10, Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VDIVPS       Z13, Z3, Z13
-	VDIVPS       Z14, Z3, Z14
-	VDIVPS       Z15, Z3, Z15
-	VMULPS       Z13, Z13, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VMULPS       Z16, Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z25, Z19, Z19
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
-	VMULPS       Z16, Z24, Z16
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z22, Z18
-	VADDPS       Z19, Z16, Z16
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
-	VADDPS       Z19, Z22, Z10
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VCVTPS2DQ    Z10, Z10
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTDQ2PS    Z10, Z16
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VSUBPS       Z25, Z22, Z22
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VSUBPS       Z16, Z22, Z22
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VMULPS       Z22, Z22, Z16
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VMULPS       Z16, Z25, Z25
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VADDPS       Z19, Z25, Z25
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VADDPS       Z25, Z16, Z16
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPSLLD       $0x17, Z10, Z10
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VMULPS       Z10, Z16, Z10
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z10, Z13, Z13
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VBLENDMPS    Z2, Z13, K4, Z13
-	VBLENDMPS    Z2, Z14, K5, Z14
-	VBLENDMPS    Z2, Z15, K6, Z15
-	VSUBPS       Z13, Z3, Z10
-	VSUBPS       Z14, Z3, Z11
-	VSUBPS       Z15, Z3, Z12
-	VCMPPS       $0x1d, Z2, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VCMPPS       $0x1d, Z2, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z6
-	VCMPPS       $0x1d, Z2, Z9, K4
-	VBLENDMPS    Z12, Z15, K4, Z7
-	VMULPS       Z5, Z4, Z4
-	VMULPS       Z6, Z8, Z8
-	VMULPS       Z7, Z9, Z9
-	VMOVUPS.Z    (DI)(R10*4), K1, Z10
-	VADDPS       Z10, Z4, Z4
-	VMULPS       Z0, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (R8)(R10*1)
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z4
-	VADDPS       Z4, Z8, Z8
-	VMULPS       Z0, Z8, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(R8)(R10*1)
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z4
-	VADDPS       Z4, Z9, Z9
-	VMULPS       Z0, Z9, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(R8)(R10*1)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_504
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         resStride+88(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, DI
-	MOVQ         outStride+112(FP), R10
-	ADDQ         R10, R8
-	DECQ         BX
-	JNZ          epi_row_503
+epi_col_436:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   (CX)(R10*4), K1, Z10
+	VMULPS      Z10, Z9, Z9
+	VMOVUPS.Z   (SI)(R10*4), K1, Z10
+	VADDPS      Z10, Z9, Z9
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z11
+	VMULPS      Z11, Z10, Z10
+	VMOVUPS.Z   64(SI)(R10*4), K2, Z11
+	VADDPS      Z11, Z10, Z10
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z12
+	VMULPS      Z12, Z11, Z11
+	VMOVUPS.Z   128(SI)(R10*4), K3, Z12
+	VADDPS      Z12, Z11, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z8, Z15, Z18
+	VPERMPS     Z8, Z16, Z19
+	VPERMPS     Z8, Z17, Z20
+	VPERMPS     Z7, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VPERMPS     Z4, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z3, Z15, Z15
+	VPERMPS     Z3, Z16, Z16
+	VPERMPS     Z3, Z17, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VMAXPS      Z9, Z2, Z9
+	VMAXPS      Z10, Z2, Z10
+	VMAXPS      Z11, Z2, Z11
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VMOVUPS.Z   (DI)(R10*4), K1, Z12
+	VADDPS      Z12, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R8)(R10*1)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R8)(R10*1)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMULPS      Z0, Z11, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(R8)(R10*1)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_436
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        resStride+88(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, DI
+	MOVQ        outStride+112(FP), R10
+	ADDQ        R10, R8
+	DECQ        BX
+	JNZ         epi_row_435
 	VZEROUPPER
 	RET
 
-epi_flag_502:
+epi_flag_434:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -14321,308 +12129,157 @@ epi_flag_502:
 	MOVL         outZero+124(FP), R10
 	VPBROADCASTD R10, Z1
 	VPXORD       Z2, Z2, Z2
-	VBROADCASTSS epilogueConsts<>+4(SB), Z3
+	VMOVUPS      epilogueGelu<>+0(SB), Z3
+	VMOVUPS      epilogueGelu<>+64(SB), Z4
+	VMOVUPS      epilogueGelu<>+128(SB), Z5
+	VMOVUPS      epilogueGelu<>+192(SB), Z6
+	VMOVUPS      epilogueGelu<>+256(SB), Z7
+	VMOVUPS      epilogueGelu<>+320(SB), Z8
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_505:
+epi_row_437:
 	XORQ R11, R11
 
-epi_col_506:
-	MOVQ         DX, R12
-	SUBQ         R11, R12
-	MOVQ         $0x00000030, R13
-	CMPQ         R12, R13
-	CMOVQLT      R12, R13
-	MOVQ         (R10)(R13*8), R12
-	KMOVQ        R12, K1
-	VMOVDQU32.Z  (AX)(R11*4), K1, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R11*4), K1, Z8
-	VMULPS       Z8, Z4, Z4
-	VMULPS.BCST  (SI), Z4, Z4
-	VMOVUPS.Z    (DI)(R11*4), K1, Z8
-	VADDPS       Z8, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R11*4), K2, Z8
-	VCVTDQ2PS    Z8, Z8
-	VMOVUPS.Z    64(CX)(R11*4), K2, Z9
-	VMULPS       Z9, Z8, Z8
-	VMULPS.BCST  (SI), Z8, Z8
-	VMOVUPS.Z    64(DI)(R11*4), K2, Z9
-	VADDPS       Z9, Z8, Z8
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R11*4), K3, Z9
-	VCVTDQ2PS    Z9, Z9
-	VMOVUPS.Z    128(CX)(R11*4), K3, Z10
-	VMULPS       Z10, Z9, Z9
-	VMULPS.BCST  (SI), Z9, Z9
-	VMOVUPS.Z    128(DI)(R11*4), K3, Z10
-	VADDPS       Z10, Z9, Z9
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z8, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z9, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VDIVPS       Z13, Z3, Z13
-	VDIVPS       Z14, Z3, Z14
-	VDIVPS       Z15, Z3, Z15
-	VMULPS       Z13, Z13, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VMULPS       Z16, Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z25, Z19, Z19
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z13, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z22
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z22, Z22
-	VMULPS       Z16, Z24, Z16
-	VMULPS       Z17, Z23, Z17
-	VMULPS       Z18, Z22, Z18
-	VADDPS       Z19, Z16, Z16
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VMULPS       Z19, Z19, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VSUBPS       Z19, Z10, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VADDPS       Z19, Z10, Z19
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VMULPS       Z19, Z25, Z19
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VADDPS       Z16, Z19, Z19
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z10, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K6
-	VADDPS       Z19, Z22, Z10
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VCVTPS2DQ    Z10, Z10
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTDQ2PS    Z10, Z16
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VSUBPS       Z25, Z22, Z22
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VADDPS       Z19, Z22, Z22
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VSUBPS       Z16, Z22, Z22
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VMULPS       Z22, Z22, Z16
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VMULPS       Z16, Z25, Z25
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VADDPS       Z19, Z25, Z25
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VMULPS       Z16, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VADDPS       Z22, Z19, Z19
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VMULPS       Z16, Z16, Z16
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z16, Z19, Z16
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VADDPS       Z25, Z16, Z16
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPSLLD       $0x17, Z10, Z10
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VMULPS       Z10, Z16, Z10
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS       Z10, Z13, Z13
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VBLENDMPS    Z2, Z13, K4, Z13
-	VBLENDMPS    Z2, Z14, K5, Z14
-	VBLENDMPS    Z2, Z15, K6, Z15
-	VSUBPS       Z13, Z3, Z10
-	VSUBPS       Z14, Z3, Z11
-	VSUBPS       Z15, Z3, Z12
-	VCMPPS       $0x1d, Z2, Z4, K4
-	VBLENDMPS    Z10, Z13, K4, Z5
-	VCMPPS       $0x1d, Z2, Z8, K4
-	VBLENDMPS    Z11, Z14, K4, Z6
-	VCMPPS       $0x1d, Z2, Z9, K4
-	VBLENDMPS    Z12, Z15, K4, Z7
-	VMULPS       Z5, Z4, Z4
-	VMULPS       Z6, Z8, Z8
-	VMULPS       Z7, Z9, Z9
-	VMOVUPS.Z    (R8)(R11*4), K1, Z10
-	VADDPS       Z10, Z4, Z4
-	VMULPS       Z0, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (R9)(R11*1)
-	VMOVUPS.Z    64(R8)(R11*4), K2, Z4
-	VADDPS       Z4, Z8, Z8
-	VMULPS       Z0, Z8, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(R9)(R11*1)
-	VMOVUPS.Z    128(R8)(R11*4), K3, Z4
-	VADDPS       Z4, Z9, Z9
-	VMULPS       Z0, Z9, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z1, Z4, Z4
-	VPMAXSD      Z2, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(R9)(R11*1)
-	ADDQ         $0x30, R11
-	CMPQ         R11, DX
-	JL           epi_col_506
-	MOVQ         ldc+8(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, AX
-	MOVQ         resStride+88(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, R8
-	MOVQ         outStride+112(FP), R11
-	ADDQ         R11, R9
-	ADDQ         $0x04, SI
-	DECQ         BX
-	JNZ          epi_row_505
+epi_col_438:
+	MOVQ        DX, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVDQU32.Z (AX)(R11*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   (CX)(R11*4), K1, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (SI), Z9, Z9
+	VMOVUPS.Z   (DI)(R11*4), K1, Z10
+	VADDPS      Z10, Z9, Z9
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (SI), Z10, Z10
+	VMOVUPS.Z   64(DI)(R11*4), K2, Z11
+	VADDPS      Z11, Z10, Z10
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z12
+	VMULPS      Z12, Z11, Z11
+	VMULPS.BCST (SI), Z11, Z11
+	VMOVUPS.Z   128(DI)(R11*4), K3, Z12
+	VADDPS      Z12, Z11, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z8, Z15, Z18
+	VPERMPS     Z8, Z16, Z19
+	VPERMPS     Z8, Z17, Z20
+	VPERMPS     Z7, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VPERMPS     Z4, Z17, Z23
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VPERMPS     Z3, Z15, Z15
+	VPERMPS     Z3, Z16, Z16
+	VPERMPS     Z3, Z17, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VMAXPS      Z9, Z2, Z9
+	VMAXPS      Z10, Z2, Z10
+	VMAXPS      Z11, Z2, Z11
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VMOVUPS.Z   (R8)(R11*4), K1, Z12
+	VADDPS      Z12, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R9)(R11*1)
+	VMOVUPS.Z   64(R8)(R11*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R9)(R11*1)
+	VMOVUPS.Z   128(R8)(R11*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMULPS      Z0, Z11, Z9
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
+	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPMAXSD     Z2, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(R9)(R11*1)
+	ADDQ        $0x30, R11
+	CMPQ        R11, DX
+	JL          epi_col_438
+	MOVQ        ldc+8(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, AX
+	MOVQ        resStride+88(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R8
+	MOVQ        outStride+112(FP), R11
+	ADDQ        R11, R9
+	ADDQ        $0x04, SI
+	DECQ        BX
+	JNZ         epi_row_437
 	VZEROUPPER
 	RET
 
-epi_flag_411:
+epi_flag_343:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_507
+	JNZ          epi_flag_439
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_508
+	JNZ          epi_flag_440
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_509
+	JNZ          epi_flag_441
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_510
+	JNZ          epi_flag_442
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_511
+	JNZ          epi_flag_443
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -14633,10 +12290,10 @@ epi_flag_411:
 	MOVQ         outF32+96(FP), DI
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_512:
+epi_row_444:
 	XORQ R9, R9
 
-epi_col_513:
+epi_col_445:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVQ        $0x00000030, R11
@@ -14672,7 +12329,7 @@ epi_col_513:
 	VMOVUPS     Z3, K3, 128(DI)(R9*4)
 	ADDQ        $0x30, R9
 	CMPQ        R9, DX
-	JL          epi_col_513
+	JL          epi_col_445
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -14680,11 +12337,11 @@ epi_col_513:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_512
+	JNZ         epi_row_444
 	VZEROUPPER
 	RET
 
-epi_flag_511:
+epi_flag_443:
 	MOVQ c+0(FP), AX
 	MOVQ scale+56(FP), CX
 	MOVQ n+24(FP), DX
@@ -14695,11 +12352,11 @@ epi_flag_511:
 	MOVQ outF32+96(FP), R9
 	LEAQ epilogueColMasks<>+0(SB), R10
 
-epi_row_514:
+epi_row_446:
 	VPBROADCASTD (R8), Z0
 	XORQ         R11, R11
 
-epi_col_515:
+epi_col_447:
 	MOVQ        DX, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000030, R13
@@ -14738,7 +12395,7 @@ epi_col_515:
 	VMOVUPS     Z3, K3, 128(R9)(R11*4)
 	ADDQ        $0x30, R11
 	CMPQ        R11, DX
-	JL          epi_col_515
+	JL          epi_col_447
 	MOVQ        ldc+8(FP), R11
 	SHLQ        $0x02, R11
 	ADDQ        R11, AX
@@ -14748,13 +12405,13 @@ epi_col_515:
 	ADDQ        $0x04, DI
 	ADDQ        $0x04, R8
 	DECQ        BX
-	JNZ         epi_row_514
+	JNZ         epi_row_446
 	VZEROUPPER
 	RET
 
-epi_flag_510:
+epi_flag_442:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_516
+	JNZ          epi_flag_448
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -14770,78 +12427,75 @@ epi_flag_510:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_517:
+epi_row_449:
 	XORQ R9, R9
 
-epi_col_518:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z4
-	VMOVDQU32.Z  (SI)(R9*4), K1, Z5
-	VPMULLD      Z5, Z0, Z5
-	VPSUBD       Z5, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R9*4), K1, Z5
-	VMULPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z5
-	VMOVDQU32.Z  64(SI)(R9*4), K2, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z6
-	VMULPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z6
-	VMOVDQU32.Z  128(SI)(R9*4), K3, Z7
-	VPMULLD      Z7, Z0, Z7
-	VPSUBD       Z7, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z7
-	VMULPS       Z7, Z6, Z6
-	VMULPS       Z1, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (DI)(R9*1)
-	VMULPS       Z1, Z5, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(DI)(R9*1)
-	VMULPS       Z1, Z6, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(DI)(R9*1)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_518
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         outStride+112(FP), R9
-	ADDQ         R9, DI
-	DECQ         BX
-	JNZ          epi_row_517
+epi_col_450:
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z4
+	VMOVDQU32.Z (SI)(R9*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   (CX)(R9*4), K1, Z5
+	VMULPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z5
+	VMOVDQU32.Z 64(SI)(R9*4), K2, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z6
+	VMULPS      Z6, Z5, Z5
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z6
+	VMOVDQU32.Z 128(SI)(R9*4), K3, Z7
+	VPMULLD     Z7, Z0, Z7
+	VPSUBD      Z7, Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z7
+	VMULPS      Z7, Z6, Z6
+	VMULPS      Z1, Z4, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K1, (DI)(R9*1)
+	VMULPS      Z1, Z5, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K2, 16(DI)(R9*1)
+	VMULPS      Z1, Z6, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K3, 32(DI)(R9*1)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_450
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        outStride+112(FP), R9
+	ADDQ        R9, DI
+	DECQ        BX
+	JNZ         epi_row_449
 	VZEROUPPER
 	RET
 
-epi_flag_516:
+epi_flag_448:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -14857,88 +12511,85 @@ epi_flag_516:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_519:
+epi_row_451:
 	VPBROADCASTD (R8), Z0
 	XORQ         R11, R11
 
-epi_col_520:
-	MOVQ         DX, R12
-	SUBQ         R11, R12
-	MOVQ         $0x00000030, R13
-	CMPQ         R12, R13
-	CMOVQLT      R12, R13
-	MOVQ         (R10)(R13*8), R12
-	KMOVQ        R12, K1
-	VMOVDQU32.Z  (AX)(R11*4), K1, Z4
-	VMOVDQU32.Z  (SI)(R11*4), K1, Z5
-	VPMULLD      Z5, Z0, Z5
-	VPSUBD       Z5, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R11*4), K1, Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS.BCST  (DI), Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R11*4), K2, Z5
-	VMOVDQU32.Z  64(SI)(R11*4), K2, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    64(CX)(R11*4), K2, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (DI), Z5, Z5
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R11*4), K3, Z6
-	VMOVDQU32.Z  128(SI)(R11*4), K3, Z7
-	VPMULLD      Z7, Z0, Z7
-	VPSUBD       Z7, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    128(CX)(R11*4), K3, Z7
-	VMULPS       Z7, Z6, Z6
-	VMULPS.BCST  (DI), Z6, Z6
-	VMULPS       Z1, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (R9)(R11*1)
-	VMULPS       Z1, Z5, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(R9)(R11*1)
-	VMULPS       Z1, Z6, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(R9)(R11*1)
-	ADDQ         $0x30, R11
-	CMPQ         R11, DX
-	JL           epi_col_520
-	MOVQ         ldc+8(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, AX
-	MOVQ         outStride+112(FP), R11
-	ADDQ         R11, R9
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_519
+epi_col_452:
+	MOVQ        DX, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVDQU32.Z (AX)(R11*4), K1, Z4
+	VMOVDQU32.Z (SI)(R11*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   (CX)(R11*4), K1, Z5
+	VMULPS      Z5, Z4, Z4
+	VMULPS.BCST (DI), Z4, Z4
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z5
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z6
+	VMULPS      Z6, Z5, Z5
+	VMULPS.BCST (DI), Z5, Z5
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z6
+	VMOVDQU32.Z 128(SI)(R11*4), K3, Z7
+	VPMULLD     Z7, Z0, Z7
+	VPSUBD      Z7, Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z7
+	VMULPS      Z7, Z6, Z6
+	VMULPS.BCST (DI), Z6, Z6
+	VMULPS      Z1, Z4, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K1, (R9)(R11*1)
+	VMULPS      Z1, Z5, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K2, 16(R9)(R11*1)
+	VMULPS      Z1, Z6, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K3, 32(R9)(R11*1)
+	ADDQ        $0x30, R11
+	CMPQ        R11, DX
+	JL          epi_col_452
+	MOVQ        ldc+8(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, AX
+	MOVQ        outStride+112(FP), R11
+	ADDQ        R11, R9
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_451
 	VZEROUPPER
 	RET
 
-epi_flag_509:
+epi_flag_441:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_521
+	JNZ          epi_flag_453
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_522
+	JNZ          epi_flag_454
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -14950,10 +12601,10 @@ epi_flag_509:
 	MOVQ         outF32+96(FP), R8
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_523:
+epi_row_455:
 	XORQ R10, R10
 
-epi_col_524:
+epi_col_456:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -14995,7 +12646,7 @@ epi_col_524:
 	VMOVUPS     Z3, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_524
+	JL          epi_col_456
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -15006,11 +12657,11 @@ epi_col_524:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_523
+	JNZ         epi_row_455
 	VZEROUPPER
 	RET
 
-epi_flag_522:
+epi_flag_454:
 	MOVQ c+0(FP), AX
 	MOVQ scale+56(FP), CX
 	MOVQ n+24(FP), DX
@@ -15022,11 +12673,11 @@ epi_flag_522:
 	MOVQ outF32+96(FP), R10
 	LEAQ epilogueColMasks<>+0(SB), R11
 
-epi_row_525:
+epi_row_457:
 	VPBROADCASTD (R8), Z0
 	XORQ         R12, R12
 
-epi_col_526:
+epi_col_458:
 	MOVQ        DX, R13
 	SUBQ        R12, R13
 	MOVQ        $0x00000030, R14
@@ -15071,7 +12722,7 @@ epi_col_526:
 	VMOVUPS     Z3, K3, 128(R10)(R12*4)
 	ADDQ        $0x30, R12
 	CMPQ        R12, DX
-	JL          epi_col_526
+	JL          epi_col_458
 	MOVQ        ldc+8(FP), R12
 	SHLQ        $0x02, R12
 	ADDQ        R12, AX
@@ -15084,13 +12735,13 @@ epi_col_526:
 	ADDQ        $0x04, DI
 	ADDQ        $0x04, R8
 	DECQ        BX
-	JNZ         epi_row_525
+	JNZ         epi_row_457
 	VZEROUPPER
 	RET
 
-epi_flag_521:
+epi_flag_453:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_527
+	JNZ          epi_flag_459
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -15107,87 +12758,84 @@ epi_flag_521:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_528:
+epi_row_460:
 	XORQ R10, R10
 
-epi_col_529:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z4
-	VMOVDQU32.Z  (SI)(R10*4), K1, Z5
-	VPMULLD      Z5, Z0, Z5
-	VPSUBD       Z5, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R10*4), K1, Z5
-	VMULPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z5
-	VMOVDQU32.Z  64(SI)(R10*4), K2, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z6
-	VMULPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z6
-	VMOVDQU32.Z  128(SI)(R10*4), K3, Z7
-	VPMULLD      Z7, Z0, Z7
-	VPSUBD       Z7, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z7
-	VMULPS       Z7, Z6, Z6
-	VMOVUPS.Z    (DI)(R10*4), K1, Z7
-	VADDPS       Z7, Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (R8)(R10*1)
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z4
-	VADDPS       Z4, Z5, Z5
-	VMULPS       Z1, Z5, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(R8)(R10*1)
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z4
-	VADDPS       Z4, Z6, Z6
-	VMULPS       Z1, Z6, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(R8)(R10*1)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_529
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         resStride+88(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, DI
-	MOVQ         outStride+112(FP), R10
-	ADDQ         R10, R8
-	DECQ         BX
-	JNZ          epi_row_528
+epi_col_461:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z4
+	VMOVDQU32.Z (SI)(R10*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   (CX)(R10*4), K1, Z5
+	VMULPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z5
+	VMOVDQU32.Z 64(SI)(R10*4), K2, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z6
+	VMULPS      Z6, Z5, Z5
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z6
+	VMOVDQU32.Z 128(SI)(R10*4), K3, Z7
+	VPMULLD     Z7, Z0, Z7
+	VPSUBD      Z7, Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z7
+	VMULPS      Z7, Z6, Z6
+	VMOVUPS.Z   (DI)(R10*4), K1, Z7
+	VADDPS      Z7, Z4, Z4
+	VMULPS      Z1, Z4, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K1, (R8)(R10*1)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z4
+	VADDPS      Z4, Z5, Z5
+	VMULPS      Z1, Z5, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K2, 16(R8)(R10*1)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z4
+	VADDPS      Z4, Z6, Z6
+	VMULPS      Z1, Z6, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K3, 32(R8)(R10*1)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_461
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        resStride+88(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, DI
+	MOVQ        outStride+112(FP), R10
+	ADDQ        R10, R8
+	DECQ        BX
+	JNZ         epi_row_460
 	VZEROUPPER
 	RET
 
-epi_flag_527:
+epi_flag_459:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -15204,99 +12852,96 @@ epi_flag_527:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R11
 
-epi_row_530:
+epi_row_462:
 	VPBROADCASTD (R8), Z0
 	XORQ         R12, R12
 
-epi_col_531:
-	MOVQ         DX, R13
-	SUBQ         R12, R13
-	MOVQ         $0x00000030, R14
-	CMPQ         R13, R14
-	CMOVQLT      R13, R14
-	MOVQ         (R11)(R14*8), R13
-	KMOVQ        R13, K1
-	VMOVDQU32.Z  (AX)(R12*4), K1, Z4
-	VMOVDQU32.Z  (SI)(R12*4), K1, Z5
-	VPMULLD      Z5, Z0, Z5
-	VPSUBD       Z5, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R12*4), K1, Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS.BCST  (DI), Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R12*4), K2, Z5
-	VMOVDQU32.Z  64(SI)(R12*4), K2, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    64(CX)(R12*4), K2, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (DI), Z5, Z5
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R12*4), K3, Z6
-	VMOVDQU32.Z  128(SI)(R12*4), K3, Z7
-	VPMULLD      Z7, Z0, Z7
-	VPSUBD       Z7, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    128(CX)(R12*4), K3, Z7
-	VMULPS       Z7, Z6, Z6
-	VMULPS.BCST  (DI), Z6, Z6
-	VMOVUPS.Z    (R9)(R12*4), K1, Z7
-	VADDPS       Z7, Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (R10)(R12*1)
-	VMOVUPS.Z    64(R9)(R12*4), K2, Z4
-	VADDPS       Z4, Z5, Z5
-	VMULPS       Z1, Z5, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(R10)(R12*1)
-	VMOVUPS.Z    128(R9)(R12*4), K3, Z4
-	VADDPS       Z4, Z6, Z6
-	VMULPS       Z1, Z6, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(R10)(R12*1)
-	ADDQ         $0x30, R12
-	CMPQ         R12, DX
-	JL           epi_col_531
-	MOVQ         ldc+8(FP), R12
-	SHLQ         $0x02, R12
-	ADDQ         R12, AX
-	MOVQ         resStride+88(FP), R12
-	SHLQ         $0x02, R12
-	ADDQ         R12, R9
-	MOVQ         outStride+112(FP), R12
-	ADDQ         R12, R10
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_530
+epi_col_463:
+	MOVQ        DX, R13
+	SUBQ        R12, R13
+	MOVQ        $0x00000030, R14
+	CMPQ        R13, R14
+	CMOVQLT     R13, R14
+	MOVQ        (R11)(R14*8), R13
+	KMOVQ       R13, K1
+	VMOVDQU32.Z (AX)(R12*4), K1, Z4
+	VMOVDQU32.Z (SI)(R12*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   (CX)(R12*4), K1, Z5
+	VMULPS      Z5, Z4, Z4
+	VMULPS.BCST (DI), Z4, Z4
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R12*4), K2, Z5
+	VMOVDQU32.Z 64(SI)(R12*4), K2, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   64(CX)(R12*4), K2, Z6
+	VMULPS      Z6, Z5, Z5
+	VMULPS.BCST (DI), Z5, Z5
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R12*4), K3, Z6
+	VMOVDQU32.Z 128(SI)(R12*4), K3, Z7
+	VPMULLD     Z7, Z0, Z7
+	VPSUBD      Z7, Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   128(CX)(R12*4), K3, Z7
+	VMULPS      Z7, Z6, Z6
+	VMULPS.BCST (DI), Z6, Z6
+	VMOVUPS.Z   (R9)(R12*4), K1, Z7
+	VADDPS      Z7, Z4, Z4
+	VMULPS      Z1, Z4, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K1, (R10)(R12*1)
+	VMOVUPS.Z   64(R9)(R12*4), K2, Z4
+	VADDPS      Z4, Z5, Z5
+	VMULPS      Z1, Z5, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K2, 16(R10)(R12*1)
+	VMOVUPS.Z   128(R9)(R12*4), K3, Z4
+	VADDPS      Z4, Z6, Z6
+	VMULPS      Z1, Z6, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K3, 32(R10)(R12*1)
+	ADDQ        $0x30, R12
+	CMPQ        R12, DX
+	JL          epi_col_463
+	MOVQ        ldc+8(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, AX
+	MOVQ        resStride+88(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, R9
+	MOVQ        outStride+112(FP), R12
+	ADDQ        R12, R10
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_462
 	VZEROUPPER
 	RET
 
-epi_flag_508:
+epi_flag_440:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_532
+	JNZ          epi_flag_464
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_533
+	JNZ          epi_flag_465
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_534
+	JNZ          epi_flag_466
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -15306,13 +12951,18 @@ epi_flag_508:
 	VPBROADCASTD DI, Z0
 	MOVQ         outF32+96(FP), DI
 	VPXORD       Z1, Z1, Z1
-	VBROADCASTSS epilogueConsts<>+4(SB), Z2
+	VMOVUPS      epilogueGelu<>+0(SB), Z2
+	VMOVUPS      epilogueGelu<>+64(SB), Z3
+	VMOVUPS      epilogueGelu<>+128(SB), Z4
+	VMOVUPS      epilogueGelu<>+192(SB), Z5
+	VMOVUPS      epilogueGelu<>+256(SB), Z6
+	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_535:
+epi_row_467:
 	XORQ R9, R9
 
-epi_col_536:
+epi_col_468:
 	MOVQ        DX, R10
 	SUBQ        R9, R10
 	MOVQ        $0x00000030, R11
@@ -15320,242 +12970,89 @@ epi_col_536:
 	CMOVQLT     R10, R11
 	MOVQ        (R8)(R11*8), R10
 	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z3
-	VMOVDQU32.Z (SI)(R9*4), K1, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R9*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z4
-	VMOVDQU32.Z 64(SI)(R9*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z8
-	VMULPS      Z8, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z8
-	VMOVDQU32.Z 128(SI)(R9*4), K3, Z9
+	VMOVDQU32.Z (AX)(R9*4), K1, Z8
+	VMOVDQU32.Z (SI)(R9*4), K1, Z9
 	VPMULLD     Z9, Z0, Z9
 	VPSUBD      Z9, Z8, Z8
 	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z9
+	VMOVUPS.Z   (CX)(R9*4), K1, Z9
 	VMULPS      Z9, Z8, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS      Z12, Z2, Z12
-	VDIVPS      Z13, Z2, Z13
-	VDIVPS      Z14, Z2, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS      Z14, Z14, Z17
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VMULPS      Z17, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VADDPS      Z26, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VMULPS      Z15, Z23, Z15
-	VMULPS      Z16, Z22, Z16
-	VMULPS      Z17, Z21, Z17
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VADDPS      Z20, Z17, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS      Z20, Z20, Z23
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VSUBPS      Z20, Z11, Z26
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VADDPS      Z20, Z11, Z20
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS      Z20, Z26, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VADDPS      Z17, Z20, Z20
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VADDPS      Z20, Z23, Z11
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTPS2DQ   Z11, Z11
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VCVTDQ2PS   Z11, Z17
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VSUBPS      Z26, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VSUBPS      Z17, Z23, Z23
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS      Z23, Z23, Z17
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VMULPS      Z17, Z26, Z26
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VADDPS      Z20, Z26, Z26
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VMULPS      Z17, Z20, Z17
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VADDPS      Z26, Z17, Z17
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VPSLLD      $0x17, Z11, Z11
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS      Z11, Z17, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VMULPS      Z11, Z14, Z14
-	VBLENDMPS   Z1, Z12, K4, Z12
-	VBLENDMPS   Z1, Z13, K5, Z13
-	VBLENDMPS   Z1, Z14, K6, Z14
-	VSUBPS      Z12, Z2, Z9
-	VSUBPS      Z13, Z2, Z10
-	VSUBPS      Z14, Z2, Z11
-	VCMPPS      $0x1d, Z1, Z3, K4
-	VBLENDMPS   Z9, Z12, K4, Z5
-	VCMPPS      $0x1d, Z1, Z4, K4
-	VBLENDMPS   Z10, Z13, K4, Z6
-	VCMPPS      $0x1d, Z1, Z8, K4
-	VBLENDMPS   Z11, Z14, K4, Z7
-	VMULPS      Z5, Z3, Z3
-	VMULPS      Z6, Z4, Z4
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS     Z3, K1, (DI)(R9*4)
-	VMOVUPS     Z4, K2, 64(DI)(R9*4)
-	VMOVUPS     Z8, K3, 128(DI)(R9*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z9
+	VMOVDQU32.Z 64(SI)(R9*4), K2, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z10
+	VMULPS      Z10, Z9, Z9
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z10
+	VMOVDQU32.Z 128(SI)(R9*4), K3, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VPERMPS     Z7, Z14, Z17
+	VPERMPS     Z7, Z15, Z18
+	VPERMPS     Z7, Z16, Z19
+	VPERMPS     Z6, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VPERMPS     Z3, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z2, Z14, Z14
+	VPERMPS     Z2, Z15, Z15
+	VPERMPS     Z2, Z16, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMAXPS      Z10, Z1, Z10
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VMOVUPS     Z8, K1, (DI)(R9*4)
+	VMOVUPS     Z9, K2, 64(DI)(R9*4)
+	VMOVUPS     Z10, K3, 128(DI)(R9*4)
 	ADDQ        $0x30, R9
 	CMPQ        R9, DX
-	JL          epi_col_536
+	JL          epi_col_468
 	MOVQ        ldc+8(FP), R9
 	SHLQ        $0x02, R9
 	ADDQ        R9, AX
@@ -15563,28 +13060,33 @@ epi_col_536:
 	SHLQ        $0x02, R9
 	ADDQ        R9, DI
 	DECQ        BX
-	JNZ         epi_row_535
+	JNZ         epi_row_467
 	VZEROUPPER
 	RET
 
-epi_flag_534:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         outF32+96(FP), R9
-	VPXORD       Z1, Z1, Z1
-	VBROADCASTSS epilogueConsts<>+4(SB), Z2
-	LEAQ         epilogueColMasks<>+0(SB), R10
+epi_flag_466:
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    colSum+32(FP), SI
+	MOVQ    rowScale+64(FP), DI
+	MOVQ    rowZero+48(FP), R8
+	MOVQ    outF32+96(FP), R9
+	VPXORD  Z1, Z1, Z1
+	VMOVUPS epilogueGelu<>+0(SB), Z2
+	VMOVUPS epilogueGelu<>+64(SB), Z3
+	VMOVUPS epilogueGelu<>+128(SB), Z4
+	VMOVUPS epilogueGelu<>+192(SB), Z5
+	VMOVUPS epilogueGelu<>+256(SB), Z6
+	VMOVUPS epilogueGelu<>+320(SB), Z7
+	LEAQ    epilogueColMasks<>+0(SB), R10
 
-epi_row_537:
+epi_row_469:
 	VPBROADCASTD (R8), Z0
 	XORQ         R11, R11
 
-epi_col_538:
+epi_col_470:
 	MOVQ        DX, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000030, R13
@@ -15592,245 +13094,92 @@ epi_col_538:
 	CMOVQLT     R12, R13
 	MOVQ        (R10)(R13*8), R12
 	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z3
-	VMOVDQU32.Z (SI)(R11*4), K1, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R11*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (DI), Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z4
-	VMOVDQU32.Z 64(SI)(R11*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z8
-	VMULPS      Z8, Z4, Z4
-	VMULPS.BCST (DI), Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z8
-	VMOVDQU32.Z 128(SI)(R11*4), K3, Z9
+	VMOVDQU32.Z (AX)(R11*4), K1, Z8
+	VMOVDQU32.Z (SI)(R11*4), K1, Z9
 	VPMULLD     Z9, Z0, Z9
 	VPSUBD      Z9, Z8, Z8
 	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z9
+	VMOVUPS.Z   (CX)(R11*4), K1, Z9
 	VMULPS      Z9, Z8, Z8
 	VMULPS.BCST (DI), Z8, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS      Z12, Z2, Z12
-	VDIVPS      Z13, Z2, Z13
-	VDIVPS      Z14, Z2, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS      Z14, Z14, Z17
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VMULPS      Z17, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VADDPS      Z26, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VMULPS      Z15, Z23, Z15
-	VMULPS      Z16, Z22, Z16
-	VMULPS      Z17, Z21, Z17
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VADDPS      Z20, Z17, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS      Z20, Z20, Z23
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VSUBPS      Z20, Z11, Z26
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VADDPS      Z20, Z11, Z20
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS      Z20, Z26, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VADDPS      Z17, Z20, Z20
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VADDPS      Z20, Z23, Z11
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTPS2DQ   Z11, Z11
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VCVTDQ2PS   Z11, Z17
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VSUBPS      Z26, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VSUBPS      Z17, Z23, Z23
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS      Z23, Z23, Z17
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VMULPS      Z17, Z26, Z26
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VADDPS      Z20, Z26, Z26
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VMULPS      Z17, Z20, Z17
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VADDPS      Z26, Z17, Z17
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VPSLLD      $0x17, Z11, Z11
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS      Z11, Z17, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VMULPS      Z11, Z14, Z14
-	VBLENDMPS   Z1, Z12, K4, Z12
-	VBLENDMPS   Z1, Z13, K5, Z13
-	VBLENDMPS   Z1, Z14, K6, Z14
-	VSUBPS      Z12, Z2, Z9
-	VSUBPS      Z13, Z2, Z10
-	VSUBPS      Z14, Z2, Z11
-	VCMPPS      $0x1d, Z1, Z3, K4
-	VBLENDMPS   Z9, Z12, K4, Z5
-	VCMPPS      $0x1d, Z1, Z4, K4
-	VBLENDMPS   Z10, Z13, K4, Z6
-	VCMPPS      $0x1d, Z1, Z8, K4
-	VBLENDMPS   Z11, Z14, K4, Z7
-	VMULPS      Z5, Z3, Z3
-	VMULPS      Z6, Z4, Z4
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS     Z3, K1, (R9)(R11*4)
-	VMOVUPS     Z4, K2, 64(R9)(R11*4)
-	VMOVUPS     Z8, K3, 128(R9)(R11*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z9
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (DI), Z9, Z9
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z10
+	VMOVDQU32.Z 128(SI)(R11*4), K3, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (DI), Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VPERMPS     Z7, Z14, Z17
+	VPERMPS     Z7, Z15, Z18
+	VPERMPS     Z7, Z16, Z19
+	VPERMPS     Z6, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VPERMPS     Z3, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z2, Z14, Z14
+	VPERMPS     Z2, Z15, Z15
+	VPERMPS     Z2, Z16, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMAXPS      Z10, Z1, Z10
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VMOVUPS     Z8, K1, (R9)(R11*4)
+	VMOVUPS     Z9, K2, 64(R9)(R11*4)
+	VMOVUPS     Z10, K3, 128(R9)(R11*4)
 	ADDQ        $0x30, R11
 	CMPQ        R11, DX
-	JL          epi_col_538
+	JL          epi_col_470
 	MOVQ        ldc+8(FP), R11
 	SHLQ        $0x02, R11
 	ADDQ        R11, AX
@@ -15840,13 +13189,13 @@ epi_col_538:
 	ADDQ        $0x04, DI
 	ADDQ        $0x04, R8
 	DECQ        BX
-	JNZ         epi_row_537
+	JNZ         epi_row_469
 	VZEROUPPER
 	RET
 
-epi_flag_533:
+epi_flag_465:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_539
+	JNZ          epi_flag_471
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -15860,288 +13209,137 @@ epi_flag_533:
 	MOVL         outZero+124(FP), R8
 	VPBROADCASTD R8, Z2
 	VPXORD       Z3, Z3, Z3
-	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z4
+	VMOVUPS      epilogueGelu<>+64(SB), Z5
+	VMOVUPS      epilogueGelu<>+128(SB), Z6
+	VMOVUPS      epilogueGelu<>+192(SB), Z7
+	VMOVUPS      epilogueGelu<>+256(SB), Z8
+	VMOVUPS      epilogueGelu<>+320(SB), Z9
 	LEAQ         epilogueColMasks<>+0(SB), R8
 
-epi_row_540:
+epi_row_472:
 	XORQ R9, R9
 
-epi_col_541:
-	MOVQ         DX, R10
-	SUBQ         R9, R10
-	MOVQ         $0x00000030, R11
-	CMPQ         R10, R11
-	CMOVQLT      R10, R11
-	MOVQ         (R8)(R11*8), R10
-	KMOVQ        R10, K1
-	VMOVDQU32.Z  (AX)(R9*4), K1, Z5
-	VMOVDQU32.Z  (SI)(R9*4), K1, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    (CX)(R9*4), K1, Z6
-	VMULPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R9*4), K2, Z6
-	VMOVDQU32.Z  64(SI)(R9*4), K2, Z10
-	VPMULLD      Z10, Z0, Z10
-	VPSUBD       Z10, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R9*4), K2, Z10
-	VMULPS       Z10, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R9*4), K3, Z10
-	VMOVDQU32.Z  128(SI)(R9*4), K3, Z11
-	VPMULLD      Z11, Z0, Z11
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMOVUPS.Z    128(CX)(R9*4), K3, Z11
-	VMULPS       Z11, Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
-	VDIVPS       Z14, Z4, Z14
-	VDIVPS       Z15, Z4, Z15
-	VDIVPS       Z16, Z4, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS       Z16, Z16, Z19
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VMULPS       Z19, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VADDPS       Z28, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VMULPS       Z17, Z25, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z23, Z19
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VADDPS       Z22, Z19, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS       Z22, Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VSUBPS       Z22, Z13, Z28
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VADDPS       Z22, Z13, Z22
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS       Z22, Z28, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VADDPS       Z22, Z25, Z13
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTPS2DQ    Z13, Z13
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VCVTDQ2PS    Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VSUBPS       Z28, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VSUBPS       Z19, Z25, Z25
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS       Z25, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VMULPS       Z19, Z28, Z28
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VADDPS       Z22, Z28, Z28
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VMULPS       Z19, Z22, Z19
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VADDPS       Z28, Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VPSLLD       $0x17, Z13, Z13
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS       Z13, Z19, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VBLENDMPS    Z3, Z14, K4, Z14
-	VBLENDMPS    Z3, Z15, K5, Z15
-	VBLENDMPS    Z3, Z16, K6, Z16
-	VSUBPS       Z14, Z4, Z11
-	VSUBPS       Z15, Z4, Z12
-	VSUBPS       Z16, Z4, Z13
-	VCMPPS       $0x1d, Z3, Z5, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VCMPPS       $0x1d, Z3, Z6, K4
-	VBLENDMPS    Z12, Z15, K4, Z8
-	VCMPPS       $0x1d, Z3, Z10, K4
-	VBLENDMPS    Z13, Z16, K4, Z9
-	VMULPS       Z7, Z5, Z5
-	VMULPS       Z8, Z6, Z6
-	VMULPS       Z9, Z10, Z10
-	VMULPS       Z1, Z5, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K1, (DI)(R9*1)
-	VMULPS       Z1, Z6, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K2, 16(DI)(R9*1)
-	VMULPS       Z1, Z10, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K3, 32(DI)(R9*1)
-	ADDQ         $0x30, R9
-	CMPQ         R9, DX
-	JL           epi_col_541
-	MOVQ         ldc+8(FP), R9
-	SHLQ         $0x02, R9
-	ADDQ         R9, AX
-	MOVQ         outStride+112(FP), R9
-	ADDQ         R9, DI
-	DECQ         BX
-	JNZ          epi_row_540
+epi_col_473:
+	MOVQ        DX, R10
+	SUBQ        R9, R10
+	MOVQ        $0x00000030, R11
+	CMPQ        R10, R11
+	CMOVQLT     R10, R11
+	MOVQ        (R8)(R11*8), R10
+	KMOVQ       R10, K1
+	VMOVDQU32.Z (AX)(R9*4), K1, Z10
+	VMOVDQU32.Z (SI)(R9*4), K1, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   (CX)(R9*4), K1, Z11
+	VMULPS      Z11, Z10, Z10
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R9*4), K2, Z11
+	VMOVDQU32.Z 64(SI)(R9*4), K2, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   64(CX)(R9*4), K2, Z12
+	VMULPS      Z12, Z11, Z11
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R9*4), K3, Z12
+	VMOVDQU32.Z 128(SI)(R9*4), K3, Z13
+	VPMULLD     Z13, Z0, Z13
+	VPSUBD      Z13, Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMOVUPS.Z   128(CX)(R9*4), K3, Z13
+	VMULPS      Z13, Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VCVTPS2DQ   Z15, Z18
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VREDUCEPS   $0x00, Z15, Z15
+	VPERMPS     Z9, Z16, Z19
+	VPERMPS     Z9, Z17, Z20
+	VPERMPS     Z9, Z18, Z21
+	VPERMPS     Z8, Z16, Z22
+	VPERMPS     Z8, Z17, Z23
+	VPERMPS     Z8, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VPERMPS     Z7, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VPERMPS     Z6, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VPERMPS     Z5, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z4, Z16, Z16
+	VPERMPS     Z4, Z17, Z17
+	VPERMPS     Z4, Z18, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VFMADD213PS Z18, Z15, Z21
+	VMAXPS      Z10, Z3, Z10
+	VMAXPS      Z11, Z3, Z11
+	VMAXPS      Z12, Z3, Z12
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VADDPS      Z21, Z12, Z12
+	VMULPS      Z1, Z10, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K1, (DI)(R9*1)
+	VMULPS      Z1, Z11, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K2, 16(DI)(R9*1)
+	VMULPS      Z1, Z12, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K3, 32(DI)(R9*1)
+	ADDQ        $0x30, R9
+	CMPQ        R9, DX
+	JL          epi_col_473
+	MOVQ        ldc+8(FP), R9
+	SHLQ        $0x02, R9
+	ADDQ        R9, AX
+	MOVQ        outStride+112(FP), R9
+	ADDQ        R9, DI
+	DECQ        BX
+	JNZ         epi_row_472
 	VZEROUPPER
 	RET
 
-epi_flag_539:
+epi_flag_471:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -16155,298 +13353,147 @@ epi_flag_539:
 	MOVL         outZero+124(FP), R10
 	VPBROADCASTD R10, Z2
 	VPXORD       Z3, Z3, Z3
-	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z4
+	VMOVUPS      epilogueGelu<>+64(SB), Z5
+	VMOVUPS      epilogueGelu<>+128(SB), Z6
+	VMOVUPS      epilogueGelu<>+192(SB), Z7
+	VMOVUPS      epilogueGelu<>+256(SB), Z8
+	VMOVUPS      epilogueGelu<>+320(SB), Z9
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_542:
+epi_row_474:
 	VPBROADCASTD (R8), Z0
 	XORQ         R11, R11
 
-epi_col_543:
-	MOVQ         DX, R12
-	SUBQ         R11, R12
-	MOVQ         $0x00000030, R13
-	CMPQ         R12, R13
-	CMOVQLT      R12, R13
-	MOVQ         (R10)(R13*8), R12
-	KMOVQ        R12, K1
-	VMOVDQU32.Z  (AX)(R11*4), K1, Z5
-	VMOVDQU32.Z  (SI)(R11*4), K1, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    (CX)(R11*4), K1, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (DI), Z5, Z5
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R11*4), K2, Z6
-	VMOVDQU32.Z  64(SI)(R11*4), K2, Z10
-	VPMULLD      Z10, Z0, Z10
-	VPSUBD       Z10, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R11*4), K2, Z10
-	VMULPS       Z10, Z6, Z6
-	VMULPS.BCST  (DI), Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R11*4), K3, Z10
-	VMOVDQU32.Z  128(SI)(R11*4), K3, Z11
-	VPMULLD      Z11, Z0, Z11
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMOVUPS.Z    128(CX)(R11*4), K3, Z11
-	VMULPS       Z11, Z10, Z10
-	VMULPS.BCST  (DI), Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
-	VDIVPS       Z14, Z4, Z14
-	VDIVPS       Z15, Z4, Z15
-	VDIVPS       Z16, Z4, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS       Z16, Z16, Z19
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VMULPS       Z19, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VADDPS       Z28, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VMULPS       Z17, Z25, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z23, Z19
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VADDPS       Z22, Z19, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS       Z22, Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VSUBPS       Z22, Z13, Z28
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VADDPS       Z22, Z13, Z22
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS       Z22, Z28, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VADDPS       Z22, Z25, Z13
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTPS2DQ    Z13, Z13
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VCVTDQ2PS    Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VSUBPS       Z28, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VSUBPS       Z19, Z25, Z25
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS       Z25, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VMULPS       Z19, Z28, Z28
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VADDPS       Z22, Z28, Z28
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VMULPS       Z19, Z22, Z19
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VADDPS       Z28, Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VPSLLD       $0x17, Z13, Z13
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS       Z13, Z19, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VBLENDMPS    Z3, Z14, K4, Z14
-	VBLENDMPS    Z3, Z15, K5, Z15
-	VBLENDMPS    Z3, Z16, K6, Z16
-	VSUBPS       Z14, Z4, Z11
-	VSUBPS       Z15, Z4, Z12
-	VSUBPS       Z16, Z4, Z13
-	VCMPPS       $0x1d, Z3, Z5, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VCMPPS       $0x1d, Z3, Z6, K4
-	VBLENDMPS    Z12, Z15, K4, Z8
-	VCMPPS       $0x1d, Z3, Z10, K4
-	VBLENDMPS    Z13, Z16, K4, Z9
-	VMULPS       Z7, Z5, Z5
-	VMULPS       Z8, Z6, Z6
-	VMULPS       Z9, Z10, Z10
-	VMULPS       Z1, Z5, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K1, (R9)(R11*1)
-	VMULPS       Z1, Z6, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K2, 16(R9)(R11*1)
-	VMULPS       Z1, Z10, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K3, 32(R9)(R11*1)
-	ADDQ         $0x30, R11
-	CMPQ         R11, DX
-	JL           epi_col_543
-	MOVQ         ldc+8(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, AX
-	MOVQ         outStride+112(FP), R11
-	ADDQ         R11, R9
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_542
+epi_col_475:
+	MOVQ        DX, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVDQU32.Z (AX)(R11*4), K1, Z10
+	VMOVDQU32.Z (SI)(R11*4), K1, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   (CX)(R11*4), K1, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (DI), Z10, Z10
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z11
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z12
+	VMULPS      Z12, Z11, Z11
+	VMULPS.BCST (DI), Z11, Z11
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z12
+	VMOVDQU32.Z 128(SI)(R11*4), K3, Z13
+	VPMULLD     Z13, Z0, Z13
+	VPSUBD      Z13, Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z13
+	VMULPS      Z13, Z12, Z12
+	VMULPS.BCST (DI), Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VCVTPS2DQ   Z15, Z18
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VREDUCEPS   $0x00, Z15, Z15
+	VPERMPS     Z9, Z16, Z19
+	VPERMPS     Z9, Z17, Z20
+	VPERMPS     Z9, Z18, Z21
+	VPERMPS     Z8, Z16, Z22
+	VPERMPS     Z8, Z17, Z23
+	VPERMPS     Z8, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VPERMPS     Z7, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VPERMPS     Z6, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VPERMPS     Z5, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z4, Z16, Z16
+	VPERMPS     Z4, Z17, Z17
+	VPERMPS     Z4, Z18, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VFMADD213PS Z18, Z15, Z21
+	VMAXPS      Z10, Z3, Z10
+	VMAXPS      Z11, Z3, Z11
+	VMAXPS      Z12, Z3, Z12
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VADDPS      Z21, Z12, Z12
+	VMULPS      Z1, Z10, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K1, (R9)(R11*1)
+	VMULPS      Z1, Z11, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K2, 16(R9)(R11*1)
+	VMULPS      Z1, Z12, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K3, 32(R9)(R11*1)
+	ADDQ        $0x30, R11
+	CMPQ        R11, DX
+	JL          epi_col_475
+	MOVQ        ldc+8(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, AX
+	MOVQ        outStride+112(FP), R11
+	ADDQ        R11, R9
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_474
 	VZEROUPPER
 	RET
 
-epi_flag_532:
+epi_flag_464:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_544
+	JNZ          epi_flag_476
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_545
+	JNZ          epi_flag_477
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -16457,13 +13504,18 @@ epi_flag_532:
 	MOVQ         res+80(FP), DI
 	MOVQ         outF32+96(FP), R8
 	VPXORD       Z1, Z1, Z1
-	VBROADCASTSS epilogueConsts<>+4(SB), Z2
+	VMOVUPS      epilogueGelu<>+0(SB), Z2
+	VMOVUPS      epilogueGelu<>+64(SB), Z3
+	VMOVUPS      epilogueGelu<>+128(SB), Z4
+	VMOVUPS      epilogueGelu<>+192(SB), Z5
+	VMOVUPS      epilogueGelu<>+256(SB), Z6
+	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_546:
+epi_row_478:
 	XORQ R10, R10
 
-epi_col_547:
+epi_col_479:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -16471,248 +13523,95 @@ epi_col_547:
 	CMOVQLT     R11, R12
 	MOVQ        (R9)(R12*8), R11
 	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z3
-	VMOVDQU32.Z (SI)(R10*4), K1, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R10*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z4
-	VMOVDQU32.Z 64(SI)(R10*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z8
-	VMULPS      Z8, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z8
-	VMOVDQU32.Z 128(SI)(R10*4), K3, Z9
+	VMOVDQU32.Z (AX)(R10*4), K1, Z8
+	VMOVDQU32.Z (SI)(R10*4), K1, Z9
 	VPMULLD     Z9, Z0, Z9
 	VPSUBD      Z9, Z8, Z8
 	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z9
+	VMOVUPS.Z   (CX)(R10*4), K1, Z9
 	VMULPS      Z9, Z8, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS      Z12, Z2, Z12
-	VDIVPS      Z13, Z2, Z13
-	VDIVPS      Z14, Z2, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS      Z14, Z14, Z17
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VMULPS      Z17, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VADDPS      Z26, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VMULPS      Z15, Z23, Z15
-	VMULPS      Z16, Z22, Z16
-	VMULPS      Z17, Z21, Z17
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VADDPS      Z20, Z17, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS      Z20, Z20, Z23
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VSUBPS      Z20, Z11, Z26
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VADDPS      Z20, Z11, Z20
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS      Z20, Z26, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VADDPS      Z17, Z20, Z20
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VADDPS      Z20, Z23, Z11
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTPS2DQ   Z11, Z11
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VCVTDQ2PS   Z11, Z17
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VSUBPS      Z26, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VSUBPS      Z17, Z23, Z23
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS      Z23, Z23, Z17
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VMULPS      Z17, Z26, Z26
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VADDPS      Z20, Z26, Z26
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VMULPS      Z17, Z20, Z17
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VADDPS      Z26, Z17, Z17
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VPSLLD      $0x17, Z11, Z11
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS      Z11, Z17, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VMULPS      Z11, Z14, Z14
-	VBLENDMPS   Z1, Z12, K4, Z12
-	VBLENDMPS   Z1, Z13, K5, Z13
-	VBLENDMPS   Z1, Z14, K6, Z14
-	VSUBPS      Z12, Z2, Z9
-	VSUBPS      Z13, Z2, Z10
-	VSUBPS      Z14, Z2, Z11
-	VCMPPS      $0x1d, Z1, Z3, K4
-	VBLENDMPS   Z9, Z12, K4, Z5
-	VCMPPS      $0x1d, Z1, Z4, K4
-	VBLENDMPS   Z10, Z13, K4, Z6
-	VCMPPS      $0x1d, Z1, Z8, K4
-	VBLENDMPS   Z11, Z14, K4, Z7
-	VMULPS      Z5, Z3, Z3
-	VMULPS      Z6, Z4, Z4
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS.Z   (DI)(R10*4), K1, Z9
-	VADDPS      Z9, Z3, Z3
-	VMOVUPS     Z3, K1, (R8)(R10*4)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z3
-	VADDPS      Z3, Z4, Z4
-	VMOVUPS     Z4, K2, 64(R8)(R10*4)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z3
-	VADDPS      Z3, Z8, Z8
-	VMOVUPS     Z8, K3, 128(R8)(R10*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z9
+	VMOVDQU32.Z 64(SI)(R10*4), K2, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z10
+	VMULPS      Z10, Z9, Z9
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z10
+	VMOVDQU32.Z 128(SI)(R10*4), K3, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VPERMPS     Z7, Z14, Z17
+	VPERMPS     Z7, Z15, Z18
+	VPERMPS     Z7, Z16, Z19
+	VPERMPS     Z6, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VPERMPS     Z3, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z2, Z14, Z14
+	VPERMPS     Z2, Z15, Z15
+	VPERMPS     Z2, Z16, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMAXPS      Z10, Z1, Z10
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VMOVUPS.Z   (DI)(R10*4), K1, Z11
+	VADDPS      Z11, Z8, Z8
+	VMOVUPS     Z8, K1, (R8)(R10*4)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z8
+	VADDPS      Z8, Z9, Z9
+	VMOVUPS     Z9, K2, 64(R8)(R10*4)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z8
+	VADDPS      Z8, Z10, Z10
+	VMOVUPS     Z10, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_547
+	JL          epi_col_479
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -16723,29 +13622,34 @@ epi_col_547:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_546
+	JNZ         epi_row_478
 	VZEROUPPER
 	RET
 
-epi_flag_545:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         res+80(FP), R9
-	MOVQ         outF32+96(FP), R10
-	VPXORD       Z1, Z1, Z1
-	VBROADCASTSS epilogueConsts<>+4(SB), Z2
-	LEAQ         epilogueColMasks<>+0(SB), R11
+epi_flag_477:
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    colSum+32(FP), SI
+	MOVQ    rowScale+64(FP), DI
+	MOVQ    rowZero+48(FP), R8
+	MOVQ    res+80(FP), R9
+	MOVQ    outF32+96(FP), R10
+	VPXORD  Z1, Z1, Z1
+	VMOVUPS epilogueGelu<>+0(SB), Z2
+	VMOVUPS epilogueGelu<>+64(SB), Z3
+	VMOVUPS epilogueGelu<>+128(SB), Z4
+	VMOVUPS epilogueGelu<>+192(SB), Z5
+	VMOVUPS epilogueGelu<>+256(SB), Z6
+	VMOVUPS epilogueGelu<>+320(SB), Z7
+	LEAQ    epilogueColMasks<>+0(SB), R11
 
-epi_row_548:
+epi_row_480:
 	VPBROADCASTD (R8), Z0
 	XORQ         R12, R12
 
-epi_col_549:
+epi_col_481:
 	MOVQ        DX, R13
 	SUBQ        R12, R13
 	MOVQ        $0x00000030, R14
@@ -16753,251 +13657,98 @@ epi_col_549:
 	CMOVQLT     R13, R14
 	MOVQ        (R11)(R14*8), R13
 	KMOVQ       R13, K1
-	VMOVDQU32.Z (AX)(R12*4), K1, Z3
-	VMOVDQU32.Z (SI)(R12*4), K1, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R12*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (DI), Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R12*4), K2, Z4
-	VMOVDQU32.Z 64(SI)(R12*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R12*4), K2, Z8
-	VMULPS      Z8, Z4, Z4
-	VMULPS.BCST (DI), Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R12*4), K3, Z8
-	VMOVDQU32.Z 128(SI)(R12*4), K3, Z9
+	VMOVDQU32.Z (AX)(R12*4), K1, Z8
+	VMOVDQU32.Z (SI)(R12*4), K1, Z9
 	VPMULLD     Z9, Z0, Z9
 	VPSUBD      Z9, Z8, Z8
 	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   128(CX)(R12*4), K3, Z9
+	VMOVUPS.Z   (CX)(R12*4), K1, Z9
 	VMULPS      Z9, Z8, Z8
 	VMULPS.BCST (DI), Z8, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS      Z12, Z2, Z12
-	VDIVPS      Z13, Z2, Z13
-	VDIVPS      Z14, Z2, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS      Z14, Z14, Z17
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VMULPS      Z17, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VADDPS      Z26, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VMULPS      Z15, Z23, Z15
-	VMULPS      Z16, Z22, Z16
-	VMULPS      Z17, Z21, Z17
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VADDPS      Z20, Z17, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS      Z20, Z20, Z23
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VSUBPS      Z20, Z11, Z26
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VADDPS      Z20, Z11, Z20
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS      Z20, Z26, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VADDPS      Z17, Z20, Z20
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VADDPS      Z20, Z23, Z11
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTPS2DQ   Z11, Z11
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VCVTDQ2PS   Z11, Z17
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VSUBPS      Z26, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VSUBPS      Z17, Z23, Z23
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS      Z23, Z23, Z17
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VMULPS      Z17, Z26, Z26
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VADDPS      Z20, Z26, Z26
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VMULPS      Z17, Z20, Z17
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VADDPS      Z26, Z17, Z17
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VPSLLD      $0x17, Z11, Z11
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS      Z11, Z17, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VMULPS      Z11, Z14, Z14
-	VBLENDMPS   Z1, Z12, K4, Z12
-	VBLENDMPS   Z1, Z13, K5, Z13
-	VBLENDMPS   Z1, Z14, K6, Z14
-	VSUBPS      Z12, Z2, Z9
-	VSUBPS      Z13, Z2, Z10
-	VSUBPS      Z14, Z2, Z11
-	VCMPPS      $0x1d, Z1, Z3, K4
-	VBLENDMPS   Z9, Z12, K4, Z5
-	VCMPPS      $0x1d, Z1, Z4, K4
-	VBLENDMPS   Z10, Z13, K4, Z6
-	VCMPPS      $0x1d, Z1, Z8, K4
-	VBLENDMPS   Z11, Z14, K4, Z7
-	VMULPS      Z5, Z3, Z3
-	VMULPS      Z6, Z4, Z4
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS.Z   (R9)(R12*4), K1, Z9
-	VADDPS      Z9, Z3, Z3
-	VMOVUPS     Z3, K1, (R10)(R12*4)
-	VMOVUPS.Z   64(R9)(R12*4), K2, Z3
-	VADDPS      Z3, Z4, Z4
-	VMOVUPS     Z4, K2, 64(R10)(R12*4)
-	VMOVUPS.Z   128(R9)(R12*4), K3, Z3
-	VADDPS      Z3, Z8, Z8
-	VMOVUPS     Z8, K3, 128(R10)(R12*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R12*4), K2, Z9
+	VMOVDQU32.Z 64(SI)(R12*4), K2, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   64(CX)(R12*4), K2, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (DI), Z9, Z9
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R12*4), K3, Z10
+	VMOVDQU32.Z 128(SI)(R12*4), K3, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   128(CX)(R12*4), K3, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (DI), Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VPERMPS     Z7, Z14, Z17
+	VPERMPS     Z7, Z15, Z18
+	VPERMPS     Z7, Z16, Z19
+	VPERMPS     Z6, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VPERMPS     Z3, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z2, Z14, Z14
+	VPERMPS     Z2, Z15, Z15
+	VPERMPS     Z2, Z16, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMAXPS      Z10, Z1, Z10
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VMOVUPS.Z   (R9)(R12*4), K1, Z11
+	VADDPS      Z11, Z8, Z8
+	VMOVUPS     Z8, K1, (R10)(R12*4)
+	VMOVUPS.Z   64(R9)(R12*4), K2, Z8
+	VADDPS      Z8, Z9, Z9
+	VMOVUPS     Z9, K2, 64(R10)(R12*4)
+	VMOVUPS.Z   128(R9)(R12*4), K3, Z8
+	VADDPS      Z8, Z10, Z10
+	VMOVUPS     Z10, K3, 128(R10)(R12*4)
 	ADDQ        $0x30, R12
 	CMPQ        R12, DX
-	JL          epi_col_549
+	JL          epi_col_481
 	MOVQ        ldc+8(FP), R12
 	SHLQ        $0x02, R12
 	ADDQ        R12, AX
@@ -17010,13 +13761,13 @@ epi_col_549:
 	ADDQ        $0x04, DI
 	ADDQ        $0x04, R8
 	DECQ        BX
-	JNZ         epi_row_548
+	JNZ         epi_row_480
 	VZEROUPPER
 	RET
 
-epi_flag_544:
+epi_flag_476:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_550
+	JNZ          epi_flag_482
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -17031,297 +13782,146 @@ epi_flag_544:
 	MOVL         outZero+124(FP), R9
 	VPBROADCASTD R9, Z2
 	VPXORD       Z3, Z3, Z3
-	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z4
+	VMOVUPS      epilogueGelu<>+64(SB), Z5
+	VMOVUPS      epilogueGelu<>+128(SB), Z6
+	VMOVUPS      epilogueGelu<>+192(SB), Z7
+	VMOVUPS      epilogueGelu<>+256(SB), Z8
+	VMOVUPS      epilogueGelu<>+320(SB), Z9
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_551:
+epi_row_483:
 	XORQ R10, R10
 
-epi_col_552:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z5
-	VMOVDQU32.Z  (SI)(R10*4), K1, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    (CX)(R10*4), K1, Z6
-	VMULPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z6
-	VMOVDQU32.Z  64(SI)(R10*4), K2, Z10
-	VPMULLD      Z10, Z0, Z10
-	VPSUBD       Z10, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z10
-	VMULPS       Z10, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z10
-	VMOVDQU32.Z  128(SI)(R10*4), K3, Z11
-	VPMULLD      Z11, Z0, Z11
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z11
-	VMULPS       Z11, Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
-	VDIVPS       Z14, Z4, Z14
-	VDIVPS       Z15, Z4, Z15
-	VDIVPS       Z16, Z4, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS       Z16, Z16, Z19
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VMULPS       Z19, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VADDPS       Z28, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VMULPS       Z17, Z25, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z23, Z19
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VADDPS       Z22, Z19, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS       Z22, Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VSUBPS       Z22, Z13, Z28
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VADDPS       Z22, Z13, Z22
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS       Z22, Z28, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VADDPS       Z22, Z25, Z13
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTPS2DQ    Z13, Z13
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VCVTDQ2PS    Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VSUBPS       Z28, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VSUBPS       Z19, Z25, Z25
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS       Z25, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VMULPS       Z19, Z28, Z28
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VADDPS       Z22, Z28, Z28
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VMULPS       Z19, Z22, Z19
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VADDPS       Z28, Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VPSLLD       $0x17, Z13, Z13
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS       Z13, Z19, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VBLENDMPS    Z3, Z14, K4, Z14
-	VBLENDMPS    Z3, Z15, K5, Z15
-	VBLENDMPS    Z3, Z16, K6, Z16
-	VSUBPS       Z14, Z4, Z11
-	VSUBPS       Z15, Z4, Z12
-	VSUBPS       Z16, Z4, Z13
-	VCMPPS       $0x1d, Z3, Z5, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VCMPPS       $0x1d, Z3, Z6, K4
-	VBLENDMPS    Z12, Z15, K4, Z8
-	VCMPPS       $0x1d, Z3, Z10, K4
-	VBLENDMPS    Z13, Z16, K4, Z9
-	VMULPS       Z7, Z5, Z5
-	VMULPS       Z8, Z6, Z6
-	VMULPS       Z9, Z10, Z10
-	VMOVUPS.Z    (DI)(R10*4), K1, Z11
-	VADDPS       Z11, Z5, Z5
-	VMULPS       Z1, Z5, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K1, (R8)(R10*1)
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z5
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z1, Z6, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K2, 16(R8)(R10*1)
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z5
-	VADDPS       Z5, Z10, Z10
-	VMULPS       Z1, Z10, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K3, 32(R8)(R10*1)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_552
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         resStride+88(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, DI
-	MOVQ         outStride+112(FP), R10
-	ADDQ         R10, R8
-	DECQ         BX
-	JNZ          epi_row_551
+epi_col_484:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z10
+	VMOVDQU32.Z (SI)(R10*4), K1, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   (CX)(R10*4), K1, Z11
+	VMULPS      Z11, Z10, Z10
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z11
+	VMOVDQU32.Z 64(SI)(R10*4), K2, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z12
+	VMULPS      Z12, Z11, Z11
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z12
+	VMOVDQU32.Z 128(SI)(R10*4), K3, Z13
+	VPMULLD     Z13, Z0, Z13
+	VPSUBD      Z13, Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z13
+	VMULPS      Z13, Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VCVTPS2DQ   Z15, Z18
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VREDUCEPS   $0x00, Z15, Z15
+	VPERMPS     Z9, Z16, Z19
+	VPERMPS     Z9, Z17, Z20
+	VPERMPS     Z9, Z18, Z21
+	VPERMPS     Z8, Z16, Z22
+	VPERMPS     Z8, Z17, Z23
+	VPERMPS     Z8, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VPERMPS     Z7, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VPERMPS     Z6, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VPERMPS     Z5, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z4, Z16, Z16
+	VPERMPS     Z4, Z17, Z17
+	VPERMPS     Z4, Z18, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VFMADD213PS Z18, Z15, Z21
+	VMAXPS      Z10, Z3, Z10
+	VMAXPS      Z11, Z3, Z11
+	VMAXPS      Z12, Z3, Z12
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VADDPS      Z21, Z12, Z12
+	VMOVUPS.Z   (DI)(R10*4), K1, Z13
+	VADDPS      Z13, Z10, Z10
+	VMULPS      Z1, Z10, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K1, (R8)(R10*1)
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z10
+	VADDPS      Z10, Z11, Z11
+	VMULPS      Z1, Z11, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K2, 16(R8)(R10*1)
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z10
+	VADDPS      Z10, Z12, Z12
+	VMULPS      Z1, Z12, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K3, 32(R8)(R10*1)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_484
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        resStride+88(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, DI
+	MOVQ        outStride+112(FP), R10
+	ADDQ        R10, R8
+	DECQ        BX
+	JNZ         epi_row_483
 	VZEROUPPER
 	RET
 
-epi_flag_550:
+epi_flag_482:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -17336,311 +13936,160 @@ epi_flag_550:
 	MOVL         outZero+124(FP), R11
 	VPBROADCASTD R11, Z2
 	VPXORD       Z3, Z3, Z3
-	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z4
+	VMOVUPS      epilogueGelu<>+64(SB), Z5
+	VMOVUPS      epilogueGelu<>+128(SB), Z6
+	VMOVUPS      epilogueGelu<>+192(SB), Z7
+	VMOVUPS      epilogueGelu<>+256(SB), Z8
+	VMOVUPS      epilogueGelu<>+320(SB), Z9
 	LEAQ         epilogueColMasks<>+0(SB), R11
 
-epi_row_553:
+epi_row_485:
 	VPBROADCASTD (R8), Z0
 	XORQ         R12, R12
 
-epi_col_554:
-	MOVQ         DX, R13
-	SUBQ         R12, R13
-	MOVQ         $0x00000030, R14
-	CMPQ         R13, R14
-	CMOVQLT      R13, R14
-	MOVQ         (R11)(R14*8), R13
-	KMOVQ        R13, K1
-	VMOVDQU32.Z  (AX)(R12*4), K1, Z5
-	VMOVDQU32.Z  (SI)(R12*4), K1, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    (CX)(R12*4), K1, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (DI), Z5, Z5
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R12*4), K2, Z6
-	VMOVDQU32.Z  64(SI)(R12*4), K2, Z10
-	VPMULLD      Z10, Z0, Z10
-	VPSUBD       Z10, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R12*4), K2, Z10
-	VMULPS       Z10, Z6, Z6
-	VMULPS.BCST  (DI), Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R12*4), K3, Z10
-	VMOVDQU32.Z  128(SI)(R12*4), K3, Z11
-	VPMULLD      Z11, Z0, Z11
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMOVUPS.Z    128(CX)(R12*4), K3, Z11
-	VMULPS       Z11, Z10, Z10
-	VMULPS.BCST  (DI), Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
-	VDIVPS       Z14, Z4, Z14
-	VDIVPS       Z15, Z4, Z15
-	VDIVPS       Z16, Z4, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS       Z16, Z16, Z19
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VMULPS       Z19, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VADDPS       Z28, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VMULPS       Z17, Z25, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z23, Z19
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VADDPS       Z22, Z19, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS       Z22, Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VSUBPS       Z22, Z13, Z28
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VADDPS       Z22, Z13, Z22
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS       Z22, Z28, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VADDPS       Z22, Z25, Z13
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTPS2DQ    Z13, Z13
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VCVTDQ2PS    Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VSUBPS       Z28, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VSUBPS       Z19, Z25, Z25
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS       Z25, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VMULPS       Z19, Z28, Z28
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VADDPS       Z22, Z28, Z28
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VMULPS       Z19, Z22, Z19
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VADDPS       Z28, Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VPSLLD       $0x17, Z13, Z13
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS       Z13, Z19, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VBLENDMPS    Z3, Z14, K4, Z14
-	VBLENDMPS    Z3, Z15, K5, Z15
-	VBLENDMPS    Z3, Z16, K6, Z16
-	VSUBPS       Z14, Z4, Z11
-	VSUBPS       Z15, Z4, Z12
-	VSUBPS       Z16, Z4, Z13
-	VCMPPS       $0x1d, Z3, Z5, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VCMPPS       $0x1d, Z3, Z6, K4
-	VBLENDMPS    Z12, Z15, K4, Z8
-	VCMPPS       $0x1d, Z3, Z10, K4
-	VBLENDMPS    Z13, Z16, K4, Z9
-	VMULPS       Z7, Z5, Z5
-	VMULPS       Z8, Z6, Z6
-	VMULPS       Z9, Z10, Z10
-	VMOVUPS.Z    (R9)(R12*4), K1, Z11
-	VADDPS       Z11, Z5, Z5
-	VMULPS       Z1, Z5, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K1, (R10)(R12*1)
-	VMOVUPS.Z    64(R9)(R12*4), K2, Z5
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z1, Z6, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K2, 16(R10)(R12*1)
-	VMOVUPS.Z    128(R9)(R12*4), K3, Z5
-	VADDPS       Z5, Z10, Z10
-	VMULPS       Z1, Z10, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K3, 32(R10)(R12*1)
-	ADDQ         $0x30, R12
-	CMPQ         R12, DX
-	JL           epi_col_554
-	MOVQ         ldc+8(FP), R12
-	SHLQ         $0x02, R12
-	ADDQ         R12, AX
-	MOVQ         resStride+88(FP), R12
-	SHLQ         $0x02, R12
-	ADDQ         R12, R9
-	MOVQ         outStride+112(FP), R12
-	ADDQ         R12, R10
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_553
+epi_col_486:
+	MOVQ        DX, R13
+	SUBQ        R12, R13
+	MOVQ        $0x00000030, R14
+	CMPQ        R13, R14
+	CMOVQLT     R13, R14
+	MOVQ        (R11)(R14*8), R13
+	KMOVQ       R13, K1
+	VMOVDQU32.Z (AX)(R12*4), K1, Z10
+	VMOVDQU32.Z (SI)(R12*4), K1, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   (CX)(R12*4), K1, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (DI), Z10, Z10
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R12*4), K2, Z11
+	VMOVDQU32.Z 64(SI)(R12*4), K2, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   64(CX)(R12*4), K2, Z12
+	VMULPS      Z12, Z11, Z11
+	VMULPS.BCST (DI), Z11, Z11
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R12*4), K3, Z12
+	VMOVDQU32.Z 128(SI)(R12*4), K3, Z13
+	VPMULLD     Z13, Z0, Z13
+	VPSUBD      Z13, Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMOVUPS.Z   128(CX)(R12*4), K3, Z13
+	VMULPS      Z13, Z12, Z12
+	VMULPS.BCST (DI), Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VCVTPS2DQ   Z15, Z18
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VREDUCEPS   $0x00, Z15, Z15
+	VPERMPS     Z9, Z16, Z19
+	VPERMPS     Z9, Z17, Z20
+	VPERMPS     Z9, Z18, Z21
+	VPERMPS     Z8, Z16, Z22
+	VPERMPS     Z8, Z17, Z23
+	VPERMPS     Z8, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VPERMPS     Z7, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VPERMPS     Z6, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VPERMPS     Z5, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z4, Z16, Z16
+	VPERMPS     Z4, Z17, Z17
+	VPERMPS     Z4, Z18, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VFMADD213PS Z18, Z15, Z21
+	VMAXPS      Z10, Z3, Z10
+	VMAXPS      Z11, Z3, Z11
+	VMAXPS      Z12, Z3, Z12
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VADDPS      Z21, Z12, Z12
+	VMOVUPS.Z   (R9)(R12*4), K1, Z13
+	VADDPS      Z13, Z10, Z10
+	VMULPS      Z1, Z10, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K1, (R10)(R12*1)
+	VMOVUPS.Z   64(R9)(R12*4), K2, Z10
+	VADDPS      Z10, Z11, Z11
+	VMULPS      Z1, Z11, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K2, 16(R10)(R12*1)
+	VMOVUPS.Z   128(R9)(R12*4), K3, Z10
+	VADDPS      Z10, Z12, Z12
+	VMULPS      Z1, Z12, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K3, 32(R10)(R12*1)
+	ADDQ        $0x30, R12
+	CMPQ        R12, DX
+	JL          epi_col_486
+	MOVQ        ldc+8(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, AX
+	MOVQ        resStride+88(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, R9
+	MOVQ        outStride+112(FP), R12
+	ADDQ        R12, R10
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_485
 	VZEROUPPER
 	RET
 
-epi_flag_507:
+epi_flag_439:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_555
+	JNZ          epi_flag_487
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_556
+	JNZ          epi_flag_488
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_557
+	JNZ          epi_flag_489
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_558
+	JNZ          epi_flag_490
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -17652,10 +14101,10 @@ epi_flag_507:
 	MOVQ         outF32+96(FP), R8
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_559:
+epi_row_491:
 	XORQ R10, R10
 
-epi_col_560:
+epi_col_492:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -17697,7 +14146,7 @@ epi_col_560:
 	VMOVUPS     Z3, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_560
+	JL          epi_col_492
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -17705,11 +14154,11 @@ epi_col_560:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_559
+	JNZ         epi_row_491
 	VZEROUPPER
 	RET
 
-epi_flag_558:
+epi_flag_490:
 	MOVQ c+0(FP), AX
 	MOVQ scale+56(FP), CX
 	MOVQ n+24(FP), DX
@@ -17721,11 +14170,11 @@ epi_flag_558:
 	MOVQ outF32+96(FP), R10
 	LEAQ epilogueColMasks<>+0(SB), R11
 
-epi_row_561:
+epi_row_493:
 	VPBROADCASTD (R8), Z0
 	XORQ         R12, R12
 
-epi_col_562:
+epi_col_494:
 	MOVQ        DX, R13
 	SUBQ        R12, R13
 	MOVQ        $0x00000030, R14
@@ -17770,7 +14219,7 @@ epi_col_562:
 	VMOVUPS     Z3, K3, 128(R10)(R12*4)
 	ADDQ        $0x30, R12
 	CMPQ        R12, DX
-	JL          epi_col_562
+	JL          epi_col_494
 	MOVQ        ldc+8(FP), R12
 	SHLQ        $0x02, R12
 	ADDQ        R12, AX
@@ -17780,13 +14229,13 @@ epi_col_562:
 	ADDQ        $0x04, DI
 	ADDQ        $0x04, R8
 	DECQ        BX
-	JNZ         epi_row_561
+	JNZ         epi_row_493
 	VZEROUPPER
 	RET
 
-epi_flag_557:
+epi_flag_489:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_563
+	JNZ          epi_flag_495
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -17803,84 +14252,81 @@ epi_flag_557:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_564:
+epi_row_496:
 	XORQ R10, R10
 
-epi_col_565:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z4
-	VMOVDQU32.Z  (SI)(R10*4), K1, Z5
-	VPMULLD      Z5, Z0, Z5
-	VPSUBD       Z5, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R10*4), K1, Z5
-	VMULPS       Z5, Z4, Z4
-	VMOVUPS.Z    (DI)(R10*4), K1, Z5
-	VADDPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z5
-	VMOVDQU32.Z  64(SI)(R10*4), K2, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z6
-	VMULPS       Z6, Z5, Z5
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z6
-	VADDPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z6
-	VMOVDQU32.Z  128(SI)(R10*4), K3, Z7
-	VPMULLD      Z7, Z0, Z7
-	VPSUBD       Z7, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z7
-	VMULPS       Z7, Z6, Z6
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z7
-	VADDPS       Z7, Z6, Z6
-	VMULPS       Z1, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (R8)(R10*1)
-	VMULPS       Z1, Z5, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(R8)(R10*1)
-	VMULPS       Z1, Z6, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(R8)(R10*1)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_565
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         outStride+112(FP), R10
-	ADDQ         R10, R8
-	DECQ         BX
-	JNZ          epi_row_564
+epi_col_497:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z4
+	VMOVDQU32.Z (SI)(R10*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   (CX)(R10*4), K1, Z5
+	VMULPS      Z5, Z4, Z4
+	VMOVUPS.Z   (DI)(R10*4), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z5
+	VMOVDQU32.Z 64(SI)(R10*4), K2, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z6
+	VMULPS      Z6, Z5, Z5
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z6
+	VADDPS      Z6, Z5, Z5
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z6
+	VMOVDQU32.Z 128(SI)(R10*4), K3, Z7
+	VPMULLD     Z7, Z0, Z7
+	VPSUBD      Z7, Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z7
+	VMULPS      Z7, Z6, Z6
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z7
+	VADDPS      Z7, Z6, Z6
+	VMULPS      Z1, Z4, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K1, (R8)(R10*1)
+	VMULPS      Z1, Z5, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K2, 16(R8)(R10*1)
+	VMULPS      Z1, Z6, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K3, 32(R8)(R10*1)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_497
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        outStride+112(FP), R10
+	ADDQ        R10, R8
+	DECQ        BX
+	JNZ         epi_row_496
 	VZEROUPPER
 	RET
 
-epi_flag_563:
+epi_flag_495:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -17897,94 +14343,91 @@ epi_flag_563:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R11
 
-epi_row_566:
+epi_row_498:
 	VPBROADCASTD (R8), Z0
 	XORQ         R12, R12
 
-epi_col_567:
-	MOVQ         DX, R13
-	SUBQ         R12, R13
-	MOVQ         $0x00000030, R14
-	CMPQ         R13, R14
-	CMOVQLT      R13, R14
-	MOVQ         (R11)(R14*8), R13
-	KMOVQ        R13, K1
-	VMOVDQU32.Z  (AX)(R12*4), K1, Z4
-	VMOVDQU32.Z  (SI)(R12*4), K1, Z5
-	VPMULLD      Z5, Z0, Z5
-	VPSUBD       Z5, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R12*4), K1, Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS.BCST  (DI), Z4, Z4
-	VMOVUPS.Z    (R9)(R12*4), K1, Z5
-	VADDPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R12*4), K2, Z5
-	VMOVDQU32.Z  64(SI)(R12*4), K2, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    64(CX)(R12*4), K2, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (DI), Z5, Z5
-	VMOVUPS.Z    64(R9)(R12*4), K2, Z6
-	VADDPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R12*4), K3, Z6
-	VMOVDQU32.Z  128(SI)(R12*4), K3, Z7
-	VPMULLD      Z7, Z0, Z7
-	VPSUBD       Z7, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    128(CX)(R12*4), K3, Z7
-	VMULPS       Z7, Z6, Z6
-	VMULPS.BCST  (DI), Z6, Z6
-	VMOVUPS.Z    128(R9)(R12*4), K3, Z7
-	VADDPS       Z7, Z6, Z6
-	VMULPS       Z1, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (R10)(R12*1)
-	VMULPS       Z1, Z5, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(R10)(R12*1)
-	VMULPS       Z1, Z6, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(R10)(R12*1)
-	ADDQ         $0x30, R12
-	CMPQ         R12, DX
-	JL           epi_col_567
-	MOVQ         ldc+8(FP), R12
-	SHLQ         $0x02, R12
-	ADDQ         R12, AX
-	MOVQ         outStride+112(FP), R12
-	ADDQ         R12, R10
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_566
+epi_col_499:
+	MOVQ        DX, R13
+	SUBQ        R12, R13
+	MOVQ        $0x00000030, R14
+	CMPQ        R13, R14
+	CMOVQLT     R13, R14
+	MOVQ        (R11)(R14*8), R13
+	KMOVQ       R13, K1
+	VMOVDQU32.Z (AX)(R12*4), K1, Z4
+	VMOVDQU32.Z (SI)(R12*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   (CX)(R12*4), K1, Z5
+	VMULPS      Z5, Z4, Z4
+	VMULPS.BCST (DI), Z4, Z4
+	VMOVUPS.Z   (R9)(R12*4), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R12*4), K2, Z5
+	VMOVDQU32.Z 64(SI)(R12*4), K2, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   64(CX)(R12*4), K2, Z6
+	VMULPS      Z6, Z5, Z5
+	VMULPS.BCST (DI), Z5, Z5
+	VMOVUPS.Z   64(R9)(R12*4), K2, Z6
+	VADDPS      Z6, Z5, Z5
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R12*4), K3, Z6
+	VMOVDQU32.Z 128(SI)(R12*4), K3, Z7
+	VPMULLD     Z7, Z0, Z7
+	VPSUBD      Z7, Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   128(CX)(R12*4), K3, Z7
+	VMULPS      Z7, Z6, Z6
+	VMULPS.BCST (DI), Z6, Z6
+	VMOVUPS.Z   128(R9)(R12*4), K3, Z7
+	VADDPS      Z7, Z6, Z6
+	VMULPS      Z1, Z4, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K1, (R10)(R12*1)
+	VMULPS      Z1, Z5, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K2, 16(R10)(R12*1)
+	VMULPS      Z1, Z6, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K3, 32(R10)(R12*1)
+	ADDQ        $0x30, R12
+	CMPQ        R12, DX
+	JL          epi_col_499
+	MOVQ        ldc+8(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, AX
+	MOVQ        outStride+112(FP), R12
+	ADDQ        R12, R10
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_498
 	VZEROUPPER
 	RET
 
-epi_flag_556:
+epi_flag_488:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_568
+	JNZ          epi_flag_500
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_569
+	JNZ          epi_flag_501
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -17997,10 +14440,10 @@ epi_flag_556:
 	MOVQ         outF32+96(FP), R9
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_570:
+epi_row_502:
 	XORQ R11, R11
 
-epi_col_571:
+epi_col_503:
 	MOVQ        DX, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000030, R13
@@ -18048,7 +14491,7 @@ epi_col_571:
 	VMOVUPS     Z3, K3, 128(R9)(R11*4)
 	ADDQ        $0x30, R11
 	CMPQ        R11, DX
-	JL          epi_col_571
+	JL          epi_col_503
 	MOVQ        ldc+8(FP), R11
 	SHLQ        $0x02, R11
 	ADDQ        R11, AX
@@ -18059,11 +14502,11 @@ epi_col_571:
 	SHLQ        $0x02, R11
 	ADDQ        R11, R9
 	DECQ        BX
-	JNZ         epi_row_570
+	JNZ         epi_row_502
 	VZEROUPPER
 	RET
 
-epi_flag_569:
+epi_flag_501:
 	MOVQ c+0(FP), AX
 	MOVQ scale+56(FP), CX
 	MOVQ n+24(FP), DX
@@ -18076,11 +14519,11 @@ epi_flag_569:
 	MOVQ outF32+96(FP), R11
 	LEAQ epilogueColMasks<>+0(SB), R12
 
-epi_row_572:
+epi_row_504:
 	VPBROADCASTD (R8), Z0
 	XORQ         R13, R13
 
-epi_col_573:
+epi_col_505:
 	MOVQ        DX, R14
 	SUBQ        R13, R14
 	MOVQ        $0x00000030, R15
@@ -18131,7 +14574,7 @@ epi_col_573:
 	VMOVUPS     Z3, K3, 128(R11)(R13*4)
 	ADDQ        $0x30, R13
 	CMPQ        R13, DX
-	JL          epi_col_573
+	JL          epi_col_505
 	MOVQ        ldc+8(FP), R13
 	SHLQ        $0x02, R13
 	ADDQ        R13, AX
@@ -18144,13 +14587,13 @@ epi_col_573:
 	ADDQ        $0x04, DI
 	ADDQ        $0x04, R8
 	DECQ        BX
-	JNZ         epi_row_572
+	JNZ         epi_row_504
 	VZEROUPPER
 	RET
 
-epi_flag_568:
+epi_flag_500:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_574
+	JNZ          epi_flag_506
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -18168,93 +14611,90 @@ epi_flag_568:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_575:
+epi_row_507:
 	XORQ R11, R11
 
-epi_col_576:
-	MOVQ         DX, R12
-	SUBQ         R11, R12
-	MOVQ         $0x00000030, R13
-	CMPQ         R12, R13
-	CMOVQLT      R12, R13
-	MOVQ         (R10)(R13*8), R12
-	KMOVQ        R12, K1
-	VMOVDQU32.Z  (AX)(R11*4), K1, Z4
-	VMOVDQU32.Z  (SI)(R11*4), K1, Z5
-	VPMULLD      Z5, Z0, Z5
-	VPSUBD       Z5, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R11*4), K1, Z5
-	VMULPS       Z5, Z4, Z4
-	VMOVUPS.Z    (DI)(R11*4), K1, Z5
-	VADDPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R11*4), K2, Z5
-	VMOVDQU32.Z  64(SI)(R11*4), K2, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    64(CX)(R11*4), K2, Z6
-	VMULPS       Z6, Z5, Z5
-	VMOVUPS.Z    64(DI)(R11*4), K2, Z6
-	VADDPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R11*4), K3, Z6
-	VMOVDQU32.Z  128(SI)(R11*4), K3, Z7
-	VPMULLD      Z7, Z0, Z7
-	VPSUBD       Z7, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    128(CX)(R11*4), K3, Z7
-	VMULPS       Z7, Z6, Z6
-	VMOVUPS.Z    128(DI)(R11*4), K3, Z7
-	VADDPS       Z7, Z6, Z6
-	VMOVUPS.Z    (R8)(R11*4), K1, Z7
-	VADDPS       Z7, Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (R9)(R11*1)
-	VMOVUPS.Z    64(R8)(R11*4), K2, Z4
-	VADDPS       Z4, Z5, Z5
-	VMULPS       Z1, Z5, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(R9)(R11*1)
-	VMOVUPS.Z    128(R8)(R11*4), K3, Z4
-	VADDPS       Z4, Z6, Z6
-	VMULPS       Z1, Z6, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(R9)(R11*1)
-	ADDQ         $0x30, R11
-	CMPQ         R11, DX
-	JL           epi_col_576
-	MOVQ         ldc+8(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, AX
-	MOVQ         resStride+88(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, R8
-	MOVQ         outStride+112(FP), R11
-	ADDQ         R11, R9
-	DECQ         BX
-	JNZ          epi_row_575
+epi_col_508:
+	MOVQ        DX, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVDQU32.Z (AX)(R11*4), K1, Z4
+	VMOVDQU32.Z (SI)(R11*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   (CX)(R11*4), K1, Z5
+	VMULPS      Z5, Z4, Z4
+	VMOVUPS.Z   (DI)(R11*4), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z5
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z6
+	VMULPS      Z6, Z5, Z5
+	VMOVUPS.Z   64(DI)(R11*4), K2, Z6
+	VADDPS      Z6, Z5, Z5
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z6
+	VMOVDQU32.Z 128(SI)(R11*4), K3, Z7
+	VPMULLD     Z7, Z0, Z7
+	VPSUBD      Z7, Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z7
+	VMULPS      Z7, Z6, Z6
+	VMOVUPS.Z   128(DI)(R11*4), K3, Z7
+	VADDPS      Z7, Z6, Z6
+	VMOVUPS.Z   (R8)(R11*4), K1, Z7
+	VADDPS      Z7, Z4, Z4
+	VMULPS      Z1, Z4, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K1, (R9)(R11*1)
+	VMOVUPS.Z   64(R8)(R11*4), K2, Z4
+	VADDPS      Z4, Z5, Z5
+	VMULPS      Z1, Z5, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K2, 16(R9)(R11*1)
+	VMOVUPS.Z   128(R8)(R11*4), K3, Z4
+	VADDPS      Z4, Z6, Z6
+	VMULPS      Z1, Z6, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K3, 32(R9)(R11*1)
+	ADDQ        $0x30, R11
+	CMPQ        R11, DX
+	JL          epi_col_508
+	MOVQ        ldc+8(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, AX
+	MOVQ        resStride+88(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R8
+	MOVQ        outStride+112(FP), R11
+	ADDQ        R11, R9
+	DECQ        BX
+	JNZ         epi_row_507
 	VZEROUPPER
 	RET
 
-epi_flag_574:
+epi_flag_506:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -18272,105 +14712,102 @@ epi_flag_574:
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueColMasks<>+0(SB), R12
 
-epi_row_577:
+epi_row_509:
 	VPBROADCASTD (R8), Z0
 	XORQ         R13, R13
 
-epi_col_578:
-	MOVQ         DX, R14
-	SUBQ         R13, R14
-	MOVQ         $0x00000030, R15
-	CMPQ         R14, R15
-	CMOVQLT      R14, R15
-	MOVQ         (R12)(R15*8), R14
-	KMOVQ        R14, K1
-	VMOVDQU32.Z  (AX)(R13*4), K1, Z4
-	VMOVDQU32.Z  (SI)(R13*4), K1, Z5
-	VPMULLD      Z5, Z0, Z5
-	VPSUBD       Z5, Z4, Z4
-	VCVTDQ2PS    Z4, Z4
-	VMOVUPS.Z    (CX)(R13*4), K1, Z5
-	VMULPS       Z5, Z4, Z4
-	VMULPS.BCST  (DI), Z4, Z4
-	VMOVUPS.Z    (R9)(R13*4), K1, Z5
-	VADDPS       Z5, Z4, Z4
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R13*4), K2, Z5
-	VMOVDQU32.Z  64(SI)(R13*4), K2, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    64(CX)(R13*4), K2, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (DI), Z5, Z5
-	VMOVUPS.Z    64(R9)(R13*4), K2, Z6
-	VADDPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R13*4), K3, Z6
-	VMOVDQU32.Z  128(SI)(R13*4), K3, Z7
-	VPMULLD      Z7, Z0, Z7
-	VPSUBD       Z7, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    128(CX)(R13*4), K3, Z7
-	VMULPS       Z7, Z6, Z6
-	VMULPS.BCST  (DI), Z6, Z6
-	VMOVUPS.Z    128(R9)(R13*4), K3, Z7
-	VADDPS       Z7, Z6, Z6
-	VMOVUPS.Z    (R10)(R13*4), K1, Z7
-	VADDPS       Z7, Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K1, (R11)(R13*1)
-	VMOVUPS.Z    64(R10)(R13*4), K2, Z4
-	VADDPS       Z4, Z5, Z5
-	VMULPS       Z1, Z5, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K2, 16(R11)(R13*1)
-	VMOVUPS.Z    128(R10)(R13*4), K3, Z4
-	VADDPS       Z4, Z6, Z6
-	VMULPS       Z1, Z6, Z4
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z4, Z4
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z4, Z4
-	VCVTPS2DQ    Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VPMAXSD      Z3, Z4, Z4
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z4, Z4
-	VPMOVDB      Z4, K3, 32(R11)(R13*1)
-	ADDQ         $0x30, R13
-	CMPQ         R13, DX
-	JL           epi_col_578
-	MOVQ         ldc+8(FP), R13
-	SHLQ         $0x02, R13
-	ADDQ         R13, AX
-	MOVQ         resStride+88(FP), R13
-	SHLQ         $0x02, R13
-	ADDQ         R13, R10
-	MOVQ         outStride+112(FP), R13
-	ADDQ         R13, R11
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_577
+epi_col_510:
+	MOVQ        DX, R14
+	SUBQ        R13, R14
+	MOVQ        $0x00000030, R15
+	CMPQ        R14, R15
+	CMOVQLT     R14, R15
+	MOVQ        (R12)(R15*8), R14
+	KMOVQ       R14, K1
+	VMOVDQU32.Z (AX)(R13*4), K1, Z4
+	VMOVDQU32.Z (SI)(R13*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMOVUPS.Z   (CX)(R13*4), K1, Z5
+	VMULPS      Z5, Z4, Z4
+	VMULPS.BCST (DI), Z4, Z4
+	VMOVUPS.Z   (R9)(R13*4), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R13*4), K2, Z5
+	VMOVDQU32.Z 64(SI)(R13*4), K2, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMOVUPS.Z   64(CX)(R13*4), K2, Z6
+	VMULPS      Z6, Z5, Z5
+	VMULPS.BCST (DI), Z5, Z5
+	VMOVUPS.Z   64(R9)(R13*4), K2, Z6
+	VADDPS      Z6, Z5, Z5
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R13*4), K3, Z6
+	VMOVDQU32.Z 128(SI)(R13*4), K3, Z7
+	VPMULLD     Z7, Z0, Z7
+	VPSUBD      Z7, Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMOVUPS.Z   128(CX)(R13*4), K3, Z7
+	VMULPS      Z7, Z6, Z6
+	VMULPS.BCST (DI), Z6, Z6
+	VMOVUPS.Z   128(R9)(R13*4), K3, Z7
+	VADDPS      Z7, Z6, Z6
+	VMOVUPS.Z   (R10)(R13*4), K1, Z7
+	VADDPS      Z7, Z4, Z4
+	VMULPS      Z1, Z4, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K1, (R11)(R13*1)
+	VMOVUPS.Z   64(R10)(R13*4), K2, Z4
+	VADDPS      Z4, Z5, Z5
+	VMULPS      Z1, Z5, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K2, 16(R11)(R13*1)
+	VMOVUPS.Z   128(R10)(R13*4), K3, Z4
+	VADDPS      Z4, Z6, Z6
+	VMULPS      Z1, Z6, Z4
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
+	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
+	VCVTPS2DQ   Z4, Z4
+	VPADDD      Z2, Z4, Z4
+	VPMAXSD     Z3, Z4, Z4
+	VPMOVUSDB   Z4, K3, 32(R11)(R13*1)
+	ADDQ        $0x30, R13
+	CMPQ        R13, DX
+	JL          epi_col_510
+	MOVQ        ldc+8(FP), R13
+	SHLQ        $0x02, R13
+	ADDQ        R13, AX
+	MOVQ        resStride+88(FP), R13
+	SHLQ        $0x02, R13
+	ADDQ        R13, R10
+	MOVQ        outStride+112(FP), R13
+	ADDQ        R13, R11
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_509
 	VZEROUPPER
 	RET
 
-epi_flag_555:
+epi_flag_487:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_579
+	JNZ          epi_flag_511
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_580
+	JNZ          epi_flag_512
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_581
+	JNZ          epi_flag_513
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -18381,13 +14818,18 @@ epi_flag_555:
 	MOVQ         bias+72(FP), DI
 	MOVQ         outF32+96(FP), R8
 	VPXORD       Z1, Z1, Z1
-	VBROADCASTSS epilogueConsts<>+4(SB), Z2
+	VMOVUPS      epilogueGelu<>+0(SB), Z2
+	VMOVUPS      epilogueGelu<>+64(SB), Z3
+	VMOVUPS      epilogueGelu<>+128(SB), Z4
+	VMOVUPS      epilogueGelu<>+192(SB), Z5
+	VMOVUPS      epilogueGelu<>+256(SB), Z6
+	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_582:
+epi_row_514:
 	XORQ R10, R10
 
-epi_col_583:
+epi_col_515:
 	MOVQ        DX, R11
 	SUBQ        R10, R11
 	MOVQ        $0x00000030, R12
@@ -18395,248 +14837,95 @@ epi_col_583:
 	CMOVQLT     R11, R12
 	MOVQ        (R9)(R12*8), R11
 	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z3
-	VMOVDQU32.Z (SI)(R10*4), K1, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R10*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMOVUPS.Z   (DI)(R10*4), K1, Z4
-	VADDPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z4
-	VMOVDQU32.Z 64(SI)(R10*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z8
-	VMULPS      Z8, Z4, Z4
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z8
-	VADDPS      Z8, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z8
-	VMOVDQU32.Z 128(SI)(R10*4), K3, Z9
+	VMOVDQU32.Z (AX)(R10*4), K1, Z8
+	VMOVDQU32.Z (SI)(R10*4), K1, Z9
 	VPMULLD     Z9, Z0, Z9
 	VPSUBD      Z9, Z8, Z8
 	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z9
+	VMOVUPS.Z   (CX)(R10*4), K1, Z9
 	VMULPS      Z9, Z8, Z8
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z9
+	VMOVUPS.Z   (DI)(R10*4), K1, Z9
 	VADDPS      Z9, Z8, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS      Z12, Z2, Z12
-	VDIVPS      Z13, Z2, Z13
-	VDIVPS      Z14, Z2, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS      Z14, Z14, Z17
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VMULPS      Z17, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VADDPS      Z26, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VMULPS      Z15, Z23, Z15
-	VMULPS      Z16, Z22, Z16
-	VMULPS      Z17, Z21, Z17
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VADDPS      Z20, Z17, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS      Z20, Z20, Z23
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VSUBPS      Z20, Z11, Z26
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VADDPS      Z20, Z11, Z20
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS      Z20, Z26, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VADDPS      Z17, Z20, Z20
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VADDPS      Z20, Z23, Z11
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTPS2DQ   Z11, Z11
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VCVTDQ2PS   Z11, Z17
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VSUBPS      Z26, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VSUBPS      Z17, Z23, Z23
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS      Z23, Z23, Z17
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VMULPS      Z17, Z26, Z26
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VADDPS      Z20, Z26, Z26
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VMULPS      Z17, Z20, Z17
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VADDPS      Z26, Z17, Z17
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VPSLLD      $0x17, Z11, Z11
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS      Z11, Z17, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VMULPS      Z11, Z14, Z14
-	VBLENDMPS   Z1, Z12, K4, Z12
-	VBLENDMPS   Z1, Z13, K5, Z13
-	VBLENDMPS   Z1, Z14, K6, Z14
-	VSUBPS      Z12, Z2, Z9
-	VSUBPS      Z13, Z2, Z10
-	VSUBPS      Z14, Z2, Z11
-	VCMPPS      $0x1d, Z1, Z3, K4
-	VBLENDMPS   Z9, Z12, K4, Z5
-	VCMPPS      $0x1d, Z1, Z4, K4
-	VBLENDMPS   Z10, Z13, K4, Z6
-	VCMPPS      $0x1d, Z1, Z8, K4
-	VBLENDMPS   Z11, Z14, K4, Z7
-	VMULPS      Z5, Z3, Z3
-	VMULPS      Z6, Z4, Z4
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS     Z3, K1, (R8)(R10*4)
-	VMOVUPS     Z4, K2, 64(R8)(R10*4)
-	VMOVUPS     Z8, K3, 128(R8)(R10*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z9
+	VMOVDQU32.Z 64(SI)(R10*4), K2, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z10
+	VMULPS      Z10, Z9, Z9
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z10
+	VADDPS      Z10, Z9, Z9
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z10
+	VMOVDQU32.Z 128(SI)(R10*4), K3, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z11
+	VMULPS      Z11, Z10, Z10
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z11
+	VADDPS      Z11, Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VPERMPS     Z7, Z14, Z17
+	VPERMPS     Z7, Z15, Z18
+	VPERMPS     Z7, Z16, Z19
+	VPERMPS     Z6, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VPERMPS     Z3, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z2, Z14, Z14
+	VPERMPS     Z2, Z15, Z15
+	VPERMPS     Z2, Z16, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMAXPS      Z10, Z1, Z10
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VMOVUPS     Z8, K1, (R8)(R10*4)
+	VMOVUPS     Z9, K2, 64(R8)(R10*4)
+	VMOVUPS     Z10, K3, 128(R8)(R10*4)
 	ADDQ        $0x30, R10
 	CMPQ        R10, DX
-	JL          epi_col_583
+	JL          epi_col_515
 	MOVQ        ldc+8(FP), R10
 	SHLQ        $0x02, R10
 	ADDQ        R10, AX
@@ -18644,29 +14933,34 @@ epi_col_583:
 	SHLQ        $0x02, R10
 	ADDQ        R10, R8
 	DECQ        BX
-	JNZ         epi_row_582
+	JNZ         epi_row_514
 	VZEROUPPER
 	RET
 
-epi_flag_581:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         bias+72(FP), R9
-	MOVQ         outF32+96(FP), R10
-	VPXORD       Z1, Z1, Z1
-	VBROADCASTSS epilogueConsts<>+4(SB), Z2
-	LEAQ         epilogueColMasks<>+0(SB), R11
+epi_flag_513:
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    colSum+32(FP), SI
+	MOVQ    rowScale+64(FP), DI
+	MOVQ    rowZero+48(FP), R8
+	MOVQ    bias+72(FP), R9
+	MOVQ    outF32+96(FP), R10
+	VPXORD  Z1, Z1, Z1
+	VMOVUPS epilogueGelu<>+0(SB), Z2
+	VMOVUPS epilogueGelu<>+64(SB), Z3
+	VMOVUPS epilogueGelu<>+128(SB), Z4
+	VMOVUPS epilogueGelu<>+192(SB), Z5
+	VMOVUPS epilogueGelu<>+256(SB), Z6
+	VMOVUPS epilogueGelu<>+320(SB), Z7
+	LEAQ    epilogueColMasks<>+0(SB), R11
 
-epi_row_584:
+epi_row_516:
 	VPBROADCASTD (R8), Z0
 	XORQ         R12, R12
 
-epi_col_585:
+epi_col_517:
 	MOVQ        DX, R13
 	SUBQ        R12, R13
 	MOVQ        $0x00000030, R14
@@ -18674,251 +14968,98 @@ epi_col_585:
 	CMOVQLT     R13, R14
 	MOVQ        (R11)(R14*8), R13
 	KMOVQ       R13, K1
-	VMOVDQU32.Z (AX)(R12*4), K1, Z3
-	VMOVDQU32.Z (SI)(R12*4), K1, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R12*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (DI), Z3, Z3
-	VMOVUPS.Z   (R9)(R12*4), K1, Z4
-	VADDPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R12*4), K2, Z4
-	VMOVDQU32.Z 64(SI)(R12*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R12*4), K2, Z8
-	VMULPS      Z8, Z4, Z4
-	VMULPS.BCST (DI), Z4, Z4
-	VMOVUPS.Z   64(R9)(R12*4), K2, Z8
-	VADDPS      Z8, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R12*4), K3, Z8
-	VMOVDQU32.Z 128(SI)(R12*4), K3, Z9
+	VMOVDQU32.Z (AX)(R12*4), K1, Z8
+	VMOVDQU32.Z (SI)(R12*4), K1, Z9
 	VPMULLD     Z9, Z0, Z9
 	VPSUBD      Z9, Z8, Z8
 	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   128(CX)(R12*4), K3, Z9
+	VMOVUPS.Z   (CX)(R12*4), K1, Z9
 	VMULPS      Z9, Z8, Z8
 	VMULPS.BCST (DI), Z8, Z8
-	VMOVUPS.Z   128(R9)(R12*4), K3, Z9
+	VMOVUPS.Z   (R9)(R12*4), K1, Z9
 	VADDPS      Z9, Z8, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS      Z12, Z2, Z12
-	VDIVPS      Z13, Z2, Z13
-	VDIVPS      Z14, Z2, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS      Z14, Z14, Z17
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VMULPS      Z17, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VADDPS      Z26, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VMULPS      Z15, Z23, Z15
-	VMULPS      Z16, Z22, Z16
-	VMULPS      Z17, Z21, Z17
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VADDPS      Z20, Z17, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS      Z20, Z20, Z23
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VSUBPS      Z20, Z11, Z26
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VADDPS      Z20, Z11, Z20
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS      Z20, Z26, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VADDPS      Z17, Z20, Z20
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VADDPS      Z20, Z23, Z11
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTPS2DQ   Z11, Z11
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VCVTDQ2PS   Z11, Z17
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VSUBPS      Z26, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VSUBPS      Z17, Z23, Z23
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS      Z23, Z23, Z17
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VMULPS      Z17, Z26, Z26
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VADDPS      Z20, Z26, Z26
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VMULPS      Z17, Z20, Z17
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VADDPS      Z26, Z17, Z17
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VPSLLD      $0x17, Z11, Z11
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS      Z11, Z17, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VMULPS      Z11, Z14, Z14
-	VBLENDMPS   Z1, Z12, K4, Z12
-	VBLENDMPS   Z1, Z13, K5, Z13
-	VBLENDMPS   Z1, Z14, K6, Z14
-	VSUBPS      Z12, Z2, Z9
-	VSUBPS      Z13, Z2, Z10
-	VSUBPS      Z14, Z2, Z11
-	VCMPPS      $0x1d, Z1, Z3, K4
-	VBLENDMPS   Z9, Z12, K4, Z5
-	VCMPPS      $0x1d, Z1, Z4, K4
-	VBLENDMPS   Z10, Z13, K4, Z6
-	VCMPPS      $0x1d, Z1, Z8, K4
-	VBLENDMPS   Z11, Z14, K4, Z7
-	VMULPS      Z5, Z3, Z3
-	VMULPS      Z6, Z4, Z4
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS     Z3, K1, (R10)(R12*4)
-	VMOVUPS     Z4, K2, 64(R10)(R12*4)
-	VMOVUPS     Z8, K3, 128(R10)(R12*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R12*4), K2, Z9
+	VMOVDQU32.Z 64(SI)(R12*4), K2, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   64(CX)(R12*4), K2, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (DI), Z9, Z9
+	VMOVUPS.Z   64(R9)(R12*4), K2, Z10
+	VADDPS      Z10, Z9, Z9
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R12*4), K3, Z10
+	VMOVDQU32.Z 128(SI)(R12*4), K3, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   128(CX)(R12*4), K3, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (DI), Z10, Z10
+	VMOVUPS.Z   128(R9)(R12*4), K3, Z11
+	VADDPS      Z11, Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VPERMPS     Z7, Z14, Z17
+	VPERMPS     Z7, Z15, Z18
+	VPERMPS     Z7, Z16, Z19
+	VPERMPS     Z6, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VPERMPS     Z3, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z2, Z14, Z14
+	VPERMPS     Z2, Z15, Z15
+	VPERMPS     Z2, Z16, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMAXPS      Z10, Z1, Z10
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VMOVUPS     Z8, K1, (R10)(R12*4)
+	VMOVUPS     Z9, K2, 64(R10)(R12*4)
+	VMOVUPS     Z10, K3, 128(R10)(R12*4)
 	ADDQ        $0x30, R12
 	CMPQ        R12, DX
-	JL          epi_col_585
+	JL          epi_col_517
 	MOVQ        ldc+8(FP), R12
 	SHLQ        $0x02, R12
 	ADDQ        R12, AX
@@ -18928,13 +15069,13 @@ epi_col_585:
 	ADDQ        $0x04, DI
 	ADDQ        $0x04, R8
 	DECQ        BX
-	JNZ         epi_row_584
+	JNZ         epi_row_516
 	VZEROUPPER
 	RET
 
-epi_flag_580:
+epi_flag_512:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_586
+	JNZ          epi_flag_518
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -18949,294 +15090,143 @@ epi_flag_580:
 	MOVL         outZero+124(FP), R9
 	VPBROADCASTD R9, Z2
 	VPXORD       Z3, Z3, Z3
-	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z4
+	VMOVUPS      epilogueGelu<>+64(SB), Z5
+	VMOVUPS      epilogueGelu<>+128(SB), Z6
+	VMOVUPS      epilogueGelu<>+192(SB), Z7
+	VMOVUPS      epilogueGelu<>+256(SB), Z8
+	VMOVUPS      epilogueGelu<>+320(SB), Z9
 	LEAQ         epilogueColMasks<>+0(SB), R9
 
-epi_row_587:
+epi_row_519:
 	XORQ R10, R10
 
-epi_col_588:
-	MOVQ         DX, R11
-	SUBQ         R10, R11
-	MOVQ         $0x00000030, R12
-	CMPQ         R11, R12
-	CMOVQLT      R11, R12
-	MOVQ         (R9)(R12*8), R11
-	KMOVQ        R11, K1
-	VMOVDQU32.Z  (AX)(R10*4), K1, Z5
-	VMOVDQU32.Z  (SI)(R10*4), K1, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    (CX)(R10*4), K1, Z6
-	VMULPS       Z6, Z5, Z5
-	VMOVUPS.Z    (DI)(R10*4), K1, Z6
-	VADDPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R10*4), K2, Z6
-	VMOVDQU32.Z  64(SI)(R10*4), K2, Z10
-	VPMULLD      Z10, Z0, Z10
-	VPSUBD       Z10, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R10*4), K2, Z10
-	VMULPS       Z10, Z6, Z6
-	VMOVUPS.Z    64(DI)(R10*4), K2, Z10
-	VADDPS       Z10, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R10*4), K3, Z10
-	VMOVDQU32.Z  128(SI)(R10*4), K3, Z11
-	VPMULLD      Z11, Z0, Z11
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMOVUPS.Z    128(CX)(R10*4), K3, Z11
-	VMULPS       Z11, Z10, Z10
-	VMOVUPS.Z    128(DI)(R10*4), K3, Z11
-	VADDPS       Z11, Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
-	VDIVPS       Z14, Z4, Z14
-	VDIVPS       Z15, Z4, Z15
-	VDIVPS       Z16, Z4, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS       Z16, Z16, Z19
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VMULPS       Z19, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VADDPS       Z28, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VMULPS       Z17, Z25, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z23, Z19
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VADDPS       Z22, Z19, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS       Z22, Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VSUBPS       Z22, Z13, Z28
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VADDPS       Z22, Z13, Z22
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS       Z22, Z28, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VADDPS       Z22, Z25, Z13
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTPS2DQ    Z13, Z13
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VCVTDQ2PS    Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VSUBPS       Z28, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VSUBPS       Z19, Z25, Z25
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS       Z25, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VMULPS       Z19, Z28, Z28
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VADDPS       Z22, Z28, Z28
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VMULPS       Z19, Z22, Z19
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VADDPS       Z28, Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VPSLLD       $0x17, Z13, Z13
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS       Z13, Z19, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VBLENDMPS    Z3, Z14, K4, Z14
-	VBLENDMPS    Z3, Z15, K5, Z15
-	VBLENDMPS    Z3, Z16, K6, Z16
-	VSUBPS       Z14, Z4, Z11
-	VSUBPS       Z15, Z4, Z12
-	VSUBPS       Z16, Z4, Z13
-	VCMPPS       $0x1d, Z3, Z5, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VCMPPS       $0x1d, Z3, Z6, K4
-	VBLENDMPS    Z12, Z15, K4, Z8
-	VCMPPS       $0x1d, Z3, Z10, K4
-	VBLENDMPS    Z13, Z16, K4, Z9
-	VMULPS       Z7, Z5, Z5
-	VMULPS       Z8, Z6, Z6
-	VMULPS       Z9, Z10, Z10
-	VMULPS       Z1, Z5, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K1, (R8)(R10*1)
-	VMULPS       Z1, Z6, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K2, 16(R8)(R10*1)
-	VMULPS       Z1, Z10, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K3, 32(R8)(R10*1)
-	ADDQ         $0x30, R10
-	CMPQ         R10, DX
-	JL           epi_col_588
-	MOVQ         ldc+8(FP), R10
-	SHLQ         $0x02, R10
-	ADDQ         R10, AX
-	MOVQ         outStride+112(FP), R10
-	ADDQ         R10, R8
-	DECQ         BX
-	JNZ          epi_row_587
+epi_col_520:
+	MOVQ        DX, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000030, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	MOVQ        (R9)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (AX)(R10*4), K1, Z10
+	VMOVDQU32.Z (SI)(R10*4), K1, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   (CX)(R10*4), K1, Z11
+	VMULPS      Z11, Z10, Z10
+	VMOVUPS.Z   (DI)(R10*4), K1, Z11
+	VADDPS      Z11, Z10, Z10
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R10*4), K2, Z11
+	VMOVDQU32.Z 64(SI)(R10*4), K2, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   64(CX)(R10*4), K2, Z12
+	VMULPS      Z12, Z11, Z11
+	VMOVUPS.Z   64(DI)(R10*4), K2, Z12
+	VADDPS      Z12, Z11, Z11
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R10*4), K3, Z12
+	VMOVDQU32.Z 128(SI)(R10*4), K3, Z13
+	VPMULLD     Z13, Z0, Z13
+	VPSUBD      Z13, Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMOVUPS.Z   128(CX)(R10*4), K3, Z13
+	VMULPS      Z13, Z12, Z12
+	VMOVUPS.Z   128(DI)(R10*4), K3, Z13
+	VADDPS      Z13, Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VCVTPS2DQ   Z15, Z18
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VREDUCEPS   $0x00, Z15, Z15
+	VPERMPS     Z9, Z16, Z19
+	VPERMPS     Z9, Z17, Z20
+	VPERMPS     Z9, Z18, Z21
+	VPERMPS     Z8, Z16, Z22
+	VPERMPS     Z8, Z17, Z23
+	VPERMPS     Z8, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VPERMPS     Z7, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VPERMPS     Z6, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VPERMPS     Z5, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z4, Z16, Z16
+	VPERMPS     Z4, Z17, Z17
+	VPERMPS     Z4, Z18, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VFMADD213PS Z18, Z15, Z21
+	VMAXPS      Z10, Z3, Z10
+	VMAXPS      Z11, Z3, Z11
+	VMAXPS      Z12, Z3, Z12
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VADDPS      Z21, Z12, Z12
+	VMULPS      Z1, Z10, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K1, (R8)(R10*1)
+	VMULPS      Z1, Z11, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K2, 16(R8)(R10*1)
+	VMULPS      Z1, Z12, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K3, 32(R8)(R10*1)
+	ADDQ        $0x30, R10
+	CMPQ        R10, DX
+	JL          epi_col_520
+	MOVQ        ldc+8(FP), R10
+	SHLQ        $0x02, R10
+	ADDQ        R10, AX
+	MOVQ        outStride+112(FP), R10
+	ADDQ        R10, R8
+	DECQ        BX
+	JNZ         epi_row_519
 	VZEROUPPER
 	RET
 
-epi_flag_586:
+epi_flag_518:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -19251,304 +15241,153 @@ epi_flag_586:
 	MOVL         outZero+124(FP), R11
 	VPBROADCASTD R11, Z2
 	VPXORD       Z3, Z3, Z3
-	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z4
+	VMOVUPS      epilogueGelu<>+64(SB), Z5
+	VMOVUPS      epilogueGelu<>+128(SB), Z6
+	VMOVUPS      epilogueGelu<>+192(SB), Z7
+	VMOVUPS      epilogueGelu<>+256(SB), Z8
+	VMOVUPS      epilogueGelu<>+320(SB), Z9
 	LEAQ         epilogueColMasks<>+0(SB), R11
 
-epi_row_589:
+epi_row_521:
 	VPBROADCASTD (R8), Z0
 	XORQ         R12, R12
 
-epi_col_590:
-	MOVQ         DX, R13
-	SUBQ         R12, R13
-	MOVQ         $0x00000030, R14
-	CMPQ         R13, R14
-	CMOVQLT      R13, R14
-	MOVQ         (R11)(R14*8), R13
-	KMOVQ        R13, K1
-	VMOVDQU32.Z  (AX)(R12*4), K1, Z5
-	VMOVDQU32.Z  (SI)(R12*4), K1, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    (CX)(R12*4), K1, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (DI), Z5, Z5
-	VMOVUPS.Z    (R9)(R12*4), K1, Z6
-	VADDPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R12*4), K2, Z6
-	VMOVDQU32.Z  64(SI)(R12*4), K2, Z10
-	VPMULLD      Z10, Z0, Z10
-	VPSUBD       Z10, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R12*4), K2, Z10
-	VMULPS       Z10, Z6, Z6
-	VMULPS.BCST  (DI), Z6, Z6
-	VMOVUPS.Z    64(R9)(R12*4), K2, Z10
-	VADDPS       Z10, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R12*4), K3, Z10
-	VMOVDQU32.Z  128(SI)(R12*4), K3, Z11
-	VPMULLD      Z11, Z0, Z11
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMOVUPS.Z    128(CX)(R12*4), K3, Z11
-	VMULPS       Z11, Z10, Z10
-	VMULPS.BCST  (DI), Z10, Z10
-	VMOVUPS.Z    128(R9)(R12*4), K3, Z11
-	VADDPS       Z11, Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
-	VDIVPS       Z14, Z4, Z14
-	VDIVPS       Z15, Z4, Z15
-	VDIVPS       Z16, Z4, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS       Z16, Z16, Z19
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VMULPS       Z19, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VADDPS       Z28, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VMULPS       Z17, Z25, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z23, Z19
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VADDPS       Z22, Z19, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS       Z22, Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VSUBPS       Z22, Z13, Z28
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VADDPS       Z22, Z13, Z22
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS       Z22, Z28, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VADDPS       Z22, Z25, Z13
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTPS2DQ    Z13, Z13
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VCVTDQ2PS    Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VSUBPS       Z28, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VSUBPS       Z19, Z25, Z25
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS       Z25, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VMULPS       Z19, Z28, Z28
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VADDPS       Z22, Z28, Z28
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VMULPS       Z19, Z22, Z19
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VADDPS       Z28, Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VPSLLD       $0x17, Z13, Z13
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS       Z13, Z19, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VBLENDMPS    Z3, Z14, K4, Z14
-	VBLENDMPS    Z3, Z15, K5, Z15
-	VBLENDMPS    Z3, Z16, K6, Z16
-	VSUBPS       Z14, Z4, Z11
-	VSUBPS       Z15, Z4, Z12
-	VSUBPS       Z16, Z4, Z13
-	VCMPPS       $0x1d, Z3, Z5, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VCMPPS       $0x1d, Z3, Z6, K4
-	VBLENDMPS    Z12, Z15, K4, Z8
-	VCMPPS       $0x1d, Z3, Z10, K4
-	VBLENDMPS    Z13, Z16, K4, Z9
-	VMULPS       Z7, Z5, Z5
-	VMULPS       Z8, Z6, Z6
-	VMULPS       Z9, Z10, Z10
-	VMULPS       Z1, Z5, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K1, (R10)(R12*1)
-	VMULPS       Z1, Z6, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K2, 16(R10)(R12*1)
-	VMULPS       Z1, Z10, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K3, 32(R10)(R12*1)
-	ADDQ         $0x30, R12
-	CMPQ         R12, DX
-	JL           epi_col_590
-	MOVQ         ldc+8(FP), R12
-	SHLQ         $0x02, R12
-	ADDQ         R12, AX
-	MOVQ         outStride+112(FP), R12
-	ADDQ         R12, R10
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_589
+epi_col_522:
+	MOVQ        DX, R13
+	SUBQ        R12, R13
+	MOVQ        $0x00000030, R14
+	CMPQ        R13, R14
+	CMOVQLT     R13, R14
+	MOVQ        (R11)(R14*8), R13
+	KMOVQ       R13, K1
+	VMOVDQU32.Z (AX)(R12*4), K1, Z10
+	VMOVDQU32.Z (SI)(R12*4), K1, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   (CX)(R12*4), K1, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (DI), Z10, Z10
+	VMOVUPS.Z   (R9)(R12*4), K1, Z11
+	VADDPS      Z11, Z10, Z10
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R12*4), K2, Z11
+	VMOVDQU32.Z 64(SI)(R12*4), K2, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   64(CX)(R12*4), K2, Z12
+	VMULPS      Z12, Z11, Z11
+	VMULPS.BCST (DI), Z11, Z11
+	VMOVUPS.Z   64(R9)(R12*4), K2, Z12
+	VADDPS      Z12, Z11, Z11
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R12*4), K3, Z12
+	VMOVDQU32.Z 128(SI)(R12*4), K3, Z13
+	VPMULLD     Z13, Z0, Z13
+	VPSUBD      Z13, Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMOVUPS.Z   128(CX)(R12*4), K3, Z13
+	VMULPS      Z13, Z12, Z12
+	VMULPS.BCST (DI), Z12, Z12
+	VMOVUPS.Z   128(R9)(R12*4), K3, Z13
+	VADDPS      Z13, Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VCVTPS2DQ   Z15, Z18
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VREDUCEPS   $0x00, Z15, Z15
+	VPERMPS     Z9, Z16, Z19
+	VPERMPS     Z9, Z17, Z20
+	VPERMPS     Z9, Z18, Z21
+	VPERMPS     Z8, Z16, Z22
+	VPERMPS     Z8, Z17, Z23
+	VPERMPS     Z8, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VPERMPS     Z7, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VPERMPS     Z6, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VPERMPS     Z5, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z4, Z16, Z16
+	VPERMPS     Z4, Z17, Z17
+	VPERMPS     Z4, Z18, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VFMADD213PS Z18, Z15, Z21
+	VMAXPS      Z10, Z3, Z10
+	VMAXPS      Z11, Z3, Z11
+	VMAXPS      Z12, Z3, Z12
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VADDPS      Z21, Z12, Z12
+	VMULPS      Z1, Z10, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K1, (R10)(R12*1)
+	VMULPS      Z1, Z11, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K2, 16(R10)(R12*1)
+	VMULPS      Z1, Z12, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K3, 32(R10)(R12*1)
+	ADDQ        $0x30, R12
+	CMPQ        R12, DX
+	JL          epi_col_522
+	MOVQ        ldc+8(FP), R12
+	SHLQ        $0x02, R12
+	ADDQ        R12, AX
+	MOVQ        outStride+112(FP), R12
+	ADDQ        R12, R10
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_521
 	VZEROUPPER
 	RET
 
-epi_flag_579:
+epi_flag_511:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_591
+	JNZ          epi_flag_523
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_592
+	JNZ          epi_flag_524
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -19560,13 +15399,18 @@ epi_flag_579:
 	MOVQ         res+80(FP), R8
 	MOVQ         outF32+96(FP), R9
 	VPXORD       Z1, Z1, Z1
-	VBROADCASTSS epilogueConsts<>+4(SB), Z2
+	VMOVUPS      epilogueGelu<>+0(SB), Z2
+	VMOVUPS      epilogueGelu<>+64(SB), Z3
+	VMOVUPS      epilogueGelu<>+128(SB), Z4
+	VMOVUPS      epilogueGelu<>+192(SB), Z5
+	VMOVUPS      epilogueGelu<>+256(SB), Z6
+	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_593:
+epi_row_525:
 	XORQ R11, R11
 
-epi_col_594:
+epi_col_526:
 	MOVQ        DX, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000030, R13
@@ -19574,254 +15418,101 @@ epi_col_594:
 	CMOVQLT     R12, R13
 	MOVQ        (R10)(R13*8), R12
 	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z3
-	VMOVDQU32.Z (SI)(R11*4), K1, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R11*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMOVUPS.Z   (DI)(R11*4), K1, Z4
-	VADDPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z4
-	VMOVDQU32.Z 64(SI)(R11*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z8
-	VMULPS      Z8, Z4, Z4
-	VMOVUPS.Z   64(DI)(R11*4), K2, Z8
-	VADDPS      Z8, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z8
-	VMOVDQU32.Z 128(SI)(R11*4), K3, Z9
+	VMOVDQU32.Z (AX)(R11*4), K1, Z8
+	VMOVDQU32.Z (SI)(R11*4), K1, Z9
 	VPMULLD     Z9, Z0, Z9
 	VPSUBD      Z9, Z8, Z8
 	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z9
+	VMOVUPS.Z   (CX)(R11*4), K1, Z9
 	VMULPS      Z9, Z8, Z8
-	VMOVUPS.Z   128(DI)(R11*4), K3, Z9
+	VMOVUPS.Z   (DI)(R11*4), K1, Z9
 	VADDPS      Z9, Z8, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS      Z12, Z2, Z12
-	VDIVPS      Z13, Z2, Z13
-	VDIVPS      Z14, Z2, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS      Z14, Z14, Z17
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VMULPS      Z17, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VADDPS      Z26, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VMULPS      Z15, Z23, Z15
-	VMULPS      Z16, Z22, Z16
-	VMULPS      Z17, Z21, Z17
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VADDPS      Z20, Z17, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS      Z20, Z20, Z23
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VSUBPS      Z20, Z11, Z26
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VADDPS      Z20, Z11, Z20
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS      Z20, Z26, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VADDPS      Z17, Z20, Z20
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VADDPS      Z20, Z23, Z11
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTPS2DQ   Z11, Z11
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VCVTDQ2PS   Z11, Z17
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VSUBPS      Z26, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VSUBPS      Z17, Z23, Z23
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS      Z23, Z23, Z17
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VMULPS      Z17, Z26, Z26
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VADDPS      Z20, Z26, Z26
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VMULPS      Z17, Z20, Z17
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VADDPS      Z26, Z17, Z17
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VPSLLD      $0x17, Z11, Z11
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS      Z11, Z17, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VMULPS      Z11, Z14, Z14
-	VBLENDMPS   Z1, Z12, K4, Z12
-	VBLENDMPS   Z1, Z13, K5, Z13
-	VBLENDMPS   Z1, Z14, K6, Z14
-	VSUBPS      Z12, Z2, Z9
-	VSUBPS      Z13, Z2, Z10
-	VSUBPS      Z14, Z2, Z11
-	VCMPPS      $0x1d, Z1, Z3, K4
-	VBLENDMPS   Z9, Z12, K4, Z5
-	VCMPPS      $0x1d, Z1, Z4, K4
-	VBLENDMPS   Z10, Z13, K4, Z6
-	VCMPPS      $0x1d, Z1, Z8, K4
-	VBLENDMPS   Z11, Z14, K4, Z7
-	VMULPS      Z5, Z3, Z3
-	VMULPS      Z6, Z4, Z4
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS.Z   (R8)(R11*4), K1, Z9
-	VADDPS      Z9, Z3, Z3
-	VMOVUPS     Z3, K1, (R9)(R11*4)
-	VMOVUPS.Z   64(R8)(R11*4), K2, Z3
-	VADDPS      Z3, Z4, Z4
-	VMOVUPS     Z4, K2, 64(R9)(R11*4)
-	VMOVUPS.Z   128(R8)(R11*4), K3, Z3
-	VADDPS      Z3, Z8, Z8
-	VMOVUPS     Z8, K3, 128(R9)(R11*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z9
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z10
+	VMULPS      Z10, Z9, Z9
+	VMOVUPS.Z   64(DI)(R11*4), K2, Z10
+	VADDPS      Z10, Z9, Z9
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z10
+	VMOVDQU32.Z 128(SI)(R11*4), K3, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z11
+	VMULPS      Z11, Z10, Z10
+	VMOVUPS.Z   128(DI)(R11*4), K3, Z11
+	VADDPS      Z11, Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VPERMPS     Z7, Z14, Z17
+	VPERMPS     Z7, Z15, Z18
+	VPERMPS     Z7, Z16, Z19
+	VPERMPS     Z6, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VPERMPS     Z3, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z2, Z14, Z14
+	VPERMPS     Z2, Z15, Z15
+	VPERMPS     Z2, Z16, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMAXPS      Z10, Z1, Z10
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VMOVUPS.Z   (R8)(R11*4), K1, Z11
+	VADDPS      Z11, Z8, Z8
+	VMOVUPS     Z8, K1, (R9)(R11*4)
+	VMOVUPS.Z   64(R8)(R11*4), K2, Z8
+	VADDPS      Z8, Z9, Z9
+	VMOVUPS     Z9, K2, 64(R9)(R11*4)
+	VMOVUPS.Z   128(R8)(R11*4), K3, Z8
+	VADDPS      Z8, Z10, Z10
+	VMOVUPS     Z10, K3, 128(R9)(R11*4)
 	ADDQ        $0x30, R11
 	CMPQ        R11, DX
-	JL          epi_col_594
+	JL          epi_col_526
 	MOVQ        ldc+8(FP), R11
 	SHLQ        $0x02, R11
 	ADDQ        R11, AX
@@ -19832,30 +15523,35 @@ epi_col_594:
 	SHLQ        $0x02, R11
 	ADDQ        R11, R9
 	DECQ        BX
-	JNZ         epi_row_593
+	JNZ         epi_row_525
 	VZEROUPPER
 	RET
 
-epi_flag_592:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         bias+72(FP), R9
-	MOVQ         res+80(FP), R10
-	MOVQ         outF32+96(FP), R11
-	VPXORD       Z1, Z1, Z1
-	VBROADCASTSS epilogueConsts<>+4(SB), Z2
-	LEAQ         epilogueColMasks<>+0(SB), R12
+epi_flag_524:
+	MOVQ    c+0(FP), AX
+	MOVQ    scale+56(FP), CX
+	MOVQ    n+24(FP), DX
+	MOVQ    m+16(FP), BX
+	MOVQ    colSum+32(FP), SI
+	MOVQ    rowScale+64(FP), DI
+	MOVQ    rowZero+48(FP), R8
+	MOVQ    bias+72(FP), R9
+	MOVQ    res+80(FP), R10
+	MOVQ    outF32+96(FP), R11
+	VPXORD  Z1, Z1, Z1
+	VMOVUPS epilogueGelu<>+0(SB), Z2
+	VMOVUPS epilogueGelu<>+64(SB), Z3
+	VMOVUPS epilogueGelu<>+128(SB), Z4
+	VMOVUPS epilogueGelu<>+192(SB), Z5
+	VMOVUPS epilogueGelu<>+256(SB), Z6
+	VMOVUPS epilogueGelu<>+320(SB), Z7
+	LEAQ    epilogueColMasks<>+0(SB), R12
 
-epi_row_595:
+epi_row_527:
 	VPBROADCASTD (R8), Z0
 	XORQ         R13, R13
 
-epi_col_596:
+epi_col_528:
 	MOVQ        DX, R14
 	SUBQ        R13, R14
 	MOVQ        $0x00000030, R15
@@ -19863,257 +15559,104 @@ epi_col_596:
 	CMOVQLT     R14, R15
 	MOVQ        (R12)(R15*8), R14
 	KMOVQ       R14, K1
-	VMOVDQU32.Z (AX)(R13*4), K1, Z3
-	VMOVDQU32.Z (SI)(R13*4), K1, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R13*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (DI), Z3, Z3
-	VMOVUPS.Z   (R9)(R13*4), K1, Z4
-	VADDPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R13*4), K2, Z4
-	VMOVDQU32.Z 64(SI)(R13*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R13*4), K2, Z8
-	VMULPS      Z8, Z4, Z4
-	VMULPS.BCST (DI), Z4, Z4
-	VMOVUPS.Z   64(R9)(R13*4), K2, Z8
-	VADDPS      Z8, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R13*4), K3, Z8
-	VMOVDQU32.Z 128(SI)(R13*4), K3, Z9
+	VMOVDQU32.Z (AX)(R13*4), K1, Z8
+	VMOVDQU32.Z (SI)(R13*4), K1, Z9
 	VPMULLD     Z9, Z0, Z9
 	VPSUBD      Z9, Z8, Z8
 	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   128(CX)(R13*4), K3, Z9
+	VMOVUPS.Z   (CX)(R13*4), K1, Z9
 	VMULPS      Z9, Z8, Z8
 	VMULPS.BCST (DI), Z8, Z8
-	VMOVUPS.Z   128(R9)(R13*4), K3, Z9
+	VMOVUPS.Z   (R9)(R13*4), K1, Z9
 	VADDPS      Z9, Z8, Z8
-	VPANDD.BCST epilogueConsts<>+104(SB), Z3, Z9
-	VPANDD.BCST epilogueConsts<>+104(SB), Z4, Z10
-	VPANDD.BCST epilogueConsts<>+104(SB), Z8, Z11
-	VMINPS.BCST epilogueConsts<>+16(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+16(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+16(SB), Z11, Z11
-	VMULPS.BCST epilogueConsts<>+20(SB), Z9, Z12
-	VMULPS.BCST epilogueConsts<>+20(SB), Z10, Z13
-	VMULPS.BCST epilogueConsts<>+20(SB), Z11, Z14
-	VADDPS.BCST epilogueConsts<>+4(SB), Z12, Z12
-	VADDPS.BCST epilogueConsts<>+4(SB), Z13, Z13
-	VADDPS.BCST epilogueConsts<>+4(SB), Z14, Z14
-	VDIVPS      Z12, Z2, Z12
-	VDIVPS      Z13, Z2, Z13
-	VDIVPS      Z14, Z2, Z14
-	VMULPS      Z12, Z12, Z15
-	VMULPS      Z13, Z13, Z16
-	VMULPS      Z14, Z14, Z17
-	VMULPS.BCST epilogueConsts<>+68(SB), Z12, Z21
-	VMULPS.BCST epilogueConsts<>+68(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+68(SB), Z14, Z23
-	VADDPS.BCST epilogueConsts<>+72(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+72(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+72(SB), Z23, Z23
-	VMULPS.BCST epilogueConsts<>+76(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+76(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+76(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+80(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+80(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+80(SB), Z20, Z20
-	VMULPS      Z15, Z21, Z21
-	VMULPS      Z16, Z22, Z22
-	VMULPS      Z17, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+52(SB), Z12, Z18
-	VMULPS.BCST epilogueConsts<>+52(SB), Z13, Z19
-	VMULPS.BCST epilogueConsts<>+52(SB), Z14, Z20
-	VADDPS.BCST epilogueConsts<>+56(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+56(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+56(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+60(SB), Z12, Z24
-	VMULPS.BCST epilogueConsts<>+60(SB), Z13, Z25
-	VMULPS.BCST epilogueConsts<>+60(SB), Z14, Z26
-	VADDPS.BCST epilogueConsts<>+64(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+64(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+64(SB), Z26, Z26
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VADDPS      Z26, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS.BCST epilogueConsts<>+44(SB), Z12, Z23
-	VMULPS.BCST epilogueConsts<>+44(SB), Z13, Z22
-	VMULPS.BCST epilogueConsts<>+44(SB), Z14, Z21
-	VADDPS.BCST epilogueConsts<>+48(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+48(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+48(SB), Z21, Z21
-	VMULPS      Z15, Z23, Z15
-	VMULPS      Z16, Z22, Z16
-	VMULPS      Z17, Z21, Z17
-	VADDPS      Z18, Z15, Z15
-	VADDPS      Z19, Z16, Z16
-	VADDPS      Z20, Z17, Z17
-	VPANDD.BCST epilogueConsts<>+108(SB), Z9, Z18
-	VPANDD.BCST epilogueConsts<>+108(SB), Z10, Z19
-	VPANDD.BCST epilogueConsts<>+108(SB), Z11, Z20
-	VMULPS      Z18, Z18, Z21
-	VMULPS      Z19, Z19, Z22
-	VMULPS      Z20, Z20, Z23
-	VMULPS.BCST epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+12(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+12(SB), Z23, Z23
-	VSUBPS      Z18, Z9, Z24
-	VSUBPS      Z19, Z10, Z25
-	VSUBPS      Z20, Z11, Z26
-	VADDPS      Z18, Z9, Z18
-	VADDPS      Z19, Z10, Z19
-	VADDPS      Z20, Z11, Z20
-	VMULPS      Z18, Z24, Z18
-	VMULPS      Z19, Z25, Z19
-	VMULPS      Z20, Z26, Z20
-	VMULPS.BCST epilogueConsts<>+12(SB), Z18, Z18
-	VMULPS.BCST epilogueConsts<>+12(SB), Z19, Z19
-	VMULPS.BCST epilogueConsts<>+12(SB), Z20, Z20
-	VADDPS      Z15, Z18, Z18
-	VADDPS      Z16, Z19, Z19
-	VADDPS      Z17, Z20, Z20
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z9, K4
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z10, K5
-	VCMPPS.BCST $0x1d, epilogueConsts<>+16(SB), Z11, K6
-	VADDPS      Z18, Z21, Z9
-	VADDPS      Z19, Z22, Z10
-	VADDPS      Z20, Z23, Z11
-	VMULPS.BCST epilogueConsts<>+24(SB), Z9, Z9
-	VMULPS.BCST epilogueConsts<>+24(SB), Z10, Z10
-	VMULPS.BCST epilogueConsts<>+24(SB), Z11, Z11
-	VCVTPS2DQ   Z9, Z9
-	VCVTPS2DQ   Z10, Z10
-	VCVTPS2DQ   Z11, Z11
-	VCVTDQ2PS   Z9, Z15
-	VCVTDQ2PS   Z10, Z16
-	VCVTDQ2PS   Z11, Z17
-	VMULPS.BCST epilogueConsts<>+28(SB), Z15, Z24
-	VMULPS.BCST epilogueConsts<>+28(SB), Z16, Z25
-	VMULPS.BCST epilogueConsts<>+28(SB), Z17, Z26
-	VSUBPS      Z24, Z21, Z21
-	VSUBPS      Z25, Z22, Z22
-	VSUBPS      Z26, Z23, Z23
-	VADDPS      Z18, Z21, Z21
-	VADDPS      Z19, Z22, Z22
-	VADDPS      Z20, Z23, Z23
-	VMULPS.BCST epilogueConsts<>+32(SB), Z15, Z15
-	VMULPS.BCST epilogueConsts<>+32(SB), Z16, Z16
-	VMULPS.BCST epilogueConsts<>+32(SB), Z17, Z17
-	VSUBPS      Z15, Z21, Z21
-	VSUBPS      Z16, Z22, Z22
-	VSUBPS      Z17, Z23, Z23
-	VMULPS      Z21, Z21, Z15
-	VMULPS      Z22, Z22, Z16
-	VMULPS      Z23, Z23, Z17
-	VMULPS.BCST epilogueConsts<>+100(SB), Z21, Z24
-	VMULPS.BCST epilogueConsts<>+100(SB), Z22, Z25
-	VMULPS.BCST epilogueConsts<>+100(SB), Z23, Z26
-	VADDPS.BCST epilogueConsts<>+8(SB), Z24, Z24
-	VADDPS.BCST epilogueConsts<>+8(SB), Z25, Z25
-	VADDPS.BCST epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST epilogueConsts<>+4(SB), Z21, Z18
-	VADDPS.BCST epilogueConsts<>+4(SB), Z22, Z19
-	VADDPS.BCST epilogueConsts<>+4(SB), Z23, Z20
-	VMULPS      Z15, Z24, Z24
-	VMULPS      Z16, Z25, Z25
-	VMULPS      Z17, Z26, Z26
-	VADDPS      Z18, Z24, Z24
-	VADDPS      Z19, Z25, Z25
-	VADDPS      Z20, Z26, Z26
-	VMULPS.BCST epilogueConsts<>+84(SB), Z21, Z18
-	VMULPS.BCST epilogueConsts<>+84(SB), Z22, Z19
-	VMULPS.BCST epilogueConsts<>+84(SB), Z23, Z20
-	VADDPS.BCST epilogueConsts<>+88(SB), Z18, Z18
-	VADDPS.BCST epilogueConsts<>+88(SB), Z19, Z19
-	VADDPS.BCST epilogueConsts<>+88(SB), Z20, Z20
-	VMULPS.BCST epilogueConsts<>+92(SB), Z21, Z21
-	VMULPS.BCST epilogueConsts<>+92(SB), Z22, Z22
-	VMULPS.BCST epilogueConsts<>+92(SB), Z23, Z23
-	VADDPS.BCST epilogueConsts<>+96(SB), Z21, Z21
-	VADDPS.BCST epilogueConsts<>+96(SB), Z22, Z22
-	VADDPS.BCST epilogueConsts<>+96(SB), Z23, Z23
-	VMULPS      Z15, Z18, Z18
-	VMULPS      Z16, Z19, Z19
-	VMULPS      Z17, Z20, Z20
-	VADDPS      Z21, Z18, Z18
-	VADDPS      Z22, Z19, Z19
-	VADDPS      Z23, Z20, Z20
-	VMULPS      Z15, Z15, Z15
-	VMULPS      Z16, Z16, Z16
-	VMULPS      Z17, Z17, Z17
-	VMULPS      Z15, Z18, Z15
-	VMULPS      Z16, Z19, Z16
-	VMULPS      Z17, Z20, Z17
-	VADDPS      Z24, Z15, Z15
-	VADDPS      Z25, Z16, Z16
-	VADDPS      Z26, Z17, Z17
-	VPADDD.BCST epilogueConsts<>+112(SB), Z9, Z9
-	VPADDD.BCST epilogueConsts<>+112(SB), Z10, Z10
-	VPADDD.BCST epilogueConsts<>+112(SB), Z11, Z11
-	VPSLLD      $0x17, Z9, Z9
-	VPSLLD      $0x17, Z10, Z10
-	VPSLLD      $0x17, Z11, Z11
-	VMULPS      Z9, Z15, Z9
-	VMULPS      Z10, Z16, Z10
-	VMULPS      Z11, Z17, Z11
-	VMULPS.BCST epilogueConsts<>+8(SB), Z12, Z12
-	VMULPS.BCST epilogueConsts<>+8(SB), Z13, Z13
-	VMULPS.BCST epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS      Z9, Z12, Z12
-	VMULPS      Z10, Z13, Z13
-	VMULPS      Z11, Z14, Z14
-	VBLENDMPS   Z1, Z12, K4, Z12
-	VBLENDMPS   Z1, Z13, K5, Z13
-	VBLENDMPS   Z1, Z14, K6, Z14
-	VSUBPS      Z12, Z2, Z9
-	VSUBPS      Z13, Z2, Z10
-	VSUBPS      Z14, Z2, Z11
-	VCMPPS      $0x1d, Z1, Z3, K4
-	VBLENDMPS   Z9, Z12, K4, Z5
-	VCMPPS      $0x1d, Z1, Z4, K4
-	VBLENDMPS   Z10, Z13, K4, Z6
-	VCMPPS      $0x1d, Z1, Z8, K4
-	VBLENDMPS   Z11, Z14, K4, Z7
-	VMULPS      Z5, Z3, Z3
-	VMULPS      Z6, Z4, Z4
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS.Z   (R10)(R13*4), K1, Z9
-	VADDPS      Z9, Z3, Z3
-	VMOVUPS     Z3, K1, (R11)(R13*4)
-	VMOVUPS.Z   64(R10)(R13*4), K2, Z3
-	VADDPS      Z3, Z4, Z4
-	VMOVUPS     Z4, K2, 64(R11)(R13*4)
-	VMOVUPS.Z   128(R10)(R13*4), K3, Z3
-	VADDPS      Z3, Z8, Z8
-	VMOVUPS     Z8, K3, 128(R11)(R13*4)
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R13*4), K2, Z9
+	VMOVDQU32.Z 64(SI)(R13*4), K2, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMOVUPS.Z   64(CX)(R13*4), K2, Z10
+	VMULPS      Z10, Z9, Z9
+	VMULPS.BCST (DI), Z9, Z9
+	VMOVUPS.Z   64(R9)(R13*4), K2, Z10
+	VADDPS      Z10, Z9, Z9
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R13*4), K3, Z10
+	VMOVDQU32.Z 128(SI)(R13*4), K3, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   128(CX)(R13*4), K3, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (DI), Z10, Z10
+	VMOVUPS.Z   128(R9)(R13*4), K3, Z11
+	VADDPS      Z11, Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VCVTPS2DQ   Z13, Z16
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VREDUCEPS   $0x00, Z13, Z13
+	VPERMPS     Z7, Z14, Z17
+	VPERMPS     Z7, Z15, Z18
+	VPERMPS     Z7, Z16, Z19
+	VPERMPS     Z6, Z14, Z20
+	VPERMPS     Z6, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VPERMPS     Z4, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VPERMPS     Z3, Z16, Z22
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VFMADD213PS Z22, Z13, Z19
+	VPERMPS     Z2, Z14, Z14
+	VPERMPS     Z2, Z15, Z15
+	VPERMPS     Z2, Z16, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMAXPS      Z10, Z1, Z10
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VADDPS      Z19, Z10, Z10
+	VMOVUPS.Z   (R10)(R13*4), K1, Z11
+	VADDPS      Z11, Z8, Z8
+	VMOVUPS     Z8, K1, (R11)(R13*4)
+	VMOVUPS.Z   64(R10)(R13*4), K2, Z8
+	VADDPS      Z8, Z9, Z9
+	VMOVUPS     Z9, K2, 64(R11)(R13*4)
+	VMOVUPS.Z   128(R10)(R13*4), K3, Z8
+	VADDPS      Z8, Z10, Z10
+	VMOVUPS     Z10, K3, 128(R11)(R13*4)
 	ADDQ        $0x30, R13
 	CMPQ        R13, DX
-	JL          epi_col_596
+	JL          epi_col_528
 	MOVQ        ldc+8(FP), R13
 	SHLQ        $0x02, R13
 	ADDQ        R13, AX
@@ -20126,13 +15669,13 @@ epi_col_596:
 	ADDQ        $0x04, DI
 	ADDQ        $0x04, R8
 	DECQ        BX
-	JNZ         epi_row_595
+	JNZ         epi_row_527
 	VZEROUPPER
 	RET
 
-epi_flag_591:
+epi_flag_523:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_597
+	JNZ          epi_flag_529
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -20148,303 +15691,152 @@ epi_flag_591:
 	MOVL         outZero+124(FP), R10
 	VPBROADCASTD R10, Z2
 	VPXORD       Z3, Z3, Z3
-	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z4
+	VMOVUPS      epilogueGelu<>+64(SB), Z5
+	VMOVUPS      epilogueGelu<>+128(SB), Z6
+	VMOVUPS      epilogueGelu<>+192(SB), Z7
+	VMOVUPS      epilogueGelu<>+256(SB), Z8
+	VMOVUPS      epilogueGelu<>+320(SB), Z9
 	LEAQ         epilogueColMasks<>+0(SB), R10
 
-epi_row_598:
+epi_row_530:
 	XORQ R11, R11
 
-epi_col_599:
-	MOVQ         DX, R12
-	SUBQ         R11, R12
-	MOVQ         $0x00000030, R13
-	CMPQ         R12, R13
-	CMOVQLT      R12, R13
-	MOVQ         (R10)(R13*8), R12
-	KMOVQ        R12, K1
-	VMOVDQU32.Z  (AX)(R11*4), K1, Z5
-	VMOVDQU32.Z  (SI)(R11*4), K1, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    (CX)(R11*4), K1, Z6
-	VMULPS       Z6, Z5, Z5
-	VMOVUPS.Z    (DI)(R11*4), K1, Z6
-	VADDPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R11*4), K2, Z6
-	VMOVDQU32.Z  64(SI)(R11*4), K2, Z10
-	VPMULLD      Z10, Z0, Z10
-	VPSUBD       Z10, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R11*4), K2, Z10
-	VMULPS       Z10, Z6, Z6
-	VMOVUPS.Z    64(DI)(R11*4), K2, Z10
-	VADDPS       Z10, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R11*4), K3, Z10
-	VMOVDQU32.Z  128(SI)(R11*4), K3, Z11
-	VPMULLD      Z11, Z0, Z11
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMOVUPS.Z    128(CX)(R11*4), K3, Z11
-	VMULPS       Z11, Z10, Z10
-	VMOVUPS.Z    128(DI)(R11*4), K3, Z11
-	VADDPS       Z11, Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
-	VDIVPS       Z14, Z4, Z14
-	VDIVPS       Z15, Z4, Z15
-	VDIVPS       Z16, Z4, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS       Z16, Z16, Z19
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VMULPS       Z19, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VADDPS       Z28, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VMULPS       Z17, Z25, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z23, Z19
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VADDPS       Z22, Z19, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS       Z22, Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VSUBPS       Z22, Z13, Z28
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VADDPS       Z22, Z13, Z22
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS       Z22, Z28, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VADDPS       Z22, Z25, Z13
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTPS2DQ    Z13, Z13
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VCVTDQ2PS    Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VSUBPS       Z28, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VSUBPS       Z19, Z25, Z25
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS       Z25, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VMULPS       Z19, Z28, Z28
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VADDPS       Z22, Z28, Z28
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VMULPS       Z19, Z22, Z19
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VADDPS       Z28, Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VPSLLD       $0x17, Z13, Z13
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS       Z13, Z19, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VBLENDMPS    Z3, Z14, K4, Z14
-	VBLENDMPS    Z3, Z15, K5, Z15
-	VBLENDMPS    Z3, Z16, K6, Z16
-	VSUBPS       Z14, Z4, Z11
-	VSUBPS       Z15, Z4, Z12
-	VSUBPS       Z16, Z4, Z13
-	VCMPPS       $0x1d, Z3, Z5, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VCMPPS       $0x1d, Z3, Z6, K4
-	VBLENDMPS    Z12, Z15, K4, Z8
-	VCMPPS       $0x1d, Z3, Z10, K4
-	VBLENDMPS    Z13, Z16, K4, Z9
-	VMULPS       Z7, Z5, Z5
-	VMULPS       Z8, Z6, Z6
-	VMULPS       Z9, Z10, Z10
-	VMOVUPS.Z    (R8)(R11*4), K1, Z11
-	VADDPS       Z11, Z5, Z5
-	VMULPS       Z1, Z5, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K1, (R9)(R11*1)
-	VMOVUPS.Z    64(R8)(R11*4), K2, Z5
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z1, Z6, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K2, 16(R9)(R11*1)
-	VMOVUPS.Z    128(R8)(R11*4), K3, Z5
-	VADDPS       Z5, Z10, Z10
-	VMULPS       Z1, Z10, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K3, 32(R9)(R11*1)
-	ADDQ         $0x30, R11
-	CMPQ         R11, DX
-	JL           epi_col_599
-	MOVQ         ldc+8(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, AX
-	MOVQ         resStride+88(FP), R11
-	SHLQ         $0x02, R11
-	ADDQ         R11, R8
-	MOVQ         outStride+112(FP), R11
-	ADDQ         R11, R9
-	DECQ         BX
-	JNZ          epi_row_598
+epi_col_531:
+	MOVQ        DX, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000030, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	MOVQ        (R10)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVDQU32.Z (AX)(R11*4), K1, Z10
+	VMOVDQU32.Z (SI)(R11*4), K1, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   (CX)(R11*4), K1, Z11
+	VMULPS      Z11, Z10, Z10
+	VMOVUPS.Z   (DI)(R11*4), K1, Z11
+	VADDPS      Z11, Z10, Z10
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R11*4), K2, Z11
+	VMOVDQU32.Z 64(SI)(R11*4), K2, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   64(CX)(R11*4), K2, Z12
+	VMULPS      Z12, Z11, Z11
+	VMOVUPS.Z   64(DI)(R11*4), K2, Z12
+	VADDPS      Z12, Z11, Z11
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R11*4), K3, Z12
+	VMOVDQU32.Z 128(SI)(R11*4), K3, Z13
+	VPMULLD     Z13, Z0, Z13
+	VPSUBD      Z13, Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMOVUPS.Z   128(CX)(R11*4), K3, Z13
+	VMULPS      Z13, Z12, Z12
+	VMOVUPS.Z   128(DI)(R11*4), K3, Z13
+	VADDPS      Z13, Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VCVTPS2DQ   Z15, Z18
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VREDUCEPS   $0x00, Z15, Z15
+	VPERMPS     Z9, Z16, Z19
+	VPERMPS     Z9, Z17, Z20
+	VPERMPS     Z9, Z18, Z21
+	VPERMPS     Z8, Z16, Z22
+	VPERMPS     Z8, Z17, Z23
+	VPERMPS     Z8, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VPERMPS     Z7, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VPERMPS     Z6, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VPERMPS     Z5, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z4, Z16, Z16
+	VPERMPS     Z4, Z17, Z17
+	VPERMPS     Z4, Z18, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VFMADD213PS Z18, Z15, Z21
+	VMAXPS      Z10, Z3, Z10
+	VMAXPS      Z11, Z3, Z11
+	VMAXPS      Z12, Z3, Z12
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VADDPS      Z21, Z12, Z12
+	VMOVUPS.Z   (R8)(R11*4), K1, Z13
+	VADDPS      Z13, Z10, Z10
+	VMULPS      Z1, Z10, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K1, (R9)(R11*1)
+	VMOVUPS.Z   64(R8)(R11*4), K2, Z10
+	VADDPS      Z10, Z11, Z11
+	VMULPS      Z1, Z11, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K2, 16(R9)(R11*1)
+	VMOVUPS.Z   128(R8)(R11*4), K3, Z10
+	VADDPS      Z10, Z12, Z12
+	VMULPS      Z1, Z12, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K3, 32(R9)(R11*1)
+	ADDQ        $0x30, R11
+	CMPQ        R11, DX
+	JL          epi_col_531
+	MOVQ        ldc+8(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, AX
+	MOVQ        resStride+88(FP), R11
+	SHLQ        $0x02, R11
+	ADDQ        R11, R8
+	MOVQ        outStride+112(FP), R11
+	ADDQ        R11, R9
+	DECQ        BX
+	JNZ         epi_row_530
 	VZEROUPPER
 	RET
 
-epi_flag_597:
+epi_flag_529:
 	MOVQ         c+0(FP), AX
 	MOVQ         scale+56(FP), CX
 	MOVQ         n+24(FP), DX
@@ -20460,305 +15852,154 @@ epi_flag_597:
 	MOVL         outZero+124(FP), R12
 	VPBROADCASTD R12, Z2
 	VPXORD       Z3, Z3, Z3
-	VBROADCASTSS epilogueConsts<>+4(SB), Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z4
+	VMOVUPS      epilogueGelu<>+64(SB), Z5
+	VMOVUPS      epilogueGelu<>+128(SB), Z6
+	VMOVUPS      epilogueGelu<>+192(SB), Z7
+	VMOVUPS      epilogueGelu<>+256(SB), Z8
+	VMOVUPS      epilogueGelu<>+320(SB), Z9
 	LEAQ         epilogueColMasks<>+0(SB), R12
 
-epi_row_600:
+epi_row_532:
 	VPBROADCASTD (R8), Z0
 	XORQ         R13, R13
 
-epi_col_601:
-	MOVQ         DX, R14
-	SUBQ         R13, R14
-	MOVQ         $0x00000030, R15
-	CMPQ         R14, R15
-	CMOVQLT      R14, R15
-	MOVQ         (R12)(R15*8), R14
-	KMOVQ        R14, K1
-	VMOVDQU32.Z  (AX)(R13*4), K1, Z5
-	VMOVDQU32.Z  (SI)(R13*4), K1, Z6
-	VPMULLD      Z6, Z0, Z6
-	VPSUBD       Z6, Z5, Z5
-	VCVTDQ2PS    Z5, Z5
-	VMOVUPS.Z    (CX)(R13*4), K1, Z6
-	VMULPS       Z6, Z5, Z5
-	VMULPS.BCST  (DI), Z5, Z5
-	VMOVUPS.Z    (R9)(R13*4), K1, Z6
-	VADDPS       Z6, Z5, Z5
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVDQU32.Z  64(AX)(R13*4), K2, Z6
-	VMOVDQU32.Z  64(SI)(R13*4), K2, Z10
-	VPMULLD      Z10, Z0, Z10
-	VPSUBD       Z10, Z6, Z6
-	VCVTDQ2PS    Z6, Z6
-	VMOVUPS.Z    64(CX)(R13*4), K2, Z10
-	VMULPS       Z10, Z6, Z6
-	VMULPS.BCST  (DI), Z6, Z6
-	VMOVUPS.Z    64(R9)(R13*4), K2, Z10
-	VADDPS       Z10, Z6, Z6
-	KSHIFTRQ     $0x20, K1, K3
-	VMOVDQU32.Z  128(AX)(R13*4), K3, Z10
-	VMOVDQU32.Z  128(SI)(R13*4), K3, Z11
-	VPMULLD      Z11, Z0, Z11
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMOVUPS.Z    128(CX)(R13*4), K3, Z11
-	VMULPS       Z11, Z10, Z10
-	VMULPS.BCST  (DI), Z10, Z10
-	VMOVUPS.Z    128(R9)(R13*4), K3, Z11
-	VADDPS       Z11, Z10, Z10
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z5, Z11
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z6, Z12
-	VPANDD.BCST  epilogueConsts<>+104(SB), Z10, Z13
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z11, Z11
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z12, Z12
-	VMINPS.BCST  epilogueConsts<>+16(SB), Z13, Z13
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z11, Z14
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z12, Z15
-	VMULPS.BCST  epilogueConsts<>+20(SB), Z13, Z16
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z14, Z14
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z15, Z15
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z16, Z16
-	VDIVPS       Z14, Z4, Z14
-	VDIVPS       Z15, Z4, Z15
-	VDIVPS       Z16, Z4, Z16
-	VMULPS       Z14, Z14, Z17
-	VMULPS       Z15, Z15, Z18
-	VMULPS       Z16, Z16, Z19
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z14, Z23
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+68(SB), Z16, Z25
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+72(SB), Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+76(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+80(SB), Z22, Z22
-	VMULPS       Z17, Z23, Z23
-	VMULPS       Z18, Z24, Z24
-	VMULPS       Z19, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z14, Z20
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z15, Z21
-	VMULPS.BCST  epilogueConsts<>+52(SB), Z16, Z22
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+56(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z14, Z26
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z15, Z27
-	VMULPS.BCST  epilogueConsts<>+60(SB), Z16, Z28
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+64(SB), Z28, Z28
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z26, Z20, Z20
-	VADDPS       Z27, Z21, Z21
-	VADDPS       Z28, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z14, Z25
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z15, Z24
-	VMULPS.BCST  epilogueConsts<>+44(SB), Z16, Z23
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+48(SB), Z23, Z23
-	VMULPS       Z17, Z25, Z17
-	VMULPS       Z18, Z24, Z18
-	VMULPS       Z19, Z23, Z19
-	VADDPS       Z20, Z17, Z17
-	VADDPS       Z21, Z18, Z18
-	VADDPS       Z22, Z19, Z19
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z11, Z20
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z12, Z21
-	VPANDD.BCST  epilogueConsts<>+108(SB), Z13, Z22
-	VMULPS       Z20, Z20, Z23
-	VMULPS       Z21, Z21, Z24
-	VMULPS       Z22, Z22, Z25
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z25, Z25
-	VSUBPS       Z20, Z11, Z26
-	VSUBPS       Z21, Z12, Z27
-	VSUBPS       Z22, Z13, Z28
-	VADDPS       Z20, Z11, Z20
-	VADDPS       Z21, Z12, Z21
-	VADDPS       Z22, Z13, Z22
-	VMULPS       Z20, Z26, Z20
-	VMULPS       Z21, Z27, Z21
-	VMULPS       Z22, Z28, Z22
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z20, Z20
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z21, Z21
-	VMULPS.BCST  epilogueConsts<>+12(SB), Z22, Z22
-	VADDPS       Z17, Z20, Z20
-	VADDPS       Z18, Z21, Z21
-	VADDPS       Z19, Z22, Z22
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z11, K4
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z12, K5
-	VCMPPS.BCST  $0x1d, epilogueConsts<>+16(SB), Z13, K6
-	VADDPS       Z20, Z23, Z11
-	VADDPS       Z21, Z24, Z12
-	VADDPS       Z22, Z25, Z13
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z11, Z11
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z12, Z12
-	VMULPS.BCST  epilogueConsts<>+24(SB), Z13, Z13
-	VCVTPS2DQ    Z11, Z11
-	VCVTPS2DQ    Z12, Z12
-	VCVTPS2DQ    Z13, Z13
-	VCVTDQ2PS    Z11, Z17
-	VCVTDQ2PS    Z12, Z18
-	VCVTDQ2PS    Z13, Z19
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z17, Z26
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z18, Z27
-	VMULPS.BCST  epilogueConsts<>+28(SB), Z19, Z28
-	VSUBPS       Z26, Z23, Z23
-	VSUBPS       Z27, Z24, Z24
-	VSUBPS       Z28, Z25, Z25
-	VADDPS       Z20, Z23, Z23
-	VADDPS       Z21, Z24, Z24
-	VADDPS       Z22, Z25, Z25
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z17, Z17
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z18, Z18
-	VMULPS.BCST  epilogueConsts<>+32(SB), Z19, Z19
-	VSUBPS       Z17, Z23, Z23
-	VSUBPS       Z18, Z24, Z24
-	VSUBPS       Z19, Z25, Z25
-	VMULPS       Z23, Z23, Z17
-	VMULPS       Z24, Z24, Z18
-	VMULPS       Z25, Z25, Z19
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z23, Z26
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z24, Z27
-	VMULPS.BCST  epilogueConsts<>+100(SB), Z25, Z28
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z26, Z26
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z27, Z27
-	VADDPS.BCST  epilogueConsts<>+8(SB), Z28, Z28
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z23, Z20
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z24, Z21
-	VADDPS.BCST  epilogueConsts<>+4(SB), Z25, Z22
-	VMULPS       Z17, Z26, Z26
-	VMULPS       Z18, Z27, Z27
-	VMULPS       Z19, Z28, Z28
-	VADDPS       Z20, Z26, Z26
-	VADDPS       Z21, Z27, Z27
-	VADDPS       Z22, Z28, Z28
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z23, Z20
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z24, Z21
-	VMULPS.BCST  epilogueConsts<>+84(SB), Z25, Z22
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z20, Z20
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z21, Z21
-	VADDPS.BCST  epilogueConsts<>+88(SB), Z22, Z22
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z23, Z23
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z24, Z24
-	VMULPS.BCST  epilogueConsts<>+92(SB), Z25, Z25
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z23, Z23
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z24, Z24
-	VADDPS.BCST  epilogueConsts<>+96(SB), Z25, Z25
-	VMULPS       Z17, Z20, Z20
-	VMULPS       Z18, Z21, Z21
-	VMULPS       Z19, Z22, Z22
-	VADDPS       Z23, Z20, Z20
-	VADDPS       Z24, Z21, Z21
-	VADDPS       Z25, Z22, Z22
-	VMULPS       Z17, Z17, Z17
-	VMULPS       Z18, Z18, Z18
-	VMULPS       Z19, Z19, Z19
-	VMULPS       Z17, Z20, Z17
-	VMULPS       Z18, Z21, Z18
-	VMULPS       Z19, Z22, Z19
-	VADDPS       Z26, Z17, Z17
-	VADDPS       Z27, Z18, Z18
-	VADDPS       Z28, Z19, Z19
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z11, Z11
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z12, Z12
-	VPADDD.BCST  epilogueConsts<>+112(SB), Z13, Z13
-	VPSLLD       $0x17, Z11, Z11
-	VPSLLD       $0x17, Z12, Z12
-	VPSLLD       $0x17, Z13, Z13
-	VMULPS       Z11, Z17, Z11
-	VMULPS       Z12, Z18, Z12
-	VMULPS       Z13, Z19, Z13
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z14, Z14
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z15, Z15
-	VMULPS.BCST  epilogueConsts<>+8(SB), Z16, Z16
-	VMULPS       Z11, Z14, Z14
-	VMULPS       Z12, Z15, Z15
-	VMULPS       Z13, Z16, Z16
-	VBLENDMPS    Z3, Z14, K4, Z14
-	VBLENDMPS    Z3, Z15, K5, Z15
-	VBLENDMPS    Z3, Z16, K6, Z16
-	VSUBPS       Z14, Z4, Z11
-	VSUBPS       Z15, Z4, Z12
-	VSUBPS       Z16, Z4, Z13
-	VCMPPS       $0x1d, Z3, Z5, K4
-	VBLENDMPS    Z11, Z14, K4, Z7
-	VCMPPS       $0x1d, Z3, Z6, K4
-	VBLENDMPS    Z12, Z15, K4, Z8
-	VCMPPS       $0x1d, Z3, Z10, K4
-	VBLENDMPS    Z13, Z16, K4, Z9
-	VMULPS       Z7, Z5, Z5
-	VMULPS       Z8, Z6, Z6
-	VMULPS       Z9, Z10, Z10
-	VMOVUPS.Z    (R10)(R13*4), K1, Z11
-	VADDPS       Z11, Z5, Z5
-	VMULPS       Z1, Z5, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K1, (R11)(R13*1)
-	VMOVUPS.Z    64(R10)(R13*4), K2, Z5
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z1, Z6, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K2, 16(R11)(R13*1)
-	VMOVUPS.Z    128(R10)(R13*4), K3, Z5
-	VADDPS       Z5, Z10, Z10
-	VMULPS       Z1, Z10, Z5
-	VMAXPS.BCST  epilogueConsts<>+40(SB), Z5, Z5
-	VMINPS.BCST  epilogueConsts<>+36(SB), Z5, Z5
-	VCVTPS2DQ    Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VPMAXSD      Z3, Z5, Z5
-	VPMINSD.BCST epilogueConsts<>+116(SB), Z5, Z5
-	VPMOVDB      Z5, K3, 32(R11)(R13*1)
-	ADDQ         $0x30, R13
-	CMPQ         R13, DX
-	JL           epi_col_601
-	MOVQ         ldc+8(FP), R13
-	SHLQ         $0x02, R13
-	ADDQ         R13, AX
-	MOVQ         resStride+88(FP), R13
-	SHLQ         $0x02, R13
-	ADDQ         R13, R10
-	MOVQ         outStride+112(FP), R13
-	ADDQ         R13, R11
-	ADDQ         $0x04, DI
-	ADDQ         $0x04, R8
-	DECQ         BX
-	JNZ          epi_row_600
+epi_col_533:
+	MOVQ        DX, R14
+	SUBQ        R13, R14
+	MOVQ        $0x00000030, R15
+	CMPQ        R14, R15
+	CMOVQLT     R14, R15
+	MOVQ        (R12)(R15*8), R14
+	KMOVQ       R14, K1
+	VMOVDQU32.Z (AX)(R13*4), K1, Z10
+	VMOVDQU32.Z (SI)(R13*4), K1, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMOVUPS.Z   (CX)(R13*4), K1, Z11
+	VMULPS      Z11, Z10, Z10
+	VMULPS.BCST (DI), Z10, Z10
+	VMOVUPS.Z   (R9)(R13*4), K1, Z11
+	VADDPS      Z11, Z10, Z10
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVDQU32.Z 64(AX)(R13*4), K2, Z11
+	VMOVDQU32.Z 64(SI)(R13*4), K2, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMOVUPS.Z   64(CX)(R13*4), K2, Z12
+	VMULPS      Z12, Z11, Z11
+	VMULPS.BCST (DI), Z11, Z11
+	VMOVUPS.Z   64(R9)(R13*4), K2, Z12
+	VADDPS      Z12, Z11, Z11
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVDQU32.Z 128(AX)(R13*4), K3, Z12
+	VMOVDQU32.Z 128(SI)(R13*4), K3, Z13
+	VPMULLD     Z13, Z0, Z13
+	VPSUBD      Z13, Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMOVUPS.Z   128(CX)(R13*4), K3, Z13
+	VMULPS      Z13, Z12, Z12
+	VMULPS.BCST (DI), Z12, Z12
+	VMOVUPS.Z   128(R9)(R13*4), K3, Z13
+	VADDPS      Z13, Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VCVTPS2DQ   Z13, Z16
+	VCVTPS2DQ   Z14, Z17
+	VCVTPS2DQ   Z15, Z18
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VREDUCEPS   $0x00, Z15, Z15
+	VPERMPS     Z9, Z16, Z19
+	VPERMPS     Z9, Z17, Z20
+	VPERMPS     Z9, Z18, Z21
+	VPERMPS     Z8, Z16, Z22
+	VPERMPS     Z8, Z17, Z23
+	VPERMPS     Z8, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z7, Z16, Z22
+	VPERMPS     Z7, Z17, Z23
+	VPERMPS     Z7, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z6, Z16, Z22
+	VPERMPS     Z6, Z17, Z23
+	VPERMPS     Z6, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z5, Z16, Z22
+	VPERMPS     Z5, Z17, Z23
+	VPERMPS     Z5, Z18, Z24
+	VFMADD213PS Z22, Z13, Z19
+	VFMADD213PS Z23, Z14, Z20
+	VFMADD213PS Z24, Z15, Z21
+	VPERMPS     Z4, Z16, Z16
+	VPERMPS     Z4, Z17, Z17
+	VPERMPS     Z4, Z18, Z18
+	VFMADD213PS Z16, Z13, Z19
+	VFMADD213PS Z17, Z14, Z20
+	VFMADD213PS Z18, Z15, Z21
+	VMAXPS      Z10, Z3, Z10
+	VMAXPS      Z11, Z3, Z11
+	VMAXPS      Z12, Z3, Z12
+	VADDPS      Z19, Z10, Z10
+	VADDPS      Z20, Z11, Z11
+	VADDPS      Z21, Z12, Z12
+	VMOVUPS.Z   (R10)(R13*4), K1, Z13
+	VADDPS      Z13, Z10, Z10
+	VMULPS      Z1, Z10, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K1, (R11)(R13*1)
+	VMOVUPS.Z   64(R10)(R13*4), K2, Z10
+	VADDPS      Z10, Z11, Z11
+	VMULPS      Z1, Z11, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K2, 16(R11)(R13*1)
+	VMOVUPS.Z   128(R10)(R13*4), K3, Z10
+	VADDPS      Z10, Z12, Z12
+	VMULPS      Z1, Z12, Z10
+	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
+	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPMAXSD     Z3, Z10, Z10
+	VPMOVUSDB   Z10, K3, 32(R11)(R13*1)
+	ADDQ        $0x30, R13
+	CMPQ        R13, DX
+	JL          epi_col_533
+	MOVQ        ldc+8(FP), R13
+	SHLQ        $0x02, R13
+	ADDQ        R13, AX
+	MOVQ        resStride+88(FP), R13
+	SHLQ        $0x02, R13
+	ADDQ        R13, R10
+	MOVQ        outStride+112(FP), R13
+	ADDQ        R13, R11
+	ADDQ        $0x04, DI
+	ADDQ        $0x04, R8
+	DECQ        BX
+	JNZ         epi_row_532
 	VZEROUPPER
 	RET
 
@@ -20792,9 +16033,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_603
+	JZ     peak_done_535
 
-peak_602:
+peak_534:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -20820,9 +16061,9 @@ peak_602:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_602
+	JNZ      peak_534
 
-peak_done_603:
+peak_done_535:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -20880,9 +16121,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_605
+	JZ     peak_done_537
 
-peak_604:
+peak_536:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -20908,9 +16149,9 @@ peak_604:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_604
+	JNZ         peak_536
 
-peak_done_605:
+peak_done_537:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -20966,9 +16207,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_607
+	JZ    peak_done_539
 
-peak_606:
+peak_538:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -21025,9 +16266,9 @@ peak_606:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_606
+	JNZ  peak_538
 
-peak_done_607:
+peak_done_539:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2

@@ -9,7 +9,7 @@
 //
 // Compiled for at most 128 tokens per sequence and 16 sequences per forward pass
 // (Run splits larger batches); kernel target auto. The schedule (schedule.go) is
-// 27 runtime calls; the weights (weights.bin) are embedded.
+// 23 runtime calls; the weights (weights.bin) are embedded.
 package sentimentmodel
 
 import (
@@ -27,7 +27,7 @@ import (
 
 // The generated code's runtime version: this fails to compile against a runtime/modelrt
 // that no longer supports it (regenerate with a matching sqc).
-const _ = modelrt.SupportVersion1
+const _ = modelrt.SupportVersion2
 
 const (
 	// MaxSequence is the longest sequence Run accepts, in tokens.
@@ -163,6 +163,7 @@ type workspace struct {
 	i32              []int32   // arenaI32
 	ids, mask, types []int64   // inputs, [MaxBatch, MaxSequence] at most
 	attn             []float32 // attention scratch
+	order            []int     // Run's chunk order (modelrt.ChunkOrder), grown to the largest request
 }
 
 func (m *Model) newWorkspace() *workspace {
@@ -177,18 +178,21 @@ func (m *Model) newWorkspace() *workspace {
 	}
 }
 
-// MemoryBytes is the memory the model holds: the decoded weights plus one workspace
-// (each Run in progress at the same time holds one; weights.bin itself is part of
-// the binary).
+// MemoryBytes is the memory the model holds: its weights plus one workspace (each
+// Run in progress at the same time holds one). On little-endian hosts the weights
+// are the embedded weights.bin's pages, read in place; elsewhere, decoded copies.
+// Not included: the tokenizer's vocabulary and the Go runtime's own memory.
 func (m *Model) MemoryBytes() int64 {
 	return weightsDecodedBytes + int64(4*arenaF32+arenaU8+4*arenaI32+24*MaxBatch*MaxSequence+4*nn.AttentionScratchLen(m.pool.Workers(), MaxSequence, maxHeadDim))
 }
 
 // Run runs the model on a batch of token id sequences and returns one output entry
-// per sequence. Sequences may differ in length: each chunk of MaxBatch sequences is
-// right-padded to its longest, which does not change any sequence's outputs. Bad
-// input gives an error matching ErrInvalidInput and its precise cause, never a panic;
-// a cancelled ctx stops the pass at the next GEMM or attention and returns ctx.Err().
+// per sequence, in request order. Sequences may differ in length: each chunk of
+// MaxBatch sequences is right-padded to its longest, which does not change any
+// sequence's outputs, and a request of more than MaxBatch sequences is chunked in
+// order of length (modelrt.ChunkOrder), so that chunks pad little. Bad input gives
+// an error matching ErrInvalidInput and its precise cause, never a panic; a
+// cancelled ctx stops the pass at the next GEMM or attention and returns ctx.Err().
 func (m *Model) Run(ctx context.Context, b Batch) (Outputs, error) {
 	if err := ctx.Err(); err != nil {
 		return Outputs{}, err
@@ -204,15 +208,16 @@ func (m *Model) Run(ctx context.Context, b Batch) (Outputs, error) {
 	out := Outputs{Logits: make([][]float32, n)}
 	ws := m.workspaces.Get().(*workspace)
 	defer m.workspaces.Put(ws)
+	ws.order = modelrt.ChunkOrder(ws.order, &b, MaxBatch)
 	for lo := 0; lo < n; lo += MaxBatch {
-		hi := min(n, lo+MaxBatch)
-		batch, seq := hi-lo, modelrt.Longest(&b, lo, hi)
-		modelrt.FillInputs(ws.ids, ws.mask, nil, &b, lo, hi, seq, int64(0))
+		idx := ws.order[lo:min(n, lo+MaxBatch)]
+		batch, seq := len(idx), modelrt.LongestOf(&b, idx)
+		modelrt.FillInputsOf(ws.ids, ws.mask, nil, &b, idx, seq, int64(0))
 		if err := m.forward(ctx, ws, batch, seq); err != nil {
 			return Outputs{}, err
 		}
-		for r := range batch {
-			out.Logits[lo+r] = slices.Clone(ws.f32[2048+r*2 : 2048+(r+1)*2])
+		for r, i := range idx {
+			out.Logits[i] = slices.Clone(ws.f32[2048+r*2 : 2048+(r+1)*2])
 		}
 	}
 	return out, nil

@@ -20,14 +20,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := nn.EmbedSumParallel(m.pool, ws.f32[0:][:tokens*128], &m.w.embeddings0, ws.ids[:tokens], nil, batch, seq); err != nil {
 		return err
 	}
-	// #2 nn.LayerNorm: distilbert.embeddings.LayerNorm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[786432:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm0)
-	// #3 nn.LayerNormU8: distilbert.embeddings.LayerNorm/LayerNormalization/smooth
-	nn.LayerNormU8(m.pool, nil, 128, ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm1, float32(178.40135), int32(126))
+	// #2 nn.LayerNormDual: distilbert.embeddings.LayerNorm/LayerNormalization
+	nn.LayerNormDual(m.pool, ws.f32[786432:][:tokens*128], 128, ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm0, m.w.distilbertEmbeddingsLayerNormWeightSmooth, m.w.distilbertEmbeddingsLayerNormBiasSmooth, float32(178.40135), int32(126))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #4 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear/QKV
+	// #3 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear/QKV
 	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
 		AZeroPoint: int32(126),
 		Bias:       m.w.distilbertTransformerLayer0AttentionQLinBiasQkv,
@@ -41,7 +39,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #5 nn.Attention: distilbert.transformer.layer.0.attention.context/Reshape/Attention
+	// #4 nn.Attention: distilbert.transformer.layer.0.attention.context/Reshape/Attention
 	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[0:][:tokens*384], ws.f32[0:][:tokens*384][128:], ws.f32[0:][:tokens*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
 		Batch:           batch,
 		HeadDim:         64,
@@ -55,12 +53,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		SeqQ:            seq,
 		VStride:         384,
 	})
-	// #6 nn.QuantizeU8Parallel: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	// #5 nn.QuantizeU8Parallel: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
 	nn.QuantizeU8Parallel(m.pool, ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(277.94394), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #7 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	// #6 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
 	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(130),
 		Bias:           m.w.distilbertTransformerLayer0AttentionOutLinBias,
@@ -73,14 +71,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	}); err != nil {
 		return err
 	}
-	// #8 nn.LayerNorm: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm2)
-	// #9 nn.LayerNormU8: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
-	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm3, float32(221.08879), int32(130))
+	// #7 nn.LayerNormDual: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
+	nn.LayerNormDual(m.pool, ws.f32[262144:][:tokens*128], 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm1, m.w.distilbertTransformerLayer0SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer0SaLayerNormBiasSmooth, float32(221.08879), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #10 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
+	// #8 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
 	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(130),
 		Act:          qgemm.ActGelu,
@@ -97,7 +93,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #11 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
+	// #9 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
 	if err := m.gemm.GEMMWithKernel(gemmKernel(512), ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer0FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(17),
 		Bias:           m.w.distilbertTransformerLayer0FfnLin2Bias,
@@ -110,14 +106,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	}); err != nil {
 		return err
 	}
-	// #12 nn.LayerNorm: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[786432:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm4)
-	// #13 nn.LayerNormU8: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
-	nn.LayerNormU8(m.pool, nil, 128, ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm5, float32(181.62914), int32(133))
+	// #10 nn.LayerNormDual: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
+	nn.LayerNormDual(m.pool, ws.f32[786432:][:tokens*128], 128, ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm2, m.w.distilbertTransformerLayer0OutputLayerNormWeightSmooth, m.w.distilbertTransformerLayer0OutputLayerNormBiasSmooth, float32(181.62914), int32(133))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #14 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
+	// #11 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
 	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
 		AZeroPoint: int32(133),
 		Bias:       m.w.distilbertTransformerLayer1AttentionQLinBiasQkv,
@@ -131,7 +125,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #15 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
+	// #12 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
 	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[0:][:tokens*384], ws.f32[0:][:tokens*384][128:], ws.f32[0:][:tokens*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
 		Batch:           batch,
 		HeadDim:         64,
@@ -145,12 +139,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		SeqQ:            seq,
 		VStride:         384,
 	})
-	// #16 nn.QuantizeU8Parallel: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	// #13 nn.QuantizeU8Parallel: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
 	nn.QuantizeU8Parallel(m.pool, ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(258.05313), int32(128))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #17 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	// #14 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
 	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(128),
 		Bias:           m.w.distilbertTransformerLayer1AttentionOutLinBias,
@@ -163,14 +157,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	}); err != nil {
 		return err
 	}
-	// #18 nn.LayerNorm: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm6)
-	// #19 nn.LayerNormU8: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
-	nn.LayerNormU8(m.pool, nil, 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm7, float32(185.9047), int32(112))
+	// #15 nn.LayerNormDual: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
+	nn.LayerNormDual(m.pool, ws.f32[262144:][:tokens*128], 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm3, m.w.distilbertTransformerLayer1SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer1SaLayerNormBiasSmooth, float32(185.9047), int32(112))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #20 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
+	// #16 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
 	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(112),
 		Act:          qgemm.ActGelu,
@@ -187,7 +179,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #21 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
+	// #17 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
 	if err := m.gemm.GEMMWithKernel(gemmKernel(512), ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer1FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(14),
 		Bias:           m.w.distilbertTransformerLayer1FfnLin2Bias,
@@ -200,17 +192,17 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 	}); err != nil {
 		return err
 	}
-	// #22 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm8)
-	// #23 nn.Gather: pre_classifier/first_token
+	// #18 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
+	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm4)
+	// #19 nn.Gather: pre_classifier/first_token
 	if err := nn.Gather(ws.f32[0:][:batch*128], ws.f32[262144:][:tokens*128], batch, seq, 128, []int64{int64(0)}); err != nil {
 		return err
 	}
-	// #24 nn.LinearF32: pre_classifier/Gemm/Linear
+	// #20 nn.LinearF32: pre_classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[2048:][:batch*128], 128, ws.f32[0:][:batch*128], 128, batch, 128, 128, m.w.preClassifierWeightT, m.w.preClassifierBias)
-	// #25 nn.ReluParallel: pre_classifier/Relu
+	// #21 nn.ReluParallel: pre_classifier/Relu
 	nn.ReluParallel(m.pool, ws.f32[0:][:batch*128], ws.f32[2048:][:batch*128])
-	// #26 nn.LinearF32: classifier/Gemm/Linear
+	// #22 nn.LinearF32: classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[2048:][:batch*2], 2, ws.f32[0:][:batch*128], 128, batch, 128, 2, m.w.classifierWeightT, m.w.classifierBias)
 	return nil
 }

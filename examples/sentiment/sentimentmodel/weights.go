@@ -77,14 +77,10 @@ type weights struct {
 	vocab                                                          []byte             // vocab.txt
 	embeddings0                                                    nn.Embeddings      // distilbert.embeddings/add_positions/Embeddings
 	layerNorm0                                                     nn.LayerNormParams // distilbert.embeddings.LayerNorm/LayerNormalization
-	layerNorm1                                                     nn.LayerNormParams // distilbert.embeddings.LayerNorm/LayerNormalization/smooth
-	layerNorm2                                                     nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
-	layerNorm3                                                     nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization/smooth
-	layerNorm4                                                     nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
-	layerNorm5                                                     nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization/smooth
-	layerNorm6                                                     nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
-	layerNorm7                                                     nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization/smooth
-	layerNorm8                                                     nn.LayerNormParams // distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
+	layerNorm1                                                     nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
+	layerNorm2                                                     nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
+	layerNorm3                                                     nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
+	layerNorm4                                                     nn.LayerNormParams // distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
 }
 
 // loadWeights checks weightsBin and decodes every array at its offset.
@@ -212,48 +208,24 @@ func loadWeights() (*weights, error) {
 		N:       128,
 	}
 	w.layerNorm1 = nn.LayerNormParams{
-		Beta:    w.distilbertEmbeddingsLayerNormBiasSmooth,
-		Epsilon: float32(1e-12),
-		Gamma:   w.distilbertEmbeddingsLayerNormWeightSmooth,
-		N:       128,
-	}
-	w.layerNorm2 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer0SaLayerNormBias,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer0SaLayerNormWeight,
 		N:       128,
 	}
-	w.layerNorm3 = nn.LayerNormParams{
-		Beta:    w.distilbertTransformerLayer0SaLayerNormBiasSmooth,
-		Epsilon: float32(1e-12),
-		Gamma:   w.distilbertTransformerLayer0SaLayerNormWeightSmooth,
-		N:       128,
-	}
-	w.layerNorm4 = nn.LayerNormParams{
+	w.layerNorm2 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer0OutputLayerNormBias,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer0OutputLayerNormWeight,
 		N:       128,
 	}
-	w.layerNorm5 = nn.LayerNormParams{
-		Beta:    w.distilbertTransformerLayer0OutputLayerNormBiasSmooth,
-		Epsilon: float32(1e-12),
-		Gamma:   w.distilbertTransformerLayer0OutputLayerNormWeightSmooth,
-		N:       128,
-	}
-	w.layerNorm6 = nn.LayerNormParams{
+	w.layerNorm3 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer1SaLayerNormBias,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer1SaLayerNormWeight,
 		N:       128,
 	}
-	w.layerNorm7 = nn.LayerNormParams{
-		Beta:    w.distilbertTransformerLayer1SaLayerNormBiasSmooth,
-		Epsilon: float32(1e-12),
-		Gamma:   w.distilbertTransformerLayer1SaLayerNormWeightSmooth,
-		N:       128,
-	}
-	w.layerNorm8 = nn.LayerNormParams{
+	w.layerNorm4 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer1OutputLayerNormBias,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer1OutputLayerNormWeight,

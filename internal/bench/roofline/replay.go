@@ -144,6 +144,15 @@ func (r *replayer) build(s exec.Step) (*replay, error) {
 			label += " ->f32+u8"
 		}
 		inv, zp, kp := s.InvScale, s.ZeroPoint, s.Kp
+		if s.GammaU8 != nil { // sqc.LayerNormDual: one pass, two normalisations
+			gq, bq := s.GammaU8, s.BetaU8
+			ops += float64(4 * rows * n) // the second subtract, scale, gamma, beta
+			return &replay{kind: KindLayerNorm, label: label + " (dual)", ops: ops, bytes: bytes,
+				run: func() error {
+					nn.LayerNormDual(r.pool, out, n, q, kp, x, n, rows, &params, gq, bq, inv, zp)
+					return nil
+				}}, nil
+		}
 		return &replay{kind: KindLayerNorm, label: label, ops: ops, bytes: bytes,
 			run: func() error { nn.LayerNormU8(r.pool, out, n, q, kp, x, n, rows, &params, inv, zp); return nil }}, nil
 

@@ -1,0 +1,100 @@
+// Package geluavo emits the AVX-512 form of sqc's float32 erf-GELU
+// (internal/gelu) with avo, for both generators that need it: asmgen/qgemm
+// (the GEMM epilogue with ActGelu) and asmgen/nn (the standalone GELU). The
+// instructions are gelu.Gelu's operations one for one, in its order, with a
+// VFMADD213PS exactly where it calls gelu.FMA32, so the assembly and the Go
+// reference give the same bits.
+package geluavo
+
+import (
+	"math"
+
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/sqc-dev/sqc/internal/gelu"
+)
+
+// tableBytes is the size of one coefficient table: gelu.Intervals float32,
+// one zmm register.
+const tableBytes = 4 * gelu.Intervals
+
+// Table is the read-only DATA section of GELU's constants: the
+// gelu.Degree+1 coefficient tables (64 bytes each, Coeffs[k] at offset
+// 64k), then AbsMask, InvWidth and Clamp for embedded broadcasts.
+type Table struct{ mem operand.Mem }
+
+// NewTable declares the table as the static global name. It starts a new
+// DATA section: call it before a function, not while the caller is still
+// adding data to another global.
+func NewTable(ctx *build.Context, name string) Table {
+	t := Table{mem: ctx.StaticGlobal(name)}
+	ctx.DataAttributes(attr.RODATA | attr.NOPTR)
+	for k, row := range gelu.Coeffs {
+		for i, c := range row {
+			ctx.AddDatum(tableBytes*k+4*i, operand.U32(math.Float32bits(c)))
+		}
+	}
+	for i, v := range []uint32{gelu.AbsMask, math.Float32bits(gelu.InvWidth), math.Float32bits(gelu.Clamp)} {
+		ctx.AddDatum(t.scalarOff(i), operand.U32(v))
+	}
+	return t
+}
+
+func (t Table) scalarOff(i int) int { return tableBytes*(gelu.Degree+1) + 4*i }
+
+// Eval holds the coefficient tables in zmm registers: gelu.Degree+1 of
+// the 32, for the whole function (VPERMPS indexes them at register
+// speed).
+type Eval struct {
+	t    Table
+	coef [gelu.Degree + 1]reg.VecVirtual
+}
+
+// Load emits the loads of the coefficient tables into new registers.
+func (t Table) Load(ctx *build.Context) *Eval {
+	e := &Eval{t: t}
+	for k := range e.coef {
+		e.coef[k] = ctx.ZMM()
+		ctx.VMOVUPS(t.mem.Offset(tableBytes*k), e.coef[k])
+	}
+	return e
+}
+
+// Emit emits gelu.Gelu on the 16 lanes of each register of xs (left
+// unchanged), the chunks interleaved step by step so that their
+// dependency chains overlap, and returns the registers holding the
+// results. zero is a zeroed zmm register.
+func (e *Eval) Emit(ctx *build.Context, xs []reg.VecVirtual, zero reg.VecVirtual) []reg.VecVirtual {
+	n := len(xs)
+	vecs := func() []reg.VecVirtual {
+		v := make([]reg.VecVirtual, n)
+		for i := range v {
+			v[i] = ctx.ZMM()
+		}
+		return v
+	}
+	each := func(f func(i int)) {
+		for i := range n {
+			f(i)
+		}
+	}
+	absMask, invWidth, clamp := e.t.mem.Offset(e.t.scalarOff(0)), e.t.mem.Offset(e.t.scalarOff(1)), e.t.mem.Offset(e.t.scalarOff(2))
+	b, idx, r, p, relu, out := vecs(), vecs(), vecs(), vecs(), vecs(), vecs()
+	each(func(i int) { ctx.VMULPS_BCST(invWidth, xs[i], b[i]) })   // y = x*InvWidth
+	each(func(i int) { ctx.VPANDD_BCST(absMask, b[i], b[i]) })     // |y|
+	each(func(i int) { ctx.VMINPS_BCST(clamp, b[i], b[i]) })       // b = minps(|y|, Clamp)
+	each(func(i int) { ctx.VCVTPS2DQ(b[i], idx[i]) })              // i = roundEven(b) (MXCSR default)
+	each(func(i int) { ctx.VREDUCEPS(operand.U8(0), b[i], r[i]) }) // r = b - roundEven(b), exact
+	each(func(i int) { ctx.VPERMPS(e.coef[gelu.Degree], idx[i], p[i]) })
+	for k := gelu.Degree - 1; k >= 0; k-- {
+		c := vecs()
+		each(func(i int) { ctx.VPERMPS(e.coef[k], idx[i], c[i]) })
+		each(func(i int) { ctx.VFMADD213PS(c[i], r[i], p[i]) }) // p = p*r + c, one rounding
+	}
+	each(func(i int) { ctx.VMAXPS(xs[i], zero, relu[i]) }) // maxps(0, x): NaN x gives x
+	each(func(i int) { ctx.VADDPS(p[i], relu[i], out[i]) })
+	return out
+}

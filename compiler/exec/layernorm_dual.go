@@ -1,0 +1,61 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// layerNormDual lowers sqc.LayerNormDual (passes.MergeSmoothedLayerNorms'
+// merge of a LayerNorm and its SmoothQuant twin):
+//
+//   - when the twin's output YQ is read only by static QLinears with one
+//     quantisation (what directU8 accepts) and Y is read in f32 only, to
+//     one LayerNormStep running nn.LayerNormDual: Y in f32 with
+//     (Scale, B), YQ written straight as those QLinears' u8 input with
+//     (ScaleQ, BQ), YQ's f32 form elided;
+//   - otherwise (dynamic activations, YQ also read in f32, Y quantised
+//     too) to the two LayerNormSteps that the unmerged pair lowers to,
+//     each with the fusions layerNorm makes.
+//
+// Either way the steps write the bits the unmerged graph's steps write:
+// nn.LayerNormDual computes each output exactly as nn.LayerNorm and
+// nn.LayerNormU8 compute it, from the same statistics.
+func (l *lowering) layerNormDual(n *compiler.Node) (bool, error) {
+	x, y, yq := n.Inputs[0], n.Outputs[0], n.Outputs[1]
+	eps := n.AttrFloat("epsilon", 1e-5)
+	beta, betaQ := "", ""
+	if len(n.Inputs) > 4 {
+		beta, betaQ = n.Inputs[3], n.Inputs[4]
+	}
+	params, ok1 := l.layerNormParams(x, n.Inputs[1], beta, eps)
+	paramsQ, ok2 := l.layerNormParams(x, n.Inputs[2], betaQ, eps)
+	if !ok1 || !ok2 || (params.Beta == nil) != (paramsQ.Beta == nil) {
+		return false, nil
+	}
+	yKeys, _ := l.quantUses(y)
+	if k, ok := l.directU8(yq); ok && len(yKeys) == 0 {
+		s := &LayerNormStep{
+			Node: n.Name, X: l.slot(x), Out: l.slot(y), GammaName: n.Inputs[1], BetaName: beta, Params: params,
+			GammaU8: paramsQ.Gamma, BetaU8: paramsQ.Beta, GammaU8Name: n.Inputs[2], BetaU8Name: betaQ,
+		}
+		l.quantizedOutput(s, yq, k)
+		l.elided[yq] = true
+		l.emit(s)
+		return true, nil
+	}
+	// The unmerged pair, in its order: the original, then the twin.
+	for _, half := range []struct{ name, gamma, beta, out string }{
+		{n.Name, n.Inputs[1], beta, y},
+		{n.Name + "/twin", n.Inputs[2], betaQ, yq},
+	} {
+		ln := &compiler.Node{Name: half.name, Op: "LayerNormalization", Inputs: []string{x, half.gamma, half.beta}, Outputs: []string{half.out}}
+		if e, ok := n.Attrs["epsilon"]; ok {
+			ln.Attrs = map[string]compiler.Attr{"epsilon": e}
+		}
+		if !l.layerNorm(ln) { // layerNormParams accepted both halves
+			return true, fmt.Errorf("internal error: half %q of the LayerNormDual does not lower", half.name)
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,77 @@
+package compiler
+
+import (
+	"fmt"
+	"math"
+)
+
+// OpDef of sqc.LayerNormDual, made by the passes package's
+// MergeSmoothedLayerNorms from the two LayerNormalizations of one input
+// that SmoothQuant leaves in BERT's post-LN blocks: the original (its
+// output is the residual stream) and the twin with gamma/s and beta/s
+// that feeds the quantised Q/K/V or FFN-input GEMMs (listed in sqcOps).
+//
+// sqc.LayerNormDual(x, scale, scale_q[, bias, bias_q]) {epsilon}: x is
+// [..., N], the four parameters [N]; bias and bias_q are both given or both
+// omitted. y and y_q have x's shape. Each output is exactly ONNX
+// LayerNormalization over the last axis (axis -1, stash_type 1) with that
+// epsilon (default 1e-5):
+//
+//	y   = LayerNormalization(x, scale,   bias)
+//	y_q = LayerNormalization(x, scale_q, bias_q)
+//
+// Both use the same row statistics, so a kernel computes the mean and
+// 1/sqrt(var + epsilon) once per row and writes both outputs from one pass
+// over it; per element, with the statistics in float64 (the FP32
+// interpreter's and runtime/nn's formula),
+//
+//	z     = (x_j - mean) * inv
+//	y_j   = float32(z * scale_j   + bias_j)
+//	y_q_j = float32(z * scale_q_j + bias_q_j)
+//
+// which is what two separate LayerNormalizations compute, bit for bit.
+func layerNormDualOp() *OpDef {
+	return &OpDef{
+		Name: "sqc.LayerNormDual", Domain: DomainSqc,
+		Doc: "Y = LayerNormalization(X, Scale, B) and YQ = LayerNormalization(X, ScaleQ, BQ) over the last axis (stash_type 1, epsilon default 1e-5), " +
+			"inputs (X, Scale, ScaleQ[, B, BQ]) with X [..., N], the parameters [N], B and BQ both given or both omitted; Y and YQ have X's shape. " +
+			"Per row, mean and inv = 1/sqrt(var + epsilon) in float64 (computed once), z = (x - mean)*inv, Y = float32(z*Scale + B), YQ = float32(z*ScaleQ + BQ).",
+		MinInputs: 3, MaxInputs: 5, MinOutputs: 2, MaxOutputs: 2,
+		Attrs:  []AttrSpec{{Name: "epsilon", Kind: AttrFloat}},
+		DTypes: DTypeRule{In: []string{"T", "T", "T", "T", "T"}, Out: []string{"T", "T"}, Vars: map[string][]DType{"T": floatTypes()}},
+		Shape:  layerNormDualShape,
+		Check:  layerNormDualCheck,
+	}
+}
+
+func layerNormDualCheck(n *Node, _ int64) error {
+	bias := len(n.Inputs) > 3 && n.Inputs[3] != ""
+	biasQ := len(n.Inputs) > 4 && n.Inputs[4] != ""
+	if bias != biasQ {
+		return fmt.Errorf("bias and bias_q must both be given or both omitted (bias %t, bias_q %t)", bias, biasQ)
+	}
+	if eps := n.AttrFloat("epsilon", 1e-5); !(eps >= 0) || math.IsInf(float64(eps), 0) {
+		return fmt.Errorf("epsilon is %v, want finite and >= 0", eps)
+	}
+	return nil
+}
+
+func layerNormDualShape(a *InferArgs) ([]Inferred, error) {
+	x := a.in(0).Shape
+	if x != nil && len(x) == 0 {
+		return nil, fmt.Errorf("%w: sqc.LayerNormDual of a scalar", ErrShapeMismatch)
+	}
+	for i, what := range []string{1: "scale", 2: "scale_q", 3: "bias", 4: "bias_q"} {
+		if i == 0 || !a.present(i) {
+			continue
+		}
+		s := a.in(i).Shape
+		if err := requireRank("sqc.LayerNormDual "+what, s, 1); err != nil {
+			return nil, err
+		}
+		if x != nil && s != nil && !dimsMatch(s[0], x[len(x)-1]) {
+			return nil, fmt.Errorf("%w: sqc.LayerNormDual %s %s for input %s", ErrShapeMismatch, what, s, x)
+		}
+	}
+	return []Inferred{{Shape: x.Clone()}, {Shape: x.Clone()}}, nil
+}

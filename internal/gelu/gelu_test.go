@@ -1,0 +1,125 @@
+package gelu
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+)
+
+// geluRef is 0.5*x*(1+erf(x/sqrt2)) in float64, written with erfc so that
+// it stays accurate for negative x.
+func geluRef(x float64) float64 { return 0.5 * x * math.Erfc(-x/math.Sqrt2) }
+
+// TestAccuracy bounds Gelu's absolute error against the erf GELU densely
+// over [-8, 8] (beyond, both are max(x, 0) to within 1e-14), and its
+// relative error where the result is not tiny: a few float32 ulps.
+func TestAccuracy(t *testing.T) {
+	const absTol, relTol = 3e-7, 1e-6
+	worstAbs, worstAbsX, worstRel, worstRelX := 0.0, float32(0), 0.0, float32(0)
+	for i := -1600000; i <= 1600000; i++ {
+		x := float32(i) * 5e-6
+		ref, got := geluRef(float64(x)), float64(Gelu(x))
+		e := math.Abs(got - ref)
+		if e > worstAbs {
+			worstAbs, worstAbsX = e, x
+		}
+		if x > -1 { // |gelu| >= 0.16|x| here: relative accuracy is meaningful
+			if r := e / math.Abs(ref); ref != 0 && r > worstRel {
+				worstRel, worstRelX = r, x
+			}
+		}
+	}
+	t.Logf("max abs error %.3g at x = %g, max rel error (x > -1) %.3g at x = %g", worstAbs, worstAbsX, worstRel, worstRelX)
+	if worstAbs > absTol {
+		t.Errorf("max abs error %.3g at x = %g, want <= %g", worstAbs, worstAbsX, absTol)
+	}
+	if worstRel > relTol {
+		t.Errorf("max rel error %.3g at x = %g, want <= %g", worstRel, worstRelX, relTol)
+	}
+	for _, x := range []float32{1e-30, 1e-10, -1e-10, 1e-4} { // gelu(x) ~ x/2
+		if got, ref := float64(Gelu(x)), geluRef(float64(x)); math.Abs(got-ref) > 1e-6*math.Abs(ref) {
+			t.Errorf("Gelu(%g) = %g, want %g", x, got, ref)
+		}
+	}
+}
+
+func TestSpecialValues(t *testing.T) {
+	for _, c := range []struct{ x, want float32 }{
+		{0, 0},
+		{float32(math.Copysign(0, -1)), 0},
+		{float32(math.Inf(1)), float32(math.Inf(1))},
+		{float32(math.Inf(-1)), 0},
+		{100, 100},
+		{5.8, 5.8},
+		{-6, 0},
+		{-1e30, 0},
+	} {
+		if got := Gelu(c.x); got != c.want {
+			t.Errorf("Gelu(%g) = %g, want %g", c.x, got, c.want)
+		}
+	}
+	if got := Gelu(float32(math.NaN())); !math.IsNaN(float64(got)) {
+		t.Errorf("Gelu(NaN) = %g, want NaN", got)
+	}
+}
+
+// TestFMA32 compares FMA32 with a*b+c rounded once by math/big, on random
+// operands and on cases built to sit just off a float32 rounding midpoint
+// (where rounding through float64 to nearest would round twice wrongly).
+func TestFMA32(t *testing.T) {
+	exact := func(a, b, c float32) float32 {
+		p := new(big.Float).SetPrec(200).SetFloat64(float64(a))
+		p.Mul(p, new(big.Float).SetPrec(200).SetFloat64(float64(b)))
+		p.Add(p, new(big.Float).SetPrec(200).SetFloat64(float64(c)))
+		f, _ := p.Float32() // nearest even
+		return f
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	check := func(a, b, c float32) {
+		if got, want := FMA32(a, b, c), exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("FMA32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
+		}
+	}
+	for range 200000 {
+		a := math.Float32frombits(rng.Uint32() & 0x7FFFFFFF)
+		b := float32(rng.NormFloat64())
+		c := float32(rng.NormFloat64() * math.Exp2(float64(rng.IntN(60)-30)))
+		if math.IsInf(float64(a), 0) || math.IsNaN(float64(a)) || math.Abs(float64(a)) > 1e30 {
+			continue
+		}
+		check(a, b, c)
+		check(b, float32(rng.NormFloat64()), c)
+	}
+	// a*b = 2^-24 - 2^-64 and c = 1 + 2^-23: the exact sum lies 2^-64
+	// below the midpoint between two float32 and rounds down to c; rounded
+	// to float64 first it becomes the midpoint itself, and ties to even
+	// then round it up: float32(math.FMA(a, b, c)) gets this wrong.
+	a, b, c := float32(1+0x1p-20), float32(0x1p-24*(1-0x1p-20)), float32(1+0x1p-23)
+	if naive, want := float32(math.FMA(float64(a), float64(b), float64(c))), exact(a, b, c); naive == want {
+		t.Fatalf("the double-rounding case is not one: %g", naive)
+	}
+	check(a, b, c)
+	check(-a, b, -c)
+}
+
+// TestTableIndex checks that the interval index and offset of Gelu's
+// vector form are what the table was fitted for: every |x| in interval
+// i maps to r in [-0.5, 0.5] and the zero interval starts at 5.8.
+func TestTableIndex(t *testing.T) {
+	for i := range Intervals - 1 {
+		for _, c := range Coeffs {
+			if math.IsNaN(float64(c[i])) || math.IsInf(float64(c[i]), 0) {
+				t.Fatalf("coefficient of interval %d is %g", i, c[i])
+			}
+		}
+	}
+	for k := range Coeffs {
+		if Coeffs[k][Intervals-1] != 0 {
+			t.Errorf("Coeffs[%d][%d] = %g, want 0 (the interval past the cutoff)", k, Intervals-1, Coeffs[k][Intervals-1])
+		}
+	}
+	if Coeffs[0][0] != 0 {
+		t.Errorf("Coeffs[0][0] = %g, want 0 (gelu(x) ~ x/2 near 0 keeps its relative accuracy)", Coeffs[0][0])
+	}
+}
