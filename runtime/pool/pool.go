@@ -1,7 +1,10 @@
 // Package pool is a persistent worker pool for sqc's kernels: a fixed set
 // of long-lived goroutines that run parallel-for loops, so a GEMM call
 // costs a few channel operations instead of goroutine spawns, and no
-// allocation in steady state.
+// allocation in steady state. Helpers that run out of work, and callers
+// waiting for helpers, poll for a bounded time (spinFor) before they block,
+// so that back-to-back loops do not pay to wake sleeping threads (see
+// spin.go).
 //
 // Worker ids are a resource: every call of fn gets a worker id in
 // [0, Workers()), and no two calls of fn that run at the same time, from
@@ -24,9 +27,9 @@ type Pool struct {
 	// goroutine or a Run caller) holds an id from here while it does, and
 	// blocks on nothing else meanwhile, so an id always comes back.
 	ids chan int
-	// tickets carries one entry per helper asked to join a job; nil tells
-	// a helper to exit.
-	tickets chan *job
+	// tickets carries one entry per helper asked to join a job; a ticket
+	// with a nil job tells a helper to exit.
+	tickets chan ticket
 	jobs    FreeList[job] // reused so Run does not allocate
 
 	mu      sync.RWMutex // held shared while sending tickets, exclusively by Close
@@ -34,16 +37,36 @@ type Pool struct {
 	helpers sync.WaitGroup
 }
 
-// job is one Run call. Participants (the caller and every helper that got
-// a ticket) take indices from next until n; the last
-// participant to leave wakes the caller.
+// job is one Run call. The caller and the helpers that join it take
+// indices from next until n. When the caller has run out of indices it
+// closes the job: helpers that have not joined by then (descheduled, or
+// still waking up) no longer can, so the caller never waits for a helper
+// that did no work; it waits only for those inside, the last of which
+// signals done.
+//
+// A job is recycled through Pool.jobs, so a ticket names the generation it
+// was sent for; a late helper holding a ticket of an earlier generation
+// finds the generation changed and leaves the job alone.
 type job struct {
-	fn      func(worker, i int)
-	n       int64
-	next    atomic.Int64
-	pending atomic.Int32  // participants that have not left yet
-	done    chan struct{} // capacity 1; signalled by the last helper
+	fn   func(worker, i int)
+	n    int64
+	next atomic.Int64
+	gen  uint32 // the current Run's generation; written by that caller only
+	// state is gen<<32 | closedBit | the number of helpers inside.
+	state atomic.Uint64
+	done  chan struct{} // capacity 1; signalled by the last helper to leave a closed job
 }
+
+// ticket asks a helper to join generation gen of job j.
+type ticket struct {
+	j   *job
+	gen uint32
+}
+
+const (
+	closedBit = 1 << 31
+	countMask = closedBit - 1
+)
 
 // New starts a pool of the given number of workers (GOMAXPROCS if
 // workers <= 0).
@@ -54,7 +77,7 @@ func New(workers int) *Pool {
 	p := &Pool{
 		workers: workers,
 		ids:     make(chan int, workers),
-		tickets: make(chan *job, workers),
+		tickets: make(chan ticket, workers),
 	}
 	p.jobs.New = func() *job { return &job{done: make(chan struct{}, 1)} }
 	for id := range workers {
@@ -83,7 +106,7 @@ func (p *Pool) Run(n int, fn func(worker, i int)) {
 		return
 	}
 	// Take an id before anything else and never block while holding it on
-	// anything but fn: helpers holding tickets wait for ids.
+	// anything but fn: helpers inside a job wait for ids.
 	id := <-p.ids
 	if n == 1 || p.workers == 1 {
 		runAll(n, fn, id)
@@ -100,29 +123,24 @@ func (p *Pool) Run(n int, fn func(worker, i int)) {
 	j := p.jobs.Get()
 	j.fn, j.n = fn, int64(n)
 	j.next.Store(0)
-	want := min(n, p.workers) - 1
-	j.pending.Store(int32(1 + want))
-	sent := 0
+	j.gen++
+	j.state.Store(uint64(j.gen) << 32) // publishes fn and n to joining helpers
 send:
-	for range want {
+	for range min(n, p.workers) - 1 {
 		// A full ticket queue means the helpers are busy anyway; the caller
 		// and the helpers already asked will do the work.
 		select {
-		case p.tickets <- j:
-			sent++
+		case p.tickets <- ticket{j, j.gen}:
 		default:
 			break send
 		}
 	}
 	p.mu.RUnlock()
-	if sent < want {
-		j.pending.Add(int32(sent - want))
-	}
 
 	j.work(id)
-	p.ids <- id // before waiting: a helper may need it to take its ticket
-	if j.pending.Add(-1) != 0 {
-		<-j.done
+	p.ids <- id // before waiting: a helper inside may need it
+	if j.state.Or(closedBit)&countMask != 0 {
+		j.wait()
 	}
 	j.fn = nil // drop the closure so the pool does not keep it alive
 	p.jobs.Put(j)
@@ -144,18 +162,74 @@ func (j *job) work(id int) {
 	}
 }
 
-func (p *Pool) helper() {
-	defer p.helpers.Done()
-	for j := range p.tickets {
-		if j == nil {
+// join enters generation gen of the job, unless it is over or closed.
+func (j *job) join(gen uint32) bool {
+	for {
+		s := j.state.Load()
+		if uint32(s>>32) != gen || s&closedBit != 0 {
+			return false
+		}
+		if j.state.CompareAndSwap(s, s+1) {
+			return true
+		}
+	}
+}
+
+// leave exits the job; the last helper out of a closed job wakes its
+// caller.
+func (j *job) leave() {
+	if s := j.state.Add(^uint64(0)); s&closedBit != 0 && s&countMask == 0 {
+		j.done <- struct{}{}
+	}
+}
+
+// wait returns once the last helper has left, polling for spinFor before
+// it blocks.
+func (j *job) wait() {
+	var s spinner
+	for {
+		select {
+		case <-j.done:
+			return
+		default:
+		}
+		if !s.more() {
+			<-j.done
 			return
 		}
-		id := <-p.ids
-		j.work(id)
-		p.ids <- id
-		if j.pending.Add(-1) == 0 {
-			j.done <- struct{}{}
+	}
+}
+
+// nextTicket returns the next ticket, polling for spinFor before it
+// blocks.
+func (p *Pool) nextTicket() ticket {
+	var s spinner
+	for {
+		select {
+		case t := <-p.tickets:
+			return t
+		default:
 		}
+		if !s.more() {
+			return <-p.tickets
+		}
+	}
+}
+
+func (p *Pool) helper() {
+	defer p.helpers.Done()
+	for {
+		t := p.nextTicket()
+		if t.j == nil {
+			return
+		}
+		if !t.j.join(t.gen) {
+			continue // the caller finished without this helper
+		}
+		id := <-p.ids
+		t.j.work(id)
+		p.ids <- id
+		t.j.leave()
 	}
 }
 
@@ -172,7 +246,7 @@ func (p *Pool) Close() {
 	// Tickets are FIFO, so every job ticket sent before closed was set is
 	// taken before these stop markers.
 	for range p.workers - 1 {
-		p.tickets <- nil
+		p.tickets <- ticket{}
 	}
 	p.helpers.Wait()
 }

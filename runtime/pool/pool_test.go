@@ -163,3 +163,64 @@ func TestFreeListRecycles(t *testing.T) {
 		t.Errorf("%g allocations per Get and Put in steady state", allocs)
 	}
 }
+
+// A caller whose helpers are all busy elsewhere does the whole loop itself
+// and returns without waiting for them: a ticket nobody took in time is
+// void, and a helper that takes it late leaves the job alone.
+func TestCallerDoesNotWaitForBusyHelper(t *testing.T) {
+	p := New(2)
+	defer p.Close()
+	release := make(chan struct{})
+	helperBusy := make(chan struct{})
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		// A fresh pool hands out ids in order, so this caller runs as
+		// worker 0 and the helper as worker 1. Each index waits until the
+		// other has started, so both participants take one, and the
+		// helper's then parks until release.
+		var started atomic.Int32
+		p.Run(2, func(w, _ int) {
+			started.Add(1)
+			for started.Load() < 2 {
+				runtime.Gosched()
+			}
+			if w == 1 {
+				close(helperBusy)
+				<-release
+			}
+		})
+	}()
+	<-helperBusy
+	// The first caller has finished its index and given back its id: the
+	// second loop takes it, and must not wait for the parked helper.
+	second := make(chan struct{})
+	go func() {
+		defer close(second)
+		checkRun(t, p, 50)
+	}()
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
+		close(release) // so that Close does not wait for ever
+		t.Fatal("Run waited for a helper that was busy with another loop")
+	}
+	close(release)
+	<-first
+	// The late ticket is void: later loops still run every index once.
+	for range 100 {
+		checkRun(t, p, 7)
+	}
+}
+
+func TestSpinnerIsBounded(t *testing.T) {
+	var s spinner
+	start := time.Now()
+	polls := 0
+	for s.more() {
+		polls++
+	}
+	if elapsed := time.Since(start); elapsed < spinFor {
+		t.Fatalf("spinner gave up after %v (%d polls), before spinFor = %v", elapsed, polls, spinFor)
+	}
+}

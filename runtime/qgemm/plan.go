@@ -21,8 +21,11 @@ const (
 	l1dBytes = 48 << 10
 
 	// bPanelBudget bounds the B strips of one block (nc x Kp bytes): half
-	// of a core's 2 MiB L2, leaving room for the A rows, the s32 block, the
-	// output rows and what the prefetchers bring in.
+	// of a 2 MiB L2 (Sapphire/Emerald Rapids), leaving room for the A rows,
+	// the s32 block, the output rows and what the prefetchers bring in. On
+	// a 1 MiB L2 (Zen 4/5) it is the whole cache: not retuned there, since
+	// the blocks that reach it are the wide ones of small M, whose B strips
+	// stream through once per block anyway.
 	bPanelBudget = 1 << 20
 
 	// scratchElems is the size of each worker's s32 block in int32 (256
@@ -40,6 +43,22 @@ const (
 	// do not fit L1d (5%, from the VNNI measurements above).
 	aOutsideL1Penalty = 1.05
 
+	// tailShare is the modelled idle time at the end of a parallel GEMM,
+	// as a share of one block's compute. Workers take blocks dynamically,
+	// but they do not start together (a helper joins a few µs after the
+	// caller, much later if it was asleep) nor run at the same speed (the
+	// other vCPU may be serving interrupts or another process), so the last
+	// block to finish typically ends about half a block after the others.
+	// Without this term a product of two big blocks on two workers (one
+	// round) looks as good as 16 small ones (eight rounds). Measured at M =
+	// 128 on Zen 5 with the VNNI kernel (one core), CPU per product varies
+	// by at most 2-3% (noise) from 64 x 768 to 128 x 48 blocks, while
+	// two-block splits left a worker idle for up to a whole block. At
+	// bert-base's M = 128 on 2 workers the plan is now 16-32 blocks such as
+	// 64 x 192 (A rows 64 x 768 = 48 KiB, in L1d; B strips 192 x 768 = 144
+	// KiB, in a 1 MiB L2) instead of 2-8 blocks of 64 x 768.
+	tailShare = 0.5
+
 	// planSpan bounds how many splits beyond the minimum the planner tries
 	// along each dimension, so planning stays around a microsecond.
 	planSpan = 16
@@ -51,6 +70,13 @@ type blockCosts struct {
 	// macsPerCall is the fixed cost of a block (kernel entry, epilogue
 	// set-up, the pool's hand-off), about 1 us of the kernel's work.
 	macsPerCall float64
+	// macsPerBByte is the cost of bringing one byte of a block's B strips
+	// into the core (from L2 or L3; every block reads its strips at least
+	// once), at ~250 GB/s: what makes short, wide blocks that re-read all
+	// of B for a few rows dear. Measured at M = 128, K = 3072, N = 768
+	// (VNNI, one core): 16 x 256 blocks, 18 MiB of B reads, took 627 µs;
+	// 64 x 96 and 128 x 48, 2-5 MiB, 582 µs.
+	macsPerBByte float64
 }
 
 // costsFor returns the block cost model of a kernel family, from the
@@ -58,6 +84,7 @@ type blockCosts struct {
 // MAC/s, VNNI ~3e11, AVX2 ~6.5e10, pure Go ~5e9.
 func costsFor(isa ISA) blockCosts {
 	const callSec = 1e-6
+	const bByteSec = 1 / 250e9
 	rate := 5e9
 	switch isa {
 	case ISAAMX:
@@ -67,7 +94,7 @@ func costsFor(isa ISA) blockCosts {
 	case ISAAVX2:
 		rate = 6.5e10
 	}
-	return blockCosts{macsPerCall: rate * callSec}
+	return blockCosts{macsPerCall: rate * callSec, macsPerBByte: rate * bByteSec}
 }
 
 // scratchStride is the s32 block's row stride (int32) for nc columns: nc,
@@ -123,7 +150,10 @@ func planBlocks(m, nblocks, kp, workers int, cost blockCosts) (mc, nc int) {
 			blocks := mBlocks * ceilDiv(nblocks, colBlocks)
 			rounds := ceilDiv(blocks, workers)
 			compute := float64(RoundUp(rows, NBlock)*cols*kp) * penalty
-			t := float64(rounds) * (compute + cost.macsPerCall)
+			t := float64(rounds) * (compute + cost.macsPerCall + float64(cols*kp)*cost.macsPerBByte)
+			if workers > 1 {
+				t += tailShare * compute
+			}
 			if mc == 0 || t < bestCost || (t == bestCost && (blocks < bestBlocks || blocks == bestBlocks && cols > nc)) {
 				mc, nc, bestCost, bestBlocks = rows, cols, t, blocks
 			}
