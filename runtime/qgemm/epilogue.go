@@ -12,8 +12,10 @@ import (
 // so every product that feeds a sum is rounded explicitly with float32()
 // (the Go spec lets the compiler fuse x*y+z into an FMA otherwise, as it
 // does on arm64 and with GOAMD64=v3); GELU's fused multiply-adds are
-// explicit (internal/gelu.FMA32). quantClamp is duplicated in
-// asmgen/qgemm/epilogue.go; TestEpilogueAVX512MatchesGo fails on any
+// explicit (internal/gelu.FMA32). The assembly's u8 quantisation clamps
+// to [-OutZeroPoint, 255-OutZeroPoint] instead of [-quantClamp,
+// quantClamp], the same bits (see asmZeroPoint in epilogue_amd64.go);
+// TestEpilogueAVX512MatchesGo and TestEpilogueAVX512ZeroPoints fail on any
 // difference.
 
 // epilogueGo applies ep to the s32 block c (see EpilogueFunc).

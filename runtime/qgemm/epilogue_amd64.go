@@ -22,9 +22,11 @@ func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 	if m <= 0 || n <= 0 {
 		return
 	}
-	if (ep.RowScale != nil) != (ep.RowZeroPoint != nil) {
-		// Only one of the per-row operands: no assembly variant (dynamic
-		// quantisation sets both); the Go epilogue gives the reference bits.
+	if (ep.RowScale != nil) != (ep.RowZeroPoint != nil) || !asmZeroPoint(ep) {
+		// Only one of the per-row operands, or a u8 zero point the
+		// assembly's clamp does not cover: no assembly variant (dynamic
+		// quantisation sets both; u8 zero points are in [0, 255]); the Go
+		// epilogue gives the reference bits.
 		epilogueGo(ep, c, ldc, m0, n0, m, n)
 		return
 	}
@@ -75,14 +77,27 @@ func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 	first := m0*ep.OutStride + n0
 	var outF32 *float32
 	var outU8 *uint8
+	var clampLo, clampHi float32
 	if ep.OutF32 != nil {
 		span("OutF32", len(ep.OutF32), first, ep.OutStride)
 		outF32 = &ep.OutF32[first]
 	} else {
 		span("OutU8", len(ep.OutU8), first, ep.OutStride)
 		outU8 = &ep.OutU8[first]
+		clampLo, clampHi = float32(-ep.OutZeroPoint), float32(255-ep.OutZeroPoint)
 		flags |= epiU8
 	}
 	epilogueAVX512Asm(&c[0], ldc, m, n, colSum, ep.AZeroPoint, rowZero, &ep.Scale[n0], rowScale, bias, res,
-		ep.ResidualStride, outF32, outU8, ep.OutStride, ep.OutInvScale, ep.OutZeroPoint, flags)
+		ep.ResidualStride, outF32, outU8, ep.OutStride, ep.OutInvScale, ep.OutZeroPoint, clampLo, clampHi, flags)
+}
+
+// asmZeroPoint reports whether the assembly's u8 quantisation gives
+// quantizeU8's bits for ep: it clamps v*OutInvScale straight to
+// [-OutZeroPoint, 255-OutZeroPoint] before rounding, which equals
+// quantizeU8's clamp to [-quantClamp, quantClamp], round, add, clamp to
+// [0, 255] when that interval lies inside [-quantClamp, quantClamp] (its
+// ends are then exact float32 integers).
+func asmZeroPoint(ep *Epilogue) bool {
+	zp := ep.OutZeroPoint
+	return ep.OutF32 != nil || (-zp >= -int32(quantClamp) && 255-zp <= int32(quantClamp))
 }

@@ -146,6 +146,33 @@ func TestEpilogueAVX512MatchesGo(t *testing.T) {
 	}
 }
 
+// TestEpilogueAVX512ZeroPoints covers u8 zero points at and past the ends
+// of the range the assembly's float clamp handles (past them it falls
+// back to the Go epilogue), with outputs spread over the whole u8 range
+// and beyond (including NaN and infinities).
+func TestEpilogueAVX512ZeroPoints(t *testing.T) {
+	skipWithoutAVX512(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, zp := range []int32{0, 1, 128, 255, 256, -1, 1000, -65281, -65282, 65536, 65537, 1 << 30, -1 << 30} {
+		for k, flags := range []int{epiU8, epiColSum | epiBias | epiGelu | epiU8, epiColSum | epiRow | epiResidual | epiU8, epiU8} {
+			ep, c, ldc := epilogueCase(rng, flags, 1, 2, 3, 37)
+			ep.OutZeroPoint = zp
+			if k == 0 {
+				ep.OutInvScale = 1 << 20 // v*invScale far past the clamps either way
+			}
+			if len(ep.Scale) > 5 {
+				ep.Scale[3] = float32(math.NaN())
+				ep.Scale[4] = float32(math.Inf(-1))
+				ep.Scale[5] = 1e-12 // |v*invScale| about 1: rounding near 0
+			}
+			want, got := cloneOutputs(ep), cloneOutputs(ep)
+			epilogueGo(want, c, ldc, 1, 2, 3, 37)
+			epilogueAVX512(got, c, ldc, 1, 2, 3, 37)
+			sameBits(t, fmt.Sprintf("zp=%d flags=%06b", zp, flags), want, got)
+		}
+	}
+}
+
 // TestEpilogueAVX512OneRowOperand covers the Go fallback for an Epilogue
 // with only one of RowScale and RowZeroPoint.
 func TestEpilogueAVX512OneRowOperand(t *testing.T) {

@@ -8774,10 +8774,6 @@ ntail_3:
 	VZEROUPPER
 	RET
 
-DATA epilogueConsts<>+0(SB)/4, $0x47800000
-DATA epilogueConsts<>+4(SB)/4, $0xc7800000
-GLOBL epilogueConsts<>(SB), RODATA|NOPTR, $8
-
 DATA epilogueGelu<>+0(SB)/4, $0x00000000
 DATA epilogueGelu<>+4(SB)/4, $0xbe0d23a5
 DATA epilogueGelu<>+8(SB)/4, $0xbe2d8d4d
@@ -8928,12 +8924,28 @@ DATA epilogueColMasks<>+360(SB)/8, $0x00001fffffffffff
 DATA epilogueColMasks<>+368(SB)/8, $0x00003fffffffffff
 DATA epilogueColMasks<>+376(SB)/8, $0x00007fffffffffff
 DATA epilogueColMasks<>+384(SB)/8, $0x0000ffffffffffff
-GLOBL epilogueColMasks<>(SB), RODATA|NOPTR, $392
+DATA epilogueColMasks<>+392(SB)/8, $0x0001ffffffffffff
+DATA epilogueColMasks<>+400(SB)/8, $0x0003ffffffffffff
+DATA epilogueColMasks<>+408(SB)/8, $0x0007ffffffffffff
+DATA epilogueColMasks<>+416(SB)/8, $0x000fffffffffffff
+DATA epilogueColMasks<>+424(SB)/8, $0x001fffffffffffff
+DATA epilogueColMasks<>+432(SB)/8, $0x003fffffffffffff
+DATA epilogueColMasks<>+440(SB)/8, $0x007fffffffffffff
+DATA epilogueColMasks<>+448(SB)/8, $0x00ffffffffffffff
+DATA epilogueColMasks<>+456(SB)/8, $0x01ffffffffffffff
+DATA epilogueColMasks<>+464(SB)/8, $0x03ffffffffffffff
+DATA epilogueColMasks<>+472(SB)/8, $0x07ffffffffffffff
+DATA epilogueColMasks<>+480(SB)/8, $0x0fffffffffffffff
+DATA epilogueColMasks<>+488(SB)/8, $0x1fffffffffffffff
+DATA epilogueColMasks<>+496(SB)/8, $0x3fffffffffffffff
+DATA epilogueColMasks<>+504(SB)/8, $0x7fffffffffffffff
+DATA epilogueColMasks<>+512(SB)/8, $0xffffffffffffffff
+GLOBL epilogueColMasks<>(SB), RODATA|NOPTR, $520
 
-// func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, flags int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV, SSE
-TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-136
-	MOVQ  flags+128(FP), AX
+// func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
+TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-144
+	MOVQ  flags+136(FP), AX
 	TESTQ $0x00000001, AX
 	JNZ   epi_flag_343
 	TESTQ $0x00000002, AX
@@ -8946,258 +8958,294 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-136
 	JNZ   epi_flag_347
 	TESTQ $0x00000020, AX
 	JNZ   epi_flag_348
-	MOVQ  c+0(FP), AX
-	MOVQ  scale+56(FP), CX
-	MOVQ  n+24(FP), DX
-	MOVQ  m+16(FP), BX
-	MOVQ  outF32+96(FP), SI
-	LEAQ  epilogueColMasks<>+0(SB), DI
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	XORQ  DX, DX
 
-epi_row_349:
-	XORQ R8, R8
+epi_strip_349:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z0
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z1
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z3
+	MOVQ      c+0(FP), BX
+	MOVQ      outF32+96(FP), SI
+	XORQ      DI, DI
 
-epi_col_350:
-	MOVQ        DX, R9
-	SUBQ        R8, R9
-	MOVQ        $0x00000030, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	MOVQ        (DI)(R10*8), R9
-	KMOVQ       R9, K1
-	VMOVDQU32.Z (AX)(R8*4), K1, Z0
-	VCVTDQ2PS   Z0, Z0
-	VMOVUPS.Z   (CX)(R8*4), K1, Z1
-	VMULPS      Z1, Z0, Z0
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R8*4), K2, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   64(CX)(R8*4), K2, Z2
-	VMULPS      Z2, Z1, Z1
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R8*4), K3, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   128(CX)(R8*4), K3, Z3
-	VMULPS      Z3, Z2, Z2
-	VMOVUPS     Z0, K1, (SI)(R8*4)
-	VMOVUPS     Z1, K2, 64(SI)(R8*4)
-	VMOVUPS     Z2, K3, 128(SI)(R8*4)
-	ADDQ        $0x30, R8
-	CMPQ        R8, DX
-	JL          epi_col_350
-	MOVQ        ldc+8(FP), R8
-	SHLQ        $0x02, R8
-	ADDQ        R8, AX
-	MOVQ        outStride+112(FP), R8
-	SHLQ        $0x02, R8
-	ADDQ        R8, SI
-	DECQ        BX
-	JNZ         epi_row_349
+epi_row_350:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z0, Z4, Z4
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMOVUPS     Z4, K1, (SI)(DX*4)
+	VMOVUPS     Z5, K2, 64(SI)(DX*4)
+	VMOVUPS     Z6, K3, 128(SI)(DX*4)
+	VMOVUPS     Z7, K4, 192(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_350
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_349
 	VZEROUPPER
 	RET
 
 epi_flag_348:
-	MOVQ c+0(FP), AX
-	MOVQ scale+56(FP), CX
-	MOVQ n+24(FP), DX
-	MOVQ m+16(FP), BX
-	MOVQ rowScale+64(FP), SI
-	MOVQ outF32+96(FP), DI
-	LEAQ epilogueColMasks<>+0(SB), R8
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ rowScale+64(FP), DX
+	XORQ BX, BX
 
-epi_row_351:
-	XORQ R9, R9
+epi_strip_351:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z0
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z3
+	MOVQ      c+0(FP), SI
+	MOVQ      outF32+96(FP), DI
+	XORQ      R8, R8
 
-epi_col_352:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z0
-	VCVTDQ2PS   Z0, Z0
-	VMOVUPS.Z   (CX)(R9*4), K1, Z1
-	VMULPS      Z1, Z0, Z0
-	VMULPS.BCST (SI), Z0, Z0
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z2
-	VMULPS      Z2, Z1, Z1
-	VMULPS.BCST (SI), Z1, Z1
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z3
-	VMULPS      Z3, Z2, Z2
-	VMULPS.BCST (SI), Z2, Z2
-	VMOVUPS     Z0, K1, (DI)(R9*4)
-	VMOVUPS     Z1, K2, 64(DI)(R9*4)
-	VMOVUPS     Z2, K3, 128(DI)(R9*4)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_352
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, DI
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_351
+epi_row_352:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z0, Z4, Z4
+	VMULPS.BCST (DX)(R8*4), Z4, Z4
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (DX)(R8*4), Z5, Z5
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMULPS.BCST (DX)(R8*4), Z6, Z6
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMULPS.BCST (DX)(R8*4), Z7, Z7
+	VMOVUPS     Z4, K1, (DI)(BX*4)
+	VMOVUPS     Z5, K2, 64(DI)(BX*4)
+	VMOVUPS     Z6, K3, 128(DI)(BX*4)
+	VMOVUPS     Z7, K4, 192(DI)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_352
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_351
 	VZEROUPPER
 	RET
 
 epi_flag_347:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_353
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         outU8+104(FP), SI
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), DI
-	VPBROADCASTD DI, Z1
-	VPXORD       Z2, Z2, Z2
-	LEAQ         epilogueColMasks<>+0(SB), DI
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	XORQ         DX, DX
 
-epi_row_354:
-	XORQ R8, R8
+epi_strip_354:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z5
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z6
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z7
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
 
-epi_col_355:
-	MOVQ        DX, R9
-	SUBQ        R8, R9
-	MOVQ        $0x00000030, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	MOVQ        (DI)(R10*8), R9
-	KMOVQ       R9, K1
-	VMOVDQU32.Z (AX)(R8*4), K1, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R8*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R8*4), K2, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R8*4), K2, Z5
-	VMULPS      Z5, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R8*4), K3, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   128(CX)(R8*4), K3, Z6
-	VMULPS      Z6, Z5, Z5
-	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K1, (SI)(R8*1)
-	VMULPS      Z0, Z4, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K2, 16(SI)(R8*1)
-	VMULPS      Z0, Z5, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K3, 32(SI)(R8*1)
-	ADDQ        $0x30, R8
-	CMPQ        R8, DX
-	JL          epi_col_355
-	MOVQ        ldc+8(FP), R8
-	SHLQ        $0x02, R8
-	ADDQ        R8, AX
-	MOVQ        outStride+112(FP), R8
-	ADDQ        R8, SI
-	DECQ        BX
-	JNZ         epi_row_354
+epi_row_355:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMULPS      Z0, Z8, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K1, (SI)(DX*1)
+	VMULPS      Z0, Z9, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K2, 16(SI)(DX*1)
+	VMULPS      Z0, Z10, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K3, 32(SI)(DX*1)
+	VMULPS      Z0, Z11, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K4, 48(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_355
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_354
 	VZEROUPPER
 	RET
 
 epi_flag_353:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         outU8+104(FP), DI
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R8
-	VPBROADCASTD R8, Z1
-	VPXORD       Z2, Z2, Z2
-	LEAQ         epilogueColMasks<>+0(SB), R8
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	XORQ         BX, BX
 
-epi_row_356:
-	XORQ R9, R9
+epi_strip_356:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
 
-epi_col_357:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R9*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (SI), Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z5
-	VMULPS      Z5, Z4, Z4
-	VMULPS.BCST (SI), Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z6
-	VMULPS      Z6, Z5, Z5
-	VMULPS.BCST (SI), Z5, Z5
-	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K1, (DI)(R9*1)
-	VMULPS      Z0, Z4, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K2, 16(DI)(R9*1)
-	VMULPS      Z0, Z5, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K3, 32(DI)(R9*1)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_357
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	ADDQ        R9, DI
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_356
+epi_row_357:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DX)(R8*4), Z8, Z8
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (DX)(R8*4), Z9, Z9
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMULPS.BCST (DX)(R8*4), Z10, Z10
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMULPS.BCST (DX)(R8*4), Z11, Z11
+	VMULPS      Z0, Z8, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K1, (DI)(BX*1)
+	VMULPS      Z0, Z9, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K2, 16(DI)(BX*1)
+	VMULPS      Z0, Z10, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K3, 32(DI)(BX*1)
+	VMULPS      Z0, Z11, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K4, 48(DI)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_357
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_356
 	VZEROUPPER
 	RET
 
@@ -9206,298 +9254,342 @@ epi_flag_346:
 	JNZ   epi_flag_358
 	TESTQ $0x00000020, AX
 	JNZ   epi_flag_359
-	MOVQ  c+0(FP), AX
-	MOVQ  scale+56(FP), CX
-	MOVQ  n+24(FP), DX
-	MOVQ  m+16(FP), BX
-	MOVQ  res+80(FP), SI
-	MOVQ  outF32+96(FP), DI
-	LEAQ  epilogueColMasks<>+0(SB), R8
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outStride+112(FP), DX
+	SHLQ  $0x02, DX
+	XORQ  BX, BX
 
-epi_row_360:
-	XORQ R9, R9
+epi_strip_360:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z0
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z3
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
 
-epi_col_361:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z0
-	VCVTDQ2PS   Z0, Z0
-	VMOVUPS.Z   (CX)(R9*4), K1, Z1
-	VMULPS      Z1, Z0, Z0
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z2
-	VMULPS      Z2, Z1, Z1
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z3
-	VMULPS      Z3, Z2, Z2
-	VMOVUPS.Z   (SI)(R9*4), K1, Z3
-	VADDPS      Z3, Z0, Z0
-	VMOVUPS     Z0, K1, (DI)(R9*4)
-	VMOVUPS.Z   64(SI)(R9*4), K2, Z0
-	VADDPS      Z0, Z1, Z1
-	VMOVUPS     Z1, K2, 64(DI)(R9*4)
-	VMOVUPS.Z   128(SI)(R9*4), K3, Z0
-	VADDPS      Z0, Z2, Z2
-	VMOVUPS     Z2, K3, 128(DI)(R9*4)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_361
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        resStride+88(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, SI
-	MOVQ        outStride+112(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_360
+epi_row_361:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z0, Z4, Z4
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMOVUPS.Z   (DI)(BX*4), K1, Z8
+	VADDPS      Z8, Z4, Z4
+	VMOVUPS     Z4, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z4
+	VADDPS      Z4, Z5, Z5
+	VMOVUPS     Z5, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z4
+	VADDPS      Z4, Z6, Z6
+	VMOVUPS     Z6, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z4
+	VADDPS      Z4, Z7, Z7
+	VMOVUPS     Z7, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_361
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_360
 	VZEROUPPER
 	RET
 
 epi_flag_359:
-	MOVQ c+0(FP), AX
-	MOVQ scale+56(FP), CX
-	MOVQ n+24(FP), DX
-	MOVQ m+16(FP), BX
-	MOVQ rowScale+64(FP), SI
-	MOVQ res+80(FP), DI
-	MOVQ outF32+96(FP), R8
-	LEAQ epilogueColMasks<>+0(SB), R9
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	XORQ SI, SI
 
-epi_row_362:
-	XORQ R10, R10
+epi_strip_362:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z0
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z1
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z3
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
 
-epi_col_363:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z0
-	VCVTDQ2PS   Z0, Z0
-	VMOVUPS.Z   (CX)(R10*4), K1, Z1
-	VMULPS      Z1, Z0, Z0
-	VMULPS.BCST (SI), Z0, Z0
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z2
-	VMULPS      Z2, Z1, Z1
-	VMULPS.BCST (SI), Z1, Z1
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z3
-	VMULPS      Z3, Z2, Z2
-	VMULPS.BCST (SI), Z2, Z2
-	VMOVUPS.Z   (DI)(R10*4), K1, Z3
-	VADDPS      Z3, Z0, Z0
-	VMOVUPS     Z0, K1, (R8)(R10*4)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z0
-	VADDPS      Z0, Z1, Z1
-	VMOVUPS     Z1, K2, 64(R8)(R10*4)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z0
-	VADDPS      Z0, Z2, Z2
-	VMOVUPS     Z2, K3, 128(R8)(R10*4)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_363
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, R8
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_362
+epi_row_363:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z0, Z4, Z4
+	VMULPS.BCST (BX)(R10*4), Z4, Z4
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (BX)(R10*4), Z5, Z5
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMULPS.BCST (BX)(R10*4), Z6, Z6
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMULPS.BCST (BX)(R10*4), Z7, Z7
+	VMOVUPS.Z   (R8)(SI*4), K1, Z8
+	VADDPS      Z8, Z4, Z4
+	VMOVUPS     Z4, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z4
+	VADDPS      Z4, Z5, Z5
+	VMOVUPS     Z5, K2, 64(R9)(SI*4)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z4
+	VADDPS      Z4, Z6, Z6
+	VMOVUPS     Z6, K3, 128(R9)(SI*4)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z4
+	VADDPS      Z4, Z7, Z7
+	VMOVUPS     Z7, K4, 192(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_363
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_362
 	VZEROUPPER
 	RET
 
 epi_flag_358:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_364
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         res+80(FP), SI
-	MOVQ         outU8+104(FP), DI
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R8
-	VPBROADCASTD R8, Z1
-	VPXORD       Z2, Z2, Z2
-	LEAQ         epilogueColMasks<>+0(SB), R8
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	XORQ         BX, BX
 
-epi_row_365:
-	XORQ R9, R9
+epi_strip_365:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
 
-epi_col_366:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R9*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z5
-	VMULPS      Z5, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z6
-	VMULPS      Z6, Z5, Z5
-	VMOVUPS.Z   (SI)(R9*4), K1, Z6
-	VADDPS      Z6, Z3, Z3
-	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K1, (DI)(R9*1)
-	VMOVUPS.Z   64(SI)(R9*4), K2, Z3
-	VADDPS      Z3, Z4, Z4
-	VMULPS      Z0, Z4, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K2, 16(DI)(R9*1)
-	VMOVUPS.Z   128(SI)(R9*4), K3, Z3
-	VADDPS      Z3, Z5, Z5
-	VMULPS      Z0, Z5, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K3, 32(DI)(R9*1)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_366
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        resStride+88(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, SI
-	MOVQ        outStride+112(FP), R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_365
+epi_row_366:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMOVUPS.Z   (DI)(BX*4), K1, Z12
+	VADDPS      Z12, Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z8
+	VADDPS      Z8, Z9, Z9
+	VMULPS      Z0, Z9, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z8
+	VADDPS      Z8, Z10, Z10
+	VMULPS      Z0, Z10, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z8
+	VADDPS      Z8, Z11, Z11
+	VMULPS      Z0, Z11, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_366
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_365
 	VZEROUPPER
 	RET
 
 epi_flag_364:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         res+80(FP), DI
-	MOVQ         outU8+104(FP), R8
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R9
-	VPBROADCASTD R9, Z1
-	VPXORD       Z2, Z2, Z2
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	XORQ         SI, SI
 
-epi_row_367:
-	XORQ R10, R10
+epi_strip_367:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z7
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
 
-epi_col_368:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R10*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (SI), Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z5
-	VMULPS      Z5, Z4, Z4
-	VMULPS.BCST (SI), Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z6
-	VMULPS      Z6, Z5, Z5
-	VMULPS.BCST (SI), Z5, Z5
-	VMOVUPS.Z   (DI)(R10*4), K1, Z6
-	VADDPS      Z6, Z3, Z3
-	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K1, (R8)(R10*1)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z3
-	VADDPS      Z3, Z4, Z4
-	VMULPS      Z0, Z4, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K2, 16(R8)(R10*1)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z3
-	VADDPS      Z3, Z5, Z5
-	VMULPS      Z0, Z5, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K3, 32(R8)(R10*1)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_368
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	ADDQ        R10, R8
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_367
+epi_row_368:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (BX)(R10*4), Z8, Z8
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMULPS.BCST (BX)(R10*4), Z11, Z11
+	VMOVUPS.Z   (R8)(SI*4), K1, Z12
+	VADDPS      Z12, Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z8
+	VADDPS      Z8, Z9, Z9
+	VMULPS      Z0, Z9, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K2, 16(R9)(SI*1)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z8
+	VADDPS      Z8, Z10, Z10
+	VMULPS      Z0, Z10, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K3, 32(R9)(SI*1)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z8
+	VADDPS      Z8, Z11, Z11
+	VMULPS      Z0, Z11, Z8
+	VMAXPS      Z1, Z8, Z8
+	VMINPS      Z2, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z3, Z8, Z8
+	VPMOVUSDB   Z8, K4, 48(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_368
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_367
 	VZEROUPPER
 	RET
 
@@ -9508,11 +9600,10 @@ epi_flag_345:
 	JNZ     epi_flag_370
 	TESTQ   $0x00000020, AX
 	JNZ     epi_flag_371
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    outF32+96(FP), SI
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    outStride+112(FP), CX
+	SHLQ    $0x02, CX
 	VPXORD  Z0, Z0, Z0
 	VMOVUPS epilogueGelu<>+0(SB), Z1
 	VMOVUPS epilogueGelu<>+64(SB), Z2
@@ -9520,111 +9611,87 @@ epi_flag_345:
 	VMOVUPS epilogueGelu<>+192(SB), Z4
 	VMOVUPS epilogueGelu<>+256(SB), Z5
 	VMOVUPS epilogueGelu<>+320(SB), Z6
-	LEAQ    epilogueColMasks<>+0(SB), DI
+	XORQ    DX, DX
 
-epi_row_372:
-	XORQ R8, R8
+epi_strip_372:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000020, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z7
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z8
+	MOVQ      c+0(FP), BX
+	MOVQ      outF32+96(FP), SI
+	XORQ      DI, DI
 
-epi_col_373:
-	MOVQ        DX, R9
-	SUBQ        R8, R9
-	MOVQ        $0x00000030, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	MOVQ        (DI)(R10*8), R9
-	KMOVQ       R9, K1
-	VMOVDQU32.Z (AX)(R8*4), K1, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   (CX)(R8*4), K1, Z8
-	VMULPS      Z8, Z7, Z7
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R8*4), K2, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   64(CX)(R8*4), K2, Z9
-	VMULPS      Z9, Z8, Z8
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R8*4), K3, Z9
+epi_row_373:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   128(CX)(R8*4), K3, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VMULPS      Z7, Z9, Z9
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z12
 	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
 	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
 	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
 	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VCVTPS2DQ   Z10, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VREDUCEPS   $0x00, Z10, Z10
+	VCVTPS2DQ   Z11, Z13
+	VCVTPS2DQ   Z12, Z14
 	VREDUCEPS   $0x00, Z11, Z11
 	VREDUCEPS   $0x00, Z12, Z12
-	VPERMPS     Z6, Z13, Z16
-	VPERMPS     Z6, Z14, Z17
-	VPERMPS     Z6, Z15, Z18
-	VPERMPS     Z5, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z4, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z3, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z2, Z13, Z19
-	VPERMPS     Z2, Z14, Z20
-	VPERMPS     Z2, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z6, Z13, Z15
+	VPERMPS     Z6, Z14, Z16
+	VPERMPS     Z5, Z13, Z17
+	VPERMPS     Z5, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z4, Z13, Z17
+	VPERMPS     Z4, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z3, Z13, Z17
+	VPERMPS     Z3, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z2, Z13, Z17
+	VPERMPS     Z2, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
 	VPERMPS     Z1, Z13, Z13
 	VPERMPS     Z1, Z14, Z14
-	VPERMPS     Z1, Z15, Z15
-	VFMADD213PS Z13, Z10, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VMAXPS      Z7, Z0, Z7
-	VMAXPS      Z8, Z0, Z8
+	VFMADD213PS Z13, Z11, Z15
+	VFMADD213PS Z14, Z12, Z16
 	VMAXPS      Z9, Z0, Z9
-	VADDPS      Z16, Z7, Z7
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VMOVUPS     Z7, K1, (SI)(R8*4)
-	VMOVUPS     Z8, K2, 64(SI)(R8*4)
-	VMOVUPS     Z9, K3, 128(SI)(R8*4)
-	ADDQ        $0x30, R8
-	CMPQ        R8, DX
-	JL          epi_col_373
-	MOVQ        ldc+8(FP), R8
-	SHLQ        $0x02, R8
-	ADDQ        R8, AX
-	MOVQ        outStride+112(FP), R8
-	SHLQ        $0x02, R8
-	ADDQ        R8, SI
-	DECQ        BX
-	JNZ         epi_row_372
+	VMAXPS      Z10, Z0, Z10
+	VADDPS      Z15, Z9, Z9
+	VADDPS      Z16, Z10, Z10
+	VMOVUPS     Z9, K1, (SI)(DX*4)
+	VMOVUPS     Z10, K2, 64(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_373
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_372
 	VZEROUPPER
 	RET
 
 epi_flag_371:
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    rowScale+64(FP), SI
-	MOVQ    outF32+96(FP), DI
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    outStride+112(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    rowScale+64(FP), DX
 	VPXORD  Z0, Z0, Z0
 	VMOVUPS epilogueGelu<>+0(SB), Z1
 	VMOVUPS epilogueGelu<>+64(SB), Z2
@@ -9632,376 +9699,287 @@ epi_flag_371:
 	VMOVUPS epilogueGelu<>+192(SB), Z4
 	VMOVUPS epilogueGelu<>+256(SB), Z5
 	VMOVUPS epilogueGelu<>+320(SB), Z6
-	LEAQ    epilogueColMasks<>+0(SB), R8
+	XORQ    BX, BX
 
-epi_row_374:
-	XORQ R9, R9
+epi_strip_374:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      outF32+96(FP), DI
+	XORQ      R8, R8
 
-epi_col_375:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   (CX)(R9*4), K1, Z8
-	VMULPS      Z8, Z7, Z7
-	VMULPS.BCST (SI), Z7, Z7
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z9
-	VMULPS      Z9, Z8, Z8
-	VMULPS.BCST (SI), Z8, Z8
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z9
+epi_row_375:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (SI), Z9, Z9
-	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VMULPS      Z7, Z9, Z9
+	VMULPS.BCST (DX)(R8*4), Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VMULPS.BCST (DX)(R8*4), Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z12
 	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
 	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
 	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
 	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VCVTPS2DQ   Z10, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VREDUCEPS   $0x00, Z10, Z10
+	VCVTPS2DQ   Z11, Z13
+	VCVTPS2DQ   Z12, Z14
 	VREDUCEPS   $0x00, Z11, Z11
 	VREDUCEPS   $0x00, Z12, Z12
-	VPERMPS     Z6, Z13, Z16
-	VPERMPS     Z6, Z14, Z17
-	VPERMPS     Z6, Z15, Z18
-	VPERMPS     Z5, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z4, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z3, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z2, Z13, Z19
-	VPERMPS     Z2, Z14, Z20
-	VPERMPS     Z2, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z6, Z13, Z15
+	VPERMPS     Z6, Z14, Z16
+	VPERMPS     Z5, Z13, Z17
+	VPERMPS     Z5, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z4, Z13, Z17
+	VPERMPS     Z4, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z3, Z13, Z17
+	VPERMPS     Z3, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z2, Z13, Z17
+	VPERMPS     Z2, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
 	VPERMPS     Z1, Z13, Z13
 	VPERMPS     Z1, Z14, Z14
-	VPERMPS     Z1, Z15, Z15
-	VFMADD213PS Z13, Z10, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VMAXPS      Z7, Z0, Z7
-	VMAXPS      Z8, Z0, Z8
+	VFMADD213PS Z13, Z11, Z15
+	VFMADD213PS Z14, Z12, Z16
 	VMAXPS      Z9, Z0, Z9
-	VADDPS      Z16, Z7, Z7
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VMOVUPS     Z7, K1, (DI)(R9*4)
-	VMOVUPS     Z8, K2, 64(DI)(R9*4)
-	VMOVUPS     Z9, K3, 128(DI)(R9*4)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_375
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, DI
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_374
+	VMAXPS      Z10, Z0, Z10
+	VADDPS      Z15, Z9, Z9
+	VADDPS      Z16, Z10, Z10
+	VMOVUPS     Z9, K1, (DI)(BX*4)
+	VMOVUPS     Z10, K2, 64(DI)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_375
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_374
 	VZEROUPPER
 	RET
 
 epi_flag_370:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_376
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         outU8+104(FP), SI
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), DI
-	VPBROADCASTD DI, Z1
-	VPXORD       Z2, Z2, Z2
-	VMOVUPS      epilogueGelu<>+0(SB), Z3
-	VMOVUPS      epilogueGelu<>+64(SB), Z4
-	VMOVUPS      epilogueGelu<>+128(SB), Z5
-	VMOVUPS      epilogueGelu<>+192(SB), Z6
-	VMOVUPS      epilogueGelu<>+256(SB), Z7
-	VMOVUPS      epilogueGelu<>+320(SB), Z8
-	LEAQ         epilogueColMasks<>+0(SB), DI
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	VPXORD       Z4, Z4, Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z5
+	VMOVUPS      epilogueGelu<>+64(SB), Z6
+	VMOVUPS      epilogueGelu<>+128(SB), Z7
+	VMOVUPS      epilogueGelu<>+192(SB), Z8
+	VMOVUPS      epilogueGelu<>+256(SB), Z9
+	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	XORQ         DX, DX
 
-epi_row_377:
-	XORQ R8, R8
+epi_strip_377:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000020, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z11
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z12
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
 
-epi_col_378:
-	MOVQ        DX, R9
-	SUBQ        R8, R9
-	MOVQ        $0x00000030, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	MOVQ        (DI)(R10*8), R9
-	KMOVQ       R9, K1
-	VMOVDQU32.Z (AX)(R8*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   (CX)(R8*4), K1, Z10
-	VMULPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R8*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   64(CX)(R8*4), K2, Z11
-	VMULPS      Z11, Z10, Z10
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R8*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   128(CX)(R8*4), K3, Z12
-	VMULPS      Z12, Z11, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VPERMPS     Z8, Z15, Z18
-	VPERMPS     Z8, Z16, Z19
-	VPERMPS     Z8, Z17, Z20
-	VPERMPS     Z7, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VPERMPS     Z4, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z3, Z15, Z15
-	VPERMPS     Z3, Z16, Z16
-	VPERMPS     Z3, Z17, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VMAXPS      Z9, Z2, Z9
-	VMAXPS      Z10, Z2, Z10
-	VMAXPS      Z11, Z2, Z11
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VMULPS      Z0, Z9, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K1, (SI)(R8*1)
-	VMULPS      Z0, Z10, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(SI)(R8*1)
-	VMULPS      Z0, Z11, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(SI)(R8*1)
-	ADDQ        $0x30, R8
-	CMPQ        R8, DX
-	JL          epi_col_378
-	MOVQ        ldc+8(FP), R8
-	SHLQ        $0x02, R8
-	ADDQ        R8, AX
-	MOVQ        outStride+112(FP), R8
-	ADDQ        R8, SI
-	DECQ        BX
-	JNZ         epi_row_377
+epi_row_378:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z11, Z13, Z13
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z12, Z14, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
+	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
+	VCVTPS2DQ   Z15, Z17
+	VCVTPS2DQ   Z16, Z18
+	VREDUCEPS   $0x00, Z15, Z15
+	VREDUCEPS   $0x00, Z16, Z16
+	VPERMPS     Z10, Z17, Z19
+	VPERMPS     Z10, Z18, Z20
+	VPERMPS     Z9, Z17, Z21
+	VPERMPS     Z9, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z8, Z17, Z21
+	VPERMPS     Z8, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z7, Z17, Z21
+	VPERMPS     Z7, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z6, Z17, Z21
+	VPERMPS     Z6, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z5, Z17, Z17
+	VPERMPS     Z5, Z18, Z18
+	VFMADD213PS Z17, Z15, Z19
+	VFMADD213PS Z18, Z16, Z20
+	VMAXPS      Z13, Z4, Z13
+	VMAXPS      Z14, Z4, Z14
+	VADDPS      Z19, Z13, Z13
+	VADDPS      Z20, Z14, Z14
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (SI)(DX*1)
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_378
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_377
 	VZEROUPPER
 	RET
 
 epi_flag_376:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         outU8+104(FP), DI
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R8
-	VPBROADCASTD R8, Z1
-	VPXORD       Z2, Z2, Z2
-	VMOVUPS      epilogueGelu<>+0(SB), Z3
-	VMOVUPS      epilogueGelu<>+64(SB), Z4
-	VMOVUPS      epilogueGelu<>+128(SB), Z5
-	VMOVUPS      epilogueGelu<>+192(SB), Z6
-	VMOVUPS      epilogueGelu<>+256(SB), Z7
-	VMOVUPS      epilogueGelu<>+320(SB), Z8
-	LEAQ         epilogueColMasks<>+0(SB), R8
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z5
+	VMOVUPS      epilogueGelu<>+64(SB), Z6
+	VMOVUPS      epilogueGelu<>+128(SB), Z7
+	VMOVUPS      epilogueGelu<>+192(SB), Z8
+	VMOVUPS      epilogueGelu<>+256(SB), Z9
+	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	XORQ         BX, BX
 
-epi_row_379:
-	XORQ R9, R9
+epi_strip_379:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z11
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z12
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
 
-epi_col_380:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   (CX)(R9*4), K1, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (SI), Z9, Z9
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (SI), Z10, Z10
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z12
-	VMULPS      Z12, Z11, Z11
-	VMULPS.BCST (SI), Z11, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VPERMPS     Z8, Z15, Z18
-	VPERMPS     Z8, Z16, Z19
-	VPERMPS     Z8, Z17, Z20
-	VPERMPS     Z7, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VPERMPS     Z4, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z3, Z15, Z15
-	VPERMPS     Z3, Z16, Z16
-	VPERMPS     Z3, Z17, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VMAXPS      Z9, Z2, Z9
-	VMAXPS      Z10, Z2, Z10
-	VMAXPS      Z11, Z2, Z11
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VMULPS      Z0, Z9, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K1, (DI)(R9*1)
-	VMULPS      Z0, Z10, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(DI)(R9*1)
-	VMULPS      Z0, Z11, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(DI)(R9*1)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_380
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	ADDQ        R9, DI
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_379
+epi_row_380:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z11, Z13, Z13
+	VMULPS.BCST (DX)(R8*4), Z13, Z13
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z12, Z14, Z14
+	VMULPS.BCST (DX)(R8*4), Z14, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
+	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
+	VCVTPS2DQ   Z15, Z17
+	VCVTPS2DQ   Z16, Z18
+	VREDUCEPS   $0x00, Z15, Z15
+	VREDUCEPS   $0x00, Z16, Z16
+	VPERMPS     Z10, Z17, Z19
+	VPERMPS     Z10, Z18, Z20
+	VPERMPS     Z9, Z17, Z21
+	VPERMPS     Z9, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z8, Z17, Z21
+	VPERMPS     Z8, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z7, Z17, Z21
+	VPERMPS     Z7, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z6, Z17, Z21
+	VPERMPS     Z6, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z5, Z17, Z17
+	VPERMPS     Z5, Z18, Z18
+	VFMADD213PS Z17, Z15, Z19
+	VFMADD213PS Z18, Z16, Z20
+	VMAXPS      Z13, Z4, Z13
+	VMAXPS      Z14, Z4, Z14
+	VADDPS      Z19, Z13, Z13
+	VADDPS      Z20, Z14, Z14
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (DI)(BX*1)
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(DI)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_380
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_379
 	VZEROUPPER
 	RET
 
@@ -10010,12 +9988,12 @@ epi_flag_369:
 	JNZ     epi_flag_381
 	TESTQ   $0x00000020, AX
 	JNZ     epi_flag_382
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    res+80(FP), SI
-	MOVQ    outF32+96(FP), DI
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
 	VPXORD  Z0, Z0, Z0
 	VMOVUPS epilogueGelu<>+0(SB), Z1
 	VMOVUPS epilogueGelu<>+64(SB), Z2
@@ -10023,121 +10001,95 @@ epi_flag_369:
 	VMOVUPS epilogueGelu<>+192(SB), Z4
 	VMOVUPS epilogueGelu<>+256(SB), Z5
 	VMOVUPS epilogueGelu<>+320(SB), Z6
-	LEAQ    epilogueColMasks<>+0(SB), R8
+	XORQ    BX, BX
 
-epi_row_383:
-	XORQ R9, R9
+epi_strip_383:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
 
-epi_col_384:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   (CX)(R9*4), K1, Z8
-	VMULPS      Z8, Z7, Z7
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z9
-	VMULPS      Z9, Z8, Z8
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z9
+epi_row_384:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VMULPS      Z7, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z12
 	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
 	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
 	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
 	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VCVTPS2DQ   Z10, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VREDUCEPS   $0x00, Z10, Z10
+	VCVTPS2DQ   Z11, Z13
+	VCVTPS2DQ   Z12, Z14
 	VREDUCEPS   $0x00, Z11, Z11
 	VREDUCEPS   $0x00, Z12, Z12
-	VPERMPS     Z6, Z13, Z16
-	VPERMPS     Z6, Z14, Z17
-	VPERMPS     Z6, Z15, Z18
-	VPERMPS     Z5, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z4, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z3, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z2, Z13, Z19
-	VPERMPS     Z2, Z14, Z20
-	VPERMPS     Z2, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z6, Z13, Z15
+	VPERMPS     Z6, Z14, Z16
+	VPERMPS     Z5, Z13, Z17
+	VPERMPS     Z5, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z4, Z13, Z17
+	VPERMPS     Z4, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z3, Z13, Z17
+	VPERMPS     Z3, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z2, Z13, Z17
+	VPERMPS     Z2, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
 	VPERMPS     Z1, Z13, Z13
 	VPERMPS     Z1, Z14, Z14
-	VPERMPS     Z1, Z15, Z15
-	VFMADD213PS Z13, Z10, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VMAXPS      Z7, Z0, Z7
-	VMAXPS      Z8, Z0, Z8
+	VFMADD213PS Z13, Z11, Z15
+	VFMADD213PS Z14, Z12, Z16
 	VMAXPS      Z9, Z0, Z9
-	VADDPS      Z16, Z7, Z7
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VMOVUPS.Z   (SI)(R9*4), K1, Z10
-	VADDPS      Z10, Z7, Z7
-	VMOVUPS     Z7, K1, (DI)(R9*4)
-	VMOVUPS.Z   64(SI)(R9*4), K2, Z7
-	VADDPS      Z7, Z8, Z8
-	VMOVUPS     Z8, K2, 64(DI)(R9*4)
-	VMOVUPS.Z   128(SI)(R9*4), K3, Z7
-	VADDPS      Z7, Z9, Z9
-	VMOVUPS     Z9, K3, 128(DI)(R9*4)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_384
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        resStride+88(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, SI
-	MOVQ        outStride+112(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_383
+	VMAXPS      Z10, Z0, Z10
+	VADDPS      Z15, Z9, Z9
+	VADDPS      Z16, Z10, Z10
+	VMOVUPS.Z   (DI)(BX*4), K1, Z11
+	VADDPS      Z11, Z9, Z9
+	VMOVUPS     Z9, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMOVUPS     Z10, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_384
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_383
 	VZEROUPPER
 	RET
 
 epi_flag_382:
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    rowScale+64(FP), SI
-	MOVQ    res+80(FP), DI
-	MOVQ    outF32+96(FP), R8
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	MOVQ    rowScale+64(FP), BX
 	VPXORD  Z0, Z0, Z0
 	VMOVUPS epilogueGelu<>+0(SB), Z1
 	VMOVUPS epilogueGelu<>+64(SB), Z2
@@ -10145,405 +10097,309 @@ epi_flag_382:
 	VMOVUPS epilogueGelu<>+192(SB), Z4
 	VMOVUPS epilogueGelu<>+256(SB), Z5
 	VMOVUPS epilogueGelu<>+320(SB), Z6
-	LEAQ    epilogueColMasks<>+0(SB), R9
+	XORQ    SI, SI
 
-epi_row_385:
-	XORQ R10, R10
+epi_strip_385:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z7
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z8
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
 
-epi_col_386:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   (CX)(R10*4), K1, Z8
-	VMULPS      Z8, Z7, Z7
-	VMULPS.BCST (SI), Z7, Z7
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z9
-	VMULPS      Z9, Z8, Z8
-	VMULPS.BCST (SI), Z8, Z8
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z9
+epi_row_386:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (SI), Z9, Z9
-	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
+	VMULPS      Z7, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z11
+	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z12
 	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
 	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
 	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
 	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VCVTPS2DQ   Z10, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VREDUCEPS   $0x00, Z10, Z10
+	VCVTPS2DQ   Z11, Z13
+	VCVTPS2DQ   Z12, Z14
 	VREDUCEPS   $0x00, Z11, Z11
 	VREDUCEPS   $0x00, Z12, Z12
-	VPERMPS     Z6, Z13, Z16
-	VPERMPS     Z6, Z14, Z17
-	VPERMPS     Z6, Z15, Z18
-	VPERMPS     Z5, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z4, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z3, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z2, Z13, Z19
-	VPERMPS     Z2, Z14, Z20
-	VPERMPS     Z2, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z6, Z13, Z15
+	VPERMPS     Z6, Z14, Z16
+	VPERMPS     Z5, Z13, Z17
+	VPERMPS     Z5, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z4, Z13, Z17
+	VPERMPS     Z4, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z3, Z13, Z17
+	VPERMPS     Z3, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
+	VPERMPS     Z2, Z13, Z17
+	VPERMPS     Z2, Z14, Z18
+	VFMADD213PS Z17, Z11, Z15
+	VFMADD213PS Z18, Z12, Z16
 	VPERMPS     Z1, Z13, Z13
 	VPERMPS     Z1, Z14, Z14
-	VPERMPS     Z1, Z15, Z15
-	VFMADD213PS Z13, Z10, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VMAXPS      Z7, Z0, Z7
-	VMAXPS      Z8, Z0, Z8
+	VFMADD213PS Z13, Z11, Z15
+	VFMADD213PS Z14, Z12, Z16
 	VMAXPS      Z9, Z0, Z9
-	VADDPS      Z16, Z7, Z7
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VMOVUPS.Z   (DI)(R10*4), K1, Z10
-	VADDPS      Z10, Z7, Z7
-	VMOVUPS     Z7, K1, (R8)(R10*4)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z7
-	VADDPS      Z7, Z8, Z8
-	VMOVUPS     Z8, K2, 64(R8)(R10*4)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z7
-	VADDPS      Z7, Z9, Z9
-	VMOVUPS     Z9, K3, 128(R8)(R10*4)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_386
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, R8
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_385
+	VMAXPS      Z10, Z0, Z10
+	VADDPS      Z15, Z9, Z9
+	VADDPS      Z16, Z10, Z10
+	VMOVUPS.Z   (R8)(SI*4), K1, Z11
+	VADDPS      Z11, Z9, Z9
+	VMOVUPS     Z9, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMOVUPS     Z10, K2, 64(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_386
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_385
 	VZEROUPPER
 	RET
 
 epi_flag_381:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_387
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         res+80(FP), SI
-	MOVQ         outU8+104(FP), DI
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R8
-	VPBROADCASTD R8, Z1
-	VPXORD       Z2, Z2, Z2
-	VMOVUPS      epilogueGelu<>+0(SB), Z3
-	VMOVUPS      epilogueGelu<>+64(SB), Z4
-	VMOVUPS      epilogueGelu<>+128(SB), Z5
-	VMOVUPS      epilogueGelu<>+192(SB), Z6
-	VMOVUPS      epilogueGelu<>+256(SB), Z7
-	VMOVUPS      epilogueGelu<>+320(SB), Z8
-	LEAQ         epilogueColMasks<>+0(SB), R8
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z5
+	VMOVUPS      epilogueGelu<>+64(SB), Z6
+	VMOVUPS      epilogueGelu<>+128(SB), Z7
+	VMOVUPS      epilogueGelu<>+192(SB), Z8
+	VMOVUPS      epilogueGelu<>+256(SB), Z9
+	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	XORQ         BX, BX
 
-epi_row_388:
-	XORQ R9, R9
+epi_strip_388:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z11
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z12
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
 
-epi_col_389:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   (CX)(R9*4), K1, Z10
-	VMULPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z11
-	VMULPS      Z11, Z10, Z10
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z12
-	VMULPS      Z12, Z11, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VPERMPS     Z8, Z15, Z18
-	VPERMPS     Z8, Z16, Z19
-	VPERMPS     Z8, Z17, Z20
-	VPERMPS     Z7, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VPERMPS     Z4, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z3, Z15, Z15
-	VPERMPS     Z3, Z16, Z16
-	VPERMPS     Z3, Z17, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VMAXPS      Z9, Z2, Z9
-	VMAXPS      Z10, Z2, Z10
-	VMAXPS      Z11, Z2, Z11
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VMOVUPS.Z   (SI)(R9*4), K1, Z12
-	VADDPS      Z12, Z9, Z9
-	VMULPS      Z0, Z9, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K1, (DI)(R9*1)
-	VMOVUPS.Z   64(SI)(R9*4), K2, Z9
-	VADDPS      Z9, Z10, Z10
-	VMULPS      Z0, Z10, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(DI)(R9*1)
-	VMOVUPS.Z   128(SI)(R9*4), K3, Z9
-	VADDPS      Z9, Z11, Z11
-	VMULPS      Z0, Z11, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(DI)(R9*1)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_389
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        resStride+88(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, SI
-	MOVQ        outStride+112(FP), R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_388
+epi_row_389:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z11, Z13, Z13
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z12, Z14, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
+	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
+	VCVTPS2DQ   Z15, Z17
+	VCVTPS2DQ   Z16, Z18
+	VREDUCEPS   $0x00, Z15, Z15
+	VREDUCEPS   $0x00, Z16, Z16
+	VPERMPS     Z10, Z17, Z19
+	VPERMPS     Z10, Z18, Z20
+	VPERMPS     Z9, Z17, Z21
+	VPERMPS     Z9, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z8, Z17, Z21
+	VPERMPS     Z8, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z7, Z17, Z21
+	VPERMPS     Z7, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z6, Z17, Z21
+	VPERMPS     Z6, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z5, Z17, Z17
+	VPERMPS     Z5, Z18, Z18
+	VFMADD213PS Z17, Z15, Z19
+	VFMADD213PS Z18, Z16, Z20
+	VMAXPS      Z13, Z4, Z13
+	VMAXPS      Z14, Z4, Z14
+	VADDPS      Z19, Z13, Z13
+	VADDPS      Z20, Z14, Z14
+	VMOVUPS.Z   (DI)(BX*4), K1, Z15
+	VADDPS      Z15, Z13, Z13
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z13
+	VADDPS      Z13, Z14, Z14
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_389
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_388
 	VZEROUPPER
 	RET
 
 epi_flag_387:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         res+80(FP), DI
-	MOVQ         outU8+104(FP), R8
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R9
-	VPBROADCASTD R9, Z1
-	VPXORD       Z2, Z2, Z2
-	VMOVUPS      epilogueGelu<>+0(SB), Z3
-	VMOVUPS      epilogueGelu<>+64(SB), Z4
-	VMOVUPS      epilogueGelu<>+128(SB), Z5
-	VMOVUPS      epilogueGelu<>+192(SB), Z6
-	VMOVUPS      epilogueGelu<>+256(SB), Z7
-	VMOVUPS      epilogueGelu<>+320(SB), Z8
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	VPXORD       Z4, Z4, Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z5
+	VMOVUPS      epilogueGelu<>+64(SB), Z6
+	VMOVUPS      epilogueGelu<>+128(SB), Z7
+	VMOVUPS      epilogueGelu<>+192(SB), Z8
+	VMOVUPS      epilogueGelu<>+256(SB), Z9
+	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	XORQ         SI, SI
 
-epi_row_390:
-	XORQ R10, R10
+epi_strip_390:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z11
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z12
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
 
-epi_col_391:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   (CX)(R10*4), K1, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (SI), Z9, Z9
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (SI), Z10, Z10
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z12
-	VMULPS      Z12, Z11, Z11
-	VMULPS.BCST (SI), Z11, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VPERMPS     Z8, Z15, Z18
-	VPERMPS     Z8, Z16, Z19
-	VPERMPS     Z8, Z17, Z20
-	VPERMPS     Z7, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VPERMPS     Z4, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z3, Z15, Z15
-	VPERMPS     Z3, Z16, Z16
-	VPERMPS     Z3, Z17, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VMAXPS      Z9, Z2, Z9
-	VMAXPS      Z10, Z2, Z10
-	VMAXPS      Z11, Z2, Z11
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VMOVUPS.Z   (DI)(R10*4), K1, Z12
-	VADDPS      Z12, Z9, Z9
-	VMULPS      Z0, Z9, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K1, (R8)(R10*1)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z9
-	VADDPS      Z9, Z10, Z10
-	VMULPS      Z0, Z10, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(R8)(R10*1)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z9
-	VADDPS      Z9, Z11, Z11
-	VMULPS      Z0, Z11, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(R8)(R10*1)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_391
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	ADDQ        R10, R8
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_390
+epi_row_391:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z11, Z13, Z13
+	VMULPS.BCST (BX)(R10*4), Z13, Z13
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z12, Z14, Z14
+	VMULPS.BCST (BX)(R10*4), Z14, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
+	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
+	VCVTPS2DQ   Z15, Z17
+	VCVTPS2DQ   Z16, Z18
+	VREDUCEPS   $0x00, Z15, Z15
+	VREDUCEPS   $0x00, Z16, Z16
+	VPERMPS     Z10, Z17, Z19
+	VPERMPS     Z10, Z18, Z20
+	VPERMPS     Z9, Z17, Z21
+	VPERMPS     Z9, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z8, Z17, Z21
+	VPERMPS     Z8, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z7, Z17, Z21
+	VPERMPS     Z7, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z6, Z17, Z21
+	VPERMPS     Z6, Z18, Z22
+	VFMADD213PS Z21, Z15, Z19
+	VFMADD213PS Z22, Z16, Z20
+	VPERMPS     Z5, Z17, Z17
+	VPERMPS     Z5, Z18, Z18
+	VFMADD213PS Z17, Z15, Z19
+	VFMADD213PS Z18, Z16, Z20
+	VMAXPS      Z13, Z4, Z13
+	VMAXPS      Z14, Z4, Z14
+	VADDPS      Z19, Z13, Z13
+	VADDPS      Z20, Z14, Z14
+	VMOVUPS.Z   (R8)(SI*4), K1, Z15
+	VADDPS      Z15, Z13, Z13
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z13
+	VADDPS      Z13, Z14, Z14
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_391
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_390
 	VZEROUPPER
 	RET
 
@@ -10556,286 +10412,342 @@ epi_flag_344:
 	JNZ   epi_flag_394
 	TESTQ $0x00000020, AX
 	JNZ   epi_flag_395
-	MOVQ  c+0(FP), AX
-	MOVQ  scale+56(FP), CX
-	MOVQ  n+24(FP), DX
-	MOVQ  m+16(FP), BX
-	MOVQ  bias+72(FP), SI
-	MOVQ  outF32+96(FP), DI
-	LEAQ  epilogueColMasks<>+0(SB), R8
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	XORQ  DX, DX
 
-epi_row_396:
-	XORQ R9, R9
+epi_strip_396:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z0
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z1
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z2
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z3
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z4
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z5
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z6
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z7
+	MOVQ      c+0(FP), BX
+	MOVQ      outF32+96(FP), SI
+	XORQ      DI, DI
 
-epi_col_397:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z0
-	VCVTDQ2PS   Z0, Z0
-	VMOVUPS.Z   (CX)(R9*4), K1, Z1
-	VMULPS      Z1, Z0, Z0
-	VMOVUPS.Z   (SI)(R9*4), K1, Z1
-	VADDPS      Z1, Z0, Z0
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z2
-	VMULPS      Z2, Z1, Z1
-	VMOVUPS.Z   64(SI)(R9*4), K2, Z2
-	VADDPS      Z2, Z1, Z1
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z3
-	VMULPS      Z3, Z2, Z2
-	VMOVUPS.Z   128(SI)(R9*4), K3, Z3
-	VADDPS      Z3, Z2, Z2
-	VMOVUPS     Z0, K1, (DI)(R9*4)
-	VMOVUPS     Z1, K2, 64(DI)(R9*4)
-	VMOVUPS     Z2, K3, 128(DI)(R9*4)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_397
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_396
+epi_row_397:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VADDPS      Z1, Z8, Z8
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z2, Z9, Z9
+	VADDPS      Z3, Z9, Z9
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z4, Z10, Z10
+	VADDPS      Z5, Z10, Z10
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z6, Z11, Z11
+	VADDPS      Z7, Z11, Z11
+	VMOVUPS     Z8, K1, (SI)(DX*4)
+	VMOVUPS     Z9, K2, 64(SI)(DX*4)
+	VMOVUPS     Z10, K3, 128(SI)(DX*4)
+	VMOVUPS     Z11, K4, 192(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_397
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_396
 	VZEROUPPER
 	RET
 
 epi_flag_395:
-	MOVQ c+0(FP), AX
-	MOVQ scale+56(FP), CX
-	MOVQ n+24(FP), DX
-	MOVQ m+16(FP), BX
-	MOVQ rowScale+64(FP), SI
-	MOVQ bias+72(FP), DI
-	MOVQ outF32+96(FP), R8
-	LEAQ epilogueColMasks<>+0(SB), R9
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ rowScale+64(FP), DX
+	XORQ BX, BX
 
-epi_row_398:
-	XORQ R10, R10
+epi_strip_398:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z0
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z6
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      c+0(FP), SI
+	MOVQ      outF32+96(FP), DI
+	XORQ      R8, R8
 
-epi_col_399:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z0
-	VCVTDQ2PS   Z0, Z0
-	VMOVUPS.Z   (CX)(R10*4), K1, Z1
-	VMULPS      Z1, Z0, Z0
-	VMULPS.BCST (SI), Z0, Z0
-	VMOVUPS.Z   (DI)(R10*4), K1, Z1
-	VADDPS      Z1, Z0, Z0
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z2
-	VMULPS      Z2, Z1, Z1
-	VMULPS.BCST (SI), Z1, Z1
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z2
-	VADDPS      Z2, Z1, Z1
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z3
-	VMULPS      Z3, Z2, Z2
-	VMULPS.BCST (SI), Z2, Z2
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z3
-	VADDPS      Z3, Z2, Z2
-	VMOVUPS     Z0, K1, (R8)(R10*4)
-	VMOVUPS     Z1, K2, 64(R8)(R10*4)
-	VMOVUPS     Z2, K3, 128(R8)(R10*4)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_399
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        outStride+112(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, R8
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_398
+epi_row_399:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VMULPS.BCST (DX)(R8*4), Z8, Z8
+	VADDPS      Z1, Z8, Z8
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z2, Z9, Z9
+	VMULPS.BCST (DX)(R8*4), Z9, Z9
+	VADDPS      Z3, Z9, Z9
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z4, Z10, Z10
+	VMULPS.BCST (DX)(R8*4), Z10, Z10
+	VADDPS      Z5, Z10, Z10
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z6, Z11, Z11
+	VMULPS.BCST (DX)(R8*4), Z11, Z11
+	VADDPS      Z7, Z11, Z11
+	VMOVUPS     Z8, K1, (DI)(BX*4)
+	VMOVUPS     Z9, K2, 64(DI)(BX*4)
+	VMOVUPS     Z10, K3, 128(DI)(BX*4)
+	VMOVUPS     Z11, K4, 192(DI)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_399
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_398
 	VZEROUPPER
 	RET
 
 epi_flag_394:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_400
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         bias+72(FP), SI
-	MOVQ         outU8+104(FP), DI
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R8
-	VPBROADCASTD R8, Z1
-	VPXORD       Z2, Z2, Z2
-	LEAQ         epilogueColMasks<>+0(SB), R8
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	XORQ         DX, DX
 
-epi_row_401:
-	XORQ R9, R9
+epi_strip_401:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z4
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z5
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z6
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z7
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z8
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z9
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z10
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z11
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
 
-epi_col_402:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R9*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMOVUPS.Z   (SI)(R9*4), K1, Z4
-	VADDPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z5
-	VMULPS      Z5, Z4, Z4
-	VMOVUPS.Z   64(SI)(R9*4), K2, Z5
-	VADDPS      Z5, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z6
-	VMULPS      Z6, Z5, Z5
-	VMOVUPS.Z   128(SI)(R9*4), K3, Z6
-	VADDPS      Z6, Z5, Z5
-	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K1, (DI)(R9*1)
-	VMULPS      Z0, Z4, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K2, 16(DI)(R9*1)
-	VMULPS      Z0, Z5, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K3, 32(DI)(R9*1)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_402
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_401
+epi_row_402:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z4, Z12, Z12
+	VADDPS      Z5, Z12, Z12
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z6, Z13, Z13
+	VADDPS      Z7, Z13, Z13
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z8, Z14, Z14
+	VADDPS      Z9, Z14, Z14
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z10, Z15, Z15
+	VADDPS      Z11, Z15, Z15
+	VMULPS      Z0, Z12, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K1, (SI)(DX*1)
+	VMULPS      Z0, Z13, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(SI)(DX*1)
+	VMULPS      Z0, Z14, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K3, 32(SI)(DX*1)
+	VMULPS      Z0, Z15, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K4, 48(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_402
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_401
 	VZEROUPPER
 	RET
 
 epi_flag_400:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         bias+72(FP), DI
-	MOVQ         outU8+104(FP), R8
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R9
-	VPBROADCASTD R9, Z1
-	VPXORD       Z2, Z2, Z2
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	XORQ         BX, BX
 
-epi_row_403:
-	XORQ R10, R10
+epi_strip_403:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
 
-epi_col_404:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R10*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (SI), Z3, Z3
-	VMOVUPS.Z   (DI)(R10*4), K1, Z4
-	VADDPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z5
-	VMULPS      Z5, Z4, Z4
-	VMULPS.BCST (SI), Z4, Z4
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z5
-	VADDPS      Z5, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z6
-	VMULPS      Z6, Z5, Z5
-	VMULPS.BCST (SI), Z5, Z5
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z6
-	VADDPS      Z6, Z5, Z5
-	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K1, (R8)(R10*1)
-	VMULPS      Z0, Z4, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K2, 16(R8)(R10*1)
-	VMULPS      Z0, Z5, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K3, 32(R8)(R10*1)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_404
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        outStride+112(FP), R10
-	ADDQ        R10, R8
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_403
+epi_row_404:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z4, Z12, Z12
+	VMULPS.BCST (DX)(R8*4), Z12, Z12
+	VADDPS      Z5, Z12, Z12
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z6, Z13, Z13
+	VMULPS.BCST (DX)(R8*4), Z13, Z13
+	VADDPS      Z7, Z13, Z13
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z8, Z14, Z14
+	VMULPS.BCST (DX)(R8*4), Z14, Z14
+	VADDPS      Z9, Z14, Z14
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z10, Z15, Z15
+	VMULPS.BCST (DX)(R8*4), Z15, Z15
+	VADDPS      Z11, Z15, Z15
+	VMULPS      Z0, Z12, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K1, (DI)(BX*1)
+	VMULPS      Z0, Z13, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(DI)(BX*1)
+	VMULPS      Z0, Z14, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K3, 32(DI)(BX*1)
+	VMULPS      Z0, Z15, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K4, 48(DI)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_404
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_403
 	VZEROUPPER
 	RET
 
@@ -10844,326 +10756,390 @@ epi_flag_393:
 	JNZ   epi_flag_405
 	TESTQ $0x00000020, AX
 	JNZ   epi_flag_406
-	MOVQ  c+0(FP), AX
-	MOVQ  scale+56(FP), CX
-	MOVQ  n+24(FP), DX
-	MOVQ  m+16(FP), BX
-	MOVQ  bias+72(FP), SI
-	MOVQ  res+80(FP), DI
-	MOVQ  outF32+96(FP), R8
-	LEAQ  epilogueColMasks<>+0(SB), R9
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outStride+112(FP), DX
+	SHLQ  $0x02, DX
+	XORQ  BX, BX
 
-epi_row_407:
-	XORQ R10, R10
+epi_strip_407:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z0
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z6
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
 
-epi_col_408:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z0
-	VCVTDQ2PS   Z0, Z0
-	VMOVUPS.Z   (CX)(R10*4), K1, Z1
-	VMULPS      Z1, Z0, Z0
-	VMOVUPS.Z   (SI)(R10*4), K1, Z1
-	VADDPS      Z1, Z0, Z0
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z2
-	VMULPS      Z2, Z1, Z1
-	VMOVUPS.Z   64(SI)(R10*4), K2, Z2
-	VADDPS      Z2, Z1, Z1
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z3
-	VMULPS      Z3, Z2, Z2
-	VMOVUPS.Z   128(SI)(R10*4), K3, Z3
-	VADDPS      Z3, Z2, Z2
-	VMOVUPS.Z   (DI)(R10*4), K1, Z3
-	VADDPS      Z3, Z0, Z0
-	VMOVUPS     Z0, K1, (R8)(R10*4)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z0
-	VADDPS      Z0, Z1, Z1
-	VMOVUPS     Z1, K2, 64(R8)(R10*4)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z0
-	VADDPS      Z0, Z2, Z2
-	VMOVUPS     Z2, K3, 128(R8)(R10*4)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_408
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_407
+epi_row_408:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VADDPS      Z1, Z8, Z8
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z2, Z9, Z9
+	VADDPS      Z3, Z9, Z9
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z4, Z10, Z10
+	VADDPS      Z5, Z10, Z10
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z6, Z11, Z11
+	VADDPS      Z7, Z11, Z11
+	VMOVUPS.Z   (DI)(BX*4), K1, Z12
+	VADDPS      Z12, Z8, Z8
+	VMOVUPS     Z8, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z8
+	VADDPS      Z8, Z9, Z9
+	VMOVUPS     Z9, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z8
+	VADDPS      Z8, Z10, Z10
+	VMOVUPS     Z10, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z8
+	VADDPS      Z8, Z11, Z11
+	VMOVUPS     Z11, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_408
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_407
 	VZEROUPPER
 	RET
 
 epi_flag_406:
-	MOVQ c+0(FP), AX
-	MOVQ scale+56(FP), CX
-	MOVQ n+24(FP), DX
-	MOVQ m+16(FP), BX
-	MOVQ rowScale+64(FP), SI
-	MOVQ bias+72(FP), DI
-	MOVQ res+80(FP), R8
-	MOVQ outF32+96(FP), R9
-	LEAQ epilogueColMasks<>+0(SB), R10
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	XORQ SI, SI
 
-epi_row_409:
-	XORQ R11, R11
+epi_strip_409:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z0
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z1
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z2
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z3
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z4
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z6
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z7
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
 
-epi_col_410:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z0
-	VCVTDQ2PS   Z0, Z0
-	VMOVUPS.Z   (CX)(R11*4), K1, Z1
-	VMULPS      Z1, Z0, Z0
-	VMULPS.BCST (SI), Z0, Z0
-	VMOVUPS.Z   (DI)(R11*4), K1, Z1
-	VADDPS      Z1, Z0, Z0
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z2
-	VMULPS      Z2, Z1, Z1
-	VMULPS.BCST (SI), Z1, Z1
-	VMOVUPS.Z   64(DI)(R11*4), K2, Z2
-	VADDPS      Z2, Z1, Z1
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z3
-	VMULPS      Z3, Z2, Z2
-	VMULPS.BCST (SI), Z2, Z2
-	VMOVUPS.Z   128(DI)(R11*4), K3, Z3
-	VADDPS      Z3, Z2, Z2
-	VMOVUPS.Z   (R8)(R11*4), K1, Z3
-	VADDPS      Z3, Z0, Z0
-	VMOVUPS     Z0, K1, (R9)(R11*4)
-	VMOVUPS.Z   64(R8)(R11*4), K2, Z0
-	VADDPS      Z0, Z1, Z1
-	VMOVUPS     Z1, K2, 64(R9)(R11*4)
-	VMOVUPS.Z   128(R8)(R11*4), K3, Z0
-	VADDPS      Z0, Z2, Z2
-	VMOVUPS     Z2, K3, 128(R9)(R11*4)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_410
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        resStride+88(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R8
-	MOVQ        outStride+112(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R9
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_409
+epi_row_410:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VMULPS.BCST (BX)(R10*4), Z8, Z8
+	VADDPS      Z1, Z8, Z8
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z2, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VADDPS      Z3, Z9, Z9
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z4, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VADDPS      Z5, Z10, Z10
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z6, Z11, Z11
+	VMULPS.BCST (BX)(R10*4), Z11, Z11
+	VADDPS      Z7, Z11, Z11
+	VMOVUPS.Z   (R8)(SI*4), K1, Z12
+	VADDPS      Z12, Z8, Z8
+	VMOVUPS     Z8, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z8
+	VADDPS      Z8, Z9, Z9
+	VMOVUPS     Z9, K2, 64(R9)(SI*4)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z8
+	VADDPS      Z8, Z10, Z10
+	VMOVUPS     Z10, K3, 128(R9)(SI*4)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z8
+	VADDPS      Z8, Z11, Z11
+	VMOVUPS     Z11, K4, 192(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_410
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_409
 	VZEROUPPER
 	RET
 
 epi_flag_405:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_411
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         bias+72(FP), SI
-	MOVQ         res+80(FP), DI
-	MOVQ         outU8+104(FP), R8
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R9
-	VPBROADCASTD R9, Z1
-	VPXORD       Z2, Z2, Z2
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	XORQ         BX, BX
 
-epi_row_412:
-	XORQ R10, R10
+epi_strip_412:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
 
-epi_col_413:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R10*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMOVUPS.Z   (SI)(R10*4), K1, Z4
-	VADDPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z5
-	VMULPS      Z5, Z4, Z4
-	VMOVUPS.Z   64(SI)(R10*4), K2, Z5
-	VADDPS      Z5, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z6
-	VMULPS      Z6, Z5, Z5
-	VMOVUPS.Z   128(SI)(R10*4), K3, Z6
-	VADDPS      Z6, Z5, Z5
-	VMOVUPS.Z   (DI)(R10*4), K1, Z6
-	VADDPS      Z6, Z3, Z3
-	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K1, (R8)(R10*1)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z3
-	VADDPS      Z3, Z4, Z4
-	VMULPS      Z0, Z4, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K2, 16(R8)(R10*1)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z3
-	VADDPS      Z3, Z5, Z5
-	VMULPS      Z0, Z5, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K3, 32(R8)(R10*1)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_413
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_412
+epi_row_413:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z4, Z12, Z12
+	VADDPS      Z5, Z12, Z12
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z6, Z13, Z13
+	VADDPS      Z7, Z13, Z13
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z8, Z14, Z14
+	VADDPS      Z9, Z14, Z14
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z10, Z15, Z15
+	VADDPS      Z11, Z15, Z15
+	VMOVUPS.Z   (DI)(BX*4), K1, Z16
+	VADDPS      Z16, Z12, Z12
+	VMULPS      Z0, Z12, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z12
+	VADDPS      Z12, Z13, Z13
+	VMULPS      Z0, Z13, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z12
+	VADDPS      Z12, Z14, Z14
+	VMULPS      Z0, Z14, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z12
+	VADDPS      Z12, Z15, Z15
+	VMULPS      Z0, Z15, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_413
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_412
 	VZEROUPPER
 	RET
 
 epi_flag_411:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         bias+72(FP), DI
-	MOVQ         res+80(FP), R8
-	MOVQ         outU8+104(FP), R9
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R10
-	VPBROADCASTD R10, Z1
-	VPXORD       Z2, Z2, Z2
-	LEAQ         epilogueColMasks<>+0(SB), R10
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	XORQ         SI, SI
 
-epi_row_414:
-	XORQ R11, R11
+epi_strip_414:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z4
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z6
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z7
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z8
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z9
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z10
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z11
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
 
-epi_col_415:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   (CX)(R11*4), K1, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (SI), Z3, Z3
-	VMOVUPS.Z   (DI)(R11*4), K1, Z4
-	VADDPS      Z4, Z3, Z3
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z5
-	VMULPS      Z5, Z4, Z4
-	VMULPS.BCST (SI), Z4, Z4
-	VMOVUPS.Z   64(DI)(R11*4), K2, Z5
-	VADDPS      Z5, Z4, Z4
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z6
-	VMULPS      Z6, Z5, Z5
-	VMULPS.BCST (SI), Z5, Z5
-	VMOVUPS.Z   128(DI)(R11*4), K3, Z6
-	VADDPS      Z6, Z5, Z5
-	VMOVUPS.Z   (R8)(R11*4), K1, Z6
-	VADDPS      Z6, Z3, Z3
-	VMULPS      Z0, Z3, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K1, (R9)(R11*1)
-	VMOVUPS.Z   64(R8)(R11*4), K2, Z3
-	VADDPS      Z3, Z4, Z4
-	VMULPS      Z0, Z4, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K2, 16(R9)(R11*1)
-	VMOVUPS.Z   128(R8)(R11*4), K3, Z3
-	VADDPS      Z3, Z5, Z5
-	VMULPS      Z0, Z5, Z3
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z3, Z3
-	VMINPS.BCST epilogueConsts<>+0(SB), Z3, Z3
-	VCVTPS2DQ   Z3, Z3
-	VPADDD      Z1, Z3, Z3
-	VPMAXSD     Z2, Z3, Z3
-	VPMOVUSDB   Z3, K3, 32(R9)(R11*1)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_415
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        resStride+88(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R8
-	MOVQ        outStride+112(FP), R11
-	ADDQ        R11, R9
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_414
+epi_row_415:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z4, Z12, Z12
+	VMULPS.BCST (BX)(R10*4), Z12, Z12
+	VADDPS      Z5, Z12, Z12
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z6, Z13, Z13
+	VMULPS.BCST (BX)(R10*4), Z13, Z13
+	VADDPS      Z7, Z13, Z13
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z8, Z14, Z14
+	VMULPS.BCST (BX)(R10*4), Z14, Z14
+	VADDPS      Z9, Z14, Z14
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z10, Z15, Z15
+	VMULPS.BCST (BX)(R10*4), Z15, Z15
+	VADDPS      Z11, Z15, Z15
+	VMOVUPS.Z   (R8)(SI*4), K1, Z16
+	VADDPS      Z16, Z12, Z12
+	VMULPS      Z0, Z12, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z12
+	VADDPS      Z12, Z13, Z13
+	VMULPS      Z0, Z13, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(R9)(SI*1)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z12
+	VADDPS      Z12, Z14, Z14
+	VMULPS      Z0, Z14, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K3, 32(R9)(SI*1)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z12
+	VADDPS      Z12, Z15, Z15
+	VMULPS      Z0, Z15, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K4, 48(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_415
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_414
 	VZEROUPPER
 	RET
 
@@ -11174,12 +11150,10 @@ epi_flag_392:
 	JNZ     epi_flag_417
 	TESTQ   $0x00000020, AX
 	JNZ     epi_flag_418
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    bias+72(FP), SI
-	MOVQ    outF32+96(FP), DI
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    outStride+112(FP), CX
+	SHLQ    $0x02, CX
 	VPXORD  Z0, Z0, Z0
 	VMOVUPS epilogueGelu<>+0(SB), Z1
 	VMOVUPS epilogueGelu<>+64(SB), Z2
@@ -11187,118 +11161,93 @@ epi_flag_392:
 	VMOVUPS epilogueGelu<>+192(SB), Z4
 	VMOVUPS epilogueGelu<>+256(SB), Z5
 	VMOVUPS epilogueGelu<>+320(SB), Z6
-	LEAQ    epilogueColMasks<>+0(SB), R8
+	XORQ    DX, DX
 
-epi_row_419:
-	XORQ R9, R9
+epi_strip_419:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000020, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z7
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z8
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z9
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z10
+	MOVQ      c+0(FP), BX
+	MOVQ      outF32+96(FP), SI
+	XORQ      DI, DI
 
-epi_col_420:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   (CX)(R9*4), K1, Z8
-	VMULPS      Z8, Z7, Z7
-	VMOVUPS.Z   (SI)(R9*4), K1, Z8
-	VADDPS      Z8, Z7, Z7
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z9
-	VMULPS      Z9, Z8, Z8
-	VMOVUPS.Z   64(SI)(R9*4), K2, Z9
-	VADDPS      Z9, Z8, Z8
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z10
-	VMULPS      Z10, Z9, Z9
-	VMOVUPS.Z   128(SI)(R9*4), K3, Z10
-	VADDPS      Z10, Z9, Z9
-	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VCVTPS2DQ   Z10, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VREDUCEPS   $0x00, Z10, Z10
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VPERMPS     Z6, Z13, Z16
-	VPERMPS     Z6, Z14, Z17
-	VPERMPS     Z6, Z15, Z18
-	VPERMPS     Z5, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z4, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z3, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z2, Z13, Z19
-	VPERMPS     Z2, Z14, Z20
-	VPERMPS     Z2, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z1, Z13, Z13
-	VPERMPS     Z1, Z14, Z14
+epi_row_420:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VADDPS      Z8, Z11, Z11
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z9, Z12, Z12
+	VADDPS      Z10, Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z13, Z15
+	VCVTPS2DQ   Z14, Z16
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z6, Z15, Z17
+	VPERMPS     Z6, Z16, Z18
+	VPERMPS     Z5, Z15, Z19
+	VPERMPS     Z5, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z4, Z15, Z19
+	VPERMPS     Z4, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z3, Z15, Z19
+	VPERMPS     Z3, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z2, Z15, Z19
+	VPERMPS     Z2, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
 	VPERMPS     Z1, Z15, Z15
-	VFMADD213PS Z13, Z10, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VMAXPS      Z7, Z0, Z7
-	VMAXPS      Z8, Z0, Z8
-	VMAXPS      Z9, Z0, Z9
-	VADDPS      Z16, Z7, Z7
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VMOVUPS     Z7, K1, (DI)(R9*4)
-	VMOVUPS     Z8, K2, 64(DI)(R9*4)
-	VMOVUPS     Z9, K3, 128(DI)(R9*4)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_420
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_419
+	VPERMPS     Z1, Z16, Z16
+	VFMADD213PS Z15, Z13, Z17
+	VFMADD213PS Z16, Z14, Z18
+	VMAXPS      Z11, Z0, Z11
+	VMAXPS      Z12, Z0, Z12
+	VADDPS      Z17, Z11, Z11
+	VADDPS      Z18, Z12, Z12
+	VMOVUPS     Z11, K1, (SI)(DX*4)
+	VMOVUPS     Z12, K2, 64(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_420
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_419
 	VZEROUPPER
 	RET
 
 epi_flag_418:
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    rowScale+64(FP), SI
-	MOVQ    bias+72(FP), DI
-	MOVQ    outF32+96(FP), R8
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    outStride+112(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    rowScale+64(FP), DX
 	VPXORD  Z0, Z0, Z0
 	VMOVUPS epilogueGelu<>+0(SB), Z1
 	VMOVUPS epilogueGelu<>+64(SB), Z2
@@ -11306,396 +11255,305 @@ epi_flag_418:
 	VMOVUPS epilogueGelu<>+192(SB), Z4
 	VMOVUPS epilogueGelu<>+256(SB), Z5
 	VMOVUPS epilogueGelu<>+320(SB), Z6
-	LEAQ    epilogueColMasks<>+0(SB), R9
+	XORQ    BX, BX
 
-epi_row_421:
-	XORQ R10, R10
+epi_strip_421:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z9
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z10
+	MOVQ      c+0(FP), SI
+	MOVQ      outF32+96(FP), DI
+	XORQ      R8, R8
 
-epi_col_422:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   (CX)(R10*4), K1, Z8
-	VMULPS      Z8, Z7, Z7
-	VMULPS.BCST (SI), Z7, Z7
-	VMOVUPS.Z   (DI)(R10*4), K1, Z8
-	VADDPS      Z8, Z7, Z7
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z9
-	VMULPS      Z9, Z8, Z8
-	VMULPS.BCST (SI), Z8, Z8
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z9
-	VADDPS      Z9, Z8, Z8
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (SI), Z9, Z9
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z10
-	VADDPS      Z10, Z9, Z9
-	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VCVTPS2DQ   Z10, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VREDUCEPS   $0x00, Z10, Z10
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VPERMPS     Z6, Z13, Z16
-	VPERMPS     Z6, Z14, Z17
-	VPERMPS     Z6, Z15, Z18
-	VPERMPS     Z5, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z4, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z3, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z2, Z13, Z19
-	VPERMPS     Z2, Z14, Z20
-	VPERMPS     Z2, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z1, Z13, Z13
-	VPERMPS     Z1, Z14, Z14
+epi_row_422:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMULPS.BCST (DX)(R8*4), Z11, Z11
+	VADDPS      Z8, Z11, Z11
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z9, Z12, Z12
+	VMULPS.BCST (DX)(R8*4), Z12, Z12
+	VADDPS      Z10, Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z13, Z15
+	VCVTPS2DQ   Z14, Z16
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z6, Z15, Z17
+	VPERMPS     Z6, Z16, Z18
+	VPERMPS     Z5, Z15, Z19
+	VPERMPS     Z5, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z4, Z15, Z19
+	VPERMPS     Z4, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z3, Z15, Z19
+	VPERMPS     Z3, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z2, Z15, Z19
+	VPERMPS     Z2, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
 	VPERMPS     Z1, Z15, Z15
-	VFMADD213PS Z13, Z10, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VMAXPS      Z7, Z0, Z7
-	VMAXPS      Z8, Z0, Z8
-	VMAXPS      Z9, Z0, Z9
-	VADDPS      Z16, Z7, Z7
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VMOVUPS     Z7, K1, (R8)(R10*4)
-	VMOVUPS     Z8, K2, 64(R8)(R10*4)
-	VMOVUPS     Z9, K3, 128(R8)(R10*4)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_422
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        outStride+112(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, R8
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_421
+	VPERMPS     Z1, Z16, Z16
+	VFMADD213PS Z15, Z13, Z17
+	VFMADD213PS Z16, Z14, Z18
+	VMAXPS      Z11, Z0, Z11
+	VMAXPS      Z12, Z0, Z12
+	VADDPS      Z17, Z11, Z11
+	VADDPS      Z18, Z12, Z12
+	VMOVUPS     Z11, K1, (DI)(BX*4)
+	VMOVUPS     Z12, K2, 64(DI)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_422
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_421
 	VZEROUPPER
 	RET
 
 epi_flag_417:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_423
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         bias+72(FP), SI
-	MOVQ         outU8+104(FP), DI
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R8
-	VPBROADCASTD R8, Z1
-	VPXORD       Z2, Z2, Z2
-	VMOVUPS      epilogueGelu<>+0(SB), Z3
-	VMOVUPS      epilogueGelu<>+64(SB), Z4
-	VMOVUPS      epilogueGelu<>+128(SB), Z5
-	VMOVUPS      epilogueGelu<>+192(SB), Z6
-	VMOVUPS      epilogueGelu<>+256(SB), Z7
-	VMOVUPS      epilogueGelu<>+320(SB), Z8
-	LEAQ         epilogueColMasks<>+0(SB), R8
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	VPXORD       Z4, Z4, Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z5
+	VMOVUPS      epilogueGelu<>+64(SB), Z6
+	VMOVUPS      epilogueGelu<>+128(SB), Z7
+	VMOVUPS      epilogueGelu<>+192(SB), Z8
+	VMOVUPS      epilogueGelu<>+256(SB), Z9
+	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	XORQ         DX, DX
 
-epi_row_424:
-	XORQ R9, R9
+epi_strip_424:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000020, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z11
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z12
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z13
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z14
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
 
-epi_col_425:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   (CX)(R9*4), K1, Z10
-	VMULPS      Z10, Z9, Z9
-	VMOVUPS.Z   (SI)(R9*4), K1, Z10
-	VADDPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z11
-	VMULPS      Z11, Z10, Z10
-	VMOVUPS.Z   64(SI)(R9*4), K2, Z11
-	VADDPS      Z11, Z10, Z10
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z12
-	VMULPS      Z12, Z11, Z11
-	VMOVUPS.Z   128(SI)(R9*4), K3, Z12
-	VADDPS      Z12, Z11, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VPERMPS     Z8, Z15, Z18
-	VPERMPS     Z8, Z16, Z19
-	VPERMPS     Z8, Z17, Z20
-	VPERMPS     Z7, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VPERMPS     Z4, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z3, Z15, Z15
-	VPERMPS     Z3, Z16, Z16
-	VPERMPS     Z3, Z17, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VMAXPS      Z9, Z2, Z9
-	VMAXPS      Z10, Z2, Z10
-	VMAXPS      Z11, Z2, Z11
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VMULPS      Z0, Z9, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K1, (DI)(R9*1)
-	VMULPS      Z0, Z10, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(DI)(R9*1)
-	VMULPS      Z0, Z11, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(DI)(R9*1)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_425
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_424
+epi_row_425:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z11, Z15, Z15
+	VADDPS      Z12, Z15, Z15
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z13, Z16, Z16
+	VADDPS      Z14, Z16, Z16
+	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
+	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
+	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
+	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
+	VCVTPS2DQ   Z17, Z19
+	VCVTPS2DQ   Z18, Z20
+	VREDUCEPS   $0x00, Z17, Z17
+	VREDUCEPS   $0x00, Z18, Z18
+	VPERMPS     Z10, Z19, Z21
+	VPERMPS     Z10, Z20, Z22
+	VPERMPS     Z9, Z19, Z23
+	VPERMPS     Z9, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z8, Z19, Z23
+	VPERMPS     Z8, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z7, Z19, Z23
+	VPERMPS     Z7, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z6, Z19, Z23
+	VPERMPS     Z6, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z5, Z19, Z19
+	VPERMPS     Z5, Z20, Z20
+	VFMADD213PS Z19, Z17, Z21
+	VFMADD213PS Z20, Z18, Z22
+	VMAXPS      Z15, Z4, Z15
+	VMAXPS      Z16, Z4, Z16
+	VADDPS      Z21, Z15, Z15
+	VADDPS      Z22, Z16, Z16
+	VMULPS      Z0, Z15, Z15
+	VMAXPS      Z1, Z15, Z15
+	VMINPS      Z2, Z15, Z15
+	VCVTPS2DQ   Z15, Z15
+	VPADDD      Z3, Z15, Z15
+	VPMOVUSDB   Z15, K1, (SI)(DX*1)
+	VMULPS      Z0, Z16, Z15
+	VMAXPS      Z1, Z15, Z15
+	VMINPS      Z2, Z15, Z15
+	VCVTPS2DQ   Z15, Z15
+	VPADDD      Z3, Z15, Z15
+	VPMOVUSDB   Z15, K2, 16(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_425
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_424
 	VZEROUPPER
 	RET
 
 epi_flag_423:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         bias+72(FP), DI
-	MOVQ         outU8+104(FP), R8
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R9
-	VPBROADCASTD R9, Z1
-	VPXORD       Z2, Z2, Z2
-	VMOVUPS      epilogueGelu<>+0(SB), Z3
-	VMOVUPS      epilogueGelu<>+64(SB), Z4
-	VMOVUPS      epilogueGelu<>+128(SB), Z5
-	VMOVUPS      epilogueGelu<>+192(SB), Z6
-	VMOVUPS      epilogueGelu<>+256(SB), Z7
-	VMOVUPS      epilogueGelu<>+320(SB), Z8
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z5
+	VMOVUPS      epilogueGelu<>+64(SB), Z6
+	VMOVUPS      epilogueGelu<>+128(SB), Z7
+	VMOVUPS      epilogueGelu<>+192(SB), Z8
+	VMOVUPS      epilogueGelu<>+256(SB), Z9
+	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	XORQ         BX, BX
 
-epi_row_426:
-	XORQ R10, R10
+epi_strip_426:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z11
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z12
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z13
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z14
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
 
-epi_col_427:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   (CX)(R10*4), K1, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (SI), Z9, Z9
-	VMOVUPS.Z   (DI)(R10*4), K1, Z10
-	VADDPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (SI), Z10, Z10
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z11
-	VADDPS      Z11, Z10, Z10
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z12
-	VMULPS      Z12, Z11, Z11
-	VMULPS.BCST (SI), Z11, Z11
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z12
-	VADDPS      Z12, Z11, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VPERMPS     Z8, Z15, Z18
-	VPERMPS     Z8, Z16, Z19
-	VPERMPS     Z8, Z17, Z20
-	VPERMPS     Z7, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VPERMPS     Z4, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z3, Z15, Z15
-	VPERMPS     Z3, Z16, Z16
-	VPERMPS     Z3, Z17, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VMAXPS      Z9, Z2, Z9
-	VMAXPS      Z10, Z2, Z10
-	VMAXPS      Z11, Z2, Z11
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VMULPS      Z0, Z9, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K1, (R8)(R10*1)
-	VMULPS      Z0, Z10, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(R8)(R10*1)
-	VMULPS      Z0, Z11, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(R8)(R10*1)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_427
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        outStride+112(FP), R10
-	ADDQ        R10, R8
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_426
+epi_row_427:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z11, Z15, Z15
+	VMULPS.BCST (DX)(R8*4), Z15, Z15
+	VADDPS      Z12, Z15, Z15
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z13, Z16, Z16
+	VMULPS.BCST (DX)(R8*4), Z16, Z16
+	VADDPS      Z14, Z16, Z16
+	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
+	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
+	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
+	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
+	VCVTPS2DQ   Z17, Z19
+	VCVTPS2DQ   Z18, Z20
+	VREDUCEPS   $0x00, Z17, Z17
+	VREDUCEPS   $0x00, Z18, Z18
+	VPERMPS     Z10, Z19, Z21
+	VPERMPS     Z10, Z20, Z22
+	VPERMPS     Z9, Z19, Z23
+	VPERMPS     Z9, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z8, Z19, Z23
+	VPERMPS     Z8, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z7, Z19, Z23
+	VPERMPS     Z7, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z6, Z19, Z23
+	VPERMPS     Z6, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z5, Z19, Z19
+	VPERMPS     Z5, Z20, Z20
+	VFMADD213PS Z19, Z17, Z21
+	VFMADD213PS Z20, Z18, Z22
+	VMAXPS      Z15, Z4, Z15
+	VMAXPS      Z16, Z4, Z16
+	VADDPS      Z21, Z15, Z15
+	VADDPS      Z22, Z16, Z16
+	VMULPS      Z0, Z15, Z15
+	VMAXPS      Z1, Z15, Z15
+	VMINPS      Z2, Z15, Z15
+	VCVTPS2DQ   Z15, Z15
+	VPADDD      Z3, Z15, Z15
+	VPMOVUSDB   Z15, K1, (DI)(BX*1)
+	VMULPS      Z0, Z16, Z15
+	VMAXPS      Z1, Z15, Z15
+	VMINPS      Z2, Z15, Z15
+	VCVTPS2DQ   Z15, Z15
+	VPADDD      Z3, Z15, Z15
+	VPMOVUSDB   Z15, K2, 16(DI)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_427
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_426
 	VZEROUPPER
 	RET
 
@@ -11704,13 +11562,12 @@ epi_flag_416:
 	JNZ     epi_flag_428
 	TESTQ   $0x00000020, AX
 	JNZ     epi_flag_429
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    bias+72(FP), SI
-	MOVQ    res+80(FP), DI
-	MOVQ    outF32+96(FP), R8
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
 	VPXORD  Z0, Z0, Z0
 	VMOVUPS epilogueGelu<>+0(SB), Z1
 	VMOVUPS epilogueGelu<>+64(SB), Z2
@@ -11718,128 +11575,101 @@ epi_flag_416:
 	VMOVUPS epilogueGelu<>+192(SB), Z4
 	VMOVUPS epilogueGelu<>+256(SB), Z5
 	VMOVUPS epilogueGelu<>+320(SB), Z6
-	LEAQ    epilogueColMasks<>+0(SB), R9
+	XORQ    BX, BX
 
-epi_row_430:
-	XORQ R10, R10
+epi_strip_430:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z9
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z10
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
 
-epi_col_431:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   (CX)(R10*4), K1, Z8
-	VMULPS      Z8, Z7, Z7
-	VMOVUPS.Z   (SI)(R10*4), K1, Z8
-	VADDPS      Z8, Z7, Z7
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z9
-	VMULPS      Z9, Z8, Z8
-	VMOVUPS.Z   64(SI)(R10*4), K2, Z9
-	VADDPS      Z9, Z8, Z8
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z10
-	VMULPS      Z10, Z9, Z9
-	VMOVUPS.Z   128(SI)(R10*4), K3, Z10
-	VADDPS      Z10, Z9, Z9
-	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VCVTPS2DQ   Z10, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VREDUCEPS   $0x00, Z10, Z10
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VPERMPS     Z6, Z13, Z16
-	VPERMPS     Z6, Z14, Z17
-	VPERMPS     Z6, Z15, Z18
-	VPERMPS     Z5, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z4, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z3, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z2, Z13, Z19
-	VPERMPS     Z2, Z14, Z20
-	VPERMPS     Z2, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z1, Z13, Z13
-	VPERMPS     Z1, Z14, Z14
+epi_row_431:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VADDPS      Z8, Z11, Z11
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z9, Z12, Z12
+	VADDPS      Z10, Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z13, Z15
+	VCVTPS2DQ   Z14, Z16
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z6, Z15, Z17
+	VPERMPS     Z6, Z16, Z18
+	VPERMPS     Z5, Z15, Z19
+	VPERMPS     Z5, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z4, Z15, Z19
+	VPERMPS     Z4, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z3, Z15, Z19
+	VPERMPS     Z3, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z2, Z15, Z19
+	VPERMPS     Z2, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
 	VPERMPS     Z1, Z15, Z15
-	VFMADD213PS Z13, Z10, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VMAXPS      Z7, Z0, Z7
-	VMAXPS      Z8, Z0, Z8
-	VMAXPS      Z9, Z0, Z9
-	VADDPS      Z16, Z7, Z7
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VMOVUPS.Z   (DI)(R10*4), K1, Z10
-	VADDPS      Z10, Z7, Z7
-	VMOVUPS     Z7, K1, (R8)(R10*4)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z7
-	VADDPS      Z7, Z8, Z8
-	VMOVUPS     Z8, K2, 64(R8)(R10*4)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z7
-	VADDPS      Z7, Z9, Z9
-	VMOVUPS     Z9, K3, 128(R8)(R10*4)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_431
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_430
+	VPERMPS     Z1, Z16, Z16
+	VFMADD213PS Z15, Z13, Z17
+	VFMADD213PS Z16, Z14, Z18
+	VMAXPS      Z11, Z0, Z11
+	VMAXPS      Z12, Z0, Z12
+	VADDPS      Z17, Z11, Z11
+	VADDPS      Z18, Z12, Z12
+	VMOVUPS.Z   (DI)(BX*4), K1, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVUPS     Z11, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z11
+	VADDPS      Z11, Z12, Z12
+	VMOVUPS     Z12, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_431
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_430
 	VZEROUPPER
 	RET
 
 epi_flag_429:
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    rowScale+64(FP), SI
-	MOVQ    bias+72(FP), DI
-	MOVQ    res+80(FP), R8
-	MOVQ    outF32+96(FP), R9
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	MOVQ    rowScale+64(FP), BX
 	VPXORD  Z0, Z0, Z0
 	VMOVUPS epilogueGelu<>+0(SB), Z1
 	VMOVUPS epilogueGelu<>+64(SB), Z2
@@ -11847,425 +11677,327 @@ epi_flag_429:
 	VMOVUPS epilogueGelu<>+192(SB), Z4
 	VMOVUPS epilogueGelu<>+256(SB), Z5
 	VMOVUPS epilogueGelu<>+320(SB), Z6
-	LEAQ    epilogueColMasks<>+0(SB), R10
+	XORQ    SI, SI
 
-epi_row_432:
-	XORQ R11, R11
+epi_strip_432:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z7
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z8
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z9
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z10
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
 
-epi_col_433:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMOVUPS.Z   (CX)(R11*4), K1, Z8
-	VMULPS      Z8, Z7, Z7
-	VMULPS.BCST (SI), Z7, Z7
-	VMOVUPS.Z   (DI)(R11*4), K1, Z8
-	VADDPS      Z8, Z7, Z7
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z9
-	VMULPS      Z9, Z8, Z8
-	VMULPS.BCST (SI), Z8, Z8
-	VMOVUPS.Z   64(DI)(R11*4), K2, Z9
-	VADDPS      Z9, Z8, Z8
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (SI), Z9, Z9
-	VMOVUPS.Z   128(DI)(R11*4), K3, Z10
-	VADDPS      Z10, Z9, Z9
-	VMULPS.BCST epilogueGelu<>+388(SB), Z7, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z10, Z10
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z10, Z10
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VCVTPS2DQ   Z10, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VREDUCEPS   $0x00, Z10, Z10
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VPERMPS     Z6, Z13, Z16
-	VPERMPS     Z6, Z14, Z17
-	VPERMPS     Z6, Z15, Z18
-	VPERMPS     Z5, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z4, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z3, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z2, Z13, Z19
-	VPERMPS     Z2, Z14, Z20
-	VPERMPS     Z2, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z1, Z13, Z13
-	VPERMPS     Z1, Z14, Z14
+epi_row_433:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMULPS.BCST (BX)(R10*4), Z11, Z11
+	VADDPS      Z8, Z11, Z11
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z9, Z12, Z12
+	VMULPS.BCST (BX)(R10*4), Z12, Z12
+	VADDPS      Z10, Z12, Z12
+	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ   Z13, Z15
+	VCVTPS2DQ   Z14, Z16
+	VREDUCEPS   $0x00, Z13, Z13
+	VREDUCEPS   $0x00, Z14, Z14
+	VPERMPS     Z6, Z15, Z17
+	VPERMPS     Z6, Z16, Z18
+	VPERMPS     Z5, Z15, Z19
+	VPERMPS     Z5, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z4, Z15, Z19
+	VPERMPS     Z4, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z3, Z15, Z19
+	VPERMPS     Z3, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
+	VPERMPS     Z2, Z15, Z19
+	VPERMPS     Z2, Z16, Z20
+	VFMADD213PS Z19, Z13, Z17
+	VFMADD213PS Z20, Z14, Z18
 	VPERMPS     Z1, Z15, Z15
-	VFMADD213PS Z13, Z10, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VMAXPS      Z7, Z0, Z7
-	VMAXPS      Z8, Z0, Z8
-	VMAXPS      Z9, Z0, Z9
-	VADDPS      Z16, Z7, Z7
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VMOVUPS.Z   (R8)(R11*4), K1, Z10
-	VADDPS      Z10, Z7, Z7
-	VMOVUPS     Z7, K1, (R9)(R11*4)
-	VMOVUPS.Z   64(R8)(R11*4), K2, Z7
-	VADDPS      Z7, Z8, Z8
-	VMOVUPS     Z8, K2, 64(R9)(R11*4)
-	VMOVUPS.Z   128(R8)(R11*4), K3, Z7
-	VADDPS      Z7, Z9, Z9
-	VMOVUPS     Z9, K3, 128(R9)(R11*4)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_433
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        resStride+88(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R8
-	MOVQ        outStride+112(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R9
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_432
+	VPERMPS     Z1, Z16, Z16
+	VFMADD213PS Z15, Z13, Z17
+	VFMADD213PS Z16, Z14, Z18
+	VMAXPS      Z11, Z0, Z11
+	VMAXPS      Z12, Z0, Z12
+	VADDPS      Z17, Z11, Z11
+	VADDPS      Z18, Z12, Z12
+	VMOVUPS.Z   (R8)(SI*4), K1, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVUPS     Z11, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z11
+	VADDPS      Z11, Z12, Z12
+	VMOVUPS     Z12, K2, 64(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_433
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_432
 	VZEROUPPER
 	RET
 
 epi_flag_428:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_434
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         bias+72(FP), SI
-	MOVQ         res+80(FP), DI
-	MOVQ         outU8+104(FP), R8
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R9
-	VPBROADCASTD R9, Z1
-	VPXORD       Z2, Z2, Z2
-	VMOVUPS      epilogueGelu<>+0(SB), Z3
-	VMOVUPS      epilogueGelu<>+64(SB), Z4
-	VMOVUPS      epilogueGelu<>+128(SB), Z5
-	VMOVUPS      epilogueGelu<>+192(SB), Z6
-	VMOVUPS      epilogueGelu<>+256(SB), Z7
-	VMOVUPS      epilogueGelu<>+320(SB), Z8
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z5
+	VMOVUPS      epilogueGelu<>+64(SB), Z6
+	VMOVUPS      epilogueGelu<>+128(SB), Z7
+	VMOVUPS      epilogueGelu<>+192(SB), Z8
+	VMOVUPS      epilogueGelu<>+256(SB), Z9
+	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	XORQ         BX, BX
 
-epi_row_435:
-	XORQ R10, R10
+epi_strip_435:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z11
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z12
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z13
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z14
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
 
-epi_col_436:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   (CX)(R10*4), K1, Z10
-	VMULPS      Z10, Z9, Z9
-	VMOVUPS.Z   (SI)(R10*4), K1, Z10
-	VADDPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z11
-	VMULPS      Z11, Z10, Z10
-	VMOVUPS.Z   64(SI)(R10*4), K2, Z11
-	VADDPS      Z11, Z10, Z10
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z12
-	VMULPS      Z12, Z11, Z11
-	VMOVUPS.Z   128(SI)(R10*4), K3, Z12
-	VADDPS      Z12, Z11, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VPERMPS     Z8, Z15, Z18
-	VPERMPS     Z8, Z16, Z19
-	VPERMPS     Z8, Z17, Z20
-	VPERMPS     Z7, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VPERMPS     Z4, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z3, Z15, Z15
-	VPERMPS     Z3, Z16, Z16
-	VPERMPS     Z3, Z17, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VMAXPS      Z9, Z2, Z9
-	VMAXPS      Z10, Z2, Z10
-	VMAXPS      Z11, Z2, Z11
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VMOVUPS.Z   (DI)(R10*4), K1, Z12
-	VADDPS      Z12, Z9, Z9
-	VMULPS      Z0, Z9, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K1, (R8)(R10*1)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z9
-	VADDPS      Z9, Z10, Z10
-	VMULPS      Z0, Z10, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(R8)(R10*1)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z9
-	VADDPS      Z9, Z11, Z11
-	VMULPS      Z0, Z11, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(R8)(R10*1)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_436
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_435
+epi_row_436:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z11, Z15, Z15
+	VADDPS      Z12, Z15, Z15
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z13, Z16, Z16
+	VADDPS      Z14, Z16, Z16
+	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
+	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
+	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
+	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
+	VCVTPS2DQ   Z17, Z19
+	VCVTPS2DQ   Z18, Z20
+	VREDUCEPS   $0x00, Z17, Z17
+	VREDUCEPS   $0x00, Z18, Z18
+	VPERMPS     Z10, Z19, Z21
+	VPERMPS     Z10, Z20, Z22
+	VPERMPS     Z9, Z19, Z23
+	VPERMPS     Z9, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z8, Z19, Z23
+	VPERMPS     Z8, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z7, Z19, Z23
+	VPERMPS     Z7, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z6, Z19, Z23
+	VPERMPS     Z6, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z5, Z19, Z19
+	VPERMPS     Z5, Z20, Z20
+	VFMADD213PS Z19, Z17, Z21
+	VFMADD213PS Z20, Z18, Z22
+	VMAXPS      Z15, Z4, Z15
+	VMAXPS      Z16, Z4, Z16
+	VADDPS      Z21, Z15, Z15
+	VADDPS      Z22, Z16, Z16
+	VMOVUPS.Z   (DI)(BX*4), K1, Z17
+	VADDPS      Z17, Z15, Z15
+	VMULPS      Z0, Z15, Z15
+	VMAXPS      Z1, Z15, Z15
+	VMINPS      Z2, Z15, Z15
+	VCVTPS2DQ   Z15, Z15
+	VPADDD      Z3, Z15, Z15
+	VPMOVUSDB   Z15, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z15
+	VADDPS      Z15, Z16, Z16
+	VMULPS      Z0, Z16, Z15
+	VMAXPS      Z1, Z15, Z15
+	VMINPS      Z2, Z15, Z15
+	VCVTPS2DQ   Z15, Z15
+	VPADDD      Z3, Z15, Z15
+	VPMOVUSDB   Z15, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_436
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_435
 	VZEROUPPER
 	RET
 
 epi_flag_434:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         rowScale+64(FP), SI
-	MOVQ         bias+72(FP), DI
-	MOVQ         res+80(FP), R8
-	MOVQ         outU8+104(FP), R9
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z0
-	MOVL         outZero+124(FP), R10
-	VPBROADCASTD R10, Z1
-	VPXORD       Z2, Z2, Z2
-	VMOVUPS      epilogueGelu<>+0(SB), Z3
-	VMOVUPS      epilogueGelu<>+64(SB), Z4
-	VMOVUPS      epilogueGelu<>+128(SB), Z5
-	VMOVUPS      epilogueGelu<>+192(SB), Z6
-	VMOVUPS      epilogueGelu<>+256(SB), Z7
-	VMOVUPS      epilogueGelu<>+320(SB), Z8
-	LEAQ         epilogueColMasks<>+0(SB), R10
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	VPXORD       Z4, Z4, Z4
+	VMOVUPS      epilogueGelu<>+0(SB), Z5
+	VMOVUPS      epilogueGelu<>+64(SB), Z6
+	VMOVUPS      epilogueGelu<>+128(SB), Z7
+	VMOVUPS      epilogueGelu<>+192(SB), Z8
+	VMOVUPS      epilogueGelu<>+256(SB), Z9
+	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	XORQ         SI, SI
 
-epi_row_437:
-	XORQ R11, R11
+epi_strip_437:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z11
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z12
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z13
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z14
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
 
-epi_col_438:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   (CX)(R11*4), K1, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (SI), Z9, Z9
-	VMOVUPS.Z   (DI)(R11*4), K1, Z10
-	VADDPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (SI), Z10, Z10
-	VMOVUPS.Z   64(DI)(R11*4), K2, Z11
-	VADDPS      Z11, Z10, Z10
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z12
-	VMULPS      Z12, Z11, Z11
-	VMULPS.BCST (SI), Z11, Z11
-	VMOVUPS.Z   128(DI)(R11*4), K3, Z12
-	VADDPS      Z12, Z11, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VPERMPS     Z8, Z15, Z18
-	VPERMPS     Z8, Z16, Z19
-	VPERMPS     Z8, Z17, Z20
-	VPERMPS     Z7, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VPERMPS     Z4, Z17, Z23
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VPERMPS     Z3, Z15, Z15
-	VPERMPS     Z3, Z16, Z16
-	VPERMPS     Z3, Z17, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VMAXPS      Z9, Z2, Z9
-	VMAXPS      Z10, Z2, Z10
-	VMAXPS      Z11, Z2, Z11
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VMOVUPS.Z   (R8)(R11*4), K1, Z12
-	VADDPS      Z12, Z9, Z9
-	VMULPS      Z0, Z9, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K1, (R9)(R11*1)
-	VMOVUPS.Z   64(R8)(R11*4), K2, Z9
-	VADDPS      Z9, Z10, Z10
-	VMULPS      Z0, Z10, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(R9)(R11*1)
-	VMOVUPS.Z   128(R8)(R11*4), K3, Z9
-	VADDPS      Z9, Z11, Z11
-	VMULPS      Z0, Z11, Z9
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z9, Z9
-	VMINPS.BCST epilogueConsts<>+0(SB), Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPMAXSD     Z2, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(R9)(R11*1)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_438
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        resStride+88(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R8
-	MOVQ        outStride+112(FP), R11
-	ADDQ        R11, R9
-	ADDQ        $0x04, SI
-	DECQ        BX
-	JNZ         epi_row_437
+epi_row_438:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z11, Z15, Z15
+	VMULPS.BCST (BX)(R10*4), Z15, Z15
+	VADDPS      Z12, Z15, Z15
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z13, Z16, Z16
+	VMULPS.BCST (BX)(R10*4), Z16, Z16
+	VADDPS      Z14, Z16, Z16
+	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
+	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
+	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
+	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
+	VCVTPS2DQ   Z17, Z19
+	VCVTPS2DQ   Z18, Z20
+	VREDUCEPS   $0x00, Z17, Z17
+	VREDUCEPS   $0x00, Z18, Z18
+	VPERMPS     Z10, Z19, Z21
+	VPERMPS     Z10, Z20, Z22
+	VPERMPS     Z9, Z19, Z23
+	VPERMPS     Z9, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z8, Z19, Z23
+	VPERMPS     Z8, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z7, Z19, Z23
+	VPERMPS     Z7, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z6, Z19, Z23
+	VPERMPS     Z6, Z20, Z24
+	VFMADD213PS Z23, Z17, Z21
+	VFMADD213PS Z24, Z18, Z22
+	VPERMPS     Z5, Z19, Z19
+	VPERMPS     Z5, Z20, Z20
+	VFMADD213PS Z19, Z17, Z21
+	VFMADD213PS Z20, Z18, Z22
+	VMAXPS      Z15, Z4, Z15
+	VMAXPS      Z16, Z4, Z16
+	VADDPS      Z21, Z15, Z15
+	VADDPS      Z22, Z16, Z16
+	VMOVUPS.Z   (R8)(SI*4), K1, Z17
+	VADDPS      Z17, Z15, Z15
+	VMULPS      Z0, Z15, Z15
+	VMAXPS      Z1, Z15, Z15
+	VMINPS      Z2, Z15, Z15
+	VCVTPS2DQ   Z15, Z15
+	VPADDD      Z3, Z15, Z15
+	VPMOVUSDB   Z15, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z15
+	VADDPS      Z15, Z16, Z16
+	VMULPS      Z0, Z16, Z15
+	VMAXPS      Z1, Z15, Z15
+	VMINPS      Z2, Z15, Z15
+	VCVTPS2DQ   Z15, Z15
+	VPADDD      Z3, Z15, Z15
+	VPMOVUSDB   Z15, K2, 16(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_438
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_437
 	VZEROUPPER
 	RET
 
@@ -12280,308 +12012,368 @@ epi_flag_343:
 	JNZ          epi_flag_442
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_443
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         outF32+96(FP), DI
-	LEAQ         epilogueColMasks<>+0(SB), R8
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         DX, DX
 
-epi_row_444:
-	XORQ R9, R9
-
-epi_col_445:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z1
-	VMOVDQU32.Z (SI)(R9*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   (CX)(R9*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
+epi_strip_444:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z2
-	VMOVDQU32.Z 64(SI)(R9*4), K2, Z3
-	VPMULLD     Z3, Z0, Z3
-	VPSUBD      Z3, Z2, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z3
-	VMULPS      Z3, Z2, Z2
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z3
-	VMOVDQU32.Z 128(SI)(R9*4), K3, Z4
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z3
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z4
 	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z4
-	VMULPS      Z4, Z3, Z3
-	VMOVUPS     Z1, K1, (DI)(R9*4)
-	VMOVUPS     Z2, K2, 64(DI)(R9*4)
-	VMOVUPS     Z3, K3, 128(DI)(R9*4)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_445
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_444
+	VPSUBD      Z4, Z1, Z4
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z5
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z9
+	MOVQ        c+0(FP), BX
+	MOVQ        outF32+96(FP), SI
+	XORQ        DI, DI
+
+epi_row_445:
+	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
+	VCVTDQ2PS Z10, Z10
+	VMULPS    Z3, Z10, Z10
+	VPADDD.Z  64(BX)(DX*4), Z4, K2, Z11
+	VCVTDQ2PS Z11, Z11
+	VMULPS    Z5, Z11, Z11
+	VPADDD.Z  128(BX)(DX*4), Z6, K3, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS    Z7, Z12, Z12
+	VPADDD.Z  192(BX)(DX*4), Z8, K4, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z9, Z13, Z13
+	VMOVUPS   Z10, K1, (SI)(DX*4)
+	VMOVUPS   Z11, K2, 64(SI)(DX*4)
+	VMOVUPS   Z12, K3, 128(SI)(DX*4)
+	VMOVUPS   Z13, K4, 192(SI)(DX*4)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_445
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_444
 	VZEROUPPER
 	RET
 
 epi_flag_443:
-	MOVQ c+0(FP), AX
-	MOVQ scale+56(FP), CX
-	MOVQ n+24(FP), DX
-	MOVQ m+16(FP), BX
-	MOVQ colSum+32(FP), SI
-	MOVQ rowScale+64(FP), DI
-	MOVQ rowZero+48(FP), R8
-	MOVQ outF32+96(FP), R9
-	LEAQ epilogueColMasks<>+0(SB), R10
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ rowScale+64(FP), DX
+	MOVQ rowZero+48(FP), BX
+	XORQ SI, SI
 
-epi_row_446:
-	VPBROADCASTD (R8), Z0
-	XORQ         R11, R11
-
-epi_col_447:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z1
-	VMOVDQU32.Z (SI)(R11*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   (CX)(R11*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
-	VMULPS.BCST (DI), Z1, Z1
+epi_strip_446:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z2
-	VMOVDQU32.Z 64(SI)(R11*4), K2, Z3
-	VPMULLD     Z3, Z0, Z3
-	VPSUBD      Z3, Z2, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z3
-	VMULPS      Z3, Z2, Z2
-	VMULPS.BCST (DI), Z2, Z2
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z3
-	VMOVDQU32.Z 128(SI)(R11*4), K3, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (DI), Z3, Z3
-	VMOVUPS     Z1, K1, (R9)(R11*4)
-	VMOVUPS     Z2, K2, 64(R9)(R11*4)
-	VMOVUPS     Z3, K3, 128(R9)(R11*4)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_447
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        outStride+112(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R9
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_446
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z1
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z2
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z3
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z5
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z6
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z7
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z8
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_447:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z1, Z0, Z10
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
+	VPSUBD       Z10, Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMULPS       Z2, Z9, Z9
+	VMULPS.BCST  (DX)(R9*4), Z9, Z9
+	VPMULLD      Z3, Z0, Z11
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z4, Z10, Z10
+	VMULPS.BCST  (DX)(R9*4), Z10, Z10
+	VPMULLD      Z5, Z0, Z12
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z11
+	VPSUBD       Z12, Z11, Z11
+	VCVTDQ2PS    Z11, Z11
+	VMULPS       Z6, Z11, Z11
+	VMULPS.BCST  (DX)(R9*4), Z11, Z11
+	VPMULLD      Z7, Z0, Z12
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z12, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z8, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VMOVUPS      Z9, K1, (R8)(SI*4)
+	VMOVUPS      Z10, K2, 64(R8)(SI*4)
+	VMOVUPS      Z11, K3, 128(R8)(SI*4)
+	VMOVUPS      Z0, K4, 192(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_447
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_446
 	VZEROUPPER
 	RET
 
 epi_flag_442:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_448
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         outU8+104(FP), DI
-	MOVSS        invScale+120(FP), X1
-	VBROADCASTSS X1, Z1
-	MOVL         outZero+124(FP), R8
-	VPBROADCASTD R8, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueColMasks<>+0(SB), R8
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         DX, DX
 
-epi_row_449:
-	XORQ R9, R9
-
-epi_col_450:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z4
-	VMOVDQU32.Z (SI)(R9*4), K1, Z5
-	VPMULLD     Z5, Z0, Z5
-	VPSUBD      Z5, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   (CX)(R9*4), K1, Z5
-	VMULPS      Z5, Z4, Z4
+epi_strip_449:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z5
-	VMOVDQU32.Z 64(SI)(R9*4), K2, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z6
-	VMULPS      Z6, Z5, Z5
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z6
-	VMOVDQU32.Z 128(SI)(R9*4), K3, Z7
-	VPMULLD     Z7, Z0, Z7
-	VPSUBD      Z7, Z6, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z7
-	VMULPS      Z7, Z6, Z6
-	VMULPS      Z1, Z4, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K1, (DI)(R9*1)
-	VMULPS      Z1, Z5, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K2, 16(DI)(R9*1)
-	VMULPS      Z1, Z6, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K3, 32(DI)(R9*1)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_450
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_449
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z5, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z9
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z5, Z10
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z11
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z13
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_450:
+	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z7, Z14, Z14
+	VPADDD.Z  64(BX)(DX*4), Z8, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z9, Z15, Z15
+	VPADDD.Z  128(BX)(DX*4), Z10, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z11, Z16, Z16
+	VPADDD.Z  192(BX)(DX*4), Z12, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z13, Z17, Z17
+	VMULPS    Z1, Z14, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K1, (SI)(DX*1)
+	VMULPS    Z1, Z15, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K2, 16(SI)(DX*1)
+	VMULPS    Z1, Z16, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K3, 32(SI)(DX*1)
+	VMULPS    Z1, Z17, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K4, 48(SI)(DX*1)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_450
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_449
 	VZEROUPPER
 	RET
 
 epi_flag_448:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         outU8+104(FP), R9
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z1
-	MOVL         outZero+124(FP), R10
-	VPBROADCASTD R10, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueColMasks<>+0(SB), R10
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z4
+	XORQ         SI, SI
 
-epi_row_451:
-	VPBROADCASTD (R8), Z0
-	XORQ         R11, R11
-
-epi_col_452:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z4
-	VMOVDQU32.Z (SI)(R11*4), K1, Z5
-	VPMULLD     Z5, Z0, Z5
-	VPSUBD      Z5, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   (CX)(R11*4), K1, Z5
-	VMULPS      Z5, Z4, Z4
-	VMULPS.BCST (DI), Z4, Z4
+epi_strip_451:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z5
-	VMOVDQU32.Z 64(SI)(R11*4), K2, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z6
-	VMULPS      Z6, Z5, Z5
-	VMULPS.BCST (DI), Z5, Z5
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z6
-	VMOVDQU32.Z 128(SI)(R11*4), K3, Z7
-	VPMULLD     Z7, Z0, Z7
-	VPSUBD      Z7, Z6, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z7
-	VMULPS      Z7, Z6, Z6
-	VMULPS.BCST (DI), Z6, Z6
-	VMULPS      Z1, Z4, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K1, (R9)(R11*1)
-	VMULPS      Z1, Z5, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K2, 16(R9)(R11*1)
-	VMULPS      Z1, Z6, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K3, 32(R9)(R11*1)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_452
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        outStride+112(FP), R11
-	ADDQ        R11, R9
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_451
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z5
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z6
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z7
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z8
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z9
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z10
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z11
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z12
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_452:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z5, Z0, Z14
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
+	VPSUBD       Z14, Z13, Z13
+	VCVTDQ2PS    Z13, Z13
+	VMULPS       Z6, Z13, Z13
+	VMULPS.BCST  (DX)(R9*4), Z13, Z13
+	VPMULLD      Z7, Z0, Z15
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z8, Z14, Z14
+	VMULPS.BCST  (DX)(R9*4), Z14, Z14
+	VPMULLD      Z9, Z0, Z16
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z10, Z15, Z15
+	VMULPS.BCST  (DX)(R9*4), Z15, Z15
+	VPMULLD      Z11, Z0, Z16
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z16, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VMULPS       Z1, Z13, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K1, (R8)(SI*1)
+	VMULPS       Z1, Z14, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K2, 16(R8)(SI*1)
+	VMULPS       Z1, Z15, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K3, 32(R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_452
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_451
 	VZEROUPPER
 	RET
 
@@ -12590,348 +12382,416 @@ epi_flag_441:
 	JNZ          epi_flag_453
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_454
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         res+80(FP), DI
-	MOVQ         outF32+96(FP), R8
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         BX, BX
 
-epi_row_455:
-	XORQ R10, R10
-
-epi_col_456:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z1
-	VMOVDQU32.Z (SI)(R10*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   (CX)(R10*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
+epi_strip_455:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z2
-	VMOVDQU32.Z 64(SI)(R10*4), K2, Z3
-	VPMULLD     Z3, Z0, Z3
-	VPSUBD      Z3, Z2, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z3
-	VMULPS      Z3, Z2, Z2
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z3
-	VMOVDQU32.Z 128(SI)(R10*4), K3, Z4
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z3
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z4
 	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z4
-	VMULPS      Z4, Z3, Z3
-	VMOVUPS.Z   (DI)(R10*4), K1, Z4
-	VADDPS      Z4, Z1, Z1
-	VMOVUPS     Z1, K1, (R8)(R10*4)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z1
-	VADDPS      Z1, Z2, Z2
-	VMOVUPS     Z2, K2, 64(R8)(R10*4)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z1
-	VADDPS      Z1, Z3, Z3
-	VMOVUPS     Z3, K3, 128(R8)(R10*4)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_456
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_455
+	VPSUBD      Z4, Z1, Z4
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z5
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z9
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_456:
+	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
+	VCVTDQ2PS Z10, Z10
+	VMULPS    Z3, Z10, Z10
+	VPADDD.Z  64(SI)(BX*4), Z4, K2, Z11
+	VCVTDQ2PS Z11, Z11
+	VMULPS    Z5, Z11, Z11
+	VPADDD.Z  128(SI)(BX*4), Z6, K3, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS    Z7, Z12, Z12
+	VPADDD.Z  192(SI)(BX*4), Z8, K4, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z9, Z13, Z13
+	VMOVUPS.Z (DI)(BX*4), K1, Z14
+	VADDPS    Z14, Z10, Z10
+	VMOVUPS   Z10, K1, (R8)(BX*4)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z10
+	VADDPS    Z10, Z11, Z11
+	VMOVUPS   Z11, K2, 64(R8)(BX*4)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z10
+	VADDPS    Z10, Z12, Z12
+	VMOVUPS   Z12, K3, 128(R8)(BX*4)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z10
+	VADDPS    Z10, Z13, Z13
+	VMOVUPS   Z13, K4, 192(R8)(BX*4)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_456
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_455
 	VZEROUPPER
 	RET
 
 epi_flag_454:
-	MOVQ c+0(FP), AX
-	MOVQ scale+56(FP), CX
-	MOVQ n+24(FP), DX
-	MOVQ m+16(FP), BX
-	MOVQ colSum+32(FP), SI
-	MOVQ rowScale+64(FP), DI
-	MOVQ rowZero+48(FP), R8
-	MOVQ res+80(FP), R9
-	MOVQ outF32+96(FP), R10
-	LEAQ epilogueColMasks<>+0(SB), R11
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	MOVQ rowZero+48(FP), SI
+	XORQ DI, DI
 
-epi_row_457:
-	VPBROADCASTD (R8), Z0
-	XORQ         R12, R12
-
-epi_col_458:
-	MOVQ        DX, R13
-	SUBQ        R12, R13
-	MOVQ        $0x00000030, R14
-	CMPQ        R13, R14
-	CMOVQLT     R13, R14
-	MOVQ        (R11)(R14*8), R13
-	KMOVQ       R13, K1
-	VMOVDQU32.Z (AX)(R12*4), K1, Z1
-	VMOVDQU32.Z (SI)(R12*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   (CX)(R12*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
-	VMULPS.BCST (DI), Z1, Z1
+epi_strip_457:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R12*4), K2, Z2
-	VMOVDQU32.Z 64(SI)(R12*4), K2, Z3
-	VPMULLD     Z3, Z0, Z3
-	VPSUBD      Z3, Z2, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   64(CX)(R12*4), K2, Z3
-	VMULPS      Z3, Z2, Z2
-	VMULPS.BCST (DI), Z2, Z2
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R12*4), K3, Z3
-	VMOVDQU32.Z 128(SI)(R12*4), K3, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   128(CX)(R12*4), K3, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (DI), Z3, Z3
-	VMOVUPS.Z   (R9)(R12*4), K1, Z4
-	VADDPS      Z4, Z1, Z1
-	VMOVUPS     Z1, K1, (R10)(R12*4)
-	VMOVUPS.Z   64(R9)(R12*4), K2, Z1
-	VADDPS      Z1, Z2, Z2
-	VMOVUPS     Z2, K2, 64(R10)(R12*4)
-	VMOVUPS.Z   128(R9)(R12*4), K3, Z1
-	VADDPS      Z1, Z3, Z3
-	VMOVUPS     Z3, K3, 128(R10)(R12*4)
-	ADDQ        $0x30, R12
-	CMPQ        R12, DX
-	JL          epi_col_458
-	MOVQ        ldc+8(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, AX
-	MOVQ        resStride+88(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, R9
-	MOVQ        outStride+112(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, R10
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_457
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z1
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z3
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z6
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z7
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z8
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_458:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z1, Z0, Z10
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
+	VPSUBD       Z10, Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMULPS       Z2, Z9, Z9
+	VMULPS.BCST  (BX)(R11*4), Z9, Z9
+	VPMULLD      Z3, Z0, Z11
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z4, Z10, Z10
+	VMULPS.BCST  (BX)(R11*4), Z10, Z10
+	VPMULLD      Z5, Z0, Z12
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z11
+	VPSUBD       Z12, Z11, Z11
+	VCVTDQ2PS    Z11, Z11
+	VMULPS       Z6, Z11, Z11
+	VMULPS.BCST  (BX)(R11*4), Z11, Z11
+	VPMULLD      Z7, Z0, Z12
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z12, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z8, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z12
+	VADDPS       Z12, Z9, Z9
+	VMOVUPS      Z9, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z9
+	VADDPS       Z9, Z10, Z10
+	VMOVUPS      Z10, K2, 64(R10)(DI*4)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z9
+	VADDPS       Z9, Z11, Z11
+	VMOVUPS      Z11, K3, 128(R10)(DI*4)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z9
+	VADDPS       Z9, Z0, Z0
+	VMOVUPS      Z0, K4, 192(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_458
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_457
 	VZEROUPPER
 	RET
 
 epi_flag_453:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_459
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         res+80(FP), DI
-	MOVQ         outU8+104(FP), R8
-	MOVSS        invScale+120(FP), X1
-	VBROADCASTSS X1, Z1
-	MOVL         outZero+124(FP), R9
-	VPBROADCASTD R9, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         BX, BX
 
-epi_row_460:
-	XORQ R10, R10
-
-epi_col_461:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z4
-	VMOVDQU32.Z (SI)(R10*4), K1, Z5
-	VPMULLD     Z5, Z0, Z5
-	VPSUBD      Z5, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   (CX)(R10*4), K1, Z5
-	VMULPS      Z5, Z4, Z4
+epi_strip_460:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z5
-	VMOVDQU32.Z 64(SI)(R10*4), K2, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z6
-	VMULPS      Z6, Z5, Z5
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z6
-	VMOVDQU32.Z 128(SI)(R10*4), K3, Z7
-	VPMULLD     Z7, Z0, Z7
-	VPSUBD      Z7, Z6, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z7
-	VMULPS      Z7, Z6, Z6
-	VMOVUPS.Z   (DI)(R10*4), K1, Z7
-	VADDPS      Z7, Z4, Z4
-	VMULPS      Z1, Z4, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K1, (R8)(R10*1)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z4
-	VADDPS      Z4, Z5, Z5
-	VMULPS      Z1, Z5, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K2, 16(R8)(R10*1)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z4
-	VADDPS      Z4, Z6, Z6
-	VMULPS      Z1, Z6, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K3, 32(R8)(R10*1)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_461
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_460
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z5, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z9
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z5, Z10
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z11
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_461:
+	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z7, Z14, Z14
+	VPADDD.Z  64(SI)(BX*4), Z8, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z9, Z15, Z15
+	VPADDD.Z  128(SI)(BX*4), Z10, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z11, Z16, Z16
+	VPADDD.Z  192(SI)(BX*4), Z12, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z13, Z17, Z17
+	VMOVUPS.Z (DI)(BX*4), K1, Z18
+	VADDPS    Z18, Z14, Z14
+	VMULPS    Z1, Z14, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K1, (R8)(BX*1)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
+	VADDPS    Z14, Z15, Z15
+	VMULPS    Z1, Z15, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K2, 16(R8)(BX*1)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
+	VADDPS    Z14, Z16, Z16
+	VMULPS    Z1, Z16, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K3, 32(R8)(BX*1)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
+	VADDPS    Z14, Z17, Z17
+	VMULPS    Z1, Z17, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K4, 48(R8)(BX*1)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_461
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_460
 	VZEROUPPER
 	RET
 
 epi_flag_459:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         res+80(FP), R9
-	MOVQ         outU8+104(FP), R10
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z1
-	MOVL         outZero+124(FP), R11
-	VPBROADCASTD R11, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueColMasks<>+0(SB), R11
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z4
+	XORQ         DI, DI
 
-epi_row_462:
-	VPBROADCASTD (R8), Z0
-	XORQ         R12, R12
-
-epi_col_463:
-	MOVQ        DX, R13
-	SUBQ        R12, R13
-	MOVQ        $0x00000030, R14
-	CMPQ        R13, R14
-	CMOVQLT     R13, R14
-	MOVQ        (R11)(R14*8), R13
-	KMOVQ       R13, K1
-	VMOVDQU32.Z (AX)(R12*4), K1, Z4
-	VMOVDQU32.Z (SI)(R12*4), K1, Z5
-	VPMULLD     Z5, Z0, Z5
-	VPSUBD      Z5, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   (CX)(R12*4), K1, Z5
-	VMULPS      Z5, Z4, Z4
-	VMULPS.BCST (DI), Z4, Z4
+epi_strip_462:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R12*4), K2, Z5
-	VMOVDQU32.Z 64(SI)(R12*4), K2, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   64(CX)(R12*4), K2, Z6
-	VMULPS      Z6, Z5, Z5
-	VMULPS.BCST (DI), Z5, Z5
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R12*4), K3, Z6
-	VMOVDQU32.Z 128(SI)(R12*4), K3, Z7
-	VPMULLD     Z7, Z0, Z7
-	VPSUBD      Z7, Z6, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   128(CX)(R12*4), K3, Z7
-	VMULPS      Z7, Z6, Z6
-	VMULPS.BCST (DI), Z6, Z6
-	VMOVUPS.Z   (R9)(R12*4), K1, Z7
-	VADDPS      Z7, Z4, Z4
-	VMULPS      Z1, Z4, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K1, (R10)(R12*1)
-	VMOVUPS.Z   64(R9)(R12*4), K2, Z4
-	VADDPS      Z4, Z5, Z5
-	VMULPS      Z1, Z5, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K2, 16(R10)(R12*1)
-	VMOVUPS.Z   128(R9)(R12*4), K3, Z4
-	VADDPS      Z4, Z6, Z6
-	VMULPS      Z1, Z6, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K3, 32(R10)(R12*1)
-	ADDQ        $0x30, R12
-	CMPQ        R12, DX
-	JL          epi_col_463
-	MOVQ        ldc+8(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, AX
-	MOVQ        resStride+88(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, R9
-	MOVQ        outStride+112(FP), R12
-	ADDQ        R12, R10
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_462
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z6
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z7
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z8
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z9
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z12
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_463:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z5, Z0, Z14
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
+	VPSUBD       Z14, Z13, Z13
+	VCVTDQ2PS    Z13, Z13
+	VMULPS       Z6, Z13, Z13
+	VMULPS.BCST  (BX)(R11*4), Z13, Z13
+	VPMULLD      Z7, Z0, Z15
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z8, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VPMULLD      Z9, Z0, Z16
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z10, Z15, Z15
+	VMULPS.BCST  (BX)(R11*4), Z15, Z15
+	VPMULLD      Z11, Z0, Z16
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z16, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z16
+	VADDPS       Z16, Z13, Z13
+	VMULPS       Z1, Z13, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z13
+	VADDPS       Z13, Z14, Z14
+	VMULPS       Z1, Z14, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K2, 16(R10)(DI*1)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z13
+	VADDPS       Z13, Z15, Z15
+	VMULPS       Z1, Z15, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K3, 32(R10)(DI*1)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z13
+	VADDPS       Z13, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_463
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_462
 	VZEROUPPER
 	RET
 
@@ -12942,14 +12802,12 @@ epi_flag_440:
 	JNZ          epi_flag_465
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_466
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         outF32+96(FP), DI
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
 	VPXORD       Z1, Z1, Z1
 	VMOVUPS      epilogueGelu<>+0(SB), Z2
 	VMOVUPS      epilogueGelu<>+64(SB), Z3
@@ -12957,122 +12815,96 @@ epi_flag_440:
 	VMOVUPS      epilogueGelu<>+192(SB), Z5
 	VMOVUPS      epilogueGelu<>+256(SB), Z6
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
-	LEAQ         epilogueColMasks<>+0(SB), R8
+	XORQ         DX, DX
 
-epi_row_467:
-	XORQ R9, R9
-
-epi_col_468:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z8
-	VMOVDQU32.Z (SI)(R9*4), K1, Z9
-	VPMULLD     Z9, Z0, Z9
-	VPSUBD      Z9, Z8, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   (CX)(R9*4), K1, Z9
-	VMULPS      Z9, Z8, Z8
+epi_strip_467:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z9
-	VMOVDQU32.Z 64(SI)(R9*4), K2, Z10
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z9
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z10
 	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z9, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z10
-	VMULPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z10
-	VMOVDQU32.Z 128(SI)(R9*4), K3, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VPERMPS     Z7, Z14, Z17
-	VPERMPS     Z7, Z15, Z18
-	VPERMPS     Z7, Z16, Z19
-	VPERMPS     Z6, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VPERMPS     Z3, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z2, Z14, Z14
-	VPERMPS     Z2, Z15, Z15
+	VPSUBD      Z10, Z1, Z10
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z11
+	MOVQ        c+0(FP), BX
+	MOVQ        outF32+96(FP), SI
+	XORQ        DI, DI
+
+epi_row_468:
+	VPADDD.Z    (BX)(DX*4), Z8, K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z9, Z12, Z12
+	VPADDD.Z    64(BX)(DX*4), Z10, K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z11, Z13, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VCVTPS2DQ   Z14, Z16
+	VCVTPS2DQ   Z15, Z17
+	VREDUCEPS   $0x00, Z14, Z14
+	VREDUCEPS   $0x00, Z15, Z15
+	VPERMPS     Z7, Z16, Z18
+	VPERMPS     Z7, Z17, Z19
+	VPERMPS     Z6, Z16, Z20
+	VPERMPS     Z6, Z17, Z21
+	VFMADD213PS Z20, Z14, Z18
+	VFMADD213PS Z21, Z15, Z19
+	VPERMPS     Z5, Z16, Z20
+	VPERMPS     Z5, Z17, Z21
+	VFMADD213PS Z20, Z14, Z18
+	VFMADD213PS Z21, Z15, Z19
+	VPERMPS     Z4, Z16, Z20
+	VPERMPS     Z4, Z17, Z21
+	VFMADD213PS Z20, Z14, Z18
+	VFMADD213PS Z21, Z15, Z19
+	VPERMPS     Z3, Z16, Z20
+	VPERMPS     Z3, Z17, Z21
+	VFMADD213PS Z20, Z14, Z18
+	VFMADD213PS Z21, Z15, Z19
 	VPERMPS     Z2, Z16, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VMAXPS      Z8, Z1, Z8
-	VMAXPS      Z9, Z1, Z9
-	VMAXPS      Z10, Z1, Z10
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VMOVUPS     Z8, K1, (DI)(R9*4)
-	VMOVUPS     Z9, K2, 64(DI)(R9*4)
-	VMOVUPS     Z10, K3, 128(DI)(R9*4)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_468
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_467
+	VPERMPS     Z2, Z17, Z17
+	VFMADD213PS Z16, Z14, Z18
+	VFMADD213PS Z17, Z15, Z19
+	VMAXPS      Z12, Z1, Z12
+	VMAXPS      Z13, Z1, Z13
+	VADDPS      Z18, Z12, Z12
+	VADDPS      Z19, Z13, Z13
+	VMOVUPS     Z12, K1, (SI)(DX*4)
+	VMOVUPS     Z13, K2, 64(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_468
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_467
 	VZEROUPPER
 	RET
 
 epi_flag_466:
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    colSum+32(FP), SI
-	MOVQ    rowScale+64(FP), DI
-	MOVQ    rowZero+48(FP), R8
-	MOVQ    outF32+96(FP), R9
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    outStride+112(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    rowScale+64(FP), DX
+	MOVQ    rowZero+48(FP), BX
 	VPXORD  Z1, Z1, Z1
 	VMOVUPS epilogueGelu<>+0(SB), Z2
 	VMOVUPS epilogueGelu<>+64(SB), Z3
@@ -13080,412 +12912,316 @@ epi_flag_466:
 	VMOVUPS epilogueGelu<>+192(SB), Z5
 	VMOVUPS epilogueGelu<>+256(SB), Z6
 	VMOVUPS epilogueGelu<>+320(SB), Z7
-	LEAQ    epilogueColMasks<>+0(SB), R10
+	XORQ    SI, SI
 
-epi_row_469:
-	VPBROADCASTD (R8), Z0
-	XORQ         R11, R11
-
-epi_col_470:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z8
-	VMOVDQU32.Z (SI)(R11*4), K1, Z9
-	VPMULLD     Z9, Z0, Z9
-	VPSUBD      Z9, Z8, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   (CX)(R11*4), K1, Z9
-	VMULPS      Z9, Z8, Z8
-	VMULPS.BCST (DI), Z8, Z8
+epi_strip_469:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z9
-	VMOVDQU32.Z 64(SI)(R11*4), K2, Z10
-	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z9, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (DI), Z9, Z9
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z10
-	VMOVDQU32.Z 128(SI)(R11*4), K3, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (DI), Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VPERMPS     Z7, Z14, Z17
-	VPERMPS     Z7, Z15, Z18
-	VPERMPS     Z7, Z16, Z19
-	VPERMPS     Z6, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VPERMPS     Z3, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z2, Z14, Z14
-	VPERMPS     Z2, Z15, Z15
-	VPERMPS     Z2, Z16, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VMAXPS      Z8, Z1, Z8
-	VMAXPS      Z9, Z1, Z9
-	VMAXPS      Z10, Z1, Z10
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VMOVUPS     Z8, K1, (R9)(R11*4)
-	VMOVUPS     Z9, K2, 64(R9)(R11*4)
-	VMOVUPS     Z10, K3, 128(R9)(R11*4)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_470
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        outStride+112(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R9
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_469
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z8
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z9
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z10
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z11
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_470:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z8, Z0, Z13
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
+	VPSUBD       Z13, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z9, Z12, Z12
+	VMULPS.BCST  (DX)(R9*4), Z12, Z12
+	VPMULLD      Z10, Z0, Z13
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
+	VPSUBD       Z13, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z11, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z12, Z13
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z14
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ    Z13, Z15
+	VCVTPS2DQ    Z14, Z16
+	VREDUCEPS    $0x00, Z13, Z13
+	VREDUCEPS    $0x00, Z14, Z14
+	VPERMPS      Z7, Z15, Z17
+	VPERMPS      Z7, Z16, Z18
+	VPERMPS      Z6, Z15, Z19
+	VPERMPS      Z6, Z16, Z20
+	VFMADD213PS  Z19, Z13, Z17
+	VFMADD213PS  Z20, Z14, Z18
+	VPERMPS      Z5, Z15, Z19
+	VPERMPS      Z5, Z16, Z20
+	VFMADD213PS  Z19, Z13, Z17
+	VFMADD213PS  Z20, Z14, Z18
+	VPERMPS      Z4, Z15, Z19
+	VPERMPS      Z4, Z16, Z20
+	VFMADD213PS  Z19, Z13, Z17
+	VFMADD213PS  Z20, Z14, Z18
+	VPERMPS      Z3, Z15, Z19
+	VPERMPS      Z3, Z16, Z20
+	VFMADD213PS  Z19, Z13, Z17
+	VFMADD213PS  Z20, Z14, Z18
+	VPERMPS      Z2, Z15, Z15
+	VPERMPS      Z2, Z16, Z16
+	VFMADD213PS  Z15, Z13, Z17
+	VFMADD213PS  Z16, Z14, Z18
+	VMAXPS       Z12, Z1, Z12
+	VMAXPS       Z0, Z1, Z0
+	VADDPS       Z17, Z12, Z12
+	VADDPS       Z18, Z0, Z0
+	VMOVUPS      Z12, K1, (R8)(SI*4)
+	VMOVUPS      Z0, K2, 64(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_470
+	ADDQ         $0x20, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_469
 	VZEROUPPER
 	RET
 
 epi_flag_465:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_471
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         outU8+104(FP), DI
-	MOVSS        invScale+120(FP), X1
-	VBROADCASTSS X1, Z1
-	MOVL         outZero+124(FP), R8
-	VPBROADCASTD R8, Z2
-	VPXORD       Z3, Z3, Z3
-	VMOVUPS      epilogueGelu<>+0(SB), Z4
-	VMOVUPS      epilogueGelu<>+64(SB), Z5
-	VMOVUPS      epilogueGelu<>+128(SB), Z6
-	VMOVUPS      epilogueGelu<>+192(SB), Z7
-	VMOVUPS      epilogueGelu<>+256(SB), Z8
-	VMOVUPS      epilogueGelu<>+320(SB), Z9
-	LEAQ         epilogueColMasks<>+0(SB), R8
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z4
+	VPXORD       Z5, Z5, Z5
+	VMOVUPS      epilogueGelu<>+0(SB), Z6
+	VMOVUPS      epilogueGelu<>+64(SB), Z7
+	VMOVUPS      epilogueGelu<>+128(SB), Z8
+	VMOVUPS      epilogueGelu<>+192(SB), Z9
+	VMOVUPS      epilogueGelu<>+256(SB), Z10
+	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	XORQ         DX, DX
 
-epi_row_472:
-	XORQ R9, R9
-
-epi_col_473:
-	MOVQ        DX, R10
-	SUBQ        R9, R10
-	MOVQ        $0x00000030, R11
-	CMPQ        R10, R11
-	CMOVQLT     R10, R11
-	MOVQ        (R8)(R11*8), R10
-	KMOVQ       R10, K1
-	VMOVDQU32.Z (AX)(R9*4), K1, Z10
-	VMOVDQU32.Z (SI)(R9*4), K1, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   (CX)(R9*4), K1, Z11
-	VMULPS      Z11, Z10, Z10
+epi_strip_472:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R9*4), K2, Z11
-	VMOVDQU32.Z 64(SI)(R9*4), K2, Z12
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z11, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   64(CX)(R9*4), K2, Z12
-	VMULPS      Z12, Z11, Z11
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R9*4), K3, Z12
-	VMOVDQU32.Z 128(SI)(R9*4), K3, Z13
-	VPMULLD     Z13, Z0, Z13
-	VPSUBD      Z13, Z12, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMOVUPS.Z   128(CX)(R9*4), K3, Z13
-	VMULPS      Z13, Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VCVTPS2DQ   Z15, Z18
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VREDUCEPS   $0x00, Z15, Z15
-	VPERMPS     Z9, Z16, Z19
-	VPERMPS     Z9, Z17, Z20
-	VPERMPS     Z9, Z18, Z21
-	VPERMPS     Z8, Z16, Z22
-	VPERMPS     Z8, Z17, Z23
-	VPERMPS     Z8, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VPERMPS     Z7, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VPERMPS     Z6, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VPERMPS     Z5, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z4, Z16, Z16
-	VPERMPS     Z4, Z17, Z17
-	VPERMPS     Z4, Z18, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VFMADD213PS Z18, Z15, Z21
-	VMAXPS      Z10, Z3, Z10
-	VMAXPS      Z11, Z3, Z11
-	VMAXPS      Z12, Z3, Z12
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VADDPS      Z21, Z12, Z12
-	VMULPS      Z1, Z10, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K1, (DI)(R9*1)
-	VMULPS      Z1, Z11, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K2, 16(DI)(R9*1)
-	VMULPS      Z1, Z12, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K3, 32(DI)(R9*1)
-	ADDQ        $0x30, R9
-	CMPQ        R9, DX
-	JL          epi_col_473
-	MOVQ        ldc+8(FP), R9
-	SHLQ        $0x02, R9
-	ADDQ        R9, AX
-	MOVQ        outStride+112(FP), R9
-	ADDQ        R9, DI
-	DECQ        BX
-	JNZ         epi_row_472
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z13
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z14
+	VPMULLD     Z14, Z0, Z14
+	VPSUBD      Z14, Z5, Z14
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z15
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_473:
+	VPADDD.Z    (BX)(DX*4), Z12, K1, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z13, Z16, Z16
+	VPADDD.Z    64(BX)(DX*4), Z14, K2, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z15, Z17, Z17
+	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
+	VMULPS.BCST epilogueGelu<>+388(SB), Z17, Z19
+	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
+	VPANDD.BCST epilogueGelu<>+384(SB), Z19, Z19
+	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+392(SB), Z19, Z19
+	VCVTPS2DQ   Z18, Z20
+	VCVTPS2DQ   Z19, Z21
+	VREDUCEPS   $0x00, Z18, Z18
+	VREDUCEPS   $0x00, Z19, Z19
+	VPERMPS     Z11, Z20, Z22
+	VPERMPS     Z11, Z21, Z23
+	VPERMPS     Z10, Z20, Z24
+	VPERMPS     Z10, Z21, Z25
+	VFMADD213PS Z24, Z18, Z22
+	VFMADD213PS Z25, Z19, Z23
+	VPERMPS     Z9, Z20, Z24
+	VPERMPS     Z9, Z21, Z25
+	VFMADD213PS Z24, Z18, Z22
+	VFMADD213PS Z25, Z19, Z23
+	VPERMPS     Z8, Z20, Z24
+	VPERMPS     Z8, Z21, Z25
+	VFMADD213PS Z24, Z18, Z22
+	VFMADD213PS Z25, Z19, Z23
+	VPERMPS     Z7, Z20, Z24
+	VPERMPS     Z7, Z21, Z25
+	VFMADD213PS Z24, Z18, Z22
+	VFMADD213PS Z25, Z19, Z23
+	VPERMPS     Z6, Z20, Z20
+	VPERMPS     Z6, Z21, Z21
+	VFMADD213PS Z20, Z18, Z22
+	VFMADD213PS Z21, Z19, Z23
+	VMAXPS      Z16, Z5, Z16
+	VMAXPS      Z17, Z5, Z17
+	VADDPS      Z22, Z16, Z16
+	VADDPS      Z23, Z17, Z17
+	VMULPS      Z1, Z16, Z16
+	VMAXPS      Z2, Z16, Z16
+	VMINPS      Z3, Z16, Z16
+	VCVTPS2DQ   Z16, Z16
+	VPADDD      Z4, Z16, Z16
+	VPMOVUSDB   Z16, K1, (SI)(DX*1)
+	VMULPS      Z1, Z17, Z16
+	VMAXPS      Z2, Z16, Z16
+	VMINPS      Z3, Z16, Z16
+	VCVTPS2DQ   Z16, Z16
+	VPADDD      Z4, Z16, Z16
+	VPMOVUSDB   Z16, K2, 16(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_473
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_472
 	VZEROUPPER
 	RET
 
 epi_flag_471:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         outU8+104(FP), R9
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z1
-	MOVL         outZero+124(FP), R10
-	VPBROADCASTD R10, Z2
-	VPXORD       Z3, Z3, Z3
-	VMOVUPS      epilogueGelu<>+0(SB), Z4
-	VMOVUPS      epilogueGelu<>+64(SB), Z5
-	VMOVUPS      epilogueGelu<>+128(SB), Z6
-	VMOVUPS      epilogueGelu<>+192(SB), Z7
-	VMOVUPS      epilogueGelu<>+256(SB), Z8
-	VMOVUPS      epilogueGelu<>+320(SB), Z9
-	LEAQ         epilogueColMasks<>+0(SB), R10
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z4
+	VPXORD       Z5, Z5, Z5
+	VMOVUPS      epilogueGelu<>+0(SB), Z6
+	VMOVUPS      epilogueGelu<>+64(SB), Z7
+	VMOVUPS      epilogueGelu<>+128(SB), Z8
+	VMOVUPS      epilogueGelu<>+192(SB), Z9
+	VMOVUPS      epilogueGelu<>+256(SB), Z10
+	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	XORQ         SI, SI
 
-epi_row_474:
-	VPBROADCASTD (R8), Z0
-	XORQ         R11, R11
-
-epi_col_475:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z10
-	VMOVDQU32.Z (SI)(R11*4), K1, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   (CX)(R11*4), K1, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (DI), Z10, Z10
+epi_strip_474:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z11
-	VMOVDQU32.Z 64(SI)(R11*4), K2, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z11, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z12
-	VMULPS      Z12, Z11, Z11
-	VMULPS.BCST (DI), Z11, Z11
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z12
-	VMOVDQU32.Z 128(SI)(R11*4), K3, Z13
-	VPMULLD     Z13, Z0, Z13
-	VPSUBD      Z13, Z12, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z13
-	VMULPS      Z13, Z12, Z12
-	VMULPS.BCST (DI), Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VCVTPS2DQ   Z15, Z18
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VREDUCEPS   $0x00, Z15, Z15
-	VPERMPS     Z9, Z16, Z19
-	VPERMPS     Z9, Z17, Z20
-	VPERMPS     Z9, Z18, Z21
-	VPERMPS     Z8, Z16, Z22
-	VPERMPS     Z8, Z17, Z23
-	VPERMPS     Z8, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VPERMPS     Z7, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VPERMPS     Z6, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VPERMPS     Z5, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z4, Z16, Z16
-	VPERMPS     Z4, Z17, Z17
-	VPERMPS     Z4, Z18, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VFMADD213PS Z18, Z15, Z21
-	VMAXPS      Z10, Z3, Z10
-	VMAXPS      Z11, Z3, Z11
-	VMAXPS      Z12, Z3, Z12
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VADDPS      Z21, Z12, Z12
-	VMULPS      Z1, Z10, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K1, (R9)(R11*1)
-	VMULPS      Z1, Z11, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K2, 16(R9)(R11*1)
-	VMULPS      Z1, Z12, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K3, 32(R9)(R11*1)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_475
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        outStride+112(FP), R11
-	ADDQ        R11, R9
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_474
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z12
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z13
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z14
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z15
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_475:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z12, Z0, Z17
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
+	VPSUBD       Z17, Z16, Z16
+	VCVTDQ2PS    Z16, Z16
+	VMULPS       Z13, Z16, Z16
+	VMULPS.BCST  (DX)(R9*4), Z16, Z16
+	VPMULLD      Z14, Z0, Z17
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
+	VPSUBD       Z17, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z15, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z16, Z17
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z18
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z17, Z17
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z18, Z18
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z17, Z17
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z18, Z18
+	VCVTPS2DQ    Z17, Z19
+	VCVTPS2DQ    Z18, Z20
+	VREDUCEPS    $0x00, Z17, Z17
+	VREDUCEPS    $0x00, Z18, Z18
+	VPERMPS      Z11, Z19, Z21
+	VPERMPS      Z11, Z20, Z22
+	VPERMPS      Z10, Z19, Z23
+	VPERMPS      Z10, Z20, Z24
+	VFMADD213PS  Z23, Z17, Z21
+	VFMADD213PS  Z24, Z18, Z22
+	VPERMPS      Z9, Z19, Z23
+	VPERMPS      Z9, Z20, Z24
+	VFMADD213PS  Z23, Z17, Z21
+	VFMADD213PS  Z24, Z18, Z22
+	VPERMPS      Z8, Z19, Z23
+	VPERMPS      Z8, Z20, Z24
+	VFMADD213PS  Z23, Z17, Z21
+	VFMADD213PS  Z24, Z18, Z22
+	VPERMPS      Z7, Z19, Z23
+	VPERMPS      Z7, Z20, Z24
+	VFMADD213PS  Z23, Z17, Z21
+	VFMADD213PS  Z24, Z18, Z22
+	VPERMPS      Z6, Z19, Z19
+	VPERMPS      Z6, Z20, Z20
+	VFMADD213PS  Z19, Z17, Z21
+	VFMADD213PS  Z20, Z18, Z22
+	VMAXPS       Z16, Z5, Z16
+	VMAXPS       Z0, Z5, Z0
+	VADDPS       Z21, Z16, Z16
+	VADDPS       Z22, Z0, Z0
+	VMULPS       Z1, Z16, Z16
+	VMAXPS       Z2, Z16, Z16
+	VMINPS       Z3, Z16, Z16
+	VCVTPS2DQ    Z16, Z16
+	VPADDD       Z4, Z16, Z16
+	VPMOVUSDB    Z16, K1, (R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_475
+	ADDQ         $0x20, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_474
 	VZEROUPPER
 	RET
 
@@ -13494,15 +13230,14 @@ epi_flag_464:
 	JNZ          epi_flag_476
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_477
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         res+80(FP), DI
-	MOVQ         outF32+96(FP), R8
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
 	VPXORD       Z1, Z1, Z1
 	VMOVUPS      epilogueGelu<>+0(SB), Z2
 	VMOVUPS      epilogueGelu<>+64(SB), Z3
@@ -13510,132 +13245,104 @@ epi_flag_464:
 	VMOVUPS      epilogueGelu<>+192(SB), Z5
 	VMOVUPS      epilogueGelu<>+256(SB), Z6
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	XORQ         BX, BX
 
-epi_row_478:
-	XORQ R10, R10
-
-epi_col_479:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z8
-	VMOVDQU32.Z (SI)(R10*4), K1, Z9
-	VPMULLD     Z9, Z0, Z9
-	VPSUBD      Z9, Z8, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   (CX)(R10*4), K1, Z9
-	VMULPS      Z9, Z8, Z8
+epi_strip_478:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z9
-	VMOVDQU32.Z 64(SI)(R10*4), K2, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z9
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
 	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z9, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z10
-	VMULPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z10
-	VMOVDQU32.Z 128(SI)(R10*4), K3, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VPERMPS     Z7, Z14, Z17
-	VPERMPS     Z7, Z15, Z18
-	VPERMPS     Z7, Z16, Z19
-	VPERMPS     Z6, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VPERMPS     Z3, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z2, Z14, Z14
-	VPERMPS     Z2, Z15, Z15
+	VPSUBD      Z10, Z1, Z10
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z11
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_479:
+	VPADDD.Z    (SI)(BX*4), Z8, K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z9, Z12, Z12
+	VPADDD.Z    64(SI)(BX*4), Z10, K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z11, Z13, Z13
+	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
+	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
+	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VCVTPS2DQ   Z14, Z16
+	VCVTPS2DQ   Z15, Z17
+	VREDUCEPS   $0x00, Z14, Z14
+	VREDUCEPS   $0x00, Z15, Z15
+	VPERMPS     Z7, Z16, Z18
+	VPERMPS     Z7, Z17, Z19
+	VPERMPS     Z6, Z16, Z20
+	VPERMPS     Z6, Z17, Z21
+	VFMADD213PS Z20, Z14, Z18
+	VFMADD213PS Z21, Z15, Z19
+	VPERMPS     Z5, Z16, Z20
+	VPERMPS     Z5, Z17, Z21
+	VFMADD213PS Z20, Z14, Z18
+	VFMADD213PS Z21, Z15, Z19
+	VPERMPS     Z4, Z16, Z20
+	VPERMPS     Z4, Z17, Z21
+	VFMADD213PS Z20, Z14, Z18
+	VFMADD213PS Z21, Z15, Z19
+	VPERMPS     Z3, Z16, Z20
+	VPERMPS     Z3, Z17, Z21
+	VFMADD213PS Z20, Z14, Z18
+	VFMADD213PS Z21, Z15, Z19
 	VPERMPS     Z2, Z16, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VMAXPS      Z8, Z1, Z8
-	VMAXPS      Z9, Z1, Z9
-	VMAXPS      Z10, Z1, Z10
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VMOVUPS.Z   (DI)(R10*4), K1, Z11
-	VADDPS      Z11, Z8, Z8
-	VMOVUPS     Z8, K1, (R8)(R10*4)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z8
-	VADDPS      Z8, Z9, Z9
-	VMOVUPS     Z9, K2, 64(R8)(R10*4)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z8
-	VADDPS      Z8, Z10, Z10
-	VMOVUPS     Z10, K3, 128(R8)(R10*4)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_479
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_478
+	VPERMPS     Z2, Z17, Z17
+	VFMADD213PS Z16, Z14, Z18
+	VFMADD213PS Z17, Z15, Z19
+	VMAXPS      Z12, Z1, Z12
+	VMAXPS      Z13, Z1, Z13
+	VADDPS      Z18, Z12, Z12
+	VADDPS      Z19, Z13, Z13
+	VMOVUPS.Z   (DI)(BX*4), K1, Z14
+	VADDPS      Z14, Z12, Z12
+	VMOVUPS     Z12, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z12
+	VADDPS      Z12, Z13, Z13
+	VMOVUPS     Z13, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_479
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_478
 	VZEROUPPER
 	RET
 
 epi_flag_477:
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    colSum+32(FP), SI
-	MOVQ    rowScale+64(FP), DI
-	MOVQ    rowZero+48(FP), R8
-	MOVQ    res+80(FP), R9
-	MOVQ    outF32+96(FP), R10
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	MOVQ    rowScale+64(FP), BX
+	MOVQ    rowZero+48(FP), SI
 	VPXORD  Z1, Z1, Z1
 	VMOVUPS epilogueGelu<>+0(SB), Z2
 	VMOVUPS epilogueGelu<>+64(SB), Z3
@@ -13643,441 +13350,338 @@ epi_flag_477:
 	VMOVUPS epilogueGelu<>+192(SB), Z5
 	VMOVUPS epilogueGelu<>+256(SB), Z6
 	VMOVUPS epilogueGelu<>+320(SB), Z7
-	LEAQ    epilogueColMasks<>+0(SB), R11
+	XORQ    DI, DI
 
-epi_row_480:
-	VPBROADCASTD (R8), Z0
-	XORQ         R12, R12
-
-epi_col_481:
-	MOVQ        DX, R13
-	SUBQ        R12, R13
-	MOVQ        $0x00000030, R14
-	CMPQ        R13, R14
-	CMOVQLT     R13, R14
-	MOVQ        (R11)(R14*8), R13
-	KMOVQ       R13, K1
-	VMOVDQU32.Z (AX)(R12*4), K1, Z8
-	VMOVDQU32.Z (SI)(R12*4), K1, Z9
-	VPMULLD     Z9, Z0, Z9
-	VPSUBD      Z9, Z8, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   (CX)(R12*4), K1, Z9
-	VMULPS      Z9, Z8, Z8
-	VMULPS.BCST (DI), Z8, Z8
+epi_strip_480:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R12*4), K2, Z9
-	VMOVDQU32.Z 64(SI)(R12*4), K2, Z10
-	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z9, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   64(CX)(R12*4), K2, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (DI), Z9, Z9
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R12*4), K3, Z10
-	VMOVDQU32.Z 128(SI)(R12*4), K3, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   128(CX)(R12*4), K3, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (DI), Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VPERMPS     Z7, Z14, Z17
-	VPERMPS     Z7, Z15, Z18
-	VPERMPS     Z7, Z16, Z19
-	VPERMPS     Z6, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VPERMPS     Z3, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z2, Z14, Z14
-	VPERMPS     Z2, Z15, Z15
-	VPERMPS     Z2, Z16, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VMAXPS      Z8, Z1, Z8
-	VMAXPS      Z9, Z1, Z9
-	VMAXPS      Z10, Z1, Z10
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VMOVUPS.Z   (R9)(R12*4), K1, Z11
-	VADDPS      Z11, Z8, Z8
-	VMOVUPS     Z8, K1, (R10)(R12*4)
-	VMOVUPS.Z   64(R9)(R12*4), K2, Z8
-	VADDPS      Z8, Z9, Z9
-	VMOVUPS     Z9, K2, 64(R10)(R12*4)
-	VMOVUPS.Z   128(R9)(R12*4), K3, Z8
-	VADDPS      Z8, Z10, Z10
-	VMOVUPS     Z10, K3, 128(R10)(R12*4)
-	ADDQ        $0x30, R12
-	CMPQ        R12, DX
-	JL          epi_col_481
-	MOVQ        ldc+8(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, AX
-	MOVQ        resStride+88(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, R9
-	MOVQ        outStride+112(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, R10
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_480
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z9
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z10
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z11
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_481:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z8, Z0, Z13
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
+	VPSUBD       Z13, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z9, Z12, Z12
+	VMULPS.BCST  (BX)(R11*4), Z12, Z12
+	VPMULLD      Z10, Z0, Z13
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z13, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z11, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z12, Z13
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z14
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z13, Z13
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z14, Z14
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z13, Z13
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z14, Z14
+	VCVTPS2DQ    Z13, Z15
+	VCVTPS2DQ    Z14, Z16
+	VREDUCEPS    $0x00, Z13, Z13
+	VREDUCEPS    $0x00, Z14, Z14
+	VPERMPS      Z7, Z15, Z17
+	VPERMPS      Z7, Z16, Z18
+	VPERMPS      Z6, Z15, Z19
+	VPERMPS      Z6, Z16, Z20
+	VFMADD213PS  Z19, Z13, Z17
+	VFMADD213PS  Z20, Z14, Z18
+	VPERMPS      Z5, Z15, Z19
+	VPERMPS      Z5, Z16, Z20
+	VFMADD213PS  Z19, Z13, Z17
+	VFMADD213PS  Z20, Z14, Z18
+	VPERMPS      Z4, Z15, Z19
+	VPERMPS      Z4, Z16, Z20
+	VFMADD213PS  Z19, Z13, Z17
+	VFMADD213PS  Z20, Z14, Z18
+	VPERMPS      Z3, Z15, Z19
+	VPERMPS      Z3, Z16, Z20
+	VFMADD213PS  Z19, Z13, Z17
+	VFMADD213PS  Z20, Z14, Z18
+	VPERMPS      Z2, Z15, Z15
+	VPERMPS      Z2, Z16, Z16
+	VFMADD213PS  Z15, Z13, Z17
+	VFMADD213PS  Z16, Z14, Z18
+	VMAXPS       Z12, Z1, Z12
+	VMAXPS       Z0, Z1, Z0
+	VADDPS       Z17, Z12, Z12
+	VADDPS       Z18, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z13
+	VADDPS       Z13, Z12, Z12
+	VMOVUPS      Z12, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z12
+	VADDPS       Z12, Z0, Z0
+	VMOVUPS      Z0, K2, 64(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_481
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_480
 	VZEROUPPER
 	RET
 
 epi_flag_476:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_482
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         res+80(FP), DI
-	MOVQ         outU8+104(FP), R8
-	MOVSS        invScale+120(FP), X1
-	VBROADCASTSS X1, Z1
-	MOVL         outZero+124(FP), R9
-	VPBROADCASTD R9, Z2
-	VPXORD       Z3, Z3, Z3
-	VMOVUPS      epilogueGelu<>+0(SB), Z4
-	VMOVUPS      epilogueGelu<>+64(SB), Z5
-	VMOVUPS      epilogueGelu<>+128(SB), Z6
-	VMOVUPS      epilogueGelu<>+192(SB), Z7
-	VMOVUPS      epilogueGelu<>+256(SB), Z8
-	VMOVUPS      epilogueGelu<>+320(SB), Z9
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z4
+	VPXORD       Z5, Z5, Z5
+	VMOVUPS      epilogueGelu<>+0(SB), Z6
+	VMOVUPS      epilogueGelu<>+64(SB), Z7
+	VMOVUPS      epilogueGelu<>+128(SB), Z8
+	VMOVUPS      epilogueGelu<>+192(SB), Z9
+	VMOVUPS      epilogueGelu<>+256(SB), Z10
+	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	XORQ         BX, BX
 
-epi_row_483:
-	XORQ R10, R10
-
-epi_col_484:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z10
-	VMOVDQU32.Z (SI)(R10*4), K1, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   (CX)(R10*4), K1, Z11
-	VMULPS      Z11, Z10, Z10
+epi_strip_483:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z11
-	VMOVDQU32.Z 64(SI)(R10*4), K2, Z12
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z11, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z12
-	VMULPS      Z12, Z11, Z11
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z12
-	VMOVDQU32.Z 128(SI)(R10*4), K3, Z13
-	VPMULLD     Z13, Z0, Z13
-	VPSUBD      Z13, Z12, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z13
-	VMULPS      Z13, Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VCVTPS2DQ   Z15, Z18
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VREDUCEPS   $0x00, Z15, Z15
-	VPERMPS     Z9, Z16, Z19
-	VPERMPS     Z9, Z17, Z20
-	VPERMPS     Z9, Z18, Z21
-	VPERMPS     Z8, Z16, Z22
-	VPERMPS     Z8, Z17, Z23
-	VPERMPS     Z8, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VPERMPS     Z7, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VPERMPS     Z6, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VPERMPS     Z5, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z4, Z16, Z16
-	VPERMPS     Z4, Z17, Z17
-	VPERMPS     Z4, Z18, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VFMADD213PS Z18, Z15, Z21
-	VMAXPS      Z10, Z3, Z10
-	VMAXPS      Z11, Z3, Z11
-	VMAXPS      Z12, Z3, Z12
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VADDPS      Z21, Z12, Z12
-	VMOVUPS.Z   (DI)(R10*4), K1, Z13
-	VADDPS      Z13, Z10, Z10
-	VMULPS      Z1, Z10, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K1, (R8)(R10*1)
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z10
-	VADDPS      Z10, Z11, Z11
-	VMULPS      Z1, Z11, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K2, 16(R8)(R10*1)
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z10
-	VADDPS      Z10, Z12, Z12
-	VMULPS      Z1, Z12, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K3, 32(R8)(R10*1)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_484
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        resStride+88(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, DI
-	MOVQ        outStride+112(FP), R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_483
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z13
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z14
+	VPMULLD     Z14, Z0, Z14
+	VPSUBD      Z14, Z5, Z14
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z15
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_484:
+	VPADDD.Z    (SI)(BX*4), Z12, K1, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z13, Z16, Z16
+	VPADDD.Z    64(SI)(BX*4), Z14, K2, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z15, Z17, Z17
+	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
+	VMULPS.BCST epilogueGelu<>+388(SB), Z17, Z19
+	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
+	VPANDD.BCST epilogueGelu<>+384(SB), Z19, Z19
+	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+392(SB), Z19, Z19
+	VCVTPS2DQ   Z18, Z20
+	VCVTPS2DQ   Z19, Z21
+	VREDUCEPS   $0x00, Z18, Z18
+	VREDUCEPS   $0x00, Z19, Z19
+	VPERMPS     Z11, Z20, Z22
+	VPERMPS     Z11, Z21, Z23
+	VPERMPS     Z10, Z20, Z24
+	VPERMPS     Z10, Z21, Z25
+	VFMADD213PS Z24, Z18, Z22
+	VFMADD213PS Z25, Z19, Z23
+	VPERMPS     Z9, Z20, Z24
+	VPERMPS     Z9, Z21, Z25
+	VFMADD213PS Z24, Z18, Z22
+	VFMADD213PS Z25, Z19, Z23
+	VPERMPS     Z8, Z20, Z24
+	VPERMPS     Z8, Z21, Z25
+	VFMADD213PS Z24, Z18, Z22
+	VFMADD213PS Z25, Z19, Z23
+	VPERMPS     Z7, Z20, Z24
+	VPERMPS     Z7, Z21, Z25
+	VFMADD213PS Z24, Z18, Z22
+	VFMADD213PS Z25, Z19, Z23
+	VPERMPS     Z6, Z20, Z20
+	VPERMPS     Z6, Z21, Z21
+	VFMADD213PS Z20, Z18, Z22
+	VFMADD213PS Z21, Z19, Z23
+	VMAXPS      Z16, Z5, Z16
+	VMAXPS      Z17, Z5, Z17
+	VADDPS      Z22, Z16, Z16
+	VADDPS      Z23, Z17, Z17
+	VMOVUPS.Z   (DI)(BX*4), K1, Z18
+	VADDPS      Z18, Z16, Z16
+	VMULPS      Z1, Z16, Z16
+	VMAXPS      Z2, Z16, Z16
+	VMINPS      Z3, Z16, Z16
+	VCVTPS2DQ   Z16, Z16
+	VPADDD      Z4, Z16, Z16
+	VPMOVUSDB   Z16, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z16
+	VADDPS      Z16, Z17, Z17
+	VMULPS      Z1, Z17, Z16
+	VMAXPS      Z2, Z16, Z16
+	VMINPS      Z3, Z16, Z16
+	VCVTPS2DQ   Z16, Z16
+	VPADDD      Z4, Z16, Z16
+	VPMOVUSDB   Z16, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_484
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_483
 	VZEROUPPER
 	RET
 
 epi_flag_482:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         res+80(FP), R9
-	MOVQ         outU8+104(FP), R10
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z1
-	MOVL         outZero+124(FP), R11
-	VPBROADCASTD R11, Z2
-	VPXORD       Z3, Z3, Z3
-	VMOVUPS      epilogueGelu<>+0(SB), Z4
-	VMOVUPS      epilogueGelu<>+64(SB), Z5
-	VMOVUPS      epilogueGelu<>+128(SB), Z6
-	VMOVUPS      epilogueGelu<>+192(SB), Z7
-	VMOVUPS      epilogueGelu<>+256(SB), Z8
-	VMOVUPS      epilogueGelu<>+320(SB), Z9
-	LEAQ         epilogueColMasks<>+0(SB), R11
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z4
+	VPXORD       Z5, Z5, Z5
+	VMOVUPS      epilogueGelu<>+0(SB), Z6
+	VMOVUPS      epilogueGelu<>+64(SB), Z7
+	VMOVUPS      epilogueGelu<>+128(SB), Z8
+	VMOVUPS      epilogueGelu<>+192(SB), Z9
+	VMOVUPS      epilogueGelu<>+256(SB), Z10
+	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	XORQ         DI, DI
 
-epi_row_485:
-	VPBROADCASTD (R8), Z0
-	XORQ         R12, R12
-
-epi_col_486:
-	MOVQ        DX, R13
-	SUBQ        R12, R13
-	MOVQ        $0x00000030, R14
-	CMPQ        R13, R14
-	CMOVQLT     R13, R14
-	MOVQ        (R11)(R14*8), R13
-	KMOVQ       R13, K1
-	VMOVDQU32.Z (AX)(R12*4), K1, Z10
-	VMOVDQU32.Z (SI)(R12*4), K1, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   (CX)(R12*4), K1, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (DI), Z10, Z10
+epi_strip_485:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R12*4), K2, Z11
-	VMOVDQU32.Z 64(SI)(R12*4), K2, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z11, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   64(CX)(R12*4), K2, Z12
-	VMULPS      Z12, Z11, Z11
-	VMULPS.BCST (DI), Z11, Z11
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R12*4), K3, Z12
-	VMOVDQU32.Z 128(SI)(R12*4), K3, Z13
-	VPMULLD     Z13, Z0, Z13
-	VPSUBD      Z13, Z12, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMOVUPS.Z   128(CX)(R12*4), K3, Z13
-	VMULPS      Z13, Z12, Z12
-	VMULPS.BCST (DI), Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VCVTPS2DQ   Z15, Z18
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VREDUCEPS   $0x00, Z15, Z15
-	VPERMPS     Z9, Z16, Z19
-	VPERMPS     Z9, Z17, Z20
-	VPERMPS     Z9, Z18, Z21
-	VPERMPS     Z8, Z16, Z22
-	VPERMPS     Z8, Z17, Z23
-	VPERMPS     Z8, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VPERMPS     Z7, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VPERMPS     Z6, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VPERMPS     Z5, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z4, Z16, Z16
-	VPERMPS     Z4, Z17, Z17
-	VPERMPS     Z4, Z18, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VFMADD213PS Z18, Z15, Z21
-	VMAXPS      Z10, Z3, Z10
-	VMAXPS      Z11, Z3, Z11
-	VMAXPS      Z12, Z3, Z12
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VADDPS      Z21, Z12, Z12
-	VMOVUPS.Z   (R9)(R12*4), K1, Z13
-	VADDPS      Z13, Z10, Z10
-	VMULPS      Z1, Z10, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K1, (R10)(R12*1)
-	VMOVUPS.Z   64(R9)(R12*4), K2, Z10
-	VADDPS      Z10, Z11, Z11
-	VMULPS      Z1, Z11, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K2, 16(R10)(R12*1)
-	VMOVUPS.Z   128(R9)(R12*4), K3, Z10
-	VADDPS      Z10, Z12, Z12
-	VMULPS      Z1, Z12, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K3, 32(R10)(R12*1)
-	ADDQ        $0x30, R12
-	CMPQ        R12, DX
-	JL          epi_col_486
-	MOVQ        ldc+8(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, AX
-	MOVQ        resStride+88(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, R9
-	MOVQ        outStride+112(FP), R12
-	ADDQ        R12, R10
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_485
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z12
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z13
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z14
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z15
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_486:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z12, Z0, Z17
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
+	VPSUBD       Z17, Z16, Z16
+	VCVTDQ2PS    Z16, Z16
+	VMULPS       Z13, Z16, Z16
+	VMULPS.BCST  (BX)(R11*4), Z16, Z16
+	VPMULLD      Z14, Z0, Z17
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z17, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z15, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z16, Z17
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z18
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z17, Z17
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z18, Z18
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z17, Z17
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z18, Z18
+	VCVTPS2DQ    Z17, Z19
+	VCVTPS2DQ    Z18, Z20
+	VREDUCEPS    $0x00, Z17, Z17
+	VREDUCEPS    $0x00, Z18, Z18
+	VPERMPS      Z11, Z19, Z21
+	VPERMPS      Z11, Z20, Z22
+	VPERMPS      Z10, Z19, Z23
+	VPERMPS      Z10, Z20, Z24
+	VFMADD213PS  Z23, Z17, Z21
+	VFMADD213PS  Z24, Z18, Z22
+	VPERMPS      Z9, Z19, Z23
+	VPERMPS      Z9, Z20, Z24
+	VFMADD213PS  Z23, Z17, Z21
+	VFMADD213PS  Z24, Z18, Z22
+	VPERMPS      Z8, Z19, Z23
+	VPERMPS      Z8, Z20, Z24
+	VFMADD213PS  Z23, Z17, Z21
+	VFMADD213PS  Z24, Z18, Z22
+	VPERMPS      Z7, Z19, Z23
+	VPERMPS      Z7, Z20, Z24
+	VFMADD213PS  Z23, Z17, Z21
+	VFMADD213PS  Z24, Z18, Z22
+	VPERMPS      Z6, Z19, Z19
+	VPERMPS      Z6, Z20, Z20
+	VFMADD213PS  Z19, Z17, Z21
+	VFMADD213PS  Z20, Z18, Z22
+	VMAXPS       Z16, Z5, Z16
+	VMAXPS       Z0, Z5, Z0
+	VADDPS       Z21, Z16, Z16
+	VADDPS       Z22, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z17
+	VADDPS       Z17, Z16, Z16
+	VMULPS       Z1, Z16, Z16
+	VMAXPS       Z2, Z16, Z16
+	VMINPS       Z3, Z16, Z16
+	VCVTPS2DQ    Z16, Z16
+	VPADDD       Z4, Z16, Z16
+	VPMOVUSDB    Z16, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z16
+	VADDPS       Z16, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_486
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_485
 	VZEROUPPER
 	RET
 
@@ -14090,336 +13694,416 @@ epi_flag_439:
 	JNZ          epi_flag_489
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_490
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         bias+72(FP), DI
-	MOVQ         outF32+96(FP), R8
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         DX, DX
 
-epi_row_491:
-	XORQ R10, R10
-
-epi_col_492:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z1
-	VMOVDQU32.Z (SI)(R10*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   (CX)(R10*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
-	VMOVUPS.Z   (DI)(R10*4), K1, Z2
-	VADDPS      Z2, Z1, Z1
+epi_strip_491:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z2
-	VMOVDQU32.Z 64(SI)(R10*4), K2, Z3
-	VPMULLD     Z3, Z0, Z3
-	VPSUBD      Z3, Z2, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z3
-	VMULPS      Z3, Z2, Z2
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z3
-	VADDPS      Z3, Z2, Z2
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z3
-	VMOVDQU32.Z 128(SI)(R10*4), K3, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z4
-	VMULPS      Z4, Z3, Z3
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z4
-	VADDPS      Z4, Z3, Z3
-	VMOVUPS     Z1, K1, (R8)(R10*4)
-	VMOVUPS     Z2, K2, 64(R8)(R10*4)
-	VMOVUPS     Z3, K3, 128(R8)(R10*4)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_492
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        outStride+112(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_491
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z3
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z1, Z5
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z6
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z9
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z10
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z12
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z13
+	MOVQ        c+0(FP), BX
+	MOVQ        outF32+96(FP), SI
+	XORQ        DI, DI
+
+epi_row_492:
+	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z3, Z14, Z14
+	VADDPS    Z4, Z14, Z14
+	VPADDD.Z  64(BX)(DX*4), Z5, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z6, Z15, Z15
+	VADDPS    Z7, Z15, Z15
+	VPADDD.Z  128(BX)(DX*4), Z8, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z9, Z16, Z16
+	VADDPS    Z10, Z16, Z16
+	VPADDD.Z  192(BX)(DX*4), Z11, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z12, Z17, Z17
+	VADDPS    Z13, Z17, Z17
+	VMOVUPS   Z14, K1, (SI)(DX*4)
+	VMOVUPS   Z15, K2, 64(SI)(DX*4)
+	VMOVUPS   Z16, K3, 128(SI)(DX*4)
+	VMOVUPS   Z17, K4, 192(SI)(DX*4)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_492
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_491
 	VZEROUPPER
 	RET
 
 epi_flag_490:
-	MOVQ c+0(FP), AX
-	MOVQ scale+56(FP), CX
-	MOVQ n+24(FP), DX
-	MOVQ m+16(FP), BX
-	MOVQ colSum+32(FP), SI
-	MOVQ rowScale+64(FP), DI
-	MOVQ rowZero+48(FP), R8
-	MOVQ bias+72(FP), R9
-	MOVQ outF32+96(FP), R10
-	LEAQ epilogueColMasks<>+0(SB), R11
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ rowScale+64(FP), DX
+	MOVQ rowZero+48(FP), BX
+	XORQ SI, SI
 
-epi_row_493:
-	VPBROADCASTD (R8), Z0
-	XORQ         R12, R12
-
-epi_col_494:
-	MOVQ        DX, R13
-	SUBQ        R12, R13
-	MOVQ        $0x00000030, R14
-	CMPQ        R13, R14
-	CMOVQLT     R13, R14
-	MOVQ        (R11)(R14*8), R13
-	KMOVQ       R13, K1
-	VMOVDQU32.Z (AX)(R12*4), K1, Z1
-	VMOVDQU32.Z (SI)(R12*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   (CX)(R12*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
-	VMULPS.BCST (DI), Z1, Z1
-	VMOVUPS.Z   (R9)(R12*4), K1, Z2
-	VADDPS      Z2, Z1, Z1
+epi_strip_493:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R12*4), K2, Z2
-	VMOVDQU32.Z 64(SI)(R12*4), K2, Z3
-	VPMULLD     Z3, Z0, Z3
-	VPSUBD      Z3, Z2, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   64(CX)(R12*4), K2, Z3
-	VMULPS      Z3, Z2, Z2
-	VMULPS.BCST (DI), Z2, Z2
-	VMOVUPS.Z   64(R9)(R12*4), K2, Z3
-	VADDPS      Z3, Z2, Z2
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R12*4), K3, Z3
-	VMOVDQU32.Z 128(SI)(R12*4), K3, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   128(CX)(R12*4), K3, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (DI), Z3, Z3
-	VMOVUPS.Z   128(R9)(R12*4), K3, Z4
-	VADDPS      Z4, Z3, Z3
-	VMOVUPS     Z1, K1, (R10)(R12*4)
-	VMOVUPS     Z2, K2, 64(R10)(R12*4)
-	VMOVUPS     Z3, K3, 128(R10)(R12*4)
-	ADDQ        $0x30, R12
-	CMPQ        R12, DX
-	JL          epi_col_494
-	MOVQ        ldc+8(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, AX
-	MOVQ        outStride+112(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, R10
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_493
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z1
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z2
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z3
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z4
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z5
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z6
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z7
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z8
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z9
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z10
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z11
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z12
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_494:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z1, Z0, Z14
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
+	VPSUBD       Z14, Z13, Z13
+	VCVTDQ2PS    Z13, Z13
+	VMULPS       Z2, Z13, Z13
+	VMULPS.BCST  (DX)(R9*4), Z13, Z13
+	VADDPS       Z3, Z13, Z13
+	VPMULLD      Z4, Z0, Z15
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z5, Z14, Z14
+	VMULPS.BCST  (DX)(R9*4), Z14, Z14
+	VADDPS       Z6, Z14, Z14
+	VPMULLD      Z7, Z0, Z16
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z8, Z15, Z15
+	VMULPS.BCST  (DX)(R9*4), Z15, Z15
+	VADDPS       Z9, Z15, Z15
+	VPMULLD      Z10, Z0, Z16
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z16, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z11, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z12, Z0, Z0
+	VMOVUPS      Z13, K1, (R8)(SI*4)
+	VMOVUPS      Z14, K2, 64(R8)(SI*4)
+	VMOVUPS      Z15, K3, 128(R8)(SI*4)
+	VMOVUPS      Z0, K4, 192(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_494
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_493
 	VZEROUPPER
 	RET
 
 epi_flag_489:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_495
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         bias+72(FP), DI
-	MOVQ         outU8+104(FP), R8
-	MOVSS        invScale+120(FP), X1
-	VBROADCASTSS X1, Z1
-	MOVL         outZero+124(FP), R9
-	VPBROADCASTD R9, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         DX, DX
 
-epi_row_496:
-	XORQ R10, R10
-
-epi_col_497:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z4
-	VMOVDQU32.Z (SI)(R10*4), K1, Z5
-	VPMULLD     Z5, Z0, Z5
-	VPSUBD      Z5, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   (CX)(R10*4), K1, Z5
-	VMULPS      Z5, Z4, Z4
-	VMOVUPS.Z   (DI)(R10*4), K1, Z5
-	VADDPS      Z5, Z4, Z4
+epi_strip_496:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z5
-	VMOVDQU32.Z 64(SI)(R10*4), K2, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z6
-	VMULPS      Z6, Z5, Z5
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z6
-	VADDPS      Z6, Z5, Z5
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z6
-	VMOVDQU32.Z 128(SI)(R10*4), K3, Z7
-	VPMULLD     Z7, Z0, Z7
-	VPSUBD      Z7, Z6, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z7
-	VMULPS      Z7, Z6, Z6
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z7
-	VADDPS      Z7, Z6, Z6
-	VMULPS      Z1, Z4, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K1, (R8)(R10*1)
-	VMULPS      Z1, Z5, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K2, 16(R8)(R10*1)
-	VMULPS      Z1, Z6, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K3, 32(R8)(R10*1)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_497
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        outStride+112(FP), R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_496
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z7
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z8
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z5, Z9
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z10
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z11
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z13
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z14
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z15
+	VPMULLD     Z15, Z0, Z15
+	VPSUBD      Z15, Z5, Z15
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z16
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z17
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_497:
+	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
+	VCVTDQ2PS Z18, Z18
+	VMULPS    Z7, Z18, Z18
+	VADDPS    Z8, Z18, Z18
+	VPADDD.Z  64(BX)(DX*4), Z9, K2, Z19
+	VCVTDQ2PS Z19, Z19
+	VMULPS    Z10, Z19, Z19
+	VADDPS    Z11, Z19, Z19
+	VPADDD.Z  128(BX)(DX*4), Z12, K3, Z20
+	VCVTDQ2PS Z20, Z20
+	VMULPS    Z13, Z20, Z20
+	VADDPS    Z14, Z20, Z20
+	VPADDD.Z  192(BX)(DX*4), Z15, K4, Z21
+	VCVTDQ2PS Z21, Z21
+	VMULPS    Z16, Z21, Z21
+	VADDPS    Z17, Z21, Z21
+	VMULPS    Z1, Z18, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K1, (SI)(DX*1)
+	VMULPS    Z1, Z19, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K2, 16(SI)(DX*1)
+	VMULPS    Z1, Z20, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K3, 32(SI)(DX*1)
+	VMULPS    Z1, Z21, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K4, 48(SI)(DX*1)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_497
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_496
 	VZEROUPPER
 	RET
 
 epi_flag_495:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         bias+72(FP), R9
-	MOVQ         outU8+104(FP), R10
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z1
-	MOVL         outZero+124(FP), R11
-	VPBROADCASTD R11, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueColMasks<>+0(SB), R11
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z4
+	XORQ         SI, SI
 
-epi_row_498:
-	VPBROADCASTD (R8), Z0
-	XORQ         R12, R12
-
-epi_col_499:
-	MOVQ        DX, R13
-	SUBQ        R12, R13
-	MOVQ        $0x00000030, R14
-	CMPQ        R13, R14
-	CMOVQLT     R13, R14
-	MOVQ        (R11)(R14*8), R13
-	KMOVQ       R13, K1
-	VMOVDQU32.Z (AX)(R12*4), K1, Z4
-	VMOVDQU32.Z (SI)(R12*4), K1, Z5
-	VPMULLD     Z5, Z0, Z5
-	VPSUBD      Z5, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   (CX)(R12*4), K1, Z5
-	VMULPS      Z5, Z4, Z4
-	VMULPS.BCST (DI), Z4, Z4
-	VMOVUPS.Z   (R9)(R12*4), K1, Z5
-	VADDPS      Z5, Z4, Z4
+epi_strip_498:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R12*4), K2, Z5
-	VMOVDQU32.Z 64(SI)(R12*4), K2, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   64(CX)(R12*4), K2, Z6
-	VMULPS      Z6, Z5, Z5
-	VMULPS.BCST (DI), Z5, Z5
-	VMOVUPS.Z   64(R9)(R12*4), K2, Z6
-	VADDPS      Z6, Z5, Z5
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R12*4), K3, Z6
-	VMOVDQU32.Z 128(SI)(R12*4), K3, Z7
-	VPMULLD     Z7, Z0, Z7
-	VPSUBD      Z7, Z6, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   128(CX)(R12*4), K3, Z7
-	VMULPS      Z7, Z6, Z6
-	VMULPS.BCST (DI), Z6, Z6
-	VMOVUPS.Z   128(R9)(R12*4), K3, Z7
-	VADDPS      Z7, Z6, Z6
-	VMULPS      Z1, Z4, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K1, (R10)(R12*1)
-	VMULPS      Z1, Z5, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K2, 16(R10)(R12*1)
-	VMULPS      Z1, Z6, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K3, 32(R10)(R12*1)
-	ADDQ        $0x30, R12
-	CMPQ        R12, DX
-	JL          epi_col_499
-	MOVQ        ldc+8(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, AX
-	MOVQ        outStride+112(FP), R12
-	ADDQ        R12, R10
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_498
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z5
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z6
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z7
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z8
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z9
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z10
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z11
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z12
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z13
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z14
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z15
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z16
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_499:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z5, Z0, Z18
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
+	VPSUBD       Z18, Z17, Z17
+	VCVTDQ2PS    Z17, Z17
+	VMULPS       Z6, Z17, Z17
+	VMULPS.BCST  (DX)(R9*4), Z17, Z17
+	VADDPS       Z7, Z17, Z17
+	VPMULLD      Z8, Z0, Z19
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z9, Z18, Z18
+	VMULPS.BCST  (DX)(R9*4), Z18, Z18
+	VADDPS       Z10, Z18, Z18
+	VPMULLD      Z11, Z0, Z20
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z19
+	VPSUBD       Z20, Z19, Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z12, Z19, Z19
+	VMULPS.BCST  (DX)(R9*4), Z19, Z19
+	VADDPS       Z13, Z19, Z19
+	VPMULLD      Z14, Z0, Z20
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z20, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z15, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z16, Z0, Z0
+	VMULPS       Z1, Z17, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K1, (R8)(SI*1)
+	VMULPS       Z1, Z18, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K2, 16(R8)(SI*1)
+	VMULPS       Z1, Z19, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K3, 32(R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_499
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_498
 	VZEROUPPER
 	RET
 
@@ -14428,376 +14112,464 @@ epi_flag_488:
 	JNZ          epi_flag_500
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_501
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         bias+72(FP), DI
-	MOVQ         res+80(FP), R8
-	MOVQ         outF32+96(FP), R9
-	LEAQ         epilogueColMasks<>+0(SB), R10
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         BX, BX
 
-epi_row_502:
-	XORQ R11, R11
-
-epi_col_503:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z1
-	VMOVDQU32.Z (SI)(R11*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   (CX)(R11*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
-	VMOVUPS.Z   (DI)(R11*4), K1, Z2
-	VADDPS      Z2, Z1, Z1
+epi_strip_502:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z2
-	VMOVDQU32.Z 64(SI)(R11*4), K2, Z3
-	VPMULLD     Z3, Z0, Z3
-	VPSUBD      Z3, Z2, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z3
-	VMULPS      Z3, Z2, Z2
-	VMOVUPS.Z   64(DI)(R11*4), K2, Z3
-	VADDPS      Z3, Z2, Z2
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z3
-	VMOVDQU32.Z 128(SI)(R11*4), K3, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z4
-	VMULPS      Z4, Z3, Z3
-	VMOVUPS.Z   128(DI)(R11*4), K3, Z4
-	VADDPS      Z4, Z3, Z3
-	VMOVUPS.Z   (R8)(R11*4), K1, Z4
-	VADDPS      Z4, Z1, Z1
-	VMOVUPS     Z1, K1, (R9)(R11*4)
-	VMOVUPS.Z   64(R8)(R11*4), K2, Z1
-	VADDPS      Z1, Z2, Z2
-	VMOVUPS     Z2, K2, 64(R9)(R11*4)
-	VMOVUPS.Z   128(R8)(R11*4), K3, Z1
-	VADDPS      Z1, Z3, Z3
-	VMOVUPS     Z3, K3, 128(R9)(R11*4)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_503
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        resStride+88(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R8
-	MOVQ        outStride+112(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R9
-	DECQ        BX
-	JNZ         epi_row_502
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z3
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z1, Z5
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z6
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z9
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z12
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_503:
+	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z3, Z14, Z14
+	VADDPS    Z4, Z14, Z14
+	VPADDD.Z  64(SI)(BX*4), Z5, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z6, Z15, Z15
+	VADDPS    Z7, Z15, Z15
+	VPADDD.Z  128(SI)(BX*4), Z8, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z9, Z16, Z16
+	VADDPS    Z10, Z16, Z16
+	VPADDD.Z  192(SI)(BX*4), Z11, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z12, Z17, Z17
+	VADDPS    Z13, Z17, Z17
+	VMOVUPS.Z (DI)(BX*4), K1, Z18
+	VADDPS    Z18, Z14, Z14
+	VMOVUPS   Z14, K1, (R8)(BX*4)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
+	VADDPS    Z14, Z15, Z15
+	VMOVUPS   Z15, K2, 64(R8)(BX*4)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
+	VADDPS    Z14, Z16, Z16
+	VMOVUPS   Z16, K3, 128(R8)(BX*4)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
+	VADDPS    Z14, Z17, Z17
+	VMOVUPS   Z17, K4, 192(R8)(BX*4)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_503
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_502
 	VZEROUPPER
 	RET
 
 epi_flag_501:
-	MOVQ c+0(FP), AX
-	MOVQ scale+56(FP), CX
-	MOVQ n+24(FP), DX
-	MOVQ m+16(FP), BX
-	MOVQ colSum+32(FP), SI
-	MOVQ rowScale+64(FP), DI
-	MOVQ rowZero+48(FP), R8
-	MOVQ bias+72(FP), R9
-	MOVQ res+80(FP), R10
-	MOVQ outF32+96(FP), R11
-	LEAQ epilogueColMasks<>+0(SB), R12
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	MOVQ rowZero+48(FP), SI
+	XORQ DI, DI
 
-epi_row_504:
-	VPBROADCASTD (R8), Z0
-	XORQ         R13, R13
-
-epi_col_505:
-	MOVQ        DX, R14
-	SUBQ        R13, R14
-	MOVQ        $0x00000030, R15
-	CMPQ        R14, R15
-	CMOVQLT     R14, R15
-	MOVQ        (R12)(R15*8), R14
-	KMOVQ       R14, K1
-	VMOVDQU32.Z (AX)(R13*4), K1, Z1
-	VMOVDQU32.Z (SI)(R13*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMOVUPS.Z   (CX)(R13*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
-	VMULPS.BCST (DI), Z1, Z1
-	VMOVUPS.Z   (R9)(R13*4), K1, Z2
-	VADDPS      Z2, Z1, Z1
+epi_strip_504:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R13*4), K2, Z2
-	VMOVDQU32.Z 64(SI)(R13*4), K2, Z3
-	VPMULLD     Z3, Z0, Z3
-	VPSUBD      Z3, Z2, Z2
-	VCVTDQ2PS   Z2, Z2
-	VMOVUPS.Z   64(CX)(R13*4), K2, Z3
-	VMULPS      Z3, Z2, Z2
-	VMULPS.BCST (DI), Z2, Z2
-	VMOVUPS.Z   64(R9)(R13*4), K2, Z3
-	VADDPS      Z3, Z2, Z2
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R13*4), K3, Z3
-	VMOVDQU32.Z 128(SI)(R13*4), K3, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z3, Z3
-	VCVTDQ2PS   Z3, Z3
-	VMOVUPS.Z   128(CX)(R13*4), K3, Z4
-	VMULPS      Z4, Z3, Z3
-	VMULPS.BCST (DI), Z3, Z3
-	VMOVUPS.Z   128(R9)(R13*4), K3, Z4
-	VADDPS      Z4, Z3, Z3
-	VMOVUPS.Z   (R10)(R13*4), K1, Z4
-	VADDPS      Z4, Z1, Z1
-	VMOVUPS     Z1, K1, (R11)(R13*4)
-	VMOVUPS.Z   64(R10)(R13*4), K2, Z1
-	VADDPS      Z1, Z2, Z2
-	VMOVUPS     Z2, K2, 64(R11)(R13*4)
-	VMOVUPS.Z   128(R10)(R13*4), K3, Z1
-	VADDPS      Z1, Z3, Z3
-	VMOVUPS     Z3, K3, 128(R11)(R13*4)
-	ADDQ        $0x30, R13
-	CMPQ        R13, DX
-	JL          epi_col_505
-	MOVQ        ldc+8(FP), R13
-	SHLQ        $0x02, R13
-	ADDQ        R13, AX
-	MOVQ        resStride+88(FP), R13
-	SHLQ        $0x02, R13
-	ADDQ        R13, R10
-	MOVQ        outStride+112(FP), R13
-	SHLQ        $0x02, R13
-	ADDQ        R13, R11
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_504
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z1
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z2
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z3
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z4
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z5
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z6
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z7
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z8
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z9
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z10
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z11
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z12
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_505:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z1, Z0, Z14
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
+	VPSUBD       Z14, Z13, Z13
+	VCVTDQ2PS    Z13, Z13
+	VMULPS       Z2, Z13, Z13
+	VMULPS.BCST  (BX)(R11*4), Z13, Z13
+	VADDPS       Z3, Z13, Z13
+	VPMULLD      Z4, Z0, Z15
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z5, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VADDPS       Z6, Z14, Z14
+	VPMULLD      Z7, Z0, Z16
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z8, Z15, Z15
+	VMULPS.BCST  (BX)(R11*4), Z15, Z15
+	VADDPS       Z9, Z15, Z15
+	VPMULLD      Z10, Z0, Z16
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z16, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z11, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z12, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z16
+	VADDPS       Z16, Z13, Z13
+	VMOVUPS      Z13, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z13
+	VADDPS       Z13, Z14, Z14
+	VMOVUPS      Z14, K2, 64(R10)(DI*4)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z13
+	VADDPS       Z13, Z15, Z15
+	VMOVUPS      Z15, K3, 128(R10)(DI*4)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z13
+	VADDPS       Z13, Z0, Z0
+	VMOVUPS      Z0, K4, 192(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_505
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_504
 	VZEROUPPER
 	RET
 
 epi_flag_500:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_506
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         bias+72(FP), DI
-	MOVQ         res+80(FP), R8
-	MOVQ         outU8+104(FP), R9
-	MOVSS        invScale+120(FP), X1
-	VBROADCASTSS X1, Z1
-	MOVL         outZero+124(FP), R10
-	VPBROADCASTD R10, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueColMasks<>+0(SB), R10
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         BX, BX
 
-epi_row_507:
-	XORQ R11, R11
-
-epi_col_508:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z4
-	VMOVDQU32.Z (SI)(R11*4), K1, Z5
-	VPMULLD     Z5, Z0, Z5
-	VPSUBD      Z5, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   (CX)(R11*4), K1, Z5
-	VMULPS      Z5, Z4, Z4
-	VMOVUPS.Z   (DI)(R11*4), K1, Z5
-	VADDPS      Z5, Z4, Z4
+epi_strip_507:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z5
-	VMOVDQU32.Z 64(SI)(R11*4), K2, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z6
-	VMULPS      Z6, Z5, Z5
-	VMOVUPS.Z   64(DI)(R11*4), K2, Z6
-	VADDPS      Z6, Z5, Z5
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z6
-	VMOVDQU32.Z 128(SI)(R11*4), K3, Z7
-	VPMULLD     Z7, Z0, Z7
-	VPSUBD      Z7, Z6, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z7
-	VMULPS      Z7, Z6, Z6
-	VMOVUPS.Z   128(DI)(R11*4), K3, Z7
-	VADDPS      Z7, Z6, Z6
-	VMOVUPS.Z   (R8)(R11*4), K1, Z7
-	VADDPS      Z7, Z4, Z4
-	VMULPS      Z1, Z4, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K1, (R9)(R11*1)
-	VMOVUPS.Z   64(R8)(R11*4), K2, Z4
-	VADDPS      Z4, Z5, Z5
-	VMULPS      Z1, Z5, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K2, 16(R9)(R11*1)
-	VMOVUPS.Z   128(R8)(R11*4), K3, Z4
-	VADDPS      Z4, Z6, Z6
-	VMULPS      Z1, Z6, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K3, 32(R9)(R11*1)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_508
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        resStride+88(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R8
-	MOVQ        outStride+112(FP), R11
-	ADDQ        R11, R9
-	DECQ        BX
-	JNZ         epi_row_507
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z8
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z5, Z9
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z10
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z11
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z13
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z14
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
+	VPMULLD     Z15, Z0, Z15
+	VPSUBD      Z15, Z5, Z15
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z16
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z17
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_508:
+	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
+	VCVTDQ2PS Z18, Z18
+	VMULPS    Z7, Z18, Z18
+	VADDPS    Z8, Z18, Z18
+	VPADDD.Z  64(SI)(BX*4), Z9, K2, Z19
+	VCVTDQ2PS Z19, Z19
+	VMULPS    Z10, Z19, Z19
+	VADDPS    Z11, Z19, Z19
+	VPADDD.Z  128(SI)(BX*4), Z12, K3, Z20
+	VCVTDQ2PS Z20, Z20
+	VMULPS    Z13, Z20, Z20
+	VADDPS    Z14, Z20, Z20
+	VPADDD.Z  192(SI)(BX*4), Z15, K4, Z21
+	VCVTDQ2PS Z21, Z21
+	VMULPS    Z16, Z21, Z21
+	VADDPS    Z17, Z21, Z21
+	VMOVUPS.Z (DI)(BX*4), K1, Z22
+	VADDPS    Z22, Z18, Z18
+	VMULPS    Z1, Z18, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K1, (R8)(BX*1)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z18
+	VADDPS    Z18, Z19, Z19
+	VMULPS    Z1, Z19, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K2, 16(R8)(BX*1)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z18
+	VADDPS    Z18, Z20, Z20
+	VMULPS    Z1, Z20, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K3, 32(R8)(BX*1)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z18
+	VADDPS    Z18, Z21, Z21
+	VMULPS    Z1, Z21, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K4, 48(R8)(BX*1)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_508
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_507
 	VZEROUPPER
 	RET
 
 epi_flag_506:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         bias+72(FP), R9
-	MOVQ         res+80(FP), R10
-	MOVQ         outU8+104(FP), R11
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z1
-	MOVL         outZero+124(FP), R12
-	VPBROADCASTD R12, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueColMasks<>+0(SB), R12
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z4
+	XORQ         DI, DI
 
-epi_row_509:
-	VPBROADCASTD (R8), Z0
-	XORQ         R13, R13
-
-epi_col_510:
-	MOVQ        DX, R14
-	SUBQ        R13, R14
-	MOVQ        $0x00000030, R15
-	CMPQ        R14, R15
-	CMOVQLT     R14, R15
-	MOVQ        (R12)(R15*8), R14
-	KMOVQ       R14, K1
-	VMOVDQU32.Z (AX)(R13*4), K1, Z4
-	VMOVDQU32.Z (SI)(R13*4), K1, Z5
-	VPMULLD     Z5, Z0, Z5
-	VPSUBD      Z5, Z4, Z4
-	VCVTDQ2PS   Z4, Z4
-	VMOVUPS.Z   (CX)(R13*4), K1, Z5
-	VMULPS      Z5, Z4, Z4
-	VMULPS.BCST (DI), Z4, Z4
-	VMOVUPS.Z   (R9)(R13*4), K1, Z5
-	VADDPS      Z5, Z4, Z4
+epi_strip_509:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R13*4), K2, Z5
-	VMOVDQU32.Z 64(SI)(R13*4), K2, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMOVUPS.Z   64(CX)(R13*4), K2, Z6
-	VMULPS      Z6, Z5, Z5
-	VMULPS.BCST (DI), Z5, Z5
-	VMOVUPS.Z   64(R9)(R13*4), K2, Z6
-	VADDPS      Z6, Z5, Z5
 	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R13*4), K3, Z6
-	VMOVDQU32.Z 128(SI)(R13*4), K3, Z7
-	VPMULLD     Z7, Z0, Z7
-	VPSUBD      Z7, Z6, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMOVUPS.Z   128(CX)(R13*4), K3, Z7
-	VMULPS      Z7, Z6, Z6
-	VMULPS.BCST (DI), Z6, Z6
-	VMOVUPS.Z   128(R9)(R13*4), K3, Z7
-	VADDPS      Z7, Z6, Z6
-	VMOVUPS.Z   (R10)(R13*4), K1, Z7
-	VADDPS      Z7, Z4, Z4
-	VMULPS      Z1, Z4, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K1, (R11)(R13*1)
-	VMOVUPS.Z   64(R10)(R13*4), K2, Z4
-	VADDPS      Z4, Z5, Z5
-	VMULPS      Z1, Z5, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K2, 16(R11)(R13*1)
-	VMOVUPS.Z   128(R10)(R13*4), K3, Z4
-	VADDPS      Z4, Z6, Z6
-	VMULPS      Z1, Z6, Z4
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z4, Z4
-	VMINPS.BCST epilogueConsts<>+0(SB), Z4, Z4
-	VCVTPS2DQ   Z4, Z4
-	VPADDD      Z2, Z4, Z4
-	VPMAXSD     Z3, Z4, Z4
-	VPMOVUSDB   Z4, K3, 32(R11)(R13*1)
-	ADDQ        $0x30, R13
-	CMPQ        R13, DX
-	JL          epi_col_510
-	MOVQ        ldc+8(FP), R13
-	SHLQ        $0x02, R13
-	ADDQ        R13, AX
-	MOVQ        resStride+88(FP), R13
-	SHLQ        $0x02, R13
-	ADDQ        R13, R10
-	MOVQ        outStride+112(FP), R13
-	ADDQ        R13, R11
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_509
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z6
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z9
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z12
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z13
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z14
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z15
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z16
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_510:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z5, Z0, Z18
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
+	VPSUBD       Z18, Z17, Z17
+	VCVTDQ2PS    Z17, Z17
+	VMULPS       Z6, Z17, Z17
+	VMULPS.BCST  (BX)(R11*4), Z17, Z17
+	VADDPS       Z7, Z17, Z17
+	VPMULLD      Z8, Z0, Z19
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z9, Z18, Z18
+	VMULPS.BCST  (BX)(R11*4), Z18, Z18
+	VADDPS       Z10, Z18, Z18
+	VPMULLD      Z11, Z0, Z20
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z19
+	VPSUBD       Z20, Z19, Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z12, Z19, Z19
+	VMULPS.BCST  (BX)(R11*4), Z19, Z19
+	VADDPS       Z13, Z19, Z19
+	VPMULLD      Z14, Z0, Z20
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z20, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z15, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z16, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z20
+	VADDPS       Z20, Z17, Z17
+	VMULPS       Z1, Z17, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z17
+	VADDPS       Z17, Z18, Z18
+	VMULPS       Z1, Z18, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K2, 16(R10)(DI*1)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z17
+	VADDPS       Z17, Z19, Z19
+	VMULPS       Z1, Z19, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K3, 32(R10)(DI*1)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z17
+	VADDPS       Z17, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_510
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_509
 	VZEROUPPER
 	RET
 
@@ -14808,15 +14580,12 @@ epi_flag_487:
 	JNZ          epi_flag_512
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_513
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         bias+72(FP), DI
-	MOVQ         outF32+96(FP), R8
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
 	VPXORD       Z1, Z1, Z1
 	VMOVUPS      epilogueGelu<>+0(SB), Z2
 	VMOVUPS      epilogueGelu<>+64(SB), Z3
@@ -14824,129 +14593,102 @@ epi_flag_487:
 	VMOVUPS      epilogueGelu<>+192(SB), Z5
 	VMOVUPS      epilogueGelu<>+256(SB), Z6
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	XORQ         DX, DX
 
-epi_row_514:
-	XORQ R10, R10
-
-epi_col_515:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z8
-	VMOVDQU32.Z (SI)(R10*4), K1, Z9
-	VPMULLD     Z9, Z0, Z9
-	VPSUBD      Z9, Z8, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   (CX)(R10*4), K1, Z9
-	VMULPS      Z9, Z8, Z8
-	VMOVUPS.Z   (DI)(R10*4), K1, Z9
-	VADDPS      Z9, Z8, Z8
+epi_strip_514:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z9
-	VMOVDQU32.Z 64(SI)(R10*4), K2, Z10
-	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z9, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z10
-	VMULPS      Z10, Z9, Z9
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z10
-	VADDPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z10
-	VMOVDQU32.Z 128(SI)(R10*4), K3, Z11
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z9
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z10
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z11
 	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z11
-	VMULPS      Z11, Z10, Z10
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z11
-	VADDPS      Z11, Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VPERMPS     Z7, Z14, Z17
-	VPERMPS     Z7, Z15, Z18
-	VPERMPS     Z7, Z16, Z19
-	VPERMPS     Z6, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VPERMPS     Z3, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z2, Z14, Z14
-	VPERMPS     Z2, Z15, Z15
-	VPERMPS     Z2, Z16, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VMAXPS      Z8, Z1, Z8
-	VMAXPS      Z9, Z1, Z9
-	VMAXPS      Z10, Z1, Z10
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VMOVUPS     Z8, K1, (R8)(R10*4)
-	VMOVUPS     Z9, K2, 64(R8)(R10*4)
-	VMOVUPS     Z10, K3, 128(R8)(R10*4)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_515
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        outStride+112(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_514
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z12
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z13
+	MOVQ        c+0(FP), BX
+	MOVQ        outF32+96(FP), SI
+	XORQ        DI, DI
+
+epi_row_515:
+	VPADDD.Z    (BX)(DX*4), Z8, K1, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z9, Z14, Z14
+	VADDPS      Z10, Z14, Z14
+	VPADDD.Z    64(BX)(DX*4), Z11, K2, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z12, Z15, Z15
+	VADDPS      Z13, Z15, Z15
+	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
+	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
+	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
+	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
+	VCVTPS2DQ   Z16, Z18
+	VCVTPS2DQ   Z17, Z19
+	VREDUCEPS   $0x00, Z16, Z16
+	VREDUCEPS   $0x00, Z17, Z17
+	VPERMPS     Z7, Z18, Z20
+	VPERMPS     Z7, Z19, Z21
+	VPERMPS     Z6, Z18, Z22
+	VPERMPS     Z6, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z5, Z18, Z22
+	VPERMPS     Z5, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z4, Z18, Z22
+	VPERMPS     Z4, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z3, Z18, Z22
+	VPERMPS     Z3, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z2, Z18, Z18
+	VPERMPS     Z2, Z19, Z19
+	VFMADD213PS Z18, Z16, Z20
+	VFMADD213PS Z19, Z17, Z21
+	VMAXPS      Z14, Z1, Z14
+	VMAXPS      Z15, Z1, Z15
+	VADDPS      Z20, Z14, Z14
+	VADDPS      Z21, Z15, Z15
+	VMOVUPS     Z14, K1, (SI)(DX*4)
+	VMOVUPS     Z15, K2, 64(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_515
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_514
 	VZEROUPPER
 	RET
 
 epi_flag_513:
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    colSum+32(FP), SI
-	MOVQ    rowScale+64(FP), DI
-	MOVQ    rowZero+48(FP), R8
-	MOVQ    bias+72(FP), R9
-	MOVQ    outF32+96(FP), R10
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    outStride+112(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    rowScale+64(FP), DX
+	MOVQ    rowZero+48(FP), BX
 	VPXORD  Z1, Z1, Z1
 	VMOVUPS epilogueGelu<>+0(SB), Z2
 	VMOVUPS epilogueGelu<>+64(SB), Z3
@@ -14954,432 +14696,334 @@ epi_flag_513:
 	VMOVUPS epilogueGelu<>+192(SB), Z5
 	VMOVUPS epilogueGelu<>+256(SB), Z6
 	VMOVUPS epilogueGelu<>+320(SB), Z7
-	LEAQ    epilogueColMasks<>+0(SB), R11
+	XORQ    SI, SI
 
-epi_row_516:
-	VPBROADCASTD (R8), Z0
-	XORQ         R12, R12
-
-epi_col_517:
-	MOVQ        DX, R13
-	SUBQ        R12, R13
-	MOVQ        $0x00000030, R14
-	CMPQ        R13, R14
-	CMOVQLT     R13, R14
-	MOVQ        (R11)(R14*8), R13
-	KMOVQ       R13, K1
-	VMOVDQU32.Z (AX)(R12*4), K1, Z8
-	VMOVDQU32.Z (SI)(R12*4), K1, Z9
-	VPMULLD     Z9, Z0, Z9
-	VPSUBD      Z9, Z8, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   (CX)(R12*4), K1, Z9
-	VMULPS      Z9, Z8, Z8
-	VMULPS.BCST (DI), Z8, Z8
-	VMOVUPS.Z   (R9)(R12*4), K1, Z9
-	VADDPS      Z9, Z8, Z8
+epi_strip_516:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R12*4), K2, Z9
-	VMOVDQU32.Z 64(SI)(R12*4), K2, Z10
-	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z9, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   64(CX)(R12*4), K2, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (DI), Z9, Z9
-	VMOVUPS.Z   64(R9)(R12*4), K2, Z10
-	VADDPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R12*4), K3, Z10
-	VMOVDQU32.Z 128(SI)(R12*4), K3, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   128(CX)(R12*4), K3, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (DI), Z10, Z10
-	VMOVUPS.Z   128(R9)(R12*4), K3, Z11
-	VADDPS      Z11, Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VPERMPS     Z7, Z14, Z17
-	VPERMPS     Z7, Z15, Z18
-	VPERMPS     Z7, Z16, Z19
-	VPERMPS     Z6, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VPERMPS     Z3, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z2, Z14, Z14
-	VPERMPS     Z2, Z15, Z15
-	VPERMPS     Z2, Z16, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VMAXPS      Z8, Z1, Z8
-	VMAXPS      Z9, Z1, Z9
-	VMAXPS      Z10, Z1, Z10
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VMOVUPS     Z8, K1, (R10)(R12*4)
-	VMOVUPS     Z9, K2, 64(R10)(R12*4)
-	VMOVUPS     Z10, K3, 128(R10)(R12*4)
-	ADDQ        $0x30, R12
-	CMPQ        R12, DX
-	JL          epi_col_517
-	MOVQ        ldc+8(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, AX
-	MOVQ        outStride+112(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, R10
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_516
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z8
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z9
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z10
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z11
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z12
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z13
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_517:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z8, Z0, Z15
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z9, Z14, Z14
+	VMULPS.BCST  (DX)(R9*4), Z14, Z14
+	VADDPS       Z10, Z14, Z14
+	VPMULLD      Z11, Z0, Z15
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
+	VPSUBD       Z15, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z13, Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z14, Z15
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z16
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z15, Z15
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z16, Z16
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z15, Z15
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z16, Z16
+	VCVTPS2DQ    Z15, Z17
+	VCVTPS2DQ    Z16, Z18
+	VREDUCEPS    $0x00, Z15, Z15
+	VREDUCEPS    $0x00, Z16, Z16
+	VPERMPS      Z7, Z17, Z19
+	VPERMPS      Z7, Z18, Z20
+	VPERMPS      Z6, Z17, Z21
+	VPERMPS      Z6, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z5, Z17, Z21
+	VPERMPS      Z5, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z4, Z17, Z21
+	VPERMPS      Z4, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z3, Z17, Z21
+	VPERMPS      Z3, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z2, Z17, Z17
+	VPERMPS      Z2, Z18, Z18
+	VFMADD213PS  Z17, Z15, Z19
+	VFMADD213PS  Z18, Z16, Z20
+	VMAXPS       Z14, Z1, Z14
+	VMAXPS       Z0, Z1, Z0
+	VADDPS       Z19, Z14, Z14
+	VADDPS       Z20, Z0, Z0
+	VMOVUPS      Z14, K1, (R8)(SI*4)
+	VMOVUPS      Z0, K2, 64(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_517
+	ADDQ         $0x20, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_516
 	VZEROUPPER
 	RET
 
 epi_flag_512:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_518
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         bias+72(FP), DI
-	MOVQ         outU8+104(FP), R8
-	MOVSS        invScale+120(FP), X1
-	VBROADCASTSS X1, Z1
-	MOVL         outZero+124(FP), R9
-	VPBROADCASTD R9, Z2
-	VPXORD       Z3, Z3, Z3
-	VMOVUPS      epilogueGelu<>+0(SB), Z4
-	VMOVUPS      epilogueGelu<>+64(SB), Z5
-	VMOVUPS      epilogueGelu<>+128(SB), Z6
-	VMOVUPS      epilogueGelu<>+192(SB), Z7
-	VMOVUPS      epilogueGelu<>+256(SB), Z8
-	VMOVUPS      epilogueGelu<>+320(SB), Z9
-	LEAQ         epilogueColMasks<>+0(SB), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z4
+	VPXORD       Z5, Z5, Z5
+	VMOVUPS      epilogueGelu<>+0(SB), Z6
+	VMOVUPS      epilogueGelu<>+64(SB), Z7
+	VMOVUPS      epilogueGelu<>+128(SB), Z8
+	VMOVUPS      epilogueGelu<>+192(SB), Z9
+	VMOVUPS      epilogueGelu<>+256(SB), Z10
+	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	XORQ         DX, DX
 
-epi_row_519:
-	XORQ R10, R10
-
-epi_col_520:
-	MOVQ        DX, R11
-	SUBQ        R10, R11
-	MOVQ        $0x00000030, R12
-	CMPQ        R11, R12
-	CMOVQLT     R11, R12
-	MOVQ        (R9)(R12*8), R11
-	KMOVQ       R11, K1
-	VMOVDQU32.Z (AX)(R10*4), K1, Z10
-	VMOVDQU32.Z (SI)(R10*4), K1, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   (CX)(R10*4), K1, Z11
-	VMULPS      Z11, Z10, Z10
-	VMOVUPS.Z   (DI)(R10*4), K1, Z11
-	VADDPS      Z11, Z10, Z10
+epi_strip_519:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R10*4), K2, Z11
-	VMOVDQU32.Z 64(SI)(R10*4), K2, Z12
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z11, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   64(CX)(R10*4), K2, Z12
-	VMULPS      Z12, Z11, Z11
-	VMOVUPS.Z   64(DI)(R10*4), K2, Z12
-	VADDPS      Z12, Z11, Z11
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R10*4), K3, Z12
-	VMOVDQU32.Z 128(SI)(R10*4), K3, Z13
-	VPMULLD     Z13, Z0, Z13
-	VPSUBD      Z13, Z12, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMOVUPS.Z   128(CX)(R10*4), K3, Z13
-	VMULPS      Z13, Z12, Z12
-	VMOVUPS.Z   128(DI)(R10*4), K3, Z13
-	VADDPS      Z13, Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VCVTPS2DQ   Z15, Z18
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VREDUCEPS   $0x00, Z15, Z15
-	VPERMPS     Z9, Z16, Z19
-	VPERMPS     Z9, Z17, Z20
-	VPERMPS     Z9, Z18, Z21
-	VPERMPS     Z8, Z16, Z22
-	VPERMPS     Z8, Z17, Z23
-	VPERMPS     Z8, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VPERMPS     Z7, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VPERMPS     Z6, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VPERMPS     Z5, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z4, Z16, Z16
-	VPERMPS     Z4, Z17, Z17
-	VPERMPS     Z4, Z18, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VFMADD213PS Z18, Z15, Z21
-	VMAXPS      Z10, Z3, Z10
-	VMAXPS      Z11, Z3, Z11
-	VMAXPS      Z12, Z3, Z12
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VADDPS      Z21, Z12, Z12
-	VMULPS      Z1, Z10, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K1, (R8)(R10*1)
-	VMULPS      Z1, Z11, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K2, 16(R8)(R10*1)
-	VMULPS      Z1, Z12, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K3, 32(R8)(R10*1)
-	ADDQ        $0x30, R10
-	CMPQ        R10, DX
-	JL          epi_col_520
-	MOVQ        ldc+8(FP), R10
-	SHLQ        $0x02, R10
-	ADDQ        R10, AX
-	MOVQ        outStride+112(FP), R10
-	ADDQ        R10, R8
-	DECQ        BX
-	JNZ         epi_row_519
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z13
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z14
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z15
+	VPMULLD     Z15, Z0, Z15
+	VPSUBD      Z15, Z5, Z15
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z16
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z17
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_520:
+	VPADDD.Z    (BX)(DX*4), Z12, K1, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z13, Z18, Z18
+	VADDPS      Z14, Z18, Z18
+	VPADDD.Z    64(BX)(DX*4), Z15, K2, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z17, Z19, Z19
+	VMULPS.BCST epilogueGelu<>+388(SB), Z18, Z20
+	VMULPS.BCST epilogueGelu<>+388(SB), Z19, Z21
+	VPANDD.BCST epilogueGelu<>+384(SB), Z20, Z20
+	VPANDD.BCST epilogueGelu<>+384(SB), Z21, Z21
+	VMINPS.BCST epilogueGelu<>+392(SB), Z20, Z20
+	VMINPS.BCST epilogueGelu<>+392(SB), Z21, Z21
+	VCVTPS2DQ   Z20, Z22
+	VCVTPS2DQ   Z21, Z23
+	VREDUCEPS   $0x00, Z20, Z20
+	VREDUCEPS   $0x00, Z21, Z21
+	VPERMPS     Z11, Z22, Z24
+	VPERMPS     Z11, Z23, Z25
+	VPERMPS     Z10, Z22, Z26
+	VPERMPS     Z10, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z9, Z22, Z26
+	VPERMPS     Z9, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z8, Z22, Z26
+	VPERMPS     Z8, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z7, Z22, Z26
+	VPERMPS     Z7, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z6, Z22, Z22
+	VPERMPS     Z6, Z23, Z23
+	VFMADD213PS Z22, Z20, Z24
+	VFMADD213PS Z23, Z21, Z25
+	VMAXPS      Z18, Z5, Z18
+	VMAXPS      Z19, Z5, Z19
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMULPS      Z1, Z18, Z18
+	VMAXPS      Z2, Z18, Z18
+	VMINPS      Z3, Z18, Z18
+	VCVTPS2DQ   Z18, Z18
+	VPADDD      Z4, Z18, Z18
+	VPMOVUSDB   Z18, K1, (SI)(DX*1)
+	VMULPS      Z1, Z19, Z18
+	VMAXPS      Z2, Z18, Z18
+	VMINPS      Z3, Z18, Z18
+	VCVTPS2DQ   Z18, Z18
+	VPADDD      Z4, Z18, Z18
+	VPMOVUSDB   Z18, K2, 16(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_520
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_519
 	VZEROUPPER
 	RET
 
 epi_flag_518:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         bias+72(FP), R9
-	MOVQ         outU8+104(FP), R10
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z1
-	MOVL         outZero+124(FP), R11
-	VPBROADCASTD R11, Z2
-	VPXORD       Z3, Z3, Z3
-	VMOVUPS      epilogueGelu<>+0(SB), Z4
-	VMOVUPS      epilogueGelu<>+64(SB), Z5
-	VMOVUPS      epilogueGelu<>+128(SB), Z6
-	VMOVUPS      epilogueGelu<>+192(SB), Z7
-	VMOVUPS      epilogueGelu<>+256(SB), Z8
-	VMOVUPS      epilogueGelu<>+320(SB), Z9
-	LEAQ         epilogueColMasks<>+0(SB), R11
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z4
+	VPXORD       Z5, Z5, Z5
+	VMOVUPS      epilogueGelu<>+0(SB), Z6
+	VMOVUPS      epilogueGelu<>+64(SB), Z7
+	VMOVUPS      epilogueGelu<>+128(SB), Z8
+	VMOVUPS      epilogueGelu<>+192(SB), Z9
+	VMOVUPS      epilogueGelu<>+256(SB), Z10
+	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	XORQ         SI, SI
 
-epi_row_521:
-	VPBROADCASTD (R8), Z0
-	XORQ         R12, R12
-
-epi_col_522:
-	MOVQ        DX, R13
-	SUBQ        R12, R13
-	MOVQ        $0x00000030, R14
-	CMPQ        R13, R14
-	CMOVQLT     R13, R14
-	MOVQ        (R11)(R14*8), R13
-	KMOVQ       R13, K1
-	VMOVDQU32.Z (AX)(R12*4), K1, Z10
-	VMOVDQU32.Z (SI)(R12*4), K1, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   (CX)(R12*4), K1, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (DI), Z10, Z10
-	VMOVUPS.Z   (R9)(R12*4), K1, Z11
-	VADDPS      Z11, Z10, Z10
+epi_strip_521:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R12*4), K2, Z11
-	VMOVDQU32.Z 64(SI)(R12*4), K2, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z11, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   64(CX)(R12*4), K2, Z12
-	VMULPS      Z12, Z11, Z11
-	VMULPS.BCST (DI), Z11, Z11
-	VMOVUPS.Z   64(R9)(R12*4), K2, Z12
-	VADDPS      Z12, Z11, Z11
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R12*4), K3, Z12
-	VMOVDQU32.Z 128(SI)(R12*4), K3, Z13
-	VPMULLD     Z13, Z0, Z13
-	VPSUBD      Z13, Z12, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMOVUPS.Z   128(CX)(R12*4), K3, Z13
-	VMULPS      Z13, Z12, Z12
-	VMULPS.BCST (DI), Z12, Z12
-	VMOVUPS.Z   128(R9)(R12*4), K3, Z13
-	VADDPS      Z13, Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VCVTPS2DQ   Z15, Z18
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VREDUCEPS   $0x00, Z15, Z15
-	VPERMPS     Z9, Z16, Z19
-	VPERMPS     Z9, Z17, Z20
-	VPERMPS     Z9, Z18, Z21
-	VPERMPS     Z8, Z16, Z22
-	VPERMPS     Z8, Z17, Z23
-	VPERMPS     Z8, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VPERMPS     Z7, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VPERMPS     Z6, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VPERMPS     Z5, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z4, Z16, Z16
-	VPERMPS     Z4, Z17, Z17
-	VPERMPS     Z4, Z18, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VFMADD213PS Z18, Z15, Z21
-	VMAXPS      Z10, Z3, Z10
-	VMAXPS      Z11, Z3, Z11
-	VMAXPS      Z12, Z3, Z12
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VADDPS      Z21, Z12, Z12
-	VMULPS      Z1, Z10, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K1, (R10)(R12*1)
-	VMULPS      Z1, Z11, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K2, 16(R10)(R12*1)
-	VMULPS      Z1, Z12, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K3, 32(R10)(R12*1)
-	ADDQ        $0x30, R12
-	CMPQ        R12, DX
-	JL          epi_col_522
-	MOVQ        ldc+8(FP), R12
-	SHLQ        $0x02, R12
-	ADDQ        R12, AX
-	MOVQ        outStride+112(FP), R12
-	ADDQ        R12, R10
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_521
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z12
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z13
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z14
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z15
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z16
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z17
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_522:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z12, Z0, Z19
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z13, Z18, Z18
+	VMULPS.BCST  (DX)(R9*4), Z18, Z18
+	VADDPS       Z14, Z18, Z18
+	VPMULLD      Z15, Z0, Z19
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
+	VPSUBD       Z19, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z16, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z17, Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z18, Z19
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z20
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z19, Z19
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z20, Z20
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z19, Z19
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z20, Z20
+	VCVTPS2DQ    Z19, Z21
+	VCVTPS2DQ    Z20, Z22
+	VREDUCEPS    $0x00, Z19, Z19
+	VREDUCEPS    $0x00, Z20, Z20
+	VPERMPS      Z11, Z21, Z23
+	VPERMPS      Z11, Z22, Z24
+	VPERMPS      Z10, Z21, Z25
+	VPERMPS      Z10, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z9, Z21, Z25
+	VPERMPS      Z9, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z8, Z21, Z25
+	VPERMPS      Z8, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z7, Z21, Z25
+	VPERMPS      Z7, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z6, Z21, Z21
+	VPERMPS      Z6, Z22, Z22
+	VFMADD213PS  Z21, Z19, Z23
+	VFMADD213PS  Z22, Z20, Z24
+	VMAXPS       Z18, Z5, Z18
+	VMAXPS       Z0, Z5, Z0
+	VADDPS       Z23, Z18, Z18
+	VADDPS       Z24, Z0, Z0
+	VMULPS       Z1, Z18, Z18
+	VMAXPS       Z2, Z18, Z18
+	VMINPS       Z3, Z18, Z18
+	VCVTPS2DQ    Z18, Z18
+	VPADDD       Z4, Z18, Z18
+	VPMOVUSDB    Z18, K1, (R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_522
+	ADDQ         $0x20, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_521
 	VZEROUPPER
 	RET
 
@@ -15388,16 +15032,14 @@ epi_flag_511:
 	JNZ          epi_flag_523
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_524
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         bias+72(FP), DI
-	MOVQ         res+80(FP), R8
-	MOVQ         outF32+96(FP), R9
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
 	VPXORD       Z1, Z1, Z1
 	VMOVUPS      epilogueGelu<>+0(SB), Z2
 	VMOVUPS      epilogueGelu<>+64(SB), Z3
@@ -15405,139 +15047,110 @@ epi_flag_511:
 	VMOVUPS      epilogueGelu<>+192(SB), Z5
 	VMOVUPS      epilogueGelu<>+256(SB), Z6
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
-	LEAQ         epilogueColMasks<>+0(SB), R10
+	XORQ         BX, BX
 
-epi_row_525:
-	XORQ R11, R11
-
-epi_col_526:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z8
-	VMOVDQU32.Z (SI)(R11*4), K1, Z9
-	VPMULLD     Z9, Z0, Z9
-	VPSUBD      Z9, Z8, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   (CX)(R11*4), K1, Z9
-	VMULPS      Z9, Z8, Z8
-	VMOVUPS.Z   (DI)(R11*4), K1, Z9
-	VADDPS      Z9, Z8, Z8
+epi_strip_525:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z9
-	VMOVDQU32.Z 64(SI)(R11*4), K2, Z10
-	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z9, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z10
-	VMULPS      Z10, Z9, Z9
-	VMOVUPS.Z   64(DI)(R11*4), K2, Z10
-	VADDPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z10
-	VMOVDQU32.Z 128(SI)(R11*4), K3, Z11
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z9
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z11
 	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z11
-	VMULPS      Z11, Z10, Z10
-	VMOVUPS.Z   128(DI)(R11*4), K3, Z11
-	VADDPS      Z11, Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VPERMPS     Z7, Z14, Z17
-	VPERMPS     Z7, Z15, Z18
-	VPERMPS     Z7, Z16, Z19
-	VPERMPS     Z6, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VPERMPS     Z3, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z2, Z14, Z14
-	VPERMPS     Z2, Z15, Z15
-	VPERMPS     Z2, Z16, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VMAXPS      Z8, Z1, Z8
-	VMAXPS      Z9, Z1, Z9
-	VMAXPS      Z10, Z1, Z10
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VMOVUPS.Z   (R8)(R11*4), K1, Z11
-	VADDPS      Z11, Z8, Z8
-	VMOVUPS     Z8, K1, (R9)(R11*4)
-	VMOVUPS.Z   64(R8)(R11*4), K2, Z8
-	VADDPS      Z8, Z9, Z9
-	VMOVUPS     Z9, K2, 64(R9)(R11*4)
-	VMOVUPS.Z   128(R8)(R11*4), K3, Z8
-	VADDPS      Z8, Z10, Z10
-	VMOVUPS     Z10, K3, 128(R9)(R11*4)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_526
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        resStride+88(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R8
-	MOVQ        outStride+112(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R9
-	DECQ        BX
-	JNZ         epi_row_525
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z12
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_526:
+	VPADDD.Z    (SI)(BX*4), Z8, K1, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z9, Z14, Z14
+	VADDPS      Z10, Z14, Z14
+	VPADDD.Z    64(SI)(BX*4), Z11, K2, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z12, Z15, Z15
+	VADDPS      Z13, Z15, Z15
+	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
+	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
+	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
+	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
+	VCVTPS2DQ   Z16, Z18
+	VCVTPS2DQ   Z17, Z19
+	VREDUCEPS   $0x00, Z16, Z16
+	VREDUCEPS   $0x00, Z17, Z17
+	VPERMPS     Z7, Z18, Z20
+	VPERMPS     Z7, Z19, Z21
+	VPERMPS     Z6, Z18, Z22
+	VPERMPS     Z6, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z5, Z18, Z22
+	VPERMPS     Z5, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z4, Z18, Z22
+	VPERMPS     Z4, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z3, Z18, Z22
+	VPERMPS     Z3, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z2, Z18, Z18
+	VPERMPS     Z2, Z19, Z19
+	VFMADD213PS Z18, Z16, Z20
+	VFMADD213PS Z19, Z17, Z21
+	VMAXPS      Z14, Z1, Z14
+	VMAXPS      Z15, Z1, Z15
+	VADDPS      Z20, Z14, Z14
+	VADDPS      Z21, Z15, Z15
+	VMOVUPS.Z   (DI)(BX*4), K1, Z16
+	VADDPS      Z16, Z14, Z14
+	VMOVUPS     Z14, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z14
+	VADDPS      Z14, Z15, Z15
+	VMOVUPS     Z15, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_526
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_525
 	VZEROUPPER
 	RET
 
 epi_flag_524:
-	MOVQ    c+0(FP), AX
-	MOVQ    scale+56(FP), CX
-	MOVQ    n+24(FP), DX
-	MOVQ    m+16(FP), BX
-	MOVQ    colSum+32(FP), SI
-	MOVQ    rowScale+64(FP), DI
-	MOVQ    rowZero+48(FP), R8
-	MOVQ    bias+72(FP), R9
-	MOVQ    res+80(FP), R10
-	MOVQ    outF32+96(FP), R11
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	MOVQ    rowScale+64(FP), BX
+	MOVQ    rowZero+48(FP), SI
 	VPXORD  Z1, Z1, Z1
 	VMOVUPS epilogueGelu<>+0(SB), Z2
 	VMOVUPS epilogueGelu<>+64(SB), Z3
@@ -15545,461 +15158,356 @@ epi_flag_524:
 	VMOVUPS epilogueGelu<>+192(SB), Z5
 	VMOVUPS epilogueGelu<>+256(SB), Z6
 	VMOVUPS epilogueGelu<>+320(SB), Z7
-	LEAQ    epilogueColMasks<>+0(SB), R12
+	XORQ    DI, DI
 
-epi_row_527:
-	VPBROADCASTD (R8), Z0
-	XORQ         R13, R13
-
-epi_col_528:
-	MOVQ        DX, R14
-	SUBQ        R13, R14
-	MOVQ        $0x00000030, R15
-	CMPQ        R14, R15
-	CMOVQLT     R14, R15
-	MOVQ        (R12)(R15*8), R14
-	KMOVQ       R14, K1
-	VMOVDQU32.Z (AX)(R13*4), K1, Z8
-	VMOVDQU32.Z (SI)(R13*4), K1, Z9
-	VPMULLD     Z9, Z0, Z9
-	VPSUBD      Z9, Z8, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMOVUPS.Z   (CX)(R13*4), K1, Z9
-	VMULPS      Z9, Z8, Z8
-	VMULPS.BCST (DI), Z8, Z8
-	VMOVUPS.Z   (R9)(R13*4), K1, Z9
-	VADDPS      Z9, Z8, Z8
+epi_strip_527:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R13*4), K2, Z9
-	VMOVDQU32.Z 64(SI)(R13*4), K2, Z10
-	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z9, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMOVUPS.Z   64(CX)(R13*4), K2, Z10
-	VMULPS      Z10, Z9, Z9
-	VMULPS.BCST (DI), Z9, Z9
-	VMOVUPS.Z   64(R9)(R13*4), K2, Z10
-	VADDPS      Z10, Z9, Z9
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R13*4), K3, Z10
-	VMOVDQU32.Z 128(SI)(R13*4), K3, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   128(CX)(R13*4), K3, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (DI), Z10, Z10
-	VMOVUPS.Z   128(R9)(R13*4), K3, Z11
-	VADDPS      Z11, Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VCVTPS2DQ   Z13, Z16
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VREDUCEPS   $0x00, Z13, Z13
-	VPERMPS     Z7, Z14, Z17
-	VPERMPS     Z7, Z15, Z18
-	VPERMPS     Z7, Z16, Z19
-	VPERMPS     Z6, Z14, Z20
-	VPERMPS     Z6, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VPERMPS     Z4, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VPERMPS     Z3, Z16, Z22
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VFMADD213PS Z22, Z13, Z19
-	VPERMPS     Z2, Z14, Z14
-	VPERMPS     Z2, Z15, Z15
-	VPERMPS     Z2, Z16, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VMAXPS      Z8, Z1, Z8
-	VMAXPS      Z9, Z1, Z9
-	VMAXPS      Z10, Z1, Z10
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VADDPS      Z19, Z10, Z10
-	VMOVUPS.Z   (R10)(R13*4), K1, Z11
-	VADDPS      Z11, Z8, Z8
-	VMOVUPS     Z8, K1, (R11)(R13*4)
-	VMOVUPS.Z   64(R10)(R13*4), K2, Z8
-	VADDPS      Z8, Z9, Z9
-	VMOVUPS     Z9, K2, 64(R11)(R13*4)
-	VMOVUPS.Z   128(R10)(R13*4), K3, Z8
-	VADDPS      Z8, Z10, Z10
-	VMOVUPS     Z10, K3, 128(R11)(R13*4)
-	ADDQ        $0x30, R13
-	CMPQ        R13, DX
-	JL          epi_col_528
-	MOVQ        ldc+8(FP), R13
-	SHLQ        $0x02, R13
-	ADDQ        R13, AX
-	MOVQ        resStride+88(FP), R13
-	SHLQ        $0x02, R13
-	ADDQ        R13, R10
-	MOVQ        outStride+112(FP), R13
-	SHLQ        $0x02, R13
-	ADDQ        R13, R11
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_527
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z9
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z12
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z13
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_528:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z8, Z0, Z15
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z9, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VADDPS       Z10, Z14, Z14
+	VPMULLD      Z11, Z0, Z15
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z15, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z13, Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z14, Z15
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z16
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z15, Z15
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z16, Z16
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z15, Z15
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z16, Z16
+	VCVTPS2DQ    Z15, Z17
+	VCVTPS2DQ    Z16, Z18
+	VREDUCEPS    $0x00, Z15, Z15
+	VREDUCEPS    $0x00, Z16, Z16
+	VPERMPS      Z7, Z17, Z19
+	VPERMPS      Z7, Z18, Z20
+	VPERMPS      Z6, Z17, Z21
+	VPERMPS      Z6, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z5, Z17, Z21
+	VPERMPS      Z5, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z4, Z17, Z21
+	VPERMPS      Z4, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z3, Z17, Z21
+	VPERMPS      Z3, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z2, Z17, Z17
+	VPERMPS      Z2, Z18, Z18
+	VFMADD213PS  Z17, Z15, Z19
+	VFMADD213PS  Z18, Z16, Z20
+	VMAXPS       Z14, Z1, Z14
+	VMAXPS       Z0, Z1, Z0
+	VADDPS       Z19, Z14, Z14
+	VADDPS       Z20, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z15
+	VADDPS       Z15, Z14, Z14
+	VMOVUPS      Z14, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z14
+	VADDPS       Z14, Z0, Z0
+	VMOVUPS      Z0, K2, 64(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_528
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_527
 	VZEROUPPER
 	RET
 
 epi_flag_523:
 	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_529
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVL         aZero+40(FP), DI
-	VPBROADCASTD DI, Z0
-	MOVQ         bias+72(FP), DI
-	MOVQ         res+80(FP), R8
-	MOVQ         outU8+104(FP), R9
-	MOVSS        invScale+120(FP), X1
-	VBROADCASTSS X1, Z1
-	MOVL         outZero+124(FP), R10
-	VPBROADCASTD R10, Z2
-	VPXORD       Z3, Z3, Z3
-	VMOVUPS      epilogueGelu<>+0(SB), Z4
-	VMOVUPS      epilogueGelu<>+64(SB), Z5
-	VMOVUPS      epilogueGelu<>+128(SB), Z6
-	VMOVUPS      epilogueGelu<>+192(SB), Z7
-	VMOVUPS      epilogueGelu<>+256(SB), Z8
-	VMOVUPS      epilogueGelu<>+320(SB), Z9
-	LEAQ         epilogueColMasks<>+0(SB), R10
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z4
+	VPXORD       Z5, Z5, Z5
+	VMOVUPS      epilogueGelu<>+0(SB), Z6
+	VMOVUPS      epilogueGelu<>+64(SB), Z7
+	VMOVUPS      epilogueGelu<>+128(SB), Z8
+	VMOVUPS      epilogueGelu<>+192(SB), Z9
+	VMOVUPS      epilogueGelu<>+256(SB), Z10
+	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	XORQ         BX, BX
 
-epi_row_530:
-	XORQ R11, R11
-
-epi_col_531:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	MOVQ        $0x00000030, R13
-	CMPQ        R12, R13
-	CMOVQLT     R12, R13
-	MOVQ        (R10)(R13*8), R12
-	KMOVQ       R12, K1
-	VMOVDQU32.Z (AX)(R11*4), K1, Z10
-	VMOVDQU32.Z (SI)(R11*4), K1, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   (CX)(R11*4), K1, Z11
-	VMULPS      Z11, Z10, Z10
-	VMOVUPS.Z   (DI)(R11*4), K1, Z11
-	VADDPS      Z11, Z10, Z10
+epi_strip_530:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R11*4), K2, Z11
-	VMOVDQU32.Z 64(SI)(R11*4), K2, Z12
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z11, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   64(CX)(R11*4), K2, Z12
-	VMULPS      Z12, Z11, Z11
-	VMOVUPS.Z   64(DI)(R11*4), K2, Z12
-	VADDPS      Z12, Z11, Z11
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R11*4), K3, Z12
-	VMOVDQU32.Z 128(SI)(R11*4), K3, Z13
-	VPMULLD     Z13, Z0, Z13
-	VPSUBD      Z13, Z12, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMOVUPS.Z   128(CX)(R11*4), K3, Z13
-	VMULPS      Z13, Z12, Z12
-	VMOVUPS.Z   128(DI)(R11*4), K3, Z13
-	VADDPS      Z13, Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VCVTPS2DQ   Z15, Z18
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VREDUCEPS   $0x00, Z15, Z15
-	VPERMPS     Z9, Z16, Z19
-	VPERMPS     Z9, Z17, Z20
-	VPERMPS     Z9, Z18, Z21
-	VPERMPS     Z8, Z16, Z22
-	VPERMPS     Z8, Z17, Z23
-	VPERMPS     Z8, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VPERMPS     Z7, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VPERMPS     Z6, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VPERMPS     Z5, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z4, Z16, Z16
-	VPERMPS     Z4, Z17, Z17
-	VPERMPS     Z4, Z18, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VFMADD213PS Z18, Z15, Z21
-	VMAXPS      Z10, Z3, Z10
-	VMAXPS      Z11, Z3, Z11
-	VMAXPS      Z12, Z3, Z12
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VADDPS      Z21, Z12, Z12
-	VMOVUPS.Z   (R8)(R11*4), K1, Z13
-	VADDPS      Z13, Z10, Z10
-	VMULPS      Z1, Z10, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K1, (R9)(R11*1)
-	VMOVUPS.Z   64(R8)(R11*4), K2, Z10
-	VADDPS      Z10, Z11, Z11
-	VMULPS      Z1, Z11, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K2, 16(R9)(R11*1)
-	VMOVUPS.Z   128(R8)(R11*4), K3, Z10
-	VADDPS      Z10, Z12, Z12
-	VMULPS      Z1, Z12, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K3, 32(R9)(R11*1)
-	ADDQ        $0x30, R11
-	CMPQ        R11, DX
-	JL          epi_col_531
-	MOVQ        ldc+8(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, AX
-	MOVQ        resStride+88(FP), R11
-	SHLQ        $0x02, R11
-	ADDQ        R11, R8
-	MOVQ        outStride+112(FP), R11
-	ADDQ        R11, R9
-	DECQ        BX
-	JNZ         epi_row_530
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z13
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z14
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z15
+	VPMULLD     Z15, Z0, Z15
+	VPSUBD      Z15, Z5, Z15
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z16
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z17
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_531:
+	VPADDD.Z    (SI)(BX*4), Z12, K1, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z13, Z18, Z18
+	VADDPS      Z14, Z18, Z18
+	VPADDD.Z    64(SI)(BX*4), Z15, K2, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z17, Z19, Z19
+	VMULPS.BCST epilogueGelu<>+388(SB), Z18, Z20
+	VMULPS.BCST epilogueGelu<>+388(SB), Z19, Z21
+	VPANDD.BCST epilogueGelu<>+384(SB), Z20, Z20
+	VPANDD.BCST epilogueGelu<>+384(SB), Z21, Z21
+	VMINPS.BCST epilogueGelu<>+392(SB), Z20, Z20
+	VMINPS.BCST epilogueGelu<>+392(SB), Z21, Z21
+	VCVTPS2DQ   Z20, Z22
+	VCVTPS2DQ   Z21, Z23
+	VREDUCEPS   $0x00, Z20, Z20
+	VREDUCEPS   $0x00, Z21, Z21
+	VPERMPS     Z11, Z22, Z24
+	VPERMPS     Z11, Z23, Z25
+	VPERMPS     Z10, Z22, Z26
+	VPERMPS     Z10, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z9, Z22, Z26
+	VPERMPS     Z9, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z8, Z22, Z26
+	VPERMPS     Z8, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z7, Z22, Z26
+	VPERMPS     Z7, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z6, Z22, Z22
+	VPERMPS     Z6, Z23, Z23
+	VFMADD213PS Z22, Z20, Z24
+	VFMADD213PS Z23, Z21, Z25
+	VMAXPS      Z18, Z5, Z18
+	VMAXPS      Z19, Z5, Z19
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMOVUPS.Z   (DI)(BX*4), K1, Z20
+	VADDPS      Z20, Z18, Z18
+	VMULPS      Z1, Z18, Z18
+	VMAXPS      Z2, Z18, Z18
+	VMINPS      Z3, Z18, Z18
+	VCVTPS2DQ   Z18, Z18
+	VPADDD      Z4, Z18, Z18
+	VPMOVUSDB   Z18, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z18
+	VADDPS      Z18, Z19, Z19
+	VMULPS      Z1, Z19, Z18
+	VMAXPS      Z2, Z18, Z18
+	VMINPS      Z3, Z18, Z18
+	VCVTPS2DQ   Z18, Z18
+	VPADDD      Z4, Z18, Z18
+	VPMOVUSDB   Z18, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_531
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_530
 	VZEROUPPER
 	RET
 
 epi_flag_529:
-	MOVQ         c+0(FP), AX
-	MOVQ         scale+56(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         m+16(FP), BX
-	MOVQ         colSum+32(FP), SI
-	MOVQ         rowScale+64(FP), DI
-	MOVQ         rowZero+48(FP), R8
-	MOVQ         bias+72(FP), R9
-	MOVQ         res+80(FP), R10
-	MOVQ         outU8+104(FP), R11
-	MOVSS        invScale+120(FP), X0
-	VBROADCASTSS X0, Z1
-	MOVL         outZero+124(FP), R12
-	VPBROADCASTD R12, Z2
-	VPXORD       Z3, Z3, Z3
-	VMOVUPS      epilogueGelu<>+0(SB), Z4
-	VMOVUPS      epilogueGelu<>+64(SB), Z5
-	VMOVUPS      epilogueGelu<>+128(SB), Z6
-	VMOVUPS      epilogueGelu<>+192(SB), Z7
-	VMOVUPS      epilogueGelu<>+256(SB), Z8
-	VMOVUPS      epilogueGelu<>+320(SB), Z9
-	LEAQ         epilogueColMasks<>+0(SB), R12
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z4
+	VPXORD       Z5, Z5, Z5
+	VMOVUPS      epilogueGelu<>+0(SB), Z6
+	VMOVUPS      epilogueGelu<>+64(SB), Z7
+	VMOVUPS      epilogueGelu<>+128(SB), Z8
+	VMOVUPS      epilogueGelu<>+192(SB), Z9
+	VMOVUPS      epilogueGelu<>+256(SB), Z10
+	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	XORQ         DI, DI
 
-epi_row_532:
-	VPBROADCASTD (R8), Z0
-	XORQ         R13, R13
-
-epi_col_533:
-	MOVQ        DX, R14
-	SUBQ        R13, R14
-	MOVQ        $0x00000030, R15
-	CMPQ        R14, R15
-	CMOVQLT     R14, R15
-	MOVQ        (R12)(R15*8), R14
-	KMOVQ       R14, K1
-	VMOVDQU32.Z (AX)(R13*4), K1, Z10
-	VMOVDQU32.Z (SI)(R13*4), K1, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z10, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMOVUPS.Z   (CX)(R13*4), K1, Z11
-	VMULPS      Z11, Z10, Z10
-	VMULPS.BCST (DI), Z10, Z10
-	VMOVUPS.Z   (R9)(R13*4), K1, Z11
-	VADDPS      Z11, Z10, Z10
+epi_strip_532:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
 	KSHIFTRQ    $0x10, K1, K2
-	VMOVDQU32.Z 64(AX)(R13*4), K2, Z11
-	VMOVDQU32.Z 64(SI)(R13*4), K2, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z11, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMOVUPS.Z   64(CX)(R13*4), K2, Z12
-	VMULPS      Z12, Z11, Z11
-	VMULPS.BCST (DI), Z11, Z11
-	VMOVUPS.Z   64(R9)(R13*4), K2, Z12
-	VADDPS      Z12, Z11, Z11
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVDQU32.Z 128(AX)(R13*4), K3, Z12
-	VMOVDQU32.Z 128(SI)(R13*4), K3, Z13
-	VPMULLD     Z13, Z0, Z13
-	VPSUBD      Z13, Z12, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMOVUPS.Z   128(CX)(R13*4), K3, Z13
-	VMULPS      Z13, Z12, Z12
-	VMULPS.BCST (DI), Z12, Z12
-	VMOVUPS.Z   128(R9)(R13*4), K3, Z13
-	VADDPS      Z13, Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VCVTPS2DQ   Z13, Z16
-	VCVTPS2DQ   Z14, Z17
-	VCVTPS2DQ   Z15, Z18
-	VREDUCEPS   $0x00, Z13, Z13
-	VREDUCEPS   $0x00, Z14, Z14
-	VREDUCEPS   $0x00, Z15, Z15
-	VPERMPS     Z9, Z16, Z19
-	VPERMPS     Z9, Z17, Z20
-	VPERMPS     Z9, Z18, Z21
-	VPERMPS     Z8, Z16, Z22
-	VPERMPS     Z8, Z17, Z23
-	VPERMPS     Z8, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z7, Z16, Z22
-	VPERMPS     Z7, Z17, Z23
-	VPERMPS     Z7, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z6, Z16, Z22
-	VPERMPS     Z6, Z17, Z23
-	VPERMPS     Z6, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z5, Z16, Z22
-	VPERMPS     Z5, Z17, Z23
-	VPERMPS     Z5, Z18, Z24
-	VFMADD213PS Z22, Z13, Z19
-	VFMADD213PS Z23, Z14, Z20
-	VFMADD213PS Z24, Z15, Z21
-	VPERMPS     Z4, Z16, Z16
-	VPERMPS     Z4, Z17, Z17
-	VPERMPS     Z4, Z18, Z18
-	VFMADD213PS Z16, Z13, Z19
-	VFMADD213PS Z17, Z14, Z20
-	VFMADD213PS Z18, Z15, Z21
-	VMAXPS      Z10, Z3, Z10
-	VMAXPS      Z11, Z3, Z11
-	VMAXPS      Z12, Z3, Z12
-	VADDPS      Z19, Z10, Z10
-	VADDPS      Z20, Z11, Z11
-	VADDPS      Z21, Z12, Z12
-	VMOVUPS.Z   (R10)(R13*4), K1, Z13
-	VADDPS      Z13, Z10, Z10
-	VMULPS      Z1, Z10, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K1, (R11)(R13*1)
-	VMOVUPS.Z   64(R10)(R13*4), K2, Z10
-	VADDPS      Z10, Z11, Z11
-	VMULPS      Z1, Z11, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K2, 16(R11)(R13*1)
-	VMOVUPS.Z   128(R10)(R13*4), K3, Z10
-	VADDPS      Z10, Z12, Z12
-	VMULPS      Z1, Z12, Z10
-	VMAXPS.BCST epilogueConsts<>+4(SB), Z10, Z10
-	VMINPS.BCST epilogueConsts<>+0(SB), Z10, Z10
-	VCVTPS2DQ   Z10, Z10
-	VPADDD      Z2, Z10, Z10
-	VPMAXSD     Z3, Z10, Z10
-	VPMOVUSDB   Z10, K3, 32(R11)(R13*1)
-	ADDQ        $0x30, R13
-	CMPQ        R13, DX
-	JL          epi_col_533
-	MOVQ        ldc+8(FP), R13
-	SHLQ        $0x02, R13
-	ADDQ        R13, AX
-	MOVQ        resStride+88(FP), R13
-	SHLQ        $0x02, R13
-	ADDQ        R13, R10
-	MOVQ        outStride+112(FP), R13
-	ADDQ        R13, R11
-	ADDQ        $0x04, DI
-	ADDQ        $0x04, R8
-	DECQ        BX
-	JNZ         epi_row_532
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z12
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z13
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z14
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z15
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z16
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z17
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_533:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z12, Z0, Z19
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z13, Z18, Z18
+	VMULPS.BCST  (BX)(R11*4), Z18, Z18
+	VADDPS       Z14, Z18, Z18
+	VPMULLD      Z15, Z0, Z19
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z19, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z16, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z17, Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z18, Z19
+	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z20
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z19, Z19
+	VPANDD.BCST  epilogueGelu<>+384(SB), Z20, Z20
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z19, Z19
+	VMINPS.BCST  epilogueGelu<>+392(SB), Z20, Z20
+	VCVTPS2DQ    Z19, Z21
+	VCVTPS2DQ    Z20, Z22
+	VREDUCEPS    $0x00, Z19, Z19
+	VREDUCEPS    $0x00, Z20, Z20
+	VPERMPS      Z11, Z21, Z23
+	VPERMPS      Z11, Z22, Z24
+	VPERMPS      Z10, Z21, Z25
+	VPERMPS      Z10, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z9, Z21, Z25
+	VPERMPS      Z9, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z8, Z21, Z25
+	VPERMPS      Z8, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z7, Z21, Z25
+	VPERMPS      Z7, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z6, Z21, Z21
+	VPERMPS      Z6, Z22, Z22
+	VFMADD213PS  Z21, Z19, Z23
+	VFMADD213PS  Z22, Z20, Z24
+	VMAXPS       Z18, Z5, Z18
+	VMAXPS       Z0, Z5, Z0
+	VADDPS       Z23, Z18, Z18
+	VADDPS       Z24, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z19
+	VADDPS       Z19, Z18, Z18
+	VMULPS       Z1, Z18, Z18
+	VMAXPS       Z2, Z18, Z18
+	VMINPS       Z3, Z18, Z18
+	VCVTPS2DQ    Z18, Z18
+	VPADDD       Z4, Z18, Z18
+	VPMOVUSDB    Z18, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z18
+	VADDPS       Z18, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_533
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_532
 	VZEROUPPER
 	RET
 

@@ -34,9 +34,10 @@ func qgemmAVX2(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nbl
 // block (row 0 for res, the output, rowZero and rowScale); strides are in
 // elements. flags: 1 colSum, 2 bias, 4 GELU, 8 residual, 16 u8 output (else
 // f32), 32 per-row zero point rowZero[i] (replacing aZero) and scale rowScale[i].
+// u8 output clamps v*invScale to [clampLo, clampHi] = [-outZero, 255-outZero].
 //
 //go:noescape
-func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, flags int)
+func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
 
 // peakVNNI runs iters iterations of 24 independent VPDPBUSD zmm (register peak).
 func peakVNNI(iters int)
