@@ -21,10 +21,15 @@ type AttentionDims struct {
 	MaskBatchStride, MaskHeadStride, MaskRowStride int
 }
 
-// attnRows is the query block one task handles, one query row per lane of
-// a 16-float AVX-512 register: its scores ([SeqK][16] float32, 8 KiB at
-// SeqK = 128) and the transposed queries stay in L1.
+// attnRows is the query block the kernels work on, one query row per
+// lane of a 16-float AVX-512 register: its scores ([SeqK][16] float32,
+// 8 KiB at SeqK = 128) and the transposed queries stay in L1.
 const attnRows = 16
+
+// attnTaskRows is the query rows one task handles: two blocks, whose
+// score kernel (kernels.attnScores2) shares each load of a key element
+// between the two blocks' products.
+const attnTaskRows = 2 * attnRows
 
 // AttentionScratchLen is the length of the scratch slice Attention needs
 // for a pool of the given number of workers (1 without a pool).
@@ -32,11 +37,12 @@ func AttentionScratchLen(workers, seqK, headDim int) int {
 	return workers * attnScratchPerWorker(seqK, headDim)
 }
 
-// attnScratchPerWorker is one task's scratch: transposed queries and
-// accumulators (headDim x 16 each), scores and the transposed mask
-// (seqK x 16 each), and the 16 rows' softmax sums.
+// attnScratchPerWorker is one task's scratch: for each of its two
+// blocks, transposed queries (headDim x 16), scores and the transposed
+// mask (seqK x 16 each) and the 16 rows' softmax sums; and the Go P·V
+// kernel's accumulators (headDim x 16).
 func attnScratchPerWorker(seqK, headDim int) int {
-	return attnRows * (2*headDim + 2*seqK + 1)
+	return attnRows * (3*headDim + 4*seqK + 2)
 }
 
 // Attention computes, for every batch b, head h and query row i, in
@@ -50,9 +56,9 @@ func attnScratchPerWorker(seqK, headDim int) int {
 //
 // with every product rounded to float32 before it is added, where the
 // head's slices of Q, K, V and Y are columns h*HeadDim .. (h+1)*HeadDim.
-// Work is split into blocks of 16 query rows of one head, so no [batch,
-// heads, seq, seq] tensor exists: each task holds one block of scores in
-// its worker's part of scratch (AttentionScratchLen). mask may be nil.
+// Work is split into tasks of 32 query rows of one head, so no [batch,
+// heads, seq, seq] tensor exists: each task holds its rows' scores in its
+// worker's part of scratch (AttentionScratchLen). mask may be nil.
 //
 // Inside a block the queries are transposed so that each of the 16 rows is
 // one lane of a vector: every sum above runs down a lane in the order
@@ -68,7 +74,7 @@ func attention(kern *kernels, p *pool.Pool, scratch, out, q, k, v, mask []float3
 	}
 	c := attentionCalls.get()
 	c.kern, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.d = kern, scratch, out, q, k, v, mask, *d
-	c.blocks = (d.SeqQ + attnRows - 1) / attnRows
+	c.blocks = (d.SeqQ + attnTaskRows - 1) / attnTaskRows
 	c.per = attnScratchPerWorker(d.SeqK, d.HeadDim)
 	parallelFor(p, d.Batch*d.Heads*c.blocks, c.task)
 	c.scratch, c.out, c.q, c.k, c.v, c.mask = nil, nil, nil, nil, nil, nil // keep no caller memory alive
@@ -80,7 +86,7 @@ type attentionCall struct {
 	kern                        *kernels
 	scratch, out, q, k, v, mask []float32
 	d                           AttentionDims
-	blocks, per                 int // query blocks per head, scratch per worker
+	blocks, per                 int // tasks per head, scratch per worker
 	task                        func(worker, t int)
 }
 
@@ -90,46 +96,74 @@ var attentionCalls = newRecycler(func() *attentionCall {
 	return c
 })
 
-// block is task t: query block t%blocks of head t/blocks%Heads of
-// sequence t/(Heads*blocks).
+// block is task t: query rows 32*(t%blocks) .. of head t/blocks%Heads
+// of sequence t/(Heads*blocks).
 func (c *attentionCall) block(worker, t int) {
 	d := &c.d
 	b, h, blk := t/(d.Heads*c.blocks), t/c.blocks%d.Heads, t%c.blocks
-	attentionBlock(c.kern, c.scratch[worker*c.per:(worker+1)*c.per], c.out, c.q, c.k, c.v, c.mask, d, b, h, blk*attnRows)
+	attentionBlock(c.kern, c.scratch[worker*c.per:(worker+1)*c.per], c.out, c.q, c.k, c.v, c.mask, d, b, h, blk*attnTaskRows)
 }
 
-// attentionBlock computes query rows i0 .. i0+15 (clipped) of head h of
-// sequence b.
+// attentionBlock computes query rows i0 .. i0+31 (clipped) of head h of
+// sequence b: one 16-row block, or two sharing one pass over the keys.
 func attentionBlock(kern *kernels, scratch, out, q, k, v, mask []float32, d *AttentionDims, b, h, i0 int) {
-	n := min(attnRows, d.SeqQ-i0)
+	n := min(attnTaskRows, d.SeqQ-i0)
 	hd, sk := d.HeadDim, d.SeqK
-	qT := scratch[:attnRows*hd]
-	acc := scratch[attnRows*hd : 2*attnRows*hd]
-	sT := scratch[2*attnRows*hd:][:attnRows*sk]
-	maskT := scratch[2*attnRows*hd+attnRows*sk:][:attnRows*sk]
-	// In scratch rather than on the stack: passed to a kernel through a
-	// function value, a local array would escape to the heap.
-	sums := (*[attnRows]float32)(scratch[2*attnRows*hd+2*attnRows*sk:])
+	type blockScratch struct {
+		qT, sT, maskT []float32
+		sums          *[attnRows]float32
+	}
+	// The sums are in scratch rather than on the stack: passed to a
+	// kernel through a function value, a local array would escape to the
+	// heap.
+	var blk [2]blockScratch
+	for i := range blk {
+		s := scratch[i*attnRows*(hd+2*sk+1):]
+		blk[i] = blockScratch{
+			qT:    s[:attnRows*hd],
+			sT:    s[attnRows*hd:][:attnRows*sk],
+			maskT: s[attnRows*(hd+sk):][:attnRows*sk],
+			sums:  (*[attnRows]float32)(s[attnRows*(hd+2*sk):]),
+		}
+	}
+	acc := scratch[2*attnRows*(hd+2*sk+1):][:attnRows*hd]
+	nb := 1 // blocks of 16 rows
+	if n > attnRows {
+		nb = 2
+	}
 
-	kern.attnTranspose(qT, q[(b*d.SeqQ+i0)*d.QStride+h*hd:], d.QStride, n, hd)
 	var kb, vb []float32 // the head's keys and values (none when SeqK = 0)
 	if sk > 0 {
 		kb, vb = k[b*sk*d.KStride+h*hd:], v[b*sk*d.VStride+h*hd:]
 	}
-	kern.attnScores(sT, qT, kb, d.KStride, sk, hd)
-	var m []float32
-	transposed := false
-	if mask != nil && sk > 0 {
-		base := b*d.MaskBatchStride + h*d.MaskHeadStride + i0*d.MaskRowStride
-		if d.MaskRowStride == 0 {
-			m = mask[base : base+sk]
-		} else {
-			kern.attnTranspose(maskT, mask[base:], d.MaskRowStride, n, sk)
-			m, transposed = maskT, true
-		}
+	for i := range nb {
+		r := i0 + i*attnRows
+		kern.attnTranspose(blk[i].qT, q[(b*d.SeqQ+r)*d.QStride+h*hd:], d.QStride, min(attnRows, d.SeqQ-r), hd)
 	}
-	kern.attnSoftmax(sT, sk, d.Scale, m, transposed, sums)
-	kern.attnPV(out[(b*d.SeqQ+i0)*d.OutStride+h*hd:], d.OutStride, n, sT, vb, d.VStride, sk, hd, sums, acc)
+	if nb == 2 {
+		kern.attnScores2(blk[0].sT, blk[1].sT, blk[0].qT, blk[1].qT, kb, d.KStride, sk, hd)
+	} else {
+		kern.attnScores(blk[0].sT, blk[0].qT, kb, d.KStride, sk, hd)
+	}
+	for i := range nb {
+		r := i0 + i*attnRows
+		var m []float32
+		transposed := false
+		if mask != nil && sk > 0 {
+			base := b*d.MaskBatchStride + h*d.MaskHeadStride + r*d.MaskRowStride
+			if d.MaskRowStride == 0 {
+				m = mask[base : base+sk]
+			} else {
+				kern.attnTranspose(blk[i].maskT, mask[base:], d.MaskRowStride, min(attnRows, d.SeqQ-r), sk)
+				m, transposed = blk[i].maskT, true
+			}
+		}
+		kern.attnSoftmax(blk[i].sT, sk, d.Scale, m, transposed, blk[i].sums)
+	}
+	for i := range nb {
+		r := i0 + i*attnRows
+		kern.attnPV(out[(b*d.SeqQ+r)*d.OutStride+h*hd:], d.OutStride, min(attnRows, d.SeqQ-r), blk[i].sT, vb, d.VStride, sk, hd, blk[i].sums, acc)
+	}
 }
 
 // The Go kernels of attention. Blocks are 16 lanes wide whatever the
@@ -203,6 +237,12 @@ func softmaxGo(sT []float32, sk int, scale float32, mask []float32, maskT bool, 
 		}
 	}
 	*sums = sum
+}
+
+// scores2Go is kernels.attnScores2: scoresGo on each block.
+func scores2Go(sA, sB, qA, qB, k []float32, kStride, sk, d int) {
+	scoresGo(sA, qA, k, kStride, sk, d)
+	scoresGo(sB, qB, k, kStride, sk, d)
 }
 
 // pvGo is kernels.attnPV:

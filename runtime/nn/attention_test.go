@@ -1,7 +1,9 @@
 package nn
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/sqc-dev/sqc/runtime/pool"
@@ -126,5 +128,35 @@ func TestAttention(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestAttnScores2Kernel compares the two-block score kernel with the Go
+// one-block kernel run on each block, bit for bit, on odd shapes with
+// guarded outputs.
+func TestAttnScores2Kernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, impl := range implementations(t) {
+		for _, sk := range testSeqs {
+			for _, d := range testDims {
+				kStride := d + r.IntN(4)
+				qA, qB := make([]float32, attnRows*d), make([]float32, attnRows*d)
+				fillRandom(r, qA, -2, 2, 0.02)
+				fillRandom(r, qB, -2, 2, 0.02)
+				k, _ := guarded(max(0, (sk-1)*kStride+d))
+				fillRandom(r, k, -2, 2, 0.02)
+				wantA, wantB := make([]float32, attnRows*sk), make([]float32, attnRows*sk)
+				scoresGo(wantA, qA, k, kStride, sk, d)
+				scoresGo(wantB, qB, k, kStride, sk, d)
+				gotA, checkA := guarded(attnRows * sk)
+				gotB, checkB := guarded(attnRows * sk)
+				impl.attnScores2(gotA, gotB, qA, qB, k, kStride, sk, d)
+				checkA(t, "attnScores2 A")
+				checkB(t, "attnScores2 B")
+				what := fmt.Sprintf("scores2 sk=%d d=%d", sk, d)
+				sameFloats(t, what+" block A", gotA, wantA)
+				sameFloats(t, what+" block B", gotB, wantB)
+			}
+		}
 	}
 }

@@ -35,6 +35,9 @@ type kernels struct {
 	// attnPV writes rows r < rows of out (see pvGo); acc is scratch of
 	// attnRows*d values that only the Go kernel uses.
 	attnPV func(out []float32, outStride, rows int, pT, v []float32, vStride, sk, d int, sums *[attnRows]float32, acc []float32)
+	// attnScores2 is attnScores on two blocks of 16 query rows at once
+	// (see scores2Go), with the same bits.
+	attnScores2 func(sA, sB, qA, qB, k []float32, kStride, sk, d int)
 
 	// lnStats16 computes rowStats of 16 rows of n values (row r at
 	// x[r*stride]).
@@ -64,6 +67,7 @@ func goKernels() *kernels {
 		attnScores:      scoresGo,
 		attnSoftmax:     softmaxGo,
 		attnPV:          pvGo,
+		attnScores2:     scores2Go,
 		lnStats16:       lnStats16Go,
 		lnNormalize:     lnNormalizeGo,
 		lnNormalizeDual: lnNormalizeDualGo,

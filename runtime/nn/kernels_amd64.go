@@ -28,6 +28,7 @@ func asmKernels() *kernels {
 		attnScores:      scoresAVX512,
 		attnSoftmax:     softmaxAVX512,
 		attnPV:          pvAVX512,
+		attnScores2:     scores2AVX512, // attention_amd64.go
 		lnStats16:       lnStats16AVX512,
 		lnNormalize:     lnNormalizeAVX512,
 		lnNormalizeDual: lnNormalizeDualAVX512, // layernorm_dual_amd64.go

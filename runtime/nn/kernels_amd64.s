@@ -322,7 +322,7 @@ TEXT ·attnScoresAsm(SB), NOSPLIT, $0-48
 	SUBQ DX, DI
 	MOVQ sk+32(FP), R8
 
-sc_16_4:
+sc_main_4:
 	CMPQ   R8, $0x10
 	JL     sc_tail_5
 	VPXORD Z0, Z0, Z0
@@ -405,7 +405,7 @@ sc_c_6:
 	LEAQ        (CX)(DX*8), CX
 	LEAQ        (CX)(DX*8), CX
 	SUBQ        $0x10, R8
-	JMP         sc_16_4
+	JMP         sc_main_4
 
 sc_tail_5:
 	CMPQ   R8, $0x08
@@ -539,17 +539,388 @@ sc_skip_13:
 	VZEROUPPER
 	RET
 
+// func attnScores2Asm(sA *float32, sB *float32, qA *float32, qB *float32, k *float32, kStride int, sk int, d int)
+// Requires: AVX, AVX512F
+TEXT ·attnScores2Asm(SB), NOSPLIT, $0-64
+	MOVQ sA+0(FP), AX
+	MOVQ sB+8(FP), CX
+	MOVQ k+32(FP), DX
+	MOVQ kStride+40(FP), BX
+	SHLQ $0x02, BX
+	LEAQ (BX)(BX*2), SI
+	MOVQ sk+48(FP), DI
+
+sc2_main_15:
+	CMPQ   DI, $0x0c
+	JL     sc2_tail_16
+	MOVQ   DX, R8
+	LEAQ   (R8)(BX*4), R9
+	LEAQ   (R9)(BX*4), R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ   qA+16(FP), R11
+	MOVQ   qB+24(FP), R12
+	MOVQ   d+56(FP), R13
+
+sc2_c_17:
+	VMOVUPS      (R11), Z24
+	VMOVUPS      (R12), Z25
+	VBROADCASTSS (R8), Z26
+	VMULPS       Z26, Z24, Z27
+	VADDPS       Z27, Z0, Z0
+	VMULPS       Z26, Z25, Z26
+	VADDPS       Z26, Z1, Z1
+	VBROADCASTSS (R8)(BX*1), Z26
+	VMULPS       Z26, Z24, Z27
+	VADDPS       Z27, Z2, Z2
+	VMULPS       Z26, Z25, Z26
+	VADDPS       Z26, Z3, Z3
+	VBROADCASTSS (R8)(BX*2), Z26
+	VMULPS       Z26, Z24, Z27
+	VADDPS       Z27, Z4, Z4
+	VMULPS       Z26, Z25, Z26
+	VADDPS       Z26, Z5, Z5
+	VBROADCASTSS (R8)(SI*1), Z26
+	VMULPS       Z26, Z24, Z27
+	VADDPS       Z27, Z6, Z6
+	VMULPS       Z26, Z25, Z26
+	VADDPS       Z26, Z7, Z7
+	VBROADCASTSS (R9), Z26
+	VMULPS       Z26, Z24, Z27
+	VADDPS       Z27, Z8, Z8
+	VMULPS       Z26, Z25, Z26
+	VADDPS       Z26, Z9, Z9
+	VBROADCASTSS (R9)(BX*1), Z26
+	VMULPS       Z26, Z24, Z27
+	VADDPS       Z27, Z10, Z10
+	VMULPS       Z26, Z25, Z26
+	VADDPS       Z26, Z11, Z11
+	VBROADCASTSS (R9)(BX*2), Z26
+	VMULPS       Z26, Z24, Z27
+	VADDPS       Z27, Z12, Z12
+	VMULPS       Z26, Z25, Z26
+	VADDPS       Z26, Z13, Z13
+	VBROADCASTSS (R9)(SI*1), Z26
+	VMULPS       Z26, Z24, Z27
+	VADDPS       Z27, Z14, Z14
+	VMULPS       Z26, Z25, Z26
+	VADDPS       Z26, Z15, Z15
+	VBROADCASTSS (R10), Z26
+	VMULPS       Z26, Z24, Z27
+	VADDPS       Z27, Z16, Z16
+	VMULPS       Z26, Z25, Z26
+	VADDPS       Z26, Z17, Z17
+	VBROADCASTSS (R10)(BX*1), Z26
+	VMULPS       Z26, Z24, Z27
+	VADDPS       Z27, Z18, Z18
+	VMULPS       Z26, Z25, Z26
+	VADDPS       Z26, Z19, Z19
+	VBROADCASTSS (R10)(BX*2), Z26
+	VMULPS       Z26, Z24, Z27
+	VADDPS       Z27, Z20, Z20
+	VMULPS       Z26, Z25, Z26
+	VADDPS       Z26, Z21, Z21
+	VBROADCASTSS (R10)(SI*1), Z26
+	VMULPS       Z26, Z24, Z24
+	VADDPS       Z24, Z22, Z22
+	VMULPS       Z26, Z25, Z24
+	VADDPS       Z24, Z23, Z23
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, R9
+	ADDQ         $0x04, R10
+	ADDQ         $0x40, R11
+	ADDQ         $0x40, R12
+	DECQ         R13
+	JNZ          sc2_c_17
+	VMOVUPS      Z0, (AX)
+	VMOVUPS      Z1, (CX)
+	VMOVUPS      Z2, 64(AX)
+	VMOVUPS      Z3, 64(CX)
+	VMOVUPS      Z4, 128(AX)
+	VMOVUPS      Z5, 128(CX)
+	VMOVUPS      Z6, 192(AX)
+	VMOVUPS      Z7, 192(CX)
+	VMOVUPS      Z8, 256(AX)
+	VMOVUPS      Z9, 256(CX)
+	VMOVUPS      Z10, 320(AX)
+	VMOVUPS      Z11, 320(CX)
+	VMOVUPS      Z12, 384(AX)
+	VMOVUPS      Z13, 384(CX)
+	VMOVUPS      Z14, 448(AX)
+	VMOVUPS      Z15, 448(CX)
+	VMOVUPS      Z16, 512(AX)
+	VMOVUPS      Z17, 512(CX)
+	VMOVUPS      Z18, 576(AX)
+	VMOVUPS      Z19, 576(CX)
+	VMOVUPS      Z20, 640(AX)
+	VMOVUPS      Z21, 640(CX)
+	VMOVUPS      Z22, 704(AX)
+	VMOVUPS      Z23, 704(CX)
+	ADDQ         $0x00000300, AX
+	ADDQ         $0x00000300, CX
+	LEAQ         (DX)(BX*8), DX
+	LEAQ         (DX)(BX*4), DX
+	SUBQ         $0x0c, DI
+	JMP          sc2_main_15
+
+sc2_tail_16:
+	CMPQ   DI, $0x08
+	JL     sc2_skip_18
+	MOVQ   DX, R8
+	LEAQ   (R8)(BX*4), R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   qA+16(FP), R10
+	MOVQ   qB+24(FP), R11
+	MOVQ   d+56(FP), R12
+
+sc2_c_19:
+	VMOVUPS      (R10), Z16
+	VMOVUPS      (R11), Z17
+	VBROADCASTSS (R8), Z18
+	VMULPS       Z18, Z16, Z19
+	VADDPS       Z19, Z0, Z0
+	VMULPS       Z18, Z17, Z18
+	VADDPS       Z18, Z1, Z1
+	VBROADCASTSS (R8)(BX*1), Z18
+	VMULPS       Z18, Z16, Z19
+	VADDPS       Z19, Z2, Z2
+	VMULPS       Z18, Z17, Z18
+	VADDPS       Z18, Z3, Z3
+	VBROADCASTSS (R8)(BX*2), Z18
+	VMULPS       Z18, Z16, Z19
+	VADDPS       Z19, Z4, Z4
+	VMULPS       Z18, Z17, Z18
+	VADDPS       Z18, Z5, Z5
+	VBROADCASTSS (R8)(SI*1), Z18
+	VMULPS       Z18, Z16, Z19
+	VADDPS       Z19, Z6, Z6
+	VMULPS       Z18, Z17, Z18
+	VADDPS       Z18, Z7, Z7
+	VBROADCASTSS (R9), Z18
+	VMULPS       Z18, Z16, Z19
+	VADDPS       Z19, Z8, Z8
+	VMULPS       Z18, Z17, Z18
+	VADDPS       Z18, Z9, Z9
+	VBROADCASTSS (R9)(BX*1), Z18
+	VMULPS       Z18, Z16, Z19
+	VADDPS       Z19, Z10, Z10
+	VMULPS       Z18, Z17, Z18
+	VADDPS       Z18, Z11, Z11
+	VBROADCASTSS (R9)(BX*2), Z18
+	VMULPS       Z18, Z16, Z19
+	VADDPS       Z19, Z12, Z12
+	VMULPS       Z18, Z17, Z18
+	VADDPS       Z18, Z13, Z13
+	VBROADCASTSS (R9)(SI*1), Z18
+	VMULPS       Z18, Z16, Z16
+	VADDPS       Z16, Z14, Z14
+	VMULPS       Z18, Z17, Z16
+	VADDPS       Z16, Z15, Z15
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, R9
+	ADDQ         $0x40, R10
+	ADDQ         $0x40, R11
+	DECQ         R12
+	JNZ          sc2_c_19
+	VMOVUPS      Z0, (AX)
+	VMOVUPS      Z1, (CX)
+	VMOVUPS      Z2, 64(AX)
+	VMOVUPS      Z3, 64(CX)
+	VMOVUPS      Z4, 128(AX)
+	VMOVUPS      Z5, 128(CX)
+	VMOVUPS      Z6, 192(AX)
+	VMOVUPS      Z7, 192(CX)
+	VMOVUPS      Z8, 256(AX)
+	VMOVUPS      Z9, 256(CX)
+	VMOVUPS      Z10, 320(AX)
+	VMOVUPS      Z11, 320(CX)
+	VMOVUPS      Z12, 384(AX)
+	VMOVUPS      Z13, 384(CX)
+	VMOVUPS      Z14, 448(AX)
+	VMOVUPS      Z15, 448(CX)
+	ADDQ         $0x00000200, AX
+	ADDQ         $0x00000200, CX
+	LEAQ         (DX)(BX*8), DX
+	SUBQ         $0x08, DI
+
+sc2_skip_18:
+	CMPQ   DI, $0x04
+	JL     sc2_skip_20
+	MOVQ   DX, R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   qA+16(FP), R9
+	MOVQ   qB+24(FP), R10
+	MOVQ   d+56(FP), R11
+
+sc2_c_21:
+	VMOVUPS      (R9), Z8
+	VMOVUPS      (R10), Z9
+	VBROADCASTSS (R8), Z10
+	VMULPS       Z10, Z8, Z11
+	VADDPS       Z11, Z0, Z0
+	VMULPS       Z10, Z9, Z10
+	VADDPS       Z10, Z1, Z1
+	VBROADCASTSS (R8)(BX*1), Z10
+	VMULPS       Z10, Z8, Z11
+	VADDPS       Z11, Z2, Z2
+	VMULPS       Z10, Z9, Z10
+	VADDPS       Z10, Z3, Z3
+	VBROADCASTSS (R8)(BX*2), Z10
+	VMULPS       Z10, Z8, Z11
+	VADDPS       Z11, Z4, Z4
+	VMULPS       Z10, Z9, Z10
+	VADDPS       Z10, Z5, Z5
+	VBROADCASTSS (R8)(SI*1), Z10
+	VMULPS       Z10, Z8, Z8
+	VADDPS       Z8, Z6, Z6
+	VMULPS       Z10, Z9, Z8
+	VADDPS       Z8, Z7, Z7
+	ADDQ         $0x04, R8
+	ADDQ         $0x40, R9
+	ADDQ         $0x40, R10
+	DECQ         R11
+	JNZ          sc2_c_21
+	VMOVUPS      Z0, (AX)
+	VMOVUPS      Z1, (CX)
+	VMOVUPS      Z2, 64(AX)
+	VMOVUPS      Z3, 64(CX)
+	VMOVUPS      Z4, 128(AX)
+	VMOVUPS      Z5, 128(CX)
+	VMOVUPS      Z6, 192(AX)
+	VMOVUPS      Z7, 192(CX)
+	ADDQ         $0x00000100, AX
+	ADDQ         $0x00000100, CX
+	LEAQ         (DX)(BX*4), DX
+	SUBQ         $0x04, DI
+
+sc2_skip_20:
+	CMPQ   DI, $0x02
+	JL     sc2_skip_22
+	MOVQ   DX, SI
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   qA+16(FP), R8
+	MOVQ   qB+24(FP), R9
+	MOVQ   d+56(FP), R10
+
+sc2_c_23:
+	VMOVUPS      (R8), Z4
+	VMOVUPS      (R9), Z5
+	VBROADCASTSS (SI), Z6
+	VMULPS       Z6, Z4, Z7
+	VADDPS       Z7, Z0, Z0
+	VMULPS       Z6, Z5, Z6
+	VADDPS       Z6, Z1, Z1
+	VBROADCASTSS (SI)(BX*1), Z6
+	VMULPS       Z6, Z4, Z4
+	VADDPS       Z4, Z2, Z2
+	VMULPS       Z6, Z5, Z4
+	VADDPS       Z4, Z3, Z3
+	ADDQ         $0x04, SI
+	ADDQ         $0x40, R8
+	ADDQ         $0x40, R9
+	DECQ         R10
+	JNZ          sc2_c_23
+	VMOVUPS      Z0, (AX)
+	VMOVUPS      Z1, (CX)
+	VMOVUPS      Z2, 64(AX)
+	VMOVUPS      Z3, 64(CX)
+	ADDQ         $0x00000080, AX
+	ADDQ         $0x00000080, CX
+	LEAQ         (DX)(BX*2), DX
+	SUBQ         $0x02, DI
+
+sc2_skip_22:
+	CMPQ   DI, $0x01
+	JL     sc2_skip_24
+	MOVQ   DX, SI
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ   qA+16(FP), R8
+	MOVQ   qB+24(FP), R9
+	MOVQ   d+56(FP), R10
+
+sc2_c_25:
+	VMOVUPS      (R8), Z2
+	VMOVUPS      (R9), Z3
+	VBROADCASTSS (SI), Z4
+	VMULPS       Z4, Z2, Z2
+	VADDPS       Z2, Z0, Z0
+	VMULPS       Z4, Z3, Z2
+	VADDPS       Z2, Z1, Z1
+	ADDQ         $0x04, SI
+	ADDQ         $0x40, R8
+	ADDQ         $0x40, R9
+	DECQ         R10
+	JNZ          sc2_c_25
+	VMOVUPS      Z0, (AX)
+	VMOVUPS      Z1, (CX)
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000040, CX
+	LEAQ         (DX)(BX*1), DX
+	SUBQ         $0x01, DI
+
+sc2_skip_24:
+	VZEROUPPER
+	RET
+
 // func attnSoftmaxAsm(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32)
 // Requires: AVX, AVX512F
 TEXT ·attnSoftmaxAsm(SB), NOSPLIT, $0-48
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sm_empty_15
+	JZ           sm_empty_26
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sm_mode1_16
+	JEQ          sm_mode1_27
 	CMPQ         AX, $0x02
-	JEQ          sm_mode2_17
+	JEQ          sm_mode2_28
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Z0
 	MOVQ         s+0(FP), CX
@@ -559,26 +930,26 @@ TEXT ·attnSoftmaxAsm(SB), NOSPLIT, $0-48
 	VMULPS       Z0, Z1, Z1
 	VMOVUPS      Z1, (DX)
 	DECQ         BX
-	JZ           sm_pass2_18
+	JZ           sm_pass2_29
 
-sm_max_19:
+sm_max_30:
 	ADDQ    $0x40, DX
 	VMOVUPS (DX), Z2
 	VMULPS  Z0, Z2, Z2
 	VMOVUPS Z2, (DX)
 	VMAXPS  Z1, Z2, Z1
 	DECQ    BX
-	JNZ     sm_max_19
+	JNZ     sm_max_30
 
-sm_pass2_18:
+sm_pass2_29:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, DX
 	MOVQ   AX, BX
 
-sm_exp4_20:
+sm_exp4_31:
 	CMPQ           BX, $0x04
-	JL             sm_exp1_21
+	JL             sm_exp1_32
 	VMOVUPS        (DX), Z3
 	VSUBPS         Z1, Z3, Z3
 	VMOVUPS        64(DX), Z4
@@ -733,11 +1104,11 @@ sm_exp4_20:
 	VADDPS         Z10, Z0, Z0
 	ADDQ           $0x00000100, DX
 	SUBQ           $0x04, BX
-	JMP            sm_exp4_20
+	JMP            sm_exp4_31
 
-sm_exp1_21:
+sm_exp1_32:
 	TESTQ          BX, BX
-	JZ             sm_done_22
+	JZ             sm_done_33
 	VMOVUPS        (DX), Z3
 	VSUBPS         Z1, Z3, Z3
 	VMULPS.BCST    nnConsts<>+16(SB), Z3, Z7
@@ -778,15 +1149,15 @@ sm_exp1_21:
 	VADDPS         Z4, Z0, Z0
 	ADDQ           $0x00000040, DX
 	SUBQ           $0x01, BX
-	JMP            sm_exp1_21
+	JMP            sm_exp1_32
 
-sm_done_22:
+sm_done_33:
 	MOVQ    sums+40(FP), AX
 	VMOVUPS Z0, (AX)
 	VZEROUPPER
 	RET
 
-sm_mode1_16:
+sm_mode1_27:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Z0
 	MOVQ         s+0(FP), CX
@@ -798,9 +1169,9 @@ sm_mode1_16:
 	VADDPS.BCST  (DX), Z1, Z1
 	VMOVUPS      Z1, (BX)
 	DECQ         SI
-	JZ           sm_pass2_23
+	JZ           sm_pass2_34
 
-sm_max_24:
+sm_max_35:
 	ADDQ        $0x40, BX
 	ADDQ        $0x04, DX
 	VMOVUPS     (BX), Z2
@@ -809,17 +1180,17 @@ sm_max_24:
 	VMOVUPS     Z2, (BX)
 	VMAXPS      Z1, Z2, Z1
 	DECQ        SI
-	JNZ         sm_max_24
+	JNZ         sm_max_35
 
-sm_pass2_23:
+sm_pass2_34:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, BX
 	MOVQ   AX, SI
 
-sm_exp4_25:
+sm_exp4_36:
 	CMPQ           SI, $0x04
-	JL             sm_exp1_26
+	JL             sm_exp1_37
 	VMOVUPS        (BX), Z3
 	VSUBPS         Z1, Z3, Z3
 	VMOVUPS        64(BX), Z4
@@ -974,11 +1345,11 @@ sm_exp4_25:
 	VADDPS         Z10, Z0, Z0
 	ADDQ           $0x00000100, BX
 	SUBQ           $0x04, SI
-	JMP            sm_exp4_25
+	JMP            sm_exp4_36
 
-sm_exp1_26:
+sm_exp1_37:
 	TESTQ          SI, SI
-	JZ             sm_done_27
+	JZ             sm_done_38
 	VMOVUPS        (BX), Z3
 	VSUBPS         Z1, Z3, Z3
 	VMULPS.BCST    nnConsts<>+16(SB), Z3, Z7
@@ -1019,15 +1390,15 @@ sm_exp1_26:
 	VADDPS         Z4, Z0, Z0
 	ADDQ           $0x00000040, BX
 	SUBQ           $0x01, SI
-	JMP            sm_exp1_26
+	JMP            sm_exp1_37
 
-sm_done_27:
+sm_done_38:
 	MOVQ    sums+40(FP), AX
 	VMOVUPS Z0, (AX)
 	VZEROUPPER
 	RET
 
-sm_mode2_17:
+sm_mode2_28:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Z0
 	MOVQ         s+0(FP), CX
@@ -1039,9 +1410,9 @@ sm_mode2_17:
 	VADDPS       (DX), Z1, Z1
 	VMOVUPS      Z1, (BX)
 	DECQ         SI
-	JZ           sm_pass2_28
+	JZ           sm_pass2_39
 
-sm_max_29:
+sm_max_40:
 	ADDQ    $0x40, BX
 	ADDQ    $0x40, DX
 	VMOVUPS (BX), Z2
@@ -1050,17 +1421,17 @@ sm_max_29:
 	VMOVUPS Z2, (BX)
 	VMAXPS  Z1, Z2, Z1
 	DECQ    SI
-	JNZ     sm_max_29
+	JNZ     sm_max_40
 
-sm_pass2_28:
+sm_pass2_39:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, BX
 	MOVQ   AX, SI
 
-sm_exp4_30:
+sm_exp4_41:
 	CMPQ           SI, $0x04
-	JL             sm_exp1_31
+	JL             sm_exp1_42
 	VMOVUPS        (BX), Z3
 	VSUBPS         Z1, Z3, Z3
 	VMOVUPS        64(BX), Z4
@@ -1215,11 +1586,11 @@ sm_exp4_30:
 	VADDPS         Z10, Z0, Z0
 	ADDQ           $0x00000100, BX
 	SUBQ           $0x04, SI
-	JMP            sm_exp4_30
+	JMP            sm_exp4_41
 
-sm_exp1_31:
+sm_exp1_42:
 	TESTQ          SI, SI
-	JZ             sm_done_32
+	JZ             sm_done_43
 	VMOVUPS        (BX), Z3
 	VSUBPS         Z1, Z3, Z3
 	VMULPS.BCST    nnConsts<>+16(SB), Z3, Z7
@@ -1260,15 +1631,15 @@ sm_exp1_31:
 	VADDPS         Z4, Z0, Z0
 	ADDQ           $0x00000040, BX
 	SUBQ           $0x01, SI
-	JMP            sm_exp1_31
+	JMP            sm_exp1_42
 
-sm_done_32:
+sm_done_43:
 	MOVQ    sums+40(FP), AX
 	VMOVUPS Z0, (AX)
 	VZEROUPPER
 	RET
 
-sm_empty_15:
+sm_empty_26:
 	VPXORD  Z0, Z0, Z0
 	MOVQ    sums+40(FP), AX
 	VMOVUPS Z0, (AX)
@@ -1278,16 +1649,21 @@ sm_empty_15:
 // func attnPVAsm(out *float32, outStride int, rows int, p *float32, v *float32, vStride int, sk int, d int, sums *float32)
 // Requires: AVX, AVX512BW, AVX512F
 TEXT ·attnPVAsm(SB), NOSPLIT, $0-72
-	MOVQ    sums+64(FP), AX
-	VMOVUPS (AX), Z0
-	VPXORD  Z1, Z1, Z1
-	MOVQ    out+0(FP), AX
-	MOVQ    v+32(FP), CX
-	MOVQ    d+56(FP), DX
+	VPXORD Z0, Z0, Z0
+	MOVQ   out+0(FP), AX
+	MOVQ   v+32(FP), CX
+	MOVQ   d+56(FP), DX
 
-pv_16_33:
-	CMPQ   DX, $0x10
-	JL     pv_tail_34
+pv_cols_44:
+	CMPQ DX, $0x40
+	JL   pv_coltail_45
+	MOVQ rows+16(FP), SI
+	XORQ BX, BX
+
+pv_rows_main_47:
+	CMPQ   SI, $0x06
+	JL     pv_rows_tail_48
+	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
@@ -1304,212 +1680,222 @@ pv_16_33:
 	VPXORD Z15, Z15, Z15
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
-	MOVQ   p+24(FP), BX
-	MOVQ   sk+48(FP), DI
-	MOVQ   CX, SI
-	MOVQ   vStride+40(FP), R8
-	SHLQ   $0x02, R8
-	TESTQ  DI, DI
-	JZ     pv_divide_35
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	MOVQ   sk+48(FP), R9
+	MOVQ   p+24(FP), DI
+	MOVQ   CX, R8
+	MOVQ   vStride+40(FP), R10
+	SHLQ   $0x02, R10
+	TESTQ  R9, R9
+	JZ     pv_divide_49
 
-pv_j_36:
-	VMOVUPS     (BX), Z18
-	VCMPPS      $0x04, Z1, Z18, K1
-	VMULPS.BCST (SI), Z18, Z19
-	VADDPS      Z19, Z2, K1, Z2
-	VMULPS.BCST 4(SI), Z18, Z19
-	VADDPS      Z19, Z3, K1, Z3
-	VMULPS.BCST 8(SI), Z18, Z19
-	VADDPS      Z19, Z4, K1, Z4
-	VMULPS.BCST 12(SI), Z18, Z19
-	VADDPS      Z19, Z5, K1, Z5
-	VMULPS.BCST 16(SI), Z18, Z19
-	VADDPS      Z19, Z6, K1, Z6
-	VMULPS.BCST 20(SI), Z18, Z19
-	VADDPS      Z19, Z7, K1, Z7
-	VMULPS.BCST 24(SI), Z18, Z19
-	VADDPS      Z19, Z8, K1, Z8
-	VMULPS.BCST 28(SI), Z18, Z19
-	VADDPS      Z19, Z9, K1, Z9
-	VMULPS.BCST 32(SI), Z18, Z19
-	VADDPS      Z19, Z10, K1, Z10
-	VMULPS.BCST 36(SI), Z18, Z19
-	VADDPS      Z19, Z11, K1, Z11
-	VMULPS.BCST 40(SI), Z18, Z19
-	VADDPS      Z19, Z12, K1, Z12
-	VMULPS.BCST 44(SI), Z18, Z19
-	VADDPS      Z19, Z13, K1, Z13
-	VMULPS.BCST 48(SI), Z18, Z19
-	VADDPS      Z19, Z14, K1, Z14
-	VMULPS.BCST 52(SI), Z18, Z19
-	VADDPS      Z19, Z15, K1, Z15
-	VMULPS.BCST 56(SI), Z18, Z19
-	VADDPS      Z19, Z16, K1, Z16
-	VMULPS.BCST 60(SI), Z18, Z18
-	VADDPS      Z18, Z17, K1, Z17
-	ADDQ        $0x40, BX
-	ADDQ        R8, SI
-	DECQ        DI
-	JNZ         pv_j_36
+pv_j_50:
+	VMOVUPS      (R8), Z25
+	VMOVUPS      64(R8), Z26
+	VMOVUPS      128(R8), Z27
+	VMOVUPS      192(R8), Z28
+	VCMPPS       $0x04, (DI), Z0, K1
+	KORTESTW     K1, K1
+	JCC          pv_zero_51
+	VBROADCASTSS (DI)(BX*4), Z29
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z1, Z1
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z2, Z2
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z3, Z3
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z4, Z4
+	VBROADCASTSS 4(DI)(BX*4), Z29
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z5, Z5
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z6, Z6
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z7, Z7
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z8, Z8
+	VBROADCASTSS 8(DI)(BX*4), Z29
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z9, Z9
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z10, Z10
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z11, Z11
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z12, Z12
+	VBROADCASTSS 12(DI)(BX*4), Z29
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z13, Z13
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z14, Z14
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z15, Z15
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z16, Z16
+	VBROADCASTSS 16(DI)(BX*4), Z29
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z17, Z17
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z18, Z18
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z19, Z19
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z20, Z20
+	VBROADCASTSS 20(DI)(BX*4), Z29
+	VMULPS       Z25, Z29, Z25
+	VADDPS       Z25, Z21, Z21
+	VMULPS       Z26, Z29, Z25
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z27, Z29, Z25
+	VADDPS       Z25, Z23, Z23
+	VMULPS       Z28, Z29, Z25
+	VADDPS       Z25, Z24, Z24
+	JMP          pv_next_52
 
-pv_divide_35:
-	VDIVPS     Z0, Z2, Z2
-	VDIVPS     Z0, Z3, Z3
-	VDIVPS     Z0, Z4, Z4
-	VDIVPS     Z0, Z5, Z5
-	VDIVPS     Z0, Z6, Z6
-	VDIVPS     Z0, Z7, Z7
-	VDIVPS     Z0, Z8, Z8
-	VDIVPS     Z0, Z9, Z9
-	VDIVPS     Z0, Z10, Z10
-	VDIVPS     Z0, Z11, Z11
-	VDIVPS     Z0, Z12, Z12
-	VDIVPS     Z0, Z13, Z13
-	VDIVPS     Z0, Z14, Z14
-	VDIVPS     Z0, Z15, Z15
-	VDIVPS     Z0, Z16, Z16
-	VDIVPS     Z0, Z17, Z17
-	VUNPCKLPS  Z3, Z2, Z18
-	VUNPCKHPS  Z3, Z2, Z2
-	VUNPCKLPS  Z5, Z4, Z3
-	VUNPCKHPS  Z5, Z4, Z4
-	VUNPCKLPS  Z7, Z6, Z5
-	VUNPCKHPS  Z7, Z6, Z6
-	VUNPCKLPS  Z9, Z8, Z7
-	VUNPCKHPS  Z9, Z8, Z8
-	VUNPCKLPS  Z11, Z10, Z9
-	VUNPCKHPS  Z11, Z10, Z10
-	VUNPCKLPS  Z13, Z12, Z11
-	VUNPCKHPS  Z13, Z12, Z12
-	VUNPCKLPS  Z15, Z14, Z13
-	VUNPCKHPS  Z15, Z14, Z14
-	VUNPCKLPS  Z17, Z16, Z15
-	VUNPCKHPS  Z17, Z16, Z16
-	VUNPCKLPD  Z3, Z18, Z17
-	VUNPCKHPD  Z3, Z18, Z3
-	VUNPCKLPD  Z4, Z2, Z18
-	VUNPCKHPD  Z4, Z2, Z2
-	VUNPCKLPD  Z7, Z5, Z4
-	VUNPCKHPD  Z7, Z5, Z5
-	VUNPCKLPD  Z8, Z6, Z7
-	VUNPCKHPD  Z8, Z6, Z6
-	VUNPCKLPD  Z11, Z9, Z8
-	VUNPCKHPD  Z11, Z9, Z9
-	VUNPCKLPD  Z12, Z10, Z11
-	VUNPCKHPD  Z12, Z10, Z10
-	VUNPCKLPD  Z15, Z13, Z12
-	VUNPCKHPD  Z15, Z13, Z13
-	VUNPCKLPD  Z16, Z14, Z15
-	VUNPCKHPD  Z16, Z14, Z14
-	VSHUFF32X4 $0x88, Z4, Z17, Z16
-	VSHUFF32X4 $0xdd, Z4, Z17, Z4
-	VSHUFF32X4 $0x88, Z5, Z3, Z17
-	VSHUFF32X4 $0xdd, Z5, Z3, Z3
-	VSHUFF32X4 $0x88, Z7, Z18, Z5
-	VSHUFF32X4 $0xdd, Z7, Z18, Z7
-	VSHUFF32X4 $0x88, Z6, Z2, Z18
-	VSHUFF32X4 $0xdd, Z6, Z2, Z2
-	VSHUFF32X4 $0x88, Z12, Z8, Z6
-	VSHUFF32X4 $0xdd, Z12, Z8, Z8
-	VSHUFF32X4 $0x88, Z13, Z9, Z12
-	VSHUFF32X4 $0xdd, Z13, Z9, Z9
-	VSHUFF32X4 $0x88, Z15, Z11, Z13
-	VSHUFF32X4 $0xdd, Z15, Z11, Z11
-	VSHUFF32X4 $0x88, Z14, Z10, Z15
-	VSHUFF32X4 $0xdd, Z14, Z10, Z10
-	VSHUFF32X4 $0x88, Z6, Z16, Z14
-	VSHUFF32X4 $0xdd, Z6, Z16, Z16
-	VSHUFF32X4 $0x88, Z8, Z4, Z6
-	VSHUFF32X4 $0xdd, Z8, Z4, Z4
-	VSHUFF32X4 $0x88, Z12, Z17, Z8
-	VSHUFF32X4 $0xdd, Z12, Z17, Z17
-	VSHUFF32X4 $0x88, Z9, Z3, Z12
-	VSHUFF32X4 $0xdd, Z9, Z3, Z3
-	VSHUFF32X4 $0x88, Z13, Z5, Z9
-	VSHUFF32X4 $0xdd, Z13, Z5, Z13
-	VSHUFF32X4 $0x88, Z11, Z7, Z5
-	VSHUFF32X4 $0xdd, Z11, Z7, Z7
-	VSHUFF32X4 $0x88, Z15, Z18, Z11
-	VSHUFF32X4 $0xdd, Z15, Z18, Z18
-	VSHUFF32X4 $0x88, Z10, Z2, Z15
-	VSHUFF32X4 $0xdd, Z10, Z2, Z2
-	MOVQ       $0x0000ffff, BX
-	KMOVQ      BX, K1
-	MOVQ       outStride+8(FP), SI
-	MOVQ       rows+16(FP), DI
-	MOVQ       AX, BX
-	SHLQ       $0x02, SI
-	VMOVUPS    Z14, K1, (BX)
-	CMPQ       DI, $0x00000001
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z8, K1, (BX)
-	CMPQ       DI, $0x00000002
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z9, K1, (BX)
-	CMPQ       DI, $0x00000003
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z11, K1, (BX)
-	CMPQ       DI, $0x00000004
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z6, K1, (BX)
-	CMPQ       DI, $0x00000005
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z12, K1, (BX)
-	CMPQ       DI, $0x00000006
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z5, K1, (BX)
-	CMPQ       DI, $0x00000007
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z15, K1, (BX)
-	CMPQ       DI, $0x00000008
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z16, K1, (BX)
-	CMPQ       DI, $0x00000009
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z17, K1, (BX)
-	CMPQ       DI, $0x0000000a
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z13, K1, (BX)
-	CMPQ       DI, $0x0000000b
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z18, K1, (BX)
-	CMPQ       DI, $0x0000000c
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z4, K1, (BX)
-	CMPQ       DI, $0x0000000d
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z3, K1, (BX)
-	CMPQ       DI, $0x0000000e
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z7, K1, (BX)
-	CMPQ       DI, $0x0000000f
-	JLE        pv_stored_37
-	ADDQ       SI, BX
-	VMOVUPS    Z2, K1, (BX)
+pv_zero_51:
+	VBROADCASTSS (DI)(BX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K1
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z1, K1, Z1
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z2, K1, Z2
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z3, K1, Z3
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z4, K1, Z4
+	VBROADCASTSS 4(DI)(BX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K1
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z5, K1, Z5
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z6, K1, Z6
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z7, K1, Z7
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z8, K1, Z8
+	VBROADCASTSS 8(DI)(BX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K1
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z9, K1, Z9
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z10, K1, Z10
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z11, K1, Z11
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z12, K1, Z12
+	VBROADCASTSS 12(DI)(BX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K1
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z13, K1, Z13
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z14, K1, Z14
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z15, K1, Z15
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z16, K1, Z16
+	VBROADCASTSS 16(DI)(BX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K1
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z17, K1, Z17
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z18, K1, Z18
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z19, K1, Z19
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z20, K1, Z20
+	VBROADCASTSS 20(DI)(BX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K1
+	VMULPS       Z25, Z29, Z25
+	VADDPS       Z25, Z21, K1, Z21
+	VMULPS       Z26, Z29, Z25
+	VADDPS       Z25, Z22, K1, Z22
+	VMULPS       Z27, Z29, Z25
+	VADDPS       Z25, Z23, K1, Z23
+	VMULPS       Z28, Z29, Z25
+	VADDPS       Z25, Z24, K1, Z24
 
-pv_stored_37:
-	ADDQ $0x40, AX
-	ADDQ $0x40, CX
-	SUBQ $0x10, DX
-	JMP  pv_16_33
+pv_next_52:
+	ADDQ $0x40, DI
+	ADDQ R10, R8
+	DECQ R9
+	JNZ  pv_j_50
 
-pv_tail_34:
-	CMPQ   DX, $0x08
-	JL     pv_skip_38
+pv_divide_49:
+	MOVQ        sums+64(FP), DI
+	MOVQ        outStride+8(FP), R9
+	SHLQ        $0x02, R9
+	MOVQ        BX, R8
+	IMULQ       R9, R8
+	ADDQ        AX, R8
+	LEAQ        (DI)(BX*4), DI
+	VDIVPS.BCST (DI), Z1, Z1
+	VMOVUPS     Z1, (R8)
+	VDIVPS.BCST (DI), Z2, Z2
+	VMOVUPS     Z2, 64(R8)
+	VDIVPS.BCST (DI), Z3, Z3
+	VMOVUPS     Z3, 128(R8)
+	VDIVPS.BCST (DI), Z4, Z4
+	VMOVUPS     Z4, 192(R8)
+	ADDQ        R9, R8
+	VDIVPS.BCST 4(DI), Z5, Z5
+	VMOVUPS     Z5, (R8)
+	VDIVPS.BCST 4(DI), Z6, Z6
+	VMOVUPS     Z6, 64(R8)
+	VDIVPS.BCST 4(DI), Z7, Z7
+	VMOVUPS     Z7, 128(R8)
+	VDIVPS.BCST 4(DI), Z8, Z8
+	VMOVUPS     Z8, 192(R8)
+	ADDQ        R9, R8
+	VDIVPS.BCST 8(DI), Z9, Z9
+	VMOVUPS     Z9, (R8)
+	VDIVPS.BCST 8(DI), Z10, Z10
+	VMOVUPS     Z10, 64(R8)
+	VDIVPS.BCST 8(DI), Z11, Z11
+	VMOVUPS     Z11, 128(R8)
+	VDIVPS.BCST 8(DI), Z12, Z12
+	VMOVUPS     Z12, 192(R8)
+	ADDQ        R9, R8
+	VDIVPS.BCST 12(DI), Z13, Z13
+	VMOVUPS     Z13, (R8)
+	VDIVPS.BCST 12(DI), Z14, Z14
+	VMOVUPS     Z14, 64(R8)
+	VDIVPS.BCST 12(DI), Z15, Z15
+	VMOVUPS     Z15, 128(R8)
+	VDIVPS.BCST 12(DI), Z16, Z16
+	VMOVUPS     Z16, 192(R8)
+	ADDQ        R9, R8
+	VDIVPS.BCST 16(DI), Z17, Z17
+	VMOVUPS     Z17, (R8)
+	VDIVPS.BCST 16(DI), Z18, Z18
+	VMOVUPS     Z18, 64(R8)
+	VDIVPS.BCST 16(DI), Z19, Z19
+	VMOVUPS     Z19, 128(R8)
+	VDIVPS.BCST 16(DI), Z20, Z20
+	VMOVUPS     Z20, 192(R8)
+	ADDQ        R9, R8
+	VDIVPS.BCST 20(DI), Z21, Z21
+	VMOVUPS     Z21, (R8)
+	VDIVPS.BCST 20(DI), Z22, Z22
+	VMOVUPS     Z22, 64(R8)
+	VDIVPS.BCST 20(DI), Z23, Z23
+	VMOVUPS     Z23, 128(R8)
+	VDIVPS.BCST 20(DI), Z24, Z24
+	VMOVUPS     Z24, 192(R8)
+	ADDQ        $0x06, BX
+	SUBQ        $0x06, SI
+	JMP         pv_rows_main_47
+
+pv_rows_tail_48:
+	CMPQ   SI, $0x04
+	JL     pv_rows_skip_53
+	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
@@ -1518,684 +1904,2112 @@ pv_tail_34:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
-	MOVQ   p+24(FP), BX
-	MOVQ   sk+48(FP), DI
-	MOVQ   CX, SI
-	MOVQ   vStride+40(FP), R8
-	SHLQ   $0x02, R8
-	TESTQ  DI, DI
-	JZ     pv_divide_39
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	MOVQ   sk+48(FP), R9
+	MOVQ   p+24(FP), DI
+	MOVQ   CX, R8
+	MOVQ   vStride+40(FP), R10
+	SHLQ   $0x02, R10
+	TESTQ  R9, R9
+	JZ     pv_divide_54
 
-pv_j_40:
-	VMOVUPS     (BX), Z10
-	VCMPPS      $0x04, Z1, Z10, K1
-	VMULPS.BCST (SI), Z10, Z11
-	VADDPS      Z11, Z2, K1, Z2
-	VMULPS.BCST 4(SI), Z10, Z11
-	VADDPS      Z11, Z3, K1, Z3
-	VMULPS.BCST 8(SI), Z10, Z11
-	VADDPS      Z11, Z4, K1, Z4
-	VMULPS.BCST 12(SI), Z10, Z11
-	VADDPS      Z11, Z5, K1, Z5
-	VMULPS.BCST 16(SI), Z10, Z11
-	VADDPS      Z11, Z6, K1, Z6
-	VMULPS.BCST 20(SI), Z10, Z11
-	VADDPS      Z11, Z7, K1, Z7
-	VMULPS.BCST 24(SI), Z10, Z11
-	VADDPS      Z11, Z8, K1, Z8
-	VMULPS.BCST 28(SI), Z10, Z10
-	VADDPS      Z10, Z9, K1, Z9
-	ADDQ        $0x40, BX
-	ADDQ        R8, SI
-	DECQ        DI
-	JNZ         pv_j_40
+pv_j_55:
+	VMOVUPS      (R8), Z17
+	VMOVUPS      64(R8), Z18
+	VMOVUPS      128(R8), Z19
+	VMOVUPS      192(R8), Z20
+	VCMPPS       $0x04, (DI), Z0, K1
+	KORTESTW     K1, K1
+	JCC          pv_zero_56
+	VBROADCASTSS (DI)(BX*4), Z21
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z1, Z1
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z2, Z2
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z3, Z3
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z4, Z4
+	VBROADCASTSS 4(DI)(BX*4), Z21
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z5, Z5
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z6, Z6
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z7, Z7
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z8, Z8
+	VBROADCASTSS 8(DI)(BX*4), Z21
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z9, Z9
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z10, Z10
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z11, Z11
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z12, Z12
+	VBROADCASTSS 12(DI)(BX*4), Z21
+	VMULPS       Z17, Z21, Z17
+	VADDPS       Z17, Z13, Z13
+	VMULPS       Z18, Z21, Z17
+	VADDPS       Z17, Z14, Z14
+	VMULPS       Z19, Z21, Z17
+	VADDPS       Z17, Z15, Z15
+	VMULPS       Z20, Z21, Z17
+	VADDPS       Z17, Z16, Z16
+	JMP          pv_next_57
 
-pv_divide_39:
-	VDIVPS     Z0, Z2, Z2
-	VDIVPS     Z0, Z3, Z3
-	VDIVPS     Z0, Z4, Z4
-	VDIVPS     Z0, Z5, Z5
-	VDIVPS     Z0, Z6, Z6
-	VDIVPS     Z0, Z7, Z7
-	VDIVPS     Z0, Z8, Z8
-	VDIVPS     Z0, Z9, Z9
-	VUNPCKLPS  Z3, Z2, Z10
-	VUNPCKHPS  Z3, Z2, Z2
-	VUNPCKLPS  Z5, Z4, Z3
-	VUNPCKHPS  Z5, Z4, Z4
-	VUNPCKLPS  Z7, Z6, Z5
-	VUNPCKHPS  Z7, Z6, Z6
-	VUNPCKLPS  Z9, Z8, Z7
-	VUNPCKHPS  Z9, Z8, Z8
-	VUNPCKLPS  Z1, Z1, Z9
-	VUNPCKHPS  Z1, Z1, Z11
-	VUNPCKLPS  Z1, Z1, Z12
-	VUNPCKHPS  Z1, Z1, Z13
-	VUNPCKLPS  Z1, Z1, Z14
-	VUNPCKHPS  Z1, Z1, Z15
-	VUNPCKLPS  Z1, Z1, Z16
-	VUNPCKHPS  Z1, Z1, Z17
-	VUNPCKLPD  Z3, Z10, Z18
-	VUNPCKHPD  Z3, Z10, Z3
-	VUNPCKLPD  Z4, Z2, Z10
-	VUNPCKHPD  Z4, Z2, Z2
-	VUNPCKLPD  Z7, Z5, Z4
-	VUNPCKHPD  Z7, Z5, Z5
-	VUNPCKLPD  Z8, Z6, Z7
-	VUNPCKHPD  Z8, Z6, Z6
-	VUNPCKLPD  Z12, Z9, Z8
-	VUNPCKHPD  Z12, Z9, Z9
-	VUNPCKLPD  Z13, Z11, Z12
-	VUNPCKHPD  Z13, Z11, Z11
-	VUNPCKLPD  Z16, Z14, Z13
-	VUNPCKHPD  Z16, Z14, Z14
-	VUNPCKLPD  Z17, Z15, Z16
-	VUNPCKHPD  Z17, Z15, Z15
-	VSHUFF32X4 $0x88, Z4, Z18, Z17
-	VSHUFF32X4 $0xdd, Z4, Z18, Z4
-	VSHUFF32X4 $0x88, Z5, Z3, Z18
-	VSHUFF32X4 $0xdd, Z5, Z3, Z3
-	VSHUFF32X4 $0x88, Z7, Z10, Z5
-	VSHUFF32X4 $0xdd, Z7, Z10, Z7
-	VSHUFF32X4 $0x88, Z6, Z2, Z10
-	VSHUFF32X4 $0xdd, Z6, Z2, Z2
-	VSHUFF32X4 $0x88, Z13, Z8, Z6
-	VSHUFF32X4 $0xdd, Z13, Z8, Z8
-	VSHUFF32X4 $0x88, Z14, Z9, Z13
-	VSHUFF32X4 $0xdd, Z14, Z9, Z9
-	VSHUFF32X4 $0x88, Z16, Z12, Z14
-	VSHUFF32X4 $0xdd, Z16, Z12, Z12
-	VSHUFF32X4 $0x88, Z15, Z11, Z16
-	VSHUFF32X4 $0xdd, Z15, Z11, Z11
-	VSHUFF32X4 $0x88, Z6, Z17, Z15
-	VSHUFF32X4 $0xdd, Z6, Z17, Z17
-	VSHUFF32X4 $0x88, Z8, Z4, Z6
-	VSHUFF32X4 $0xdd, Z8, Z4, Z4
-	VSHUFF32X4 $0x88, Z13, Z18, Z8
-	VSHUFF32X4 $0xdd, Z13, Z18, Z18
-	VSHUFF32X4 $0x88, Z9, Z3, Z13
-	VSHUFF32X4 $0xdd, Z9, Z3, Z3
-	VSHUFF32X4 $0x88, Z14, Z5, Z9
-	VSHUFF32X4 $0xdd, Z14, Z5, Z14
-	VSHUFF32X4 $0x88, Z12, Z7, Z5
-	VSHUFF32X4 $0xdd, Z12, Z7, Z7
-	VSHUFF32X4 $0x88, Z16, Z10, Z12
-	VSHUFF32X4 $0xdd, Z16, Z10, Z16
-	VSHUFF32X4 $0x88, Z11, Z2, Z10
-	VSHUFF32X4 $0xdd, Z11, Z2, Z2
-	MOVQ       $0x000000ff, BX
-	KMOVQ      BX, K1
-	MOVQ       outStride+8(FP), SI
-	MOVQ       rows+16(FP), DI
-	MOVQ       AX, BX
-	SHLQ       $0x02, SI
-	VMOVUPS    Z15, K1, (BX)
-	CMPQ       DI, $0x00000001
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z8, K1, (BX)
-	CMPQ       DI, $0x00000002
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z9, K1, (BX)
-	CMPQ       DI, $0x00000003
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z12, K1, (BX)
-	CMPQ       DI, $0x00000004
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z6, K1, (BX)
-	CMPQ       DI, $0x00000005
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z13, K1, (BX)
-	CMPQ       DI, $0x00000006
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z5, K1, (BX)
-	CMPQ       DI, $0x00000007
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z10, K1, (BX)
-	CMPQ       DI, $0x00000008
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z17, K1, (BX)
-	CMPQ       DI, $0x00000009
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z18, K1, (BX)
-	CMPQ       DI, $0x0000000a
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z14, K1, (BX)
-	CMPQ       DI, $0x0000000b
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z16, K1, (BX)
-	CMPQ       DI, $0x0000000c
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z4, K1, (BX)
-	CMPQ       DI, $0x0000000d
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z3, K1, (BX)
-	CMPQ       DI, $0x0000000e
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z7, K1, (BX)
-	CMPQ       DI, $0x0000000f
-	JLE        pv_stored_41
-	ADDQ       SI, BX
-	VMOVUPS    Z2, K1, (BX)
+pv_zero_56:
+	VBROADCASTSS (DI)(BX*4), Z21
+	VCMPPS       $0x04, Z0, Z21, K1
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z1, K1, Z1
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z2, K1, Z2
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z3, K1, Z3
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z4, K1, Z4
+	VBROADCASTSS 4(DI)(BX*4), Z21
+	VCMPPS       $0x04, Z0, Z21, K1
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z5, K1, Z5
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z6, K1, Z6
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z7, K1, Z7
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z8, K1, Z8
+	VBROADCASTSS 8(DI)(BX*4), Z21
+	VCMPPS       $0x04, Z0, Z21, K1
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z9, K1, Z9
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z10, K1, Z10
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z11, K1, Z11
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z12, K1, Z12
+	VBROADCASTSS 12(DI)(BX*4), Z21
+	VCMPPS       $0x04, Z0, Z21, K1
+	VMULPS       Z17, Z21, Z17
+	VADDPS       Z17, Z13, K1, Z13
+	VMULPS       Z18, Z21, Z17
+	VADDPS       Z17, Z14, K1, Z14
+	VMULPS       Z19, Z21, Z17
+	VADDPS       Z17, Z15, K1, Z15
+	VMULPS       Z20, Z21, Z17
+	VADDPS       Z17, Z16, K1, Z16
 
-pv_stored_41:
-	ADDQ $0x20, AX
-	ADDQ $0x20, CX
-	SUBQ $0x08, DX
+pv_next_57:
+	ADDQ $0x40, DI
+	ADDQ R10, R8
+	DECQ R9
+	JNZ  pv_j_55
 
-pv_skip_38:
-	CMPQ   DX, $0x04
-	JL     pv_skip_42
+pv_divide_54:
+	MOVQ        sums+64(FP), DI
+	MOVQ        outStride+8(FP), R9
+	SHLQ        $0x02, R9
+	MOVQ        BX, R8
+	IMULQ       R9, R8
+	ADDQ        AX, R8
+	LEAQ        (DI)(BX*4), DI
+	VDIVPS.BCST (DI), Z1, Z1
+	VMOVUPS     Z1, (R8)
+	VDIVPS.BCST (DI), Z2, Z2
+	VMOVUPS     Z2, 64(R8)
+	VDIVPS.BCST (DI), Z3, Z3
+	VMOVUPS     Z3, 128(R8)
+	VDIVPS.BCST (DI), Z4, Z4
+	VMOVUPS     Z4, 192(R8)
+	ADDQ        R9, R8
+	VDIVPS.BCST 4(DI), Z5, Z5
+	VMOVUPS     Z5, (R8)
+	VDIVPS.BCST 4(DI), Z6, Z6
+	VMOVUPS     Z6, 64(R8)
+	VDIVPS.BCST 4(DI), Z7, Z7
+	VMOVUPS     Z7, 128(R8)
+	VDIVPS.BCST 4(DI), Z8, Z8
+	VMOVUPS     Z8, 192(R8)
+	ADDQ        R9, R8
+	VDIVPS.BCST 8(DI), Z9, Z9
+	VMOVUPS     Z9, (R8)
+	VDIVPS.BCST 8(DI), Z10, Z10
+	VMOVUPS     Z10, 64(R8)
+	VDIVPS.BCST 8(DI), Z11, Z11
+	VMOVUPS     Z11, 128(R8)
+	VDIVPS.BCST 8(DI), Z12, Z12
+	VMOVUPS     Z12, 192(R8)
+	ADDQ        R9, R8
+	VDIVPS.BCST 12(DI), Z13, Z13
+	VMOVUPS     Z13, (R8)
+	VDIVPS.BCST 12(DI), Z14, Z14
+	VMOVUPS     Z14, 64(R8)
+	VDIVPS.BCST 12(DI), Z15, Z15
+	VMOVUPS     Z15, 128(R8)
+	VDIVPS.BCST 12(DI), Z16, Z16
+	VMOVUPS     Z16, 192(R8)
+	ADDQ        $0x04, BX
+	SUBQ        $0x04, SI
+
+pv_rows_skip_53:
+	CMPQ   SI, $0x02
+	JL     pv_rows_skip_58
+	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
-	MOVQ   p+24(FP), BX
-	MOVQ   sk+48(FP), DI
-	MOVQ   CX, SI
-	MOVQ   vStride+40(FP), R8
-	SHLQ   $0x02, R8
-	TESTQ  DI, DI
-	JZ     pv_divide_43
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	MOVQ   sk+48(FP), R9
+	MOVQ   p+24(FP), DI
+	MOVQ   CX, R8
+	MOVQ   vStride+40(FP), R10
+	SHLQ   $0x02, R10
+	TESTQ  R9, R9
+	JZ     pv_divide_59
 
-pv_j_44:
-	VMOVUPS     (BX), Z6
-	VCMPPS      $0x04, Z1, Z6, K1
-	VMULPS.BCST (SI), Z6, Z7
-	VADDPS      Z7, Z2, K1, Z2
-	VMULPS.BCST 4(SI), Z6, Z7
-	VADDPS      Z7, Z3, K1, Z3
-	VMULPS.BCST 8(SI), Z6, Z7
-	VADDPS      Z7, Z4, K1, Z4
-	VMULPS.BCST 12(SI), Z6, Z6
-	VADDPS      Z6, Z5, K1, Z5
-	ADDQ        $0x40, BX
-	ADDQ        R8, SI
-	DECQ        DI
-	JNZ         pv_j_44
+pv_j_60:
+	VMOVUPS      (R8), Z9
+	VMOVUPS      64(R8), Z10
+	VMOVUPS      128(R8), Z11
+	VMOVUPS      192(R8), Z12
+	VCMPPS       $0x04, (DI), Z0, K1
+	KORTESTW     K1, K1
+	JCC          pv_zero_61
+	VBROADCASTSS (DI)(BX*4), Z13
+	VMULPS       Z9, Z13, Z14
+	VADDPS       Z14, Z1, Z1
+	VMULPS       Z10, Z13, Z14
+	VADDPS       Z14, Z2, Z2
+	VMULPS       Z11, Z13, Z14
+	VADDPS       Z14, Z3, Z3
+	VMULPS       Z12, Z13, Z13
+	VADDPS       Z13, Z4, Z4
+	VBROADCASTSS 4(DI)(BX*4), Z13
+	VMULPS       Z9, Z13, Z9
+	VADDPS       Z9, Z5, Z5
+	VMULPS       Z10, Z13, Z9
+	VADDPS       Z9, Z6, Z6
+	VMULPS       Z11, Z13, Z9
+	VADDPS       Z9, Z7, Z7
+	VMULPS       Z12, Z13, Z9
+	VADDPS       Z9, Z8, Z8
+	JMP          pv_next_62
 
-pv_divide_43:
-	VDIVPS     Z0, Z2, Z2
-	VDIVPS     Z0, Z3, Z3
-	VDIVPS     Z0, Z4, Z4
-	VDIVPS     Z0, Z5, Z5
-	VUNPCKLPS  Z3, Z2, Z6
-	VUNPCKHPS  Z3, Z2, Z2
-	VUNPCKLPS  Z5, Z4, Z3
-	VUNPCKHPS  Z5, Z4, Z4
-	VUNPCKLPS  Z1, Z1, Z5
-	VUNPCKHPS  Z1, Z1, Z7
-	VUNPCKLPS  Z1, Z1, Z8
-	VUNPCKHPS  Z1, Z1, Z9
-	VUNPCKLPS  Z1, Z1, Z10
-	VUNPCKHPS  Z1, Z1, Z11
-	VUNPCKLPS  Z1, Z1, Z12
-	VUNPCKHPS  Z1, Z1, Z13
-	VUNPCKLPS  Z1, Z1, Z14
-	VUNPCKHPS  Z1, Z1, Z15
-	VUNPCKLPS  Z1, Z1, Z16
-	VUNPCKHPS  Z1, Z1, Z17
-	VUNPCKLPD  Z3, Z6, Z18
-	VUNPCKHPD  Z3, Z6, Z3
-	VUNPCKLPD  Z4, Z2, Z6
-	VUNPCKHPD  Z4, Z2, Z2
-	VUNPCKLPD  Z8, Z5, Z4
-	VUNPCKHPD  Z8, Z5, Z5
-	VUNPCKLPD  Z9, Z7, Z8
-	VUNPCKHPD  Z9, Z7, Z7
-	VUNPCKLPD  Z12, Z10, Z9
-	VUNPCKHPD  Z12, Z10, Z10
-	VUNPCKLPD  Z13, Z11, Z12
-	VUNPCKHPD  Z13, Z11, Z11
-	VUNPCKLPD  Z16, Z14, Z13
-	VUNPCKHPD  Z16, Z14, Z14
-	VUNPCKLPD  Z17, Z15, Z16
-	VUNPCKHPD  Z17, Z15, Z15
-	VSHUFF32X4 $0x88, Z4, Z18, Z17
-	VSHUFF32X4 $0xdd, Z4, Z18, Z4
-	VSHUFF32X4 $0x88, Z5, Z3, Z18
-	VSHUFF32X4 $0xdd, Z5, Z3, Z3
-	VSHUFF32X4 $0x88, Z8, Z6, Z5
-	VSHUFF32X4 $0xdd, Z8, Z6, Z6
-	VSHUFF32X4 $0x88, Z7, Z2, Z8
-	VSHUFF32X4 $0xdd, Z7, Z2, Z2
-	VSHUFF32X4 $0x88, Z13, Z9, Z7
-	VSHUFF32X4 $0xdd, Z13, Z9, Z9
-	VSHUFF32X4 $0x88, Z14, Z10, Z13
-	VSHUFF32X4 $0xdd, Z14, Z10, Z10
-	VSHUFF32X4 $0x88, Z16, Z12, Z14
-	VSHUFF32X4 $0xdd, Z16, Z12, Z12
-	VSHUFF32X4 $0x88, Z15, Z11, Z16
-	VSHUFF32X4 $0xdd, Z15, Z11, Z11
-	VSHUFF32X4 $0x88, Z7, Z17, Z15
-	VSHUFF32X4 $0xdd, Z7, Z17, Z17
-	VSHUFF32X4 $0x88, Z9, Z4, Z7
-	VSHUFF32X4 $0xdd, Z9, Z4, Z4
-	VSHUFF32X4 $0x88, Z13, Z18, Z9
-	VSHUFF32X4 $0xdd, Z13, Z18, Z18
-	VSHUFF32X4 $0x88, Z10, Z3, Z13
-	VSHUFF32X4 $0xdd, Z10, Z3, Z3
-	VSHUFF32X4 $0x88, Z14, Z5, Z10
-	VSHUFF32X4 $0xdd, Z14, Z5, Z14
-	VSHUFF32X4 $0x88, Z12, Z6, Z5
-	VSHUFF32X4 $0xdd, Z12, Z6, Z6
-	VSHUFF32X4 $0x88, Z16, Z8, Z12
-	VSHUFF32X4 $0xdd, Z16, Z8, Z16
-	VSHUFF32X4 $0x88, Z11, Z2, Z8
-	VSHUFF32X4 $0xdd, Z11, Z2, Z2
-	MOVQ       $0x0000000f, BX
-	KMOVQ      BX, K1
-	MOVQ       outStride+8(FP), SI
-	MOVQ       rows+16(FP), DI
-	MOVQ       AX, BX
-	SHLQ       $0x02, SI
-	VMOVUPS    Z15, K1, (BX)
-	CMPQ       DI, $0x00000001
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z9, K1, (BX)
-	CMPQ       DI, $0x00000002
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z10, K1, (BX)
-	CMPQ       DI, $0x00000003
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z12, K1, (BX)
-	CMPQ       DI, $0x00000004
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z7, K1, (BX)
-	CMPQ       DI, $0x00000005
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z13, K1, (BX)
-	CMPQ       DI, $0x00000006
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z5, K1, (BX)
-	CMPQ       DI, $0x00000007
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z8, K1, (BX)
-	CMPQ       DI, $0x00000008
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z17, K1, (BX)
-	CMPQ       DI, $0x00000009
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z18, K1, (BX)
-	CMPQ       DI, $0x0000000a
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z14, K1, (BX)
-	CMPQ       DI, $0x0000000b
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z16, K1, (BX)
-	CMPQ       DI, $0x0000000c
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z4, K1, (BX)
-	CMPQ       DI, $0x0000000d
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z3, K1, (BX)
-	CMPQ       DI, $0x0000000e
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z6, K1, (BX)
-	CMPQ       DI, $0x0000000f
-	JLE        pv_stored_45
-	ADDQ       SI, BX
-	VMOVUPS    Z2, K1, (BX)
+pv_zero_61:
+	VBROADCASTSS (DI)(BX*4), Z13
+	VCMPPS       $0x04, Z0, Z13, K1
+	VMULPS       Z9, Z13, Z14
+	VADDPS       Z14, Z1, K1, Z1
+	VMULPS       Z10, Z13, Z14
+	VADDPS       Z14, Z2, K1, Z2
+	VMULPS       Z11, Z13, Z14
+	VADDPS       Z14, Z3, K1, Z3
+	VMULPS       Z12, Z13, Z13
+	VADDPS       Z13, Z4, K1, Z4
+	VBROADCASTSS 4(DI)(BX*4), Z13
+	VCMPPS       $0x04, Z0, Z13, K1
+	VMULPS       Z9, Z13, Z9
+	VADDPS       Z9, Z5, K1, Z5
+	VMULPS       Z10, Z13, Z9
+	VADDPS       Z9, Z6, K1, Z6
+	VMULPS       Z11, Z13, Z9
+	VADDPS       Z9, Z7, K1, Z7
+	VMULPS       Z12, Z13, Z9
+	VADDPS       Z9, Z8, K1, Z8
 
-pv_stored_45:
-	ADDQ $0x10, AX
-	ADDQ $0x10, CX
-	SUBQ $0x04, DX
+pv_next_62:
+	ADDQ $0x40, DI
+	ADDQ R10, R8
+	DECQ R9
+	JNZ  pv_j_60
 
-pv_skip_42:
-	CMPQ   DX, $0x02
-	JL     pv_skip_46
+pv_divide_59:
+	MOVQ        sums+64(FP), DI
+	MOVQ        outStride+8(FP), R9
+	SHLQ        $0x02, R9
+	MOVQ        BX, R8
+	IMULQ       R9, R8
+	ADDQ        AX, R8
+	LEAQ        (DI)(BX*4), DI
+	VDIVPS.BCST (DI), Z1, Z1
+	VMOVUPS     Z1, (R8)
+	VDIVPS.BCST (DI), Z2, Z2
+	VMOVUPS     Z2, 64(R8)
+	VDIVPS.BCST (DI), Z3, Z3
+	VMOVUPS     Z3, 128(R8)
+	VDIVPS.BCST (DI), Z4, Z4
+	VMOVUPS     Z4, 192(R8)
+	ADDQ        R9, R8
+	VDIVPS.BCST 4(DI), Z5, Z5
+	VMOVUPS     Z5, (R8)
+	VDIVPS.BCST 4(DI), Z6, Z6
+	VMOVUPS     Z6, 64(R8)
+	VDIVPS.BCST 4(DI), Z7, Z7
+	VMOVUPS     Z7, 128(R8)
+	VDIVPS.BCST 4(DI), Z8, Z8
+	VMOVUPS     Z8, 192(R8)
+	ADDQ        $0x02, BX
+	SUBQ        $0x02, SI
+
+pv_rows_skip_58:
+	CMPQ   SI, $0x01
+	JL     pv_rows_skip_63
+	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	MOVQ   p+24(FP), BX
-	MOVQ   sk+48(FP), DI
-	MOVQ   CX, SI
-	MOVQ   vStride+40(FP), R8
-	SHLQ   $0x02, R8
-	TESTQ  DI, DI
-	JZ     pv_divide_47
+	VPXORD Z4, Z4, Z4
+	MOVQ   sk+48(FP), R9
+	MOVQ   p+24(FP), DI
+	MOVQ   CX, R8
+	MOVQ   vStride+40(FP), R10
+	SHLQ   $0x02, R10
+	TESTQ  R9, R9
+	JZ     pv_divide_64
 
-pv_j_48:
-	VMOVUPS     (BX), Z4
-	VCMPPS      $0x04, Z1, Z4, K1
-	VMULPS.BCST (SI), Z4, Z5
-	VADDPS      Z5, Z2, K1, Z2
-	VMULPS.BCST 4(SI), Z4, Z4
-	VADDPS      Z4, Z3, K1, Z3
-	ADDQ        $0x40, BX
-	ADDQ        R8, SI
-	DECQ        DI
-	JNZ         pv_j_48
+pv_j_65:
+	VMOVUPS      (R8), Z5
+	VMOVUPS      64(R8), Z6
+	VMOVUPS      128(R8), Z7
+	VMOVUPS      192(R8), Z8
+	VCMPPS       $0x04, (DI), Z0, K1
+	KORTESTW     K1, K1
+	JCC          pv_zero_66
+	VBROADCASTSS (DI)(BX*4), Z9
+	VMULPS       Z5, Z9, Z5
+	VADDPS       Z5, Z1, Z1
+	VMULPS       Z6, Z9, Z5
+	VADDPS       Z5, Z2, Z2
+	VMULPS       Z7, Z9, Z5
+	VADDPS       Z5, Z3, Z3
+	VMULPS       Z8, Z9, Z5
+	VADDPS       Z5, Z4, Z4
+	JMP          pv_next_67
 
-pv_divide_47:
-	VDIVPS     Z0, Z2, Z2
-	VDIVPS     Z0, Z3, Z3
-	VUNPCKLPS  Z3, Z2, Z4
-	VUNPCKHPS  Z3, Z2, Z2
-	VUNPCKLPS  Z1, Z1, Z3
-	VUNPCKHPS  Z1, Z1, Z5
-	VUNPCKLPS  Z1, Z1, Z6
-	VUNPCKHPS  Z1, Z1, Z7
-	VUNPCKLPS  Z1, Z1, Z8
-	VUNPCKHPS  Z1, Z1, Z9
-	VUNPCKLPS  Z1, Z1, Z10
-	VUNPCKHPS  Z1, Z1, Z11
-	VUNPCKLPS  Z1, Z1, Z12
-	VUNPCKHPS  Z1, Z1, Z13
-	VUNPCKLPS  Z1, Z1, Z14
-	VUNPCKHPS  Z1, Z1, Z15
-	VUNPCKLPS  Z1, Z1, Z16
-	VUNPCKHPS  Z1, Z1, Z17
-	VUNPCKLPD  Z3, Z4, Z18
-	VUNPCKHPD  Z3, Z4, Z3
-	VUNPCKLPD  Z5, Z2, Z4
-	VUNPCKHPD  Z5, Z2, Z2
-	VUNPCKLPD  Z8, Z6, Z5
-	VUNPCKHPD  Z8, Z6, Z6
-	VUNPCKLPD  Z9, Z7, Z8
-	VUNPCKHPD  Z9, Z7, Z7
-	VUNPCKLPD  Z12, Z10, Z9
-	VUNPCKHPD  Z12, Z10, Z10
-	VUNPCKLPD  Z13, Z11, Z12
-	VUNPCKHPD  Z13, Z11, Z11
-	VUNPCKLPD  Z16, Z14, Z13
-	VUNPCKHPD  Z16, Z14, Z14
-	VUNPCKLPD  Z17, Z15, Z16
-	VUNPCKHPD  Z17, Z15, Z15
-	VSHUFF32X4 $0x88, Z5, Z18, Z17
-	VSHUFF32X4 $0xdd, Z5, Z18, Z5
-	VSHUFF32X4 $0x88, Z6, Z3, Z18
-	VSHUFF32X4 $0xdd, Z6, Z3, Z3
-	VSHUFF32X4 $0x88, Z8, Z4, Z6
-	VSHUFF32X4 $0xdd, Z8, Z4, Z4
-	VSHUFF32X4 $0x88, Z7, Z2, Z8
-	VSHUFF32X4 $0xdd, Z7, Z2, Z2
-	VSHUFF32X4 $0x88, Z13, Z9, Z7
-	VSHUFF32X4 $0xdd, Z13, Z9, Z9
-	VSHUFF32X4 $0x88, Z14, Z10, Z13
-	VSHUFF32X4 $0xdd, Z14, Z10, Z10
-	VSHUFF32X4 $0x88, Z16, Z12, Z14
-	VSHUFF32X4 $0xdd, Z16, Z12, Z12
-	VSHUFF32X4 $0x88, Z15, Z11, Z16
-	VSHUFF32X4 $0xdd, Z15, Z11, Z11
-	VSHUFF32X4 $0x88, Z7, Z17, Z15
-	VSHUFF32X4 $0xdd, Z7, Z17, Z17
-	VSHUFF32X4 $0x88, Z9, Z5, Z7
-	VSHUFF32X4 $0xdd, Z9, Z5, Z5
-	VSHUFF32X4 $0x88, Z13, Z18, Z9
-	VSHUFF32X4 $0xdd, Z13, Z18, Z18
-	VSHUFF32X4 $0x88, Z10, Z3, Z13
-	VSHUFF32X4 $0xdd, Z10, Z3, Z3
-	VSHUFF32X4 $0x88, Z14, Z6, Z10
-	VSHUFF32X4 $0xdd, Z14, Z6, Z14
-	VSHUFF32X4 $0x88, Z12, Z4, Z6
-	VSHUFF32X4 $0xdd, Z12, Z4, Z4
-	VSHUFF32X4 $0x88, Z16, Z8, Z12
-	VSHUFF32X4 $0xdd, Z16, Z8, Z16
-	VSHUFF32X4 $0x88, Z11, Z2, Z8
-	VSHUFF32X4 $0xdd, Z11, Z2, Z2
-	MOVQ       $0x00000003, BX
-	KMOVQ      BX, K1
-	MOVQ       outStride+8(FP), SI
-	MOVQ       rows+16(FP), DI
-	MOVQ       AX, BX
-	SHLQ       $0x02, SI
-	VMOVUPS    Z15, K1, (BX)
-	CMPQ       DI, $0x00000001
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z9, K1, (BX)
-	CMPQ       DI, $0x00000002
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z10, K1, (BX)
-	CMPQ       DI, $0x00000003
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z12, K1, (BX)
-	CMPQ       DI, $0x00000004
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z7, K1, (BX)
-	CMPQ       DI, $0x00000005
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z13, K1, (BX)
-	CMPQ       DI, $0x00000006
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z6, K1, (BX)
-	CMPQ       DI, $0x00000007
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z8, K1, (BX)
-	CMPQ       DI, $0x00000008
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z17, K1, (BX)
-	CMPQ       DI, $0x00000009
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z18, K1, (BX)
-	CMPQ       DI, $0x0000000a
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z14, K1, (BX)
-	CMPQ       DI, $0x0000000b
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z16, K1, (BX)
-	CMPQ       DI, $0x0000000c
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z5, K1, (BX)
-	CMPQ       DI, $0x0000000d
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z3, K1, (BX)
-	CMPQ       DI, $0x0000000e
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z4, K1, (BX)
-	CMPQ       DI, $0x0000000f
-	JLE        pv_stored_49
-	ADDQ       SI, BX
-	VMOVUPS    Z2, K1, (BX)
+pv_zero_66:
+	VBROADCASTSS (DI)(BX*4), Z9
+	VCMPPS       $0x04, Z0, Z9, K1
+	VMULPS       Z5, Z9, Z5
+	VADDPS       Z5, Z1, K1, Z1
+	VMULPS       Z6, Z9, Z5
+	VADDPS       Z5, Z2, K1, Z2
+	VMULPS       Z7, Z9, Z5
+	VADDPS       Z5, Z3, K1, Z3
+	VMULPS       Z8, Z9, Z5
+	VADDPS       Z5, Z4, K1, Z4
 
-pv_stored_49:
-	ADDQ $0x08, AX
-	ADDQ $0x08, CX
-	SUBQ $0x02, DX
+pv_next_67:
+	ADDQ $0x40, DI
+	ADDQ R10, R8
+	DECQ R9
+	JNZ  pv_j_65
 
-pv_skip_46:
-	CMPQ   DX, $0x01
-	JL     pv_skip_50
+pv_divide_64:
+	MOVQ        sums+64(FP), DI
+	MOVQ        outStride+8(FP), R9
+	SHLQ        $0x02, R9
+	MOVQ        BX, R8
+	IMULQ       R9, R8
+	ADDQ        AX, R8
+	LEAQ        (DI)(BX*4), DI
+	VDIVPS.BCST (DI), Z1, Z1
+	VMOVUPS     Z1, (R8)
+	VDIVPS.BCST (DI), Z2, Z2
+	VMOVUPS     Z2, 64(R8)
+	VDIVPS.BCST (DI), Z3, Z3
+	VMOVUPS     Z3, 128(R8)
+	VDIVPS.BCST (DI), Z4, Z4
+	VMOVUPS     Z4, 192(R8)
+	ADDQ        $0x01, BX
+	SUBQ        $0x01, SI
+
+pv_rows_skip_63:
+	ADDQ $0x00000100, AX
+	ADDQ $0x00000100, CX
+	SUBQ $0x40, DX
+	JMP  pv_cols_44
+
+pv_coltail_45:
+	TESTQ DX, DX
+	JZ    pv_done_46
+	CMPQ  DX, $0x10
+	JG    pv_nv_68
+	SUBQ  $0x00, DX
+	LEAQ  nnColMasks<>+0(SB), BX
+	MOVQ  (BX)(DX*8), DX
+	KMOVQ DX, K1
+	MOVQ  rows+16(FP), BX
+	XORQ  DX, DX
+
+pv_rows_main_69:
+	CMPQ   BX, $0x06
+	JL     pv_rows_tail_70
+	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
-	MOVQ   p+24(FP), BX
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_71
+
+pv_j_72:
+	VMOVUPS.Z    (DI), K1, Z7
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_73
+	VBROADCASTSS (SI)(DX*4), Z8
+	VMULPS       Z7, Z8, Z8
+	VADDPS       Z8, Z1, Z1
+	VBROADCASTSS 4(SI)(DX*4), Z8
+	VMULPS       Z7, Z8, Z8
+	VADDPS       Z8, Z2, Z2
+	VBROADCASTSS 8(SI)(DX*4), Z8
+	VMULPS       Z7, Z8, Z8
+	VADDPS       Z8, Z3, Z3
+	VBROADCASTSS 12(SI)(DX*4), Z8
+	VMULPS       Z7, Z8, Z8
+	VADDPS       Z8, Z4, Z4
+	VBROADCASTSS 16(SI)(DX*4), Z8
+	VMULPS       Z7, Z8, Z8
+	VADDPS       Z8, Z5, Z5
+	VBROADCASTSS 20(SI)(DX*4), Z8
+	VMULPS       Z7, Z8, Z7
+	VADDPS       Z7, Z6, Z6
+	JMP          pv_next_74
+
+pv_zero_73:
+	VBROADCASTSS (SI)(DX*4), Z8
+	VCMPPS       $0x04, Z0, Z8, K2
+	VMULPS       Z7, Z8, Z8
+	VADDPS       Z8, Z1, K2, Z1
+	VBROADCASTSS 4(SI)(DX*4), Z8
+	VCMPPS       $0x04, Z0, Z8, K2
+	VMULPS       Z7, Z8, Z8
+	VADDPS       Z8, Z2, K2, Z2
+	VBROADCASTSS 8(SI)(DX*4), Z8
+	VCMPPS       $0x04, Z0, Z8, K2
+	VMULPS       Z7, Z8, Z8
+	VADDPS       Z8, Z3, K2, Z3
+	VBROADCASTSS 12(SI)(DX*4), Z8
+	VCMPPS       $0x04, Z0, Z8, K2
+	VMULPS       Z7, Z8, Z8
+	VADDPS       Z8, Z4, K2, Z4
+	VBROADCASTSS 16(SI)(DX*4), Z8
+	VCMPPS       $0x04, Z0, Z8, K2
+	VMULPS       Z7, Z8, Z8
+	VADDPS       Z8, Z5, K2, Z5
+	VBROADCASTSS 20(SI)(DX*4), Z8
+	VCMPPS       $0x04, Z0, Z8, K2
+	VMULPS       Z7, Z8, Z7
+	VADDPS       Z7, Z6, K2, Z6
+
+pv_next_74:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_72
+
+pv_divide_71:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, K1, (DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z2, Z2
+	VMOVUPS     Z2, K1, (DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 8(SI), Z3, Z3
+	VMOVUPS     Z3, K1, (DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 12(SI), Z4, Z4
+	VMOVUPS     Z4, K1, (DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 16(SI), Z5, Z5
+	VMOVUPS     Z5, K1, (DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 20(SI), Z6, Z6
+	VMOVUPS     Z6, K1, (DI)
+	ADDQ        $0x06, DX
+	SUBQ        $0x06, BX
+	JMP         pv_rows_main_69
+
+pv_rows_tail_70:
+	CMPQ   BX, $0x04
+	JL     pv_rows_skip_75
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_76
+
+pv_j_77:
+	VMOVUPS.Z    (DI), K1, Z5
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_78
+	VBROADCASTSS (SI)(DX*4), Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS       Z6, Z1, Z1
+	VBROADCASTSS 4(SI)(DX*4), Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS       Z6, Z2, Z2
+	VBROADCASTSS 8(SI)(DX*4), Z6
+	VMULPS       Z5, Z6, Z6
+	VADDPS       Z6, Z3, Z3
+	VBROADCASTSS 12(SI)(DX*4), Z6
+	VMULPS       Z5, Z6, Z5
+	VADDPS       Z5, Z4, Z4
+	JMP          pv_next_79
+
+pv_zero_78:
+	VBROADCASTSS (SI)(DX*4), Z6
+	VCMPPS       $0x04, Z0, Z6, K2
+	VMULPS       Z5, Z6, Z6
+	VADDPS       Z6, Z1, K2, Z1
+	VBROADCASTSS 4(SI)(DX*4), Z6
+	VCMPPS       $0x04, Z0, Z6, K2
+	VMULPS       Z5, Z6, Z6
+	VADDPS       Z6, Z2, K2, Z2
+	VBROADCASTSS 8(SI)(DX*4), Z6
+	VCMPPS       $0x04, Z0, Z6, K2
+	VMULPS       Z5, Z6, Z6
+	VADDPS       Z6, Z3, K2, Z3
+	VBROADCASTSS 12(SI)(DX*4), Z6
+	VCMPPS       $0x04, Z0, Z6, K2
+	VMULPS       Z5, Z6, Z5
+	VADDPS       Z5, Z4, K2, Z4
+
+pv_next_79:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_77
+
+pv_divide_76:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, K1, (DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z2, Z2
+	VMOVUPS     Z2, K1, (DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 8(SI), Z3, Z3
+	VMOVUPS     Z3, K1, (DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 12(SI), Z4, Z4
+	VMOVUPS     Z4, K1, (DI)
+	ADDQ        $0x04, DX
+	SUBQ        $0x04, BX
+
+pv_rows_skip_75:
+	CMPQ   BX, $0x02
+	JL     pv_rows_skip_80
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_81
+
+pv_j_82:
+	VMOVUPS.Z    (DI), K1, Z3
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_83
+	VBROADCASTSS (SI)(DX*4), Z4
+	VMULPS       Z3, Z4, Z4
+	VADDPS       Z4, Z1, Z1
+	VBROADCASTSS 4(SI)(DX*4), Z4
+	VMULPS       Z3, Z4, Z3
+	VADDPS       Z3, Z2, Z2
+	JMP          pv_next_84
+
+pv_zero_83:
+	VBROADCASTSS (SI)(DX*4), Z4
+	VCMPPS       $0x04, Z0, Z4, K2
+	VMULPS       Z3, Z4, Z4
+	VADDPS       Z4, Z1, K2, Z1
+	VBROADCASTSS 4(SI)(DX*4), Z4
+	VCMPPS       $0x04, Z0, Z4, K2
+	VMULPS       Z3, Z4, Z3
+	VADDPS       Z3, Z2, K2, Z2
+
+pv_next_84:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_82
+
+pv_divide_81:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, K1, (DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z2, Z2
+	VMOVUPS     Z2, K1, (DI)
+	ADDQ        $0x02, DX
+	SUBQ        $0x02, BX
+
+pv_rows_skip_80:
+	CMPQ   BX, $0x01
+	JL     pv_rows_skip_85
+	VPXORD Z1, Z1, Z1
 	MOVQ   sk+48(FP), DI
-	MOVQ   CX, SI
+	MOVQ   p+24(FP), SI
 	MOVQ   vStride+40(FP), R8
 	SHLQ   $0x02, R8
 	TESTQ  DI, DI
-	JZ     pv_divide_51
+	JZ     pv_divide_86
 
-pv_j_52:
-	VMOVUPS     (BX), Z3
-	VCMPPS      $0x04, Z1, Z3, K1
-	VMULPS.BCST (SI), Z3, Z3
-	VADDPS      Z3, Z2, K1, Z2
-	ADDQ        $0x40, BX
-	ADDQ        R8, SI
-	DECQ        DI
-	JNZ         pv_j_52
+pv_j_87:
+	VMOVUPS.Z    (CX), K1, Z2
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_88
+	VBROADCASTSS (SI)(DX*4), Z3
+	VMULPS       Z2, Z3, Z2
+	VADDPS       Z2, Z1, Z1
+	JMP          pv_next_89
 
-pv_divide_51:
-	VDIVPS     Z0, Z2, Z2
-	VUNPCKLPS  Z1, Z2, Z0
-	VUNPCKHPS  Z1, Z2, Z2
-	VUNPCKLPS  Z1, Z1, Z3
-	VUNPCKHPS  Z1, Z1, Z4
-	VUNPCKLPS  Z1, Z1, Z5
-	VUNPCKHPS  Z1, Z1, Z6
-	VUNPCKLPS  Z1, Z1, Z7
-	VUNPCKHPS  Z1, Z1, Z8
-	VUNPCKLPS  Z1, Z1, Z9
-	VUNPCKHPS  Z1, Z1, Z10
-	VUNPCKLPS  Z1, Z1, Z11
-	VUNPCKHPS  Z1, Z1, Z12
-	VUNPCKLPS  Z1, Z1, Z13
-	VUNPCKHPS  Z1, Z1, Z14
-	VUNPCKLPS  Z1, Z1, Z15
-	VUNPCKHPS  Z1, Z1, Z1
-	VUNPCKLPD  Z3, Z0, Z16
-	VUNPCKHPD  Z3, Z0, Z0
-	VUNPCKLPD  Z4, Z2, Z3
-	VUNPCKHPD  Z4, Z2, Z2
-	VUNPCKLPD  Z7, Z5, Z4
-	VUNPCKHPD  Z7, Z5, Z5
-	VUNPCKLPD  Z8, Z6, Z7
-	VUNPCKHPD  Z8, Z6, Z6
-	VUNPCKLPD  Z11, Z9, Z8
-	VUNPCKHPD  Z11, Z9, Z9
-	VUNPCKLPD  Z12, Z10, Z11
-	VUNPCKHPD  Z12, Z10, Z10
-	VUNPCKLPD  Z15, Z13, Z12
-	VUNPCKHPD  Z15, Z13, Z13
-	VUNPCKLPD  Z1, Z14, Z15
-	VUNPCKHPD  Z1, Z14, Z1
-	VSHUFF32X4 $0x88, Z4, Z16, Z14
-	VSHUFF32X4 $0xdd, Z4, Z16, Z4
-	VSHUFF32X4 $0x88, Z5, Z0, Z16
-	VSHUFF32X4 $0xdd, Z5, Z0, Z0
-	VSHUFF32X4 $0x88, Z7, Z3, Z5
-	VSHUFF32X4 $0xdd, Z7, Z3, Z3
-	VSHUFF32X4 $0x88, Z6, Z2, Z7
-	VSHUFF32X4 $0xdd, Z6, Z2, Z2
-	VSHUFF32X4 $0x88, Z12, Z8, Z6
-	VSHUFF32X4 $0xdd, Z12, Z8, Z8
-	VSHUFF32X4 $0x88, Z13, Z9, Z12
-	VSHUFF32X4 $0xdd, Z13, Z9, Z9
-	VSHUFF32X4 $0x88, Z15, Z11, Z13
-	VSHUFF32X4 $0xdd, Z15, Z11, Z11
-	VSHUFF32X4 $0x88, Z1, Z10, Z15
-	VSHUFF32X4 $0xdd, Z1, Z10, Z1
-	VSHUFF32X4 $0x88, Z6, Z14, Z10
-	VSHUFF32X4 $0xdd, Z6, Z14, Z14
-	VSHUFF32X4 $0x88, Z8, Z4, Z6
-	VSHUFF32X4 $0xdd, Z8, Z4, Z4
-	VSHUFF32X4 $0x88, Z12, Z16, Z8
-	VSHUFF32X4 $0xdd, Z12, Z16, Z16
-	VSHUFF32X4 $0x88, Z9, Z0, Z12
-	VSHUFF32X4 $0xdd, Z9, Z0, Z0
-	VSHUFF32X4 $0x88, Z13, Z5, Z9
-	VSHUFF32X4 $0xdd, Z13, Z5, Z13
-	VSHUFF32X4 $0x88, Z11, Z3, Z5
-	VSHUFF32X4 $0xdd, Z11, Z3, Z3
-	VSHUFF32X4 $0x88, Z15, Z7, Z11
-	VSHUFF32X4 $0xdd, Z15, Z7, Z15
-	VSHUFF32X4 $0x88, Z1, Z2, Z7
-	VSHUFF32X4 $0xdd, Z1, Z2, Z1
-	MOVQ       $0x00000001, BX
-	KMOVQ      BX, K1
-	MOVQ       outStride+8(FP), SI
-	MOVQ       rows+16(FP), DI
-	MOVQ       AX, BX
-	SHLQ       $0x02, SI
-	VMOVUPS    Z10, K1, (BX)
-	CMPQ       DI, $0x00000001
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z8, K1, (BX)
-	CMPQ       DI, $0x00000002
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z9, K1, (BX)
-	CMPQ       DI, $0x00000003
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z11, K1, (BX)
-	CMPQ       DI, $0x00000004
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z6, K1, (BX)
-	CMPQ       DI, $0x00000005
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z12, K1, (BX)
-	CMPQ       DI, $0x00000006
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z5, K1, (BX)
-	CMPQ       DI, $0x00000007
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z7, K1, (BX)
-	CMPQ       DI, $0x00000008
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z14, K1, (BX)
-	CMPQ       DI, $0x00000009
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z16, K1, (BX)
-	CMPQ       DI, $0x0000000a
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z13, K1, (BX)
-	CMPQ       DI, $0x0000000b
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z15, K1, (BX)
-	CMPQ       DI, $0x0000000c
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z4, K1, (BX)
-	CMPQ       DI, $0x0000000d
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z0, K1, (BX)
-	CMPQ       DI, $0x0000000e
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z3, K1, (BX)
-	CMPQ       DI, $0x0000000f
-	JLE        pv_stored_53
-	ADDQ       SI, BX
-	VMOVUPS    Z1, K1, (BX)
+pv_zero_88:
+	VBROADCASTSS (SI)(DX*4), Z3
+	VCMPPS       $0x04, Z0, Z3, K2
+	VMULPS       Z2, Z3, Z2
+	VADDPS       Z2, Z1, K2, Z1
 
-pv_stored_53:
-	ADDQ $0x04, AX
-	ADDQ $0x04, CX
-	SUBQ $0x01, DX
+pv_next_89:
+	ADDQ $0x40, SI
+	ADDQ R8, CX
+	DECQ DI
+	JNZ  pv_j_87
 
-pv_skip_50:
+pv_divide_86:
+	MOVQ        sums+64(FP), CX
+	MOVQ        outStride+8(FP), DI
+	SHLQ        $0x02, DI
+	MOVQ        DX, SI
+	IMULQ       DI, SI
+	ADDQ        AX, SI
+	LEAQ        (CX)(DX*4), CX
+	VDIVPS.BCST (CX), Z1, Z1
+	VMOVUPS     Z1, K1, (SI)
+	ADDQ        $0x01, DX
+	SUBQ        $0x01, BX
+
+pv_rows_skip_85:
+	JMP pv_done_46
+
+pv_nv_68:
+	CMPQ  DX, $0x20
+	JG    pv_nv_90
+	SUBQ  $0x10, DX
+	LEAQ  nnColMasks<>+0(SB), BX
+	MOVQ  (BX)(DX*8), DX
+	KMOVQ DX, K1
+	MOVQ  rows+16(FP), BX
+	XORQ  DX, DX
+
+pv_rows_main_91:
+	CMPQ   BX, $0x06
+	JL     pv_rows_tail_92
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_93
+
+pv_j_94:
+	VMOVUPS      (DI), Z13
+	VMOVUPS.Z    64(DI), K1, Z14
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_95
+	VBROADCASTSS (SI)(DX*4), Z15
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z1, Z1
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z2, Z2
+	VBROADCASTSS 4(SI)(DX*4), Z15
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z3, Z3
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z4, Z4
+	VBROADCASTSS 8(SI)(DX*4), Z15
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z5, Z5
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z6, Z6
+	VBROADCASTSS 12(SI)(DX*4), Z15
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z7, Z7
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z8, Z8
+	VBROADCASTSS 16(SI)(DX*4), Z15
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z9, Z9
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z10, Z10
+	VBROADCASTSS 20(SI)(DX*4), Z15
+	VMULPS       Z13, Z15, Z13
+	VADDPS       Z13, Z11, Z11
+	VMULPS       Z14, Z15, Z13
+	VADDPS       Z13, Z12, Z12
+	JMP          pv_next_96
+
+pv_zero_95:
+	VBROADCASTSS (SI)(DX*4), Z15
+	VCMPPS       $0x04, Z0, Z15, K2
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z1, K2, Z1
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z2, K2, Z2
+	VBROADCASTSS 4(SI)(DX*4), Z15
+	VCMPPS       $0x04, Z0, Z15, K2
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z3, K2, Z3
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z4, K2, Z4
+	VBROADCASTSS 8(SI)(DX*4), Z15
+	VCMPPS       $0x04, Z0, Z15, K2
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z5, K2, Z5
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z6, K2, Z6
+	VBROADCASTSS 12(SI)(DX*4), Z15
+	VCMPPS       $0x04, Z0, Z15, K2
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z7, K2, Z7
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z8, K2, Z8
+	VBROADCASTSS 16(SI)(DX*4), Z15
+	VCMPPS       $0x04, Z0, Z15, K2
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z9, K2, Z9
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z10, K2, Z10
+	VBROADCASTSS 20(SI)(DX*4), Z15
+	VCMPPS       $0x04, Z0, Z15, K2
+	VMULPS       Z13, Z15, Z13
+	VADDPS       Z13, Z11, K2, Z11
+	VMULPS       Z14, Z15, Z13
+	VADDPS       Z13, Z12, K2, Z12
+
+pv_next_96:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_94
+
+pv_divide_93:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, (DI)
+	VDIVPS.BCST (SI), Z2, Z2
+	VMOVUPS     Z2, K1, 64(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z3, Z3
+	VMOVUPS     Z3, (DI)
+	VDIVPS.BCST 4(SI), Z4, Z4
+	VMOVUPS     Z4, K1, 64(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 8(SI), Z5, Z5
+	VMOVUPS     Z5, (DI)
+	VDIVPS.BCST 8(SI), Z6, Z6
+	VMOVUPS     Z6, K1, 64(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 12(SI), Z7, Z7
+	VMOVUPS     Z7, (DI)
+	VDIVPS.BCST 12(SI), Z8, Z8
+	VMOVUPS     Z8, K1, 64(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 16(SI), Z9, Z9
+	VMOVUPS     Z9, (DI)
+	VDIVPS.BCST 16(SI), Z10, Z10
+	VMOVUPS     Z10, K1, 64(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 20(SI), Z11, Z11
+	VMOVUPS     Z11, (DI)
+	VDIVPS.BCST 20(SI), Z12, Z12
+	VMOVUPS     Z12, K1, 64(DI)
+	ADDQ        $0x06, DX
+	SUBQ        $0x06, BX
+	JMP         pv_rows_main_91
+
+pv_rows_tail_92:
+	CMPQ   BX, $0x04
+	JL     pv_rows_skip_97
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_98
+
+pv_j_99:
+	VMOVUPS      (DI), Z9
+	VMOVUPS.Z    64(DI), K1, Z10
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_100
+	VBROADCASTSS (SI)(DX*4), Z11
+	VMULPS       Z9, Z11, Z12
+	VADDPS       Z12, Z1, Z1
+	VMULPS       Z10, Z11, Z11
+	VADDPS       Z11, Z2, Z2
+	VBROADCASTSS 4(SI)(DX*4), Z11
+	VMULPS       Z9, Z11, Z12
+	VADDPS       Z12, Z3, Z3
+	VMULPS       Z10, Z11, Z11
+	VADDPS       Z11, Z4, Z4
+	VBROADCASTSS 8(SI)(DX*4), Z11
+	VMULPS       Z9, Z11, Z12
+	VADDPS       Z12, Z5, Z5
+	VMULPS       Z10, Z11, Z11
+	VADDPS       Z11, Z6, Z6
+	VBROADCASTSS 12(SI)(DX*4), Z11
+	VMULPS       Z9, Z11, Z9
+	VADDPS       Z9, Z7, Z7
+	VMULPS       Z10, Z11, Z9
+	VADDPS       Z9, Z8, Z8
+	JMP          pv_next_101
+
+pv_zero_100:
+	VBROADCASTSS (SI)(DX*4), Z11
+	VCMPPS       $0x04, Z0, Z11, K2
+	VMULPS       Z9, Z11, Z12
+	VADDPS       Z12, Z1, K2, Z1
+	VMULPS       Z10, Z11, Z11
+	VADDPS       Z11, Z2, K2, Z2
+	VBROADCASTSS 4(SI)(DX*4), Z11
+	VCMPPS       $0x04, Z0, Z11, K2
+	VMULPS       Z9, Z11, Z12
+	VADDPS       Z12, Z3, K2, Z3
+	VMULPS       Z10, Z11, Z11
+	VADDPS       Z11, Z4, K2, Z4
+	VBROADCASTSS 8(SI)(DX*4), Z11
+	VCMPPS       $0x04, Z0, Z11, K2
+	VMULPS       Z9, Z11, Z12
+	VADDPS       Z12, Z5, K2, Z5
+	VMULPS       Z10, Z11, Z11
+	VADDPS       Z11, Z6, K2, Z6
+	VBROADCASTSS 12(SI)(DX*4), Z11
+	VCMPPS       $0x04, Z0, Z11, K2
+	VMULPS       Z9, Z11, Z9
+	VADDPS       Z9, Z7, K2, Z7
+	VMULPS       Z10, Z11, Z9
+	VADDPS       Z9, Z8, K2, Z8
+
+pv_next_101:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_99
+
+pv_divide_98:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, (DI)
+	VDIVPS.BCST (SI), Z2, Z2
+	VMOVUPS     Z2, K1, 64(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z3, Z3
+	VMOVUPS     Z3, (DI)
+	VDIVPS.BCST 4(SI), Z4, Z4
+	VMOVUPS     Z4, K1, 64(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 8(SI), Z5, Z5
+	VMOVUPS     Z5, (DI)
+	VDIVPS.BCST 8(SI), Z6, Z6
+	VMOVUPS     Z6, K1, 64(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 12(SI), Z7, Z7
+	VMOVUPS     Z7, (DI)
+	VDIVPS.BCST 12(SI), Z8, Z8
+	VMOVUPS     Z8, K1, 64(DI)
+	ADDQ        $0x04, DX
+	SUBQ        $0x04, BX
+
+pv_rows_skip_97:
+	CMPQ   BX, $0x02
+	JL     pv_rows_skip_102
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_103
+
+pv_j_104:
+	VMOVUPS      (DI), Z5
+	VMOVUPS.Z    64(DI), K1, Z6
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_105
+	VBROADCASTSS (SI)(DX*4), Z7
+	VMULPS       Z5, Z7, Z8
+	VADDPS       Z8, Z1, Z1
+	VMULPS       Z6, Z7, Z7
+	VADDPS       Z7, Z2, Z2
+	VBROADCASTSS 4(SI)(DX*4), Z7
+	VMULPS       Z5, Z7, Z5
+	VADDPS       Z5, Z3, Z3
+	VMULPS       Z6, Z7, Z5
+	VADDPS       Z5, Z4, Z4
+	JMP          pv_next_106
+
+pv_zero_105:
+	VBROADCASTSS (SI)(DX*4), Z7
+	VCMPPS       $0x04, Z0, Z7, K2
+	VMULPS       Z5, Z7, Z8
+	VADDPS       Z8, Z1, K2, Z1
+	VMULPS       Z6, Z7, Z7
+	VADDPS       Z7, Z2, K2, Z2
+	VBROADCASTSS 4(SI)(DX*4), Z7
+	VCMPPS       $0x04, Z0, Z7, K2
+	VMULPS       Z5, Z7, Z5
+	VADDPS       Z5, Z3, K2, Z3
+	VMULPS       Z6, Z7, Z5
+	VADDPS       Z5, Z4, K2, Z4
+
+pv_next_106:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_104
+
+pv_divide_103:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, (DI)
+	VDIVPS.BCST (SI), Z2, Z2
+	VMOVUPS     Z2, K1, 64(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z3, Z3
+	VMOVUPS     Z3, (DI)
+	VDIVPS.BCST 4(SI), Z4, Z4
+	VMOVUPS     Z4, K1, 64(DI)
+	ADDQ        $0x02, DX
+	SUBQ        $0x02, BX
+
+pv_rows_skip_102:
+	CMPQ   BX, $0x01
+	JL     pv_rows_skip_107
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	MOVQ   sk+48(FP), DI
+	MOVQ   p+24(FP), SI
+	MOVQ   vStride+40(FP), R8
+	SHLQ   $0x02, R8
+	TESTQ  DI, DI
+	JZ     pv_divide_108
+
+pv_j_109:
+	VMOVUPS      (CX), Z3
+	VMOVUPS.Z    64(CX), K1, Z4
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_110
+	VBROADCASTSS (SI)(DX*4), Z5
+	VMULPS       Z3, Z5, Z3
+	VADDPS       Z3, Z1, Z1
+	VMULPS       Z4, Z5, Z3
+	VADDPS       Z3, Z2, Z2
+	JMP          pv_next_111
+
+pv_zero_110:
+	VBROADCASTSS (SI)(DX*4), Z5
+	VCMPPS       $0x04, Z0, Z5, K2
+	VMULPS       Z3, Z5, Z3
+	VADDPS       Z3, Z1, K2, Z1
+	VMULPS       Z4, Z5, Z3
+	VADDPS       Z3, Z2, K2, Z2
+
+pv_next_111:
+	ADDQ $0x40, SI
+	ADDQ R8, CX
+	DECQ DI
+	JNZ  pv_j_109
+
+pv_divide_108:
+	MOVQ        sums+64(FP), CX
+	MOVQ        outStride+8(FP), DI
+	SHLQ        $0x02, DI
+	MOVQ        DX, SI
+	IMULQ       DI, SI
+	ADDQ        AX, SI
+	LEAQ        (CX)(DX*4), CX
+	VDIVPS.BCST (CX), Z1, Z1
+	VMOVUPS     Z1, (SI)
+	VDIVPS.BCST (CX), Z2, Z2
+	VMOVUPS     Z2, K1, 64(SI)
+	ADDQ        $0x01, DX
+	SUBQ        $0x01, BX
+
+pv_rows_skip_107:
+	JMP pv_done_46
+
+pv_nv_90:
+	CMPQ  DX, $0x30
+	JG    pv_nv_112
+	SUBQ  $0x20, DX
+	LEAQ  nnColMasks<>+0(SB), BX
+	MOVQ  (BX)(DX*8), DX
+	KMOVQ DX, K1
+	MOVQ  rows+16(FP), BX
+	XORQ  DX, DX
+
+pv_rows_main_113:
+	CMPQ   BX, $0x06
+	JL     pv_rows_tail_114
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_115
+
+pv_j_116:
+	VMOVUPS      (DI), Z19
+	VMOVUPS      64(DI), Z20
+	VMOVUPS.Z    128(DI), K1, Z21
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_117
+	VBROADCASTSS (SI)(DX*4), Z22
+	VMULPS       Z19, Z22, Z23
+	VADDPS       Z23, Z1, Z1
+	VMULPS       Z20, Z22, Z23
+	VADDPS       Z23, Z2, Z2
+	VMULPS       Z21, Z22, Z22
+	VADDPS       Z22, Z3, Z3
+	VBROADCASTSS 4(SI)(DX*4), Z22
+	VMULPS       Z19, Z22, Z23
+	VADDPS       Z23, Z4, Z4
+	VMULPS       Z20, Z22, Z23
+	VADDPS       Z23, Z5, Z5
+	VMULPS       Z21, Z22, Z22
+	VADDPS       Z22, Z6, Z6
+	VBROADCASTSS 8(SI)(DX*4), Z22
+	VMULPS       Z19, Z22, Z23
+	VADDPS       Z23, Z7, Z7
+	VMULPS       Z20, Z22, Z23
+	VADDPS       Z23, Z8, Z8
+	VMULPS       Z21, Z22, Z22
+	VADDPS       Z22, Z9, Z9
+	VBROADCASTSS 12(SI)(DX*4), Z22
+	VMULPS       Z19, Z22, Z23
+	VADDPS       Z23, Z10, Z10
+	VMULPS       Z20, Z22, Z23
+	VADDPS       Z23, Z11, Z11
+	VMULPS       Z21, Z22, Z22
+	VADDPS       Z22, Z12, Z12
+	VBROADCASTSS 16(SI)(DX*4), Z22
+	VMULPS       Z19, Z22, Z23
+	VADDPS       Z23, Z13, Z13
+	VMULPS       Z20, Z22, Z23
+	VADDPS       Z23, Z14, Z14
+	VMULPS       Z21, Z22, Z22
+	VADDPS       Z22, Z15, Z15
+	VBROADCASTSS 20(SI)(DX*4), Z22
+	VMULPS       Z19, Z22, Z19
+	VADDPS       Z19, Z16, Z16
+	VMULPS       Z20, Z22, Z19
+	VADDPS       Z19, Z17, Z17
+	VMULPS       Z21, Z22, Z19
+	VADDPS       Z19, Z18, Z18
+	JMP          pv_next_118
+
+pv_zero_117:
+	VBROADCASTSS (SI)(DX*4), Z22
+	VCMPPS       $0x04, Z0, Z22, K2
+	VMULPS       Z19, Z22, Z23
+	VADDPS       Z23, Z1, K2, Z1
+	VMULPS       Z20, Z22, Z23
+	VADDPS       Z23, Z2, K2, Z2
+	VMULPS       Z21, Z22, Z22
+	VADDPS       Z22, Z3, K2, Z3
+	VBROADCASTSS 4(SI)(DX*4), Z22
+	VCMPPS       $0x04, Z0, Z22, K2
+	VMULPS       Z19, Z22, Z23
+	VADDPS       Z23, Z4, K2, Z4
+	VMULPS       Z20, Z22, Z23
+	VADDPS       Z23, Z5, K2, Z5
+	VMULPS       Z21, Z22, Z22
+	VADDPS       Z22, Z6, K2, Z6
+	VBROADCASTSS 8(SI)(DX*4), Z22
+	VCMPPS       $0x04, Z0, Z22, K2
+	VMULPS       Z19, Z22, Z23
+	VADDPS       Z23, Z7, K2, Z7
+	VMULPS       Z20, Z22, Z23
+	VADDPS       Z23, Z8, K2, Z8
+	VMULPS       Z21, Z22, Z22
+	VADDPS       Z22, Z9, K2, Z9
+	VBROADCASTSS 12(SI)(DX*4), Z22
+	VCMPPS       $0x04, Z0, Z22, K2
+	VMULPS       Z19, Z22, Z23
+	VADDPS       Z23, Z10, K2, Z10
+	VMULPS       Z20, Z22, Z23
+	VADDPS       Z23, Z11, K2, Z11
+	VMULPS       Z21, Z22, Z22
+	VADDPS       Z22, Z12, K2, Z12
+	VBROADCASTSS 16(SI)(DX*4), Z22
+	VCMPPS       $0x04, Z0, Z22, K2
+	VMULPS       Z19, Z22, Z23
+	VADDPS       Z23, Z13, K2, Z13
+	VMULPS       Z20, Z22, Z23
+	VADDPS       Z23, Z14, K2, Z14
+	VMULPS       Z21, Z22, Z22
+	VADDPS       Z22, Z15, K2, Z15
+	VBROADCASTSS 20(SI)(DX*4), Z22
+	VCMPPS       $0x04, Z0, Z22, K2
+	VMULPS       Z19, Z22, Z19
+	VADDPS       Z19, Z16, K2, Z16
+	VMULPS       Z20, Z22, Z19
+	VADDPS       Z19, Z17, K2, Z17
+	VMULPS       Z21, Z22, Z19
+	VADDPS       Z19, Z18, K2, Z18
+
+pv_next_118:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_116
+
+pv_divide_115:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, (DI)
+	VDIVPS.BCST (SI), Z2, Z2
+	VMOVUPS     Z2, 64(DI)
+	VDIVPS.BCST (SI), Z3, Z3
+	VMOVUPS     Z3, K1, 128(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z4, Z4
+	VMOVUPS     Z4, (DI)
+	VDIVPS.BCST 4(SI), Z5, Z5
+	VMOVUPS     Z5, 64(DI)
+	VDIVPS.BCST 4(SI), Z6, Z6
+	VMOVUPS     Z6, K1, 128(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 8(SI), Z7, Z7
+	VMOVUPS     Z7, (DI)
+	VDIVPS.BCST 8(SI), Z8, Z8
+	VMOVUPS     Z8, 64(DI)
+	VDIVPS.BCST 8(SI), Z9, Z9
+	VMOVUPS     Z9, K1, 128(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 12(SI), Z10, Z10
+	VMOVUPS     Z10, (DI)
+	VDIVPS.BCST 12(SI), Z11, Z11
+	VMOVUPS     Z11, 64(DI)
+	VDIVPS.BCST 12(SI), Z12, Z12
+	VMOVUPS     Z12, K1, 128(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 16(SI), Z13, Z13
+	VMOVUPS     Z13, (DI)
+	VDIVPS.BCST 16(SI), Z14, Z14
+	VMOVUPS     Z14, 64(DI)
+	VDIVPS.BCST 16(SI), Z15, Z15
+	VMOVUPS     Z15, K1, 128(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 20(SI), Z16, Z16
+	VMOVUPS     Z16, (DI)
+	VDIVPS.BCST 20(SI), Z17, Z17
+	VMOVUPS     Z17, 64(DI)
+	VDIVPS.BCST 20(SI), Z18, Z18
+	VMOVUPS     Z18, K1, 128(DI)
+	ADDQ        $0x06, DX
+	SUBQ        $0x06, BX
+	JMP         pv_rows_main_113
+
+pv_rows_tail_114:
+	CMPQ   BX, $0x04
+	JL     pv_rows_skip_119
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_120
+
+pv_j_121:
+	VMOVUPS      (DI), Z13
+	VMOVUPS      64(DI), Z14
+	VMOVUPS.Z    128(DI), K1, Z15
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_122
+	VBROADCASTSS (SI)(DX*4), Z16
+	VMULPS       Z13, Z16, Z17
+	VADDPS       Z17, Z1, Z1
+	VMULPS       Z14, Z16, Z17
+	VADDPS       Z17, Z2, Z2
+	VMULPS       Z15, Z16, Z16
+	VADDPS       Z16, Z3, Z3
+	VBROADCASTSS 4(SI)(DX*4), Z16
+	VMULPS       Z13, Z16, Z17
+	VADDPS       Z17, Z4, Z4
+	VMULPS       Z14, Z16, Z17
+	VADDPS       Z17, Z5, Z5
+	VMULPS       Z15, Z16, Z16
+	VADDPS       Z16, Z6, Z6
+	VBROADCASTSS 8(SI)(DX*4), Z16
+	VMULPS       Z13, Z16, Z17
+	VADDPS       Z17, Z7, Z7
+	VMULPS       Z14, Z16, Z17
+	VADDPS       Z17, Z8, Z8
+	VMULPS       Z15, Z16, Z16
+	VADDPS       Z16, Z9, Z9
+	VBROADCASTSS 12(SI)(DX*4), Z16
+	VMULPS       Z13, Z16, Z13
+	VADDPS       Z13, Z10, Z10
+	VMULPS       Z14, Z16, Z13
+	VADDPS       Z13, Z11, Z11
+	VMULPS       Z15, Z16, Z13
+	VADDPS       Z13, Z12, Z12
+	JMP          pv_next_123
+
+pv_zero_122:
+	VBROADCASTSS (SI)(DX*4), Z16
+	VCMPPS       $0x04, Z0, Z16, K2
+	VMULPS       Z13, Z16, Z17
+	VADDPS       Z17, Z1, K2, Z1
+	VMULPS       Z14, Z16, Z17
+	VADDPS       Z17, Z2, K2, Z2
+	VMULPS       Z15, Z16, Z16
+	VADDPS       Z16, Z3, K2, Z3
+	VBROADCASTSS 4(SI)(DX*4), Z16
+	VCMPPS       $0x04, Z0, Z16, K2
+	VMULPS       Z13, Z16, Z17
+	VADDPS       Z17, Z4, K2, Z4
+	VMULPS       Z14, Z16, Z17
+	VADDPS       Z17, Z5, K2, Z5
+	VMULPS       Z15, Z16, Z16
+	VADDPS       Z16, Z6, K2, Z6
+	VBROADCASTSS 8(SI)(DX*4), Z16
+	VCMPPS       $0x04, Z0, Z16, K2
+	VMULPS       Z13, Z16, Z17
+	VADDPS       Z17, Z7, K2, Z7
+	VMULPS       Z14, Z16, Z17
+	VADDPS       Z17, Z8, K2, Z8
+	VMULPS       Z15, Z16, Z16
+	VADDPS       Z16, Z9, K2, Z9
+	VBROADCASTSS 12(SI)(DX*4), Z16
+	VCMPPS       $0x04, Z0, Z16, K2
+	VMULPS       Z13, Z16, Z13
+	VADDPS       Z13, Z10, K2, Z10
+	VMULPS       Z14, Z16, Z13
+	VADDPS       Z13, Z11, K2, Z11
+	VMULPS       Z15, Z16, Z13
+	VADDPS       Z13, Z12, K2, Z12
+
+pv_next_123:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_121
+
+pv_divide_120:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, (DI)
+	VDIVPS.BCST (SI), Z2, Z2
+	VMOVUPS     Z2, 64(DI)
+	VDIVPS.BCST (SI), Z3, Z3
+	VMOVUPS     Z3, K1, 128(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z4, Z4
+	VMOVUPS     Z4, (DI)
+	VDIVPS.BCST 4(SI), Z5, Z5
+	VMOVUPS     Z5, 64(DI)
+	VDIVPS.BCST 4(SI), Z6, Z6
+	VMOVUPS     Z6, K1, 128(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 8(SI), Z7, Z7
+	VMOVUPS     Z7, (DI)
+	VDIVPS.BCST 8(SI), Z8, Z8
+	VMOVUPS     Z8, 64(DI)
+	VDIVPS.BCST 8(SI), Z9, Z9
+	VMOVUPS     Z9, K1, 128(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 12(SI), Z10, Z10
+	VMOVUPS     Z10, (DI)
+	VDIVPS.BCST 12(SI), Z11, Z11
+	VMOVUPS     Z11, 64(DI)
+	VDIVPS.BCST 12(SI), Z12, Z12
+	VMOVUPS     Z12, K1, 128(DI)
+	ADDQ        $0x04, DX
+	SUBQ        $0x04, BX
+
+pv_rows_skip_119:
+	CMPQ   BX, $0x02
+	JL     pv_rows_skip_124
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_125
+
+pv_j_126:
+	VMOVUPS      (DI), Z7
+	VMOVUPS      64(DI), Z8
+	VMOVUPS.Z    128(DI), K1, Z9
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_127
+	VBROADCASTSS (SI)(DX*4), Z10
+	VMULPS       Z7, Z10, Z11
+	VADDPS       Z11, Z1, Z1
+	VMULPS       Z8, Z10, Z11
+	VADDPS       Z11, Z2, Z2
+	VMULPS       Z9, Z10, Z10
+	VADDPS       Z10, Z3, Z3
+	VBROADCASTSS 4(SI)(DX*4), Z10
+	VMULPS       Z7, Z10, Z7
+	VADDPS       Z7, Z4, Z4
+	VMULPS       Z8, Z10, Z7
+	VADDPS       Z7, Z5, Z5
+	VMULPS       Z9, Z10, Z7
+	VADDPS       Z7, Z6, Z6
+	JMP          pv_next_128
+
+pv_zero_127:
+	VBROADCASTSS (SI)(DX*4), Z10
+	VCMPPS       $0x04, Z0, Z10, K2
+	VMULPS       Z7, Z10, Z11
+	VADDPS       Z11, Z1, K2, Z1
+	VMULPS       Z8, Z10, Z11
+	VADDPS       Z11, Z2, K2, Z2
+	VMULPS       Z9, Z10, Z10
+	VADDPS       Z10, Z3, K2, Z3
+	VBROADCASTSS 4(SI)(DX*4), Z10
+	VCMPPS       $0x04, Z0, Z10, K2
+	VMULPS       Z7, Z10, Z7
+	VADDPS       Z7, Z4, K2, Z4
+	VMULPS       Z8, Z10, Z7
+	VADDPS       Z7, Z5, K2, Z5
+	VMULPS       Z9, Z10, Z7
+	VADDPS       Z7, Z6, K2, Z6
+
+pv_next_128:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_126
+
+pv_divide_125:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, (DI)
+	VDIVPS.BCST (SI), Z2, Z2
+	VMOVUPS     Z2, 64(DI)
+	VDIVPS.BCST (SI), Z3, Z3
+	VMOVUPS     Z3, K1, 128(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z4, Z4
+	VMOVUPS     Z4, (DI)
+	VDIVPS.BCST 4(SI), Z5, Z5
+	VMOVUPS     Z5, 64(DI)
+	VDIVPS.BCST 4(SI), Z6, Z6
+	VMOVUPS     Z6, K1, 128(DI)
+	ADDQ        $0x02, DX
+	SUBQ        $0x02, BX
+
+pv_rows_skip_124:
+	CMPQ   BX, $0x01
+	JL     pv_rows_skip_129
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   sk+48(FP), DI
+	MOVQ   p+24(FP), SI
+	MOVQ   vStride+40(FP), R8
+	SHLQ   $0x02, R8
+	TESTQ  DI, DI
+	JZ     pv_divide_130
+
+pv_j_131:
+	VMOVUPS      (CX), Z4
+	VMOVUPS      64(CX), Z5
+	VMOVUPS.Z    128(CX), K1, Z6
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_132
+	VBROADCASTSS (SI)(DX*4), Z7
+	VMULPS       Z4, Z7, Z4
+	VADDPS       Z4, Z1, Z1
+	VMULPS       Z5, Z7, Z4
+	VADDPS       Z4, Z2, Z2
+	VMULPS       Z6, Z7, Z4
+	VADDPS       Z4, Z3, Z3
+	JMP          pv_next_133
+
+pv_zero_132:
+	VBROADCASTSS (SI)(DX*4), Z7
+	VCMPPS       $0x04, Z0, Z7, K2
+	VMULPS       Z4, Z7, Z4
+	VADDPS       Z4, Z1, K2, Z1
+	VMULPS       Z5, Z7, Z4
+	VADDPS       Z4, Z2, K2, Z2
+	VMULPS       Z6, Z7, Z4
+	VADDPS       Z4, Z3, K2, Z3
+
+pv_next_133:
+	ADDQ $0x40, SI
+	ADDQ R8, CX
+	DECQ DI
+	JNZ  pv_j_131
+
+pv_divide_130:
+	MOVQ        sums+64(FP), CX
+	MOVQ        outStride+8(FP), DI
+	SHLQ        $0x02, DI
+	MOVQ        DX, SI
+	IMULQ       DI, SI
+	ADDQ        AX, SI
+	LEAQ        (CX)(DX*4), CX
+	VDIVPS.BCST (CX), Z1, Z1
+	VMOVUPS     Z1, (SI)
+	VDIVPS.BCST (CX), Z2, Z2
+	VMOVUPS     Z2, 64(SI)
+	VDIVPS.BCST (CX), Z3, Z3
+	VMOVUPS     Z3, K1, 128(SI)
+	ADDQ        $0x01, DX
+	SUBQ        $0x01, BX
+
+pv_rows_skip_129:
+	JMP pv_done_46
+
+pv_nv_112:
+	SUBQ  $0x30, DX
+	LEAQ  nnColMasks<>+0(SB), BX
+	MOVQ  (BX)(DX*8), DX
+	KMOVQ DX, K1
+	MOVQ  rows+16(FP), BX
+	XORQ  DX, DX
+
+pv_rows_main_135:
+	CMPQ   BX, $0x06
+	JL     pv_rows_tail_136
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_137
+
+pv_j_138:
+	VMOVUPS      (DI), Z25
+	VMOVUPS      64(DI), Z26
+	VMOVUPS      128(DI), Z27
+	VMOVUPS.Z    192(DI), K1, Z28
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_139
+	VBROADCASTSS (SI)(DX*4), Z29
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z1, Z1
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z2, Z2
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z3, Z3
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z4, Z4
+	VBROADCASTSS 4(SI)(DX*4), Z29
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z5, Z5
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z6, Z6
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z7, Z7
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z8, Z8
+	VBROADCASTSS 8(SI)(DX*4), Z29
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z9, Z9
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z10, Z10
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z11, Z11
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z12, Z12
+	VBROADCASTSS 12(SI)(DX*4), Z29
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z13, Z13
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z14, Z14
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z15, Z15
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z16, Z16
+	VBROADCASTSS 16(SI)(DX*4), Z29
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z17, Z17
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z18, Z18
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z19, Z19
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z20, Z20
+	VBROADCASTSS 20(SI)(DX*4), Z29
+	VMULPS       Z25, Z29, Z25
+	VADDPS       Z25, Z21, Z21
+	VMULPS       Z26, Z29, Z25
+	VADDPS       Z25, Z22, Z22
+	VMULPS       Z27, Z29, Z25
+	VADDPS       Z25, Z23, Z23
+	VMULPS       Z28, Z29, Z25
+	VADDPS       Z25, Z24, Z24
+	JMP          pv_next_140
+
+pv_zero_139:
+	VBROADCASTSS (SI)(DX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K2
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z1, K2, Z1
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z2, K2, Z2
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z3, K2, Z3
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z4, K2, Z4
+	VBROADCASTSS 4(SI)(DX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K2
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z5, K2, Z5
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z6, K2, Z6
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z7, K2, Z7
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z8, K2, Z8
+	VBROADCASTSS 8(SI)(DX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K2
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z9, K2, Z9
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z10, K2, Z10
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z11, K2, Z11
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z12, K2, Z12
+	VBROADCASTSS 12(SI)(DX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K2
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z13, K2, Z13
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z14, K2, Z14
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z15, K2, Z15
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z16, K2, Z16
+	VBROADCASTSS 16(SI)(DX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K2
+	VMULPS       Z25, Z29, Z30
+	VADDPS       Z30, Z17, K2, Z17
+	VMULPS       Z26, Z29, Z30
+	VADDPS       Z30, Z18, K2, Z18
+	VMULPS       Z27, Z29, Z30
+	VADDPS       Z30, Z19, K2, Z19
+	VMULPS       Z28, Z29, Z29
+	VADDPS       Z29, Z20, K2, Z20
+	VBROADCASTSS 20(SI)(DX*4), Z29
+	VCMPPS       $0x04, Z0, Z29, K2
+	VMULPS       Z25, Z29, Z25
+	VADDPS       Z25, Z21, K2, Z21
+	VMULPS       Z26, Z29, Z25
+	VADDPS       Z25, Z22, K2, Z22
+	VMULPS       Z27, Z29, Z25
+	VADDPS       Z25, Z23, K2, Z23
+	VMULPS       Z28, Z29, Z25
+	VADDPS       Z25, Z24, K2, Z24
+
+pv_next_140:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_138
+
+pv_divide_137:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, (DI)
+	VDIVPS.BCST (SI), Z2, Z2
+	VMOVUPS     Z2, 64(DI)
+	VDIVPS.BCST (SI), Z3, Z3
+	VMOVUPS     Z3, 128(DI)
+	VDIVPS.BCST (SI), Z4, Z4
+	VMOVUPS     Z4, K1, 192(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z5, Z5
+	VMOVUPS     Z5, (DI)
+	VDIVPS.BCST 4(SI), Z6, Z6
+	VMOVUPS     Z6, 64(DI)
+	VDIVPS.BCST 4(SI), Z7, Z7
+	VMOVUPS     Z7, 128(DI)
+	VDIVPS.BCST 4(SI), Z8, Z8
+	VMOVUPS     Z8, K1, 192(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 8(SI), Z9, Z9
+	VMOVUPS     Z9, (DI)
+	VDIVPS.BCST 8(SI), Z10, Z10
+	VMOVUPS     Z10, 64(DI)
+	VDIVPS.BCST 8(SI), Z11, Z11
+	VMOVUPS     Z11, 128(DI)
+	VDIVPS.BCST 8(SI), Z12, Z12
+	VMOVUPS     Z12, K1, 192(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 12(SI), Z13, Z13
+	VMOVUPS     Z13, (DI)
+	VDIVPS.BCST 12(SI), Z14, Z14
+	VMOVUPS     Z14, 64(DI)
+	VDIVPS.BCST 12(SI), Z15, Z15
+	VMOVUPS     Z15, 128(DI)
+	VDIVPS.BCST 12(SI), Z16, Z16
+	VMOVUPS     Z16, K1, 192(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 16(SI), Z17, Z17
+	VMOVUPS     Z17, (DI)
+	VDIVPS.BCST 16(SI), Z18, Z18
+	VMOVUPS     Z18, 64(DI)
+	VDIVPS.BCST 16(SI), Z19, Z19
+	VMOVUPS     Z19, 128(DI)
+	VDIVPS.BCST 16(SI), Z20, Z20
+	VMOVUPS     Z20, K1, 192(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 20(SI), Z21, Z21
+	VMOVUPS     Z21, (DI)
+	VDIVPS.BCST 20(SI), Z22, Z22
+	VMOVUPS     Z22, 64(DI)
+	VDIVPS.BCST 20(SI), Z23, Z23
+	VMOVUPS     Z23, 128(DI)
+	VDIVPS.BCST 20(SI), Z24, Z24
+	VMOVUPS     Z24, K1, 192(DI)
+	ADDQ        $0x06, DX
+	SUBQ        $0x06, BX
+	JMP         pv_rows_main_135
+
+pv_rows_tail_136:
+	CMPQ   BX, $0x04
+	JL     pv_rows_skip_141
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_142
+
+pv_j_143:
+	VMOVUPS      (DI), Z17
+	VMOVUPS      64(DI), Z18
+	VMOVUPS      128(DI), Z19
+	VMOVUPS.Z    192(DI), K1, Z20
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_144
+	VBROADCASTSS (SI)(DX*4), Z21
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z1, Z1
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z2, Z2
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z3, Z3
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z4, Z4
+	VBROADCASTSS 4(SI)(DX*4), Z21
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z5, Z5
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z6, Z6
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z7, Z7
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z8, Z8
+	VBROADCASTSS 8(SI)(DX*4), Z21
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z9, Z9
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z10, Z10
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z11, Z11
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z12, Z12
+	VBROADCASTSS 12(SI)(DX*4), Z21
+	VMULPS       Z17, Z21, Z17
+	VADDPS       Z17, Z13, Z13
+	VMULPS       Z18, Z21, Z17
+	VADDPS       Z17, Z14, Z14
+	VMULPS       Z19, Z21, Z17
+	VADDPS       Z17, Z15, Z15
+	VMULPS       Z20, Z21, Z17
+	VADDPS       Z17, Z16, Z16
+	JMP          pv_next_145
+
+pv_zero_144:
+	VBROADCASTSS (SI)(DX*4), Z21
+	VCMPPS       $0x04, Z0, Z21, K2
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z1, K2, Z1
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z2, K2, Z2
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z3, K2, Z3
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z4, K2, Z4
+	VBROADCASTSS 4(SI)(DX*4), Z21
+	VCMPPS       $0x04, Z0, Z21, K2
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z5, K2, Z5
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z6, K2, Z6
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z7, K2, Z7
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z8, K2, Z8
+	VBROADCASTSS 8(SI)(DX*4), Z21
+	VCMPPS       $0x04, Z0, Z21, K2
+	VMULPS       Z17, Z21, Z22
+	VADDPS       Z22, Z9, K2, Z9
+	VMULPS       Z18, Z21, Z22
+	VADDPS       Z22, Z10, K2, Z10
+	VMULPS       Z19, Z21, Z22
+	VADDPS       Z22, Z11, K2, Z11
+	VMULPS       Z20, Z21, Z21
+	VADDPS       Z21, Z12, K2, Z12
+	VBROADCASTSS 12(SI)(DX*4), Z21
+	VCMPPS       $0x04, Z0, Z21, K2
+	VMULPS       Z17, Z21, Z17
+	VADDPS       Z17, Z13, K2, Z13
+	VMULPS       Z18, Z21, Z17
+	VADDPS       Z17, Z14, K2, Z14
+	VMULPS       Z19, Z21, Z17
+	VADDPS       Z17, Z15, K2, Z15
+	VMULPS       Z20, Z21, Z17
+	VADDPS       Z17, Z16, K2, Z16
+
+pv_next_145:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_143
+
+pv_divide_142:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, (DI)
+	VDIVPS.BCST (SI), Z2, Z2
+	VMOVUPS     Z2, 64(DI)
+	VDIVPS.BCST (SI), Z3, Z3
+	VMOVUPS     Z3, 128(DI)
+	VDIVPS.BCST (SI), Z4, Z4
+	VMOVUPS     Z4, K1, 192(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z5, Z5
+	VMOVUPS     Z5, (DI)
+	VDIVPS.BCST 4(SI), Z6, Z6
+	VMOVUPS     Z6, 64(DI)
+	VDIVPS.BCST 4(SI), Z7, Z7
+	VMOVUPS     Z7, 128(DI)
+	VDIVPS.BCST 4(SI), Z8, Z8
+	VMOVUPS     Z8, K1, 192(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 8(SI), Z9, Z9
+	VMOVUPS     Z9, (DI)
+	VDIVPS.BCST 8(SI), Z10, Z10
+	VMOVUPS     Z10, 64(DI)
+	VDIVPS.BCST 8(SI), Z11, Z11
+	VMOVUPS     Z11, 128(DI)
+	VDIVPS.BCST 8(SI), Z12, Z12
+	VMOVUPS     Z12, K1, 192(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 12(SI), Z13, Z13
+	VMOVUPS     Z13, (DI)
+	VDIVPS.BCST 12(SI), Z14, Z14
+	VMOVUPS     Z14, 64(DI)
+	VDIVPS.BCST 12(SI), Z15, Z15
+	VMOVUPS     Z15, 128(DI)
+	VDIVPS.BCST 12(SI), Z16, Z16
+	VMOVUPS     Z16, K1, 192(DI)
+	ADDQ        $0x04, DX
+	SUBQ        $0x04, BX
+
+pv_rows_skip_141:
+	CMPQ   BX, $0x02
+	JL     pv_rows_skip_146
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	MOVQ   sk+48(FP), R8
+	MOVQ   p+24(FP), SI
+	MOVQ   CX, DI
+	MOVQ   vStride+40(FP), R9
+	SHLQ   $0x02, R9
+	TESTQ  R8, R8
+	JZ     pv_divide_147
+
+pv_j_148:
+	VMOVUPS      (DI), Z9
+	VMOVUPS      64(DI), Z10
+	VMOVUPS      128(DI), Z11
+	VMOVUPS.Z    192(DI), K1, Z12
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_149
+	VBROADCASTSS (SI)(DX*4), Z13
+	VMULPS       Z9, Z13, Z14
+	VADDPS       Z14, Z1, Z1
+	VMULPS       Z10, Z13, Z14
+	VADDPS       Z14, Z2, Z2
+	VMULPS       Z11, Z13, Z14
+	VADDPS       Z14, Z3, Z3
+	VMULPS       Z12, Z13, Z13
+	VADDPS       Z13, Z4, Z4
+	VBROADCASTSS 4(SI)(DX*4), Z13
+	VMULPS       Z9, Z13, Z9
+	VADDPS       Z9, Z5, Z5
+	VMULPS       Z10, Z13, Z9
+	VADDPS       Z9, Z6, Z6
+	VMULPS       Z11, Z13, Z9
+	VADDPS       Z9, Z7, Z7
+	VMULPS       Z12, Z13, Z9
+	VADDPS       Z9, Z8, Z8
+	JMP          pv_next_150
+
+pv_zero_149:
+	VBROADCASTSS (SI)(DX*4), Z13
+	VCMPPS       $0x04, Z0, Z13, K2
+	VMULPS       Z9, Z13, Z14
+	VADDPS       Z14, Z1, K2, Z1
+	VMULPS       Z10, Z13, Z14
+	VADDPS       Z14, Z2, K2, Z2
+	VMULPS       Z11, Z13, Z14
+	VADDPS       Z14, Z3, K2, Z3
+	VMULPS       Z12, Z13, Z13
+	VADDPS       Z13, Z4, K2, Z4
+	VBROADCASTSS 4(SI)(DX*4), Z13
+	VCMPPS       $0x04, Z0, Z13, K2
+	VMULPS       Z9, Z13, Z9
+	VADDPS       Z9, Z5, K2, Z5
+	VMULPS       Z10, Z13, Z9
+	VADDPS       Z9, Z6, K2, Z6
+	VMULPS       Z11, Z13, Z9
+	VADDPS       Z9, Z7, K2, Z7
+	VMULPS       Z12, Z13, Z9
+	VADDPS       Z9, Z8, K2, Z8
+
+pv_next_150:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv_j_148
+
+pv_divide_147:
+	MOVQ        sums+64(FP), SI
+	MOVQ        outStride+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        DX, DI
+	IMULQ       R8, DI
+	ADDQ        AX, DI
+	LEAQ        (SI)(DX*4), SI
+	VDIVPS.BCST (SI), Z1, Z1
+	VMOVUPS     Z1, (DI)
+	VDIVPS.BCST (SI), Z2, Z2
+	VMOVUPS     Z2, 64(DI)
+	VDIVPS.BCST (SI), Z3, Z3
+	VMOVUPS     Z3, 128(DI)
+	VDIVPS.BCST (SI), Z4, Z4
+	VMOVUPS     Z4, K1, 192(DI)
+	ADDQ        R8, DI
+	VDIVPS.BCST 4(SI), Z5, Z5
+	VMOVUPS     Z5, (DI)
+	VDIVPS.BCST 4(SI), Z6, Z6
+	VMOVUPS     Z6, 64(DI)
+	VDIVPS.BCST 4(SI), Z7, Z7
+	VMOVUPS     Z7, 128(DI)
+	VDIVPS.BCST 4(SI), Z8, Z8
+	VMOVUPS     Z8, K1, 192(DI)
+	ADDQ        $0x02, DX
+	SUBQ        $0x02, BX
+
+pv_rows_skip_146:
+	CMPQ   BX, $0x01
+	JL     pv_rows_skip_151
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	MOVQ   sk+48(FP), DI
+	MOVQ   p+24(FP), SI
+	MOVQ   vStride+40(FP), R8
+	SHLQ   $0x02, R8
+	TESTQ  DI, DI
+	JZ     pv_divide_152
+
+pv_j_153:
+	VMOVUPS      (CX), Z5
+	VMOVUPS      64(CX), Z6
+	VMOVUPS      128(CX), Z7
+	VMOVUPS.Z    192(CX), K1, Z8
+	VCMPPS       $0x04, (SI), Z0, K2
+	KORTESTW     K2, K2
+	JCC          pv_zero_154
+	VBROADCASTSS (SI)(DX*4), Z9
+	VMULPS       Z5, Z9, Z5
+	VADDPS       Z5, Z1, Z1
+	VMULPS       Z6, Z9, Z5
+	VADDPS       Z5, Z2, Z2
+	VMULPS       Z7, Z9, Z5
+	VADDPS       Z5, Z3, Z3
+	VMULPS       Z8, Z9, Z5
+	VADDPS       Z5, Z4, Z4
+	JMP          pv_next_155
+
+pv_zero_154:
+	VBROADCASTSS (SI)(DX*4), Z9
+	VCMPPS       $0x04, Z0, Z9, K2
+	VMULPS       Z5, Z9, Z5
+	VADDPS       Z5, Z1, K2, Z1
+	VMULPS       Z6, Z9, Z5
+	VADDPS       Z5, Z2, K2, Z2
+	VMULPS       Z7, Z9, Z5
+	VADDPS       Z5, Z3, K2, Z3
+	VMULPS       Z8, Z9, Z5
+	VADDPS       Z5, Z4, K2, Z4
+
+pv_next_155:
+	ADDQ $0x40, SI
+	ADDQ R8, CX
+	DECQ DI
+	JNZ  pv_j_153
+
+pv_divide_152:
+	MOVQ        sums+64(FP), CX
+	MOVQ        outStride+8(FP), DI
+	SHLQ        $0x02, DI
+	MOVQ        DX, SI
+	IMULQ       DI, SI
+	ADDQ        AX, SI
+	LEAQ        (CX)(DX*4), CX
+	VDIVPS.BCST (CX), Z1, Z1
+	VMOVUPS     Z1, (SI)
+	VDIVPS.BCST (CX), Z2, Z2
+	VMOVUPS     Z2, 64(SI)
+	VDIVPS.BCST (CX), Z3, Z3
+	VMOVUPS     Z3, 128(SI)
+	VDIVPS.BCST (CX), Z4, Z4
+	VMOVUPS     Z4, K1, 192(SI)
+	ADDQ        $0x01, DX
+	SUBQ        $0x01, BX
+
+pv_rows_skip_151:
+	JMP pv_done_46
+
+pv_done_46:
 	VZEROUPPER
 	RET
 
@@ -2210,7 +4024,7 @@ TEXT ·lnStats16Asm(SB), NOSPLIT, $0-56
 	MOVQ         x+0(FP), CX
 	MOVQ         n+16(FP), DX
 
-ln_cols_54:
+ln_cols_156:
 	MOVQ          $0x00000010, BX
 	CMPQ          DX, BX
 	CMOVQLT       DX, BX
@@ -2319,115 +4133,115 @@ ln_cols_54:
 	VADDPD        Z11, Z1, Z1
 	VADDPD        Z15, Z2, Z2
 	CMPQ          BX, $0x00000001
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y9, Z11
 	VEXTRACTF32X8 $0x01, Z9, Y9
 	VCVTPS2PD     Y9, Z9
 	VADDPD        Z11, Z1, Z1
 	VADDPD        Z9, Z2, Z2
 	CMPQ          BX, $0x00000002
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y10, Z9
 	VEXTRACTF32X8 $0x01, Z10, Y10
 	VCVTPS2PD     Y10, Z10
 	VADDPD        Z9, Z1, Z1
 	VADDPD        Z10, Z2, Z2
 	CMPQ          BX, $0x00000003
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y12, Z9
 	VEXTRACTF32X8 $0x01, Z12, Y10
 	VCVTPS2PD     Y10, Z10
 	VADDPD        Z9, Z1, Z1
 	VADDPD        Z10, Z2, Z2
 	CMPQ          BX, $0x00000004
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y7, Z9
 	VEXTRACTF32X8 $0x01, Z7, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z9, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x00000005
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y13, Z7
 	VEXTRACTF32X8 $0x01, Z13, Y9
 	VCVTPS2PD     Y9, Z9
 	VADDPD        Z7, Z1, Z1
 	VADDPD        Z9, Z2, Z2
 	CMPQ          BX, $0x00000006
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y6, Z7
 	VEXTRACTF32X8 $0x01, Z6, Y6
 	VCVTPS2PD     Y6, Z6
 	VADDPD        Z7, Z1, Z1
 	VADDPD        Z6, Z2, Z2
 	CMPQ          BX, $0x00000007
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y16, Z6
 	VEXTRACTF32X8 $0x01, Z16, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x00000008
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y17, Z6
 	VEXTRACTF32X8 $0x01, Z17, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x00000009
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y18, Z6
 	VEXTRACTF32X8 $0x01, Z18, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x0000000a
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y14, Z6
 	VEXTRACTF32X8 $0x01, Z14, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x0000000b
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y19, Z6
 	VEXTRACTF32X8 $0x01, Z19, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x0000000c
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y5, Z6
 	VEXTRACTF32X8 $0x01, Z5, Y5
 	VCVTPS2PD     Y5, Z5
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z5, Z2, Z2
 	CMPQ          BX, $0x0000000d
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y4, Z5
 	VEXTRACTF32X8 $0x01, Z4, Y4
 	VCVTPS2PD     Y4, Z4
 	VADDPD        Z5, Z1, Z1
 	VADDPD        Z4, Z2, Z2
 	CMPQ          BX, $0x0000000e
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y8, Z4
 	VEXTRACTF32X8 $0x01, Z8, Y5
 	VCVTPS2PD     Y5, Z5
 	VADDPD        Z4, Z1, Z1
 	VADDPD        Z5, Z2, Z2
 	CMPQ          BX, $0x0000000f
-	JLE           ln_next_56
+	JLE           ln_next_158
 	VCVTPS2PD     Y3, Z4
 	VEXTRACTF32X8 $0x01, Z3, Y3
 	VCVTPS2PD     Y3, Z3
 	VADDPD        Z4, Z1, Z1
 	VADDPD        Z3, Z2, Z2
 
-ln_next_56:
+ln_next_158:
 	ADDQ   $0x40, CX
 	SUBQ   $0x10, DX
-	JG     ln_cols_54
+	JG     ln_cols_156
 	VDIVPD Z0, Z1, Z1
 	VDIVPD Z0, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -2435,7 +4249,7 @@ ln_next_56:
 	MOVQ   x+0(FP), CX
 	MOVQ   n+16(FP), DX
 
-ln_cols_57:
+ln_cols_159:
 	MOVQ          $0x00000010, BX
 	CMPQ          DX, BX
 	CMOVQLT       DX, BX
@@ -2548,7 +4362,7 @@ ln_cols_57:
 	VMULPD        Z17, Z17, Z17
 	VADDPD        Z17, Z4, Z4
 	CMPQ          BX, $0x00000001
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y11, Z13
 	VEXTRACTF32X8 $0x01, Z11, Y11
 	VCVTPS2PD     Y11, Z11
@@ -2559,7 +4373,7 @@ ln_cols_57:
 	VMULPD        Z11, Z11, Z11
 	VADDPD        Z11, Z4, Z4
 	CMPQ          BX, $0x00000002
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y12, Z11
 	VEXTRACTF32X8 $0x01, Z12, Y12
 	VCVTPS2PD     Y12, Z12
@@ -2570,7 +4384,7 @@ ln_cols_57:
 	VMULPD        Z12, Z12, Z12
 	VADDPD        Z12, Z4, Z4
 	CMPQ          BX, $0x00000003
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y14, Z11
 	VEXTRACTF32X8 $0x01, Z14, Y12
 	VCVTPS2PD     Y12, Z12
@@ -2581,7 +4395,7 @@ ln_cols_57:
 	VMULPD        Z12, Z12, Z12
 	VADDPD        Z12, Z4, Z4
 	CMPQ          BX, $0x00000004
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y9, Z11
 	VEXTRACTF32X8 $0x01, Z9, Y9
 	VCVTPS2PD     Y9, Z9
@@ -2592,7 +4406,7 @@ ln_cols_57:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x00000005
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y15, Z9
 	VEXTRACTF32X8 $0x01, Z15, Y11
 	VCVTPS2PD     Y11, Z11
@@ -2603,7 +4417,7 @@ ln_cols_57:
 	VMULPD        Z11, Z11, Z11
 	VADDPD        Z11, Z4, Z4
 	CMPQ          BX, $0x00000006
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y8, Z9
 	VEXTRACTF32X8 $0x01, Z8, Y8
 	VCVTPS2PD     Y8, Z8
@@ -2614,7 +4428,7 @@ ln_cols_57:
 	VMULPD        Z8, Z8, Z8
 	VADDPD        Z8, Z4, Z4
 	CMPQ          BX, $0x00000007
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y18, Z8
 	VEXTRACTF32X8 $0x01, Z18, Y9
 	VCVTPS2PD     Y9, Z9
@@ -2625,7 +4439,7 @@ ln_cols_57:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x00000008
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y19, Z8
 	VEXTRACTF32X8 $0x01, Z19, Y9
 	VCVTPS2PD     Y9, Z9
@@ -2636,7 +4450,7 @@ ln_cols_57:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x00000009
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y20, Z8
 	VEXTRACTF32X8 $0x01, Z20, Y9
 	VCVTPS2PD     Y9, Z9
@@ -2647,7 +4461,7 @@ ln_cols_57:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x0000000a
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y16, Z8
 	VEXTRACTF32X8 $0x01, Z16, Y9
 	VCVTPS2PD     Y9, Z9
@@ -2658,7 +4472,7 @@ ln_cols_57:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x0000000b
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y21, Z8
 	VEXTRACTF32X8 $0x01, Z21, Y9
 	VCVTPS2PD     Y9, Z9
@@ -2669,7 +4483,7 @@ ln_cols_57:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x0000000c
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y7, Z8
 	VEXTRACTF32X8 $0x01, Z7, Y7
 	VCVTPS2PD     Y7, Z7
@@ -2680,7 +4494,7 @@ ln_cols_57:
 	VMULPD        Z7, Z7, Z7
 	VADDPD        Z7, Z4, Z4
 	CMPQ          BX, $0x0000000d
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y6, Z7
 	VEXTRACTF32X8 $0x01, Z6, Y6
 	VCVTPS2PD     Y6, Z6
@@ -2691,7 +4505,7 @@ ln_cols_57:
 	VMULPD        Z6, Z6, Z6
 	VADDPD        Z6, Z4, Z4
 	CMPQ          BX, $0x0000000e
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y10, Z6
 	VEXTRACTF32X8 $0x01, Z10, Y7
 	VCVTPS2PD     Y7, Z7
@@ -2702,7 +4516,7 @@ ln_cols_57:
 	VMULPD        Z7, Z7, Z7
 	VADDPD        Z7, Z4, Z4
 	CMPQ          BX, $0x0000000f
-	JLE           ln_next_59
+	JLE           ln_next_161
 	VCVTPS2PD     Y5, Z6
 	VEXTRACTF32X8 $0x01, Z5, Y5
 	VCVTPS2PD     Y5, Z5
@@ -2713,10 +4527,10 @@ ln_cols_57:
 	VMULPD        Z5, Z5, Z5
 	VADDPD        Z5, Z4, Z4
 
-ln_next_59:
+ln_next_161:
 	ADDQ         $0x40, CX
 	SUBQ         $0x10, DX
-	JG           ln_cols_57
+	JG           ln_cols_159
 	MOVQ         mean+40(FP), AX
 	VMOVUPD      Z1, (AX)
 	VMOVUPD      Z2, 64(AX)
@@ -2741,20 +4555,20 @@ ln_next_59:
 TEXT ·lnNormAsm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn_variant_60
+	JEQ  lnn_variant_162
 	CMPQ AX, $0x04
-	JEQ  lnn_variant_61
+	JEQ  lnn_variant_163
 	CMPQ AX, $0x06
-	JEQ  lnn_variant_62
+	JEQ  lnn_variant_164
 	CMPQ AX, $0x03
-	JEQ  lnn_variant_63
+	JEQ  lnn_variant_165
 	CMPQ AX, $0x05
-	JEQ  lnn_variant_64
+	JEQ  lnn_variant_166
 	CMPQ AX, $0x07
-	JEQ  lnn_variant_65
+	JEQ  lnn_variant_167
 	RET
 
-lnn_variant_60:
+lnn_variant_162:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -2762,7 +4576,7 @@ lnn_variant_60:
 	MOVQ         n+24(FP), DX
 	MOVQ         y+0(FP), BX
 
-lnn_loop_66:
+lnn_loop_168:
 	MOVQ         $0x00000010, SI
 	CMPQ         DX, SI
 	CMOVQLT      DX, SI
@@ -2788,11 +4602,11 @@ lnn_loop_66:
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_66
+	JG           lnn_loop_168
 	VZEROUPPER
 	RET
 
-lnn_variant_61:
+lnn_variant_163:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -2804,7 +4618,7 @@ lnn_variant_61:
 	MOVL         zp+68(FP), SI
 	VPBROADCASTD SI, Z3
 
-lnn_loop_67:
+lnn_loop_169:
 	MOVQ         $0x00000010, SI
 	CMPQ         DX, SI
 	CMOVQLT      DX, SI
@@ -2837,11 +4651,11 @@ lnn_loop_67:
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_67
+	JG           lnn_loop_169
 	VZEROUPPER
 	RET
 
-lnn_variant_62:
+lnn_variant_164:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -2854,7 +4668,7 @@ lnn_variant_62:
 	MOVL         zp+68(FP), DI
 	VPBROADCASTD DI, Z3
 
-lnn_loop_68:
+lnn_loop_170:
 	MOVQ         $0x00000010, DI
 	CMPQ         DX, DI
 	CMOVQLT      DX, DI
@@ -2889,11 +4703,11 @@ lnn_loop_68:
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_68
+	JG           lnn_loop_170
 	VZEROUPPER
 	RET
 
-lnn_variant_63:
+lnn_variant_165:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -2902,7 +4716,7 @@ lnn_variant_63:
 	MOVQ         beta+56(FP), BX
 	MOVQ         y+0(FP), SI
 
-lnn_loop_69:
+lnn_loop_171:
 	MOVQ         $0x00000010, DI
 	CMPQ         DX, DI
 	CMOVQLT      DX, DI
@@ -2933,11 +4747,11 @@ lnn_loop_69:
 	ADDQ         $0x40, CX
 	ADDQ         $0x40, BX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_69
+	JG           lnn_loop_171
 	VZEROUPPER
 	RET
 
-lnn_variant_64:
+lnn_variant_166:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -2950,7 +4764,7 @@ lnn_variant_64:
 	MOVL         zp+68(FP), DI
 	VPBROADCASTD DI, Z3
 
-lnn_loop_70:
+lnn_loop_172:
 	MOVQ         $0x00000010, DI
 	CMPQ         DX, DI
 	CMOVQLT      DX, DI
@@ -2988,11 +4802,11 @@ lnn_loop_70:
 	ADDQ         $0x40, CX
 	ADDQ         $0x40, BX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_70
+	JG           lnn_loop_172
 	VZEROUPPER
 	RET
 
-lnn_variant_65:
+lnn_variant_167:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -3006,7 +4820,7 @@ lnn_variant_65:
 	MOVL         zp+68(FP), R8
 	VPBROADCASTD R8, Z3
 
-lnn_loop_71:
+lnn_loop_173:
 	MOVQ         $0x00000010, R8
 	CMPQ         DX, R8
 	CMOVQLT      DX, R8
@@ -3046,7 +4860,7 @@ lnn_loop_71:
 	ADDQ         $0x40, CX
 	ADDQ         $0x40, BX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_71
+	JG           lnn_loop_173
 	VZEROUPPER
 	RET
 
@@ -3055,7 +4869,7 @@ lnn_loop_71:
 TEXT ·lnNormDualAsm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd_beta_72
+	JEQ          lnd_beta_174
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -3069,7 +4883,7 @@ TEXT ·lnNormDualAsm(SB), NOSPLIT, $0-96
 	MOVL         zp+84(FP), R8
 	VPBROADCASTD R8, Z3
 
-lnd_loop_73:
+lnd_loop_175:
 	MOVQ         $0x00000010, R8
 	CMPQ         CX, R8
 	CMOVQLT      CX, R8
@@ -3112,11 +4926,11 @@ lnd_loop_73:
 	ADDQ         $0x40, DI
 	ADDQ         $0x10, BX
 	SUBQ         $0x10, CX
-	JG           lnd_loop_73
+	JG           lnd_loop_175
 	VZEROUPPER
 	RET
 
-lnd_beta_72:
+lnd_beta_174:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -3132,7 +4946,7 @@ lnd_beta_72:
 	MOVL         zp+84(FP), R10
 	VPBROADCASTD R10, Z3
 
-lnd_loop_74:
+lnd_loop_176:
 	MOVQ         $0x00000010, R10
 	CMPQ         CX, R10
 	CMOVQLT      CX, R10
@@ -3185,7 +4999,7 @@ lnd_loop_74:
 	ADDQ         $0x40, R9
 	ADDQ         $0x10, BX
 	SUBQ         $0x10, CX
-	JG           lnd_loop_74
+	JG           lnd_loop_176
 	VZEROUPPER
 	RET
 
@@ -3201,10 +5015,10 @@ TEXT ·quantizeU8Asm(SB), NOSPLIT, $0-56
 	MOVQ         rows+32(FP), DX
 	MOVQ         cols+40(FP), BX
 
-q_row_75:
+q_row_177:
 	XORQ SI, SI
 
-q_col_76:
+q_col_178:
 	MOVQ         BX, DI
 	SUBQ         SI, DI
 	MOVQ         $0x00000040, R8
@@ -3254,14 +5068,14 @@ q_col_76:
 	VPMOVDB      Z3, K1, 48(AX)(SI*1)
 	ADDQ         $0x40, SI
 	CMPQ         SI, BX
-	JL           q_col_76
+	JL           q_col_178
 	MOVQ         srcStride+24(FP), SI
 	SHLQ         $0x02, SI
 	ADDQ         SI, CX
 	MOVQ         dstStride+8(FP), SI
 	ADDQ         SI, AX
 	DECQ         DX
-	JNZ          q_row_75
+	JNZ          q_row_177
 	VZEROUPPER
 	RET
 
@@ -3280,7 +5094,7 @@ TEXT ·minMaxAsm(SB), NOSPLIT, $0-24
 	VPXORD Z7, Z7, Z7
 	XORQ   DX, DX
 
-mm_loop_77:
+mm_loop_179:
 	MOVQ          CX, BX
 	SUBQ          DX, BX
 	MOVQ          $0x00000040, SI
@@ -3306,7 +5120,7 @@ mm_loop_77:
 	VMAXPS        Z7, Z8, Z7
 	ADDQ          $0x40, DX
 	CMPQ          DX, CX
-	JL            mm_loop_77
+	JL            mm_loop_179
 	VMINPS        Z2, Z0, Z0
 	VMAXPS        Z3, Z1, Z1
 	VMINPS        Z4, Z0, Z0
@@ -3450,7 +5264,7 @@ TEXT ·geluAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_78:
+gelu_loop_180:
 	MOVQ        DX, SI
 	SUBQ        BX, SI
 	MOVQ        $0x00000030, DI
@@ -3523,6 +5337,6 @@ gelu_loop_78:
 	VMOVUPS     Z9, K3, 128(AX)(BX*4)
 	ADDQ        $0x30, BX
 	CMPQ        BX, DX
-	JL          gelu_loop_78
+	JL          gelu_loop_180
 	VZEROUPPER
 	RET

@@ -16,6 +16,12 @@ func attnTransposeAsm(dst *float32, src *float32, stride int, rows int, cols int
 //go:noescape
 func attnScoresAsm(s *float32, qT *float32, k *float32, kStride int, sk int, d int)
 
+// attnScores2Asm is attnScoresAsm(sA, qA, ...) and attnScoresAsm(sB, qB, ...) in one pass
+// over the keys (sk >= 0, d >= 1).
+//
+//go:noescape
+func attnScores2Asm(sA *float32, sB *float32, qA *float32, qB *float32, k *float32, kStride int, sk int, d int)
+
 // attnSoftmaxAsm turns the scores s[j*16+r] (j < sk) of 16 query rows into
 // softmax numerators and writes their sums to sums[0..15]. maskMode: 0 none,
 // 1 mask[j] added to every row, 2 mask[j*16+r].
