@@ -104,7 +104,9 @@ func (b *Builder) VNNIKernel(name string, kp int, doc ...string) {
 	b.BlockedKernel(Blocked{Name: name, Doc: doc, MaxRows: VNNIRows, MaxCols: VNNICols, Kp: kp, Micro: vnniMicro})
 }
 
-func (b *Builder) vpdpbusd(s8 operand.Op, u8, acc reg.Register) {
+// VPDPBUSD emits VPDPBUSD s8, u8, acc (acc += dot products of u8 x s8
+// quadruples), which avo has no constructor for.
+func (b *Builder) VPDPBUSD(s8 operand.Op, u8, acc reg.Register) {
 	b.Instruction(&ir.Instruction{
 		Opcode: "VPDPBUSD", Operands: []operand.Op{s8, u8, acc},
 		Inputs: []operand.Op{s8, u8, acc}, Outputs: []operand.Op{acc}, ISA: []string{"AVX512VNNI"},
@@ -146,7 +148,7 @@ func vnniMicro(b *Builder, st LoopState, rows, cols, kp int) {
 			za := b.ZMM()
 			b.VPBROADCASTD(addrs[i].Offset(4*u), za)
 			for j := 0; j < cols; j++ {
-				b.vpdpbusd(zb[j], za, acc[i][j])
+				b.VPDPBUSD(zb[j], za, acc[i][j])
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/mmcloughlin/avo/attr"
-	"github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
@@ -85,7 +84,7 @@ func (e *emuTiles) rows(t int) reg.GPVirtual {
 // unused. A bad config executes UD2, like the #GP of a real LDTILECFG.
 func (e *emuTiles) ldTileCfg(cfg reg.GPVirtual) {
 	g := e.g
-	bad, ok := g.label("emu_badcfg"), g.label("emu_cfgok")
+	bad, ok := g.NewLabel("emu_badcfg"), g.NewLabel("emu_cfgok")
 	x := g.GP64()
 	for _, c := range []struct {
 		off  int
@@ -115,7 +114,7 @@ func (e *emuTiles) tileRelease() {}
 
 func (e *emuTiles) tileZero(t int) {
 	z := e.g.ZMM()
-	e.g.zeroVec(z)
+	e.g.ZeroVec(z)
 	for r := 0; r < 16; r++ {
 		e.g.VMOVDQU64(z, e.tile(t, 64*r))
 	}
@@ -126,7 +125,7 @@ func (e *emuTiles) rowLoop(rows reg.GPVirtual, body func(off reg.GPVirtual)) {
 	g := e.g
 	off := g.GP64()
 	g.XORQ(off, off)
-	top, done := g.label("emu_row"), g.label("emu_row_done")
+	top, done := g.NewLabel("emu_row"), g.NewLabel("emu_row_done")
 	g.Label(top)
 	g.TESTQ(rows, rows)
 	g.JZ(operand.LabelRef(done))
@@ -168,13 +167,13 @@ func (e *emuTiles) tileStore(m operand.Mem, t int) {
 func (e *emuTiles) tdpbusd(c, a, b int) {
 	g := e.g
 	rows, rowsA := e.rows(c), e.rows(a)
-	ok := g.label("emu_shapeok")
+	ok := g.NewLabel("emu_shapeok")
 	g.CMPQ(rows, rowsA)
 	g.JE(operand.LabelRef(ok))
 	g.UD2()
 	g.Label(ok)
 	rowsB := e.rows(b)
-	okB := g.label("emu_shapeok")
+	okB := g.NewLabel("emu_shapeok")
 	g.CMPQ(rowsB, operand.U8(16))
 	g.JE(operand.LabelRef(okB))
 	g.UD2()
@@ -185,21 +184,9 @@ func (e *emuTiles) tdpbusd(c, a, b int) {
 		for k := 0; k < 16; k++ {
 			u8 := g.ZMM()
 			g.VPBROADCASTD(e.tile(a, 4*k).Idx(off, 1), u8)
-			g.vpdpbusd(e.tile(b, 64*k), u8, acc)
+			g.VPDPBUSD(e.tile(b, 64*k), u8, acc)
 		}
 		g.VMOVDQU32(acc, e.tile(c, 0).Idx(off, 1))
-	})
-}
-
-// vpdpbusd emits VPDPBUSD s8, u8, acc (acc += u8 . s8 in groups of four
-// bytes), which avo v0.5.0 lacks; Go's assembler takes the EVEX form.
-func (g *gen) vpdpbusd(s8 operand.Op, u8, acc reg.Register) {
-	g.Instruction(&ir.Instruction{
-		Opcode:   "VPDPBUSD",
-		Operands: []operand.Op{s8, u8, acc},
-		Inputs:   []operand.Op{s8, u8, acc},
-		Outputs:  []operand.Op{acc},
-		ISA:      []string{"AVX512VNNI"},
 	})
 }
 
@@ -275,9 +262,9 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 		g.MOVQ(cfg.Offset(off), x)
 		g.MOVQ(x, cfgTail.Offset(off))
 	}
-	rem := g.load("m")
+	rem := g.Load("m")
 	g.ANDQ(operand.U8(31), rem)
-	tailDone, tailSmall := g.label("cfg_tail_done"), g.label("cfg_tail_small")
+	tailDone, tailSmall := g.NewLabel("cfg_tail_done"), g.NewLabel("cfg_tail_small")
 	g.JZ(operand.LabelRef(tailDone))
 	g.CMPQ(rem, operand.U8(16))
 	g.JLE(operand.LabelRef(tailSmall))
@@ -296,12 +283,12 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 	g.XORQ(koff, koff)
 	g.MOVQ(koff, st.koff)
 
-	kpass, kpassEnd, done := g.label("kpass"), g.label("kpass_end"), g.label("done")
+	kpass, kpassEnd, done := g.NewLabel("kpass"), g.NewLabel("kpass_end"), g.NewLabel("done")
 	g.Label(kpass)
 	g.Comment("One K pass: ksteps = min(kp - koff, amxKChunk) / 64.")
 	koff = g.GP64()
 	g.MOVQ(st.koff, koff)
-	steps := g.load("kp")
+	steps := g.Load("kp")
 	g.SUBQ(koff, steps)
 	g.JLE(operand.LabelRef(done))
 	chunk := g.GP64()
@@ -314,16 +301,16 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 	g.LEAQ(cfg, p)
 	t.ldTileCfg(p)
 
-	a := g.load("a")
+	a := g.Load("a")
 	g.ADDQ(koff, a)
 	g.MOVQ(a, st.a)
-	c := g.load("c")
+	c := g.Load("c")
 	g.MOVQ(c, st.c)
-	m := g.load("m")
+	m := g.Load("m")
 	g.SHRQ(operand.U8(5), m)
 	g.MOVQ(m, st.mblocks)
 
-	mloop, mtail := g.label("mblock"), g.label("mtail")
+	mloop, mtail := g.NewLabel("mblock"), g.NewLabel("mtail")
 	g.Label(mloop)
 	mb := g.GP64()
 	g.MOVQ(st.mblocks, mb)
@@ -334,13 +321,13 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 	amxRowBlock(g, t, st, 2)
 	a = g.GP64()
 	g.MOVQ(st.a, a)
-	lda := g.load("lda")
+	lda := g.Load("lda")
 	g.SHLQ(operand.U8(5), lda) // 32 rows
 	g.ADDQ(lda, a)
 	g.MOVQ(a, st.a)
 	c = g.GP64()
 	g.MOVQ(st.c, c)
-	ldc := g.load("ldc")
+	ldc := g.Load("ldc")
 	g.SHLQ(operand.U8(7), ldc) // 32 rows x 4 bytes
 	g.ADDQ(ldc, c)
 	g.MOVQ(c, st.c)
@@ -348,13 +335,13 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 
 	g.Label(mtail)
 	g.Comment("M tail of 1..31 rows, with the tail config.")
-	rem = g.load("m")
+	rem = g.Load("m")
 	g.ANDQ(operand.U8(31), rem)
 	g.JZ(operand.LabelRef(kpassEnd))
 	p = g.GP64()
 	g.LEAQ(cfgTail, p)
 	t.ldTileCfg(p)
-	small := g.label("mtail_small")
+	small := g.NewLabel("mtail_small")
 	g.CMPQ(rem, operand.U8(16))
 	g.JLE(operand.LabelRef(small))
 	amxRowBlock(g, t, st, 2)
@@ -380,16 +367,16 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 // amxRowBlock emits the sweep over all N-blocks for the row block at st.a
 // and st.c, with rowTiles (1 or 2) rows of tiles.
 func amxRowBlock(g *gen, t tileOps, st amxState, rowTiles int) {
-	b := g.load("b")
+	b := g.Load("b")
 	g.MOVQ(b, st.b)
 	c := g.GP64()
 	g.MOVQ(st.c, c)
 	g.MOVQ(c, st.cpair)
-	np := g.load("nblocks")
+	np := g.Load("nblocks")
 	g.SHRQ(operand.U8(1), np)
 	g.MOVQ(np, st.npairs)
 
-	nloop, nodd, end := g.label("npair"), g.label("nodd"), g.label("nend")
+	nloop, nodd, end := g.NewLabel("npair"), g.NewLabel("nodd"), g.NewLabel("nend")
 	g.Label(nloop)
 	np = g.GP64()
 	g.MOVQ(st.npairs, np)
@@ -404,14 +391,14 @@ func amxRowBlock(g *gen, t tileOps, st amxState, rowTiles int) {
 	g.MOVQ(c, st.cpair)
 	b = g.GP64()
 	g.MOVQ(st.b, b)
-	kp := g.load("kp")
+	kp := g.Load("kp")
 	g.SHLQ(operand.U8(5), kp) // two strips of kp x 16 bytes
 	g.ADDQ(kp, b)
 	g.MOVQ(b, st.b)
 	g.JMP(operand.LabelRef(nloop))
 
 	g.Label(nodd)
-	nb := g.load("nblocks")
+	nb := g.Load("nblocks")
 	g.TESTQ(operand.U32(1), nb)
 	g.JZ(operand.LabelRef(end))
 	amxBlock(g, t, st, rowTiles, 1)
@@ -423,7 +410,7 @@ func amxRowBlock(g *gen, t tileOps, st amxState, rowTiles int) {
 // from C, run the software-pipelined K loop, store the tiles.
 func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 	g.Comment(fmt.Sprintf("%dx%d block of 16x16 C tiles.", rows, cols))
-	lda := g.load("lda")
+	lda := g.Load("lda")
 	var ap, bp [2]reg.GPVirtual
 	ap[0] = g.GP64()
 	g.MOVQ(st.a, ap[0])
@@ -438,7 +425,7 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 	g.SHLQ(operand.U8(4), bp[0]) // B tile of K offset k0 is at k0*16 in a strip
 	g.ADDQ(st.b, bp[0])
 	if cols == 2 {
-		bp[1] = g.load("kp")
+		bp[1] = g.Load("kp")
 		g.SHLQ(operand.U8(4), bp[1]) // next strip: kp x 16 bytes
 		g.ADDQ(bp[0], bp[1])
 	}
@@ -462,7 +449,7 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 		}
 		return operand.Mem{Base: base, Index: ldc4, Scale: 1, Disp: 64 * j}
 	}
-	cload, cready := g.label("cload"), g.label("cready")
+	cload, cready := g.NewLabel("cload"), g.NewLabel("cready")
 	g.CMPQ(st.koff, operand.U8(0))
 	g.JNE(operand.LabelRef(cload))
 	for i := 0; i < rows; i++ {
@@ -475,7 +462,7 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 	{
 		cp := g.GP64()
 		g.MOVQ(st.cpair, cp)
-		ldc4 := g.load("ldc")
+		ldc4 := g.Load("ldc")
 		g.SHLQ(operand.U8(2), ldc4)
 		for i := 0; i < rows; i++ {
 			for j := 0; j < cols; j++ {
@@ -493,7 +480,7 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 		loadA(i)
 	}
 
-	kloop, klast := g.label("kstep"), g.label("klast")
+	kloop, klast := g.NewLabel("kstep"), g.NewLabel("klast")
 	g.Label(kloop)
 	g.TESTQ(ksteps, ksteps)
 	g.JZ(operand.LabelRef(klast))
@@ -528,7 +515,7 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 
 	cp := g.GP64()
 	g.MOVQ(st.cpair, cp)
-	ldc4 := g.load("ldc")
+	ldc4 := g.Load("ldc")
 	g.SHLQ(operand.U8(2), ldc4) // C row stride in bytes
 	for i := 0; i < rows; i++ {
 		for j := 0; j < cols; j++ {

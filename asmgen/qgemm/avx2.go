@@ -26,7 +26,7 @@ const (
 // sums of two products (|sum| <= 2*255*128 = 65280, exact), accumulated
 // with VPADDD (wrapping, like the int32 reference).
 func genAVX2Kernel(g *gen) {
-	kernels.NewBuilder(g.Context).BlockedKernel(kernels.Blocked{
+	g.BlockedKernel(kernels.Blocked{
 		Name: "qgemmAVX2",
 		Doc: []string{
 			"qgemmAVX2 is the AVX2 Kernel: int16 widening + VPMADDWD, exact over the",

@@ -53,7 +53,7 @@ func genEpilogue(g *gen) {
 		"elements. flags: 1 colSum, 2 bias, 4 GELU, 8 residual, 16 u8 output (else",
 		"f32), 32 per-row zero point rowZero[i] (replacing aZero) and scale rowScale[i].",
 		"u8 output clamps v*invScale to [clampLo, clampHi] = [-outZero, 255-outZero].")
-	flags := g.load("flags")
+	flags := g.Load("flags")
 	epilogueDispatch(g, geluTable, colMasks, flags, 0, 0)
 }
 
@@ -64,7 +64,7 @@ func epilogueDispatch(g *gen, geluTable geluavo.Table, colMasks operand.Mem, fla
 		g.RET()
 		return
 	}
-	on := g.label("epi_flag")
+	on := g.NewLabel("epi_flag")
 	g.TESTQ(operand.U32(1<<bit), flags)
 	g.JNZ(operand.LabelRef(on))
 	epilogueDispatch(g, geluTable, colMasks, flags, bit+1, set)
@@ -98,7 +98,7 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 
 	// Row strides in bytes, in registers for the whole call.
 	stride := func(name string, shift uint8) reg.GPVirtual {
-		s := g.load(name)
+		s := g.Load(name)
 		if shift > 0 {
 			g.SHLQ(operand.U8(shift), s)
 		}
@@ -115,9 +115,9 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 		outStride = stride("outStride", 2)
 	}
 	if has(epiRow) {
-		rowScale = g.load("rowScale")
+		rowScale = g.Load("rowScale")
 		if has(epiColSum) {
-			rowZero = g.load("rowZero")
+			rowZero = g.Load("rowZero")
 		}
 	}
 	var zAZ, zInv, zZP, zLo, zHi, zZero reg.VecVirtual
@@ -139,14 +139,14 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 	}
 	if has(epiGelu) || (has(epiColSum) && !has(epiRow)) {
 		zZero = g.ZMM()
-		g.zeroVec(zZero)
+		g.ZeroVec(zZero)
 	}
 	var gelu *geluavo.Eval
 	if has(epiGelu) {
 		gelu = geluTable.Load(g.Context) // the coefficient tables stay in registers
 	}
 
-	stripLoop, rowLoop := g.label("epi_strip"), g.label("epi_row")
+	stripLoop, rowLoop := g.NewLabel("epi_strip"), g.NewLabel("epi_row")
 	j := g.GP64()
 	g.XORQ(j, j)
 	g.Label(stripLoop)
@@ -175,7 +175,7 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 	// The strip's per-column vectors.
 	cols := make([]epiCols, unroll)
 	colVec := func(param string, u int, f func(m, k, z operand.Op)) reg.VecVirtual {
-		p := g.load(param)
+		p := g.Load(param)
 		z := g.ZMM()
 		f(operand.Mem{Base: p, Index: j, Scale: 4, Disp: 64 * u}, ks[u], z)
 		return z
@@ -197,15 +197,15 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 	}
 
 	// Row pointers at column 0 of the strip's first row; i counts rows.
-	cRow := g.load("c")
+	cRow := g.Load("c")
 	var resRow, outRow reg.GPVirtual
 	if has(epiResidual) {
-		resRow = g.load("res")
+		resRow = g.Load("res")
 	}
 	if has(epiU8) {
-		outRow = g.load("outU8")
+		outRow = g.Load("outU8")
 	} else {
-		outRow = g.load("outF32")
+		outRow = g.Load("outF32")
 	}
 	i := g.GP64()
 	g.XORQ(i, i)

@@ -26,6 +26,8 @@ import (
 	"github.com/mmcloughlin/avo/pass"
 	"github.com/mmcloughlin/avo/printer"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/sqc-dev/sqc/asmgen/kernels"
 )
 
 // generatorCommand is how go:generate runs this program from
@@ -114,19 +116,14 @@ func generate() (*ir.File, error) {
 	return f, nil
 }
 
-// gen wraps avo's build context with a generator of unique labels.
+// gen is asmgen/kernels' Builder (avo's build context with unique labels,
+// argument loads and the zeroing idiom), shared with the blocked GEMM
+// kernels so that the whole file draws labels from one counter.
 type gen struct {
-	*build.Context
-	labels int
+	*kernels.Builder
 }
 
-func newGen() *gen { return &gen{Context: build.NewContext()} }
-
-// label returns a fresh label name starting with prefix.
-func (g *gen) label(prefix string) string {
-	g.labels++
-	return fmt.Sprintf("%s_%d", prefix, g.labels)
-}
+func newGen() *gen { return &gen{kernels.NewBuilder(build.NewContext())} }
 
 // paramAddr returns the memory operand of the named argument of the active
 // function (for instructions that take it straight from memory).
@@ -136,30 +133,6 @@ func (g *gen) paramAddr(name string) operand.Mem {
 		panic(fmt.Sprintf("parameter %s: %v", name, err))
 	}
 	return b.Addr
-}
-
-// load loads the named integer or pointer argument into a new register.
-func (g *gen) load(name string) reg.GPVirtual {
-	r := g.GP64()
-	g.Load(g.Param(name), r)
-	return r
-}
-
-// zeroVec zeroes the vector register z with VPXORD z, z, z (VPXOR for
-// ymm), marked as not reading z: avo does not know the AVX-512 zeroing
-// idiom and would otherwise keep z live from the function entry.
-func (g *gen) zeroVec(z reg.VecVirtual) {
-	op := "VPXORD"
-	if z.Size() == 32 {
-		op = "VPXOR"
-	}
-	g.Instruction(&ir.Instruction{
-		Opcode:           op,
-		Operands:         []operand.Op{z, z, z},
-		Inputs:           []operand.Op{z, z},
-		Outputs:          []operand.Op{z},
-		CancellingInputs: true,
-	})
 }
 
 // load32 loads the named 4-byte argument into a new 32-bit register.

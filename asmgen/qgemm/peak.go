@@ -14,7 +14,7 @@ import (
 const peakChains = 24 // enough independent accumulators to hide latency on 2 ports
 
 func genPeaks(g *gen) {
-	genPeakVec(g, "peakVNNI", "VPDPBUSD zmm", func(src, acc reg.VecVirtual) { g.vpdpbusd(src, src, acc) })
+	genPeakVec(g, "peakVNNI", "VPDPBUSD zmm", func(src, acc reg.VecVirtual) { g.VPDPBUSD(src, src, acc) })
 	genPeakVec(g, "peakFP32", "VFMADD231PS zmm", func(src, acc reg.VecVirtual) { g.VFMADD231PS(src, src, acc) })
 	genPeakAMX(g)
 }
@@ -24,15 +24,15 @@ func genPeakVec(g *gen, name, what string, op func(src, acc reg.VecVirtual)) {
 	g.Attributes(attr.NOSPLIT)
 	g.SignatureExpr("func(iters int)")
 	g.Doc(name + " runs iters iterations of 24 independent " + what + " (register peak).")
-	n := g.load("iters")
+	n := g.Load("iters")
 	src := g.ZMM()
-	g.zeroVec(src)
+	g.ZeroVec(src)
 	acc := make([]reg.VecVirtual, peakChains)
 	for i := range acc {
 		acc[i] = g.ZMM()
-		g.zeroVec(acc[i])
+		g.ZeroVec(acc[i])
 	}
-	loop, done := g.label("peak"), g.label("peak_done")
+	loop, done := g.NewLabel("peak"), g.NewLabel("peak_done")
 	g.TESTQ(n, n)
 	g.JZ(operand.LabelRef(done))
 	g.Label(loop)
@@ -74,8 +74,8 @@ func genPeakAMX(g *gen) {
 	p := g.GP64()
 	g.LEAQ(cfg, p)
 	g.amxLdTileCfg(p)
-	n := g.load("iters")
-	loop, done := g.label("peak"), g.label("peak_done")
+	n := g.Load("iters")
+	loop, done := g.NewLabel("peak"), g.NewLabel("peak_done")
 	g.TESTQ(n, n)
 	g.JZ(operand.LabelRef(done))
 	g.Label(loop)

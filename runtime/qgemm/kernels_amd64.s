@@ -5821,10 +5821,10 @@ TEXT ·qgemmVNNI(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_2:
+ngroup_344:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x03
-	JL   ntail_3
+	JL   ntail_345
 	SUBQ $0x03, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -5834,10 +5834,10 @@ ngroup_2:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_4:
+rows_346:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_5
+	JL   rowtail_347
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -5876,7 +5876,7 @@ rows_4:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_7:
+vnni_k_349:
 	VMOVDQU32    (SI), Z24
 	VMOVDQU32    (SI)(DI*1), Z25
 	VMOVDQU32    (SI)(DI*2), Z26
@@ -6021,7 +6021,7 @@ vnni_k_7:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_7
+	JNZ          vnni_k_349
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6066,12 +6066,12 @@ vnni_k_7:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_4
+	JMP          rows_346
 
-rowtail_5:
+rowtail_347:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_8
+	JNE  rowtail_not_350
 
 	// VNNI micro-kernel: 1 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6085,7 +6085,7 @@ rowtail_5:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_9:
+vnni_k_351:
 	VMOVDQU32    (CX), Z3
 	VMOVDQU32    (CX)(DX*1), Z4
 	VMOVDQU32    (CX)(DX*2), Z5
@@ -6117,18 +6117,18 @@ vnni_k_9:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_9
+	JNZ          vnni_k_351
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
 	VMOVDQU32    Z2, 128(AX)
-	JMP          rowend_6
+	JMP          rowend_348
 
-rowtail_not_8:
+rowtail_not_350:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_10
+	JNE  rowtail_not_352
 
 	// VNNI micro-kernel: 2 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6145,7 +6145,7 @@ rowtail_not_8:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_11:
+vnni_k_353:
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    (DX)(BX*1), Z7
 	VMOVDQU32    (DX)(BX*2), Z8
@@ -6193,7 +6193,7 @@ vnni_k_11:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_11
+	JNZ          vnni_k_353
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6204,11 +6204,11 @@ vnni_k_11:
 	VMOVDQU32    Z3, (AX)
 	VMOVDQU32    Z4, 64(AX)
 	VMOVDQU32    Z5, 128(AX)
-	JMP          rowend_6
+	JMP          rowend_348
 
-rowtail_not_10:
+rowtail_not_352:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_12
+	JNE  rowtail_not_354
 
 	// VNNI micro-kernel: 3 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6228,7 +6228,7 @@ rowtail_not_10:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_13:
+vnni_k_355:
 	VMOVDQU32    (DX), Z9
 	VMOVDQU32    (DX)(BX*1), Z10
 	VMOVDQU32    (DX)(BX*2), Z11
@@ -6292,7 +6292,7 @@ vnni_k_13:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_13
+	JNZ          vnni_k_355
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6307,11 +6307,11 @@ vnni_k_13:
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
 	VMOVDQU32    Z8, 128(AX)
-	JMP          rowend_6
+	JMP          rowend_348
 
-rowtail_not_12:
+rowtail_not_354:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_14
+	JNE  rowtail_not_356
 
 	// VNNI micro-kernel: 4 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6335,7 +6335,7 @@ rowtail_not_12:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_15:
+vnni_k_357:
 	VMOVDQU32    (BX), Z12
 	VMOVDQU32    (BX)(SI*1), Z13
 	VMOVDQU32    (BX)(SI*2), Z14
@@ -6415,7 +6415,7 @@ vnni_k_15:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_15
+	JNZ          vnni_k_357
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6434,11 +6434,11 @@ vnni_k_15:
 	VMOVDQU32    Z9, (AX)
 	VMOVDQU32    Z10, 64(AX)
 	VMOVDQU32    Z11, 128(AX)
-	JMP          rowend_6
+	JMP          rowend_348
 
-rowtail_not_14:
+rowtail_not_356:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_16
+	JNE  rowtail_not_358
 
 	// VNNI micro-kernel: 5 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6465,7 +6465,7 @@ rowtail_not_14:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_17:
+vnni_k_359:
 	VMOVDQU32    (BX), Z15
 	VMOVDQU32    (BX)(SI*1), Z16
 	VMOVDQU32    (BX)(SI*2), Z17
@@ -6561,7 +6561,7 @@ vnni_k_17:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_17
+	JNZ          vnni_k_359
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6584,11 +6584,11 @@ vnni_k_17:
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
 	VMOVDQU32    Z14, 128(AX)
-	JMP          rowend_6
+	JMP          rowend_348
 
-rowtail_not_16:
+rowtail_not_358:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_18
+	JNE  rowtail_not_360
 
 	// VNNI micro-kernel: 6 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6619,7 +6619,7 @@ rowtail_not_16:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_19:
+vnni_k_361:
 	VMOVDQU32    (SI), Z18
 	VMOVDQU32    (SI)(DI*1), Z19
 	VMOVDQU32    (SI)(DI*2), Z20
@@ -6732,7 +6732,7 @@ vnni_k_19:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_19
+	JNZ          vnni_k_361
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6759,11 +6759,11 @@ vnni_k_19:
 	VMOVDQU32    Z15, (AX)
 	VMOVDQU32    Z16, 64(AX)
 	VMOVDQU32    Z17, 128(AX)
-	JMP          rowend_6
+	JMP          rowend_348
 
-rowtail_not_18:
+rowtail_not_360:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_20
+	JNE  rowtail_not_362
 
 	// VNNI micro-kernel: 7 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -6797,7 +6797,7 @@ rowtail_not_18:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_21:
+vnni_k_363:
 	VMOVDQU32    (SI), Z21
 	VMOVDQU32    (SI)(DI*1), Z22
 	VMOVDQU32    (SI)(DI*2), Z23
@@ -6926,7 +6926,7 @@ vnni_k_21:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_21
+	JNZ          vnni_k_363
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -6957,10 +6957,10 @@ vnni_k_21:
 	VMOVDQU32    Z18, (AX)
 	VMOVDQU32    Z19, 64(AX)
 	VMOVDQU32    Z20, 128(AX)
-	JMP          rowend_6
+	JMP          rowend_348
 
-rowtail_not_20:
-rowend_6:
+rowtail_not_362:
+rowend_348:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000030, CX, CX
@@ -6969,12 +6969,12 @@ rowend_6:
 	MOVQ   8(SP), AX
 	ADDQ   $0x000000c0, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_2
+	JMP    ngroup_344
 
-ntail_3:
+ntail_345:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JNE  ntail_not_22
+	JNE  ntail_not_364
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -6982,10 +6982,10 @@ ntail_3:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_23:
+rows_365:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_24
+	JL   rowtail_366
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -7006,7 +7006,7 @@ rows_23:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_26:
+vnni_k_368:
 	VMOVDQU32    (SI), Z8
 	VPBROADCASTD (AX), Z9
 	VPDPBUSD     Z8, Z9, Z0
@@ -7079,7 +7079,7 @@ vnni_k_26:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_26
+	JNZ          vnni_k_368
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7108,12 +7108,12 @@ vnni_k_26:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_23
+	JMP          rows_365
 
-rowtail_24:
+rowtail_366:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_27
+	JNE  rowtail_not_369
 
 	// VNNI micro-kernel: 1 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7123,7 +7123,7 @@ rowtail_24:
 	MOVQ   kp+24(FP), DX
 	SHRQ   $0x04, DX
 
-vnni_k_28:
+vnni_k_370:
 	VMOVDQU32    (CX), Z1
 	VPBROADCASTD (AX), Z2
 	VPDPBUSD     Z1, Z2, Z0
@@ -7139,16 +7139,16 @@ vnni_k_28:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          vnni_k_28
+	JNZ          vnni_k_370
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
-	JMP          rowend_25
+	JMP          rowend_367
 
-rowtail_not_27:
+rowtail_not_369:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_29
+	JNE  rowtail_not_371
 
 	// VNNI micro-kernel: 2 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7159,7 +7159,7 @@ rowtail_not_27:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_30:
+vnni_k_372:
 	VMOVDQU32    (DX), Z2
 	VPBROADCASTD (AX), Z3
 	VPDPBUSD     Z2, Z3, Z0
@@ -7183,18 +7183,18 @@ vnni_k_30:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_30
+	JNZ          vnni_k_372
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z1, (AX)
-	JMP          rowend_25
+	JMP          rowend_367
 
-rowtail_not_29:
+rowtail_not_371:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_31
+	JNE  rowtail_not_373
 
 	// VNNI micro-kernel: 3 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7206,7 +7206,7 @@ rowtail_not_29:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_32:
+vnni_k_374:
 	VMOVDQU32    (DX), Z3
 	VPBROADCASTD (AX), Z4
 	VPDPBUSD     Z3, Z4, Z0
@@ -7238,7 +7238,7 @@ vnni_k_32:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_32
+	JNZ          vnni_k_374
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7247,11 +7247,11 @@ vnni_k_32:
 	VMOVDQU32    Z1, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
-	JMP          rowend_25
+	JMP          rowend_367
 
-rowtail_not_31:
+rowtail_not_373:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_33
+	JNE  rowtail_not_375
 
 	// VNNI micro-kernel: 4 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7265,7 +7265,7 @@ rowtail_not_31:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_34:
+vnni_k_376:
 	VMOVDQU32    (BX), Z4
 	VPBROADCASTD (AX), Z5
 	VPDPBUSD     Z4, Z5, Z0
@@ -7305,7 +7305,7 @@ vnni_k_34:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_34
+	JNZ          vnni_k_376
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7316,11 +7316,11 @@ vnni_k_34:
 	VMOVDQU32    Z2, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z3, (AX)
-	JMP          rowend_25
+	JMP          rowend_367
 
-rowtail_not_33:
+rowtail_not_375:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_35
+	JNE  rowtail_not_377
 
 	// VNNI micro-kernel: 5 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7335,7 +7335,7 @@ rowtail_not_33:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_36:
+vnni_k_378:
 	VMOVDQU32    (BX), Z5
 	VPBROADCASTD (AX), Z6
 	VPDPBUSD     Z5, Z6, Z0
@@ -7383,7 +7383,7 @@ vnni_k_36:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_36
+	JNZ          vnni_k_378
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7396,11 +7396,11 @@ vnni_k_36:
 	VMOVDQU32    Z3, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
-	JMP          rowend_25
+	JMP          rowend_367
 
-rowtail_not_35:
+rowtail_not_377:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_37
+	JNE  rowtail_not_379
 
 	// VNNI micro-kernel: 6 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7417,7 +7417,7 @@ rowtail_not_35:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_38:
+vnni_k_380:
 	VMOVDQU32    (SI), Z6
 	VPBROADCASTD (AX), Z7
 	VPDPBUSD     Z6, Z7, Z0
@@ -7474,7 +7474,7 @@ vnni_k_38:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_38
+	JNZ          vnni_k_380
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7489,11 +7489,11 @@ vnni_k_38:
 	VMOVDQU32    Z4, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z5, (AX)
-	JMP          rowend_25
+	JMP          rowend_367
 
-rowtail_not_37:
+rowtail_not_379:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_39
+	JNE  rowtail_not_381
 
 	// VNNI micro-kernel: 7 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7511,7 +7511,7 @@ rowtail_not_37:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_40:
+vnni_k_382:
 	VMOVDQU32    (SI), Z7
 	VPBROADCASTD (AX), Z8
 	VPDPBUSD     Z7, Z8, Z0
@@ -7576,7 +7576,7 @@ vnni_k_40:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_40
+	JNZ          vnni_k_382
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7593,15 +7593,15 @@ vnni_k_40:
 	VMOVDQU32    Z5, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
-	JMP          rowend_25
+	JMP          rowend_367
 
-rowtail_not_39:
-rowend_25:
-	JMP done_1
+rowtail_not_381:
+rowend_367:
+	JMP done_343
 
-ntail_not_22:
+ntail_not_364:
 	CMPQ AX, $0x02
-	JNE  ntail_not_41
+	JNE  ntail_not_383
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -7609,10 +7609,10 @@ ntail_not_22:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_42:
+rows_384:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_43
+	JL   rowtail_385
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -7643,7 +7643,7 @@ rows_42:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_45:
+vnni_k_387:
 	VMOVDQU32    (SI), Z16
 	VMOVDQU32    (SI)(DI*1), Z17
 	VPBROADCASTD (AX), Z18
@@ -7752,7 +7752,7 @@ vnni_k_45:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_45
+	JNZ          vnni_k_387
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7789,12 +7789,12 @@ vnni_k_45:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_42
+	JMP          rows_384
 
-rowtail_43:
+rowtail_385:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_46
+	JNE  rowtail_not_388
 
 	// VNNI micro-kernel: 1 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7807,7 +7807,7 @@ rowtail_43:
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
 
-vnni_k_47:
+vnni_k_389:
 	VMOVDQU32    (CX), Z2
 	VMOVDQU32    (CX)(DX*1), Z3
 	VPBROADCASTD (AX), Z4
@@ -7831,17 +7831,17 @@ vnni_k_47:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_47
+	JNZ          vnni_k_389
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
-	JMP          rowend_44
+	JMP          rowend_386
 
-rowtail_not_46:
+rowtail_not_388:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_48
+	JNE  rowtail_not_390
 
 	// VNNI micro-kernel: 2 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7856,7 +7856,7 @@ rowtail_not_46:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_49:
+vnni_k_391:
 	VMOVDQU32    (DX), Z4
 	VMOVDQU32    (DX)(BX*1), Z5
 	VPBROADCASTD (AX), Z6
@@ -7892,7 +7892,7 @@ vnni_k_49:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_49
+	JNZ          vnni_k_391
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7901,11 +7901,11 @@ vnni_k_49:
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
 	VMOVDQU32    Z3, 64(AX)
-	JMP          rowend_44
+	JMP          rowend_386
 
-rowtail_not_48:
+rowtail_not_390:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_50
+	JNE  rowtail_not_392
 
 	// VNNI micro-kernel: 3 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -7922,7 +7922,7 @@ rowtail_not_48:
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
 
-vnni_k_51:
+vnni_k_393:
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    (DX)(BX*1), Z7
 	VPBROADCASTD (AX), Z8
@@ -7970,7 +7970,7 @@ vnni_k_51:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_51
+	JNZ          vnni_k_393
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -7982,11 +7982,11 @@ vnni_k_51:
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
 	VMOVDQU32    Z5, 64(AX)
-	JMP          rowend_44
+	JMP          rowend_386
 
-rowtail_not_50:
+rowtail_not_392:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_52
+	JNE  rowtail_not_394
 
 	// VNNI micro-kernel: 4 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -8006,7 +8006,7 @@ rowtail_not_50:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_53:
+vnni_k_395:
 	VMOVDQU32    (BX), Z8
 	VMOVDQU32    (BX)(SI*1), Z9
 	VPBROADCASTD (AX), Z10
@@ -8066,7 +8066,7 @@ vnni_k_53:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_53
+	JNZ          vnni_k_395
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8081,11 +8081,11 @@ vnni_k_53:
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
-	JMP          rowend_44
+	JMP          rowend_386
 
-rowtail_not_52:
+rowtail_not_394:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_54
+	JNE  rowtail_not_396
 
 	// VNNI micro-kernel: 5 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -8107,7 +8107,7 @@ rowtail_not_52:
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
 
-vnni_k_55:
+vnni_k_397:
 	VMOVDQU32    (BX), Z10
 	VMOVDQU32    (BX)(SI*1), Z11
 	VPBROADCASTD (AX), Z12
@@ -8179,7 +8179,7 @@ vnni_k_55:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_55
+	JNZ          vnni_k_397
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8197,11 +8197,11 @@ vnni_k_55:
 	ADDQ         CX, AX
 	VMOVDQU32    Z8, (AX)
 	VMOVDQU32    Z9, 64(AX)
-	JMP          rowend_44
+	JMP          rowend_386
 
-rowtail_not_54:
+rowtail_not_396:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_56
+	JNE  rowtail_not_398
 
 	// VNNI micro-kernel: 6 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -8226,7 +8226,7 @@ rowtail_not_54:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_57:
+vnni_k_399:
 	VMOVDQU32    (SI), Z12
 	VMOVDQU32    (SI)(DI*1), Z13
 	VPBROADCASTD (AX), Z14
@@ -8311,7 +8311,7 @@ vnni_k_57:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_57
+	JNZ          vnni_k_399
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8332,11 +8332,11 @@ vnni_k_57:
 	ADDQ         CX, AX
 	VMOVDQU32    Z10, (AX)
 	VMOVDQU32    Z11, 64(AX)
-	JMP          rowend_44
+	JMP          rowend_386
 
-rowtail_not_56:
+rowtail_not_398:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_58
+	JNE  rowtail_not_400
 
 	// VNNI micro-kernel: 7 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -8363,7 +8363,7 @@ rowtail_not_56:
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
 
-vnni_k_59:
+vnni_k_401:
 	VMOVDQU32    (SI), Z14
 	VMOVDQU32    (SI)(DI*1), Z15
 	VPBROADCASTD (AX), Z16
@@ -8460,7 +8460,7 @@ vnni_k_59:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_59
+	JNZ          vnni_k_401
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8484,14 +8484,14 @@ vnni_k_59:
 	ADDQ         CX, AX
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
-	JMP          rowend_44
+	JMP          rowend_386
 
-rowtail_not_58:
-rowend_44:
-	JMP done_1
+rowtail_not_400:
+rowend_386:
+	JMP done_343
 
-ntail_not_41:
-done_1:
+ntail_not_383:
+done_343:
 	VZEROUPPER
 	RET
 
@@ -8505,10 +8505,10 @@ TEXT ·qgemmAVX2(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_2:
+ngroup_403:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JL   ntail_3
+	JL   ntail_404
 	SUBQ $0x01, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -8518,10 +8518,10 @@ ngroup_2:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_4:
+rows_405:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x02
-	JL   rowtail_5
+	JL   rowtail_406
 	SUBQ $0x02, AX
 	MOVQ AX, 40(SP)
 
@@ -8540,7 +8540,7 @@ rows_4:
 	MOVQ  kp+24(FP), BX
 	SHRQ  $0x04, BX
 
-avx2_k_7:
+avx2_k_408:
 	VPMOVSXBW    (DX), Y8
 	VPMOVSXBW    16(DX), Y9
 	VPMOVSXBW    32(DX), Y10
@@ -8640,7 +8640,7 @@ avx2_k_7:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          avx2_k_7
+	JNZ          avx2_k_408
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8667,12 +8667,12 @@ avx2_k_7:
 	IMUL3Q       $0x08, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_4
+	JMP          rows_405
 
-rowtail_5:
+rowtail_406:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_8
+	JNE  rowtail_not_409
 
 	// AVX2 micro-kernel: 1 rows x 16 columns.
 	VPXOR Y0, Y0, Y0
@@ -8685,7 +8685,7 @@ rowtail_5:
 	MOVQ  kp+24(FP), DX
 	SHRQ  $0x04, DX
 
-avx2_k_9:
+avx2_k_410:
 	VPMOVSXBW    (CX), Y4
 	VPMOVSXBW    16(CX), Y5
 	VPMOVSXBW    32(CX), Y6
@@ -8745,7 +8745,7 @@ avx2_k_9:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          avx2_k_9
+	JNZ          avx2_k_410
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -8755,10 +8755,10 @@ avx2_k_9:
 	VPHADDD      Y3, Y2, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VMOVDQU      Y0, 32(AX)
-	JMP          rowend_6
+	JMP          rowend_407
 
-rowtail_not_8:
-rowend_6:
+rowtail_not_409:
+rowend_407:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000010, CX, CX
@@ -8767,9 +8767,9 @@ rowend_6:
 	MOVQ   8(SP), AX
 	ADDQ   $0x00000040, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_2
+	JMP    ngroup_403
 
-ntail_3:
+ntail_404:
 	MOVQ 16(SP), AX
 	VZEROUPPER
 	RET
@@ -8947,24 +8947,24 @@ GLOBL epilogueColMasks<>(SB), RODATA|NOPTR, $520
 TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-144
 	MOVQ  flags+136(FP), AX
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_343
+	JNZ   epi_flag_411
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_344
+	JNZ   epi_flag_412
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_345
+	JNZ   epi_flag_413
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_346
+	JNZ   epi_flag_414
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_347
+	JNZ   epi_flag_415
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_348
+	JNZ   epi_flag_416
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_349:
+epi_strip_417:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -8987,7 +8987,7 @@ epi_strip_349:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_350:
+epi_row_418:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9008,14 +9008,14 @@ epi_row_350:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_350
+	JL          epi_row_418
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_349
+	JL          epi_strip_417
 	VZEROUPPER
 	RET
 
-epi_flag_348:
+epi_flag_416:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -9023,7 +9023,7 @@ epi_flag_348:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_351:
+epi_strip_419:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9046,7 +9046,7 @@ epi_strip_351:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_352:
+epi_row_420:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9071,16 +9071,16 @@ epi_row_352:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_352
+	JL          epi_row_420
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_351
+	JL          epi_strip_419
 	VZEROUPPER
 	RET
 
-epi_flag_347:
+epi_flag_415:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_353
+	JNZ          epi_flag_421
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -9091,7 +9091,7 @@ epi_flag_347:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_354:
+epi_strip_422:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -9114,7 +9114,7 @@ epi_strip_354:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_355:
+epi_row_423:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -9155,14 +9155,14 @@ epi_row_355:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_355
+	JL          epi_row_423
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_354
+	JL          epi_strip_422
 	VZEROUPPER
 	RET
 
-epi_flag_353:
+epi_flag_421:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -9174,7 +9174,7 @@ epi_flag_353:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_356:
+epi_strip_424:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9197,7 +9197,7 @@ epi_strip_356:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_357:
+epi_row_425:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -9242,18 +9242,18 @@ epi_row_357:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_357
+	JL          epi_row_425
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_356
+	JL          epi_strip_424
 	VZEROUPPER
 	RET
 
-epi_flag_346:
+epi_flag_414:
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_358
+	JNZ   epi_flag_426
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_359
+	JNZ   epi_flag_427
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -9262,7 +9262,7 @@ epi_flag_346:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_360:
+epi_strip_428:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9286,7 +9286,7 @@ epi_strip_360:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_361:
+epi_row_429:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9316,14 +9316,14 @@ epi_row_361:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_361
+	JL          epi_row_429
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_360
+	JL          epi_strip_428
 	VZEROUPPER
 	RET
 
-epi_flag_359:
+epi_flag_427:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -9333,7 +9333,7 @@ epi_flag_359:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_362:
+epi_strip_430:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -9357,7 +9357,7 @@ epi_strip_362:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_363:
+epi_row_431:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9391,16 +9391,16 @@ epi_row_363:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_363
+	JL          epi_row_431
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_362
+	JL          epi_strip_430
 	VZEROUPPER
 	RET
 
-epi_flag_358:
+epi_flag_426:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_364
+	JNZ          epi_flag_432
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -9413,7 +9413,7 @@ epi_flag_358:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_365:
+epi_strip_433:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9437,7 +9437,7 @@ epi_strip_365:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_366:
+epi_row_434:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -9487,14 +9487,14 @@ epi_row_366:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_366
+	JL          epi_row_434
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_365
+	JL          epi_strip_433
 	VZEROUPPER
 	RET
 
-epi_flag_364:
+epi_flag_432:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -9508,7 +9508,7 @@ epi_flag_364:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_367:
+epi_strip_435:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -9532,7 +9532,7 @@ epi_strip_367:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_368:
+epi_row_436:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -9586,20 +9586,20 @@ epi_row_368:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_368
+	JL          epi_row_436
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_367
+	JL          epi_strip_435
 	VZEROUPPER
 	RET
 
-epi_flag_345:
+epi_flag_413:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_369
+	JNZ     epi_flag_437
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_370
+	JNZ     epi_flag_438
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_371
+	JNZ     epi_flag_439
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -9613,7 +9613,7 @@ epi_flag_345:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    DX, DX
 
-epi_strip_372:
+epi_strip_440:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -9630,7 +9630,7 @@ epi_strip_372:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_373:
+epi_row_441:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -9679,14 +9679,14 @@ epi_row_373:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_373
+	JL          epi_row_441
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_372
+	JL          epi_strip_440
 	VZEROUPPER
 	RET
 
-epi_flag_371:
+epi_flag_439:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -9701,7 +9701,7 @@ epi_flag_371:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-epi_strip_374:
+epi_strip_442:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9718,7 +9718,7 @@ epi_strip_374:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_375:
+epi_row_443:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -9769,16 +9769,16 @@ epi_row_375:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_375
+	JL          epi_row_443
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_374
+	JL          epi_strip_442
 	VZEROUPPER
 	RET
 
-epi_flag_370:
+epi_flag_438:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_376
+	JNZ          epi_flag_444
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -9796,7 +9796,7 @@ epi_flag_370:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         DX, DX
 
-epi_strip_377:
+epi_strip_445:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -9813,7 +9813,7 @@ epi_strip_377:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_378:
+epi_row_446:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -9872,14 +9872,14 @@ epi_row_378:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_378
+	JL          epi_row_446
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_377
+	JL          epi_strip_445
 	VZEROUPPER
 	RET
 
-epi_flag_376:
+epi_flag_444:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -9898,7 +9898,7 @@ epi_flag_376:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         BX, BX
 
-epi_strip_379:
+epi_strip_447:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9915,7 +9915,7 @@ epi_strip_379:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_380:
+epi_row_448:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -9976,18 +9976,18 @@ epi_row_380:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_380
+	JL          epi_row_448
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_379
+	JL          epi_strip_447
 	VZEROUPPER
 	RET
 
-epi_flag_369:
+epi_flag_437:
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_381
+	JNZ     epi_flag_449
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_382
+	JNZ     epi_flag_450
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -10003,7 +10003,7 @@ epi_flag_369:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-epi_strip_383:
+epi_strip_451:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10021,7 +10021,7 @@ epi_strip_383:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_384:
+epi_row_452:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -10075,14 +10075,14 @@ epi_row_384:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_384
+	JL          epi_row_452
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_383
+	JL          epi_strip_451
 	VZEROUPPER
 	RET
 
-epi_flag_382:
+epi_flag_450:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -10099,7 +10099,7 @@ epi_flag_382:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    SI, SI
 
-epi_strip_385:
+epi_strip_453:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -10117,7 +10117,7 @@ epi_strip_385:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_386:
+epi_row_454:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -10173,16 +10173,16 @@ epi_row_386:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_386
+	JL          epi_row_454
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_385
+	JL          epi_strip_453
 	VZEROUPPER
 	RET
 
-epi_flag_381:
+epi_flag_449:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_387
+	JNZ          epi_flag_455
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -10202,7 +10202,7 @@ epi_flag_381:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         BX, BX
 
-epi_strip_388:
+epi_strip_456:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10220,7 +10220,7 @@ epi_strip_388:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_389:
+epi_row_457:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -10284,14 +10284,14 @@ epi_row_389:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_389
+	JL          epi_row_457
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_388
+	JL          epi_strip_456
 	VZEROUPPER
 	RET
 
-epi_flag_387:
+epi_flag_455:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -10312,7 +10312,7 @@ epi_flag_387:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         SI, SI
 
-epi_strip_390:
+epi_strip_458:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -10330,7 +10330,7 @@ epi_strip_390:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_391:
+epi_row_459:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -10396,29 +10396,29 @@ epi_row_391:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_391
+	JL          epi_row_459
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_390
+	JL          epi_strip_458
 	VZEROUPPER
 	RET
 
-epi_flag_344:
+epi_flag_412:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_392
+	JNZ   epi_flag_460
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_393
+	JNZ   epi_flag_461
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_394
+	JNZ   epi_flag_462
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_395
+	JNZ   epi_flag_463
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_396:
+epi_strip_464:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -10449,7 +10449,7 @@ epi_strip_396:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_397:
+epi_row_465:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -10474,14 +10474,14 @@ epi_row_397:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_397
+	JL          epi_row_465
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_396
+	JL          epi_strip_464
 	VZEROUPPER
 	RET
 
-epi_flag_395:
+epi_flag_463:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -10489,7 +10489,7 @@ epi_flag_395:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_398:
+epi_strip_466:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10520,7 +10520,7 @@ epi_strip_398:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_399:
+epi_row_467:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -10549,16 +10549,16 @@ epi_row_399:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_399
+	JL          epi_row_467
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_398
+	JL          epi_strip_466
 	VZEROUPPER
 	RET
 
-epi_flag_394:
+epi_flag_462:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_400
+	JNZ          epi_flag_468
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -10569,7 +10569,7 @@ epi_flag_394:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_401:
+epi_strip_469:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -10600,7 +10600,7 @@ epi_strip_401:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_402:
+epi_row_470:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -10645,14 +10645,14 @@ epi_row_402:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_402
+	JL          epi_row_470
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_401
+	JL          epi_strip_469
 	VZEROUPPER
 	RET
 
-epi_flag_400:
+epi_flag_468:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -10664,7 +10664,7 @@ epi_flag_400:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_403:
+epi_strip_471:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10695,7 +10695,7 @@ epi_strip_403:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_404:
+epi_row_472:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -10744,18 +10744,18 @@ epi_row_404:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_404
+	JL          epi_row_472
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_403
+	JL          epi_strip_471
 	VZEROUPPER
 	RET
 
-epi_flag_393:
+epi_flag_461:
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_405
+	JNZ   epi_flag_473
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_406
+	JNZ   epi_flag_474
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -10764,7 +10764,7 @@ epi_flag_393:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_407:
+epi_strip_475:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10796,7 +10796,7 @@ epi_strip_407:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_408:
+epi_row_476:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -10830,14 +10830,14 @@ epi_row_408:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_408
+	JL          epi_row_476
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_407
+	JL          epi_strip_475
 	VZEROUPPER
 	RET
 
-epi_flag_406:
+epi_flag_474:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -10847,7 +10847,7 @@ epi_flag_406:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_409:
+epi_strip_477:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -10879,7 +10879,7 @@ epi_strip_409:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_410:
+epi_row_478:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -10917,16 +10917,16 @@ epi_row_410:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_410
+	JL          epi_row_478
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_409
+	JL          epi_strip_477
 	VZEROUPPER
 	RET
 
-epi_flag_405:
+epi_flag_473:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_411
+	JNZ          epi_flag_479
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -10939,7 +10939,7 @@ epi_flag_405:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_412:
+epi_strip_480:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10971,7 +10971,7 @@ epi_strip_412:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_413:
+epi_row_481:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -11025,14 +11025,14 @@ epi_row_413:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_413
+	JL          epi_row_481
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_412
+	JL          epi_strip_480
 	VZEROUPPER
 	RET
 
-epi_flag_411:
+epi_flag_479:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -11046,7 +11046,7 @@ epi_flag_411:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_414:
+epi_strip_482:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -11078,7 +11078,7 @@ epi_strip_414:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_415:
+epi_row_483:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -11136,20 +11136,20 @@ epi_row_415:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_415
+	JL          epi_row_483
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_414
+	JL          epi_strip_482
 	VZEROUPPER
 	RET
 
-epi_flag_392:
+epi_flag_460:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_416
+	JNZ     epi_flag_484
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_417
+	JNZ     epi_flag_485
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_418
+	JNZ     epi_flag_486
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -11163,7 +11163,7 @@ epi_flag_392:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    DX, DX
 
-epi_strip_419:
+epi_strip_487:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -11184,7 +11184,7 @@ epi_strip_419:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_420:
+epi_row_488:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -11235,14 +11235,14 @@ epi_row_420:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_420
+	JL          epi_row_488
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_419
+	JL          epi_strip_487
 	VZEROUPPER
 	RET
 
-epi_flag_418:
+epi_flag_486:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -11257,7 +11257,7 @@ epi_flag_418:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-epi_strip_421:
+epi_strip_489:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -11278,7 +11278,7 @@ epi_strip_421:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_422:
+epi_row_490:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -11331,16 +11331,16 @@ epi_row_422:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_422
+	JL          epi_row_490
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_421
+	JL          epi_strip_489
 	VZEROUPPER
 	RET
 
-epi_flag_417:
+epi_flag_485:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_423
+	JNZ          epi_flag_491
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -11358,7 +11358,7 @@ epi_flag_417:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         DX, DX
 
-epi_strip_424:
+epi_strip_492:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -11379,7 +11379,7 @@ epi_strip_424:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_425:
+epi_row_493:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -11440,14 +11440,14 @@ epi_row_425:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_425
+	JL          epi_row_493
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_424
+	JL          epi_strip_492
 	VZEROUPPER
 	RET
 
-epi_flag_423:
+epi_flag_491:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -11466,7 +11466,7 @@ epi_flag_423:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         BX, BX
 
-epi_strip_426:
+epi_strip_494:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -11487,7 +11487,7 @@ epi_strip_426:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_427:
+epi_row_495:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -11550,18 +11550,18 @@ epi_row_427:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_427
+	JL          epi_row_495
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_426
+	JL          epi_strip_494
 	VZEROUPPER
 	RET
 
-epi_flag_416:
+epi_flag_484:
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_428
+	JNZ     epi_flag_496
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_429
+	JNZ     epi_flag_497
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -11577,7 +11577,7 @@ epi_flag_416:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-epi_strip_430:
+epi_strip_498:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -11599,7 +11599,7 @@ epi_strip_430:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_431:
+epi_row_499:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -11655,14 +11655,14 @@ epi_row_431:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_431
+	JL          epi_row_499
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_430
+	JL          epi_strip_498
 	VZEROUPPER
 	RET
 
-epi_flag_429:
+epi_flag_497:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -11679,7 +11679,7 @@ epi_flag_429:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    SI, SI
 
-epi_strip_432:
+epi_strip_500:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -11701,7 +11701,7 @@ epi_strip_432:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_433:
+epi_row_501:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -11759,16 +11759,16 @@ epi_row_433:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_433
+	JL          epi_row_501
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_432
+	JL          epi_strip_500
 	VZEROUPPER
 	RET
 
-epi_flag_428:
+epi_flag_496:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_434
+	JNZ          epi_flag_502
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -11788,7 +11788,7 @@ epi_flag_428:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         BX, BX
 
-epi_strip_435:
+epi_strip_503:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -11810,7 +11810,7 @@ epi_strip_435:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_436:
+epi_row_504:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -11876,14 +11876,14 @@ epi_row_436:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_436
+	JL          epi_row_504
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_435
+	JL          epi_strip_503
 	VZEROUPPER
 	RET
 
-epi_flag_434:
+epi_flag_502:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -11904,7 +11904,7 @@ epi_flag_434:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         SI, SI
 
-epi_strip_437:
+epi_strip_505:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -11926,7 +11926,7 @@ epi_strip_437:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_438:
+epi_row_506:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -11994,24 +11994,24 @@ epi_row_438:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_438
+	JL          epi_row_506
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_437
+	JL          epi_strip_505
 	VZEROUPPER
 	RET
 
-epi_flag_343:
+epi_flag_411:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_439
+	JNZ          epi_flag_507
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_440
+	JNZ          epi_flag_508
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_441
+	JNZ          epi_flag_509
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_442
+	JNZ          epi_flag_510
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_443
+	JNZ          epi_flag_511
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -12021,7 +12021,7 @@ epi_flag_343:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_444:
+epi_strip_512:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -12060,7 +12060,7 @@ epi_strip_444:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_445:
+epi_row_513:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -12081,14 +12081,14 @@ epi_row_445:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_445
+	JL        epi_row_513
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_444
+	JL        epi_strip_512
 	VZEROUPPER
 	RET
 
-epi_flag_443:
+epi_flag_511:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -12097,7 +12097,7 @@ epi_flag_443:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_446:
+epi_strip_514:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -12128,7 +12128,7 @@ epi_strip_446:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_447:
+epi_row_515:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
@@ -12162,16 +12162,16 @@ epi_row_447:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_447
+	JL           epi_row_515
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_446
+	JL           epi_strip_514
 	VZEROUPPER
 	RET
 
-epi_flag_442:
+epi_flag_510:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_448
+	JNZ          epi_flag_516
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -12185,7 +12185,7 @@ epi_flag_442:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_449:
+epi_strip_517:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -12224,7 +12224,7 @@ epi_strip_449:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_450:
+epi_row_518:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -12265,14 +12265,14 @@ epi_row_450:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_450
+	JL        epi_row_518
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_449
+	JL        epi_strip_517
 	VZEROUPPER
 	RET
 
-epi_flag_448:
+epi_flag_516:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -12285,7 +12285,7 @@ epi_flag_448:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_451:
+epi_strip_519:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -12316,7 +12316,7 @@ epi_strip_451:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_452:
+epi_row_520:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -12370,18 +12370,18 @@ epi_row_452:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_452
+	JL           epi_row_520
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_451
+	JL           epi_strip_519
 	VZEROUPPER
 	RET
 
-epi_flag_441:
+epi_flag_509:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_453
+	JNZ          epi_flag_521
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_454
+	JNZ          epi_flag_522
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -12393,7 +12393,7 @@ epi_flag_441:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_455:
+epi_strip_523:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -12433,7 +12433,7 @@ epi_strip_455:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_456:
+epi_row_524:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -12463,14 +12463,14 @@ epi_row_456:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_456
+	JL        epi_row_524
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_455
+	JL        epi_strip_523
 	VZEROUPPER
 	RET
 
-epi_flag_454:
+epi_flag_522:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -12481,7 +12481,7 @@ epi_flag_454:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_457:
+epi_strip_525:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -12513,7 +12513,7 @@ epi_strip_457:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_458:
+epi_row_526:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
@@ -12556,16 +12556,16 @@ epi_row_458:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_458
+	JL           epi_row_526
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_457
+	JL           epi_strip_525
 	VZEROUPPER
 	RET
 
-epi_flag_453:
+epi_flag_521:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_459
+	JNZ          epi_flag_527
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -12581,7 +12581,7 @@ epi_flag_453:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_460:
+epi_strip_528:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -12621,7 +12621,7 @@ epi_strip_460:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_461:
+epi_row_529:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -12671,14 +12671,14 @@ epi_row_461:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_461
+	JL        epi_row_529
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_460
+	JL        epi_strip_528
 	VZEROUPPER
 	RET
 
-epi_flag_459:
+epi_flag_527:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -12693,7 +12693,7 @@ epi_flag_459:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_462:
+epi_strip_530:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -12725,7 +12725,7 @@ epi_strip_462:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_463:
+epi_row_531:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -12788,20 +12788,20 @@ epi_row_463:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_463
+	JL           epi_row_531
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_462
+	JL           epi_strip_530
 	VZEROUPPER
 	RET
 
-epi_flag_440:
+epi_flag_508:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_464
+	JNZ          epi_flag_532
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_465
+	JNZ          epi_flag_533
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_466
+	JNZ          epi_flag_534
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -12817,7 +12817,7 @@ epi_flag_440:
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	XORQ         DX, DX
 
-epi_strip_467:
+epi_strip_535:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -12842,7 +12842,7 @@ epi_strip_467:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_468:
+epi_row_536:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -12891,14 +12891,14 @@ epi_row_468:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_468
+	JL          epi_row_536
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_467
+	JL          epi_strip_535
 	VZEROUPPER
 	RET
 
-epi_flag_466:
+epi_flag_534:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -12914,7 +12914,7 @@ epi_flag_466:
 	VMOVUPS epilogueGelu<>+320(SB), Z7
 	XORQ    SI, SI
 
-epi_strip_469:
+epi_strip_537:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -12935,7 +12935,7 @@ epi_strip_469:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_470:
+epi_row_538:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
@@ -12991,16 +12991,16 @@ epi_row_470:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_470
+	JL           epi_row_538
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_469
+	JL           epi_strip_537
 	VZEROUPPER
 	RET
 
-epi_flag_465:
+epi_flag_533:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_471
+	JNZ          epi_flag_539
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -13020,7 +13020,7 @@ epi_flag_465:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         DX, DX
 
-epi_strip_472:
+epi_strip_540:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -13045,7 +13045,7 @@ epi_strip_472:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_473:
+epi_row_541:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -13104,14 +13104,14 @@ epi_row_473:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_473
+	JL          epi_row_541
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_472
+	JL          epi_strip_540
 	VZEROUPPER
 	RET
 
-epi_flag_471:
+epi_flag_539:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -13131,7 +13131,7 @@ epi_flag_471:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         SI, SI
 
-epi_strip_474:
+epi_strip_542:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -13152,7 +13152,7 @@ epi_strip_474:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_475:
+epi_row_543:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
@@ -13218,18 +13218,18 @@ epi_row_475:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_475
+	JL           epi_row_543
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_474
+	JL           epi_strip_542
 	VZEROUPPER
 	RET
 
-epi_flag_464:
+epi_flag_532:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_476
+	JNZ          epi_flag_544
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_477
+	JNZ          epi_flag_545
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -13247,7 +13247,7 @@ epi_flag_464:
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	XORQ         BX, BX
 
-epi_strip_478:
+epi_strip_546:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -13273,7 +13273,7 @@ epi_strip_478:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_479:
+epi_row_547:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -13327,14 +13327,14 @@ epi_row_479:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_479
+	JL          epi_row_547
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_478
+	JL          epi_strip_546
 	VZEROUPPER
 	RET
 
-epi_flag_477:
+epi_flag_545:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -13352,7 +13352,7 @@ epi_flag_477:
 	VMOVUPS epilogueGelu<>+320(SB), Z7
 	XORQ    DI, DI
 
-epi_strip_480:
+epi_strip_548:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -13374,7 +13374,7 @@ epi_strip_480:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_481:
+epi_row_549:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -13435,16 +13435,16 @@ epi_row_481:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_481
+	JL           epi_row_549
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_480
+	JL           epi_strip_548
 	VZEROUPPER
 	RET
 
-epi_flag_476:
+epi_flag_544:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_482
+	JNZ          epi_flag_550
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -13466,7 +13466,7 @@ epi_flag_476:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         BX, BX
 
-epi_strip_483:
+epi_strip_551:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -13492,7 +13492,7 @@ epi_strip_483:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_484:
+epi_row_552:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -13556,14 +13556,14 @@ epi_row_484:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_484
+	JL          epi_row_552
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_483
+	JL          epi_strip_551
 	VZEROUPPER
 	RET
 
-epi_flag_482:
+epi_flag_550:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -13585,7 +13585,7 @@ epi_flag_482:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         DI, DI
 
-epi_strip_485:
+epi_strip_553:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -13607,7 +13607,7 @@ epi_strip_485:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_486:
+epi_row_554:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -13678,22 +13678,22 @@ epi_row_486:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_486
+	JL           epi_row_554
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_485
+	JL           epi_strip_553
 	VZEROUPPER
 	RET
 
-epi_flag_439:
+epi_flag_507:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_487
+	JNZ          epi_flag_555
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_488
+	JNZ          epi_flag_556
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_489
+	JNZ          epi_flag_557
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_490
+	JNZ          epi_flag_558
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -13703,7 +13703,7 @@ epi_flag_439:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_491:
+epi_strip_559:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -13750,7 +13750,7 @@ epi_strip_491:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_492:
+epi_row_560:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -13775,14 +13775,14 @@ epi_row_492:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_492
+	JL        epi_row_560
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_491
+	JL        epi_strip_559
 	VZEROUPPER
 	RET
 
-epi_flag_490:
+epi_flag_558:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -13791,7 +13791,7 @@ epi_flag_490:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_493:
+epi_strip_561:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -13830,7 +13830,7 @@ epi_strip_493:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_494:
+epi_row_562:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -13868,16 +13868,16 @@ epi_row_494:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_494
+	JL           epi_row_562
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_493
+	JL           epi_strip_561
 	VZEROUPPER
 	RET
 
-epi_flag_489:
+epi_flag_557:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_495
+	JNZ          epi_flag_563
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -13891,7 +13891,7 @@ epi_flag_489:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_496:
+epi_strip_564:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -13938,7 +13938,7 @@ epi_strip_496:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_497:
+epi_row_565:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -13983,14 +13983,14 @@ epi_row_497:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_497
+	JL        epi_row_565
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_496
+	JL        epi_strip_564
 	VZEROUPPER
 	RET
 
-epi_flag_495:
+epi_flag_563:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -14003,7 +14003,7 @@ epi_flag_495:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_498:
+epi_strip_566:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -14042,7 +14042,7 @@ epi_strip_498:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_499:
+epi_row_567:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
@@ -14100,18 +14100,18 @@ epi_row_499:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_499
+	JL           epi_row_567
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_498
+	JL           epi_strip_566
 	VZEROUPPER
 	RET
 
-epi_flag_488:
+epi_flag_556:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_500
+	JNZ          epi_flag_568
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_501
+	JNZ          epi_flag_569
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -14123,7 +14123,7 @@ epi_flag_488:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_502:
+epi_strip_570:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -14171,7 +14171,7 @@ epi_strip_502:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_503:
+epi_row_571:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -14205,14 +14205,14 @@ epi_row_503:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_503
+	JL        epi_row_571
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_502
+	JL        epi_strip_570
 	VZEROUPPER
 	RET
 
-epi_flag_501:
+epi_flag_569:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -14223,7 +14223,7 @@ epi_flag_501:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_504:
+epi_strip_572:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -14263,7 +14263,7 @@ epi_strip_504:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_505:
+epi_row_573:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -14310,16 +14310,16 @@ epi_row_505:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_505
+	JL           epi_row_573
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_504
+	JL           epi_strip_572
 	VZEROUPPER
 	RET
 
-epi_flag_500:
+epi_flag_568:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_506
+	JNZ          epi_flag_574
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -14335,7 +14335,7 @@ epi_flag_500:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_507:
+epi_strip_575:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -14383,7 +14383,7 @@ epi_strip_507:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_508:
+epi_row_576:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -14437,14 +14437,14 @@ epi_row_508:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_508
+	JL        epi_row_576
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_507
+	JL        epi_strip_575
 	VZEROUPPER
 	RET
 
-epi_flag_506:
+epi_flag_574:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -14459,7 +14459,7 @@ epi_flag_506:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_509:
+epi_strip_577:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -14499,7 +14499,7 @@ epi_strip_509:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_510:
+epi_row_578:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
@@ -14566,20 +14566,20 @@ epi_row_510:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_510
+	JL           epi_row_578
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_509
+	JL           epi_strip_577
 	VZEROUPPER
 	RET
 
-epi_flag_487:
+epi_flag_555:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_511
+	JNZ          epi_flag_579
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_512
+	JNZ          epi_flag_580
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_513
+	JNZ          epi_flag_581
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -14595,7 +14595,7 @@ epi_flag_487:
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	XORQ         DX, DX
 
-epi_strip_514:
+epi_strip_582:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -14624,7 +14624,7 @@ epi_strip_514:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_515:
+epi_row_583:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -14675,14 +14675,14 @@ epi_row_515:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_515
+	JL          epi_row_583
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_514
+	JL          epi_strip_582
 	VZEROUPPER
 	RET
 
-epi_flag_513:
+epi_flag_581:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -14698,7 +14698,7 @@ epi_flag_513:
 	VMOVUPS epilogueGelu<>+320(SB), Z7
 	XORQ    SI, SI
 
-epi_strip_516:
+epi_strip_584:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -14723,7 +14723,7 @@ epi_strip_516:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_517:
+epi_row_585:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -14781,16 +14781,16 @@ epi_row_517:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_517
+	JL           epi_row_585
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_516
+	JL           epi_strip_584
 	VZEROUPPER
 	RET
 
-epi_flag_512:
+epi_flag_580:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_518
+	JNZ          epi_flag_586
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -14810,7 +14810,7 @@ epi_flag_512:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         DX, DX
 
-epi_strip_519:
+epi_strip_587:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -14839,7 +14839,7 @@ epi_strip_519:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_520:
+epi_row_588:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -14900,14 +14900,14 @@ epi_row_520:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_520
+	JL          epi_row_588
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_519
+	JL          epi_strip_587
 	VZEROUPPER
 	RET
 
-epi_flag_518:
+epi_flag_586:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -14927,7 +14927,7 @@ epi_flag_518:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         SI, SI
 
-epi_strip_521:
+epi_strip_589:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -14952,7 +14952,7 @@ epi_strip_521:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_522:
+epi_row_590:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
@@ -15020,18 +15020,18 @@ epi_row_522:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_522
+	JL           epi_row_590
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_521
+	JL           epi_strip_589
 	VZEROUPPER
 	RET
 
-epi_flag_511:
+epi_flag_579:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_523
+	JNZ          epi_flag_591
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_524
+	JNZ          epi_flag_592
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -15049,7 +15049,7 @@ epi_flag_511:
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	XORQ         BX, BX
 
-epi_strip_525:
+epi_strip_593:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -15079,7 +15079,7 @@ epi_strip_525:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_526:
+epi_row_594:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -15135,14 +15135,14 @@ epi_row_526:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_526
+	JL          epi_row_594
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_525
+	JL          epi_strip_593
 	VZEROUPPER
 	RET
 
-epi_flag_524:
+epi_flag_592:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -15160,7 +15160,7 @@ epi_flag_524:
 	VMOVUPS epilogueGelu<>+320(SB), Z7
 	XORQ    DI, DI
 
-epi_strip_527:
+epi_strip_595:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -15186,7 +15186,7 @@ epi_strip_527:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_528:
+epi_row_596:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -15249,16 +15249,16 @@ epi_row_528:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_528
+	JL           epi_row_596
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_527
+	JL           epi_strip_595
 	VZEROUPPER
 	RET
 
-epi_flag_523:
+epi_flag_591:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_529
+	JNZ          epi_flag_597
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -15280,7 +15280,7 @@ epi_flag_523:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         BX, BX
 
-epi_strip_530:
+epi_strip_598:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -15310,7 +15310,7 @@ epi_strip_530:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_531:
+epi_row_599:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -15376,14 +15376,14 @@ epi_row_531:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_531
+	JL          epi_row_599
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_530
+	JL          epi_strip_598
 	VZEROUPPER
 	RET
 
-epi_flag_529:
+epi_flag_597:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -15405,7 +15405,7 @@ epi_flag_529:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         DI, DI
 
-epi_strip_532:
+epi_strip_600:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -15431,7 +15431,7 @@ epi_strip_532:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_533:
+epi_row_601:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
@@ -15504,10 +15504,10 @@ epi_row_533:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_533
+	JL           epi_row_601
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_532
+	JL           epi_strip_600
 	VZEROUPPER
 	RET
 
@@ -15541,9 +15541,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_535
+	JZ     peak_done_603
 
-peak_534:
+peak_602:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -15569,9 +15569,9 @@ peak_534:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_534
+	JNZ      peak_602
 
-peak_done_535:
+peak_done_603:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -15629,9 +15629,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_537
+	JZ     peak_done_605
 
-peak_536:
+peak_604:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -15657,9 +15657,9 @@ peak_536:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_536
+	JNZ         peak_604
 
-peak_done_537:
+peak_done_605:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -15715,9 +15715,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_539
+	JZ    peak_done_607
 
-peak_538:
+peak_606:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -15774,9 +15774,9 @@ peak_538:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_538
+	JNZ  peak_606
 
-peak_done_539:
+peak_done_607:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2
