@@ -24,9 +24,10 @@ import (
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
-	"github.com/mmcloughlin/avo/pass"
 	"github.com/mmcloughlin/avo/printer"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/sqc-dev/sqc/asmgen/avogen"
 )
 
 // KernelSig is runtime/qgemm.Kernel's signature.
@@ -73,25 +74,9 @@ func File(specs []Spec, header, pkg string) ([]byte, error) {
 			fmt.Sprintf("%s is the AVX512-VNNI qgemm.Kernel specialised to Kp = %d (its kp argument", s.Name, s.Kp),
 			fmt.Sprintf("is ignored): %d x %d register blocks, %d constant K-loop iterations.", VNNIRows, VNNICols, s.Kp/(4*vnniUnroll)))
 	}
-	f, err := b.Result()
-	if list, ok := err.(build.ErrorList); ok {
-		errs := make([]error, len(list))
-		for i, e := range list {
-			errs[i] = e
-		}
-		return nil, errors.Join(errs...)
-	}
+	f, err := avogen.Compile(b.Context)
 	if err != nil {
-		return nil, err
-	}
-	for _, fn := range f.Functions() {
-		single := &ir.File{Sections: []ir.Section{fn}}
-		if err := pass.Compile.Execute(single); err != nil {
-			return nil, fmt.Errorf("kernels: %s: %w", fn.Name, err)
-		}
-	}
-	if err := pass.Func(pass.IncludeTextFlagHeader).Execute(f); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kernels: %w", err)
 	}
 	return printer.NewGoAsm(printer.Config{Name: header, Pkg: pkg}).Print(f)
 }

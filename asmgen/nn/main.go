@@ -17,19 +17,14 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
-	"github.com/mmcloughlin/avo/pass"
-	"github.com/mmcloughlin/avo/printer"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/sqc-dev/sqc/asmgen/avogen"
 )
 
 // generatorCommand is how go:generate runs this program from runtime/nn;
@@ -37,46 +32,7 @@ import (
 // not depend on where the generator binary was built.
 const generatorCommand = "go run ../../asmgen/nn"
 
-func main() {
-	// avo's build package registers its own flags on flag.CommandLine, so
-	// this program uses a FlagSet of its own.
-	fs := flag.NewFlagSet("nn", flag.ExitOnError)
-	out := fs.String("out", "", "assembly output file")
-	stubs := fs.String("stubs", "", "Go stub declarations output file")
-	pkg := fs.String("pkg", "nn", "Go package name of the output")
-	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on bad flags
-	if *out == "" || *stubs == "" {
-		fmt.Fprintln(os.Stderr, "usage: nn -out FILE.s -stubs FILE.go [-pkg NAME]")
-		os.Exit(2)
-	}
-	if err := run(*out, *stubs, *pkg); err != nil {
-		fmt.Fprintln(os.Stderr, "nn:", err)
-		os.Exit(1)
-	}
-}
-
-func run(out, stubs, pkg string) error {
-	f, err := generate()
-	if err != nil {
-		return err
-	}
-	argv := append(strings.Fields(generatorCommand),
-		"-out", filepath.Base(out), "-stubs", filepath.Base(stubs), "-pkg", pkg)
-	cfg := printer.Config{Argv: argv, Pkg: pkg}
-	for _, o := range []struct {
-		path string
-		p    printer.Printer
-	}{{out, printer.NewGoAsm(cfg)}, {stubs, printer.NewStubs(cfg)}} {
-		b, err := o.p.Print(f)
-		if err != nil {
-			return fmt.Errorf("printing %s: %w", o.path, err)
-		}
-		if err := os.WriteFile(o.path, b, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func main() { avogen.Main("nn", generatorCommand, "nn", generate) }
 
 // generate builds every function and compiles the file with avo's passes.
 func generate() (*ir.File, error) {
@@ -89,28 +45,7 @@ func generate() (*ir.File, error) {
 	genQuantize(g)
 	genGelu(g)
 
-	f, err := g.Result()
-	if list, ok := err.(build.ErrorList); ok {
-		errs := make([]error, len(list))
-		for i, e := range list {
-			errs[i] = e
-		}
-		return nil, errors.Join(errs...)
-	}
-	if err != nil {
-		return nil, err
-	}
-	// Compile each function alone first, so that an error names it.
-	for _, fn := range f.Functions() {
-		single := &ir.File{Sections: []ir.Section{fn}}
-		if err := pass.Compile.Execute(single); err != nil {
-			return nil, fmt.Errorf("%s: %w", fn.Name, err)
-		}
-	}
-	if err := pass.Func(pass.IncludeTextFlagHeader).Execute(f); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return avogen.Compile(g.Context)
 }
 
 // gen wraps avo's build context with a generator of unique labels and the

@@ -13,20 +13,14 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
-	"github.com/mmcloughlin/avo/pass"
-	"github.com/mmcloughlin/avo/printer"
 	"github.com/mmcloughlin/avo/reg"
 
+	"github.com/sqc-dev/sqc/asmgen/avogen"
 	"github.com/sqc-dev/sqc/asmgen/kernels"
 )
 
@@ -35,46 +29,7 @@ import (
 // header does not depend on where the generator binary was built.
 const generatorCommand = "go run ../../asmgen/qgemm"
 
-func main() {
-	// avo's build package registers its own flags on flag.CommandLine, so
-	// this program uses a FlagSet of its own.
-	fs := flag.NewFlagSet("qgemm", flag.ExitOnError)
-	out := fs.String("out", "", "assembly output file")
-	stubs := fs.String("stubs", "", "Go stub declarations output file")
-	pkg := fs.String("pkg", "qgemm", "Go package name of the output")
-	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on bad flags
-	if *out == "" || *stubs == "" {
-		fmt.Fprintln(os.Stderr, "usage: qgemm -out FILE.s -stubs FILE.go [-pkg NAME]")
-		os.Exit(2)
-	}
-	if err := run(*out, *stubs, *pkg); err != nil {
-		fmt.Fprintln(os.Stderr, "qgemm:", err)
-		os.Exit(1)
-	}
-}
-
-func run(out, stubs, pkg string) error {
-	f, err := generate()
-	if err != nil {
-		return err
-	}
-	argv := append(strings.Fields(generatorCommand),
-		"-out", filepath.Base(out), "-stubs", filepath.Base(stubs), "-pkg", pkg)
-	cfg := printer.Config{Argv: argv, Pkg: pkg}
-	for _, o := range []struct {
-		path string
-		p    printer.Printer
-	}{{out, printer.NewGoAsm(cfg)}, {stubs, printer.NewStubs(cfg)}} {
-		b, err := o.p.Print(f)
-		if err != nil {
-			return fmt.Errorf("printing %s: %w", o.path, err)
-		}
-		if err := os.WriteFile(o.path, b, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func main() { avogen.Main("qgemm", generatorCommand, "qgemm", generate) }
 
 // generate builds every function, compiles the file with avo's passes and
 // then lowers the AMX placeholders to bytes.
@@ -89,31 +44,7 @@ func generate() (*ir.File, error) {
 	genEpilogue(g)
 	genPeaks(g)
 
-	f, err := g.Result()
-	if list, ok := err.(build.ErrorList); ok {
-		errs := make([]error, len(list))
-		for i, e := range list {
-			errs[i] = e
-		}
-		return nil, errors.Join(errs...)
-	}
-	if err != nil {
-		return nil, err
-	}
-	// Compile each function alone first, so that an error names it.
-	for _, fn := range f.Functions() {
-		single := &ir.File{Sections: []ir.Section{fn}}
-		if err := pass.Compile.Execute(single); err != nil {
-			return nil, fmt.Errorf("%s: %w", fn.Name, err)
-		}
-	}
-	if err := pass.Func(pass.IncludeTextFlagHeader).Execute(f); err != nil {
-		return nil, err
-	}
-	if err := pass.FunctionPass(lowerAMX).Execute(f); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return avogen.Compile(g.Context, lowerAMX)
 }
 
 // gen is asmgen/kernels' Builder (avo's build context with unique labels,
