@@ -5,9 +5,10 @@ import (
 
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/sqc-dev/sqc/asmgen/avogen"
 )
 
 // Builder emits register-blocked GEMM kernels with runtime/qgemm.Kernel's
@@ -17,39 +18,11 @@ import (
 // kernels (Kp read from the kp argument) and File for the kernels `sqc
 // compile` specialises to one Kp.
 type Builder struct {
-	*build.Context
-	labels int
+	*avogen.Gen
 }
 
 // NewBuilder returns a Builder emitting into ctx.
-func NewBuilder(ctx *build.Context) *Builder { return &Builder{Context: ctx} }
-
-// NewLabel returns a fresh label name starting with prefix.
-func (b *Builder) NewLabel(prefix string) string {
-	b.labels++
-	return fmt.Sprintf("%s_%d", prefix, b.labels)
-}
-
-// Load loads the named integer or pointer argument into a new register.
-func (b *Builder) Load(name string) reg.GPVirtual {
-	r := b.GP64()
-	b.Context.Load(b.Param(name), r)
-	return r
-}
-
-// ZeroVec zeroes the vector register z with VPXORD z, z, z (VPXOR for
-// ymm), marked as not reading z: avo does not know the zeroing idiom and
-// would otherwise keep z live from the function entry.
-func (b *Builder) ZeroVec(z reg.VecVirtual) {
-	op := "VPXORD"
-	if z.Size() == 32 {
-		op = "VPXOR"
-	}
-	b.Instruction(&ir.Instruction{
-		Opcode: op, Operands: []operand.Op{z, z, z},
-		Inputs: []operand.Op{z, z}, Outputs: []operand.Op{z}, CancellingInputs: true,
-	})
-}
+func NewBuilder(ctx *build.Context) *Builder { return &Builder{avogen.NewGen(ctx)} }
 
 // LoopState holds the loop variables of a blocked kernel in stack slots,
 // leaving the registers to the micro-kernel.

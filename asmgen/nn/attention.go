@@ -40,17 +40,17 @@ func genAttnTranspose(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("attnTransposeAsm sets dst[c*16+r] = src[r*stride+c] for r < rows, c < cols,",
 		"and dst[c*16+r] = 0 for rows <= r < 16 (1 <= rows <= 16, cols >= 1).")
-	dst, src := g.load("dst"), g.load("src")
-	strideB := g.load("stride")
+	dst, src := g.Load("dst"), g.Load("src")
+	strideB := g.Load("stride")
 	g.SHLQ(operand.U8(2), strideB)
-	rows, left := g.load("rows"), g.load("cols")
+	rows, left := g.Load("rows"), g.Load("cols")
 
-	loop := g.label("tr_loop")
+	loop := g.NewLabel("tr_loop")
 	g.Label(loop)
 	w := g.minConst(left, 16)
 	k := g.maskOf(w)
 	cols := g.transpose16(g.loadRows(src, strideB, k, rows))
-	stored := g.label("tr_stored")
+	stored := g.NewLabel("tr_stored")
 	for u, c := range cols {
 		if u > 0 {
 			g.CMPQ(w, operand.U32(u))
@@ -78,8 +78,8 @@ func genAttnScores(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("attnScoresAsm sets s[j*16+r] = sum_c k[j*kStride+c]*qT[c*16+r] (c ascending,",
 		"products rounded) for j < sk, r < 16 (sk >= 0, d >= 1).")
-	sPtr, kRow := g.load("s"), g.load("k")
-	s1 := g.load("kStride")
+	sPtr, kRow := g.Load("s"), g.Load("k")
+	s1 := g.Load("kStride")
 	g.SHLQ(operand.U8(2), s1)
 	s3, s5, s7 := g.GP64(), g.GP64(), g.GP64()
 	g.LEAQ(operand.Mem{Base: s1, Index: s1, Scale: 2}, s3)
@@ -87,7 +87,7 @@ func genAttnScores(g *gen) {
 	g.LEAQ(operand.Mem{Base: s1, Index: s1, Scale: 8}, s7) // 9*s1
 	g.SUBQ(s1, s7)
 	g.SUBQ(s1, s7) // 7*s1
-	left := g.load("sk")
+	left := g.Load("sk")
 
 	// keyAddr addresses k[j0+u][c] from the pointers p0 (key j0) and p8
 	// (key j0+8) at column c.
@@ -127,8 +127,8 @@ func genAttnScores(g *gen) {
 			p8 = g.GP64()
 			g.LEAQ(operand.Mem{Base: p0, Index: s1, Scale: 8}, p8)
 		}
-		qp, c := g.load("qT"), g.load("d")
-		inner := g.label("sc_c")
+		qp, c := g.Load("qT"), g.Load("d")
+		inner := g.NewLabel("sc_c")
 		g.Label(inner)
 		qv := g.ZMM()
 		g.VMOVUPS(operand.Mem{Base: qp}, qv)
@@ -167,7 +167,7 @@ func stepGroups(g *gen, left reg.GPVirtual, body func(w int), prefix string) {
 // stepGroupsOf emits: while left >= main { body(main) }, then body(w) once
 // for each w of tailGroups below main with left >= w.
 func stepGroupsOf(g *gen, left reg.GPVirtual, main int, body func(w int), prefix string) {
-	loop, tail := g.label(prefix+"_main"), g.label(prefix+"_tail")
+	loop, tail := g.NewLabel(prefix+"_main"), g.NewLabel(prefix+"_tail")
 	g.Label(loop)
 	g.CMPQ(left, operand.U8(main))
 	g.JL(operand.LabelRef(tail))
@@ -178,7 +178,7 @@ func stepGroupsOf(g *gen, left reg.GPVirtual, main int, body func(w int), prefix
 		if w >= main {
 			continue
 		}
-		skip := g.label(prefix + "_skip")
+		skip := g.NewLabel(prefix + "_skip")
 		g.CMPQ(left, operand.U8(w))
 		g.JL(operand.LabelRef(skip))
 		body(w)
@@ -208,12 +208,12 @@ func genAttnSoftmax(g *gen) {
 	g.Doc("attnSoftmaxAsm turns the scores s[j*16+r] (j < sk) of 16 query rows into",
 		"softmax numerators and writes their sums to sums[0..15]. maskMode: 0 none,",
 		"1 mask[j] added to every row, 2 mask[j*16+r].")
-	n := g.load("sk")
-	empty := g.label("sm_empty")
+	n := g.Load("sk")
+	empty := g.NewLabel("sm_empty")
 	g.TESTQ(n, n)
 	g.JZ(operand.LabelRef(empty))
-	mode := g.load("maskMode")
-	m1, m2 := g.label("sm_mode1"), g.label("sm_mode2")
+	mode := g.Load("maskMode")
+	m1, m2 := g.NewLabel("sm_mode1"), g.NewLabel("sm_mode2")
 	g.CMPQ(mode, operand.U8(maskBroadcast))
 	g.JEQ(operand.LabelRef(m1))
 	g.CMPQ(mode, operand.U8(maskTransposed))
@@ -226,7 +226,7 @@ func genAttnSoftmax(g *gen) {
 
 	g.Label(empty)
 	z := g.zeroZMM()
-	g.VMOVUPS(z, operand.Mem{Base: g.load("sums")})
+	g.VMOVUPS(z, operand.Mem{Base: g.Load("sums")})
 	g.VZEROUPPER()
 	g.RET()
 }
@@ -237,12 +237,12 @@ func genAttnSoftmax(g *gen) {
 const softmaxExpGroup = 4
 
 func softmaxVariant(g *gen, mode int) {
-	n := g.load("sk")
+	n := g.Load("sk")
 	zScale := g.broadcastParam("scale")
-	sPtr := g.load("s")
+	sPtr := g.Load("s")
 	var mp reg.GPVirtual
 	if mode != maskNone {
-		mp = g.load("mask")
+		mp = g.Load("mask")
 	}
 	maskStep := 4
 	if mode == maskTransposed {
@@ -267,10 +267,10 @@ func softmaxVariant(g *gen, mode int) {
 	g.MOVQ(sPtr, p)
 	g.MOVQ(n, c)
 	top := scaled(p, mp)
-	pass2 := g.label("sm_pass2")
+	pass2 := g.NewLabel("sm_pass2")
 	g.DECQ(c)
 	g.JZ(operand.LabelRef(pass2))
-	loop := g.label("sm_max")
+	loop := g.NewLabel("sm_max")
 	g.Label(loop)
 	g.ADDQ(operand.U8(64), p)
 	if mp != nil {
@@ -301,7 +301,7 @@ func softmaxVariant(g *gen, mode int) {
 		g.ADDQ(operand.U32(64*m), p)
 		g.SUBQ(operand.U8(m), c)
 	}
-	group, single, done := g.label("sm_exp4"), g.label("sm_exp1"), g.label("sm_done")
+	group, single, done := g.NewLabel("sm_exp4"), g.NewLabel("sm_exp1"), g.NewLabel("sm_done")
 	g.Label(group)
 	g.CMPQ(c, operand.U8(softmaxExpGroup))
 	g.JL(operand.LabelRef(single))
@@ -313,7 +313,7 @@ func softmaxVariant(g *gen, mode int) {
 	expRows(1)
 	g.JMP(operand.LabelRef(single))
 	g.Label(done)
-	g.VMOVUPS(sum, operand.Mem{Base: g.load("sums")})
+	g.VMOVUPS(sum, operand.Mem{Base: g.Load("sums")})
 	g.VZEROUPPER()
 	g.RET()
 }
@@ -410,7 +410,7 @@ func genAttnPV(g *gen) {
 		"(j ascending, products rounded, terms with p == 0 skipped) for r < rows,",
 		"c < d (1 <= rows <= 16, d >= 1, sk >= 0).")
 	zero := g.zeroZMM()
-	outCol, vCol, colsLeft := g.load("out"), g.load("v"), g.load("d")
+	outCol, vCol, colsLeft := g.Load("out"), g.Load("v"), g.Load("d")
 
 	// block emits rows x nv vectors of columns starting at row r0 (a
 	// register, in rows) of the current column chunk; last masks the
@@ -423,15 +423,15 @@ func genAttnPV(g *gen) {
 				acc[r][c] = g.zeroZMM()
 			}
 		}
-		pp, vp, j := g.GP64(), g.GP64(), g.load("sk")
-		g.MOVQ(g.paramAddr("p"), pp) // p[j][0]; row r0+r at Index r0, Disp 4r
+		pp, vp, j := g.GP64(), g.GP64(), g.Load("sk")
+		g.MOVQ(g.ParamAddr("p"), pp) // p[j][0]; row r0+r at Index r0, Disp 4r
 		g.MOVQ(vCol, vp)
-		vStrideB := g.load("vStride")
+		vStrideB := g.Load("vStride")
 		g.SHLQ(operand.U8(2), vStrideB)
-		divide := g.label("pv_divide")
+		divide := g.NewLabel("pv_divide")
 		g.TESTQ(j, j)
 		g.JZ(operand.LabelRef(divide))
-		inner, slow, next := g.label("pv_j"), g.label("pv_zero"), g.label("pv_next")
+		inner, slow, next := g.NewLabel("pv_j"), g.NewLabel("pv_zero"), g.NewLabel("pv_next")
 		g.Label(inner)
 		vv := make([]reg.VecVirtual, nv)
 		for c := range vv {
@@ -474,7 +474,7 @@ func genAttnPV(g *gen) {
 		g.DECQ(j)
 		g.JNZ(operand.LabelRef(inner))
 		g.Label(divide)
-		sp, op, oStrideB := g.load("sums"), g.GP64(), g.load("outStride")
+		sp, op, oStrideB := g.Load("sums"), g.GP64(), g.Load("outStride")
 		g.SHLQ(operand.U8(2), oStrideB)
 		g.MOVQ(r0, op)
 		g.IMULQ(oStrideB, op)
@@ -497,7 +497,7 @@ func genAttnPV(g *gen) {
 	// rowBlocks emits the blocks of nv vectors for all rows: groups of
 	// pvRows, then 4, 2, 1.
 	rowBlocks := func(nv int, last reg.OpmaskVirtual) {
-		r0, left := g.GP64(), g.load("rows")
+		r0, left := g.GP64(), g.Load("rows")
 		g.XORQ(r0, r0)
 		stepGroupsOf(g, left, pvRows, func(w int) {
 			block(w, nv, r0, last)
@@ -505,7 +505,7 @@ func genAttnPV(g *gen) {
 			g.SUBQ(operand.U8(w), left)
 		}, "pv_rows")
 	}
-	full, tail, done := g.label("pv_cols"), g.label("pv_coltail"), g.label("pv_done")
+	full, tail, done := g.NewLabel("pv_cols"), g.NewLabel("pv_coltail"), g.NewLabel("pv_done")
 	g.Label(full)
 	g.CMPQ(colsLeft, operand.U8(16*pvVecs))
 	g.JL(operand.LabelRef(tail))
@@ -520,7 +520,7 @@ func genAttnPV(g *gen) {
 	// 1 .. 63 columns left: nv = ceil(left/16) vectors, the last masked to
 	// left - 16*(nv-1) columns.
 	for nv := 1; nv <= pvVecs; nv++ {
-		skip := g.label("pv_nv")
+		skip := g.NewLabel("pv_nv")
 		if nv < pvVecs {
 			g.CMPQ(colsLeft, operand.U8(16*nv))
 			g.JG(operand.LabelRef(skip))
@@ -555,12 +555,12 @@ func genAttnScores2(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("attnScores2Asm is attnScoresAsm(sA, qA, ...) and attnScoresAsm(sB, qB, ...) in one pass",
 		"over the keys (sk >= 0, d >= 1).")
-	sA, sB, kRow := g.load("sA"), g.load("sB"), g.load("k")
-	s1 := g.load("kStride")
+	sA, sB, kRow := g.Load("sA"), g.Load("sB"), g.Load("k")
+	s1 := g.Load("kStride")
 	g.SHLQ(operand.U8(2), s1)
 	s3 := g.GP64()
 	g.LEAQ(operand.Mem{Base: s1, Index: s1, Scale: 2}, s3)
-	left := g.load("sk")
+	left := g.Load("sk")
 
 	group := func(n int) {
 		// ptrs[i] addresses key 4i at column c; keys 4i+1..4i+3 are at
@@ -591,8 +591,8 @@ func genAttnScores2(g *gen) {
 		for u := range n {
 			accA[u], accB[u] = g.zeroZMM(), g.zeroZMM()
 		}
-		qa, qb, c := g.load("qA"), g.load("qB"), g.load("d")
-		inner := g.label("sc2_c")
+		qa, qb, c := g.Load("qA"), g.Load("qB"), g.Load("d")
+		inner := g.NewLabel("sc2_c")
 		g.Label(inner)
 		va, vb := g.ZMM(), g.ZMM()
 		g.VMOVUPS(operand.Mem{Base: qa}, va)

@@ -51,20 +51,20 @@ func genLNStats(g *gen) {
 	g.Doc("lnStats16Asm writes the float64 mean and 1/sqrt(variance+eps) of 16 rows of n",
 		"float32 values (row r at x[r*stride]; n >= 1, count = float64(n)) to mean[0..15]",
 		"and inv[0..15], with sequential sums in column order.")
-	strideB := g.load("stride")
+	strideB := g.Load("stride")
 	g.SHLQ(operand.U8(2), strideB)
 	zCount := g.broadcastParam64("count")
 
 	// pass runs f on the float64 lanes (rows 0-7, rows 8-15) of each
 	// column in order.
 	pass := func(f func(lo, hi reg.VecVirtual)) {
-		col, left := g.load("x"), g.load("n")
-		loop := g.label("ln_cols")
+		col, left := g.Load("x"), g.Load("n")
+		loop := g.NewLabel("ln_cols")
 		g.Label(loop)
 		w := g.minConst(left, 16)
 		k := g.maskOf(w)
 		cols := g.transpose16(g.loadRows(col, strideB, k, nil))
-		next := g.label("ln_next")
+		next := g.NewLabel("ln_next")
 		for u, c := range cols {
 			if u > 0 {
 				g.CMPQ(w, operand.U32(u))
@@ -95,13 +95,13 @@ func genLNStats(g *gen) {
 			g.VADDPD(h.x, h.sq, h.sq)
 		}
 	})
-	meanPtr := g.load("mean")
+	meanPtr := g.Load("mean")
 	g.VMOVUPD(meanLo, operand.Mem{Base: meanPtr})
 	g.VMOVUPD(meanHi, operand.Mem{Base: meanPtr, Disp: 64})
 	zEps := g.broadcastParam64("eps")
 	zOne := g.ZMM()
 	g.VBROADCASTSD(g.consts.f64(1), zOne)
-	invPtr := g.load("inv")
+	invPtr := g.Load("inv")
 	for i, sq := range []reg.VecVirtual{sqLo, sqHi} {
 		g.VDIVPD(zCount, sq, sq) // sq / count
 		g.VADDPD(zEps, sq, sq)
@@ -124,14 +124,14 @@ func genLNNorm(g *gen) {
 	g.Doc("lnNormAsm normalises one row of n >= 1 values: y[j] = float32(((x[j]-mean)*inv)*gamma[j]",
 		"+ beta[j]) in float64, stored to y (flags&2) and/or quantised to q (flags&4) as",
 		"qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.")
-	flags := g.load("flags")
+	flags := g.Load("flags")
 	variants := [][]int{
 		{lnF32}, {lnU8}, {lnF32 | lnU8},
 		{lnBeta | lnF32}, {lnBeta | lnU8}, {lnBeta | lnF32 | lnU8},
 	}
 	labels := make([]string, len(variants))
 	for i, v := range variants {
-		labels[i] = g.label("lnn_variant")
+		labels[i] = g.NewLabel("lnn_variant")
 		g.CMPQ(flags, operand.U8(v[0]))
 		g.JEQ(operand.LabelRef(labels[i]))
 	}
@@ -145,20 +145,20 @@ func genLNNorm(g *gen) {
 func lnNormVariant(g *gen, flags int) {
 	has := func(f int) bool { return flags&f != 0 }
 	zMean, zInv := g.broadcastParam64("mean"), g.broadcastParam64("inv")
-	xp, gp, left := g.load("x"), g.load("gamma"), g.load("n")
+	xp, gp, left := g.Load("x"), g.Load("gamma"), g.Load("n")
 	var bp, yp, qp reg.GPVirtual
 	if has(lnBeta) {
-		bp = g.load("beta")
+		bp = g.Load("beta")
 	}
 	if has(lnF32) {
-		yp = g.load("y")
+		yp = g.Load("y")
 	}
 	var quant quantizer
 	if has(lnU8) {
-		qp = g.load("q")
+		qp = g.Load("q")
 		quant = g.newQuantizer()
 	}
-	loop := g.label("lnn_loop")
+	loop := g.NewLabel("lnn_loop")
 	g.Label(loop)
 	w := g.minConst(left, 16)
 	k := g.maskOf(w)
@@ -218,8 +218,8 @@ func genLNNormDual(g *gen) {
 	g.Doc("lnNormDualAsm normalises one row of n >= 1 values once, z[j] = (x[j]-mean)*inv in float64,",
 		"and stores y[j] = float32(z[j]*gamma[j] + beta[j]) and q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j]",
 		"+ betaQ[j]), invScale, zp); flags&1: beta and betaQ are used (else both are ignored).")
-	flags := g.load("flags")
-	withBeta := g.label("lnd_beta")
+	flags := g.Load("flags")
+	withBeta := g.NewLabel("lnd_beta")
 	g.CMPQ(flags, operand.U8(lnBeta))
 	g.JEQ(operand.LabelRef(withBeta))
 	lnNormDualVariant(g, false)
@@ -229,15 +229,15 @@ func genLNNormDual(g *gen) {
 
 func lnNormDualVariant(g *gen, beta bool) {
 	zMean, zInv := g.broadcastParam64("mean"), g.broadcastParam64("inv")
-	xp, left := g.load("x"), g.load("n")
-	yp, qp := g.load("y"), g.load("q")
-	gp, gqp := g.load("gamma"), g.load("gammaQ")
+	xp, left := g.Load("x"), g.Load("n")
+	yp, qp := g.Load("y"), g.Load("q")
+	gp, gqp := g.Load("gamma"), g.Load("gammaQ")
 	var bp, bqp reg.GPVirtual
 	if beta {
-		bp, bqp = g.load("beta"), g.load("betaQ")
+		bp, bqp = g.Load("beta"), g.Load("betaQ")
 	}
 	quant := g.newQuantizer()
-	loop := g.label("lnd_loop")
+	loop := g.NewLabel("lnd_loop")
 	g.Label(loop)
 	w := g.minConst(left, 16)
 	k := g.maskOf(w)

@@ -17,8 +17,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
@@ -48,53 +46,23 @@ func generate() (*ir.File, error) {
 	return avogen.Compile(g.Context)
 }
 
-// gen wraps avo's build context with a generator of unique labels and the
-// read-only tables every kernel shares.
+// gen is avogen's Gen (avo's build context with unique labels, argument
+// loads and the zeroing idiom) with the read-only tables every kernel
+// shares.
 type gen struct {
-	*build.Context
-	labels int
+	*avogen.Gen
 
 	consts   *constTable
 	colMasks operand.Mem // colMasks[i] (8 bytes each) = 1<<i - 1, i = 0..64
 }
 
-func newGen() *gen { return &gen{Context: build.NewContext()} }
-
-// label returns a fresh label name starting with prefix.
-func (g *gen) label(prefix string) string {
-	g.labels++
-	return fmt.Sprintf("%s_%d", prefix, g.labels)
-}
-
-// paramAddr returns the memory operand of the named argument of the active
-// function (for instructions that take it straight from memory).
-func (g *gen) paramAddr(name string) operand.Mem {
-	b, err := g.Param(name).Resolve()
-	if err != nil {
-		panic(fmt.Sprintf("parameter %s: %v", name, err))
-	}
-	return b.Addr
-}
-
-// load loads the named integer or pointer argument into a new register.
-func (g *gen) load(name string) reg.GPVirtual {
-	r := g.GP64()
-	g.Load(g.Param(name), r)
-	return r
-}
-
-// load32 loads the named 4-byte argument into a new 32-bit register.
-func (g *gen) load32(name string) reg.GPVirtual {
-	r := g.GP32()
-	g.MOVL(g.paramAddr(name), r)
-	return r
-}
+func newGen() *gen { return &gen{Gen: avogen.NewGen(build.NewContext())} }
 
 // broadcastParam broadcasts the named 4-byte float argument to all lanes
 // of a new zmm register.
 func (g *gen) broadcastParam(name string) reg.VecVirtual {
 	z := g.ZMM()
-	g.VBROADCASTSS(g.paramAddr(name), z)
+	g.VBROADCASTSS(g.ParamAddr(name), z)
 	return z
 }
 
@@ -102,27 +70,14 @@ func (g *gen) broadcastParam(name string) reg.VecVirtual {
 // lanes of a new zmm register.
 func (g *gen) broadcastParam64(name string) reg.VecVirtual {
 	z := g.ZMM()
-	g.VBROADCASTSD(g.paramAddr(name), z)
+	g.VBROADCASTSD(g.ParamAddr(name), z)
 	return z
-}
-
-// zeroVec zeroes the vector register z with VPXORD z, z, z, marked as not
-// reading z: avo does not know the AVX-512 zeroing idiom and would
-// otherwise keep z live from the function entry.
-func (g *gen) zeroVec(z reg.VecVirtual) {
-	g.Instruction(&ir.Instruction{
-		Opcode:           "VPXORD",
-		Operands:         []operand.Op{z, z, z},
-		Inputs:           []operand.Op{z, z},
-		Outputs:          []operand.Op{z},
-		CancellingInputs: true,
-	})
 }
 
 // zeroZMM returns a new zeroed zmm register.
 func (g *gen) zeroZMM() reg.VecVirtual {
 	z := g.ZMM()
-	g.zeroVec(z)
+	g.ZeroVec(z)
 	return z
 }
 

@@ -15,7 +15,7 @@ type quantizer struct {
 // newQuantizer loads the invScale and zp arguments of the active function.
 func (g *gen) newQuantizer() quantizer {
 	q := quantizer{inv: g.broadcastParam("invScale"), zp: g.ZMM(), zero: g.zeroZMM()}
-	g.VPBROADCASTD(g.load32("zp"), q.zp)
+	g.VPBROADCASTD(g.Load32("zp"), q.zp)
 	return q
 }
 
@@ -54,8 +54,8 @@ func genQuantizeU8(g *gen) {
 	g.Doc("quantizeU8Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], invScale, zp)",
 		"for i < rows, j < cols (rows, cols >= 1).")
 	q := g.newQuantizer()
-	dst, src, rows, cols := g.load("dst"), g.load("src"), g.load("rows"), g.load("cols")
-	rowLoop, colLoop := g.label("q_row"), g.label("q_col")
+	dst, src, rows, cols := g.Load("dst"), g.Load("src"), g.Load("rows"), g.Load("cols")
+	rowLoop, colLoop := g.NewLabel("q_row"), g.NewLabel("q_col")
 	g.Label(rowLoop)
 	j := g.GP64()
 	g.XORQ(j, j)
@@ -77,10 +77,10 @@ func genQuantizeU8(g *gen) {
 	g.ADDQ(operand.U8(16*quantChunks), j)
 	g.CMPQ(j, cols)
 	g.JL(operand.LabelRef(colLoop))
-	s := g.load("srcStride")
+	s := g.Load("srcStride")
 	g.SHLQ(operand.U8(2), s)
 	g.ADDQ(s, src)
-	d := g.load("dstStride")
+	d := g.Load("dstStride")
 	g.ADDQ(d, dst)
 	g.DECQ(rows)
 	g.JNZ(operand.LabelRef(rowLoop))
@@ -99,14 +99,14 @@ func genMinMax(g *gen) {
 	g.SignatureExpr("func(x *float32, n int) (lo float32, hi float32)")
 	g.Pragma("noescape")
 	g.Doc("minMaxAsm returns min(0, min x[0:n]) and max(0, max x[0:n]), NaNs ignored (n >= 1).")
-	x, n := g.load("x"), g.load("n")
+	x, n := g.Load("x"), g.Load("n")
 	var lo, hi [quantChunks]reg.VecVirtual
 	for u := range quantChunks {
 		lo[u], hi[u] = g.zeroZMM(), g.zeroZMM()
 	}
 	j := g.GP64()
 	g.XORQ(j, j)
-	loop := g.label("mm_loop")
+	loop := g.NewLabel("mm_loop")
 	g.Label(loop)
 	left := g.GP64()
 	g.MOVQ(n, left)

@@ -64,7 +64,7 @@ func (g *gen) loadRows(p, strideB reg.GPVirtual, k reg.OpmaskVirtual, rows reg.G
 	var z [16]reg.VecVirtual
 	ptr := g.GP64()
 	g.MOVQ(p, ptr)
-	done := g.label("rows_loaded")
+	done := g.NewLabel("rows_loaded")
 	if rows != nil {
 		for r := range z {
 			z[r] = g.zeroZMM()

@@ -124,18 +124,18 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 	if has(epiColSum) {
 		zAZ = g.ZMM()
 		if !has(epiRow) {
-			g.VPBROADCASTD(g.load32("aZero"), zAZ)
+			g.VPBROADCASTD(g.Load32("aZero"), zAZ)
 		}
 	}
 	if has(epiU8) {
 		bcast := func(name string) reg.VecVirtual {
 			z := g.ZMM()
-			g.VBROADCASTSS(g.paramAddr(name), z)
+			g.VBROADCASTSS(g.ParamAddr(name), z)
 			return z
 		}
 		zInv, zLo, zHi = bcast("invScale"), bcast("clampLo"), bcast("clampHi")
 		zZP = g.ZMM()
-		g.VPBROADCASTD(g.load32("outZero"), zZP)
+		g.VPBROADCASTD(g.Load32("outZero"), zZP)
 	}
 	if has(epiGelu) || (has(epiColSum) && !has(epiRow)) {
 		zZero = g.ZMM()
@@ -155,7 +155,7 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 	tab := g.GP64()
 	g.LEAQ(colMasks, tab) // RIP-relative addresses take no index
 	left := g.GP64()
-	g.MOVQ(g.paramAddr("n"), left)
+	g.MOVQ(g.ParamAddr("n"), left)
 	g.SUBQ(j, left)
 	width := g.GP64()
 	g.MOVQ(operand.U32(16*unroll), width)
@@ -237,12 +237,12 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 	}
 	g.ADDQ(outStride, outRow)
 	g.INCQ(i)
-	g.CMPQ(i, g.paramAddr("m"))
+	g.CMPQ(i, g.ParamAddr("m"))
 	g.JL(operand.LabelRef(rowLoop))
 
 	// Next strip.
 	g.ADDQ(operand.U8(16*unroll), j)
-	g.CMPQ(j, g.paramAddr("n"))
+	g.CMPQ(j, g.ParamAddr("n"))
 	g.JL(operand.LabelRef(stripLoop))
 }
 

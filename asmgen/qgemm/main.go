@@ -13,12 +13,8 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/ir"
-	"github.com/mmcloughlin/avo/operand"
-	"github.com/mmcloughlin/avo/reg"
 
 	"github.com/sqc-dev/sqc/asmgen/avogen"
 	"github.com/sqc-dev/sqc/asmgen/kernels"
@@ -55,20 +51,3 @@ type gen struct {
 }
 
 func newGen() *gen { return &gen{kernels.NewBuilder(build.NewContext())} }
-
-// paramAddr returns the memory operand of the named argument of the active
-// function (for instructions that take it straight from memory).
-func (g *gen) paramAddr(name string) operand.Mem {
-	b, err := g.Param(name).Resolve()
-	if err != nil {
-		panic(fmt.Sprintf("parameter %s: %v", name, err))
-	}
-	return b.Addr
-}
-
-// load32 loads the named 4-byte argument into a new 32-bit register.
-func (g *gen) load32(name string) reg.GPVirtual {
-	r := g.GP32()
-	g.MOVL(g.paramAddr(name), r)
-	return r
-}

@@ -66,14 +66,14 @@ const AbsMask uint32 = 0x7FFFFFFF
 //go:noinline
 func Gelu(x float32) float32 {
 	y := x * InvWidth                                                    // VMULPS
-	b := minps(math.Float32frombits(math.Float32bits(y)&AbsMask), Clamp) // VANDPS, VMINPS
+	b := MinPS(math.Float32frombits(math.Float32bits(y)&AbsMask), Clamp) // VANDPS, VMINPS
 	i := int32(math.RoundToEven(float64(b)))                             // VCVTPS2DQ: 0..15
 	r := b - float32(i)                                                  // VREDUCEPS: exact
 	p := Coeffs[Degree][i]                                               // VPERMPS (each coefficient)
 	for k := Degree - 1; k >= 0; k-- {
 		p = FMA32(p, r, Coeffs[k][i]) // VFMADD213PS
 	}
-	return maxps(0, x) + p // VMAXPS, VADDPS
+	return MaxPS(0, x) + p // VMAXPS, VADDPS
 }
 
 // FMA32 returns a*b + c rounded once to float32, as VFMADD*PS does. The
@@ -102,16 +102,18 @@ func FMA32(a, b, c float32) float32 {
 	return float32(s)
 }
 
-// minps and maxps are the x86 MINPS/MAXPS lane operations: if either
-// operand is NaN (or both are zeros), the second operand is returned.
-func minps(a, b float32) float32 {
+// MinPS and MaxPS are the x86 MINPS/MAXPS lane operations: if either
+// operand is NaN (or both are zeros), the second operand is returned. Go
+// references of assembly that uses them (here, runtime/qgemm's epilogue)
+// call these so that NaNs and signed zeros come out the same.
+func MinPS(a, b float32) float32 {
 	if a < b {
 		return a
 	}
 	return b
 }
 
-func maxps(a, b float32) float32 {
+func MaxPS(a, b float32) float32 {
 	if a > b {
 		return a
 	}

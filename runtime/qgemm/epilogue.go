@@ -67,26 +67,10 @@ const quantClamp float32 = 65536
 // (x86 semantics: NaN gives the second operand).
 func quantizeU8(v, invScale float32, zp int32) uint8 {
 	t := v * invScale
-	t = maxps(t, -quantClamp)
-	t = minps(t, quantClamp)
+	t = gelu.MaxPS(t, -quantClamp)
+	t = gelu.MinPS(t, quantClamp)
 	q := int32(math.RoundToEven(float64(t))) + zp // |t| <= 2^16: exact
 	return uint8(min(max(q, 0), 255))
-}
-
-// minps and maxps are the x86 MINPS/MAXPS lane operations: if either
-// operand is NaN (or both are zeros), the second operand is returned.
-func minps(a, b float32) float32 {
-	if a < b {
-		return a
-	}
-	return b
-}
-
-func maxps(a, b float32) float32 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // geluF32 is the epilogue's GELU (ActGelu): internal/gelu's, whose
