@@ -3,6 +3,8 @@ package compiler
 import (
 	"errors"
 	"strings"
+
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // Sentinel causes of bad input. Frontends and passes wrap them in an
@@ -12,13 +14,13 @@ import (
 var (
 	ErrBadInput       = errors.New("bad input")
 	ErrTruncated      = errors.New("file is truncated")
-	ErrMalformed      = errors.New("malformed file")
-	ErrUnsupportedOp  = errors.New("unsupported op")
+	ErrMalformed      = ops.ErrMalformed
+	ErrUnsupportedOp  = ops.ErrUnsupportedOp
 	ErrUnknownModel   = errors.New("unknown model type")
 	ErrMissingTensor  = errors.New("missing tensor")
 	ErrDuplicate      = errors.New("duplicate name")
-	ErrShapeMismatch  = errors.New("shape mismatch")
-	ErrDTypeMismatch  = errors.New("dtype mismatch")
+	ErrShapeMismatch  = ops.ErrShapeMismatch
+	ErrDTypeMismatch  = ops.ErrDTypeMismatch
 	ErrNonFinite      = errors.New("NaN or Inf in weights")
 	ErrCyclicGraph    = errors.New("graph has a cycle")
 	ErrInvalidRequest = errors.New("invalid run request")
@@ -26,7 +28,7 @@ var (
 	// ErrInternal marks a failure of sqc itself (a recovered panic in a
 	// kernel or an engine step): not bad input, so an error wrapping it must
 	// not match ErrBadInput, and the CLI exits 1 for it rather than 2.
-	ErrInternal = errors.New("internal error")
+	ErrInternal = ops.ErrInternal
 )
 
 // InputError is bad input located in a file (and optionally a tensor or

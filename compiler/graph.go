@@ -48,32 +48,6 @@ type Value struct {
 	Shape Shape
 }
 
-// AttrKind tells which field of an Attr is set.
-type AttrKind uint8
-
-// Attribute kinds, mirroring ONNX's AttributeProto types that sqc accepts.
-const (
-	AttrInt AttrKind = iota + 1
-	AttrFloat
-	AttrString
-	AttrInts
-	AttrFloats
-	AttrStrings
-	AttrTensor
-)
-
-// Attr is one node attribute.
-type Attr struct {
-	Kind    AttrKind
-	Int     int64
-	Float   float32
-	String  string
-	Ints    []int64
-	Floats  []float32
-	Strings []string
-	Tensor  *Tensor
-}
-
 // Node is one operation. Op is the ONNX op type (or an sqc op after
 // rewriting); Inputs and Outputs name values, with "" marking an omitted
 // optional input, as in ONNX.
@@ -82,7 +56,7 @@ type Node struct {
 	Op      string
 	Inputs  []string
 	Outputs []string
-	Attrs   map[string]Attr
+	Attrs   Attrs
 }
 
 // Graph is a whole model: a DAG of Nodes kept in topological order.
@@ -102,6 +76,11 @@ type Graph struct {
 	// Meta carries model facts a frontend knows (source file, model_type,
 	// labels as "id2label.0" = "negative", ...). Keys print sorted.
 	Meta map[string]string
+
+	// elided maps the content hash of initializer data that ParseText
+	// filled in for elided(...) to the hash the text gave, so that the
+	// graph prints as it was parsed.
+	elided map[string]string
 }
 
 // NewGraph returns an empty graph with its maps made.
@@ -126,26 +105,10 @@ func (g *Graph) InitializerNames() []string {
 }
 
 // AttrInt returns the integer attribute name, or def when absent.
-func (n *Node) AttrInt(name string, def int64) int64 {
-	if a, ok := n.Attrs[name]; ok && a.Kind == AttrInt {
-		return a.Int
-	}
-	return def
-}
+func (n *Node) AttrInt(name string, def int64) int64 { return n.Attrs.Int(name, def) }
 
 // AttrFloat returns the float attribute name, or def when absent.
-func (n *Node) AttrFloat(name string, def float32) float32 {
-	if a, ok := n.Attrs[name]; ok && a.Kind == AttrFloat {
-		return a.Float
-	}
-	return def
-}
+func (n *Node) AttrFloat(name string, def float32) float32 { return n.Attrs.Float(name, def) }
 
 // AttrInts returns the ints attribute name, or nil when absent.
-func (n *Node) AttrInts(name string) ([]int64, bool) {
-	a, ok := n.Attrs[name]
-	if !ok || a.Kind != AttrInts {
-		return nil, false
-	}
-	return a.Ints, true
-}
+func (n *Node) AttrInts(name string) ([]int64, bool) { return n.Attrs.Ints(name) }

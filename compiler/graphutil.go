@@ -20,58 +20,16 @@ func IntsAttr(v ...int64) Attr           { return Attr{Kind: AttrInts, Ints: v} 
 func FloatsAttr(v ...float32) Attr       { return Attr{Kind: AttrFloats, Floats: v} }
 func StringsAttr(v ...string) Attr       { return Attr{Kind: AttrStrings, Strings: v} }
 func TensorAttr(t *Tensor) Attr          { return Attr{Kind: AttrTensor, Tensor: t} }
-func (n *Node) HasAttr(name string) bool { _, ok := n.Attrs[name]; return ok }
+func (n *Node) HasAttr(name string) bool { return n.Attrs.Has(name) }
 
 // AttrString returns the string attribute name, or def when absent.
-func (n *Node) AttrString(name, def string) string {
-	if a, ok := n.Attrs[name]; ok && a.Kind == AttrString {
-		return a.String
-	}
-	return def
-}
+func (n *Node) AttrString(name, def string) string { return n.Attrs.String(name, def) }
 
 // AttrFloats returns the floats attribute name.
-func (n *Node) AttrFloats(name string) ([]float32, bool) {
-	a, ok := n.Attrs[name]
-	if !ok || a.Kind != AttrFloats {
-		return nil, false
-	}
-	return a.Floats, true
-}
+func (n *Node) AttrFloats(name string) ([]float32, bool) { return n.Attrs.Floats(name) }
 
 // AttrTensor returns the tensor attribute name, or nil.
-func (n *Node) AttrTensor(name string) *Tensor {
-	if a, ok := n.Attrs[name]; ok && a.Kind == AttrTensor {
-		return a.Tensor
-	}
-	return nil
-}
-
-// Clone returns a deep copy of the attribute.
-func (a Attr) Clone() Attr {
-	a.Ints = slices.Clone(a.Ints)
-	a.Floats = slices.Clone(a.Floats)
-	a.Strings = slices.Clone(a.Strings)
-	a.Tensor = a.Tensor.Clone()
-	return a
-}
-
-// Clone returns a deep copy of the tensor (nil for nil).
-func (t *Tensor) Clone() *Tensor {
-	if t == nil {
-		return nil
-	}
-	c := *t
-	c.Shape = slices.Clone(t.Shape)
-	c.F32 = slices.Clone(t.F32)
-	c.F64 = slices.Clone(t.F64)
-	c.I64 = slices.Clone(t.I64)
-	c.I32 = slices.Clone(t.I32)
-	c.I8 = slices.Clone(t.I8)
-	c.U8 = slices.Clone(t.U8)
-	c.Bool = slices.Clone(t.Bool)
-	return &c
-}
+func (n *Node) AttrTensor(name string) *Tensor { return n.Attrs.Tensor(name) }
 
 // Clone returns a deep copy of the node.
 func (n *Node) Clone() *Node {
@@ -94,6 +52,7 @@ func (g *Graph) Clone() *Graph {
 		Initializers: make(map[string]*Tensor, len(g.Initializers)),
 		Values:       make(map[string]*Value, len(g.Values)),
 		Meta:         maps.Clone(g.Meta),
+		elided:       maps.Clone(g.elided),
 	}
 	if c.Meta == nil {
 		c.Meta = map[string]string{}

@@ -310,24 +310,3 @@ func (op *OpDef) InferShapes(n *Node, opset int64, in []InferInput) ([]Inferred,
 	}
 	return res, nil
 }
-
-// String names the attribute kind as the textual IR and errors do.
-func (k AttrKind) String() string {
-	switch k {
-	case AttrInt:
-		return "int"
-	case AttrFloat:
-		return "float"
-	case AttrString:
-		return "string"
-	case AttrInts:
-		return "ints"
-	case AttrFloats:
-		return "floats"
-	case AttrStrings:
-		return "strings"
-	case AttrTensor:
-		return "tensor"
-	}
-	return fmt.Sprintf("attrkind(%d)", uint8(k))
-}

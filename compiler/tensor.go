@@ -1,93 +1,56 @@
 package compiler
 
-import "fmt"
+import "github.com/sqc-dev/sqc/runtime/ops"
 
-// Tensor is a concrete, dense, row-major tensor: an initializer, a constant
-// attribute, or an activation inside the interpreter. Exactly one of the
-// typed slices is set, the one matching DType, and its length is
-// Shape's element count.
-type Tensor struct {
-	DType DType
-	Shape []int64
+// The IR's tensors, element types and attributes are runtime/ops's, so the
+// generic kernels that the interpreter, the INT8 engine and generated
+// packages share take the IR's tensors as they are.
+type (
+	// Tensor is a dense row-major tensor (ops.Tensor).
+	Tensor = ops.Tensor
+	// DType is an element type (ops.DType).
+	DType = ops.DType
+	// Attr is one node attribute (ops.Attr).
+	Attr = ops.Attr
+	// AttrKind tells which field of an Attr is set (ops.AttrKind).
+	AttrKind = ops.AttrKind
+	// Attrs are a node's attributes by name (ops.Attrs).
+	Attrs = ops.Attrs
+)
 
-	F32  []float32
-	F64  []float64
-	I64  []int64
-	I32  []int32
-	I8   []int8
-	U8   []uint8
-	Bool []bool
+// Element types (ops'), numbered by sqc; frontends map their formats'
+// codes onto them.
+const (
+	Undefined = ops.Undefined
+	Float32   = ops.Float32
+	Float64   = ops.Float64
+	Int64     = ops.Int64
+	Int32     = ops.Int32
+	Int8      = ops.Int8
+	Uint8     = ops.Uint8
+	Bool      = ops.Bool
+)
 
-	// elided is set on tensors the text parser filled in for data the
-	// text elided, so that printing them again gives the same text.
-	elided *elision
-}
+// Attribute kinds (ops'), mirroring ONNX's AttributeProto types.
+const (
+	AttrInt     = ops.AttrInt
+	AttrFloat   = ops.AttrFloat
+	AttrString  = ops.AttrString
+	AttrInts    = ops.AttrInts
+	AttrFloats  = ops.AttrFloats
+	AttrStrings = ops.AttrStrings
+	AttrTensor  = ops.AttrTensor
+)
 
 // NumElements is the product of dims (1 for a scalar).
-func NumElements(shape []int64) int64 {
-	n := int64(1)
-	for _, d := range shape {
-		n *= d
-	}
-	return n
-}
+func NumElements(shape []int64) int64 { return ops.NumElements(shape) }
 
 // NewTensor allocates a zeroed tensor of the given type and shape.
-func NewTensor(dt DType, shape ...int64) *Tensor {
-	t := &Tensor{DType: dt, Shape: append([]int64(nil), shape...)}
-	n := NumElements(shape)
-	switch dt {
-	case Float32:
-		t.F32 = make([]float32, n)
-	case Float64:
-		t.F64 = make([]float64, n)
-	case Int64:
-		t.I64 = make([]int64, n)
-	case Int32:
-		t.I32 = make([]int32, n)
-	case Int8:
-		t.I8 = make([]int8, n)
-	case Uint8:
-		t.U8 = make([]uint8, n)
-	case Bool:
-		t.Bool = make([]bool, n)
-	}
-	return t
-}
+func NewTensor(dt DType, shape ...int64) *Tensor { return ops.NewTensor(dt, shape...) }
 
-// Len is the length of the populated data slice.
-func (t *Tensor) Len() int {
-	switch t.DType {
-	case Float32:
-		return len(t.F32)
-	case Float64:
-		return len(t.F64)
-	case Int64:
-		return len(t.I64)
-	case Int32:
-		return len(t.I32)
-	case Int8:
-		return len(t.I8)
-	case Uint8:
-		return len(t.U8)
-	case Bool:
-		return len(t.Bool)
-	}
-	return 0
-}
+// ParseDType is the inverse of DType.String ("f32", "i64", ...).
+func ParseDType(s string) (DType, error) { return ops.ParseDType(s) }
 
-// Check reports whether the data slice matches DType and Shape.
-func (t *Tensor) Check() error {
-	for i, d := range t.Shape {
-		if d < 0 {
-			return fmt.Errorf("negative dimension %d at axis %d", d, i)
-		}
-	}
-	if want := NumElements(t.Shape); int64(t.Len()) != want {
-		return fmt.Errorf("%s%v holds %d elements, shape needs %d", t.DType, t.Shape, t.Len(), want)
-	}
-	return nil
-}
-
-// Bytes is the in-memory size of the data.
-func (t *Tensor) Bytes() int64 { return int64(t.Len()) * int64(t.DType.Size()) }
+// DTypeFromONNX maps an ONNX TensorProto.DataType code to a DType; ok is
+// false for types sqc does not support (float16, strings, ...).
+func DTypeFromONNX(code int64) (DType, bool) { return ops.DTypeFromONNX(code) }

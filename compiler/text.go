@@ -95,6 +95,9 @@ func (g *Graph) WriteTextOptions(w io.Writer, opts TextOptions) error {
 type printer struct {
 	w    *bufio.Writer
 	opts TextOptions
+	// elided is the graph's Graph.elided: data the parser filled in for
+	// an elided(...) prints as that text again.
+	elided map[string]string
 }
 
 func (p *printer) s(parts ...string) {
@@ -104,6 +107,7 @@ func (p *printer) s(parts ...string) {
 }
 
 func (p *printer) graph(g *Graph) {
+	p.elided = g.elided
 	p.s("graph ", strconv.Quote(g.Name), " opset ", strconv.FormatInt(g.Opset, 10), " {\n")
 	// Sections (meta, inputs, initializers, nodes, outputs) are separated
 	// by one blank line; empty sections leave no trace.
@@ -251,8 +255,8 @@ func (p *printer) data(t *Tensor) string {
 		return "arange(" + strconv.FormatInt(start, 10) + ", " + strconv.FormatInt(step, 10) + ")"
 	}
 	h := contentHash(t)
-	if t.elided != nil && t.elided.fill == h {
-		h = t.elided.printed
+	if printed, ok := p.elided[h]; ok {
+		h = printed
 	}
 	return "elided(" + strconv.Quote(h) + ")"
 }

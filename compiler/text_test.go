@@ -300,7 +300,7 @@ func TestElidedData(t *testing.T) {
 	if strings.Contains(a.Text(), "0123456789abcdef") {
 		t.Error("a modified tensor still prints the parsed hash")
 	}
-	if c := a.Clone(); c.Initializers["ids"].elided == nil || !strings.Contains(c.Text(), "feedfacecafebeef") {
+	if c := a.Clone(); !strings.Contains(c.Text(), "feedfacecafebeef") {
 		t.Error("Clone lost the elided hash")
 	}
 }

@@ -28,13 +28,6 @@ func (e *ParseError) Unwrap() error { return ErrMalformed }
 // Is makes a ParseError match ErrBadInput.
 func (e *ParseError) Is(target error) bool { return target == ErrBadInput }
 
-// elision records, on a tensor the parser filled in, the hash the text
-// printed and the hash of the filled data (see text.go).
-type elision struct {
-	printed string
-	fill    string
-}
-
 // ParseText parses the textual IR. It checks syntax and that tensor data
 // fits its type; it does not verify the graph (call Verify).
 func ParseText(src string) (*Graph, error) {
@@ -48,6 +41,7 @@ func ParseText(src string) (*Graph, error) {
 		}
 		return nil, err
 	}
+	g.elided = p.elided
 	return g, nil
 }
 
@@ -190,6 +184,9 @@ type parser struct {
 	lex lexer
 	tok token
 	err error // first lexical error, reported at the next expect
+	// elided maps the content hash of data filled in for elided(...) to
+	// the hash the text gave (Graph.elided).
+	elided map[string]string
 }
 
 func (p *parser) next() {
@@ -538,7 +535,10 @@ func (p *parser) tensorData(dt DType, shape Shape, line, col int) (*Tensor, erro
 			return nil, err
 		}
 		fillElided(t, h.text)
-		t.elided = &elision{printed: h.text, fill: contentHash(t)}
+		if p.elided == nil {
+			p.elided = map[string]string{}
+		}
+		p.elided[contentHash(t)] = h.text
 		if err := p.expect(tokPunct, ")"); err != nil {
 			return nil, err
 		}

@@ -4,13 +4,14 @@ import (
 	"fmt"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // sqc.Embeddings (compiler/ops_sqc_embed.go) is computed the way the
 // unfused graph computes it — Gathers, then float32 Adds in the order
 // (word + type) + position — so fusing the chain changes no bits.
 func init() {
-	kernels["sqc.Embeddings"] = kernelSpec{embeddings, 3, 5, 1}
+	sqcKernels["sqc.Embeddings"] = kernelSpec{embeddings, ops.Arity{MinIn: 3, MaxIn: 5, MaxOut: 1}}
 }
 
 func embeddings(c *call) ([]*compiler.Tensor, error) {
@@ -63,5 +64,5 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 			}
 		}
 	}
-	return []*compiler.Tensor{fromSlice([]int64{batch, seq, h}, sum)}, nil
+	return []*compiler.Tensor{ops.FromSlice([]int64{batch, seq, h}, sum)}, nil
 }

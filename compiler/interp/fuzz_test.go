@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // fuzzOps are the ops FuzzKernel drives with arbitrary operands.
@@ -46,19 +47,19 @@ func (r *byteReader) tensor() *compiler.Tensor {
 		for i := range v {
 			v[i] = float32(r.small()) / 2
 		}
-		return fromSlice(shape, v)
+		return ops.FromSlice(shape, v)
 	case 2:
 		v := make([]int64, n)
 		for i := range v {
 			v[i] = r.small()
 		}
-		return fromSlice(shape, v)
+		return ops.FromSlice(shape, v)
 	}
 	v := make([]bool, n)
 	for i := range v {
 		v[i] = r.next()%2 == 1
 	}
-	return fromSlice(shape, v)
+	return ops.FromSlice(shape, v)
 }
 
 // FuzzKernel runs one node of a fuzz-chosen op on fuzz-chosen operands and
@@ -95,8 +96,8 @@ func FuzzKernel(f *testing.F) {
 		if r.next()%2 == 1 {
 			at["value"] = aTensor(r.tensor())
 		}
-		spec := kernels[op]
-		if len(in) < spec.minIn || (spec.maxIn >= 0 && len(in) > spec.maxIn) {
+		spec, _ := kernelFor(op)
+		if len(in) < spec.MinIn || (spec.MaxIn >= 0 && len(in) > spec.MaxIn) {
 			return // New rejects the arity; that path is tested elsewhere
 		}
 		g, feed := nodeGraph(op, opset, at, 1, in...)

@@ -8,15 +8,16 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // Tensor builders for tests: shape first, then the values.
-func f32(shape []int64, v ...float32) *compiler.Tensor { return fromSlice(shape, v) }
-func f64(shape []int64, v ...float64) *compiler.Tensor { return fromSlice(shape, v) }
-func i64(shape []int64, v ...int64) *compiler.Tensor   { return fromSlice(shape, v) }
-func i32(shape []int64, v ...int32) *compiler.Tensor   { return fromSlice(shape, v) }
-func u8(shape []int64, v ...uint8) *compiler.Tensor    { return fromSlice(shape, v) }
-func bools(shape []int64, v ...bool) *compiler.Tensor  { return fromSlice(shape, v) }
+func f32(shape []int64, v ...float32) *compiler.Tensor { return ops.FromSlice(shape, v) }
+func f64(shape []int64, v ...float64) *compiler.Tensor { return ops.FromSlice(shape, v) }
+func i64(shape []int64, v ...int64) *compiler.Tensor   { return ops.FromSlice(shape, v) }
+func i32(shape []int64, v ...int32) *compiler.Tensor   { return ops.FromSlice(shape, v) }
+func u8(shape []int64, v ...uint8) *compiler.Tensor    { return ops.FromSlice(shape, v) }
+func bools(shape []int64, v ...bool) *compiler.Tensor  { return ops.FromSlice(shape, v) }
 
 // sh is a shape literal.
 func sh(d ...int64) []int64 { return append([]int64{}, d...) }
@@ -126,14 +127,14 @@ func diff(got, want *compiler.Tensor, tol float64) string {
 	if got.DType != want.DType || !slices.Equal(got.Shape, want.Shape) {
 		return fmt.Sprintf("got %s%v, want %s%v", got.DType, got.Shape, want.DType, want.Shape)
 	}
-	if !isFloat(want.DType) {
+	if !ops.IsFloat(want.DType) {
 		if !slices.Equal(got.I64, want.I64) || !slices.Equal(got.I32, want.I32) || !slices.Equal(got.I8, want.I8) ||
 			!slices.Equal(got.U8, want.U8) || !slices.Equal(got.Bool, want.Bool) {
-			return fmt.Sprintf("got %v, want %v", float64s(got), float64s(want))
+			return fmt.Sprintf("got %v, want %v", ops.Float64s(got), ops.Float64s(want))
 		}
 		return ""
 	}
-	g, w := float64s(got), float64s(want)
+	g, w := ops.Float64s(got), ops.Float64s(want)
 	for i := range w {
 		same := g[i] == w[i] || (math.IsNaN(g[i]) && math.IsNaN(w[i]))
 		if !same {

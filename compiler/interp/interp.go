@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // Options tune one Run. The zero value (or a nil *Options) is valid.
@@ -90,7 +91,7 @@ func New(g *compiler.Graph) (*Interpreter, error) {
 		if n.Name == "" {
 			label = fmt.Sprintf("node #%d (%s)", i, n.Op)
 		}
-		spec, ok := kernels[n.Op]
+		spec, ok := kernelFor(n.Op)
 		if !ok {
 			unsupported = append(unsupported, label)
 			for _, out := range n.Outputs {
@@ -98,15 +99,15 @@ func New(g *compiler.Graph) (*Interpreter, error) {
 			}
 			continue
 		}
-		if len(n.Inputs) < spec.minIn || (spec.maxIn >= 0 && len(n.Inputs) > spec.maxIn) {
-			return nil, bad(label, fmt.Errorf("%w: %d inputs, %s takes %s", compiler.ErrMalformed, len(n.Inputs), n.Op, arity(spec)))
+		if len(n.Inputs) < spec.MinIn || (spec.MaxIn >= 0 && len(n.Inputs) > spec.MaxIn) {
+			return nil, bad(label, fmt.Errorf("%w: %d inputs, %s takes %s", compiler.ErrMalformed, len(n.Inputs), n.Op, spec.Arity))
 		}
-		if len(n.Outputs) == 0 || len(n.Outputs) > spec.maxOut {
-			return nil, bad(label, fmt.Errorf("%w: %d outputs, %s has at most %d", compiler.ErrMalformed, len(n.Outputs), n.Op, spec.maxOut))
+		if len(n.Outputs) == 0 || len(n.Outputs) > spec.MaxOut {
+			return nil, bad(label, fmt.Errorf("%w: %d outputs, %s has at most %d", compiler.ErrMalformed, len(n.Outputs), n.Op, spec.MaxOut))
 		}
 		for j, in := range n.Inputs {
 			switch {
-			case in == "" && j < spec.minIn:
+			case in == "" && j < spec.MinIn:
 				return nil, bad(label, fmt.Errorf("%w: required input %d is empty", compiler.ErrMissingTensor, j))
 			case in != "" && !defined[in]:
 				return nil, bad(label, fmt.Errorf("%w: input %q is not a graph input, an initializer or an earlier node's output", compiler.ErrMissingTensor, in))
@@ -156,16 +157,6 @@ func New(g *compiler.Graph) (*Interpreter, error) {
 	return it, nil
 }
 
-func arity(s kernelSpec) string {
-	switch {
-	case s.maxIn < 0:
-		return fmt.Sprintf("at least %d", s.minIn)
-	case s.minIn == s.maxIn:
-		return fmt.Sprint(s.minIn)
-	}
-	return fmt.Sprintf("%d to %d", s.minIn, s.maxIn)
-}
-
 // Run executes the graph on inputs (by graph input name; an input that is
 // also an initializer may be omitted and defaults to it). Inputs are
 // checked against the graph's declared dtypes and shapes, symbolic dims
@@ -180,8 +171,8 @@ func (it *Interpreter) Run(inputs map[string]*compiler.Tensor, opts *Options) (m
 		threads = runtime.GOMAXPROCS(0)
 	}
 	limit := opts.MaxElements
-	if limit <= 0 || limit > maxElements {
-		limit = maxElements
+	if limit <= 0 || limit > ops.MaxElements {
+		limit = ops.MaxElements
 	}
 	env, err := it.bindInputs(inputs)
 	if err != nil {
@@ -242,7 +233,7 @@ func (it *Interpreter) Run(inputs map[string]*compiler.Tensor, opts *Options) (m
 		if v.DType != compiler.Undefined && t.DType != v.DType {
 			return nil, compiler.BadInput(it.source, "output "+v.Name, fmt.Errorf("%w: computed %s, the graph declares %s", compiler.ErrDTypeMismatch, t.DType, v.DType))
 		}
-		out[v.Name] = clone(t)
+		out[v.Name] = ops.CopyOf(t)
 	}
 	return out, nil
 }

@@ -2,10 +2,10 @@ package interp
 
 import (
 	"fmt"
-	"math"
 	"sort"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // call is one node's execution: its node, its input tensors (nil for an
@@ -19,17 +19,12 @@ type call struct {
 	maxElements int64
 }
 
-// checkValueShape checks a shape computed from operand values against
-// Options.MaxElements (and the general bound).
-func (c *call) checkValueShape(shape []int64) error {
-	n, err := checkedElements(shape)
-	if err != nil {
-		return err
-	}
-	if c.maxElements > 0 && int64(n) > c.maxElements {
-		return fmt.Errorf("%w: shape %v exceeds Options.MaxElements (%d)", compiler.ErrShapeMismatch, shape, c.maxElements)
-	}
-	return nil
+// generic evaluates op, with the node's attributes, on in through the
+// generic kernels (runtime/ops), which the INT8 engine and generated
+// packages share.
+func (c *call) generic(op string, in []*compiler.Tensor) ([]*compiler.Tensor, error) {
+	n := &ops.Node{Op: op, Attrs: c.node.Attrs, Opset: c.opset}
+	return n.Eval(in, ops.Options{Threads: c.threads, MaxElements: c.maxElements})
 }
 
 // kernelFunc computes a node's outputs, one per node output (nil for an
@@ -37,74 +32,64 @@ func (c *call) checkValueShape(shape []int64) error {
 // an output may share an input's storage (Reshape, Identity, ...).
 type kernelFunc func(c *call) ([]*compiler.Tensor, error)
 
-// kernelSpec is a kernel with the arity New checks: the first minIn inputs
-// are required, at most maxIn may be given (-1: any number), and the node
-// may name at most maxOut outputs.
+// kernelSpec is a kernel with the arity New checks (ops.Arity).
 type kernelSpec struct {
-	fn           kernelFunc
-	minIn, maxIn int
-	maxOut       int
+	fn kernelFunc
+	ops.Arity
 }
 
-// kernels maps every op the interpreter executes to its kernel. It is
-// built once and only read.
-var kernels = map[string]kernelSpec{
-	"Gather": {gather, 2, 2, 1},
-	"MatMul": {matmul, 2, 2, 1},
-	"Gemm":   {gemm, 2, 3, 1},
-	"Linear": {linear, 2, 3, 1},
+// sqcKernels are the kernels of sqc's own ops that runtime/ops does not
+// have: the fused ops the passes introduce. The files defining them add
+// them at package initialisation, before anything reads the table.
+var sqcKernels = map[string]kernelSpec{}
 
-	"Add":     {arithmetic("Add"), 2, 2, 1},
-	"Sub":     {arithmetic("Sub"), 2, 2, 1},
-	"Mul":     {arithmetic("Mul"), 2, 2, 1},
-	"Div":     {arithmetic("Div"), 2, 2, 1},
-	"Pow":     {pow, 2, 2, 1},
-	"Sqrt":    {floatUnary(math.Sqrt), 1, 1, 1},
-	"Erf":     {floatUnary(math.Erf), 1, 1, 1},
-	"Tanh":    {floatUnary(math.Tanh), 1, 1, 1},
-	"Sigmoid": {floatUnary(sigmoid), 1, 1, 1},
-	"Gelu":    {gelu, 1, 1, 1},
-	"Relu":    {relu, 1, 1, 1},
-	"Neg":     {neg, 1, 1, 1},
-	"Not":     {not, 1, 1, 1},
-	"Equal":   {compare("Equal"), 2, 2, 1},
-	"Less":    {compare("Less"), 2, 2, 1},
-	"Greater": {compare("Greater"), 2, 2, 1},
-	"Where":   {where, 3, 3, 1},
+// genericAliases name the runtime/ops kernel an sqc op of the same
+// meaning runs on.
+var genericAliases = map[string]string{"sqc.Gelu": "Gelu", "sqc.Linear": "Linear"}
 
-	"ReduceMean":         {reduce(true), 1, 2, 1},
-	"ReduceSum":          {reduce(false), 1, 2, 1},
-	"LayerNormalization": {layerNorm, 2, 3, 3},
-	"Softmax":            {softmax, 1, 1, 1},
-
-	"Transpose": {transpose, 1, 1, 1},
-	"Reshape":   {reshape, 1, 2, 1},
-	"Unsqueeze": {unsqueeze, 1, 2, 1},
-	"Squeeze":   {squeeze, 1, 2, 1},
-	"Concat":    {concat, 1, -1, 1},
-	"Slice":     {slice, 1, 5, 1},
-	"Shape":     {shapeOp, 1, 1, 1},
-	"Expand":    {expand, 2, 2, 1},
-	"Identity":  {identity, 1, 1, 1},
-	"Cast":      {castKernel, 1, 1, 1},
-
-	"Constant":        {constant, 0, 0, 1},
-	"ConstantOfShape": {constantOfShape, 1, 1, 1},
-	"Range":           {rangeOp, 3, 3, 1},
+// kernelFor returns op's kernel: its sqc kernel, or the generic one.
+func kernelFor(op string) (kernelSpec, bool) {
+	if k, ok := sqcKernels[op]; ok {
+		return k, true
+	}
+	name := op
+	if alias, ok := genericAliases[op]; ok {
+		name = alias
+	}
+	a, ok := ops.ArityOf(name)
+	if !ok {
+		return kernelSpec{}, false
+	}
+	return kernelSpec{fn: func(c *call) ([]*compiler.Tensor, error) { return c.generic(name, c.in) }, Arity: a}, true
 }
 
 // Supports reports whether the interpreter has a kernel for op.
 func Supports(op string) bool {
-	_, ok := kernels[op]
+	_, ok := kernelFor(op)
 	return ok
 }
 
 // Ops lists the ops the interpreter executes, sorted.
 func Ops() []string {
-	ops := make([]string, 0, len(kernels))
-	for op := range kernels {
-		ops = append(ops, op)
+	all := ops.Ops()
+	for op := range sqcKernels {
+		all = append(all, op)
 	}
-	sort.Strings(ops)
-	return ops
+	for op := range genericAliases {
+		all = append(all, op)
+	}
+	sort.Strings(all)
+	return all
+}
+
+// one returns a single-output kernel's result.
+func one(t *compiler.Tensor, err error) ([]*compiler.Tensor, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []*compiler.Tensor{t}, nil
+}
+
+func unsupported(dt compiler.DType) error {
+	return fmt.Errorf("%w: not defined for %s", compiler.ErrDTypeMismatch, dt)
 }

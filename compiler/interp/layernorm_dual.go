@@ -1,13 +1,16 @@
 package interp
 
-import "github.com/sqc-dev/sqc/compiler"
+import (
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
+)
 
 // sqc.LayerNormDual (compiler/ops_sqc_layernorm.go) is two
 // LayerNormalizations of one input over its last axis: each output is
 // computed by the LayerNormalization kernel with its own scale and bias,
 // so merging the pair (passes.MergeSmoothedLayerNorms) changes no bits.
 func init() {
-	kernels["sqc.LayerNormDual"] = kernelSpec{layerNormDual, 3, 5, 2}
+	sqcKernels["sqc.LayerNormDual"] = kernelSpec{layerNormDual, ops.Arity{MinIn: 3, MaxIn: 5, MaxOut: 2}}
 }
 
 func layerNormDual(c *call) ([]*compiler.Tensor, error) {
@@ -22,7 +25,7 @@ func layerNormDual(c *call) ([]*compiler.Tensor, error) {
 		if b != nil {
 			in = append(in, b)
 		}
-		out, err := layerNorm(&call{node: c.node, in: in, opset: c.opset, threads: c.threads, maxElements: c.maxElements})
+		out, err := c.generic("LayerNormalization", in)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 func TestMatMulGemmLinear(t *testing.T) {
@@ -126,7 +127,7 @@ func TestBatchedMatMulRandom(t *testing.T) {
 func matmulRef(a, b *compiler.Tensor) *compiler.Tensor {
 	ra, rb := len(a.Shape), len(b.Shape)
 	m, k, n := a.Shape[ra-2], a.Shape[ra-1], b.Shape[rb-1]
-	batch, _ := broadcastShapes(a.Shape[:ra-2], b.Shape[:rb-2])
+	batch, _ := ops.BroadcastShapes(a.Shape[:ra-2], b.Shape[:rb-2])
 	out := compiler.NewTensor(compiler.Float32, append(slices.Clone(batch), m, n)...)
 	nb := int(compiler.NumElements(batch))
 	for bi := range nb {
@@ -160,40 +161,4 @@ func matmulRef(a, b *compiler.Tensor) *compiler.Tensor {
 		}
 	}
 	return out
-}
-
-// BenchmarkSgemm reports GFLOP/s of the float32 kernel on the shapes of a
-// BERT-mini layer for one 25-token sentence and for a padded batch.
-func BenchmarkSgemm(b *testing.B) {
-	for _, s := range []struct{ m, k, n, threads int }{
-		{25, 256, 256, 1}, {25, 256, 1024, 1}, {25, 1024, 256, 1},
-		{880, 256, 1024, 1}, {880, 256, 1024, 2},
-	} {
-		b.Run(fmt.Sprintf("%dx%dx%d/threads=%d", s.m, s.k, s.n, s.threads), func(b *testing.B) {
-			r := rand.New(rand.NewPCG(1, 2))
-			x, w := randomF32(r, s.m*s.k), randomF32(r, s.k*s.n)
-			c := make([]float32, s.m*s.n)
-			for b.Loop() {
-				if err := sgemmBatch([]gemmJob{{x, w, c}}, s.m, s.n, s.k, s.threads); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
-	}
-}
-
-// TestSgemmPanicIsAnError shows that a kernel bug on a worker goroutine
-// becomes an error instead of killing the process.
-func TestSgemmPanicIsAnError(t *testing.T) {
-	for _, threads := range []int{1, 2} {
-		err := parallelFor(4, threads, func(i int) {
-			if i == 2 {
-				panic("boom")
-			}
-		})
-		if err == nil || err.Error() != "internal error: boom" {
-			t.Fatalf("threads %d: error %v, want internal error: boom", threads, err)
-		}
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // TestKernelPanicIsInternalNotBadInput: a kernel that panics (a bug on
@@ -42,7 +43,7 @@ func TestKernelPanicIsInternalNotBadInput(t *testing.T) {
 	}
 
 	for _, threads := range []int{1, 4} {
-		err := parallelFor(8, threads, func(i int) {
+		err := ops.ParallelFor(8, threads, func(i int) {
 			if i == 5 {
 				panic("kernel bug")
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/runtime/nn"
+	"github.com/sqc-dev/sqc/runtime/ops"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
@@ -17,7 +18,7 @@ import (
 // epilogue, must agree with it exactly. Not fake quantisation: the integer
 // product is the real one.
 func init() {
-	kernels["sqc.QLinear"] = kernelSpec{qlinear, 3, 5, 1}
+	sqcKernels["sqc.QLinear"] = kernelSpec{qlinear, ops.Arity{MinIn: 3, MaxIn: 5, MaxOut: 1}}
 }
 
 func qlinear(c *call) ([]*compiler.Tensor, error) {
@@ -50,7 +51,7 @@ func qlinear(c *call) ([]*compiler.Tensor, error) {
 	if err := qlinearAttrsValid(c.node); err != nil {
 		return nil, err
 	}
-	if _, err := checkedElements(shape); err != nil {
+	if _, err := ops.CheckedElements(shape); err != nil {
 		return nil, err
 	}
 	rows := int(compiler.NumElements(x.Shape[:len(x.Shape)-1]))
@@ -89,7 +90,7 @@ func qlinear(c *call) ([]*compiler.Tensor, error) {
 
 	// Exact int32 product and epilogue, a block of rows per task.
 	const block = 16
-	err := parallelFor((rows+block-1)/block, c.threads, func(b int) {
+	err := ops.ParallelFor((rows+block-1)/block, c.threads, func(b int) {
 		r0, r1 := b*block, min(rows, (b+1)*block)
 		acc := make([]int32, (r1-r0)*n)
 		for r := r0; r < r1; r++ {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // qlinearRef is sqc.QLinear written from the op's definition with float64
@@ -97,7 +98,7 @@ func TestQLinearReference(t *testing.T) {
 			if c.gelu {
 				at["act"] = aStr("gelu")
 			}
-			ins := []*compiler.Tensor{f32(sh(2, 3, k), x...), fromSlice(sh(k, n), wi), f32(sh(n), ws...), nil, nil}
+			ins := []*compiler.Tensor{f32(sh(2, 3, k), x...), ops.FromSlice(sh(k, n), wi), f32(sh(n), ws...), nil, nil}
 			var b, r []float32
 			if c.bias {
 				ins[3], b = f32(sh(n), bias...), bias
@@ -126,7 +127,7 @@ func TestQLinearReference(t *testing.T) {
 
 func TestQLinearBadInput(t *testing.T) {
 	x := f32(sh(2, 4), make([]float32, 8)...)
-	w := fromSlice(sh(4, 3), make([]int8, 12))
+	w := ops.FromSlice(sh(4, 3), make([]int8, 12))
 	ws := f32(sh(3), 1, 1, 1)
 	for _, c := range []struct {
 		name string

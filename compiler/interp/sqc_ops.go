@@ -6,24 +6,18 @@ import (
 	"slices"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // Kernels of the attention ops the passes package introduces
 // (sqc.AttentionMask from CanonicalizeAttentionMask, sqc.Attention from
 // FuseAttention); their OpDefs are in compiler/ops_sqc_attention.go. They
 // join the kernel table at package initialisation, before anything reads
-// it, so the table is still only read afterwards.
+// it, so the table is still only read afterwards. (sqc.Gelu and sqc.Linear
+// run on the generic Gelu and Linear kernels: genericAliases.)
 func init() {
-	kernels["sqc.AttentionMask"] = kernelSpec{attentionMask, 1, 1, 1}
-	kernels["sqc.Attention"] = kernelSpec{attention, 1, 4, 1}
-	// The op table names sqc's Gelu and Linear "sqc.Gelu" and "sqc.Linear";
-	// until the table above lists them under those names, reuse the
-	// kernels registered as "Gelu" and "Linear".
-	for sqcName, kernelName := range map[string]string{"sqc.Gelu": "Gelu", "sqc.Linear": "Linear"} {
-		if _, ok := kernels[sqcName]; !ok {
-			kernels[sqcName] = kernels[kernelName]
-		}
-	}
+	sqcKernels["sqc.AttentionMask"] = kernelSpec{attentionMask, ops.Arity{MinIn: 1, MaxIn: 1, MaxOut: 1}}
+	sqcKernels["sqc.Attention"] = kernelSpec{attention, ops.Arity{MinIn: 1, MaxIn: 4, MaxOut: 1}}
 }
 
 // attentionMask: Y[b, 0, 0, s] = (M[b, s] != 0) ? 0 : fill, float32
@@ -39,7 +33,7 @@ func attentionMask(c *call) ([]*compiler.Tensor, error) {
 	case compiler.Bool:
 		keep = m.Bool
 	default:
-		vals := float64s(m)
+		vals := ops.Float64s(m)
 		if vals == nil {
 			return nil, unsupported(m.DType)
 		}
@@ -54,7 +48,7 @@ func attentionMask(c *call) ([]*compiler.Tensor, error) {
 			y[i] = fill
 		}
 	}
-	return []*compiler.Tensor{fromSlice([]int64{m.Shape[0], 1, 1, m.Shape[1]}, y)}, nil
+	return []*compiler.Tensor{ops.FromSlice([]int64{m.Shape[0], 1, 1, m.Shape[1]}, y)}, nil
 }
 
 // attention: multi-head scaled dot-product attention on unsplit heads,
@@ -84,7 +78,7 @@ func attention(c *call) ([]*compiler.Tensor, error) {
 	if len(c.in) > 3 {
 		mask = c.in[3]
 	}
-	if !isFloat(q.DType) || k.DType != q.DType || v.DType != q.DType || (mask != nil && mask.DType != q.DType) {
+	if !ops.IsFloat(q.DType) || k.DType != q.DType || v.DType != q.DType || (mask != nil && mask.DType != q.DType) {
 		return nil, fmt.Errorf("%w: Attention inputs %s, %s, %s", compiler.ErrDTypeMismatch, q.DType, k.DType, v.DType)
 	}
 	heads := c.node.AttrInt("heads", 0)
@@ -102,13 +96,13 @@ func attention(c *call) ([]*compiler.Tensor, error) {
 			return nil, fmt.Errorf("%w: Attention mask %v has rank above 4", compiler.ErrShapeMismatch, mask.Shape)
 		}
 		scores := []int64{batch, heads, sq, sk}
-		if full, err := broadcastShapes(scores, mask.Shape); err != nil || !slices.Equal(full, scores) {
+		if full, err := ops.BroadcastShapes(scores, mask.Shape); err != nil || !slices.Equal(full, scores) {
 			return nil, fmt.Errorf("%w: Attention mask %v does not broadcast to scores %v", compiler.ErrShapeMismatch, mask.Shape, scores)
 		}
-		maskAt = broadcastIndex(mask.Shape, scores)
-		mv = float64s(mask)
+		maskAt = ops.BroadcastIndex(mask.Shape, scores)
+		mv = ops.Float64s(mask)
 	}
-	qv, kv, vv := float64s(q), float64s(k), float64s(v)
+	qv, kv, vv := ops.Float64s(q), ops.Float64s(k), ops.Float64s(v)
 	y := make([]float64, len(qv))
 	p := make([]float64, sk)
 	for b := range batch {
@@ -145,13 +139,13 @@ func attention(c *call) ([]*compiler.Tensor, error) {
 			}
 		}
 	}
-	return one(castTensor(fromSlice(slices.Clone(q.Shape), y), q.DType))
+	return one(ops.Cast(ops.FromSlice(slices.Clone(q.Shape), y), q.DType))
 }
 
 // unpackQKV splits a packed [batch, seq, 3W] tensor into Q, K and V of
 // [batch, seq, W] each: columns [0, W), [W, 2W) and [2W, 3W) of every row.
 func unpackQKV(qkv *compiler.Tensor) (q, k, v *compiler.Tensor, err error) {
-	if !isFloat(qkv.DType) || len(qkv.Shape) != 3 || qkv.Shape[2]%3 != 0 {
+	if !ops.IsFloat(qkv.DType) || len(qkv.Shape) != 3 || qkv.Shape[2]%3 != 0 {
 		return nil, nil, nil, fmt.Errorf("%w: packed Attention QKV %s%v, want float [batch, seq, 3*width]", compiler.ErrShapeMismatch, qkv.DType, qkv.Shape)
 	}
 	w := int(qkv.Shape[2] / 3)

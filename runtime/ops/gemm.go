@@ -1,4 +1,4 @@
-package interp
+package ops
 
 // This file is the float32 matrix-multiply engine behind MatMul, Gemm and
 // Linear: c = a·b for row-major a (m×k), b (k×n) and c (m×n), cut into
@@ -49,7 +49,7 @@ func sgemmBatch(jobs []gemmJob, m, n, k, threads int) error {
 	rowTiles := (m + rows - 1) / rows
 	colTiles := (n + cols - 1) / cols
 	perJob := rowTiles * colTiles
-	return parallelFor(len(jobs)*perJob, threads, func(t int) {
+	return ParallelFor(len(jobs)*perJob, threads, func(t int) {
 		j := jobs[t/perJob]
 		t %= perJob
 		r0, c0 := (t/colTiles)*rows, (t%colTiles)*cols

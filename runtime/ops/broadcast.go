@@ -1,15 +1,13 @@
-package interp
+package ops
 
 import (
 	"fmt"
 	"slices"
-
-	"github.com/sqc-dev/sqc/compiler"
 )
 
-// broadcastShapes is numpy's multidirectional broadcasting: shapes are
+// BroadcastShapes is numpy's multidirectional broadcasting: shapes are
 // right-aligned, and each dimension pair must be equal or contain a 1.
-func broadcastShapes(shapes ...[]int64) ([]int64, error) {
+func BroadcastShapes(shapes ...[]int64) ([]int64, error) {
 	rank := 0
 	for _, s := range shapes {
 		rank = max(rank, len(s))
@@ -27,23 +25,23 @@ func broadcastShapes(shapes ...[]int64) ([]int64, error) {
 			case *o == 1:
 				*o = d
 			default:
-				return nil, fmt.Errorf("%w: shapes %v are not broadcastable", compiler.ErrShapeMismatch, shapes)
+				return nil, fmt.Errorf("%w: shapes %v are not broadcastable", ErrShapeMismatch, shapes)
 			}
 		}
 	}
 	return out, nil
 }
 
-// broadcastIndex returns, for every element of out (in row-major order), the
+// BroadcastIndex returns, for every element of out (in row-major order), the
 // flat index of the element of a tensor of shape in that broadcasting maps
 // onto it. in must broadcast to out.
-func broadcastIndex(in, out []int64) []int {
-	n := int(compiler.NumElements(out))
+func BroadcastIndex(in, out []int64) []int {
+	n := int(NumElements(out))
 	idx := make([]int, n)
 	if n == 0 {
 		return idx
 	}
-	inN := int(compiler.NumElements(in))
+	inN := int(NumElements(in))
 	switch {
 	case inN == 1:
 		return idx // all zero
@@ -88,12 +86,12 @@ func broadcastIndex(in, out []int64) []int {
 
 // binaryApply broadcasts a and b (both of Go type T) and applies f to every
 // element pair, producing a tensor of Go type R.
-func binaryApply[T, R elem](a, b *compiler.Tensor, f func(x, y T) R) (*compiler.Tensor, error) {
-	shape, err := broadcastShapes(a.Shape, b.Shape)
+func binaryApply[T, R elem](a, b *Tensor, f func(x, y T) R) (*Tensor, error) {
+	shape, err := BroadcastShapes(a.Shape, b.Shape)
 	if err != nil {
 		return nil, err
 	}
-	n, err := checkedElements(shape)
+	n, err := CheckedElements(shape)
 	if err != nil {
 		return nil, err
 	}
@@ -131,36 +129,36 @@ func binaryApply[T, R elem](a, b *compiler.Tensor, f func(x, y T) R) (*compiler.
 			}
 		}
 	default:
-		ia, ib := broadcastIndex(a.Shape, shape), broadcastIndex(b.Shape, shape)
+		ia, ib := BroadcastIndex(a.Shape, shape), BroadcastIndex(b.Shape, shape)
 		for i := range r {
 			r[i] = f(av[ia[i]], bv[ib[i]])
 		}
 	}
-	return fromSlice(shape, r), nil
+	return FromSlice(shape, r), nil
 }
 
 // unaryApply maps f over t's elements (Go type T) into a new tensor of Go
 // type R with the same shape.
-func unaryApply[T, R elem](t *compiler.Tensor, f func(T) R) *compiler.Tensor {
+func unaryApply[T, R elem](t *Tensor, f func(T) R) *Tensor {
 	s := elems[T](t)
 	r := make([]R, len(s))
 	for i, v := range s {
 		r[i] = f(v)
 	}
-	return fromSlice(slices.Clone(t.Shape), r)
+	return FromSlice(slices.Clone(t.Shape), r)
 }
 
 // expandTo broadcasts t unidirectionally to shape (used for Expand, Where
 // and LayerNormalization's scale and bias).
-func expandTo(t *compiler.Tensor, shape []int64) (*compiler.Tensor, error) {
-	got, err := broadcastShapes(t.Shape, shape)
+func expandTo(t *Tensor, shape []int64) (*Tensor, error) {
+	got, err := BroadcastShapes(t.Shape, shape)
 	if err != nil || !slices.Equal(got, shape) {
-		return nil, fmt.Errorf("%w: %v does not broadcast to %v", compiler.ErrShapeMismatch, t.Shape, shape)
+		return nil, fmt.Errorf("%w: %v does not broadcast to %v", ErrShapeMismatch, t.Shape, shape)
 	}
-	if _, err := checkedElements(shape); err != nil {
+	if _, err := CheckedElements(shape); err != nil {
 		return nil, err
 	}
-	return take(t, slices.Clone(shape), broadcastIndex(t.Shape, shape)), nil
+	return take(t, slices.Clone(shape), BroadcastIndex(t.Shape, shape)), nil
 }
 
 // isSuffix reports whether in, without leading 1s, equals the trailing dims

@@ -1,59 +1,58 @@
-package interp
+package ops
 
 import (
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/sqc-dev/sqc/compiler"
 )
 
-var errIntDivZero = errors.New("integer division by zero")
+// ErrIntDivZero is the error of an integer Div by zero.
+var ErrIntDivZero = errors.New("integer division by zero")
 
 // sameDType fails unless every tensor has the dtype of the first.
-func sameDType(ts ...*compiler.Tensor) error {
+func sameDType(ts ...*Tensor) error {
 	for _, t := range ts[1:] {
 		if t.DType != ts[0].DType {
-			return fmt.Errorf("%w: operands are %s and %s", compiler.ErrDTypeMismatch, ts[0].DType, t.DType)
+			return fmt.Errorf("%w: operands are %s and %s", ErrDTypeMismatch, ts[0].DType, t.DType)
 		}
 	}
 	return nil
 }
 
-func unsupported(dt compiler.DType) error {
-	return fmt.Errorf("%w: not defined for %s", compiler.ErrDTypeMismatch, dt)
+func unsupported(dt DType) error {
+	return fmt.Errorf("%w: not defined for %s", ErrDTypeMismatch, dt)
 }
 
 // arithmetic returns the kernel of Add, Sub, Mul or Div.
 func arithmetic(op string) kernelFunc {
-	return func(c *call) ([]*compiler.Tensor, error) {
+	return func(c *call) ([]*Tensor, error) {
 		a, b := c.in[0], c.in[1]
 		if err := sameDType(a, b); err != nil {
 			return nil, err
 		}
 		switch a.DType {
-		case compiler.Float32:
+		case Float32:
 			return one(binaryApply(a, b, arithFunc[float32](op)))
-		case compiler.Float64:
+		case Float64:
 			return one(binaryApply(a, b, arithFunc[float64](op)))
-		case compiler.Int64:
+		case Int64:
 			return intArith[int64](op, a, b)
-		case compiler.Int32:
+		case Int32:
 			return intArith[int32](op, a, b)
-		case compiler.Int8:
+		case Int8:
 			return intArith[int8](op, a, b)
-		case compiler.Uint8:
+		case Uint8:
 			return intArith[uint8](op, a, b)
 		}
 		return nil, unsupported(a.DType)
 	}
 }
 
-func intArith[T number](op string, a, b *compiler.Tensor) ([]*compiler.Tensor, error) {
+func intArith[T number](op string, a, b *Tensor) ([]*Tensor, error) {
 	if op == "Div" {
 		for _, v := range elems[T](b) {
 			if v == 0 {
-				return nil, errIntDivZero
+				return nil, ErrIntDivZero
 			}
 		}
 	}
@@ -76,44 +75,44 @@ func arithFunc[T number](op string) func(x, y T) T {
 
 // pow is ONNX Pow: the result has the base's dtype; the exponent may be of
 // another numeric type.
-func pow(c *call) ([]*compiler.Tensor, error) {
+func pow(c *call) ([]*Tensor, error) {
 	base, exp := c.in[0], c.in[1]
-	if base.DType == compiler.Bool || exp.DType == compiler.Bool {
-		return nil, unsupported(compiler.Bool)
+	if base.DType == Bool || exp.DType == Bool {
+		return nil, unsupported(Bool)
 	}
-	if isFloat(base.DType) && exp.Len() == 1 && len(exp.Shape) <= len(base.Shape) {
+	if IsFloat(base.DType) && exp.Len() == 1 && len(exp.Shape) <= len(base.Shape) {
 		// A constant exponent (LayerNorm's x^2, x^0.5): no broadcasting,
 		// and x*x for 2, correctly rounded like the general path.
-		e := float64s(exp)[0]
+		e := Float64s(exp)[0]
 		switch base.DType {
-		case compiler.Float32:
+		case Float32:
 			if e == 2 {
-				return []*compiler.Tensor{unaryApply(base, func(x float32) float32 { return x * x })}, nil
+				return []*Tensor{unaryApply(base, func(x float32) float32 { return x * x })}, nil
 			}
-			return []*compiler.Tensor{unaryApply(base, func(x float32) float32 { return float32(math.Pow(float64(x), e)) })}, nil
-		case compiler.Float64:
+			return []*Tensor{unaryApply(base, func(x float32) float32 { return float32(math.Pow(float64(x), e)) })}, nil
+		case Float64:
 			if e == 2 {
-				return []*compiler.Tensor{unaryApply(base, func(x float64) float64 { return x * x })}, nil
+				return []*Tensor{unaryApply(base, func(x float64) float64 { return x * x })}, nil
 			}
-			return []*compiler.Tensor{unaryApply(base, func(x float64) float64 { return math.Pow(x, e) })}, nil
+			return []*Tensor{unaryApply(base, func(x float64) float64 { return math.Pow(x, e) })}, nil
 		}
 	}
-	if !isFloat(base.DType) && !isFloat(exp.DType) {
-		bi, _ := castTensor(base, compiler.Int64)
-		ei, _ := castTensor(exp, compiler.Int64)
+	if !IsFloat(base.DType) && !IsFloat(exp.DType) {
+		bi, _ := Cast(base, Int64)
+		ei, _ := Cast(exp, Int64)
 		r, err := binaryApply(bi, ei, intPow)
 		if err != nil {
 			return nil, err
 		}
-		return one(castTensor(r, base.DType))
+		return one(Cast(r, base.DType))
 	}
-	bf, _ := castTensor(base, compiler.Float64)
-	ef, _ := castTensor(exp, compiler.Float64)
+	bf, _ := Cast(base, Float64)
+	ef, _ := Cast(exp, Float64)
 	r, err := binaryApply(bf, ef, math.Pow)
 	if err != nil {
 		return nil, err
 	}
-	return one(castTensor(r, base.DType))
+	return one(Cast(r, base.DType))
 }
 
 // intPow is exact integer exponentiation by squaring; negative exponents
@@ -144,13 +143,13 @@ func intPow(x, y int64) int64 {
 // floatUnary returns the kernel of a float-only elementwise function, which
 // is evaluated in float64 and rounded once to the tensor's precision.
 func floatUnary(f func(float64) float64) kernelFunc {
-	return func(c *call) ([]*compiler.Tensor, error) {
+	return func(c *call) ([]*Tensor, error) {
 		x := c.in[0]
 		switch x.DType {
-		case compiler.Float32:
-			return []*compiler.Tensor{unaryApply(x, func(v float32) float32 { return float32(f(float64(v))) })}, nil
-		case compiler.Float64:
-			return []*compiler.Tensor{unaryApply(x, f)}, nil
+		case Float32:
+			return []*Tensor{unaryApply(x, func(v float32) float32 { return float32(f(float64(v))) })}, nil
+		case Float64:
+			return []*Tensor{unaryApply(x, f)}, nil
 		}
 		return nil, unsupported(x.DType)
 	}
@@ -168,7 +167,7 @@ func geluTanh(x float64) float64 {
 
 // gelu is sqc's canonical Gelu (and ONNX opset 20 Gelu): attribute
 // approximate is "none" (default, erf form) or "tanh".
-func gelu(c *call) ([]*compiler.Tensor, error) {
+func gelu(c *call) ([]*Tensor, error) {
 	approx := "none"
 	if a, ok := c.node.Attrs["approximate"]; ok {
 		approx = a.String
@@ -179,22 +178,22 @@ func gelu(c *call) ([]*compiler.Tensor, error) {
 	case "tanh":
 		return floatUnary(geluTanh)(c)
 	}
-	return nil, fmt.Errorf("%w: Gelu approximate=%q (want \"none\" or \"tanh\")", compiler.ErrUnsupportedOp, approx)
+	return nil, fmt.Errorf("%w: Gelu approximate=%q (want \"none\" or \"tanh\")", ErrUnsupportedOp, approx)
 }
 
-func relu(c *call) ([]*compiler.Tensor, error) {
+func relu(c *call) ([]*Tensor, error) {
 	x := c.in[0]
 	switch x.DType {
-	case compiler.Float32:
-		return []*compiler.Tensor{unaryApply(x, reluT[float32])}, nil
-	case compiler.Float64:
-		return []*compiler.Tensor{unaryApply(x, reluT[float64])}, nil
-	case compiler.Int64:
-		return []*compiler.Tensor{unaryApply(x, reluT[int64])}, nil
-	case compiler.Int32:
-		return []*compiler.Tensor{unaryApply(x, reluT[int32])}, nil
-	case compiler.Int8:
-		return []*compiler.Tensor{unaryApply(x, reluT[int8])}, nil
+	case Float32:
+		return []*Tensor{unaryApply(x, reluT[float32])}, nil
+	case Float64:
+		return []*Tensor{unaryApply(x, reluT[float64])}, nil
+	case Int64:
+		return []*Tensor{unaryApply(x, reluT[int64])}, nil
+	case Int32:
+		return []*Tensor{unaryApply(x, reluT[int32])}, nil
+	case Int8:
+		return []*Tensor{unaryApply(x, reluT[int8])}, nil
 	}
 	return nil, unsupported(x.DType)
 }
@@ -210,54 +209,54 @@ func reluT[T number](v T) T {
 	return 0
 }
 
-func neg(c *call) ([]*compiler.Tensor, error) {
+func neg(c *call) ([]*Tensor, error) {
 	x := c.in[0]
 	switch x.DType {
-	case compiler.Float32:
-		return []*compiler.Tensor{unaryApply(x, negT[float32])}, nil
-	case compiler.Float64:
-		return []*compiler.Tensor{unaryApply(x, negT[float64])}, nil
-	case compiler.Int64:
-		return []*compiler.Tensor{unaryApply(x, negT[int64])}, nil
-	case compiler.Int32:
-		return []*compiler.Tensor{unaryApply(x, negT[int32])}, nil
-	case compiler.Int8:
-		return []*compiler.Tensor{unaryApply(x, negT[int8])}, nil
+	case Float32:
+		return []*Tensor{unaryApply(x, negT[float32])}, nil
+	case Float64:
+		return []*Tensor{unaryApply(x, negT[float64])}, nil
+	case Int64:
+		return []*Tensor{unaryApply(x, negT[int64])}, nil
+	case Int32:
+		return []*Tensor{unaryApply(x, negT[int32])}, nil
+	case Int8:
+		return []*Tensor{unaryApply(x, negT[int8])}, nil
 	}
 	return nil, unsupported(x.DType)
 }
 
 func negT[T number](v T) T { return -v }
 
-func not(c *call) ([]*compiler.Tensor, error) {
+func not(c *call) ([]*Tensor, error) {
 	x := c.in[0]
-	if x.DType != compiler.Bool {
+	if x.DType != Bool {
 		return nil, unsupported(x.DType)
 	}
-	return []*compiler.Tensor{unaryApply(x, func(v bool) bool { return !v })}, nil
+	return []*Tensor{unaryApply(x, func(v bool) bool { return !v })}, nil
 }
 
 // compare returns the kernel of Equal, Less or Greater: bool output.
 func compare(op string) kernelFunc {
-	return func(c *call) ([]*compiler.Tensor, error) {
+	return func(c *call) ([]*Tensor, error) {
 		a, b := c.in[0], c.in[1]
 		if err := sameDType(a, b); err != nil {
 			return nil, err
 		}
 		switch a.DType {
-		case compiler.Float32:
+		case Float32:
 			return one(binaryApply(a, b, cmpFunc[float32](op)))
-		case compiler.Float64:
+		case Float64:
 			return one(binaryApply(a, b, cmpFunc[float64](op)))
-		case compiler.Int64:
+		case Int64:
 			return one(binaryApply(a, b, cmpFunc[int64](op)))
-		case compiler.Int32:
+		case Int32:
 			return one(binaryApply(a, b, cmpFunc[int32](op)))
-		case compiler.Int8:
+		case Int8:
 			return one(binaryApply(a, b, cmpFunc[int8](op)))
-		case compiler.Uint8:
+		case Uint8:
 			return one(binaryApply(a, b, cmpFunc[uint8](op)))
-		case compiler.Bool:
+		case Bool:
 			if op == "Equal" {
 				return one(binaryApply(a, b, func(x, y bool) bool { return x == y }))
 			}
@@ -277,24 +276,24 @@ func cmpFunc[T number](op string) func(x, y T) bool {
 }
 
 // where is ONNX Where: cond ? x : y with three-way broadcasting.
-func where(c *call) ([]*compiler.Tensor, error) {
+func where(c *call) ([]*Tensor, error) {
 	cond, x, y := c.in[0], c.in[1], c.in[2]
-	if cond.DType != compiler.Bool {
-		return nil, fmt.Errorf("%w: Where condition must be bool, got %s", compiler.ErrDTypeMismatch, cond.DType)
+	if cond.DType != Bool {
+		return nil, fmt.Errorf("%w: Where condition must be bool, got %s", ErrDTypeMismatch, cond.DType)
 	}
 	if err := sameDType(x, y); err != nil {
 		return nil, err
 	}
-	shape, err := broadcastShapes(cond.Shape, x.Shape, y.Shape)
+	shape, err := BroadcastShapes(cond.Shape, x.Shape, y.Shape)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := checkedElements(shape); err != nil {
+	if _, err := CheckedElements(shape); err != nil {
 		return nil, err
 	}
-	ic := broadcastIndex(cond.Shape, shape)
-	ix := broadcastIndex(x.Shape, shape)
-	iy := broadcastIndex(y.Shape, shape)
+	ic := BroadcastIndex(cond.Shape, shape)
+	ix := BroadcastIndex(x.Shape, shape)
+	iy := BroadcastIndex(y.Shape, shape)
 	// Pick, per output element, an index into the concatenation x ++ y.
 	nx := x.Len()
 	idx := make([]int, len(ic))
@@ -305,16 +304,16 @@ func where(c *call) ([]*compiler.Tensor, error) {
 			idx[i] = nx + iy[i]
 		}
 	}
-	both := compiler.NewTensor(x.DType, int64(nx+y.Len()))
+	both := NewTensor(x.DType, int64(nx+y.Len()))
 	copyElems(both, 0, x, 0, nx)
 	copyElems(both, nx, y, 0, y.Len())
-	return []*compiler.Tensor{take(both, shape, idx)}, nil
+	return []*Tensor{take(both, shape, idx)}, nil
 }
 
 // one adapts a (tensor, error) pair to a kernel's return.
-func one(t *compiler.Tensor, err error) ([]*compiler.Tensor, error) {
+func one(t *Tensor, err error) ([]*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*compiler.Tensor{t}, nil
+	return []*Tensor{t}, nil
 }

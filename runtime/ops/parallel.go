@@ -1,23 +1,22 @@
-package interp
+package ops
 
 import (
 	"fmt"
 
-	"github.com/sqc-dev/sqc/compiler"
 	"sync"
 	"sync/atomic"
 )
 
-// parallelFor runs f(0..n-1) on up to threads goroutines that take indices
+// ParallelFor runs f(0..n-1) on up to threads goroutines that take indices
 // from a shared counter. A panic in f (a kernel bug: kernels check shapes
 // before they start) is returned as an error rather than killing the
 // process, since a recover in the caller cannot catch it on another
 // goroutine.
-func parallelFor(n, threads int, f func(i int)) (err error) {
+func ParallelFor(n, threads int, f func(i int)) (err error) {
 	if threads <= 1 || n <= 1 {
 		defer func() {
 			if r := recover(); r != nil {
-				err = fmt.Errorf("%w: %v", compiler.ErrInternal, r)
+				err = fmt.Errorf("%w: %v", ErrInternal, r)
 			}
 		}()
 		for i := range n {
@@ -37,7 +36,7 @@ func parallelFor(n, threads int, f func(i int)) (err error) {
 				if r := recover(); r != nil {
 					mu.Lock()
 					if first == nil {
-						first = fmt.Errorf("%w: %v", compiler.ErrInternal, r)
+						first = fmt.Errorf("%w: %v", ErrInternal, r)
 					}
 					mu.Unlock()
 				}

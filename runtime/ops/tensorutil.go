@@ -1,12 +1,10 @@
-package interp
+package ops
 
 import (
 	"fmt"
-
-	"github.com/sqc-dev/sqc/compiler"
 )
 
-// elem is every Go element type a compiler.Tensor can hold.
+// elem is every Go element type a Tensor can hold.
 type elem interface {
 	~float32 | ~float64 | ~int64 | ~int32 | ~int8 | ~uint8 | ~bool
 }
@@ -17,7 +15,7 @@ type number interface {
 }
 
 // elems returns t's data slice typed as []T; T must match t.DType.
-func elems[T elem](t *compiler.Tensor) []T {
+func elems[T elem](t *Tensor) []T {
 	var z T
 	switch any(z).(type) {
 	case float32:
@@ -39,30 +37,30 @@ func elems[T elem](t *compiler.Tensor) []T {
 }
 
 // dtypeOf is the DType holding Go type T.
-func dtypeOf[T elem]() compiler.DType {
+func dtypeOf[T elem]() DType {
 	var z T
 	switch any(z).(type) {
 	case float32:
-		return compiler.Float32
+		return Float32
 	case float64:
-		return compiler.Float64
+		return Float64
 	case int64:
-		return compiler.Int64
+		return Int64
 	case int32:
-		return compiler.Int32
+		return Int32
 	case int8:
-		return compiler.Int8
+		return Int8
 	case uint8:
-		return compiler.Uint8
+		return Uint8
 	case bool:
-		return compiler.Bool
+		return Bool
 	}
-	return compiler.Undefined
+	return Undefined
 }
 
-// fromSlice wraps data (not copied) as a tensor of shape.
-func fromSlice[T elem](shape []int64, data []T) *compiler.Tensor {
-	t := &compiler.Tensor{DType: dtypeOf[T](), Shape: shape}
+// FromSlice wraps data (not copied) as a tensor of shape.
+func FromSlice[T elem](shape []int64, data []T) *Tensor {
+	t := &Tensor{DType: dtypeOf[T](), Shape: shape}
 	switch d := any(data).(type) {
 	case []float32:
 		t.F32 = d
@@ -84,15 +82,16 @@ func fromSlice[T elem](shape []int64, data []T) *compiler.Tensor {
 
 // withShape returns a tensor sharing t's data under a new shape. The caller
 // has checked that the element counts agree.
-func withShape(t *compiler.Tensor, shape []int64) *compiler.Tensor {
+func withShape(t *Tensor, shape []int64) *Tensor {
 	c := *t
 	c.Shape = shape
 	return &c
 }
 
-// clone deep-copies t.
-func clone(t *compiler.Tensor) *compiler.Tensor {
-	c := &compiler.Tensor{DType: t.DType, Shape: append([]int64{}, t.Shape...)}
+// CopyOf is a fresh copy of t that owns its storage; unlike Tensor.Clone,
+// a zero-element copy still has its typed slice set (non-nil).
+func CopyOf(t *Tensor) *Tensor {
+	c := &Tensor{DType: t.DType, Shape: append([]int64{}, t.Shape...)}
 	c.F32 = append([]float32(nil), t.F32...)
 	c.F64 = append([]float64(nil), t.F64...)
 	c.I64 = append([]int64(nil), t.I64...)
@@ -103,31 +102,31 @@ func clone(t *compiler.Tensor) *compiler.Tensor {
 	// A copy of an empty typed slice is nil; keep the populated slice
 	// non-nil so zero-element tensors still say which field they use.
 	switch c.DType {
-	case compiler.Float32:
+	case Float32:
 		if c.F32 == nil {
 			c.F32 = []float32{}
 		}
-	case compiler.Float64:
+	case Float64:
 		if c.F64 == nil {
 			c.F64 = []float64{}
 		}
-	case compiler.Int64:
+	case Int64:
 		if c.I64 == nil {
 			c.I64 = []int64{}
 		}
-	case compiler.Int32:
+	case Int32:
 		if c.I32 == nil {
 			c.I32 = []int32{}
 		}
-	case compiler.Int8:
+	case Int8:
 		if c.I8 == nil {
 			c.I8 = []int8{}
 		}
-	case compiler.Uint8:
+	case Uint8:
 		if c.U8 == nil {
 			c.U8 = []uint8{}
 		}
-	case compiler.Bool:
+	case Bool:
 		if c.Bool == nil {
 			c.Bool = []bool{}
 		}
@@ -138,24 +137,24 @@ func clone(t *compiler.Tensor) *compiler.Tensor {
 // take builds a tensor of shape whose element i is src's element idx[i]:
 // the one type-generic primitive behind Transpose, Slice, Expand and
 // broadcasting.
-func take(src *compiler.Tensor, shape []int64, idx []int) *compiler.Tensor {
+func take(src *Tensor, shape []int64, idx []int) *Tensor {
 	switch src.DType {
-	case compiler.Float32:
-		return fromSlice(shape, takeT(src.F32, idx))
-	case compiler.Float64:
-		return fromSlice(shape, takeT(src.F64, idx))
-	case compiler.Int64:
-		return fromSlice(shape, takeT(src.I64, idx))
-	case compiler.Int32:
-		return fromSlice(shape, takeT(src.I32, idx))
-	case compiler.Int8:
-		return fromSlice(shape, takeT(src.I8, idx))
-	case compiler.Uint8:
-		return fromSlice(shape, takeT(src.U8, idx))
-	case compiler.Bool:
-		return fromSlice(shape, takeT(src.Bool, idx))
+	case Float32:
+		return FromSlice(shape, takeT(src.F32, idx))
+	case Float64:
+		return FromSlice(shape, takeT(src.F64, idx))
+	case Int64:
+		return FromSlice(shape, takeT(src.I64, idx))
+	case Int32:
+		return FromSlice(shape, takeT(src.I32, idx))
+	case Int8:
+		return FromSlice(shape, takeT(src.I8, idx))
+	case Uint8:
+		return FromSlice(shape, takeT(src.U8, idx))
+	case Bool:
+		return FromSlice(shape, takeT(src.Bool, idx))
 	}
-	return &compiler.Tensor{DType: src.DType, Shape: shape}
+	return &Tensor{DType: src.DType, Shape: shape}
 }
 
 func takeT[T any](s []T, idx []int) []T {
@@ -168,61 +167,61 @@ func takeT[T any](s []T, idx []int) []T {
 
 // copyElems copies n elements of src from sOff into dst at dOff; both have
 // the same DType.
-func copyElems(dst *compiler.Tensor, dOff int, src *compiler.Tensor, sOff, n int) {
+func copyElems(dst *Tensor, dOff int, src *Tensor, sOff, n int) {
 	switch src.DType {
-	case compiler.Float32:
+	case Float32:
 		copy(dst.F32[dOff:dOff+n], src.F32[sOff:sOff+n])
-	case compiler.Float64:
+	case Float64:
 		copy(dst.F64[dOff:dOff+n], src.F64[sOff:sOff+n])
-	case compiler.Int64:
+	case Int64:
 		copy(dst.I64[dOff:dOff+n], src.I64[sOff:sOff+n])
-	case compiler.Int32:
+	case Int32:
 		copy(dst.I32[dOff:dOff+n], src.I32[sOff:sOff+n])
-	case compiler.Int8:
+	case Int8:
 		copy(dst.I8[dOff:dOff+n], src.I8[sOff:sOff+n])
-	case compiler.Uint8:
+	case Uint8:
 		copy(dst.U8[dOff:dOff+n], src.U8[sOff:sOff+n])
-	case compiler.Bool:
+	case Bool:
 		copy(dst.Bool[dOff:dOff+n], src.Bool[sOff:sOff+n])
 	}
 }
 
 // intValues reads an integer tensor (i64, i32, i8, u8) as int64s, for shape,
 // axes and index operands.
-func intValues(t *compiler.Tensor, what string) ([]int64, error) {
+func intValues(t *Tensor, what string) ([]int64, error) {
 	switch t.DType {
-	case compiler.Int64:
+	case Int64:
 		return t.I64, nil
-	case compiler.Int32:
+	case Int32:
 		return convertSlice[int32, int64](t.I32), nil
-	case compiler.Int8:
+	case Int8:
 		return convertSlice[int8, int64](t.I8), nil
-	case compiler.Uint8:
+	case Uint8:
 		return convertSlice[uint8, int64](t.U8), nil
 	}
-	return nil, fmt.Errorf("%w: %s must be an integer tensor, got %s", compiler.ErrDTypeMismatch, what, t.DType)
+	return nil, fmt.Errorf("%w: %s must be an integer tensor, got %s", ErrDTypeMismatch, what, t.DType)
 }
 
 // scalarFloat reads a one-element numeric tensor as float64 (Range).
-func scalarFloat(t *compiler.Tensor, what string) (float64, error) {
+func scalarFloat(t *Tensor, what string) (float64, error) {
 	if t.Len() != 1 {
-		return 0, fmt.Errorf("%w: %s must hold one element, has shape %v", compiler.ErrShapeMismatch, what, t.Shape)
+		return 0, fmt.Errorf("%w: %s must hold one element, has shape %v", ErrShapeMismatch, what, t.Shape)
 	}
 	switch t.DType {
-	case compiler.Float32:
+	case Float32:
 		return float64(t.F32[0]), nil
-	case compiler.Float64:
+	case Float64:
 		return t.F64[0], nil
-	case compiler.Int64:
+	case Int64:
 		return float64(t.I64[0]), nil
-	case compiler.Int32:
+	case Int32:
 		return float64(t.I32[0]), nil
-	case compiler.Int8:
+	case Int8:
 		return float64(t.I8[0]), nil
-	case compiler.Uint8:
+	case Uint8:
 		return float64(t.U8[0]), nil
 	}
-	return 0, fmt.Errorf("%w: %s must be numeric, got %s", compiler.ErrDTypeMismatch, what, t.DType)
+	return 0, fmt.Errorf("%w: %s must be numeric, got %s", ErrDTypeMismatch, what, t.DType)
 }
 
 func convertSlice[S, D number](s []S) []D {
@@ -233,22 +232,22 @@ func convertSlice[S, D number](s []S) []D {
 	return d
 }
 
-// float64s reads any numeric or bool tensor as float64 values.
-func float64s(t *compiler.Tensor) []float64 {
+// Float64s reads any numeric or bool tensor as float64 values.
+func Float64s(t *Tensor) []float64 {
 	switch t.DType {
-	case compiler.Float32:
+	case Float32:
 		return convertSlice[float32, float64](t.F32)
-	case compiler.Float64:
+	case Float64:
 		return t.F64
-	case compiler.Int64:
+	case Int64:
 		return convertSlice[int64, float64](t.I64)
-	case compiler.Int32:
+	case Int32:
 		return convertSlice[int32, float64](t.I32)
-	case compiler.Int8:
+	case Int8:
 		return convertSlice[int8, float64](t.I8)
-	case compiler.Uint8:
+	case Uint8:
 		return convertSlice[uint8, float64](t.U8)
-	case compiler.Bool:
+	case Bool:
 		d := make([]float64, len(t.Bool))
 		for i, b := range t.Bool {
 			if b {
@@ -267,7 +266,7 @@ func normAxis(axis int64, rank int) (int, error) {
 		a += int64(rank)
 	}
 	if a < 0 || a >= int64(rank) {
-		return 0, fmt.Errorf("%w: axis %d out of range for rank %d", compiler.ErrShapeMismatch, axis, rank)
+		return 0, fmt.Errorf("%w: axis %d out of range for rank %d", ErrShapeMismatch, axis, rank)
 	}
 	return int(a), nil
 }
@@ -277,16 +276,16 @@ func normAxis(axis int64, rank int) (int, error) {
 // an out-of-memory crash, which Go cannot recover from.
 const maxElements = 1 << 31
 
-// checkedElements multiplies dims, failing on negative dims or on a product
+// CheckedElements multiplies dims, failing on negative dims or on a product
 // above maxElements.
-func checkedElements(shape []int64) (int, error) {
+func CheckedElements(shape []int64) (int, error) {
 	n := int64(1)
 	for _, d := range shape {
 		if d < 0 {
-			return 0, fmt.Errorf("%w: negative dimension in %v", compiler.ErrShapeMismatch, shape)
+			return 0, fmt.Errorf("%w: negative dimension in %v", ErrShapeMismatch, shape)
 		}
 		if d > maxElements || (d != 0 && n > maxElements/d) {
-			return 0, fmt.Errorf("%w: shape %v exceeds %d elements", compiler.ErrShapeMismatch, shape, int64(maxElements))
+			return 0, fmt.Errorf("%w: shape %v exceeds %d elements", ErrShapeMismatch, shape, int64(maxElements))
 		}
 		n *= d
 	}
@@ -304,4 +303,4 @@ func stridesOf(shape []int64) []int {
 	return s
 }
 
-func isFloat(dt compiler.DType) bool { return dt == compiler.Float32 || dt == compiler.Float64 }
+func IsFloat(dt DType) bool { return dt == Float32 || dt == Float64 }

@@ -1,41 +1,39 @@
-package interp
+package ops
 
 import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/sqc-dev/sqc/compiler"
 )
 
 // constant is ONNX Constant. The ONNX frontend folds value_float(s) and
 // value_int(s) into "value"; graphs built by hand may still use them.
-func constant(c *call) ([]*compiler.Tensor, error) {
+func constant(c *call) ([]*Tensor, error) {
 	attrs := c.node.Attrs
-	if a, ok := attrs["value"]; ok && a.Kind == compiler.AttrTensor && a.Tensor != nil {
+	if a, ok := attrs["value"]; ok && a.Kind == AttrTensor && a.Tensor != nil {
 		if err := a.Tensor.Check(); err != nil {
-			return nil, fmt.Errorf("%w: Constant value: %v", compiler.ErrMalformed, err)
+			return nil, fmt.Errorf("%w: Constant value: %v", ErrMalformed, err)
 		}
-		return []*compiler.Tensor{a.Tensor}, nil
+		return []*Tensor{a.Tensor}, nil
 	}
-	if a, ok := attrs["value_float"]; ok && a.Kind == compiler.AttrFloat {
-		return []*compiler.Tensor{fromSlice([]int64{}, []float32{a.Float})}, nil
+	if a, ok := attrs["value_float"]; ok && a.Kind == AttrFloat {
+		return []*Tensor{FromSlice([]int64{}, []float32{a.Float})}, nil
 	}
-	if a, ok := attrs["value_floats"]; ok && a.Kind == compiler.AttrFloats {
-		return []*compiler.Tensor{fromSlice([]int64{int64(len(a.Floats))}, slices.Clone(a.Floats))}, nil
+	if a, ok := attrs["value_floats"]; ok && a.Kind == AttrFloats {
+		return []*Tensor{FromSlice([]int64{int64(len(a.Floats))}, slices.Clone(a.Floats))}, nil
 	}
-	if a, ok := attrs["value_int"]; ok && a.Kind == compiler.AttrInt {
-		return []*compiler.Tensor{fromSlice([]int64{}, []int64{a.Int})}, nil
+	if a, ok := attrs["value_int"]; ok && a.Kind == AttrInt {
+		return []*Tensor{FromSlice([]int64{}, []int64{a.Int})}, nil
 	}
-	if a, ok := attrs["value_ints"]; ok && a.Kind == compiler.AttrInts {
-		return []*compiler.Tensor{fromSlice([]int64{int64(len(a.Ints))}, slices.Clone(a.Ints))}, nil
+	if a, ok := attrs["value_ints"]; ok && a.Kind == AttrInts {
+		return []*Tensor{FromSlice([]int64{int64(len(a.Ints))}, slices.Clone(a.Ints))}, nil
 	}
-	return nil, fmt.Errorf("%w: Constant has no value, value_float(s) or value_int(s) attribute", compiler.ErrMalformed)
+	return nil, fmt.Errorf("%w: Constant has no value, value_float(s) or value_int(s) attribute", ErrMalformed)
 }
 
 // constantOfShape is ONNX ConstantOfShape: a tensor of the given shape
 // filled with the one element of attribute "value" (float32 0 by default).
-func constantOfShape(c *call) ([]*compiler.Tensor, error) {
+func constantOfShape(c *call) ([]*Tensor, error) {
 	shape, err := intValues(c.in[0], "ConstantOfShape shape")
 	if err != nil {
 		return nil, err
@@ -44,10 +42,10 @@ func constantOfShape(c *call) ([]*compiler.Tensor, error) {
 	if err := c.checkValueShape(shape); err != nil {
 		return nil, err
 	}
-	fill := fromSlice([]int64{1}, []float32{0})
+	fill := FromSlice([]int64{1}, []float32{0})
 	if a, ok := c.node.Attrs["value"]; ok {
-		if a.Kind != compiler.AttrTensor || a.Tensor == nil || a.Tensor.Check() != nil || a.Tensor.Len() != 1 {
-			return nil, fmt.Errorf("%w: ConstantOfShape value must be a one-element tensor", compiler.ErrMalformed)
+		if a.Kind != AttrTensor || a.Tensor == nil || a.Tensor.Check() != nil || a.Tensor.Len() != 1 {
+			return nil, fmt.Errorf("%w: ConstantOfShape value must be a one-element tensor", ErrMalformed)
 		}
 		fill = a.Tensor
 	}
@@ -57,22 +55,22 @@ func constantOfShape(c *call) ([]*compiler.Tensor, error) {
 
 // rangeOp is ONNX Range: max(ceil((limit-start)/delta), 0) elements
 // start + i*delta, of the inputs' dtype.
-func rangeOp(c *call) ([]*compiler.Tensor, error) {
+func rangeOp(c *call) ([]*Tensor, error) {
 	if err := sameDType(c.in[0], c.in[1], c.in[2]); err != nil {
 		return nil, err
 	}
 	dt := c.in[0].DType
-	if dt == compiler.Int64 || dt == compiler.Int32 {
+	if dt == Int64 || dt == Int32 {
 		// Integer arithmetic, exact beyond 2^53.
 		s, _ := intValues(c.in[0], "Range start")
 		l, _ := intValues(c.in[1], "Range limit")
 		d, _ := intValues(c.in[2], "Range delta")
 		if len(s) != 1 || len(l) != 1 || len(d) != 1 {
-			return nil, fmt.Errorf("%w: Range operands must be scalars", compiler.ErrShapeMismatch)
+			return nil, fmt.Errorf("%w: Range operands must be scalars", ErrShapeMismatch)
 		}
 		start, limit, delta := s[0], l[0], d[0]
 		if delta == 0 {
-			return nil, fmt.Errorf("%w: Range delta is 0", compiler.ErrShapeMismatch)
+			return nil, fmt.Errorf("%w: Range delta is 0", ErrShapeMismatch)
 		}
 		n := int64(0)
 		if delta > 0 && limit > start {
@@ -87,9 +85,9 @@ func rangeOp(c *call) ([]*compiler.Tensor, error) {
 		for i := range v {
 			v[i] = start + int64(i)*delta
 		}
-		return one(castTensor(fromSlice([]int64{n}, v), dt))
+		return one(Cast(FromSlice([]int64{n}, v), dt))
 	}
-	if !isFloat(dt) {
+	if !IsFloat(dt) {
 		return nil, unsupported(dt)
 	}
 	start, err := scalarFloat(c.in[0], "Range start")
@@ -105,28 +103,28 @@ func rangeOp(c *call) ([]*compiler.Tensor, error) {
 		return nil, err
 	}
 	if delta == 0 || math.IsNaN(delta) || math.IsNaN(start) || math.IsNaN(limit) {
-		return nil, fmt.Errorf("%w: Range(%v, %v, %v) is not defined", compiler.ErrShapeMismatch, start, limit, delta)
+		return nil, fmt.Errorf("%w: Range(%v, %v, %v) is not defined", ErrShapeMismatch, start, limit, delta)
 	}
 	count := math.Max(math.Ceil((limit-start)/delta), 0)
 	if count > maxElements {
-		return nil, fmt.Errorf("%w: Range of %v elements", compiler.ErrShapeMismatch, count)
+		return nil, fmt.Errorf("%w: Range of %v elements", ErrShapeMismatch, count)
 	}
 	n := int64(count)
 	if err := c.checkValueShape([]int64{n}); err != nil {
 		return nil, err
 	}
-	if dt == compiler.Float32 {
+	if dt == Float32 {
 		// start + i*delta in float32 arithmetic, as ONNX's reference computes it.
 		v := make([]float32, n)
 		s, d := float32(start), float32(delta)
 		for i := range v {
 			v[i] = s + float32(i)*d
 		}
-		return []*compiler.Tensor{fromSlice([]int64{n}, v)}, nil
+		return []*Tensor{FromSlice([]int64{n}, v)}, nil
 	}
 	v := make([]float64, n)
 	for i := range v {
 		v[i] = start + float64(i)*delta
 	}
-	return []*compiler.Tensor{fromSlice([]int64{n}, v)}, nil
+	return []*Tensor{FromSlice([]int64{n}, v)}, nil
 }

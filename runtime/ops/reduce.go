@@ -1,9 +1,7 @@
-package interp
+package ops
 
 import (
 	"slices"
-
-	"github.com/sqc-dev/sqc/compiler"
 )
 
 // reduce returns the kernel of ReduceSum or ReduceMean. Axes come from the
@@ -11,14 +9,14 @@ import (
 // attribute; no axes means all of them unless noop_with_empty_axes=1.
 // Floats accumulate in float64 and round once.
 func reduce(mean bool) kernelFunc {
-	return func(c *call) ([]*compiler.Tensor, error) {
+	return func(c *call) ([]*Tensor, error) {
 		x := c.in[0]
 		axes, _, err := axesOperand(c)
 		if err != nil {
 			return nil, err
 		}
-		if len(axes) == 0 && c.node.AttrInt("noop_with_empty_axes", 0) != 0 {
-			return []*compiler.Tensor{x}, nil
+		if len(axes) == 0 && c.node.Attrs.Int("noop_with_empty_axes", 0) != 0 {
+			return []*Tensor{x}, nil
 		}
 		rank := len(x.Shape)
 		var ax []int
@@ -29,7 +27,7 @@ func reduce(mean bool) kernelFunc {
 		} else if ax, err = normAxes(axes, rank); err != nil {
 			return nil, err
 		}
-		keep := c.node.AttrInt("keepdims", 1) != 0
+		keep := c.node.Attrs.Int("keepdims", 1) != 0
 
 		// Output index of every input element: strides of the kept shape,
 		// 0 on reduced axes.
@@ -39,7 +37,7 @@ func reduce(mean bool) kernelFunc {
 			count *= kept[a]
 			kept[a] = 1
 		}
-		outN := int(compiler.NumElements(kept))
+		outN := int(NumElements(kept))
 		outStr := stridesOf(kept)
 		for _, a := range ax {
 			outStr[a] = 0
@@ -56,18 +54,18 @@ func reduce(mean bool) kernelFunc {
 			}
 		}
 		switch x.DType {
-		case compiler.Float32, compiler.Float64:
+		case Float32, Float64:
 			acc := make([]float64, outN)
-			vals := float64s(x)
+			vals := Float64s(x)
 			walk(x.Shape, outStr, func(i, o int) { acc[o] += vals[i] })
 			if mean {
 				for o := range acc {
 					acc[o] /= float64(count)
 				}
 			}
-			r, _ := castTensor(fromSlice(shape, acc), x.DType)
-			return []*compiler.Tensor{r}, nil
-		case compiler.Int64, compiler.Int32, compiler.Int8, compiler.Uint8:
+			r, _ := Cast(FromSlice(shape, acc), x.DType)
+			return []*Tensor{r}, nil
+		case Int64, Int32, Int8, Uint8:
 			acc := make([]int64, outN)
 			vals, _ := intValues(x, "")
 			walk(x.Shape, outStr, func(i, o int) { acc[o] += vals[i] })
@@ -76,8 +74,8 @@ func reduce(mean bool) kernelFunc {
 					acc[o] /= count
 				}
 			}
-			r, _ := castTensor(fromSlice(shape, acc), x.DType)
-			return []*compiler.Tensor{r}, nil
+			r, _ := Cast(FromSlice(shape, acc), x.DType)
+			return []*Tensor{r}, nil
 		}
 		return nil, unsupported(x.DType)
 	}
@@ -86,7 +84,7 @@ func reduce(mean bool) kernelFunc {
 // walk visits every element of a tensor of shape in row-major order, with
 // its flat index i and the index o = sum(pos[d]*str[d]).
 func walk(shape []int64, str []int, f func(i, o int)) {
-	n := int(compiler.NumElements(shape))
+	n := int(NumElements(shape))
 	if n == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package compiler
+package ops
 
 // ONNX TensorProto.DataType codes for the dtypes sqc supports. Cast's "to"
 // attribute carries these codes, as in ONNX files, so that frontends pass

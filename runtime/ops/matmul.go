@@ -1,25 +1,23 @@
-package interp
+package ops
 
 import (
 	"fmt"
 	"slices"
-
-	"github.com/sqc-dev/sqc/compiler"
 )
 
 // matmul is ONNX MatMul (numpy matmul): 1-D operands are promoted to a row
 // (a) or column (b) and the added dim removed again; leading batch dims
 // broadcast.
-func matmul(c *call) ([]*compiler.Tensor, error) {
+func matmul(c *call) ([]*Tensor, error) {
 	a, b := c.in[0], c.in[1]
 	if err := sameDType(a, b); err != nil {
 		return nil, err
 	}
-	if a.DType == compiler.Bool {
+	if a.DType == Bool {
 		return nil, unsupported(a.DType)
 	}
 	if len(a.Shape) == 0 || len(b.Shape) == 0 {
-		return nil, fmt.Errorf("%w: MatMul of a scalar (%v x %v)", compiler.ErrShapeMismatch, a.Shape, b.Shape)
+		return nil, fmt.Errorf("%w: MatMul of a scalar (%v x %v)", ErrShapeMismatch, a.Shape, b.Shape)
 	}
 	as, bs := a.Shape, b.Shape
 	if len(as) == 1 {
@@ -31,10 +29,10 @@ func matmul(c *call) ([]*compiler.Tensor, error) {
 	m, k := as[len(as)-2], as[len(as)-1]
 	kb, n := bs[len(bs)-2], bs[len(bs)-1]
 	if k != kb {
-		return nil, fmt.Errorf("%w: MatMul %v x %v: inner dims %d and %d differ", compiler.ErrShapeMismatch, a.Shape, b.Shape, k, kb)
+		return nil, fmt.Errorf("%w: MatMul %v x %v: inner dims %d and %d differ", ErrShapeMismatch, a.Shape, b.Shape, k, kb)
 	}
 	aBatch, bBatch := as[:len(as)-2], bs[:len(bs)-2]
-	batch, err := broadcastShapes(aBatch, bBatch)
+	batch, err := BroadcastShapes(aBatch, bBatch)
 	if err != nil {
 		return nil, fmt.Errorf("MatMul %v x %v: %w", a.Shape, b.Shape, err)
 	}
@@ -45,11 +43,11 @@ func matmul(c *call) ([]*compiler.Tensor, error) {
 	if len(b.Shape) > 1 {
 		shape = append(shape, n)
 	}
-	if _, err := checkedElements(append(slices.Clone(batch), m, n)); err != nil {
+	if _, err := CheckedElements(append(slices.Clone(batch), m, n)); err != nil {
 		return nil, err
 	}
-	ia, ib := broadcastIndex(aBatch, batch), broadcastIndex(bBatch, batch)
-	out := compiler.NewTensor(a.DType, shape...)
+	ia, ib := BroadcastIndex(aBatch, batch), BroadcastIndex(bBatch, batch)
+	out := NewTensor(a.DType, shape...)
 	M, N, K := int(m), int(n), int(k)
 	if len(bBatch) == 0 && len(ia) > 0 {
 		// A weight matrix applied to every row: one tall product tiles
@@ -59,7 +57,7 @@ func matmul(c *call) ([]*compiler.Tensor, error) {
 		ia, ib = []int{0}, []int{0}
 	}
 	switch a.DType {
-	case compiler.Float32:
+	case Float32:
 		jobs := make([]gemmJob, len(ia))
 		for i := range jobs {
 			jobs[i] = gemmJob{
@@ -71,18 +69,18 @@ func matmul(c *call) ([]*compiler.Tensor, error) {
 		if err := sgemmBatch(jobs, M, N, K, c.threads); err != nil {
 			return nil, err
 		}
-	case compiler.Float64:
+	case Float64:
 		batchedNaive(a.F64, b.F64, out.F64, ia, ib, M, N, K)
-	case compiler.Int64:
+	case Int64:
 		batchedNaive(a.I64, b.I64, out.I64, ia, ib, M, N, K)
-	case compiler.Int32:
+	case Int32:
 		batchedNaive(a.I32, b.I32, out.I32, ia, ib, M, N, K)
-	case compiler.Int8:
+	case Int8:
 		batchedNaive(a.I8, b.I8, out.I8, ia, ib, M, N, K)
-	case compiler.Uint8:
+	case Uint8:
 		batchedNaive(a.U8, b.U8, out.U8, ia, ib, M, N, K)
 	}
-	return []*compiler.Tensor{out}, nil
+	return []*Tensor{out}, nil
 }
 
 func batchedNaive[T number](a, b, c []T, ia, ib []int, m, n, k int) {
@@ -92,22 +90,22 @@ func batchedNaive[T number](a, b, c []T, ia, ib []int, m, n, k int) {
 }
 
 // product2D is x·w for a 2-D x (m×k) and w (k×n) of the same dtype.
-func product2D(x, w *compiler.Tensor, threads int) (*compiler.Tensor, error) {
+func product2D(x, w *Tensor, threads int) (*Tensor, error) {
 	m, k, n := int(x.Shape[0]), int(x.Shape[1]), int(w.Shape[1])
-	if _, err := checkedElements([]int64{int64(m), int64(n)}); err != nil {
+	if _, err := CheckedElements([]int64{int64(m), int64(n)}); err != nil {
 		return nil, err
 	}
-	out := compiler.NewTensor(x.DType, int64(m), int64(n))
+	out := NewTensor(x.DType, int64(m), int64(n))
 	switch x.DType {
-	case compiler.Float32:
+	case Float32:
 		if err := sgemmBatch([]gemmJob{{x.F32, w.F32, out.F32}}, m, n, k, threads); err != nil {
 			return nil, err
 		}
-	case compiler.Float64:
+	case Float64:
 		gemmNaive(x.F64, w.F64, out.F64, m, n, k)
-	case compiler.Int64:
+	case Int64:
 		gemmNaive(x.I64, w.I64, out.I64, m, n, k)
-	case compiler.Int32:
+	case Int32:
 		gemmNaive(x.I32, w.I32, out.I32, m, n, k)
 	default:
 		return nil, unsupported(x.DType)
@@ -116,7 +114,7 @@ func product2D(x, w *compiler.Tensor, threads int) (*compiler.Tensor, error) {
 }
 
 // transpose2D returns the transpose of a 2-D tensor.
-func transpose2D(t *compiler.Tensor) *compiler.Tensor {
+func transpose2D(t *Tensor) *Tensor {
 	r, c := int(t.Shape[0]), int(t.Shape[1])
 	idx := make([]int, r*c)
 	for i := range c {
@@ -129,9 +127,9 @@ func transpose2D(t *compiler.Tensor) *compiler.Tensor {
 
 // gemm is ONNX Gemm: Y = alpha·A'·B' + beta·C, A' and B' optionally
 // transposed, C (optional) broadcast to M×N.
-func gemm(c *call) ([]*compiler.Tensor, error) {
+func gemm(c *call) ([]*Tensor, error) {
 	a, b := c.in[0], c.in[1]
-	var bias *compiler.Tensor
+	var bias *Tensor
 	if len(c.in) > 2 {
 		bias = c.in[2]
 	}
@@ -144,44 +142,44 @@ func gemm(c *call) ([]*compiler.Tensor, error) {
 		}
 	}
 	if len(a.Shape) != 2 || len(b.Shape) != 2 {
-		return nil, fmt.Errorf("%w: Gemm needs 2-D A and B, got %v and %v", compiler.ErrShapeMismatch, a.Shape, b.Shape)
+		return nil, fmt.Errorf("%w: Gemm needs 2-D A and B, got %v and %v", ErrShapeMismatch, a.Shape, b.Shape)
 	}
-	if c.node.AttrInt("transA", 0) != 0 {
+	if c.node.Attrs.Int("transA", 0) != 0 {
 		a = transpose2D(a)
 	}
-	if c.node.AttrInt("transB", 0) != 0 {
+	if c.node.Attrs.Int("transB", 0) != 0 {
 		b = transpose2D(b)
 	}
 	if a.Shape[1] != b.Shape[0] {
-		return nil, fmt.Errorf("%w: Gemm A' %v x B' %v", compiler.ErrShapeMismatch, a.Shape, b.Shape)
+		return nil, fmt.Errorf("%w: Gemm A' %v x B' %v", ErrShapeMismatch, a.Shape, b.Shape)
 	}
 	y, err := product2D(a, b, c.threads)
 	if err != nil {
 		return nil, err
 	}
-	alpha, beta := c.node.AttrFloat("alpha", 1), c.node.AttrFloat("beta", 1)
+	alpha, beta := c.node.Attrs.Float("alpha", 1), c.node.Attrs.Float("beta", 1)
 	if bias == nil || beta == 0 {
 		bias = nil
 	} else if bias, err = expandTo(bias, y.Shape); err != nil {
 		return nil, fmt.Errorf("Gemm C: %w", err)
 	}
 	switch y.DType {
-	case compiler.Float32:
+	case Float32:
 		scaleAdd(y.F32, bias, alpha, beta, elems[float32])
-	case compiler.Float64:
+	case Float64:
 		scaleAdd(y.F64, bias, float64(alpha), float64(beta), elems[float64])
-	case compiler.Int64:
+	case Int64:
 		scaleAdd(y.I64, bias, int64(alpha), int64(beta), elems[int64])
-	case compiler.Int32:
+	case Int32:
 		scaleAdd(y.I32, bias, int32(alpha), int32(beta), elems[int32])
 	}
-	return []*compiler.Tensor{y}, nil
+	return []*Tensor{y}, nil
 }
 
 // scaleAdd sets y = alpha*y + beta*c in T's precision, skipping the
 // multiplications by 1 so that the common alpha = beta = 1 is a plain add,
 // exactly as PyTorch's addmm rounds it.
-func scaleAdd[T number](y []T, c *compiler.Tensor, alpha, beta T, data func(*compiler.Tensor) []T) {
+func scaleAdd[T number](y []T, c *Tensor, alpha, beta T, data func(*Tensor) []T) {
 	if alpha != 1 {
 		for i := range y {
 			y[i] *= alpha
@@ -205,9 +203,9 @@ func scaleAdd[T number](y []T, c *compiler.Tensor, alpha, beta T, data func(*com
 // linear is sqc's canonical Linear: y = x·W + b with x [..., in], W
 // [in, out] (already transposed from PyTorch's [out, in]) and optional
 // b [out].
-func linear(c *call) ([]*compiler.Tensor, error) {
+func linear(c *call) ([]*Tensor, error) {
 	x, w := c.in[0], c.in[1]
-	var bias *compiler.Tensor
+	var bias *Tensor
 	if len(c.in) > 2 {
 		bias = c.in[2]
 	}
@@ -215,7 +213,7 @@ func linear(c *call) ([]*compiler.Tensor, error) {
 		return nil, err
 	}
 	if len(x.Shape) == 0 || len(w.Shape) != 2 || x.Shape[len(x.Shape)-1] != w.Shape[0] {
-		return nil, fmt.Errorf("%w: Linear x %v with W %v (want x [..., in], W [in, out])", compiler.ErrShapeMismatch, x.Shape, w.Shape)
+		return nil, fmt.Errorf("%w: Linear x %v with W %v (want x [..., in], W [in, out])", ErrShapeMismatch, x.Shape, w.Shape)
 	}
 	in, outDim := x.Shape[len(x.Shape)-1], w.Shape[1]
 	if bias != nil {
@@ -223,12 +221,12 @@ func linear(c *call) ([]*compiler.Tensor, error) {
 			return nil, err
 		}
 		if bias.Len() != int(outDim) || len(bias.Shape) != 1 {
-			return nil, fmt.Errorf("%w: Linear bias %v for %d outputs", compiler.ErrShapeMismatch, bias.Shape, outDim)
+			return nil, fmt.Errorf("%w: Linear bias %v for %d outputs", ErrShapeMismatch, bias.Shape, outDim)
 		}
 	}
 	rows := int64(x.Len()) / max(in, 1)
 	if in == 0 {
-		rows = compiler.NumElements(x.Shape[:len(x.Shape)-1])
+		rows = NumElements(x.Shape[:len(x.Shape)-1])
 	}
 	y, err := product2D(withShape(x, []int64{rows, in}), w, c.threads)
 	if err != nil {
@@ -237,16 +235,16 @@ func linear(c *call) ([]*compiler.Tensor, error) {
 	if bias != nil {
 		b, _ := expandTo(bias, y.Shape)
 		switch y.DType {
-		case compiler.Float32:
+		case Float32:
 			scaleAdd(y.F32, b, 1, 1, elems[float32])
-		case compiler.Float64:
+		case Float64:
 			scaleAdd(y.F64, b, 1, 1, elems[float64])
-		case compiler.Int64:
+		case Int64:
 			scaleAdd(y.I64, b, 1, 1, elems[int64])
-		case compiler.Int32:
+		case Int32:
 			scaleAdd(y.I32, b, 1, 1, elems[int32])
 		}
 	}
 	shape := append(slices.Clone(x.Shape[:len(x.Shape)-1]), outDim)
-	return []*compiler.Tensor{withShape(y, shape)}, nil
+	return []*Tensor{withShape(y, shape)}, nil
 }

@@ -1,25 +1,23 @@
-package interp
+package ops
 
 import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/sqc-dev/sqc/compiler"
 )
 
 // This file holds the ops that move data without arithmetic: views
 // (Reshape, Squeeze, Unsqueeze, Identity share their input's storage) and
 // copies (Transpose, Slice, Concat, Expand, Gather).
 
-func identity(c *call) ([]*compiler.Tensor, error) {
-	return []*compiler.Tensor{c.in[0]}, nil
+func identity(c *call) ([]*Tensor, error) {
+	return []*Tensor{c.in[0]}, nil
 }
 
-func transpose(c *call) ([]*compiler.Tensor, error) {
+func transpose(c *call) ([]*Tensor, error) {
 	x := c.in[0]
 	rank := len(x.Shape)
-	perm, ok := c.node.AttrInts("perm")
+	perm, ok := c.node.Attrs.Ints("perm")
 	if !ok {
 		perm = make([]int64, rank)
 		for i := range perm {
@@ -27,19 +25,19 @@ func transpose(c *call) ([]*compiler.Tensor, error) {
 		}
 	}
 	if len(perm) != rank {
-		return nil, fmt.Errorf("%w: perm %v for rank %d", compiler.ErrShapeMismatch, perm, rank)
+		return nil, fmt.Errorf("%w: perm %v for rank %d", ErrShapeMismatch, perm, rank)
 	}
 	seen := make([]bool, rank)
 	shape := make([]int64, rank)
 	for i, p := range perm {
 		if p < 0 || p >= int64(rank) || seen[p] {
-			return nil, fmt.Errorf("%w: perm %v is not a permutation of 0..%d", compiler.ErrShapeMismatch, perm, rank-1)
+			return nil, fmt.Errorf("%w: perm %v is not a permutation of 0..%d", ErrShapeMismatch, perm, rank-1)
 		}
 		seen[p] = true
 		shape[i] = x.Shape[p]
 	}
 	if rank == 0 {
-		return []*compiler.Tensor{x}, nil
+		return []*Tensor{x}, nil
 	}
 	// Source strides in output-dim order; odometer over the output.
 	inStr := stridesOf(x.Shape)
@@ -62,12 +60,12 @@ func transpose(c *call) ([]*compiler.Tensor, error) {
 			pos[d] = 0
 		}
 	}
-	return []*compiler.Tensor{take(x, shape, idx)}, nil
+	return []*Tensor{take(x, shape, idx)}, nil
 }
 
 // reshape is ONNX Reshape: 0 copies the input dim (unless allowzero=1, when
 // it means a zero-size dim) and one -1 is inferred.
-func reshape(c *call) ([]*compiler.Tensor, error) {
+func reshape(c *call) ([]*Tensor, error) {
 	x := c.in[0]
 	var spec []int64
 	if len(c.in) > 1 && c.in[1] != nil {
@@ -75,12 +73,12 @@ func reshape(c *call) ([]*compiler.Tensor, error) {
 		if spec, err = intValues(c.in[1], "Reshape shape"); err != nil {
 			return nil, err
 		}
-	} else if s, ok := c.node.AttrInts("shape"); ok { // opset < 5
+	} else if s, ok := c.node.Attrs.Ints("shape"); ok { // opset < 5
 		spec = s
 	} else {
-		return nil, fmt.Errorf("%w: Reshape has no shape", compiler.ErrMalformed)
+		return nil, fmt.Errorf("%w: Reshape has no shape", ErrMalformed)
 	}
-	allowZero := c.node.AttrInt("allowzero", 0) != 0
+	allowZero := c.node.Attrs.Int("allowzero", 0) != 0
 	shape := make([]int64, len(spec))
 	infer := -1
 	known := int64(1)
@@ -88,21 +86,21 @@ func reshape(c *call) ([]*compiler.Tensor, error) {
 		switch {
 		case d == 0 && !allowZero:
 			if i >= len(x.Shape) {
-				return nil, fmt.Errorf("%w: Reshape shape %v copies dim %d of an input of rank %d", compiler.ErrShapeMismatch, spec, i, len(x.Shape))
+				return nil, fmt.Errorf("%w: Reshape shape %v copies dim %d of an input of rank %d", ErrShapeMismatch, spec, i, len(x.Shape))
 			}
 			shape[i] = x.Shape[i]
 		case d == -1:
 			if infer >= 0 {
-				return nil, fmt.Errorf("%w: Reshape shape %v has more than one -1", compiler.ErrShapeMismatch, spec)
+				return nil, fmt.Errorf("%w: Reshape shape %v has more than one -1", ErrShapeMismatch, spec)
 			}
 			infer = i
 			continue
 		case d < -1:
-			return nil, fmt.Errorf("%w: Reshape shape %v has a negative dim", compiler.ErrShapeMismatch, spec)
+			return nil, fmt.Errorf("%w: Reshape shape %v has a negative dim", ErrShapeMismatch, spec)
 		default:
 			shape[i] = d
 		}
-		if _, err := checkedElements(shape[:i+1]); err != nil {
+		if _, err := CheckedElements(shape[:i+1]); err != nil {
 			return nil, err
 		}
 		known *= shape[i]
@@ -110,13 +108,13 @@ func reshape(c *call) ([]*compiler.Tensor, error) {
 	n := int64(x.Len())
 	if infer >= 0 {
 		if known == 0 || n%known != 0 {
-			return nil, fmt.Errorf("%w: cannot reshape %v (%d elements) to %v", compiler.ErrShapeMismatch, x.Shape, n, spec)
+			return nil, fmt.Errorf("%w: cannot reshape %v (%d elements) to %v", ErrShapeMismatch, x.Shape, n, spec)
 		}
 		shape[infer] = n / known
 	} else if known != n {
-		return nil, fmt.Errorf("%w: cannot reshape %v (%d elements) to %v", compiler.ErrShapeMismatch, x.Shape, n, spec)
+		return nil, fmt.Errorf("%w: cannot reshape %v (%d elements) to %v", ErrShapeMismatch, x.Shape, n, spec)
 	}
-	return []*compiler.Tensor{withShape(x, shape)}, nil
+	return []*Tensor{withShape(x, shape)}, nil
 }
 
 // axesOperand reads the axes of Unsqueeze, Squeeze, ReduceSum and
@@ -127,7 +125,7 @@ func axesOperand(c *call) (axes []int64, present bool, err error) {
 		axes, err = intValues(c.in[1], "axes")
 		return axes, true, err
 	}
-	axes, present = c.node.AttrInts("axes")
+	axes, present = c.node.Attrs.Ints("axes")
 	return axes, present, nil
 }
 
@@ -140,21 +138,21 @@ func normAxes(axes []int64, rank int) ([]int, error) {
 			return nil, err
 		}
 		if slices.Contains(out[:i], n) {
-			return nil, fmt.Errorf("%w: axis %d repeated in %v", compiler.ErrShapeMismatch, a, axes)
+			return nil, fmt.Errorf("%w: axis %d repeated in %v", ErrShapeMismatch, a, axes)
 		}
 		out[i] = n
 	}
 	return out, nil
 }
 
-func unsqueeze(c *call) ([]*compiler.Tensor, error) {
+func unsqueeze(c *call) ([]*Tensor, error) {
 	x := c.in[0]
 	axes, ok, err := axesOperand(c)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: Unsqueeze has no axes", compiler.ErrMalformed)
+		return nil, fmt.Errorf("%w: Unsqueeze has no axes", ErrMalformed)
 	}
 	rank := len(x.Shape) + len(axes)
 	ax, err := normAxes(axes, rank)
@@ -171,10 +169,10 @@ func unsqueeze(c *call) ([]*compiler.Tensor, error) {
 			rest = rest[1:]
 		}
 	}
-	return []*compiler.Tensor{withShape(x, shape)}, nil
+	return []*Tensor{withShape(x, shape)}, nil
 }
 
-func squeeze(c *call) ([]*compiler.Tensor, error) {
+func squeeze(c *call) ([]*Tensor, error) {
 	x := c.in[0]
 	axes, ok, err := axesOperand(c)
 	if err != nil {
@@ -187,7 +185,7 @@ func squeeze(c *call) ([]*compiler.Tensor, error) {
 		}
 		for _, a := range ax {
 			if x.Shape[a] != 1 {
-				return nil, fmt.Errorf("%w: cannot squeeze axis %d of size %d", compiler.ErrShapeMismatch, a, x.Shape[a])
+				return nil, fmt.Errorf("%w: cannot squeeze axis %d of size %d", ErrShapeMismatch, a, x.Shape[a])
 			}
 		}
 	} else {
@@ -203,16 +201,16 @@ func squeeze(c *call) ([]*compiler.Tensor, error) {
 			shape = append(shape, d)
 		}
 	}
-	return []*compiler.Tensor{withShape(x, shape)}, nil
+	return []*Tensor{withShape(x, shape)}, nil
 }
 
-func concat(c *call) ([]*compiler.Tensor, error) {
+func concat(c *call) ([]*Tensor, error) {
 	first := c.in[0]
 	if _, ok := c.node.Attrs["axis"]; !ok {
-		return nil, fmt.Errorf("%w: Concat needs attribute axis", compiler.ErrMalformed)
+		return nil, fmt.Errorf("%w: Concat needs attribute axis", ErrMalformed)
 	}
 	rank := len(first.Shape)
-	axis, err := normAxis(c.node.AttrInt("axis", 0), rank)
+	axis, err := normAxis(c.node.Attrs.Int("axis", 0), rank)
 	if err != nil {
 		return nil, err
 	}
@@ -220,27 +218,27 @@ func concat(c *call) ([]*compiler.Tensor, error) {
 	shape[axis] = 0
 	for i, t := range c.in {
 		if t == nil {
-			return nil, fmt.Errorf("%w: Concat input %d is empty", compiler.ErrMalformed, i)
+			return nil, fmt.Errorf("%w: Concat input %d is empty", ErrMalformed, i)
 		}
 		if err := sameDType(first, t); err != nil {
 			return nil, err
 		}
 		if len(t.Shape) != rank {
-			return nil, fmt.Errorf("%w: Concat of ranks %d and %d", compiler.ErrShapeMismatch, rank, len(t.Shape))
+			return nil, fmt.Errorf("%w: Concat of ranks %d and %d", ErrShapeMismatch, rank, len(t.Shape))
 		}
 		for d := range rank {
 			if d != axis && t.Shape[d] != first.Shape[d] {
-				return nil, fmt.Errorf("%w: Concat on axis %d of %v and %v", compiler.ErrShapeMismatch, axis, first.Shape, t.Shape)
+				return nil, fmt.Errorf("%w: Concat on axis %d of %v and %v", ErrShapeMismatch, axis, first.Shape, t.Shape)
 			}
 		}
 		shape[axis] += t.Shape[axis]
 	}
-	if _, err := checkedElements(shape); err != nil {
+	if _, err := CheckedElements(shape); err != nil {
 		return nil, err
 	}
-	out := compiler.NewTensor(first.DType, shape...)
-	outer := int(compiler.NumElements(shape[:axis]))
-	inner := int(compiler.NumElements(shape[axis+1:]))
+	out := NewTensor(first.DType, shape...)
+	outer := int(NumElements(shape[:axis]))
+	inner := int(NumElements(shape[axis+1:]))
 	rowLen := int(shape[axis]) * inner
 	off := 0
 	for _, t := range c.in {
@@ -250,12 +248,12 @@ func concat(c *call) ([]*compiler.Tensor, error) {
 		}
 		off += chunk
 	}
-	return []*compiler.Tensor{out}, nil
+	return []*Tensor{out}, nil
 }
 
 // slice is ONNX Slice (starts, ends, axes, steps as inputs from opset 10,
 // as attributes before), with numpy's clamping of out-of-range indices.
-func slice(c *call) ([]*compiler.Tensor, error) {
+func slice(c *call) ([]*Tensor, error) {
 	x := c.in[0]
 	rank := len(x.Shape)
 	var starts, ends, axes, steps []int64
@@ -280,12 +278,12 @@ func slice(c *call) ([]*compiler.Tensor, error) {
 			return nil, err
 		}
 	} else {
-		starts, _ = c.node.AttrInts("starts")
-		ends, _ = c.node.AttrInts("ends")
-		axes, _ = c.node.AttrInts("axes")
+		starts, _ = c.node.Attrs.Ints("starts")
+		ends, _ = c.node.Attrs.Ints("ends")
+		axes, _ = c.node.Attrs.Ints("axes")
 	}
 	if starts == nil || ends == nil || len(starts) != len(ends) {
-		return nil, fmt.Errorf("%w: Slice starts %v and ends %v", compiler.ErrShapeMismatch, starts, ends)
+		return nil, fmt.Errorf("%w: Slice starts %v and ends %v", ErrShapeMismatch, starts, ends)
 	}
 	if axes == nil {
 		axes = make([]int64, len(starts))
@@ -300,7 +298,7 @@ func slice(c *call) ([]*compiler.Tensor, error) {
 		}
 	}
 	if len(axes) != len(starts) || len(steps) != len(starts) {
-		return nil, fmt.Errorf("%w: Slice starts %v, axes %v and steps %v differ in length", compiler.ErrShapeMismatch, starts, axes, steps)
+		return nil, fmt.Errorf("%w: Slice starts %v, axes %v and steps %v differ in length", ErrShapeMismatch, starts, axes, steps)
 	}
 	ax, err := normAxes(axes, rank)
 	if err != nil {
@@ -317,7 +315,7 @@ func slice(c *call) ([]*compiler.Tensor, error) {
 		dim := x.Shape[d]
 		st := steps[i]
 		if st == 0 {
-			return nil, fmt.Errorf("%w: Slice step 0 on axis %d", compiler.ErrShapeMismatch, d)
+			return nil, fmt.Errorf("%w: Slice step 0 on axis %d", ErrShapeMismatch, d)
 		}
 		s, e := starts[i], ends[i]
 		if s < 0 {
@@ -340,11 +338,11 @@ func slice(c *call) ([]*compiler.Tensor, error) {
 		}
 		first[d], step[d], shape[d] = s, st, n
 	}
-	if _, err := checkedElements(shape); err != nil {
+	if _, err := CheckedElements(shape); err != nil {
 		return nil, err
 	}
 	str := stridesOf(x.Shape)
-	n := int(compiler.NumElements(shape))
+	n := int(NumElements(shape))
 	idx := make([]int, n)
 	if n > 0 {
 		pos := make([]int64, rank)
@@ -366,7 +364,7 @@ func slice(c *call) ([]*compiler.Tensor, error) {
 			}
 		}
 	}
-	return []*compiler.Tensor{take(x, shape, idx)}, nil
+	return []*Tensor{take(x, shape, idx)}, nil
 }
 
 // addClamped adds dim to a negative index without overflowing for
@@ -379,7 +377,7 @@ func addClamped(i, dim int64) int64 {
 }
 
 // shapeOp is ONNX Shape with opset 15's optional start and end.
-func shapeOp(c *call) ([]*compiler.Tensor, error) {
+func shapeOp(c *call) ([]*Tensor, error) {
 	x := c.in[0]
 	rank := int64(len(x.Shape))
 	clampIdx := func(i int64) int64 {
@@ -388,23 +386,23 @@ func shapeOp(c *call) ([]*compiler.Tensor, error) {
 		}
 		return min(max(i, 0), rank)
 	}
-	start := clampIdx(c.node.AttrInt("start", 0))
-	end := clampIdx(c.node.AttrInt("end", rank))
+	start := clampIdx(c.node.Attrs.Int("start", 0))
+	end := clampIdx(c.node.Attrs.Int("end", rank))
 	dims := []int64{}
 	if end > start {
 		dims = slices.Clone(x.Shape[start:end])
 	}
-	return []*compiler.Tensor{fromSlice([]int64{int64(len(dims))}, dims)}, nil
+	return []*Tensor{FromSlice([]int64{int64(len(dims))}, dims)}, nil
 }
 
 // expand is ONNX Expand: bidirectional broadcast of the input with shape.
-func expand(c *call) ([]*compiler.Tensor, error) {
+func expand(c *call) ([]*Tensor, error) {
 	x := c.in[0]
 	spec, err := intValues(c.in[1], "Expand shape")
 	if err != nil {
 		return nil, err
 	}
-	shape, err := broadcastShapes(x.Shape, spec)
+	shape, err := BroadcastShapes(x.Shape, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -416,13 +414,13 @@ func expand(c *call) ([]*compiler.Tensor, error) {
 
 // gather is ONNX Gather: out = data.shape[:axis] + indices.shape +
 // data.shape[axis+1:], negative indices counting from the end.
-func gather(c *call) ([]*compiler.Tensor, error) {
+func gather(c *call) ([]*Tensor, error) {
 	data, indices := c.in[0], c.in[1]
 	rank := len(data.Shape)
 	if rank == 0 {
-		return nil, fmt.Errorf("%w: Gather on a scalar", compiler.ErrShapeMismatch)
+		return nil, fmt.Errorf("%w: Gather on a scalar", ErrShapeMismatch)
 	}
-	axis, err := normAxis(c.node.AttrInt("axis", 0), rank)
+	axis, err := normAxis(c.node.Attrs.Int("axis", 0), rank)
 	if err != nil {
 		return nil, err
 	}
@@ -432,22 +430,22 @@ func gather(c *call) ([]*compiler.Tensor, error) {
 	}
 	dim := data.Shape[axis]
 	shape := append(append(slices.Clone(data.Shape[:axis]), indices.Shape...), data.Shape[axis+1:]...)
-	if _, err := checkedElements(shape); err != nil {
+	if _, err := CheckedElements(shape); err != nil {
 		return nil, err
 	}
-	out := compiler.NewTensor(data.DType, shape...)
-	outer := int(compiler.NumElements(data.Shape[:axis]))
-	inner := int(compiler.NumElements(data.Shape[axis+1:]))
+	out := NewTensor(data.DType, shape...)
+	outer := int(NumElements(data.Shape[:axis]))
+	inner := int(NumElements(data.Shape[axis+1:]))
 	for j, i := range ind {
 		if i < 0 {
 			i += dim
 		}
 		if i < 0 || i >= dim {
-			return nil, fmt.Errorf("%w: Gather index %d out of range [%d, %d)", compiler.ErrShapeMismatch, ind[j], -dim, dim)
+			return nil, fmt.Errorf("%w: Gather index %d out of range [%d, %d)", ErrShapeMismatch, ind[j], -dim, dim)
 		}
 		for o := range outer {
 			copyElems(out, (o*len(ind)+j)*inner, data, (o*int(dim)+int(i))*inner, inner)
 		}
 	}
-	return []*compiler.Tensor{out}, nil
+	return []*Tensor{out}, nil
 }

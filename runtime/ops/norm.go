@@ -1,58 +1,56 @@
-package interp
+package ops
 
 import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/sqc-dev/sqc/compiler"
 )
 
 // layerNorm is ONNX LayerNormalization (opset 17): normalise over the dims
 // from axis on, then scale and shift. Outputs Y and, when asked for, Mean
 // and InvStdDev (float32, shape X.shape[:axis] followed by ones). Statistics
 // are computed in float64.
-func layerNorm(c *call) ([]*compiler.Tensor, error) {
+func layerNorm(c *call) ([]*Tensor, error) {
 	x, scale := c.in[0], c.in[1]
-	var bias *compiler.Tensor
+	var bias *Tensor
 	if len(c.in) > 2 {
 		bias = c.in[2]
 	}
-	if !isFloat(x.DType) {
+	if !IsFloat(x.DType) {
 		return nil, unsupported(x.DType)
 	}
-	for _, t := range []*compiler.Tensor{scale, bias} {
+	for _, t := range []*Tensor{scale, bias} {
 		if t != nil && t.DType != x.DType {
-			return nil, fmt.Errorf("%w: LayerNormalization of %s with %s scale or bias", compiler.ErrDTypeMismatch, x.DType, t.DType)
+			return nil, fmt.Errorf("%w: LayerNormalization of %s with %s scale or bias", ErrDTypeMismatch, x.DType, t.DType)
 		}
 	}
-	if st := c.node.AttrInt("stash_type", 1); st != 1 {
-		return nil, fmt.Errorf("%w: LayerNormalization stash_type %d (only 1, float32)", compiler.ErrUnsupportedOp, st)
+	if st := c.node.Attrs.Int("stash_type", 1); st != 1 {
+		return nil, fmt.Errorf("%w: LayerNormalization stash_type %d (only 1, float32)", ErrUnsupportedOp, st)
 	}
 	rank := len(x.Shape)
-	axis, err := normAxis(c.node.AttrInt("axis", -1), rank)
+	axis, err := normAxis(c.node.Attrs.Int("axis", -1), rank)
 	if err != nil {
 		return nil, err
 	}
-	eps := float64(c.node.AttrFloat("epsilon", 1e-5))
+	eps := float64(c.node.Attrs.Float("epsilon", 1e-5))
 	normShape := x.Shape[axis:]
-	n := int(compiler.NumElements(normShape))
-	rows := int(compiler.NumElements(x.Shape[:axis]))
+	n := int(NumElements(normShape))
+	rows := int(NumElements(x.Shape[:axis]))
 
 	// Scale and bias as float64 over either one row (the usual case) or
 	// the whole input, whichever they broadcast to.
-	params := func(t *compiler.Tensor) ([]float64, error) {
+	params := func(t *Tensor) ([]float64, error) {
 		if t == nil {
 			return nil, nil
 		}
 		if e, err := expandTo(t, normShape); err == nil {
-			return float64s(e), nil
+			return Float64s(e), nil
 		}
 		e, err := expandTo(t, x.Shape)
 		if err != nil {
 			return nil, fmt.Errorf("LayerNormalization scale or bias: %w", err)
 		}
-		return float64s(e), nil
+		return Float64s(e), nil
 	}
 	sc, err := params(scale)
 	if err != nil {
@@ -62,7 +60,7 @@ func layerNorm(c *call) ([]*compiler.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	xs := float64s(x)
+	xs := Float64s(x)
 	y := make([]float64, len(xs))
 	means := make([]float32, rows)
 	invs := make([]float32, rows)
@@ -96,21 +94,21 @@ func layerNorm(c *call) ([]*compiler.Tensor, error) {
 			out[i] = o
 		}
 	}
-	yt, _ := castTensor(fromSlice(slices.Clone(x.Shape), y), x.DType)
+	yt, _ := Cast(FromSlice(slices.Clone(x.Shape), y), x.DType)
 	statShape := slices.Clone(x.Shape)
 	for i := axis; i < rank; i++ {
 		statShape[i] = 1
 	}
-	return []*compiler.Tensor{yt, fromSlice(statShape, means), fromSlice(slices.Clone(statShape), invs)}, nil
+	return []*Tensor{yt, FromSlice(statShape, means), FromSlice(slices.Clone(statShape), invs)}, nil
 }
 
 // softmax is ONNX Softmax. From opset 13 it normalises along one axis
 // (default -1); before, it flattens the input to 2-D at axis (default 1) and
 // normalises each row of the flattened view. Opset 0 (unset) means the
 // newer form.
-func softmax(c *call) ([]*compiler.Tensor, error) {
+func softmax(c *call) ([]*Tensor, error) {
 	x := c.in[0]
-	if !isFloat(x.DType) {
+	if !IsFloat(x.DType) {
 		return nil, unsupported(x.DType)
 	}
 	rank := len(x.Shape)
@@ -119,7 +117,7 @@ func softmax(c *call) ([]*compiler.Tensor, error) {
 	if legacy {
 		def = 1
 	}
-	a := c.node.AttrInt("axis", def)
+	a := c.node.Attrs.Int("axis", def)
 	var outer, dim, inner int
 	if rank == 0 {
 		outer, dim, inner = 1, 1, 1
@@ -129,21 +127,21 @@ func softmax(c *call) ([]*compiler.Tensor, error) {
 			a += int64(rank)
 		}
 		if a < 0 || a > int64(rank) {
-			return nil, fmt.Errorf("%w: axis %d out of range for rank %d", compiler.ErrShapeMismatch, c.node.AttrInt("axis", def), rank)
+			return nil, fmt.Errorf("%w: axis %d out of range for rank %d", ErrShapeMismatch, c.node.Attrs.Int("axis", def), rank)
 		}
-		outer = int(compiler.NumElements(x.Shape[:a]))
-		dim = int(compiler.NumElements(x.Shape[a:]))
+		outer = int(NumElements(x.Shape[:a]))
+		dim = int(NumElements(x.Shape[a:]))
 		inner = 1
 	} else {
 		axis, err := normAxis(a, rank)
 		if err != nil {
 			return nil, err
 		}
-		outer = int(compiler.NumElements(x.Shape[:axis]))
+		outer = int(NumElements(x.Shape[:axis]))
 		dim = int(x.Shape[axis])
-		inner = int(compiler.NumElements(x.Shape[axis+1:]))
+		inner = int(NumElements(x.Shape[axis+1:]))
 	}
-	xs := float64s(x)
+	xs := Float64s(x)
 	y := make([]float64, len(xs))
 	e := make([]float64, dim)
 	for o := range outer {
@@ -163,5 +161,5 @@ func softmax(c *call) ([]*compiler.Tensor, error) {
 			}
 		}
 	}
-	return one(castTensor(fromSlice(slices.Clone(x.Shape), y), x.DType))
+	return one(Cast(FromSlice(slices.Clone(x.Shape), y), x.DType))
 }

@@ -1,45 +1,43 @@
-package interp
+package ops
 
 import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/sqc-dev/sqc/compiler"
 )
 
 // castKernel is ONNX Cast. Float to integer conversion truncates toward
 // zero as numpy's astype does; to bool maps nonzero to true.
-func castKernel(c *call) ([]*compiler.Tensor, error) {
+func castKernel(c *call) ([]*Tensor, error) {
 	a, ok := c.node.Attrs["to"]
-	if !ok || a.Kind != compiler.AttrInt {
-		return nil, fmt.Errorf("%w: Cast needs an integer attribute \"to\"", compiler.ErrMalformed)
+	if !ok || a.Kind != AttrInt {
+		return nil, fmt.Errorf("%w: Cast needs an integer attribute \"to\"", ErrMalformed)
 	}
 	// "to" holds an ONNX TensorProto.DataType code, as in ONNX files.
-	to, ok := compiler.DTypeFromONNX(a.Int)
+	to, ok := DTypeFromONNX(a.Int)
 	if !ok {
 		return nil, fmt.Errorf("%w: Cast to ONNX data type %d (sqc supports float32, float64, int64, int32, int8, uint8, bool)",
-			compiler.ErrDTypeMismatch, a.Int)
+			ErrDTypeMismatch, a.Int)
 	}
-	return one(castTensor(c.in[0], to))
+	return one(Cast(c.in[0], to))
 }
 
-// castTensor converts t to dtype to; the result never shares t's storage.
-func castTensor(t *compiler.Tensor, to compiler.DType) (*compiler.Tensor, error) {
+// Cast converts t to dtype to; the result never shares t's storage.
+func Cast(t *Tensor, to DType) (*Tensor, error) {
 	switch t.DType {
-	case compiler.Float32:
+	case Float32:
 		return castFrom(t.F32, t.Shape, to)
-	case compiler.Float64:
+	case Float64:
 		return castFrom(t.F64, t.Shape, to)
-	case compiler.Int64:
+	case Int64:
 		return castFrom(t.I64, t.Shape, to)
-	case compiler.Int32:
+	case Int32:
 		return castFrom(t.I32, t.Shape, to)
-	case compiler.Int8:
+	case Int8:
 		return castFrom(t.I8, t.Shape, to)
-	case compiler.Uint8:
+	case Uint8:
 		return castFrom(t.U8, t.Shape, to)
-	case compiler.Bool:
+	case Bool:
 		b := make([]uint8, len(t.Bool))
 		for i, v := range t.Bool {
 			if v {
@@ -51,27 +49,27 @@ func castTensor(t *compiler.Tensor, to compiler.DType) (*compiler.Tensor, error)
 	return nil, unsupported(t.DType)
 }
 
-func castFrom[S number](s []S, shape []int64, to compiler.DType) (*compiler.Tensor, error) {
+func castFrom[S number](s []S, shape []int64, to DType) (*Tensor, error) {
 	shape = slices.Clone(shape)
 	switch to {
-	case compiler.Float32:
-		return fromSlice(shape, convertSlice[S, float32](s)), nil
-	case compiler.Float64:
-		return fromSlice(shape, convertSlice[S, float64](s)), nil
-	case compiler.Int64:
-		return fromSlice(shape, toInt[S, int64](s)), nil
-	case compiler.Int32:
-		return fromSlice(shape, toInt[S, int32](s)), nil
-	case compiler.Int8:
-		return fromSlice(shape, toInt[S, int8](s)), nil
-	case compiler.Uint8:
-		return fromSlice(shape, toInt[S, uint8](s)), nil
-	case compiler.Bool:
+	case Float32:
+		return FromSlice(shape, convertSlice[S, float32](s)), nil
+	case Float64:
+		return FromSlice(shape, convertSlice[S, float64](s)), nil
+	case Int64:
+		return FromSlice(shape, toInt[S, int64](s)), nil
+	case Int32:
+		return FromSlice(shape, toInt[S, int32](s)), nil
+	case Int8:
+		return FromSlice(shape, toInt[S, int8](s)), nil
+	case Uint8:
+		return FromSlice(shape, toInt[S, uint8](s)), nil
+	case Bool:
 		d := make([]bool, len(s))
 		for i, v := range s {
 			d[i] = v != 0
 		}
-		return fromSlice(shape, d), nil
+		return FromSlice(shape, d), nil
 	}
 	return nil, unsupported(to)
 }
