@@ -62,6 +62,10 @@ func (pl *plan) slotCode(id exec.SlotID) *jen.Statement {
 		return jen.Index().Int64().Values(vals...)
 	case homeArena:
 		return jen.Id("ws").Dot(arenaFields[s.arena]).Index(jen.Lit(s.off), jen.Empty()).Index(jen.Empty(), extentCode(s.extent))
+	case homeTensor: // a generic op's result (plan_ops.go)
+		if field, ok := dataField(s.dtype); ok {
+			return jen.Id(s.tensor).Dot(field)
+		}
 	}
 	panic(fmt.Sprintf("codegen: slot %q has no home", s.name)) // newPlan rejects such programs
 }
@@ -90,6 +94,14 @@ func (g *gen) scheduleFile() (*jen.File, error) {
 		cmt := fmt.Sprintf("#%d %s: %s", i, st.Call(), st.Source())
 		if pl.views[i] {
 			body = append(body, jen.Comment(cmt+" (a view: no call)"))
+			continue
+		}
+		if s, ok := st.(*exec.OpStep); ok { // runtime/ops's generic kernel (emit_ops.go)
+			code, err := g.opStepCode(i, s)
+			if err != nil {
+				return nil, err
+			}
+			body = append(append(body, jen.Comment(cmt)), code...)
 			continue
 		}
 		code, err := g.stepCode(st)

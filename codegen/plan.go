@@ -66,6 +66,7 @@ const (
 	homeWeight             // a constant, or (View) its first rows
 	homeSym                // a small integer tensor known symbolically (the Shape of the ids)
 	homeConst              // a small int64 constant, emitted as a literal
+	homeTensor             // an *ops.Tensor local of forward: the result of a generic op (OpStep)
 )
 
 type arenaKind uint8
@@ -96,6 +97,10 @@ type slotPlan struct {
 	weight *weight
 	sym    []symDim
 	consts []int64 // homeConst
+	tensor string  // homeTensor: the local's name
+	// copyOut: a generic op computes this graph output, and its statement
+	// copies the result into the slot's arena buffer.
+	copyOut bool
 
 	def, last int
 }
@@ -121,6 +126,9 @@ type weightKind uint8
 const (
 	weightF32    weightKind = iota // []float32
 	weightPacked                   // qgemm.PackedB
+	weightI64                      // []int64 (constants of generic ops)
+	weightI32                      // []int32 (constants of generic ops)
+	weightI8                       // []int8 (constants of generic ops)
 )
 
 // weight is one constant the generated package embeds.
@@ -130,6 +138,9 @@ type weight struct {
 	Kind   weightKind
 	F32    []float32
 	Packed *qgemm.PackedB
+	// Tensor is a generic op's constant of kind weightI64, weightI32 or
+	// weightI8.
+	Tensor *compiler.Tensor
 	// Offsets in weights.bin, set when the file is written.
 	Off, ColSumOff int
 }
@@ -263,7 +274,7 @@ func (pl *plan) use(i int, id exec.SlotID, st exec.Step) (*slotPlan, error) {
 			}
 		}
 	}
-	if s.home == homeArena {
+	if s.home == homeArena || s.home == homeTensor {
 		if s.def < 0 {
 			s.def = i
 		}

@@ -1,10 +1,12 @@
 package codegen
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // step places the slots of step i and records its constants.
@@ -18,8 +20,8 @@ func (pl *plan) step(i int, st exec.Step) error {
 		return nil
 	}
 	switch s := st.(type) {
-	case *exec.InterpStep:
-		return pl.view(i, s)
+	case *exec.OpStep:
+		return pl.opStep(i, s) // plan_ops.go
 	case *exec.QuantizeStep:
 		return use(s.X, s.Out)
 	case *exec.QuantizeRowsStep:
@@ -128,16 +130,14 @@ func (pl *plan) step(i int, st exec.Step) error {
 	return fmt.Errorf("%w: codegen: step #%d: no emitter for %s (%T)", compiler.ErrUnsupportedOp, i, st.Call(), st)
 }
 
-// view handles the interpreter steps exec keeps for shape plumbing before
-// the encoder, which need no statement: Shape of the ids, Gather of a
-// constant position in it, and the Slice of the first `sequence` rows of
-// the position table, which becomes a prefix of that table.
-func (pl *plan) view(i int, s *exec.InterpStep) error {
-	n := s.Node
-	bad := func(why string) error {
-		return fmt.Errorf("%w: codegen: step #%d %s (node %q) runs on the interpreter and cannot be generated: %s",
-			compiler.ErrUnsupportedOp, i, s.Call(), n.Name, why)
-	}
+// view handles the generic steps of shape plumbing before the encoder that
+// need no statement: Shape of the ids, Gather of a constant position in
+// it, and the Slice of the first `sequence` rows of the position table,
+// which becomes a prefix of that table. It reports false, having changed
+// nothing, for a step of another form, which is then emitted as a call.
+func (pl *plan) view(i int, s *exec.OpStep) (bool, error) {
+	n := s.Op
+	bad := func(string) error { return errNotView }
 	in := func(j int) *slotPlan {
 		if j >= len(s.Inputs) || s.Inputs[j] == exec.NoSlot {
 			return nil
@@ -165,10 +165,26 @@ func (pl *plan) view(i int, s *exec.InterpStep) error {
 		return nil
 	}
 	if len(s.Outputs) != 1 || s.Outputs[0] == exec.NoSlot {
-		return bad("not a one-output node")
+		return false, nil
 	}
 	out := pl.slots[s.Outputs[0]]
+	err := pl.viewOf(n, out, in, constOf, s, bad)
+	if err == errNotView {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
 	pl.views[i] = true
+	return true, nil
+}
+
+// errNotView is viewOf's answer for a step that is not a view.
+var errNotView = errors.New("not a view")
+
+// viewOf makes out the view that generic node n computes, or returns
+// bad's errNotView when n is not of a form view handles.
+func (pl *plan) viewOf(n *ops.Node, out *slotPlan, in func(int) *slotPlan, constOf func(int) []int64, s *exec.OpStep, bad func(string) error) error {
 	switch n.Op {
 	case "Shape":
 		x := in(0)
@@ -213,14 +229,14 @@ func (pl *plan) view(i int, s *exec.InterpStep) error {
 			return bad("only the first `sequence` rows of a constant table are supported")
 		}
 		if rows := int(t.Shape[0]); pl.maxSeq > rows {
-			return fmt.Errorf("%w: codegen: maximum sequence %d exceeds the %d rows of %q", compiler.ErrInvalidRequest, pl.maxSeq, rows, table.Name)
+				return fmt.Errorf("%w: codegen: maximum sequence %d exceeds the %d rows of %q", compiler.ErrInvalidRequest, pl.maxSeq, rows, table.Name)
 		}
 		width := int(t.Shape[1])
 		out.home, out.weight, out.width = homeWeight, pl.f32Weight(table.Name, t.F32), width
 		out.extent = extent{Seq: true, Elems: width}
 		return nil
 	}
-	return bad("no generated form")
+	return bad("no view form")
 }
 
 // maskStrides are nn.AttentionDims' mask strides for a mask of the given

@@ -110,7 +110,7 @@ func allocInputs(batch, seq int64) map[string]*compiler.Tensor {
 func TestRunIntoAllocatesNothing(t *testing.T) {
 	p := compile(t, parse(t, allocModel), nil, 2)
 	for _, s := range p.Steps() {
-		if _, ok := s.(*InterpStep); ok {
+		if _, ok := s.(*OpStep); ok {
 			t.Fatalf("step %s falls back to the interpreter: the model must be all native\n%s", s.Call(), p)
 		}
 	}

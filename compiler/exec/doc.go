@@ -35,10 +35,11 @@
 //     writes their u8 input directly (qgemm's OutU8, nn.LayerNormU8), with
 //     the same quantisation function a separate step would use.
 //
-// Ops without a runtime kernel fall back to the FP32 interpreter
-// (compiler/interp), one node at a time, but only outside the encoder
-// (before the first or after the last LayerNormalization): shape plumbing
-// such as the position-id Slice. Inside it, Compile fails with
+// Ops outside the fused vocabulary run as OpSteps on runtime/ops's
+// generic kernels, the ones the FP32 interpreter uses and generated
+// packages call, one node at a time, but only outside the encoder (before
+// the first or after the last LayerNormalization): shape plumbing such as
+// the position-id Slice, Cast, Where, Expand. Inside it, Compile fails with
 // ErrUnsupportedOp rather than run slowly.
 //
 // # Buffers and threads
@@ -48,11 +49,11 @@
 // which is kept across Run calls and grown when a larger batch or sequence
 // needs it; the batch and sequence sizes are read from the inputs of each
 // call. Graph inputs, outputs, constants and the slots of interpreter
-// fallback steps (whose results may alias their inputs) are never shared. A Program runs one call at a time
+// OpSteps (whose results may alias their inputs) are never shared. A Program runs one call at a time
 // (Run serialises on a mutex) on its own worker pool, shared by the GEMM
 // engine and the nn kernels; results do not depend on the thread count.
 // In steady state RunInto, given the same output map each time, allocates
 // nothing: the GEMM engine and the nn kernels recycle their per-call state.
 // What allocates: the map and tensors Run returns (RunInto reuses the
-// caller's) and fallback steps (the interpreter allocates its results).
+// caller's) and OpSteps (the generic kernels allocate their results).
 package exec

@@ -10,7 +10,7 @@ import (
 )
 
 // encoderLayer is a quantised BERT-style model with one layer: embeddings
-// with position ids from the Shape/Slice plumbing (interpreter fallback),
+// with position ids from the Shape/Slice plumbing (OpSteps),
 // LayerNorms, Q/K/V/output projections, padding-masked attention, the FFN
 // and a classifier head (first-token Gather, f32 Linear, Tanh, Linear).
 var encoderLayer = `

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/sqc-dev/sqc/compiler"
-	"github.com/sqc-dev/sqc/compiler/interp"
 	"github.com/sqc-dev/sqc/runtime/nn"
 	"github.com/sqc-dev/sqc/runtime/pool"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
@@ -360,9 +359,6 @@ func (l *lowering) lowerNode(i int, n *compiler.Node) error {
 	if l.inEncoder(i) {
 		return l.bad(i, fmt.Errorf("%w: no runtime kernel for this form of %s inside the encoder (between the first and last LayerNormalization)", compiler.ErrUnsupportedOp, n.Op))
 	}
-	if !interp.Supports(n.Op) {
-		return l.bad(i, fmt.Errorf("%w: %s has neither a runtime kernel nor an interpreter one", compiler.ErrUnsupportedOp, n.Op))
-	}
 	ins := make([]SlotID, len(n.Inputs))
 	for j, in := range n.Inputs {
 		ins[j] = NoSlot
@@ -377,7 +373,7 @@ func (l *lowering) lowerNode(i int, n *compiler.Node) error {
 			outs[j] = l.slot(out)
 		}
 	}
-	s, err := newInterpStep(l.g, n, ins, outs, l.dtype)
+	s, err := newOpStep(l.g, n, ins, outs)
 	if err != nil {
 		return l.bad(i, err)
 	}

@@ -23,7 +23,7 @@ type Memory struct {
 	// F32Linear is the weights and biases of Linears kept in FP32.
 	F32Linear int64
 	// Constants is the initializers read through slots (e.g. index
-	// tensors, constants of interpreter fallback steps).
+	// tensors, constants of OpSteps).
 	Constants int64
 	// I8Initializers is the part of Constants held as int8: a quantised
 	// weight kept in its graph form besides its packed one would show

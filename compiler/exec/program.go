@@ -109,7 +109,7 @@ func (p *Program) Run(inputs map[string]*compiler.Tensor) (map[string]*compiler.
 // that tensor's storage when it is large enough (a missing or nil entry
 // gets a new tensor). A caller that passes the same map to every call
 // makes Run allocate nothing in steady state, as long as every step has a
-// runtime kernel (an interpreter fallback step allocates its results). On
+// runtime kernel (an OpStep allocates its results). On
 // error the outputs are unspecified.
 func (p *Program) RunInto(inputs, outputs map[string]*compiler.Tensor) error {
 	p.mu.Lock()

@@ -14,9 +14,9 @@ import (
 // which every step resizes to what it writes. Sharing is within one dtype,
 // so a shared tensor only ever grows the one slice of that dtype. Graph
 // inputs, constants and outputs (read by RunInto after the last step) are
-// never shared, nor are the slots of an InterpStep, which replaces its
-// outputs' tensors with ones the interpreter made (possibly views of its
-// inputs). Run holds p.mu for the whole call, so concurrent calls never
+// never shared, nor are the slots of an OpStep, which replaces its
+// outputs' tensors with ones the generic kernel made (possibly views of
+// its inputs). Run holds p.mu for the whole call, so concurrent calls never
 // see each other's use of a shared buffer.
 //
 // A step's slots are found by reflection, once at Compile: every SlotID
@@ -65,7 +65,7 @@ type liveRange struct{ first, last int }
 func (r liveRange) overlaps(o liveRange) bool { return r.first <= o.last && o.first <= r.last }
 
 // liveRanges returns every slot's live range and which slots must keep a
-// buffer of their own: graph outputs and the slots of InterpSteps.
+// buffer of their own: graph outputs and the slots of OpSteps.
 func (p *Program) liveRanges() ([]liveRange, []bool) {
 	ranges := make([]liveRange, len(p.slots))
 	for i := range ranges {
@@ -79,7 +79,7 @@ func (p *Program) liveRanges() ([]liveRange, []bool) {
 	var ids []SlotID
 	for i, st := range p.steps {
 		ids = w.slots(ids[:0], st)
-		_, interp := st.(*InterpStep)
+		_, generic := st.(*OpStep)
 		for _, id := range ids {
 			if id < 0 || int(id) >= len(p.slots) {
 				continue // not a slot of this program: nothing to share
@@ -89,7 +89,7 @@ func (p *Program) liveRanges() ([]liveRange, []bool) {
 				r.first = i
 			}
 			r.last = i
-			pinned[id] = pinned[id] || interp
+			pinned[id] = pinned[id] || generic
 		}
 	}
 	return ranges, pinned

@@ -44,7 +44,7 @@ func syntheticCases(t *testing.T) []reuseCase {
 	}
 }
 
-// viewsModel has interpreter steps whose outputs are views of their
+// viewsModel has OpSteps whose outputs are views of their
 // inputs' storage (Reshape, Identity) between steps with runtime kernels:
 // their slots must keep buffers of their own, or a later step writing a
 // shared buffer would overwrite a view still to be read.
@@ -70,7 +70,7 @@ graph "views" opset 17 {
 `
 
 // sharedCases are the shared SST-2 models in FP32 and INT8 (none when
-// ../shared is absent): several layers, interpreter steps around the
+// ../shared is absent): several layers, OpSteps around the
 // encoder.
 func sharedCases(t *testing.T) []reuseCase {
 	if _, ok := testmodels.SharedDir(); !ok {
@@ -148,7 +148,7 @@ func buffers(p *Program) (n, shared int) {
 // checkSharing checks the rules of reuse on p, after it ran: slots that
 // share a buffer have one dtype and disjoint live ranges, which the
 // steps' slot fields (read here directly, not by the walker) give; graph
-// inputs, outputs, constants and interpreter steps' slots share nothing;
+// inputs, outputs, constants and OpSteps' slots share nothing;
 // a shared buffer holds an array of its dtype only.
 func checkSharing(t *testing.T, p *Program) {
 	t.Helper()
@@ -163,7 +163,7 @@ func checkSharing(t *testing.T, p *Program) {
 				first[id] = i
 			}
 			last[id] = i
-			if _, interp := st.(*InterpStep); interp {
+			if _, interp := st.(*OpStep); interp {
 				own[id] = true
 			}
 		}

@@ -60,3 +60,16 @@ func Run(t *testing.T, root, mainSrc string, args ...string) []byte {
 	}
 	return out
 }
+
+// Build runs `go build` of the module's packages with extra environment
+// (GOARCH=arm64, CGO_ENABLED=0, ...) and go flags (-tags noasm), failing
+// the test on an error.
+func Build(t *testing.T, root string, env []string, flags ...string) {
+	t.Helper()
+	cmd := exec.Command("go", append(append([]string{"build", "-o", os.DevNull}, flags...), "./m")...)
+	cmd.Dir = root
+	cmd.Env = append(append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off"), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %v of the generated package with %v: %v\n%s", flags, env, err, out)
+	}
+}

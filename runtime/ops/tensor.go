@@ -107,3 +107,18 @@ func (t *Tensor) Clone() *Tensor {
 	c.Bool = slices.Clone(t.Bool)
 	return &c
 }
+
+// CopyInto copies the float32 tensor t into dst, which must hold exactly
+// its elements: generated packages put a generic op's result where the
+// rest of the schedule expects it.
+func CopyInto(dst []float32, t *Tensor) error {
+	if t == nil || t.DType != Float32 || len(t.F32) != len(dst) {
+		what := "nil"
+		if t != nil {
+			what = fmt.Sprintf("%s%v", t.DType, t.Shape)
+		}
+		return fmt.Errorf("%w: result %s does not fill the %d float32 elements planned for it", ErrShapeMismatch, what, len(dst))
+	}
+	copy(dst, t.F32)
+	return nil
+}

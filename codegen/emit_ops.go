@@ -1,0 +1,297 @@
+package codegen
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/runtime/ops"
+)
+
+const pkgOps = "github.com/sqc-dev/sqc/runtime/ops"
+
+// maxAttrElements bounds a tensor attribute emitted as a literal (e.g.
+// ConstantOfShape's value, one element); larger ones are refused.
+const maxAttrElements = 4096
+
+// opStepCode is a generic step's statements: the runtime/ops kernel exec
+// runs, on the step's operands as *ops.Tensor, its results bound to the
+// locals later steps read (or copied into the arena for graph outputs).
+func (g *gen) opStepCode(i int, s *exec.OpStep) ([]jen.Code, error) {
+	pl := g.pl
+	node, err := nodeCode(s.Op)
+	if err != nil {
+		return nil, fmt.Errorf("codegen: step #%d %s (node %q): %w", i, s.Call(), s.Name, err)
+	}
+	ins := make([]jen.Code, len(s.Inputs))
+	for j, id := range s.Inputs {
+		if id == exec.NoSlot {
+			ins[j] = jen.Nil()
+			continue
+		}
+		if ins[j], err = pl.tensorCode(id); err != nil {
+			return nil, fmt.Errorf("codegen: step #%d %s (node %q): %w", i, s.Call(), s.Name, err)
+		}
+	}
+	res := jen.Id(fmt.Sprintf("o%d", i))
+	var after []jen.Code
+	for j, id := range s.Outputs {
+		if id == exec.NoSlot {
+			continue
+		}
+		sp := pl.slots[id]
+		switch {
+		case sp.copyOut:
+			after = append(after, returnIfErr(jen.Qual(pkgOps, "CopyInto").Call(pl.slotCode(id), res.Clone().Index(jen.Lit(j)))))
+		case sp.last > i:
+			after = append(after, jen.Id(sp.tensor).Op(":=").Add(res.Clone().Index(jen.Lit(j))))
+		}
+	}
+	lhs := res.Clone()
+	if len(after) == 0 {
+		lhs = jen.Id("_")
+	}
+	code := []jen.Code{
+		jen.List(lhs, jen.Err()).Op(":=").Parens(jen.Op("&").Add(node)).Dot("Eval").Call(
+			jen.Index().Op("*").Qual(pkgOps, "Tensor").Values(ins...),
+			jen.Qual(pkgOps, "Options").Values(jen.Dict{jen.Id("Threads"): jen.Id("m").Dot("pool").Dot("Workers").Call()})),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Qual("fmt", "Errorf").Call(
+			jen.Lit(fmt.Sprintf("step #%d %s (node %q): %%w", i, s.Call(), s.Name)), jen.Err()))),
+	}
+	return append(code, after...), nil
+}
+
+// nodeCode is the ops.Node literal of a generic op.
+func nodeCode(n *ops.Node) (*jen.Statement, error) {
+	d := jen.Dict{jen.Id("Op"): jen.Lit(n.Op)}
+	if n.Opset != 0 {
+		d[jen.Id("Opset")] = jen.Lit(n.Opset)
+	}
+	if len(n.Attrs) > 0 {
+		names := make([]string, 0, len(n.Attrs))
+		for name := range n.Attrs {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		attrs := jen.Dict{}
+		for _, name := range names {
+			a, err := attrCode(n.Attrs[name])
+			if err != nil {
+				return nil, fmt.Errorf("attribute %q: %w", name, err)
+			}
+			attrs[jen.Lit(name)] = a
+		}
+		d[jen.Id("Attrs")] = jen.Qual(pkgOps, "Attrs").Values(attrs)
+	}
+	return jen.Qual(pkgOps, "Node").Values(d), nil
+}
+
+// attrCode is an attribute's composite literal (the type elided, inside
+// an ops.Attrs literal).
+func attrCode(a ops.Attr) (*jen.Statement, error) {
+	kinds := map[ops.AttrKind]string{
+		ops.AttrInt: "AttrInt", ops.AttrFloat: "AttrFloat", ops.AttrString: "AttrString", ops.AttrInts: "AttrInts",
+		ops.AttrFloats: "AttrFloats", ops.AttrStrings: "AttrStrings", ops.AttrTensor: "AttrTensor",
+	}
+	d := jen.Dict{jen.Id("Kind"): jen.Qual(pkgOps, kinds[a.Kind])}
+	switch a.Kind {
+	case ops.AttrInt:
+		d[jen.Id("Int")] = jen.Lit(a.Int)
+	case ops.AttrFloat:
+		d[jen.Id("Float")] = floatLit(a.Float)
+	case ops.AttrString:
+		d[jen.Id("String")] = jen.Lit(a.String)
+	case ops.AttrInts:
+		d[jen.Id("Ints")] = int64sLit(a.Ints)
+	case ops.AttrFloats:
+		vals := make([]jen.Code, len(a.Floats))
+		for i, v := range a.Floats {
+			vals[i] = floatLit(v)
+		}
+		d[jen.Id("Floats")] = jen.Index().Float32().Values(vals...)
+	case ops.AttrStrings:
+		vals := make([]jen.Code, len(a.Strings))
+		for i, v := range a.Strings {
+			vals[i] = jen.Lit(v)
+		}
+		d[jen.Id("Strings")] = jen.Index().String().Values(vals...)
+	case ops.AttrTensor:
+		t, err := tensorLit(a.Tensor)
+		if err != nil {
+			return nil, err
+		}
+		d[jen.Id("Tensor")] = t
+	default:
+		return nil, fmt.Errorf("%w: attribute kind %v", compiler.ErrUnsupportedOp, a.Kind)
+	}
+	return jen.Values(d), nil
+}
+
+// floatLit is a float32 literal that keeps its exact bits (NaN and the
+// infinities through math).
+func floatLit(v float32) *jen.Statement {
+	switch {
+	case math.IsNaN(float64(v)):
+		return jen.Qual("math", "Float32frombits").Call(jen.Lit(math.Float32bits(v)))
+	case math.IsInf(float64(v), 0):
+		return jen.Float32().Call(jen.Qual("math", "Inf").Call(jen.Lit(int(math.Copysign(1, float64(v))))))
+	}
+	return jen.Lit(v)
+}
+
+func int64sLit(v []int64) *jen.Statement {
+	vals := make([]jen.Code, len(v))
+	for i, x := range v {
+		vals[i] = jen.Lit(x)
+	}
+	return jen.Index().Int64().Values(vals...)
+}
+
+// tensorLit is a small constant tensor written out in full.
+func tensorLit(t *compiler.Tensor) (*jen.Statement, error) {
+	if t == nil || t.Check() != nil || t.Len() > maxAttrElements {
+		return nil, fmt.Errorf("%w: tensor attribute must be a valid tensor of at most %d elements", compiler.ErrUnsupportedOp, maxAttrElements)
+	}
+	d := jen.Dict{jen.Id("DType"): dtypeCode(t.DType), jen.Id("Shape"): int64sLit(t.Shape)}
+	field, vals := "", []jen.Code(nil)
+	switch t.DType {
+	case compiler.Float32:
+		field = "F32"
+		for _, v := range t.F32 {
+			vals = append(vals, floatLit(v))
+		}
+	case compiler.Float64:
+		field = "F64"
+		for _, v := range t.F64 {
+			vals = append(vals, jen.Lit(v))
+		}
+	case compiler.Int64:
+		field = "I64"
+		for _, v := range t.I64 {
+			vals = append(vals, jen.Lit(v))
+		}
+	case compiler.Int32:
+		field = "I32"
+		for _, v := range t.I32 {
+			vals = append(vals, jen.Lit(v))
+		}
+	case compiler.Int8:
+		field = "I8"
+		for _, v := range t.I8 {
+			vals = append(vals, jen.Lit(v))
+		}
+	case compiler.Uint8:
+		field = "U8"
+		for _, v := range t.U8 {
+			vals = append(vals, jen.Lit(v))
+		}
+	case compiler.Bool:
+		field = "Bool"
+		for _, v := range t.Bool {
+			vals = append(vals, jen.Lit(v))
+		}
+	default:
+		return nil, fmt.Errorf("%w: tensor attribute of dtype %s", compiler.ErrUnsupportedOp, t.DType)
+	}
+	elem := map[string]*jen.Statement{"F32": jen.Float32(), "F64": jen.Float64(), "I64": jen.Int64(), "I32": jen.Int32(),
+		"I8": jen.Int8(), "U8": jen.Uint8(), "Bool": jen.Bool()}[field]
+	d[jen.Id(field)] = jen.Index().Add(elem).Values(vals...)
+	return jen.Op("&").Qual(pkgOps, "Tensor").Values(d), nil
+}
+
+func dtypeCode(dt compiler.DType) *jen.Statement {
+	name := map[compiler.DType]string{
+		compiler.Float32: "Float32", compiler.Float64: "Float64", compiler.Int64: "Int64", compiler.Int32: "Int32",
+		compiler.Int8: "Int8", compiler.Uint8: "Uint8", compiler.Bool: "Bool",
+	}[dt]
+	return jen.Qual(pkgOps, name)
+}
+
+// dataField is the Tensor field holding a dtype's elements.
+func dataField(dt compiler.DType) (string, bool) {
+	f, ok := map[compiler.DType]string{
+		compiler.Float32: "F32", compiler.Int64: "I64", compiler.Int32: "I32", compiler.Int8: "I8", compiler.Uint8: "U8",
+	}[dt]
+	return f, ok
+}
+
+// shapeCode is a slot's shape as an []int64 expression of the run-time
+// batch and seq, or an error when a dimension is neither.
+func (pl *plan) shapeCode(name string, shape compiler.Shape) (*jen.Statement, error) {
+	if shape == nil {
+		return nil, fmt.Errorf("%w: value %q has no inferred shape", compiler.ErrUnsupportedOp, name)
+	}
+	dims := make([]jen.Code, len(shape))
+	for i, d := range shape {
+		switch {
+		case d.Param != "" && d.Param == pl.batch:
+			dims[i] = jen.Int64().Call(jen.Id("batch"))
+		case d.Param != "" && d.Param == pl.seq:
+			dims[i] = jen.Int64().Call(jen.Id("seq"))
+		case d.Known():
+			dims[i] = jen.Lit(d.Size)
+		default:
+			return nil, fmt.Errorf("%w: value %q has shape %s; only the batch and sequence dimensions may vary", compiler.ErrUnsupportedOp, name, shape)
+		}
+	}
+	return jen.Index().Int64().Values(dims...), nil
+}
+
+// tensorCode is a slot as an *ops.Tensor operand of a generic op.
+func (pl *plan) tensorCode(id exec.SlotID) (*jen.Statement, error) {
+	sp := pl.slots[id]
+	slot := pl.prog.Slots()[id]
+	switch sp.home {
+	case homeTensor:
+		return jen.Id(sp.tensor), nil
+	case homeConst:
+		return jen.Op("&").Qual(pkgOps, "Tensor").Values(jen.Dict{
+			jen.Id("DType"): dtypeCode(compiler.Int64), jen.Id("Shape"): int64sLit(slot.Const.Shape), jen.Id("I64"): int64sLit(sp.consts),
+		}), nil
+	case homeSym:
+		shape, err := pl.shapeCode(sp.name, slot.Shape)
+		if err != nil {
+			return nil, err
+		}
+		vals := make([]jen.Code, len(sp.sym))
+		for i, d := range sp.sym {
+			v := jen.Lit(d.c)
+			if d.batch {
+				v = v.Op("*").Int64().Call(jen.Id("batch"))
+			}
+			if d.seq {
+				v = v.Op("*").Int64().Call(jen.Id("seq"))
+			}
+			vals[i] = v
+		}
+		return jen.Op("&").Qual(pkgOps, "Tensor").Values(jen.Dict{
+			jen.Id("DType"): dtypeCode(compiler.Int64), jen.Id("Shape"): shape, jen.Id("I64"): jen.Index().Int64().Values(vals...),
+		}), nil
+	}
+	field, ok := dataField(sp.dtype)
+	if !ok {
+		return nil, fmt.Errorf("%w: value %q is %s", compiler.ErrUnsupportedOp, sp.name, sp.dtype)
+	}
+	var shape, data *jen.Statement
+	var err error
+	switch {
+	case sp.home == homeWeight && sp.weight.Kind != weightF32:
+		shape, data = int64sLit(slot.Const.Shape), weightCode(sp.weight)
+	case sp.home == homeWeight && slot.Kind == exec.SlotConst:
+		shape, data = int64sLit(slot.Const.Shape), weightCode(sp.weight)
+	case sp.home == homeWeight, sp.home == homeArena, sp.home == homeInput:
+		if shape, err = pl.shapeCode(sp.name, sp.shape); err != nil {
+			return nil, err
+		}
+		data = pl.slotCode(id)
+	default:
+		return nil, fmt.Errorf("%w: value %q has no place in the generated package", compiler.ErrUnsupportedOp, sp.name)
+	}
+	return jen.Op("&").Qual(pkgOps, "Tensor").Values(jen.Dict{
+		jen.Id("DType"): dtypeCode(sp.dtype), jen.Id("Shape"): shape, jen.Id(field): data,
+	}), nil
+}

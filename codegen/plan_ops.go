@@ -1,0 +1,89 @@
+package codegen
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/exec"
+)
+
+// opStep plans a generic step (exec.OpStep): a view when it is one (see
+// view), otherwise a call of runtime/ops's kernel, the one exec runs. Its
+// operands are passed as *ops.Tensor: its results stay such tensors
+// (homeTensor), except a graph output, which the statement copies into
+// its arena buffer (copyOut).
+func (pl *plan) opStep(i int, s *exec.OpStep) error {
+	if ok, err := pl.view(i, s); ok || err != nil {
+		return err
+	}
+	where := func(err error) error {
+		return fmt.Errorf("codegen: step #%d %s (node %q): %w", i, s.Call(), s.Name, err)
+	}
+	for _, id := range s.Inputs {
+		if id == exec.NoSlot {
+			continue
+		}
+		sp := pl.slots[id]
+		if sp.home == homeNone {
+			if slot := pl.prog.Slots()[id]; slot.Kind == exec.SlotConst {
+				if err := pl.placeOpConst(sp, slot.Const); err != nil {
+					return where(err)
+				}
+			}
+		}
+		if _, err := pl.use(i, id, s); err != nil {
+			return err
+		}
+		if _, err := pl.tensorCode(id); err != nil {
+			return where(err)
+		}
+	}
+	outputs := pl.prog.OutputSlots()
+	for _, id := range s.Outputs {
+		if id == exec.NoSlot {
+			continue
+		}
+		sp := pl.slots[id]
+		if slices.Contains(outputs, id) {
+			if sp.dtype != compiler.Float32 {
+				return where(fmt.Errorf("%w: graph output %q is %s, want f32", compiler.ErrUnsupportedOp, sp.name, sp.dtype))
+			}
+			sp.copyOut = true // placed in the arena by use
+		} else {
+			sp.home, sp.tensor = homeTensor, fmt.Sprintf("t%d", id)
+			// Steps with a fused kernel that read the result need its extent.
+			if e, w, ok := pl.extentOf(sp.shape); ok {
+				sp.extent, sp.width = e, w
+			}
+		}
+		if _, err := pl.use(i, id, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// placeOpConst places a constant operand of a generic op: as placeConst
+// does where it can, otherwise as an integer weight of its own.
+func (pl *plan) placeOpConst(s *slotPlan, t *compiler.Tensor) error {
+	if err := pl.placeConst(s, t); err == nil {
+		return nil
+	}
+	var kind weightKind
+	switch t.DType {
+	case compiler.Int64:
+		kind = weightI64
+	case compiler.Int32:
+		kind = weightI32
+	case compiler.Int8:
+		kind = weightI8
+	default:
+		return fmt.Errorf("%w: constant %q is %s%v: generated packages embed f32, i64, i32 and i8 constants", compiler.ErrUnsupportedOp, s.name, t.DType, t.Shape)
+	}
+	w := &weight{Kind: kind, Tensor: t, From: s.name, Field: pl.fieldName(s.name)}
+	pl.weights = append(pl.weights, w)
+	s.home, s.weight = homeWeight, w
+	s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))
+	return nil
+}
