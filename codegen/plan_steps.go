@@ -229,7 +229,7 @@ func (pl *plan) viewOf(n *ops.Node, out *slotPlan, in func(int) *slotPlan, const
 			return bad("only the first `sequence` rows of a constant table are supported")
 		}
 		if rows := int(t.Shape[0]); pl.maxSeq > rows {
-				return fmt.Errorf("%w: codegen: maximum sequence %d exceeds the %d rows of %q", compiler.ErrInvalidRequest, pl.maxSeq, rows, table.Name)
+			return fmt.Errorf("%w: codegen: maximum sequence %d exceeds the %d rows of %q", compiler.ErrInvalidRequest, pl.maxSeq, rows, table.Name)
 		}
 		width := int(t.Shape[1])
 		out.home, out.weight, out.width = homeWeight, pl.f32Weight(table.Name, t.F32), width
