@@ -133,7 +133,7 @@ func TestEncoderLayer(t *testing.T) {
 }
 
 // TestEncoderLayerLowering checks which steps the model becomes: only the
-// position-id plumbing falls back to the interpreter.
+// position-id plumbing runs on the generic kernels (runtime/ops).
 func TestEncoderLayerLowering(t *testing.T) {
 	p := compile(t, parse(t, encoderLayer), nil, 1)
 	listing := p.String()
@@ -142,7 +142,7 @@ func TestEncoderLayerLowering(t *testing.T) {
 		count[s.Call()]++
 	}
 	want := map[string]int{
-		"interp.Shape": 1, "interp.Gather": 1, "interp.Unsqueeze": 1, "interp.Slice": 1,
+		"ops.Shape": 1, "ops.Gather": 1, "ops.Unsqueeze": 1, "ops.Slice": 1,
 		"nn.Gather": 3, "nn.AddParallel": 1, "nn.LayerNormU8": 2, "nn.LayerNorm": 1,
 		"qgemm.GEMM": 6, "nn.AttentionMask": 1, "nn.Attention": 1, "nn.QuantizeU8Parallel": 1,
 		"nn.LinearF32": 2, "nn.TanhSliceParallel": 1,
@@ -160,7 +160,7 @@ func TestEncoderLayerLowering(t *testing.T) {
 	if t.Failed() {
 		t.Log(listing)
 	}
-	for _, frag := range []string{"nn.Attention(%q, %k, %v, %am; heads=4", "residual=%h0", "out=u8 Kp=128", "interp.Slice"} {
+	for _, frag := range []string{"nn.Attention(%q, %k, %v, %am; heads=4", "residual=%h0", "out=u8 Kp=128", "ops.Slice"} {
 		if !strings.Contains(listing, frag) {
 			t.Errorf("listing lacks %q:\n%s", frag, listing)
 		}

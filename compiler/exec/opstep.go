@@ -12,8 +12,8 @@ import (
 // Cast, Where, Expand, ...) on runtime/ops's generic kernels: the same
 // kernels the FP32 interpreter evaluates it with and the generated
 // package calls (ops.Node.Eval), so all three agree bit for bit. Its
-// results are tensors the kernel makes, which may be views of its inputs,
-// so its slots keep buffers of their own (reuse.go) and the step
+// results are tensors the kernel makes, which may share storage with its
+// inputs, so its slots keep buffers of their own (reuse.go) and the step
 // allocates when it runs.
 type OpStep struct {
 	Name    string    // the graph node's name
@@ -76,7 +76,10 @@ func (s *OpStep) run(p *Program) error {
 		if i >= len(out) || out[i] == nil {
 			return fmt.Errorf("%w: %s does not compute output %d", compiler.ErrUnsupportedOp, s.Op.Op, i)
 		}
-		p.bufs[id] = out[i] // fresh tensors (or views of the inputs) the kernel hands over
+		// The slot's own tensor takes the result's fields: results may
+		// share storage with an input (Reshape) or be the input itself
+		// (Identity), but no two slots share a *Tensor.
+		*p.bufs[id] = *out[i]
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func (r *replayer) u8(n int) []uint8 {
 }
 
 // build returns the replay of step s, or an error saying why it has none
-// (InterpStep fallbacks, or a shape that does not resolve).
+// (generic OpSteps, or a shape that does not resolve).
 func (r *replayer) build(s exec.Step) (*replay, error) {
 	unresolved := fmt.Errorf("%s: shape does not resolve", s.Call())
 	switch s := s.(type) {
@@ -329,5 +329,5 @@ func (r *replayer) build(s exec.Step) (*replay, error) {
 		return &replay{kind: KindGather, label: fmt.Sprintf("Gather %d", inner), bytes: float64(8 * len(out)),
 			run: func() error { return nn.Gather(out, data, outer, dim, inner, idx) }}, nil
 	}
-	return nil, fmt.Errorf("%s: no replay (interpreter fallback or unknown step)", s.Call())
+	return nil, fmt.Errorf("%s: no replay (a generic runtime/ops step or an unknown one)", s.Call())
 }
