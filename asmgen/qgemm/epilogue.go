@@ -10,7 +10,8 @@ import (
 
 // The AVX-512 epilogue mirrors runtime/qgemm/epilogue.go operation for
 // operation (same order, same constants; GELU is internal/gelu's, emitted
-// by asmgen/geluavo), so that its output has the same bits as epilogueGo.
+// by asmgen/geluavo; ReLU is a compare and a zeroing move, see reluF32
+// there), so that its output has the same bits as epilogueGo.
 // Keep the two in step; the runtime test TestEpilogueAVX512MatchesGo
 // compares them.
 
@@ -22,7 +23,8 @@ const (
 	epiResidual              // add the residual
 	epiU8                    // quantize to u8 (else store f32)
 	epiRow                   // per-row zero point (replacing aZero) and scale: dynamic quantisation
-	epiFlagCount = 6
+	epiRelu                  // apply ReLU (never with epiGelu: one Act)
+	epiFlagCount = 7
 )
 
 // epiMaxUnroll is the most 16-column chunks per column strip (at most 4:
@@ -51,8 +53,9 @@ func genEpilogue(g *gen) {
 		"accumulators c (row stride ldc elements). Pointers are at column 0 of the",
 		"block (row 0 for res, the output, rowZero and rowScale); strides are in",
 		"elements. flags: 1 colSum, 2 bias, 4 GELU, 8 residual, 16 u8 output (else",
-		"f32), 32 per-row zero point rowZero[i] (replacing aZero) and scale rowScale[i].",
-		"u8 output clamps v*invScale to [clampLo, clampHi] = [-outZero, 255-outZero].")
+		"f32), 32 per-row zero point rowZero[i] (replacing aZero) and scale rowScale[i],",
+		"64 ReLU (not with 4). u8 output clamps v*invScale to [clampLo, clampHi] =",
+		"[-outZero, 255-outZero].")
 	flags := g.Load("flags")
 	epilogueDispatch(g, geluTable, colMasks, flags, 0, 0)
 }
@@ -62,6 +65,11 @@ func epilogueDispatch(g *gen, geluTable geluavo.Table, colMasks operand.Mem, fla
 		epilogueVariant(g, geluTable, colMasks, set)
 		g.VZEROUPPER()
 		g.RET()
+		return
+	}
+	if 1<<bit == epiRelu && set&epiGelu != 0 {
+		// GELU and ReLU are both Act: no ReLU variants of GELU ones.
+		epilogueDispatch(g, geluTable, colMasks, flags, bit+1, set)
 		return
 	}
 	on := g.NewLabel("epi_flag")
@@ -137,7 +145,7 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 		zZP = g.ZMM()
 		g.VPBROADCASTD(g.Load32("outZero"), zZP)
 	}
-	if has(epiGelu) || (has(epiColSum) && !has(epiRow)) {
+	if has(epiGelu) || has(epiRelu) || (has(epiColSum) && !has(epiRow)) {
 		zZero = g.ZMM()
 		g.ZeroVec(zZero)
 	}
@@ -226,6 +234,11 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 		// Emitted interleaved, step by step, so the chunks' chains overlap.
 		vs = gelu.Emit(g.Context, vs, zZero)
 	}
+	if has(epiRelu) {
+		for _, v := range vs {
+			epilogueRelu(g, v, zZero)
+		}
+	}
 	for u := range vs {
 		epilogueStore(g, flags, u, ks[u], r, vs[u])
 	}
@@ -290,6 +303,20 @@ func epilogueLoad(g *gen, flags, u int, k reg.OpmaskVirtual, r epiRegs, c epiCol
 		g.VADDPS(c.bias, v, v)
 	}
 	return v
+}
+
+// cmpNLEUQ is VCMPPS's "not less than or equal, unordered, quiet"
+// predicate: true where src1 > src2 or either is NaN.
+const cmpNLEUQ = 0x16
+
+// epilogueRelu emits reluF32 on v in place: v where v > 0 or v is NaN,
+// else +0 (zero holds +0). A lone VMAXPS cannot do it: it returns its
+// second operand both for NaN and for two zeros, so it either drops NaN
+// or keeps -0.
+func epilogueRelu(g *gen, v, zero reg.VecVirtual) {
+	k := g.K()
+	g.VCMPPS(operand.U8(cmpNLEUQ), zero, v, k) // k = !(v <= 0)
+	g.VMOVAPS_Z(v, k, v)
 }
 
 // epilogueStore emits the part of chunk u after the activation.

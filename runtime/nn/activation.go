@@ -3,6 +3,7 @@ package nn
 import (
 	"github.com/sqc-dev/sqc/internal/gelu"
 	"github.com/sqc-dev/sqc/runtime/pool"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // Elementwise activations over n values; dst may be src.
@@ -28,16 +29,12 @@ func TanhSlice(dst, src []float32) {
 }
 
 // Relu sets dst[i] = max(src[i], 0), with -0 giving +0 and NaN kept, as
-// PyTorch's relu and the FP32 interpreter do.
+// PyTorch's relu and the FP32 interpreter do: qgemm.Relu, the bits a GEMM
+// epilogue with ActRelu gives.
 func Relu(dst, src []float32) {
 	dst = dst[:len(src)]
 	for i, x := range src {
-		switch {
-		case x > 0, x != x:
-			dst[i] = x
-		default:
-			dst[i] = 0
-		}
+		dst[i] = qgemm.Relu(x)
 	}
 }
 

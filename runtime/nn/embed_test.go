@@ -9,6 +9,49 @@ import (
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
+// TestReluMatchesEpilogue requires the standalone ReLU (ReluParallel, as
+// the engine runs it outside a GEMM) to give the bits of a GEMM
+// epilogue's ActRelu, on every epilogue of this process (the pure-Go one
+// and each variant's), for values over the whole float32 range: -0,
+// denormals, infinities and quiet NaNs of both signs with payloads. With
+// c = 1 and Scale = x the epilogue's v is 1*x, which is x but for
+// signalling NaNs (the product quiets them; no epilogue v is one).
+func TestReluMatchesEpilogue(t *testing.T) {
+	var xs []float32
+	for bits := uint64(0); bits < 1<<32; bits += 65537 {
+		x := math.Float32frombits(uint32(bits))
+		if x != x {
+			x = math.Float32frombits(uint32(bits) | 1<<22) // quiet
+		}
+		xs = append(xs, x)
+	}
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), math.Float32frombits(0x80000001), math.Float32frombits(0xFFC00000))
+	n := len(xs)
+	got := make([]float32, n)
+	p := pool.New(2)
+	defer p.Close()
+	ReluParallel(p, got, xs)
+	ones := make([]int32, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	epilogues := map[string]qgemm.EpilogueFunc{"go": qgemm.EpilogueGo}
+	for _, v := range qgemm.Variants() {
+		if v.Epilogue != nil {
+			epilogues[v.ISA.String()] = v.Epilogue
+		}
+	}
+	for name, f := range epilogues {
+		ep := &qgemm.Epilogue{Scale: xs, Act: qgemm.ActRelu, OutF32: make([]float32, n), OutStride: n}
+		f(ep, ones, n, 0, 0, 1, n)
+		for i, want := range ep.OutF32 {
+			if math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("ReluParallel(%#x) = %#x, %s epilogue ActRelu gives %#x", math.Float32bits(xs[i]), math.Float32bits(got[i]), name, math.Float32bits(want))
+			}
+		}
+	}
+}
+
 func TestGather(t *testing.T) {
 	// src [2, 4, 3], gather along the middle axis.
 	src := make([]float32, 24)

@@ -47,10 +47,14 @@
 //	v    = v * RowScale[i]                           (if RowScale != nil)
 //	v    = v + Bias[n]                               (if Bias != nil)
 //	v    = gelu(v)                                   (if Act == ActGelu)
+//	v    = v > 0 || v != v ? v : +0                  (if Act == ActRelu: max(v, 0),
+//	                                                  -0 gives +0, NaN is kept)
 //	v    = v + Residual[i*ResidualStride+n]          (if Residual != nil)
 //	OutF32[i*OutStride+n] = v                        (f32 output), or
 //	OutU8[i*OutStride+n]  = clamp(roundEven(v*OutInvScale) + OutZeroPoint, 0, 255)
 package qgemm
+
+import "fmt"
 
 // ISA names a kernel family. Larger is faster; SQC_ISA forces a lower one.
 type ISA int
@@ -101,11 +105,40 @@ type PackedB struct {
 // Act is the activation applied in the epilogue.
 type Act uint8
 
-// Activations the epilogue can apply.
+// Activations the epilogue can apply. The values are part of no format:
+// use String and ParseAct to name them.
 const (
 	ActNone Act = iota
 	ActGelu     // erf GELU: 0.5*x*(1+erf(x/sqrt2))
+	ActRelu     // max(x, 0) with -0 giving +0 and NaN kept (PyTorch's relu)
 )
+
+// actCount is one past the last activation.
+const actCount = ActRelu + 1
+
+// String returns the activation's name ("none", "gelu", "relu"), or
+// "Act(n)" for a value that is no activation.
+func (a Act) String() string {
+	switch a {
+	case ActNone:
+		return "none"
+	case ActGelu:
+		return "gelu"
+	case ActRelu:
+		return "relu"
+	}
+	return fmt.Sprintf("Act(%d)", uint8(a))
+}
+
+// ParseAct returns the activation that String names s.
+func ParseAct(s string) (Act, error) {
+	for a := range actCount {
+		if a.String() == s {
+			return a, nil
+		}
+	}
+	return ActNone, fmt.Errorf("qgemm: unknown activation %q (want none, gelu or relu)", s)
+}
 
 // Epilogue says what happens to the s32 accumulators; see the package
 // comment for the exact arithmetic. Row index i is the absolute row of A

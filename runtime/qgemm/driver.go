@@ -204,7 +204,7 @@ func checkGEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 	if ep.RowZeroPoint != nil && len(ep.RowZeroPoint) < m {
 		return invalid("GEMM: Epilogue.RowZeroPoint has length %d < m = %d", len(ep.RowZeroPoint), m)
 	}
-	if ep.Act != ActNone && ep.Act != ActGelu {
+	if ep.Act >= actCount {
 		return invalid("GEMM: Epilogue.Act = %d is not an activation", ep.Act)
 	}
 	matrix := func(name string, l, stride int) error {

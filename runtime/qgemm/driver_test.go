@@ -128,7 +128,8 @@ const (
 
 // epiOptions selects the epilogue features of a test case.
 type epiOptions struct {
-	u8, bias, gelu, residual, zeroPoint, rowScale, rowZeroPoint bool
+	u8, bias, residual, zeroPoint, rowScale, rowZeroPoint bool
+	act                                                   Act
 }
 
 func (o epiOptions) String() string {
@@ -141,7 +142,7 @@ func (o epiOptions) String() string {
 	add(o.u8, "u8")
 	add(!o.u8, "f32")
 	add(o.bias, "bias")
-	add(o.gelu, "gelu")
+	add(o.act != ActNone, o.act.String())
 	add(o.residual, "res")
 	add(o.zeroPoint, "zp128")
 	add(o.rowScale, "rowscale")
@@ -149,11 +150,15 @@ func (o epiOptions) String() string {
 	return strings.Join(parts, "+")
 }
 
+// allEpiOptions returns every combination of the options: 2^6 of the
+// flags times the 3 activations.
 func allEpiOptions() []epiOptions {
 	var out []epiOptions
-	for bits := 0; bits < 1<<7; bits++ {
-		o := epiOptions{bits&1 != 0, bits&2 != 0, bits&4 != 0, bits&8 != 0, bits&16 != 0, bits&32 != 0, bits&64 != 0}
-		out = append(out, o)
+	for bits := 0; bits < 1<<6; bits++ {
+		for act := range actCount {
+			o := epiOptions{bits&1 != 0, bits&2 != 0, bits&4 != 0, bits&8 != 0, bits&16 != 0, bits&32 != 0, act}
+			out = append(out, o)
+		}
 	}
 	return out
 }
@@ -194,9 +199,7 @@ func newEpilogue(rng *rand.Rand, p *testProblem, o epiOptions) (ep *Epilogue, f3
 			ep.Bias[j] = randF(-2, 2)
 		}
 	}
-	if o.gelu {
-		ep.Act = ActGelu
-	}
+	ep.Act = o.act
 	if o.residual {
 		ep.ResidualStride = n + 3
 		ep.Residual = make([]float32, (m-1)*ep.ResidualStride+n)
@@ -442,7 +445,7 @@ func runAndCompare(t *testing.T, e *Engine, rng *rand.Rand, p *testProblem, o ep
 	compareOutputs(t, fmt.Sprintf("%s %v %v", e.ISA(), p.s, o), ep, f32buf, wantF, u8buf, wantU)
 }
 
-// TestEveryEpilogueOption runs all 128 combinations of the epilogue
+// TestEveryEpilogueOption runs all 192 combinations of the epilogue
 // options through the driver with every variant, on a shape with tails in
 // every dimension and several macro-blocks.
 func TestEveryEpilogueOption(t *testing.T) {
@@ -506,7 +509,8 @@ func TestStressConcurrentGEMMUnderGC(t *testing.T) {
 		var jobs []job
 		for i, s := range shapes {
 			p := newProblem(t, rng, s, g%3)
-			o := allEpiOptions()[(g*5+i*11)%128]
+			opts := allEpiOptions()
+			o := opts[(g*5+i*11)%len(opts)]
 			ep, f32buf, u8buf := newEpilogue(rng, p, o)
 			wantF, wantU := expected(p, ep, f32buf, u8buf)
 			jobs = append(jobs, job{p, ep, wantF, wantU, f32buf, u8buf})
@@ -655,6 +659,7 @@ func TestGEMMRejectsBadArguments(t *testing.T) {
 		{"short RowScale", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.RowScale = make([]float32, 4); return ep }},
 		{"short RowZeroPoint", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.RowZeroPoint = make([]int32, 4); return ep }},
 		{"bad activation", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.Act = 9; return ep }},
+		{"activation past the last", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.Act = actCount; return ep }},
 		{"residual stride < N", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.ResidualStride = 19; return ep }},
 		{"short residual", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.Residual = ep.Residual[:len(ep.Residual)-1]; return ep }},
 		{"two outputs", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.OutU8 = make([]uint8, 1000); return ep }},

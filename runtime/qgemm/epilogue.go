@@ -42,8 +42,11 @@ func epilogueGo(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 			if ep.Bias != nil {
 				v += ep.Bias[col]
 			}
-			if ep.Act == ActGelu {
+			switch ep.Act {
+			case ActGelu:
 				v = geluF32(v)
+			case ActRelu:
+				v = reluF32(v)
 			}
 			if ep.Residual != nil {
 				v += ep.Residual[(m0+i)*ep.ResidualStride+col]
@@ -76,3 +79,14 @@ func quantizeU8(v, invScale float32, zp int32) uint8 {
 // geluF32 is the epilogue's GELU (ActGelu): internal/gelu's, whose
 // AVX-512 form asmgen/geluavo emits into the assembly epilogue.
 func geluF32(x float32) float32 { return gelu.Gelu(x) }
+
+// reluF32 is the epilogue's ReLU (ActRelu): max(x, 0) with -0 giving +0
+// and NaN kept, as PyTorch's relu (runtime/nn.Relu calls it). Its
+// AVX-512 form is a compare and a zeroing move (epilogueRelu in
+// asmgen/qgemm says why not MAXPS).
+func reluF32(x float32) float32 {
+	if x > 0 || x != x {
+		return x
+	}
+	return 0
+}

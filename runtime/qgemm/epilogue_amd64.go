@@ -12,6 +12,7 @@ const (
 	epiResidual
 	epiU8
 	epiRow
+	epiRelu
 )
 
 // epilogueAVX512 is the AVX-512 EpilogueFunc: 16 columns per step under an
@@ -64,8 +65,11 @@ func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 		bias = &ep.Bias[n0]
 		flags |= epiBias
 	}
-	if ep.Act == ActGelu {
+	switch ep.Act {
+	case ActGelu:
 		flags |= epiGelu
+	case ActRelu:
+		flags |= epiRelu
 	}
 	var res *float32
 	if ep.Residual != nil {

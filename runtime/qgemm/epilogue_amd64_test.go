@@ -54,6 +54,9 @@ func epilogueCase(rng *rand.Rand, flags, m0, n0, m, n int) (*Epilogue, []int32, 
 	if flags&epiGelu != 0 {
 		ep.Act = ActGelu
 	}
+	if flags&epiRelu != 0 {
+		ep.Act = ActRelu
+	}
 	if flags&epiRow != 0 {
 		// Dynamic quantisation: every row its own zero point and scale
 		// (RowZeroPoint is ignored without ColSum, as in epilogueGo).
@@ -126,13 +129,16 @@ func sameBits(t *testing.T, what string, want, got *Epilogue) {
 }
 
 // TestEpilogueAVX512MatchesGo runs every option combination (colsum/zero
-// point, bias, GELU, residual, f32 or u8 output, per-row zero point and
-// scale) on odd block sizes at odd offsets and compares the whole output
-// buffers, so a stray write outside the block fails too.
+// point, bias, GELU or ReLU, residual, f32 or u8 output, per-row zero
+// point and scale) on odd block sizes at odd offsets and compares the
+// whole output buffers, so a stray write outside the block fails too.
 func TestEpilogueAVX512MatchesGo(t *testing.T) {
 	skipWithoutAVX512(t)
 	rng := rand.New(rand.NewPCG(5, 6))
-	for flags := 0; flags < 1<<6; flags++ {
+	for flags := 0; flags < 1<<7; flags++ {
+		if flags&epiGelu != 0 && flags&epiRelu != 0 {
+			continue // one Act
+		}
 		for _, n := range []int{1, 7, 16, 17, 33, 100} {
 			for _, m := range []int{1, 3} {
 				m0, n0 := rng.IntN(3), rng.IntN(20)
@@ -140,7 +146,7 @@ func TestEpilogueAVX512MatchesGo(t *testing.T) {
 				want, got := cloneOutputs(ep), cloneOutputs(ep)
 				epilogueGo(want, c, ldc, m0, n0, m, n)
 				epilogueAVX512(got, c, ldc, m0, n0, m, n)
-				sameBits(t, fmt.Sprintf("flags=%06b m=%d n=%d at (%d,%d)", flags, m, n, m0, n0), want, got)
+				sameBits(t, fmt.Sprintf("flags=%07b m=%d n=%d at (%d,%d)", flags, m, n, m0, n0), want, got)
 			}
 		}
 	}
@@ -154,7 +160,7 @@ func TestEpilogueAVX512ZeroPoints(t *testing.T) {
 	skipWithoutAVX512(t)
 	rng := rand.New(rand.NewPCG(13, 14))
 	for _, zp := range []int32{0, 1, 128, 255, 256, -1, 1000, -65281, -65282, 65536, 65537, 1 << 30, -1 << 30} {
-		for k, flags := range []int{epiU8, epiColSum | epiBias | epiGelu | epiU8, epiColSum | epiRow | epiResidual | epiU8, epiU8} {
+		for k, flags := range []int{epiU8, epiColSum | epiBias | epiGelu | epiU8, epiColSum | epiRow | epiResidual | epiU8, epiU8, epiColSum | epiBias | epiRelu | epiU8} {
 			ep, c, ldc := epilogueCase(rng, flags, 1, 2, 3, 37)
 			ep.OutZeroPoint = zp
 			if k == 0 {
@@ -168,7 +174,7 @@ func TestEpilogueAVX512ZeroPoints(t *testing.T) {
 			want, got := cloneOutputs(ep), cloneOutputs(ep)
 			epilogueGo(want, c, ldc, 1, 2, 3, 37)
 			epilogueAVX512(got, c, ldc, 1, 2, 3, 37)
-			sameBits(t, fmt.Sprintf("zp=%d flags=%06b", zp, flags), want, got)
+			sameBits(t, fmt.Sprintf("zp=%d flags=%07b", zp, flags), want, got)
 		}
 	}
 }
@@ -206,10 +212,11 @@ func TestEpilogueAVX512RowBounds(t *testing.T) {
 	epilogueAVX512(ep, c, ldc, 1, 0, 3, 16)
 }
 
-// TestEpilogueAVX512GeluBits feeds float32 values from the whole range
-// (every 4099th bit pattern, including infinities and NaNs, plus a dense
-// sweep of [-16, 16]) through GELU: c = 1 and Scale = x give v = x exactly.
-func TestEpilogueAVX512GeluBits(t *testing.T) {
+// TestEpilogueAVX512ActBits feeds float32 values from the whole range
+// (every 4099th bit pattern, including infinities, NaNs of both signs and
+// denormals, plus a dense sweep of [-16, 16]) through each activation:
+// c = 1 and Scale = x give v = x exactly (NaNs quiet, as every v is).
+func TestEpilogueAVX512ActBits(t *testing.T) {
 	skipWithoutAVX512(t)
 	var xs []float32
 	for bits := uint64(0); bits < 1<<32; bits += 4099 {
@@ -218,23 +225,27 @@ func TestEpilogueAVX512GeluBits(t *testing.T) {
 	for i := -1600000; i <= 1600000; i += 7 {
 		xs = append(xs, float32(i)*1e-5)
 	}
-	// Every interval boundary of the table lookup, and its neighbours.
+	// Every interval boundary of GELU's table lookup, and its neighbours.
 	for k := float32(0.5); k <= gelu.Clamp; k++ {
 		for _, x := range []float32{k / gelu.InvWidth, -k / gelu.InvWidth} {
 			xs = append(xs, x, math.Nextafter32(x, 0), math.Nextafter32(x, 2*x))
 		}
 	}
-	xs = append(xs, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)))
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		math.Float32frombits(1), math.Float32frombits(0x80000001), // smallest denormals
+		math.Float32frombits(0x7FC00000), math.Float32frombits(0xFFC00000), math.Float32frombits(0x7FC12345), math.Float32frombits(0xFFF54321))
 	n := len(xs)
 	c := make([]int32, n)
 	for i := range c {
 		c[i] = 1
 	}
-	ep := &Epilogue{Scale: xs, Act: ActGelu, OutF32: make([]float32, n), OutStride: n}
-	want, got := cloneOutputs(ep), cloneOutputs(ep)
-	epilogueGo(want, c, n, 0, 0, 1, n)
-	epilogueAVX512(got, c, n, 0, 0, 1, n)
-	sameBits(t, "gelu", want, got)
+	for _, act := range []Act{ActGelu, ActRelu} {
+		ep := &Epilogue{Scale: xs, Act: act, OutF32: make([]float32, n), OutStride: n}
+		want, got := cloneOutputs(ep), cloneOutputs(ep)
+		epilogueGo(want, c, n, 0, 0, 1, n)
+		epilogueAVX512(got, c, n, 0, 0, 1, n)
+		sameBits(t, act.String(), want, got)
+	}
 }
 
 func TestEpilogueAVX512Bounds(t *testing.T) {
@@ -251,14 +262,14 @@ func TestEpilogueAVX512Bounds(t *testing.T) {
 
 // BenchmarkEpilogue compares the Go and AVX-512 epilogues on a 64 x 768
 // block (one driver macro-block of a hidden=768 layer): f32 output, and
-// bias + GELU + u8 output (the FFN1 epilogue).
+// bias + GELU or ReLU + u8 output (the FFN1 epilogue).
 func BenchmarkEpilogue(b *testing.B) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const m, n = 64, 768
 	for _, c := range []struct {
 		name  string
 		flags int
-	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | epiGelu}, {"bias-gelu-u8", epiColSum | epiBias | epiGelu | epiU8}, {"row-bias-f32", epiColSum | epiRow | epiBias}, {"row-bias-gelu-f32", epiColSum | epiRow | epiBias | epiGelu}} {
+	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | epiGelu}, {"bias-gelu-u8", epiColSum | epiBias | epiGelu | epiU8}, {"row-bias-f32", epiColSum | epiRow | epiBias}, {"row-bias-gelu-f32", epiColSum | epiRow | epiBias | epiGelu}, {"relu-f32", epiColSum | epiRelu}, {"bias-relu-u8", epiColSum | epiBias | epiRelu | epiU8}, {"row-bias-relu-f32", epiColSum | epiRow | epiBias | epiRelu}} {
 		for _, impl := range []struct {
 			name string
 			f    EpilogueFunc

@@ -30,3 +30,51 @@ func TestQuantizeU8(t *testing.T) {
 		}
 	}
 }
+
+func TestRelu(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	for _, c := range []struct{ x, want float32 }{
+		{-2, 0}, {negZero, 0}, {0, 0}, {1.5, 1.5},
+		{math.Float32frombits(1), math.Float32frombits(1)}, {math.Float32frombits(0x80000001), 0},
+		{float32(math.Inf(1)), float32(math.Inf(1))}, {float32(math.Inf(-1)), 0},
+		{math.Float32frombits(0x7FC12345), math.Float32frombits(0x7FC12345)}, // NaN kept, payload and all
+		{math.Float32frombits(0xFFC00001), math.Float32frombits(0xFFC00001)}, // negative NaN too
+	} {
+		if got := Relu(c.x); math.Float32bits(got) != math.Float32bits(c.want) {
+			t.Errorf("Relu(%g = %#x) = %g (%#x), want %#x", c.x, math.Float32bits(c.x), got, math.Float32bits(got), math.Float32bits(c.want))
+		}
+	}
+}
+
+// TestEpilogueActOrder pins the activation between the bias and the
+// residual: relu(-5 + 1) + 2 = 2 (residual first would give 0), and
+// relu(-5*1 + 3) = 0 (bias after would give 3).
+func TestEpilogueActOrder(t *testing.T) {
+	ep := &Epilogue{
+		Scale: []float32{1, 1}, Bias: []float32{1, 3}, Act: ActRelu,
+		Residual: []float32{2, 0}, ResidualStride: 2, OutF32: make([]float32, 2), OutStride: 2,
+	}
+	EpilogueGo(ep, []int32{-5, -5}, 2, 0, 0, 1, 2)
+	if ep.OutF32[0] != 2 || ep.OutF32[1] != 0 {
+		t.Errorf("relu epilogue = %v, want [2 0]", ep.OutF32)
+	}
+}
+
+func TestActNames(t *testing.T) {
+	for a := range actCount {
+		got, err := ParseAct(a.String())
+		if err != nil || got != a {
+			t.Errorf("ParseAct(%q) = %v, %v; want %v", a.String(), got, err, a)
+		}
+	}
+	for a, want := range map[Act]string{ActNone: "none", ActGelu: "gelu", ActRelu: "relu", actCount: "Act(3)"} {
+		if a.String() != want {
+			t.Errorf("Act(%d).String() = %q, want %q", uint8(a), a.String(), want)
+		}
+	}
+	for _, s := range []string{"", "tanh", "GELU", "Act(3)"} {
+		if a, err := ParseAct(s); err == nil {
+			t.Errorf("ParseAct(%q) = %v, want an error", s, a)
+		}
+	}
+}

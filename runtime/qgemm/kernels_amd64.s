@@ -8958,13 +8958,15 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-144
 	JNZ   epi_flag_415
 	TESTQ $0x00000020, AX
 	JNZ   epi_flag_416
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_417
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_417:
+epi_strip_418:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -8987,7 +8989,7 @@ epi_strip_417:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_418:
+epi_row_419:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9008,22 +9010,91 @@ epi_row_418:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_418
+	JL          epi_row_419
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_417
+	JL          epi_strip_418
+	VZEROUPPER
+	RET
+
+epi_flag_417:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   outStride+112(FP), CX
+	SHLQ   $0x02, CX
+	VPXORD Z0, Z0, Z0
+	XORQ   DX, DX
+
+epi_strip_420:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z1
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z3
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z4
+	MOVQ      c+0(FP), BX
+	MOVQ      outF32+96(FP), SI
+	XORQ      DI, DI
+
+epi_row_421:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VCMPPS      $0x16, Z0, Z5, K5
+	VMOVAPS.Z   Z5, K5, Z5
+	VCMPPS      $0x16, Z0, Z6, K5
+	VMOVAPS.Z   Z6, K5, Z6
+	VCMPPS      $0x16, Z0, Z7, K5
+	VMOVAPS.Z   Z7, K5, Z7
+	VCMPPS      $0x16, Z0, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VMOVUPS     Z5, K1, (SI)(DX*4)
+	VMOVUPS     Z6, K2, 64(SI)(DX*4)
+	VMOVUPS     Z7, K3, 128(SI)(DX*4)
+	VMOVUPS     Z8, K4, 192(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_421
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_420
 	VZEROUPPER
 	RET
 
 epi_flag_416:
-	MOVQ ldc+8(FP), AX
-	SHLQ $0x02, AX
-	MOVQ outStride+112(FP), CX
-	SHLQ $0x02, CX
-	MOVQ rowScale+64(FP), DX
-	XORQ BX, BX
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_422
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  rowScale+64(FP), DX
+	XORQ  BX, BX
 
-epi_strip_419:
+epi_strip_423:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9046,7 +9117,7 @@ epi_strip_419:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_420:
+epi_row_424:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9071,16 +9142,90 @@ epi_row_420:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_420
+	JL          epi_row_424
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_419
+	JL          epi_strip_423
+	VZEROUPPER
+	RET
+
+epi_flag_422:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   outStride+112(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   rowScale+64(FP), DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
+
+epi_strip_425:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z4
+	MOVQ      c+0(FP), SI
+	MOVQ      outF32+96(FP), DI
+	XORQ      R8, R8
+
+epi_row_426:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (DX)(R8*4), Z5, Z5
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMULPS.BCST (DX)(R8*4), Z6, Z6
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMULPS.BCST (DX)(R8*4), Z7, Z7
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DX)(R8*4), Z8, Z8
+	VCMPPS      $0x16, Z0, Z5, K5
+	VMOVAPS.Z   Z5, K5, Z5
+	VCMPPS      $0x16, Z0, Z6, K5
+	VMOVAPS.Z   Z6, K5, Z6
+	VCMPPS      $0x16, Z0, Z7, K5
+	VMOVAPS.Z   Z7, K5, Z7
+	VCMPPS      $0x16, Z0, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VMOVUPS     Z5, K1, (DI)(BX*4)
+	VMOVUPS     Z6, K2, 64(DI)(BX*4)
+	VMOVUPS     Z7, K3, 128(DI)(BX*4)
+	VMOVUPS     Z8, K4, 192(DI)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_426
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_425
 	VZEROUPPER
 	RET
 
 epi_flag_415:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_421
+	JNZ          epi_flag_427
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_428
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -9091,7 +9236,7 @@ epi_flag_415:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_422:
+epi_strip_429:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -9114,7 +9259,7 @@ epi_strip_422:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_423:
+epi_row_430:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -9155,14 +9300,107 @@ epi_row_423:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_423
+	JL          epi_row_430
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_422
+	JL          epi_strip_429
 	VZEROUPPER
 	RET
 
-epi_flag_421:
+epi_flag_428:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         DX, DX
+
+epi_strip_431:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z5
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z6
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z7
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z8
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
+
+epi_row_432:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z4, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z4, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z4, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z4, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K1, (SI)(DX*1)
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(SI)(DX*1)
+	VMULPS      Z0, Z11, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(SI)(DX*1)
+	VMULPS      Z0, Z12, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K4, 48(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_432
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_431
+	VZEROUPPER
+	RET
+
+epi_flag_427:
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_433
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -9174,7 +9412,7 @@ epi_flag_421:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_424:
+epi_strip_434:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9197,7 +9435,7 @@ epi_strip_424:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_425:
+epi_row_435:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -9242,18 +9480,116 @@ epi_row_425:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_425
+	JL          epi_row_435
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_424
+	JL          epi_strip_434
+	VZEROUPPER
+	RET
+
+epi_flag_433:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_436:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
+
+epi_row_437:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (DX)(R8*4), Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMULPS.BCST (DX)(R8*4), Z10, Z10
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMULPS.BCST (DX)(R8*4), Z11, Z11
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z8, Z12, Z12
+	VMULPS.BCST (DX)(R8*4), Z12, Z12
+	VCMPPS      $0x16, Z4, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z4, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z4, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z4, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K1, (DI)(BX*1)
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(DI)(BX*1)
+	VMULPS      Z0, Z11, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(DI)(BX*1)
+	VMULPS      Z0, Z12, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K4, 48(DI)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_437
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_436
 	VZEROUPPER
 	RET
 
 epi_flag_414:
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_426
+	JNZ   epi_flag_438
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_427
+	JNZ   epi_flag_439
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_440
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -9262,7 +9598,7 @@ epi_flag_414:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_428:
+epi_strip_441:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9286,7 +9622,7 @@ epi_strip_428:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_429:
+epi_row_442:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9316,24 +9652,105 @@ epi_row_429:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_429
+	JL          epi_row_442
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_428
+	JL          epi_strip_441
 	VZEROUPPER
 	RET
 
-epi_flag_427:
-	MOVQ ldc+8(FP), AX
-	SHLQ $0x02, AX
-	MOVQ resStride+88(FP), CX
-	SHLQ $0x02, CX
-	MOVQ outStride+112(FP), DX
-	SHLQ $0x02, DX
-	MOVQ rowScale+64(FP), BX
-	XORQ SI, SI
+epi_flag_440:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
 
-epi_strip_430:
+epi_strip_443:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z4
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_444:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VCMPPS      $0x16, Z0, Z5, K5
+	VMOVAPS.Z   Z5, K5, Z5
+	VCMPPS      $0x16, Z0, Z6, K5
+	VMOVAPS.Z   Z6, K5, Z6
+	VCMPPS      $0x16, Z0, Z7, K5
+	VMOVAPS.Z   Z7, K5, Z7
+	VCMPPS      $0x16, Z0, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VMOVUPS.Z   (DI)(BX*4), K1, Z9
+	VADDPS      Z9, Z5, Z5
+	VMOVUPS     Z5, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z5
+	VADDPS      Z5, Z6, Z6
+	VMOVUPS     Z6, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z5
+	VADDPS      Z5, Z7, Z7
+	VMOVUPS     Z7, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z5
+	VADDPS      Z5, Z8, Z8
+	VMOVUPS     Z8, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_444
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_443
+	VZEROUPPER
+	RET
+
+epi_flag_439:
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_445
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outStride+112(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  rowScale+64(FP), BX
+	XORQ  SI, SI
+
+epi_strip_446:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -9357,7 +9774,7 @@ epi_strip_430:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_431:
+epi_row_447:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9391,16 +9808,102 @@ epi_row_431:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_431
+	JL          epi_row_447
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_430
+	JL          epi_strip_446
 	VZEROUPPER
 	RET
 
-epi_flag_426:
+epi_flag_445:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   rowScale+64(FP), BX
+	VPXORD Z0, Z0, Z0
+	XORQ   SI, SI
+
+epi_strip_448:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z1
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z3
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z4
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_449:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (BX)(R10*4), Z5, Z5
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMULPS.BCST (BX)(R10*4), Z6, Z6
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMULPS.BCST (BX)(R10*4), Z7, Z7
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (BX)(R10*4), Z8, Z8
+	VCMPPS      $0x16, Z0, Z5, K5
+	VMOVAPS.Z   Z5, K5, Z5
+	VCMPPS      $0x16, Z0, Z6, K5
+	VMOVAPS.Z   Z6, K5, Z6
+	VCMPPS      $0x16, Z0, Z7, K5
+	VMOVAPS.Z   Z7, K5, Z7
+	VCMPPS      $0x16, Z0, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VMOVUPS.Z   (R8)(SI*4), K1, Z9
+	VADDPS      Z9, Z5, Z5
+	VMOVUPS     Z5, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z5
+	VADDPS      Z5, Z6, Z6
+	VMOVUPS     Z6, K2, 64(R9)(SI*4)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z5
+	VADDPS      Z5, Z7, Z7
+	VMOVUPS     Z7, K3, 128(R9)(SI*4)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z5
+	VADDPS      Z5, Z8, Z8
+	VMOVUPS     Z8, K4, 192(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_449
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_448
+	VZEROUPPER
+	RET
+
+epi_flag_438:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_432
+	JNZ          epi_flag_450
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_451
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -9413,7 +9916,7 @@ epi_flag_426:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_433:
+epi_strip_452:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9437,7 +9940,7 @@ epi_strip_433:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_434:
+epi_row_453:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -9487,14 +9990,119 @@ epi_row_434:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_434
+	JL          epi_row_453
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_433
+	JL          epi_strip_452
 	VZEROUPPER
 	RET
 
-epi_flag_432:
+epi_flag_451:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_454:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_455:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z4, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z4, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z4, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z4, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS.Z   (DI)(BX*4), K1, Z13
+	VADDPS      Z13, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMULPS      Z0, Z11, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z9
+	VADDPS      Z9, Z12, Z12
+	VMULPS      Z0, Z12, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_455
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_454
+	VZEROUPPER
+	RET
+
+epi_flag_450:
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_456
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -9508,7 +10116,7 @@ epi_flag_432:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_435:
+epi_strip_457:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -9532,7 +10140,7 @@ epi_strip_435:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_436:
+epi_row_458:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -9586,20 +10194,128 @@ epi_row_436:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_436
+	JL          epi_row_458
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_435
+	JL          epi_strip_457
+	VZEROUPPER
+	RET
+
+epi_flag_456:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         SI, SI
+
+epi_strip_459:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z7
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z8
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_460:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMULPS.BCST (BX)(R10*4), Z11, Z11
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z8, Z12, Z12
+	VMULPS.BCST (BX)(R10*4), Z12, Z12
+	VCMPPS      $0x16, Z4, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z4, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z4, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z4, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS.Z   (R8)(SI*4), K1, Z13
+	VADDPS      Z13, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R9)(SI*1)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMULPS      Z0, Z11, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(R9)(SI*1)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z9
+	VADDPS      Z9, Z12, Z12
+	VMULPS      Z0, Z12, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K4, 48(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_460
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_459
 	VZEROUPPER
 	RET
 
 epi_flag_413:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_437
+	JNZ     epi_flag_461
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_438
+	JNZ     epi_flag_462
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_439
+	JNZ     epi_flag_463
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -9613,7 +10329,7 @@ epi_flag_413:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    DX, DX
 
-epi_strip_440:
+epi_strip_464:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -9630,7 +10346,7 @@ epi_strip_440:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_441:
+epi_row_465:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -9679,14 +10395,14 @@ epi_row_441:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_441
+	JL          epi_row_465
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_440
+	JL          epi_strip_464
 	VZEROUPPER
 	RET
 
-epi_flag_439:
+epi_flag_463:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -9701,7 +10417,7 @@ epi_flag_439:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-epi_strip_442:
+epi_strip_466:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9718,7 +10434,7 @@ epi_strip_442:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_443:
+epi_row_467:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -9769,16 +10485,16 @@ epi_row_443:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_443
+	JL          epi_row_467
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_442
+	JL          epi_strip_466
 	VZEROUPPER
 	RET
 
-epi_flag_438:
+epi_flag_462:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_444
+	JNZ          epi_flag_468
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -9796,7 +10512,7 @@ epi_flag_438:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         DX, DX
 
-epi_strip_445:
+epi_strip_469:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -9813,7 +10529,7 @@ epi_strip_445:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_446:
+epi_row_470:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -9872,14 +10588,14 @@ epi_row_446:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_446
+	JL          epi_row_470
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_445
+	JL          epi_strip_469
 	VZEROUPPER
 	RET
 
-epi_flag_444:
+epi_flag_468:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -9898,7 +10614,7 @@ epi_flag_444:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         BX, BX
 
-epi_strip_447:
+epi_strip_471:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9915,7 +10631,7 @@ epi_strip_447:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_448:
+epi_row_472:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -9976,18 +10692,18 @@ epi_row_448:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_448
+	JL          epi_row_472
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_447
+	JL          epi_strip_471
 	VZEROUPPER
 	RET
 
-epi_flag_437:
+epi_flag_461:
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_449
+	JNZ     epi_flag_473
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_450
+	JNZ     epi_flag_474
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -10003,7 +10719,7 @@ epi_flag_437:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-epi_strip_451:
+epi_strip_475:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10021,7 +10737,7 @@ epi_strip_451:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_452:
+epi_row_476:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -10075,14 +10791,14 @@ epi_row_452:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_452
+	JL          epi_row_476
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_451
+	JL          epi_strip_475
 	VZEROUPPER
 	RET
 
-epi_flag_450:
+epi_flag_474:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -10099,7 +10815,7 @@ epi_flag_450:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    SI, SI
 
-epi_strip_453:
+epi_strip_477:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -10117,7 +10833,7 @@ epi_strip_453:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_454:
+epi_row_478:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -10173,16 +10889,16 @@ epi_row_454:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_454
+	JL          epi_row_478
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_453
+	JL          epi_strip_477
 	VZEROUPPER
 	RET
 
-epi_flag_449:
+epi_flag_473:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_455
+	JNZ          epi_flag_479
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -10202,7 +10918,7 @@ epi_flag_449:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         BX, BX
 
-epi_strip_456:
+epi_strip_480:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10220,7 +10936,7 @@ epi_strip_456:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_457:
+epi_row_481:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -10284,14 +11000,14 @@ epi_row_457:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_457
+	JL          epi_row_481
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_456
+	JL          epi_strip_480
 	VZEROUPPER
 	RET
 
-epi_flag_455:
+epi_flag_479:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -10312,7 +11028,7 @@ epi_flag_455:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         SI, SI
 
-epi_strip_458:
+epi_strip_482:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -10330,7 +11046,7 @@ epi_strip_458:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_459:
+epi_row_483:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -10396,29 +11112,31 @@ epi_row_459:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_459
+	JL          epi_row_483
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_458
+	JL          epi_strip_482
 	VZEROUPPER
 	RET
 
 epi_flag_412:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_460
+	JNZ   epi_flag_484
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_461
+	JNZ   epi_flag_485
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_462
+	JNZ   epi_flag_486
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_463
+	JNZ   epi_flag_487
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_488
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_464:
+epi_strip_489:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -10449,7 +11167,7 @@ epi_strip_464:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_465:
+epi_row_490:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -10474,22 +11192,103 @@ epi_row_465:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_465
+	JL          epi_row_490
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_464
+	JL          epi_strip_489
 	VZEROUPPER
 	RET
 
-epi_flag_463:
-	MOVQ ldc+8(FP), AX
-	SHLQ $0x02, AX
-	MOVQ outStride+112(FP), CX
-	SHLQ $0x02, CX
-	MOVQ rowScale+64(FP), DX
-	XORQ BX, BX
+epi_flag_488:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   outStride+112(FP), CX
+	SHLQ   $0x02, CX
+	VPXORD Z0, Z0, Z0
+	XORQ   DX, DX
 
-epi_strip_466:
+epi_strip_491:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z1
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z3
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z5
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z6
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z7
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z8
+	MOVQ      c+0(FP), BX
+	MOVQ      outF32+96(FP), SI
+	XORQ      DI, DI
+
+epi_row_492:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z3, Z10, Z10
+	VADDPS      Z4, Z10, Z10
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	VADDPS      Z6, Z11, Z11
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z0, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z0, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z0, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z0, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS     Z9, K1, (SI)(DX*4)
+	VMOVUPS     Z10, K2, 64(SI)(DX*4)
+	VMOVUPS     Z11, K3, 128(SI)(DX*4)
+	VMOVUPS     Z12, K4, 192(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_492
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_491
+	VZEROUPPER
+	RET
+
+epi_flag_487:
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_493
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  rowScale+64(FP), DX
+	XORQ  BX, BX
+
+epi_strip_494:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10520,7 +11319,7 @@ epi_strip_466:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_467:
+epi_row_495:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -10549,16 +11348,102 @@ epi_row_467:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_467
+	JL          epi_row_495
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_466
+	JL          epi_strip_494
 	VZEROUPPER
 	RET
 
-epi_flag_462:
+epi_flag_493:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   outStride+112(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   rowScale+64(FP), DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
+
+epi_strip_496:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      outF32+96(FP), DI
+	XORQ      R8, R8
+
+epi_row_497:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VMULPS.BCST (DX)(R8*4), Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z3, Z10, Z10
+	VMULPS.BCST (DX)(R8*4), Z10, Z10
+	VADDPS      Z4, Z10, Z10
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	VMULPS.BCST (DX)(R8*4), Z11, Z11
+	VADDPS      Z6, Z11, Z11
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VMULPS.BCST (DX)(R8*4), Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z0, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z0, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z0, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z0, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS     Z9, K1, (DI)(BX*4)
+	VMOVUPS     Z10, K2, 64(DI)(BX*4)
+	VMOVUPS     Z11, K3, 128(DI)(BX*4)
+	VMOVUPS     Z12, K4, 192(DI)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_497
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_496
+	VZEROUPPER
+	RET
+
+epi_flag_486:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_468
+	JNZ          epi_flag_498
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_499
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -10569,7 +11454,7 @@ epi_flag_462:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_469:
+epi_strip_500:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -10600,7 +11485,7 @@ epi_strip_469:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_470:
+epi_row_501:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -10645,14 +11530,119 @@ epi_row_470:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_470
+	JL          epi_row_501
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_469
+	JL          epi_strip_500
 	VZEROUPPER
 	RET
 
-epi_flag_468:
+epi_flag_499:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         DX, DX
+
+epi_strip_502:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z5
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z6
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z7
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z8
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z9
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z10
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z11
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z12
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
+
+epi_row_503:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z5, Z13, Z13
+	VADDPS      Z6, Z13, Z13
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z7, Z14, Z14
+	VADDPS      Z8, Z14, Z14
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z9, Z15, Z15
+	VADDPS      Z10, Z15, Z15
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z11, Z16, Z16
+	VADDPS      Z12, Z16, Z16
+	VCMPPS      $0x16, Z4, Z13, K5
+	VMOVAPS.Z   Z13, K5, Z13
+	VCMPPS      $0x16, Z4, Z14, K5
+	VMOVAPS.Z   Z14, K5, Z14
+	VCMPPS      $0x16, Z4, Z15, K5
+	VMOVAPS.Z   Z15, K5, Z15
+	VCMPPS      $0x16, Z4, Z16, K5
+	VMOVAPS.Z   Z16, K5, Z16
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (SI)(DX*1)
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(SI)(DX*1)
+	VMULPS      Z0, Z15, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K3, 32(SI)(DX*1)
+	VMULPS      Z0, Z16, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K4, 48(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_503
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_502
+	VZEROUPPER
+	RET
+
+epi_flag_498:
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_504
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -10664,7 +11654,7 @@ epi_flag_468:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_471:
+epi_strip_505:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10695,7 +11685,7 @@ epi_strip_471:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_472:
+epi_row_506:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -10744,18 +11734,128 @@ epi_row_472:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_472
+	JL          epi_row_506
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_471
+	JL          epi_strip_505
 	VZEROUPPER
 	RET
 
-epi_flag_461:
+epi_flag_504:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_507:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z10
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z12
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
+
+epi_row_508:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z5, Z13, Z13
+	VMULPS.BCST (DX)(R8*4), Z13, Z13
+	VADDPS      Z6, Z13, Z13
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z7, Z14, Z14
+	VMULPS.BCST (DX)(R8*4), Z14, Z14
+	VADDPS      Z8, Z14, Z14
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z9, Z15, Z15
+	VMULPS.BCST (DX)(R8*4), Z15, Z15
+	VADDPS      Z10, Z15, Z15
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z11, Z16, Z16
+	VMULPS.BCST (DX)(R8*4), Z16, Z16
+	VADDPS      Z12, Z16, Z16
+	VCMPPS      $0x16, Z4, Z13, K5
+	VMOVAPS.Z   Z13, K5, Z13
+	VCMPPS      $0x16, Z4, Z14, K5
+	VMOVAPS.Z   Z14, K5, Z14
+	VCMPPS      $0x16, Z4, Z15, K5
+	VMOVAPS.Z   Z15, K5, Z15
+	VCMPPS      $0x16, Z4, Z16, K5
+	VMOVAPS.Z   Z16, K5, Z16
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (DI)(BX*1)
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(DI)(BX*1)
+	VMULPS      Z0, Z15, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K3, 32(DI)(BX*1)
+	VMULPS      Z0, Z16, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K4, 48(DI)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_508
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_507
+	VZEROUPPER
+	RET
+
+epi_flag_485:
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_473
+	JNZ   epi_flag_509
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_474
+	JNZ   epi_flag_510
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_511
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -10764,7 +11864,7 @@ epi_flag_461:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_475:
+epi_strip_512:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10796,7 +11896,7 @@ epi_strip_475:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_476:
+epi_row_513:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -10830,24 +11930,117 @@ epi_row_476:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_476
+	JL          epi_row_513
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_475
+	JL          epi_strip_512
 	VZEROUPPER
 	RET
 
-epi_flag_474:
-	MOVQ ldc+8(FP), AX
-	SHLQ $0x02, AX
-	MOVQ resStride+88(FP), CX
-	SHLQ $0x02, CX
-	MOVQ outStride+112(FP), DX
-	SHLQ $0x02, DX
-	MOVQ rowScale+64(FP), BX
-	XORQ SI, SI
+epi_flag_511:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
 
-epi_strip_477:
+epi_strip_514:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_515:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z3, Z10, Z10
+	VADDPS      Z4, Z10, Z10
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	VADDPS      Z6, Z11, Z11
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z0, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z0, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z0, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z0, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS.Z   (DI)(BX*4), K1, Z13
+	VADDPS      Z13, Z9, Z9
+	VMOVUPS     Z9, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMOVUPS     Z10, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMOVUPS     Z11, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z9
+	VADDPS      Z9, Z12, Z12
+	VMOVUPS     Z12, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_515
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_514
+	VZEROUPPER
+	RET
+
+epi_flag_510:
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_516
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outStride+112(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  rowScale+64(FP), BX
+	XORQ  SI, SI
+
+epi_strip_517:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -10879,7 +12072,7 @@ epi_strip_477:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_478:
+epi_row_518:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -10917,16 +12110,114 @@ epi_row_478:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_478
+	JL          epi_row_518
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_477
+	JL          epi_strip_517
 	VZEROUPPER
 	RET
 
-epi_flag_473:
+epi_flag_516:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   rowScale+64(FP), BX
+	VPXORD Z0, Z0, Z0
+	XORQ   SI, SI
+
+epi_strip_519:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z1
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z3
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z5
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z7
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z8
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_520:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z3, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VADDPS      Z4, Z10, Z10
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	VMULPS.BCST (BX)(R10*4), Z11, Z11
+	VADDPS      Z6, Z11, Z11
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VMULPS.BCST (BX)(R10*4), Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z0, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z0, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z0, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z0, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS.Z   (R8)(SI*4), K1, Z13
+	VADDPS      Z13, Z9, Z9
+	VMOVUPS     Z9, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMOVUPS     Z10, K2, 64(R9)(SI*4)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMOVUPS     Z11, K3, 128(R9)(SI*4)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z9
+	VADDPS      Z9, Z12, Z12
+	VMOVUPS     Z12, K4, 192(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_520
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_519
+	VZEROUPPER
+	RET
+
+epi_flag_509:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_479
+	JNZ          epi_flag_521
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_522
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -10939,7 +12230,7 @@ epi_flag_473:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_480:
+epi_strip_523:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10971,7 +12262,7 @@ epi_strip_480:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_481:
+epi_row_524:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -11025,14 +12316,131 @@ epi_row_481:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_481
+	JL          epi_row_524
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_480
+	JL          epi_strip_523
 	VZEROUPPER
 	RET
 
-epi_flag_479:
+epi_flag_522:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_525:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z10
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z12
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_526:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z5, Z13, Z13
+	VADDPS      Z6, Z13, Z13
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z7, Z14, Z14
+	VADDPS      Z8, Z14, Z14
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z9, Z15, Z15
+	VADDPS      Z10, Z15, Z15
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z11, Z16, Z16
+	VADDPS      Z12, Z16, Z16
+	VCMPPS      $0x16, Z4, Z13, K5
+	VMOVAPS.Z   Z13, K5, Z13
+	VCMPPS      $0x16, Z4, Z14, K5
+	VMOVAPS.Z   Z14, K5, Z14
+	VCMPPS      $0x16, Z4, Z15, K5
+	VMOVAPS.Z   Z15, K5, Z15
+	VCMPPS      $0x16, Z4, Z16, K5
+	VMOVAPS.Z   Z16, K5, Z16
+	VMOVUPS.Z   (DI)(BX*4), K1, Z17
+	VADDPS      Z17, Z13, Z13
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z13
+	VADDPS      Z13, Z14, Z14
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z13
+	VADDPS      Z13, Z15, Z15
+	VMULPS      Z0, Z15, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z13
+	VADDPS      Z13, Z16, Z16
+	VMULPS      Z0, Z16, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_526
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_525
+	VZEROUPPER
+	RET
+
+epi_flag_521:
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_527
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -11046,7 +12454,7 @@ epi_flag_479:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_482:
+epi_strip_528:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -11078,7 +12486,7 @@ epi_strip_482:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_483:
+epi_row_529:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -11136,20 +12544,140 @@ epi_row_483:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_483
+	JL          epi_row_529
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_482
+	JL          epi_strip_528
 	VZEROUPPER
 	RET
 
-epi_flag_460:
+epi_flag_527:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         SI, SI
+
+epi_strip_530:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z7
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z8
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z9
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z10
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z11
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z12
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_531:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z5, Z13, Z13
+	VMULPS.BCST (BX)(R10*4), Z13, Z13
+	VADDPS      Z6, Z13, Z13
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z7, Z14, Z14
+	VMULPS.BCST (BX)(R10*4), Z14, Z14
+	VADDPS      Z8, Z14, Z14
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z9, Z15, Z15
+	VMULPS.BCST (BX)(R10*4), Z15, Z15
+	VADDPS      Z10, Z15, Z15
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z11, Z16, Z16
+	VMULPS.BCST (BX)(R10*4), Z16, Z16
+	VADDPS      Z12, Z16, Z16
+	VCMPPS      $0x16, Z4, Z13, K5
+	VMOVAPS.Z   Z13, K5, Z13
+	VCMPPS      $0x16, Z4, Z14, K5
+	VMOVAPS.Z   Z14, K5, Z14
+	VCMPPS      $0x16, Z4, Z15, K5
+	VMOVAPS.Z   Z15, K5, Z15
+	VCMPPS      $0x16, Z4, Z16, K5
+	VMOVAPS.Z   Z16, K5, Z16
+	VMOVUPS.Z   (R8)(SI*4), K1, Z17
+	VADDPS      Z17, Z13, Z13
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z13
+	VADDPS      Z13, Z14, Z14
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(R9)(SI*1)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z13
+	VADDPS      Z13, Z15, Z15
+	VMULPS      Z0, Z15, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K3, 32(R9)(SI*1)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z13
+	VADDPS      Z13, Z16, Z16
+	VMULPS      Z0, Z16, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K4, 48(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_531
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_530
+	VZEROUPPER
+	RET
+
+epi_flag_484:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_484
+	JNZ     epi_flag_532
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_485
+	JNZ     epi_flag_533
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_486
+	JNZ     epi_flag_534
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -11163,7 +12691,7 @@ epi_flag_460:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    DX, DX
 
-epi_strip_487:
+epi_strip_535:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -11184,7 +12712,7 @@ epi_strip_487:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_488:
+epi_row_536:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -11235,14 +12763,14 @@ epi_row_488:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_488
+	JL          epi_row_536
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_487
+	JL          epi_strip_535
 	VZEROUPPER
 	RET
 
-epi_flag_486:
+epi_flag_534:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -11257,7 +12785,7 @@ epi_flag_486:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-epi_strip_489:
+epi_strip_537:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -11278,7 +12806,7 @@ epi_strip_489:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_490:
+epi_row_538:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -11331,16 +12859,16 @@ epi_row_490:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_490
+	JL          epi_row_538
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_489
+	JL          epi_strip_537
 	VZEROUPPER
 	RET
 
-epi_flag_485:
+epi_flag_533:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_491
+	JNZ          epi_flag_539
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -11358,7 +12886,7 @@ epi_flag_485:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         DX, DX
 
-epi_strip_492:
+epi_strip_540:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -11379,7 +12907,7 @@ epi_strip_492:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_493:
+epi_row_541:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -11440,14 +12968,14 @@ epi_row_493:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_493
+	JL          epi_row_541
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_492
+	JL          epi_strip_540
 	VZEROUPPER
 	RET
 
-epi_flag_491:
+epi_flag_539:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -11466,7 +12994,7 @@ epi_flag_491:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         BX, BX
 
-epi_strip_494:
+epi_strip_542:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -11487,7 +13015,7 @@ epi_strip_494:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_495:
+epi_row_543:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -11550,18 +13078,18 @@ epi_row_495:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_495
+	JL          epi_row_543
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_494
+	JL          epi_strip_542
 	VZEROUPPER
 	RET
 
-epi_flag_484:
+epi_flag_532:
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_496
+	JNZ     epi_flag_544
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_497
+	JNZ     epi_flag_545
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -11577,7 +13105,7 @@ epi_flag_484:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-epi_strip_498:
+epi_strip_546:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -11599,7 +13127,7 @@ epi_strip_498:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_499:
+epi_row_547:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -11655,14 +13183,14 @@ epi_row_499:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_499
+	JL          epi_row_547
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_498
+	JL          epi_strip_546
 	VZEROUPPER
 	RET
 
-epi_flag_497:
+epi_flag_545:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -11679,7 +13207,7 @@ epi_flag_497:
 	VMOVUPS epilogueGelu<>+320(SB), Z6
 	XORQ    SI, SI
 
-epi_strip_500:
+epi_strip_548:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -11701,7 +13229,7 @@ epi_strip_500:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_501:
+epi_row_549:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -11759,16 +13287,16 @@ epi_row_501:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_501
+	JL          epi_row_549
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_500
+	JL          epi_strip_548
 	VZEROUPPER
 	RET
 
-epi_flag_496:
+epi_flag_544:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_502
+	JNZ          epi_flag_550
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -11788,7 +13316,7 @@ epi_flag_496:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         BX, BX
 
-epi_strip_503:
+epi_strip_551:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -11810,7 +13338,7 @@ epi_strip_503:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_504:
+epi_row_552:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -11876,14 +13404,14 @@ epi_row_504:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_504
+	JL          epi_row_552
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_503
+	JL          epi_strip_551
 	VZEROUPPER
 	RET
 
-epi_flag_502:
+epi_flag_550:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -11904,7 +13432,7 @@ epi_flag_502:
 	VMOVUPS      epilogueGelu<>+320(SB), Z10
 	XORQ         SI, SI
 
-epi_strip_505:
+epi_strip_553:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -11926,7 +13454,7 @@ epi_strip_505:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_506:
+epi_row_554:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -11994,24 +13522,26 @@ epi_row_506:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_506
+	JL          epi_row_554
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_505
+	JL          epi_strip_553
 	VZEROUPPER
 	RET
 
 epi_flag_411:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_507
+	JNZ          epi_flag_555
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_508
+	JNZ          epi_flag_556
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_509
+	JNZ          epi_flag_557
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_510
+	JNZ          epi_flag_558
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_511
+	JNZ          epi_flag_559
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_560
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -12021,7 +13551,7 @@ epi_flag_411:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_512:
+epi_strip_561:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -12060,7 +13590,7 @@ epi_strip_512:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_513:
+epi_row_562:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -12081,23 +13611,110 @@ epi_row_513:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_513
+	JL        epi_row_562
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_512
+	JL        epi_strip_561
 	VZEROUPPER
 	RET
 
-epi_flag_511:
-	MOVQ ldc+8(FP), AX
-	SHLQ $0x02, AX
-	MOVQ outStride+112(FP), CX
-	SHLQ $0x02, CX
-	MOVQ rowScale+64(FP), DX
-	MOVQ rowZero+48(FP), BX
-	XORQ SI, SI
+epi_flag_560:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         DX, DX
 
-epi_strip_514:
+epi_strip_563:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z3
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z1, Z4
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z5
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z9
+	MOVQ        c+0(FP), BX
+	MOVQ        outF32+96(FP), SI
+	XORQ        DI, DI
+
+epi_row_564:
+	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
+	VCVTDQ2PS Z10, Z10
+	VMULPS    Z3, Z10, Z10
+	VPADDD.Z  64(BX)(DX*4), Z4, K2, Z11
+	VCVTDQ2PS Z11, Z11
+	VMULPS    Z5, Z11, Z11
+	VPADDD.Z  128(BX)(DX*4), Z6, K3, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS    Z7, Z12, Z12
+	VPADDD.Z  192(BX)(DX*4), Z8, K4, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z9, Z13, Z13
+	VCMPPS    $0x16, Z1, Z10, K5
+	VMOVAPS.Z Z10, K5, Z10
+	VCMPPS    $0x16, Z1, Z11, K5
+	VMOVAPS.Z Z11, K5, Z11
+	VCMPPS    $0x16, Z1, Z12, K5
+	VMOVAPS.Z Z12, K5, Z12
+	VCMPPS    $0x16, Z1, Z13, K5
+	VMOVAPS.Z Z13, K5, Z13
+	VMOVUPS   Z10, K1, (SI)(DX*4)
+	VMOVUPS   Z11, K2, 64(SI)(DX*4)
+	VMOVUPS   Z12, K3, 128(SI)(DX*4)
+	VMOVUPS   Z13, K4, 192(SI)(DX*4)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_564
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_563
+	VZEROUPPER
+	RET
+
+epi_flag_559:
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_565
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  rowScale+64(FP), DX
+	MOVQ  rowZero+48(FP), BX
+	XORQ  SI, SI
+
+epi_strip_566:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -12128,7 +13745,7 @@ epi_strip_514:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_515:
+epi_row_567:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
@@ -12162,16 +13779,108 @@ epi_row_515:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_515
+	JL           epi_row_567
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_514
+	JL           epi_strip_566
 	VZEROUPPER
 	RET
 
-epi_flag_510:
+epi_flag_565:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   outStride+112(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   rowScale+64(FP), DX
+	MOVQ   rowZero+48(FP), BX
+	VPXORD Z1, Z1, Z1
+	XORQ   SI, SI
+
+epi_strip_568:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z2
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z3
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z4
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z5
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z6
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z7
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z8
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z9
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_569:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z2, Z0, Z11
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z3, Z10, Z10
+	VMULPS.BCST  (DX)(R9*4), Z10, Z10
+	VPMULLD      Z4, Z0, Z12
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z11
+	VPSUBD       Z12, Z11, Z11
+	VCVTDQ2PS    Z11, Z11
+	VMULPS       Z5, Z11, Z11
+	VMULPS.BCST  (DX)(R9*4), Z11, Z11
+	VPMULLD      Z6, Z0, Z13
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z12
+	VPSUBD       Z13, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z7, Z12, Z12
+	VMULPS.BCST  (DX)(R9*4), Z12, Z12
+	VPMULLD      Z8, Z0, Z13
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z13, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z9, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VCMPPS       $0x16, Z1, Z10, K5
+	VMOVAPS.Z    Z10, K5, Z10
+	VCMPPS       $0x16, Z1, Z11, K5
+	VMOVAPS.Z    Z11, K5, Z11
+	VCMPPS       $0x16, Z1, Z12, K5
+	VMOVAPS.Z    Z12, K5, Z12
+	VCMPPS       $0x16, Z1, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS      Z10, K1, (R8)(SI*4)
+	VMOVUPS      Z11, K2, 64(R8)(SI*4)
+	VMOVUPS      Z12, K3, 128(R8)(SI*4)
+	VMOVUPS      Z0, K4, 192(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_569
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_568
+	VZEROUPPER
+	RET
+
+epi_flag_558:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_516
+	JNZ          epi_flag_570
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_571
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -12185,7 +13894,7 @@ epi_flag_510:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_517:
+epi_strip_572:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -12224,7 +13933,7 @@ epi_strip_517:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_518:
+epi_row_573:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -12265,14 +13974,125 @@ epi_row_518:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_518
+	JL        epi_row_573
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_517
+	JL        epi_strip_572
 	VZEROUPPER
 	RET
 
-epi_flag_516:
+epi_flag_571:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         DX, DX
+
+epi_strip_574:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z5, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z9
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z5, Z10
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z11
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z13
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_575:
+	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z7, Z14, Z14
+	VPADDD.Z  64(BX)(DX*4), Z8, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z9, Z15, Z15
+	VPADDD.Z  128(BX)(DX*4), Z10, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z11, Z16, Z16
+	VPADDD.Z  192(BX)(DX*4), Z12, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z13, Z17, Z17
+	VCMPPS    $0x16, Z5, Z14, K5
+	VMOVAPS.Z Z14, K5, Z14
+	VCMPPS    $0x16, Z5, Z15, K5
+	VMOVAPS.Z Z15, K5, Z15
+	VCMPPS    $0x16, Z5, Z16, K5
+	VMOVAPS.Z Z16, K5, Z16
+	VCMPPS    $0x16, Z5, Z17, K5
+	VMOVAPS.Z Z17, K5, Z17
+	VMULPS    Z1, Z14, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K1, (SI)(DX*1)
+	VMULPS    Z1, Z15, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K2, 16(SI)(DX*1)
+	VMULPS    Z1, Z16, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K3, 32(SI)(DX*1)
+	VMULPS    Z1, Z17, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K4, 48(SI)(DX*1)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_575
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_574
+	VZEROUPPER
+	RET
+
+epi_flag_570:
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_576
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -12285,7 +14105,7 @@ epi_flag_516:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_519:
+epi_strip_577:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -12316,7 +14136,7 @@ epi_strip_519:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_520:
+epi_row_578:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -12370,18 +14190,134 @@ epi_row_520:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_520
+	JL           epi_row_578
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_519
+	JL           epi_strip_577
 	VZEROUPPER
 	RET
 
-epi_flag_509:
+epi_flag_576:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         SI, SI
+
+epi_strip_579:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z6
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z7
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z8
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z9
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z10
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z11
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z12
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z13
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_580:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z6, Z0, Z15
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z7, Z14, Z14
+	VMULPS.BCST  (DX)(R9*4), Z14, Z14
+	VPMULLD      Z8, Z0, Z16
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z9, Z15, Z15
+	VMULPS.BCST  (DX)(R9*4), Z15, Z15
+	VPMULLD      Z10, Z0, Z17
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z16
+	VPSUBD       Z17, Z16, Z16
+	VCVTDQ2PS    Z16, Z16
+	VMULPS       Z11, Z16, Z16
+	VMULPS.BCST  (DX)(R9*4), Z16, Z16
+	VPMULLD      Z12, Z0, Z17
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z17, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z13, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VCMPPS       $0x16, Z5, Z14, K5
+	VMOVAPS.Z    Z14, K5, Z14
+	VCMPPS       $0x16, Z5, Z15, K5
+	VMOVAPS.Z    Z15, K5, Z15
+	VCMPPS       $0x16, Z5, Z16, K5
+	VMOVAPS.Z    Z16, K5, Z16
+	VCMPPS       $0x16, Z5, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMULPS       Z1, Z14, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K1, (R8)(SI*1)
+	VMULPS       Z1, Z15, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K2, 16(R8)(SI*1)
+	VMULPS       Z1, Z16, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K3, 32(R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_580
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_579
+	VZEROUPPER
+	RET
+
+epi_flag_557:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_521
+	JNZ          epi_flag_581
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_522
+	JNZ          epi_flag_582
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_583
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -12393,7 +14329,7 @@ epi_flag_509:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_523:
+epi_strip_584:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -12433,7 +14369,7 @@ epi_strip_523:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_524:
+epi_row_585:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -12463,25 +14399,124 @@ epi_row_524:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_524
+	JL        epi_row_585
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_523
+	JL        epi_strip_584
 	VZEROUPPER
 	RET
 
-epi_flag_522:
-	MOVQ ldc+8(FP), AX
-	SHLQ $0x02, AX
-	MOVQ resStride+88(FP), CX
-	SHLQ $0x02, CX
-	MOVQ outStride+112(FP), DX
-	SHLQ $0x02, DX
-	MOVQ rowScale+64(FP), BX
-	MOVQ rowZero+48(FP), SI
-	XORQ DI, DI
+epi_flag_583:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         BX, BX
 
-epi_strip_525:
+epi_strip_586:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z3
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z1, Z4
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z5
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z9
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_587:
+	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
+	VCVTDQ2PS Z10, Z10
+	VMULPS    Z3, Z10, Z10
+	VPADDD.Z  64(SI)(BX*4), Z4, K2, Z11
+	VCVTDQ2PS Z11, Z11
+	VMULPS    Z5, Z11, Z11
+	VPADDD.Z  128(SI)(BX*4), Z6, K3, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS    Z7, Z12, Z12
+	VPADDD.Z  192(SI)(BX*4), Z8, K4, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z9, Z13, Z13
+	VCMPPS    $0x16, Z1, Z10, K5
+	VMOVAPS.Z Z10, K5, Z10
+	VCMPPS    $0x16, Z1, Z11, K5
+	VMOVAPS.Z Z11, K5, Z11
+	VCMPPS    $0x16, Z1, Z12, K5
+	VMOVAPS.Z Z12, K5, Z12
+	VCMPPS    $0x16, Z1, Z13, K5
+	VMOVAPS.Z Z13, K5, Z13
+	VMOVUPS.Z (DI)(BX*4), K1, Z14
+	VADDPS    Z14, Z10, Z10
+	VMOVUPS   Z10, K1, (R8)(BX*4)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z10
+	VADDPS    Z10, Z11, Z11
+	VMOVUPS   Z11, K2, 64(R8)(BX*4)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z10
+	VADDPS    Z10, Z12, Z12
+	VMOVUPS   Z12, K3, 128(R8)(BX*4)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z10
+	VADDPS    Z10, Z13, Z13
+	VMOVUPS   Z13, K4, 192(R8)(BX*4)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_587
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_586
+	VZEROUPPER
+	RET
+
+epi_flag_582:
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_588
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outStride+112(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  rowZero+48(FP), SI
+	XORQ  DI, DI
+
+epi_strip_589:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -12513,7 +14548,7 @@ epi_strip_525:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_526:
+epi_row_590:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
@@ -12556,16 +14591,120 @@ epi_row_526:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_526
+	JL           epi_row_590
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_525
+	JL           epi_strip_589
 	VZEROUPPER
 	RET
 
-epi_flag_521:
+epi_flag_588:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   rowScale+64(FP), BX
+	MOVQ   rowZero+48(FP), SI
+	VPXORD Z1, Z1, Z1
+	XORQ   DI, DI
+
+epi_strip_591:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z2
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z3
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z4
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z5
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z9
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_592:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z2, Z0, Z11
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z3, Z10, Z10
+	VMULPS.BCST  (BX)(R11*4), Z10, Z10
+	VPMULLD      Z4, Z0, Z12
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z11
+	VPSUBD       Z12, Z11, Z11
+	VCVTDQ2PS    Z11, Z11
+	VMULPS       Z5, Z11, Z11
+	VMULPS.BCST  (BX)(R11*4), Z11, Z11
+	VPMULLD      Z6, Z0, Z13
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z12
+	VPSUBD       Z13, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z7, Z12, Z12
+	VMULPS.BCST  (BX)(R11*4), Z12, Z12
+	VPMULLD      Z8, Z0, Z13
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z13, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z9, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VCMPPS       $0x16, Z1, Z10, K5
+	VMOVAPS.Z    Z10, K5, Z10
+	VCMPPS       $0x16, Z1, Z11, K5
+	VMOVAPS.Z    Z11, K5, Z11
+	VCMPPS       $0x16, Z1, Z12, K5
+	VMOVAPS.Z    Z12, K5, Z12
+	VCMPPS       $0x16, Z1, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z13
+	VADDPS       Z13, Z10, Z10
+	VMOVUPS      Z10, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z10
+	VADDPS       Z10, Z11, Z11
+	VMOVUPS      Z11, K2, 64(R10)(DI*4)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z10
+	VADDPS       Z10, Z12, Z12
+	VMOVUPS      Z12, K3, 128(R10)(DI*4)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z10
+	VADDPS       Z10, Z0, Z0
+	VMOVUPS      Z0, K4, 192(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_592
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_591
+	VZEROUPPER
+	RET
+
+epi_flag_581:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_527
+	JNZ          epi_flag_593
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_594
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -12581,7 +14720,7 @@ epi_flag_521:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_528:
+epi_strip_595:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -12621,7 +14760,7 @@ epi_strip_528:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_529:
+epi_row_596:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -12671,14 +14810,137 @@ epi_row_529:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_529
+	JL        epi_row_596
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_528
+	JL        epi_strip_595
 	VZEROUPPER
 	RET
 
-epi_flag_527:
+epi_flag_594:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         BX, BX
+
+epi_strip_597:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z5, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z9
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z5, Z10
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z11
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_598:
+	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z7, Z14, Z14
+	VPADDD.Z  64(SI)(BX*4), Z8, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z9, Z15, Z15
+	VPADDD.Z  128(SI)(BX*4), Z10, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z11, Z16, Z16
+	VPADDD.Z  192(SI)(BX*4), Z12, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z13, Z17, Z17
+	VCMPPS    $0x16, Z5, Z14, K5
+	VMOVAPS.Z Z14, K5, Z14
+	VCMPPS    $0x16, Z5, Z15, K5
+	VMOVAPS.Z Z15, K5, Z15
+	VCMPPS    $0x16, Z5, Z16, K5
+	VMOVAPS.Z Z16, K5, Z16
+	VCMPPS    $0x16, Z5, Z17, K5
+	VMOVAPS.Z Z17, K5, Z17
+	VMOVUPS.Z (DI)(BX*4), K1, Z18
+	VADDPS    Z18, Z14, Z14
+	VMULPS    Z1, Z14, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K1, (R8)(BX*1)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
+	VADDPS    Z14, Z15, Z15
+	VMULPS    Z1, Z15, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K2, 16(R8)(BX*1)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
+	VADDPS    Z14, Z16, Z16
+	VMULPS    Z1, Z16, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K3, 32(R8)(BX*1)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
+	VADDPS    Z14, Z17, Z17
+	VMULPS    Z1, Z17, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K4, 48(R8)(BX*1)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_598
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_597
+	VZEROUPPER
+	RET
+
+epi_flag_593:
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_599
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -12693,7 +14955,7 @@ epi_flag_527:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_530:
+epi_strip_600:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -12725,7 +14987,7 @@ epi_strip_530:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_531:
+epi_row_601:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -12788,20 +15050,146 @@ epi_row_531:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_531
+	JL           epi_row_601
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_530
+	JL           epi_strip_600
 	VZEROUPPER
 	RET
 
-epi_flag_508:
+epi_flag_599:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         DI, DI
+
+epi_strip_602:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z9
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z10
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z11
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z12
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z13
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_603:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z6, Z0, Z15
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z7, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VPMULLD      Z8, Z0, Z16
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z9, Z15, Z15
+	VMULPS.BCST  (BX)(R11*4), Z15, Z15
+	VPMULLD      Z10, Z0, Z17
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z16
+	VPSUBD       Z17, Z16, Z16
+	VCVTDQ2PS    Z16, Z16
+	VMULPS       Z11, Z16, Z16
+	VMULPS.BCST  (BX)(R11*4), Z16, Z16
+	VPMULLD      Z12, Z0, Z17
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z17, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z13, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VCMPPS       $0x16, Z5, Z14, K5
+	VMOVAPS.Z    Z14, K5, Z14
+	VCMPPS       $0x16, Z5, Z15, K5
+	VMOVAPS.Z    Z15, K5, Z15
+	VCMPPS       $0x16, Z5, Z16, K5
+	VMOVAPS.Z    Z16, K5, Z16
+	VCMPPS       $0x16, Z5, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z17
+	VADDPS       Z17, Z14, Z14
+	VMULPS       Z1, Z14, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z14
+	VADDPS       Z14, Z15, Z15
+	VMULPS       Z1, Z15, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K2, 16(R10)(DI*1)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z14
+	VADDPS       Z14, Z16, Z16
+	VMULPS       Z1, Z16, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K3, 32(R10)(DI*1)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z14
+	VADDPS       Z14, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_603
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_602
+	VZEROUPPER
+	RET
+
+epi_flag_556:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_532
+	JNZ          epi_flag_604
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_533
+	JNZ          epi_flag_605
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_534
+	JNZ          epi_flag_606
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -12817,7 +15205,7 @@ epi_flag_508:
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	XORQ         DX, DX
 
-epi_strip_535:
+epi_strip_607:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -12842,7 +15230,7 @@ epi_strip_535:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_536:
+epi_row_608:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -12891,14 +15279,14 @@ epi_row_536:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_536
+	JL          epi_row_608
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_535
+	JL          epi_strip_607
 	VZEROUPPER
 	RET
 
-epi_flag_534:
+epi_flag_606:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -12914,7 +15302,7 @@ epi_flag_534:
 	VMOVUPS epilogueGelu<>+320(SB), Z7
 	XORQ    SI, SI
 
-epi_strip_537:
+epi_strip_609:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -12935,7 +15323,7 @@ epi_strip_537:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_538:
+epi_row_610:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
@@ -12991,16 +15379,16 @@ epi_row_538:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_538
+	JL           epi_row_610
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_537
+	JL           epi_strip_609
 	VZEROUPPER
 	RET
 
-epi_flag_533:
+epi_flag_605:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_539
+	JNZ          epi_flag_611
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -13020,7 +15408,7 @@ epi_flag_533:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         DX, DX
 
-epi_strip_540:
+epi_strip_612:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -13045,7 +15433,7 @@ epi_strip_540:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_541:
+epi_row_613:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -13104,14 +15492,14 @@ epi_row_541:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_541
+	JL          epi_row_613
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_540
+	JL          epi_strip_612
 	VZEROUPPER
 	RET
 
-epi_flag_539:
+epi_flag_611:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -13131,7 +15519,7 @@ epi_flag_539:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         SI, SI
 
-epi_strip_542:
+epi_strip_614:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -13152,7 +15540,7 @@ epi_strip_542:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_543:
+epi_row_615:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
@@ -13218,18 +15606,18 @@ epi_row_543:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_543
+	JL           epi_row_615
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_542
+	JL           epi_strip_614
 	VZEROUPPER
 	RET
 
-epi_flag_532:
+epi_flag_604:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_544
+	JNZ          epi_flag_616
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_545
+	JNZ          epi_flag_617
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -13247,7 +15635,7 @@ epi_flag_532:
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	XORQ         BX, BX
 
-epi_strip_546:
+epi_strip_618:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -13273,7 +15661,7 @@ epi_strip_546:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_547:
+epi_row_619:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -13327,14 +15715,14 @@ epi_row_547:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_547
+	JL          epi_row_619
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_546
+	JL          epi_strip_618
 	VZEROUPPER
 	RET
 
-epi_flag_545:
+epi_flag_617:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -13352,7 +15740,7 @@ epi_flag_545:
 	VMOVUPS epilogueGelu<>+320(SB), Z7
 	XORQ    DI, DI
 
-epi_strip_548:
+epi_strip_620:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -13374,7 +15762,7 @@ epi_strip_548:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_549:
+epi_row_621:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -13435,16 +15823,16 @@ epi_row_549:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_549
+	JL           epi_row_621
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_548
+	JL           epi_strip_620
 	VZEROUPPER
 	RET
 
-epi_flag_544:
+epi_flag_616:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_550
+	JNZ          epi_flag_622
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -13466,7 +15854,7 @@ epi_flag_544:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         BX, BX
 
-epi_strip_551:
+epi_strip_623:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -13492,7 +15880,7 @@ epi_strip_551:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_552:
+epi_row_624:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -13556,14 +15944,14 @@ epi_row_552:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_552
+	JL          epi_row_624
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_551
+	JL          epi_strip_623
 	VZEROUPPER
 	RET
 
-epi_flag_550:
+epi_flag_622:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -13585,7 +15973,7 @@ epi_flag_550:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         DI, DI
 
-epi_strip_553:
+epi_strip_625:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -13607,7 +15995,7 @@ epi_strip_553:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_554:
+epi_row_626:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -13678,22 +16066,24 @@ epi_row_554:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_554
+	JL           epi_row_626
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_553
+	JL           epi_strip_625
 	VZEROUPPER
 	RET
 
-epi_flag_507:
+epi_flag_555:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_555
+	JNZ          epi_flag_627
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_556
+	JNZ          epi_flag_628
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_557
+	JNZ          epi_flag_629
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_558
+	JNZ          epi_flag_630
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_631
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -13703,7 +16093,7 @@ epi_flag_507:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_559:
+epi_strip_632:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -13750,7 +16140,7 @@ epi_strip_559:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_560:
+epi_row_633:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -13775,23 +16165,122 @@ epi_row_560:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_560
+	JL        epi_row_633
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_559
+	JL        epi_strip_632
 	VZEROUPPER
 	RET
 
-epi_flag_558:
-	MOVQ ldc+8(FP), AX
-	SHLQ $0x02, AX
-	MOVQ outStride+112(FP), CX
-	SHLQ $0x02, CX
-	MOVQ rowScale+64(FP), DX
-	MOVQ rowZero+48(FP), BX
-	XORQ SI, SI
+epi_flag_631:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         DX, DX
 
-epi_strip_561:
+epi_strip_634:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z3
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z1, Z5
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z6
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z9
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z10
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z12
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z13
+	MOVQ        c+0(FP), BX
+	MOVQ        outF32+96(FP), SI
+	XORQ        DI, DI
+
+epi_row_635:
+	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z3, Z14, Z14
+	VADDPS    Z4, Z14, Z14
+	VPADDD.Z  64(BX)(DX*4), Z5, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z6, Z15, Z15
+	VADDPS    Z7, Z15, Z15
+	VPADDD.Z  128(BX)(DX*4), Z8, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z9, Z16, Z16
+	VADDPS    Z10, Z16, Z16
+	VPADDD.Z  192(BX)(DX*4), Z11, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z12, Z17, Z17
+	VADDPS    Z13, Z17, Z17
+	VCMPPS    $0x16, Z1, Z14, K5
+	VMOVAPS.Z Z14, K5, Z14
+	VCMPPS    $0x16, Z1, Z15, K5
+	VMOVAPS.Z Z15, K5, Z15
+	VCMPPS    $0x16, Z1, Z16, K5
+	VMOVAPS.Z Z16, K5, Z16
+	VCMPPS    $0x16, Z1, Z17, K5
+	VMOVAPS.Z Z17, K5, Z17
+	VMOVUPS   Z14, K1, (SI)(DX*4)
+	VMOVUPS   Z15, K2, 64(SI)(DX*4)
+	VMOVUPS   Z16, K3, 128(SI)(DX*4)
+	VMOVUPS   Z17, K4, 192(SI)(DX*4)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_635
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_634
+	VZEROUPPER
+	RET
+
+epi_flag_630:
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_636
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  rowScale+64(FP), DX
+	MOVQ  rowZero+48(FP), BX
+	XORQ  SI, SI
+
+epi_strip_637:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -13830,7 +16319,7 @@ epi_strip_561:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_562:
+epi_row_638:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -13868,16 +16357,120 @@ epi_row_562:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_562
+	JL           epi_row_638
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_561
+	JL           epi_strip_637
 	VZEROUPPER
 	RET
 
-epi_flag_557:
+epi_flag_636:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   outStride+112(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   rowScale+64(FP), DX
+	MOVQ   rowZero+48(FP), BX
+	VPXORD Z1, Z1, Z1
+	XORQ   SI, SI
+
+epi_strip_639:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z2
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z3
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z5
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z6
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z7
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z8
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z9
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z10
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z11
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z12
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z13
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_640:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z2, Z0, Z15
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z3, Z14, Z14
+	VMULPS.BCST  (DX)(R9*4), Z14, Z14
+	VADDPS       Z4, Z14, Z14
+	VPMULLD      Z5, Z0, Z16
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z6, Z15, Z15
+	VMULPS.BCST  (DX)(R9*4), Z15, Z15
+	VADDPS       Z7, Z15, Z15
+	VPMULLD      Z8, Z0, Z17
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z16
+	VPSUBD       Z17, Z16, Z16
+	VCVTDQ2PS    Z16, Z16
+	VMULPS       Z9, Z16, Z16
+	VMULPS.BCST  (DX)(R9*4), Z16, Z16
+	VADDPS       Z10, Z16, Z16
+	VPMULLD      Z11, Z0, Z17
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z17, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z13, Z0, Z0
+	VCMPPS       $0x16, Z1, Z14, K5
+	VMOVAPS.Z    Z14, K5, Z14
+	VCMPPS       $0x16, Z1, Z15, K5
+	VMOVAPS.Z    Z15, K5, Z15
+	VCMPPS       $0x16, Z1, Z16, K5
+	VMOVAPS.Z    Z16, K5, Z16
+	VCMPPS       $0x16, Z1, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS      Z14, K1, (R8)(SI*4)
+	VMOVUPS      Z15, K2, 64(R8)(SI*4)
+	VMOVUPS      Z16, K3, 128(R8)(SI*4)
+	VMOVUPS      Z0, K4, 192(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_640
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_639
+	VZEROUPPER
+	RET
+
+epi_flag_629:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_563
+	JNZ          epi_flag_641
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_642
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -13891,7 +16484,7 @@ epi_flag_557:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_564:
+epi_strip_643:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -13938,7 +16531,7 @@ epi_strip_564:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_565:
+epi_row_644:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -13983,14 +16576,137 @@ epi_row_565:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_565
+	JL        epi_row_644
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_564
+	JL        epi_strip_643
 	VZEROUPPER
 	RET
 
-epi_flag_563:
+epi_flag_642:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         DX, DX
+
+epi_strip_645:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z7
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z8
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z5, Z9
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z10
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z11
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z13
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z14
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z15
+	VPMULLD     Z15, Z0, Z15
+	VPSUBD      Z15, Z5, Z15
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z16
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z17
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_646:
+	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
+	VCVTDQ2PS Z18, Z18
+	VMULPS    Z7, Z18, Z18
+	VADDPS    Z8, Z18, Z18
+	VPADDD.Z  64(BX)(DX*4), Z9, K2, Z19
+	VCVTDQ2PS Z19, Z19
+	VMULPS    Z10, Z19, Z19
+	VADDPS    Z11, Z19, Z19
+	VPADDD.Z  128(BX)(DX*4), Z12, K3, Z20
+	VCVTDQ2PS Z20, Z20
+	VMULPS    Z13, Z20, Z20
+	VADDPS    Z14, Z20, Z20
+	VPADDD.Z  192(BX)(DX*4), Z15, K4, Z21
+	VCVTDQ2PS Z21, Z21
+	VMULPS    Z16, Z21, Z21
+	VADDPS    Z17, Z21, Z21
+	VCMPPS    $0x16, Z5, Z18, K5
+	VMOVAPS.Z Z18, K5, Z18
+	VCMPPS    $0x16, Z5, Z19, K5
+	VMOVAPS.Z Z19, K5, Z19
+	VCMPPS    $0x16, Z5, Z20, K5
+	VMOVAPS.Z Z20, K5, Z20
+	VCMPPS    $0x16, Z5, Z21, K5
+	VMOVAPS.Z Z21, K5, Z21
+	VMULPS    Z1, Z18, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K1, (SI)(DX*1)
+	VMULPS    Z1, Z19, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K2, 16(SI)(DX*1)
+	VMULPS    Z1, Z20, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K3, 32(SI)(DX*1)
+	VMULPS    Z1, Z21, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K4, 48(SI)(DX*1)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_646
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_645
+	VZEROUPPER
+	RET
+
+epi_flag_641:
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_647
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -14003,7 +16719,7 @@ epi_flag_563:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_566:
+epi_strip_648:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -14042,7 +16758,7 @@ epi_strip_566:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_567:
+epi_row_649:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
@@ -14100,18 +16816,146 @@ epi_row_567:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_567
+	JL           epi_row_649
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_566
+	JL           epi_strip_648
 	VZEROUPPER
 	RET
 
-epi_flag_556:
+epi_flag_647:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         SI, SI
+
+epi_strip_650:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z6
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z7
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z8
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z9
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z10
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z11
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z12
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z13
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z14
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z15
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z16
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z17
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_651:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z6, Z0, Z19
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z7, Z18, Z18
+	VMULPS.BCST  (DX)(R9*4), Z18, Z18
+	VADDPS       Z8, Z18, Z18
+	VPMULLD      Z9, Z0, Z20
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z19
+	VPSUBD       Z20, Z19, Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z10, Z19, Z19
+	VMULPS.BCST  (DX)(R9*4), Z19, Z19
+	VADDPS       Z11, Z19, Z19
+	VPMULLD      Z12, Z0, Z21
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z20
+	VPSUBD       Z21, Z20, Z20
+	VCVTDQ2PS    Z20, Z20
+	VMULPS       Z13, Z20, Z20
+	VMULPS.BCST  (DX)(R9*4), Z20, Z20
+	VADDPS       Z14, Z20, Z20
+	VPMULLD      Z15, Z0, Z21
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z21, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z16, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z17, Z0, Z0
+	VCMPPS       $0x16, Z5, Z18, K5
+	VMOVAPS.Z    Z18, K5, Z18
+	VCMPPS       $0x16, Z5, Z19, K5
+	VMOVAPS.Z    Z19, K5, Z19
+	VCMPPS       $0x16, Z5, Z20, K5
+	VMOVAPS.Z    Z20, K5, Z20
+	VCMPPS       $0x16, Z5, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMULPS       Z1, Z18, Z18
+	VMAXPS       Z2, Z18, Z18
+	VMINPS       Z3, Z18, Z18
+	VCVTPS2DQ    Z18, Z18
+	VPADDD       Z4, Z18, Z18
+	VPMOVUSDB    Z18, K1, (R8)(SI*1)
+	VMULPS       Z1, Z19, Z18
+	VMAXPS       Z2, Z18, Z18
+	VMINPS       Z3, Z18, Z18
+	VCVTPS2DQ    Z18, Z18
+	VPADDD       Z4, Z18, Z18
+	VPMOVUSDB    Z18, K2, 16(R8)(SI*1)
+	VMULPS       Z1, Z20, Z18
+	VMAXPS       Z2, Z18, Z18
+	VMINPS       Z3, Z18, Z18
+	VCVTPS2DQ    Z18, Z18
+	VPADDD       Z4, Z18, Z18
+	VPMOVUSDB    Z18, K3, 32(R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_651
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_650
+	VZEROUPPER
+	RET
+
+epi_flag_628:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_568
+	JNZ          epi_flag_652
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_569
+	JNZ          epi_flag_653
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_654
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -14123,7 +16967,7 @@ epi_flag_556:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_570:
+epi_strip_655:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -14171,7 +17015,7 @@ epi_strip_570:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_571:
+epi_row_656:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -14205,25 +17049,136 @@ epi_row_571:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_571
+	JL        epi_row_656
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_570
+	JL        epi_strip_655
 	VZEROUPPER
 	RET
 
-epi_flag_569:
-	MOVQ ldc+8(FP), AX
-	SHLQ $0x02, AX
-	MOVQ resStride+88(FP), CX
-	SHLQ $0x02, CX
-	MOVQ outStride+112(FP), DX
-	SHLQ $0x02, DX
-	MOVQ rowScale+64(FP), BX
-	MOVQ rowZero+48(FP), SI
-	XORQ DI, DI
+epi_flag_654:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         BX, BX
 
-epi_strip_572:
+epi_strip_657:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z3
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z1, Z5
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z6
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z9
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z12
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_658:
+	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z3, Z14, Z14
+	VADDPS    Z4, Z14, Z14
+	VPADDD.Z  64(SI)(BX*4), Z5, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z6, Z15, Z15
+	VADDPS    Z7, Z15, Z15
+	VPADDD.Z  128(SI)(BX*4), Z8, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z9, Z16, Z16
+	VADDPS    Z10, Z16, Z16
+	VPADDD.Z  192(SI)(BX*4), Z11, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z12, Z17, Z17
+	VADDPS    Z13, Z17, Z17
+	VCMPPS    $0x16, Z1, Z14, K5
+	VMOVAPS.Z Z14, K5, Z14
+	VCMPPS    $0x16, Z1, Z15, K5
+	VMOVAPS.Z Z15, K5, Z15
+	VCMPPS    $0x16, Z1, Z16, K5
+	VMOVAPS.Z Z16, K5, Z16
+	VCMPPS    $0x16, Z1, Z17, K5
+	VMOVAPS.Z Z17, K5, Z17
+	VMOVUPS.Z (DI)(BX*4), K1, Z18
+	VADDPS    Z18, Z14, Z14
+	VMOVUPS   Z14, K1, (R8)(BX*4)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
+	VADDPS    Z14, Z15, Z15
+	VMOVUPS   Z15, K2, 64(R8)(BX*4)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
+	VADDPS    Z14, Z16, Z16
+	VMOVUPS   Z16, K3, 128(R8)(BX*4)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
+	VADDPS    Z14, Z17, Z17
+	VMOVUPS   Z17, K4, 192(R8)(BX*4)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_658
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_657
+	VZEROUPPER
+	RET
+
+epi_flag_653:
+	TESTQ $0x00000040, AX
+	JNZ   epi_flag_659
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outStride+112(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  rowZero+48(FP), SI
+	XORQ  DI, DI
+
+epi_strip_660:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -14263,7 +17218,7 @@ epi_strip_572:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_573:
+epi_row_661:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -14310,16 +17265,132 @@ epi_row_573:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_573
+	JL           epi_row_661
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_572
+	JL           epi_strip_660
 	VZEROUPPER
 	RET
 
-epi_flag_568:
+epi_flag_659:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   rowScale+64(FP), BX
+	MOVQ   rowZero+48(FP), SI
+	VPXORD Z1, Z1, Z1
+	XORQ   DI, DI
+
+epi_strip_662:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z2
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z3
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z6
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z9
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z12
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z13
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_663:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z2, Z0, Z15
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z3, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VADDPS       Z4, Z14, Z14
+	VPMULLD      Z5, Z0, Z16
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z6, Z15, Z15
+	VMULPS.BCST  (BX)(R11*4), Z15, Z15
+	VADDPS       Z7, Z15, Z15
+	VPMULLD      Z8, Z0, Z17
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z16
+	VPSUBD       Z17, Z16, Z16
+	VCVTDQ2PS    Z16, Z16
+	VMULPS       Z9, Z16, Z16
+	VMULPS.BCST  (BX)(R11*4), Z16, Z16
+	VADDPS       Z10, Z16, Z16
+	VPMULLD      Z11, Z0, Z17
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z17, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z13, Z0, Z0
+	VCMPPS       $0x16, Z1, Z14, K5
+	VMOVAPS.Z    Z14, K5, Z14
+	VCMPPS       $0x16, Z1, Z15, K5
+	VMOVAPS.Z    Z15, K5, Z15
+	VCMPPS       $0x16, Z1, Z16, K5
+	VMOVAPS.Z    Z16, K5, Z16
+	VCMPPS       $0x16, Z1, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z17
+	VADDPS       Z17, Z14, Z14
+	VMOVUPS      Z14, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z14
+	VADDPS       Z14, Z15, Z15
+	VMOVUPS      Z15, K2, 64(R10)(DI*4)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z14
+	VADDPS       Z14, Z16, Z16
+	VMOVUPS      Z16, K3, 128(R10)(DI*4)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z14
+	VADDPS       Z14, Z0, Z0
+	VMOVUPS      Z0, K4, 192(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_663
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_662
+	VZEROUPPER
+	RET
+
+epi_flag_652:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_574
+	JNZ          epi_flag_664
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_665
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -14335,7 +17406,7 @@ epi_flag_568:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_575:
+epi_strip_666:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -14383,7 +17454,7 @@ epi_strip_575:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_576:
+epi_row_667:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -14437,14 +17508,149 @@ epi_row_576:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_576
+	JL        epi_row_667
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_575
+	JL        epi_strip_666
 	VZEROUPPER
 	RET
 
-epi_flag_574:
+epi_flag_665:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         BX, BX
+
+epi_strip_668:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z8
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z5, Z9
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z10
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z11
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z13
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z14
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
+	VPMULLD     Z15, Z0, Z15
+	VPSUBD      Z15, Z5, Z15
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z16
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z17
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_669:
+	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
+	VCVTDQ2PS Z18, Z18
+	VMULPS    Z7, Z18, Z18
+	VADDPS    Z8, Z18, Z18
+	VPADDD.Z  64(SI)(BX*4), Z9, K2, Z19
+	VCVTDQ2PS Z19, Z19
+	VMULPS    Z10, Z19, Z19
+	VADDPS    Z11, Z19, Z19
+	VPADDD.Z  128(SI)(BX*4), Z12, K3, Z20
+	VCVTDQ2PS Z20, Z20
+	VMULPS    Z13, Z20, Z20
+	VADDPS    Z14, Z20, Z20
+	VPADDD.Z  192(SI)(BX*4), Z15, K4, Z21
+	VCVTDQ2PS Z21, Z21
+	VMULPS    Z16, Z21, Z21
+	VADDPS    Z17, Z21, Z21
+	VCMPPS    $0x16, Z5, Z18, K5
+	VMOVAPS.Z Z18, K5, Z18
+	VCMPPS    $0x16, Z5, Z19, K5
+	VMOVAPS.Z Z19, K5, Z19
+	VCMPPS    $0x16, Z5, Z20, K5
+	VMOVAPS.Z Z20, K5, Z20
+	VCMPPS    $0x16, Z5, Z21, K5
+	VMOVAPS.Z Z21, K5, Z21
+	VMOVUPS.Z (DI)(BX*4), K1, Z22
+	VADDPS    Z22, Z18, Z18
+	VMULPS    Z1, Z18, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K1, (R8)(BX*1)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z18
+	VADDPS    Z18, Z19, Z19
+	VMULPS    Z1, Z19, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K2, 16(R8)(BX*1)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z18
+	VADDPS    Z18, Z20, Z20
+	VMULPS    Z1, Z20, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K3, 32(R8)(BX*1)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z18
+	VADDPS    Z18, Z21, Z21
+	VMULPS    Z1, Z21, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K4, 48(R8)(BX*1)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_669
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_668
+	VZEROUPPER
+	RET
+
+epi_flag_664:
+	TESTQ        $0x00000040, AX
+	JNZ          epi_flag_670
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -14459,7 +17665,7 @@ epi_flag_574:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_577:
+epi_strip_671:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -14499,7 +17705,7 @@ epi_strip_577:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_578:
+epi_row_672:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
@@ -14566,20 +17772,158 @@ epi_row_578:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_578
+	JL           epi_row_672
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_577
+	JL           epi_strip_671
 	VZEROUPPER
 	RET
 
-epi_flag_555:
+epi_flag_670:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         DI, DI
+
+epi_strip_673:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z7
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z8
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z9
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z10
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z11
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z12
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z13
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z14
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z15
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z16
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z17
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_674:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z6, Z0, Z19
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z7, Z18, Z18
+	VMULPS.BCST  (BX)(R11*4), Z18, Z18
+	VADDPS       Z8, Z18, Z18
+	VPMULLD      Z9, Z0, Z20
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z19
+	VPSUBD       Z20, Z19, Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z10, Z19, Z19
+	VMULPS.BCST  (BX)(R11*4), Z19, Z19
+	VADDPS       Z11, Z19, Z19
+	VPMULLD      Z12, Z0, Z21
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z20
+	VPSUBD       Z21, Z20, Z20
+	VCVTDQ2PS    Z20, Z20
+	VMULPS       Z13, Z20, Z20
+	VMULPS.BCST  (BX)(R11*4), Z20, Z20
+	VADDPS       Z14, Z20, Z20
+	VPMULLD      Z15, Z0, Z21
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z21, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z16, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z17, Z0, Z0
+	VCMPPS       $0x16, Z5, Z18, K5
+	VMOVAPS.Z    Z18, K5, Z18
+	VCMPPS       $0x16, Z5, Z19, K5
+	VMOVAPS.Z    Z19, K5, Z19
+	VCMPPS       $0x16, Z5, Z20, K5
+	VMOVAPS.Z    Z20, K5, Z20
+	VCMPPS       $0x16, Z5, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z21
+	VADDPS       Z21, Z18, Z18
+	VMULPS       Z1, Z18, Z18
+	VMAXPS       Z2, Z18, Z18
+	VMINPS       Z3, Z18, Z18
+	VCVTPS2DQ    Z18, Z18
+	VPADDD       Z4, Z18, Z18
+	VPMOVUSDB    Z18, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z18
+	VADDPS       Z18, Z19, Z19
+	VMULPS       Z1, Z19, Z18
+	VMAXPS       Z2, Z18, Z18
+	VMINPS       Z3, Z18, Z18
+	VCVTPS2DQ    Z18, Z18
+	VPADDD       Z4, Z18, Z18
+	VPMOVUSDB    Z18, K2, 16(R10)(DI*1)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z18
+	VADDPS       Z18, Z20, Z20
+	VMULPS       Z1, Z20, Z18
+	VMAXPS       Z2, Z18, Z18
+	VMINPS       Z3, Z18, Z18
+	VCVTPS2DQ    Z18, Z18
+	VPADDD       Z4, Z18, Z18
+	VPMOVUSDB    Z18, K3, 32(R10)(DI*1)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z18
+	VADDPS       Z18, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_674
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_673
+	VZEROUPPER
+	RET
+
+epi_flag_627:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_579
+	JNZ          epi_flag_675
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_580
+	JNZ          epi_flag_676
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_581
+	JNZ          epi_flag_677
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -14595,7 +17939,7 @@ epi_flag_555:
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	XORQ         DX, DX
 
-epi_strip_582:
+epi_strip_678:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -14624,7 +17968,7 @@ epi_strip_582:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_583:
+epi_row_679:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -14675,14 +18019,14 @@ epi_row_583:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_583
+	JL          epi_row_679
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_582
+	JL          epi_strip_678
 	VZEROUPPER
 	RET
 
-epi_flag_581:
+epi_flag_677:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -14698,7 +18042,7 @@ epi_flag_581:
 	VMOVUPS epilogueGelu<>+320(SB), Z7
 	XORQ    SI, SI
 
-epi_strip_584:
+epi_strip_680:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -14723,7 +18067,7 @@ epi_strip_584:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_585:
+epi_row_681:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -14781,16 +18125,16 @@ epi_row_585:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_585
+	JL           epi_row_681
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_584
+	JL           epi_strip_680
 	VZEROUPPER
 	RET
 
-epi_flag_580:
+epi_flag_676:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_586
+	JNZ          epi_flag_682
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -14810,7 +18154,7 @@ epi_flag_580:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         DX, DX
 
-epi_strip_587:
+epi_strip_683:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -14839,7 +18183,7 @@ epi_strip_587:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_588:
+epi_row_684:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -14900,14 +18244,14 @@ epi_row_588:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_588
+	JL          epi_row_684
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_587
+	JL          epi_strip_683
 	VZEROUPPER
 	RET
 
-epi_flag_586:
+epi_flag_682:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -14927,7 +18271,7 @@ epi_flag_586:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         SI, SI
 
-epi_strip_589:
+epi_strip_685:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -14952,7 +18296,7 @@ epi_strip_589:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_590:
+epi_row_686:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
@@ -15020,18 +18364,18 @@ epi_row_590:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_590
+	JL           epi_row_686
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_589
+	JL           epi_strip_685
 	VZEROUPPER
 	RET
 
-epi_flag_579:
+epi_flag_675:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_591
+	JNZ          epi_flag_687
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_592
+	JNZ          epi_flag_688
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -15049,7 +18393,7 @@ epi_flag_579:
 	VMOVUPS      epilogueGelu<>+320(SB), Z7
 	XORQ         BX, BX
 
-epi_strip_593:
+epi_strip_689:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -15079,7 +18423,7 @@ epi_strip_593:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_594:
+epi_row_690:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -15135,14 +18479,14 @@ epi_row_594:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_594
+	JL          epi_row_690
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_593
+	JL          epi_strip_689
 	VZEROUPPER
 	RET
 
-epi_flag_592:
+epi_flag_688:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -15160,7 +18504,7 @@ epi_flag_592:
 	VMOVUPS epilogueGelu<>+320(SB), Z7
 	XORQ    DI, DI
 
-epi_strip_595:
+epi_strip_691:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -15186,7 +18530,7 @@ epi_strip_595:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_596:
+epi_row_692:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -15249,16 +18593,16 @@ epi_row_596:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_596
+	JL           epi_row_692
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_595
+	JL           epi_strip_691
 	VZEROUPPER
 	RET
 
-epi_flag_591:
+epi_flag_687:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_597
+	JNZ          epi_flag_693
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -15280,7 +18624,7 @@ epi_flag_591:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         BX, BX
 
-epi_strip_598:
+epi_strip_694:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -15310,7 +18654,7 @@ epi_strip_598:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_599:
+epi_row_695:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -15376,14 +18720,14 @@ epi_row_599:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_599
+	JL          epi_row_695
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_598
+	JL          epi_strip_694
 	VZEROUPPER
 	RET
 
-epi_flag_597:
+epi_flag_693:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -15405,7 +18749,7 @@ epi_flag_597:
 	VMOVUPS      epilogueGelu<>+320(SB), Z11
 	XORQ         DI, DI
 
-epi_strip_600:
+epi_strip_696:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -15431,7 +18775,7 @@ epi_strip_600:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_601:
+epi_row_697:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
@@ -15504,10 +18848,10 @@ epi_row_601:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_601
+	JL           epi_row_697
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_600
+	JL           epi_strip_696
 	VZEROUPPER
 	RET
 
@@ -15541,9 +18885,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_603
+	JZ     peak_done_699
 
-peak_602:
+peak_698:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -15569,9 +18913,9 @@ peak_602:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_602
+	JNZ      peak_698
 
-peak_done_603:
+peak_done_699:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -15629,9 +18973,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_605
+	JZ     peak_done_701
 
-peak_604:
+peak_700:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -15657,9 +19001,9 @@ peak_604:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_604
+	JNZ         peak_700
 
-peak_done_605:
+peak_done_701:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -15715,9 +19059,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_607
+	JZ    peak_done_703
 
-peak_606:
+peak_702:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -15774,9 +19118,9 @@ peak_606:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_606
+	JNZ  peak_702
 
-peak_done_607:
+peak_done_703:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2
