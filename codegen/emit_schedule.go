@@ -154,10 +154,8 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		if s.Bias != nil {
 			ep[jen.Id("Bias")] = weightCode(pl.f32Weight(s.BiasName, s.Bias))
 		}
-		if s.Act == qgemm.ActGelu {
-			ep[jen.Id("Act")] = jen.Qual(pkgQgemm, "ActGelu")
-		} else if s.Act != qgemm.ActNone {
-			return nil, fmt.Errorf("codegen: GEMM (node %q) has activation %d", s.Node, s.Act)
+		if s.Act != qgemm.ActNone {
+			ep[jen.Id("Act")] = actCode(s.Act)
 		}
 		if s.RowScale != exec.NoSlot {
 			ep[jen.Id("RowScale")] = sc(s.RowScale)
@@ -244,7 +242,7 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		}
 		return jen.Qual(pkgNN, "AddParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(a), sc(b)), nil
 	case *exec.ActivationStep:
-		fn := map[string]string{exec.ActGelu: "GeluParallel", exec.ActTanh: "TanhSliceParallel", exec.ActRelu: "ReluParallel"}[s.Func]
+		fn := s.Activation().NN
 		if fn == "" {
 			return nil, fmt.Errorf("codegen: activation %q (node %q)", s.Func, s.Node)
 		}
@@ -294,4 +292,11 @@ func suffixOf(b, a *slotPlan) bool {
 		return a.extent.Seq && b.extent.Elems == a.extent.Elems
 	}
 	return b.extent.Elems == a.width
+}
+
+// actCode names a GEMM epilogue activation as qgemm spells it: "Act" and
+// its String with a capital ("gelu": qgemm.ActGelu).
+func actCode(a qgemm.Act) *jen.Statement {
+	name := a.String()
+	return jen.Qual(pkgQgemm, "Act"+strings.ToUpper(name[:1])+name[1:])
 }

@@ -76,16 +76,24 @@ func main() {
 // pooler_output [batch, H], token type ids) with random weights and
 // dynamic quantisation, runs it on sequences of mixed lengths in more
 // chunks than one, and compares with compiler/exec bit for bit; Embed must
-// be the mean of the hidden states of each text's tokens.
+// be the mean of the hidden states of each text's tokens. It does so with
+// the erf-GELU FFN and with a ReLU one (fused into the GEMM epilogue:
+// qgemm.ActRelu).
 func TestEncoderPackageMatchesExec(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a generated package")
 	}
+	for _, act := range []string{hf.ActGELU, hf.ActRELU} {
+		t.Run(act, func(t *testing.T) { testEncoderPackage(t, act) })
+	}
+}
+
+func testEncoderPackage(t *testing.T, act string) {
 	cfg, err := hf.Preset("bert-tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Architecture, cfg.Labels = hf.ArchBertModel, nil
+	cfg.Architecture, cfg.Labels, cfg.HiddenAct = hf.ArchBertModel, nil, act
 	g, err := hf.Build(cfg, hf.RandomWeights(7))
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +111,17 @@ func TestEncoderPackageMatchesExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prog.Close()
+	if !strings.Contains(prog.String(), "act="+act) {
+		t.Fatalf("no GEMM has the %s epilogue:\n%s", act, prog)
+	}
 	opts := demoOptions(t)
 	opts.Package, opts.ModelName, opts.Labels, opts.MaxBatch = "m", "bert-tiny-random", nil, 2
 	pkg, err := Generate(prog, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := "qgemm.Act" + strings.ToUpper(act[:1]) + act[1:]; !strings.Contains(string(pkg.Files["schedule.go"]), want) {
+		t.Fatalf("schedule.go lacks %s", want)
 	}
 	for _, want := range []string{"func (m *Model) Embed(", "PoolerOutput [][]float32", "LastHiddenState [][]float32"} {
 		if !strings.Contains(string(pkg.Files["model.go"]), want) {

@@ -3,6 +3,8 @@ package compiler
 import (
 	"fmt"
 	"math"
+
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // OpDef of sqc.QLinear, the quantised dense layer the quantisation passes
@@ -31,6 +33,7 @@ import (
 //	    v   = v * rowScale                 (dynamic)
 //	    v   = v + bias[n]                  (if bias)
 //	    v   = gelu.Gelu(v)                 (act "gelu": internal/gelu, abs. error vs erf-GELU < 3e-7)
+//	    v   = qgemm.Relu(v)                (act "relu": v if v > 0 or NaN, else +0)
 //	    v   = v + residual[r,n]            (if residual)
 //	    y[r,n] = v
 //
@@ -41,8 +44,6 @@ import (
 const (
 	QLinearStatic  = "static"
 	QLinearDynamic = "dynamic"
-	QLinearActNone = "none"
-	QLinearActGelu = "gelu"
 )
 
 func qlinearOp() *OpDef {
@@ -52,7 +53,7 @@ func qlinearOp() *OpDef {
 			"and Residual f32 [..., N]; Y f32 [..., N]. Static: Xq = clamp(roundEven(clamp(X*(1/act_scale), ±65536)) + act_zero_point, 0, 255), " +
 			"acc = Xq@W - act_zero_point*colsum(W) (int32), v = float32(acc)*float32(act_scale*WScale[n]); dynamic: per row lo = min(0, min X), " +
 			"hi = max(0, max X), s = (hi-lo)/255 (1 if 0), z = clamp(roundEven(-lo/s), 0, 255), Xq as static with s, z, v = float32(acc)*WScale[n]*s; " +
-			"then v += Bias[n], v = gelu(v) if act = \"gelu\" (qgemm's float32 erf-GELU), v += Residual; every float32 op rounded separately.",
+			"then v += Bias[n], v = gelu(v) if act = \"gelu\" (qgemm's float32 erf-GELU) or relu(v) if act = \"relu\" (v if v > 0 or NaN, else +0), v += Residual; every float32 op rounded separately.",
 		MinInputs: 3, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 1,
 		Attrs: []AttrSpec{
 			{Name: "act_mode", Kind: AttrString},
@@ -69,8 +70,38 @@ func qlinearOp() *OpDef {
 // QLinearMode returns the node's act_mode ("static" when absent).
 func QLinearMode(n *Node) string { return attrString(n, "act_mode", QLinearStatic) }
 
-// QLinearAct returns the node's act ("none" when absent).
-func QLinearAct(n *Node) string { return attrString(n, "act", QLinearActNone) }
+// QLinearAct returns the node's epilogue activation: its act attribute
+// (absent: none) parsed with qgemm.ParseAct, so the IR, the interpreter,
+// the INT8 engine and generated code name activations one way. An act the
+// GEMM epilogue does not have is an error (the verifier reports it).
+func QLinearAct(n *Node) (qgemm.Act, error) {
+	return qgemm.ParseAct(attrString(n, "act", qgemm.ActNone.String()))
+}
+
+// EpilogueAct reports which GEMM epilogue activation the op of a node
+// computes, for the ops a QLinear's epilogue absorbs (sqc.Gelu: the erf
+// GELU; Relu), so passes and the INT8 engine fuse the same ones.
+func EpilogueAct(op string) (qgemm.Act, bool) {
+	switch op {
+	case "sqc.Gelu":
+		return qgemm.ActGelu, true
+	case "Relu":
+		return qgemm.ActRelu, true
+	}
+	return qgemm.ActNone, false
+}
+
+// SetQLinearAct sets a QLinear's act attribute (removing it for none).
+func SetQLinearAct(n *Node, act qgemm.Act) {
+	if act == qgemm.ActNone {
+		delete(n.Attrs, "act")
+		return
+	}
+	if n.Attrs == nil {
+		n.Attrs = Attrs{}
+	}
+	n.Attrs["act"] = StringAttr(act.String())
+}
 
 func attrString(n *Node, name, def string) string {
 	if a, ok := n.Attrs[name]; ok && a.Kind == AttrString {
@@ -80,10 +111,8 @@ func attrString(n *Node, name, def string) string {
 }
 
 func qlinearCheck(n *Node, _ int64) error {
-	switch act := QLinearAct(n); act {
-	case QLinearActNone, QLinearActGelu:
-	default:
-		return fmt.Errorf("act is %q, want %q or %q", act, QLinearActNone, QLinearActGelu)
+	if _, err := QLinearAct(n); err != nil {
+		return err
 	}
 	_, hasScale := n.Attrs["act_scale"]
 	_, hasZero := n.Attrs["act_zero_point"]

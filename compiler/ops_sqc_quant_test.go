@@ -38,7 +38,7 @@ func TestQLinearShapeAndCheck(t *testing.T) {
 		{"zero point range", `%y = sqc.QLinear(%x, %w, %s) {act_scale=1.0, act_zero_point=256}`, "act_zero_point"},
 		{"dynamic with scale", `%y = sqc.QLinear(%x, %w, %s) {act_mode="dynamic", act_scale=1.0}`, "dynamic"},
 		{"bad mode", `%y = sqc.QLinear(%x, %w, %s) {act_mode="per_tensor", act_scale=1.0}`, "act_mode"},
-		{"bad act", `%y = sqc.QLinear(%x, %w, %s) {act="relu", act_scale=1.0}`, "act"},
+		{"bad act", `%y = sqc.QLinear(%x, %w, %s) {act="tanh", act_scale=1.0}`, "act"},
 		{"f32 weight", `init %wf: f32[8, 3] = splat(1)` + "\n" + `%y = sqc.QLinear(%x, %wf, %s) {act_scale=1.0}`, "dtype"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

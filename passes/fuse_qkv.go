@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // FuseQKV merges the query, key and value projections of an attention
@@ -107,7 +108,7 @@ func qkvProjections(ix *index, a *compiler.Node) ([3]*compiler.Node, bool) {
 // plainQLinear: constant i8 [K, N] weight, f32 [N] scale and bias (if
 // any), no activation and no residual.
 func plainQLinear(g *compiler.Graph, n *compiler.Node) bool {
-	if compiler.QLinearAct(n) != compiler.QLinearActNone || qlinearResidual(n) != "" {
+	if act, err := compiler.QLinearAct(n); err != nil || act != qgemm.ActNone || qlinearResidual(n) != "" {
 		return false
 	}
 	w, s := g.Initializers[n.Inputs[1]], g.Initializers[n.Inputs[2]]

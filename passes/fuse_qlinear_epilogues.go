@@ -1,13 +1,19 @@
 package passes
 
-import "github.com/sqc-dev/sqc/compiler"
+import (
+	"fmt"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
 
 // FuseQLinearEpilogues moves the elementwise work after an sqc.QLinear into
 // the QLinear's epilogue (compiler/ops_sqc_quant.go), in the IR, where
 // compiler/exec used to decide it at lowering time:
 //
-//   - QLinear (act "none", no residual) whose output only an sqc.Gelu reads
-//     becomes QLinear {act="gelu"} producing the Gelu's output;
+//   - QLinear (act "none", no residual) whose output only an activation the
+//     epilogue has reads (compiler.EpilogueAct: sqc.Gelu, Relu) becomes
+//     QLinear {act="gelu" or "relu"} producing the activation's output;
 //   - QLinear (no residual, any act) whose output only an Add reads, the
 //     Add's other operand being an f32 value of surely the same shape that
 //     is computed before the QLinear runs (a graph input, an initializer or
@@ -20,10 +26,12 @@ import "github.com/sqc-dev/sqc/compiler"
 // planFusions), so exec lowers the fused graph to the very same steps —
 // the same GEMM with the same Epilogue, writing the same buffer — and the
 // bits cannot change: the epilogue computes gelu(v) with qgemm's float32
-// erf-GELU, the kernel nn.Gelu runs for a standalone sqc.Gelu, and
+// erf-GELU, the kernel nn.Gelu runs for a standalone sqc.Gelu (and
+// relu(v) with qgemm.Relu, which nn.Relu runs), and
 // v + residual is the Add with its operands swapped, which IEEE addition
 // allows. The FP32 interpreter's standalone sqc.Gelu is float64 erf, so
-// there the fused graph differs from the unfused one by float32 rounding.
+// there the fused graph differs from the unfused one by float32 rounding
+// (its Relu is exact either way).
 //
 // The fused node keeps the QLinear's name and position (its residual is
 // computed earlier, and the Gelu and Add it replaces came later), so no
@@ -47,13 +55,18 @@ func fuseQLinearEpilogues(g *compiler.Graph) (bool, error) {
 			continue
 		}
 		out := n.Outputs[0]
-		act := compiler.QLinearAct(n)
+		act, err := compiler.QLinearAct(n)
+		if err != nil {
+			return false, fmt.Errorf("node %q: %w", n.Name, err)
+		}
 		residual := qlinearResidual(n)
 		var absorbed []*compiler.Node
-		if act == compiler.QLinearActNone && residual == "" {
-			if c := ix.onlyConsumer(out); c != nil && c.Op == "sqc.Gelu" && isFloat32(g, out) {
-				act, out = compiler.QLinearActGelu, c.Outputs[0]
-				absorbed = append(absorbed, c)
+		if act == qgemm.ActNone && residual == "" {
+			if c := ix.onlyConsumer(out); c != nil && isFloat32(g, out) {
+				if a, ok := compiler.EpilogueAct(c.Op); ok {
+					act, out = a, c.Outputs[0]
+					absorbed = append(absorbed, c)
+				}
 			}
 		}
 		if residual == "" {
@@ -71,9 +84,7 @@ func fuseQLinearEpilogues(g *compiler.Graph) (bool, error) {
 		if fused.Attrs == nil {
 			fused.Attrs = map[string]compiler.Attr{}
 		}
-		if act != compiler.QLinearActNone {
-			fused.Attrs["act"] = compiler.StringAttr(act)
-		}
+		compiler.SetQLinearAct(fused, act)
 		if residual != "" {
 			fused.Inputs = qlinearWithResidual(n.Inputs, residual)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // qffn is a BERT feed-forward block after quantisation: LayerNorm, the
@@ -48,10 +49,10 @@ func TestFuseQLinearEpilogues(t *testing.T) {
 			fused := applyPass(t, g, FuseQLinearEpilogues)
 			wantOps(t, fused, map[string]int{"LayerNormalization": 2, opQLinear: 2})
 			ffn1, ffn2 := nodeByName(t, fused, "ffn1"), nodeByName(t, fused, "ffn2")
-			if compiler.QLinearAct(ffn1) != compiler.QLinearActGelu || ffn1.Outputs[0] != "a" || qlinearResidual(ffn1) != "" {
+			if actOf(t, ffn1) != qgemm.ActGelu || ffn1.Outputs[0] != "a" || qlinearResidual(ffn1) != "" {
 				t.Errorf("ffn1 = %s, want act gelu producing %%a", nodeText(fused, ffn1))
 			}
-			if compiler.QLinearAct(ffn2) != compiler.QLinearActNone || qlinearResidual(ffn2) != "h" || ffn2.Outputs[0] != "r" || ffn2.Inputs[3] != "" {
+			if actOf(t, ffn2) != qgemm.ActNone || qlinearResidual(ffn2) != "h" || ffn2.Outputs[0] != "r" || ffn2.Inputs[3] != "" {
 				t.Errorf("ffn2 = %s, want residual %%h, no bias, producing %%r", nodeText(fused, ffn2))
 			}
 			// exec fused exactly this at lowering time: same program, same bits.
@@ -59,6 +60,34 @@ func TestFuseQLinearEpilogues(t *testing.T) {
 			if runPasses(t, fused, FuseQLinearEpilogues) {
 				t.Error("a second run changed the graph")
 			}
+		})
+	}
+}
+
+// actOf is a QLinear's epilogue activation.
+func actOf(t *testing.T, n *compiler.Node) qgemm.Act {
+	t.Helper()
+	act, err := compiler.QLinearAct(n)
+	if err != nil {
+		t.Fatalf("node %q: %v", n.Name, err)
+	}
+	return act
+}
+
+// TestFuseQLinearEpiloguesRelu: a ReLU FFN (some sentence encoders have
+// them) fuses as the GELU one does, with act "relu", and lowers to the
+// same program as the unfused graph.
+func TestFuseQLinearEpiloguesRelu(t *testing.T) {
+	for mode, r := range map[string]*strings.Replacer{"static": staticModes, "dynamic": dynamicModes} {
+		t.Run(mode, func(t *testing.T) {
+			g := parseGraph(t, r.Replace(strings.Replace(qffn, "sqc.Gelu(%f1)", "Relu(%f1)", 1)))
+			fused := applyPass(t, g, FuseQLinearEpilogues)
+			wantOps(t, fused, map[string]int{"LayerNormalization": 2, opQLinear: 2})
+			ffn1 := nodeByName(t, fused, "ffn1")
+			if actOf(t, ffn1) != qgemm.ActRelu || ffn1.Outputs[0] != "a" || ffn1.Attrs["act"].String != "relu" {
+				t.Errorf("ffn1 = %s, want act relu producing %%a", nodeText(fused, ffn1))
+			}
+			checkFusedEquivalent(t, g, fused, fusionInputs(16), true, 0.02, 0.02)
 		})
 	}
 }
@@ -79,7 +108,7 @@ func TestFuseQLinearEpiloguesGeluThenResidual(t *testing.T) {
 	fused := applyPass(t, g, FuseQLinearEpilogues)
 	wantOps(t, fused, map[string]int{opQLinear: 1})
 	q := nodeByName(t, fused, "q")
-	if compiler.QLinearAct(q) != compiler.QLinearActGelu || qlinearResidual(q) != "x" || q.Outputs[0] != "y" {
+	if actOf(t, q) != qgemm.ActGelu || qlinearResidual(q) != "x" || q.Outputs[0] != "y" {
 		t.Errorf("q = %s", nodeText(fused, q))
 	}
 	checkFusedEquivalent(t, g, fused, fusionInputs(16), true, 0.02, 0.02)

@@ -27,7 +27,9 @@ func Compile(g *compiler.Graph, opts Options) (*Program, error) {
 		return nil, err
 	}
 	l := newLowering(w)
-	l.planFusions()
+	if err := l.planFusions(); err != nil {
+		return nil, err
+	}
 	for i, n := range w.Nodes {
 		if l.absorbed[i] {
 			continue
@@ -239,9 +241,9 @@ func (l *lowering) soleConsumer(v string) int {
 }
 
 // planFusions decides what each QLinear's GEMM absorbs (see the package
-// comment): a following sqc.Gelu and a following Add of a same-shaped
-// value that is already computed when the QLinear runs.
-func (l *lowering) planFusions() {
+// comment): a following sqc.Gelu or Relu and a following Add of a
+// same-shaped value that is already computed when the QLinear runs.
+func (l *lowering) planFusions() error {
 	ready := map[string]int{} // where values moved by fusion are produced
 	at := func(v string) int {
 		if i, ok := ready[v]; ok {
@@ -256,15 +258,18 @@ func (l *lowering) planFusions() {
 		if n.Op != "sqc.QLinear" {
 			continue
 		}
-		f := &gemmFusion{out: n.Outputs[0]}
-		if compiler.QLinearAct(n) == compiler.QLinearActGelu {
-			f.act = qgemm.ActGelu
+		act, err := compiler.QLinearAct(n)
+		if err != nil {
+			return l.bad(i, fmt.Errorf("%w: %v", compiler.ErrMalformed, err))
 		}
+		f := &gemmFusion{out: n.Outputs[0], act: act}
 		hasResidual := len(n.Inputs) > 4 && n.Inputs[4] != ""
 		if f.act == qgemm.ActNone && !hasResidual {
-			if c := l.soleConsumer(f.out); c >= 0 && l.g.Nodes[c].Op == "sqc.Gelu" && l.dtype(f.out) == compiler.Float32 {
-				f.act, f.out = qgemm.ActGelu, l.g.Nodes[c].Outputs[0]
-				l.absorbed[c] = true
+			if c := l.soleConsumer(f.out); c >= 0 && l.dtype(f.out) == compiler.Float32 {
+				if a, ok := compiler.EpilogueAct(l.g.Nodes[c].Op); ok {
+					f.act, f.out = a, l.g.Nodes[c].Outputs[0]
+					l.absorbed[c] = true
+				}
 			}
 		}
 		if !hasResidual {
@@ -283,6 +288,7 @@ func (l *lowering) planFusions() {
 		ready[f.out] = i
 		l.fusions[i] = f
 	}
+	return nil
 }
 
 // sameShape reports whether two values have the same shape for sure: both
@@ -423,11 +429,11 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 		l.emit(&AddStep{Node: n.Name, A: l.slot(n.Inputs[0]), B: l.slot(n.Inputs[1]), Out: l.slot(n.Outputs[0])})
 		return true, nil
 	case "sqc.Gelu", "Tanh", "Relu":
-		if !f32(n.Inputs[0]) {
+		a, ok := activationBy(func(a Activation) string { return a.Op }, n.Op)
+		if !ok || !f32(n.Inputs[0]) {
 			return false, nil
 		}
-		fn := map[string]string{"sqc.Gelu": ActGelu, "Tanh": ActTanh, "Relu": ActRelu}[n.Op]
-		l.emit(&ActivationStep{Node: n.Name, Func: fn, X: l.slot(n.Inputs[0]), Out: l.slot(n.Outputs[0])})
+		l.emit(&ActivationStep{Node: n.Name, Func: a.Func, X: l.slot(n.Inputs[0]), Out: l.slot(n.Outputs[0])})
 		return true, nil
 	case "Gather":
 		_, shape := l.info(n.Inputs[0])

@@ -143,15 +143,8 @@ type AddStep struct {
 	shape     []int64
 }
 
-// Activation functions of ActivationStep.
-const (
-	ActGelu = "gelu" // nn.GeluParallel: internal/gelu's float32 GELU (the GEMM epilogue's)
-	ActTanh = "tanh" // nn.TanhSliceParallel
-	ActRelu = "relu" // nn.ReluParallel
-)
-
-// ActivationStep applies an elementwise activation (ActGelu, ActTanh,
-// ActRelu) to X into Out.
+// ActivationStep applies an elementwise activation (Func: ActGelu, ActTanh,
+// ActRelu; activation.go) to X into Out.
 type ActivationStep struct {
 	Node   string
 	Func   string
@@ -184,9 +177,7 @@ func (s *LayerNormStep) Call() string {
 	}
 	return "nn.LayerNorm"
 }
-func (s *ActivationStep) Call() string {
-	return map[string]string{ActGelu: "nn.GeluParallel", ActTanh: "nn.TanhSliceParallel", ActRelu: "nn.ReluParallel"}[s.Func]
-}
+func (s *ActivationStep) Call() string { return "nn." + s.Activation().NN }
 
 func (s *QuantizeStep) Source() string      { return s.Node }
 func (s *QuantizeRowsStep) Source() string  { return s.Node }
@@ -228,8 +219,8 @@ func (s *GEMMStep) Describe(sl []*Slot) string {
 	if s.Bias != nil {
 		fmt.Fprintf(&b, ", bias=%%%s", s.BiasName)
 	}
-	if s.Act == qgemm.ActGelu {
-		b.WriteString(", act=gelu")
+	if s.Act != qgemm.ActNone {
+		b.WriteString(", act=" + s.Act.String())
 	}
 	if s.Residual != NoSlot {
 		fmt.Fprintf(&b, ", residual=%s", slotName(sl, s.Residual))
@@ -545,14 +536,7 @@ func (s *ActivationStep) run(p *Program) error {
 	}
 	out := p.bufs[s.Out]
 	resize(out, compiler.Float32, x.Shape...)
-	switch s.Func {
-	case ActGelu:
-		nn.GeluParallel(p.pool, out.F32, x.F32)
-	case ActTanh:
-		nn.TanhSliceParallel(p.pool, out.F32, x.F32)
-	case ActRelu:
-		nn.ReluParallel(p.pool, out.F32, x.F32)
-	}
+	s.Activation().Run(p.pool, out.F32, x.F32)
 	return nil
 }
 

@@ -81,16 +81,18 @@ func qlinear(c *call) ([]*compiler.Tensor, error) {
 	if bias != nil {
 		ep.Bias = bias.F32
 	}
-	if compiler.QLinearAct(c.node) == compiler.QLinearActGelu {
-		ep.Act = qgemm.ActGelu
+	act, err := compiler.QLinearAct(c.node)
+	if err != nil {
+		return nil, fmt.Errorf("%w: QLinear %v", compiler.ErrMalformed, err)
 	}
+	ep.Act = act
 	if residual != nil {
 		ep.Residual, ep.ResidualStride = residual.F32, n
 	}
 
 	// Exact int32 product and epilogue, a block of rows per task.
 	const block = 16
-	err := ops.ParallelFor((rows+block-1)/block, c.threads, func(b int) {
+	err = ops.ParallelFor((rows+block-1)/block, c.threads, func(b int) {
 		r0, r1 := b*block, min(rows, (b+1)*block)
 		acc := make([]int32, (r1-r0)*n)
 		for r := r0; r < r1; r++ {

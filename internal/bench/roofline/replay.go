@@ -15,13 +15,10 @@ import (
 // count 2). They are the arithmetic the kernels' documented formulas do,
 // not instruction counts.
 const (
-	opsLayerNorm   = 8  // sum; subtract, square, sum; subtract, scale, gamma, beta
-	opsQuantize    = 3  // scale, round, add zero point (clamps not counted)
-	opsQuantizeRow = 5  // min, max, then scale, round, add zero point
-	opsSoftmax     = 5  // per score: scale, mask add, max, exp, normalise
-	opsGelu        = 12 // erf polynomial, 0.5*x*(1+erf)
-	opsTanh        = 10
-	opsRelu        = 1
+	opsLayerNorm   = 8 // sum; subtract, square, sum; subtract, scale, gamma, beta
+	opsQuantize    = 3 // scale, round, add zero point (clamps not counted)
+	opsQuantizeRow = 5 // min, max, then scale, round, add zero point
+	opsSoftmax     = 5 // per score: scale, mask add, max, exp, normalise
 	opsAdd         = 1
 	opsMask        = 2
 )
@@ -96,8 +93,8 @@ func (r *replayer) build(s exec.Step) (*replay, error) {
 			bytes += float64(8 * m)
 			label += " dyn"
 		}
-		if s.Act == qgemm.ActGelu {
-			label += " +gelu"
+		if s.Act != qgemm.ActNone {
+			label += " +" + s.Act.String()
 		}
 		if s.Residual != exec.NoSlot {
 			ep.Residual, ep.ResidualStride = r.f32(m*b.N), b.N
@@ -251,18 +248,11 @@ func (r *replayer) build(s exec.Step) (*replay, error) {
 			return nil, unresolved
 		}
 		x, out := r.f32(n), make([]float32, n)
-		var f func(p *pool.Pool, dst, src []float32)
-		per := 0
-		switch s.Func {
-		case exec.ActGelu:
-			f, per = nn.GeluParallel, opsGelu
-		case exec.ActTanh:
-			f, per = nn.TanhSliceParallel, opsTanh
-		case exec.ActRelu:
-			f, per = nn.ReluParallel, opsRelu
-		default:
+		a := s.Activation()
+		if a.Run == nil {
 			return nil, fmt.Errorf("%s: activation %q", s.Call(), s.Func)
 		}
+		f, per := a.Run, a.OpsPerElement
 		return &replay{kind: KindElemwise, label: strings.TrimSuffix(s.Call()[len("nn."):], "Parallel"), ops: float64(per * n), bytes: float64(8 * n),
 			run: func() error { f(r.pool, out, x); return nil }}, nil
 

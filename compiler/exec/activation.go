@@ -1,0 +1,55 @@
+package exec
+
+import (
+	"github.com/sqc-dev/sqc/runtime/nn"
+	"github.com/sqc-dev/sqc/runtime/pool"
+)
+
+// Activation functions of ActivationStep (its Func).
+const (
+	ActGelu = "gelu" // internal/gelu's float32 GELU (the GEMM epilogue's)
+	ActTanh = "tanh"
+	ActRelu = "relu" // qgemm.Relu (the GEMM epilogue's)
+)
+
+// Activation is one elementwise activation a standalone step computes:
+// everything the engine, the code generator and the roofline know of it.
+type Activation struct {
+	Func string // ActGelu, ActTanh or ActRelu
+	Op   string // the graph op it lowers
+	// NN is the runtime/nn function (generated code calls nn.NN), Run
+	// that function.
+	NN  string
+	Run func(p *pool.Pool, dst, src []float32)
+	// OpsPerElement is its arithmetic per element, as the kernel's
+	// formula does it (not instructions), for the roofline.
+	OpsPerElement int
+}
+
+// activations is every activation an ActivationStep computes (a constant
+// table: read, never written).
+var activations = [...]Activation{
+	{Func: ActGelu, Op: "sqc.Gelu", NN: "GeluParallel", Run: nn.GeluParallel, OpsPerElement: 12}, // erf polynomial, 0.5*x*(1+erf)
+	{Func: ActTanh, Op: "Tanh", NN: "TanhSliceParallel", Run: nn.TanhSliceParallel, OpsPerElement: 10},
+	{Func: ActRelu, Op: "Relu", NN: "ReluParallel", Run: nn.ReluParallel, OpsPerElement: 1},
+}
+
+// Activations lists every activation an ActivationStep computes.
+func Activations() []Activation { return append([]Activation(nil), activations[:]...) }
+
+// activationBy returns the activation whose key (Func or Op, by key)
+// equals v.
+func activationBy(key func(Activation) string, v string) (Activation, bool) {
+	for _, a := range activations {
+		if key(a) == v {
+			return a, true
+		}
+	}
+	return Activation{}, false
+}
+
+// Activation is the step's function.
+func (s *ActivationStep) Activation() Activation {
+	a, _ := activationBy(func(a Activation) string { return a.Func }, s.Func)
+	return a
+}
