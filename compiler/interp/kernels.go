@@ -91,6 +91,7 @@ var kernels = map[string]kernelSpec{
 	"Constant":        {constant, 0, 0, 1},
 	"ConstantOfShape": {constantOfShape, 1, 1, 1},
 	"Range":           {rangeOp, 3, 3, 1},
+	"CumSum":          {cumSum, 2, 2, 1},
 }
 
 // Supports reports whether the interpreter has a kernel for op.
