@@ -133,16 +133,6 @@ func (c *Config) ParamPrefix() string {
 	return c.ModelType + "."
 }
 
-// MaxSequence is the longest input the position table embeds: every
-// position for BERT and DistilBERT; for the RoBERTa family the rows up to
-// and including padding_idx are never used by real tokens.
-func (c *Config) MaxSequence() int {
-	if c.IsRoBERTa() {
-		return c.MaxPositions - c.PadTokenID - 1
-	}
-	return c.MaxPositions
-}
-
 // rawConfig holds the config.json keys of both families; pointers tell
 // absent keys (which take the `transformers` class default) from zeros.
 type rawConfig struct {
