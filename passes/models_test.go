@@ -90,11 +90,11 @@ func TestSharedModelsCanonicalise(t *testing.T) {
 }
 
 // checkEncoderOps asserts every node between the first and the last
-// LayerNormalization (the encoder) is one of the canonical ops or a
-// residual Add.
-func checkEncoderOps(t *testing.T, g *compiler.Graph) {
+// LayerNormalization (the encoder) is one of the canonical ops, a
+// residual Add, or one of alsoAllowed.
+func checkEncoderOps(t *testing.T, g *compiler.Graph, alsoAllowed ...string) {
 	t.Helper()
-	allowed := []string{"sqc.Linear", "LayerNormalization", "sqc.Gelu", "sqc.Attention", "Add"}
+	allowed := append([]string{"sqc.Linear", "LayerNormalization", "sqc.Gelu", "sqc.Attention", "Add"}, alsoAllowed...)
 	first, last := -1, -1
 	for i, n := range g.Nodes {
 		if n.Op == "LayerNormalization" {

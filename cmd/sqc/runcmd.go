@@ -248,6 +248,12 @@ func modelLimits(g *compiler.Graph) modelInputLimits {
 		case "Gather":
 			if len(n.Inputs) == 2 && n.AttrInt("axis", 0) == 0 {
 				indexes(n.Inputs[1], n.Inputs[0])
+				if pad, ok := paddingOffsetPositions(producer, constant, n.Inputs[1]); ok {
+					// Real tokens take positions pad+1 .. pad+seq.
+					if r, ok := rows(n.Inputs[0], 0); ok && r.rows-pad-1 > 0 {
+						positions(tableRows{r.name, r.rows - pad - 1}, true)
+					}
+				}
 			}
 		case "sqc.Embeddings":
 			indexes(n.Inputs[0], n.Inputs[1])
@@ -271,6 +277,42 @@ func modelLimits(g *compiler.Graph) modelInputLimits {
 		}
 	}
 	return lim
+}
+
+// paddingOffsetPositions recognises RoBERTa-family position ids,
+// cumsum(ids != pad) · mask + pad (the HF frontend's and torch.onnx's
+// form: an Add of the constant pad to a Mul, possibly behind a Cast, of a
+// CumSum), and returns pad.
+func paddingOffsetPositions(producer map[string]*compiler.Node, constant func(string) *compiler.Tensor, value string) (int64, bool) {
+	add := producer[value]
+	if add == nil || add.Op != "Add" || len(add.Inputs) != 2 {
+		return 0, false
+	}
+	for k := range 2 {
+		c := constant(add.Inputs[k])
+		if c == nil || c.Len() != 1 || (c.DType != compiler.Int64 && c.DType != compiler.Int32) {
+			continue
+		}
+		pad := int64(0)
+		if c.DType == compiler.Int64 {
+			pad = c.I64[0]
+		} else {
+			pad = int64(c.I32[0])
+		}
+		m := producer[add.Inputs[1-k]]
+		if m != nil && m.Op == "Cast" {
+			m = producer[m.Inputs[0]]
+		}
+		if m == nil || m.Op != "Mul" {
+			continue
+		}
+		for _, in := range m.Inputs {
+			if cs := producer[in]; cs != nil && cs.Op == "CumSum" && pad >= 0 {
+				return pad, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // fromInputShape reports whether value is computed from the Shape of a

@@ -18,11 +18,17 @@ import (
 const (
 	ModelBERT       = "bert"
 	ModelDistilBERT = "distilbert"
+	ModelRoBERTa    = "roberta"
+	ModelXLMRoBERTa = "xlm-roberta"
 
 	ArchBertModel             = "BertModel"
 	ArchBertForSequence       = "BertForSequenceClassification"
 	ArchDistilBertModel       = "DistilBertModel"
 	ArchDistilBertForSequence = "DistilBertForSequenceClassification"
+	ArchRobertaModel          = "RobertaModel"
+	ArchRobertaForSequence    = "RobertaForSequenceClassification"
+	ArchXLMRobertaModel       = "XLMRobertaModel"
+	ArchXLMRobertaForSequence = "XLMRobertaForSequenceClassification"
 )
 
 // architecturesByType lists, per model_type, the architectures Build knows;
@@ -30,7 +36,17 @@ const (
 var architecturesByType = map[string][]string{
 	ModelBERT:       {ArchBertModel, ArchBertForSequence},
 	ModelDistilBERT: {ArchDistilBertModel, ArchDistilBertForSequence},
+	ModelRoBERTa:    {ArchRobertaModel, ArchRobertaForSequence},
+	ModelXLMRoBERTa: {ArchXLMRobertaModel, ArchXLMRobertaForSequence},
 }
+
+// sequenceClassifiers are the architectures that end in a classification
+// head (output "logits").
+var sequenceClassifiers = []string{ArchBertForSequence, ArchDistilBertForSequence, ArchRobertaForSequence, ArchXLMRobertaForSequence}
+
+// robertaPadTokenID is RobertaConfig's and XLMRobertaConfig's default
+// pad_token_id, which is also the position embeddings' padding_idx.
+const robertaPadTokenID = 1
 
 // Activations the FFN supports, by their `transformers` ACT2FN names.
 const (
@@ -61,7 +77,7 @@ const (
 // `sqc bench --config bert-base` can make one in code; Preset gives the
 // usual ones.
 type Config struct {
-	ModelType    string // ModelBERT or ModelDistilBERT
+	ModelType    string // ModelBERT, ModelDistilBERT, ModelRoBERTa or ModelXLMRoBERTa
 	Architecture string // e.g. ArchBertForSequence
 
 	VocabSize        int
@@ -70,9 +86,14 @@ type Config struct {
 	NumHeads         int // num_attention_heads, n_heads
 	IntermediateSize int // intermediate_size, hidden_dim
 	MaxPositions     int // max_position_embeddings
-	TypeVocabSize    int // bert only: token type (segment) embeddings rows
-	HiddenAct        string
-	LayerNormEps     float64
+	TypeVocabSize    int // bert and roberta: token type (segment) embeddings rows
+	// PadTokenID is pad_token_id, used by the RoBERTa family only: it is
+	// the padding_idx their position ids are offset by (real tokens take
+	// positions padding_idx+1, padding_idx+2, ...; tokens equal to it take
+	// padding_idx itself).
+	PadTokenID   int
+	HiddenAct    string
+	LayerNormEps float64
 
 	// Labels are id2label in index order; their count is the classifier's
 	// output width. Used only by *ForSequenceClassification.
@@ -89,7 +110,27 @@ func (c *Config) HeadSize() int { return c.HiddenSize / c.NumHeads }
 // IsClassifier reports whether the architecture ends in a sequence
 // classification head (output "logits").
 func (c *Config) IsClassifier() bool {
-	return c.Architecture == ArchBertForSequence || c.Architecture == ArchDistilBertForSequence
+	return slices.Contains(sequenceClassifiers, c.Architecture)
+}
+
+// IsRoBERTa reports whether the model is of the RoBERTa family (roberta,
+// xlm-roberta): BERT's encoder with padding-offset position ids, one
+// token type and no token_type_ids input.
+func (c *Config) IsRoBERTa() bool {
+	return c.ModelType == ModelRoBERTa || c.ModelType == ModelXLMRoBERTa
+}
+
+// hasBertKeys reports whether config.json uses BertConfig's key names
+// (hidden_size, ...), as every family but DistilBERT does.
+func (c *Config) hasBertKeys() bool { return c.ModelType != ModelDistilBERT }
+
+// ParamPrefix is the attribute under which task models keep the encoder
+// ("bert.", "distilbert.", "roberta." for both RoBERTa and XLM-R).
+func (c *Config) ParamPrefix() string {
+	if c.IsRoBERTa() {
+		return "roberta."
+	}
+	return c.ModelType + "."
 }
 
 // rawConfig holds the config.json keys of both families; pointers tell
@@ -102,7 +143,7 @@ type rawConfig struct {
 	ID2Label      map[string]string `json:"id2label"`
 	NumLabels     *int              `json:"num_labels"`
 
-	// BertConfig keys.
+	// BertConfig keys (RobertaConfig and XLMRobertaConfig share them).
 	HiddenSize       *int     `json:"hidden_size"`
 	NumHiddenLayers  *int     `json:"num_hidden_layers"`
 	NumAttnHeads     *int     `json:"num_attention_heads"`
@@ -110,6 +151,7 @@ type rawConfig struct {
 	HiddenAct        *string  `json:"hidden_act"`
 	TypeVocabSize    *int     `json:"type_vocab_size"`
 	LayerNormEps     *float64 `json:"layer_norm_eps"`
+	PadTokenID       *int     `json:"pad_token_id"`
 	PositionEmbType  *string  `json:"position_embedding_type"`
 	IsDecoder        bool     `json:"is_decoder"`
 
@@ -160,7 +202,7 @@ func ParseConfig(data []byte, path string) (Config, error) {
 	cfg.VocabSize = intOr(raw.VocabSize, 30522)
 	cfg.MaxPositions = intOr(raw.MaxPositions, 512)
 	switch cfg.ModelType {
-	case ModelBERT:
+	case ModelBERT, ModelRoBERTa, ModelXLMRoBERTa:
 		cfg.HiddenSize = intOr(raw.HiddenSize, 768)
 		cfg.NumLayers = intOr(raw.NumHiddenLayers, 12)
 		cfg.NumHeads = intOr(raw.NumAttnHeads, 12)
@@ -177,7 +219,16 @@ func ParseConfig(data []byte, path string) (Config, error) {
 		}
 		if raw.IsDecoder {
 			return Config{}, compiler.BadInput(path, "is_decoder",
-				fmt.Errorf("%w: decoder BERT is not supported, only encoders", compiler.ErrUnknownModel))
+				fmt.Errorf("%w: decoder %s is not supported, only encoders", compiler.ErrUnknownModel, cfg.ModelType))
+		}
+		if cfg.IsRoBERTa() {
+			// RobertaConfig / XLMRobertaConfig class defaults; published
+			// checkpoints set type_vocab_size 1, max_position_embeddings
+			// 514 and layer_norm_eps 1e-5 explicitly.
+			cfg.PadTokenID = intOr(raw.PadTokenID, robertaPadTokenID)
+			if raw.VocabSize == nil && cfg.ModelType == ModelRoBERTa {
+				cfg.VocabSize = 50265
+			}
 		}
 	case ModelDistilBERT:
 		cfg.HiddenSize = intOr(raw.Dim, 768)
@@ -275,8 +326,14 @@ func (c *Config) Validate() error {
 		{c.key("intermediate_size"), c.IntermediateSize, 1, maxDim},
 		{"max_position_embeddings", c.MaxPositions, 1, maxDim},
 	}
-	if c.ModelType == ModelBERT {
+	if c.hasBertKeys() {
 		sizes = append(sizes, bounded{"type_vocab_size", c.TypeVocabSize, 1, maxDim})
+	}
+	if c.IsRoBERTa() {
+		// Position ids run from padding_idx (for pad tokens) up to
+		// padding_idx + sequence length, so at least padding_idx + 2
+		// rows are needed for one real token.
+		sizes = append(sizes, bounded{"pad_token_id", c.PadTokenID, 0, min(c.VocabSize-1, c.MaxPositions-2)})
 	}
 	for _, s := range sizes {
 		if s.value < s.min || s.value > s.max {
@@ -316,7 +373,7 @@ var distilBertKeys = map[string]string{
 // key is the config.json key that holds the field BERT calls bertKey, so
 // errors name what the user sees in the file.
 func (c *Config) key(bertKey string) string {
-	if k, ok := distilBertKeys[bertKey]; ok && c.ModelType == ModelDistilBERT {
+	if k, ok := distilBertKeys[bertKey]; ok && !c.hasBertKeys() {
 		return k
 	}
 	return bertKey
@@ -329,6 +386,7 @@ func (c *Config) parameterCount() int64 {
 	n := (int64(c.VocabSize) + int64(c.MaxPositions) + int64(c.TypeVocabSize) + 2) * h
 	layer := 4*(h*h+h) + 2*h*i + i + h + 4*h
 	n += int64(c.NumLayers) * layer
+	// Pooler or classification-head dense layer, and the output layer.
 	return n + h*h + h + int64(len(c.Labels))*(h+1)
 }
 

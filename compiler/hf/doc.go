@@ -5,15 +5,23 @@
 // torch.onnx export: the same graph inputs (input_ids, attention_mask and,
 // for BERT, token_type_ids; int64 [batch, sequence]), the same outputs
 // ("logits" for *ForSequenceClassification, "last_hidden_state" and, for
-// BertModel, "pooler_output" for base models) and the same function, made
+// BertModel and RobertaModel, "pooler_output" for base models) and the
+// same function, made
 // of standard ONNX ops at opset 17. Attention and masking follow the eager
 // `transformers` code exactly, so FP32 results agree with PyTorch to float
 // rounding.
 //
-// Supported: model_type bert (BertModel, BertForSequenceClassification) and
-// distilbert (DistilBertModel, DistilBertForSequenceClassification), with
-// parameters stored with or without the "bert."/"distilbert." prefix, as
-// F32, F16, BF16 or F64 (the last three are converted to float32).
+// Supported: model_type bert (BertModel, BertForSequenceClassification),
+// distilbert (DistilBertModel, DistilBertForSequenceClassification),
+// roberta (RobertaModel, RobertaForSequenceClassification) and xlm-roberta
+// (XLMRobertaModel, XLMRobertaForSequenceClassification), with parameters
+// stored with or without the "bert."/"distilbert."/"roberta." prefix, as
+// F32, F16, BF16 or F64 (the last three are converted to float32). The
+// RoBERTa family has no token_type_ids input (its one token type is row 0)
+// and computes position ids from input_ids as `transformers` does:
+// padding_idx + the count of non-pad tokens so far, padding_idx for pads.
+// The FFN activation is config.json's hidden_act / activation: gelu (erf),
+// gelu_new and gelu_pytorch_tanh (tanh form), relu.
 //
 // Build makes the same graph from a Config and any WeightSource, so
 // benchmarks can build real-shaped models from RandomWeights without files.

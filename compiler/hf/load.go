@@ -106,11 +106,20 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 		g.Inputs = append(g.Inputs, &compiler.Value{Name: name, DType: compiler.Int64, Shape: batchBy(seqDim)})
 	}
 
+	prefix := ""
+	if cfg.IsClassifier() {
+		prefix = cfg.ParamPrefix()
+	}
+	// BertModel always has a pooler; RobertaModel only if the checkpoint
+	// holds one (see hasWeight).
+	pooled := cfg.ModelType == ModelBERT ||
+		cfg.IsRoBERTa() && hasWeight(weights, "pooler.dense.weight", int64(cfg.HiddenSize), int64(cfg.HiddenSize))
+
 	h := compiler.Dim{Size: int64(cfg.HiddenSize)}
 	switch {
 	case cfg.IsClassifier():
 		g.Outputs = []*compiler.Value{{Name: outLogits, DType: compiler.Float32, Shape: batchBy(compiler.Dim{Size: int64(len(cfg.Labels))})}}
-	case cfg.ModelType == ModelBERT:
+	case pooled:
 		g.Outputs = []*compiler.Value{
 			{Name: outLastHidden, DType: compiler.Float32, Shape: batchBy(seqDim, h)},
 			{Name: outPooler, DType: compiler.Float32, Shape: batchBy(h)},
@@ -119,15 +128,13 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 		g.Outputs = []*compiler.Value{{Name: outLastHidden, DType: compiler.Float32, Shape: batchBy(seqDim, h)}}
 	}
 
-	prefix := ""
-	if cfg.IsClassifier() {
-		prefix = cfg.ModelType + "."
-	}
 	switch cfg.ModelType {
 	case ModelBERT:
 		buildBERT(b, prefix)
 	case ModelDistilBERT:
 		buildDistilBERT(b, prefix)
+	case ModelRoBERTa, ModelXLMRoBERTa:
+		buildRoBERTa(b, prefix, pooled)
 	}
 	if b.err != nil {
 		return nil, b.err
@@ -155,6 +162,9 @@ func setMeta(g *compiler.Graph, cfg Config) {
 	m["hidden_act"] = cfg.HiddenAct
 	m["max_position_embeddings"] = strconv.Itoa(cfg.MaxPositions)
 	m["vocab_size"] = strconv.Itoa(cfg.VocabSize)
+	if cfg.IsRoBERTa() {
+		m["pad_token_id"] = strconv.Itoa(cfg.PadTokenID)
+	}
 	if cfg.IsClassifier() {
 		m["num_labels"] = strconv.Itoa(len(cfg.Labels))
 		for i, l := range cfg.Labels {

@@ -30,6 +30,21 @@ var presets = map[string]Config{
 		VocabSize: 30522, HiddenSize: 768, NumLayers: 6, NumHeads: 12, IntermediateSize: 3072,
 		MaxPositions: 512, HiddenAct: ActGELU, LayerNormEps: distilBertLayerNormEps,
 	},
+	// roberta-base
+	"roberta-base": robertaPreset(ModelRoBERTa, ArchRobertaForSequence, 50265),
+	// xlm-roberta-base
+	"xlm-roberta-base": robertaPreset(ModelXLMRoBERTa, ArchXLMRobertaForSequence, 250002),
+}
+
+// robertaPreset is the 12 x 768 shape roberta-base and xlm-roberta-base
+// share: 514 positions (512 tokens after padding_idx 1), one token type,
+// LayerNorm epsilon 1e-5.
+func robertaPreset(modelType, arch string, vocab int) Config {
+	return Config{
+		ModelType: modelType, Architecture: arch,
+		VocabSize: vocab, HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072,
+		MaxPositions: 514, TypeVocabSize: 1, PadTokenID: robertaPadTokenID, HiddenAct: ActGELU, LayerNormEps: 1e-5,
+	}
 }
 
 func bertPreset(layers, hidden, heads int) Config {

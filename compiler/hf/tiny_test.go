@@ -90,7 +90,10 @@ func configMap(c Config) map[string]any {
 		"vocab_size": c.VocabSize, "max_position_embeddings": c.MaxPositions,
 		"id2label": id2label, "label2id": label2id, "torch_dtype": "float32", "pad_token_id": 0,
 	}
-	if c.ModelType == ModelBERT {
+	if c.IsRoBERTa() {
+		m["pad_token_id"] = c.PadTokenID
+	}
+	if c.hasBertKeys() {
 		m["hidden_size"], m["num_hidden_layers"], m["num_attention_heads"] = c.HiddenSize, c.NumLayers, c.NumHeads
 		m["intermediate_size"], m["hidden_act"], m["type_vocab_size"] = c.IntermediateSize, c.HiddenAct, c.TypeVocabSize
 		m["layer_norm_eps"], m["position_embedding_type"] = c.LayerNormEps, "absolute"

@@ -243,19 +243,3 @@ func TestGenerators(t *testing.T) {
 			in: []*compiler.Tensor{i64(sh(), 0), i32(sh(), 1), i64(sh(), 1)}, wantErr: compiler.ErrDTypeMismatch},
 	})
 }
-
-func TestCumSum(t *testing.T) {
-	x := i64(sh(2, 3), 1, 2, 3, 4, 5, 6)
-	ax1 := i64(sh(), 1)
-	runCases(t, []opCase{
-		{name: "axis 1", op: "CumSum", in: []*compiler.Tensor{x, ax1}, want: []*compiler.Tensor{i64(sh(2, 3), 1, 3, 6, 4, 9, 15)}},
-		{name: "axis 0", op: "CumSum", in: []*compiler.Tensor{x, i64(sh(), 0)}, want: []*compiler.Tensor{i64(sh(2, 3), 1, 2, 3, 5, 7, 9)}},
-		{name: "negative axis, i32 axis", op: "CumSum", in: []*compiler.Tensor{x, i32(sh(1), -1)}, want: []*compiler.Tensor{i64(sh(2, 3), 1, 3, 6, 4, 9, 15)}},
-		{name: "exclusive", op: "CumSum", attrs: attrs{"exclusive": aInt(1)}, in: []*compiler.Tensor{x, ax1}, want: []*compiler.Tensor{i64(sh(2, 3), 0, 1, 3, 0, 4, 9)}},
-		{name: "reverse", op: "CumSum", attrs: attrs{"reverse": aInt(1)}, in: []*compiler.Tensor{x, ax1}, want: []*compiler.Tensor{i64(sh(2, 3), 6, 5, 3, 15, 11, 6)}},
-		{name: "exclusive reverse f32", op: "CumSum", attrs: attrs{"exclusive": aInt(1), "reverse": aInt(1)},
-			in: []*compiler.Tensor{f32(sh(3), 1, 2, 4), i64(sh(), 0)}, want: []*compiler.Tensor{f32(sh(3), 6, 4, 0)}},
-		{name: "axis out of range", op: "CumSum", in: []*compiler.Tensor{x, i64(sh(), 2)}, wantErr: compiler.ErrShapeMismatch},
-		{name: "bool", op: "CumSum", in: []*compiler.Tensor{{DType: compiler.Bool, Shape: []int64{2}, Bool: []bool{true, false}}, i64(sh(), 0)}, wantErr: compiler.ErrDTypeMismatch},
-	})
-}

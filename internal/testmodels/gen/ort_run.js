@@ -1,0 +1,38 @@
+// ort_run.js MODEL_DIR: runs MODEL_DIR/model.onnx with ONNX Runtime
+// (npm onnxruntime-node, CPU) on the inputs of MODEL_DIR/reference.json and
+// prints {"outputs": {name: {"shape": [...], "data": [...]}}} on stdout.
+// compiler/hf's TestTinyFamiliesMatchONNXRuntime runs it; install the
+// runtime with `npm install --ignore-scripts onnxruntime-node@1.30.0` (the
+// install script only fetches optional GPU libraries) and point
+// $SQC_ORT_NODE_MODULES at the node_modules directory.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const ort = require('onnxruntime-node');
+
+async function main() {
+  const dir = process.argv[2];
+  if (!dir) {
+    throw new Error('usage: node ort_run.js MODEL_DIR');
+  }
+  const ref = JSON.parse(fs.readFileSync(path.join(dir, 'reference.json'), 'utf8'));
+  const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
+    intraOpNumThreads: 1, graphOptimizationLevel: 'all',
+  });
+  const feeds = {};
+  for (const [name, rows] of Object.entries(ref.inputs)) {
+    const flat = BigInt64Array.from(rows.flat(), (v) => BigInt(v));
+    feeds[name] = new ort.Tensor('int64', flat, [rows.length, rows[0].length]);
+  }
+  const results = await session.run(feeds);
+  const outputs = {};
+  for (const [name, t] of Object.entries(results)) {
+    outputs[name] = { shape: t.dims, data: Array.from(t.data) };
+  }
+  process.stdout.write(JSON.stringify({ outputs }) + '\n');
+}
+
+main().catch((err) => {
+  process.stderr.write(String(err && err.stack || err) + '\n');
+  process.exit(1);
+});

@@ -1,0 +1,166 @@
+package testmodels
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// Tiny random-weight models of every supported family, made by
+// gen/make_models.py with PyTorch and committed under testdata/tiny: each
+// folder has config.json, model.safetensors, model.onnx (torch.onnx.export)
+// and reference.json (a padded batch and PyTorch's FP32 outputs for it).
+const (
+	TinyBertCls       = "bert-cls-gelu"       // BertForSequenceClassification, gelu, opset 14
+	TinyBertBase      = "bert-base-gelutanh"  // BertModel, gelu_pytorch_tanh, opset 17
+	TinyDistilBertCls = "distilbert-cls-relu" // DistilBertForSequenceClassification, relu, 3 labels
+	TinyRobertaCls    = "roberta-cls-gelunew" // RobertaForSequenceClassification, gelu_new
+	TinyRobertaBase   = "roberta-base-gelu"   // RobertaModel (with pooler), gelu, opset 14
+	TinyXLMRCls       = "xlmr-cls-relu"       // XLMRobertaForSequenceClassification, relu, 3 labels
+	TinyXLMRBase      = "xlmr-base-gelu"      // XLMRobertaModel (with pooler), gelu
+)
+
+// TinyModels lists the committed tiny models.
+var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase}
+
+// PublishedModelsEnv names the directory holding the published-shape
+// random models (roberta-base-random, xlm-roberta-base-random) that
+// `gen/make_models.py --published --out DIR` writes; they are too large to
+// commit.
+const PublishedModelsEnv = "SQC_PUBLISHED_MODELS"
+
+// PublishedModels are the published-shape models make_models.py builds.
+var PublishedModels = []string{"roberta-base-random", "xlm-roberta-base-random"}
+
+// TinyDir returns the folder of a committed tiny model.
+func TinyDir(t testing.TB, name string) string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "internal", "testmodels", "testdata", "tiny", name)
+	if _, err := os.Stat(filepath.Join(dir, "reference.json")); err != nil {
+		t.Fatalf("tiny model %s: %v (regenerate with internal/testmodels/gen/make_models.py)", name, err)
+	}
+	return dir
+}
+
+// PublishedDir returns the folder of a published-shape model, skipping the
+// test with a message when $SQC_PUBLISHED_MODELS is unset or lacks it.
+func PublishedDir(t testing.TB, name string) string {
+	t.Helper()
+	root := os.Getenv(PublishedModelsEnv)
+	if root == "" {
+		t.Skipf("skipping: $%s is unset (make the models with internal/testmodels/gen/make_models.py --published --out DIR)", PublishedModelsEnv)
+	}
+	dir := filepath.Join(root, name)
+	if _, err := os.Stat(filepath.Join(dir, "reference.json")); err != nil {
+		t.Skipf("skipping: no %s under $%s=%s", name, PublishedModelsEnv, root)
+	}
+	return dir
+}
+
+// ModelReference is a reference.json: one padded batch (all rows the same
+// length, padding already applied with the model's pad id and mask 0) and
+// the outputs PyTorch computed for it, by graph output name.
+type ModelReference struct {
+	Inputs  map[string]*compiler.Tensor
+	Outputs map[string]*compiler.Tensor
+}
+
+type rawReference struct {
+	Inputs  map[string][][]int64 `json:"inputs"`
+	Outputs map[string]struct {
+		Shape []int64   `json:"shape"`
+		Data  []float64 `json:"data"`
+	} `json:"outputs"`
+}
+
+// LoadModelReference reads dir/reference.json.
+func LoadModelReference(dir string) (*ModelReference, error) {
+	path := filepath.Join(dir, "reference.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r rawReference
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	ref := &ModelReference{Inputs: map[string]*compiler.Tensor{}, Outputs: map[string]*compiler.Tensor{}}
+	for name, rows := range r.Inputs {
+		if len(rows) == 0 || len(rows[0]) == 0 {
+			return nil, fmt.Errorf("%s: input %s is empty", path, name)
+		}
+		t := compiler.NewTensor(compiler.Int64, int64(len(rows)), int64(len(rows[0])))
+		for i, row := range rows {
+			if len(row) != len(rows[0]) {
+				return nil, fmt.Errorf("%s: input %s row %d has %d ids, row 0 %d", path, name, i, len(row), len(rows[0]))
+			}
+			copy(t.I64[i*len(row):], row)
+		}
+		ref.Inputs[name] = t
+	}
+	for name, o := range r.Outputs {
+		t := compiler.NewTensor(compiler.Float32, o.Shape...)
+		if len(t.F32) != len(o.Data) {
+			return nil, fmt.Errorf("%s: output %s has %d values for shape %v", path, name, len(o.Data), o.Shape)
+		}
+		for i, v := range o.Data {
+			t.F32[i] = float32(v)
+		}
+		ref.Outputs[name] = t
+	}
+	return ref, nil
+}
+
+// OutputNames lists the reference's outputs, sorted.
+func (r *ModelReference) OutputNames() []string {
+	names := make([]string, 0, len(r.Outputs))
+	for n := range r.Outputs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TensorMaxAbsDiff is the largest |a - b| over two float32 tensors of the
+// same shape (+Inf when the shapes differ or a value is NaN).
+func TensorMaxAbsDiff(a, b *compiler.Tensor) float64 {
+	if a == nil || b == nil || !slices.Equal(a.Shape, b.Shape) || len(a.F32) != len(b.F32) {
+		return math.Inf(1)
+	}
+	var m float64
+	for i := range a.F32 {
+		d := math.Abs(float64(a.F32[i]) - float64(b.F32[i]))
+		if math.IsNaN(d) {
+			return math.Inf(1)
+		}
+		m = max(m, d)
+	}
+	return m
+}
+
+// Cosine is the cosine similarity of two float32 tensors' values, as
+// vectors (0 when either is zero or they differ in length).
+func Cosine(a, b *compiler.Tensor) float64 {
+	if a == nil || b == nil || len(a.F32) != len(b.F32) {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a.F32 {
+		x, y := float64(a.F32[i]), float64(b.F32[i])
+		dot, na, nb = dot+x*y, na+x*x, nb+y*y
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}
