@@ -2,20 +2,16 @@ package sentence
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/json"
 	"flag"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/nlpodyssey/safetensors"
-
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/hf"
+	"github.com/sqc-dev/sqc/internal/tinymodel"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/st-bert-tiny")
@@ -29,20 +25,6 @@ const tinyDir = "testdata/st-bert-tiny"
 // tinyVocabTokens is how many vocabulary lines the tiny model keeps.
 const tinyVocabTokens = 5000
 
-// recorder remembers the parameters Build asks a WeightSource for.
-type recorder struct {
-	inner hf.WeightSource
-	got   map[string]*compiler.Tensor
-}
-
-func (r *recorder) Weight(name string, shape []int64) (*compiler.Tensor, error) {
-	t, err := r.inner.Weight(name, shape)
-	if err == nil {
-		r.got[name] = t
-	}
-	return t, err
-}
-
 // tinyFiles makes the files of tinyDir, deterministically.
 func tinyFiles(t *testing.T) map[string][]byte {
 	t.Helper()
@@ -55,15 +37,15 @@ func tinyFiles(t *testing.T) map[string][]byte {
 		ModelType: hf.ModelBERT, Architecture: hf.ArchBertModel, VocabSize: tinyVocabTokens, HiddenSize: 32, NumLayers: 2,
 		NumHeads: 2, IntermediateSize: 64, MaxPositions: 64, TypeVocabSize: 2, HiddenAct: hf.ActGELU, LayerNormEps: 1e-12,
 	}
-	rec := &recorder{inner: hf.RandomWeights(11), got: map[string]*compiler.Tensor{}}
-	if _, err := hf.Build(cfg, rec); err != nil {
+	params, err := tinymodel.Parameters(cfg, 11)
+	if err != nil {
 		t.Fatal(err)
 	}
 	// Random weights of std 0.02 make every token's hidden state nearly
 	// the same; larger word embeddings keep sentences apart.
 	rng := rand.New(rand.NewPCG(3, 4))
-	for i := range rec.got["embeddings.word_embeddings.weight"].F32 {
-		rec.got["embeddings.word_embeddings.weight"].F32[i] = float32(rng.NormFloat64())
+	for i := range params["embeddings.word_embeddings.weight"].F32 {
+		params["embeddings.word_embeddings.weight"].F32[i] = float32(rng.NormFloat64())
 	}
 	dense := map[string]*compiler.Tensor{"linear.weight": compiler.NewTensor(compiler.Float32, 16, 32), "linear.bias": compiler.NewTensor(compiler.Float32, 16)}
 	for _, name := range []string{"linear.weight", "linear.bias"} { // fixed order: one random stream
@@ -72,13 +54,7 @@ func tinyFiles(t *testing.T) map[string][]byte {
 			w.F32[i] = float32(0.2 * rng.NormFloat64())
 		}
 	}
-	config := map[string]any{
-		"architectures": []string{"BertModel"}, "model_type": "bert", "vocab_size": cfg.VocabSize,
-		"hidden_size": cfg.HiddenSize, "num_hidden_layers": cfg.NumLayers, "num_attention_heads": cfg.NumHeads,
-		"intermediate_size": cfg.IntermediateSize, "hidden_act": cfg.HiddenAct, "max_position_embeddings": cfg.MaxPositions,
-		"type_vocab_size": cfg.TypeVocabSize, "layer_norm_eps": cfg.LayerNormEps, "pad_token_id": 0,
-		"position_embedding_type": "absolute", "torch_dtype": "float32",
-	}
+	config := tinymodel.Config(cfg, nil)
 	modules := []map[string]any{
 		{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
 		{"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
@@ -98,7 +74,7 @@ func tinyFiles(t *testing.T) map[string][]byte {
 	}
 	return map[string][]byte{
 		"config.json":                   jsonBytes(t, config),
-		"model.safetensors":             safetensorsBytes(t, rec.got),
+		"model.safetensors":             safetensorsBytes(t, params),
 		"vocab.txt":                     []byte(strings.Join(lines, "")),
 		"tokenizer_config.json":         jsonBytes(t, map[string]any{"do_lower_case": true, "model_max_length": 512}),
 		ModulesFile:                     jsonBytes(t, modules),
@@ -112,32 +88,16 @@ func tinyFiles(t *testing.T) map[string][]byte {
 
 func jsonBytes(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := tinymodel.JSON(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(b, '\n')
+	return b
 }
 
 func safetensorsBytes(t *testing.T, tensors map[string]*compiler.Tensor) []byte {
 	t.Helper()
-	views := map[string]safetensors.TensorView{}
-	for name, w := range tensors {
-		data := make([]byte, 4*len(w.F32))
-		for i, v := range w.F32 {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
-		}
-		shape := make([]uint64, len(w.Shape))
-		for i, d := range w.Shape {
-			shape[i] = uint64(d)
-		}
-		v, err := safetensors.NewTensorView(safetensors.F32, shape, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		views[name] = v
-	}
-	b, err := safetensors.Serialize(views, map[string]string{"format": "pt"})
+	b, err := tinymodel.Safetensors(tensors)
 	if err != nil {
 		t.Fatal(err)
 	}
