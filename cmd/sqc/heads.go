@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sqc-dev/sqc/codegen"
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/frontend"
 	"github.com/sqc-dev/sqc/compiler/sentence"
@@ -187,4 +188,31 @@ func (h *modelHead) acceptsPairs(path string) error {
 		return compiler.BadInput(path, "", fmt.Errorf("%w: a file of sentence pairs, but the model is a sentence-embedding model (give one text per line; `sqc eval` scores pairs by embedding cosine)", compiler.ErrInvalidRequest))
 	}
 	return nil
+}
+
+// tokenizerOptions applies max_seq_length to a generated package's
+// tokenizer settings.
+func (h *modelHead) tokenizerOptions(opts tokenizer.Options) tokenizer.Options {
+	if h.st != nil && h.st.MaxSeqLength > 0 {
+		opts.MaxLength = h.st.MaxSeqLength
+	}
+	return opts
+}
+
+// codegen is the head as the generated package applies it.
+func (h *modelHead) codegen() codegen.Head {
+	out := codegen.Head{Scoring: h.scoring.Activation}
+	if h.st != nil {
+		out.Embedding, out.Prompts, out.DefaultPrompt = &h.st.Head, h.st.Prompts, h.st.DefaultPrompt
+	}
+	return out
+}
+
+// maxSeq is a generated package's longest sequence: --max-seq when given,
+// else a sentence-transformers model's max_seq_length, else the default.
+func (h *modelHead) maxSeq(flag int, set bool) int {
+	if !set && h.st != nil && h.st.MaxSeqLength > 0 {
+		return h.st.MaxSeqLength
+	}
+	return flag
 }
