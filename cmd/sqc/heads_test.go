@@ -171,13 +171,27 @@ func TestSentenceEmbedPackageMatchesRun(t *testing.T) {
 	}
 	t.Setenv("CGO_ENABLED", "0") // a static binary
 	texts := writeLines(t, "texts.txt", headTexts)
-	for name, flags := range map[string][]string{
-		"dynamic": {"--act", "dynamic", "--alpha", "0"},
-		"static":  {"--act", "static", "--alpha", "0.5", "--calib", texts},
+	// The other head shapes: two pooling modes concatenated, no Dense, no
+	// Normalize, a default prompt.
+	other := stVariant(t, map[string]string{
+		"modules.json": `[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},
+{"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}]`,
+		"1_Pooling/config.json":             `{"word_embedding_dimension":32,"pooling_mode_cls_token":true,"pooling_mode_max_tokens":true}`,
+		"config_sentence_transformers.json": `{"prompts":{"query":"query: ","passage":"passage: "},"default_prompt_name":"passage"}`,
+	})
+	for _, tc := range []struct {
+		name, model string
+		dim         int
+		flags       []string
+	}{
+		{"dynamic", stTiny, 16, []string{"--act", "dynamic", "--alpha", "0"}},
+		{"static", stTiny, 16, []string{"--act", "static", "--alpha", "0.5", "--calib", texts}},
+		{"cls+max", other, 64, []string{"--act", "static", "--alpha", "0.5", "--calib", texts}},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
+			flags := tc.flags
 			mod := gentest.Module(t)
-			args := append([]string{"compile", "--model", stTiny, "--out", gentest.PackageDir(mod), "--package", "m", "--max-batch", "4"}, flags...)
+			args := append([]string{"compile", "--model", tc.model, "--out", gentest.PackageDir(mod), "--package", "m", "--max-batch", "4"}, flags...)
 			if code, _, errs := runCLI(t, args...); code != 0 {
 				t.Fatalf("sqc compile: exit %d: %s", code, errs)
 			}
@@ -188,11 +202,11 @@ func TestSentenceEmbedPackageMatchesRun(t *testing.T) {
 			if err := json.Unmarshal(gentest.Run(t, mod, embedMain, texts), &got); err != nil {
 				t.Fatal(err)
 			}
-			if got.Dim != 16 {
-				t.Errorf("EmbeddingDim %d", got.Dim)
+			if got.Dim != tc.dim {
+				t.Errorf("EmbeddingDim %d, want %d", got.Dim, tc.dim)
 			}
 			for what, rows := range map[string][][]uint32{"Embed": got.Plain, "EmbedWithPrompt": got.Query} {
-				run := append([]string{"run", "--int8", "--model", stTiny, "--texts", texts}, flags...)
+				run := append([]string{"run", "--int8", "--model", tc.model, "--texts", texts}, flags...)
 				if what == "EmbedWithPrompt" {
 					run = append(run, "--prompt-name", "query")
 				}
@@ -214,6 +228,34 @@ func TestSentenceEmbedPackageMatchesRun(t *testing.T) {
 			t.Logf("%d texts: Embed and EmbedWithPrompt bit-identical to sqc run --int8", len(headTexts))
 		})
 	}
+}
+
+// stVariant copies the tiny folder into a temporary directory with files
+// replaced.
+func stVariant(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	err := filepath.WalkDir(stTiny, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(stTiny, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if s, ok := files[filepath.ToSlash(rel)]; ok {
+			data = []byte(s)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // writeClassifier writes a random 2-layer BERT classifier of the tiny
