@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -74,6 +76,9 @@ func number(v float64) *float64 {
 // evalHead is `sqc eval` for usesHeadEval.
 func evalHead(c *cli.Context, cfg *int8Config) error {
 	model, data := c.String("model"), c.String("data")
+	if c.Bool("layers") {
+		return usageError{"--layers is for classifiers evaluated on labelled texts, not for sentence embeddings or pairs"}
+	}
 	g, err := frontend.Load(model)
 	if err != nil {
 		return err
@@ -82,12 +87,15 @@ func evalHead(c *cli.Context, cfg *int8Config) error {
 	if err != nil {
 		return err
 	}
-	tok, err := loadTokenizer(model, c.String("vocab"))
-	if err != nil {
-		return err
-	}
-	if tok, err = head.tokenizer(tok); err != nil {
-		return err
+	ids := strings.EqualFold(filepath.Ext(data), ".jsonl")
+	var tok *tokenizer.Tokenizer
+	if !ids || cfg.needsTokenizer() {
+		if tok, err = loadTokenizer(model, c.String("vocab")); err != nil {
+			return err
+		}
+		if tok, err = head.tokenizer(tok); err != nil {
+			return err
+		}
 	}
 	res := &headEvalResult{Model: model, Data: data}
 	var pairs []dataio.Pair
@@ -117,6 +125,11 @@ func evalHead(c *cli.Context, cfg *int8Config) error {
 				}
 			}
 		}
+	case ids: // an embedding model on token ids
+		if exs, err = dataio.ReadIDs(data); err != nil {
+			return err
+		}
+		res.Kind = "embedding"
 	default: // an embedding model on texts
 		if exs, err = dataio.ReadTexts(data); err != nil {
 			return err

@@ -216,3 +216,16 @@ func (h *modelHead) maxSeq(flag int, set bool) int {
 	}
 	return flag
 }
+
+// readCalibrationPairs is readCalibration that also takes a sentence-pair
+// .tsv (a cross-encoder calibrates on pairs), tokenized with tok.
+func readCalibrationPairs(path string, n int, tok *tokenizer.Tokenizer) ([]dataio.Example, error) {
+	if tok == nil || !dataio.IsPairFile(path) {
+		return readCalibration(path, n)
+	}
+	pairs, err := dataio.ReadPairs(path)
+	if err != nil {
+		return nil, fmt.Errorf("calibration data: %w", err)
+	}
+	return pairExamples(tok, pairs[:min(n, len(pairs))]), nil
+}

@@ -325,7 +325,7 @@ func main() {
 `
 
 // TestCrossEncoder runs a single-logit classifier on a pairs .tsv (score =
-// sigmoid of the logit), compiles it and checks that Rerank returns, in
+// sigmoid of the logit), calibrated on pairs, compiles it and checks that Rerank returns, in
 // document order, bit for bit the scores `sqc run --int8` prints; `sqc
 // eval` reports rerank agreement.
 func TestCrossEncoder(t *testing.T) {
@@ -336,7 +336,8 @@ func TestCrossEncoder(t *testing.T) {
 		lines = append(lines, query+"\t"+d)
 	}
 	pairs := writeLines(t, "pairs.tsv", lines)
-	flags := []string{"--act", "dynamic", "--alpha", "0"}
+	// Static activations calibrated on the pairs themselves.
+	flags := []string{"--act", "static", "--alpha", "0.5", "--calib", pairs}
 	fp := runLines[scoreLine](t, "run", "--fp32", "--model", model, "--texts", pairs)
 	q := runLines[scoreLine](t, append([]string{"run", "--int8", "--model", model, "--texts", pairs}, flags...)...)
 	for i := range fp {

@@ -103,6 +103,14 @@ func TestEvalSTSTiny(t *testing.T) {
 	if res.Kind != "embedding" || res.Inputs != len(headTexts) || res.EmbeddingCosineMean < 0.99 || res.SpearmanFP32 != nil {
 		t.Errorf("embedding eval: %+v", res)
 	}
+	ids := writeLines(t, "ids.jsonl", []string{`{"input_ids":[101,1996,2143,102]}`, `{"input_ids":[101,2053,102]}`})
+	res = evalJSON(t, "--model", stTiny, "--data", ids, "--act", "dynamic", "--alpha", "0")
+	if res.Kind != "embedding" || res.Inputs != 2 || res.EmbeddingCosineMin < 0.99 {
+		t.Errorf("embedding eval of token ids: %+v", res)
+	}
+	if code, _, errs := runCLI(t, "eval", "--model", stTiny, "--data", calib, "--calib", calib, "--layers"); code != 2 || !strings.Contains(errs, "--layers") {
+		t.Errorf("--layers: exit %d: %s", code, errs)
+	}
 	noScore := writeLines(t, "noscore.tsv", []string{"sentence1\tsentence2", "a\tb"})
 	if code, _, errs := runCLI(t, "eval", "--model", stTiny, "--data", noScore, "--calib", calib); code != 2 || !strings.Contains(errs, "no gold score") {
 		t.Errorf("pairs without scores: exit %d: %s", code, errs)
