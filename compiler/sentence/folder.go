@@ -189,6 +189,12 @@ var poolingKeys = map[string]modelrt.PoolingMode{
 	"pooling_mode_lasttoken":            modelrt.PoolLastToken,
 }
 
+// poolingNames maps the Pooling constructor's pooling_mode strings.
+var poolingNames = map[string]modelrt.PoolingMode{
+	"cls": modelrt.PoolCLS, "lasttoken": modelrt.PoolLastToken, "max": modelrt.PoolMax, "mean": modelrt.PoolMean,
+	"mean_sqrt_len_tokens": modelrt.PoolMeanSqrtLen, "weightedmean": modelrt.PoolWeightedMean,
+}
+
 func (m *Model) readPooling(path string) error {
 	var raw map[string]json.RawMessage
 	absent, err := readJSON(path, &raw)
@@ -205,6 +211,17 @@ func (m *Model) readPooling(path string) error {
 			if err := json.Unmarshal(v, &m.WordEmbeddingDim); err != nil || m.WordEmbeddingDim <= 0 {
 				return compiler.BadInput(path, key, fmt.Errorf("%w: want a positive integer, got %s", compiler.ErrMalformed, v))
 			}
+		case "pooling_mode":
+			// The Pooling constructor's string form, should a config hold it.
+			var name string
+			mode, known := modelrt.PoolingMode(""), false
+			if err := json.Unmarshal(v, &name); err == nil {
+				mode, known = poolingNames[name]
+			}
+			if !known {
+				return compiler.BadInput(path, key, fmt.Errorf("%w: %s; want one of cls, lasttoken, max, mean, mean_sqrt_len_tokens, weightedmean", compiler.ErrUnknownModel, v))
+			}
+			on[mode] = true
 		case "include_prompt":
 			if err := json.Unmarshal(v, &m.IncludePrompt); err != nil {
 				return compiler.BadInput(path, key, fmt.Errorf("%w: want true or false, got %s", compiler.ErrMalformed, v))

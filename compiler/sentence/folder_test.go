@@ -152,6 +152,7 @@ func TestLoadBadFolders(t *testing.T) {
 		{"dense activation", map[string]*string{"2_Dense/config.json": str(`{"in_features":32,"out_features":16,"activation_function":"torch.nn.modules.activation.SiLU"}`)}, compiler.ErrUnknownModel, "SiLU"},
 		{"dense shape", map[string]*string{"2_Dense/config.json": str(`{"in_features":32,"out_features":8}`)}, compiler.ErrShapeMismatch, "linear.weight"},
 		{"dense bin only", map[string]*string{"2_Dense/model.safetensors": nil, "2_Dense/pytorch_model.bin": str("x")}, compiler.ErrMissingTensor, "pytorch_model.bin"},
+		{"pooling_mode string", map[string]*string{"1_Pooling/config.json": str(`{"pooling_mode":"median"}`)}, compiler.ErrUnknownModel, "median"},
 		{"max_seq_length", map[string]*string{BertConfigFile: str(`{"max_seq_length":0}`)}, compiler.ErrMalformed, "max_seq_length"},
 		{"do_lower_case", map[string]*string{BertConfigFile: str(`{"max_seq_length":24,"do_lower_case":true}`)}, compiler.ErrUnknownModel, "do_lower_case"},
 		{"default prompt", map[string]*string{STConfigFile: str(`{"prompts":{},"default_prompt_name":"query"}`)}, compiler.ErrMalformed, "default_prompt_name"},
@@ -161,8 +162,12 @@ func TestLoadBadFolders(t *testing.T) {
 			t.Errorf("%s: %v, want %v naming %q", tc.name, err, tc.want, tc.says)
 		}
 	}
+	m, err := Load(variant(t, map[string]*string{"1_Pooling/config.json": str(`{"pooling_mode":"lasttoken"}`)}))
+	if err != nil || !slices.Equal(m.Head.Pooling, []modelrt.PoolingMode{modelrt.PoolLastToken}) {
+		t.Errorf("pooling_mode string: %v, %v", m, err)
+	}
 	// include_prompt false works without a prompt, not with one.
-	m, err := Load(variant(t, map[string]*string{"1_Pooling/config.json": str(`{"pooling_mode_mean_tokens":true,"include_prompt":false}`)}))
+	m, err = Load(variant(t, map[string]*string{"1_Pooling/config.json": str(`{"pooling_mode_mean_tokens":true,"include_prompt":false}`)}))
 	if err != nil {
 		t.Fatal(err)
 	}
