@@ -100,7 +100,7 @@ func compileCommand() *cli.Command {
 			}
 			pkg, err := codegen.Generate(prog, codegen.Options{
 				Package: pkgName, ModelName: g.Name, Summary: summary, Target: target,
-				MaxBatch: c.Int("max-batch"), MaxSeq: head.maxSeq(c.Int("max-seq"), c.IsSet("max-seq")),
+				MaxBatch: c.Int("max-batch"), MaxSeq: head.maxSeq(c.Int("max-seq"), c.IsSet("max-seq"), c.App.ErrWriter),
 				Labels: labels(g), Vocab: vocab, Tokenizer: tokOpts, Head: head.codegen(),
 			})
 			if err != nil {

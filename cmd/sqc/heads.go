@@ -210,9 +210,17 @@ func (h *modelHead) codegen() codegen.Head {
 
 // maxSeq is a generated package's longest sequence: --max-seq when given,
 // else a sentence-transformers model's max_seq_length, else the default.
-func (h *modelHead) maxSeq(flag int, set bool) int {
-	if !set && h.st != nil && h.st.MaxSeqLength > 0 {
+// A --max-seq below max_seq_length truncates the package's texts earlier
+// than `sqc run` does, which stderr is told.
+func (h *modelHead) maxSeq(flag int, set bool, stderr io.Writer) int {
+	if h.st == nil || h.st.MaxSeqLength == 0 {
+		return flag
+	}
+	if !set {
 		return h.st.MaxSeqLength
+	}
+	if flag < h.st.MaxSeqLength {
+		fmt.Fprintf(stderr, "sqc: --max-seq %d is below the model's max_seq_length %d: the package truncates texts at %d tokens, sqc run at %d\n", flag, h.st.MaxSeqLength, flag, h.st.MaxSeqLength)
 	}
 	return flag
 }
