@@ -9,7 +9,10 @@
 // # Files of a generated package
 //
 //	model.go     the API: Model, New, Run, Classify or Embed, MemoryBytes,
-//	             the input limits, the runtime version handshake
+//	             the input limits, the runtime version handshake; with a
+//	             Head (emit_head.go), Embed pools as sentence-transformers
+//	             does (EmbedWithPrompt, Prompts, EmbeddingDim), and scored
+//	             classifiers get ScorePairs and Rerank or Scores
 //	schedule.go  forward: the straight-line schedule
 //	weights.go   the weight handles, their offsets in weights.bin, and the
 //	             go:embed of weights.bin with its length and SHA-256

@@ -57,7 +57,7 @@ func (g *gen) modelFile() *jen.File {
 
 	f.Comment("The generated code's runtime version: this fails to compile against a runtime/modelrt")
 	f.Comment("that no longer supports it (regenerate with a matching sqc).")
-	f.Const().Id("_").Op("=").Qual(pkgModelrt, fmt.Sprintf("SupportVersion%d", RuntimeVersion))
+	f.Const().Id("_").Op("=").Qual(pkgModelrt, fmt.Sprintf("SupportVersion%d", g.runtimeVersion()))
 	f.Line()
 
 	limits := []jen.Code{
@@ -179,7 +179,12 @@ func (g *gen) modelFile() *jen.File {
 	if g.classifier() {
 		g.classify(f)
 	}
-	if out := g.embedOutput(); out != nil {
+	if g.scoring() != "" {
+		g.scoreMethods(f)
+	}
+	if out := g.embedOutput(); out != nil && g.embedHead() != nil {
+		g.embedWithHead(f, out)
+	} else if out != nil {
 		g.embed(f, out)
 	}
 	if g.tok != nil {

@@ -38,6 +38,7 @@ func (g *gen) packWeights() ([]byte, string) {
 	if g.opts.Vocab != nil {
 		g.vocabOff = w.Raw(g.opts.Vocab)
 	}
+	g.packHead(w)
 	for _, st := range g.pl.prog.Steps() {
 		switch s := st.(type) {
 		case *exec.LayerNormStep:
@@ -128,6 +129,8 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Qual(pkgNN, "Embeddings").Values(d))
 		}
 	}
+	headFields, headInits, headSets := g.headWeights()
+	fields, inits, lnSets = append(fields, headFields...), append(inits, headInits...), append(lnSets, headSets...)
 	f.Comment("weights holds the model's constants, decoded from weightsBin.")
 	f.Type().Id("weights").Struct(fields...)
 	f.Line()

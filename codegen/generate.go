@@ -44,6 +44,7 @@ type Options struct {
 	// the tokenizer settings of the model's tokenizer_config.json.
 	Vocab     []byte
 	Tokenizer tokenizer.Options
+	Head      Head // post-processing of the outputs (emit_head.go); zero: none
 }
 
 // Package is a generated package: file name -> contents.
@@ -116,6 +117,9 @@ func Generate(prog *exec.Program, opts Options) (*Package, error) {
 		}
 	}
 	g := &gen{pl: p, opts: opts, outs: outs, tok: tok, lnField: map[*exec.LayerNormStep]string{}, embField: map[*exec.EmbedStep]string{}}
+	if err := g.checkHead(); err != nil {
+		return nil, err
+	}
 	blob, sum := g.packWeights()
 	files := map[string]*jen.File{}
 	if files["schedule.go"], err = g.scheduleFile(); err != nil {
@@ -153,6 +157,7 @@ type gen struct {
 	embField map[*exec.EmbedStep]string
 	vocabOff int
 	decoded  int64 // bytes of decoded weights
+	head     headLayout
 }
 
 func contains(list []string, s string) bool {

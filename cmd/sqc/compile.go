@@ -67,6 +67,14 @@ func compileCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			head, err := loadModelHead(model, "", g)
+			if err != nil {
+				return err
+			}
+			if tok, err = head.tokenizer(tok); err != nil {
+				return err
+			}
+			tokOpts = head.tokenizerOptions(tokOpts)
 			checkIR := c.Bool("check-ir")
 			if checkIR {
 				// buildInt8 verifies the passes after canonicalisation
@@ -92,8 +100,8 @@ func compileCommand() *cli.Command {
 			}
 			pkg, err := codegen.Generate(prog, codegen.Options{
 				Package: pkgName, ModelName: g.Name, Summary: summary, Target: target,
-				MaxBatch: c.Int("max-batch"), MaxSeq: c.Int("max-seq"),
-				Labels: labels(g), Vocab: vocab, Tokenizer: tokOpts,
+				MaxBatch: c.Int("max-batch"), MaxSeq: head.maxSeq(c.Int("max-seq"), c.IsSet("max-seq"), c.App.ErrWriter),
+				Labels: labels(g), Vocab: vocab, Tokenizer: tokOpts, Head: head.codegen(),
 			})
 			if err != nil {
 				if errors.Is(err, compiler.ErrInvalidRequest) {

@@ -212,7 +212,7 @@ type calibrator struct {
 }
 
 func newCalibrator(g *compiler.Graph, tok *tokenizer.Tokenizer, cfg *int8Config, stderr io.Writer) (*calibrator, error) {
-	exs, err := readCalibration(cfg.calibPath, cfg.calibSamples)
+	exs, err := readCalibrationPairs(cfg.calibPath, cfg.calibSamples, tok)
 	if err != nil {
 		return nil, err
 	}

@@ -26,11 +26,12 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "model", Required: true, Usage: "an .onnx file or a HuggingFace directory"},
 			&cli.BoolFlag{Name: "fp32", Usage: "run the FP32 reference interpreter"},
 			&cli.BoolFlag{Name: "int8", Usage: "calibrate, SmoothQuant and quantise, then run the INT8 engine"},
-			&cli.StringFlag{Name: "texts", Usage: "one text per line, or a .tsv with a `sentence` column"},
+			&cli.StringFlag{Name: "texts", Usage: "one text per line, a .tsv with a `sentence` column, or a .tsv of pairs (`sentence1` and `sentence2`, or `query` and `document`, columns) for a classifier of pairs"},
 			&cli.StringFlag{Name: "ids", Usage: "pre-tokenized inputs, one JSON object per line"},
 			&cli.StringFlag{Name: "vocab", Usage: "vocab.txt or tokenizer.json (default: beside the model)"},
 			&cli.IntFlag{Name: "batch", Value: 32, Usage: "inputs per forward pass"},
 			&cli.BoolFlag{Name: "check-ir", Usage: "canonicalise first, verifying the graph after every pass and naming the pass that broke it"},
+			promptFlag(),
 		}, int8Flags()...),
 		Action: func(c *cli.Context) error {
 			fp32, int8 := c.Bool("fp32"), c.Bool("int8")
@@ -47,21 +48,41 @@ func runCommand() *cli.Command {
 					return err
 				}
 			}
-			exs, err := readInputs(c.String("texts"), c.String("ids"))
+			pairs, err := readPairInputs(c.String("texts"))
 			if err != nil {
 				return err
+			}
+			var exs []dataio.Example
+			if pairs == nil {
+				if exs, err = readInputs(c.String("texts"), c.String("ids")); err != nil {
+					return err
+				}
 			}
 			model := c.String("model")
 			g, err := frontend.Load(model)
 			if err != nil {
 				return err
 			}
+			head, err := loadModelHead(model, c.String("prompt-name"), g)
+			if err != nil {
+				return err
+			}
 			var tok *tokenizer.Tokenizer
-			if !exs[0].HasIDs || (int8 && cfg.needsTokenizer()) {
+			if pairs != nil || !exs[0].HasIDs || (int8 && cfg.needsTokenizer()) {
 				if tok, err = loadTokenizer(model, c.String("vocab")); err != nil {
 					return err
 				}
+				if tok, err = head.tokenizer(tok); err != nil {
+					return err
+				}
 			}
+			if pairs != nil {
+				if err := head.acceptsPairs(c.String("texts")); err != nil {
+					return err
+				}
+				exs = pairExamples(tok, pairs)
+			}
+			exs = head.withPrompt(exs)
 			enc, err := infer.Encode(tok, exs)
 			if err != nil {
 				return err
@@ -102,6 +123,9 @@ func runCommand() *cli.Command {
 			res, err := infer.Run(context.Background(), g, ex, enc, infer.Options{BatchSize: c.Int("batch"), SortByLength: true})
 			if err != nil {
 				return err
+			}
+			if head.active() {
+				return head.print(c.App.Writer, res, enc)
 			}
 			return printResults(c.App.Writer, g, res)
 		},

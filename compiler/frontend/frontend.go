@@ -1,6 +1,8 @@
 // Package frontend loads a model from whatever the user points sqc at: an
-// .onnx file (compiler/onnx) or a HuggingFace directory holding config.json
-// and model.safetensors (compiler/hf). Either way the result is the same IR.
+// .onnx file (compiler/onnx), a HuggingFace directory holding config.json
+// and model.safetensors (compiler/hf), or a sentence-transformers folder
+// (compiler/sentence: its Transformer module's encoder, last_hidden_state
+// only). Either way the result is the same IR.
 package frontend
 
 import (
@@ -13,6 +15,7 @@ import (
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/hf"
 	"github.com/sqc-dev/sqc/compiler/onnx"
+	"github.com/sqc-dev/sqc/compiler/sentence"
 )
 
 // Load reads the model at path: an .onnx file, a directory with
@@ -28,6 +31,13 @@ func Load(path string) (*compiler.Graph, error) {
 		}
 		return nil, compiler.BadInput(path, "", fmt.Errorf("%w: expected an .onnx file or a HuggingFace model directory", compiler.ErrMalformed))
 	}
+	if sentence.IsFolder(path) {
+		m, err := sentence.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		return hf.LoadEncoder(m.TransformerDir)
+	}
 	if exists(filepath.Join(path, "config.json")) && exists(filepath.Join(path, "model.safetensors")) {
 		return hf.Load(path)
 	}
@@ -39,8 +49,14 @@ func Load(path string) (*compiler.Graph, error) {
 
 // Dir is the directory that holds the model's side files (vocab.txt,
 // tokenizer.json, config.json): the model directory itself, or the
-// directory of an .onnx file.
+// directory of an .onnx file; for a sentence-transformers folder, its
+// Transformer module's directory.
 func Dir(path string) string {
+	if sentence.IsFolder(path) {
+		if m, err := sentence.Load(path); err == nil {
+			return m.TransformerDir
+		}
+	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return path
 	}

@@ -30,6 +30,12 @@ const SupportVersion1 = 1
 // (ChunkOrder, LongestOf, FillInputsOf).
 const SupportVersion2 = 2
 
+// SupportVersion3 exists while this runtime can run packages generated
+// for runtime version 3: version 2 plus the heads of sentence-embedding
+// and scoring models (EmbeddingHead, Dense, Activation, Scores). Only
+// packages that use them are generated for version 3.
+const SupportVersion3 = 3
+
 // CurrentVersion is the generated-code version this runtime was written
 // for; `sqc compile` emits packages of this version.
 const CurrentVersion = 2
