@@ -194,4 +194,3 @@ func TestShutdownUnderLoad(t *testing.T) {
 		t.Errorf("accepted %d, answered %d, clients got %d 200s and %d other statuses: want all equal, none other", accepted, answered, got200.Load(), other.Load())
 	}
 }
-
