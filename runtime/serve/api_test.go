@@ -42,6 +42,8 @@ var apiCases = []apiCase{
 	{name: "embed_400_empty_list", kind: Embedder, path: "/embed", body: `{"inputs":[]}`},
 	{name: "embed_400_token_ids", kind: Embedder, path: "/embed", body: `{"inputs":[101,2054,102]}`},
 	{name: "embed_400_trailing", kind: Embedder, path: "/embed", body: `{"inputs":"a"} {"inputs":"b"}`},
+	{name: "embed_400_truncation_left", kind: Embedder, path: "/embed", body: `{"inputs":"a","truncation_direction":"Left"}`},
+	{name: "embed_400_prompt_name", kind: Embedder, path: "/embed", body: `{"inputs":"a","prompt_name":"query"}`},
 	{name: "embed_400_empty_body", kind: Embedder, path: "/embed", body: ``},
 	{name: "embed_413_batch", kind: Embedder, cfg: Config{MaxClientBatchSize: 2}, path: "/embed", body: `{"inputs":["a","the","it"]}`},
 	{name: "embed_413_payload", kind: Embedder, cfg: Config{PayloadLimit: 32}, path: "/embed", body: `{"inputs":"` + long + `"}`},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The request bodies, as TEI and OpenAI define them. Unknown fields are
@@ -93,12 +94,21 @@ func textOrList(field string, raw json.RawMessage) (texts []string, single bool,
 
 func decodeEmbed(body []byte) (embedRequest, *apiError) {
 	var raw struct {
-		Inputs    json.RawMessage `json:"inputs"`
-		Truncate  *bool           `json:"truncate"`
-		Normalize *bool           `json:"normalize"`
+		Inputs              json.RawMessage `json:"inputs"`
+		Truncate            *bool           `json:"truncate"`
+		Normalize           *bool           `json:"normalize"`
+		TruncationDirection *string         `json:"truncation_direction"`
+		PromptName          *string         `json:"prompt_name"`
 	}
 	if err := decodeObject(body, &raw); err != nil {
 		return embedRequest{}, err
+	}
+	// huggingface_hub's feature_extraction sends these two when asked to.
+	if d := raw.TruncationDirection; d != nil && !strings.EqualFold(*d, "right") {
+		return embedRequest{}, badRequest(fmt.Sprintf("`truncation_direction` %q: only \"Right\" is supported", *d))
+	}
+	if raw.PromptName != nil {
+		return embedRequest{}, badRequest(fmt.Sprintf("`prompt_name` %q: the model has no prompts", *raw.PromptName))
 	}
 	inputs, _, err := textOrList("inputs", raw.Inputs)
 	if err != nil {
