@@ -73,6 +73,7 @@ func TestLoad(t *testing.T) {
 		bodies[i] = predictBody(text)
 	}
 	var bad atomic.Int64
+	cpu0 := p.cpuTime()
 	m := attack(p.addr, bodies, *loadClients, *loadDuration, *loadMaxReqs, func(i int, r *vegeta.Result) {
 		if r.Code != 200 || !bytes.Equal(r.Body, ref[i]) {
 			if bad.Add(1) <= 5 {
@@ -82,6 +83,9 @@ func TestLoad(t *testing.T) {
 	})
 	rss := p.peakRSS()
 	report(t, "load", *loadClients, m, rss)
+	if cpu := p.cpuTime() - cpu0; cpu > 0 && m.Requests > 0 {
+		t.Logf("load: server process CPU %s, %s per request", cpu.Round(time.Millisecond), (cpu / time.Duration(m.Requests)).Round(time.Microsecond))
+	}
 	if bad.Load() > 0 || m.Success != 1 {
 		t.Errorf("%d of %d answers wrong or failed (success ratio %g)", bad.Load(), m.Requests, m.Success)
 	}

@@ -151,6 +151,23 @@ func (p *proc) peakRSS() int64 {
 	return 0
 }
 
+// cpuTime is the CPU time (user + system) the process has used; 0 where
+// /proc is absent.
+func (p *proc) cpuTime() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command name: state is 3, utime 14, stime 15.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
 // stop sends SIGTERM and returns the exit error (nil: status 0) and the
 // final log record's counts.
 func (p *proc) stop(t testing.TB) (exitErr error, accepted, answered int64) {
