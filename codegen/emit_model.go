@@ -188,6 +188,11 @@ func (g *gen) modelFile() *jen.File {
 		g.embed(f, out)
 	}
 	if g.tok != nil {
+		f.Comment("Tokenizer returns the model's tokenizer (the embedded vocabulary), truncating to")
+		f.Comment("MaxSequence tokens: what Classify and Embed encode texts with, for callers that")
+		f.Comment("tokenize on their own (runtime/serve batches requests from several clients).")
+		f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("Tokenizer").Params().Op("*").Qual(pkgTokenizer, "Tokenizer").Block(jen.Return(jen.Id("m").Dot("tok")))
+		f.Line()
 		g.encode(f)
 	}
 	return f

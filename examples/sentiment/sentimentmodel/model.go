@@ -244,6 +244,13 @@ func (m *Model) Classify(ctx context.Context, texts []string) ([]Prediction, err
 	return preds, nil
 }
 
+// Tokenizer returns the model's tokenizer (the embedded vocabulary), truncating to
+// MaxSequence tokens: what Classify and Embed encode texts with, for callers that
+// tokenize on their own (runtime/serve batches requests from several clients).
+func (m *Model) Tokenizer() *tokenizer.Tokenizer {
+	return m.tok
+}
+
 // encode tokenizes texts into a Batch.
 func (m *Model) encode(texts []string) Batch {
 	b := Batch{

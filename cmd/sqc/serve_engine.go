@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/internal/infer"
+	"github.com/sqc-dev/sqc/runtime/modelrt"
+	"github.com/sqc-dev/sqc/runtime/serve"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
+)
+
+// engineModel is the in-process INT8 engine as a serve.Model: Run chunks a
+// batch by length (modelrt.ChunkOrder, as generated packages do), runs
+// each chunk through the Program, and returns a classifier's logits or an
+// encoder's hidden states mean-pooled over each sequence's tokens.
+type engineModel struct {
+	prog  *exec.Program
+	q     *compiler.Graph // the INT8 graph: its inputs are what Run feeds
+	tok   *tokenizer.Tokenizer
+	info  serve.Info
+	out   string // the output Run returns
+	order []int  // ChunkOrder's, reused
+}
+
+// newEngineModel compiles the INT8 graph q (built from the canonical
+// graph g, which keeps the labels and tables) and probes it once to learn
+// what it outputs: [batch, labels] logits, or [batch, seq, hidden] states.
+func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, threads, maxBatch int) (*engineModel, error) {
+	prog, err := exec.Compile(q, exec.Options{Threads: threads})
+	if err != nil {
+		return nil, err
+	}
+	lim := modelLimits(g)
+	maxSeq := tok.MaxLength()
+	if p := int(lim.positions.rows); p > 0 {
+		maxSeq = min(maxSeq, p)
+	}
+	m := &engineModel{prog: prog, q: q, tok: tok, out: q.Outputs[0].Name, info: serve.Info{
+		ID: g.Name, MaxSequence: maxSeq, MaxBatch: maxBatch, Labels: labels(g),
+		TypeVocab: int(lim.tables["token_type_ids"].rows), Kernel: prog.Engine().Describe(),
+	}}
+	probe := tok.Encode("")
+	outs, err := prog.Run(feedsOf(q, []infer.Encoded{{IDs: probe.InputIDs, Mask: probe.AttentionMask, TypeIDs: probe.TokenTypeIDs}}))
+	if err != nil {
+		prog.Close()
+		return nil, fmt.Errorf("probing the INT8 engine: %w", err)
+	}
+	switch shape := outs[m.out].Shape; {
+	case len(shape) == 2 && shape[1] == 1:
+		m.info.Kind = serve.CrossEncoder
+	case len(shape) == 2 && int(shape[1]) == len(m.info.Labels):
+		m.info.Kind = serve.Classifier
+	case len(shape) == 3:
+		m.info.Kind, m.info.Labels = serve.Embedder, nil
+	default:
+		prog.Close()
+		return nil, compiler.BadInput(g.Name, m.out, fmt.Errorf("output of shape %v with %d labels in config.json: neither a classifier's logits nor an encoder's hidden states", shape, len(m.info.Labels)))
+	}
+	return m, nil
+}
+
+// feedsOf is infer.MakeBatch for inputs the server built (they cannot be
+// bad: the batcher checked their lengths), as one chunk.
+func feedsOf(q *compiler.Graph, encs []infer.Encoded) map[string]*compiler.Tensor {
+	idx := make([]int, len(encs))
+	for i := range idx {
+		idx[i] = i
+	}
+	feeds, _, err := infer.MakeBatch(q, encs, idx)
+	if err != nil {
+		panic(err) // the batcher's sequences have matching masks and types
+	}
+	return feeds
+}
+
+func (m *engineModel) Info() serve.Info                { return m.info }
+func (m *engineModel) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+func (m *engineModel) Close()                          { m.prog.Close() }
+
+func (m *engineModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, error) {
+	n := b.Len()
+	out := make([][]float32, n)
+	m.order = modelrt.ChunkOrder(m.order, &b, m.info.MaxBatch)
+	for lo := 0; lo < n; lo += m.info.MaxBatch {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		idx := m.order[lo:min(n, lo+m.info.MaxBatch)]
+		encs := make([]infer.Encoded, len(idx))
+		for r, i := range idx {
+			e := infer.Encoded{IDs: b.InputIDs[i], Mask: b.AttentionMask[i]}
+			if b.TokenTypeIDs != nil {
+				e.TypeIDs = b.TokenTypeIDs[i]
+			} else {
+				e.TypeIDs = make([]int64, len(e.IDs))
+			}
+			encs[r] = e
+		}
+		outs, err := m.prog.Run(feedsOf(m.q, encs))
+		if err != nil {
+			return nil, err
+		}
+		t := outs[m.out]
+		seq := modelrt.LongestOf(&b, idx)
+		for r, i := range idx {
+			row := infer.SliceRow(t, r, seq, len(b.InputIDs[i]))
+			if m.info.Kind == serve.Embedder {
+				out[i] = modelrt.MeanPool(row.F32, int(row.Shape[1]), b.AttentionMask[i])
+			} else {
+				out[i] = row.F32
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,186 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// long is 20 words: more than the fake models' 16 tokens.
+var long = strings.Repeat("good ", 20)
+
+// apiCase is one request and the golden file of its answer.
+type apiCase struct {
+	name   string
+	kind   Kind
+	cfg    Config
+	setup  func(*Server, *fakeModel)
+	method string // POST when empty
+	path   string
+	body   string
+}
+
+var apiCases = []apiCase{
+	// /embed
+	{name: "embed_single", kind: Embedder, path: "/embed", body: `{"inputs":"what is deep learning?"}`},
+	{name: "embed_batch", kind: Embedder, path: "/embed", body: `{"inputs":["a good movie","the film was bad!"],"normalize":false}`},
+	{name: "embed_truncate", kind: Embedder, path: "/embed", body: `{"inputs":"` + long + `","truncate":true}`},
+	{name: "embed_auto_truncate", kind: Embedder, cfg: Config{AutoTruncate: true}, path: "/embed", body: `{"inputs":["` + long + `"]}`},
+	{name: "embed_root", kind: Embedder, path: "/", body: `{"inputs":"a movie"}`},
+	{name: "embed_400_malformed", kind: Embedder, path: "/embed", body: `{"inputs":"a movie"`},
+	{name: "embed_400_not_object", kind: Embedder, path: "/embed", body: `["a movie"]`},
+	{name: "embed_400_wrong_type", kind: Embedder, path: "/embed", body: `{"inputs":"a","normalize":"yes"}`},
+	{name: "embed_400_missing", kind: Embedder, path: "/embed", body: `{"input":"a movie"}`},
+	{name: "embed_400_empty_list", kind: Embedder, path: "/embed", body: `{"inputs":[]}`},
+	{name: "embed_400_token_ids", kind: Embedder, path: "/embed", body: `{"inputs":[101,2054,102]}`},
+	{name: "embed_400_trailing", kind: Embedder, path: "/embed", body: `{"inputs":"a"} {"inputs":"b"}`},
+	{name: "embed_400_truncation_left", kind: Embedder, path: "/embed", body: `{"inputs":"a","truncation_direction":"Left"}`},
+	{name: "embed_400_prompt_name", kind: Embedder, path: "/embed", body: `{"inputs":"a","prompt_name":"query"}`},
+	{name: "embed_400_empty_body", kind: Embedder, path: "/embed", body: ``},
+	{name: "embed_413_batch", kind: Embedder, cfg: Config{MaxClientBatchSize: 2}, path: "/embed", body: `{"inputs":["a","the","it"]}`},
+	{name: "embed_413_payload", kind: Embedder, cfg: Config{PayloadLimit: 32}, path: "/embed", body: `{"inputs":"` + long + `"}`},
+	{name: "embed_422_too_long", kind: Embedder, path: "/embed", body: `{"inputs":["a","` + long + `"],"truncate":false}`},
+	{name: "embed_424_classifier", kind: Classifier, path: "/embed", body: `{"inputs":"a"}`},
+	{name: "embed_429_overloaded", kind: Embedder, cfg: Config{MaxConcurrentRequests: 1}, setup: func(s *Server, _ *fakeModel) { s.admit <- struct{}{} }, path: "/embed", body: `{"inputs":"a"}`},
+	{name: "embed_500_model_error", kind: Embedder, setup: func(_ *Server, m *fakeModel) { m.fail = errFake }, path: "/embed", body: `{"inputs":"a"}`},
+	{name: "embed_500_nan", kind: Embedder, setup: func(_ *Server, m *fakeModel) { m.nan = true }, path: "/embed", body: `{"inputs":"a"}`},
+	{name: "embed_503_draining", kind: Embedder, setup: func(s *Server, _ *fakeModel) { s.draining.Store(true) }, path: "/embed", body: `{"inputs":"a"}`},
+	{name: "embed_405_get", kind: Embedder, method: "GET", path: "/embed"},
+
+	// /predict
+	{name: "predict_single", kind: Classifier, path: "/predict", body: `{"inputs":"i love this movie"}`},
+	{name: "predict_pair", kind: Classifier, path: "/predict", body: `{"inputs":["i love it","it is bad"]}`},
+	{name: "predict_batch_raw", kind: Classifier, path: "/predict", body: `{"inputs":[["a good film"],["a bad film","not good"]],"raw_scores":true}`},
+	{name: "predict_root", kind: Classifier, path: "/", body: `{"inputs":"a good film"}`},
+	{name: "predict_cross_encoder", kind: CrossEncoder, path: "/predict", body: `{"inputs":["what is deep learning","deep learning is good"]}`},
+	{name: "predict_400_triple", kind: Classifier, path: "/predict", body: `{"inputs":["a","b","c"]}`},
+	{name: "predict_400_nested", kind: Classifier, path: "/predict", body: `{"inputs":[["a","b","c"]]}`},
+	{name: "predict_400_mixed", kind: Classifier, path: "/predict", body: `{"inputs":[["a"],"b"]}`},
+	{name: "predict_413_batch", kind: Classifier, cfg: Config{MaxClientBatchSize: 1}, path: "/predict", body: `{"inputs":[["a"],["b"]]}`},
+	{name: "predict_422_too_long", kind: Classifier, path: "/predict", body: `{"inputs":"` + long + `"}`},
+	{name: "predict_424_embedder", kind: Embedder, path: "/predict", body: `{"inputs":"a"}`},
+
+	// /rerank
+	{name: "rerank", kind: CrossEncoder, path: "/rerank", body: `{"query":"what is deep learning?","texts":["deep learning is a movie","i love search","the text"]}`},
+	{name: "rerank_text_raw", kind: CrossEncoder, path: "/rerank", body: `{"query":"what is deep learning?","texts":["deep learning","a film"],"return_text":true,"raw_scores":true}`},
+	{name: "rerank_400_missing_query", kind: CrossEncoder, path: "/rerank", body: `{"texts":["a"]}`},
+	{name: "rerank_400_empty_texts", kind: CrossEncoder, path: "/rerank", body: `{"query":"a","texts":[]}`},
+	{name: "rerank_400_texts_type", kind: CrossEncoder, path: "/rerank", body: `{"query":"a","texts":"b"}`},
+	{name: "rerank_413_batch", kind: CrossEncoder, cfg: Config{MaxClientBatchSize: 1}, path: "/rerank", body: `{"query":"a","texts":["b","c"]}`},
+	{name: "rerank_422_too_long", kind: CrossEncoder, path: "/rerank", body: `{"query":"` + long + `","texts":["b"]}`},
+	{name: "rerank_424_classifier", kind: Classifier, path: "/rerank", body: `{"query":"a","texts":["b"]}`},
+
+	// /tokenize
+	{name: "tokenize", kind: Classifier, path: "/tokenize", body: `{"inputs":"I love searching!"}`},
+	{name: "tokenize_no_special", kind: Embedder, path: "/tokenize", body: `{"inputs":["the movies","zebra"],"add_special_tokens":false}`},
+	{name: "tokenize_400", kind: Embedder, path: "/tokenize", body: `{"inputs":{"text":"a"}}`},
+	{name: "tokenize_413_batch", kind: Embedder, cfg: Config{MaxClientBatchSize: 1}, path: "/tokenize", body: `{"inputs":["a","b"]}`},
+
+	// /v1/embeddings
+	{name: "openai_float", kind: Embedder, path: "/v1/embeddings", body: `{"input":["a good movie","deep learning"],"model":"anything","encoding_format":"float"}`},
+	{name: "openai_base64", kind: Embedder, path: "/v1/embeddings", body: `{"input":"a good movie","model":"anything","encoding_format":"base64"}`},
+	{name: "openai_400_format", kind: Embedder, path: "/v1/embeddings", body: `{"input":"a","encoding_format":"int8"}`},
+	{name: "openai_400_dimensions", kind: Embedder, path: "/v1/embeddings", body: `{"input":"a","dimensions":3}`},
+	{name: "openai_400_missing", kind: Embedder, path: "/v1/embeddings", body: `{"inputs":"a"}`},
+	{name: "openai_413_batch", kind: Embedder, cfg: Config{MaxClientBatchSize: 1}, path: "/v1/embeddings", body: `{"input":["a","b"]}`},
+	{name: "openai_422_too_long", kind: Embedder, path: "/v1/embeddings", body: `{"input":"` + long + `"}`},
+	{name: "openai_424_classifier", kind: Classifier, path: "/v1/embeddings", body: `{"input":"a"}`},
+	{name: "openai_429", kind: Embedder, cfg: Config{MaxConcurrentRequests: 1}, setup: func(s *Server, _ *fakeModel) { s.admit <- struct{}{} }, path: "/v1/embeddings", body: `{"input":"a"}`},
+
+	// /health, /info
+	{name: "health", kind: Embedder, method: "GET", path: "/health"},
+	{name: "health_503_draining", kind: Embedder, setup: func(s *Server, _ *fakeModel) { s.draining.Store(true) }, method: "GET", path: "/health"},
+	{name: "info_embedder", kind: Embedder, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
+	{name: "info_classifier", kind: Classifier, cfg: Config{Version: "test", TokenizationWorkers: 2, MaxBatchRequests: 8, ServedModelName: "sst2"}, method: "GET", path: "/info"},
+	{name: "info_cross_encoder", kind: CrossEncoder, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
+	{name: "unknown_404", kind: Embedder, method: "GET", path: "/nope"},
+}
+
+// goldenHeaders are the response headers the golden files hold (the
+// x-*-time ones vary from run to run).
+var goldenHeaders = []string{"Content-Type", "Retry-After", "Allow", "X-Compute-Tokens"}
+
+func TestAPIGolden(t *testing.T) {
+	for _, c := range apiCases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newFake(t, c.kind)
+			s := newTestServer(t, m, c.cfg)
+			if c.setup != nil {
+				c.setup(s, m)
+			}
+			method := c.method
+			if method == "" {
+				method = http.MethodPost
+			}
+			req := httptest.NewRequest(method, c.path, strings.NewReader(c.body))
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, req)
+			got := goldenRecord(t, rec)
+			path := filepath.Join("testdata", "golden", c.name+".json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s %s %s:\ngot  %s\nwant %s", method, c.path, c.body, got, want)
+			}
+		})
+	}
+}
+
+// goldenRecord renders a response as the golden files hold it: status,
+// the goldenHeaders present, and the body (as JSON when it is JSON).
+func goldenRecord(t *testing.T, rec *httptest.ResponseRecorder) []byte {
+	t.Helper()
+	headers := map[string]string{}
+	for _, h := range goldenHeaders {
+		if v := rec.Header().Get(h); v != "" {
+			headers[h] = v
+		}
+	}
+	var body any = rec.Body.String()
+	var parsed any
+	if json.Unmarshal(rec.Body.Bytes(), &parsed) == nil {
+		body = parsed
+	}
+	if rec.Code >= 400 && rec.Header().Get("Content-Type") == "application/json" {
+		checkErrorShape(t, rec.Body.Bytes())
+	}
+	out, err := json.MarshalIndent(map[string]any{"status": rec.Code, "headers": headers, "body": body}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, '\n')
+}
+
+// checkErrorShape checks an error body has TEI's fields (or, from the
+// OpenAI route, OpenAI's) and nothing else.
+func checkErrorShape(t *testing.T, body []byte) {
+	t.Helper()
+	var fields map[string]any
+	if err := json.Unmarshal(body, &fields); err != nil {
+		t.Fatalf("error body %s: %v", body, err)
+	}
+	_, tei := fields["error_type"]
+	_, oai := fields["type"]
+	switch {
+	case tei && len(fields) == 2 && fields["error"] != nil:
+	case oai && len(fields) == 3 && fields["message"] != nil && fields["code"] != nil:
+	default:
+		t.Errorf("error body %s has neither TEI's {error, error_type} nor OpenAI's {message, code, type}", body)
+	}
+}

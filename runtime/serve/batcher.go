@@ -1,0 +1,272 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sqc-dev/sqc/runtime/modelrt"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
+)
+
+// errBatcherClosed answers sequences submitted after Close.
+var errBatcherClosed = errors.New("the server is shutting down")
+
+// request is one HTTP request's sequences in the batcher. Only the
+// batcher goroutine writes out, err and finished, before closing done.
+type request struct {
+	ctx      context.Context
+	out      [][]float32
+	left     int // sequences not computed yet
+	err      error
+	finished bool
+	done     chan struct{}
+
+	submitted        time.Time
+	started, stopped time.Time // first forward pass that computed part of it, last
+}
+
+// entry is one sequence waiting for a forward pass.
+type entry struct {
+	req    *request
+	i      int // index of the sequence in req
+	enc    tokenizer.Encoding
+	queued time.Time
+}
+
+// batcher merges the sequences of concurrent requests into forward
+// passes, run one at a time on its own goroutine (the model uses every
+// core for one pass; while it runs, the next batch gathers).
+type batcher struct {
+	model     Model
+	maxTokens int
+	maxSeqs   int
+	maxWait   time.Duration
+	maxBatch  int // the model's chunk size, for the padding figure
+	noTypes   bool
+	m         *metrics
+
+	mu           sync.Mutex
+	queue        []*entry
+	queuedTokens int
+	closed       bool
+	wake         chan struct{} // capacity 1: "the queue changed"
+	stopped      chan struct{}
+}
+
+func newBatcher(model Model, info Info, cfg *Config, m *metrics) *batcher {
+	b := &batcher{
+		model: model, maxTokens: cfg.MaxBatchTokens, maxSeqs: cfg.MaxBatchRequests, maxWait: cfg.MaxWait,
+		maxBatch: info.MaxBatch, noTypes: info.TypeVocab <= 1, m: m,
+		wake: make(chan struct{}, 1), stopped: make(chan struct{}),
+	}
+	if b.maxSeqs <= 0 {
+		b.maxSeqs = int(^uint(0) >> 1)
+	}
+	go b.loop()
+	return b
+}
+
+func (b *batcher) signal() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// submit queues encs and waits for their outputs, or for ctx to end.
+func (b *batcher) submit(ctx context.Context, encs []tokenizer.Encoding) (*request, error) {
+	r := &request{ctx: ctx, out: make([][]float32, len(encs)), left: len(encs), done: make(chan struct{}), submitted: time.Now()}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errBatcherClosed
+	}
+	for i, e := range encs {
+		b.queue = append(b.queue, &entry{req: r, i: i, enc: e, queued: r.submitted})
+		b.queuedTokens += e.Len()
+	}
+	b.m.queueDepth.Set(float64(len(b.queue)))
+	b.mu.Unlock()
+	b.signal()
+	select {
+	case <-r.done:
+		return r, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// close lets the queued sequences run, then stops the batcher.
+func (b *batcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.signal()
+	<-b.stopped
+}
+
+func (b *batcher) loop() {
+	defer close(b.stopped)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		batch, wait, done := b.take()
+		if done {
+			return
+		}
+		if batch != nil {
+			b.run(batch)
+			continue
+		}
+		var fire <-chan time.Time
+		if wait > 0 {
+			timer.Reset(wait)
+			fire = timer.C
+		}
+		select {
+		case <-b.wake:
+		case <-fire:
+		}
+		if wait > 0 && !timer.Stop() {
+			select { // drain a fire that raced with the wake
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// take returns the next batch when one is due: the queue holds a full
+// batch, or its oldest sequence has waited MaxWait, or the batcher is
+// closing. Otherwise it says how long to wait (0: until woken); done
+// means closed and empty.
+func (b *batcher) take() (batch []*entry, wait time.Duration, done bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.dropAbandoned()
+	if len(b.queue) == 0 {
+		return nil, 0, b.closed
+	}
+	full := b.queuedTokens >= b.maxTokens || len(b.queue) >= b.maxSeqs
+	if wait := time.Until(b.queue[0].queued.Add(b.maxWait)); !full && !b.closed && wait > 0 {
+		return nil, wait, false
+	}
+	tokens := 0
+	for len(b.queue) > 0 {
+		e := b.queue[0]
+		if len(batch) > 0 && (tokens+e.enc.Len() > b.maxTokens || len(batch) >= b.maxSeqs) {
+			break
+		}
+		b.pop()
+		if e.req.finished || e.req.ctx.Err() != nil {
+			continue
+		}
+		batch = append(batch, e)
+		tokens += e.enc.Len()
+	}
+	b.m.queueDepth.Set(float64(len(b.queue)))
+	return batch, 0, false
+}
+
+func (b *batcher) pop() {
+	b.queuedTokens -= b.queue[0].enc.Len()
+	b.queue[0] = nil
+	b.queue = b.queue[1:]
+}
+
+// dropAbandoned removes the sequences at the head of the queue whose
+// request is over (its client went away, or another of its sequences
+// failed), so they neither run nor count as waiting.
+func (b *batcher) dropAbandoned() {
+	for len(b.queue) > 0 && (b.queue[0].req.finished || b.queue[0].req.ctx.Err() != nil) {
+		b.m.dropped.Inc()
+		b.pop()
+	}
+}
+
+// run computes one forward pass and hands each request its outputs.
+func (b *batcher) run(batch []*entry) {
+	mb := modelrt.Batch{InputIDs: make([][]int64, len(batch)), AttentionMask: make([][]int64, len(batch))}
+	if !b.noTypes {
+		mb.TokenTypeIDs = make([][]int64, len(batch))
+	}
+	tokens := 0
+	for k, e := range batch {
+		mb.InputIDs[k], mb.AttentionMask[k] = e.enc.InputIDs, e.enc.AttentionMask
+		if mb.TokenTypeIDs != nil {
+			mb.TokenTypeIDs[k] = e.enc.TokenTypeIDs
+		}
+		tokens += e.enc.Len()
+	}
+	ctx, cancel := b.batchContext(batch)
+	defer cancel()
+	start := time.Now()
+	for _, e := range batch {
+		if e.req.started.IsZero() {
+			e.req.started = start
+		}
+	}
+	outs, err := b.safeRun(ctx, mb)
+	took := time.Since(start)
+	if err == nil && len(outs) != len(batch) {
+		err = fmt.Errorf("model returned %d outputs for %d sequences", len(outs), len(batch))
+	}
+	b.m.observeBatch(len(batch), tokens, modelrt.PaddedTokens(&mb, modelrt.ChunkOrder(nil, &mb, b.maxBatch), b.maxBatch), took)
+	now := time.Now()
+	for k, e := range batch {
+		r := e.req
+		if r.finished {
+			continue
+		}
+		if err != nil {
+			r.err, r.finished, r.stopped = err, true, now
+			close(r.done)
+			continue
+		}
+		r.out[e.i] = outs[k]
+		if r.left--; r.left == 0 {
+			r.finished, r.stopped = true, now
+			close(r.done)
+		}
+	}
+}
+
+// safeRun is the model's Run, with a panic turned into an error: one bad
+// pass must not take the server down.
+func (b *batcher) safeRun(ctx context.Context, mb modelrt.Batch) (outs [][]float32, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			outs, err = nil, fmt.Errorf("model panicked: %v", p)
+		}
+	}()
+	return b.model.Run(ctx, mb)
+}
+
+// batchContext is cancelled when every request of the batch has gone:
+// nobody waits for the pass any more.
+func (b *batcher) batchContext(batch []*entry) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	seen := map[*request]bool{}
+	for _, e := range batch {
+		seen[e.req] = true
+	}
+	live := int64(len(seen))
+	var stops []func() bool
+	for r := range seen {
+		stops = append(stops, context.AfterFunc(r.ctx, func() {
+			if atomic.AddInt64(&live, -1) == 0 {
+				cancel()
+			}
+		}))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}

@@ -1,0 +1,48 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fuzzEndpoint feeds arbitrary bodies to one endpoint of a server of the
+// given kind: no panic, no 5xx, and every answer is JSON (an error in
+// TEI's or OpenAI's shape for every 4xx).
+func fuzzEndpoint(f *testing.F, kind Kind, path string) {
+	for _, c := range apiCases {
+		if c.path == path && c.method == "" {
+			f.Add(c.body)
+		}
+	}
+	for _, seed := range []string{`null`, `{}`, `{"inputs":null}`, `{"inputs":[[]]}`, `{"inputs":"\u0000\ud800"}`, `{"inputs":[["a","b"],["c"]],"truncate":true}`, `{"query":"","texts":[""]}`, "{\"inputs\":\"" + strings.Repeat("ab ", 40) + "\",\"truncate\":true}"} {
+		f.Add(seed)
+	}
+	m := newFake(f, kind)
+	s := newTestServer(f, m, Config{MaxWait: time.Nanosecond, MaxClientBatchSize: 8, PayloadLimit: 4096})
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+		switch rec.Code {
+		case http.StatusOK, http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		default:
+			t.Fatalf("POST %s %q: status %d %s", path, body, rec.Code, rec.Body)
+		}
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("POST %s %q: status %d, body not JSON: %q", path, body, rec.Code, rec.Body)
+		}
+		if rec.Code != http.StatusOK {
+			checkErrorShape(t, rec.Body.Bytes())
+		}
+	})
+}
+
+func FuzzEmbed(f *testing.F)    { fuzzEndpoint(f, Embedder, "/embed") }
+func FuzzPredict(f *testing.F)  { fuzzEndpoint(f, Classifier, "/predict") }
+func FuzzRerank(f *testing.F)   { fuzzEndpoint(f, CrossEncoder, "/rerank") }
+func FuzzTokenize(f *testing.F) { fuzzEndpoint(f, Embedder, "/tokenize") }
+func FuzzOpenAI(f *testing.F)   { fuzzEndpoint(f, Embedder, "/v1/embeddings") }
+func FuzzRoot(f *testing.F)     { fuzzEndpoint(f, CrossEncoder, "/") }

@@ -1,0 +1,478 @@
+package serve
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/sqc-dev/sqc/runtime/modelrt"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
+)
+
+// handlerFunc answers one decoded request body: a value to encode as
+// JSON with status 200, or an error.
+type handlerFunc func(ctx context.Context, body []byte, t *timings) (any, *apiError)
+
+// timings are what TEI reports in its x-*-time headers.
+type timings struct {
+	tokens               int
+	tokenize, queue, run time.Duration
+}
+
+// endpoint wraps h with admission, the body limit, the error shapes,
+// metrics and logs.
+func (s *Server) endpoint(name string, openAI bool, h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		status := http.StatusOK
+		defer func() {
+			s.m.requests.WithLabelValues(name, strconv.Itoa(status)).Inc()
+		}()
+		fail := func(e *apiError) {
+			status = e.Status
+			writeError(w, e, openAI)
+			if e.Status >= 500 {
+				s.log.Error("request failed", "endpoint", name, "status", e.Status, "error", e.Msg)
+			} else {
+				s.log.Debug("request rejected", "endpoint", name, "status", e.Status, "error", e.Msg)
+			}
+		}
+		if s.draining.Load() {
+			fail(&apiError{http.StatusServiceUnavailable, "the server is shutting down", errUnhealthy})
+			return
+		}
+		select {
+		case s.admit <- struct{}{}:
+		default:
+			fail(&apiError{http.StatusTooManyRequests, "Model is overloaded", errOverloaded})
+			return
+		}
+		s.accepted.Add(1)
+		s.m.inFlight.Inc()
+		defer func() {
+			<-s.admit
+			s.m.inFlight.Dec()
+			s.answered.Add(1)
+			s.m.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+		}()
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+		defer cancel()
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.PayloadLimit))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				fail(&apiError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than the payload limit of %d bytes", s.cfg.PayloadLimit), errValidation})
+			} else {
+				fail(badRequest("cannot read the request body: " + err.Error()))
+			}
+			return
+		}
+		var t timings
+		resp, e := h(ctx, body, &t)
+		if e != nil {
+			fail(e)
+			return
+		}
+		ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+		hd := w.Header()
+		hd.Set("x-compute-type", "cpu-int8")
+		hd.Set("x-compute-tokens", strconv.Itoa(t.tokens))
+		hd.Set("x-total-time", ms(time.Since(start)))
+		hd.Set("x-tokenization-time", ms(t.tokenize))
+		hd.Set("x-queue-time", ms(t.queue))
+		hd.Set("x-inference-time", ms(t.run))
+		writeJSON(w, http.StatusOK, resp)
+		s.log.Debug("request", "endpoint", name, "tokens", t.tokens, "duration", time.Since(start).String())
+	}
+}
+
+// wrongKind is TEI's answer to an endpoint the model does not serve.
+func (s *Server) wrongKind(what string) *apiError {
+	return &apiError{http.StatusFailedDependency, fmt.Sprintf("model is not %s model", what), errBackend}
+}
+
+// checkCount enforces 1..MaxClientBatchSize inputs.
+func (s *Server) checkCount(field string, n int) *apiError {
+	switch {
+	case n == 0:
+		return badRequest(fmt.Sprintf("`%s` cannot be empty", field))
+	case n > s.cfg.MaxClientBatchSize:
+		return &apiError{http.StatusRequestEntityTooLarge, fmt.Sprintf("batch size %d > maximum allowed batch size %d", n, s.cfg.MaxClientBatchSize), errValidation}
+	}
+	return nil
+}
+
+// infer tokenizes inputs (each one text or a pair) and runs them through
+// the batcher: one output row per input.
+func (s *Server) infer(ctx context.Context, inputs [][]string, truncate *bool, t *timings) ([][]float32, *apiError) {
+	trunc := s.cfg.AutoTruncate
+	if truncate != nil {
+		trunc = *truncate
+	}
+	encs := make([]tokenizer.Encoding, len(inputs))
+	var bad *apiError
+	t0 := time.Now()
+	err := s.enc.do(ctx, func() {
+		for i, in := range inputs {
+			if encs[i], bad = s.enc.encode(in, trunc); bad != nil {
+				return
+			}
+		}
+	})
+	t.tokenize = time.Since(t0)
+	s.m.tokenizeTime.Observe(t.tokenize.Seconds())
+	if err != nil {
+		return nil, s.contextError(err)
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	for _, e := range encs {
+		t.tokens += e.Len()
+	}
+	r, err := s.batch.submit(ctx, encs)
+	if err != nil {
+		if errors.Is(err, errBatcherClosed) {
+			return nil, &apiError{http.StatusServiceUnavailable, err.Error(), errUnhealthy}
+		}
+		if ctx.Err() != nil {
+			return nil, s.contextError(ctx.Err())
+		}
+		return nil, &apiError{http.StatusInternalServerError, "inference failed: " + err.Error(), errBackend}
+	}
+	t.queue, t.run = r.started.Sub(r.submitted), r.stopped.Sub(r.started)
+	s.m.queueTime.Observe(t.queue.Seconds())
+	return r.out, nil
+}
+
+// contextError answers a request whose context ended: its client is gone
+// (nobody reads the answer) or it ran past WriteTimeout.
+func (s *Server) contextError(err error) *apiError {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &apiError{http.StatusServiceUnavailable, fmt.Sprintf("request took longer than %s", s.cfg.WriteTimeout), errOverloaded}
+	}
+	return &apiError{499, "client closed the request", errValidation}
+}
+
+func singles(texts []string) [][]string {
+	out := make([][]string, len(texts))
+	for i, t := range texts {
+		out[i] = []string{t}
+	}
+	return out
+}
+
+func (s *Server) embed(ctx context.Context, body []byte, t *timings) (any, *apiError) {
+	if s.info.Kind != Embedder {
+		return nil, s.wrongKind("an embedding")
+	}
+	req, e := decodeEmbed(body)
+	if e != nil {
+		return nil, e
+	}
+	if e := s.checkCount("inputs", len(req.Inputs)); e != nil {
+		return nil, e
+	}
+	vecs, e := s.infer(ctx, singles(req.Inputs), req.Truncate, t)
+	if e != nil {
+		return nil, e
+	}
+	if req.Normalize {
+		for i, v := range vecs {
+			vecs[i] = normalize(v)
+		}
+	}
+	if e := finite(vecs); e != nil {
+		return nil, e
+	}
+	return vecs, nil
+}
+
+// normalize returns v / ||v||, the norm summed in float64; a zero vector
+// stays zero.
+func normalize(v []float32) []float32 {
+	var sum float64
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	out := make([]float32, len(v))
+	if sum == 0 {
+		return out
+	}
+	n := math.Sqrt(sum)
+	for i, x := range v {
+		out[i] = float32(float64(x) / n)
+	}
+	return out
+}
+
+// finite rejects NaN and Inf outputs, which JSON cannot carry.
+func finite(rows [][]float32) *apiError {
+	for _, row := range rows {
+		for _, x := range row {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return &apiError{http.StatusInternalServerError, "the model returned a non-finite value", errBackend}
+			}
+		}
+	}
+	return nil
+}
+
+// prediction is TEI's {score, label}.
+type prediction struct {
+	Score float32 `json:"score"`
+	Label string  `json:"label"`
+}
+
+func (s *Server) label(i int) string {
+	if i < len(s.info.Labels) && s.info.Labels[i] != "" {
+		return s.info.Labels[i]
+	}
+	return "LABEL_" + strconv.Itoa(i)
+}
+
+// scores turns one row of logits into TEI's scores: the logits
+// themselves with raw, else a softmax (a sigmoid for a single logit).
+func scores(logits []float32, raw bool) []float32 {
+	switch {
+	case raw:
+		return slices.Clone(logits)
+	case len(logits) == 1:
+		return []float32{float32(1 / (1 + math.Exp(-float64(logits[0]))))}
+	}
+	return modelrt.Predict(logits, nil).Probs
+}
+
+func (s *Server) predict(ctx context.Context, body []byte, t *timings) (any, *apiError) {
+	if s.info.Kind == Embedder {
+		return nil, s.wrongKind("a classifier")
+	}
+	req, e := decodePredict(body)
+	if e != nil {
+		return nil, e
+	}
+	if e := s.checkCount("inputs", len(req.Inputs)); e != nil {
+		return nil, e
+	}
+	logits, e := s.infer(ctx, req.Inputs, req.Truncate, t)
+	if e != nil {
+		return nil, e
+	}
+	if e := finite(logits); e != nil {
+		return nil, e
+	}
+	out := make([][]prediction, len(logits))
+	for i, row := range logits {
+		for j, sc := range scores(row, req.RawScores) {
+			out[i] = append(out[i], prediction{Score: sc, Label: s.label(j)})
+		}
+		// Best first; equal scores keep label order.
+		slices.SortStableFunc(out[i], func(a, b prediction) int { return cmp.Compare(b.Score, a.Score) })
+	}
+	if req.Single {
+		return out[0], nil
+	}
+	return out, nil
+}
+
+// rank is TEI's rerank answer for one text.
+type rank struct {
+	Index int     `json:"index"`
+	Text  *string `json:"text,omitempty"`
+	Score float32 `json:"score"`
+}
+
+func (s *Server) rerank(ctx context.Context, body []byte, t *timings) (any, *apiError) {
+	if s.info.Kind != CrossEncoder {
+		return nil, s.wrongKind("a re-ranker")
+	}
+	req, e := decodeRerank(body)
+	if e != nil {
+		return nil, e
+	}
+	if e := s.checkCount("texts", len(req.Texts)); e != nil {
+		return nil, e
+	}
+	pairs := make([][]string, len(req.Texts))
+	for i, text := range req.Texts {
+		pairs[i] = []string{req.Query, text}
+	}
+	logits, e := s.infer(ctx, pairs, req.Truncate, t)
+	if e != nil {
+		return nil, e
+	}
+	if e := finite(logits); e != nil {
+		return nil, e
+	}
+	ranks := make([]rank, len(logits))
+	for i, row := range logits {
+		ranks[i] = rank{Index: i, Score: scores(row[:1], req.RawScores)[0]}
+		if req.ReturnText {
+			ranks[i].Text = &req.Texts[i]
+		}
+	}
+	slices.SortStableFunc(ranks, func(a, b rank) int { return cmp.Compare(b.Score, a.Score) })
+	return ranks, nil
+}
+
+// simpleToken is TEI's token of /tokenize. Start and Stop (character
+// offsets in TEI) are null: the tokenizer does not track offsets, and
+// Text is the vocabulary entry.
+type simpleToken struct {
+	ID      int64  `json:"id"`
+	Text    string `json:"text"`
+	Special bool   `json:"special"`
+	Start   *int   `json:"start"`
+	Stop    *int   `json:"stop"`
+}
+
+func (s *Server) tokenize(ctx context.Context, body []byte, t *timings) (any, *apiError) {
+	req, e := decodeTokenize(body)
+	if e != nil {
+		return nil, e
+	}
+	if e := s.checkCount("inputs", len(req.Inputs)); e != nil {
+		return nil, e
+	}
+	out := make([][]simpleToken, len(req.Inputs))
+	t0 := time.Now()
+	err := s.enc.do(ctx, func() {
+		for i, text := range req.Inputs {
+			ids := s.enc.full.Encode(text).InputIDs
+			lo, hi := 0, len(ids)
+			if !req.AddSpecialTokens {
+				lo, hi = s.enc.prefix, len(ids)-s.enc.suffix
+			}
+			out[i] = make([]simpleToken, 0, hi-lo)
+			for j := lo; j < hi; j++ {
+				tok, _ := s.enc.full.Token(int(ids[j]))
+				special := j < s.enc.prefix || j >= len(ids)-s.enc.suffix
+				out[i] = append(out[i], simpleToken{ID: ids[j], Text: tok, Special: special})
+				t.tokens++
+			}
+		}
+	})
+	t.tokenize = time.Since(t0)
+	if err != nil {
+		return nil, s.contextError(err)
+	}
+	return out, nil
+}
+
+// openAIResponse is OpenAI's (and TEI's /v1/embeddings) answer.
+type openAIResponse struct {
+	Object string            `json:"object"`
+	Data   []openAIEmbedding `json:"data"`
+	Model  string            `json:"model"`
+	Usage  openAIUsage       `json:"usage"`
+}
+
+type openAIEmbedding struct {
+	Object    string `json:"object"`
+	Embedding any    `json:"embedding"` // []float32, or base64 of little-endian float32s
+	Index     int    `json:"index"`
+}
+
+type openAIUsage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+func (s *Server) openAI(ctx context.Context, body []byte, t *timings) (any, *apiError) {
+	if s.info.Kind != Embedder {
+		return nil, s.wrongKind("an embedding")
+	}
+	req, e := decodeOpenAI(body)
+	if e != nil {
+		return nil, e
+	}
+	if e := s.checkCount("input", len(req.Input)); e != nil {
+		return nil, e
+	}
+	vecs, e := s.infer(ctx, singles(req.Input), nil, t)
+	if e != nil {
+		return nil, e
+	}
+	if req.Dimensions != 0 && len(vecs) > 0 && req.Dimensions != len(vecs[0]) {
+		return nil, badRequest(fmt.Sprintf("`dimensions` %d: the model's embeddings have %d", req.Dimensions, len(vecs[0])))
+	}
+	resp := openAIResponse{Object: "list", Model: s.cfg.ServedModelName, Usage: openAIUsage{t.tokens, t.tokens}}
+	for i, v := range vecs {
+		v = normalize(v)
+		var emb any = v
+		if req.Base64 {
+			raw := make([]byte, 4*len(v))
+			for j, x := range v {
+				binary.LittleEndian.PutUint32(raw[4*j:], math.Float32bits(x))
+			}
+			emb = base64.StdEncoding.EncodeToString(raw)
+		}
+		resp.Data = append(resp.Data, openAIEmbedding{Object: "embedding", Embedding: emb, Index: i})
+	}
+	if e := finite(vecs); e != nil {
+		return nil, e
+	}
+	return resp, nil
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeError(w, &apiError{http.StatusServiceUnavailable, "unhealthy", errUnhealthy}, false)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// infoResponse is TEI's /info, plus the kernel family.
+type infoResponse struct {
+	ModelID               string         `json:"model_id"`
+	ModelSHA              *string        `json:"model_sha"`
+	ModelDType            string         `json:"model_dtype"`
+	ModelType             map[string]any `json:"model_type"`
+	MaxConcurrentRequests int            `json:"max_concurrent_requests"`
+	MaxInputLength        int            `json:"max_input_length"`
+	MaxBatchTokens        int            `json:"max_batch_tokens"`
+	MaxBatchRequests      *int           `json:"max_batch_requests"`
+	MaxClientBatchSize    int            `json:"max_client_batch_size"`
+	AutoTruncate          bool           `json:"auto_truncate"`
+	TokenizationWorkers   int            `json:"tokenization_workers"`
+	Version               string         `json:"version"`
+	SHA                   *string        `json:"sha"`
+	DockerLabel           *string        `json:"docker_label"`
+	Kernel                string         `json:"kernel"`
+}
+
+func (s *Server) infoHandler(w http.ResponseWriter, r *http.Request) {
+	resp := infoResponse{
+		ModelID: s.cfg.ServedModelName, ModelDType: "int8",
+		MaxConcurrentRequests: s.cfg.MaxConcurrentRequests, MaxInputLength: s.info.MaxSequence,
+		MaxBatchTokens: s.cfg.MaxBatchTokens, MaxClientBatchSize: s.cfg.MaxClientBatchSize,
+		AutoTruncate: s.cfg.AutoTruncate, TokenizationWorkers: s.cfg.TokenizationWorkers,
+		Version: s.cfg.Version, Kernel: s.info.Kernel,
+	}
+	if s.cfg.MaxBatchRequests > 0 {
+		resp.MaxBatchRequests = &s.cfg.MaxBatchRequests
+	}
+	switch s.info.Kind {
+	case Embedder:
+		resp.ModelType = map[string]any{"embedding": map[string]string{"pooling": cmp.Or(s.info.Pooling, "mean")}}
+	default:
+		id2label, label2id := map[string]string{}, map[string]int{}
+		n := max(len(s.info.Labels), 1)
+		for i := range n {
+			id2label[strconv.Itoa(i)] = s.label(i)
+			label2id[s.label(i)] = i
+		}
+		resp.ModelType = map[string]any{string(s.info.Kind): map[string]any{"id2label": id2label, "label2id": label2id}}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}

@@ -1,0 +1,130 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/sqc-dev/sqc/runtime/modelrt"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
+)
+
+// fakeModel is a Model whose outputs are simple functions of each
+// sequence's own ids (so batching cannot change them), for API tests that
+// must not depend on a real model's numbers or on the CPU.
+type fakeModel struct {
+	info Info
+	tok  *tokenizer.Tokenizer
+
+	mu      sync.Mutex
+	batches []int // sequences per Run call
+	tokens  []int // tokens per Run call
+	fail    error // Run's error, when set
+	nan     bool  // Run returns NaN
+	block   chan struct{}
+}
+
+func newFake(t testing.TB, kind Kind) *fakeModel {
+	t.Helper()
+	f, err := os.Open("testdata/vocab.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromVocab(f, tokenizer.Options{Lowercase: true, MaxLength: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := Info{ID: "fake-" + string(kind), Kind: kind, MaxSequence: 16, MaxBatch: 4, Kernel: "fake (no kernels)"}
+	switch kind {
+	case Classifier:
+		info.Labels = []string{"negative", "positive"}
+	case CrossEncoder:
+		info.Labels = []string{"LABEL_0"}
+		info.TypeVocab = 2
+	}
+	return &fakeModel{info: info, tok: tok}
+}
+
+func (m *fakeModel) Info() Info                      { return m.info }
+func (m *fakeModel) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+func (m *fakeModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, error) {
+	m.mu.Lock()
+	m.batches = append(m.batches, b.Len())
+	n := 0
+	for _, ids := range b.InputIDs {
+		n += len(ids)
+	}
+	m.tokens = append(m.tokens, n)
+	fail, nan, block := m.fail, m.nan, m.block
+	m.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	if err := modelrt.Validate(&b, modelrt.Limits{MaxSequence: m.info.MaxSequence, Vocab: m.tok.VocabSize(), TypeVocab: m.info.TypeVocab}); err != nil {
+		return nil, err
+	}
+	out := make([][]float32, b.Len())
+	for i, ids := range b.InputIDs {
+		var sum, types int64
+		for j, id := range ids {
+			sum += id * int64(j+1)
+			if b.TokenTypeIDs != nil {
+				types += b.TokenTypeIDs[i][j]
+			}
+		}
+		n := float32(len(ids))
+		switch m.info.Kind {
+		case Embedder:
+			out[i] = []float32{n, float32(sum%97) / 8, float32(ids[1]), 0.5}
+		case Classifier:
+			out[i] = []float32{n / 4, float32(sum%7) - 3}
+		case CrossEncoder:
+			out[i] = []float32{float32(sum%13)/2 - 3 + float32(types)/8}
+		}
+		if nan {
+			out[i][0] = float32(math.NaN())
+		}
+	}
+	return out, nil
+}
+
+func (m *fakeModel) batchSizes() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]int(nil), m.batches...)
+}
+
+var errFake = errors.New("fake model failure")
+
+// quietLogger discards logs.
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newTestServer(t testing.TB, m Model, cfg Config) *Server {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	if cfg.TokenizationWorkers == 0 {
+		cfg.TokenizationWorkers = 2
+	}
+	s, err := New(m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}

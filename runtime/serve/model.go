@@ -1,0 +1,102 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sqc-dev/sqc/runtime/modelrt"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
+)
+
+// Kind is what a model computes, which decides the endpoints that answer.
+type Kind string
+
+const (
+	// Embedder: one vector per text (/embed, /v1/embeddings).
+	Embedder Kind = "embedding"
+	// Classifier: one logit per label (/predict).
+	Classifier Kind = "classifier"
+	// CrossEncoder: one relevance logit per (query, text) pair (/rerank,
+	// and /predict); TEI calls it a reranker.
+	CrossEncoder Kind = "reranker"
+)
+
+// Info describes a Model to the server.
+type Info struct {
+	// ID names the model in /info and in OpenAI responses.
+	ID   string
+	Kind Kind
+	// MaxSequence is the longest sequence Run accepts, in tokens.
+	MaxSequence int
+	// MaxBatch is the number of sequences one forward pass computes at
+	// once (Run splits larger batches); the batcher never builds a pass
+	// larger than the model computes efficiently.
+	MaxBatch int
+	// Labels name a classifier's outputs by index (a cross-encoder's one
+	// output may be unnamed).
+	Labels []string
+	// TypeVocab is the number of token types the model embeds; with 0 or
+	// 1 (DistilBERT) the token types of pairs are not passed to Run.
+	TypeVocab int
+	// Pooling names how an embedder pools token states ("mean" if empty).
+	Pooling string
+	// Kernel says which kernel family runs (the model's Describe).
+	Kernel string
+}
+
+// Model is what the server runs. The in-process INT8 engine and generated
+// packages satisfy it through thin adapters (see Func).
+type Model interface {
+	Info() Info
+	// Tokenizer encodes texts for Run; it is used with its own MaxLength
+	// raised, to tell inputs that need truncating from those that fit.
+	Tokenizer() *tokenizer.Tokenizer
+	// Run computes one output row per sequence of b, in order: an
+	// embedder's vector, a classifier's logits, a cross-encoder's logit.
+	// A sequence's row must not depend on the other sequences of b.
+	// Run is called from one goroutine at a time.
+	Run(ctx context.Context, b modelrt.Batch) ([][]float32, error)
+}
+
+// Func adapts a tokenizer and a run function to Model: the adapter a
+// generated package needs, e.g.
+//
+//	m, _ := mymodel.New()
+//	serve.Func{
+//		Meta: serve.Info{ID: "mymodel", Kind: serve.Classifier, MaxSequence: mymodel.MaxSequence,
+//			MaxBatch: mymodel.MaxBatch, Labels: mymodel.Labels(), Kernel: m.Describe()},
+//		Tok: m.Tokenizer(),
+//		RunFunc: func(ctx context.Context, b modelrt.Batch) ([][]float32, error) {
+//			out, err := m.Run(ctx, b)
+//			return out.Logits, err
+//		},
+//	}
+type Func struct {
+	Meta    Info
+	Tok     *tokenizer.Tokenizer
+	RunFunc func(ctx context.Context, b modelrt.Batch) ([][]float32, error)
+}
+
+func (f Func) Info() Info                      { return f.Meta }
+func (f Func) Tokenizer() *tokenizer.Tokenizer { return f.Tok }
+func (f Func) Run(ctx context.Context, b modelrt.Batch) ([][]float32, error) {
+	return f.RunFunc(ctx, b)
+}
+
+// checkInfo rejects a model the server cannot serve.
+func checkInfo(m Model) (Info, error) {
+	info := m.Info()
+	switch {
+	case info.Kind != Embedder && info.Kind != Classifier && info.Kind != CrossEncoder:
+		return info, fmt.Errorf("serve: model kind %q: want %q, %q or %q", info.Kind, Embedder, Classifier, CrossEncoder)
+	case info.MaxSequence < 3:
+		return info, fmt.Errorf("serve: model MaxSequence %d: want at least 3 (room for [CLS] x [SEP])", info.MaxSequence)
+	case info.MaxBatch < 1:
+		return info, fmt.Errorf("serve: model MaxBatch %d: want at least 1", info.MaxBatch)
+	case m.Tokenizer() == nil:
+		return info, fmt.Errorf("serve: model %q has no tokenizer", info.ID)
+	case info.Kind == Classifier && len(info.Labels) == 0:
+		return info, fmt.Errorf("serve: classifier %q has no labels", info.ID)
+	}
+	return info, nil
+}
