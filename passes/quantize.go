@@ -20,6 +20,11 @@ type QuantOptions struct {
 	// (calib.Options.SampleRows).
 	AutoAlpha bool
 	AlphaGrid []float64
+	// Kernels are the worker pool and INT8 GEMM engine the auto-alpha
+	// search runs the real INT8 path on; AutoAlpha needs them. The passes
+	// start no workers and ask the OS for no CPU permissions themselves:
+	// whoever runs the pipeline owns the engine (NewKernels, Close).
+	Kernels *Kernels
 	// Act is how activations are quantised: compiler.QLinearStatic (one
 	// scale and zero point per tensor, from calibration; the default) or
 	// compiler.QLinearDynamic (per token, at run time).

@@ -119,10 +119,10 @@ func smoothQuant(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool
 	groups := smoothGroups(g, keep)
 	var search *searcher
 	if opts.AutoAlpha && len(groups) > 0 {
-		if search, err = newSearcher(); err != nil {
-			return false, err
+		if opts.Kernels == nil {
+			return false, fmt.Errorf("%w: automatic alpha needs QuantOptions.Kernels to evaluate candidates on", compiler.ErrInvalidRequest)
 		}
-		defer search.close()
+		search = &searcher{pool: opts.Kernels.Pool, gemm: opts.Kernels.GEMM}
 	}
 	nm := g.Namer()
 	changed := false

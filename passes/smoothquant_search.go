@@ -20,25 +20,36 @@ import (
 // unsmoothed rows and weights. So the search scores exactly what the
 // quantised graph will compute on those rows.
 
-// searcher holds what one SmoothQuant run's searches share.
-type searcher struct {
-	pool *pool.Pool
-	gemm *qgemm.Engine
+// Kernels are the runtime the auto-alpha search evaluates candidates on
+// (QuantOptions.Kernels).
+type Kernels struct {
+	Pool *pool.Pool
+	GEMM *qgemm.Engine
 }
 
-func newSearcher() (*searcher, error) {
-	p := pool.New(0)
+// NewKernels starts a worker pool of the given size (<= 0: GOMAXPROCS)
+// and a GEMM engine on it, for QuantOptions.Kernels; Close releases them.
+func NewKernels(threads int) (*Kernels, error) {
+	p := pool.New(threads)
 	e, err := qgemm.New(qgemm.Options{Pool: p})
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
-	return &searcher{pool: p, gemm: e}, nil
+	return &Kernels{Pool: p, GEMM: e}, nil
 }
 
-func (s *searcher) close() {
-	s.gemm.Close()
-	s.pool.Close()
+// Close stops the engine and the pool.
+func (k *Kernels) Close() {
+	k.GEMM.Close()
+	k.Pool.Close()
+}
+
+// searcher holds what one SmoothQuant run's searches share: the caller's
+// kernels.
+type searcher struct {
+	pool *pool.Pool
+	gemm *qgemm.Engine
 }
 
 // searchAlpha returns the alpha of opts' grid with the least summed

@@ -273,11 +273,12 @@ func TestSmoothQuantAutoAlpha(t *testing.T) {
 	g := outlierBlock(t)
 	batches := blockBatches(4, 6)
 	stats := collect(t, g, batches, calib.Options{SampleRows: 64})
+	k := testKernels(t)
 	for _, act := range []string{compiler.QLinearStatic, compiler.QLinearDynamic} {
 		t.Run(act, func(t *testing.T) {
 			var rep QuantReport
 			after := g.Clone()
-			runPasses(t, after, SmoothQuant(stats.Clone(), QuantOptions{AutoAlpha: true, Act: act, Report: &rep}))
+			runPasses(t, after, SmoothQuant(stats.Clone(), QuantOptions{AutoAlpha: true, Act: act, Report: &rep, Kernels: k}))
 			wantRelativelyEqual(t, g, after, blockBatches(5, 2), 1e-5)
 			picked := map[string]float64{}
 			for _, r := range rep.Smooth {
@@ -296,13 +297,28 @@ func TestSmoothQuantAutoAlpha(t *testing.T) {
 			t.Logf("picked alphas: %v", picked)
 		})
 	}
-	if _, err := SmoothQuant(stats.Clone(), QuantOptions{AutoAlpha: true, AlphaGrid: []float64{0.5, 2}}).Run(g.Clone()); !errors.Is(err, compiler.ErrInvalidRequest) {
+	if _, err := SmoothQuant(stats.Clone(), QuantOptions{AutoAlpha: true, AlphaGrid: []float64{0.5, 2}, Kernels: k}).Run(g.Clone()); !errors.Is(err, compiler.ErrInvalidRequest) {
 		t.Errorf("grid value 2: err = %v", err)
 	}
 	noRows := collect(t, g, batches, calib.Options{})
-	if _, err := SmoothQuant(noRows, QuantOptions{AutoAlpha: true}).Run(g.Clone()); err == nil || !strings.Contains(err.Error(), "SampleRows") {
+	if _, err := SmoothQuant(noRows, QuantOptions{AutoAlpha: true, Kernels: k}).Run(g.Clone()); err == nil || !strings.Contains(err.Error(), "SampleRows") {
 		t.Errorf("auto alpha without samples: err = %v", err)
 	}
+	if _, err := SmoothQuant(stats.Clone(), QuantOptions{AutoAlpha: true}).Run(g.Clone()); !errors.Is(err, compiler.ErrInvalidRequest) || !strings.Contains(err.Error(), "Kernels") {
+		t.Errorf("auto alpha without kernels: err = %v", err)
+	}
+}
+
+// testKernels are kernels for the auto-alpha search, closed when the test
+// ends.
+func testKernels(t *testing.T) *Kernels {
+	t.Helper()
+	k, err := NewKernels(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	return k
 }
 
 // TestSmoothQuantSearchScoresRealINT8 checks the search's score against
@@ -312,11 +328,8 @@ func TestSmoothQuantSearchScoresRealINT8(t *testing.T) {
 	stats := collect(t, g, blockBatches(6, 4), calib.Options{SampleRows: 32})
 	grp := smoothGroups(g, func(*compiler.Node) bool { return false })[0]
 	xs := stats.Values[grp.x]
-	s, err := newSearcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	kern := testKernels(t)
+	s := &searcher{pool: kern.Pool, gemm: kern.GEMM}
 	scales := smoothScales(g, grp.linears, xs.AbsMax(), 0.5)
 	a, q, err := s.quantizeRows(xs, scales, compiler.QLinearStatic)
 	if err != nil {
@@ -447,7 +460,7 @@ func TestSmoothQuantSharedModelsComputeTheSameFunction(t *testing.T) {
 				}
 				dev = append(dev, in)
 			}
-			for _, opts := range []QuantOptions{{Alpha: 0.5}, {AutoAlpha: true}} {
+			for _, opts := range []QuantOptions{{Alpha: 0.5}, {AutoAlpha: true, Kernels: testKernels(t)}} {
 				var rep QuantReport
 				opts.Report = &rep
 				after := g.Clone()

@@ -280,6 +280,14 @@ func quantizeCanonical(g *compiler.Graph, stats *calib.Stats, cal *calibrator, o
 	}
 	b := &int8Build{report: &passes.QuantReport{}}
 	opts.Report = b.report
+	if opts.AutoAlpha && opts.Kernels == nil { // the search runs the INT8 path on an engine of ours
+		k, err := passes.NewKernels(0)
+		if err != nil {
+			return nil, err
+		}
+		defer k.Close()
+		opts.Kernels = k
+	}
 	list := passes.QuantPipeline(stats, opts)
 	// Run it in three stages to keep the graphs after SmoothQuant and
 	// after Quantize for analysis.

@@ -103,6 +103,14 @@ func (m *Model) Quantize(opts QuantOptions) (*QuantInfo, error) {
 	report := &passes.QuantReport{}
 	popts := opts.Passes
 	popts.Report = report
+	if popts.AutoAlpha && popts.Kernels == nil {
+		k, err := passes.NewKernels(opts.Threads)
+		if err != nil {
+			return nil, err
+		}
+		defer k.Close()
+		popts.Kernels = k
+	}
 	start = time.Now()
 	if err := passes.Run(m.Graph, passes.QuantPipeline(stats, popts), passes.Options{}); err != nil {
 		return nil, fmt.Errorf("%s: quantisation: %w", m.Name, err)
