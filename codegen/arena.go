@@ -10,7 +10,7 @@ import "github.com/sqc-dev/sqc/compiler/exec"
 // attention scratch, which Model.MemoryBytes also counts, are not
 // included. `sqc inspect` sets it beside passes.PlanMemory's plan of the
 // graph's values.
-func ArenaBytes(prog *exec.Program, maxBatch, maxSeq int) (int64, error) {
+func ArenaBytes(prog *exec.Schedule, maxBatch, maxSeq int) (int64, error) {
 	pl, err := newPlan(prog, maxBatch, maxSeq)
 	if err != nil {
 		return 0, err

@@ -68,11 +68,11 @@ func demoOptions(t *testing.T) Options {
 func TestGenerateIsDeterministicAndFormatted(t *testing.T) {
 	for _, act := range []string{compiler.QLinearStatic, compiler.QLinearDynamic} {
 		t.Run(act, func(t *testing.T) {
-			a, err := Generate(demoProgram(t, act), demoOptions(t))
+			a, err := Generate(demoProgram(t, act).Schedule, demoOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := Generate(demoProgram(t, act), demoOptions(t))
+			b, err := Generate(demoProgram(t, act).Schedule, demoOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 	} {
 		o := demoOptions(t)
 		mod(&o)
-		if _, err := Generate(p, o); !errors.Is(err, compiler.ErrInvalidRequest) {
+		if _, err := Generate(p.Schedule, o); !errors.Is(err, compiler.ErrInvalidRequest) {
 			t.Errorf("%s: got %v, want ErrInvalidRequest", name, err)
 		}
 	}

@@ -28,8 +28,8 @@
 //
 // # Where the steps come from
 //
-// Generate takes the Program that compiler/exec lowers the quantised graph
-// into (exec.Compile): the same flat list of Steps, each one runtime call
+// Generate takes the Schedule that compiler/exec lowers the quantised graph
+// into (exec.Lower, which starts no engine): the same flat list of Steps, each one runtime call
 // with constant parameters and buffer slots, that `sqc run --int8` and
 // `sqc eval` execute in process. Generate places every slot (activations
 // in three arenas at constant offsets, reused by lifetime; constants in

@@ -25,7 +25,7 @@ func kernelName(kp int) string { return fmt.Sprintf("gemmVNNIKp%d", kp) }
 
 // gemmKps returns the distinct Kp of the program's GEMMs, ascending, and
 // for each the numbers of the steps that use it.
-func gemmKps(prog *exec.Program) (kps []int, steps map[int][]int) {
+func gemmKps(prog *exec.Schedule) (kps []int, steps map[int][]int) {
 	steps = map[int][]int{}
 	for i, st := range prog.Steps() {
 		if s, ok := st.(*exec.GEMMStep); ok {

@@ -116,7 +116,7 @@ func testEncoderPackage(t *testing.T, act string) {
 	}
 	opts := demoOptions(t)
 	opts.Package, opts.ModelName, opts.Labels, opts.MaxBatch = "m", "bert-tiny-random", nil, 2
-	pkg, err := Generate(prog, opts)
+	pkg, err := Generate(prog.Schedule, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,8 +78,8 @@ type output struct {
 }
 
 // Generate writes the package that runs prog, the lowered quantised model
-// (exec.Compile): one statement per step, in order.
-func Generate(prog *exec.Program, opts Options) (*Package, error) {
+// (exec.Lower): one statement per step, in order.
+func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 	if !isIdentifier(opts.Package) {
 		return nil, fmt.Errorf("%w: package name %q is not a Go identifier", compiler.ErrInvalidRequest, opts.Package)
 	}

@@ -98,7 +98,7 @@ func TestGenericOpsPackageMatchesExec(t *testing.T) {
 			t.Errorf("runtime/ops has no %s", op)
 		}
 	}
-	pkg, err := Generate(prog, Options{Package: "m", ModelName: "generic-ops", MaxBatch: 2, MaxSeq: 16})
+	pkg, err := Generate(prog.Schedule, Options{Package: "m", ModelName: "generic-ops", MaxBatch: 2, MaxSeq: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,11 +51,11 @@ func TestGenerateEmbeddingHead(t *testing.T) {
 		},
 		Prompts: map[string]string{"query": "query: "}, DefaultPrompt: "query",
 	}
-	a, err := Generate(prog, opts)
+	a, err := Generate(prog.Schedule, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Generate(prog, opts)
+	b, err := Generate(prog.Schedule, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestGenerateEmbeddingHead(t *testing.T) {
 
 	// Without a head: mean pooling and the runtime version of before.
 	opts.Head = Head{}
-	plain, err := Generate(prog, opts)
+	plain, err := Generate(prog.Schedule, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestGenerateEmbeddingHead(t *testing.T) {
 		"scoring":     {Scoring: modelrt.ActSigmoid},
 	} {
 		opts.Head = h
-		if _, err := Generate(prog, opts); err == nil {
+		if _, err := Generate(prog.Schedule, opts); err == nil {
 			t.Errorf("%s: a head that does not fit was accepted", name)
 		}
 	}

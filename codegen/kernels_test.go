@@ -16,11 +16,11 @@ import (
 // TestEncoderPackageMatchesExec's job: it runs the generated package.)
 func TestGeneratedKernelFiles(t *testing.T) {
 	prog := demoProgram(t, compiler.QLinearDynamic)
-	pkg, err := Generate(prog, demoOptions(t))
+	pkg, err := Generate(prog.Schedule, demoOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	kps, _ := gemmKps(prog)
+	kps, _ := gemmKps(prog.Schedule)
 	if len(kps) == 0 {
 		t.Fatal("demo program has no GEMM")
 	}

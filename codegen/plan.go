@@ -11,14 +11,14 @@ import (
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
-// A plan places every buffer of an exec.Program for the generated
+// A plan places every buffer of an exec.Schedule for the generated
 // package: activations in one of three arenas (float32, u8, int32) at
 // constant offsets, the token inputs in the workspace's int64 arrays,
 // constants in the weights struct. Sizes are planned for the compiled
 // maximum batch and sequence; at run time each buffer is the prefix its
 // actual size needs.
 type plan struct {
-	prog             *exec.Program
+	prog             *exec.Schedule
 	maxBatch, maxSeq int
 	batch, seq       string // the symbolic dimension names of the token inputs
 
@@ -147,7 +147,7 @@ type weight struct {
 
 // newPlan places p's slots for batches of up to maxBatch sequences of up
 // to maxSeq tokens.
-func newPlan(p *exec.Program, maxBatch, maxSeq int) (*plan, error) {
+func newPlan(p *exec.Schedule, maxBatch, maxSeq int) (*plan, error) {
 	if maxBatch < 1 || maxSeq < 1 {
 		return nil, fmt.Errorf("%w: codegen: maximum batch %d and sequence %d must be >= 1", compiler.ErrInvalidRequest, maxBatch, maxSeq)
 	}

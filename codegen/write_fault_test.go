@@ -150,14 +150,14 @@ func (f *faultFile) Close() error {
 // file so the two file sets differ) and the new one (dynamic).
 func faultPackages(t *testing.T) (old, new *Package) {
 	t.Helper()
-	old, err := Generate(demoProgram(t, compiler.QLinearStatic), demoOptions(t))
+	old, err := Generate(demoProgram(t, compiler.QLinearStatic).Schedule, demoOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	old.Files["stale.go"] = []byte("// " + Header + "\n\npackage demo\n")
 	o := demoOptions(t)
 	o.MaxSeq = 16
-	new, err = Generate(demoProgram(t, compiler.QLinearDynamic), o)
+	new, err = Generate(demoProgram(t, compiler.QLinearDynamic).Schedule, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestWriteFailureAtEveryStep(t *testing.T) {
 // directory absent (or as it was, empty) or holding the complete package,
 // and nothing beside it.
 func TestWriteFreshDirFailureAtEveryStep(t *testing.T) {
-	pkg, err := Generate(demoProgram(t, compiler.QLinearDynamic), demoOptions(t))
+	pkg, err := Generate(demoProgram(t, compiler.QLinearDynamic).Schedule, demoOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

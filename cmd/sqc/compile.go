@@ -89,11 +89,11 @@ func compileCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			prog, err := exec.Compile(b.int8, exec.Options{Threads: 1})
+			// Lowering only: generating code starts no engine.
+			prog, err := exec.Lower(b.int8)
 			if err != nil {
 				return err
 			}
-			defer prog.Close()
 			summary := cfg.describe()
 			if cfg.calibPath != "" {
 				summary += fmt.Sprintf(", calibrated on up to %d inputs of %s", cfg.calibSamples, filepath.Base(cfg.calibPath))

@@ -289,11 +289,10 @@ func (r *stageRunner) dumpGraph(g *compiler.Graph, pass string) error {
 // copies of quantised activations included) in its own typed arenas, not
 // by PlanMemory's plan.
 func printGeneratedArenas(w io.Writer, g *compiler.Graph, maxBatch, maxSeq int) error {
-	prog, err := exec.Compile(g, exec.Options{Threads: 1})
+	prog, err := exec.Lower(g)
 	if err != nil {
 		return err
 	}
-	defer prog.Close()
 	n, err := codegen.ArenaBytes(prog, maxBatch, maxSeq)
 	if err != nil {
 		_, err = fmt.Fprintf(w, "generated package: not planned: %v\n", err)

@@ -9,6 +9,10 @@
 // Program and the generated package make the same calls in the same order
 // and give identical bits. String lists the steps for inspection.
 //
+// Lower makes the Program's Schedule alone, as pure data (no workers, no
+// CPU permission requests): what the code generator prints. Compile is
+// Lower and NewProgram.
+//
 //	prog, err := exec.Compile(g, exec.Options{Threads: 2})
 //	defer prog.Close()
 //	out, err := prog.Run(map[string]*compiler.Tensor{"input_ids": ids, ...})

@@ -16,6 +16,17 @@ import (
 // the f32 constants it uses as they are, so g's initializers must not be
 // modified while the Program is in use).
 func Compile(g *compiler.Graph, opts Options) (*Program, error) {
+	s, err := Lower(g)
+	if err != nil {
+		return nil, err
+	}
+	return NewProgram(s, opts)
+}
+
+// Lower translates g into a Schedule: pure data, with the weights packed;
+// it starts no workers and touches no CPU permissions. g is read as for
+// Compile.
+func Lower(g *compiler.Graph) (*Schedule, error) {
 	if g == nil {
 		return nil, fmt.Errorf("exec: %w: nil graph", compiler.ErrInvalidRequest)
 	}
@@ -47,6 +58,16 @@ func Compile(g *compiler.Graph, opts Options) (*Program, error) {
 		p.outputs = append(p.outputs, v)
 		p.outputSlots = append(p.outputSlots, l.slot(v.Name))
 	}
+	return p, nil
+}
+
+// NewProgram binds s to a worker pool and a GEMM engine of opts and gives
+// it its buffers. s must come from Lower and run in no other Program.
+func NewProgram(s *Schedule, opts Options) (*Program, error) {
+	if s == nil {
+		return nil, fmt.Errorf("exec: %w: nil schedule", compiler.ErrInvalidRequest)
+	}
+	p := &Program{Schedule: s}
 	p.bufs = p.newBuffers(true) // activations share buffers by lifetime (reuse.go)
 	p.pool = pool.New(opts.Threads)
 	e, err := qgemm.New(qgemm.Options{Pool: p.pool, ISA: opts.ISA, Variant: opts.Variant})
@@ -102,7 +123,7 @@ type quantBuf struct {
 
 type lowering struct {
 	g      *compiler.Graph
-	p      *Program
+	p      *Schedule
 	source string
 
 	slots    map[string]SlotID
@@ -127,7 +148,7 @@ type lowering struct {
 func newLowering(g *compiler.Graph) *lowering {
 	l := &lowering{
 		g: g, source: g.Meta["source"],
-		p:     &Program{name: g.Name, source: g.Meta["source"]},
+		p:     &Schedule{name: g.Name, source: g.Meta["source"]},
 		slots: map[string]SlotID{}, isInput: map[string]bool{}, isOutput: map[string]bool{},
 		uses: map[string][]use{}, producer: map[string]int{},
 		absorbed: map[int]bool{}, fusions: map[int]*gemmFusion{}, quant: map[quantKey]quantBuf{},

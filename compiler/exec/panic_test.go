@@ -3,6 +3,7 @@ package exec
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func (s faultStep) run(p *Program) error {
 // file and the step, which does not match compiler.ErrBadInput (the CLI
 // exits 1 for it, not 2); a step's ordinary error stays bad input.
 func TestRunPanicIsInternalNotBadInput(t *testing.T) {
-	p := &Program{source: "model.onnx", steps: []Step{faultStep{}}}
+	p := &Program{Schedule: &Schedule{source: "model.onnx", steps: []Step{faultStep{}}}}
 	err := p.RunInto(nil, map[string]*compiler.Tensor{})
 	if err == nil {
 		t.Fatal("a panicking step returned no error")
@@ -50,9 +51,36 @@ func TestRunPanicIsInternalNotBadInput(t *testing.T) {
 	}
 
 	cause := fmt.Errorf("%w: bad ids", compiler.ErrInvalidRequest)
-	p = &Program{source: "model.onnx", steps: []Step{faultStep{err: cause}}}
+	p = &Program{Schedule: &Schedule{source: "model.onnx", steps: []Step{faultStep{err: cause}}}}
 	err = p.RunInto(nil, map[string]*compiler.Tensor{})
 	if !errors.Is(err, compiler.ErrBadInput) || !errors.Is(err, cause) || errors.Is(err, ErrInternal) {
 		t.Errorf("a step's own error: got %v, want bad input wrapping %v", err, cause)
 	}
+}
+
+// TestLowerIsPureData: Lower builds the whole schedule without starting
+// the goroutines a Program's pool runs (so the code generator, which
+// only lowers, starts no engine and asks the OS for no AMX permission),
+// and NewProgram runs what it built.
+func TestLowerIsPureData(t *testing.T) {
+	g := parse(t, encoderLayer)
+	before := runtime.NumGoroutine()
+	s, err := Lower(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := runtime.NumGoroutine(); n != before {
+		t.Errorf("Lower started goroutines: %d before, %d after", before, n)
+	}
+	if len(s.Steps()) == 0 || !strings.Contains(s.String(), "not bound to an engine") {
+		t.Fatalf("schedule:\n%s", s)
+	}
+	p, err := NewProgram(s, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	q := compile(t, g, nil, 2)
+	in := layerInputs(7, 7, 5, 2)
+	sameBits(t, "Lower+NewProgram vs Compile", run(t, p, in), run(t, q, in))
 }

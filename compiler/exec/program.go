@@ -24,9 +24,13 @@ type Options struct {
 	Threads int
 }
 
-// Program is a graph lowered to runtime calls. Build it with Compile, run
-// it with Run, release its worker pool with Close.
-type Program struct {
+// Schedule is a graph lowered to runtime calls, as pure data: the steps
+// with their constant parameters and packed weights, and the numbered
+// buffer slots they read and write. Lower makes one without starting
+// anything (no worker pool, no CPU permission request), so the code
+// generator prints it; NewProgram runs it. A step keeps per-run state
+// while it runs, so one Schedule runs in at most one Program.
+type Schedule struct {
 	name   string
 	source string // model file, for error messages
 
@@ -36,6 +40,13 @@ type Program struct {
 	inputSlots  []SlotID
 	outputs     []*compiler.Value
 	outputSlots []SlotID
+}
+
+// Program is a Schedule with what runs it: a worker pool, a GEMM engine
+// and the buffers. Build it with Compile (or Lower and NewProgram), run it
+// with Run, release its worker pool with Close.
+type Program struct {
+	*Schedule
 
 	pool   *pool.Pool
 	engine *qgemm.Engine
@@ -46,23 +57,23 @@ type Program struct {
 }
 
 // Name is the graph's name.
-func (p *Program) Name() string { return p.name }
+func (p *Schedule) Name() string { return p.name }
 
 // Inputs and Outputs are the graph's declared inputs and outputs, in
 // order (read-only); InputSlots and OutputSlots hold their slots.
-func (p *Program) Inputs() []*compiler.Value  { return p.inputs }
-func (p *Program) Outputs() []*compiler.Value { return p.outputs }
+func (p *Schedule) Inputs() []*compiler.Value  { return p.inputs }
+func (p *Schedule) Outputs() []*compiler.Value { return p.outputs }
 
 // Steps returns the program's steps in execution order (read-only).
-func (p *Program) Steps() []Step { return p.steps }
+func (p *Schedule) Steps() []Step { return p.steps }
 
 // Slots returns the program's buffers, indexed by SlotID (read-only).
-func (p *Program) Slots() []*Slot { return p.slots }
+func (p *Schedule) Slots() []*Slot { return p.slots }
 
 // InputSlots and OutputSlots give the slots of the graph's inputs and
 // outputs, in the graph's order.
-func (p *Program) InputSlots() []SlotID  { return p.inputSlots }
-func (p *Program) OutputSlots() []SlotID { return p.outputSlots }
+func (p *Schedule) InputSlots() []SlotID  { return p.inputSlots }
+func (p *Schedule) OutputSlots() []SlotID { return p.outputSlots }
 
 // Engine is the GEMM engine the program runs on.
 func (p *Program) Engine() *qgemm.Engine { return p.engine }
@@ -78,9 +89,14 @@ func (p *Program) Close() {
 // line, e.g.
 //
 //	#7  qgemm.GEMM  %y = qgemm.GEMM(%x#u8, %w [256x1024, Kp=256]; a_zero_point=3, bias=%b, act=gelu, out=u8 Kp=1024 ...)
-func (p *Program) String() string {
+func (p *Program) String() string { return p.listing(p.engine.Describe()) }
+
+// String lists the schedule as Program.String does, with no engine.
+func (p *Schedule) String() string { return p.listing("not bound to an engine") }
+
+func (p *Schedule) listing(engine string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "program %q: %d steps, %d slots, %s\n", p.name, len(p.steps), len(p.slots), p.engine.Describe())
+	fmt.Fprintf(&b, "program %q: %d steps, %d slots, %s\n", p.name, len(p.steps), len(p.slots), engine)
 	for _, id := range p.inputSlots {
 		fmt.Fprintf(&b, "  input  %s\n", p.slots[id].describe())
 	}

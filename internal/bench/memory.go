@@ -111,7 +111,7 @@ func (rm *RunMemory) finish(prog *exec.Program, batch, seq int) {
 		return
 	}
 	rm.Held = heldMemory(prog.Memory())
-	if n, err := codegen.ArenaBytes(prog, batch, seq); err == nil {
+	if n, err := codegen.ArenaBytes(prog.Schedule, batch, seq); err == nil {
 		rm.Held.PlannedArenaBytes = n
 	}
 	if total := rm.Held.WeightBytes + rm.Held.ArenaBytes; total > 0 && rm.RunPeakRSSBytes > 0 {
