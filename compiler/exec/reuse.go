@@ -2,7 +2,6 @@ package exec
 
 import (
 	"cmp"
-	"reflect"
 	"slices"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -19,12 +18,8 @@ import (
 // its inputs). Run holds p.mu for the whole call, so concurrent calls never
 // see each other's use of a shared buffer.
 //
-// A step's slots are found by reflection, once at Compile: every SlotID
-// reachable from the step through fields of this package's types, slices,
-// arrays, maps, pointers and interfaces (e.g. a []SlotID of operands, or a
-// sub-step held as a Step). A step type added later is covered without
-// further code, and so is a slot field added to an existing one; the
-// reflection never runs on the Run path.
+// A step's slots are its Operands, which each step kind lists beside its
+// fields (operands.go; a test checks they cover every slot field).
 
 // newBuffers returns the per-slot tensors of p: constants their
 // initializer, graph inputs nil (bound by Run), every other slot a tensor
@@ -75,10 +70,9 @@ func (p *Program) liveRanges() ([]liveRange, []bool) {
 	for _, id := range p.outputSlots {
 		pinned[id] = true
 	}
-	w := slotWalker{this: reflect.TypeFor[SlotID]().PkgPath(), may: map[reflect.Type]bool{}}
-	var ids []SlotID
 	for i, st := range p.steps {
-		ids = w.slots(ids[:0], st)
+		ops := st.Operands()
+		ids := append(ops.Reads[:len(ops.Reads):len(ops.Reads)], ops.Writes...)
 		_, generic := st.(*OpStep)
 		for _, id := range ids {
 			if id < 0 || int(id) >= len(p.slots) {
@@ -93,94 +87,6 @@ func (p *Program) liveRanges() ([]liveRange, []bool) {
 		}
 	}
 	return ranges, pinned
-}
-
-// slotWalker finds the SlotIDs a step mentions by reflection.
-type slotWalker struct {
-	this    string                // this package's import path
-	may     map[reflect.Type]bool // whether a value of the type can hold a SlotID
-	visited map[uintptr]bool      // pointers followed in the current step
-}
-
-var slotIDType = reflect.TypeFor[SlotID]()
-
-// slots appends the slots step s mentions to dst (NoSlot left out,
-// repeats kept).
-func (w *slotWalker) slots(dst []SlotID, s Step) []SlotID {
-	w.visited = map[uintptr]bool{}
-	return w.walk(dst, reflect.ValueOf(s))
-}
-
-func (w *slotWalker) walk(dst []SlotID, v reflect.Value) []SlotID {
-	if !v.IsValid() || !w.mayHold(v.Type()) {
-		return dst
-	}
-	if v.Type() == slotIDType {
-		if id := SlotID(v.Int()); id != NoSlot {
-			dst = append(dst, id)
-		}
-		return dst
-	}
-	switch v.Kind() {
-	case reflect.Pointer:
-		if v.IsNil() || w.visited[v.Pointer()] {
-			return dst
-		}
-		w.visited[v.Pointer()] = true
-		return w.walk(dst, v.Elem())
-	case reflect.Interface:
-		if v.IsNil() {
-			return dst
-		}
-		return w.walk(dst, v.Elem())
-	case reflect.Struct:
-		for i := range v.NumField() {
-			dst = w.walk(dst, v.Field(i))
-		}
-	case reflect.Slice, reflect.Array:
-		for i := range v.Len() {
-			dst = w.walk(dst, v.Index(i))
-		}
-	case reflect.Map:
-		for it := v.MapRange(); it.Next(); {
-			dst = w.walk(w.walk(dst, it.Key()), it.Value())
-		}
-	}
-	return dst
-}
-
-// mayHold reports whether a value of type t can hold a SlotID: SlotID
-// itself, an interface (its dynamic value may), or a type built from
-// these out of this package's named types and unnamed composites. Named
-// types of other packages cannot name SlotID (they would import this
-// package) and are not descended into, which keeps large arrays such as
-// packed weights out of the walk.
-func (w *slotWalker) mayHold(t reflect.Type) bool {
-	if may, ok := w.may[t]; ok {
-		return may
-	}
-	if t == slotIDType || t.Kind() == reflect.Interface {
-		w.may[t] = true
-		return true
-	}
-	if t.Name() != "" && t.PkgPath() != w.this {
-		w.may[t] = false
-		return false
-	}
-	w.may[t] = true // assumed while t's parts are looked at: recursive types end here
-	may := false
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Array:
-		may = w.mayHold(t.Elem())
-	case reflect.Map:
-		may = w.mayHold(t.Key()) || w.mayHold(t.Elem())
-	case reflect.Struct:
-		for i := range t.NumField() {
-			may = may || w.mayHold(t.Field(i).Type)
-		}
-	}
-	w.may[t] = may
-	return may
 }
 
 // liveSlot is a slot that may share its buffer.

@@ -204,8 +204,7 @@ func checkSharing(t *testing.T, p *Program) {
 }
 
 // directSlots lists the slots in st's SlotID and []SlotID fields, for the
-// step types of this package: an independent account of what the walker
-// finds.
+// step types of this package: an independent account of Operands.
 func directSlots(st Step) []SlotID {
 	var ids []SlotID
 	v := reflect.ValueOf(st).Elem()
@@ -222,61 +221,46 @@ func directSlots(st Step) []SlotID {
 	return slices.DeleteFunc(ids, func(id SlotID) bool { return id == NoSlot })
 }
 
-// A step type the walker has never seen, holding slots in every form a
-// future step might: plain and unexported fields, slices, arrays, nested
-// and pointed-to structs, maps, and a sub-step behind the Step interface.
-type testNestedStep struct {
-	Out     SlotID
-	in      []SlotID
-	pair    [2]SlotID
-	Inner   struct{ A, B SlotID }
-	Ptr     *testSlotHolder
-	ByName  map[string]SlotID
-	Sub     Step
-	Skipped NoSlotHolder
-	Count   int     // not a slot
-	Weights []int32 // not slots
-}
-
-type testSlotHolder struct {
-	X    SlotID
-	Next *testSlotHolder
-}
-
-// NoSlotHolder holds no slot.
-type NoSlotHolder struct{ N int }
-
-func (s *testNestedStep) Call() string               { return "test.Nested" }
-func (s *testNestedStep) Source() string             { return "nested" }
-func (s *testNestedStep) Describe(sl []*Slot) string { return "" }
-func (s *testNestedStep) run(p *Program) error       { return nil }
-
-// TestSlotWalker checks that the walker finds every slot a step type
-// holds without being told about the type, and nothing else.
-func TestSlotWalker(t *testing.T) {
-	loop := &testSlotHolder{X: 8}
-	loop.Next = &testSlotHolder{X: 9, Next: loop} // a cycle: followed once
-	st := &testNestedStep{
-		Out: 1, in: []SlotID{2, NoSlot, 3}, pair: [2]SlotID{4, 5}, Ptr: loop,
-		ByName: map[string]SlotID{"a": 10}, Sub: &AddStep{A: 11, B: 12, Out: 13}, Count: 99, Weights: []int32{77},
+// TestOperandsCoverEverySlotField fills every SlotID and []SlotID field
+// of every step kind with distinct slots and requires Operands to list
+// exactly them, each once; and on every step of real programs, too.
+func TestOperandsCoverEverySlotField(t *testing.T) {
+	listed := func(st Step) []SlotID {
+		ops := st.Operands()
+		got := append(slices.Clone(ops.Reads), ops.Writes...)
+		slices.Sort(got)
+		return got
 	}
-	st.Inner.A, st.Inner.B = 6, 7
-	w := slotWalker{this: reflect.TypeFor[SlotID]().PkgPath(), may: map[reflect.Type]bool{}}
-	got := w.slots(nil, st)
-	slices.Sort(got)
-	want := []SlotID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
-	if !slices.Equal(got, want) {
-		t.Errorf("walker found %v, want %v", got, want)
+	for _, st := range StepKinds() {
+		v := reflect.ValueOf(st).Elem()
+		next := SlotID(0)
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if !f.CanSet() {
+				continue
+			}
+			switch f.Type() {
+			case reflect.TypeFor[SlotID]():
+				f.SetInt(int64(next))
+				next++
+			case reflect.TypeFor[[]SlotID]():
+				f.Set(reflect.ValueOf([]SlotID{next, NoSlot, next + 1}))
+				next += 2
+			}
+		}
+		want := directSlots(st)
+		slices.Sort(want)
+		if got := listed(st); !slices.Equal(got, want) || len(want) == 0 {
+			t.Errorf("%T: Operands list %v, its slot fields hold %v", st, got, want)
+		}
 	}
-	// On every step of real programs it agrees with the fields.
 	for _, c := range syntheticCases(t) {
 		p := compile(t, c.g, nil, 1)
 		for _, st := range p.steps {
-			got, want := w.slots(nil, st), directSlots(st)
-			slices.Sort(got)
+			got, want := listed(st), directSlots(st)
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
-				t.Errorf("%s: %s: walker found %v, the fields hold %v", c.name, st.Call(), got, want)
+				t.Errorf("%s: %s: Operands list %v, the fields hold %v", c.name, st.Call(), got, want)
 			}
 		}
 	}

@@ -21,6 +21,8 @@ type Step interface {
 	Source() string
 	// Describe is a one-line listing of the call with slot names.
 	Describe(slots []*Slot) string
+	// Operands are the slots the step reads and writes (operands.go).
+	Operands() Operands
 	run(p *Program) error
 }
 
