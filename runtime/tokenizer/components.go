@@ -68,6 +68,8 @@ func parseNormalizer(object string, raw json.RawMessage) (textNormalizer, error)
 			chinese: or(n.ChineseChars, true),
 			lower:   lower,
 			strip:   or(n.StripAccents, lower),
+
+			keepUnassigned: true,
 		}}, nil
 	case "NFC":
 		return unicodeNorm{norm.NFC}, nil

@@ -42,13 +42,14 @@ func (lowercaseNorm) normalize(s string) string {
 	return b.String()
 }
 
-// stripAccentsNorm drops nonspacing marks (Mn); unlike BertNormalizer it
-// does not decompose first, so it is paired with NFD or NFKD in files.
+// stripAccentsNorm drops every combining mark (category M: Mn, Mc, Me);
+// unlike BertNormalizer, which drops Mn only, it does not decompose first,
+// so files pair it with NFD or NFKD.
 type stripAccentsNorm struct{}
 
 func (stripAccentsNorm) normalize(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Mn, r) {
+		if unicode.Is(unicode.M, r) {
 			return -1
 		}
 		return r
