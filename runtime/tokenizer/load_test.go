@@ -292,5 +292,5 @@ func TestLoad(t *testing.T) {
 	wantErr(t, "malformed tokenizer_config.json", err, ErrMalformed, bad)
 
 	_, err = Load(t.TempDir())
-	wantErr(t, "empty directory", err, nil, "no tokenizer.json or vocab.txt")
+	wantErr(t, "empty directory", err, nil, "no tokenizer.json, vocab.txt, sentencepiece.bpe.model or spiece.model")
 }

@@ -25,6 +25,12 @@ func parsePrecompiled(b64 string) (*precompiledNorm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("precompiled_charsmap is not base64: %v", err)
 	}
+	return parsePrecompiledBytes(blob)
+}
+
+// parsePrecompiledBytes reads a charsmap blob: a little-endian uint32 trie
+// size, the trie's units, then the replacement pool.
+func parsePrecompiledBytes(blob []byte) (*precompiledNorm, error) {
 	if len(blob) < 4 {
 		return nil, fmt.Errorf("precompiled_charsmap: %d bytes, too short", len(blob))
 	}
@@ -43,6 +49,19 @@ func parsePrecompiled(b64 string) (*precompiledNorm, error) {
 // prefixes s, as spm_precompiled's transform takes the first result of a
 // common-prefix search.
 func (p *precompiledNorm) firstMatch(s string) (string, bool) {
+	rep, _, ok := p.search(s, true)
+	return rep, ok
+}
+
+// longestMatch returns the replacement of the longest key prefixing s and
+// the key's length, as SentencePiece's normaliser takes it.
+func (p *precompiledNorm) longestMatch(s string) (string, int, bool) {
+	return p.search(s, false)
+}
+
+// search walks the double-array trie along s; it stops at the first key
+// when first is set, else returns the last (longest) one.
+func (p *precompiledNorm) search(s string, first bool) (string, int, bool) {
 	at := func(i uint32) (uint32, bool) {
 		if int(i) >= len(p.units) {
 			return 0, false
@@ -52,33 +71,36 @@ func (p *precompiledNorm) firstMatch(s string) (string, bool) {
 	offset := func(u uint32) uint32 { return (u >> 10) << ((u & (1 << 9)) >> 6) }
 	unit, ok := at(0)
 	if !ok {
-		return "", false
+		return "", 0, false
 	}
+	value, length := -1, 0
 	pos := offset(unit)
 	for i := 0; i < len(s); i++ {
 		c := uint32(s[i])
 		pos ^= c
 		if unit, ok = at(pos); !ok || unit&((1<<31)|0xFF) != c {
-			return "", false
+			break
 		}
 		pos ^= offset(unit)
 		if (unit>>8)&1 == 1 {
 			leaf, ok := at(pos)
 			if !ok {
-				return "", false
+				break
 			}
-			v := int(leaf & ((1 << 31) - 1))
-			if v >= len(p.pool) {
-				return "", false
+			value, length = int(leaf&((1<<31)-1)), i+1
+			if first {
+				break
 			}
-			end := v
-			for end < len(p.pool) && p.pool[end] != 0 {
-				end++
-			}
-			return string(p.pool[v:end]), true
 		}
 	}
-	return "", false
+	if value < 0 || value >= len(p.pool) {
+		return "", 0, false
+	}
+	end := value
+	for end < len(p.pool) && p.pool[end] != 0 {
+		end++
+	}
+	return string(p.pool[value:end]), length, true
 }
 
 func (p *precompiledNorm) normalize(s string) string {

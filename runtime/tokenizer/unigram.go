@@ -15,6 +15,12 @@ type unigram struct {
 	unkScore     float64
 	byteFallback bool
 	byteIDs      [256]int32
+	// float32: keep path scores in single precision as the SentencePiece
+	// library does (the tokenizers library uses double), with its mixed
+	// arithmetic: a piece's candidate is summed in double and compared
+	// with the stored float, an unknown's is summed in float. Near-ties
+	// then fall the same way as there.
+	float32 bool
 }
 
 // unkPenalty is kUnkPenalty of SentencePiece.
@@ -22,12 +28,15 @@ const unkPenalty = 10.0
 
 func newUnigram(pieces []string, scores []float64, unk int32, byteFallback bool) *unigram {
 	u := &unigram{vocab: make(map[string]int32, len(pieces)), scores: scores, unk: unk, byteFallback: byteFallback}
-	minScore := 0.0
+	minScore, first := 0.0, true
 	for id, p := range pieces {
+		if p == "" {
+			continue // a piece never matched in text
+		}
 		u.vocab[p] = int32(id) // a duplicate keeps its last id, as the library does
 		u.maxLen = max(u.maxLen, len(p))
-		if id == 0 || scores[id] < minScore {
-			minScore = scores[id]
+		if first || scores[id] < minScore {
+			minScore, first = scores[id], false
 		}
 	}
 	u.unkScore = minScore - unkPenalty
@@ -62,12 +71,12 @@ func (u *unigram) appendIDs(dst []int32, s string) []int32 {
 				single = true
 			}
 			if cand := base + u.scores[id]; best[end].start < 0 || cand > best[end].score {
-				best[end] = unigramNode{score: cand, start: start, id: id}
+				best[end] = unigramNode{score: u.store(cand), start: start, id: id}
 			}
 		}
 		if !single {
 			end := start + charLen
-			if cand := base + u.unkScore; best[end].start < 0 || cand > best[end].score {
+			if cand := u.store(base + u.unkScore); best[end].start < 0 || cand > best[end].score {
 				best[end] = unigramNode{score: cand, start: start, id: u.unk}
 			}
 		}
@@ -100,6 +109,14 @@ func (u *unigram) appendIDs(dst []int32, s string) []int32 {
 		dst = append(dst, u.unk)
 	}
 	return dst
+}
+
+// store rounds a path score to the precision it is kept in.
+func (u *unigram) store(x float64) float64 {
+	if u.float32 {
+		return float64(float32(x))
+	}
+	return x
 }
 
 func (u *unigram) haveBytes(s string) bool {
