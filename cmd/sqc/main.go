@@ -118,6 +118,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			rooflineCommand(),
 			evalCommand(),
 			compileCommand(),
+			tokenizeCommand(),
 		},
 	}
 	// A bad flag is bad input: one line on stderr, exit status 2, no
