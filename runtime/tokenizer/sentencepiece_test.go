@@ -135,3 +135,7 @@ func TestSentencePieceLoad(t *testing.T) {
 		wantErr(t, name, err, ErrBadInput, path)
 	}
 }
+
+func execCommand(name string, args ...string) ([]byte, error) {
+	return exec.Command(name, args...).CombinedOutput()
+}
