@@ -75,6 +75,11 @@ func oracleVariants() []oracleVariant {
 		}},
 		{"xlmr-truncation-64", "xlmr.json", setTrunc(64, "LongestFirst", "Right")},
 		{"unigram-byte-fallback", "unigram-bytes.json", nil},
+		{"unigram-first-after-deletions", "unigram-bytes.json", func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{
+				map[string]any{"type": "Strip", "strip_left": true, "strip_right": false},
+				map[string]any{"type": "Replace", "pattern": map[string]any{"String": "t"}, "content": ""}}}
+		}},
 		{"unigram-byte-fallback-nfkc", "unigram-bytes.json", func(m map[string]any) {
 			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{
 				map[string]any{"type": "NFKC"}, map[string]any{"type": "Replace", "pattern": map[string]any{"String": "``"}, "content": "\""}}}

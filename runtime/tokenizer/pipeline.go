@@ -51,7 +51,15 @@ func (t *Tokenizer) pipeIDs(dst []int32, text string) []int32 {
 			continue
 		}
 		chunk := text[rs.start:rs.end]
+		atStart := rs.start == 0
 		if t.pipe.norm != nil {
+			// The library asks whether a piece begins at offset 0 of the
+			// original text; a normalizer that deletes the first character
+			// moves the start of what follows off 0.
+			if atStart {
+				_, n := utf8.DecodeRuneInString(chunk)
+				atStart = t.pipe.norm.normalize(chunk[:n]) != ""
+			}
 			chunk = t.pipe.norm.normalize(chunk)
 		}
 		for _, ns := range t.normed.splits(chunk) {
@@ -62,7 +70,7 @@ func (t *Tokenizer) pipeIDs(dst []int32, text string) []int32 {
 			if ns.start == ns.end {
 				continue
 			}
-			p := piece{text: chunk[ns.start:ns.end], first: rs.start == 0 && ns.start == 0}
+			p := piece{text: chunk[ns.start:ns.end], first: atStart && ns.start == 0}
 			if t.pipe.pre == nil {
 				dst = t.pipe.model.appendIDs(dst, p.text)
 				continue
