@@ -42,12 +42,9 @@ func tokenizeCommand() *cli.Command {
 				return err
 			}
 			var tok *tokenizer.Tokenizer
-			switch {
-			case model != "":
+			if model != "" {
 				tok, err = loadTokenizer(model, "")
-			case strings.HasSuffix(file, ".model"):
-				tok, err = tokenizer.FromSentencePieceFile(file)
-			default:
+			} else {
 				tok, err = loadTokenizer("", file)
 			}
 			if err != nil {

@@ -51,6 +51,31 @@ func oracleVariants() []oracleVariant {
 			m["pre_tokenizer"] = map[string]any{"type": "Whitespace"}
 			setTrunc(40, "OnlyFirst", "Right")(m)
 		}},
+		{"bert-punctuation-behaviours", "bert-uncased.json", func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{
+				map[string]any{"type": "WhitespaceSplit"},
+				map[string]any{"type": "Punctuation", "behavior": "MergedWithPrevious"},
+				map[string]any{"type": "Split", "pattern": map[string]any{"String": "e"}, "behavior": "MergedWithNext", "invert": false},
+				map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `[aeiou]+`}, "behavior": "Contiguous", "invert": true},
+				map[string]any{"type": "Digits", "individual_digits": false}}}
+		}},
+		{"bert-added-token-options", "bert-uncased.json", func(m map[string]any) {
+			m["added_tokens"] = append(m["added_tokens"].([]any),
+				map[string]any{"id": 3005, "content": "hello world", "single_word": false, "lstrip": false, "rstrip": false, "normalized": true, "special": false},
+				map[string]any{"id": 3006, "content": "the", "single_word": true, "lstrip": false, "rstrip": false, "normalized": false, "special": false},
+				map[string]any{"id": 3007, "content": "film", "single_word": false, "lstrip": true, "rstrip": true, "normalized": false, "special": false},
+				map[string]any{"id": 3008, "content": "CAFÉ", "single_word": false, "lstrip": false, "rstrip": false, "normalized": true, "special": false})
+			m["post_processor"] = map[string]any{"type": "TemplateProcessing",
+				"single": []any{map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 1}}, map[string]any{"SpecialToken": map[string]any{"id": "[SEP]", "type_id": 0}}},
+				"pair": []any{map[string]any{"SpecialToken": map[string]any{"id": "[CLS]", "type_id": 1}}, map[string]any{"Sequence": map[string]any{"id": "B", "type_id": 1}},
+					map[string]any{"SpecialToken": map[string]any{"id": "[SEP]", "type_id": 0}}, map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}}},
+				"special_tokens": map[string]any{"[CLS]": map[string]any{"id": "[CLS]", "ids": []any{2}, "tokens": []any{"[CLS]"}}, "[SEP]": map[string]any{"id": "[SEP]", "ids": []any{3}, "tokens": []any{"[SEP]"}}}}
+		}},
+		{"wordlevel", "bert-uncased.json", func(m map[string]any) {
+			m["model"] = map[string]any{"type": "WordLevel", "vocab": obj(m, "model")["vocab"], "unk_token": "[UNK]"}
+			m["normalizer"] = map[string]any{"type": "Lowercase"}
+			m["pre_tokenizer"] = map[string]any{"type": "Whitespace"}
+		}},
 		// roberta-base: byte-level BPE, RobertaProcessing, <mask> lstrip.
 		{"roberta-base", "roberta.json", nil},
 		{"roberta-legacy-merges", "roberta.json", func(m map[string]any) {
@@ -67,6 +92,28 @@ func oracleVariants() []oracleVariant {
 		{"gpt2-no-processor", "roberta.json", func(m map[string]any) {
 			m["post_processor"] = map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true}
 		}},
+		{"bpe-split-digits-ignore-merges", "roberta.json", func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{
+				map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `\p{N}{1,3}`}, "behavior": "Isolated", "invert": false},
+				map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}}}
+			obj(m, "model")["ignore_merges"] = true
+		}},
+		{"bpe-unknown-fused", "roberta.json", func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "Whitespace"}
+			obj(m, "model")["unk_token"] = "<unk>"
+			obj(m, "model")["fuse_unk"] = true
+		}},
+		{"bpe-unknown-unfused-suffix", "roberta.json", func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "CharDelimiterSplit", "delimiter": " "}
+			m["normalizer"] = map[string]any{"type": "Lowercase"}
+			obj(m, "model")["unk_token"] = "<unk>"
+			obj(m, "model")["byte_fallback"] = true
+			obj(m, "model")["end_of_word_suffix"] = "</w>"
+		}},
+		{"bpe-bytelevel-normalizer", "roberta.json", func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "ByteLevel"}
+			m["pre_tokenizer"] = map[string]any{"type": "Split", "pattern": map[string]any{"String": "Ġ"}, "behavior": "MergedWithNext", "invert": false}
+		}},
 		// xlm-roberta-base / multilingual-e5: Unigram, Precompiled + Metaspace.
 		{"xlm-roberta-base", "xlmr.json", nil},
 		{"multilingual-e5-legacy-metaspace", "xlmr.json", func(m map[string]any) {
@@ -75,6 +122,15 @@ func oracleVariants() []oracleVariant {
 		}},
 		{"xlmr-truncation-64", "xlmr.json", setTrunc(64, "LongestFirst", "Right")},
 		{"unigram-byte-fallback", "unigram-bytes.json", nil},
+		{"unigram-prepend-no-pretokenizer", "unigram-bytes.json", func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{
+				map[string]any{"type": "Prepend", "prepend": "▁"}, map[string]any{"type": "Replace", "pattern": map[string]any{"String": " "}, "content": "▁"}}}
+			m["pre_tokenizer"] = nil
+		}},
+		{"unigram-metaspace-no-split", "unigram-bytes.json", func(m map[string]any) {
+			obj(m, "pre_tokenizer")["split"] = false
+			obj(m, "pre_tokenizer")["prepend_scheme"] = "always"
+		}},
 		{"unigram-first-after-deletions", "unigram-bytes.json", func(m map[string]any) {
 			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{
 				map[string]any{"type": "Strip", "strip_left": true, "strip_right": false},

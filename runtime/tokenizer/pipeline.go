@@ -92,7 +92,7 @@ type addedSplit struct {
 
 // splits cuts s at the added tokens, as AddedVocabulary.find_matches does:
 // leftmost-longest matches, single_word ones only between non-word
-// characters, lstrip and rstrip ones taking the whitespace beside them.
+// characters (\w as the regex crate has it), lstrip and rstrip ones taking the whitespace beside them.
 func (m *matcher) splits(s string) []addedSplit {
 	var out []addedSplit
 	last := 0
@@ -106,7 +106,7 @@ func (m *matcher) splits(s string) []addedSplit {
 		if tok.singleWord {
 			before, _ := utf8.DecodeLastRuneInString(s[:start])
 			after, _ := utf8.DecodeRuneInString(s[stop:])
-			if (start > 0 && isAlnum(before)) || (stop < len(s) && isAlnum(after)) {
+			if (start > 0 && isWordChar(before)) || (stop < len(s) && isWordChar(after)) {
 				continue
 			}
 		}
@@ -129,8 +129,6 @@ func (m *matcher) splits(s string) []addedSplit {
 	}
 	return out
 }
-
-func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }
 
 func trimRightSpace(s string) string {
 	for s != "" {

@@ -181,8 +181,11 @@ func (whitespaceSplitPreTok) split(dst []piece, p piece) []piece {
 // whitespacePreTok keeps the runs of \w+ and of [^\w\s]+.
 type whitespacePreTok struct{}
 
+// isWordChar is Unicode's \w (UTS #18), as Oniguruma has it: Alphabetic
+// (letters, Nl, Other_Alphabetic), marks, decimal digits, connector
+// punctuation and the joiners.
 func isWordChar(r rune) bool {
-	return r == '_' || unicode.In(r, unicode.L, unicode.M, unicode.Nd, unicode.Pc) || r == 0x200C || r == 0x200D
+	return unicode.In(r, unicode.L, unicode.Nl, unicode.Other_Alphabetic, unicode.M, unicode.Nd, unicode.Pc) || r == 0x200C || r == 0x200D
 }
 
 func (whitespacePreTok) split(dst []piece, p piece) []piece {

@@ -82,17 +82,15 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, bool, error) {
 	if isNull(f.Model) {
 		return nil, false, malformed("model", "missing")
 	}
-	extra := 0
 	for _, at := range f.AddedTokens {
 		if at.ID < 0 || at.ID >= math.MaxInt32 {
 			return nil, false, malformed("added_tokens", "token %q has id %d", at.Content, at.ID)
 		}
-		extra = max(extra, at.ID+1)
 	}
-	if err := t.parseModel(f.Model, extra); err != nil {
+	modelSize, err := t.parseModel(f.Model)
+	if err != nil {
 		return nil, false, err
 	}
-	var err error
 	if t.pipe.norm, err = parseNormalizer("normalizer", f.Normalizer); err != nil {
 		return nil, false, err
 	}
@@ -102,17 +100,29 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, bool, error) {
 
 	// Added tokens: normalized=false ones are matched in the raw text,
 	// normalized=true ones in the normalised text, by normalised content.
+	// Their ids are the library's, not the file's "id" fields: the model's
+	// id of the content, else the next one after the model's vocabulary.
 	var raw, normed []addedToken
+	next := int32(modelSize)
 	for i, at := range f.AddedTokens {
 		obj := fmt.Sprintf("added_tokens[%d] %q", i, at.Content)
 		if at.Content == "" {
 			return nil, false, malformed(obj, "empty content")
 		}
-		if t.tokens[at.ID] == "" {
-			t.tokens[at.ID] = at.Content
+		id, ok := t.added[at.Content]
+		if !ok {
+			if id, ok = t.vocab[at.Content]; !ok {
+				id, next = next, next+1
+			}
 		}
-		t.added[at.Content] = int32(at.ID)
-		tok := addedToken{content: at.Content, id: int32(at.ID), singleWord: at.SingleWord, lstrip: at.LStrip, rstrip: at.RStrip}
+		for int(id) >= len(t.tokens) {
+			t.tokens = append(t.tokens, "")
+		}
+		if t.tokens[id] == "" {
+			t.tokens[id] = at.Content
+		}
+		t.added[at.Content] = id
+		tok := addedToken{content: at.Content, id: id, singleWord: at.SingleWord, lstrip: at.LStrip, rstrip: at.RStrip}
 		if !at.Normalized {
 			raw = append(raw, tok)
 			continue
@@ -175,14 +185,13 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, bool, error) {
 	return t, maxLen > 0, nil
 }
 
-// vocabTable checks a token -> id map and lays it out by id, with room for
-// ids up to extra (the added tokens).
-func (t *Tokenizer) vocabTable(object string, vocab map[string]int, extra int) (map[string]int32, error) {
+// vocabTable checks a token -> id map and lays it out by id.
+func (t *Tokenizer) vocabTable(object string, vocab map[string]int) (map[string]int32, error) {
 	if len(vocab) == 0 {
 		return nil, badInput("", object, ErrEmptyVocab)
 	}
 	out := make(map[string]int32, len(vocab))
-	size := extra
+	size := 0
 	for tok, id := range vocab {
 		if id < 0 || id >= math.MaxInt32 {
 			return nil, malformed(object, "token %q has id %d", tok, id)
@@ -203,8 +212,19 @@ func (t *Tokenizer) vocabTable(object string, vocab map[string]int, extra int) (
 	return out, nil
 }
 
-// parseModel reads model: WordPiece, BPE, Unigram or WordLevel.
-func (t *Tokenizer) parseModel(raw json.RawMessage, extra int) error {
+// parseModel reads model: WordPiece, BPE, Unigram or WordLevel. It
+// returns the model's vocabulary size as the library counts it (entries).
+func (t *Tokenizer) parseModel(raw json.RawMessage) (int, error) {
+	if err := t.parseModelType(raw); err != nil {
+		return 0, err
+	}
+	if u, ok := t.pipe.model.(*unigram); ok {
+		return len(u.scores), nil
+	}
+	return len(t.vocab), nil
+}
+
+func (t *Tokenizer) parseModelType(raw json.RawMessage) error {
 	var kind typed
 	if err := json.Unmarshal(raw, &kind); err != nil {
 		return malformed("model", "%v", err)
@@ -220,7 +240,7 @@ func (t *Tokenizer) parseModel(raw json.RawMessage, extra int) error {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return malformed("model", "%v", err)
 		}
-		vocab, err := t.vocabTable("model.vocab", m.Vocab, extra)
+		vocab, err := t.vocabTable("model.vocab", m.Vocab)
 		if err != nil {
 			return err
 		}
@@ -259,7 +279,7 @@ func (t *Tokenizer) parseModel(raw json.RawMessage, extra int) error {
 		if m.Dropout != nil && *m.Dropout != 0 {
 			return unsupported("model.dropout", "%v: BPE dropout is random, so no fixed ids exist", *m.Dropout)
 		}
-		vocab, err := t.vocabTable("model.vocab", m.Vocab, extra)
+		vocab, err := t.vocabTable("model.vocab", m.Vocab)
 		if err != nil {
 			return err
 		}
@@ -312,9 +332,7 @@ func (t *Tokenizer) parseModel(raw json.RawMessage, extra int) error {
 		if *m.UnkID < 0 || *m.UnkID >= len(pieces) {
 			return malformed("model.unk_id", "%d is not a piece id", *m.UnkID)
 		}
-		size := max(len(pieces), extra)
-		t.tokens = make([]string, size)
-		copy(t.tokens, pieces)
+		t.tokens = append([]string(nil), pieces...)
 		u := newUnigram(pieces, scores, int32(*m.UnkID), m.ByteFallback)
 		t.vocab = u.vocab
 		t.pipe.model = u
@@ -326,7 +344,7 @@ func (t *Tokenizer) parseModel(raw json.RawMessage, extra int) error {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return malformed("model", "%v", err)
 		}
-		vocab, err := t.vocabTable("model.vocab", m.Vocab, extra)
+		vocab, err := t.vocabTable("model.vocab", m.Vocab)
 		if err != nil {
 			return err
 		}
