@@ -279,6 +279,9 @@ func (t *Tokenizer) parseModelType(raw json.RawMessage) error {
 		if m.Dropout != nil && *m.Dropout != 0 {
 			return unsupported("model.dropout", "%v: BPE dropout is random, so no fixed ids exist", *m.Dropout)
 		}
+		if m.Merges == nil {
+			return malformed("model.merges", "missing")
+		}
 		vocab, err := t.vocabTable("model.vocab", m.Vocab)
 		if err != nil {
 			return err
