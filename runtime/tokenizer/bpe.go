@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"fmt"
 	"unicode/utf8"
 )
@@ -88,22 +87,52 @@ type bpeCandidate struct {
 	newID int32
 }
 
+// bpeQueue is a binary min-heap of merge candidates by (rank, position),
+// typed so that pushing and popping do not allocate.
 type bpeQueue []bpeCandidate
 
-func (q bpeQueue) Len() int { return len(q) }
-func (q bpeQueue) Less(i, j int) bool {
+func (q bpeQueue) less(i, j int) bool {
 	if q[i].rank != q[j].rank {
 		return q[i].rank < q[j].rank
 	}
 	return q[i].pos < q[j].pos
 }
-func (q bpeQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *bpeQueue) Push(x any)   { *q = append(*q, x.(bpeCandidate)) }
-func (q *bpeQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+
+func (q *bpeQueue) push(c bpeCandidate) {
+	*q = append(*q, c)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (q *bpeQueue) pop() bpeCandidate {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
 }
 
 func (m *bpe) appendIDs(dst []int32, word string) []int32 {
@@ -162,15 +191,14 @@ func (m *bpe) appendIDs(dst []int32, word string) []int32 {
 	}
 	syms[len(syms)-1].next = -1
 
-	q := bpeQueue{}
+	q := make(bpeQueue, 0, len(syms))
 	for i := 0; i+1 < len(syms); i++ {
 		if mg, ok := m.merges[[2]int32{syms[i].id, syms[i+1].id}]; ok {
-			q = append(q, bpeCandidate{pos: i, rank: mg.rank, newID: mg.newID})
+			q.push(bpeCandidate{pos: i, rank: mg.rank, newID: mg.newID})
 		}
 	}
-	heap.Init(&q)
-	for q.Len() > 0 {
-		top := heap.Pop(&q).(bpeCandidate)
+	for len(q) > 0 {
+		top := q.pop()
 		cur := &syms[top.pos]
 		if cur.len == 0 || cur.next < 0 {
 			continue
@@ -189,12 +217,12 @@ func (m *bpe) appendIDs(dst []int32, word string) []int32 {
 		}
 		if cur.prev >= 0 {
 			if mg, ok := m.merges[[2]int32{syms[cur.prev].id, cur.id}]; ok {
-				heap.Push(&q, bpeCandidate{pos: cur.prev, rank: mg.rank, newID: mg.newID})
+				q.push(bpeCandidate{pos: cur.prev, rank: mg.rank, newID: mg.newID})
 			}
 		}
 		if cur.next >= 0 {
 			if mg, ok := m.merges[[2]int32{cur.id, syms[cur.next].id}]; ok {
-				heap.Push(&q, bpeCandidate{pos: top.pos, rank: mg.rank, newID: mg.newID})
+				q.push(bpeCandidate{pos: top.pos, rank: mg.rank, newID: mg.newID})
 			}
 		}
 	}
