@@ -136,7 +136,8 @@ func parseSentencePiece(data []byte) (*spModel, error) {
 // sentencepiece.bpe.model with XLM-RoBERTa's fairseq layout (<s> <pad>
 // </s> <unk>, the pieces shifted by one, <mask> last; <s> A </s> and
 // <s> A </s> </s> B </s>), any other name (spiece.model) with the model's
-// own ids and T5's A </s> and A </s> B </s>. Text runs through the model's
+// own ids and T5's A </s> and A </s> B </s> (ALBERT-style models, with
+// [CLS] and [SEP] pieces, are refused). Text runs through the model's
 // normaliser (its precompiled charsmap, longest match first, whitespace
 // handling and dummy prefix) and the unigram Viterbi search, as the
 // SentencePiece library does; pairs are truncated as transformers does
@@ -231,6 +232,13 @@ func newSentencePiece(m *spModel, fairseq bool) (*Tokenizer, error) {
 		t.pair = template{{seq: seqSpecial, ids: []int32{cls}}, {seq: 0}, {seq: seqSpecial, ids: []int32{sep, sep}}, {seq: 1}, {seq: seqSpecial, ids: []int32{sep}}}
 		t.pad = special("<pad>")
 	} else {
+		// ALBERT's spiece.model has [CLS] and [SEP]: its slow tokenizer
+		// lowercases and uses BERT's template, which is not this layout.
+		if _, cls := full["[CLS]"]; cls {
+			if _, sep := full["[SEP]"]; sep {
+				return nil, unsupported("pieces", "[CLS] and [SEP] pieces (an ALBERT-style model): only the T5 layout is supported for spiece.model; use the model's tokenizer.json")
+			}
+		}
 		for i, tp := range types {
 			if tp == spControl || tp == spUnknown {
 				raw = append(raw, addedToken{content: tokens[i], id: int32(i)})

@@ -125,6 +125,18 @@ func TestSentencePieceLoad(t *testing.T) {
 		t.Errorf("lstrip: %v vs %v", got, tok.Encode("a<mask>").InputIDs)
 	}
 
+	// An ALBERT-style model (pieces [CLS] and [SEP]) is refused, not given
+	// T5's layout.
+	m, err := parseSentencePiece(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.pieces = append(m.pieces, "[CLS]", "[SEP]")
+	m.scores = append(m.scores, 0, 0)
+	m.types = append(m.types, spControl, spControl)
+	_, err = newSentencePiece(m, false)
+	wantErr(t, "ALBERT layout", err, ErrUnsupported, "[CLS]")
+
 	for name, bad := range map[string][]byte{
 		"truncated": data[:len(data)/2],
 		"garbage":   []byte("\xff\xff\xff\xff"),
