@@ -119,6 +119,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			evalCommand(),
 			compileCommand(),
 			serveCommand(),
+			tokenizeCommand(),
 		},
 	}
 	// A bad flag is bad input: one line on stderr, exit status 2, no

@@ -144,22 +144,26 @@ func readInputs(texts, ids string) ([]dataio.Example, error) {
 	return nil, usageError{"give inputs with --texts FILE or --ids FILE.jsonl"}
 }
 
-// loadTokenizer finds the vocabulary: --vocab, else tokenizer.json or
-// vocab.txt beside the model.
+// loadTokenizer finds the tokenizer: --vocab (a tokenizer.json, a
+// SentencePiece .model, else a vocab.txt, lowercased), else the one in the
+// model directory that tokenizer.Load picks.
 func loadTokenizer(model, vocab string) (*tokenizer.Tokenizer, error) {
 	if vocab != "" {
-		if filepath.Ext(vocab) == ".json" {
+		switch filepath.Ext(vocab) {
+		case ".json":
 			return tokenizer.FromTokenizerJSON(vocab)
+		case ".model":
+			return tokenizer.FromSentencePieceFile(vocab)
 		}
 		return tokenizer.FromVocabFile(vocab, tokenizer.Options{Lowercase: true})
 	}
 	dir := frontend.Dir(model)
-	if _, err := os.Stat(filepath.Join(dir, "vocab.txt")); err != nil {
-		if _, err2 := os.Stat(filepath.Join(dir, "tokenizer.json")); err2 != nil {
-			return nil, compiler.BadInput(dir, "", fmt.Errorf("no vocab.txt or tokenizer.json beside the model: give --vocab, or --ids with token ids"))
+	for _, name := range []string{"tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return tokenizer.Load(dir)
 		}
 	}
-	return tokenizer.Load(dir)
+	return nil, compiler.BadInput(dir, "", fmt.Errorf("no tokenizer.json, vocab.txt or SentencePiece model beside the model: give --vocab, or --ids with token ids"))
 }
 
 func printResults(w interface{ Write([]byte) (int, error) }, g *compiler.Graph, res []infer.Result) error {

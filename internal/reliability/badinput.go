@@ -449,7 +449,7 @@ func tokenizerCases() []Case {
 	if err := json.Unmarshal(tj, &bpe); err != nil {
 		panic(err) // cannot happen: tinyTokenizerJSON is valid JSON
 	}
-	bpe["model"].(map[string]any)["type"] = "BPE"
+	bpe["model"].(map[string]any)["type"] = "CharBPE" // not a tokenizers model type
 	bpeJSON, _ := json.Marshal(bpe)
 	return []Case{
 		{Name: "vocab.txt/empty", Want: tokenizer.ErrEmptyVocab, Build: tokenizerFile("vocab.txt", nil, loadVocab)},

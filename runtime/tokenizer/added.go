@@ -7,6 +7,9 @@ import "sort"
 type addedToken struct {
 	content string
 	id      int32
+	// tokenizer.json options: match only as a whole word, take the
+	// whitespace on the left or right along.
+	singleWord, lstrip, rstrip bool
 }
 
 // matcher finds added tokens leftmost-longest, as the transformers Trie and
@@ -30,21 +33,22 @@ func newMatcher(tokens []addedToken) matcher {
 // in s, or -1. Token contents are valid UTF-8 and start with a rune's first
 // byte, so a match never starts inside a rune (invalid bytes decode one at
 // a time, so they never hide one either).
-func (m *matcher) find(s string) (int, addedToken) {
+func (m *matcher) find(s string) (int, *addedToken) {
 	if len(m.tokens) == 0 {
-		return -1, addedToken{}
+		return -1, nil
 	}
 	for i := 0; i < len(s); i++ {
 		if !m.first[s[i]] {
 			continue
 		}
-		for _, t := range m.tokens {
+		for k := range m.tokens {
+			t := &m.tokens[k]
 			if len(s)-i >= len(t.content) && s[i:i+len(t.content)] == t.content {
 				return i, t
 			}
 		}
 	}
-	return -1, addedToken{}
+	return -1, nil
 }
 
 // findBytes is find on a byte slice, without converting it.

@@ -46,3 +46,23 @@ func BenchmarkEncodeBatch32(b *testing.B) {
 		tok.EncodeBatch(sentences[:32], 0)
 	}
 }
+
+// BenchmarkEncodeTypes encodes the SST-2 dev sentences (or the oracle
+// corpus's first texts without ../shared) with each oracle tokenizer type.
+func BenchmarkEncodeTypes(b *testing.B) {
+	_, sentences := benchSetup(b)
+	for _, typ := range []string{"wordpiece", "bpe", "unigram", "sentencepiece"} {
+		b.Run(typ, func(b *testing.B) {
+			tok := loadFuzzTokenizer(b, fuzzTokenizers[typ])
+			bytes := 0
+			for _, s := range sentences {
+				bytes += len(s)
+			}
+			b.SetBytes(int64(bytes / len(sentences)))
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				tok.Encode(sentences[i%len(sentences)])
+			}
+		})
+	}
+}

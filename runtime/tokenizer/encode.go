@@ -21,20 +21,22 @@ const stackPieces = 128
 // Encode tokenizes text as [CLS] text [SEP], truncated to MaxLength.
 func (t *Tokenizer) Encode(text string) Encoding {
 	var stack [stackPieces]int32
-	a := t.appendIDs(stack[:0], text)
-	a, _ = truncate(a, nil, t.maxLen-t.single.numSpecial())
+	a := t.ids(stack[:0], text)
+	a = t.truncateSingle(a, t.maxLen-t.single.numSpecial())
 	return t.assemble(t.single, a, nil, 0)
 }
 
-// EncodePair tokenizes a sentence pair as [CLS] a [SEP] b [SEP], with
-// token type 1 for b and its [SEP]. Truncation to MaxLength removes tokens
-// from the end of the longer sequence, one at a time (from b on a tie), as
-// transformers' longest_first strategy does.
+// EncodePair tokenizes a sentence pair with the pair template (for BERT
+// [CLS] a [SEP] b [SEP], token type 1 for b and its [SEP]). Truncation to
+// MaxLength is the tokenizer.json's strategy as the tokenizers library
+// runs it; for a vocab.txt tokenizer it removes tokens from the end of
+// the longer sequence, one at a time (from b on a tie), as transformers'
+// longest_first strategy does.
 func (t *Tokenizer) EncodePair(a, b string) Encoding {
 	var stackA, stackB [stackPieces]int32
-	ia := t.appendIDs(stackA[:0], a)
-	ib := t.appendIDs(stackB[:0], b)
-	ia, ib = truncate(ia, ib, t.maxLen-t.pair.numSpecial())
+	ia := t.ids(stackA[:0], a)
+	ib := t.ids(stackB[:0], b)
+	ia, ib = t.truncatePair(ia, ib, t.maxLen-t.pair.numSpecial())
 	return t.assemble(t.pair, ia, ib, 0)
 }
 
@@ -49,9 +51,9 @@ func (t *Tokenizer) EncodeBatch(texts []string, padTo int) []Encoding {
 	length := max(padTo, 0)
 	for i, text := range texts {
 		start := len(all)
-		all = t.appendIDs(all, text)
-		p, _ := truncate(all[start:], nil, t.maxLen-t.single.numSpecial())
-		all = all[:start+len(p)]
+		all = t.ids(all, text)
+		p := t.truncateSingle(all[start:], t.maxLen-t.single.numSpecial())
+		all = append(all[:start], p...) // p may start later (left truncation)
 		ends[i] = len(all)
 		length = max(length, len(p)+t.single.numSpecial())
 	}
@@ -73,7 +75,7 @@ func (t *Tokenizer) EncodeBatch(texts []string, padTo int) []Encoding {
 // continuation), [UNK] for words that could not be matched, and added
 // tokens found verbatim in the text.
 func (t *Tokenizer) Tokenize(text string) []string {
-	ids := t.appendIDs(nil, text)
+	ids := t.ids(nil, text)
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = t.tokens[id]
@@ -144,6 +146,14 @@ func (t *Tokenizer) fill(e Encoding, tp template, a, b []int32) {
 // normStackBytes is how much normalised text appendChunk keeps on the
 // stack; longer chunks allocate.
 const normStackBytes = 1024
+
+// ids appends the ids of text's tokens to dst, before the template.
+func (t *Tokenizer) ids(dst []int32, text string) []int32 {
+	if t.pipe != nil {
+		return t.pipeIDs(dst, text)
+	}
+	return t.appendIDs(dst, text)
+}
 
 // appendIDs appends the ids of text's tokens to dst: added tokens matched
 // in the raw text, and the WordPiece pieces of the chunks between them.

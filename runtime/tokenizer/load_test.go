@@ -126,29 +126,46 @@ func TestTokenizerJSONErrors(t *testing.T) {
 		cause     error
 		fragments []string
 	}{
-		{"BPE model", func(m map[string]any) { obj(m, "model")["type"] = "BPE" }, ErrUnsupported, []string{"model.type", "BPE", "WordPiece"}},
+		{"other model", func(m map[string]any) { obj(m, "model")["type"] = "Chars" }, ErrUnsupported, []string{"model.type", "Chars", "WordPiece"}},
+		{"BPE dropout", func(m map[string]any) {
+			m["model"] = map[string]any{"type": "BPE", "dropout": 0.1, "vocab": map[string]any{"a": 0}, "merges": []any{}}
+		}, ErrUnsupported, []string{"model.dropout"}},
+		{"bad merge", func(m map[string]any) {
+			m["model"] = map[string]any{"type": "BPE", "vocab": map[string]any{"a": 0, "b": 1}, "merges": []any{"a b c"}}
+		}, ErrMalformed, []string{"model.merges[0]", "a b c"}},
+		{"merge outside the vocabulary", func(m map[string]any) {
+			m["model"] = map[string]any{"type": "BPE", "vocab": map[string]any{"a": 0, "b": 1}, "merges": []any{[]any{"a", "b"}}}
+		}, ErrMalformed, []string{"model.merges", `"ab"`}},
+		{"Unigram without unk_id", func(m map[string]any) {
+			m["model"] = map[string]any{"type": "Unigram", "vocab": []any{[]any{"a", -1.0}}}
+		}, ErrUnsupported, []string{"model.unk_id"}},
 		{"no model", func(m map[string]any) { delete(m, "model") }, ErrMalformed, []string{"model"}},
 		{"empty vocab", func(m map[string]any) { obj(m, "model")["vocab"] = map[string]any{} }, ErrEmptyVocab, []string{"model.vocab"}},
 		{"unknown unk", func(m map[string]any) { obj(m, "model")["unk_token"] = "<unk>" }, ErrMissingToken, []string{"<unk>"}},
 		{"negative id", func(m map[string]any) { obj(obj(m, "model"), "vocab")["hello"] = -3 }, ErrMalformed, []string{"hello", "-3"}},
 		{"shared id", func(m map[string]any) { obj(obj(m, "model"), "vocab")["hello"] = 6 }, ErrMalformed, []string{"share id 6"}},
-		{"other normalizer", func(m map[string]any) { m["normalizer"] = map[string]any{"type": "NFKC"} }, ErrUnsupported, []string{"NFKC"}},
-		{"other pre-tokenizer", func(m map[string]any) { m["pre_tokenizer"] = map[string]any{"type": "ByteLevel"} }, ErrUnsupported, []string{"ByteLevel"}},
-		{"no pre-tokenizer", func(m map[string]any) { m["pre_tokenizer"] = nil }, ErrUnsupported, []string{"pre_tokenizer"}},
-		{"other post-processor", func(m map[string]any) { m["post_processor"] = map[string]any{"type": "RobertaProcessing"} }, ErrUnsupported, []string{"RobertaProcessing"}},
-		{"no post-processor", func(m map[string]any) { m["post_processor"] = nil }, ErrUnsupported, []string{"post_processor"}},
+		{"other normalizer", func(m map[string]any) { m["normalizer"] = map[string]any{"type": "Nmt"} }, ErrUnsupported, []string{"normalizer.type", "Nmt"}},
+		{"nested normalizer", func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "NFC"}, map[string]any{"type": "Nmt"}}}
+		}, ErrUnsupported, []string{"normalizer.normalizers[1].type", "Nmt"}},
+		{"look-ahead regex", func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `\s+(?!\S)`}, "behavior": "Isolated"}
+		}, ErrUnsupported, []string{"pre_tokenizer.pattern"}},
+		{"other pre-tokenizer", func(m map[string]any) { m["pre_tokenizer"] = map[string]any{"type": "UnicodeScripts"} }, ErrUnsupported, []string{"UnicodeScripts"}},
+		{"bad charsmap", func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Precompiled", "precompiled_charsmap": "AAAA"}
+		}, ErrMalformed, []string{"normalizer", "precompiled_charsmap"}},
+		{"other post-processor", func(m map[string]any) { m["post_processor"] = map[string]any{"type": "Fancy"} }, ErrUnsupported, []string{"post_processor.type", "Fancy"}},
+		{"bad RoBERTa post-processor", func(m map[string]any) { m["post_processor"] = map[string]any{"type": "RobertaProcessing"} }, ErrMalformed, []string{"post_processor.cls"}},
 		{"template without A", func(m map[string]any) {
 			obj(m, "post_processor")["single"] = []any{map[string]any{"SpecialToken": map[string]any{"id": "[CLS]", "type_id": 0}}}
 		}, ErrMalformed, []string{"post_processor.single"}},
 		{"template with unknown special", func(m map[string]any) {
 			delete(obj(obj(m, "post_processor"), "special_tokens"), "[SEP]")
 		}, ErrMalformed, []string{"[SEP]"}},
-		{"single-word added token", func(m map[string]any) {
-			m["added_tokens"] = append(m["added_tokens"].([]any), map[string]any{"id": 60, "content": "foo", "single_word": true})
-		}, ErrUnsupported, []string{"foo", "single_word"}},
-		{"left truncation", func(m map[string]any) {
-			m["truncation"] = map[string]any{"max_length": 16, "strategy": "LongestFirst", "direction": "Left"}
-		}, ErrUnsupported, []string{"Left"}},
+		{"other truncation", func(m map[string]any) {
+			m["truncation"] = map[string]any{"max_length": 16, "strategy": "Middle"}
+		}, ErrUnsupported, []string{"truncation.strategy", "Middle"}},
 		{"truncation too short", func(m map[string]any) {
 			m["truncation"] = map[string]any{"max_length": 2, "strategy": "LongestFirst"}
 		}, ErrBadOption, []string{"max_length"}},
@@ -181,8 +198,9 @@ func TestTokenizerJSONVariants(t *testing.T) {
 		Encoding{[]int64{idCLS, idHello, idSEP, idWorld, idSEP}, []int64{1, 1, 1, 1, 1}, []int64{0, 0, 0, 1, 1}})
 
 	// A cased normalizer without CJK handling, truncation, a padding id,
-	// and added tokens: "<Raw>" matched as written (id past the vocabulary),
-	// "Playful" matched after normalisation; "hello中文" is one word.
+	// and added tokens: "<Raw>" matched as written, "Playful" matched after
+	// normalisation; "hello中文" is one word. Their ids are the library's:
+	// after the 54 tokens of the vocabulary, whatever the file says.
 	path = editJSON(t, func(m map[string]any) {
 		m["normalizer"] = map[string]any{"type": "BertNormalizer", "lowercase": false, "handle_chinese_chars": false}
 		m["truncation"] = map[string]any{"max_length": 6, "strategy": "LongestFirst", "direction": "Right", "stride": 0}
@@ -201,10 +219,10 @@ func TestTokenizerJSONVariants(t *testing.T) {
 	if got, want := tok.Tokenize("<raw>"), []string{"[UNK]", "[UNK]", "[UNK]"}; !slices.Equal(got, want) {
 		t.Errorf("raw added token is case sensitive: %q, want %q", got, want)
 	}
-	if tok.VocabSize() != 62 || tok.MaxLength() != 6 || tok.PadID() != 4 {
-		t.Errorf("VocabSize %d MaxLength %d PadID %d, want 62, 6, 4", tok.VocabSize(), tok.MaxLength(), tok.PadID())
+	if tok.VocabSize() != 56 || tok.MaxLength() != 6 || tok.PadID() != 4 {
+		t.Errorf("VocabSize %d MaxLength %d PadID %d, want 56, 6, 4", tok.VocabSize(), tok.MaxLength(), tok.PadID())
 	}
-	if id, ok := tok.ID("<Raw>"); !ok || id != 60 {
+	if id, ok := tok.ID("<Raw>"); !ok || id != 54 {
 		t.Errorf("ID(<Raw>) = %d, %v", id, ok)
 	}
 	uncased := editJSON(t, func(m map[string]any) {
@@ -275,5 +293,5 @@ func TestLoad(t *testing.T) {
 	wantErr(t, "malformed tokenizer_config.json", err, ErrMalformed, bad)
 
 	_, err = Load(t.TempDir())
-	wantErr(t, "empty directory", err, nil, "no tokenizer.json or vocab.txt")
+	wantErr(t, "empty directory", err, nil, "no tokenizer.json, vocab.txt, sentencepiece.bpe.model or spiece.model")
 }

@@ -15,6 +15,10 @@ type normalizer struct {
 	chinese bool // spaces around CJK ideographs
 	lower   bool // per-character lowercase
 	strip   bool // NFD, then drop Mn
+	// keepUnassigned keeps unassigned code points (Cn) through clean text,
+	// as the tokenizers library's BertNormalizer does; transformers'
+	// BasicTokenizer drops them.
+	keepUnassigned bool
 }
 
 // appendNormalized appends the normalised form of s to dst. Invalid UTF-8
@@ -42,7 +46,7 @@ func (n *normalizer) appendNormalized(dst []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 		if n.clean {
-			if r == utf8.RuneError || isOther(r) {
+			if r == utf8.RuneError || (n.keepUnassigned && unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs)) || (!n.keepUnassigned && isOther(r)) {
 				continue
 			}
 			if unicode.Is(unicode.Zs, r) {

@@ -50,6 +50,17 @@ type Tokenizer struct {
 	single, pair template
 	pad          int32
 	maxLen       int
+
+	// vocab is the model's token -> id map, for ID.
+	vocab map[string]int32
+	// pipe is the tokenizer.json pipeline; nil for a vocab.txt tokenizer,
+	// which runs norm and wp.
+	pipe *pipeline
+	// hfTruncation: truncate as the tokenizers library does (tokenizer.json),
+	// with strategy and direction; otherwise as transformers' BertTokenizer.
+	hfTruncation bool
+	strategy     truncationStrategy
+	truncateLeft bool
 }
 
 // template is a post-processing template: special tokens and the
@@ -111,12 +122,12 @@ func newFromVocab(tokens []string, opts Options) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tokenizer{tokens: tokens, added: map[string]int32{}}
+	t := &Tokenizer{tokens: tokens, added: map[string]int32{}, vocab: vocab}
 	var specials []addedToken
 	for _, tok := range []string{unkTok, clsTok, sepTok, padTok, maskTok} {
 		if id, ok := vocab[tok]; ok {
 			if _, dup := t.added[tok]; !dup {
-				specials = append(specials, addedToken{tok, id})
+				specials = append(specials, addedToken{content: tok, id: id})
 				t.added[tok] = id
 			}
 		}
@@ -185,7 +196,7 @@ func (t *Tokenizer) ID(token string) (int, bool) {
 	if id, ok := t.added[token]; ok {
 		return int(id), true
 	}
-	id, ok := t.wp.whole[token]
+	id, ok := t.vocab[token]
 	return int(id), ok
 }
 

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 )
 
 // FromTokenizerJSON builds a tokenizer from a HuggingFace tokenizer.json
-// (the tokenizers library's format) with a BertNormalizer (or none), the
-// BertPreTokenizer, a WordPiece model, and a TemplateProcessing or
-// BertProcessing post-processor. Other models (BPE, Unigram, ...) and
-// other pipeline pieces are rejected with an error that names them.
-// MaxLength is the file's truncation.max_length, else DefaultMaxLength.
+// (the tokenizers library's format). See the package documentation for
+// the pipeline components it reads; any other component is an error that
+// names it. MaxLength is the file's truncation.max_length, else
+// DefaultMaxLength.
 func FromTokenizerJSON(path string) (*Tokenizer, error) {
 	t, _, err := fromTokenizerJSON(path)
 	return t, err
@@ -34,6 +34,8 @@ type tokenizerFile struct {
 		ID         int    `json:"id"`
 		Content    string `json:"content"`
 		SingleWord bool   `json:"single_word"`
+		LStrip     bool   `json:"lstrip"`
+		RStrip     bool   `json:"rstrip"`
 		Normalized bool   `json:"normalized"`
 	} `json:"added_tokens"`
 	Normalizer    json.RawMessage `json:"normalizer"`
@@ -67,112 +69,71 @@ func unsupported(object string, format string, args ...any) error {
 	return badInput("", object, fmt.Errorf("%w: "+format, append([]any{ErrUnsupported}, args...)...))
 }
 
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
 func parseTokenizerJSON(data []byte) (*Tokenizer, bool, error) {
 	var f tokenizerFile
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, false, malformed("", "%v", err)
 	}
-	t := &Tokenizer{added: map[string]int32{}}
+	t := &Tokenizer{added: map[string]int32{}, pipe: &pipeline{}, hfTruncation: true}
 
 	// Model first: it fixes the vocabulary everything else refers to.
-	if len(f.Model) == 0 || string(f.Model) == "null" {
+	if isNull(f.Model) {
 		return nil, false, malformed("model", "missing")
-	}
-	var model struct {
-		Type         string         `json:"type"`
-		UnkToken     string         `json:"unk_token"`
-		Prefix       *string        `json:"continuing_subword_prefix"`
-		MaxInputChar *int           `json:"max_input_chars_per_word"`
-		Vocab        map[string]int `json:"vocab"`
-	}
-	if err := json.Unmarshal(f.Model, &model); err != nil {
-		return nil, false, malformed("model", "%v", err)
-	}
-	if model.Type != "WordPiece" {
-		return nil, false, unsupported("model.type", "%q: only WordPiece (BERT-style) tokenizers are supported", model.Type)
-	}
-	if len(model.Vocab) == 0 {
-		return nil, false, badInput("", "model.vocab", ErrEmptyVocab)
-	}
-	vocab := make(map[string]int32, len(model.Vocab))
-	size := 0
-	for tok, id := range model.Vocab {
-		if id < 0 || id >= math.MaxInt32 {
-			return nil, false, malformed("model.vocab", "token %q has id %d", tok, id)
-		}
-		vocab[tok] = int32(id)
-		size = max(size, id+1)
 	}
 	for _, at := range f.AddedTokens {
 		if at.ID < 0 || at.ID >= math.MaxInt32 {
 			return nil, false, malformed("added_tokens", "token %q has id %d", at.Content, at.ID)
 		}
-		size = max(size, at.ID+1)
 	}
-	t.tokens = make([]string, size)
-	seen := make([]bool, size)
-	for tok, id := range vocab {
-		if seen[id] {
-			return nil, false, malformed("model.vocab", "tokens %q and %q share id %d", t.tokens[id], tok, id)
-		}
-		seen[id] = true
-		t.tokens[id] = tok
-	}
-	unk, ok := vocab[model.UnkToken]
-	if !ok {
-		return nil, false, badInput("", "model.unk_token "+fmt.Sprintf("%q", model.UnkToken), ErrMissingToken)
-	}
-	prefix := DefaultContinuingPrefix
-	if model.Prefix != nil {
-		prefix = *model.Prefix
-	}
-	maxChars := DefaultMaxInputCharsPerWord
-	if model.MaxInputChar != nil {
-		if *model.MaxInputChar < 0 {
-			return nil, false, malformed("model.max_input_chars_per_word", "%d is negative", *model.MaxInputChar)
-		}
-		maxChars = *model.MaxInputChar
-	}
-	t.wp = newWordPiece(vocab, prefix, unk, maxChars)
-
-	if err := t.parseNormalizer(f.Normalizer); err != nil {
+	modelSize, err := t.parseModel(f.Model)
+	if err != nil {
 		return nil, false, err
 	}
-	var pre typed
-	if len(f.PreTokenizer) == 0 || string(f.PreTokenizer) == "null" {
-		return nil, false, unsupported("pre_tokenizer", "missing: only BertPreTokenizer is supported")
+	if t.pipe.norm, err = parseNormalizer("normalizer", f.Normalizer); err != nil {
+		return nil, false, err
 	}
-	if err := json.Unmarshal(f.PreTokenizer, &pre); err != nil {
-		return nil, false, malformed("pre_tokenizer", "%v", err)
-	}
-	if pre.Type != "BertPreTokenizer" {
-		return nil, false, unsupported("pre_tokenizer.type", "%q: only BertPreTokenizer is supported", pre.Type)
+	if t.pipe.pre, err = parsePreTokenizer("pre_tokenizer", f.PreTokenizer); err != nil {
+		return nil, false, err
 	}
 
 	// Added tokens: normalized=false ones are matched in the raw text,
 	// normalized=true ones in the normalised text, by normalised content.
+	// Their ids are the library's, not the file's "id" fields: the model's
+	// id of the content, else the next one after the model's vocabulary.
 	var raw, normed []addedToken
+	next := int32(modelSize)
 	for i, at := range f.AddedTokens {
 		obj := fmt.Sprintf("added_tokens[%d] %q", i, at.Content)
 		if at.Content == "" {
 			return nil, false, malformed(obj, "empty content")
 		}
-		if at.SingleWord {
-			return nil, false, unsupported(obj, "single_word tokens are not supported")
+		id, ok := t.added[at.Content]
+		if !ok {
+			if id, ok = t.vocab[at.Content]; !ok {
+				id, next = next, next+1
+			}
 		}
-		if t.tokens[at.ID] == "" {
-			t.tokens[at.ID] = at.Content
+		for int(id) >= len(t.tokens) {
+			t.tokens = append(t.tokens, "")
 		}
-		t.added[at.Content] = int32(at.ID)
+		if t.tokens[id] == "" {
+			t.tokens[id] = at.Content
+		}
+		t.added[at.Content] = id
+		tok := addedToken{content: at.Content, id: id, singleWord: at.SingleWord, lstrip: at.LStrip, rstrip: at.RStrip}
 		if !at.Normalized {
-			raw = append(raw, addedToken{at.Content, int32(at.ID)})
+			raw = append(raw, tok)
 			continue
 		}
-		content := string(t.norm.appendNormalized(nil, at.Content))
-		if content == "" {
+		if t.pipe.norm != nil {
+			tok.content = t.pipe.norm.normalize(at.Content)
+		}
+		if tok.content == "" {
 			return nil, false, malformed(obj, "content is empty after normalisation")
 		}
-		normed = append(normed, addedToken{content, int32(at.ID)})
+		normed = append(normed, tok)
 	}
 	t.raw, t.normed = newMatcher(raw), newMatcher(normed)
 
@@ -183,9 +144,11 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, bool, error) {
 	t.pad = 0
 	if id, ok := t.ID("[PAD]"); ok {
 		t.pad = int32(id)
+	} else if id, ok := t.ID("<pad>"); ok {
+		t.pad = int32(id)
 	}
 	if f.Padding != nil && f.Padding.PadID != nil {
-		if *f.Padding.PadID < 0 || *f.Padding.PadID >= size {
+		if *f.Padding.PadID < 0 || *f.Padding.PadID >= len(t.tokens) {
 			return nil, false, malformed("padding.pad_id", "%d is not a token id", *f.Padding.PadID)
 		}
 		t.pad = int32(*f.Padding.PadID)
@@ -193,18 +156,27 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, bool, error) {
 
 	maxLen := 0
 	if tr := f.Truncation; tr != nil {
-		if tr.Strategy != "" && tr.Strategy != "LongestFirst" {
-			return nil, false, unsupported("truncation.strategy", "%q: only LongestFirst is supported", tr.Strategy)
+		switch tr.Strategy {
+		case "", "LongestFirst":
+			t.strategy = longestFirst
+		case "OnlyFirst":
+			t.strategy = onlyFirst
+		case "OnlySecond":
+			t.strategy = onlySecond
+		default:
+			return nil, false, unsupported("truncation.strategy", "%q: want LongestFirst, OnlyFirst or OnlySecond", tr.Strategy)
 		}
-		if tr.Direction != "" && tr.Direction != "Right" {
-			return nil, false, unsupported("truncation.direction", "%q: only Right is supported", tr.Direction)
-		}
-		if tr.Stride != 0 {
-			return nil, false, unsupported("truncation.stride", "%d: overflowing windows are not supported", tr.Stride)
+		switch tr.Direction {
+		case "", "Right":
+		case "Left":
+			t.truncateLeft = true
+		default:
+			return nil, false, unsupported("truncation.direction", "%q: want Right or Left", tr.Direction)
 		}
 		if tr.MaxLength <= 0 {
 			return nil, false, malformed("truncation.max_length", "%d is not positive", tr.MaxLength)
 		}
+		// stride only shapes the overflowing windows, which Encode drops.
 		maxLen = tr.MaxLength
 	}
 	if err := t.setMaxLength(maxLen); err != nil {
@@ -213,159 +185,225 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, bool, error) {
 	return t, maxLen > 0, nil
 }
 
-// parseNormalizer reads a BertNormalizer, with the tokenizers defaults for
-// missing fields; null means no normalisation at all.
-func (t *Tokenizer) parseNormalizer(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		t.norm = normalizer{}
-		return nil
+// vocabTable checks a token -> id map and lays it out by id.
+func (t *Tokenizer) vocabTable(object string, vocab map[string]int) (map[string]int32, error) {
+	if len(vocab) == 0 {
+		return nil, badInput("", object, ErrEmptyVocab)
 	}
-	var n struct {
-		Type         string `json:"type"`
-		CleanText    *bool  `json:"clean_text"`
-		ChineseChars *bool  `json:"handle_chinese_chars"`
-		StripAccents *bool  `json:"strip_accents"`
-		Lowercase    *bool  `json:"lowercase"`
-	}
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return malformed("normalizer", "%v", err)
-	}
-	if n.Type != "BertNormalizer" {
-		return unsupported("normalizer.type", "%q: only BertNormalizer is supported", n.Type)
-	}
-	or := func(p *bool, def bool) bool {
-		if p == nil {
-			return def
+	out := make(map[string]int32, len(vocab))
+	size := 0
+	for tok, id := range vocab {
+		if id < 0 || id >= math.MaxInt32 {
+			return nil, malformed(object, "token %q has id %d", tok, id)
 		}
-		return *p
+		out[tok] = int32(id)
+		size = max(size, id+1)
 	}
-	lower := or(n.Lowercase, true)
-	t.norm = normalizer{
-		clean:   or(n.CleanText, true),
-		chinese: or(n.ChineseChars, true),
-		lower:   lower,
-		strip:   or(n.StripAccents, lower),
+	t.tokens = make([]string, size)
+	seen := make([]bool, size)
+	for tok, id := range out {
+		if seen[id] {
+			return nil, malformed(object, "tokens %q and %q share id %d", t.tokens[id], tok, id)
+		}
+		seen[id] = true
+		t.tokens[id] = tok
+	}
+	t.vocab = out
+	return out, nil
+}
+
+// parseModel reads model: WordPiece, BPE, Unigram or WordLevel. It
+// returns the model's vocabulary size as the library counts it (entries).
+func (t *Tokenizer) parseModel(raw json.RawMessage) (int, error) {
+	if err := t.parseModelType(raw); err != nil {
+		return 0, err
+	}
+	if u, ok := t.pipe.model.(*unigram); ok {
+		return len(u.scores), nil
+	}
+	return len(t.vocab), nil
+}
+
+func (t *Tokenizer) parseModelType(raw json.RawMessage) error {
+	var kind typed
+	if err := json.Unmarshal(raw, &kind); err != nil {
+		return malformed("model", "%v", err)
+	}
+	switch kind.Type {
+	case "WordPiece":
+		var m struct {
+			UnkToken     string         `json:"unk_token"`
+			Prefix       *string        `json:"continuing_subword_prefix"`
+			MaxInputChar *int           `json:"max_input_chars_per_word"`
+			Vocab        map[string]int `json:"vocab"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return malformed("model", "%v", err)
+		}
+		vocab, err := t.vocabTable("model.vocab", m.Vocab)
+		if err != nil {
+			return err
+		}
+		unk, ok := vocab[m.UnkToken]
+		if !ok {
+			return badInput("", fmt.Sprintf("model.unk_token %q", m.UnkToken), ErrMissingToken)
+		}
+		prefix := DefaultContinuingPrefix
+		if m.Prefix != nil {
+			prefix = *m.Prefix
+		}
+		maxChars := DefaultMaxInputCharsPerWord
+		if m.MaxInputChar != nil {
+			if *m.MaxInputChar < 0 {
+				return malformed("model.max_input_chars_per_word", "%d is negative", *m.MaxInputChar)
+			}
+			maxChars = *m.MaxInputChar
+		}
+		wp := newWordPiece(vocab, prefix, unk, maxChars)
+		t.pipe.model = wordPieceModel{&wp}
+	case "BPE":
+		var m struct {
+			Vocab        map[string]int    `json:"vocab"`
+			Merges       []json.RawMessage `json:"merges"`
+			UnkToken     *string           `json:"unk_token"`
+			Prefix       *string           `json:"continuing_subword_prefix"`
+			Suffix       *string           `json:"end_of_word_suffix"`
+			FuseUnk      bool              `json:"fuse_unk"`
+			ByteFallback bool              `json:"byte_fallback"`
+			IgnoreMerges bool              `json:"ignore_merges"`
+			Dropout      *float64          `json:"dropout"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return malformed("model", "%v", err)
+		}
+		if m.Dropout != nil && *m.Dropout != 0 {
+			return unsupported("model.dropout", "%v: BPE dropout is random, so no fixed ids exist", *m.Dropout)
+		}
+		if m.Merges == nil {
+			return malformed("model.merges", "missing")
+		}
+		vocab, err := t.vocabTable("model.vocab", m.Vocab)
+		if err != nil {
+			return err
+		}
+		merges, err := parseMerges(m.Merges)
+		if err != nil {
+			return err
+		}
+		prefix := ""
+		if m.Prefix != nil {
+			prefix = *m.Prefix
+		}
+		b, err := newBPE(vocab, merges, prefix)
+		if err != nil {
+			return malformed("model.merges", "%v", err)
+		}
+		if m.Suffix != nil {
+			b.suffix = *m.Suffix
+		}
+		if m.UnkToken != nil {
+			unk, ok := vocab[*m.UnkToken]
+			if !ok {
+				return badInput("", fmt.Sprintf("model.unk_token %q", *m.UnkToken), ErrMissingToken)
+			}
+			b.unk = unk
+		}
+		b.fuseUnk, b.byteFallback, b.ignoreMerges = m.FuseUnk, m.ByteFallback, m.IgnoreMerges
+		t.pipe.model = b
+	case "Unigram":
+		var m struct {
+			Vocab        [][2]json.RawMessage `json:"vocab"`
+			UnkID        *int                 `json:"unk_id"`
+			ByteFallback bool                 `json:"byte_fallback"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return malformed("model", "%v", err)
+		}
+		if len(m.Vocab) == 0 {
+			return badInput("", "model.vocab", ErrEmptyVocab)
+		}
+		pieces := make([]string, len(m.Vocab))
+		scores := make([]float64, len(m.Vocab))
+		for i, e := range m.Vocab {
+			if json.Unmarshal(e[0], &pieces[i]) != nil || json.Unmarshal(e[1], &scores[i]) != nil {
+				return malformed(fmt.Sprintf("model.vocab[%d]", i), "want [piece, score]")
+			}
+		}
+		if m.UnkID == nil {
+			return unsupported("model.unk_id", "a Unigram model without unk_id fails on unknown characters")
+		}
+		if *m.UnkID < 0 || *m.UnkID >= len(pieces) {
+			return malformed("model.unk_id", "%d is not a piece id", *m.UnkID)
+		}
+		t.tokens = append([]string(nil), pieces...)
+		u := newUnigram(pieces, scores, int32(*m.UnkID), m.ByteFallback)
+		t.vocab = u.vocab
+		t.pipe.model = u
+	case "WordLevel":
+		var m struct {
+			Vocab    map[string]int `json:"vocab"`
+			UnkToken string         `json:"unk_token"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return malformed("model", "%v", err)
+		}
+		vocab, err := t.vocabTable("model.vocab", m.Vocab)
+		if err != nil {
+			return err
+		}
+		unk, ok := vocab[m.UnkToken]
+		if !ok {
+			return badInput("", fmt.Sprintf("model.unk_token %q", m.UnkToken), ErrMissingToken)
+		}
+		t.pipe.model = wordLevel{vocab, unk}
+	default:
+		return unsupported("model.type", "%q: want WordPiece, BPE, Unigram or WordLevel", kind.Type)
 	}
 	return nil
 }
 
-// parsePostProcessor reads a TemplateProcessing or BertProcessing.
-func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return unsupported("post_processor", "missing: want TemplateProcessing or BertProcessing")
-	}
-	var kind typed
-	if err := json.Unmarshal(raw, &kind); err != nil {
-		return malformed("post_processor", "%v", err)
-	}
-	switch kind.Type {
-	case "BertProcessing":
-		var p struct {
-			Sep []json.RawMessage `json:"sep"`
-			Cls []json.RawMessage `json:"cls"`
-		}
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return malformed("post_processor", "%v", err)
-		}
-		cls, err := t.processorToken("post_processor.cls", p.Cls)
-		if err != nil {
-			return err
-		}
-		sep, err := t.processorToken("post_processor.sep", p.Sep)
-		if err != nil {
-			return err
-		}
-		t.single = template{{seq: seqSpecial, ids: []int32{cls}}, {seq: 0}, {seq: seqSpecial, ids: []int32{sep}}}
-		t.pair = template{
-			{seq: seqSpecial, ids: []int32{cls}}, {seq: 0}, {seq: seqSpecial, ids: []int32{sep}},
-			{seq: 1, typeID: 1}, {seq: seqSpecial, ids: []int32{sep}, typeID: 1},
-		}
-		return nil
-	case "TemplateProcessing":
-		var p struct {
-			Single   []json.RawMessage `json:"single"`
-			Pair     []json.RawMessage `json:"pair"`
-			Specials map[string]struct {
-				IDs []int `json:"ids"`
-			} `json:"special_tokens"`
-		}
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return malformed("post_processor", "%v", err)
-		}
-		specials := make(map[string][]int32, len(p.Specials))
-		for name, s := range p.Specials {
-			ids := make([]int32, len(s.IDs))
-			for i, id := range s.IDs {
-				if id < 0 || id >= len(t.tokens) {
-					return malformed("post_processor.special_tokens."+name, "id %d is not a token id", id)
-				}
-				ids[i] = int32(id)
+// parseMerges reads BPE merges written as ["a", "b"] pairs or as the older
+// "a b" strings.
+func parseMerges(raw []json.RawMessage) ([][2]string, error) {
+	out := make([][2]string, 0, len(raw))
+	for i, r := range raw {
+		var pair []string
+		if err := json.Unmarshal(r, &pair); err == nil {
+			if len(pair) != 2 {
+				return nil, malformed(fmt.Sprintf("model.merges[%d]", i), "want 2 tokens, have %d", len(pair))
 			}
-			specials[name] = ids
+			out = append(out, [2]string{pair[0], pair[1]})
+			continue
 		}
-		var err error
-		if t.single, err = parseTemplate("post_processor.single", p.Single, specials, 1); err != nil {
-			return err
+		var s string
+		if err := json.Unmarshal(r, &s); err != nil {
+			return nil, malformed(fmt.Sprintf("model.merges[%d]", i), "want [\"a\", \"b\"] or \"a b\"")
 		}
-		t.pair, err = parseTemplate("post_processor.pair", p.Pair, specials, 2)
-		return err
-	default:
-		return unsupported("post_processor.type", "%q: only TemplateProcessing and BertProcessing are supported", kind.Type)
+		if strings.HasPrefix(s, "#version") {
+			continue // a merges.txt header, skipped as the library does
+		}
+		a, b, ok := cutOnce(s, ' ')
+		if !ok {
+			return nil, malformed(fmt.Sprintf("model.merges[%d]", i), "%q is not two tokens separated by one space", s)
+		}
+		out = append(out, [2]string{a, b})
 	}
+	return out, nil
 }
 
-// processorToken reads a BertProcessing ["[CLS]", 101] pair.
-func (t *Tokenizer) processorToken(object string, raw []json.RawMessage) (int32, error) {
-	var id int
-	if len(raw) != 2 || json.Unmarshal(raw[1], &id) != nil {
-		return 0, malformed(object, "want [token, id]")
-	}
-	if id < 0 || id >= len(t.tokens) {
-		return 0, malformed(object, "id %d is not a token id", id)
-	}
-	return int32(id), nil
-}
-
-// parseTemplate reads TemplateProcessing items: {"SpecialToken": {"id",
-// "type_id"}} or {"Sequence": {"id": "A"|"B", "type_id"}}. A template for
-// seqs sequences must hold A (and B when seqs is 2) exactly once.
-func parseTemplate(object string, items []json.RawMessage, specials map[string][]int32, seqs int) (template, error) {
-	var tp template
-	count := [2]int{}
-	for i, raw := range items {
-		var it struct {
-			Special *struct {
-				ID     string `json:"id"`
-				TypeID int64  `json:"type_id"`
-			} `json:"SpecialToken"`
-			Sequence *struct {
-				ID     string `json:"id"`
-				TypeID int64  `json:"type_id"`
-			} `json:"Sequence"`
-		}
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return nil, malformed(fmt.Sprintf("%s[%d]", object, i), "%v", err)
-		}
-		switch {
-		case it.Special != nil && it.Sequence == nil:
-			ids, ok := specials[it.Special.ID]
-			if !ok {
-				return nil, malformed(fmt.Sprintf("%s[%d]", object, i), "special token %q is not in special_tokens", it.Special.ID)
+// cutOnce splits s at its only sep.
+func cutOnce(s string, sep byte) (string, string, bool) {
+	at := -1
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			if at >= 0 {
+				return "", "", false
 			}
-			tp = append(tp, templateItem{seq: seqSpecial, ids: ids, typeID: it.Special.TypeID})
-		case it.Sequence != nil && it.Special == nil:
-			seq := map[string]int8{"A": 0, "B": 1}[it.Sequence.ID]
-			if it.Sequence.ID != "A" && it.Sequence.ID != "B" || int(seq) >= seqs {
-				return nil, malformed(fmt.Sprintf("%s[%d]", object, i), "sequence %q", it.Sequence.ID)
-			}
-			count[seq]++
-			tp = append(tp, templateItem{seq: seq, typeID: it.Sequence.TypeID})
-		default:
-			return nil, malformed(fmt.Sprintf("%s[%d]", object, i), "want one of SpecialToken or Sequence")
+			at = i
 		}
 	}
-	if count[0] != 1 || (seqs == 2 && count[1] != 1) {
-		return nil, malformed(object, "want each sequence exactly once")
+	if at < 0 {
+		return "", "", false
 	}
-	return tp, nil
+	return s[:at], s[at+1:], true
 }

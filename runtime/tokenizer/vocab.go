@@ -69,8 +69,10 @@ func readVocab(r io.Reader) ([]string, error) {
 // tokenizer.json when present, else vocab.txt with the settings of
 // tokenizer_config.json (do_lower_case, strip_accents,
 // tokenize_chinese_chars, the special tokens; do_lower_case defaults to
-// true, as in BertTokenizer). Either way model_max_length from
-// tokenizer_config.json sets MaxLength when tokenizer.json does not.
+// true, as in BertTokenizer), else a SentencePiece sentencepiece.bpe.model
+// or spiece.model (see FromSentencePieceFile). Either way
+// model_max_length from tokenizer_config.json sets MaxLength when
+// tokenizer.json does not.
 func Load(dir string) (*Tokenizer, error) {
 	cfg, err := readTokenizerConfig(filepath.Join(dir, "tokenizer_config.json"))
 	if err != nil {
@@ -90,10 +92,26 @@ func Load(dir string) (*Tokenizer, error) {
 		return t, nil
 	}
 	vocabPath := filepath.Join(dir, "vocab.txt")
-	if _, err := os.Stat(vocabPath); err != nil {
-		return nil, badInput(dir, "", errors.New("no tokenizer.json or vocab.txt in the directory"))
+	if _, err := os.Stat(vocabPath); err == nil {
+		return FromVocabFile(vocabPath, cfg.opts)
 	}
-	return FromVocabFile(vocabPath, cfg.opts)
+	for _, name := range []string{"sentencepiece.bpe.model", "spiece.model"} {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		t, err := FromSentencePieceFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.maxLength > 0 {
+			if err := t.setMaxLength(cfg.maxLength); err != nil {
+				return nil, inFile(filepath.Join(dir, "tokenizer_config.json"), err)
+			}
+		}
+		return t, nil
+	}
+	return nil, badInput(dir, "", errors.New("no tokenizer.json, vocab.txt, sentencepiece.bpe.model or spiece.model in the directory"))
 }
 
 // tokenizerConfig is what Load takes from tokenizer_config.json.

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sqc-dev/sqc/internal/testmodels"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
+)
+
+// tokenizeLines parses sqc tokenize's output.
+func tokenizeLines(t *testing.T, out string) []map[string][]int64 {
+	t.Helper()
+	var res []map[string][]int64
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var m map[string][]int64
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("output line %q: %v", l, err)
+		}
+		if len(m) != 3 || len(m["input_ids"]) != len(m["attention_mask"]) || len(m["input_ids"]) != len(m["token_type_ids"]) {
+			t.Fatalf("output line %q: want input_ids, attention_mask, token_type_ids of one length", l)
+		}
+		res = append(res, m)
+	}
+	return res
+}
+
+func TestTokenize(t *testing.T) {
+	oracle := filepath.Join("..", "..", "runtime", "tokenizer", "testdata", "oracle")
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plain := write("texts.txt", "Hello world!\n\n   \nCafé <mask> 中文 😀\r\n")
+	jsonl := write("texts.jsonl", `{"text": "two\nlines\u0000 and a control"}`+"\n"+`{"text": "", "text_pair": "only the pair"}`+"\n"+`{"text": "a", "text_pair": null}`+"\n")
+	tsv := write("pairs.tsv", "first\tsecond\n\tempty first\n")
+	type input struct {
+		a, b   string
+		isPair bool
+	}
+	cases := []struct {
+		name   string
+		args   []string
+		inputs []input
+	}{
+		{"plain roberta", []string{"--tokenizer", filepath.Join(oracle, "roberta.json"), "--texts", plain},
+			[]input{{a: "Hello world!"}, {a: ""}, {a: "   "}, {a: "Café <mask> 中文 😀"}}},
+		{"jsonl xlmr", []string{"--tokenizer", filepath.Join(oracle, "xlmr.json"), "--texts", jsonl},
+			[]input{{a: "two\nlines\x00 and a control"}, {a: "", b: "only the pair", isPair: true}, {a: "a"}}},
+		{"pairs bert", []string{"--tokenizer", filepath.Join(oracle, "bert-uncased.json"), "--texts", tsv, "--pairs"},
+			[]input{{a: "first", b: "second", isPair: true}, {a: "", b: "empty first", isPair: true}}},
+		{"sentencepiece model", []string{"--tokenizer", filepath.Join(oracle, "sentencepiece.bpe.model"), "--texts", plain},
+			[]input{{a: "Hello world!"}, {a: ""}, {a: "   "}, {a: "Café <mask> 中文 😀"}}},
+	}
+	for _, c := range cases {
+		code, out, errs := runCLI(t, append([]string{"tokenize"}, c.args...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, errs)
+		}
+		got := tokenizeLines(t, out)
+		if len(got) != len(c.inputs) {
+			t.Fatalf("%s: %d lines for %d inputs:\n%s", c.name, len(got), len(c.inputs), out)
+		}
+		var tok *tokenizer.Tokenizer
+		var err error
+		if file := c.args[1]; strings.HasSuffix(file, ".model") {
+			tok, err = tokenizer.FromSentencePieceFile(file)
+		} else {
+			tok, err = tokenizer.FromTokenizerJSON(file)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, in := range c.inputs {
+			want := tok.Encode(in.a)
+			if in.isPair {
+				want = tok.EncodePair(in.a, in.b)
+			}
+			if !slices.Equal(got[i]["input_ids"], want.InputIDs) || !slices.Equal(got[i]["token_type_ids"], want.TokenTypeIDs) {
+				t.Errorf("%s: input %d: got %v, want %v", c.name, i, got[i], want)
+			}
+			for _, m := range got[i]["attention_mask"] {
+				if m != 1 {
+					t.Errorf("%s: input %d: attention mask %v: want no padding", c.name, i, got[i]["attention_mask"])
+				}
+			}
+		}
+	}
+
+	bad := []struct {
+		name string
+		args []string
+	}{
+		{"no tokenizer", []string{"--texts", plain}},
+		{"both", []string{"--model", dir, "--tokenizer", filepath.Join(oracle, "roberta.json"), "--texts", plain}},
+		{"missing texts", []string{"--tokenizer", filepath.Join(oracle, "roberta.json"), "--texts", filepath.Join(dir, "absent.txt")}},
+		{"bad jsonl", []string{"--tokenizer", filepath.Join(oracle, "roberta.json"), "--texts", write("bad.jsonl", `{"text": 3}`+"\n")}},
+		{"jsonl without text", []string{"--tokenizer", filepath.Join(oracle, "roberta.json"), "--texts", write("none.jsonl", `{"txt": "a"}`+"\n")}},
+		{"three columns", []string{"--tokenizer", filepath.Join(oracle, "roberta.json"), "--pairs", "--texts", write("three.tsv", "a\tb\tc\n")}},
+		{"empty file", []string{"--tokenizer", filepath.Join(oracle, "roberta.json"), "--texts", write("empty.txt", "")}},
+		{"bad tokenizer", []string{"--tokenizer", write("tokenizer.json", `{"model": {"type": "Chars"}}`), "--texts", plain}},
+		{"model dir without tokenizer", []string{"--model", dir, "--texts", plain}},
+	}
+	for _, c := range bad {
+		code, out, errs := runCLI(t, append([]string{"tokenize"}, c.args...)...)
+		if code != 2 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2, one line on stderr", c.name, code, out, errs)
+		}
+	}
+}
+
+// TestTokenizeModel checks that --model gives the ids sqc run feeds the
+// model: those of the tokenizer beside it.
+func TestTokenizeModel(t *testing.T) {
+	for _, name := range testmodels.Models {
+		dir := testmodels.ModelDir(t, name)
+		texts := filepath.Join(t.TempDir(), "texts.txt")
+		if err := os.WriteFile(texts, []byte("a gripping, well-acted film .\nit 's a mess\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runCLI(t, "tokenize", "--model", dir, "--texts", texts)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, errs)
+		}
+		tok, err := loadTokenizer(dir, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range tokenizeLines(t, out) {
+			want := tok.Encode([]string{"a gripping, well-acted film .", "it 's a mess"}[i])
+			if !slices.Equal(l["input_ids"], want.InputIDs) {
+				t.Errorf("%s: line %d: %v, want %v", name, i, l["input_ids"], want.InputIDs)
+			}
+		}
+	}
+}

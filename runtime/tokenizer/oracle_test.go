@@ -1,0 +1,283 @@
+package tokenizer
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The oracle tests compare this package with the HuggingFace tokenizers
+// library (the Rust library, through its native npm build) on every input
+// of oracleCorpus, for tokenizer.json files built by oracle/build.js and
+// variants of them shaped like the published files.
+
+// oracleVariant is a tokenizer.json under test: a file of
+// testdata/oracle, edited.
+type oracleVariant struct {
+	name, base string
+	edit       func(m map[string]any)
+}
+
+func oracleVariants() []oracleVariant {
+	setTrunc := func(n int, strategy, direction string) func(map[string]any) {
+		return func(m map[string]any) {
+			m["truncation"] = map[string]any{"max_length": n, "strategy": strategy, "direction": direction, "stride": 0}
+		}
+	}
+	return []oracleVariant{
+		// all-MiniLM-L6-v2 / bge / e5: uncased BERT, truncation at 128 (MiniLM) or none.
+		{"bert-uncased", "bert-uncased.json", nil},
+		{"all-MiniLM-L6-v2", "bert-uncased.json", setTrunc(128, "LongestFirst", "Right")},
+		{"bert-cased-bertprocessing", "bert-uncased.json", func(m map[string]any) {
+			obj(m, "normalizer")["lowercase"] = false
+			m["post_processor"] = map[string]any{"type": "BertProcessing", "sep": []any{"[SEP]", 3}, "cls": []any{"[CLS]", 2}}
+		}},
+		{"bert-nfd-sequence", "bert-uncased.json", func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{
+				map[string]any{"type": "NFD"}, map[string]any{"type": "Lowercase"}, map[string]any{"type": "StripAccents"},
+				map[string]any{"type": "Strip", "strip_left": true, "strip_right": true}}}
+			m["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{
+				map[string]any{"type": "WhitespaceSplit"}, map[string]any{"type": "Punctuation", "behavior": "Isolated"},
+				map[string]any{"type": "Digits", "individual_digits": true}}}
+		}},
+		{"bert-nfkc-whitespace-only-first", "bert-uncased.json", func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "NFKC"}, map[string]any{"type": "Lowercase"}}}
+			m["pre_tokenizer"] = map[string]any{"type": "Whitespace"}
+			setTrunc(40, "OnlyFirst", "Right")(m)
+		}},
+		{"bert-punctuation-behaviours", "bert-uncased.json", func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{
+				map[string]any{"type": "WhitespaceSplit"},
+				map[string]any{"type": "Punctuation", "behavior": "MergedWithPrevious"},
+				map[string]any{"type": "Split", "pattern": map[string]any{"String": "e"}, "behavior": "MergedWithNext", "invert": false},
+				map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `[aeiou]+`}, "behavior": "Contiguous", "invert": true},
+				map[string]any{"type": "Digits", "individual_digits": false}}}
+		}},
+		{"bert-added-token-options", "bert-uncased.json", func(m map[string]any) {
+			m["added_tokens"] = append(m["added_tokens"].([]any),
+				map[string]any{"id": 3005, "content": "hello world", "single_word": false, "lstrip": false, "rstrip": false, "normalized": true, "special": false},
+				map[string]any{"id": 3006, "content": "the", "single_word": true, "lstrip": false, "rstrip": false, "normalized": false, "special": false},
+				map[string]any{"id": 3007, "content": "film", "single_word": false, "lstrip": true, "rstrip": true, "normalized": false, "special": false},
+				map[string]any{"id": 3008, "content": "CAFÉ", "single_word": false, "lstrip": false, "rstrip": false, "normalized": true, "special": false})
+			m["post_processor"] = map[string]any{"type": "TemplateProcessing",
+				"single": []any{map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 1}}, map[string]any{"SpecialToken": map[string]any{"id": "[SEP]", "type_id": 0}}},
+				"pair": []any{map[string]any{"SpecialToken": map[string]any{"id": "[CLS]", "type_id": 1}}, map[string]any{"Sequence": map[string]any{"id": "B", "type_id": 1}},
+					map[string]any{"SpecialToken": map[string]any{"id": "[SEP]", "type_id": 0}}, map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}}},
+				"special_tokens": map[string]any{"[CLS]": map[string]any{"id": "[CLS]", "ids": []any{2}, "tokens": []any{"[CLS]"}}, "[SEP]": map[string]any{"id": "[SEP]", "ids": []any{3}, "tokens": []any{"[SEP]"}}}}
+		}},
+		{"wordlevel", "bert-uncased.json", func(m map[string]any) {
+			m["model"] = map[string]any{"type": "WordLevel", "vocab": obj(m, "model")["vocab"], "unk_token": "[UNK]"}
+			m["normalizer"] = map[string]any{"type": "Lowercase"}
+			m["pre_tokenizer"] = map[string]any{"type": "Whitespace"}
+		}},
+		// roberta-base: byte-level BPE, RobertaProcessing, <mask> lstrip.
+		{"roberta-base", "roberta.json", nil},
+		{"roberta-legacy-merges", "roberta.json", func(m map[string]any) {
+			mg := obj(m, "model")["merges"].([]any)
+			for i, p := range mg {
+				pair := p.([]any)
+				mg[i] = pair[0].(string) + " " + pair[1].(string)
+			}
+		}},
+		{"roberta-prefix-space-only-second-left", "roberta.json", func(m map[string]any) {
+			obj(m, "pre_tokenizer")["add_prefix_space"] = true
+			setTrunc(64, "OnlySecond", "Left")(m)
+		}},
+		{"gpt2-no-processor", "roberta.json", func(m map[string]any) {
+			m["post_processor"] = map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true}
+		}},
+		{"bpe-split-digits-ignore-merges", "roberta.json", func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{
+				map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `\p{N}{1,3}`}, "behavior": "Isolated", "invert": false},
+				map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}}}
+			obj(m, "model")["ignore_merges"] = true
+		}},
+		{"bpe-unknown-fused", "roberta.json", func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "Whitespace"}
+			obj(m, "model")["unk_token"] = "<unk>"
+			obj(m, "model")["fuse_unk"] = true
+		}},
+		{"bpe-unknown-unfused-suffix", "roberta.json", func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "CharDelimiterSplit", "delimiter": " "}
+			m["normalizer"] = map[string]any{"type": "Lowercase"}
+			obj(m, "model")["unk_token"] = "<unk>"
+			obj(m, "model")["byte_fallback"] = true
+			obj(m, "model")["end_of_word_suffix"] = "</w>"
+		}},
+		{"bpe-bytelevel-normalizer", "roberta.json", func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "ByteLevel"}
+			m["pre_tokenizer"] = map[string]any{"type": "Split", "pattern": map[string]any{"String": "Ġ"}, "behavior": "MergedWithNext", "invert": false}
+		}},
+		// xlm-roberta-base / multilingual-e5: Unigram, Precompiled + Metaspace.
+		{"xlm-roberta-base", "xlmr.json", nil},
+		{"multilingual-e5-legacy-metaspace", "xlmr.json", func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "▁", "add_prefix_space": true}
+			setTrunc(512, "LongestFirst", "Right")(m)
+		}},
+		{"xlmr-truncation-64", "xlmr.json", setTrunc(64, "LongestFirst", "Right")},
+		{"unigram-byte-fallback", "unigram-bytes.json", nil},
+		{"unigram-prepend-no-pretokenizer", "unigram-bytes.json", func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{
+				map[string]any{"type": "Prepend", "prepend": "▁"}, map[string]any{"type": "Replace", "pattern": map[string]any{"String": " "}, "content": "▁"}}}
+			m["pre_tokenizer"] = nil
+		}},
+		{"unigram-metaspace-no-split", "unigram-bytes.json", func(m map[string]any) {
+			obj(m, "pre_tokenizer")["split"] = false
+			obj(m, "pre_tokenizer")["prepend_scheme"] = "always"
+		}},
+		{"unigram-first-after-deletions", "unigram-bytes.json", func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{
+				map[string]any{"type": "Strip", "strip_left": true, "strip_right": false},
+				map[string]any{"type": "Replace", "pattern": map[string]any{"String": "t"}, "content": ""}}}
+		}},
+		{"unigram-byte-fallback-nfkc", "unigram-bytes.json", func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{
+				map[string]any{"type": "NFKC"}, map[string]any{"type": "Replace", "pattern": map[string]any{"String": "``"}, "content": "\""}}}
+			obj(m, "pre_tokenizer")["prepend_scheme"] = "never"
+		}},
+	}
+}
+
+// oracleDir is where oracle/ is, with its npm dependencies installed;
+// the test skips without node or them.
+func oracleDir(t testing.TB) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("skipping: node is not installed (the oracle is the tokenizers library's npm build)")
+	}
+	dir, _ := filepath.Abs("oracle")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@anush008", "tokenizers")); err != nil {
+		t.Skipf("skipping: the oracle's npm package is not installed; run npm ci in %s", dir)
+	}
+	return dir
+}
+
+type oracleOutput struct {
+	IDs     []int64 `json:"ids"`
+	TypeIDs []int64 `json:"type_ids"`
+	Error   string  `json:"error"`
+}
+
+// runOracle encodes the corpus with the library.
+func runOracle(t testing.TB, dir, tokFile, corpusFile string) []oracleOutput {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "oracle.jsonl")
+	cmd := exec.Command("node", filepath.Join(dir, "encode.js"), tokFile, corpusFile, out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("oracle on %s: %v\n%s", tokFile, err, msg)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var res []oracleOutput
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<26)
+	for sc.Scan() {
+		var o oracleOutput
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, o)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// variantFile writes the variant's tokenizer.json into dir.
+func variantFile(t testing.TB, dir string, v oracleVariant) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "oracle", v.base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.edit != nil {
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		v.edit(m)
+		if data, err = json.Marshal(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return writeTemp(t, dir, v.name+".json", data)
+}
+
+func writeCorpus(t testing.TB, dir string, items []corpusItem) string {
+	t.Helper()
+	var b strings.Builder
+	for _, it := range items {
+		line, err := json.Marshal(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return writeTemp(t, dir, "corpus.jsonl", []byte(b.String()))
+}
+
+func encodeItem(tok *Tokenizer, it corpusItem) Encoding {
+	if it.TextPair != nil {
+		return tok.EncodePair(it.Text, *it.TextPair)
+	}
+	return tok.Encode(it.Text)
+}
+
+func TestOracle(t *testing.T) {
+	dir := oracleDir(t)
+	items := oracleCorpus(t)
+	tmp := t.TempDir()
+	corpus := writeCorpus(t, tmp, items)
+	pairs := 0
+	for _, it := range items {
+		if it.TextPair != nil {
+			pairs++
+		}
+	}
+	for _, v := range oracleVariants() {
+		t.Run(v.name, func(t *testing.T) {
+			file := variantFile(t, tmp, v)
+			want := runOracle(t, dir, file, corpus)
+			if len(want) != len(items) {
+				t.Fatalf("oracle gave %d encodings for %d inputs", len(want), len(items))
+			}
+			tok, err := FromTokenizerJSON(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad, refused := 0, 0
+			for i, it := range items {
+				if want[i].Error != "" {
+					// The library refuses the input (OnlyFirst/OnlySecond
+					// cannot fit); this package falls back to LongestFirst.
+					refused++
+					continue
+				}
+				got := encodeItem(tok, it)
+				if slices.Equal(got.InputIDs, want[i].IDs) && slices.Equal(got.TokenTypeIDs, want[i].TypeIDs) {
+					continue
+				}
+				if bad++; bad <= 5 {
+					pair := ""
+					if it.TextPair != nil {
+						pair = fmt.Sprintf(" + %q", *it.TextPair)
+					}
+					t.Errorf("input %d %q%s:\n got ids %v types %v\nwant ids %v types %v", i, it.Text, pair,
+						got.InputIDs, got.TokenTypeIDs, want[i].IDs, want[i].TypeIDs)
+				}
+			}
+			t.Logf("%s: %d of %d inputs (%d pairs) identical to the tokenizers library, %d refused by it", v.name, len(items)-bad-refused, len(items)-refused, pairs, refused)
+		})
+	}
+}

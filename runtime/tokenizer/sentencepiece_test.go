@@ -1,0 +1,153 @@
+package tokenizer
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// spOracle is Debian's python3 with the SentencePiece library, or a skip.
+func spOracle(t testing.TB) string {
+	t.Helper()
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import sentencepiece").Run(); err != nil {
+		t.Skipf("skipping: %s cannot import sentencepiece (apt-get install python3-sentencepiece): %v", py, err)
+	}
+	return py
+}
+
+type spOutput struct {
+	IDs     []int64 `json:"ids"`
+	TypeIDs []int64 `json:"type_ids"`
+	Skip    bool    `json:"skip"`
+}
+
+// TestSentencePieceOracle compares FromSentencePieceFile with the
+// SentencePiece library on the oracle corpus, for both id layouts.
+func TestSentencePieceOracle(t *testing.T) {
+	py := spOracle(t)
+	items := oracleCorpus(t)
+	tmp := t.TempDir()
+	corpus := writeCorpus(t, tmp, items)
+	for _, name := range []string{"sentencepiece.bpe.model", "spiece.model"} {
+		t.Run(name, func(t *testing.T) {
+			model := filepath.Join("testdata", "oracle", name)
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			if msg, err := exec.Command(py, filepath.Join("oracle", "spm_encode.py"), model, corpus, out).CombinedOutput(); err != nil {
+				t.Fatalf("oracle: %v\n%s", err, msg)
+			}
+			want := readSPOutputs(t, out)
+			if len(want) != len(items) {
+				t.Fatalf("oracle gave %d outputs for %d inputs", len(want), len(items))
+			}
+			tok, err := FromSentencePieceFile(model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad, skipped := 0, 0
+			for i, it := range items {
+				if want[i].Skip {
+					skipped++
+					continue
+				}
+				got := encodeItem(tok, it)
+				if slices.Equal(got.InputIDs, want[i].IDs) && slices.Equal(got.TokenTypeIDs, want[i].TypeIDs) {
+					continue
+				}
+				if bad++; bad <= 5 {
+					t.Errorf("input %d %q (pair %v):\n got %v\nwant %v", i, it.Text, it.TextPair != nil, got.InputIDs, want[i].IDs)
+				}
+			}
+			t.Logf("%s: %d of %d inputs identical to SentencePiece (%d with literal special tokens not compared)", name, len(items)-skipped-bad, len(items)-skipped, skipped)
+		})
+	}
+}
+
+func readSPOutputs(t testing.TB, path string) []spOutput {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var res []spOutput
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<26)
+	for sc.Scan() {
+		var o spOutput
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, o)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestSentencePieceLoad checks Load's use of the model files and the
+// fairseq layout's special tokens, and the errors for bad files.
+func TestSentencePieceLoad(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "oracle", "sentencepiece.bpe.model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeTemp(t, dir, "sentencepiece.bpe.model", data)
+	writeTemp(t, dir, "tokenizer_config.json", []byte(`{"model_max_length": 16}`))
+	tok, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.MaxLength() != 16 {
+		t.Errorf("MaxLength %d, want tokenizer_config.json's 16", tok.MaxLength())
+	}
+	for tokStr, want := range map[string]int{"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": tok.VocabSize() - 1} {
+		if id, ok := tok.ID(tokStr); !ok || id != want {
+			t.Errorf("ID(%q) = %d, %v; want %d", tokStr, id, ok, want)
+		}
+	}
+	if tok.PadID() != 1 {
+		t.Errorf("PadID %d, want 1", tok.PadID())
+	}
+	// <mask> takes the space before it, as XLMRobertaTokenizer's does.
+	e := tok.Encode("a <mask>")
+	mask, _ := tok.ID("<mask>")
+	if n := len(e.InputIDs); e.InputIDs[n-2] != int64(mask) || e.InputIDs[0] != 0 || e.InputIDs[n-1] != 2 {
+		t.Errorf("Encode(\"a <mask>\") = %v", e.InputIDs)
+	}
+	if got := tok.Encode("a <mask>").InputIDs; slices.Equal(got, tok.Encode("a<mask>").InputIDs) == false {
+		t.Errorf("lstrip: %v vs %v", got, tok.Encode("a<mask>").InputIDs)
+	}
+
+	// An ALBERT-style model (pieces [CLS] and [SEP]) is refused, not given
+	// T5's layout.
+	m, err := parseSentencePiece(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.pieces = append(m.pieces, "[CLS]", "[SEP]")
+	m.scores = append(m.scores, 0, 0)
+	m.types = append(m.types, spControl, spControl)
+	_, err = newSentencePiece(m, false)
+	wantErr(t, "ALBERT layout", err, ErrUnsupported, "[CLS]")
+
+	for name, bad := range map[string][]byte{
+		"truncated": data[:len(data)/2],
+		"garbage":   []byte("\xff\xff\xff\xff"),
+		"empty":     {},
+	} {
+		path := writeTemp(t, t.TempDir(), "spiece.model", bad)
+		_, err := FromSentencePieceFile(path)
+		wantErr(t, name, err, ErrBadInput, path)
+	}
+}
+
+func execCommand(name string, args ...string) ([]byte, error) {
+	return exec.Command(name, args...).CombinedOutput()
+}
