@@ -57,12 +57,12 @@ func demoProgram(t *testing.T, act string) *exec.Program {
 }
 
 func demoOptions(t *testing.T) Options {
-	vocab, err := os.ReadFile(filepath.Join(demoDir, "vocab.txt"))
+	src, err := tokenizer.ReadSource(demoDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return Options{Package: "demo", ModelName: "sst2-distilbert-tiny", MaxBatch: 4, MaxSeq: 32,
-		Labels: []string{"negative", "positive"}, Vocab: vocab, Tokenizer: tokenizer.Options{Lowercase: true}}
+		Labels: []string{"negative", "positive"}, Tokenizer: src}
 }
 
 func TestGenerateIsDeterministicAndFormatted(t *testing.T) {

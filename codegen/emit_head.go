@@ -217,10 +217,11 @@ func (g *gen) embedWithHead(f *jen.File, out *output) {
 
 // tokenizerMaxLength is the truncation length of the package's tokenizer.
 func (g *gen) tokenizerMaxLength() int {
-	if t := g.opts.Tokenizer.MaxLength; t > 0 {
-		return min(g.pl.maxSeq, t)
+	n := min(g.pl.maxSeq, g.tok.MaxLength())
+	if g.opts.MaxTokens > 0 {
+		n = min(n, g.opts.MaxTokens)
 	}
-	return g.pl.maxSeq
+	return n
 }
 
 // scoreMethods writes Score and Rerank (one logit) or Scores (several)

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
 // errorNames are the modelrt sentinels a generated package re-exports.
@@ -155,8 +157,9 @@ func (g *gen) modelFile() *jen.File {
 	}
 	if g.tok != nil {
 		newBody = append(newBody,
-			jen.List(jen.Id("tok"), jen.Err()).Op(":=").Qual(pkgTokenizer, "FromVocab").Call(jen.Qual("bytes", "NewReader").Call(jen.Id("w").Dot("vocab")), g.tokenizerOptions()),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Id("p").Dot("Close").Call(), jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(o.Package+": vocabulary: %w"), jen.Err()))),
+			jen.List(jen.Id("tok"), jen.Err()).Op(":=").Add(g.tokenizerCode()),
+			jen.If(jen.Err().Op("==").Nil()).Block(jen.List(jen.Id("tok"), jen.Err()).Op("=").Id("tok").Dot("WithMaxLength").Call(jen.Lit(g.tokenizerMaxLength()))),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Id("p").Dot("Close").Call(), jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(o.Package+": tokenizer: %w"), jen.Err()))),
 			jen.Id("m").Dot("tok").Op("=").Id("tok"),
 		)
 	}
@@ -188,7 +191,7 @@ func (g *gen) modelFile() *jen.File {
 		g.embed(f, out)
 	}
 	if g.tok != nil {
-		f.Comment("Tokenizer returns the model's tokenizer (the embedded vocabulary), truncating to")
+		f.Comment("Tokenizer returns the model's tokenizer (the embedded " + g.opts.Tokenizer.Name + "), truncating to")
 		f.Comment("MaxSequence tokens: what Classify and Embed encode texts with, for callers that")
 		f.Comment("tokenize on their own (runtime/serve batches requests from several clients).")
 		f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("Tokenizer").Params().Op("*").Qual(pkgTokenizer, "Tokenizer").Block(jen.Return(jen.Id("m").Dot("tok")))
@@ -206,8 +209,23 @@ func targetISA(t string) string {
 	return t
 }
 
+// tokenizerCode builds the package's tokenizer from the embedded file as
+// `sqc run` builds it from the model directory (tokenizer.FromSource).
+func (g *gen) tokenizerCode() *jen.Statement {
+	src := g.opts.Tokenizer
+	d := jen.Dict{jen.Id("Kind"): jen.Lit(src.Kind), jen.Id("Name"): jen.Lit(src.Name), jen.Id("Data"): jen.Id("w").Dot("vocab")}
+	if src.MaxLength > 0 {
+		d[jen.Id("MaxLength")] = jen.Lit(src.MaxLength)
+	}
+	if src.Kind == tokenizer.SourceVocab {
+		d[jen.Id("Options")] = g.tokenizerOptions()
+	}
+	return jen.Qual(pkgTokenizer, "FromSource").Call(jen.Op("&").Qual(pkgTokenizer, "Source").Values(d))
+}
+
+// tokenizerOptions are vocab.txt's BertTokenizer settings.
 func (g *gen) tokenizerOptions() *jen.Statement {
-	t := g.opts.Tokenizer
+	t := g.opts.Tokenizer.Options
 	d := jen.Dict{}
 	if t.Lowercase {
 		d[jen.Id("Lowercase")] = jen.True()
@@ -218,11 +236,9 @@ func (g *gen) tokenizerOptions() *jen.Statement {
 	if t.NoChineseChars {
 		d[jen.Id("NoChineseChars")] = jen.True()
 	}
-	maxLen := g.pl.maxSeq
 	if t.MaxLength > 0 {
-		maxLen = min(maxLen, t.MaxLength)
+		d[jen.Id("MaxLength")] = jen.Lit(t.MaxLength)
 	}
-	d[jen.Id("MaxLength")] = jen.Lit(maxLen)
 	if t.MaxInputCharsPerWord > 0 {
 		d[jen.Id("MaxInputCharsPerWord")] = jen.Lit(t.MaxInputCharsPerWord)
 	}

@@ -35,8 +35,8 @@ func (g *gen) packWeights() ([]byte, string) {
 			g.decoded += int64(len(wt.Tensor.I8))
 		}
 	}
-	if g.opts.Vocab != nil {
-		g.vocabOff = w.Raw(g.opts.Vocab)
+	if g.opts.Tokenizer != nil {
+		g.vocabOff = w.Raw(g.opts.Tokenizer.Data)
 	}
 	g.packHead(w)
 	for _, st := range g.pl.prog.Steps() {
@@ -92,9 +92,9 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 			inits = append(inits, jen.Id(wt.Field).Op(":").Id("r").Dot(read).Call(jen.Lit(wt.Off), jen.Lit(t.Len())).Op(","))
 		}
 	}
-	if g.opts.Vocab != nil {
-		fields = append(fields, jen.Id("vocab").Index().Byte().Comment("vocab.txt"))
-		inits = append(inits, jen.Id("vocab").Op(":").Id("r").Dot("Raw").Call(jen.Lit(g.vocabOff), jen.Lit(len(g.opts.Vocab))).Op(","))
+	if t := g.opts.Tokenizer; t != nil {
+		fields = append(fields, jen.Id("vocab").Index().Byte().Comment(t.Name))
+		inits = append(inits, jen.Id("vocab").Op(":").Id("r").Dot("Raw").Call(jen.Lit(g.vocabOff), jen.Lit(len(t.Data))).Op(","))
 	}
 	var lnSets []jen.Code
 	field := func(name string, v []float32) *jen.Statement {

@@ -136,7 +136,7 @@ func testEncoderPackage(t *testing.T, act string) {
 	if err := Write(gentest.PackageDir(mod), pkg); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := tokenizer.FromVocab(strings.NewReader(string(opts.Vocab)), opts.Tokenizer)
+	tok, err := tokenizer.FromSource(opts.Tokenizer)
 	if err != nil {
 		t.Fatal(err)
 	}

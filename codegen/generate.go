@@ -40,10 +40,14 @@ type Options struct {
 	Summary string
 	Target  string   // one of Targets ("" means "auto")
 	Labels  []string // class names by index (config.json id2label), if a classifier
-	// Vocab is the vocab.txt the tokenizer reads (nil: no text API), with
-	// the tokenizer settings of the model's tokenizer_config.json.
-	Vocab     []byte
-	Tokenizer tokenizer.Options
+	// Tokenizer is the model's tokenizer file as `sqc run` loads it
+	// (tokenizer.ReadSource: tokenizer.json, vocab.txt or a SentencePiece
+	// model, with tokenizer_config.json's settings); nil: no text API. The
+	// package embeds it and rebuilds the same tokenizer (FromSource).
+	Tokenizer *tokenizer.Source
+	// MaxTokens, when > 0, caps the tokenizer's truncation length below
+	// its own (a sentence-transformers max_seq_length); MaxSeq always does.
+	MaxTokens int
 	Head      Head // post-processing of the outputs (emit_head.go); zero: none
 }
 
@@ -107,10 +111,10 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 		outs = append(outs, o)
 	}
 	var tok *tokenizer.Tokenizer
-	if opts.Vocab != nil {
+	if opts.Tokenizer != nil {
 		var err error
-		if tok, err = tokenizer.FromVocab(bytes.NewReader(opts.Vocab), opts.Tokenizer); err != nil {
-			return nil, fmt.Errorf("vocabulary: %w", err)
+		if tok, err = tokenizer.FromSource(opts.Tokenizer); err != nil {
+			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 		if tok.VocabSize() > p.vocab {
 			return nil, fmt.Errorf("%w: vocabulary has %d tokens, the embedding table %d rows", compiler.ErrShapeMismatch, tok.VocabSize(), p.vocab)

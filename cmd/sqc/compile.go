@@ -63,7 +63,7 @@ func compileCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			tok, vocab, tokOpts, err := compileTokenizer(model)
+			tok, tokSrc, err := compileTokenizer(model)
 			if err != nil {
 				return err
 			}
@@ -74,7 +74,6 @@ func compileCommand() *cli.Command {
 			if tok, err = head.tokenizer(tok); err != nil {
 				return err
 			}
-			tokOpts = head.tokenizerOptions(tokOpts)
 			checkIR := c.Bool("check-ir")
 			if checkIR {
 				// buildInt8 verifies the passes after canonicalisation
@@ -101,7 +100,7 @@ func compileCommand() *cli.Command {
 			pkg, err := codegen.Generate(prog, codegen.Options{
 				Package: pkgName, ModelName: g.Name, Summary: summary, Target: target,
 				MaxBatch: c.Int("max-batch"), MaxSeq: head.maxSeq(c.Int("max-seq"), c.IsSet("max-seq"), c.App.ErrWriter),
-				Labels: labels(g), Vocab: vocab, Tokenizer: tokOpts, Head: head.codegen(),
+				Labels: labels(g), Tokenizer: tokSrc, MaxTokens: head.maxTokens(), Head: head.codegen(),
 			})
 			if err != nil {
 				if errors.Is(err, compiler.ErrInvalidRequest) {
@@ -159,27 +158,29 @@ func labels(g *compiler.Graph) []string {
 }
 
 // compileTokenizer reads the model's tokenizer for the generated package:
-// vocab.txt beside the model with tokenizer_config.json's settings (the
-// package embeds both). A model without vocab.txt gets a package without
-// the text API (Run on token ids only); tok is then nil, and calibration
-// needs token ids.
-func compileTokenizer(model string) (*tokenizer.Tokenizer, []byte, tokenizer.Options, error) {
+// the file `sqc run` loads beside the model (tokenizer.json, vocab.txt or a
+// SentencePiece model, with tokenizer_config.json's settings), which the
+// package embeds and rebuilds identically. A model without one gets a
+// package without the text API (Run on token ids only).
+func compileTokenizer(model string) (*tokenizer.Tokenizer, *tokenizer.Source, error) {
 	dir := frontend.Dir(model)
-	vocabPath := filepath.Join(dir, "vocab.txt")
-	vocab, err := os.ReadFile(vocabPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, tokenizer.Options{}, nil
+	if !hasTokenizerFile(dir) {
+		return nil, nil, nil // tok nil: calibration then needs token ids
 	}
+	tok, err := tokenizer.Load(dir) // errors name the files
 	if err != nil {
-		return nil, nil, tokenizer.Options{}, compiler.BadInput(vocabPath, "", err)
+		return nil, nil, err
 	}
-	opts, err := tokenizer.ReadConfig(filepath.Join(dir, "tokenizer_config.json"))
-	if err != nil {
-		return nil, nil, opts, err
+	src, err := tokenizer.ReadSource(dir)
+	return tok, src, err
+}
+
+// hasTokenizerFile reports whether dir holds a tokenizer file ReadSource reads.
+func hasTokenizerFile(dir string) bool {
+	for _, name := range []string{"tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
 	}
-	tok, err := tokenizer.FromVocabFile(vocabPath, opts)
-	if err != nil {
-		return nil, nil, opts, err
-	}
-	return tok, vocab, opts, nil
+	return false
 }

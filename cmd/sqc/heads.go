@@ -190,13 +190,13 @@ func (h *modelHead) acceptsPairs(path string) error {
 	return nil
 }
 
-// tokenizerOptions applies max_seq_length to a generated package's
-// tokenizer settings.
-func (h *modelHead) tokenizerOptions(opts tokenizer.Options) tokenizer.Options {
+// maxTokens is the sentence-transformers max_seq_length that caps a
+// generated package's truncation (0: none).
+func (h *modelHead) maxTokens() int {
 	if h.st != nil && h.st.MaxSeqLength > 0 {
-		opts.MaxLength = h.st.MaxSeqLength
+		return h.st.MaxSeqLength
 	}
-	return opts
+	return 0
 }
 
 // codegen is the head as the generated package applies it.

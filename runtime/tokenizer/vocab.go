@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
 )
@@ -74,44 +73,11 @@ func readVocab(r io.Reader) ([]string, error) {
 // model_max_length from tokenizer_config.json sets MaxLength when
 // tokenizer.json does not.
 func Load(dir string) (*Tokenizer, error) {
-	cfg, err := readTokenizerConfig(filepath.Join(dir, "tokenizer_config.json"))
+	src, err := ReadSource(dir)
 	if err != nil {
 		return nil, err
 	}
-	jsonPath := filepath.Join(dir, "tokenizer.json")
-	if _, err := os.Stat(jsonPath); err == nil {
-		t, truncated, err := fromTokenizerJSON(jsonPath)
-		if err != nil {
-			return nil, err
-		}
-		if !truncated && cfg.maxLength > 0 {
-			if err := t.setMaxLength(cfg.maxLength); err != nil {
-				return nil, inFile(filepath.Join(dir, "tokenizer_config.json"), err)
-			}
-		}
-		return t, nil
-	}
-	vocabPath := filepath.Join(dir, "vocab.txt")
-	if _, err := os.Stat(vocabPath); err == nil {
-		return FromVocabFile(vocabPath, cfg.opts)
-	}
-	for _, name := range []string{"sentencepiece.bpe.model", "spiece.model"} {
-		path := filepath.Join(dir, name)
-		if _, err := os.Stat(path); err != nil {
-			continue
-		}
-		t, err := FromSentencePieceFile(path)
-		if err != nil {
-			return nil, err
-		}
-		if cfg.maxLength > 0 {
-			if err := t.setMaxLength(cfg.maxLength); err != nil {
-				return nil, inFile(filepath.Join(dir, "tokenizer_config.json"), err)
-			}
-		}
-		return t, nil
-	}
-	return nil, badInput(dir, "", errors.New("no tokenizer.json, vocab.txt, sentencepiece.bpe.model or spiece.model in the directory"))
+	return fromSource(src, dir)
 }
 
 // tokenizerConfig is what Load takes from tokenizer_config.json.

@@ -13,7 +13,6 @@
 package sentimentmodel
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	modelrt "github.com/sqc-dev/sqc/runtime/modelrt"
@@ -126,18 +125,27 @@ func NewWithOptions(opts Options) (*Model, error) {
 		pool: p,
 		w:    w,
 	}
-	tok, err := tokenizer.FromVocab(bytes.NewReader(w.vocab), tokenizer.Options{
-		ClsToken:  "[CLS]",
-		Lowercase: true,
-		MaskToken: "[MASK]",
-		MaxLength: 128,
-		PadToken:  "[PAD]",
-		SepToken:  "[SEP]",
-		UnkToken:  "[UNK]",
+	tok, err := tokenizer.FromSource(&tokenizer.Source{
+		Data:      w.vocab,
+		Kind:      "vocab.txt",
+		MaxLength: 512,
+		Name:      "vocab.txt",
+		Options: tokenizer.Options{
+			ClsToken:  "[CLS]",
+			Lowercase: true,
+			MaskToken: "[MASK]",
+			MaxLength: 512,
+			PadToken:  "[PAD]",
+			SepToken:  "[SEP]",
+			UnkToken:  "[UNK]",
+		},
 	})
+	if err == nil {
+		tok, err = tok.WithMaxLength(128)
+	}
 	if err != nil {
 		p.Close()
-		return nil, fmt.Errorf("sentimentmodel: vocabulary: %w", err)
+		return nil, fmt.Errorf("sentimentmodel: tokenizer: %w", err)
 	}
 	m.tok = tok
 	m.workspaces.New = func() any {
@@ -244,7 +252,7 @@ func (m *Model) Classify(ctx context.Context, texts []string) ([]Prediction, err
 	return preds, nil
 }
 
-// Tokenizer returns the model's tokenizer (the embedded vocabulary), truncating to
+// Tokenizer returns the model's tokenizer (the embedded vocab.txt), truncating to
 // MaxSequence tokens: what Classify and Embed encode texts with, for callers that
 // tokenize on their own (runtime/serve batches requests from several clients).
 func (m *Model) Tokenizer() *tokenizer.Tokenizer {

@@ -1,0 +1,63 @@
+package tokenizer
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestSourceRebuildsLoad: for each kind of tokenizer file, the tokenizer
+// FromSource rebuilds from ReadSource's bytes (what a generated package
+// embeds) encodes like the one Load reads from the directory, truncation
+// included, and ReadSource picks the file Load does.
+func TestSourceRebuildsLoad(t *testing.T) {
+	cases := map[string]string{ // file in testdata/oracle -> its name in a model directory
+		"roberta.json": "tokenizer.json", "xlmr.json": "tokenizer.json",
+		"sentencepiece.bpe.model": "sentencepiece.bpe.model", "spiece.model": "spiece.model",
+	}
+	texts := []string{"Hello, world!", "", "  déjà vu — naïve café ", "東京は晴れ 🙂", "a b c d e f g h i j k l m n o p q r s t u v w x y z"}
+	for from, name := range cases {
+		t.Run(from, func(t *testing.T) {
+			dir := t.TempDir()
+			data, err := os.ReadFile(filepath.Join("testdata", "oracle", from))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// model_max_length applies unless tokenizer.json truncates itself.
+			if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"model_max_length": 9}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := ReadSource(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if src.Name != name || !slices.Equal(src.Data, data) {
+				t.Fatalf("ReadSource picked %s (%d bytes), want %s", src.Name, len(src.Data), name)
+			}
+			got, err := FromSource(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.MaxLength() != want.MaxLength() {
+				t.Errorf("MaxLength %d, Load's %d", got.MaxLength(), want.MaxLength())
+			}
+			for _, text := range texts {
+				a, b := got.EncodePair(text, "second"), want.EncodePair(text, "second")
+				if !slices.Equal(a.InputIDs, b.InputIDs) || !slices.Equal(a.TokenTypeIDs, b.TokenTypeIDs) {
+					t.Errorf("%q: FromSource %v, Load %v", text, a.InputIDs, b.InputIDs)
+				}
+			}
+		})
+	}
+	if _, err := ReadSource(t.TempDir()); err == nil {
+		t.Error("an empty directory has a source")
+	}
+}
