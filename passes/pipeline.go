@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,8 +66,10 @@ func INT8Pipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 
 // Options control RunPipeline.
 type Options struct {
-	// CheckIR runs g.Verify() after every pass and fails naming the pass
-	// that broke the graph. Tests always set it.
+	// CheckIR verifies the graph after every pass and fails naming the
+	// pass that broke it: g.Verify(), and from the first pass whose Level
+	// is compiler.VerifyQuantized (Quantize) on, g.VerifyAt at that level.
+	// Tests always set it.
 	CheckIR bool
 	// StopAfter, if set, stops the pipeline after the first pass with this
 	// name (for `sqc inspect --after PASS`). An unknown name is an error.
@@ -87,7 +90,8 @@ func RunPipeline(g *compiler.Graph, opts Options) error {
 
 // Run runs the given passes on g in order, in place, under opts. It is
 // RunPipeline for an arbitrary list (tests use it to run one pass with the
-// same checking and dumping as the real pipeline).
+// same checking and dumping as the real pipeline). A panic inside a pass
+// is returned as a *PanicError (compiler.ErrInternal) naming the pass.
 func Run(g *compiler.Graph, list []Pass, opts Options) error {
 	if opts.StopAfter != "" && !hasPass(list, opts.StopAfter) {
 		return fmt.Errorf("%w: no pass named %q (passes: %s)", compiler.ErrInvalidRequest, opts.StopAfter, passNames(list))
@@ -106,14 +110,20 @@ func Run(g *compiler.Graph, list []Pass, opts Options) error {
 			return err
 		}
 	}
+	level := compiler.VerifyStructure
 	for i, p := range list {
 		before := opHistogram(g)
-		changed, err := p.Run(g)
-		if err != nil {
+		changed, err := runPass(p, g)
+		var pe *PanicError
+		switch {
+		case errors.As(err, &pe):
+			return err // names the pass already
+		case err != nil:
 			return fmt.Errorf("pass %s: %w", p.Name, err)
 		}
+		level = max(level, p.Level)
 		if opts.CheckIR {
-			if err := g.Verify(); err != nil {
+			if err := g.VerifyAt(level); err != nil {
 				return fmt.Errorf("pass %s left an invalid graph: %w", p.Name, err)
 			}
 		}

@@ -167,12 +167,14 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 // TestAttentionStaysFP32Measurement (quantize_attention_test.go)
 // reproduces the figures and fails if the premises stop holding.
 func Quantize(stats *calib.Stats, opts QuantOptions) Pass {
-	return Pass{Name: "Quantize", Run: func(g *compiler.Graph) (bool, error) {
+	return Pass{Name: "Quantize", Level: compiler.VerifyQuantized, Run: func(g *compiler.Graph) (bool, error) {
 		return quantize(g, stats, opts)
 	}}
 }
 
 func quantize(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	mode, err := opts.actMode()
 	if err != nil {
 		return false, err
@@ -205,6 +207,7 @@ func quantize(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool, e
 	nm := g.Namer()
 	repl := map[*compiler.Node]*compiler.Node{}
 	for _, n := range targets {
+		cur.n = n
 		wq, ws := QuantizeWeights(g.Initializers[n.Inputs[1]])
 		wName, sName := nm.Fresh(n.Inputs[1]+"/q"), nm.Fresh(n.Inputs[1]+"/scale")
 		g.Initializers[wName], g.Initializers[sName] = wq, ws
