@@ -25,12 +25,13 @@ type PanicError struct {
 
 func (e *PanicError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: pass %s panicked", compiler.ErrInternal, e.Pass)
+	fmt.Fprintf(&b, "%s: ", compiler.ErrInternal)
+	if e.Source != "" {
+		fmt.Fprintf(&b, "%s: ", e.Source)
+	}
+	fmt.Fprintf(&b, "pass %s panicked", e.Pass)
 	if e.Node != "" {
 		fmt.Fprintf(&b, " at %s", e.Node)
-	}
-	if e.Source != "" {
-		fmt.Fprintf(&b, " of %s", e.Source)
 	}
 	fmt.Fprintf(&b, ": %v", e.Value)
 	if e.Site != "" {

@@ -71,6 +71,10 @@ type Options struct {
 	// is compiler.VerifyQuantized (Quantize) on, g.VerifyAt at that level.
 	// Tests always set it.
 	CheckIR bool
+	// Level is the verifier level the given graph meets already (a
+	// quantised graph for the passes after QuantPipeline): CheckIR
+	// verifies at least at it.
+	Level compiler.VerifyLevel
 	// StopAfter, if set, stops the pipeline after the first pass with this
 	// name (for `sqc inspect --after PASS`). An unknown name is an error.
 	StopAfter string
@@ -110,7 +114,7 @@ func Run(g *compiler.Graph, list []Pass, opts Options) error {
 			return err
 		}
 	}
-	level := compiler.VerifyStructure
+	level := opts.Level
 	for i, p := range list {
 		before := opHistogram(g)
 		changed, err := runPass(p, g)
