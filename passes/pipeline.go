@@ -15,8 +15,10 @@ import (
 // Pipeline is the one ordered list of passes sqc runs on an FP32 graph.
 // Later stages append to it: SmoothQuant and quantisation in
 // INT8Pipeline, which takes the calibration statistics; kernel fusion,
-// memory planning and weight packing after. Keep one entry per line and
-// say why where the order matters.
+// memory planning and weight packing after. Keep one entry per line.
+// Every dependency between passes is a rule of passOrder (order.go), with
+// its reason, which TestPipelinesRespectPassOrder checks this list
+// against; the comments here say why the list reads as it does.
 func Pipeline() []Pass {
 	return []Pass{
 		// Constants first: the fusions below recognise epsilons, 0.5, sqrt(2),
@@ -26,9 +28,9 @@ func Pipeline() []Pass {
 		// Drop Identity nodes and what folding left unused, so the pattern
 		// matchers see single-consumer chains.
 		EliminateDeadNodes,
-		// LayerNorm before anything that looks at Add/Mul/Div chains: its
-		// trailing Mul(gamma)/Add(beta) would otherwise look like free
-		// arithmetic to the GELU matcher's neighbours.
+		// LayerNorm early: FuseEmbeddings and SmoothQuant need the
+		// LayerNormalization it makes (passOrder). FuseGelu's pattern is
+		// disjoint from it, so their order is no rule.
 		FuseLayerNorm,
 		FuseGelu,
 		// The mask must be canonical before FuseAttention, which matches
@@ -47,7 +49,9 @@ func Pipeline() []Pass {
 		FuseEmbeddings,
 		// Fusion strands the dynamic-shape chains (Shape -> Gather ->
 		// Unsqueeze -> Concat) that fed the unfused reshapes; fold what is now
-		// foldable and sweep the rest.
+		// foldable and sweep the rest. The sweep is a rule (FuseEmbeddings
+		// leaves its plumbing); the fold is a safety net that changes none
+		// of the test models today.
 		FoldConstants,
 		EliminateDeadNodes,
 	}

@@ -121,6 +121,10 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 		// parameters, which Quantize then rounds to INT8.
 		SmoothQuant(work, opts),
 		Quantize(work, opts),
+		// The two commute (passOrder has no rule for them): the Q, K
+		// and V projections FuseQKV merges are read by the Attention
+		// alone, so they have no epilogue to fuse, and the merged
+		// QLinear feeds only the packed Attention.
 		FuseQLinearEpilogues, // fuse_qlinear_epilogues.go: GELU and residual Add into the QLinear epilogue
 		FuseQKV,              // fuse_qkv.go: one QLinear for Q, K and V, read by a packed Attention
 		// After SmoothQuant, which makes the LayerNorm twins, and after
@@ -130,7 +134,7 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 		// running it last keeps their inputs the graphs they were
 		// written and tested against.
 		MergeSmoothedLayerNorms, // merge_smoothed_layer_norms.go: one sqc.LayerNormDual per LayerNorm and smoothed twin
-		EliminateDeadNodes,
+		EliminateDeadNodes,      // a safety net: each pass above sweeps what it replaced already
 	}
 }
 
