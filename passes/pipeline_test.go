@@ -199,3 +199,15 @@ func staticQuantize(t *testing.T, g *compiler.Graph) Pass {
 	}
 	return Quantize(stats, QuantOptions{})
 }
+
+// TestQuantPipelineLevels: CheckIR verifies every pass from Quantize on at
+// the quantised level, and none before it (SmoothQuant's graph is FP32).
+func TestQuantPipelineLevels(t *testing.T) {
+	seen := false
+	for _, p := range INT8Pipeline(nil, QuantOptions{}) {
+		seen = seen || p.Name == "Quantize"
+		if want := map[bool]compiler.VerifyLevel{false: compiler.VerifyStructure, true: compiler.VerifyQuantized}[seen]; p.Level != want && p.Name != EliminateDeadNodes.Name {
+			t.Errorf("pass %s has level %d, want %d", p.Name, p.Level, want)
+		}
+	}
+}
