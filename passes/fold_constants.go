@@ -283,8 +283,3 @@ func int64Vector(v []int64) *compiler.Tensor {
 	copy(t.I64, v)
 	return t
 }
-
-// nodeRef names a node in errors the way the verifier does.
-func nodeRef(n *compiler.Node) string {
-	return fmt.Sprintf("node %q (%s)", n.Name, n.Op)
-}

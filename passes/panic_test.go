@@ -69,6 +69,9 @@ func TestRunNamesThePanickingNode(t *testing.T) {
 		err := Run(parseGraph(t, namedChain), []Pass{p}, Options{})
 		wantPanicError(t, err, `internal error: chain.sqc: pass BreakOnRelu panicked at node "relu" (Relu): cannot handle Relu (at panic_test.go:`)
 	}
+	// An unnamed node is named by its output.
+	err := Run(parseGraph(t, reluChain), []Pass{atRelu}, Options{})
+	wantPanicError(t, err, `pass BreakOnRelu panicked at the Relu node producing "b": cannot handle Relu`)
 	// Before the loop reaches a node there is none to name.
 	early := Pass{Name: "Early", Run: func(g *compiler.Graph) (bool, error) {
 		var cur cursor
