@@ -19,10 +19,34 @@ import (
 // topological order) and the graph has no cycle; the op table's dtype rules
 // hold along the graph, and agree with declared Values and outputs; every
 // graph output is produced. Shapes are checked by InferShapes, not here.
-func (g *Graph) Verify() error {
+//
+// Verify is VerifyAt(VerifyStructure); VerifyAt(VerifyQuantized) checks
+// more of quantised graphs (verify_quant.go).
+func (g *Graph) Verify() error { return g.VerifyAt(VerifyStructure) }
+
+// VerifyLevel is how much VerifyAt checks.
+type VerifyLevel int
+
+const (
+	// VerifyStructure: a well-formed graph, which the FP32 interpreter
+	// can run (Verify).
+	VerifyStructure VerifyLevel = iota
+	// VerifyQuantized adds, for graphs after quantisation, what the INT8
+	// engine and generated code rely on: every quantised operand has its
+	// scales and zero point, and they have the dtypes and shapes the INT8
+	// kernels take (see checkQuantized).
+	VerifyQuantized
+)
+
+// VerifyAt checks g at the given level; see Verify for the form of the
+// result.
+func (g *Graph) VerifyAt(level VerifyLevel) error {
 	v := verifier{g: g, dtypes: map[string]DType{}}
 	v.checkInterface()
 	v.checkNodes()
+	if level >= VerifyQuantized {
+		v.checkQuantized()
+	}
 	return errors.Join(v.errs...)
 }
 

@@ -33,11 +33,14 @@ var CanonicalizeAttentionMask = Pass{Name: "CanonicalizeAttentionMask", Run: can
 const opAttentionMask = "sqc.AttentionMask"
 
 func canonicalizeAttentionMask(g *compiler.Graph) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	ix := newIndex(g)
 	nm := g.Namer()
 	c := &maskCanon{g: g, ix: ix, nm: nm, made: map[maskKey]string{}}
 	repl := map[*compiler.Node]*compiler.Node{}
 	for _, n := range g.Nodes {
+		cur.n = n
 		switch n.Op {
 		case "Mul":
 			if src, fill, ok := matchExtendedMask(ix, n); ok {

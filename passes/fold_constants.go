@@ -37,12 +37,15 @@ const foldGrowthLimit = 1 << 16
 var nondeterministic = []string{"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli", "Multinomial", "Dropout"}
 
 func foldConstants(g *compiler.Graph) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	if err := g.InferShapes(); err != nil {
 		return false, fmt.Errorf("shape inference before folding: %w", err)
 	}
 	ix := newIndex(g)
 	folded := map[*compiler.Node]*compiler.Node{}
 	for _, n := range g.Nodes {
+		cur.n = n
 		outs, err := foldNode(g, ix, n)
 		if err != nil {
 			return false, err
@@ -279,9 +282,4 @@ func int64Vector(v []int64) *compiler.Tensor {
 	t := compiler.NewTensor(compiler.Int64, int64(len(v)))
 	copy(t.I64, v)
 	return t
-}
-
-// nodeRef names a node in errors the way the verifier does.
-func nodeRef(n *compiler.Node) string {
-	return fmt.Sprintf("node %q (%s)", n.Name, n.Op)
 }

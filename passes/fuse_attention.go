@@ -24,10 +24,13 @@ var FuseAttention = Pass{Name: "FuseAttention", Run: fuseAttention}
 const opAttention = "sqc.Attention"
 
 func fuseAttention(g *compiler.Graph) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	ix := newIndex(g)
 	nm := g.Namer()
 	repl := map[*compiler.Node]*compiler.Node{}
 	for _, n := range g.Nodes {
+		cur.n = n
 		if n.Op != "Softmax" {
 			continue
 		}

@@ -23,10 +23,13 @@ import (
 var FuseEmbeddings = Pass{Name: "FuseEmbeddings", Run: fuseEmbeddings}
 
 func fuseEmbeddings(g *compiler.Graph) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	ix := newIndex(g)
 	repl := map[*compiler.Node]*compiler.Node{}
 	nm := g.Namer()
 	for _, ln := range g.Nodes {
+		cur.n = ln
 		if ln.Op != "LayerNormalization" {
 			continue
 		}

@@ -35,11 +35,14 @@ const (
 )
 
 func fuseGelu(g *compiler.Graph) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	ix := newIndex(g)
 	nm := g.Namer()
 	tanhOK := geluHasApproximate()
 	repl := map[*compiler.Node]*compiler.Node{}
 	for _, n := range g.Nodes {
+		cur.n = n
 		var x string
 		var sink *compiler.Node
 		approximate := ""

@@ -19,10 +19,13 @@ var FuseLayerNorm = Pass{Name: "FuseLayerNorm", Run: fuseLayerNorm}
 const exponentTolerance = 1e-6
 
 func fuseLayerNorm(g *compiler.Graph) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	ix := newIndex(g)
 	nm := g.Namer()
 	repl := map[*compiler.Node]*compiler.Node{}
 	for _, n := range g.Nodes {
+		cur.n = n
 		if n.Op != "Sqrt" {
 			continue
 		}

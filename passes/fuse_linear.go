@@ -21,10 +21,13 @@ var FuseLinear = Pass{Name: "FuseLinear", Run: fuseLinear}
 const opLinear = "sqc.Linear"
 
 func fuseLinear(g *compiler.Graph) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	ix := newIndex(g)
 	nm := g.Namer()
 	repl := map[*compiler.Node]*compiler.Node{}
 	for _, n := range g.Nodes {
+		cur.n = n
 		var x, w, b string
 		var sink *compiler.Node
 		switch n.Op {

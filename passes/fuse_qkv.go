@@ -35,13 +35,16 @@ import (
 // The fused QLinear takes the place of the last of the three (x is
 // computed before each of them), and the Attention reads Q, K and V from
 // its rows at column offsets 0, W and 2W with row stride 3W.
-var FuseQKV = Pass{Name: "FuseQKV", Run: fuseQKV}
+var FuseQKV = Pass{Name: "FuseQKV", Run: fuseQKV, Level: compiler.VerifyQuantized}
 
 func fuseQKV(g *compiler.Graph) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	ix := newIndex(g)
 	nm := g.Namer()
 	repl := map[*compiler.Node]*compiler.Node{}
 	for _, a := range g.Nodes {
+		cur.n = a
 		if a.Op != "sqc.Attention" || compiler.AttentionPacked(a) || len(a.Inputs) < 3 {
 			continue
 		}

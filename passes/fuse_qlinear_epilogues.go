@@ -36,9 +36,11 @@ import (
 // The fused node keeps the QLinear's name and position (its residual is
 // computed earlier, and the Gelu and Add it replaces came later), so no
 // reordering is needed.
-var FuseQLinearEpilogues = Pass{Name: "FuseQLinearEpilogues", Run: fuseQLinearEpilogues}
+var FuseQLinearEpilogues = Pass{Name: "FuseQLinearEpilogues", Run: fuseQLinearEpilogues, Level: compiler.VerifyQuantized}
 
 func fuseQLinearEpilogues(g *compiler.Graph) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	ix := newIndex(g)
 	// at is where a value is computed: its producer's position, -1 for
 	// graph inputs and initializers. Values a fused QLinear now produces
@@ -51,6 +53,7 @@ func fuseQLinearEpilogues(g *compiler.Graph) (bool, error) {
 	}
 	repl := map[*compiler.Node]*compiler.Node{}
 	for i, n := range g.Nodes {
+		cur.n = n
 		if n.Op != opQLinear {
 			continue
 		}

@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -209,4 +210,13 @@ func renameInputs(g *compiler.Graph, from, to string) {
 func isFloat32(g *compiler.Graph, name string) bool {
 	v := valueInfo(g, name)
 	return v != nil && v.DType == compiler.Float32
+}
+
+// nodeRef names a node in errors the way the verifier does, and an
+// unnamed one by its first output.
+func nodeRef(n *compiler.Node) string {
+	if n.Name == "" && len(n.Outputs) > 0 && n.Outputs[0] != "" {
+		return fmt.Sprintf("the %s node producing %q", n.Op, n.Outputs[0])
+	}
+	return fmt.Sprintf("node %q (%s)", n.Name, n.Op)
 }

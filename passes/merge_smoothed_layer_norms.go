@@ -32,16 +32,19 @@ import (
 // and nothing else. The merged node takes the place of the earlier of the
 // two (x is computed before both, and every reader of either output comes
 // after it) and the name of the one that is not the twin.
-var MergeSmoothedLayerNorms = Pass{Name: "MergeSmoothedLayerNorms", Run: mergeSmoothedLayerNorms}
+var MergeSmoothedLayerNorms = Pass{Name: "MergeSmoothedLayerNorms", Run: mergeSmoothedLayerNorms, Level: compiler.VerifyQuantized}
 
 // opLayerNormDual is the merged LayerNorm pair.
 const opLayerNormDual = "sqc.LayerNormDual"
 
 func mergeSmoothedLayerNorms(g *compiler.Graph) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	ix := newIndex(g)
 	byInput := map[string][]*compiler.Node{}
 	var inputs []string // in order of first LayerNorm, for a deterministic result
 	for _, n := range g.Nodes {
+		cur.n = n
 		if n.Op != "LayerNormalization" || !mergeableLayerNorm(g, ix, n) {
 			continue
 		}

@@ -22,6 +22,10 @@ import "github.com/sqc-dev/sqc/compiler"
 type Pass struct {
 	Name string
 	Run  func(g *compiler.Graph) (changed bool, err error)
+	// Level is the verifier level of the graphs this pass leaves: from the
+	// first pass of a list with compiler.VerifyQuantized on (Quantize and
+	// the fusions after it), Options.CheckIR verifies at that level.
+	Level compiler.VerifyLevel
 }
 
 // maxFixpointRounds bounds ToFixpoint: every pass in this package shrinks
@@ -34,7 +38,7 @@ const maxFixpointRounds = 64
 // Shape makes its Gather foldable, and so on) and that do not already loop
 // internally.
 func ToFixpoint(p Pass) Pass {
-	return Pass{Name: p.Name, Run: func(g *compiler.Graph) (bool, error) {
+	return Pass{Name: p.Name, Level: p.Level, Run: func(g *compiler.Graph) (bool, error) {
 		any := false
 		for round := 0; round < maxFixpointRounds; round++ {
 			changed, err := p.Run(g)

@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +15,10 @@ import (
 // Pipeline is the one ordered list of passes sqc runs on an FP32 graph.
 // Later stages append to it: SmoothQuant and quantisation in
 // INT8Pipeline, which takes the calibration statistics; kernel fusion,
-// memory planning and weight packing after. Keep one entry per line and
-// say why where the order matters.
+// memory planning and weight packing after. Keep one entry per line.
+// Every dependency between passes is a rule of passOrder (order.go), with
+// its reason, which TestPipelinesRespectPassOrder checks this list
+// against; the comments here say why the list reads as it does.
 func Pipeline() []Pass {
 	return []Pass{
 		// Constants first: the fusions below recognise epsilons, 0.5, sqrt(2),
@@ -25,9 +28,9 @@ func Pipeline() []Pass {
 		// Drop Identity nodes and what folding left unused, so the pattern
 		// matchers see single-consumer chains.
 		EliminateDeadNodes,
-		// LayerNorm before anything that looks at Add/Mul/Div chains: its
-		// trailing Mul(gamma)/Add(beta) would otherwise look like free
-		// arithmetic to the GELU matcher's neighbours.
+		// LayerNorm early: FuseEmbeddings and SmoothQuant need the
+		// LayerNormalization it makes (passOrder). FuseGelu's pattern is
+		// disjoint from it, so their order is no rule.
 		FuseLayerNorm,
 		FuseGelu,
 		// The mask must be canonical before FuseAttention, which matches
@@ -46,7 +49,9 @@ func Pipeline() []Pass {
 		FuseEmbeddings,
 		// Fusion strands the dynamic-shape chains (Shape -> Gather ->
 		// Unsqueeze -> Concat) that fed the unfused reshapes; fold what is now
-		// foldable and sweep the rest.
+		// foldable and sweep the rest. The sweep is a rule (FuseEmbeddings
+		// leaves its plumbing); the fold is a safety net that changes none
+		// of the test models today.
 		FoldConstants,
 		EliminateDeadNodes,
 	}
@@ -65,9 +70,15 @@ func INT8Pipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 
 // Options control RunPipeline.
 type Options struct {
-	// CheckIR runs g.Verify() after every pass and fails naming the pass
-	// that broke the graph. Tests always set it.
+	// CheckIR verifies the graph after every pass and fails naming the
+	// pass that broke it: g.Verify(), and from the first pass whose Level
+	// is compiler.VerifyQuantized (Quantize) on, g.VerifyAt at that level.
+	// Tests always set it.
 	CheckIR bool
+	// Level is the verifier level the given graph meets already (a
+	// quantised graph for the passes after QuantPipeline): CheckIR
+	// verifies at least at it.
+	Level compiler.VerifyLevel
 	// StopAfter, if set, stops the pipeline after the first pass with this
 	// name (for `sqc inspect --after PASS`). An unknown name is an error.
 	StopAfter string
@@ -87,7 +98,8 @@ func RunPipeline(g *compiler.Graph, opts Options) error {
 
 // Run runs the given passes on g in order, in place, under opts. It is
 // RunPipeline for an arbitrary list (tests use it to run one pass with the
-// same checking and dumping as the real pipeline).
+// same checking and dumping as the real pipeline). A panic inside a pass
+// is returned as a *PanicError (compiler.ErrInternal) naming the pass.
 func Run(g *compiler.Graph, list []Pass, opts Options) error {
 	if opts.StopAfter != "" && !hasPass(list, opts.StopAfter) {
 		return fmt.Errorf("%w: no pass named %q (passes: %s)", compiler.ErrInvalidRequest, opts.StopAfter, passNames(list))
@@ -106,14 +118,20 @@ func Run(g *compiler.Graph, list []Pass, opts Options) error {
 			return err
 		}
 	}
+	level := opts.Level
 	for i, p := range list {
 		before := opHistogram(g)
-		changed, err := p.Run(g)
-		if err != nil {
+		changed, err := runPass(p, g)
+		var pe *PanicError
+		switch {
+		case errors.As(err, &pe):
+			return err // names the pass already
+		case err != nil:
 			return fmt.Errorf("pass %s: %w", p.Name, err)
 		}
+		level = max(level, p.Level)
 		if opts.CheckIR {
-			if err := g.Verify(); err != nil {
+			if err := g.VerifyAt(level); err != nil {
 				return fmt.Errorf("pass %s left an invalid graph: %w", p.Name, err)
 			}
 		}

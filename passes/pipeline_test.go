@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/calib"
 )
 
 const reluChain = `graph "chain" opset 17 {
@@ -151,5 +152,62 @@ func TestINT8PipelineFollowsCanonicalisation(t *testing.T) {
 	runPasses(t, g, list...)
 	if h := OpHistogram(g); h[opQLinear] == 0 || h[opLinear] != 0 {
 		t.Errorf("after the INT8 pipeline: %d QLinear, %d Linear; want every Linear quantised", h[opQLinear], h[opLinear])
+	}
+}
+
+// TestCheckIRVerifiesQuantisedGraphs: from Quantize on, CheckIR verifies
+// at compiler.VerifyQuantized, so a later pass that loses a static
+// QLinear's zero point is named; on its own (the structural level, which
+// takes the default zero point) the same pass passes.
+func TestCheckIRVerifiesQuantisedGraphs(t *testing.T) {
+	loseZeroPoint := Pass{Name: "LoseZeroPoint", Run: func(g *compiler.Graph) (bool, error) {
+		for _, n := range g.Nodes {
+			if n.Op == opQLinear {
+				delete(n.Attrs, "act_zero_point")
+			}
+		}
+		return true, nil
+	}}
+	g := parseGraph(t, `graph "lin" opset 17 {
+  input %x: f32[batch, sequence, 4]
+  init %w: f32[4, 3] = splat(0.5)
+  %y = sqc.Linear(%x, %w) @dense
+  output %y: f32[batch, sequence, 3]
+}`)
+	quantized := g.Clone()
+	if err := Run(quantized, []Pass{staticQuantize(t, g)}, Options{CheckIR: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(quantized.Clone(), []Pass{loseZeroPoint}, Options{CheckIR: true}); err != nil {
+		t.Fatalf("structural level: %v", err)
+	}
+	err := Run(g, []Pass{staticQuantize(t, g), loseZeroPoint, EliminateDeadNodes}, Options{CheckIR: true})
+	if err == nil || !strings.Contains(err.Error(), "pass LoseZeroPoint left an invalid graph") || !strings.Contains(err.Error(), "no act_zero_point") {
+		t.Errorf("err = %v, want LoseZeroPoint caught at the quantised level", err)
+	}
+}
+
+// staticQuantize is Quantize with static statistics of g's one Linear
+// input, x in [-1, 3].
+func staticQuantize(t *testing.T, g *compiler.Graph) Pass {
+	t.Helper()
+	x := compiler.NewTensor(compiler.Float32, 1, 2, 4)
+	copy(x.F32, []float32{-1, 0, 1, 2, 3, 0.5, -0.5, 1.5})
+	stats, err := calib.Collect(g, []calib.Batch{{"x": x}}, calib.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Quantize(stats, QuantOptions{})
+}
+
+// TestQuantPipelineLevels: CheckIR verifies every pass from Quantize on at
+// the quantised level, and none before it (SmoothQuant's graph is FP32).
+func TestQuantPipelineLevels(t *testing.T) {
+	seen := false
+	for _, p := range INT8Pipeline(nil, QuantOptions{}) {
+		seen = seen || p.Name == "Quantize"
+		if want := map[bool]compiler.VerifyLevel{false: compiler.VerifyStructure, true: compiler.VerifyQuantized}[seen]; p.Level != want && p.Name != EliminateDeadNodes.Name {
+			t.Errorf("pass %s has level %d, want %d", p.Name, p.Level, want)
+		}
 	}
 }

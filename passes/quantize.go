@@ -126,6 +126,10 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 		// parameters, which Quantize then rounds to INT8.
 		SmoothQuant(work, opts),
 		Quantize(work, opts),
+		// The two commute (passOrder has no rule for them): the Q, K
+		// and V projections FuseQKV merges are read by the Attention
+		// alone, so they have no epilogue to fuse, and the merged
+		// QLinear feeds only the packed Attention.
 		FuseQLinearEpilogues, // fuse_qlinear_epilogues.go: GELU and residual Add into the QLinear epilogue
 		FuseQKV,              // fuse_qkv.go: one QLinear for Q, K and V, read by a packed Attention
 		// After SmoothQuant, which makes the LayerNorm twins, and after
@@ -135,7 +139,7 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 		// running it last keeps their inputs the graphs they were
 		// written and tested against.
 		MergeSmoothedLayerNorms, // merge_smoothed_layer_norms.go: one sqc.LayerNormDual per LayerNorm and smoothed twin
-		EliminateDeadNodes,
+		EliminateDeadNodes,      // a safety net: each pass above sweeps what it replaced already
 	}
 }
 
@@ -172,12 +176,14 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 // TestAttentionStaysFP32Measurement (quantize_attention_test.go)
 // reproduces the figures and fails if the premises stop holding.
 func Quantize(stats *calib.Stats, opts QuantOptions) Pass {
-	return Pass{Name: "Quantize", Run: func(g *compiler.Graph) (bool, error) {
+	return Pass{Name: "Quantize", Level: compiler.VerifyQuantized, Run: func(g *compiler.Graph) (bool, error) {
 		return quantize(g, stats, opts)
 	}}
 }
 
 func quantize(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	mode, err := opts.actMode()
 	if err != nil {
 		return false, err
@@ -210,6 +216,7 @@ func quantize(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool, e
 	nm := g.Namer()
 	repl := map[*compiler.Node]*compiler.Node{}
 	for _, n := range targets {
+		cur.n = n
 		wq, ws := QuantizeWeights(g.Initializers[n.Inputs[1]])
 		wName, sName := nm.Fresh(n.Inputs[1]+"/q"), nm.Fresh(n.Inputs[1]+"/scale")
 		g.Initializers[wName], g.Initializers[sName] = wq, ws

@@ -103,6 +103,8 @@ type smoothGroup struct {
 }
 
 func smoothQuant(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
 	if !opts.AutoAlpha && opts.Alpha == 0 {
 		return false, nil
 	}
@@ -127,6 +129,7 @@ func smoothQuant(g *compiler.Graph, stats *calib.Stats, opts QuantOptions) (bool
 	nm := g.Namer()
 	changed := false
 	for _, grp := range groups {
+		cur.n = grp.linears[0]
 		if grp.ln == nil && grp.attn == nil {
 			opts.report(SmoothReport{Input: grp.x, Nodes: nodeNames(grp.linears), Absorber: grp.absorberName(), MinScale: 1, MaxScale: 1})
 			continue

@@ -159,6 +159,7 @@ func inspectPasses(c *cli.Context, model string, g *compiler.Graph) (*compiler.G
 		if g, err = inspectINT8(c, model, g, cfg, quant, r); err != nil || r.stopped {
 			return g, err
 		}
+		r.level = compiler.VerifyQuantized // for the planning stage
 	}
 	return g, r.run(g, plan)
 }
@@ -214,6 +215,7 @@ func hasPassNamed(list []passes.Pass, name string) bool {
 // honoured in whichever stage holds the pass.
 type stageRunner struct {
 	checkIR bool
+	level   compiler.VerifyLevel // what the graph meets before the stage (passes.Options.Level)
 	after   string
 	dir     string
 	next    int  // number of the next dump file
@@ -221,7 +223,7 @@ type stageRunner struct {
 }
 
 func (r *stageRunner) run(g *compiler.Graph, list []passes.Pass) error {
-	opts := passes.Options{CheckIR: r.checkIR}
+	opts := passes.Options{CheckIR: r.checkIR, Level: r.level}
 	if hasPassNamed(list, r.after) {
 		opts.StopAfter = r.after
 	}

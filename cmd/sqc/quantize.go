@@ -298,18 +298,20 @@ func quantizeCanonical(g *compiler.Graph, stats *calib.Stats, cal *calibrator, o
 	if smooth < 0 || quant < smooth {
 		return nil, fmt.Errorf("internal error: the quantisation pipeline lacks SmoothQuant or Quantize")
 	}
-	stage := func(from *compiler.Graph, passList []passes.Pass) (*compiler.Graph, error) {
+	// level is what the stage's input meets (the passes from Quantize on
+	// are verified at compiler.VerifyQuantized).
+	stage := func(from *compiler.Graph, passList []passes.Pass, level compiler.VerifyLevel) (*compiler.Graph, error) {
 		out := from.Clone()
-		return out, passes.Run(out, passList, passes.Options{CheckIR: true})
+		return out, passes.Run(out, passList, passes.Options{CheckIR: true, Level: level})
 	}
 	var err error
-	if b.smoothed, err = stage(g, list[:smooth+1]); err != nil {
+	if b.smoothed, err = stage(g, list[:smooth+1], compiler.VerifyStructure); err != nil {
 		return nil, err
 	}
-	if b.quantized, err = stage(b.smoothed, list[smooth+1:quant+1]); err != nil {
+	if b.quantized, err = stage(b.smoothed, list[smooth+1:quant+1], compiler.VerifyStructure); err != nil {
 		return nil, err
 	}
-	if b.int8, err = stage(b.quantized, list[quant+1:]); err != nil {
+	if b.int8, err = stage(b.quantized, list[quant+1:], compiler.VerifyQuantized); err != nil {
 		return nil, err
 	}
 	return b, nil

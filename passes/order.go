@@ -1,0 +1,122 @@
+package passes
+
+import (
+	"errors"
+	"fmt"
+)
+
+// passOrder is every dependency between passes that the pipelines
+// (Pipeline, QuantPipeline, and PlanMemory after them as `sqc inspect`
+// runs it) must respect, each with its reason, after the table of the
+// same name in Go's SSA backend (cmd/compile/internal/ssa/compile.go).
+// TestPipelinesRespectPassOrder checks every pipeline against it; add a
+// rule when a pass starts to depend on another, and a pass order that
+// merely reads well (FuseLayerNorm before FuseGelu, FuseAttention before
+// FuseLinear, FuseQLinearEpilogues before FuseQKV: their patterns are
+// disjoint, and swapping them changes no graph of the test models) is no
+// rule.
+//
+// Passes run more than once (FoldConstants, EliminateDeadNodes) make the
+// kind of a rule matter: see orderKind.
+var passOrder = []orderRule{
+	// Canonicalisation (Pipeline).
+	{"FoldConstants", []string{"FuseLayerNorm", "FuseGelu", "CanonicalizeAttentionMask", "FuseAttention", "FuseEmbeddings"}, needs,
+		"the matchers see constants (epsilons, 0.5, sqrt(2), mask fills, axes, attention scales, embedding tables) only as initializers or Constant nodes (index.constant); " +
+			"one an exporter computes (a Sqrt or Cast of a constant, arithmetic on static dims of Shape) is one only once folded"},
+	{"FoldConstants", []string{"FuseLinear"}, needs,
+		"FuseLinear takes weights from the initializers alone (the quantiser rewrites them there): a weight computed from one (Transpose, Identity, Constant) must be folded first"},
+	{"EliminateDeadNodes", []string{"FuseLayerNorm", "FuseGelu", "CanonicalizeAttentionMask", "FuseAttention", "FuseLinear", "FuseEmbeddings"}, needs,
+		"patterns are followed producer to consumer through their exact ops and most links must have one reader (index.onlyConsumer): " +
+			"an Identity inside a chain, or a dead reader of one of its values, hides the pattern"},
+	{"CanonicalizeAttentionMask", []string{"FuseAttention"}, needs,
+		"FuseAttention matches softmax(scores + mask) only: DistilBERT's masked_fill is a Where until CanonicalizeAttentionMask rewrites it as that Add"},
+	{"FuseLayerNorm", []string{"FuseEmbeddings"}, needs,
+		"FuseEmbeddings recognises the embedding sum by the LayerNormalization it feeds, which decomposed exports (opset < 17) have only after FuseLayerNorm"},
+	{"FuseEmbeddings", []string{"EliminateDeadNodes"}, sweeps,
+		"FuseEmbeddings leaves the position-id plumbing (Shape, Slice, Gather of the position buffer) unused but in the graph"},
+	// Quantisation (QuantPipeline).
+	{"FuseLinear", []string{"SmoothQuant", "Quantize"}, needs,
+		"SmoothQuant groups and Quantize replaces sqc.Linear nodes; a MatMul/Gemm not yet fused stays FP32 and unsmoothed"},
+	{"FuseLayerNorm", []string{"SmoothQuant"}, needs,
+		"SmoothQuant folds 1/s into the gamma and beta of a LayerNormalization; a decomposed LayerNorm absorbs nothing and its group stays unsmoothed"},
+	{"FuseAttention", []string{"SmoothQuant"}, needs,
+		"the attention output projection is smoothed through sqc.Attention (its V projection absorbs 1/s), which unfused attention is not"},
+	{"SmoothQuant", []string{"Quantize"}, needs,
+		"SmoothQuant rescales FP32 weights and records the smoothed activations' ranges in the statistics Quantize reads; " +
+			"after Quantize no group has a quantised sqc.Linear left, so smoothing would do nothing"},
+	{"Quantize", []string{"FuseQLinearEpilogues", "FuseQKV", "MergeSmoothedLayerNorms"}, needs,
+		"they rewrite sqc.QLinear nodes (MergeSmoothedLayerNorms tells the twin by its sqc.QLinear readers), which Quantize makes"},
+	{"FuseGelu", []string{"FuseQLinearEpilogues"}, needs,
+		"the epilogue absorbs sqc.Gelu (compiler.EpilogueAct), not the erf chain FuseGelu replaces"},
+	{"FuseAttention", []string{"FuseQKV"}, needs,
+		"FuseQKV merges the projections read by one sqc.Attention and packs that Attention's operands"},
+	{"SmoothQuant", []string{"MergeSmoothedLayerNorms"}, needs,
+		"MergeSmoothedLayerNorms merges each LayerNorm with the smoothed twin SmoothQuant makes beside it"},
+	// Planning.
+	{"", []string{"PlanMemory"}, last,
+		"PlanMemory records the arena the graph's values need (g.Meta); any rewrite after it would leave the record stale"},
+}
+
+// orderRule says that pass First must run before each pass of Then, in
+// the sense Kind gives. First is "" for Kind last.
+type orderRule struct {
+	First string
+	Then  []string
+	Kind  orderKind
+	Why   string
+}
+
+// orderKind is how a rule counts passes that run more than once.
+type orderKind int
+
+const (
+	// needs: Then consumes what First makes, so its first run comes after
+	// First's first run.
+	needs orderKind = iota
+	// sweeps: Then cleans up what First leaves, so it runs again after
+	// First's last run.
+	sweeps
+	// last: Then runs after every other pass of the list.
+	last
+)
+
+// CheckOrder returns an error for every rule of passOrder that list breaks
+// (joined), or nil. A rule binds only passes that are in the list, so a
+// part of a pipeline (QuantPipeline alone, one pass in a test) is checked
+// as far as it goes.
+func CheckOrder(list []Pass) error {
+	firstAt, lastAt := map[string]int{}, map[string]int{}
+	for i, p := range list {
+		if _, seen := firstAt[p.Name]; !seen {
+			firstAt[p.Name] = i
+		}
+		lastAt[p.Name] = i
+	}
+	var errs []error
+	for _, r := range passOrder {
+		for _, then := range r.Then {
+			tFirst, ok := firstAt[then]
+			if !ok {
+				continue
+			}
+			switch r.Kind {
+			case last:
+				if tFirst != len(list)-1 || lastAt[then] != tFirst {
+					errs = append(errs, fmt.Errorf("pass %s must run last, after every other pass: %s", then, r.Why))
+				}
+				continue
+			}
+			fFirst, ok := firstAt[r.First]
+			if !ok {
+				continue
+			}
+			switch {
+			case r.Kind == needs && fFirst > tFirst:
+				errs = append(errs, fmt.Errorf("pass %s must run before %s: %s", r.First, then, r.Why))
+			case r.Kind == sweeps && lastAt[r.First] > lastAt[then]:
+				errs = append(errs, fmt.Errorf("pass %s must run again after %s: %s", then, r.First, r.Why))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
