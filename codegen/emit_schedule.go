@@ -295,8 +295,12 @@ func suffixOf(b, a *slotPlan) bool {
 }
 
 // actCode names a GEMM epilogue activation as qgemm spells it: "Act" and
-// its String with a capital ("gelu": qgemm.ActGelu).
+// its String's words, separated by underscores, with capitals ("gelu":
+// qgemm.ActGelu, "gelu_tanh": qgemm.ActGeluTanh).
 func actCode(a qgemm.Act) *jen.Statement {
-	name := a.String()
-	return jen.Qual(pkgQgemm, "Act"+strings.ToUpper(name[:1])+name[1:])
+	name := "Act"
+	for _, w := range strings.Split(a.String(), "_") {
+		name += strings.ToUpper(w[:1]) + w[1:]
+	}
+	return jen.Qual(pkgQgemm, name)
 }

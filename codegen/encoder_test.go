@@ -77,23 +77,31 @@ func main() {
 // dynamic quantisation, runs it on sequences of mixed lengths in more
 // chunks than one, and compares with compiler/exec bit for bit; Embed must
 // be the mean of the hidden states of each text's tokens. It does so with
-// the erf-GELU FFN and with a ReLU one (fused into the GEMM epilogue:
-// qgemm.ActRelu).
+// the erf-GELU FFN, a tanh-GELU one and a ReLU one (each fused into the
+// GEMM epilogue: qgemm.ActGelu, ActGeluTanh, ActRelu).
 func TestEncoderPackageMatchesExec(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a generated package")
 	}
-	for _, act := range []string{hf.ActGELU, hf.ActRELU} {
-		t.Run(act, func(t *testing.T) { testEncoderPackage(t, act) })
+	for _, c := range []struct {
+		hidden string // config.json's hidden_act
+		act    string // the GEMM epilogue's act, qgemm.Act's String
+		code   string // its Go name in schedule.go
+	}{
+		{hf.ActGELU, "gelu", "qgemm.ActGelu"},
+		{hf.ActGELUNew, "gelu_tanh", "qgemm.ActGeluTanh"},
+		{hf.ActRELU, "relu", "qgemm.ActRelu"},
+	} {
+		t.Run(c.hidden, func(t *testing.T) { testEncoderPackage(t, c.hidden, c.act, c.code) })
 	}
 }
 
-func testEncoderPackage(t *testing.T, act string) {
+func testEncoderPackage(t *testing.T, hidden, act, code string) {
 	cfg, err := hf.Preset("bert-tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Architecture, cfg.Labels, cfg.HiddenAct = hf.ArchBertModel, nil, act
+	cfg.Architecture, cfg.Labels, cfg.HiddenAct = hf.ArchBertModel, nil, hidden
 	g, err := hf.Build(cfg, hf.RandomWeights(7))
 	if err != nil {
 		t.Fatal(err)
@@ -120,8 +128,8 @@ func testEncoderPackage(t *testing.T, act string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "qgemm.Act" + strings.ToUpper(act[:1]) + act[1:]; !strings.Contains(string(pkg.Files["schedule.go"]), want) {
-		t.Fatalf("schedule.go lacks %s", want)
+	if !strings.Contains(string(pkg.Files["schedule.go"]), code) {
+		t.Fatalf("schedule.go lacks %s", code)
 	}
 	for _, want := range []string{"func (m *Model) Embed(", "PoolerOutput [][]float32", "LastHiddenState [][]float32"} {
 		if !strings.Contains(string(pkg.Files["model.go"]), want) {

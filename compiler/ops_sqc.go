@@ -12,10 +12,13 @@ func sqcOps() []*OpDef {
 	return []*OpDef{
 		{
 			Name: "sqc.Gelu", Domain: DomainSqc,
-			Doc:       "Y = 0.5 * X * (1 + erf(X / sqrt(2))) elementwise: exact (erf-form) GELU, sqc's canonical form of the Div/Erf/Add/Mul/Mul pattern.",
+			Doc: "Y = 0.5 * X * (1 + erf(X / sqrt(2))) elementwise (approximate \"none\", the default: exact erf-form GELU, sqc's canonical form of the Div/Erf/Add/Mul/Mul pattern), " +
+				"or Y = 0.5 * X * (1 + tanh(sqrt(2/pi) * (X + 0.044715 * X^3))) (approximate \"tanh\": HF gelu_new / gelu_pytorch_tanh), as ONNX Gelu-20.",
 			MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 1,
+			Attrs:  []AttrSpec{{Name: "approximate", Kind: AttrString}},
 			DTypes: DTypeRule{In: []string{"T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": floatTypes()}},
 			Shape:  sameShapeRule,
+			Check:  geluCheck,
 		},
 		{
 			Name: "sqc.Linear", Domain: DomainSqc,
@@ -29,6 +32,25 @@ func sqcOps() []*OpDef {
 		qlinearOp(),       // ops_sqc_quant.go
 		embeddingsOp(),    // ops_sqc_embed.go
 		layerNormDualOp(), // ops_sqc_layernorm.go
+	}
+}
+
+// sqc.Gelu's approximate values (ONNX Gelu-20's).
+const (
+	GeluExact = "none" // erf form, the default
+	GeluTanh  = "tanh" // tanh approximation
+)
+
+// GeluApproximate returns a sqc.Gelu node's approximate attribute
+// (absent: GeluExact).
+func GeluApproximate(n *Node) string { return attrString(n, "approximate", GeluExact) }
+
+func geluCheck(n *Node, _ int64) error {
+	switch a := GeluApproximate(n); a {
+	case GeluExact, GeluTanh:
+		return nil
+	default:
+		return fmt.Errorf("sqc.Gelu approximate = %q (want %q or %q)", a, GeluExact, GeluTanh)
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 //	    v   = v * rowScale                 (dynamic)
 //	    v   = v + bias[n]                  (if bias)
 //	    v   = gelu.Gelu(v)                 (act "gelu": internal/gelu, abs. error vs erf-GELU < 3e-7)
+//	    v   = gelu.GeluTanh(v)             (act "gelu_tanh": internal/gelu, abs. error vs tanh-GELU < 3e-7)
 //	    v   = qgemm.Relu(v)                (act "relu": v if v > 0 or NaN, else +0)
 //	    v   = v + residual[r,n]            (if residual)
 //	    y[r,n] = v
@@ -53,7 +54,7 @@ func qlinearOp() *OpDef {
 			"and Residual f32 [..., N]; Y f32 [..., N]. Static: Xq = clamp(roundEven(clamp(X*(1/act_scale), ±65536)) + act_zero_point, 0, 255), " +
 			"acc = Xq@W - act_zero_point*colsum(W) (int32), v = float32(acc)*float32(act_scale*WScale[n]); dynamic: per row lo = min(0, min X), " +
 			"hi = max(0, max X), s = (hi-lo)/255 (1 if 0), z = clamp(roundEven(-lo/s), 0, 255), Xq as static with s, z, v = float32(acc)*WScale[n]*s; " +
-			"then v += Bias[n], v = gelu(v) if act = \"gelu\" (qgemm's float32 erf-GELU) or relu(v) if act = \"relu\" (v if v > 0 or NaN, else +0), v += Residual; every float32 op rounded separately.",
+			"then v += Bias[n], v = gelu(v) if act = \"gelu\" (qgemm's float32 erf-GELU), gelu_tanh(v) if act = \"gelu_tanh\" (qgemm's float32 tanh-GELU) or relu(v) if act = \"relu\" (v if v > 0 or NaN, else +0), v += Residual; every float32 op rounded separately.",
 		MinInputs: 3, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 1,
 		Attrs: []AttrSpec{
 			{Name: "act_mode", Kind: AttrString},
@@ -78,13 +79,19 @@ func QLinearAct(n *Node) (qgemm.Act, error) {
 	return qgemm.ParseAct(attrString(n, "act", qgemm.ActNone.String()))
 }
 
-// EpilogueAct reports which GEMM epilogue activation the op of a node
-// computes, for the ops a QLinear's epilogue absorbs (sqc.Gelu: the erf
-// GELU; Relu), so passes and the INT8 engine fuse the same ones.
-func EpilogueAct(op string) (qgemm.Act, bool) {
-	switch op {
+// EpilogueAct reports which GEMM epilogue activation a node computes, for
+// the nodes a QLinear's epilogue absorbs (sqc.Gelu: the erf GELU, or the
+// tanh GELU with approximate "tanh"; Relu), so passes and the INT8 engine
+// fuse the same ones.
+func EpilogueAct(n *Node) (qgemm.Act, bool) {
+	switch n.Op {
 	case "sqc.Gelu":
-		return qgemm.ActGelu, true
+		switch GeluApproximate(n) {
+		case GeluExact:
+			return qgemm.ActGelu, true
+		case GeluTanh:
+			return qgemm.ActGeluTanh, true
+		}
 	case "Relu":
 		return qgemm.ActRelu, true
 	}

@@ -22,8 +22,7 @@ import (
 //	0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
 //
 // with x^3 as Pow(x, 3) or Mul(x, Mul(x, x)), becomes
-// sqc.Gelu(x) {approximate: "tanh"} — only once the op table gives
-// sqc.Gelu that attribute; until then the tanh form is left as it is.
+// sqc.Gelu(x) {approximate: "tanh"}.
 var FuseGelu = Pass{Name: "FuseGelu", Run: fuseGelu}
 
 const (
@@ -39,7 +38,6 @@ func fuseGelu(g *compiler.Graph) (bool, error) {
 	defer cur.annotate()
 	ix := newIndex(g)
 	nm := g.Namer()
-	tanhOK := geluHasApproximate()
 	repl := map[*compiler.Node]*compiler.Node{}
 	for _, n := range g.Nodes {
 		cur.n = n
@@ -50,11 +48,8 @@ func fuseGelu(g *compiler.Graph) (bool, error) {
 		case "Erf":
 			x, sink = matchErfGelu(ix, n)
 		case "Tanh":
-			if !tanhOK {
-				continue
-			}
 			x, sink = matchTanhGelu(ix, n)
-			approximate = "tanh"
+			approximate = compiler.GeluTanh
 		}
 		if sink == nil || repl[sink] != nil || !isFloat32(g, x) {
 			continue
@@ -75,17 +70,6 @@ func fuseGelu(g *compiler.Graph) (bool, error) {
 		removeDead(g)
 	}
 	return len(repl) > 0, nil
-}
-
-// geluHasApproximate reports whether the op table's sqc.Gelu takes the
-// "approximate" attribute that selects the tanh form.
-func geluHasApproximate() bool {
-	op, ok := compiler.LookupOp(opGelu)
-	if !ok {
-		return false
-	}
-	_, has := op.Attr("approximate")
-	return has
 }
 
 // matchErfGelu matches the erf form around its Erf node and returns x and

@@ -12,8 +12,9 @@ import (
 // compiler/exec used to decide it at lowering time:
 //
 //   - QLinear (act "none", no residual) whose output only an activation the
-//     epilogue has reads (compiler.EpilogueAct: sqc.Gelu, Relu) becomes
-//     QLinear {act="gelu" or "relu"} producing the activation's output;
+//     epilogue has reads (compiler.EpilogueAct: sqc.Gelu of either form,
+//     Relu) becomes QLinear {act="gelu", "gelu_tanh" or "relu"} producing
+//     the activation's output;
 //   - QLinear (no residual, any act) whose output only an Add reads, the
 //     Add's other operand being an f32 value of surely the same shape that
 //     is computed before the QLinear runs (a graph input, an initializer or
@@ -26,10 +27,10 @@ import (
 // planFusions), so exec lowers the fused graph to the very same steps —
 // the same GEMM with the same Epilogue, writing the same buffer — and the
 // bits cannot change: the epilogue computes gelu(v) with qgemm's float32
-// erf-GELU, the kernel nn.Gelu runs for a standalone sqc.Gelu (and
-// relu(v) with qgemm.Relu, which nn.Relu runs), and
+// erf-GELU, the kernel nn.Gelu runs for a standalone sqc.Gelu (the tanh
+// form with nn.GeluTanh's, relu(v) with qgemm.Relu, which nn.Relu runs), and
 // v + residual is the Add with its operands swapped, which IEEE addition
-// allows. The FP32 interpreter's standalone sqc.Gelu is float64 erf, so
+// allows. The FP32 interpreter's standalone sqc.Gelu is float64, so
 // there the fused graph differs from the unfused one by float32 rounding
 // (its Relu is exact either way).
 //
@@ -66,7 +67,7 @@ func fuseQLinearEpilogues(g *compiler.Graph) (bool, error) {
 		var absorbed []*compiler.Node
 		if act == qgemm.ActNone && residual == "" {
 			if c := ix.onlyConsumer(out); c != nil && isFloat32(g, out) {
-				if a, ok := compiler.EpilogueAct(c.Op); ok {
+				if a, ok := compiler.EpilogueAct(c); ok {
 					act, out = a, c.Outputs[0]
 					absorbed = append(absorbed, c)
 				}

@@ -92,6 +92,24 @@ func TestFuseQLinearEpiloguesRelu(t *testing.T) {
 	}
 }
 
+// TestFuseQLinearEpiloguesGeluTanh: a tanh-GELU FFN (gelu_new,
+// gelu_pytorch_tanh) fuses with act "gelu_tanh", and lowers to the same
+// program as the unfused graph (whose standalone step is nn.GeluTanh).
+func TestFuseQLinearEpiloguesGeluTanh(t *testing.T) {
+	for mode, r := range map[string]*strings.Replacer{"static": staticModes, "dynamic": dynamicModes} {
+		t.Run(mode, func(t *testing.T) {
+			g := parseGraph(t, r.Replace(strings.Replace(qffn, "sqc.Gelu(%f1)", `sqc.Gelu(%f1) {approximate="tanh"}`, 1)))
+			fused := applyPass(t, g, FuseQLinearEpilogues)
+			wantOps(t, fused, map[string]int{"LayerNormalization": 2, opQLinear: 2})
+			ffn1 := nodeByName(t, fused, "ffn1")
+			if actOf(t, ffn1) != qgemm.ActGeluTanh || ffn1.Outputs[0] != "a" || ffn1.Attrs["act"].String != "gelu_tanh" {
+				t.Errorf("ffn1 = %s, want act gelu_tanh producing %%a", nodeText(fused, ffn1))
+			}
+			checkFusedEquivalent(t, g, fused, fusionInputs(16), true, 0.02, 0.02)
+		})
+	}
+}
+
 // TestFuseQLinearEpiloguesGeluThenResidual: a QLinear whose GELU output
 // is added to the residual stream takes both into its epilogue, GELU
 // first, as the op defines.

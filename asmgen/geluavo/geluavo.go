@@ -1,9 +1,10 @@
-// Package geluavo emits the AVX-512 form of sqc's float32 erf-GELU
-// (internal/gelu) with avo, for both generators that need it: asmgen/qgemm
-// (the GEMM epilogue with ActGelu) and asmgen/nn (the standalone GELU). The
-// instructions are gelu.Gelu's operations one for one, in its order, with a
-// VFMADD213PS exactly where it calls gelu.FMA32, so the assembly and the Go
-// reference give the same bits.
+// Package geluavo emits the AVX-512 form of sqc's float32 GELUs (erf and
+// tanh, internal/gelu) with avo, for both generators that need it:
+// asmgen/qgemm (the GEMM epilogue with ActGelu, ActGeluTanh) and asmgen/nn
+// (the standalone GELUs). The instructions are gelu.Eval's operations one
+// for one, in its order, with a VFMADD213PS exactly where it calls
+// gelu.FMA32, so the assembly and the Go reference give the same bits; the
+// two forms differ only in the coefficient tables loaded.
 package geluavo
 
 import (
@@ -21,9 +22,26 @@ import (
 // one zmm register.
 const tableBytes = 4 * gelu.Intervals
 
-// Table is the read-only DATA section of GELU's constants: the
-// gelu.Degree+1 coefficient tables (64 bytes each, Coeffs[k] at offset
-// 64k), then AbsMask, InvWidth and Clamp for embedded broadcasts.
+// formBytes is the size of one form's gelu.Degree+1 coefficient tables.
+const formBytes = tableBytes * (gelu.Degree + 1)
+
+// Form is a GELU formulation: which internal/gelu table is evaluated.
+type Form int
+
+// The forms, in their order in the DATA section.
+const (
+	Erf  Form = iota // gelu.Gelu: gelu.Coeffs
+	Tanh             // gelu.GeluTanh: gelu.TanhCoeffs
+	formCount
+)
+
+// tables are the forms' coefficients.
+var tables = [formCount]*gelu.Table{Erf: &gelu.Coeffs, Tanh: &gelu.TanhCoeffs}
+
+// Table is the read-only DATA section of GELU's constants: for each form,
+// its gelu.Degree+1 coefficient tables (64 bytes each, row k at offset
+// form*formBytes + 64k), then AbsMask, InvWidth and Clamp (shared by the
+// forms) for embedded broadcasts.
 type Table struct{ mem operand.Mem }
 
 // NewTable declares the table as the static global name. It starts a new
@@ -32,9 +50,11 @@ type Table struct{ mem operand.Mem }
 func NewTable(ctx *build.Context, name string) Table {
 	t := Table{mem: ctx.StaticGlobal(name)}
 	ctx.DataAttributes(attr.RODATA | attr.NOPTR)
-	for k, row := range gelu.Coeffs {
-		for i, c := range row {
-			ctx.AddDatum(tableBytes*k+4*i, operand.U32(math.Float32bits(c)))
+	for f, table := range tables {
+		for k, row := range table {
+			for i, c := range row {
+				ctx.AddDatum(formBytes*f+tableBytes*k+4*i, operand.U32(math.Float32bits(c)))
+			}
 		}
 	}
 	for i, v := range []uint32{gelu.AbsMask, math.Float32bits(gelu.InvWidth), math.Float32bits(gelu.Clamp)} {
@@ -43,7 +63,7 @@ func NewTable(ctx *build.Context, name string) Table {
 	return t
 }
 
-func (t Table) scalarOff(i int) int { return tableBytes*(gelu.Degree+1) + 4*i }
+func (t Table) scalarOff(i int) int { return formBytes*int(formCount) + 4*i }
 
 // Eval holds the coefficient tables in zmm registers: gelu.Degree+1 of
 // the 32, for the whole function (VPERMPS indexes them at register
@@ -53,17 +73,25 @@ type Eval struct {
 	coef [gelu.Degree + 1]reg.VecVirtual
 }
 
-// Load emits the loads of the coefficient tables into new registers.
-func (t Table) Load(ctx *build.Context) *Eval {
+// Coeffs is the address of form f's coefficient tables (for a LEAQ that
+// picks the form at run time; see LoadFrom).
+func (t Table) Coeffs(f Form) operand.Mem { return t.mem.Offset(formBytes * int(f)) }
+
+// Load emits the loads of form f's coefficient tables into new registers.
+func (t Table) Load(ctx *build.Context, f Form) *Eval { return t.LoadFrom(ctx, t.Coeffs(f)) }
+
+// LoadFrom emits the loads of the coefficient tables at coeffs (Coeffs of
+// some form, or a register holding such an address) into new registers.
+func (t Table) LoadFrom(ctx *build.Context, coeffs operand.Mem) *Eval {
 	e := &Eval{t: t}
 	for k := range e.coef {
 		e.coef[k] = ctx.ZMM()
-		ctx.VMOVUPS(t.mem.Offset(tableBytes*k), e.coef[k])
+		ctx.VMOVUPS(coeffs.Offset(tableBytes*k), e.coef[k])
 	}
 	return e
 }
 
-// Emit emits gelu.Gelu on the 16 lanes of each register of xs (left
+// Emit emits gelu.Eval with the loaded tables on the 16 lanes of each register of xs (left
 // unchanged), the chunks interleaved step by step so that their
 // dependency chains overlap, and returns the registers holding the
 // results. zero is a zeroed zmm register.

@@ -8,26 +8,34 @@ import (
 	"github.com/sqc-dev/sqc/asmgen/geluavo"
 )
 
-// GELU is internal/gelu's float32 erf-GELU, the function a GEMM epilogue
-// with ActGelu applies; nn.Gelu applies it standalone. Both generators
-// emit it with asmgen/geluavo, so standalone and fused GELU give the same
-// bits.
+// GELU is internal/gelu's float32 erf-GELU (and GeluTanh its tanh form),
+// the function a GEMM epilogue with ActGelu (ActGeluTanh) applies;
+// nn.Gelu (nn.GeluTanh) applies it standalone. Both generators emit it
+// with asmgen/geluavo, so standalone and fused GELU give the same bits.
 
 // geluChunks 16-float chunks go through GELU interleaved per step, so that
 // their dependency chains overlap.
 const geluChunks = 3
 
-// genGelu emits geluAsm: dst[i] = gelu(src[i]) for i < n.
+// genGelu emits geluAsm and geluTanhAsm: dst[i] = gelu(src[i]) for i < n,
+// one table for both.
 func genGelu(g *gen) {
 	table := geluavo.NewTable(g.Context, "nnGelu")
-	g.Function("geluAsm")
+	genGeluForm(g, table, geluavo.Erf, "geluAsm", "gelu.Gelu")
+	genGeluForm(g, table, geluavo.Tanh, "geluTanhAsm", "gelu.GeluTanh")
+}
+
+// genGeluForm emits the function name applying the GELU of form f (ref
+// is its Go reference, for the doc comment).
+func genGeluForm(g *gen, table geluavo.Table, f geluavo.Form, name, ref string) {
+	g.Function(name)
 	g.Attributes(attr.NOSPLIT)
 	g.SignatureExpr("func(dst *float32, src *float32, n int)")
 	g.Pragma("noescape")
-	g.Doc("geluAsm sets dst[i] = gelu.Gelu(src[i]) for i < n (n >= 1); dst may be src.")
+	g.Doc(name + " sets dst[i] = " + ref + "(src[i]) for i < n (n >= 1); dst may be src.")
 	dst, src, n := g.Load("dst"), g.Load("src"), g.Load("n")
 	zero := g.zeroZMM()
-	eval := table.Load(g.Context)
+	eval := table.Load(g.Context, f)
 	j := g.GP64()
 	g.XORQ(j, j)
 	loop := g.NewLabel("gelu_loop")

@@ -9,8 +9,8 @@ import (
 )
 
 // The AVX-512 epilogue mirrors runtime/qgemm/epilogue.go operation for
-// operation (same order, same constants; GELU is internal/gelu's, emitted
-// by asmgen/geluavo; ReLU is a compare and a zeroing move, see reluF32
+// operation (same order, same constants; GELU, erf or tanh, is
+// internal/gelu's, emitted by asmgen/geluavo; ReLU is a compare and a zeroing move, see reluF32
 // there), so that its output has the same bits as epilogueGo.
 // Keep the two in step; the runtime test TestEpilogueAVX512MatchesGo
 // compares them.
@@ -25,6 +25,11 @@ const (
 	epiRow                   // per-row zero point (replacing aZero) and scale: dynamic quantisation
 	epiRelu                  // apply ReLU (never with epiGelu: one Act)
 	epiFlagCount = 7
+
+	// epiGeluTanh (with epiGelu) makes GELU the tanh form. It is no
+	// variant of its own: the GELU variants pick their coefficient tables
+	// with it on entry, the only difference between the two forms.
+	epiGeluTanh = 1 << epiFlagCount
 )
 
 // epiMaxUnroll is the most 16-column chunks per column strip (at most 4:
@@ -54,7 +59,7 @@ func genEpilogue(g *gen) {
 		"block (row 0 for res, the output, rowZero and rowScale); strides are in",
 		"elements. flags: 1 colSum, 2 bias, 4 GELU, 8 residual, 16 u8 output (else",
 		"f32), 32 per-row zero point rowZero[i] (replacing aZero) and scale rowScale[i],",
-		"64 ReLU (not with 4). u8 output clamps v*invScale to [clampLo, clampHi] =",
+		"64 ReLU (not with 4), 128 (with 4) tanh GELU. u8 output clamps v*invScale to [clampLo, clampHi] =",
 		"[-outZero, 255-outZero].")
 	flags := g.Load("flags")
 	epilogueDispatch(g, geluTable, colMasks, flags, 0, 0)
@@ -151,7 +156,14 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 	}
 	var gelu *geluavo.Eval
 	if has(epiGelu) {
-		gelu = geluTable.Load(g.Context) // the coefficient tables stay in registers
+		// The form's coefficient tables, chosen by epiGeluTanh, stay in
+		// registers.
+		coeffs, tanh := g.GP64(), g.GP64()
+		g.LEAQ(geluTable.Coeffs(geluavo.Erf), coeffs)
+		g.LEAQ(geluTable.Coeffs(geluavo.Tanh), tanh)
+		g.TESTQ(operand.U32(epiGeluTanh), g.ParamAddr("flags"))
+		g.CMOVQNE(tanh, coeffs)
+		gelu = geluTable.LoadFrom(g.Context, operand.Mem{Base: coeffs})
 	}
 
 	stripLoop, rowLoop := g.NewLabel("epi_strip"), g.NewLabel("epi_row")

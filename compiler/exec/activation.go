@@ -1,22 +1,27 @@
 package exec
 
 import (
+	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/runtime/nn"
 	"github.com/sqc-dev/sqc/runtime/pool"
 )
 
 // Activation functions of ActivationStep (its Func).
 const (
-	ActGelu = "gelu" // internal/gelu's float32 GELU (the GEMM epilogue's)
-	ActTanh = "tanh"
-	ActRelu = "relu" // qgemm.Relu (the GEMM epilogue's)
+	ActGelu     = "gelu"      // internal/gelu's float32 GELU (the GEMM epilogue's)
+	ActGeluTanh = "gelu_tanh" // internal/gelu's float32 tanh-GELU (the GEMM epilogue's)
+	ActTanh     = "tanh"
+	ActRelu     = "relu" // qgemm.Relu (the GEMM epilogue's)
 )
 
 // Activation is one elementwise activation a standalone step computes:
 // everything the engine, the code generator and the roofline know of it.
 type Activation struct {
-	Func string // ActGelu, ActTanh or ActRelu
+	Func string // ActGelu, ActGeluTanh, ActTanh or ActRelu
 	Op   string // the graph op it lowers
+	// Approximate is the sqc.Gelu approximate attribute it lowers
+	// (compiler.GeluApproximate; "" for the other ops).
+	Approximate string
 	// NN is the runtime/nn function (generated code calls nn.NN), Run
 	// that function.
 	NN  string
@@ -29,7 +34,8 @@ type Activation struct {
 // activations is every activation an ActivationStep computes (a constant
 // table: read, never written).
 var activations = [...]Activation{
-	{Func: ActGelu, Op: "sqc.Gelu", NN: "GeluParallel", Run: nn.GeluParallel, OpsPerElement: 12}, // erf polynomial, 0.5*x*(1+erf)
+	{Func: ActGelu, Op: "sqc.Gelu", Approximate: compiler.GeluExact, NN: "GeluParallel", Run: nn.GeluParallel, OpsPerElement: 12},            // erf polynomial, 0.5*x*(1+erf)
+	{Func: ActGeluTanh, Op: "sqc.Gelu", Approximate: compiler.GeluTanh, NN: "GeluTanhParallel", Run: nn.GeluTanhParallel, OpsPerElement: 12}, // the same polynomial, another table
 	{Func: ActTanh, Op: "Tanh", NN: "TanhSliceParallel", Run: nn.TanhSliceParallel, OpsPerElement: 10},
 	{Func: ActRelu, Op: "Relu", NN: "ReluParallel", Run: nn.ReluParallel, OpsPerElement: 1},
 }
@@ -37,11 +43,15 @@ var activations = [...]Activation{
 // Activations lists every activation an ActivationStep computes.
 func Activations() []Activation { return append([]Activation(nil), activations[:]...) }
 
-// activationBy returns the activation whose key (Func or Op, by key)
-// equals v.
-func activationBy(key func(Activation) string, v string) (Activation, bool) {
+// activationFor returns the activation that lowers node n: its op and,
+// for sqc.Gelu, its approximate attribute.
+func activationFor(n *compiler.Node) (Activation, bool) {
+	approximate := ""
+	if n.Op == "sqc.Gelu" {
+		approximate = compiler.GeluApproximate(n)
+	}
 	for _, a := range activations {
-		if key(a) == v {
+		if a.Op == n.Op && a.Approximate == approximate {
 			return a, true
 		}
 	}
@@ -50,6 +60,10 @@ func activationBy(key func(Activation) string, v string) (Activation, bool) {
 
 // Activation is the step's function.
 func (s *ActivationStep) Activation() Activation {
-	a, _ := activationBy(func(a Activation) string { return a.Func }, s.Func)
-	return a
+	for _, a := range activations {
+		if a.Func == s.Func {
+			return a
+		}
+	}
+	return Activation{}
 }

@@ -287,7 +287,7 @@ func (l *lowering) planFusions() error {
 		hasResidual := len(n.Inputs) > 4 && n.Inputs[4] != ""
 		if f.act == qgemm.ActNone && !hasResidual {
 			if c := l.soleConsumer(f.out); c >= 0 && l.dtype(f.out) == compiler.Float32 {
-				if a, ok := compiler.EpilogueAct(l.g.Nodes[c].Op); ok {
+				if a, ok := compiler.EpilogueAct(l.g.Nodes[c]); ok {
 					f.act, f.out = a, l.g.Nodes[c].Outputs[0]
 					l.absorbed[c] = true
 				}
@@ -450,7 +450,7 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 		l.emit(&AddStep{Node: n.Name, A: l.slot(n.Inputs[0]), B: l.slot(n.Inputs[1]), Out: l.slot(n.Outputs[0])})
 		return true, nil
 	case "sqc.Gelu", "Tanh", "Relu":
-		a, ok := activationBy(func(a Activation) string { return a.Op }, n.Op)
+		a, ok := activationFor(n)
 		if !ok || !f32(n.Inputs[0]) {
 			return false, nil
 		}

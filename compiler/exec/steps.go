@@ -145,8 +145,8 @@ type AddStep struct {
 	shape     []int64
 }
 
-// ActivationStep applies an elementwise activation (Func: ActGelu, ActTanh,
-// ActRelu; activation.go) to X into Out.
+// ActivationStep applies an elementwise activation (Func: ActGelu,
+// ActGeluTanh, ActTanh, ActRelu; activation.go) to X into Out.
 type ActivationStep struct {
 	Node   string
 	Func   string

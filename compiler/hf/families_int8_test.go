@@ -1,10 +1,10 @@
 package hf
 
 import (
-	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -58,8 +58,8 @@ func calibBatches(ref *testmodels.ModelReference, vocab, n int) []calib.Batch {
 
 // int8Outputs quantises a copy of g as `sqc run --int8` does and runs the
 // reference batch through the INT8 engine; it also returns the canonical
-// FP32 graph's outputs.
-func int8Outputs(t *testing.T, g *compiler.Graph, ref *testmodels.ModelReference) (int8Out, fp32Out map[string]*compiler.Tensor, err error) {
+// FP32 graph's outputs and the INT8 program's listing.
+func int8Outputs(t *testing.T, g *compiler.Graph, ref *testmodels.ModelReference) (int8Out, fp32Out map[string]*compiler.Tensor, listing string, err error) {
 	t.Helper()
 	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
 		t.Fatal(err)
@@ -85,14 +85,18 @@ func int8Outputs(t *testing.T, g *compiler.Graph, ref *testmodels.ModelReference
 	}
 	prog, err := exec.Compile(q, exec.Options{})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	defer prog.Close()
 	if int8Out, err = prog.Run(ref.Inputs); err != nil {
 		t.Fatalf("INT8 engine: %v", err)
 	}
-	return int8Out, fp32Out, nil
+	return int8Out, fp32Out, prog.String(), nil
 }
+
+// ffnEpilogue is the GEMM epilogue activation a hidden_act fuses into
+// (qgemm.Act's String).
+var ffnEpilogue = map[string]string{ActGELU: "gelu", ActGELUNew: "gelu_tanh", ActGELUTanh: "gelu_tanh", ActRELU: "relu"}
 
 // findWordTable names the embedding table input_ids index (for ONNX
 // graphs, whose Meta has no vocab_size).
@@ -118,7 +122,6 @@ func TestTinyFamiliesINT8(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tanhGELU := cfg.HiddenAct == ActGELUNew || cfg.HiddenAct == ActGELUTanh
 			for _, frontend := range []string{"safetensors", "onnx"} {
 				var g *compiler.Graph
 				var err error
@@ -130,22 +133,26 @@ func TestTinyFamiliesINT8(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				q, f, err := int8Outputs(t, g, ref)
-				if err != nil && tanhGELU && errors.Is(err, compiler.ErrUnsupportedOp) {
-					// The INT8 engine has no tanh-GELU kernel yet, and
-					// the unfused Mul/Pow/Tanh chain has none inside the
-					// encoder: a clear error, not a wrong result.
-					t.Logf("%s: INT8 not available for %s: %v", frontend, cfg.HiddenAct, err)
-					continue
-				}
+				q, f, listing, err := int8Outputs(t, g, ref)
 				if err != nil {
 					t.Fatalf("%s: INT8 engine: %v", frontend, err)
+				}
+				// Every layer's FFN activation runs in its GEMM epilogue.
+				if want := "act=" + ffnEpilogue[cfg.HiddenAct]; strings.Count(listing, want) != cfg.NumLayers {
+					t.Errorf("%s: %d GEMMs with %s, want one per layer (%d):\n%s", frontend, strings.Count(listing, want), want, cfg.NumLayers, listing)
 				}
 				for _, out := range ref.OutputNames() {
 					cosFP32 := testmodels.Cosine(q[out], f[out])
 					cosTorch := testmodels.Cosine(q[out], ref.Outputs[out])
-					t.Logf("%s %s: INT8 cosine %.5f vs FP32, %.5f vs PyTorch; max |INT8 - FP32| %.3g",
-						frontend, out, cosFP32, cosTorch, testmodels.TensorMaxAbsDiff(q[out], f[out]))
+					t.Logf("%s %s (%s): INT8 cosine %.5f vs FP32, %.5f vs PyTorch; max |INT8 - FP32| %.3g",
+						frontend, out, cfg.HiddenAct, cosFP32, cosTorch, testmodels.TensorMaxAbsDiff(q[out], f[out]))
+					// The canonical FP32 graph (FFN activation fused into
+					// sqc.Gelu) still matches PyTorch.
+					d := testmodels.TensorMaxAbsDiff(f[out], ref.Outputs[out])
+					t.Logf("%s %s (%s): canonical FP32 max |sqc - torch| %.3g", frontend, out, cfg.HiddenAct, d)
+					if !(d <= referenceTolerance) {
+						t.Errorf("%s %s: canonical FP32 differs from PyTorch by %.3g > %g", frontend, out, d, referenceTolerance)
+					}
 					if !(cosFP32 >= int8MinCosine) {
 						t.Errorf("%s %s: INT8 cosine vs FP32 %.5f < %g", frontend, out, cosFP32, int8MinCosine)
 					}

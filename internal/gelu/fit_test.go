@@ -10,13 +10,11 @@ import (
 
 var printFit = flag.Bool("print-fit", false, "print the refitted Coeffs table")
 
-// g is gelu(-u) in float64.
-func g(u float64) float64 { return geluRef(-u) }
-
 // fitInterval returns the least-squares polynomial of degree Degree in
-// r of g((i + r)/InvWidth) over 64 Chebyshev nodes of r in [lo, 0.5]
+// r of g((i + r)/InvWidth), g(u) = ref(-u), over 64 Chebyshev nodes of r in [lo, 0.5]
 // (lo = 0 and no constant term for i = 0), lowest degree first.
-func fitInterval(i int) []float64 {
+func fitInterval(ref func(float64) float64, i int) []float64 {
+	g := func(u float64) float64 { return ref(-u) }
 	const nodes = 64
 	lo, first := -0.5, 0
 	if i == 0 {
@@ -72,35 +70,40 @@ func fitInterval(i int) []float64 {
 	return c
 }
 
-// TestCoeffsAreTheFit refits the table and checks Coeffs against it (to
-// 1e-6 relative plus 1e-12 absolute: the float64 solve may differ in its
-// last bits between machines). -print-fit prints the refitted table.
+// TestCoeffsAreTheFit refits each form's table and checks it against the
+// fit (to 1e-6 relative plus 1e-12 absolute: the float64 solve may differ
+// in its last bits between machines). -print-fit prints the refitted
+// tables.
 func TestCoeffsAreTheFit(t *testing.T) {
-	var fit [Degree + 1][Intervals]float32
-	for i := range Intervals - 1 {
-		for k, c := range fitInterval(i) {
-			fit[k][i] = float32(c)
-		}
-	}
-	if *printFit {
-		var b strings.Builder
-		for _, row := range fit {
-			b.WriteString("\t{")
-			for i, c := range row {
-				if i > 0 {
-					b.WriteString(", ")
+	for _, f := range forms {
+		t.Run(f.name, func(t *testing.T) {
+			var fit Table
+			for i := range Intervals - 1 {
+				for k, c := range fitInterval(f.ref, i) {
+					fit[k][i] = float32(c)
 				}
-				fmt.Fprintf(&b, "%v", c)
 			}
-			b.WriteString("},\n")
-		}
-		t.Logf("refitted Coeffs:\n%s", b.String())
-	}
-	for k := range fit {
-		for i := range fit[k] {
-			if d := math.Abs(float64(fit[k][i] - Coeffs[k][i])); d > 1e-6*math.Abs(float64(fit[k][i]))+1e-12 {
-				t.Errorf("Coeffs[%d][%d] = %g, the fit gives %g", k, i, Coeffs[k][i], fit[k][i])
+			if *printFit {
+				var b strings.Builder
+				for _, row := range fit {
+					b.WriteString("\t{")
+					for i, c := range row {
+						if i > 0 {
+							b.WriteString(", ")
+						}
+						fmt.Fprintf(&b, "%v", c)
+					}
+					b.WriteString("},\n")
+				}
+				t.Logf("refitted %s table:\n%s", f.name, b.String())
 			}
-		}
+			for k := range fit {
+				for i := range fit[k] {
+					if d := math.Abs(float64(fit[k][i] - f.table[k][i])); d > 1e-6*math.Abs(float64(fit[k][i]))+1e-12 {
+						t.Errorf("table[%d][%d] = %g, the fit gives %g", k, i, f.table[k][i], fit[k][i])
+					}
+				}
+			}
+		})
 	}
 }

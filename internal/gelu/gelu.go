@@ -1,27 +1,32 @@
-// Package gelu is sqc's float32 erf-GELU, gelu(x) = x*Phi(x) with Phi the
-// standard normal CDF: the one Go definition that the GEMM epilogue
-// (runtime/qgemm, ActGelu) and the standalone activation (runtime/nn.Gelu)
-// share, and the table that their AVX-512 versions (emitted by
-// asmgen/geluavo) evaluate. The vector code computes Gelu's float32
+// Package gelu is sqc's float32 GELU in its two forms, the erf GELU
+// gelu(x) = x*Phi(x) with Phi the standard normal CDF (Gelu, HuggingFace's
+// "gelu") and the tanh approximation 0.5*x*(1+tanh(sqrt(2/pi)*(x +
+// 0.044715*x^3))) (GeluTanh, "gelu_new" and "gelu_pytorch_tanh"): the one
+// Go definition that the GEMM epilogue (runtime/qgemm, ActGelu and
+// ActGeluTanh) and the standalone activations (runtime/nn.Gelu,
+// nn.GeluTanh) share, and the tables that their AVX-512 versions (emitted
+// by asmgen/geluavo) evaluate. The vector code computes Eval's float32
 // operations in the same order, with a fused multiply-add exactly where
-// Gelu calls FMA32, so both give the same bits.
+// Eval calls FMA32, so both give the same bits.
 //
-// Method. gelu(x) - gelu(-x) = x, so gelu(x) = max(x, 0) + g(|x|) with
-// g(u) = gelu(-u) = -u*Phi(-u), a smooth function of u >= 0 that decays
-// to 0 (|g| < 2e-8 from u = 5.8 on). With b = min(|x|*InvWidth, Clamp)
-// (InvWidth = 2.5: intervals 0.4 wide), i = roundEven(b) in [0, 15] picks
-// an interval and r = b - i in [-0.5, 0.5] is the position in it (exact:
-// VREDUCEPS); g is then a degree-5 polynomial in r with the coefficients
-// Coeffs[k][i] (one VPERMPS per coefficient: a 16-entry table fits one
-// zmm register), evaluated by Horner's rule with fused multiply-adds.
-// Interval 15 (|x| >= 5.8) is all zeros, so gelu(x) = max(x, 0) there,
-// and interval 0 has no constant term, so small x keep their relative
-// accuracy (gelu(x) ~ x/2). The absolute error against 0.5*x*(1 +
-// erf(x/sqrt2)) is below 3e-7 everywhere (TestAccuracy), half a float32
-// ulp of the largest results it affects.
+// Method. Both forms satisfy f(x) - f(-x) = x (Phi(x) + Phi(-x) = 1, tanh
+// is odd), so f(x) = max(x, 0) + g(|x|) with g(u) = f(-u), a smooth
+// function of u >= 0 that decays to 0 (|g| < 2e-8 from u = 5.8 on, for
+// both). With b = min(|x|*InvWidth, Clamp) (InvWidth = 2.5: intervals 0.4
+// wide), i = roundEven(b) in [0, 15] picks an interval and r = b - i in
+// [-0.5, 0.5] is the position in it (exact: VREDUCEPS); g is then a
+// degree-5 polynomial in r with the coefficients Table[k][i] (one VPERMPS
+// per coefficient: a 16-entry table fits one zmm register), evaluated by
+// Horner's rule with fused multiply-adds. The two forms differ only in
+// their table (Coeffs, TanhCoeffs). Interval 15 (|x| >= 5.8) is all zeros,
+// so f(x) = max(x, 0) there, and interval 0 has no constant term, so small
+// x keep their relative accuracy (f(x) ~ x/2). The absolute error against
+// the float64 function is below 3e-7 everywhere for both forms
+// (TestAccuracy), half a float32 ulp of the largest results it affects.
 //
 // About 18 vector operations per 16 values, against ~80 and a division for
-// the erfc-and-exp formulation this replaced.
+// the erfc-and-exp formulation this replaced (and a tanh, an exp and a
+// division, for the tanh form written out).
 package gelu
 
 import "math"
@@ -41,11 +46,14 @@ const (
 	Intervals = 16
 )
 
-// Coeffs[k][i] is the coefficient of r^k of interval i: a least-squares
+// Table[k][i] is the coefficient of r^k of interval i: a least-squares
 // fit in float64 of g((i + r)/InvWidth) over 64 Chebyshev nodes of r in
 // [-0.5, 0.5] ([0, 0.5] with no constant term for interval 0), rounded to
 // float32 (fit_test.go refits and compares).
-var Coeffs = [Degree + 1][Intervals]float32{
+type Table [Degree + 1][Intervals]float32
+
+// Coeffs is the erf GELU's table.
+var Coeffs = Table{
 	{0, -0.13783129, -0.16948433, -0.13808362, -0.08767887, -0.045500264, -0.019674081, -0.0071543623, -0.0021988407, -0.00057279115, -0.00012668526, -2.3815348e-05, -3.8080295e-06, -5.181644e-07, -6.0021435e-08, 0},
 	{-0.19999997, -0.078908086, 0.00795913, 0.04718144, 0.04906962, 0.034092724, 0.018219735, 0.007843252, 0.002776777, 0.00081749517, 0.00020145992, 4.17338e-05, 7.288396e-06, 1.0752481e-06, 1.3420615e-07, 0},
 	{0.063829884, 0.054208614, 0.031518918, 0.008700509, -0.004968711, -0.008638617, -0.006736559, -0.0036982882, -0.0015716391, -0.00053649984, -0.00014986859, -3.4628956e-05, -6.6637494e-06, -1.0728977e-06, -1.4500719e-07, 0},
@@ -57,21 +65,39 @@ var Coeffs = [Degree + 1][Intervals]float32{
 // AbsMask clears a float32's sign bit (VANDPS).
 const AbsMask uint32 = 0x7FFFFFFF
 
-// Gelu returns the float32 erf-GELU of x (see the package comment):
-// gelu(±Inf) = +Inf / 0, gelu(NaN) = NaN. Every step is one vector
-// instruction of the assembly, in this order. It is not inlined: FMA32's
-// float64 arithmetic stays out of its callers, whose listings runtime/nn's
-// TestNoFusedMultiplyAdd searches for fused multiply-adds.
+// TanhCoeffs is the tanh GELU's table.
+var TanhCoeffs = Table{
+	{0, -0.13783883, -0.16956832, -0.13829724, -0.08786304, -0.045402303, -0.019276842, -0.006688891, -0.0018695643, -0.00041258038, -7.024629e-05, -9.002126e-06, -8.463921e-07, -5.688568e-08, -2.6620983e-09, 0},
+	{-0.19999997, -0.07893647, 0.0078334855, 0.047090456, 0.04924021, 0.034439705, 0.018423984, 0.0077833836, 0.002597256, 0.0006752724, 0.00013404932, 1.985035e-05, 2.1394044e-06, 1.6362411e-07, 8.655019e-09, 0},
+	{0.06382986, 0.054171067, 0.031480316, 0.008785739, -0.0048243236, -0.008630061, -0.006866778, -0.0038068087, -0.0015835126, -0.00049911503, -0.000117899835, -2.0478865e-05, -2.557916e-06, -2.243163e-07, -1.3470794e-08, 0},
+	{8.275946e-06, -0.006050488, -0.008282305, -0.006317312, -0.002741894, -6.123939e-05, 0.0009881704, 0.0009365733, 0.0005357961, 0.00021562094, 6.2613e-05, 1.3049421e-05, 1.9216038e-06, 1.9598207e-07, 1.3539695e-08, 0},
+	{-0.0017438236, -0.0011302717, 2.9420722e-05, 0.00081362965, 0.00084687263, 0.00046154304, 9.341444e-05, -8.10289e-05, -9.8879646e-05, -5.8012953e-05, -2.2184704e-05, -5.8145242e-06, -1.049035e-06, -1.2898433e-07, -1.0636236e-08, 0},
+	{6.0872906e-05, 0.00020588166, 0.00022213068, 7.91934e-05, -5.243424e-05, -8.6330605e-05, -5.553647e-05, -1.6020429e-05, 5.3778185e-06, 8.867384e-06, 5.1131965e-06, 1.7687697e-06, 3.9697878e-07, 5.864718e-08, 5.6751754e-09, 0},
+}
+
+// Gelu returns the float32 erf-GELU of x, Eval with Coeffs.
 //
 //go:noinline
-func Gelu(x float32) float32 {
+func Gelu(x float32) float32 { return Eval(x, &Coeffs) }
+
+// GeluTanh returns the float32 tanh-GELU of x, Eval with TanhCoeffs.
+//
+//go:noinline
+func GeluTanh(x float32) float32 { return Eval(x, &TanhCoeffs) }
+
+// Eval returns the GELU whose table is c (see the package comment):
+// f(±Inf) = +Inf / 0, f(NaN) = NaN. Every step is one vector instruction
+// of the assembly, in this order. Gelu and GeluTanh are not inlined:
+// FMA32's float64 arithmetic stays out of their callers, whose listings
+// runtime/nn's TestNoFusedMultiplyAdd searches for fused multiply-adds.
+func Eval(x float32, c *Table) float32 {
 	y := x * InvWidth                                                    // VMULPS
 	b := MinPS(math.Float32frombits(math.Float32bits(y)&AbsMask), Clamp) // VANDPS, VMINPS
 	i := int32(math.RoundToEven(float64(b)))                             // VCVTPS2DQ: 0..15
 	r := b - float32(i)                                                  // VREDUCEPS: exact
-	p := Coeffs[Degree][i]                                               // VPERMPS (each coefficient)
+	p := c[Degree][i]                                                    // VPERMPS (each coefficient)
 	for k := Degree - 1; k >= 0; k-- {
-		p = FMA32(p, r, Coeffs[k][i]) // VFMADD213PS
+		p = FMA32(p, r, c[k][i]) // VFMADD213PS
 	}
 	return MaxPS(0, x) + p // VMAXPS, VADDPS
 }

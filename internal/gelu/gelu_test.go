@@ -11,40 +11,75 @@ import (
 // it stays accurate for negative x.
 func geluRef(x float64) float64 { return 0.5 * x * math.Erfc(-x/math.Sqrt2) }
 
-// TestAccuracy bounds Gelu's absolute error against the erf GELU densely
-// over [-8, 8] (beyond, both are max(x, 0) to within 1e-14), and its
-// relative error where the result is not tiny: a few float32 ulps.
+// geluTanhRef is 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))) in float64,
+// written as x/(1+exp(-2z)) (1+tanh(z) = 2/(1+exp(-2z))) so that it stays
+// accurate for negative x, where 1+tanh(z) cancels.
+func geluTanhRef(x float64) float64 {
+	z := math.Sqrt(2/math.Pi) * (x + 0.044715*x*x*x)
+	return x / (1 + math.Exp(-2*z))
+}
+
+// forms are the two GELUs: name, float64 reference, table, float32 function.
+var forms = []struct {
+	name  string
+	ref   func(float64) float64
+	table *Table
+	f     func(float32) float32
+}{
+	{"erf", geluRef, &Coeffs, Gelu},
+	{"tanh", geluTanhRef, &TanhCoeffs, GeluTanh},
+}
+
+// TestAccuracy bounds each form's absolute error against its float64
+// function densely over [-8, 8] (beyond, both are max(x, 0) to within
+// 1e-14), and its relative error where the result is not tiny: a few
+// float32 ulps.
 func TestAccuracy(t *testing.T) {
 	const absTol, relTol = 3e-7, 1e-6
-	worstAbs, worstAbsX, worstRel, worstRelX := 0.0, float32(0), 0.0, float32(0)
-	for i := -1600000; i <= 1600000; i++ {
-		x := float32(i) * 5e-6
-		ref, got := geluRef(float64(x)), float64(Gelu(x))
-		e := math.Abs(got - ref)
-		if e > worstAbs {
-			worstAbs, worstAbsX = e, x
-		}
-		if x > -1 { // |gelu| >= 0.16|x| here: relative accuracy is meaningful
-			if r := e / math.Abs(ref); ref != 0 && r > worstRel {
-				worstRel, worstRelX = r, x
+	for _, f := range forms {
+		t.Run(f.name, func(t *testing.T) {
+			worstAbs, worstAbsX, worstRel, worstRelX := 0.0, float32(0), 0.0, float32(0)
+			for i := -1600000; i <= 1600000; i++ {
+				x := float32(i) * 5e-6
+				ref, got := f.ref(float64(x)), float64(f.f(x))
+				e := math.Abs(got - ref)
+				if e > worstAbs {
+					worstAbs, worstAbsX = e, x
+				}
+				if x > -1 { // |f| >= 0.15|x| here: relative accuracy is meaningful
+					if r := e / math.Abs(ref); ref != 0 && r > worstRel {
+						worstRel, worstRelX = r, x
+					}
+				}
 			}
-		}
-	}
-	t.Logf("max abs error %.3g at x = %g, max rel error (x > -1) %.3g at x = %g", worstAbs, worstAbsX, worstRel, worstRelX)
-	if worstAbs > absTol {
-		t.Errorf("max abs error %.3g at x = %g, want <= %g", worstAbs, worstAbsX, absTol)
-	}
-	if worstRel > relTol {
-		t.Errorf("max rel error %.3g at x = %g, want <= %g", worstRel, worstRelX, relTol)
-	}
-	for _, x := range []float32{1e-30, 1e-10, -1e-10, 1e-4} { // gelu(x) ~ x/2
-		if got, ref := float64(Gelu(x)), geluRef(float64(x)); math.Abs(got-ref) > 1e-6*math.Abs(ref) {
-			t.Errorf("Gelu(%g) = %g, want %g", x, got, ref)
-		}
+			t.Logf("max abs error %.3g at x = %g, max rel error (x > -1) %.3g at x = %g", worstAbs, worstAbsX, worstRel, worstRelX)
+			if worstAbs > absTol {
+				t.Errorf("max abs error %.3g at x = %g, want <= %g", worstAbs, worstAbsX, absTol)
+			}
+			if worstRel > relTol {
+				t.Errorf("max rel error %.3g at x = %g, want <= %g", worstRel, worstRelX, relTol)
+			}
+			for _, x := range []float32{1e-30, 1e-10, -1e-10, 1e-4} { // f(x) ~ x/2
+				if got, ref := float64(f.f(x)), f.ref(float64(x)); math.Abs(got-ref) > 1e-6*math.Abs(ref) {
+					t.Errorf("f(%g) = %g, want %g", x, got, ref)
+				}
+			}
+			for _, x := range []float64{5.8, 6, 8, 10} { // the zero interval is right
+				if g := math.Abs(f.ref(-x)); g > 2e-8 {
+					t.Errorf("|f(%g)| = %g, want < 2e-8 (interval 15 is all zeros)", -x, g)
+				}
+			}
+		})
 	}
 }
 
 func TestSpecialValues(t *testing.T) {
+	for _, f := range forms {
+		t.Run(f.name, func(t *testing.T) { testSpecialValues(t, f.f) })
+	}
+}
+
+func testSpecialValues(t *testing.T, gelu func(float32) float32) {
 	for _, c := range []struct{ x, want float32 }{
 		{0, 0},
 		{float32(math.Copysign(0, -1)), 0},
@@ -55,12 +90,12 @@ func TestSpecialValues(t *testing.T) {
 		{-6, 0},
 		{-1e30, 0},
 	} {
-		if got := Gelu(c.x); got != c.want {
-			t.Errorf("Gelu(%g) = %g, want %g", c.x, got, c.want)
+		if got := gelu(c.x); got != c.want {
+			t.Errorf("f(%g) = %g, want %g", c.x, got, c.want)
 		}
 	}
-	if got := Gelu(float32(math.NaN())); !math.IsNaN(float64(got)) {
-		t.Errorf("Gelu(NaN) = %g, want NaN", got)
+	if got := gelu(float32(math.NaN())); !math.IsNaN(float64(got)) {
+		t.Errorf("f(NaN) = %g, want NaN", got)
 	}
 }
 
@@ -103,23 +138,26 @@ func TestFMA32(t *testing.T) {
 	check(-a, b, -c)
 }
 
-// TestTableIndex checks that the interval index and offset of Gelu's
-// vector form are what the table was fitted for: every |x| in interval
-// i maps to r in [-0.5, 0.5] and the zero interval starts at 5.8.
+// TestTableIndex checks that the tables are what Eval's interval index
+// and offset expect: finite coefficients, an all-zero last interval (the
+// cutoff at 5.8) and no constant term in interval 0.
 func TestTableIndex(t *testing.T) {
-	for i := range Intervals - 1 {
-		for _, c := range Coeffs {
-			if math.IsNaN(float64(c[i])) || math.IsInf(float64(c[i]), 0) {
-				t.Fatalf("coefficient of interval %d is %g", i, c[i])
+	for _, f := range forms {
+		c := f.table
+		for i := range Intervals - 1 {
+			for k := range c {
+				if math.IsNaN(float64(c[k][i])) || math.IsInf(float64(c[k][i]), 0) {
+					t.Fatalf("%s: coefficient %d of interval %d is %g", f.name, k, i, c[k][i])
+				}
 			}
 		}
-	}
-	for k := range Coeffs {
-		if Coeffs[k][Intervals-1] != 0 {
-			t.Errorf("Coeffs[%d][%d] = %g, want 0 (the interval past the cutoff)", k, Intervals-1, Coeffs[k][Intervals-1])
+		for k := range c {
+			if c[k][Intervals-1] != 0 {
+				t.Errorf("%s: table[%d][%d] = %g, want 0 (the interval past the cutoff)", f.name, k, Intervals-1, c[k][Intervals-1])
+			}
 		}
-	}
-	if Coeffs[0][0] != 0 {
-		t.Errorf("Coeffs[0][0] = %g, want 0 (gelu(x) ~ x/2 near 0 keeps its relative accuracy)", Coeffs[0][0])
+		if c[0][0] != 0 {
+			t.Errorf("%s: table[0][0] = %g, want 0 (f(x) ~ x/2 near 0 keeps its relative accuracy)", f.name, c[0][0])
+		}
 	}
 }

@@ -20,6 +20,19 @@ func geluGo(dst, src []float32) {
 	}
 }
 
+// GeluTanh sets dst[i] = gelu_tanh(src[i]) with sqc's float32 tanh-GELU,
+// 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))) (internal/gelu), the bits a
+// GEMM epilogue with ActGeluTanh gives.
+func GeluTanh(dst, src []float32) { active().geluTanh(dst, src) }
+
+// geluTanhGo is kernels.geluTanh.
+func geluTanhGo(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, x := range src {
+		dst[i] = gelu.GeluTanh(x)
+	}
+}
+
 // TanhSlice sets dst[i] = Tanh(src[i]).
 func TanhSlice(dst, src []float32) {
 	dst = dst[:len(src)]
@@ -52,11 +65,15 @@ func Add(dst, a, b []float32) {
 	}
 }
 
-// GeluParallel, TanhSliceParallel, ReluParallel and AddParallel are Gelu,
-// TanhSlice, Relu and Add with the elements spread over p's workers (nil:
+// GeluParallel, GeluTanhParallel, TanhSliceParallel, ReluParallel and
+// AddParallel are Gelu, GeluTanh, TanhSlice, Relu and Add with the elements spread over p's workers (nil:
 // the caller's goroutine); the bits are the serial functions'.
 func GeluParallel(p *pool.Pool, dst, src []float32) {
 	forRows(unaryCalls, p, len(src), 1, unaryArgs{dst: dst, src: src, f: Gelu}, unaryRange)
+}
+
+func GeluTanhParallel(p *pool.Pool, dst, src []float32) {
+	forRows(unaryCalls, p, len(src), 1, unaryArgs{dst: dst, src: src, f: GeluTanh}, unaryRange)
 }
 
 func TanhSliceParallel(p *pool.Pool, dst, src []float32) {

@@ -147,6 +147,12 @@ func TestActivations(t *testing.T) {
 			t.Fatalf("Gelu(%g) = %g, qgemm.Gelu %g", y[i], x[i], qgemm.Gelu(y[i]))
 		}
 	}
+	GeluTanh(x[:500], y[:500])
+	for i := range 500 {
+		if math.Float32bits(x[i]) != math.Float32bits(qgemm.GeluTanh(y[i])) {
+			t.Fatalf("GeluTanh(%g) = %g, qgemm.GeluTanh %g", y[i], x[i], qgemm.GeluTanh(y[i]))
+		}
+	}
 	TanhSlice(dst[:3], []float32{0.25, -3, 20})
 	for i, w := range []float64{math.Tanh(0.25), math.Tanh(-3), 1} {
 		if ulpDiff(dst[i], w) > 4 {

@@ -16,7 +16,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/kernels.golden")
 
 // TestGoldenBits hashes the outputs of Attention, LayerNormU8, QuantizeU8,
-// QuantizeRowsU8 and Gelu on fixed inputs and compares the hashes with
+// QuantizeRowsU8, Gelu and GeluTanh on fixed inputs and compares the hashes with
 // testdata/kernels.golden, with the active kernels and with the Go ones.
 // The same file must hold on every architecture and build (amd64 with and
 // without assembly, arm64): this is the check that the pure-Go path gives
@@ -110,7 +110,10 @@ func goldenHashes(kern *kernels) []string {
 	add("quantize/rows", scales, append(zpBytes, dst...))
 	act := make([]float32, 1001)
 	fillRandom(r, act, -8, 8, 0)
+	tanhAct := append([]float32(nil), act...)
 	kern.gelu(act, act)
 	add("gelu", act, nil)
+	kern.geluTanh(tanhAct, tanhAct)
+	add("gelu_tanh", tanhAct, nil)
 	return lines
 }

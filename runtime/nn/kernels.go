@@ -57,6 +57,8 @@ type kernels struct {
 	// gelu sets dst[i] = gelu.Gelu(src[i]); dst is at least as long as
 	// src and may be src.
 	gelu func(dst, src []float32)
+	// geluTanh sets dst[i] = gelu.GeluTanh(src[i]), as gelu.
+	geluTanh func(dst, src []float32)
 }
 
 // goKernels returns the portable kernels.
@@ -74,6 +76,7 @@ func goKernels() *kernels {
 		quantize:        quantizeGo,
 		minMax:          minMaxGo,
 		gelu:            geluGo,
+		geluTanh:        geluTanhGo,
 	}
 }
 

@@ -35,6 +35,7 @@ func asmKernels() *kernels {
 		quantize:        quantizeAVX512,
 		minMax:          minMaxAVX512,
 		gelu:            geluAVX512,
+		geluTanh:        geluTanhAVX512,
 	}
 }
 
@@ -161,4 +162,12 @@ func geluAVX512(dst, src []float32) {
 	}
 	need("GELU output", dst, 1, 0, len(src))
 	geluAsm(ptr(dst), ptr(src), len(src))
+}
+
+func geluTanhAVX512(dst, src []float32) {
+	if len(src) == 0 {
+		return
+	}
+	need("GELU output", dst, 1, 0, len(src))
+	geluTanhAsm(ptr(dst), ptr(src), len(src))
 }

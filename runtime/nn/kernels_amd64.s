@@ -5244,10 +5244,106 @@ DATA nnGelu<>+368(SB)/4, $0x3502e78f
 DATA nnGelu<>+372(SB)/4, $0x33ec7c12
 DATA nnGelu<>+376(SB)/4, $0x32ac07bc
 DATA nnGelu<>+380(SB)/4, $0x00000000
-DATA nnGelu<>+384(SB)/4, $0x7fffffff
-DATA nnGelu<>+388(SB)/4, $0x40200000
-DATA nnGelu<>+392(SB)/4, $0x41700000
-GLOBL nnGelu<>(SB), RODATA|NOPTR, $396
+DATA nnGelu<>+384(SB)/4, $0x00000000
+DATA nnGelu<>+388(SB)/4, $0xbe0d259f
+DATA nnGelu<>+392(SB)/4, $0xbe2da351
+DATA nnGelu<>+396(SB)/4, $0xbe0d9dcb
+DATA nnGelu<>+400(SB)/4, $0xbdb3f18a
+DATA nnGelu<>+404(SB)/4, $0xbd39f7c4
+DATA nnGelu<>+408(SB)/4, $0xbc9dea78
+DATA nnGelu<>+412(SB)/4, $0xbbdb2e7c
+DATA nnGelu<>+416(SB)/4, $0xbaf50c2b
+DATA nnGelu<>+420(SB)/4, $0xb9d84f9a
+DATA nnGelu<>+424(SB)/4, $0xb8935131
+DATA nnGelu<>+428(SB)/4, $0xb71707d6
+DATA nnGelu<>+432(SB)/4, $0xb563339f
+DATA nnGelu<>+436(SB)/4, $0xb3745277
+DATA nnGelu<>+440(SB)/4, $0xb136f021
+DATA nnGelu<>+444(SB)/4, $0x00000000
+DATA nnGelu<>+448(SB)/4, $0xbe4ccccb
+DATA nnGelu<>+452(SB)/4, $0xbda1a972
+DATA nnGelu<>+456(SB)/4, $0x3c005805
+DATA nnGelu<>+460(SB)/4, $0x3d40e1ec
+DATA nnGelu<>+464(SB)/4, $0x3d49b01a
+DATA nnGelu<>+468(SB)/4, $0x3d0d10a6
+DATA nnGelu<>+472(SB)/4, $0x3c96ede5
+DATA nnGelu<>+476(SB)/4, $0x3bff0bc1
+DATA nnGelu<>+480(SB)/4, $0x3b2a36ba
+DATA nnGelu<>+484(SB)/4, $0x3a3104c3
+DATA nnGelu<>+488(SB)/4, $0x390c8f97
+DATA nnGelu<>+492(SB)/4, $0x37a6844d
+DATA nnGelu<>+496(SB)/4, $0x360f92b0
+DATA nnGelu<>+500(SB)/4, $0x342fb0a7
+DATA nnGelu<>+504(SB)/4, $0x3214b12d
+DATA nnGelu<>+508(SB)/4, $0x00000000
+DATA nnGelu<>+512(SB)/4, $0x3d82b93b
+DATA nnGelu<>+516(SB)/4, $0x3d5de27b
+DATA nnGelu<>+520(SB)/4, $0x3d00f181
+DATA nnGelu<>+524(SB)/4, $0x3c0ff20f
+DATA nnGelu<>+528(SB)/4, $0xbb9e155c
+DATA nnGelu<>+532(SB)/4, $0xbc0d6519
+DATA nnGelu<>+536(SB)/4, $0xbbe102b5
+DATA nnGelu<>+540(SB)/4, $0xbb797ba7
+DATA nnGelu<>+544(SB)/4, $0xbacf8dde
+DATA nnGelu<>+548(SB)/4, $0xba02d70b
+DATA nnGelu<>+552(SB)/4, $0xb8f740fe
+DATA nnGelu<>+556(SB)/4, $0xb7abca07
+DATA nnGelu<>+560(SB)/4, $0xb62ba8aa
+DATA nnGelu<>+564(SB)/4, $0xb470db98
+DATA nnGelu<>+568(SB)/4, $0xb2676d2e
+DATA nnGelu<>+572(SB)/4, $0x00000000
+DATA nnGelu<>+576(SB)/4, $0x370ad8eb
+DATA nnGelu<>+580(SB)/4, $0xbbc6432c
+DATA nnGelu<>+584(SB)/4, $0xbc07b281
+DATA nnGelu<>+588(SB)/4, $0xbbcf0174
+DATA nnGelu<>+592(SB)/4, $0xbb33b159
+DATA nnGelu<>+596(SB)/4, $0xb8806da6
+DATA nnGelu<>+600(SB)/4, $0x3a81857f
+DATA nnGelu<>+604(SB)/4, $0x3a75845f
+DATA nnGelu<>+608(SB)/4, $0x3a0c74ab
+DATA nnGelu<>+612(SB)/4, $0x3962184e
+DATA nnGelu<>+616(SB)/4, $0x38834f19
+DATA nnGelu<>+620(SB)/4, $0x375aeed6
+DATA nnGelu<>+624(SB)/4, $0x3600f4e7
+DATA nnGelu<>+628(SB)/4, $0x34526f24
+DATA nnGelu<>+632(SB)/4, $0x32689c35
+DATA nnGelu<>+636(SB)/4, $0x00000000
+DATA nnGelu<>+640(SB)/4, $0xbae49103
+DATA nnGelu<>+644(SB)/4, $0xba9425a0
+DATA nnGelu<>+648(SB)/4, $0x37f6cc85
+DATA nnGelu<>+652(SB)/4, $0x3a5549c3
+DATA nnGelu<>+656(SB)/4, $0x3a5e00a9
+DATA nnGelu<>+660(SB)/4, $0x39f1fb42
+DATA nnGelu<>+664(SB)/4, $0x38c3e77f
+DATA nnGelu<>+668(SB)/4, $0xb8a9ee0f
+DATA nnGelu<>+672(SB)/4, $0xb8cf5d9b
+DATA nnGelu<>+676(SB)/4, $0xb87352ef
+DATA nnGelu<>+680(SB)/4, $0xb7ba194a
+DATA nnGelu<>+684(SB)/4, $0xb6c31a62
+DATA nnGelu<>+688(SB)/4, $0xb58ccc91
+DATA nnGelu<>+692(SB)/4, $0xb40a7ef1
+DATA nnGelu<>+696(SB)/4, $0xb236baa9
+DATA nnGelu<>+700(SB)/4, $0x00000000
+DATA nnGelu<>+704(SB)/4, $0x387f51c9
+DATA nnGelu<>+708(SB)/4, $0x3957e1f0
+DATA nnGelu<>+712(SB)/4, $0x3968ebc0
+DATA nnGelu<>+716(SB)/4, $0x38a614a2
+DATA nnGelu<>+720(SB)/4, $0xb85becd6
+DATA nnGelu<>+724(SB)/4, $0xb8b50c64
+DATA nnGelu<>+728(SB)/4, $0xb868efd5
+DATA nnGelu<>+732(SB)/4, $0xb786639c
+DATA nnGelu<>+736(SB)/4, $0x36b4731c
+DATA nnGelu<>+740(SB)/4, $0x3714c520
+DATA nnGelu<>+744(SB)/4, $0x36ab9206
+DATA nnGelu<>+748(SB)/4, $0x35ed6677
+DATA nnGelu<>+752(SB)/4, $0x34d52059
+DATA nnGelu<>+756(SB)/4, $0x337be342
+DATA nnGelu<>+760(SB)/4, $0x31c2ff5f
+DATA nnGelu<>+764(SB)/4, $0x00000000
+DATA nnGelu<>+768(SB)/4, $0x7fffffff
+DATA nnGelu<>+772(SB)/4, $0x40200000
+DATA nnGelu<>+776(SB)/4, $0x41700000
+GLOBL nnGelu<>(SB), RODATA|NOPTR, $780
 
 // func geluAsm(dst *float32, src *float32, n int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
@@ -5278,15 +5374,15 @@ gelu_loop_180:
 	VMOVUPS.Z   64(CX)(BX*4), K2, Z8
 	KSHIFTRQ    $0x20, K1, K3
 	VMOVUPS.Z   128(CX)(BX*4), K3, Z9
-	VMULPS.BCST nnGelu<>+388(SB), Z7, Z10
-	VMULPS.BCST nnGelu<>+388(SB), Z8, Z11
-	VMULPS.BCST nnGelu<>+388(SB), Z9, Z12
-	VPANDD.BCST nnGelu<>+384(SB), Z10, Z10
-	VPANDD.BCST nnGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST nnGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST nnGelu<>+392(SB), Z10, Z10
-	VMINPS.BCST nnGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST nnGelu<>+392(SB), Z12, Z12
+	VMULPS.BCST nnGelu<>+772(SB), Z7, Z10
+	VMULPS.BCST nnGelu<>+772(SB), Z8, Z11
+	VMULPS.BCST nnGelu<>+772(SB), Z9, Z12
+	VPANDD.BCST nnGelu<>+768(SB), Z10, Z10
+	VPANDD.BCST nnGelu<>+768(SB), Z11, Z11
+	VPANDD.BCST nnGelu<>+768(SB), Z12, Z12
+	VMINPS.BCST nnGelu<>+776(SB), Z10, Z10
+	VMINPS.BCST nnGelu<>+776(SB), Z11, Z11
+	VMINPS.BCST nnGelu<>+776(SB), Z12, Z12
 	VCVTPS2DQ   Z10, Z13
 	VCVTPS2DQ   Z11, Z14
 	VCVTPS2DQ   Z12, Z15
@@ -5338,5 +5434,97 @@ gelu_loop_180:
 	ADDQ        $0x30, BX
 	CMPQ        BX, DX
 	JL          gelu_loop_180
+	VZEROUPPER
+	RET
+
+// func geluTanhAsm(dst *float32, src *float32, n int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
+TEXT ·geluTanhAsm(SB), NOSPLIT, $0-24
+	MOVQ    dst+0(FP), AX
+	MOVQ    src+8(FP), CX
+	MOVQ    n+16(FP), DX
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS nnGelu<>+384(SB), Z1
+	VMOVUPS nnGelu<>+448(SB), Z2
+	VMOVUPS nnGelu<>+512(SB), Z3
+	VMOVUPS nnGelu<>+576(SB), Z4
+	VMOVUPS nnGelu<>+640(SB), Z5
+	VMOVUPS nnGelu<>+704(SB), Z6
+	XORQ    BX, BX
+
+gelu_loop_181:
+	MOVQ        DX, SI
+	SUBQ        BX, SI
+	MOVQ        $0x00000030, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	LEAQ        nnColMasks<>+0(SB), SI
+	MOVQ        (SI)(DI*8), SI
+	KMOVQ       SI, K1
+	VMOVUPS.Z   (CX)(BX*4), K1, Z7
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVUPS.Z   64(CX)(BX*4), K2, Z8
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVUPS.Z   128(CX)(BX*4), K3, Z9
+	VMULPS.BCST nnGelu<>+772(SB), Z7, Z10
+	VMULPS.BCST nnGelu<>+772(SB), Z8, Z11
+	VMULPS.BCST nnGelu<>+772(SB), Z9, Z12
+	VPANDD.BCST nnGelu<>+768(SB), Z10, Z10
+	VPANDD.BCST nnGelu<>+768(SB), Z11, Z11
+	VPANDD.BCST nnGelu<>+768(SB), Z12, Z12
+	VMINPS.BCST nnGelu<>+776(SB), Z10, Z10
+	VMINPS.BCST nnGelu<>+776(SB), Z11, Z11
+	VMINPS.BCST nnGelu<>+776(SB), Z12, Z12
+	VCVTPS2DQ   Z10, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VREDUCEPS   $0x00, Z10, Z10
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VPERMPS     Z6, Z13, Z16
+	VPERMPS     Z6, Z14, Z17
+	VPERMPS     Z6, Z15, Z18
+	VPERMPS     Z5, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z4, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z3, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z2, Z13, Z19
+	VPERMPS     Z2, Z14, Z20
+	VPERMPS     Z2, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z1, Z13, Z13
+	VPERMPS     Z1, Z14, Z14
+	VPERMPS     Z1, Z15, Z15
+	VFMADD213PS Z13, Z10, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VMAXPS      Z7, Z0, Z7
+	VMAXPS      Z8, Z0, Z8
+	VMAXPS      Z9, Z0, Z9
+	VADDPS      Z16, Z7, Z7
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VMOVUPS     Z7, K1, (AX)(BX*4)
+	VMOVUPS     Z8, K2, 64(AX)(BX*4)
+	VMOVUPS     Z9, K3, 128(AX)(BX*4)
+	ADDQ        $0x30, BX
+	CMPQ        BX, DX
+	JL          gelu_loop_181
 	VZEROUPPER
 	RET

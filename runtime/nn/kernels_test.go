@@ -481,9 +481,9 @@ func TestLayerNormMatchesGoKernels(t *testing.T) {
 	}
 }
 
-// TestGeluKernel compares GELU with qgemm.Gelu (the GEMM epilogue's) on
-// every 257th float32 bit pattern, specials and odd lengths, in place and
-// not.
+// TestGeluKernel compares both GELU kernels (erf and tanh) with their Go
+// forms (internal/gelu, the GEMM epilogue's) on every 257th float32 bit
+// pattern, specials and odd lengths, in place and not.
 func TestGeluKernel(t *testing.T) {
 	var xs []float32
 	for bits := uint64(0); bits <= 0xffffffff; bits += 257 {
@@ -491,16 +491,21 @@ func TestGeluKernel(t *testing.T) {
 	}
 	xs = append(xs, specials...)
 	for _, impl := range implementations(t) {
-		want := make([]float32, len(xs))
-		geluGo(want, xs)
-		got, check := guarded(len(xs))
-		impl.gelu(got, xs)
-		check(t, "gelu")
-		sameFloats(t, "gelu sweep", got, want)
-		for _, n := range []int{1, 15, 16, 17, 47, 48, 49, 100} {
-			in := append([]float32(nil), xs[1000:1000+n]...)
-			impl.gelu(in, in)
-			sameFloats(t, fmt.Sprintf("gelu in place, %d values", n), in, want[1000:1000+n])
+		for _, f := range []struct {
+			name      string
+			kern, ref func(dst, src []float32)
+		}{{"gelu", impl.gelu, geluGo}, {"gelu_tanh", impl.geluTanh, geluTanhGo}} {
+			want := make([]float32, len(xs))
+			f.ref(want, xs)
+			got, check := guarded(len(xs))
+			f.kern(got, xs)
+			check(t, f.name)
+			sameFloats(t, f.name+" sweep", got, want)
+			for _, n := range []int{1, 15, 16, 17, 47, 48, 49, 100} {
+				in := append([]float32(nil), xs[1000:1000+n]...)
+				f.kern(in, in)
+				sameFloats(t, fmt.Sprintf("%s in place, %d values", f.name, n), in, want[1000:1000+n])
+			}
 		}
 	}
 }

@@ -20,7 +20,7 @@ func TestParallelMatchesSerial(t *testing.T) {
 				name     string
 				serial   func(dst, src []float32)
 				parallel func(p *pool.Pool, dst, src []float32)
-			}{{"Gelu", Gelu, GeluParallel}, {"TanhSlice", TanhSlice, TanhSliceParallel}, {"Relu", Relu, ReluParallel}} {
+			}{{"Gelu", Gelu, GeluParallel}, {"GeluTanh", GeluTanh, GeluTanhParallel}, {"TanhSlice", TanhSlice, TanhSliceParallel}, {"Relu", Relu, ReluParallel}} {
 				want, got := make([]float32, n), make([]float32, n)
 				f.serial(want, src)
 				f.parallel(p, got, src)

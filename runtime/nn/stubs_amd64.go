@@ -72,3 +72,8 @@ func minMaxAsm(x *float32, n int) (lo float32, hi float32)
 //
 //go:noescape
 func geluAsm(dst *float32, src *float32, n int)
+
+// geluTanhAsm sets dst[i] = gelu.GeluTanh(src[i]) for i < n (n >= 1); dst may be src.
+//
+//go:noescape
+func geluTanhAsm(dst *float32, src *float32, n int)

@@ -47,6 +47,7 @@
 //	v    = v * RowScale[i]                           (if RowScale != nil)
 //	v    = v + Bias[n]                               (if Bias != nil)
 //	v    = gelu(v)                                   (if Act == ActGelu)
+//	v    = gelu_tanh(v)                              (if Act == ActGeluTanh)
 //	v    = v > 0 || v != v ? v : +0                  (if Act == ActRelu: max(v, 0),
 //	                                                  -0 gives +0, NaN is kept)
 //	v    = v + Residual[i*ResidualStride+n]          (if Residual != nil)
@@ -108,16 +109,17 @@ type Act uint8
 // Activations the epilogue can apply. The values are part of no format:
 // use String and ParseAct to name them.
 const (
-	ActNone Act = iota
-	ActGelu     // erf GELU: 0.5*x*(1+erf(x/sqrt2))
-	ActRelu     // max(x, 0) with -0 giving +0 and NaN kept (PyTorch's relu)
+	ActNone     Act = iota
+	ActGelu         // erf GELU: 0.5*x*(1+erf(x/sqrt2))
+	ActRelu         // max(x, 0) with -0 giving +0 and NaN kept (PyTorch's relu)
+	ActGeluTanh     // tanh GELU: 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))
 )
 
 // actCount is one past the last activation.
-const actCount = ActRelu + 1
+const actCount = ActGeluTanh + 1
 
-// String returns the activation's name ("none", "gelu", "relu"), or
-// "Act(n)" for a value that is no activation.
+// String returns the activation's name ("none", "gelu", "relu",
+// "gelu_tanh"), or "Act(n)" for a value that is no activation.
 func (a Act) String() string {
 	switch a {
 	case ActNone:
@@ -126,6 +128,8 @@ func (a Act) String() string {
 		return "gelu"
 	case ActRelu:
 		return "relu"
+	case ActGeluTanh:
+		return "gelu_tanh"
 	}
 	return fmt.Sprintf("Act(%d)", uint8(a))
 }
@@ -137,7 +141,7 @@ func ParseAct(s string) (Act, error) {
 			return a, nil
 		}
 	}
-	return ActNone, fmt.Errorf("qgemm: unknown activation %q (want none, gelu or relu)", s)
+	return ActNone, fmt.Errorf("qgemm: unknown activation %q (want none, gelu, relu or gelu_tanh)", s)
 }
 
 // Epilogue says what happens to the s32 accumulators; see the package

@@ -47,6 +47,8 @@ func epilogueGo(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 				v = geluF32(v)
 			case ActRelu:
 				v = reluF32(v)
+			case ActGeluTanh:
+				v = geluTanhF32(v)
 			}
 			if ep.Residual != nil {
 				v += ep.Residual[(m0+i)*ep.ResidualStride+col]
@@ -79,6 +81,10 @@ func quantizeU8(v, invScale float32, zp int32) uint8 {
 // geluF32 is the epilogue's GELU (ActGelu): internal/gelu's, whose
 // AVX-512 form asmgen/geluavo emits into the assembly epilogue.
 func geluF32(x float32) float32 { return gelu.Gelu(x) }
+
+// geluTanhF32 is the epilogue's tanh GELU (ActGeluTanh): internal/gelu's,
+// the same AVX-512 code with the tanh form's tables.
+func geluTanhF32(x float32) float32 { return gelu.GeluTanh(x) }
 
 // reluF32 is the epilogue's ReLU (ActRelu): max(x, 0) with -0 giving +0
 // and NaN kept, as PyTorch's relu (runtime/nn.Relu calls it). Its

@@ -13,6 +13,7 @@ const (
 	epiU8
 	epiRow
 	epiRelu
+	epiGeluTanh
 )
 
 // epilogueAVX512 is the AVX-512 EpilogueFunc: 16 columns per step under an
@@ -70,6 +71,8 @@ func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 		flags |= epiGelu
 	case ActRelu:
 		flags |= epiRelu
+	case ActGeluTanh:
+		flags |= epiGelu | epiGeluTanh
 	}
 	var res *float32
 	if ep.Residual != nil {

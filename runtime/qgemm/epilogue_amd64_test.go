@@ -53,6 +53,9 @@ func epilogueCase(rng *rand.Rand, flags, m0, n0, m, n int) (*Epilogue, []int32, 
 	}
 	if flags&epiGelu != 0 {
 		ep.Act = ActGelu
+		if flags&epiGeluTanh != 0 {
+			ep.Act = ActGeluTanh
+		}
 	}
 	if flags&epiRelu != 0 {
 		ep.Act = ActRelu
@@ -135,9 +138,9 @@ func sameBits(t *testing.T, what string, want, got *Epilogue) {
 func TestEpilogueAVX512MatchesGo(t *testing.T) {
 	skipWithoutAVX512(t)
 	rng := rand.New(rand.NewPCG(5, 6))
-	for flags := 0; flags < 1<<7; flags++ {
-		if flags&epiGelu != 0 && flags&epiRelu != 0 {
-			continue // one Act
+	for flags := 0; flags < 1<<8; flags++ {
+		if flags&epiGelu != 0 && flags&epiRelu != 0 || flags&epiGeluTanh != 0 && flags&epiGelu == 0 {
+			continue // one Act; the tanh bit only modifies GELU
 		}
 		for _, n := range []int{1, 7, 16, 17, 33, 100} {
 			for _, m := range []int{1, 3} {
@@ -146,7 +149,7 @@ func TestEpilogueAVX512MatchesGo(t *testing.T) {
 				want, got := cloneOutputs(ep), cloneOutputs(ep)
 				epilogueGo(want, c, ldc, m0, n0, m, n)
 				epilogueAVX512(got, c, ldc, m0, n0, m, n)
-				sameBits(t, fmt.Sprintf("flags=%07b m=%d n=%d at (%d,%d)", flags, m, n, m0, n0), want, got)
+				sameBits(t, fmt.Sprintf("flags=%08b m=%d n=%d at (%d,%d)", flags, m, n, m0, n0), want, got)
 			}
 		}
 	}
@@ -160,7 +163,7 @@ func TestEpilogueAVX512ZeroPoints(t *testing.T) {
 	skipWithoutAVX512(t)
 	rng := rand.New(rand.NewPCG(13, 14))
 	for _, zp := range []int32{0, 1, 128, 255, 256, -1, 1000, -65281, -65282, 65536, 65537, 1 << 30, -1 << 30} {
-		for k, flags := range []int{epiU8, epiColSum | epiBias | epiGelu | epiU8, epiColSum | epiRow | epiResidual | epiU8, epiU8, epiColSum | epiBias | epiRelu | epiU8} {
+		for k, flags := range []int{epiU8, epiColSum | epiBias | epiGelu | epiU8, epiColSum | epiRow | epiResidual | epiU8, epiU8, epiColSum | epiBias | epiRelu | epiU8, epiColSum | epiBias | epiGelu | epiGeluTanh | epiU8} {
 			ep, c, ldc := epilogueCase(rng, flags, 1, 2, 3, 37)
 			ep.OutZeroPoint = zp
 			if k == 0 {
@@ -239,7 +242,7 @@ func TestEpilogueAVX512ActBits(t *testing.T) {
 	for i := range c {
 		c[i] = 1
 	}
-	for _, act := range []Act{ActGelu, ActRelu} {
+	for _, act := range []Act{ActGelu, ActRelu, ActGeluTanh} {
 		ep := &Epilogue{Scale: xs, Act: act, OutF32: make([]float32, n), OutStride: n}
 		want, got := cloneOutputs(ep), cloneOutputs(ep)
 		epilogueGo(want, c, n, 0, 0, 1, n)
@@ -269,7 +272,7 @@ func BenchmarkEpilogue(b *testing.B) {
 	for _, c := range []struct {
 		name  string
 		flags int
-	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | epiGelu}, {"bias-gelu-u8", epiColSum | epiBias | epiGelu | epiU8}, {"row-bias-f32", epiColSum | epiRow | epiBias}, {"row-bias-gelu-f32", epiColSum | epiRow | epiBias | epiGelu}, {"relu-f32", epiColSum | epiRelu}, {"bias-relu-u8", epiColSum | epiBias | epiRelu | epiU8}, {"row-bias-relu-f32", epiColSum | epiRow | epiBias | epiRelu}} {
+	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | epiGelu}, {"bias-gelu-u8", epiColSum | epiBias | epiGelu | epiU8}, {"row-bias-f32", epiColSum | epiRow | epiBias}, {"row-bias-gelu-f32", epiColSum | epiRow | epiBias | epiGelu}, {"relu-f32", epiColSum | epiRelu}, {"bias-relu-u8", epiColSum | epiBias | epiRelu | epiU8}, {"row-bias-relu-f32", epiColSum | epiRow | epiBias | epiRelu}, {"bias-gelutanh-u8", epiColSum | epiBias | epiGelu | epiGeluTanh | epiU8}} {
 		for _, impl := range []struct {
 			name string
 			f    EpilogueFunc

@@ -67,12 +67,12 @@ func TestActNames(t *testing.T) {
 			t.Errorf("ParseAct(%q) = %v, %v; want %v", a.String(), got, err, a)
 		}
 	}
-	for a, want := range map[Act]string{ActNone: "none", ActGelu: "gelu", ActRelu: "relu", actCount: "Act(3)"} {
+	for a, want := range map[Act]string{ActNone: "none", ActGelu: "gelu", ActRelu: "relu", ActGeluTanh: "gelu_tanh", actCount: "Act(4)"} {
 		if a.String() != want {
 			t.Errorf("Act(%d).String() = %q, want %q", uint8(a), a.String(), want)
 		}
 	}
-	for _, s := range []string{"", "tanh", "GELU", "Act(3)"} {
+	for _, s := range []string{"", "tanh", "GELU", "gelu_new", "Act(4)"} {
 		if a, err := ParseAct(s); err == nil {
 			t.Errorf("ParseAct(%q) = %v, want an error", s, a)
 		}

@@ -8870,10 +8870,106 @@ DATA epilogueGelu<>+368(SB)/4, $0x3502e78f
 DATA epilogueGelu<>+372(SB)/4, $0x33ec7c12
 DATA epilogueGelu<>+376(SB)/4, $0x32ac07bc
 DATA epilogueGelu<>+380(SB)/4, $0x00000000
-DATA epilogueGelu<>+384(SB)/4, $0x7fffffff
-DATA epilogueGelu<>+388(SB)/4, $0x40200000
-DATA epilogueGelu<>+392(SB)/4, $0x41700000
-GLOBL epilogueGelu<>(SB), RODATA|NOPTR, $396
+DATA epilogueGelu<>+384(SB)/4, $0x00000000
+DATA epilogueGelu<>+388(SB)/4, $0xbe0d259f
+DATA epilogueGelu<>+392(SB)/4, $0xbe2da351
+DATA epilogueGelu<>+396(SB)/4, $0xbe0d9dcb
+DATA epilogueGelu<>+400(SB)/4, $0xbdb3f18a
+DATA epilogueGelu<>+404(SB)/4, $0xbd39f7c4
+DATA epilogueGelu<>+408(SB)/4, $0xbc9dea78
+DATA epilogueGelu<>+412(SB)/4, $0xbbdb2e7c
+DATA epilogueGelu<>+416(SB)/4, $0xbaf50c2b
+DATA epilogueGelu<>+420(SB)/4, $0xb9d84f9a
+DATA epilogueGelu<>+424(SB)/4, $0xb8935131
+DATA epilogueGelu<>+428(SB)/4, $0xb71707d6
+DATA epilogueGelu<>+432(SB)/4, $0xb563339f
+DATA epilogueGelu<>+436(SB)/4, $0xb3745277
+DATA epilogueGelu<>+440(SB)/4, $0xb136f021
+DATA epilogueGelu<>+444(SB)/4, $0x00000000
+DATA epilogueGelu<>+448(SB)/4, $0xbe4ccccb
+DATA epilogueGelu<>+452(SB)/4, $0xbda1a972
+DATA epilogueGelu<>+456(SB)/4, $0x3c005805
+DATA epilogueGelu<>+460(SB)/4, $0x3d40e1ec
+DATA epilogueGelu<>+464(SB)/4, $0x3d49b01a
+DATA epilogueGelu<>+468(SB)/4, $0x3d0d10a6
+DATA epilogueGelu<>+472(SB)/4, $0x3c96ede5
+DATA epilogueGelu<>+476(SB)/4, $0x3bff0bc1
+DATA epilogueGelu<>+480(SB)/4, $0x3b2a36ba
+DATA epilogueGelu<>+484(SB)/4, $0x3a3104c3
+DATA epilogueGelu<>+488(SB)/4, $0x390c8f97
+DATA epilogueGelu<>+492(SB)/4, $0x37a6844d
+DATA epilogueGelu<>+496(SB)/4, $0x360f92b0
+DATA epilogueGelu<>+500(SB)/4, $0x342fb0a7
+DATA epilogueGelu<>+504(SB)/4, $0x3214b12d
+DATA epilogueGelu<>+508(SB)/4, $0x00000000
+DATA epilogueGelu<>+512(SB)/4, $0x3d82b93b
+DATA epilogueGelu<>+516(SB)/4, $0x3d5de27b
+DATA epilogueGelu<>+520(SB)/4, $0x3d00f181
+DATA epilogueGelu<>+524(SB)/4, $0x3c0ff20f
+DATA epilogueGelu<>+528(SB)/4, $0xbb9e155c
+DATA epilogueGelu<>+532(SB)/4, $0xbc0d6519
+DATA epilogueGelu<>+536(SB)/4, $0xbbe102b5
+DATA epilogueGelu<>+540(SB)/4, $0xbb797ba7
+DATA epilogueGelu<>+544(SB)/4, $0xbacf8dde
+DATA epilogueGelu<>+548(SB)/4, $0xba02d70b
+DATA epilogueGelu<>+552(SB)/4, $0xb8f740fe
+DATA epilogueGelu<>+556(SB)/4, $0xb7abca07
+DATA epilogueGelu<>+560(SB)/4, $0xb62ba8aa
+DATA epilogueGelu<>+564(SB)/4, $0xb470db98
+DATA epilogueGelu<>+568(SB)/4, $0xb2676d2e
+DATA epilogueGelu<>+572(SB)/4, $0x00000000
+DATA epilogueGelu<>+576(SB)/4, $0x370ad8eb
+DATA epilogueGelu<>+580(SB)/4, $0xbbc6432c
+DATA epilogueGelu<>+584(SB)/4, $0xbc07b281
+DATA epilogueGelu<>+588(SB)/4, $0xbbcf0174
+DATA epilogueGelu<>+592(SB)/4, $0xbb33b159
+DATA epilogueGelu<>+596(SB)/4, $0xb8806da6
+DATA epilogueGelu<>+600(SB)/4, $0x3a81857f
+DATA epilogueGelu<>+604(SB)/4, $0x3a75845f
+DATA epilogueGelu<>+608(SB)/4, $0x3a0c74ab
+DATA epilogueGelu<>+612(SB)/4, $0x3962184e
+DATA epilogueGelu<>+616(SB)/4, $0x38834f19
+DATA epilogueGelu<>+620(SB)/4, $0x375aeed6
+DATA epilogueGelu<>+624(SB)/4, $0x3600f4e7
+DATA epilogueGelu<>+628(SB)/4, $0x34526f24
+DATA epilogueGelu<>+632(SB)/4, $0x32689c35
+DATA epilogueGelu<>+636(SB)/4, $0x00000000
+DATA epilogueGelu<>+640(SB)/4, $0xbae49103
+DATA epilogueGelu<>+644(SB)/4, $0xba9425a0
+DATA epilogueGelu<>+648(SB)/4, $0x37f6cc85
+DATA epilogueGelu<>+652(SB)/4, $0x3a5549c3
+DATA epilogueGelu<>+656(SB)/4, $0x3a5e00a9
+DATA epilogueGelu<>+660(SB)/4, $0x39f1fb42
+DATA epilogueGelu<>+664(SB)/4, $0x38c3e77f
+DATA epilogueGelu<>+668(SB)/4, $0xb8a9ee0f
+DATA epilogueGelu<>+672(SB)/4, $0xb8cf5d9b
+DATA epilogueGelu<>+676(SB)/4, $0xb87352ef
+DATA epilogueGelu<>+680(SB)/4, $0xb7ba194a
+DATA epilogueGelu<>+684(SB)/4, $0xb6c31a62
+DATA epilogueGelu<>+688(SB)/4, $0xb58ccc91
+DATA epilogueGelu<>+692(SB)/4, $0xb40a7ef1
+DATA epilogueGelu<>+696(SB)/4, $0xb236baa9
+DATA epilogueGelu<>+700(SB)/4, $0x00000000
+DATA epilogueGelu<>+704(SB)/4, $0x387f51c9
+DATA epilogueGelu<>+708(SB)/4, $0x3957e1f0
+DATA epilogueGelu<>+712(SB)/4, $0x3968ebc0
+DATA epilogueGelu<>+716(SB)/4, $0x38a614a2
+DATA epilogueGelu<>+720(SB)/4, $0xb85becd6
+DATA epilogueGelu<>+724(SB)/4, $0xb8b50c64
+DATA epilogueGelu<>+728(SB)/4, $0xb868efd5
+DATA epilogueGelu<>+732(SB)/4, $0xb786639c
+DATA epilogueGelu<>+736(SB)/4, $0x36b4731c
+DATA epilogueGelu<>+740(SB)/4, $0x3714c520
+DATA epilogueGelu<>+744(SB)/4, $0x36ab9206
+DATA epilogueGelu<>+748(SB)/4, $0x35ed6677
+DATA epilogueGelu<>+752(SB)/4, $0x34d52059
+DATA epilogueGelu<>+756(SB)/4, $0x337be342
+DATA epilogueGelu<>+760(SB)/4, $0x31c2ff5f
+DATA epilogueGelu<>+764(SB)/4, $0x00000000
+DATA epilogueGelu<>+768(SB)/4, $0x7fffffff
+DATA epilogueGelu<>+772(SB)/4, $0x40200000
+DATA epilogueGelu<>+776(SB)/4, $0x41700000
+GLOBL epilogueGelu<>(SB), RODATA|NOPTR, $780
 
 DATA epilogueColMasks<>+0(SB)/8, $0x0000000000000000
 DATA epilogueColMasks<>+8(SB)/8, $0x0000000000000001
@@ -10321,12 +10417,16 @@ epi_flag_413:
 	MOVQ    outStride+112(FP), CX
 	SHLQ    $0x02, CX
 	VPXORD  Z0, Z0, Z0
-	VMOVUPS epilogueGelu<>+0(SB), Z1
-	VMOVUPS epilogueGelu<>+64(SB), Z2
-	VMOVUPS epilogueGelu<>+128(SB), Z3
-	VMOVUPS epilogueGelu<>+192(SB), Z4
-	VMOVUPS epilogueGelu<>+256(SB), Z5
-	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueGelu<>+0(SB), DX
+	LEAQ    epilogueGelu<>+384(SB), BX
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE BX, DX
+	VMOVUPS (DX), Z1
+	VMOVUPS 64(DX), Z2
+	VMOVUPS 128(DX), Z3
+	VMOVUPS 192(DX), Z4
+	VMOVUPS 256(DX), Z5
+	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
 epi_strip_464:
@@ -10353,12 +10453,12 @@ epi_row_465:
 	VMOVDQU32.Z 64(BX)(DX*4), K2, Z10
 	VCVTDQ2PS   Z10, Z10
 	VMULPS      Z8, Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMULPS.BCST epilogueGelu<>+772(SB), Z9, Z11
+	VMULPS.BCST epilogueGelu<>+772(SB), Z10, Z12
+	VPANDD.BCST epilogueGelu<>+768(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+768(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+776(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+776(SB), Z12, Z12
 	VCVTPS2DQ   Z11, Z13
 	VCVTPS2DQ   Z12, Z14
 	VREDUCEPS   $0x00, Z11, Z11
@@ -10409,12 +10509,16 @@ epi_flag_463:
 	SHLQ    $0x02, CX
 	MOVQ    rowScale+64(FP), DX
 	VPXORD  Z0, Z0, Z0
-	VMOVUPS epilogueGelu<>+0(SB), Z1
-	VMOVUPS epilogueGelu<>+64(SB), Z2
-	VMOVUPS epilogueGelu<>+128(SB), Z3
-	VMOVUPS epilogueGelu<>+192(SB), Z4
-	VMOVUPS epilogueGelu<>+256(SB), Z5
-	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueGelu<>+0(SB), BX
+	LEAQ    epilogueGelu<>+384(SB), SI
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE SI, BX
+	VMOVUPS (BX), Z1
+	VMOVUPS 64(BX), Z2
+	VMOVUPS 128(BX), Z3
+	VMOVUPS 192(BX), Z4
+	VMOVUPS 256(BX), Z5
+	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
 epi_strip_466:
@@ -10443,12 +10547,12 @@ epi_row_467:
 	VCVTDQ2PS   Z10, Z10
 	VMULPS      Z8, Z10, Z10
 	VMULPS.BCST (DX)(R8*4), Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMULPS.BCST epilogueGelu<>+772(SB), Z9, Z11
+	VMULPS.BCST epilogueGelu<>+772(SB), Z10, Z12
+	VPANDD.BCST epilogueGelu<>+768(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+768(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+776(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+776(SB), Z12, Z12
 	VCVTPS2DQ   Z11, Z13
 	VCVTPS2DQ   Z12, Z14
 	VREDUCEPS   $0x00, Z11, Z11
@@ -10504,12 +10608,16 @@ epi_flag_462:
 	MOVL         outZero+124(FP), DX
 	VPBROADCASTD DX, Z3
 	VPXORD       Z4, Z4, Z4
-	VMOVUPS      epilogueGelu<>+0(SB), Z5
-	VMOVUPS      epilogueGelu<>+64(SB), Z6
-	VMOVUPS      epilogueGelu<>+128(SB), Z7
-	VMOVUPS      epilogueGelu<>+192(SB), Z8
-	VMOVUPS      epilogueGelu<>+256(SB), Z9
-	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	LEAQ         epilogueGelu<>+0(SB), DX
+	LEAQ         epilogueGelu<>+384(SB), BX
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      BX, DX
+	VMOVUPS      (DX), Z5
+	VMOVUPS      64(DX), Z6
+	VMOVUPS      128(DX), Z7
+	VMOVUPS      192(DX), Z8
+	VMOVUPS      256(DX), Z9
+	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
 epi_strip_469:
@@ -10536,12 +10644,12 @@ epi_row_470:
 	VMOVDQU32.Z 64(BX)(DX*4), K2, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z12, Z14, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
-	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
+	VMULPS.BCST epilogueGelu<>+772(SB), Z13, Z15
+	VMULPS.BCST epilogueGelu<>+772(SB), Z14, Z16
+	VPANDD.BCST epilogueGelu<>+768(SB), Z15, Z15
+	VPANDD.BCST epilogueGelu<>+768(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+776(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+776(SB), Z16, Z16
 	VCVTPS2DQ   Z15, Z17
 	VCVTPS2DQ   Z16, Z18
 	VREDUCEPS   $0x00, Z15, Z15
@@ -10606,12 +10714,16 @@ epi_flag_468:
 	MOVL         outZero+124(FP), BX
 	VPBROADCASTD BX, Z3
 	VPXORD       Z4, Z4, Z4
-	VMOVUPS      epilogueGelu<>+0(SB), Z5
-	VMOVUPS      epilogueGelu<>+64(SB), Z6
-	VMOVUPS      epilogueGelu<>+128(SB), Z7
-	VMOVUPS      epilogueGelu<>+192(SB), Z8
-	VMOVUPS      epilogueGelu<>+256(SB), Z9
-	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	LEAQ         epilogueGelu<>+0(SB), BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      SI, BX
+	VMOVUPS      (BX), Z5
+	VMOVUPS      64(BX), Z6
+	VMOVUPS      128(BX), Z7
+	VMOVUPS      192(BX), Z8
+	VMOVUPS      256(BX), Z9
+	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
 epi_strip_471:
@@ -10640,12 +10752,12 @@ epi_row_472:
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z12, Z14, Z14
 	VMULPS.BCST (DX)(R8*4), Z14, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
-	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
+	VMULPS.BCST epilogueGelu<>+772(SB), Z13, Z15
+	VMULPS.BCST epilogueGelu<>+772(SB), Z14, Z16
+	VPANDD.BCST epilogueGelu<>+768(SB), Z15, Z15
+	VPANDD.BCST epilogueGelu<>+768(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+776(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+776(SB), Z16, Z16
 	VCVTPS2DQ   Z15, Z17
 	VCVTPS2DQ   Z16, Z18
 	VREDUCEPS   $0x00, Z15, Z15
@@ -10711,12 +10823,16 @@ epi_flag_461:
 	MOVQ    outStride+112(FP), DX
 	SHLQ    $0x02, DX
 	VPXORD  Z0, Z0, Z0
-	VMOVUPS epilogueGelu<>+0(SB), Z1
-	VMOVUPS epilogueGelu<>+64(SB), Z2
-	VMOVUPS epilogueGelu<>+128(SB), Z3
-	VMOVUPS epilogueGelu<>+192(SB), Z4
-	VMOVUPS epilogueGelu<>+256(SB), Z5
-	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueGelu<>+0(SB), BX
+	LEAQ    epilogueGelu<>+384(SB), SI
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE SI, BX
+	VMOVUPS (BX), Z1
+	VMOVUPS 64(BX), Z2
+	VMOVUPS 128(BX), Z3
+	VMOVUPS 192(BX), Z4
+	VMOVUPS 256(BX), Z5
+	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
 epi_strip_475:
@@ -10744,12 +10860,12 @@ epi_row_476:
 	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
 	VCVTDQ2PS   Z10, Z10
 	VMULPS      Z8, Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMULPS.BCST epilogueGelu<>+772(SB), Z9, Z11
+	VMULPS.BCST epilogueGelu<>+772(SB), Z10, Z12
+	VPANDD.BCST epilogueGelu<>+768(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+768(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+776(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+776(SB), Z12, Z12
 	VCVTPS2DQ   Z11, Z13
 	VCVTPS2DQ   Z12, Z14
 	VREDUCEPS   $0x00, Z11, Z11
@@ -10807,12 +10923,16 @@ epi_flag_474:
 	SHLQ    $0x02, DX
 	MOVQ    rowScale+64(FP), BX
 	VPXORD  Z0, Z0, Z0
-	VMOVUPS epilogueGelu<>+0(SB), Z1
-	VMOVUPS epilogueGelu<>+64(SB), Z2
-	VMOVUPS epilogueGelu<>+128(SB), Z3
-	VMOVUPS epilogueGelu<>+192(SB), Z4
-	VMOVUPS epilogueGelu<>+256(SB), Z5
-	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueGelu<>+0(SB), SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE DI, SI
+	VMOVUPS (SI), Z1
+	VMOVUPS 64(SI), Z2
+	VMOVUPS 128(SI), Z3
+	VMOVUPS 192(SI), Z4
+	VMOVUPS 256(SI), Z5
+	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
 epi_strip_477:
@@ -10842,12 +10962,12 @@ epi_row_478:
 	VCVTDQ2PS   Z10, Z10
 	VMULPS      Z8, Z10, Z10
 	VMULPS.BCST (BX)(R10*4), Z10, Z10
-	VMULPS.BCST epilogueGelu<>+388(SB), Z9, Z11
-	VMULPS.BCST epilogueGelu<>+388(SB), Z10, Z12
-	VPANDD.BCST epilogueGelu<>+384(SB), Z11, Z11
-	VPANDD.BCST epilogueGelu<>+384(SB), Z12, Z12
-	VMINPS.BCST epilogueGelu<>+392(SB), Z11, Z11
-	VMINPS.BCST epilogueGelu<>+392(SB), Z12, Z12
+	VMULPS.BCST epilogueGelu<>+772(SB), Z9, Z11
+	VMULPS.BCST epilogueGelu<>+772(SB), Z10, Z12
+	VPANDD.BCST epilogueGelu<>+768(SB), Z11, Z11
+	VPANDD.BCST epilogueGelu<>+768(SB), Z12, Z12
+	VMINPS.BCST epilogueGelu<>+776(SB), Z11, Z11
+	VMINPS.BCST epilogueGelu<>+776(SB), Z12, Z12
 	VCVTPS2DQ   Z11, Z13
 	VCVTPS2DQ   Z12, Z14
 	VREDUCEPS   $0x00, Z11, Z11
@@ -10910,12 +11030,16 @@ epi_flag_473:
 	MOVL         outZero+124(FP), BX
 	VPBROADCASTD BX, Z3
 	VPXORD       Z4, Z4, Z4
-	VMOVUPS      epilogueGelu<>+0(SB), Z5
-	VMOVUPS      epilogueGelu<>+64(SB), Z6
-	VMOVUPS      epilogueGelu<>+128(SB), Z7
-	VMOVUPS      epilogueGelu<>+192(SB), Z8
-	VMOVUPS      epilogueGelu<>+256(SB), Z9
-	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	LEAQ         epilogueGelu<>+0(SB), BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      SI, BX
+	VMOVUPS      (BX), Z5
+	VMOVUPS      64(BX), Z6
+	VMOVUPS      128(BX), Z7
+	VMOVUPS      192(BX), Z8
+	VMOVUPS      256(BX), Z9
+	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
 epi_strip_480:
@@ -10943,12 +11067,12 @@ epi_row_481:
 	VMOVDQU32.Z 64(SI)(BX*4), K2, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z12, Z14, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
-	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
+	VMULPS.BCST epilogueGelu<>+772(SB), Z13, Z15
+	VMULPS.BCST epilogueGelu<>+772(SB), Z14, Z16
+	VPANDD.BCST epilogueGelu<>+768(SB), Z15, Z15
+	VPANDD.BCST epilogueGelu<>+768(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+776(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+776(SB), Z16, Z16
 	VCVTPS2DQ   Z15, Z17
 	VCVTPS2DQ   Z16, Z18
 	VREDUCEPS   $0x00, Z15, Z15
@@ -11020,12 +11144,16 @@ epi_flag_479:
 	MOVL         outZero+124(FP), SI
 	VPBROADCASTD SI, Z3
 	VPXORD       Z4, Z4, Z4
-	VMOVUPS      epilogueGelu<>+0(SB), Z5
-	VMOVUPS      epilogueGelu<>+64(SB), Z6
-	VMOVUPS      epilogueGelu<>+128(SB), Z7
-	VMOVUPS      epilogueGelu<>+192(SB), Z8
-	VMOVUPS      epilogueGelu<>+256(SB), Z9
-	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	LEAQ         epilogueGelu<>+0(SB), SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      DI, SI
+	VMOVUPS      (SI), Z5
+	VMOVUPS      64(SI), Z6
+	VMOVUPS      128(SI), Z7
+	VMOVUPS      192(SI), Z8
+	VMOVUPS      256(SI), Z9
+	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
 epi_strip_482:
@@ -11055,12 +11183,12 @@ epi_row_483:
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z12, Z14, Z14
 	VMULPS.BCST (BX)(R10*4), Z14, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
-	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
+	VMULPS.BCST epilogueGelu<>+772(SB), Z13, Z15
+	VMULPS.BCST epilogueGelu<>+772(SB), Z14, Z16
+	VPANDD.BCST epilogueGelu<>+768(SB), Z15, Z15
+	VPANDD.BCST epilogueGelu<>+768(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+776(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+776(SB), Z16, Z16
 	VCVTPS2DQ   Z15, Z17
 	VCVTPS2DQ   Z16, Z18
 	VREDUCEPS   $0x00, Z15, Z15
@@ -12683,12 +12811,16 @@ epi_flag_484:
 	MOVQ    outStride+112(FP), CX
 	SHLQ    $0x02, CX
 	VPXORD  Z0, Z0, Z0
-	VMOVUPS epilogueGelu<>+0(SB), Z1
-	VMOVUPS epilogueGelu<>+64(SB), Z2
-	VMOVUPS epilogueGelu<>+128(SB), Z3
-	VMOVUPS epilogueGelu<>+192(SB), Z4
-	VMOVUPS epilogueGelu<>+256(SB), Z5
-	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueGelu<>+0(SB), DX
+	LEAQ    epilogueGelu<>+384(SB), BX
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE BX, DX
+	VMOVUPS (DX), Z1
+	VMOVUPS 64(DX), Z2
+	VMOVUPS 128(DX), Z3
+	VMOVUPS 192(DX), Z4
+	VMOVUPS 256(DX), Z5
+	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
 epi_strip_535:
@@ -12721,12 +12853,12 @@ epi_row_536:
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
 	VADDPS      Z10, Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMULPS.BCST epilogueGelu<>+772(SB), Z11, Z13
+	VMULPS.BCST epilogueGelu<>+772(SB), Z12, Z14
+	VPANDD.BCST epilogueGelu<>+768(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+768(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+776(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+776(SB), Z14, Z14
 	VCVTPS2DQ   Z13, Z15
 	VCVTPS2DQ   Z14, Z16
 	VREDUCEPS   $0x00, Z13, Z13
@@ -12777,12 +12909,16 @@ epi_flag_534:
 	SHLQ    $0x02, CX
 	MOVQ    rowScale+64(FP), DX
 	VPXORD  Z0, Z0, Z0
-	VMOVUPS epilogueGelu<>+0(SB), Z1
-	VMOVUPS epilogueGelu<>+64(SB), Z2
-	VMOVUPS epilogueGelu<>+128(SB), Z3
-	VMOVUPS epilogueGelu<>+192(SB), Z4
-	VMOVUPS epilogueGelu<>+256(SB), Z5
-	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueGelu<>+0(SB), BX
+	LEAQ    epilogueGelu<>+384(SB), SI
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE SI, BX
+	VMOVUPS (BX), Z1
+	VMOVUPS 64(BX), Z2
+	VMOVUPS 128(BX), Z3
+	VMOVUPS 192(BX), Z4
+	VMOVUPS 256(BX), Z5
+	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
 epi_strip_537:
@@ -12817,12 +12953,12 @@ epi_row_538:
 	VMULPS      Z9, Z12, Z12
 	VMULPS.BCST (DX)(R8*4), Z12, Z12
 	VADDPS      Z10, Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMULPS.BCST epilogueGelu<>+772(SB), Z11, Z13
+	VMULPS.BCST epilogueGelu<>+772(SB), Z12, Z14
+	VPANDD.BCST epilogueGelu<>+768(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+768(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+776(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+776(SB), Z14, Z14
 	VCVTPS2DQ   Z13, Z15
 	VCVTPS2DQ   Z14, Z16
 	VREDUCEPS   $0x00, Z13, Z13
@@ -12878,12 +13014,16 @@ epi_flag_533:
 	MOVL         outZero+124(FP), DX
 	VPBROADCASTD DX, Z3
 	VPXORD       Z4, Z4, Z4
-	VMOVUPS      epilogueGelu<>+0(SB), Z5
-	VMOVUPS      epilogueGelu<>+64(SB), Z6
-	VMOVUPS      epilogueGelu<>+128(SB), Z7
-	VMOVUPS      epilogueGelu<>+192(SB), Z8
-	VMOVUPS      epilogueGelu<>+256(SB), Z9
-	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	LEAQ         epilogueGelu<>+0(SB), DX
+	LEAQ         epilogueGelu<>+384(SB), BX
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      BX, DX
+	VMOVUPS      (DX), Z5
+	VMOVUPS      64(DX), Z6
+	VMOVUPS      128(DX), Z7
+	VMOVUPS      192(DX), Z8
+	VMOVUPS      256(DX), Z9
+	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
 epi_strip_540:
@@ -12916,12 +13056,12 @@ epi_row_541:
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
 	VADDPS      Z14, Z16, Z16
-	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
-	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
-	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
-	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
-	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
-	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
+	VMULPS.BCST epilogueGelu<>+772(SB), Z15, Z17
+	VMULPS.BCST epilogueGelu<>+772(SB), Z16, Z18
+	VPANDD.BCST epilogueGelu<>+768(SB), Z17, Z17
+	VPANDD.BCST epilogueGelu<>+768(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+776(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+776(SB), Z18, Z18
 	VCVTPS2DQ   Z17, Z19
 	VCVTPS2DQ   Z18, Z20
 	VREDUCEPS   $0x00, Z17, Z17
@@ -12986,12 +13126,16 @@ epi_flag_539:
 	MOVL         outZero+124(FP), BX
 	VPBROADCASTD BX, Z3
 	VPXORD       Z4, Z4, Z4
-	VMOVUPS      epilogueGelu<>+0(SB), Z5
-	VMOVUPS      epilogueGelu<>+64(SB), Z6
-	VMOVUPS      epilogueGelu<>+128(SB), Z7
-	VMOVUPS      epilogueGelu<>+192(SB), Z8
-	VMOVUPS      epilogueGelu<>+256(SB), Z9
-	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	LEAQ         epilogueGelu<>+0(SB), BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      SI, BX
+	VMOVUPS      (BX), Z5
+	VMOVUPS      64(BX), Z6
+	VMOVUPS      128(BX), Z7
+	VMOVUPS      192(BX), Z8
+	VMOVUPS      256(BX), Z9
+	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
 epi_strip_542:
@@ -13026,12 +13170,12 @@ epi_row_543:
 	VMULPS      Z13, Z16, Z16
 	VMULPS.BCST (DX)(R8*4), Z16, Z16
 	VADDPS      Z14, Z16, Z16
-	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
-	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
-	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
-	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
-	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
-	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
+	VMULPS.BCST epilogueGelu<>+772(SB), Z15, Z17
+	VMULPS.BCST epilogueGelu<>+772(SB), Z16, Z18
+	VPANDD.BCST epilogueGelu<>+768(SB), Z17, Z17
+	VPANDD.BCST epilogueGelu<>+768(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+776(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+776(SB), Z18, Z18
 	VCVTPS2DQ   Z17, Z19
 	VCVTPS2DQ   Z18, Z20
 	VREDUCEPS   $0x00, Z17, Z17
@@ -13097,12 +13241,16 @@ epi_flag_532:
 	MOVQ    outStride+112(FP), DX
 	SHLQ    $0x02, DX
 	VPXORD  Z0, Z0, Z0
-	VMOVUPS epilogueGelu<>+0(SB), Z1
-	VMOVUPS epilogueGelu<>+64(SB), Z2
-	VMOVUPS epilogueGelu<>+128(SB), Z3
-	VMOVUPS epilogueGelu<>+192(SB), Z4
-	VMOVUPS epilogueGelu<>+256(SB), Z5
-	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueGelu<>+0(SB), BX
+	LEAQ    epilogueGelu<>+384(SB), SI
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE SI, BX
+	VMOVUPS (BX), Z1
+	VMOVUPS 64(BX), Z2
+	VMOVUPS 128(BX), Z3
+	VMOVUPS 192(BX), Z4
+	VMOVUPS 256(BX), Z5
+	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
 epi_strip_546:
@@ -13136,12 +13284,12 @@ epi_row_547:
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
 	VADDPS      Z10, Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMULPS.BCST epilogueGelu<>+772(SB), Z11, Z13
+	VMULPS.BCST epilogueGelu<>+772(SB), Z12, Z14
+	VPANDD.BCST epilogueGelu<>+768(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+768(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+776(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+776(SB), Z14, Z14
 	VCVTPS2DQ   Z13, Z15
 	VCVTPS2DQ   Z14, Z16
 	VREDUCEPS   $0x00, Z13, Z13
@@ -13199,12 +13347,16 @@ epi_flag_545:
 	SHLQ    $0x02, DX
 	MOVQ    rowScale+64(FP), BX
 	VPXORD  Z0, Z0, Z0
-	VMOVUPS epilogueGelu<>+0(SB), Z1
-	VMOVUPS epilogueGelu<>+64(SB), Z2
-	VMOVUPS epilogueGelu<>+128(SB), Z3
-	VMOVUPS epilogueGelu<>+192(SB), Z4
-	VMOVUPS epilogueGelu<>+256(SB), Z5
-	VMOVUPS epilogueGelu<>+320(SB), Z6
+	LEAQ    epilogueGelu<>+0(SB), SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE DI, SI
+	VMOVUPS (SI), Z1
+	VMOVUPS 64(SI), Z2
+	VMOVUPS 128(SI), Z3
+	VMOVUPS 192(SI), Z4
+	VMOVUPS 256(SI), Z5
+	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
 epi_strip_548:
@@ -13240,12 +13392,12 @@ epi_row_549:
 	VMULPS      Z9, Z12, Z12
 	VMULPS.BCST (BX)(R10*4), Z12, Z12
 	VADDPS      Z10, Z12, Z12
-	VMULPS.BCST epilogueGelu<>+388(SB), Z11, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
+	VMULPS.BCST epilogueGelu<>+772(SB), Z11, Z13
+	VMULPS.BCST epilogueGelu<>+772(SB), Z12, Z14
+	VPANDD.BCST epilogueGelu<>+768(SB), Z13, Z13
+	VPANDD.BCST epilogueGelu<>+768(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+776(SB), Z13, Z13
+	VMINPS.BCST epilogueGelu<>+776(SB), Z14, Z14
 	VCVTPS2DQ   Z13, Z15
 	VCVTPS2DQ   Z14, Z16
 	VREDUCEPS   $0x00, Z13, Z13
@@ -13308,12 +13460,16 @@ epi_flag_544:
 	MOVL         outZero+124(FP), BX
 	VPBROADCASTD BX, Z3
 	VPXORD       Z4, Z4, Z4
-	VMOVUPS      epilogueGelu<>+0(SB), Z5
-	VMOVUPS      epilogueGelu<>+64(SB), Z6
-	VMOVUPS      epilogueGelu<>+128(SB), Z7
-	VMOVUPS      epilogueGelu<>+192(SB), Z8
-	VMOVUPS      epilogueGelu<>+256(SB), Z9
-	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	LEAQ         epilogueGelu<>+0(SB), BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      SI, BX
+	VMOVUPS      (BX), Z5
+	VMOVUPS      64(BX), Z6
+	VMOVUPS      128(BX), Z7
+	VMOVUPS      192(BX), Z8
+	VMOVUPS      256(BX), Z9
+	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
 epi_strip_551:
@@ -13347,12 +13503,12 @@ epi_row_552:
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
 	VADDPS      Z14, Z16, Z16
-	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
-	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
-	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
-	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
-	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
-	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
+	VMULPS.BCST epilogueGelu<>+772(SB), Z15, Z17
+	VMULPS.BCST epilogueGelu<>+772(SB), Z16, Z18
+	VPANDD.BCST epilogueGelu<>+768(SB), Z17, Z17
+	VPANDD.BCST epilogueGelu<>+768(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+776(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+776(SB), Z18, Z18
 	VCVTPS2DQ   Z17, Z19
 	VCVTPS2DQ   Z18, Z20
 	VREDUCEPS   $0x00, Z17, Z17
@@ -13424,12 +13580,16 @@ epi_flag_550:
 	MOVL         outZero+124(FP), SI
 	VPBROADCASTD SI, Z3
 	VPXORD       Z4, Z4, Z4
-	VMOVUPS      epilogueGelu<>+0(SB), Z5
-	VMOVUPS      epilogueGelu<>+64(SB), Z6
-	VMOVUPS      epilogueGelu<>+128(SB), Z7
-	VMOVUPS      epilogueGelu<>+192(SB), Z8
-	VMOVUPS      epilogueGelu<>+256(SB), Z9
-	VMOVUPS      epilogueGelu<>+320(SB), Z10
+	LEAQ         epilogueGelu<>+0(SB), SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      DI, SI
+	VMOVUPS      (SI), Z5
+	VMOVUPS      64(SI), Z6
+	VMOVUPS      128(SI), Z7
+	VMOVUPS      192(SI), Z8
+	VMOVUPS      256(SI), Z9
+	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
 epi_strip_553:
@@ -13465,12 +13625,12 @@ epi_row_554:
 	VMULPS      Z13, Z16, Z16
 	VMULPS.BCST (BX)(R10*4), Z16, Z16
 	VADDPS      Z14, Z16, Z16
-	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
-	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
-	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
-	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
-	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
-	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
+	VMULPS.BCST epilogueGelu<>+772(SB), Z15, Z17
+	VMULPS.BCST epilogueGelu<>+772(SB), Z16, Z18
+	VPANDD.BCST epilogueGelu<>+768(SB), Z17, Z17
+	VPANDD.BCST epilogueGelu<>+768(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+776(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+776(SB), Z18, Z18
 	VCVTPS2DQ   Z17, Z19
 	VCVTPS2DQ   Z18, Z20
 	VREDUCEPS   $0x00, Z17, Z17
@@ -15197,12 +15357,16 @@ epi_flag_556:
 	MOVL         aZero+40(FP), DX
 	VPBROADCASTD DX, Z0
 	VPXORD       Z1, Z1, Z1
-	VMOVUPS      epilogueGelu<>+0(SB), Z2
-	VMOVUPS      epilogueGelu<>+64(SB), Z3
-	VMOVUPS      epilogueGelu<>+128(SB), Z4
-	VMOVUPS      epilogueGelu<>+192(SB), Z5
-	VMOVUPS      epilogueGelu<>+256(SB), Z6
-	VMOVUPS      epilogueGelu<>+320(SB), Z7
+	LEAQ         epilogueGelu<>+0(SB), DX
+	LEAQ         epilogueGelu<>+384(SB), BX
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      BX, DX
+	VMOVUPS      (DX), Z2
+	VMOVUPS      64(DX), Z3
+	VMOVUPS      128(DX), Z4
+	VMOVUPS      192(DX), Z5
+	VMOVUPS      256(DX), Z6
+	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
 epi_strip_607:
@@ -15237,12 +15401,12 @@ epi_row_608:
 	VPADDD.Z    64(BX)(DX*4), Z10, K2, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VMULPS.BCST epilogueGelu<>+772(SB), Z12, Z14
+	VMULPS.BCST epilogueGelu<>+772(SB), Z13, Z15
+	VPANDD.BCST epilogueGelu<>+768(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+768(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+776(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+776(SB), Z15, Z15
 	VCVTPS2DQ   Z14, Z16
 	VCVTPS2DQ   Z15, Z17
 	VREDUCEPS   $0x00, Z14, Z14
@@ -15294,12 +15458,16 @@ epi_flag_606:
 	MOVQ    rowScale+64(FP), DX
 	MOVQ    rowZero+48(FP), BX
 	VPXORD  Z1, Z1, Z1
-	VMOVUPS epilogueGelu<>+0(SB), Z2
-	VMOVUPS epilogueGelu<>+64(SB), Z3
-	VMOVUPS epilogueGelu<>+128(SB), Z4
-	VMOVUPS epilogueGelu<>+192(SB), Z5
-	VMOVUPS epilogueGelu<>+256(SB), Z6
-	VMOVUPS epilogueGelu<>+320(SB), Z7
+	LEAQ    epilogueGelu<>+0(SB), SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE DI, SI
+	VMOVUPS (SI), Z2
+	VMOVUPS 64(SI), Z3
+	VMOVUPS 128(SI), Z4
+	VMOVUPS 192(SI), Z5
+	VMOVUPS 256(SI), Z6
+	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
 epi_strip_609:
@@ -15337,12 +15505,12 @@ epi_row_610:
 	VCVTDQ2PS    Z0, Z0
 	VMULPS       Z11, Z0, Z0
 	VMULPS.BCST  (DX)(R9*4), Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z12, Z13
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z14
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z14, Z14
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z12, Z13
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z14
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z13, Z13
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z14, Z14
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z13, Z13
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z14, Z14
 	VCVTPS2DQ    Z13, Z15
 	VCVTPS2DQ    Z14, Z16
 	VREDUCEPS    $0x00, Z13, Z13
@@ -15400,12 +15568,16 @@ epi_flag_605:
 	MOVL         outZero+124(FP), DX
 	VPBROADCASTD DX, Z4
 	VPXORD       Z5, Z5, Z5
-	VMOVUPS      epilogueGelu<>+0(SB), Z6
-	VMOVUPS      epilogueGelu<>+64(SB), Z7
-	VMOVUPS      epilogueGelu<>+128(SB), Z8
-	VMOVUPS      epilogueGelu<>+192(SB), Z9
-	VMOVUPS      epilogueGelu<>+256(SB), Z10
-	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	LEAQ         epilogueGelu<>+0(SB), DX
+	LEAQ         epilogueGelu<>+384(SB), BX
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      BX, DX
+	VMOVUPS      (DX), Z6
+	VMOVUPS      64(DX), Z7
+	VMOVUPS      128(DX), Z8
+	VMOVUPS      192(DX), Z9
+	VMOVUPS      256(DX), Z10
+	VMOVUPS      320(DX), Z11
 	XORQ         DX, DX
 
 epi_strip_612:
@@ -15440,12 +15612,12 @@ epi_row_613:
 	VPADDD.Z    64(BX)(DX*4), Z14, K2, Z17
 	VCVTDQ2PS   Z17, Z17
 	VMULPS      Z15, Z17, Z17
-	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
-	VMULPS.BCST epilogueGelu<>+388(SB), Z17, Z19
-	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
-	VPANDD.BCST epilogueGelu<>+384(SB), Z19, Z19
-	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
-	VMINPS.BCST epilogueGelu<>+392(SB), Z19, Z19
+	VMULPS.BCST epilogueGelu<>+772(SB), Z16, Z18
+	VMULPS.BCST epilogueGelu<>+772(SB), Z17, Z19
+	VPANDD.BCST epilogueGelu<>+768(SB), Z18, Z18
+	VPANDD.BCST epilogueGelu<>+768(SB), Z19, Z19
+	VMINPS.BCST epilogueGelu<>+776(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+776(SB), Z19, Z19
 	VCVTPS2DQ   Z18, Z20
 	VCVTPS2DQ   Z19, Z21
 	VREDUCEPS   $0x00, Z18, Z18
@@ -15511,12 +15683,16 @@ epi_flag_611:
 	MOVL         outZero+124(FP), SI
 	VPBROADCASTD SI, Z4
 	VPXORD       Z5, Z5, Z5
-	VMOVUPS      epilogueGelu<>+0(SB), Z6
-	VMOVUPS      epilogueGelu<>+64(SB), Z7
-	VMOVUPS      epilogueGelu<>+128(SB), Z8
-	VMOVUPS      epilogueGelu<>+192(SB), Z9
-	VMOVUPS      epilogueGelu<>+256(SB), Z10
-	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	LEAQ         epilogueGelu<>+0(SB), SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      DI, SI
+	VMOVUPS      (SI), Z6
+	VMOVUPS      64(SI), Z7
+	VMOVUPS      128(SI), Z8
+	VMOVUPS      192(SI), Z9
+	VMOVUPS      256(SI), Z10
+	VMOVUPS      320(SI), Z11
 	XORQ         SI, SI
 
 epi_strip_614:
@@ -15554,12 +15730,12 @@ epi_row_615:
 	VCVTDQ2PS    Z0, Z0
 	VMULPS       Z15, Z0, Z0
 	VMULPS.BCST  (DX)(R9*4), Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z16, Z17
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z18
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z17, Z17
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z18, Z18
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z17, Z17
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z18, Z18
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z16, Z17
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z18
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z17, Z17
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z18, Z18
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z17, Z17
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z18, Z18
 	VCVTPS2DQ    Z17, Z19
 	VCVTPS2DQ    Z18, Z20
 	VREDUCEPS    $0x00, Z17, Z17
@@ -15627,12 +15803,16 @@ epi_flag_604:
 	MOVL         aZero+40(FP), BX
 	VPBROADCASTD BX, Z0
 	VPXORD       Z1, Z1, Z1
-	VMOVUPS      epilogueGelu<>+0(SB), Z2
-	VMOVUPS      epilogueGelu<>+64(SB), Z3
-	VMOVUPS      epilogueGelu<>+128(SB), Z4
-	VMOVUPS      epilogueGelu<>+192(SB), Z5
-	VMOVUPS      epilogueGelu<>+256(SB), Z6
-	VMOVUPS      epilogueGelu<>+320(SB), Z7
+	LEAQ         epilogueGelu<>+0(SB), BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      SI, BX
+	VMOVUPS      (BX), Z2
+	VMOVUPS      64(BX), Z3
+	VMOVUPS      128(BX), Z4
+	VMOVUPS      192(BX), Z5
+	VMOVUPS      256(BX), Z6
+	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
 epi_strip_618:
@@ -15668,12 +15848,12 @@ epi_row_619:
 	VPADDD.Z    64(SI)(BX*4), Z10, K2, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
-	VMULPS.BCST epilogueGelu<>+388(SB), Z12, Z14
-	VMULPS.BCST epilogueGelu<>+388(SB), Z13, Z15
-	VPANDD.BCST epilogueGelu<>+384(SB), Z14, Z14
-	VPANDD.BCST epilogueGelu<>+384(SB), Z15, Z15
-	VMINPS.BCST epilogueGelu<>+392(SB), Z14, Z14
-	VMINPS.BCST epilogueGelu<>+392(SB), Z15, Z15
+	VMULPS.BCST epilogueGelu<>+772(SB), Z12, Z14
+	VMULPS.BCST epilogueGelu<>+772(SB), Z13, Z15
+	VPANDD.BCST epilogueGelu<>+768(SB), Z14, Z14
+	VPANDD.BCST epilogueGelu<>+768(SB), Z15, Z15
+	VMINPS.BCST epilogueGelu<>+776(SB), Z14, Z14
+	VMINPS.BCST epilogueGelu<>+776(SB), Z15, Z15
 	VCVTPS2DQ   Z14, Z16
 	VCVTPS2DQ   Z15, Z17
 	VREDUCEPS   $0x00, Z14, Z14
@@ -15732,12 +15912,16 @@ epi_flag_617:
 	MOVQ    rowScale+64(FP), BX
 	MOVQ    rowZero+48(FP), SI
 	VPXORD  Z1, Z1, Z1
-	VMOVUPS epilogueGelu<>+0(SB), Z2
-	VMOVUPS epilogueGelu<>+64(SB), Z3
-	VMOVUPS epilogueGelu<>+128(SB), Z4
-	VMOVUPS epilogueGelu<>+192(SB), Z5
-	VMOVUPS epilogueGelu<>+256(SB), Z6
-	VMOVUPS epilogueGelu<>+320(SB), Z7
+	LEAQ    epilogueGelu<>+0(SB), DI
+	LEAQ    epilogueGelu<>+384(SB), R8
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE R8, DI
+	VMOVUPS (DI), Z2
+	VMOVUPS 64(DI), Z3
+	VMOVUPS 128(DI), Z4
+	VMOVUPS 192(DI), Z5
+	VMOVUPS 256(DI), Z6
+	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
 epi_strip_620:
@@ -15776,12 +15960,12 @@ epi_row_621:
 	VCVTDQ2PS    Z0, Z0
 	VMULPS       Z11, Z0, Z0
 	VMULPS.BCST  (BX)(R11*4), Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z12, Z13
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z14
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z13, Z13
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z14, Z14
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z13, Z13
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z14, Z14
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z12, Z13
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z14
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z13, Z13
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z14, Z14
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z13, Z13
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z14, Z14
 	VCVTPS2DQ    Z13, Z15
 	VCVTPS2DQ    Z14, Z16
 	VREDUCEPS    $0x00, Z13, Z13
@@ -15846,12 +16030,16 @@ epi_flag_616:
 	MOVL         outZero+124(FP), BX
 	VPBROADCASTD BX, Z4
 	VPXORD       Z5, Z5, Z5
-	VMOVUPS      epilogueGelu<>+0(SB), Z6
-	VMOVUPS      epilogueGelu<>+64(SB), Z7
-	VMOVUPS      epilogueGelu<>+128(SB), Z8
-	VMOVUPS      epilogueGelu<>+192(SB), Z9
-	VMOVUPS      epilogueGelu<>+256(SB), Z10
-	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	LEAQ         epilogueGelu<>+0(SB), BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      SI, BX
+	VMOVUPS      (BX), Z6
+	VMOVUPS      64(BX), Z7
+	VMOVUPS      128(BX), Z8
+	VMOVUPS      192(BX), Z9
+	VMOVUPS      256(BX), Z10
+	VMOVUPS      320(BX), Z11
 	XORQ         BX, BX
 
 epi_strip_623:
@@ -15887,12 +16075,12 @@ epi_row_624:
 	VPADDD.Z    64(SI)(BX*4), Z14, K2, Z17
 	VCVTDQ2PS   Z17, Z17
 	VMULPS      Z15, Z17, Z17
-	VMULPS.BCST epilogueGelu<>+388(SB), Z16, Z18
-	VMULPS.BCST epilogueGelu<>+388(SB), Z17, Z19
-	VPANDD.BCST epilogueGelu<>+384(SB), Z18, Z18
-	VPANDD.BCST epilogueGelu<>+384(SB), Z19, Z19
-	VMINPS.BCST epilogueGelu<>+392(SB), Z18, Z18
-	VMINPS.BCST epilogueGelu<>+392(SB), Z19, Z19
+	VMULPS.BCST epilogueGelu<>+772(SB), Z16, Z18
+	VMULPS.BCST epilogueGelu<>+772(SB), Z17, Z19
+	VPANDD.BCST epilogueGelu<>+768(SB), Z18, Z18
+	VPANDD.BCST epilogueGelu<>+768(SB), Z19, Z19
+	VMINPS.BCST epilogueGelu<>+776(SB), Z18, Z18
+	VMINPS.BCST epilogueGelu<>+776(SB), Z19, Z19
 	VCVTPS2DQ   Z18, Z20
 	VCVTPS2DQ   Z19, Z21
 	VREDUCEPS   $0x00, Z18, Z18
@@ -15965,12 +16153,16 @@ epi_flag_622:
 	MOVL         outZero+124(FP), DI
 	VPBROADCASTD DI, Z4
 	VPXORD       Z5, Z5, Z5
-	VMOVUPS      epilogueGelu<>+0(SB), Z6
-	VMOVUPS      epilogueGelu<>+64(SB), Z7
-	VMOVUPS      epilogueGelu<>+128(SB), Z8
-	VMOVUPS      epilogueGelu<>+192(SB), Z9
-	VMOVUPS      epilogueGelu<>+256(SB), Z10
-	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	LEAQ         epilogueGelu<>+0(SB), DI
+	LEAQ         epilogueGelu<>+384(SB), R8
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      R8, DI
+	VMOVUPS      (DI), Z6
+	VMOVUPS      64(DI), Z7
+	VMOVUPS      128(DI), Z8
+	VMOVUPS      192(DI), Z9
+	VMOVUPS      256(DI), Z10
+	VMOVUPS      320(DI), Z11
 	XORQ         DI, DI
 
 epi_strip_625:
@@ -16009,12 +16201,12 @@ epi_row_626:
 	VCVTDQ2PS    Z0, Z0
 	VMULPS       Z15, Z0, Z0
 	VMULPS.BCST  (BX)(R11*4), Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z16, Z17
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z18
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z17, Z17
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z18, Z18
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z17, Z17
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z18, Z18
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z16, Z17
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z18
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z17, Z17
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z18, Z18
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z17, Z17
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z18, Z18
 	VCVTPS2DQ    Z17, Z19
 	VCVTPS2DQ    Z18, Z20
 	VREDUCEPS    $0x00, Z17, Z17
@@ -17931,12 +18123,16 @@ epi_flag_627:
 	MOVL         aZero+40(FP), DX
 	VPBROADCASTD DX, Z0
 	VPXORD       Z1, Z1, Z1
-	VMOVUPS      epilogueGelu<>+0(SB), Z2
-	VMOVUPS      epilogueGelu<>+64(SB), Z3
-	VMOVUPS      epilogueGelu<>+128(SB), Z4
-	VMOVUPS      epilogueGelu<>+192(SB), Z5
-	VMOVUPS      epilogueGelu<>+256(SB), Z6
-	VMOVUPS      epilogueGelu<>+320(SB), Z7
+	LEAQ         epilogueGelu<>+0(SB), DX
+	LEAQ         epilogueGelu<>+384(SB), BX
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      BX, DX
+	VMOVUPS      (DX), Z2
+	VMOVUPS      64(DX), Z3
+	VMOVUPS      128(DX), Z4
+	VMOVUPS      192(DX), Z5
+	VMOVUPS      256(DX), Z6
+	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
 epi_strip_678:
@@ -17977,12 +18173,12 @@ epi_row_679:
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z12, Z15, Z15
 	VADDPS      Z13, Z15, Z15
-	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
-	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
-	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
-	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
-	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
-	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
+	VMULPS.BCST epilogueGelu<>+772(SB), Z14, Z16
+	VMULPS.BCST epilogueGelu<>+772(SB), Z15, Z17
+	VPANDD.BCST epilogueGelu<>+768(SB), Z16, Z16
+	VPANDD.BCST epilogueGelu<>+768(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+776(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+776(SB), Z17, Z17
 	VCVTPS2DQ   Z16, Z18
 	VCVTPS2DQ   Z17, Z19
 	VREDUCEPS   $0x00, Z16, Z16
@@ -18034,12 +18230,16 @@ epi_flag_677:
 	MOVQ    rowScale+64(FP), DX
 	MOVQ    rowZero+48(FP), BX
 	VPXORD  Z1, Z1, Z1
-	VMOVUPS epilogueGelu<>+0(SB), Z2
-	VMOVUPS epilogueGelu<>+64(SB), Z3
-	VMOVUPS epilogueGelu<>+128(SB), Z4
-	VMOVUPS epilogueGelu<>+192(SB), Z5
-	VMOVUPS epilogueGelu<>+256(SB), Z6
-	VMOVUPS epilogueGelu<>+320(SB), Z7
+	LEAQ    epilogueGelu<>+0(SB), SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE DI, SI
+	VMOVUPS (SI), Z2
+	VMOVUPS 64(SI), Z3
+	VMOVUPS 128(SI), Z4
+	VMOVUPS 192(SI), Z5
+	VMOVUPS 256(SI), Z6
+	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
 epi_strip_680:
@@ -18083,12 +18283,12 @@ epi_row_681:
 	VMULPS       Z12, Z0, Z0
 	VMULPS.BCST  (DX)(R9*4), Z0, Z0
 	VADDPS       Z13, Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z14, Z15
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z16
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z15, Z15
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z16, Z16
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z15, Z15
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z16, Z16
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z14, Z15
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z16
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z15, Z15
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z16, Z16
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z15, Z15
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z16, Z16
 	VCVTPS2DQ    Z15, Z17
 	VCVTPS2DQ    Z16, Z18
 	VREDUCEPS    $0x00, Z15, Z15
@@ -18146,12 +18346,16 @@ epi_flag_676:
 	MOVL         outZero+124(FP), DX
 	VPBROADCASTD DX, Z4
 	VPXORD       Z5, Z5, Z5
-	VMOVUPS      epilogueGelu<>+0(SB), Z6
-	VMOVUPS      epilogueGelu<>+64(SB), Z7
-	VMOVUPS      epilogueGelu<>+128(SB), Z8
-	VMOVUPS      epilogueGelu<>+192(SB), Z9
-	VMOVUPS      epilogueGelu<>+256(SB), Z10
-	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	LEAQ         epilogueGelu<>+0(SB), DX
+	LEAQ         epilogueGelu<>+384(SB), BX
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      BX, DX
+	VMOVUPS      (DX), Z6
+	VMOVUPS      64(DX), Z7
+	VMOVUPS      128(DX), Z8
+	VMOVUPS      192(DX), Z9
+	VMOVUPS      256(DX), Z10
+	VMOVUPS      320(DX), Z11
 	XORQ         DX, DX
 
 epi_strip_683:
@@ -18192,12 +18396,12 @@ epi_row_684:
 	VCVTDQ2PS   Z19, Z19
 	VMULPS      Z16, Z19, Z19
 	VADDPS      Z17, Z19, Z19
-	VMULPS.BCST epilogueGelu<>+388(SB), Z18, Z20
-	VMULPS.BCST epilogueGelu<>+388(SB), Z19, Z21
-	VPANDD.BCST epilogueGelu<>+384(SB), Z20, Z20
-	VPANDD.BCST epilogueGelu<>+384(SB), Z21, Z21
-	VMINPS.BCST epilogueGelu<>+392(SB), Z20, Z20
-	VMINPS.BCST epilogueGelu<>+392(SB), Z21, Z21
+	VMULPS.BCST epilogueGelu<>+772(SB), Z18, Z20
+	VMULPS.BCST epilogueGelu<>+772(SB), Z19, Z21
+	VPANDD.BCST epilogueGelu<>+768(SB), Z20, Z20
+	VPANDD.BCST epilogueGelu<>+768(SB), Z21, Z21
+	VMINPS.BCST epilogueGelu<>+776(SB), Z20, Z20
+	VMINPS.BCST epilogueGelu<>+776(SB), Z21, Z21
 	VCVTPS2DQ   Z20, Z22
 	VCVTPS2DQ   Z21, Z23
 	VREDUCEPS   $0x00, Z20, Z20
@@ -18263,12 +18467,16 @@ epi_flag_682:
 	MOVL         outZero+124(FP), SI
 	VPBROADCASTD SI, Z4
 	VPXORD       Z5, Z5, Z5
-	VMOVUPS      epilogueGelu<>+0(SB), Z6
-	VMOVUPS      epilogueGelu<>+64(SB), Z7
-	VMOVUPS      epilogueGelu<>+128(SB), Z8
-	VMOVUPS      epilogueGelu<>+192(SB), Z9
-	VMOVUPS      epilogueGelu<>+256(SB), Z10
-	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	LEAQ         epilogueGelu<>+0(SB), SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      DI, SI
+	VMOVUPS      (SI), Z6
+	VMOVUPS      64(SI), Z7
+	VMOVUPS      128(SI), Z8
+	VMOVUPS      192(SI), Z9
+	VMOVUPS      256(SI), Z10
+	VMOVUPS      320(SI), Z11
 	XORQ         SI, SI
 
 epi_strip_685:
@@ -18312,12 +18520,12 @@ epi_row_686:
 	VMULPS       Z16, Z0, Z0
 	VMULPS.BCST  (DX)(R9*4), Z0, Z0
 	VADDPS       Z17, Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z18, Z19
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z20
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z19, Z19
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z20, Z20
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z19, Z19
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z20, Z20
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z18, Z19
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z20
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z19, Z19
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z20, Z20
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z19, Z19
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z20, Z20
 	VCVTPS2DQ    Z19, Z21
 	VCVTPS2DQ    Z20, Z22
 	VREDUCEPS    $0x00, Z19, Z19
@@ -18385,12 +18593,16 @@ epi_flag_675:
 	MOVL         aZero+40(FP), BX
 	VPBROADCASTD BX, Z0
 	VPXORD       Z1, Z1, Z1
-	VMOVUPS      epilogueGelu<>+0(SB), Z2
-	VMOVUPS      epilogueGelu<>+64(SB), Z3
-	VMOVUPS      epilogueGelu<>+128(SB), Z4
-	VMOVUPS      epilogueGelu<>+192(SB), Z5
-	VMOVUPS      epilogueGelu<>+256(SB), Z6
-	VMOVUPS      epilogueGelu<>+320(SB), Z7
+	LEAQ         epilogueGelu<>+0(SB), BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      SI, BX
+	VMOVUPS      (BX), Z2
+	VMOVUPS      64(BX), Z3
+	VMOVUPS      128(BX), Z4
+	VMOVUPS      192(BX), Z5
+	VMOVUPS      256(BX), Z6
+	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
 epi_strip_689:
@@ -18432,12 +18644,12 @@ epi_row_690:
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z12, Z15, Z15
 	VADDPS      Z13, Z15, Z15
-	VMULPS.BCST epilogueGelu<>+388(SB), Z14, Z16
-	VMULPS.BCST epilogueGelu<>+388(SB), Z15, Z17
-	VPANDD.BCST epilogueGelu<>+384(SB), Z16, Z16
-	VPANDD.BCST epilogueGelu<>+384(SB), Z17, Z17
-	VMINPS.BCST epilogueGelu<>+392(SB), Z16, Z16
-	VMINPS.BCST epilogueGelu<>+392(SB), Z17, Z17
+	VMULPS.BCST epilogueGelu<>+772(SB), Z14, Z16
+	VMULPS.BCST epilogueGelu<>+772(SB), Z15, Z17
+	VPANDD.BCST epilogueGelu<>+768(SB), Z16, Z16
+	VPANDD.BCST epilogueGelu<>+768(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+776(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+776(SB), Z17, Z17
 	VCVTPS2DQ   Z16, Z18
 	VCVTPS2DQ   Z17, Z19
 	VREDUCEPS   $0x00, Z16, Z16
@@ -18496,12 +18708,16 @@ epi_flag_688:
 	MOVQ    rowScale+64(FP), BX
 	MOVQ    rowZero+48(FP), SI
 	VPXORD  Z1, Z1, Z1
-	VMOVUPS epilogueGelu<>+0(SB), Z2
-	VMOVUPS epilogueGelu<>+64(SB), Z3
-	VMOVUPS epilogueGelu<>+128(SB), Z4
-	VMOVUPS epilogueGelu<>+192(SB), Z5
-	VMOVUPS epilogueGelu<>+256(SB), Z6
-	VMOVUPS epilogueGelu<>+320(SB), Z7
+	LEAQ    epilogueGelu<>+0(SB), DI
+	LEAQ    epilogueGelu<>+384(SB), R8
+	TESTQ   $0x00000080, flags+136(FP)
+	CMOVQNE R8, DI
+	VMOVUPS (DI), Z2
+	VMOVUPS 64(DI), Z3
+	VMOVUPS 128(DI), Z4
+	VMOVUPS 192(DI), Z5
+	VMOVUPS 256(DI), Z6
+	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
 epi_strip_691:
@@ -18546,12 +18762,12 @@ epi_row_692:
 	VMULPS       Z12, Z0, Z0
 	VMULPS.BCST  (BX)(R11*4), Z0, Z0
 	VADDPS       Z13, Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z14, Z15
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z16
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z15, Z15
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z16, Z16
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z15, Z15
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z16, Z16
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z14, Z15
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z16
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z15, Z15
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z16, Z16
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z15, Z15
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z16, Z16
 	VCVTPS2DQ    Z15, Z17
 	VCVTPS2DQ    Z16, Z18
 	VREDUCEPS    $0x00, Z15, Z15
@@ -18616,12 +18832,16 @@ epi_flag_687:
 	MOVL         outZero+124(FP), BX
 	VPBROADCASTD BX, Z4
 	VPXORD       Z5, Z5, Z5
-	VMOVUPS      epilogueGelu<>+0(SB), Z6
-	VMOVUPS      epilogueGelu<>+64(SB), Z7
-	VMOVUPS      epilogueGelu<>+128(SB), Z8
-	VMOVUPS      epilogueGelu<>+192(SB), Z9
-	VMOVUPS      epilogueGelu<>+256(SB), Z10
-	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	LEAQ         epilogueGelu<>+0(SB), BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      SI, BX
+	VMOVUPS      (BX), Z6
+	VMOVUPS      64(BX), Z7
+	VMOVUPS      128(BX), Z8
+	VMOVUPS      192(BX), Z9
+	VMOVUPS      256(BX), Z10
+	VMOVUPS      320(BX), Z11
 	XORQ         BX, BX
 
 epi_strip_694:
@@ -18663,12 +18883,12 @@ epi_row_695:
 	VCVTDQ2PS   Z19, Z19
 	VMULPS      Z16, Z19, Z19
 	VADDPS      Z17, Z19, Z19
-	VMULPS.BCST epilogueGelu<>+388(SB), Z18, Z20
-	VMULPS.BCST epilogueGelu<>+388(SB), Z19, Z21
-	VPANDD.BCST epilogueGelu<>+384(SB), Z20, Z20
-	VPANDD.BCST epilogueGelu<>+384(SB), Z21, Z21
-	VMINPS.BCST epilogueGelu<>+392(SB), Z20, Z20
-	VMINPS.BCST epilogueGelu<>+392(SB), Z21, Z21
+	VMULPS.BCST epilogueGelu<>+772(SB), Z18, Z20
+	VMULPS.BCST epilogueGelu<>+772(SB), Z19, Z21
+	VPANDD.BCST epilogueGelu<>+768(SB), Z20, Z20
+	VPANDD.BCST epilogueGelu<>+768(SB), Z21, Z21
+	VMINPS.BCST epilogueGelu<>+776(SB), Z20, Z20
+	VMINPS.BCST epilogueGelu<>+776(SB), Z21, Z21
 	VCVTPS2DQ   Z20, Z22
 	VCVTPS2DQ   Z21, Z23
 	VREDUCEPS   $0x00, Z20, Z20
@@ -18741,12 +18961,16 @@ epi_flag_693:
 	MOVL         outZero+124(FP), DI
 	VPBROADCASTD DI, Z4
 	VPXORD       Z5, Z5, Z5
-	VMOVUPS      epilogueGelu<>+0(SB), Z6
-	VMOVUPS      epilogueGelu<>+64(SB), Z7
-	VMOVUPS      epilogueGelu<>+128(SB), Z8
-	VMOVUPS      epilogueGelu<>+192(SB), Z9
-	VMOVUPS      epilogueGelu<>+256(SB), Z10
-	VMOVUPS      epilogueGelu<>+320(SB), Z11
+	LEAQ         epilogueGelu<>+0(SB), DI
+	LEAQ         epilogueGelu<>+384(SB), R8
+	TESTQ        $0x00000080, flags+136(FP)
+	CMOVQNE      R8, DI
+	VMOVUPS      (DI), Z6
+	VMOVUPS      64(DI), Z7
+	VMOVUPS      128(DI), Z8
+	VMOVUPS      192(DI), Z9
+	VMOVUPS      256(DI), Z10
+	VMOVUPS      320(DI), Z11
 	XORQ         DI, DI
 
 epi_strip_696:
@@ -18791,12 +19015,12 @@ epi_row_697:
 	VMULPS       Z16, Z0, Z0
 	VMULPS.BCST  (BX)(R11*4), Z0, Z0
 	VADDPS       Z17, Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z18, Z19
-	VMULPS.BCST  epilogueGelu<>+388(SB), Z0, Z20
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z19, Z19
-	VPANDD.BCST  epilogueGelu<>+384(SB), Z20, Z20
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z19, Z19
-	VMINPS.BCST  epilogueGelu<>+392(SB), Z20, Z20
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z18, Z19
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z20
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z19, Z19
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z20, Z20
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z19, Z19
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z20, Z20
 	VCVTPS2DQ    Z19, Z21
 	VCVTPS2DQ    Z20, Z22
 	VREDUCEPS    $0x00, Z19, Z19

@@ -9,6 +9,9 @@ package qgemm
 // Gelu is the epilogue's float32 erf-GELU (ActGelu), bit for bit.
 func Gelu(x float32) float32 { return geluF32(x) }
 
+// GeluTanh is the epilogue's float32 tanh-GELU (ActGeluTanh), bit for bit.
+func GeluTanh(x float32) float32 { return geluTanhF32(x) }
+
 // Relu is the epilogue's ReLU (ActRelu), bit for bit: max(x, 0) with -0
 // giving +0 and NaN kept (its bits unchanged).
 func Relu(x float32) float32 { return reluF32(x) }

@@ -34,7 +34,7 @@ func qgemmAVX2(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nbl
 // block (row 0 for res, the output, rowZero and rowScale); strides are in
 // elements. flags: 1 colSum, 2 bias, 4 GELU, 8 residual, 16 u8 output (else
 // f32), 32 per-row zero point rowZero[i] (replacing aZero) and scale rowScale[i],
-// 64 ReLU (not with 4). u8 output clamps v*invScale to [clampLo, clampHi] =
+// 64 ReLU (not with 4), 128 (with 4) tanh GELU. u8 output clamps v*invScale to [clampLo, clampHi] =
 // [-outZero, 255-outZero].
 //
 //go:noescape
