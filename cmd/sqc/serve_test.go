@@ -21,7 +21,7 @@ import (
 )
 
 // demoDir extracts the embedded demo model and its calibration texts.
-func demoDir(t *testing.T) (model, calib string) {
+func demoDir(t testing.TB) (model, calib string) {
 	t.Helper()
 	tmp := t.TempDir()
 	dir, err := demomodel.Extract(tmp)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"net/http"
@@ -84,16 +85,24 @@ func (s *Server) endpoint(name string, openAI bool, h handlerFunc) http.HandlerF
 			fail(e)
 			return
 		}
-		ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-		hd := w.Header()
-		hd.Set("x-compute-type", "cpu-int8")
-		hd.Set("x-compute-tokens", strconv.Itoa(t.tokens))
-		hd.Set("x-total-time", ms(time.Since(start)))
-		hd.Set("x-tokenization-time", ms(t.tokenize))
-		hd.Set("x-queue-time", ms(t.queue))
-		hd.Set("x-inference-time", ms(t.run))
+		setTimingHeaders(w.Header(), &t, time.Since(start))
 		writeJSON(w, http.StatusOK, resp)
-		s.log.Debug("request", "endpoint", name, "tokens", t.tokens, "duration", time.Since(start).String())
+		if s.log.Enabled(ctx, slog.LevelDebug) { // the arguments cost allocations
+			s.log.Debug("request", "endpoint", name, "tokens", t.tokens, "duration", time.Since(start).String())
+		}
+	}
+}
+
+// setTimingHeaders sets TEI's x-compute-* and x-*-time headers. The keys
+// are written in canonical form, straight into the map, and the values
+// share one array: Header.Set would canonicalise and allocate per key,
+// a cost every request pays.
+func setTimingHeaders(hd http.Header, t *timings, total time.Duration) {
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	v := [...]string{"cpu-int8", strconv.Itoa(t.tokens), ms(total), ms(t.tokenize), ms(t.queue), ms(t.run)}
+	vals := v[:]
+	for i, k := range [...]string{"X-Compute-Type", "X-Compute-Tokens", "X-Total-Time", "X-Tokenization-Time", "X-Queue-Time", "X-Inference-Time"} {
+		hd[k] = vals[i : i+1 : i+1]
 	}
 }
 
