@@ -77,22 +77,31 @@ func Batching(b *testing.B, m serve.Model, path string, bodies [][]byte) {
 			b.Errorf("status %d", resp.StatusCode)
 		}
 	}
-	perSec := func(b *testing.B, sentences int, d time.Duration) {
+	// perSec reports throughput, and the process's CPU time per sentence
+	// since cpu0 (server, client and model together): on a machine shared
+	// with other work the wall-clock figure swings with the load, the CPU
+	// cost much less.
+	perSec := func(b *testing.B, sentences int, d time.Duration, cpu0 time.Duration) {
 		b.ReportMetric(float64(sentences)/d.Seconds(), "sentences/s")
+		if cpu1, ok := cpuTime(); ok && sentences > 0 {
+			b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(sentences), "cpu-us/sentence")
+		}
 	}
 
 	b.Run("sequential", func(b *testing.B) {
+		cpu0, _ := cpuTime()
 		start := time.Now()
 		for i := range b.N {
 			send(i)
 		}
-		perSec(b, b.N, time.Since(start))
+		perSec(b, b.N, time.Since(start), cpu0)
 	})
 	var formed []modelrt.Batch
 	b.Run("concurrent64", func(b *testing.B) {
 		rec.take()
 		var next atomic.Int64
 		var wg sync.WaitGroup
+		cpu0, _ := cpuTime()
 		start := time.Now()
 		for range Clients {
 			wg.Go(func() {
@@ -102,7 +111,7 @@ func Batching(b *testing.B, m serve.Model, path string, bodies [][]byte) {
 			})
 		}
 		wg.Wait()
-		perSec(b, b.N, time.Since(start))
+		perSec(b, b.N, time.Since(start), cpu0)
 		formed = rec.take()
 		n := 0
 		for _, fb := range formed {
@@ -118,6 +127,7 @@ func Batching(b *testing.B, m serve.Model, path string, bodies [][]byte) {
 		}
 		ctx := context.Background()
 		n := 0
+		cpu0, _ := cpuTime()
 		start := time.Now()
 		for i := range b.N {
 			fb := formed[i%len(formed)]
@@ -126,6 +136,6 @@ func Batching(b *testing.B, m serve.Model, path string, bodies [][]byte) {
 			}
 			n += fb.Len()
 		}
-		perSec(b, n, time.Since(start))
+		perSec(b, n, time.Since(start), cpu0)
 	})
 }
