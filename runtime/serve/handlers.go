@@ -229,14 +229,6 @@ func (s *Server) contextError(err error) *apiError {
 	return &apiError{499, "client closed the request", errValidation}
 }
 
-func singles(texts []string) [][]string {
-	out := make([][]string, len(texts))
-	for i, t := range texts {
-		out[i] = []string{t}
-	}
-	return out
-}
-
 func (s *Server) embed(ctx context.Context, body []byte, t *timings) (any, *apiError) {
 	if s.info.Kind != Embedder {
 		return nil, s.wrongKind("an embedding")
