@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -41,19 +42,7 @@ func serveCommand() *cli.Command {
 				return err
 			}
 			path := c.String("model")
-			g, err := frontend.Load(path)
-			if err != nil {
-				return err
-			}
-			tok, err := loadTokenizer(path, c.String("vocab"))
-			if err != nil {
-				return err
-			}
-			b, err := buildInt8(g, tok, cfg, c.App.ErrWriter) // canonicalises g in place
-			if err != nil {
-				return err
-			}
-			m, err := newEngineModel(g, b.int8, tok, c.Int("threads"), c.Int("max-batch"))
+			m, err := loadEngineModel(path, c.String("vocab"), cfg, c.Int("threads"), c.Int("max-batch"), c.App.ErrWriter)
 			if err != nil {
 				return err
 			}
@@ -66,6 +55,32 @@ func serveCommand() *cli.Command {
 			return serve.ListenAndServe(ctx, m, &sf, c.App.ErrWriter)
 		},
 	}
+}
+
+// loadEngineModel loads the model at path with its own head, as sqc run
+// applies it (embedding pooling, prompts, max_seq_length, scoring),
+// compiles it to INT8 with cfg and returns it ready to serve.
+func loadEngineModel(path, vocab string, cfg *int8Config, threads, maxBatch int, stderr io.Writer) (*engineModel, error) {
+	g, err := frontend.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	head, err := loadModelHead(path, "", g)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := loadTokenizer(path, vocab)
+	if err != nil {
+		return nil, err
+	}
+	if tok, err = head.tokenizer(tok); err != nil {
+		return nil, err
+	}
+	b, err := buildInt8(g, tok, cfg, stderr) // canonicalises g in place
+	if err != nil {
+		return nil, err
+	}
+	return newEngineModel(g, b.int8, tok, head, threads, maxBatch)
 }
 
 // stdFlags turns a flag.FlagSet into urfave/cli flags that set the same

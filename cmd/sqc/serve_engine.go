@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
@@ -15,20 +16,25 @@ import (
 // engineModel is the in-process INT8 engine as a serve.Model: Run chunks a
 // batch by length (modelrt.ChunkOrder, as generated packages do), runs
 // each chunk through the Program, and returns a classifier's logits or an
-// encoder's hidden states mean-pooled over each sequence's tokens.
+// encoder's sentence embeddings: its sentence-transformers head's, as
+// `sqc run` computes them, else hidden states mean-pooled over each
+// sequence's tokens.
 type engineModel struct {
 	prog  *exec.Program
 	q     *compiler.Graph // the INT8 graph: its inputs are what Run feeds
 	tok   *tokenizer.Tokenizer
 	info  serve.Info
-	out   string // the output Run returns
-	order []int  // ChunkOrder's, reused
+	out   string                 // the output Run returns
+	embed *modelrt.EmbeddingHead // a sentence-transformers folder's head, or nil
+	order []int                  // ChunkOrder's, reused
 }
 
 // newEngineModel compiles the INT8 graph q (built from the canonical
 // graph g, which keeps the labels and tables) and probes it once to learn
 // what it outputs: [batch, labels] logits, or [batch, seq, hidden] states.
-func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, threads, maxBatch int) (*engineModel, error) {
+// head is the model's own (loadModelHead's): its pooling, prompts and
+// scoring are the server's, so answers equal `sqc run`'s.
+func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelHead, threads, maxBatch int) (*engineModel, error) {
 	prog, err := exec.Compile(q, exec.Options{Threads: threads})
 	if err != nil {
 		return nil, err
@@ -58,6 +64,31 @@ func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, threads, max
 	default:
 		prog.Close()
 		return nil, compiler.BadInput(g.Name, m.out, fmt.Errorf("output of shape %v with %d labels in config.json: neither a classifier's logits nor an encoder's hidden states", shape, len(m.info.Labels)))
+	}
+	m.info.Scoring = head.scoring.Activation
+	if st := head.st; st != nil {
+		if m.info.Kind != serve.Embedder {
+			prog.Close()
+			return nil, compiler.BadInput(st.Dir, m.out, fmt.Errorf("a sentence-transformers folder whose encoder outputs %v, not hidden states", outs[m.out].Shape))
+		}
+		m.embed = &st.Head
+		m.info.Normalized = st.Head.Normalize
+		var modes []string
+		for _, p := range st.Head.Pooling {
+			modes = append(modes, string(p))
+		}
+		m.info.Pooling = strings.Join(modes, "+")
+		// A prompt is usable when pooling includes its tokens (as
+		// sentence.Model.Prompt decides for sqc run).
+		m.info.Prompts = map[string]string{}
+		for name, text := range st.Prompts {
+			if st.IncludePrompt || text == "" {
+				m.info.Prompts[name] = text
+			}
+		}
+		if _, ok := m.info.Prompts[st.DefaultPrompt]; ok {
+			m.info.DefaultPrompt = st.DefaultPrompt
+		}
 	}
 	return m, nil
 }
@@ -107,9 +138,12 @@ func (m *engineModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, er
 		seq := modelrt.LongestOf(&b, idx)
 		for r, i := range idx {
 			row := infer.SliceRow(t, r, seq, len(b.InputIDs[i]))
-			if m.info.Kind == serve.Embedder {
+			switch {
+			case m.embed != nil:
+				out[i] = m.embed.Embed(row.F32, int(row.Shape[1]), b.AttentionMask[i])
+			case m.info.Kind == serve.Embedder:
 				out[i] = modelrt.MeanPool(row.F32, int(row.Shape[1]), b.AttentionMask[i])
-			} else {
+			default:
 				out[i] = row.F32
 			}
 		}

@@ -15,14 +15,13 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
-	"github.com/sqc-dev/sqc/compiler/frontend"
 	"github.com/sqc-dev/sqc/internal/demomodel"
 	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/serve"
 )
 
 // demoDir extracts the embedded demo model and its calibration texts.
-func demoDir(t *testing.T) (model, calib string) {
+func demoDir(t testing.TB) (model, calib string) {
 	t.Helper()
 	tmp := t.TempDir()
 	dir, err := demomodel.Extract(tmp)
@@ -140,19 +139,7 @@ func batchedMatchesAlone(t *testing.T, url string) {
 // it on an httptest server; the model must be of the given kind.
 func engineServer(t *testing.T, model, calib string, kind serve.Kind) string {
 	t.Helper()
-	g, err := frontend.Load(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := loadTokenizer(model, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := buildInt8(g, tok, &int8Config{calibPath: calib, calibSamples: defaultCalibSamples, quant: passes.QuantOptions{Alpha: 0.5, Act: compiler.QLinearStatic}}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := newEngineModel(g, b.int8, tok, 2, 4)
+	m, err := loadEngineModel(model, "", &int8Config{calibPath: calib, calibSamples: defaultCalibSamples, quant: passes.QuantOptions{Alpha: 0.5, Act: compiler.QLinearStatic}}, 2, 4, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,4 +155,105 @@ func engineServer(t *testing.T, model, calib string, kind serve.Kind) string {
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// postJSON sends body to url and returns the status and the answer.
+func postJSON(t *testing.T, url, body string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, out
+}
+
+// TestServeSentenceTransformers: for a sentence-transformers folder,
+// /embed (and /v1/embeddings) answer bit for bit the embeddings `sqc run
+// --int8` prints: the folder's pooling, Dense and Normalize, its prompts
+// and its max_seq_length.
+func TestServeSentenceTransformers(t *testing.T) {
+	texts := writeLines(t, "texts.txt", headTexts)
+	flags := []string{"--act", "static", "--alpha", "0.5", "--calib", texts}
+	plain := runLines[embeddingLine](t, append([]string{"run", "--int8", "--model", stTiny, "--texts", texts}, flags...)...)
+	query := runLines[embeddingLine](t, append([]string{"run", "--int8", "--model", stTiny, "--texts", texts, "--prompt-name", "query"}, flags...)...)
+	url := engineServer(t, stTiny, texts, serve.Embedder)
+	inputs, _ := json.Marshal(headTexts)
+	for _, c := range []struct {
+		name, body string
+		want       []embeddingLine
+	}{
+		{"/embed", `{"inputs":` + string(inputs) + `,"truncate":true}`, plain},
+		{"/embed query", `{"inputs":` + string(inputs) + `,"truncate":true,"prompt_name":"query"}`, query},
+	} {
+		code, body := postJSON(t, url+"/embed", c.body)
+		var got [][]float32
+		if err := json.Unmarshal(body, &got); code != 200 || err != nil || len(got) != len(c.want) {
+			t.Fatalf("%s: %d %s (%v)", c.name, code, body, err)
+		}
+		for i := range got {
+			if !slicesEqual(got[i], c.want[i].Embedding) {
+				t.Errorf("%s text %d: served %v\nsqc run %v", c.name, i, got[i], c.want[i].Embedding)
+			}
+		}
+	}
+	// OpenAI's route: the same unit vectors (the head normalises; the
+	// server does not normalise again).
+	code, body := postJSON(t, url+"/v1/embeddings", fmt.Sprintf(`{"input":%q}`, headTexts[0]))
+	var oai struct {
+		Data []struct {
+			Embedding []float32 `json:"embedding"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &oai); code != 200 || err != nil || len(oai.Data) != 1 || !slicesEqual(oai.Data[0].Embedding, plain[0].Embedding) {
+		t.Errorf("/v1/embeddings: %d %s (%v); sqc run %v", code, body, err, plain[0].Embedding)
+	}
+	// An input past max_seq_length (24) without truncation, and a prompt
+	// the folder lacks, are 422s.
+	if code, body := postJSON(t, url+"/embed", fmt.Sprintf(`{"inputs":%q}`, headTexts[2])); code != 422 {
+		t.Errorf("too long: %d %s", code, body)
+	}
+	if code, body := postJSON(t, url+"/embed", `{"inputs":"a","prompt_name":"doc"}`); code != 422 || !strings.Contains(string(body), "passage, query") {
+		t.Errorf("unknown prompt: %d %s", code, body)
+	}
+	resp, err := http.Get(url + "/info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if info, _ := io.ReadAll(resp.Body); !strings.Contains(string(info), `"pooling":"mean"`) {
+		t.Errorf("/info: %d %s", resp.StatusCode, info)
+	}
+}
+
+// TestServeCrossEncoderMatchesRun: /rerank scores a single-logit
+// classifier's pairs with the scores `sqc run --int8` prints for them.
+func TestServeCrossEncoderMatchesRun(t *testing.T) {
+	model := writeClassifier(t, []string{"LABEL_0"}, nil)
+	query := "a quiet triumph of a film"
+	lines := []string{"query\tdocument"}
+	for _, d := range headTexts {
+		lines = append(lines, query+"\t"+d)
+	}
+	pairs := writeLines(t, "pairs.tsv", lines)
+	q := runLines[scoreLine](t, "run", "--int8", "--model", model, "--texts", pairs, "--act", "static", "--alpha", "0.5", "--calib", pairs)
+	url := engineServer(t, model, pairs, serve.CrossEncoder)
+	texts, _ := json.Marshal(headTexts)
+	code, body := postJSON(t, url+"/rerank", fmt.Sprintf(`{"query":%q,"texts":%s}`, query, texts))
+	var ranks []struct {
+		Index int     `json:"index"`
+		Score float32 `json:"score"`
+	}
+	if err := json.Unmarshal(body, &ranks); code != 200 || err != nil || len(ranks) != len(q) {
+		t.Fatalf("/rerank: %d %s (%v)", code, body, err)
+	}
+	for _, r := range ranks {
+		if want := *q[r.Index].Score; math.Float32bits(r.Score) != math.Float32bits(want) {
+			t.Errorf("text %d: served %g, sqc run %g", r.Index, r.Score, want)
+		}
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sqc-dev/sqc/runtime/modelrt"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -17,11 +19,23 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // long is 20 words: more than the fake models' 16 tokens.
 var long = strings.Repeat("good ", 20)
 
+// words20 and ids20 are 20 different words, and 20 different token ids:
+// truncating them on the left and on the right keeps different tokens.
+const (
+	words20 = "the a movie film good bad great is was not very what deep learning i it love hate search query"
+	ids20   = "5,6,7,8,9,10,11,12,13,14,15,16,17,18,25,26,27,28,29,30"
+)
+
+func withPrompts(i *Info) {
+	i.Prompts, i.DefaultPrompt = map[string]string{"query": "query: ", "passage": "search text: "}, "passage"
+}
+
 // apiCase is one request and the golden file of its answer.
 type apiCase struct {
 	name   string
 	kind   Kind
 	cfg    Config
+	info   func(*Info) // edits the fake model's Info before the server reads it
 	setup  func(*Server, *fakeModel)
 	method string // POST when empty
 	path   string
@@ -40,10 +54,26 @@ var apiCases = []apiCase{
 	{name: "embed_400_wrong_type", kind: Embedder, path: "/embed", body: `{"inputs":"a","normalize":"yes"}`},
 	{name: "embed_400_missing", kind: Embedder, path: "/embed", body: `{"input":"a movie"}`},
 	{name: "embed_400_empty_list", kind: Embedder, path: "/embed", body: `{"inputs":[]}`},
-	{name: "embed_400_token_ids", kind: Embedder, path: "/embed", body: `{"inputs":[101,2054,102]}`},
+	{name: "embed_token_ids", kind: Embedder, path: "/embed", body: `{"inputs":[2,17,7,3]}`},
+	{name: "embed_token_ids_mixed", kind: Embedder, path: "/embed", body: `{"inputs":["what a movie",[2,17,7,3],[9]],"normalize":false}`},
+	{name: "embed_token_ids_truncate", kind: Embedder, path: "/embed", body: `{"inputs":[[` + ids20 + `]],"truncate":true}`},
+	{name: "embed_token_ids_truncate_left", kind: Embedder, path: "/embed", body: `{"inputs":[[` + ids20 + `]],"truncate":true,"truncation_direction":"Left"}`},
+	{name: "embed_400_token_id_negative", kind: Embedder, path: "/embed", body: `{"inputs":[-1]}`},
+	{name: "embed_400_token_id_float", kind: Embedder, path: "/embed", body: `{"inputs":[[1.5]]}`},
+	{name: "embed_400_token_ids_mixed_list", kind: Embedder, path: "/embed", body: `{"inputs":[5,"a"]}`},
+	{name: "embed_422_token_id_range", kind: Embedder, path: "/embed", body: `{"inputs":[101,2054,102]}`},
+	{name: "embed_422_token_ids_empty", kind: Embedder, path: "/embed", body: `{"inputs":[[]]}`},
+	{name: "embed_422_token_ids_too_long", kind: Embedder, path: "/embed", body: `{"inputs":[` + ids20 + `],"truncate":false}`},
 	{name: "embed_400_trailing", kind: Embedder, path: "/embed", body: `{"inputs":"a"} {"inputs":"b"}`},
-	{name: "embed_400_truncation_left", kind: Embedder, path: "/embed", body: `{"inputs":"a","truncation_direction":"Left"}`},
-	{name: "embed_400_prompt_name", kind: Embedder, path: "/embed", body: `{"inputs":"a","prompt_name":"query"}`},
+	{name: "embed_truncate_left", kind: Embedder, path: "/embed", body: `{"inputs":["` + words20 + `"],"truncate":true,"truncation_direction":"Left"}`},
+	{name: "embed_truncate_right", kind: Embedder, path: "/embed", body: `{"inputs":["` + words20 + `"],"truncate":true,"truncation_direction":"Right"}`},
+	{name: "embed_400_truncation_direction", kind: Embedder, path: "/embed", body: `{"inputs":"a","truncation_direction":"Up"}`},
+	{name: "embed_422_prompt_name", kind: Embedder, path: "/embed", body: `{"inputs":"a","prompt_name":"query"}`},
+	{name: "embed_prompt", kind: Embedder, info: withPrompts, path: "/embed", body: `{"inputs":"a movie","prompt_name":"query"}`},
+	{name: "embed_default_prompt", kind: Embedder, info: withPrompts, path: "/embed", body: `{"inputs":"a movie"}`},
+	{name: "embed_normalized_model", kind: Embedder, info: func(i *Info) { i.Normalized = true }, path: "/embed", body: `{"inputs":"a movie"}`},
+	{name: "embed_422_prompt_unknown", kind: Embedder, info: withPrompts, path: "/embed", body: `{"inputs":"a","prompt_name":"doc"}`},
+	{name: "embed_400_prompt_token_ids", kind: Embedder, info: withPrompts, path: "/embed", body: `{"inputs":[2,7,3],"prompt_name":"query"}`},
 	{name: "embed_400_empty_body", kind: Embedder, path: "/embed", body: ``},
 	{name: "embed_413_batch", kind: Embedder, cfg: Config{MaxClientBatchSize: 2}, path: "/embed", body: `{"inputs":["a","the","it"]}`},
 	{name: "embed_413_payload", kind: Embedder, cfg: Config{PayloadLimit: 32}, path: "/embed", body: `{"inputs":"` + long + `"}`},
@@ -61,6 +91,7 @@ var apiCases = []apiCase{
 	{name: "predict_batch_raw", kind: Classifier, path: "/predict", body: `{"inputs":[["a good film"],["a bad film","not good"]],"raw_scores":true}`},
 	{name: "predict_root", kind: Classifier, path: "/", body: `{"inputs":"a good film"}`},
 	{name: "predict_cross_encoder", kind: CrossEncoder, path: "/predict", body: `{"inputs":["what is deep learning","deep learning is good"]}`},
+	{name: "predict_scoring_sigmoid", kind: Classifier, info: func(i *Info) { i.Scoring = modelrt.ActSigmoid }, path: "/predict", body: `{"inputs":"i love this movie"}`},
 	{name: "predict_400_triple", kind: Classifier, path: "/predict", body: `{"inputs":["a","b","c"]}`},
 	{name: "predict_400_nested", kind: Classifier, path: "/predict", body: `{"inputs":[["a","b","c"]]}`},
 	{name: "predict_400_mixed", kind: Classifier, path: "/predict", body: `{"inputs":[["a"],"b"]}`},
@@ -71,6 +102,7 @@ var apiCases = []apiCase{
 	// /rerank
 	{name: "rerank", kind: CrossEncoder, path: "/rerank", body: `{"query":"what is deep learning?","texts":["deep learning is a movie","i love search","the text"]}`},
 	{name: "rerank_text_raw", kind: CrossEncoder, path: "/rerank", body: `{"query":"what is deep learning?","texts":["deep learning","a film"],"return_text":true,"raw_scores":true}`},
+	{name: "rerank_scoring_identity", kind: CrossEncoder, info: func(i *Info) { i.Scoring = modelrt.ActIdentity }, path: "/rerank", body: `{"query":"what is deep learning?","texts":["deep learning","a film"]}`},
 	{name: "rerank_400_missing_query", kind: CrossEncoder, path: "/rerank", body: `{"texts":["a"]}`},
 	{name: "rerank_400_empty_texts", kind: CrossEncoder, path: "/rerank", body: `{"query":"a","texts":[]}`},
 	{name: "rerank_400_texts_type", kind: CrossEncoder, path: "/rerank", body: `{"query":"a","texts":"b"}`},
@@ -87,6 +119,8 @@ var apiCases = []apiCase{
 	// /v1/embeddings
 	{name: "openai_float", kind: Embedder, path: "/v1/embeddings", body: `{"input":["a good movie","deep learning"],"model":"anything","encoding_format":"float"}`},
 	{name: "openai_base64", kind: Embedder, path: "/v1/embeddings", body: `{"input":"a good movie","model":"anything","encoding_format":"base64"}`},
+	{name: "openai_token_ids", kind: Embedder, path: "/v1/embeddings", body: `{"input":[[2,17,7,3],[2,9,3]],"model":"anything"}`},
+	{name: "openai_token_ids_single", kind: Embedder, path: "/v1/embeddings", body: `{"input":[2,17,7,3],"model":"anything"}`},
 	{name: "openai_400_format", kind: Embedder, path: "/v1/embeddings", body: `{"input":"a","encoding_format":"int8"}`},
 	{name: "openai_400_dimensions", kind: Embedder, path: "/v1/embeddings", body: `{"input":"a","dimensions":3}`},
 	{name: "openai_400_missing", kind: Embedder, path: "/v1/embeddings", body: `{"inputs":"a"}`},
@@ -112,6 +146,9 @@ func TestAPIGolden(t *testing.T) {
 	for _, c := range apiCases {
 		t.Run(c.name, func(t *testing.T) {
 			m := newFake(t, c.kind)
+			if c.info != nil {
+				c.info(&m.info)
+			}
 			s := newTestServer(t, m, c.cfg)
 			if c.setup != nil {
 				c.setup(s, m)

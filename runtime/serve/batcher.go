@@ -85,13 +85,24 @@ func (b *batcher) submit(ctx context.Context, encs []tokenizer.Encoding) (*reque
 		b.mu.Unlock()
 		return nil, errBatcherClosed
 	}
+	wasEmpty := len(b.queue) == 0
+	entries := make([]entry, len(encs))
 	for i, e := range encs {
-		b.queue = append(b.queue, &entry{req: r, i: i, enc: e, queued: r.submitted})
+		entries[i] = entry{req: r, i: i, enc: e, queued: r.submitted}
+		b.queue = append(b.queue, &entries[i])
 		b.queuedTokens += e.Len()
 	}
+	// The loop needs waking only when its wait changes: the queue was
+	// empty (nothing to wait for) or is now full. Otherwise it is asleep
+	// until the oldest entry's MaxWait, or running a pass, after which it
+	// looks at the queue anyway; a wake-up per request would cost a
+	// goroutine switch each.
+	wake := wasEmpty || b.queuedTokens >= b.maxTokens || len(b.queue) >= b.maxSeqs
 	b.m.queueDepth.Set(float64(len(b.queue)))
 	b.mu.Unlock()
-	b.signal()
+	if wake {
+		b.signal()
+	}
 	select {
 	case <-r.done:
 		return r, r.err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -12,11 +13,20 @@ import (
 // ignored, as TEI's serde structs do; a field of the wrong type, a
 // missing required field or trailing data after the object is a 400.
 
+// input is one input of an embedding request (TEI's InputType): a text,
+// or token ids the model runs as given (no special tokens added).
+type input struct {
+	Text string
+	IDs  []int64 // non-nil: token ids
+}
+
 // embedRequest is POST /embed (and the embedding form of POST /).
 type embedRequest struct {
-	Inputs    []string
-	Truncate  *bool // nil: the server's --auto-truncate
-	Normalize bool  // L2-normalise the vectors (default true)
+	Inputs     []input
+	Truncate   *bool // nil: the server's --auto-truncate
+	Left       bool  // truncation_direction "Left": drop the first tokens
+	Normalize  bool  // L2-normalise the vectors (default true)
+	PromptName *string
 }
 
 // predictRequest is POST /predict: each input a text or a pair.
@@ -44,7 +54,7 @@ type tokenizeRequest struct {
 
 // openAIRequest is POST /v1/embeddings.
 type openAIRequest struct {
-	Input      []string
+	Input      []input
 	Model      string
 	Base64     bool // encoding_format "base64"
 	Dimensions int  // 0: the model's
@@ -84,12 +94,79 @@ func textOrList(field string, raw json.RawMessage) (texts []string, single bool,
 	if json.Unmarshal(raw, &texts) == nil && texts != nil {
 		return texts, false, nil
 	}
-	var ids []json.Number
-	var idLists [][]json.Number
-	if json.Unmarshal(raw, &ids) == nil || json.Unmarshal(raw, &idLists) == nil {
-		return nil, false, badRequest(fmt.Sprintf("`%s`: token ids are not accepted, send text", field))
-	}
 	return nil, false, badRequest(fmt.Sprintf("`%s`: want a string or a list of strings", field))
+}
+
+// inputsOf decodes TEI's Input (and OpenAI's input): a text, a list of
+// token ids, or a list whose items are texts or lists of token ids.
+func inputsOf(field string, raw json.RawMessage) ([]input, *apiError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, badRequest(fmt.Sprintf("missing field `%s`", field))
+	}
+	want := badRequest(fmt.Sprintf("`%s`: want a string, a list of token ids, or a list of strings and lists of token ids", field))
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, want
+		}
+		return []input{{Text: s}}, nil
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil || items == nil {
+		return nil, want
+	}
+	// A list of numbers is one input's ids, as TEI's untagged enum reads it.
+	if len(items) > 0 && isNumber(items[0]) {
+		ids, ok := tokenIDs(raw)
+		if !ok {
+			return nil, want
+		}
+		return []input{{IDs: ids}}, nil
+	}
+	out := make([]input, len(items))
+	for i, item := range items {
+		switch item = bytes.TrimSpace(item); {
+		case len(item) > 0 && item[0] == '"':
+			if json.Unmarshal(item, &out[i].Text) != nil {
+				return nil, want
+			}
+		case len(item) > 0 && item[0] == '[':
+			ids, ok := tokenIDs(item)
+			if !ok {
+				return nil, want
+			}
+			out[i].IDs = ids
+		default:
+			return nil, want
+		}
+	}
+	return out, nil
+}
+
+func isNumber(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
+}
+
+// tokenIDs decodes a JSON list of token ids: integers in 0..2^32-1 (TEI's
+// u32), never nil.
+func tokenIDs(raw json.RawMessage) ([]int64, bool) {
+	var nums []json.Number
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&nums) != nil {
+		return nil, false
+	}
+	ids := make([]int64, len(nums))
+	for i, n := range nums {
+		v, err := strconv.ParseUint(string(n), 10, 32)
+		if err != nil {
+			return nil, false
+		}
+		ids[i] = int64(v)
+	}
+	return ids, true
 }
 
 func decodeEmbed(body []byte) (embedRequest, *apiError) {
@@ -103,18 +180,21 @@ func decodeEmbed(body []byte) (embedRequest, *apiError) {
 	if err := decodeObject(body, &raw); err != nil {
 		return embedRequest{}, err
 	}
-	// huggingface_hub's feature_extraction sends these two when asked to.
-	if d := raw.TruncationDirection; d != nil && !strings.EqualFold(*d, "right") {
-		return embedRequest{}, badRequest(fmt.Sprintf("`truncation_direction` %q: only \"Right\" is supported", *d))
+	r := embedRequest{Truncate: raw.Truncate, Normalize: raw.Normalize == nil || *raw.Normalize, PromptName: raw.PromptName}
+	// TEI's TruncationDirection is "Left" or "Right" (serde's names).
+	if d := raw.TruncationDirection; d != nil {
+		switch {
+		case strings.EqualFold(*d, "left"):
+			r.Left = true
+		case strings.EqualFold(*d, "right"):
+		default:
+			return embedRequest{}, badRequest(fmt.Sprintf("`truncation_direction` %q: want \"Left\" or \"Right\"", *d))
+		}
 	}
-	if raw.PromptName != nil {
-		return embedRequest{}, badRequest(fmt.Sprintf("`prompt_name` %q: the model has no prompts", *raw.PromptName))
-	}
-	inputs, _, err := textOrList("inputs", raw.Inputs)
-	if err != nil {
+	var err *apiError
+	if r.Inputs, err = inputsOf("inputs", raw.Inputs); err != nil {
 		return embedRequest{}, err
 	}
-	r := embedRequest{Inputs: inputs, Truncate: raw.Truncate, Normalize: raw.Normalize == nil || *raw.Normalize}
 	return r, nil
 }
 
@@ -207,7 +287,7 @@ func decodeOpenAI(body []byte) (openAIRequest, *apiError) {
 	if err := decodeObject(body, &raw); err != nil {
 		return openAIRequest{}, err
 	}
-	input, _, err := textOrList("input", raw.Input)
+	input, err := inputsOf("input", raw.Input)
 	if err != nil {
 		return openAIRequest{}, err
 	}

@@ -22,6 +22,16 @@
 // sequences of its batch or on padding (generated packages and the INT8
 // engine guarantee this; the tests check it).
 //
+// An embedding input is a text or, as in TEI and OpenAI, a list of token
+// ids, run as given (no special tokens added). truncation_direction Left
+// keeps a text's last tokens (after the template's leading special
+// tokens). prompt_name picks one of the model's prompts (Info.Prompts;
+// without one, Info.DefaultPrompt's is applied, as sentence-transformers
+// does). An embedder whose own head normalises (Info.Normalized) is
+// answered with its vectors as they are, and a classifier with its own
+// scoring activation (Info.Scoring) is scored with it, so `sqc serve`
+// answers what `sqc run` prints for the same model.
+//
 // A request whose client goes away stops waiting at once; its queued
 // sequences are dropped before they run, and a forward pass all of whose
 // requests have gone is cancelled. Shutdown stops accepting connections,

@@ -18,7 +18,9 @@ func fuzzEndpoint(f *testing.F, kind Kind, path string) {
 			f.Add(c.body)
 		}
 	}
-	for _, seed := range []string{`null`, `{}`, `{"inputs":null}`, `{"inputs":[[]]}`, `{"inputs":"\u0000\ud800"}`, `{"inputs":[["a","b"],["c"]],"truncate":true}`, `{"query":"","texts":[""]}`, "{\"inputs\":\"" + strings.Repeat("ab ", 40) + "\",\"truncate\":true}"} {
+	for _, seed := range []string{`null`, `{}`, `{"inputs":null}`, `{"inputs":[[]]}`, `{"inputs":"\u0000\ud800"}`, `{"inputs":[["a","b"],["c"]],"truncate":true}`, `{"query":"","texts":[""]}`, "{\"inputs\":\"" + strings.Repeat("ab ", 40) + "\",\"truncate\":true}",
+		`{"inputs":[5,6,7]}`, `{"inputs":[[5],"a",[4294967296]]}`, `{"input":[[5,6],[7]]}`, `{"inputs":[[]],"prompt_name":"q"}`,
+		`{"inputs":"` + strings.Repeat("the ", 30) + `","truncate":true,"truncation_direction":"Left"}`} {
 		f.Add(seed)
 	}
 	m := newFake(f, kind)

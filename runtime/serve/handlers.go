@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sqc-dev/sqc/runtime/modelrt"
@@ -82,16 +85,24 @@ func (s *Server) endpoint(name string, openAI bool, h handlerFunc) http.HandlerF
 			fail(e)
 			return
 		}
-		ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-		hd := w.Header()
-		hd.Set("x-compute-type", "cpu-int8")
-		hd.Set("x-compute-tokens", strconv.Itoa(t.tokens))
-		hd.Set("x-total-time", ms(time.Since(start)))
-		hd.Set("x-tokenization-time", ms(t.tokenize))
-		hd.Set("x-queue-time", ms(t.queue))
-		hd.Set("x-inference-time", ms(t.run))
+		setTimingHeaders(w.Header(), &t, time.Since(start))
 		writeJSON(w, http.StatusOK, resp)
-		s.log.Debug("request", "endpoint", name, "tokens", t.tokens, "duration", time.Since(start).String())
+		if s.log.Enabled(ctx, slog.LevelDebug) { // the arguments cost allocations
+			s.log.Debug("request", "endpoint", name, "tokens", t.tokens, "duration", time.Since(start).String())
+		}
+	}
+}
+
+// setTimingHeaders sets TEI's x-compute-* and x-*-time headers. The keys
+// are written in canonical form, straight into the map, and the values
+// share one array: Header.Set would canonicalise and allocate per key,
+// a cost every request pays.
+func setTimingHeaders(hd http.Header, t *timings, total time.Duration) {
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	v := [...]string{"cpu-int8", strconv.Itoa(t.tokens), ms(total), ms(t.tokenize), ms(t.queue), ms(t.run)}
+	vals := v[:]
+	for i, k := range [...]string{"X-Compute-Type", "X-Compute-Tokens", "X-Total-Time", "X-Tokenization-Time", "X-Queue-Time", "X-Inference-Time"} {
+		hd[k] = vals[i : i+1 : i+1]
 	}
 }
 
@@ -114,16 +125,27 @@ func (s *Server) checkCount(field string, n int) *apiError {
 // infer tokenizes inputs (each one text or a pair) and runs them through
 // the batcher: one output row per input.
 func (s *Server) infer(ctx context.Context, inputs [][]string, truncate *bool, t *timings) ([][]float32, *apiError) {
-	trunc := s.cfg.AutoTruncate
+	trunc := s.truncates(truncate)
+	return s.inferEach(ctx, len(inputs), func(i int) (tokenizer.Encoding, *apiError) { return s.enc.encode(inputs[i], trunc) }, t)
+}
+
+// truncates is a request's truncate, or the server's --auto-truncate.
+func (s *Server) truncates(truncate *bool) bool {
 	if truncate != nil {
-		trunc = *truncate
+		return *truncate
 	}
-	encs := make([]tokenizer.Encoding, len(inputs))
+	return s.cfg.AutoTruncate
+}
+
+// inferEach tokenizes n inputs with encode, on the tokenization workers,
+// and runs them through the batcher: one output row per input.
+func (s *Server) inferEach(ctx context.Context, n int, encode func(i int) (tokenizer.Encoding, *apiError), t *timings) ([][]float32, *apiError) {
+	encs := make([]tokenizer.Encoding, n)
 	var bad *apiError
 	t0 := time.Now()
 	err := s.enc.do(ctx, func() {
-		for i, in := range inputs {
-			if encs[i], bad = s.enc.encode(in, trunc); bad != nil {
+		for i := range encs {
+			if encs[i], bad = encode(i); bad != nil {
 				return
 			}
 		}
@@ -154,6 +176,50 @@ func (s *Server) infer(ctx context.Context, inputs [][]string, truncate *bool, t
 	return r.out, nil
 }
 
+// embedInputs runs an embedder's inputs; the vectors are the model's, L2-
+// normalised when normalize is set (unless the model's own head already
+// normalises them: its vectors are returned as they are, bit for bit).
+func (s *Server) embedInputs(ctx context.Context, inputs []input, promptName *string, truncate *bool, left, normalize bool, t *timings) ([][]float32, *apiError) {
+	prompt, e := s.prompt(promptName)
+	if e != nil {
+		return nil, e
+	}
+	trunc := s.truncates(truncate)
+	vecs, e := s.inferEach(ctx, len(inputs), func(i int) (tokenizer.Encoding, *apiError) {
+		return s.enc.encodeInput(inputs[i], prompt, trunc, left)
+	}, t)
+	if e != nil {
+		return nil, e
+	}
+	if normalize && !s.info.Normalized {
+		for i, v := range vecs {
+			vecs[i] = normalize32(v)
+		}
+	}
+	if e := finite(vecs); e != nil {
+		return nil, e
+	}
+	return vecs, nil
+}
+
+// prompt is the text put before every text input: the model's prompt
+// named by the request, else its default prompt (as sentence-transformers
+// and `sqc run` apply it), else none.
+func (s *Server) prompt(name *string) (string, *apiError) {
+	if name == nil {
+		return s.info.Prompts[s.info.DefaultPrompt], nil
+	}
+	p, ok := s.info.Prompts[*name]
+	if !ok {
+		if len(s.info.Prompts) == 0 {
+			return "", &apiError{http.StatusUnprocessableEntity, fmt.Sprintf("Input validation error: `prompt_name` %q: the model has no prompts", *name), errValidation}
+		}
+		names := slices.Sorted(maps.Keys(s.info.Prompts))
+		return "", &apiError{http.StatusUnprocessableEntity, fmt.Sprintf("Input validation error: `prompt_name` %q was not found in the prompts list: %s", *name, strings.Join(names, ", ")), errValidation}
+	}
+	return p, nil
+}
+
 // contextError answers a request whose context ended: its client is gone
 // (nobody reads the answer) or it ran past WriteTimeout.
 func (s *Server) contextError(err error) *apiError {
@@ -161,14 +227,6 @@ func (s *Server) contextError(err error) *apiError {
 		return &apiError{http.StatusServiceUnavailable, fmt.Sprintf("request took longer than %s", s.cfg.WriteTimeout), errOverloaded}
 	}
 	return &apiError{499, "client closed the request", errValidation}
-}
-
-func singles(texts []string) [][]string {
-	out := make([][]string, len(texts))
-	for i, t := range texts {
-		out[i] = []string{t}
-	}
-	return out
 }
 
 func (s *Server) embed(ctx context.Context, body []byte, t *timings) (any, *apiError) {
@@ -182,24 +240,12 @@ func (s *Server) embed(ctx context.Context, body []byte, t *timings) (any, *apiE
 	if e := s.checkCount("inputs", len(req.Inputs)); e != nil {
 		return nil, e
 	}
-	vecs, e := s.infer(ctx, singles(req.Inputs), req.Truncate, t)
-	if e != nil {
-		return nil, e
-	}
-	if req.Normalize {
-		for i, v := range vecs {
-			vecs[i] = normalize(v)
-		}
-	}
-	if e := finite(vecs); e != nil {
-		return nil, e
-	}
-	return vecs, nil
+	return s.embedInputs(ctx, req.Inputs, req.PromptName, req.Truncate, req.Left, req.Normalize, t)
 }
 
-// normalize returns v / ||v||, the norm summed in float64; a zero vector
+// normalize32 returns v / ||v||, the norm summed in float64; a zero vector
 // stays zero.
-func normalize(v []float32) []float32 {
+func normalize32(v []float32) []float32 {
 	var sum float64
 	for _, x := range v {
 		sum += float64(x) * float64(x)
@@ -241,11 +287,15 @@ func (s *Server) label(i int) string {
 }
 
 // scores turns one row of logits into TEI's scores: the logits
-// themselves with raw, else a softmax (a sigmoid for a single logit).
-func scores(logits []float32, raw bool) []float32 {
+// themselves with raw, else the model's own scoring activation on each
+// logit when it has one (act), else a softmax (a sigmoid for a single
+// logit).
+func scores(logits []float32, raw bool, act modelrt.Activation) []float32 {
 	switch {
 	case raw:
 		return slices.Clone(logits)
+	case act != "":
+		return modelrt.Scores(logits, act)
 	case len(logits) == 1:
 		return []float32{float32(1 / (1 + math.Exp(-float64(logits[0]))))}
 	}
@@ -272,7 +322,7 @@ func (s *Server) predict(ctx context.Context, body []byte, t *timings) (any, *ap
 	}
 	out := make([][]prediction, len(logits))
 	for i, row := range logits {
-		for j, sc := range scores(row, req.RawScores) {
+		for j, sc := range scores(row, req.RawScores, s.info.Scoring) {
 			out[i] = append(out[i], prediction{Score: sc, Label: s.label(j)})
 		}
 		// Best first; equal scores keep label order.
@@ -315,7 +365,7 @@ func (s *Server) rerank(ctx context.Context, body []byte, t *timings) (any, *api
 	}
 	ranks := make([]rank, len(logits))
 	for i, row := range logits {
-		ranks[i] = rank{Index: i, Score: scores(row[:1], req.RawScores)[0]}
+		ranks[i] = rank{Index: i, Score: scores(row[:1], req.RawScores, s.info.Scoring)[0]}
 		if req.ReturnText {
 			ranks[i].Text = &req.Texts[i]
 		}
@@ -324,15 +374,22 @@ func (s *Server) rerank(ctx context.Context, body []byte, t *timings) (any, *api
 	return ranks, nil
 }
 
-// simpleToken is TEI's token of /tokenize. Start and Stop (character
-// offsets in TEI) are null: the tokenizer does not track offsets, and
-// Text is the vocabulary entry.
+// simpleToken is TEI's token of /tokenize. Text is the vocabulary entry;
+// Start and Stop are the token's offsets in the text (see offsets).
 type simpleToken struct {
 	ID      int64  `json:"id"`
 	Text    string `json:"text"`
 	Special bool   `json:"special"`
 	Start   *int   `json:"start"`
 	Stop    *int   `json:"stop"`
+}
+
+// offsets are position j's start and stop in the text it was encoded
+// from, TEI's byte offsets (null for special tokens). The tokenizer's
+// Encoding does not carry offsets yet, so both are null for every token;
+// this is the one place to fill them from it when it does.
+func offsets(enc tokenizer.Encoding, j int) (start, stop *int) {
+	return nil, nil
 }
 
 func (s *Server) tokenize(ctx context.Context, body []byte, t *timings) (any, *apiError) {
@@ -347,7 +404,8 @@ func (s *Server) tokenize(ctx context.Context, body []byte, t *timings) (any, *a
 	t0 := time.Now()
 	err := s.enc.do(ctx, func() {
 		for i, text := range req.Inputs {
-			ids := s.enc.full.Encode(text).InputIDs
+			enc := s.enc.full.Encode(text)
+			ids := enc.InputIDs
 			lo, hi := 0, len(ids)
 			if !req.AddSpecialTokens {
 				lo, hi = s.enc.prefix, len(ids)-s.enc.suffix
@@ -356,7 +414,8 @@ func (s *Server) tokenize(ctx context.Context, body []byte, t *timings) (any, *a
 			for j := lo; j < hi; j++ {
 				tok, _ := s.enc.full.Token(int(ids[j]))
 				special := j < s.enc.prefix || j >= len(ids)-s.enc.suffix
-				out[i] = append(out[i], simpleToken{ID: ids[j], Text: tok, Special: special})
+				start, stop := offsets(enc, j)
+				out[i] = append(out[i], simpleToken{ID: ids[j], Text: tok, Special: special, Start: start, Stop: stop})
 				t.tokens++
 			}
 		}
@@ -398,7 +457,8 @@ func (s *Server) openAI(ctx context.Context, body []byte, t *timings) (any, *api
 	if e := s.checkCount("input", len(req.Input)); e != nil {
 		return nil, e
 	}
-	vecs, e := s.infer(ctx, singles(req.Input), nil, t)
+	// OpenAI's embeddings are unit vectors.
+	vecs, e := s.embedInputs(ctx, req.Input, nil, nil, false, true, t)
 	if e != nil {
 		return nil, e
 	}
@@ -407,7 +467,6 @@ func (s *Server) openAI(ctx context.Context, body []byte, t *timings) (any, *api
 	}
 	resp := openAIResponse{Object: "list", Model: s.cfg.ServedModelName, Usage: openAIUsage{t.tokens, t.tokens}}
 	for i, v := range vecs {
-		v = normalize(v)
 		var emb any = v
 		if req.Base64 {
 			raw := make([]byte, 4*len(v))
@@ -417,9 +476,6 @@ func (s *Server) openAI(ctx context.Context, body []byte, t *timings) (any, *api
 			emb = base64.StdEncoding.EncodeToString(raw)
 		}
 		resp.Data = append(resp.Data, openAIEmbedding{Object: "embedding", Embedding: emb, Index: i})
-	}
-	if e := finite(vecs); e != nil {
-		return nil, e
 	}
 	return resp, nil
 }

@@ -89,7 +89,7 @@ func (m *fakeModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, erro
 		n := float32(len(ids))
 		switch m.info.Kind {
 		case Embedder:
-			out[i] = []float32{n, float32(sum%97) / 8, float32(ids[1]), 0.5}
+			out[i] = []float32{n, float32(sum%97) / 8, float32(ids[min(1, len(ids)-1)]), 0.5}
 		case Classifier:
 			out[i] = []float32{n / 4, float32(sum%7) - 3}
 		case CrossEncoder:

@@ -40,6 +40,19 @@ type Info struct {
 	TypeVocab int
 	// Pooling names how an embedder pools token states ("mean" if empty).
 	Pooling string
+	// Normalized: an embedder's vectors are already unit length (its own
+	// head ends in a Normalize module), so the server returns them as
+	// they are instead of normalising them again.
+	Normalized bool
+	// Prompts are the texts an embedder's prompt_name may put before each
+	// text input, by name (sentence-transformers prompts); DefaultPrompt
+	// names the one used when a request names none ("": none).
+	Prompts       map[string]string
+	DefaultPrompt string
+	// Scoring is the model's own activation of each logit into a score
+	// (sentence-transformers' activation_fn, problem_type); "" is TEI's
+	// default: softmax over labels, sigmoid of a single logit.
+	Scoring modelrt.Activation
 	// Kernel says which kernel family runs (the model's Describe).
 	Kernel string
 }
@@ -97,6 +110,13 @@ func checkInfo(m Model) (Info, error) {
 		return info, fmt.Errorf("serve: model %q has no tokenizer", info.ID)
 	case info.Kind == Classifier && len(info.Labels) == 0:
 		return info, fmt.Errorf("serve: classifier %q has no labels", info.ID)
+	case info.DefaultPrompt != "" && !hasKey(info.Prompts, info.DefaultPrompt):
+		return info, fmt.Errorf("serve: model %q: default prompt %q is not one of its prompts", info.ID, info.DefaultPrompt)
 	}
 	return info, nil
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }

@@ -88,9 +88,73 @@ func (e *encoder) encode(texts []string, truncate bool) (tokenizer.Encoding, *ap
 		return enc, nil
 	}
 	if !truncate {
-		return enc, &apiError{http.StatusUnprocessableEntity, fmt.Sprintf("Input validation error: `inputs` must have at most %d tokens. Given: %d", e.maxLen, enc.Len()), errValidation}
+		return enc, e.tooLong(enc.Len())
 	}
 	return e.encodeWith(e.trunc, texts), nil
+}
+
+// encodeInput tokenizes one embedding input: its text with prompt put
+// before it, or its token ids as given. An input longer than the model
+// takes is a 422 unless truncate is set; then left drops its first tokens
+// (after the template's leading special tokens) instead of its last.
+func (e *encoder) encodeInput(in input, prompt string, truncate, left bool) (tokenizer.Encoding, *apiError) {
+	if in.IDs == nil {
+		if !left {
+			return e.encode([]string{prompt + in.Text}, truncate)
+		}
+		enc := e.full.Encode(prompt + in.Text)
+		if enc.Len() <= e.maxLen {
+			return enc, nil
+		}
+		if !truncate {
+			return enc, e.tooLong(enc.Len())
+		}
+		return keepEnds(enc, e.prefix, e.maxLen), nil
+	}
+	switch {
+	case len(in.IDs) == 0:
+		return tokenizer.Encoding{}, &apiError{http.StatusUnprocessableEntity, "Input validation error: `inputs` cannot be empty", errValidation}
+	case prompt != "":
+		return tokenizer.Encoding{}, badRequest("`prompt_name` applies to text inputs, not token ids")
+	}
+	vocab := int64(e.full.VocabSize())
+	for _, id := range in.IDs {
+		if id >= vocab {
+			return tokenizer.Encoding{}, &apiError{http.StatusUnprocessableEntity, fmt.Sprintf("Input validation error: token id %d is not below the vocabulary size %d", id, vocab), errValidation}
+		}
+	}
+	ids := in.IDs
+	if len(ids) > e.maxLen {
+		if !truncate {
+			return tokenizer.Encoding{}, e.tooLong(len(ids))
+		}
+		if left {
+			ids = ids[len(ids)-e.maxLen:]
+		} else {
+			ids = ids[:e.maxLen]
+		}
+	}
+	enc := tokenizer.Encoding{InputIDs: ids, AttentionMask: make([]int64, len(ids)), TokenTypeIDs: make([]int64, len(ids))}
+	for i := range enc.AttentionMask {
+		enc.AttentionMask[i] = 1
+	}
+	return enc, nil
+}
+
+// keepEnds truncates enc to n positions from the left: its first keep
+// positions (the template's leading special tokens) and its last n-keep.
+func keepEnds(enc tokenizer.Encoding, keep, n int) tokenizer.Encoding {
+	cut := func(s []int64) []int64 {
+		if s == nil {
+			return nil
+		}
+		return append(append(make([]int64, 0, n), s[:keep]...), s[len(s)-(n-keep):]...)
+	}
+	return tokenizer.Encoding{InputIDs: cut(enc.InputIDs), AttentionMask: cut(enc.AttentionMask), TokenTypeIDs: cut(enc.TokenTypeIDs)}
+}
+
+func (e *encoder) tooLong(n int) *apiError {
+	return &apiError{http.StatusUnprocessableEntity, fmt.Sprintf("Input validation error: `inputs` must have at most %d tokens. Given: %d", e.maxLen, n), errValidation}
 }
 
 func (e *encoder) encodeWith(t *tokenizer.Tokenizer, texts []string) tokenizer.Encoding {

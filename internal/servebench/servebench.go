@@ -1,0 +1,141 @@
+// Package servebench is the benchmark behind the acceptance "batching
+// pays": one-input requests to a runtime/serve server from 64 concurrent
+// clients, against the same requests sent one at a time, and against
+// calling the model's Run directly on the batches the server formed. Both
+// the generated demo server (examples/server) and `sqc serve`'s
+// in-process engine (cmd/sqc, with a realistic model) run it, so their
+// figures are measured the same way.
+package servebench
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sqc-dev/sqc/runtime/modelrt"
+	"github.com/sqc-dev/sqc/runtime/serve"
+)
+
+// Clients is the number of concurrent clients of "concurrent64".
+const Clients = 64
+
+// recorder is a serve.Model that keeps the batches Run is given.
+type recorder struct {
+	serve.Model
+	mu      sync.Mutex
+	batches []modelrt.Batch
+}
+
+func (r *recorder) Run(ctx context.Context, b modelrt.Batch) ([][]float32, error) {
+	r.mu.Lock()
+	r.batches = append(r.batches, b)
+	r.mu.Unlock()
+	return r.Model.Run(ctx, b)
+}
+
+func (r *recorder) take() []modelrt.Batch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.batches
+	r.batches = nil
+	return out
+}
+
+// Batching runs three sub-benchmarks on m, each reporting sentences/s
+// (compare medians over -count runs): "sequential" POSTs bodies to path
+// one at a time, "concurrent64" from Clients goroutines at once, and
+// "direct" calls m.Run on the batches the server formed in concurrent64
+// (the ceiling: no HTTP, JSON or tokenization). Every body is one input.
+// The client runs in the same process, on the same cores, over loopback.
+func Batching(b *testing.B, m serve.Model, path string, bodies [][]byte) {
+	rec := &recorder{Model: m}
+	s, err := serve.New(rec, serve.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxConcurrentRequests: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * Clients}}
+	defer client.CloseIdleConnections()
+	send := func(i int) {
+		resp, err := client.Post(srv.URL+path, "application/json", bytes.NewReader(bodies[i%len(bodies)]))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Errorf("status %d", resp.StatusCode)
+		}
+	}
+	// perSec reports throughput, and the process's CPU time per sentence
+	// since cpu0 (server, client and model together): on a machine shared
+	// with other work the wall-clock figure swings with the load, the CPU
+	// cost much less.
+	perSec := func(b *testing.B, sentences int, d time.Duration, cpu0 time.Duration) {
+		b.ReportMetric(float64(sentences)/d.Seconds(), "sentences/s")
+		if cpu1, ok := cpuTime(); ok && sentences > 0 {
+			b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(sentences), "cpu-us/sentence")
+		}
+	}
+
+	b.Run("sequential", func(b *testing.B) {
+		cpu0, _ := cpuTime()
+		start := time.Now()
+		for i := range b.N {
+			send(i)
+		}
+		perSec(b, b.N, time.Since(start), cpu0)
+	})
+	var formed []modelrt.Batch
+	b.Run("concurrent64", func(b *testing.B) {
+		rec.take()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		cpu0, _ := cpuTime()
+		start := time.Now()
+		for range Clients {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < b.N; i = int(next.Add(1) - 1) {
+					send(i)
+				}
+			})
+		}
+		wg.Wait()
+		perSec(b, b.N, time.Since(start), cpu0)
+		formed = rec.take()
+		n := 0
+		for _, fb := range formed {
+			n += fb.Len()
+		}
+		if len(formed) > 0 {
+			b.ReportMetric(float64(n)/float64(len(formed)), "sentences/pass")
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		if len(formed) == 0 {
+			b.Skip("concurrent64 formed no batches")
+		}
+		ctx := context.Background()
+		n := 0
+		cpu0, _ := cpuTime()
+		start := time.Now()
+		for i := range b.N {
+			fb := formed[i%len(formed)]
+			if _, err := m.Run(ctx, fb); err != nil {
+				b.Fatal(err)
+			}
+			n += fb.Len()
+		}
+		perSec(b, n, time.Since(start), cpu0)
+	})
+}
