@@ -2,8 +2,6 @@ package passes
 
 import (
 	"fmt"
-	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 
@@ -55,7 +53,7 @@ func runPass(p Pass, g *compiler.Graph) (changed bool, err error) {
 		if np, ok := r.(*nodePanic); ok {
 			e.Node, e.Value, e.Site, e.Stack = np.node, np.value, np.site, np.stack
 		} else {
-			e.Site, e.Stack = panicSite(), debug.Stack()
+			e.Site, e.Stack = compiler.PanicSite(), debug.Stack()
 		}
 		changed, err = false, e
 	}()
@@ -93,26 +91,5 @@ func (c *cursor) annotate() {
 		panic(r) // an inner pass's cursor was more precise
 	}
 	// Still inside the deferred call, the stack holds the panic's frames.
-	panic(&nodePanic{node: nodeRef(c.n), value: r, site: panicSite(), stack: debug.Stack()})
-}
-
-// panicSite is the file:line where the current panic was raised: the
-// first frame below runtime.gopanic outside the runtime. Call it from a
-// deferred function.
-func panicSite() string {
-	pcs := make([]uintptr, 64)
-	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
-	inPanic := false
-	for {
-		f, more := frames.Next()
-		switch {
-		case f.Function == "runtime.gopanic":
-			inPanic = true
-		case inPanic && !strings.HasPrefix(f.Function, "runtime."):
-			return fmt.Sprintf("%s:%d", filepath.Base(f.File), f.Line)
-		}
-		if !more {
-			return ""
-		}
-	}
+	panic(&nodePanic{node: nodeRef(c.n), value: r, site: compiler.PanicSite(), stack: debug.Stack()})
 }

@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -82,21 +80,10 @@ func oneLine(msg string) string {
 // panicSite is " (at file.go:line)" for the function that panicked, when
 // called from a deferred recover, or "".
 func panicSite() string {
-	pcs := make([]uintptr, 64)
-	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
-	inPanic := false
-	for {
-		f, more := frames.Next()
-		switch {
-		case f.Function == "runtime.gopanic":
-			inPanic = true
-		case inPanic && !strings.HasPrefix(f.Function, "runtime."):
-			return fmt.Sprintf(" (at %s:%d)", filepath.Base(f.File), f.Line)
-		}
-		if !more {
-			return ""
-		}
+	if site := compiler.PanicSite(); site != "" {
+		return " (at " + site + ")"
 	}
+	return ""
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
