@@ -28,17 +28,20 @@
 //
 // # Where the steps come from
 //
-// Generate takes the Schedule that compiler/exec lowers the quantised graph
-// into (exec.Lower, which starts no engine): the same flat list of Steps, each one runtime call
-// with constant parameters and buffer slots, that `sqc run --int8` and
-// `sqc eval` execute in process. Generate places every slot (activations
-// in three arenas at constant offsets, reused by lifetime; constants in
-// weights.bin) and prints each Step as one Go statement with the same
-// arguments, so the generated package makes the same calls in the same
-// order and gives the same bits. The only steps it prints as nothing are
-// the interpreter steps exec keeps for shape plumbing before the encoder
-// (Shape, Gather of a shape, Slice of the position table), which become a
-// prefix of a constant table; any other interpreter step is an error.
+// Generate takes the Schedule that compiler/exec lowers the quantised
+// graph into (exec.Lower, which starts no engine): the same flat list of
+// Steps, each one runtime call with constant parameters and buffer slots,
+// that `sqc run --int8` and `sqc eval` execute in process. Generate places
+// every slot (activations in three arenas at constant offsets, reused by
+// lifetime; constants in weights.bin) and prints each Step as one Go
+// statement with the same arguments, so the generated package makes the
+// same calls in the same order and gives the same bits. Generic steps
+// (exec.OpStep: ops outside the fused vocabulary, on runtime/ops's
+// kernels) become ops.Node.Eval calls on *ops.Tensor operands, their
+// results locals of forward (emit_ops.go, plan_ops.go); the ones that are
+// shape plumbing of the token inputs (Shape of the ids, Gather of a
+// constant position in it, Slice of the first rows of a constant table)
+// are printed as nothing, a symbolic value or a prefix of that table.
 //
 // # Kernels
 //
