@@ -51,16 +51,16 @@ func (g *gen) opStepCode(i int, s *exec.OpStep) ([]jen.Code, error) {
 			after = append(after, jen.Id(sp.tensor).Op(":=").Add(res.Clone().Index(jen.Lit(j))))
 		}
 	}
-	lhs := res.Clone()
-	if len(after) == 0 {
-		lhs = jen.Id("_")
+	call := jen.Parens(jen.Op("&").Add(node)).Dot("Eval").Call(
+		jen.Index().Op("*").Qual(pkgOps, "Tensor").Values(ins...),
+		jen.Qual(pkgOps, "Options").Values(jen.Dict{jen.Id("Threads"): jen.Id("m").Dot("pool").Dot("Workers").Call()}))
+	fail := jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("step #%d %s (node %q): %%w", i, s.Call(), s.Name)), jen.Err()))
+	if len(after) == 0 { // no result is read: nothing to bind
+		return []jen.Code{jen.If(jen.List(jen.Id("_"), jen.Err()).Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(fail)}, nil
 	}
 	code := []jen.Code{
-		jen.List(lhs, jen.Err()).Op(":=").Parens(jen.Op("&").Add(node)).Dot("Eval").Call(
-			jen.Index().Op("*").Qual(pkgOps, "Tensor").Values(ins...),
-			jen.Qual(pkgOps, "Options").Values(jen.Dict{jen.Id("Threads"): jen.Id("m").Dot("pool").Dot("Workers").Call()})),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Qual("fmt", "Errorf").Call(
-			jen.Lit(fmt.Sprintf("step #%d %s (node %q): %%w", i, s.Call(), s.Name)), jen.Err()))),
+		jen.List(res.Clone(), jen.Err()).Op(":=").Add(call),
+		jen.If(jen.Err().Op("!=").Nil()).Block(fail),
 	}
 	return append(code, after...), nil
 }
