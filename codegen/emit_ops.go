@@ -108,17 +108,9 @@ func attrCode(a ops.Attr) (*jen.Statement, error) {
 	case ops.AttrInts:
 		d[jen.Id("Ints")] = int64sLit(a.Ints)
 	case ops.AttrFloats:
-		vals := make([]jen.Code, len(a.Floats))
-		for i, v := range a.Floats {
-			vals[i] = floatLit(v)
-		}
-		d[jen.Id("Floats")] = jen.Index().Float32().Values(vals...)
+		d[jen.Id("Floats")] = jen.Index().Float32().Values(lits(a.Floats, func(v float32) jen.Code { return floatLit(v) })...)
 	case ops.AttrStrings:
-		vals := make([]jen.Code, len(a.Strings))
-		for i, v := range a.Strings {
-			vals[i] = jen.Lit(v)
-		}
-		d[jen.Id("Strings")] = jen.Index().String().Values(vals...)
+		d[jen.Id("Strings")] = jen.Index().String().Values(lits(a.Strings, func(v string) jen.Code { return jen.Lit(v) })...)
 	case ops.AttrTensor:
 		t, err := tensorLit(a.Tensor)
 		if err != nil {
@@ -144,11 +136,16 @@ func floatLit(v float32) *jen.Statement {
 }
 
 func int64sLit(v []int64) *jen.Statement {
-	vals := make([]jen.Code, len(v))
+	return jen.Index().Int64().Values(lits(v, func(x int64) jen.Code { return jen.Lit(x) })...)
+}
+
+// lits is each element of v as a literal.
+func lits[T any](v []T, lit func(T) jen.Code) []jen.Code {
+	out := make([]jen.Code, len(v))
 	for i, x := range v {
-		vals[i] = jen.Lit(x)
+		out[i] = lit(x)
 	}
-	return jen.Index().Int64().Values(vals...)
+	return out
 }
 
 // tensorLit is a small constant tensor written out in full.
@@ -157,48 +154,28 @@ func tensorLit(t *compiler.Tensor) (*jen.Statement, error) {
 		return nil, fmt.Errorf("%w: tensor attribute must be a valid tensor of at most %d elements", compiler.ErrUnsupportedOp, maxAttrElements)
 	}
 	d := jen.Dict{jen.Id("DType"): dtypeCode(t.DType), jen.Id("Shape"): int64sLit(t.Shape)}
-	field, vals := "", []jen.Code(nil)
+	lit := func(v any) jen.Code { return jen.Lit(v) }
+	var field string
+	var elem *jen.Statement
+	var vals []jen.Code
 	switch t.DType {
 	case compiler.Float32:
-		field = "F32"
-		for _, v := range t.F32 {
-			vals = append(vals, floatLit(v))
-		}
+		field, elem, vals = "F32", jen.Float32(), lits(t.F32, func(v float32) jen.Code { return floatLit(v) })
 	case compiler.Float64:
-		field = "F64"
-		for _, v := range t.F64 {
-			vals = append(vals, jen.Lit(v))
-		}
+		field, elem, vals = "F64", jen.Float64(), lits(t.F64, func(v float64) jen.Code { return lit(v) })
 	case compiler.Int64:
-		field = "I64"
-		for _, v := range t.I64 {
-			vals = append(vals, jen.Lit(v))
-		}
+		field, elem, vals = "I64", jen.Int64(), lits(t.I64, func(v int64) jen.Code { return lit(v) })
 	case compiler.Int32:
-		field = "I32"
-		for _, v := range t.I32 {
-			vals = append(vals, jen.Lit(v))
-		}
+		field, elem, vals = "I32", jen.Int32(), lits(t.I32, func(v int32) jen.Code { return lit(v) })
 	case compiler.Int8:
-		field = "I8"
-		for _, v := range t.I8 {
-			vals = append(vals, jen.Lit(v))
-		}
+		field, elem, vals = "I8", jen.Int8(), lits(t.I8, func(v int8) jen.Code { return lit(v) })
 	case compiler.Uint8:
-		field = "U8"
-		for _, v := range t.U8 {
-			vals = append(vals, jen.Lit(v))
-		}
+		field, elem, vals = "U8", jen.Uint8(), lits(t.U8, func(v uint8) jen.Code { return lit(v) })
 	case compiler.Bool:
-		field = "Bool"
-		for _, v := range t.Bool {
-			vals = append(vals, jen.Lit(v))
-		}
+		field, elem, vals = "Bool", jen.Bool(), lits(t.Bool, func(v bool) jen.Code { return lit(v) })
 	default:
 		return nil, fmt.Errorf("%w: tensor attribute of dtype %s", compiler.ErrUnsupportedOp, t.DType)
 	}
-	elem := map[string]*jen.Statement{"F32": jen.Float32(), "F64": jen.Float64(), "I64": jen.Int64(), "I32": jen.Int32(),
-		"I8": jen.Int8(), "U8": jen.Uint8(), "Bool": jen.Bool()}[field]
 	d[jen.Id(field)] = jen.Index().Add(elem).Values(vals...)
 	return jen.Op("&").Qual(pkgOps, "Tensor").Values(d), nil
 }

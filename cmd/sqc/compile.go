@@ -167,12 +167,15 @@ func compileTokenizer(model string) (*tokenizer.Tokenizer, *tokenizer.Source, er
 	if !hasTokenizerFile(dir) {
 		return nil, nil, nil // tok nil: calibration then needs token ids
 	}
-	tok, err := tokenizer.Load(dir) // errors name the files
+	src, err := tokenizer.ReadSource(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	src, err := tokenizer.ReadSource(dir)
-	return tok, src, err
+	tok, err := tokenizer.FromSource(src) // what the package rebuilds
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return tok, src, nil
 }
 
 // hasTokenizerFile reports whether dir holds a tokenizer file ReadSource reads.
