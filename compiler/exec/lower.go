@@ -68,7 +68,7 @@ func NewProgram(s *Schedule, opts Options) (*Program, error) {
 		return nil, fmt.Errorf("exec: %w: nil schedule", compiler.ErrInvalidRequest)
 	}
 	p := &Program{Schedule: s}
-	p.bufs = p.newBuffers(true) // activations share buffers by lifetime (reuse.go)
+	p.bufs = p.newBuffers() // carved from the arena at the first Run (reuse.go)
 	p.pool = pool.New(opts.Threads)
 	e, err := qgemm.New(qgemm.Options{Pool: p.pool, ISA: opts.ISA, Variant: opts.Variant})
 	if err != nil {
@@ -512,7 +512,10 @@ func (l *lowering) quantized(node string, k quantKey, kIn, kp int) quantBuf {
 	b := quantBuf{scales: NoSlot, zeroPoints: NoSlot}
 	if k.dynamic {
 		b.u8 = l.u8Slot(k.value, "#u8dyn", kp)
-		rows := compiler.Shape{{Size: -1}}
+		rows := compiler.Shape{{Size: -1}} // one per row of x: x's leading dims, when known
+		if _, shape := l.info(k.value); len(shape) > 0 {
+			rows = shape[:len(shape)-1].Clone()
+		}
 		b.scales = l.internal(k.value+"#rowscale", compiler.Float32, rows)
 		b.zeroPoints = l.internal(k.value+"#rowzp", compiler.Int32, rows)
 		l.emit(&QuantizeRowsStep{Node: node, X: l.slot(k.value), Out: b.u8, Scales: b.scales, ZeroPoints: b.zeroPoints, K: kIn, Kp: kp})

@@ -31,8 +31,9 @@ type Memory struct {
 	I8Initializers int64
 
 	// Activations is the buffers of values and quantised activations, as
-	// grown by the largest call so far (0 before the first Run); a buffer
-	// that slots share by lifetime counts once.
+	// grown by the largest call so far (0 before the first Run): the arena
+	// of the MemoryPlan at the largest sizes run (ArenaBytes of Plan()),
+	// plus any buffer held outside it.
 	Activations int64
 	// Scratch is the attention scratch, grown like Activations.
 	Scratch int64
@@ -99,14 +100,22 @@ func (p *Program) Memory() Memory {
 			m.I8Initializers += m.Constants - before
 		}
 	}
-	buffers := map[*compiler.Tensor]bool{} // slots that share a buffer (reuse.go) count it once
+	// The arena counts once; a buffer carved from it is part of it, and
+	// only storage outside it (unplanned slots, or a buffer a run
+	// outgrew) counts besides.
+	count(&m.Activations, ptrOf(p.arena), sliceBytes(p.arena))
+	lo := uintptr(ptrOf(p.arena))
+	hi := lo + uintptr(len(p.arena))
 	for _, s := range p.slots {
 		if s.Kind == SlotConst || s.Kind == SlotInput {
 			continue
 		}
-		if t := p.bufs[s.ID]; t != nil && !buffers[t] {
-			buffers[t] = true
-			tensorArrays(t, func(ptr unsafe.Pointer, bytes int64) { count(&m.Activations, ptr, bytes) })
+		if t := p.bufs[s.ID]; t != nil {
+			tensorArrays(t, func(ptr unsafe.Pointer, bytes int64) {
+				if at := uintptr(ptr); at < lo || at >= hi {
+					count(&m.Activations, ptr, bytes)
+				}
+			})
 		}
 	}
 	count(&m.Scratch, ptrOf(p.scratch), sliceBytes(p.scratch))

@@ -76,10 +76,7 @@ func (s *OpStep) run(p *Program) error {
 		if i >= len(out) || out[i] == nil {
 			return fmt.Errorf("%w: %s does not compute output %d", compiler.ErrUnsupportedOp, s.Op.Op, i)
 		}
-		// The slot's own tensor takes the result's fields: results may
-		// share storage with an input (Reshape) or be the input itself
-		// (Identity), but no two slots share a *Tensor.
-		*p.bufs[id] = *out[i]
+		p.setResult(id, out[i]) // reuse.go
 	}
 	return nil
 }

@@ -1,153 +1,170 @@
 package exec
 
 import (
-	"cmp"
 	"slices"
+	"unsafe"
 
 	"github.com/sqc-dev/sqc/compiler"
 )
 
-// Activation buffers are shared by lifetime: two slots whose live ranges
-// (first to last step that mentions them, inclusive, so that no step's
-// inputs and outputs share) do not overlap get the same *compiler.Tensor,
-// which every step resizes to what it writes. Sharing is within one dtype,
-// so a shared tensor only ever grows the one slice of that dtype. Graph
-// inputs, constants and outputs (read by RunInto after the last step) are
-// never shared, nor are the slots of an OpStep, which replaces its
-// outputs' tensors with ones the generic kernel made (possibly views of
-// its inputs). Run holds p.mu for the whole call, so concurrent calls never
-// see each other's use of a shared buffer.
+// Activation buffers are carved from one arena laid out by the
+// Schedule's MemoryPlan (memplan.go): slots whose live ranges do not
+// overlap share bytes, whatever their dtypes. A Program plans lazily, at
+// the largest size of every symbolic dim run so far (0 bytes before the
+// first Run): when a call brings a larger batch or sequence, RunInto plans
+// again at the new bounds and carves the buffers from a new arena, so
+// steady-state calls of sizes already seen allocate nothing, as before.
 //
-// A step's slots are its Operands, which each step kind lists beside its
-// fields (operands.go; a test checks they cover every slot field).
+// Each carved buffer is a tensor whose storage has its planned capacity
+// and no more, so a step writing more than planned (a dim the plan could
+// not bound) reallocates that tensor on the heap instead of writing over
+// a neighbour: correct, merely unplanned. Graph inputs and constants are
+// not planned, nor are slots the plan cannot size (a generic op's result
+// of unknown shape); those keep tensors of their own, grown by resize.
+// A generic op (OpStep) returns tensors it made, possibly views of its
+// inputs (Reshape) or the inputs themselves (Identity): a carved result is
+// copied into its place, as the generated package does; an uncarved one
+// takes the result's fields, and then the inputs of that step are not
+// carved either, so no view aliases arena bytes a later step reuses. Run
+// holds p.mu for the whole call, so concurrent calls never see each
+// other's use of the arena.
 
 // newBuffers returns the per-slot tensors of p: constants their
 // initializer, graph inputs nil (bound by Run), every other slot a tensor
-// of its own or, when reuse is set, one shared with slots of the same
-// dtype whose live ranges are disjoint.
-func (p *Program) newBuffers(reuse bool) []*compiler.Tensor {
+// of its own, which carve later points into the arena.
+func (p *Program) newBuffers() []*compiler.Tensor {
 	bufs := make([]*compiler.Tensor, len(p.slots))
-	var ranges []liveRange
-	pinned := make([]bool, len(p.slots))
-	if reuse {
-		ranges, pinned = p.liveRanges()
-	}
-	var shared []*liveSlot
 	for _, s := range p.slots {
-		switch {
-		case s.Kind == SlotConst:
+		switch s.Kind {
+		case SlotConst:
 			bufs[s.ID] = s.Const
-		case s.Kind == SlotInput:
-		case !reuse || pinned[s.ID] || ranges[s.ID].first < 0 || s.DType == compiler.Undefined:
-			bufs[s.ID] = &compiler.Tensor{}
+		case SlotInput:
 		default:
-			shared = append(shared, &liveSlot{id: s.ID, dtype: s.DType, size: sizeHint(s.Shape), liveRange: ranges[s.ID]})
-		}
-	}
-	for _, c := range colour(shared) {
-		t := &compiler.Tensor{}
-		for _, s := range c.members {
-			bufs[s.id] = t
+			bufs[s.ID] = &compiler.Tensor{}
 		}
 	}
 	return bufs
 }
 
-// liveRange is the first and last step (indices into Program.steps) that
-// mention a slot; first is -1 for a slot no step mentions.
-type liveRange struct{ first, last int }
-
-func (r liveRange) overlaps(o liveRange) bool { return r.first <= o.last && o.first <= r.last }
-
-// liveRanges returns every slot's live range and which slots must keep a
-// buffer of their own: graph outputs and the slots of OpSteps.
-func (p *Program) liveRanges() ([]liveRange, []bool) {
-	ranges := make([]liveRange, len(p.slots))
-	for i := range ranges {
-		ranges[i] = liveRange{-1, -1}
+// fitArena makes the arena hold a run whose symbolic dims have the given
+// sizes: if one exceeds the bounds planned for, it plans at the larger
+// bounds and carves every planned buffer from a new arena.
+func (p *Program) fitArena(sizes map[string]int64) {
+	if p.ownBuffers {
+		return
 	}
-	pinned := make([]bool, len(p.slots))
-	for _, id := range p.outputSlots {
-		pinned[id] = true
-	}
-	for i, st := range p.steps {
-		ops := st.Operands()
-		ids := append(ops.Reads[:len(ops.Reads):len(ops.Reads)], ops.Writes...)
-		_, generic := st.(*OpStep)
-		for _, id := range ids {
-			if id < 0 || int(id) >= len(p.slots) {
-				continue // not a slot of this program: nothing to share
-			}
-			r := &ranges[id]
-			if r.first < 0 {
-				r.first = i
-			}
-			r.last = i
-			pinned[id] = pinned[id] || generic
+	grown := p.plan == nil
+	for k, v := range sizes {
+		if p.plan != nil && v > p.plan.Bounds[k] {
+			grown = true
 		}
 	}
-	return ranges, pinned
+	if !grown {
+		return
+	}
+	bounds := map[string]int64{}
+	if p.plan != nil {
+		for k, v := range p.plan.Bounds {
+			bounds[k] = v
+		}
+	}
+	for k, v := range sizes {
+		bounds[k] = max(bounds[k], v)
+	}
+	p.plan = PlanMemoryAt(p.Schedule, bounds)
+	p.arena = alignedBytes(p.plan.ArenaBytes)
+	p.carved = p.carvable(p.plan)
+	for _, ps := range p.plan.Slots {
+		if !p.carved[ps.ID] {
+			continue
+		}
+		t := p.bufs[ps.ID]
+		*t = compiler.Tensor{}
+		carve(t, p.slots[ps.ID].DType, p.arena[ps.Offset:ps.Offset+ps.Bytes])
+	}
 }
 
-// liveSlot is a slot that may share its buffer.
-type liveSlot struct {
-	id    SlotID
-	dtype compiler.DType
-	size  int64 // elements at sizeHint's sizes, for the order of colouring
-	liveRange
-}
-
-// bufferColour is a set of slots sharing one buffer: same dtype, pairwise
-// disjoint live ranges.
-type bufferColour struct {
-	dtype   compiler.DType
-	size    int64 // its largest member's
-	members []*liveSlot
-}
-
-// colour assigns the slots to buffers greedily by size, largest first,
-// each to the first buffer (in order of creation, so the largest first)
-// of its dtype whose members' live ranges it does not overlap, else to a
-// new one. The largest buffers are made first and smaller values fill
-// their idle spans, which keeps the sum of the buffers' sizes (what the
-// shared tensors grow to) near the peak of live bytes, as the generated
-// package's arena plan does by offsets.
-func colour(live []*liveSlot) []*bufferColour {
-	slices.SortStableFunc(live, func(a, b *liveSlot) int {
-		return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.first, b.first), cmp.Compare(a.id, b.id))
-	})
-	var colours []*bufferColour
-	for _, s := range live {
-		var into *bufferColour
-		for _, c := range colours {
-			if c.dtype == s.dtype && !slices.ContainsFunc(c.members, func(o *liveSlot) bool { return o.overlaps(s.liveRange) }) {
-				into = c
-				break
+// carvable marks the slots carved from the arena under plan: the
+// planned ones, except the inputs of a generic step with an output the
+// plan leaves out (which may be a view of them).
+func (p *Program) carvable(plan *MemoryPlan) []bool {
+	carved := make([]bool, len(p.slots))
+	for _, ps := range plan.Slots {
+		carved[ps.ID] = true
+	}
+	for _, st := range p.steps {
+		op, ok := st.(*OpStep)
+		if !ok || !slices.ContainsFunc(op.Outputs, func(id SlotID) bool { _, planned := plan.Slot(id); return id != NoSlot && !planned }) {
+			continue
+		}
+		for _, id := range op.Inputs {
+			if id >= 0 && int(id) < len(carved) {
+				carved[id] = false
 			}
 		}
-		if into == nil {
-			into = &bufferColour{dtype: s.dtype, size: s.size}
-			colours = append(colours, into)
-		}
-		into.members = append(into.members, s)
 	}
-	return colours
+	return carved
 }
 
-// sizeHint is a shape's element count with every symbolic or unknown dim
-// taken as 1: for the [batch, seq, width] activations of an encoder,
-// their width, which orders them as their sizes at any batch and
-// sequence. Unknown shapes count 0. Only the colouring's order and so
-// how well buffers pack depend on it, never correctness.
-func sizeHint(shape compiler.Shape) int64 {
-	if shape == nil {
-		return 0
+// setResult gives slot id a generic op's result t: copied into its
+// carved buffer, or else as the slot's own tensor taking t's fields (no
+// two slots share a *Tensor).
+func (p *Program) setResult(id SlotID, t *compiler.Tensor) {
+	if p.carved != nil && p.carved[id] {
+		copyTensor(p.bufs[id], t)
+		return
 	}
-	n := int64(1)
-	for _, d := range shape {
-		if d.Param == "" && d.Size > 0 {
-			n *= d.Size
-		}
+	*p.bufs[id] = *t
+}
+
+// alignedBytes returns n bytes starting at a multiple of MemoryAlign.
+func alignedBytes(n int64) []byte {
+	if n == 0 {
+		return nil
 	}
-	return n
+	b := make([]byte, n+MemoryAlign)
+	skip := (MemoryAlign - int64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))%MemoryAlign) % MemoryAlign
+	return b[skip : skip+n : skip+n]
+}
+
+// carve makes mem t's storage of dtype dt: an empty slice of capacity
+// len(mem) bytes, which resize extends without reallocating.
+func carve(t *compiler.Tensor, dt compiler.DType, mem []byte) {
+	t.DType = dt
+	switch dt {
+	case compiler.Float32:
+		t.F32 = view[float32](mem)
+	case compiler.Uint8:
+		t.U8 = mem[:0]
+	case compiler.Int32:
+		t.I32 = view[int32](mem)
+	case compiler.Int64:
+		t.I64 = view[int64](mem)
+	case compiler.Int8:
+		t.I8 = view[int8](mem)
+	case compiler.Float64:
+		t.F64 = view[float64](mem)
+	case compiler.Bool:
+		t.Bool = view[bool](mem)
+	}
+}
+
+// view is mem as an empty slice of T with the capacity mem holds. mem
+// starts at a multiple of MemoryAlign, which every T's alignment divides.
+func view[T any](mem []byte) []T {
+	var zero T
+	n := len(mem) / int(unsafe.Sizeof(zero))
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(mem))), n)[:0]
+}
+
+// Plan is the memory plan p's arena is laid out by now: at the largest
+// sizes run so far (nil before the first Run, and for a Program that
+// gives every slot a buffer of its own). It waits for a Run in progress.
+func (p *Program) Plan() *MemoryPlan {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.plan
 }
