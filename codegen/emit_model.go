@@ -6,6 +6,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
@@ -79,9 +80,7 @@ func (g *gen) modelFile() *jen.File {
 	f.Line()
 	f.Comment("Arena sizes of one workspace, at MaxBatch x MaxSequence.")
 	f.Const().Defs(
-		jen.Id("arenaF32").Op("=").Lit(max(g.pl.arena[arenaF32], 1)).Comment("float32 elements: activations, reused by lifetime"),
-		jen.Id("arenaU8").Op("=").Lit(max(g.pl.arena[arenaU8], 1)).Comment("bytes: quantised activations (GEMM inputs)"),
-		jen.Id("arenaI32").Op("=").Lit(max(g.pl.arena[arenaI32], 1)).Comment("int32 elements: per-token zero points"),
+		jen.Id("arenaBytes").Op("=").Lit(int(max(g.pl.arenaBytes, exec.MemoryAlign))).Comment("activations of every dtype, reused by lifetime (exec.PlanMemory)"),
 		jen.Id("maxHeadDim").Op("=").Lit(max(g.pl.maxHeadDim, 1)).Comment("attention scratch per query row"),
 		jen.Id("target").Op("=").Lit(targetISA(o.Target)).Comment(`kernel family ceiling ("": fastest available)`),
 	)
@@ -254,9 +253,9 @@ func (g *gen) tokenizerOptions() *jen.Statement {
 
 func (g *gen) workspace(f *jen.File) {
 	fields := []jen.Code{
-		jen.Id("f32").Index().Float32().Comment("arenaF32"),
-		jen.Id("u8").Index().Uint8().Comment("arenaU8"),
-		jen.Id("i32").Index().Int32().Comment("arenaI32"),
+		jen.Id("f32").Index().Float32().Comment("the arena as float32 (activations)"),
+		jen.Id("u8").Index().Uint8().Comment("the same bytes as u8 (quantised activations, GEMM inputs)"),
+		jen.Id("i32").Index().Int32().Comment("the same bytes as int32 (per-token zero points)"),
 		jen.List(jen.Id("ids"), jen.Id("mask"), jen.Id("types")).Index().Int64().Comment("inputs, [MaxBatch, MaxSequence] at most"),
 		jen.Id("attn").Index().Float32().Comment("attention scratch"),
 		jen.Id("order").Index().Int().Comment("Run's chunk order (modelrt.ChunkOrder), grown to the largest request"),
@@ -268,18 +267,18 @@ func (g *gen) workspace(f *jen.File) {
 		return jen.Qual(pkgNN, "AttentionScratchLen").Call(jen.Id("m").Dot("pool").Dot("Workers").Call(), jen.Id("MaxSequence"), jen.Id("maxHeadDim"))
 	}
 	vals := jen.Dict{
-		jen.Id("f32"):   jen.Make(jen.Index().Float32(), jen.Id("arenaF32")),
-		jen.Id("u8"):    jen.Make(jen.Index().Uint8(), jen.Id("arenaU8")),
-		jen.Id("i32"):   jen.Make(jen.Index().Int32(), jen.Id("arenaI32")),
 		jen.Id("ids"):   jen.Make(jen.Index().Int64(), jen.Id("MaxBatch").Op("*").Id("MaxSequence")),
 		jen.Id("mask"):  jen.Make(jen.Index().Int64(), jen.Id("MaxBatch").Op("*").Id("MaxSequence")),
 		jen.Id("types"): jen.Make(jen.Index().Int64(), jen.Id("MaxBatch").Op("*").Id("MaxSequence")),
 		jen.Id("attn"):  jen.Make(jen.Index().Float32(), scratch()),
 	}
 	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("newWorkspace").Params().Op("*").Id("workspace").Block(
-		jen.Return(jen.Op("&").Id("workspace").Values(vals)))
+		jen.Id("ws").Op(":=").Op("&").Id("workspace").Values(vals),
+		jen.List(jen.Id("ws").Dot("f32"), jen.Id("ws").Dot("u8"), jen.Id("ws").Dot("i32")).Op("=").Id("newArena").Call(),
+		jen.Return(jen.Id("ws")))
 	f.Line()
-	wsBytes := jen.Lit(4).Op("*").Id("arenaF32").Op("+").Id("arenaU8").Op("+").Lit(4).Op("*").Id("arenaI32").
+	g.newArena(f)
+	wsBytes := jen.Id("arenaBytes").
 		Op("+").Lit(3 * 8).Op("*").Id("MaxBatch").Op("*").Id("MaxSequence").Op("+").Lit(4).Op("*").Add(scratch())
 	f.Comment("MemoryBytes is the memory the model holds: its weights plus one workspace (each")
 	f.Comment("Run in progress at the same time holds one). On little-endian hosts the weights")
@@ -436,4 +435,28 @@ func wrap(text string, width int) []string {
 		line += w
 	}
 	return append(lines, line)
+}
+
+// newArena emits the allocation of the one activation arena: float32
+// storage (so that the f32 view, the widest use, needs no conversion)
+// started at a multiple of exec.MemoryAlign, since the plan's offsets are
+// aligned relative to the arena's start; u8 and int32 views of the same
+// bytes, as buffers of different dtypes share bytes by lifetime.
+func (g *gen) newArena(f *jen.File) {
+	align := exec.MemoryAlign
+	ptr := func(of *jen.Statement) *jen.Statement { return jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Add(of)) }
+	f.Comment("newArena returns the workspace's activation arena, its first byte at a multiple of")
+	f.Commentf("%d, as float32, u8 and int32 views of the same arenaBytes bytes: buffers whose", align)
+	f.Comment("lifetimes do not overlap share bytes whatever their types (exec.PlanMemory's plan).")
+	f.Func().Id("newArena").Params().Params(jen.Index().Float32(), jen.Index().Uint8(), jen.Index().Int32()).Block(
+		jen.Id("buf").Op(":=").Make(jen.Index().Float32(), jen.Id("arenaBytes").Op("/").Lit(4).Op("+").Lit(align/4)),
+		jen.Id("skip").Op(":=").Parens(jen.Lit(align).Op("-").Int().Call(jen.Uintptr().Call(ptr(jen.Id("buf").Index(jen.Lit(0))))).Op("%").Lit(align)).
+			Op("%").Lit(align).Op("/").Lit(4),
+		jen.Id("f32").Op(":=").Id("buf").Index(jen.Id("skip"), jen.Id("skip").Op("+").Id("arenaBytes").Op("/").Lit(4), jen.Id("skip").Op("+").Id("arenaBytes").Op("/").Lit(4)),
+		jen.Id("p").Op(":=").Add(ptr(jen.Id("f32").Index(jen.Lit(0)))),
+		jen.Return(jen.Id("f32"),
+			jen.Qual("unsafe", "Slice").Call(jen.Parens(jen.Op("*").Uint8()).Call(jen.Id("p")), jen.Id("arenaBytes")),
+			jen.Qual("unsafe", "Slice").Call(jen.Parens(jen.Op("*").Int32()).Call(jen.Id("p")), jen.Id("arenaBytes").Op("/").Lit(4))),
+	)
+	f.Line()
 }

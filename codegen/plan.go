@@ -2,7 +2,6 @@ package codegen
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"unicode"
 
@@ -12,8 +11,8 @@ import (
 )
 
 // A plan places every buffer of an exec.Schedule for the generated
-// package: activations in one of three arenas (float32, u8, int32) at
-// constant offsets, the token inputs in the workspace's int64 arrays,
+// package: activations in its one arena at the constant offsets of
+// exec.PlanMemory (seen as float32, u8 and int32 views of the same bytes), the token inputs in the workspace's int64 arrays,
 // constants in the weights struct. Sizes are planned for the compiled
 // maximum batch and sequence; at run time each buffer is the prefix its
 // actual size needs.
@@ -30,9 +29,9 @@ type plan struct {
 	inputs  []*slotPlan // graph inputs, graph order
 	outputs []*slotPlan // graph outputs, graph order
 
-	arena      [numArenas]int // lengths in elements
-	vocab      int            // rows of the token embedding table
-	typeVocab  int            // rows of the token type table (0: none)
+	arenaBytes int64 // exec.PlanMemory's arena
+	vocab      int   // rows of the token embedding table
+	typeVocab  int   // rows of the token type table (0: none)
 	maxHeadDim int
 	dynamic    bool   // a step quantises per token
 	views      []bool // by step: the step is a view (no statement)
@@ -90,8 +89,8 @@ type slotPlan struct {
 	extent extent
 	width  int // innermost dimension
 
-	arena arenaKind
-	off   int
+	arena arenaKind // the view of the arena it is read through
+	off   int       // in elements of that view
 
 	input  string // homeInput: "ids", "mask" or "types"
 	weight *weight
@@ -176,7 +175,9 @@ func newPlan(p *exec.Schedule, maxBatch, maxSeq int) (*plan, error) {
 	if pl.vocab == 0 {
 		return nil, fmt.Errorf("%w: codegen: the model has no token embedding lookup", compiler.ErrUnsupportedOp)
 	}
-	pl.planArenas()
+	if err := pl.placeArena(); err != nil {
+		return nil, err
+	}
 	return pl, nil
 }
 
@@ -364,52 +365,35 @@ func (pl *plan) fieldName(from string) string {
 	return name
 }
 
-// planArenas gives every arena slot an offset, reusing memory between
-// buffers whose lifetimes (first to last step touching them, inclusive)
-// do not overlap: greedy by size, largest first, each at the lowest offset
-// free during its lifetime (TFLite's greedy-by-size plan). Graph outputs
-// live to the end; inclusive lifetimes mean no step writes a buffer it
-// reads.
-func (pl *plan) planArenas() {
-	for a := range numArenas {
-		var live []*slotPlan
-		for _, s := range pl.slots {
-			if s.home == homeArena && s.arena == a && s.def >= 0 {
-				live = append(live, s)
-			}
-		}
-		size := func(s *slotPlan) int {
-			return roundUp(s.extent.Max(pl.maxBatch, pl.maxSeq), arenaAlign)
-		}
-		sort.SliceStable(live, func(i, j int) bool { return size(live[i]) > size(live[j]) })
-		var placed []*slotPlan
-		for _, s := range live {
-			var busy []*slotPlan
-			for _, o := range placed {
-				if o.def <= s.last && s.def <= o.last {
-					busy = append(busy, o)
-				}
-			}
-			sort.SliceStable(busy, func(i, j int) bool { return busy[i].off < busy[j].off })
-			off := 0
-			for _, o := range busy {
-				if off+size(s) <= o.off {
-					break
-				}
-				off = max(off, o.off+size(o))
-			}
-			s.off = off
-			pl.arena[a] = max(pl.arena[a], off+size(s))
-			placed = append(placed, s)
-		}
+// placeArena gives every arena slot the offset of exec.PlanMemory's plan
+// of the schedule at the compiled bounds: the one plan the in-process
+// engine and `sqc inspect` use too. Each buffer the generated code slices
+// must lie within its planned bytes, and its lifetime here (first to last
+// statement touching it) within the plan's, or the plan's sharing would
+// not hold for the code emitted; both are checked.
+func (pl *plan) placeArena() error {
+	mp, err := exec.PlanMemory(pl.prog, pl.maxBatch, pl.maxSeq)
+	if err != nil {
+		return fmt.Errorf("codegen: %w", err)
 	}
+	pl.arenaBytes = mp.ArenaBytes
+	for _, s := range pl.slots {
+		if s.home != homeArena || s.def < 0 {
+			continue
+		}
+		ps, ok := mp.Slot(s.id)
+		size := int64(arenaElemBytes[s.arena])
+		if !ok || int64(s.extent.Max(pl.maxBatch, pl.maxSeq))*size > ps.Bytes || s.def < ps.First || s.last > ps.Last || ps.Offset%size != 0 {
+			return fmt.Errorf("%w: codegen: buffer %q (steps %d-%d, %d elements) does not fit its place in the memory plan %+v",
+				compiler.ErrInternal, s.name, s.def, s.last, s.extent.Max(pl.maxBatch, pl.maxSeq), ps)
+		}
+		s.off = int(ps.Offset / size)
+	}
+	return nil
 }
 
-// arenaAlign is the alignment of arena buffers in elements: 64 bytes (a
-// cache line) for float32 and int32, and a K block for u8 rows.
-const arenaAlign = 64
-
-func roundUp(n, m int) int { return (n + m - 1) / m * m }
+// arenaElemBytes is the element size of each view of the arena.
+var arenaElemBytes = [numArenas]int{arenaF32: 4, arenaU8: 1, arenaI32: 4}
 
 func isKeyword(s string) bool {
 	switch s {

@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/sqc-dev/sqc/codegen"
 	"github.com/sqc-dev/sqc/compiler/exec"
 )
 
@@ -48,10 +47,10 @@ type HeldMemory struct {
 	ArenaBytes         int64 `json:"arena_bytes"` // activations + attention scratch
 	ActivationBytes    int64 `json:"activation_bytes"`
 	ScratchBytes       int64 `json:"scratch_bytes"`
-	// PlannedArenaBytes is what a generated package's arenas for this
-	// batch x sequence would take (codegen.ArenaBytes: offsets planned by
-	// lifetime; exec shares whole buffers by lifetime), 0 if it cannot be
-	// generated.
+	// PlannedArenaBytes is the arena of exec.PlanMemory at this batch x
+	// sequence: what the engine's activations hold after a run of that
+	// shape besides buffers it cannot plan, and a generated package's
+	// arena; 0 if the schedule cannot be planned.
 	PlannedArenaBytes int64 `json:"planned_arena_bytes,omitempty"`
 }
 
@@ -111,8 +110,8 @@ func (rm *RunMemory) finish(prog *exec.Program, batch, seq int) {
 		return
 	}
 	rm.Held = heldMemory(prog.Memory())
-	if n, err := codegen.ArenaBytes(prog.Schedule, batch, seq); err == nil {
-		rm.Held.PlannedArenaBytes = n
+	if p, err := exec.PlanMemory(prog.Schedule, batch, seq); err == nil {
+		rm.Held.PlannedArenaBytes = p.ArenaBytes
 	}
 	if total := rm.Held.WeightBytes + rm.Held.ArenaBytes; total > 0 && rm.RunPeakRSSBytes > 0 {
 		rm.Ratio = float64(rm.RunPeakRSSBytes) / float64(total)
@@ -133,7 +132,7 @@ func (rm *RunMemory) text(processPeak int64) string {
 			byteSize(float64(h.ArenaBytes)), byteSize(float64(h.ActivationBytes)), byteSize(float64(h.ScratchBytes)),
 			byteSize(float64(h.WeightBytes+h.ArenaBytes)))
 		if h.PlannedArenaBytes > 0 {
-			fmt.Fprintf(&b, "           (compiler/exec shares whole buffers by lifetime; a generated package plans %s of arenas for this shape)\n",
+			fmt.Fprintf(&b, "           (the memory plan for this shape, compiler/exec's arena and a generated package's: %s)\n",
 				byteSize(float64(h.PlannedArenaBytes)))
 		}
 	}
