@@ -48,12 +48,15 @@
 //
 // # Buffers and threads
 //
-// Every value has a slot; slots of one dtype whose live ranges (first to
-// last step that mentions them) do not overlap share one buffer (reuse.go),
-// which is kept across Run calls and grown when a larger batch or sequence
-// needs it; the batch and sequence sizes are read from the inputs of each
-// call. Graph inputs, outputs, constants and the slots of interpreter
-// OpSteps (whose results may alias their inputs) are never shared. A Program runs one call at a time
+// Every value has a slot; the buffers of value and internal slots are
+// carved from one arena laid out by the Schedule's MemoryPlan (PlanMemory,
+// memplan.go: slots whose live ranges, first to last step that mentions
+// them, do not overlap share bytes, whatever their dtypes). The plan is
+// made at the largest batch and sequence run so far, read from the inputs
+// of each call, and made again, with a new arena, when a call brings
+// larger ones (reuse.go). Graph inputs and constants are not planned, and
+// generic OpSteps' results are copied into their places, since they may
+// alias their inputs. A Program runs one call at a time
 // (Run serialises on a mutex) on its own worker pool, shared by the GEMM
 // engine and the nn kernels; results do not depend on the thread count.
 // In steady state RunInto, given the same output map each time, allocates

@@ -27,6 +27,11 @@ type MemoryPlan struct {
 	// NaiveBytes is the sum of the planned buffers: what giving each slot
 	// its own allocation would hold.
 	NaiveBytes int64
+	// Unplanned are the value and internal slots steps use that the plan
+	// cannot size (a shape unknown or with a dim Bounds lacks): the engine
+	// gives them buffers of their own; a generated package cannot have
+	// them in its arena.
+	Unplanned []SlotID
 
 	at []int // by SlotID: index into Slots, -1 for an unplanned slot
 }
@@ -117,6 +122,7 @@ func PlanMemoryAt(s *Schedule, bounds map[string]int64) *MemoryPlan {
 		}
 		n, ok := slotBytes(slot, bounds)
 		if !ok {
+			m.Unplanned = append(m.Unplanned, slot.ID)
 			continue
 		}
 		m.at[slot.ID] = len(m.Slots)
