@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -179,5 +180,41 @@ func TestWriteReplacesOnlyGeneratedDirs(t *testing.T) {
 		if !errors.Is(err, ErrNotGenerated) || !errors.Is(err, compiler.ErrBadInput) {
 			t.Errorf("%s: got %v, want ErrNotGenerated", name, err)
 		}
+	}
+}
+
+// TestArenaIsTheEnginesArena: the arena a generated package allocates
+// (its arenaBytes constant) is exec.PlanMemory's at the compiled bounds,
+// and the in-process engine, after a run at those bounds, holds the same
+// plan: one figure for the three.
+func TestArenaIsTheEnginesArena(t *testing.T) {
+	p := demoProgram(t, compiler.QLinearDynamic)
+	o := demoOptions(t)
+	files, err := Generate(p.Schedule, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*arenaBytes\s*=\s*(\d+)`).FindSubmatch(files.Files["model.go"])
+	if m == nil {
+		t.Fatal("model.go has no arenaBytes constant")
+	}
+	generated, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	want, err := exec.PlanMemory(p.Schedule, o.MaxBatch, o.MaxSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, mask := compiler.NewTensor(compiler.Int64, int64(o.MaxBatch), int64(o.MaxSeq)), compiler.NewTensor(compiler.Int64, int64(o.MaxBatch), int64(o.MaxSeq))
+	for i := range ids.I64 {
+		ids.I64[i], mask.I64[i] = int64(1000+i), 1
+	}
+	if _, err := p.Run(map[string]*compiler.Tensor{"input_ids": ids, "attention_mask": mask}); err != nil {
+		t.Fatal(err)
+	}
+	engine := p.Plan()
+	if generated != want.ArenaBytes || engine == nil || engine.ArenaBytes != want.ArenaBytes || want.ArenaBytes <= 0 {
+		t.Errorf("arena: generated %d bytes, engine %+v, exec.PlanMemory %d", generated, engine, want.ArenaBytes)
+	}
+	if held := p.Memory().Activations; held < want.ArenaBytes {
+		t.Errorf("the engine holds %d bytes of activations, less than its arena of %d", held, want.ArenaBytes)
 	}
 }

@@ -32,8 +32,9 @@
 // graph into (exec.Lower, which starts no engine): the same flat list of
 // Steps, each one runtime call with constant parameters and buffer slots,
 // that `sqc run --int8` and `sqc eval` execute in process. Generate places
-// every slot (activations in three arenas at constant offsets, reused by
-// lifetime; constants in weights.bin) and prints each Step as one Go
+// every slot (activations in one arena at the constant offsets of
+// exec.PlanMemory, the plan the in-process engine carves its buffers by;
+// constants in weights.bin) and prints each Step as one Go
 // statement with the same arguments, so the generated package makes the
 // same calls in the same order and gives the same bits. Generic steps
 // (exec.OpStep: ops outside the fused vocabulary, on runtime/ops's

@@ -6,8 +6,7 @@ import (
 )
 
 // passOrder is every dependency between passes that the pipelines
-// (Pipeline, QuantPipeline, and PlanMemory after them as `sqc inspect`
-// runs it) must respect, each with its reason, after the table of the
+// (Pipeline, QuantPipeline) must respect, each with its reason, after the table of the
 // same name in Go's SSA backend (cmd/compile/internal/ssa/compile.go).
 // TestPipelinesRespectPassOrder checks every pipeline against it; add a
 // rule when a pass starts to depend on another, and a pass order that
@@ -52,13 +51,10 @@ var passOrder = []orderRule{
 		"FuseQKV merges the projections read by one sqc.Attention and packs that Attention's operands"},
 	{"SmoothQuant", []string{"MergeSmoothedLayerNorms"}, needs,
 		"MergeSmoothedLayerNorms merges each LayerNorm with the smoothed twin SmoothQuant makes beside it"},
-	// Planning.
-	{"", []string{"PlanMemory"}, last,
-		"PlanMemory records the arena the graph's values need (g.Meta); any rewrite after it would leave the record stale"},
 }
 
 // orderRule says that pass First must run before each pass of Then, in
-// the sense Kind gives. First is "" for Kind last.
+// the sense Kind gives.
 type orderRule struct {
 	First string
 	Then  []string
@@ -76,8 +72,6 @@ const (
 	// sweeps: Then cleans up what First leaves, so it runs again after
 	// First's last run.
 	sweeps
-	// last: Then runs after every other pass of the list.
-	last
 )
 
 // CheckOrder returns an error for every rule of passOrder that list breaks
@@ -97,13 +91,6 @@ func CheckOrder(list []Pass) error {
 		for _, then := range r.Then {
 			tFirst, ok := firstAt[then]
 			if !ok {
-				continue
-			}
-			switch r.Kind {
-			case last:
-				if tFirst != len(list)-1 || lastAt[then] != tFirst {
-					errs = append(errs, fmt.Errorf("pass %s must run last, after every other pass: %s", then, r.Why))
-				}
 				continue
 			}
 			fFirst, ok := firstAt[r.First]

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/sqc-dev/sqc/codegen"
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/compiler/frontend"
@@ -25,7 +23,8 @@ func inspectCommand() *cli.Command {
 		Usage: "show a model's op histogram, parameter count and input/output shapes, as loaded or after sqc's passes",
 		Description: "Without pass flags, inspect shows the model as loaded. --after, --dump-all, --check-ir and --int8 run the\n" +
 			"passes first: canonicalisation, then with --int8 calibration, SmoothQuant, quantisation and fusion; and\n" +
-			"report the activation memory of the result (passes.PlanMemory at --max-batch x --max-seq).",
+			"report the activation memory of the result (exec.PlanMemory of its lowered schedule at --max-batch x --max-seq:\n" +
+			"the one arena the in-process engine and a generated package allocate).",
 		ArgsUsage: "MODEL (an .onnx file or a HuggingFace directory)",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "graph", Usage: "print the whole graph in sqc's textual IR"},
@@ -63,30 +62,35 @@ func inspectCommand() *cli.Command {
 				return err
 			}
 			if ran {
-				// The memory plan of the graph shown (PlanMemory's, when the
-				// whole pipeline ran); a graph part way through
-				// canonicalisation may have values of unknown size.
-				plan, err := passes.PlanMemoryOf(g, c.Int("max-batch"), c.Int("max-seq"))
-				line := "activations: not planned: " + fmt.Sprint(err)
-				if err == nil {
-					line = memoryLine(plan)
-				}
-				if _, err := fmt.Fprintln(w, line); err != nil {
-					return err
-				}
-			}
-			if c.Bool("int8") && !c.IsSet("after") {
-				return printGeneratedArenas(w, g, c.Int("max-batch"), c.Int("max-seq"))
+				_, err := fmt.Fprintln(w, memoryLine(g, c.Int("max-batch"), c.Int("max-seq")))
+				return err
 			}
 			return nil
 		},
 	}
 }
 
-// memoryLine is inspect's summary of a memory plan.
-func memoryLine(p *passes.MemoryPlan) string {
-	return fmt.Sprintf("activations at batch %d x sequence %d: peak %s (%d bytes) in one arena, naive sum of all %d intermediates %s (%d bytes)",
-		p.MaxBatch, p.MaxSeq, binaryBytes(p.ArenaBytes), p.ArenaBytes, len(p.Buffers), binaryBytes(p.NaiveBytes), p.NaiveBytes)
+// memoryLine is inspect's summary of the memory plan of g's lowered
+// schedule: the arena the in-process engine carves its buffers from at
+// those bounds and a generated package allocates (u8 copies of quantised
+// activations included; the attention scratch, which depends on the
+// number of workers, not). A graph part way through canonicalisation may
+// not lower, or have values of unknown size.
+func memoryLine(g *compiler.Graph, maxBatch, maxSeq int) string {
+	s, err := exec.Lower(g)
+	var p *exec.MemoryPlan
+	if err == nil {
+		p, err = exec.PlanMemory(s, maxBatch, maxSeq)
+	}
+	if err != nil {
+		return "activations: not planned: " + err.Error()
+	}
+	line := fmt.Sprintf("activations at batch %d x sequence %d: peak %s (%d bytes) in one arena, naive sum of all %d intermediates %s (%d bytes)",
+		maxBatch, maxSeq, binaryBytes(p.ArenaBytes), p.ArenaBytes, len(p.Slots), binaryBytes(p.NaiveBytes), p.NaiveBytes)
+	if n := len(p.Unplanned); n > 0 {
+		line += fmt.Sprintf("; %d of unknown size not planned (first: %s)", n, s.Slots()[p.Unplanned[0]])
+	}
+	return line
 }
 
 // binaryBytes writes a byte count in KiB, MiB or GiB.
@@ -109,13 +113,14 @@ func binaryBytes(n int64) string {
 //
 // The stages are those of `sqc compile`: passes.Pipeline(); with --int8,
 // buildInt8 (calibration, then passes.QuantPipeline: SmoothQuant,
-// Quantize, the fusions, a sweep; verified after every pass always); then
-// passes.PlanMemory. --after may name a pass of any stage (the first pass
+// Quantize, the fusions, a sweep; verified after every pass always).
+// --after may name a pass of any stage (the first pass
 // of that name). buildInt8 keeps the graphs after SmoothQuant and after
 // Quantize, which --after and --dump-all show; the passes after Quantize
 // need no statistics, so for --after and --dump-all they are run again
 // from buildInt8's quantised graph, one by one (and must reproduce its
-// final graph).
+// final graph). The memory plan is not a pass: memoryLine plans the
+// schedule the result lowers to.
 func inspectPasses(c *cli.Context, model string, g *compiler.Graph) (*compiler.Graph, error) {
 	int8 := c.Bool("int8")
 	var cfg *int8Config
@@ -134,11 +139,10 @@ func inspectPasses(c *cli.Context, model string, g *compiler.Graph) (*compiler.G
 	if int8 {
 		quant = passes.QuantPipeline(nil, cfg.quant)
 	}
-	plan := []passes.Pass{passes.PlanMemory(maxBatch, maxSeq)}
 	after := c.String("after")
-	if after != "" && !hasPassNamed(canonical, after) && !hasPassNamed(quant, after) && !hasPassNamed(plan, after) {
+	if after != "" && !hasPassNamed(canonical, after) && !hasPassNamed(quant, after) {
 		var names []string
-		for _, list := range [][]passes.Pass{canonical, quant, plan} {
+		for _, list := range [][]passes.Pass{canonical, quant} {
 			for _, p := range list {
 				names = append(names, p.Name)
 			}
@@ -155,13 +159,9 @@ func inspectPasses(c *cli.Context, model string, g *compiler.Graph) (*compiler.G
 		return g, err
 	}
 	if int8 {
-		var err error
-		if g, err = inspectINT8(c, model, g, cfg, quant, r); err != nil || r.stopped {
-			return g, err
-		}
-		r.level = compiler.VerifyQuantized // for the planning stage
+		return inspectINT8(c, model, g, cfg, quant, r)
 	}
-	return g, r.run(g, plan)
+	return g, nil
 }
 
 // inspectINT8 is inspectPasses' INT8 stage on the canonical graph g.
@@ -284,22 +284,4 @@ func (r *stageRunner) dumpGraph(g *compiler.Graph, pass string) error {
 	}
 	r.next++
 	return nil
-}
-
-// printGeneratedArenas prints the activation arenas a package generated
-// from the INT8 graph g would hold: codegen plans exec's buffers (u8
-// copies of quantised activations included) in its own typed arenas, not
-// by PlanMemory's plan.
-func printGeneratedArenas(w io.Writer, g *compiler.Graph, maxBatch, maxSeq int) error {
-	prog, err := exec.Lower(g)
-	if err != nil {
-		return err
-	}
-	n, err := codegen.ArenaBytes(prog, maxBatch, maxSeq)
-	if err != nil {
-		_, err = fmt.Fprintf(w, "generated package: not planned: %v\n", err)
-		return err
-	}
-	_, err = fmt.Fprintf(w, "generated package's activation arenas (codegen's plan of exec's buffers, u8 copies included): %s (%d bytes)\n", binaryBytes(n), n)
-	return err
 }
