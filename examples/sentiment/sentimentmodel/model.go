@@ -22,6 +22,7 @@ import (
 	tokenizer "github.com/sqc-dev/sqc/runtime/tokenizer"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // The generated code's runtime version: this fails to compile against a runtime/modelrt
@@ -43,9 +44,7 @@ const (
 
 // Arena sizes of one workspace, at MaxBatch x MaxSequence.
 const (
-	arenaF32   = 1312768 // float32 elements: activations, reused by lifetime
-	arenaU8    = 1310720 // bytes: quantised activations (GEMM inputs)
-	arenaI32   = 1       // int32 elements: per-token zero points
+	arenaBytes = 5251072 // activations of every dtype, reused by lifetime (exec.PlanMemory)
 	maxHeadDim = 64      // attention scratch per query row
 	target     = ""      // kernel family ceiling ("": fastest available)
 )
@@ -166,24 +165,34 @@ func (m *Model) Describe() string {
 
 // workspace is the memory of one forward pass at MaxBatch x MaxSequence.
 type workspace struct {
-	f32              []float32 // arenaF32
-	u8               []uint8   // arenaU8
-	i32              []int32   // arenaI32
+	f32              []float32 // the arena as float32 (activations)
+	u8               []uint8   // the same bytes as u8 (quantised activations, GEMM inputs)
+	i32              []int32   // the same bytes as int32 (per-token zero points)
 	ids, mask, types []int64   // inputs, [MaxBatch, MaxSequence] at most
 	attn             []float32 // attention scratch
 	order            []int     // Run's chunk order (modelrt.ChunkOrder), grown to the largest request
 }
 
 func (m *Model) newWorkspace() *workspace {
-	return &workspace{
+	ws := &workspace{
 		attn:  make([]float32, nn.AttentionScratchLen(m.pool.Workers(), MaxSequence, maxHeadDim)),
-		f32:   make([]float32, arenaF32),
-		i32:   make([]int32, arenaI32),
 		ids:   make([]int64, MaxBatch*MaxSequence),
 		mask:  make([]int64, MaxBatch*MaxSequence),
 		types: make([]int64, MaxBatch*MaxSequence),
-		u8:    make([]uint8, arenaU8),
 	}
+	ws.f32, ws.u8, ws.i32 = newArena()
+	return ws
+}
+
+// newArena returns the workspace's activation arena, its first byte at a multiple of
+// 64, as float32, u8 and int32 views of the same arenaBytes bytes: buffers whose
+// lifetimes do not overlap share bytes whatever their types (exec.PlanMemory's plan).
+func newArena() ([]float32, []uint8, []int32) {
+	buf := make([]float32, arenaBytes/4+16)
+	skip := (64 - int(uintptr(unsafe.Pointer(&buf[0])))%64) % 64 / 4
+	f32 := buf[skip : skip+arenaBytes/4 : skip+arenaBytes/4]
+	p := unsafe.Pointer(&f32[0])
+	return f32, unsafe.Slice((*uint8)(p), arenaBytes), unsafe.Slice((*int32)(p), arenaBytes/4)
 }
 
 // MemoryBytes is the memory the model holds: its weights plus one workspace (each
@@ -191,7 +200,7 @@ func (m *Model) newWorkspace() *workspace {
 // are the embedded weights.bin's pages, read in place; elsewhere, decoded copies.
 // Not included: the tokenizer's vocabulary and the Go runtime's own memory.
 func (m *Model) MemoryBytes() int64 {
-	return weightsDecodedBytes + int64(4*arenaF32+arenaU8+4*arenaI32+24*MaxBatch*MaxSequence+4*nn.AttentionScratchLen(m.pool.Workers(), MaxSequence, maxHeadDim))
+	return weightsDecodedBytes + int64(arenaBytes+24*MaxBatch*MaxSequence+4*nn.AttentionScratchLen(m.pool.Workers(), MaxSequence, maxHeadDim))
 }
 
 // Run runs the model on a batch of token id sequences and returns one output entry
@@ -225,7 +234,7 @@ func (m *Model) Run(ctx context.Context, b Batch) (Outputs, error) {
 			return Outputs{}, err
 		}
 		for r, i := range idx {
-			out.Logits[i] = slices.Clone(ws.f32[2048+r*2 : 2048+(r+1)*2])
+			out.Logits[i] = slices.Clone(ws.f32[0+r*2 : 0+(r+1)*2])
 		}
 	}
 	return out, nil

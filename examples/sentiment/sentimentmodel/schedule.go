@@ -21,12 +21,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #2 nn.LayerNormDual: distilbert.embeddings.LayerNorm/LayerNormalization
-	nn.LayerNormDual(m.pool, ws.f32[786432:][:tokens*128], 128, ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm0, m.w.distilbertEmbeddingsLayerNormWeightSmooth, m.w.distilbertEmbeddingsLayerNormBiasSmooth, float32(178.40135), int32(126))
+	nn.LayerNormDual(m.pool, ws.f32[786432:][:tokens*128], 128, ws.u8[4194304:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm0, m.w.distilbertEmbeddingsLayerNormWeightSmooth, m.w.distilbertEmbeddingsLayerNormBiasSmooth, float32(178.40135), int32(126))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #3 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear/QKV
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[4194304:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
 		AZeroPoint: int32(126),
 		Bias:       m.w.distilbertTransformerLayer0AttentionQLinBiasQkv,
 		ColSum:     m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv.ColSum,
@@ -54,12 +54,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		VStride:         384,
 	})
 	// #5 nn.QuantizeU8Parallel: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
-	nn.QuantizeU8Parallel(m.pool, ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(277.94394), int32(130))
+	nn.QuantizeU8Parallel(m.pool, ws.u8[1048576:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(277.94394), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #6 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(130),
 		Bias:           m.w.distilbertTransformerLayer0AttentionOutLinBias,
 		ColSum:         m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ.ColSum,
@@ -72,12 +72,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #7 nn.LayerNormDual: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
-	nn.LayerNormDual(m.pool, ws.f32[262144:][:tokens*128], 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm1, m.w.distilbertTransformerLayer0SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer0SaLayerNormBiasSmooth, float32(221.08879), int32(130))
+	nn.LayerNormDual(m.pool, ws.f32[262144:][:tokens*128], 128, ws.u8[2097152:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm1, m.w.distilbertTransformerLayer0SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer0SaLayerNormBiasSmooth, float32(221.08879), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #8 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[2097152:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(130),
 		Act:          qgemm.ActGelu,
 		Bias:         m.w.distilbertTransformerLayer0FfnLin1Bias,
@@ -98,7 +98,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		AZeroPoint:     int32(17),
 		Bias:           m.w.distilbertTransformerLayer0FfnLin2Bias,
 		ColSum:         m.w.distilbertTransformerLayer0FfnLin2WeightTQ.ColSum,
-		OutF32:         ws.f32[0:][:tokens*128],
+		OutF32:         ws.f32[524288:][:tokens*128],
 		OutStride:      128,
 		Residual:       ws.f32[262144:][:tokens*128],
 		ResidualStride: 128,
@@ -107,12 +107,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #10 nn.LayerNormDual: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
-	nn.LayerNormDual(m.pool, ws.f32[786432:][:tokens*128], 128, ws.u8[0:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm2, m.w.distilbertTransformerLayer0OutputLayerNormWeightSmooth, m.w.distilbertTransformerLayer0OutputLayerNormBiasSmooth, float32(181.62914), int32(133))
+	nn.LayerNormDual(m.pool, ws.f32[786432:][:tokens*128], 128, ws.u8[4194304:][:tokens*128], 128, ws.f32[524288:][:tokens*128], 128, tokens, &m.w.layerNorm2, m.w.distilbertTransformerLayer0OutputLayerNormWeightSmooth, m.w.distilbertTransformerLayer0OutputLayerNormBiasSmooth, float32(181.62914), int32(133))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #11 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[4194304:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
 		AZeroPoint: int32(133),
 		Bias:       m.w.distilbertTransformerLayer1AttentionQLinBiasQkv,
 		ColSum:     m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv.ColSum,
@@ -140,12 +140,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		VStride:         384,
 	})
 	// #13 nn.QuantizeU8Parallel: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
-	nn.QuantizeU8Parallel(m.pool, ws.u8[0:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(258.05313), int32(128))
+	nn.QuantizeU8Parallel(m.pool, ws.u8[1048576:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(258.05313), int32(128))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #14 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[0:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(128),
 		Bias:           m.w.distilbertTransformerLayer1AttentionOutLinBias,
 		ColSum:         m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ.ColSum,
@@ -158,12 +158,12 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #15 nn.LayerNormDual: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
-	nn.LayerNormDual(m.pool, ws.f32[262144:][:tokens*128], 128, ws.u8[1048576:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm3, m.w.distilbertTransformerLayer1SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer1SaLayerNormBiasSmooth, float32(185.9047), int32(112))
+	nn.LayerNormDual(m.pool, ws.f32[262144:][:tokens*128], 128, ws.u8[2097152:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm3, m.w.distilbertTransformerLayer1SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer1SaLayerNormBiasSmooth, float32(185.9047), int32(112))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #16 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[2097152:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(112),
 		Act:          qgemm.ActGelu,
 		Bias:         m.w.distilbertTransformerLayer1FfnLin1Bias,
@@ -184,7 +184,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		AZeroPoint:     int32(14),
 		Bias:           m.w.distilbertTransformerLayer1FfnLin2Bias,
 		ColSum:         m.w.distilbertTransformerLayer1FfnLin2WeightTQ.ColSum,
-		OutF32:         ws.f32[0:][:tokens*128],
+		OutF32:         ws.f32[524288:][:tokens*128],
 		OutStride:      128,
 		Residual:       ws.f32[262144:][:tokens*128],
 		ResidualStride: 128,
@@ -193,16 +193,16 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #18 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[262144:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm4)
+	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[524288:][:tokens*128], 128, tokens, &m.w.layerNorm4)
 	// #19 nn.Gather: pre_classifier/first_token
-	if err := nn.Gather(ws.f32[0:][:batch*128], ws.f32[262144:][:tokens*128], batch, seq, 128, []int64{int64(0)}); err != nil {
+	if err := nn.Gather(ws.f32[262144:][:batch*128], ws.f32[0:][:tokens*128], batch, seq, 128, []int64{int64(0)}); err != nil {
 		return err
 	}
 	// #20 nn.LinearF32: pre_classifier/Gemm/Linear
-	nn.LinearF32(m.pool, ws.f32[2048:][:batch*128], 128, ws.f32[0:][:batch*128], 128, batch, 128, 128, m.w.preClassifierWeightT, m.w.preClassifierBias)
+	nn.LinearF32(m.pool, ws.f32[0:][:batch*128], 128, ws.f32[262144:][:batch*128], 128, batch, 128, 128, m.w.preClassifierWeightT, m.w.preClassifierBias)
 	// #21 nn.ReluParallel: pre_classifier/Relu
-	nn.ReluParallel(m.pool, ws.f32[0:][:batch*128], ws.f32[2048:][:batch*128])
+	nn.ReluParallel(m.pool, ws.f32[2048:][:batch*128], ws.f32[0:][:batch*128])
 	// #22 nn.LinearF32: classifier/Gemm/Linear
-	nn.LinearF32(m.pool, ws.f32[2048:][:batch*2], 2, ws.f32[0:][:batch*128], 128, batch, 128, 2, m.w.classifierWeightT, m.w.classifierBias)
+	nn.LinearF32(m.pool, ws.f32[0:][:batch*2], 2, ws.f32[2048:][:batch*128], 128, batch, 128, 2, m.w.classifierWeightT, m.w.classifierBias)
 	return nil
 }
