@@ -57,17 +57,12 @@ type Program struct {
 
 	// The arena the planned buffers are carved from (reuse.go), laid out
 	// by plan at the largest sizes run so far (nil before the first Run).
-	plan  *MemoryPlan
-	arena []byte
-	// carved marks the slots whose buffers are carved from arena.
-	carved []bool
+	plan   *MemoryPlan
+	arena  []byte
+	carved []bool // by slot: its buffer is carved from arena
 	// ownBuffers keeps every slot in a tensor of its own, unplanned: the
 	// reference tests compare the arena against.
 	ownBuffers bool
-	// symbols and from are bindInputs' sizes of the symbolic dims and the
-	// input each came from, kept to allocate nothing per call.
-	symbols map[string]int64
-	from    map[string]string
 }
 
 // Name is the graph's name.
@@ -144,11 +139,10 @@ func (p *Program) Run(inputs map[string]*compiler.Tensor) (map[string]*compiler.
 func (p *Program) RunInto(inputs, outputs map[string]*compiler.Tensor) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	sizes, err := p.bindInputs(inputs)
-	if err != nil {
+	if err := p.bindInputs(inputs); err != nil {
 		return err
 	}
-	p.fitArena(sizes)
+	p.fitArena()
 	defer func() {
 		for _, id := range p.inputSlots {
 			p.bufs[id] = nil // keep none of the caller's memory
@@ -191,18 +185,13 @@ func runStep(p *Program, s Step) (err error) {
 	return s.run(p)
 }
 
-// bindInputs checks the caller's inputs and puts them in their slots. It
-// returns the sizes of the inputs' symbolic dims.
-func (p *Program) bindInputs(inputs map[string]*compiler.Tensor) (map[string]int64, error) {
+// bindInputs checks the caller's inputs and puts them in their slots.
+func (p *Program) bindInputs(inputs map[string]*compiler.Tensor) error {
 	bad := func(name, format string, args ...any) error {
 		return compiler.BadInput("", "input "+name, fmt.Errorf("%w: "+format, append([]any{compiler.ErrInvalidRequest}, args...)...))
 	}
-	if p.symbols == nil {
-		p.symbols, p.from = map[string]int64{}, map[string]string{}
-	}
-	clear(p.symbols)
-	clear(p.from)
-	symbols, from := p.symbols, p.from
+	symbols := map[string]int64{}
+	from := map[string]string{}
 	for i, v := range p.inputs {
 		t, ok := inputs[v.Name]
 		slot := p.slots[p.inputSlots[i]]
@@ -211,28 +200,28 @@ func (p *Program) bindInputs(inputs map[string]*compiler.Tensor) (map[string]int
 				p.bufs[slot.ID] = slot.Const // defaults to the initializer
 				continue
 			}
-			return nil, bad(v.Name, "missing")
+			return bad(v.Name, "missing")
 		}
 		if err := t.Check(); err != nil {
-			return nil, bad(v.Name, "%v", err)
+			return bad(v.Name, "%v", err)
 		}
 		if v.DType != compiler.Undefined && t.DType != v.DType {
-			return nil, bad(v.Name, "dtype %s, the graph wants %s", t.DType, v.DType)
+			return bad(v.Name, "dtype %s, the graph wants %s", t.DType, v.DType)
 		}
 		if v.Shape != nil {
 			if len(t.Shape) != len(v.Shape) {
-				return nil, bad(v.Name, "shape %v, the graph wants %s", t.Shape, v.Shape)
+				return bad(v.Name, "shape %v, the graph wants %s", t.Shape, v.Shape)
 			}
 			for j, d := range v.Shape {
 				size := t.Shape[j]
 				switch {
 				case d.Param != "":
 					if prev, seen := symbols[d.Param]; seen && prev != size {
-						return nil, bad(v.Name, "dim %d (%s) is %d but %s has %s = %d", j, d.Param, size, from[d.Param], d.Param, prev)
+						return bad(v.Name, "dim %d (%s) is %d but %s has %s = %d", j, d.Param, size, from[d.Param], d.Param, prev)
 					}
 					symbols[d.Param], from[d.Param] = size, v.Name
 				case d.Size >= 0 && d.Size != size:
-					return nil, bad(v.Name, "shape %v, the graph wants %s", t.Shape, v.Shape)
+					return bad(v.Name, "shape %v, the graph wants %s", t.Shape, v.Shape)
 				}
 			}
 		}
@@ -244,8 +233,8 @@ func (p *Program) bindInputs(inputs map[string]*compiler.Tensor) (map[string]int
 			for i, v := range p.inputs {
 				names[i] = v.Name
 			}
-			return nil, bad(name, "not a graph input (the graph's inputs are %s)", strings.Join(names, ", "))
+			return bad(name, "not a graph input (the graph's inputs are %s)", strings.Join(names, ", "))
 		}
 	}
-	return symbols, nil
+	return nil
 }

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"maps"
 	"slices"
 	"unsafe"
 
@@ -46,31 +47,23 @@ func (p *Program) newBuffers() []*compiler.Tensor {
 	return bufs
 }
 
-// fitArena makes the arena hold a run whose symbolic dims have the given
-// sizes: if one exceeds the bounds planned for, it plans at the larger
-// bounds and carves every planned buffer from a new arena.
-func (p *Program) fitArena(sizes map[string]int64) {
+// fitArena makes the arena hold the run whose inputs are bound: if one
+// of their symbolic dims exceeds the bounds planned for, it plans at the
+// larger bounds and carves every planned buffer from a new arena.
+func (p *Program) fitArena() {
 	if p.ownBuffers {
 		return
 	}
 	grown := p.plan == nil
-	for k, v := range sizes {
-		if p.plan != nil && v > p.plan.Bounds[k] {
-			grown = true
-		}
-	}
+	p.inputDims(func(dim string, size int64) { grown = grown || size > p.plan.Bounds[dim] })
 	if !grown {
 		return
 	}
 	bounds := map[string]int64{}
 	if p.plan != nil {
-		for k, v := range p.plan.Bounds {
-			bounds[k] = v
-		}
+		maps.Copy(bounds, p.plan.Bounds)
 	}
-	for k, v := range sizes {
-		bounds[k] = max(bounds[k], v)
-	}
+	p.inputDims(func(dim string, size int64) { bounds[dim] = max(bounds[dim], size) })
 	p.plan = PlanMemoryAt(p.Schedule, bounds)
 	p.arena = alignedBytes(p.plan.ArenaBytes)
 	p.carved = p.carvable(p.plan)
@@ -81,6 +74,19 @@ func (p *Program) fitArena(sizes map[string]int64) {
 		t := p.bufs[ps.ID]
 		*t = compiler.Tensor{}
 		carve(t, p.slots[ps.ID].DType, p.arena[ps.Offset:ps.Offset+ps.Bytes])
+	}
+}
+
+// inputDims calls f with every symbolic dim of the bound inputs and its
+// size.
+func (p *Program) inputDims(f func(dim string, size int64)) {
+	for i, v := range p.inputs {
+		t := p.bufs[p.inputSlots[i]]
+		for j, d := range v.Shape {
+			if d.Param != "" && t != nil && j < len(t.Shape) {
+				f(d.Param, t.Shape[j])
+			}
+		}
 	}
 }
 
