@@ -78,7 +78,7 @@ func (g *gen) modelFile() *jen.File {
 	}
 	f.Const().Defs(limits...)
 	f.Line()
-	f.Comment("Arena sizes of one workspace, at MaxBatch x MaxSequence.")
+	f.Comment("Sizes of one workspace, at MaxBatch x MaxSequence.")
 	f.Const().Defs(
 		jen.Id("arenaBytes").Op("=").Lit(int(max(g.pl.arenaBytes, exec.MemoryAlign))).Comment("activations of every dtype, reused by lifetime (exec.PlanMemory)"),
 		jen.Id("maxHeadDim").Op("=").Lit(max(g.pl.maxHeadDim, 1)).Comment("attention scratch per query row"),

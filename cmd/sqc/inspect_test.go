@@ -66,14 +66,18 @@ func TestInspectINT8(t *testing.T) {
 	fusedPeak, fusedNaive := peakBytes(t, fused)
 	unfusedPeak, unfusedNaive := peakBytes(t, unfused)
 	t.Logf("batch 16 x 128 tokens: peak %d bytes fused, %d unfused; naive %d and %d", fusedPeak, unfusedPeak, fusedNaive, unfusedNaive)
-	if fusedPeak <= 0 || fusedPeak > unfusedPeak || fusedNaive >= unfusedNaive || fusedPeak >= fusedNaive {
+	// The plan is of the lowered schedule, and exec's lowering still fuses
+	// epilogues by itself (issue 11, item 1), so the graph before the
+	// fusion passes may lower to the same steps: no larger, not smaller.
+	if fusedPeak <= 0 || fusedPeak > unfusedPeak || fusedNaive > unfusedNaive || fusedPeak >= fusedNaive {
 		t.Errorf("implausible plans: peak %d fused, %d unfused; naive %d, %d", fusedPeak, unfusedPeak, fusedNaive, unfusedNaive)
 	}
 	// Hidden 128 at 16 x 128 tokens: one [tokens, hidden] f32 value is
-	// 1 MiB, the FFN's [tokens, 512] 4 MiB; the peak holds at least the FFN
-	// input, its output and the residual stream.
-	if fusedPeak < 6<<20 {
-		t.Errorf("peak %d bytes is below the FFN's own buffers", fusedPeak)
+	// 1 MiB, the packed QKV projection [tokens, 384] 3 MiB; at the
+	// attention the peak holds that, its output and the residual stream.
+	// (The FFN's [tokens, 512] hidden value is written as u8, 1 MiB.)
+	if fusedPeak < 5<<20 {
+		t.Errorf("peak %d bytes is below the attention's own buffers", fusedPeak)
 	}
 	if !strings.Contains(inspect("--graph"), "qkv_packed=1") {
 		t.Error("the fused graph has no packed attention")

@@ -42,7 +42,7 @@ const (
 	NumLabels = 2
 )
 
-// Arena sizes of one workspace, at MaxBatch x MaxSequence.
+// Sizes of one workspace, at MaxBatch x MaxSequence.
 const (
 	arenaBytes = 5251072 // activations of every dtype, reused by lifetime (exec.PlanMemory)
 	maxHeadDim = 64      // attention scratch per query row
