@@ -59,6 +59,10 @@ type Tokenizer struct {
 	// hfTruncation: truncate as the tokenizers library does (tokenizer.json),
 	// with strategy and direction; otherwise as transformers' BertTokenizer.
 	hfTruncation bool
+	// trimOffsets: offsets lose a token's leading and trailing spaces
+	// (RobertaProcessing, ByteLevel post-processor); trimPrefixSpace keeps
+	// the one space add_prefix_space put before the first token.
+	trimOffsets, trimPrefixSpace bool
 	strategy     truncationStrategy
 	truncateLeft bool
 }
