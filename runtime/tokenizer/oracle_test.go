@@ -159,7 +159,7 @@ func oracleDir(t testing.TB) string {
 }
 
 type oracleOutput struct {
-	IDs     []int64 `json:"ids"`
+	IDs     []int64  `json:"ids"`
 	TypeIDs []int64  `json:"type_ids"`
 	Offsets [][2]int `json:"offsets"` // in code points (the binding's unit)
 	Error   string   `json:"error"`

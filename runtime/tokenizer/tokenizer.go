@@ -63,8 +63,8 @@ type Tokenizer struct {
 	// (RobertaProcessing, ByteLevel post-processor); trimPrefixSpace keeps
 	// the one space add_prefix_space put before the first token.
 	trimOffsets, trimPrefixSpace bool
-	strategy     truncationStrategy
-	truncateLeft bool
+	strategy                     truncationStrategy
+	truncateLeft                 bool
 }
 
 // template is a post-processing template: special tokens and the
