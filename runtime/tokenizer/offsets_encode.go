@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -10,31 +9,22 @@ import (
 // span in text, Offset{0, 0} for the template's special tokens. The ids
 // are Encode's; it is slower, so Encode stays the one to use for ids.
 func (t *Tokenizer) EncodeWithOffsets(text string) Encoding {
-	ids, offs := t.idsOffsets(text)
+	ids, offs, vals := t.idsOffsets(text)
 	a := t.truncateSingle(ids, t.maxLen-t.single.numSpecial())
-	oa := keptOffsets(ids, a, offs)
 	e := t.assemble(t.single, a, nil, 0)
-	e.Offsets = t.templateOffsets(t.single, t.trim(a, oa), nil, e.Len())
+	e.Offsets = t.templateOffsets(t.single, t.trim(text, ids, a, offs, vals), nil, e.Len())
 	return e
 }
 
 // EncodePairWithOffsets is EncodePair that also sets Offsets, each into
 // its own text (a's tokens into a, b's into b).
 func (t *Tokenizer) EncodePairWithOffsets(a, b string) Encoding {
-	ia, oa := t.idsOffsets(a)
-	ib, ob := t.idsOffsets(b)
+	ia, oa, va := t.idsOffsets(a)
+	ib, ob, vb := t.idsOffsets(b)
 	ka, kb := t.truncatePair(ia, ib, t.maxLen-t.pair.numSpecial())
-	oa, ob = keptOffsets(ia, ka, oa), keptOffsets(ib, kb, ob)
 	e := t.assemble(t.pair, ka, kb, 0)
-	e.Offsets = t.templateOffsets(t.pair, t.trim(ka, oa), t.trim(kb, ob), e.Len())
+	e.Offsets = t.templateOffsets(t.pair, t.trim(a, ia, ka, oa, va), t.trim(b, ib, kb, ob, vb), e.Len())
 	return e
-}
-
-// keptOffsets is the part of offs that truncation kept: kept is a
-// subslice of ids (cut keeps a prefix or a suffix).
-func keptOffsets(ids, kept []int32, offs []Offset) []Offset {
-	lo := cap(ids) - cap(kept)
-	return offs[lo : lo+len(kept)]
 }
 
 // templateOffsets lays offsets out as fill lays ids: special tokens and
@@ -54,16 +44,26 @@ func (t *Tokenizer) templateOffsets(tp template, a, b []Offset, length int) []Of
 	return append(out, make([]Offset, length-len(out))...)
 }
 
-// trim takes the spaces a token starts or ends with out of its offset, as
-// the library's byte-level post-processing (process_offsets) does after
-// truncation: only when the post-processor says trim_offsets.
-func (t *Tokenizer) trim(ids []int32, offs []Offset) []Offset {
+// trim returns the offsets of the tokens truncation kept (kept is a
+// subslice of ids: cut keeps a prefix or a suffix) and, when the
+// post-processor says trim_offsets, takes the spaces each token's value
+// starts or ends with out of its offset, as the library's byte-level
+// process_offsets does after truncation. The library trims offsets already
+// counted in characters (its bindings convert before post-processing), so
+// this trims whole characters too, and offsets stay on character
+// boundaries.
+func (t *Tokenizer) trim(text string, ids, kept []int32, offs []Offset, vals []string) []Offset {
+	lo := cap(ids) - cap(kept)
+	offs = offs[lo : lo+len(kept)]
 	if !t.trimOffsets {
 		return offs
 	}
 	out := make([]Offset, len(offs))
 	for i, o := range offs {
-		tok := t.tokens[ids[i]]
+		tok := t.tokens[kept[i]]
+		if k := lo + i; k < len(vals) && vals[k] != "" {
+			tok = vals[k]
+		}
 		lead, trail := 0, 0
 		for _, r := range tok {
 			if !isTrimSpace(r) {
@@ -83,11 +83,18 @@ func (t *Tokenizer) trim(ids []int32, offs []Offset) []Offset {
 			// The one space add_prefix_space put there stays.
 			lead = 0
 		}
-		if lead > 0 {
-			o.Start = min(o.Start+lead, o.End)
+		// o.Start = min(o.Start+lead, o.End), in characters.
+		for ; lead > 0 && o.Start < o.End; lead-- {
+			_, n := utf8.DecodeRuneInString(text[o.Start:])
+			o.Start = min(o.Start+n, o.End)
 		}
-		if trail > 0 && o.End >= trail {
-			o.End = max(o.End-trail, o.Start)
+		// o.End = max(o.End-trail, o.Start) when End, in characters, is at
+		// least trail.
+		if trail > 0 && utf8.RuneCountInString(text[:o.End]) >= trail {
+			for ; trail > 0 && o.End > o.Start; trail-- {
+				_, n := utf8.DecodeLastRuneInString(text[:o.End])
+				o.End = max(o.End-n, o.Start)
+			}
 		}
 		out[i] = o
 	}
@@ -100,18 +107,21 @@ func isTrimSpace(r rune) bool { return r == 'Ġ' || unicode.IsSpace(r) }
 // idsOffsets is ids for one text with each token's byte span in it: the
 // pipeline's steps on aligned text (offsets_norm.go). A vocab.txt
 // tokenizer runs as the equivalent pipeline.
-func (t *Tokenizer) idsOffsets(text string) ([]int32, []Offset) {
+//
+// vals[i], where set, is token i's value when it is not the vocabulary's:
+// an added token's is the text it matched, with the whitespace lstrip and
+// rstrip took along (the library's Token.value, which trimming reads).
+func (t *Tokenizer) idsOffsets(text string) (ids []int32, offs []Offset, vals []string) {
 	pipe := t.pipe
 	if pipe == nil {
 		pipe = &pipeline{norm: bertNorm{t.norm}, pre: vocabWordsPreTok{}, model: wordPieceModel{&t.wp}}
 	}
-	var ids []int32
-	var offs []Offset
 	src := alignedText(text)
 	for _, rs := range t.raw.splits(src.s) {
 		if rs.tok != nil {
 			ids = append(ids, rs.tok.id)
-			offs = append(offs, tokenSpan(src, rs))
+			offs = append(offs, src.span(rs.start, rs.end))
+			vals = setVal(vals, len(ids)-1, src.s[rs.start:rs.end])
 			continue
 		}
 		chunk := src.sub(rs.start, rs.end)
@@ -127,7 +137,8 @@ func (t *Tokenizer) idsOffsets(text string) ([]int32, []Offset) {
 		for _, ns := range t.normed.splits(chunk.s) {
 			if ns.tok != nil {
 				ids = append(ids, ns.tok.id)
-				offs = append(offs, tokenSpan(chunk, ns))
+				offs = append(offs, chunk.span(ns.start, ns.end))
+				vals = setVal(vals, len(ids)-1, chunk.s[ns.start:ns.end])
 				continue
 			}
 			if ns.start == ns.end {
@@ -148,7 +159,16 @@ func (t *Tokenizer) idsOffsets(text string) ([]int32, []Offset) {
 			}
 		}
 	}
-	return ids, offs
+	return ids, offs, vals
+}
+
+// setVal sets vals[i] = v, growing vals as needed.
+func setVal(vals []string, i int, v string) []string {
+	for len(vals) <= i {
+		vals = append(vals, "")
+	}
+	vals[i] = v
+	return vals
 }
 
 // vocabWordsPreTok is the word split of a vocab.txt tokenizer
@@ -177,14 +197,4 @@ func (vocabWordsPreTok) split(dst []piece, p piece) []piece {
 		dst = append(dst, p.sub(start, len(p.text)))
 	}
 	return dst
-}
-
-// tokenSpan is an added token's span: its content, without the whitespace
-// lstrip and rstrip took along, as the library reports it.
-func tokenSpan(a aligned, sp addedSplit) Offset {
-	start, end := sp.start, sp.end
-	if i := strings.Index(a.s[start:end], sp.tok.content); i >= 0 {
-		start, end = start+i, start+i+len(sp.tok.content)
-	}
-	return a.span(start, end)
 }

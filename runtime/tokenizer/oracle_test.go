@@ -324,8 +324,8 @@ func charOffsetsOf(tok *Tokenizer, it corpusItem, e Encoding) []Offset {
 	if it.TextPair == nil {
 		return CharOffsets(it.Text, e.Offsets)
 	}
-	ia, _ := tok.idsOffsets(it.Text)
-	ib, _ := tok.idsOffsets(*it.TextPair)
+	ia, _, _ := tok.idsOffsets(it.Text)
+	ib, _, _ := tok.idsOffsets(*it.TextPair)
 	ka, kb := tok.truncatePair(ia, ib, tok.maxLen-tok.pair.numSpecial())
 	out := make([]Offset, 0, len(e.Offsets))
 	for _, item := range tok.pair {
