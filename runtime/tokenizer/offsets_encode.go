@@ -90,7 +90,7 @@ func (t *Tokenizer) trim(text string, ids, kept []int32, offs []Offset, vals []s
 		}
 		// o.End = max(o.End-trail, o.Start) when End, in characters, is at
 		// least trail.
-		if trail > 0 && utf8.RuneCountInString(text[:o.End]) >= trail {
+		if trail > 0 && runesAtLeast(text[:o.End], trail) {
 			for ; trail > 0 && o.End > o.Start; trail-- {
 				_, n := utf8.DecodeLastRuneInString(text[:o.End])
 				o.End = max(o.End-n, o.Start)
@@ -197,4 +197,14 @@ func (vocabWordsPreTok) split(dst []piece, p piece) []piece {
 		dst = append(dst, p.sub(start, len(p.text)))
 	}
 	return dst
+}
+
+// runesAtLeast reports whether s has at least n characters, reading no
+// more than n of them (from the end).
+func runesAtLeast(s string, n int) bool {
+	for ; n > 0 && s != ""; n-- {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return n == 0
 }
