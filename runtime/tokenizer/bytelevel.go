@@ -60,13 +60,13 @@ func (q byteLevelPreTok) split(dst []piece, p piece) []piece {
 // splitAligned is split keeping the alignments: the prefix space takes the
 // first character's span, each mapped byte its character's.
 func (q byteLevelPreTok) splitAligned(dst []piece, p piece) []piece {
-	a := aligned{p.text, p.al}
+	a := aligned{p.text, *p.al}
 	if q.addPrefixSpace && !strings.HasPrefix(a.s, " ") {
 		a = a.prepend(" ")
 	}
 	emit := func(start, end int) {
 		b := byteLevelAligned(a.sub(start, end))
-		dst = append(dst, piece{text: b.s, first: p.first && start == 0, al: b.al})
+		dst = append(dst, piece{text: b.s, first: p.first && start == 0, al: &b.al})
 	}
 	if !q.useRegex {
 		if a.s != "" {

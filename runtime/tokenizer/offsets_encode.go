@@ -144,7 +144,8 @@ func (t *Tokenizer) idsOffsets(text string) (ids []int32, offs []Offset, vals []
 			if ns.start == ns.end {
 				continue
 			}
-			p := piece{text: chunk.s[ns.start:ns.end], first: atStart && ns.start == 0, al: chunk.al[ns.start:ns.end]}
+			al := chunk.al[ns.start:ns.end]
+			p := piece{text: chunk.s[ns.start:ns.end], first: atStart && ns.start == 0, al: &al}
 			words := []piece{p}
 			if pipe.pre != nil {
 				words = pipe.pre.split(nil, p)
@@ -152,7 +153,7 @@ func (t *Tokenizer) idsOffsets(text string) (ids []int32, offs []Offset, vals []
 			for _, w := range words {
 				var spans []Offset
 				ids, spans = pipe.model.appendTokens(ids, spans, w.text)
-				wa := aligned{w.text, w.al}
+				wa := aligned{w.text, *w.al}
 				for _, sp := range spans {
 					offs = append(offs, wa.span(sp.Start, sp.End))
 				}

@@ -13,16 +13,17 @@ type piece struct {
 	// first: the piece starts at the beginning of the original text
 	// (Metaspace's prepend_scheme "first" tests it).
 	first bool
-	// al aligns text to the original text (offsets_norm.go); nil when only
-	// ids are wanted.
-	al []Offset
+	// al aligns text to the original text (offsets.go); nil when only
+	// ids are wanted. A pointer keeps pieces small on the ids path.
+	al *[]Offset
 }
 
 // sub is text[start:end] as a piece.
 func (p piece) sub(start, end int) piece {
 	q := piece{text: p.text[start:end], first: p.first && start == 0}
 	if p.al != nil {
-		q.al = p.al[start:end]
+		al := (*p.al)[start:end]
+		q.al = &al
 	}
 	return q
 }
@@ -281,7 +282,7 @@ func (q metaspacePreTok) split(dst []piece, p piece) []piece {
 		}
 		np = piece{text: text, first: p.first}
 	} else {
-		a := aligned{p.text, p.al}
+		a := aligned{p.text, *p.al}
 		var spaces [][]int
 		for i := 0; i < len(a.s); i++ {
 			if a.s[i] == ' ' {
@@ -294,7 +295,7 @@ func (q metaspacePreTok) split(dst []piece, p piece) []piece {
 		if !strings.HasPrefix(a.s, q.replacement) && (q.prepend == "always" || q.prepend == "first" && p.first) {
 			a = a.prepend(q.replacement)
 		}
-		np = piece{text: a.s, first: p.first, al: a.al}
+		np = piece{text: a.s, first: p.first, al: &a.al}
 	}
 	text := np.text
 	if !q.doSplit {
