@@ -31,6 +31,7 @@ func tokenizeCommand() *cli.Command {
 			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer `FILE`: tokenizer.json, *.model or vocab.txt"},
 			&cli.StringFlag{Name: "texts", Usage: "input `FILE`: one text per line, or .jsonl", Required: true},
 			&cli.BoolFlag{Name: "pairs", Usage: "plain-text lines are two tab-separated texts"},
+			&cli.BoolFlag{Name: "offsets", Usage: "add \"offsets\": [[start, end], ...], each token's UTF-8 byte span in its own text ([0, 0] for special tokens)"},
 		},
 		Action: func(c *cli.Context) error {
 			model, file := c.String("model"), c.String("tokenizer")
@@ -50,7 +51,7 @@ func tokenizeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return writeEncodings(c.App.Writer, tok, inputs)
+			return writeEncodings(c.App.Writer, tok, inputs, c.Bool("offsets"))
 		},
 	}
 }
@@ -118,23 +119,38 @@ func readTokenizeInputs(path string, pairs bool) ([]tokenizeInput, error) {
 }
 
 // writeEncodings prints one {"input_ids", "attention_mask",
-// "token_type_ids"} line per input.
-func writeEncodings(w io.Writer, tok *tokenizer.Tokenizer, inputs []tokenizeInput) error {
+// "token_type_ids"} line per input, with "offsets" (byte offsets, see
+// tokenizer.Offset) when offsets is set.
+func writeEncodings(w io.Writer, tok *tokenizer.Tokenizer, inputs []tokenizeInput, offsets bool) error {
 	type line struct {
-		InputIDs      []int64 `json:"input_ids"`
-		AttentionMask []int64 `json:"attention_mask"`
-		TokenTypeIDs  []int64 `json:"token_type_ids"`
+		InputIDs      []int64   `json:"input_ids"`
+		AttentionMask []int64   `json:"attention_mask"`
+		TokenTypeIDs  []int64   `json:"token_type_ids"`
+		Offsets       *[][2]int `json:"offsets,omitempty"`
 	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	for _, in := range inputs {
 		var e tokenizer.Encoding
-		if in.isPair {
+		switch {
+		case in.isPair && offsets:
+			e = tok.EncodePairWithOffsets(in.text, in.pair)
+		case in.isPair:
 			e = tok.EncodePair(in.text, in.pair)
-		} else {
+		case offsets:
+			e = tok.EncodeWithOffsets(in.text)
+		default:
 			e = tok.Encode(in.text)
 		}
-		if err := enc.Encode(line{e.InputIDs, e.AttentionMask, e.TokenTypeIDs}); err != nil {
+		l := line{InputIDs: e.InputIDs, AttentionMask: e.AttentionMask, TokenTypeIDs: e.TokenTypeIDs}
+		if offsets {
+			offs := make([][2]int, len(e.Offsets))
+			for i, o := range e.Offsets {
+				offs[i] = [2]int{o.Start, o.End}
+			}
+			l.Offsets = &offs
+		}
+		if err := enc.Encode(l); err != nil {
 			return err
 		}
 	}

@@ -142,3 +142,48 @@ func TestTokenizeModel(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenizeOffsets checks --offsets: each line gains the byte offsets
+// EncodeWithOffsets gives, and the other fields stay as without it.
+func TestTokenizeOffsets(t *testing.T) {
+	oracle := filepath.Join("..", "..", "runtime", "tokenizer", "testdata", "oracle")
+	texts := filepath.Join(t.TempDir(), "texts.jsonl")
+	if err := os.WriteFile(texts, []byte(`{"text": "Café <mask> 中文 😀"}`+"\n"+`{"text": "", "text_pair": "only the pair"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(oracle, "roberta.json")
+	tok, err := tokenizer.FromTokenizerJSON(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []tokenizer.Encoding{tok.EncodeWithOffsets("Café <mask> 中文 😀"), tok.EncodePairWithOffsets("", "only the pair")}
+	code, out, errs := runCLI(t, "tokenize", "--tokenizer", file, "--texts", texts, "--offsets")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, l := range lines {
+		var got struct {
+			InputIDs []int64  `json:"input_ids"`
+			Offsets  [][2]int `json:"offsets"`
+		}
+		if err := json.Unmarshal([]byte(l), &got); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if !slices.Equal(got.InputIDs, want[i].InputIDs) || len(got.Offsets) != len(want[i].Offsets) {
+			t.Fatalf("line %d: %s, want ids %v offsets %v", i, l, want[i].InputIDs, want[i].Offsets)
+		}
+		for k, o := range want[i].Offsets {
+			if got.Offsets[k] != [2]int{o.Start, o.End} {
+				t.Errorf("line %d token %d: offset %v, want %v", i, k, got.Offsets[k], o)
+			}
+		}
+	}
+	// <s> and </s> are [0, 0].
+	if first := want[0].Offsets; first[0] != (tokenizer.Offset{}) || first[len(first)-1] != (tokenizer.Offset{}) {
+		t.Errorf("special tokens' offsets %v, want {0 0}", first)
+	}
+}

@@ -384,12 +384,16 @@ type simpleToken struct {
 	Stop    *int   `json:"stop"`
 }
 
-// offsets are position j's start and stop in the text it was encoded
-// from, TEI's byte offsets (null for special tokens). The tokenizer's
-// Encoding does not carry offsets yet, so both are null for every token;
-// this is the one place to fill them from it when it does.
-func offsets(enc tokenizer.Encoding, j int) (start, stop *int) {
-	return nil, nil
+// tokenText is position j's text, start and stop as TEI's /tokenize gives
+// them: a special token has its own text and null start and stop; any
+// other token the bytes text[start:stop] it came from (the tokenizers
+// library's byte offsets; tokens that share a character share its bytes).
+func tokenText(enc tokenizer.Encoding, j int, text, token string, special bool) (string, *int, *int) {
+	if special {
+		return token, nil, nil
+	}
+	o := enc.Offsets[j]
+	return strings.ToValidUTF8(text[o.Start:o.End], "\uFFFD"), &o.Start, &o.End
 }
 
 func (s *Server) tokenize(ctx context.Context, body []byte, t *timings) (any, *apiError) {
@@ -404,7 +408,7 @@ func (s *Server) tokenize(ctx context.Context, body []byte, t *timings) (any, *a
 	t0 := time.Now()
 	err := s.enc.do(ctx, func() {
 		for i, text := range req.Inputs {
-			enc := s.enc.full.Encode(text)
+			enc := s.enc.full.EncodeWithOffsets(text)
 			ids := enc.InputIDs
 			lo, hi := 0, len(ids)
 			if !req.AddSpecialTokens {
@@ -414,8 +418,8 @@ func (s *Server) tokenize(ctx context.Context, body []byte, t *timings) (any, *a
 			for j := lo; j < hi; j++ {
 				tok, _ := s.enc.full.Token(int(ids[j]))
 				special := j < s.enc.prefix || j >= len(ids)-s.enc.suffix
-				start, stop := offsets(enc, j)
-				out[i] = append(out[i], simpleToken{ID: ids[j], Text: tok, Special: special, Start: start, Stop: stop})
+				piece, start, stop := tokenText(enc, j, text, tok, special)
+				out[i] = append(out[i], simpleToken{ID: ids[j], Text: piece, Special: special, Start: start, Stop: stop})
 				t.tokens++
 			}
 		}

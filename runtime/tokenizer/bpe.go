@@ -136,11 +136,25 @@ func (q *bpeQueue) pop() bpeCandidate {
 }
 
 func (m *bpe) appendIDs(dst []int32, word string) []int32 {
+	return m.appendSpans(dst, nil, word)
+}
+
+func (m *bpe) appendTokens(dst []int32, spans []Offset, word string) ([]int32, []Offset) {
+	dst = m.appendSpans(dst, &spans, word)
+	return dst, spans
+}
+
+// appendSpans is appendIDs that also appends, when spans is not nil, each
+// token's byte span in word.
+func (m *bpe) appendSpans(dst []int32, spans *[]Offset, word string) []int32 {
 	if word == "" {
 		return dst
 	}
 	if m.ignoreMerges {
 		if id, ok := m.vocab[word]; ok {
+			if spans != nil {
+				*spans = append(*spans, Offset{0, len(word)})
+			}
 			return append(dst, id)
 		}
 	}
@@ -226,8 +240,13 @@ func (m *bpe) appendIDs(dst []int32, word string) []int32 {
 			}
 		}
 	}
+	pos := 0
 	for i := 0; i >= 0 && i < len(syms); i = syms[i].next {
 		dst = append(dst, syms[i].id)
+		if spans != nil {
+			*spans = append(*spans, Offset{pos, pos + syms[i].len})
+		}
+		pos += syms[i].len
 	}
 	return dst
 }

@@ -39,6 +39,9 @@ type byteLevelPreTok struct {
 }
 
 func (q byteLevelPreTok) split(dst []piece, p piece) []piece {
+	if p.al != nil {
+		return q.splitAligned(dst, p)
+	}
 	text := p.text
 	if q.addPrefixSpace && !strings.HasPrefix(text, " ") {
 		text = " " + text
@@ -49,6 +52,31 @@ func (q byteLevelPreTok) split(dst []piece, p piece) []piece {
 	for i := 0; i < len(text); {
 		n := gpt2Match(text[i:])
 		dst = append(dst, piece{text: byteLevelMap(text[i : i+n]), first: p.first && i == 0})
+		i += n
+	}
+	return dst
+}
+
+// splitAligned is split keeping the alignments: the prefix space takes the
+// first character's span, each mapped byte its character's.
+func (q byteLevelPreTok) splitAligned(dst []piece, p piece) []piece {
+	a := aligned{p.text, *p.al}
+	if q.addPrefixSpace && !strings.HasPrefix(a.s, " ") {
+		a = a.prepend(" ")
+	}
+	emit := func(start, end int) {
+		b := byteLevelAligned(a.sub(start, end))
+		dst = append(dst, piece{text: b.s, first: p.first && start == 0, al: &b.al})
+	}
+	if !q.useRegex {
+		if a.s != "" {
+			emit(0, len(a.s))
+		}
+		return dst
+	}
+	for i := 0; i < len(a.s); {
+		n := gpt2Match(a.s[i:])
+		emit(i, i+n)
 		i += n
 	}
 	return dst

@@ -100,6 +100,19 @@
 // ids with T5's A </s> (B </s>). Pairs truncate as transformers' loop does.
 // Unigram models only; user-defined pieces are refused.
 //
+// # Offsets
+//
+// EncodeWithOffsets and EncodePairWithOffsets also give each token's span
+// in its text as UTF-8 byte offsets (Offset; CharOffsets converts to the
+// code points the library's Python and Node bindings report). They follow
+// the library's NormalizedString alignments through every normalizer,
+// pre-tokenizer and model, special tokens get {0, 0}, and byte-level
+// post-processors trim spaces in whole characters, as the bindings do (the
+// Rust API trims bytes and can end inside a character). Encode does not
+// compute them, so the ids path costs nothing for them. For SentencePiece
+// model files an output byte spans the input it was normalised from; no
+// oracle compares those offsets yet.
+//
 // # Verification
 //
 // The tests compare with the tokenizers library (its npm build, installed

@@ -9,6 +9,9 @@ type Encoding struct {
 	InputIDs      []int64
 	AttentionMask []int64 // 1 for tokens, 0 for padding
 	TokenTypeIDs  []int64 // 0 for [CLS] A [SEP], 1 for B [SEP], 0 for padding
+	// Offsets, set by EncodeWithOffsets and EncodePairWithOffsets only,
+	// are each token's byte span in its text (see Offset).
+	Offsets []Offset
 }
 
 // Len is the number of positions, padding included.

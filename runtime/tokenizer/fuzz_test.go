@@ -21,6 +21,7 @@ func FuzzEncode(f *testing.F) {
 		for _, tok := range []*Tokenizer{uncased, cased, short} {
 			e := tok.Encode(text)
 			checkInvariants(t, tok, e)
+			checkOffsets(t, tok, text, tok.EncodeWithOffsets(text))
 
 			// Without truncation the encoding is [CLS] Tokenize [SEP].
 			pieces := tok.Tokenize(text)

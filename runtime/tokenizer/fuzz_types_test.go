@@ -172,6 +172,10 @@ func fuzzType(f *testing.F, typ string) {
 				}
 			}
 		}
+		checkOffsets(t, tok, text, tok.EncodeWithOffsets(text))
+		if po := tok.EncodePairWithOffsets(a, b); !slices.Equal(po.InputIDs, p.InputIDs) || len(po.Offsets) != len(p.InputIDs) {
+			t.Fatalf("%q: EncodePairWithOffsets ids %v, EncodePair %v (%d offsets)", text, po.InputIDs, p.InputIDs, len(po.Offsets))
+		}
 		if !slices.Equal(tok.Encode(text).InputIDs, e.InputIDs) {
 			t.Fatalf("%q: Encode is not deterministic", text)
 		}

@@ -159,9 +159,10 @@ func oracleDir(t testing.TB) string {
 }
 
 type oracleOutput struct {
-	IDs     []int64 `json:"ids"`
-	TypeIDs []int64 `json:"type_ids"`
-	Error   string  `json:"error"`
+	IDs     []int64  `json:"ids"`
+	TypeIDs []int64  `json:"type_ids"`
+	Offsets [][2]int `json:"offsets"` // in code points (the binding's unit)
+	Error   string   `json:"error"`
 }
 
 // runOracle encodes the corpus with the library.
@@ -256,7 +257,7 @@ func TestOracle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bad, refused := 0, 0
+			bad, refused, badOffsets := 0, 0, 0
 			for i, it := range items {
 				if want[i].Error != "" {
 					// The library refuses the input (OnlyFirst/OnlySecond
@@ -265,6 +266,15 @@ func TestOracle(t *testing.T) {
 					continue
 				}
 				got := encodeItem(tok, it)
+				withOffsets := encodeItemOffsets(tok, it)
+				if !slices.Equal(withOffsets.InputIDs, got.InputIDs) || !slices.Equal(withOffsets.TokenTypeIDs, got.TokenTypeIDs) {
+					t.Errorf("input %d %q: EncodeWithOffsets ids %v, Encode %v", i, it.Text, withOffsets.InputIDs, got.InputIDs)
+				}
+				if msg := offsetsDiff(tok, it, withOffsets, want[i]); msg != "" {
+					if badOffsets++; badOffsets <= 5 {
+						t.Errorf("input %d: offsets differ: %s", i, msg)
+					}
+				}
 				if slices.Equal(got.InputIDs, want[i].IDs) && slices.Equal(got.TokenTypeIDs, want[i].TypeIDs) {
 					continue
 				}
@@ -277,7 +287,56 @@ func TestOracle(t *testing.T) {
 						got.InputIDs, got.TokenTypeIDs, want[i].IDs, want[i].TypeIDs)
 				}
 			}
-			t.Logf("%s: %d of %d inputs (%d pairs) identical to the tokenizers library, %d refused by it", v.name, len(items)-bad-refused, len(items)-refused, pairs, refused)
+			t.Logf("%s: %d of %d inputs (%d pairs) identical to the tokenizers library, offsets of %d, %d refused by it", v.name, len(items)-bad-refused, len(items)-refused, pairs, len(items)-badOffsets-refused, refused)
 		})
 	}
+}
+
+func encodeItemOffsets(tok *Tokenizer, it corpusItem) Encoding {
+	if it.TextPair != nil {
+		return tok.EncodePairWithOffsets(it.Text, *it.TextPair)
+	}
+	return tok.EncodeWithOffsets(it.Text)
+}
+
+// offsetsDiff compares e's offsets, in code points, with the library's;
+// "" when they agree.
+func offsetsDiff(tok *Tokenizer, it corpusItem, e Encoding, want oracleOutput) string {
+	if len(e.Offsets) != len(e.InputIDs) {
+		return fmt.Sprintf("%d offsets for %d tokens", len(e.Offsets), len(e.InputIDs))
+	}
+	got := charOffsetsOf(tok, it, e)
+	for k := range got {
+		if k >= len(want.Offsets) || got[k] != (Offset{want.Offsets[k][0], want.Offsets[k][1]}) {
+			return fmt.Sprintf("%q pair %v: token %d (id %d): got %v want %v\n got %v\nwant %v", it.Text, it.TextPair, k, e.InputIDs[k], got[min(k, len(got)-1)], want.Offsets[min(k, len(want.Offsets)-1)], got, want.Offsets)
+		}
+	}
+	if len(want.Offsets) != len(got) {
+		return fmt.Sprintf("%d offsets, want %d", len(got), len(want.Offsets))
+	}
+	return ""
+}
+
+// charOffsetsOf converts e's byte offsets to code points, each token's in
+// the text it came from: in a pair the template says which positions hold
+// the second text's tokens.
+func charOffsetsOf(tok *Tokenizer, it corpusItem, e Encoding) []Offset {
+	if it.TextPair == nil {
+		return CharOffsets(it.Text, e.Offsets)
+	}
+	ia, _, _ := tok.idsOffsets(it.Text)
+	ib, _, _ := tok.idsOffsets(*it.TextPair)
+	ka, kb := tok.truncatePair(ia, ib, tok.maxLen-tok.pair.numSpecial())
+	out := make([]Offset, 0, len(e.Offsets))
+	for _, item := range tok.pair {
+		n, text := len(item.ids), it.Text
+		switch item.seq {
+		case 0:
+			n = len(ka)
+		case 1:
+			n, text = len(kb), *it.TextPair
+		}
+		out = append(out, CharOffsets(text, e.Offsets[len(out):len(out)+n])...)
+	}
+	return out
 }

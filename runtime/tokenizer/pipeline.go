@@ -8,6 +8,9 @@ import (
 // model turns one pre-tokenized word into token ids.
 type model interface {
 	appendIDs(dst []int32, word string) []int32
+	// appendTokens is appendIDs that also appends each token's byte span
+	// in word (offsets.go).
+	appendTokens(dst []int32, spans []Offset, word string) ([]int32, []Offset)
 }
 
 // wordPieceModel adapts the WordPiece matcher to model.
@@ -15,6 +18,11 @@ type wordPieceModel struct{ wp *wordPiece }
 
 func (m wordPieceModel) appendIDs(dst []int32, word string) []int32 {
 	return m.wp.appendWord(dst, []byte(word))
+}
+
+func (m wordPieceModel) appendTokens(dst []int32, spans []Offset, word string) ([]int32, []Offset) {
+	dst = m.wp.appendWordSpans(dst, &spans, []byte(word))
+	return dst, spans
 }
 
 // wordLevel maps each word to its id, or to unk.
@@ -28,6 +36,10 @@ func (m wordLevel) appendIDs(dst []int32, word string) []int32 {
 		return append(dst, id)
 	}
 	return append(dst, m.unk)
+}
+
+func (m wordLevel) appendTokens(dst []int32, spans []Offset, word string) ([]int32, []Offset) {
+	return m.appendIDs(dst, word), append(spans, Offset{0, len(word)})
 }
 
 // pipeline is a tokenizer.json pipeline after the added tokens:

@@ -13,6 +13,19 @@ type piece struct {
 	// first: the piece starts at the beginning of the original text
 	// (Metaspace's prepend_scheme "first" tests it).
 	first bool
+	// al aligns text to the original text (offsets.go); nil when only
+	// ids are wanted. A pointer keeps pieces small on the ids path.
+	al *[]Offset
+}
+
+// sub is text[start:end] as a piece.
+func (p piece) sub(start, end int) piece {
+	q := piece{text: p.text[start:end], first: p.first && start == 0}
+	if p.al != nil {
+		al := (*p.al)[start:end]
+		q.al = &al
+	}
+	return q
 }
 
 // preTokenizer splits a piece into words; it appends them to dst, empty
@@ -43,7 +56,7 @@ type span struct {
 func splitSpans(dst []piece, p piece, spans []span, b splitBehavior) []piece {
 	emit := func(start, end int) {
 		if start < end {
-			dst = append(dst, piece{text: p.text[start:end], first: p.first && start == 0})
+			dst = append(dst, p.sub(start, end))
 		}
 	}
 	switch b {
@@ -150,15 +163,15 @@ func (bertPreTok) split(dst []piece, p piece) []piece {
 		switch {
 		case unicode.IsSpace(r):
 			if start >= 0 {
-				dst = append(dst, piece{text: p.text[start:i], first: p.first && start == 0})
+				dst = append(dst, p.sub(start, i))
 				start = -1
 			}
 		case isPunct(r):
 			if start >= 0 {
-				dst = append(dst, piece{text: p.text[start:i], first: p.first && start == 0})
+				dst = append(dst, p.sub(start, i))
 				start = -1
 			}
-			dst = append(dst, piece{text: p.text[i : i+utf8.RuneLen(r)], first: p.first && i == 0})
+			dst = append(dst, p.sub(i, i+utf8.RuneLen(r)))
 		default:
 			if start < 0 {
 				start = i
@@ -166,7 +179,7 @@ func (bertPreTok) split(dst []piece, p piece) []piece {
 		}
 	}
 	if start >= 0 {
-		dst = append(dst, piece{text: p.text[start:], first: p.first && start == 0})
+		dst = append(dst, p.sub(start, len(p.text)))
 	}
 	return dst
 }
@@ -205,7 +218,7 @@ func (whitespacePreTok) split(dst []piece, p piece) []piece {
 			}
 			j += n2
 		}
-		dst = append(dst, piece{text: text[i:j], first: p.first && i == 0})
+		dst = append(dst, p.sub(i, j))
 		i = j
 	}
 	return dst
@@ -261,11 +274,30 @@ type metaspacePreTok struct {
 }
 
 func (q metaspacePreTok) split(dst []piece, p piece) []piece {
-	text := strings.ReplaceAll(p.text, " ", q.replacement)
-	if !strings.HasPrefix(text, q.replacement) && (q.prepend == "always" || q.prepend == "first" && p.first) {
-		text = q.replacement + text
+	var np piece
+	if p.al == nil {
+		text := strings.ReplaceAll(p.text, " ", q.replacement)
+		if !strings.HasPrefix(text, q.replacement) && (q.prepend == "always" || q.prepend == "first" && p.first) {
+			text = q.replacement + text
+		}
+		np = piece{text: text, first: p.first}
+	} else {
+		a := aligned{p.text, *p.al}
+		var spaces [][]int
+		for i := 0; i < len(a.s); i++ {
+			if a.s[i] == ' ' {
+				spaces = append(spaces, []int{i, i + 1})
+			}
+		}
+		if len(spaces) > 0 {
+			a = a.replace(spaces, q.replacement)
+		}
+		if !strings.HasPrefix(a.s, q.replacement) && (q.prepend == "always" || q.prepend == "first" && p.first) {
+			a = a.prepend(q.replacement)
+		}
+		np = piece{text: a.s, first: p.first, al: &a.al}
 	}
-	np := piece{text: text, first: p.first}
+	text := np.text
 	if !q.doSplit {
 		if text != "" {
 			dst = append(dst, np)

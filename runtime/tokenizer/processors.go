@@ -31,7 +31,7 @@ func (t *Tokenizer) parseProcessor(object string, raw json.RawMessage) error {
 	switch kind.Type {
 	case "ByteLevel":
 		t.single, t.pair = plainTemplates()
-		return nil
+		return t.parseTrimOffsets(object, raw)
 	case "Sequence":
 		var p struct {
 			Processors []json.RawMessage `json:"processors"`
@@ -48,6 +48,9 @@ func (t *Tokenizer) parseProcessor(object string, raw json.RawMessage) error {
 				return malformed(fmt.Sprintf("%s.processors[%d]", object, i), "%v", err)
 			}
 			if k.Type == "ByteLevel" {
+				if err := t.parseTrimOffsets(fmt.Sprintf("%s.processors[%d]", object, i), r); err != nil {
+					return err
+				}
 				continue
 			}
 			if adders++; adders > 1 {
@@ -72,6 +75,9 @@ func (t *Tokenizer) parseProcessor(object string, raw json.RawMessage) error {
 		}
 		sep, err := t.processorToken(object+".sep", p.Sep)
 		if err != nil {
+			return err
+		}
+		if err := t.parseTrimOffsets(object, raw); err != nil {
 			return err
 		}
 		// <s> A </s> </s> B </s>, every token type 0.
@@ -190,4 +196,19 @@ func parseTemplate(object string, items []json.RawMessage, specials map[string][
 		return nil, malformed(object, "want each sequence exactly once")
 	}
 	return tp, nil
+}
+
+// parseTrimOffsets reads the trim_offsets and add_prefix_space of a
+// RobertaProcessing or ByteLevel post-processor (both true by default).
+func (t *Tokenizer) parseTrimOffsets(object string, raw json.RawMessage) error {
+	var p struct {
+		TrimOffsets    *bool `json:"trim_offsets"`
+		AddPrefixSpace *bool `json:"add_prefix_space"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return malformed(object, "%v", err)
+	}
+	t.trimOffsets = p.TrimOffsets == nil || *p.TrimOffsets
+	t.trimPrefixSpace = p.AddPrefixSpace == nil || *p.AddPrefixSpace
+	return nil
 }

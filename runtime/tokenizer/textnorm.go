@@ -13,6 +13,8 @@ import (
 // valid UTF-8 to valid UTF-8.
 type textNormalizer interface {
 	normalize(s string) string
+	// normalizeAligned is normalize keeping the alignments (offsets_norm.go).
+	normalizeAligned(a aligned) aligned
 }
 
 // bertNorm is the BertNormalizer, shared with the vocab.txt path.

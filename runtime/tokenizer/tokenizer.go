@@ -59,8 +59,12 @@ type Tokenizer struct {
 	// hfTruncation: truncate as the tokenizers library does (tokenizer.json),
 	// with strategy and direction; otherwise as transformers' BertTokenizer.
 	hfTruncation bool
-	strategy     truncationStrategy
-	truncateLeft bool
+	// trimOffsets: offsets lose a token's leading and trailing spaces
+	// (RobertaProcessing, ByteLevel post-processor); trimPrefixSpace keeps
+	// the one space add_prefix_space put before the first token.
+	trimOffsets, trimPrefixSpace bool
+	strategy                     truncationStrategy
+	truncateLeft                 bool
 }
 
 // template is a post-processing template: special tokens and the

@@ -51,6 +51,18 @@ type unigramNode struct {
 }
 
 func (u *unigram) appendIDs(dst []int32, s string) []int32 {
+	return u.appendSpans(dst, nil, s)
+}
+
+func (u *unigram) appendTokens(dst []int32, spans []Offset, s string) ([]int32, []Offset) {
+	dst = u.appendSpans(dst, &spans, s)
+	return dst, spans
+}
+
+// appendSpans is appendIDs that also appends, when spans is not nil, each
+// token's byte span in s; the byte-fallback tokens of a piece all span it,
+// as the library has them.
+func (u *unigram) appendSpans(dst []int32, spans *[]Offset, s string) []int32 {
 	if s == "" {
 		return dst
 	}
@@ -107,6 +119,18 @@ func (u *unigram) appendIDs(dst []int32, s string) []int32 {
 			continue
 		}
 		dst = append(dst, u.unk)
+	}
+	if spans != nil {
+		for i := len(segs) - 1; i >= 0; i-- {
+			o := Offset{segs[i].start, segs[i].end}
+			n := 1
+			if _, ok := u.vocab[s[o.Start:o.End]]; !ok && u.byteFallback && u.haveBytes(s[o.Start:o.End]) {
+				n = o.End - o.Start
+			}
+			for range n {
+				*spans = append(*spans, o)
+			}
+		}
 	}
 	return dst
 }

@@ -38,10 +38,20 @@ func newWordPiece(vocab map[string]int32, prefix string, unk int32, maxChars int
 
 // appendWord appends the pieces of word (valid UTF-8, non-empty) to dst.
 func (wp *wordPiece) appendWord(dst []int32, word []byte) []int32 {
+	return wp.appendWordSpans(dst, nil, word)
+}
+
+// appendWordSpans is appendWord that also appends, when spans is not nil,
+// each token's byte span in word (an unknown word's is all of it).
+func (wp *wordPiece) appendWordSpans(dst []int32, spans *[]Offset, word []byte) []int32 {
 	if len(word) > wp.maxChars && utf8.RuneCount(word) > wp.maxChars {
-		return append(dst, wp.unk)
+		return wp.appendUnk(dst, spans, len(word))
 	}
 	first := len(dst)
+	firstSpan := 0
+	if spans != nil {
+		firstSpan = len(*spans)
+	}
 	for start := 0; start < len(word); {
 		m, longest := wp.whole, wp.wholeMax
 		if start > 0 {
@@ -58,6 +68,9 @@ func (wp *wordPiece) appendWord(dst []int32, word []byte) []int32 {
 		for end > start {
 			if id, ok := m[string(word[start:end])]; ok {
 				dst = append(dst, id)
+				if spans != nil {
+					*spans = append(*spans, Offset{start, end})
+				}
 				found = true
 				break
 			}
@@ -67,9 +80,19 @@ func (wp *wordPiece) appendWord(dst []int32, word []byte) []int32 {
 			}
 		}
 		if !found {
-			return append(dst[:first], wp.unk)
+			if spans != nil {
+				*spans = (*spans)[:firstSpan]
+			}
+			return wp.appendUnk(dst[:first], spans, len(word))
 		}
 		start = end
 	}
 	return dst
+}
+
+func (wp *wordPiece) appendUnk(dst []int32, spans *[]Offset, n int) []int32 {
+	if spans != nil {
+		*spans = append(*spans, Offset{0, n})
+	}
+	return append(dst, wp.unk)
 }
