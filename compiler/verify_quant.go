@@ -22,7 +22,7 @@ import (
 // For every sqc.LayerNormDual (ops_sqc_layernorm.go), the twin output y_q
 // is normalised with gamma/s and beta/s and so means something only to
 // GEMMs whose weights absorbed s: it is read only as the activation of
-// sqc.QLinear nodes (input 0) and is no graph output; the INT8 engine
+// sqc.QLinear nodes (input 0), or the sqc.Quantize of one, and is no graph output; the INT8 engine
 // writes it straight in the u8 form those QLinears read.
 func (v *verifier) checkQuantized() {
 	readers := map[string][]readAt{}
@@ -111,8 +111,8 @@ func (v *verifier) checkTwinReaders(i int, n *Node, readers map[string][]readAt)
 	}
 	for _, r := range readers[yq] {
 		c := v.g.Nodes[r.node]
-		if c.Op != "sqc.QLinear" || r.input != 0 {
-			v.failf(label, "%w: smoothed output %q is read by %s as input %d; only sqc.QLinear activations (input 0) may read it", ErrMalformed, yq, nodeLabel(r.node, c), r.input)
+		if (c.Op != "sqc.QLinear" && c.Op != "sqc.Quantize") || r.input != 0 {
+			v.failf(label, "%w: smoothed output %q is read by %s as input %d; only sqc.QLinear activations (input 0) and their sqc.Quantize may read it", ErrMalformed, yq, nodeLabel(r.node, c), r.input)
 		}
 	}
 }
