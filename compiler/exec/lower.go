@@ -121,7 +121,7 @@ type lowering struct {
 
 	// firstLN..lastLN (node indices) is the encoder, where every node
 	// must have a runtime kernel; -1 when the graph has no LayerNorm
-	// (LayerNormalization or sqc.LayerNormDual).
+	// (LayerNormalization, sqc.LayerNormDual or sqc.LayerNorm).
 	firstLN, lastLN int
 }
 
@@ -151,7 +151,7 @@ func newLowering(g *compiler.Graph) *lowering {
 				l.producer[out] = i
 			}
 		}
-		if n.Op == "LayerNormalization" || n.Op == "sqc.LayerNormDual" {
+		if n.Op == "LayerNormalization" || n.Op == "sqc.LayerNormDual" || n.Op == "sqc.LayerNorm" {
 			if l.firstLN < 0 {
 				l.firstLN = i
 			}
