@@ -47,6 +47,10 @@ type DTypeRule struct {
 	Out         []string
 	Vars        map[string][]DType
 	OutFromAttr func(n *Node) (DType, error)
+	// AttrElse, if set, is the Out entry used where OutFromAttr returns
+	// Undefined (sqc.LayerNormDual's y_q: u8 when the node writes it
+	// quantised, else the input's type variable).
+	AttrElse string
 }
 
 // InferInput is what a shape rule knows about one node input.
@@ -253,8 +257,11 @@ func (op *OpDef) InferDTypes(n *Node, in []DType) ([]DType, error) {
 			if err != nil {
 				errs = append(errs, err)
 			}
-			out[i] = dt
-			continue
+			if dt != Undefined || r.AttrElse == "" {
+				out[i] = dt
+				continue
+			}
+			v = r.AttrElse
 		}
 		if fixed, err := ParseDType(v); err == nil {
 			out[i] = fixed

@@ -30,8 +30,10 @@ func sqcOps() []*OpDef {
 		attentionMaskOp(), // ops_sqc_attention.go
 		attentionOp(),
 		qlinearOp(),       // ops_sqc_quant.go
+		quantizeOp(),      // ops_sqc_quantize.go
 		embeddingsOp(),    // ops_sqc_embed.go
 		layerNormDualOp(), // ops_sqc_layernorm.go
+		layerNormU8Op(),
 	}
 }
 

@@ -30,6 +30,10 @@ import (
 //	y_q_j = float32(z * scale_q_j + bias_q_j)
 //
 // which is what two separate LayerNormalizations compute, bit for bit.
+//
+// With out_scale s and out_zero_point z (passes.WriteU8Directly), y_q is
+// u8: y_q_j = qgemm.QuantizeU8(float32(z*scale_q_j + bias_q_j), float32(1)/s, z),
+// the quantised input of the sqc.QLinear nodes reading it.
 func layerNormDualOp() *OpDef {
 	return &OpDef{
 		Name: "sqc.LayerNormDual", Domain: DomainSqc,
@@ -37,10 +41,12 @@ func layerNormDualOp() *OpDef {
 			"inputs (X, Scale, ScaleQ[, B, BQ]) with X [..., N], the parameters [N], B and BQ both given or both omitted; Y and YQ have X's shape. " +
 			"Per row, mean and inv = 1/sqrt(var + epsilon) in float64 (computed once), z = (x - mean)*inv, Y = float32(z*Scale + B), YQ = float32(z*ScaleQ + BQ).",
 		MinInputs: 3, MaxInputs: 5, MinOutputs: 2, MaxOutputs: 2,
-		Attrs:  []AttrSpec{{Name: "epsilon", Kind: AttrFloat}},
-		DTypes: DTypeRule{In: []string{"T", "T", "T", "T", "T"}, Out: []string{"T", "T"}, Vars: map[string][]DType{"T": floatTypes()}},
-		Shape:  layerNormDualShape,
-		Check:  layerNormDualCheck,
+		Attrs: []AttrSpec{{Name: "epsilon", Kind: AttrFloat}, {Name: "out_scale", Kind: AttrFloat}, {Name: "out_zero_point", Kind: AttrInt}},
+		// y_q is u8 when the node writes it quantised (U8Output).
+		DTypes: DTypeRule{In: []string{"T", "T", "T", "T", "T"}, Out: []string{"T", "attr"}, OutFromAttr: u8OutputDType(Undefined), AttrElse: "T",
+			Vars: map[string][]DType{"T": floatTypes()}},
+		Shape: layerNormDualShape,
+		Check: layerNormDualCheck,
 	}
 }
 
@@ -49,6 +55,11 @@ func layerNormDualCheck(n *Node, _ int64) error {
 	biasQ := len(n.Inputs) > 4 && n.Inputs[4] != ""
 	if bias != biasQ {
 		return fmt.Errorf("bias and bias_q must both be given or both omitted (bias %t, bias_q %t)", bias, biasQ)
+	}
+	if _, _, ok := U8Output(n); ok {
+		if err := checkU8Params(n, "out_scale", "out_zero_point"); err != nil {
+			return err
+		}
 	}
 	if eps := n.AttrFloat("epsilon", 1e-5); !(eps >= 0) || math.IsInf(float64(eps), 0) {
 		return fmt.Errorf("epsilon is %v, want finite and >= 0", eps)
@@ -74,4 +85,35 @@ func layerNormDualShape(a *InferArgs) ([]Inferred, error) {
 		}
 	}
 	return []Inferred{{Shape: x.Clone()}, {Shape: x.Clone()}}, nil
+}
+
+// OpDef of sqc.LayerNorm, a LayerNormalization that also writes its
+// output quantised, made by passes.WriteU8Directly when static sqc.QLinear
+// nodes read it (listed in sqcOps).
+//
+// sqc.LayerNorm(x, scale[, bias]) {epsilon, out_scale, out_zero_point} ->
+// (y_u8[, y]): x [..., N] f32, scale and bias [N]. y is ONNX
+// LayerNormalization over the last axis (stash_type 1, epsilon default
+// 1e-5) and y_u8 its quantised form, y_u8 = qgemm.QuantizeU8(y,
+// float32(1)/out_scale, out_zero_point); y is omitted when nothing reads
+// it in f32 (the INT8 engine then computes it only on the way to y_u8:
+// nn.LayerNormU8 either way).
+func layerNormU8Op() *OpDef {
+	return &OpDef{
+		Name: "sqc.LayerNorm", Domain: DomainSqc,
+		Doc: "Y = LayerNormalization(X, Scale, B) over the last axis (stash_type 1, epsilon default 1e-5), X f32 [..., N], Scale and B [N]; " +
+			"outputs (YU8[, Y]), YU8 = clamp(roundEven(clamp(Y*(1/out_scale), ±65536)) + out_zero_point, 0, 255) u8 with X's shape; Y optional.",
+		MinInputs: 2, MaxInputs: 3, MinOutputs: 1, MaxOutputs: 2,
+		Attrs: []AttrSpec{{Name: "epsilon", Kind: AttrFloat}, {Name: "out_scale", Kind: AttrFloat, Required: true},
+			{Name: "out_zero_point", Kind: AttrInt, Required: true}},
+		DTypes: DTypeRule{In: []string{"f32", "f32", "f32"}, Out: []string{"u8", "f32"}},
+		Shape: func(a *InferArgs) ([]Inferred, error) {
+			x := a.in(0).Shape
+			if x != nil && len(x) == 0 {
+				return nil, fmt.Errorf("%w: sqc.LayerNorm of a scalar", ErrShapeMismatch)
+			}
+			return []Inferred{{Shape: x.Clone()}, {Shape: x.Clone()}}, nil
+		},
+		Check: func(n *Node, _ int64) error { return checkU8Params(n, "out_scale", "out_zero_point") },
+	}
 }

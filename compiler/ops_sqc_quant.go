@@ -40,6 +40,17 @@ import (
 //
 // The FP32 interpreter computes exactly this with the same Go functions, so
 // the INT8 engine's output equals it bit for bit.
+//
+// Quantised forms (passes.MaterializeQuantize and WriteU8Directly), which
+// compute the same bits:
+//   - x may be u8 [..., K], already quantised with the node's act_scale and
+//     act_zero_point (static: by an sqc.Quantize of the same parameters or
+//     a producer's u8 output) or per token (dynamic: by a dynamic
+//     sqc.Quantize, whose row_scale f32 [...] and row_zero_point i32 [...]
+//     are then inputs 5 and 6); xq above is then x itself.
+//   - with out_scale s_o and out_zero_point z_o, y is u8 [..., N]:
+//     y[r,n] = qgemm.QuantizeU8(v, float32(1)/s_o, z_o), the f32 v never
+//     stored.
 
 // QLinear attribute values.
 const (
@@ -55,14 +66,18 @@ func qlinearOp() *OpDef {
 			"acc = Xq@W - act_zero_point*colsum(W) (int32), v = float32(acc)*float32(act_scale*WScale[n]); dynamic: per row lo = min(0, min X), " +
 			"hi = max(0, max X), s = (hi-lo)/255 (1 if 0), z = clamp(roundEven(-lo/s), 0, 255), Xq as static with s, z, v = float32(acc)*WScale[n]*s; " +
 			"then v += Bias[n], v = gelu(v) if act = \"gelu\" (qgemm's float32 erf-GELU), gelu_tanh(v) if act = \"gelu_tanh\" (qgemm's float32 tanh-GELU) or relu(v) if act = \"relu\" (v if v > 0 or NaN, else +0), v += Residual; every float32 op rounded separately.",
-		MinInputs: 3, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 1,
+		MinInputs: 3, MaxInputs: 7, MinOutputs: 1, MaxOutputs: 1,
 		Attrs: []AttrSpec{
 			{Name: "act_mode", Kind: AttrString},
 			{Name: "act_scale", Kind: AttrFloat},
 			{Name: "act_zero_point", Kind: AttrInt},
 			{Name: "act", Kind: AttrString},
+			{Name: "out_scale", Kind: AttrFloat},
+			{Name: "out_zero_point", Kind: AttrInt},
 		},
-		DTypes: DTypeRule{In: []string{"f32", "i8", "f32", "f32", "f32"}, Out: []string{"f32"}},
+		// x is f32, or u8 already quantised (see QLinearInputQuantized);
+		// y is f32, or u8 with out_scale (U8Output).
+		DTypes: DTypeRule{In: []string{"", "i8", "f32", "f32", "f32", "f32", "i32"}, Out: []string{"attr"}, OutFromAttr: u8OutputDType(Float32)},
 		Shape:  qlinearShape,
 		Check:  qlinearCheck,
 	}
@@ -117,9 +132,27 @@ func attrString(n *Node, name, def string) string {
 	return def
 }
 
+// QLinearRowParams returns the names of a QLinear's per-token row scales
+// and zero points (inputs 5 and 6, given when its x is a dynamic
+// sqc.Quantize's u8 output), or "" for none.
+func QLinearRowParams(n *Node) (scale, zeroPoint string) {
+	if len(n.Inputs) > 6 {
+		return n.Inputs[5], n.Inputs[6]
+	}
+	return "", ""
+}
+
 func qlinearCheck(n *Node, _ int64) error {
 	if _, err := QLinearAct(n); err != nil {
 		return err
+	}
+	if _, _, ok := U8Output(n); ok {
+		if err := checkU8Params(n, "out_scale", "out_zero_point"); err != nil {
+			return err
+		}
+	}
+	if rs, rz := QLinearRowParams(n); (rs == "") != (rz == "") || (rs != "" && QLinearMode(n) != QLinearDynamic) || len(n.Inputs) == 6 {
+		return fmt.Errorf("row_scale and row_zero_point (inputs 5 and 6) come together, with dynamic act_mode only")
 	}
 	_, hasScale := n.Attrs["act_scale"]
 	_, hasZero := n.Attrs["act_zero_point"]

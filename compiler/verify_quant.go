@@ -19,10 +19,12 @@ import (
 //     it, and a missing one is a lost attribute, not a zero);
 //   - x's last dimension, where its shape is recorded, is K.
 //
+// A QLinear reading u8 reads it in its own quantisation (checkQuantizedEdge).
+//
 // For every sqc.LayerNormDual (ops_sqc_layernorm.go), the twin output y_q
 // is normalised with gamma/s and beta/s and so means something only to
 // GEMMs whose weights absorbed s: it is read only as the activation of
-// sqc.QLinear nodes (input 0) and is no graph output; the INT8 engine
+// sqc.QLinear nodes (input 0), or the sqc.Quantize of one, and is no graph output; the INT8 engine
 // writes it straight in the u8 form those QLinears read.
 func (v *verifier) checkQuantized() {
 	readers := map[string][]readAt{}
@@ -33,13 +35,58 @@ func (v *verifier) checkQuantized() {
 			}
 		}
 	}
+	producers := v.g.Producers()
 	for i, n := range v.g.Nodes {
 		switch n.Op {
 		case "sqc.QLinear":
 			v.checkQLinearOperands(i, n)
+			v.checkQuantizedEdge(i, n, producers)
 		case "sqc.LayerNormDual":
 			v.checkTwinReaders(i, n, readers)
 		}
+	}
+}
+
+// checkQuantizedEdge checks the quantised form a QLinear reads, when its
+// x is u8 (passes.MaterializeQuantize and after): the edge carries the
+// QLinear's own quantisation. Static: x is a static sqc.Quantize's output
+// of the same scale and zero point (bit for bit), or a producer's u8
+// output (out_scale, out_zero_point) of those. Dynamic: x, row_scale and
+// row_zero_point are the three outputs of one dynamic sqc.Quantize.
+func (v *verifier) checkQuantizedEdge(i int, n *Node, producers map[string]*Node) {
+	x, ok := v.g.ValueInfo(n.Inputs[0])
+	if !ok || x.DType != Uint8 {
+		return
+	}
+	label, p := nodeLabel(i, n), producers[n.Inputs[0]]
+	if p == nil {
+		v.failf(label, "%w: u8 input %q has no producer that says how it is quantised", ErrMalformed, n.Inputs[0])
+		return
+	}
+	if QLinearMode(n) == QLinearDynamic {
+		rs, rz := QLinearRowParams(n)
+		if p.Op != "sqc.Quantize" || QuantizeMode(p) != QLinearDynamic || len(p.Outputs) != 3 ||
+			p.Outputs[0] != n.Inputs[0] || p.Outputs[1] != rs || p.Outputs[2] != rz {
+			v.failf(label, "%w: dynamic QLinear reads u8 %q, row scales %q and zero points %q that are not the outputs of one dynamic sqc.Quantize", ErrMalformed, n.Inputs[0], rs, rz)
+		}
+		return
+	}
+	var scale float32
+	var zp int64
+	switch {
+	case p.Op == "sqc.Quantize" && QuantizeMode(p) == QLinearStatic:
+		scale, zp = p.AttrFloat("scale", 0), p.AttrInt("zero_point", 0)
+	default:
+		s, z, ok := U8Output(p)
+		if !ok {
+			v.failf(label, "%w: u8 input %q comes from %s, which is no static quantisation", ErrMalformed, n.Inputs[0], p.Op)
+			return
+		}
+		scale, zp = s, int64(z)
+	}
+	if math.Float32bits(scale) != math.Float32bits(n.AttrFloat("act_scale", 0)) || zp != n.AttrInt("act_zero_point", 0) {
+		v.failf(label, "%w: u8 input %q is quantised with scale %v, zero point %d; the QLinear's act_scale %v, act_zero_point %d",
+			ErrMalformed, n.Inputs[0], scale, zp, n.AttrFloat("act_scale", 0), n.AttrInt("act_zero_point", 0))
 	}
 }
 
@@ -111,8 +158,8 @@ func (v *verifier) checkTwinReaders(i int, n *Node, readers map[string][]readAt)
 	}
 	for _, r := range readers[yq] {
 		c := v.g.Nodes[r.node]
-		if c.Op != "sqc.QLinear" || r.input != 0 {
-			v.failf(label, "%w: smoothed output %q is read by %s as input %d; only sqc.QLinear activations (input 0) may read it", ErrMalformed, yq, nodeLabel(r.node, c), r.input)
+		if (c.Op != "sqc.QLinear" && c.Op != "sqc.Quantize") || r.input != 0 {
+			v.failf(label, "%w: smoothed output %q is read by %s as input %d; only sqc.QLinear activations (input 0) and their sqc.Quantize may read it", ErrMalformed, yq, nodeLabel(r.node, c), r.input)
 		}
 	}
 }

@@ -113,3 +113,25 @@ func qlinearNodes(g *compiler.Graph) []*compiler.Node {
 	}
 	return out
 }
+
+// explicitProgram is execProgram of explicitQuant(g): the program whose
+// quantise steps and u8 writes the passes decided.
+func explicitProgram(t *testing.T, g *compiler.Graph) *exec.Program {
+	t.Helper()
+	return execProgram(t, explicitQuant(t, g))
+}
+
+// explicitQuant returns a copy of g after MaterializeQuantize,
+// DeduplicateQuantize and WriteU8Directly, the form QuantPipeline gives
+// the INT8 engine (g itself when it has no sqc.QLinear).
+func explicitQuant(t *testing.T, g *compiler.Graph) *compiler.Graph {
+	t.Helper()
+	if slicesIndexOp(g, opQLinear) < 0 {
+		return g
+	}
+	q := g.Clone()
+	if err := Run(q, []Pass{MaterializeQuantize, DeduplicateQuantize, WriteU8Directly}, Options{CheckIR: true, Level: compiler.VerifyQuantized}); err != nil {
+		t.Fatalf("quantisation passes: %v", err)
+	}
+	return q
+}

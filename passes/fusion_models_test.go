@@ -25,6 +25,10 @@ import (
 // unfused graph.
 var fusionPassNames = []string{FuseQLinearEpilogues.Name, FuseQKV.Name, MergeSmoothedLayerNorms.Name}
 
+// explicitQuantNames are the passes after the fusions that make the
+// quantisation explicit (materialize_quantize.go and after).
+var explicitQuantNames = []string{MaterializeQuantize.Name, DeduplicateQuantize.Name, WriteU8Directly.Name}
+
 // without is list less the named passes.
 func without(list []Pass, names []string) []Pass {
 	var out []Pass
@@ -129,20 +133,23 @@ func TestFusionOnModels(t *testing.T) {
 					// the copy its list shares.
 					list := func() []Pass { return QuantPipeline(stats, QuantOptions{Alpha: 0.5, Act: act}) }
 					unfused := m.g.Clone()
-					runPasses(t, unfused, without(list(), fusionPassNames)...)
+					runPasses(t, unfused, without(list(), append(fusionPassNames, explicitQuantNames...))...)
 					fused := unfused.Clone()
 					runPasses(t, fused, FuseQLinearEpilogues, FuseQKV, MergeSmoothedLayerNorms, EliminateDeadNodes)
-					// QuantPipeline as registered runs the same fusions.
+					explicit := fused.Clone()
+					runPasses(t, explicit, MaterializeQuantize, DeduplicateQuantize, WriteU8Directly, EliminateDeadNodes)
+					// QuantPipeline as registered runs the same fusions, then
+					// makes the quantisation explicit.
 					whole := m.g.Clone()
 					runPasses(t, whole, list()...)
-					if whole.Text() != fused.Text() {
-						t.Error("QuantPipeline does not end with the fusion passes")
+					if whole.Text() != explicit.Text() {
+						t.Error("QuantPipeline does not end with the fusion passes and the explicit quantisation")
 					}
 					before, after := encoderOps(t, unfused), encoderOps(t, fused)
 					t.Logf("encoder ops before fusion: %s", histogramString(before))
 					t.Logf("encoder ops after fusion:  %s", histogramString(after))
 					checkFusedEncoder(t, fused, after)
-					pu, pf := execProgram(t, unfused), execProgram(t, fused)
+					pu, pf := execProgram(t, unfused), execProgram(t, explicit)
 					for i, in := range m.inputs {
 						wantSameBits(t, fmt.Sprintf("%s logits, batch %d", act, i), execRun(t, pf, in), execRun(t, pu, in))
 					}

@@ -51,6 +51,16 @@ var passOrder = []orderRule{
 		"FuseQKV merges the projections read by one sqc.Attention and packs that Attention's operands"},
 	{"SmoothQuant", []string{"MergeSmoothedLayerNorms"}, needs,
 		"MergeSmoothedLayerNorms merges each LayerNorm with the smoothed twin SmoothQuant makes beside it"},
+	{"FuseQKV", []string{"MaterializeQuantize"}, needs,
+		"FuseQKV merges QLinears that read one f32 input with one quantisation; once each reads its own sqc.Quantize output they share no input"},
+	{"FuseQLinearEpilogues", []string{"WriteU8Directly"}, needs,
+		"a QLinear writes u8 only when its final output, after the epilogue's GELU and residual Add, is read only quantised; before the fusion its reader is the Gelu or Add"},
+	{"MergeSmoothedLayerNorms", []string{"MaterializeQuantize"}, needs,
+		"MergeSmoothedLayerNorms tells the twin by its sqc.QLinear readers, which read an sqc.Quantize's output once it runs"},
+	{"MaterializeQuantize", []string{"DeduplicateQuantize", "WriteU8Directly"}, needs,
+		"they rewrite the sqc.Quantize nodes MaterializeQuantize makes; before it the quantisation is inside each QLinear"},
+	{"DeduplicateQuantize", []string{"WriteU8Directly"}, needs,
+		"a producer writes u8 when one static sqc.Quantize is its output's only reader, which a value read by several GEMMs of one quantisation has only after de-duplication"},
 }
 
 // orderRule says that pass First must run before each pass of Then, in

@@ -139,7 +139,13 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 		// running it last keeps their inputs the graphs they were
 		// written and tested against.
 		MergeSmoothedLayerNorms, // merge_smoothed_layer_norms.go: one sqc.LayerNormDual per LayerNorm and smoothed twin
-		EliminateDeadNodes,      // a safety net: each pass above sweeps what it replaced already
+		// Quantisation of the activations made explicit, once the QLinears
+		// and LayerNorms are final (passOrder): every quantise and every
+		// u8 write the INT8 engine runs is then a node or an attribute.
+		MaterializeQuantize, // materialize_quantize.go: an sqc.Quantize before each QLinear's f32 input
+		DeduplicateQuantize, // deduplicate_quantize.go: one per value and parameters
+		WriteU8Directly,     // write_u8_directly.go: QLinear and LayerNormDual write their readers' u8 form
+		EliminateDeadNodes,  // a safety net: each pass above sweeps what it replaced already
 	}
 }
 

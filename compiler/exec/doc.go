@@ -22,9 +22,12 @@
 // Each node becomes one step, with these fusions, all of which keep the
 // bits of the unfused graph:
 //
-//   - sqc.QLinear is a quantise step (nn.QuantizeU8Parallel, or
-//     nn.QuantizeRowsU8Parallel in dynamic mode) and a qgemm GEMM step. Activations are quantised once
-//     per value and parameters, however many QLinears read them.
+//   - sqc.Quantize (passes.MaterializeQuantize, one per value and
+//     parameters after DeduplicateQuantize) is a quantise step
+//     (nn.QuantizeU8Parallel, or nn.QuantizeRowsU8Parallel in dynamic
+//     mode) and sqc.QLinear a qgemm GEMM step reading its u8 output. A
+//     QLinear still reading f32 (a graph that did not run those passes)
+//     gets a quantise step of its own.
 //   - A QLinear followed by sqc.Gelu (when its act is "none") and/or by an
 //     Add of a value of the same shape (when it has no residual) runs them
 //     in its epilogue; IEEE addition is commutative, so the bits match.
@@ -35,9 +38,12 @@
 //   - sqc.Attention with qkv_packed (passes.FuseQKV) reads Q, K and V in
 //     place from the one [batch, seq, 3W] output of the fused projection,
 //     with row stride 3W (PackedAttentionLayout).
-//   - A QLinear or LayerNormalization whose output feeds static QLinears
-//     writes their u8 input directly (qgemm's OutU8, nn.LayerNormU8), with
-//     the same quantisation function a separate step would use.
+//   - A QLinear or sqc.LayerNormDual with out_scale, or an sqc.LayerNorm
+//     (passes.WriteU8Directly decided it), writes its readers' u8 input
+//     directly (qgemm's OutU8, nn.LayerNormU8, nn.LayerNormDual), with the
+//     same quantisation function a separate step would use. The lowering
+//     decides none of this: it translates the IR's quantise nodes and u8
+//     outputs one to one, with u8 rows padded to qgemm's K block.
 //
 // Ops outside the fused vocabulary run as OpSteps on runtime/ops's
 // generic kernels, the ones the FP32 interpreter uses and generated

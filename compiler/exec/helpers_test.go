@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/interp"
+	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
@@ -40,10 +42,12 @@ func randF32(seed uint64, lo, hi float32, shape ...int64) *compiler.Tensor {
 // variants is every qgemm variant this process can run, by name.
 func variants() []qgemm.Variant { return qgemm.Variants() }
 
-// compile compiles g for variant v (nil: default) with threads workers.
+// compile compiles g for variant v (nil: default) with threads workers,
+// after the passes that make its quantisation explicit (on a copy), as
+// the INT8 pipeline leaves every graph it gives the engine.
 func compile(t *testing.T, g *compiler.Graph, v *qgemm.Variant, threads int) *Program {
 	t.Helper()
-	p, err := Compile(g, Options{Variant: v, Threads: threads})
+	p, err := Compile(explicitQuant(t, g), Options{Variant: v, Threads: threads})
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -106,4 +110,25 @@ func maxDiff(t *testing.T, got, want map[string]*compiler.Tensor) (diff, scale f
 		}
 	}
 	return diff, scale
+}
+
+// explicitQuant returns g after passes.MaterializeQuantize,
+// DeduplicateQuantize and WriteU8Directly (g itself when it has no
+// QLinear), checked at the quantised level.
+func explicitQuant(t *testing.T, g *compiler.Graph) *compiler.Graph {
+	t.Helper()
+	if !slices.ContainsFunc(g.Nodes, func(n *compiler.Node) bool { return n.Op == "sqc.QLinear" }) {
+		return g
+	}
+	// A copy sharing g's initializers and nodes (the passes replace the
+	// nodes they change): the tests compare what the engine holds with
+	// g's tensors.
+	q := g.Clone()
+	q.Initializers = maps.Clone(g.Initializers)
+	q.Nodes = slices.Clone(g.Nodes)
+	list := []passes.Pass{passes.MaterializeQuantize, passes.DeduplicateQuantize, passes.WriteU8Directly}
+	if err := passes.Run(q, list, passes.Options{CheckIR: true, Level: compiler.VerifyQuantized}); err != nil {
+		t.Fatalf("quantisation passes: %v", err)
+	}
+	return q
 }

@@ -9,14 +9,10 @@ import (
 // layerNormDual lowers sqc.LayerNormDual (passes.MergeSmoothedLayerNorms'
 // merge of a LayerNorm and its SmoothQuant twin):
 //
-//   - when the twin's output YQ is read only by static QLinears with one
-//     quantisation (what directU8 accepts) and Y is read in f32 only, to
-//     one LayerNormStep running nn.LayerNormDual: Y in f32 with
-//     (Scale, B), YQ written straight as those QLinears' u8 input with
-//     (ScaleQ, BQ), YQ's f32 form elided;
-//   - otherwise (dynamic activations, YQ also read in f32, Y quantised
-//     too) to the two LayerNormSteps that the unmerged pair lowers to,
-//     each with the fusions layerNorm makes.
+//   - when it writes y_q in u8 (out_scale, set by passes.WriteU8Directly),
+//     to one LayerNormStep running nn.LayerNormDual: Y in f32 with
+//     (Scale, B), YQ u8 rows of the QLinears' padded K with (ScaleQ, BQ);
+//   - otherwise to the two f32 LayerNormSteps the unmerged pair lowers to.
 //
 // Either way the steps write the bits the unmerged graph's steps write:
 // nn.LayerNormDual computes each output exactly as nn.LayerNorm and
@@ -33,14 +29,12 @@ func (l *lowering) layerNormDual(n *compiler.Node) (bool, error) {
 	if !ok1 || !ok2 || (params.Beta == nil) != (paramsQ.Beta == nil) {
 		return false, nil
 	}
-	yKeys, _ := l.quantUses(y)
-	if k, ok := l.directU8(yq); ok && len(yKeys) == 0 {
+	if scale, zp, ok := compiler.U8Output(n); ok {
 		s := &LayerNormStep{
 			Node: n.Name, X: l.slot(x), Out: l.slot(y), GammaName: n.Inputs[1], BetaName: beta, Params: params,
 			GammaU8: paramsQ.Gamma, BetaU8: paramsQ.Beta, GammaU8Name: n.Inputs[2], BetaU8Name: betaQ,
+			Kp: u8Row(params.N), InvScale: 1 / scale, ZeroPoint: zp, OutU8: l.slot(yq),
 		}
-		l.quantizedOutput(s, yq, k)
-		l.elided[yq] = true
 		l.emit(s)
 		return true, nil
 	}

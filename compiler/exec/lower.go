@@ -2,7 +2,6 @@ package exec
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/runtime/nn"
@@ -106,21 +105,6 @@ type gemmFusion struct {
 	out      string // the value the step finally produces
 }
 
-// quantKey identifies one quantised form of a value: static with its
-// scale and zero point, or dynamic.
-type quantKey struct {
-	value     string
-	dynamic   bool
-	scaleBits uint32
-	zeroPoint int32
-}
-
-// quantBuf is a quantised activation buffer and, in dynamic mode, its
-// per-row scales and zero points.
-type quantBuf struct {
-	u8, scales, zeroPoints SlotID
-}
-
 type lowering struct {
 	g      *compiler.Graph
 	p      *Schedule
@@ -134,14 +118,10 @@ type lowering struct {
 
 	absorbed map[int]bool
 	fusions  map[int]*gemmFusion
-	quant    map[quantKey]quantBuf
-	// elided values never get an f32 buffer: their producer writes their
-	// quantised form only.
-	elided map[string]bool
 
 	// firstLN..lastLN (node indices) is the encoder, where every node
 	// must have a runtime kernel; -1 when the graph has no LayerNorm
-	// (LayerNormalization or sqc.LayerNormDual).
+	// (LayerNormalization, sqc.LayerNormDual or sqc.LayerNorm).
 	firstLN, lastLN int
 }
 
@@ -151,8 +131,7 @@ func newLowering(g *compiler.Graph) *lowering {
 		p:     &Schedule{name: g.Name, source: g.Meta["source"]},
 		slots: map[string]SlotID{}, isInput: map[string]bool{}, isOutput: map[string]bool{},
 		uses: map[string][]use{}, producer: map[string]int{},
-		absorbed: map[int]bool{}, fusions: map[int]*gemmFusion{}, quant: map[quantKey]quantBuf{},
-		elided:  map[string]bool{},
+		absorbed: map[int]bool{}, fusions: map[int]*gemmFusion{},
 		firstLN: -1, lastLN: -1,
 	}
 	for _, v := range g.Inputs {
@@ -172,7 +151,7 @@ func newLowering(g *compiler.Graph) *lowering {
 				l.producer[out] = i
 			}
 		}
-		if n.Op == "LayerNormalization" || n.Op == "sqc.LayerNormDual" {
+		if n.Op == "LayerNormalization" || n.Op == "sqc.LayerNormDual" || n.Op == "sqc.LayerNorm" {
 			if l.firstLN < 0 {
 				l.firstLN = i
 			}
@@ -227,6 +206,12 @@ func (l *lowering) slot(name string) SlotID {
 	}
 	dt, shape := l.info(name)
 	s := &Slot{Name: name, DType: dt, Shape: shape}
+	if dt == compiler.Uint8 && !l.isInput[name] && l.g.Initializers[name] == nil && shape != nil && len(shape) > 0 && shape[len(shape)-1].Known() {
+		// A quantised activation: u8 rows padded to the GEMM's K block,
+		// the form qgemm reads and its u8 epilogue writes.
+		s.Shape = shape.Clone()
+		s.Shape[len(shape)-1] = compiler.Dim{Size: int64(u8Row(int(shape[len(shape)-1].Size)))}
+	}
 	switch {
 	case l.isInput[name]:
 		s.Kind, s.Const = SlotInput, l.g.Initializers[name]
@@ -329,56 +314,11 @@ func (l *lowering) sameShape(a, b string) bool {
 	return true
 }
 
-// keyOf is the quantised form QLinear node n reads its input in.
-func keyOf(n *compiler.Node) quantKey {
-	k := quantKey{value: n.Inputs[0]}
-	if compiler.QLinearMode(n) == compiler.QLinearDynamic {
-		k.dynamic = true
-		return k
-	}
-	k.scaleBits = math.Float32bits(n.AttrFloat("act_scale", 0))
-	k.zeroPoint = int32(n.AttrInt("act_zero_point", 0))
-	return k
-}
-
-// quantUses returns the quantised forms v is read in by QLinears, in
-// order of first use, and whether QLinear inputs are all v is used for
-// (so its f32 form need not exist).
-func (l *lowering) quantUses(v string) (keys []quantKey, only bool) {
-	only = !l.isOutput[v]
-	for _, u := range l.uses[v] {
-		n := l.g.Nodes[u.node]
-		if n.Op != "sqc.QLinear" || u.input != 0 || l.absorbed[u.node] {
-			only = false
-			continue
-		}
-		k := keyOf(n)
-		if !containsKey(keys, k) {
-			keys = append(keys, k)
-		}
-	}
-	return keys, only && len(keys) > 0
-}
-
-func containsKey(keys []quantKey, k quantKey) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
 // inEncoder reports whether node i lies where every op needs a kernel.
 func (l *lowering) inEncoder(i int) bool { return l.firstLN >= 0 && l.firstLN <= i && i <= l.lastLN }
 
 // lowerNode emits node i's steps.
 func (l *lowering) lowerNode(i int, n *compiler.Node) error {
-	for j, in := range n.Inputs {
-		if l.elided[in] && !(n.Op == "sqc.QLinear" && j == 0) {
-			return l.bad(i, fmt.Errorf("internal error: input %q has no f32 buffer", in))
-		}
-	}
 	native, err := l.native(i, n)
 	if err != nil || native {
 		return err
@@ -422,10 +362,14 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 	switch n.Op {
 	case "sqc.QLinear":
 		return true, l.qlinear(i, n)
+	case "sqc.Quantize":
+		return true, l.quantize(i, n) // quantize.go
 	case "sqc.Linear":
 		return l.linear(n), nil
 	case "LayerNormalization":
 		return l.layerNorm(n), nil
+	case "sqc.LayerNorm":
+		return true, l.layerNormU8(i, n)
 	case "sqc.LayerNormDual":
 		ok, err := l.layerNormDual(n) // layernorm_dual.go
 		if err != nil {
@@ -503,52 +447,9 @@ func symSuffix(small, big compiler.Shape) bool {
 	return true
 }
 
-// quantized returns the buffer holding x in form k (K columns padded to
-// kp), emitting the quantise step the first time it is needed.
-func (l *lowering) quantized(node string, k quantKey, kIn, kp int) quantBuf {
-	if b, ok := l.quant[k]; ok {
-		return b
-	}
-	b := quantBuf{scales: NoSlot, zeroPoints: NoSlot}
-	if k.dynamic {
-		b.u8 = l.u8Slot(k.value, "#u8dyn", kp)
-		rows := compiler.Shape{{Size: -1}} // one per row of x: x's leading dims, when known
-		if _, shape := l.info(k.value); len(shape) > 0 {
-			rows = shape[:len(shape)-1].Clone()
-		}
-		b.scales = l.internal(k.value+"#rowscale", compiler.Float32, rows)
-		b.zeroPoints = l.internal(k.value+"#rowzp", compiler.Int32, rows)
-		l.emit(&QuantizeRowsStep{Node: node, X: l.slot(k.value), Out: b.u8, Scales: b.scales, ZeroPoints: b.zeroPoints, K: kIn, Kp: kp})
-	} else {
-		b.u8 = l.u8Slot(k.value, "#u8", kp)
-		s := math.Float32frombits(k.scaleBits)
-		l.emit(&QuantizeStep{Node: node, X: l.slot(k.value), Out: b.u8, K: kIn, Kp: kp, InvScale: 1 / s, ZeroPoint: k.zeroPoint})
-	}
-	l.quant[k] = b
-	return b
-}
-
-// u8Slot adds the buffer of value v quantised to u8 rows of kp bytes: v's
-// shape with the last dim kp, so it carries the leading dims to the GEMM.
-func (l *lowering) u8Slot(v, suffix string, kp int) SlotID {
-	_, shape := l.info(v)
-	if shape != nil {
-		shape = shape.Clone()
-		shape[len(shape)-1] = compiler.Dim{Size: int64(kp)}
-	}
-	return l.internal(v+suffix, compiler.Uint8, shape)
-}
-
-// directU8 returns the quantised form the producer of v should write
-// instead of v's f32 values, if v is read only by QLinears, all static
-// with the same parameters.
-func (l *lowering) directU8(v string) (quantKey, bool) {
-	keys, only := l.quantUses(v)
-	if !only || len(keys) != 1 || keys[0].dynamic {
-		return quantKey{}, false
-	}
-	return keys[0], true
-}
+// u8Row is the bytes of a quantised activation row of k values: k padded
+// to qgemm's K block (packed weights' Kp).
+func u8Row(k int) int { return qgemm.RoundUp(k, qgemm.KBlock) }
 
 func (l *lowering) qlinear(i int, n *compiler.Node) error {
 	bad := func(format string, args ...any) error {
@@ -564,26 +465,29 @@ func (l *lowering) qlinear(i int, n *compiler.Node) error {
 			return bad("QLinear bias must be an f32 [N] initializer")
 		}
 	}
-	if l.dtype(n.Inputs[0]) != compiler.Float32 {
-		return bad("QLinear input is %s, want f32", l.dtype(n.Inputs[0]))
+	if dt := l.dtype(n.Inputs[0]); dt != compiler.Float32 && dt != compiler.Uint8 {
+		return bad("QLinear input is %s, want f32 or u8", dt)
 	}
 	k, nOut := int(w.Shape[0]), int(w.Shape[1])
 	packed, err := qgemm.PackB(w.I8, k, nOut)
 	if err != nil {
 		return l.bad(i, err)
 	}
-	key := keyOf(n)
-	a := l.quantized(n.Name, key, k, packed.Kp)
+	dynamic := compiler.QLinearMode(n) == compiler.QLinearDynamic
+	a, err := l.quantizedInput(n, k)
+	if err != nil {
+		return l.bad(i, err)
+	}
 	f := l.fusions[i]
 	s := &GEMMStep{
 		Node: n.Name, Weight: n.Inputs[1], A: a.u8, B: packed,
 		RowScale: a.scales, RowZeroPoint: a.zeroPoints, Act: f.act, Residual: NoSlot,
 	}
-	if key.dynamic {
+	if dynamic {
 		s.Scale = append([]float32(nil), ws.F32...)
 	} else {
-		scale := math.Float32frombits(key.scaleBits)
-		s.AZeroPoint = key.zeroPoint
+		scale := n.AttrFloat("act_scale", 0)
+		s.AZeroPoint = int32(n.AttrInt("act_zero_point", 0))
 		s.Scale = make([]float32, nOut)
 		for j, v := range ws.F32 {
 			s.Scale[j] = scale * v
@@ -602,16 +506,14 @@ func (l *lowering) qlinear(i int, n *compiler.Node) error {
 		}
 		s.Residual = l.slot(residual)
 	}
-	if q, ok := l.directU8(f.out); ok {
-		kp := qgemm.RoundUp(nOut, qgemm.KBlock)
-		s.OutU8, s.OutKp = true, kp
-		s.OutInvScale, s.OutZeroPoint = 1/math.Float32frombits(q.scaleBits), q.zeroPoint
-		s.Out = l.u8Slot(f.out, "#u8", kp)
-		l.quant[q] = quantBuf{u8: s.Out, scales: NoSlot, zeroPoints: NoSlot}
-		l.elided[f.out] = true
-	} else {
-		s.Out = l.slot(f.out)
+	if scale, zp, ok := compiler.U8Output(n); ok { // passes.WriteU8Directly
+		if f.out != n.Outputs[0] {
+			return bad("QLinear writing u8 has its epilogue fused in the IR already, found another reader")
+		}
+		s.OutU8, s.OutKp = true, u8Row(nOut)
+		s.OutInvScale, s.OutZeroPoint = 1/scale, zp
 	}
+	s.Out = l.slot(f.out)
 	l.emit(s)
 	return nil
 }
@@ -662,24 +564,7 @@ func (l *lowering) layerNorm(n *compiler.Node) bool {
 	if params.Beta == nil {
 		s.BetaName = ""
 	}
-	out := n.Outputs[0]
-	keys, only := l.quantUses(out)
-	var first *quantKey
-	for _, k := range keys {
-		if !k.dynamic {
-			first = &k
-			break
-		}
-	}
-	s.Out = NoSlot
-	if first == nil || !only || len(keys) > 1 {
-		s.Out = l.slot(out)
-	} else {
-		l.elided[out] = true
-	}
-	if first != nil {
-		l.quantizedOutput(s, out, *first)
-	}
+	s.Out = l.slot(n.Outputs[0])
 	l.emit(s)
 	return true
 }
@@ -709,11 +594,27 @@ func (l *lowering) layerNormParams(x, gamma, beta string, eps float32) (nn.Layer
 	return p, true
 }
 
-// quantizedOutput makes s write out in the static quantised form k (u8
-// rows of Kp bytes), which QLinears reading out then use.
-func (l *lowering) quantizedOutput(s *LayerNormStep, out string, k quantKey) {
-	s.Kp = qgemm.RoundUp(s.Params.N, qgemm.KBlock)
-	s.InvScale, s.ZeroPoint = 1/math.Float32frombits(k.scaleBits), k.zeroPoint
-	s.OutU8 = l.u8Slot(out, "#u8", s.Kp)
-	l.quant[k] = quantBuf{u8: s.OutU8, scales: NoSlot, zeroPoints: NoSlot}
+// layerNormU8 lowers sqc.LayerNorm (passes.WriteU8Directly) to the
+// LayerNormStep running nn.LayerNormU8: y_u8 as u8 rows of the QLinears'
+// padded K, and y in f32 too unless it is omitted.
+func (l *lowering) layerNormU8(i int, n *compiler.Node) error {
+	beta := ""
+	if len(n.Inputs) > 2 {
+		beta = n.Inputs[2]
+	}
+	params, ok := l.layerNormParams(n.Inputs[0], n.Inputs[1], beta, n.AttrFloat("epsilon", 1e-5))
+	if !ok {
+		return l.bad(i, fmt.Errorf("%w: sqc.LayerNorm needs f32 x [..., N] with N known and constant f32 [N] scale and bias", compiler.ErrMalformed))
+	}
+	scale, zp, _ := compiler.U8Output(n)
+	s := &LayerNormStep{Node: n.Name, X: l.slot(n.Inputs[0]), Out: NoSlot, GammaName: n.Inputs[1], BetaName: beta, Params: params,
+		Kp: u8Row(params.N), InvScale: 1 / scale, ZeroPoint: zp, OutU8: l.slot(n.Outputs[0])}
+	if params.Beta == nil {
+		s.BetaName = ""
+	}
+	if len(n.Outputs) > 1 && n.Outputs[1] != "" {
+		s.Out = l.slot(n.Outputs[1])
+	}
+	l.emit(s)
+	return nil
 }

@@ -1,7 +1,10 @@
 package interp
 
 import (
+	"fmt"
+
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/nn"
 	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
@@ -11,6 +14,37 @@ import (
 // so merging the pair (passes.MergeSmoothedLayerNorms) changes no bits.
 func init() {
 	sqcKernels["sqc.LayerNormDual"] = kernelSpec{layerNormDual, ops.Arity{MinIn: 3, MaxIn: 5, MaxOut: 2}}
+	sqcKernels["sqc.LayerNorm"] = kernelSpec{layerNormU8, ops.Arity{MinIn: 2, MaxIn: 3, MaxOut: 2}}
+}
+
+// layerNormU8 is sqc.LayerNorm: the LayerNormalization kernel, then its
+// output quantised with runtime/nn's function.
+func layerNormU8(c *call) ([]*compiler.Tensor, error) {
+	out, err := c.generic("LayerNormalization", c.in)
+	if err != nil {
+		return nil, err
+	}
+	y := out[0]
+	scale, zp, _ := compiler.U8Output(c.node)
+	q, err := quantizeRows(y, scale, zp)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.node.Outputs) > 1 {
+		return []*compiler.Tensor{q, y}, nil
+	}
+	return []*compiler.Tensor{q}, nil
+}
+
+// quantizeRows is y quantised statically to u8 over its last dim.
+func quantizeRows(y *compiler.Tensor, scale float32, zp int32) (*compiler.Tensor, error) {
+	if y.DType != compiler.Float32 || len(y.Shape) == 0 {
+		return nil, fmt.Errorf("%w: writing u8 wants f32 [..., N], has %s %v", compiler.ErrDTypeMismatch, y.DType, y.Shape)
+	}
+	n := int(y.Shape[len(y.Shape)-1])
+	q := compiler.NewTensor(compiler.Uint8, y.Shape...)
+	nn.QuantizeU8(q.U8, n, y.F32, n, y.Len()/max(n, 1), n, 1/scale, zp)
+	return q, nil
 }
 
 func layerNormDual(c *call) ([]*compiler.Tensor, error) {
@@ -38,6 +72,11 @@ func layerNormDual(c *call) ([]*compiler.Tensor, error) {
 	yq, err := one(c.in[2], biasQ)
 	if err != nil {
 		return nil, err
+	}
+	if scale, zp, ok := compiler.U8Output(c.node); ok { // y_q written quantised
+		if yq, err = quantizeRows(yq, scale, zp); err != nil {
+			return nil, err
+		}
 	}
 	return []*compiler.Tensor{y, yq}, nil
 }

@@ -18,7 +18,33 @@ import (
 // epilogue, must agree with it exactly. Not fake quantisation: the integer
 // product is the real one.
 func init() {
-	sqcKernels["sqc.QLinear"] = kernelSpec{qlinear, ops.Arity{MinIn: 3, MaxIn: 5, MaxOut: 1}}
+	sqcKernels["sqc.QLinear"] = kernelSpec{qlinear, ops.Arity{MinIn: 3, MaxIn: 7, MaxOut: 1}}
+	sqcKernels["sqc.Quantize"] = kernelSpec{quantize, ops.Arity{MinIn: 1, MaxIn: 1, MaxOut: 3}}
+}
+
+// quantize is sqc.Quantize: the quantisation qlinear applies to an f32
+// input, with the same runtime/nn functions.
+func quantize(c *call) ([]*compiler.Tensor, error) {
+	x := c.in[0]
+	if x.DType != compiler.Float32 || len(x.Shape) == 0 {
+		return nil, fmt.Errorf("%w: Quantize wants x f32 [..., K], has %s %v", compiler.ErrDTypeMismatch, x.DType, x.Shape)
+	}
+	op, _ := compiler.LookupOp("sqc.Quantize")
+	if err := op.CheckAttrs(c.node, 0); err != nil {
+		return nil, fmt.Errorf("%w: Quantize: %v", compiler.ErrMalformed, err)
+	}
+	k := int(x.Shape[len(x.Shape)-1])
+	lead := x.Shape[:len(x.Shape)-1]
+	rows := int(compiler.NumElements(lead))
+	y := compiler.NewTensor(compiler.Uint8, x.Shape...)
+	if compiler.QuantizeMode(c.node) == compiler.QLinearDynamic {
+		scales, zps := compiler.NewTensor(compiler.Float32, lead...), compiler.NewTensor(compiler.Int32, lead...)
+		nn.QuantizeRowsU8(y.U8, k, x.F32, k, rows, k, scales.F32, zps.I32)
+		return []*compiler.Tensor{y, scales, zps}, nil
+	}
+	s := c.node.AttrFloat("scale", 0)
+	nn.QuantizeU8(y.U8, k, x.F32, k, rows, k, 1/s, int32(c.node.AttrInt("zero_point", 0)))
+	return []*compiler.Tensor{y}, nil
 }
 
 func qlinear(c *call) ([]*compiler.Tensor, error) {
@@ -30,7 +56,12 @@ func qlinear(c *call) ([]*compiler.Tensor, error) {
 	if len(c.in) > 4 {
 		residual = c.in[4]
 	}
-	if x.DType != compiler.Float32 || w.DType != compiler.Int8 || wScale.DType != compiler.Float32 ||
+	quantized := x.DType == compiler.Uint8 // by an sqc.Quantize or a producer writing u8
+	var rowScale, rowZP *compiler.Tensor
+	if len(c.in) > 6 {
+		rowScale, rowZP = c.in[5], c.in[6]
+	}
+	if (x.DType != compiler.Float32 && !quantized) || w.DType != compiler.Int8 || wScale.DType != compiler.Float32 ||
 		(bias != nil && bias.DType != compiler.Float32) || (residual != nil && residual.DType != compiler.Float32) {
 		return nil, fmt.Errorf("%w: QLinear wants x f32, w i8, w_scale f32, bias and residual f32", compiler.ErrDTypeMismatch)
 	}
@@ -56,6 +87,7 @@ func qlinear(c *call) ([]*compiler.Tensor, error) {
 	}
 	rows := int(compiler.NumElements(x.Shape[:len(x.Shape)-1]))
 	y := compiler.NewTensor(compiler.Float32, shape...)
+	outScale, outZP, outU8 := compiler.U8Output(c.node)
 
 	ep := &qgemm.Epilogue{ColSum: make([]int32, n), OutF32: y.F32, OutStride: n}
 	for p := range k {
@@ -64,18 +96,31 @@ func qlinear(c *call) ([]*compiler.Tensor, error) {
 		}
 	}
 	xq := make([]uint8, rows*k)
+	if quantized {
+		xq = x.U8
+	}
 	switch compiler.QLinearMode(c.node) {
 	case compiler.QLinearStatic:
 		s := c.node.AttrFloat("act_scale", 0)
 		ep.AZeroPoint = int32(c.node.AttrInt("act_zero_point", 0))
-		nn.QuantizeU8(xq, k, x.F32, k, rows, k, 1/s, ep.AZeroPoint)
+		if !quantized {
+			nn.QuantizeU8(xq, k, x.F32, k, rows, k, 1/s, ep.AZeroPoint)
+		}
 		ep.Scale = make([]float32, n)
 		for j, ws := range wScale.F32 {
 			ep.Scale[j] = s * ws
 		}
 	case compiler.QLinearDynamic:
 		ep.RowScale, ep.RowZeroPoint = make([]float32, rows), make([]int32, rows)
-		nn.QuantizeRowsU8(xq, k, x.F32, k, rows, k, ep.RowScale, ep.RowZeroPoint)
+		switch {
+		case !quantized:
+			nn.QuantizeRowsU8(xq, k, x.F32, k, rows, k, ep.RowScale, ep.RowZeroPoint)
+		case rowScale == nil || rowScale.DType != compiler.Float32 || rowScale.Len() != rows ||
+			rowZP.DType != compiler.Int32 || rowZP.Len() != rows:
+			return nil, fmt.Errorf("%w: dynamic QLinear of a u8 x needs row_scale f32 and row_zero_point i32 with one value per row", compiler.ErrDTypeMismatch)
+		default:
+			ep.RowScale, ep.RowZeroPoint = rowScale.F32, rowZP.I32
+		}
 		ep.Scale = wScale.F32
 	}
 	if bias != nil {
@@ -108,6 +153,11 @@ func qlinear(c *call) ([]*compiler.Tensor, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if outU8 { // what qgemm's u8 epilogue writes: the same v, quantised
+		q := compiler.NewTensor(compiler.Uint8, shape...)
+		nn.QuantizeU8(q.U8, n, y.F32, n, rows, n, 1/outScale, outZP)
+		return []*compiler.Tensor{q}, nil
 	}
 	return []*compiler.Tensor{y}, nil
 }

@@ -53,7 +53,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		SeqQ:            seq,
 		VStride:         384,
 	})
-	// #5 nn.QuantizeU8Parallel: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	// #5 nn.QuantizeU8Parallel: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear/quantize
 	nn.QuantizeU8Parallel(m.pool, ws.u8[1048576:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(277.94394), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
@@ -139,7 +139,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		SeqQ:            seq,
 		VStride:         384,
 	})
-	// #13 nn.QuantizeU8Parallel: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	// #13 nn.QuantizeU8Parallel: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear/quantize
 	nn.QuantizeU8Parallel(m.pool, ws.u8[1048576:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(258.05313), int32(128))
 	if err := ctx.Err(); err != nil {
 		return err

@@ -1,0 +1,84 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// quantize lowers an sqc.Quantize (passes.MaterializeQuantize) to the step
+// computing it: QuantizeStep (static) or QuantizeRowsStep (dynamic, with
+// the row scales and zero points as rank-1 buffers of one value per row).
+func (l *lowering) quantize(i int, n *compiler.Node) error {
+	x := n.Inputs[0]
+	dt, shape := l.info(x)
+	if dt != compiler.Float32 || shape == nil || len(shape) == 0 || !shape[len(shape)-1].Known() {
+		return l.bad(i, fmt.Errorf("%w: sqc.Quantize needs f32 [..., K] with K known, has %s %s", compiler.ErrMalformed, dt, shape))
+	}
+	k := int(shape[len(shape)-1].Size)
+	if compiler.QuantizeMode(n) == compiler.QLinearDynamic {
+		out := l.slot(n.Outputs[0])
+		rows := shape[:len(shape)-1]
+		scales, zps := l.rowSlot(n.Outputs[1], compiler.Float32, rows), l.rowSlot(n.Outputs[2], compiler.Int32, rows)
+		l.emit(&QuantizeRowsStep{Node: n.Name, X: l.slot(x), Out: out, Scales: scales, ZeroPoints: zps, K: k, Kp: u8Row(k)})
+		return nil
+	}
+	s := n.AttrFloat("scale", 0)
+	l.emit(&QuantizeStep{Node: n.Name, X: l.slot(x), Out: l.slot(n.Outputs[0]), K: k, Kp: u8Row(k), InvScale: 1 / s, ZeroPoint: int32(n.AttrInt("zero_point", 0))})
+	return nil
+}
+
+// rowSlot is the buffer of a per-row quantisation parameter: one value
+// per row of x, so x's leading dims (which PlanMemory sizes it by).
+func (l *lowering) rowSlot(name string, dt compiler.DType, rows compiler.Shape) SlotID {
+	id := l.internal(name, dt, rows.Clone())
+	l.slots[name] = id
+	return id
+}
+
+// quantBuf is a QLinear's quantised input buffer and, in dynamic mode,
+// its per-row scales and zero points.
+type quantBuf struct {
+	u8, scales, zeroPoints SlotID
+}
+
+// quantizedInput returns the u8 buffer QLinear n reads: its input when
+// that is u8 already (an sqc.Quantize's or a producer's u8 output), else
+// the output of a quantise step it emits for n alone (a graph whose
+// quantisation passes.MaterializeQuantize has not made explicit).
+func (l *lowering) quantizedInput(n *compiler.Node, k int) (quantBuf, error) {
+	b := quantBuf{scales: NoSlot, zeroPoints: NoSlot}
+	x := n.Inputs[0]
+	dynamic := compiler.QLinearMode(n) == compiler.QLinearDynamic
+	if l.dtype(x) == compiler.Uint8 {
+		b.u8 = l.slot(x)
+		if dynamic {
+			rs, rz := compiler.QLinearRowParams(n)
+			if rs == "" {
+				return b, fmt.Errorf("%w: dynamic QLinear of a u8 input without its row scales and zero points", compiler.ErrMalformed)
+			}
+			b.scales, b.zeroPoints = l.slot(rs), l.slot(rz)
+		}
+		return b, nil
+	}
+	_, shape := l.info(x)
+	shape = shape.Clone()
+	if shape != nil {
+		shape[len(shape)-1] = compiler.Dim{Size: int64(u8Row(k))}
+	}
+	if dynamic {
+		b.u8 = l.internal(x+"#u8dyn", compiler.Uint8, shape)
+		rows := compiler.Shape{{Size: -1}} // one per row of x: x's leading dims, when known
+		if shape != nil {
+			rows = shape[:len(shape)-1].Clone()
+		}
+		b.scales = l.internal(x+"#rowscale", compiler.Float32, rows)
+		b.zeroPoints = l.internal(x+"#rowzp", compiler.Int32, rows)
+		l.emit(&QuantizeRowsStep{Node: n.Name, X: l.slot(x), Out: b.u8, Scales: b.scales, ZeroPoints: b.zeroPoints, K: k, Kp: u8Row(k)})
+		return b, nil
+	}
+	b.u8 = l.internal(x+"#u8", compiler.Uint8, shape)
+	l.emit(&QuantizeStep{Node: n.Name, X: l.slot(x), Out: b.u8, K: k, Kp: u8Row(k),
+		InvScale: 1 / n.AttrFloat("act_scale", 0), ZeroPoint: int32(n.AttrInt("act_zero_point", 0))})
+	return b, nil
+}
