@@ -52,7 +52,7 @@ type packing struct {
 	offsets []int // row offsets of the sequences, len batch+1; nil: padded
 	lengths []int
 	buf     []int // offsets' storage, kept between runs
-	seq     int // the padded length of the inputs
+	seq     int   // the padded length of the inputs
 }
 
 // PackingReason is "" when s runs batches packed (padding-free), or why
