@@ -212,27 +212,9 @@ func (p *Program) bindPacking() {
 		return // padded, where the steps check the shapes
 	}
 	batch, seq := int(mask.Shape[0]), int(mask.Shape[1])
-	lengths := grow(p.run.lengths, batch)
-	padded := false
-	for b := range batch {
-		row := mask.I64[b*seq : (b+1)*seq]
-		n := 0
-		for n < seq && row[n] != 0 {
-			n++
-		}
-		for _, m := range row[n:] {
-			if m != 0 {
-				return // not right-padding
-			}
-		}
-		if n == 0 {
-			return // an empty sequence has no packed form
-		}
-		lengths[b] = n
-		padded = padded || n < seq
-	}
+	lengths, ok := nn.MaskLengths(p.run.lengths, mask.I64, batch, seq)
 	p.run.lengths = lengths
-	if !padded {
+	if !ok {
 		return
 	}
 	p.run.buf = nn.PackedOffsets(p.run.buf, lengths)

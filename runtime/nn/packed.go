@@ -28,6 +28,34 @@ func PackedOffsets(offsets []int, lengths []int) []int {
 	return offsets
 }
 
+// MaskLengths reads the lengths of a right-padded batch from its 0/1
+// attention mask ([batch, seq] row-major) into lengths (reused when its
+// capacity suffices). ok reports whether the batch packs: every row is
+// ones (non-zero) then zeros with at least one one, and some row is
+// padded (with none, packed and padded are the same layout).
+func MaskLengths(lengths []int, mask []int64, batch, seq int) (_ []int, ok bool) {
+	lengths = growStats(lengths, batch)
+	padded := false
+	for b := range batch {
+		row := mask[b*seq : (b+1)*seq]
+		n := 0
+		for n < seq && row[n] != 0 {
+			n++
+		}
+		for _, m := range row[n:] {
+			if m != 0 {
+				return lengths, false // not right-padding
+			}
+		}
+		if n == 0 {
+			return lengths, false // an empty sequence has no packed form
+		}
+		lengths[b] = n
+		padded = padded || n < seq
+	}
+	return lengths, padded
+}
+
 // EmbedSumPacked is EmbedSumParallel for a packed batch: ids (and typeIDs
 // when non-nil) are [len(offsets)-1, seq] row-major, right-padded, and
 // token t of sequence b (t < offsets[b+1]-offsets[b] <= seq) is written to
