@@ -153,3 +153,32 @@ func TestPackingFallsBack(t *testing.T) {
 		t.Error("an unpadded batch ran packed")
 	}
 }
+
+// BenchmarkPackedBatch runs 32 SST-2 dev sentences in arrival order as
+// one batch of BERT-mini (test-quantised INT8), padded to the longest
+// and packed.
+func BenchmarkPackedBatch(b *testing.B) {
+	g, ref := canonicalModel(b, testmodels.BertMini)
+	q := quantizeForTest(b, g, ref)
+	in, err := testmodels.Inputs(q, ref.Examples[:32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, padded := range []bool{true, false} {
+		name := map[bool]string{true: "padded", false: "packed"}[padded]
+		b.Run(name, func(b *testing.B) {
+			p, err := Compile(q, Options{Padded: padded})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			out := map[string]*compiler.Tensor{}
+			for b.Loop() {
+				if err := p.RunInto(in, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(32*b.N)/b.Elapsed().Seconds(), "sentences/s")
+		})
+	}
+}
