@@ -106,9 +106,15 @@ func TestGenerateIsDeterministicAndFormatted(t *testing.T) {
 				t.Error("static schedule has no fused LayerNorm + quantise")
 			}
 			// FuseQKV: attention reads Q, K and V in place from one
-			// [tokens, 3 x 128] buffer (K and V at column offsets).
-			if !regexp.MustCompile(`KStride:\s+384,`).MatchString(sched) || !regexp.MustCompile(`\]\[128:\], ws\.f32\[\d+:\]\[:tokens\*384\]\[256:\]`).MatchString(sched) {
+			// [rows, 3 x 128] buffer (K and V at column offsets; rows: the
+			// real tokens of a packed batch).
+			if !regexp.MustCompile(`KStride:\s+384,`).MatchString(sched) || !regexp.MustCompile(`\]\[128:\], ws\.f32\[\d+:\]\[:rows\*384\]\[256:\]`).MatchString(sched) {
 				t.Error("schedule has no packed QKV attention")
+			}
+			// Padding-free batches (compiler/exec packed.go): the schedule
+			// has the packed forms of attention and embeddings.
+			if !strings.Contains(sched, "nn.AttentionPacked(") || !strings.Contains(sched, "nn.EmbedSumPacked(") {
+				t.Error("schedule has no padding-free (packed) batch path")
 			}
 		})
 	}

@@ -259,6 +259,7 @@ func (g *gen) workspace(f *jen.File) {
 		jen.List(jen.Id("ids"), jen.Id("mask"), jen.Id("types")).Index().Int64().Comment("inputs, [MaxBatch, MaxSequence] at most"),
 		jen.Id("attn").Index().Float32().Comment("attention scratch"),
 		jen.Id("order").Index().Int().Comment("Run's chunk order (modelrt.ChunkOrder), grown to the largest request"),
+		jen.List(jen.Id("lengths"), jen.Id("offsets")).Index().Int().Comment("a packed chunk's sequence lengths and row offsets (nn.MaskLengths, nn.PackedOffsets)"),
 	}
 	f.Comment("workspace is the memory of one forward pass at MaxBatch x MaxSequence.")
 	f.Type().Id("workspace").Struct(fields...)
@@ -296,12 +297,29 @@ func (g *gen) run(f *jen.File) {
 		// each sequence alone.
 		chunk = jen.Lit(1)
 	}
+	// A schedule that packs (compiler/exec packed.go) runs each chunk
+	// padding-free when its masks are right-padding.
+	packs := g.pl.prog.PackingReason() == ""
+	perSeq := false
 	var alloc jen.Dict = jen.Dict{}
 	var copies []jen.Code
 	for _, out := range g.outs {
 		alloc[jen.Id(out.field)] = jen.Make(jen.Index().Index().Float32(), jen.Id("n"))
 		off, w := out.slot.off, out.slot.width
 		var lo, hi *jen.Statement
+		dst := jen.Id("out").Dot(out.field).Index(jen.Id("i"))
+		if out.perSeq && packs {
+			// Rows start..start+used-1 are the sequence's computed tokens;
+			// positions its own mask pads (a packed chunk computes none)
+			// stay zero.
+			lo = jen.Lit(off).Op("+").Id("start").Op("*").Lit(w)
+			hi = jen.Lit(off).Op("+").Parens(jen.Id("start").Op("+").Id("used")).Op("*").Lit(w)
+			copies = append(copies,
+				dst.Clone().Op("=").Make(jen.Index().Float32(), jen.Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("i"))).Op("*").Lit(w)),
+				jen.Copy(dst.Clone(), jen.Id("ws").Dot("f32").Index(lo, hi)))
+			perSeq = true
+			continue
+		}
 		if out.perSeq {
 			lo = jen.Lit(off).Op("+").Id("r").Op("*").Id("seq").Op("*").Lit(w)
 			hi = jen.Lit(off).Op("+").Parens(jen.Id("r").Op("*").Id("seq").Op("+").Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("i")))).Op("*").Lit(w)
@@ -309,16 +327,40 @@ func (g *gen) run(f *jen.File) {
 			lo = jen.Lit(off).Op("+").Id("r").Op("*").Lit(w)
 			hi = jen.Lit(off).Op("+").Parens(jen.Id("r").Op("+").Lit(1)).Op("*").Lit(w)
 		}
-		copies = append(copies, jen.Id("out").Dot(out.field).Index(jen.Id("i")).Op("=").Qual("slices", "Clone").Call(jen.Id("ws").Dot("f32").Index(lo, hi)))
+		copies = append(copies, dst.Op("=").Qual("slices", "Clone").Call(jen.Id("ws").Dot("f32").Index(lo, hi)))
+	}
+	if packs && perSeq {
+		// A per-token output's rows of sequence r: packed, offsets[r] and
+		// its length; padded, r*seq and all its ids.
+		copies = append([]jen.Code{
+			jen.List(jen.Id("start"), jen.Id("used")).Op(":=").List(jen.Id("r").Op("*").Id("seq"), jen.Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("i")))),
+			jen.If(jen.Id("offsets").Op("!=").Nil()).Block(jen.List(jen.Id("start"), jen.Id("used")).Op("=").List(jen.Id("offsets").Index(jen.Id("r")), jen.Id("ws").Dot("lengths").Index(jen.Id("r")))),
+		}, copies...)
 	}
 	types := jen.Nil()
 	if g.hasInput("types") {
 		types = jen.Id("ws").Dot("types")
 	}
+	offsets := []jen.Code{jen.Var().Id("offsets").Index().Int()}
+	if packs {
+		offsets = append(offsets,
+			jen.Var().Id("ok").Bool(),
+			jen.If(jen.List(jen.Id("ws").Dot("lengths"), jen.Id("ok")).Op("=").Qual(pkgNN, "MaskLengths").Call(jen.Id("ws").Dot("lengths"), jen.Id("ws").Dot("mask"), jen.Id("batch"), jen.Id("seq")), jen.Id("ok")).Block(
+				jen.Id("ws").Dot("offsets").Op("=").Qual(pkgNN, "PackedOffsets").Call(jen.Id("ws").Dot("offsets"), jen.Id("ws").Dot("lengths")),
+				jen.Id("offsets").Op("=").Id("ws").Dot("offsets"),
+			))
+	}
 	f.Comment("Run runs the model on a batch of token id sequences and returns one output entry")
 	f.Comment("per sequence, in request order. Sequences may differ in length: each chunk of")
 	f.Comment("MaxBatch sequences is right-padded to its longest, which does not change any")
-	f.Comment("sequence's outputs, and a request of more than MaxBatch sequences is chunked in")
+	if packs {
+		f.Comment("sequence's outputs, and runs packed (padding-free: only its real tokens are")
+		f.Comment("computed, attention per sequence at its own length) when its masks are ones")
+		f.Comment("then zeros. A request of more than MaxBatch sequences is chunked in")
+	} else {
+		f.Comment("sequence's outputs (" + g.pl.prog.PackingReason() + ": no packed batches),")
+		f.Comment("and a request of more than MaxBatch sequences is chunked in")
+	}
 	f.Comment("order of length (modelrt.ChunkOrder), so that chunks pad little. Bad input gives")
 	f.Comment("an error matching ErrInvalidInput and its precise cause, never a panic; a")
 	f.Comment("cancelled ctx stops the pass at the next GEMM or attention and returns ctx.Err().")
@@ -336,8 +378,10 @@ func (g *gen) run(f *jen.File) {
 			jen.Id("idx").Op(":=").Id("ws").Dot("order").Index(jen.Id("lo").Op(":").Min(jen.Id("n"), jen.Id("lo").Op("+").Add(chunk.Clone()))),
 			jen.List(jen.Id("batch"), jen.Id("seq")).Op(":=").Len(jen.Id("idx")).Op(",").Qual(pkgModelrt, "LongestOf").Call(jen.Op("&").Id("b"), jen.Id("idx")),
 			jen.Qual(pkgModelrt, "FillInputsOf").Call(jen.Id("ws").Dot("ids"), jen.Id("ws").Dot("mask"), types, jen.Op("&").Id("b"), jen.Id("idx"), jen.Id("seq"), jen.Lit(g.padID())),
-			returnIfErr2(jen.Id("m").Dot("forward").Call(jen.Id("ctx"), jen.Id("ws"), jen.Id("batch"), jen.Id("seq")), jen.Id("Outputs").Values()),
-			jen.For(jen.List(jen.Id("r"), jen.Id("i")).Op(":=").Range().Id("idx")).Block(copies...),
+			jen.Block(append(offsets,
+				returnIfErr2(jen.Id("m").Dot("forward").Call(jen.Id("ctx"), jen.Id("ws"), jen.Id("batch"), jen.Id("seq"), jen.Id("offsets")), jen.Id("Outputs").Values()),
+				jen.For(jen.List(jen.Id("r"), jen.Id("i")).Op(":=").Range().Id("idx")).Block(copies...),
+			)...),
 		),
 		jen.Return(jen.Id("out"), jen.Nil()),
 	)

@@ -39,6 +39,20 @@ func extentCode(e extent) *jen.Statement {
 	return v
 }
 
+// slotExtentCode is the Go expression of slot id's extent: a token-wise
+// slot (exec.Schedule.TokenWise) has rows, not tokens, rows of a packed
+// batch (the local rows; see scheduleFile).
+func (pl *plan) slotExtentCode(id exec.SlotID, e extent) *jen.Statement {
+	if e.Batch && e.Seq && pl.prog.TokenWise(id) {
+		v := jen.Id("rows")
+		if e.Elems != 1 {
+			v = v.Op("*").Lit(e.Elems)
+		}
+		return v
+	}
+	return extentCode(e)
+}
+
 // slotCode is the slice expression of a slot at the run-time sizes.
 func (pl *plan) slotCode(id exec.SlotID) *jen.Statement {
 	if id == exec.NoSlot {
@@ -47,7 +61,7 @@ func (pl *plan) slotCode(id exec.SlotID) *jen.Statement {
 	s := pl.slots[id]
 	switch s.home {
 	case homeInput:
-		return jen.Id("ws").Dot(s.input).Index(jen.Empty(), extentCode(s.extent))
+		return jen.Id("ws").Dot(s.input).Index(jen.Empty(), pl.slotExtentCode(id, s.extent))
 	case homeWeight:
 		w := jen.Id("m").Dot("w").Dot(s.weight.Field)
 		if s.extent == (extent{Elems: len(s.weight.F32)}) {
@@ -61,7 +75,7 @@ func (pl *plan) slotCode(id exec.SlotID) *jen.Statement {
 		}
 		return jen.Index().Int64().Values(vals...)
 	case homeArena:
-		return jen.Id("ws").Dot(arenaFields[s.arena]).Index(jen.Lit(s.off), jen.Empty()).Index(jen.Empty(), extentCode(s.extent))
+		return jen.Id("ws").Dot(arenaFields[s.arena]).Index(jen.Lit(s.off), jen.Empty()).Index(jen.Empty(), pl.slotExtentCode(id, s.extent))
 	case homeTensor: // a generic op's result (plan_ops.go)
 		if field, ok := dataField(s.dtype); ok {
 			return jen.Id(s.tensor).Dot(field)
@@ -70,7 +84,9 @@ func (pl *plan) slotCode(id exec.SlotID) *jen.Statement {
 	panic(fmt.Sprintf("codegen: slot %q has no home", s.name)) // newPlan rejects such programs
 }
 
-func (pl *plan) rowsCode(id exec.SlotID) *jen.Statement { return extentCode(pl.slots[id].rows()) }
+func (pl *plan) rowsCode(id exec.SlotID) *jen.Statement {
+	return pl.slotExtentCode(id, pl.slots[id].rows())
+}
 
 func weightCode(w *weight) *jen.Statement {
 	if w == nil {
@@ -90,6 +106,13 @@ func (g *gen) scheduleFile() (*jen.File, error) {
 	pl := g.pl
 	f := newFile(g.opts.Package)
 	body := []jen.Code{jen.Id("tokens").Op(":=").Id("batch").Op("*").Id("seq")}
+	if pl.prog.PackingReason() == "" {
+		// rows is the token-wise buffers' row count: the real tokens of a
+		// packed batch (offsets non-nil), else every padded position.
+		body = append(body,
+			jen.Id("rows").Op(":=").Id("tokens"),
+			jen.If(jen.Id("offsets").Op("!=").Nil()).Block(jen.Id("rows").Op("=").Id("offsets").Index(jen.Id("batch"))))
+	}
 	for i, st := range pl.prog.Steps() {
 		cmt := fmt.Sprintf("#%d %s: %s", i, st.Call(), st.Source())
 		if pl.views[i] {
@@ -124,9 +147,13 @@ func (g *gen) scheduleFile() (*jen.File, error) {
 	f.Comment("forward runs the schedule on the first batch sequences of ws's inputs, each")
 	f.Comment("padded to seq tokens, leaving the outputs in ws's arena. Each statement is one")
 	f.Comment("step of the lowered exec.Program (numbered as `sqc inspect` lists it), with")
-	f.Comment("constant shapes and arena offsets planned for MaxBatch x MaxSequence.")
+	f.Comment("constant shapes and arena offsets planned for MaxBatch x MaxSequence. With")
+	f.Comment("offsets (nn.PackedOffsets of the sequences' lengths; nil when the schedule")
+	f.Comment("cannot pack) the batch runs packed: token-wise buffers hold the real tokens")
+	f.Comment("only, sequence b at rows offsets[b] .. offsets[b+1]-1 (compiler/exec packed.go).")
 	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("forward").Params(
 		jen.Id("ctx").Qual("context", "Context"), jen.Id("ws").Op("*").Id("workspace"), jen.List(jen.Id("batch"), jen.Id("seq")).Int(),
+		jen.Id("offsets").Index().Int(),
 	).Error().Block(body...)
 	return f, nil
 }
@@ -229,8 +256,19 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 				}
 			}
 		}
-		return jen.Qual(pkgNN, "Attention").Call(jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out), sc(s.Q), kArg, vArg, sc(s.Mask),
-			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims)), nil
+		call := jen.Qual(pkgNN, "Attention").Call(jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out), sc(s.Q), kArg, vArg, sc(s.Mask),
+			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims))
+		if !pl.prog.TokenWise(s.Q) {
+			return call, nil
+		}
+		packed := jen.Dict{
+			jen.Id("Heads"): jen.Lit(s.Heads), jen.Id("HeadDim"): jen.Lit(width / s.Heads), jen.Id("Scale"): jen.Lit(s.Scale),
+			jen.Id("QStride"): jen.Lit(stride), jen.Id("KStride"): jen.Lit(stride), jen.Id("VStride"): jen.Lit(stride), jen.Id("OutStride"): jen.Lit(width),
+		}
+		return jen.If(jen.Id("offsets").Op("!=").Nil()).Block(
+			jen.Qual(pkgNN, "AttentionPacked").Call(jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out), sc(s.Q), kArg.Clone(), vArg.Clone(),
+				jen.Op("&").Qual(pkgNN, "AttentionDims").Values(packed), jen.Id("offsets")),
+		).Else().Block(call), nil
 	case *exec.AttentionMaskStep:
 		return jen.Qual(pkgNN, "AttentionMask").Call(sc(s.Out), sc(s.Mask), jen.Lit(s.Fill)), nil
 	case *exec.AddStep:
@@ -256,13 +294,25 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		if st.Call() == "nn.Embed" { // with the LayerNorm
 			return returnIfErr(jen.Qual(pkgNN, "Embed").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))), nil
 		}
-		return returnIfErr(jen.Qual(pkgNN, "EmbedSumParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))), nil
+		call := returnIfErr(jen.Qual(pkgNN, "EmbedSumParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq")))
+		if !pl.prog.TokenWise(s.Out) {
+			return call, nil
+		}
+		return jen.If(jen.Id("offsets").Op("!=").Nil()).Block(
+			returnIfErr(jen.Qual(pkgNN, "EmbedSumPacked").Call(jen.Id("m").Dot("pool"), sc(s.Out), params.Clone(), sc(s.IDs), types.Clone(), jen.Id("seq"), jen.Id("offsets"))),
+		).Else().Block(call), nil
 	case *exec.GatherStep:
 		outer, dim, inner, err := pl.gatherDims(s)
 		if err != nil {
 			return nil, err
 		}
-		return returnIfErr(jen.Qual(pkgNN, "Gather").Call(sc(s.Out), sc(s.Data), extentCode(outer), extentCode(dim), jen.Lit(inner), sc(s.Indices))), nil
+		call := returnIfErr(jen.Qual(pkgNN, "Gather").Call(sc(s.Out), sc(s.Data), extentCode(outer), extentCode(dim), jen.Lit(inner), sc(s.Indices)))
+		if !pl.prog.TokenWise(s.Data) {
+			return call, nil
+		}
+		return jen.If(jen.Id("offsets").Op("!=").Nil()).Block(
+			returnIfErr(jen.Qual(pkgNN, "GatherPacked").Call(sc(s.Out), sc(s.Data), jen.Lit(inner), jen.Id("offsets"), sc(s.Indices))),
+		).Else().Block(call), nil
 	}
 	return nil, fmt.Errorf("codegen: no emitter for step %s (%T)", st.Call(), st)
 }

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/runtime/nn"
@@ -68,4 +69,47 @@ func (s *AttentionStep) runPacked(p *Program) error {
 		QStride: lay.Stride, KStride: lay.Stride, VStride: lay.Stride, OutStride: lay.Width,
 	}
 	return s.attend(p, qkv.F32, qkv.F32[lay.KOffset:], qkv.F32[lay.VOffset:], outShape)
+}
+
+// runVarlen is run for a packed batch (packed.go): Q, K and V (or the
+// packed QKV operand) are [tokens, ...], and each sequence attends to its
+// own tokens only, with no mask.
+func (s *AttentionStep) runVarlen(p *Program) error {
+	off := p.run.offsets
+	q := p.bufs[s.Q]
+	if q.DType != compiler.Float32 || len(q.Shape) != 2 || q.Shape[0] != int64(off[len(off)-1]) {
+		return fmt.Errorf("internal error: packed Attention operand %s%v for %d tokens", q.DType, q.Shape, off[len(off)-1])
+	}
+	width := int(q.Shape[1])
+	qs, ks, vs := q.F32, q.F32, q.F32
+	stride := width
+	if s.Packed {
+		lay := PackedAttentionLayout(width)
+		width, stride = lay.Width, lay.Stride
+		if len(qs) > 0 {
+			ks, vs = qs[lay.KOffset:], qs[lay.VOffset:]
+		}
+	} else {
+		k, v := p.bufs[s.K], p.bufs[s.V]
+		if !slices.Equal(k.Shape, q.Shape) || !slices.Equal(v.Shape, q.Shape) {
+			return fmt.Errorf("%w: Attention q %v, k %v, v %v", compiler.ErrShapeMismatch, q.Shape, k.Shape, v.Shape)
+		}
+		ks, vs = k.F32, v.F32
+	}
+	if width%s.Heads != 0 {
+		return fmt.Errorf("%w: Attention width %d with %d heads", compiler.ErrShapeMismatch, width, s.Heads)
+	}
+	s.dims = nn.AttentionDims{
+		Heads: s.Heads, HeadDim: width / s.Heads, Scale: s.Scale,
+		QStride: stride, KStride: stride, VStride: stride, OutStride: width,
+	}
+	out := p.bufs[s.Out]
+	resize(out, compiler.Float32, q.Shape[0], int64(width))
+	longest := 0
+	for _, l := range p.run.lengths {
+		longest = max(longest, l)
+	}
+	p.scratch = grow(p.scratch, nn.AttentionScratchLen(p.pool.Workers(), longest, s.dims.HeadDim))
+	nn.AttentionPacked(p.pool, p.scratch, out.F32, qs, ks, vs, &s.dims, off)
+	return nil
 }

@@ -41,6 +41,13 @@ func (s *EmbedStep) run(p *Program) error {
 		typeIDs = t.I64
 	}
 	out := p.bufs[s.Out]
+	if off := p.run.offsets; off != nil { // packed.go: the real tokens only
+		resize(out, compiler.Float32, int64(off[len(off)-1]), int64(s.Params.Hidden))
+		if err := nn.EmbedSumPacked(p.pool, out.F32, &s.Params, ids.I64, typeIDs, seq, off); err != nil {
+			return fmt.Errorf("%w: %v", compiler.ErrInvalidRequest, err)
+		}
+		return nil
+	}
 	resize(out, compiler.Float32, int64(batch), int64(seq), int64(s.Params.Hidden))
 	if err := nn.EmbedSumParallel(p.pool, out.F32, &s.Params, ids.I64, typeIDs, batch, seq); err != nil {
 		return fmt.Errorf("%w: %v", compiler.ErrInvalidRequest, err)

@@ -57,6 +57,7 @@ func Lower(g *compiler.Graph) (*Schedule, error) {
 		p.outputs = append(p.outputs, v)
 		p.outputSlots = append(p.outputSlots, l.slot(v.Name))
 	}
+	p.pack = planPacking(p) // packed.go
 	return p, nil
 }
 
@@ -66,7 +67,7 @@ func NewProgram(s *Schedule, opts Options) (*Program, error) {
 	if s == nil {
 		return nil, fmt.Errorf("exec: %w: nil schedule", compiler.ErrInvalidRequest)
 	}
-	p := &Program{Schedule: s}
+	p := &Program{Schedule: s, padded: opts.Padded}
 	p.bufs = p.newBuffers() // carved from the arena at the first Run (reuse.go)
 	p.pool = pool.New(opts.Threads)
 	e, err := qgemm.New(qgemm.Options{Pool: p.pool, ISA: opts.ISA, Variant: opts.Variant})

@@ -22,6 +22,9 @@ type Options struct {
 	Variant *qgemm.Variant
 	// Threads is the size of the Program's worker pool (<= 0: GOMAXPROCS).
 	Threads int
+	// Padded runs every batch in its padded layout, never packed
+	// (packed.go): for comparisons, the outputs are the same bits.
+	Padded bool
 }
 
 // Schedule is a graph lowered to runtime calls, as pure data: the steps
@@ -40,6 +43,8 @@ type Schedule struct {
 	inputSlots  []SlotID
 	outputs     []*compiler.Value
 	outputSlots []SlotID
+
+	pack packPlan // whether and how batches run packed (packed.go)
 }
 
 // Program is a Schedule with what runs it: a worker pool, a GEMM engine
@@ -54,6 +59,8 @@ type Program struct {
 	mu      sync.Mutex         // Run uses the buffers below: one call at a time
 	bufs    []*compiler.Tensor // per slot
 	scratch []float32          // attention scores
+	padded  bool               // Options.Padded
+	run     packing            // this Run's layout (packed.go)
 
 	// The arena the planned buffers are carved from (reuse.go), laid out
 	// by plan at the largest sizes run so far (nil before the first Run).
@@ -143,6 +150,7 @@ func (p *Program) RunInto(inputs, outputs map[string]*compiler.Tensor) error {
 		return err
 	}
 	p.fitArena()
+	p.bindPacking()
 	defer func() {
 		for _, id := range p.inputSlots {
 			p.bufs[id] = nil // keep none of the caller's memory
@@ -163,7 +171,11 @@ func (p *Program) RunInto(inputs, outputs map[string]*compiler.Tensor) error {
 			t = &compiler.Tensor{}
 			outputs[v.Name] = t
 		}
-		copyTensor(t, p.bufs[p.outputSlots[i]])
+		if id := p.outputSlots[i]; p.run.offsets != nil && p.pack.tokenWise[id] {
+			p.run.unpackRows(t, p.bufs[id])
+		} else {
+			copyTensor(t, p.bufs[id])
+		}
 	}
 	return nil
 }

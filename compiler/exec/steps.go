@@ -410,6 +410,9 @@ func (s *LayerNormStep) run(p *Program) error {
 }
 
 func (s *AttentionStep) run(p *Program) error {
+	if p.run.offsets != nil {
+		return s.runVarlen(p)
+	}
 	if s.Packed {
 		return s.runPacked(p)
 	}
@@ -546,6 +549,16 @@ func (s *GatherStep) run(p *Program) error {
 	data, ix := p.bufs[s.Data], p.bufs[s.Indices]
 	if data.DType != compiler.Float32 || ix.DType != compiler.Int64 || s.Axis >= len(data.Shape) {
 		return fmt.Errorf("%w: Gather of %s%v at %s indices along axis %d", compiler.ErrShapeMismatch, data.DType, data.Shape, ix.DType, s.Axis)
+	}
+	if off := p.run.offsets; off != nil && p.pack.tokenWise[s.Data] { // packed.go: [tokens, inner]
+		inner := int(compiler.NumElements(data.Shape[1:]))
+		s.shape = append(append(append(s.shape[:0], int64(len(off)-1)), ix.Shape...), data.Shape[1:]...)
+		out := p.bufs[s.Out]
+		resize(out, compiler.Float32, s.shape...)
+		if err := nn.GatherPacked(out.F32, data.F32, inner, off, ix.I64); err != nil {
+			return fmt.Errorf("%w: Gather: %v", compiler.ErrInvalidRequest, err)
+		}
+		return nil
 	}
 	s.shape = append(append(append(s.shape[:0], data.Shape[:s.Axis]...), ix.Shape...), data.Shape[s.Axis+1:]...)
 	out := p.bufs[s.Out]

@@ -1,0 +1,239 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/nn"
+)
+
+// Packed (padding-free) batches.
+//
+// A batch of right-padded sequences (ids [batch, seq] with a 0/1
+// attention mask of ones then zeros per row) runs packed when its
+// schedule allows: the embedding step writes only the real tokens, one
+// sequence after another ([tokens, hidden], sequence b at rows
+// offsets[b] .. offsets[b+1]-1, nn.PackedOffsets), every token-wise step
+// (quantise, GEMM with its epilogue, LayerNorm, Add, activation, FP32
+// Linear) then runs on those rows only, attention runs per sequence at
+// its own length with no mask (nn.AttentionPacked), and a Gather along
+// the sequence axis (the pooler's first token) picks each sequence's row
+// (nn.GatherPacked). A graph output that is per token leaves Run in the
+// padded layout [batch, seq, ...], padding rows zero. Every sequence gets
+// the bits it gets when run alone (with no padding): the token-wise
+// kernels compute each row from that row only, and a sequence alone
+// attends to the same keys in the same order.
+//
+// Which steps are token-wise is decided at Lower (planPacking), by
+// following the embedding's output through the steps. A schedule whose
+// per-token values reach any other kind of step (a generic op, a Gather
+// along another axis, an Add with a value of another layout, attention
+// without the mask the batch's lengths come from) is not packed: it runs
+// padded, and PackingReason says why. At run time a batch runs padded
+// when its mask is not ones-then-zeros per row (or a row is all zeros),
+// and when no row is padded (then both layouts are the same).
+
+// packPlan is what Lower decided about packing a schedule.
+type packPlan struct {
+	// ok is set when the schedule can run packed; otherwise reason says
+	// why not (the zero packPlan: a schedule Lower did not make).
+	ok     bool
+	reason string
+	// ids is the input the embedding reads ([batch, seq]); mask the
+	// attention-mask input the lengths come from.
+	ids, mask SlotID
+	// tokenWise marks slots holding one row per token: packed, when the
+	// batch is, to [tokens, ...].
+	tokenWise []bool
+}
+
+// packing is one Run's layout: offsets nil when the batch runs padded.
+type packing struct {
+	offsets []int // row offsets of the sequences, len batch+1; nil: padded
+	lengths []int
+	buf     []int // offsets' storage, kept between runs
+	seq     int   // the padded length of the inputs
+}
+
+// PackingReason is "" when s runs batches packed (padding-free), or why
+// it runs them padded.
+func (s *Schedule) PackingReason() string {
+	if !s.pack.ok && s.pack.reason == "" {
+		return "not lowered by Lower"
+	}
+	return s.pack.reason
+}
+
+// TokenWise reports whether slot id holds one row per token, so that a
+// packed batch holds it as [tokens, ...] (false for every slot when the
+// schedule runs padded: PackingReason).
+func (s *Schedule) TokenWise(id SlotID) bool {
+	return s.pack.ok && id != NoSlot && s.pack.tokenWise[id]
+}
+
+// PackedInputs are the ids and attention-mask inputs a packed schedule
+// takes its batch's lengths from (NoSlot, NoSlot when it runs padded).
+func (s *Schedule) PackedInputs() (ids, mask SlotID) {
+	if !s.pack.ok {
+		return NoSlot, NoSlot
+	}
+	return s.pack.ids, s.pack.mask
+}
+
+// planPacking decides whether s can run packed batches, and which slots
+// are token-wise.
+func planPacking(s *Schedule) packPlan {
+	pl := packPlan{ids: NoSlot, mask: NoSlot, tokenWise: make([]bool, len(s.slots))}
+	no := func(format string, args ...any) packPlan {
+		return packPlan{reason: fmt.Sprintf(format, args...), ids: NoSlot, mask: NoSlot}
+	}
+	tok := pl.tokenWise
+	var maskOut SlotID = NoSlot
+	for i, st := range s.steps {
+		anyTok := false
+		for _, id := range st.Operands().Reads {
+			anyTok = anyTok || tok[id]
+		}
+		label := func() string { return fmt.Sprintf("step #%d %s (node %q)", i, st.Call(), st.Source()) }
+		switch x := st.(type) {
+		case *EmbedStep:
+			if pl.ids != NoSlot {
+				return no("%s: a second embedding step", label())
+			}
+			if s.slots[x.IDs].Kind != SlotInput || (x.TypeIDs != NoSlot && s.slots[x.TypeIDs].Kind != SlotInput) {
+				return no("%s: its ids are not graph inputs", label())
+			}
+			pl.ids, tok[x.Out] = x.IDs, true
+		case *AttentionMaskStep:
+			if s.slots[x.Mask].Kind != SlotInput {
+				return no("%s: its mask is not a graph input", label())
+			}
+			if maskOut != NoSlot {
+				return no("%s: a second attention mask", label())
+			}
+			pl.mask, maskOut = x.Mask, x.Out
+		case *QuantizeStep:
+			tok[x.Out] = tok[x.X]
+		case *QuantizeRowsStep:
+			tok[x.Out], tok[x.Scales], tok[x.ZeroPoints] = tok[x.X], tok[x.X], tok[x.X]
+		case *GEMMStep:
+			if x.Residual != NoSlot && tok[x.Residual] != tok[x.A] {
+				return no("%s: a residual of another layout than its input", label())
+			}
+			tok[x.Out] = tok[x.A]
+		case *LinearF32Step:
+			tok[x.Out] = tok[x.X]
+		case *LayerNormStep:
+			for _, id := range []SlotID{x.Out, x.OutU8} {
+				if id != NoSlot {
+					tok[id] = tok[x.X]
+				}
+			}
+		case *ActivationStep:
+			tok[x.Out] = tok[x.X]
+		case *AddStep:
+			if anyTok {
+				for _, id := range []SlotID{x.A, x.B} {
+					if !tok[id] && !rowBroadcast(s.slots[id]) {
+						return no("%s: adds %s, which is neither per token nor one row", label(), s.slots[id])
+					}
+				}
+				tok[x.Out] = true
+			}
+		case *AttentionStep:
+			if anyTok {
+				for _, id := range []SlotID{x.Q, x.K, x.V} {
+					if id != NoSlot && !tok[id] {
+						return no("%s: an operand not per token", label())
+					}
+				}
+				if x.Mask == NoSlot || x.Mask != maskOut {
+					return no("%s: attends without the graph's attention mask", label())
+				}
+				tok[x.Out] = true
+			}
+		case *GatherStep:
+			if tok[x.Indices] {
+				return no("%s: per-token indices", label())
+			}
+			if tok[x.Data] {
+				sh := s.slots[x.Data].Shape
+				if x.Axis != 1 || len(sh) != 3 || s.slots[x.Indices].Kind != SlotConst {
+					return no("%s: a per-token value gathered other than at constant positions of each sequence", label())
+				}
+			}
+		default:
+			if anyTok {
+				return no("%s: reads a per-token value (no packed form)", label())
+			}
+		}
+	}
+	switch {
+	case pl.ids == NoSlot:
+		return no("no fused embedding step")
+	case pl.mask == NoSlot:
+		return no("no attention mask input: sequences are not padded")
+	}
+	for _, id := range s.outputSlots {
+		if tok[id] && s.slots[id].DType != compiler.Float32 {
+			return no("output %s is per token and %s (only f32 ones are unpacked)", s.slots[id], s.slots[id].DType)
+		}
+	}
+	pl.ok = true
+	return pl
+}
+
+// rowBroadcast reports whether a slot is a constant of one row ([N] or
+// [1, ..., N]), which adds to every token alike.
+func rowBroadcast(s *Slot) bool {
+	if s.Kind != SlotConst || s.Const == nil {
+		return false
+	}
+	sh := s.Const.Shape
+	for _, d := range sh[:max(len(sh)-1, 0)] {
+		if d != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// bindPacking decides how this Run lays out the batch: packed when the
+// schedule allows, the mask is right-padding (ones then zeros, at least
+// one one per row) and some row is padded.
+func (p *Program) bindPacking() {
+	p.run.offsets = nil
+	if !p.pack.ok || p.padded {
+		return
+	}
+	ids, mask := p.bufs[p.pack.ids], p.bufs[p.pack.mask]
+	if ids == nil || mask == nil || mask.DType != compiler.Int64 || len(mask.Shape) != 2 || len(ids.Shape) != 2 ||
+		ids.Shape[0] != mask.Shape[0] || ids.Shape[1] != mask.Shape[1] {
+		return // padded, where the steps check the shapes
+	}
+	batch, seq := int(mask.Shape[0]), int(mask.Shape[1])
+	lengths, ok := nn.MaskLengths(p.run.lengths, mask.I64, batch, seq)
+	p.run.lengths = lengths
+	if !ok {
+		return
+	}
+	p.run.buf = nn.PackedOffsets(p.run.buf, lengths)
+	p.run.offsets = p.run.buf
+	p.run.seq = seq
+}
+
+// unpackRows writes the packed f32 rows of src ([tokens, ...]) into dst
+// in the padded layout [batch, seq, ...] of the run, padding rows zero.
+func (r *packing) unpackRows(dst, src *compiler.Tensor) {
+	if dst.DType != compiler.Float32 {
+		*dst = compiler.Tensor{}
+	}
+	_, width := rowsOf(src.Shape)
+	var buf [8]int64
+	shape := append(append(buf[:0], int64(len(r.lengths)), int64(r.seq)), src.Shape[1:]...)
+	resize(dst, compiler.Float32, shape...)
+	clear(dst.F32)
+	for b, l := range r.lengths {
+		copy(dst.F32[b*r.seq*width:][:l*width], src.F32[r.offsets[b]*width:][:l*width])
+	}
+}
