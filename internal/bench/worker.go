@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/sqc-dev/sqc/compiler"
 	"io"
 	"runtime"
 
@@ -52,6 +53,9 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("FP32 reference of the check input: %w", err)
 	}
+	// Positions the mask excludes hold no meaning (zero in packed runs,
+	// computed values in the interpreter's): Agreement compares the rest.
+	compiler.ZeroMaskedTokens(ref, checkIn["attention_mask"])
 	q := o.Quant
 	if q.Threads == 0 {
 		q.Threads = o.Threads
@@ -98,6 +102,7 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 			if err != nil {
 				return nil, fmt.Errorf("mode %s: %w", mode.Name, err)
 			}
+			compiler.ZeroMaskedTokens(out, checkIn["attention_mask"])
 			a, err := Agreement(ref, out, "sqc/fp32-interp")
 			if err != nil {
 				return nil, fmt.Errorf("mode %s: %w", mode.Name, err)

@@ -171,6 +171,7 @@ type workspace struct {
 	ids, mask, types []int64   // inputs, [MaxBatch, MaxSequence] at most
 	attn             []float32 // attention scratch
 	order            []int     // Run's chunk order (modelrt.ChunkOrder), grown to the largest request
+	lengths, offsets []int     // a packed chunk's sequence lengths and row offsets (nn.MaskLengths, nn.PackedOffsets)
 }
 
 func (m *Model) newWorkspace() *workspace {
@@ -206,7 +207,9 @@ func (m *Model) MemoryBytes() int64 {
 // Run runs the model on a batch of token id sequences and returns one output entry
 // per sequence, in request order. Sequences may differ in length: each chunk of
 // MaxBatch sequences is right-padded to its longest, which does not change any
-// sequence's outputs, and a request of more than MaxBatch sequences is chunked in
+// sequence's outputs, and runs packed (padding-free: only its real tokens are
+// computed, attention per sequence at its own length) when its masks are ones
+// then zeros. A request of more than MaxBatch sequences is chunked in
 // order of length (modelrt.ChunkOrder), so that chunks pad little. Bad input gives
 // an error matching ErrInvalidInput and its precise cause, never a panic; a
 // cancelled ctx stops the pass at the next GEMM or attention and returns ctx.Err().
@@ -230,11 +233,19 @@ func (m *Model) Run(ctx context.Context, b Batch) (Outputs, error) {
 		idx := ws.order[lo:min(n, lo+MaxBatch)]
 		batch, seq := len(idx), modelrt.LongestOf(&b, idx)
 		modelrt.FillInputsOf(ws.ids, ws.mask, nil, &b, idx, seq, int64(0))
-		if err := m.forward(ctx, ws, batch, seq); err != nil {
-			return Outputs{}, err
-		}
-		for r, i := range idx {
-			out.Logits[i] = slices.Clone(ws.f32[0+r*2 : 0+(r+1)*2])
+		{
+			var offsets []int
+			var ok bool
+			if ws.lengths, ok = nn.MaskLengths(ws.lengths, ws.mask, batch, seq); ok {
+				ws.offsets = nn.PackedOffsets(ws.offsets, ws.lengths)
+				offsets = ws.offsets
+			}
+			if err := m.forward(ctx, ws, batch, seq, offsets); err != nil {
+				return Outputs{}, err
+			}
+			for r, i := range idx {
+				out.Logits[i] = slices.Clone(ws.f32[0+r*2 : 0+(r+1)*2])
+			}
 		}
 	}
 	return out, nil

@@ -11,26 +11,39 @@ import (
 // forward runs the schedule on the first batch sequences of ws's inputs, each
 // padded to seq tokens, leaving the outputs in ws's arena. Each statement is one
 // step of the lowered exec.Program (numbered as `sqc inspect` lists it), with
-// constant shapes and arena offsets planned for MaxBatch x MaxSequence.
-func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) error {
+// constant shapes and arena offsets planned for MaxBatch x MaxSequence. With
+// offsets (nn.PackedOffsets of the sequences' lengths; nil when the schedule
+// cannot pack) the batch runs packed: token-wise buffers hold the real tokens
+// only, sequence b at rows offsets[b] .. offsets[b+1]-1 (compiler/exec packed.go).
+func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offsets []int) error {
 	tokens := batch * seq
+	rows := tokens
+	if offsets != nil {
+		rows = offsets[batch]
+	}
 	// #0 nn.AttentionMask: attention_mask/AttentionMask
 	nn.AttentionMask(ws.f32[1310720:][:tokens], ws.mask[:tokens], float32(-3.4028235e+38))
 	// #1 nn.EmbedSumParallel: distilbert.embeddings/add_positions/Embeddings
-	if err := nn.EmbedSumParallel(m.pool, ws.f32[0:][:tokens*128], &m.w.embeddings0, ws.ids[:tokens], nil, batch, seq); err != nil {
-		return err
+	if offsets != nil {
+		if err := nn.EmbedSumPacked(m.pool, ws.f32[0:][:rows*128], &m.w.embeddings0, ws.ids[:tokens], nil, seq, offsets); err != nil {
+			return err
+		}
+	} else {
+		if err := nn.EmbedSumParallel(m.pool, ws.f32[0:][:rows*128], &m.w.embeddings0, ws.ids[:tokens], nil, batch, seq); err != nil {
+			return err
+		}
 	}
 	// #2 nn.LayerNormDual: distilbert.embeddings.LayerNorm/LayerNormalization
-	nn.LayerNormDual(m.pool, ws.f32[786432:][:tokens*128], 128, ws.u8[4194304:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm0, m.w.distilbertEmbeddingsLayerNormWeightSmooth, m.w.distilbertEmbeddingsLayerNormBiasSmooth, float32(178.40135), int32(126))
+	nn.LayerNormDual(m.pool, ws.f32[786432:][:rows*128], 128, ws.u8[4194304:][:rows*128], 128, ws.f32[0:][:rows*128], 128, rows, &m.w.layerNorm0, m.w.distilbertEmbeddingsLayerNormWeightSmooth, m.w.distilbertEmbeddingsLayerNormBiasSmooth, float32(178.40135), int32(126))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #3 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear/QKV
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[4194304:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[4194304:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
 		AZeroPoint: int32(126),
 		Bias:       m.w.distilbertTransformerLayer0AttentionQLinBiasQkv,
 		ColSum:     m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv.ColSum,
-		OutF32:     ws.f32[0:][:tokens*384],
+		OutF32:     ws.f32[0:][:rows*384],
 		OutStride:  384,
 		Scale:      m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkvScale,
 	}); err != nil {
@@ -40,51 +53,63 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #4 nn.Attention: distilbert.transformer.layer.0.attention.context/Reshape/Attention
-	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[0:][:tokens*384], ws.f32[0:][:tokens*384][128:], ws.f32[0:][:tokens*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
-		Batch:           batch,
-		HeadDim:         64,
-		Heads:           2,
-		KStride:         384,
-		MaskBatchStride: seq,
-		OutStride:       128,
-		QStride:         384,
-		Scale:           float32(0.125),
-		SeqK:            seq,
-		SeqQ:            seq,
-		VStride:         384,
-	})
+	if offsets != nil {
+		nn.AttentionPacked(m.pool, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], &nn.AttentionDims{
+			HeadDim:   64,
+			Heads:     2,
+			KStride:   384,
+			OutStride: 128,
+			QStride:   384,
+			Scale:     float32(0.125),
+			VStride:   384,
+		}, offsets)
+	} else {
+		nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
+			Batch:           batch,
+			HeadDim:         64,
+			Heads:           2,
+			KStride:         384,
+			MaskBatchStride: seq,
+			OutStride:       128,
+			QStride:         384,
+			Scale:           float32(0.125),
+			SeqK:            seq,
+			SeqQ:            seq,
+			VStride:         384,
+		})
+	}
 	// #5 nn.QuantizeU8Parallel: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear/quantize
-	nn.QuantizeU8Parallel(m.pool, ws.u8[1048576:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(277.94394), int32(130))
+	nn.QuantizeU8Parallel(m.pool, ws.u8[1048576:][:rows*128], 128, ws.f32[1048576:][:rows*128], 128, rows, 128, float32(277.94394), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #6 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(130),
 		Bias:           m.w.distilbertTransformerLayer0AttentionOutLinBias,
 		ColSum:         m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ.ColSum,
-		OutF32:         ws.f32[0:][:tokens*128],
+		OutF32:         ws.f32[0:][:rows*128],
 		OutStride:      128,
-		Residual:       ws.f32[786432:][:tokens*128],
+		Residual:       ws.f32[786432:][:rows*128],
 		ResidualStride: 128,
 		Scale:          m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQScale,
 	}); err != nil {
 		return err
 	}
 	// #7 nn.LayerNormDual: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
-	nn.LayerNormDual(m.pool, ws.f32[262144:][:tokens*128], 128, ws.u8[2097152:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm1, m.w.distilbertTransformerLayer0SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer0SaLayerNormBiasSmooth, float32(221.08879), int32(130))
+	nn.LayerNormDual(m.pool, ws.f32[262144:][:rows*128], 128, ws.u8[2097152:][:rows*128], 128, ws.f32[0:][:rows*128], 128, rows, &m.w.layerNorm1, m.w.distilbertTransformerLayer0SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer0SaLayerNormBiasSmooth, float32(221.08879), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #8 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[2097152:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[2097152:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(130),
 		Act:          qgemm.ActGelu,
 		Bias:         m.w.distilbertTransformerLayer0FfnLin1Bias,
 		ColSum:       m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ.ColSum,
 		OutInvScale:  float32(101.085434),
 		OutStride:    512,
-		OutU8:        ws.u8[0:][:tokens*512],
+		OutU8:        ws.u8[0:][:rows*512],
 		OutZeroPoint: int32(17),
 		Scale:        m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQScale,
 	}); err != nil {
@@ -94,29 +119,29 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #9 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(512), ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer0FfnLin2WeightTQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(512), ws.u8[0:][:rows*512], rows, 512, &m.w.distilbertTransformerLayer0FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(17),
 		Bias:           m.w.distilbertTransformerLayer0FfnLin2Bias,
 		ColSum:         m.w.distilbertTransformerLayer0FfnLin2WeightTQ.ColSum,
-		OutF32:         ws.f32[524288:][:tokens*128],
+		OutF32:         ws.f32[524288:][:rows*128],
 		OutStride:      128,
-		Residual:       ws.f32[262144:][:tokens*128],
+		Residual:       ws.f32[262144:][:rows*128],
 		ResidualStride: 128,
 		Scale:          m.w.distilbertTransformerLayer0FfnLin2WeightTQScale,
 	}); err != nil {
 		return err
 	}
 	// #10 nn.LayerNormDual: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
-	nn.LayerNormDual(m.pool, ws.f32[786432:][:tokens*128], 128, ws.u8[4194304:][:tokens*128], 128, ws.f32[524288:][:tokens*128], 128, tokens, &m.w.layerNorm2, m.w.distilbertTransformerLayer0OutputLayerNormWeightSmooth, m.w.distilbertTransformerLayer0OutputLayerNormBiasSmooth, float32(181.62914), int32(133))
+	nn.LayerNormDual(m.pool, ws.f32[786432:][:rows*128], 128, ws.u8[4194304:][:rows*128], 128, ws.f32[524288:][:rows*128], 128, rows, &m.w.layerNorm2, m.w.distilbertTransformerLayer0OutputLayerNormWeightSmooth, m.w.distilbertTransformerLayer0OutputLayerNormBiasSmooth, float32(181.62914), int32(133))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #11 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[4194304:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[4194304:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
 		AZeroPoint: int32(133),
 		Bias:       m.w.distilbertTransformerLayer1AttentionQLinBiasQkv,
 		ColSum:     m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv.ColSum,
-		OutF32:     ws.f32[0:][:tokens*384],
+		OutF32:     ws.f32[0:][:rows*384],
 		OutStride:  384,
 		Scale:      m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkvScale,
 	}); err != nil {
@@ -126,51 +151,63 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #12 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
-	nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:tokens*128], ws.f32[0:][:tokens*384], ws.f32[0:][:tokens*384][128:], ws.f32[0:][:tokens*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
-		Batch:           batch,
-		HeadDim:         64,
-		Heads:           2,
-		KStride:         384,
-		MaskBatchStride: seq,
-		OutStride:       128,
-		QStride:         384,
-		Scale:           float32(0.125),
-		SeqK:            seq,
-		SeqQ:            seq,
-		VStride:         384,
-	})
+	if offsets != nil {
+		nn.AttentionPacked(m.pool, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], &nn.AttentionDims{
+			HeadDim:   64,
+			Heads:     2,
+			KStride:   384,
+			OutStride: 128,
+			QStride:   384,
+			Scale:     float32(0.125),
+			VStride:   384,
+		}, offsets)
+	} else {
+		nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
+			Batch:           batch,
+			HeadDim:         64,
+			Heads:           2,
+			KStride:         384,
+			MaskBatchStride: seq,
+			OutStride:       128,
+			QStride:         384,
+			Scale:           float32(0.125),
+			SeqK:            seq,
+			SeqQ:            seq,
+			VStride:         384,
+		})
+	}
 	// #13 nn.QuantizeU8Parallel: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear/quantize
-	nn.QuantizeU8Parallel(m.pool, ws.u8[1048576:][:tokens*128], 128, ws.f32[1048576:][:tokens*128], 128, tokens, 128, float32(258.05313), int32(128))
+	nn.QuantizeU8Parallel(m.pool, ws.u8[1048576:][:rows*128], 128, ws.f32[1048576:][:rows*128], 128, rows, 128, float32(258.05313), int32(128))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #14 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(128),
 		Bias:           m.w.distilbertTransformerLayer1AttentionOutLinBias,
 		ColSum:         m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ.ColSum,
-		OutF32:         ws.f32[0:][:tokens*128],
+		OutF32:         ws.f32[0:][:rows*128],
 		OutStride:      128,
-		Residual:       ws.f32[786432:][:tokens*128],
+		Residual:       ws.f32[786432:][:rows*128],
 		ResidualStride: 128,
 		Scale:          m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQScale,
 	}); err != nil {
 		return err
 	}
 	// #15 nn.LayerNormDual: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
-	nn.LayerNormDual(m.pool, ws.f32[262144:][:tokens*128], 128, ws.u8[2097152:][:tokens*128], 128, ws.f32[0:][:tokens*128], 128, tokens, &m.w.layerNorm3, m.w.distilbertTransformerLayer1SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer1SaLayerNormBiasSmooth, float32(185.9047), int32(112))
+	nn.LayerNormDual(m.pool, ws.f32[262144:][:rows*128], 128, ws.u8[2097152:][:rows*128], 128, ws.f32[0:][:rows*128], 128, rows, &m.w.layerNorm3, m.w.distilbertTransformerLayer1SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer1SaLayerNormBiasSmooth, float32(185.9047), int32(112))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// #16 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[2097152:][:tokens*128], tokens, 128, &m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[2097152:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
 		AZeroPoint:   int32(112),
 		Act:          qgemm.ActGelu,
 		Bias:         m.w.distilbertTransformerLayer1FfnLin1Bias,
 		ColSum:       m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ.ColSum,
 		OutInvScale:  float32(85.180595),
 		OutStride:    512,
-		OutU8:        ws.u8[0:][:tokens*512],
+		OutU8:        ws.u8[0:][:rows*512],
 		OutZeroPoint: int32(14),
 		Scale:        m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQScale,
 	}); err != nil {
@@ -180,23 +217,29 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int) erro
 		return err
 	}
 	// #17 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(512), ws.u8[0:][:tokens*512], tokens, 512, &m.w.distilbertTransformerLayer1FfnLin2WeightTQ, &qgemm.Epilogue{
+	if err := m.gemm.GEMMWithKernel(gemmKernel(512), ws.u8[0:][:rows*512], rows, 512, &m.w.distilbertTransformerLayer1FfnLin2WeightTQ, &qgemm.Epilogue{
 		AZeroPoint:     int32(14),
 		Bias:           m.w.distilbertTransformerLayer1FfnLin2Bias,
 		ColSum:         m.w.distilbertTransformerLayer1FfnLin2WeightTQ.ColSum,
-		OutF32:         ws.f32[524288:][:tokens*128],
+		OutF32:         ws.f32[524288:][:rows*128],
 		OutStride:      128,
-		Residual:       ws.f32[262144:][:tokens*128],
+		Residual:       ws.f32[262144:][:rows*128],
 		ResidualStride: 128,
 		Scale:          m.w.distilbertTransformerLayer1FfnLin2WeightTQScale,
 	}); err != nil {
 		return err
 	}
 	// #18 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
-	nn.LayerNorm(m.pool, ws.f32[0:][:tokens*128], 128, ws.f32[524288:][:tokens*128], 128, tokens, &m.w.layerNorm4)
+	nn.LayerNorm(m.pool, ws.f32[0:][:rows*128], 128, ws.f32[524288:][:rows*128], 128, rows, &m.w.layerNorm4)
 	// #19 nn.Gather: pre_classifier/first_token
-	if err := nn.Gather(ws.f32[262144:][:batch*128], ws.f32[0:][:tokens*128], batch, seq, 128, []int64{int64(0)}); err != nil {
-		return err
+	if offsets != nil {
+		if err := nn.GatherPacked(ws.f32[262144:][:batch*128], ws.f32[0:][:rows*128], 128, offsets, []int64{int64(0)}); err != nil {
+			return err
+		}
+	} else {
+		if err := nn.Gather(ws.f32[262144:][:batch*128], ws.f32[0:][:rows*128], batch, seq, 128, []int64{int64(0)}); err != nil {
+			return err
+		}
 	}
 	// #20 nn.LinearF32: pre_classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[0:][:batch*128], 128, ws.f32[262144:][:batch*128], 128, batch, 128, 128, m.w.preClassifierWeightT, m.w.preClassifierBias)
