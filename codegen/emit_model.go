@@ -72,6 +72,9 @@ func (g *gen) modelFile() *jen.File {
 		jen.Id("VocabSize").Op("=").Lit(g.pl.vocab),
 		jen.Comment("TypeVocabSize is the number of token type ids (0: the model has no token types)."),
 		jen.Id("TypeVocabSize").Op("=").Lit(g.pl.typeVocab),
+		jen.Comment("Packed: Run computes only the real tokens of a batch, attention per sequence at its own"),
+		jen.Comment("length (padding-free batches); false where the package doc says why not."),
+		jen.Id("Packed").Op("=").Lit(g.pl.prog.PackingReason() == ""),
 	}
 	if g.classifier() {
 		limits = append(limits, jen.Comment("NumLabels is the number of classes."), jen.Id("NumLabels").Op("=").Lit(len(o.Labels)))

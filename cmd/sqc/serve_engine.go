@@ -47,6 +47,7 @@ func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelH
 	m := &engineModel{prog: prog, q: q, tok: tok, out: q.Outputs[0].Name, info: serve.Info{
 		ID: g.Name, MaxSequence: maxSeq, MaxBatch: maxBatch, Labels: labels(g),
 		TypeVocab: int(lim.tables["token_type_ids"].rows), Kernel: prog.Engine().Describe(),
+		Packed: prog.PackingReason() == "",
 	}}
 	probe := tok.Encode("")
 	outs, err := prog.Run(feedsOf(q, []infer.Encoded{{IDs: probe.InputIDs, Mask: probe.AttentionMask, TypeIDs: probe.TokenTypeIDs}}))

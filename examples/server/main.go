@@ -62,6 +62,7 @@ func model(m *sentimentmodel.Model) serve.Model {
 			ID: "sst2-distilbert-tiny", Kind: serve.Classifier,
 			MaxSequence: sentimentmodel.MaxSequence, MaxBatch: sentimentmodel.MaxBatch,
 			TypeVocab: sentimentmodel.TypeVocabSize, Labels: sentimentmodel.Labels(), Kernel: m.Describe(),
+			Packed: sentimentmodel.Packed,
 		},
 		Tok: m.Tokenizer(),
 		RunFunc: func(ctx context.Context, b modelrt.Batch) ([][]float32, error) {

@@ -45,7 +45,8 @@ type batcher struct {
 	maxTokens int
 	maxSeqs   int
 	maxWait   time.Duration
-	maxBatch  int // the model's chunk size, for the padding figure
+	maxBatch  int  // the model's chunk size, for the padding figure
+	packed    bool // the model computes real tokens only (Info.Packed)
 	noTypes   bool
 	m         *metrics
 
@@ -60,7 +61,7 @@ type batcher struct {
 func newBatcher(model Model, info Info, cfg *Config, m *metrics) *batcher {
 	b := &batcher{
 		model: model, maxTokens: cfg.MaxBatchTokens, maxSeqs: cfg.MaxBatchRequests, maxWait: cfg.MaxWait,
-		maxBatch: info.MaxBatch, noTypes: info.TypeVocab <= 1, m: m,
+		maxBatch: info.MaxBatch, packed: info.Packed, noTypes: info.TypeVocab <= 1, m: m,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}),
 	}
 	if b.maxSeqs <= 0 {
@@ -226,7 +227,11 @@ func (b *batcher) run(batch []*entry) {
 	if err == nil && len(outs) != len(batch) {
 		err = fmt.Errorf("model returned %d outputs for %d sequences", len(outs), len(batch))
 	}
-	b.m.observeBatch(len(batch), tokens, modelrt.PaddedTokens(&mb, modelrt.ChunkOrder(nil, &mb, b.maxBatch), b.maxBatch), took)
+	computed := tokens
+	if !b.packed {
+		computed = modelrt.PaddedTokens(&mb, modelrt.ChunkOrder(nil, &mb, b.maxBatch), b.maxBatch)
+	}
+	b.m.observeBatch(len(batch), tokens, computed, took)
 	now := time.Now()
 	for k, e := range batch {
 		r := e.req

@@ -234,3 +234,40 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestPaddingMetricOfPackedModels: a model that computes real tokens only
+// (Info.Packed) reports no padding; one that pads each pass to its
+// longest sequence reports the positions it computes per real token.
+func TestPaddingMetricOfPackedModels(t *testing.T) {
+	for _, packed := range []bool{false, true} {
+		m := newFake(t, Classifier)
+		m.info.Packed = packed
+		s := newTestServer(t, m, Config{})
+		// One request of two inputs (a list of two strings would be a
+		// pair), one forward pass: [CLS] a [SEP] (3 tokens) and [CLS] a
+		// good movie [SEP] (5), 8 real tokens; padded, 2 x 5.
+		if code, body := post(s, context.Background(), "/predict", `{"inputs":[["a"],["a good movie"]]}`); code != http.StatusOK {
+			t.Fatalf("status %d: %s", code, body)
+		}
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		want := "sqc_serve_batch_padding_ratio_sum 1.25"
+		if packed {
+			want = "sqc_serve_batch_padding_ratio_sum 1\n"
+		}
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("packed=%v: /metrics lacks %q:\n%s", packed, want, grepLines(rec.Body.String(), "batch_"))
+		}
+	}
+}
+
+// grepLines is the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -55,6 +55,10 @@ type Info struct {
 	Scoring modelrt.Activation
 	// Kernel says which kernel family runs (the model's Describe).
 	Kernel string
+	// Packed: Run computes only the real tokens of a batch (padding-free
+	// batches: a generated package's Packed, an engine whose schedule has
+	// no PackingReason), so padding costs nothing in the padding metric.
+	Packed bool
 }
 
 // Model is what the server runs. The in-process INT8 engine and generated

@@ -38,6 +38,9 @@ const (
 	VocabSize = 30522
 	// TypeVocabSize is the number of token type ids (0: the model has no token types).
 	TypeVocabSize = 0
+	// Packed: Run computes only the real tokens of a batch, attention per sequence at its own
+	// length (padding-free batches); false where the package doc says why not.
+	Packed = true
 	// NumLabels is the number of classes.
 	NumLabels = 2
 )
