@@ -48,22 +48,29 @@ var embedCalls = newRowsRecycler[embedArgs]()
 // embedRange writes tokens [t0, t1): (word + type) + position, as EmbedSum
 // (a Gather, then two Adds) does.
 func embedRange(a *embedArgs, t0, t1 int) {
-	e, h := a.e, a.e.Hidden
-	words, types := len(e.Words)/h, len(e.TokenTypes)/h
+	h := a.e.Hidden
 	for t := t0; t < t1; t++ {
-		row := a.dst[t*h : (t+1)*h]
-		id := a.ids[t]
-		if id < 0 {
-			id += int64(words)
-		}
-		copy(row, e.Words[int(id)*h:][:h])
-		if a.typeIDs != nil {
-			tid := a.typeIDs[t]
-			if tid < 0 {
-				tid += int64(types)
-			}
-			Add(row, row, e.TokenTypes[int(tid)*h:][:h])
-		}
-		Add(row, row, e.Positions[(t%a.seq)*h:][:h])
+		a.e.embedRow(a.dst[t*h:(t+1)*h], a.ids, a.typeIDs, t, t%a.seq)
 	}
+}
+
+// embedRow writes one token's embedding, (word + type) + position, into
+// row: the token is ids[src] (typeIDs[src]; nil: no token types) at
+// position pos. Negative ids count from the end of their table, as
+// Gather's indices do.
+func (e *Embeddings) embedRow(row []float32, ids, typeIDs []int64, src, pos int) {
+	h := e.Hidden
+	id := ids[src]
+	if id < 0 {
+		id += int64(len(e.Words) / h)
+	}
+	copy(row, e.Words[int(id)*h:][:h])
+	if typeIDs != nil {
+		tid := typeIDs[src]
+		if tid < 0 {
+			tid += int64(len(e.TokenTypes) / h)
+		}
+		Add(row, row, e.TokenTypes[int(tid)*h:][:h])
+	}
+	Add(row, row, e.Positions[pos*h:][:h])
 }

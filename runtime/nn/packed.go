@@ -104,29 +104,14 @@ var embedPackedCalls = newRowsRecycler[embedPackedArgs]()
 // embedPackedRange writes packed rows [r0, r1), as embedRange writes a
 // padded row: the same sums in the same order.
 func embedPackedRange(a *embedPackedArgs, r0, r1 int) {
-	e, h := a.e, a.e.Hidden
-	words, types := len(e.Words)/h, len(e.TokenTypes)/h
+	h := a.e.Hidden
 	b := sort.SearchInts(a.offsets, r0+1) - 1 // the sequence holding row r0
 	for r := r0; r < r1; r++ {
 		for r >= a.offsets[b+1] {
 			b++
 		}
 		pos := r - a.offsets[b]
-		src := b*a.seq + pos
-		row := a.dst[r*h : (r+1)*h]
-		id := a.ids[src]
-		if id < 0 {
-			id += int64(words)
-		}
-		copy(row, e.Words[int(id)*h:][:h])
-		if a.typeIDs != nil {
-			tid := a.typeIDs[src]
-			if tid < 0 {
-				tid += int64(types)
-			}
-			Add(row, row, e.TokenTypes[int(tid)*h:][:h])
-		}
-		Add(row, row, e.Positions[pos*h:][:h])
+		a.e.embedRow(a.dst[r*h:(r+1)*h], a.ids, a.typeIDs, b*a.seq+pos, pos)
 	}
 }
 
