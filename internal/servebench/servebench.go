@@ -48,11 +48,13 @@ func (r *recorder) take() []modelrt.Batch {
 	return out
 }
 
-// Batching runs three sub-benchmarks on m, each reporting sentences/s
+// Batching runs four sub-benchmarks on m, each reporting sentences/s
 // (compare medians over -count runs): "sequential" POSTs bodies to path
 // one at a time, "concurrent64" from Clients goroutines at once, and
 // "direct" calls m.Run on the batches the server formed in concurrent64
-// (the ceiling: no HTTP, JSON or tokenization). Every body is one input.
+// (the ceiling: no HTTP, JSON or tokenization); "client64" times the
+// load generator alone (its cpu-us/sentence, subtracted from
+// concurrent64's, is what the server itself costs). Every body is one input.
 // The client runs in the same process, on the same cores, over loopback.
 func Batching(b *testing.B, m serve.Model, path string, bodies [][]byte) {
 	rec := &recorder{Model: m}
@@ -120,6 +122,39 @@ func Batching(b *testing.B, m serve.Model, path string, bodies [][]byte) {
 		if len(formed) > 0 {
 			b.ReportMetric(float64(n)/float64(len(formed)), "sentences/pass")
 		}
+	})
+	// client64 is concurrent64's load generator alone: the same clients
+	// and bodies against a handler that reads the body and answers a fixed
+	// /predict-sized JSON. Its CPU per request is the part of
+	// concurrent64's that a load generator on other cores would not cost
+	// the server.
+	b.Run("client64", func(b *testing.B) {
+		answer := []byte(`[{"score":0.99786586,"label":"positive"},{"score":0.0021341354,"label":"negative"}]`)
+		stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(answer)
+		}))
+		defer stub.Close()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		cpu0, _ := cpuTime()
+		start := time.Now()
+		for range Clients {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < b.N; i = int(next.Add(1) - 1) {
+					resp, err := client.Post(stub.URL+path, "application/json", bytes.NewReader(bodies[i%len(bodies)]))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+		perSec(b, b.N, time.Since(start), cpu0)
 	})
 	b.Run("direct", func(b *testing.B) {
 		if len(formed) == 0 {
