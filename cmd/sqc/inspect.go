@@ -70,8 +70,8 @@ func inspectCommand() *cli.Command {
 	}
 }
 
-// memoryLine is inspect's summary of the memory plan of g's lowered
-// schedule: the arena the in-process engine carves its buffers from at
+// memoryLine is inspect's summary of g's lowered schedule: whether it
+// runs batches packed, and its memory plan: the arena the in-process engine carves its buffers from at
 // those bounds and a generated package allocates (u8 copies of quantised
 // activations included; the attention scratch, which depends on the
 // number of workers, not). A graph part way through canonicalisation may
@@ -90,7 +90,10 @@ func memoryLine(g *compiler.Graph, maxBatch, maxSeq int) string {
 	if n := len(p.Unplanned); n > 0 {
 		line += fmt.Sprintf("; %d of unknown size not planned (first: %s)", n, s.Slots()[p.Unplanned[0]])
 	}
-	return line
+	if why := s.PackingReason(); why != "" {
+		return line + "\nbatches: padded to the longest sequence (" + why + ")"
+	}
+	return line + "\nbatches: packed (padding-free: real tokens only, attention per sequence)"
 }
 
 // binaryBytes writes a byte count in KiB, MiB or GiB.

@@ -79,6 +79,9 @@ func TestInspectINT8(t *testing.T) {
 	if fusedPeak < 5<<20 {
 		t.Errorf("peak %d bytes is below the attention's own buffers", fusedPeak)
 	}
+	if !strings.Contains(fused, "batches: packed") {
+		t.Errorf("the demo model's schedule does not run packed batches:\n%s", fused)
+	}
 	if !strings.Contains(inspect("--graph"), "qkv_packed=1") {
 		t.Error("the fused graph has no packed attention")
 	}
