@@ -109,9 +109,9 @@
 // pre-tokenizer and model, special tokens get {0, 0}, and byte-level
 // post-processors trim spaces in whole characters, as the bindings do (the
 // Rust API trims bytes and can end inside a character). Encode does not
-// compute them, so the ids path costs nothing for them. For SentencePiece
-// model files an output byte spans the input it was normalised from; no
-// oracle compares those offsets yet.
+// compute them, so the ids path costs nothing for them. SentencePiece
+// model files get the SentencePiece library's spans instead (Offset says
+// how they differ).
 //
 // # Verification
 //
@@ -119,7 +119,8 @@
 // in oracle/ by `npm ci`) and with SentencePiece (python3-sentencepiece)
 // on a generated corpus of SST-2 sentences and synthetic texts across
 // scripts, emoji, controls, odd whitespace and very long words, singly and
-// in pairs; oracle/build.sh rebuilds the tokenizer files they use.
+// in pairs, ids and offsets; oracle/build.sh rebuilds the tokenizer files
+// they use.
 //
 // A Tokenizer is immutable and safe for concurrent use. The package
 // imports only the standard library and golang.org/x/text, so generated

@@ -21,6 +21,23 @@ import (
 // byte counts as one character). The library's Python and Node bindings
 // report the same spans counted in characters (Unicode code points);
 // CharOffsets converts.
+//
+// SentencePiece model files (FromSentencePieceFile) are read by the
+// SentencePiece library, not by the tokenizers library, so their spans are
+// SentencePiece's: each piece's begin and end in its SentencePieceText,
+// byte offsets in its C++ API (its Python binding converts them to code
+// points, as CharOffsets does). A piece spans from where the input of its
+// first byte starts to where the input of the byte after it starts. So
+// input the normaliser drops (extra spaces, characters it maps to nothing)
+// goes to the piece before the next kept character; a piece that ends
+// inside a character's normalised form (½ is "1⁄2") ends where that
+// character starts and the piece holding the form's end spans it; the
+// dummy-prefix "▁" alone spans nothing, at the first kept character; and
+// of the byte-fallback tokens spelling one character only the last spans
+// it, the others span nothing at its start (the tokenizers library gives
+// every byte token the whole run of unknown characters). The template's
+// special tokens, which that library does not add, have Offset{0, 0} as
+// everywhere.
 type Offset struct{ Start, End int }
 
 // CharOffsets converts byte offsets into text to code point offsets, the
@@ -51,7 +68,8 @@ func CharOffsets(text string, offs []Offset) []Offset {
 
 // aligned is a normalized text with, for each of its bytes, the span of the
 // original text it came from: the library's NormalizedString, whose
-// alignments give token offsets. Every byte of a character has the same span.
+// alignments give token offsets. Every byte of a character has the same span
+// (except after spNormalizer, which keeps SentencePiece's alignment).
 type aligned struct {
 	s  string
 	al []Offset // len(al) == len(s)

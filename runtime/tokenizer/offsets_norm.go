@@ -228,9 +228,20 @@ func (p *precompiledNorm) normalizeAligned(a aligned) aligned {
 	return a.transform(cs)
 }
 
-// normalizeAligned is normalize with each output byte spanning the input
-// it was made from; the dummy prefix spans nothing at the start, as the
-// SentencePiece library reports it.
+// normalizeAligned is normalize with the SentencePiece library's alignment
+// (Normalizer::Normalize's norm_to_orig), so that a piece's span is the
+// begin and end the library gives it in its SentencePieceText. The library
+// records, for output byte i, N[i]: how much input was consumed when it
+// was written, i.e. where the character it came from starts; and N[len]:
+// where the input ends, or, when trailing spaces are removed, where the
+// first of them came from. Output bytes [b, e) span input [N[b], N[e]).
+// So here al[i] = {N[i], N[i+1]}, and span(b, e) is {N[b], N[e]}: input the
+// normaliser drops (extra spaces, characters mapped to nothing) belongs to
+// the piece before the next kept character; a piece ending inside one
+// character's replacement (½ -> "1⁄2") ends where that character starts,
+// and the piece holding its end spans it; the dummy prefix spans nothing,
+// at the first kept character. Unlike the other normalizers' alignments,
+// the bytes of one output character may then have different ends.
 func (n *spNormalizer) normalizeAligned(a aligned) aligned {
 	s, pos := a.s, 0
 	if n.removeExtraWS {
@@ -246,11 +257,11 @@ func (n *spNormalizer) normalizeAligned(a aligned) aligned {
 		return aligned{}
 	}
 	var b strings.Builder
-	var al []Offset
-	write := func(str string, o Offset) {
+	var starts []int // N[i]
+	write := func(str string, consumed int) {
 		b.WriteString(str)
 		for range len(str) {
-			al = append(al, o)
+			starts = append(starts, consumed)
 		}
 	}
 	space := " "
@@ -258,13 +269,12 @@ func (n *spNormalizer) normalizeAligned(a aligned) aligned {
 		space = spSpace
 	}
 	if n.addDummyPrefix {
-		st := a.al[pos].Start
-		write(space, Offset{st, st})
+		write(space, a.al[pos].Start)
 	}
 	prevSpace := n.removeExtraWS
 	for s != "" {
 		rep, l := n.prefix(s)
-		o := a.span(pos, pos+l)
+		consumed := a.al[pos].Start
 		s, pos = s[l:], pos+l
 		if prevSpace {
 			rep = strings.TrimLeft(rep, " ")
@@ -276,14 +286,24 @@ func (n *spNormalizer) normalizeAligned(a aligned) aligned {
 		if n.escapeSpaces {
 			out = strings.ReplaceAll(rep, " ", spSpace)
 		}
-		write(out, o)
+		write(out, consumed)
 		prevSpace = strings.HasSuffix(rep, " ")
 	}
 	out := b.String()
+	end := a.al[len(a.al)-1].End
 	if n.removeExtraWS {
 		for strings.HasSuffix(out, space) {
 			out = out[:len(out)-len(space)]
+			end = starts[len(out)]
 		}
 	}
-	return aligned{s: out, al: al[:len(out)]}
+	al := make([]Offset, len(out))
+	for i := range al {
+		next := end
+		if i+1 < len(out) {
+			next = starts[i+1]
+		}
+		al[i] = Offset{starts[i], next}
+	}
+	return aligned{s: out, al: al}
 }

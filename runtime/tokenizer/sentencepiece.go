@@ -203,6 +203,7 @@ func newSentencePiece(m *spModel, fairseq bool) (*Tokenizer, error) {
 	}
 	u.byteIDs = byteTokenIDs(full)
 	u.float32 = true
+	u.spByteSpans = true
 	u.unkScore = float64(float32(u.unkScore))
 
 	norm := &spNormalizer{addDummyPrefix: m.addDummyPrefix, removeExtraWS: m.removeExtraWS, escapeSpaces: m.escapeSpaces}

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,13 +22,17 @@ func spOracle(t testing.TB) string {
 }
 
 type spOutput struct {
-	IDs     []int64 `json:"ids"`
-	TypeIDs []int64 `json:"type_ids"`
-	Skip    bool    `json:"skip"`
+	IDs         []int64  `json:"ids"`
+	TypeIDs     []int64  `json:"type_ids"`
+	Offsets     [][2]int `json:"offsets"`      // UTF-8 bytes, the C++ library's unit
+	CharOffsets [][2]int `json:"char_offsets"` // code points, the Python binding's
+	Skip        bool     `json:"skip"`
 }
 
 // TestSentencePieceOracle compares FromSentencePieceFile with the
-// SentencePiece library on the oracle corpus, for both id layouts.
+// SentencePiece library on the oracle corpus, for both id layouts: the
+// ids, and the offsets, in bytes and in code points, against the pieces'
+// begin and end in the library's SentencePieceText.
 func TestSentencePieceOracle(t *testing.T) {
 	py := spOracle(t)
 	items := oracleCorpus(t)
@@ -48,13 +53,22 @@ func TestSentencePieceOracle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bad, skipped := 0, 0
+			bad, badOffsets, skipped := 0, 0, 0
 			for i, it := range items {
 				if want[i].Skip {
 					skipped++
 					continue
 				}
 				got := encodeItem(tok, it)
+				withOffsets := encodeItemOffsets(tok, it)
+				if !slices.Equal(withOffsets.InputIDs, got.InputIDs) || !slices.Equal(withOffsets.TokenTypeIDs, got.TokenTypeIDs) {
+					t.Errorf("input %d %q: EncodeWithOffsets ids %v, Encode %v", i, it.Text, withOffsets.InputIDs, got.InputIDs)
+				}
+				if msg := spOffsetsDiff(tok, it, withOffsets, want[i]); msg != "" {
+					if badOffsets++; badOffsets <= 5 {
+						t.Errorf("input %d: offsets differ: %s", i, msg)
+					}
+				}
 				if slices.Equal(got.InputIDs, want[i].IDs) && slices.Equal(got.TokenTypeIDs, want[i].TypeIDs) {
 					continue
 				}
@@ -62,9 +76,42 @@ func TestSentencePieceOracle(t *testing.T) {
 					t.Errorf("input %d %q (pair %v):\n got %v\nwant %v", i, it.Text, it.TextPair != nil, got.InputIDs, want[i].IDs)
 				}
 			}
-			t.Logf("%s: %d of %d inputs identical to SentencePiece (%d with literal special tokens not compared)", name, len(items)-skipped-bad, len(items)-skipped, skipped)
+			n := len(items) - skipped
+			t.Logf("%s: %d of %d inputs identical to SentencePiece in ids, %d in offsets (bytes and code points); %d with literal special tokens not compared", name, n-bad, n, n-badOffsets, skipped)
 		})
 	}
+}
+
+// spOffsetsDiff compares e's offsets with the library's, in bytes and in
+// code points; "" when they agree.
+func spOffsetsDiff(tok *Tokenizer, it corpusItem, e Encoding, want spOutput) string {
+	if len(e.Offsets) != len(e.InputIDs) {
+		return fmt.Sprintf("%d offsets for %d tokens", len(e.Offsets), len(e.InputIDs))
+	}
+	for _, unit := range []struct {
+		name      string
+		got, want [][2]int
+	}{
+		{"bytes", pairsOf(e.Offsets), want.Offsets},
+		{"code points", pairsOf(charOffsetsOf(tok, it, e)), want.CharOffsets},
+	} {
+		if !slices.Equal(unit.got, unit.want) {
+			k := 0
+			for k < min(len(unit.got), len(unit.want)) && unit.got[k] == unit.want[k] {
+				k++
+			}
+			return fmt.Sprintf("%q pair %v: in %s, first at token %d of %d (want %d):\n got %v\nwant %v\n ids %v", it.Text, it.TextPair, unit.name, k, len(unit.got), len(unit.want), unit.got, unit.want, e.InputIDs)
+		}
+	}
+	return ""
+}
+
+func pairsOf(offs []Offset) [][2]int {
+	out := make([][2]int, len(offs))
+	for i, o := range offs {
+		out[i] = [2]int{o.Start, o.End}
+	}
+	return out
 }
 
 func readSPOutputs(t testing.TB, path string) []spOutput {

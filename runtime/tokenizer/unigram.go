@@ -21,6 +21,13 @@ type unigram struct {
 	// with the stored float, an unknown's is summed in float. Near-ties
 	// then fall the same way as there.
 	float32 bool
+	// spByteSpans: give byte-fallback tokens the spans the SentencePiece
+	// library gives them. Its unknown pieces are one character each (it
+	// fuses runs of unknowns only without byte fallback), and of the byte
+	// tokens spelling one only the last spans the character; the others
+	// span nothing, at its start. The tokenizers library fuses the run and
+	// has every byte token span all of it.
+	spByteSpans bool
 }
 
 // unkPenalty is kUnkPenalty of SentencePiece.
@@ -61,7 +68,7 @@ func (u *unigram) appendTokens(dst []int32, spans []Offset, s string) ([]int32, 
 
 // appendSpans is appendIDs that also appends, when spans is not nil, each
 // token's byte span in s; the byte-fallback tokens of a piece all span it,
-// as the library has them.
+// as the tokenizers library has them, or as spByteSpans says.
 func (u *unigram) appendSpans(dst []int32, spans *[]Offset, s string) []int32 {
 	if s == "" {
 		return dst
@@ -123,12 +130,24 @@ func (u *unigram) appendSpans(dst []int32, spans *[]Offset, s string) []int32 {
 	if spans != nil {
 		for i := len(segs) - 1; i >= 0; i-- {
 			o := Offset{segs[i].start, segs[i].end}
-			n := 1
-			if _, ok := u.vocab[s[o.Start:o.End]]; !ok && u.byteFallback && u.haveBytes(s[o.Start:o.End]) {
-				n = o.End - o.Start
-			}
-			for range n {
+			piece := s[o.Start:o.End]
+			if _, ok := u.vocab[piece]; ok || !u.byteFallback || !u.haveBytes(piece) {
 				*spans = append(*spans, o)
+				continue
+			}
+			if !u.spByteSpans {
+				for range len(piece) {
+					*spans = append(*spans, o)
+				}
+				continue
+			}
+			for c := o.Start; c < o.End; {
+				_, size := utf8.DecodeRuneInString(s[c:o.End])
+				for range size - 1 {
+					*spans = append(*spans, Offset{c, c})
+				}
+				*spans = append(*spans, Offset{c, c + size})
+				c += size
 			}
 		}
 	}

@@ -1,14 +1,22 @@
 """spm_encode.py is the oracle for SentencePiece model files: it encodes
 a JSON-lines corpus ({"text", "text_pair"}) with the real SentencePiece
 library the way transformers' slow tokenizers use it, and writes one
-{"ids": [...], "type_ids": [...]} line per input (special tokens added,
-pairs truncated longest first to 512 tokens by transformers' loop).
+{"ids", "type_ids", "offsets", "char_offsets"} line per input (special
+tokens added, pairs truncated longest first to 512 tokens by
+transformers' loop).
 
 sentencepiece.bpe.model gets XLM-RoBERTa's fairseq ids (<s>=0 <pad>=1
 </s>=2 <unk>=3, pieces shifted by one) and <s> A </s> (</s> B </s>); any
 other model its own ids and T5's A </s> (B </s>). Inputs that contain a
 special token literally are written as {"skip": true}: the slow
 tokenizers split those out first, which is not the SentencePiece library.
+
+offsets are each piece's [begin, end) in the library's SentencePieceText
+(EncodeAsSerializedProto): UTF-8 byte offsets into the piece's own text,
+the C++ library's unit. char_offsets are the same spans as the Python
+binding reports them (EncodeAsImmutableProto, which converts to code
+points). The template's special tokens, which the library does not add,
+get [0, 0] in both.
 
 usage: python3 spm_encode.py MODEL CORPUS_JSONL OUT_JSONL
 """
@@ -17,6 +25,7 @@ import os
 import sys
 
 import sentencepiece as spm
+from sentencepiece import sentencepiece_pb2
 
 MAX_LENGTH = 512
 
@@ -29,14 +38,27 @@ def main():
         specials = ['<s>', '<pad>', '</s>', '<unk>', '<mask>']
         cls, sep = 0, 2
 
-        def ids(text):
-            return [3 if i == sp.unk_id() else i + 1 for i in sp.encode(text)]
+        def layout_id(i):
+            return 3 if i == sp.unk_id() else i + 1
     else:
         specials = [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if sp.is_control(i) or sp.is_unknown(i)]
         eos = sp.piece_to_id('</s>')
 
-        def ids(text):
-            return sp.encode(text)
+        def layout_id(i):
+            return i
+
+    def encode(text):
+        """The text's tokens as (id, byte span, code point span)."""
+        ids = sp.encode(text)
+        spt = sentencepiece_pb2.SentencePieceText()
+        spt.ParseFromString(sp.encode_as_serialized_proto(text))
+        chars = sp.encode_as_immutable_proto(text).pieces
+        if [p.id for p in spt.pieces] != ids or [p.id for p in chars] != ids:
+            raise SystemExit('%r: the protos\' ids differ from encode\'s' % text)
+        return [(layout_id(i), (p.begin, p.end), (c.begin, c.end)) for i, p, c in zip(ids, spt.pieces, chars)]
+
+    def special(i):
+        return (i, (0, 0), (0, 0))
 
     with open(corpus, encoding='utf-8') as f, open(out, 'w') as w:
         for line in f:
@@ -45,20 +67,27 @@ def main():
             if any(s in t for s in specials for t in texts):
                 w.write('{"skip": true}\n')
                 continue
-            a = ids(texts[0])
+            a = encode(texts[0])
             if len(texts) == 1:
                 a = a[:MAX_LENGTH - 2]
-                seq = [cls] + a + [sep] if fairseq else a + [eos]
-                w.write(json.dumps({'ids': seq, 'type_ids': [0] * len(seq)}) + '\n')
-                continue
-            b = ids(texts[1])
-            for _ in range(len(a) + len(b) - (MAX_LENGTH - (4 if fairseq else 2))):
-                if len(a) > len(b):
-                    a = a[:-1]
+                seq = [special(cls)] + a + [special(sep)] if fairseq else a + [special(eos)]
+            else:
+                b = encode(texts[1])
+                for _ in range(len(a) + len(b) - (MAX_LENGTH - (4 if fairseq else 2))):
+                    if len(a) > len(b):
+                        a = a[:-1]
+                    else:
+                        b = b[:-1]
+                if fairseq:
+                    seq = [special(cls)] + a + [special(sep), special(sep)] + b + [special(sep)]
                 else:
-                    b = b[:-1]
-            seq = [cls] + a + [sep, sep] + b + [sep] if fairseq else a + [eos] + b + [eos]
-            w.write(json.dumps({'ids': seq, 'type_ids': [0] * len(seq)}) + '\n')
+                    seq = a + [special(eos)] + b + [special(eos)]
+            w.write(json.dumps({
+                'ids': [t[0] for t in seq],
+                'type_ids': [0] * len(seq),
+                'offsets': [t[1] for t in seq],
+                'char_offsets': [t[2] for t in seq],
+            }) + '\n')
 
 
 if __name__ == '__main__':
