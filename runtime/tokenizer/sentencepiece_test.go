@@ -53,11 +53,14 @@ func TestSentencePieceOracle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bad, badOffsets, skipped := 0, 0, 0
+			bad, badOffsets, skipped, pairs := 0, 0, 0, 0
 			for i, it := range items {
 				if want[i].Skip {
 					skipped++
 					continue
+				}
+				if it.TextPair != nil {
+					pairs++
 				}
 				got := encodeItem(tok, it)
 				withOffsets := encodeItemOffsets(tok, it)
@@ -77,7 +80,7 @@ func TestSentencePieceOracle(t *testing.T) {
 				}
 			}
 			n := len(items) - skipped
-			t.Logf("%s: %d of %d inputs identical to SentencePiece in ids, %d in offsets (bytes and code points); %d with literal special tokens not compared", name, n-bad, n, n-badOffsets, skipped)
+			t.Logf("%s: %d of %d inputs (%d pairs) identical to SentencePiece in ids, %d in offsets (bytes and code points); %d with literal special tokens not compared", name, n-bad, n, pairs, n-badOffsets, skipped)
 		})
 	}
 }
