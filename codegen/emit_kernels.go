@@ -29,10 +29,11 @@ func gemmKps(prog *exec.Schedule) (kps []int, steps map[int][]int) {
 	steps = map[int][]int{}
 	for i, st := range prog.Steps() {
 		if s, ok := st.(*exec.GEMMStep); ok {
-			if steps[s.B.Kp] == nil {
-				kps = append(kps, s.B.Kp)
+			kp := s.Linear.B.Kp
+			if steps[kp] == nil {
+				kps = append(kps, kp)
 			}
-			steps[s.B.Kp] = append(steps[s.B.Kp], i)
+			steps[kp] = append(steps[kp], i)
 		}
 	}
 	sort.Ints(kps)
@@ -75,7 +76,7 @@ func (g *gen) kernelFiles() (map[string][]byte, map[string]*jen.File, error) {
 			jen.Qual(pkgQgemm, "SpecializedKernel").Values(jen.Dict{jen.Id("Kp"): jen.Lit(kp), jen.Id("Kernel"): jen.Id(name)}))))
 	}
 	amd64.Comment(gemmKernelFunc + " returns the package's own kernel for weights padded to kp bytes of K;")
-	amd64.Comment("Engine.GEMMWithKernel runs it when the Engine runs the VNNI variant.")
+	amd64.Comment("Engine.Linear runs it when the Engine runs the VNNI variant.")
 	amd64.Func().Id(gemmKernelFunc).Params(jen.Id("kp").Int()).Qual(pkgQgemm, "SpecializedKernel").Block(
 		jen.Switch(jen.Id("kp")).Block(cases...),
 		jen.Return(jen.Qual(pkgQgemm, "SpecializedKernel").Values()),

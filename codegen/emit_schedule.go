@@ -169,43 +169,20 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		return jen.Qual(pkgNN, "QuantizeRowsU8Parallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(s.Kp), sc(s.X), jen.Lit(s.K), pl.rowsCode(s.X), jen.Lit(s.K),
 			sc(s.Scales), sc(s.ZeroPoints)), nil
 	case *exec.GEMMStep:
-		w := weightCode(pl.packedWeight(s.Weight, s.B))
-		// The Epilogue exec builds in GEMMStep.run, field for field.
-		ep := jen.Dict{
-			jen.Id("ColSum"): w.Clone().Dot("ColSum"),
-			jen.Id("Scale"):  weightCode(pl.f32Weight(s.Weight+".scale", s.Scale)),
-		}
-		if s.AZeroPoint != 0 {
-			ep[jen.Id("AZeroPoint")] = jen.Lit(s.AZeroPoint)
-		}
-		if s.Bias != nil {
-			ep[jen.Id("Bias")] = weightCode(pl.f32Weight(s.BiasName, s.Bias))
-		}
-		if s.Act != qgemm.ActNone {
-			ep[jen.Id("Act")] = actCode(s.Act)
-		}
-		if s.RowScale != exec.NoSlot {
-			ep[jen.Id("RowScale")] = sc(s.RowScale)
-			ep[jen.Id("RowZeroPoint")] = sc(s.RowZeroPoint)
-		}
-		if s.Residual != exec.NoSlot {
-			ep[jen.Id("Residual")] = sc(s.Residual)
-			ep[jen.Id("ResidualStride")] = jen.Lit(s.B.N)
-		}
-		if s.OutU8 {
-			ep[jen.Id("OutU8")] = sc(s.Out)
-			ep[jen.Id("OutStride")] = jen.Lit(s.OutKp)
-			ep[jen.Id("OutInvScale")] = jen.Lit(s.OutInvScale)
-			if s.OutZeroPoint != 0 {
-				ep[jen.Id("OutZeroPoint")] = jen.Lit(s.OutZeroPoint)
+		io := jen.Dict{jen.Id("A"): sc(s.A), jen.Id("Rows"): pl.rowsCode(s.A)}
+		for name, id := range map[string]exec.SlotID{"RowScale": s.RowScale, "RowZeroPoint": s.RowZeroPoint, "Residual": s.Residual} {
+			if id != exec.NoSlot {
+				io[jen.Id(name)] = sc(id)
 			}
+		}
+		if s.Linear.OutKp > 0 {
+			io[jen.Id("OutU8")] = sc(s.Out)
 		} else {
-			ep[jen.Id("OutF32")] = sc(s.Out)
-			ep[jen.Id("OutStride")] = jen.Lit(s.B.N)
+			io[jen.Id("OutF32")] = sc(s.Out)
 		}
 		// gemmKernel (kernels_*.go) gives the package's own kernel for this Kp.
-		return returnIfErr(jen.Id("m").Dot("gemm").Dot("GEMMWithKernel").Call(jen.Id(gemmKernelFunc).Call(jen.Lit(s.B.Kp)), sc(s.A), pl.rowsCode(s.A), jen.Lit(s.B.Kp),
-			jen.Op("&").Add(w), jen.Op("&").Qual(pkgQgemm, "Epilogue").Values(ep))), nil
+		return returnIfErr(jen.Id("m").Dot("gemm").Dot("Linear").Call(jen.Id(gemmKernelFunc).Call(jen.Lit(s.Linear.B.Kp)),
+			jen.Op("&").Id("m").Dot("w").Dot(g.paramField[s]), jen.Op("&").Qual(pkgQgemm, "LinearIO").Values(io))), nil
 	case *exec.LinearF32Step:
 		var bias *weight
 		if s.Bias != nil {
@@ -215,7 +192,7 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			jen.Lit(s.K), jen.Lit(s.N), weightCode(pl.f32Weight(s.Weight, s.W)), weightCode(bias)), nil
 	case *exec.LayerNormStep:
 		n := s.Params.N
-		params := jen.Op("&").Id("m").Dot("w").Dot(g.lnField[s])
+		params := jen.Op("&").Id("m").Dot("w").Dot(g.paramField[s])
 		if s.OutU8 == exec.NoSlot {
 			return jen.Qual(pkgNN, "LayerNorm").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(n), sc(s.X), jen.Lit(n), pl.rowsCode(s.X), params), nil
 		}
@@ -290,7 +267,7 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		if s.TypeIDs != exec.NoSlot {
 			types = sc(s.TypeIDs)
 		}
-		params := jen.Op("&").Id("m").Dot("w").Dot(g.embField[s])
+		params := jen.Op("&").Id("m").Dot("w").Dot(g.paramField[s])
 		if st.Call() == "nn.Embed" { // with the LayerNorm
 			return returnIfErr(jen.Qual(pkgNN, "Embed").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))), nil
 		}
@@ -318,11 +295,11 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 }
 
 // callee is how the generated code spells a step's Call: qgemm.GEMM is
-// the Engine method m.gemm.GEMMWithKernel (with the package's own kernel
-// for the step's Kp, if any), every other call is nn.Name(.
+// the Engine method m.gemm.Linear (with the package's own kernel for the
+// step's Kp, if any), every other call is nn.Name(.
 func callee(call string) string {
 	if call == "qgemm.GEMM" {
-		return "m.gemm.GEMMWithKernel("
+		return "m.gemm.Linear("
 	}
 	return call + "("
 }

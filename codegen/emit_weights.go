@@ -8,6 +8,7 @@ import (
 	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/runtime/modelrt"
 	"github.com/sqc-dev/sqc/runtime/nn"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // packWeights lays out weights.bin (runtime/modelrt's format) in order of
@@ -39,12 +40,12 @@ func (g *gen) packWeights() ([]byte, string) {
 		g.vocabOff = w.Raw(g.opts.Tokenizer.Data)
 	}
 	g.packHead(w)
+	counts := map[string]int{}
 	for _, st := range g.pl.prog.Steps() {
-		switch s := st.(type) {
-		case *exec.LayerNormStep:
-			g.lnField[s] = fmt.Sprintf("layerNorm%d", len(g.lnField))
-		case *exec.EmbedStep:
-			g.embField[s] = fmt.Sprintf("embeddings%d", len(g.embField))
+		prefix := map[string]string{"nn.LayerNorm": "layerNorm", "nn.Embed": "embeddings", "qgemm.GEMM": "linear"}[paramsCall(st)]
+		if prefix != "" {
+			g.paramField[st] = fmt.Sprintf("%s%d", prefix, counts[prefix])
+			counts[prefix]++
 		}
 	}
 	return w.Bytes()
@@ -108,13 +109,12 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 		return jen.Qual(pkgNN, "LayerNormParams").Values(d)
 	}
 	for _, st := range g.pl.prog.Steps() {
+		name := g.paramField[st]
 		switch s := st.(type) {
 		case *exec.LayerNormStep:
-			name := g.lnField[s]
 			fields = append(fields, jen.Id(name).Qual(pkgNN, "LayerNormParams").Comment(s.Node))
 			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Add(norm(&s.Params, s.GammaName, s.BetaName)))
 		case *exec.EmbedStep:
-			name := g.embField[s]
 			e := &s.Params
 			fields = append(fields, jen.Id(name).Qual(pkgNN, "Embeddings").Comment(s.Node))
 			d := jen.Dict{
@@ -127,6 +127,9 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 				d[jen.Id("TokenTypes")] = field(s.TypeName, e.TokenTypes)
 			}
 			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Qual(pkgNN, "Embeddings").Values(d))
+		case *exec.GEMMStep:
+			fields = append(fields, jen.Id(name).Qual(pkgQgemm, "Linear").Comment(s.Node))
+			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Add(g.linearCode(s)))
 		}
 	}
 	headFields, headInits, headSets := g.headWeights()
@@ -159,4 +162,47 @@ func intWeight(k weightKind) (*jen.Statement, string) {
 		return jen.Int32(), "I32"
 	}
 	return jen.Int8(), "I8"
+}
+
+// paramsCall is the runtime call whose constant parameters step st keeps
+// in a struct field of the weights (paramField): "nn.LayerNorm" for every
+// LayerNorm form, "nn.Embed" for the embeddings, "qgemm.GEMM"; "" for the
+// other steps, whose constants are arguments.
+func paramsCall(st exec.Step) string {
+	switch st.(type) {
+	case *exec.LayerNormStep:
+		return "nn.LayerNorm"
+	case *exec.EmbedStep:
+		return "nn.Embed"
+	case *exec.GEMMStep:
+		return "qgemm.GEMM"
+	}
+	return ""
+}
+
+// linearCode is the qgemm.Linear literal of a GEMM step: exec's
+// GEMMStep.Linear, its arrays the weights' fields.
+func (g *gen) linearCode(s *exec.GEMMStep) *jen.Statement {
+	l := &s.Linear
+	d := jen.Dict{
+		jen.Id("B"):     jen.Id("w").Dot(g.pl.packedWeight(s.Weight, &l.B).Field),
+		jen.Id("Scale"): jen.Id("w").Dot(g.pl.f32Weight(s.Weight+".scale", l.Scale).Field),
+	}
+	if l.AZeroPoint != 0 {
+		d[jen.Id("AZeroPoint")] = jen.Lit(l.AZeroPoint)
+	}
+	if l.Bias != nil {
+		d[jen.Id("Bias")] = jen.Id("w").Dot(g.pl.f32Weight(s.BiasName, l.Bias).Field)
+	}
+	if l.Act != qgemm.ActNone {
+		d[jen.Id("Act")] = actCode(l.Act)
+	}
+	if l.OutKp > 0 {
+		d[jen.Id("OutKp")] = jen.Lit(l.OutKp)
+		d[jen.Id("OutInvScale")] = jen.Lit(l.OutInvScale)
+		if l.OutZeroPoint != 0 {
+			d[jen.Id("OutZeroPoint")] = jen.Lit(l.OutZeroPoint)
+		}
+	}
+	return jen.Qual(pkgQgemm, "Linear").Values(d)
 }

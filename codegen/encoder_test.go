@@ -128,8 +128,8 @@ func testEncoderPackage(t *testing.T, hidden, act, code string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(pkg.Files["schedule.go"]), code) {
-		t.Fatalf("schedule.go lacks %s", code)
+	if !strings.Contains(string(pkg.Files["weights.go"]), code) { // the layers' qgemm.Linear
+		t.Fatalf("weights.go lacks %s", code)
 	}
 	for _, want := range []string{"func (m *Model) Embed(", "PoolerOutput [][]float32", "LastHiddenState [][]float32"} {
 		if !strings.Contains(string(pkg.Files["model.go"]), want) {

@@ -120,7 +120,7 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 			return nil, fmt.Errorf("%w: vocabulary has %d tokens, the embedding table %d rows", compiler.ErrShapeMismatch, tok.VocabSize(), p.vocab)
 		}
 	}
-	g := &gen{pl: p, opts: opts, outs: outs, tok: tok, lnField: map[*exec.LayerNormStep]string{}, embField: map[*exec.EmbedStep]string{}}
+	g := &gen{pl: p, opts: opts, outs: outs, tok: tok, paramField: map[exec.Step]string{}}
 	if err := g.checkHead(); err != nil {
 		return nil, err
 	}
@@ -153,15 +153,17 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 }
 
 type gen struct {
-	pl       *plan
-	opts     Options
-	outs     []output
-	tok      *tokenizer.Tokenizer
-	lnField  map[*exec.LayerNormStep]string
-	embField map[*exec.EmbedStep]string
-	vocabOff int
-	decoded  int64 // bytes of decoded weights
-	head     headLayout
+	pl   *plan
+	opts Options
+	outs []output
+	tok  *tokenizer.Tokenizer
+	// paramField names the weights' struct field holding a step's
+	// constant parameters (paramsCall): nn.LayerNormParams,
+	// nn.Embeddings, qgemm.Linear.
+	paramField map[exec.Step]string
+	vocabOff   int
+	decoded    int64 // bytes of decoded weights
+	head       headLayout
 }
 
 func contains(list []string, s string) bool {

@@ -12,7 +12,7 @@ import (
 // TestGeneratedKernelFiles checks the package's own kernels: one per
 // distinct Kp of its GEMMs, assembly under amd64 && !noasm with the exact
 // complement in kernels_other.go, and every GEMM statement passing its
-// Kp's kernel to GEMMWithKernel. (That the kernels give the same bits is
+// Kp's kernel to Engine.Linear. (That the kernels give the same bits is
 // TestEncoderPackageMatchesExec's job: it runs the generated package.)
 func TestGeneratedKernelFiles(t *testing.T) {
 	prog := demoProgram(t, compiler.QLinearDynamic)
@@ -42,7 +42,7 @@ func TestGeneratedKernelFiles(t *testing.T) {
 		if !strings.Contains(asm, "TEXT ·"+name+"(SB)") || !strings.Contains(amd64, "func "+name+"(") {
 			t.Errorf("no kernel %s for Kp = %d", name, kp)
 		}
-		if !regexp.MustCompile(`m\.gemm\.GEMMWithKernel\(gemmKernel\(` + strconv.Itoa(kp) + `\), [^\n]*, ` + strconv.Itoa(kp) + `, `).MatchString(sched) {
+		if !regexp.MustCompile(`m\.gemm\.Linear\(gemmKernel\(` + strconv.Itoa(kp) + `\), &m\.w\.linear[0-9]+, `).MatchString(sched) {
 			t.Errorf("no GEMM statement uses gemmKernel(%d)", kp)
 		}
 	}

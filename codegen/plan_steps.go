@@ -9,23 +9,14 @@ import (
 	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
-// step places the slots of step i and records its constants.
+// step places the slots of step i (its exec.Operands) and records its
+// constants, with the checks a kind's generated form needs.
 func (pl *plan) step(i int, st exec.Step) error {
-	use := func(ids ...exec.SlotID) error {
-		for _, id := range ids {
-			if _, err := pl.use(i, id, st); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	switch s := st.(type) {
-	case *exec.OpStep:
+	if s, ok := st.(*exec.OpStep); ok {
 		return pl.opStep(i, s) // plan_ops.go
-	case *exec.QuantizeStep:
-		return use(s.X, s.Out)
-	case *exec.QuantizeRowsStep:
-		if err := use(s.X, s.Out); err != nil {
+	}
+	if s, ok := st.(*exec.QuantizeRowsStep); ok {
+		if _, err := pl.use(i, s.X, st); err != nil {
 			return err
 		}
 		pl.dynamic = true
@@ -40,20 +31,30 @@ func (pl *plan) step(i int, st exec.Step) error {
 				sp.arena = arenaI32
 			}
 		}
-		return use(s.Scales, s.ZeroPoints)
-	case *exec.GEMMStep:
-		pl.packedWeight(s.Weight, s.B)
-		pl.f32Weight(s.Weight+".scale", s.Scale)
-		if s.Bias != nil {
-			pl.f32Weight(s.BiasName, s.Bias)
+	}
+	ops := st.Operands()
+	for _, id := range append(ops.Reads, ops.Writes...) {
+		if _, err := pl.use(i, id, st); err != nil {
+			return err
 		}
-		return use(s.A, s.RowScale, s.RowZeroPoint, s.Residual, s.Out)
+	}
+	switch s := st.(type) {
+	case *exec.QuantizeStep, *exec.QuantizeRowsStep, *exec.AttentionMaskStep, *exec.AddStep, *exec.ActivationStep:
+		return nil
+	case *exec.GEMMStep:
+		l := &s.Linear
+		pl.packedWeight(s.Weight, &l.B)
+		pl.f32Weight(s.Weight+".scale", l.Scale)
+		if l.Bias != nil {
+			pl.f32Weight(s.BiasName, l.Bias)
+		}
+		return nil
 	case *exec.LinearF32Step:
 		pl.f32Weight(s.Weight, s.W)
 		if s.Bias != nil {
 			pl.f32Weight(s.BiasName, s.Bias)
 		}
-		return use(s.X, s.Out)
+		return nil
 	case *exec.LayerNormStep:
 		pl.f32Weight(s.GammaName, s.Params.Gamma)
 		if s.Params.Beta != nil {
@@ -65,11 +66,8 @@ func (pl *plan) step(i int, st exec.Step) error {
 				pl.f32Weight(s.BetaU8Name, s.BetaU8)
 			}
 		}
-		return use(s.X, s.Out, s.OutU8)
+		return nil
 	case *exec.AttentionStep:
-		if err := use(s.Q, s.K, s.V, s.Mask, s.Out); err != nil {
-			return err
-		}
 		q := pl.slots[s.Q]
 		width := attentionWidth(s, q)
 		if q.extent != (extent{Batch: true, Seq: true, Elems: q.width}) || width%s.Heads != 0 || (s.Packed && q.width%3 != 0) {
@@ -82,12 +80,6 @@ func (pl *plan) step(i int, st exec.Step) error {
 			}
 		}
 		return nil
-	case *exec.AttentionMaskStep:
-		return use(s.Mask, s.Out)
-	case *exec.AddStep:
-		return use(s.A, s.B, s.Out)
-	case *exec.ActivationStep:
-		return use(s.X, s.Out)
 	case *exec.EmbedStep:
 		e := &s.Params
 		pl.f32Weight(s.WordName, e.Words)
@@ -109,11 +101,8 @@ func (pl *plan) step(i int, st exec.Step) error {
 		if ids := pl.slots[s.IDs]; ids.home != homeInput || (s.TypeIDs != exec.NoSlot && pl.slots[s.TypeIDs].home != homeInput) {
 			return fmt.Errorf("%w: codegen: step #%d (node %q): embedding ids must be graph inputs", compiler.ErrUnsupportedOp, i, s.Node)
 		}
-		return use(s.IDs, s.TypeIDs, s.Out)
+		return nil
 	case *exec.GatherStep:
-		if err := use(s.Data, s.Indices, s.Out); err != nil {
-			return err
-		}
 		data, ix := pl.slots[s.Data], pl.slots[s.Indices]
 		if data.home == homeWeight && s.Axis == 0 && ix.home == homeInput {
 			rows := data.extent.Elems / max(data.width, 1)

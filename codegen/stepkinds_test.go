@@ -3,6 +3,7 @@ package codegen
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -11,13 +12,16 @@ import (
 	"github.com/sqc-dev/sqc/passes"
 )
 
-// TestEveryStepKindIsGenerated generates packages from programs that
-// together hold every step kind exec.Lower emits (exec.StepKinds) and
-// fails if a kind has no generated form or is missing from them (then a
-// program holding it must be added here). The bitwise comparisons of
-// these packages with exec are TestEncoderPackageMatchesExec,
+// TestEveryStepKindHasEveryPiece generates packages from programs that
+// together hold every step kind exec.Lower emits (exec.StepKinds), runs
+// them in process with exec.Program.Replay, and fails if a kind has no
+// generated form, no cost (what the roofline places it by), or a run that
+// cannot be repeated in place (what the roofline times), or is missing
+// from them (then a program holding it must be added here). Operands are
+// TestOperandsCoverEverySlotField's. The bitwise comparisons of these
+// packages with exec are TestEncoderPackageMatchesExec,
 // TestGenericOpsPackageMatchesExec and examples/sentiment's tests.
-func TestEveryStepKindIsGenerated(t *testing.T) {
+func TestEveryStepKindHasEveryPiece(t *testing.T) {
 	var programs []*sqcexec.Schedule
 	for _, act := range []string{compiler.QLinearStatic, compiler.QLinearDynamic} {
 		programs = append(programs, demoProgram(t, act).Schedule)
@@ -56,6 +60,7 @@ func TestEveryStepKindIsGenerated(t *testing.T) {
 		if _, err := Generate(p, opts); err != nil {
 			t.Fatalf("program %d: %v", i, err)
 		}
+		replayEveryStep(t, p)
 		for _, st := range p.Steps() {
 			seen[fmt.Sprintf("%T", st)] = true
 		}
@@ -64,5 +69,39 @@ func TestEveryStepKindIsGenerated(t *testing.T) {
 		if !seen[fmt.Sprintf("%T", k)] {
 			t.Errorf("no program here holds a %T: its generated form is untested", k)
 		}
+	}
+}
+
+// replayEveryStep runs schedule s on a batch of 2 sequences of 12 tokens
+// with exec.Program.Replay and checks every step's cost and that it runs
+// again.
+func replayEveryStep(t *testing.T, s *sqcexec.Schedule) {
+	t.Helper()
+	p, err := sqcexec.NewProgram(s, sqcexec.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	in := map[string]*compiler.Tensor{}
+	for _, v := range s.Inputs() {
+		x := compiler.NewTensor(compiler.Int64, 2, 12)
+		for i := range x.I64 {
+			switch {
+			case strings.Contains(v.Name, "mask"):
+				x.I64[i] = 1
+			case strings.Contains(v.Name, "ids") && !strings.Contains(v.Name, "type"):
+				x.I64[i] = int64(1 + i%7)
+			}
+		}
+		in[v.Name] = x
+	}
+	err = p.Replay(in, func(i int, st sqcexec.Step, c sqcexec.Cost, again func() error) error {
+		if c.Kind == "" || c.Label == "" || c.Bytes <= 0 || c.Ops < 0 {
+			t.Errorf("step #%d %s: cost %+v", i, st.Call(), c)
+		}
+		return again() // its bits: compiler/exec's TestReplayRepeatsInPlace
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -86,7 +86,7 @@ func TestFuseQKV(t *testing.T) {
 			}
 			// Not the same program (one GEMM for three), but the same bits,
 			// in exec and in the interpreter alike.
-			checkFusedEquivalent(t, g, fused, qattnInputs(), false, 0, 0.02)
+			checkFusedEquivalent(t, g, fused, qattnInputs(), 0, 0.02)
 			pu, pf := execProgram(t, g), execProgram(t, fused)
 			if gu, gf := strings.Count(pu.String(), "= qgemm.GEMM("), strings.Count(pf.String(), "= qgemm.GEMM("); gu != 4 || gf != 2 {
 				t.Errorf("%d GEMMs unfused and %d fused, want 4 and 2:\n%s", gu, gf, pf)

@@ -19,8 +19,8 @@
 //
 // # Lowering
 //
-// Each node becomes one step, with these fusions, all of which keep the
-// bits of the unfused graph:
+// Each node becomes one step; the fusions below were made by the passes,
+// in the IR, and keep the bits of the unfused graph:
 //
 //   - sqc.Quantize (passes.MaterializeQuantize, one per value and
 //     parameters after DeduplicateQuantize) is a quantise step
@@ -28,13 +28,11 @@
 //     mode) and sqc.QLinear a qgemm GEMM step reading its u8 output. A
 //     QLinear still reading f32 (a graph that did not run those passes)
 //     gets a quantise step of its own.
-//   - A QLinear followed by sqc.Gelu (when its act is "none") and/or by an
-//     Add of a value of the same shape (when it has no residual) runs them
-//     in its epilogue; IEEE addition is commutative, so the bits match.
-//     passes.FuseQLinearEpilogues makes the same fusion in the IR (act
-//     "gelu", the residual input), under the same conditions, so a fused
-//     graph lowers to the same steps; this lowering-time fusion remains
-//     for graphs that did not run it.
+//   - The GEMM epilogue runs what the QLinear's attributes and inputs say
+//     (act, residual, out_scale): passes.FuseQLinearEpilogues fused a
+//     following sqc.Gelu or Relu and residual Add into it in the IR. A
+//     graph that did not run that pass lowers its Gelu and Add to steps of
+//     their own, the same bits.
 //   - sqc.Attention with qkv_packed (passes.FuseQKV) reads Q, K and V in
 //     place from the one [batch, seq, 3W] output of the fused projection,
 //     with row stride 3W (PackedAttentionLayout).

@@ -155,13 +155,13 @@ func TestQLinearChainFusions(t *testing.T) {
 	for _, g := range gemms {
 		byNode[g.Weight+"/"+p.Slots()[g.Out].Name] = g
 	}
-	if g := byNode["w1/h1#u8"]; g == nil || !g.OutU8 || g.OutKp != 128 || g.Act == 0 {
+	if g := byNode["w1/h1#u8"]; g == nil || g.Linear.OutKp != 128 || g.Linear.Act == 0 {
 		t.Errorf("h1 does not write h2's u8 input with GELU: %+v\n%s", g, listing)
 	}
 	if g := byNode["w2/r"]; g == nil || g.Residual == NoSlot || p.Slots()[g.Residual].Name != "x" {
 		t.Errorf("Add(x, h2) not fused into h2's epilogue\n%s", listing)
 	}
-	if g := byNode["w3/h8"]; g == nil || g.Act == 0 {
+	if g := byNode["w3/h8"]; g == nil || g.Linear.Act == 0 {
 		t.Errorf("sqc.Gelu after h7 not fused\n%s", listing)
 	}
 	if g := byNode["w3/h3"]; g == nil || g.RowScale == NoSlot {
@@ -174,8 +174,8 @@ func TestQLinearChainFusions(t *testing.T) {
 	for _, g := range gemms {
 		a := p.bufs[g.A].U8
 		clamped, n := 0, 0
-		for i := 0; i < len(a); i += g.B.Kp {
-			for _, q := range a[i : i+g.B.K] {
+		for i := 0; i < len(a); i += g.Linear.B.Kp {
+			for _, q := range a[i : i+g.Linear.B.K] {
 				if q == 0 || q == 255 {
 					clamped++
 				}

@@ -112,7 +112,7 @@ func maxDiff(t *testing.T, got, want map[string]*compiler.Tensor) (diff, scale f
 	return diff, scale
 }
 
-// explicitQuant returns g after passes.MaterializeQuantize,
+// explicitQuant returns g after passes.FuseQLinearEpilogues, MaterializeQuantize,
 // DeduplicateQuantize and WriteU8Directly (g itself when it has no
 // QLinear), checked at the quantised level.
 func explicitQuant(t *testing.T, g *compiler.Graph) *compiler.Graph {
@@ -126,7 +126,7 @@ func explicitQuant(t *testing.T, g *compiler.Graph) *compiler.Graph {
 	q := g.Clone()
 	q.Initializers = maps.Clone(g.Initializers)
 	q.Nodes = slices.Clone(g.Nodes)
-	list := []passes.Pass{passes.MaterializeQuantize, passes.DeduplicateQuantize, passes.WriteU8Directly}
+	list := []passes.Pass{passes.FuseQLinearEpilogues, passes.MaterializeQuantize, passes.DeduplicateQuantize, passes.WriteU8Directly}
 	if err := passes.Run(q, list, passes.Options{CheckIR: true, Level: compiler.VerifyQuantized}); err != nil {
 		t.Fatalf("quantisation passes: %v", err)
 	}

@@ -37,13 +37,7 @@ func Lower(g *compiler.Graph) (*Schedule, error) {
 		return nil, err
 	}
 	l := newLowering(w)
-	if err := l.planFusions(); err != nil {
-		return nil, err
-	}
 	for i, n := range w.Nodes {
-		if l.absorbed[i] {
-			continue
-		}
 		if err := l.lowerNode(i, n); err != nil {
 			return nil, err
 		}
@@ -99,13 +93,6 @@ func workingCopy(g *compiler.Graph) *compiler.Graph {
 // use is one reading of a value: node index and input position.
 type use struct{ node, input int }
 
-// gemmFusion is what a QLinear's GEMM step absorbs.
-type gemmFusion struct {
-	act      qgemm.Act
-	residual string // value added in the epilogue ("" for none)
-	out      string // the value the step finally produces
-}
-
 type lowering struct {
 	g      *compiler.Graph
 	p      *Schedule
@@ -115,10 +102,6 @@ type lowering struct {
 	isInput  map[string]bool
 	isOutput map[string]bool
 	uses     map[string][]use
-	producer map[string]int
-
-	absorbed map[int]bool
-	fusions  map[int]*gemmFusion
 
 	// firstLN..lastLN (node indices) is the encoder, where every node
 	// must have a runtime kernel; -1 when the graph has no LayerNorm
@@ -131,9 +114,7 @@ func newLowering(g *compiler.Graph) *lowering {
 		g: g, source: g.Meta["source"],
 		p:     &Schedule{name: g.Name, source: g.Meta["source"]},
 		slots: map[string]SlotID{}, isInput: map[string]bool{}, isOutput: map[string]bool{},
-		uses: map[string][]use{}, producer: map[string]int{},
-		absorbed: map[int]bool{}, fusions: map[int]*gemmFusion{},
-		firstLN: -1, lastLN: -1,
+		uses: map[string][]use{}, firstLN: -1, lastLN: -1,
 	}
 	for _, v := range g.Inputs {
 		l.isInput[v.Name] = true
@@ -145,11 +126,6 @@ func newLowering(g *compiler.Graph) *lowering {
 		for j, in := range n.Inputs {
 			if in != "" {
 				l.uses[in] = append(l.uses[in], use{i, j})
-			}
-		}
-		for _, out := range n.Outputs {
-			if out != "" {
-				l.producer[out] = i
 			}
 		}
 		if n.Op == "LayerNormalization" || n.Op == "sqc.LayerNormDual" || n.Op == "sqc.LayerNorm" {
@@ -236,84 +212,6 @@ func (l *lowering) addSlot(s *Slot) SlotID {
 }
 
 func (l *lowering) emit(s Step) { l.p.steps = append(l.p.steps, s) }
-
-// soleConsumer returns the one node reading v (once), or -1 when v has
-// several readers, none, or is a graph output.
-func (l *lowering) soleConsumer(v string) int {
-	u := l.uses[v]
-	if len(u) != 1 || l.isOutput[v] {
-		return -1
-	}
-	return u[0].node
-}
-
-// planFusions decides what each QLinear's GEMM absorbs (see the package
-// comment): a following sqc.Gelu or Relu and a following Add of a
-// same-shaped value that is already computed when the QLinear runs.
-func (l *lowering) planFusions() error {
-	ready := map[string]int{} // where values moved by fusion are produced
-	at := func(v string) int {
-		if i, ok := ready[v]; ok {
-			return i
-		}
-		if i, ok := l.producer[v]; ok {
-			return i
-		}
-		return -1 // graph input or initializer
-	}
-	for i, n := range l.g.Nodes {
-		if n.Op != "sqc.QLinear" {
-			continue
-		}
-		act, err := compiler.QLinearAct(n)
-		if err != nil {
-			return l.bad(i, fmt.Errorf("%w: %v", compiler.ErrMalformed, err))
-		}
-		f := &gemmFusion{out: n.Outputs[0], act: act}
-		hasResidual := len(n.Inputs) > 4 && n.Inputs[4] != ""
-		if f.act == qgemm.ActNone && !hasResidual {
-			if c := l.soleConsumer(f.out); c >= 0 && l.dtype(f.out) == compiler.Float32 {
-				if a, ok := compiler.EpilogueAct(l.g.Nodes[c]); ok {
-					f.act, f.out = a, l.g.Nodes[c].Outputs[0]
-					l.absorbed[c] = true
-				}
-			}
-		}
-		if !hasResidual {
-			if c := l.soleConsumer(f.out); c >= 0 && l.g.Nodes[c].Op == "Add" {
-				add := l.g.Nodes[c]
-				other := add.Inputs[0]
-				if other == f.out {
-					other = add.Inputs[1]
-				}
-				if other != f.out && l.dtype(other) == compiler.Float32 && l.sameShape(other, f.out) && at(other) < i {
-					f.residual, f.out = other, add.Outputs[0]
-					l.absorbed[c] = true
-				}
-			}
-		}
-		ready[f.out] = i
-		l.fusions[i] = f
-	}
-	return nil
-}
-
-// sameShape reports whether two values have the same shape for sure: both
-// known, dim by dim the same size or the same symbol.
-func (l *lowering) sameShape(a, b string) bool {
-	_, sa := l.info(a)
-	_, sb := l.info(b)
-	if sa == nil || sb == nil || len(sa) != len(sb) {
-		return false
-	}
-	for i := range sa {
-		x, y := sa[i], sb[i]
-		if !(x.Param != "" && x.Param == y.Param) && !(x.Known() && y.Known() && x.Size == y.Size) {
-			return false
-		}
-	}
-	return true
-}
 
 // inEncoder reports whether node i lies where every op needs a kernel.
 func (l *lowering) inEncoder(i int) bool { return l.firstLN >= 0 && l.firstLN <= i && i <= l.lastLN }
@@ -479,42 +377,39 @@ func (l *lowering) qlinear(i int, n *compiler.Node) error {
 	if err != nil {
 		return l.bad(i, err)
 	}
-	f := l.fusions[i]
-	s := &GEMMStep{
-		Node: n.Name, Weight: n.Inputs[1], A: a.u8, B: packed,
-		RowScale: a.scales, RowZeroPoint: a.zeroPoints, Act: f.act, Residual: NoSlot,
+	act, err := compiler.QLinearAct(n)
+	if err != nil {
+		return bad("%v", err)
 	}
+	s := &GEMMStep{
+		Node: n.Name, Weight: n.Inputs[1], A: a.u8, RowScale: a.scales, RowZeroPoint: a.zeroPoints, Residual: NoSlot,
+		Linear: qgemm.Linear{B: *packed, Act: act},
+	}
+	lin := &s.Linear
 	if dynamic {
-		s.Scale = append([]float32(nil), ws.F32...)
+		lin.Scale = append([]float32(nil), ws.F32...)
 	} else {
 		scale := n.AttrFloat("act_scale", 0)
-		s.AZeroPoint = int32(n.AttrInt("act_zero_point", 0))
-		s.Scale = make([]float32, nOut)
+		lin.AZeroPoint = int32(n.AttrInt("act_zero_point", 0))
+		lin.Scale = make([]float32, nOut)
 		for j, v := range ws.F32 {
-			s.Scale[j] = scale * v
+			lin.Scale[j] = scale * v
 		}
 	}
 	if bias != nil {
-		s.Bias, s.BiasName = bias.F32, n.Inputs[3]
+		lin.Bias, s.BiasName = bias.F32, n.Inputs[3]
 	}
-	residual := f.residual
 	if len(n.Inputs) > 4 && n.Inputs[4] != "" {
-		residual = n.Inputs[4]
-	}
-	if residual != "" {
+		residual := n.Inputs[4]
 		if l.dtype(residual) != compiler.Float32 {
 			return bad("QLinear residual is %s, want f32", l.dtype(residual))
 		}
 		s.Residual = l.slot(residual)
 	}
 	if scale, zp, ok := compiler.U8Output(n); ok { // passes.WriteU8Directly
-		if f.out != n.Outputs[0] {
-			return bad("QLinear writing u8 has its epilogue fused in the IR already, found another reader")
-		}
-		s.OutU8, s.OutKp = true, u8Row(nOut)
-		s.OutInvScale, s.OutZeroPoint = 1/scale, zp
+		lin.OutKp, lin.OutInvScale, lin.OutZeroPoint = u8Row(nOut), 1/scale, zp
 	}
-	s.Out = l.slot(f.out)
+	s.Out = l.slot(n.Outputs[0])
 	l.emit(s)
 	return nil
 }

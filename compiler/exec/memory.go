@@ -74,10 +74,11 @@ func (p *Program) Memory() Memory {
 	for _, st := range p.steps {
 		switch s := st.(type) {
 		case *GEMMStep:
-			count(&m.PackedGEMM, ptrOf(s.B.Data), sliceBytes(s.B.Data))
-			count(&m.PackedGEMM, ptrOf(s.B.ColSum), sliceBytes(s.B.ColSum))
-			count(&m.GEMMParams, ptrOf(s.Scale), sliceBytes(s.Scale))
-			count(&m.GEMMParams, ptrOf(s.Bias), sliceBytes(s.Bias))
+			l := &s.Linear
+			count(&m.PackedGEMM, ptrOf(l.B.Data), sliceBytes(l.B.Data))
+			count(&m.PackedGEMM, ptrOf(l.B.ColSum), sliceBytes(l.B.ColSum))
+			count(&m.GEMMParams, ptrOf(l.Scale), sliceBytes(l.Scale))
+			count(&m.GEMMParams, ptrOf(l.Bias), sliceBytes(l.Bias))
 		case *EmbedStep:
 			for _, t := range [][]float32{s.Params.Words, s.Params.Positions, s.Params.TokenTypes} {
 				count(&m.Embeddings, ptrOf(t), sliceBytes(t))

@@ -17,6 +17,7 @@ type faultStep struct{ err error }
 func (faultStep) Call() string                  { return "test.Fault" }
 func (faultStep) Source() string                { return "fault_node" }
 func (faultStep) Describe(slots []*Slot) string { return "test.Fault()" }
+func (faultStep) cost(*Program) Cost            { return Cost{} }
 func (faultStep) Operands() Operands            { return Operands{} }
 
 func (s faultStep) run(p *Program) error {

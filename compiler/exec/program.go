@@ -144,6 +144,12 @@ func (p *Program) Run(inputs map[string]*compiler.Tensor) (map[string]*compiler.
 // runtime kernel (an OpStep allocates its results). On
 // error the outputs are unspecified.
 func (p *Program) RunInto(inputs, outputs map[string]*compiler.Tensor) error {
+	return p.runSteps(inputs, outputs, func(i int, s Step) error { return nil })
+}
+
+// runSteps binds inputs, runs every step, calling after(i, step) after
+// each, and copies the graph outputs into outputs (none when nil).
+func (p *Program) runSteps(inputs, outputs map[string]*compiler.Tensor, after func(int, Step) error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.bindInputs(inputs); err != nil {
@@ -157,13 +163,15 @@ func (p *Program) RunInto(inputs, outputs map[string]*compiler.Tensor) error {
 		}
 	}()
 	for i, s := range p.steps {
-		if err := runStep(p, s); err != nil {
-			where := fmt.Sprintf("step #%d %s (node %q)", i, s.Call(), s.Source())
-			if errors.Is(err, ErrInternal) { // the engine's fault, not the input's
-				return fmt.Errorf("%s: %w", strings.TrimPrefix(p.source+": "+where, ": "), err)
-			}
-			return compiler.BadInput(p.source, where, err)
+		if err := p.runOne(i, s); err != nil {
+			return err
 		}
+		if err := after(i, s); err != nil {
+			return err
+		}
+	}
+	if outputs == nil {
+		return nil
 	}
 	for i, v := range p.outputs {
 		t := outputs[v.Name]
@@ -178,6 +186,19 @@ func (p *Program) RunInto(inputs, outputs map[string]*compiler.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// runOne runs step i, its error naming the step.
+func (p *Program) runOne(i int, s Step) error {
+	err := runStep(p, s)
+	if err == nil {
+		return nil
+	}
+	where := fmt.Sprintf("step #%d %s (node %q)", i, s.Call(), s.Source())
+	if errors.Is(err, ErrInternal) { // the engine's fault, not the input's
+		return fmt.Errorf("%s: %w", strings.TrimPrefix(p.source+": "+where, ": "), err)
+	}
+	return compiler.BadInput(p.source, where, err)
 }
 
 // ErrInternal is wrapped by Run's error when a step panicked: a bug in

@@ -89,10 +89,13 @@ func qlinear(c *call) ([]*compiler.Tensor, error) {
 	y := compiler.NewTensor(compiler.Float32, shape...)
 	outScale, outZP, outU8 := compiler.U8Output(c.node)
 
-	ep := &qgemm.Epilogue{ColSum: make([]int32, n), OutF32: y.F32, OutStride: n}
+	// The epilogue the engine's qgemm.Linear applies, from the same
+	// constants: ColSum of the unpacked weights, B unpacked otherwise.
+	lin := &qgemm.Linear{B: qgemm.PackedB{K: k, N: n, ColSum: make([]int32, n)}}
+	io := &qgemm.LinearIO{Rows: rows, OutF32: y.F32}
 	for p := range k {
 		for j, v := range w.I8[p*n : (p+1)*n] {
-			ep.ColSum[j] += int32(v)
+			lin.B.ColSum[j] += int32(v)
 		}
 	}
 	xq := make([]uint8, rows*k)
@@ -102,38 +105,40 @@ func qlinear(c *call) ([]*compiler.Tensor, error) {
 	switch compiler.QLinearMode(c.node) {
 	case compiler.QLinearStatic:
 		s := c.node.AttrFloat("act_scale", 0)
-		ep.AZeroPoint = int32(c.node.AttrInt("act_zero_point", 0))
+		lin.AZeroPoint = int32(c.node.AttrInt("act_zero_point", 0))
 		if !quantized {
-			nn.QuantizeU8(xq, k, x.F32, k, rows, k, 1/s, ep.AZeroPoint)
+			nn.QuantizeU8(xq, k, x.F32, k, rows, k, 1/s, lin.AZeroPoint)
 		}
-		ep.Scale = make([]float32, n)
+		lin.Scale = make([]float32, n)
 		for j, ws := range wScale.F32 {
-			ep.Scale[j] = s * ws
+			lin.Scale[j] = s * ws
 		}
 	case compiler.QLinearDynamic:
-		ep.RowScale, ep.RowZeroPoint = make([]float32, rows), make([]int32, rows)
+		io.RowScale, io.RowZeroPoint = make([]float32, rows), make([]int32, rows)
 		switch {
 		case !quantized:
-			nn.QuantizeRowsU8(xq, k, x.F32, k, rows, k, ep.RowScale, ep.RowZeroPoint)
+			nn.QuantizeRowsU8(xq, k, x.F32, k, rows, k, io.RowScale, io.RowZeroPoint)
 		case rowScale == nil || rowScale.DType != compiler.Float32 || rowScale.Len() != rows ||
 			rowZP.DType != compiler.Int32 || rowZP.Len() != rows:
 			return nil, fmt.Errorf("%w: dynamic QLinear of a u8 x needs row_scale f32 and row_zero_point i32 with one value per row", compiler.ErrDTypeMismatch)
 		default:
-			ep.RowScale, ep.RowZeroPoint = rowScale.F32, rowZP.I32
+			io.RowScale, io.RowZeroPoint = rowScale.F32, rowZP.I32
 		}
-		ep.Scale = wScale.F32
+		lin.Scale = wScale.F32
 	}
 	if bias != nil {
-		ep.Bias = bias.F32
+		lin.Bias = bias.F32
 	}
 	act, err := compiler.QLinearAct(c.node)
 	if err != nil {
 		return nil, fmt.Errorf("%w: QLinear %v", compiler.ErrMalformed, err)
 	}
-	ep.Act = act
+	lin.Act = act
 	if residual != nil {
-		ep.Residual, ep.ResidualStride = residual.F32, n
+		io.Residual = residual.F32
 	}
+	ep := &qgemm.Epilogue{}
+	lin.Epilogue(ep, io)
 
 	// Exact int32 product and epilogue, a block of rows per task.
 	const block = 16

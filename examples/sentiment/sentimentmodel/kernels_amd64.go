@@ -18,7 +18,7 @@ func gemmVNNIKp128(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int,
 func gemmVNNIKp512(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
 
 // gemmKernel returns the package's own kernel for weights padded to kp bytes of K;
-// Engine.GEMMWithKernel runs it when the Engine runs the VNNI variant.
+// Engine.Linear runs it when the Engine runs the VNNI variant.
 func gemmKernel(kp int) qgemm.SpecializedKernel {
 	switch kp {
 	case 128:

@@ -39,13 +39,10 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		return err
 	}
 	// #3 qgemm.GEMM: distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear/QKV
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[4194304:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
-		AZeroPoint: int32(126),
-		Bias:       m.w.distilbertTransformerLayer0AttentionQLinBiasQkv,
-		ColSum:     m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv.ColSum,
-		OutF32:     ws.f32[0:][:rows*384],
-		OutStride:  384,
-		Scale:      m.w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkvScale,
+	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear0, &qgemm.LinearIO{
+		A:      ws.u8[4194304:][:rows*128],
+		OutF32: ws.f32[0:][:rows*384],
+		Rows:   rows,
 	}); err != nil {
 		return err
 	}
@@ -84,15 +81,11 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		return err
 	}
 	// #6 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
-		AZeroPoint:     int32(130),
-		Bias:           m.w.distilbertTransformerLayer0AttentionOutLinBias,
-		ColSum:         m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ.ColSum,
-		OutF32:         ws.f32[0:][:rows*128],
-		OutStride:      128,
-		Residual:       ws.f32[786432:][:rows*128],
-		ResidualStride: 128,
-		Scale:          m.w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQScale,
+	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear1, &qgemm.LinearIO{
+		A:        ws.u8[1048576:][:rows*128],
+		OutF32:   ws.f32[0:][:rows*128],
+		Residual: ws.f32[786432:][:rows*128],
+		Rows:     rows,
 	}); err != nil {
 		return err
 	}
@@ -102,16 +95,10 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		return err
 	}
 	// #8 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[2097152:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
-		AZeroPoint:   int32(130),
-		Act:          qgemm.ActGelu,
-		Bias:         m.w.distilbertTransformerLayer0FfnLin1Bias,
-		ColSum:       m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ.ColSum,
-		OutInvScale:  float32(101.085434),
-		OutStride:    512,
-		OutU8:        ws.u8[0:][:rows*512],
-		OutZeroPoint: int32(17),
-		Scale:        m.w.distilbertTransformerLayer0FfnLin1WeightTSmoothQScale,
+	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear2, &qgemm.LinearIO{
+		A:     ws.u8[2097152:][:rows*128],
+		OutU8: ws.u8[0:][:rows*512],
+		Rows:  rows,
 	}); err != nil {
 		return err
 	}
@@ -119,15 +106,11 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		return err
 	}
 	// #9 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(512), ws.u8[0:][:rows*512], rows, 512, &m.w.distilbertTransformerLayer0FfnLin2WeightTQ, &qgemm.Epilogue{
-		AZeroPoint:     int32(17),
-		Bias:           m.w.distilbertTransformerLayer0FfnLin2Bias,
-		ColSum:         m.w.distilbertTransformerLayer0FfnLin2WeightTQ.ColSum,
-		OutF32:         ws.f32[524288:][:rows*128],
-		OutStride:      128,
-		Residual:       ws.f32[262144:][:rows*128],
-		ResidualStride: 128,
-		Scale:          m.w.distilbertTransformerLayer0FfnLin2WeightTQScale,
+	if err := m.gemm.Linear(gemmKernel(512), &m.w.linear3, &qgemm.LinearIO{
+		A:        ws.u8[0:][:rows*512],
+		OutF32:   ws.f32[524288:][:rows*128],
+		Residual: ws.f32[262144:][:rows*128],
+		Rows:     rows,
 	}); err != nil {
 		return err
 	}
@@ -137,13 +120,10 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		return err
 	}
 	// #11 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[4194304:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv, &qgemm.Epilogue{
-		AZeroPoint: int32(133),
-		Bias:       m.w.distilbertTransformerLayer1AttentionQLinBiasQkv,
-		ColSum:     m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv.ColSum,
-		OutF32:     ws.f32[0:][:rows*384],
-		OutStride:  384,
-		Scale:      m.w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkvScale,
+	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear4, &qgemm.LinearIO{
+		A:      ws.u8[4194304:][:rows*128],
+		OutF32: ws.f32[0:][:rows*384],
+		Rows:   rows,
 	}); err != nil {
 		return err
 	}
@@ -182,15 +162,11 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		return err
 	}
 	// #14 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[1048576:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ, &qgemm.Epilogue{
-		AZeroPoint:     int32(128),
-		Bias:           m.w.distilbertTransformerLayer1AttentionOutLinBias,
-		ColSum:         m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ.ColSum,
-		OutF32:         ws.f32[0:][:rows*128],
-		OutStride:      128,
-		Residual:       ws.f32[786432:][:rows*128],
-		ResidualStride: 128,
-		Scale:          m.w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQScale,
+	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear5, &qgemm.LinearIO{
+		A:        ws.u8[1048576:][:rows*128],
+		OutF32:   ws.f32[0:][:rows*128],
+		Residual: ws.f32[786432:][:rows*128],
+		Rows:     rows,
 	}); err != nil {
 		return err
 	}
@@ -200,16 +176,10 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		return err
 	}
 	// #16 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(128), ws.u8[2097152:][:rows*128], rows, 128, &m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ, &qgemm.Epilogue{
-		AZeroPoint:   int32(112),
-		Act:          qgemm.ActGelu,
-		Bias:         m.w.distilbertTransformerLayer1FfnLin1Bias,
-		ColSum:       m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ.ColSum,
-		OutInvScale:  float32(85.180595),
-		OutStride:    512,
-		OutU8:        ws.u8[0:][:rows*512],
-		OutZeroPoint: int32(14),
-		Scale:        m.w.distilbertTransformerLayer1FfnLin1WeightTSmoothQScale,
+	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear6, &qgemm.LinearIO{
+		A:     ws.u8[2097152:][:rows*128],
+		OutU8: ws.u8[0:][:rows*512],
+		Rows:  rows,
 	}); err != nil {
 		return err
 	}
@@ -217,15 +187,11 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		return err
 	}
 	// #17 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
-	if err := m.gemm.GEMMWithKernel(gemmKernel(512), ws.u8[0:][:rows*512], rows, 512, &m.w.distilbertTransformerLayer1FfnLin2WeightTQ, &qgemm.Epilogue{
-		AZeroPoint:     int32(14),
-		Bias:           m.w.distilbertTransformerLayer1FfnLin2Bias,
-		ColSum:         m.w.distilbertTransformerLayer1FfnLin2WeightTQ.ColSum,
-		OutF32:         ws.f32[524288:][:rows*128],
-		OutStride:      128,
-		Residual:       ws.f32[262144:][:rows*128],
-		ResidualStride: 128,
-		Scale:          m.w.distilbertTransformerLayer1FfnLin2WeightTQScale,
+	if err := m.gemm.Linear(gemmKernel(512), &m.w.linear7, &qgemm.LinearIO{
+		A:        ws.u8[0:][:rows*512],
+		OutF32:   ws.f32[524288:][:rows*128],
+		Residual: ws.f32[262144:][:rows*128],
+		Rows:     rows,
 	}); err != nil {
 		return err
 	}

@@ -77,9 +77,17 @@ type weights struct {
 	vocab                                                          []byte             // vocab.txt
 	embeddings0                                                    nn.Embeddings      // distilbert.embeddings/add_positions/Embeddings
 	layerNorm0                                                     nn.LayerNormParams // distilbert.embeddings.LayerNorm/LayerNormalization
+	linear0                                                        qgemm.Linear       // distilbert.transformer.layer.0.attention.q_lin/MatMul/Linear/QKV
+	linear1                                                        qgemm.Linear       // distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
 	layerNorm1                                                     nn.LayerNormParams // distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
+	linear2                                                        qgemm.Linear       // distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
+	linear3                                                        qgemm.Linear       // distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
 	layerNorm2                                                     nn.LayerNormParams // distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
+	linear4                                                        qgemm.Linear       // distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
+	linear5                                                        qgemm.Linear       // distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
 	layerNorm3                                                     nn.LayerNormParams // distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
+	linear6                                                        qgemm.Linear       // distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
+	linear7                                                        qgemm.Linear       // distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
 	layerNorm4                                                     nn.LayerNormParams // distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
 }
 
@@ -207,11 +215,39 @@ func loadWeights() (*weights, error) {
 		Gamma:   w.distilbertEmbeddingsLayerNormWeight,
 		N:       128,
 	}
+	w.linear0 = qgemm.Linear{
+		AZeroPoint: int32(126),
+		B:          w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkv,
+		Bias:       w.distilbertTransformerLayer0AttentionQLinBiasQkv,
+		Scale:      w.distilbertTransformerLayer0AttentionQLinWeightTSmoothQQkvScale,
+	}
+	w.linear1 = qgemm.Linear{
+		AZeroPoint: int32(130),
+		B:          w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQ,
+		Bias:       w.distilbertTransformerLayer0AttentionOutLinBias,
+		Scale:      w.distilbertTransformerLayer0AttentionOutLinWeightTSmoothQScale,
+	}
 	w.layerNorm1 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer0SaLayerNormBias,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer0SaLayerNormWeight,
 		N:       128,
+	}
+	w.linear2 = qgemm.Linear{
+		AZeroPoint:   int32(130),
+		Act:          qgemm.ActGelu,
+		B:            w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ,
+		Bias:         w.distilbertTransformerLayer0FfnLin1Bias,
+		OutInvScale:  float32(101.085434),
+		OutKp:        512,
+		OutZeroPoint: int32(17),
+		Scale:        w.distilbertTransformerLayer0FfnLin1WeightTSmoothQScale,
+	}
+	w.linear3 = qgemm.Linear{
+		AZeroPoint: int32(17),
+		B:          w.distilbertTransformerLayer0FfnLin2WeightTQ,
+		Bias:       w.distilbertTransformerLayer0FfnLin2Bias,
+		Scale:      w.distilbertTransformerLayer0FfnLin2WeightTQScale,
 	}
 	w.layerNorm2 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer0OutputLayerNormBias,
@@ -219,11 +255,39 @@ func loadWeights() (*weights, error) {
 		Gamma:   w.distilbertTransformerLayer0OutputLayerNormWeight,
 		N:       128,
 	}
+	w.linear4 = qgemm.Linear{
+		AZeroPoint: int32(133),
+		B:          w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkv,
+		Bias:       w.distilbertTransformerLayer1AttentionQLinBiasQkv,
+		Scale:      w.distilbertTransformerLayer1AttentionQLinWeightTSmoothQQkvScale,
+	}
+	w.linear5 = qgemm.Linear{
+		AZeroPoint: int32(128),
+		B:          w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQ,
+		Bias:       w.distilbertTransformerLayer1AttentionOutLinBias,
+		Scale:      w.distilbertTransformerLayer1AttentionOutLinWeightTSmoothQScale,
+	}
 	w.layerNorm3 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer1SaLayerNormBias,
 		Epsilon: float32(1e-12),
 		Gamma:   w.distilbertTransformerLayer1SaLayerNormWeight,
 		N:       128,
+	}
+	w.linear6 = qgemm.Linear{
+		AZeroPoint:   int32(112),
+		Act:          qgemm.ActGelu,
+		B:            w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ,
+		Bias:         w.distilbertTransformerLayer1FfnLin1Bias,
+		OutInvScale:  float32(85.180595),
+		OutKp:        512,
+		OutZeroPoint: int32(14),
+		Scale:        w.distilbertTransformerLayer1FfnLin1WeightTSmoothQScale,
+	}
+	w.linear7 = qgemm.Linear{
+		AZeroPoint: int32(14),
+		B:          w.distilbertTransformerLayer1FfnLin2WeightTQ,
+		Bias:       w.distilbertTransformerLayer1FfnLin2Bias,
+		Scale:      w.distilbertTransformerLayer1FfnLin2WeightTQScale,
 	}
 	w.layerNorm4 = nn.LayerNormParams{
 		Beta:    w.distilbertTransformerLayer1OutputLayerNormBias,

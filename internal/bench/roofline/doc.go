@@ -20,11 +20,10 @@
 // move at least (every operand read once, every result written once), and
 // those operations over its measured time.
 //
-// Per-op times come from replaying each distinct step of an
-// exec.Program: the same runtime call (qgemm's Engine.GEMM with the step's
-// packed weights and epilogue, nn.LayerNormU8, nn.Attention, ...) with the
-// step's constant arguments, on buffers of the shapes the benchmark's batch
-// and sequence give, timed alone. Profile reports how the replayed times
-// add up against a measured forward pass, which tells how faithful the
-// replay is.
+// Per-op times come from replaying each distinct step of an exec.Program
+// (exec.Program.Replay): the program runs once on the benchmark's inputs,
+// and each step, when it has run, is run again in place, on the buffers
+// and shapes that run gave it, timed alone. Its operations and bytes are
+// the step's own exec.Cost. Profile reports how the replayed times add up
+// against a measured forward pass, which tells how faithful the replay is.
 package roofline

@@ -2,20 +2,19 @@ package roofline
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
-	"github.com/sqc-dev/sqc/runtime/pool"
 )
 
 // Point is one group of identical steps (same kernel, shape and fused
 // epilogue) of a Program: where it sits on the roofline.
 type Point struct {
 	Label string `json:"label"` // e.g. "GEMM 768x3072 +gelu ->u8"
-	Kind  string `json:"kind"`  // KindGEMM, KindAttention, ...
+	Kind  string `json:"kind"`  // exec.KindGEMM, exec.KindAttention, ...
 	Count int    `json:"count"` // steps in the group (one per layer, ...)
 	// Ops and Bytes are per call: operations (2 per multiply-add) and the
 	// least traffic (each operand read once, each result written once).
@@ -46,64 +45,56 @@ type Profile struct {
 	// ReplayedSeconds is the sum over groups of Count * Seconds: the
 	// forward pass as the replayed steps add up.
 	ReplayedSeconds float64
-	// Skipped lists steps that could not be replayed, with the reason.
-	Skipped []string
 }
 
 // ProfileOptions control ProfileProgram.
 type ProfileOptions struct {
-	Batch, Seq int
-	Threads    int           // the nn kernels' pool size (the GEMM engine is the Program's)
+	Batch, Seq int           // the inputs' shape, recorded in the Profile
 	PerOp      time.Duration // time spent per distinct step (DefaultPerOp when 0)
-	Seed       uint64
 }
 
 // DefaultPerOp is the timing budget of one distinct step: enough calls
 // for a stable median without making bert-large's profile slow.
 const DefaultPerOp = 150 * time.Millisecond
 
-// ProfileProgram times each distinct step of p by replay (see the package
-// comment) at the given batch and sequence length.
-func ProfileProgram(p *exec.Program, o ProfileOptions) (*Profile, error) {
+// ProfileProgram runs p once on inputs and times each distinct step (by
+// its exec.Cost label) by repeating it in place (exec.Program.Replay; see
+// the package comment), on p's worker pool and GEMM engine.
+func ProfileProgram(p *exec.Program, inputs map[string]*compiler.Tensor, o ProfileOptions) (*Profile, error) {
 	if o.Batch < 1 || o.Seq < 1 {
 		return nil, fmt.Errorf("roofline: batch %d x sequence %d", o.Batch, o.Seq)
 	}
 	if o.PerOp == 0 {
 		o.PerOp = DefaultPerOp
 	}
-	pl := pool.New(o.Threads)
-	defer pl.Close()
-	r := &replayer{prog: p, sh: newShapes(p, o.Batch, o.Seq), pool: pl, workers: pl.Workers(),
-		rng: rand.New(rand.NewPCG(o.Seed, 0x5eed))}
 	prof := &Profile{Batch: o.Batch, Seq: o.Seq}
 	groups := map[string]*Point{}
 	var order []string
-	for i, s := range p.Steps() {
-		rp, err := r.build(s)
-		if err != nil {
-			prof.Skipped = append(prof.Skipped, fmt.Sprintf("#%d %s", i, err))
-			continue
-		}
-		if g, ok := groups[rp.label]; ok {
+	err := p.Replay(inputs, func(i int, s exec.Step, c exec.Cost, again func() error) error {
+		if g, ok := groups[c.Label]; ok {
 			g.Count++
-			continue
+			return nil
 		}
-		secs, cpu, err := timeCall(rp.run, o.PerOp)
+		secs, cpu, err := timeCall(again, o.PerOp)
 		if err != nil {
-			return nil, fmt.Errorf("roofline: replay of step #%d %s: %w", i, s.Call(), err)
+			return fmt.Errorf("roofline: replay of step #%d %s: %w", i, s.Call(), err)
 		}
-		pt := &Point{Label: rp.label, Kind: rp.kind, Count: 1, Ops: rp.ops, Bytes: rp.bytes, Seconds: secs, CPUSeconds: cpu}
-		if rp.bytes > 0 {
-			pt.Intensity = rp.ops / rp.bytes
+		pt := &Point{Label: c.Label, Kind: c.Kind, Count: 1, Ops: c.Ops, Bytes: c.Bytes, Seconds: secs, CPUSeconds: cpu}
+		if c.Bytes > 0 && c.Ops > 0 {
+			pt.Intensity = c.Ops / c.Bytes
 		}
 		if secs > 0 {
-			pt.GOPS = rp.ops / secs / 1e9
+			pt.GOPS = c.Ops / secs / 1e9
 		}
 		if cpu > 0 {
-			pt.CPUGOPS = rp.ops * float64(r.workers) / cpu / 1e9
+			pt.CPUGOPS = c.Ops * float64(p.Workers()) / cpu / 1e9
 		}
-		groups[rp.label] = pt
-		order = append(order, rp.label)
+		groups[c.Label] = pt
+		order = append(order, c.Label)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, l := range order {
 		g := groups[l]

@@ -5,13 +5,15 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/sqc-dev/sqc/compiler/exec"
 )
 
 // PeakFor returns the name of the compute ceiling that bounds ops of the
 // given kind when the GEMMs run on the named qgemm kernel family ("amx",
 // "vnni", ...): the INT8 peak of that family for GEMMs, FP32 for the rest.
 func PeakFor(kind, gemmISA string) string {
-	if kind != KindGEMM {
+	if kind != exec.KindGEMM {
 		return peakNames["fp32"]
 	}
 	if n, ok := peakNames[gemmISA]; ok {

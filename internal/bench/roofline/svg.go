@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/sqc-dev/sqc/compiler/exec"
 )
 
 // Chart is what WriteSVG draws.
@@ -37,8 +39,8 @@ const (
 
 // kindColors colours points by kind.
 var kindColors = map[string]string{
-	KindGEMM: "#1f77b4", KindAttention: "#ff7f0e", KindLayerNorm: "#2ca02c", KindQuantize: "#9467bd",
-	KindLinearF32: "#8c564b", KindElemwise: "#7f7f7f", KindGather: "#7f7f7f",
+	exec.KindGEMM: "#1f77b4", exec.KindAttention: "#ff7f0e", exec.KindLayerNorm: "#2ca02c", exec.KindQuantize: "#9467bd",
+	exec.KindLinearF32: "#8c564b", exec.KindElemwise: "#7f7f7f", exec.KindGather: "#7f7f7f", exec.KindGeneric: "#bcbd22",
 }
 
 // axis maps a decade range onto pixels, logarithmically.

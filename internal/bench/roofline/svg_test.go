@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/sqc-dev/sqc/compiler/exec"
 )
 
 func testChart() Chart {
@@ -20,10 +22,10 @@ func testChart() Chart {
 			{Name: "DRAM", Kind: Bandwidth, Value: 30},
 		},
 		Points: []Point{
-			{Label: "GEMM 768x3072 +gelu ->u8", Kind: KindGEMM, Count: 12, Intensity: 400, GOPS: 800, Share: 0.5},
-			{Label: "Attention 12x64", Kind: KindAttention, Count: 12, Intensity: 30, GOPS: 2, Share: 0.3},
-			{Label: "LayerNorm 768", Kind: KindLayerNorm, Count: 25, Intensity: 1, GOPS: 3, Share: 0.19},
-			{Label: "Gather 768", Kind: KindGather, Count: 3, Share: 0.01}, // no ops: listed, not plotted
+			{Label: "GEMM 768x3072 +gelu ->u8", Kind: exec.KindGEMM, Count: 12, Intensity: 400, GOPS: 800, Share: 0.5},
+			{Label: "Attention 12x64", Kind: exec.KindAttention, Count: 12, Intensity: 30, GOPS: 2, Share: 0.3},
+			{Label: "LayerNorm 768", Kind: exec.KindLayerNorm, Count: 25, Intensity: 1, GOPS: 3, Share: 0.19},
+			{Label: "Gather 768", Kind: exec.KindGather, Count: 3, Share: 0.01}, // no ops: listed, not plotted
 		},
 		Notes: []string{"note"},
 	}
@@ -135,7 +137,7 @@ func TestRoofAndRows(t *testing.T) {
 	if rows[3].RoofGOPS != 0 {
 		t.Errorf("Gather row has a roof: %+v", rows[3])
 	}
-	if PeakFor(KindGEMM, "amx") != "AMX INT8" || PeakFor(KindGEMM, "go") != "VNNI INT8" || PeakFor(KindAttention, "amx") != "FP32" {
+	if PeakFor(exec.KindGEMM, "amx") != "AMX INT8" || PeakFor(exec.KindGEMM, "go") != "VNNI INT8" || PeakFor(exec.KindAttention, "amx") != "FP32" {
 		t.Error("PeakFor")
 	}
 	var b bytes.Buffer

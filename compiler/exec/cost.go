@@ -1,0 +1,67 @@
+package exec
+
+import "github.com/sqc-dev/sqc/compiler"
+
+// Cost is what one call of a step does at the shapes of the run it was
+// taken from (Replay): its operations (2 per multiply-add; the arithmetic
+// the kernel's documented formula does, not instructions) and the least
+// memory traffic it needs (each operand read once, each result written
+// once), by which the roofline places it. Steps with the same Label are
+// the same call on the same shapes. Each step kind computes its own, beside
+// its run.
+type Cost struct {
+	Kind  string // KindGEMM, KindAttention, ...
+	Label string // e.g. "GEMM 768x3072 +gelu ->u8"
+	Ops   float64
+	Bytes float64
+}
+
+// Kinds of steps, for grouping and colours.
+const (
+	KindGEMM      = "GEMM"
+	KindAttention = "Attention"
+	KindLayerNorm = "LayerNorm"
+	KindQuantize  = "Quantize"
+	KindLinearF32 = "LinearF32"
+	KindElemwise  = "Elementwise"
+	KindGather    = "Gather"
+	KindGeneric   = "Generic" // a runtime/ops kernel (OpStep)
+)
+
+// Operations counted per element by the non-GEMM kernels.
+const (
+	opsLayerNorm     = 8 // sum; subtract, square, sum; subtract, scale, gamma, beta
+	opsLayerNormDual = 4 // the second output's subtract, scale, gamma, beta
+	opsQuantize      = 3 // scale, round, add zero point (clamps not counted)
+	opsQuantizeRow   = 5 // min, max, then scale, round, add zero point
+	opsSoftmax       = 5 // per score: scale, mask add, max, exp, normalise
+	opsMask          = 2
+)
+
+// Replay runs p on inputs as RunInto does, and calls visit after each step
+// with the step, its Cost at this run's shapes, and again, which runs the
+// step once more on the same buffers: what the roofline times. A repeat
+// reads what the first call read, because no later step has run yet and
+// the memory plan never lets a step's outputs share bytes with its inputs
+// (both are live at that step). visit's error stops the run. The outputs
+// are not returned.
+func (p *Program) Replay(inputs map[string]*compiler.Tensor, visit func(i int, s Step, c Cost, again func() error) error) error {
+	return p.runSteps(inputs, nil, func(i int, s Step) error {
+		return visit(i, s, s.cost(p), func() error { return p.runOne(i, s) })
+	})
+}
+
+// Workers is the size of the Program's worker pool.
+func (p *Program) Workers() int { return p.pool.Workers() }
+
+// bytesOf is the size in bytes of slot id's buffer as the last step left it
+// (0 for NoSlot).
+func (p *Program) bytesOf(id SlotID) float64 {
+	if id == NoSlot {
+		return 0
+	}
+	if t := p.bufs[id]; t != nil {
+		return float64(t.Bytes())
+	}
+	return 0
+}

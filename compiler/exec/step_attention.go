@@ -1,0 +1,230 @@
+package exec
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/nn"
+)
+
+// AttentionStep is nn.Attention of Q, K, V ([batch, seq, Heads*d]) with the
+// optional additive Mask (broadcast to [batch, Heads, seqQ, seqK], keys
+// contiguous) into Out. When Packed (sqc.Attention's qkv_packed), Q is one
+// [batch, seq, 3*Heads*d] buffer holding Q, K and V side by side, K and V
+// are NoSlot, and the kernel reads K and V at column offsets W and 2W of
+// Q's rows (row stride 3W; see PackedLayout).
+type AttentionStep struct {
+	Node          string
+	Q, K, V, Mask SlotID
+	Packed        bool
+	Heads         int
+	Scale         float32
+	Out           SlotID
+	dims          nn.AttentionDims
+}
+
+// AttentionMaskStep is nn.AttentionMask of an i64 [batch, seq] mask into
+// the f32 [batch, 1, 1, seq] additive mask Out.
+type AttentionMaskStep struct {
+	Node      string
+	Mask, Out SlotID
+	Fill      float32
+}
+
+func (s *AttentionStep) Call() string       { return "nn.Attention" }
+func (s *AttentionMaskStep) Call() string   { return "nn.AttentionMask" }
+func (s *AttentionStep) Source() string     { return s.Node }
+func (s *AttentionMaskStep) Source() string { return s.Node }
+
+func (s *AttentionStep) Describe(sl []*Slot) string {
+	packed := ""
+	if s.Packed {
+		packed = ", qkv_packed"
+	}
+	return fmt.Sprintf("%s = %s(%s, %s, %s, %s; heads=%d, scale=%g%s)", slotName(sl, s.Out), s.Call(),
+		slotName(sl, s.Q), slotName(sl, s.K), slotName(sl, s.V), slotName(sl, s.Mask), s.Heads, s.Scale, packed)
+}
+
+func (s *AttentionMaskStep) Describe(sl []*Slot) string {
+	return fmt.Sprintf("%s = %s(%s; fill=%g)", slotName(sl, s.Out), s.Call(), slotName(sl, s.Mask), s.Fill)
+}
+
+func (s *AttentionStep) run(p *Program) error {
+	if p.run.offsets != nil {
+		return s.runVarlen(p)
+	}
+	if s.Packed {
+		return s.runPacked(p)
+	}
+	q, k, v := p.bufs[s.Q], p.bufs[s.K], p.bufs[s.V]
+	for _, t := range []*compiler.Tensor{q, k, v} {
+		if t.DType != compiler.Float32 || len(t.Shape) != 3 {
+			return fmt.Errorf("%w: Attention operand %s%v, want f32 [batch, seq, width]", compiler.ErrShapeMismatch, t.DType, t.Shape)
+		}
+	}
+	batch, sq, width, sk := int(q.Shape[0]), int(q.Shape[1]), int(q.Shape[2]), int(k.Shape[1])
+	if !slices.Equal(k.Shape, v.Shape) || k.Shape[0] != q.Shape[0] || k.Shape[2] != q.Shape[2] || width%s.Heads != 0 {
+		return fmt.Errorf("%w: Attention q %v, k %v, v %v with %d heads", compiler.ErrShapeMismatch, q.Shape, k.Shape, v.Shape, s.Heads)
+	}
+	d := &s.dims
+	*d = nn.AttentionDims{
+		Batch: batch, SeqQ: sq, SeqK: sk, Heads: s.Heads, HeadDim: width / s.Heads, Scale: s.Scale,
+		QStride: width, KStride: width, VStride: width, OutStride: width,
+	}
+	return s.attend(p, q.F32, k.F32, v.F32, q.Shape)
+}
+
+// attend runs nn.Attention with s.dims (mask strides still to set) into
+// Out of the given shape.
+func (s *AttentionStep) attend(p *Program, q, k, v []float32, outShape []int64) error {
+	d := &s.dims
+	var mask []float32
+	if s.Mask != NoSlot {
+		m := p.bufs[s.Mask]
+		if err := maskStrides(m, d); err != nil {
+			return err
+		}
+		mask = m.F32
+	}
+	out := p.bufs[s.Out]
+	resize(out, compiler.Float32, outShape...)
+	p.scratch = grow(p.scratch, nn.AttentionScratchLen(p.pool.Workers(), d.SeqK, d.HeadDim))
+	nn.Attention(p.pool, p.scratch, out.F32, q, k, v, mask, d)
+	return nil
+}
+
+// maskStrides sets d's mask strides for mask m, which must broadcast to
+// [batch, heads, seqQ, seqK] with its last dim seqK.
+func maskStrides(m *compiler.Tensor, d *nn.AttentionDims) error {
+	full := [4]int64{int64(d.Batch), int64(d.Heads), int64(d.SeqQ), int64(d.SeqK)}
+	bad := func() error { // built only on failure: Run allocates nothing otherwise
+		return fmt.Errorf("%w: Attention mask %s%v does not broadcast to scores %v with keys contiguous", compiler.ErrShapeMismatch, m.DType, m.Shape, full)
+	}
+	r := len(m.Shape)
+	if m.DType != compiler.Float32 || r == 0 || r > 4 || m.Shape[r-1] != full[3] {
+		return bad()
+	}
+	var strides [4]int
+	stride := 1
+	for i := 3; i >= 0; i-- {
+		j := i - (4 - r) // the mask's dim aligned with score dim i
+		if j < 0 {
+			continue
+		}
+		switch m.Shape[j] {
+		case full[i]:
+			strides[i] = stride
+		case 1:
+		default:
+			return bad()
+		}
+		stride *= int(m.Shape[j])
+	}
+	d.MaskBatchStride, d.MaskHeadStride, d.MaskRowStride = strides[0], strides[1], strides[2]
+	return nil
+}
+
+func (s *AttentionMaskStep) run(p *Program) error {
+	m := p.bufs[s.Mask]
+	if m.DType != compiler.Int64 || len(m.Shape) != 2 {
+		return fmt.Errorf("%w: AttentionMask input %s%v, want i64 [batch, seq]", compiler.ErrShapeMismatch, m.DType, m.Shape)
+	}
+	out := p.bufs[s.Out]
+	resize(out, compiler.Float32, m.Shape[0], 1, 1, m.Shape[1])
+	nn.AttentionMask(out.F32, m.I64, s.Fill)
+	return nil
+}
+
+func (s *AttentionStep) Operands() Operands {
+	return operands(reads(s.Q, s.K, s.V, s.Mask), s.Out)
+}
+
+func (s *AttentionMaskStep) Operands() Operands { return operands(reads(s.Mask), s.Out) }
+
+// cost counts Q·K^T and P·V (2 ops per multiply-add each) and the softmax
+// per score: over every sequence's own length when the batch ran packed.
+func (s *AttentionStep) cost(p *Program) Cost {
+	d := s.dims
+	scores := float64(d.Batch * d.SeqQ * d.SeqK)
+	if p.run.offsets != nil {
+		scores = 0
+		for _, l := range p.run.lengths {
+			scores += float64(l * l)
+		}
+	}
+	scores *= float64(s.Heads)
+	return Cost{Kind: KindAttention, Label: fmt.Sprintf("Attention %dx%d", s.Heads, d.HeadDim),
+		Ops:   scores * (4*float64(d.HeadDim) + opsSoftmax),
+		Bytes: p.bytesOf(s.Q) + p.bytesOf(s.K) + p.bytesOf(s.V) + p.bytesOf(s.Mask) + p.bytesOf(s.Out)}
+}
+
+func (s *AttentionMaskStep) cost(p *Program) Cost {
+	n := float64(len(p.bufs[s.Out].F32))
+	return Cost{Kind: KindElemwise, Label: "AttentionMask", Ops: opsMask * n, Bytes: p.bytesOf(s.Mask) + p.bytesOf(s.Out)}
+}
+
+// runPacked is run for the packed form: Q, K and V are column ranges of
+// one buffer, attended in place with row stride 3*width.
+func (s *AttentionStep) runPacked(p *Program) error {
+	qkv := p.bufs[s.Q]
+	if qkv.DType != compiler.Float32 || len(qkv.Shape) != 3 || qkv.Shape[2]%int64(3*s.Heads) != 0 {
+		return fmt.Errorf("%w: packed Attention operand %s%v, want f32 [batch, seq, 3*width] with width a multiple of %d heads",
+			compiler.ErrShapeMismatch, qkv.DType, qkv.Shape, s.Heads)
+	}
+	batch, seq := int(qkv.Shape[0]), int(qkv.Shape[1])
+	lay := PackedAttentionLayout(int(qkv.Shape[2]))
+	outShape := []int64{qkv.Shape[0], qkv.Shape[1], int64(lay.Width)}
+	if batch*seq == 0 { // no tokens: nothing to attend, and no K or V columns to slice
+		resize(p.bufs[s.Out], compiler.Float32, outShape...)
+		return nil
+	}
+	s.dims = nn.AttentionDims{
+		Batch: batch, SeqQ: seq, SeqK: seq, Heads: s.Heads, HeadDim: lay.Width / s.Heads, Scale: s.Scale,
+		QStride: lay.Stride, KStride: lay.Stride, VStride: lay.Stride, OutStride: lay.Width,
+	}
+	return s.attend(p, qkv.F32, qkv.F32[lay.KOffset:], qkv.F32[lay.VOffset:], outShape)
+}
+
+// runVarlen is run for a packed batch (packed.go): Q, K and V (or the
+// packed QKV operand) are [tokens, ...], and each sequence attends to its
+// own tokens only, with no mask.
+func (s *AttentionStep) runVarlen(p *Program) error {
+	off := p.run.offsets
+	q := p.bufs[s.Q]
+	if q.DType != compiler.Float32 || len(q.Shape) != 2 || q.Shape[0] != int64(off[len(off)-1]) {
+		return fmt.Errorf("internal error: packed Attention operand %s%v for %d tokens", q.DType, q.Shape, off[len(off)-1])
+	}
+	width := int(q.Shape[1])
+	qs, ks, vs := q.F32, q.F32, q.F32
+	stride := width
+	if s.Packed {
+		lay := PackedAttentionLayout(width)
+		width, stride = lay.Width, lay.Stride
+		if len(qs) > 0 {
+			ks, vs = qs[lay.KOffset:], qs[lay.VOffset:]
+		}
+	} else {
+		k, v := p.bufs[s.K], p.bufs[s.V]
+		if !slices.Equal(k.Shape, q.Shape) || !slices.Equal(v.Shape, q.Shape) {
+			return fmt.Errorf("%w: Attention q %v, k %v, v %v", compiler.ErrShapeMismatch, q.Shape, k.Shape, v.Shape)
+		}
+		ks, vs = k.F32, v.F32
+	}
+	if width%s.Heads != 0 {
+		return fmt.Errorf("%w: Attention width %d with %d heads", compiler.ErrShapeMismatch, width, s.Heads)
+	}
+	s.dims = nn.AttentionDims{
+		Heads: s.Heads, HeadDim: width / s.Heads, Scale: s.Scale,
+		QStride: stride, KStride: stride, VStride: stride, OutStride: width,
+	}
+	out := p.bufs[s.Out]
+	resize(out, compiler.Float32, q.Shape[0], int64(width))
+	longest := 0
+	for _, l := range p.run.lengths {
+		longest = max(longest, l)
+	}
+	p.scratch = grow(p.scratch, nn.AttentionScratchLen(p.pool.Workers(), longest, s.dims.HeadDim))
+	nn.AttentionPacked(p.pool, p.scratch, out.F32, qs, ks, vs, &s.dims, off)
+	return nil
+}
