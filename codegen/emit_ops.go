@@ -229,25 +229,6 @@ func (pl *plan) tensorCode(id exec.SlotID) (*jen.Statement, error) {
 		return jen.Op("&").Qual(pkgOps, "Tensor").Values(jen.Dict{
 			jen.Id("DType"): dtypeCode(compiler.Int64), jen.Id("Shape"): int64sLit(slot.Const.Shape), jen.Id("I64"): int64sLit(sp.consts),
 		}), nil
-	case homeSym:
-		shape, err := pl.shapeCode(sp.name, slot.Shape)
-		if err != nil {
-			return nil, err
-		}
-		vals := make([]jen.Code, len(sp.sym))
-		for i, d := range sp.sym {
-			v := jen.Lit(d.c)
-			if d.batch {
-				v = v.Op("*").Int64().Call(jen.Id("batch"))
-			}
-			if d.seq {
-				v = v.Op("*").Int64().Call(jen.Id("seq"))
-			}
-			vals[i] = v
-		}
-		return jen.Op("&").Qual(pkgOps, "Tensor").Values(jen.Dict{
-			jen.Id("DType"): dtypeCode(compiler.Int64), jen.Id("Shape"): shape, jen.Id("I64"): jen.Index().Int64().Values(vals...),
-		}), nil
 	}
 	field, ok := dataField(sp.dtype)
 	if !ok {
@@ -256,11 +237,9 @@ func (pl *plan) tensorCode(id exec.SlotID) (*jen.Statement, error) {
 	var shape, data *jen.Statement
 	var err error
 	switch {
-	case sp.home == homeWeight && sp.weight.Kind != weightF32:
+	case sp.home == homeWeight:
 		shape, data = int64sLit(slot.Const.Shape), weightCode(sp.weight)
-	case sp.home == homeWeight && slot.Kind == exec.SlotConst:
-		shape, data = int64sLit(slot.Const.Shape), weightCode(sp.weight)
-	case sp.home == homeWeight, sp.home == homeArena, sp.home == homeInput:
+	case sp.home == homeArena, sp.home == homeInput:
 		if shape, err = pl.shapeCode(sp.name, sp.shape); err != nil {
 			return nil, err
 		}

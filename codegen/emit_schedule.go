@@ -99,9 +99,8 @@ func returnIfErr(call *jen.Statement) *jen.Statement {
 	return jen.If(jen.Err().Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
 }
 
-// scheduleFile emits forward: one statement per Program step (views of
-// constants need none), with a cancellation check before every GEMM and
-// attention.
+// scheduleFile emits forward: one statement per Program step, with a
+// cancellation check before every GEMM and attention.
 func (g *gen) scheduleFile() (*jen.File, error) {
 	pl := g.pl
 	f := newFile(g.opts.Package)
@@ -115,10 +114,6 @@ func (g *gen) scheduleFile() (*jen.File, error) {
 	}
 	for i, st := range pl.prog.Steps() {
 		cmt := fmt.Sprintf("#%d %s: %s", i, st.Call(), st.Source())
-		if pl.views[i] {
-			body = append(body, jen.Comment(cmt+" (a view: no call)"))
-			continue
-		}
 		if s, ok := st.(*exec.OpStep); ok { // runtime/ops's generic kernel (emit_ops.go)
 			code, err := g.opStepCode(i, s)
 			if err != nil {

@@ -33,8 +33,7 @@ type plan struct {
 	vocab      int   // rows of the token embedding table
 	typeVocab  int   // rows of the token type table (0: none)
 	maxHeadDim int
-	dynamic    bool   // a step quantises per token
-	views      []bool // by step: the step is a view (no statement)
+	dynamic    bool // a step quantises per token
 }
 
 // extent is a buffer's length in elements: Elems, times the batch size
@@ -62,8 +61,7 @@ const (
 	homeNone   home = iota // not used by any emitted step
 	homeArena              // a range of one of the workspace's arenas
 	homeInput              // the workspace's ids, mask or types
-	homeWeight             // a constant, or (View) its first rows
-	homeSym                // a small integer tensor known symbolically (the Shape of the ids)
+	homeWeight             // a constant
 	homeConst              // a small int64 constant, emitted as a literal
 	homeTensor             // an *ops.Tensor local of forward: the result of a generic op (OpStep)
 )
@@ -94,7 +92,6 @@ type slotPlan struct {
 
 	input  string // homeInput: "ids", "mask" or "types"
 	weight *weight
-	sym    []symDim
 	consts []int64 // homeConst
 	tensor string  // homeTensor: the local's name
 	// copyOut: a generic op computes this graph output, and its statement
@@ -110,12 +107,6 @@ func (s *slotPlan) rows() extent {
 		e.Elems /= s.width
 	}
 	return e
-}
-
-// symDim is one element of a symbolic small integer tensor.
-type symDim struct {
-	batch, seq bool
-	c          int64
 }
 
 // weightKind is the element type of a constant.
@@ -158,7 +149,6 @@ func newPlan(p *exec.Schedule, maxBatch, maxSeq int) (*plan, error) {
 		return nil, err
 	}
 	steps := p.Steps()
-	pl.views = make([]bool, len(steps))
 	for i, st := range steps {
 		if err := pl.step(i, st); err != nil {
 			return nil, err

@@ -8,15 +8,12 @@ import (
 	"github.com/sqc-dev/sqc/compiler/exec"
 )
 
-// opStep plans a generic step (exec.OpStep): a view when it is one (see
-// view), otherwise a call of runtime/ops's kernel, the one exec runs. Its
+// opStep plans a generic step (exec.OpStep): a call of runtime/ops's
+// kernel, the one exec runs. Its
 // operands are passed as *ops.Tensor: its results stay such tensors
 // (homeTensor), except a graph output, which the statement copies into
 // its arena buffer (copyOut).
 func (pl *plan) opStep(i int, s *exec.OpStep) error {
-	if ok, err := pl.view(i, s); ok || err != nil {
-		return err
-	}
 	where := func(err error) error {
 		return fmt.Errorf("codegen: step #%d %s (node %q): %w", i, s.Call(), s.Name, err)
 	}

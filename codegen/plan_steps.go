@@ -1,12 +1,10 @@
 package codegen
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
-	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // step places the slots of step i (its exec.Operands) and records its
@@ -117,115 +115,6 @@ func (pl *plan) step(i int, st exec.Step) error {
 		return err
 	}
 	return fmt.Errorf("%w: codegen: step #%d: no emitter for %s (%T)", compiler.ErrUnsupportedOp, i, st.Call(), st)
-}
-
-// view handles the generic steps of shape plumbing before the encoder that
-// need no statement: Shape of the ids, Gather of a constant position in
-// it, and the Slice of the first `sequence` rows of the position table,
-// which becomes a prefix of that table. It reports false, having changed
-// nothing, for a step of another form, which is then emitted as a call.
-func (pl *plan) view(i int, s *exec.OpStep) (bool, error) {
-	n := s.Op
-	bad := func(string) error { return errNotView }
-	in := func(j int) *slotPlan {
-		if j >= len(s.Inputs) || s.Inputs[j] == exec.NoSlot {
-			return nil
-		}
-		return pl.slots[s.Inputs[j]]
-	}
-	constOf := func(j int) []int64 {
-		if j >= len(s.Inputs) || s.Inputs[j] == exec.NoSlot {
-			return nil
-		}
-		slot := pl.prog.Slots()[s.Inputs[j]]
-		if slot.Kind != exec.SlotConst || slot.Const == nil {
-			return nil
-		}
-		switch slot.Const.DType {
-		case compiler.Int64:
-			return slot.Const.I64
-		case compiler.Int32:
-			out := make([]int64, len(slot.Const.I32))
-			for k, v := range slot.Const.I32 {
-				out[k] = int64(v)
-			}
-			return out
-		}
-		return nil
-	}
-	if len(s.Outputs) != 1 || s.Outputs[0] == exec.NoSlot {
-		return false, nil
-	}
-	out := pl.slots[s.Outputs[0]]
-	err := pl.viewOf(n, out, in, constOf, s, bad)
-	if err == errNotView {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	pl.views[i] = true
-	return true, nil
-}
-
-// errNotView is viewOf's answer for a step that is not a view.
-var errNotView = errors.New("not a view")
-
-// viewOf makes out the view that generic node n computes, or returns
-// bad's errNotView when n is not of a form view handles.
-func (pl *plan) viewOf(n *ops.Node, out *slotPlan, in func(int) *slotPlan, constOf func(int) []int64, s *exec.OpStep, bad func(string) error) error {
-	switch n.Op {
-	case "Shape":
-		x := in(0)
-		if x == nil || x.home != homeInput || len(n.Attrs) != 0 {
-			return bad("only the Shape of a token input is supported")
-		}
-		out.home, out.sym = homeSym, []symDim{{batch: true, c: 1}, {seq: true, c: 1}}
-		return nil
-	case "Gather":
-		x, idx := in(0), constOf(1)
-		if x == nil || x.home != homeSym || idx == nil {
-			return bad("only constant positions of a symbolic shape are supported")
-		}
-		var sym []symDim
-		for _, k := range idx {
-			if k < 0 {
-				k += int64(len(x.sym))
-			}
-			if k < 0 || k >= int64(len(x.sym)) {
-				return bad(fmt.Sprintf("position %d out of range", k))
-			}
-			sym = append(sym, x.sym[k])
-		}
-		out.home, out.sym = homeSym, sym
-		return nil
-	case "Slice":
-		table := pl.prog.Slots()[s.Inputs[0]]
-		starts, ends := constOf(1), in(2)
-		axes := []int64{0}
-		if len(s.Inputs) > 3 && s.Inputs[3] != exec.NoSlot {
-			axes = constOf(3)
-		}
-		if len(s.Inputs) > 4 && s.Inputs[4] != exec.NoSlot {
-			if st := constOf(4); len(st) != 1 || st[0] != 1 {
-				return bad("steps must be 1")
-			}
-		}
-		t := table.Const
-		if table.Kind != exec.SlotConst || t == nil || t.DType != compiler.Float32 || len(t.Shape) != 2 ||
-			len(starts) != 1 || starts[0] != 0 || ends == nil || ends.home != homeSym || len(ends.sym) != 1 ||
-			!ends.sym[0].seq || ends.sym[0].batch || len(axes) != 1 || axes[0] != 0 {
-			return bad("only the first `sequence` rows of a constant table are supported")
-		}
-		if rows := int(t.Shape[0]); pl.maxSeq > rows {
-			return fmt.Errorf("%w: codegen: maximum sequence %d exceeds the %d rows of %q", compiler.ErrInvalidRequest, pl.maxSeq, rows, table.Name)
-		}
-		width := int(t.Shape[1])
-		out.home, out.weight, out.width = homeWeight, pl.f32Weight(table.Name, t.F32), width
-		out.extent = extent{Seq: true, Elems: width}
-		return nil
-	}
-	return bad("no view form")
 }
 
 // maskStrides are nn.AttentionDims' mask strides for a mask of the given

@@ -40,9 +40,6 @@ var activations = [...]Activation{
 	{Func: ActRelu, Op: "Relu", NN: "ReluParallel", Run: nn.ReluParallel, OpsPerElement: 1},
 }
 
-// Activations lists every activation an ActivationStep computes.
-func Activations() []Activation { return append([]Activation(nil), activations[:]...) }
-
 // activationFor returns the activation that lowers node n: its op and,
 // for sqc.Gelu, its approximate attribute.
 func activationFor(n *compiler.Node) (Activation, bool) {
