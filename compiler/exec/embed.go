@@ -8,9 +8,11 @@ import (
 )
 
 // EmbedStep is nn.EmbedSumParallel: (word[ids] + type[type_ids]) +
-// position[0..seq-1] into Out (f32 [batch, seq, hidden]); TypeIDs is
-// NoSlot for models without token types. Params.Norm is unused: the
-// LayerNormalization after it is a step of its own.
+// position into Out (f32 [batch, seq, hidden]), the positions 0..seq-1 or
+// RoBERTa's (Params.PadPositions); TypeIDs is NoSlot for models without
+// token type ids (then every token takes type 0 when Params.TokenTypes is
+// set). Params.Norm is unused: the LayerNormalization after it is a step
+// of its own.
 type EmbedStep struct {
 	Node                                             string
 	IDs, TypeIDs, Out                                SlotID
@@ -22,8 +24,12 @@ func (s *EmbedStep) Call() string   { return "nn.EmbedSumParallel" }
 func (s *EmbedStep) Source() string { return s.Node }
 
 func (s *EmbedStep) Describe(sl []*Slot) string {
-	return fmt.Sprintf("%s = %s(%s, %s; word=%%%s, pos=%%%s, type=%%%s, hidden=%d)", slotName(sl, s.Out), s.Call(),
-		slotName(sl, s.IDs), slotName(sl, s.TypeIDs), s.WordName, s.PosName, s.TypeName, s.Params.Hidden)
+	padding := ""
+	if s.Params.PadPositions {
+		padding = fmt.Sprintf(", padding_idx=%d", s.Params.PaddingIdx)
+	}
+	return fmt.Sprintf("%s = %s(%s, %s; word=%%%s, pos=%%%s, type=%%%s, hidden=%d%s)", slotName(sl, s.Out), s.Call(),
+		slotName(sl, s.IDs), slotName(sl, s.TypeIDs), s.WordName, s.PosName, s.TypeName, s.Params.Hidden, padding)
 }
 
 func (s *EmbedStep) run(p *Program) error {
@@ -73,12 +79,19 @@ func (l *lowering) embeddings(n *compiler.Node) bool {
 		WordName: n.Inputs[1], PosName: n.Inputs[2],
 		Params: nn.Embeddings{Hidden: h, Words: word.F32, Positions: pos.F32},
 	}
-	if len(n.Inputs) == 5 && n.Inputs[3] != "" && n.Inputs[4] != "" {
+	s.Params.PaddingIdx, s.Params.PadPositions = compiler.EmbeddingsPaddingIdx(n)
+	if len(n.Inputs) == 5 && n.Inputs[4] != "" {
 		typ := l.constant(n.Inputs[4])
-		if typ == nil || typ.DType != compiler.Float32 || l.dtype(n.Inputs[3]) != compiler.Int64 {
+		if typ == nil || typ.DType != compiler.Float32 {
 			return false
 		}
-		s.TypeIDs, s.TypeName, s.Params.TokenTypes = l.slot(n.Inputs[3]), n.Inputs[4], typ.F32
+		s.TypeName, s.Params.TokenTypes = n.Inputs[4], typ.F32
+		if n.Inputs[3] != "" { // else type 0 for every token
+			if l.dtype(n.Inputs[3]) != compiler.Int64 {
+				return false
+			}
+			s.TypeIDs = l.slot(n.Inputs[3])
+		}
 	}
 	l.emit(s)
 	return true
