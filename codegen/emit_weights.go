@@ -126,6 +126,9 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 			if e.TokenTypes != nil {
 				d[jen.Id("TokenTypes")] = field(s.TypeName, e.TokenTypes)
 			}
+			if e.PadPositions {
+				d[jen.Id("PadPositions")], d[jen.Id("PaddingIdx")] = jen.True(), jen.Lit(e.PaddingIdx)
+			}
 			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Qual(pkgNN, "Embeddings").Values(d))
 		}
 	}

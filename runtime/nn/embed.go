@@ -142,6 +142,17 @@ func (e *Embeddings) nonPadding(ids []int64) int64 {
 	return n
 }
 
+// MaxSequence is the longest sequence whose positions the table holds:
+// its rows, less PaddingIdx + 1 with PadPositions (real tokens take
+// positions PaddingIdx+1 .. PaddingIdx+seq).
+func (e *Embeddings) MaxSequence() int {
+	rows := len(e.Positions) / e.Hidden
+	if e.PadPositions {
+		return max(rows-int(e.PaddingIdx)-1, 0)
+	}
+	return rows
+}
+
 // checkPositions returns an error when a sequence of the given token ids
 // takes a position outside the table: with PadPositions, its last
 // position is PaddingIdx + its non-padding ids (PaddingIdx itself when all
