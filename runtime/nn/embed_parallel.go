@@ -62,8 +62,8 @@ func embedRange(a *embedArgs, t0, t1 int) {
 
 // embedRow writes one token's embedding, (word + type) + position, into
 // row: the token is ids[src] (typeIDs[src]; nil: type 0, or no type term
-// without TokenTypes) at position pos. Negative ids count from the end of their table, as
-// Gather's indices do.
+// without TokenTypes) at position pos. Negative ids count from the end of
+// their table, as Gather's indices do.
 func (e *Embeddings) embedRow(row []float32, ids, typeIDs []int64, src, pos int) {
 	h := e.Hidden
 	id := ids[src]
