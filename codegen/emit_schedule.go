@@ -263,9 +263,6 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			types = sc(s.TypeIDs)
 		}
 		params := jen.Op("&").Id("m").Dot("w").Dot(g.paramField[s])
-		if st.Call() == "nn.Embed" { // with the LayerNorm
-			return returnIfErr(jen.Qual(pkgNN, "Embed").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))), nil
-		}
 		call := returnIfErr(jen.Qual(pkgNN, "EmbedSumParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq")))
 		if !pl.prog.TokenWise(s.Out) {
 			return call, nil

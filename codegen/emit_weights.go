@@ -120,11 +120,11 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 			d := jen.Dict{
 				jen.Id("Hidden"): jen.Lit(e.Hidden), jen.Id("Words"): field(s.WordName, e.Words), jen.Id("Positions"): field(s.PosName, e.Positions),
 			}
-			if s.Call() == "nn.Embed" { // EmbedSum does not normalise
-				d[jen.Id("Norm")] = norm(&e.Norm, s.GammaName, s.BetaName)
-			}
 			if e.TokenTypes != nil {
 				d[jen.Id("TokenTypes")] = field(s.TypeName, e.TokenTypes)
+			}
+			if e.PadPositions {
+				d[jen.Id("PadPositions")], d[jen.Id("PaddingIdx")] = jen.True(), jen.Lit(e.PaddingIdx)
 			}
 			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Qual(pkgNN, "Embeddings").Values(d))
 		case *exec.GEMMStep:

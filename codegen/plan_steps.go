@@ -84,17 +84,13 @@ func (pl *plan) step(i int, st exec.Step) error {
 		pl.f32Weight(s.PosName, e.Positions)
 		if e.TokenTypes != nil {
 			pl.f32Weight(s.TypeName, e.TokenTypes)
+		}
+		if s.TypeIDs != exec.NoSlot { // else type 0 for every token: no token types to give
 			pl.typeVocab = len(e.TokenTypes) / e.Hidden
 		}
-		if st.Call() == "nn.Embed" {
-			pl.f32Weight(s.GammaName, e.Norm.Gamma)
-			if e.Norm.Beta != nil {
-				pl.f32Weight(s.BetaName, e.Norm.Beta)
-			}
-		}
 		pl.vocab = len(e.Words) / e.Hidden
-		if rows := len(e.Positions) / e.Hidden; pl.maxSeq > rows {
-			return fmt.Errorf("%w: codegen: maximum sequence %d exceeds the %d positions of %q", compiler.ErrInvalidRequest, pl.maxSeq, rows, s.PosName)
+		if longest := e.MaxSequence(); pl.maxSeq > longest {
+			return fmt.Errorf("%w: codegen: maximum sequence %d exceeds the %d positions of %q", compiler.ErrInvalidRequest, pl.maxSeq, longest, s.PosName)
 		}
 		if ids := pl.slots[s.IDs]; ids.home != homeInput || (s.TypeIDs != exec.NoSlot && pl.slots[s.TypeIDs].home != homeInput) {
 			return fmt.Errorf("%w: codegen: step #%d (node %q): embedding ids must be graph inputs", compiler.ErrUnsupportedOp, i, s.Node)

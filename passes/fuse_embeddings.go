@@ -9,14 +9,22 @@ import (
 // the Shape/Gather/Unsqueeze/Slice plumbing torch exports for position ids:
 //
 //	LayerNormalization(Add(W, P), gamma, beta)   ->   LayerNormalization(sqc.Embeddings(...), gamma, beta)
-//	W = Gather(word, ids) | Add(Gather(word, ids), Gather(type, type_ids))
+//	W = Gather(word, ids) | Add(Gather(word, ids), T)
+//	T = Gather(type, type_ids)                                         (BERT)
+//	  | Gather(type, Expand|Slice(...(all-zero i64 constant)))          (torch.onnx RoBERTa: buffered type ids)
+//	  | one f32 row [H] or [1, H]                                      (the HF frontend's RoBERTa: Gather(type, 0), folded)
 //	P = Gather(pos, Slice(arange_const [1, maxPos], 0, seq, axis 1))   (torch.onnx: position_ids buffer)
 //	  | Slice(pos, 0, seq, axis 0)                                     (the HF frontend)
+//	  | Gather(pos, Add([Cast](Mul(CumSum(m, 1), m)), pad))              (RoBERTa, XLM-R: padding_idx = pad)
+//	m = Cast(Not(Equal(ids, pad)), to=int32|int64)
 //
 // where seq must be the sequence length of ids: the pass checks that the
 // inferred shape of P has ids' second dimension (the same symbol, or the
 // same static size), and that the position ids are 0, 1, 2, ... — so the
-// fused op's "positions 0..seq-1" is what the graph computed. Only sums
+// fused op's "positions 0..seq-1" is what the graph computed — or the
+// padding-offset count of transformers' create_position_ids_from_input_ids
+// (the op's padding_idx). A type row without type ids becomes row 0 of a
+// [types, H] table with input 3 empty (the all-zero type ids). Only sums
 // that feed a LayerNormalization are matched (that is what marks them as
 // the embeddings); the LayerNormalization itself stays, for SmoothQuant to
 // fold into. The dead plumbing is left to EliminateDeadNodes.
@@ -47,23 +55,36 @@ func fuseEmbeddings(g *compiler.Graph) (bool, error) {
 		if !ok {
 			continue
 		}
+		if m.typeRow != nil { // a [1, H] table for the row
+			m.typ = nm.Fresh(m.typ + "/table")
+			g.Initializers[m.typ] = m.typeRow
+		}
 		inputs := []string{m.ids, m.word, m.pos}
 		if m.typ != "" {
 			inputs = append(inputs, m.typeIDs, m.typ)
 		}
-		repl[sum] = &compiler.Node{
+		fused := &compiler.Node{
 			Name:    nm.Fresh(sum.Name + "/Embeddings"),
 			Op:      "sqc.Embeddings",
 			Inputs:  inputs,
 			Outputs: []string{sum.Outputs[0]},
 		}
+		if m.padPositions {
+			fused.Attrs = map[string]compiler.Attr{"padding_idx": compiler.IntAttr(m.paddingIdx)}
+		}
+		repl[sum] = fused
 	}
 	replaceNodes(g, repl)
 	return len(repl) > 0, nil
 }
 
 type embedMatch struct {
-	ids, typeIDs, word, pos, typ string
+	ids, typeIDs, word, pos, typ string // typeIDs "": type 0 for every token
+	// typeRow, when set, is the [1, H] table to add for a type row that is
+	// not one yet (then typ names the row it copies).
+	typeRow      *compiler.Tensor
+	padPositions bool // RoBERTa's position ids, offset by paddingIdx
+	paddingIdx   int64
 }
 
 // matchEmbedTerms matches w as the word (+ type) term and p as the
@@ -84,21 +105,193 @@ func matchEmbedTerms(g *compiler.Graph, ix *index, w, p string) (embedMatch, boo
 	if table, ids, ok := gather(w); ok {
 		m.word, m.ids = table, ids
 	} else if add := ix.producedBy(w, "Add"); add != nil && ix.onlyConsumer(w) != nil {
-		wt, wi, ok1 := gather(add.Inputs[0])
-		tt, ti, ok2 := gather(add.Inputs[1])
-		if !ok1 || !ok2 {
+		wt, wi, ok := gather(add.Inputs[0])
+		if !ok {
 			return m, false
 		}
-		m.word, m.ids, m.typ, m.typeIDs = wt, wi, tt, ti
+		m.word, m.ids = wt, wi
+		if tt, ti, ok := gather(add.Inputs[1]); ok {
+			m.typ, m.typeIDs = tt, ti
+		} else if !matchTypeRow(g, ix, &m, add) {
+			return m, false
+		}
 	} else {
 		return m, false
 	}
-	pos, ok := matchPositions(g, ix, p, m.ids)
-	if !ok {
-		return m, false
+	if pos, ok := matchPositions(g, ix, p, m.ids); ok {
+		m.pos = pos
+		return m, true
 	}
-	m.pos = pos
-	return m, true
+	pos, pad, ok := matchPadPositions(g, ix, p, m.ids)
+	m.pos, m.padPositions, m.paddingIdx = pos, true, pad
+	return m, ok
+}
+
+// matchTypeRow matches input 1 of add (word + T) as one type row added to
+// every token: a constant [H] or [1, H] (the HF frontend's folded
+// Gather(type, 0)), or a Gather of a [types, H] table at indices that are
+// all zero (torch.onnx's Expand of a Slice of the buffered all-zero
+// token_type_ids). The sum must keep the word term's shape, so the row
+// only broadcasts. It sets m.typ (and m.typeRow, for a row that is not a
+// [1, H] table yet).
+func matchTypeRow(g *compiler.Graph, ix *index, m *embedMatch, add *compiler.Node) bool {
+	words, sum := valueInfo(g, add.Inputs[0]), valueInfo(g, add.Outputs[0])
+	if words == nil || sum == nil || len(words.Shape) != 3 || !sameShape(words.Shape, sum.Shape) {
+		return false
+	}
+	name := add.Inputs[1]
+	if ix.onlyConsumer(name) == nil {
+		return false
+	}
+	h := words.Shape[2]
+	if t := ix.constant(name); t != nil {
+		if t.DType != compiler.Float32 || !h.Known() || int64(len(t.F32)) != h.Size || len(t.Shape) > 2 {
+			return false
+		}
+		m.typ = name
+		if len(t.Shape) != 2 {
+			m.typeRow = compiler.NewTensor(compiler.Float32, 1, h.Size)
+			copy(m.typeRow.F32, t.F32)
+		}
+		return true
+	}
+	ga := ix.producedBy(name, "Gather")
+	if ga == nil || ga.AttrInt("axis", 0) != 0 {
+		return false
+	}
+	table := ix.constant(ga.Inputs[0])
+	if table == nil || table.DType != compiler.Float32 || len(table.Shape) != 2 || !allZeroIndices(ix, ga.Inputs[1]) {
+		return false
+	}
+	m.typ = ga.Inputs[0]
+	return true
+}
+
+// allZeroIndices reports whether every element of name is 0: an integer
+// constant of zeros, or a Slice or Expand of one (whatever their shapes).
+func allZeroIndices(ix *index, name string) bool {
+	for range 4 {
+		if vals, ok := ix.ints(name); ok {
+			for _, v := range vals {
+				if v != 0 {
+					return false
+				}
+			}
+			return len(vals) > 0
+		}
+		n := ix.producer[name]
+		if n == nil || (n.Op != "Slice" && n.Op != "Expand") {
+			return false
+		}
+		name = n.Inputs[0]
+	}
+	return false
+}
+
+// sameShape reports whether two inferred shapes have the same rank and
+// dimensions (the same symbol, or the same static size).
+func sameShape(a, b compiler.Shape) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Param != b[i].Param || a[i].Known() != b[i].Known() || (a[i].Known() && a[i].Size != b[i].Size) || (!a[i].Known() && a[i].Param == "") {
+			return false
+		}
+	}
+	return true
+}
+
+// matchPadPositions matches p as Gather(pos, ids') with ids' RoBERTa's
+// position ids computed from ids (transformers'
+// create_position_ids_from_input_ids, as the HF frontend and torch.onnx
+// write it):
+//
+//	m = Cast(Not(Equal(ids, pad)), to=int32|int64)
+//	ids' = Add([Cast to int64](Mul(CumSum(m, axis 1), m)), pad)
+//
+// and returns the table's name and pad (padding_idx).
+func matchPadPositions(g *compiler.Graph, ix *index, p, ids string) (string, int64, bool) {
+	idsInfo, pInfo := valueInfo(g, ids), valueInfo(g, p)
+	ga := ix.producedBy(p, "Gather")
+	if idsInfo == nil || pInfo == nil || ga == nil || ga.AttrInt("axis", 0) != 0 || len(pInfo.Shape) != 3 ||
+		!sameShape(idsInfo.Shape, pInfo.Shape[:2]) {
+		return "", 0, false
+	}
+	table := ix.constant(ga.Inputs[0])
+	if table == nil || table.DType != compiler.Float32 || len(table.Shape) != 2 {
+		return "", 0, false
+	}
+	intScalar := func(name string) (int64, bool) {
+		v, ok := ix.ints(name)
+		if !ok || len(v) != 1 || compiler.NumElements(ix.constant(name).Shape) != 1 {
+			return 0, false
+		}
+		return v[0], true
+	}
+	add := ix.producedBy(ga.Inputs[1], "Add")
+	if add == nil {
+		return "", 0, false
+	}
+	for k := range 2 {
+		pad, ok := intScalar(add.Inputs[k])
+		if !ok || pad < 0 {
+			continue
+		}
+		masked := add.Inputs[1-k]
+		if c := ix.producedBy(masked, "Cast"); c != nil && c.AttrInt("to", 0) == onnxInt64 {
+			masked = c.Inputs[0]
+		}
+		mul := ix.producedBy(masked, "Mul")
+		if mul == nil {
+			continue
+		}
+		for j := range 2 {
+			cs, mask := ix.producedBy(mul.Inputs[j], "CumSum"), mul.Inputs[1-j]
+			if cs != nil && cs.Inputs[0] == mask && cs.AttrInt("exclusive", 0) == 0 && cs.AttrInt("reverse", 0) == 0 &&
+				cumSumsSequence(ix, cs) && isNotPadMask(ix, mask, ids, pad, intScalar) {
+				return ga.Inputs[0], pad, true
+			}
+		}
+	}
+	return "", 0, false
+}
+
+// onnxInt32 and onnxInt64 are TensorProto.INT32 and INT64, Cast's "to"
+// codes.
+const (
+	onnxInt32 = 6
+	onnxInt64 = 7
+)
+
+// cumSumsSequence reports whether CumSum node cs sums along axis 1 (or
+// -1) of its [batch, seq] input.
+func cumSumsSequence(ix *index, cs *compiler.Node) bool {
+	axis, ok := ix.ints(cs.Inputs[1])
+	return ok && len(axis) == 1 && (axis[0] == 1 || axis[0] == -1)
+}
+
+// isNotPadMask reports whether mask is Cast(Not(Equal(ids, pad)), to an
+// integer type): 1 where the id is not pad, else 0.
+func isNotPadMask(ix *index, mask, ids string, pad int64, intScalar func(string) (int64, bool)) bool {
+	c := ix.producedBy(mask, "Cast")
+	if c == nil || (c.AttrInt("to", 0) != onnxInt32 && c.AttrInt("to", 0) != onnxInt64) {
+		return false
+	}
+	not := ix.producedBy(c.Inputs[0], "Not")
+	if not == nil {
+		return false
+	}
+	eq := ix.producedBy(not.Inputs[0], "Equal")
+	if eq == nil {
+		return false
+	}
+	for k := range 2 {
+		if v, ok := intScalar(eq.Inputs[k]); ok && v == pad && eq.Inputs[1-k] == ids {
+			return true
+		}
+	}
+	return false
 }
 
 // matchPositions matches p as rows 0..seq-1 of a constant position table,

@@ -53,7 +53,7 @@ func tinyGraphs(t *testing.T, name string) (hf.Config, *testmodels.ModelReferenc
 func TestTinyModelsCanonicalise(t *testing.T) {
 	for _, name := range testmodels.TinyModels {
 		t.Run(name, func(t *testing.T) {
-			cfg, ref, graphs := tinyGraphs(t, name)
+			_, ref, graphs := tinyGraphs(t, name)
 			for _, frontend := range []string{"hf", "onnx"} {
 				g := graphs[frontend]
 				t.Logf("%s: %s", frontend, histogramString(OpHistogram(g)))
@@ -73,15 +73,10 @@ func TestTinyModelsCanonicalise(t *testing.T) {
 				// The mask may be computed after the embeddings (the HF
 				// frontend, and these exports, do); exec lowers it anywhere.
 				checkEncoderOps(t, g, "Relu", "sqc.AttentionMask")
-				// BERT and DistilBERT position ids are 0..seq-1; the
-				// RoBERTa family's depend on the ids, which sqc.Embeddings
-				// cannot express, so their plumbing stays before the encoder.
-				wantEmb := 1
-				if cfg.IsRoBERTa() {
-					wantEmb = 0
-				}
-				if n := OpHistogram(g)["sqc.Embeddings"]; n != wantEmb {
-					t.Errorf("%s: %d sqc.Embeddings, want %d", frontend, n, wantEmb)
+				// BERT and DistilBERT position ids are 0..seq-1, the
+				// RoBERTa family's offset by padding_idx: both fuse.
+				if n := OpHistogram(g)["sqc.Embeddings"]; n != 1 {
+					t.Errorf("%s: %d sqc.Embeddings, want 1", frontend, n)
 				}
 			}
 			a, b := canonicalCounts(OpHistogram(graphs["onnx"])), canonicalCounts(OpHistogram(graphs["hf"]))

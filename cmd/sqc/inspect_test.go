@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sqc-dev/sqc/internal/testmodels"
 )
 
 const (
@@ -195,5 +197,23 @@ func TestInspectArenaIsCompiledArena(t *testing.T) {
 	}
 	if got, _ := strconv.ParseInt(string(m[1]), 10, 64); got != peak || peak <= 0 {
 		t.Errorf("the generated package's arena is %d bytes, inspect says %d", got, peak)
+	}
+}
+
+// TestInspectRobertaPacked: the RoBERTa and XLM-R tiny models' schedules
+// (their position ids offset by padding_idx, fused into sqc.Embeddings)
+// run packed batches, from both frontends.
+func TestInspectRobertaPacked(t *testing.T) {
+	for _, name := range []string{testmodels.TinyRobertaCls, testmodels.TinyXLMRBase} {
+		dir := testmodels.TinyDir(t, name)
+		for _, path := range []string{dir, filepath.Join(dir, "model.onnx")} {
+			code, out, errs := runCLI(t, "inspect", "--check-ir", path)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", path, code, errs)
+			}
+			if !strings.Contains(out, "batches: packed") {
+				t.Errorf("%s does not run packed batches:\n%s", path, out)
+			}
+		}
 	}
 }

@@ -6,12 +6,14 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler/frontend"
 	"github.com/sqc-dev/sqc/internal/testmodels"
+	"github.com/sqc-dev/sqc/passes"
 )
 
 // TestRobertaPositionLimits: RoBERTa-family models embed
 // max_position_embeddings - padding_idx - 1 tokens (real tokens start at
 // padding_idx + 1), which the up-front input check must know from both
-// frontends' graphs; BERT's limit stays the table's rows.
+// frontends' graphs, as loaded and canonical (sqc.Embeddings with
+// padding_idx); BERT's limit stays the table's rows.
 func TestRobertaPositionLimits(t *testing.T) {
 	for name, want := range map[string]int64{
 		testmodels.TinyRobertaCls: 64, // 66 rows, padding_idx 1
@@ -26,6 +28,12 @@ func TestRobertaPositionLimits(t *testing.T) {
 			}
 			if got := modelLimits(g).positions.rows; got != want {
 				t.Errorf("%s: %d positions, want %d", path, got, want)
+			}
+			if err := passes.RunPipeline(g, passes.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := modelLimits(g).positions.rows; got != want {
+				t.Errorf("%s canonical: %d positions, want %d", path, got, want)
 			}
 		}
 	}

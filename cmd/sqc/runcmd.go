@@ -285,7 +285,12 @@ func modelLimits(g *compiler.Graph) modelInputLimits {
 			}
 		case "sqc.Embeddings":
 			indexes(n.Inputs[0], n.Inputs[1])
-			positions(rows(n.Inputs[2], 0))
+			r, ok := rows(n.Inputs[2], 0)
+			if pad, padded := compiler.EmbeddingsPaddingIdx(n); padded {
+				// Real tokens take positions pad+1 .. pad+seq.
+				r.rows, ok = r.rows-pad-1, ok && r.rows-pad-1 > 0
+			}
+			positions(r, ok)
 			if len(n.Inputs) >= 5 {
 				indexes(n.Inputs[3], n.Inputs[4])
 			}

@@ -23,12 +23,19 @@ func (l *lowering) embeddings(n *compiler.Node) bool {
 		WordName: n.Inputs[1], PosName: n.Inputs[2],
 		Params: nn.Embeddings{Hidden: h, Words: word.F32, Positions: pos.F32},
 	}
-	if len(n.Inputs) == 5 && n.Inputs[3] != "" && n.Inputs[4] != "" {
+	s.Params.PaddingIdx, s.Params.PadPositions = compiler.EmbeddingsPaddingIdx(n)
+	if len(n.Inputs) == 5 && n.Inputs[4] != "" {
 		typ := l.constant(n.Inputs[4])
-		if typ == nil || typ.DType != compiler.Float32 || l.dtype(n.Inputs[3]) != compiler.Int64 {
+		if typ == nil || typ.DType != compiler.Float32 {
 			return false
 		}
-		s.TypeIDs, s.TypeName, s.Params.TokenTypes = l.slot(n.Inputs[3]), n.Inputs[4], typ.F32
+		s.TypeName, s.Params.TokenTypes = n.Inputs[4], typ.F32
+		if n.Inputs[3] != "" { // else type 0 for every token
+			if l.dtype(n.Inputs[3]) != compiler.Int64 {
+				return false
+			}
+			s.TypeIDs = l.slot(n.Inputs[3])
+		}
 	}
 	l.emit(s)
 	return true

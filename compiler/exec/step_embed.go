@@ -8,14 +8,16 @@ import (
 )
 
 // EmbedStep is nn.EmbedSumParallel: (word[ids] + type[type_ids]) +
-// position[0..seq-1] into Out (f32 [batch, seq, hidden]); TypeIDs is
-// NoSlot for models without token types. Params.Norm is unused: the
-// LayerNormalization after it is a step of its own.
+// position into Out (f32 [batch, seq, hidden]), the positions 0..seq-1 or
+// RoBERTa's (Params.PadPositions); TypeIDs is NoSlot for models without
+// token type ids (then every token takes type 0 when Params.TokenTypes is
+// set). Params.Norm is unused: the LayerNormalization after it is a step
+// of its own.
 type EmbedStep struct {
-	Node                                             string
-	IDs, TypeIDs, Out                                SlotID
-	Params                                           nn.Embeddings
-	WordName, PosName, TypeName, GammaName, BetaName string
+	Node                        string
+	IDs, TypeIDs, Out           SlotID
+	Params                      nn.Embeddings
+	WordName, PosName, TypeName string
 }
 
 func (s *EmbedStep) Operands() Operands { return operands(reads(s.IDs, s.TypeIDs), s.Out) }
@@ -24,7 +26,7 @@ func (s *EmbedStep) Operands() Operands { return operands(reads(s.IDs, s.TypeIDs
 // each table.
 func (s *EmbedStep) cost(p *Program) Cost {
 	tables := 2.0
-	if s.TypeIDs != NoSlot {
+	if s.Params.TokenTypes != nil { // a row per token, type 0 without type ids
 		tables = 3
 	}
 	out := p.bytesOf(s.Out)
@@ -36,8 +38,12 @@ func (s *EmbedStep) Call() string   { return "nn.EmbedSumParallel" }
 func (s *EmbedStep) Source() string { return s.Node }
 
 func (s *EmbedStep) Describe(sl []*Slot) string {
-	return fmt.Sprintf("%s = %s(%s, %s; word=%%%s, pos=%%%s, type=%%%s, hidden=%d)", slotName(sl, s.Out), s.Call(),
-		slotName(sl, s.IDs), slotName(sl, s.TypeIDs), s.WordName, s.PosName, s.TypeName, s.Params.Hidden)
+	padding := ""
+	if s.Params.PadPositions {
+		padding = fmt.Sprintf(", padding_idx=%d", s.Params.PaddingIdx)
+	}
+	return fmt.Sprintf("%s = %s(%s, %s; word=%%%s, pos=%%%s, type=%%%s, hidden=%d%s)", slotName(sl, s.Out), s.Call(),
+		slotName(sl, s.IDs), slotName(sl, s.TypeIDs), s.WordName, s.PosName, s.TypeName, s.Params.Hidden, padding)
 }
 
 func (s *EmbedStep) run(p *Program) error {

@@ -9,7 +9,9 @@ import (
 
 // sqc.Embeddings (compiler/ops_sqc_embed.go) is computed the way the
 // unfused graph computes it — Gathers, then float32 Adds in the order
-// (word + type) + position — so fusing the chain changes no bits.
+// (word + type) + position, the position ids 0..seq-1 or, with
+// padding_idx, RoBERTa's Equal/Not/Cast/CumSum/Mul/Add chain — so fusing
+// the chain changes no bits.
 func init() {
 	sqcKernels["sqc.Embeddings"] = kernelSpec{embeddings, ops.Arity{MinIn: 3, MaxIn: 5, MaxOut: 1}}
 }
@@ -18,8 +20,9 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 	ids, word, pos := c.in[0], c.in[1], c.in[2]
 	var typeIDs, typ *compiler.Tensor
 	if len(c.in) == 5 {
-		typeIDs, typ = c.in[3], c.in[4]
+		typeIDs, typ = c.in[3], c.in[4] // typeIDs nil: type 0 for every token
 	}
+	pad, padded := compiler.EmbeddingsPaddingIdx(c.node)
 	if len(ids.Shape) != 2 || ids.DType != compiler.Int64 {
 		return nil, fmt.Errorf("%w: Embeddings ids %s%v, want i64 [batch, seq]", compiler.ErrShapeMismatch, ids.DType, ids.Shape)
 	}
@@ -27,7 +30,7 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 		return nil, fmt.Errorf("%w: Embeddings tables must be f32 [rows, hidden]", compiler.ErrShapeMismatch)
 	}
 	batch, seq, h := ids.Shape[0], ids.Shape[1], word.Shape[1]
-	if pos.Shape[1] != h || seq > pos.Shape[0] {
+	if pos.Shape[1] != h || (!padded && seq > pos.Shape[0]) {
 		return nil, fmt.Errorf("%w: Embeddings of %d tokens with position table %v (hidden %d)", compiler.ErrShapeMismatch, seq, pos.Shape, h)
 	}
 	row := func(table *compiler.Tensor, id int64, what string) ([]float32, error) {
@@ -42,6 +45,7 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 	}
 	sum := make([]float32, batch*seq*h)
 	for b := range batch {
+		count := int64(0) // the non-padding ids so far (the CumSum)
 		for s := range seq {
 			out := sum[(b*seq+s)*h:][:h]
 			w, err := row(word, ids.I64[b*seq+s], "token")
@@ -49,8 +53,12 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 				return nil, err
 			}
 			copy(out, w)
-			if typ != nil && typeIDs != nil {
-				t, err := row(typ, typeIDs.I64[b*seq+s], "token type")
+			if typ != nil {
+				typeID := int64(0)
+				if typeIDs != nil {
+					typeID = typeIDs.I64[b*seq+s]
+				}
+				t, err := row(typ, typeID, "token type")
 				if err != nil {
 					return nil, err
 				}
@@ -58,7 +66,18 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 					out[i] += t[i]
 				}
 			}
-			p := pos.F32[s*h : (s+1)*h]
+			posID := int64(s)
+			if padded {
+				posID = pad // (cumsum · mask) + padding_idx
+				if ids.I64[b*seq+s] != pad {
+					count++
+					posID += count
+				}
+			}
+			p, err := row(pos, posID, "position")
+			if err != nil {
+				return nil, err
+			}
 			for i := range out {
 				out[i] += p[i]
 			}

@@ -35,6 +35,13 @@ type Embeddings struct {
 	Positions  []float32
 	TokenTypes []float32 // nil: no token-type embedding (DistilBERT)
 	Norm       LayerNormParams
+	// PadPositions selects RoBERTa's and XLM-R's position ids
+	// (transformers' create_position_ids_from_input_ids): a token whose id
+	// is not PaddingIdx takes PaddingIdx + the number of such tokens of its
+	// sequence up to and including it, one whose id is PaddingIdx takes
+	// PaddingIdx. Unset: positions 0, 1, 2, ... (BERT, DistilBERT).
+	PadPositions bool
+	PaddingIdx   int64
 }
 
 // Embed computes LayerNorm((word + tokenType) + position) for batch
@@ -49,21 +56,29 @@ func Embed(p *pool.Pool, dst []float32, e *Embeddings, ids, typeIDs []int64, bat
 }
 
 // EmbedSum computes (word + tokenType) + position for batch sequences of
-// seq tokens into dst ([batch*seq, hidden]), with position ids 0..seq-1 and
-// the sums in that order, as BERT's and DistilBERT's graphs add them: the
-// same bits as their Gathers and Adds (sqc.Embeddings). typeIDs may be nil
-// (then TokenTypes is not used). Ids follow Gather's rules (negative ones
-// count from the end of the table); it returns an error for an id outside
-// its table or a sequence longer than Positions. e.Norm is not used.
+// seq tokens into dst ([batch*seq, hidden]), with the position ids of
+// e.PadPositions and the sums in that order, as BERT's, DistilBERT's and
+// RoBERTa's graphs add them: the same bits as their Gathers and Adds
+// (sqc.Embeddings). typeIDs may be nil: then every token takes row 0 of
+// TokenTypes (RoBERTa's all-zero buffered type ids), or no type term
+// without TokenTypes. Ids follow Gather's rules (negative ones count from
+// the end of the table); it returns an error for an id outside its table
+// or a position outside Positions. e.Norm is not used.
 func EmbedSum(dst []float32, e *Embeddings, ids, typeIDs []int64, batch, seq int) error {
 	h := e.Hidden
-	if maxPos := len(e.Positions) / h; seq > maxPos {
-		return fmt.Errorf("sequence of %d tokens exceeds the %d positions", seq, maxPos)
+	for b := range batch {
+		if err := e.checkPositions(ids[b*seq : (b+1)*seq]); err != nil {
+			return err
+		}
 	}
 	if err := Gather(dst, e.Words, 1, len(e.Words)/h, h, ids[:batch*seq]); err != nil {
 		return fmt.Errorf("token id: %w", err)
 	}
+	var pos positionIDs
 	for t := range batch * seq {
+		if t%seq == 0 {
+			pos = e.positionsAfter(nil)
+		}
 		row := dst[t*h : (t+1)*h]
 		if typeIDs != nil {
 			types := len(e.TokenTypes) / h
@@ -75,8 +90,90 @@ func EmbedSum(dst []float32, e *Embeddings, ids, typeIDs []int64, batch, seq int
 				return fmt.Errorf("token type id %d (position %d) out of range [%d, %d)", typeIDs[t], t, -types, types)
 			}
 			Add(row, row, e.TokenTypes[int(id)*h:][:h])
+		} else if e.TokenTypes != nil {
+			Add(row, row, e.TokenTypes[:h])
 		}
-		Add(row, row, e.Positions[(t%seq)*h:][:h])
+		Add(row, row, e.Positions[pos.next(ids[t], t%seq)*h:][:h])
+	}
+	return nil
+}
+
+// positionIDs gives the position ids of consecutive tokens of one
+// sequence (Embeddings.PadPositions).
+type positionIDs struct {
+	e      *Embeddings
+	before int64 // the sequence's non-padding ids before the next token
+}
+
+// positionsAfter starts the position ids of a sequence at the token after
+// prefix, its tokens before it.
+func (e *Embeddings) positionsAfter(prefix []int64) positionIDs {
+	p := positionIDs{e: e}
+	if e.PadPositions {
+		p.before = e.nonPadding(prefix)
+	}
+	return p
+}
+
+// next returns the position id of token t of the sequence, whose id is
+// id: t itself, or (PadPositions) the padding-offset count; the tokens
+// must come in order.
+func (p *positionIDs) next(id int64, t int) int {
+	e := p.e
+	if !e.PadPositions {
+		return t
+	}
+	if id == e.PaddingIdx {
+		return int(e.PaddingIdx)
+	}
+	p.before++
+	return int(e.PaddingIdx + p.before)
+}
+
+// nonPadding counts the ids that are not e.PaddingIdx: the CumSum of
+// RoBERTa's position-id chain at the end of ids.
+func (e *Embeddings) nonPadding(ids []int64) int64 {
+	n := int64(0)
+	for _, id := range ids {
+		if id != e.PaddingIdx {
+			n++
+		}
+	}
+	return n
+}
+
+// MaxSequence is the longest sequence whose positions the table holds:
+// its rows, less PaddingIdx + 1 with PadPositions (real tokens take
+// positions PaddingIdx+1 .. PaddingIdx+seq).
+func (e *Embeddings) MaxSequence() int {
+	rows := len(e.Positions) / e.Hidden
+	if e.PadPositions {
+		return max(rows-int(e.PaddingIdx)-1, 0)
+	}
+	return rows
+}
+
+// checkPositions returns an error when a sequence of the given token ids
+// takes a position outside the table: with PadPositions, its last
+// position is PaddingIdx + its non-padding ids (PaddingIdx itself when all
+// are padding); without, it is len(ids)-1.
+func (e *Embeddings) checkPositions(ids []int64) error {
+	maxPos := int64(len(e.Positions) / e.Hidden)
+	if !e.PadPositions {
+		if int64(len(ids)) > maxPos {
+			return fmt.Errorf("sequence of %d tokens exceeds the %d positions", len(ids), maxPos)
+		}
+		return nil
+	}
+	if e.PaddingIdx < 0 {
+		return fmt.Errorf("padding_idx %d is not a position", e.PaddingIdx)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if last := e.PaddingIdx + e.nonPadding(ids); last >= maxPos {
+		return fmt.Errorf("sequence of %d tokens takes position %d (padding_idx %d + its %d non-padding tokens), past the %d positions",
+			len(ids), last, e.PaddingIdx, last-e.PaddingIdx, maxPos)
 	}
 	return nil
 }

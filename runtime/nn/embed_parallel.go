@@ -12,8 +12,10 @@ import (
 // one (dst is then unspecified, as with EmbedSum).
 func EmbedSumParallel(p *pool.Pool, dst []float32, e *Embeddings, ids, typeIDs []int64, batch, seq int) error {
 	h := e.Hidden
-	if maxPos := len(e.Positions) / h; seq > maxPos {
-		return fmt.Errorf("sequence of %d tokens exceeds the %d positions", seq, maxPos)
+	for b := range batch {
+		if err := e.checkPositions(ids[b*seq : (b+1)*seq]); err != nil {
+			return err
+		}
 	}
 	tokens := batch * seq
 	ids = ids[:tokens]
@@ -49,15 +51,19 @@ var embedCalls = newRowsRecycler[embedArgs]()
 // (a Gather, then two Adds) does.
 func embedRange(a *embedArgs, t0, t1 int) {
 	h := a.e.Hidden
+	pos := a.e.positionsAfter(a.ids[t0-t0%a.seq : t0])
 	for t := t0; t < t1; t++ {
-		a.e.embedRow(a.dst[t*h:(t+1)*h], a.ids, a.typeIDs, t, t%a.seq)
+		if t%a.seq == 0 {
+			pos = a.e.positionsAfter(nil)
+		}
+		a.e.embedRow(a.dst[t*h:(t+1)*h], a.ids, a.typeIDs, t, pos.next(a.ids[t], t%a.seq))
 	}
 }
 
 // embedRow writes one token's embedding, (word + type) + position, into
-// row: the token is ids[src] (typeIDs[src]; nil: no token types) at
-// position pos. Negative ids count from the end of their table, as
-// Gather's indices do.
+// row: the token is ids[src] (typeIDs[src]; nil: type 0, or no type term
+// without TokenTypes) at position pos. Negative ids count from the end of
+// their table, as Gather's indices do.
 func (e *Embeddings) embedRow(row []float32, ids, typeIDs []int64, src, pos int) {
 	h := e.Hidden
 	id := ids[src]
@@ -71,6 +77,8 @@ func (e *Embeddings) embedRow(row []float32, ids, typeIDs []int64, src, pos int)
 			tid += int64(len(e.TokenTypes) / h)
 		}
 		Add(row, row, e.TokenTypes[int(tid)*h:][:h])
+	} else if e.TokenTypes != nil {
+		Add(row, row, e.TokenTypes[:h])
 	}
 	Add(row, row, e.Positions[pos*h:][:h])
 }

@@ -86,14 +86,24 @@ func TestEmbed(t *testing.T) {
 		ids[i] = int64(i*7) % vocab
 		tt[i] = int64(i % 2)
 	}
-	for _, withTypes := range []bool{true, false} {
+	noTypes := *e
+	noTypes.TokenTypes = nil
+	for _, c := range []struct {
+		name    string
+		e       *Embeddings
+		typeIDs []int64
+	}{{"type ids", e, tt}, {"type 0 without type ids", e, nil}, {"no type table", &noTypes, nil}} {
 		want := make([]float32, batch*seq*hidden)
 		if err := Gather(want, e.Words, 1, vocab, hidden, ids); err != nil {
 			t.Fatal(err)
 		}
-		if withTypes {
+		if c.e.TokenTypes != nil {
+			typeIDs := c.typeIDs
+			if typeIDs == nil {
+				typeIDs = make([]int64, len(ids))
+			}
 			te := make([]float32, len(want))
-			if err := Gather(te, e.TokenTypes, 1, types, hidden, tt); err != nil {
+			if err := Gather(te, e.TokenTypes, 1, types, hidden, typeIDs); err != nil {
 				t.Fatal(err)
 			}
 			Add(want, want, te)
@@ -102,14 +112,10 @@ func TestEmbed(t *testing.T) {
 		LayerNorm(nil, want, hidden, want, hidden, batch*seq, &e.Norm)
 		withPools(t, func(t *testing.T, p *pool.Pool) {
 			got := make([]float32, len(want))
-			typeIDs := tt
-			if !withTypes {
-				typeIDs = nil
-			}
-			if err := Embed(p, got, e, ids, typeIDs, batch, seq); err != nil {
+			if err := Embed(p, got, c.e, ids, c.typeIDs, batch, seq); err != nil {
 				t.Fatal(err)
 			}
-			sameBits(t, "Embed", got, want)
+			sameBits(t, "Embed, "+c.name, got, want)
 		})
 	}
 	got := make([]float32, batch*seq*hidden)

@@ -59,19 +59,20 @@ func MaskLengths(lengths []int, mask []int64, batch, seq int) (_ []int, ok bool)
 // EmbedSumPacked is EmbedSumParallel for a packed batch: ids (and typeIDs
 // when non-nil) are [len(offsets)-1, seq] row-major, right-padded, and
 // token t of sequence b (t < offsets[b+1]-offsets[b] <= seq) is written to
-// row offsets[b]+t of dst with position t. Padding is neither read nor
+// row offsets[b]+t of dst with the position it has in sequence b alone
+// (t, or with e.PadPositions the padding-offset count of ids[b, :t+1],
+// which padding after it does not change). Padding is neither read nor
 // checked.
 func EmbedSumPacked(p *pool.Pool, dst []float32, e *Embeddings, ids, typeIDs []int64, seq int, offsets []int) error {
 	h := e.Hidden
-	maxPos := len(e.Positions) / h
 	words, types := len(e.Words)/h, len(e.TokenTypes)/h
 	for b := range len(offsets) - 1 {
 		n := offsets[b+1] - offsets[b]
 		if n > seq || n < 0 {
 			return fmt.Errorf("sequence %d of %d tokens in rows of %d", b, n, seq)
 		}
-		if n > maxPos {
-			return fmt.Errorf("sequence of %d tokens exceeds the %d positions", n, maxPos)
+		if err := e.checkPositions(ids[b*seq : b*seq+n]); err != nil {
+			return err
 		}
 		for t, ix := range ids[b*seq : b*seq+n] {
 			if ix < -int64(words) || ix >= int64(words) {
@@ -106,12 +107,14 @@ var embedPackedCalls = newRowsRecycler[embedPackedArgs]()
 func embedPackedRange(a *embedPackedArgs, r0, r1 int) {
 	h := a.e.Hidden
 	b := sort.SearchInts(a.offsets, r0+1) - 1 // the sequence holding row r0
+	pos := a.e.positionsAfter(a.ids[b*a.seq : b*a.seq+r0-a.offsets[b]])
 	for r := r0; r < r1; r++ {
 		for r >= a.offsets[b+1] {
 			b++
+			pos = a.e.positionsAfter(nil)
 		}
-		pos := r - a.offsets[b]
-		a.e.embedRow(a.dst[r*h:(r+1)*h], a.ids, a.typeIDs, b*a.seq+pos, pos)
+		t := r - a.offsets[b]
+		a.e.embedRow(a.dst[r*h:(r+1)*h], a.ids, a.typeIDs, b*a.seq+t, pos.next(a.ids[b*a.seq+t], t))
 	}
 }
 

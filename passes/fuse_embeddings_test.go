@@ -1,0 +1,181 @@
+package passes
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/hf"
+	"github.com/sqc-dev/sqc/compiler/interp"
+	"github.com/sqc-dev/sqc/compiler/onnx"
+	"github.com/sqc-dev/sqc/internal/testmodels"
+)
+
+// robertaTinyModels are the tiny models whose position ids are offset by
+// padding_idx (internal/testmodels).
+var robertaTinyModels = []string{testmodels.TinyRobertaCls, testmodels.TinyRobertaBase, testmodels.TinyXLMRCls, testmodels.TinyXLMRBase}
+
+// padPositionInputs are ids batches for a model with padding id pad: the
+// reference batch (right-padded with pad), and one with pad ids among the
+// real tokens, a row of one token, a row of pads only and a row padded
+// with another id (masked out), all of which the position-id chain
+// handles its own way.
+func padPositionInputs(ref *testmodels.ModelReference, pad int64) []map[string]*compiler.Tensor {
+	in := ref.Inputs
+	ids, mask := in["input_ids"], in["attention_mask"]
+	batch, seq := ids.Shape[0], ids.Shape[1]
+	odd := map[string]*compiler.Tensor{"input_ids": ids.Clone(), "attention_mask": mask.Clone()}
+	x, m := odd["input_ids"].I64, odd["attention_mask"].I64
+	x[1], x[2] = pad, pad // pad ids inside row 0's real tokens (its mask stays 1)
+	if batch > 1 {
+		row := x[seq : 2*seq]
+		for s := range row {
+			if s > 0 {
+				row[s], m[seq+int64(s)] = pad, 0
+			}
+		}
+	}
+	if batch > 2 {
+		row := x[2*seq : 3*seq]
+		for s := range row {
+			row[s] = pad // all padding ids, mask as it was
+		}
+	}
+	if batch > 3 {
+		for s := seq / 2; s < seq; s++ {
+			x[3*seq+s], m[3*seq+s] = 3, 0 // padded with a non-pad id
+		}
+	}
+	return []map[string]*compiler.Tensor{in, odd}
+}
+
+// TestFuseEmbeddingsPadPositions: on the RoBERTa and XLM-R tiny models,
+// from both frontends, FuseEmbeddings fuses the embeddings with their
+// padding-offset position ids (one sqc.Embeddings with padding_idx, no
+// CumSum left) and the FP32 interpreter gives the unfused graph's outputs
+// bit for bit.
+func TestFuseEmbeddingsPadPositions(t *testing.T) {
+	for _, name := range robertaTinyModels {
+		dir := testmodels.TinyDir(t, name)
+		cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := testmodels.LoadModelReference(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, frontend := range []string{"hf", "onnx"} {
+			t.Run(name+"/"+frontend, func(t *testing.T) {
+				load := func() *compiler.Graph {
+					var g *compiler.Graph
+					var err error
+					if frontend == "hf" {
+						g, err = hf.Load(dir)
+					} else {
+						g, err = onnx.Load(filepath.Join(dir, "model.onnx"))
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					return g
+				}
+				unfused, fused := load(), load()
+				if err := Run(unfused, without(Pipeline(), []string{FuseEmbeddings.Name}), Options{CheckIR: true}); err != nil {
+					t.Fatal(err)
+				}
+				if err := RunPipeline(fused, Options{CheckIR: true}); err != nil {
+					t.Fatal(err)
+				}
+				hist := OpHistogram(fused)
+				if hist["sqc.Embeddings"] != 1 || hist["CumSum"] != 0 || OpHistogram(unfused)["CumSum"] != 1 {
+					t.Fatalf("fused: %s", histogramString(hist))
+				}
+				for _, n := range fused.Nodes {
+					if n.Op != "sqc.Embeddings" {
+						continue
+					}
+					pad, ok := compiler.EmbeddingsPaddingIdx(n)
+					if !ok || pad != int64(cfg.PadTokenID) {
+						t.Errorf("%s: padding_idx %d (set %v), want %d", n.Name, pad, ok, cfg.PadTokenID)
+					}
+					if len(n.Inputs) != 5 || n.Inputs[3] != "" || n.Inputs[4] == "" {
+						t.Errorf("%s inputs %q, want the type row without type ids", n.Name, n.Inputs)
+					}
+				}
+				for i, in := range padPositionInputs(ref, int64(cfg.PadTokenID)) {
+					want, err := interp.Run(unfused, in, &interp.Options{Threads: 2})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := interp.Run(fused, in, &interp.Options{Threads: 2})
+					if err != nil {
+						t.Fatal(err)
+					}
+					wantSameBits(t, fmt.Sprintf("batch %d", i), got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestFuseEmbeddingsPadPositionsPattern: a chain that is not
+// create_position_ids_from_input_ids (another pad value in the Equal than
+// in the Add, an exclusive CumSum, a CumSum along the batch) is left as it
+// is.
+func TestFuseEmbeddingsPadPositionsPattern(t *testing.T) {
+	dir := testmodels.TinyDir(t, testmodels.TinyRobertaBase)
+	for _, c := range []struct {
+		name string
+		edit func(g *compiler.Graph)
+	}{
+		{"pad values differ", func(g *compiler.Graph) {
+			for _, n := range g.Nodes {
+				if n.Op == "Equal" {
+					g.Initializers["other.pad"] = i64Scalar(2)
+					n.Inputs[1] = "other.pad"
+				}
+			}
+		}},
+		{"exclusive cumsum", func(g *compiler.Graph) {
+			for _, n := range g.Nodes {
+				if n.Op == "CumSum" {
+					n.Attrs = map[string]compiler.Attr{"exclusive": compiler.IntAttr(1)}
+				}
+			}
+		}},
+		{"cumsum along the batch", func(g *compiler.Graph) {
+			for _, n := range g.Nodes {
+				if n.Op == "CumSum" {
+					g.Initializers["axis.0"] = i64Scalar(0)
+					n.Inputs[1] = "axis.0"
+				}
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := hf.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.edit(g)
+			if err := RunPipeline(g, Options{CheckIR: true}); err != nil {
+				t.Fatal(err)
+			}
+			if n := OpHistogram(g)["sqc.Embeddings"]; n != 0 {
+				t.Errorf("%d sqc.Embeddings, want none", n)
+			}
+			if !slices.ContainsFunc(g.Nodes, func(n *compiler.Node) bool { return n.Op == "CumSum" }) {
+				t.Error("the CumSum is gone")
+			}
+		})
+	}
+}
+
+func i64Scalar(v int64) *compiler.Tensor {
+	t := compiler.NewTensor(compiler.Int64)
+	t.I64[0] = v
+	return t
+}
