@@ -15,7 +15,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sqc-dev/sqc/runtime/modelrt"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
@@ -34,15 +37,17 @@ type timings struct {
 // endpoint wraps h with admission, the body limit, the error shapes,
 // metrics and logs.
 func (s *Server) endpoint(name string, openAI bool, h handlerFunc) http.HandlerFunc {
-	// The collectors every request of the endpoint updates, looked up
-	// once: a lookup by label values hashes them each time.
-	ok, latency := s.m.requests.WithLabelValues(name, "200"), s.m.latency.WithLabelValues(name)
+	// The collectors most requests of the endpoint update, looked up by
+	// their label values once (a lookup hashes them), when first needed:
+	// /metrics shows a series only once a request has counted in it.
+	ok := sync.OnceValue(func() prometheus.Counter { return s.m.requests.WithLabelValues(name, "200") })
+	latency := sync.OnceValue(func() prometheus.Observer { return s.m.latency.WithLabelValues(name) })
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		status := http.StatusOK
 		defer func() {
 			if status == http.StatusOK {
-				ok.Inc()
+				ok().Inc()
 			} else {
 				s.m.requests.WithLabelValues(name, strconv.Itoa(status)).Inc()
 			}
@@ -72,7 +77,7 @@ func (s *Server) endpoint(name string, openAI bool, h handlerFunc) http.HandlerF
 			<-s.admit
 			s.m.inFlight.Dec()
 			s.answered.Add(1)
-			latency.Observe(time.Since(start).Seconds())
+			latency().Observe(time.Since(start).Seconds())
 		}()
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
 		defer cancel()
