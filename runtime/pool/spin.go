@@ -1,6 +1,9 @@
 package pool
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Spin-then-park waiting.
 //
@@ -26,7 +29,7 @@ const spinFor = 50 * time.Microsecond
 
 // pollsPerCheck is how many polls (each followed by spinPause, about
 // 0.1-0.3 µs) pass between reads of the clock and offers of the CPU to
-// other threads (osYield): a few µs.
+// other goroutines and threads: a few µs.
 const pollsPerCheck = 16
 
 // spinner tracks one bounded spin.
@@ -36,10 +39,20 @@ type spinner struct {
 }
 
 // more reports whether the spin may go on; it pauses the CPU briefly before
-// it returns true. Every pollsPerCheck polls it also yields the thread to
-// the OS, so that on an oversubscribed machine a spinner gives its time
-// slice to runnable threads (the very goroutine it waits for, perhaps)
-// instead of burning it; on an idle core the yield returns at once.
+// it returns true. Every pollsPerCheck polls it also yields: first to the
+// process's runnable goroutines (runtime.Gosched), so that a program with
+// other work to do (a server's HTTP goroutines, which a pass's spinning
+// helpers and callers would otherwise keep off both cores until the pass
+// ends) does it in the gaps instead of the spinner burning them; then the
+// thread to the OS, so that on an oversubscribed machine a spinner gives
+// its time slice to runnable threads (the very goroutine it waits for,
+// perhaps). With nothing else runnable both yields return at once.
+//
+// A spinner that yielded to a goroutine may come back late, when its P
+// has run out of other work: a helper then joins the next loop late or
+// not at all (the caller does the loop's indices alone, see job), a
+// waiting caller resumes once the helpers have left. Either way the cores
+// were doing useful work meanwhile; the results do not depend on it.
 func (s *spinner) more() bool {
 	if s.polls == 0 {
 		s.start = time.Now()
@@ -49,6 +62,7 @@ func (s *spinner) more() bool {
 		if time.Since(s.start) > spinFor {
 			return false
 		}
+		runtime.Gosched()
 		osYield()
 	}
 	spinPause()

@@ -2,8 +2,8 @@
 
 package pool
 
-import "runtime"
-
-// osYield lets other goroutines run (the portable stand-in for
-// sched_yield(2); the spin is bounded by spinFor regardless).
-func osYield() { runtime.Gosched() }
+// osYield would give the thread's CPU to other threads; there is no
+// portable sched_yield(2), and spinner.more's runtime.Gosched already lets
+// the process's other goroutines run (the spin is bounded by spinFor
+// regardless).
+func osYield() {}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sqc-dev/sqc/runtime/modelrt"
@@ -24,9 +23,21 @@ type request struct {
 	err      error
 	finished bool
 	done     chan struct{}
+	pass     *pass // the last pass that took some of its sequences (under batcher.mu)
 
 	submitted        time.Time
 	started, stopped time.Time // first forward pass that computed part of it, last
+}
+
+// pass is one forward pass's context: cancelled when every request with
+// sequences in it has gone, so nobody waits for the pass any more. The
+// handler waiting on a request notices its end (submit's select) and
+// counts it out under batcher.mu; a context.AfterFunc per request and
+// pass would do the same with a registration and an allocation each.
+type pass struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	live   int // requests in the pass whose context has not ended (under batcher.mu)
 }
 
 // entry is one sequence waiting for a forward pass.
@@ -108,7 +119,22 @@ func (b *batcher) submit(ctx context.Context, encs []tokenizer.Encoding) (*reque
 	case <-r.done:
 		return r, r.err
 	case <-ctx.Done():
+		b.leave(r)
 		return nil, ctx.Err()
+	}
+}
+
+// leave counts r, whose context has ended, out of the pass computing its
+// sequences; the last request to leave a pass cancels it. Its queued
+// sequences are dropped when they reach the head of the queue.
+func (b *batcher) leave(r *request) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := r.pass; p != nil {
+		r.pass = nil
+		if p.live--; p.live == 0 {
+			p.cancel()
+		}
 	}
 }
 
@@ -126,12 +152,12 @@ func (b *batcher) loop() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		batch, wait, done := b.take()
+		batch, p, wait, done := b.take()
 		if done {
 			return
 		}
 		if batch != nil {
-			b.run(batch)
+			b.run(batch, p)
 			continue
 		}
 		var fire <-chan time.Time
@@ -152,21 +178,23 @@ func (b *batcher) loop() {
 	}
 }
 
-// take returns the next batch when one is due: the queue holds a full
-// batch, or its oldest sequence has waited MaxWait, or the batcher is
-// closing. Otherwise it says how long to wait (0: until woken); done
-// means closed and empty.
-func (b *batcher) take() (batch []*entry, wait time.Duration, done bool) {
+// take returns the next batch, and the pass that computes it, when one
+// is due: the queue holds a full batch, or its oldest sequence has waited
+// MaxWait, or the batcher is closing. Otherwise it says how long to wait
+// (0: until woken); done means closed and empty.
+func (b *batcher) take() (batch []*entry, p *pass, wait time.Duration, done bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.dropAbandoned()
 	if len(b.queue) == 0 {
-		return nil, 0, b.closed
+		return nil, nil, 0, b.closed
 	}
 	full := b.queuedTokens >= b.maxTokens || len(b.queue) >= b.maxSeqs
 	if wait := time.Until(b.queue[0].queued.Add(b.maxWait)); !full && !b.closed && wait > 0 {
-		return nil, wait, false
+		return nil, nil, wait, false
 	}
+	p = &pass{}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	tokens := 0
 	for len(b.queue) > 0 {
 		e := b.queue[0]
@@ -179,9 +207,15 @@ func (b *batcher) take() (batch []*entry, wait time.Duration, done bool) {
 		}
 		batch = append(batch, e)
 		tokens += e.enc.Len()
+		// A request whose context ends from here on is counted out by
+		// leave, under b.mu; one that ended before was skipped above.
+		if e.req.pass != p {
+			e.req.pass = p
+			p.live++
+		}
 	}
 	b.m.queueDepth.Set(float64(len(b.queue)))
-	return batch, 0, false
+	return batch, p, 0, false
 }
 
 func (b *batcher) pop() {
@@ -201,7 +235,7 @@ func (b *batcher) dropAbandoned() {
 }
 
 // run computes one forward pass and hands each request its outputs.
-func (b *batcher) run(batch []*entry) {
+func (b *batcher) run(batch []*entry, p *pass) {
 	mb := modelrt.Batch{InputIDs: make([][]int64, len(batch)), AttentionMask: make([][]int64, len(batch))}
 	if !b.noTypes {
 		mb.TokenTypeIDs = make([][]int64, len(batch))
@@ -214,15 +248,14 @@ func (b *batcher) run(batch []*entry) {
 		}
 		tokens += e.enc.Len()
 	}
-	ctx, cancel := b.batchContext(batch)
-	defer cancel()
+	defer p.cancel()
 	start := time.Now()
 	for _, e := range batch {
 		if e.req.started.IsZero() {
 			e.req.started = start
 		}
 	}
-	outs, err := b.safeRun(ctx, mb)
+	outs, err := b.safeRun(p.ctx, mb)
 	took := time.Since(start)
 	if err == nil && len(outs) != len(batch) {
 		err = fmt.Errorf("model returned %d outputs for %d sequences", len(outs), len(batch))
@@ -260,29 +293,4 @@ func (b *batcher) safeRun(ctx context.Context, mb modelrt.Batch) (outs [][]float
 		}
 	}()
 	return b.model.Run(ctx, mb)
-}
-
-// batchContext is cancelled when every request of the batch has gone:
-// nobody waits for the pass any more.
-func (b *batcher) batchContext(batch []*entry) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	seen := map[*request]bool{}
-	for _, e := range batch {
-		seen[e.req] = true
-	}
-	live := int64(len(seen))
-	var stops []func() bool
-	for r := range seen {
-		stops = append(stops, context.AfterFunc(r.ctx, func() {
-			if atomic.AddInt64(&live, -1) == 0 {
-				cancel()
-			}
-		}))
-	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
-		cancel()
-	}
 }

@@ -15,7 +15,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sqc-dev/sqc/runtime/modelrt"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
@@ -34,11 +37,20 @@ type timings struct {
 // endpoint wraps h with admission, the body limit, the error shapes,
 // metrics and logs.
 func (s *Server) endpoint(name string, openAI bool, h handlerFunc) http.HandlerFunc {
+	// The collectors most requests of the endpoint update, looked up by
+	// their label values once (a lookup hashes them), when first needed:
+	// /metrics shows a series only once a request has counted in it.
+	ok := sync.OnceValue(func() prometheus.Counter { return s.m.requests.WithLabelValues(name, "200") })
+	latency := sync.OnceValue(func() prometheus.Observer { return s.m.latency.WithLabelValues(name) })
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		status := http.StatusOK
 		defer func() {
-			s.m.requests.WithLabelValues(name, strconv.Itoa(status)).Inc()
+			if status == http.StatusOK {
+				ok().Inc()
+			} else {
+				s.m.requests.WithLabelValues(name, strconv.Itoa(status)).Inc()
+			}
 		}()
 		fail := func(e *apiError) {
 			status = e.Status
@@ -65,7 +77,7 @@ func (s *Server) endpoint(name string, openAI bool, h handlerFunc) http.HandlerF
 			<-s.admit
 			s.m.inFlight.Dec()
 			s.answered.Add(1)
-			s.m.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+			latency().Observe(time.Since(start).Seconds())
 		}()
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
 		defer cancel()
