@@ -189,20 +189,5 @@ func BenchmarkPackedRoBERTa(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, padded := range []bool{true, false} {
-		b.Run(map[bool]string{true: "padded", false: "packed"}[padded], func(b *testing.B) {
-			p, err := Compile(q, Options{Padded: padded})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
-			out := map[string]*compiler.Tensor{}
-			for b.Loop() {
-				if err := p.RunInto(in, out); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(len(exs)*b.N)/b.Elapsed().Seconds(), "sentences/s")
-		})
-	}
+	benchPaddedAndPacked(b, q, in, len(exs))
 }
