@@ -49,7 +49,7 @@ func TestGeneratedKernelFiles(t *testing.T) {
 	if n, want := strings.Count(asm, "TEXT ·"), len(kps); n != want {
 		t.Errorf("%d kernels, want %d (one per distinct Kp)", n, want)
 	}
-	if strings.Contains(sched, "m.gemm.GEMM(") {
-		t.Error("a GEMM statement bypasses gemmKernel")
+	if n := strings.Count(sched, "m.gemm.Linear("); n == 0 || n != strings.Count(sched, "m.gemm.Linear(gemmKernel(") {
+		t.Errorf("%d GEMM statements, %d of them with gemmKernel", n, strings.Count(sched, "m.gemm.Linear(gemmKernel("))
 	}
 }

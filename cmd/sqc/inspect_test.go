@@ -164,7 +164,7 @@ func TestCompileCheckIR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(sched), "m.gemm.GEMM"); n != 2*4 { // GEMM( or GEMMWithKernel(
+	if n := strings.Count(string(sched), "m.gemm.Linear("); n != 2*4 {
 		t.Errorf("%d GEMMs in the schedule, want 8 (4 per layer)", n)
 	}
 	if !regexp.MustCompile(`QStride:\s+384,`).Match(sched) {
