@@ -1,7 +1,6 @@
 package passes
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -59,11 +58,11 @@ func TestExplicitQuantisation(t *testing.T) {
 	if runPasses(t, w.Clone(), DeduplicateQuantize, WriteU8Directly) {
 		t.Error("a second run changed the graph")
 	}
-	for i, in := range fusionInputs(16) {
-		// The interpreter and the engine: the same bits as the QLinears
-		// quantising their f32 inputs themselves.
+	for _, in := range fusionInputs(16) {
+		// The same bits as the QLinears quantising their f32 inputs
+		// themselves, in the interpreter (the engine lowers only the
+		// explicit form).
 		wantEquivalent(t, g, w, in, 0)
-		wantSameBits(t, fmt.Sprintf("exec, batch %d", i), execRun(t, execProgram(t, w), in), execRun(t, execProgram(t, g), in))
 	}
 	steps := map[string]int{}
 	for _, s := range execProgram(t, w).Steps() {

@@ -14,10 +14,12 @@ import (
 // graph must give compiler/exec's bits of the unfused one, and stay close
 // to the FP32 interpreter.
 
-// execProgram lowers g with compiler/exec on one thread.
+// execProgram lowers g with compiler/exec on one thread, after the
+// quantisation passes (explicitQuant): lowering makes no quantisation of
+// its own.
 func execProgram(t *testing.T, g *compiler.Graph) *exec.Program {
 	t.Helper()
-	p, err := exec.Compile(g, exec.Options{Threads: 1})
+	p, err := exec.Compile(explicitQuant(t, g), exec.Options{Threads: 1})
 	if err != nil {
 		t.Fatalf("exec.Compile: %v\n%s", err, g.Text())
 	}
@@ -110,13 +112,6 @@ func qlinearNodes(g *compiler.Graph) []*compiler.Node {
 		}
 	}
 	return out
-}
-
-// explicitProgram is execProgram of explicitQuant(g): the program whose
-// quantise steps and u8 writes the passes decided.
-func explicitProgram(t *testing.T, g *compiler.Graph) *exec.Program {
-	t.Helper()
-	return execProgram(t, explicitQuant(t, g))
 }
 
 // explicitQuant returns a copy of g after MaterializeQuantize,

@@ -77,7 +77,7 @@ func TestMergeSmoothedLayerNorms(t *testing.T) {
 			}
 			// compiler/exec: the same bits, and in static mode one fused
 			// step where there were two LayerNorm steps.
-			pu, pm := explicitProgram(t, g), explicitProgram(t, merged)
+			pu, pm := execProgram(t, g), execProgram(t, merged)
 			for i, in := range ffnInputs() {
 				wantSameBits(t, fmt.Sprintf("batch %d", i), execRun(t, pm, in), execRun(t, pu, in))
 			}

@@ -54,6 +54,18 @@ func (p *Program) Replay(inputs map[string]*compiler.Tensor, visit func(i int, s
 // Workers is the size of the Program's worker pool.
 func (p *Program) Workers() int { return p.pool.Workers() }
 
+// operandBytes is the size in bytes of every slot s reads or writes (its
+// Operands), as the step left them: the least traffic of a step that
+// reads each input whole once and writes each result once.
+func (p *Program) operandBytes(s Step) float64 {
+	ops := s.Operands()
+	var n float64
+	for _, id := range append(ops.Reads, ops.Writes...) {
+		n += p.bytesOf(id)
+	}
+	return n
+}
+
 // bytesOf is the size in bytes of slot id's buffer as the last step left it
 // (0 for NoSlot).
 func (p *Program) bytesOf(id SlotID) float64 {

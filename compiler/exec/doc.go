@@ -27,7 +27,7 @@
 //     (nn.QuantizeU8Parallel, or nn.QuantizeRowsU8Parallel in dynamic
 //     mode) and sqc.QLinear a qgemm GEMM step reading its u8 output. A
 //     QLinear still reading f32 (a graph that did not run those passes)
-//     gets a quantise step of its own.
+//     is an error: lowering makes no quantisation of its own.
 //   - The GEMM epilogue runs what the QLinear's attributes and inputs say
 //     (act, residual, out_scale): passes.FuseQLinearEpilogues fused a
 //     following sqc.Gelu or Relu and residual Add into it in the IR. A

@@ -200,7 +200,7 @@ func TestThreadsDoNotChangeBits(t *testing.T) {
 
 // TestISAOption: Options.ISA caps the kernel family; a typo is an error.
 func TestISAOption(t *testing.T) {
-	g := parse(t, qchain)
+	g := explicitQuant(t, parse(t, qchain))
 	p, err := Compile(g, Options{ISA: "go", Threads: 1})
 	if err != nil {
 		t.Fatal(err)

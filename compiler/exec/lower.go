@@ -364,8 +364,8 @@ func (l *lowering) qlinear(i int, n *compiler.Node) error {
 			return bad("QLinear bias must be an f32 [N] initializer")
 		}
 	}
-	if dt := l.dtype(n.Inputs[0]); dt != compiler.Float32 && dt != compiler.Uint8 {
-		return bad("QLinear input is %s, want f32 or u8", dt)
+	if dt := l.dtype(n.Inputs[0]); dt != compiler.Uint8 {
+		return bad("QLinear input is %s, want u8: run the quantisation passes (passes.QuantPipeline) before lowering", dt)
 	}
 	k, nOut := int(w.Shape[0]), int(w.Shape[1])
 	packed, err := qgemm.PackB(w.I8, k, nOut)
@@ -373,7 +373,7 @@ func (l *lowering) qlinear(i int, n *compiler.Node) error {
 		return l.bad(i, err)
 	}
 	dynamic := compiler.QLinearMode(n) == compiler.QLinearDynamic
-	a, err := l.quantizedInput(n, k)
+	a, err := l.quantizedInput(n)
 	if err != nil {
 		return l.bad(i, err)
 	}
@@ -448,21 +448,31 @@ func (l *lowering) layerNorm(n *compiler.Node) bool {
 			return false
 		}
 	}
+	s, ok := l.layerNormStep(n)
+	if !ok {
+		return false
+	}
+	s.Out = l.slot(n.Outputs[0])
+	l.emit(s)
+	return true
+}
+
+// layerNormStep is the LayerNormStep of a LayerNormalization or
+// sqc.LayerNorm n with no output slots yet, or false when the runtime
+// kernel cannot run it (layerNormParams).
+func (l *lowering) layerNormStep(n *compiler.Node) (*LayerNormStep, bool) {
 	beta := ""
 	if len(n.Inputs) > 2 {
 		beta = n.Inputs[2]
 	}
 	params, ok := l.layerNormParams(n.Inputs[0], n.Inputs[1], beta, n.AttrFloat("epsilon", 1e-5))
 	if !ok {
-		return false
+		return nil, false
 	}
-	s := &LayerNormStep{Node: n.Name, X: l.slot(n.Inputs[0]), OutU8: NoSlot, GammaName: n.Inputs[1], BetaName: beta, Params: params}
 	if params.Beta == nil {
-		s.BetaName = ""
+		beta = ""
 	}
-	s.Out = l.slot(n.Outputs[0])
-	l.emit(s)
-	return true
+	return &LayerNormStep{Node: n.Name, X: l.slot(n.Inputs[0]), Out: NoSlot, OutU8: NoSlot, GammaName: n.Inputs[1], BetaName: beta, Params: params}, true
 }
 
 // layerNormParams returns the parameters of a LayerNorm of the f32 value x
@@ -494,20 +504,12 @@ func (l *lowering) layerNormParams(x, gamma, beta string, eps float32) (nn.Layer
 // LayerNormStep running nn.LayerNormU8: y_u8 as u8 rows of the QLinears'
 // padded K, and y in f32 too unless it is omitted.
 func (l *lowering) layerNormU8(i int, n *compiler.Node) error {
-	beta := ""
-	if len(n.Inputs) > 2 {
-		beta = n.Inputs[2]
-	}
-	params, ok := l.layerNormParams(n.Inputs[0], n.Inputs[1], beta, n.AttrFloat("epsilon", 1e-5))
+	s, ok := l.layerNormStep(n)
 	if !ok {
 		return l.bad(i, fmt.Errorf("%w: sqc.LayerNorm needs f32 x [..., N] with N known and constant f32 [N] scale and bias", compiler.ErrMalformed))
 	}
 	scale, zp, _ := compiler.U8Output(n)
-	s := &LayerNormStep{Node: n.Name, X: l.slot(n.Inputs[0]), Out: NoSlot, GammaName: n.Inputs[1], BetaName: beta, Params: params,
-		Kp: u8Row(params.N), InvScale: 1 / scale, ZeroPoint: zp, OutU8: l.slot(n.Outputs[0])}
-	if params.Beta == nil {
-		s.BetaName = ""
-	}
+	s.Kp, s.InvScale, s.ZeroPoint, s.OutU8 = u8Row(s.Params.N), 1/scale, zp, l.slot(n.Outputs[0])
 	if len(n.Outputs) > 1 && n.Outputs[1] != "" {
 		s.Out = l.slot(n.Outputs[1])
 	}

@@ -123,13 +123,6 @@ func (p *Program) Memory() Memory {
 	return m
 }
 
-// WeightBytes is Memory().Weights(): every constant the program holds.
-func (p *Program) WeightBytes() int64 { return p.Memory().Weights() }
-
-// ArenaBytes is Memory().Arena(): the activation buffers and attention
-// scratch as grown by the calls so far.
-func (p *Program) ArenaBytes() int64 { return p.Memory().Arena() }
-
 // ptrOf is the start of s's backing array (nil for a nil or unallocated
 // slice).
 func ptrOf[T any](s []T) unsafe.Pointer {

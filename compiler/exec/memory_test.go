@@ -48,8 +48,8 @@ func TestMemory(t *testing.T) {
 	if m.I8Initializers != 0 {
 		t.Errorf("%d bytes of i8 initializers held besides the packed weights", m.I8Initializers)
 	}
-	if w := want.PackedGEMM + want.GEMMParams + want.Embeddings + want.NormParams + want.F32Linear + want.Constants; p.WeightBytes() != w {
-		t.Errorf("WeightBytes %d, want %d", p.WeightBytes(), w)
+	if w := want.PackedGEMM + want.GEMMParams + want.Embeddings + want.NormParams + want.F32Linear + want.Constants; p.Memory().Weights() != w {
+		t.Errorf("Weights %d, want %d", p.Memory().Weights(), w)
 	}
 	run(t, p, allocInputs(2, 8))
 	small := p.Memory()
@@ -60,8 +60,8 @@ func TestMemory(t *testing.T) {
 	if small.Activations <= 0 || large.Activations <= small.Activations || large.Scratch <= 0 {
 		t.Errorf("activations %d then %d bytes, scratch %d: want growth with the shape", small.Activations, large.Activations, large.Scratch)
 	}
-	if large.Arena() != large.Activations+large.Scratch || p.ArenaBytes() != large.Arena() {
-		t.Errorf("Arena %d, ArenaBytes %d, want %d", large.Arena(), p.ArenaBytes(), large.Activations+large.Scratch)
+	if large.Arena() != large.Activations+large.Scratch || p.Memory().Arena() != large.Arena() {
+		t.Errorf("Arena %d, again %d, want %d", large.Arena(), p.Memory().Arena(), large.Activations+large.Scratch)
 	}
 	if large.Weights() != m.Weights() {
 		t.Errorf("weights changed by running: %d then %d", m.Weights(), large.Weights())

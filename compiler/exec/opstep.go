@@ -28,11 +28,7 @@ func (s *OpStep) Operands() Operands { return operands(s.Inputs, s.Outputs...) }
 
 // cost is the generic kernel's operands: its arithmetic is not counted.
 func (s *OpStep) cost(p *Program) Cost {
-	var bytes float64
-	for _, id := range append(append([]SlotID(nil), s.Inputs...), s.Outputs...) {
-		bytes += p.bytesOf(id)
-	}
-	return Cost{Kind: KindGeneric, Label: s.Call(), Bytes: bytes}
+	return Cost{Kind: KindGeneric, Label: s.Call(), Bytes: p.operandBytes(s)}
 }
 
 func (s *OpStep) Call() string   { return "ops." + s.Op.Op }

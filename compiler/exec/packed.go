@@ -71,15 +71,6 @@ func (s *Schedule) TokenWise(id SlotID) bool {
 	return s.pack.ok && id != NoSlot && s.pack.tokenWise[id]
 }
 
-// PackedInputs are the ids and attention-mask inputs a packed schedule
-// takes its batch's lengths from (NoSlot, NoSlot when it runs padded).
-func (s *Schedule) PackedInputs() (ids, mask SlotID) {
-	if !s.pack.ok {
-		return NoSlot, NoSlot
-	}
-	return s.pack.ids, s.pack.mask
-}
-
 // planPacking decides whether s can run packed batches, and which slots
 // are token-wise.
 func planPacking(s *Schedule) packPlan {

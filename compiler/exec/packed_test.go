@@ -77,7 +77,7 @@ func TestPackedMatchesAlone(t *testing.T) {
 					if p.run.offsets == nil {
 						t.Fatal("the mixed batch ran padded")
 					}
-					padded, err := Compile(c.g, Options{Variant: &vs[vi], Threads: threads, Padded: true})
+					padded, err := Compile(explicitQuant(t, c.g), Options{Variant: &vs[vi], Threads: threads, Padded: true})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -65,7 +65,7 @@ func TestRunPanicIsInternalNotBadInput(t *testing.T) {
 // only lowers, starts no engine and asks the OS for no AMX permission),
 // and NewProgram runs what it built.
 func TestLowerIsPureData(t *testing.T) {
-	g := parse(t, encoderLayer)
+	g := explicitQuant(t, parse(t, encoderLayer))
 	before := runtime.NumGoroutine()
 	s, err := Lower(g)
 	if err != nil {

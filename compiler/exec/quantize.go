@@ -42,43 +42,18 @@ type quantBuf struct {
 	u8, scales, zeroPoints SlotID
 }
 
-// quantizedInput returns the u8 buffer QLinear n reads: its input when
-// that is u8 already (an sqc.Quantize's or a producer's u8 output), else
-// the output of a quantise step it emits for n alone (a graph whose
-// quantisation passes.MaterializeQuantize has not made explicit).
-func (l *lowering) quantizedInput(n *compiler.Node, k int) (quantBuf, error) {
-	b := quantBuf{scales: NoSlot, zeroPoints: NoSlot}
-	x := n.Inputs[0]
-	dynamic := compiler.QLinearMode(n) == compiler.QLinearDynamic
-	if l.dtype(x) == compiler.Uint8 {
-		b.u8 = l.slot(x)
-		if dynamic {
-			rs, rz := compiler.QLinearRowParams(n)
-			if rs == "" {
-				return b, fmt.Errorf("%w: dynamic QLinear of a u8 input without its row scales and zero points", compiler.ErrMalformed)
-			}
-			b.scales, b.zeroPoints = l.slot(rs), l.slot(rz)
+// quantizedInput returns the u8 buffer QLinear n reads: its input, which
+// an sqc.Quantize or a producer's u8 output writes. Lowering makes no
+// quantisation of its own: a QLinear of an f32 input is a graph the
+// quantisation passes (passes.MaterializeQuantize) have not run on.
+func (l *lowering) quantizedInput(n *compiler.Node) (quantBuf, error) {
+	b := quantBuf{u8: l.slot(n.Inputs[0]), scales: NoSlot, zeroPoints: NoSlot}
+	if compiler.QLinearMode(n) == compiler.QLinearDynamic {
+		rs, rz := compiler.QLinearRowParams(n)
+		if rs == "" {
+			return b, fmt.Errorf("%w: dynamic QLinear of a u8 input without its row scales and zero points", compiler.ErrMalformed)
 		}
-		return b, nil
+		b.scales, b.zeroPoints = l.slot(rs), l.slot(rz)
 	}
-	_, shape := l.info(x)
-	shape = shape.Clone()
-	if shape != nil {
-		shape[len(shape)-1] = compiler.Dim{Size: int64(u8Row(k))}
-	}
-	if dynamic {
-		b.u8 = l.internal(x+"#u8dyn", compiler.Uint8, shape)
-		rows := compiler.Shape{{Size: -1}} // one per row of x: x's leading dims, when known
-		if shape != nil {
-			rows = shape[:len(shape)-1].Clone()
-		}
-		b.scales = l.internal(x+"#rowscale", compiler.Float32, rows)
-		b.zeroPoints = l.internal(x+"#rowzp", compiler.Int32, rows)
-		l.emit(&QuantizeRowsStep{Node: n.Name, X: l.slot(x), Out: b.u8, Scales: b.scales, ZeroPoints: b.zeroPoints, K: k, Kp: u8Row(k)})
-		return b, nil
-	}
-	b.u8 = l.internal(x+"#u8", compiler.Uint8, shape)
-	l.emit(&QuantizeStep{Node: n.Name, X: l.slot(x), Out: b.u8, K: k, Kp: u8Row(k),
-		InvScale: 1 / n.AttrFloat("act_scale", 0), ZeroPoint: int32(n.AttrInt("act_zero_point", 0))})
 	return b, nil
 }

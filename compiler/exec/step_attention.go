@@ -155,13 +155,12 @@ func (s *AttentionStep) cost(p *Program) Cost {
 	}
 	scores *= float64(s.Heads)
 	return Cost{Kind: KindAttention, Label: fmt.Sprintf("Attention %dx%d", s.Heads, d.HeadDim),
-		Ops:   scores * (4*float64(d.HeadDim) + opsSoftmax),
-		Bytes: p.bytesOf(s.Q) + p.bytesOf(s.K) + p.bytesOf(s.V) + p.bytesOf(s.Mask) + p.bytesOf(s.Out)}
+		Ops: scores * (4*float64(d.HeadDim) + opsSoftmax), Bytes: p.operandBytes(s)}
 }
 
 func (s *AttentionMaskStep) cost(p *Program) Cost {
 	n := float64(len(p.bufs[s.Out].F32))
-	return Cost{Kind: KindElemwise, Label: "AttentionMask", Ops: opsMask * n, Bytes: p.bytesOf(s.Mask) + p.bytesOf(s.Out)}
+	return Cost{Kind: KindElemwise, Label: "AttentionMask", Ops: opsMask * n, Bytes: p.operandBytes(s)}
 }
 
 // runPacked is run for the packed form: Q, K and V are column ranges of

@@ -93,11 +93,11 @@ func (s *ActivationStep) Operands() Operands { return operands(reads(s.X), s.Out
 
 func (s *AddStep) cost(p *Program) Cost {
 	return Cost{Kind: KindElemwise, Label: "Add", Ops: float64(len(p.bufs[s.Out].F32)),
-		Bytes: p.bytesOf(s.A) + p.bytesOf(s.B) + p.bytesOf(s.Out)}
+		Bytes: p.operandBytes(s)}
 }
 
 func (s *ActivationStep) cost(p *Program) Cost {
 	a := s.Activation()
 	return Cost{Kind: KindElemwise, Label: strings.TrimSuffix(a.NN, "Parallel"), Ops: float64(a.OpsPerElement * len(p.bufs[s.Out].F32)),
-		Bytes: p.bytesOf(s.X) + p.bytesOf(s.Out)}
+		Bytes: p.operandBytes(s)}
 }

@@ -105,8 +105,7 @@ func (s *GEMMStep) cost(p *Program) Cost {
 	l := &s.Linear
 	b := &l.B
 	c := Cost{Kind: KindGEMM, Label: fmt.Sprintf("GEMM %dx%d", b.K, b.N), Ops: 2 * float64(m) * float64(b.K) * float64(b.N),
-		Bytes: float64(b.Kp*b.Np+4*b.N+4*len(l.Scale)+4*len(l.Bias)) + p.bytesOf(s.A) + p.bytesOf(s.Out) +
-			p.bytesOf(s.RowScale) + p.bytesOf(s.RowZeroPoint) + p.bytesOf(s.Residual)}
+		Bytes: float64(b.Kp*b.Np+4*b.N+4*len(l.Scale)+4*len(l.Bias)) + p.operandBytes(s)}
 	var label strings.Builder
 	label.WriteString(c.Label)
 	if s.RowScale != NoSlot {

@@ -94,7 +94,7 @@ func (s *LayerNormStep) Operands() Operands { return operands(reads(s.X), s.Out,
 func (s *LayerNormStep) cost(p *Program) Cost {
 	rows, n := rowsOf(p.bufs[s.X].Shape)
 	c := Cost{Kind: KindLayerNorm, Label: fmt.Sprintf("LayerNorm %d", n), Ops: float64(opsLayerNorm * rows * n),
-		Bytes: p.bytesOf(s.X) + p.bytesOf(s.Out) + p.bytesOf(s.OutU8)}
+		Bytes: p.operandBytes(s)}
 	switch {
 	case s.OutU8 == NoSlot:
 		return c

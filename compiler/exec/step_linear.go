@@ -48,5 +48,5 @@ func (s *LinearF32Step) Operands() Operands { return operands(reads(s.X), s.Out)
 func (s *LinearF32Step) cost(p *Program) Cost {
 	rows, _ := rowsOf(p.bufs[s.X].Shape)
 	return Cost{Kind: KindLinearF32, Label: fmt.Sprintf("LinearF32 %dx%d", s.K, s.N), Ops: 2 * float64(rows*s.K*s.N),
-		Bytes: p.bytesOf(s.X) + float64(4*len(s.W)+4*len(s.Bias)) + p.bytesOf(s.Out)}
+		Bytes: float64(4*len(s.W)+4*len(s.Bias)) + p.operandBytes(s)}
 }

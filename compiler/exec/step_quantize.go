@@ -82,11 +82,11 @@ func (s *QuantizeRowsStep) Operands() Operands {
 func (s *QuantizeStep) cost(p *Program) Cost {
 	rows, k := rowsOf(p.bufs[s.X].Shape)
 	return Cost{Kind: KindQuantize, Label: fmt.Sprintf("Quantize %d", k), Ops: float64(opsQuantize * rows * k),
-		Bytes: p.bytesOf(s.X) + p.bytesOf(s.Out)}
+		Bytes: p.operandBytes(s)}
 }
 
 func (s *QuantizeRowsStep) cost(p *Program) Cost {
 	rows, k := rowsOf(p.bufs[s.X].Shape)
 	return Cost{Kind: KindQuantize, Label: fmt.Sprintf("QuantizeRows %d", k), Ops: float64(opsQuantizeRow * rows * k),
-		Bytes: p.bytesOf(s.X) + p.bytesOf(s.Out) + p.bytesOf(s.Scales) + p.bytesOf(s.ZeroPoints)}
+		Bytes: p.operandBytes(s)}
 }
