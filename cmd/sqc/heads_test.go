@@ -10,6 +10,7 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler/hf"
 	"github.com/sqc-dev/sqc/internal/gentest"
+	"github.com/sqc-dev/sqc/internal/testmodels"
 	"github.com/sqc-dev/sqc/internal/tinymodel"
 	"github.com/sqc-dev/sqc/runtime/modelrt"
 )
@@ -179,15 +180,26 @@ func TestSentenceEmbedPackageMatchesRun(t *testing.T) {
 		"1_Pooling/config.json":             `{"word_embedding_dimension":32,"pooling_mode_cls_token":true,"pooling_mode_max_tokens":true}`,
 		"config_sentence_transformers.json": `{"prompts":{"query":"query: ","passage":"passage: "},"default_prompt_name":"passage"}`,
 	})
-	for _, tc := range []struct {
+	type variant struct {
 		name, model string
 		dim         int
 		flags       []string
-	}{
+	}
+	variants := []variant{
 		{"dynamic", stTiny, 16, []string{"--act", "dynamic", "--alpha", "0"}},
 		{"static", stTiny, 16, []string{"--act", "static", "--alpha", "0.5", "--calib", texts}},
 		{"cls+max", other, 64, []string{"--act", "static", "--alpha", "0.5", "--calib", texts}},
-	} {
+	}
+	if os.Getenv(testmodels.TrainedModelsEnv) != "" {
+		// The XLM-R family with its Unigram tokenizer, trained weights.
+		xlmr := sentenceFolder(t, testmodels.TrainedDir(t, "sst2-xlmr-mini"), 256)
+		prompts := `{"prompts":{"query":"query: ","passage":"passage: "}}`
+		if err := os.WriteFile(filepath.Join(xlmr, "config_sentence_transformers.json"), []byte(prompts), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		variants = append(variants, variant{"xlmr", xlmr, 256, []string{"--act", "static", "--alpha", "0.5", "--calib", texts}})
+	}
+	for _, tc := range variants {
 		t.Run(tc.name, func(t *testing.T) {
 			flags := tc.flags
 			mod := gentest.Module(t)

@@ -14,14 +14,14 @@ import (
 )
 
 // positivityScorer writes, in a temporary folder, a single-logit
-// cross-encoder made from the shared sst2-bert-mini: its classifier rows
-// replaced by their difference (logit = positive - negative), so the
-// score of a pair is how positive the model finds it. Trained weights
-// give scores spread out as a real reranker's are, which random weights
-// do not.
-func positivityScorer(t *testing.T) string {
+// cross-encoder made from a two-label SST-2 classifier folder src (the
+// shared sst2-bert-mini, or a trained RoBERTa-family one): its last
+// layer's rows replaced by their difference (logit = positive -
+// negative), so the score of a pair is how positive the model finds it.
+// Trained weights give scores spread out as a real reranker's are, which
+// random weights do not.
+func positivityScorer(t *testing.T, src string) string {
 	t.Helper()
-	src := testmodels.ModelDir(t, testmodels.BertMini)
 	st, err := hf.OpenSafetensors(filepath.Join(src, hf.SafetensorsFile))
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +32,11 @@ func positivityScorer(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	w, b := params["classifier.weight"], params["classifier.bias"]
+	last := "classifier" // BERT; RoBERTa's head ends in classifier.out_proj
+	if params[last+".weight"] == nil {
+		last = "classifier.out_proj"
+	}
+	w, b := params[last+".weight"], params[last+".bias"]
 	if w == nil || b == nil || len(w.Shape) != 2 || w.Shape[0] != 2 {
 		t.Fatalf("%s: no 2-row classifier", src)
 	}
@@ -41,8 +45,8 @@ func positivityScorer(t *testing.T) string {
 	for j := range diff.F32 {
 		diff.F32[j] = w.F32[int(h)+j] - w.F32[j]
 	}
-	params["classifier.weight"] = diff
-	params["classifier.bias"] = &compiler.Tensor{DType: compiler.Float32, Shape: []int64{1}, F32: []float32{b.F32[1] - b.F32[0]}}
+	params[last+".weight"] = diff
+	params[last+".bias"] = &compiler.Tensor{DType: compiler.Float32, Shape: []int64{1}, F32: []float32{b.F32[1] - b.F32[0]}}
 	data, err := tinymodel.Safetensors(params)
 	if err != nil {
 		t.Fatal(err)
@@ -78,14 +82,31 @@ func positivityScorer(t *testing.T) string {
 }
 
 // TestRerankOnSST2 reranks SST-2 dev sentences against dev-sentence
-// queries with the positivity scorer, INT8 (static, calibrated on train
-// pairs) against FP32: how often each query's documents come out in the
-// same order and with the same top document.
+// queries with the positivity scorer of sst2-bert-mini, INT8 (static,
+// calibrated on train pairs) against FP32: how often each query's
+// documents come out in the same order and with the same top document.
 func TestRerankOnSST2(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the FP32 interpreter on SST-2 sentence pairs")
 	}
-	model := positivityScorer(t)
+	checkRerankOnSST2(t, testmodels.ModelDir(t, testmodels.BertMini))
+}
+
+// TestRerankOnSST2RoBERTaFamilies is TestRerankOnSST2 with the RoBERTa
+// and XLM-R classifiers trained on SST-2 ($SQC_TRAINED_MODELS; skipped
+// where unset).
+func TestRerankOnSST2RoBERTaFamilies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the FP32 interpreter on SST-2 sentence pairs")
+	}
+	for _, name := range testmodels.TrainedModels {
+		t.Run(name, func(t *testing.T) { checkRerankOnSST2(t, testmodels.TrainedDir(t, name)) })
+	}
+}
+
+func checkRerankOnSST2(t *testing.T, classifier string) {
+	t.Helper()
+	model := positivityScorer(t, classifier)
 	shared, _ := testmodels.SharedDir()
 	data := filepath.Join(shared, "data", "glue-sst2")
 	dev, err := dataio.ReadTexts(filepath.Join(data, "dev.tsv"))
@@ -111,8 +132,8 @@ func TestRerankOnSST2(t *testing.T) {
 	if res.Kind != "cross-encoder" || res.RerankQueries != queries || res.SpearmanFP32INT8 == nil || res.RerankSpearmanMin == nil {
 		t.Fatalf("%+v", res)
 	}
-	t.Logf("%d queries x %d documents: same order %.0f%%, same top document %.0f%%, Spearman FP32 vs INT8 %.5f (worst query %.4f), max score difference %.3g",
-		queries, docs, 100*res.RerankSameOrder, 100*res.RerankSameTop1, *res.SpearmanFP32INT8, *res.RerankSpearmanMin, res.ScoreMaxAbsDiff)
+	t.Logf("%s: %d queries x %d documents: same order %.0f%%, same top document %.0f%%, Spearman FP32 vs INT8 %.5f (worst query %.4f), max score difference %.3g",
+		filepath.Base(classifier), queries, docs, 100*res.RerankSameOrder, 100*res.RerankSameTop1, *res.SpearmanFP32INT8, *res.RerankSpearmanMin, res.ScoreMaxAbsDiff)
 	if res.RerankSameTop1 < 0.75 || *res.SpearmanFP32INT8 < 0.99 || *res.RerankSpearmanMin < 0.95 {
 		t.Error("INT8 reranks unlike FP32")
 	}

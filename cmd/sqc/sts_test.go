@@ -129,17 +129,42 @@ func TestSTSOnSST2(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the FP32 interpreter on SST-2 dev sentences")
 	}
-	model := testmodels.ModelDir(t, testmodels.BertMini)
-	shared, _ := testmodels.SharedDir()
+	checkSTSOnSST2(t, testmodels.ModelDir(t, testmodels.BertMini), "static")
+}
+
+// TestSTSOnSST2RoBERTaFamilies is TestSTSOnSST2 on the RoBERTa and XLM-R
+// classifiers trained on SST-2 ($SQC_TRAINED_MODELS, made by
+// internal/testmodels/gen/train_sst2.py; skipped where unset), with static
+// and dynamic activation quantisation.
+func TestSTSOnSST2RoBERTaFamilies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the FP32 interpreter on SST-2 dev sentences")
+	}
+	for _, name := range testmodels.TrainedModels {
+		for _, act := range []string{"static", "dynamic"} {
+			t.Run(name+"/"+act, func(t *testing.T) { checkSTSOnSST2(t, testmodels.TrainedDir(t, name), act) })
+		}
+	}
+}
+
+// checkSTSOnSST2 evaluates a mean-pooling, normalising embedder around the
+// 256-wide model on 120 STS pairs of SST-2 dev sentences, calibrated on
+// 128 train sentences.
+func checkSTSOnSST2(t *testing.T, model, act string) {
+	t.Helper()
+	shared, ok := testmodels.SharedDir()
+	if !ok {
+		t.Skip("skipping: no ../shared (GLUE SST-2)")
+	}
 	data := filepath.Join(shared, "data", "glue-sst2")
 	st := sentenceFolder(t, model, 256)
 	sts := syntheticSTS(t, filepath.Join(data, "dev.tsv"), 120)
-	res := evalJSON(t, "--model", st, "--data", sts, "--calib", filepath.Join(data, "train.tsv"), "--calib-samples", "128")
+	res := evalJSON(t, "--model", st, "--data", sts, "--calib", filepath.Join(data, "train.tsv"), "--calib-samples", "128", "--act", act)
 	if res.SpearmanFP32 == nil || res.SpearmanINT8 == nil || res.SpearmanFP32INT8 == nil {
 		t.Fatalf("%+v", res)
 	}
-	t.Logf("%d pairs: Spearman vs gold FP32 %.4f, INT8 %.4f; FP32 vs INT8 %.5f; embedding cosine mean %.6f, min %.6f",
-		res.Inputs, *res.SpearmanFP32, *res.SpearmanINT8, *res.SpearmanFP32INT8, res.EmbeddingCosineMean, res.EmbeddingCosineMin)
+	t.Logf("%s, %s: %d pairs: Spearman vs gold FP32 %.4f, INT8 %.4f; FP32 vs INT8 %.5f; embedding cosine mean %.6f, min %.6f",
+		filepath.Base(model), act, res.Inputs, *res.SpearmanFP32, *res.SpearmanINT8, *res.SpearmanFP32INT8, res.EmbeddingCosineMean, res.EmbeddingCosineMin)
 	if res.EmbeddingCosineMean < 0.999 || res.EmbeddingCosineMin < 0.99 {
 		t.Errorf("INT8 vs FP32 embedding cosine mean %.6f, min %.6f", res.EmbeddingCosineMean, res.EmbeddingCosineMin)
 	}

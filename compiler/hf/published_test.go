@@ -21,28 +21,42 @@ import (
 // it).
 func TestPublishedShapesMatchTorch(t *testing.T) {
 	for _, name := range testmodels.PublishedModels {
-		t.Run(name, func(t *testing.T) {
-			dir := testmodels.PublishedDir(t, name)
-			ref, err := testmodels.LoadModelReference(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkAgainstReference(t, "safetensors", g, ref)
-			path := filepath.Join(dir, "model.onnx")
-			if _, err := os.Stat(path); err != nil {
-				t.Logf("no %s: ONNX export not checked", path)
-				return
-			}
-			og, err := onnx.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sameInterface(t, g, og)
-			checkAgainstReference(t, "onnx", og, ref)
-		})
+		t.Run(name, func(t *testing.T) { matchesTorch(t, testmodels.PublishedDir(t, name)) })
 	}
+}
+
+// TestTrainedModelsMatchTorch is the same check on the RoBERTa and XLM-R
+// classifiers trained on SST-2 (internal/testmodels/gen/train_sst2.py,
+// $SQC_TRAINED_MODELS; skipped where unset): trained weights, a padded
+// batch of dev sentences.
+func TestTrainedModelsMatchTorch(t *testing.T) {
+	for _, name := range testmodels.TrainedModels {
+		t.Run(name, func(t *testing.T) { matchesTorch(t, testmodels.TrainedDir(t, name)) })
+	}
+}
+
+// matchesTorch checks the folder's safetensors (and its ONNX export, where
+// it has one) against its reference.json.
+func matchesTorch(t *testing.T, dir string) {
+	t.Helper()
+	ref, err := testmodels.LoadModelReference(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAgainstReference(t, "safetensors", g, ref)
+	path := filepath.Join(dir, "model.onnx")
+	if _, err := os.Stat(path); err != nil {
+		t.Logf("no %s: ONNX export not checked", path)
+		return
+	}
+	og, err := onnx.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameInterface(t, g, og)
+	checkAgainstReference(t, "onnx", og, ref)
 }
