@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // SlotID numbers a Program's buffers; NoSlot marks an absent operand.
@@ -86,22 +87,7 @@ func copyTensor(dst, src *compiler.Tensor) {
 		*dst = compiler.Tensor{} // hold data of one dtype only
 	}
 	resize(dst, src.DType, src.Shape...)
-	switch src.DType {
-	case compiler.Float32:
-		copy(dst.F32, src.F32)
-	case compiler.Uint8:
-		copy(dst.U8, src.U8)
-	case compiler.Int32:
-		copy(dst.I32, src.I32)
-	case compiler.Int64:
-		copy(dst.I64, src.I64)
-	case compiler.Int8:
-		copy(dst.I8, src.I8)
-	case compiler.Float64:
-		copy(dst.F64, src.F64)
-	case compiler.Bool:
-		copy(dst.Bool, src.Bool)
-	}
+	ops.CopyElems(dst, 0, src, 0, src.Len())
 }
 
 // grow returns s resliced to n elements, reallocated (with no copy) only

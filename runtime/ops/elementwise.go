@@ -305,8 +305,8 @@ func where(c *call) ([]*Tensor, error) {
 		}
 	}
 	both := NewTensor(x.DType, int64(nx+y.Len()))
-	copyElems(both, 0, x, 0, nx)
-	copyElems(both, nx, y, 0, y.Len())
+	CopyElems(both, 0, x, 0, nx)
+	CopyElems(both, nx, y, 0, y.Len())
 	return []*Tensor{take(both, shape, idx)}, nil
 }
 

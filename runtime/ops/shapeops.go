@@ -244,7 +244,7 @@ func concat(c *call) ([]*Tensor, error) {
 	for _, t := range c.in {
 		chunk := int(t.Shape[axis]) * inner
 		for o := range outer {
-			copyElems(out, o*rowLen+off, t, o*chunk, chunk)
+			CopyElems(out, o*rowLen+off, t, o*chunk, chunk)
 		}
 		off += chunk
 	}
@@ -444,7 +444,7 @@ func gather(c *call) ([]*Tensor, error) {
 			return nil, fmt.Errorf("%w: Gather index %d out of range [%d, %d)", ErrShapeMismatch, ind[j], -dim, dim)
 		}
 		for o := range outer {
-			copyElems(out, (o*len(ind)+j)*inner, data, (o*int(dim)+int(i))*inner, inner)
+			CopyElems(out, (o*len(ind)+j)*inner, data, (o*int(dim)+int(i))*inner, inner)
 		}
 	}
 	return []*Tensor{out}, nil

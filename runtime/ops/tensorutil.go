@@ -165,9 +165,9 @@ func takeT[T any](s []T, idx []int) []T {
 	return o
 }
 
-// copyElems copies n elements of src from sOff into dst at dOff; both have
+// CopyElems copies n elements of src from sOff into dst at dOff; both have
 // the same DType.
-func copyElems(dst *Tensor, dOff int, src *Tensor, sOff, n int) {
+func CopyElems(dst *Tensor, dOff int, src *Tensor, sOff, n int) {
 	switch src.DType {
 	case Float32:
 		copy(dst.F32[dOff:dOff+n], src.F32[sOff:sOff+n])
