@@ -75,7 +75,7 @@ func (pl *plan) slotCode(id exec.SlotID) *jen.Statement {
 		}
 		return jen.Index().Int64().Values(vals...)
 	case homeArena:
-		return jen.Id("ws").Dot(arenaFields[s.arena]).Index(jen.Lit(s.off), jen.Empty()).Index(jen.Empty(), pl.slotExtentCode(id, s.extent))
+		return jen.Id("ws").Dot(arenaViews[s.dtype]).Index(jen.Lit(s.off), jen.Empty()).Index(jen.Empty(), pl.slotExtentCode(id, s.extent))
 	case homeTensor: // a generic op's result (plan_ops.go)
 		if field, ok := dataField(s.dtype); ok {
 			return jen.Id(s.tensor).Dot(field)

@@ -3,7 +3,9 @@ package codegen
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"go/token"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -60,12 +62,7 @@ type Package struct {
 
 // Names returns the file names, sorted.
 func (p *Package) Names() []string {
-	names := make([]string, 0, len(p.Files))
-	for n := range p.Files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(p.Files))
 }
 
 func newFile(pkg string) *jen.File {
@@ -84,13 +81,13 @@ type output struct {
 // Generate writes the package that runs prog, the lowered quantised model
 // (exec.Lower): one statement per step, in order.
 func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
-	if !isIdentifier(opts.Package) {
+	if !token.IsIdentifier(opts.Package) || opts.Package == "_" || opts.Package == "main" {
 		return nil, fmt.Errorf("%w: package name %q is not a Go identifier", compiler.ErrInvalidRequest, opts.Package)
 	}
 	if opts.Target == "" {
 		opts.Target = "auto"
 	}
-	if !contains(Targets, opts.Target) {
+	if !slices.Contains(Targets, opts.Target) {
 		return nil, fmt.Errorf("%w: target %q, want one of %s", compiler.ErrInvalidRequest, opts.Target, strings.Join(Targets, ", "))
 	}
 	p, err := newPlan(prog, opts.MaxBatch, opts.MaxSeq)
@@ -164,28 +161,6 @@ type gen struct {
 	vocabOff   int
 	decoded    int64 // bytes of decoded weights
 	head       headLayout
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func isIdentifier(s string) bool {
-	if s == "" || s == "_" || s == "main" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return !contains([]string{"break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go", "goto", "if", "import", "interface", "map", "package", "range", "return", "select", "struct", "switch", "type", "var"}, s)
 }
 
 // exportedName makes an exported Go name from a value name ("logits" ->

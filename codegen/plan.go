@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"go/token"
 	"strings"
 	"unicode"
 
@@ -66,16 +67,9 @@ const (
 	homeTensor             // an *ops.Tensor local of forward: the result of a generic op (OpStep)
 )
 
-type arenaKind uint8
-
-const (
-	arenaF32 arenaKind = iota
-	arenaU8
-	arenaI32
-	numArenas
-)
-
-var arenaFields = [numArenas]string{"f32", "u8", "i32"}
+// arenaViews are the workspace's fields that view the arena as each dtype
+// an activation may have; a slot is read through its dtype's view.
+var arenaViews = map[compiler.DType]string{compiler.Float32: "f32", compiler.Uint8: "u8", compiler.Int32: "i32"}
 
 // slotPlan is where one exec slot lives.
 type slotPlan struct {
@@ -87,8 +81,7 @@ type slotPlan struct {
 	extent extent
 	width  int // innermost dimension
 
-	arena arenaKind // the view of the arena it is read through
-	off   int       // in elements of that view
+	off int // in elements of its dtype's view of the arena (arenaViews)
 
 	input  string // homeInput: "ids", "mask" or "types"
 	weight *weight
@@ -252,17 +245,10 @@ func (pl *plan) use(i int, id exec.SlotID, st exec.Step) (*slotPlan, error) {
 				return nil, fmt.Errorf("%w: codegen: step #%d %s (node %q): buffer %q has shape %s; only the batch and sequence dimensions may vary",
 					compiler.ErrUnsupportedOp, i, st.Call(), st.Source(), s.name, s.shape)
 			}
-			s.home, s.extent, s.width = homeArena, e, w
-			switch s.dtype {
-			case compiler.Float32:
-				s.arena = arenaF32
-			case compiler.Uint8:
-				s.arena = arenaU8
-			case compiler.Int32:
-				s.arena = arenaI32
-			default:
+			if _, ok := arenaViews[s.dtype]; !ok {
 				return nil, fmt.Errorf("%w: codegen: buffer %q is %s", compiler.ErrUnsupportedOp, s.name, s.dtype)
 			}
+			s.home, s.extent, s.width = homeArena, e, w
 		}
 	}
 	if s.home == homeArena || s.home == homeTensor {
@@ -344,7 +330,7 @@ func (pl *plan) fieldName(from string) string {
 		}
 	}
 	name := b.String()
-	if name == "" || isKeyword(name) {
+	if name == "" || token.IsKeyword(name) {
 		name = "w" + strings.ToUpper(name[:min(1, len(name))]) + name[min(1, len(name)):]
 	}
 	base := name
@@ -372,7 +358,7 @@ func (pl *plan) placeArena() error {
 			continue
 		}
 		ps, ok := mp.Slot(s.id)
-		size := int64(arenaElemBytes[s.arena])
+		size := int64(s.dtype.Size())
 		if !ok || int64(s.extent.Max(pl.maxBatch, pl.maxSeq))*size > ps.Bytes || s.def < ps.First || s.last > ps.Last || ps.Offset%size != 0 {
 			return fmt.Errorf("%w: codegen: buffer %q (steps %d-%d, %d elements) does not fit its place in the memory plan %+v",
 				compiler.ErrInternal, s.name, s.def, s.last, s.extent.Max(pl.maxBatch, pl.maxSeq), ps)
@@ -380,16 +366,4 @@ func (pl *plan) placeArena() error {
 		s.off = int(ps.Offset / size)
 	}
 	return nil
-}
-
-// arenaElemBytes is the element size of each view of the arena.
-var arenaElemBytes = [numArenas]int{arenaF32: 4, arenaU8: 1, arenaI32: 4}
-
-func isKeyword(s string) bool {
-	switch s {
-	case "break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go", "goto",
-		"if", "import", "interface", "map", "package", "range", "return", "select", "struct", "switch", "type", "var":
-		return true
-	}
-	return false
 }

@@ -24,10 +24,6 @@ func (pl *plan) step(i int, st exec.Step) error {
 			sp := pl.slots[id]
 			sp.shape = nil
 			sp.home, sp.extent, sp.width = homeArena, x.rows(), 1
-			sp.arena = arenaF32
-			if sp.dtype == compiler.Int32 {
-				sp.arena = arenaI32
-			}
 		}
 	}
 	ops := st.Operands()
