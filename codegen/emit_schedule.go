@@ -177,7 +177,7 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		}
 		// gemmKernel (kernels_*.go) gives the package's own kernel for this Kp.
 		return returnIfErr(jen.Id("m").Dot("gemm").Dot("Linear").Call(jen.Id(gemmKernelFunc).Call(jen.Lit(s.Linear.B.Kp)),
-			jen.Op("&").Id("m").Dot("w").Dot(g.paramField[s]), jen.Op("&").Qual(pkgQgemm, "LinearIO").Values(io))), nil
+			jen.Op("&").Id("m").Dot("w").Dot(g.pl.paramField[s]), jen.Op("&").Qual(pkgQgemm, "LinearIO").Values(io))), nil
 	case *exec.LinearF32Step:
 		var bias *weight
 		if s.Bias != nil {
@@ -187,7 +187,7 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			jen.Lit(s.K), jen.Lit(s.N), weightCode(pl.f32Weight(s.Weight, s.W)), weightCode(bias)), nil
 	case *exec.LayerNormStep:
 		n := s.Params.N
-		params := jen.Op("&").Id("m").Dot("w").Dot(g.paramField[s])
+		params := jen.Op("&").Id("m").Dot("w").Dot(g.pl.paramField[s])
 		if s.OutU8 == exec.NoSlot {
 			return jen.Qual(pkgNN, "LayerNorm").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(n), sc(s.X), jen.Lit(n), pl.rowsCode(s.X), params), nil
 		}
@@ -262,7 +262,7 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		if s.TypeIDs != exec.NoSlot {
 			types = sc(s.TypeIDs)
 		}
-		params := jen.Op("&").Id("m").Dot("w").Dot(g.paramField[s])
+		params := jen.Op("&").Id("m").Dot("w").Dot(g.pl.paramField[s])
 		call := returnIfErr(jen.Qual(pkgNN, "EmbedSumParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq")))
 		if !pl.prog.TokenWise(s.Out) {
 			return call, nil

@@ -12,7 +12,7 @@ import (
 )
 
 // packWeights lays out weights.bin (runtime/modelrt's format) in order of
-// first use and names the LayerNorm parameter sets.
+// first use.
 func (g *gen) packWeights() ([]byte, string) {
 	w := modelrt.NewWeightsWriter()
 	for _, wt := range g.pl.weights {
@@ -40,14 +40,6 @@ func (g *gen) packWeights() ([]byte, string) {
 		g.vocabOff = w.Raw(g.opts.Tokenizer.Data)
 	}
 	g.packHead(w)
-	counts := map[string]int{}
-	for _, st := range g.pl.prog.Steps() {
-		prefix := map[string]string{"nn.LayerNorm": "layerNorm", "nn.Embed": "embeddings", "qgemm.GEMM": "linear"}[paramsCall(st)]
-		if prefix != "" {
-			g.paramField[st] = fmt.Sprintf("%s%d", prefix, counts[prefix])
-			counts[prefix]++
-		}
-	}
 	return w.Bytes()
 }
 
@@ -109,7 +101,7 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 		return jen.Qual(pkgNN, "LayerNormParams").Values(d)
 	}
 	for _, st := range g.pl.prog.Steps() {
-		name := g.paramField[st]
+		name := g.pl.paramField[st]
 		switch s := st.(type) {
 		case *exec.LayerNormStep:
 			fields = append(fields, jen.Id(name).Qual(pkgNN, "LayerNormParams").Comment(s.Node))
@@ -162,22 +154,6 @@ func intWeight(k weightKind) (*jen.Statement, string) {
 		return jen.Int32(), "I32"
 	}
 	return jen.Int8(), "I8"
-}
-
-// paramsCall is the runtime call whose constant parameters step st keeps
-// in a struct field of the weights (paramField): "nn.LayerNorm" for every
-// LayerNorm form, "nn.Embed" for the embeddings, "qgemm.GEMM"; "" for the
-// other steps, whose constants are arguments.
-func paramsCall(st exec.Step) string {
-	switch st.(type) {
-	case *exec.LayerNormStep:
-		return "nn.LayerNorm"
-	case *exec.EmbedStep:
-		return "nn.Embed"
-	case *exec.GEMMStep:
-		return "qgemm.GEMM"
-	}
-	return ""
 }
 
 // linearCode is the qgemm.Linear literal of a GEMM step: exec's

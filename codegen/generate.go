@@ -117,7 +117,7 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 			return nil, fmt.Errorf("%w: vocabulary has %d tokens, the embedding table %d rows", compiler.ErrShapeMismatch, tok.VocabSize(), p.vocab)
 		}
 	}
-	g := &gen{pl: p, opts: opts, outs: outs, tok: tok, paramField: map[exec.Step]string{}}
+	g := &gen{pl: p, opts: opts, outs: outs, tok: tok}
 	if err := g.checkHead(); err != nil {
 		return nil, err
 	}
@@ -150,17 +150,13 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 }
 
 type gen struct {
-	pl   *plan
-	opts Options
-	outs []output
-	tok  *tokenizer.Tokenizer
-	// paramField names the weights' struct field holding a step's
-	// constant parameters (paramsCall): nn.LayerNormParams,
-	// nn.Embeddings, qgemm.Linear.
-	paramField map[exec.Step]string
-	vocabOff   int
-	decoded    int64 // bytes of decoded weights
-	head       headLayout
+	pl       *plan
+	opts     Options
+	outs     []output
+	tok      *tokenizer.Tokenizer
+	vocabOff int
+	decoded  int64 // bytes of decoded weights
+	head     headLayout
 }
 
 // exportedName makes an exported Go name from a value name ("logits" ->

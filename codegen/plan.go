@@ -27,6 +27,13 @@ type plan struct {
 	byKey   map[any]*weight
 	fields  map[string]bool
 
+	// paramField names the weights struct field holding the constant
+	// parameters of a LayerNorm (nn.LayerNormParams), embedding
+	// (nn.Embeddings) or GEMM step (qgemm.Linear): the kind's prefix and
+	// its count in paramCount.
+	paramField map[exec.Step]string
+	paramCount map[string]int
+
 	inputs  []*slotPlan // graph inputs, graph order
 	outputs []*slotPlan // graph outputs, graph order
 
@@ -134,7 +141,8 @@ func newPlan(p *exec.Schedule, maxBatch, maxSeq int) (*plan, error) {
 	if maxBatch < 1 || maxSeq < 1 {
 		return nil, fmt.Errorf("%w: codegen: maximum batch %d and sequence %d must be >= 1", compiler.ErrInvalidRequest, maxBatch, maxSeq)
 	}
-	pl := &plan{prog: p, maxBatch: maxBatch, maxSeq: maxSeq, byKey: map[any]*weight{}, fields: map[string]bool{}}
+	pl := &plan{prog: p, maxBatch: maxBatch, maxSeq: maxSeq, byKey: map[any]*weight{}, fields: map[string]bool{},
+		paramField: map[exec.Step]string{}, paramCount: map[string]int{}}
 	for _, s := range p.Slots() {
 		pl.slots = append(pl.slots, &slotPlan{id: s.ID, name: s.Name, dtype: s.DType, shape: s.Shape, def: -1, last: -1})
 	}

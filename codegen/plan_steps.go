@@ -36,6 +36,7 @@ func (pl *plan) step(i int, st exec.Step) error {
 	case *exec.QuantizeStep, *exec.QuantizeRowsStep, *exec.AttentionMaskStep, *exec.AddStep, *exec.ActivationStep:
 		return nil
 	case *exec.GEMMStep:
+		pl.nameParams(s, "linear")
 		l := &s.Linear
 		pl.packedWeight(s.Weight, &l.B)
 		pl.f32Weight(s.Weight+".scale", l.Scale)
@@ -50,6 +51,7 @@ func (pl *plan) step(i int, st exec.Step) error {
 		}
 		return nil
 	case *exec.LayerNormStep:
+		pl.nameParams(s, "layerNorm")
 		pl.f32Weight(s.GammaName, s.Params.Gamma)
 		if s.Params.Beta != nil {
 			pl.f32Weight(s.BetaName, s.Params.Beta)
@@ -75,6 +77,7 @@ func (pl *plan) step(i int, st exec.Step) error {
 		}
 		return nil
 	case *exec.EmbedStep:
+		pl.nameParams(s, "embeddings")
 		e := &s.Params
 		pl.f32Weight(s.WordName, e.Words)
 		pl.f32Weight(s.PosName, e.Positions)
@@ -107,6 +110,13 @@ func (pl *plan) step(i int, st exec.Step) error {
 		return err
 	}
 	return fmt.Errorf("%w: codegen: step #%d: no emitter for %s (%T)", compiler.ErrUnsupportedOp, i, st.Call(), st)
+}
+
+// nameParams gives the weights struct field of st's parameters
+// (paramField): prefix and the number of such fields before it.
+func (pl *plan) nameParams(st exec.Step, prefix string) {
+	pl.paramField[st] = fmt.Sprintf("%s%d", prefix, pl.paramCount[prefix])
+	pl.paramCount[prefix]++
 }
 
 // maskStrides are nn.AttentionDims' mask strides for a mask of the given
