@@ -270,23 +270,7 @@ func (g *gen) scoreMethods(f *jen.File) {
 		jen.Return(jen.Id("m").Dot("ScorePairs").Call(jen.Id("ctx"), jen.Id("pairs"))),
 	)
 	f.Line()
-	vals := jen.Dict{
-		jen.Id("InputIDs"):      jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("pairs"))),
-		jen.Id("AttentionMask"): jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("pairs"))),
-	}
-	loop := []jen.Code{
-		jen.Id("e").Op(":=").Id("m").Dot("tok").Dot("EncodePair").Call(jen.Id("p").Index(jen.Lit(0)), jen.Id("p").Index(jen.Lit(1))),
-		jen.Id("b").Dot("InputIDs").Index(jen.Id("i")).Op(",").Id("b").Dot("AttentionMask").Index(jen.Id("i")).Op("=").Id("e").Dot("InputIDs").Op(",").Id("e").Dot("AttentionMask"),
-	}
-	if g.hasInput("types") {
-		vals[jen.Id("TokenTypeIDs")] = jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("pairs")))
-		loop = append(loop, jen.Id("b").Dot("TokenTypeIDs").Index(jen.Id("i")).Op("=").Id("e").Dot("TokenTypeIDs"))
-	}
-	f.Comment("encodePairs tokenizes pairs of texts into a Batch.")
-	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("encodePairs").Params(jen.Id("pairs").Index().Index(jen.Lit(2)).String()).Id("Batch").Block(
-		jen.Id("b").Op(":=").Id("Batch").Values(vals),
-		jen.For(jen.List(jen.Id("i"), jen.Id("p")).Op(":=").Range().Id("pairs")).Block(loop...),
-		jen.Return(jen.Id("b")),
-	)
+	g.encoder(f, "encodePairs tokenizes pairs of texts into a Batch.", "encodePairs", "pairs", jen.Index().Index(jen.Lit(2)).String(), "p",
+		jen.Id("m").Dot("tok").Dot("EncodePair").Call(jen.Id("p").Index(jen.Lit(0)), jen.Id("p").Index(jen.Lit(1))))
 	f.Line()
 }

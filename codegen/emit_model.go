@@ -447,22 +447,26 @@ func (g *gen) embed(f *jen.File, out *output) {
 }
 
 func (g *gen) encode(f *jen.File) {
-	vals := jen.Dict{
-		jen.Id("InputIDs"):      jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("texts"))),
-		jen.Id("AttentionMask"): jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("texts"))),
-	}
+	g.encoder(f, "encode tokenizes texts into a Batch.", "encode", "texts", jen.Index().String(), "t", jen.Id("m").Dot("tok").Dot("Encode").Call(jen.Id("t")))
+}
+
+// encoder writes the method name, which tokenizes each element el of its
+// parameter in (of type typ) into a Batch with the call enc.
+func (g *gen) encoder(f *jen.File, doc, name, in string, typ jen.Code, el string, enc *jen.Statement) {
+	rows := func() *jen.Statement { return jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id(in))) }
+	vals := jen.Dict{jen.Id("InputIDs"): rows(), jen.Id("AttentionMask"): rows()}
 	loop := []jen.Code{
-		jen.Id("e").Op(":=").Id("m").Dot("tok").Dot("Encode").Call(jen.Id("t")),
+		jen.Id("e").Op(":=").Add(enc),
 		jen.Id("b").Dot("InputIDs").Index(jen.Id("i")).Op(",").Id("b").Dot("AttentionMask").Index(jen.Id("i")).Op("=").Id("e").Dot("InputIDs").Op(",").Id("e").Dot("AttentionMask"),
 	}
 	if g.hasInput("types") {
-		vals[jen.Id("TokenTypeIDs")] = jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("texts")))
+		vals[jen.Id("TokenTypeIDs")] = rows()
 		loop = append(loop, jen.Id("b").Dot("TokenTypeIDs").Index(jen.Id("i")).Op("=").Id("e").Dot("TokenTypeIDs"))
 	}
-	f.Comment("encode tokenizes texts into a Batch.")
-	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("encode").Params(jen.Id("texts").Index().String()).Id("Batch").Block(
+	f.Comment(doc)
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id(name).Params(jen.Id(in).Add(typ)).Id("Batch").Block(
 		jen.Id("b").Op(":=").Id("Batch").Values(vals),
-		jen.For(jen.List(jen.Id("i"), jen.Id("t")).Op(":=").Range().Id("texts")).Block(loop...),
+		jen.For(jen.List(jen.Id("i"), jen.Id(el)).Op(":=").Range().Id(in)).Block(loop...),
 		jen.Return(jen.Id("b")),
 	)
 }
