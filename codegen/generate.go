@@ -97,7 +97,7 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 	var outs []output
 	used := map[string]bool{}
 	for _, s := range p.outputs {
-		o := output{slot: s, field: exportedName(s.name, used)}
+		o := output{slot: s, field: goName(s.name, true, used)}
 		switch s.extent {
 		case extent{Batch: true, Elems: s.width}:
 		case extent{Batch: true, Seq: true, Elems: s.width}:
@@ -157,36 +157,4 @@ type gen struct {
 	vocabOff int
 	decoded  int64 // bytes of decoded weights
 	head     headLayout
-}
-
-// exportedName makes an exported Go name from a value name ("logits" ->
-// "Logits", "last_hidden_state" -> "LastHiddenState").
-func exportedName(v string, used map[string]bool) string {
-	var b strings.Builder
-	up := true
-	for _, r := range v {
-		switch {
-		case r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
-			if b.Len() == 0 && r >= '0' && r <= '9' {
-				b.WriteString("Out")
-			}
-			if up && r >= 'a' && r <= 'z' {
-				r -= 'a' - 'A'
-			}
-			b.WriteRune(r)
-			up = false
-		default:
-			up = true
-		}
-	}
-	name := b.String()
-	if name == "" {
-		name = "Output"
-	}
-	base := name
-	for i := 2; used[name]; i++ {
-		name = fmt.Sprintf("%s%d", base, i)
-	}
-	used[name] = true
-	return name
 }

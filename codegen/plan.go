@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
@@ -298,7 +299,7 @@ func (pl *plan) f32Weight(from string, v []float32) *weight {
 	if w, ok := pl.byKey[k]; ok {
 		return w
 	}
-	w := &weight{Kind: weightF32, F32: v, From: from, Field: pl.fieldName(from)}
+	w := &weight{Kind: weightF32, F32: v, From: from, Field: goName(from, false, pl.fields)}
 	pl.byKey[k] = w
 	pl.weights = append(pl.weights, w)
 	return w
@@ -308,44 +309,53 @@ func (pl *plan) packedWeight(from string, b *qgemm.PackedB) *weight {
 	if w, ok := pl.byKey[b]; ok {
 		return w
 	}
-	w := &weight{Kind: weightPacked, Packed: b, From: from, Field: pl.fieldName(from)}
+	w := &weight{Kind: weightPacked, Packed: b, From: from, Field: goName(from, false, pl.fields)}
 	pl.byKey[b] = w
 	pl.weights = append(pl.weights, w)
 	return w
 }
 
-// fieldName turns a name into a unique Go identifier:
-// "encoder.layer.0.attention.self.query.weight.T" becomes
-// "encoderLayer0AttentionSelfQueryWeightT".
-func (pl *plan) fieldName(from string) string {
+// goName turns a value name into a Go identifier unique in used: its
+// runs of ASCII letters and digits in camel case, exported
+// ("last_hidden_state" becomes "LastHiddenState") or not
+// ("encoder.layer.0.attention.self.query.weight.T" becomes
+// "encoderLayer0AttentionSelfQueryWeightT"). A leading digit gets the
+// prefix "Out" (exported) or "w", as does (unexported) a keyword; a name
+// without letters or digits is "Output" or "w".
+func goName(from string, exported bool, used map[string]bool) string {
+	prefix, firstCase := "w", unicode.ToLower
+	if exported {
+		prefix, firstCase = "Out", unicode.ToUpper
+	}
 	var b strings.Builder
-	upper := false
+	up := false
 	for _, r := range from {
 		switch {
-		case r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)):
-			if b.Len() == 0 {
-				r = unicode.ToLower(r)
-				if unicode.IsDigit(r) {
-					b.WriteByte('w')
-				}
-			} else if upper {
-				r = unicode.ToUpper(r)
-			}
-			b.WriteRune(r)
-			upper = false
-		default:
-			upper = true
+		case r >= utf8.RuneSelf || !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			up = true
+			continue
+		case b.Len() == 0 && unicode.IsDigit(r):
+			b.WriteString(prefix)
+		case b.Len() == 0:
+			r = firstCase(r)
+		case up:
+			r = unicode.ToUpper(r)
 		}
+		b.WriteRune(r)
+		up = false
 	}
 	name := b.String()
-	if name == "" || token.IsKeyword(name) {
-		name = "w" + strings.ToUpper(name[:min(1, len(name))]) + name[min(1, len(name)):]
+	switch {
+	case name == "" && exported:
+		name = "Output"
+	case name == "" || token.IsKeyword(name):
+		name = prefix + strings.ToUpper(name[:min(1, len(name))]) + name[min(1, len(name)):]
 	}
 	base := name
-	for i := 2; pl.fields[name]; i++ {
+	for i := 2; used[name]; i++ {
 		name = fmt.Sprintf("%s%d", base, i)
 	}
-	pl.fields[name] = true
+	used[name] = true
 	return name
 }
 

@@ -78,7 +78,7 @@ func (pl *plan) placeOpConst(s *slotPlan, t *compiler.Tensor) error {
 	default:
 		return fmt.Errorf("%w: constant %q is %s%v: generated packages embed f32, i64, i32 and i8 constants", compiler.ErrUnsupportedOp, s.name, t.DType, t.Shape)
 	}
-	w := &weight{Kind: kind, Tensor: t, From: s.name, Field: pl.fieldName(s.name)}
+	w := &weight{Kind: kind, Tensor: t, From: s.name, Field: goName(s.name, false, pl.fields)}
 	pl.weights = append(pl.weights, w)
 	s.home, s.weight = homeWeight, w
 	s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))
