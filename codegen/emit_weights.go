@@ -7,7 +7,6 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/runtime/modelrt"
-	"github.com/sqc-dev/sqc/runtime/nn"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
@@ -90,39 +89,9 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 		inits = append(inits, jen.Id("vocab").Op(":").Id("r").Dot("Raw").Call(jen.Lit(g.vocabOff), jen.Lit(len(t.Data))).Op(","))
 	}
 	var lnSets []jen.Code
-	field := func(name string, v []float32) *jen.Statement {
-		return jen.Id("w").Dot(g.pl.f32Weight(name, v).Field)
-	}
-	norm := func(p *nn.LayerNormParams, gamma, beta string) *jen.Statement {
-		d := jen.Dict{jen.Id("N"): jen.Lit(p.N), jen.Id("Gamma"): field(gamma, p.Gamma), jen.Id("Epsilon"): jen.Lit(p.Epsilon)}
-		if p.Beta != nil {
-			d[jen.Id("Beta")] = field(beta, p.Beta)
-		}
-		return jen.Qual(pkgNN, "LayerNormParams").Values(d)
-	}
-	for _, st := range g.pl.prog.Steps() {
-		name := g.pl.paramField[st]
-		switch s := st.(type) {
-		case *exec.LayerNormStep:
-			fields = append(fields, jen.Id(name).Qual(pkgNN, "LayerNormParams").Comment(s.Node))
-			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Add(norm(&s.Params, s.GammaName, s.BetaName)))
-		case *exec.EmbedStep:
-			e := &s.Params
-			fields = append(fields, jen.Id(name).Qual(pkgNN, "Embeddings").Comment(s.Node))
-			d := jen.Dict{
-				jen.Id("Hidden"): jen.Lit(e.Hidden), jen.Id("Words"): field(s.WordName, e.Words), jen.Id("Positions"): field(s.PosName, e.Positions),
-			}
-			if e.TokenTypes != nil {
-				d[jen.Id("TokenTypes")] = field(s.TypeName, e.TokenTypes)
-			}
-			if e.PadPositions {
-				d[jen.Id("PadPositions")], d[jen.Id("PaddingIdx")] = jen.True(), jen.Lit(e.PaddingIdx)
-			}
-			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Qual(pkgNN, "Embeddings").Values(d))
-		case *exec.GEMMStep:
-			fields = append(fields, jen.Id(name).Qual(pkgQgemm, "Linear").Comment(s.Node))
-			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Add(g.linearCode(s)))
-		}
+	for _, p := range g.pl.params {
+		fields = append(fields, jen.Id(p.field).Qual(p.pkg, p.typ).Comment(p.node))
+		lnSets = append(lnSets, jen.Id("w").Dot(p.field).Op("=").Qual(p.pkg, p.typ).Values(p.values))
 	}
 	headFields, headInits, headSets := g.headWeights()
 	fields, inits, lnSets = append(fields, headFields...), append(inits, headInits...), append(lnSets, headSets...)
@@ -156,19 +125,41 @@ func intWeight(k weightKind) (*jen.Statement, string) {
 	return jen.Int8(), "I8"
 }
 
-// linearCode is the qgemm.Linear literal of a GEMM step: exec's
+// A paramSet is a field of the weights struct holding one step's constant
+// parameters: a pkg.typ literal of values, whose arrays are fields of the
+// weights.
+type paramSet struct {
+	field, node, pkg, typ string
+	values                jen.Dict
+}
+
+// addParams keeps step st's parameters in a field named by prefix and the
+// number of such fields before it (paramField).
+func (pl *plan) addParams(st exec.Step, prefix, pkg, typ string, values jen.Dict) {
+	p := paramSet{field: fmt.Sprintf("%s%d", prefix, pl.paramCount[prefix]), node: st.Source(), pkg: pkg, typ: typ, values: values}
+	pl.paramCount[prefix]++
+	pl.paramField[st] = p.field
+	pl.params = append(pl.params, p)
+}
+
+// f32Field is the weights' field (in loadWeights) holding v.
+func (pl *plan) f32Field(from string, v []float32) *jen.Statement {
+	return jen.Id("w").Dot(pl.f32Weight(from, v).Field)
+}
+
+// linearParams are the qgemm.Linear of a GEMM step: exec's
 // GEMMStep.Linear, its arrays the weights' fields.
-func (g *gen) linearCode(s *exec.GEMMStep) *jen.Statement {
+func (pl *plan) linearParams(s *exec.GEMMStep) jen.Dict {
 	l := &s.Linear
 	d := jen.Dict{
-		jen.Id("B"):     jen.Id("w").Dot(g.pl.packedWeight(s.Weight, &l.B).Field),
-		jen.Id("Scale"): jen.Id("w").Dot(g.pl.f32Weight(s.Weight+".scale", l.Scale).Field),
+		jen.Id("B"):     jen.Id("w").Dot(pl.packedWeight(s.Weight, &l.B).Field),
+		jen.Id("Scale"): pl.f32Field(s.Weight+".scale", l.Scale),
 	}
 	if l.AZeroPoint != 0 {
 		d[jen.Id("AZeroPoint")] = jen.Lit(l.AZeroPoint)
 	}
 	if l.Bias != nil {
-		d[jen.Id("Bias")] = jen.Id("w").Dot(g.pl.f32Weight(s.BiasName, l.Bias).Field)
+		d[jen.Id("Bias")] = pl.f32Field(s.BiasName, l.Bias)
 	}
 	if l.Act != qgemm.ActNone {
 		d[jen.Id("Act")] = actCode(l.Act)
@@ -180,5 +171,30 @@ func (g *gen) linearCode(s *exec.GEMMStep) *jen.Statement {
 			d[jen.Id("OutZeroPoint")] = jen.Lit(l.OutZeroPoint)
 		}
 	}
-	return jen.Qual(pkgQgemm, "Linear").Values(d)
+	return d
+}
+
+// normParams are the nn.LayerNormParams of a LayerNorm step.
+func (pl *plan) normParams(s *exec.LayerNormStep) jen.Dict {
+	p := &s.Params
+	d := jen.Dict{jen.Id("N"): jen.Lit(p.N), jen.Id("Gamma"): pl.f32Field(s.GammaName, p.Gamma), jen.Id("Epsilon"): jen.Lit(p.Epsilon)}
+	if p.Beta != nil {
+		d[jen.Id("Beta")] = pl.f32Field(s.BetaName, p.Beta)
+	}
+	return d
+}
+
+// embedParams are the nn.Embeddings of an embedding step.
+func (pl *plan) embedParams(s *exec.EmbedStep) jen.Dict {
+	e := &s.Params
+	d := jen.Dict{
+		jen.Id("Hidden"): jen.Lit(e.Hidden), jen.Id("Words"): pl.f32Field(s.WordName, e.Words), jen.Id("Positions"): pl.f32Field(s.PosName, e.Positions),
+	}
+	if e.TokenTypes != nil {
+		d[jen.Id("TokenTypes")] = pl.f32Field(s.TypeName, e.TokenTypes)
+	}
+	if e.PadPositions {
+		d[jen.Id("PadPositions")], d[jen.Id("PaddingIdx")] = jen.True(), jen.Lit(e.PaddingIdx)
+	}
+	return d
 }

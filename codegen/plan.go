@@ -28,10 +28,12 @@ type plan struct {
 	byKey   map[any]*weight
 	fields  map[string]bool
 
-	// paramField names the weights struct field holding the constant
-	// parameters of a LayerNorm (nn.LayerNormParams), embedding
-	// (nn.Embeddings) or GEMM step (qgemm.Linear): the kind's prefix and
-	// its count in paramCount.
+	// params are the weights struct fields holding the constant
+	// parameters of the LayerNorm (nn.LayerNormParams), embedding
+	// (nn.Embeddings) and GEMM steps (qgemm.Linear), in step order
+	// (addParams); paramField is a step's field, paramCount counts the
+	// fields of each name prefix.
+	params     []paramSet
 	paramField map[exec.Step]string
 	paramCount map[string]int
 

@@ -35,14 +35,8 @@ func (pl *plan) step(i int, st exec.Step) error {
 	switch s := st.(type) {
 	case *exec.QuantizeStep, *exec.QuantizeRowsStep, *exec.AttentionMaskStep, *exec.AddStep, *exec.ActivationStep:
 		return nil
-	case *exec.GEMMStep:
-		pl.nameParams(s, "linear")
-		l := &s.Linear
-		pl.packedWeight(s.Weight, &l.B)
-		pl.f32Weight(s.Weight+".scale", l.Scale)
-		if l.Bias != nil {
-			pl.f32Weight(s.BiasName, l.Bias)
-		}
+	case *exec.GEMMStep: // its weights in order of first use, as linearParams lists them
+		pl.addParams(s, "linear", pkgQgemm, "Linear", pl.linearParams(s))
 		return nil
 	case *exec.LinearF32Step:
 		pl.f32Weight(s.Weight, s.W)
@@ -51,11 +45,7 @@ func (pl *plan) step(i int, st exec.Step) error {
 		}
 		return nil
 	case *exec.LayerNormStep:
-		pl.nameParams(s, "layerNorm")
-		pl.f32Weight(s.GammaName, s.Params.Gamma)
-		if s.Params.Beta != nil {
-			pl.f32Weight(s.BetaName, s.Params.Beta)
-		}
+		pl.addParams(s, "layerNorm", pkgNN, "LayerNormParams", pl.normParams(s))
 		if s.GammaU8 != nil { // nn.LayerNormDual's u8 output parameters
 			pl.f32Weight(s.GammaU8Name, s.GammaU8)
 			if s.BetaU8 != nil {
@@ -77,13 +67,8 @@ func (pl *plan) step(i int, st exec.Step) error {
 		}
 		return nil
 	case *exec.EmbedStep:
-		pl.nameParams(s, "embeddings")
+		pl.addParams(s, "embeddings", pkgNN, "Embeddings", pl.embedParams(s))
 		e := &s.Params
-		pl.f32Weight(s.WordName, e.Words)
-		pl.f32Weight(s.PosName, e.Positions)
-		if e.TokenTypes != nil {
-			pl.f32Weight(s.TypeName, e.TokenTypes)
-		}
 		if s.TypeIDs != exec.NoSlot { // else type 0 for every token: no token types to give
 			pl.typeVocab = len(e.TokenTypes) / e.Hidden
 		}
@@ -110,13 +95,6 @@ func (pl *plan) step(i int, st exec.Step) error {
 		return err
 	}
 	return fmt.Errorf("%w: codegen: step #%d: no emitter for %s (%T)", compiler.ErrUnsupportedOp, i, st.Call(), st)
-}
-
-// nameParams gives the weights struct field of st's parameters
-// (paramField): prefix and the number of such fields before it.
-func (pl *plan) nameParams(st exec.Step, prefix string) {
-	pl.paramField[st] = fmt.Sprintf("%s%d", prefix, pl.paramCount[prefix])
-	pl.paramCount[prefix]++
 }
 
 // maskStrides are nn.AttentionDims' mask strides for a mask of the given
