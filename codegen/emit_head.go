@@ -2,7 +2,6 @@ package codegen
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -167,14 +166,9 @@ func describeHead(h *modelrt.EmbeddingHead) string {
 func (g *gen) embedWithHead(f *jen.File, out *output) {
 	h := g.embedHead()
 	dim := h.Dim(out.slot.width)
-	var names []string
-	for n := range g.opts.Head.Prompts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	prompts := jen.Dict{}
-	for _, n := range names {
-		prompts[jen.Lit(n)] = jen.Lit(g.opts.Head.Prompts[n])
+	prompts := jen.Dict{} // rendered in key order
+	for name, text := range g.opts.Head.Prompts {
+		prompts[jen.Lit(name)] = jen.Lit(text)
 	}
 	f.Comment("EmbeddingDim is the length of Embed's vectors.")
 	f.Const().Id("EmbeddingDim").Op("=").Lit(dim)

@@ -2,8 +2,9 @@ package codegen
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/dave/jennifer/jen"
 
@@ -72,13 +73,8 @@ func nodeCode(n *ops.Node) (*jen.Statement, error) {
 		d[jen.Id("Opset")] = jen.Lit(n.Opset)
 	}
 	if len(n.Attrs) > 0 {
-		names := make([]string, 0, len(n.Attrs))
-		for name := range n.Attrs {
-			names = append(names, name)
-		}
-		sort.Strings(names)
 		attrs := jen.Dict{}
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(n.Attrs)) { // the first bad one fails
 			a, err := attrCode(n.Attrs[name])
 			if err != nil {
 				return nil, fmt.Errorf("attribute %q: %w", name, err)

@@ -95,8 +95,9 @@ func weightCode(w *weight) *jen.Statement {
 	return jen.Id("m").Dot("w").Dot(w.Field)
 }
 
-func returnIfErr(call *jen.Statement) *jen.Statement {
-	return jen.If(jen.Err().Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
+// returnIfErr returns the zero values and call's error, if any.
+func returnIfErr(call *jen.Statement, zero ...jen.Code) *jen.Statement {
+	return jen.If(jen.Err().Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(jen.Return(append(zero, jen.Err())...))
 }
 
 // scheduleFile emits forward: one statement per Program step, with a

@@ -133,12 +133,8 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 		return nil, err
 	}
 	pkg := &Package{Files: map[string][]byte{"weights.bin": blob, MarkerFile: []byte(markerText)}, Steps: len(prog.Steps())}
-	for name, f := range kernelGo {
-		files[name] = f
-	}
-	for name, b := range asm {
-		pkg.Files[name] = b
-	}
+	maps.Copy(files, kernelGo)
+	maps.Copy(pkg.Files, asm)
 	for name, f := range files {
 		var buf bytes.Buffer
 		if err := f.Render(&buf); err != nil {
