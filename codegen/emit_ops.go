@@ -234,7 +234,7 @@ func (pl *plan) tensorCode(id exec.SlotID) (*jen.Statement, error) {
 	var err error
 	switch {
 	case sp.home == homeWeight:
-		shape, data = int64sLit(slot.Const.Shape), weightCode(sp.weight)
+		shape, data = int64sLit(slot.Const.Shape), jen.Id("m").Dot("w").Dot(sp.weight.Field)
 	case sp.home == homeArena, sp.home == homeInput:
 		if shape, err = pl.shapeCode(sp.name, sp.shape); err != nil {
 			return nil, err
