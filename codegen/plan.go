@@ -44,7 +44,6 @@ type plan struct {
 	vocab      int   // rows of the token embedding table
 	typeVocab  int   // rows of the token type table (0: none)
 	maxHeadDim int
-	dynamic    bool // a step quantises per token
 }
 
 // extent is a buffer's length in elements: Elems, times the batch size

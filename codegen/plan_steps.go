@@ -17,7 +17,6 @@ func (pl *plan) step(i int, st exec.Step) error {
 		if _, err := pl.use(i, s.X, st); err != nil {
 			return err
 		}
-		pl.dynamic = true
 		x := pl.slots[s.X]
 		for _, id := range []exec.SlotID{s.Scales, s.ZeroPoints} {
 			// One value per row of X: the shape exec leaves unknown.
@@ -34,16 +33,14 @@ func (pl *plan) step(i int, st exec.Step) error {
 	}
 	switch s := st.(type) {
 	case *exec.QuantizeStep, *exec.QuantizeRowsStep, *exec.AttentionMaskStep, *exec.AddStep, *exec.ActivationStep:
-		return nil
+		// operands and no constants
 	case *exec.GEMMStep: // its weights in order of first use, as linearParams lists them
 		pl.addParams(s, "linear", pkgQgemm, "Linear", pl.linearParams(s))
-		return nil
 	case *exec.LinearF32Step:
 		pl.f32Weight(s.Weight, s.W)
 		if s.Bias != nil {
 			pl.f32Weight(s.BiasName, s.Bias)
 		}
-		return nil
 	case *exec.LayerNormStep:
 		pl.addParams(s, "layerNorm", pkgNN, "LayerNormParams", pl.normParams(s))
 		if s.GammaU8 != nil { // nn.LayerNormDual's u8 output parameters
@@ -52,7 +49,6 @@ func (pl *plan) step(i int, st exec.Step) error {
 				pl.f32Weight(s.BetaU8Name, s.BetaU8)
 			}
 		}
-		return nil
 	case *exec.AttentionStep:
 		q := pl.slots[s.Q]
 		width := attentionWidth(s, q)
@@ -65,7 +61,6 @@ func (pl *plan) step(i int, st exec.Step) error {
 				return fmt.Errorf("codegen: step #%d (node %q): %w", i, s.Node, err)
 			}
 		}
-		return nil
 	case *exec.EmbedStep:
 		pl.addParams(s, "embeddings", pkgNN, "Embeddings", pl.embedParams(s))
 		e := &s.Params
@@ -79,7 +74,6 @@ func (pl *plan) step(i int, st exec.Step) error {
 		if ids := pl.slots[s.IDs]; ids.home != homeInput || (s.TypeIDs != exec.NoSlot && pl.slots[s.TypeIDs].home != homeInput) {
 			return fmt.Errorf("%w: codegen: step #%d (node %q): embedding ids must be graph inputs", compiler.ErrUnsupportedOp, i, s.Node)
 		}
-		return nil
 	case *exec.GatherStep:
 		data, ix := pl.slots[s.Data], pl.slots[s.Indices]
 		if data.home == homeWeight && s.Axis == 0 && ix.home == homeInput {
@@ -93,8 +87,10 @@ func (pl *plan) step(i int, st exec.Step) error {
 		}
 		_, _, _, err := pl.gatherDims(s)
 		return err
+	default:
+		return fmt.Errorf("%w: codegen: step #%d: no emitter for %s (%T)", compiler.ErrUnsupportedOp, i, st.Call(), st)
 	}
-	return fmt.Errorf("%w: codegen: step #%d: no emitter for %s (%T)", compiler.ErrUnsupportedOp, i, st.Call(), st)
+	return nil
 }
 
 // maskStrides are nn.AttentionDims' mask strides for a mask of the given
