@@ -109,7 +109,6 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 	}
 	var tok *tokenizer.Tokenizer
 	if opts.Tokenizer != nil {
-		var err error
 		if tok, err = tokenizer.FromSource(opts.Tokenizer); err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
