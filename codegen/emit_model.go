@@ -398,10 +398,7 @@ func (g *gen) padID() int64 {
 
 func (g *gen) classify(f *jen.File) {
 	out := g.outs[0]
-	var labels []jen.Code
-	for _, l := range g.opts.Labels {
-		labels = append(labels, jen.Lit(l))
-	}
+	labels := lits(g.opts.Labels, func(l string) jen.Code { return jen.Lit(l) })
 	f.Comment(fmt.Sprintf("Labels returns the class names by index (config.json id2label): %s.", strings.Join(g.opts.Labels, ", ")))
 	f.Func().Id("Labels").Params().Index().String().Block(jen.Return(jen.Index().String().Values(labels...)))
 	f.Line()

@@ -70,11 +70,7 @@ func (pl *plan) slotCode(id exec.SlotID) *jen.Statement {
 		}
 		return w.Index(jen.Empty(), extentCode(s.extent))
 	case homeConst:
-		vals := make([]jen.Code, len(s.consts))
-		for i, v := range s.consts {
-			vals[i] = jen.Lit(v)
-		}
-		return jen.Index().Int64().Values(vals...)
+		return int64sLit(s.consts)
 	case homeArena:
 		return jen.Id("ws").Dot(arenaViews[s.dtype]).Index(jen.Lit(s.off), jen.Empty()).Index(jen.Empty(), pl.slotExtentCode(id, s.extent))
 	case homeTensor: // a generic op's result (plan_ops.go)
