@@ -24,15 +24,9 @@ func (g *gen) packWeights() ([]byte, string) {
 			wt.Off = w.I8(b.Data[:b.Np*b.Kp])
 			wt.ColSumOff = w.I32(b.ColSum)
 			g.decoded += int64(b.Np*b.Kp) + 4*int64(len(b.ColSum))
-		case weightI64:
-			wt.Off = w.I64(wt.Tensor.I64)
-			g.decoded += 8 * int64(len(wt.Tensor.I64))
-		case weightI32:
-			wt.Off = w.I32(wt.Tensor.I32)
-			g.decoded += 4 * int64(len(wt.Tensor.I32))
-		case weightI8:
-			wt.Off = w.I8(wt.Tensor.I8)
-			g.decoded += int64(len(wt.Tensor.I8))
+		case weightInt:
+			wt.Off = intWeights[wt.Tensor.DType].write(w, wt.Tensor)
+			g.decoded += int64(wt.Tensor.DType.Size() * wt.Tensor.Len())
 		}
 	}
 	if g.opts.Tokenizer != nil {
@@ -77,11 +71,10 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 				jen.Id("Data"):   jen.Id("r").Dot("I8").Call(jen.Lit(wt.Off), jen.Lit(b.Np*b.Kp)),
 				jen.Id("ColSum"): jen.Id("r").Dot("I32").Call(jen.Lit(wt.ColSumOff), jen.Lit(len(b.ColSum))),
 			}).Op(","))
-		case weightI64, weightI32, weightI8: // constants of generic ops
-			t := wt.Tensor
-			elem, read := intWeight(wt.Kind)
-			fields = append(fields, jen.Id(wt.Field).Index().Add(elem).Comment(fmt.Sprintf("%s: %s%v", wt.From, t.DType, t.Shape)))
-			inits = append(inits, jen.Id(wt.Field).Op(":").Id("r").Dot(read).Call(jen.Lit(wt.Off), jen.Lit(t.Len())).Op(","))
+		case weightInt: // constants of generic ops
+			t, iw := wt.Tensor, intWeights[wt.Tensor.DType]
+			fields = append(fields, jen.Id(wt.Field).Index().Id(iw.elem).Comment(fmt.Sprintf("%s: %s%v", wt.From, t.DType, t.Shape)))
+			inits = append(inits, jen.Id(wt.Field).Op(":").Id("r").Dot(iw.read).Call(jen.Lit(wt.Off), jen.Lit(t.Len())).Op(","))
 		}
 	}
 	if t := g.opts.Tokenizer; t != nil {
@@ -111,18 +104,6 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 	f.Comment("loadWeights checks weightsBin and decodes every array at its offset.")
 	f.Func().Id("loadWeights").Params().Params(jen.Op("*").Id("weights"), jen.Error()).Block(body...)
 	return f
-}
-
-// intWeight is an integer weight's Go element type and the
-// modelrt.Weights method that decodes it.
-func intWeight(k weightKind) (*jen.Statement, string) {
-	switch k {
-	case weightI64:
-		return jen.Int64(), "I64"
-	case weightI32:
-		return jen.Int32(), "I32"
-	}
-	return jen.Int8(), "I8"
 }
 
 // A paramSet is a field of the weights struct holding one step's constant

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/runtime/modelrt"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
@@ -118,10 +119,20 @@ type weightKind uint8
 const (
 	weightF32    weightKind = iota // []float32
 	weightPacked                   // qgemm.PackedB
-	weightI64                      // []int64 (constants of generic ops)
-	weightI32                      // []int32 (constants of generic ops)
-	weightI8                       // []int8 (constants of generic ops)
+	weightInt                      // Tensor, of a dtype in intWeights (constants of generic ops)
 )
+
+// intWeights are the integer dtypes of generic ops' constants that
+// weights.bin holds: their Go element type, the modelrt.Weights method that
+// decodes them and the WeightsWriter call that writes them.
+var intWeights = map[compiler.DType]struct {
+	elem, read string
+	write      func(*modelrt.WeightsWriter, *compiler.Tensor) int
+}{
+	compiler.Int64: {"int64", "I64", func(w *modelrt.WeightsWriter, t *compiler.Tensor) int { return w.I64(t.I64) }},
+	compiler.Int32: {"int32", "I32", func(w *modelrt.WeightsWriter, t *compiler.Tensor) int { return w.I32(t.I32) }},
+	compiler.Int8:  {"int8", "I8", func(w *modelrt.WeightsWriter, t *compiler.Tensor) int { return w.I8(t.I8) }},
+}
 
 // weight is one constant the generated package embeds.
 type weight struct {
@@ -130,8 +141,7 @@ type weight struct {
 	Kind   weightKind
 	F32    []float32
 	Packed *qgemm.PackedB
-	// Tensor is a generic op's constant of kind weightI64, weightI32 or
-	// weightI8.
+	// Tensor is a generic op's constant of kind weightInt.
 	Tensor *compiler.Tensor
 	// Offsets in weights.bin, set when the file is written.
 	Off, ColSumOff int
