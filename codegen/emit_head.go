@@ -36,13 +36,9 @@ type headLayout struct {
 	weightOff, biasOff []int
 }
 
-func (g *gen) usesHead() bool {
-	return g.embedHead() != nil || g.scoring() != ""
-}
-
 // runtimeVersion is the modelrt support version the package needs.
 func (g *gen) runtimeVersion() int {
-	if g.usesHead() {
+	if g.embedHead() != nil || g.scoring() != "" {
 		return max(RuntimeVersion, headVersion)
 	}
 	return RuntimeVersion

@@ -85,8 +85,7 @@ func (g *gen) modelFile() *jen.File {
 	)
 	f.Line()
 
-	var errDefs []jen.Code
-	errDefs = append(errDefs, jen.Comment("Errors of New, Run, Classify and Embed: runtime/modelrt's, so errors.Is works with either."))
+	errDefs := []jen.Code{jen.Comment("Errors of New, Run, Classify and Embed: runtime/modelrt's, so errors.Is works with either.")}
 	for _, e := range errorNames {
 		errDefs = append(errDefs, jen.Id(e).Op("=").Qual(pkgModelrt, e))
 	}

@@ -3,6 +3,7 @@ package codegen
 import (
 	"fmt"
 	"go/token"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -212,12 +213,7 @@ func (pl *plan) placeInputs() error {
 }
 
 func (pl *plan) hasInput(role string) bool {
-	for _, s := range pl.inputs {
-		if s.input == role {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(pl.inputs, func(s *slotPlan) bool { return s.input == role })
 }
 
 // extentOf is the extent and row width of a symbolic shape.
@@ -287,13 +283,12 @@ func (pl *plan) placeConst(s *slotPlan, t *compiler.Tensor) error {
 	case t.DType == compiler.Float32:
 		s.home = homeWeight
 		s.weight = pl.f32Weight(s.name, t.F32)
-		s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))
 	case t.DType == compiler.Int64 && len(t.I64) <= 64:
 		s.home, s.consts = homeConst, t.I64
-		s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))
 	default:
 		return fmt.Errorf("%w: constant %q is %s%v", compiler.ErrUnsupportedOp, s.name, t.DType, t.Shape)
 	}
+	s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))
 	return nil
 }
 
