@@ -2,7 +2,6 @@ package codegen
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -37,13 +36,9 @@ type headLayout struct {
 	weightOff, biasOff []int
 }
 
-func (g *gen) usesHead() bool {
-	return g.embedHead() != nil || g.scoring() != ""
-}
-
 // runtimeVersion is the modelrt support version the package needs.
 func (g *gen) runtimeVersion() int {
-	if g.usesHead() {
+	if g.embedHead() != nil || g.scoring() != "" {
 		return max(RuntimeVersion, headVersion)
 	}
 	return RuntimeVersion
@@ -167,14 +162,9 @@ func describeHead(h *modelrt.EmbeddingHead) string {
 func (g *gen) embedWithHead(f *jen.File, out *output) {
 	h := g.embedHead()
 	dim := h.Dim(out.slot.width)
-	var names []string
-	for n := range g.opts.Head.Prompts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	prompts := jen.Dict{}
-	for _, n := range names {
-		prompts[jen.Lit(n)] = jen.Lit(g.opts.Head.Prompts[n])
+	prompts := jen.Dict{} // rendered in key order
+	for name, text := range g.opts.Head.Prompts {
+		prompts[jen.Lit(name)] = jen.Lit(text)
 	}
 	f.Comment("EmbeddingDim is the length of Embed's vectors.")
 	f.Const().Id("EmbeddingDim").Op("=").Lit(dim)
@@ -270,23 +260,7 @@ func (g *gen) scoreMethods(f *jen.File) {
 		jen.Return(jen.Id("m").Dot("ScorePairs").Call(jen.Id("ctx"), jen.Id("pairs"))),
 	)
 	f.Line()
-	vals := jen.Dict{
-		jen.Id("InputIDs"):      jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("pairs"))),
-		jen.Id("AttentionMask"): jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("pairs"))),
-	}
-	loop := []jen.Code{
-		jen.Id("e").Op(":=").Id("m").Dot("tok").Dot("EncodePair").Call(jen.Id("p").Index(jen.Lit(0)), jen.Id("p").Index(jen.Lit(1))),
-		jen.Id("b").Dot("InputIDs").Index(jen.Id("i")).Op(",").Id("b").Dot("AttentionMask").Index(jen.Id("i")).Op("=").Id("e").Dot("InputIDs").Op(",").Id("e").Dot("AttentionMask"),
-	}
-	if g.hasInput("types") {
-		vals[jen.Id("TokenTypeIDs")] = jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("pairs")))
-		loop = append(loop, jen.Id("b").Dot("TokenTypeIDs").Index(jen.Id("i")).Op("=").Id("e").Dot("TokenTypeIDs"))
-	}
-	f.Comment("encodePairs tokenizes pairs of texts into a Batch.")
-	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("encodePairs").Params(jen.Id("pairs").Index().Index(jen.Lit(2)).String()).Id("Batch").Block(
-		jen.Id("b").Op(":=").Id("Batch").Values(vals),
-		jen.For(jen.List(jen.Id("i"), jen.Id("p")).Op(":=").Range().Id("pairs")).Block(loop...),
-		jen.Return(jen.Id("b")),
-	)
+	g.encoder(f, "encodePairs tokenizes pairs of texts into a Batch.", "encodePairs", "pairs", jen.Index().Index(jen.Lit(2)).String(), "p",
+		jen.Id("m").Dot("tok").Dot("EncodePair").Call(jen.Id("p").Index(jen.Lit(0)), jen.Id("p").Index(jen.Lit(1))))
 	f.Line()
 }

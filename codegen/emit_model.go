@@ -16,10 +16,6 @@ var errorNames = []string{
 	"ErrMaskLength", "ErrTokenTypeLength", "ErrTokenTypeInRange", "ErrBatchShape", "ErrCorruptWeights",
 }
 
-func (g *gen) hasInput(role string) bool {
-	return g.pl.hasInput(role)
-}
-
 // classifier reports whether the package gets Classify: one [batch, L]
 // output and L labels.
 func (g *gen) classifier() bool {
@@ -89,8 +85,7 @@ func (g *gen) modelFile() *jen.File {
 	)
 	f.Line()
 
-	var errDefs []jen.Code
-	errDefs = append(errDefs, jen.Comment("Errors of New, Run, Classify and Embed: runtime/modelrt's, so errors.Is works with either."))
+	errDefs := []jen.Code{jen.Comment("Errors of New, Run, Classify and Embed: runtime/modelrt's, so errors.Is works with either.")}
 	for _, e := range errorNames {
 		errDefs = append(errDefs, jen.Id(e).Op("=").Qual(pkgModelrt, e))
 	}
@@ -295,7 +290,7 @@ func (g *gen) workspace(f *jen.File) {
 
 func (g *gen) run(f *jen.File) {
 	chunk := jen.Id("MaxBatch")
-	if !g.hasInput("mask") {
+	if !g.pl.hasInput("mask") {
 		// Without a mask input, padding would change the results: run
 		// each sequence alone.
 		chunk = jen.Lit(1)
@@ -341,7 +336,7 @@ func (g *gen) run(f *jen.File) {
 		}, copies...)
 	}
 	types := jen.Nil()
-	if g.hasInput("types") {
+	if g.pl.hasInput("types") {
 		types = jen.Id("ws").Dot("types")
 	}
 	offsets := []jen.Code{jen.Var().Id("offsets").Index().Int()}
@@ -368,8 +363,8 @@ func (g *gen) run(f *jen.File) {
 	f.Comment("an error matching ErrInvalidInput and its precise cause, never a panic; a")
 	f.Comment("cancelled ctx stops the pass at the next GEMM or attention and returns ctx.Err().")
 	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("Run").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("b").Id("Batch")).Params(jen.Id("Outputs"), jen.Error()).Block(
-		returnIfErr2(jen.Id("ctx").Dot("Err").Call(), jen.Id("Outputs").Values()),
-		returnIfErr2(jen.Qual(pkgModelrt, "Validate").Call(jen.Op("&").Id("b"), jen.Qual(pkgModelrt, "Limits").Values(jen.Dict{
+		returnIfErr(jen.Id("ctx").Dot("Err").Call(), jen.Id("Outputs").Values()),
+		returnIfErr(jen.Qual(pkgModelrt, "Validate").Call(jen.Op("&").Id("b"), jen.Qual(pkgModelrt, "Limits").Values(jen.Dict{
 			jen.Id("MaxSequence"): jen.Id("MaxSequence"), jen.Id("Vocab"): jen.Id("VocabSize"), jen.Id("TypeVocab"): jen.Id("TypeVocabSize"),
 		})), jen.Id("Outputs").Values()),
 		jen.Id("n").Op(":=").Id("b").Dot("Len").Call(),
@@ -382,7 +377,7 @@ func (g *gen) run(f *jen.File) {
 			jen.List(jen.Id("batch"), jen.Id("seq")).Op(":=").Len(jen.Id("idx")).Op(",").Qual(pkgModelrt, "LongestOf").Call(jen.Op("&").Id("b"), jen.Id("idx")),
 			jen.Qual(pkgModelrt, "FillInputsOf").Call(jen.Id("ws").Dot("ids"), jen.Id("ws").Dot("mask"), types, jen.Op("&").Id("b"), jen.Id("idx"), jen.Id("seq"), jen.Lit(g.padID())),
 			jen.Block(append(offsets,
-				returnIfErr2(jen.Id("m").Dot("forward").Call(jen.Id("ctx"), jen.Id("ws"), jen.Id("batch"), jen.Id("seq"), jen.Id("offsets")), jen.Id("Outputs").Values()),
+				returnIfErr(jen.Id("m").Dot("forward").Call(jen.Id("ctx"), jen.Id("ws"), jen.Id("batch"), jen.Id("seq"), jen.Id("offsets")), jen.Id("Outputs").Values()),
 				jen.For(jen.List(jen.Id("r"), jen.Id("i")).Op(":=").Range().Id("idx")).Block(copies...),
 			)...),
 		),
@@ -400,16 +395,9 @@ func (g *gen) padID() int64 {
 	return 0
 }
 
-func returnIfErr2(call *jen.Statement, zero *jen.Statement) *jen.Statement {
-	return jen.If(jen.Err().Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(jen.Return(zero, jen.Err()))
-}
-
 func (g *gen) classify(f *jen.File) {
 	out := g.outs[0]
-	var labels []jen.Code
-	for _, l := range g.opts.Labels {
-		labels = append(labels, jen.Lit(l))
-	}
+	labels := lits(g.opts.Labels, func(l string) jen.Code { return jen.Lit(l) })
 	f.Comment(fmt.Sprintf("Labels returns the class names by index (config.json id2label): %s.", strings.Join(g.opts.Labels, ", ")))
 	f.Func().Id("Labels").Params().Index().String().Block(jen.Return(jen.Index().String().Values(labels...)))
 	f.Line()
@@ -447,22 +435,26 @@ func (g *gen) embed(f *jen.File, out *output) {
 }
 
 func (g *gen) encode(f *jen.File) {
-	vals := jen.Dict{
-		jen.Id("InputIDs"):      jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("texts"))),
-		jen.Id("AttentionMask"): jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("texts"))),
-	}
+	g.encoder(f, "encode tokenizes texts into a Batch.", "encode", "texts", jen.Index().String(), "t", jen.Id("m").Dot("tok").Dot("Encode").Call(jen.Id("t")))
+}
+
+// encoder writes the method name, which tokenizes each element el of its
+// parameter in (of type typ) into a Batch with the call enc.
+func (g *gen) encoder(f *jen.File, doc, name, in string, typ jen.Code, el string, enc *jen.Statement) {
+	rows := func() *jen.Statement { return jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id(in))) }
+	vals := jen.Dict{jen.Id("InputIDs"): rows(), jen.Id("AttentionMask"): rows()}
 	loop := []jen.Code{
-		jen.Id("e").Op(":=").Id("m").Dot("tok").Dot("Encode").Call(jen.Id("t")),
+		jen.Id("e").Op(":=").Add(enc),
 		jen.Id("b").Dot("InputIDs").Index(jen.Id("i")).Op(",").Id("b").Dot("AttentionMask").Index(jen.Id("i")).Op("=").Id("e").Dot("InputIDs").Op(",").Id("e").Dot("AttentionMask"),
 	}
-	if g.hasInput("types") {
-		vals[jen.Id("TokenTypeIDs")] = jen.Make(jen.Index().Index().Int64(), jen.Len(jen.Id("texts")))
+	if g.pl.hasInput("types") {
+		vals[jen.Id("TokenTypeIDs")] = rows()
 		loop = append(loop, jen.Id("b").Dot("TokenTypeIDs").Index(jen.Id("i")).Op("=").Id("e").Dot("TokenTypeIDs"))
 	}
-	f.Comment("encode tokenizes texts into a Batch.")
-	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("encode").Params(jen.Id("texts").Index().String()).Id("Batch").Block(
+	f.Comment(doc)
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id(name).Params(jen.Id(in).Add(typ)).Id("Batch").Block(
 		jen.Id("b").Op(":=").Id("Batch").Values(vals),
-		jen.For(jen.List(jen.Id("i"), jen.Id("t")).Op(":=").Range().Id("texts")).Block(loop...),
+		jen.For(jen.List(jen.Id("i"), jen.Id(el)).Op(":=").Range().Id(in)).Block(loop...),
 		jen.Return(jen.Id("b")),
 	)
 }

@@ -2,8 +2,9 @@ package codegen
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/dave/jennifer/jen"
 
@@ -72,13 +73,8 @@ func nodeCode(n *ops.Node) (*jen.Statement, error) {
 		d[jen.Id("Opset")] = jen.Lit(n.Opset)
 	}
 	if len(n.Attrs) > 0 {
-		names := make([]string, 0, len(n.Attrs))
-		for name := range n.Attrs {
-			names = append(names, name)
-		}
-		sort.Strings(names)
 		attrs := jen.Dict{}
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(n.Attrs)) { // the first bad one fails
 			a, err := attrCode(n.Attrs[name])
 			if err != nil {
 				return nil, fmt.Errorf("attribute %q: %w", name, err)
@@ -221,14 +217,8 @@ func (pl *plan) shapeCode(name string, shape compiler.Shape) (*jen.Statement, er
 // tensorCode is a slot as an *ops.Tensor operand of a generic op.
 func (pl *plan) tensorCode(id exec.SlotID) (*jen.Statement, error) {
 	sp := pl.slots[id]
-	slot := pl.prog.Slots()[id]
-	switch sp.home {
-	case homeTensor:
+	if sp.home == homeTensor {
 		return jen.Id(sp.tensor), nil
-	case homeConst:
-		return jen.Op("&").Qual(pkgOps, "Tensor").Values(jen.Dict{
-			jen.Id("DType"): dtypeCode(compiler.Int64), jen.Id("Shape"): int64sLit(slot.Const.Shape), jen.Id("I64"): int64sLit(sp.consts),
-		}), nil
 	}
 	field, ok := dataField(sp.dtype)
 	if !ok {
@@ -236,10 +226,12 @@ func (pl *plan) tensorCode(id exec.SlotID) (*jen.Statement, error) {
 	}
 	var shape, data *jen.Statement
 	var err error
-	switch {
-	case sp.home == homeWeight:
-		shape, data = int64sLit(slot.Const.Shape), weightCode(sp.weight)
-	case sp.home == homeArena, sp.home == homeInput:
+	switch sp.home {
+	case homeConst: // i64
+		shape, data = int64sLit(pl.prog.Slots()[id].Const.Shape), int64sLit(sp.consts)
+	case homeWeight:
+		shape, data = int64sLit(pl.prog.Slots()[id].Const.Shape), jen.Id("m").Dot("w").Dot(sp.weight.Field)
+	case homeArena, homeInput:
 		if shape, err = pl.shapeCode(sp.name, sp.shape); err != nil {
 			return nil, err
 		}

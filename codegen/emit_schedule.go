@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -69,13 +70,9 @@ func (pl *plan) slotCode(id exec.SlotID) *jen.Statement {
 		}
 		return w.Index(jen.Empty(), extentCode(s.extent))
 	case homeConst:
-		vals := make([]jen.Code, len(s.consts))
-		for i, v := range s.consts {
-			vals[i] = jen.Lit(v)
-		}
-		return jen.Index().Int64().Values(vals...)
+		return int64sLit(s.consts)
 	case homeArena:
-		return jen.Id("ws").Dot(arenaFields[s.arena]).Index(jen.Lit(s.off), jen.Empty()).Index(jen.Empty(), pl.slotExtentCode(id, s.extent))
+		return jen.Id("ws").Dot(arenaViews[s.dtype]).Index(jen.Lit(s.off), jen.Empty()).Index(jen.Empty(), pl.slotExtentCode(id, s.extent))
 	case homeTensor: // a generic op's result (plan_ops.go)
 		if field, ok := dataField(s.dtype); ok {
 			return jen.Id(s.tensor).Dot(field)
@@ -88,15 +85,17 @@ func (pl *plan) rowsCode(id exec.SlotID) *jen.Statement {
 	return pl.slotExtentCode(id, pl.slots[id].rows())
 }
 
-func weightCode(w *weight) *jen.Statement {
-	if w == nil {
+// f32Arg is the generated weights' field holding v, or nil for no v.
+func (pl *plan) f32Arg(from string, v []float32) *jen.Statement {
+	if v == nil {
 		return jen.Nil()
 	}
-	return jen.Id("m").Dot("w").Dot(w.Field)
+	return jen.Id("m").Dot("w").Dot(pl.f32Weight(from, v).Field)
 }
 
-func returnIfErr(call *jen.Statement) *jen.Statement {
-	return jen.If(jen.Err().Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
+// returnIfErr returns the zero values and call's error, if any.
+func returnIfErr(call *jen.Statement, zero ...jen.Code) *jen.Statement {
+	return jen.If(jen.Err().Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(jen.Return(append(zero, jen.Err())...))
 }
 
 // scheduleFile emits forward: one statement per Program step, with a
@@ -177,30 +176,26 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		}
 		// gemmKernel (kernels_*.go) gives the package's own kernel for this Kp.
 		return returnIfErr(jen.Id("m").Dot("gemm").Dot("Linear").Call(jen.Id(gemmKernelFunc).Call(jen.Lit(s.Linear.B.Kp)),
-			jen.Op("&").Id("m").Dot("w").Dot(g.paramField[s]), jen.Op("&").Qual(pkgQgemm, "LinearIO").Values(io))), nil
+			jen.Op("&").Id("m").Dot("w").Dot(g.pl.paramField[s]), jen.Op("&").Qual(pkgQgemm, "LinearIO").Values(io))), nil
 	case *exec.LinearF32Step:
-		var bias *weight
-		if s.Bias != nil {
-			bias = pl.f32Weight(s.BiasName, s.Bias)
-		}
 		return jen.Qual(pkgNN, "LinearF32").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(s.N), sc(s.X), jen.Lit(s.K), pl.rowsCode(s.X),
-			jen.Lit(s.K), jen.Lit(s.N), weightCode(pl.f32Weight(s.Weight, s.W)), weightCode(bias)), nil
+			jen.Lit(s.K), jen.Lit(s.N), pl.f32Arg(s.Weight, s.W), pl.f32Arg(s.BiasName, s.Bias)), nil
 	case *exec.LayerNormStep:
+		// nn.LayerNorm, LayerNormU8 or LayerNormDual (s.Call): the u8
+		// output and its quantisation, with its own gamma and beta if dual.
 		n := s.Params.N
-		params := jen.Op("&").Id("m").Dot("w").Dot(g.paramField[s])
-		if s.OutU8 == exec.NoSlot {
-			return jen.Qual(pkgNN, "LayerNorm").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(n), sc(s.X), jen.Lit(n), pl.rowsCode(s.X), params), nil
+		args := []jen.Code{jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(n)}
+		if s.OutU8 != exec.NoSlot {
+			args = append(args, sc(s.OutU8), jen.Lit(s.Kp))
 		}
+		args = append(args, sc(s.X), jen.Lit(n), pl.rowsCode(s.X), jen.Op("&").Id("m").Dot("w").Dot(g.pl.paramField[s]))
 		if s.GammaU8 != nil {
-			var betaU8 *weight
-			if s.BetaU8 != nil {
-				betaU8 = pl.f32Weight(s.BetaU8Name, s.BetaU8)
-			}
-			return jen.Qual(pkgNN, "LayerNormDual").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(n), sc(s.OutU8), jen.Lit(s.Kp), sc(s.X), jen.Lit(n),
-				pl.rowsCode(s.X), params, weightCode(pl.f32Weight(s.GammaU8Name, s.GammaU8)), weightCode(betaU8), jen.Lit(s.InvScale), jen.Lit(s.ZeroPoint)), nil
+			args = append(args, pl.f32Arg(s.GammaU8Name, s.GammaU8), pl.f32Arg(s.BetaU8Name, s.BetaU8))
 		}
-		return jen.Qual(pkgNN, "LayerNormU8").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(n), sc(s.OutU8), jen.Lit(s.Kp), sc(s.X), jen.Lit(n),
-			pl.rowsCode(s.X), params, jen.Lit(s.InvScale), jen.Lit(s.ZeroPoint)), nil
+		if s.OutU8 != exec.NoSlot {
+			args = append(args, jen.Lit(s.InvScale), jen.Lit(s.ZeroPoint))
+		}
+		return jen.Qual(pkgNN, strings.TrimPrefix(s.Call(), "nn.")).Call(args...), nil
 	case *exec.AttentionStep:
 		q := pl.slots[s.Q]
 		width := attentionWidth(s, q)
@@ -212,11 +207,14 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			stride = lay.Stride
 			kArg, vArg = sc(s.Q).Index(jen.Lit(lay.KOffset), jen.Empty()), sc(s.Q).Index(jen.Lit(lay.VOffset), jen.Empty())
 		}
-		dims := jen.Dict{
-			jen.Id("Batch"): jen.Id("batch"), jen.Id("SeqQ"): jen.Id("seq"), jen.Id("SeqK"): jen.Id("seq"),
+		// A packed batch's dims (nn.AttentionPacked) have no sizes: offsets
+		// gives each sequence's.
+		packed := jen.Dict{
 			jen.Id("Heads"): jen.Lit(s.Heads), jen.Id("HeadDim"): jen.Lit(width / s.Heads), jen.Id("Scale"): jen.Lit(s.Scale),
 			jen.Id("QStride"): jen.Lit(stride), jen.Id("KStride"): jen.Lit(stride), jen.Id("VStride"): jen.Lit(stride), jen.Id("OutStride"): jen.Lit(width),
 		}
+		dims := maps.Clone(packed)
+		dims[jen.Id("Batch")], dims[jen.Id("SeqQ")], dims[jen.Id("SeqK")] = jen.Id("batch"), jen.Id("seq"), jen.Id("seq")
 		if s.Mask != exec.NoSlot {
 			strides, err := pl.maskStrides(pl.slots[s.Mask], s.Heads)
 			if err != nil {
@@ -232,10 +230,6 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims))
 		if !pl.prog.TokenWise(s.Q) {
 			return call, nil
-		}
-		packed := jen.Dict{
-			jen.Id("Heads"): jen.Lit(s.Heads), jen.Id("HeadDim"): jen.Lit(width / s.Heads), jen.Id("Scale"): jen.Lit(s.Scale),
-			jen.Id("QStride"): jen.Lit(stride), jen.Id("KStride"): jen.Lit(stride), jen.Id("VStride"): jen.Lit(stride), jen.Id("OutStride"): jen.Lit(width),
 		}
 		return jen.If(jen.Id("offsets").Op("!=").Nil()).Block(
 			jen.Qual(pkgNN, "AttentionPacked").Call(jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out), sc(s.Q), kArg.Clone(), vArg.Clone(),
@@ -262,7 +256,7 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		if s.TypeIDs != exec.NoSlot {
 			types = sc(s.TypeIDs)
 		}
-		params := jen.Op("&").Id("m").Dot("w").Dot(g.paramField[s])
+		params := jen.Op("&").Id("m").Dot("w").Dot(g.pl.paramField[s])
 		call := returnIfErr(jen.Qual(pkgNN, "EmbedSumParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq")))
 		if !pl.prog.TokenWise(s.Out) {
 			return call, nil

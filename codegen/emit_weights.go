@@ -7,12 +7,11 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/runtime/modelrt"
-	"github.com/sqc-dev/sqc/runtime/nn"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // packWeights lays out weights.bin (runtime/modelrt's format) in order of
-// first use and names the LayerNorm parameter sets.
+// first use.
 func (g *gen) packWeights() ([]byte, string) {
 	w := modelrt.NewWeightsWriter()
 	for _, wt := range g.pl.weights {
@@ -25,29 +24,15 @@ func (g *gen) packWeights() ([]byte, string) {
 			wt.Off = w.I8(b.Data[:b.Np*b.Kp])
 			wt.ColSumOff = w.I32(b.ColSum)
 			g.decoded += int64(b.Np*b.Kp) + 4*int64(len(b.ColSum))
-		case weightI64:
-			wt.Off = w.I64(wt.Tensor.I64)
-			g.decoded += 8 * int64(len(wt.Tensor.I64))
-		case weightI32:
-			wt.Off = w.I32(wt.Tensor.I32)
-			g.decoded += 4 * int64(len(wt.Tensor.I32))
-		case weightI8:
-			wt.Off = w.I8(wt.Tensor.I8)
-			g.decoded += int64(len(wt.Tensor.I8))
+		case weightInt:
+			wt.Off = intWeights[wt.Tensor.DType].write(w, wt.Tensor)
+			g.decoded += int64(wt.Tensor.DType.Size() * wt.Tensor.Len())
 		}
 	}
 	if g.opts.Tokenizer != nil {
 		g.vocabOff = w.Raw(g.opts.Tokenizer.Data)
 	}
 	g.packHead(w)
-	counts := map[string]int{}
-	for _, st := range g.pl.prog.Steps() {
-		prefix := map[string]string{"nn.LayerNorm": "layerNorm", "nn.Embed": "embeddings", "qgemm.GEMM": "linear"}[paramsCall(st)]
-		if prefix != "" {
-			g.paramField[st] = fmt.Sprintf("%s%d", prefix, counts[prefix])
-			counts[prefix]++
-		}
-	}
 	return w.Bytes()
 }
 
@@ -86,11 +71,10 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 				jen.Id("Data"):   jen.Id("r").Dot("I8").Call(jen.Lit(wt.Off), jen.Lit(b.Np*b.Kp)),
 				jen.Id("ColSum"): jen.Id("r").Dot("I32").Call(jen.Lit(wt.ColSumOff), jen.Lit(len(b.ColSum))),
 			}).Op(","))
-		case weightI64, weightI32, weightI8: // constants of generic ops
-			t := wt.Tensor
-			elem, read := intWeight(wt.Kind)
-			fields = append(fields, jen.Id(wt.Field).Index().Add(elem).Comment(fmt.Sprintf("%s: %s%v", wt.From, t.DType, t.Shape)))
-			inits = append(inits, jen.Id(wt.Field).Op(":").Id("r").Dot(read).Call(jen.Lit(wt.Off), jen.Lit(t.Len())).Op(","))
+		case weightInt: // constants of generic ops
+			t, iw := wt.Tensor, intWeights[wt.Tensor.DType]
+			fields = append(fields, jen.Id(wt.Field).Index().Id(iw.elem).Comment(fmt.Sprintf("%s: %s%v", wt.From, t.DType, t.Shape)))
+			inits = append(inits, jen.Id(wt.Field).Op(":").Id("r").Dot(iw.read).Call(jen.Lit(wt.Off), jen.Lit(t.Len())).Op(","))
 		}
 	}
 	if t := g.opts.Tokenizer; t != nil {
@@ -98,39 +82,9 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 		inits = append(inits, jen.Id("vocab").Op(":").Id("r").Dot("Raw").Call(jen.Lit(g.vocabOff), jen.Lit(len(t.Data))).Op(","))
 	}
 	var lnSets []jen.Code
-	field := func(name string, v []float32) *jen.Statement {
-		return jen.Id("w").Dot(g.pl.f32Weight(name, v).Field)
-	}
-	norm := func(p *nn.LayerNormParams, gamma, beta string) *jen.Statement {
-		d := jen.Dict{jen.Id("N"): jen.Lit(p.N), jen.Id("Gamma"): field(gamma, p.Gamma), jen.Id("Epsilon"): jen.Lit(p.Epsilon)}
-		if p.Beta != nil {
-			d[jen.Id("Beta")] = field(beta, p.Beta)
-		}
-		return jen.Qual(pkgNN, "LayerNormParams").Values(d)
-	}
-	for _, st := range g.pl.prog.Steps() {
-		name := g.paramField[st]
-		switch s := st.(type) {
-		case *exec.LayerNormStep:
-			fields = append(fields, jen.Id(name).Qual(pkgNN, "LayerNormParams").Comment(s.Node))
-			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Add(norm(&s.Params, s.GammaName, s.BetaName)))
-		case *exec.EmbedStep:
-			e := &s.Params
-			fields = append(fields, jen.Id(name).Qual(pkgNN, "Embeddings").Comment(s.Node))
-			d := jen.Dict{
-				jen.Id("Hidden"): jen.Lit(e.Hidden), jen.Id("Words"): field(s.WordName, e.Words), jen.Id("Positions"): field(s.PosName, e.Positions),
-			}
-			if e.TokenTypes != nil {
-				d[jen.Id("TokenTypes")] = field(s.TypeName, e.TokenTypes)
-			}
-			if e.PadPositions {
-				d[jen.Id("PadPositions")], d[jen.Id("PaddingIdx")] = jen.True(), jen.Lit(e.PaddingIdx)
-			}
-			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Qual(pkgNN, "Embeddings").Values(d))
-		case *exec.GEMMStep:
-			fields = append(fields, jen.Id(name).Qual(pkgQgemm, "Linear").Comment(s.Node))
-			lnSets = append(lnSets, jen.Id("w").Dot(name).Op("=").Add(g.linearCode(s)))
-		}
+	for _, p := range g.pl.params {
+		fields = append(fields, jen.Id(p.field).Qual(p.pkg, p.typ).Comment(p.node))
+		lnSets = append(lnSets, jen.Id("w").Dot(p.field).Op("=").Qual(p.pkg, p.typ).Values(p.values))
 	}
 	headFields, headInits, headSets := g.headWeights()
 	fields, inits, lnSets = append(fields, headFields...), append(inits, headInits...), append(lnSets, headSets...)
@@ -152,47 +106,41 @@ func (g *gen) weightsFile(size int, sum string) *jen.File {
 	return f
 }
 
-// intWeight is an integer weight's Go element type and the
-// modelrt.Weights method that decodes it.
-func intWeight(k weightKind) (*jen.Statement, string) {
-	switch k {
-	case weightI64:
-		return jen.Int64(), "I64"
-	case weightI32:
-		return jen.Int32(), "I32"
-	}
-	return jen.Int8(), "I8"
+// A paramSet is a field of the weights struct holding one step's constant
+// parameters: a pkg.typ literal of values, whose arrays are fields of the
+// weights.
+type paramSet struct {
+	field, node, pkg, typ string
+	values                jen.Dict
 }
 
-// paramsCall is the runtime call whose constant parameters step st keeps
-// in a struct field of the weights (paramField): "nn.LayerNorm" for every
-// LayerNorm form, "nn.Embed" for the embeddings, "qgemm.GEMM"; "" for the
-// other steps, whose constants are arguments.
-func paramsCall(st exec.Step) string {
-	switch st.(type) {
-	case *exec.LayerNormStep:
-		return "nn.LayerNorm"
-	case *exec.EmbedStep:
-		return "nn.Embed"
-	case *exec.GEMMStep:
-		return "qgemm.GEMM"
-	}
-	return ""
+// addParams keeps step st's parameters in a field named by prefix and the
+// number of such fields before it (paramField).
+func (pl *plan) addParams(st exec.Step, prefix, pkg, typ string, values jen.Dict) {
+	p := paramSet{field: fmt.Sprintf("%s%d", prefix, pl.paramCount[prefix]), node: st.Source(), pkg: pkg, typ: typ, values: values}
+	pl.paramCount[prefix]++
+	pl.paramField[st] = p.field
+	pl.params = append(pl.params, p)
 }
 
-// linearCode is the qgemm.Linear literal of a GEMM step: exec's
+// f32Field is the weights' field (in loadWeights) holding v.
+func (pl *plan) f32Field(from string, v []float32) *jen.Statement {
+	return jen.Id("w").Dot(pl.f32Weight(from, v).Field)
+}
+
+// linearParams are the qgemm.Linear of a GEMM step: exec's
 // GEMMStep.Linear, its arrays the weights' fields.
-func (g *gen) linearCode(s *exec.GEMMStep) *jen.Statement {
+func (pl *plan) linearParams(s *exec.GEMMStep) jen.Dict {
 	l := &s.Linear
 	d := jen.Dict{
-		jen.Id("B"):     jen.Id("w").Dot(g.pl.packedWeight(s.Weight, &l.B).Field),
-		jen.Id("Scale"): jen.Id("w").Dot(g.pl.f32Weight(s.Weight+".scale", l.Scale).Field),
+		jen.Id("B"):     jen.Id("w").Dot(pl.packedWeight(s.Weight, &l.B).Field),
+		jen.Id("Scale"): pl.f32Field(s.Weight+".scale", l.Scale),
 	}
 	if l.AZeroPoint != 0 {
 		d[jen.Id("AZeroPoint")] = jen.Lit(l.AZeroPoint)
 	}
 	if l.Bias != nil {
-		d[jen.Id("Bias")] = jen.Id("w").Dot(g.pl.f32Weight(s.BiasName, l.Bias).Field)
+		d[jen.Id("Bias")] = pl.f32Field(s.BiasName, l.Bias)
 	}
 	if l.Act != qgemm.ActNone {
 		d[jen.Id("Act")] = actCode(l.Act)
@@ -204,5 +152,30 @@ func (g *gen) linearCode(s *exec.GEMMStep) *jen.Statement {
 			d[jen.Id("OutZeroPoint")] = jen.Lit(l.OutZeroPoint)
 		}
 	}
-	return jen.Qual(pkgQgemm, "Linear").Values(d)
+	return d
+}
+
+// normParams are the nn.LayerNormParams of a LayerNorm step.
+func (pl *plan) normParams(s *exec.LayerNormStep) jen.Dict {
+	p := &s.Params
+	d := jen.Dict{jen.Id("N"): jen.Lit(p.N), jen.Id("Gamma"): pl.f32Field(s.GammaName, p.Gamma), jen.Id("Epsilon"): jen.Lit(p.Epsilon)}
+	if p.Beta != nil {
+		d[jen.Id("Beta")] = pl.f32Field(s.BetaName, p.Beta)
+	}
+	return d
+}
+
+// embedParams are the nn.Embeddings of an embedding step.
+func (pl *plan) embedParams(s *exec.EmbedStep) jen.Dict {
+	e := &s.Params
+	d := jen.Dict{
+		jen.Id("Hidden"): jen.Lit(e.Hidden), jen.Id("Words"): pl.f32Field(s.WordName, e.Words), jen.Id("Positions"): pl.f32Field(s.PosName, e.Positions),
+	}
+	if e.TokenTypes != nil {
+		d[jen.Id("TokenTypes")] = pl.f32Field(s.TypeName, e.TokenTypes)
+	}
+	if e.PadPositions {
+		d[jen.Id("PadPositions")], d[jen.Id("PaddingIdx")] = jen.True(), jen.Lit(e.PaddingIdx)
+	}
+	return d
 }

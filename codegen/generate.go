@@ -3,7 +3,9 @@ package codegen
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"go/token"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -60,12 +62,7 @@ type Package struct {
 
 // Names returns the file names, sorted.
 func (p *Package) Names() []string {
-	names := make([]string, 0, len(p.Files))
-	for n := range p.Files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(p.Files))
 }
 
 func newFile(pkg string) *jen.File {
@@ -84,13 +81,13 @@ type output struct {
 // Generate writes the package that runs prog, the lowered quantised model
 // (exec.Lower): one statement per step, in order.
 func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
-	if !isIdentifier(opts.Package) {
+	if !token.IsIdentifier(opts.Package) || opts.Package == "_" || opts.Package == "main" {
 		return nil, fmt.Errorf("%w: package name %q is not a Go identifier", compiler.ErrInvalidRequest, opts.Package)
 	}
 	if opts.Target == "" {
 		opts.Target = "auto"
 	}
-	if !contains(Targets, opts.Target) {
+	if !slices.Contains(Targets, opts.Target) {
 		return nil, fmt.Errorf("%w: target %q, want one of %s", compiler.ErrInvalidRequest, opts.Target, strings.Join(Targets, ", "))
 	}
 	p, err := newPlan(prog, opts.MaxBatch, opts.MaxSeq)
@@ -100,7 +97,7 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 	var outs []output
 	used := map[string]bool{}
 	for _, s := range p.outputs {
-		o := output{slot: s, field: exportedName(s.name, used)}
+		o := output{slot: s, field: goName(s.name, true, used)}
 		switch s.extent {
 		case extent{Batch: true, Elems: s.width}:
 		case extent{Batch: true, Seq: true, Elems: s.width}:
@@ -112,7 +109,6 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 	}
 	var tok *tokenizer.Tokenizer
 	if opts.Tokenizer != nil {
-		var err error
 		if tok, err = tokenizer.FromSource(opts.Tokenizer); err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
@@ -120,7 +116,7 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 			return nil, fmt.Errorf("%w: vocabulary has %d tokens, the embedding table %d rows", compiler.ErrShapeMismatch, tok.VocabSize(), p.vocab)
 		}
 	}
-	g := &gen{pl: p, opts: opts, outs: outs, tok: tok, paramField: map[exec.Step]string{}}
+	g := &gen{pl: p, opts: opts, outs: outs, tok: tok}
 	if err := g.checkHead(); err != nil {
 		return nil, err
 	}
@@ -136,12 +132,8 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 		return nil, err
 	}
 	pkg := &Package{Files: map[string][]byte{"weights.bin": blob, MarkerFile: []byte(markerText)}, Steps: len(prog.Steps())}
-	for name, f := range kernelGo {
-		files[name] = f
-	}
-	for name, b := range asm {
-		pkg.Files[name] = b
-	}
+	maps.Copy(files, kernelGo)
+	maps.Copy(pkg.Files, asm)
 	for name, f := range files {
 		var buf bytes.Buffer
 		if err := f.Render(&buf); err != nil {
@@ -153,69 +145,11 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 }
 
 type gen struct {
-	pl   *plan
-	opts Options
-	outs []output
-	tok  *tokenizer.Tokenizer
-	// paramField names the weights' struct field holding a step's
-	// constant parameters (paramsCall): nn.LayerNormParams,
-	// nn.Embeddings, qgemm.Linear.
-	paramField map[exec.Step]string
-	vocabOff   int
-	decoded    int64 // bytes of decoded weights
-	head       headLayout
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func isIdentifier(s string) bool {
-	if s == "" || s == "_" || s == "main" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return !contains([]string{"break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go", "goto", "if", "import", "interface", "map", "package", "range", "return", "select", "struct", "switch", "type", "var"}, s)
-}
-
-// exportedName makes an exported Go name from a value name ("logits" ->
-// "Logits", "last_hidden_state" -> "LastHiddenState").
-func exportedName(v string, used map[string]bool) string {
-	var b strings.Builder
-	up := true
-	for _, r := range v {
-		switch {
-		case r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
-			if b.Len() == 0 && r >= '0' && r <= '9' {
-				b.WriteString("Out")
-			}
-			if up && r >= 'a' && r <= 'z' {
-				r -= 'a' - 'A'
-			}
-			b.WriteRune(r)
-			up = false
-		default:
-			up = true
-		}
-	}
-	name := b.String()
-	if name == "" {
-		name = "Output"
-	}
-	base := name
-	for i := 2; used[name]; i++ {
-		name = fmt.Sprintf("%s%d", base, i)
-	}
-	used[name] = true
-	return name
+	pl       *plan
+	opts     Options
+	outs     []output
+	tok      *tokenizer.Tokenizer
+	vocabOff int
+	decoded  int64 // bytes of decoded weights
+	head     headLayout
 }

@@ -2,11 +2,15 @@ package codegen
 
 import (
 	"fmt"
+	"go/token"
+	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/runtime/modelrt"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
@@ -26,6 +30,15 @@ type plan struct {
 	byKey   map[any]*weight
 	fields  map[string]bool
 
+	// params are the weights struct fields holding the constant
+	// parameters of the LayerNorm (nn.LayerNormParams), embedding
+	// (nn.Embeddings) and GEMM steps (qgemm.Linear), in step order
+	// (addParams); paramField is a step's field, paramCount counts the
+	// fields of each name prefix.
+	params     []paramSet
+	paramField map[exec.Step]string
+	paramCount map[string]int
+
 	inputs  []*slotPlan // graph inputs, graph order
 	outputs []*slotPlan // graph outputs, graph order
 
@@ -33,7 +46,6 @@ type plan struct {
 	vocab      int   // rows of the token embedding table
 	typeVocab  int   // rows of the token type table (0: none)
 	maxHeadDim int
-	dynamic    bool // a step quantises per token
 }
 
 // extent is a buffer's length in elements: Elems, times the batch size
@@ -66,16 +78,9 @@ const (
 	homeTensor             // an *ops.Tensor local of forward: the result of a generic op (OpStep)
 )
 
-type arenaKind uint8
-
-const (
-	arenaF32 arenaKind = iota
-	arenaU8
-	arenaI32
-	numArenas
-)
-
-var arenaFields = [numArenas]string{"f32", "u8", "i32"}
+// arenaViews are the workspace's fields that view the arena as each dtype
+// an activation may have; a slot is read through its dtype's view.
+var arenaViews = map[compiler.DType]string{compiler.Float32: "f32", compiler.Uint8: "u8", compiler.Int32: "i32"}
 
 // slotPlan is where one exec slot lives.
 type slotPlan struct {
@@ -87,8 +92,7 @@ type slotPlan struct {
 	extent extent
 	width  int // innermost dimension
 
-	arena arenaKind // the view of the arena it is read through
-	off   int       // in elements of that view
+	off int // in elements of its dtype's view of the arena (arenaViews)
 
 	input  string // homeInput: "ids", "mask" or "types"
 	weight *weight
@@ -116,10 +120,20 @@ type weightKind uint8
 const (
 	weightF32    weightKind = iota // []float32
 	weightPacked                   // qgemm.PackedB
-	weightI64                      // []int64 (constants of generic ops)
-	weightI32                      // []int32 (constants of generic ops)
-	weightI8                       // []int8 (constants of generic ops)
+	weightInt                      // Tensor, of a dtype in intWeights (constants of generic ops)
 )
+
+// intWeights are the integer dtypes of generic ops' constants that
+// weights.bin holds: their Go element type, the modelrt.Weights method that
+// decodes them and the WeightsWriter call that writes them.
+var intWeights = map[compiler.DType]struct {
+	elem, read string
+	write      func(*modelrt.WeightsWriter, *compiler.Tensor) int
+}{
+	compiler.Int64: {"int64", "I64", func(w *modelrt.WeightsWriter, t *compiler.Tensor) int { return w.I64(t.I64) }},
+	compiler.Int32: {"int32", "I32", func(w *modelrt.WeightsWriter, t *compiler.Tensor) int { return w.I32(t.I32) }},
+	compiler.Int8:  {"int8", "I8", func(w *modelrt.WeightsWriter, t *compiler.Tensor) int { return w.I8(t.I8) }},
+}
 
 // weight is one constant the generated package embeds.
 type weight struct {
@@ -128,8 +142,7 @@ type weight struct {
 	Kind   weightKind
 	F32    []float32
 	Packed *qgemm.PackedB
-	// Tensor is a generic op's constant of kind weightI64, weightI32 or
-	// weightI8.
+	// Tensor is a generic op's constant of kind weightInt.
 	Tensor *compiler.Tensor
 	// Offsets in weights.bin, set when the file is written.
 	Off, ColSumOff int
@@ -141,7 +154,8 @@ func newPlan(p *exec.Schedule, maxBatch, maxSeq int) (*plan, error) {
 	if maxBatch < 1 || maxSeq < 1 {
 		return nil, fmt.Errorf("%w: codegen: maximum batch %d and sequence %d must be >= 1", compiler.ErrInvalidRequest, maxBatch, maxSeq)
 	}
-	pl := &plan{prog: p, maxBatch: maxBatch, maxSeq: maxSeq, byKey: map[any]*weight{}, fields: map[string]bool{}}
+	pl := &plan{prog: p, maxBatch: maxBatch, maxSeq: maxSeq, byKey: map[any]*weight{}, fields: map[string]bool{},
+		paramField: map[exec.Step]string{}, paramCount: map[string]int{}}
 	for _, s := range p.Slots() {
 		pl.slots = append(pl.slots, &slotPlan{id: s.ID, name: s.Name, dtype: s.DType, shape: s.Shape, def: -1, last: -1})
 	}
@@ -199,12 +213,7 @@ func (pl *plan) placeInputs() error {
 }
 
 func (pl *plan) hasInput(role string) bool {
-	for _, s := range pl.inputs {
-		if s.input == role {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(pl.inputs, func(s *slotPlan) bool { return s.input == role })
 }
 
 // extentOf is the extent and row width of a symbolic shape.
@@ -252,17 +261,10 @@ func (pl *plan) use(i int, id exec.SlotID, st exec.Step) (*slotPlan, error) {
 				return nil, fmt.Errorf("%w: codegen: step #%d %s (node %q): buffer %q has shape %s; only the batch and sequence dimensions may vary",
 					compiler.ErrUnsupportedOp, i, st.Call(), st.Source(), s.name, s.shape)
 			}
-			s.home, s.extent, s.width = homeArena, e, w
-			switch s.dtype {
-			case compiler.Float32:
-				s.arena = arenaF32
-			case compiler.Uint8:
-				s.arena = arenaU8
-			case compiler.Int32:
-				s.arena = arenaI32
-			default:
+			if _, ok := arenaViews[s.dtype]; !ok {
 				return nil, fmt.Errorf("%w: codegen: buffer %q is %s", compiler.ErrUnsupportedOp, s.name, s.dtype)
 			}
+			s.home, s.extent, s.width = homeArena, e, w
 		}
 	}
 	if s.home == homeArena || s.home == homeTensor {
@@ -281,13 +283,12 @@ func (pl *plan) placeConst(s *slotPlan, t *compiler.Tensor) error {
 	case t.DType == compiler.Float32:
 		s.home = homeWeight
 		s.weight = pl.f32Weight(s.name, t.F32)
-		s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))
 	case t.DType == compiler.Int64 && len(t.I64) <= 64:
 		s.home, s.consts = homeConst, t.I64
-		s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))
 	default:
 		return fmt.Errorf("%w: constant %q is %s%v", compiler.ErrUnsupportedOp, s.name, t.DType, t.Shape)
 	}
+	s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))
 	return nil
 }
 
@@ -304,7 +305,7 @@ func (pl *plan) f32Weight(from string, v []float32) *weight {
 	if w, ok := pl.byKey[k]; ok {
 		return w
 	}
-	w := &weight{Kind: weightF32, F32: v, From: from, Field: pl.fieldName(from)}
+	w := &weight{Kind: weightF32, F32: v, From: from, Field: goName(from, false, pl.fields)}
 	pl.byKey[k] = w
 	pl.weights = append(pl.weights, w)
 	return w
@@ -314,44 +315,53 @@ func (pl *plan) packedWeight(from string, b *qgemm.PackedB) *weight {
 	if w, ok := pl.byKey[b]; ok {
 		return w
 	}
-	w := &weight{Kind: weightPacked, Packed: b, From: from, Field: pl.fieldName(from)}
+	w := &weight{Kind: weightPacked, Packed: b, From: from, Field: goName(from, false, pl.fields)}
 	pl.byKey[b] = w
 	pl.weights = append(pl.weights, w)
 	return w
 }
 
-// fieldName turns a name into a unique Go identifier:
-// "encoder.layer.0.attention.self.query.weight.T" becomes
-// "encoderLayer0AttentionSelfQueryWeightT".
-func (pl *plan) fieldName(from string) string {
+// goName turns a value name into a Go identifier unique in used: its
+// runs of ASCII letters and digits in camel case, exported
+// ("last_hidden_state" becomes "LastHiddenState") or not
+// ("encoder.layer.0.attention.self.query.weight.T" becomes
+// "encoderLayer0AttentionSelfQueryWeightT"). A leading digit gets the
+// prefix "Out" (exported) or "w", as does (unexported) a keyword; a name
+// without letters or digits is "Output" or "w".
+func goName(from string, exported bool, used map[string]bool) string {
+	prefix, firstCase := "w", unicode.ToLower
+	if exported {
+		prefix, firstCase = "Out", unicode.ToUpper
+	}
 	var b strings.Builder
-	upper := false
+	up := false
 	for _, r := range from {
 		switch {
-		case r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)):
-			if b.Len() == 0 {
-				r = unicode.ToLower(r)
-				if unicode.IsDigit(r) {
-					b.WriteByte('w')
-				}
-			} else if upper {
-				r = unicode.ToUpper(r)
-			}
-			b.WriteRune(r)
-			upper = false
-		default:
-			upper = true
+		case r >= utf8.RuneSelf || !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			up = true
+			continue
+		case b.Len() == 0 && unicode.IsDigit(r):
+			b.WriteString(prefix)
+		case b.Len() == 0:
+			r = firstCase(r)
+		case up:
+			r = unicode.ToUpper(r)
 		}
+		b.WriteRune(r)
+		up = false
 	}
 	name := b.String()
-	if name == "" || isKeyword(name) {
-		name = "w" + strings.ToUpper(name[:min(1, len(name))]) + name[min(1, len(name)):]
+	switch {
+	case name == "" && exported:
+		name = "Output"
+	case name == "" || token.IsKeyword(name):
+		name = prefix + strings.ToUpper(name[:min(1, len(name))]) + name[min(1, len(name)):]
 	}
 	base := name
-	for i := 2; pl.fields[name]; i++ {
+	for i := 2; used[name]; i++ {
 		name = fmt.Sprintf("%s%d", base, i)
 	}
-	pl.fields[name] = true
+	used[name] = true
 	return name
 }
 
@@ -372,7 +382,7 @@ func (pl *plan) placeArena() error {
 			continue
 		}
 		ps, ok := mp.Slot(s.id)
-		size := int64(arenaElemBytes[s.arena])
+		size := int64(s.dtype.Size())
 		if !ok || int64(s.extent.Max(pl.maxBatch, pl.maxSeq))*size > ps.Bytes || s.def < ps.First || s.last > ps.Last || ps.Offset%size != 0 {
 			return fmt.Errorf("%w: codegen: buffer %q (steps %d-%d, %d elements) does not fit its place in the memory plan %+v",
 				compiler.ErrInternal, s.name, s.def, s.last, s.extent.Max(pl.maxBatch, pl.maxSeq), ps)
@@ -380,16 +390,4 @@ func (pl *plan) placeArena() error {
 		s.off = int(ps.Offset / size)
 	}
 	return nil
-}
-
-// arenaElemBytes is the element size of each view of the arena.
-var arenaElemBytes = [numArenas]int{arenaF32: 4, arenaU8: 1, arenaI32: 4}
-
-func isKeyword(s string) bool {
-	switch s {
-	case "break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go", "goto",
-		"if", "import", "interface", "map", "package", "range", "return", "select", "struct", "switch", "type", "var":
-		return true
-	}
-	return false
 }

@@ -67,18 +67,10 @@ func (pl *plan) placeOpConst(s *slotPlan, t *compiler.Tensor) error {
 	if err := pl.placeConst(s, t); err == nil {
 		return nil
 	}
-	var kind weightKind
-	switch t.DType {
-	case compiler.Int64:
-		kind = weightI64
-	case compiler.Int32:
-		kind = weightI32
-	case compiler.Int8:
-		kind = weightI8
-	default:
+	if _, ok := intWeights[t.DType]; !ok {
 		return fmt.Errorf("%w: constant %q is %s%v: generated packages embed f32, i64, i32 and i8 constants", compiler.ErrUnsupportedOp, s.name, t.DType, t.Shape)
 	}
-	w := &weight{Kind: kind, Tensor: t, From: s.name, Field: pl.fieldName(s.name)}
+	w := &weight{Kind: weightInt, Tensor: t, From: s.name, Field: goName(s.name, false, pl.fields)}
 	pl.weights = append(pl.weights, w)
 	s.home, s.weight = homeWeight, w
 	s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))

@@ -17,17 +17,12 @@ func (pl *plan) step(i int, st exec.Step) error {
 		if _, err := pl.use(i, s.X, st); err != nil {
 			return err
 		}
-		pl.dynamic = true
 		x := pl.slots[s.X]
 		for _, id := range []exec.SlotID{s.Scales, s.ZeroPoints} {
 			// One value per row of X: the shape exec leaves unknown.
 			sp := pl.slots[id]
 			sp.shape = nil
 			sp.home, sp.extent, sp.width = homeArena, x.rows(), 1
-			sp.arena = arenaF32
-			if sp.dtype == compiler.Int32 {
-				sp.arena = arenaI32
-			}
 		}
 	}
 	ops := st.Operands()
@@ -38,33 +33,22 @@ func (pl *plan) step(i int, st exec.Step) error {
 	}
 	switch s := st.(type) {
 	case *exec.QuantizeStep, *exec.QuantizeRowsStep, *exec.AttentionMaskStep, *exec.AddStep, *exec.ActivationStep:
-		return nil
-	case *exec.GEMMStep:
-		l := &s.Linear
-		pl.packedWeight(s.Weight, &l.B)
-		pl.f32Weight(s.Weight+".scale", l.Scale)
-		if l.Bias != nil {
-			pl.f32Weight(s.BiasName, l.Bias)
-		}
-		return nil
+		// operands and no constants
+	case *exec.GEMMStep: // its weights in order of first use, as linearParams lists them
+		pl.addParams(s, "linear", pkgQgemm, "Linear", pl.linearParams(s))
 	case *exec.LinearF32Step:
 		pl.f32Weight(s.Weight, s.W)
 		if s.Bias != nil {
 			pl.f32Weight(s.BiasName, s.Bias)
 		}
-		return nil
 	case *exec.LayerNormStep:
-		pl.f32Weight(s.GammaName, s.Params.Gamma)
-		if s.Params.Beta != nil {
-			pl.f32Weight(s.BetaName, s.Params.Beta)
-		}
+		pl.addParams(s, "layerNorm", pkgNN, "LayerNormParams", pl.normParams(s))
 		if s.GammaU8 != nil { // nn.LayerNormDual's u8 output parameters
 			pl.f32Weight(s.GammaU8Name, s.GammaU8)
 			if s.BetaU8 != nil {
 				pl.f32Weight(s.BetaU8Name, s.BetaU8)
 			}
 		}
-		return nil
 	case *exec.AttentionStep:
 		q := pl.slots[s.Q]
 		width := attentionWidth(s, q)
@@ -77,14 +61,9 @@ func (pl *plan) step(i int, st exec.Step) error {
 				return fmt.Errorf("codegen: step #%d (node %q): %w", i, s.Node, err)
 			}
 		}
-		return nil
 	case *exec.EmbedStep:
+		pl.addParams(s, "embeddings", pkgNN, "Embeddings", pl.embedParams(s))
 		e := &s.Params
-		pl.f32Weight(s.WordName, e.Words)
-		pl.f32Weight(s.PosName, e.Positions)
-		if e.TokenTypes != nil {
-			pl.f32Weight(s.TypeName, e.TokenTypes)
-		}
 		if s.TypeIDs != exec.NoSlot { // else type 0 for every token: no token types to give
 			pl.typeVocab = len(e.TokenTypes) / e.Hidden
 		}
@@ -95,7 +74,6 @@ func (pl *plan) step(i int, st exec.Step) error {
 		if ids := pl.slots[s.IDs]; ids.home != homeInput || (s.TypeIDs != exec.NoSlot && pl.slots[s.TypeIDs].home != homeInput) {
 			return fmt.Errorf("%w: codegen: step #%d (node %q): embedding ids must be graph inputs", compiler.ErrUnsupportedOp, i, s.Node)
 		}
-		return nil
 	case *exec.GatherStep:
 		data, ix := pl.slots[s.Data], pl.slots[s.Indices]
 		if data.home == homeWeight && s.Axis == 0 && ix.home == homeInput {
@@ -109,8 +87,10 @@ func (pl *plan) step(i int, st exec.Step) error {
 		}
 		_, _, _, err := pl.gatherDims(s)
 		return err
+	default:
+		return fmt.Errorf("%w: codegen: step #%d: no emitter for %s (%T)", compiler.ErrUnsupportedOp, i, st.Call(), st)
 	}
-	return fmt.Errorf("%w: codegen: step #%d: no emitter for %s (%T)", compiler.ErrUnsupportedOp, i, st.Call(), st)
+	return nil
 }
 
 // maskStrides are nn.AttentionDims' mask strides for a mask of the given

@@ -145,7 +145,7 @@ func testTinyModel(t *testing.T, dir, path string) {
 	}
 	used := map[string]bool{}
 	for _, v := range g.Outputs {
-		field := exportedName(v.Name, used)
+		field := goName(v.Name, true, used)
 		rows, ok := got[field]
 		if !ok {
 			t.Fatalf("generated Outputs lack %s (have %v)", field, reflect.ValueOf(got).MapKeys())
