@@ -22,7 +22,7 @@ func (l *lowering) attention(n *compiler.Node) bool {
 		}
 	}
 	s := &AttentionStep{
-		Node: n.Name, Q: l.slot(n.Inputs[0]), K: NoSlot, V: NoSlot, Mask: NoSlot,
+		node: node{n.Name}, Q: l.slot(n.Inputs[0]), K: NoSlot, V: NoSlot, Mask: NoSlot,
 		Heads: int(n.AttrInt("heads", 1)), Scale: n.AttrFloat("scale", 1),
 	}
 	if compiler.AttentionPacked(n) {

@@ -19,7 +19,7 @@ func (l *lowering) embeddings(n *compiler.Node) bool {
 	}
 	h := int(word.Shape[1])
 	s := &EmbedStep{
-		Node: n.Name, IDs: l.slot(n.Inputs[0]), TypeIDs: NoSlot, Out: l.slot(n.Outputs[0]),
+		node: node{n.Name}, IDs: l.slot(n.Inputs[0]), TypeIDs: NoSlot, Out: l.slot(n.Outputs[0]),
 		WordName: n.Inputs[1], PosName: n.Inputs[2],
 		Params: nn.Embeddings{Hidden: h, Words: word.F32, Positions: pos.F32},
 	}

@@ -31,7 +31,7 @@ func (l *lowering) layerNormDual(n *compiler.Node) (bool, error) {
 	}
 	if scale, zp, ok := compiler.U8Output(n); ok {
 		s := &LayerNormStep{
-			Node: n.Name, X: l.slot(x), Out: l.slot(y), GammaName: n.Inputs[1], BetaName: beta, Params: params,
+			node: node{n.Name}, X: l.slot(x), Out: l.slot(y), GammaName: n.Inputs[1], BetaName: beta, Params: params,
 			GammaU8: paramsQ.Gamma, BetaU8: paramsQ.Beta, GammaU8Name: n.Inputs[2], BetaU8Name: betaQ,
 			Kp: u8Row(params.N), InvScale: 1 / scale, ZeroPoint: zp, OutU8: l.slot(yq),
 		}

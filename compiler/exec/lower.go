@@ -283,21 +283,21 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 		if l.dtype(n.Inputs[0]) != compiler.Int64 {
 			return false, nil
 		}
-		l.emit(&AttentionMaskStep{Node: n.Name, Mask: l.slot(n.Inputs[0]), Out: l.slot(n.Outputs[0]),
+		l.emit(&AttentionMaskStep{node: node{n.Name}, Mask: l.slot(n.Inputs[0]), Out: l.slot(n.Outputs[0]),
 			Fill: n.AttrFloat("fill", compiler.AttentionMaskDefaultFill)})
 		return true, nil
 	case "Add":
 		if !f32(n.Inputs...) || !l.suffixBroadcast(n.Inputs[0], n.Inputs[1]) {
 			return false, nil
 		}
-		l.emit(&AddStep{Node: n.Name, A: l.slot(n.Inputs[0]), B: l.slot(n.Inputs[1]), Out: l.slot(n.Outputs[0])})
+		l.emit(&AddStep{node: node{n.Name}, A: l.slot(n.Inputs[0]), B: l.slot(n.Inputs[1]), Out: l.slot(n.Outputs[0])})
 		return true, nil
 	case "sqc.Gelu", "Tanh", "Relu":
 		a, ok := activationFor(n)
 		if !ok || !f32(n.Inputs[0]) {
 			return false, nil
 		}
-		l.emit(&ActivationStep{Node: n.Name, Func: a.Func, X: l.slot(n.Inputs[0]), Out: l.slot(n.Outputs[0])})
+		l.emit(&ActivationStep{node: node{n.Name}, Func: a.Func, X: l.slot(n.Inputs[0]), Out: l.slot(n.Outputs[0])})
 		return true, nil
 	case "Gather":
 		_, shape := l.info(n.Inputs[0])
@@ -311,7 +311,7 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 		if axis < 0 || axis >= len(shape) {
 			return false, nil
 		}
-		l.emit(&GatherStep{Node: n.Name, Data: l.slot(n.Inputs[0]), Indices: l.slot(n.Inputs[1]), Axis: axis, Out: l.slot(n.Outputs[0])})
+		l.emit(&GatherStep{node: node{n.Name}, Data: l.slot(n.Inputs[0]), Indices: l.slot(n.Inputs[1]), Axis: axis, Out: l.slot(n.Outputs[0])})
 		return true, nil
 	}
 	return false, nil
@@ -382,7 +382,7 @@ func (l *lowering) qlinear(i int, n *compiler.Node) error {
 		return bad("%v", err)
 	}
 	s := &GEMMStep{
-		Node: n.Name, Weight: n.Inputs[1], A: a.u8, RowScale: a.scales, RowZeroPoint: a.zeroPoints, Residual: NoSlot,
+		node: node{n.Name}, Weight: n.Inputs[1], A: a.u8, RowScale: a.scales, RowZeroPoint: a.zeroPoints, Residual: NoSlot,
 		Linear: qgemm.Linear{B: *packed, Act: act},
 	}
 	lin := &s.Linear
@@ -420,7 +420,7 @@ func (l *lowering) linear(n *compiler.Node) bool {
 	if w == nil || w.DType != compiler.Float32 || len(w.Shape) != 2 || l.dtype(n.Inputs[0]) != compiler.Float32 {
 		return false
 	}
-	s := &LinearF32Step{Node: n.Name, Weight: n.Inputs[1], X: l.slot(n.Inputs[0]), K: int(w.Shape[0]), N: int(w.Shape[1]), W: w.F32}
+	s := &LinearF32Step{node: node{n.Name}, Weight: n.Inputs[1], X: l.slot(n.Inputs[0]), K: int(w.Shape[0]), N: int(w.Shape[1]), W: w.F32}
 	if len(n.Inputs) > 2 && n.Inputs[2] != "" {
 		b := l.constant(n.Inputs[2])
 		if b == nil || b.DType != compiler.Float32 || b.Len() != s.N {
@@ -472,7 +472,7 @@ func (l *lowering) layerNormStep(n *compiler.Node) (*LayerNormStep, bool) {
 	if params.Beta == nil {
 		beta = ""
 	}
-	return &LayerNormStep{Node: n.Name, X: l.slot(n.Inputs[0]), Out: NoSlot, OutU8: NoSlot, GammaName: n.Inputs[1], BetaName: beta, Params: params}, true
+	return &LayerNormStep{node: node{n.Name}, X: l.slot(n.Inputs[0]), Out: NoSlot, OutU8: NoSlot, GammaName: n.Inputs[1], BetaName: beta, Params: params}, true
 }
 
 // layerNormParams returns the parameters of a LayerNorm of the f32 value x

@@ -20,11 +20,11 @@ func (l *lowering) quantize(i int, n *compiler.Node) error {
 		out := l.slot(n.Outputs[0])
 		rows := shape[:len(shape)-1]
 		scales, zps := l.rowSlot(n.Outputs[1], compiler.Float32, rows), l.rowSlot(n.Outputs[2], compiler.Int32, rows)
-		l.emit(&QuantizeRowsStep{Node: n.Name, X: l.slot(x), Out: out, Scales: scales, ZeroPoints: zps, K: k, Kp: u8Row(k)})
+		l.emit(&QuantizeRowsStep{node: node{n.Name}, X: l.slot(x), Out: out, Scales: scales, ZeroPoints: zps, K: k, Kp: u8Row(k)})
 		return nil
 	}
 	s := n.AttrFloat("scale", 0)
-	l.emit(&QuantizeStep{Node: n.Name, X: l.slot(x), Out: l.slot(n.Outputs[0]), K: k, Kp: u8Row(k), InvScale: 1 / s, ZeroPoint: int32(n.AttrInt("zero_point", 0))})
+	l.emit(&QuantizeStep{node: node{n.Name}, X: l.slot(x), Out: l.slot(n.Outputs[0]), K: k, Kp: u8Row(k), InvScale: 1 / s, ZeroPoint: int32(n.AttrInt("zero_point", 0))})
 	return nil
 }
 

@@ -15,7 +15,7 @@ import (
 // are NoSlot, and the kernel reads K and V at column offsets W and 2W of
 // Q's rows (row stride 3W; see PackedLayout).
 type AttentionStep struct {
-	Node          string
+	node
 	Q, K, V, Mask SlotID
 	Packed        bool
 	Heads         int
@@ -27,15 +27,13 @@ type AttentionStep struct {
 // AttentionMaskStep is nn.AttentionMask of an i64 [batch, seq] mask into
 // the f32 [batch, 1, 1, seq] additive mask Out.
 type AttentionMaskStep struct {
-	Node      string
+	node
 	Mask, Out SlotID
 	Fill      float32
 }
 
-func (s *AttentionStep) Call() string       { return "nn.Attention" }
-func (s *AttentionMaskStep) Call() string   { return "nn.AttentionMask" }
-func (s *AttentionStep) Source() string     { return s.Node }
-func (s *AttentionMaskStep) Source() string { return s.Node }
+func (s *AttentionStep) Call() string     { return "nn.Attention" }
+func (s *AttentionMaskStep) Call() string { return "nn.AttentionMask" }
 
 func (s *AttentionStep) Describe(sl []*Slot) string {
 	packed := ""

@@ -12,7 +12,7 @@ import (
 // AddStep is nn.AddParallel: Out = A + B, where B's shape equals A's or is a
 // suffix of it (leading ones dropped) or the other way round.
 type AddStep struct {
-	Node      string
+	node
 	A, B, Out SlotID
 	shape     []int64
 }
@@ -20,15 +20,13 @@ type AddStep struct {
 // ActivationStep applies an elementwise activation (Func: ActGelu,
 // ActGeluTanh, ActTanh, ActRelu; activation.go) to X into Out.
 type ActivationStep struct {
-	Node   string
+	node
 	Func   string
 	X, Out SlotID
 }
 
-func (s *AddStep) Call() string          { return "nn.AddParallel" }
-func (s *ActivationStep) Call() string   { return "nn." + s.Activation().NN }
-func (s *AddStep) Source() string        { return s.Node }
-func (s *ActivationStep) Source() string { return s.Node }
+func (s *AddStep) Call() string        { return "nn.AddParallel" }
+func (s *ActivationStep) Call() string { return "nn." + s.Activation().NN }
 
 func (s *AddStep) Describe(sl []*Slot) string {
 	return fmt.Sprintf("%s = %s(%s, %s)", slotName(sl, s.Out), s.Call(), slotName(sl, s.A), slotName(sl, s.B))

@@ -14,7 +14,7 @@ import (
 // set). Params.Norm is unused: the LayerNormalization after it is a step
 // of its own.
 type EmbedStep struct {
-	Node                        string
+	node
 	IDs, TypeIDs, Out           SlotID
 	Params                      nn.Embeddings
 	WordName, PosName, TypeName string
@@ -34,8 +34,7 @@ func (s *EmbedStep) cost(p *Program) Cost {
 		Bytes: (tables+1)*out + p.bytesOf(s.IDs) + p.bytesOf(s.TypeIDs)}
 }
 
-func (s *EmbedStep) Call() string   { return "nn.EmbedSumParallel" }
-func (s *EmbedStep) Source() string { return s.Node }
+func (s *EmbedStep) Call() string { return "nn.EmbedSumParallel" }
 
 func (s *EmbedStep) Describe(sl []*Slot) string {
 	padding := ""

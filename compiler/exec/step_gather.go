@@ -10,14 +10,13 @@ import (
 // GatherStep is nn.Gather of f32 Data along Axis at the i64 Indices (ONNX
 // Gather): embedding lookups and the classifier's first-token pick.
 type GatherStep struct {
-	Node               string
+	node
 	Data, Indices, Out SlotID
 	Axis               int
 	shape              []int64
 }
 
-func (s *GatherStep) Call() string   { return "nn.Gather" }
-func (s *GatherStep) Source() string { return s.Node }
+func (s *GatherStep) Call() string { return "nn.Gather" }
 
 func (s *GatherStep) Describe(sl []*Slot) string {
 	return fmt.Sprintf("%s = %s(%s, %s; axis=%d)", slotName(sl, s.Out), s.Call(), slotName(sl, s.Data), slotName(sl, s.Indices), s.Axis)

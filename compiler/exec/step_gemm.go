@@ -16,7 +16,7 @@ import (
 // output's shape) is added last. The output Out is f32 [..., N], or, when
 // Linear.OutKp > 0, u8 [..., OutKp] for the next QLinear.
 type GEMMStep struct {
-	Node     string
+	node
 	Weight   string // the i8 initializer Linear.B was packed from
 	BiasName string // the initializer Linear.Bias is ("" for none)
 	Linear   qgemm.Linear
@@ -27,8 +27,7 @@ type GEMMStep struct {
 	shape []int64
 }
 
-func (s *GEMMStep) Call() string   { return "qgemm.GEMM" }
-func (s *GEMMStep) Source() string { return s.Node }
+func (s *GEMMStep) Call() string { return "qgemm.GEMM" }
 
 func (s *GEMMStep) Describe(sl []*Slot) string {
 	var b strings.Builder

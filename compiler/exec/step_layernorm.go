@@ -14,7 +14,7 @@ import (
 // OutU8 normalised with GammaU8 and BetaU8 instead, from the same row
 // statistics; Out and OutU8 are then both slots.
 type LayerNormStep struct {
-	Node                string
+	node
 	X, Out, OutU8       SlotID
 	Params              nn.LayerNormParams
 	GammaName, BetaName string
@@ -37,8 +37,6 @@ func (s *LayerNormStep) Call() string {
 	}
 	return "nn.LayerNorm"
 }
-
-func (s *LayerNormStep) Source() string { return s.Node }
 
 func (s *LayerNormStep) Describe(sl []*Slot) string {
 	outs := slotName(sl, s.Out)

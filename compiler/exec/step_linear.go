@@ -10,7 +10,7 @@ import (
 // LinearF32Step is the float32 Linear of FP32 graphs: nn.LinearF32 of X
 // ([..., K]) with W ([K, N]) and optional Bias into Out ([..., N]).
 type LinearF32Step struct {
-	Node     string
+	node
 	Weight   string
 	X, Out   SlotID
 	K, N     int
@@ -19,8 +19,7 @@ type LinearF32Step struct {
 	shape    []int64
 }
 
-func (s *LinearF32Step) Call() string   { return "nn.LinearF32" }
-func (s *LinearF32Step) Source() string { return s.Node }
+func (s *LinearF32Step) Call() string { return "nn.LinearF32" }
 
 func (s *LinearF32Step) Describe(sl []*Slot) string {
 	bias := ""

@@ -11,7 +11,7 @@ import (
 // in Out ([..., Kp]): nn.QuantizeU8Parallel(pool, out, Kp, x, K, rows, K,
 // InvScale, ZeroPoint).
 type QuantizeStep struct {
-	Node      string
+	node
 	X, Out    SlotID
 	K, Kp     int
 	InvScale  float32
@@ -23,17 +23,15 @@ type QuantizeStep struct {
 // X into Out, with the rows' scales and zero points in Scales (f32 [rows])
 // and ZeroPoints (i32 [rows]).
 type QuantizeRowsStep struct {
-	Node               string
+	node
 	X, Out             SlotID
 	Scales, ZeroPoints SlotID
 	K, Kp              int
 	shape              []int64
 }
 
-func (s *QuantizeStep) Call() string       { return "nn.QuantizeU8Parallel" }
-func (s *QuantizeRowsStep) Call() string   { return "nn.QuantizeRowsU8Parallel" }
-func (s *QuantizeStep) Source() string     { return s.Node }
-func (s *QuantizeRowsStep) Source() string { return s.Node }
+func (s *QuantizeStep) Call() string     { return "nn.QuantizeU8Parallel" }
+func (s *QuantizeRowsStep) Call() string { return "nn.QuantizeRowsU8Parallel" }
 
 func (s *QuantizeStep) Describe(sl []*Slot) string {
 	return fmt.Sprintf("%s = %s(%s; K=%d, Kp=%d, inv_scale=%g, zero_point=%d)",

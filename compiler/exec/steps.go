@@ -30,6 +30,12 @@ type Step interface {
 	cost(p *Program) Cost
 }
 
+// node is the graph node a step computes, embedded in every step kind
+// but OpStep: its Source.
+type node struct{ Node string }
+
+func (n node) Source() string { return n.Node }
+
 // slotName names a slot in listings ("_" for NoSlot).
 func slotName(slots []*Slot, id SlotID) string {
 	if id == NoSlot {
