@@ -56,13 +56,21 @@ func TinyDir(t testing.TB, name string) string {
 // test with a message when $SQC_PUBLISHED_MODELS is unset or lacks it.
 func PublishedDir(t testing.TB, name string) string {
 	t.Helper()
-	root := os.Getenv(PublishedModelsEnv)
+	return dirUnder(t, PublishedModelsEnv, name, "make the models with internal/testmodels/gen/make_models.py --published --out DIR")
+}
+
+// dirUnder returns the folder name under $env holding a reference.json,
+// skipping the test with a message (saying how to make the models) when
+// env is unset or the folder is not there.
+func dirUnder(t testing.TB, env, name, how string) string {
+	t.Helper()
+	root := os.Getenv(env)
 	if root == "" {
-		t.Skipf("skipping: $%s is unset (make the models with internal/testmodels/gen/make_models.py --published --out DIR)", PublishedModelsEnv)
+		t.Skipf("skipping: $%s is unset (%s)", env, how)
 	}
 	dir := filepath.Join(root, name)
 	if _, err := os.Stat(filepath.Join(dir, "reference.json")); err != nil {
-		t.Skipf("skipping: no %s under $%s=%s", name, PublishedModelsEnv, root)
+		t.Skipf("skipping: no %s under $%s=%s", name, env, root)
 	}
 	return dir
 }

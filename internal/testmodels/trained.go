@@ -1,10 +1,6 @@
 package testmodels
 
-import (
-	"os"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // TrainedModelsEnv names the directory holding the RoBERTa-family models
 // trained on SST-2 from scratch by `gen/train_sst2.py --out DIR` (about
@@ -22,13 +18,5 @@ var TrainedModels = []string{"sst2-roberta-mini", "sst2-xlmr-mini"}
 // with a message when $SQC_TRAINED_MODELS is unset or lacks it.
 func TrainedDir(t testing.TB, name string) string {
 	t.Helper()
-	root := os.Getenv(TrainedModelsEnv)
-	if root == "" {
-		t.Skipf("skipping: $%s is unset (train the models with internal/testmodels/gen/train_sst2.py --out DIR)", TrainedModelsEnv)
-	}
-	dir := filepath.Join(root, name)
-	if _, err := os.Stat(filepath.Join(dir, "reference.json")); err != nil {
-		t.Skipf("skipping: no %s under $%s=%s", name, TrainedModelsEnv, root)
-	}
-	return dir
+	return dirUnder(t, TrainedModelsEnv, name, "train the models with internal/testmodels/gen/train_sst2.py --out DIR")
 }
