@@ -2,7 +2,6 @@ package exec
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/runtime/ops"
@@ -35,15 +34,7 @@ func (s *OpStep) Call() string   { return "ops." + s.Op.Op }
 func (s *OpStep) Source() string { return s.Name }
 
 func (s *OpStep) Describe(sl []*Slot) string {
-	outs := make([]string, len(s.Outputs))
-	for i, id := range s.Outputs {
-		outs[i] = slotName(sl, id)
-	}
-	ins := make([]string, len(s.Inputs))
-	for i, id := range s.Inputs {
-		ins[i] = slotName(sl, id)
-	}
-	return fmt.Sprintf("%s = %s(%s)", strings.Join(outs, ", "), s.Call(), strings.Join(ins, ", "))
+	return fmt.Sprintf("%s = %s(%s)", slotNames(sl, s.Outputs...), s.Call(), slotNames(sl, s.Inputs...))
 }
 
 // newOpStep is the generic step of node n of g, or an error naming what

@@ -40,8 +40,8 @@ func (s *AttentionStep) Describe(sl []*Slot) string {
 	if s.Packed {
 		packed = ", qkv_packed"
 	}
-	return fmt.Sprintf("%s = %s(%s, %s, %s, %s; heads=%d, scale=%g%s)", slotName(sl, s.Out), s.Call(),
-		slotName(sl, s.Q), slotName(sl, s.K), slotName(sl, s.V), slotName(sl, s.Mask), s.Heads, s.Scale, packed)
+	return fmt.Sprintf("%s = %s(%s; heads=%d, scale=%g%s)", slotName(sl, s.Out), s.Call(),
+		slotNames(sl, s.Q, s.K, s.V, s.Mask), s.Heads, s.Scale, packed)
 }
 
 func (s *AttentionMaskStep) Describe(sl []*Slot) string {

@@ -39,8 +39,7 @@ func (s *QuantizeStep) Describe(sl []*Slot) string {
 }
 
 func (s *QuantizeRowsStep) Describe(sl []*Slot) string {
-	return fmt.Sprintf("%s, %s, %s = %s(%s; K=%d, Kp=%d)", slotName(sl, s.Out), slotName(sl, s.Scales),
-		slotName(sl, s.ZeroPoints), s.Call(), slotName(sl, s.X), s.K, s.Kp)
+	return fmt.Sprintf("%s = %s(%s; K=%d, Kp=%d)", slotNames(sl, s.Out, s.Scales, s.ZeroPoints), s.Call(), slotName(sl, s.X), s.K, s.Kp)
 }
 
 func (s *QuantizeStep) run(p *Program) error {

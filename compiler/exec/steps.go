@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/sqc-dev/sqc/compiler"
 )
@@ -42,6 +43,15 @@ func slotName(slots []*Slot, id SlotID) string {
 		return "_"
 	}
 	return slots[id].String()
+}
+
+// slotNames is the slots' names, comma-separated.
+func slotNames(slots []*Slot, ids ...SlotID) string {
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = slotName(slots, id)
+	}
+	return strings.Join(names, ", ")
 }
 
 // want checks a runtime operand: dtype, and last dim when cols > 0.
