@@ -224,25 +224,21 @@ func (g *gen) tokenizerCode() *jen.Statement {
 func (g *gen) tokenizerOptions() *jen.Statement {
 	t := g.opts.Tokenizer.Options
 	d := jen.Dict{}
-	if t.Lowercase {
-		d[jen.Id("Lowercase")] = jen.True()
-	}
 	if t.StripAccents != nil {
 		d[jen.Id("StripAccents")] = jen.Qual(pkgModelrt, "Bool").Call(jen.Lit(*t.StripAccents))
 	}
-	if t.NoChineseChars {
-		d[jen.Id("NoChineseChars")] = jen.True()
-	}
-	if t.MaxLength > 0 {
-		d[jen.Id("MaxLength")] = jen.Lit(t.MaxLength)
-	}
-	if t.MaxInputCharsPerWord > 0 {
-		d[jen.Id("MaxInputCharsPerWord")] = jen.Lit(t.MaxInputCharsPerWord)
-	}
+	// The other settings, each given only where it is not the zero value.
 	for _, s := range []struct {
-		name, v string
-	}{{"UnkToken", t.UnkToken}, {"ClsToken", t.ClsToken}, {"SepToken", t.SepToken}, {"PadToken", t.PadToken}, {"MaskToken", t.MaskToken}} {
-		if s.v != "" {
+		name string
+		set  bool
+		v    any
+	}{
+		{"Lowercase", t.Lowercase, true}, {"NoChineseChars", t.NoChineseChars, true},
+		{"MaxLength", t.MaxLength > 0, t.MaxLength}, {"MaxInputCharsPerWord", t.MaxInputCharsPerWord > 0, t.MaxInputCharsPerWord},
+		{"UnkToken", t.UnkToken != "", t.UnkToken}, {"ClsToken", t.ClsToken != "", t.ClsToken}, {"SepToken", t.SepToken != "", t.SepToken},
+		{"PadToken", t.PadToken != "", t.PadToken}, {"MaskToken", t.MaskToken != "", t.MaskToken},
+	} {
+		if s.set {
 			d[jen.Id(s.name)] = jen.Lit(s.v)
 		}
 	}
