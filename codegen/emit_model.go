@@ -85,11 +85,8 @@ func (g *gen) modelFile() *jen.File {
 	)
 	f.Line()
 
-	errDefs := []jen.Code{jen.Comment("Errors of New, Run, Classify and Embed: runtime/modelrt's, so errors.Is works with either.")}
-	for _, e := range errorNames {
-		errDefs = append(errDefs, jen.Id(e).Op("=").Qual(pkgModelrt, e))
-	}
-	f.Var().Defs(errDefs...)
+	f.Var().Defs(append([]jen.Code{jen.Comment("Errors of New, Run, Classify and Embed: runtime/modelrt's, so errors.Is works with either.")},
+		lits(errorNames, func(e string) jen.Code { return jen.Id(e).Op("=").Qual(pkgModelrt, e) })...)...)
 	f.Line()
 	f.Comment("Batch is Run's request: token ids per sequence, optional masks and token types.")
 	f.Type().Id("Batch").Op("=").Qual(pkgModelrt, "Batch")
@@ -458,18 +455,14 @@ func (g *gen) encoder(f *jen.File, doc, name, in string, typ jen.Code, el string
 // wrap splits text into lines of at most width bytes at spaces.
 func wrap(text string, width int) []string {
 	var lines []string
-	line := ""
 	for _, w := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(w) > width {
-			lines = append(lines, line)
-			line = ""
+		if n := len(lines); n > 0 && len(lines[n-1])+1+len(w) <= width {
+			lines[n-1] += " " + w
+		} else {
+			lines = append(lines, w)
 		}
-		if line != "" {
-			line += " "
-		}
-		line += w
 	}
-	return append(lines, line)
+	return lines
 }
 
 // newArena emits the allocation of the one activation arena: float32
