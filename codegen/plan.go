@@ -252,7 +252,11 @@ func (pl *plan) use(i int, id exec.SlotID, st exec.Step) (*slotPlan, error) {
 		slot := pl.prog.Slots()[id]
 		switch slot.Kind {
 		case exec.SlotConst:
-			if err := pl.placeConst(s, slot.Const); err != nil {
+			place := pl.placeConst
+			if _, ok := st.(*exec.OpStep); ok {
+				place = pl.placeOpConst // generic ops take integer weights too (plan_ops.go)
+			}
+			if err := place(s, slot.Const); err != nil {
 				return nil, fmt.Errorf("codegen: step #%d %s (node %q): %w", i, st.Call(), st.Source(), err)
 			}
 		default:

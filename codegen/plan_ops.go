@@ -21,15 +21,7 @@ func (pl *plan) opStep(i int, s *exec.OpStep) error {
 		if id == exec.NoSlot {
 			continue
 		}
-		sp := pl.slots[id]
-		if sp.home == homeNone {
-			if slot := pl.prog.Slots()[id]; slot.Kind == exec.SlotConst {
-				if err := pl.placeOpConst(sp, slot.Const); err != nil {
-					return where(err)
-				}
-			}
-		}
-		if _, err := pl.use(i, id, s); err != nil {
+		if _, err := pl.use(i, id, s); err != nil { // constants by placeOpConst
 			return err
 		}
 		if _, err := pl.tensorCode(id); err != nil {
