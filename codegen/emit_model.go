@@ -297,28 +297,26 @@ func (g *gen) run(f *jen.File) {
 	for _, out := range g.outs {
 		alloc[jen.Id(out.field)] = jen.Make(jen.Index().Index().Float32(), jen.Id("n"))
 		off, w := out.slot.off, out.slot.width
-		var lo, hi *jen.Statement
+		// rows is the output's rows from .. to-1 in the arena.
+		rows := func(from, to *jen.Statement) *jen.Statement {
+			return jen.Id("ws").Dot("f32").Index(jen.Lit(off).Op("+").Add(from).Op("*").Lit(w), jen.Lit(off).Op("+").Parens(to).Op("*").Lit(w))
+		}
 		dst := jen.Id("out").Dot(out.field).Index(jen.Id("i"))
-		if out.perSeq && packs {
+		ids := jen.Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("i")))
+		switch {
+		case out.perSeq && packs:
 			// Rows start..start+used-1 are the sequence's computed tokens;
 			// positions its own mask pads (a packed chunk computes none)
 			// stay zero.
-			lo = jen.Lit(off).Op("+").Id("start").Op("*").Lit(w)
-			hi = jen.Lit(off).Op("+").Parens(jen.Id("start").Op("+").Id("used")).Op("*").Lit(w)
 			copies = append(copies,
-				dst.Clone().Op("=").Make(jen.Index().Float32(), jen.Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("i"))).Op("*").Lit(w)),
-				jen.Copy(dst.Clone(), jen.Id("ws").Dot("f32").Index(lo, hi)))
+				dst.Clone().Op("=").Make(jen.Index().Float32(), ids.Op("*").Lit(w)),
+				jen.Copy(dst.Clone(), rows(jen.Id("start"), jen.Id("start").Op("+").Id("used"))))
 			perSeq = true
-			continue
+		case out.perSeq:
+			copies = append(copies, dst.Op("=").Qual("slices", "Clone").Call(rows(jen.Id("r").Op("*").Id("seq"), jen.Id("r").Op("*").Id("seq").Op("+").Add(ids))))
+		default:
+			copies = append(copies, dst.Op("=").Qual("slices", "Clone").Call(rows(jen.Id("r"), jen.Id("r").Op("+").Lit(1))))
 		}
-		if out.perSeq {
-			lo = jen.Lit(off).Op("+").Id("r").Op("*").Id("seq").Op("*").Lit(w)
-			hi = jen.Lit(off).Op("+").Parens(jen.Id("r").Op("*").Id("seq").Op("+").Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("i")))).Op("*").Lit(w)
-		} else {
-			lo = jen.Lit(off).Op("+").Id("r").Op("*").Lit(w)
-			hi = jen.Lit(off).Op("+").Parens(jen.Id("r").Op("+").Lit(1)).Op("*").Lit(w)
-		}
-		copies = append(copies, dst.Op("=").Qual("slices", "Clone").Call(jen.Id("ws").Dot("f32").Index(lo, hi)))
 	}
 	if packs && perSeq {
 		// A per-token output's rows of sequence r: packed, offsets[r] and
