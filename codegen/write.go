@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -110,7 +109,11 @@ func (osFS) SyncDir(path string) error {
 	if err != nil {
 		return err
 	}
-	return closeKeeping(d, d.Sync())
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return err
+	}
+	return d.Close()
 }
 
 func (w writer) write(dir string, pkg *Package) (err error) {
@@ -231,19 +234,15 @@ func (w writer) writeFileSync(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err = f.Write(data); err == nil {
-		err = f.Sync()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
 	}
-	return closeKeeping(f, err)
-}
-
-// closeKeeping closes c and returns err, or the error of Close if err is
-// nil: the first failure of writing then closing.
-func closeKeeping(c io.Closer, err error) error {
-	if cerr := c.Close(); err == nil {
-		return cerr
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
 	}
-	return err
+	return f.Close()
 }
 
 // checkReplaceable accepts a missing or empty directory, or one holding a
