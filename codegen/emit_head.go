@@ -124,10 +124,7 @@ func (g *gen) headWeights() (fields, inits, sets []jen.Code) {
 		}
 		dense = append(dense, jen.Values(dd))
 	}
-	var modes []jen.Code
-	for _, m := range h.Pooling {
-		modes = append(modes, jen.Lit(string(m)))
-	}
+	modes := lits(h.Pooling, func(m modelrt.PoolingMode) jen.Code { return jen.Lit(string(m)) })
 	d := jen.Dict{jen.Id("Pooling"): jen.Index().Qual(pkgModelrt, "PoolingMode").Values(modes...)}
 	if len(dense) > 0 {
 		d[jen.Id("Dense")] = jen.Index().Qual(pkgModelrt, "Dense").Values(dense...)

@@ -2,7 +2,9 @@ package codegen
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 
@@ -29,15 +31,10 @@ func gemmKps(prog *exec.Schedule) (kps []int, steps map[int][]int) {
 	steps = map[int][]int{}
 	for i, st := range prog.Steps() {
 		if s, ok := st.(*exec.GEMMStep); ok {
-			kp := s.Linear.B.Kp
-			if steps[kp] == nil {
-				kps = append(kps, kp)
-			}
-			steps[kp] = append(steps[kp], i)
+			steps[s.Linear.B.Kp] = append(steps[s.Linear.B.Kp], i)
 		}
 	}
-	sort.Ints(kps)
-	return kps, steps
+	return slices.Sorted(maps.Keys(steps)), steps
 }
 
 // kernelFiles returns the package's own kernels: the avo-generated
@@ -94,16 +91,12 @@ func (g *gen) kernelFiles() (map[string][]byte, map[string]*jen.File, error) {
 
 // stepList prints step numbers as "#3, #7 and #9".
 func stepList(steps []int) string {
-	s := ""
+	names := make([]string, len(steps))
 	for i, n := range steps {
-		switch {
-		case i == 0:
-		case i == len(steps)-1:
-			s += " and "
-		default:
-			s += ", "
-		}
-		s += fmt.Sprintf("#%d", n)
+		names[i] = fmt.Sprintf("#%d", n)
 	}
-	return s
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

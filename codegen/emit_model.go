@@ -85,11 +85,8 @@ func (g *gen) modelFile() *jen.File {
 	)
 	f.Line()
 
-	errDefs := []jen.Code{jen.Comment("Errors of New, Run, Classify and Embed: runtime/modelrt's, so errors.Is works with either.")}
-	for _, e := range errorNames {
-		errDefs = append(errDefs, jen.Id(e).Op("=").Qual(pkgModelrt, e))
-	}
-	f.Var().Defs(errDefs...)
+	f.Var().Defs(append([]jen.Code{jen.Comment("Errors of New, Run, Classify and Embed: runtime/modelrt's, so errors.Is works with either.")},
+		lits(errorNames, func(e string) jen.Code { return jen.Id(e).Op("=").Qual(pkgModelrt, e) })...)...)
 	f.Line()
 	f.Comment("Batch is Run's request: token ids per sequence, optional masks and token types.")
 	f.Type().Id("Batch").Op("=").Qual(pkgModelrt, "Batch")
@@ -224,25 +221,21 @@ func (g *gen) tokenizerCode() *jen.Statement {
 func (g *gen) tokenizerOptions() *jen.Statement {
 	t := g.opts.Tokenizer.Options
 	d := jen.Dict{}
-	if t.Lowercase {
-		d[jen.Id("Lowercase")] = jen.True()
-	}
 	if t.StripAccents != nil {
 		d[jen.Id("StripAccents")] = jen.Qual(pkgModelrt, "Bool").Call(jen.Lit(*t.StripAccents))
 	}
-	if t.NoChineseChars {
-		d[jen.Id("NoChineseChars")] = jen.True()
-	}
-	if t.MaxLength > 0 {
-		d[jen.Id("MaxLength")] = jen.Lit(t.MaxLength)
-	}
-	if t.MaxInputCharsPerWord > 0 {
-		d[jen.Id("MaxInputCharsPerWord")] = jen.Lit(t.MaxInputCharsPerWord)
-	}
+	// The other settings, each given only where it is not the zero value.
 	for _, s := range []struct {
-		name, v string
-	}{{"UnkToken", t.UnkToken}, {"ClsToken", t.ClsToken}, {"SepToken", t.SepToken}, {"PadToken", t.PadToken}, {"MaskToken", t.MaskToken}} {
-		if s.v != "" {
+		name string
+		set  bool
+		v    any
+	}{
+		{"Lowercase", t.Lowercase, true}, {"NoChineseChars", t.NoChineseChars, true},
+		{"MaxLength", t.MaxLength > 0, t.MaxLength}, {"MaxInputCharsPerWord", t.MaxInputCharsPerWord > 0, t.MaxInputCharsPerWord},
+		{"UnkToken", t.UnkToken != "", t.UnkToken}, {"ClsToken", t.ClsToken != "", t.ClsToken}, {"SepToken", t.SepToken != "", t.SepToken},
+		{"PadToken", t.PadToken != "", t.PadToken}, {"MaskToken", t.MaskToken != "", t.MaskToken},
+	} {
+		if s.set {
 			d[jen.Id(s.name)] = jen.Lit(s.v)
 		}
 	}
@@ -304,28 +297,26 @@ func (g *gen) run(f *jen.File) {
 	for _, out := range g.outs {
 		alloc[jen.Id(out.field)] = jen.Make(jen.Index().Index().Float32(), jen.Id("n"))
 		off, w := out.slot.off, out.slot.width
-		var lo, hi *jen.Statement
+		// rows is the output's rows from .. to-1 in the arena.
+		rows := func(from, to *jen.Statement) *jen.Statement {
+			return jen.Id("ws").Dot("f32").Index(jen.Lit(off).Op("+").Add(from).Op("*").Lit(w), jen.Lit(off).Op("+").Parens(to).Op("*").Lit(w))
+		}
 		dst := jen.Id("out").Dot(out.field).Index(jen.Id("i"))
-		if out.perSeq && packs {
+		ids := jen.Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("i")))
+		switch {
+		case out.perSeq && packs:
 			// Rows start..start+used-1 are the sequence's computed tokens;
 			// positions its own mask pads (a packed chunk computes none)
 			// stay zero.
-			lo = jen.Lit(off).Op("+").Id("start").Op("*").Lit(w)
-			hi = jen.Lit(off).Op("+").Parens(jen.Id("start").Op("+").Id("used")).Op("*").Lit(w)
 			copies = append(copies,
-				dst.Clone().Op("=").Make(jen.Index().Float32(), jen.Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("i"))).Op("*").Lit(w)),
-				jen.Copy(dst.Clone(), jen.Id("ws").Dot("f32").Index(lo, hi)))
+				dst.Clone().Op("=").Make(jen.Index().Float32(), ids.Op("*").Lit(w)),
+				jen.Copy(dst.Clone(), rows(jen.Id("start"), jen.Id("start").Op("+").Id("used"))))
 			perSeq = true
-			continue
+		case out.perSeq:
+			copies = append(copies, dst.Op("=").Qual("slices", "Clone").Call(rows(jen.Id("r").Op("*").Id("seq"), jen.Id("r").Op("*").Id("seq").Op("+").Add(ids))))
+		default:
+			copies = append(copies, dst.Op("=").Qual("slices", "Clone").Call(rows(jen.Id("r"), jen.Id("r").Op("+").Lit(1))))
 		}
-		if out.perSeq {
-			lo = jen.Lit(off).Op("+").Id("r").Op("*").Id("seq").Op("*").Lit(w)
-			hi = jen.Lit(off).Op("+").Parens(jen.Id("r").Op("*").Id("seq").Op("+").Len(jen.Id("b").Dot("InputIDs").Index(jen.Id("i")))).Op("*").Lit(w)
-		} else {
-			lo = jen.Lit(off).Op("+").Id("r").Op("*").Lit(w)
-			hi = jen.Lit(off).Op("+").Parens(jen.Id("r").Op("+").Lit(1)).Op("*").Lit(w)
-		}
-		copies = append(copies, dst.Op("=").Qual("slices", "Clone").Call(jen.Id("ws").Dot("f32").Index(lo, hi)))
 	}
 	if packs && perSeq {
 		// A per-token output's rows of sequence r: packed, offsets[r] and
@@ -462,18 +453,14 @@ func (g *gen) encoder(f *jen.File, doc, name, in string, typ jen.Code, el string
 // wrap splits text into lines of at most width bytes at spaces.
 func wrap(text string, width int) []string {
 	var lines []string
-	line := ""
 	for _, w := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(w) > width {
-			lines = append(lines, line)
-			line = ""
+		if n := len(lines); n > 0 && len(lines[n-1])+1+len(w) <= width {
+			lines[n-1] += " " + w
+		} else {
+			lines = append(lines, w)
 		}
-		if line != "" {
-			line += " "
-		}
-		line += w
 	}
-	return append(lines, line)
+	return lines
 }
 
 // newArena emits the allocation of the one activation arena: float32

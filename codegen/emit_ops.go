@@ -89,34 +89,31 @@ func nodeCode(n *ops.Node) (*jen.Statement, error) {
 // attrCode is an attribute's composite literal (the type elided, inside
 // an ops.Attrs literal).
 func attrCode(a ops.Attr) (*jen.Statement, error) {
-	kinds := map[ops.AttrKind]string{
-		ops.AttrInt: "AttrInt", ops.AttrFloat: "AttrFloat", ops.AttrString: "AttrString", ops.AttrInts: "AttrInts",
-		ops.AttrFloats: "AttrFloats", ops.AttrStrings: "AttrStrings", ops.AttrTensor: "AttrTensor",
-	}
-	d := jen.Dict{jen.Id("Kind"): jen.Qual(pkgOps, kinds[a.Kind])}
+	var field string // the Attr field set; its Kind is ops.Attr<field>
+	var v jen.Code
 	switch a.Kind {
 	case ops.AttrInt:
-		d[jen.Id("Int")] = jen.Lit(a.Int)
+		field, v = "Int", jen.Lit(a.Int)
 	case ops.AttrFloat:
-		d[jen.Id("Float")] = floatLit(a.Float)
+		field, v = "Float", floatLit(a.Float)
 	case ops.AttrString:
-		d[jen.Id("String")] = jen.Lit(a.String)
+		field, v = "String", jen.Lit(a.String)
 	case ops.AttrInts:
-		d[jen.Id("Ints")] = int64sLit(a.Ints)
+		field, v = "Ints", int64sLit(a.Ints)
 	case ops.AttrFloats:
-		d[jen.Id("Floats")] = jen.Index().Float32().Values(lits(a.Floats, func(v float32) jen.Code { return floatLit(v) })...)
+		field, v = "Floats", jen.Index().Float32().Values(lits(a.Floats, func(v float32) jen.Code { return floatLit(v) })...)
 	case ops.AttrStrings:
-		d[jen.Id("Strings")] = jen.Index().String().Values(lits(a.Strings, func(v string) jen.Code { return jen.Lit(v) })...)
+		field, v = "Strings", jen.Index().String().Values(lits(a.Strings, func(v string) jen.Code { return jen.Lit(v) })...)
 	case ops.AttrTensor:
 		t, err := tensorLit(a.Tensor)
 		if err != nil {
 			return nil, err
 		}
-		d[jen.Id("Tensor")] = t
+		field, v = "Tensor", t
 	default:
 		return nil, fmt.Errorf("%w: attribute kind %v", compiler.ErrUnsupportedOp, a.Kind)
 	}
-	return jen.Values(d), nil
+	return jen.Values(jen.Dict{jen.Id("Kind"): jen.Qual(pkgOps, "Attr"+field), jen.Id(field): v}), nil
 }
 
 // floatLit is a float32 literal that keeps its exact bits (NaN and the
@@ -135,7 +132,7 @@ func int64sLit(v []int64) *jen.Statement {
 	return jen.Index().Int64().Values(lits(v, func(x int64) jen.Code { return jen.Lit(x) })...)
 }
 
-// lits is each element of v as a literal.
+// lits is the code lit makes of each element of v (mostly a literal).
 func lits[T any](v []T, lit func(T) jen.Code) []jen.Code {
 	out := make([]jen.Code, len(v))
 	for i, x := range v {

@@ -228,13 +228,8 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		}
 		call := jen.Qual(pkgNN, "Attention").Call(jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out), sc(s.Q), kArg, vArg, sc(s.Mask),
 			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims))
-		if !pl.prog.TokenWise(s.Q) {
-			return call, nil
-		}
-		return jen.If(jen.Id("offsets").Op("!=").Nil()).Block(
-			jen.Qual(pkgNN, "AttentionPacked").Call(jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out), sc(s.Q), kArg.Clone(), vArg.Clone(),
-				jen.Op("&").Qual(pkgNN, "AttentionDims").Values(packed), jen.Id("offsets")),
-		).Else().Block(call), nil
+		return pl.packedOr(s.Q, call, jen.Qual(pkgNN, "AttentionPacked").Call(jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out), sc(s.Q), kArg.Clone(), vArg.Clone(),
+			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(packed), jen.Id("offsets"))), nil
 	case *exec.AttentionMaskStep:
 		return jen.Qual(pkgNN, "AttentionMask").Call(sc(s.Out), sc(s.Mask), jen.Lit(s.Fill)), nil
 	case *exec.AddStep:
@@ -257,27 +252,28 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			types = sc(s.TypeIDs)
 		}
 		params := jen.Op("&").Id("m").Dot("w").Dot(g.pl.paramField[s])
-		call := returnIfErr(jen.Qual(pkgNN, "EmbedSumParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq")))
-		if !pl.prog.TokenWise(s.Out) {
-			return call, nil
-		}
-		return jen.If(jen.Id("offsets").Op("!=").Nil()).Block(
-			returnIfErr(jen.Qual(pkgNN, "EmbedSumPacked").Call(jen.Id("m").Dot("pool"), sc(s.Out), params.Clone(), sc(s.IDs), types.Clone(), jen.Id("seq"), jen.Id("offsets"))),
-		).Else().Block(call), nil
+		return pl.packedOr(s.Out,
+			returnIfErr(jen.Qual(pkgNN, "EmbedSumParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), params, sc(s.IDs), types, jen.Id("batch"), jen.Id("seq"))),
+			returnIfErr(jen.Qual(pkgNN, "EmbedSumPacked").Call(jen.Id("m").Dot("pool"), sc(s.Out), params.Clone(), sc(s.IDs), types.Clone(), jen.Id("seq"), jen.Id("offsets")))), nil
 	case *exec.GatherStep:
 		outer, dim, inner, err := pl.gatherDims(s)
 		if err != nil {
 			return nil, err
 		}
-		call := returnIfErr(jen.Qual(pkgNN, "Gather").Call(sc(s.Out), sc(s.Data), extentCode(outer), extentCode(dim), jen.Lit(inner), sc(s.Indices)))
-		if !pl.prog.TokenWise(s.Data) {
-			return call, nil
-		}
-		return jen.If(jen.Id("offsets").Op("!=").Nil()).Block(
-			returnIfErr(jen.Qual(pkgNN, "GatherPacked").Call(sc(s.Out), sc(s.Data), jen.Lit(inner), jen.Id("offsets"), sc(s.Indices))),
-		).Else().Block(call), nil
+		return pl.packedOr(s.Data,
+			returnIfErr(jen.Qual(pkgNN, "Gather").Call(sc(s.Out), sc(s.Data), extentCode(outer), extentCode(dim), jen.Lit(inner), sc(s.Indices))),
+			returnIfErr(jen.Qual(pkgNN, "GatherPacked").Call(sc(s.Out), sc(s.Data), jen.Lit(inner), jen.Id("offsets"), sc(s.Indices)))), nil
 	}
 	return nil, fmt.Errorf("codegen: no emitter for step %s (%T)", st.Call(), st)
+}
+
+// packedOr is call, or where slot id is token-wise, packed when the batch
+// runs packed (offsets non-nil) and call when it does not.
+func (pl *plan) packedOr(id exec.SlotID, call, packed *jen.Statement) *jen.Statement {
+	if !pl.prog.TokenWise(id) {
+		return call
+	}
+	return jen.If(jen.Id("offsets").Op("!=").Nil()).Block(packed).Else().Block(call)
 }
 
 // callee is how the generated code spells a step's Call: qgemm.GEMM is

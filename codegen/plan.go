@@ -252,7 +252,8 @@ func (pl *plan) use(i int, id exec.SlotID, st exec.Step) (*slotPlan, error) {
 		slot := pl.prog.Slots()[id]
 		switch slot.Kind {
 		case exec.SlotConst:
-			if err := pl.placeConst(s, slot.Const); err != nil {
+			_, generic := st.(*exec.OpStep)
+			if err := pl.placeConst(s, slot.Const, generic); err != nil {
 				return nil, fmt.Errorf("codegen: step #%d %s (node %q): %w", i, st.Call(), st.Source(), err)
 			}
 		default:
@@ -277,14 +278,21 @@ func (pl *plan) use(i int, id exec.SlotID, st exec.Step) (*slotPlan, error) {
 }
 
 // placeConst makes a constant slot a weight (float32) or a literal (a
-// few int64, such as the index of the first token).
-func (pl *plan) placeConst(s *slotPlan, t *compiler.Tensor) error {
+// few int64, such as the index of the first token); other integer
+// constants of a generic op (plan_ops.go) are weights of their own.
+func (pl *plan) placeConst(s *slotPlan, t *compiler.Tensor, generic bool) error {
+	_, isInt := intWeights[t.DType]
 	switch {
 	case t.DType == compiler.Float32:
 		s.home = homeWeight
 		s.weight = pl.f32Weight(s.name, t.F32)
 	case t.DType == compiler.Int64 && len(t.I64) <= 64:
 		s.home, s.consts = homeConst, t.I64
+	case generic && isInt:
+		s.home, s.weight = homeWeight, &weight{Kind: weightInt, Tensor: t, From: s.name, Field: goName(s.name, false, pl.fields)}
+		pl.weights = append(pl.weights, s.weight)
+	case generic:
+		return fmt.Errorf("%w: constant %q is %s%v: generated packages embed f32, i64, i32 and i8 constants", compiler.ErrUnsupportedOp, s.name, t.DType, t.Shape)
 	default:
 		return fmt.Errorf("%w: constant %q is %s%v", compiler.ErrUnsupportedOp, s.name, t.DType, t.Shape)
 	}

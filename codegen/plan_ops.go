@@ -21,15 +21,7 @@ func (pl *plan) opStep(i int, s *exec.OpStep) error {
 		if id == exec.NoSlot {
 			continue
 		}
-		sp := pl.slots[id]
-		if sp.home == homeNone {
-			if slot := pl.prog.Slots()[id]; slot.Kind == exec.SlotConst {
-				if err := pl.placeOpConst(sp, slot.Const); err != nil {
-					return where(err)
-				}
-			}
-		}
-		if _, err := pl.use(i, id, s); err != nil {
+		if _, err := pl.use(i, id, s); err != nil { // placing integer constants as weights too (placeConst)
 			return err
 		}
 		if _, err := pl.tensorCode(id); err != nil {
@@ -58,21 +50,5 @@ func (pl *plan) opStep(i int, s *exec.OpStep) error {
 			return err
 		}
 	}
-	return nil
-}
-
-// placeOpConst places a constant operand of a generic op: as placeConst
-// does where it can, otherwise as an integer weight of its own.
-func (pl *plan) placeOpConst(s *slotPlan, t *compiler.Tensor) error {
-	if err := pl.placeConst(s, t); err == nil {
-		return nil
-	}
-	if _, ok := intWeights[t.DType]; !ok {
-		return fmt.Errorf("%w: constant %q is %s%v: generated packages embed f32, i64, i32 and i8 constants", compiler.ErrUnsupportedOp, s.name, t.DType, t.Shape)
-	}
-	w := &weight{Kind: weightInt, Tensor: t, From: s.name, Field: goName(s.name, false, pl.fields)}
-	pl.weights = append(pl.weights, w)
-	s.home, s.weight = homeWeight, w
-	s.extent, s.width, _ = pl.extentOf(compiler.StaticShape(t.Shape...))
 	return nil
 }

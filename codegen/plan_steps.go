@@ -139,25 +139,18 @@ func (pl *plan) maskStrides(m *slotPlan, heads int) ([3]extent, error) {
 // data's dims before, at and after the axis.
 func (pl *plan) gatherDims(s *exec.GatherStep) (outer, dim extent, inner int, err error) {
 	data := pl.slots[s.Data]
-	var shape compiler.Shape
+	shape := data.shape
 	if data.home == homeWeight {
 		shape = compiler.StaticShape(pl.prog.Slots()[s.Data].Const.Shape...)
-	} else {
-		shape = data.shape
 	}
 	bad := fmt.Errorf("%w: codegen: Gather (node %q) of %s along axis %d", compiler.ErrUnsupportedOp, s.Node, shape, s.Axis)
 	if s.Axis >= len(shape) {
 		return outer, dim, 0, bad
 	}
-	var ok bool
-	if outer, _, ok = pl.extentOf(shape[:s.Axis]); !ok {
-		return outer, dim, 0, bad
-	}
-	if dim, _, ok = pl.extentOf(shape[s.Axis : s.Axis+1]); !ok {
-		return outer, dim, 0, bad
-	}
-	in, _, ok := pl.extentOf(shape[s.Axis+1:])
-	if !ok || in.Batch || in.Seq {
+	outer, _, okOuter := pl.extentOf(shape[:s.Axis])
+	dim, _, okDim := pl.extentOf(shape[s.Axis : s.Axis+1])
+	in, _, okIn := pl.extentOf(shape[s.Axis+1:])
+	if !okOuter || !okDim || !okIn || in.Batch || in.Seq {
 		return outer, dim, 0, bad
 	}
 	return outer, dim, in.Elems, nil
