@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
-	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/internal/reliability"
 	"github.com/sqc-dev/sqc/runtime/modelrt"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
@@ -17,7 +16,7 @@ import (
 // TestExitCode: bad input exits 2, anything else 1, and an internal
 // failure of the INT8 engine 1 even where a bad-input error carries it.
 func TestExitCode(t *testing.T) {
-	internal := fmt.Errorf("model.onnx: step #3 nn.LayerNorm (node \"ln\"): %w: index out of range", exec.ErrInternal)
+	internal := fmt.Errorf("model.onnx: step #3 nn.LayerNorm (node \"ln\"): %w: index out of range", compiler.ErrInternal)
 	for _, c := range []struct {
 		err  error
 		want int

@@ -16,10 +16,8 @@ type PackedLayout struct {
 // attention lowers an f32 sqc.Attention to an AttentionStep, packed
 // (qkv_packed = 1: one [batch, seq, 3W] operand) or not.
 func (l *lowering) attention(n *compiler.Node) bool {
-	for _, in := range n.Inputs {
-		if in != "" && l.dtype(in) != compiler.Float32 {
-			return false
-		}
+	if !l.allF32(n.Inputs...) {
+		return false
 	}
 	s := &AttentionStep{
 		node: node{n.Name}, Q: l.slot(n.Inputs[0]), K: NoSlot, V: NoSlot, Mask: NoSlot,

@@ -167,6 +167,16 @@ func (l *lowering) info(name string) (compiler.DType, compiler.Shape) {
 
 func (l *lowering) dtype(name string) compiler.DType { dt, _ := l.info(name); return dt }
 
+// allF32 reports whether every named value ("" for none) is f32.
+func (l *lowering) allF32(names ...string) bool {
+	for _, name := range names {
+		if name != "" && l.dtype(name) != compiler.Float32 {
+			return false
+		}
+	}
+	return true
+}
+
 // constant returns the initializer named name when it is one (and not
 // overridden by a graph input).
 func (l *lowering) constant(name string) *compiler.Tensor {
@@ -250,14 +260,6 @@ func (l *lowering) lowerNode(i int, n *compiler.Node) error {
 // native emits a runtime-kernel lowering of node i if there is one for its
 // op and form, reporting whether it did.
 func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
-	f32 := func(names ...string) bool {
-		for _, name := range names {
-			if name != "" && l.dtype(name) != compiler.Float32 {
-				return false
-			}
-		}
-		return true
-	}
 	switch n.Op {
 	case "sqc.QLinear":
 		return true, l.qlinear(i, n)
@@ -287,14 +289,14 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 			Fill: n.AttrFloat("fill", compiler.AttentionMaskDefaultFill)})
 		return true, nil
 	case "Add":
-		if !f32(n.Inputs...) || !l.suffixBroadcast(n.Inputs[0], n.Inputs[1]) {
+		if !l.allF32(n.Inputs...) || !l.suffixBroadcast(n.Inputs[0], n.Inputs[1]) {
 			return false, nil
 		}
 		l.emit(&AddStep{node: node{n.Name}, A: l.slot(n.Inputs[0]), B: l.slot(n.Inputs[1]), Out: l.slot(n.Outputs[0])})
 		return true, nil
 	case "sqc.Gelu", "Tanh", "Relu":
 		a, ok := activationFor(n)
-		if !ok || !f32(n.Inputs[0]) {
+		if !ok || !l.allF32(n.Inputs[0]) {
 			return false, nil
 		}
 		l.emit(&ActivationStep{node: node{n.Name}, Func: a.Func, X: l.slot(n.Inputs[0]), Out: l.slot(n.Outputs[0])})
@@ -302,7 +304,7 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 	case "Gather":
 		_, shape := l.info(n.Inputs[0])
 		axis := int(n.AttrInt("axis", 0))
-		if shape == nil || !f32(n.Inputs[0]) || l.dtype(n.Inputs[1]) != compiler.Int64 {
+		if shape == nil || !l.allF32(n.Inputs[0]) || l.dtype(n.Inputs[1]) != compiler.Int64 {
 			return false, nil
 		}
 		if axis < 0 {

@@ -103,25 +103,18 @@ func planPacking(s *Schedule) packPlan {
 				return no("%s: a second attention mask", label())
 			}
 			pl.mask, maskOut = x.Mask, x.Out
-		case *QuantizeStep:
-			tok[x.Out] = tok[x.X]
-		case *QuantizeRowsStep:
-			tok[x.Out], tok[x.Scales], tok[x.ZeroPoints] = tok[x.X], tok[x.X], tok[x.X]
+		case *QuantizeStep, *QuantizeRowsStep, *LinearF32Step, *LayerNormStep, *ActivationStep:
+			// Row-wise kernels of one input: each output row (and row
+			// scale) comes from the same row of it.
+			ops := st.Operands()
+			for _, id := range ops.Writes {
+				tok[id] = tok[ops.Reads[0]]
+			}
 		case *GEMMStep:
 			if x.Residual != NoSlot && tok[x.Residual] != tok[x.A] {
 				return no("%s: a residual of another layout than its input", label())
 			}
 			tok[x.Out] = tok[x.A]
-		case *LinearF32Step:
-			tok[x.Out] = tok[x.X]
-		case *LayerNormStep:
-			for _, id := range []SlotID{x.Out, x.OutU8} {
-				if id != NoSlot {
-					tok[id] = tok[x.X]
-				}
-			}
-		case *ActivationStep:
-			tok[x.Out] = tok[x.X]
 		case *AddStep:
 			if anyTok {
 				for _, id := range []SlotID{x.A, x.B} {

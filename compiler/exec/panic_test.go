@@ -30,7 +30,7 @@ func (s faultStep) run(p *Program) error {
 }
 
 // TestRunPanicIsInternalNotBadInput: a step that panics makes Run return
-// (not panic) one-line error wrapping ErrInternal and naming the model
+// (not panic) one-line error wrapping compiler.ErrInternal and naming the model
 // file and the step, which does not match compiler.ErrBadInput (the CLI
 // exits 1 for it, not 2); a step's ordinary error stays bad input.
 func TestRunPanicIsInternalNotBadInput(t *testing.T) {
@@ -39,8 +39,8 @@ func TestRunPanicIsInternalNotBadInput(t *testing.T) {
 	if err == nil {
 		t.Fatal("a panicking step returned no error")
 	}
-	if !errors.Is(err, ErrInternal) || errors.Is(err, compiler.ErrBadInput) {
-		t.Errorf("got %v (internal %v, bad input %v), want ErrInternal and not ErrBadInput", err, errors.Is(err, ErrInternal), errors.Is(err, compiler.ErrBadInput))
+	if !errors.Is(err, compiler.ErrInternal) || errors.Is(err, compiler.ErrBadInput) {
+		t.Errorf("got %v (internal %v, bad input %v), want ErrInternal and not ErrBadInput", err, errors.Is(err, compiler.ErrInternal), errors.Is(err, compiler.ErrBadInput))
 	}
 	msg := err.Error()
 	for _, s := range []string{"model.onnx", "step #0", "test.Fault", "fault_node", "index out of range"} {
@@ -55,7 +55,7 @@ func TestRunPanicIsInternalNotBadInput(t *testing.T) {
 	cause := fmt.Errorf("%w: bad ids", compiler.ErrInvalidRequest)
 	p = &Program{Schedule: &Schedule{source: "model.onnx", steps: []Step{faultStep{err: cause}}}}
 	err = p.RunInto(nil, map[string]*compiler.Tensor{})
-	if !errors.Is(err, compiler.ErrBadInput) || !errors.Is(err, cause) || errors.Is(err, ErrInternal) {
+	if !errors.Is(err, compiler.ErrBadInput) || !errors.Is(err, cause) || errors.Is(err, compiler.ErrInternal) {
 		t.Errorf("a step's own error: got %v, want bad input wrapping %v", err, cause)
 	}
 }

@@ -195,24 +195,19 @@ func (p *Program) runOne(i int, s Step) error {
 		return nil
 	}
 	where := fmt.Sprintf("step #%d %s (node %q)", i, s.Call(), s.Source())
-	if errors.Is(err, ErrInternal) { // the engine's fault, not the input's
+	if errors.Is(err, compiler.ErrInternal) { // the engine's fault, not the input's
 		return fmt.Errorf("%s: %w", strings.TrimPrefix(p.source+": "+where, ": "), err)
 	}
 	return compiler.BadInput(p.source, where, err)
 }
 
-// ErrInternal is wrapped by Run's error when a step panicked: a bug in
-// the engine or a kernel (on input the checks missed), not bad input, so
-// that error does not match compiler.ErrBadInput. It is
-// compiler.ErrInternal, which the FP32 interpreter uses too.
-var ErrInternal = compiler.ErrInternal
-
 // runStep runs one step, turning a panic into an error wrapping
-// ErrInternal.
+// compiler.ErrInternal: a bug in the engine or a kernel (on input the
+// checks missed), not bad input, so runOne does not make it ErrBadInput.
 func runStep(p *Program, s Step) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v", ErrInternal, r)
+			err = fmt.Errorf("%w: %v", compiler.ErrInternal, r)
 		}
 	}()
 	return s.run(p)

@@ -97,15 +97,14 @@ func ProfileProgram(p *exec.Program, inputs map[string]*compiler.Tensor, o Profi
 		return nil, err
 	}
 	for _, l := range order {
-		g := groups[l]
-		prof.ReplayedSeconds += float64(g.Count) * g.Seconds
-		prof.Points = append(prof.Points, *g)
+		prof.ReplayedSeconds += float64(groups[l].Count) * groups[l].Seconds
 	}
-	for i := range prof.Points {
+	for _, l := range order {
+		g := groups[l]
 		if prof.ReplayedSeconds > 0 {
-			pt := &prof.Points[i]
-			pt.Share = float64(pt.Count) * pt.Seconds / prof.ReplayedSeconds
+			g.Share = float64(g.Count) * g.Seconds / prof.ReplayedSeconds
 		}
+		prof.Points = append(prof.Points, *g)
 	}
 	sort.SliceStable(prof.Points, func(i, j int) bool { return prof.Points[i].Share > prof.Points[j].Share })
 	return prof, nil
