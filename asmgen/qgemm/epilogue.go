@@ -9,37 +9,71 @@ import (
 )
 
 // The AVX-512 epilogue mirrors runtime/qgemm/epilogue.go operation for
-// operation (same order, same constants; GELU, erf or tanh, is
-// internal/gelu's, emitted by asmgen/geluavo; ReLU is a compare and a zeroing move, see reluF32
-// there), so that its output has the same bits as epilogueGo.
-// Keep the two in step; the runtime test TestEpilogueAVX512MatchesGo
-// compares them.
+// operation (same order, same constants; each activation as Act.Apply in
+// runtime/qgemm/act.go computes it), so that its output has the same bits
+// as epilogueGo. Keep the two in step; the runtime test
+// TestEpilogueAVX512MatchesGo compares them.
 
-// Flag bits of the epilogue's flags argument (runtime/qgemm/epilogue_amd64.go).
+// Feature bits of the epilogue's flags argument
+// (runtime/qgemm/epilogue_amd64.go); the bits from epiActShift up hold the
+// activation's act code.
 const (
-	epiColSum    = 1 << iota // subtract aZero*colSum
-	epiBias                  // add bias
-	epiGelu                  // apply GELU
-	epiResidual              // add the residual
-	epiU8                    // quantize to u8 (else store f32)
-	epiRow                   // per-row zero point (replacing aZero) and scale: dynamic quantisation
-	epiRelu                  // apply ReLU (never with epiGelu: one Act)
-	epiFlagCount = 7
+	epiColSum       = 1 << iota // subtract aZero*colSum
+	epiBias                     // add bias
+	epiResidual                 // add the residual
+	epiU8                       // quantize to u8 (else store f32)
+	epiRow                      // per-row zero point (replacing aZero) and scale: dynamic quantisation
+	epiFeatureCount = iota
 
-	// epiGeluTanh (with epiGelu) makes GELU the tanh form. It is no
-	// variant of its own: the GELU variants pick their coefficient tables
-	// with it on entry, the only difference between the two forms.
-	epiGeluTanh = 1 << epiFlagCount
+	epiActShift = 8
+)
+
+// The act codes: runtime/qgemm's Act values (act.go). A code no
+// epilogueActs entry serves makes epilogueAVX512Asm return false, and the
+// caller runs the Go epilogue.
+const (
+	actNone = iota
+	actGelu
+	actRelu
+	actGeluTanh
 )
 
 // epiMaxUnroll is the most 16-column chunks per column strip (at most 4:
 // their opmasks are cut from one 64-bit mask).
 const epiMaxUnroll = 4
 
-const epilogueSig = "func(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)"
+// epiAct is an activation the assembly applies, with loops of its own for
+// every feature set.
+type epiAct struct {
+	name  string // for labels
+	codes []int  // the act codes it serves
+	// unroll is the number of 16-column chunks per column strip: the
+	// strip's per-column vectors (-aZero*colSum or colSum, scale, bias: up
+	// to 3 zmm per chunk) stay in registers across the rows, next to what
+	// the activation keeps there.
+	unroll int
+	// prepare emits, before the loops, what the activation keeps in
+	// registers, and returns what applies it to a row's chunks in place
+	// (zero holds +0); nil for none.
+	prepare func(g *gen, geluTable geluavo.Table) func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual)
+}
 
-// genEpilogue emits epilogueAVX512Asm: one specialised loop per flag
-// combination, chosen by a binary tree of flag tests on entry.
+// epilogueActs are the activations with assembly loops.
+var epilogueActs = []epiAct{
+	{name: "none", codes: []int{actNone}, unroll: epiMaxUnroll},
+	// GELU's 6 coefficient tables and its temporaries limit it to 2 chunks
+	// (the chunks of successive rows are independent, so out-of-order
+	// execution overlaps their GELU chains). Its erf and tanh forms differ
+	// in their tables only, so they share the loops.
+	{name: "gelu", codes: []int{actGelu, actGeluTanh}, unroll: 2, prepare: prepareGelu},
+	{name: "relu", codes: []int{actRelu}, unroll: epiMaxUnroll, prepare: prepareRelu},
+}
+
+const epilogueSig = "func(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int) bool"
+
+// genEpilogue emits epilogueAVX512Asm: one specialised loop per activation
+// and feature set, chosen on entry by comparisons of the act code and a
+// binary tree of feature tests.
 func genEpilogue(g *gen) {
 	geluTable := geluavo.NewTable(g.Context, "epilogueGelu")
 
@@ -55,59 +89,93 @@ func genEpilogue(g *gen) {
 	g.SignatureExpr(epilogueSig)
 	g.Pragma("noescape")
 	g.Doc("epilogueAVX512Asm applies the epilogue to an m x n block (m, n >= 1) of int32",
-		"accumulators c (row stride ldc elements). Pointers are at column 0 of the",
-		"block (row 0 for res, the output, rowZero and rowScale); strides are in",
-		"elements. flags: 1 colSum, 2 bias, 4 GELU, 8 residual, 16 u8 output (else",
-		"f32), 32 per-row zero point rowZero[i] (replacing aZero) and scale rowScale[i],",
-		"64 ReLU (not with 4), 128 (with 4) tanh GELU. u8 output clamps v*invScale to [clampLo, clampHi] =",
-		"[-outZero, 255-outZero].")
+		"accumulators c (row stride ldc elements) and returns true, or returns false",
+		"having done nothing when it has no loop for the activation. Pointers are at",
+		"column 0 of the block (row 0 for res, the output, rowZero and rowScale);",
+		"strides are in elements. flags: 1 colSum, 2 bias, 4 residual, 8 u8 output",
+		"(else f32), 16 per-row zero point rowZero[i] (replacing aZero) and scale",
+		"rowScale[i]; bits 8 and up, the Act. u8 output clamps v*invScale to",
+		"[clampLo, clampHi] = [-outZero, 255-outZero].")
 	flags := g.Load("flags")
-	epilogueDispatch(g, geluTable, colMasks, flags, 0, 0)
+	code := g.GP64()
+	g.MOVQ(flags, code)
+	g.SHRQ(operand.U8(epiActShift), code)
+	entries := make([]string, len(epilogueActs))
+	for a, act := range epilogueActs {
+		entries[a] = g.NewLabel("epi_" + act.name)
+		for _, c := range act.codes {
+			g.CMPQ(code, operand.U32(c))
+			g.JEQ(operand.LabelRef(entries[a]))
+		}
+	}
+	done := g.NewLabel("epi_done")
+	ok := g.GP8()
+	g.XORB(ok, ok) // no loop for this activation
+	g.Store(ok, g.ReturnIndex(0))
+	g.RET()
+	for a, act := range epilogueActs {
+		g.Label(entries[a])
+		epilogueDispatch(g, geluTable, colMasks, act, flags, operand.LabelRef(done), 0, 0)
+	}
+	g.Label(done)
+	g.VZEROUPPER()
+	g.MOVB(operand.U8(1), ok)
+	g.Store(ok, g.ReturnIndex(0))
+	g.RET()
 }
 
-func epilogueDispatch(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flags reg.GPVirtual, bit, set int) {
-	if bit == epiFlagCount {
-		epilogueVariant(g, geluTable, colMasks, set)
-		g.VZEROUPPER()
-		g.RET()
-		return
-	}
-	if 1<<bit == epiRelu && set&epiGelu != 0 {
-		// GELU and ReLU are both Act: no ReLU variants of GELU ones.
-		epilogueDispatch(g, geluTable, colMasks, flags, bit+1, set)
+// epilogueDispatch emits the tests of feature bits bit and up, and under
+// them the loops of act for each feature set that extends set.
+func epilogueDispatch(g *gen, geluTable geluavo.Table, colMasks operand.Mem, act epiAct, flags reg.GPVirtual, done operand.LabelRef, bit, set int) {
+	if bit == epiFeatureCount {
+		epilogueVariant(g, geluTable, colMasks, act, set)
+		g.JMP(done)
 		return
 	}
 	on := g.NewLabel("epi_flag")
 	g.TESTQ(operand.U32(1<<bit), flags)
 	g.JNZ(operand.LabelRef(on))
-	epilogueDispatch(g, geluTable, colMasks, flags, bit+1, set)
+	epilogueDispatch(g, geluTable, colMasks, act, flags, done, bit+1, set)
 	g.Label(on)
-	epilogueDispatch(g, geluTable, colMasks, flags, bit+1, set|1<<bit)
+	epilogueDispatch(g, geluTable, colMasks, act, flags, done, bit+1, set|1<<bit)
 }
 
-// epilogueUnroll is the number of 16-column chunks per column strip of a
-// flag set: the strip's per-column vectors (-aZero*colSum or colSum,
-// scale, bias: up to 3 zmm per chunk) stay in registers across the rows,
-// next to GELU's 6 coefficient tables and its temporaries, which limit
-// GELU variants to 2 chunks (the chunks of successive rows are
-// independent, so out-of-order execution overlaps their GELU chains).
-func epilogueUnroll(flags int) int {
-	if flags&epiGelu != 0 {
-		return 2
+// prepareGelu loads the coefficient tables of GELU's form (erf, or tanh
+// for actGeluTanh) and returns GELU, emitted interleaved step by step so
+// that the chunks' chains overlap.
+func prepareGelu(g *gen, geluTable geluavo.Table) func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
+	coeffs, tanh := g.GP64(), g.GP64()
+	g.LEAQ(geluTable.Coeffs(geluavo.Erf), coeffs)
+	g.LEAQ(geluTable.Coeffs(geluavo.Tanh), tanh)
+	code := g.Load("flags")
+	g.SHRQ(operand.U8(epiActShift), code)
+	g.CMPQ(code, operand.U32(actGeluTanh))
+	g.CMOVQEQ(tanh, coeffs)
+	eval := geluTable.LoadFrom(g.Context, operand.Mem{Base: coeffs})
+	return func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
+		copy(vs, eval.Emit(g.Context, vs, zero))
 	}
-	return epiMaxUnroll
 }
 
-// epilogueVariant emits the loops for one flag set: column strips of
-// epilogueUnroll(flags) chunks of 16 columns outermost, rows inside, so
+// prepareRelu returns ReLU, which keeps nothing in registers.
+func prepareRelu(*gen, geluavo.Table) func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
+	return func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
+		for _, v := range vs {
+			epilogueRelu(g, v, zero)
+		}
+	}
+}
+
+// epilogueVariant emits the loops for act and one feature set: column
+// strips of act.unroll chunks of 16 columns outermost, rows inside, so
 // that each strip's per-column vectors are loaded (and aZero*colSum
 // computed) once per strip instead of once per row. Every element still
 // goes through epilogueGo's operations in epilogueGo's order: only the
 // schedule differs. Every chunk runs under its opmask (all ones, the tail
 // mask, or empty past column n), so loads never touch memory past column n.
-func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flags int) {
+func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, act epiAct, flags int) {
 	has := func(f int) bool { return flags&f != 0 }
-	unroll := epilogueUnroll(flags)
+	unroll := act.unroll
 
 	// Row strides in bytes, in registers for the whole call.
 	stride := func(name string, shift uint8) reg.GPVirtual {
@@ -150,20 +218,13 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 		zZP = g.ZMM()
 		g.VPBROADCASTD(g.Load32("outZero"), zZP)
 	}
-	if has(epiGelu) || has(epiRelu) || (has(epiColSum) && !has(epiRow)) {
+	if act.prepare != nil || (has(epiColSum) && !has(epiRow)) {
 		zZero = g.ZMM()
 		g.ZeroVec(zZero)
 	}
-	var gelu *geluavo.Eval
-	if has(epiGelu) {
-		// The form's coefficient tables, chosen by epiGeluTanh, stay in
-		// registers.
-		coeffs, tanh := g.GP64(), g.GP64()
-		g.LEAQ(geluTable.Coeffs(geluavo.Erf), coeffs)
-		g.LEAQ(geluTable.Coeffs(geluavo.Tanh), tanh)
-		g.TESTQ(operand.U32(epiGeluTanh), g.ParamAddr("flags"))
-		g.CMOVQNE(tanh, coeffs)
-		gelu = geluTable.LoadFrom(g.Context, operand.Mem{Base: coeffs})
+	var apply func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual)
+	if act.prepare != nil {
+		apply = act.prepare(g, geluTable)
 	}
 
 	stripLoop, rowLoop := g.NewLabel("epi_strip"), g.NewLabel("epi_row")
@@ -242,14 +303,8 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, flag
 	for u := range vs {
 		vs[u] = epilogueLoad(g, flags, u, ks[u], r, cols[u])
 	}
-	if gelu != nil {
-		// Emitted interleaved, step by step, so the chunks' chains overlap.
-		vs = gelu.Emit(g.Context, vs, zZero)
-	}
-	if has(epiRelu) {
-		for _, v := range vs {
-			epilogueRelu(g, v, zZero)
-		}
+	if apply != nil {
+		apply(g, vs, zZero)
 	}
 	for u := range vs {
 		epilogueStore(g, flags, u, ks[u], r, vs[u])
@@ -321,7 +376,7 @@ func epilogueLoad(g *gen, flags, u int, k reg.OpmaskVirtual, r epiRegs, c epiCol
 // predicate: true where src1 > src2 or either is NaN.
 const cmpNLEUQ = 0x16
 
-// epilogueRelu emits reluF32 on v in place: v where v > 0 or v is NaN,
+// epilogueRelu emits qgemm.Relu (act.go) on v in place: v where v > 0 or v is NaN,
 // else +0 (zero holds +0). A lone VMAXPS cannot do it: it returns its
 // second operand both for NaN and for two zeros, so it either drops NaN
 // or keeps -0.

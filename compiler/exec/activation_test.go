@@ -40,7 +40,7 @@ func TestActivationSteps(t *testing.T) {
 		xs[i] = float32(i-500) / 50
 	}
 	got := run(t, p, map[string]*compiler.Tensor{"x": {DType: compiler.Float32, Shape: []int64{int64(len(xs))}, F32: xs}})
-	for out, f := range map[string]func(float32) float32{"erf": qgemm.Gelu, "tanh": qgemm.GeluTanh, "none": qgemm.Gelu, "relu": qgemm.Relu} {
+	for out, f := range map[string]func(float32) float32{"erf": qgemm.ActGelu.Apply, "tanh": qgemm.ActGeluTanh.Apply, "none": qgemm.ActGelu.Apply, "relu": qgemm.Relu} {
 		for i, x := range xs {
 			if w := f(x); math.Float32bits(got[out].F32[i]) != math.Float32bits(w) {
 				t.Fatalf("%s(%g) = %g, the epilogue's function gives %g", out, x, got[out].F32[i], w)

@@ -149,14 +149,14 @@ func TestActivations(t *testing.T) {
 	Gelu(x[:500], x[:500]) // in place
 	y := randSlice(40, 1000, -8, 8)
 	for i := range 500 {
-		if math.Float32bits(x[i]) != math.Float32bits(qgemm.Gelu(y[i])) {
-			t.Fatalf("Gelu(%g) = %g, qgemm.Gelu %g", y[i], x[i], qgemm.Gelu(y[i]))
+		if math.Float32bits(x[i]) != math.Float32bits(qgemm.ActGelu.Apply(y[i])) {
+			t.Fatalf("Gelu(%g) = %g, ActGelu.Apply %g", y[i], x[i], qgemm.ActGelu.Apply(y[i]))
 		}
 	}
 	GeluTanh(x[:500], y[:500])
 	for i := range 500 {
-		if math.Float32bits(x[i]) != math.Float32bits(qgemm.GeluTanh(y[i])) {
-			t.Fatalf("GeluTanh(%g) = %g, qgemm.GeluTanh %g", y[i], x[i], qgemm.GeluTanh(y[i]))
+		if math.Float32bits(x[i]) != math.Float32bits(qgemm.ActGeluTanh.Apply(y[i])) {
+			t.Fatalf("GeluTanh(%g) = %g, ActGeluTanh.Apply %g", y[i], x[i], qgemm.ActGeluTanh.Apply(y[i]))
 		}
 	}
 	TanhSlice(dst[:3], []float32{0.25, -3, 20})

@@ -46,16 +46,11 @@
 //	v   := float32(acc) * Scale[n]
 //	v    = v * RowScale[i]                           (if RowScale != nil)
 //	v    = v + Bias[n]                               (if Bias != nil)
-//	v    = gelu(v)                                   (if Act == ActGelu)
-//	v    = gelu_tanh(v)                              (if Act == ActGeluTanh)
-//	v    = v > 0 || v != v ? v : +0                  (if Act == ActRelu: max(v, 0),
-//	                                                  -0 gives +0, NaN is kept)
+//	v    = Act.Apply(v)                              (act.go defines each activation)
 //	v    = v + Residual[i*ResidualStride+n]          (if Residual != nil)
 //	OutF32[i*OutStride+n] = v                        (f32 output), or
 //	OutU8[i*OutStride+n]  = clamp(roundEven(v*OutInvScale) + OutZeroPoint, 0, 255)
 package qgemm
-
-import "fmt"
 
 // ISA names a kernel family. Larger is faster; SQC_ISA forces a lower one.
 type ISA int
@@ -101,47 +96,6 @@ type PackedB struct {
 	Kp, Np int     // padded: Kp = RoundUp(K, 64), Np = RoundUp(N, 16)
 	Data   []int8  // Np/16 strips of Kp*16 bytes
 	ColSum []int32 // per column n < Np: sum over k of W[k][n] (0 where padded)
-}
-
-// Act is the activation applied in the epilogue.
-type Act uint8
-
-// Activations the epilogue can apply. The values are part of no format:
-// use String and ParseAct to name them.
-const (
-	ActNone     Act = iota
-	ActGelu         // erf GELU: 0.5*x*(1+erf(x/sqrt2))
-	ActRelu         // max(x, 0) with -0 giving +0 and NaN kept (PyTorch's relu)
-	ActGeluTanh     // tanh GELU: 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))
-)
-
-// actCount is one past the last activation.
-const actCount = ActGeluTanh + 1
-
-// String returns the activation's name ("none", "gelu", "relu",
-// "gelu_tanh"), or "Act(n)" for a value that is no activation.
-func (a Act) String() string {
-	switch a {
-	case ActNone:
-		return "none"
-	case ActGelu:
-		return "gelu"
-	case ActRelu:
-		return "relu"
-	case ActGeluTanh:
-		return "gelu_tanh"
-	}
-	return fmt.Sprintf("Act(%d)", uint8(a))
-}
-
-// ParseAct returns the activation that String names s.
-func ParseAct(s string) (Act, error) {
-	for a := range actCount {
-		if a.String() == s {
-			return a, nil
-		}
-	}
-	return ActNone, fmt.Errorf("qgemm: unknown activation %q (want none, gelu, relu or gelu_tanh)", s)
 }
 
 // Epilogue says what happens to the s32 accumulators; see the package

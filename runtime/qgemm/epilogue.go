@@ -18,45 +18,51 @@ import (
 // TestEpilogueAVX512MatchesGo and TestEpilogueAVX512ZeroPoints fail on any
 // difference.
 
+// epilogueChunk is how many columns of a row epilogueGo carries through
+// each of its stages at a time: 256 bytes of float32 on the stack, so the
+// activation runs as one loop over a slice (Act.ApplyAll) instead of a
+// switch per element.
+const epilogueChunk = 64
+
 // epilogueGo applies ep to the s32 block c (see EpilogueFunc).
 func epilogueGo(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
+	var chunk [epilogueChunk]float32
 	for i := 0; i < m; i++ {
-		row := c[i*ldc : i*ldc+n]
 		// Dynamic per-token quantisation (runtime/nn.QuantizeRowsU8): row
 		// m0+i has its own zero point and scale.
 		zp := ep.AZeroPoint
 		if ep.RowZeroPoint != nil {
 			zp = ep.RowZeroPoint[m0+i]
 		}
-		for j, acc := range row {
-			col := n0 + j
-			if ep.ColSum != nil {
-				acc -= zp * ep.ColSum[col]
+		for j0 := 0; j0 < n; j0 += epilogueChunk {
+			vs := chunk[:min(epilogueChunk, n-j0)]
+			for j, acc := range c[i*ldc+j0 : i*ldc+j0+len(vs)] {
+				col := n0 + j0 + j
+				if ep.ColSum != nil {
+					acc -= zp * ep.ColSum[col]
+				}
+				// float32() keeps the product rounded: without it the bias
+				// add below fuses into FMADDS on arm64.
+				v := float32(float32(acc) * ep.Scale[col])
+				if ep.RowScale != nil {
+					v = float32(v * ep.RowScale[m0+i])
+				}
+				if ep.Bias != nil {
+					v += ep.Bias[col]
+				}
+				vs[j] = v
 			}
-			// float32() keeps the product rounded: without it the bias add
-			// below fuses into FMADDS on arm64.
-			v := float32(float32(acc) * ep.Scale[col])
-			if ep.RowScale != nil {
-				v = float32(v * ep.RowScale[m0+i])
-			}
-			if ep.Bias != nil {
-				v += ep.Bias[col]
-			}
-			switch ep.Act {
-			case ActGelu:
-				v = geluF32(v)
-			case ActRelu:
-				v = reluF32(v)
-			case ActGeluTanh:
-				v = geluTanhF32(v)
-			}
-			if ep.Residual != nil {
-				v += ep.Residual[(m0+i)*ep.ResidualStride+col]
-			}
-			if ep.OutF32 != nil {
-				ep.OutF32[(m0+i)*ep.OutStride+col] = v
-			} else {
-				ep.OutU8[(m0+i)*ep.OutStride+col] = quantizeU8(v, ep.OutInvScale, ep.OutZeroPoint)
+			ep.Act.ApplyAll(vs)
+			for j, v := range vs {
+				col := n0 + j0 + j
+				if ep.Residual != nil {
+					v += ep.Residual[(m0+i)*ep.ResidualStride+col]
+				}
+				if ep.OutF32 != nil {
+					ep.OutF32[(m0+i)*ep.OutStride+col] = v
+				} else {
+					ep.OutU8[(m0+i)*ep.OutStride+col] = quantizeU8(v, ep.OutInvScale, ep.OutZeroPoint)
+				}
 			}
 		}
 	}
@@ -76,23 +82,4 @@ func quantizeU8(v, invScale float32, zp int32) uint8 {
 	t = gelu.MinPS(t, quantClamp)
 	q := int32(math.RoundToEven(float64(t))) + zp // |t| <= 2^16: exact
 	return uint8(min(max(q, 0), 255))
-}
-
-// geluF32 is the epilogue's GELU (ActGelu): internal/gelu's, whose
-// AVX-512 form asmgen/geluavo emits into the assembly epilogue.
-func geluF32(x float32) float32 { return gelu.Gelu(x) }
-
-// geluTanhF32 is the epilogue's tanh GELU (ActGeluTanh): internal/gelu's,
-// the same AVX-512 code with the tanh form's tables.
-func geluTanhF32(x float32) float32 { return gelu.GeluTanh(x) }
-
-// reluF32 is the epilogue's ReLU (ActRelu): max(x, 0) with -0 giving +0
-// and NaN kept, as PyTorch's relu (runtime/nn.Relu calls it). Its
-// AVX-512 form is a compare and a zeroing move (epilogueRelu in
-// asmgen/qgemm says why not MAXPS).
-func reluF32(x float32) float32 {
-	if x > 0 || x != x {
-		return x
-	}
-	return 0
 }

@@ -4,16 +4,16 @@ package qgemm
 
 import "fmt"
 
-// Flag bits of epilogueAVX512Asm (asmgen/qgemm/epilogue.go).
+// Feature bits of epilogueAVX512Asm's flags (asmgen/qgemm/epilogue.go);
+// the bits from epiActShift up hold the Act.
 const (
 	epiColSum = 1 << iota
 	epiBias
-	epiGelu
 	epiResidual
 	epiU8
 	epiRow
-	epiRelu
-	epiGeluTanh
+
+	epiActShift = 8
 )
 
 // epilogueAVX512 is the AVX-512 EpilogueFunc: 16 columns per step under an
@@ -66,14 +66,7 @@ func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 		bias = &ep.Bias[n0]
 		flags |= epiBias
 	}
-	switch ep.Act {
-	case ActGelu:
-		flags |= epiGelu
-	case ActRelu:
-		flags |= epiRelu
-	case ActGeluTanh:
-		flags |= epiGelu | epiGeluTanh
-	}
+	flags |= int(ep.Act) << epiActShift
 	var res *float32
 	if ep.Residual != nil {
 		first := m0*ep.ResidualStride + n0
@@ -94,8 +87,10 @@ func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 		clampLo, clampHi = float32(-ep.OutZeroPoint), float32(255-ep.OutZeroPoint)
 		flags |= epiU8
 	}
-	epilogueAVX512Asm(&c[0], ldc, m, n, colSum, ep.AZeroPoint, rowZero, &ep.Scale[n0], rowScale, bias, res,
-		ep.ResidualStride, outF32, outU8, ep.OutStride, ep.OutInvScale, ep.OutZeroPoint, clampLo, clampHi, flags)
+	if !epilogueAVX512Asm(&c[0], ldc, m, n, colSum, ep.AZeroPoint, rowZero, &ep.Scale[n0], rowScale, bias, res,
+		ep.ResidualStride, outF32, outU8, ep.OutStride, ep.OutInvScale, ep.OutZeroPoint, clampLo, clampHi, flags) {
+		epilogueGo(ep, c, ldc, m0, n0, m, n) // an Act with no assembly loop
+	}
 }
 
 // asmZeroPoint reports whether the assembly's u8 quantisation gives

@@ -19,8 +19,9 @@ func skipWithoutAVX512(t *testing.T) {
 }
 
 // epilogueCase builds an Epilogue for an m x n block at (m0, n0) of an
-// output of rows x cols, with the options in flags (the epi* bits), and
-// random data covering the clamps of the u8 output and the GELU range.
+// output of rows x cols, with the options in flags (the epi* bits and the
+// Act above epiActShift, as epilogueAVX512 passes them), and random data
+// covering the clamps of the u8 output and the GELU range.
 func epilogueCase(rng *rand.Rand, flags, m0, n0, m, n int) (*Epilogue, []int32, int) {
 	rows, cols := m0+m+1, n0+n+3
 	ldc := n + 5
@@ -51,15 +52,7 @@ func epilogueCase(rng *rand.Rand, flags, m0, n0, m, n int) (*Epilogue, []int32, 
 			ep.Bias[j] = randF(-3, 3)
 		}
 	}
-	if flags&epiGelu != 0 {
-		ep.Act = ActGelu
-		if flags&epiGeluTanh != 0 {
-			ep.Act = ActGeluTanh
-		}
-	}
-	if flags&epiRelu != 0 {
-		ep.Act = ActRelu
-	}
+	ep.Act = Act(flags >> epiActShift)
 	if flags&epiRow != 0 {
 		// Dynamic quantisation: every row its own zero point and scale
 		// (RowZeroPoint is ignored without ColSum, as in epilogueGo).
@@ -92,6 +85,28 @@ func epilogueCase(rng *rand.Rand, flags, m0, n0, m, n int) (*Epilogue, []int32, 
 		}
 	}
 	return ep, c, ldc
+}
+
+// withAct returns the flags bits that carry a.
+func withAct(a Act) int { return int(a) << epiActShift }
+
+// TestEpilogueAVX512CoversEveryAct asks for an assembly loop for every
+// Act (an Act without one runs correctly, on the Go epilogue, but slowly)
+// and checks that the assembly leaves the output alone and says so for a
+// value that is no Act.
+func TestEpilogueAVX512CoversEveryAct(t *testing.T) {
+	skipWithoutAVX512(t)
+	c, scale := []int32{3}, []float32{0.5}
+	for a := range actCount + 1 {
+		out := []float32{-7}
+		ok := epilogueAVX512Asm(&c[0], 1, 1, 1, nil, 0, nil, &scale[0], nil, nil, nil, 0, &out[0], nil, 1, 0, 0, 0, 0, withAct(a))
+		switch {
+		case a < actCount && (!ok || out[0] != a.Apply(1.5)):
+			t.Errorf("%v: epilogueAVX512Asm returned %v and wrote %g, want true and %g: give it a loop in asmgen/qgemm's epilogueActs", a, ok, out[0], a.Apply(1.5))
+		case a == actCount && (ok || out[0] != -7):
+			t.Errorf("%v: epilogueAVX512Asm returned %v and wrote %g, want false and the output untouched", a, ok, out[0])
+		}
+	}
 }
 
 // cloneOutputs returns a copy of ep with fresh copies of its outputs.
@@ -132,24 +147,24 @@ func sameBits(t *testing.T, what string, want, got *Epilogue) {
 }
 
 // TestEpilogueAVX512MatchesGo runs every option combination (colsum/zero
-// point, bias, GELU or ReLU, residual, f32 or u8 output, per-row zero
-// point and scale) on odd block sizes at odd offsets and compares the
-// whole output buffers, so a stray write outside the block fails too.
+// point, bias, each Act, residual, f32 or u8 output, per-row zero point
+// and scale) on odd block sizes at odd offsets and compares the whole
+// output buffers, so a stray write outside the block fails too.
 func TestEpilogueAVX512MatchesGo(t *testing.T) {
 	skipWithoutAVX512(t)
 	rng := rand.New(rand.NewPCG(5, 6))
-	for flags := 0; flags < 1<<8; flags++ {
-		if flags&epiGelu != 0 && flags&epiRelu != 0 || flags&epiGeluTanh != 0 && flags&epiGelu == 0 {
-			continue // one Act; the tanh bit only modifies GELU
-		}
-		for _, n := range []int{1, 7, 16, 17, 33, 100} {
-			for _, m := range []int{1, 3} {
-				m0, n0 := rng.IntN(3), rng.IntN(20)
-				ep, c, ldc := epilogueCase(rng, flags, m0, n0, m, n)
-				want, got := cloneOutputs(ep), cloneOutputs(ep)
-				epilogueGo(want, c, ldc, m0, n0, m, n)
-				epilogueAVX512(got, c, ldc, m0, n0, m, n)
-				sameBits(t, fmt.Sprintf("flags=%08b m=%d n=%d at (%d,%d)", flags, m, n, m0, n0), want, got)
+	for features := range 1 << 5 {
+		for act := range actCount {
+			flags := features | withAct(act)
+			for _, n := range []int{1, 7, 16, 17, 33, 100} {
+				for _, m := range []int{1, 3} {
+					m0, n0 := rng.IntN(3), rng.IntN(20)
+					ep, c, ldc := epilogueCase(rng, flags, m0, n0, m, n)
+					want, got := cloneOutputs(ep), cloneOutputs(ep)
+					epilogueGo(want, c, ldc, m0, n0, m, n)
+					epilogueAVX512(got, c, ldc, m0, n0, m, n)
+					sameBits(t, fmt.Sprintf("%v features=%05b m=%d n=%d at (%d,%d)", act, features, m, n, m0, n0), want, got)
+				}
 			}
 		}
 	}
@@ -163,7 +178,7 @@ func TestEpilogueAVX512ZeroPoints(t *testing.T) {
 	skipWithoutAVX512(t)
 	rng := rand.New(rand.NewPCG(13, 14))
 	for _, zp := range []int32{0, 1, 128, 255, 256, -1, 1000, -65281, -65282, 65536, 65537, 1 << 30, -1 << 30} {
-		for k, flags := range []int{epiU8, epiColSum | epiBias | epiGelu | epiU8, epiColSum | epiRow | epiResidual | epiU8, epiU8, epiColSum | epiBias | epiRelu | epiU8, epiColSum | epiBias | epiGelu | epiGeluTanh | epiU8} {
+		for k, flags := range []int{epiU8, epiColSum | epiBias | withAct(ActGelu) | epiU8, epiColSum | epiRow | epiResidual | epiU8, epiU8, epiColSum | epiBias | withAct(ActRelu) | epiU8, epiColSum | epiBias | withAct(ActGeluTanh) | epiU8} {
 			ep, c, ldc := epilogueCase(rng, flags, 1, 2, 3, 37)
 			ep.OutZeroPoint = zp
 			if k == 0 {
@@ -188,7 +203,7 @@ func TestEpilogueAVX512OneRowOperand(t *testing.T) {
 	skipWithoutAVX512(t)
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, drop := range []string{"RowScale", "RowZeroPoint"} {
-		ep, c, ldc := epilogueCase(rng, epiColSum|epiBias|epiGelu|epiRow, 2, 3, 5, 37)
+		ep, c, ldc := epilogueCase(rng, epiColSum|epiBias|withAct(ActGelu)|epiRow, 2, 3, 5, 37)
 		if drop == "RowScale" {
 			ep.RowScale = nil
 		} else {
@@ -242,7 +257,7 @@ func TestEpilogueAVX512ActBits(t *testing.T) {
 	for i := range c {
 		c[i] = 1
 	}
-	for _, act := range []Act{ActGelu, ActRelu, ActGeluTanh} {
+	for act := ActNone + 1; act < actCount; act++ {
 		ep := &Epilogue{Scale: xs, Act: act, OutF32: make([]float32, n), OutStride: n}
 		want, got := cloneOutputs(ep), cloneOutputs(ep)
 		epilogueGo(want, c, n, 0, 0, 1, n)
@@ -272,7 +287,7 @@ func BenchmarkEpilogue(b *testing.B) {
 	for _, c := range []struct {
 		name  string
 		flags int
-	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | epiGelu}, {"bias-gelu-u8", epiColSum | epiBias | epiGelu | epiU8}, {"row-bias-f32", epiColSum | epiRow | epiBias}, {"row-bias-gelu-f32", epiColSum | epiRow | epiBias | epiGelu}, {"relu-f32", epiColSum | epiRelu}, {"bias-relu-u8", epiColSum | epiBias | epiRelu | epiU8}, {"row-bias-relu-f32", epiColSum | epiRow | epiBias | epiRelu}, {"bias-gelutanh-u8", epiColSum | epiBias | epiGelu | epiGeluTanh | epiU8}} {
+	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | withAct(ActGelu)}, {"bias-gelu-u8", epiColSum | epiBias | withAct(ActGelu) | epiU8}, {"row-bias-f32", epiColSum | epiRow | epiBias}, {"row-bias-gelu-f32", epiColSum | epiRow | epiBias | withAct(ActGelu)}, {"relu-f32", epiColSum | withAct(ActRelu)}, {"bias-relu-u8", epiColSum | epiBias | withAct(ActRelu) | epiU8}, {"row-bias-relu-f32", epiColSum | epiRow | epiBias | withAct(ActRelu)}, {"bias-gelutanh-u8", epiColSum | epiBias | withAct(ActGeluTanh) | epiU8}} {
 		for _, impl := range []struct {
 			name string
 			f    EpilogueFunc

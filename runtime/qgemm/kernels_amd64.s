@@ -9038,31 +9038,42 @@ DATA epilogueColMasks<>+504(SB)/8, $0x7fffffffffffffff
 DATA epilogueColMasks<>+512(SB)/8, $0xffffffffffffffff
 GLOBL epilogueColMasks<>(SB), RODATA|NOPTR, $520
 
-// func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+// func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int) bool
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
-TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-144
-	MOVQ  flags+136(FP), AX
+TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-145
+	MOVQ flags+136(FP), AX
+	MOVQ AX, CX
+	SHRQ $0x08, CX
+	CMPQ CX, $0x00000000
+	JEQ  epi_none_411
+	CMPQ CX, $0x00000001
+	JEQ  epi_gelu_412
+	CMPQ CX, $0x00000003
+	JEQ  epi_gelu_412
+	CMPQ CX, $0x00000002
+	JEQ  epi_relu_413
+	XORB AL, AL
+	MOVB AL, ret+144(FP)
+	RET
+
+epi_none_411:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_411
-	TESTQ $0x00000002, AX
-	JNZ   epi_flag_412
-	TESTQ $0x00000004, AX
-	JNZ   epi_flag_413
-	TESTQ $0x00000008, AX
-	JNZ   epi_flag_414
-	TESTQ $0x00000010, AX
 	JNZ   epi_flag_415
-	TESTQ $0x00000020, AX
+	TESTQ $0x00000002, AX
 	JNZ   epi_flag_416
-	TESTQ $0x00000040, AX
+	TESTQ $0x00000004, AX
 	JNZ   epi_flag_417
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_418
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_419
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_418:
+epi_strip_420:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -9085,7 +9096,7 @@ epi_strip_418:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_419:
+epi_row_421:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9106,91 +9117,21 @@ epi_row_419:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_419
-	ADDQ        $0x40, DX
-	CMPQ        DX, n+24(FP)
-	JL          epi_strip_418
-	VZEROUPPER
-	RET
-
-epi_flag_417:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   outStride+112(FP), CX
-	SHLQ   $0x02, CX
-	VPXORD Z0, Z0, Z0
-	XORQ   DX, DX
-
-epi_strip_420:
-	LEAQ      epilogueColMasks<>+0(SB), BX
-	MOVQ      n+24(FP), SI
-	SUBQ      DX, SI
-	MOVQ      $0x00000040, DI
-	CMPQ      SI, DI
-	CMOVQLT   SI, DI
-	KMOVQ     (BX)(DI*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z (BX)(DX*4), K1, Z1
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 64(BX)(DX*4), K2, Z2
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 128(BX)(DX*4), K3, Z3
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 192(BX)(DX*4), K4, Z4
-	MOVQ      c+0(FP), BX
-	MOVQ      outF32+96(FP), SI
-	XORQ      DI, DI
-
-epi_row_421:
-	VMOVDQU32.Z (BX)(DX*4), K1, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMULPS      Z1, Z5, Z5
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMULPS      Z2, Z6, Z6
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMULPS      Z3, Z7, Z7
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z4, Z8, Z8
-	VCMPPS      $0x16, Z0, Z5, K5
-	VMOVAPS.Z   Z5, K5, Z5
-	VCMPPS      $0x16, Z0, Z6, K5
-	VMOVAPS.Z   Z6, K5, Z6
-	VCMPPS      $0x16, Z0, Z7, K5
-	VMOVAPS.Z   Z7, K5, Z7
-	VCMPPS      $0x16, Z0, Z8, K5
-	VMOVAPS.Z   Z8, K5, Z8
-	VMOVUPS     Z5, K1, (SI)(DX*4)
-	VMOVUPS     Z6, K2, 64(SI)(DX*4)
-	VMOVUPS     Z7, K3, 128(SI)(DX*4)
-	VMOVUPS     Z8, K4, 192(SI)(DX*4)
-	ADDQ        AX, BX
-	ADDQ        CX, SI
-	INCQ        DI
-	CMPQ        DI, m+16(FP)
 	JL          epi_row_421
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
 	JL          epi_strip_420
-	VZEROUPPER
-	RET
+	JMP         epi_done_414
 
-epi_flag_416:
-	TESTQ $0x00000040, AX
-	JNZ   epi_flag_422
-	MOVQ  ldc+8(FP), AX
-	SHLQ  $0x02, AX
-	MOVQ  outStride+112(FP), CX
-	SHLQ  $0x02, CX
-	MOVQ  rowScale+64(FP), DX
-	XORQ  BX, BX
+epi_flag_419:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ rowScale+64(FP), DX
+	XORQ BX, BX
 
-epi_strip_423:
+epi_strip_422:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9213,7 +9154,7 @@ epi_strip_423:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_424:
+epi_row_423:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9238,90 +9179,15 @@ epi_row_424:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_424
+	JL          epi_row_423
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_423
-	VZEROUPPER
-	RET
+	JL          epi_strip_422
+	JMP         epi_done_414
 
-epi_flag_422:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   outStride+112(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   rowScale+64(FP), DX
-	VPXORD Z0, Z0, Z0
-	XORQ   BX, BX
-
-epi_strip_425:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z1
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z3
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z4
-	MOVQ      c+0(FP), SI
-	MOVQ      outF32+96(FP), DI
-	XORQ      R8, R8
-
-epi_row_426:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMULPS      Z1, Z5, Z5
-	VMULPS.BCST (DX)(R8*4), Z5, Z5
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMULPS      Z2, Z6, Z6
-	VMULPS.BCST (DX)(R8*4), Z6, Z6
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMULPS      Z3, Z7, Z7
-	VMULPS.BCST (DX)(R8*4), Z7, Z7
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z4, Z8, Z8
-	VMULPS.BCST (DX)(R8*4), Z8, Z8
-	VCMPPS      $0x16, Z0, Z5, K5
-	VMOVAPS.Z   Z5, K5, Z5
-	VCMPPS      $0x16, Z0, Z6, K5
-	VMOVAPS.Z   Z6, K5, Z6
-	VCMPPS      $0x16, Z0, Z7, K5
-	VMOVAPS.Z   Z7, K5, Z7
-	VCMPPS      $0x16, Z0, Z8, K5
-	VMOVAPS.Z   Z8, K5, Z8
-	VMOVUPS     Z5, K1, (DI)(BX*4)
-	VMOVUPS     Z6, K2, 64(DI)(BX*4)
-	VMOVUPS     Z7, K3, 128(DI)(BX*4)
-	VMOVUPS     Z8, K4, 192(DI)(BX*4)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	INCQ        R8
-	CMPQ        R8, m+16(FP)
-	JL          epi_row_426
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_425
-	VZEROUPPER
-	RET
-
-epi_flag_415:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_427
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_428
+epi_flag_418:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_424
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -9332,7 +9198,7 @@ epi_flag_415:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_429:
+epi_strip_425:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -9355,7 +9221,7 @@ epi_strip_429:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_430:
+epi_row_426:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -9396,107 +9262,13 @@ epi_row_430:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_430
+	JL          epi_row_426
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_429
-	VZEROUPPER
-	RET
+	JL          epi_strip_425
+	JMP         epi_done_414
 
-epi_flag_428:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), DX
-	VPBROADCASTD DX, Z3
-	VPXORD       Z4, Z4, Z4
-	XORQ         DX, DX
-
-epi_strip_431:
-	LEAQ      epilogueColMasks<>+0(SB), BX
-	MOVQ      n+24(FP), SI
-	SUBQ      DX, SI
-	MOVQ      $0x00000040, DI
-	CMPQ      SI, DI
-	CMOVQLT   SI, DI
-	KMOVQ     (BX)(DI*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z (BX)(DX*4), K1, Z5
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 64(BX)(DX*4), K2, Z6
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 128(BX)(DX*4), K3, Z7
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 192(BX)(DX*4), K4, Z8
-	MOVQ      c+0(FP), BX
-	MOVQ      outU8+104(FP), SI
-	XORQ      DI, DI
-
-epi_row_432:
-	VMOVDQU32.Z (BX)(DX*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z7, Z11, Z11
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z8, Z12, Z12
-	VCMPPS      $0x16, Z4, Z9, K5
-	VMOVAPS.Z   Z9, K5, Z9
-	VCMPPS      $0x16, Z4, Z10, K5
-	VMOVAPS.Z   Z10, K5, Z10
-	VCMPPS      $0x16, Z4, Z11, K5
-	VMOVAPS.Z   Z11, K5, Z11
-	VCMPPS      $0x16, Z4, Z12, K5
-	VMOVAPS.Z   Z12, K5, Z12
-	VMULPS      Z0, Z9, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K1, (SI)(DX*1)
-	VMULPS      Z0, Z10, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(SI)(DX*1)
-	VMULPS      Z0, Z11, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(SI)(DX*1)
-	VMULPS      Z0, Z12, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K4, 48(SI)(DX*1)
-	ADDQ        AX, BX
-	ADDQ        CX, SI
-	INCQ        DI
-	CMPQ        DI, m+16(FP)
-	JL          epi_row_432
-	ADDQ        $0x40, DX
-	CMPQ        DX, n+24(FP)
-	JL          epi_strip_431
-	VZEROUPPER
-	RET
-
-epi_flag_427:
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_433
+epi_flag_424:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -9508,7 +9280,7 @@ epi_flag_427:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_434:
+epi_strip_427:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9531,7 +9303,7 @@ epi_strip_434:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_435:
+epi_row_428:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -9576,116 +9348,17 @@ epi_row_435:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_435
+	JL          epi_row_428
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_434
-	VZEROUPPER
-	RET
+	JL          epi_strip_427
+	JMP         epi_done_414
 
-epi_flag_433:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	MOVQ         rowScale+64(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z3
-	VPXORD       Z4, Z4, Z4
-	XORQ         BX, BX
-
-epi_strip_436:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z5
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z7
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
-	MOVQ      c+0(FP), SI
-	MOVQ      outU8+104(FP), DI
-	XORQ      R8, R8
-
-epi_row_437:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VMULPS.BCST (DX)(R8*4), Z9, Z9
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	VMULPS.BCST (DX)(R8*4), Z10, Z10
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z7, Z11, Z11
-	VMULPS.BCST (DX)(R8*4), Z11, Z11
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z8, Z12, Z12
-	VMULPS.BCST (DX)(R8*4), Z12, Z12
-	VCMPPS      $0x16, Z4, Z9, K5
-	VMOVAPS.Z   Z9, K5, Z9
-	VCMPPS      $0x16, Z4, Z10, K5
-	VMOVAPS.Z   Z10, K5, Z10
-	VCMPPS      $0x16, Z4, Z11, K5
-	VMOVAPS.Z   Z11, K5, Z11
-	VCMPPS      $0x16, Z4, Z12, K5
-	VMOVAPS.Z   Z12, K5, Z12
-	VMULPS      Z0, Z9, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K1, (DI)(BX*1)
-	VMULPS      Z0, Z10, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(DI)(BX*1)
-	VMULPS      Z0, Z11, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(DI)(BX*1)
-	VMULPS      Z0, Z12, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K4, 48(DI)(BX*1)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	INCQ        R8
-	CMPQ        R8, m+16(FP)
-	JL          epi_row_437
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_436
-	VZEROUPPER
-	RET
-
-epi_flag_414:
+epi_flag_417:
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_429
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_438
-	TESTQ $0x00000020, AX
-	JNZ   epi_flag_439
-	TESTQ $0x00000040, AX
-	JNZ   epi_flag_440
+	JNZ   epi_flag_430
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -9694,7 +9367,7 @@ epi_flag_414:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_441:
+epi_strip_431:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -9718,7 +9391,7 @@ epi_strip_441:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_442:
+epi_row_432:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9748,105 +9421,23 @@ epi_row_442:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_442
+	JL          epi_row_432
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_441
-	VZEROUPPER
-	RET
+	JL          epi_strip_431
+	JMP         epi_done_414
 
-epi_flag_440:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   resStride+88(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   outStride+112(FP), DX
-	SHLQ   $0x02, DX
-	VPXORD Z0, Z0, Z0
-	XORQ   BX, BX
+epi_flag_430:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	XORQ SI, SI
 
-epi_strip_443:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z1
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z3
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z4
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outF32+96(FP), R8
-	XORQ      R9, R9
-
-epi_row_444:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMULPS      Z1, Z5, Z5
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMULPS      Z2, Z6, Z6
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMULPS      Z3, Z7, Z7
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z4, Z8, Z8
-	VCMPPS      $0x16, Z0, Z5, K5
-	VMOVAPS.Z   Z5, K5, Z5
-	VCMPPS      $0x16, Z0, Z6, K5
-	VMOVAPS.Z   Z6, K5, Z6
-	VCMPPS      $0x16, Z0, Z7, K5
-	VMOVAPS.Z   Z7, K5, Z7
-	VCMPPS      $0x16, Z0, Z8, K5
-	VMOVAPS.Z   Z8, K5, Z8
-	VMOVUPS.Z   (DI)(BX*4), K1, Z9
-	VADDPS      Z9, Z5, Z5
-	VMOVUPS     Z5, K1, (R8)(BX*4)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z5
-	VADDPS      Z5, Z6, Z6
-	VMOVUPS     Z6, K2, 64(R8)(BX*4)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z5
-	VADDPS      Z5, Z7, Z7
-	VMOVUPS     Z7, K3, 128(R8)(BX*4)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z5
-	VADDPS      Z5, Z8, Z8
-	VMOVUPS     Z8, K4, 192(R8)(BX*4)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_444
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_443
-	VZEROUPPER
-	RET
-
-epi_flag_439:
-	TESTQ $0x00000040, AX
-	JNZ   epi_flag_445
-	MOVQ  ldc+8(FP), AX
-	SHLQ  $0x02, AX
-	MOVQ  resStride+88(FP), CX
-	SHLQ  $0x02, CX
-	MOVQ  outStride+112(FP), DX
-	SHLQ  $0x02, DX
-	MOVQ  rowScale+64(FP), BX
-	XORQ  SI, SI
-
-epi_strip_446:
+epi_strip_433:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -9870,7 +9461,7 @@ epi_strip_446:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_447:
+epi_row_434:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -9904,102 +9495,15 @@ epi_row_447:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_447
+	JL          epi_row_434
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_446
-	VZEROUPPER
-	RET
+	JL          epi_strip_433
+	JMP         epi_done_414
 
-epi_flag_445:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   resStride+88(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   outStride+112(FP), DX
-	SHLQ   $0x02, DX
-	MOVQ   rowScale+64(FP), BX
-	VPXORD Z0, Z0, Z0
-	XORQ   SI, SI
-
-epi_strip_448:
-	LEAQ      epilogueColMasks<>+0(SB), DI
-	MOVQ      n+24(FP), R8
-	SUBQ      SI, R8
-	MOVQ      $0x00000040, R9
-	CMPQ      R8, R9
-	CMOVQLT   R8, R9
-	KMOVQ     (DI)(R9*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z (DI)(SI*4), K1, Z1
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 64(DI)(SI*4), K2, Z2
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 128(DI)(SI*4), K3, Z3
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 192(DI)(SI*4), K4, Z4
-	MOVQ      c+0(FP), DI
-	MOVQ      res+80(FP), R8
-	MOVQ      outF32+96(FP), R9
-	XORQ      R10, R10
-
-epi_row_449:
-	VMOVDQU32.Z (DI)(SI*4), K1, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMULPS      Z1, Z5, Z5
-	VMULPS.BCST (BX)(R10*4), Z5, Z5
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMULPS      Z2, Z6, Z6
-	VMULPS.BCST (BX)(R10*4), Z6, Z6
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMULPS      Z3, Z7, Z7
-	VMULPS.BCST (BX)(R10*4), Z7, Z7
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z4, Z8, Z8
-	VMULPS.BCST (BX)(R10*4), Z8, Z8
-	VCMPPS      $0x16, Z0, Z5, K5
-	VMOVAPS.Z   Z5, K5, Z5
-	VCMPPS      $0x16, Z0, Z6, K5
-	VMOVAPS.Z   Z6, K5, Z6
-	VCMPPS      $0x16, Z0, Z7, K5
-	VMOVAPS.Z   Z7, K5, Z7
-	VCMPPS      $0x16, Z0, Z8, K5
-	VMOVAPS.Z   Z8, K5, Z8
-	VMOVUPS.Z   (R8)(SI*4), K1, Z9
-	VADDPS      Z9, Z5, Z5
-	VMOVUPS     Z5, K1, (R9)(SI*4)
-	VMOVUPS.Z   64(R8)(SI*4), K2, Z5
-	VADDPS      Z5, Z6, Z6
-	VMOVUPS     Z6, K2, 64(R9)(SI*4)
-	VMOVUPS.Z   128(R8)(SI*4), K3, Z5
-	VADDPS      Z5, Z7, Z7
-	VMOVUPS     Z7, K3, 128(R9)(SI*4)
-	VMOVUPS.Z   192(R8)(SI*4), K4, Z5
-	VADDPS      Z5, Z8, Z8
-	VMOVUPS     Z8, K4, 192(R9)(SI*4)
-	ADDQ        AX, DI
-	ADDQ        CX, R8
-	ADDQ        DX, R9
-	INCQ        R10
-	CMPQ        R10, m+16(FP)
-	JL          epi_row_449
-	ADDQ        $0x40, SI
-	CMPQ        SI, n+24(FP)
-	JL          epi_strip_448
-	VZEROUPPER
-	RET
-
-epi_flag_438:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_450
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_451
+epi_flag_429:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_435
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -10012,7 +9516,7 @@ epi_flag_438:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_452:
+epi_strip_436:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10036,7 +9540,7 @@ epi_strip_452:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_453:
+epi_row_437:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -10086,119 +9590,13 @@ epi_row_453:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_453
+	JL          epi_row_437
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_452
-	VZEROUPPER
-	RET
+	JL          epi_strip_436
+	JMP         epi_done_414
 
-epi_flag_451:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z3
-	VPXORD       Z4, Z4, Z4
-	XORQ         BX, BX
-
-epi_strip_454:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z5
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z7
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outU8+104(FP), R8
-	XORQ      R9, R9
-
-epi_row_455:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z7, Z11, Z11
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z8, Z12, Z12
-	VCMPPS      $0x16, Z4, Z9, K5
-	VMOVAPS.Z   Z9, K5, Z9
-	VCMPPS      $0x16, Z4, Z10, K5
-	VMOVAPS.Z   Z10, K5, Z10
-	VCMPPS      $0x16, Z4, Z11, K5
-	VMOVAPS.Z   Z11, K5, Z11
-	VCMPPS      $0x16, Z4, Z12, K5
-	VMOVAPS.Z   Z12, K5, Z12
-	VMOVUPS.Z   (DI)(BX*4), K1, Z13
-	VADDPS      Z13, Z9, Z9
-	VMULPS      Z0, Z9, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K1, (R8)(BX*1)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
-	VADDPS      Z9, Z10, Z10
-	VMULPS      Z0, Z10, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(R8)(BX*1)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z9
-	VADDPS      Z9, Z11, Z11
-	VMULPS      Z0, Z11, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(R8)(BX*1)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z9
-	VADDPS      Z9, Z12, Z12
-	VMULPS      Z0, Z12, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K4, 48(R8)(BX*1)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_455
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_454
-	VZEROUPPER
-	RET
-
-epi_flag_450:
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_456
+epi_flag_435:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -10212,7 +9610,7 @@ epi_flag_450:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_457:
+epi_strip_438:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -10236,7 +9634,7 @@ epi_strip_457:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_458:
+epi_row_439:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -10290,29 +9688,450 @@ epi_row_458:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_458
+	JL          epi_row_439
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_457
-	VZEROUPPER
-	RET
+	JL          epi_strip_438
+	JMP         epi_done_414
 
-epi_flag_456:
+epi_flag_416:
+	TESTQ $0x00000004, AX
+	JNZ   epi_flag_440
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_441
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_442
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	XORQ  DX, DX
+
+epi_strip_443:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z0
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z1
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z2
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z3
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z4
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z5
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z6
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z7
+	MOVQ      c+0(FP), BX
+	MOVQ      outF32+96(FP), SI
+	XORQ      DI, DI
+
+epi_row_444:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VADDPS      Z1, Z8, Z8
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z2, Z9, Z9
+	VADDPS      Z3, Z9, Z9
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z4, Z10, Z10
+	VADDPS      Z5, Z10, Z10
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z6, Z11, Z11
+	VADDPS      Z7, Z11, Z11
+	VMOVUPS     Z8, K1, (SI)(DX*4)
+	VMOVUPS     Z9, K2, 64(SI)(DX*4)
+	VMOVUPS     Z10, K3, 128(SI)(DX*4)
+	VMOVUPS     Z11, K4, 192(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_444
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_443
+	JMP         epi_done_414
+
+epi_flag_442:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ rowScale+64(FP), DX
+	XORQ BX, BX
+
+epi_strip_445:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z0
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z6
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      c+0(FP), SI
+	MOVQ      outF32+96(FP), DI
+	XORQ      R8, R8
+
+epi_row_446:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VMULPS.BCST (DX)(R8*4), Z8, Z8
+	VADDPS      Z1, Z8, Z8
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z2, Z9, Z9
+	VMULPS.BCST (DX)(R8*4), Z9, Z9
+	VADDPS      Z3, Z9, Z9
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z4, Z10, Z10
+	VMULPS.BCST (DX)(R8*4), Z10, Z10
+	VADDPS      Z5, Z10, Z10
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z6, Z11, Z11
+	VMULPS.BCST (DX)(R8*4), Z11, Z11
+	VADDPS      Z7, Z11, Z11
+	VMOVUPS     Z8, K1, (DI)(BX*4)
+	VMOVUPS     Z9, K2, 64(DI)(BX*4)
+	VMOVUPS     Z10, K3, 128(DI)(BX*4)
+	VMOVUPS     Z11, K4, 192(DI)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_446
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_445
+	JMP         epi_done_414
+
+epi_flag_441:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_447
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	MOVQ         rowScale+64(FP), BX
+	MOVQ         outStride+112(FP), CX
 	VBROADCASTSS invScale+120(FP), Z0
 	VBROADCASTSS clampLo+128(FP), Z1
 	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), SI
-	VPBROADCASTD SI, Z3
-	VPXORD       Z4, Z4, Z4
-	XORQ         SI, SI
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	XORQ         DX, DX
 
-epi_strip_459:
+epi_strip_448:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z4
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z5
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z6
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z7
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z8
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z9
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z10
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z11
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
+
+epi_row_449:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z4, Z12, Z12
+	VADDPS      Z5, Z12, Z12
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z6, Z13, Z13
+	VADDPS      Z7, Z13, Z13
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z8, Z14, Z14
+	VADDPS      Z9, Z14, Z14
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z10, Z15, Z15
+	VADDPS      Z11, Z15, Z15
+	VMULPS      Z0, Z12, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K1, (SI)(DX*1)
+	VMULPS      Z0, Z13, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(SI)(DX*1)
+	VMULPS      Z0, Z14, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K3, 32(SI)(DX*1)
+	VMULPS      Z0, Z15, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K4, 48(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_449
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_448
+	JMP         epi_done_414
+
+epi_flag_447:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	XORQ         BX, BX
+
+epi_strip_450:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
+
+epi_row_451:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z4, Z12, Z12
+	VMULPS.BCST (DX)(R8*4), Z12, Z12
+	VADDPS      Z5, Z12, Z12
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z6, Z13, Z13
+	VMULPS.BCST (DX)(R8*4), Z13, Z13
+	VADDPS      Z7, Z13, Z13
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z8, Z14, Z14
+	VMULPS.BCST (DX)(R8*4), Z14, Z14
+	VADDPS      Z9, Z14, Z14
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z10, Z15, Z15
+	VMULPS.BCST (DX)(R8*4), Z15, Z15
+	VADDPS      Z11, Z15, Z15
+	VMULPS      Z0, Z12, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K1, (DI)(BX*1)
+	VMULPS      Z0, Z13, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(DI)(BX*1)
+	VMULPS      Z0, Z14, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K3, 32(DI)(BX*1)
+	VMULPS      Z0, Z15, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K4, 48(DI)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_451
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_450
+	JMP         epi_done_414
+
+epi_flag_440:
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_452
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_453
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outStride+112(FP), DX
+	SHLQ  $0x02, DX
+	XORQ  BX, BX
+
+epi_strip_454:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z0
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z6
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_455:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VADDPS      Z1, Z8, Z8
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z2, Z9, Z9
+	VADDPS      Z3, Z9, Z9
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z4, Z10, Z10
+	VADDPS      Z5, Z10, Z10
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z6, Z11, Z11
+	VADDPS      Z7, Z11, Z11
+	VMOVUPS.Z   (DI)(BX*4), K1, Z12
+	VADDPS      Z12, Z8, Z8
+	VMOVUPS     Z8, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z8
+	VADDPS      Z8, Z9, Z9
+	VMOVUPS     Z9, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z8
+	VADDPS      Z8, Z10, Z10
+	VMOVUPS     Z10, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z8
+	VADDPS      Z8, Z11, Z11
+	VMOVUPS     Z11, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_455
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_454
+	JMP         epi_done_414
+
+epi_flag_453:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	XORQ SI, SI
+
+epi_strip_456:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -10324,94 +10143,1960 @@ epi_strip_459:
 	KSHIFTRQ  $0x20, K1, K3
 	KSHIFTRQ  $0x30, K1, K4
 	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	VMOVUPS.Z (DI)(SI*4), K1, Z0
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z1
 	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 64(DI)(SI*4), K2, Z6
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z2
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z3
 	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 128(DI)(SI*4), K3, Z7
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z4
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z5
 	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 192(DI)(SI*4), K4, Z8
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z6
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z7
 	MOVQ      c+0(FP), DI
 	MOVQ      res+80(FP), R8
-	MOVQ      outU8+104(FP), R9
+	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_460:
-	VMOVDQU32.Z (DI)(SI*4), K1, Z9
+epi_row_457:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VMULPS.BCST (BX)(R10*4), Z8, Z8
+	VADDPS      Z1, Z8, Z8
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z9
 	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z5, Z9, Z9
+	VMULPS      Z2, Z9, Z9
 	VMULPS.BCST (BX)(R10*4), Z9, Z9
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z10
+	VADDPS      Z3, Z9, Z9
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z10
 	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z6, Z10, Z10
+	VMULPS      Z4, Z10, Z10
 	VMULPS.BCST (BX)(R10*4), Z10, Z10
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z11
+	VADDPS      Z5, Z10, Z10
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z11
 	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z7, Z11, Z11
+	VMULPS      Z6, Z11, Z11
 	VMULPS.BCST (BX)(R10*4), Z11, Z11
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z8, Z12, Z12
-	VMULPS.BCST (BX)(R10*4), Z12, Z12
-	VCMPPS      $0x16, Z4, Z9, K5
-	VMOVAPS.Z   Z9, K5, Z9
-	VCMPPS      $0x16, Z4, Z10, K5
-	VMOVAPS.Z   Z10, K5, Z10
-	VCMPPS      $0x16, Z4, Z11, K5
-	VMOVAPS.Z   Z11, K5, Z11
-	VCMPPS      $0x16, Z4, Z12, K5
-	VMOVAPS.Z   Z12, K5, Z12
-	VMOVUPS.Z   (R8)(SI*4), K1, Z13
-	VADDPS      Z13, Z9, Z9
-	VMULPS      Z0, Z9, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K1, (R9)(SI*1)
-	VMOVUPS.Z   64(R8)(SI*4), K2, Z9
-	VADDPS      Z9, Z10, Z10
-	VMULPS      Z0, Z10, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K2, 16(R9)(SI*1)
-	VMOVUPS.Z   128(R8)(SI*4), K3, Z9
-	VADDPS      Z9, Z11, Z11
-	VMULPS      Z0, Z11, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K3, 32(R9)(SI*1)
-	VMOVUPS.Z   192(R8)(SI*4), K4, Z9
-	VADDPS      Z9, Z12, Z12
-	VMULPS      Z0, Z12, Z9
-	VMAXPS      Z1, Z9, Z9
-	VMINPS      Z2, Z9, Z9
-	VCVTPS2DQ   Z9, Z9
-	VPADDD      Z3, Z9, Z9
-	VPMOVUSDB   Z9, K4, 48(R9)(SI*1)
+	VADDPS      Z7, Z11, Z11
+	VMOVUPS.Z   (R8)(SI*4), K1, Z12
+	VADDPS      Z12, Z8, Z8
+	VMOVUPS     Z8, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z8
+	VADDPS      Z8, Z9, Z9
+	VMOVUPS     Z9, K2, 64(R9)(SI*4)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z8
+	VADDPS      Z8, Z10, Z10
+	VMOVUPS     Z10, K3, 128(R9)(SI*4)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z8
+	VADDPS      Z8, Z11, Z11
+	VMOVUPS     Z11, K4, 192(R9)(SI*4)
 	ADDQ        AX, DI
 	ADDQ        CX, R8
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_460
+	JL          epi_row_457
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_459
-	VZEROUPPER
-	RET
+	JL          epi_strip_456
+	JMP         epi_done_414
 
-epi_flag_413:
+epi_flag_452:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_458
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	XORQ         BX, BX
+
+epi_strip_459:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_460:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z4, Z12, Z12
+	VADDPS      Z5, Z12, Z12
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z6, Z13, Z13
+	VADDPS      Z7, Z13, Z13
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z8, Z14, Z14
+	VADDPS      Z9, Z14, Z14
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z10, Z15, Z15
+	VADDPS      Z11, Z15, Z15
+	VMOVUPS.Z   (DI)(BX*4), K1, Z16
+	VADDPS      Z16, Z12, Z12
+	VMULPS      Z0, Z12, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z12
+	VADDPS      Z12, Z13, Z13
+	VMULPS      Z0, Z13, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z12
+	VADDPS      Z12, Z14, Z14
+	VMULPS      Z0, Z14, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z12
+	VADDPS      Z12, Z15, Z15
+	VMULPS      Z0, Z15, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_460
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_459
+	JMP         epi_done_414
+
+epi_flag_458:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	XORQ         SI, SI
+
+epi_strip_461:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z4
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z6
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z7
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z8
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z9
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z10
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z11
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_462:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z4, Z12, Z12
+	VMULPS.BCST (BX)(R10*4), Z12, Z12
+	VADDPS      Z5, Z12, Z12
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z6, Z13, Z13
+	VMULPS.BCST (BX)(R10*4), Z13, Z13
+	VADDPS      Z7, Z13, Z13
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z8, Z14, Z14
+	VMULPS.BCST (BX)(R10*4), Z14, Z14
+	VADDPS      Z9, Z14, Z14
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z10, Z15, Z15
+	VMULPS.BCST (BX)(R10*4), Z15, Z15
+	VADDPS      Z11, Z15, Z15
+	VMOVUPS.Z   (R8)(SI*4), K1, Z16
+	VADDPS      Z16, Z12, Z12
+	VMULPS      Z0, Z12, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z12
+	VADDPS      Z12, Z13, Z13
+	VMULPS      Z0, Z13, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(R9)(SI*1)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z12
+	VADDPS      Z12, Z14, Z14
+	VMULPS      Z0, Z14, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K3, 32(R9)(SI*1)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z12
+	VADDPS      Z12, Z15, Z15
+	VMULPS      Z0, Z15, Z12
+	VMAXPS      Z1, Z12, Z12
+	VMINPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K4, 48(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_462
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_461
+	JMP         epi_done_414
+
+epi_flag_415:
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_463
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_464
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_465
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_466
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         DX, DX
+
+epi_strip_467:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z3
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z1, Z4
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z5
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z9
+	MOVQ        c+0(FP), BX
+	MOVQ        outF32+96(FP), SI
+	XORQ        DI, DI
+
+epi_row_468:
+	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
+	VCVTDQ2PS Z10, Z10
+	VMULPS    Z3, Z10, Z10
+	VPADDD.Z  64(BX)(DX*4), Z4, K2, Z11
+	VCVTDQ2PS Z11, Z11
+	VMULPS    Z5, Z11, Z11
+	VPADDD.Z  128(BX)(DX*4), Z6, K3, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS    Z7, Z12, Z12
+	VPADDD.Z  192(BX)(DX*4), Z8, K4, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z9, Z13, Z13
+	VMOVUPS   Z10, K1, (SI)(DX*4)
+	VMOVUPS   Z11, K2, 64(SI)(DX*4)
+	VMOVUPS   Z12, K3, 128(SI)(DX*4)
+	VMOVUPS   Z13, K4, 192(SI)(DX*4)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_468
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_467
+	JMP       epi_done_414
+
+epi_flag_466:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ rowScale+64(FP), DX
+	MOVQ rowZero+48(FP), BX
+	XORQ SI, SI
+
+epi_strip_469:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z1
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z2
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z3
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z5
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z6
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z7
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z8
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_470:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z1, Z0, Z10
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
+	VPSUBD       Z10, Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMULPS       Z2, Z9, Z9
+	VMULPS.BCST  (DX)(R9*4), Z9, Z9
+	VPMULLD      Z3, Z0, Z11
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z4, Z10, Z10
+	VMULPS.BCST  (DX)(R9*4), Z10, Z10
+	VPMULLD      Z5, Z0, Z12
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z11
+	VPSUBD       Z12, Z11, Z11
+	VCVTDQ2PS    Z11, Z11
+	VMULPS       Z6, Z11, Z11
+	VMULPS.BCST  (DX)(R9*4), Z11, Z11
+	VPMULLD      Z7, Z0, Z12
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z12, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z8, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VMOVUPS      Z9, K1, (R8)(SI*4)
+	VMOVUPS      Z10, K2, 64(R8)(SI*4)
+	VMOVUPS      Z11, K3, 128(R8)(SI*4)
+	VMOVUPS      Z0, K4, 192(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_470
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_469
+	JMP          epi_done_414
+
+epi_flag_465:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_471
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         DX, DX
+
+epi_strip_472:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z5, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z9
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z5, Z10
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z11
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z13
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_473:
+	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z7, Z14, Z14
+	VPADDD.Z  64(BX)(DX*4), Z8, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z9, Z15, Z15
+	VPADDD.Z  128(BX)(DX*4), Z10, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z11, Z16, Z16
+	VPADDD.Z  192(BX)(DX*4), Z12, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z13, Z17, Z17
+	VMULPS    Z1, Z14, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K1, (SI)(DX*1)
+	VMULPS    Z1, Z15, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K2, 16(SI)(DX*1)
+	VMULPS    Z1, Z16, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K3, 32(SI)(DX*1)
+	VMULPS    Z1, Z17, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K4, 48(SI)(DX*1)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_473
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_472
+	JMP       epi_done_414
+
+epi_flag_471:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z4
+	XORQ         SI, SI
+
+epi_strip_474:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z5
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z6
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z7
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z8
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z9
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z10
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z11
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z12
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_475:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z5, Z0, Z14
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
+	VPSUBD       Z14, Z13, Z13
+	VCVTDQ2PS    Z13, Z13
+	VMULPS       Z6, Z13, Z13
+	VMULPS.BCST  (DX)(R9*4), Z13, Z13
+	VPMULLD      Z7, Z0, Z15
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z8, Z14, Z14
+	VMULPS.BCST  (DX)(R9*4), Z14, Z14
+	VPMULLD      Z9, Z0, Z16
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z10, Z15, Z15
+	VMULPS.BCST  (DX)(R9*4), Z15, Z15
+	VPMULLD      Z11, Z0, Z16
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z16, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VMULPS       Z1, Z13, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K1, (R8)(SI*1)
+	VMULPS       Z1, Z14, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K2, 16(R8)(SI*1)
+	VMULPS       Z1, Z15, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K3, 32(R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_475
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_474
+	JMP          epi_done_414
+
+epi_flag_464:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_476
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_477
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         BX, BX
+
+epi_strip_478:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z3
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z1, Z4
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z5
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z9
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_479:
+	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
+	VCVTDQ2PS Z10, Z10
+	VMULPS    Z3, Z10, Z10
+	VPADDD.Z  64(SI)(BX*4), Z4, K2, Z11
+	VCVTDQ2PS Z11, Z11
+	VMULPS    Z5, Z11, Z11
+	VPADDD.Z  128(SI)(BX*4), Z6, K3, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS    Z7, Z12, Z12
+	VPADDD.Z  192(SI)(BX*4), Z8, K4, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z9, Z13, Z13
+	VMOVUPS.Z (DI)(BX*4), K1, Z14
+	VADDPS    Z14, Z10, Z10
+	VMOVUPS   Z10, K1, (R8)(BX*4)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z10
+	VADDPS    Z10, Z11, Z11
+	VMOVUPS   Z11, K2, 64(R8)(BX*4)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z10
+	VADDPS    Z10, Z12, Z12
+	VMOVUPS   Z12, K3, 128(R8)(BX*4)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z10
+	VADDPS    Z10, Z13, Z13
+	VMOVUPS   Z13, K4, 192(R8)(BX*4)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_479
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_478
+	JMP       epi_done_414
+
+epi_flag_477:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	MOVQ rowZero+48(FP), SI
+	XORQ DI, DI
+
+epi_strip_480:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z1
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z3
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z6
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z7
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z8
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_481:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z1, Z0, Z10
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
+	VPSUBD       Z10, Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMULPS       Z2, Z9, Z9
+	VMULPS.BCST  (BX)(R11*4), Z9, Z9
+	VPMULLD      Z3, Z0, Z11
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z4, Z10, Z10
+	VMULPS.BCST  (BX)(R11*4), Z10, Z10
+	VPMULLD      Z5, Z0, Z12
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z11
+	VPSUBD       Z12, Z11, Z11
+	VCVTDQ2PS    Z11, Z11
+	VMULPS       Z6, Z11, Z11
+	VMULPS.BCST  (BX)(R11*4), Z11, Z11
+	VPMULLD      Z7, Z0, Z12
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z12, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z8, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z12
+	VADDPS       Z12, Z9, Z9
+	VMOVUPS      Z9, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z9
+	VADDPS       Z9, Z10, Z10
+	VMOVUPS      Z10, K2, 64(R10)(DI*4)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z9
+	VADDPS       Z9, Z11, Z11
+	VMOVUPS      Z11, K3, 128(R10)(DI*4)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z9
+	VADDPS       Z9, Z0, Z0
+	VMOVUPS      Z0, K4, 192(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_481
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_480
+	JMP          epi_done_414
+
+epi_flag_476:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_482
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         BX, BX
+
+epi_strip_483:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z5, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z9
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z5, Z10
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z11
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_484:
+	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z7, Z14, Z14
+	VPADDD.Z  64(SI)(BX*4), Z8, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z9, Z15, Z15
+	VPADDD.Z  128(SI)(BX*4), Z10, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z11, Z16, Z16
+	VPADDD.Z  192(SI)(BX*4), Z12, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z13, Z17, Z17
+	VMOVUPS.Z (DI)(BX*4), K1, Z18
+	VADDPS    Z18, Z14, Z14
+	VMULPS    Z1, Z14, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K1, (R8)(BX*1)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
+	VADDPS    Z14, Z15, Z15
+	VMULPS    Z1, Z15, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K2, 16(R8)(BX*1)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
+	VADDPS    Z14, Z16, Z16
+	VMULPS    Z1, Z16, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K3, 32(R8)(BX*1)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
+	VADDPS    Z14, Z17, Z17
+	VMULPS    Z1, Z17, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K4, 48(R8)(BX*1)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_484
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_483
+	JMP       epi_done_414
+
+epi_flag_482:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z4
+	XORQ         DI, DI
+
+epi_strip_485:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z6
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z7
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z8
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z9
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z12
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_486:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z5, Z0, Z14
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
+	VPSUBD       Z14, Z13, Z13
+	VCVTDQ2PS    Z13, Z13
+	VMULPS       Z6, Z13, Z13
+	VMULPS.BCST  (BX)(R11*4), Z13, Z13
+	VPMULLD      Z7, Z0, Z15
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z8, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VPMULLD      Z9, Z0, Z16
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z10, Z15, Z15
+	VMULPS.BCST  (BX)(R11*4), Z15, Z15
+	VPMULLD      Z11, Z0, Z16
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z16, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z16
+	VADDPS       Z16, Z13, Z13
+	VMULPS       Z1, Z13, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z13
+	VADDPS       Z13, Z14, Z14
+	VMULPS       Z1, Z14, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K2, 16(R10)(DI*1)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z13
+	VADDPS       Z13, Z15, Z15
+	VMULPS       Z1, Z15, Z13
+	VMAXPS       Z2, Z13, Z13
+	VMINPS       Z3, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z4, Z13, Z13
+	VPMOVUSDB    Z13, K3, 32(R10)(DI*1)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z13
+	VADDPS       Z13, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_486
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_485
+	JMP          epi_done_414
+
+epi_flag_463:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_487
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_488
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_489
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         DX, DX
+
+epi_strip_490:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z3
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z1, Z5
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z6
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z9
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z10
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z12
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z13
+	MOVQ        c+0(FP), BX
+	MOVQ        outF32+96(FP), SI
+	XORQ        DI, DI
+
+epi_row_491:
+	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z3, Z14, Z14
+	VADDPS    Z4, Z14, Z14
+	VPADDD.Z  64(BX)(DX*4), Z5, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z6, Z15, Z15
+	VADDPS    Z7, Z15, Z15
+	VPADDD.Z  128(BX)(DX*4), Z8, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z9, Z16, Z16
+	VADDPS    Z10, Z16, Z16
+	VPADDD.Z  192(BX)(DX*4), Z11, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z12, Z17, Z17
+	VADDPS    Z13, Z17, Z17
+	VMOVUPS   Z14, K1, (SI)(DX*4)
+	VMOVUPS   Z15, K2, 64(SI)(DX*4)
+	VMOVUPS   Z16, K3, 128(SI)(DX*4)
+	VMOVUPS   Z17, K4, 192(SI)(DX*4)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_491
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_490
+	JMP       epi_done_414
+
+epi_flag_489:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ rowScale+64(FP), DX
+	MOVQ rowZero+48(FP), BX
+	XORQ SI, SI
+
+epi_strip_492:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z1
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z2
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z3
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z4
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z5
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z6
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z7
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z8
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z9
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z10
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z11
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z12
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_493:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z1, Z0, Z14
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
+	VPSUBD       Z14, Z13, Z13
+	VCVTDQ2PS    Z13, Z13
+	VMULPS       Z2, Z13, Z13
+	VMULPS.BCST  (DX)(R9*4), Z13, Z13
+	VADDPS       Z3, Z13, Z13
+	VPMULLD      Z4, Z0, Z15
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z5, Z14, Z14
+	VMULPS.BCST  (DX)(R9*4), Z14, Z14
+	VADDPS       Z6, Z14, Z14
+	VPMULLD      Z7, Z0, Z16
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z8, Z15, Z15
+	VMULPS.BCST  (DX)(R9*4), Z15, Z15
+	VADDPS       Z9, Z15, Z15
+	VPMULLD      Z10, Z0, Z16
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z16, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z11, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z12, Z0, Z0
+	VMOVUPS      Z13, K1, (R8)(SI*4)
+	VMOVUPS      Z14, K2, 64(R8)(SI*4)
+	VMOVUPS      Z15, K3, 128(R8)(SI*4)
+	VMOVUPS      Z0, K4, 192(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_493
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_492
+	JMP          epi_done_414
+
+epi_flag_488:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_494
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         DX, DX
+
+epi_strip_495:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z7
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z8
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z5, Z9
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z10
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z11
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z13
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z14
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z15
+	VPMULLD     Z15, Z0, Z15
+	VPSUBD      Z15, Z5, Z15
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z16
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z17
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_496:
+	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
+	VCVTDQ2PS Z18, Z18
+	VMULPS    Z7, Z18, Z18
+	VADDPS    Z8, Z18, Z18
+	VPADDD.Z  64(BX)(DX*4), Z9, K2, Z19
+	VCVTDQ2PS Z19, Z19
+	VMULPS    Z10, Z19, Z19
+	VADDPS    Z11, Z19, Z19
+	VPADDD.Z  128(BX)(DX*4), Z12, K3, Z20
+	VCVTDQ2PS Z20, Z20
+	VMULPS    Z13, Z20, Z20
+	VADDPS    Z14, Z20, Z20
+	VPADDD.Z  192(BX)(DX*4), Z15, K4, Z21
+	VCVTDQ2PS Z21, Z21
+	VMULPS    Z16, Z21, Z21
+	VADDPS    Z17, Z21, Z21
+	VMULPS    Z1, Z18, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K1, (SI)(DX*1)
+	VMULPS    Z1, Z19, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K2, 16(SI)(DX*1)
+	VMULPS    Z1, Z20, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K3, 32(SI)(DX*1)
+	VMULPS    Z1, Z21, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K4, 48(SI)(DX*1)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_496
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_495
+	JMP       epi_done_414
+
+epi_flag_494:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z4
+	XORQ         SI, SI
+
+epi_strip_497:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z5
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z6
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z7
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z8
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z9
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z10
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z11
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z12
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z13
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z14
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z15
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z16
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_498:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z5, Z0, Z18
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
+	VPSUBD       Z18, Z17, Z17
+	VCVTDQ2PS    Z17, Z17
+	VMULPS       Z6, Z17, Z17
+	VMULPS.BCST  (DX)(R9*4), Z17, Z17
+	VADDPS       Z7, Z17, Z17
+	VPMULLD      Z8, Z0, Z19
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z9, Z18, Z18
+	VMULPS.BCST  (DX)(R9*4), Z18, Z18
+	VADDPS       Z10, Z18, Z18
+	VPMULLD      Z11, Z0, Z20
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z19
+	VPSUBD       Z20, Z19, Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z12, Z19, Z19
+	VMULPS.BCST  (DX)(R9*4), Z19, Z19
+	VADDPS       Z13, Z19, Z19
+	VPMULLD      Z14, Z0, Z20
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z20, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z15, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z16, Z0, Z0
+	VMULPS       Z1, Z17, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K1, (R8)(SI*1)
+	VMULPS       Z1, Z18, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K2, 16(R8)(SI*1)
+	VMULPS       Z1, Z19, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K3, 32(R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_498
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_497
+	JMP          epi_done_414
+
+epi_flag_487:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_499
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_500
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         BX, BX
+
+epi_strip_501:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z3
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z1, Z5
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z6
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z9
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z12
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_502:
+	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z3, Z14, Z14
+	VADDPS    Z4, Z14, Z14
+	VPADDD.Z  64(SI)(BX*4), Z5, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z6, Z15, Z15
+	VADDPS    Z7, Z15, Z15
+	VPADDD.Z  128(SI)(BX*4), Z8, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z9, Z16, Z16
+	VADDPS    Z10, Z16, Z16
+	VPADDD.Z  192(SI)(BX*4), Z11, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z12, Z17, Z17
+	VADDPS    Z13, Z17, Z17
+	VMOVUPS.Z (DI)(BX*4), K1, Z18
+	VADDPS    Z18, Z14, Z14
+	VMOVUPS   Z14, K1, (R8)(BX*4)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
+	VADDPS    Z14, Z15, Z15
+	VMOVUPS   Z15, K2, 64(R8)(BX*4)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
+	VADDPS    Z14, Z16, Z16
+	VMOVUPS   Z16, K3, 128(R8)(BX*4)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
+	VADDPS    Z14, Z17, Z17
+	VMOVUPS   Z17, K4, 192(R8)(BX*4)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_502
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_501
+	JMP       epi_done_414
+
+epi_flag_500:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	MOVQ rowZero+48(FP), SI
+	XORQ DI, DI
+
+epi_strip_503:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z1
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z2
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z3
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z4
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z5
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z6
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z7
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z8
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z9
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z10
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z11
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z12
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_504:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z1, Z0, Z14
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
+	VPSUBD       Z14, Z13, Z13
+	VCVTDQ2PS    Z13, Z13
+	VMULPS       Z2, Z13, Z13
+	VMULPS.BCST  (BX)(R11*4), Z13, Z13
+	VADDPS       Z3, Z13, Z13
+	VPMULLD      Z4, Z0, Z15
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z5, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VADDPS       Z6, Z14, Z14
+	VPMULLD      Z7, Z0, Z16
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z8, Z15, Z15
+	VMULPS.BCST  (BX)(R11*4), Z15, Z15
+	VADDPS       Z9, Z15, Z15
+	VPMULLD      Z10, Z0, Z16
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z16, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z11, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z12, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z16
+	VADDPS       Z16, Z13, Z13
+	VMOVUPS      Z13, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z13
+	VADDPS       Z13, Z14, Z14
+	VMOVUPS      Z14, K2, 64(R10)(DI*4)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z13
+	VADDPS       Z13, Z15, Z15
+	VMOVUPS      Z15, K3, 128(R10)(DI*4)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z13
+	VADDPS       Z13, Z0, Z0
+	VMOVUPS      Z0, K4, 192(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_504
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_503
+	JMP          epi_done_414
+
+epi_flag_499:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_505
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         BX, BX
+
+epi_strip_506:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z8
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z5, Z9
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z10
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z11
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z13
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z14
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
+	VPMULLD     Z15, Z0, Z15
+	VPSUBD      Z15, Z5, Z15
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z16
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z17
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_507:
+	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
+	VCVTDQ2PS Z18, Z18
+	VMULPS    Z7, Z18, Z18
+	VADDPS    Z8, Z18, Z18
+	VPADDD.Z  64(SI)(BX*4), Z9, K2, Z19
+	VCVTDQ2PS Z19, Z19
+	VMULPS    Z10, Z19, Z19
+	VADDPS    Z11, Z19, Z19
+	VPADDD.Z  128(SI)(BX*4), Z12, K3, Z20
+	VCVTDQ2PS Z20, Z20
+	VMULPS    Z13, Z20, Z20
+	VADDPS    Z14, Z20, Z20
+	VPADDD.Z  192(SI)(BX*4), Z15, K4, Z21
+	VCVTDQ2PS Z21, Z21
+	VMULPS    Z16, Z21, Z21
+	VADDPS    Z17, Z21, Z21
+	VMOVUPS.Z (DI)(BX*4), K1, Z22
+	VADDPS    Z22, Z18, Z18
+	VMULPS    Z1, Z18, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K1, (R8)(BX*1)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z18
+	VADDPS    Z18, Z19, Z19
+	VMULPS    Z1, Z19, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K2, 16(R8)(BX*1)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z18
+	VADDPS    Z18, Z20, Z20
+	VMULPS    Z1, Z20, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K3, 32(R8)(BX*1)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z18
+	VADDPS    Z18, Z21, Z21
+	VMULPS    Z1, Z21, Z18
+	VMAXPS    Z2, Z18, Z18
+	VMINPS    Z3, Z18, Z18
+	VCVTPS2DQ Z18, Z18
+	VPADDD    Z4, Z18, Z18
+	VPMOVUSDB Z18, K4, 48(R8)(BX*1)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_507
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_506
+	JMP       epi_done_414
+
+epi_flag_505:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z4
+	XORQ         DI, DI
+
+epi_strip_508:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z6
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z9
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z12
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z13
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z14
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z15
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z16
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_509:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z5, Z0, Z18
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
+	VPSUBD       Z18, Z17, Z17
+	VCVTDQ2PS    Z17, Z17
+	VMULPS       Z6, Z17, Z17
+	VMULPS.BCST  (BX)(R11*4), Z17, Z17
+	VADDPS       Z7, Z17, Z17
+	VPMULLD      Z8, Z0, Z19
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z9, Z18, Z18
+	VMULPS.BCST  (BX)(R11*4), Z18, Z18
+	VADDPS       Z10, Z18, Z18
+	VPMULLD      Z11, Z0, Z20
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z19
+	VPSUBD       Z20, Z19, Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z12, Z19, Z19
+	VMULPS.BCST  (BX)(R11*4), Z19, Z19
+	VADDPS       Z13, Z19, Z19
+	VPMULLD      Z14, Z0, Z20
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z20, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z15, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z16, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z20
+	VADDPS       Z20, Z17, Z17
+	VMULPS       Z1, Z17, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z17
+	VADDPS       Z17, Z18, Z18
+	VMULPS       Z1, Z18, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K2, 16(R10)(DI*1)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z17
+	VADDPS       Z17, Z19, Z19
+	VMULPS       Z1, Z19, Z17
+	VMAXPS       Z2, Z17, Z17
+	VMINPS       Z3, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z4, Z17, Z17
+	VPMOVUSDB    Z17, K3, 32(R10)(DI*1)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z17
+	VADDPS       Z17, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_509
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_508
+	JMP          epi_done_414
+
+epi_gelu_412:
+	TESTQ   $0x00000001, AX
+	JNZ     epi_flag_510
+	TESTQ   $0x00000002, AX
+	JNZ     epi_flag_511
+	TESTQ   $0x00000004, AX
+	JNZ     epi_flag_512
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_461
+	JNZ     epi_flag_513
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_462
-	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_463
+	JNZ     epi_flag_514
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -10419,8 +12104,10 @@ epi_flag_413:
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), DX
 	LEAQ    epilogueGelu<>+384(SB), BX
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE BX, DX
+	MOVQ    flags+136(FP), SI
+	SHRQ    $0x08, SI
+	CMPQ    SI, $0x00000003
+	CMOVQEQ BX, DX
 	VMOVUPS (DX), Z1
 	VMOVUPS 64(DX), Z2
 	VMOVUPS 128(DX), Z3
@@ -10429,7 +12116,7 @@ epi_flag_413:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_464:
+epi_strip_515:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -10446,7 +12133,7 @@ epi_strip_464:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_465:
+epi_row_516:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -10495,14 +12182,13 @@ epi_row_465:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_465
+	JL          epi_row_516
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_464
-	VZEROUPPER
-	RET
+	JL          epi_strip_515
+	JMP         epi_done_414
 
-epi_flag_463:
+epi_flag_514:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -10511,8 +12197,10 @@ epi_flag_463:
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), BX
 	LEAQ    epilogueGelu<>+384(SB), SI
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE SI, BX
+	MOVQ    flags+136(FP), DI
+	SHRQ    $0x08, DI
+	CMPQ    DI, $0x00000003
+	CMOVQEQ SI, BX
 	VMOVUPS (BX), Z1
 	VMOVUPS 64(BX), Z2
 	VMOVUPS 128(BX), Z3
@@ -10521,7 +12209,7 @@ epi_flag_463:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_466:
+epi_strip_517:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10538,7 +12226,7 @@ epi_strip_466:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_467:
+epi_row_518:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -10589,16 +12277,15 @@ epi_row_467:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_467
+	JL          epi_row_518
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_466
-	VZEROUPPER
-	RET
+	JL          epi_strip_517
+	JMP         epi_done_414
 
-epi_flag_462:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_468
+epi_flag_513:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_519
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -10610,8 +12297,10 @@ epi_flag_462:
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), DX
 	LEAQ         epilogueGelu<>+384(SB), BX
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      BX, DX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      BX, DX
 	VMOVUPS      (DX), Z5
 	VMOVUPS      64(DX), Z6
 	VMOVUPS      128(DX), Z7
@@ -10620,7 +12309,7 @@ epi_flag_462:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_469:
+epi_strip_520:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -10637,7 +12326,7 @@ epi_strip_469:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_470:
+epi_row_521:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -10696,14 +12385,13 @@ epi_row_470:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_470
+	JL          epi_row_521
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_469
-	VZEROUPPER
-	RET
+	JL          epi_strip_520
+	JMP         epi_done_414
 
-epi_flag_468:
+epi_flag_519:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -10716,8 +12404,10 @@ epi_flag_468:
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), BX
 	LEAQ         epilogueGelu<>+384(SB), SI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      SI, BX
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      SI, BX
 	VMOVUPS      (BX), Z5
 	VMOVUPS      64(BX), Z6
 	VMOVUPS      128(BX), Z7
@@ -10726,7 +12416,7 @@ epi_flag_468:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_471:
+epi_strip_522:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10743,7 +12433,7 @@ epi_strip_471:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_472:
+epi_row_523:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -10804,18 +12494,17 @@ epi_row_472:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_472
+	JL          epi_row_523
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_471
-	VZEROUPPER
-	RET
+	JL          epi_strip_522
+	JMP         epi_done_414
 
-epi_flag_461:
+epi_flag_512:
+	TESTQ   $0x00000008, AX
+	JNZ     epi_flag_524
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_473
-	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_474
+	JNZ     epi_flag_525
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -10825,8 +12514,10 @@ epi_flag_461:
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), BX
 	LEAQ    epilogueGelu<>+384(SB), SI
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE SI, BX
+	MOVQ    flags+136(FP), DI
+	SHRQ    $0x08, DI
+	CMPQ    DI, $0x00000003
+	CMOVQEQ SI, BX
 	VMOVUPS (BX), Z1
 	VMOVUPS 64(BX), Z2
 	VMOVUPS 128(BX), Z3
@@ -10835,7 +12526,7 @@ epi_flag_461:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_475:
+epi_strip_526:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -10853,7 +12544,7 @@ epi_strip_475:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_476:
+epi_row_527:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -10907,14 +12598,13 @@ epi_row_476:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_476
+	JL          epi_row_527
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_475
-	VZEROUPPER
-	RET
+	JL          epi_strip_526
+	JMP         epi_done_414
 
-epi_flag_474:
+epi_flag_525:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -10925,8 +12615,10 @@ epi_flag_474:
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), SI
 	LEAQ    epilogueGelu<>+384(SB), DI
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE DI, SI
+	MOVQ    flags+136(FP), R8
+	SHRQ    $0x08, R8
+	CMPQ    R8, $0x00000003
+	CMOVQEQ DI, SI
 	VMOVUPS (SI), Z1
 	VMOVUPS 64(SI), Z2
 	VMOVUPS 128(SI), Z3
@@ -10935,7 +12627,7 @@ epi_flag_474:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_477:
+epi_strip_528:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -10953,7 +12645,7 @@ epi_strip_477:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_478:
+epi_row_529:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -11009,16 +12701,15 @@ epi_row_478:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_478
+	JL          epi_row_529
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_477
-	VZEROUPPER
-	RET
+	JL          epi_strip_528
+	JMP         epi_done_414
 
-epi_flag_473:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_479
+epi_flag_524:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_530
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -11032,8 +12723,10 @@ epi_flag_473:
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), BX
 	LEAQ         epilogueGelu<>+384(SB), SI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      SI, BX
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      SI, BX
 	VMOVUPS      (BX), Z5
 	VMOVUPS      64(BX), Z6
 	VMOVUPS      128(BX), Z7
@@ -11042,7 +12735,7 @@ epi_flag_473:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_480:
+epi_strip_531:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -11060,7 +12753,7 @@ epi_strip_480:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_481:
+epi_row_532:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -11124,14 +12817,13 @@ epi_row_481:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_481
+	JL          epi_row_532
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_480
-	VZEROUPPER
-	RET
+	JL          epi_strip_531
+	JMP         epi_done_414
 
-epi_flag_479:
+epi_flag_530:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -11146,8 +12838,10 @@ epi_flag_479:
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), SI
 	LEAQ         epilogueGelu<>+384(SB), DI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      DI, SI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	CMPQ         R8, $0x00000003
+	CMOVQEQ      DI, SI
 	VMOVUPS      (SI), Z5
 	VMOVUPS      64(SI), Z6
 	VMOVUPS      128(SI), Z7
@@ -11156,7 +12850,7 @@ epi_flag_479:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_482:
+epi_strip_533:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -11174,7 +12868,7 @@ epi_strip_482:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_483:
+epi_row_534:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -11240,1572 +12934,19 @@ epi_row_483:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_483
+	JL          epi_row_534
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_482
-	VZEROUPPER
-	RET
-
-epi_flag_412:
-	TESTQ $0x00000004, AX
-	JNZ   epi_flag_484
-	TESTQ $0x00000008, AX
-	JNZ   epi_flag_485
-	TESTQ $0x00000010, AX
-	JNZ   epi_flag_486
-	TESTQ $0x00000020, AX
-	JNZ   epi_flag_487
-	TESTQ $0x00000040, AX
-	JNZ   epi_flag_488
-	MOVQ  ldc+8(FP), AX
-	SHLQ  $0x02, AX
-	MOVQ  outStride+112(FP), CX
-	SHLQ  $0x02, CX
-	XORQ  DX, DX
-
-epi_strip_489:
-	LEAQ      epilogueColMasks<>+0(SB), BX
-	MOVQ      n+24(FP), SI
-	SUBQ      DX, SI
-	MOVQ      $0x00000040, DI
-	CMPQ      SI, DI
-	CMOVQLT   SI, DI
-	KMOVQ     (BX)(DI*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z (BX)(DX*4), K1, Z0
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z (BX)(DX*4), K1, Z1
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 64(BX)(DX*4), K2, Z2
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 64(BX)(DX*4), K2, Z3
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 128(BX)(DX*4), K3, Z4
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 128(BX)(DX*4), K3, Z5
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 192(BX)(DX*4), K4, Z6
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 192(BX)(DX*4), K4, Z7
-	MOVQ      c+0(FP), BX
-	MOVQ      outF32+96(FP), SI
-	XORQ      DI, DI
-
-epi_row_490:
-	VMOVDQU32.Z (BX)(DX*4), K1, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z0, Z8, Z8
-	VADDPS      Z1, Z8, Z8
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z2, Z9, Z9
-	VADDPS      Z3, Z9, Z9
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z4, Z10, Z10
-	VADDPS      Z5, Z10, Z10
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z6, Z11, Z11
-	VADDPS      Z7, Z11, Z11
-	VMOVUPS     Z8, K1, (SI)(DX*4)
-	VMOVUPS     Z9, K2, 64(SI)(DX*4)
-	VMOVUPS     Z10, K3, 128(SI)(DX*4)
-	VMOVUPS     Z11, K4, 192(SI)(DX*4)
-	ADDQ        AX, BX
-	ADDQ        CX, SI
-	INCQ        DI
-	CMPQ        DI, m+16(FP)
-	JL          epi_row_490
-	ADDQ        $0x40, DX
-	CMPQ        DX, n+24(FP)
-	JL          epi_strip_489
-	VZEROUPPER
-	RET
-
-epi_flag_488:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   outStride+112(FP), CX
-	SHLQ   $0x02, CX
-	VPXORD Z0, Z0, Z0
-	XORQ   DX, DX
-
-epi_strip_491:
-	LEAQ      epilogueColMasks<>+0(SB), BX
-	MOVQ      n+24(FP), SI
-	SUBQ      DX, SI
-	MOVQ      $0x00000040, DI
-	CMPQ      SI, DI
-	CMOVQLT   SI, DI
-	KMOVQ     (BX)(DI*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z (BX)(DX*4), K1, Z1
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z (BX)(DX*4), K1, Z2
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 64(BX)(DX*4), K2, Z3
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 64(BX)(DX*4), K2, Z4
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 128(BX)(DX*4), K3, Z5
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 128(BX)(DX*4), K3, Z6
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 192(BX)(DX*4), K4, Z7
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 192(BX)(DX*4), K4, Z8
-	MOVQ      c+0(FP), BX
-	MOVQ      outF32+96(FP), SI
-	XORQ      DI, DI
-
-epi_row_492:
-	VMOVDQU32.Z (BX)(DX*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z1, Z9, Z9
-	VADDPS      Z2, Z9, Z9
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z3, Z10, Z10
-	VADDPS      Z4, Z10, Z10
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z5, Z11, Z11
-	VADDPS      Z6, Z11, Z11
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z7, Z12, Z12
-	VADDPS      Z8, Z12, Z12
-	VCMPPS      $0x16, Z0, Z9, K5
-	VMOVAPS.Z   Z9, K5, Z9
-	VCMPPS      $0x16, Z0, Z10, K5
-	VMOVAPS.Z   Z10, K5, Z10
-	VCMPPS      $0x16, Z0, Z11, K5
-	VMOVAPS.Z   Z11, K5, Z11
-	VCMPPS      $0x16, Z0, Z12, K5
-	VMOVAPS.Z   Z12, K5, Z12
-	VMOVUPS     Z9, K1, (SI)(DX*4)
-	VMOVUPS     Z10, K2, 64(SI)(DX*4)
-	VMOVUPS     Z11, K3, 128(SI)(DX*4)
-	VMOVUPS     Z12, K4, 192(SI)(DX*4)
-	ADDQ        AX, BX
-	ADDQ        CX, SI
-	INCQ        DI
-	CMPQ        DI, m+16(FP)
-	JL          epi_row_492
-	ADDQ        $0x40, DX
-	CMPQ        DX, n+24(FP)
-	JL          epi_strip_491
-	VZEROUPPER
-	RET
-
-epi_flag_487:
-	TESTQ $0x00000040, AX
-	JNZ   epi_flag_493
-	MOVQ  ldc+8(FP), AX
-	SHLQ  $0x02, AX
-	MOVQ  outStride+112(FP), CX
-	SHLQ  $0x02, CX
-	MOVQ  rowScale+64(FP), DX
-	XORQ  BX, BX
-
-epi_strip_494:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z0
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z1
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z4
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z6
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
-	MOVQ      c+0(FP), SI
-	MOVQ      outF32+96(FP), DI
-	XORQ      R8, R8
-
-epi_row_495:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z0, Z8, Z8
-	VMULPS.BCST (DX)(R8*4), Z8, Z8
-	VADDPS      Z1, Z8, Z8
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z2, Z9, Z9
-	VMULPS.BCST (DX)(R8*4), Z9, Z9
-	VADDPS      Z3, Z9, Z9
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z4, Z10, Z10
-	VMULPS.BCST (DX)(R8*4), Z10, Z10
-	VADDPS      Z5, Z10, Z10
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z6, Z11, Z11
-	VMULPS.BCST (DX)(R8*4), Z11, Z11
-	VADDPS      Z7, Z11, Z11
-	VMOVUPS     Z8, K1, (DI)(BX*4)
-	VMOVUPS     Z9, K2, 64(DI)(BX*4)
-	VMOVUPS     Z10, K3, 128(DI)(BX*4)
-	VMOVUPS     Z11, K4, 192(DI)(BX*4)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	INCQ        R8
-	CMPQ        R8, m+16(FP)
-	JL          epi_row_495
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_494
-	VZEROUPPER
-	RET
-
-epi_flag_493:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   outStride+112(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   rowScale+64(FP), DX
-	VPXORD Z0, Z0, Z0
-	XORQ   BX, BX
-
-epi_strip_496:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z1
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
-	MOVQ      c+0(FP), SI
-	MOVQ      outF32+96(FP), DI
-	XORQ      R8, R8
-
-epi_row_497:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z1, Z9, Z9
-	VMULPS.BCST (DX)(R8*4), Z9, Z9
-	VADDPS      Z2, Z9, Z9
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z3, Z10, Z10
-	VMULPS.BCST (DX)(R8*4), Z10, Z10
-	VADDPS      Z4, Z10, Z10
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z5, Z11, Z11
-	VMULPS.BCST (DX)(R8*4), Z11, Z11
-	VADDPS      Z6, Z11, Z11
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z7, Z12, Z12
-	VMULPS.BCST (DX)(R8*4), Z12, Z12
-	VADDPS      Z8, Z12, Z12
-	VCMPPS      $0x16, Z0, Z9, K5
-	VMOVAPS.Z   Z9, K5, Z9
-	VCMPPS      $0x16, Z0, Z10, K5
-	VMOVAPS.Z   Z10, K5, Z10
-	VCMPPS      $0x16, Z0, Z11, K5
-	VMOVAPS.Z   Z11, K5, Z11
-	VCMPPS      $0x16, Z0, Z12, K5
-	VMOVAPS.Z   Z12, K5, Z12
-	VMOVUPS     Z9, K1, (DI)(BX*4)
-	VMOVUPS     Z10, K2, 64(DI)(BX*4)
-	VMOVUPS     Z11, K3, 128(DI)(BX*4)
-	VMOVUPS     Z12, K4, 192(DI)(BX*4)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	INCQ        R8
-	CMPQ        R8, m+16(FP)
-	JL          epi_row_497
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_496
-	VZEROUPPER
-	RET
-
-epi_flag_486:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_498
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_499
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), DX
-	VPBROADCASTD DX, Z3
-	XORQ         DX, DX
-
-epi_strip_500:
-	LEAQ      epilogueColMasks<>+0(SB), BX
-	MOVQ      n+24(FP), SI
-	SUBQ      DX, SI
-	MOVQ      $0x00000040, DI
-	CMPQ      SI, DI
-	CMOVQLT   SI, DI
-	KMOVQ     (BX)(DI*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z (BX)(DX*4), K1, Z4
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z (BX)(DX*4), K1, Z5
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 64(BX)(DX*4), K2, Z6
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 64(BX)(DX*4), K2, Z7
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 128(BX)(DX*4), K3, Z8
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 128(BX)(DX*4), K3, Z9
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 192(BX)(DX*4), K4, Z10
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 192(BX)(DX*4), K4, Z11
-	MOVQ      c+0(FP), BX
-	MOVQ      outU8+104(FP), SI
-	XORQ      DI, DI
-
-epi_row_501:
-	VMOVDQU32.Z (BX)(DX*4), K1, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z4, Z12, Z12
-	VADDPS      Z5, Z12, Z12
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z6, Z13, Z13
-	VADDPS      Z7, Z13, Z13
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z8, Z14, Z14
-	VADDPS      Z9, Z14, Z14
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z10, Z15, Z15
-	VADDPS      Z11, Z15, Z15
-	VMULPS      Z0, Z12, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K1, (SI)(DX*1)
-	VMULPS      Z0, Z13, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K2, 16(SI)(DX*1)
-	VMULPS      Z0, Z14, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K3, 32(SI)(DX*1)
-	VMULPS      Z0, Z15, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K4, 48(SI)(DX*1)
-	ADDQ        AX, BX
-	ADDQ        CX, SI
-	INCQ        DI
-	CMPQ        DI, m+16(FP)
-	JL          epi_row_501
-	ADDQ        $0x40, DX
-	CMPQ        DX, n+24(FP)
-	JL          epi_strip_500
-	VZEROUPPER
-	RET
-
-epi_flag_499:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), DX
-	VPBROADCASTD DX, Z3
-	VPXORD       Z4, Z4, Z4
-	XORQ         DX, DX
-
-epi_strip_502:
-	LEAQ      epilogueColMasks<>+0(SB), BX
-	MOVQ      n+24(FP), SI
-	SUBQ      DX, SI
-	MOVQ      $0x00000040, DI
-	CMPQ      SI, DI
-	CMOVQLT   SI, DI
-	KMOVQ     (BX)(DI*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z (BX)(DX*4), K1, Z5
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z (BX)(DX*4), K1, Z6
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 64(BX)(DX*4), K2, Z7
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 64(BX)(DX*4), K2, Z8
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 128(BX)(DX*4), K3, Z9
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 128(BX)(DX*4), K3, Z10
-	MOVQ      scale+56(FP), BX
-	VMOVUPS.Z 192(BX)(DX*4), K4, Z11
-	MOVQ      bias+72(FP), BX
-	VMOVUPS.Z 192(BX)(DX*4), K4, Z12
-	MOVQ      c+0(FP), BX
-	MOVQ      outU8+104(FP), SI
-	XORQ      DI, DI
-
-epi_row_503:
-	VMOVDQU32.Z (BX)(DX*4), K1, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z5, Z13, Z13
-	VADDPS      Z6, Z13, Z13
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z7, Z14, Z14
-	VADDPS      Z8, Z14, Z14
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z9, Z15, Z15
-	VADDPS      Z10, Z15, Z15
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z16
-	VCVTDQ2PS   Z16, Z16
-	VMULPS      Z11, Z16, Z16
-	VADDPS      Z12, Z16, Z16
-	VCMPPS      $0x16, Z4, Z13, K5
-	VMOVAPS.Z   Z13, K5, Z13
-	VCMPPS      $0x16, Z4, Z14, K5
-	VMOVAPS.Z   Z14, K5, Z14
-	VCMPPS      $0x16, Z4, Z15, K5
-	VMOVAPS.Z   Z15, K5, Z15
-	VCMPPS      $0x16, Z4, Z16, K5
-	VMOVAPS.Z   Z16, K5, Z16
-	VMULPS      Z0, Z13, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K1, (SI)(DX*1)
-	VMULPS      Z0, Z14, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K2, 16(SI)(DX*1)
-	VMULPS      Z0, Z15, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K3, 32(SI)(DX*1)
-	VMULPS      Z0, Z16, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K4, 48(SI)(DX*1)
-	ADDQ        AX, BX
-	ADDQ        CX, SI
-	INCQ        DI
-	CMPQ        DI, m+16(FP)
-	JL          epi_row_503
-	ADDQ        $0x40, DX
-	CMPQ        DX, n+24(FP)
-	JL          epi_strip_502
-	VZEROUPPER
-	RET
-
-epi_flag_498:
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_504
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	MOVQ         rowScale+64(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z3
-	XORQ         BX, BX
-
-epi_strip_505:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z4
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z5
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
-	MOVQ      c+0(FP), SI
-	MOVQ      outU8+104(FP), DI
-	XORQ      R8, R8
-
-epi_row_506:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z4, Z12, Z12
-	VMULPS.BCST (DX)(R8*4), Z12, Z12
-	VADDPS      Z5, Z12, Z12
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z6, Z13, Z13
-	VMULPS.BCST (DX)(R8*4), Z13, Z13
-	VADDPS      Z7, Z13, Z13
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z8, Z14, Z14
-	VMULPS.BCST (DX)(R8*4), Z14, Z14
-	VADDPS      Z9, Z14, Z14
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z10, Z15, Z15
-	VMULPS.BCST (DX)(R8*4), Z15, Z15
-	VADDPS      Z11, Z15, Z15
-	VMULPS      Z0, Z12, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K1, (DI)(BX*1)
-	VMULPS      Z0, Z13, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K2, 16(DI)(BX*1)
-	VMULPS      Z0, Z14, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K3, 32(DI)(BX*1)
-	VMULPS      Z0, Z15, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K4, 48(DI)(BX*1)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	INCQ        R8
-	CMPQ        R8, m+16(FP)
-	JL          epi_row_506
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_505
-	VZEROUPPER
-	RET
-
-epi_flag_504:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	MOVQ         rowScale+64(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z3
-	VPXORD       Z4, Z4, Z4
-	XORQ         BX, BX
-
-epi_strip_507:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z5
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z6
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z10
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z12
-	MOVQ      c+0(FP), SI
-	MOVQ      outU8+104(FP), DI
-	XORQ      R8, R8
-
-epi_row_508:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z5, Z13, Z13
-	VMULPS.BCST (DX)(R8*4), Z13, Z13
-	VADDPS      Z6, Z13, Z13
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z7, Z14, Z14
-	VMULPS.BCST (DX)(R8*4), Z14, Z14
-	VADDPS      Z8, Z14, Z14
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z9, Z15, Z15
-	VMULPS.BCST (DX)(R8*4), Z15, Z15
-	VADDPS      Z10, Z15, Z15
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z16
-	VCVTDQ2PS   Z16, Z16
-	VMULPS      Z11, Z16, Z16
-	VMULPS.BCST (DX)(R8*4), Z16, Z16
-	VADDPS      Z12, Z16, Z16
-	VCMPPS      $0x16, Z4, Z13, K5
-	VMOVAPS.Z   Z13, K5, Z13
-	VCMPPS      $0x16, Z4, Z14, K5
-	VMOVAPS.Z   Z14, K5, Z14
-	VCMPPS      $0x16, Z4, Z15, K5
-	VMOVAPS.Z   Z15, K5, Z15
-	VCMPPS      $0x16, Z4, Z16, K5
-	VMOVAPS.Z   Z16, K5, Z16
-	VMULPS      Z0, Z13, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K1, (DI)(BX*1)
-	VMULPS      Z0, Z14, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K2, 16(DI)(BX*1)
-	VMULPS      Z0, Z15, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K3, 32(DI)(BX*1)
-	VMULPS      Z0, Z16, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K4, 48(DI)(BX*1)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	INCQ        R8
-	CMPQ        R8, m+16(FP)
-	JL          epi_row_508
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_507
-	VZEROUPPER
-	RET
-
-epi_flag_485:
-	TESTQ $0x00000010, AX
-	JNZ   epi_flag_509
-	TESTQ $0x00000020, AX
-	JNZ   epi_flag_510
-	TESTQ $0x00000040, AX
-	JNZ   epi_flag_511
-	MOVQ  ldc+8(FP), AX
-	SHLQ  $0x02, AX
-	MOVQ  resStride+88(FP), CX
-	SHLQ  $0x02, CX
-	MOVQ  outStride+112(FP), DX
-	SHLQ  $0x02, DX
-	XORQ  BX, BX
-
-epi_strip_512:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z0
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z1
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z4
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z6
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outF32+96(FP), R8
-	XORQ      R9, R9
-
-epi_row_513:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z0, Z8, Z8
-	VADDPS      Z1, Z8, Z8
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z2, Z9, Z9
-	VADDPS      Z3, Z9, Z9
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z4, Z10, Z10
-	VADDPS      Z5, Z10, Z10
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z6, Z11, Z11
-	VADDPS      Z7, Z11, Z11
-	VMOVUPS.Z   (DI)(BX*4), K1, Z12
-	VADDPS      Z12, Z8, Z8
-	VMOVUPS     Z8, K1, (R8)(BX*4)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z8
-	VADDPS      Z8, Z9, Z9
-	VMOVUPS     Z9, K2, 64(R8)(BX*4)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z8
-	VADDPS      Z8, Z10, Z10
-	VMOVUPS     Z10, K3, 128(R8)(BX*4)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z8
-	VADDPS      Z8, Z11, Z11
-	VMOVUPS     Z11, K4, 192(R8)(BX*4)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_513
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_512
-	VZEROUPPER
-	RET
+	JL          epi_strip_533
+	JMP         epi_done_414
 
 epi_flag_511:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   resStride+88(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   outStride+112(FP), DX
-	SHLQ   $0x02, DX
-	VPXORD Z0, Z0, Z0
-	XORQ   BX, BX
-
-epi_strip_514:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z1
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outF32+96(FP), R8
-	XORQ      R9, R9
-
-epi_row_515:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z1, Z9, Z9
-	VADDPS      Z2, Z9, Z9
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z3, Z10, Z10
-	VADDPS      Z4, Z10, Z10
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z5, Z11, Z11
-	VADDPS      Z6, Z11, Z11
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z7, Z12, Z12
-	VADDPS      Z8, Z12, Z12
-	VCMPPS      $0x16, Z0, Z9, K5
-	VMOVAPS.Z   Z9, K5, Z9
-	VCMPPS      $0x16, Z0, Z10, K5
-	VMOVAPS.Z   Z10, K5, Z10
-	VCMPPS      $0x16, Z0, Z11, K5
-	VMOVAPS.Z   Z11, K5, Z11
-	VCMPPS      $0x16, Z0, Z12, K5
-	VMOVAPS.Z   Z12, K5, Z12
-	VMOVUPS.Z   (DI)(BX*4), K1, Z13
-	VADDPS      Z13, Z9, Z9
-	VMOVUPS     Z9, K1, (R8)(BX*4)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
-	VADDPS      Z9, Z10, Z10
-	VMOVUPS     Z10, K2, 64(R8)(BX*4)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z9
-	VADDPS      Z9, Z11, Z11
-	VMOVUPS     Z11, K3, 128(R8)(BX*4)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z9
-	VADDPS      Z9, Z12, Z12
-	VMOVUPS     Z12, K4, 192(R8)(BX*4)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_515
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_514
-	VZEROUPPER
-	RET
-
-epi_flag_510:
-	TESTQ $0x00000040, AX
-	JNZ   epi_flag_516
-	MOVQ  ldc+8(FP), AX
-	SHLQ  $0x02, AX
-	MOVQ  resStride+88(FP), CX
-	SHLQ  $0x02, CX
-	MOVQ  outStride+112(FP), DX
-	SHLQ  $0x02, DX
-	MOVQ  rowScale+64(FP), BX
-	XORQ  SI, SI
-
-epi_strip_517:
-	LEAQ      epilogueColMasks<>+0(SB), DI
-	MOVQ      n+24(FP), R8
-	SUBQ      SI, R8
-	MOVQ      $0x00000040, R9
-	CMPQ      R8, R9
-	CMOVQLT   R8, R9
-	KMOVQ     (DI)(R9*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z (DI)(SI*4), K1, Z0
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z (DI)(SI*4), K1, Z1
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 64(DI)(SI*4), K2, Z2
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 64(DI)(SI*4), K2, Z3
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 128(DI)(SI*4), K3, Z4
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 128(DI)(SI*4), K3, Z5
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 192(DI)(SI*4), K4, Z6
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 192(DI)(SI*4), K4, Z7
-	MOVQ      c+0(FP), DI
-	MOVQ      res+80(FP), R8
-	MOVQ      outF32+96(FP), R9
-	XORQ      R10, R10
-
-epi_row_518:
-	VMOVDQU32.Z (DI)(SI*4), K1, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z0, Z8, Z8
-	VMULPS.BCST (BX)(R10*4), Z8, Z8
-	VADDPS      Z1, Z8, Z8
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z2, Z9, Z9
-	VMULPS.BCST (BX)(R10*4), Z9, Z9
-	VADDPS      Z3, Z9, Z9
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z4, Z10, Z10
-	VMULPS.BCST (BX)(R10*4), Z10, Z10
-	VADDPS      Z5, Z10, Z10
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z6, Z11, Z11
-	VMULPS.BCST (BX)(R10*4), Z11, Z11
-	VADDPS      Z7, Z11, Z11
-	VMOVUPS.Z   (R8)(SI*4), K1, Z12
-	VADDPS      Z12, Z8, Z8
-	VMOVUPS     Z8, K1, (R9)(SI*4)
-	VMOVUPS.Z   64(R8)(SI*4), K2, Z8
-	VADDPS      Z8, Z9, Z9
-	VMOVUPS     Z9, K2, 64(R9)(SI*4)
-	VMOVUPS.Z   128(R8)(SI*4), K3, Z8
-	VADDPS      Z8, Z10, Z10
-	VMOVUPS     Z10, K3, 128(R9)(SI*4)
-	VMOVUPS.Z   192(R8)(SI*4), K4, Z8
-	VADDPS      Z8, Z11, Z11
-	VMOVUPS     Z11, K4, 192(R9)(SI*4)
-	ADDQ        AX, DI
-	ADDQ        CX, R8
-	ADDQ        DX, R9
-	INCQ        R10
-	CMPQ        R10, m+16(FP)
-	JL          epi_row_518
-	ADDQ        $0x40, SI
-	CMPQ        SI, n+24(FP)
-	JL          epi_strip_517
-	VZEROUPPER
-	RET
-
-epi_flag_516:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   resStride+88(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   outStride+112(FP), DX
-	SHLQ   $0x02, DX
-	MOVQ   rowScale+64(FP), BX
-	VPXORD Z0, Z0, Z0
-	XORQ   SI, SI
-
-epi_strip_519:
-	LEAQ      epilogueColMasks<>+0(SB), DI
-	MOVQ      n+24(FP), R8
-	SUBQ      SI, R8
-	MOVQ      $0x00000040, R9
-	CMPQ      R8, R9
-	CMOVQLT   R8, R9
-	KMOVQ     (DI)(R9*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z (DI)(SI*4), K1, Z1
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z (DI)(SI*4), K1, Z2
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 64(DI)(SI*4), K2, Z3
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 64(DI)(SI*4), K2, Z4
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 128(DI)(SI*4), K3, Z5
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 128(DI)(SI*4), K3, Z6
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 192(DI)(SI*4), K4, Z7
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 192(DI)(SI*4), K4, Z8
-	MOVQ      c+0(FP), DI
-	MOVQ      res+80(FP), R8
-	MOVQ      outF32+96(FP), R9
-	XORQ      R10, R10
-
-epi_row_520:
-	VMOVDQU32.Z (DI)(SI*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z1, Z9, Z9
-	VMULPS.BCST (BX)(R10*4), Z9, Z9
-	VADDPS      Z2, Z9, Z9
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z3, Z10, Z10
-	VMULPS.BCST (BX)(R10*4), Z10, Z10
-	VADDPS      Z4, Z10, Z10
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z5, Z11, Z11
-	VMULPS.BCST (BX)(R10*4), Z11, Z11
-	VADDPS      Z6, Z11, Z11
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z7, Z12, Z12
-	VMULPS.BCST (BX)(R10*4), Z12, Z12
-	VADDPS      Z8, Z12, Z12
-	VCMPPS      $0x16, Z0, Z9, K5
-	VMOVAPS.Z   Z9, K5, Z9
-	VCMPPS      $0x16, Z0, Z10, K5
-	VMOVAPS.Z   Z10, K5, Z10
-	VCMPPS      $0x16, Z0, Z11, K5
-	VMOVAPS.Z   Z11, K5, Z11
-	VCMPPS      $0x16, Z0, Z12, K5
-	VMOVAPS.Z   Z12, K5, Z12
-	VMOVUPS.Z   (R8)(SI*4), K1, Z13
-	VADDPS      Z13, Z9, Z9
-	VMOVUPS     Z9, K1, (R9)(SI*4)
-	VMOVUPS.Z   64(R8)(SI*4), K2, Z9
-	VADDPS      Z9, Z10, Z10
-	VMOVUPS     Z10, K2, 64(R9)(SI*4)
-	VMOVUPS.Z   128(R8)(SI*4), K3, Z9
-	VADDPS      Z9, Z11, Z11
-	VMOVUPS     Z11, K3, 128(R9)(SI*4)
-	VMOVUPS.Z   192(R8)(SI*4), K4, Z9
-	VADDPS      Z9, Z12, Z12
-	VMOVUPS     Z12, K4, 192(R9)(SI*4)
-	ADDQ        AX, DI
-	ADDQ        CX, R8
-	ADDQ        DX, R9
-	INCQ        R10
-	CMPQ        R10, m+16(FP)
-	JL          epi_row_520
-	ADDQ        $0x40, SI
-	CMPQ        SI, n+24(FP)
-	JL          epi_strip_519
-	VZEROUPPER
-	RET
-
-epi_flag_509:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_521
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_522
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z3
-	XORQ         BX, BX
-
-epi_strip_523:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z4
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z5
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outU8+104(FP), R8
-	XORQ      R9, R9
-
-epi_row_524:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z4, Z12, Z12
-	VADDPS      Z5, Z12, Z12
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z6, Z13, Z13
-	VADDPS      Z7, Z13, Z13
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z8, Z14, Z14
-	VADDPS      Z9, Z14, Z14
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z10, Z15, Z15
-	VADDPS      Z11, Z15, Z15
-	VMOVUPS.Z   (DI)(BX*4), K1, Z16
-	VADDPS      Z16, Z12, Z12
-	VMULPS      Z0, Z12, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K1, (R8)(BX*1)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z12
-	VADDPS      Z12, Z13, Z13
-	VMULPS      Z0, Z13, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K2, 16(R8)(BX*1)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z12
-	VADDPS      Z12, Z14, Z14
-	VMULPS      Z0, Z14, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K3, 32(R8)(BX*1)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z12
-	VADDPS      Z12, Z15, Z15
-	VMULPS      Z0, Z15, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K4, 48(R8)(BX*1)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_524
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_523
-	VZEROUPPER
-	RET
-
-epi_flag_522:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z3
-	VPXORD       Z4, Z4, Z4
-	XORQ         BX, BX
-
-epi_strip_525:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z5
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z6
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z10
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z12
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outU8+104(FP), R8
-	XORQ      R9, R9
-
-epi_row_526:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z5, Z13, Z13
-	VADDPS      Z6, Z13, Z13
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z7, Z14, Z14
-	VADDPS      Z8, Z14, Z14
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z9, Z15, Z15
-	VADDPS      Z10, Z15, Z15
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z16
-	VCVTDQ2PS   Z16, Z16
-	VMULPS      Z11, Z16, Z16
-	VADDPS      Z12, Z16, Z16
-	VCMPPS      $0x16, Z4, Z13, K5
-	VMOVAPS.Z   Z13, K5, Z13
-	VCMPPS      $0x16, Z4, Z14, K5
-	VMOVAPS.Z   Z14, K5, Z14
-	VCMPPS      $0x16, Z4, Z15, K5
-	VMOVAPS.Z   Z15, K5, Z15
-	VCMPPS      $0x16, Z4, Z16, K5
-	VMOVAPS.Z   Z16, K5, Z16
-	VMOVUPS.Z   (DI)(BX*4), K1, Z17
-	VADDPS      Z17, Z13, Z13
-	VMULPS      Z0, Z13, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K1, (R8)(BX*1)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z13
-	VADDPS      Z13, Z14, Z14
-	VMULPS      Z0, Z14, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K2, 16(R8)(BX*1)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z13
-	VADDPS      Z13, Z15, Z15
-	VMULPS      Z0, Z15, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K3, 32(R8)(BX*1)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z13
-	VADDPS      Z13, Z16, Z16
-	VMULPS      Z0, Z16, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K4, 48(R8)(BX*1)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_526
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_525
-	VZEROUPPER
-	RET
-
-epi_flag_521:
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_527
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	MOVQ         rowScale+64(FP), BX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), SI
-	VPBROADCASTD SI, Z3
-	XORQ         SI, SI
-
-epi_strip_528:
-	LEAQ      epilogueColMasks<>+0(SB), DI
-	MOVQ      n+24(FP), R8
-	SUBQ      SI, R8
-	MOVQ      $0x00000040, R9
-	CMPQ      R8, R9
-	CMOVQLT   R8, R9
-	KMOVQ     (DI)(R9*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z (DI)(SI*4), K1, Z4
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z (DI)(SI*4), K1, Z5
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 64(DI)(SI*4), K2, Z6
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 64(DI)(SI*4), K2, Z7
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 128(DI)(SI*4), K3, Z8
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 128(DI)(SI*4), K3, Z9
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 192(DI)(SI*4), K4, Z10
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 192(DI)(SI*4), K4, Z11
-	MOVQ      c+0(FP), DI
-	MOVQ      res+80(FP), R8
-	MOVQ      outU8+104(FP), R9
-	XORQ      R10, R10
-
-epi_row_529:
-	VMOVDQU32.Z (DI)(SI*4), K1, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z4, Z12, Z12
-	VMULPS.BCST (BX)(R10*4), Z12, Z12
-	VADDPS      Z5, Z12, Z12
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z6, Z13, Z13
-	VMULPS.BCST (BX)(R10*4), Z13, Z13
-	VADDPS      Z7, Z13, Z13
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z8, Z14, Z14
-	VMULPS.BCST (BX)(R10*4), Z14, Z14
-	VADDPS      Z9, Z14, Z14
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z10, Z15, Z15
-	VMULPS.BCST (BX)(R10*4), Z15, Z15
-	VADDPS      Z11, Z15, Z15
-	VMOVUPS.Z   (R8)(SI*4), K1, Z16
-	VADDPS      Z16, Z12, Z12
-	VMULPS      Z0, Z12, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K1, (R9)(SI*1)
-	VMOVUPS.Z   64(R8)(SI*4), K2, Z12
-	VADDPS      Z12, Z13, Z13
-	VMULPS      Z0, Z13, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K2, 16(R9)(SI*1)
-	VMOVUPS.Z   128(R8)(SI*4), K3, Z12
-	VADDPS      Z12, Z14, Z14
-	VMULPS      Z0, Z14, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K3, 32(R9)(SI*1)
-	VMOVUPS.Z   192(R8)(SI*4), K4, Z12
-	VADDPS      Z12, Z15, Z15
-	VMULPS      Z0, Z15, Z12
-	VMAXPS      Z1, Z12, Z12
-	VMINPS      Z2, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z3, Z12, Z12
-	VPMOVUSDB   Z12, K4, 48(R9)(SI*1)
-	ADDQ        AX, DI
-	ADDQ        CX, R8
-	ADDQ        DX, R9
-	INCQ        R10
-	CMPQ        R10, m+16(FP)
-	JL          epi_row_529
-	ADDQ        $0x40, SI
-	CMPQ        SI, n+24(FP)
-	JL          epi_strip_528
-	VZEROUPPER
-	RET
-
-epi_flag_527:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	MOVQ         rowScale+64(FP), BX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	VBROADCASTSS clampHi+132(FP), Z2
-	MOVL         outZero+124(FP), SI
-	VPBROADCASTD SI, Z3
-	VPXORD       Z4, Z4, Z4
-	XORQ         SI, SI
-
-epi_strip_530:
-	LEAQ      epilogueColMasks<>+0(SB), DI
-	MOVQ      n+24(FP), R8
-	SUBQ      SI, R8
-	MOVQ      $0x00000040, R9
-	CMPQ      R8, R9
-	CMOVQLT   R8, R9
-	KMOVQ     (DI)(R9*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z (DI)(SI*4), K1, Z5
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z (DI)(SI*4), K1, Z6
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 64(DI)(SI*4), K2, Z7
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 64(DI)(SI*4), K2, Z8
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 128(DI)(SI*4), K3, Z9
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 128(DI)(SI*4), K3, Z10
-	MOVQ      scale+56(FP), DI
-	VMOVUPS.Z 192(DI)(SI*4), K4, Z11
-	MOVQ      bias+72(FP), DI
-	VMOVUPS.Z 192(DI)(SI*4), K4, Z12
-	MOVQ      c+0(FP), DI
-	MOVQ      res+80(FP), R8
-	MOVQ      outU8+104(FP), R9
-	XORQ      R10, R10
-
-epi_row_531:
-	VMOVDQU32.Z (DI)(SI*4), K1, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z5, Z13, Z13
-	VMULPS.BCST (BX)(R10*4), Z13, Z13
-	VADDPS      Z6, Z13, Z13
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z7, Z14, Z14
-	VMULPS.BCST (BX)(R10*4), Z14, Z14
-	VADDPS      Z8, Z14, Z14
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z9, Z15, Z15
-	VMULPS.BCST (BX)(R10*4), Z15, Z15
-	VADDPS      Z10, Z15, Z15
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z16
-	VCVTDQ2PS   Z16, Z16
-	VMULPS      Z11, Z16, Z16
-	VMULPS.BCST (BX)(R10*4), Z16, Z16
-	VADDPS      Z12, Z16, Z16
-	VCMPPS      $0x16, Z4, Z13, K5
-	VMOVAPS.Z   Z13, K5, Z13
-	VCMPPS      $0x16, Z4, Z14, K5
-	VMOVAPS.Z   Z14, K5, Z14
-	VCMPPS      $0x16, Z4, Z15, K5
-	VMOVAPS.Z   Z15, K5, Z15
-	VCMPPS      $0x16, Z4, Z16, K5
-	VMOVAPS.Z   Z16, K5, Z16
-	VMOVUPS.Z   (R8)(SI*4), K1, Z17
-	VADDPS      Z17, Z13, Z13
-	VMULPS      Z0, Z13, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K1, (R9)(SI*1)
-	VMOVUPS.Z   64(R8)(SI*4), K2, Z13
-	VADDPS      Z13, Z14, Z14
-	VMULPS      Z0, Z14, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K2, 16(R9)(SI*1)
-	VMOVUPS.Z   128(R8)(SI*4), K3, Z13
-	VADDPS      Z13, Z15, Z15
-	VMULPS      Z0, Z15, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K3, 32(R9)(SI*1)
-	VMOVUPS.Z   192(R8)(SI*4), K4, Z13
-	VADDPS      Z13, Z16, Z16
-	VMULPS      Z0, Z16, Z13
-	VMAXPS      Z1, Z13, Z13
-	VMINPS      Z2, Z13, Z13
-	VCVTPS2DQ   Z13, Z13
-	VPADDD      Z3, Z13, Z13
-	VPMOVUSDB   Z13, K4, 48(R9)(SI*1)
-	ADDQ        AX, DI
-	ADDQ        CX, R8
-	ADDQ        DX, R9
-	INCQ        R10
-	CMPQ        R10, m+16(FP)
-	JL          epi_row_531
-	ADDQ        $0x40, SI
-	CMPQ        SI, n+24(FP)
-	JL          epi_strip_530
-	VZEROUPPER
-	RET
-
-epi_flag_484:
+	TESTQ   $0x00000004, AX
+	JNZ     epi_flag_535
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_532
+	JNZ     epi_flag_536
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_533
-	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_534
+	JNZ     epi_flag_537
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -12813,8 +12954,10 @@ epi_flag_484:
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), DX
 	LEAQ    epilogueGelu<>+384(SB), BX
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE BX, DX
+	MOVQ    flags+136(FP), SI
+	SHRQ    $0x08, SI
+	CMPQ    SI, $0x00000003
+	CMOVQEQ BX, DX
 	VMOVUPS (DX), Z1
 	VMOVUPS 64(DX), Z2
 	VMOVUPS 128(DX), Z3
@@ -12823,7 +12966,7 @@ epi_flag_484:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_535:
+epi_strip_538:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -12844,7 +12987,7 @@ epi_strip_535:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_536:
+epi_row_539:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -12895,14 +13038,13 @@ epi_row_536:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_536
+	JL          epi_row_539
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_535
-	VZEROUPPER
-	RET
+	JL          epi_strip_538
+	JMP         epi_done_414
 
-epi_flag_534:
+epi_flag_537:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -12911,8 +13053,10 @@ epi_flag_534:
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), BX
 	LEAQ    epilogueGelu<>+384(SB), SI
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE SI, BX
+	MOVQ    flags+136(FP), DI
+	SHRQ    $0x08, DI
+	CMPQ    DI, $0x00000003
+	CMOVQEQ SI, BX
 	VMOVUPS (BX), Z1
 	VMOVUPS 64(BX), Z2
 	VMOVUPS 128(BX), Z3
@@ -12921,7 +13065,7 @@ epi_flag_534:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_537:
+epi_strip_540:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -12942,7 +13086,7 @@ epi_strip_537:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_538:
+epi_row_541:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -12995,16 +13139,15 @@ epi_row_538:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_538
+	JL          epi_row_541
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_537
-	VZEROUPPER
-	RET
+	JL          epi_strip_540
+	JMP         epi_done_414
 
-epi_flag_533:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_539
+epi_flag_536:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_542
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -13016,8 +13159,10 @@ epi_flag_533:
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), DX
 	LEAQ         epilogueGelu<>+384(SB), BX
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      BX, DX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      BX, DX
 	VMOVUPS      (DX), Z5
 	VMOVUPS      64(DX), Z6
 	VMOVUPS      128(DX), Z7
@@ -13026,7 +13171,7 @@ epi_flag_533:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_540:
+epi_strip_543:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -13047,7 +13192,7 @@ epi_strip_540:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_541:
+epi_row_544:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -13108,14 +13253,13 @@ epi_row_541:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_541
+	JL          epi_row_544
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_540
-	VZEROUPPER
-	RET
+	JL          epi_strip_543
+	JMP         epi_done_414
 
-epi_flag_539:
+epi_flag_542:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -13128,8 +13272,10 @@ epi_flag_539:
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), BX
 	LEAQ         epilogueGelu<>+384(SB), SI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      SI, BX
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      SI, BX
 	VMOVUPS      (BX), Z5
 	VMOVUPS      64(BX), Z6
 	VMOVUPS      128(BX), Z7
@@ -13138,7 +13284,7 @@ epi_flag_539:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_542:
+epi_strip_545:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -13159,7 +13305,7 @@ epi_strip_542:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_543:
+epi_row_546:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -13222,18 +13368,17 @@ epi_row_543:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_543
+	JL          epi_row_546
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_542
-	VZEROUPPER
-	RET
+	JL          epi_strip_545
+	JMP         epi_done_414
 
-epi_flag_532:
+epi_flag_535:
+	TESTQ   $0x00000008, AX
+	JNZ     epi_flag_547
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_544
-	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_545
+	JNZ     epi_flag_548
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -13243,8 +13388,10 @@ epi_flag_532:
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), BX
 	LEAQ    epilogueGelu<>+384(SB), SI
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE SI, BX
+	MOVQ    flags+136(FP), DI
+	SHRQ    $0x08, DI
+	CMPQ    DI, $0x00000003
+	CMOVQEQ SI, BX
 	VMOVUPS (BX), Z1
 	VMOVUPS 64(BX), Z2
 	VMOVUPS 128(BX), Z3
@@ -13253,7 +13400,7 @@ epi_flag_532:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_546:
+epi_strip_549:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -13275,7 +13422,7 @@ epi_strip_546:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_547:
+epi_row_550:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -13331,14 +13478,13 @@ epi_row_547:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_547
+	JL          epi_row_550
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_546
-	VZEROUPPER
-	RET
+	JL          epi_strip_549
+	JMP         epi_done_414
 
-epi_flag_545:
+epi_flag_548:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -13349,8 +13495,10 @@ epi_flag_545:
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), SI
 	LEAQ    epilogueGelu<>+384(SB), DI
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE DI, SI
+	MOVQ    flags+136(FP), R8
+	SHRQ    $0x08, R8
+	CMPQ    R8, $0x00000003
+	CMOVQEQ DI, SI
 	VMOVUPS (SI), Z1
 	VMOVUPS 64(SI), Z2
 	VMOVUPS 128(SI), Z3
@@ -13359,7 +13507,7 @@ epi_flag_545:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_548:
+epi_strip_551:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -13381,7 +13529,7 @@ epi_strip_548:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_549:
+epi_row_552:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -13439,16 +13587,15 @@ epi_row_549:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_549
+	JL          epi_row_552
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_548
-	VZEROUPPER
-	RET
+	JL          epi_strip_551
+	JMP         epi_done_414
 
-epi_flag_544:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_550
+epi_flag_547:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_553
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -13462,8 +13609,10 @@ epi_flag_544:
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), BX
 	LEAQ         epilogueGelu<>+384(SB), SI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      SI, BX
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      SI, BX
 	VMOVUPS      (BX), Z5
 	VMOVUPS      64(BX), Z6
 	VMOVUPS      128(BX), Z7
@@ -13472,7 +13621,7 @@ epi_flag_544:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_551:
+epi_strip_554:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -13494,7 +13643,7 @@ epi_strip_551:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_552:
+epi_row_555:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -13560,14 +13709,13 @@ epi_row_552:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_552
+	JL          epi_row_555
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_551
-	VZEROUPPER
-	RET
+	JL          epi_strip_554
+	JMP         epi_done_414
 
-epi_flag_550:
+epi_flag_553:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -13582,8 +13730,10 @@ epi_flag_550:
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), SI
 	LEAQ         epilogueGelu<>+384(SB), DI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      DI, SI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	CMPQ         R8, $0x00000003
+	CMOVQEQ      DI, SI
 	VMOVUPS      (SI), Z5
 	VMOVUPS      64(SI), Z6
 	VMOVUPS      128(SI), Z7
@@ -13592,7 +13742,7 @@ epi_flag_550:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_553:
+epi_strip_556:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -13614,7 +13764,7 @@ epi_strip_553:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_554:
+epi_row_557:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -13682,1674 +13832,21 @@ epi_row_554:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_554
+	JL          epi_row_557
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_553
-	VZEROUPPER
-	RET
+	JL          epi_strip_556
+	JMP         epi_done_414
 
-epi_flag_411:
+epi_flag_510:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_555
-	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_556
-	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_557
-	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_558
-	TESTQ        $0x00000020, AX
+	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_559
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_560
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	SHLQ         $0x02, CX
-	MOVL         aZero+40(FP), DX
-	VPBROADCASTD DX, Z0
-	VPXORD       Z1, Z1, Z1
-	XORQ         DX, DX
-
-epi_strip_561:
-	LEAQ        epilogueColMasks<>+0(SB), BX
-	MOVQ        n+24(FP), SI
-	SUBQ        DX, SI
-	MOVQ        $0x00000040, DI
-	CMPQ        SI, DI
-	CMOVQLT     SI, DI
-	KMOVQ       (BX)(DI*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z (BX)(DX*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z2
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   (BX)(DX*4), K1, Z3
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z1, Z4
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z5
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z1, Z6
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   128(BX)(DX*4), K3, Z7
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z1, Z8
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   192(BX)(DX*4), K4, Z9
-	MOVQ        c+0(FP), BX
-	MOVQ        outF32+96(FP), SI
-	XORQ        DI, DI
-
-epi_row_562:
-	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
-	VCVTDQ2PS Z10, Z10
-	VMULPS    Z3, Z10, Z10
-	VPADDD.Z  64(BX)(DX*4), Z4, K2, Z11
-	VCVTDQ2PS Z11, Z11
-	VMULPS    Z5, Z11, Z11
-	VPADDD.Z  128(BX)(DX*4), Z6, K3, Z12
-	VCVTDQ2PS Z12, Z12
-	VMULPS    Z7, Z12, Z12
-	VPADDD.Z  192(BX)(DX*4), Z8, K4, Z13
-	VCVTDQ2PS Z13, Z13
-	VMULPS    Z9, Z13, Z13
-	VMOVUPS   Z10, K1, (SI)(DX*4)
-	VMOVUPS   Z11, K2, 64(SI)(DX*4)
-	VMOVUPS   Z12, K3, 128(SI)(DX*4)
-	VMOVUPS   Z13, K4, 192(SI)(DX*4)
-	ADDQ      AX, BX
-	ADDQ      CX, SI
-	INCQ      DI
-	CMPQ      DI, m+16(FP)
-	JL        epi_row_562
-	ADDQ      $0x40, DX
-	CMPQ      DX, n+24(FP)
-	JL        epi_strip_561
-	VZEROUPPER
-	RET
-
-epi_flag_560:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	SHLQ         $0x02, CX
-	MOVL         aZero+40(FP), DX
-	VPBROADCASTD DX, Z0
-	VPXORD       Z1, Z1, Z1
-	XORQ         DX, DX
-
-epi_strip_563:
-	LEAQ        epilogueColMasks<>+0(SB), BX
-	MOVQ        n+24(FP), SI
-	SUBQ        DX, SI
-	MOVQ        $0x00000040, DI
-	CMPQ        SI, DI
-	CMOVQLT     SI, DI
-	KMOVQ       (BX)(DI*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z (BX)(DX*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z2
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   (BX)(DX*4), K1, Z3
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z1, Z4
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z5
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z1, Z6
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   128(BX)(DX*4), K3, Z7
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z1, Z8
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   192(BX)(DX*4), K4, Z9
-	MOVQ        c+0(FP), BX
-	MOVQ        outF32+96(FP), SI
-	XORQ        DI, DI
-
-epi_row_564:
-	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
-	VCVTDQ2PS Z10, Z10
-	VMULPS    Z3, Z10, Z10
-	VPADDD.Z  64(BX)(DX*4), Z4, K2, Z11
-	VCVTDQ2PS Z11, Z11
-	VMULPS    Z5, Z11, Z11
-	VPADDD.Z  128(BX)(DX*4), Z6, K3, Z12
-	VCVTDQ2PS Z12, Z12
-	VMULPS    Z7, Z12, Z12
-	VPADDD.Z  192(BX)(DX*4), Z8, K4, Z13
-	VCVTDQ2PS Z13, Z13
-	VMULPS    Z9, Z13, Z13
-	VCMPPS    $0x16, Z1, Z10, K5
-	VMOVAPS.Z Z10, K5, Z10
-	VCMPPS    $0x16, Z1, Z11, K5
-	VMOVAPS.Z Z11, K5, Z11
-	VCMPPS    $0x16, Z1, Z12, K5
-	VMOVAPS.Z Z12, K5, Z12
-	VCMPPS    $0x16, Z1, Z13, K5
-	VMOVAPS.Z Z13, K5, Z13
-	VMOVUPS   Z10, K1, (SI)(DX*4)
-	VMOVUPS   Z11, K2, 64(SI)(DX*4)
-	VMOVUPS   Z12, K3, 128(SI)(DX*4)
-	VMOVUPS   Z13, K4, 192(SI)(DX*4)
-	ADDQ      AX, BX
-	ADDQ      CX, SI
-	INCQ      DI
-	CMPQ      DI, m+16(FP)
-	JL        epi_row_564
-	ADDQ      $0x40, DX
-	CMPQ      DX, n+24(FP)
-	JL        epi_strip_563
-	VZEROUPPER
-	RET
-
-epi_flag_559:
-	TESTQ $0x00000040, AX
-	JNZ   epi_flag_565
-	MOVQ  ldc+8(FP), AX
-	SHLQ  $0x02, AX
-	MOVQ  outStride+112(FP), CX
-	SHLQ  $0x02, CX
-	MOVQ  rowScale+64(FP), DX
-	MOVQ  rowZero+48(FP), BX
-	XORQ  SI, SI
-
-epi_strip_566:
-	LEAQ        epilogueColMasks<>+0(SB), DI
-	MOVQ        n+24(FP), R8
-	SUBQ        SI, R8
-	MOVQ        $0x00000040, R9
-	CMPQ        R8, R9
-	CMOVQLT     R8, R9
-	KMOVQ       (DI)(R9*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z (DI)(SI*4), K1, Z1
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z2
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z3
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z4
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z5
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   128(DI)(SI*4), K3, Z6
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z7
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   192(DI)(SI*4), K4, Z8
-	MOVQ        c+0(FP), DI
-	MOVQ        outF32+96(FP), R8
-	XORQ        R9, R9
-
-epi_row_567:
-	VPBROADCASTD (BX)(R9*4), Z0
-	VPMULLD      Z1, Z0, Z10
-	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
-	VPSUBD       Z10, Z9, Z9
-	VCVTDQ2PS    Z9, Z9
-	VMULPS       Z2, Z9, Z9
-	VMULPS.BCST  (DX)(R9*4), Z9, Z9
-	VPMULLD      Z3, Z0, Z11
-	VMOVDQU32.Z  64(DI)(SI*4), K2, Z10
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMULPS       Z4, Z10, Z10
-	VMULPS.BCST  (DX)(R9*4), Z10, Z10
-	VPMULLD      Z5, Z0, Z12
-	VMOVDQU32.Z  128(DI)(SI*4), K3, Z11
-	VPSUBD       Z12, Z11, Z11
-	VCVTDQ2PS    Z11, Z11
-	VMULPS       Z6, Z11, Z11
-	VMULPS.BCST  (DX)(R9*4), Z11, Z11
-	VPMULLD      Z7, Z0, Z12
-	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
-	VPSUBD       Z12, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z8, Z0, Z0
-	VMULPS.BCST  (DX)(R9*4), Z0, Z0
-	VMOVUPS      Z9, K1, (R8)(SI*4)
-	VMOVUPS      Z10, K2, 64(R8)(SI*4)
-	VMOVUPS      Z11, K3, 128(R8)(SI*4)
-	VMOVUPS      Z0, K4, 192(R8)(SI*4)
-	ADDQ         AX, DI
-	ADDQ         CX, R8
-	INCQ         R9
-	CMPQ         R9, m+16(FP)
-	JL           epi_row_567
-	ADDQ         $0x40, SI
-	CMPQ         SI, n+24(FP)
-	JL           epi_strip_566
-	VZEROUPPER
-	RET
-
-epi_flag_565:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   outStride+112(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   rowScale+64(FP), DX
-	MOVQ   rowZero+48(FP), BX
-	VPXORD Z1, Z1, Z1
-	XORQ   SI, SI
-
-epi_strip_568:
-	LEAQ        epilogueColMasks<>+0(SB), DI
-	MOVQ        n+24(FP), R8
-	SUBQ        SI, R8
-	MOVQ        $0x00000040, R9
-	CMPQ        R8, R9
-	CMOVQLT     R8, R9
-	KMOVQ       (DI)(R9*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z (DI)(SI*4), K1, Z2
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z3
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z4
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z5
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z6
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   128(DI)(SI*4), K3, Z7
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z8
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   192(DI)(SI*4), K4, Z9
-	MOVQ        c+0(FP), DI
-	MOVQ        outF32+96(FP), R8
-	XORQ        R9, R9
-
-epi_row_569:
-	VPBROADCASTD (BX)(R9*4), Z0
-	VPMULLD      Z2, Z0, Z11
-	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMULPS       Z3, Z10, Z10
-	VMULPS.BCST  (DX)(R9*4), Z10, Z10
-	VPMULLD      Z4, Z0, Z12
-	VMOVDQU32.Z  64(DI)(SI*4), K2, Z11
-	VPSUBD       Z12, Z11, Z11
-	VCVTDQ2PS    Z11, Z11
-	VMULPS       Z5, Z11, Z11
-	VMULPS.BCST  (DX)(R9*4), Z11, Z11
-	VPMULLD      Z6, Z0, Z13
-	VMOVDQU32.Z  128(DI)(SI*4), K3, Z12
-	VPSUBD       Z13, Z12, Z12
-	VCVTDQ2PS    Z12, Z12
-	VMULPS       Z7, Z12, Z12
-	VMULPS.BCST  (DX)(R9*4), Z12, Z12
-	VPMULLD      Z8, Z0, Z13
-	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
-	VPSUBD       Z13, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z9, Z0, Z0
-	VMULPS.BCST  (DX)(R9*4), Z0, Z0
-	VCMPPS       $0x16, Z1, Z10, K5
-	VMOVAPS.Z    Z10, K5, Z10
-	VCMPPS       $0x16, Z1, Z11, K5
-	VMOVAPS.Z    Z11, K5, Z11
-	VCMPPS       $0x16, Z1, Z12, K5
-	VMOVAPS.Z    Z12, K5, Z12
-	VCMPPS       $0x16, Z1, Z0, K5
-	VMOVAPS.Z    Z0, K5, Z0
-	VMOVUPS      Z10, K1, (R8)(SI*4)
-	VMOVUPS      Z11, K2, 64(R8)(SI*4)
-	VMOVUPS      Z12, K3, 128(R8)(SI*4)
-	VMOVUPS      Z0, K4, 192(R8)(SI*4)
-	ADDQ         AX, DI
-	ADDQ         CX, R8
-	INCQ         R9
-	CMPQ         R9, m+16(FP)
-	JL           epi_row_569
-	ADDQ         $0x40, SI
-	CMPQ         SI, n+24(FP)
-	JL           epi_strip_568
-	VZEROUPPER
-	RET
-
-epi_flag_558:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_570
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_571
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	MOVL         aZero+40(FP), DX
-	VPBROADCASTD DX, Z0
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), DX
-	VPBROADCASTD DX, Z4
-	VPXORD       Z5, Z5, Z5
-	XORQ         DX, DX
-
-epi_strip_572:
-	LEAQ        epilogueColMasks<>+0(SB), BX
-	MOVQ        n+24(FP), SI
-	SUBQ        DX, SI
-	MOVQ        $0x00000040, DI
-	CMPQ        SI, DI
-	CMOVQLT     SI, DI
-	KMOVQ       (BX)(DI*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z (BX)(DX*4), K1, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z6
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   (BX)(DX*4), K1, Z7
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z5, Z8
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z9
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z10
-	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z5, Z10
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   128(BX)(DX*4), K3, Z11
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z5, Z12
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   192(BX)(DX*4), K4, Z13
-	MOVQ        c+0(FP), BX
-	MOVQ        outU8+104(FP), SI
-	XORQ        DI, DI
-
-epi_row_573:
-	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
-	VCVTDQ2PS Z14, Z14
-	VMULPS    Z7, Z14, Z14
-	VPADDD.Z  64(BX)(DX*4), Z8, K2, Z15
-	VCVTDQ2PS Z15, Z15
-	VMULPS    Z9, Z15, Z15
-	VPADDD.Z  128(BX)(DX*4), Z10, K3, Z16
-	VCVTDQ2PS Z16, Z16
-	VMULPS    Z11, Z16, Z16
-	VPADDD.Z  192(BX)(DX*4), Z12, K4, Z17
-	VCVTDQ2PS Z17, Z17
-	VMULPS    Z13, Z17, Z17
-	VMULPS    Z1, Z14, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K1, (SI)(DX*1)
-	VMULPS    Z1, Z15, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K2, 16(SI)(DX*1)
-	VMULPS    Z1, Z16, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K3, 32(SI)(DX*1)
-	VMULPS    Z1, Z17, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K4, 48(SI)(DX*1)
-	ADDQ      AX, BX
-	ADDQ      CX, SI
-	INCQ      DI
-	CMPQ      DI, m+16(FP)
-	JL        epi_row_573
-	ADDQ      $0x40, DX
-	CMPQ      DX, n+24(FP)
-	JL        epi_strip_572
-	VZEROUPPER
-	RET
-
-epi_flag_571:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	MOVL         aZero+40(FP), DX
-	VPBROADCASTD DX, Z0
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), DX
-	VPBROADCASTD DX, Z4
-	VPXORD       Z5, Z5, Z5
-	XORQ         DX, DX
-
-epi_strip_574:
-	LEAQ        epilogueColMasks<>+0(SB), BX
-	MOVQ        n+24(FP), SI
-	SUBQ        DX, SI
-	MOVQ        $0x00000040, DI
-	CMPQ        SI, DI
-	CMOVQLT     SI, DI
-	KMOVQ       (BX)(DI*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z (BX)(DX*4), K1, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z6
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   (BX)(DX*4), K1, Z7
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z5, Z8
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z9
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z10
-	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z5, Z10
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   128(BX)(DX*4), K3, Z11
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z5, Z12
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   192(BX)(DX*4), K4, Z13
-	MOVQ        c+0(FP), BX
-	MOVQ        outU8+104(FP), SI
-	XORQ        DI, DI
-
-epi_row_575:
-	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
-	VCVTDQ2PS Z14, Z14
-	VMULPS    Z7, Z14, Z14
-	VPADDD.Z  64(BX)(DX*4), Z8, K2, Z15
-	VCVTDQ2PS Z15, Z15
-	VMULPS    Z9, Z15, Z15
-	VPADDD.Z  128(BX)(DX*4), Z10, K3, Z16
-	VCVTDQ2PS Z16, Z16
-	VMULPS    Z11, Z16, Z16
-	VPADDD.Z  192(BX)(DX*4), Z12, K4, Z17
-	VCVTDQ2PS Z17, Z17
-	VMULPS    Z13, Z17, Z17
-	VCMPPS    $0x16, Z5, Z14, K5
-	VMOVAPS.Z Z14, K5, Z14
-	VCMPPS    $0x16, Z5, Z15, K5
-	VMOVAPS.Z Z15, K5, Z15
-	VCMPPS    $0x16, Z5, Z16, K5
-	VMOVAPS.Z Z16, K5, Z16
-	VCMPPS    $0x16, Z5, Z17, K5
-	VMOVAPS.Z Z17, K5, Z17
-	VMULPS    Z1, Z14, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K1, (SI)(DX*1)
-	VMULPS    Z1, Z15, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K2, 16(SI)(DX*1)
-	VMULPS    Z1, Z16, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K3, 32(SI)(DX*1)
-	VMULPS    Z1, Z17, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K4, 48(SI)(DX*1)
-	ADDQ      AX, BX
-	ADDQ      CX, SI
-	INCQ      DI
-	CMPQ      DI, m+16(FP)
-	JL        epi_row_575
-	ADDQ      $0x40, DX
-	CMPQ      DX, n+24(FP)
-	JL        epi_strip_574
-	VZEROUPPER
-	RET
-
-epi_flag_570:
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_576
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	MOVQ         rowScale+64(FP), DX
-	MOVQ         rowZero+48(FP), BX
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), SI
-	VPBROADCASTD SI, Z4
-	XORQ         SI, SI
-
-epi_strip_577:
-	LEAQ        epilogueColMasks<>+0(SB), DI
-	MOVQ        n+24(FP), R8
-	SUBQ        SI, R8
-	MOVQ        $0x00000040, R9
-	CMPQ        R8, R9
-	CMOVQLT     R8, R9
-	KMOVQ       (DI)(R9*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z (DI)(SI*4), K1, Z5
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z6
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z7
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z8
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z9
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   128(DI)(SI*4), K3, Z10
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z11
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   192(DI)(SI*4), K4, Z12
-	MOVQ        c+0(FP), DI
-	MOVQ        outU8+104(FP), R8
-	XORQ        R9, R9
-
-epi_row_578:
-	VPBROADCASTD (BX)(R9*4), Z0
-	VPMULLD      Z5, Z0, Z14
-	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
-	VPSUBD       Z14, Z13, Z13
-	VCVTDQ2PS    Z13, Z13
-	VMULPS       Z6, Z13, Z13
-	VMULPS.BCST  (DX)(R9*4), Z13, Z13
-	VPMULLD      Z7, Z0, Z15
-	VMOVDQU32.Z  64(DI)(SI*4), K2, Z14
-	VPSUBD       Z15, Z14, Z14
-	VCVTDQ2PS    Z14, Z14
-	VMULPS       Z8, Z14, Z14
-	VMULPS.BCST  (DX)(R9*4), Z14, Z14
-	VPMULLD      Z9, Z0, Z16
-	VMOVDQU32.Z  128(DI)(SI*4), K3, Z15
-	VPSUBD       Z16, Z15, Z15
-	VCVTDQ2PS    Z15, Z15
-	VMULPS       Z10, Z15, Z15
-	VMULPS.BCST  (DX)(R9*4), Z15, Z15
-	VPMULLD      Z11, Z0, Z16
-	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
-	VPSUBD       Z16, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z12, Z0, Z0
-	VMULPS.BCST  (DX)(R9*4), Z0, Z0
-	VMULPS       Z1, Z13, Z13
-	VMAXPS       Z2, Z13, Z13
-	VMINPS       Z3, Z13, Z13
-	VCVTPS2DQ    Z13, Z13
-	VPADDD       Z4, Z13, Z13
-	VPMOVUSDB    Z13, K1, (R8)(SI*1)
-	VMULPS       Z1, Z14, Z13
-	VMAXPS       Z2, Z13, Z13
-	VMINPS       Z3, Z13, Z13
-	VCVTPS2DQ    Z13, Z13
-	VPADDD       Z4, Z13, Z13
-	VPMOVUSDB    Z13, K2, 16(R8)(SI*1)
-	VMULPS       Z1, Z15, Z13
-	VMAXPS       Z2, Z13, Z13
-	VMINPS       Z3, Z13, Z13
-	VCVTPS2DQ    Z13, Z13
-	VPADDD       Z4, Z13, Z13
-	VPMOVUSDB    Z13, K3, 32(R8)(SI*1)
-	VMULPS       Z1, Z0, Z0
-	VMAXPS       Z2, Z0, Z0
-	VMINPS       Z3, Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMOVUSDB    Z0, K4, 48(R8)(SI*1)
-	ADDQ         AX, DI
-	ADDQ         CX, R8
-	INCQ         R9
-	CMPQ         R9, m+16(FP)
-	JL           epi_row_578
-	ADDQ         $0x40, SI
-	CMPQ         SI, n+24(FP)
-	JL           epi_strip_577
-	VZEROUPPER
-	RET
-
-epi_flag_576:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	MOVQ         rowScale+64(FP), DX
-	MOVQ         rowZero+48(FP), BX
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), SI
-	VPBROADCASTD SI, Z4
-	VPXORD       Z5, Z5, Z5
-	XORQ         SI, SI
-
-epi_strip_579:
-	LEAQ        epilogueColMasks<>+0(SB), DI
-	MOVQ        n+24(FP), R8
-	SUBQ        SI, R8
-	MOVQ        $0x00000040, R9
-	CMPQ        R8, R9
-	CMOVQLT     R8, R9
-	KMOVQ       (DI)(R9*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z (DI)(SI*4), K1, Z6
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z7
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z8
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z9
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z10
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   128(DI)(SI*4), K3, Z11
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z12
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   192(DI)(SI*4), K4, Z13
-	MOVQ        c+0(FP), DI
-	MOVQ        outU8+104(FP), R8
-	XORQ        R9, R9
-
-epi_row_580:
-	VPBROADCASTD (BX)(R9*4), Z0
-	VPMULLD      Z6, Z0, Z15
-	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
-	VPSUBD       Z15, Z14, Z14
-	VCVTDQ2PS    Z14, Z14
-	VMULPS       Z7, Z14, Z14
-	VMULPS.BCST  (DX)(R9*4), Z14, Z14
-	VPMULLD      Z8, Z0, Z16
-	VMOVDQU32.Z  64(DI)(SI*4), K2, Z15
-	VPSUBD       Z16, Z15, Z15
-	VCVTDQ2PS    Z15, Z15
-	VMULPS       Z9, Z15, Z15
-	VMULPS.BCST  (DX)(R9*4), Z15, Z15
-	VPMULLD      Z10, Z0, Z17
-	VMOVDQU32.Z  128(DI)(SI*4), K3, Z16
-	VPSUBD       Z17, Z16, Z16
-	VCVTDQ2PS    Z16, Z16
-	VMULPS       Z11, Z16, Z16
-	VMULPS.BCST  (DX)(R9*4), Z16, Z16
-	VPMULLD      Z12, Z0, Z17
-	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
-	VPSUBD       Z17, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z13, Z0, Z0
-	VMULPS.BCST  (DX)(R9*4), Z0, Z0
-	VCMPPS       $0x16, Z5, Z14, K5
-	VMOVAPS.Z    Z14, K5, Z14
-	VCMPPS       $0x16, Z5, Z15, K5
-	VMOVAPS.Z    Z15, K5, Z15
-	VCMPPS       $0x16, Z5, Z16, K5
-	VMOVAPS.Z    Z16, K5, Z16
-	VCMPPS       $0x16, Z5, Z0, K5
-	VMOVAPS.Z    Z0, K5, Z0
-	VMULPS       Z1, Z14, Z14
-	VMAXPS       Z2, Z14, Z14
-	VMINPS       Z3, Z14, Z14
-	VCVTPS2DQ    Z14, Z14
-	VPADDD       Z4, Z14, Z14
-	VPMOVUSDB    Z14, K1, (R8)(SI*1)
-	VMULPS       Z1, Z15, Z14
-	VMAXPS       Z2, Z14, Z14
-	VMINPS       Z3, Z14, Z14
-	VCVTPS2DQ    Z14, Z14
-	VPADDD       Z4, Z14, Z14
-	VPMOVUSDB    Z14, K2, 16(R8)(SI*1)
-	VMULPS       Z1, Z16, Z14
-	VMAXPS       Z2, Z14, Z14
-	VMINPS       Z3, Z14, Z14
-	VCVTPS2DQ    Z14, Z14
-	VPADDD       Z4, Z14, Z14
-	VPMOVUSDB    Z14, K3, 32(R8)(SI*1)
-	VMULPS       Z1, Z0, Z0
-	VMAXPS       Z2, Z0, Z0
-	VMINPS       Z3, Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMOVUSDB    Z0, K4, 48(R8)(SI*1)
-	ADDQ         AX, DI
-	ADDQ         CX, R8
-	INCQ         R9
-	CMPQ         R9, m+16(FP)
-	JL           epi_row_580
-	ADDQ         $0x40, SI
-	CMPQ         SI, n+24(FP)
-	JL           epi_strip_579
-	VZEROUPPER
-	RET
-
-epi_flag_557:
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_581
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_582
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_583
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	SHLQ         $0x02, DX
-	MOVL         aZero+40(FP), BX
-	VPBROADCASTD BX, Z0
-	VPXORD       Z1, Z1, Z1
-	XORQ         BX, BX
-
-epi_strip_584:
-	LEAQ        epilogueColMasks<>+0(SB), SI
-	MOVQ        n+24(FP), DI
-	SUBQ        BX, DI
-	MOVQ        $0x00000040, R8
-	CMPQ        DI, R8
-	CMOVQLT     DI, R8
-	KMOVQ       (SI)(R8*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z (SI)(BX*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z2
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z3
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z1, Z4
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z5
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z1, Z6
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   128(SI)(BX*4), K3, Z7
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z1, Z8
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   192(SI)(BX*4), K4, Z9
-	MOVQ        c+0(FP), SI
-	MOVQ        res+80(FP), DI
-	MOVQ        outF32+96(FP), R8
-	XORQ        R9, R9
-
-epi_row_585:
-	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
-	VCVTDQ2PS Z10, Z10
-	VMULPS    Z3, Z10, Z10
-	VPADDD.Z  64(SI)(BX*4), Z4, K2, Z11
-	VCVTDQ2PS Z11, Z11
-	VMULPS    Z5, Z11, Z11
-	VPADDD.Z  128(SI)(BX*4), Z6, K3, Z12
-	VCVTDQ2PS Z12, Z12
-	VMULPS    Z7, Z12, Z12
-	VPADDD.Z  192(SI)(BX*4), Z8, K4, Z13
-	VCVTDQ2PS Z13, Z13
-	VMULPS    Z9, Z13, Z13
-	VMOVUPS.Z (DI)(BX*4), K1, Z14
-	VADDPS    Z14, Z10, Z10
-	VMOVUPS   Z10, K1, (R8)(BX*4)
-	VMOVUPS.Z 64(DI)(BX*4), K2, Z10
-	VADDPS    Z10, Z11, Z11
-	VMOVUPS   Z11, K2, 64(R8)(BX*4)
-	VMOVUPS.Z 128(DI)(BX*4), K3, Z10
-	VADDPS    Z10, Z12, Z12
-	VMOVUPS   Z12, K3, 128(R8)(BX*4)
-	VMOVUPS.Z 192(DI)(BX*4), K4, Z10
-	VADDPS    Z10, Z13, Z13
-	VMOVUPS   Z13, K4, 192(R8)(BX*4)
-	ADDQ      AX, SI
-	ADDQ      CX, DI
-	ADDQ      DX, R8
-	INCQ      R9
-	CMPQ      R9, m+16(FP)
-	JL        epi_row_585
-	ADDQ      $0x40, BX
-	CMPQ      BX, n+24(FP)
-	JL        epi_strip_584
-	VZEROUPPER
-	RET
-
-epi_flag_583:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	SHLQ         $0x02, DX
-	MOVL         aZero+40(FP), BX
-	VPBROADCASTD BX, Z0
-	VPXORD       Z1, Z1, Z1
-	XORQ         BX, BX
-
-epi_strip_586:
-	LEAQ        epilogueColMasks<>+0(SB), SI
-	MOVQ        n+24(FP), DI
-	SUBQ        BX, DI
-	MOVQ        $0x00000040, R8
-	CMPQ        DI, R8
-	CMOVQLT     DI, R8
-	KMOVQ       (SI)(R8*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z (SI)(BX*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z2
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z3
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z4
-	VPMULLD     Z4, Z0, Z4
-	VPSUBD      Z4, Z1, Z4
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z5
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z1, Z6
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   128(SI)(BX*4), K3, Z7
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z1, Z8
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   192(SI)(BX*4), K4, Z9
-	MOVQ        c+0(FP), SI
-	MOVQ        res+80(FP), DI
-	MOVQ        outF32+96(FP), R8
-	XORQ        R9, R9
-
-epi_row_587:
-	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
-	VCVTDQ2PS Z10, Z10
-	VMULPS    Z3, Z10, Z10
-	VPADDD.Z  64(SI)(BX*4), Z4, K2, Z11
-	VCVTDQ2PS Z11, Z11
-	VMULPS    Z5, Z11, Z11
-	VPADDD.Z  128(SI)(BX*4), Z6, K3, Z12
-	VCVTDQ2PS Z12, Z12
-	VMULPS    Z7, Z12, Z12
-	VPADDD.Z  192(SI)(BX*4), Z8, K4, Z13
-	VCVTDQ2PS Z13, Z13
-	VMULPS    Z9, Z13, Z13
-	VCMPPS    $0x16, Z1, Z10, K5
-	VMOVAPS.Z Z10, K5, Z10
-	VCMPPS    $0x16, Z1, Z11, K5
-	VMOVAPS.Z Z11, K5, Z11
-	VCMPPS    $0x16, Z1, Z12, K5
-	VMOVAPS.Z Z12, K5, Z12
-	VCMPPS    $0x16, Z1, Z13, K5
-	VMOVAPS.Z Z13, K5, Z13
-	VMOVUPS.Z (DI)(BX*4), K1, Z14
-	VADDPS    Z14, Z10, Z10
-	VMOVUPS   Z10, K1, (R8)(BX*4)
-	VMOVUPS.Z 64(DI)(BX*4), K2, Z10
-	VADDPS    Z10, Z11, Z11
-	VMOVUPS   Z11, K2, 64(R8)(BX*4)
-	VMOVUPS.Z 128(DI)(BX*4), K3, Z10
-	VADDPS    Z10, Z12, Z12
-	VMOVUPS   Z12, K3, 128(R8)(BX*4)
-	VMOVUPS.Z 192(DI)(BX*4), K4, Z10
-	VADDPS    Z10, Z13, Z13
-	VMOVUPS   Z13, K4, 192(R8)(BX*4)
-	ADDQ      AX, SI
-	ADDQ      CX, DI
-	ADDQ      DX, R8
-	INCQ      R9
-	CMPQ      R9, m+16(FP)
-	JL        epi_row_587
-	ADDQ      $0x40, BX
-	CMPQ      BX, n+24(FP)
-	JL        epi_strip_586
-	VZEROUPPER
-	RET
-
-epi_flag_582:
-	TESTQ $0x00000040, AX
-	JNZ   epi_flag_588
-	MOVQ  ldc+8(FP), AX
-	SHLQ  $0x02, AX
-	MOVQ  resStride+88(FP), CX
-	SHLQ  $0x02, CX
-	MOVQ  outStride+112(FP), DX
-	SHLQ  $0x02, DX
-	MOVQ  rowScale+64(FP), BX
-	MOVQ  rowZero+48(FP), SI
-	XORQ  DI, DI
-
-epi_strip_589:
-	LEAQ        epilogueColMasks<>+0(SB), R8
-	MOVQ        n+24(FP), R9
-	SUBQ        DI, R9
-	MOVQ        $0x00000040, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	KMOVQ       (R8)(R10*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z (R8)(DI*4), K1, Z1
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z2
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 64(R8)(DI*4), K2, Z3
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z4
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 128(R8)(DI*4), K3, Z5
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   128(R8)(DI*4), K3, Z6
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 192(R8)(DI*4), K4, Z7
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   192(R8)(DI*4), K4, Z8
-	MOVQ        c+0(FP), R8
-	MOVQ        res+80(FP), R9
-	MOVQ        outF32+96(FP), R10
-	XORQ        R11, R11
-
-epi_row_590:
-	VPBROADCASTD (SI)(R11*4), Z0
-	VPMULLD      Z1, Z0, Z10
-	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
-	VPSUBD       Z10, Z9, Z9
-	VCVTDQ2PS    Z9, Z9
-	VMULPS       Z2, Z9, Z9
-	VMULPS.BCST  (BX)(R11*4), Z9, Z9
-	VPMULLD      Z3, Z0, Z11
-	VMOVDQU32.Z  64(R8)(DI*4), K2, Z10
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMULPS       Z4, Z10, Z10
-	VMULPS.BCST  (BX)(R11*4), Z10, Z10
-	VPMULLD      Z5, Z0, Z12
-	VMOVDQU32.Z  128(R8)(DI*4), K3, Z11
-	VPSUBD       Z12, Z11, Z11
-	VCVTDQ2PS    Z11, Z11
-	VMULPS       Z6, Z11, Z11
-	VMULPS.BCST  (BX)(R11*4), Z11, Z11
-	VPMULLD      Z7, Z0, Z12
-	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
-	VPSUBD       Z12, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z8, Z0, Z0
-	VMULPS.BCST  (BX)(R11*4), Z0, Z0
-	VMOVUPS.Z    (R9)(DI*4), K1, Z12
-	VADDPS       Z12, Z9, Z9
-	VMOVUPS      Z9, K1, (R10)(DI*4)
-	VMOVUPS.Z    64(R9)(DI*4), K2, Z9
-	VADDPS       Z9, Z10, Z10
-	VMOVUPS      Z10, K2, 64(R10)(DI*4)
-	VMOVUPS.Z    128(R9)(DI*4), K3, Z9
-	VADDPS       Z9, Z11, Z11
-	VMOVUPS      Z11, K3, 128(R10)(DI*4)
-	VMOVUPS.Z    192(R9)(DI*4), K4, Z9
-	VADDPS       Z9, Z0, Z0
-	VMOVUPS      Z0, K4, 192(R10)(DI*4)
-	ADDQ         AX, R8
-	ADDQ         CX, R9
-	ADDQ         DX, R10
-	INCQ         R11
-	CMPQ         R11, m+16(FP)
-	JL           epi_row_590
-	ADDQ         $0x40, DI
-	CMPQ         DI, n+24(FP)
-	JL           epi_strip_589
-	VZEROUPPER
-	RET
-
-epi_flag_588:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   resStride+88(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   outStride+112(FP), DX
-	SHLQ   $0x02, DX
-	MOVQ   rowScale+64(FP), BX
-	MOVQ   rowZero+48(FP), SI
-	VPXORD Z1, Z1, Z1
-	XORQ   DI, DI
-
-epi_strip_591:
-	LEAQ        epilogueColMasks<>+0(SB), R8
-	MOVQ        n+24(FP), R9
-	SUBQ        DI, R9
-	MOVQ        $0x00000040, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	KMOVQ       (R8)(R10*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z (R8)(DI*4), K1, Z2
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z3
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 64(R8)(DI*4), K2, Z4
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z5
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 128(R8)(DI*4), K3, Z6
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   128(R8)(DI*4), K3, Z7
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 192(R8)(DI*4), K4, Z8
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   192(R8)(DI*4), K4, Z9
-	MOVQ        c+0(FP), R8
-	MOVQ        res+80(FP), R9
-	MOVQ        outF32+96(FP), R10
-	XORQ        R11, R11
-
-epi_row_592:
-	VPBROADCASTD (SI)(R11*4), Z0
-	VPMULLD      Z2, Z0, Z11
-	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
-	VPSUBD       Z11, Z10, Z10
-	VCVTDQ2PS    Z10, Z10
-	VMULPS       Z3, Z10, Z10
-	VMULPS.BCST  (BX)(R11*4), Z10, Z10
-	VPMULLD      Z4, Z0, Z12
-	VMOVDQU32.Z  64(R8)(DI*4), K2, Z11
-	VPSUBD       Z12, Z11, Z11
-	VCVTDQ2PS    Z11, Z11
-	VMULPS       Z5, Z11, Z11
-	VMULPS.BCST  (BX)(R11*4), Z11, Z11
-	VPMULLD      Z6, Z0, Z13
-	VMOVDQU32.Z  128(R8)(DI*4), K3, Z12
-	VPSUBD       Z13, Z12, Z12
-	VCVTDQ2PS    Z12, Z12
-	VMULPS       Z7, Z12, Z12
-	VMULPS.BCST  (BX)(R11*4), Z12, Z12
-	VPMULLD      Z8, Z0, Z13
-	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
-	VPSUBD       Z13, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z9, Z0, Z0
-	VMULPS.BCST  (BX)(R11*4), Z0, Z0
-	VCMPPS       $0x16, Z1, Z10, K5
-	VMOVAPS.Z    Z10, K5, Z10
-	VCMPPS       $0x16, Z1, Z11, K5
-	VMOVAPS.Z    Z11, K5, Z11
-	VCMPPS       $0x16, Z1, Z12, K5
-	VMOVAPS.Z    Z12, K5, Z12
-	VCMPPS       $0x16, Z1, Z0, K5
-	VMOVAPS.Z    Z0, K5, Z0
-	VMOVUPS.Z    (R9)(DI*4), K1, Z13
-	VADDPS       Z13, Z10, Z10
-	VMOVUPS      Z10, K1, (R10)(DI*4)
-	VMOVUPS.Z    64(R9)(DI*4), K2, Z10
-	VADDPS       Z10, Z11, Z11
-	VMOVUPS      Z11, K2, 64(R10)(DI*4)
-	VMOVUPS.Z    128(R9)(DI*4), K3, Z10
-	VADDPS       Z10, Z12, Z12
-	VMOVUPS      Z12, K3, 128(R10)(DI*4)
-	VMOVUPS.Z    192(R9)(DI*4), K4, Z10
-	VADDPS       Z10, Z0, Z0
-	VMOVUPS      Z0, K4, 192(R10)(DI*4)
-	ADDQ         AX, R8
-	ADDQ         CX, R9
-	ADDQ         DX, R10
-	INCQ         R11
-	CMPQ         R11, m+16(FP)
-	JL           epi_row_592
-	ADDQ         $0x40, DI
-	CMPQ         DI, n+24(FP)
-	JL           epi_strip_591
-	VZEROUPPER
-	RET
-
-epi_flag_581:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_593
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_594
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	MOVL         aZero+40(FP), BX
-	VPBROADCASTD BX, Z0
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z4
-	VPXORD       Z5, Z5, Z5
-	XORQ         BX, BX
-
-epi_strip_595:
-	LEAQ        epilogueColMasks<>+0(SB), SI
-	MOVQ        n+24(FP), DI
-	SUBQ        BX, DI
-	MOVQ        $0x00000040, R8
-	CMPQ        DI, R8
-	CMOVQLT     DI, R8
-	KMOVQ       (SI)(R8*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z (SI)(BX*4), K1, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z6
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z7
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z5, Z8
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z9
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
-	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z5, Z10
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   128(SI)(BX*4), K3, Z11
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z5, Z12
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
-	MOVQ        c+0(FP), SI
-	MOVQ        res+80(FP), DI
-	MOVQ        outU8+104(FP), R8
-	XORQ        R9, R9
-
-epi_row_596:
-	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
-	VCVTDQ2PS Z14, Z14
-	VMULPS    Z7, Z14, Z14
-	VPADDD.Z  64(SI)(BX*4), Z8, K2, Z15
-	VCVTDQ2PS Z15, Z15
-	VMULPS    Z9, Z15, Z15
-	VPADDD.Z  128(SI)(BX*4), Z10, K3, Z16
-	VCVTDQ2PS Z16, Z16
-	VMULPS    Z11, Z16, Z16
-	VPADDD.Z  192(SI)(BX*4), Z12, K4, Z17
-	VCVTDQ2PS Z17, Z17
-	VMULPS    Z13, Z17, Z17
-	VMOVUPS.Z (DI)(BX*4), K1, Z18
-	VADDPS    Z18, Z14, Z14
-	VMULPS    Z1, Z14, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K1, (R8)(BX*1)
-	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
-	VADDPS    Z14, Z15, Z15
-	VMULPS    Z1, Z15, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K2, 16(R8)(BX*1)
-	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
-	VADDPS    Z14, Z16, Z16
-	VMULPS    Z1, Z16, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K3, 32(R8)(BX*1)
-	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
-	VADDPS    Z14, Z17, Z17
-	VMULPS    Z1, Z17, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K4, 48(R8)(BX*1)
-	ADDQ      AX, SI
-	ADDQ      CX, DI
-	ADDQ      DX, R8
-	INCQ      R9
-	CMPQ      R9, m+16(FP)
-	JL        epi_row_596
-	ADDQ      $0x40, BX
-	CMPQ      BX, n+24(FP)
-	JL        epi_strip_595
-	VZEROUPPER
-	RET
-
-epi_flag_594:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	MOVL         aZero+40(FP), BX
-	VPBROADCASTD BX, Z0
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z4
-	VPXORD       Z5, Z5, Z5
-	XORQ         BX, BX
-
-epi_strip_597:
-	LEAQ        epilogueColMasks<>+0(SB), SI
-	MOVQ        n+24(FP), DI
-	SUBQ        BX, DI
-	MOVQ        $0x00000040, R8
-	CMPQ        DI, R8
-	CMOVQLT     DI, R8
-	KMOVQ       (SI)(R8*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z (SI)(BX*4), K1, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z6
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z7
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z5, Z8
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z9
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
-	VPMULLD     Z10, Z0, Z10
-	VPSUBD      Z10, Z5, Z10
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   128(SI)(BX*4), K3, Z11
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z5, Z12
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
-	MOVQ        c+0(FP), SI
-	MOVQ        res+80(FP), DI
-	MOVQ        outU8+104(FP), R8
-	XORQ        R9, R9
-
-epi_row_598:
-	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
-	VCVTDQ2PS Z14, Z14
-	VMULPS    Z7, Z14, Z14
-	VPADDD.Z  64(SI)(BX*4), Z8, K2, Z15
-	VCVTDQ2PS Z15, Z15
-	VMULPS    Z9, Z15, Z15
-	VPADDD.Z  128(SI)(BX*4), Z10, K3, Z16
-	VCVTDQ2PS Z16, Z16
-	VMULPS    Z11, Z16, Z16
-	VPADDD.Z  192(SI)(BX*4), Z12, K4, Z17
-	VCVTDQ2PS Z17, Z17
-	VMULPS    Z13, Z17, Z17
-	VCMPPS    $0x16, Z5, Z14, K5
-	VMOVAPS.Z Z14, K5, Z14
-	VCMPPS    $0x16, Z5, Z15, K5
-	VMOVAPS.Z Z15, K5, Z15
-	VCMPPS    $0x16, Z5, Z16, K5
-	VMOVAPS.Z Z16, K5, Z16
-	VCMPPS    $0x16, Z5, Z17, K5
-	VMOVAPS.Z Z17, K5, Z17
-	VMOVUPS.Z (DI)(BX*4), K1, Z18
-	VADDPS    Z18, Z14, Z14
-	VMULPS    Z1, Z14, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K1, (R8)(BX*1)
-	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
-	VADDPS    Z14, Z15, Z15
-	VMULPS    Z1, Z15, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K2, 16(R8)(BX*1)
-	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
-	VADDPS    Z14, Z16, Z16
-	VMULPS    Z1, Z16, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K3, 32(R8)(BX*1)
-	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
-	VADDPS    Z14, Z17, Z17
-	VMULPS    Z1, Z17, Z14
-	VMAXPS    Z2, Z14, Z14
-	VMINPS    Z3, Z14, Z14
-	VCVTPS2DQ Z14, Z14
-	VPADDD    Z4, Z14, Z14
-	VPMOVUSDB Z14, K4, 48(R8)(BX*1)
-	ADDQ      AX, SI
-	ADDQ      CX, DI
-	ADDQ      DX, R8
-	INCQ      R9
-	CMPQ      R9, m+16(FP)
-	JL        epi_row_598
-	ADDQ      $0x40, BX
-	CMPQ      BX, n+24(FP)
-	JL        epi_strip_597
-	VZEROUPPER
-	RET
-
-epi_flag_593:
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_599
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	MOVQ         rowScale+64(FP), BX
-	MOVQ         rowZero+48(FP), SI
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), DI
-	VPBROADCASTD DI, Z4
-	XORQ         DI, DI
-
-epi_strip_600:
-	LEAQ        epilogueColMasks<>+0(SB), R8
-	MOVQ        n+24(FP), R9
-	SUBQ        DI, R9
-	MOVQ        $0x00000040, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	KMOVQ       (R8)(R10*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z (R8)(DI*4), K1, Z5
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z6
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 64(R8)(DI*4), K2, Z7
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z8
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 128(R8)(DI*4), K3, Z9
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   128(R8)(DI*4), K3, Z10
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 192(R8)(DI*4), K4, Z11
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   192(R8)(DI*4), K4, Z12
-	MOVQ        c+0(FP), R8
-	MOVQ        res+80(FP), R9
-	MOVQ        outU8+104(FP), R10
-	XORQ        R11, R11
-
-epi_row_601:
-	VPBROADCASTD (SI)(R11*4), Z0
-	VPMULLD      Z5, Z0, Z14
-	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
-	VPSUBD       Z14, Z13, Z13
-	VCVTDQ2PS    Z13, Z13
-	VMULPS       Z6, Z13, Z13
-	VMULPS.BCST  (BX)(R11*4), Z13, Z13
-	VPMULLD      Z7, Z0, Z15
-	VMOVDQU32.Z  64(R8)(DI*4), K2, Z14
-	VPSUBD       Z15, Z14, Z14
-	VCVTDQ2PS    Z14, Z14
-	VMULPS       Z8, Z14, Z14
-	VMULPS.BCST  (BX)(R11*4), Z14, Z14
-	VPMULLD      Z9, Z0, Z16
-	VMOVDQU32.Z  128(R8)(DI*4), K3, Z15
-	VPSUBD       Z16, Z15, Z15
-	VCVTDQ2PS    Z15, Z15
-	VMULPS       Z10, Z15, Z15
-	VMULPS.BCST  (BX)(R11*4), Z15, Z15
-	VPMULLD      Z11, Z0, Z16
-	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
-	VPSUBD       Z16, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z12, Z0, Z0
-	VMULPS.BCST  (BX)(R11*4), Z0, Z0
-	VMOVUPS.Z    (R9)(DI*4), K1, Z16
-	VADDPS       Z16, Z13, Z13
-	VMULPS       Z1, Z13, Z13
-	VMAXPS       Z2, Z13, Z13
-	VMINPS       Z3, Z13, Z13
-	VCVTPS2DQ    Z13, Z13
-	VPADDD       Z4, Z13, Z13
-	VPMOVUSDB    Z13, K1, (R10)(DI*1)
-	VMOVUPS.Z    64(R9)(DI*4), K2, Z13
-	VADDPS       Z13, Z14, Z14
-	VMULPS       Z1, Z14, Z13
-	VMAXPS       Z2, Z13, Z13
-	VMINPS       Z3, Z13, Z13
-	VCVTPS2DQ    Z13, Z13
-	VPADDD       Z4, Z13, Z13
-	VPMOVUSDB    Z13, K2, 16(R10)(DI*1)
-	VMOVUPS.Z    128(R9)(DI*4), K3, Z13
-	VADDPS       Z13, Z15, Z15
-	VMULPS       Z1, Z15, Z13
-	VMAXPS       Z2, Z13, Z13
-	VMINPS       Z3, Z13, Z13
-	VCVTPS2DQ    Z13, Z13
-	VPADDD       Z4, Z13, Z13
-	VPMOVUSDB    Z13, K3, 32(R10)(DI*1)
-	VMOVUPS.Z    192(R9)(DI*4), K4, Z13
-	VADDPS       Z13, Z0, Z0
-	VMULPS       Z1, Z0, Z0
-	VMAXPS       Z2, Z0, Z0
-	VMINPS       Z3, Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
-	ADDQ         AX, R8
-	ADDQ         CX, R9
-	ADDQ         DX, R10
-	INCQ         R11
-	CMPQ         R11, m+16(FP)
-	JL           epi_row_601
-	ADDQ         $0x40, DI
-	CMPQ         DI, n+24(FP)
-	JL           epi_strip_600
-	VZEROUPPER
-	RET
-
-epi_flag_599:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	MOVQ         rowScale+64(FP), BX
-	MOVQ         rowZero+48(FP), SI
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), DI
-	VPBROADCASTD DI, Z4
-	VPXORD       Z5, Z5, Z5
-	XORQ         DI, DI
-
-epi_strip_602:
-	LEAQ        epilogueColMasks<>+0(SB), R8
-	MOVQ        n+24(FP), R9
-	SUBQ        DI, R9
-	MOVQ        $0x00000040, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	KMOVQ       (R8)(R10*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z (R8)(DI*4), K1, Z6
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z7
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 64(R8)(DI*4), K2, Z8
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z9
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 128(R8)(DI*4), K3, Z10
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   128(R8)(DI*4), K3, Z11
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 192(R8)(DI*4), K4, Z12
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   192(R8)(DI*4), K4, Z13
-	MOVQ        c+0(FP), R8
-	MOVQ        res+80(FP), R9
-	MOVQ        outU8+104(FP), R10
-	XORQ        R11, R11
-
-epi_row_603:
-	VPBROADCASTD (SI)(R11*4), Z0
-	VPMULLD      Z6, Z0, Z15
-	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
-	VPSUBD       Z15, Z14, Z14
-	VCVTDQ2PS    Z14, Z14
-	VMULPS       Z7, Z14, Z14
-	VMULPS.BCST  (BX)(R11*4), Z14, Z14
-	VPMULLD      Z8, Z0, Z16
-	VMOVDQU32.Z  64(R8)(DI*4), K2, Z15
-	VPSUBD       Z16, Z15, Z15
-	VCVTDQ2PS    Z15, Z15
-	VMULPS       Z9, Z15, Z15
-	VMULPS.BCST  (BX)(R11*4), Z15, Z15
-	VPMULLD      Z10, Z0, Z17
-	VMOVDQU32.Z  128(R8)(DI*4), K3, Z16
-	VPSUBD       Z17, Z16, Z16
-	VCVTDQ2PS    Z16, Z16
-	VMULPS       Z11, Z16, Z16
-	VMULPS.BCST  (BX)(R11*4), Z16, Z16
-	VPMULLD      Z12, Z0, Z17
-	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
-	VPSUBD       Z17, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z13, Z0, Z0
-	VMULPS.BCST  (BX)(R11*4), Z0, Z0
-	VCMPPS       $0x16, Z5, Z14, K5
-	VMOVAPS.Z    Z14, K5, Z14
-	VCMPPS       $0x16, Z5, Z15, K5
-	VMOVAPS.Z    Z15, K5, Z15
-	VCMPPS       $0x16, Z5, Z16, K5
-	VMOVAPS.Z    Z16, K5, Z16
-	VCMPPS       $0x16, Z5, Z0, K5
-	VMOVAPS.Z    Z0, K5, Z0
-	VMOVUPS.Z    (R9)(DI*4), K1, Z17
-	VADDPS       Z17, Z14, Z14
-	VMULPS       Z1, Z14, Z14
-	VMAXPS       Z2, Z14, Z14
-	VMINPS       Z3, Z14, Z14
-	VCVTPS2DQ    Z14, Z14
-	VPADDD       Z4, Z14, Z14
-	VPMOVUSDB    Z14, K1, (R10)(DI*1)
-	VMOVUPS.Z    64(R9)(DI*4), K2, Z14
-	VADDPS       Z14, Z15, Z15
-	VMULPS       Z1, Z15, Z14
-	VMAXPS       Z2, Z14, Z14
-	VMINPS       Z3, Z14, Z14
-	VCVTPS2DQ    Z14, Z14
-	VPADDD       Z4, Z14, Z14
-	VPMOVUSDB    Z14, K2, 16(R10)(DI*1)
-	VMOVUPS.Z    128(R9)(DI*4), K3, Z14
-	VADDPS       Z14, Z16, Z16
-	VMULPS       Z1, Z16, Z14
-	VMAXPS       Z2, Z14, Z14
-	VMINPS       Z3, Z14, Z14
-	VCVTPS2DQ    Z14, Z14
-	VPADDD       Z4, Z14, Z14
-	VPMOVUSDB    Z14, K3, 32(R10)(DI*1)
-	VMOVUPS.Z    192(R9)(DI*4), K4, Z14
-	VADDPS       Z14, Z0, Z0
-	VMULPS       Z1, Z0, Z0
-	VMAXPS       Z2, Z0, Z0
-	VMINPS       Z3, Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
-	ADDQ         AX, R8
-	ADDQ         CX, R9
-	ADDQ         DX, R10
-	INCQ         R11
-	CMPQ         R11, m+16(FP)
-	JL           epi_row_603
-	ADDQ         $0x40, DI
-	CMPQ         DI, n+24(FP)
-	JL           epi_strip_602
-	VZEROUPPER
-	RET
-
-epi_flag_556:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_604
+	JNZ          epi_flag_560
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_605
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_606
+	JNZ          epi_flag_561
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -15359,8 +13856,10 @@ epi_flag_556:
 	VPXORD       Z1, Z1, Z1
 	LEAQ         epilogueGelu<>+0(SB), DX
 	LEAQ         epilogueGelu<>+384(SB), BX
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      BX, DX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      BX, DX
 	VMOVUPS      (DX), Z2
 	VMOVUPS      64(DX), Z3
 	VMOVUPS      128(DX), Z4
@@ -15369,7 +13868,7 @@ epi_flag_556:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_607:
+epi_strip_562:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -15394,7 +13893,7 @@ epi_strip_607:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_608:
+epi_row_563:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -15443,14 +13942,13 @@ epi_row_608:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_608
+	JL          epi_row_563
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_607
-	VZEROUPPER
-	RET
+	JL          epi_strip_562
+	JMP         epi_done_414
 
-epi_flag_606:
+epi_flag_561:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -15460,8 +13958,10 @@ epi_flag_606:
 	VPXORD  Z1, Z1, Z1
 	LEAQ    epilogueGelu<>+0(SB), SI
 	LEAQ    epilogueGelu<>+384(SB), DI
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE DI, SI
+	MOVQ    flags+136(FP), R8
+	SHRQ    $0x08, R8
+	CMPQ    R8, $0x00000003
+	CMOVQEQ DI, SI
 	VMOVUPS (SI), Z2
 	VMOVUPS 64(SI), Z3
 	VMOVUPS 128(SI), Z4
@@ -15470,7 +13970,7 @@ epi_flag_606:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_609:
+epi_strip_564:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -15491,7 +13991,7 @@ epi_strip_609:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_610:
+epi_row_565:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
@@ -15547,16 +14047,15 @@ epi_row_610:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_610
+	JL           epi_row_565
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_609
-	VZEROUPPER
-	RET
+	JL           epi_strip_564
+	JMP          epi_done_414
 
-epi_flag_605:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_611
+epi_flag_560:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_566
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -15570,8 +14069,10 @@ epi_flag_605:
 	VPXORD       Z5, Z5, Z5
 	LEAQ         epilogueGelu<>+0(SB), DX
 	LEAQ         epilogueGelu<>+384(SB), BX
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      BX, DX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      BX, DX
 	VMOVUPS      (DX), Z6
 	VMOVUPS      64(DX), Z7
 	VMOVUPS      128(DX), Z8
@@ -15580,7 +14081,7 @@ epi_flag_605:
 	VMOVUPS      320(DX), Z11
 	XORQ         DX, DX
 
-epi_strip_612:
+epi_strip_567:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -15605,7 +14106,7 @@ epi_strip_612:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_613:
+epi_row_568:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -15664,14 +14165,13 @@ epi_row_613:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_613
+	JL          epi_row_568
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_612
-	VZEROUPPER
-	RET
+	JL          epi_strip_567
+	JMP         epi_done_414
 
-epi_flag_611:
+epi_flag_566:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -15685,8 +14185,10 @@ epi_flag_611:
 	VPXORD       Z5, Z5, Z5
 	LEAQ         epilogueGelu<>+0(SB), SI
 	LEAQ         epilogueGelu<>+384(SB), DI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      DI, SI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	CMPQ         R8, $0x00000003
+	CMOVQEQ      DI, SI
 	VMOVUPS      (SI), Z6
 	VMOVUPS      64(SI), Z7
 	VMOVUPS      128(SI), Z8
@@ -15695,7 +14197,7 @@ epi_flag_611:
 	VMOVUPS      320(SI), Z11
 	XORQ         SI, SI
 
-epi_strip_614:
+epi_strip_569:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -15716,7 +14218,7 @@ epi_strip_614:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_615:
+epi_row_570:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
@@ -15782,18 +14284,17 @@ epi_row_615:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_615
+	JL           epi_row_570
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_614
-	VZEROUPPER
-	RET
+	JL           epi_strip_569
+	JMP          epi_done_414
 
-epi_flag_604:
+epi_flag_559:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_571
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_616
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_617
+	JNZ          epi_flag_572
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -15805,8 +14306,10 @@ epi_flag_604:
 	VPXORD       Z1, Z1, Z1
 	LEAQ         epilogueGelu<>+0(SB), BX
 	LEAQ         epilogueGelu<>+384(SB), SI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      SI, BX
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      SI, BX
 	VMOVUPS      (BX), Z2
 	VMOVUPS      64(BX), Z3
 	VMOVUPS      128(BX), Z4
@@ -15815,7 +14318,7 @@ epi_flag_604:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_618:
+epi_strip_573:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -15841,7 +14344,7 @@ epi_strip_618:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_619:
+epi_row_574:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -15895,14 +14398,13 @@ epi_row_619:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_619
+	JL          epi_row_574
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_618
-	VZEROUPPER
-	RET
+	JL          epi_strip_573
+	JMP         epi_done_414
 
-epi_flag_617:
+epi_flag_572:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -15914,8 +14416,10 @@ epi_flag_617:
 	VPXORD  Z1, Z1, Z1
 	LEAQ    epilogueGelu<>+0(SB), DI
 	LEAQ    epilogueGelu<>+384(SB), R8
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE R8, DI
+	MOVQ    flags+136(FP), R9
+	SHRQ    $0x08, R9
+	CMPQ    R9, $0x00000003
+	CMOVQEQ R8, DI
 	VMOVUPS (DI), Z2
 	VMOVUPS 64(DI), Z3
 	VMOVUPS 128(DI), Z4
@@ -15924,7 +14428,7 @@ epi_flag_617:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_620:
+epi_strip_575:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -15946,7 +14450,7 @@ epi_strip_620:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_621:
+epi_row_576:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -16007,16 +14511,15 @@ epi_row_621:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_621
+	JL           epi_row_576
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_620
-	VZEROUPPER
-	RET
+	JL           epi_strip_575
+	JMP          epi_done_414
 
-epi_flag_616:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_622
+epi_flag_571:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_577
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -16032,8 +14535,10 @@ epi_flag_616:
 	VPXORD       Z5, Z5, Z5
 	LEAQ         epilogueGelu<>+0(SB), BX
 	LEAQ         epilogueGelu<>+384(SB), SI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      SI, BX
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      SI, BX
 	VMOVUPS      (BX), Z6
 	VMOVUPS      64(BX), Z7
 	VMOVUPS      128(BX), Z8
@@ -16042,7 +14547,7 @@ epi_flag_616:
 	VMOVUPS      320(BX), Z11
 	XORQ         BX, BX
 
-epi_strip_623:
+epi_strip_578:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -16068,7 +14573,7 @@ epi_strip_623:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_624:
+epi_row_579:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -16132,14 +14637,13 @@ epi_row_624:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_624
+	JL          epi_row_579
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_623
-	VZEROUPPER
-	RET
+	JL          epi_strip_578
+	JMP         epi_done_414
 
-epi_flag_622:
+epi_flag_577:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -16155,8 +14659,10 @@ epi_flag_622:
 	VPXORD       Z5, Z5, Z5
 	LEAQ         epilogueGelu<>+0(SB), DI
 	LEAQ         epilogueGelu<>+384(SB), R8
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      R8, DI
+	MOVQ         flags+136(FP), R9
+	SHRQ         $0x08, R9
+	CMPQ         R9, $0x00000003
+	CMOVQEQ      R8, DI
 	VMOVUPS      (DI), Z6
 	VMOVUPS      64(DI), Z7
 	VMOVUPS      128(DI), Z8
@@ -16165,7 +14671,7 @@ epi_flag_622:
 	VMOVUPS      320(DI), Z11
 	XORQ         DI, DI
 
-epi_strip_625:
+epi_strip_580:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -16187,7 +14693,7 @@ epi_strip_625:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_626:
+epi_row_581:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -16258,24 +14764,2511 @@ epi_row_626:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_626
+	JL           epi_row_581
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_625
-	VZEROUPPER
-	RET
+	JL           epi_strip_580
+	JMP          epi_done_414
 
-epi_flag_555:
+epi_flag_558:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_627
+	JNZ          epi_flag_582
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_628
+	JNZ          epi_flag_583
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_629
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_630
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_631
+	JNZ          epi_flag_584
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VPXORD       Z1, Z1, Z1
+	LEAQ         epilogueGelu<>+0(SB), DX
+	LEAQ         epilogueGelu<>+384(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      BX, DX
+	VMOVUPS      (DX), Z2
+	VMOVUPS      64(DX), Z3
+	VMOVUPS      128(DX), Z4
+	VMOVUPS      192(DX), Z5
+	VMOVUPS      256(DX), Z6
+	VMOVUPS      320(DX), Z7
+	XORQ         DX, DX
+
+epi_strip_585:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z9
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z10
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z12
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z13
+	MOVQ        c+0(FP), BX
+	MOVQ        outF32+96(FP), SI
+	XORQ        DI, DI
+
+epi_row_586:
+	VPADDD.Z    (BX)(DX*4), Z8, K1, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z9, Z14, Z14
+	VADDPS      Z10, Z14, Z14
+	VPADDD.Z    64(BX)(DX*4), Z11, K2, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z12, Z15, Z15
+	VADDPS      Z13, Z15, Z15
+	VMULPS.BCST epilogueGelu<>+772(SB), Z14, Z16
+	VMULPS.BCST epilogueGelu<>+772(SB), Z15, Z17
+	VPANDD.BCST epilogueGelu<>+768(SB), Z16, Z16
+	VPANDD.BCST epilogueGelu<>+768(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+776(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+776(SB), Z17, Z17
+	VCVTPS2DQ   Z16, Z18
+	VCVTPS2DQ   Z17, Z19
+	VREDUCEPS   $0x00, Z16, Z16
+	VREDUCEPS   $0x00, Z17, Z17
+	VPERMPS     Z7, Z18, Z20
+	VPERMPS     Z7, Z19, Z21
+	VPERMPS     Z6, Z18, Z22
+	VPERMPS     Z6, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z5, Z18, Z22
+	VPERMPS     Z5, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z4, Z18, Z22
+	VPERMPS     Z4, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z3, Z18, Z22
+	VPERMPS     Z3, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z2, Z18, Z18
+	VPERMPS     Z2, Z19, Z19
+	VFMADD213PS Z18, Z16, Z20
+	VFMADD213PS Z19, Z17, Z21
+	VMAXPS      Z14, Z1, Z14
+	VMAXPS      Z15, Z1, Z15
+	VADDPS      Z20, Z14, Z14
+	VADDPS      Z21, Z15, Z15
+	VMOVUPS     Z14, K1, (SI)(DX*4)
+	VMOVUPS     Z15, K2, 64(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_586
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_585
+	JMP         epi_done_414
+
+epi_flag_584:
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    outStride+112(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    rowScale+64(FP), DX
+	MOVQ    rowZero+48(FP), BX
+	VPXORD  Z1, Z1, Z1
+	LEAQ    epilogueGelu<>+0(SB), SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	MOVQ    flags+136(FP), R8
+	SHRQ    $0x08, R8
+	CMPQ    R8, $0x00000003
+	CMOVQEQ DI, SI
+	VMOVUPS (SI), Z2
+	VMOVUPS 64(SI), Z3
+	VMOVUPS 128(SI), Z4
+	VMOVUPS 192(SI), Z5
+	VMOVUPS 256(SI), Z6
+	VMOVUPS 320(SI), Z7
+	XORQ    SI, SI
+
+epi_strip_587:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z8
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z9
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z10
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z11
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z12
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z13
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_588:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z8, Z0, Z15
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z9, Z14, Z14
+	VMULPS.BCST  (DX)(R9*4), Z14, Z14
+	VADDPS       Z10, Z14, Z14
+	VPMULLD      Z11, Z0, Z15
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
+	VPSUBD       Z15, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z13, Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z14, Z15
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z16
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z15, Z15
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z16, Z16
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z15, Z15
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z16, Z16
+	VCVTPS2DQ    Z15, Z17
+	VCVTPS2DQ    Z16, Z18
+	VREDUCEPS    $0x00, Z15, Z15
+	VREDUCEPS    $0x00, Z16, Z16
+	VPERMPS      Z7, Z17, Z19
+	VPERMPS      Z7, Z18, Z20
+	VPERMPS      Z6, Z17, Z21
+	VPERMPS      Z6, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z5, Z17, Z21
+	VPERMPS      Z5, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z4, Z17, Z21
+	VPERMPS      Z4, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z3, Z17, Z21
+	VPERMPS      Z3, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z2, Z17, Z17
+	VPERMPS      Z2, Z18, Z18
+	VFMADD213PS  Z17, Z15, Z19
+	VFMADD213PS  Z18, Z16, Z20
+	VMAXPS       Z14, Z1, Z14
+	VMAXPS       Z0, Z1, Z0
+	VADDPS       Z19, Z14, Z14
+	VADDPS       Z20, Z0, Z0
+	VMOVUPS      Z14, K1, (R8)(SI*4)
+	VMOVUPS      Z0, K2, 64(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_588
+	ADDQ         $0x20, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_587
+	JMP          epi_done_414
+
+epi_flag_583:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_589
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z4
+	VPXORD       Z5, Z5, Z5
+	LEAQ         epilogueGelu<>+0(SB), DX
+	LEAQ         epilogueGelu<>+384(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      BX, DX
+	VMOVUPS      (DX), Z6
+	VMOVUPS      64(DX), Z7
+	VMOVUPS      128(DX), Z8
+	VMOVUPS      192(DX), Z9
+	VMOVUPS      256(DX), Z10
+	VMOVUPS      320(DX), Z11
+	XORQ         DX, DX
+
+epi_strip_590:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z13
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z14
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z15
+	VPMULLD     Z15, Z0, Z15
+	VPSUBD      Z15, Z5, Z15
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z16
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z17
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_591:
+	VPADDD.Z    (BX)(DX*4), Z12, K1, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z13, Z18, Z18
+	VADDPS      Z14, Z18, Z18
+	VPADDD.Z    64(BX)(DX*4), Z15, K2, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z17, Z19, Z19
+	VMULPS.BCST epilogueGelu<>+772(SB), Z18, Z20
+	VMULPS.BCST epilogueGelu<>+772(SB), Z19, Z21
+	VPANDD.BCST epilogueGelu<>+768(SB), Z20, Z20
+	VPANDD.BCST epilogueGelu<>+768(SB), Z21, Z21
+	VMINPS.BCST epilogueGelu<>+776(SB), Z20, Z20
+	VMINPS.BCST epilogueGelu<>+776(SB), Z21, Z21
+	VCVTPS2DQ   Z20, Z22
+	VCVTPS2DQ   Z21, Z23
+	VREDUCEPS   $0x00, Z20, Z20
+	VREDUCEPS   $0x00, Z21, Z21
+	VPERMPS     Z11, Z22, Z24
+	VPERMPS     Z11, Z23, Z25
+	VPERMPS     Z10, Z22, Z26
+	VPERMPS     Z10, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z9, Z22, Z26
+	VPERMPS     Z9, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z8, Z22, Z26
+	VPERMPS     Z8, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z7, Z22, Z26
+	VPERMPS     Z7, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z6, Z22, Z22
+	VPERMPS     Z6, Z23, Z23
+	VFMADD213PS Z22, Z20, Z24
+	VFMADD213PS Z23, Z21, Z25
+	VMAXPS      Z18, Z5, Z18
+	VMAXPS      Z19, Z5, Z19
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMULPS      Z1, Z18, Z18
+	VMAXPS      Z2, Z18, Z18
+	VMINPS      Z3, Z18, Z18
+	VCVTPS2DQ   Z18, Z18
+	VPADDD      Z4, Z18, Z18
+	VPMOVUSDB   Z18, K1, (SI)(DX*1)
+	VMULPS      Z1, Z19, Z18
+	VMAXPS      Z2, Z18, Z18
+	VMINPS      Z3, Z18, Z18
+	VCVTPS2DQ   Z18, Z18
+	VPADDD      Z4, Z18, Z18
+	VPMOVUSDB   Z18, K2, 16(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_591
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_590
+	JMP         epi_done_414
+
+epi_flag_589:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z4
+	VPXORD       Z5, Z5, Z5
+	LEAQ         epilogueGelu<>+0(SB), SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	CMPQ         R8, $0x00000003
+	CMOVQEQ      DI, SI
+	VMOVUPS      (SI), Z6
+	VMOVUPS      64(SI), Z7
+	VMOVUPS      128(SI), Z8
+	VMOVUPS      192(SI), Z9
+	VMOVUPS      256(SI), Z10
+	VMOVUPS      320(SI), Z11
+	XORQ         SI, SI
+
+epi_strip_592:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z12
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z13
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z14
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z15
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z16
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z17
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_593:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z12, Z0, Z19
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z13, Z18, Z18
+	VMULPS.BCST  (DX)(R9*4), Z18, Z18
+	VADDPS       Z14, Z18, Z18
+	VPMULLD      Z15, Z0, Z19
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
+	VPSUBD       Z19, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z16, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z17, Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z18, Z19
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z20
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z19, Z19
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z20, Z20
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z19, Z19
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z20, Z20
+	VCVTPS2DQ    Z19, Z21
+	VCVTPS2DQ    Z20, Z22
+	VREDUCEPS    $0x00, Z19, Z19
+	VREDUCEPS    $0x00, Z20, Z20
+	VPERMPS      Z11, Z21, Z23
+	VPERMPS      Z11, Z22, Z24
+	VPERMPS      Z10, Z21, Z25
+	VPERMPS      Z10, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z9, Z21, Z25
+	VPERMPS      Z9, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z8, Z21, Z25
+	VPERMPS      Z8, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z7, Z21, Z25
+	VPERMPS      Z7, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z6, Z21, Z21
+	VPERMPS      Z6, Z22, Z22
+	VFMADD213PS  Z21, Z19, Z23
+	VFMADD213PS  Z22, Z20, Z24
+	VMAXPS       Z18, Z5, Z18
+	VMAXPS       Z0, Z5, Z0
+	VADDPS       Z23, Z18, Z18
+	VADDPS       Z24, Z0, Z0
+	VMULPS       Z1, Z18, Z18
+	VMAXPS       Z2, Z18, Z18
+	VMINPS       Z3, Z18, Z18
+	VCVTPS2DQ    Z18, Z18
+	VPADDD       Z4, Z18, Z18
+	VPMOVUSDB    Z18, K1, (R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_593
+	ADDQ         $0x20, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_592
+	JMP          epi_done_414
+
+epi_flag_582:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_594
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_595
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	LEAQ         epilogueGelu<>+0(SB), BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      SI, BX
+	VMOVUPS      (BX), Z2
+	VMOVUPS      64(BX), Z3
+	VMOVUPS      128(BX), Z4
+	VMOVUPS      192(BX), Z5
+	VMOVUPS      256(BX), Z6
+	VMOVUPS      320(BX), Z7
+	XORQ         BX, BX
+
+epi_strip_596:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z9
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z12
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_597:
+	VPADDD.Z    (SI)(BX*4), Z8, K1, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z9, Z14, Z14
+	VADDPS      Z10, Z14, Z14
+	VPADDD.Z    64(SI)(BX*4), Z11, K2, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z12, Z15, Z15
+	VADDPS      Z13, Z15, Z15
+	VMULPS.BCST epilogueGelu<>+772(SB), Z14, Z16
+	VMULPS.BCST epilogueGelu<>+772(SB), Z15, Z17
+	VPANDD.BCST epilogueGelu<>+768(SB), Z16, Z16
+	VPANDD.BCST epilogueGelu<>+768(SB), Z17, Z17
+	VMINPS.BCST epilogueGelu<>+776(SB), Z16, Z16
+	VMINPS.BCST epilogueGelu<>+776(SB), Z17, Z17
+	VCVTPS2DQ   Z16, Z18
+	VCVTPS2DQ   Z17, Z19
+	VREDUCEPS   $0x00, Z16, Z16
+	VREDUCEPS   $0x00, Z17, Z17
+	VPERMPS     Z7, Z18, Z20
+	VPERMPS     Z7, Z19, Z21
+	VPERMPS     Z6, Z18, Z22
+	VPERMPS     Z6, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z5, Z18, Z22
+	VPERMPS     Z5, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z4, Z18, Z22
+	VPERMPS     Z4, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z3, Z18, Z22
+	VPERMPS     Z3, Z19, Z23
+	VFMADD213PS Z22, Z16, Z20
+	VFMADD213PS Z23, Z17, Z21
+	VPERMPS     Z2, Z18, Z18
+	VPERMPS     Z2, Z19, Z19
+	VFMADD213PS Z18, Z16, Z20
+	VFMADD213PS Z19, Z17, Z21
+	VMAXPS      Z14, Z1, Z14
+	VMAXPS      Z15, Z1, Z15
+	VADDPS      Z20, Z14, Z14
+	VADDPS      Z21, Z15, Z15
+	VMOVUPS.Z   (DI)(BX*4), K1, Z16
+	VADDPS      Z16, Z14, Z14
+	VMOVUPS     Z14, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z14
+	VADDPS      Z14, Z15, Z15
+	VMOVUPS     Z15, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_597
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_596
+	JMP         epi_done_414
+
+epi_flag_595:
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	MOVQ    rowScale+64(FP), BX
+	MOVQ    rowZero+48(FP), SI
+	VPXORD  Z1, Z1, Z1
+	LEAQ    epilogueGelu<>+0(SB), DI
+	LEAQ    epilogueGelu<>+384(SB), R8
+	MOVQ    flags+136(FP), R9
+	SHRQ    $0x08, R9
+	CMPQ    R9, $0x00000003
+	CMOVQEQ R8, DI
+	VMOVUPS (DI), Z2
+	VMOVUPS 64(DI), Z3
+	VMOVUPS 128(DI), Z4
+	VMOVUPS 192(DI), Z5
+	VMOVUPS 256(DI), Z6
+	VMOVUPS 320(DI), Z7
+	XORQ    DI, DI
+
+epi_strip_598:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z9
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z12
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z13
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_599:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z8, Z0, Z15
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z9, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VADDPS       Z10, Z14, Z14
+	VPMULLD      Z11, Z0, Z15
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z15, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z13, Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z14, Z15
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z16
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z15, Z15
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z16, Z16
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z15, Z15
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z16, Z16
+	VCVTPS2DQ    Z15, Z17
+	VCVTPS2DQ    Z16, Z18
+	VREDUCEPS    $0x00, Z15, Z15
+	VREDUCEPS    $0x00, Z16, Z16
+	VPERMPS      Z7, Z17, Z19
+	VPERMPS      Z7, Z18, Z20
+	VPERMPS      Z6, Z17, Z21
+	VPERMPS      Z6, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z5, Z17, Z21
+	VPERMPS      Z5, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z4, Z17, Z21
+	VPERMPS      Z4, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z3, Z17, Z21
+	VPERMPS      Z3, Z18, Z22
+	VFMADD213PS  Z21, Z15, Z19
+	VFMADD213PS  Z22, Z16, Z20
+	VPERMPS      Z2, Z17, Z17
+	VPERMPS      Z2, Z18, Z18
+	VFMADD213PS  Z17, Z15, Z19
+	VFMADD213PS  Z18, Z16, Z20
+	VMAXPS       Z14, Z1, Z14
+	VMAXPS       Z0, Z1, Z0
+	VADDPS       Z19, Z14, Z14
+	VADDPS       Z20, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z15
+	VADDPS       Z15, Z14, Z14
+	VMOVUPS      Z14, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z14
+	VADDPS       Z14, Z0, Z0
+	VMOVUPS      Z0, K2, 64(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_599
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_598
+	JMP          epi_done_414
+
+epi_flag_594:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_600
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z4
+	VPXORD       Z5, Z5, Z5
+	LEAQ         epilogueGelu<>+0(SB), BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      SI, BX
+	VMOVUPS      (BX), Z6
+	VMOVUPS      64(BX), Z7
+	VMOVUPS      128(BX), Z8
+	VMOVUPS      192(BX), Z9
+	VMOVUPS      256(BX), Z10
+	VMOVUPS      320(BX), Z11
+	XORQ         BX, BX
+
+epi_strip_601:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z13
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z14
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z15
+	VPMULLD     Z15, Z0, Z15
+	VPSUBD      Z15, Z5, Z15
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z16
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z17
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_602:
+	VPADDD.Z    (SI)(BX*4), Z12, K1, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z13, Z18, Z18
+	VADDPS      Z14, Z18, Z18
+	VPADDD.Z    64(SI)(BX*4), Z15, K2, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z16, Z19, Z19
+	VADDPS      Z17, Z19, Z19
+	VMULPS.BCST epilogueGelu<>+772(SB), Z18, Z20
+	VMULPS.BCST epilogueGelu<>+772(SB), Z19, Z21
+	VPANDD.BCST epilogueGelu<>+768(SB), Z20, Z20
+	VPANDD.BCST epilogueGelu<>+768(SB), Z21, Z21
+	VMINPS.BCST epilogueGelu<>+776(SB), Z20, Z20
+	VMINPS.BCST epilogueGelu<>+776(SB), Z21, Z21
+	VCVTPS2DQ   Z20, Z22
+	VCVTPS2DQ   Z21, Z23
+	VREDUCEPS   $0x00, Z20, Z20
+	VREDUCEPS   $0x00, Z21, Z21
+	VPERMPS     Z11, Z22, Z24
+	VPERMPS     Z11, Z23, Z25
+	VPERMPS     Z10, Z22, Z26
+	VPERMPS     Z10, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z9, Z22, Z26
+	VPERMPS     Z9, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z8, Z22, Z26
+	VPERMPS     Z8, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z7, Z22, Z26
+	VPERMPS     Z7, Z23, Z27
+	VFMADD213PS Z26, Z20, Z24
+	VFMADD213PS Z27, Z21, Z25
+	VPERMPS     Z6, Z22, Z22
+	VPERMPS     Z6, Z23, Z23
+	VFMADD213PS Z22, Z20, Z24
+	VFMADD213PS Z23, Z21, Z25
+	VMAXPS      Z18, Z5, Z18
+	VMAXPS      Z19, Z5, Z19
+	VADDPS      Z24, Z18, Z18
+	VADDPS      Z25, Z19, Z19
+	VMOVUPS.Z   (DI)(BX*4), K1, Z20
+	VADDPS      Z20, Z18, Z18
+	VMULPS      Z1, Z18, Z18
+	VMAXPS      Z2, Z18, Z18
+	VMINPS      Z3, Z18, Z18
+	VCVTPS2DQ   Z18, Z18
+	VPADDD      Z4, Z18, Z18
+	VPMOVUSDB   Z18, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z18
+	VADDPS      Z18, Z19, Z19
+	VMULPS      Z1, Z19, Z18
+	VMAXPS      Z2, Z18, Z18
+	VMINPS      Z3, Z18, Z18
+	VCVTPS2DQ   Z18, Z18
+	VPADDD      Z4, Z18, Z18
+	VPMOVUSDB   Z18, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_602
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_601
+	JMP         epi_done_414
+
+epi_flag_600:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z4
+	VPXORD       Z5, Z5, Z5
+	LEAQ         epilogueGelu<>+0(SB), DI
+	LEAQ         epilogueGelu<>+384(SB), R8
+	MOVQ         flags+136(FP), R9
+	SHRQ         $0x08, R9
+	CMPQ         R9, $0x00000003
+	CMOVQEQ      R8, DI
+	VMOVUPS      (DI), Z6
+	VMOVUPS      64(DI), Z7
+	VMOVUPS      128(DI), Z8
+	VMOVUPS      192(DI), Z9
+	VMOVUPS      256(DI), Z10
+	VMOVUPS      320(DI), Z11
+	XORQ         DI, DI
+
+epi_strip_603:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z12
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z13
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z14
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z15
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z16
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z17
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_604:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z12, Z0, Z19
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z13, Z18, Z18
+	VMULPS.BCST  (BX)(R11*4), Z18, Z18
+	VADDPS       Z14, Z18, Z18
+	VPMULLD      Z15, Z0, Z19
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z19, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z16, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z17, Z0, Z0
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z18, Z19
+	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z20
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z19, Z19
+	VPANDD.BCST  epilogueGelu<>+768(SB), Z20, Z20
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z19, Z19
+	VMINPS.BCST  epilogueGelu<>+776(SB), Z20, Z20
+	VCVTPS2DQ    Z19, Z21
+	VCVTPS2DQ    Z20, Z22
+	VREDUCEPS    $0x00, Z19, Z19
+	VREDUCEPS    $0x00, Z20, Z20
+	VPERMPS      Z11, Z21, Z23
+	VPERMPS      Z11, Z22, Z24
+	VPERMPS      Z10, Z21, Z25
+	VPERMPS      Z10, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z9, Z21, Z25
+	VPERMPS      Z9, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z8, Z21, Z25
+	VPERMPS      Z8, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z7, Z21, Z25
+	VPERMPS      Z7, Z22, Z26
+	VFMADD213PS  Z25, Z19, Z23
+	VFMADD213PS  Z26, Z20, Z24
+	VPERMPS      Z6, Z21, Z21
+	VPERMPS      Z6, Z22, Z22
+	VFMADD213PS  Z21, Z19, Z23
+	VFMADD213PS  Z22, Z20, Z24
+	VMAXPS       Z18, Z5, Z18
+	VMAXPS       Z0, Z5, Z0
+	VADDPS       Z23, Z18, Z18
+	VADDPS       Z24, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z19
+	VADDPS       Z19, Z18, Z18
+	VMULPS       Z1, Z18, Z18
+	VMAXPS       Z2, Z18, Z18
+	VMINPS       Z3, Z18, Z18
+	VCVTPS2DQ    Z18, Z18
+	VPADDD       Z4, Z18, Z18
+	VPMOVUSDB    Z18, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z18
+	VADDPS       Z18, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_604
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_603
+	JMP          epi_done_414
+
+epi_relu_413:
+	TESTQ  $0x00000001, AX
+	JNZ    epi_flag_605
+	TESTQ  $0x00000002, AX
+	JNZ    epi_flag_606
+	TESTQ  $0x00000004, AX
+	JNZ    epi_flag_607
+	TESTQ  $0x00000008, AX
+	JNZ    epi_flag_608
+	TESTQ  $0x00000010, AX
+	JNZ    epi_flag_609
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   outStride+112(FP), CX
+	SHLQ   $0x02, CX
+	VPXORD Z0, Z0, Z0
+	XORQ   DX, DX
+
+epi_strip_610:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z1
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z3
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z4
+	MOVQ      c+0(FP), BX
+	MOVQ      outF32+96(FP), SI
+	XORQ      DI, DI
+
+epi_row_611:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VCMPPS      $0x16, Z0, Z5, K5
+	VMOVAPS.Z   Z5, K5, Z5
+	VCMPPS      $0x16, Z0, Z6, K5
+	VMOVAPS.Z   Z6, K5, Z6
+	VCMPPS      $0x16, Z0, Z7, K5
+	VMOVAPS.Z   Z7, K5, Z7
+	VCMPPS      $0x16, Z0, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VMOVUPS     Z5, K1, (SI)(DX*4)
+	VMOVUPS     Z6, K2, 64(SI)(DX*4)
+	VMOVUPS     Z7, K3, 128(SI)(DX*4)
+	VMOVUPS     Z8, K4, 192(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_611
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_610
+	JMP         epi_done_414
+
+epi_flag_609:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   outStride+112(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   rowScale+64(FP), DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
+
+epi_strip_612:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z4
+	MOVQ      c+0(FP), SI
+	MOVQ      outF32+96(FP), DI
+	XORQ      R8, R8
+
+epi_row_613:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (DX)(R8*4), Z5, Z5
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMULPS.BCST (DX)(R8*4), Z6, Z6
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMULPS.BCST (DX)(R8*4), Z7, Z7
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DX)(R8*4), Z8, Z8
+	VCMPPS      $0x16, Z0, Z5, K5
+	VMOVAPS.Z   Z5, K5, Z5
+	VCMPPS      $0x16, Z0, Z6, K5
+	VMOVAPS.Z   Z6, K5, Z6
+	VCMPPS      $0x16, Z0, Z7, K5
+	VMOVAPS.Z   Z7, K5, Z7
+	VCMPPS      $0x16, Z0, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VMOVUPS     Z5, K1, (DI)(BX*4)
+	VMOVUPS     Z6, K2, 64(DI)(BX*4)
+	VMOVUPS     Z7, K3, 128(DI)(BX*4)
+	VMOVUPS     Z8, K4, 192(DI)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_613
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_612
+	JMP         epi_done_414
+
+epi_flag_608:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_614
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         DX, DX
+
+epi_strip_615:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z5
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z6
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z7
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z8
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
+
+epi_row_616:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z4, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z4, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z4, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z4, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K1, (SI)(DX*1)
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(SI)(DX*1)
+	VMULPS      Z0, Z11, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(SI)(DX*1)
+	VMULPS      Z0, Z12, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K4, 48(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_616
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_615
+	JMP         epi_done_414
+
+epi_flag_614:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_617:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
+
+epi_row_618:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (DX)(R8*4), Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMULPS.BCST (DX)(R8*4), Z10, Z10
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMULPS.BCST (DX)(R8*4), Z11, Z11
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z8, Z12, Z12
+	VMULPS.BCST (DX)(R8*4), Z12, Z12
+	VCMPPS      $0x16, Z4, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z4, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z4, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z4, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K1, (DI)(BX*1)
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(DI)(BX*1)
+	VMULPS      Z0, Z11, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(DI)(BX*1)
+	VMULPS      Z0, Z12, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K4, 48(DI)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_618
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_617
+	JMP         epi_done_414
+
+epi_flag_607:
+	TESTQ  $0x00000008, AX
+	JNZ    epi_flag_619
+	TESTQ  $0x00000010, AX
+	JNZ    epi_flag_620
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
+
+epi_strip_621:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z4
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_622:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VCMPPS      $0x16, Z0, Z5, K5
+	VMOVAPS.Z   Z5, K5, Z5
+	VCMPPS      $0x16, Z0, Z6, K5
+	VMOVAPS.Z   Z6, K5, Z6
+	VCMPPS      $0x16, Z0, Z7, K5
+	VMOVAPS.Z   Z7, K5, Z7
+	VCMPPS      $0x16, Z0, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VMOVUPS.Z   (DI)(BX*4), K1, Z9
+	VADDPS      Z9, Z5, Z5
+	VMOVUPS     Z5, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z5
+	VADDPS      Z5, Z6, Z6
+	VMOVUPS     Z6, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z5
+	VADDPS      Z5, Z7, Z7
+	VMOVUPS     Z7, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z5
+	VADDPS      Z5, Z8, Z8
+	VMOVUPS     Z8, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_622
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_621
+	JMP         epi_done_414
+
+epi_flag_620:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   rowScale+64(FP), BX
+	VPXORD Z0, Z0, Z0
+	XORQ   SI, SI
+
+epi_strip_623:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z1
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z3
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z4
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_624:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (BX)(R10*4), Z5, Z5
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMULPS.BCST (BX)(R10*4), Z6, Z6
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMULPS.BCST (BX)(R10*4), Z7, Z7
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (BX)(R10*4), Z8, Z8
+	VCMPPS      $0x16, Z0, Z5, K5
+	VMOVAPS.Z   Z5, K5, Z5
+	VCMPPS      $0x16, Z0, Z6, K5
+	VMOVAPS.Z   Z6, K5, Z6
+	VCMPPS      $0x16, Z0, Z7, K5
+	VMOVAPS.Z   Z7, K5, Z7
+	VCMPPS      $0x16, Z0, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VMOVUPS.Z   (R8)(SI*4), K1, Z9
+	VADDPS      Z9, Z5, Z5
+	VMOVUPS     Z5, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z5
+	VADDPS      Z5, Z6, Z6
+	VMOVUPS     Z6, K2, 64(R9)(SI*4)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z5
+	VADDPS      Z5, Z7, Z7
+	VMOVUPS     Z7, K3, 128(R9)(SI*4)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z5
+	VADDPS      Z5, Z8, Z8
+	VMOVUPS     Z8, K4, 192(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_624
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_623
+	JMP         epi_done_414
+
+epi_flag_619:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_625
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_626:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_627:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z4, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z4, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z4, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z4, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS.Z   (DI)(BX*4), K1, Z13
+	VADDPS      Z13, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMULPS      Z0, Z11, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z9
+	VADDPS      Z9, Z12, Z12
+	VMULPS      Z0, Z12, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_627
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_626
+	JMP         epi_done_414
+
+epi_flag_625:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         SI, SI
+
+epi_strip_628:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z7
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z8
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_629:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMULPS.BCST (BX)(R10*4), Z11, Z11
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z8, Z12, Z12
+	VMULPS.BCST (BX)(R10*4), Z12, Z12
+	VCMPPS      $0x16, Z4, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z4, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z4, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z4, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS.Z   (R8)(SI*4), K1, Z13
+	VADDPS      Z13, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R9)(SI*1)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMULPS      Z0, Z11, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K3, 32(R9)(SI*1)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z9
+	VADDPS      Z9, Z12, Z12
+	VMULPS      Z0, Z12, Z9
+	VMAXPS      Z1, Z9, Z9
+	VMINPS      Z2, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z3, Z9, Z9
+	VPMOVUSDB   Z9, K4, 48(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_629
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_628
+	JMP         epi_done_414
+
+epi_flag_606:
+	TESTQ  $0x00000004, AX
+	JNZ    epi_flag_630
+	TESTQ  $0x00000008, AX
+	JNZ    epi_flag_631
+	TESTQ  $0x00000010, AX
+	JNZ    epi_flag_632
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   outStride+112(FP), CX
+	SHLQ   $0x02, CX
+	VPXORD Z0, Z0, Z0
+	XORQ   DX, DX
+
+epi_strip_633:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z1
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z3
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z5
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z6
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z7
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z8
+	MOVQ      c+0(FP), BX
+	MOVQ      outF32+96(FP), SI
+	XORQ      DI, DI
+
+epi_row_634:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z3, Z10, Z10
+	VADDPS      Z4, Z10, Z10
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	VADDPS      Z6, Z11, Z11
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z0, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z0, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z0, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z0, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS     Z9, K1, (SI)(DX*4)
+	VMOVUPS     Z10, K2, 64(SI)(DX*4)
+	VMOVUPS     Z11, K3, 128(SI)(DX*4)
+	VMOVUPS     Z12, K4, 192(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_634
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_633
+	JMP         epi_done_414
+
+epi_flag_632:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   outStride+112(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   rowScale+64(FP), DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
+
+epi_strip_635:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      outF32+96(FP), DI
+	XORQ      R8, R8
+
+epi_row_636:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VMULPS.BCST (DX)(R8*4), Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z3, Z10, Z10
+	VMULPS.BCST (DX)(R8*4), Z10, Z10
+	VADDPS      Z4, Z10, Z10
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	VMULPS.BCST (DX)(R8*4), Z11, Z11
+	VADDPS      Z6, Z11, Z11
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VMULPS.BCST (DX)(R8*4), Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z0, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z0, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z0, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z0, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS     Z9, K1, (DI)(BX*4)
+	VMOVUPS     Z10, K2, 64(DI)(BX*4)
+	VMOVUPS     Z11, K3, 128(DI)(BX*4)
+	VMOVUPS     Z12, K4, 192(DI)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_636
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_635
+	JMP         epi_done_414
+
+epi_flag_631:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_637
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         DX, DX
+
+epi_strip_638:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000040, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z5
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z6
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z7
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z8
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z9
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 128(BX)(DX*4), K3, Z10
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z11
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 192(BX)(DX*4), K4, Z12
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
+
+epi_row_639:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z5, Z13, Z13
+	VADDPS      Z6, Z13, Z13
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z7, Z14, Z14
+	VADDPS      Z8, Z14, Z14
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z9, Z15, Z15
+	VADDPS      Z10, Z15, Z15
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z11, Z16, Z16
+	VADDPS      Z12, Z16, Z16
+	VCMPPS      $0x16, Z4, Z13, K5
+	VMOVAPS.Z   Z13, K5, Z13
+	VCMPPS      $0x16, Z4, Z14, K5
+	VMOVAPS.Z   Z14, K5, Z14
+	VCMPPS      $0x16, Z4, Z15, K5
+	VMOVAPS.Z   Z15, K5, Z15
+	VCMPPS      $0x16, Z4, Z16, K5
+	VMOVAPS.Z   Z16, K5, Z16
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (SI)(DX*1)
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(SI)(DX*1)
+	VMULPS      Z0, Z15, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K3, 32(SI)(DX*1)
+	VMULPS      Z0, Z16, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K4, 48(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_639
+	ADDQ        $0x40, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_638
+	JMP         epi_done_414
+
+epi_flag_637:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_640:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z10
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z12
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
+
+epi_row_641:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z5, Z13, Z13
+	VMULPS.BCST (DX)(R8*4), Z13, Z13
+	VADDPS      Z6, Z13, Z13
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z7, Z14, Z14
+	VMULPS.BCST (DX)(R8*4), Z14, Z14
+	VADDPS      Z8, Z14, Z14
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z9, Z15, Z15
+	VMULPS.BCST (DX)(R8*4), Z15, Z15
+	VADDPS      Z10, Z15, Z15
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z11, Z16, Z16
+	VMULPS.BCST (DX)(R8*4), Z16, Z16
+	VADDPS      Z12, Z16, Z16
+	VCMPPS      $0x16, Z4, Z13, K5
+	VMOVAPS.Z   Z13, K5, Z13
+	VCMPPS      $0x16, Z4, Z14, K5
+	VMOVAPS.Z   Z14, K5, Z14
+	VCMPPS      $0x16, Z4, Z15, K5
+	VMOVAPS.Z   Z15, K5, Z15
+	VCMPPS      $0x16, Z4, Z16, K5
+	VMOVAPS.Z   Z16, K5, Z16
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (DI)(BX*1)
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(DI)(BX*1)
+	VMULPS      Z0, Z15, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K3, 32(DI)(BX*1)
+	VMULPS      Z0, Z16, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K4, 48(DI)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_641
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_640
+	JMP         epi_done_414
+
+epi_flag_630:
+	TESTQ  $0x00000008, AX
+	JNZ    epi_flag_642
+	TESTQ  $0x00000010, AX
+	JNZ    epi_flag_643
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
+
+epi_strip_644:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_645:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z3, Z10, Z10
+	VADDPS      Z4, Z10, Z10
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	VADDPS      Z6, Z11, Z11
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z0, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z0, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z0, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z0, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS.Z   (DI)(BX*4), K1, Z13
+	VADDPS      Z13, Z9, Z9
+	VMOVUPS     Z9, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMOVUPS     Z10, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMOVUPS     Z11, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z9
+	VADDPS      Z9, Z12, Z12
+	VMOVUPS     Z12, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_645
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_644
+	JMP         epi_done_414
+
+epi_flag_643:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   rowScale+64(FP), BX
+	VPXORD Z0, Z0, Z0
+	XORQ   SI, SI
+
+epi_strip_646:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z1
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z3
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z5
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z7
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z8
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_647:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z3, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VADDPS      Z4, Z10, Z10
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	VMULPS.BCST (BX)(R10*4), Z11, Z11
+	VADDPS      Z6, Z11, Z11
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VMULPS.BCST (BX)(R10*4), Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z0, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z0, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z0, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z0, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS.Z   (R8)(SI*4), K1, Z13
+	VADDPS      Z13, Z9, Z9
+	VMOVUPS     Z9, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMOVUPS     Z10, K2, 64(R9)(SI*4)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z9
+	VADDPS      Z9, Z11, Z11
+	VMOVUPS     Z11, K3, 128(R9)(SI*4)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z9
+	VADDPS      Z9, Z12, Z12
+	VMOVUPS     Z12, K4, 192(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_647
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_646
+	JMP         epi_done_414
+
+epi_flag_642:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_648
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_649:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z10
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z12
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_650:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z5, Z13, Z13
+	VADDPS      Z6, Z13, Z13
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z7, Z14, Z14
+	VADDPS      Z8, Z14, Z14
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z9, Z15, Z15
+	VADDPS      Z10, Z15, Z15
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z11, Z16, Z16
+	VADDPS      Z12, Z16, Z16
+	VCMPPS      $0x16, Z4, Z13, K5
+	VMOVAPS.Z   Z13, K5, Z13
+	VCMPPS      $0x16, Z4, Z14, K5
+	VMOVAPS.Z   Z14, K5, Z14
+	VCMPPS      $0x16, Z4, Z15, K5
+	VMOVAPS.Z   Z15, K5, Z15
+	VCMPPS      $0x16, Z4, Z16, K5
+	VMOVAPS.Z   Z16, K5, Z16
+	VMOVUPS.Z   (DI)(BX*4), K1, Z17
+	VADDPS      Z17, Z13, Z13
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z13
+	VADDPS      Z13, Z14, Z14
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z13
+	VADDPS      Z13, Z15, Z15
+	VMULPS      Z0, Z15, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z13
+	VADDPS      Z13, Z16, Z16
+	VMULPS      Z0, Z16, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_650
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_649
+	JMP         epi_done_414
+
+epi_flag_648:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	VBROADCASTSS clampHi+132(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         SI, SI
+
+epi_strip_651:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z7
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z8
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z9
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z10
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z11
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z12
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_652:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z5, Z13, Z13
+	VMULPS.BCST (BX)(R10*4), Z13, Z13
+	VADDPS      Z6, Z13, Z13
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z7, Z14, Z14
+	VMULPS.BCST (BX)(R10*4), Z14, Z14
+	VADDPS      Z8, Z14, Z14
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z9, Z15, Z15
+	VMULPS.BCST (BX)(R10*4), Z15, Z15
+	VADDPS      Z10, Z15, Z15
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z11, Z16, Z16
+	VMULPS.BCST (BX)(R10*4), Z16, Z16
+	VADDPS      Z12, Z16, Z16
+	VCMPPS      $0x16, Z4, Z13, K5
+	VMOVAPS.Z   Z13, K5, Z13
+	VCMPPS      $0x16, Z4, Z14, K5
+	VMOVAPS.Z   Z14, K5, Z14
+	VCMPPS      $0x16, Z4, Z15, K5
+	VMOVAPS.Z   Z15, K5, Z15
+	VCMPPS      $0x16, Z4, Z16, K5
+	VMOVAPS.Z   Z16, K5, Z16
+	VMOVUPS.Z   (R8)(SI*4), K1, Z17
+	VADDPS      Z17, Z13, Z13
+	VMULPS      Z0, Z13, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z13
+	VADDPS      Z13, Z14, Z14
+	VMULPS      Z0, Z14, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K2, 16(R9)(SI*1)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z13
+	VADDPS      Z13, Z15, Z15
+	VMULPS      Z0, Z15, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K3, 32(R9)(SI*1)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z13
+	VADDPS      Z13, Z16, Z16
+	VMULPS      Z0, Z16, Z13
+	VMAXPS      Z1, Z13, Z13
+	VMINPS      Z2, Z13, Z13
+	VCVTPS2DQ   Z13, Z13
+	VPADDD      Z3, Z13, Z13
+	VPMOVUSDB   Z13, K4, 48(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_652
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_651
+	JMP         epi_done_414
+
+epi_flag_605:
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_653
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_654
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_655
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_656
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -16285,7 +17278,7 @@ epi_flag_555:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_632:
+epi_strip_657:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -16302,69 +17295,830 @@ epi_strip_632:
 	VPSUBD      Z2, Z1, Z2
 	MOVQ        scale+56(FP), BX
 	VMOVUPS.Z   (BX)(DX*4), K1, Z3
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   (BX)(DX*4), K1, Z4
 	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z5
-	VPMULLD     Z5, Z0, Z5
-	VPSUBD      Z5, Z1, Z5
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z1, Z4
 	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z6
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z7
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z5
 	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z8
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z8
 	VPMULLD     Z8, Z0, Z8
 	VPSUBD      Z8, Z1, Z8
 	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   128(BX)(DX*4), K3, Z9
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   128(BX)(DX*4), K3, Z10
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z1, Z11
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   192(BX)(DX*4), K4, Z12
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   192(BX)(DX*4), K4, Z13
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z9
 	MOVQ        c+0(FP), BX
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_633:
-	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
-	VCVTDQ2PS Z14, Z14
-	VMULPS    Z3, Z14, Z14
-	VADDPS    Z4, Z14, Z14
-	VPADDD.Z  64(BX)(DX*4), Z5, K2, Z15
-	VCVTDQ2PS Z15, Z15
-	VMULPS    Z6, Z15, Z15
-	VADDPS    Z7, Z15, Z15
-	VPADDD.Z  128(BX)(DX*4), Z8, K3, Z16
-	VCVTDQ2PS Z16, Z16
-	VMULPS    Z9, Z16, Z16
-	VADDPS    Z10, Z16, Z16
-	VPADDD.Z  192(BX)(DX*4), Z11, K4, Z17
-	VCVTDQ2PS Z17, Z17
-	VMULPS    Z12, Z17, Z17
-	VADDPS    Z13, Z17, Z17
-	VMOVUPS   Z14, K1, (SI)(DX*4)
-	VMOVUPS   Z15, K2, 64(SI)(DX*4)
-	VMOVUPS   Z16, K3, 128(SI)(DX*4)
-	VMOVUPS   Z17, K4, 192(SI)(DX*4)
+epi_row_658:
+	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
+	VCVTDQ2PS Z10, Z10
+	VMULPS    Z3, Z10, Z10
+	VPADDD.Z  64(BX)(DX*4), Z4, K2, Z11
+	VCVTDQ2PS Z11, Z11
+	VMULPS    Z5, Z11, Z11
+	VPADDD.Z  128(BX)(DX*4), Z6, K3, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS    Z7, Z12, Z12
+	VPADDD.Z  192(BX)(DX*4), Z8, K4, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z9, Z13, Z13
+	VCMPPS    $0x16, Z1, Z10, K5
+	VMOVAPS.Z Z10, K5, Z10
+	VCMPPS    $0x16, Z1, Z11, K5
+	VMOVAPS.Z Z11, K5, Z11
+	VCMPPS    $0x16, Z1, Z12, K5
+	VMOVAPS.Z Z12, K5, Z12
+	VCMPPS    $0x16, Z1, Z13, K5
+	VMOVAPS.Z Z13, K5, Z13
+	VMOVUPS   Z10, K1, (SI)(DX*4)
+	VMOVUPS   Z11, K2, 64(SI)(DX*4)
+	VMOVUPS   Z12, K3, 128(SI)(DX*4)
+	VMOVUPS   Z13, K4, 192(SI)(DX*4)
 	ADDQ      AX, BX
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_633
+	JL        epi_row_658
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_632
-	VZEROUPPER
-	RET
+	JL        epi_strip_657
+	JMP       epi_done_414
 
-epi_flag_631:
+epi_flag_656:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   outStride+112(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   rowScale+64(FP), DX
+	MOVQ   rowZero+48(FP), BX
+	VPXORD Z1, Z1, Z1
+	XORQ   SI, SI
+
+epi_strip_659:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z2
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z3
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z4
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z5
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z6
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z7
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z8
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z9
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_660:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z2, Z0, Z11
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z3, Z10, Z10
+	VMULPS.BCST  (DX)(R9*4), Z10, Z10
+	VPMULLD      Z4, Z0, Z12
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z11
+	VPSUBD       Z12, Z11, Z11
+	VCVTDQ2PS    Z11, Z11
+	VMULPS       Z5, Z11, Z11
+	VMULPS.BCST  (DX)(R9*4), Z11, Z11
+	VPMULLD      Z6, Z0, Z13
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z12
+	VPSUBD       Z13, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z7, Z12, Z12
+	VMULPS.BCST  (DX)(R9*4), Z12, Z12
+	VPMULLD      Z8, Z0, Z13
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z13, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z9, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VCMPPS       $0x16, Z1, Z10, K5
+	VMOVAPS.Z    Z10, K5, Z10
+	VCMPPS       $0x16, Z1, Z11, K5
+	VMOVAPS.Z    Z11, K5, Z11
+	VCMPPS       $0x16, Z1, Z12, K5
+	VMOVAPS.Z    Z12, K5, Z12
+	VCMPPS       $0x16, Z1, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS      Z10, K1, (R8)(SI*4)
+	VMOVUPS      Z11, K2, 64(R8)(SI*4)
+	VMOVUPS      Z12, K3, 128(R8)(SI*4)
+	VMOVUPS      Z0, K4, 192(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_660
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_659
+	JMP          epi_done_414
+
+epi_flag_655:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_661
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         DX, DX
+
+epi_strip_662:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000040, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z5, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z9
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 128(BX)(DX*4), K3, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z5, Z10
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   128(BX)(DX*4), K3, Z11
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 192(BX)(DX*4), K4, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   192(BX)(DX*4), K4, Z13
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_663:
+	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z7, Z14, Z14
+	VPADDD.Z  64(BX)(DX*4), Z8, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z9, Z15, Z15
+	VPADDD.Z  128(BX)(DX*4), Z10, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z11, Z16, Z16
+	VPADDD.Z  192(BX)(DX*4), Z12, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z13, Z17, Z17
+	VCMPPS    $0x16, Z5, Z14, K5
+	VMOVAPS.Z Z14, K5, Z14
+	VCMPPS    $0x16, Z5, Z15, K5
+	VMOVAPS.Z Z15, K5, Z15
+	VCMPPS    $0x16, Z5, Z16, K5
+	VMOVAPS.Z Z16, K5, Z16
+	VCMPPS    $0x16, Z5, Z17, K5
+	VMOVAPS.Z Z17, K5, Z17
+	VMULPS    Z1, Z14, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K1, (SI)(DX*1)
+	VMULPS    Z1, Z15, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K2, 16(SI)(DX*1)
+	VMULPS    Z1, Z16, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K3, 32(SI)(DX*1)
+	VMULPS    Z1, Z17, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K4, 48(SI)(DX*1)
+	ADDQ      AX, BX
+	ADDQ      CX, SI
+	INCQ      DI
+	CMPQ      DI, m+16(FP)
+	JL        epi_row_663
+	ADDQ      $0x40, DX
+	CMPQ      DX, n+24(FP)
+	JL        epi_strip_662
+	JMP       epi_done_414
+
+epi_flag_661:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         SI, SI
+
+epi_strip_664:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000040, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z6
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z7
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z8
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z9
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z10
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   128(DI)(SI*4), K3, Z11
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z12
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   192(DI)(SI*4), K4, Z13
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_665:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z6, Z0, Z15
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z7, Z14, Z14
+	VMULPS.BCST  (DX)(R9*4), Z14, Z14
+	VPMULLD      Z8, Z0, Z16
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z9, Z15, Z15
+	VMULPS.BCST  (DX)(R9*4), Z15, Z15
+	VPMULLD      Z10, Z0, Z17
+	VMOVDQU32.Z  128(DI)(SI*4), K3, Z16
+	VPSUBD       Z17, Z16, Z16
+	VCVTDQ2PS    Z16, Z16
+	VMULPS       Z11, Z16, Z16
+	VMULPS.BCST  (DX)(R9*4), Z16, Z16
+	VPMULLD      Z12, Z0, Z17
+	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
+	VPSUBD       Z17, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z13, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VCMPPS       $0x16, Z5, Z14, K5
+	VMOVAPS.Z    Z14, K5, Z14
+	VCMPPS       $0x16, Z5, Z15, K5
+	VMOVAPS.Z    Z15, K5, Z15
+	VCMPPS       $0x16, Z5, Z16, K5
+	VMOVAPS.Z    Z16, K5, Z16
+	VCMPPS       $0x16, Z5, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMULPS       Z1, Z14, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K1, (R8)(SI*1)
+	VMULPS       Z1, Z15, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K2, 16(R8)(SI*1)
+	VMULPS       Z1, Z16, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K3, 32(R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_665
+	ADDQ         $0x40, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_664
+	JMP          epi_done_414
+
+epi_flag_654:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_666
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_667
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         BX, BX
+
+epi_strip_668:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z3
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z1, Z4
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z5
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z9
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_669:
+	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
+	VCVTDQ2PS Z10, Z10
+	VMULPS    Z3, Z10, Z10
+	VPADDD.Z  64(SI)(BX*4), Z4, K2, Z11
+	VCVTDQ2PS Z11, Z11
+	VMULPS    Z5, Z11, Z11
+	VPADDD.Z  128(SI)(BX*4), Z6, K3, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS    Z7, Z12, Z12
+	VPADDD.Z  192(SI)(BX*4), Z8, K4, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z9, Z13, Z13
+	VCMPPS    $0x16, Z1, Z10, K5
+	VMOVAPS.Z Z10, K5, Z10
+	VCMPPS    $0x16, Z1, Z11, K5
+	VMOVAPS.Z Z11, K5, Z11
+	VCMPPS    $0x16, Z1, Z12, K5
+	VMOVAPS.Z Z12, K5, Z12
+	VCMPPS    $0x16, Z1, Z13, K5
+	VMOVAPS.Z Z13, K5, Z13
+	VMOVUPS.Z (DI)(BX*4), K1, Z14
+	VADDPS    Z14, Z10, Z10
+	VMOVUPS   Z10, K1, (R8)(BX*4)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z10
+	VADDPS    Z10, Z11, Z11
+	VMOVUPS   Z11, K2, 64(R8)(BX*4)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z10
+	VADDPS    Z10, Z12, Z12
+	VMOVUPS   Z12, K3, 128(R8)(BX*4)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z10
+	VADDPS    Z10, Z13, Z13
+	VMOVUPS   Z13, K4, 192(R8)(BX*4)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_669
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_668
+	JMP       epi_done_414
+
+epi_flag_667:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   rowScale+64(FP), BX
+	MOVQ   rowZero+48(FP), SI
+	VPXORD Z1, Z1, Z1
+	XORQ   DI, DI
+
+epi_strip_670:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z2
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z3
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z4
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z5
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z9
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_671:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z2, Z0, Z11
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z3, Z10, Z10
+	VMULPS.BCST  (BX)(R11*4), Z10, Z10
+	VPMULLD      Z4, Z0, Z12
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z11
+	VPSUBD       Z12, Z11, Z11
+	VCVTDQ2PS    Z11, Z11
+	VMULPS       Z5, Z11, Z11
+	VMULPS.BCST  (BX)(R11*4), Z11, Z11
+	VPMULLD      Z6, Z0, Z13
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z12
+	VPSUBD       Z13, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z7, Z12, Z12
+	VMULPS.BCST  (BX)(R11*4), Z12, Z12
+	VPMULLD      Z8, Z0, Z13
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z13, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z9, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VCMPPS       $0x16, Z1, Z10, K5
+	VMOVAPS.Z    Z10, K5, Z10
+	VCMPPS       $0x16, Z1, Z11, K5
+	VMOVAPS.Z    Z11, K5, Z11
+	VCMPPS       $0x16, Z1, Z12, K5
+	VMOVAPS.Z    Z12, K5, Z12
+	VCMPPS       $0x16, Z1, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z13
+	VADDPS       Z13, Z10, Z10
+	VMOVUPS      Z10, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z10
+	VADDPS       Z10, Z11, Z11
+	VMOVUPS      Z11, K2, 64(R10)(DI*4)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z10
+	VADDPS       Z10, Z12, Z12
+	VMOVUPS      Z12, K3, 128(R10)(DI*4)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z10
+	VADDPS       Z10, Z0, Z0
+	VMOVUPS      Z0, K4, 192(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_671
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_670
+	JMP          epi_done_414
+
+epi_flag_666:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_672
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         BX, BX
+
+epi_strip_673:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z5, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z5, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z9
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z5, Z10
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z11
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z5, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_674:
+	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z7, Z14, Z14
+	VPADDD.Z  64(SI)(BX*4), Z8, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z9, Z15, Z15
+	VPADDD.Z  128(SI)(BX*4), Z10, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z11, Z16, Z16
+	VPADDD.Z  192(SI)(BX*4), Z12, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z13, Z17, Z17
+	VCMPPS    $0x16, Z5, Z14, K5
+	VMOVAPS.Z Z14, K5, Z14
+	VCMPPS    $0x16, Z5, Z15, K5
+	VMOVAPS.Z Z15, K5, Z15
+	VCMPPS    $0x16, Z5, Z16, K5
+	VMOVAPS.Z Z16, K5, Z16
+	VCMPPS    $0x16, Z5, Z17, K5
+	VMOVAPS.Z Z17, K5, Z17
+	VMOVUPS.Z (DI)(BX*4), K1, Z18
+	VADDPS    Z18, Z14, Z14
+	VMULPS    Z1, Z14, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K1, (R8)(BX*1)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
+	VADDPS    Z14, Z15, Z15
+	VMULPS    Z1, Z15, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K2, 16(R8)(BX*1)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
+	VADDPS    Z14, Z16, Z16
+	VMULPS    Z1, Z16, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K3, 32(R8)(BX*1)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
+	VADDPS    Z14, Z17, Z17
+	VMULPS    Z1, Z17, Z14
+	VMAXPS    Z2, Z14, Z14
+	VMINPS    Z3, Z14, Z14
+	VCVTPS2DQ Z14, Z14
+	VPADDD    Z4, Z14, Z14
+	VPMOVUSDB Z14, K4, 48(R8)(BX*1)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_674
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_673
+	JMP       epi_done_414
+
+epi_flag_672:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	VBROADCASTSS clampHi+132(FP), Z3
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z4
+	VPXORD       Z5, Z5, Z5
+	XORQ         DI, DI
+
+epi_strip_675:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z9
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z10
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z11
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z12
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z13
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_676:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z6, Z0, Z15
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z7, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VPMULLD      Z8, Z0, Z16
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z9, Z15, Z15
+	VMULPS.BCST  (BX)(R11*4), Z15, Z15
+	VPMULLD      Z10, Z0, Z17
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z16
+	VPSUBD       Z17, Z16, Z16
+	VCVTDQ2PS    Z16, Z16
+	VMULPS       Z11, Z16, Z16
+	VMULPS.BCST  (BX)(R11*4), Z16, Z16
+	VPMULLD      Z12, Z0, Z17
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z17, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z13, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VCMPPS       $0x16, Z5, Z14, K5
+	VMOVAPS.Z    Z14, K5, Z14
+	VCMPPS       $0x16, Z5, Z15, K5
+	VMOVAPS.Z    Z15, K5, Z15
+	VCMPPS       $0x16, Z5, Z16, K5
+	VMOVAPS.Z    Z16, K5, Z16
+	VCMPPS       $0x16, Z5, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z17
+	VADDPS       Z17, Z14, Z14
+	VMULPS       Z1, Z14, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z14
+	VADDPS       Z14, Z15, Z15
+	VMULPS       Z1, Z15, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K2, 16(R10)(DI*1)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z14
+	VADDPS       Z14, Z16, Z16
+	VMULPS       Z1, Z16, Z14
+	VMAXPS       Z2, Z14, Z14
+	VMINPS       Z3, Z14, Z14
+	VCVTPS2DQ    Z14, Z14
+	VPADDD       Z4, Z14, Z14
+	VPMOVUSDB    Z14, K3, 32(R10)(DI*1)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z14
+	VADDPS       Z14, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VMINPS       Z3, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_676
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_675
+	JMP          epi_done_414
+
+epi_flag_653:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_677
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_678
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_679
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -16374,7 +18128,7 @@ epi_flag_631:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_634:
+epi_strip_680:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -16421,7 +18175,7 @@ epi_strip_634:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_635:
+epi_row_681:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -16454,109 +18208,13 @@ epi_row_635:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_635
+	JL        epi_row_681
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_634
-	VZEROUPPER
-	RET
+	JL        epi_strip_680
+	JMP       epi_done_414
 
-epi_flag_630:
-	TESTQ $0x00000040, AX
-	JNZ   epi_flag_636
-	MOVQ  ldc+8(FP), AX
-	SHLQ  $0x02, AX
-	MOVQ  outStride+112(FP), CX
-	SHLQ  $0x02, CX
-	MOVQ  rowScale+64(FP), DX
-	MOVQ  rowZero+48(FP), BX
-	XORQ  SI, SI
-
-epi_strip_637:
-	LEAQ        epilogueColMasks<>+0(SB), DI
-	MOVQ        n+24(FP), R8
-	SUBQ        SI, R8
-	MOVQ        $0x00000040, R9
-	CMPQ        R8, R9
-	CMOVQLT     R8, R9
-	KMOVQ       (DI)(R9*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z (DI)(SI*4), K1, Z1
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z2
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z3
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z4
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z5
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z6
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z7
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   128(DI)(SI*4), K3, Z8
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   128(DI)(SI*4), K3, Z9
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z10
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   192(DI)(SI*4), K4, Z11
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   192(DI)(SI*4), K4, Z12
-	MOVQ        c+0(FP), DI
-	MOVQ        outF32+96(FP), R8
-	XORQ        R9, R9
-
-epi_row_638:
-	VPBROADCASTD (BX)(R9*4), Z0
-	VPMULLD      Z1, Z0, Z14
-	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
-	VPSUBD       Z14, Z13, Z13
-	VCVTDQ2PS    Z13, Z13
-	VMULPS       Z2, Z13, Z13
-	VMULPS.BCST  (DX)(R9*4), Z13, Z13
-	VADDPS       Z3, Z13, Z13
-	VPMULLD      Z4, Z0, Z15
-	VMOVDQU32.Z  64(DI)(SI*4), K2, Z14
-	VPSUBD       Z15, Z14, Z14
-	VCVTDQ2PS    Z14, Z14
-	VMULPS       Z5, Z14, Z14
-	VMULPS.BCST  (DX)(R9*4), Z14, Z14
-	VADDPS       Z6, Z14, Z14
-	VPMULLD      Z7, Z0, Z16
-	VMOVDQU32.Z  128(DI)(SI*4), K3, Z15
-	VPSUBD       Z16, Z15, Z15
-	VCVTDQ2PS    Z15, Z15
-	VMULPS       Z8, Z15, Z15
-	VMULPS.BCST  (DX)(R9*4), Z15, Z15
-	VADDPS       Z9, Z15, Z15
-	VPMULLD      Z10, Z0, Z16
-	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
-	VPSUBD       Z16, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z11, Z0, Z0
-	VMULPS.BCST  (DX)(R9*4), Z0, Z0
-	VADDPS       Z12, Z0, Z0
-	VMOVUPS      Z13, K1, (R8)(SI*4)
-	VMOVUPS      Z14, K2, 64(R8)(SI*4)
-	VMOVUPS      Z15, K3, 128(R8)(SI*4)
-	VMOVUPS      Z0, K4, 192(R8)(SI*4)
-	ADDQ         AX, DI
-	ADDQ         CX, R8
-	INCQ         R9
-	CMPQ         R9, m+16(FP)
-	JL           epi_row_638
-	ADDQ         $0x40, SI
-	CMPQ         SI, n+24(FP)
-	JL           epi_strip_637
-	VZEROUPPER
-	RET
-
-epi_flag_636:
+epi_flag_679:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -16566,7 +18224,7 @@ epi_flag_636:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_639:
+epi_strip_682:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -16605,7 +18263,7 @@ epi_strip_639:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_640:
+epi_row_683:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -16651,18 +18309,15 @@ epi_row_640:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_640
+	JL           epi_row_683
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_639
-	VZEROUPPER
-	RET
+	JL           epi_strip_682
+	JMP          epi_done_414
 
-epi_flag_629:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_641
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_642
+epi_flag_678:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_684
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -16676,7 +18331,7 @@ epi_flag_629:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_643:
+epi_strip_685:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -16723,120 +18378,7 @@ epi_strip_643:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_644:
-	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
-	VCVTDQ2PS Z18, Z18
-	VMULPS    Z7, Z18, Z18
-	VADDPS    Z8, Z18, Z18
-	VPADDD.Z  64(BX)(DX*4), Z9, K2, Z19
-	VCVTDQ2PS Z19, Z19
-	VMULPS    Z10, Z19, Z19
-	VADDPS    Z11, Z19, Z19
-	VPADDD.Z  128(BX)(DX*4), Z12, K3, Z20
-	VCVTDQ2PS Z20, Z20
-	VMULPS    Z13, Z20, Z20
-	VADDPS    Z14, Z20, Z20
-	VPADDD.Z  192(BX)(DX*4), Z15, K4, Z21
-	VCVTDQ2PS Z21, Z21
-	VMULPS    Z16, Z21, Z21
-	VADDPS    Z17, Z21, Z21
-	VMULPS    Z1, Z18, Z18
-	VMAXPS    Z2, Z18, Z18
-	VMINPS    Z3, Z18, Z18
-	VCVTPS2DQ Z18, Z18
-	VPADDD    Z4, Z18, Z18
-	VPMOVUSDB Z18, K1, (SI)(DX*1)
-	VMULPS    Z1, Z19, Z18
-	VMAXPS    Z2, Z18, Z18
-	VMINPS    Z3, Z18, Z18
-	VCVTPS2DQ Z18, Z18
-	VPADDD    Z4, Z18, Z18
-	VPMOVUSDB Z18, K2, 16(SI)(DX*1)
-	VMULPS    Z1, Z20, Z18
-	VMAXPS    Z2, Z18, Z18
-	VMINPS    Z3, Z18, Z18
-	VCVTPS2DQ Z18, Z18
-	VPADDD    Z4, Z18, Z18
-	VPMOVUSDB Z18, K3, 32(SI)(DX*1)
-	VMULPS    Z1, Z21, Z18
-	VMAXPS    Z2, Z18, Z18
-	VMINPS    Z3, Z18, Z18
-	VCVTPS2DQ Z18, Z18
-	VPADDD    Z4, Z18, Z18
-	VPMOVUSDB Z18, K4, 48(SI)(DX*1)
-	ADDQ      AX, BX
-	ADDQ      CX, SI
-	INCQ      DI
-	CMPQ      DI, m+16(FP)
-	JL        epi_row_644
-	ADDQ      $0x40, DX
-	CMPQ      DX, n+24(FP)
-	JL        epi_strip_643
-	VZEROUPPER
-	RET
-
-epi_flag_642:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	MOVL         aZero+40(FP), DX
-	VPBROADCASTD DX, Z0
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), DX
-	VPBROADCASTD DX, Z4
-	VPXORD       Z5, Z5, Z5
-	XORQ         DX, DX
-
-epi_strip_645:
-	LEAQ        epilogueColMasks<>+0(SB), BX
-	MOVQ        n+24(FP), SI
-	SUBQ        DX, SI
-	MOVQ        $0x00000040, DI
-	CMPQ        SI, DI
-	CMOVQLT     SI, DI
-	KMOVQ       (BX)(DI*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z (BX)(DX*4), K1, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z6
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   (BX)(DX*4), K1, Z7
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   (BX)(DX*4), K1, Z8
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z9
-	VPMULLD     Z9, Z0, Z9
-	VPSUBD      Z9, Z5, Z9
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z10
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z11
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 128(BX)(DX*4), K3, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z5, Z12
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   128(BX)(DX*4), K3, Z13
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   128(BX)(DX*4), K3, Z14
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 192(BX)(DX*4), K4, Z15
-	VPMULLD     Z15, Z0, Z15
-	VPSUBD      Z15, Z5, Z15
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   192(BX)(DX*4), K4, Z16
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   192(BX)(DX*4), K4, Z17
-	MOVQ        c+0(FP), BX
-	MOVQ        outU8+104(FP), SI
-	XORQ        DI, DI
-
-epi_row_646:
+epi_row_686:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -16889,133 +18431,13 @@ epi_row_646:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_646
+	JL        epi_row_686
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_645
-	VZEROUPPER
-	RET
+	JL        epi_strip_685
+	JMP       epi_done_414
 
-epi_flag_641:
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_647
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	MOVQ         rowScale+64(FP), DX
-	MOVQ         rowZero+48(FP), BX
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), SI
-	VPBROADCASTD SI, Z4
-	XORQ         SI, SI
-
-epi_strip_648:
-	LEAQ        epilogueColMasks<>+0(SB), DI
-	MOVQ        n+24(FP), R8
-	SUBQ        SI, R8
-	MOVQ        $0x00000040, R9
-	CMPQ        R8, R9
-	CMOVQLT     R8, R9
-	KMOVQ       (DI)(R9*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z (DI)(SI*4), K1, Z5
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z6
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z7
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z8
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z9
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z10
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 128(DI)(SI*4), K3, Z11
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   128(DI)(SI*4), K3, Z12
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   128(DI)(SI*4), K3, Z13
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 192(DI)(SI*4), K4, Z14
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   192(DI)(SI*4), K4, Z15
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   192(DI)(SI*4), K4, Z16
-	MOVQ        c+0(FP), DI
-	MOVQ        outU8+104(FP), R8
-	XORQ        R9, R9
-
-epi_row_649:
-	VPBROADCASTD (BX)(R9*4), Z0
-	VPMULLD      Z5, Z0, Z18
-	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
-	VPSUBD       Z18, Z17, Z17
-	VCVTDQ2PS    Z17, Z17
-	VMULPS       Z6, Z17, Z17
-	VMULPS.BCST  (DX)(R9*4), Z17, Z17
-	VADDPS       Z7, Z17, Z17
-	VPMULLD      Z8, Z0, Z19
-	VMOVDQU32.Z  64(DI)(SI*4), K2, Z18
-	VPSUBD       Z19, Z18, Z18
-	VCVTDQ2PS    Z18, Z18
-	VMULPS       Z9, Z18, Z18
-	VMULPS.BCST  (DX)(R9*4), Z18, Z18
-	VADDPS       Z10, Z18, Z18
-	VPMULLD      Z11, Z0, Z20
-	VMOVDQU32.Z  128(DI)(SI*4), K3, Z19
-	VPSUBD       Z20, Z19, Z19
-	VCVTDQ2PS    Z19, Z19
-	VMULPS       Z12, Z19, Z19
-	VMULPS.BCST  (DX)(R9*4), Z19, Z19
-	VADDPS       Z13, Z19, Z19
-	VPMULLD      Z14, Z0, Z20
-	VMOVDQU32.Z  192(DI)(SI*4), K4, Z0
-	VPSUBD       Z20, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z15, Z0, Z0
-	VMULPS.BCST  (DX)(R9*4), Z0, Z0
-	VADDPS       Z16, Z0, Z0
-	VMULPS       Z1, Z17, Z17
-	VMAXPS       Z2, Z17, Z17
-	VMINPS       Z3, Z17, Z17
-	VCVTPS2DQ    Z17, Z17
-	VPADDD       Z4, Z17, Z17
-	VPMOVUSDB    Z17, K1, (R8)(SI*1)
-	VMULPS       Z1, Z18, Z17
-	VMAXPS       Z2, Z17, Z17
-	VMINPS       Z3, Z17, Z17
-	VCVTPS2DQ    Z17, Z17
-	VPADDD       Z4, Z17, Z17
-	VPMOVUSDB    Z17, K2, 16(R8)(SI*1)
-	VMULPS       Z1, Z19, Z17
-	VMAXPS       Z2, Z17, Z17
-	VMINPS       Z3, Z17, Z17
-	VCVTPS2DQ    Z17, Z17
-	VPADDD       Z4, Z17, Z17
-	VPMOVUSDB    Z17, K3, 32(R8)(SI*1)
-	VMULPS       Z1, Z0, Z0
-	VMAXPS       Z2, Z0, Z0
-	VMINPS       Z3, Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMOVUSDB    Z0, K4, 48(R8)(SI*1)
-	ADDQ         AX, DI
-	ADDQ         CX, R8
-	INCQ         R9
-	CMPQ         R9, m+16(FP)
-	JL           epi_row_649
-	ADDQ         $0x40, SI
-	CMPQ         SI, n+24(FP)
-	JL           epi_strip_648
-	VZEROUPPER
-	RET
-
-epi_flag_647:
+epi_flag_684:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -17029,7 +18451,7 @@ epi_flag_647:
 	VPXORD       Z5, Z5, Z5
 	XORQ         SI, SI
 
-epi_strip_650:
+epi_strip_687:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -17068,7 +18490,7 @@ epi_strip_650:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_651:
+epi_row_688:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z6, Z0, Z19
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
@@ -17134,20 +18556,17 @@ epi_row_651:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_651
+	JL           epi_row_688
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_650
-	VZEROUPPER
-	RET
+	JL           epi_strip_687
+	JMP          epi_done_414
 
-epi_flag_628:
+epi_flag_677:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_689
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_652
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_653
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_654
+	JNZ          epi_flag_690
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -17159,7 +18578,7 @@ epi_flag_628:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_655:
+epi_strip_691:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -17207,108 +18626,7 @@ epi_strip_655:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_656:
-	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
-	VCVTDQ2PS Z14, Z14
-	VMULPS    Z3, Z14, Z14
-	VADDPS    Z4, Z14, Z14
-	VPADDD.Z  64(SI)(BX*4), Z5, K2, Z15
-	VCVTDQ2PS Z15, Z15
-	VMULPS    Z6, Z15, Z15
-	VADDPS    Z7, Z15, Z15
-	VPADDD.Z  128(SI)(BX*4), Z8, K3, Z16
-	VCVTDQ2PS Z16, Z16
-	VMULPS    Z9, Z16, Z16
-	VADDPS    Z10, Z16, Z16
-	VPADDD.Z  192(SI)(BX*4), Z11, K4, Z17
-	VCVTDQ2PS Z17, Z17
-	VMULPS    Z12, Z17, Z17
-	VADDPS    Z13, Z17, Z17
-	VMOVUPS.Z (DI)(BX*4), K1, Z18
-	VADDPS    Z18, Z14, Z14
-	VMOVUPS   Z14, K1, (R8)(BX*4)
-	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
-	VADDPS    Z14, Z15, Z15
-	VMOVUPS   Z15, K2, 64(R8)(BX*4)
-	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
-	VADDPS    Z14, Z16, Z16
-	VMOVUPS   Z16, K3, 128(R8)(BX*4)
-	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
-	VADDPS    Z14, Z17, Z17
-	VMOVUPS   Z17, K4, 192(R8)(BX*4)
-	ADDQ      AX, SI
-	ADDQ      CX, DI
-	ADDQ      DX, R8
-	INCQ      R9
-	CMPQ      R9, m+16(FP)
-	JL        epi_row_656
-	ADDQ      $0x40, BX
-	CMPQ      BX, n+24(FP)
-	JL        epi_strip_655
-	VZEROUPPER
-	RET
-
-epi_flag_654:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	SHLQ         $0x02, DX
-	MOVL         aZero+40(FP), BX
-	VPBROADCASTD BX, Z0
-	VPXORD       Z1, Z1, Z1
-	XORQ         BX, BX
-
-epi_strip_657:
-	LEAQ        epilogueColMasks<>+0(SB), SI
-	MOVQ        n+24(FP), DI
-	SUBQ        BX, DI
-	MOVQ        $0x00000040, R8
-	CMPQ        DI, R8
-	CMOVQLT     DI, R8
-	KMOVQ       (SI)(R8*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z (SI)(BX*4), K1, Z2
-	VPMULLD     Z2, Z0, Z2
-	VPSUBD      Z2, Z1, Z2
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z3
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z4
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
-	VPMULLD     Z5, Z0, Z5
-	VPSUBD      Z5, Z1, Z5
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z6
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z7
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z1, Z8
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   128(SI)(BX*4), K3, Z9
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   128(SI)(BX*4), K3, Z10
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z1, Z11
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   192(SI)(BX*4), K4, Z12
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
-	MOVQ        c+0(FP), SI
-	MOVQ        res+80(FP), DI
-	MOVQ        outF32+96(FP), R8
-	XORQ        R9, R9
-
-epi_row_658:
+epi_row_692:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -17350,121 +18668,13 @@ epi_row_658:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_658
+	JL        epi_row_692
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_657
-	VZEROUPPER
-	RET
+	JL        epi_strip_691
+	JMP       epi_done_414
 
-epi_flag_653:
-	TESTQ $0x00000040, AX
-	JNZ   epi_flag_659
-	MOVQ  ldc+8(FP), AX
-	SHLQ  $0x02, AX
-	MOVQ  resStride+88(FP), CX
-	SHLQ  $0x02, CX
-	MOVQ  outStride+112(FP), DX
-	SHLQ  $0x02, DX
-	MOVQ  rowScale+64(FP), BX
-	MOVQ  rowZero+48(FP), SI
-	XORQ  DI, DI
-
-epi_strip_660:
-	LEAQ        epilogueColMasks<>+0(SB), R8
-	MOVQ        n+24(FP), R9
-	SUBQ        DI, R9
-	MOVQ        $0x00000040, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	KMOVQ       (R8)(R10*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z (R8)(DI*4), K1, Z1
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z2
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z3
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 64(R8)(DI*4), K2, Z4
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z5
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z6
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 128(R8)(DI*4), K3, Z7
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   128(R8)(DI*4), K3, Z8
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   128(R8)(DI*4), K3, Z9
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 192(R8)(DI*4), K4, Z10
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   192(R8)(DI*4), K4, Z11
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   192(R8)(DI*4), K4, Z12
-	MOVQ        c+0(FP), R8
-	MOVQ        res+80(FP), R9
-	MOVQ        outF32+96(FP), R10
-	XORQ        R11, R11
-
-epi_row_661:
-	VPBROADCASTD (SI)(R11*4), Z0
-	VPMULLD      Z1, Z0, Z14
-	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
-	VPSUBD       Z14, Z13, Z13
-	VCVTDQ2PS    Z13, Z13
-	VMULPS       Z2, Z13, Z13
-	VMULPS.BCST  (BX)(R11*4), Z13, Z13
-	VADDPS       Z3, Z13, Z13
-	VPMULLD      Z4, Z0, Z15
-	VMOVDQU32.Z  64(R8)(DI*4), K2, Z14
-	VPSUBD       Z15, Z14, Z14
-	VCVTDQ2PS    Z14, Z14
-	VMULPS       Z5, Z14, Z14
-	VMULPS.BCST  (BX)(R11*4), Z14, Z14
-	VADDPS       Z6, Z14, Z14
-	VPMULLD      Z7, Z0, Z16
-	VMOVDQU32.Z  128(R8)(DI*4), K3, Z15
-	VPSUBD       Z16, Z15, Z15
-	VCVTDQ2PS    Z15, Z15
-	VMULPS       Z8, Z15, Z15
-	VMULPS.BCST  (BX)(R11*4), Z15, Z15
-	VADDPS       Z9, Z15, Z15
-	VPMULLD      Z10, Z0, Z16
-	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
-	VPSUBD       Z16, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z11, Z0, Z0
-	VMULPS.BCST  (BX)(R11*4), Z0, Z0
-	VADDPS       Z12, Z0, Z0
-	VMOVUPS.Z    (R9)(DI*4), K1, Z16
-	VADDPS       Z16, Z13, Z13
-	VMOVUPS      Z13, K1, (R10)(DI*4)
-	VMOVUPS.Z    64(R9)(DI*4), K2, Z13
-	VADDPS       Z13, Z14, Z14
-	VMOVUPS      Z14, K2, 64(R10)(DI*4)
-	VMOVUPS.Z    128(R9)(DI*4), K3, Z13
-	VADDPS       Z13, Z15, Z15
-	VMOVUPS      Z15, K3, 128(R10)(DI*4)
-	VMOVUPS.Z    192(R9)(DI*4), K4, Z13
-	VADDPS       Z13, Z0, Z0
-	VMOVUPS      Z0, K4, 192(R10)(DI*4)
-	ADDQ         AX, R8
-	ADDQ         CX, R9
-	ADDQ         DX, R10
-	INCQ         R11
-	CMPQ         R11, m+16(FP)
-	JL           epi_row_661
-	ADDQ         $0x40, DI
-	CMPQ         DI, n+24(FP)
-	JL           epi_strip_660
-	VZEROUPPER
-	RET
-
-epi_flag_659:
+epi_flag_690:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -17476,7 +18686,7 @@ epi_flag_659:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_662:
+epi_strip_693:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -17516,7 +18726,7 @@ epi_strip_662:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_663:
+epi_row_694:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -17571,18 +18781,15 @@ epi_row_663:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_663
+	JL           epi_row_694
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_662
-	VZEROUPPER
-	RET
+	JL           epi_strip_693
+	JMP          epi_done_414
 
-epi_flag_652:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_664
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_665
+epi_flag_689:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_695
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -17598,7 +18805,7 @@ epi_flag_652:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_666:
+epi_strip_696:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -17646,132 +18853,7 @@ epi_strip_666:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_667:
-	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
-	VCVTDQ2PS Z18, Z18
-	VMULPS    Z7, Z18, Z18
-	VADDPS    Z8, Z18, Z18
-	VPADDD.Z  64(SI)(BX*4), Z9, K2, Z19
-	VCVTDQ2PS Z19, Z19
-	VMULPS    Z10, Z19, Z19
-	VADDPS    Z11, Z19, Z19
-	VPADDD.Z  128(SI)(BX*4), Z12, K3, Z20
-	VCVTDQ2PS Z20, Z20
-	VMULPS    Z13, Z20, Z20
-	VADDPS    Z14, Z20, Z20
-	VPADDD.Z  192(SI)(BX*4), Z15, K4, Z21
-	VCVTDQ2PS Z21, Z21
-	VMULPS    Z16, Z21, Z21
-	VADDPS    Z17, Z21, Z21
-	VMOVUPS.Z (DI)(BX*4), K1, Z22
-	VADDPS    Z22, Z18, Z18
-	VMULPS    Z1, Z18, Z18
-	VMAXPS    Z2, Z18, Z18
-	VMINPS    Z3, Z18, Z18
-	VCVTPS2DQ Z18, Z18
-	VPADDD    Z4, Z18, Z18
-	VPMOVUSDB Z18, K1, (R8)(BX*1)
-	VMOVUPS.Z 64(DI)(BX*4), K2, Z18
-	VADDPS    Z18, Z19, Z19
-	VMULPS    Z1, Z19, Z18
-	VMAXPS    Z2, Z18, Z18
-	VMINPS    Z3, Z18, Z18
-	VCVTPS2DQ Z18, Z18
-	VPADDD    Z4, Z18, Z18
-	VPMOVUSDB Z18, K2, 16(R8)(BX*1)
-	VMOVUPS.Z 128(DI)(BX*4), K3, Z18
-	VADDPS    Z18, Z20, Z20
-	VMULPS    Z1, Z20, Z18
-	VMAXPS    Z2, Z18, Z18
-	VMINPS    Z3, Z18, Z18
-	VCVTPS2DQ Z18, Z18
-	VPADDD    Z4, Z18, Z18
-	VPMOVUSDB Z18, K3, 32(R8)(BX*1)
-	VMOVUPS.Z 192(DI)(BX*4), K4, Z18
-	VADDPS    Z18, Z21, Z21
-	VMULPS    Z1, Z21, Z18
-	VMAXPS    Z2, Z18, Z18
-	VMINPS    Z3, Z18, Z18
-	VCVTPS2DQ Z18, Z18
-	VPADDD    Z4, Z18, Z18
-	VPMOVUSDB Z18, K4, 48(R8)(BX*1)
-	ADDQ      AX, SI
-	ADDQ      CX, DI
-	ADDQ      DX, R8
-	INCQ      R9
-	CMPQ      R9, m+16(FP)
-	JL        epi_row_667
-	ADDQ      $0x40, BX
-	CMPQ      BX, n+24(FP)
-	JL        epi_strip_666
-	VZEROUPPER
-	RET
-
-epi_flag_665:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	MOVL         aZero+40(FP), BX
-	VPBROADCASTD BX, Z0
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z4
-	VPXORD       Z5, Z5, Z5
-	XORQ         BX, BX
-
-epi_strip_668:
-	LEAQ        epilogueColMasks<>+0(SB), SI
-	MOVQ        n+24(FP), DI
-	SUBQ        BX, DI
-	MOVQ        $0x00000040, R8
-	CMPQ        DI, R8
-	CMOVQLT     DI, R8
-	KMOVQ       (SI)(R8*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z (SI)(BX*4), K1, Z6
-	VPMULLD     Z6, Z0, Z6
-	VPSUBD      Z6, Z5, Z6
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z7
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z8
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
-	VPMULLD     Z9, Z0, Z9
-	VPSUBD      Z9, Z5, Z9
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z10
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z11
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z5, Z12
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   128(SI)(BX*4), K3, Z13
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   128(SI)(BX*4), K3, Z14
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
-	VPMULLD     Z15, Z0, Z15
-	VPSUBD      Z15, Z5, Z15
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   192(SI)(BX*4), K4, Z16
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   192(SI)(BX*4), K4, Z17
-	MOVQ        c+0(FP), SI
-	MOVQ        res+80(FP), DI
-	MOVQ        outU8+104(FP), R8
-	XORQ        R9, R9
-
-epi_row_669:
+epi_row_697:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -17833,145 +18915,13 @@ epi_row_669:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_669
+	JL        epi_row_697
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_668
-	VZEROUPPER
-	RET
+	JL        epi_strip_696
+	JMP       epi_done_414
 
-epi_flag_664:
-	TESTQ        $0x00000040, AX
-	JNZ          epi_flag_670
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	MOVQ         rowScale+64(FP), BX
-	MOVQ         rowZero+48(FP), SI
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), DI
-	VPBROADCASTD DI, Z4
-	XORQ         DI, DI
-
-epi_strip_671:
-	LEAQ        epilogueColMasks<>+0(SB), R8
-	MOVQ        n+24(FP), R9
-	SUBQ        DI, R9
-	MOVQ        $0x00000040, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	KMOVQ       (R8)(R10*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	KSHIFTRQ    $0x20, K1, K3
-	KSHIFTRQ    $0x30, K1, K4
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z (R8)(DI*4), K1, Z5
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z6
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z7
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 64(R8)(DI*4), K2, Z8
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z9
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z10
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 128(R8)(DI*4), K3, Z11
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   128(R8)(DI*4), K3, Z12
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   128(R8)(DI*4), K3, Z13
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 192(R8)(DI*4), K4, Z14
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   192(R8)(DI*4), K4, Z15
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   192(R8)(DI*4), K4, Z16
-	MOVQ        c+0(FP), R8
-	MOVQ        res+80(FP), R9
-	MOVQ        outU8+104(FP), R10
-	XORQ        R11, R11
-
-epi_row_672:
-	VPBROADCASTD (SI)(R11*4), Z0
-	VPMULLD      Z5, Z0, Z18
-	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
-	VPSUBD       Z18, Z17, Z17
-	VCVTDQ2PS    Z17, Z17
-	VMULPS       Z6, Z17, Z17
-	VMULPS.BCST  (BX)(R11*4), Z17, Z17
-	VADDPS       Z7, Z17, Z17
-	VPMULLD      Z8, Z0, Z19
-	VMOVDQU32.Z  64(R8)(DI*4), K2, Z18
-	VPSUBD       Z19, Z18, Z18
-	VCVTDQ2PS    Z18, Z18
-	VMULPS       Z9, Z18, Z18
-	VMULPS.BCST  (BX)(R11*4), Z18, Z18
-	VADDPS       Z10, Z18, Z18
-	VPMULLD      Z11, Z0, Z20
-	VMOVDQU32.Z  128(R8)(DI*4), K3, Z19
-	VPSUBD       Z20, Z19, Z19
-	VCVTDQ2PS    Z19, Z19
-	VMULPS       Z12, Z19, Z19
-	VMULPS.BCST  (BX)(R11*4), Z19, Z19
-	VADDPS       Z13, Z19, Z19
-	VPMULLD      Z14, Z0, Z20
-	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
-	VPSUBD       Z20, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z15, Z0, Z0
-	VMULPS.BCST  (BX)(R11*4), Z0, Z0
-	VADDPS       Z16, Z0, Z0
-	VMOVUPS.Z    (R9)(DI*4), K1, Z20
-	VADDPS       Z20, Z17, Z17
-	VMULPS       Z1, Z17, Z17
-	VMAXPS       Z2, Z17, Z17
-	VMINPS       Z3, Z17, Z17
-	VCVTPS2DQ    Z17, Z17
-	VPADDD       Z4, Z17, Z17
-	VPMOVUSDB    Z17, K1, (R10)(DI*1)
-	VMOVUPS.Z    64(R9)(DI*4), K2, Z17
-	VADDPS       Z17, Z18, Z18
-	VMULPS       Z1, Z18, Z17
-	VMAXPS       Z2, Z17, Z17
-	VMINPS       Z3, Z17, Z17
-	VCVTPS2DQ    Z17, Z17
-	VPADDD       Z4, Z17, Z17
-	VPMOVUSDB    Z17, K2, 16(R10)(DI*1)
-	VMOVUPS.Z    128(R9)(DI*4), K3, Z17
-	VADDPS       Z17, Z19, Z19
-	VMULPS       Z1, Z19, Z17
-	VMAXPS       Z2, Z17, Z17
-	VMINPS       Z3, Z17, Z17
-	VCVTPS2DQ    Z17, Z17
-	VPADDD       Z4, Z17, Z17
-	VPMOVUSDB    Z17, K3, 32(R10)(DI*1)
-	VMOVUPS.Z    192(R9)(DI*4), K4, Z17
-	VADDPS       Z17, Z0, Z0
-	VMULPS       Z1, Z0, Z0
-	VMAXPS       Z2, Z0, Z0
-	VMINPS       Z3, Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
-	ADDQ         AX, R8
-	ADDQ         CX, R9
-	ADDQ         DX, R10
-	INCQ         R11
-	CMPQ         R11, m+16(FP)
-	JL           epi_row_672
-	ADDQ         $0x40, DI
-	CMPQ         DI, n+24(FP)
-	JL           epi_strip_671
-	VZEROUPPER
-	RET
-
-epi_flag_670:
+epi_flag_695:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -17987,7 +18937,7 @@ epi_flag_670:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DI, DI
 
-epi_strip_673:
+epi_strip_698:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -18027,7 +18977,7 @@ epi_strip_673:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_674:
+epi_row_699:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z6, Z0, Z19
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
@@ -18102,981 +19052,15 @@ epi_row_674:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_674
+	JL           epi_row_699
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_673
+	JL           epi_strip_698
+
+epi_done_414:
 	VZEROUPPER
-	RET
-
-epi_flag_627:
-	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_675
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_676
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_677
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	SHLQ         $0x02, CX
-	MOVL         aZero+40(FP), DX
-	VPBROADCASTD DX, Z0
-	VPXORD       Z1, Z1, Z1
-	LEAQ         epilogueGelu<>+0(SB), DX
-	LEAQ         epilogueGelu<>+384(SB), BX
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      BX, DX
-	VMOVUPS      (DX), Z2
-	VMOVUPS      64(DX), Z3
-	VMOVUPS      128(DX), Z4
-	VMOVUPS      192(DX), Z5
-	VMOVUPS      256(DX), Z6
-	VMOVUPS      320(DX), Z7
-	XORQ         DX, DX
-
-epi_strip_678:
-	LEAQ        epilogueColMasks<>+0(SB), BX
-	MOVQ        n+24(FP), SI
-	SUBQ        DX, SI
-	MOVQ        $0x00000020, DI
-	CMPQ        SI, DI
-	CMOVQLT     SI, DI
-	KMOVQ       (BX)(DI*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z (BX)(DX*4), K1, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z1, Z8
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   (BX)(DX*4), K1, Z9
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   (BX)(DX*4), K1, Z10
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z1, Z11
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z12
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z13
-	MOVQ        c+0(FP), BX
-	MOVQ        outF32+96(FP), SI
-	XORQ        DI, DI
-
-epi_row_679:
-	VPADDD.Z    (BX)(DX*4), Z8, K1, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z9, Z14, Z14
-	VADDPS      Z10, Z14, Z14
-	VPADDD.Z    64(BX)(DX*4), Z11, K2, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z12, Z15, Z15
-	VADDPS      Z13, Z15, Z15
-	VMULPS.BCST epilogueGelu<>+772(SB), Z14, Z16
-	VMULPS.BCST epilogueGelu<>+772(SB), Z15, Z17
-	VPANDD.BCST epilogueGelu<>+768(SB), Z16, Z16
-	VPANDD.BCST epilogueGelu<>+768(SB), Z17, Z17
-	VMINPS.BCST epilogueGelu<>+776(SB), Z16, Z16
-	VMINPS.BCST epilogueGelu<>+776(SB), Z17, Z17
-	VCVTPS2DQ   Z16, Z18
-	VCVTPS2DQ   Z17, Z19
-	VREDUCEPS   $0x00, Z16, Z16
-	VREDUCEPS   $0x00, Z17, Z17
-	VPERMPS     Z7, Z18, Z20
-	VPERMPS     Z7, Z19, Z21
-	VPERMPS     Z6, Z18, Z22
-	VPERMPS     Z6, Z19, Z23
-	VFMADD213PS Z22, Z16, Z20
-	VFMADD213PS Z23, Z17, Z21
-	VPERMPS     Z5, Z18, Z22
-	VPERMPS     Z5, Z19, Z23
-	VFMADD213PS Z22, Z16, Z20
-	VFMADD213PS Z23, Z17, Z21
-	VPERMPS     Z4, Z18, Z22
-	VPERMPS     Z4, Z19, Z23
-	VFMADD213PS Z22, Z16, Z20
-	VFMADD213PS Z23, Z17, Z21
-	VPERMPS     Z3, Z18, Z22
-	VPERMPS     Z3, Z19, Z23
-	VFMADD213PS Z22, Z16, Z20
-	VFMADD213PS Z23, Z17, Z21
-	VPERMPS     Z2, Z18, Z18
-	VPERMPS     Z2, Z19, Z19
-	VFMADD213PS Z18, Z16, Z20
-	VFMADD213PS Z19, Z17, Z21
-	VMAXPS      Z14, Z1, Z14
-	VMAXPS      Z15, Z1, Z15
-	VADDPS      Z20, Z14, Z14
-	VADDPS      Z21, Z15, Z15
-	VMOVUPS     Z14, K1, (SI)(DX*4)
-	VMOVUPS     Z15, K2, 64(SI)(DX*4)
-	ADDQ        AX, BX
-	ADDQ        CX, SI
-	INCQ        DI
-	CMPQ        DI, m+16(FP)
-	JL          epi_row_679
-	ADDQ        $0x20, DX
-	CMPQ        DX, n+24(FP)
-	JL          epi_strip_678
-	VZEROUPPER
-	RET
-
-epi_flag_677:
-	MOVQ    ldc+8(FP), AX
-	SHLQ    $0x02, AX
-	MOVQ    outStride+112(FP), CX
-	SHLQ    $0x02, CX
-	MOVQ    rowScale+64(FP), DX
-	MOVQ    rowZero+48(FP), BX
-	VPXORD  Z1, Z1, Z1
-	LEAQ    epilogueGelu<>+0(SB), SI
-	LEAQ    epilogueGelu<>+384(SB), DI
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE DI, SI
-	VMOVUPS (SI), Z2
-	VMOVUPS 64(SI), Z3
-	VMOVUPS 128(SI), Z4
-	VMOVUPS 192(SI), Z5
-	VMOVUPS 256(SI), Z6
-	VMOVUPS 320(SI), Z7
-	XORQ    SI, SI
-
-epi_strip_680:
-	LEAQ        epilogueColMasks<>+0(SB), DI
-	MOVQ        n+24(FP), R8
-	SUBQ        SI, R8
-	MOVQ        $0x00000020, R9
-	CMPQ        R8, R9
-	CMOVQLT     R8, R9
-	KMOVQ       (DI)(R9*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z (DI)(SI*4), K1, Z8
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z9
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z10
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z11
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z12
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z13
-	MOVQ        c+0(FP), DI
-	MOVQ        outF32+96(FP), R8
-	XORQ        R9, R9
-
-epi_row_681:
-	VPBROADCASTD (BX)(R9*4), Z0
-	VPMULLD      Z8, Z0, Z15
-	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
-	VPSUBD       Z15, Z14, Z14
-	VCVTDQ2PS    Z14, Z14
-	VMULPS       Z9, Z14, Z14
-	VMULPS.BCST  (DX)(R9*4), Z14, Z14
-	VADDPS       Z10, Z14, Z14
-	VPMULLD      Z11, Z0, Z15
-	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
-	VPSUBD       Z15, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z12, Z0, Z0
-	VMULPS.BCST  (DX)(R9*4), Z0, Z0
-	VADDPS       Z13, Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+772(SB), Z14, Z15
-	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z16
-	VPANDD.BCST  epilogueGelu<>+768(SB), Z15, Z15
-	VPANDD.BCST  epilogueGelu<>+768(SB), Z16, Z16
-	VMINPS.BCST  epilogueGelu<>+776(SB), Z15, Z15
-	VMINPS.BCST  epilogueGelu<>+776(SB), Z16, Z16
-	VCVTPS2DQ    Z15, Z17
-	VCVTPS2DQ    Z16, Z18
-	VREDUCEPS    $0x00, Z15, Z15
-	VREDUCEPS    $0x00, Z16, Z16
-	VPERMPS      Z7, Z17, Z19
-	VPERMPS      Z7, Z18, Z20
-	VPERMPS      Z6, Z17, Z21
-	VPERMPS      Z6, Z18, Z22
-	VFMADD213PS  Z21, Z15, Z19
-	VFMADD213PS  Z22, Z16, Z20
-	VPERMPS      Z5, Z17, Z21
-	VPERMPS      Z5, Z18, Z22
-	VFMADD213PS  Z21, Z15, Z19
-	VFMADD213PS  Z22, Z16, Z20
-	VPERMPS      Z4, Z17, Z21
-	VPERMPS      Z4, Z18, Z22
-	VFMADD213PS  Z21, Z15, Z19
-	VFMADD213PS  Z22, Z16, Z20
-	VPERMPS      Z3, Z17, Z21
-	VPERMPS      Z3, Z18, Z22
-	VFMADD213PS  Z21, Z15, Z19
-	VFMADD213PS  Z22, Z16, Z20
-	VPERMPS      Z2, Z17, Z17
-	VPERMPS      Z2, Z18, Z18
-	VFMADD213PS  Z17, Z15, Z19
-	VFMADD213PS  Z18, Z16, Z20
-	VMAXPS       Z14, Z1, Z14
-	VMAXPS       Z0, Z1, Z0
-	VADDPS       Z19, Z14, Z14
-	VADDPS       Z20, Z0, Z0
-	VMOVUPS      Z14, K1, (R8)(SI*4)
-	VMOVUPS      Z0, K2, 64(R8)(SI*4)
-	ADDQ         AX, DI
-	ADDQ         CX, R8
-	INCQ         R9
-	CMPQ         R9, m+16(FP)
-	JL           epi_row_681
-	ADDQ         $0x20, SI
-	CMPQ         SI, n+24(FP)
-	JL           epi_strip_680
-	VZEROUPPER
-	RET
-
-epi_flag_676:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_682
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	MOVL         aZero+40(FP), DX
-	VPBROADCASTD DX, Z0
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), DX
-	VPBROADCASTD DX, Z4
-	VPXORD       Z5, Z5, Z5
-	LEAQ         epilogueGelu<>+0(SB), DX
-	LEAQ         epilogueGelu<>+384(SB), BX
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      BX, DX
-	VMOVUPS      (DX), Z6
-	VMOVUPS      64(DX), Z7
-	VMOVUPS      128(DX), Z8
-	VMOVUPS      192(DX), Z9
-	VMOVUPS      256(DX), Z10
-	VMOVUPS      320(DX), Z11
-	XORQ         DX, DX
-
-epi_strip_683:
-	LEAQ        epilogueColMasks<>+0(SB), BX
-	MOVQ        n+24(FP), SI
-	SUBQ        DX, SI
-	MOVQ        $0x00000020, DI
-	CMPQ        SI, DI
-	CMOVQLT     SI, DI
-	KMOVQ       (BX)(DI*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z (BX)(DX*4), K1, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z5, Z12
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   (BX)(DX*4), K1, Z13
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   (BX)(DX*4), K1, Z14
-	MOVQ        colSum+32(FP), BX
-	VMOVDQU32.Z 64(BX)(DX*4), K2, Z15
-	VPMULLD     Z15, Z0, Z15
-	VPSUBD      Z15, Z5, Z15
-	MOVQ        scale+56(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z16
-	MOVQ        bias+72(FP), BX
-	VMOVUPS.Z   64(BX)(DX*4), K2, Z17
-	MOVQ        c+0(FP), BX
-	MOVQ        outU8+104(FP), SI
-	XORQ        DI, DI
-
-epi_row_684:
-	VPADDD.Z    (BX)(DX*4), Z12, K1, Z18
-	VCVTDQ2PS   Z18, Z18
-	VMULPS      Z13, Z18, Z18
-	VADDPS      Z14, Z18, Z18
-	VPADDD.Z    64(BX)(DX*4), Z15, K2, Z19
-	VCVTDQ2PS   Z19, Z19
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z17, Z19, Z19
-	VMULPS.BCST epilogueGelu<>+772(SB), Z18, Z20
-	VMULPS.BCST epilogueGelu<>+772(SB), Z19, Z21
-	VPANDD.BCST epilogueGelu<>+768(SB), Z20, Z20
-	VPANDD.BCST epilogueGelu<>+768(SB), Z21, Z21
-	VMINPS.BCST epilogueGelu<>+776(SB), Z20, Z20
-	VMINPS.BCST epilogueGelu<>+776(SB), Z21, Z21
-	VCVTPS2DQ   Z20, Z22
-	VCVTPS2DQ   Z21, Z23
-	VREDUCEPS   $0x00, Z20, Z20
-	VREDUCEPS   $0x00, Z21, Z21
-	VPERMPS     Z11, Z22, Z24
-	VPERMPS     Z11, Z23, Z25
-	VPERMPS     Z10, Z22, Z26
-	VPERMPS     Z10, Z23, Z27
-	VFMADD213PS Z26, Z20, Z24
-	VFMADD213PS Z27, Z21, Z25
-	VPERMPS     Z9, Z22, Z26
-	VPERMPS     Z9, Z23, Z27
-	VFMADD213PS Z26, Z20, Z24
-	VFMADD213PS Z27, Z21, Z25
-	VPERMPS     Z8, Z22, Z26
-	VPERMPS     Z8, Z23, Z27
-	VFMADD213PS Z26, Z20, Z24
-	VFMADD213PS Z27, Z21, Z25
-	VPERMPS     Z7, Z22, Z26
-	VPERMPS     Z7, Z23, Z27
-	VFMADD213PS Z26, Z20, Z24
-	VFMADD213PS Z27, Z21, Z25
-	VPERMPS     Z6, Z22, Z22
-	VPERMPS     Z6, Z23, Z23
-	VFMADD213PS Z22, Z20, Z24
-	VFMADD213PS Z23, Z21, Z25
-	VMAXPS      Z18, Z5, Z18
-	VMAXPS      Z19, Z5, Z19
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VMULPS      Z1, Z18, Z18
-	VMAXPS      Z2, Z18, Z18
-	VMINPS      Z3, Z18, Z18
-	VCVTPS2DQ   Z18, Z18
-	VPADDD      Z4, Z18, Z18
-	VPMOVUSDB   Z18, K1, (SI)(DX*1)
-	VMULPS      Z1, Z19, Z18
-	VMAXPS      Z2, Z18, Z18
-	VMINPS      Z3, Z18, Z18
-	VCVTPS2DQ   Z18, Z18
-	VPADDD      Z4, Z18, Z18
-	VPMOVUSDB   Z18, K2, 16(SI)(DX*1)
-	ADDQ        AX, BX
-	ADDQ        CX, SI
-	INCQ        DI
-	CMPQ        DI, m+16(FP)
-	JL          epi_row_684
-	ADDQ        $0x20, DX
-	CMPQ        DX, n+24(FP)
-	JL          epi_strip_683
-	VZEROUPPER
-	RET
-
-epi_flag_682:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         outStride+112(FP), CX
-	MOVQ         rowScale+64(FP), DX
-	MOVQ         rowZero+48(FP), BX
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), SI
-	VPBROADCASTD SI, Z4
-	VPXORD       Z5, Z5, Z5
-	LEAQ         epilogueGelu<>+0(SB), SI
-	LEAQ         epilogueGelu<>+384(SB), DI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      DI, SI
-	VMOVUPS      (SI), Z6
-	VMOVUPS      64(SI), Z7
-	VMOVUPS      128(SI), Z8
-	VMOVUPS      192(SI), Z9
-	VMOVUPS      256(SI), Z10
-	VMOVUPS      320(SI), Z11
-	XORQ         SI, SI
-
-epi_strip_685:
-	LEAQ        epilogueColMasks<>+0(SB), DI
-	MOVQ        n+24(FP), R8
-	SUBQ        SI, R8
-	MOVQ        $0x00000020, R9
-	CMPQ        R8, R9
-	CMOVQLT     R8, R9
-	KMOVQ       (DI)(R9*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z (DI)(SI*4), K1, Z12
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z13
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   (DI)(SI*4), K1, Z14
-	MOVQ        colSum+32(FP), DI
-	VMOVDQU32.Z 64(DI)(SI*4), K2, Z15
-	MOVQ        scale+56(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z16
-	MOVQ        bias+72(FP), DI
-	VMOVUPS.Z   64(DI)(SI*4), K2, Z17
-	MOVQ        c+0(FP), DI
-	MOVQ        outU8+104(FP), R8
-	XORQ        R9, R9
-
-epi_row_686:
-	VPBROADCASTD (BX)(R9*4), Z0
-	VPMULLD      Z12, Z0, Z19
-	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
-	VPSUBD       Z19, Z18, Z18
-	VCVTDQ2PS    Z18, Z18
-	VMULPS       Z13, Z18, Z18
-	VMULPS.BCST  (DX)(R9*4), Z18, Z18
-	VADDPS       Z14, Z18, Z18
-	VPMULLD      Z15, Z0, Z19
-	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
-	VPSUBD       Z19, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z16, Z0, Z0
-	VMULPS.BCST  (DX)(R9*4), Z0, Z0
-	VADDPS       Z17, Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+772(SB), Z18, Z19
-	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z20
-	VPANDD.BCST  epilogueGelu<>+768(SB), Z19, Z19
-	VPANDD.BCST  epilogueGelu<>+768(SB), Z20, Z20
-	VMINPS.BCST  epilogueGelu<>+776(SB), Z19, Z19
-	VMINPS.BCST  epilogueGelu<>+776(SB), Z20, Z20
-	VCVTPS2DQ    Z19, Z21
-	VCVTPS2DQ    Z20, Z22
-	VREDUCEPS    $0x00, Z19, Z19
-	VREDUCEPS    $0x00, Z20, Z20
-	VPERMPS      Z11, Z21, Z23
-	VPERMPS      Z11, Z22, Z24
-	VPERMPS      Z10, Z21, Z25
-	VPERMPS      Z10, Z22, Z26
-	VFMADD213PS  Z25, Z19, Z23
-	VFMADD213PS  Z26, Z20, Z24
-	VPERMPS      Z9, Z21, Z25
-	VPERMPS      Z9, Z22, Z26
-	VFMADD213PS  Z25, Z19, Z23
-	VFMADD213PS  Z26, Z20, Z24
-	VPERMPS      Z8, Z21, Z25
-	VPERMPS      Z8, Z22, Z26
-	VFMADD213PS  Z25, Z19, Z23
-	VFMADD213PS  Z26, Z20, Z24
-	VPERMPS      Z7, Z21, Z25
-	VPERMPS      Z7, Z22, Z26
-	VFMADD213PS  Z25, Z19, Z23
-	VFMADD213PS  Z26, Z20, Z24
-	VPERMPS      Z6, Z21, Z21
-	VPERMPS      Z6, Z22, Z22
-	VFMADD213PS  Z21, Z19, Z23
-	VFMADD213PS  Z22, Z20, Z24
-	VMAXPS       Z18, Z5, Z18
-	VMAXPS       Z0, Z5, Z0
-	VADDPS       Z23, Z18, Z18
-	VADDPS       Z24, Z0, Z0
-	VMULPS       Z1, Z18, Z18
-	VMAXPS       Z2, Z18, Z18
-	VMINPS       Z3, Z18, Z18
-	VCVTPS2DQ    Z18, Z18
-	VPADDD       Z4, Z18, Z18
-	VPMOVUSDB    Z18, K1, (R8)(SI*1)
-	VMULPS       Z1, Z0, Z0
-	VMAXPS       Z2, Z0, Z0
-	VMINPS       Z3, Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMOVUSDB    Z0, K2, 16(R8)(SI*1)
-	ADDQ         AX, DI
-	ADDQ         CX, R8
-	INCQ         R9
-	CMPQ         R9, m+16(FP)
-	JL           epi_row_686
-	ADDQ         $0x20, SI
-	CMPQ         SI, n+24(FP)
-	JL           epi_strip_685
-	VZEROUPPER
-	RET
-
-epi_flag_675:
-	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_687
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_688
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	SHLQ         $0x02, DX
-	MOVL         aZero+40(FP), BX
-	VPBROADCASTD BX, Z0
-	VPXORD       Z1, Z1, Z1
-	LEAQ         epilogueGelu<>+0(SB), BX
-	LEAQ         epilogueGelu<>+384(SB), SI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      SI, BX
-	VMOVUPS      (BX), Z2
-	VMOVUPS      64(BX), Z3
-	VMOVUPS      128(BX), Z4
-	VMOVUPS      192(BX), Z5
-	VMOVUPS      256(BX), Z6
-	VMOVUPS      320(BX), Z7
-	XORQ         BX, BX
-
-epi_strip_689:
-	LEAQ        epilogueColMasks<>+0(SB), SI
-	MOVQ        n+24(FP), DI
-	SUBQ        BX, DI
-	MOVQ        $0x00000020, R8
-	CMPQ        DI, R8
-	CMOVQLT     DI, R8
-	KMOVQ       (SI)(R8*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z (SI)(BX*4), K1, Z8
-	VPMULLD     Z8, Z0, Z8
-	VPSUBD      Z8, Z1, Z8
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z9
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z10
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z11
-	VPMULLD     Z11, Z0, Z11
-	VPSUBD      Z11, Z1, Z11
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z12
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z13
-	MOVQ        c+0(FP), SI
-	MOVQ        res+80(FP), DI
-	MOVQ        outF32+96(FP), R8
-	XORQ        R9, R9
-
-epi_row_690:
-	VPADDD.Z    (SI)(BX*4), Z8, K1, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z9, Z14, Z14
-	VADDPS      Z10, Z14, Z14
-	VPADDD.Z    64(SI)(BX*4), Z11, K2, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z12, Z15, Z15
-	VADDPS      Z13, Z15, Z15
-	VMULPS.BCST epilogueGelu<>+772(SB), Z14, Z16
-	VMULPS.BCST epilogueGelu<>+772(SB), Z15, Z17
-	VPANDD.BCST epilogueGelu<>+768(SB), Z16, Z16
-	VPANDD.BCST epilogueGelu<>+768(SB), Z17, Z17
-	VMINPS.BCST epilogueGelu<>+776(SB), Z16, Z16
-	VMINPS.BCST epilogueGelu<>+776(SB), Z17, Z17
-	VCVTPS2DQ   Z16, Z18
-	VCVTPS2DQ   Z17, Z19
-	VREDUCEPS   $0x00, Z16, Z16
-	VREDUCEPS   $0x00, Z17, Z17
-	VPERMPS     Z7, Z18, Z20
-	VPERMPS     Z7, Z19, Z21
-	VPERMPS     Z6, Z18, Z22
-	VPERMPS     Z6, Z19, Z23
-	VFMADD213PS Z22, Z16, Z20
-	VFMADD213PS Z23, Z17, Z21
-	VPERMPS     Z5, Z18, Z22
-	VPERMPS     Z5, Z19, Z23
-	VFMADD213PS Z22, Z16, Z20
-	VFMADD213PS Z23, Z17, Z21
-	VPERMPS     Z4, Z18, Z22
-	VPERMPS     Z4, Z19, Z23
-	VFMADD213PS Z22, Z16, Z20
-	VFMADD213PS Z23, Z17, Z21
-	VPERMPS     Z3, Z18, Z22
-	VPERMPS     Z3, Z19, Z23
-	VFMADD213PS Z22, Z16, Z20
-	VFMADD213PS Z23, Z17, Z21
-	VPERMPS     Z2, Z18, Z18
-	VPERMPS     Z2, Z19, Z19
-	VFMADD213PS Z18, Z16, Z20
-	VFMADD213PS Z19, Z17, Z21
-	VMAXPS      Z14, Z1, Z14
-	VMAXPS      Z15, Z1, Z15
-	VADDPS      Z20, Z14, Z14
-	VADDPS      Z21, Z15, Z15
-	VMOVUPS.Z   (DI)(BX*4), K1, Z16
-	VADDPS      Z16, Z14, Z14
-	VMOVUPS     Z14, K1, (R8)(BX*4)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z14
-	VADDPS      Z14, Z15, Z15
-	VMOVUPS     Z15, K2, 64(R8)(BX*4)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_690
-	ADDQ        $0x20, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_689
-	VZEROUPPER
-	RET
-
-epi_flag_688:
-	MOVQ    ldc+8(FP), AX
-	SHLQ    $0x02, AX
-	MOVQ    resStride+88(FP), CX
-	SHLQ    $0x02, CX
-	MOVQ    outStride+112(FP), DX
-	SHLQ    $0x02, DX
-	MOVQ    rowScale+64(FP), BX
-	MOVQ    rowZero+48(FP), SI
-	VPXORD  Z1, Z1, Z1
-	LEAQ    epilogueGelu<>+0(SB), DI
-	LEAQ    epilogueGelu<>+384(SB), R8
-	TESTQ   $0x00000080, flags+136(FP)
-	CMOVQNE R8, DI
-	VMOVUPS (DI), Z2
-	VMOVUPS 64(DI), Z3
-	VMOVUPS 128(DI), Z4
-	VMOVUPS 192(DI), Z5
-	VMOVUPS 256(DI), Z6
-	VMOVUPS 320(DI), Z7
-	XORQ    DI, DI
-
-epi_strip_691:
-	LEAQ        epilogueColMasks<>+0(SB), R8
-	MOVQ        n+24(FP), R9
-	SUBQ        DI, R9
-	MOVQ        $0x00000020, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	KMOVQ       (R8)(R10*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z (R8)(DI*4), K1, Z8
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z9
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z10
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 64(R8)(DI*4), K2, Z11
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z12
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z13
-	MOVQ        c+0(FP), R8
-	MOVQ        res+80(FP), R9
-	MOVQ        outF32+96(FP), R10
-	XORQ        R11, R11
-
-epi_row_692:
-	VPBROADCASTD (SI)(R11*4), Z0
-	VPMULLD      Z8, Z0, Z15
-	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
-	VPSUBD       Z15, Z14, Z14
-	VCVTDQ2PS    Z14, Z14
-	VMULPS       Z9, Z14, Z14
-	VMULPS.BCST  (BX)(R11*4), Z14, Z14
-	VADDPS       Z10, Z14, Z14
-	VPMULLD      Z11, Z0, Z15
-	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
-	VPSUBD       Z15, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z12, Z0, Z0
-	VMULPS.BCST  (BX)(R11*4), Z0, Z0
-	VADDPS       Z13, Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+772(SB), Z14, Z15
-	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z16
-	VPANDD.BCST  epilogueGelu<>+768(SB), Z15, Z15
-	VPANDD.BCST  epilogueGelu<>+768(SB), Z16, Z16
-	VMINPS.BCST  epilogueGelu<>+776(SB), Z15, Z15
-	VMINPS.BCST  epilogueGelu<>+776(SB), Z16, Z16
-	VCVTPS2DQ    Z15, Z17
-	VCVTPS2DQ    Z16, Z18
-	VREDUCEPS    $0x00, Z15, Z15
-	VREDUCEPS    $0x00, Z16, Z16
-	VPERMPS      Z7, Z17, Z19
-	VPERMPS      Z7, Z18, Z20
-	VPERMPS      Z6, Z17, Z21
-	VPERMPS      Z6, Z18, Z22
-	VFMADD213PS  Z21, Z15, Z19
-	VFMADD213PS  Z22, Z16, Z20
-	VPERMPS      Z5, Z17, Z21
-	VPERMPS      Z5, Z18, Z22
-	VFMADD213PS  Z21, Z15, Z19
-	VFMADD213PS  Z22, Z16, Z20
-	VPERMPS      Z4, Z17, Z21
-	VPERMPS      Z4, Z18, Z22
-	VFMADD213PS  Z21, Z15, Z19
-	VFMADD213PS  Z22, Z16, Z20
-	VPERMPS      Z3, Z17, Z21
-	VPERMPS      Z3, Z18, Z22
-	VFMADD213PS  Z21, Z15, Z19
-	VFMADD213PS  Z22, Z16, Z20
-	VPERMPS      Z2, Z17, Z17
-	VPERMPS      Z2, Z18, Z18
-	VFMADD213PS  Z17, Z15, Z19
-	VFMADD213PS  Z18, Z16, Z20
-	VMAXPS       Z14, Z1, Z14
-	VMAXPS       Z0, Z1, Z0
-	VADDPS       Z19, Z14, Z14
-	VADDPS       Z20, Z0, Z0
-	VMOVUPS.Z    (R9)(DI*4), K1, Z15
-	VADDPS       Z15, Z14, Z14
-	VMOVUPS      Z14, K1, (R10)(DI*4)
-	VMOVUPS.Z    64(R9)(DI*4), K2, Z14
-	VADDPS       Z14, Z0, Z0
-	VMOVUPS      Z0, K2, 64(R10)(DI*4)
-	ADDQ         AX, R8
-	ADDQ         CX, R9
-	ADDQ         DX, R10
-	INCQ         R11
-	CMPQ         R11, m+16(FP)
-	JL           epi_row_692
-	ADDQ         $0x20, DI
-	CMPQ         DI, n+24(FP)
-	JL           epi_strip_691
-	VZEROUPPER
-	RET
-
-epi_flag_687:
-	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_693
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	MOVL         aZero+40(FP), BX
-	VPBROADCASTD BX, Z0
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z4
-	VPXORD       Z5, Z5, Z5
-	LEAQ         epilogueGelu<>+0(SB), BX
-	LEAQ         epilogueGelu<>+384(SB), SI
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      SI, BX
-	VMOVUPS      (BX), Z6
-	VMOVUPS      64(BX), Z7
-	VMOVUPS      128(BX), Z8
-	VMOVUPS      192(BX), Z9
-	VMOVUPS      256(BX), Z10
-	VMOVUPS      320(BX), Z11
-	XORQ         BX, BX
-
-epi_strip_694:
-	LEAQ        epilogueColMasks<>+0(SB), SI
-	MOVQ        n+24(FP), DI
-	SUBQ        BX, DI
-	MOVQ        $0x00000020, R8
-	CMPQ        DI, R8
-	CMOVQLT     DI, R8
-	KMOVQ       (SI)(R8*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z (SI)(BX*4), K1, Z12
-	VPMULLD     Z12, Z0, Z12
-	VPSUBD      Z12, Z5, Z12
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z13
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   (SI)(BX*4), K1, Z14
-	MOVQ        colSum+32(FP), SI
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z15
-	VPMULLD     Z15, Z0, Z15
-	VPSUBD      Z15, Z5, Z15
-	MOVQ        scale+56(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z16
-	MOVQ        bias+72(FP), SI
-	VMOVUPS.Z   64(SI)(BX*4), K2, Z17
-	MOVQ        c+0(FP), SI
-	MOVQ        res+80(FP), DI
-	MOVQ        outU8+104(FP), R8
-	XORQ        R9, R9
-
-epi_row_695:
-	VPADDD.Z    (SI)(BX*4), Z12, K1, Z18
-	VCVTDQ2PS   Z18, Z18
-	VMULPS      Z13, Z18, Z18
-	VADDPS      Z14, Z18, Z18
-	VPADDD.Z    64(SI)(BX*4), Z15, K2, Z19
-	VCVTDQ2PS   Z19, Z19
-	VMULPS      Z16, Z19, Z19
-	VADDPS      Z17, Z19, Z19
-	VMULPS.BCST epilogueGelu<>+772(SB), Z18, Z20
-	VMULPS.BCST epilogueGelu<>+772(SB), Z19, Z21
-	VPANDD.BCST epilogueGelu<>+768(SB), Z20, Z20
-	VPANDD.BCST epilogueGelu<>+768(SB), Z21, Z21
-	VMINPS.BCST epilogueGelu<>+776(SB), Z20, Z20
-	VMINPS.BCST epilogueGelu<>+776(SB), Z21, Z21
-	VCVTPS2DQ   Z20, Z22
-	VCVTPS2DQ   Z21, Z23
-	VREDUCEPS   $0x00, Z20, Z20
-	VREDUCEPS   $0x00, Z21, Z21
-	VPERMPS     Z11, Z22, Z24
-	VPERMPS     Z11, Z23, Z25
-	VPERMPS     Z10, Z22, Z26
-	VPERMPS     Z10, Z23, Z27
-	VFMADD213PS Z26, Z20, Z24
-	VFMADD213PS Z27, Z21, Z25
-	VPERMPS     Z9, Z22, Z26
-	VPERMPS     Z9, Z23, Z27
-	VFMADD213PS Z26, Z20, Z24
-	VFMADD213PS Z27, Z21, Z25
-	VPERMPS     Z8, Z22, Z26
-	VPERMPS     Z8, Z23, Z27
-	VFMADD213PS Z26, Z20, Z24
-	VFMADD213PS Z27, Z21, Z25
-	VPERMPS     Z7, Z22, Z26
-	VPERMPS     Z7, Z23, Z27
-	VFMADD213PS Z26, Z20, Z24
-	VFMADD213PS Z27, Z21, Z25
-	VPERMPS     Z6, Z22, Z22
-	VPERMPS     Z6, Z23, Z23
-	VFMADD213PS Z22, Z20, Z24
-	VFMADD213PS Z23, Z21, Z25
-	VMAXPS      Z18, Z5, Z18
-	VMAXPS      Z19, Z5, Z19
-	VADDPS      Z24, Z18, Z18
-	VADDPS      Z25, Z19, Z19
-	VMOVUPS.Z   (DI)(BX*4), K1, Z20
-	VADDPS      Z20, Z18, Z18
-	VMULPS      Z1, Z18, Z18
-	VMAXPS      Z2, Z18, Z18
-	VMINPS      Z3, Z18, Z18
-	VCVTPS2DQ   Z18, Z18
-	VPADDD      Z4, Z18, Z18
-	VPMOVUSDB   Z18, K1, (R8)(BX*1)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z18
-	VADDPS      Z18, Z19, Z19
-	VMULPS      Z1, Z19, Z18
-	VMAXPS      Z2, Z18, Z18
-	VMINPS      Z3, Z18, Z18
-	VCVTPS2DQ   Z18, Z18
-	VPADDD      Z4, Z18, Z18
-	VPMOVUSDB   Z18, K2, 16(R8)(BX*1)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_695
-	ADDQ        $0x20, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_694
-	VZEROUPPER
-	RET
-
-epi_flag_693:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	MOVQ         rowScale+64(FP), BX
-	MOVQ         rowZero+48(FP), SI
-	VBROADCASTSS invScale+120(FP), Z1
-	VBROADCASTSS clampLo+128(FP), Z2
-	VBROADCASTSS clampHi+132(FP), Z3
-	MOVL         outZero+124(FP), DI
-	VPBROADCASTD DI, Z4
-	VPXORD       Z5, Z5, Z5
-	LEAQ         epilogueGelu<>+0(SB), DI
-	LEAQ         epilogueGelu<>+384(SB), R8
-	TESTQ        $0x00000080, flags+136(FP)
-	CMOVQNE      R8, DI
-	VMOVUPS      (DI), Z6
-	VMOVUPS      64(DI), Z7
-	VMOVUPS      128(DI), Z8
-	VMOVUPS      192(DI), Z9
-	VMOVUPS      256(DI), Z10
-	VMOVUPS      320(DI), Z11
-	XORQ         DI, DI
-
-epi_strip_696:
-	LEAQ        epilogueColMasks<>+0(SB), R8
-	MOVQ        n+24(FP), R9
-	SUBQ        DI, R9
-	MOVQ        $0x00000020, R10
-	CMPQ        R9, R10
-	CMOVQLT     R9, R10
-	KMOVQ       (R8)(R10*8), K1
-	KSHIFTRQ    $0x10, K1, K2
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z (R8)(DI*4), K1, Z12
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z13
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   (R8)(DI*4), K1, Z14
-	MOVQ        colSum+32(FP), R8
-	VMOVDQU32.Z 64(R8)(DI*4), K2, Z15
-	MOVQ        scale+56(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z16
-	MOVQ        bias+72(FP), R8
-	VMOVUPS.Z   64(R8)(DI*4), K2, Z17
-	MOVQ        c+0(FP), R8
-	MOVQ        res+80(FP), R9
-	MOVQ        outU8+104(FP), R10
-	XORQ        R11, R11
-
-epi_row_697:
-	VPBROADCASTD (SI)(R11*4), Z0
-	VPMULLD      Z12, Z0, Z19
-	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
-	VPSUBD       Z19, Z18, Z18
-	VCVTDQ2PS    Z18, Z18
-	VMULPS       Z13, Z18, Z18
-	VMULPS.BCST  (BX)(R11*4), Z18, Z18
-	VADDPS       Z14, Z18, Z18
-	VPMULLD      Z15, Z0, Z19
-	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
-	VPSUBD       Z19, Z0, Z0
-	VCVTDQ2PS    Z0, Z0
-	VMULPS       Z16, Z0, Z0
-	VMULPS.BCST  (BX)(R11*4), Z0, Z0
-	VADDPS       Z17, Z0, Z0
-	VMULPS.BCST  epilogueGelu<>+772(SB), Z18, Z19
-	VMULPS.BCST  epilogueGelu<>+772(SB), Z0, Z20
-	VPANDD.BCST  epilogueGelu<>+768(SB), Z19, Z19
-	VPANDD.BCST  epilogueGelu<>+768(SB), Z20, Z20
-	VMINPS.BCST  epilogueGelu<>+776(SB), Z19, Z19
-	VMINPS.BCST  epilogueGelu<>+776(SB), Z20, Z20
-	VCVTPS2DQ    Z19, Z21
-	VCVTPS2DQ    Z20, Z22
-	VREDUCEPS    $0x00, Z19, Z19
-	VREDUCEPS    $0x00, Z20, Z20
-	VPERMPS      Z11, Z21, Z23
-	VPERMPS      Z11, Z22, Z24
-	VPERMPS      Z10, Z21, Z25
-	VPERMPS      Z10, Z22, Z26
-	VFMADD213PS  Z25, Z19, Z23
-	VFMADD213PS  Z26, Z20, Z24
-	VPERMPS      Z9, Z21, Z25
-	VPERMPS      Z9, Z22, Z26
-	VFMADD213PS  Z25, Z19, Z23
-	VFMADD213PS  Z26, Z20, Z24
-	VPERMPS      Z8, Z21, Z25
-	VPERMPS      Z8, Z22, Z26
-	VFMADD213PS  Z25, Z19, Z23
-	VFMADD213PS  Z26, Z20, Z24
-	VPERMPS      Z7, Z21, Z25
-	VPERMPS      Z7, Z22, Z26
-	VFMADD213PS  Z25, Z19, Z23
-	VFMADD213PS  Z26, Z20, Z24
-	VPERMPS      Z6, Z21, Z21
-	VPERMPS      Z6, Z22, Z22
-	VFMADD213PS  Z21, Z19, Z23
-	VFMADD213PS  Z22, Z20, Z24
-	VMAXPS       Z18, Z5, Z18
-	VMAXPS       Z0, Z5, Z0
-	VADDPS       Z23, Z18, Z18
-	VADDPS       Z24, Z0, Z0
-	VMOVUPS.Z    (R9)(DI*4), K1, Z19
-	VADDPS       Z19, Z18, Z18
-	VMULPS       Z1, Z18, Z18
-	VMAXPS       Z2, Z18, Z18
-	VMINPS       Z3, Z18, Z18
-	VCVTPS2DQ    Z18, Z18
-	VPADDD       Z4, Z18, Z18
-	VPMOVUSDB    Z18, K1, (R10)(DI*1)
-	VMOVUPS.Z    64(R9)(DI*4), K2, Z18
-	VADDPS       Z18, Z0, Z0
-	VMULPS       Z1, Z0, Z0
-	VMAXPS       Z2, Z0, Z0
-	VMINPS       Z3, Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMOVUSDB    Z0, K2, 16(R10)(DI*1)
-	ADDQ         AX, R8
-	ADDQ         CX, R9
-	ADDQ         DX, R10
-	INCQ         R11
-	CMPQ         R11, m+16(FP)
-	JL           epi_row_697
-	ADDQ         $0x20, DI
-	CMPQ         DI, n+24(FP)
-	JL           epi_strip_696
-	VZEROUPPER
+	MOVB $0x01, AL
+	MOVB AL, ret+144(FP)
 	RET
 
 // func peakVNNI(iters int)
@@ -19109,9 +19093,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_699
+	JZ     peak_done_701
 
-peak_698:
+peak_700:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -19137,9 +19121,9 @@ peak_698:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_698
+	JNZ      peak_700
 
-peak_done_699:
+peak_done_701:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -19197,9 +19181,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_701
+	JZ     peak_done_703
 
-peak_700:
+peak_702:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -19225,9 +19209,9 @@ peak_700:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_700
+	JNZ         peak_702
 
-peak_done_701:
+peak_done_703:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -19283,9 +19267,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_703
+	JZ    peak_done_705
 
-peak_702:
+peak_704:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -19342,9 +19326,9 @@ peak_702:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_702
+	JNZ  peak_704
 
-peak_done_703:
+peak_done_705:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2

@@ -2,19 +2,9 @@ package qgemm
 
 // Exported forms of the epilogue's arithmetic, so that code outside the
 // GEMM gives the same bits as a GEMM epilogue: runtime/nn's standalone
-// GELU, ReLU and activation quantisation, and the FP32 interpreter's
-// reference of sqc.QLinear (compiler/interp), which runs this very
-// epilogue on its own integer product.
-
-// Gelu is the epilogue's float32 erf-GELU (ActGelu), bit for bit.
-func Gelu(x float32) float32 { return geluF32(x) }
-
-// GeluTanh is the epilogue's float32 tanh-GELU (ActGeluTanh), bit for bit.
-func GeluTanh(x float32) float32 { return geluTanhF32(x) }
-
-// Relu is the epilogue's ReLU (ActRelu), bit for bit: max(x, 0) with -0
-// giving +0 and NaN kept (its bits unchanged).
-func Relu(x float32) float32 { return reluF32(x) }
+// activation quantisation, and the FP32 interpreter's reference of
+// sqc.QLinear (compiler/interp), which runs this very epilogue on its own
+// integer product. The activations' own functions are in act.go.
 
 // QuantizeU8 is the epilogue's u8 output quantisation of one value:
 // clamp(roundEven(v*invScale) + zeroPoint, 0, 255), the product first

@@ -30,15 +30,16 @@ func qgemmVNNI(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nbl
 func qgemmAVX2(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
 
 // epilogueAVX512Asm applies the epilogue to an m x n block (m, n >= 1) of int32
-// accumulators c (row stride ldc elements). Pointers are at column 0 of the
-// block (row 0 for res, the output, rowZero and rowScale); strides are in
-// elements. flags: 1 colSum, 2 bias, 4 GELU, 8 residual, 16 u8 output (else
-// f32), 32 per-row zero point rowZero[i] (replacing aZero) and scale rowScale[i],
-// 64 ReLU (not with 4), 128 (with 4) tanh GELU. u8 output clamps v*invScale to [clampLo, clampHi] =
-// [-outZero, 255-outZero].
+// accumulators c (row stride ldc elements) and returns true, or returns false
+// having done nothing when it has no loop for the activation. Pointers are at
+// column 0 of the block (row 0 for res, the output, rowZero and rowScale);
+// strides are in elements. flags: 1 colSum, 2 bias, 4 residual, 8 u8 output
+// (else f32), 16 per-row zero point rowZero[i] (replacing aZero) and scale
+// rowScale[i]; bits 8 and up, the Act. u8 output clamps v*invScale to
+// [clampLo, clampHi] = [-outZero, 255-outZero].
 //
 //go:noescape
-func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int) bool
 
 // peakVNNI runs iters iterations of 24 independent VPDPBUSD zmm (register peak).
 func peakVNNI(iters int)
