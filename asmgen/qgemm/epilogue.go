@@ -376,10 +376,10 @@ func epilogueLoad(g *gen, flags, u int, k reg.OpmaskVirtual, r epiRegs, c epiCol
 // predicate: true where src1 > src2 or either is NaN.
 const cmpNLEUQ = 0x16
 
-// epilogueRelu emits qgemm.Relu (act.go) on v in place: v where v > 0 or v is NaN,
-// else +0 (zero holds +0). A lone VMAXPS cannot do it: it returns its
-// second operand both for NaN and for two zeros, so it either drops NaN
-// or keeps -0.
+// epilogueRelu emits qgemm.Relu (act.go) on v in place: v where v > 0 or
+// v is NaN, else +0 (zero holds +0). A lone VMAXPS cannot do it: it
+// returns its second operand both for NaN and for two zeros, so it either
+// drops NaN or keeps -0.
 func epilogueRelu(g *gen, v, zero reg.VecVirtual) {
 	k := g.K()
 	g.VCMPPS(operand.U8(cmpNLEUQ), zero, v, k) // k = !(v <= 0)
