@@ -175,8 +175,13 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			io[jen.Id("OutF32")] = sc(s.Out)
 		}
 		// gemmKernel (kernels_*.go) gives the package's own kernel for this Kp.
-		return returnIfErr(jen.Id("m").Dot("gemm").Dot("Linear").Call(jen.Id(gemmKernelFunc).Call(jen.Lit(s.Linear.B.Kp)),
-			jen.Op("&").Id("m").Dot("w").Dot(g.pl.paramField[s]), jen.Op("&").Qual(pkgQgemm, "LinearIO").Values(io))), nil
+		kernel, linear, ioArg := jen.Id(gemmKernelFunc).Call(jen.Lit(s.Linear.B.Kp)), jen.Op("&").Id("m").Dot("w").Dot(g.pl.paramField[s]),
+			jen.Op("&").Qual(pkgQgemm, "LinearIO").Values(io)
+		if n := s.Norm; n != nil { // the LayerNorm of the output, inside the GEMM
+			return returnIfErr(jen.Qual(pkgNN, "LinearLayerNorm").Call(jen.Id("m").Dot("gemm"), kernel, linear, ioArg,
+				jen.Op("&").Id("m").Dot("w").Dot(g.pl.paramField[n]), jen.Op("&").Qual(pkgNN, "LayerNormOutputs").Values(pl.normOutputs(n)))), nil
+		}
+		return returnIfErr(jen.Id("m").Dot("gemm").Dot("Linear").Call(kernel, linear, ioArg)), nil
 	case *exec.LinearF32Step:
 		return jen.Qual(pkgNN, "LinearF32").Call(jen.Id("m").Dot("pool"), sc(s.Out), jen.Lit(s.N), sc(s.X), jen.Lit(s.K), pl.rowsCode(s.X),
 			jen.Lit(s.K), jen.Lit(s.N), pl.f32Arg(s.Weight, s.W), pl.f32Arg(s.BiasName, s.Bias)), nil
@@ -274,6 +279,29 @@ func (pl *plan) packedOr(id exec.SlotID, call, packed *jen.Statement) *jen.State
 		return call
 	}
 	return jen.If(jen.Id("offsets").Op("!=").Nil()).Block(packed).Else().Block(call)
+}
+
+// normOutputs are the nn.LayerNormOutputs of a LayerNorm run inside a
+// GEMM, as exec's LayerNormStep.bindOutputs makes them.
+func (pl *plan) normOutputs(s *exec.LayerNormStep) jen.Dict {
+	d := jen.Dict{}
+	if s.Out != exec.NoSlot {
+		d[jen.Id("F32")], d[jen.Id("F32Stride")] = pl.slotCode(s.Out), jen.Lit(s.Params.N)
+	}
+	if s.OutU8 != exec.NoSlot {
+		d[jen.Id("U8")], d[jen.Id("U8Stride")] = pl.slotCode(s.OutU8), jen.Lit(s.Kp)
+		d[jen.Id("InvScale")] = jen.Lit(s.InvScale)
+		if s.ZeroPoint != 0 {
+			d[jen.Id("ZeroPoint")] = jen.Lit(s.ZeroPoint)
+		}
+		if s.GammaU8 != nil {
+			d[jen.Id("GammaU8")] = pl.f32Arg(s.GammaU8Name, s.GammaU8)
+			if s.BetaU8 != nil {
+				d[jen.Id("BetaU8")] = pl.f32Arg(s.BetaU8Name, s.BetaU8)
+			}
+		}
+	}
+	return d
 }
 
 // callee is how the generated code spells a step's Call: qgemm.GEMM is

@@ -36,19 +36,16 @@ func (pl *plan) step(i int, st exec.Step) error {
 		// operands and no constants
 	case *exec.GEMMStep: // its weights in order of first use, as linearParams lists them
 		pl.addParams(s, "linear", pkgQgemm, "Linear", pl.linearParams(s))
+		if s.Norm != nil {
+			pl.layerNorm(s.Norm)
+		}
 	case *exec.LinearF32Step:
 		pl.f32Weight(s.Weight, s.W)
 		if s.Bias != nil {
 			pl.f32Weight(s.BiasName, s.Bias)
 		}
 	case *exec.LayerNormStep:
-		pl.addParams(s, "layerNorm", pkgNN, "LayerNormParams", pl.normParams(s))
-		if s.GammaU8 != nil { // nn.LayerNormDual's u8 output parameters
-			pl.f32Weight(s.GammaU8Name, s.GammaU8)
-			if s.BetaU8 != nil {
-				pl.f32Weight(s.BetaU8Name, s.BetaU8)
-			}
-		}
+		pl.layerNorm(s)
 	case *exec.AttentionStep:
 		q := pl.slots[s.Q]
 		width := attentionWidth(s, q)
@@ -91,6 +88,18 @@ func (pl *plan) step(i int, st exec.Step) error {
 		return fmt.Errorf("%w: codegen: step #%d: no emitter for %s (%T)", compiler.ErrUnsupportedOp, i, st.Call(), st)
 	}
 	return nil
+}
+
+// layerNorm records a LayerNorm's constants: its nn.LayerNormParams, and
+// for nn.LayerNormDual the u8 output's gamma and beta.
+func (pl *plan) layerNorm(s *exec.LayerNormStep) {
+	pl.addParams(s, "layerNorm", pkgNN, "LayerNormParams", pl.normParams(s))
+	if s.GammaU8 != nil {
+		pl.f32Weight(s.GammaU8Name, s.GammaU8)
+		if s.BetaU8 != nil {
+			pl.f32Weight(s.BetaU8Name, s.BetaU8)
+		}
+	}
 }
 
 // maskStrides are nn.AttentionDims' mask strides for a mask of the given

@@ -34,6 +34,9 @@ import (
 // With out_scale s and out_zero_point z (passes.WriteU8Directly), y_q is
 // u8: y_q_j = qgemm.QuantizeU8(float32(z*scale_q_j + bias_q_j), float32(1)/s, z),
 // the quantised input of the sqc.QLinear nodes reading it.
+//
+// in_producer 1 (passes.FuseLayerNormIntoQLinear) changes no value; see
+// InProducer.
 func layerNormDualOp() *OpDef {
 	return &OpDef{
 		Name: "sqc.LayerNormDual", Domain: DomainSqc,
@@ -41,7 +44,8 @@ func layerNormDualOp() *OpDef {
 			"inputs (X, Scale, ScaleQ[, B, BQ]) with X [..., N], the parameters [N], B and BQ both given or both omitted; Y and YQ have X's shape. " +
 			"Per row, mean and inv = 1/sqrt(var + epsilon) in float64 (computed once), z = (x - mean)*inv, Y = float32(z*Scale + B), YQ = float32(z*ScaleQ + BQ).",
 		MinInputs: 3, MaxInputs: 5, MinOutputs: 2, MaxOutputs: 2,
-		Attrs: []AttrSpec{{Name: "epsilon", Kind: AttrFloat}, {Name: "out_scale", Kind: AttrFloat}, {Name: "out_zero_point", Kind: AttrInt}},
+		Attrs: []AttrSpec{{Name: "epsilon", Kind: AttrFloat}, {Name: "out_scale", Kind: AttrFloat}, {Name: "out_zero_point", Kind: AttrInt},
+			{Name: inProducerAttr, Kind: AttrInt}},
 		// y_q is u8 when the node writes it quantised (U8Output).
 		DTypes: DTypeRule{In: []string{"T", "T", "T", "T", "T"}, Out: []string{"T", "attr"}, OutFromAttr: u8OutputDType(Undefined), AttrElse: "T",
 			Vars: map[string][]DType{"T": floatTypes()}},
@@ -51,6 +55,9 @@ func layerNormDualOp() *OpDef {
 }
 
 func layerNormDualCheck(n *Node, _ int64) error {
+	if err := checkInProducer(n); err != nil {
+		return err
+	}
 	bias := len(n.Inputs) > 3 && n.Inputs[3] != ""
 	biasQ := len(n.Inputs) > 4 && n.Inputs[4] != ""
 	if bias != biasQ {
@@ -97,7 +104,8 @@ func layerNormDualShape(a *InferArgs) ([]Inferred, error) {
 // 1e-5) and y_u8 its quantised form, y_u8 = qgemm.QuantizeU8(y,
 // float32(1)/out_scale, out_zero_point); y is omitted when nothing reads
 // it in f32 (the INT8 engine then computes it only on the way to y_u8:
-// nn.LayerNormU8 either way).
+// nn.LayerNormU8 either way). in_producer 1 changes no value; see
+// InProducer.
 func layerNormU8Op() *OpDef {
 	return &OpDef{
 		Name: "sqc.LayerNorm", Domain: DomainSqc,
@@ -105,7 +113,7 @@ func layerNormU8Op() *OpDef {
 			"outputs (YU8[, Y]), YU8 = clamp(roundEven(clamp(Y*(1/out_scale), ±65536)) + out_zero_point, 0, 255) u8 with X's shape; Y optional.",
 		MinInputs: 2, MaxInputs: 3, MinOutputs: 1, MaxOutputs: 2,
 		Attrs: []AttrSpec{{Name: "epsilon", Kind: AttrFloat}, {Name: "out_scale", Kind: AttrFloat, Required: true},
-			{Name: "out_zero_point", Kind: AttrInt, Required: true}},
+			{Name: "out_zero_point", Kind: AttrInt, Required: true}, {Name: inProducerAttr, Kind: AttrInt}},
 		DTypes: DTypeRule{In: []string{"f32", "f32", "f32"}, Out: []string{"u8", "f32"}},
 		Shape: func(a *InferArgs) ([]Inferred, error) {
 			x := a.in(0).Shape
@@ -114,6 +122,41 @@ func layerNormU8Op() *OpDef {
 			}
 			return []Inferred{{Shape: x.Clone()}, {Shape: x.Clone()}}, nil
 		},
-		Check: func(n *Node, _ int64) error { return checkU8Params(n, "out_scale", "out_zero_point") },
+		Check: func(n *Node, _ int64) error {
+			if err := checkInProducer(n); err != nil {
+				return err
+			}
+			return checkU8Params(n, "out_scale", "out_zero_point")
+		},
 	}
+}
+
+// inProducerAttr is the attribute InProducer reads.
+const inProducerAttr = "in_producer"
+
+// InProducer reports whether an sqc.LayerNorm or sqc.LayerNormDual runs
+// inside the sqc.QLinear that produces its input x: its in_producer
+// attribute is 1 (set by passes.FuseLayerNormIntoQLinear). The INT8 engine
+// then normalises each block of x's rows as soon as the GEMM has written
+// it, while the rows are in cache, instead of in a step of its own
+// (runtime/nn.LinearLayerNorm). It is a scheduling decision: every value
+// is the same either way. The verifier checks the form it needs
+// (checkInProducerEdge): x is the f32 output of an sqc.QLinear, read by
+// this node alone and no graph output, and the node is one step (a dual
+// LayerNorm writes y_q in u8).
+func InProducer(n *Node) bool { return n.AttrInt(inProducerAttr, 0) == 1 }
+
+// SetInProducer sets a LayerNorm's in_producer attribute to 1.
+func SetInProducer(n *Node) {
+	if n.Attrs == nil {
+		n.Attrs = Attrs{}
+	}
+	n.Attrs[inProducerAttr] = IntAttr(1)
+}
+
+func checkInProducer(n *Node) error {
+	if v := n.AttrInt(inProducerAttr, 0); v != 0 && v != 1 {
+		return fmt.Errorf("%s is %d, want 0 or 1", inProducerAttr, v)
+	}
+	return nil
 }

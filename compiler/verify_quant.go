@@ -43,7 +43,37 @@ func (v *verifier) checkQuantized() {
 			v.checkQuantizedEdge(i, n, producers)
 		case "sqc.LayerNormDual":
 			v.checkTwinReaders(i, n, readers)
+			v.checkInProducerEdge(i, n, producers, readers)
+		case "sqc.LayerNorm":
+			v.checkInProducerEdge(i, n, producers, readers)
 		}
+	}
+}
+
+// checkInProducerEdge checks the form a LayerNorm run inside its
+// producer's GEMM needs (InProducer): x is the f32 output of an
+// sqc.QLinear, read by this node alone and no graph output, and a dual
+// LayerNorm writes y_q in u8 (else it is two steps, not one).
+func (v *verifier) checkInProducerEdge(i int, n *Node, producers map[string]*Node, readers map[string][]readAt) {
+	if !InProducer(n) || len(n.Inputs) == 0 {
+		return
+	}
+	label, x := nodeLabel(i, n), n.Inputs[0]
+	p := producers[x]
+	_, _, dualU8 := U8Output(n)
+	producerU8 := false
+	if p != nil {
+		_, _, producerU8 = U8Output(p)
+	}
+	switch {
+	case p == nil || p.Op != "sqc.QLinear":
+		v.failf(label, "%w: in_producer, but input %q is not an sqc.QLinear's output", ErrMalformed, x)
+	case producerU8:
+		v.failf(label, "%w: in_producer, but input %q is the u8 output of %q (the LayerNorm needs its f32 values)", ErrMalformed, x, p.Name)
+	case len(readers[x]) != 1 || v.g.IsOutput(x):
+		v.failf(label, "%w: in_producer, but input %q has other readers or is a graph output", ErrMalformed, x)
+	case n.Op == "sqc.LayerNormDual" && !dualU8:
+		v.failf(label, "%w: in_producer on a LayerNormDual whose y_q is f32 (it runs as two LayerNorms)", ErrMalformed)
 	}
 }
 

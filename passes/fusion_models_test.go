@@ -26,8 +26,9 @@ import (
 var fusionPassNames = []string{FuseQLinearEpilogues.Name, FuseQKV.Name, MergeSmoothedLayerNorms.Name}
 
 // explicitQuantNames are the passes after the fusions that make the
-// quantisation explicit (materialize_quantize.go and after).
-var explicitQuantNames = []string{MaterializeQuantize.Name, DeduplicateQuantize.Name, WriteU8Directly.Name}
+// quantisation explicit (materialize_quantize.go and after), and the
+// LayerNorm fusion that needs its u8 forms.
+var explicitQuantNames = []string{MaterializeQuantize.Name, DeduplicateQuantize.Name, WriteU8Directly.Name, FuseLayerNormIntoQLinear.Name}
 
 // without is list less the named passes.
 func without(list []Pass, names []string) []Pass {
@@ -137,7 +138,7 @@ func TestFusionOnModels(t *testing.T) {
 					fused := unfused.Clone()
 					runPasses(t, fused, FuseQLinearEpilogues, FuseQKV, MergeSmoothedLayerNorms, EliminateDeadNodes)
 					explicit := fused.Clone()
-					runPasses(t, explicit, MaterializeQuantize, DeduplicateQuantize, WriteU8Directly, EliminateDeadNodes)
+					runPasses(t, explicit, MaterializeQuantize, DeduplicateQuantize, WriteU8Directly, FuseLayerNormIntoQLinear, EliminateDeadNodes)
 					// QuantPipeline as registered runs the same fusions, then
 					// makes the quantisation explicit.
 					whole := m.g.Clone()

@@ -93,10 +93,14 @@ func TestMergeSmoothedLayerNorms(t *testing.T) {
 	}
 }
 
-// layerNormSteps lists the calls of p's LayerNorm steps in order.
+// layerNormSteps lists the calls of p's LayerNorm steps in order, those
+// run inside a GEMM included.
 func layerNormSteps(p *exec.Program) []string {
 	var calls []string
 	for _, s := range p.Steps() {
+		if g, ok := s.(*exec.GEMMStep); ok && g.Norm != nil { // run inside the GEMM
+			s = g.Norm
+		}
 		if strings.HasPrefix(s.Call(), "nn.LayerNorm") {
 			calls = append(calls, s.Call())
 		}

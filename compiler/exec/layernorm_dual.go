@@ -35,8 +35,7 @@ func (l *lowering) layerNormDual(n *compiler.Node) (bool, error) {
 			GammaU8: paramsQ.Gamma, BetaU8: paramsQ.Beta, GammaU8Name: n.Inputs[2], BetaU8Name: betaQ,
 			Kp: u8Row(params.N), InvScale: 1 / scale, ZeroPoint: zp, OutU8: l.slot(yq),
 		}
-		l.emit(s)
-		return true, nil
+		return true, l.emitLayerNorm(n, s)
 	}
 	// The unmerged pair, in its order: the original, then the twin.
 	for _, half := range []struct{ name, gamma, beta, out string }{

@@ -515,6 +515,30 @@ func (l *lowering) layerNormU8(i int, n *compiler.Node) error {
 	if len(n.Outputs) > 1 && n.Outputs[1] != "" {
 		s.Out = l.slot(n.Outputs[1])
 	}
-	l.emit(s)
+	if err := l.emitLayerNorm(n, s); err != nil {
+		return l.bad(i, err)
+	}
 	return nil
+}
+
+// emitLayerNorm emits the one step of a LayerNorm node, or, when the node
+// runs inside its producer (compiler.InProducer), makes it the Norm of the
+// GEMMStep writing its input.
+func (l *lowering) emitLayerNorm(n *compiler.Node, s *LayerNormStep) error {
+	if !compiler.InProducer(n) {
+		l.emit(s)
+		return nil
+	}
+	for j := len(l.p.steps) - 1; j >= 0; j-- {
+		g, ok := l.p.steps[j].(*GEMMStep)
+		if !ok || g.Out != s.X {
+			continue
+		}
+		if g.Norm != nil || g.Linear.OutKp > 0 || g.Linear.B.N != s.Params.N {
+			break
+		}
+		g.Norm = s
+		return nil
+	}
+	return fmt.Errorf("%w: in_producer, but no f32 GEMM of %d columns writes its input (the verifier checks this)", compiler.ErrInternal, s.Params.N)
 }

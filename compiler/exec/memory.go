@@ -79,6 +79,10 @@ func (p *Program) Memory() Memory {
 			count(&m.PackedGEMM, ptrOf(l.B.ColSum), sliceBytes(l.B.ColSum))
 			count(&m.GEMMParams, ptrOf(l.Scale), sliceBytes(l.Scale))
 			count(&m.GEMMParams, ptrOf(l.Bias), sliceBytes(l.Bias))
+			if s.Norm != nil {
+				count(&m.NormParams, ptrOf(s.Norm.Params.Gamma), sliceBytes(s.Norm.Params.Gamma))
+				count(&m.NormParams, ptrOf(s.Norm.Params.Beta), sliceBytes(s.Norm.Params.Beta))
+			}
 		case *EmbedStep:
 			for _, t := range [][]float32{s.Params.Words, s.Params.Positions, s.Params.TokenTypes} {
 				count(&m.Embeddings, ptrOf(t), sliceBytes(t))

@@ -115,6 +115,11 @@ func planPacking(s *Schedule) packPlan {
 				return no("%s: a residual of another layout than its input", label())
 			}
 			tok[x.Out] = tok[x.A]
+			if x.Norm != nil { // row-wise of Out
+				for _, id := range slots(x.Norm.Out, x.Norm.OutU8) {
+					tok[id] = tok[x.A]
+				}
+			}
 		case *AddStep:
 			if anyTok {
 				for _, id := range []SlotID{x.A, x.B} {

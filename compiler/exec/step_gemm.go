@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/nn"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
@@ -15,11 +16,17 @@ import (
 // are the slots of A's per-row quantisation; Residual (a slot of the
 // output's shape) is added last. The output Out is f32 [..., N], or, when
 // Linear.OutKp > 0, u8 [..., OutKp] for the next QLinear.
+//
+// Norm, if set, is the LayerNorm of Out run inside the GEMM
+// (compiler.InProducer): nn.LinearLayerNorm normalises each block of
+// rows as soon as the GEMM has written it. Norm.X is Out; its outputs are
+// this step's too.
 type GEMMStep struct {
 	node
 	Weight   string // the i8 initializer Linear.B was packed from
 	BiasName string // the initializer Linear.Bias is ("" for none)
 	Linear   qgemm.Linear
+	Norm     *LayerNormStep
 
 	A, RowScale, RowZeroPoint, Residual, Out SlotID
 
@@ -27,7 +34,12 @@ type GEMMStep struct {
 	shape []int64
 }
 
-func (s *GEMMStep) Call() string { return "qgemm.GEMM" }
+func (s *GEMMStep) Call() string {
+	if s.Norm != nil {
+		return "nn.LinearLayerNorm"
+	}
+	return "qgemm.GEMM"
+}
 
 func (s *GEMMStep) Describe(sl []*Slot) string {
 	var b strings.Builder
@@ -53,6 +65,9 @@ func (s *GEMMStep) Describe(sl []*Slot) string {
 		b.WriteString(", out=f32")
 	}
 	b.WriteString(")")
+	if s.Norm != nil {
+		b.WriteString("; then " + s.Norm.Describe(sl))
+	}
 	return b.String()
 }
 
@@ -88,12 +103,21 @@ func (s *GEMMStep) run(p *Program) error {
 		}
 		io.Residual = r.F32
 	}
-	err := p.engine.Linear(qgemm.SpecializedKernel{}, l, io)
+	var err error
+	if s.Norm != nil {
+		norm := s.Norm.bindOutputs(p, s.shape)
+		err = nn.LinearLayerNorm(p.engine, qgemm.SpecializedKernel{}, l, io, &s.Norm.Params, &norm)
+	} else {
+		err = p.engine.Linear(qgemm.SpecializedKernel{}, l, io)
+	}
 	*io = qgemm.LinearIO{} // hold no buffers between runs
 	return err
 }
 
 func (s *GEMMStep) Operands() Operands {
+	if s.Norm != nil { // Norm.X is Out
+		return operands(reads(s.A, s.RowScale, s.RowZeroPoint, s.Residual), s.Out, s.Norm.Out, s.Norm.OutU8)
+	}
 	return operands(reads(s.A, s.RowScale, s.RowZeroPoint, s.Residual), s.Out)
 }
 
@@ -118,6 +142,11 @@ func (s *GEMMStep) cost(p *Program) Cost {
 	}
 	if l.OutKp > 0 {
 		label.WriteString(" ->u8")
+	}
+	if s.Norm != nil {
+		norm := s.Norm.cost(p)
+		c.Ops += norm.Ops
+		label.WriteString(" + " + norm.Label)
 	}
 	c.Label = label.String()
 	return c

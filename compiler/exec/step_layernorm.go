@@ -66,25 +66,36 @@ func (s *LayerNormStep) run(p *Program) error {
 		return err
 	}
 	rows, _ := rowsOf(x.Shape)
-	var f32 []float32
-	if s.Out != NoSlot {
-		out := p.bufs[s.Out]
-		resize(out, compiler.Float32, x.Shape...)
-		f32 = out.F32
+	out := s.bindOutputs(p, x.Shape)
+	switch {
+	case out.U8 == nil:
+		nn.LayerNorm(p.pool, out.F32, n, x.F32, n, rows, &s.Params)
+	case out.GammaU8 != nil:
+		nn.LayerNormDual(p.pool, out.F32, n, out.U8, s.Kp, x.F32, n, rows, &s.Params, s.GammaU8, s.BetaU8, s.InvScale, s.ZeroPoint)
+	default:
+		nn.LayerNormU8(p.pool, out.F32, n, out.U8, s.Kp, x.F32, n, rows, &s.Params, s.InvScale, s.ZeroPoint)
 	}
-	if s.OutU8 == NoSlot {
-		nn.LayerNorm(p.pool, f32, n, x.F32, n, rows, &s.Params)
-		return nil
-	}
-	q := p.bufs[s.OutU8]
-	s.shape = withLast(s.shape, x.Shape, s.Kp)
-	resize(q, compiler.Uint8, s.shape...)
-	if s.GammaU8 != nil {
-		nn.LayerNormDual(p.pool, f32, n, q.U8, s.Kp, x.F32, n, rows, &s.Params, s.GammaU8, s.BetaU8, s.InvScale, s.ZeroPoint)
-		return nil
-	}
-	nn.LayerNormU8(p.pool, f32, n, q.U8, s.Kp, x.F32, n, rows, &s.Params, s.InvScale, s.ZeroPoint)
 	return nil
+}
+
+// bindOutputs sizes the output buffers for an input of shape xShape and
+// returns them with the quantisation, as nn's LayerNorms take them (U8
+// nil: nn.LayerNorm; GammaU8 set: nn.LayerNormDual; else nn.LayerNormU8).
+func (s *LayerNormStep) bindOutputs(p *Program, xShape []int64) nn.LayerNormOutputs {
+	out := nn.LayerNormOutputs{F32Stride: s.Params.N, U8Stride: s.Kp, InvScale: s.InvScale, ZeroPoint: s.ZeroPoint}
+	if s.Out != NoSlot {
+		f := p.bufs[s.Out]
+		resize(f, compiler.Float32, xShape...)
+		out.F32 = f.F32
+	}
+	if s.OutU8 != NoSlot {
+		q := p.bufs[s.OutU8]
+		s.shape = withLast(s.shape, xShape, s.Kp)
+		resize(q, compiler.Uint8, s.shape...)
+		out.U8 = q.U8
+		out.GammaU8, out.BetaU8 = s.GammaU8, s.BetaU8
+	}
+	return out
 }
 
 func (s *LayerNormStep) Operands() Operands { return operands(reads(s.X), s.Out, s.OutU8) }

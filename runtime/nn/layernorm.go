@@ -117,11 +117,17 @@ var layerNormCalls = newRecycler(func() *layerNormCall {
 // chunk normalises rows [ch*size, (ch+1)*size) on worker w: statistics 16
 // rows at a time (rowStats for the chunk's last rows), then each row.
 func (c *layerNormCall) chunk(w, ch int) {
-	kern, ln, rows, size := c.kern, &c.ln, c.rows, c.size
+	c.normalize(w, ch*c.size, min(c.rows, (ch+1)*c.size))
+}
+
+// normalize normalises rows [r0, r1) on worker w. Each row's bits depend
+// on that row alone, however the rows are grouped.
+func (c *layerNormCall) normalize(w, r0, r1 int) {
+	kern, ln := c.kern, &c.ln
 	src, srcStride := c.src, c.srcStride
 	st := &c.stats[w]
-	for i0 := ch * size; i0 < min(rows, (ch+1)*size); i0 += lnGroup {
-		n := min(lnGroup, rows-i0, (ch+1)*size-i0)
+	for i0 := r0; i0 < r1; i0 += lnGroup {
+		n := min(lnGroup, r1-i0)
 		if n == lnGroup {
 			kern.lnStats16(src[i0*srcStride:], srcStride, ln.N, ln.Epsilon, &st.mean, &st.inv)
 		} else {

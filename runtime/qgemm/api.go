@@ -127,6 +127,24 @@ type Epilogue struct {
 	OutStride    int
 	OutInvScale  float32
 	OutZeroPoint int32
+
+	// Finish, if set, is row-wise work fused into the GEMM (such as the
+	// LayerNorm after BERT's residual add): the driver calls it once for
+	// each block of output rows, as soon as every column of those rows has
+	// been written. It is not part of the element arithmetic above; the
+	// EpilogueFuncs ignore it.
+	Finish RowFinisher
+}
+
+// RowFinisher is work on finished output rows (Epilogue.Finish).
+type RowFinisher interface {
+	// FinishRows is called exactly once for each block of rows [m0, m0+m)
+	// of the output (the blocks partition [0, M)), after the epilogue has
+	// written every column of those rows, on the worker that wrote the
+	// last of them: worker is its id in [0, Engine.Threads()). Calls for
+	// different blocks may run at the same time, and a block's call may
+	// run while other blocks' GEMM work is still going on.
+	FinishRows(worker, m0, m int)
 }
 
 // EpilogueFunc applies ep to an s32 block: c[i*ldc+j] is the accumulator of

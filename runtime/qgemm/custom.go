@@ -27,7 +27,7 @@ func (e *Engine) GEMMWithKernel(k SpecializedKernel, a []uint8, m, lda int, b *P
 	if m == 0 {
 		return nil
 	}
-	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs)
+	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs, ep.Finish != nil)
 	e.gemmBlocks(k.Kernel, a, m, lda, b, ep, mc, nc)
 	return nil
 }

@@ -2,6 +2,7 @@ package qgemm
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/sqc-dev/sqc/runtime/pool"
 )
@@ -107,7 +108,7 @@ func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 	if m == 0 {
 		return nil
 	}
-	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs)
+	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs, ep.Finish != nil)
 	e.gemmBlocks(e.variant.Kernel, a, m, lda, b, ep, mc, nc)
 	return nil
 }
@@ -123,6 +124,9 @@ func (e *Engine) gemmBlocks(kernel Kernel, a []uint8, m, lda int, b *PackedB, ep
 	t.a, t.m, t.lda, t.b, t.ep = a, m, lda, b, *ep
 	t.mc, t.nc = mc, nc
 	t.nTasks = (b.Np + nc - 1) / nc
+	if ep.Finish != nil && t.nTasks > 1 {
+		t.rowBlockDone = growCounters(t.rowBlockDone, (m+mc-1)/mc)
+	}
 	e.pool.Run((m+mc-1)/mc*t.nTasks, t.run)
 	t.a, t.b, t.ep, t.kernel = nil, nil, Epilogue{}, nil // keep no caller memory alive
 	e.tasks.Put(t)
@@ -140,12 +144,29 @@ type gemmCall struct {
 	ep     Epilogue
 	mc, nc int // macro-block rows and columns (nc a multiple of NBlock)
 	nTasks int // macro-blocks along N
+	// rowBlockDone[r] counts the finished macro-blocks of row block r,
+	// when ep.Finish is set and a row takes more than one block.
+	rowBlockDone []atomic.Int32
+}
+
+// growCounters returns n counters at zero, reusing c's storage when it is
+// large enough.
+func growCounters(c []atomic.Int32, n int) []atomic.Int32 {
+	if cap(c) < n {
+		return make([]atomic.Int32, n)
+	}
+	c = c[:n]
+	for i := range c {
+		c[i].Store(0)
+	}
+	return c
 }
 
 // block computes macro-block i (row-major over the M x N grid, so that
 // consecutive blocks share their A rows) on worker w: the kernel writes the
 // s32 block into w's scratch, and the epilogue turns it into output while
-// it is still in L2.
+// it is still in L2. With ep.Finish set, the block that completes a row
+// block also finishes those rows.
 func (t *gemmCall) block(w, i int) {
 	b := t.b
 	m0 := i / t.nTasks * t.mc
@@ -156,6 +177,14 @@ func (t *gemmCall) block(w, i int) {
 	c := t.e.scratch[w]
 	t.kernel(&t.a[m0*t.lda], t.lda, &b.Data[n0*b.Kp], b.Kp, &c[0], ldc, rows, cols/NBlock)
 	t.e.epilogue(&t.ep, c, ldc, m0, n0, rows, min(cols, b.N-n0))
+	if f := t.ep.Finish; f != nil {
+		// The worker that completes a row block finishes it. The atomic
+		// add orders the other blocks' epilogue writes before the reads of
+		// FinishRows (the Go memory model's synchronisation of atomics).
+		if t.nTasks == 1 || t.rowBlockDone[m0/t.mc].Add(1) == int32(t.nTasks) {
+			f.FinishRows(w, m0, rows)
+		}
+	}
 }
 
 // checkGEMM validates every argument of GEMM, so that neither the kernel

@@ -36,13 +36,16 @@ type LinearIO struct {
 	Residual     []float32 // optional: Rows rows of B.N, added last
 	OutF32       []float32 // Rows rows of B.N, when OutKp is 0
 	OutU8        []uint8   // Rows rows of OutKp bytes, when OutKp > 0
+	// Finish, if set, runs on each block of output rows once the GEMM
+	// has written them (Epilogue.Finish).
+	Finish RowFinisher
 }
 
 // Epilogue sets ep to l's epilogue on io's buffers.
 func (l *Linear) Epilogue(ep *Epilogue, io *LinearIO) {
 	*ep = Epilogue{
 		AZeroPoint: l.AZeroPoint, ColSum: l.B.ColSum, Scale: l.Scale, Bias: l.Bias, Act: l.Act,
-		RowScale: io.RowScale, RowZeroPoint: io.RowZeroPoint,
+		RowScale: io.RowScale, RowZeroPoint: io.RowZeroPoint, Finish: io.Finish,
 	}
 	if io.Residual != nil {
 		ep.Residual, ep.ResidualStride = io.Residual, l.B.N

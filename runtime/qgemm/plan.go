@@ -77,6 +77,15 @@ type blockCosts struct {
 	// (VNNI, one core): 16 x 256 blocks, 18 MiB of B reads, took 627 µs;
 	// 64 x 96 and 128 x 48, 2-5 MiB, 582 µs.
 	macsPerBByte float64
+	// macsPerFinishElem is the cost of an Epilogue.Finish per output
+	// element: the LayerNorm nn.LinearLayerNorm runs there, about 0.65 ns
+	// per element (a LayerNormDual row of 768 columns in ~0.5 µs on one
+	// Zen 5 core). A plan with a finisher pays the last row block's finish
+	// alone, after every other block is done, so it prefers short blocks:
+	// measured at M = 1024, N = 768, K = 3072 (VNNI, 2 workers), the plan
+	// without this term (256 x 48) made the fused LayerNorm 4% slower than
+	// a separate one.
+	macsPerFinishElem float64
 }
 
 // costsFor returns the block cost model of a kernel family, from the
@@ -85,6 +94,7 @@ type blockCosts struct {
 func costsFor(isa ISA) blockCosts {
 	const callSec = 1e-6
 	const bByteSec = 1 / 250e9
+	const finishElemSec = 0.65e-9
 	rate := 5e9
 	switch isa {
 	case ISAAMX:
@@ -94,7 +104,7 @@ func costsFor(isa ISA) blockCosts {
 	case ISAAVX2:
 		rate = 6.5e10
 	}
-	return blockCosts{macsPerCall: rate * callSec, macsPerBByte: rate * bByteSec}
+	return blockCosts{macsPerCall: rate * callSec, macsPerBByte: rate * bByteSec, macsPerFinishElem: rate * finishElemSec}
 }
 
 // scratchStride is the s32 block's row stride (int32) for nc columns: nc,
@@ -114,8 +124,9 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // workers workers. Among shapes whose s32 block fits the scratch and whose
 // B strips fit bPanelBudget, it minimises the modelled time of the slowest
 // worker, rounds x (compute + fixed cost) with rounds = ceil(blocks /
-// workers); ties go to fewer blocks, then to wider ones.
-func planBlocks(m, nblocks, kp, workers int, cost blockCosts) (mc, nc int) {
+// workers), plus, with finish (an Epilogue.Finish), the finish of the last
+// row block; ties go to fewer blocks, then to wider ones.
+func planBlocks(m, nblocks, kp, workers int, cost blockCosts, finish bool) (mc, nc int) {
 	pMin := ceilDiv(m, mcMax)
 	qMin := max(1, ceilDiv(nblocks*NBlock*kp, bPanelBudget))
 	pMax, qMax := ceilDiv(m, min(m, NBlock)), nblocks
@@ -153,6 +164,9 @@ func planBlocks(m, nblocks, kp, workers int, cost blockCosts) (mc, nc int) {
 			t := float64(rounds) * (compute + cost.macsPerCall + float64(cols*kp)*cost.macsPerBByte)
 			if workers > 1 {
 				t += tailShare * compute
+			}
+			if finish {
+				t += float64(rows*nblocks*NBlock) * cost.macsPerFinishElem
 			}
 			if mc == 0 || t < bestCost || (t == bestCost && (blocks < bestBlocks || blocks == bestBlocks && cols > nc)) {
 				mc, nc, bestCost, bestBlocks = rows, cols, t, blocks

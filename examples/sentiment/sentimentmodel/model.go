@@ -9,7 +9,7 @@
 //
 // Compiled for at most 128 tokens per sequence and 16 sequences per forward pass
 // (Run splits larger batches); kernel target auto. The schedule (schedule.go) is
-// 23 runtime calls; the weights (weights.bin) are embedded.
+// 20 runtime calls; the weights (weights.bin) are embedded.
 package sentimentmodel
 
 import (

@@ -76,27 +76,34 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		})
 	}
 	// #5 nn.QuantizeU8Parallel: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear/quantize
-	nn.QuantizeU8Parallel(m.pool, ws.u8[1048576:][:rows*128], 128, ws.f32[1048576:][:rows*128], 128, rows, 128, float32(277.94394), int32(130))
+	nn.QuantizeU8Parallel(m.pool, ws.u8[2097152:][:rows*128], 128, ws.f32[1048576:][:rows*128], 128, rows, 128, float32(277.94394), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #6 qgemm.GEMM: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
-	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear1, &qgemm.LinearIO{
-		A:        ws.u8[1048576:][:rows*128],
+	// #6 nn.LinearLayerNorm: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	if err := nn.LinearLayerNorm(m.gemm, gemmKernel(128), &m.w.linear1, &qgemm.LinearIO{
+		A:        ws.u8[2097152:][:rows*128],
 		OutF32:   ws.f32[0:][:rows*128],
 		Residual: ws.f32[786432:][:rows*128],
 		Rows:     rows,
+	}, &m.w.layerNorm1, &nn.LayerNormOutputs{
+		BetaU8:    m.w.distilbertTransformerLayer0SaLayerNormBiasSmooth,
+		F32:       ws.f32[262144:][:rows*128],
+		F32Stride: 128,
+		GammaU8:   m.w.distilbertTransformerLayer0SaLayerNormWeightSmooth,
+		InvScale:  float32(221.08879),
+		U8:        ws.u8[2359296:][:rows*128],
+		U8Stride:  128,
+		ZeroPoint: int32(130),
 	}); err != nil {
 		return err
 	}
-	// #7 nn.LayerNormDual: distilbert.transformer.layer.0.sa_layer_norm/LayerNormalization
-	nn.LayerNormDual(m.pool, ws.f32[262144:][:rows*128], 128, ws.u8[2097152:][:rows*128], 128, ws.f32[0:][:rows*128], 128, rows, &m.w.layerNorm1, m.w.distilbertTransformerLayer0SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer0SaLayerNormBiasSmooth, float32(221.08879), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #8 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
+	// #7 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
 	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear2, &qgemm.LinearIO{
-		A:     ws.u8[2097152:][:rows*128],
+		A:     ws.u8[2359296:][:rows*128],
 		OutU8: ws.u8[0:][:rows*512],
 		Rows:  rows,
 	}); err != nil {
@@ -105,21 +112,28 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #9 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
-	if err := m.gemm.Linear(gemmKernel(512), &m.w.linear3, &qgemm.LinearIO{
+	// #8 nn.LinearLayerNorm: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
+	if err := nn.LinearLayerNorm(m.gemm, gemmKernel(512), &m.w.linear3, &qgemm.LinearIO{
 		A:        ws.u8[0:][:rows*512],
 		OutF32:   ws.f32[524288:][:rows*128],
 		Residual: ws.f32[262144:][:rows*128],
 		Rows:     rows,
+	}, &m.w.layerNorm2, &nn.LayerNormOutputs{
+		BetaU8:    m.w.distilbertTransformerLayer0OutputLayerNormBiasSmooth,
+		F32:       ws.f32[786432:][:rows*128],
+		F32Stride: 128,
+		GammaU8:   m.w.distilbertTransformerLayer0OutputLayerNormWeightSmooth,
+		InvScale:  float32(181.62914),
+		U8:        ws.u8[4194304:][:rows*128],
+		U8Stride:  128,
+		ZeroPoint: int32(133),
 	}); err != nil {
 		return err
 	}
-	// #10 nn.LayerNormDual: distilbert.transformer.layer.0.output_layer_norm/LayerNormalization
-	nn.LayerNormDual(m.pool, ws.f32[786432:][:rows*128], 128, ws.u8[4194304:][:rows*128], 128, ws.f32[524288:][:rows*128], 128, rows, &m.w.layerNorm2, m.w.distilbertTransformerLayer0OutputLayerNormWeightSmooth, m.w.distilbertTransformerLayer0OutputLayerNormBiasSmooth, float32(181.62914), int32(133))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #11 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
+	// #9 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
 	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear4, &qgemm.LinearIO{
 		A:      ws.u8[4194304:][:rows*128],
 		OutF32: ws.f32[0:][:rows*384],
@@ -130,7 +144,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #12 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
+	// #10 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
 	if offsets != nil {
 		nn.AttentionPacked(m.pool, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], &nn.AttentionDims{
 			HeadDim:   64,
@@ -156,28 +170,35 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 			VStride:         384,
 		})
 	}
-	// #13 nn.QuantizeU8Parallel: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear/quantize
-	nn.QuantizeU8Parallel(m.pool, ws.u8[1048576:][:rows*128], 128, ws.f32[1048576:][:rows*128], 128, rows, 128, float32(258.05313), int32(128))
+	// #11 nn.QuantizeU8Parallel: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear/quantize
+	nn.QuantizeU8Parallel(m.pool, ws.u8[2097152:][:rows*128], 128, ws.f32[1048576:][:rows*128], 128, rows, 128, float32(258.05313), int32(128))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #14 qgemm.GEMM: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
-	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear5, &qgemm.LinearIO{
-		A:        ws.u8[1048576:][:rows*128],
+	// #12 nn.LinearLayerNorm: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	if err := nn.LinearLayerNorm(m.gemm, gemmKernel(128), &m.w.linear5, &qgemm.LinearIO{
+		A:        ws.u8[2097152:][:rows*128],
 		OutF32:   ws.f32[0:][:rows*128],
 		Residual: ws.f32[786432:][:rows*128],
 		Rows:     rows,
+	}, &m.w.layerNorm3, &nn.LayerNormOutputs{
+		BetaU8:    m.w.distilbertTransformerLayer1SaLayerNormBiasSmooth,
+		F32:       ws.f32[262144:][:rows*128],
+		F32Stride: 128,
+		GammaU8:   m.w.distilbertTransformerLayer1SaLayerNormWeightSmooth,
+		InvScale:  float32(185.9047),
+		U8:        ws.u8[2359296:][:rows*128],
+		U8Stride:  128,
+		ZeroPoint: int32(112),
 	}); err != nil {
 		return err
 	}
-	// #15 nn.LayerNormDual: distilbert.transformer.layer.1.sa_layer_norm/LayerNormalization
-	nn.LayerNormDual(m.pool, ws.f32[262144:][:rows*128], 128, ws.u8[2097152:][:rows*128], 128, ws.f32[0:][:rows*128], 128, rows, &m.w.layerNorm3, m.w.distilbertTransformerLayer1SaLayerNormWeightSmooth, m.w.distilbertTransformerLayer1SaLayerNormBiasSmooth, float32(185.9047), int32(112))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #16 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
+	// #13 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
 	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear6, &qgemm.LinearIO{
-		A:     ws.u8[2097152:][:rows*128],
+		A:     ws.u8[2359296:][:rows*128],
 		OutU8: ws.u8[0:][:rows*512],
 		Rows:  rows,
 	}); err != nil {
@@ -186,7 +207,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #17 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
+	// #14 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
 	if err := m.gemm.Linear(gemmKernel(512), &m.w.linear7, &qgemm.LinearIO{
 		A:        ws.u8[0:][:rows*512],
 		OutF32:   ws.f32[524288:][:rows*128],
@@ -195,9 +216,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	}); err != nil {
 		return err
 	}
-	// #18 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
+	// #15 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
 	nn.LayerNorm(m.pool, ws.f32[0:][:rows*128], 128, ws.f32[524288:][:rows*128], 128, rows, &m.w.layerNorm4)
-	// #19 nn.Gather: pre_classifier/first_token
+	// #16 nn.Gather: pre_classifier/first_token
 	if offsets != nil {
 		if err := nn.GatherPacked(ws.f32[262144:][:batch*128], ws.f32[0:][:rows*128], 128, offsets, []int64{int64(0)}); err != nil {
 			return err
@@ -207,11 +228,11 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 			return err
 		}
 	}
-	// #20 nn.LinearF32: pre_classifier/Gemm/Linear
+	// #17 nn.LinearF32: pre_classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[0:][:batch*128], 128, ws.f32[262144:][:batch*128], 128, batch, 128, 128, m.w.preClassifierWeightT, m.w.preClassifierBias)
-	// #21 nn.ReluParallel: pre_classifier/Relu
+	// #18 nn.ReluParallel: pre_classifier/Relu
 	nn.ReluParallel(m.pool, ws.f32[2048:][:batch*128], ws.f32[0:][:batch*128])
-	// #22 nn.LinearF32: classifier/Gemm/Linear
+	// #19 nn.LinearF32: classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[0:][:batch*2], 2, ws.f32[2048:][:batch*128], 128, batch, 128, 2, m.w.classifierWeightT, m.w.classifierBias)
 	return nil
 }
