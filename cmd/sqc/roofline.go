@@ -76,19 +76,20 @@ and its roof. --svg FILE draws the roofline figure; --json prints one object.`,
 
 // rooflineReport is `sqc roofline --json`.
 type rooflineReport struct {
-	Model      string             `json:"model"`
-	Engine     string             `json:"engine"`
-	GEMMKernel string             `json:"gemm_kernel"`
-	CPU        string             `json:"cpu"`
-	Batch      int                `json:"batch"`
-	Seq        int                `json:"seq"`
-	Threads    int                `json:"threads"`
-	ForwardMs  bench.Summary      `json:"forward_ms"`
-	ReplayMs   float64            `json:"replayed_ms"`
-	Ceilings   []roofline.Ceiling `json:"ceilings"`
-	Ops        []roofline.Row     `json:"ops"`
-	LoadAvg    float64            `json:"load_avg"`
-	CPUs       int                `json:"cpus"`
+	Model      string              `json:"model"`
+	Engine     string              `json:"engine"`
+	GEMMKernel string              `json:"gemm_kernel"`
+	CPU        string              `json:"cpu"`
+	Batch      int                 `json:"batch"`
+	Seq        int                 `json:"seq"`
+	Threads    int                 `json:"threads"`
+	ForwardMs  bench.Summary       `json:"forward_ms"`
+	ReplayMs   float64             `json:"replayed_ms"`
+	Whole      roofline.WholeModel `json:"whole_model"`
+	Ceilings   []roofline.Ceiling  `json:"ceilings"`
+	Ops        []roofline.Row      `json:"ops"`
+	LoadAvg    float64             `json:"load_avg"`
+	CPUs       int                 `json:"cpus"`
 }
 
 func runRoofline(c *cli.Context, o bench.Options) error {
@@ -132,6 +133,7 @@ func runRoofline(c *cli.Context, o bench.Options) error {
 		Model: p.Model.Name, Engine: p.Engine.Describe(), GEMMKernel: isa, CPU: cpu.Detect().String(),
 		Batch: o.Batch, Seq: o.Seq, Threads: o.Threads,
 		ForwardMs: meas.LatencyMs, ReplayMs: prof.ReplayedSeconds * 1e3,
+		Whole:    roofline.Whole(prof, cs, meas.LatencyMs.Median/1e3),
 		Ceilings: cs, Ops: rows,
 		LoadAvg: bench.LoadAverage(), CPUs: runtime.NumCPU(),
 	}
@@ -147,8 +149,10 @@ func runRoofline(c *cli.Context, o bench.Options) error {
 	w := c.App.Writer
 	fmt.Fprintf(w, "model %s, INT8, batch %d x sequence %d, %d threads\nengine %s\ncpu features: %s\nmachine: %s\n",
 		rep.Model, o.Batch, o.Seq, o.Threads, rep.Engine, rep.CPU, bench.LoadText(rep.LoadAvg, rep.CPUs))
-	fmt.Fprintf(w, "forward pass: median %.2f ms (%d runs); the replayed steps add up to %.2f ms (%.0f%%)\n\n",
-		meas.LatencyMs.Median, meas.LatencyMs.N, rep.ReplayMs, 100*rep.ReplayMs/meas.LatencyMs.Median)
+	fmt.Fprintf(w, "forward pass: median %.2f ms (%d runs); the replayed steps add up to %.2f ms (%.0f%%), the other %.0f%% is between steps\n",
+		meas.LatencyMs.Median, meas.LatencyMs.N, rep.ReplayMs, 100*rep.ReplayMs/meas.LatencyMs.Median, 100*rep.Whole.Between)
+	fmt.Fprintf(w, "whole model: %.1f GOP per pass at %.0f GOP/s = %.1f%% of the %s peak on %d threads\n\n",
+		rep.Whole.Ops/1e9, rep.Whole.GOPS, 100*rep.Whole.Share, rep.Whole.Ceiling, o.Threads)
 	return roofline.WriteTable(w, cs, rows)
 }
 

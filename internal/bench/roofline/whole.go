@@ -1,0 +1,41 @@
+package roofline
+
+// WholeModel is the forward pass as one point: all its operations over
+// its measured time, against the fastest compute ceiling measured (the
+// AMX INT8 peak where the CPU has AMX): the figure issue 12's acceptance
+// states as "the whole forward pass >= 25% of the 2-core AMX peak".
+type WholeModel struct {
+	Ops     float64 `json:"ops"`       // per forward pass, 2 per multiply-add
+	GOPS    float64 `json:"gops"`      // Ops / forward time / 1e9
+	Ceiling string  `json:"ceiling"`   // name of the compute ceiling
+	Share   float64 `json:"of_peak"`   // GOPS / that ceiling's value
+	Between float64 `json:"between"`   // share of the forward time outside the replayed steps
+	Forward float64 `json:"forward_s"` // the forward time it divides by (seconds)
+}
+
+// Whole sums the profile's operations (each point's Ops times its Count)
+// and relates them to the forward time forwardSec: its rate, its share of
+// the fastest compute ceiling in cs, and the share of forwardSec that the
+// replayed steps do not account for (barriers, waking workers, caches
+// refilled between steps).
+func Whole(p *Profile, cs []Ceiling, forwardSec float64) WholeModel {
+	w := WholeModel{Forward: forwardSec}
+	for _, pt := range p.Points {
+		w.Ops += pt.Ops * float64(pt.Count)
+	}
+	if forwardSec <= 0 {
+		return w
+	}
+	w.GOPS = w.Ops / forwardSec / 1e9
+	w.Between = 1 - p.ReplayedSeconds/forwardSec
+	best := 0.0
+	for _, c := range cs {
+		if c.Kind == Compute && c.Value > best {
+			best, w.Ceiling = c.Value, c.Name
+		}
+	}
+	if best > 0 {
+		w.Share = w.GOPS / best
+	}
+	return w
+}

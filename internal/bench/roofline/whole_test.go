@@ -1,0 +1,35 @@
+package roofline
+
+import (
+	"math"
+	"testing"
+)
+
+func TestWhole(t *testing.T) {
+	p := &Profile{
+		Points:          []Point{{Count: 12, Ops: 2e9, Seconds: 1e-3}, {Count: 1, Ops: 1e9, Seconds: 2e-3}},
+		ReplayedSeconds: 14e-3,
+	}
+	cs := []Ceiling{
+		{Name: "VNNI INT8", Kind: Compute, Value: 2000},
+		{Name: "L2", Kind: Bandwidth, Value: 9000}, // a bandwidth is no compute peak, however large
+		{Name: "AMX INT8", Kind: Compute, Value: 10000},
+		{Name: "FP32", Kind: Compute, Value: 500},
+	}
+	w := Whole(p, cs, 20e-3)
+	near := func(what string, got, want float64) {
+		if math.Abs(got-want) > 1e-9*math.Abs(want) {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	near("Ops", w.Ops, 25e9)
+	near("GOPS", w.GOPS, 1250)
+	near("Share", w.Share, 0.125)
+	near("Between", w.Between, 0.3)
+	if w.Ceiling != "AMX INT8" {
+		t.Errorf("ceiling %q, want the fastest compute one, AMX INT8", w.Ceiling)
+	}
+	if z := Whole(p, cs, 0); z.GOPS != 0 || z.Share != 0 {
+		t.Errorf("zero forward time gives %+v", z)
+	}
+}
