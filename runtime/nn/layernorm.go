@@ -73,14 +73,28 @@ func layerNormRows(kern *kernels, p *pool.Pool, dstF32 []float32, f32Stride int,
 	}
 	size, _ := chunks(p, rows, layerNormMinRows)
 	size = (size + lnGroup - 1) / lnGroup * lnGroup
+	c := getLayerNormCall(kern, dstF32, f32Stride, dstU8, u8Stride, src, srcStride, rows, ln, gammaQ, betaQ, invScale, zeroPoint, workers(p))
+	c.size = size
+	parallelFor(p, (rows+size-1)/size, c.task)
+	c.release()
+}
+
+// getLayerNormCall returns a recycled layerNormCall holding a call's
+// arguments, with statistics for the given number of worker ids; release
+// returns it.
+func getLayerNormCall(kern *kernels, dstF32 []float32, f32Stride int, dstU8 []uint8, u8Stride int, src []float32, srcStride, rows int, ln *LayerNormParams, gammaQ, betaQ []float32, invScale float32, zeroPoint int32, workers int) *layerNormCall {
 	c := layerNormCalls.get()
 	c.kern, c.dstF32, c.f32Stride, c.dstU8, c.u8Stride = kern, dstF32, f32Stride, dstU8, u8Stride
-	c.src, c.srcStride, c.rows, c.ln, c.invScale, c.zeroPoint, c.pad = src, srcStride, rows, *ln, invScale, zeroPoint, pad
+	c.src, c.srcStride, c.rows, c.ln, c.invScale, c.zeroPoint = src, srcStride, rows, *ln, invScale, zeroPoint
+	c.pad = uint8(min(max(zeroPoint, 0), 255))
 	c.gammaQ, c.betaQ = gammaQ, betaQ
-	c.size = size
-	c.stats = growStats(c.stats, workers(p))
-	parallelFor(p, (rows+size-1)/size, c.task)
-	c.dstF32, c.dstU8, c.src, c.ln, c.gammaQ, c.betaQ = nil, nil, nil, LayerNormParams{}, nil, nil // keep no caller memory alive
+	c.stats = growStats(c.stats, workers)
+	return c
+}
+
+// release clears c's references to the caller's memory and recycles it.
+func (c *layerNormCall) release() {
+	c.dstF32, c.dstU8, c.src, c.ln, c.gammaQ, c.betaQ = nil, nil, nil, LayerNormParams{}, nil, nil
 	layerNormCalls.put(c)
 }
 

@@ -49,17 +49,12 @@ func LinearLayerNorm(e *qgemm.Engine, k qgemm.SpecializedKernel, l *qgemm.Linear
 	if io.Rows <= 0 || ln.N <= 0 {
 		return e.Linear(k, l, io)
 	}
-	c := linearLayerNormCalls.get()
-	c.kern, c.dstF32, c.f32Stride, c.dstU8, c.u8Stride = active(), out.F32, out.F32Stride, out.U8, out.U8Stride
-	c.src, c.srcStride, c.rows, c.ln, c.invScale, c.zeroPoint = io.OutF32, l.B.N, io.Rows, *ln, out.InvScale, out.ZeroPoint
-	c.pad = uint8(min(max(out.ZeroPoint, 0), 255))
-	c.gammaQ, c.betaQ = out.GammaU8, out.BetaU8
-	c.stats = growStats(c.stats, e.Threads())
+	c := getLayerNormCall(active(), out.F32, out.F32Stride, out.U8, out.U8Stride, io.OutF32, l.B.N, io.Rows, ln,
+		out.GammaU8, out.BetaU8, out.InvScale, out.ZeroPoint, e.Threads())
 	fused := *io
 	fused.Finish = (*rowsNormalizer)(c)
 	err := e.Linear(k, l, &fused)
-	c.dstF32, c.dstU8, c.src, c.ln, c.gammaQ, c.betaQ = nil, nil, nil, LayerNormParams{}, nil, nil // keep no caller memory alive
-	linearLayerNormCalls.put(c)
+	c.release()
 	return err
 }
 
@@ -69,5 +64,3 @@ type rowsNormalizer layerNormCall
 func (r *rowsNormalizer) FinishRows(worker, m0, m int) {
 	(*layerNormCall)(r).normalize(worker, m0, m0+m)
 }
-
-var linearLayerNormCalls = newRecycler(func() *layerNormCall { return &layerNormCall{} })
