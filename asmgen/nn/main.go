@@ -1,5 +1,5 @@
 // Command nn generates the amd64 assembly of sqc's runtime/nn package: the
-// AVX-512 inner loops of multi-head attention (transposes, q·k scores,
+// AVX-512 and the AVX2 inner loops of multi-head attention (transposes, q·k scores,
 // softmax, P·V), of LayerNorm (row statistics and normalisation, with the
 // optional u8 output), of activation quantisation and of the standalone
 // erf-GELU.
@@ -42,6 +42,9 @@ func generate() (*ir.File, error) {
 	genLayerNorm(g)
 	genQuantize(g)
 	genGelu(g)
+	genAttentionAVX2(g)
+	genLayerNormAVX2(g)
+	genGeluAVX2(g)
 
 	return avogen.Compile(g.Context)
 }

@@ -18,6 +18,7 @@ import (
 // Features are the instruction sets kernels may use in this process.
 type Features struct {
 	AVX2       bool // AVX2 with OS YMM support
+	FMA        bool // FMA3 (VFMADD*PS on xmm/ymm) with OS YMM support
 	AVX512     bool // AVX-512 F, BW, VL with OS ZMM/opmask support
 	AVX512VNNI bool // VPDPBUSD on zmm (implies AVX512)
 	AMXInt8    bool // AMX-TILE + AMX-INT8, XTILEDATA enabled in XCR0 and permission granted
@@ -28,7 +29,7 @@ type Features struct {
 	AMXNote string
 }
 
-// String lists the usable instruction sets, e.g. "avx2 avx512 vnni amx".
+// String lists the usable instruction sets, e.g. "avx2 fma avx512 vnni amx".
 func (f Features) String() string {
 	s := ""
 	add := func(ok bool, name string) {
@@ -40,6 +41,7 @@ func (f Features) String() string {
 		}
 	}
 	add(f.AVX2, "avx2")
+	add(f.FMA, "fma")
 	add(f.AVX512, "avx512")
 	add(f.AVX512VNNI, "vnni")
 	add(f.AMXInt8, "amx")
@@ -91,6 +93,7 @@ func detect() Features {
 	has := func(bits uint64) bool { return xcr0&bits == bits }
 
 	f.AVX2 = x.HasAVX2 && has(xcr0YMM)
+	f.FMA = x.HasFMA && has(xcr0YMM)
 	f.AVX512 = x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && has(xcr0ZMM)
 	f.AVX512VNNI = f.AVX512 && x.HasAVX512VNNI
 

@@ -9,13 +9,27 @@ import (
 	"github.com/sqc-dev/sqc/runtime/cpu"
 )
 
-// archKernels returns the AVX-512 kernels (AVX-512 F, BW and VL, with the
-// OS saving zmm and opmask state) when the CPU has them, else nil.
+// archKernels returns the best assembly kernels this CPU can run: AVX-512
+// (F, BW and VL, with the OS saving zmm and opmask state), else AVX2 with
+// FMA3 (the OS saving ymm state), else nil.
 func archKernels(f cpu.Features) *kernels {
-	if !f.AVX512 {
-		return nil
+	if ks := archKernelSets(f); len(ks) > 0 {
+		return ks[0]
 	}
-	return asmKernels()
+	return nil
+}
+
+// archKernelSets returns every assembly kernel set this CPU can run, best
+// first; tests compare each with the Go kernels.
+func archKernelSets(f cpu.Features) []*kernels {
+	var ks []*kernels
+	if f.AVX512 {
+		ks = append(ks, asmKernels())
+	}
+	if f.AVX2 && f.FMA {
+		ks = append(ks, avx2Kernels())
+	}
+	return ks
 }
 
 // asmKernels returns the assembly kernels. The wrappers below check every
