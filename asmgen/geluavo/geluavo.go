@@ -1,10 +1,11 @@
-// Package geluavo emits the AVX-512 form of sqc's float32 GELUs (erf and
-// tanh, internal/gelu) with avo, for both generators that need it:
-// asmgen/qgemm (the GEMM epilogue with ActGelu, ActGeluTanh) and asmgen/nn
-// (the standalone GELUs). The instructions are gelu.Eval's operations one
-// for one, in its order, with a VFMADD213PS exactly where it calls
-// gelu.FMA32, so the assembly and the Go reference give the same bits; the
-// two forms differ only in the coefficient tables loaded.
+// Package geluavo emits sqc's float32 GELUs (erf and tanh, internal/gelu)
+// with avo in two forms, AVX-512 (Eval) and AVX2+FMA3 (EvalAVX2), for both
+// generators that need them: asmgen/qgemm (the GEMM epilogue with ActGelu,
+// ActGeluTanh) and asmgen/nn (the standalone GELUs). The instructions are
+// gelu.Eval's operations one for one, in its order, with a VFMADD213PS
+// exactly where it calls gelu.FMA32, so the assembly and the Go reference
+// give the same bits; the erf and tanh GELUs differ only in the
+// coefficient tables loaded.
 package geluavo
 
 import (
@@ -124,5 +125,58 @@ func (e *Eval) Emit(ctx *build.Context, xs []reg.VecVirtual, zero reg.VecVirtual
 	}
 	each(func(i int) { ctx.VMAXPS(xs[i], zero, relu[i]) }) // maxps(0, x): NaN x gives x
 	each(func(i int) { ctx.VADDPS(p[i], relu[i], out[i]) })
+	return out
+}
+
+// EvalAVX2 is Eval's AVX2+FMA3 form, for CPUs without AVX-512: the
+// coefficient tables stay in memory (a 16-entry table is two ymm halves,
+// and six tables would take 12 of the 16 ymm registers), each looked up
+// with two VPERMPS and a VBLENDVPS on bit 3 of the index; the scalars are
+// broadcast into registers once.
+type EvalAVX2 struct {
+	coeffs                   operand.Mem
+	absMask, invWidth, clamp reg.VecVirtual
+}
+
+// LoadAVX2 emits the broadcasts of the scalars and returns the evaluator
+// of the coefficient tables at coeffs (Coeffs of some form, or a register
+// holding such an address).
+func (t Table) LoadAVX2(ctx *build.Context, coeffs operand.Mem) *EvalAVX2 {
+	e := &EvalAVX2{coeffs: coeffs}
+	for i, r := range []*reg.VecVirtual{&e.absMask, &e.invWidth, &e.clamp} {
+		*r = ctx.YMM()
+		ctx.VBROADCASTSS(t.mem.Offset(t.scalarOff(i)), *r)
+	}
+	return e
+}
+
+// Emit emits gelu.Eval on the 8 lanes of x (left unchanged) and returns
+// the register holding the result; zero is a zeroed ymm register. The
+// operations are Eval's: VREDUCEPS's exact b - roundEven(b) becomes
+// b - float32(i), the same value (i is roundEven(b) and both are exact).
+func (e *EvalAVX2) Emit(ctx *build.Context, x, zero reg.VecVirtual) reg.VecVirtual {
+	b, idx, sel := ctx.YMM(), ctx.YMM(), ctx.YMM()
+	ctx.VMULPS(e.invWidth, x, b) // y = x*InvWidth
+	ctx.VANDPS(e.absMask, b, b)  // |y|
+	ctx.VMINPS(e.clamp, b, b)    // b = minps(|y|, Clamp): NaN gives Clamp
+	ctx.VCVTPS2DQ(b, idx)        // i = roundEven(b) (MXCSR default), 0..15
+	r := ctx.YMM()
+	ctx.VCVTDQ2PS(idx, r)
+	ctx.VSUBPS(r, b, r)                  // r = b - float32(i), exact
+	ctx.VPSLLD(operand.U8(28), idx, sel) // sign bit = bit 3 of i: the table's upper half
+	coef := func(k int) reg.VecVirtual {
+		lo, hi := ctx.YMM(), ctx.YMM()
+		ctx.VPERMPS(e.coeffs.Offset(tableBytes*k), idx, lo)    // entries 0..7
+		ctx.VPERMPS(e.coeffs.Offset(tableBytes*k+32), idx, hi) // entries 8..15
+		ctx.VBLENDVPS(sel, hi, lo, lo)
+		return lo
+	}
+	p := coef(gelu.Degree)
+	for k := gelu.Degree - 1; k >= 0; k-- {
+		ctx.VFMADD213PS(coef(k), r, p) // p = p*r + c, one rounding
+	}
+	relu, out := ctx.YMM(), ctx.YMM()
+	ctx.VMAXPS(x, zero, relu) // maxps(0, x): NaN x gives x
+	ctx.VADDPS(p, relu, out)
 	return out
 }

@@ -18,11 +18,12 @@ import (
 const geluChunks = 3
 
 // genGelu emits geluAsm and geluTanhAsm: dst[i] = gelu(src[i]) for i < n,
-// one table for both.
+// and their AVX2 forms (gelu_avx2.go), one table for all.
 func genGelu(g *gen) {
 	table := geluavo.NewTable(g.Context, "nnGelu")
 	genGeluForm(g, table, geluavo.Erf, "geluAsm", "gelu.Gelu")
 	genGeluForm(g, table, geluavo.Tanh, "geluTanhAsm", "gelu.GeluTanh")
+	genGeluAVX2(g, table)
 }
 
 // genGeluForm emits the function name applying the GELU of form f (ref

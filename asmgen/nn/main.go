@@ -44,7 +44,6 @@ func generate() (*ir.File, error) {
 	genGelu(g)
 	genAttentionAVX2(g)
 	genLayerNormAVX2(g)
-	genGeluAVX2(g)
 
 	return avogen.Compile(g.Context)
 }

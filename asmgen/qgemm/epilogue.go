@@ -12,7 +12,7 @@ import (
 // operation (same order, same constants; each activation as Act.Apply in
 // runtime/qgemm/act.go computes it), so that its output has the same bits
 // as epilogueGo. Keep the two in step; the runtime test
-// TestEpilogueAVX512MatchesGo compares them.
+// TestEpilogueAsmMatchesGo compares them.
 
 // Feature bits of the epilogue's flags argument
 // (runtime/qgemm/epilogue_amd64.go); the bits from epiActShift up hold the
@@ -115,29 +115,33 @@ func genEpilogue(g *gen) {
 	g.RET()
 	for a, act := range epilogueActs {
 		g.Label(entries[a])
-		epilogueDispatch(g, geluTable, colMasks, act, flags, operand.LabelRef(done), 0, 0)
+		epilogueDispatch(g, flags, operand.LabelRef(done), 0, 0, func(set int) {
+			epilogueVariant(g, geluTable, colMasks, act, set)
+		})
 	}
 	g.Label(done)
 	g.VZEROUPPER()
 	g.MOVB(operand.U8(1), ok)
 	g.Store(ok, g.ReturnIndex(0))
 	g.RET()
+
+	genEpilogueAVX2(g, geluTable)
 }
 
 // epilogueDispatch emits the tests of feature bits bit and up, and under
-// them the loops of act for each feature set that extends set.
-func epilogueDispatch(g *gen, geluTable geluavo.Table, colMasks operand.Mem, act epiAct, flags reg.GPVirtual, done operand.LabelRef, bit, set int) {
+// them, for each feature set that extends set, the loops variant emits.
+func epilogueDispatch(g *gen, flags reg.GPVirtual, done operand.LabelRef, bit, set int, variant func(set int)) {
 	if bit == epiFeatureCount {
-		epilogueVariant(g, geluTable, colMasks, act, set)
+		variant(set)
 		g.JMP(done)
 		return
 	}
 	on := g.NewLabel("epi_flag")
 	g.TESTQ(operand.U32(1<<bit), flags)
 	g.JNZ(operand.LabelRef(on))
-	epilogueDispatch(g, geluTable, colMasks, act, flags, done, bit+1, set)
+	epilogueDispatch(g, flags, done, bit+1, set, variant)
 	g.Label(on)
-	epilogueDispatch(g, geluTable, colMasks, act, flags, done, bit+1, set|1<<bit)
+	epilogueDispatch(g, flags, done, bit+1, set|1<<bit, variant)
 }
 
 // prepareGelu loads the coefficient tables of GELU's form (erf, or tanh

@@ -1,6 +1,6 @@
 // Command qgemm generates the amd64 assembly of sqc's runtime/qgemm package:
 // the AMX, AVX512-VNNI and AVX2 u8 x s8 -> s32 micro-kernels, the AVX-512
-// epilogue and the register-only peak loops used by BenchmarkPeak.
+// and AVX2 epilogues and the register-only peak loops used by BenchmarkPeak.
 //
 // It is run by `go generate ./runtime/qgemm/`:
 //

@@ -5528,3 +5528,109 @@ gelu_loop_181:
 	JL          gelu_loop_181
 	VZEROUPPER
 	RET
+
+// func geluAVX2Asm(dst *float32, src *float32, n int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·geluAVX2Asm(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VPXOR        Y0, Y0, Y0
+	VBROADCASTSS nnGelu<>+768(SB), Y1
+	VBROADCASTSS nnGelu<>+772(SB), Y2
+	VBROADCASTSS nnGelu<>+776(SB), Y3
+	XORQ         BX, BX
+
+gelu2_loop_182:
+	VMOVUPS     (CX)(BX*4), Y4
+	VMULPS      Y2, Y4, Y5
+	VANDPS      Y1, Y5, Y5
+	VMINPS      Y3, Y5, Y5
+	VCVTPS2DQ   Y5, Y6
+	VCVTDQ2PS   Y6, Y7
+	VSUBPS      Y7, Y5, Y7
+	VPSLLD      $0x1c, Y6, Y5
+	VPERMPS     nnGelu<>+320(SB), Y6, Y8
+	VPERMPS     nnGelu<>+352(SB), Y6, Y9
+	VBLENDVPS   Y5, Y9, Y8, Y8
+	VPERMPS     nnGelu<>+256(SB), Y6, Y9
+	VPERMPS     nnGelu<>+288(SB), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     nnGelu<>+192(SB), Y6, Y9
+	VPERMPS     nnGelu<>+224(SB), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     nnGelu<>+128(SB), Y6, Y9
+	VPERMPS     nnGelu<>+160(SB), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     nnGelu<>+64(SB), Y6, Y9
+	VPERMPS     nnGelu<>+96(SB), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     nnGelu<>+0(SB), Y6, Y9
+	VPERMPS     nnGelu<>+32(SB), Y6, Y6
+	VBLENDVPS   Y5, Y6, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VMAXPS      Y4, Y0, Y4
+	VADDPS      Y8, Y4, Y4
+	VMOVUPS     Y4, (AX)(BX*4)
+	ADDQ        $0x08, BX
+	CMPQ        BX, DX
+	JL          gelu2_loop_182
+	VZEROUPPER
+	RET
+
+// func geluTanhAVX2Asm(dst *float32, src *float32, n int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·geluTanhAVX2Asm(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VPXOR        Y0, Y0, Y0
+	VBROADCASTSS nnGelu<>+768(SB), Y1
+	VBROADCASTSS nnGelu<>+772(SB), Y2
+	VBROADCASTSS nnGelu<>+776(SB), Y3
+	XORQ         BX, BX
+
+gelu2_loop_183:
+	VMOVUPS     (CX)(BX*4), Y4
+	VMULPS      Y2, Y4, Y5
+	VANDPS      Y1, Y5, Y5
+	VMINPS      Y3, Y5, Y5
+	VCVTPS2DQ   Y5, Y6
+	VCVTDQ2PS   Y6, Y7
+	VSUBPS      Y7, Y5, Y7
+	VPSLLD      $0x1c, Y6, Y5
+	VPERMPS     nnGelu<>+704(SB), Y6, Y8
+	VPERMPS     nnGelu<>+736(SB), Y6, Y9
+	VBLENDVPS   Y5, Y9, Y8, Y8
+	VPERMPS     nnGelu<>+640(SB), Y6, Y9
+	VPERMPS     nnGelu<>+672(SB), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     nnGelu<>+576(SB), Y6, Y9
+	VPERMPS     nnGelu<>+608(SB), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     nnGelu<>+512(SB), Y6, Y9
+	VPERMPS     nnGelu<>+544(SB), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     nnGelu<>+448(SB), Y6, Y9
+	VPERMPS     nnGelu<>+480(SB), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     nnGelu<>+384(SB), Y6, Y9
+	VPERMPS     nnGelu<>+416(SB), Y6, Y6
+	VBLENDVPS   Y5, Y6, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VMAXPS      Y4, Y0, Y4
+	VADDPS      Y8, Y4, Y4
+	VMOVUPS     Y4, (AX)(BX*4)
+	ADDQ        $0x08, BX
+	CMPQ        BX, DX
+	JL          gelu2_loop_183
+	VZEROUPPER
+	RET

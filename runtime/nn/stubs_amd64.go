@@ -77,3 +77,15 @@ func geluAsm(dst *float32, src *float32, n int)
 //
 //go:noescape
 func geluTanhAsm(dst *float32, src *float32, n int)
+
+// geluAVX2Asm sets dst[i] = gelu.Gelu(src[i]) for i < n (n >= 8, a multiple of 8);
+// dst may be src.
+//
+//go:noescape
+func geluAVX2Asm(dst *float32, src *float32, n int)
+
+// geluTanhAVX2Asm sets dst[i] = gelu.GeluTanh(src[i]) for i < n (n >= 8, a multiple of 8);
+// dst may be src.
+//
+//go:noescape
+func geluTanhAVX2Asm(dst *float32, src *float32, n int)

@@ -12,7 +12,7 @@ import (
 // activation added here (its constant, name and float32 function) runs in
 // every GEMM at once, on the pure-Go epilogue and, until asmgen/qgemm gives
 // it an AVX-512 loop (its epilogueActs), on the Go fallback of the assembly
-// epilogue; TestEpilogueAVX512CoversEveryAct asks for that loop.
+// epilogue; TestEpilogueAsmCoversEveryAct asks for that loop.
 
 // Act is the activation the epilogue applies between the bias and the
 // residual.

@@ -15,7 +15,7 @@ import (
 // explicit (internal/gelu.FMA32). The assembly's u8 quantisation clamps
 // to [-OutZeroPoint, 255-OutZeroPoint] instead of [-quantClamp,
 // quantClamp], the same bits (see asmZeroPoint in epilogue_amd64.go);
-// TestEpilogueAVX512MatchesGo and TestEpilogueAVX512ZeroPoints fail on any
+// TestEpilogueAsmMatchesGo and TestEpilogueAsmZeroPoints fail on any
 // difference.
 
 // epilogueChunk is how many columns of a row epilogueGo carries through

@@ -16,11 +16,35 @@ const (
 	epiActShift = 8
 )
 
+// epilogueAsm is the signature of the generated epilogues
+// (epilogueAVX512Asm, epilogueAVX2Asm): pointers at column 0 of the block,
+// strides in elements; false when it has no loop for the activation.
+type epilogueAsm func(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int) bool
+
 // epilogueAVX512 is the AVX-512 EpilogueFunc: 16 columns per step under an
-// opmask, the same bits as epilogueGo. It checks every slice bound the
-// block touches before handing raw pointers to the assembly, and panics
-// as epilogueGo would on a slice that is too short.
+// opmask, the same bits as epilogueGo.
 func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
+	runEpilogueAsm(epilogueAVX512Asm, ep, c, ldc, m0, n0, m, n)
+}
+
+// epilogueAVX2 is the AVX2 + FMA3 EpilogueFunc: 8 columns per step, the
+// same bits as epilogueGo. Having no opmasks, the assembly takes the
+// block's columns in whole groups of 8; epilogueGo does the rest (each
+// element's value depends on its own row and column only).
+func epilogueAVX2(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
+	n8 := n &^ 7
+	if n8 > 0 {
+		runEpilogueAsm(epilogueAVX2Asm, ep, c, ldc, m0, n0, m, n8)
+	}
+	if n8 < n && m > 0 {
+		epilogueGo(ep, c[n8:], ldc, m0, n0+n8, m, n-n8)
+	}
+}
+
+// runEpilogueAsm applies ep to the block with asm. It checks every slice
+// bound the block touches before handing raw pointers to the assembly,
+// and panics as epilogueGo would on a slice that is too short.
+func runEpilogueAsm(asm epilogueAsm, ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 	if m <= 0 || n <= 0 {
 		return
 	}
@@ -87,7 +111,7 @@ func epilogueAVX512(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 		clampLo, clampHi = float32(-ep.OutZeroPoint), float32(255-ep.OutZeroPoint)
 		flags |= epiU8
 	}
-	if !epilogueAVX512Asm(&c[0], ldc, m, n, colSum, ep.AZeroPoint, rowZero, &ep.Scale[n0], rowScale, bias, res,
+	if !asm(&c[0], ldc, m, n, colSum, ep.AZeroPoint, rowZero, &ep.Scale[n0], rowScale, bias, res,
 		ep.ResidualStride, outF32, outU8, ep.OutStride, ep.OutInvScale, ep.OutZeroPoint, clampLo, clampHi, flags) {
 		epilogueGo(ep, c, ldc, m0, n0, m, n) // an Act with no assembly loop
 	}

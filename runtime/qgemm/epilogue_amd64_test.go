@@ -6,16 +6,44 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sqc-dev/sqc/internal/gelu"
 	"github.com/sqc-dev/sqc/runtime/cpu"
 )
 
-func skipWithoutAVX512(t *testing.T) {
-	if f := cpu.Detect(); !f.AVX512 {
-		t.Skipf("CPU lacks AVX-512 (features: %v)", f)
+// asmEpilogue is one assembly epilogue: its EpilogueFunc and the
+// generated function under it.
+type asmEpilogue struct {
+	name string
+	f    EpilogueFunc
+	asm  epilogueAsm
+}
+
+// allAsmEpilogues are the assembly epilogues and whether a CPU runs them.
+var allAsmEpilogues = []struct {
+	asmEpilogue
+	runs func(cpu.Features) bool
+}{
+	{asmEpilogue{"avx512", epilogueAVX512, epilogueAVX512Asm}, func(f cpu.Features) bool { return f.AVX512 }},
+	{asmEpilogue{"avx2", epilogueAVX2, epilogueAVX2Asm}, func(f cpu.Features) bool { return f.AVX2 && f.FMA }},
+}
+
+// asmEpilogues returns the assembly epilogues this CPU runs, and skips
+// the test when there is none.
+func asmEpilogues(t testing.TB) []asmEpilogue {
+	var es []asmEpilogue
+	f := cpu.Detect()
+	for _, e := range allAsmEpilogues {
+		if e.runs(f) {
+			es = append(es, e.asmEpilogue)
+		}
 	}
+	if len(es) == 0 {
+		t.Skipf("CPU runs no assembly epilogue (features: %v)", f)
+	}
+	return es
 }
 
 // epilogueCase builds an Epilogue for an m x n block at (m0, n0) of an
@@ -90,21 +118,25 @@ func epilogueCase(rng *rand.Rand, flags, m0, n0, m, n int) (*Epilogue, []int32, 
 // withAct returns the flags bits that carry a.
 func withAct(a Act) int { return int(a) << epiActShift }
 
-// TestEpilogueAVX512CoversEveryAct asks for an assembly loop for every
+// TestEpilogueAsmCoversEveryAct asks, of each assembly epilogue, for an assembly loop for every
 // Act (an Act without one runs correctly, on the Go epilogue, but slowly)
 // and checks that the assembly leaves the output alone and says so for a
 // value that is no Act.
-func TestEpilogueAVX512CoversEveryAct(t *testing.T) {
-	skipWithoutAVX512(t)
-	c, scale := []int32{3}, []float32{0.5}
-	for a := range actCount + 1 {
-		out := []float32{-7}
-		ok := epilogueAVX512Asm(&c[0], 1, 1, 1, nil, 0, nil, &scale[0], nil, nil, nil, 0, &out[0], nil, 1, 0, 0, 0, 0, withAct(a))
-		switch {
-		case a < actCount && (!ok || out[0] != a.Apply(1.5)):
-			t.Errorf("%v: epilogueAVX512Asm returned %v and wrote %g, want true and %g: give it a loop in asmgen/qgemm's epilogueActs", a, ok, out[0], a.Apply(1.5))
-		case a == actCount && (ok || out[0] != -7):
-			t.Errorf("%v: epilogueAVX512Asm returned %v and wrote %g, want false and the output untouched", a, ok, out[0])
+func TestEpilogueAsmCoversEveryAct(t *testing.T) {
+	for _, e := range asmEpilogues(t) {
+		// 8 columns: the AVX2 epilogue's smallest block.
+		c := []int32{3, 3, 3, 3, 3, 3, 3, 3}
+		scale := []float32{0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}
+		for a := range actCount + 1 {
+			out := make([]float32, 8)
+			out[0] = -7
+			ok := e.asm(&c[0], 8, 1, 8, nil, 0, nil, &scale[0], nil, nil, nil, 0, &out[0], nil, 8, 0, 0, 0, 0, withAct(a))
+			switch {
+			case a < actCount && (!ok || out[0] != a.Apply(1.5)):
+				t.Errorf("%s %v: returned %v and wrote %g, want true and %g: give it a loop in asmgen/qgemm's epilogueActs", e.name, a, ok, out[0], a.Apply(1.5))
+			case a == actCount && (ok || out[0] != -7):
+				t.Errorf("%s %v: returned %v and wrote %g, want false and the output untouched", e.name, a, ok, out[0])
+			}
 		}
 	}
 }
@@ -146,139 +178,149 @@ func sameBits(t *testing.T, what string, want, got *Epilogue) {
 	}
 }
 
-// TestEpilogueAVX512MatchesGo runs every option combination (colsum/zero
+// TestEpilogueAsmMatchesGo runs every option combination (colsum/zero
 // point, bias, each Act, residual, f32 or u8 output, per-row zero point
 // and scale) on odd block sizes at odd offsets and compares the whole
 // output buffers, so a stray write outside the block fails too.
-func TestEpilogueAVX512MatchesGo(t *testing.T) {
-	skipWithoutAVX512(t)
-	rng := rand.New(rand.NewPCG(5, 6))
-	for features := range 1 << 5 {
-		for act := range actCount {
-			flags := features | withAct(act)
-			for _, n := range []int{1, 7, 16, 17, 33, 100} {
-				for _, m := range []int{1, 3} {
-					m0, n0 := rng.IntN(3), rng.IntN(20)
-					ep, c, ldc := epilogueCase(rng, flags, m0, n0, m, n)
-					want, got := cloneOutputs(ep), cloneOutputs(ep)
-					epilogueGo(want, c, ldc, m0, n0, m, n)
-					epilogueAVX512(got, c, ldc, m0, n0, m, n)
-					sameBits(t, fmt.Sprintf("%v features=%05b m=%d n=%d at (%d,%d)", act, features, m, n, m0, n0), want, got)
+func TestEpilogueAsmMatchesGo(t *testing.T) {
+	for _, e := range asmEpilogues(t) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		for features := range 1 << 5 {
+			for act := range actCount {
+				flags := features | withAct(act)
+				for _, n := range []int{1, 7, 16, 17, 33, 100} {
+					for _, m := range []int{1, 3} {
+						m0, n0 := rng.IntN(3), rng.IntN(20)
+						ep, c, ldc := epilogueCase(rng, flags, m0, n0, m, n)
+						want, got := cloneOutputs(ep), cloneOutputs(ep)
+						epilogueGo(want, c, ldc, m0, n0, m, n)
+						e.f(got, c, ldc, m0, n0, m, n)
+						sameBits(t, fmt.Sprintf(e.name+" %v features=%05b m=%d n=%d at (%d,%d)", act, features, m, n, m0, n0), want, got)
+					}
 				}
 			}
 		}
 	}
 }
 
-// TestEpilogueAVX512ZeroPoints covers u8 zero points at and past the ends
+// TestEpilogueAsmZeroPoints covers u8 zero points at and past the ends
 // of the range the assembly's float clamp handles (past them it falls
 // back to the Go epilogue), with outputs spread over the whole u8 range
 // and beyond (including NaN and infinities).
-func TestEpilogueAVX512ZeroPoints(t *testing.T) {
-	skipWithoutAVX512(t)
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, zp := range []int32{0, 1, 128, 255, 256, -1, 1000, -65281, -65282, 65536, 65537, 1 << 30, -1 << 30} {
-		for k, flags := range []int{epiU8, epiColSum | epiBias | withAct(ActGelu) | epiU8, epiColSum | epiRow | epiResidual | epiU8, epiU8, epiColSum | epiBias | withAct(ActRelu) | epiU8, epiColSum | epiBias | withAct(ActGeluTanh) | epiU8} {
-			ep, c, ldc := epilogueCase(rng, flags, 1, 2, 3, 37)
-			ep.OutZeroPoint = zp
-			if k == 0 {
-				ep.OutInvScale = 1 << 20 // v*invScale far past the clamps either way
+func TestEpilogueAsmZeroPoints(t *testing.T) {
+	for _, e := range asmEpilogues(t) {
+		rng := rand.New(rand.NewPCG(13, 14))
+		for _, zp := range []int32{0, 1, 128, 255, 256, -1, 1000, -65281, -65282, 65536, 65537, 1 << 30, -1 << 30} {
+			for k, flags := range []int{epiU8, epiColSum | epiBias | withAct(ActGelu) | epiU8, epiColSum | epiRow | epiResidual | epiU8, epiU8, epiColSum | epiBias | withAct(ActRelu) | epiU8, epiColSum | epiBias | withAct(ActGeluTanh) | epiU8} {
+				ep, c, ldc := epilogueCase(rng, flags, 1, 2, 3, 37)
+				ep.OutZeroPoint = zp
+				if k == 0 {
+					ep.OutInvScale = 1 << 20 // v*invScale far past the clamps either way
+				}
+				if len(ep.Scale) > 5 {
+					ep.Scale[3] = float32(math.NaN())
+					ep.Scale[4] = float32(math.Inf(-1))
+					ep.Scale[5] = 1e-12 // |v*invScale| about 1: rounding near 0
+				}
+				want, got := cloneOutputs(ep), cloneOutputs(ep)
+				epilogueGo(want, c, ldc, 1, 2, 3, 37)
+				e.f(got, c, ldc, 1, 2, 3, 37)
+				sameBits(t, fmt.Sprintf(e.name+" zp=%d flags=%07b", zp, flags), want, got)
 			}
-			if len(ep.Scale) > 5 {
-				ep.Scale[3] = float32(math.NaN())
-				ep.Scale[4] = float32(math.Inf(-1))
-				ep.Scale[5] = 1e-12 // |v*invScale| about 1: rounding near 0
+		}
+	}
+}
+
+// TestEpilogueAsmOneRowOperand covers the Go fallback for an Epilogue
+// with only one of RowScale and RowZeroPoint.
+func TestEpilogueAsmOneRowOperand(t *testing.T) {
+	for _, e := range asmEpilogues(t) {
+		rng := rand.New(rand.NewPCG(9, 10))
+		for _, drop := range []string{"RowScale", "RowZeroPoint"} {
+			ep, c, ldc := epilogueCase(rng, epiColSum|epiBias|withAct(ActGelu)|epiRow, 2, 3, 5, 37)
+			if drop == "RowScale" {
+				ep.RowScale = nil
+			} else {
+				ep.RowZeroPoint = nil
 			}
 			want, got := cloneOutputs(ep), cloneOutputs(ep)
-			epilogueGo(want, c, ldc, 1, 2, 3, 37)
-			epilogueAVX512(got, c, ldc, 1, 2, 3, 37)
-			sameBits(t, fmt.Sprintf("zp=%d flags=%07b", zp, flags), want, got)
+			epilogueGo(want, c, ldc, 2, 3, 5, 37)
+			e.f(got, c, ldc, 2, 3, 5, 37)
+			sameBits(t, e.name+" without "+drop, want, got)
 		}
 	}
 }
 
-// TestEpilogueAVX512OneRowOperand covers the Go fallback for an Epilogue
-// with only one of RowScale and RowZeroPoint.
-func TestEpilogueAVX512OneRowOperand(t *testing.T) {
-	skipWithoutAVX512(t)
-	rng := rand.New(rand.NewPCG(9, 10))
-	for _, drop := range []string{"RowScale", "RowZeroPoint"} {
-		ep, c, ldc := epilogueCase(rng, epiColSum|epiBias|withAct(ActGelu)|epiRow, 2, 3, 5, 37)
-		if drop == "RowScale" {
-			ep.RowScale = nil
-		} else {
-			ep.RowZeroPoint = nil
-		}
-		want, got := cloneOutputs(ep), cloneOutputs(ep)
-		epilogueGo(want, c, ldc, 2, 3, 5, 37)
-		epilogueAVX512(got, c, ldc, 2, 3, 5, 37)
-		sameBits(t, "without "+drop, want, got)
-	}
-}
-
-// TestEpilogueAVX512RowBounds requires a panic, not a stray read, when
+// TestEpilogueAsmRowBounds requires a panic, not a stray read, when
 // the per-row operands are shorter than the block's rows.
-func TestEpilogueAVX512RowBounds(t *testing.T) {
-	skipWithoutAVX512(t)
-	ep, c, ldc := epilogueCase(rand.New(rand.NewPCG(11, 12)), epiColSum|epiRow, 1, 0, 3, 16)
-	ep.RowScale = ep.RowScale[:3] // rows 1..3 need 4
-	defer func() {
-		if recover() == nil {
-			t.Error("epilogueAVX512 accepted a RowScale shorter than the block")
-		}
-	}()
-	epilogueAVX512(ep, c, ldc, 1, 0, 3, 16)
+func TestEpilogueAsmRowBounds(t *testing.T) {
+	for _, e := range asmEpilogues(t) {
+		func() {
+			ep, c, ldc := epilogueCase(rand.New(rand.NewPCG(11, 12)), epiColSum|epiRow, 1, 0, 3, 16)
+			ep.RowScale = ep.RowScale[:3] // rows 1..3 need 4
+			defer func() {
+				if recover() == nil {
+					t.Error(e.name + " accepted a RowScale shorter than the block")
+				}
+			}()
+			e.f(ep, c, ldc, 1, 0, 3, 16)
+		}()
+	}
 }
 
-// TestEpilogueAVX512ActBits feeds float32 values from the whole range
+// TestEpilogueAsmActBits feeds float32 values from the whole range
 // (every 4099th bit pattern, including infinities, NaNs of both signs and
 // denormals, plus a dense sweep of [-16, 16]) through each activation:
 // c = 1 and Scale = x give v = x exactly (NaNs quiet, as every v is).
-func TestEpilogueAVX512ActBits(t *testing.T) {
-	skipWithoutAVX512(t)
-	var xs []float32
-	for bits := uint64(0); bits < 1<<32; bits += 4099 {
-		xs = append(xs, math.Float32frombits(uint32(bits)))
-	}
-	for i := -1600000; i <= 1600000; i += 7 {
-		xs = append(xs, float32(i)*1e-5)
-	}
-	// Every interval boundary of GELU's table lookup, and its neighbours.
-	for k := float32(0.5); k <= gelu.Clamp; k++ {
-		for _, x := range []float32{k / gelu.InvWidth, -k / gelu.InvWidth} {
-			xs = append(xs, x, math.Nextafter32(x, 0), math.Nextafter32(x, 2*x))
+func TestEpilogueAsmActBits(t *testing.T) {
+	for _, e := range asmEpilogues(t) {
+		var xs []float32
+		for bits := uint64(0); bits < 1<<32; bits += 4099 {
+			xs = append(xs, math.Float32frombits(uint32(bits)))
 		}
-	}
-	xs = append(xs, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
-		math.Float32frombits(1), math.Float32frombits(0x80000001), // smallest denormals
-		math.Float32frombits(0x7FC00000), math.Float32frombits(0xFFC00000), math.Float32frombits(0x7FC12345), math.Float32frombits(0xFFF54321))
-	n := len(xs)
-	c := make([]int32, n)
-	for i := range c {
-		c[i] = 1
-	}
-	for act := ActNone + 1; act < actCount; act++ {
-		ep := &Epilogue{Scale: xs, Act: act, OutF32: make([]float32, n), OutStride: n}
-		want, got := cloneOutputs(ep), cloneOutputs(ep)
-		epilogueGo(want, c, n, 0, 0, 1, n)
-		epilogueAVX512(got, c, n, 0, 0, 1, n)
-		sameBits(t, act.String(), want, got)
+		for i := -1600000; i <= 1600000; i += 7 {
+			xs = append(xs, float32(i)*1e-5)
+		}
+		// Every interval boundary of GELU's table lookup, and its neighbours.
+		for k := float32(0.5); k <= gelu.Clamp; k++ {
+			for _, x := range []float32{k / gelu.InvWidth, -k / gelu.InvWidth} {
+				xs = append(xs, x, math.Nextafter32(x, 0), math.Nextafter32(x, 2*x))
+			}
+		}
+		xs = append(xs, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+			math.Float32frombits(1), math.Float32frombits(0x80000001), // smallest denormals
+			math.Float32frombits(0x7FC00000), math.Float32frombits(0xFFC00000), math.Float32frombits(0x7FC12345), math.Float32frombits(0xFFF54321))
+		n := len(xs)
+		c := make([]int32, n)
+		for i := range c {
+			c[i] = 1
+		}
+		for act := ActNone + 1; act < actCount; act++ {
+			ep := &Epilogue{Scale: xs, Act: act, OutF32: make([]float32, n), OutStride: n}
+			want, got := cloneOutputs(ep), cloneOutputs(ep)
+			epilogueGo(want, c, n, 0, 0, 1, n)
+			e.f(got, c, n, 0, 0, 1, n)
+			sameBits(t, e.name+" "+act.String(), want, got)
+		}
 	}
 }
 
-func TestEpilogueAVX512Bounds(t *testing.T) {
-	skipWithoutAVX512(t)
-	ep := &Epilogue{Scale: make([]float32, 10), OutF32: make([]float32, 20), OutStride: 10}
-	c := make([]int32, 20)
-	defer func() {
-		if recover() == nil {
-			t.Error("epilogueAVX512 accepted a block past the end of OutF32")
-		}
-	}()
-	epilogueAVX512(ep, c, 10, 1, 0, 2, 10) // rows 1..2 of a 2-row output
+func TestEpilogueAsmBounds(t *testing.T) {
+	for _, e := range asmEpilogues(t) {
+		func() {
+			ep := &Epilogue{Scale: make([]float32, 10), OutF32: make([]float32, 20), OutStride: 10}
+			c := make([]int32, 20)
+			defer func() {
+				if recover() == nil {
+					t.Error(e.name + " accepted a block past the end of OutF32")
+				}
+			}()
+			e.f(ep, c, 10, 1, 0, 2, 10) // rows 1..2 of a 2-row output
+		}()
+	}
 }
 
-// BenchmarkEpilogue compares the Go and AVX-512 epilogues on a 64 x 768
+// BenchmarkEpilogue compares the Go, AVX-512 and AVX2 epilogues on a 64 x 768
 // block (one driver macro-block of a hidden=768 layer): f32 output, and
 // bias + GELU or ReLU + u8 output (the FFN1 epilogue).
 func BenchmarkEpilogue(b *testing.B) {
@@ -291,10 +333,10 @@ func BenchmarkEpilogue(b *testing.B) {
 		for _, impl := range []struct {
 			name string
 			f    EpilogueFunc
-		}{{"go", epilogueGo}, {"avx512", epilogueAVX512}} {
+		}{{"go", epilogueGo}, {"avx512", epilogueAVX512}, {"avx2", epilogueAVX2}} {
 			b.Run(c.name+"/"+impl.name, func(b *testing.B) {
-				if impl.name == "avx512" && !cpu.Detect().AVX512 {
-					b.Skip("CPU lacks AVX-512")
+				if impl.name != "go" && !slices.ContainsFunc(asmEpilogues(b), func(e asmEpilogue) bool { return e.name == impl.name }) {
+					b.Skip("CPU does not run the " + impl.name + " epilogue")
 				}
 				ep, acc, ldc := epilogueCase(rng, c.flags, 0, 0, m, n)
 				clock := startCPUClock(b)

@@ -19063,6 +19063,5999 @@ epi_done_414:
 	MOVB AL, ret+144(FP)
 	RET
 
+// func epilogueAVX2Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int) bool
+// Requires: AVX, AVX2, CMOV, FMA3
+TEXT ·epilogueAVX2Asm(SB), NOSPLIT, $128-145
+	MOVQ flags+136(FP), AX
+	MOVQ AX, CX
+	SHRQ $0x08, CX
+	CMPQ CX, $0x00000000
+	JEQ  epi2_none_700
+	CMPQ CX, $0x00000001
+	JEQ  epi2_gelu_701
+	CMPQ CX, $0x00000003
+	JEQ  epi2_gelu_701
+	CMPQ CX, $0x00000002
+	JEQ  epi2_relu_702
+	XORB AL, AL
+	MOVB AL, ret+144(FP)
+	RET
+
+epi2_none_700:
+	TESTQ $0x00000001, AX
+	JNZ   epi_flag_704
+	TESTQ $0x00000002, AX
+	JNZ   epi_flag_705
+	TESTQ $0x00000004, AX
+	JNZ   epi_flag_706
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_707
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_708
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  scale+56(FP), BX
+	MOVQ  n+24(FP), SI
+	MOVQ  c+0(FP), DI
+	XORQ  R8, R8
+
+epi2_row_709:
+	XORQ R9, R9
+
+epi2_col_710:
+	VMOVDQU   (DI)(R9*4), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    (BX)(R9*4), Y0, Y0
+	VMOVUPS   Y0, (DX)(R9*4)
+	ADDQ      $0x08, R9
+	CMPQ      R9, SI
+	JL        epi2_col_710
+	ADDQ      AX, DI
+	ADDQ      CX, DX
+	INCQ      R8
+	CMPQ      R8, m+16(FP)
+	JL        epi2_row_709
+	JMP       epi2_done_703
+
+epi_flag_708:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outF32+96(FP), DX
+	MOVQ rowScale+64(FP), BX
+	MOVQ scale+56(FP), SI
+	MOVQ n+24(FP), DI
+	MOVQ c+0(FP), R8
+	XORQ R9, R9
+
+epi2_row_711:
+	VBROADCASTSS (BX)(R9*4), Y0
+	XORQ         R10, R10
+
+epi2_col_712:
+	VMOVDQU   (R8)(R10*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (SI)(R10*4), Y1, Y1
+	VMULPS    Y0, Y1, Y1
+	VMOVUPS   Y1, (DX)(R10*4)
+	ADDQ      $0x08, R10
+	CMPQ      R10, DI
+	JL        epi2_col_712
+	ADDQ      AX, R8
+	ADDQ      CX, DX
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi2_row_711
+	JMP       epi2_done_703
+
+epi_flag_707:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_713
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         n+24(FP), SI
+	MOVQ         c+0(FP), DI
+	XORQ         R8, R8
+
+epi2_row_714:
+	XORQ R9, R9
+
+epi2_col_715:
+	VMOVDQU      (DI)(R9*4), Y0
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       (BX)(R9*4), Y0, Y0
+	VMULPS       (SP), Y0, Y0
+	VMAXPS       32(SP), Y0, Y0
+	VMINPS       64(SP), Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VPADDD       96(SP), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X0
+	VPACKUSWB    X0, X0, X0
+	VMOVQ        X0, (DX)(R9*1)
+	ADDQ         $0x08, R9
+	CMPQ         R9, SI
+	JL           epi2_col_715
+	ADDQ         AX, DI
+	ADDQ         CX, DX
+	INCQ         R8
+	CMPQ         R8, m+16(FP)
+	JL           epi2_row_714
+	JMP          epi2_done_703
+
+epi_flag_713:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_716:
+	VBROADCASTSS (BX)(R9*4), Y0
+	XORQ         R10, R10
+
+epi2_col_717:
+	VMOVDQU      (R8)(R10*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (SI)(R10*4), Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (DX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           epi2_col_717
+	ADDQ         AX, R8
+	ADDQ         CX, DX
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi2_row_716
+	JMP          epi2_done_703
+
+epi_flag_706:
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_718
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_719
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  n+24(FP), R8
+	MOVQ  c+0(FP), R9
+	XORQ  R10, R10
+
+epi2_row_720:
+	XORQ R11, R11
+
+epi2_col_721:
+	VMOVDQU   (R9)(R11*4), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    (DI)(R11*4), Y0, Y0
+	VADDPS    (DX)(R11*4), Y0, Y0
+	VMOVUPS   Y0, (SI)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_721
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_720
+	JMP       epi2_done_703
+
+epi_flag_719:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ res+80(FP), DX
+	MOVQ outStride+112(FP), BX
+	SHLQ $0x02, BX
+	MOVQ outF32+96(FP), SI
+	MOVQ rowScale+64(FP), DI
+	MOVQ scale+56(FP), R8
+	MOVQ n+24(FP), R9
+	MOVQ c+0(FP), R10
+	XORQ R11, R11
+
+epi2_row_722:
+	VBROADCASTSS (DI)(R11*4), Y0
+	XORQ         R12, R12
+
+epi2_col_723:
+	VMOVDQU   (R10)(R12*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (R8)(R12*4), Y1, Y1
+	VMULPS    Y0, Y1, Y1
+	VADDPS    (DX)(R12*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_723
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_722
+	JMP       epi2_done_703
+
+epi_flag_718:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_724
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_725:
+	XORQ R11, R11
+
+epi2_col_726:
+	VMOVDQU      (R9)(R11*4), Y0
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       (DI)(R11*4), Y0, Y0
+	VADDPS       (DX)(R11*4), Y0, Y0
+	VMULPS       (SP), Y0, Y0
+	VMAXPS       32(SP), Y0, Y0
+	VMINPS       64(SP), Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VPADDD       96(SP), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X0
+	VPACKUSWB    X0, X0, X0
+	VMOVQ        X0, (SI)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_726
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_725
+	JMP          epi2_done_703
+
+epi_flag_724:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_727:
+	VBROADCASTSS (DI)(R11*4), Y0
+	XORQ         R12, R12
+
+epi2_col_728:
+	VMOVDQU      (R10)(R12*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (R8)(R12*4), Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VADDPS       (DX)(R12*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_728
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_727
+	JMP          epi2_done_703
+
+epi_flag_705:
+	TESTQ $0x00000004, AX
+	JNZ   epi_flag_729
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_730
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_731
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  scale+56(FP), BX
+	MOVQ  bias+72(FP), SI
+	MOVQ  n+24(FP), DI
+	MOVQ  c+0(FP), R8
+	XORQ  R9, R9
+
+epi2_row_732:
+	XORQ R10, R10
+
+epi2_col_733:
+	VMOVDQU   (R8)(R10*4), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    (BX)(R10*4), Y0, Y0
+	VADDPS    (SI)(R10*4), Y0, Y0
+	VMOVUPS   Y0, (DX)(R10*4)
+	ADDQ      $0x08, R10
+	CMPQ      R10, DI
+	JL        epi2_col_733
+	ADDQ      AX, R8
+	ADDQ      CX, DX
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi2_row_732
+	JMP       epi2_done_703
+
+epi_flag_731:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outF32+96(FP), DX
+	MOVQ rowScale+64(FP), BX
+	MOVQ scale+56(FP), SI
+	MOVQ bias+72(FP), DI
+	MOVQ n+24(FP), R8
+	MOVQ c+0(FP), R9
+	XORQ R10, R10
+
+epi2_row_734:
+	VBROADCASTSS (BX)(R10*4), Y0
+	XORQ         R11, R11
+
+epi2_col_735:
+	VMOVDQU   (R9)(R11*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (SI)(R11*4), Y1, Y1
+	VMULPS    Y0, Y1, Y1
+	VADDPS    (DI)(R11*4), Y1, Y1
+	VMOVUPS   Y1, (DX)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_735
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_734
+	JMP       epi2_done_703
+
+epi_flag_730:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_736
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         bias+72(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_737:
+	XORQ R10, R10
+
+epi2_col_738:
+	VMOVDQU      (R8)(R10*4), Y0
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       (BX)(R10*4), Y0, Y0
+	VADDPS       (SI)(R10*4), Y0, Y0
+	VMULPS       (SP), Y0, Y0
+	VMAXPS       32(SP), Y0, Y0
+	VMINPS       64(SP), Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VPADDD       96(SP), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X0
+	VPACKUSWB    X0, X0, X0
+	VMOVQ        X0, (DX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           epi2_col_738
+	ADDQ         AX, R8
+	ADDQ         CX, DX
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi2_row_737
+	JMP          epi2_done_703
+
+epi_flag_736:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_739:
+	VBROADCASTSS (BX)(R10*4), Y0
+	XORQ         R11, R11
+
+epi2_col_740:
+	VMOVDQU      (R9)(R11*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (SI)(R11*4), Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VADDPS       (DI)(R11*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (DX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_740
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_739
+	JMP          epi2_done_703
+
+epi_flag_729:
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_741
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_742
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  bias+72(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_743:
+	XORQ R12, R12
+
+epi2_col_744:
+	VMOVDQU   (R10)(R12*4), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    (DI)(R12*4), Y0, Y0
+	VADDPS    (R8)(R12*4), Y0, Y0
+	VADDPS    (DX)(R12*4), Y0, Y0
+	VMOVUPS   Y0, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_744
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_743
+	JMP       epi2_done_703
+
+epi_flag_742:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ res+80(FP), DX
+	MOVQ outStride+112(FP), BX
+	SHLQ $0x02, BX
+	MOVQ outF32+96(FP), SI
+	MOVQ rowScale+64(FP), DI
+	MOVQ scale+56(FP), R8
+	MOVQ bias+72(FP), R9
+	MOVQ n+24(FP), R10
+	MOVQ c+0(FP), R11
+	XORQ R12, R12
+
+epi2_row_745:
+	VBROADCASTSS (DI)(R12*4), Y0
+	XORQ         R13, R13
+
+epi2_col_746:
+	VMOVDQU   (R11)(R13*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (R8)(R13*4), Y1, Y1
+	VMULPS    Y0, Y1, Y1
+	VADDPS    (R9)(R13*4), Y1, Y1
+	VADDPS    (DX)(R13*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_746
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_745
+	JMP       epi2_done_703
+
+epi_flag_741:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_747
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_748:
+	XORQ R12, R12
+
+epi2_col_749:
+	VMOVDQU      (R10)(R12*4), Y0
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       (DI)(R12*4), Y0, Y0
+	VADDPS       (R8)(R12*4), Y0, Y0
+	VADDPS       (DX)(R12*4), Y0, Y0
+	VMULPS       (SP), Y0, Y0
+	VMAXPS       32(SP), Y0, Y0
+	VMINPS       64(SP), Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VPADDD       96(SP), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X0
+	VPACKUSWB    X0, X0, X0
+	VMOVQ        X0, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_749
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_748
+	JMP          epi2_done_703
+
+epi_flag_747:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_750:
+	VBROADCASTSS (DI)(R12*4), Y0
+	XORQ         R13, R13
+
+epi2_col_751:
+	VMOVDQU      (R11)(R13*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (R8)(R13*4), Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VADDPS       (R9)(R13*4), Y1, Y1
+	VADDPS       (DX)(R13*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_751
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_750
+	JMP          epi2_done_703
+
+epi_flag_704:
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_752
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_753
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_754
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_755
+	VBROADCASTSS aZero+40(FP), Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_756:
+	XORQ R10, R10
+
+epi2_col_757:
+	VMOVDQU   (R8)(R10*4), Y1
+	VPMULLD   (SI)(R10*4), Y0, Y2
+	VPSUBD    Y2, Y1, Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (BX)(R10*4), Y1, Y1
+	VMOVUPS   Y1, (DX)(R10*4)
+	ADDQ      $0x08, R10
+	CMPQ      R10, DI
+	JL        epi2_col_757
+	ADDQ      AX, R8
+	ADDQ      CX, DX
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi2_row_756
+	JMP       epi2_done_703
+
+epi_flag_755:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outF32+96(FP), DX
+	MOVQ rowScale+64(FP), BX
+	MOVQ rowZero+48(FP), SI
+	MOVQ scale+56(FP), DI
+	MOVQ colSum+32(FP), R8
+	MOVQ n+24(FP), R9
+	MOVQ c+0(FP), R10
+	XORQ R11, R11
+
+epi2_row_758:
+	VBROADCASTSS (BX)(R11*4), Y0
+	VPBROADCASTD (SI)(R11*4), Y1
+	XORQ         R12, R12
+
+epi2_col_759:
+	VMOVDQU   (R10)(R12*4), Y2
+	VPMULLD   (R8)(R12*4), Y1, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (DI)(R12*4), Y2, Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   Y2, (DX)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_759
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_758
+	JMP       epi2_done_703
+
+epi_flag_754:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_760
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_761:
+	XORQ R10, R10
+
+epi2_col_762:
+	VMOVDQU      (R8)(R10*4), Y1
+	VPMULLD      (SI)(R10*4), Y0, Y2
+	VPSUBD       Y2, Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (BX)(R10*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (DX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           epi2_col_762
+	ADDQ         AX, R8
+	ADDQ         CX, DX
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi2_row_761
+	JMP          epi2_done_703
+
+epi_flag_760:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_763:
+	VBROADCASTSS (BX)(R11*4), Y0
+	VPBROADCASTD (SI)(R11*4), Y1
+	XORQ         R12, R12
+
+epi2_col_764:
+	VMOVDQU      (R10)(R12*4), Y2
+	VPMULLD      (R8)(R12*4), Y1, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DI)(R12*4), Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (DX)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_764
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_763
+	JMP          epi2_done_703
+
+epi_flag_753:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_765
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_766
+	VBROADCASTSS aZero+40(FP), Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_767:
+	XORQ R12, R12
+
+epi2_col_768:
+	VMOVDQU   (R10)(R12*4), Y1
+	VPMULLD   (R8)(R12*4), Y0, Y2
+	VPSUBD    Y2, Y1, Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R12*4), Y1, Y1
+	VADDPS    (DX)(R12*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_768
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_767
+	JMP       epi2_done_703
+
+epi_flag_766:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ res+80(FP), DX
+	MOVQ outStride+112(FP), BX
+	SHLQ $0x02, BX
+	MOVQ outF32+96(FP), SI
+	MOVQ rowScale+64(FP), DI
+	MOVQ rowZero+48(FP), R8
+	MOVQ scale+56(FP), R9
+	MOVQ colSum+32(FP), R10
+	MOVQ n+24(FP), R11
+	MOVQ c+0(FP), R12
+	XORQ R13, R13
+
+epi2_row_769:
+	VBROADCASTSS (DI)(R13*4), Y0
+	VPBROADCASTD (R8)(R13*4), Y1
+	XORQ         R14, R14
+
+epi2_col_770:
+	VMOVDQU   (R12)(R14*4), Y2
+	VPMULLD   (R10)(R14*4), Y1, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R9)(R14*4), Y2, Y2
+	VMULPS    Y0, Y2, Y2
+	VADDPS    (DX)(R14*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R14*4)
+	ADDQ      $0x08, R14
+	CMPQ      R14, R11
+	JL        epi2_col_770
+	ADDQ      AX, R12
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R13
+	CMPQ      R13, m+16(FP)
+	JL        epi2_row_769
+	JMP       epi2_done_703
+
+epi_flag_765:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_771
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_772:
+	XORQ R12, R12
+
+epi2_col_773:
+	VMOVDQU      (R10)(R12*4), Y1
+	VPMULLD      (R8)(R12*4), Y0, Y2
+	VPSUBD       Y2, Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R12*4), Y1, Y1
+	VADDPS       (DX)(R12*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_773
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_772
+	JMP          epi2_done_703
+
+epi_flag_771:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_774:
+	VBROADCASTSS (DI)(R13*4), Y0
+	VPBROADCASTD (R8)(R13*4), Y1
+	XORQ         R14, R14
+
+epi2_col_775:
+	VMOVDQU      (R12)(R14*4), Y2
+	VPMULLD      (R10)(R14*4), Y1, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R9)(R14*4), Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VADDPS       (DX)(R14*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_775
+	ADDQ         AX, R12
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_774
+	JMP          epi2_done_703
+
+epi_flag_752:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_776
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_777
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_778
+	VBROADCASTSS aZero+40(FP), Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_779:
+	XORQ R11, R11
+
+epi2_col_780:
+	VMOVDQU   (R9)(R11*4), Y1
+	VPMULLD   (SI)(R11*4), Y0, Y2
+	VPSUBD    Y2, Y1, Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (BX)(R11*4), Y1, Y1
+	VADDPS    (DI)(R11*4), Y1, Y1
+	VMOVUPS   Y1, (DX)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_780
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_779
+	JMP       epi2_done_703
+
+epi_flag_778:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ outStride+112(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outF32+96(FP), DX
+	MOVQ rowScale+64(FP), BX
+	MOVQ rowZero+48(FP), SI
+	MOVQ scale+56(FP), DI
+	MOVQ colSum+32(FP), R8
+	MOVQ bias+72(FP), R9
+	MOVQ n+24(FP), R10
+	MOVQ c+0(FP), R11
+	XORQ R12, R12
+
+epi2_row_781:
+	VBROADCASTSS (BX)(R12*4), Y0
+	VPBROADCASTD (SI)(R12*4), Y1
+	XORQ         R13, R13
+
+epi2_col_782:
+	VMOVDQU   (R11)(R13*4), Y2
+	VPMULLD   (R8)(R13*4), Y1, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (DI)(R13*4), Y2, Y2
+	VMULPS    Y0, Y2, Y2
+	VADDPS    (R9)(R13*4), Y2, Y2
+	VMOVUPS   Y2, (DX)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_782
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_781
+	JMP       epi2_done_703
+
+epi_flag_777:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_783
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_784:
+	XORQ R11, R11
+
+epi2_col_785:
+	VMOVDQU      (R9)(R11*4), Y1
+	VPMULLD      (SI)(R11*4), Y0, Y2
+	VPSUBD       Y2, Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (BX)(R11*4), Y1, Y1
+	VADDPS       (DI)(R11*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (DX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_785
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_784
+	JMP          epi2_done_703
+
+epi_flag_783:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_786:
+	VBROADCASTSS (BX)(R12*4), Y0
+	VPBROADCASTD (SI)(R12*4), Y1
+	XORQ         R13, R13
+
+epi2_col_787:
+	VMOVDQU      (R11)(R13*4), Y2
+	VPMULLD      (R8)(R13*4), Y1, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DI)(R13*4), Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VADDPS       (R9)(R13*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (DX)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_787
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_786
+	JMP          epi2_done_703
+
+epi_flag_776:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_788
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_789
+	VBROADCASTSS aZero+40(FP), Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_790:
+	XORQ R13, R13
+
+epi2_col_791:
+	VMOVDQU   (R11)(R13*4), Y1
+	VPMULLD   (R8)(R13*4), Y0, Y2
+	VPSUBD    Y2, Y1, Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R13*4), Y1, Y1
+	VADDPS    (R9)(R13*4), Y1, Y1
+	VADDPS    (DX)(R13*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_791
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_790
+	JMP       epi2_done_703
+
+epi_flag_789:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ res+80(FP), DX
+	MOVQ outStride+112(FP), BX
+	SHLQ $0x02, BX
+	MOVQ outF32+96(FP), SI
+	MOVQ rowScale+64(FP), DI
+	MOVQ rowZero+48(FP), R8
+	MOVQ scale+56(FP), R9
+	MOVQ colSum+32(FP), R10
+	MOVQ bias+72(FP), R11
+	MOVQ n+24(FP), R12
+	MOVQ c+0(FP), R13
+	XORQ R14, R14
+
+epi2_row_792:
+	VBROADCASTSS (DI)(R14*4), Y0
+	VPBROADCASTD (R8)(R14*4), Y1
+	XORQ         R15, R15
+
+epi2_col_793:
+	VMOVDQU   (R13)(R15*4), Y2
+	VPMULLD   (R10)(R15*4), Y1, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R9)(R15*4), Y2, Y2
+	VMULPS    Y0, Y2, Y2
+	VADDPS    (R11)(R15*4), Y2, Y2
+	VADDPS    (DX)(R15*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R15*4)
+	ADDQ      $0x08, R15
+	CMPQ      R15, R12
+	JL        epi2_col_793
+	ADDQ      AX, R13
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R14
+	CMPQ      R14, m+16(FP)
+	JL        epi2_row_792
+	JMP       epi2_done_703
+
+epi_flag_788:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_794
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_795:
+	XORQ R13, R13
+
+epi2_col_796:
+	VMOVDQU      (R11)(R13*4), Y1
+	VPMULLD      (R8)(R13*4), Y0, Y2
+	VPSUBD       Y2, Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R13*4), Y1, Y1
+	VADDPS       (R9)(R13*4), Y1, Y1
+	VADDPS       (DX)(R13*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_796
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_795
+	JMP          epi2_done_703
+
+epi_flag_794:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         bias+72(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_797:
+	VBROADCASTSS (DI)(R14*4), Y0
+	VPBROADCASTD (R8)(R14*4), Y1
+	XORQ         R15, R15
+
+epi2_col_798:
+	VMOVDQU      (R13)(R15*4), Y2
+	VPMULLD      (R10)(R15*4), Y1, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R9)(R15*4), Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VADDPS       (R11)(R15*4), Y2, Y2
+	VADDPS       (DX)(R15*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R15*1)
+	ADDQ         $0x08, R15
+	CMPQ         R15, R12
+	JL           epi2_col_798
+	ADDQ         AX, R13
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R14
+	CMPQ         R14, m+16(FP)
+	JL           epi2_row_797
+	JMP          epi2_done_703
+
+epi2_gelu_701:
+	TESTQ        $0x00000001, AX
+	JNZ          epi_flag_799
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_800
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_801
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_802
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_803
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_804:
+	XORQ R10, R10
+
+epi2_col_805:
+	VMOVDQU     (R8)(R10*4), Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      (SI)(R10*4), Y4, Y4
+	VMULPS      Y1, Y4, Y5
+	VANDPS      Y0, Y5, Y5
+	VMINPS      Y2, Y5, Y5
+	VCVTPS2DQ   Y5, Y6
+	VCVTDQ2PS   Y6, Y7
+	VSUBPS      Y7, Y5, Y7
+	VPSLLD      $0x1c, Y6, Y5
+	VPERMPS     320(AX), Y6, Y8
+	VPERMPS     352(AX), Y6, Y9
+	VBLENDVPS   Y5, Y9, Y8, Y8
+	VPERMPS     256(AX), Y6, Y9
+	VPERMPS     288(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     192(AX), Y6, Y9
+	VPERMPS     224(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     128(AX), Y6, Y9
+	VPERMPS     160(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     64(AX), Y6, Y9
+	VPERMPS     96(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     (AX), Y6, Y9
+	VPERMPS     32(AX), Y6, Y6
+	VBLENDVPS   Y5, Y6, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VMAXPS      Y4, Y3, Y4
+	VADDPS      Y8, Y4, Y4
+	VMOVUPS     Y4, (BX)(R10*4)
+	ADDQ        $0x08, R10
+	CMPQ        R10, DI
+	JL          epi2_col_805
+	ADDQ        CX, R8
+	ADDQ        DX, BX
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi2_row_804
+	JMP         epi2_done_703
+
+epi_flag_803:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_806:
+	VBROADCASTSS (SI)(R10*4), Y4
+	XORQ         R11, R11
+
+epi2_col_807:
+	VMOVDQU     (R9)(R11*4), Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (DI)(R11*4), Y5, Y5
+	VMULPS      Y4, Y5, Y5
+	VMULPS      Y1, Y5, Y6
+	VANDPS      Y0, Y6, Y6
+	VMINPS      Y2, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y3, Y5
+	VADDPS      Y9, Y5, Y5
+	VMOVUPS     Y5, (BX)(R11*4)
+	ADDQ        $0x08, R11
+	CMPQ        R11, R8
+	JL          epi2_col_807
+	ADDQ        CX, R9
+	ADDQ        DX, BX
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi2_row_806
+	JMP         epi2_done_703
+
+epi_flag_802:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_808
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_809:
+	XORQ R10, R10
+
+epi2_col_810:
+	VMOVDQU      (R8)(R10*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (SI)(R10*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      320(AX), Y6, Y8
+	VPERMPS      352(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      256(AX), Y6, Y9
+	VPERMPS      288(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      192(AX), Y6, Y9
+	VPERMPS      224(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (BX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           epi2_col_810
+	ADDQ         CX, R8
+	ADDQ         DX, BX
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi2_row_809
+	JMP          epi2_done_703
+
+epi_flag_808:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_811:
+	VBROADCASTSS (SI)(R10*4), Y4
+	XORQ         R11, R11
+
+epi2_col_812:
+	VMOVDQU      (R9)(R11*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (DI)(R11*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (BX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_812
+	ADDQ         CX, R9
+	ADDQ         DX, BX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_811
+	JMP          epi2_done_703
+
+epi_flag_801:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_813
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_814
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_815:
+	XORQ R12, R12
+
+epi2_col_816:
+	VMOVDQU     (R10)(R12*4), Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      (R8)(R12*4), Y4, Y4
+	VMULPS      Y1, Y4, Y5
+	VANDPS      Y0, Y5, Y5
+	VMINPS      Y2, Y5, Y5
+	VCVTPS2DQ   Y5, Y6
+	VCVTDQ2PS   Y6, Y7
+	VSUBPS      Y7, Y5, Y7
+	VPSLLD      $0x1c, Y6, Y5
+	VPERMPS     320(AX), Y6, Y8
+	VPERMPS     352(AX), Y6, Y9
+	VBLENDVPS   Y5, Y9, Y8, Y8
+	VPERMPS     256(AX), Y6, Y9
+	VPERMPS     288(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     192(AX), Y6, Y9
+	VPERMPS     224(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     128(AX), Y6, Y9
+	VPERMPS     160(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     64(AX), Y6, Y9
+	VPERMPS     96(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     (AX), Y6, Y9
+	VPERMPS     32(AX), Y6, Y6
+	VBLENDVPS   Y5, Y6, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VMAXPS      Y4, Y3, Y4
+	VADDPS      Y8, Y4, Y4
+	VADDPS      (BX)(R12*4), Y4, Y4
+	VMOVUPS     Y4, (DI)(R12*4)
+	ADDQ        $0x08, R12
+	CMPQ        R12, R9
+	JL          epi2_col_816
+	ADDQ        CX, R10
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R11
+	CMPQ        R11, m+16(FP)
+	JL          epi2_row_815
+	JMP         epi2_done_703
+
+epi_flag_814:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_817:
+	VBROADCASTSS (R8)(R12*4), Y4
+	XORQ         R13, R13
+
+epi2_col_818:
+	VMOVDQU     (R11)(R13*4), Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (R9)(R13*4), Y5, Y5
+	VMULPS      Y4, Y5, Y5
+	VMULPS      Y1, Y5, Y6
+	VANDPS      Y0, Y6, Y6
+	VMINPS      Y2, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y3, Y5
+	VADDPS      Y9, Y5, Y5
+	VADDPS      (BX)(R13*4), Y5, Y5
+	VMOVUPS     Y5, (DI)(R13*4)
+	ADDQ        $0x08, R13
+	CMPQ        R13, R10
+	JL          epi2_col_818
+	ADDQ        CX, R11
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R12
+	CMPQ        R12, m+16(FP)
+	JL          epi2_row_817
+	JMP         epi2_done_703
+
+epi_flag_813:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_819
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_820:
+	XORQ R12, R12
+
+epi2_col_821:
+	VMOVDQU      (R10)(R12*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (R8)(R12*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      320(AX), Y6, Y8
+	VPERMPS      352(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      256(AX), Y6, Y9
+	VPERMPS      288(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      192(AX), Y6, Y9
+	VPERMPS      224(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VADDPS       (BX)(R12*4), Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (DI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_821
+	ADDQ         CX, R10
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_820
+	JMP          epi2_done_703
+
+epi_flag_819:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_822:
+	VBROADCASTSS (R8)(R12*4), Y4
+	XORQ         R13, R13
+
+epi2_col_823:
+	VMOVDQU      (R11)(R13*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R9)(R13*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VADDPS       (BX)(R13*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_823
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_822
+	JMP          epi2_done_703
+
+epi_flag_800:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_824
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_825
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_826
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_827:
+	XORQ R11, R11
+
+epi2_col_828:
+	VMOVDQU     (R9)(R11*4), Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      (SI)(R11*4), Y4, Y4
+	VADDPS      (DI)(R11*4), Y4, Y4
+	VMULPS      Y1, Y4, Y5
+	VANDPS      Y0, Y5, Y5
+	VMINPS      Y2, Y5, Y5
+	VCVTPS2DQ   Y5, Y6
+	VCVTDQ2PS   Y6, Y7
+	VSUBPS      Y7, Y5, Y7
+	VPSLLD      $0x1c, Y6, Y5
+	VPERMPS     320(AX), Y6, Y8
+	VPERMPS     352(AX), Y6, Y9
+	VBLENDVPS   Y5, Y9, Y8, Y8
+	VPERMPS     256(AX), Y6, Y9
+	VPERMPS     288(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     192(AX), Y6, Y9
+	VPERMPS     224(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     128(AX), Y6, Y9
+	VPERMPS     160(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     64(AX), Y6, Y9
+	VPERMPS     96(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     (AX), Y6, Y9
+	VPERMPS     32(AX), Y6, Y6
+	VBLENDVPS   Y5, Y6, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VMAXPS      Y4, Y3, Y4
+	VADDPS      Y8, Y4, Y4
+	VMOVUPS     Y4, (BX)(R11*4)
+	ADDQ        $0x08, R11
+	CMPQ        R11, R8
+	JL          epi2_col_828
+	ADDQ        CX, R9
+	ADDQ        DX, BX
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi2_row_827
+	JMP         epi2_done_703
+
+epi_flag_826:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_829:
+	VBROADCASTSS (SI)(R11*4), Y4
+	XORQ         R12, R12
+
+epi2_col_830:
+	VMOVDQU     (R10)(R12*4), Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (DI)(R12*4), Y5, Y5
+	VMULPS      Y4, Y5, Y5
+	VADDPS      (R8)(R12*4), Y5, Y5
+	VMULPS      Y1, Y5, Y6
+	VANDPS      Y0, Y6, Y6
+	VMINPS      Y2, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y3, Y5
+	VADDPS      Y9, Y5, Y5
+	VMOVUPS     Y5, (BX)(R12*4)
+	ADDQ        $0x08, R12
+	CMPQ        R12, R9
+	JL          epi2_col_830
+	ADDQ        CX, R10
+	ADDQ        DX, BX
+	INCQ        R11
+	CMPQ        R11, m+16(FP)
+	JL          epi2_row_829
+	JMP         epi2_done_703
+
+epi_flag_825:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_831
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_832:
+	XORQ R11, R11
+
+epi2_col_833:
+	VMOVDQU      (R9)(R11*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (SI)(R11*4), Y4, Y4
+	VADDPS       (DI)(R11*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      320(AX), Y6, Y8
+	VPERMPS      352(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      256(AX), Y6, Y9
+	VPERMPS      288(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      192(AX), Y6, Y9
+	VPERMPS      224(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (BX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_833
+	ADDQ         CX, R9
+	ADDQ         DX, BX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_832
+	JMP          epi2_done_703
+
+epi_flag_831:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_834:
+	VBROADCASTSS (SI)(R11*4), Y4
+	XORQ         R12, R12
+
+epi2_col_835:
+	VMOVDQU      (R10)(R12*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (DI)(R12*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       (R8)(R12*4), Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (BX)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_835
+	ADDQ         CX, R10
+	ADDQ         DX, BX
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_834
+	JMP          epi2_done_703
+
+epi_flag_824:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_836
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_837
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_838:
+	XORQ R13, R13
+
+epi2_col_839:
+	VMOVDQU     (R11)(R13*4), Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      (R8)(R13*4), Y4, Y4
+	VADDPS      (R9)(R13*4), Y4, Y4
+	VMULPS      Y1, Y4, Y5
+	VANDPS      Y0, Y5, Y5
+	VMINPS      Y2, Y5, Y5
+	VCVTPS2DQ   Y5, Y6
+	VCVTDQ2PS   Y6, Y7
+	VSUBPS      Y7, Y5, Y7
+	VPSLLD      $0x1c, Y6, Y5
+	VPERMPS     320(AX), Y6, Y8
+	VPERMPS     352(AX), Y6, Y9
+	VBLENDVPS   Y5, Y9, Y8, Y8
+	VPERMPS     256(AX), Y6, Y9
+	VPERMPS     288(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     192(AX), Y6, Y9
+	VPERMPS     224(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     128(AX), Y6, Y9
+	VPERMPS     160(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     64(AX), Y6, Y9
+	VPERMPS     96(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     (AX), Y6, Y9
+	VPERMPS     32(AX), Y6, Y6
+	VBLENDVPS   Y5, Y6, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VMAXPS      Y4, Y3, Y4
+	VADDPS      Y8, Y4, Y4
+	VADDPS      (BX)(R13*4), Y4, Y4
+	VMOVUPS     Y4, (DI)(R13*4)
+	ADDQ        $0x08, R13
+	CMPQ        R13, R10
+	JL          epi2_col_839
+	ADDQ        CX, R11
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R12
+	CMPQ        R12, m+16(FP)
+	JL          epi2_row_838
+	JMP         epi2_done_703
+
+epi_flag_837:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_840:
+	VBROADCASTSS (R8)(R13*4), Y4
+	XORQ         R14, R14
+
+epi2_col_841:
+	VMOVDQU     (R12)(R14*4), Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (R9)(R14*4), Y5, Y5
+	VMULPS      Y4, Y5, Y5
+	VADDPS      (R10)(R14*4), Y5, Y5
+	VMULPS      Y1, Y5, Y6
+	VANDPS      Y0, Y6, Y6
+	VMINPS      Y2, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y3, Y5
+	VADDPS      Y9, Y5, Y5
+	VADDPS      (BX)(R14*4), Y5, Y5
+	VMOVUPS     Y5, (DI)(R14*4)
+	ADDQ        $0x08, R14
+	CMPQ        R14, R11
+	JL          epi2_col_841
+	ADDQ        CX, R12
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R13
+	CMPQ        R13, m+16(FP)
+	JL          epi2_row_840
+	JMP         epi2_done_703
+
+epi_flag_836:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_842
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_843:
+	XORQ R13, R13
+
+epi2_col_844:
+	VMOVDQU      (R11)(R13*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (R8)(R13*4), Y4, Y4
+	VADDPS       (R9)(R13*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      320(AX), Y6, Y8
+	VPERMPS      352(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      256(AX), Y6, Y9
+	VPERMPS      288(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      192(AX), Y6, Y9
+	VPERMPS      224(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VADDPS       (BX)(R13*4), Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_844
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_843
+	JMP          epi2_done_703
+
+epi_flag_842:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_845:
+	VBROADCASTSS (R8)(R13*4), Y4
+	XORQ         R14, R14
+
+epi2_col_846:
+	VMOVDQU      (R12)(R14*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R9)(R14*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       (R10)(R14*4), Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VADDPS       (BX)(R14*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_846
+	ADDQ         CX, R12
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_845
+	JMP          epi2_done_703
+
+epi_flag_799:
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_847
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_848
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_849
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_850
+	VBROADCASTSS aZero+40(FP), Y0
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y1
+	VBROADCASTSS epilogueGelu<>+772(SB), Y2
+	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         colSum+32(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_851:
+	XORQ R11, R11
+
+epi2_col_852:
+	VMOVDQU     (R9)(R11*4), Y5
+	VPMULLD     (DI)(R11*4), Y0, Y6
+	VPSUBD      Y6, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (SI)(R11*4), Y5, Y5
+	VMULPS      Y2, Y5, Y6
+	VANDPS      Y1, Y6, Y6
+	VMINPS      Y3, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y4, Y5
+	VADDPS      Y9, Y5, Y5
+	VMOVUPS     Y5, (BX)(R11*4)
+	ADDQ        $0x08, R11
+	CMPQ        R11, R8
+	JL          epi2_col_852
+	ADDQ        CX, R9
+	ADDQ        DX, BX
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi2_row_851
+	JMP         epi2_done_703
+
+epi_flag_850:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         rowZero+48(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_853:
+	VBROADCASTSS (SI)(R12*4), Y4
+	VPBROADCASTD (DI)(R12*4), Y5
+	XORQ         R13, R13
+
+epi2_col_854:
+	VMOVDQU     (R11)(R13*4), Y6
+	VPMULLD     (R9)(R13*4), Y5, Y7
+	VPSUBD      Y7, Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      (R8)(R13*4), Y6, Y6
+	VMULPS      Y4, Y6, Y6
+	VMULPS      Y1, Y6, Y7
+	VANDPS      Y0, Y7, Y7
+	VMINPS      Y2, Y7, Y7
+	VCVTPS2DQ   Y7, Y8
+	VCVTDQ2PS   Y8, Y9
+	VSUBPS      Y9, Y7, Y9
+	VPSLLD      $0x1c, Y8, Y7
+	VPERMPS     320(AX), Y8, Y10
+	VPERMPS     352(AX), Y8, Y11
+	VBLENDVPS   Y7, Y11, Y10, Y10
+	VPERMPS     256(AX), Y8, Y11
+	VPERMPS     288(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     192(AX), Y8, Y11
+	VPERMPS     224(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     128(AX), Y8, Y11
+	VPERMPS     160(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     64(AX), Y8, Y11
+	VPERMPS     96(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     (AX), Y8, Y11
+	VPERMPS     32(AX), Y8, Y8
+	VBLENDVPS   Y7, Y8, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VMAXPS      Y6, Y3, Y6
+	VADDPS      Y10, Y6, Y6
+	VMOVUPS     Y6, (BX)(R13*4)
+	ADDQ        $0x08, R13
+	CMPQ        R13, R10
+	JL          epi2_col_854
+	ADDQ        CX, R11
+	ADDQ        DX, BX
+	INCQ        R12
+	CMPQ        R12, m+16(FP)
+	JL          epi2_row_853
+	JMP         epi2_done_703
+
+epi_flag_849:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_855
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y1
+	VBROADCASTSS epilogueGelu<>+772(SB), Y2
+	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         colSum+32(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_856:
+	XORQ R11, R11
+
+epi2_col_857:
+	VMOVDQU      (R9)(R11*4), Y5
+	VPMULLD      (DI)(R11*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (SI)(R11*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (BX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_857
+	ADDQ         CX, R9
+	ADDQ         DX, BX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_856
+	JMP          epi2_done_703
+
+epi_flag_855:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         rowZero+48(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_858:
+	VBROADCASTSS (SI)(R12*4), Y4
+	VPBROADCASTD (DI)(R12*4), Y5
+	XORQ         R13, R13
+
+epi2_col_859:
+	VMOVDQU      (R11)(R13*4), Y6
+	VPMULLD      (R9)(R13*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R8)(R13*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      320(AX), Y8, Y10
+	VPERMPS      352(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      256(AX), Y8, Y11
+	VPERMPS      288(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      192(AX), Y8, Y11
+	VPERMPS      224(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (BX)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_859
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_858
+	JMP          epi2_done_703
+
+epi_flag_848:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_860
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_861
+	VBROADCASTSS aZero+40(FP), Y0
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y1
+	VBROADCASTSS epilogueGelu<>+772(SB), Y2
+	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_862:
+	XORQ R13, R13
+
+epi2_col_863:
+	VMOVDQU     (R11)(R13*4), Y5
+	VPMULLD     (R9)(R13*4), Y0, Y6
+	VPSUBD      Y6, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (R8)(R13*4), Y5, Y5
+	VMULPS      Y2, Y5, Y6
+	VANDPS      Y1, Y6, Y6
+	VMINPS      Y3, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y4, Y5
+	VADDPS      Y9, Y5, Y5
+	VADDPS      (BX)(R13*4), Y5, Y5
+	VMOVUPS     Y5, (DI)(R13*4)
+	ADDQ        $0x08, R13
+	CMPQ        R13, R10
+	JL          epi2_col_863
+	ADDQ        CX, R11
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R12
+	CMPQ        R12, m+16(FP)
+	JL          epi2_row_862
+	JMP         epi2_done_703
+
+epi_flag_861:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_864:
+	VBROADCASTSS (R8)(R14*4), Y4
+	VPBROADCASTD (R9)(R14*4), Y5
+	XORQ         R15, R15
+
+epi2_col_865:
+	VMOVDQU     (R13)(R15*4), Y6
+	VPMULLD     (R11)(R15*4), Y5, Y7
+	VPSUBD      Y7, Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      (R10)(R15*4), Y6, Y6
+	VMULPS      Y4, Y6, Y6
+	VMULPS      Y1, Y6, Y7
+	VANDPS      Y0, Y7, Y7
+	VMINPS      Y2, Y7, Y7
+	VCVTPS2DQ   Y7, Y8
+	VCVTDQ2PS   Y8, Y9
+	VSUBPS      Y9, Y7, Y9
+	VPSLLD      $0x1c, Y8, Y7
+	VPERMPS     320(AX), Y8, Y10
+	VPERMPS     352(AX), Y8, Y11
+	VBLENDVPS   Y7, Y11, Y10, Y10
+	VPERMPS     256(AX), Y8, Y11
+	VPERMPS     288(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     192(AX), Y8, Y11
+	VPERMPS     224(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     128(AX), Y8, Y11
+	VPERMPS     160(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     64(AX), Y8, Y11
+	VPERMPS     96(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     (AX), Y8, Y11
+	VPERMPS     32(AX), Y8, Y8
+	VBLENDVPS   Y7, Y8, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VMAXPS      Y6, Y3, Y6
+	VADDPS      Y10, Y6, Y6
+	VADDPS      (BX)(R15*4), Y6, Y6
+	VMOVUPS     Y6, (DI)(R15*4)
+	ADDQ        $0x08, R15
+	CMPQ        R15, R12
+	JL          epi2_col_865
+	ADDQ        CX, R13
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R14
+	CMPQ        R14, m+16(FP)
+	JL          epi2_row_864
+	JMP         epi2_done_703
+
+epi_flag_860:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_866
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y1
+	VBROADCASTSS epilogueGelu<>+772(SB), Y2
+	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_867:
+	XORQ R13, R13
+
+epi2_col_868:
+	VMOVDQU      (R11)(R13*4), Y5
+	VPMULLD      (R9)(R13*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R8)(R13*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VADDPS       (BX)(R13*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_868
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_867
+	JMP          epi2_done_703
+
+epi_flag_866:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_869:
+	VBROADCASTSS (R8)(R14*4), Y4
+	VPBROADCASTD (R9)(R14*4), Y5
+	XORQ         R15, R15
+
+epi2_col_870:
+	VMOVDQU      (R13)(R15*4), Y6
+	VPMULLD      (R11)(R15*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(R15*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      320(AX), Y8, Y10
+	VPERMPS      352(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      256(AX), Y8, Y11
+	VPERMPS      288(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      192(AX), Y8, Y11
+	VPERMPS      224(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VADDPS       (BX)(R15*4), Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (DI)(R15*1)
+	ADDQ         $0x08, R15
+	CMPQ         R15, R12
+	JL           epi2_col_870
+	ADDQ         CX, R13
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R14
+	CMPQ         R14, m+16(FP)
+	JL           epi2_row_869
+	JMP          epi2_done_703
+
+epi_flag_847:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_871
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_872
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_873
+	VBROADCASTSS aZero+40(FP), Y0
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y1
+	VBROADCASTSS epilogueGelu<>+772(SB), Y2
+	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         colSum+32(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_874:
+	XORQ R12, R12
+
+epi2_col_875:
+	VMOVDQU     (R10)(R12*4), Y5
+	VPMULLD     (DI)(R12*4), Y0, Y6
+	VPSUBD      Y6, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (SI)(R12*4), Y5, Y5
+	VADDPS      (R8)(R12*4), Y5, Y5
+	VMULPS      Y2, Y5, Y6
+	VANDPS      Y1, Y6, Y6
+	VMINPS      Y3, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y4, Y5
+	VADDPS      Y9, Y5, Y5
+	VMOVUPS     Y5, (BX)(R12*4)
+	ADDQ        $0x08, R12
+	CMPQ        R12, R9
+	JL          epi2_col_875
+	ADDQ        CX, R10
+	ADDQ        DX, BX
+	INCQ        R11
+	CMPQ        R11, m+16(FP)
+	JL          epi2_row_874
+	JMP         epi2_done_703
+
+epi_flag_873:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         rowZero+48(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_876:
+	VBROADCASTSS (SI)(R13*4), Y4
+	VPBROADCASTD (DI)(R13*4), Y5
+	XORQ         R14, R14
+
+epi2_col_877:
+	VMOVDQU     (R12)(R14*4), Y6
+	VPMULLD     (R9)(R14*4), Y5, Y7
+	VPSUBD      Y7, Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      (R8)(R14*4), Y6, Y6
+	VMULPS      Y4, Y6, Y6
+	VADDPS      (R10)(R14*4), Y6, Y6
+	VMULPS      Y1, Y6, Y7
+	VANDPS      Y0, Y7, Y7
+	VMINPS      Y2, Y7, Y7
+	VCVTPS2DQ   Y7, Y8
+	VCVTDQ2PS   Y8, Y9
+	VSUBPS      Y9, Y7, Y9
+	VPSLLD      $0x1c, Y8, Y7
+	VPERMPS     320(AX), Y8, Y10
+	VPERMPS     352(AX), Y8, Y11
+	VBLENDVPS   Y7, Y11, Y10, Y10
+	VPERMPS     256(AX), Y8, Y11
+	VPERMPS     288(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     192(AX), Y8, Y11
+	VPERMPS     224(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     128(AX), Y8, Y11
+	VPERMPS     160(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     64(AX), Y8, Y11
+	VPERMPS     96(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     (AX), Y8, Y11
+	VPERMPS     32(AX), Y8, Y8
+	VBLENDVPS   Y7, Y8, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VMAXPS      Y6, Y3, Y6
+	VADDPS      Y10, Y6, Y6
+	VMOVUPS     Y6, (BX)(R14*4)
+	ADDQ        $0x08, R14
+	CMPQ        R14, R11
+	JL          epi2_col_877
+	ADDQ        CX, R12
+	ADDQ        DX, BX
+	INCQ        R13
+	CMPQ        R13, m+16(FP)
+	JL          epi2_row_876
+	JMP         epi2_done_703
+
+epi_flag_872:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_878
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y1
+	VBROADCASTSS epilogueGelu<>+772(SB), Y2
+	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         colSum+32(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_879:
+	XORQ R12, R12
+
+epi2_col_880:
+	VMOVDQU      (R10)(R12*4), Y5
+	VPMULLD      (DI)(R12*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (SI)(R12*4), Y5, Y5
+	VADDPS       (R8)(R12*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (BX)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_880
+	ADDQ         CX, R10
+	ADDQ         DX, BX
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_879
+	JMP          epi2_done_703
+
+epi_flag_878:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         rowZero+48(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_881:
+	VBROADCASTSS (SI)(R13*4), Y4
+	VPBROADCASTD (DI)(R13*4), Y5
+	XORQ         R14, R14
+
+epi2_col_882:
+	VMOVDQU      (R12)(R14*4), Y6
+	VPMULLD      (R9)(R14*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R8)(R14*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VADDPS       (R10)(R14*4), Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      320(AX), Y8, Y10
+	VPERMPS      352(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      256(AX), Y8, Y11
+	VPERMPS      288(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      192(AX), Y8, Y11
+	VPERMPS      224(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (BX)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_882
+	ADDQ         CX, R12
+	ADDQ         DX, BX
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_881
+	JMP          epi2_done_703
+
+epi_flag_871:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_883
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_884
+	VBROADCASTSS aZero+40(FP), Y0
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y1
+	VBROADCASTSS epilogueGelu<>+772(SB), Y2
+	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_885:
+	XORQ R14, R14
+
+epi2_col_886:
+	VMOVDQU     (R12)(R14*4), Y5
+	VPMULLD     (R9)(R14*4), Y0, Y6
+	VPSUBD      Y6, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (R8)(R14*4), Y5, Y5
+	VADDPS      (R10)(R14*4), Y5, Y5
+	VMULPS      Y2, Y5, Y6
+	VANDPS      Y1, Y6, Y6
+	VMINPS      Y3, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y4, Y5
+	VADDPS      Y9, Y5, Y5
+	VADDPS      (BX)(R14*4), Y5, Y5
+	VMOVUPS     Y5, (DI)(R14*4)
+	ADDQ        $0x08, R14
+	CMPQ        R14, R11
+	JL          epi2_col_886
+	ADDQ        CX, R12
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R13
+	CMPQ        R13, m+16(FP)
+	JL          epi2_row_885
+	JMP         epi2_done_703
+
+epi_flag_884:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         bias+72(FP), R12
+	MOVQ         n+24(FP), R13
+	MOVQ         c+0(FP), R14
+	XORQ         R15, R15
+
+epi2_row_887:
+	VBROADCASTSS (R8)(R15*4), Y4
+	VPBROADCASTD (R9)(R15*4), Y5
+	XORQ         BP, BP
+
+epi2_col_888:
+	VMOVDQU     (R14)(BP*4), Y6
+	VPMULLD     (R11)(BP*4), Y5, Y7
+	VPSUBD      Y7, Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      (R10)(BP*4), Y6, Y6
+	VMULPS      Y4, Y6, Y6
+	VADDPS      (R12)(BP*4), Y6, Y6
+	VMULPS      Y1, Y6, Y7
+	VANDPS      Y0, Y7, Y7
+	VMINPS      Y2, Y7, Y7
+	VCVTPS2DQ   Y7, Y8
+	VCVTDQ2PS   Y8, Y9
+	VSUBPS      Y9, Y7, Y9
+	VPSLLD      $0x1c, Y8, Y7
+	VPERMPS     320(AX), Y8, Y10
+	VPERMPS     352(AX), Y8, Y11
+	VBLENDVPS   Y7, Y11, Y10, Y10
+	VPERMPS     256(AX), Y8, Y11
+	VPERMPS     288(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     192(AX), Y8, Y11
+	VPERMPS     224(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     128(AX), Y8, Y11
+	VPERMPS     160(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     64(AX), Y8, Y11
+	VPERMPS     96(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     (AX), Y8, Y11
+	VPERMPS     32(AX), Y8, Y8
+	VBLENDVPS   Y7, Y8, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VMAXPS      Y6, Y3, Y6
+	VADDPS      Y10, Y6, Y6
+	VADDPS      (BX)(BP*4), Y6, Y6
+	VMOVUPS     Y6, (DI)(BP*4)
+	ADDQ        $0x08, BP
+	CMPQ        BP, R13
+	JL          epi2_col_888
+	ADDQ        CX, R14
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R15
+	CMPQ        R15, m+16(FP)
+	JL          epi2_row_887
+	JMP         epi2_done_703
+
+epi_flag_883:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_889
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y1
+	VBROADCASTSS epilogueGelu<>+772(SB), Y2
+	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_890:
+	XORQ R14, R14
+
+epi2_col_891:
+	VMOVDQU      (R12)(R14*4), Y5
+	VPMULLD      (R9)(R14*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R8)(R14*4), Y5, Y5
+	VADDPS       (R10)(R14*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VADDPS       (BX)(R14*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_891
+	ADDQ         CX, R12
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_890
+	JMP          epi2_done_703
+
+epi_flag_889:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	LEAQ         epilogueGelu<>+384(SB), CX
+	MOVQ         flags+136(FP), DX
+	SHRQ         $0x08, DX
+	CMPQ         DX, $0x00000003
+	CMOVQEQ      CX, AX
+	VBROADCASTSS epilogueGelu<>+768(SB), Y0
+	VBROADCASTSS epilogueGelu<>+772(SB), Y1
+	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         bias+72(FP), R12
+	MOVQ         n+24(FP), R13
+	MOVQ         c+0(FP), R14
+	XORQ         R15, R15
+
+epi2_row_892:
+	VBROADCASTSS (R8)(R15*4), Y4
+	VPBROADCASTD (R9)(R15*4), Y5
+	XORQ         BP, BP
+
+epi2_col_893:
+	VMOVDQU      (R14)(BP*4), Y6
+	VPMULLD      (R11)(BP*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(BP*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VADDPS       (R12)(BP*4), Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      320(AX), Y8, Y10
+	VPERMPS      352(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      256(AX), Y8, Y11
+	VPERMPS      288(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      192(AX), Y8, Y11
+	VPERMPS      224(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VADDPS       (BX)(BP*4), Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (DI)(BP*1)
+	ADDQ         $0x08, BP
+	CMPQ         BP, R13
+	JL           epi2_col_893
+	ADDQ         CX, R14
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R15
+	CMPQ         R15, m+16(FP)
+	JL           epi2_row_892
+	JMP          epi2_done_703
+
+epi2_relu_702:
+	TESTQ $0x00000001, AX
+	JNZ   epi_flag_894
+	TESTQ $0x00000002, AX
+	JNZ   epi_flag_895
+	TESTQ $0x00000004, AX
+	JNZ   epi_flag_896
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_897
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_898
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  scale+56(FP), BX
+	MOVQ  n+24(FP), SI
+	MOVQ  c+0(FP), DI
+	XORQ  R8, R8
+
+epi2_row_899:
+	XORQ R9, R9
+
+epi2_col_900:
+	VMOVDQU   (DI)(R9*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (BX)(R9*4), Y1, Y1
+	VCMPPS    $0x16, Y0, Y1, Y2
+	VANDPS    Y2, Y1, Y1
+	VMOVUPS   Y1, (DX)(R9*4)
+	ADDQ      $0x08, R9
+	CMPQ      R9, SI
+	JL        epi2_col_900
+	ADDQ      AX, DI
+	ADDQ      CX, DX
+	INCQ      R8
+	CMPQ      R8, m+16(FP)
+	JL        epi2_row_899
+	JMP       epi2_done_703
+
+epi_flag_898:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  scale+56(FP), SI
+	MOVQ  n+24(FP), DI
+	MOVQ  c+0(FP), R8
+	XORQ  R9, R9
+
+epi2_row_901:
+	VBROADCASTSS (BX)(R9*4), Y1
+	XORQ         R10, R10
+
+epi2_col_902:
+	VMOVDQU   (R8)(R10*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (SI)(R10*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VCMPPS    $0x16, Y0, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (DX)(R10*4)
+	ADDQ      $0x08, R10
+	CMPQ      R10, DI
+	JL        epi2_col_902
+	ADDQ      AX, R8
+	ADDQ      CX, DX
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi2_row_901
+	JMP       epi2_done_703
+
+epi_flag_897:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_903
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         n+24(FP), SI
+	MOVQ         c+0(FP), DI
+	XORQ         R8, R8
+
+epi2_row_904:
+	XORQ R9, R9
+
+epi2_col_905:
+	VMOVDQU      (DI)(R9*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (BX)(R9*4), Y1, Y1
+	VCMPPS       $0x16, Y0, Y1, Y2
+	VANDPS       Y2, Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (DX)(R9*1)
+	ADDQ         $0x08, R9
+	CMPQ         R9, SI
+	JL           epi2_col_905
+	ADDQ         AX, DI
+	ADDQ         CX, DX
+	INCQ         R8
+	CMPQ         R8, m+16(FP)
+	JL           epi2_row_904
+	JMP          epi2_done_703
+
+epi_flag_903:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_906:
+	VBROADCASTSS (BX)(R9*4), Y1
+	XORQ         R10, R10
+
+epi2_col_907:
+	VMOVDQU      (R8)(R10*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (SI)(R10*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VCMPPS       $0x16, Y0, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (DX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           epi2_col_907
+	ADDQ         AX, R8
+	ADDQ         CX, DX
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi2_row_906
+	JMP          epi2_done_703
+
+epi_flag_896:
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_908
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_909
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  n+24(FP), R8
+	MOVQ  c+0(FP), R9
+	XORQ  R10, R10
+
+epi2_row_910:
+	XORQ R11, R11
+
+epi2_col_911:
+	VMOVDQU   (R9)(R11*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R11*4), Y1, Y1
+	VCMPPS    $0x16, Y0, Y1, Y2
+	VANDPS    Y2, Y1, Y1
+	VADDPS    (DX)(R11*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_911
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_910
+	JMP       epi2_done_703
+
+epi_flag_909:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  scale+56(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_912:
+	VBROADCASTSS (DI)(R11*4), Y1
+	XORQ         R12, R12
+
+epi2_col_913:
+	VMOVDQU   (R10)(R12*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R8)(R12*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VCMPPS    $0x16, Y0, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VADDPS    (DX)(R12*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_913
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_912
+	JMP       epi2_done_703
+
+epi_flag_908:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_914
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_915:
+	XORQ R11, R11
+
+epi2_col_916:
+	VMOVDQU      (R9)(R11*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R11*4), Y1, Y1
+	VCMPPS       $0x16, Y0, Y1, Y2
+	VANDPS       Y2, Y1, Y1
+	VADDPS       (DX)(R11*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_916
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_915
+	JMP          epi2_done_703
+
+epi_flag_914:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_917:
+	VBROADCASTSS (DI)(R11*4), Y1
+	XORQ         R12, R12
+
+epi2_col_918:
+	VMOVDQU      (R10)(R12*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R8)(R12*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VCMPPS       $0x16, Y0, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VADDPS       (DX)(R12*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_918
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_917
+	JMP          epi2_done_703
+
+epi_flag_895:
+	TESTQ $0x00000004, AX
+	JNZ   epi_flag_919
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_920
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_921
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  scale+56(FP), BX
+	MOVQ  bias+72(FP), SI
+	MOVQ  n+24(FP), DI
+	MOVQ  c+0(FP), R8
+	XORQ  R9, R9
+
+epi2_row_922:
+	XORQ R10, R10
+
+epi2_col_923:
+	VMOVDQU   (R8)(R10*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (BX)(R10*4), Y1, Y1
+	VADDPS    (SI)(R10*4), Y1, Y1
+	VCMPPS    $0x16, Y0, Y1, Y2
+	VANDPS    Y2, Y1, Y1
+	VMOVUPS   Y1, (DX)(R10*4)
+	ADDQ      $0x08, R10
+	CMPQ      R10, DI
+	JL        epi2_col_923
+	ADDQ      AX, R8
+	ADDQ      CX, DX
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi2_row_922
+	JMP       epi2_done_703
+
+epi_flag_921:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  scale+56(FP), SI
+	MOVQ  bias+72(FP), DI
+	MOVQ  n+24(FP), R8
+	MOVQ  c+0(FP), R9
+	XORQ  R10, R10
+
+epi2_row_924:
+	VBROADCASTSS (BX)(R10*4), Y1
+	XORQ         R11, R11
+
+epi2_col_925:
+	VMOVDQU   (R9)(R11*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (SI)(R11*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    (DI)(R11*4), Y2, Y2
+	VCMPPS    $0x16, Y0, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (DX)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_925
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_924
+	JMP       epi2_done_703
+
+epi_flag_920:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_926
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         bias+72(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_927:
+	XORQ R10, R10
+
+epi2_col_928:
+	VMOVDQU      (R8)(R10*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (BX)(R10*4), Y1, Y1
+	VADDPS       (SI)(R10*4), Y1, Y1
+	VCMPPS       $0x16, Y0, Y1, Y2
+	VANDPS       Y2, Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (DX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           epi2_col_928
+	ADDQ         AX, R8
+	ADDQ         CX, DX
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi2_row_927
+	JMP          epi2_done_703
+
+epi_flag_926:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_929:
+	VBROADCASTSS (BX)(R10*4), Y1
+	XORQ         R11, R11
+
+epi2_col_930:
+	VMOVDQU      (R9)(R11*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (SI)(R11*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       (DI)(R11*4), Y2, Y2
+	VCMPPS       $0x16, Y0, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (DX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_930
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_929
+	JMP          epi2_done_703
+
+epi_flag_919:
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_931
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_932
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  bias+72(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_933:
+	XORQ R12, R12
+
+epi2_col_934:
+	VMOVDQU   (R10)(R12*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R12*4), Y1, Y1
+	VADDPS    (R8)(R12*4), Y1, Y1
+	VCMPPS    $0x16, Y0, Y1, Y2
+	VANDPS    Y2, Y1, Y1
+	VADDPS    (DX)(R12*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_934
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_933
+	JMP       epi2_done_703
+
+epi_flag_932:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  scale+56(FP), R8
+	MOVQ  bias+72(FP), R9
+	MOVQ  n+24(FP), R10
+	MOVQ  c+0(FP), R11
+	XORQ  R12, R12
+
+epi2_row_935:
+	VBROADCASTSS (DI)(R12*4), Y1
+	XORQ         R13, R13
+
+epi2_col_936:
+	VMOVDQU   (R11)(R13*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R8)(R13*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    (R9)(R13*4), Y2, Y2
+	VCMPPS    $0x16, Y0, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VADDPS    (DX)(R13*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_936
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_935
+	JMP       epi2_done_703
+
+epi_flag_931:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_937
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_938:
+	XORQ R12, R12
+
+epi2_col_939:
+	VMOVDQU      (R10)(R12*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R12*4), Y1, Y1
+	VADDPS       (R8)(R12*4), Y1, Y1
+	VCMPPS       $0x16, Y0, Y1, Y2
+	VANDPS       Y2, Y1, Y1
+	VADDPS       (DX)(R12*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_939
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_938
+	JMP          epi2_done_703
+
+epi_flag_937:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_940:
+	VBROADCASTSS (DI)(R12*4), Y1
+	XORQ         R13, R13
+
+epi2_col_941:
+	VMOVDQU      (R11)(R13*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R8)(R13*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       (R9)(R13*4), Y2, Y2
+	VCMPPS       $0x16, Y0, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VADDPS       (DX)(R13*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_941
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_940
+	JMP          epi2_done_703
+
+epi_flag_894:
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_942
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_943
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_944
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_945
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_946:
+	XORQ R10, R10
+
+epi2_col_947:
+	VMOVDQU   (R8)(R10*4), Y2
+	VPMULLD   (SI)(R10*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (BX)(R10*4), Y2, Y2
+	VCMPPS    $0x16, Y1, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (DX)(R10*4)
+	ADDQ      $0x08, R10
+	CMPQ      R10, DI
+	JL        epi2_col_947
+	ADDQ      AX, R8
+	ADDQ      CX, DX
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi2_row_946
+	JMP       epi2_done_703
+
+epi_flag_945:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  rowZero+48(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  colSum+32(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_948:
+	VBROADCASTSS (BX)(R11*4), Y1
+	VPBROADCASTD (SI)(R11*4), Y2
+	XORQ         R12, R12
+
+epi2_col_949:
+	VMOVDQU   (R10)(R12*4), Y3
+	VPMULLD   (R8)(R12*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (DI)(R12*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VCMPPS    $0x16, Y0, Y3, Y4
+	VANDPS    Y4, Y3, Y3
+	VMOVUPS   Y3, (DX)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_949
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_948
+	JMP       epi2_done_703
+
+epi_flag_944:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_950
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_951:
+	XORQ R10, R10
+
+epi2_col_952:
+	VMOVDQU      (R8)(R10*4), Y2
+	VPMULLD      (SI)(R10*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (BX)(R10*4), Y2, Y2
+	VCMPPS       $0x16, Y1, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (DX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           epi2_col_952
+	ADDQ         AX, R8
+	ADDQ         CX, DX
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi2_row_951
+	JMP          epi2_done_703
+
+epi_flag_950:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_953:
+	VBROADCASTSS (BX)(R11*4), Y1
+	VPBROADCASTD (SI)(R11*4), Y2
+	XORQ         R12, R12
+
+epi2_col_954:
+	VMOVDQU      (R10)(R12*4), Y3
+	VPMULLD      (R8)(R12*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (DI)(R12*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x16, Y0, Y3, Y4
+	VANDPS       Y4, Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (DX)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_954
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_953
+	JMP          epi2_done_703
+
+epi_flag_943:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_955
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_956
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_957:
+	XORQ R12, R12
+
+epi2_col_958:
+	VMOVDQU   (R10)(R12*4), Y2
+	VPMULLD   (R8)(R12*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (DI)(R12*4), Y2, Y2
+	VCMPPS    $0x16, Y1, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VADDPS    (DX)(R12*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_958
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_957
+	JMP       epi2_done_703
+
+epi_flag_956:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  rowZero+48(FP), R8
+	MOVQ  scale+56(FP), R9
+	MOVQ  colSum+32(FP), R10
+	MOVQ  n+24(FP), R11
+	MOVQ  c+0(FP), R12
+	XORQ  R13, R13
+
+epi2_row_959:
+	VBROADCASTSS (DI)(R13*4), Y1
+	VPBROADCASTD (R8)(R13*4), Y2
+	XORQ         R14, R14
+
+epi2_col_960:
+	VMOVDQU   (R12)(R14*4), Y3
+	VPMULLD   (R10)(R14*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (R9)(R14*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VCMPPS    $0x16, Y0, Y3, Y4
+	VANDPS    Y4, Y3, Y3
+	VADDPS    (DX)(R14*4), Y3, Y3
+	VMOVUPS   Y3, (SI)(R14*4)
+	ADDQ      $0x08, R14
+	CMPQ      R14, R11
+	JL        epi2_col_960
+	ADDQ      AX, R12
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R13
+	CMPQ      R13, m+16(FP)
+	JL        epi2_row_959
+	JMP       epi2_done_703
+
+epi_flag_955:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_961
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_962:
+	XORQ R12, R12
+
+epi2_col_963:
+	VMOVDQU      (R10)(R12*4), Y2
+	VPMULLD      (R8)(R12*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DI)(R12*4), Y2, Y2
+	VCMPPS       $0x16, Y1, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VADDPS       (DX)(R12*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_963
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_962
+	JMP          epi2_done_703
+
+epi_flag_961:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_964:
+	VBROADCASTSS (DI)(R13*4), Y1
+	VPBROADCASTD (R8)(R13*4), Y2
+	XORQ         R14, R14
+
+epi2_col_965:
+	VMOVDQU      (R12)(R14*4), Y3
+	VPMULLD      (R10)(R14*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (R9)(R14*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x16, Y0, Y3, Y4
+	VANDPS       Y4, Y3, Y3
+	VADDPS       (DX)(R14*4), Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (SI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_965
+	ADDQ         AX, R12
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_964
+	JMP          epi2_done_703
+
+epi_flag_942:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_966
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_967
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_968
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_969:
+	XORQ R11, R11
+
+epi2_col_970:
+	VMOVDQU   (R9)(R11*4), Y2
+	VPMULLD   (SI)(R11*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (BX)(R11*4), Y2, Y2
+	VADDPS    (DI)(R11*4), Y2, Y2
+	VCMPPS    $0x16, Y1, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (DX)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_970
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_969
+	JMP       epi2_done_703
+
+epi_flag_968:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  rowZero+48(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  colSum+32(FP), R8
+	MOVQ  bias+72(FP), R9
+	MOVQ  n+24(FP), R10
+	MOVQ  c+0(FP), R11
+	XORQ  R12, R12
+
+epi2_row_971:
+	VBROADCASTSS (BX)(R12*4), Y1
+	VPBROADCASTD (SI)(R12*4), Y2
+	XORQ         R13, R13
+
+epi2_col_972:
+	VMOVDQU   (R11)(R13*4), Y3
+	VPMULLD   (R8)(R13*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (DI)(R13*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    (R9)(R13*4), Y3, Y3
+	VCMPPS    $0x16, Y0, Y3, Y4
+	VANDPS    Y4, Y3, Y3
+	VMOVUPS   Y3, (DX)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_972
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_971
+	JMP       epi2_done_703
+
+epi_flag_967:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_973
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_974:
+	XORQ R11, R11
+
+epi2_col_975:
+	VMOVDQU      (R9)(R11*4), Y2
+	VPMULLD      (SI)(R11*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (BX)(R11*4), Y2, Y2
+	VADDPS       (DI)(R11*4), Y2, Y2
+	VCMPPS       $0x16, Y1, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (DX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_975
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_974
+	JMP          epi2_done_703
+
+epi_flag_973:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_976:
+	VBROADCASTSS (BX)(R12*4), Y1
+	VPBROADCASTD (SI)(R12*4), Y2
+	XORQ         R13, R13
+
+epi2_col_977:
+	VMOVDQU      (R11)(R13*4), Y3
+	VPMULLD      (R8)(R13*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (DI)(R13*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VADDPS       (R9)(R13*4), Y3, Y3
+	VCMPPS       $0x16, Y0, Y3, Y4
+	VANDPS       Y4, Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (DX)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_977
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_976
+	JMP          epi2_done_703
+
+epi_flag_966:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_978
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_979
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_980:
+	XORQ R13, R13
+
+epi2_col_981:
+	VMOVDQU   (R11)(R13*4), Y2
+	VPMULLD   (R8)(R13*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (DI)(R13*4), Y2, Y2
+	VADDPS    (R9)(R13*4), Y2, Y2
+	VCMPPS    $0x16, Y1, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VADDPS    (DX)(R13*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_981
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_980
+	JMP       epi2_done_703
+
+epi_flag_979:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  rowZero+48(FP), R8
+	MOVQ  scale+56(FP), R9
+	MOVQ  colSum+32(FP), R10
+	MOVQ  bias+72(FP), R11
+	MOVQ  n+24(FP), R12
+	MOVQ  c+0(FP), R13
+	XORQ  R14, R14
+
+epi2_row_982:
+	VBROADCASTSS (DI)(R14*4), Y1
+	VPBROADCASTD (R8)(R14*4), Y2
+	XORQ         R15, R15
+
+epi2_col_983:
+	VMOVDQU   (R13)(R15*4), Y3
+	VPMULLD   (R10)(R15*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (R9)(R15*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    (R11)(R15*4), Y3, Y3
+	VCMPPS    $0x16, Y0, Y3, Y4
+	VANDPS    Y4, Y3, Y3
+	VADDPS    (DX)(R15*4), Y3, Y3
+	VMOVUPS   Y3, (SI)(R15*4)
+	ADDQ      $0x08, R15
+	CMPQ      R15, R12
+	JL        epi2_col_983
+	ADDQ      AX, R13
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R14
+	CMPQ      R14, m+16(FP)
+	JL        epi2_row_982
+	JMP       epi2_done_703
+
+epi_flag_978:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_984
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_985:
+	XORQ R13, R13
+
+epi2_col_986:
+	VMOVDQU      (R11)(R13*4), Y2
+	VPMULLD      (R8)(R13*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DI)(R13*4), Y2, Y2
+	VADDPS       (R9)(R13*4), Y2, Y2
+	VCMPPS       $0x16, Y1, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VADDPS       (DX)(R13*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_986
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_985
+	JMP          epi2_done_703
+
+epi_flag_984:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         bias+72(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_987:
+	VBROADCASTSS (DI)(R14*4), Y1
+	VPBROADCASTD (R8)(R14*4), Y2
+	XORQ         R15, R15
+
+epi2_col_988:
+	VMOVDQU      (R13)(R15*4), Y3
+	VPMULLD      (R10)(R15*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (R9)(R15*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VADDPS       (R11)(R15*4), Y3, Y3
+	VCMPPS       $0x16, Y0, Y3, Y4
+	VANDPS       Y4, Y3, Y3
+	VADDPS       (DX)(R15*4), Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (SI)(R15*1)
+	ADDQ         $0x08, R15
+	CMPQ         R15, R12
+	JL           epi2_col_988
+	ADDQ         AX, R13
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R14
+	CMPQ         R14, m+16(FP)
+	JL           epi2_row_987
+
+epi2_done_703:
+	VZEROUPPER
+	MOVB $0x01, AL
+	MOVB AL, ret+144(FP)
+	RET
+
 // func peakVNNI(iters int)
 // Requires: AVX, AVX512VNNI
 TEXT ·peakVNNI(SB), NOSPLIT, $0-8
@@ -19093,9 +25086,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_701
+	JZ     peak_done_990
 
-peak_700:
+peak_989:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -19121,9 +25114,9 @@ peak_700:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_700
+	JNZ      peak_989
 
-peak_done_701:
+peak_done_990:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -19181,9 +25174,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_703
+	JZ     peak_done_992
 
-peak_702:
+peak_991:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -19209,9 +25202,9 @@ peak_702:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_702
+	JNZ         peak_991
 
-peak_done_703:
+peak_done_992:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -19267,9 +25260,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_705
+	JZ    peak_done_994
 
-peak_704:
+peak_993:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -19326,9 +25319,9 @@ peak_704:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_704
+	JNZ  peak_993
 
-peak_done_705:
+peak_done_994:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2

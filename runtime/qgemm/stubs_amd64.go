@@ -41,6 +41,12 @@ func qgemmAVX2(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nbl
 //go:noescape
 func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int) bool
 
+// epilogueAVX2Asm is epilogueAVX512Asm (same arguments and result) for
+// AVX2 + FMA3: n must be a multiple of 8.
+//
+//go:noescape
+func epilogueAVX2Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int) bool
+
 // peakVNNI runs iters iterations of 24 independent VPDPBUSD zmm (register peak).
 func peakVNNI(iters int)
 

@@ -7,11 +7,15 @@ import "github.com/sqc-dev/sqc/runtime/cpu"
 // archVariants returns the assembly variants this CPU can run, best first.
 // The AMX kernel needs the tile-data permission that cpu.Detect requests
 // (f.AMXInt8 is only true once it is granted). The AVX-512 epilogue
-// (AVX-512 F/BW) serves every variant whose CPU has it.
+// (AVX-512 F/BW) serves every variant whose CPU has it, else the AVX2 +
+// FMA3 one.
 func archVariants(f cpu.Features) []Variant {
 	var ep EpilogueFunc // nil: the pure-Go epilogue
-	if f.AVX512 {
+	switch {
+	case f.AVX512:
 		ep = epilogueAVX512
+	case f.AVX2 && f.FMA:
+		ep = epilogueAVX2
 	}
 	var vs []Variant
 	if f.AMXInt8 {
