@@ -5,7 +5,8 @@ package qgemm
 // plots, `sqc roofline`). Timing it is the caller's business.
 type PeakLoop struct {
 	// Name is the instruction stream: "amx" (TDPBUSD), "vnni" (VPDPBUSD
-	// zmm) or "fp32" (VFMADD231PS zmm).
+	// zmm), "avx2" (VPMADDWD + VPADDD ymm), "fp32" (VFMADD231PS zmm) or
+	// "fp32-ymm" (VFMADD231PS ymm, on CPUs without AVX-512).
 	Name string
 	// OpsPerIter is the operations (2 per multiply-add) of one iteration.
 	OpsPerIter float64

@@ -66,6 +66,8 @@ func BenchmarkPeak(b *testing.B) {
 		{"amx", f.AMXInt8, peakAMX, peakAMXOps},
 		{"vnni", f.AVX512VNNI, peakVNNI, peakVNNIOps},
 		{"fp32", f.AVX512, peakFP32, peakFP32Ops},
+		{"avx2", f.AVX2, peakAVX2, peakLoopOpsAVX2},
+		{"fp32-ymm", f.AVX2 && f.FMA, peakFP32AVX2, peakLoopOpsFP32AVX2},
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			if !p.ok {

@@ -53,6 +53,12 @@ func peakVNNI(iters int)
 // peakFP32 runs iters iterations of 24 independent VFMADD231PS zmm (register peak).
 func peakFP32(iters int)
 
+// peakAVX2 runs iters iterations of 12 independent VPMADDWD + VPADDD ymm (register peak).
+func peakAVX2(iters int)
+
+// peakFP32AVX2 runs iters iterations of 12 independent VFMADD231PS ymm (register peak).
+func peakFP32AVX2(iters int)
+
 // peakAMX runs iters iterations of 8 TDPBUSD on four C tiles (register peak).
 // The caller must hold the AMX tile-data permission.
 func peakAMX(iters int)

@@ -46,12 +46,16 @@ const (
 	peakBurst = 2 * time.Millisecond
 )
 
-var peakNames = map[string]string{"amx": "AMX INT8", "vnni": "VNNI INT8", "fp32": "FP32"}
+// peakNames names the ceiling of each qgemm.PeakLoop; both FP32 loops
+// are "FP32" (a CPU runs one of them), the roof of every non-GEMM op.
+var peakNames = map[string]string{"amx": "AMX INT8", "vnni": "VNNI INT8", "avx2": "AVX2 INT8", "fp32": "FP32", "fp32-ymm": "FP32"}
 
 var peakHow = map[string]string{
-	"amx":  "register-only TDPBUSD loop",
-	"vnni": "register-only VPDPBUSD zmm loop",
-	"fp32": "register-only VFMADD231PS zmm loop",
+	"amx":      "register-only TDPBUSD loop",
+	"vnni":     "register-only VPDPBUSD zmm loop",
+	"avx2":     "register-only VPMADDWD + VPADDD ymm loop (u8 x s8 widened to int16)",
+	"fp32":     "register-only VFMADD231PS zmm loop",
+	"fp32-ymm": "register-only VFMADD231PS ymm loop",
 }
 
 // MeasureCeilings measures the compute ceilings of runtime/qgemm's peak
