@@ -103,7 +103,11 @@ func startRunMemory(fp32 bool) *RunMemory {
 func (rm *RunMemory) finish(prog *exec.Program, batch, seq int) {
 	if rm.StartRSSBytes > 0 {
 		if _, peak, ok := RSS(); ok {
-			rm.RunPeakRSSBytes = peak
+			// The high-water mark since the reset includes the moment
+			// StartRSSBytes was read, but the kernel's RSS counters are
+			// per-CPU batched and approximate (tens of pages), so VmHWM
+			// can read a little below that earlier VmRSS.
+			rm.RunPeakRSSBytes = max(peak, rm.StartRSSBytes)
 		}
 	}
 	if prog == nil {

@@ -27,7 +27,10 @@ func Whole(p *Profile, cs []Ceiling, forwardSec float64) WholeModel {
 		return w
 	}
 	w.GOPS = w.Ops / forwardSec / 1e9
-	w.Between = 1 - p.ReplayedSeconds/forwardSec
+	// Steps replayed one at a time can add up to more than the pass
+	// (noise, caches left cold by the replay): then nothing measurable
+	// is between steps, not a negative share.
+	w.Between = max(0, 1-p.ReplayedSeconds/forwardSec)
 	best := 0.0
 	for _, c := range cs {
 		if c.Kind == Compute && c.Value > best {
