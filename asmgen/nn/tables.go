@@ -27,31 +27,44 @@ const (
 var expPoly = [...]float32{1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5}
 
 // constTable is a read-only DATA section of 4- and 8-byte constants, used
-// through embedded broadcasts.
+// through embedded broadcasts (AVX-512), and of 32-byte vectors of eight
+// copies of a float32, used as the m256 operands of the AVX2 kernels,
+// which have no embedded broadcast.
 type constTable struct {
 	mem    operand.Mem
-	off    map[uint64]int
+	off    map[constKey]int
 	size   int
 	g      *gen
 	frozen bool // no more constants: another DATA section is active now
 }
 
+// constKey is a constant's bits and its size in bytes.
+type constKey struct {
+	bits uint64
+	size int
+}
+
 // get returns the address of the constant v of the given size (4 or 8
-// bytes), adding it if new.
+// bytes, or 32 for eight copies of the 4-byte v), adding it if new.
 func (t *constTable) get(v uint64, size int) operand.Mem {
-	key := v<<4 | uint64(size)
+	key := constKey{v, size}
 	o, ok := t.off[key]
 	if !ok {
 		if t.frozen {
-			panic(fmt.Sprintf("constant %#x is not in the table", v))
+			panic(fmt.Sprintf("constant %#x (%d bytes) is not in the table", v, size))
 		}
 		o = (t.size + size - 1) / size * size
 		t.size = o + size
 		t.off[key] = o
-		if size == 4 {
+		switch size {
+		case 4:
 			t.g.AddDatum(o, operand.U32(uint32(v)))
-		} else {
+		case 8:
 			t.g.AddDatum(o, operand.U64(v))
+		default:
+			for i := 0; i < size; i += 4 {
+				t.g.AddDatum(o+i, operand.U32(uint32(v)))
+			}
 		}
 	}
 	return t.mem.Offset(o)
@@ -61,11 +74,15 @@ func (t *constTable) u32(v uint32) operand.Mem  { return t.get(uint64(v), 4) }
 func (t *constTable) f32(v float32) operand.Mem { return t.u32(math.Float32bits(v)) }
 func (t *constTable) f64(v float64) operand.Mem { return t.get(math.Float64bits(v), 8) }
 
+// u32x8 and f32x8 address eight copies of v (32 bytes).
+func (t *constTable) u32x8(v uint32) operand.Mem  { return t.get(uint64(v), 32) }
+func (t *constTable) f32x8(v float32) operand.Mem { return t.u32x8(math.Float32bits(v)) }
+
 // genTables emits the constant table and the column-mask table. The
 // table's contents are pinned here, in a fixed order, so that regenerating
 // gives the same file.
 func genTables(g *gen) {
-	t := &constTable{mem: g.StaticGlobal("nnConsts"), off: map[uint64]int{}, g: g}
+	t := &constTable{mem: g.StaticGlobal("nnConsts"), off: map[constKey]int{}, g: g}
 	g.DataAttributes(attr.RODATA | attr.NOPTR)
 	for _, v := range []float64{1} {
 		t.f64(v)
@@ -78,6 +95,9 @@ func genTables(g *gen) {
 	}
 	for _, v := range []uint32{127, 255} {
 		t.u32(v)
+	}
+	for _, v := range expConstsAVX2() {
+		t.u32x8(v)
 	}
 	t.frozen = true
 	g.consts = t

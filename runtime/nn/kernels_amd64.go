@@ -32,16 +32,16 @@ func archKernelSets(f cpu.Features) []*kernels {
 	return ks
 }
 
-// asmKernels returns the assembly kernels. The wrappers below check every
+// asmKernels returns the AVX-512 kernels. The wrappers below check every
 // slice bound the assembly touches before passing raw pointers, and panic
 // as the Go kernels would on a slice that is too short.
 func asmKernels() *kernels {
 	return &kernels{
 		name:            "avx512",
 		attnTranspose:   transposeAVX512,
-		attnScores:      scoresAVX512,
-		attnSoftmax:     softmaxAVX512,
-		attnPV:          pvAVX512,
+		attnScores:      scoresWith(attnScoresAsm),
+		attnSoftmax:     softmaxWith(attnSoftmaxAsm),
+		attnPV:          pvWith(attnPVAsm, 1),
 		attnScores2:     scores2AVX512, // attention_amd64.go
 		lnStats16:       lnStats16AVX512,
 		lnNormalize:     lnNormalizeAVX512,
@@ -80,44 +80,73 @@ func transposeAVX512(dst, src []float32, stride, rows, cols int) {
 	attnTransposeAsm(ptr(dst), ptr(src), stride, rows, cols)
 }
 
-func scoresAVX512(sT, qT, k []float32, kStride, sk, d int) {
-	if sk <= 0 || d <= 0 {
-		clear(sT[:attnRows*max(sk, 0)])
-		return
+// The assembly signatures of attention's kernels, shared by the AVX-512
+// and AVX2 forms (asmgen/nn), and the wrappers that check bounds for them.
+type (
+	scoresAsmFunc  func(s, qT, k *float32, kStride, sk, d int)
+	softmaxAsmFunc func(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32)
+	pvAsmFunc      func(out *float32, outStride, rows int, p, v *float32, vStride, sk, d int, sums *float32)
+)
+
+// scoresWith returns kernels.attnScores on asm.
+func scoresWith(asm scoresAsmFunc) func(sT, qT, k []float32, kStride, sk, d int) {
+	return func(sT, qT, k []float32, kStride, sk, d int) {
+		if sk <= 0 || d <= 0 {
+			clear(sT[:attnRows*max(sk, 0)])
+			return
+		}
+		need("scores", sT, 1, 0, attnRows*sk)
+		need("transposed queries", qT, 1, 0, attnRows*d)
+		need("keys", k, sk, kStride, d)
+		asm(ptr(sT), ptr(qT), ptr(k), kStride, sk, d)
 	}
-	need("scores", sT, 1, 0, attnRows*sk)
-	need("transposed queries", qT, 1, 0, attnRows*d)
-	need("keys", k, sk, kStride, d)
-	attnScoresAsm(ptr(sT), ptr(qT), ptr(k), kStride, sk, d)
 }
 
-func softmaxAVX512(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32) {
-	need("scores", sT, 1, 0, attnRows*sk)
-	mode := 0 // kernel mask modes: asmgen/nn/attention.go
-	switch {
-	case mask == nil:
-	case maskT:
-		need("transposed mask", mask, 1, 0, attnRows*sk)
-		mode = 2
-	default:
-		need("mask", mask, 1, 0, sk)
-		mode = 1
+// softmaxWith returns kernels.attnSoftmax on asm.
+func softmaxWith(asm softmaxAsmFunc) func(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32) {
+	return func(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32) {
+		need("scores", sT, 1, 0, attnRows*sk)
+		mode := 0 // kernel mask modes: asmgen/nn/attention.go
+		switch {
+		case mask == nil:
+		case maskT:
+			need("transposed mask", mask, 1, 0, attnRows*sk)
+			mode = 2
+		default:
+			need("mask", mask, 1, 0, sk)
+			mode = 1
+		}
+		asm(ptr(sT), max(sk, 0), scale, ptr(mask), mode, &sums[0])
 	}
-	attnSoftmaxAsm(ptr(sT), max(sk, 0), scale, ptr(mask), mode, &sums[0])
 }
 
-func pvAVX512(out []float32, outStride, rows int, pT, v []float32, vStride, sk int, d int, sums *[attnRows]float32, _ []float32) {
-	if rows <= 0 || d <= 0 {
-		return
+// pvWith returns kernels.attnPV on asm, which takes the columns in
+// multiples of colStep; pvGo computes the rest (each column is its own
+// sum, so splitting them changes no bit).
+func pvWith(asm pvAsmFunc, colStep int) func(out []float32, outStride, rows int, pT, v []float32, vStride, sk, d int, sums *[attnRows]float32, acc []float32) {
+	return func(out []float32, outStride, rows int, pT, v []float32, vStride, sk, d int, sums *[attnRows]float32, acc []float32) {
+		if rows <= 0 || d <= 0 {
+			return
+		}
+		if rows > attnRows {
+			panic(fmt.Sprintf("nn: P·V of %d rows", rows))
+		}
+		sk = max(sk, 0)
+		need("output", out, rows, outStride, d)
+		need("probabilities", pT, 1, 0, attnRows*sk)
+		need("values", v, sk, vStride, d)
+		dAsm := d / colStep * colStep
+		if dAsm > 0 {
+			asm(ptr(out), outStride, rows, ptr(pT), ptr(v), vStride, sk, dAsm, &sums[0])
+		}
+		if dAsm < d {
+			var vTail []float32
+			if sk > 0 {
+				vTail = v[dAsm:]
+			}
+			pvGo(out[dAsm:], outStride, rows, pT, vTail, vStride, sk, d-dAsm, sums, acc)
+		}
 	}
-	if rows > attnRows {
-		panic(fmt.Sprintf("nn: P·V of %d rows", rows))
-	}
-	sk = max(sk, 0)
-	need("output", out, rows, outStride, d)
-	need("probabilities", pT, 1, 0, attnRows*sk)
-	need("values", v, sk, vStride, d)
-	attnPVAsm(ptr(out), outStride, rows, ptr(pT), ptr(v), vStride, sk, d, &sums[0])
 }
 
 func lnStats16AVX512(x []float32, stride, n int, eps float32, mean, inv *[lnGroup]float64) {

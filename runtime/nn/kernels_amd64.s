@@ -23,7 +23,119 @@ DATA nnConsts<>+64(SB)/4, $0x3e2aaaab
 DATA nnConsts<>+68(SB)/4, $0x3f000000
 DATA nnConsts<>+72(SB)/4, $0x0000007f
 DATA nnConsts<>+76(SB)/4, $0x000000ff
-GLOBL nnConsts<>(SB), RODATA|NOPTR, $80
+DATA nnConsts<>+96(SB)/4, $0x0000007f
+DATA nnConsts<>+100(SB)/4, $0x0000007f
+DATA nnConsts<>+104(SB)/4, $0x0000007f
+DATA nnConsts<>+108(SB)/4, $0x0000007f
+DATA nnConsts<>+112(SB)/4, $0x0000007f
+DATA nnConsts<>+116(SB)/4, $0x0000007f
+DATA nnConsts<>+120(SB)/4, $0x0000007f
+DATA nnConsts<>+124(SB)/4, $0x0000007f
+DATA nnConsts<>+128(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+132(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+136(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+140(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+144(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+148(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+152(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+156(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+160(SB)/4, $0x3f318000
+DATA nnConsts<>+164(SB)/4, $0x3f318000
+DATA nnConsts<>+168(SB)/4, $0x3f318000
+DATA nnConsts<>+172(SB)/4, $0x3f318000
+DATA nnConsts<>+176(SB)/4, $0x3f318000
+DATA nnConsts<>+180(SB)/4, $0x3f318000
+DATA nnConsts<>+184(SB)/4, $0x3f318000
+DATA nnConsts<>+188(SB)/4, $0x3f318000
+DATA nnConsts<>+192(SB)/4, $0xb95e8083
+DATA nnConsts<>+196(SB)/4, $0xb95e8083
+DATA nnConsts<>+200(SB)/4, $0xb95e8083
+DATA nnConsts<>+204(SB)/4, $0xb95e8083
+DATA nnConsts<>+208(SB)/4, $0xb95e8083
+DATA nnConsts<>+212(SB)/4, $0xb95e8083
+DATA nnConsts<>+216(SB)/4, $0xb95e8083
+DATA nnConsts<>+220(SB)/4, $0xb95e8083
+DATA nnConsts<>+224(SB)/4, $0x3f800000
+DATA nnConsts<>+228(SB)/4, $0x3f800000
+DATA nnConsts<>+232(SB)/4, $0x3f800000
+DATA nnConsts<>+236(SB)/4, $0x3f800000
+DATA nnConsts<>+240(SB)/4, $0x3f800000
+DATA nnConsts<>+244(SB)/4, $0x3f800000
+DATA nnConsts<>+248(SB)/4, $0x3f800000
+DATA nnConsts<>+252(SB)/4, $0x3f800000
+DATA nnConsts<>+256(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+260(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+264(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+268(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+272(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+276(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+280(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+284(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+288(SB)/4, $0x42b17217
+DATA nnConsts<>+292(SB)/4, $0x42b17217
+DATA nnConsts<>+296(SB)/4, $0x42b17217
+DATA nnConsts<>+300(SB)/4, $0x42b17217
+DATA nnConsts<>+304(SB)/4, $0x42b17217
+DATA nnConsts<>+308(SB)/4, $0x42b17217
+DATA nnConsts<>+312(SB)/4, $0x42b17217
+DATA nnConsts<>+316(SB)/4, $0x42b17217
+DATA nnConsts<>+320(SB)/4, $0x7f800000
+DATA nnConsts<>+324(SB)/4, $0x7f800000
+DATA nnConsts<>+328(SB)/4, $0x7f800000
+DATA nnConsts<>+332(SB)/4, $0x7f800000
+DATA nnConsts<>+336(SB)/4, $0x7f800000
+DATA nnConsts<>+340(SB)/4, $0x7f800000
+DATA nnConsts<>+344(SB)/4, $0x7f800000
+DATA nnConsts<>+348(SB)/4, $0x7f800000
+DATA nnConsts<>+352(SB)/4, $0x39500d01
+DATA nnConsts<>+356(SB)/4, $0x39500d01
+DATA nnConsts<>+360(SB)/4, $0x39500d01
+DATA nnConsts<>+364(SB)/4, $0x39500d01
+DATA nnConsts<>+368(SB)/4, $0x39500d01
+DATA nnConsts<>+372(SB)/4, $0x39500d01
+DATA nnConsts<>+376(SB)/4, $0x39500d01
+DATA nnConsts<>+380(SB)/4, $0x39500d01
+DATA nnConsts<>+384(SB)/4, $0x3ab60b61
+DATA nnConsts<>+388(SB)/4, $0x3ab60b61
+DATA nnConsts<>+392(SB)/4, $0x3ab60b61
+DATA nnConsts<>+396(SB)/4, $0x3ab60b61
+DATA nnConsts<>+400(SB)/4, $0x3ab60b61
+DATA nnConsts<>+404(SB)/4, $0x3ab60b61
+DATA nnConsts<>+408(SB)/4, $0x3ab60b61
+DATA nnConsts<>+412(SB)/4, $0x3ab60b61
+DATA nnConsts<>+416(SB)/4, $0x3c088889
+DATA nnConsts<>+420(SB)/4, $0x3c088889
+DATA nnConsts<>+424(SB)/4, $0x3c088889
+DATA nnConsts<>+428(SB)/4, $0x3c088889
+DATA nnConsts<>+432(SB)/4, $0x3c088889
+DATA nnConsts<>+436(SB)/4, $0x3c088889
+DATA nnConsts<>+440(SB)/4, $0x3c088889
+DATA nnConsts<>+444(SB)/4, $0x3c088889
+DATA nnConsts<>+448(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+452(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+456(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+460(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+464(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+468(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+472(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+476(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+480(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+484(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+488(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+492(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+496(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+500(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+504(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+508(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+512(SB)/4, $0x3f000000
+DATA nnConsts<>+516(SB)/4, $0x3f000000
+DATA nnConsts<>+520(SB)/4, $0x3f000000
+DATA nnConsts<>+524(SB)/4, $0x3f000000
+DATA nnConsts<>+528(SB)/4, $0x3f000000
+DATA nnConsts<>+532(SB)/4, $0x3f000000
+DATA nnConsts<>+536(SB)/4, $0x3f000000
+DATA nnConsts<>+540(SB)/4, $0x3f000000
+GLOBL nnConsts<>(SB), RODATA|NOPTR, $544
 
 DATA nnColMasks<>+0(SB)/8, $0x0000000000000000
 DATA nnColMasks<>+8(SB)/8, $0x0000000000000001
@@ -5632,5 +5744,1131 @@ gelu2_loop_183:
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
 	JL          gelu2_loop_183
+	VZEROUPPER
+	RET
+
+// func attnScoresAVX2Asm(s *float32, qT *float32, k *float32, kStride int, sk int, d int)
+// Requires: AVX
+TEXT ·attnScoresAVX2Asm(SB), NOSPLIT, $0-48
+	MOVQ s+0(FP), AX
+	MOVQ k+16(FP), CX
+	MOVQ kStride+24(FP), DX
+	SHLQ $0x02, DX
+	LEAQ (DX)(DX*2), BX
+	LEAQ (DX)(DX*4), SI
+	MOVQ sk+32(FP), DI
+
+sc2x_main_184:
+	CMPQ  DI, $0x06
+	JL    sc2x_tail_185
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	MOVQ  CX, R8
+	MOVQ  qT+8(FP), R9
+	MOVQ  d+40(FP), R10
+
+sc2x_c_186:
+	VMOVUPS      (R9), Y12
+	VMOVUPS      32(R9), Y13
+	VBROADCASTSS (R8), Y14
+	VMULPS       Y12, Y14, Y15
+	VADDPS       Y15, Y0, Y0
+	VMULPS       Y13, Y14, Y14
+	VADDPS       Y14, Y1, Y1
+	VBROADCASTSS (R8)(DX*1), Y14
+	VMULPS       Y12, Y14, Y15
+	VADDPS       Y15, Y2, Y2
+	VMULPS       Y13, Y14, Y14
+	VADDPS       Y14, Y3, Y3
+	VBROADCASTSS (R8)(DX*2), Y14
+	VMULPS       Y12, Y14, Y15
+	VADDPS       Y15, Y4, Y4
+	VMULPS       Y13, Y14, Y14
+	VADDPS       Y14, Y5, Y5
+	VBROADCASTSS (R8)(BX*1), Y14
+	VMULPS       Y12, Y14, Y15
+	VADDPS       Y15, Y6, Y6
+	VMULPS       Y13, Y14, Y14
+	VADDPS       Y14, Y7, Y7
+	VBROADCASTSS (R8)(DX*4), Y14
+	VMULPS       Y12, Y14, Y15
+	VADDPS       Y15, Y8, Y8
+	VMULPS       Y13, Y14, Y14
+	VADDPS       Y14, Y9, Y9
+	VBROADCASTSS (R8)(SI*1), Y14
+	VMULPS       Y12, Y14, Y12
+	VADDPS       Y12, Y10, Y10
+	VMULPS       Y13, Y14, Y14
+	VADDPS       Y14, Y11, Y11
+	ADDQ         $0x04, R8
+	ADDQ         $0x40, R9
+	DECQ         R10
+	JNZ          sc2x_c_186
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	VMOVUPS      Y2, 64(AX)
+	VMOVUPS      Y3, 96(AX)
+	VMOVUPS      Y4, 128(AX)
+	VMOVUPS      Y5, 160(AX)
+	VMOVUPS      Y6, 192(AX)
+	VMOVUPS      Y7, 224(AX)
+	VMOVUPS      Y8, 256(AX)
+	VMOVUPS      Y9, 288(AX)
+	VMOVUPS      Y10, 320(AX)
+	VMOVUPS      Y11, 352(AX)
+	ADDQ         $0x00000180, AX
+	LEAQ         (CX)(DX*4), CX
+	LEAQ         (CX)(DX*2), CX
+	SUBQ         $0x06, DI
+	JMP          sc2x_main_184
+
+sc2x_tail_185:
+	CMPQ  DI, $0x04
+	JL    sc2x_skip_187
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ  CX, SI
+	MOVQ  qT+8(FP), R8
+	MOVQ  d+40(FP), R9
+
+sc2x_c_188:
+	VMOVUPS      (R8), Y8
+	VMOVUPS      32(R8), Y9
+	VBROADCASTSS (SI), Y10
+	VMULPS       Y8, Y10, Y11
+	VADDPS       Y11, Y0, Y0
+	VMULPS       Y9, Y10, Y10
+	VADDPS       Y10, Y1, Y1
+	VBROADCASTSS (SI)(DX*1), Y10
+	VMULPS       Y8, Y10, Y11
+	VADDPS       Y11, Y2, Y2
+	VMULPS       Y9, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VBROADCASTSS (SI)(DX*2), Y10
+	VMULPS       Y8, Y10, Y11
+	VADDPS       Y11, Y4, Y4
+	VMULPS       Y9, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VBROADCASTSS (SI)(BX*1), Y10
+	VMULPS       Y8, Y10, Y8
+	VADDPS       Y8, Y6, Y6
+	VMULPS       Y9, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+	ADDQ         $0x04, SI
+	ADDQ         $0x40, R8
+	DECQ         R9
+	JNZ          sc2x_c_188
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	VMOVUPS      Y2, 64(AX)
+	VMOVUPS      Y3, 96(AX)
+	VMOVUPS      Y4, 128(AX)
+	VMOVUPS      Y5, 160(AX)
+	VMOVUPS      Y6, 192(AX)
+	VMOVUPS      Y7, 224(AX)
+	ADDQ         $0x00000100, AX
+	LEAQ         (CX)(DX*4), CX
+	SUBQ         $0x04, DI
+
+sc2x_skip_187:
+	CMPQ  DI, $0x02
+	JL    sc2x_skip_189
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	MOVQ  CX, BX
+	MOVQ  qT+8(FP), SI
+	MOVQ  d+40(FP), R8
+
+sc2x_c_190:
+	VMOVUPS      (SI), Y4
+	VMOVUPS      32(SI), Y5
+	VBROADCASTSS (BX), Y6
+	VMULPS       Y4, Y6, Y7
+	VADDPS       Y7, Y0, Y0
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y1, Y1
+	VBROADCASTSS (BX)(DX*1), Y6
+	VMULPS       Y4, Y6, Y4
+	VADDPS       Y4, Y2, Y2
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+	ADDQ         $0x04, BX
+	ADDQ         $0x40, SI
+	DECQ         R8
+	JNZ          sc2x_c_190
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	VMOVUPS      Y2, 64(AX)
+	VMOVUPS      Y3, 96(AX)
+	ADDQ         $0x00000080, AX
+	LEAQ         (CX)(DX*2), CX
+	SUBQ         $0x02, DI
+
+sc2x_skip_189:
+	CMPQ  DI, $0x01
+	JL    sc2x_skip_191
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	MOVQ  CX, BX
+	MOVQ  qT+8(FP), SI
+	MOVQ  d+40(FP), R8
+
+sc2x_c_192:
+	VMOVUPS      (SI), Y2
+	VMOVUPS      32(SI), Y3
+	VBROADCASTSS (BX), Y4
+	VMULPS       Y2, Y4, Y2
+	VADDPS       Y2, Y0, Y0
+	VMULPS       Y3, Y4, Y4
+	VADDPS       Y4, Y1, Y1
+	ADDQ         $0x04, BX
+	ADDQ         $0x40, SI
+	DECQ         R8
+	JNZ          sc2x_c_192
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         $0x00000040, AX
+	LEAQ         (CX)(DX*1), CX
+	SUBQ         $0x01, DI
+
+sc2x_skip_191:
+	VZEROUPPER
+	RET
+
+// func attnSoftmaxAVX2Asm(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32)
+// Requires: AVX, AVX2
+TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
+	MOVQ         sk+8(FP), AX
+	TESTQ        AX, AX
+	JZ           sm2x_empty_193
+	MOVQ         maskMode+32(FP), AX
+	CMPQ         AX, $0x01
+	JEQ          sm2x_mode1_194
+	CMPQ         AX, $0x02
+	JEQ          sm2x_mode2_195
+	MOVQ         sk+8(FP), AX
+	VBROADCASTSS scale+16(FP), Y0
+	MOVQ         s+0(FP), CX
+	MOVQ         CX, DX
+	MOVQ         AX, BX
+	VMOVUPS      (DX), Y1
+	VMULPS       Y0, Y1, Y1
+	VMOVUPS      Y1, (DX)
+	VMOVUPS      32(DX), Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, 32(DX)
+	DECQ         BX
+	JZ           sm2x_pass2_196
+
+sm2x_max_197:
+	ADDQ    $0x40, DX
+	VMOVUPS (DX), Y3
+	VMULPS  Y0, Y3, Y3
+	VMOVUPS Y3, (DX)
+	VMAXPS  Y1, Y3, Y1
+	VMOVUPS 32(DX), Y3
+	VMULPS  Y0, Y3, Y3
+	VMOVUPS Y3, 32(DX)
+	VMAXPS  Y2, Y3, Y2
+	DECQ    BX
+	JNZ     sm2x_max_197
+
+sm2x_pass2_196:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	MOVQ  CX, DX
+	MOVQ  AX, BX
+
+sm2x_exp_198:
+	VMOVUPS   (DX), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+160(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+352(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+96(SB), Y6, Y6
+	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, (DX)
+	VADDPS    Y5, Y0, Y0
+	VMOVUPS   32(DX), Y4
+	VSUBPS    Y2, Y4, Y4
+	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+160(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+352(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+96(SB), Y6, Y6
+	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, 32(DX)
+	VADDPS    Y5, Y3, Y3
+	ADDQ      $0x40, DX
+	DECQ      BX
+	JNZ       sm2x_exp_198
+	MOVQ      sums+40(FP), AX
+	VMOVUPS   Y0, (AX)
+	VMOVUPS   Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+sm2x_mode1_194:
+	MOVQ         sk+8(FP), AX
+	VBROADCASTSS scale+16(FP), Y0
+	MOVQ         s+0(FP), CX
+	MOVQ         mask+24(FP), DX
+	MOVQ         CX, BX
+	MOVQ         AX, SI
+	VMOVUPS      (BX), Y1
+	VMULPS       Y0, Y1, Y1
+	VBROADCASTSS (DX), Y2
+	VADDPS       Y2, Y1, Y1
+	VMOVUPS      Y1, (BX)
+	VMOVUPS      32(BX), Y2
+	VMULPS       Y0, Y2, Y2
+	VBROADCASTSS (DX), Y3
+	VADDPS       Y3, Y2, Y2
+	VMOVUPS      Y2, 32(BX)
+	DECQ         SI
+	JZ           sm2x_pass2_199
+
+sm2x_max_200:
+	ADDQ         $0x40, BX
+	ADDQ         $0x04, DX
+	VMOVUPS      (BX), Y3
+	VMULPS       Y0, Y3, Y3
+	VBROADCASTSS (DX), Y4
+	VADDPS       Y4, Y3, Y3
+	VMOVUPS      Y3, (BX)
+	VMAXPS       Y1, Y3, Y1
+	VMOVUPS      32(BX), Y3
+	VMULPS       Y0, Y3, Y3
+	VBROADCASTSS (DX), Y4
+	VADDPS       Y4, Y3, Y3
+	VMOVUPS      Y3, 32(BX)
+	VMAXPS       Y2, Y3, Y2
+	DECQ         SI
+	JNZ          sm2x_max_200
+
+sm2x_pass2_199:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	MOVQ  CX, BX
+	MOVQ  AX, SI
+
+sm2x_exp_201:
+	VMOVUPS   (BX), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+160(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+352(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+96(SB), Y6, Y6
+	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, (BX)
+	VADDPS    Y5, Y0, Y0
+	VMOVUPS   32(BX), Y4
+	VSUBPS    Y2, Y4, Y4
+	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+160(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+352(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+96(SB), Y6, Y6
+	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, 32(BX)
+	VADDPS    Y5, Y3, Y3
+	ADDQ      $0x40, BX
+	DECQ      SI
+	JNZ       sm2x_exp_201
+	MOVQ      sums+40(FP), AX
+	VMOVUPS   Y0, (AX)
+	VMOVUPS   Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+sm2x_mode2_195:
+	MOVQ         sk+8(FP), AX
+	VBROADCASTSS scale+16(FP), Y0
+	MOVQ         s+0(FP), CX
+	MOVQ         mask+24(FP), DX
+	MOVQ         CX, BX
+	MOVQ         AX, SI
+	VMOVUPS      (BX), Y1
+	VMULPS       Y0, Y1, Y1
+	VADDPS       (DX), Y1, Y1
+	VMOVUPS      Y1, (BX)
+	VMOVUPS      32(BX), Y2
+	VMULPS       Y0, Y2, Y2
+	VADDPS       32(DX), Y2, Y2
+	VMOVUPS      Y2, 32(BX)
+	DECQ         SI
+	JZ           sm2x_pass2_202
+
+sm2x_max_203:
+	ADDQ    $0x40, BX
+	ADDQ    $0x40, DX
+	VMOVUPS (BX), Y3
+	VMULPS  Y0, Y3, Y3
+	VADDPS  (DX), Y3, Y3
+	VMOVUPS Y3, (BX)
+	VMAXPS  Y1, Y3, Y1
+	VMOVUPS 32(BX), Y3
+	VMULPS  Y0, Y3, Y3
+	VADDPS  32(DX), Y3, Y3
+	VMOVUPS Y3, 32(BX)
+	VMAXPS  Y2, Y3, Y2
+	DECQ    SI
+	JNZ     sm2x_max_203
+
+sm2x_pass2_202:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	MOVQ  CX, BX
+	MOVQ  AX, SI
+
+sm2x_exp_204:
+	VMOVUPS   (BX), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+160(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+352(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+96(SB), Y6, Y6
+	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, (BX)
+	VADDPS    Y5, Y0, Y0
+	VMOVUPS   32(BX), Y4
+	VSUBPS    Y2, Y4, Y4
+	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+160(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+352(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+96(SB), Y6, Y6
+	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, 32(BX)
+	VADDPS    Y5, Y3, Y3
+	ADDQ      $0x40, BX
+	DECQ      SI
+	JNZ       sm2x_exp_204
+	MOVQ      sums+40(FP), AX
+	VMOVUPS   Y0, (AX)
+	VMOVUPS   Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+sm2x_empty_193:
+	VPXOR   Y0, Y0, Y0
+	MOVQ    sums+40(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y0, 32(AX)
+	VZEROUPPER
+	RET
+
+// func attnPVAVX2Asm(out *float32, outStride int, rows int, p *float32, v *float32, vStride int, sk int, d int, sums *float32)
+// Requires: AVX
+TEXT ·attnPVAVX2Asm(SB), NOSPLIT, $0-72
+	VPXOR Y0, Y0, Y0
+	MOVQ  out+0(FP), AX
+	MOVQ  v+32(FP), CX
+	MOVQ  d+56(FP), DX
+
+pv2x_cols_205:
+	CMPQ DX, $0x10
+	JL   pv2x_coltail_206
+	MOVQ rows+16(FP), SI
+	XORQ BX, BX
+
+pv2x_rows_main_208:
+	CMPQ  SI, $0x04
+	JL    pv2x_rows_tail_209
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	MOVQ  sk+48(FP), R9
+	MOVQ  p+24(FP), DI
+	LEAQ  (DI)(BX*4), DI
+	MOVQ  CX, R8
+	MOVQ  vStride+40(FP), R10
+	SHLQ  $0x02, R10
+	TESTQ R9, R9
+	JZ    pv2x_divide_210
+
+pv2x_j_211:
+	VMOVUPS      (R8), Y9
+	VMOVUPS      32(R8), Y10
+	VCMPPS       $0x04, (DI), X0, X11
+	VMOVMSKPS    X11, R11
+	CMPL         R11, $0x0f
+	JNE          pv2x_zero_212
+	VBROADCASTSS (DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y2, Y2
+	VBROADCASTSS 4(DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y4, Y4
+	VBROADCASTSS 8(DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VBROADCASTSS 12(DI), Y11
+	VMULPS       Y9, Y11, Y9
+	VADDPS       Y9, Y7, Y7
+	VMULPS       Y10, Y11, Y9
+	VADDPS       Y9, Y8, Y8
+	JMP          pv2x_next_213
+
+pv2x_zero_212:
+	BTL          $0x00, R11
+	JCC          pv2x_skip_214
+	VBROADCASTSS (DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y1, Y1
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y2, Y2
+
+pv2x_skip_214:
+	BTL          $0x01, R11
+	JCC          pv2x_skip_215
+	VBROADCASTSS 4(DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y4, Y4
+
+pv2x_skip_215:
+	BTL          $0x02, R11
+	JCC          pv2x_skip_216
+	VBROADCASTSS 8(DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y6, Y6
+
+pv2x_skip_216:
+	BTL          $0x03, R11
+	JCC          pv2x_skip_217
+	VBROADCASTSS 12(DI), Y11
+	VMULPS       Y9, Y11, Y9
+	VADDPS       Y9, Y7, Y7
+	VMULPS       Y10, Y11, Y9
+	VADDPS       Y9, Y8, Y8
+
+pv2x_skip_217:
+pv2x_next_213:
+	ADDQ $0x40, DI
+	ADDQ R10, R8
+	DECQ R9
+	JNZ  pv2x_j_211
+
+pv2x_divide_210:
+	MOVQ         sums+64(FP), DI
+	MOVQ         outStride+8(FP), R9
+	SHLQ         $0x02, R9
+	MOVQ         BX, R8
+	IMULQ        R9, R8
+	ADDQ         AX, R8
+	LEAQ         (DI)(BX*4), DI
+	VBROADCASTSS (DI), Y9
+	VDIVPS       Y9, Y1, Y1
+	VMOVUPS      Y1, (R8)
+	VDIVPS       Y9, Y2, Y2
+	VMOVUPS      Y2, 32(R8)
+	ADDQ         R9, R8
+	VBROADCASTSS 4(DI), Y1
+	VDIVPS       Y1, Y3, Y3
+	VMOVUPS      Y3, (R8)
+	VDIVPS       Y1, Y4, Y4
+	VMOVUPS      Y4, 32(R8)
+	ADDQ         R9, R8
+	VBROADCASTSS 8(DI), Y1
+	VDIVPS       Y1, Y5, Y5
+	VMOVUPS      Y5, (R8)
+	VDIVPS       Y1, Y6, Y6
+	VMOVUPS      Y6, 32(R8)
+	ADDQ         R9, R8
+	VBROADCASTSS 12(DI), Y1
+	VDIVPS       Y1, Y7, Y7
+	VMOVUPS      Y7, (R8)
+	VDIVPS       Y1, Y8, Y8
+	VMOVUPS      Y8, 32(R8)
+	ADDQ         $0x04, BX
+	SUBQ         $0x04, SI
+	JMP          pv2x_rows_main_208
+
+pv2x_rows_tail_209:
+	CMPQ  SI, $0x02
+	JL    pv2x_rows_skip_218
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	MOVQ  sk+48(FP), R9
+	MOVQ  p+24(FP), DI
+	LEAQ  (DI)(BX*4), DI
+	MOVQ  CX, R8
+	MOVQ  vStride+40(FP), R10
+	SHLQ  $0x02, R10
+	TESTQ R9, R9
+	JZ    pv2x_divide_219
+
+pv2x_j_220:
+	VMOVUPS      (R8), Y5
+	VMOVUPS      32(R8), Y6
+	VMOVQ        (DI), X7
+	VCMPPS       $0x04, X7, X0, X7
+	VMOVMSKPS    X7, R11
+	CMPL         R11, $0x03
+	JNE          pv2x_zero_221
+	VBROADCASTSS (DI), Y7
+	VMULPS       Y5, Y7, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       Y6, Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VBROADCASTSS 4(DI), Y7
+	VMULPS       Y5, Y7, Y5
+	VADDPS       Y5, Y3, Y3
+	VMULPS       Y6, Y7, Y5
+	VADDPS       Y5, Y4, Y4
+	JMP          pv2x_next_222
+
+pv2x_zero_221:
+	BTL          $0x00, R11
+	JCC          pv2x_skip_223
+	VBROADCASTSS (DI), Y7
+	VMULPS       Y5, Y7, Y8
+	VADDPS       Y8, Y1, Y1
+	VMULPS       Y6, Y7, Y7
+	VADDPS       Y7, Y2, Y2
+
+pv2x_skip_223:
+	BTL          $0x01, R11
+	JCC          pv2x_skip_224
+	VBROADCASTSS 4(DI), Y7
+	VMULPS       Y5, Y7, Y5
+	VADDPS       Y5, Y3, Y3
+	VMULPS       Y6, Y7, Y5
+	VADDPS       Y5, Y4, Y4
+
+pv2x_skip_224:
+pv2x_next_222:
+	ADDQ $0x40, DI
+	ADDQ R10, R8
+	DECQ R9
+	JNZ  pv2x_j_220
+
+pv2x_divide_219:
+	MOVQ         sums+64(FP), DI
+	MOVQ         outStride+8(FP), R9
+	SHLQ         $0x02, R9
+	MOVQ         BX, R8
+	IMULQ        R9, R8
+	ADDQ         AX, R8
+	LEAQ         (DI)(BX*4), DI
+	VBROADCASTSS (DI), Y5
+	VDIVPS       Y5, Y1, Y1
+	VMOVUPS      Y1, (R8)
+	VDIVPS       Y5, Y2, Y2
+	VMOVUPS      Y2, 32(R8)
+	ADDQ         R9, R8
+	VBROADCASTSS 4(DI), Y1
+	VDIVPS       Y1, Y3, Y3
+	VMOVUPS      Y3, (R8)
+	VDIVPS       Y1, Y4, Y4
+	VMOVUPS      Y4, 32(R8)
+	ADDQ         $0x02, BX
+	SUBQ         $0x02, SI
+
+pv2x_rows_skip_218:
+	CMPQ  SI, $0x01
+	JL    pv2x_rows_skip_225
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	MOVQ  sk+48(FP), R9
+	MOVQ  p+24(FP), DI
+	LEAQ  (DI)(BX*4), DI
+	MOVQ  CX, R8
+	MOVQ  vStride+40(FP), R10
+	SHLQ  $0x02, R10
+	TESTQ R9, R9
+	JZ    pv2x_divide_226
+
+pv2x_j_227:
+	VMOVUPS      (R8), Y3
+	VMOVUPS      32(R8), Y4
+	VMOVSS       (DI), X5
+	VCMPPS       $0x04, X5, X0, X5
+	VMOVMSKPS    X5, R11
+	CMPL         R11, $0x01
+	JNE          pv2x_zero_228
+	VBROADCASTSS (DI), Y5
+	VMULPS       Y3, Y5, Y3
+	VADDPS       Y3, Y1, Y1
+	VMULPS       Y4, Y5, Y3
+	VADDPS       Y3, Y2, Y2
+	JMP          pv2x_next_229
+
+pv2x_zero_228:
+	BTL          $0x00, R11
+	JCC          pv2x_skip_230
+	VBROADCASTSS (DI), Y5
+	VMULPS       Y3, Y5, Y3
+	VADDPS       Y3, Y1, Y1
+	VMULPS       Y4, Y5, Y3
+	VADDPS       Y3, Y2, Y2
+
+pv2x_skip_230:
+pv2x_next_229:
+	ADDQ $0x40, DI
+	ADDQ R10, R8
+	DECQ R9
+	JNZ  pv2x_j_227
+
+pv2x_divide_226:
+	MOVQ         sums+64(FP), DI
+	MOVQ         outStride+8(FP), R9
+	SHLQ         $0x02, R9
+	MOVQ         BX, R8
+	IMULQ        R9, R8
+	ADDQ         AX, R8
+	LEAQ         (DI)(BX*4), DI
+	VBROADCASTSS (DI), Y3
+	VDIVPS       Y3, Y1, Y1
+	VMOVUPS      Y1, (R8)
+	VDIVPS       Y3, Y2, Y2
+	VMOVUPS      Y2, 32(R8)
+	ADDQ         $0x01, BX
+	SUBQ         $0x01, SI
+
+pv2x_rows_skip_225:
+	ADDQ $0x00000040, AX
+	ADDQ $0x00000040, CX
+	SUBQ $0x10, DX
+	JMP  pv2x_cols_205
+
+pv2x_coltail_206:
+	TESTQ DX, DX
+	JZ    pv2x_done_207
+	MOVQ  rows+16(FP), BX
+	XORQ  DX, DX
+
+pv2x_rows_main_231:
+	CMPQ  BX, $0x04
+	JL    pv2x_rows_tail_232
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	MOVQ  sk+48(FP), R8
+	MOVQ  p+24(FP), SI
+	LEAQ  (SI)(DX*4), SI
+	MOVQ  CX, DI
+	MOVQ  vStride+40(FP), R9
+	SHLQ  $0x02, R9
+	TESTQ R8, R8
+	JZ    pv2x_divide_233
+
+pv2x_j_234:
+	VMOVUPS      (DI), Y5
+	VCMPPS       $0x04, (SI), X0, X6
+	VMOVMSKPS    X6, R10
+	CMPL         R10, $0x0f
+	JNE          pv2x_zero_235
+	VBROADCASTSS (SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y1, Y1
+	VBROADCASTSS 4(SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y2, Y2
+	VBROADCASTSS 8(SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+	VBROADCASTSS 12(SI), Y6
+	VMULPS       Y5, Y6, Y5
+	VADDPS       Y5, Y4, Y4
+	JMP          pv2x_next_236
+
+pv2x_zero_235:
+	BTL          $0x00, R10
+	JCC          pv2x_skip_237
+	VBROADCASTSS (SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y1, Y1
+
+pv2x_skip_237:
+	BTL          $0x01, R10
+	JCC          pv2x_skip_238
+	VBROADCASTSS 4(SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y2, Y2
+
+pv2x_skip_238:
+	BTL          $0x02, R10
+	JCC          pv2x_skip_239
+	VBROADCASTSS 8(SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+
+pv2x_skip_239:
+	BTL          $0x03, R10
+	JCC          pv2x_skip_240
+	VBROADCASTSS 12(SI), Y6
+	VMULPS       Y5, Y6, Y5
+	VADDPS       Y5, Y4, Y4
+
+pv2x_skip_240:
+pv2x_next_236:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv2x_j_234
+
+pv2x_divide_233:
+	MOVQ         sums+64(FP), SI
+	MOVQ         outStride+8(FP), R8
+	SHLQ         $0x02, R8
+	MOVQ         DX, DI
+	IMULQ        R8, DI
+	ADDQ         AX, DI
+	LEAQ         (SI)(DX*4), SI
+	VBROADCASTSS (SI), Y5
+	VDIVPS       Y5, Y1, Y1
+	VMOVUPS      Y1, (DI)
+	ADDQ         R8, DI
+	VBROADCASTSS 4(SI), Y1
+	VDIVPS       Y1, Y2, Y2
+	VMOVUPS      Y2, (DI)
+	ADDQ         R8, DI
+	VBROADCASTSS 8(SI), Y1
+	VDIVPS       Y1, Y3, Y3
+	VMOVUPS      Y3, (DI)
+	ADDQ         R8, DI
+	VBROADCASTSS 12(SI), Y1
+	VDIVPS       Y1, Y4, Y4
+	VMOVUPS      Y4, (DI)
+	ADDQ         $0x04, DX
+	SUBQ         $0x04, BX
+	JMP          pv2x_rows_main_231
+
+pv2x_rows_tail_232:
+	CMPQ  BX, $0x02
+	JL    pv2x_rows_skip_241
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	MOVQ  sk+48(FP), R8
+	MOVQ  p+24(FP), SI
+	LEAQ  (SI)(DX*4), SI
+	MOVQ  CX, DI
+	MOVQ  vStride+40(FP), R9
+	SHLQ  $0x02, R9
+	TESTQ R8, R8
+	JZ    pv2x_divide_242
+
+pv2x_j_243:
+	VMOVUPS      (DI), Y3
+	VMOVQ        (SI), X4
+	VCMPPS       $0x04, X4, X0, X4
+	VMOVMSKPS    X4, R10
+	CMPL         R10, $0x03
+	JNE          pv2x_zero_244
+	VBROADCASTSS (SI), Y4
+	VMULPS       Y3, Y4, Y4
+	VADDPS       Y4, Y1, Y1
+	VBROADCASTSS 4(SI), Y4
+	VMULPS       Y3, Y4, Y3
+	VADDPS       Y3, Y2, Y2
+	JMP          pv2x_next_245
+
+pv2x_zero_244:
+	BTL          $0x00, R10
+	JCC          pv2x_skip_246
+	VBROADCASTSS (SI), Y4
+	VMULPS       Y3, Y4, Y4
+	VADDPS       Y4, Y1, Y1
+
+pv2x_skip_246:
+	BTL          $0x01, R10
+	JCC          pv2x_skip_247
+	VBROADCASTSS 4(SI), Y4
+	VMULPS       Y3, Y4, Y3
+	VADDPS       Y3, Y2, Y2
+
+pv2x_skip_247:
+pv2x_next_245:
+	ADDQ $0x40, SI
+	ADDQ R9, DI
+	DECQ R8
+	JNZ  pv2x_j_243
+
+pv2x_divide_242:
+	MOVQ         sums+64(FP), SI
+	MOVQ         outStride+8(FP), R8
+	SHLQ         $0x02, R8
+	MOVQ         DX, DI
+	IMULQ        R8, DI
+	ADDQ         AX, DI
+	LEAQ         (SI)(DX*4), SI
+	VBROADCASTSS (SI), Y3
+	VDIVPS       Y3, Y1, Y1
+	VMOVUPS      Y1, (DI)
+	ADDQ         R8, DI
+	VBROADCASTSS 4(SI), Y1
+	VDIVPS       Y1, Y2, Y2
+	VMOVUPS      Y2, (DI)
+	ADDQ         $0x02, DX
+	SUBQ         $0x02, BX
+
+pv2x_rows_skip_241:
+	CMPQ  BX, $0x01
+	JL    pv2x_rows_skip_248
+	VPXOR Y1, Y1, Y1
+	MOVQ  sk+48(FP), DI
+	MOVQ  p+24(FP), SI
+	LEAQ  (SI)(DX*4), SI
+	MOVQ  vStride+40(FP), R8
+	SHLQ  $0x02, R8
+	TESTQ DI, DI
+	JZ    pv2x_divide_249
+
+pv2x_j_250:
+	VMOVUPS      (CX), Y2
+	VMOVSS       (SI), X3
+	VCMPPS       $0x04, X3, X0, X3
+	VMOVMSKPS    X3, R9
+	CMPL         R9, $0x01
+	JNE          pv2x_zero_251
+	VBROADCASTSS (SI), Y3
+	VMULPS       Y2, Y3, Y2
+	VADDPS       Y2, Y1, Y1
+	JMP          pv2x_next_252
+
+pv2x_zero_251:
+	BTL          $0x00, R9
+	JCC          pv2x_skip_253
+	VBROADCASTSS (SI), Y3
+	VMULPS       Y2, Y3, Y2
+	VADDPS       Y2, Y1, Y1
+
+pv2x_skip_253:
+pv2x_next_252:
+	ADDQ $0x40, SI
+	ADDQ R8, CX
+	DECQ DI
+	JNZ  pv2x_j_250
+
+pv2x_divide_249:
+	MOVQ         sums+64(FP), CX
+	MOVQ         outStride+8(FP), DI
+	SHLQ         $0x02, DI
+	MOVQ         DX, SI
+	IMULQ        DI, SI
+	ADDQ         AX, SI
+	LEAQ         (CX)(DX*4), CX
+	VBROADCASTSS (CX), Y0
+	VDIVPS       Y0, Y1, Y1
+	VMOVUPS      Y1, (SI)
+	ADDQ         $0x01, DX
+	SUBQ         $0x01, BX
+
+pv2x_rows_skip_248:
+pv2x_done_207:
 	VZEROUPPER
 	RET

@@ -232,50 +232,50 @@ func TestAttnPVKernel(t *testing.T) {
 	for _, impl := range implementations(t) {
 		for _, sk := range testSeqs {
 			for _, d := range testDims {
-				rows := 1 + r.IntN(attnRows)
-				if d == 16 {
-					rows = attnRows
-				}
-				vStride, outStride := d+r.IntN(3), d+r.IntN(3)
-				p := make([]float32, attnRows*sk)
-				fillRandom(r, p, 0, 1, 0)
-				for i := range p {
-					switch r.IntN(16) {
-					case 0, 1:
-						p[i] = 0
-					case 2:
-						p[i] = float32(math.Copysign(0, -1))
-					case 3:
-						p[i] = float32(math.NaN()) // not skipped
+				// Every row-block tail of the kernels (groups of 6 or 4 rows,
+				// then 4, 2, 1), and a random count.
+				for _, rows := range []int{1, 2, 3, 5, 7, 13, attnRows, 1 + r.IntN(attnRows)} {
+					vStride, outStride := d+r.IntN(3), d+r.IntN(3)
+					p := make([]float32, attnRows*sk)
+					fillRandom(r, p, 0, 1, 0)
+					for i := range p {
+						switch r.IntN(16) {
+						case 0, 1:
+							p[i] = 0
+						case 2:
+							p[i] = float32(math.Copysign(0, -1))
+						case 3:
+							p[i] = float32(math.NaN()) // not skipped
+						}
 					}
-				}
-				v, _ := guarded(max(0, (sk-1)*vStride+d))
-				fillRandom(r, v, -2, 2, 0.01)
-				// Inf and NaN values under a zero weight: skipped, not 0*Inf.
-				for j := range sk {
-					if p[j*attnRows] == 0 {
-						v[j*vStride] = float32(math.Inf(1))
+					v, _ := guarded(max(0, (sk-1)*vStride+d))
+					fillRandom(r, v, -2, 2, 0.01)
+					// Inf and NaN values under a zero weight: skipped, not 0*Inf.
+					for j := range sk {
+						if p[j*attnRows] == 0 {
+							v[j*vStride] = float32(math.Inf(1))
+						}
 					}
+					var sums [attnRows]float32
+					for i := range sums {
+						sums[i] = 0.5 + 3*r.Float32()
+					}
+					if sk == 0 {
+						clear(sums[:])
+					}
+					want := make([]float32, (rows-1)*outStride+d)
+					for i := range want {
+						want[i] = 42 // row padding must stay
+					}
+					pvGo(want, outStride, rows, p, v, vStride, sk, d, &sums, make([]float32, attnRows*d))
+					got, check := guarded(len(want))
+					for i := range got {
+						got[i] = 42
+					}
+					impl.attnPV(got, outStride, rows, p, v, vStride, sk, d, &sums, make([]float32, attnRows*d))
+					check(t, "attnPV")
+					sameFloats(t, fmt.Sprintf("P·V sk=%d d=%d rows=%d", sk, d, rows), got, want)
 				}
-				var sums [attnRows]float32
-				for i := range sums {
-					sums[i] = 0.5 + 3*r.Float32()
-				}
-				if sk == 0 {
-					clear(sums[:])
-				}
-				want := make([]float32, (rows-1)*outStride+d)
-				for i := range want {
-					want[i] = 42 // row padding must stay
-				}
-				pvGo(want, outStride, rows, p, v, vStride, sk, d, &sums, make([]float32, attnRows*d))
-				got, check := guarded(len(want))
-				for i := range got {
-					got[i] = 42
-				}
-				impl.attnPV(got, outStride, rows, p, v, vStride, sk, d, &sums, make([]float32, attnRows*d))
-				check(t, "attnPV")
-				sameFloats(t, fmt.Sprintf("P·V sk=%d d=%d rows=%d", sk, d, rows), got, want)
 			}
 		}
 	}

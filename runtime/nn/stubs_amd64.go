@@ -89,3 +89,23 @@ func geluAVX2Asm(dst *float32, src *float32, n int)
 //
 //go:noescape
 func geluTanhAVX2Asm(dst *float32, src *float32, n int)
+
+// attnScoresAVX2Asm is attnScoresAsm with AVX2: s[j*16+r] = sum_c k[j*kStride+c]*qT[c*16+r]
+// (c ascending, products rounded) for j < sk, r < 16 (sk >= 0, d >= 1).
+//
+//go:noescape
+func attnScoresAVX2Asm(s *float32, qT *float32, k *float32, kStride int, sk int, d int)
+
+// attnSoftmaxAVX2Asm is attnSoftmaxAsm with AVX2: it turns the scores s[j*16+r] (j < sk)
+// into softmax numerators and writes their sums to sums[0..15]. maskMode: 0 none,
+// 1 mask[j] added to every row, 2 mask[j*16+r].
+//
+//go:noescape
+func attnSoftmaxAVX2Asm(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32)
+
+// attnPVAVX2Asm is attnPVAsm with AVX2 for d a multiple of 8: out[r*outStride+c] =
+// (sum_j p[j*16+r]*v[j*vStride+c]) / sums[r] (j ascending, products rounded, terms
+// with p == 0 skipped) for r < rows, c < d (1 <= rows <= 16, d >= 8, sk >= 0).
+//
+//go:noescape
+func attnPVAVX2Asm(out *float32, outStride int, rows int, p *float32, v *float32, vStride int, sk int, d int, sums *float32)
