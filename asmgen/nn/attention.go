@@ -91,29 +91,12 @@ func genAttnScores(g *gen) {
 
 	// keyAddr addresses k[j0+u][c] from the pointers p0 (key j0) and p8
 	// (key j0+8) at column c.
+	strides := rowStrides{s1, s3, s5, s7}
 	keyAddr := func(p0, p8 reg.GPVirtual, u int) operand.Mem {
-		base := p0
 		if u >= 8 {
-			base = p8
+			return strides.addr(p8, u-8)
 		}
-		switch u % 8 {
-		case 0:
-			return operand.Mem{Base: base}
-		case 1:
-			return operand.Mem{Base: base, Index: s1, Scale: 1}
-		case 2:
-			return operand.Mem{Base: base, Index: s1, Scale: 2}
-		case 3:
-			return operand.Mem{Base: base, Index: s3, Scale: 1}
-		case 4:
-			return operand.Mem{Base: base, Index: s1, Scale: 4}
-		case 5:
-			return operand.Mem{Base: base, Index: s5, Scale: 1}
-		case 6:
-			return operand.Mem{Base: base, Index: s3, Scale: 2}
-		default:
-			return operand.Mem{Base: base, Index: s7, Scale: 1}
-		}
+		return strides.addr(p0, u)
 	}
 	group := func(n int) {
 		acc := make([]reg.VecVirtual, n)
@@ -186,6 +169,33 @@ func stepGroupsOf(g *gen, left reg.GPVirtual, main int, body func(w int), prefix
 	}
 }
 
+// rowStrides holds 1, 3, 5 and 7 times a row stride in bytes (the last
+// two may be nil when unused), so that rows 0..7 from a base pointer are
+// addressed with one scaled index each.
+type rowStrides [4]reg.GPVirtual
+
+// addr addresses row u (0 <= u < 8) from base.
+func (s rowStrides) addr(base reg.GPVirtual, u int) operand.Mem {
+	switch u {
+	case 0:
+		return operand.Mem{Base: base}
+	case 1:
+		return operand.Mem{Base: base, Index: s[0], Scale: 1}
+	case 2:
+		return operand.Mem{Base: base, Index: s[0], Scale: 2}
+	case 3:
+		return operand.Mem{Base: base, Index: s[1], Scale: 1}
+	case 4:
+		return operand.Mem{Base: base, Index: s[0], Scale: 4}
+	case 5:
+		return operand.Mem{Base: base, Index: s[2], Scale: 1}
+	case 6:
+		return operand.Mem{Base: base, Index: s[1], Scale: 2}
+	default:
+		return operand.Mem{Base: base, Index: s[3], Scale: 1}
+	}
+}
+
 // Mask modes of attnSoftmaxAsm (runtime/nn/kernels_amd64.go).
 const (
 	maskNone       = 0 // no mask
@@ -208,25 +218,34 @@ func genAttnSoftmax(g *gen) {
 	g.Doc("attnSoftmaxAsm turns the scores s[j*16+r] (j < sk) of 16 query rows into",
 		"softmax numerators and writes their sums to sums[0..15]. maskMode: 0 none,",
 		"1 mask[j] added to every row, 2 mask[j*16+r].")
+	softmaxModes(g, "sm", softmaxVariant, func(sums reg.GPVirtual) {
+		z := g.zeroZMM()
+		g.VMOVUPS(z, operand.Mem{Base: sums})
+	})
+}
+
+// softmaxModes emits a softmax kernel's body: with sk = 0 zeroSums (given
+// the sums pointer), else the copy of variant specialised to the mask
+// mode; variant returns.
+func softmaxModes(g *gen, prefix string, variant func(g *gen, mode int), zeroSums func(sums reg.GPVirtual)) {
 	n := g.Load("sk")
-	empty := g.NewLabel("sm_empty")
+	empty := g.NewLabel(prefix + "_empty")
 	g.TESTQ(n, n)
 	g.JZ(operand.LabelRef(empty))
 	mode := g.Load("maskMode")
-	m1, m2 := g.NewLabel("sm_mode1"), g.NewLabel("sm_mode2")
+	m1, m2 := g.NewLabel(prefix+"_mode1"), g.NewLabel(prefix+"_mode2")
 	g.CMPQ(mode, operand.U8(maskBroadcast))
 	g.JEQ(operand.LabelRef(m1))
 	g.CMPQ(mode, operand.U8(maskTransposed))
 	g.JEQ(operand.LabelRef(m2))
-	softmaxVariant(g, maskNone)
+	variant(g, maskNone)
 	g.Label(m1)
-	softmaxVariant(g, maskBroadcast)
+	variant(g, maskBroadcast)
 	g.Label(m2)
-	softmaxVariant(g, maskTransposed)
+	variant(g, maskTransposed)
 
 	g.Label(empty)
-	z := g.zeroZMM()
-	g.VMOVUPS(z, operand.Mem{Base: g.Load("sums")})
+	zeroSums(g.Load("sums"))
 	g.VZEROUPPER()
 	g.RET()
 }

@@ -72,23 +72,7 @@ func genAttnScoresAVX2(g *gen) {
 	g.LEAQ(operand.Mem{Base: s1, Index: s1, Scale: 4}, s5)
 	left := g.Load("sk")
 
-	// keyAddr addresses k[j0+u][c] from p (key j0 at column c), u < 6.
-	keyAddr := func(p reg.GPVirtual, u int) operand.Mem {
-		switch u {
-		case 0:
-			return operand.Mem{Base: p}
-		case 1:
-			return operand.Mem{Base: p, Index: s1, Scale: 1}
-		case 2:
-			return operand.Mem{Base: p, Index: s1, Scale: 2}
-		case 3:
-			return operand.Mem{Base: p, Index: s3, Scale: 1}
-		case 4:
-			return operand.Mem{Base: p, Index: s1, Scale: 4}
-		default:
-			return operand.Mem{Base: p, Index: s5, Scale: 1}
-		}
-	}
+	strides := rowStrides{s1, s3, s5, nil} // keys j0 .. j0+5 from key j0
 	group := func(n int) {
 		acc := make([][2]reg.VecVirtual, n)
 		for u := range acc {
@@ -107,7 +91,7 @@ func genAttnScoresAVX2(g *gen) {
 		g.VMOVUPS(operand.Mem{Base: qp, Disp: 32}, q1)
 		for u := range acc {
 			b, t := g.YMM(), g.YMM()
-			g.VBROADCASTSS(keyAddr(p, u), b)
+			g.VBROADCASTSS(strides.addr(p, u), b)
 			g.VMULPS(q0, b, t)
 			g.VADDPS(t, acc[u][0], acc[u][0])
 			g.VMULPS(q1, b, b)
@@ -142,30 +126,12 @@ func genAttnSoftmaxAVX2(g *gen) {
 	g.Doc("attnSoftmaxAVX2Asm is attnSoftmaxAsm with AVX2: it turns the scores s[j*16+r] (j < sk)",
 		"into softmax numerators and writes their sums to sums[0..15]. maskMode: 0 none,",
 		"1 mask[j] added to every row, 2 mask[j*16+r].")
-	n := g.Load("sk")
-	empty := g.NewLabel("sm2x_empty")
-	g.TESTQ(n, n)
-	g.JZ(operand.LabelRef(empty))
-	mode := g.Load("maskMode")
-	m1, m2 := g.NewLabel("sm2x_mode1"), g.NewLabel("sm2x_mode2")
-	g.CMPQ(mode, operand.U8(maskBroadcast))
-	g.JEQ(operand.LabelRef(m1))
-	g.CMPQ(mode, operand.U8(maskTransposed))
-	g.JEQ(operand.LabelRef(m2))
-	softmaxVariantAVX2(g, maskNone)
-	g.Label(m1)
-	softmaxVariantAVX2(g, maskBroadcast)
-	g.Label(m2)
-	softmaxVariantAVX2(g, maskTransposed)
-
-	g.Label(empty)
-	z := g.YMM()
-	g.ZeroVec(z)
-	sums := g.Load("sums")
-	g.VMOVUPS(z, operand.Mem{Base: sums})
-	g.VMOVUPS(z, operand.Mem{Base: sums, Disp: 32})
-	g.VZEROUPPER()
-	g.RET()
+	softmaxModes(g, "sm2x", softmaxVariantAVX2, func(sums reg.GPVirtual) {
+		z := g.YMM()
+		g.ZeroVec(z)
+		g.VMOVUPS(z, operand.Mem{Base: sums})
+		g.VMOVUPS(z, operand.Mem{Base: sums, Disp: 32})
+	})
 }
 
 func softmaxVariantAVX2(g *gen, mode int) {

@@ -1752,8 +1752,8 @@ sm_done_43:
 	RET
 
 sm_empty_26:
-	VPXORD  Z0, Z0, Z0
 	MOVQ    sums+40(FP), AX
+	VPXORD  Z0, Z0, Z0
 	VMOVUPS Z0, (AX)
 	VZEROUPPER
 	RET
@@ -6346,8 +6346,8 @@ sm2x_exp_204:
 	RET
 
 sm2x_empty_193:
-	VPXOR   Y0, Y0, Y0
 	MOVQ    sums+40(FP), AX
+	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y0, 32(AX)
 	VZEROUPPER
