@@ -1,8 +1,8 @@
 // Command nn generates the amd64 assembly of sqc's runtime/nn package: the
-// AVX-512 and the AVX2 inner loops of multi-head attention (transposes, q·k scores,
+// AVX-512 inner loops of multi-head attention (transposes, q·k scores,
 // softmax, P·V), of LayerNorm (row statistics and normalisation, with the
 // optional u8 output), of activation quantisation and of the standalone
-// erf-GELU.
+// erf-GELU, and the AVX2 forms of the scores, softmax, P·V and GELU loops.
 //
 // It is run by `go generate ./runtime/nn/`:
 //
@@ -43,7 +43,6 @@ func generate() (*ir.File, error) {
 	genQuantize(g)
 	genGelu(g)
 	genAttentionAVX2(g)
-	genLayerNormAVX2(g)
 
 	return avogen.Compile(g.Context)
 }
