@@ -5634,3 +5634,888 @@ gelu2_loop_183:
 	JL          gelu2_loop_183
 	VZEROUPPER
 	RET
+
+DATA nnAVX2Lanes<>+0(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+4(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+8(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+12(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+16(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+20(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+24(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+28(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+32(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+36(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+40(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+44(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+48(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+52(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+56(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+60(SB)/4, $0x00000000
+GLOBL nnAVX2Lanes<>(SB), RODATA|NOPTR, $64
+
+// func lnStats16AVX2Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)
+// Requires: AVX
+TEXT ·lnStats16AVX2Asm(SB), NOSPLIT, $0-56
+	MOVQ  stride+8(FP), AX
+	SHLQ  $0x02, AX
+	LEAQ  (AX)(AX*2), CX
+	MOVQ  mean+40(FP), DX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	MOVQ  x+0(FP), BX
+	MOVQ  n+16(FP), SI
+
+lns2_cols_184:
+	CMPQ         SI, $0x08
+	JL           lns2_tail_185
+	VMOVUPS      (BX), Y4
+	VMOVUPS      (BX)(AX*1), Y5
+	VMOVUPS      (BX)(AX*2), Y6
+	VMOVUPS      (BX)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X5, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X8, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X4, Y6
+	VADDPD       Y6, Y0, Y0
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y0, Y0
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y4, Y0, Y0
+	LEAQ         (BX)(AX*4), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X5, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X8, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X4, Y6
+	VADDPD       Y6, Y1, Y1
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y1, Y1
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y4, Y1, Y1
+	LEAQ         (BX)(AX*8), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X5, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X8, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X4, Y6
+	VADDPD       Y6, Y2, Y2
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y2, Y2
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y2, Y2
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y2, Y2
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y4, Y2, Y2
+	LEAQ         (BX)(CX*4), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X5, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X8, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X4, Y6
+	VADDPD       Y6, Y3, Y3
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y3, Y3
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y3, Y3
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y3, Y3
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y4, Y3, Y3
+	ADDQ         $0x20, BX
+	SUBQ         $0x08, SI
+	JMP          lns2_cols_184
+
+lns2_tail_185:
+	TESTQ        SI, SI
+	JZ           lns2_done_186
+	MOVQ         $0x00000008, DI
+	SUBQ         SI, DI
+	LEAQ         nnAVX2Lanes<>+0(SB), R8
+	VMOVDQU      (R8)(DI*4), Y4
+	VMASKMOVPS   (BX), Y4, Y5
+	VMASKMOVPS   (BX)(AX*1), Y4, Y6
+	VMASKMOVPS   (BX)(AX*2), Y4, Y7
+	VMASKMOVPS   (BX)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_191
+	VCVTPS2PD    X6, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_191
+	VCVTPS2PD    X9, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_191
+	VCVTPS2PD    X5, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_191
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_191
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y0, Y0
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_191
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y0, Y0
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_191
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y0, Y0
+
+lns2_group_191:
+	LEAQ         (BX)(AX*4), DI
+	VMASKMOVPS   (DI), Y4, Y5
+	VMASKMOVPS   (DI)(AX*1), Y4, Y6
+	VMASKMOVPS   (DI)(AX*2), Y4, Y7
+	VMASKMOVPS   (DI)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_192
+	VCVTPS2PD    X6, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_192
+	VCVTPS2PD    X9, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_192
+	VCVTPS2PD    X5, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_192
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_192
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y1, Y1
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_192
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y1, Y1
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_192
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y1, Y1
+
+lns2_group_192:
+	LEAQ         (BX)(AX*8), DI
+	VMASKMOVPS   (DI), Y4, Y5
+	VMASKMOVPS   (DI)(AX*1), Y4, Y6
+	VMASKMOVPS   (DI)(AX*2), Y4, Y7
+	VMASKMOVPS   (DI)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_193
+	VCVTPS2PD    X6, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_193
+	VCVTPS2PD    X9, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_193
+	VCVTPS2PD    X5, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_193
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_193
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y2, Y2
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_193
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y2, Y2
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_193
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y2, Y2
+
+lns2_group_193:
+	LEAQ         (BX)(CX*4), BX
+	VMASKMOVPS   (BX), Y4, Y5
+	VMASKMOVPS   (BX)(AX*1), Y4, Y6
+	VMASKMOVPS   (BX)(AX*2), Y4, Y7
+	VMASKMOVPS   (BX)(CX*1), Y4, Y4
+	VUNPCKLPS    Y6, Y5, Y8
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y4, Y7, Y6
+	VUNPCKHPS    Y4, Y7, Y4
+	VUNPCKLPD    Y6, Y8, Y7
+	VUNPCKHPD    Y6, Y8, Y6
+	VUNPCKLPD    Y4, Y5, Y8
+	VUNPCKHPD    Y4, Y5, Y4
+	VCVTPS2PD    X7, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_194
+	VCVTPS2PD    X6, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_194
+	VCVTPS2PD    X8, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_194
+	VCVTPS2PD    X4, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_194
+	VEXTRACTF128 $0x01, Y7, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_194
+	VEXTRACTF128 $0x01, Y6, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_194
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_194
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y4, Y3, Y3
+
+lns2_group_194:
+lns2_done_186:
+	VBROADCASTSD count+24(FP), Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      Y0, (DX)
+	VDIVPD       Y4, Y1, Y1
+	VMOVUPD      Y1, 32(DX)
+	VDIVPD       Y4, Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VDIVPD       Y4, Y3, Y3
+	VMOVUPD      Y3, 96(DX)
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         x+0(FP), BX
+	MOVQ         n+16(FP), SI
+
+lns2_cols_195:
+	CMPQ         SI, $0x08
+	JL           lns2_tail_196
+	VMOVUPS      (BX), Y4
+	VMOVUPS      (BX)(AX*1), Y5
+	VMOVUPS      (BX)(AX*2), Y6
+	VMOVUPS      (BX)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X5, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X8, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X4, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       (DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       (DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VSUBPD       (DX), Y4, Y4
+	VMULPD       Y4, Y4, Y4
+	VADDPD       Y4, Y0, Y0
+	LEAQ         (BX)(AX*4), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X5, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X8, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X4, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       32(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       32(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VSUBPD       32(DX), Y4, Y4
+	VMULPD       Y4, Y4, Y4
+	VADDPD       Y4, Y1, Y1
+	LEAQ         (BX)(AX*8), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X5, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X8, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X4, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       64(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y2, Y2
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       64(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y2, Y2
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VSUBPD       64(DX), Y4, Y4
+	VMULPD       Y4, Y4, Y4
+	VADDPD       Y4, Y2, Y2
+	LEAQ         (BX)(CX*4), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VSUBPD       96(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X5, Y6
+	VSUBPD       96(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X8, Y6
+	VSUBPD       96(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X4, Y6
+	VSUBPD       96(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y3, Y3
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       96(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y3, Y3
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VSUBPD       96(DX), Y4, Y4
+	VMULPD       Y4, Y4, Y4
+	VADDPD       Y4, Y3, Y3
+	ADDQ         $0x20, BX
+	SUBQ         $0x08, SI
+	JMP          lns2_cols_195
+
+lns2_tail_196:
+	TESTQ        SI, SI
+	JZ           lns2_done_197
+	MOVQ         $0x00000008, DI
+	SUBQ         SI, DI
+	LEAQ         nnAVX2Lanes<>+0(SB), R8
+	VMOVDQU      (R8)(DI*4), Y4
+	VMASKMOVPS   (BX), Y4, Y5
+	VMASKMOVPS   (BX)(AX*1), Y4, Y6
+	VMASKMOVPS   (BX)(AX*2), Y4, Y7
+	VMASKMOVPS   (BX)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VSUBPD       (DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_202
+	VCVTPS2PD    X6, Y7
+	VSUBPD       (DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_202
+	VCVTPS2PD    X9, Y7
+	VSUBPD       (DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_202
+	VCVTPS2PD    X5, Y7
+	VSUBPD       (DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_202
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VSUBPD       (DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_202
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_202
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_202
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       (DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y0, Y0
+
+lns2_group_202:
+	LEAQ         (BX)(AX*4), DI
+	VMASKMOVPS   (DI), Y4, Y5
+	VMASKMOVPS   (DI)(AX*1), Y4, Y6
+	VMASKMOVPS   (DI)(AX*2), Y4, Y7
+	VMASKMOVPS   (DI)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VSUBPD       32(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_203
+	VCVTPS2PD    X6, Y7
+	VSUBPD       32(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_203
+	VCVTPS2PD    X9, Y7
+	VSUBPD       32(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_203
+	VCVTPS2PD    X5, Y7
+	VSUBPD       32(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_203
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VSUBPD       32(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_203
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_203
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_203
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       32(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y1, Y1
+
+lns2_group_203:
+	LEAQ         (BX)(AX*8), DI
+	VMASKMOVPS   (DI), Y4, Y5
+	VMASKMOVPS   (DI)(AX*1), Y4, Y6
+	VMASKMOVPS   (DI)(AX*2), Y4, Y7
+	VMASKMOVPS   (DI)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VSUBPD       64(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_204
+	VCVTPS2PD    X6, Y7
+	VSUBPD       64(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_204
+	VCVTPS2PD    X9, Y7
+	VSUBPD       64(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_204
+	VCVTPS2PD    X5, Y7
+	VSUBPD       64(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_204
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VSUBPD       64(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_204
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_204
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_204
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       64(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y2, Y2
+
+lns2_group_204:
+	LEAQ         (BX)(CX*4), BX
+	VMASKMOVPS   (BX), Y4, Y5
+	VMASKMOVPS   (BX)(AX*1), Y4, Y6
+	VMASKMOVPS   (BX)(AX*2), Y4, Y7
+	VMASKMOVPS   (BX)(CX*1), Y4, Y4
+	VUNPCKLPS    Y6, Y5, Y8
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y4, Y7, Y6
+	VUNPCKHPS    Y4, Y7, Y4
+	VUNPCKLPD    Y6, Y8, Y7
+	VUNPCKHPD    Y6, Y8, Y6
+	VUNPCKLPD    Y4, Y5, Y8
+	VUNPCKHPD    Y4, Y5, Y4
+	VCVTPS2PD    X7, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_205
+	VCVTPS2PD    X6, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_205
+	VCVTPS2PD    X8, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_205
+	VCVTPS2PD    X4, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_205
+	VEXTRACTF128 $0x01, Y7, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_205
+	VEXTRACTF128 $0x01, Y6, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_205
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_205
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VSUBPD       96(DX), Y4, Y4
+	VMULPD       Y4, Y4, Y4
+	VADDPD       Y4, Y3, Y3
+
+lns2_group_205:
+lns2_done_197:
+	VBROADCASTSD count+24(FP), Y4
+	VBROADCASTSD eps+32(FP), Y5
+	VBROADCASTSD nnConsts<>+0(SB), Y6
+	MOVQ         inv+48(FP), AX
+	VDIVPD       Y4, Y0, Y0
+	VADDPD       Y5, Y0, Y0
+	VSQRTPD      Y0, Y0
+	VDIVPD       Y0, Y6, Y0
+	VMOVUPD      Y0, (AX)
+	VDIVPD       Y4, Y1, Y1
+	VADDPD       Y5, Y1, Y1
+	VSQRTPD      Y1, Y1
+	VDIVPD       Y1, Y6, Y1
+	VMOVUPD      Y1, 32(AX)
+	VDIVPD       Y4, Y2, Y2
+	VADDPD       Y5, Y2, Y2
+	VSQRTPD      Y2, Y2
+	VDIVPD       Y2, Y6, Y2
+	VMOVUPD      Y2, 64(AX)
+	VDIVPD       Y4, Y3, Y3
+	VADDPD       Y5, Y3, Y3
+	VSQRTPD      Y3, Y3
+	VDIVPD       Y3, Y6, Y3
+	VMOVUPD      Y3, 96(AX)
+	VZEROUPPER
+	RET

@@ -89,3 +89,10 @@ func geluAVX2Asm(dst *float32, src *float32, n int)
 //
 //go:noescape
 func geluTanhAVX2Asm(dst *float32, src *float32, n int)
+
+// lnStats16AVX2Asm is lnStats16Asm on AVX2: it writes the float64 mean and
+// 1/sqrt(variance+eps) of 16 rows of n float32 values (row r at x[r*stride]; n >= 1,
+// count = float64(n)) to mean[0..15] and inv[0..15], with sequential sums in column order.
+//
+//go:noescape
+func lnStats16AVX2Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)
