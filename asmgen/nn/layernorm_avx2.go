@@ -42,6 +42,15 @@ func genAVX2Tables(g *gen) avx2Tables {
 func genLayerNormAVX2(g *gen) {
 	tab := genAVX2Tables(g)
 	genLNStatsAVX2(g, tab)
+	genLNNormDualAVX2(g)
+}
+
+// ymmParam broadcasts the named 4-byte float argument to a new ymm
+// register.
+func (g *gen) ymmParam(name string) reg.VecVirtual {
+	y := g.YMM()
+	g.VBROADCASTSS(g.ParamAddr(name), y)
+	return y
 }
 
 // ymmParam64 broadcasts the named 8-byte float argument to the 4 lanes of
@@ -191,6 +200,127 @@ func genLNStatsAVX2(g *gen, tab avx2Tables) {
 		g.VDIVPD(sq, one, sq) // 1 / sqrt
 		g.VMOVUPD(sq, operand.Mem{Base: invPtr, Disp: 32 * i})
 	}
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// quantizerAVX2 holds the ymm registers of qgemm's u8 quantisation
+// (epilogue.go: quantizeU8): clamp(roundEven(maxps/minps-clamped
+// v*invScale) + zp, 0, 255).
+type quantizerAVX2 struct {
+	inv, zp, lo, hi reg.VecVirtual
+}
+
+// newQuantizerAVX2 loads the invScale and zp arguments of the active
+// function and the clamp bounds.
+func (g *gen) newQuantizerAVX2() quantizerAVX2 {
+	q := quantizerAVX2{inv: g.ymmParam("invScale"), zp: g.YMM(), lo: g.YMM(), hi: g.YMM()}
+	zp := g.XMM()
+	g.VMOVD(g.Load32("zp"), zp) // (the broadcast from a GP register is AVX-512)
+	g.VPBROADCASTD(zp, q.zp)
+	g.VBROADCASTSS(g.consts.f32(-quantClamp), q.lo)
+	g.VBROADCASTSS(g.consts.f32(quantClamp), q.hi)
+	return q
+}
+
+// codes returns the int32 codes before the clamp to [0, 255] of the 8
+// floats of v: roundEven(minps(maxps(v*invScale, -clamp), clamp)) + zp,
+// wrapping as Go's int32 addition does.
+func (q quantizerAVX2) codes(g *gen, v reg.VecVirtual) reg.VecVirtual {
+	t := g.YMM()
+	g.VMULPS(q.inv, v, t) // v * invScale
+	g.VMAXPS(q.lo, t, t)  // maxps(t, -clamp): NaN gives -clamp
+	g.VMINPS(q.hi, t, t)  // minps(t, clamp)
+	i := g.YMM()
+	g.VCVTPS2DQ(t, i) // round to nearest even (MXCSR default)
+	g.VPADDD(q.zp, i, i)
+	return i
+}
+
+// store8 quantises the 8 floats of v and stores them as 8 bytes at m.
+// The clamp to [0, 255] is the two saturating packs: int32 to int16 with
+// signed saturation keeps 0..255 and keeps every value's side of that
+// range, then int16 to u8 with unsigned saturation clamps.
+func (q quantizerAVX2) store8(g *gen, v reg.VecVirtual, m operand.Mem) {
+	i := q.codes(g, v)
+	hi := g.XMM()
+	g.VEXTRACTI128(operand.U8(1), i, hi)
+	lo := i.AsX()
+	g.VPACKSSDW(hi, lo, lo) // 8 words, in order
+	g.VPACKUSWB(lo, lo, lo) // 8 bytes, twice
+	g.VMOVQ(lo, m)
+}
+
+// genLNNormDualAVX2 emits lnNormDualAVX2Asm, lnNormDualAsm on AVX2 for
+// whole groups of 8 columns: z once per column, then both outputs, each
+// operation rounded on its own (lnNormalizeDualGo's order). One loop with
+// betas, one without.
+func genLNNormDualAVX2(g *gen) {
+	g.Function("lnNormDualAVX2Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)")
+	g.Pragma("noescape")
+	g.Doc("lnNormDualAVX2Asm is lnNormDualAsm on AVX2 for n >= 8 values, a multiple of 8:",
+		"z[j] = (x[j]-mean)*inv in float64, y[j] = float32(z[j]*gamma[j] + beta[j]) and",
+		"q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j] + betaQ[j]), invScale, zp); flags&1: beta",
+		"and betaQ are used (else both are ignored).")
+	flags := g.Load("flags")
+	withBeta := g.NewLabel("lnd2_beta")
+	g.CMPQ(flags, operand.U8(lnBeta))
+	g.JEQ(operand.LabelRef(withBeta))
+	lnNormDualVariantAVX2(g, false)
+	g.Label(withBeta)
+	lnNormDualVariantAVX2(g, true)
+}
+
+// lnNormDualVariantAVX2 emits lnNormDualAVX2Asm's loop with or without
+// betas.
+func lnNormDualVariantAVX2(g *gen, beta bool) {
+	mean, inv := g.ymmParam64("mean"), g.ymmParam64("inv")
+	xp, n := g.Load("x"), g.Load("n")
+	yp, qp := g.Load("y"), g.Load("q")
+	gp, gqp := g.Load("gamma"), g.Load("gammaQ")
+	var bp, bqp reg.GPVirtual
+	if beta {
+		bp, bqp = g.Load("beta"), g.Load("betaQ")
+	}
+	quant := g.newQuantizerAVX2()
+	j := g.GP64()
+	g.XORQ(j, j)
+	at := func(base reg.GPVirtual, disp int) operand.Mem {
+		return operand.Mem{Base: base, Index: j, Scale: 4, Disp: disp}
+	}
+	loop := g.NewLabel("lnd2_loop")
+	g.Label(loop)
+	var outQ [2]reg.VecVirtual
+	for h := range outQ {
+		z := g.YMM()
+		g.VCVTPS2PD(at(xp, 16*h), z)
+		g.VSUBPD(mean, z, z) // x - mean
+		g.VMULPD(inv, z, z)  // z, shared by both outputs
+		for o, ptrs := range [][2]reg.GPVirtual{{gp, bp}, {gqp, bqp}} {
+			v := g.YMM()
+			g.VCVTPS2PD(at(ptrs[0], 16*h), v)
+			g.VMULPD(v, z, v) // z * gamma
+			if beta {
+				bt := g.YMM()
+				g.VCVTPS2PD(at(ptrs[1], 16*h), bt)
+				g.VADDPD(bt, v, v)
+			}
+			out := g.YMM()
+			g.VCVTPD2PSY(v, out.AsX())
+			if o == 0 {
+				g.VMOVUPS(out.AsX(), at(yp, 16*h))
+			} else {
+				outQ[h] = out
+			}
+		}
+	}
+	g.VINSERTF128(operand.U8(1), outQ[1].AsX(), outQ[0], outQ[0])
+	quant.store8(g, outQ[0], operand.Mem{Base: qp, Index: j, Scale: 1})
+	g.ADDQ(operand.U8(8), j)
+	g.CMPQ(j, n)
+	g.JL(operand.LabelRef(loop))
 	g.VZEROUPPER()
 	g.RET()
 }

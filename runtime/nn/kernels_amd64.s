@@ -6519,3 +6519,126 @@ lns2_done_197:
 	VMOVUPD      Y3, 96(AX)
 	VZEROUPPER
 	RET
+
+// func lnNormDualAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
+// Requires: AVX, AVX2
+TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
+	MOVQ         flags+88(FP), AX
+	CMPQ         AX, $0x01
+	JEQ          lnd2_beta_206
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         n+24(FP), CX
+	MOVQ         y+0(FP), DX
+	MOVQ         q+8(FP), BX
+	MOVQ         gamma+48(FP), SI
+	MOVQ         gammaQ+64(FP), DI
+	VBROADCASTSS invScale+80(FP), Y2
+	MOVL         zp+84(FP), R8
+	VMOVD        R8, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         R8, R8
+
+lnd2_loop_207:
+	VCVTPS2PD    (AX)(R8*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (SI)(R8*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPD2PSY   Y7, X7
+	VMOVUPS      X7, (DX)(R8*4)
+	VCVTPS2PD    (DI)(R8*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPD2PSY   Y7, X8
+	VCVTPS2PD    16(AX)(R8*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(SI)(R8*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPD2PSY   Y7, X7
+	VMOVUPS      X7, 16(DX)(R8*4)
+	VCVTPS2PD    16(DI)(R8*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPD2PSY   Y7, X6
+	VINSERTF128  $0x01, X6, Y8, Y8
+	VMULPS       Y2, Y8, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (BX)(R8*1)
+	ADDQ         $0x08, R8
+	CMPQ         R8, CX
+	JL           lnd2_loop_207
+	VZEROUPPER
+	RET
+
+lnd2_beta_206:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         n+24(FP), CX
+	MOVQ         y+0(FP), DX
+	MOVQ         q+8(FP), BX
+	MOVQ         gamma+48(FP), SI
+	MOVQ         gammaQ+64(FP), DI
+	MOVQ         beta+56(FP), R8
+	MOVQ         betaQ+72(FP), R9
+	VBROADCASTSS invScale+80(FP), Y2
+	MOVL         zp+84(FP), R10
+	VMOVD        R10, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         R10, R10
+
+lnd2_loop_208:
+	VCVTPS2PD    (AX)(R10*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (SI)(R10*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPS2PD    (R8)(R10*4), Y8
+	VADDPD       Y8, Y7, Y7
+	VCVTPD2PSY   Y7, X7
+	VMOVUPS      X7, (DX)(R10*4)
+	VCVTPS2PD    (DI)(R10*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPS2PD    (R9)(R10*4), Y6
+	VADDPD       Y6, Y7, Y7
+	VCVTPD2PSY   Y7, X9
+	VCVTPS2PD    16(AX)(R10*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(SI)(R10*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPS2PD    16(R8)(R10*4), Y8
+	VADDPD       Y8, Y7, Y7
+	VCVTPD2PSY   Y7, X7
+	VMOVUPS      X7, 16(DX)(R10*4)
+	VCVTPS2PD    16(DI)(R10*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPS2PD    16(R9)(R10*4), Y6
+	VADDPD       Y6, Y7, Y7
+	VCVTPD2PSY   Y7, X6
+	VINSERTF128  $0x01, X6, Y9, Y9
+	VMULPS       Y2, Y9, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (BX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, CX
+	JL           lnd2_loop_208
+	VZEROUPPER
+	RET
