@@ -42,6 +42,7 @@ func genAVX2Tables(g *gen) avx2Tables {
 func genLayerNormAVX2(g *gen) {
 	tab := genAVX2Tables(g)
 	genLNStatsAVX2(g, tab)
+	genLNNormAVX2(g)
 	genLNNormDualAVX2(g)
 }
 
@@ -249,6 +250,87 @@ func (q quantizerAVX2) store8(g *gen, v reg.VecVirtual, m operand.Mem) {
 	g.VPACKSSDW(hi, lo, lo) // 8 words, in order
 	g.VPACKUSWB(lo, lo, lo) // 8 bytes, twice
 	g.VMOVQ(lo, m)
+}
+
+// genLNNormAVX2 emits lnNormAVX2Asm, lnNormAsm on AVX2 for whole groups of
+// 8 columns: one specialised loop per flag combination, each step two
+// halves of 4 float64 lanes.
+func genLNNormAVX2(g *gen) {
+	g.Function("lnNormAVX2Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)")
+	g.Pragma("noescape")
+	g.Doc("lnNormAVX2Asm is lnNormAsm on AVX2 for n >= 8 values, a multiple of 8: y[j] =",
+		"float32(((x[j]-mean)*inv)*gamma[j] + beta[j]) in float64, stored to y (flags&2) and/or",
+		"quantised to q (flags&4) as qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.")
+	flags := g.Load("flags")
+	variants := []int{lnF32, lnU8, lnF32 | lnU8, lnBeta | lnF32, lnBeta | lnU8, lnBeta | lnF32 | lnU8}
+	labels := make([]string, len(variants))
+	for i, v := range variants {
+		labels[i] = g.NewLabel("lnn2_variant")
+		g.CMPQ(flags, operand.U8(v))
+		g.JEQ(operand.LabelRef(labels[i]))
+	}
+	g.RET() // no output asked for
+	for i, v := range variants {
+		g.Label(labels[i])
+		lnNormVariantAVX2(g, v)
+	}
+}
+
+// lnNormVariantAVX2 emits lnNormAVX2Asm's loop for one flag combination.
+func lnNormVariantAVX2(g *gen, flags int) {
+	has := func(f int) bool { return flags&f != 0 }
+	mean, inv := g.ymmParam64("mean"), g.ymmParam64("inv")
+	xp, gp, n := g.Load("x"), g.Load("gamma"), g.Load("n")
+	var bp, yp, qp reg.GPVirtual
+	if has(lnBeta) {
+		bp = g.Load("beta")
+	}
+	if has(lnF32) {
+		yp = g.Load("y")
+	}
+	var quant quantizerAVX2
+	if has(lnU8) {
+		qp = g.Load("q")
+		quant = g.newQuantizerAVX2()
+	}
+	j := g.GP64()
+	g.XORQ(j, j)
+	at := func(base reg.GPVirtual, disp int) operand.Mem {
+		return operand.Mem{Base: base, Index: j, Scale: 4, Disp: disp}
+	}
+	loop := g.NewLabel("lnn2_loop")
+	g.Label(loop)
+	var outs [2]reg.VecVirtual
+	for h := range outs {
+		v := g.YMM()
+		g.VCVTPS2PD(at(xp, 16*h), v)
+		g.VSUBPD(mean, v, v) // x - mean
+		g.VMULPD(inv, v, v)
+		gm := g.YMM()
+		g.VCVTPS2PD(at(gp, 16*h), gm)
+		g.VMULPD(gm, v, v)
+		if has(lnBeta) {
+			bt := g.YMM()
+			g.VCVTPS2PD(at(bp, 16*h), bt)
+			g.VADDPD(bt, v, v)
+		}
+		outs[h] = g.YMM()
+		g.VCVTPD2PSY(v, outs[h].AsX())
+		if has(lnF32) {
+			g.VMOVUPS(outs[h].AsX(), at(yp, 16*h))
+		}
+	}
+	if has(lnU8) {
+		g.VINSERTF128(operand.U8(1), outs[1].AsX(), outs[0], outs[0])
+		quant.store8(g, outs[0], operand.Mem{Base: qp, Index: j, Scale: 1})
+	}
+	g.ADDQ(operand.U8(8), j)
+	g.CMPQ(j, n)
+	g.JL(operand.LabelRef(loop))
+	g.VZEROUPPER()
+	g.RET()
 }
 
 // genLNNormDualAVX2 emits lnNormDualAVX2Asm, lnNormDualAsm on AVX2 for

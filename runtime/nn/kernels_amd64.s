@@ -6520,12 +6520,287 @@ lns2_done_197:
 	VZEROUPPER
 	RET
 
+// func lnNormAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
+// Requires: AVX, AVX2
+TEXT ·lnNormAVX2Asm(SB), NOSPLIT, $0-80
+	MOVQ flags+72(FP), AX
+	CMPQ AX, $0x02
+	JEQ  lnn2_variant_206
+	CMPQ AX, $0x04
+	JEQ  lnn2_variant_207
+	CMPQ AX, $0x06
+	JEQ  lnn2_variant_208
+	CMPQ AX, $0x03
+	JEQ  lnn2_variant_209
+	CMPQ AX, $0x05
+	JEQ  lnn2_variant_210
+	CMPQ AX, $0x07
+	JEQ  lnn2_variant_211
+	RET
+
+lnn2_variant_206:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         y+0(FP), BX
+	XORQ         SI, SI
+
+lnn2_loop_212:
+	VCVTPS2PD  (AX)(SI*4), Y2
+	VSUBPD     Y0, Y2, Y2
+	VMULPD     Y1, Y2, Y2
+	VCVTPS2PD  (CX)(SI*4), Y3
+	VMULPD     Y3, Y2, Y2
+	VCVTPD2PSY Y2, X2
+	VMOVUPS    X2, (BX)(SI*4)
+	VCVTPS2PD  16(AX)(SI*4), Y2
+	VSUBPD     Y0, Y2, Y2
+	VMULPD     Y1, Y2, Y2
+	VCVTPS2PD  16(CX)(SI*4), Y3
+	VMULPD     Y3, Y2, Y2
+	VCVTPD2PSY Y2, X2
+	VMOVUPS    X2, 16(BX)(SI*4)
+	ADDQ       $0x08, SI
+	CMPQ       SI, DX
+	JL         lnn2_loop_212
+	VZEROUPPER
+	RET
+
+lnn2_variant_207:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         q+8(FP), BX
+	VBROADCASTSS invScale+64(FP), Y2
+	MOVL         zp+68(FP), SI
+	VMOVD        SI, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         SI, SI
+
+lnn2_loop_213:
+	VCVTPS2PD    (AX)(SI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (CX)(SI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X8
+	VCVTPS2PD    16(AX)(SI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(CX)(SI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X6
+	VINSERTF128  $0x01, X6, Y8, Y8
+	VMULPS       Y2, Y8, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (BX)(SI*1)
+	ADDQ         $0x08, SI
+	CMPQ         SI, DX
+	JL           lnn2_loop_213
+	VZEROUPPER
+	RET
+
+lnn2_variant_208:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         y+0(FP), BX
+	MOVQ         q+8(FP), SI
+	VBROADCASTSS invScale+64(FP), Y2
+	MOVL         zp+68(FP), DI
+	VMOVD        DI, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         DI, DI
+
+lnn2_loop_214:
+	VCVTPS2PD    (AX)(DI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (CX)(DI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X8
+	VMOVUPS      X8, (BX)(DI*4)
+	VCVTPS2PD    16(AX)(DI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(CX)(DI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X6
+	VMOVUPS      X6, 16(BX)(DI*4)
+	VINSERTF128  $0x01, X6, Y8, Y8
+	VMULPS       Y2, Y8, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (SI)(DI*1)
+	ADDQ         $0x08, DI
+	CMPQ         DI, DX
+	JL           lnn2_loop_214
+	VZEROUPPER
+	RET
+
+lnn2_variant_209:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         beta+56(FP), BX
+	MOVQ         y+0(FP), SI
+	XORQ         DI, DI
+
+lnn2_loop_215:
+	VCVTPS2PD  (AX)(DI*4), Y2
+	VSUBPD     Y0, Y2, Y2
+	VMULPD     Y1, Y2, Y2
+	VCVTPS2PD  (CX)(DI*4), Y3
+	VMULPD     Y3, Y2, Y2
+	VCVTPS2PD  (BX)(DI*4), Y3
+	VADDPD     Y3, Y2, Y2
+	VCVTPD2PSY Y2, X2
+	VMOVUPS    X2, (SI)(DI*4)
+	VCVTPS2PD  16(AX)(DI*4), Y2
+	VSUBPD     Y0, Y2, Y2
+	VMULPD     Y1, Y2, Y2
+	VCVTPS2PD  16(CX)(DI*4), Y3
+	VMULPD     Y3, Y2, Y2
+	VCVTPS2PD  16(BX)(DI*4), Y3
+	VADDPD     Y3, Y2, Y2
+	VCVTPD2PSY Y2, X2
+	VMOVUPS    X2, 16(SI)(DI*4)
+	ADDQ       $0x08, DI
+	CMPQ       DI, DX
+	JL         lnn2_loop_215
+	VZEROUPPER
+	RET
+
+lnn2_variant_210:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         beta+56(FP), BX
+	MOVQ         q+8(FP), SI
+	VBROADCASTSS invScale+64(FP), Y2
+	MOVL         zp+68(FP), DI
+	VMOVD        DI, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         DI, DI
+
+lnn2_loop_216:
+	VCVTPS2PD    (AX)(DI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (CX)(DI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPS2PD    (BX)(DI*4), Y7
+	VADDPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X8
+	VCVTPS2PD    16(AX)(DI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(CX)(DI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPS2PD    16(BX)(DI*4), Y7
+	VADDPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X6
+	VINSERTF128  $0x01, X6, Y8, Y8
+	VMULPS       Y2, Y8, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (SI)(DI*1)
+	ADDQ         $0x08, DI
+	CMPQ         DI, DX
+	JL           lnn2_loop_216
+	VZEROUPPER
+	RET
+
+lnn2_variant_211:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         beta+56(FP), BX
+	MOVQ         y+0(FP), SI
+	MOVQ         q+8(FP), DI
+	VBROADCASTSS invScale+64(FP), Y2
+	MOVL         zp+68(FP), R8
+	VMOVD        R8, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         R8, R8
+
+lnn2_loop_217:
+	VCVTPS2PD    (AX)(R8*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (CX)(R8*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPS2PD    (BX)(R8*4), Y7
+	VADDPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X8
+	VMOVUPS      X8, (SI)(R8*4)
+	VCVTPS2PD    16(AX)(R8*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(CX)(R8*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPS2PD    16(BX)(R8*4), Y7
+	VADDPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X6
+	VMOVUPS      X6, 16(SI)(R8*4)
+	VINSERTF128  $0x01, X6, Y8, Y8
+	VMULPS       Y2, Y8, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (DI)(R8*1)
+	ADDQ         $0x08, R8
+	CMPQ         R8, DX
+	JL           lnn2_loop_217
+	VZEROUPPER
+	RET
+
 // func lnNormDualAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
 // Requires: AVX, AVX2
 TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd2_beta_206
+	JEQ          lnd2_beta_218
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -6542,7 +6817,7 @@ TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R8, R8
 
-lnd2_loop_207:
+lnd2_loop_219:
 	VCVTPS2PD    (AX)(R8*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -6575,11 +6850,11 @@ lnd2_loop_207:
 	VMOVQ        X6, (BX)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, CX
-	JL           lnd2_loop_207
+	JL           lnd2_loop_219
 	VZEROUPPER
 	RET
 
-lnd2_beta_206:
+lnd2_beta_218:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -6598,7 +6873,7 @@ lnd2_beta_206:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R10, R10
 
-lnd2_loop_208:
+lnd2_loop_220:
 	VCVTPS2PD    (AX)(R10*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -6639,6 +6914,6 @@ lnd2_loop_208:
 	VMOVQ        X6, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, CX
-	JL           lnd2_loop_208
+	JL           lnd2_loop_220
 	VZEROUPPER
 	RET

@@ -7,6 +7,7 @@ import "github.com/sqc-dev/sqc/runtime/qgemm"
 // useAVX2LayerNorm sets k's LayerNorm loops (lnStats16, lnNormalize, lnNormalizeDual) to their AVX2 assembly forms.
 func useAVX2LayerNorm(k *kernels) {
 	k.lnStats16 = lnStats16AVX2
+	k.lnNormalize = lnNormalizeAVX2
 	k.lnNormalizeDual = lnNormalizeDualAVX2
 }
 
@@ -16,6 +17,43 @@ func useAVX2LayerNorm(k *kernels) {
 func lnStats16AVX2(x []float32, stride, n int, eps float32, mean, inv *[lnGroup]float64) {
 	need("LayerNorm rows", x, lnGroup, stride, n)
 	lnStats16AVX2Asm(ptr(x), stride, n, float64(n), float64(eps), &mean[0], &inv[0])
+}
+
+// lnNormalizeAVX2 is kernels.lnNormalize: lnNormAVX2Asm on the whole
+// groups of 8 columns, lnNormalizeGo's loop on the rest (every output
+// depends on its own column only).
+func lnNormalizeAVX2(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, invScale float32, zp int32) {
+	n := len(x)
+	need("gamma", ln.Gamma, 1, 0, n)
+	flags := 0
+	if ln.Beta != nil {
+		need("beta", ln.Beta, 1, 0, n)
+		flags |= lnBeta
+	}
+	if y != nil {
+		need("LayerNorm output", y, 1, 0, n)
+		flags |= lnF32
+	}
+	if q != nil {
+		need("LayerNorm u8 output", q, 1, 0, n)
+		flags |= lnU8
+	}
+	if flags&(lnF32|lnU8) == 0 {
+		return
+	}
+	n8 := n &^ 7
+	if n8 > 0 {
+		lnNormAVX2Asm(ptr(y), ptr(q), ptr(x), n8, mean, inv, ptr(ln.Gamma), ptr(ln.Beta), invScale, zp, flags)
+	}
+	for j := n8; j < n; j++ {
+		o := normalize(x[j], mean, inv, ln, j)
+		if y != nil {
+			y[j] = o
+		}
+		if q != nil {
+			q[j] = qgemm.QuantizeU8(o, invScale, zp)
+		}
+	}
 }
 
 // lnNormalizeDualAVX2 is kernels.lnNormalizeDual: lnNormDualAVX2Asm on the

@@ -97,6 +97,13 @@ func geluTanhAVX2Asm(dst *float32, src *float32, n int)
 //go:noescape
 func lnStats16AVX2Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)
 
+// lnNormAVX2Asm is lnNormAsm on AVX2 for n >= 8 values, a multiple of 8: y[j] =
+// float32(((x[j]-mean)*inv)*gamma[j] + beta[j]) in float64, stored to y (flags&2) and/or
+// quantised to q (flags&4) as qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.
+//
+//go:noescape
+func lnNormAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
+
 // lnNormDualAVX2Asm is lnNormDualAsm on AVX2 for n >= 8 values, a multiple of 8:
 // z[j] = (x[j]-mean)*inv in float64, y[j] = float32(z[j]*gamma[j] + beta[j]) and
 // q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j] + betaQ[j]), invScale, zp); flags&1: beta
