@@ -17,9 +17,11 @@ import (
 // avx2Tables are the 32-byte constants of the AVX2 loops, in one DATA
 // section (nnAVX2Lanes): 8 all-ones dwords then 8 zero dwords, whose
 // window at dword 8-w is the VMASKMOVPS mask of the first w lanes
-// (tail).
+// (tail), and the VPERMD indices that undo the in-lane interleave of
+// VPACKSSDW and VPACKUSWB on four ymm (packOrder).
 type avx2Tables struct {
-	tail operand.Mem
+	tail      operand.Mem
+	packOrder operand.Mem
 }
 
 // genAVX2Tables emits the DATA section of avx2Tables.
@@ -33,7 +35,13 @@ func genAVX2Tables(g *gen) avx2Tables {
 		}
 		g.AddDatum(4*i, operand.U32(v))
 	}
-	return avx2Tables{tail: m}
+	// After VPACKSSDW a,b then c,d and VPACKUSWB of the two, dword k of the
+	// result holds 4 bytes of source (k%4) from its half k/4; this order
+	// puts source 0's two dwords first, then source 1's, ...
+	for i, v := range []uint32{0, 4, 1, 5, 2, 6, 3, 7} {
+		g.AddDatum(64+4*i, operand.U32(v))
+	}
+	return avx2Tables{tail: m, packOrder: m.Offset(64)}
 }
 
 // genLayerNormAVX2 emits the AVX2 forms of LayerNorm's and the quantisers'
@@ -44,6 +52,7 @@ func genLayerNormAVX2(g *gen) {
 	genLNStatsAVX2(g, tab)
 	genLNNormAVX2(g)
 	genLNNormDualAVX2(g)
+	genQuantizeAVX2(g, tab)
 }
 
 // ymmParam broadcasts the named 4-byte float argument to a new ymm

@@ -5651,7 +5651,15 @@ DATA nnAVX2Lanes<>+48(SB)/4, $0x00000000
 DATA nnAVX2Lanes<>+52(SB)/4, $0x00000000
 DATA nnAVX2Lanes<>+56(SB)/4, $0x00000000
 DATA nnAVX2Lanes<>+60(SB)/4, $0x00000000
-GLOBL nnAVX2Lanes<>(SB), RODATA|NOPTR, $64
+DATA nnAVX2Lanes<>+64(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+68(SB)/4, $0x00000004
+DATA nnAVX2Lanes<>+72(SB)/4, $0x00000001
+DATA nnAVX2Lanes<>+76(SB)/4, $0x00000005
+DATA nnAVX2Lanes<>+80(SB)/4, $0x00000002
+DATA nnAVX2Lanes<>+84(SB)/4, $0x00000006
+DATA nnAVX2Lanes<>+88(SB)/4, $0x00000003
+DATA nnAVX2Lanes<>+92(SB)/4, $0x00000007
+GLOBL nnAVX2Lanes<>(SB), RODATA|NOPTR, $96
 
 // func lnStats16AVX2Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)
 // Requires: AVX
@@ -6915,5 +6923,87 @@ lnd2_loop_220:
 	ADDQ         $0x08, R10
 	CMPQ         R10, CX
 	JL           lnd2_loop_220
+	VZEROUPPER
+	RET
+
+// func quantizeU8AVX2Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, invScale float32, zp int32)
+// Requires: AVX, AVX2
+TEXT ·quantizeU8AVX2Asm(SB), NOSPLIT, $0-56
+	VBROADCASTSS invScale+48(FP), Y0
+	MOVL         zp+52(FP), AX
+	VMOVD        AX, X1
+	VPBROADCASTD X1, Y1
+	VBROADCASTSS nnConsts<>+40(SB), Y2
+	VBROADCASTSS nnConsts<>+36(SB), Y3
+	VMOVDQU      nnAVX2Lanes<>+64(SB), Y4
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+16(FP), CX
+	MOVQ         rows+32(FP), DX
+	MOVQ         cols+40(FP), BX
+	MOVQ         srcStride+24(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         dstStride+8(FP), DI
+
+q2_row_221:
+	XORQ R8, R8
+
+q2_wide_222:
+	MOVQ      BX, R9
+	SUBQ      R8, R9
+	CMPQ      R9, $0x20
+	JL        q2_narrow_223
+	VMOVUPS   (CX)(R8*4), Y5
+	VMULPS    Y0, Y5, Y5
+	VMAXPS    Y2, Y5, Y5
+	VMINPS    Y3, Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    Y1, Y5, Y5
+	VMOVUPS   32(CX)(R8*4), Y6
+	VMULPS    Y0, Y6, Y6
+	VMAXPS    Y2, Y6, Y6
+	VMINPS    Y3, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    Y1, Y6, Y6
+	VMOVUPS   64(CX)(R8*4), Y7
+	VMULPS    Y0, Y7, Y7
+	VMAXPS    Y2, Y7, Y7
+	VMINPS    Y3, Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VPADDD    Y1, Y7, Y7
+	VMOVUPS   96(CX)(R8*4), Y8
+	VMULPS    Y0, Y8, Y8
+	VMAXPS    Y2, Y8, Y8
+	VMINPS    Y3, Y8, Y8
+	VCVTPS2DQ Y8, Y8
+	VPADDD    Y1, Y8, Y8
+	VPACKSSDW Y6, Y5, Y5
+	VPACKSSDW Y8, Y7, Y7
+	VPACKUSWB Y7, Y5, Y5
+	VPERMD    Y5, Y4, Y5
+	VMOVDQU   Y5, (AX)(R8*1)
+	ADDQ      $0x20, R8
+	JMP       q2_wide_222
+
+q2_narrow_223:
+	CMPQ         R8, BX
+	JGE          q2_next_224
+	VMOVUPS      (CX)(R8*4), Y5
+	VMULPS       Y0, Y5, Y5
+	VMAXPS       Y2, Y5, Y5
+	VMINPS       Y3, Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       Y1, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKSSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (AX)(R8*1)
+	ADDQ         $0x08, R8
+	JMP          q2_narrow_223
+
+q2_next_224:
+	ADDQ SI, CX
+	ADDQ DI, AX
+	DECQ DX
+	JNZ  q2_row_221
 	VZEROUPPER
 	RET

@@ -111,3 +111,9 @@ func lnNormAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv fl
 //
 //go:noescape
 func lnNormDualAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
+
+// quantizeU8AVX2Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], invScale, zp)
+// for i < rows, j < cols (rows >= 1; cols >= 8, a multiple of 8).
+//
+//go:noescape
+func quantizeU8AVX2Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, invScale float32, zp int32)
