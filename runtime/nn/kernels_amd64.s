@@ -7007,3 +7007,71 @@ q2_next_224:
 	JNZ  q2_row_221
 	VZEROUPPER
 	RET
+
+// func minMaxAVX2Asm(x *float32, n int) (lo float32, hi float32)
+// Requires: AVX, SSE
+TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
+	MOVQ  x+0(FP), AX
+	MOVQ  n+8(FP), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	XORQ  DX, DX
+
+mm2_wide_225:
+	MOVQ    CX, BX
+	SUBQ    DX, BX
+	CMPQ    BX, $0x20
+	JL      mm2_narrow_226
+	VMOVUPS (AX)(DX*4), Y8
+	VMINPS  Y0, Y8, Y0
+	VMAXPS  Y1, Y8, Y1
+	VMOVUPS 32(AX)(DX*4), Y8
+	VMINPS  Y2, Y8, Y2
+	VMAXPS  Y3, Y8, Y3
+	VMOVUPS 64(AX)(DX*4), Y8
+	VMINPS  Y4, Y8, Y4
+	VMAXPS  Y5, Y8, Y5
+	VMOVUPS 96(AX)(DX*4), Y8
+	VMINPS  Y6, Y8, Y6
+	VMAXPS  Y7, Y8, Y7
+	ADDQ    $0x20, DX
+	JMP     mm2_wide_225
+
+mm2_narrow_226:
+	CMPQ    DX, CX
+	JGE     mm2_done_227
+	VMOVUPS (AX)(DX*4), Y8
+	VMINPS  Y0, Y8, Y0
+	VMAXPS  Y1, Y8, Y1
+	ADDQ    $0x08, DX
+	JMP     mm2_narrow_226
+
+mm2_done_227:
+	VMINPS       Y2, Y0, Y0
+	VMAXPS       Y3, Y1, Y1
+	VMINPS       Y4, Y0, Y0
+	VMAXPS       Y5, Y1, Y1
+	VMINPS       Y6, Y0, Y0
+	VMAXPS       Y7, Y1, Y1
+	VEXTRACTF128 $0x01, Y0, X2
+	VMINPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VMINPS       X0, X2, X2
+	VPSHUFD      $0x01, X2, X0
+	VMINPS       X0, X2, X2
+	MOVSS        X2, lo+16(FP)
+	VEXTRACTF128 $0x01, Y1, X0
+	VMAXPS       X0, X1, X0
+	VMOVHLPS     X0, X0, X1
+	VMAXPS       X1, X0, X0
+	VPSHUFD      $0x01, X0, X1
+	VMAXPS       X1, X0, X0
+	MOVSS        X0, hi+20(FP)
+	VZEROUPPER
+	RET

@@ -117,3 +117,9 @@ func lnNormDualAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, in
 //
 //go:noescape
 func quantizeU8AVX2Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, invScale float32, zp int32)
+
+// minMaxAVX2Asm returns min(0, min x[0:n]) and max(0, max x[0:n]), NaNs ignored
+// (n >= 8, a multiple of 8).
+//
+//go:noescape
+func minMaxAVX2Asm(x *float32, n int) (lo float32, hi float32)
