@@ -2,7 +2,7 @@
 // AVX-512 inner loops of multi-head attention (transposes, q·k scores,
 // softmax, P·V), of LayerNorm (row statistics and normalisation, with the
 // optional u8 output), of activation quantisation and of the standalone
-// erf-GELU, and the AVX2 forms of the scores, softmax, P·V and GELU loops.
+// erf-GELU, and the AVX2 forms of all of them but attention's transposes.
 //
 // It is run by `go generate ./runtime/nn/`:
 //
@@ -43,6 +43,7 @@ func generate() (*ir.File, error) {
 	genQuantize(g)
 	genGelu(g)
 	genAttentionAVX2(g)
+	genLayerNormAVX2(g)
 
 	return avogen.Compile(g.Context)
 }

@@ -115,3 +115,35 @@ func BenchmarkGelu(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLNKernels times the LayerNorm and quantiser kernels alone, at
+// BERT-base's hidden size (768, whole blocks of 8) and at 771 (a tail on
+// every row): statistics of one group of 16 rows, then each one-row kernel.
+func BenchmarkLNKernels(b *testing.B) {
+	for _, n := range []int{768, 771} {
+		x := randSlice(1, lnGroup*n, -3, 3)
+		y, q := make([]float32, n), make([]uint8, n)
+		ln := &LayerNormParams{N: n, Gamma: randSlice(2, n, 0.5, 1.5), Beta: randSlice(3, n, -1, 1), Epsilon: 1e-12}
+		gammaQ, betaQ := randSlice(4, n, 0.05, 4), randSlice(5, n, -0.5, 0.5)
+		var mean, inv [lnGroup]float64
+		row := x[:n]
+		for _, c := range []struct {
+			name string
+			f    func(kern *kernels)
+		}{
+			{"stats16", func(kern *kernels) { kern.lnStats16(x, n, n, ln.Epsilon, &mean, &inv) }},
+			{"normalize", func(kern *kernels) { kern.lnNormalize(y, q, row, 0.1, 0.9, ln, 30, 128) }},
+			{"dual", func(kern *kernels) { kern.lnNormalizeDual(y, q, row, 0.1, 0.9, ln, gammaQ, betaQ, 30, 128) }},
+			{"quantize", func(kern *kernels) { kern.quantize(q, n, row, n, 1, n, 30, 128) }},
+			{"minMax", func(kern *kernels) { kern.minMax(row) }},
+		} {
+			b.Run(fmt.Sprintf("%s/n%d", c.name, n), func(b *testing.B) {
+				benchKernels(b, func(b *testing.B, kern *kernels) {
+					for b.Loop() {
+						c.f(kern)
+					}
+				})
+			})
+		}
+	}
+}

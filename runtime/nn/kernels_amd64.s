@@ -6872,3 +6872,1444 @@ pv2x_rows_skip_248:
 pv2x_done_207:
 	VZEROUPPER
 	RET
+
+DATA nnAVX2Lanes<>+0(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+4(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+8(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+12(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+16(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+20(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+24(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+28(SB)/4, $0xffffffff
+DATA nnAVX2Lanes<>+32(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+36(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+40(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+44(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+48(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+52(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+56(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+60(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+64(SB)/4, $0x00000000
+DATA nnAVX2Lanes<>+68(SB)/4, $0x00000004
+DATA nnAVX2Lanes<>+72(SB)/4, $0x00000001
+DATA nnAVX2Lanes<>+76(SB)/4, $0x00000005
+DATA nnAVX2Lanes<>+80(SB)/4, $0x00000002
+DATA nnAVX2Lanes<>+84(SB)/4, $0x00000006
+DATA nnAVX2Lanes<>+88(SB)/4, $0x00000003
+DATA nnAVX2Lanes<>+92(SB)/4, $0x00000007
+GLOBL nnAVX2Lanes<>(SB), RODATA|NOPTR, $96
+
+// func lnStats16AVX2Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)
+// Requires: AVX
+TEXT ·lnStats16AVX2Asm(SB), NOSPLIT, $0-56
+	MOVQ  stride+8(FP), AX
+	SHLQ  $0x02, AX
+	LEAQ  (AX)(AX*2), CX
+	MOVQ  mean+40(FP), DX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	MOVQ  x+0(FP), BX
+	MOVQ  n+16(FP), SI
+
+lns2_cols_254:
+	CMPQ         SI, $0x08
+	JL           lns2_tail_255
+	VMOVUPS      (BX), Y4
+	VMOVUPS      (BX)(AX*1), Y5
+	VMOVUPS      (BX)(AX*2), Y6
+	VMOVUPS      (BX)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X5, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X8, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X4, Y6
+	VADDPD       Y6, Y0, Y0
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y0, Y0
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y4, Y0, Y0
+	LEAQ         (BX)(AX*4), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X5, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X8, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X4, Y6
+	VADDPD       Y6, Y1, Y1
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y1, Y1
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y4, Y1, Y1
+	LEAQ         (BX)(AX*8), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X5, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X8, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X4, Y6
+	VADDPD       Y6, Y2, Y2
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y2, Y2
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y2, Y2
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y2, Y2
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y4, Y2, Y2
+	LEAQ         (BX)(CX*4), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X5, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X8, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X4, Y6
+	VADDPD       Y6, Y3, Y3
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y3, Y3
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y3, Y3
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y3, Y3
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y4, Y3, Y3
+	ADDQ         $0x20, BX
+	SUBQ         $0x08, SI
+	JMP          lns2_cols_254
+
+lns2_tail_255:
+	TESTQ        SI, SI
+	JZ           lns2_done_256
+	MOVQ         $0x00000008, DI
+	SUBQ         SI, DI
+	LEAQ         nnAVX2Lanes<>+0(SB), R8
+	VMOVDQU      (R8)(DI*4), Y4
+	VMASKMOVPS   (BX), Y4, Y5
+	VMASKMOVPS   (BX)(AX*1), Y4, Y6
+	VMASKMOVPS   (BX)(AX*2), Y4, Y7
+	VMASKMOVPS   (BX)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_261
+	VCVTPS2PD    X6, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_261
+	VCVTPS2PD    X9, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_261
+	VCVTPS2PD    X5, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_261
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_261
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y0, Y0
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_261
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y0, Y0
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_261
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y0, Y0
+
+lns2_group_261:
+	LEAQ         (BX)(AX*4), DI
+	VMASKMOVPS   (DI), Y4, Y5
+	VMASKMOVPS   (DI)(AX*1), Y4, Y6
+	VMASKMOVPS   (DI)(AX*2), Y4, Y7
+	VMASKMOVPS   (DI)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_262
+	VCVTPS2PD    X6, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_262
+	VCVTPS2PD    X9, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_262
+	VCVTPS2PD    X5, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_262
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_262
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y1, Y1
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_262
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y1, Y1
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_262
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y1, Y1
+
+lns2_group_262:
+	LEAQ         (BX)(AX*8), DI
+	VMASKMOVPS   (DI), Y4, Y5
+	VMASKMOVPS   (DI)(AX*1), Y4, Y6
+	VMASKMOVPS   (DI)(AX*2), Y4, Y7
+	VMASKMOVPS   (DI)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_263
+	VCVTPS2PD    X6, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_263
+	VCVTPS2PD    X9, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_263
+	VCVTPS2PD    X5, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_263
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_263
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y2, Y2
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_263
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y6, Y2, Y2
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_263
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y2, Y2
+
+lns2_group_263:
+	LEAQ         (BX)(CX*4), BX
+	VMASKMOVPS   (BX), Y4, Y5
+	VMASKMOVPS   (BX)(AX*1), Y4, Y6
+	VMASKMOVPS   (BX)(AX*2), Y4, Y7
+	VMASKMOVPS   (BX)(CX*1), Y4, Y4
+	VUNPCKLPS    Y6, Y5, Y8
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y4, Y7, Y6
+	VUNPCKHPS    Y4, Y7, Y4
+	VUNPCKLPD    Y6, Y8, Y7
+	VUNPCKHPD    Y6, Y8, Y6
+	VUNPCKLPD    Y4, Y5, Y8
+	VUNPCKHPD    Y4, Y5, Y4
+	VCVTPS2PD    X7, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_264
+	VCVTPS2PD    X6, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_264
+	VCVTPS2PD    X8, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_264
+	VCVTPS2PD    X4, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_264
+	VEXTRACTF128 $0x01, Y7, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_264
+	VEXTRACTF128 $0x01, Y6, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_264
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_264
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y4, Y3, Y3
+
+lns2_group_264:
+lns2_done_256:
+	VBROADCASTSD count+24(FP), Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      Y0, (DX)
+	VDIVPD       Y4, Y1, Y1
+	VMOVUPD      Y1, 32(DX)
+	VDIVPD       Y4, Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VDIVPD       Y4, Y3, Y3
+	VMOVUPD      Y3, 96(DX)
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         x+0(FP), BX
+	MOVQ         n+16(FP), SI
+
+lns2_cols_265:
+	CMPQ         SI, $0x08
+	JL           lns2_tail_266
+	VMOVUPS      (BX), Y4
+	VMOVUPS      (BX)(AX*1), Y5
+	VMOVUPS      (BX)(AX*2), Y6
+	VMOVUPS      (BX)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X5, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X8, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	VCVTPS2PD    X4, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       (DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       (DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VSUBPD       (DX), Y4, Y4
+	VMULPD       Y4, Y4, Y4
+	VADDPD       Y4, Y0, Y0
+	LEAQ         (BX)(AX*4), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X5, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X8, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	VCVTPS2PD    X4, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       32(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       32(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VSUBPD       32(DX), Y4, Y4
+	VMULPD       Y4, Y4, Y4
+	VADDPD       Y4, Y1, Y1
+	LEAQ         (BX)(AX*8), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X5, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X8, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	VCVTPS2PD    X4, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       64(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y2, Y2
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       64(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y2, Y2
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VSUBPD       64(DX), Y4, Y4
+	VMULPD       Y4, Y4, Y4
+	VADDPD       Y4, Y2, Y2
+	LEAQ         (BX)(CX*4), DI
+	VMOVUPS      (DI), Y4
+	VMOVUPS      (DI)(AX*1), Y5
+	VMOVUPS      (DI)(AX*2), Y6
+	VMOVUPS      (DI)(CX*1), Y7
+	VUNPCKLPS    Y5, Y4, Y8
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VUNPCKLPD    Y5, Y8, Y7
+	VUNPCKHPD    Y5, Y8, Y5
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y4
+	VCVTPS2PD    X7, Y6
+	VSUBPD       96(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X5, Y6
+	VSUBPD       96(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X8, Y6
+	VSUBPD       96(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y3, Y3
+	VCVTPS2PD    X4, Y6
+	VSUBPD       96(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y3, Y3
+	VEXTRACTF128 $0x01, Y7, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       96(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y3, Y3
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VSUBPD       96(DX), Y4, Y4
+	VMULPD       Y4, Y4, Y4
+	VADDPD       Y4, Y3, Y3
+	ADDQ         $0x20, BX
+	SUBQ         $0x08, SI
+	JMP          lns2_cols_265
+
+lns2_tail_266:
+	TESTQ        SI, SI
+	JZ           lns2_done_267
+	MOVQ         $0x00000008, DI
+	SUBQ         SI, DI
+	LEAQ         nnAVX2Lanes<>+0(SB), R8
+	VMOVDQU      (R8)(DI*4), Y4
+	VMASKMOVPS   (BX), Y4, Y5
+	VMASKMOVPS   (BX)(AX*1), Y4, Y6
+	VMASKMOVPS   (BX)(AX*2), Y4, Y7
+	VMASKMOVPS   (BX)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VSUBPD       (DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_272
+	VCVTPS2PD    X6, Y7
+	VSUBPD       (DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_272
+	VCVTPS2PD    X9, Y7
+	VSUBPD       (DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_272
+	VCVTPS2PD    X5, Y7
+	VSUBPD       (DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_272
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VSUBPD       (DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y0, Y0
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_272
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_272
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       (DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y0, Y0
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_272
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       (DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y0, Y0
+
+lns2_group_272:
+	LEAQ         (BX)(AX*4), DI
+	VMASKMOVPS   (DI), Y4, Y5
+	VMASKMOVPS   (DI)(AX*1), Y4, Y6
+	VMASKMOVPS   (DI)(AX*2), Y4, Y7
+	VMASKMOVPS   (DI)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VSUBPD       32(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_273
+	VCVTPS2PD    X6, Y7
+	VSUBPD       32(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_273
+	VCVTPS2PD    X9, Y7
+	VSUBPD       32(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_273
+	VCVTPS2PD    X5, Y7
+	VSUBPD       32(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_273
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VSUBPD       32(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y1, Y1
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_273
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_273
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       32(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y1, Y1
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_273
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       32(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y1, Y1
+
+lns2_group_273:
+	LEAQ         (BX)(AX*8), DI
+	VMASKMOVPS   (DI), Y4, Y5
+	VMASKMOVPS   (DI)(AX*1), Y4, Y6
+	VMASKMOVPS   (DI)(AX*2), Y4, Y7
+	VMASKMOVPS   (DI)(CX*1), Y4, Y8
+	VUNPCKLPS    Y6, Y5, Y9
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VUNPCKLPD    Y6, Y9, Y8
+	VUNPCKHPD    Y6, Y9, Y6
+	VUNPCKLPD    Y7, Y5, Y9
+	VUNPCKHPD    Y7, Y5, Y5
+	VCVTPS2PD    X8, Y7
+	VSUBPD       64(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_274
+	VCVTPS2PD    X6, Y7
+	VSUBPD       64(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_274
+	VCVTPS2PD    X9, Y7
+	VSUBPD       64(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_274
+	VCVTPS2PD    X5, Y7
+	VSUBPD       64(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_274
+	VEXTRACTF128 $0x01, Y8, X7
+	VCVTPS2PD    X7, Y7
+	VSUBPD       64(DX), Y7, Y7
+	VMULPD       Y7, Y7, Y7
+	VADDPD       Y7, Y2, Y2
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_274
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_274
+	VEXTRACTF128 $0x01, Y9, X6
+	VCVTPS2PD    X6, Y6
+	VSUBPD       64(DX), Y6, Y6
+	VMULPD       Y6, Y6, Y6
+	VADDPD       Y6, Y2, Y2
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_274
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       64(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y2, Y2
+
+lns2_group_274:
+	LEAQ         (BX)(CX*4), BX
+	VMASKMOVPS   (BX), Y4, Y5
+	VMASKMOVPS   (BX)(AX*1), Y4, Y6
+	VMASKMOVPS   (BX)(AX*2), Y4, Y7
+	VMASKMOVPS   (BX)(CX*1), Y4, Y4
+	VUNPCKLPS    Y6, Y5, Y8
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y4, Y7, Y6
+	VUNPCKHPS    Y4, Y7, Y4
+	VUNPCKLPD    Y6, Y8, Y7
+	VUNPCKHPD    Y6, Y8, Y6
+	VUNPCKLPD    Y4, Y5, Y8
+	VUNPCKHPD    Y4, Y5, Y4
+	VCVTPS2PD    X7, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000001
+	JLE          lns2_group_275
+	VCVTPS2PD    X6, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000002
+	JLE          lns2_group_275
+	VCVTPS2PD    X8, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000003
+	JLE          lns2_group_275
+	VCVTPS2PD    X4, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000004
+	JLE          lns2_group_275
+	VEXTRACTF128 $0x01, Y7, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000005
+	JLE          lns2_group_275
+	VEXTRACTF128 $0x01, Y6, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000006
+	JLE          lns2_group_275
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VSUBPD       96(DX), Y5, Y5
+	VMULPD       Y5, Y5, Y5
+	VADDPD       Y5, Y3, Y3
+	CMPQ         SI, $0x00000007
+	JLE          lns2_group_275
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VSUBPD       96(DX), Y4, Y4
+	VMULPD       Y4, Y4, Y4
+	VADDPD       Y4, Y3, Y3
+
+lns2_group_275:
+lns2_done_267:
+	VBROADCASTSD count+24(FP), Y4
+	VBROADCASTSD eps+32(FP), Y5
+	VBROADCASTSD nnConsts<>+0(SB), Y6
+	MOVQ         inv+48(FP), AX
+	VDIVPD       Y4, Y0, Y0
+	VADDPD       Y5, Y0, Y0
+	VSQRTPD      Y0, Y0
+	VDIVPD       Y0, Y6, Y0
+	VMOVUPD      Y0, (AX)
+	VDIVPD       Y4, Y1, Y1
+	VADDPD       Y5, Y1, Y1
+	VSQRTPD      Y1, Y1
+	VDIVPD       Y1, Y6, Y1
+	VMOVUPD      Y1, 32(AX)
+	VDIVPD       Y4, Y2, Y2
+	VADDPD       Y5, Y2, Y2
+	VSQRTPD      Y2, Y2
+	VDIVPD       Y2, Y6, Y2
+	VMOVUPD      Y2, 64(AX)
+	VDIVPD       Y4, Y3, Y3
+	VADDPD       Y5, Y3, Y3
+	VSQRTPD      Y3, Y3
+	VDIVPD       Y3, Y6, Y3
+	VMOVUPD      Y3, 96(AX)
+	VZEROUPPER
+	RET
+
+// func lnNormAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
+// Requires: AVX, AVX2
+TEXT ·lnNormAVX2Asm(SB), NOSPLIT, $0-80
+	MOVQ flags+72(FP), AX
+	CMPQ AX, $0x02
+	JEQ  lnn2_variant_276
+	CMPQ AX, $0x04
+	JEQ  lnn2_variant_277
+	CMPQ AX, $0x06
+	JEQ  lnn2_variant_278
+	CMPQ AX, $0x03
+	JEQ  lnn2_variant_279
+	CMPQ AX, $0x05
+	JEQ  lnn2_variant_280
+	CMPQ AX, $0x07
+	JEQ  lnn2_variant_281
+	RET
+
+lnn2_variant_276:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         y+0(FP), BX
+	XORQ         SI, SI
+
+lnn2_loop_282:
+	VCVTPS2PD  (AX)(SI*4), Y2
+	VSUBPD     Y0, Y2, Y2
+	VMULPD     Y1, Y2, Y2
+	VCVTPS2PD  (CX)(SI*4), Y3
+	VMULPD     Y3, Y2, Y2
+	VCVTPD2PSY Y2, X2
+	VMOVUPS    X2, (BX)(SI*4)
+	VCVTPS2PD  16(AX)(SI*4), Y2
+	VSUBPD     Y0, Y2, Y2
+	VMULPD     Y1, Y2, Y2
+	VCVTPS2PD  16(CX)(SI*4), Y3
+	VMULPD     Y3, Y2, Y2
+	VCVTPD2PSY Y2, X2
+	VMOVUPS    X2, 16(BX)(SI*4)
+	ADDQ       $0x08, SI
+	CMPQ       SI, DX
+	JL         lnn2_loop_282
+	VZEROUPPER
+	RET
+
+lnn2_variant_277:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         q+8(FP), BX
+	VBROADCASTSS invScale+64(FP), Y2
+	MOVL         zp+68(FP), SI
+	VMOVD        SI, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         SI, SI
+
+lnn2_loop_283:
+	VCVTPS2PD    (AX)(SI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (CX)(SI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X8
+	VCVTPS2PD    16(AX)(SI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(CX)(SI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X6
+	VINSERTF128  $0x01, X6, Y8, Y8
+	VMULPS       Y2, Y8, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (BX)(SI*1)
+	ADDQ         $0x08, SI
+	CMPQ         SI, DX
+	JL           lnn2_loop_283
+	VZEROUPPER
+	RET
+
+lnn2_variant_278:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         y+0(FP), BX
+	MOVQ         q+8(FP), SI
+	VBROADCASTSS invScale+64(FP), Y2
+	MOVL         zp+68(FP), DI
+	VMOVD        DI, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         DI, DI
+
+lnn2_loop_284:
+	VCVTPS2PD    (AX)(DI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (CX)(DI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X8
+	VMOVUPS      X8, (BX)(DI*4)
+	VCVTPS2PD    16(AX)(DI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(CX)(DI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X6
+	VMOVUPS      X6, 16(BX)(DI*4)
+	VINSERTF128  $0x01, X6, Y8, Y8
+	VMULPS       Y2, Y8, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (SI)(DI*1)
+	ADDQ         $0x08, DI
+	CMPQ         DI, DX
+	JL           lnn2_loop_284
+	VZEROUPPER
+	RET
+
+lnn2_variant_279:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         beta+56(FP), BX
+	MOVQ         y+0(FP), SI
+	XORQ         DI, DI
+
+lnn2_loop_285:
+	VCVTPS2PD  (AX)(DI*4), Y2
+	VSUBPD     Y0, Y2, Y2
+	VMULPD     Y1, Y2, Y2
+	VCVTPS2PD  (CX)(DI*4), Y3
+	VMULPD     Y3, Y2, Y2
+	VCVTPS2PD  (BX)(DI*4), Y3
+	VADDPD     Y3, Y2, Y2
+	VCVTPD2PSY Y2, X2
+	VMOVUPS    X2, (SI)(DI*4)
+	VCVTPS2PD  16(AX)(DI*4), Y2
+	VSUBPD     Y0, Y2, Y2
+	VMULPD     Y1, Y2, Y2
+	VCVTPS2PD  16(CX)(DI*4), Y3
+	VMULPD     Y3, Y2, Y2
+	VCVTPS2PD  16(BX)(DI*4), Y3
+	VADDPD     Y3, Y2, Y2
+	VCVTPD2PSY Y2, X2
+	VMOVUPS    X2, 16(SI)(DI*4)
+	ADDQ       $0x08, DI
+	CMPQ       DI, DX
+	JL         lnn2_loop_285
+	VZEROUPPER
+	RET
+
+lnn2_variant_280:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         beta+56(FP), BX
+	MOVQ         q+8(FP), SI
+	VBROADCASTSS invScale+64(FP), Y2
+	MOVL         zp+68(FP), DI
+	VMOVD        DI, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         DI, DI
+
+lnn2_loop_286:
+	VCVTPS2PD    (AX)(DI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (CX)(DI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPS2PD    (BX)(DI*4), Y7
+	VADDPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X8
+	VCVTPS2PD    16(AX)(DI*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(CX)(DI*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPS2PD    16(BX)(DI*4), Y7
+	VADDPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X6
+	VINSERTF128  $0x01, X6, Y8, Y8
+	VMULPS       Y2, Y8, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (SI)(DI*1)
+	ADDQ         $0x08, DI
+	CMPQ         DI, DX
+	JL           lnn2_loop_286
+	VZEROUPPER
+	RET
+
+lnn2_variant_281:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         beta+56(FP), BX
+	MOVQ         y+0(FP), SI
+	MOVQ         q+8(FP), DI
+	VBROADCASTSS invScale+64(FP), Y2
+	MOVL         zp+68(FP), R8
+	VMOVD        R8, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         R8, R8
+
+lnn2_loop_287:
+	VCVTPS2PD    (AX)(R8*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (CX)(R8*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPS2PD    (BX)(R8*4), Y7
+	VADDPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X8
+	VMOVUPS      X8, (SI)(R8*4)
+	VCVTPS2PD    16(AX)(R8*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(CX)(R8*4), Y7
+	VMULPD       Y7, Y6, Y6
+	VCVTPS2PD    16(BX)(R8*4), Y7
+	VADDPD       Y7, Y6, Y6
+	VCVTPD2PSY   Y6, X6
+	VMOVUPS      X6, 16(SI)(R8*4)
+	VINSERTF128  $0x01, X6, Y8, Y8
+	VMULPS       Y2, Y8, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (DI)(R8*1)
+	ADDQ         $0x08, R8
+	CMPQ         R8, DX
+	JL           lnn2_loop_287
+	VZEROUPPER
+	RET
+
+// func lnNormDualAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
+// Requires: AVX, AVX2
+TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
+	MOVQ         flags+88(FP), AX
+	CMPQ         AX, $0x01
+	JEQ          lnd2_beta_288
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         n+24(FP), CX
+	MOVQ         y+0(FP), DX
+	MOVQ         q+8(FP), BX
+	MOVQ         gamma+48(FP), SI
+	MOVQ         gammaQ+64(FP), DI
+	VBROADCASTSS invScale+80(FP), Y2
+	MOVL         zp+84(FP), R8
+	VMOVD        R8, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         R8, R8
+
+lnd2_loop_289:
+	VCVTPS2PD    (AX)(R8*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (SI)(R8*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPD2PSY   Y7, X7
+	VMOVUPS      X7, (DX)(R8*4)
+	VCVTPS2PD    (DI)(R8*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPD2PSY   Y7, X8
+	VCVTPS2PD    16(AX)(R8*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(SI)(R8*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPD2PSY   Y7, X7
+	VMOVUPS      X7, 16(DX)(R8*4)
+	VCVTPS2PD    16(DI)(R8*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPD2PSY   Y7, X6
+	VINSERTF128  $0x01, X6, Y8, Y8
+	VMULPS       Y2, Y8, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (BX)(R8*1)
+	ADDQ         $0x08, R8
+	CMPQ         R8, CX
+	JL           lnd2_loop_289
+	VZEROUPPER
+	RET
+
+lnd2_beta_288:
+	VBROADCASTSD mean+32(FP), Y0
+	VBROADCASTSD inv+40(FP), Y1
+	MOVQ         x+16(FP), AX
+	MOVQ         n+24(FP), CX
+	MOVQ         y+0(FP), DX
+	MOVQ         q+8(FP), BX
+	MOVQ         gamma+48(FP), SI
+	MOVQ         gammaQ+64(FP), DI
+	MOVQ         beta+56(FP), R8
+	MOVQ         betaQ+72(FP), R9
+	VBROADCASTSS invScale+80(FP), Y2
+	MOVL         zp+84(FP), R10
+	VMOVD        R10, X3
+	VPBROADCASTD X3, Y3
+	VBROADCASTSS nnConsts<>+40(SB), Y4
+	VBROADCASTSS nnConsts<>+36(SB), Y5
+	XORQ         R10, R10
+
+lnd2_loop_290:
+	VCVTPS2PD    (AX)(R10*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    (SI)(R10*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPS2PD    (R8)(R10*4), Y8
+	VADDPD       Y8, Y7, Y7
+	VCVTPD2PSY   Y7, X7
+	VMOVUPS      X7, (DX)(R10*4)
+	VCVTPS2PD    (DI)(R10*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPS2PD    (R9)(R10*4), Y6
+	VADDPD       Y6, Y7, Y7
+	VCVTPD2PSY   Y7, X9
+	VCVTPS2PD    16(AX)(R10*4), Y6
+	VSUBPD       Y0, Y6, Y6
+	VMULPD       Y1, Y6, Y6
+	VCVTPS2PD    16(SI)(R10*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPS2PD    16(R8)(R10*4), Y8
+	VADDPD       Y8, Y7, Y7
+	VCVTPD2PSY   Y7, X7
+	VMOVUPS      X7, 16(DX)(R10*4)
+	VCVTPS2PD    16(DI)(R10*4), Y7
+	VMULPD       Y7, Y6, Y7
+	VCVTPS2PD    16(R9)(R10*4), Y6
+	VADDPD       Y6, Y7, Y7
+	VCVTPD2PSY   Y7, X6
+	VINSERTF128  $0x01, X6, Y9, Y9
+	VMULPS       Y2, Y9, Y6
+	VMAXPS       Y4, Y6, Y6
+	VMINPS       Y5, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y3, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKSSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (BX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, CX
+	JL           lnd2_loop_290
+	VZEROUPPER
+	RET
+
+// func quantizeU8AVX2Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, invScale float32, zp int32)
+// Requires: AVX, AVX2
+TEXT ·quantizeU8AVX2Asm(SB), NOSPLIT, $0-56
+	VBROADCASTSS invScale+48(FP), Y0
+	MOVL         zp+52(FP), AX
+	VMOVD        AX, X1
+	VPBROADCASTD X1, Y1
+	VBROADCASTSS nnConsts<>+40(SB), Y2
+	VBROADCASTSS nnConsts<>+36(SB), Y3
+	VMOVDQU      nnAVX2Lanes<>+64(SB), Y4
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+16(FP), CX
+	MOVQ         rows+32(FP), DX
+	MOVQ         cols+40(FP), BX
+	MOVQ         srcStride+24(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         dstStride+8(FP), DI
+
+q2_row_291:
+	XORQ R8, R8
+
+q2_wide_292:
+	MOVQ      BX, R9
+	SUBQ      R8, R9
+	CMPQ      R9, $0x20
+	JL        q2_narrow_293
+	VMOVUPS   (CX)(R8*4), Y5
+	VMULPS    Y0, Y5, Y5
+	VMAXPS    Y2, Y5, Y5
+	VMINPS    Y3, Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    Y1, Y5, Y5
+	VMOVUPS   32(CX)(R8*4), Y6
+	VMULPS    Y0, Y6, Y6
+	VMAXPS    Y2, Y6, Y6
+	VMINPS    Y3, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    Y1, Y6, Y6
+	VMOVUPS   64(CX)(R8*4), Y7
+	VMULPS    Y0, Y7, Y7
+	VMAXPS    Y2, Y7, Y7
+	VMINPS    Y3, Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VPADDD    Y1, Y7, Y7
+	VMOVUPS   96(CX)(R8*4), Y8
+	VMULPS    Y0, Y8, Y8
+	VMAXPS    Y2, Y8, Y8
+	VMINPS    Y3, Y8, Y8
+	VCVTPS2DQ Y8, Y8
+	VPADDD    Y1, Y8, Y8
+	VPACKSSDW Y6, Y5, Y5
+	VPACKSSDW Y8, Y7, Y7
+	VPACKUSWB Y7, Y5, Y5
+	VPERMD    Y5, Y4, Y5
+	VMOVDQU   Y5, (AX)(R8*1)
+	ADDQ      $0x20, R8
+	JMP       q2_wide_292
+
+q2_narrow_293:
+	CMPQ         R8, BX
+	JGE          q2_next_294
+	VMOVUPS      (CX)(R8*4), Y5
+	VMULPS       Y0, Y5, Y5
+	VMAXPS       Y2, Y5, Y5
+	VMINPS       Y3, Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       Y1, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKSSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (AX)(R8*1)
+	ADDQ         $0x08, R8
+	JMP          q2_narrow_293
+
+q2_next_294:
+	ADDQ SI, CX
+	ADDQ DI, AX
+	DECQ DX
+	JNZ  q2_row_291
+	VZEROUPPER
+	RET
+
+// func minMaxAVX2Asm(x *float32, n int) (lo float32, hi float32)
+// Requires: AVX, SSE
+TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
+	MOVQ  x+0(FP), AX
+	MOVQ  n+8(FP), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	XORQ  DX, DX
+
+mm2_wide_295:
+	MOVQ    CX, BX
+	SUBQ    DX, BX
+	CMPQ    BX, $0x20
+	JL      mm2_narrow_296
+	VMOVUPS (AX)(DX*4), Y8
+	VMINPS  Y0, Y8, Y0
+	VMAXPS  Y1, Y8, Y1
+	VMOVUPS 32(AX)(DX*4), Y8
+	VMINPS  Y2, Y8, Y2
+	VMAXPS  Y3, Y8, Y3
+	VMOVUPS 64(AX)(DX*4), Y8
+	VMINPS  Y4, Y8, Y4
+	VMAXPS  Y5, Y8, Y5
+	VMOVUPS 96(AX)(DX*4), Y8
+	VMINPS  Y6, Y8, Y6
+	VMAXPS  Y7, Y8, Y7
+	ADDQ    $0x20, DX
+	JMP     mm2_wide_295
+
+mm2_narrow_296:
+	CMPQ    DX, CX
+	JGE     mm2_done_297
+	VMOVUPS (AX)(DX*4), Y8
+	VMINPS  Y0, Y8, Y0
+	VMAXPS  Y1, Y8, Y1
+	ADDQ    $0x08, DX
+	JMP     mm2_narrow_296
+
+mm2_done_297:
+	VMINPS       Y2, Y0, Y0
+	VMAXPS       Y3, Y1, Y1
+	VMINPS       Y4, Y0, Y0
+	VMAXPS       Y5, Y1, Y1
+	VMINPS       Y6, Y0, Y0
+	VMAXPS       Y7, Y1, Y1
+	VEXTRACTF128 $0x01, Y0, X2
+	VMINPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VMINPS       X0, X2, X2
+	VPSHUFD      $0x01, X2, X0
+	VMINPS       X0, X2, X2
+	MOVSS        X2, lo+16(FP)
+	VEXTRACTF128 $0x01, Y1, X0
+	VMAXPS       X0, X1, X0
+	VMOVHLPS     X0, X0, X1
+	VMAXPS       X1, X0, X0
+	VPSHUFD      $0x01, X0, X1
+	VMAXPS       X1, X0, X0
+	MOVSS        X0, hi+20(FP)
+	VZEROUPPER
+	RET

@@ -95,6 +95,17 @@ func fillRandom(r *rand.Rand, s []float32, lo, hi float32, pSpecial float64) {
 	}
 }
 
+// widths returns the row widths 1..33, which cover every partial block
+// of 8 and 16 columns and 32-column steps with every remainder, followed
+// by more.
+func widths(more ...int) []int {
+	var ws []int
+	for n := 1; n <= 33; n++ {
+		ws = append(ws, n)
+	}
+	return append(ws, more...)
+}
+
 var (
 	testSeqs = []int{0, 1, 2, 3, 5, 8, 15, 16, 17, 31, 33, 130}
 	testDims = []int{1, 3, 5, 12, 16, 17, 32, 64, 65}
@@ -284,7 +295,7 @@ func TestAttnPVKernel(t *testing.T) {
 func TestLayerNormStatsKernel(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, impl := range implementations(t) {
-		for _, n := range []int{1, 2, 5, 15, 16, 17, 40, 96, 768, 769} {
+		for _, n := range widths(40, 96, 768, 769) {
 			stride := n + r.IntN(3)
 			x, _ := guarded((lnGroup-1)*stride + n)
 			fillRandom(r, x, -3, 3, 0)
@@ -315,7 +326,7 @@ func TestLayerNormStatsKernel(t *testing.T) {
 func TestLayerNormNormalizeKernel(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, impl := range implementations(t) {
-		for _, n := range []int{1, 7, 8, 9, 16, 17, 40, 768, 771} {
+		for _, n := range widths(40, 768, 771) {
 			for variant := range 8 {
 				withBeta, withF32, withU8 := variant&1 != 0, variant&2 != 0, variant&4 != 0
 				x := make([]float32, n)
@@ -362,7 +373,7 @@ func TestLayerNormNormalizeKernel(t *testing.T) {
 func TestQuantizeKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, impl := range implementations(t) {
-		for _, cols := range []int{1, 15, 16, 17, 63, 64, 65, 200, 768} {
+		for _, cols := range widths(63, 64, 65, 71, 72, 95, 96, 200, 768) {
 			rows := 1 + r.IntN(5)
 			srcStride, dstStride := cols+r.IntN(3), cols+r.IntN(5)
 			src, _ := guarded((rows-1)*srcStride + cols)
@@ -390,6 +401,75 @@ func TestQuantizeKernels(t *testing.T) {
 			if math.Float32bits(lo) != math.Float32bits(wlo) || math.Float32bits(hi) != math.Float32bits(whi) {
 				t.Fatalf("minMax of %d values = %g, %g; Go kernel %g, %g", cols, lo, hi, wlo, whi)
 			}
+		}
+	}
+}
+
+// TestMinMaxKernel checks minMax where MINPS/MAXPS operand order shows:
+// -0 (the running +0 must stay +0) and NaN (ignored) at every position of
+// rows of one sign or of zeros, so that a special lands in every lane of
+// every step and in the Go-scanned tail.
+func TestMinMaxKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	negZero, nan := float32(math.Copysign(0, -1)), float32(math.NaN())
+	for _, impl := range implementations(t) {
+		for _, n := range widths(40, 63, 64, 65, 100) {
+			for _, base := range [][2]float32{{0.5, 2}, {-2, -0.5}, {0, 0}} {
+				for p := range n {
+					row := make([]float32, n)
+					fillRandom(r, row, base[0], base[1], 0)
+					row[p] = nan
+					row[(3*p+1)%n] = negZero
+					if p%5 == 0 {
+						row[n-1] = nan
+					}
+					lo, hi := impl.minMax(row)
+					wlo, whi := minMaxGo(row)
+					if math.Float32bits(lo) != math.Float32bits(wlo) || math.Float32bits(hi) != math.Float32bits(whi) {
+						t.Fatalf("%s minMax of %v = %g, %g; Go kernel %g, %g", impl.name, row, lo, hi, wlo, whi)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestLayerNormQuantizeBounds checks that every implementation of the
+// LayerNorm and quantiser kernels panics on a slice one element too
+// short (the assembly wrappers check bounds before passing pointers), at
+// widths that the assembly would otherwise take whole.
+func TestLayerNormQuantizeBounds(t *testing.T) {
+	const n, stride = 24, 26
+	x := make([]float32, n)
+	ln := &LayerNormParams{N: n, Gamma: make([]float32, n), Beta: make([]float32, n)}
+	var mean, inv [lnGroup]float64
+	for _, impl := range implementations(t) {
+		for name, call := range map[string]func(){
+			"stats rows": func() {
+				impl.lnStats16(make([]float32, (lnGroup-1)*stride+n-1), stride, n, 1e-5, &mean, &inv)
+			},
+			"normalize y": func() { impl.lnNormalize(make([]float32, n-1), nil, x, 0, 1, ln, 1, 0) },
+			"normalize q": func() { impl.lnNormalize(nil, make([]uint8, n-1), x, 0, 1, ln, 1, 0) },
+			"normalize gamma": func() {
+				impl.lnNormalize(make([]float32, n), nil, x, 0, 1, &LayerNormParams{N: n, Gamma: ln.Gamma[:n-1]}, 1, 0)
+			},
+			"dual q": func() {
+				impl.lnNormalizeDual(make([]float32, n), make([]uint8, n-1), x, 0, 1, ln, ln.Gamma, ln.Beta, 1, 0)
+			},
+			"dual betaQ": func() {
+				impl.lnNormalizeDual(make([]float32, n), make([]uint8, n), x, 0, 1, ln, ln.Gamma, ln.Beta[:n-1], 1, 0)
+			},
+			"quantize dst": func() { impl.quantize(make([]uint8, 2*n-1), n, make([]float32, 2*n), n, 2, n, 1, 0) },
+			"quantize src": func() { impl.quantize(make([]uint8, 2*n), n, make([]float32, 2*n-1), n, 2, n, 1, 0) },
+		} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s %s: no panic", impl.name, name)
+					}
+				}()
+				call()
+			}()
 		}
 	}
 }

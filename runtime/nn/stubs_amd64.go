@@ -109,3 +109,37 @@ func attnSoftmaxAVX2Asm(s *float32, sk int, scale float32, mask *float32, maskMo
 //
 //go:noescape
 func attnPVAVX2Asm(out *float32, outStride int, rows int, p *float32, v *float32, vStride int, sk int, d int, sums *float32)
+
+// lnStats16AVX2Asm is lnStats16Asm on AVX2: it writes the float64 mean and
+// 1/sqrt(variance+eps) of 16 rows of n float32 values (row r at x[r*stride]; n >= 1,
+// count = float64(n)) to mean[0..15] and inv[0..15], with sequential sums in column order.
+//
+//go:noescape
+func lnStats16AVX2Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)
+
+// lnNormAVX2Asm is lnNormAsm on AVX2 for n >= 8 values, a multiple of 8: y[j] =
+// float32(((x[j]-mean)*inv)*gamma[j] + beta[j]) in float64, stored to y (flags&2) and/or
+// quantised to q (flags&4) as qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.
+//
+//go:noescape
+func lnNormAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
+
+// lnNormDualAVX2Asm is lnNormDualAsm on AVX2 for n >= 8 values, a multiple of 8:
+// z[j] = (x[j]-mean)*inv in float64, y[j] = float32(z[j]*gamma[j] + beta[j]) and
+// q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j] + betaQ[j]), invScale, zp); flags&1: beta
+// and betaQ are used (else both are ignored).
+//
+//go:noescape
+func lnNormDualAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
+
+// quantizeU8AVX2Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], invScale, zp)
+// for i < rows, j < cols (rows >= 1; cols >= 8, a multiple of 8).
+//
+//go:noescape
+func quantizeU8AVX2Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, invScale float32, zp int32)
+
+// minMaxAVX2Asm returns min(0, min x[0:n]) and max(0, max x[0:n]), NaNs ignored
+// (n >= 8, a multiple of 8).
+//
+//go:noescape
+func minMaxAVX2Asm(x *float32, n int) (lo float32, hi float32)

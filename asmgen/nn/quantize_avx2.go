@@ -1,0 +1,150 @@
+package main
+
+import (
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// The AVX2 forms of the quantisers' loops (quantize.go has the AVX-512
+// ones). Without opmasks they take whole groups of 8 values; the Go
+// wrappers do the rest, which is exact: each code depends on its own
+// value only, and minMax's running minimum and maximum continue from
+// where the assembly stopped.
+
+// genQuantizeAVX2 emits quantizeU8AVX2Asm and minMaxAVX2Asm.
+func genQuantizeAVX2(g *gen, tab avx2Tables) {
+	genQuantizeU8AVX2(g, tab)
+	genMinMaxAVX2(g)
+}
+
+// genQuantizeU8AVX2 emits quantizeU8AVX2Asm: per row, 32 columns per step
+// (four ymm quantised, packed to 32 bytes and put back in column order
+// with one VPERMD), then 8 per step.
+func genQuantizeU8AVX2(g *gen, tab avx2Tables) {
+	g.Function("quantizeU8AVX2Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, invScale float32, zp int32)")
+	g.Pragma("noescape")
+	g.Doc("quantizeU8AVX2Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], invScale, zp)",
+		"for i < rows, j < cols (rows >= 1; cols >= 8, a multiple of 8).")
+	q := g.newQuantizerAVX2()
+	order := g.YMM()
+	g.VMOVDQU(tab.packOrder, order)
+	dst, src, rows, cols := g.Load("dst"), g.Load("src"), g.Load("rows"), g.Load("cols")
+	srcStep := g.Load("srcStride")
+	g.SHLQ(operand.U8(2), srcStep)
+	dstStep := g.Load("dstStride")
+	rowLoop, wide, narrow, next := g.NewLabel("q2_row"), g.NewLabel("q2_wide"), g.NewLabel("q2_narrow"), g.NewLabel("q2_next")
+	g.Label(rowLoop)
+	j, left := g.GP64(), g.GP64()
+	g.XORQ(j, j)
+	g.Label(wide)
+	g.MOVQ(cols, left)
+	g.SUBQ(j, left)
+	g.CMPQ(left, operand.U8(32))
+	g.JL(operand.LabelRef(narrow))
+	var c [4]reg.VecVirtual
+	for u := range c {
+		v := g.YMM()
+		g.VMOVUPS(operand.Mem{Base: src, Index: j, Scale: 4, Disp: 32 * u}, v)
+		c[u] = q.codes(g, v)
+	}
+	// Signed then unsigned saturation clamp to [0, 255] (store8); the
+	// packs interleave 128-bit lanes, which order undoes.
+	g.VPACKSSDW(c[1], c[0], c[0])
+	g.VPACKSSDW(c[3], c[2], c[2])
+	g.VPACKUSWB(c[2], c[0], c[0])
+	g.VPERMD(c[0], order, c[0])
+	g.VMOVDQU(c[0], operand.Mem{Base: dst, Index: j, Scale: 1})
+	g.ADDQ(operand.U8(32), j)
+	g.JMP(operand.LabelRef(wide))
+
+	g.Label(narrow)
+	g.CMPQ(j, cols)
+	g.JGE(operand.LabelRef(next))
+	v := g.YMM()
+	g.VMOVUPS(operand.Mem{Base: src, Index: j, Scale: 4}, v)
+	q.store8(g, v, operand.Mem{Base: dst, Index: j, Scale: 1})
+	g.ADDQ(operand.U8(8), j)
+	g.JMP(operand.LabelRef(narrow))
+
+	g.Label(next)
+	g.ADDQ(srcStep, src)
+	g.ADDQ(dstStep, dst)
+	g.DECQ(rows)
+	g.JNZ(operand.LabelRef(rowLoop))
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// genMinMaxAVX2 emits minMaxAVX2Asm, minMaxAsm on AVX2 for whole groups of
+// 8 values: lane-wise x < lo ? x : lo (VMINPS with x first) from lo = +0,
+// 4 accumulators each for 32 values per step, then 8 per step, then the
+// lanes combined. As in minMaxAsm no lane ever holds -0 or NaN, so the
+// combining order does not change the result.
+func genMinMaxAVX2(g *gen) {
+	g.Function("minMaxAVX2Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(x *float32, n int) (lo float32, hi float32)")
+	g.Pragma("noescape")
+	g.Doc("minMaxAVX2Asm returns min(0, min x[0:n]) and max(0, max x[0:n]), NaNs ignored",
+		"(n >= 8, a multiple of 8).")
+	x, n := g.Load("x"), g.Load("n")
+	var lo, hi [4]reg.VecVirtual
+	for u := range lo {
+		lo[u], hi[u] = g.YMM(), g.YMM()
+		g.ZeroVec(lo[u])
+		g.ZeroVec(hi[u])
+	}
+	j, left := g.GP64(), g.GP64()
+	g.XORQ(j, j)
+	wide, narrow, done := g.NewLabel("mm2_wide"), g.NewLabel("mm2_narrow"), g.NewLabel("mm2_done")
+	g.Label(wide)
+	g.MOVQ(n, left)
+	g.SUBQ(j, left)
+	g.CMPQ(left, operand.U8(32))
+	g.JL(operand.LabelRef(narrow))
+	for u := range lo {
+		v := g.YMM()
+		g.VMOVUPS(operand.Mem{Base: x, Index: j, Scale: 4, Disp: 32 * u}, v)
+		g.VMINPS(lo[u], v, lo[u]) // v < lo ? v : lo
+		g.VMAXPS(hi[u], v, hi[u]) // v > hi ? v : hi
+	}
+	g.ADDQ(operand.U8(32), j)
+	g.JMP(operand.LabelRef(wide))
+
+	g.Label(narrow)
+	g.CMPQ(j, n)
+	g.JGE(operand.LabelRef(done))
+	v := g.YMM()
+	g.VMOVUPS(operand.Mem{Base: x, Index: j, Scale: 4}, v)
+	g.VMINPS(lo[0], v, lo[0])
+	g.VMAXPS(hi[0], v, hi[0])
+	g.ADDQ(operand.U8(8), j)
+	g.JMP(operand.LabelRef(narrow))
+
+	g.Label(done)
+	for u := 1; u < len(lo); u++ {
+		g.VMINPS(lo[u], lo[0], lo[0])
+		g.VMAXPS(hi[u], hi[0], hi[0])
+	}
+	out := []string{"lo", "hi"}
+	for i, v := range []reg.VecVirtual{lo[0], hi[0]} {
+		minmax := g.VMINPS
+		if i == 1 {
+			minmax = g.VMAXPS
+		}
+		x4 := g.XMM()
+		g.VEXTRACTF128(operand.U8(1), v, x4)
+		minmax(x4, v.AsX(), x4)
+		t := g.XMM()
+		g.VMOVHLPS(x4, x4, t) // lanes 2, 3
+		minmax(t, x4, x4)
+		g.VPSHUFD(operand.U8(1), x4, t) // lane 1
+		minmax(t, x4, x4)
+		g.Store(x4, g.Return(out[i]))
+	}
+	g.VZEROUPPER()
+	g.RET()
+}

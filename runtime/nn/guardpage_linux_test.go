@@ -1,0 +1,59 @@
+//go:build linux
+
+package nn
+
+import (
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// pageEnd returns n float32 that end exactly where an inaccessible page
+// begins, so that a kernel reading one element past them faults; release
+// unmaps them.
+func pageEnd(t *testing.T, n int) (s []float32, release func()) {
+	t.Helper()
+	page := unix.Getpagesize()
+	size := (4*n + page - 1) / page * page
+	mem, err := unix.Mmap(-1, 0, size+page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		t.Skipf("mmap: %v", err)
+	}
+	if err := unix.Mprotect(mem[size:], unix.PROT_NONE); err != nil {
+		t.Skipf("mprotect: %v", err)
+	}
+	f := unsafe.Slice((*float32)(unsafe.Pointer(&mem[0])), size/4)
+	return f[size/4-n:], func() { unix.Munmap(mem) }
+}
+
+// TestKernelsAtPageEnd runs the LayerNorm and quantiser kernels on inputs
+// that end at an inaccessible page, at widths with partial blocks of 8:
+// the AVX2 statistics load the last row's partial block under a
+// VMASKMOVPS mask, which must not touch the masked-out lanes (a fault
+// here would crash the test), and no kernel may read past its slices.
+func TestKernelsAtPageEnd(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, impl := range implementations(t) {
+		for _, n := range []int{1, 3, 7, 9, 13, 17, 31, 771} {
+			stride := n + 1
+			x, release := pageEnd(t, (lnGroup-1)*stride+n)
+			fillRandom(r, x, -3, 3, 0)
+			var mean, inv, wantMean, wantInv [lnGroup]float64
+			impl.lnStats16(x, stride, n, 1e-5, &mean, &inv)
+			lnStats16Go(x, stride, n, 1e-5, &wantMean, &wantInv)
+			if mean != wantMean || inv != wantInv {
+				t.Fatalf("%s stats at a page end, n=%d: %v %v, Go kernel %v %v", impl.name, n, mean, inv, wantMean, wantInv)
+			}
+			row := x[len(x)-n:]
+			ln := &LayerNormParams{N: n, Gamma: row, Beta: row}
+			y, q := make([]float32, n), make([]uint8, n)
+			impl.lnNormalize(y, q, row, 0.5, 2, ln, 30, 128)
+			impl.lnNormalizeDual(y, q, row, 0.5, 2, ln, row, row, 30, 128)
+			impl.quantize(q, n, row, n, 1, n, 30, 128)
+			impl.minMax(row)
+			release()
+		}
+	}
+}

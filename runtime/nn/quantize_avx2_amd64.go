@@ -1,0 +1,46 @@
+//go:build amd64 && !noasm
+
+package nn
+
+// useAVX2Quantize sets k's quantisers' loops (quantize, minMax) to their AVX2 assembly forms.
+func useAVX2Quantize(k *kernels) {
+	k.quantize = quantizeAVX2
+	k.minMax = minMaxAVX2
+}
+
+// quantizeAVX2 is kernels.quantize: quantizeU8AVX2Asm on the whole groups
+// of 8 columns of every row, quantizeGo on the rest (each code depends on
+// its own value only).
+func quantizeAVX2(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zeroPoint int32) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	need("quantised output", dst, rows, dstStride, cols)
+	need("quantisation input", src, rows, srcStride, cols)
+	c8 := cols &^ 7
+	if c8 > 0 {
+		quantizeU8AVX2Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, c8, invScale, zeroPoint)
+	}
+	if c8 < cols {
+		quantizeGo(dst[c8:], dstStride, src[c8:], srcStride, rows, cols-c8, invScale, zeroPoint)
+	}
+}
+
+// minMaxAVX2 is kernels.minMax: minMaxAVX2Asm on the whole groups of 8
+// values, then minMaxGo's scan on the rest, continued from the
+// assembly's minimum and maximum (exact: neither is ever -0 or NaN).
+func minMaxAVX2(x []float32) (lo, hi float32) {
+	n8 := len(x) &^ 7
+	if n8 > 0 {
+		lo, hi = minMaxAVX2Asm(ptr(x), n8)
+	}
+	for _, v := range x[n8:] {
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
+}
