@@ -161,7 +161,9 @@ const (
 	lnU8
 )
 
-func lnNormalizeAVX512(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, invScale float32, zp int32) {
+// lnNormFlags checks every slice lnNormAsm or lnNormAVX2Asm reads or
+// writes for the row x and returns their flags (0: nothing to write).
+func lnNormFlags(y []float32, q []uint8, x []float32, ln *LayerNormParams) int {
 	n := len(x)
 	need("gamma", ln.Gamma, 1, 0, n)
 	flags := 0
@@ -177,10 +179,38 @@ func lnNormalizeAVX512(y []float32, q []uint8, x []float32, mean, inv float64, l
 		need("LayerNorm u8 output", q, 1, 0, n)
 		flags |= lnU8
 	}
-	if n == 0 || flags&(lnF32|lnU8) == 0 {
+	if flags&(lnF32|lnU8) == 0 {
+		return 0
+	}
+	return flags
+}
+
+// lnDualFlags checks every slice lnNormDualAsm or lnNormDualAVX2Asm reads
+// or writes for the row x and returns their flags.
+func lnDualFlags(y []float32, q []uint8, x []float32, ln *LayerNormParams, gammaQ, betaQ []float32) int {
+	n := len(x)
+	need("gamma", ln.Gamma, 1, 0, n)
+	need("u8 output's gamma", gammaQ, 1, 0, n)
+	need("LayerNorm output", y, 1, 0, n)
+	need("LayerNorm u8 output", q, 1, 0, n)
+	flags := 0
+	if (ln.Beta == nil) != (betaQ == nil) {
+		panic("nn: LayerNormDual with one beta and not the other")
+	}
+	if ln.Beta != nil {
+		need("beta", ln.Beta, 1, 0, n)
+		need("u8 output's beta", betaQ, 1, 0, n)
+		flags |= lnBeta
+	}
+	return flags
+}
+
+func lnNormalizeAVX512(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, invScale float32, zp int32) {
+	flags := lnNormFlags(y, q, x, ln)
+	if len(x) == 0 || flags == 0 {
 		return
 	}
-	lnNormAsm(ptr(y), ptr(q), ptr(x), n, mean, inv, ptr(ln.Gamma), ptr(ln.Beta), invScale, zp, flags)
+	lnNormAsm(ptr(y), ptr(q), ptr(x), len(x), mean, inv, ptr(ln.Gamma), ptr(ln.Beta), invScale, zp, flags)
 }
 
 func quantizeAVX512(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zp int32) {

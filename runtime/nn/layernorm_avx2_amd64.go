@@ -23,24 +23,11 @@ func lnStats16AVX2(x []float32, stride, n int, eps float32, mean, inv *[lnGroup]
 // groups of 8 columns, lnNormalizeGo's loop on the rest (every output
 // depends on its own column only).
 func lnNormalizeAVX2(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, invScale float32, zp int32) {
-	n := len(x)
-	need("gamma", ln.Gamma, 1, 0, n)
-	flags := 0
-	if ln.Beta != nil {
-		need("beta", ln.Beta, 1, 0, n)
-		flags |= lnBeta
-	}
-	if y != nil {
-		need("LayerNorm output", y, 1, 0, n)
-		flags |= lnF32
-	}
-	if q != nil {
-		need("LayerNorm u8 output", q, 1, 0, n)
-		flags |= lnU8
-	}
-	if flags&(lnF32|lnU8) == 0 {
+	flags := lnNormFlags(y, q, x, ln)
+	if flags == 0 {
 		return
 	}
+	n := len(x)
 	n8 := n &^ 7
 	if n8 > 0 {
 		lnNormAVX2Asm(ptr(y), ptr(q), ptr(x), n8, mean, inv, ptr(ln.Gamma), ptr(ln.Beta), invScale, zp, flags)
@@ -59,20 +46,8 @@ func lnNormalizeAVX2(y []float32, q []uint8, x []float32, mean, inv float64, ln 
 // lnNormalizeDualAVX2 is kernels.lnNormalizeDual: lnNormDualAVX2Asm on the
 // whole groups of 8 columns, lnNormalizeDualGo's loop on the rest.
 func lnNormalizeDualAVX2(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, gammaQ, betaQ []float32, invScale float32, zp int32) {
+	flags := lnDualFlags(y, q, x, ln, gammaQ, betaQ)
 	n := len(x)
-	need("gamma", ln.Gamma, 1, 0, n)
-	need("u8 output's gamma", gammaQ, 1, 0, n)
-	need("LayerNorm output", y, 1, 0, n)
-	need("LayerNorm u8 output", q, 1, 0, n)
-	flags := 0
-	if (ln.Beta == nil) != (betaQ == nil) {
-		panic("nn: LayerNormDual with one beta and not the other")
-	}
-	if ln.Beta != nil {
-		need("beta", ln.Beta, 1, 0, n)
-		need("u8 output's beta", betaQ, 1, 0, n)
-		flags |= lnBeta
-	}
 	n8 := n &^ 7
 	if n8 > 0 {
 		lnNormDualAVX2Asm(ptr(y), ptr(q), ptr(x), n8, mean, inv, ptr(ln.Gamma), ptr(ln.Beta), ptr(gammaQ), ptr(betaQ), invScale, zp, flags)
