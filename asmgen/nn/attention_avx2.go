@@ -136,8 +136,7 @@ func genAttnSoftmaxAVX2(g *gen) {
 
 func softmaxVariantAVX2(g *gen, mode int) {
 	n := g.Load("sk")
-	scale := g.YMM()
-	g.VBROADCASTSS(g.ParamAddr("scale"), scale)
+	scale := g.ymmParam("scale")
 	sPtr := g.Load("s")
 	var mp reg.GPVirtual
 	if mode != maskNone {

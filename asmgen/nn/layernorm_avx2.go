@@ -313,20 +313,12 @@ func lnNormVariantAVX2(g *gen, flags int) {
 	g.Label(loop)
 	var outs [2]reg.VecVirtual
 	for h := range outs {
-		v := g.YMM()
-		g.VCVTPS2PD(at(xp, 16*h), v)
-		g.VSUBPD(mean, v, v) // x - mean
-		g.VMULPD(inv, v, v)
-		gm := g.YMM()
-		g.VCVTPS2PD(at(gp, 16*h), gm)
-		g.VMULPD(gm, v, v)
+		var beta *operand.Mem
 		if has(lnBeta) {
-			bt := g.YMM()
-			g.VCVTPS2PD(at(bp, 16*h), bt)
-			g.VADDPD(bt, v, v)
+			b := at(bp, 16*h)
+			beta = &b
 		}
-		outs[h] = g.YMM()
-		g.VCVTPD2PSY(v, outs[h].AsX())
+		outs[h] = g.affineF32(g.zPD(at(xp, 16*h), mean, inv), at(gp, 16*h), beta)
 		if has(lnF32) {
 			g.VMOVUPS(outs[h].AsX(), at(yp, 16*h))
 		}
@@ -340,6 +332,33 @@ func lnNormVariantAVX2(g *gen, flags int) {
 	g.JL(operand.LabelRef(loop))
 	g.VZEROUPPER()
 	g.RET()
+}
+
+// zPD returns z = (float64(x) - mean) * inv for the 4 floats at x, each
+// operation rounded on its own (nn.normalize's order).
+func (g *gen) zPD(x operand.Mem, mean, inv reg.VecVirtual) reg.VecVirtual {
+	z := g.YMM()
+	g.VCVTPS2PD(x, z)
+	g.VSUBPD(mean, z, z) // x - mean
+	g.VMULPD(inv, z, z)
+	return z
+}
+
+// affineF32 returns, in the low xmm of a new register, float32(z*gamma +
+// beta) for the 4 float64 lanes of z and the 4 floats at gamma and beta
+// (no beta: nil), the product rounded before the add.
+func (g *gen) affineF32(z reg.VecVirtual, gamma operand.Mem, beta *operand.Mem) reg.VecVirtual {
+	v := g.YMM()
+	g.VCVTPS2PD(gamma, v)
+	g.VMULPD(v, z, v) // z * gamma
+	if beta != nil {
+		bt := g.YMM()
+		g.VCVTPS2PD(*beta, bt)
+		g.VADDPD(bt, v, v)
+	}
+	out := g.YMM()
+	g.VCVTPD2PSY(v, out.AsX())
+	return out
 }
 
 // genLNNormDualAVX2 emits lnNormDualAVX2Asm, lnNormDualAsm on AVX2 for
@@ -385,21 +404,14 @@ func lnNormDualVariantAVX2(g *gen, beta bool) {
 	g.Label(loop)
 	var outQ [2]reg.VecVirtual
 	for h := range outQ {
-		z := g.YMM()
-		g.VCVTPS2PD(at(xp, 16*h), z)
-		g.VSUBPD(mean, z, z) // x - mean
-		g.VMULPD(inv, z, z)  // z, shared by both outputs
+		z := g.zPD(at(xp, 16*h), mean, inv) // shared by both outputs
 		for o, ptrs := range [][2]reg.GPVirtual{{gp, bp}, {gqp, bqp}} {
-			v := g.YMM()
-			g.VCVTPS2PD(at(ptrs[0], 16*h), v)
-			g.VMULPD(v, z, v) // z * gamma
+			var b *operand.Mem
 			if beta {
-				bt := g.YMM()
-				g.VCVTPS2PD(at(ptrs[1], 16*h), bt)
-				g.VADDPD(bt, v, v)
+				m := at(ptrs[1], 16*h)
+				b = &m
 			}
-			out := g.YMM()
-			g.VCVTPD2PSY(v, out.AsX())
+			out := g.affineF32(z, at(ptrs[0], 16*h), b)
 			if o == 0 {
 				g.VMOVUPS(out.AsX(), at(yp, 16*h))
 			} else {
