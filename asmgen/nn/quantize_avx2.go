@@ -35,41 +35,29 @@ func genQuantizeU8AVX2(g *gen, tab avx2Tables) {
 	srcStep := g.Load("srcStride")
 	g.SHLQ(operand.U8(2), srcStep)
 	dstStep := g.Load("dstStride")
-	rowLoop, wide, narrow, next := g.NewLabel("q2_row"), g.NewLabel("q2_wide"), g.NewLabel("q2_narrow"), g.NewLabel("q2_next")
+	rowLoop := g.NewLabel("q2_row")
 	g.Label(rowLoop)
-	j, left := g.GP64(), g.GP64()
+	j := g.GP64()
 	g.XORQ(j, j)
-	g.Label(wide)
-	g.MOVQ(cols, left)
-	g.SUBQ(j, left)
-	g.CMPQ(left, operand.U8(32))
-	g.JL(operand.LabelRef(narrow))
-	var c [4]reg.VecVirtual
-	for u := range c {
+	steps32Then8(g, j, cols, "q2", func() {
+		var c [4]reg.VecVirtual
+		for u := range c {
+			v := g.YMM()
+			g.VMOVUPS(operand.Mem{Base: src, Index: j, Scale: 4, Disp: 32 * u}, v)
+			c[u] = q.codes(g, v)
+		}
+		// Signed then unsigned saturation clamp to [0, 255] (store8); the
+		// packs interleave 128-bit lanes, which order undoes.
+		g.VPACKSSDW(c[1], c[0], c[0])
+		g.VPACKSSDW(c[3], c[2], c[2])
+		g.VPACKUSWB(c[2], c[0], c[0])
+		g.VPERMD(c[0], order, c[0])
+		g.VMOVDQU(c[0], operand.Mem{Base: dst, Index: j, Scale: 1})
+	}, func() {
 		v := g.YMM()
-		g.VMOVUPS(operand.Mem{Base: src, Index: j, Scale: 4, Disp: 32 * u}, v)
-		c[u] = q.codes(g, v)
-	}
-	// Signed then unsigned saturation clamp to [0, 255] (store8); the
-	// packs interleave 128-bit lanes, which order undoes.
-	g.VPACKSSDW(c[1], c[0], c[0])
-	g.VPACKSSDW(c[3], c[2], c[2])
-	g.VPACKUSWB(c[2], c[0], c[0])
-	g.VPERMD(c[0], order, c[0])
-	g.VMOVDQU(c[0], operand.Mem{Base: dst, Index: j, Scale: 1})
-	g.ADDQ(operand.U8(32), j)
-	g.JMP(operand.LabelRef(wide))
-
-	g.Label(narrow)
-	g.CMPQ(j, cols)
-	g.JGE(operand.LabelRef(next))
-	v := g.YMM()
-	g.VMOVUPS(operand.Mem{Base: src, Index: j, Scale: 4}, v)
-	q.store8(g, v, operand.Mem{Base: dst, Index: j, Scale: 1})
-	g.ADDQ(operand.U8(8), j)
-	g.JMP(operand.LabelRef(narrow))
-
-	g.Label(next)
+		g.VMOVUPS(operand.Mem{Base: src, Index: j, Scale: 4}, v)
+		q.store8(g, v, operand.Mem{Base: dst, Index: j, Scale: 1})
+	})
 	g.ADDQ(srcStep, src)
 	g.ADDQ(dstStep, dst)
 	g.DECQ(rows)
@@ -97,34 +85,21 @@ func genMinMaxAVX2(g *gen) {
 		g.ZeroVec(lo[u])
 		g.ZeroVec(hi[u])
 	}
-	j, left := g.GP64(), g.GP64()
+	j := g.GP64()
 	g.XORQ(j, j)
-	wide, narrow, done := g.NewLabel("mm2_wide"), g.NewLabel("mm2_narrow"), g.NewLabel("mm2_done")
-	g.Label(wide)
-	g.MOVQ(n, left)
-	g.SUBQ(j, left)
-	g.CMPQ(left, operand.U8(32))
-	g.JL(operand.LabelRef(narrow))
-	for u := range lo {
+	steps32Then8(g, j, n, "mm2", func() {
+		for u := range lo {
+			v := g.YMM()
+			g.VMOVUPS(operand.Mem{Base: x, Index: j, Scale: 4, Disp: 32 * u}, v)
+			g.VMINPS(lo[u], v, lo[u]) // v < lo ? v : lo
+			g.VMAXPS(hi[u], v, hi[u]) // v > hi ? v : hi
+		}
+	}, func() {
 		v := g.YMM()
-		g.VMOVUPS(operand.Mem{Base: x, Index: j, Scale: 4, Disp: 32 * u}, v)
-		g.VMINPS(lo[u], v, lo[u]) // v < lo ? v : lo
-		g.VMAXPS(hi[u], v, hi[u]) // v > hi ? v : hi
-	}
-	g.ADDQ(operand.U8(32), j)
-	g.JMP(operand.LabelRef(wide))
-
-	g.Label(narrow)
-	g.CMPQ(j, n)
-	g.JGE(operand.LabelRef(done))
-	v := g.YMM()
-	g.VMOVUPS(operand.Mem{Base: x, Index: j, Scale: 4}, v)
-	g.VMINPS(lo[0], v, lo[0])
-	g.VMAXPS(hi[0], v, hi[0])
-	g.ADDQ(operand.U8(8), j)
-	g.JMP(operand.LabelRef(narrow))
-
-	g.Label(done)
+		g.VMOVUPS(operand.Mem{Base: x, Index: j, Scale: 4}, v)
+		g.VMINPS(lo[0], v, lo[0])
+		g.VMAXPS(hi[0], v, hi[0])
+	})
 	for u := 1; u < len(lo); u++ {
 		g.VMINPS(lo[u], lo[0], lo[0])
 		g.VMAXPS(hi[u], hi[0], hi[0])
@@ -147,4 +122,27 @@ func genMinMaxAVX2(g *gen) {
 	}
 	g.VZEROUPPER()
 	g.RET()
+}
+
+// steps32Then8 emits the column loop of the AVX2 quantisers from column j
+// (a register it advances) to n (a multiple of 8): wide on 32 columns at j
+// while at least 32 are left, then narrow on 8 at a time.
+func steps32Then8(g *gen, j, n reg.GPVirtual, prefix string, wide, narrow func()) {
+	wideL, narrowL, done := g.NewLabel(prefix+"_wide"), g.NewLabel(prefix+"_narrow"), g.NewLabel(prefix+"_done")
+	left := g.GP64()
+	g.Label(wideL)
+	g.MOVQ(n, left)
+	g.SUBQ(j, left)
+	g.CMPQ(left, operand.U8(32))
+	g.JL(operand.LabelRef(narrowL))
+	wide()
+	g.ADDQ(operand.U8(32), j)
+	g.JMP(operand.LabelRef(wideL))
+	g.Label(narrowL)
+	g.CMPQ(j, n)
+	g.JGE(operand.LabelRef(done))
+	narrow()
+	g.ADDQ(operand.U8(8), j)
+	g.JMP(operand.LabelRef(narrowL))
+	g.Label(done)
 }

@@ -8224,7 +8224,7 @@ q2_wide_292:
 
 q2_narrow_293:
 	CMPQ         R8, BX
-	JGE          q2_next_294
+	JGE          q2_done_294
 	VMOVUPS      (CX)(R8*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -8238,7 +8238,7 @@ q2_narrow_293:
 	ADDQ         $0x08, R8
 	JMP          q2_narrow_293
 
-q2_next_294:
+q2_done_294:
 	ADDQ SI, CX
 	ADDQ DI, AX
 	DECQ DX
