@@ -124,21 +124,25 @@ func genLNNorm(g *gen) {
 	g.Doc("lnNormAsm normalises one row of n >= 1 values: y[j] = float32(((x[j]-mean)*inv)*gamma[j]",
 		"+ beta[j]) in float64, stored to y (flags&2) and/or quantised to q (flags&4) as",
 		"qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.")
+	normVariants(g, "lnn", lnNormVariant)
+}
+
+// normVariants emits a LayerNorm normaliser's body: a jump on the flags
+// argument to the copy of variant specialised to it, for every
+// combination with an output (none asked for: return).
+func normVariants(g *gen, prefix string, variant func(g *gen, flags int)) {
 	flags := g.Load("flags")
-	variants := [][]int{
-		{lnF32}, {lnU8}, {lnF32 | lnU8},
-		{lnBeta | lnF32}, {lnBeta | lnU8}, {lnBeta | lnF32 | lnU8},
-	}
+	variants := []int{lnF32, lnU8, lnF32 | lnU8, lnBeta | lnF32, lnBeta | lnU8, lnBeta | lnF32 | lnU8}
 	labels := make([]string, len(variants))
 	for i, v := range variants {
-		labels[i] = g.NewLabel("lnn_variant")
-		g.CMPQ(flags, operand.U8(v[0]))
+		labels[i] = g.NewLabel(prefix + "_variant")
+		g.CMPQ(flags, operand.U8(v))
 		g.JEQ(operand.LabelRef(labels[i]))
 	}
 	g.RET() // no output asked for
 	for i, v := range variants {
 		g.Label(labels[i])
-		lnNormVariant(g, v[0])
+		variant(g, v)
 	}
 }
 
@@ -218,13 +222,19 @@ func genLNNormDual(g *gen) {
 	g.Doc("lnNormDualAsm normalises one row of n >= 1 values once, z[j] = (x[j]-mean)*inv in float64,",
 		"and stores y[j] = float32(z[j]*gamma[j] + beta[j]) and q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j]",
 		"+ betaQ[j]), invScale, zp); flags&1: beta and betaQ are used (else both are ignored).")
+	betaVariants(g, "lnd", lnNormDualVariant)
+}
+
+// betaVariants emits a dual normaliser's body: the copy of variant
+// without betas, or, when the flags argument is lnBeta, the one with.
+func betaVariants(g *gen, prefix string, variant func(g *gen, beta bool)) {
 	flags := g.Load("flags")
-	withBeta := g.NewLabel("lnd_beta")
+	withBeta := g.NewLabel(prefix + "_beta")
 	g.CMPQ(flags, operand.U8(lnBeta))
 	g.JEQ(operand.LabelRef(withBeta))
-	lnNormDualVariant(g, false)
+	variant(g, false)
 	g.Label(withBeta)
-	lnNormDualVariant(g, true)
+	variant(g, true)
 }
 
 func lnNormDualVariant(g *gen, beta bool) {

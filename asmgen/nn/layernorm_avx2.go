@@ -272,19 +272,7 @@ func genLNNormAVX2(g *gen) {
 	g.Doc("lnNormAVX2Asm is lnNormAsm on AVX2 for n >= 8 values, a multiple of 8: y[j] =",
 		"float32(((x[j]-mean)*inv)*gamma[j] + beta[j]) in float64, stored to y (flags&2) and/or",
 		"quantised to q (flags&4) as qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.")
-	flags := g.Load("flags")
-	variants := []int{lnF32, lnU8, lnF32 | lnU8, lnBeta | lnF32, lnBeta | lnU8, lnBeta | lnF32 | lnU8}
-	labels := make([]string, len(variants))
-	for i, v := range variants {
-		labels[i] = g.NewLabel("lnn2_variant")
-		g.CMPQ(flags, operand.U8(v))
-		g.JEQ(operand.LabelRef(labels[i]))
-	}
-	g.RET() // no output asked for
-	for i, v := range variants {
-		g.Label(labels[i])
-		lnNormVariantAVX2(g, v)
-	}
+	normVariants(g, "lnn2", lnNormVariantAVX2)
 }
 
 // lnNormVariantAVX2 emits lnNormAVX2Asm's loop for one flag combination.
@@ -374,13 +362,7 @@ func genLNNormDualAVX2(g *gen) {
 		"z[j] = (x[j]-mean)*inv in float64, y[j] = float32(z[j]*gamma[j] + beta[j]) and",
 		"q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j] + betaQ[j]), invScale, zp); flags&1: beta",
 		"and betaQ are used (else both are ignored).")
-	flags := g.Load("flags")
-	withBeta := g.NewLabel("lnd2_beta")
-	g.CMPQ(flags, operand.U8(lnBeta))
-	g.JEQ(operand.LabelRef(withBeta))
-	lnNormDualVariantAVX2(g, false)
-	g.Label(withBeta)
-	lnNormDualVariantAVX2(g, true)
+	betaVariants(g, "lnd2", lnNormDualVariantAVX2)
 }
 
 // lnNormDualVariantAVX2 emits lnNormDualAVX2Asm's loop with or without
