@@ -256,7 +256,14 @@ func (g *gen) workspace(f *jen.File) {
 	f.Type().Id("workspace").Struct(fields...)
 	f.Line()
 	scratch := func() *jen.Statement {
-		return jen.Qual(pkgNN, "AttentionScratchLen").Call(jen.Id("m").Dot("pool").Dot("Workers").Call(), jen.Id("MaxSequence"), jen.Id("maxHeadDim"))
+		args := func() []jen.Code {
+			return []jen.Code{jen.Id("m").Dot("pool").Dot("Workers").Call(), jen.Id("MaxSequence"), jen.Id("maxHeadDim")}
+		}
+		fp32 := jen.Qual(pkgNN, "AttentionScratchLen").Call(args()...)
+		if !g.pl.int8Attention {
+			return fp32
+		}
+		return jen.Id("max").Call(fp32, jen.Qual(pkgNN, "AttentionInt8ScratchLen").Call(args()...))
 	}
 	vals := jen.Dict{
 		jen.Id("ids"):   jen.Make(jen.Index().Int64(), jen.Id("MaxBatch").Op("*").Id("MaxSequence")),

@@ -87,16 +87,18 @@ func TestEncoderPackageMatchesExec(t *testing.T) {
 		hidden string // config.json's hidden_act
 		act    string // the GEMM epilogue's act, qgemm.Act's String
 		code   string // its Go name in schedule.go
+		attn   string // passes.QuantOptions.Attention
 	}{
-		{hf.ActGELU, "gelu", "qgemm.ActGelu"},
-		{hf.ActGELUNew, "gelu_tanh", "qgemm.ActGeluTanh"},
-		{hf.ActRELU, "relu", "qgemm.ActRelu"},
+		{hf.ActGELU, "gelu", "qgemm.ActGelu", passes.AttentionFP32},
+		{hf.ActGELUNew, "gelu_tanh", "qgemm.ActGeluTanh", passes.AttentionFP32},
+		{hf.ActRELU, "relu", "qgemm.ActRelu", passes.AttentionFP32},
+		{hf.ActGELU, "gelu", "qgemm.ActGelu", passes.AttentionINT8},
 	} {
-		t.Run(c.hidden, func(t *testing.T) { testEncoderPackage(t, c.hidden, c.act, c.code) })
+		t.Run(c.hidden+"/"+c.attn, func(t *testing.T) { testEncoderPackage(t, c.hidden, c.act, c.code, c.attn) })
 	}
 }
 
-func testEncoderPackage(t *testing.T, hidden, act, code string) {
+func testEncoderPackage(t *testing.T, hidden, act, code, attn string) {
 	cfg, err := hf.Preset("bert-tiny")
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +113,7 @@ func testEncoderPackage(t *testing.T, hidden, act, code string) {
 	}
 	// QuantPipeline fuses as `sqc compile` does: one QKV GEMM per layer read
 	// by a packed attention, GELU and residuals in the GEMM epilogues.
-	if err := passes.Run(g, passes.QuantPipeline(nil, passes.QuantOptions{Act: compiler.QLinearDynamic}), passes.Options{CheckIR: true}); err != nil {
+	if err := passes.Run(g, passes.QuantPipeline(nil, passes.QuantOptions{Act: compiler.QLinearDynamic, Attention: attn}), passes.Options{CheckIR: true}); err != nil {
 		t.Fatal(err)
 	}
 	prog, err := sqcexec.Compile(g, sqcexec.Options{Threads: 2})
@@ -127,6 +129,9 @@ func testEncoderPackage(t *testing.T, hidden, act, code string) {
 	pkg, err := Generate(prog.Schedule, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wantInt8 := attn == passes.AttentionINT8; strings.Contains(string(pkg.Files["schedule.go"]), "nn.AttentionInt8") != wantInt8 {
+		t.Fatalf("schedule.go calls nn.AttentionInt8: %v, want %v", !wantInt8, wantInt8)
 	}
 	if !strings.Contains(string(pkg.Files["weights.go"]), code) { // the layers' qgemm.Linear
 		t.Fatalf("weights.go lacks %s", code)

@@ -46,6 +46,9 @@ type plan struct {
 	vocab      int   // rows of the token embedding table
 	typeVocab  int   // rows of the token type table (0: none)
 	maxHeadDim int
+	// int8Attention: some attention step is INT8 (its scratch is
+	// nn.AttentionInt8ScratchLen's).
+	int8Attention bool
 }
 
 // extent is a buffer's length in elements: Elems, times the batch size

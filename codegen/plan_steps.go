@@ -53,6 +53,7 @@ func (pl *plan) step(i int, st exec.Step) error {
 			return fmt.Errorf("%w: codegen: step #%d (node %q): attention on %s with %d heads", compiler.ErrUnsupportedOp, i, s.Node, q.shape, s.Heads)
 		}
 		pl.maxHeadDim = max(pl.maxHeadDim, width/s.Heads)
+		pl.int8Attention = pl.int8Attention || s.Int8
 		if s.Mask != exec.NoSlot {
 			if _, err := pl.maskStrides(pl.slots[s.Mask], s.Heads); err != nil {
 				return fmt.Errorf("codegen: step #%d (node %q): %w", i, s.Node, err)

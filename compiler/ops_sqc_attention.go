@@ -49,18 +49,25 @@ func attentionOp() *OpDef {
 			"Mask broadcastable to [batch, heads, sq, sk]; Y[b, i, h*d+e] = sum_j P[b,h,i,j] * V[b, j, h*d+e] with " +
 			"P[b,h,i,:] = softmax_j(scale * sum_c Q[b,i,h*d+c] * K[b,j,h*d+c] + Mask[b,h,i,j]); Y is [batch, sq, heads*d]. " +
 			"With qkv_packed = 1, input 0 is QKV [batch, seq, 3*heads*d] holding Q, K and V in columns [0, W), [W, 2W) and [2W, 3W) " +
-			"(W = heads*d), inputs 1 and 2 are omitted, and Y is [batch, seq, W].",
+			"(W = heads*d), inputs 1 and 2 are omitted, and Y is [batch, seq, W]. " +
+			"With int8 = 1 (set by QuantizeAttention), Q·K^T and P·V are u8 x s8 GEMMs with dynamic scales (K per key, Q per query, " +
+			"V per channel over the keys the mask leaves, P = roundEven(255 * e / max e) per row): runtime/nn.AttentionInt8 defines the bits.",
 		MinInputs: 1, MaxInputs: 4, MinOutputs: 1, MaxOutputs: 1,
 		Attrs: []AttrSpec{
 			{Name: "heads", Kind: AttrInt, Required: true},
 			{Name: "scale", Kind: AttrFloat, Required: true},
 			{Name: "qkv_packed", Kind: AttrInt},
+			{Name: "int8", Kind: AttrInt},
 		},
 		DTypes: DTypeRule{In: []string{"T", "T", "T", "T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": floatTypes()}},
 		Shape:  attentionShape,
 		Check:  attentionCheck,
 	}
 }
+
+// AttentionInt8 reports whether an sqc.Attention node runs its two
+// matmuls as INT8 GEMMs (int8 = 1).
+func AttentionInt8(n *Node) bool { return n.AttrInt("int8", 0) == 1 }
 
 // AttentionPacked reports whether an sqc.Attention node reads Q, K and V
 // packed in its first input (qkv_packed = 1).
@@ -82,6 +89,9 @@ func attentionCheck(n *Node, _ int64) error {
 		}
 	default:
 		return fmt.Errorf("qkv_packed is %d, want 0 or 1", p)
+	}
+	if q := n.AttrInt("int8", 0); q != 0 && q != 1 {
+		return fmt.Errorf("int8 is %d, want 0 or 1", q)
 	}
 	return nil
 }

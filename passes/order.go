@@ -34,6 +34,8 @@ var passOrder = []orderRule{
 	{"FuseEmbeddings", []string{"EliminateDeadNodes"}, sweeps,
 		"FuseEmbeddings leaves the position-id plumbing (Shape, Slice, Gather of the position buffer) unused but in the graph"},
 	// Quantisation (QuantPipeline).
+	{"FuseAttention", []string{"QuantizeAttention"}, needs,
+		"QuantizeAttention marks the sqc.Attention nodes FuseAttention makes; an unfused attention stays FP32 MatMuls"},
 	{"FuseLinear", []string{"SmoothQuant", "Quantize"}, needs,
 		"SmoothQuant groups and Quantize replaces sqc.Linear nodes; a MatMul/Gemm not yet fused stays FP32 and unsmoothed"},
 	{"FuseLayerNorm", []string{"SmoothQuant"}, needs,

@@ -45,6 +45,9 @@ type QuantOptions struct {
 	// sequence, where INT8 saves nothing worth its error. Embeddings are
 	// lookups (Gather) and are never quantised.
 	KeepFP32 string
+	// Attention is the precision of the attention matmuls: AttentionFP32
+	// ("" too) or AttentionINT8 (QuantizeAttention).
+	Attention string
 	// Report, if set, receives what the passes did.
 	Report *QuantReport
 }
@@ -126,6 +129,7 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 		// parameters, which Quantize then rounds to INT8.
 		SmoothQuant(work, opts),
 		Quantize(work, opts),
+		QuantizeAttention(opts), // quantize_attention.go: int8 = 1 on sqc.Attention, if opts.Attention says so
 		// The two commute (passOrder has no rule for them): the Q, K
 		// and V projections FuseQKV merges are read by the Attention
 		// alone, so they have no epilogue to fuse, and the merged

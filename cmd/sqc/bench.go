@@ -44,6 +44,7 @@ stdin/stdout, modes int8 (fastest kernels) and int8-vnni (AMX off).
 			&cli.StringFlag{Name: "isa", Usage: "cap the INT8 kernels: amx, vnni, avx2 or go (default: fastest available)"},
 			&cli.BoolFlag{Name: "fp32", Usage: "time the FP32 reference interpreter instead"},
 			&cli.StringFlag{Name: "act", Value: "static", Usage: "activation quantisation: static (per tensor) or dynamic (per token)"},
+			attentionCLIFlag(),
 			&cli.IntFlag{Name: "runs", Usage: "exact number of timed runs (default: as many as --budget allows, at least 3)"},
 			&cli.DurationFlag{Name: "budget", Value: bench.DefaultBudget, Usage: "time spent on timed runs when --runs is not given"},
 			&cli.IntFlag{Name: "warmup", Value: bench.DefaultWarmup, Usage: "untimed runs first"},
@@ -65,6 +66,10 @@ stdin/stdout, modes int8 (fastest kernels) and int8-vnni (AMX off).
 				Measure: bench.MeasureOptions{Runs: c.Int("runs"), Budget: c.Duration("budget"), Warmup: c.Int("warmup")},
 			}
 			o.Quant.Passes.Act = c.String("act")
+			var err error
+			if o.Quant.Passes.Attention, err = attentionFlag(c); err != nil {
+				return err
+			}
 			if a := o.Quant.Passes.Act; a != "static" && a != "dynamic" {
 				return usageError{fmt.Sprintf("--act %q: want static or dynamic", a)}
 			}

@@ -55,6 +55,7 @@ func int8Flags() []cli.Flag {
 		&cli.IntFlag{Name: "calib-samples", Value: defaultCalibSamples, Usage: "calibrate on the first N inputs of --calib"},
 		&cli.StringFlag{Name: "alpha", Value: "0.5", Usage: "SmoothQuant migration strength in [0, 1] (0: no smoothing), or `auto` for a per-layer search"},
 		&cli.StringFlag{Name: "act", Value: compiler.QLinearStatic, Usage: "activation quantisation: static (per tensor, from calibration) or dynamic (per token)"},
+		attentionCLIFlag(),
 		&cli.Float64Flag{Name: "percentile", Usage: "static ranges from the central P% of each activation's histogram (default: min/max)"},
 		&cli.StringFlag{Name: "keep-fp32", Usage: "regular expression: Linear nodes whose name or output matches stay FP32 (the classifier head always does)"},
 	}
@@ -87,6 +88,10 @@ func parseInt8Flags(c *cli.Context, inputPath string, stderr io.Writer) (*int8Co
 		cfg.quant.Act = act
 	default:
 		return nil, usageError{fmt.Sprintf("--act %q: want static or dynamic", act)}
+	}
+	var err error
+	if cfg.quant.Attention, err = attentionFlag(c); err != nil {
+		return nil, err
 	}
 	if p := c.Float64("percentile"); p < 0 || p > 100 {
 		return nil, usageError{fmt.Sprintf("--percentile %g: want a value in (0, 100]", p)}
@@ -326,4 +331,21 @@ func newInt8Executor(q *compiler.Graph) (ex infer.Executor, close func(), err er
 		return nil, nil, err
 	}
 	return prog, prog.Close, nil
+}
+
+// attentionCLIFlag is --attention, of every command that builds an INT8
+// graph.
+func attentionCLIFlag() cli.Flag {
+	return &cli.StringFlag{Name: "attention", Value: passes.AttentionFP32,
+		Usage: "attention matmuls: fp32, or int8 (u8 x s8 GEMMs with dynamic scales: for AMX and VNNI CPUs; slower on AVX2-only ones)"}
+}
+
+// attentionFlag reads --attention: the precision of the attention matmuls.
+func attentionFlag(c *cli.Context) (string, error) {
+	switch a := c.String("attention"); a {
+	case passes.AttentionFP32, passes.AttentionINT8:
+		return a, nil
+	default:
+		return "", usageError{fmt.Sprintf("--attention %q: want %s or %s", a, passes.AttentionFP32, passes.AttentionINT8)}
+	}
 }

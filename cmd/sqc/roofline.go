@@ -34,6 +34,7 @@ and its roof. --svg FILE draws the roofline figure; --json prints one object.`,
 			&cli.IntFlag{Name: "threads", Usage: "threads (default: GOMAXPROCS); also sets GOMAXPROCS"},
 			&cli.StringFlag{Name: "isa", Usage: "cap the INT8 kernels: amx, vnni, avx2 or go"},
 			&cli.StringFlag{Name: "act", Value: "static", Usage: "activation quantisation: static or dynamic"},
+			attentionCLIFlag(),
 			&cli.StringFlag{Name: "svg", Usage: "write the roofline figure to this file"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&cli.DurationFlag{Name: "budget", Value: 2 * time.Second, Usage: "time spent timing whole forward passes"},
@@ -53,6 +54,10 @@ and its roof. --svg FILE draws the roofline figure; --json prints one object.`,
 				Measure: bench.MeasureOptions{Warmup: bench.DefaultWarmup, Budget: c.Duration("budget")},
 			}
 			o.Quant.Passes.Act = c.String("act")
+			var err error
+			if o.Quant.Passes.Attention, err = attentionFlag(c); err != nil {
+				return err
+			}
 			if a := o.Quant.Passes.Act; a != "static" && a != "dynamic" {
 				return usageError{fmt.Sprintf("--act %q: want static or dynamic", a)}
 			}

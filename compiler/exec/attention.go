@@ -14,14 +14,15 @@ type PackedLayout struct {
 }
 
 // attention lowers an f32 sqc.Attention to an AttentionStep, packed
-// (qkv_packed = 1: one [batch, seq, 3W] operand) or not.
+// (qkv_packed = 1: one [batch, seq, 3W] operand) or not, FP32 or INT8
+// (int8 = 1).
 func (l *lowering) attention(n *compiler.Node) bool {
 	if !l.allF32(n.Inputs...) {
 		return false
 	}
 	s := &AttentionStep{
 		node: node{n.Name}, Q: l.slot(n.Inputs[0]), K: NoSlot, V: NoSlot, Mask: NoSlot,
-		Heads: int(n.AttrInt("heads", 1)), Scale: n.AttrFloat("scale", 1),
+		Heads: int(n.AttrInt("heads", 1)), Scale: n.AttrFloat("scale", 1), Int8: compiler.AttentionInt8(n),
 	}
 	if compiler.AttentionPacked(n) {
 		s.Packed = true

@@ -13,11 +13,13 @@ import (
 // contiguous) into Out. When Packed (sqc.Attention's qkv_packed), Q is one
 // [batch, seq, 3*Heads*d] buffer holding Q, K and V side by side, K and V
 // are NoSlot, and the kernel reads K and V at column offsets W and 2W of
-// Q's rows (row stride 3W; see PackedLayout).
+// Q's rows (row stride 3W; see PackedLayout). When Int8 (sqc.Attention's
+// int8), it is nn.AttentionInt8 on the program's GEMM engine instead.
 type AttentionStep struct {
 	node
 	Q, K, V, Mask SlotID
 	Packed        bool
+	Int8          bool
 	Heads         int
 	Scale         float32
 	Out           SlotID
@@ -32,13 +34,21 @@ type AttentionMaskStep struct {
 	Fill      float32
 }
 
-func (s *AttentionStep) Call() string     { return "nn.Attention" }
+func (s *AttentionStep) Call() string {
+	if s.Int8 {
+		return "nn.AttentionInt8"
+	}
+	return "nn.Attention"
+}
 func (s *AttentionMaskStep) Call() string { return "nn.AttentionMask" }
 
 func (s *AttentionStep) Describe(sl []*Slot) string {
 	packed := ""
 	if s.Packed {
 		packed = ", qkv_packed"
+	}
+	if s.Int8 {
+		packed += ", int8"
 	}
 	return fmt.Sprintf("%s = %s(%s; heads=%d, scale=%g%s)", slotName(sl, s.Out), s.Call(),
 		slotNames(sl, s.Q, s.K, s.V, s.Mask), s.Heads, s.Scale, packed)
@@ -87,9 +97,21 @@ func (s *AttentionStep) attend(p *Program, q, k, v []float32, outShape []int64) 
 	}
 	out := p.bufs[s.Out]
 	resize(out, compiler.Float32, outShape...)
-	p.scratch = grow(p.scratch, nn.AttentionScratchLen(p.pool.Workers(), d.SeqK, d.HeadDim))
-	nn.Attention(p.pool, p.scratch, out.F32, q, k, v, mask, d)
+	p.scratch = grow(p.scratch, s.scratchLen(p, d.SeqK))
+	if s.Int8 {
+		nn.AttentionInt8(p.pool, p.engine, p.scratch, out.F32, q, k, v, mask, d)
+	} else {
+		nn.Attention(p.pool, p.scratch, out.F32, q, k, v, mask, d)
+	}
 	return nil
+}
+
+// scratchLen is the attention scratch for keys keys at most.
+func (s *AttentionStep) scratchLen(p *Program, keys int) int {
+	if s.Int8 {
+		return nn.AttentionInt8ScratchLen(p.pool.Workers(), keys, s.dims.HeadDim)
+	}
+	return nn.AttentionScratchLen(p.pool.Workers(), keys, s.dims.HeadDim)
 }
 
 // maskStrides sets d's mask strides for mask m, which must broadcast to
@@ -152,7 +174,11 @@ func (s *AttentionStep) cost(p *Program) Cost {
 		}
 	}
 	scores *= float64(s.Heads)
-	return Cost{Kind: KindAttention, Label: fmt.Sprintf("Attention %dx%d", s.Heads, d.HeadDim),
+	label := fmt.Sprintf("Attention %dx%d", s.Heads, d.HeadDim)
+	if s.Int8 {
+		label += " int8"
+	}
+	return Cost{Kind: KindAttention, Label: label,
 		Ops: scores * (4*float64(d.HeadDim) + opsSoftmax), Bytes: p.operandBytes(s)}
 }
 
@@ -221,7 +247,11 @@ func (s *AttentionStep) runVarlen(p *Program) error {
 	for _, l := range p.run.lengths {
 		longest = max(longest, l)
 	}
-	p.scratch = grow(p.scratch, nn.AttentionScratchLen(p.pool.Workers(), longest, s.dims.HeadDim))
-	nn.AttentionPacked(p.pool, p.scratch, out.F32, qs, ks, vs, &s.dims, off)
+	p.scratch = grow(p.scratch, s.scratchLen(p, longest))
+	if s.Int8 {
+		nn.AttentionInt8Packed(p.pool, p.engine, p.scratch, out.F32, qs, ks, vs, &s.dims, off)
+	} else {
+		nn.AttentionPacked(p.pool, p.scratch, out.F32, qs, ks, vs, &s.dims, off)
+	}
 	return nil
 }

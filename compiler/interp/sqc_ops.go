@@ -57,7 +57,10 @@ func attentionMask(c *call) ([]*compiler.Tensor, error) {
 // and rounded once, like the interpreter's MatMul-free reductions.
 //
 // With qkv_packed = 1, input 0 holds Q, K and V side by side; they are
-// copied out (exactly) and attended as above.
+// copied out (exactly) and attended as above. With int8 = 1, Q, K, V and
+// the probabilities are put on the INT8 grids first (int8AttentionOperands)
+// and the rest runs in float64 alike, so the engine's INT8 attention agrees
+// with it up to float32 rounding.
 func attention(c *call) ([]*compiler.Tensor, error) {
 	var q, k, v *compiler.Tensor
 	if compiler.AttentionPacked(c.node) {
@@ -103,6 +106,21 @@ func attention(c *call) ([]*compiler.Tensor, error) {
 		mv = ops.Float64s(mask)
 	}
 	qv, kv, vv := ops.Float64s(q), ops.Float64s(k), ops.Float64s(v)
+	int8 := compiler.AttentionInt8(c.node)
+	if int8 {
+		live := func(b, h, j int) bool {
+			if mask == nil {
+				return true
+			}
+			for i := range sq {
+				if mv[maskAt[((int64(b)*heads+int64(h))*sq+i)*sk+int64(j)]] > -math.MaxFloat32 {
+					return true
+				}
+			}
+			return false
+		}
+		int8AttentionOperands(qv, kv, vv, int(batch), int(sq), int(sk), int(heads), int(d), live)
+	}
 	y := make([]float64, len(qv))
 	p := make([]float64, sk)
 	for b := range batch {
@@ -131,6 +149,9 @@ func attention(c *call) ([]*compiler.Tensor, error) {
 				out := y[(b*sq+i)*width+h*d:][:d]
 				for j := range sk {
 					w := p[j] / sum
+					if int8 { // P on the u8 grid of the row's largest numerator, exp(0) = 1
+						w = math.RoundToEven(255*p[j]) / 255 / sum
+					}
 					vRow := vv[(b*sk+j)*width+h*d:][:d]
 					for e, x := range vRow {
 						out[e] += w * x
@@ -140,6 +161,74 @@ func attention(c *call) ([]*compiler.Tensor, error) {
 		}
 	}
 	return one(ops.Cast(ops.FromSlice(slices.Clone(q.Shape), y), q.DType))
+}
+
+// int8AttentionOperands puts Q, K and V ([batch, seq, heads*d] each) on
+// the grids of sqc.Attention's int8 = 1, in place: each key row of each
+// head on its own u8 grid (min/max with 0, as DynamicQuantizeLinear), each
+// query row on a symmetric s8 grid of 127 steps per max |x|, and each value
+// channel of a head on a symmetric s8 grid over the keys live(b, h, j)
+// says some query can attend to (all of them if none is).
+func int8AttentionOperands(q, k, v []float64, batch, sq, sk, heads, d int, live func(b, h, j int) bool) {
+	width := heads * d
+	sym := func(xs []float64, absMax float64) {
+		step := absMax / 127
+		if step == 0 {
+			return
+		}
+		for i, x := range xs {
+			xs[i] = math.Max(-127, math.Min(127, math.RoundToEven(x/step))) * step
+		}
+	}
+	absMax := func(xs []float64) float64 {
+		m := 0.0
+		for _, x := range xs {
+			m = math.Max(m, math.Abs(x))
+		}
+		return m
+	}
+	for b := range batch {
+		for h := range heads {
+			for i := range sq {
+				row := q[(b*sq+i)*width+h*d:][:d]
+				sym(row, absMax(row))
+			}
+			for j := range sk {
+				row := k[(b*sk+j)*width+h*d:][:d]
+				lo, hi := 0.0, 0.0
+				for _, x := range row {
+					lo, hi = math.Min(lo, x), math.Max(hi, x)
+				}
+				scale := (hi - lo) / 255
+				if scale == 0 {
+					continue
+				}
+				zp := math.Max(0, math.Min(255, math.RoundToEven(-lo/scale)))
+				for c, x := range row {
+					row[c] = (math.Max(0, math.Min(255, math.RoundToEven(x/scale)+zp)) - zp) * scale
+				}
+			}
+			anyLive := false
+			for j := range sk {
+				anyLive = anyLive || live(b, h, j)
+			}
+			col := make([]float64, 0, sk)
+			for c := range d {
+				col = col[:0]
+				for j := range sk {
+					if !anyLive || live(b, h, j) {
+						col = append(col, v[(b*sk+j)*width+h*d+c])
+					}
+				}
+				m := absMax(col)
+				for j := range sk {
+					x := []float64{v[(b*sk+j)*width+h*d+c]}
+					sym(x, m)
+					v[(b*sk+j)*width+h*d+c] = x[0]
+				}
+			}
+		}
+	}
 }
 
 // unpackQKV splits a packed [batch, seq, 3W] tensor into Q, K and V of

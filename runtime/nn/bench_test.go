@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/runtime/pool"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // Benchmarks run every kernel implementation this build and CPU have
@@ -145,5 +146,50 @@ func BenchmarkLNKernels(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// BenchmarkAttentionInt8 runs BenchmarkAttention's BERT-base shapes through
+// the FP32 attention ("fp32", the active kernels) and the INT8 one on each
+// qgemm variant ("int8-amx", "int8-avx2", ...), side by side in one run.
+func BenchmarkAttentionInt8(b *testing.B) {
+	const batch, heads, hd = 8, 12, 64
+	for _, seq := range []int{128, 32} {
+		b.Run(fmt.Sprintf("seq%d", seq), func(b *testing.B) {
+			w := heads * hd
+			d := &AttentionDims{
+				Batch: batch, SeqQ: seq, SeqK: seq, Heads: heads, HeadDim: hd, Scale: 0.125,
+				QStride: 3 * w, KStride: 3 * w, VStride: 3 * w, OutStride: w, MaskBatchStride: seq,
+			}
+			qkv := randSlice(1, batch*seq*3*w, -2, 2)
+			mask := make([]float32, batch*seq)
+			out := make([]float32, batch*seq*w)
+			p := pool.New(0)
+			defer p.Close()
+			flops := 4 * batch * heads * seq * seq * hd
+			report := func(b *testing.B) {
+				b.ReportMetric(float64(flops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+			}
+			b.Run("fp32", func(b *testing.B) {
+				scratch := make([]float32, AttentionScratchLen(p.Workers(), seq, hd))
+				for b.Loop() {
+					Attention(p, scratch, out, qkv, qkv[w:], qkv[2*w:], mask, d)
+				}
+				report(b)
+			})
+			for _, v := range qgemm.Variants() {
+				e, err := qgemm.New(qgemm.Options{Pool: p, Variant: &v})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Run("int8-"+v.ISA.String(), func(b *testing.B) {
+					scratch := make([]float32, AttentionInt8ScratchLen(p.Workers(), seq, hd))
+					for b.Loop() {
+						AttentionInt8(p, e, scratch, out, qkv, qkv[w:], qkv[2*w:], mask, d)
+					}
+					report(b)
+				})
+			}
+		})
 	}
 }

@@ -1,0 +1,422 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/sqc-dev/sqc/runtime/pool"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
+
+// INT8 attention (sqc.Attention with int8 = 1): Q·K^T and P·V run as u8 x
+// s8 GEMMs on the qgemm Engine's kernels (AMX tiles, VNNI, AVX2 or Go),
+// with dynamic scales, so the whole computation is integer products plus
+// element-wise float32 steps that every ISA computes alike: the outputs
+// are bitwise identical on every kernel family, thread count and batch
+// layout (padded, packed, or each sequence alone).
+//
+// For every sequence b and head h:
+//
+//	K_j   -> u8, its own scale and zero point (QuantizeRowsU8: per key)
+//	Q_i   -> s8 symmetric, s_q[i] = max_c |Q_i[c]| / 127 (1 if 0): per query
+//	V[:,c] -> s8 symmetric over the live keys, s_v[c] = max_j |V_j[c]| / 127: per channel
+//	s_ij  = s_k[j]*s_q[i]*(sum_c k_u8[j][c]*q_s8[i][c] - zp_k[j]*sum_c q_s8[i][c])   (qgemm epilogue)
+//	e_ij  = the softmax numerators of s_ij*Scale + Mask (attnSoftmax, as in Attention)
+//	p_ij  = roundEven(e_ij * 255) as u8  (e <= 1: the row's largest is 255)
+//	Y_i[c] = s_v[c] * (1/(255*sum_j e_ij)) * sum_j p_ij*v_s8[j][c]                   (qgemm epilogue)
+//
+// Scaling P by its row maximum (e's largest is exactly 1) rather than a
+// fixed 1/255 keeps the probabilities of flat rows on the grid; with
+// per-token Q and K and per-channel V this is why the attention output is
+// cleaner than the INT8 Linears' noise before it (passes' quantize.go
+// gives the measurement). A key is live unless the mask holds
+// -math.MaxFloat32 or less for it in every query row (a padding key), so
+// padding never widens V's scales: a padded batch gives each sequence's
+// bits alone.
+
+// int8Chunk is the query rows one GEMM P·V call takes (4 blocks of 16 of
+// the softmax): 64 rows of A, four AMX A tiles.
+const int8Chunk = 64
+
+// int8Layout is the per-worker scratch of AttentionInt8, in 4-byte words
+// with every region 64-byte aligned: for seqK keys and head dim hd.
+type int8Layout struct {
+	kp, kpv, npd                             int // Kp of Q·K^T (hd), of P·V (seqK), Np of P·V (hd)
+	kU8, kScale, kZP, qPack, qScale, qColSum int
+	vPack, vScale, vInv, vColSum, c32, sT    int
+	sums, maskT, rowScale, rowZP, p, live    int
+	words                                    int
+}
+
+func newInt8Layout(seqK, hd int) int8Layout {
+	l := int8Layout{kp: qgemm.RoundUp(hd, qgemm.KBlock), kpv: qgemm.RoundUp(max(seqK, 1), qgemm.KBlock), npd: qgemm.RoundUp(hd, qgemm.NBlock)}
+	next := 0
+	take := func(bytes int) int {
+		at := next
+		next += qgemm.RoundUp(bytes, 64) / 4
+		return at
+	}
+	l.kU8, l.kScale, l.kZP = take(seqK*l.kp), take(4*seqK), take(4*seqK)
+	l.qPack, l.qScale, l.qColSum = take(int8Chunk*l.kp), take(4*int8Chunk), take(4*int8Chunk)
+	l.vPack, l.vScale, l.vInv, l.vColSum = take(l.kpv*l.npd), take(4*l.npd), take(4*l.npd), take(4*l.npd)
+	l.c32 = take(4 * max(seqK*qgemm.NBlock, int8Chunk*l.npd))
+	l.sT, l.sums, l.maskT = take(4*seqK*attnRows), take(4*attnRows), take(4*seqK*attnRows)
+	l.rowScale, l.rowZP, l.p, l.live = take(4*int8Chunk), take(4*int8Chunk), take(int8Chunk*l.kpv), take(seqK)
+	l.words = next
+	return l
+}
+
+// AttentionInt8ScratchLen is the length of the scratch slice AttentionInt8
+// and AttentionInt8Packed need for a pool of the given number of workers
+// (1 without a pool), seqK keys at most (the longest sequence) and head
+// dimension headDim.
+func AttentionInt8ScratchLen(workers, seqK, headDim int) int {
+	return workers * newInt8Layout(seqK, headDim).words
+}
+
+// int8Worker is one worker's view of its scratch.
+type int8Worker struct {
+	kU8, qPack, p      []uint8
+	kScale, qScale     []float32
+	vScale, vInv, sT   []float32
+	maskT              []float32
+	rowScale           []float32
+	sums               *[attnRows]float32
+	kZP, qColSum       []int32
+	vColSum, c32       []int32
+	rowZP              []int32
+	vPack              []int8
+	live               []bool
+	kp, kpv, npd, keys int
+}
+
+func words[T any](s []float32, at, n int) []T {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	if n == 0 {
+		return nil
+	}
+	w := s[at : at+(n*size+3)/4]
+	return unsafe.Slice((*T)(unsafe.Pointer(&w[0])), n)
+}
+
+// newInt8Worker carves a worker's scratch s, laid out by l for at least
+// seqK keys, for a head of seqK keys: P·V's K is padded for seqK itself.
+func newInt8Worker(s []float32, l int8Layout, seqK int) *int8Worker {
+	kpv := qgemm.RoundUp(max(seqK, 1), qgemm.KBlock)
+	return &int8Worker{
+		kU8: words[uint8](s, l.kU8, seqK*l.kp), kScale: words[float32](s, l.kScale, seqK), kZP: words[int32](s, l.kZP, seqK),
+		qPack: words[uint8](s, l.qPack, int8Chunk*l.kp), qScale: words[float32](s, l.qScale, int8Chunk), qColSum: words[int32](s, l.qColSum, int8Chunk),
+		vPack: words[int8](s, l.vPack, kpv*l.npd), vScale: words[float32](s, l.vScale, l.npd), vInv: words[float32](s, l.vInv, l.npd), vColSum: words[int32](s, l.vColSum, l.npd),
+		c32: words[int32](s, l.c32, max(seqK*qgemm.NBlock, int8Chunk*l.npd)),
+		sT:  words[float32](s, l.sT, seqK*attnRows), sums: (*[attnRows]float32)(s[l.sums:]), maskT: words[float32](s, l.maskT, seqK*attnRows),
+		rowScale: words[float32](s, l.rowScale, int8Chunk), rowZP: words[int32](s, l.rowZP, int8Chunk),
+		p: words[uint8](s, l.p, int8Chunk*kpv), live: words[bool](s, l.live, seqK),
+		kp: l.kp, kpv: kpv, npd: l.npd, keys: seqK,
+	}
+}
+
+// AttentionInt8 computes what Attention computes, with Q·K^T and P·V as
+// INT8 GEMMs on e's kernels (see the comment at the top of this file for
+// the exact arithmetic). Work is split into one task per (sequence, head);
+// scratch must hold AttentionInt8ScratchLen(workers, d.SeqK, d.HeadDim)
+// values. p must be e's pool or nil.
+func AttentionInt8(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v, mask []float32, d *AttentionDims) {
+	attentionInt8(active(), p, e, scratch, out, q, k, v, mask, d, nil)
+}
+
+// AttentionInt8Packed is AttentionInt8 on a packed batch, as
+// AttentionPacked is Attention's: sequence b is rows offsets[b] ..
+// offsets[b+1]-1 of q, k, v and out and attends to its own keys only. The
+// bits of each sequence are those of AttentionInt8 on it alone. scratch
+// must hold AttentionInt8ScratchLen(workers, longest sequence, d.HeadDim).
+func AttentionInt8Packed(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v []float32, d *AttentionDims, offsets []int) {
+	attentionInt8(active(), p, e, scratch, out, q, k, v, nil, d, offsets)
+}
+
+// attentionInt8 is AttentionInt8 (offsets nil) or AttentionInt8Packed
+// with the nn kernels kern.
+func attentionInt8(kern *kernels, p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v, mask []float32, d *AttentionDims, offsets []int) {
+	if d.HeadDim <= 0 {
+		return
+	}
+	tasks, longest := d.Batch*d.Heads, d.SeqK
+	if offsets != nil {
+		n := max(len(offsets)-1, 0)
+		tasks, longest = n*d.Heads, 0
+		for b := range n {
+			longest = max(longest, offsets[b+1]-offsets[b])
+		}
+	} else if d.SeqQ <= 0 {
+		return
+	}
+	c := int8Calls.get()
+	c.kern, c.e, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.d = kern, e, scratch, out, q, k, v, mask, *d
+	c.offsets, c.lay = offsets, newInt8Layout(longest, d.HeadDim)
+	parallelFor(p, tasks, c.task)
+	c.release()
+}
+
+// int8Call is one AttentionInt8 (or AttentionInt8Packed) call's state.
+type int8Call struct {
+	kern                        *kernels
+	e                           *qgemm.Engine
+	scratch, out, q, k, v, mask []float32
+	d                           AttentionDims
+	offsets                     []int
+	lay                         int8Layout
+	task                        func(worker, t int)
+}
+
+var int8Calls = newRecycler(func() *int8Call {
+	c := &int8Call{}
+	c.task = c.head
+	return c
+})
+
+func (c *int8Call) release() {
+	c.e, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.offsets = nil, nil, nil, nil, nil, nil, nil, nil
+	int8Calls.put(c)
+}
+
+// head is task t: head t%Heads of sequence t/Heads.
+func (c *int8Call) head(worker, t int) {
+	d := c.d
+	b, h := t/d.Heads, t%d.Heads
+	s := c.scratch[worker*c.lay.words : (worker+1)*c.lay.words]
+	if c.offsets == nil {
+		w := newInt8Worker(s, c.lay, d.SeqK)
+		attnInt8Head(c.kern, c.e, w, c.out, c.q, c.k, c.v, c.mask, &d, b, h)
+		return
+	}
+	off, l := c.offsets[b], c.offsets[b+1]-c.offsets[b]
+	if l == 0 {
+		return
+	}
+	d.Batch, d.SeqQ, d.SeqK = 1, l, l
+	w := newInt8Worker(s, c.lay, l)
+	attnInt8Head(c.kern, c.e, w, c.out[off*d.OutStride:], c.q[off*d.QStride:], c.k[off*d.KStride:], c.v[off*d.VStride:], nil, &d, 0, h)
+}
+
+// attnInt8Head computes every query row of head h of sequence b.
+func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, mask []float32, d *AttentionDims, b, h int) {
+	hd, sk := d.HeadDim, d.SeqK
+	if sk == 0 {
+		// No keys: as Attention, every output is 0/0.
+		for i := range d.SeqQ {
+			row := out[(b*d.SeqQ+i)*d.OutStride+h*hd:][:hd]
+			for c := range row {
+				row[c] = float32(math.NaN())
+			}
+		}
+		return
+	}
+	kb, vb := k[b*sk*d.KStride+h*hd:], v[b*sk*d.VStride+h*hd:]
+	quantizeRowsU8(kern, w.kU8, w.kp, kb, d.KStride, sk, hd, w.kScale, w.kZP)
+	liveKeys(w.live, mask, d, b, h)
+	vB := packValues(w, vb, d.VStride, hd)
+
+	for r0 := 0; r0 < d.SeqQ; r0 += int8Chunk {
+		rows := min(int8Chunk, d.SeqQ-r0)
+		packQueries(w, q[(b*d.SeqQ+r0)*d.QStride+h*hd:], d.QStride, rows, hd)
+		for blk := 0; blk*attnRows < rows; blk++ {
+			n := min(attnRows, rows-blk*attnRows)
+			qB := qgemm.PackedB{K: hd, N: n, Kp: w.kp, Np: qgemm.NBlock,
+				Data: w.qPackS8()[blk*w.kp*qgemm.NBlock:][:w.kp*qgemm.NBlock], ColSum: w.qColSum[blk*attnRows:][:qgemm.NBlock]}
+			mustGEMM(e.GEMMSerial(w.c32, w.kU8, sk, w.kp, &qB, &qgemm.Epilogue{
+				ColSum: qB.ColSum, Scale: w.qScale[blk*attnRows:][:qgemm.NBlock],
+				RowScale: w.kScale, RowZeroPoint: w.kZP,
+				OutF32: w.sT, OutStride: attnRows,
+			}))
+			if n < attnRows { // lanes of no query: defined, never stored
+				for j := range sk {
+					clear(w.sT[j*attnRows+n : (j+1)*attnRows])
+				}
+			}
+			r := r0 + blk*attnRows
+			var m []float32
+			transposed := false
+			if mask != nil {
+				base := b*d.MaskBatchStride + h*d.MaskHeadStride + r*d.MaskRowStride
+				if d.MaskRowStride == 0 {
+					m = mask[base : base+sk]
+				} else {
+					kern.attnTranspose(w.maskT, mask[base:], d.MaskRowStride, n, sk)
+					m, transposed = w.maskT, true
+				}
+			}
+			kern.attnSoftmax(w.sT, sk, d.Scale, m, transposed, w.sums)
+			quantizeProbs(w, blk*attnRows, n, sk)
+		}
+		mustGEMM(e.GEMMSerial(w.c32, w.p, rows, w.kpv, vB, &qgemm.Epilogue{
+			ColSum: vB.ColSum, Scale: w.vScale,
+			RowScale: w.rowScale[:rows], RowZeroPoint: w.rowZP[:rows],
+			OutF32: out[(b*d.SeqQ+r0)*d.OutStride+h*hd:], OutStride: d.OutStride,
+		}))
+	}
+}
+
+// mustGEMM panics on a GEMMSerial error: the buffers are this file's own,
+// sized by int8Layout, so an error is a bug here, not bad input.
+func mustGEMM(err error) {
+	if err != nil {
+		panic(fmt.Sprintf("nn: INT8 attention: %v", err))
+	}
+}
+
+func (w *int8Worker) qPackS8() []int8 {
+	return unsafe.Slice((*int8)(unsafe.Pointer(&w.qPack[0])), len(w.qPack))
+}
+
+// liveKeys marks the keys of head h of sequence b that some query row can
+// attend to: all without a mask; with one, those whose mask value is above
+// -math.MaxFloat32 in at least one row.
+func liveKeys(live []bool, mask []float32, d *AttentionDims, b, h int) {
+	if mask == nil {
+		for j := range live {
+			live[j] = true
+		}
+		return
+	}
+	rows := d.SeqQ
+	if d.MaskRowStride == 0 {
+		rows = 1
+	}
+	base := b*d.MaskBatchStride + h*d.MaskHeadStride
+	for j := range live {
+		live[j] = false
+		for i := range rows {
+			if mask[base+i*d.MaskRowStride+j] > -math.MaxFloat32 {
+				live[j] = true
+				break
+			}
+		}
+	}
+}
+
+// symScale is the symmetric s8 scale of values whose largest magnitude
+// is absMax: absMax/127, or 1 when it is 0 (all zeros quantise to 0).
+func symScale(absMax float32) float32 {
+	if absMax == 0 {
+		return 1
+	}
+	return absMax / 127
+}
+
+// quantS8 is roundEven(x*inv) clamped to [-127, 127]; NaN gives 0. Once
+// clamped, adding and subtracting 1.5*2^23 rounds to the nearest integer,
+// ties to even, exactly (the sum's ulp is 1), without math.RoundToEven's
+// software path on GOAMD64=v1.
+func quantS8(x, inv float32) int8 {
+	const roundMagic = 12582912 // 1.5 * 2^23
+	f := x * inv
+	switch {
+	case f > 127:
+		return 127
+	case f >= -127:
+		f += roundMagic
+		f -= roundMagic
+		return int8(f)
+	case f < -127:
+		return -127
+	}
+	return 0 // NaN
+}
+
+// packQueries quantises rows query rows (row stride stride, hd values) to
+// s8 per row and packs them as the qgemm B operand of Q·K^T: query i is
+// column i%16 of N-block i/16, K = the head dimension.
+func packQueries(w *int8Worker, q []float32, stride, rows, hd int) {
+	data := w.qPackS8()
+	for i := range rows {
+		row := q[i*stride : i*stride+hd]
+		var m float32
+		for _, x := range row {
+			m = max(m, abs32(x))
+		}
+		s := symScale(m)
+		inv := 1 / s
+		w.qScale[i] = s
+		strip := data[(i/qgemm.NBlock)*w.kp*qgemm.NBlock:][:w.kp*qgemm.NBlock]
+		col := (i % qgemm.NBlock) * 4
+		var sum int32
+		for c, x := range row {
+			q := quantS8(x, inv)
+			strip[(c/4)*qgemm.NBlock*4+col+c%4] = q
+			sum += int32(q)
+		}
+		for c := hd; c < w.kp; c++ { // K padding: zero
+			strip[(c/4)*qgemm.NBlock*4+col+c%4] = 0
+		}
+		w.qColSum[i] = sum
+	}
+	// Columns of no query in the last N-block: zero, so the block is
+	// defined (the epilogue stores only the real ones).
+	for i := rows; i < qgemm.RoundUp(rows, qgemm.NBlock); i++ {
+		strip := data[(i/qgemm.NBlock)*w.kp*qgemm.NBlock:]
+		col := (i % qgemm.NBlock) * 4
+		for c := range w.kp {
+			strip[(c/4)*qgemm.NBlock*4+col+c%4] = 0
+		}
+		w.qColSum[i], w.qScale[i] = 0, 1
+	}
+}
+
+// abs32 is |x| (NaN stays NaN, and max ignores it: x > m is false).
+func abs32(x float32) float32 {
+	return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
+}
+
+// packValues quantises the head's values (w.keys rows of hd, row stride
+// stride) to s8 per channel over the live keys and packs them as the qgemm
+// B operand of P·V (K = keys padded to kpv with zero rows, N = hd).
+func packValues(w *int8Worker, v []float32, stride, hd int) *qgemm.PackedB {
+	sk := w.keys
+	anyLive := false
+	for _, l := range w.live {
+		anyLive = anyLive || l
+	}
+	for c := range hd {
+		var m float32
+		for j := range sk {
+			if w.live[j] || !anyLive {
+				m = max(m, abs32(v[j*stride+c]))
+			}
+		}
+		w.vScale[c] = symScale(m)
+		w.vInv[c] = 1 / w.vScale[c]
+	}
+	for c := hd; c < w.npd; c++ {
+		w.vScale[c], w.vInv[c] = 1, 1
+	}
+	// Key j is byte j%4 of row j/4 of each 16-channel strip; the strips
+	// are zero beyond the keys (K padding) and the channels.
+	clear(w.vColSum)
+	clear(w.vPack)
+	const strip = qgemm.NBlock * 4 // bytes of one strip row: 16 channels x 4 keys
+	for j := range sk {
+		row := v[j*stride : j*stride+hd]
+		base := (j/4)*strip + j%4
+		for c, x := range row {
+			q := quantS8(x, w.vInv[c])
+			w.vPack[(c/qgemm.NBlock)*w.kpv*qgemm.NBlock+base+(c%qgemm.NBlock)*4] = q
+			w.vColSum[c] += int32(q)
+		}
+	}
+	return &qgemm.PackedB{K: sk, N: hd, Kp: w.kpv, Np: w.npd, Data: w.vPack, ColSum: w.vColSum}
+}
+
+// quantizeProbs turns the softmax numerators of a 16-row block (w.sT,
+// lanes = rows, n of them real) into rows row0 .. row0+n-1 of the u8 P
+// operand, and their P·V row scales 1/(255*sum).
+func quantizeProbs(w *int8Worker, row0, n, sk int) {
+	for r := range n {
+		p := w.p[(row0+r)*w.kpv:][:sk]
+		for j := range p {
+			p[j] = qgemm.QuantizeU8(w.sT[j*attnRows+r], 255, 0)
+		}
+		w.rowScale[row0+r] = 1 / (255 * w.sums[r])
+		w.rowZP[row0+r] = 0
+	}
+}

@@ -1,0 +1,288 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/sqc-dev/sqc/runtime/pool"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
+
+// attentionInt8Ref is AttentionInt8's arithmetic written plainly, one
+// element at a time, from its definition at the top of attention_int8.go
+// (per-key u8 K, per-query s8 Q, per-channel s8 V over the live keys, P
+// u8 scaled by the row's largest numerator), with the mask as full
+// [batch, heads, seqQ, seqK] through the strides.
+func attentionInt8Ref(q, k, v, mask []float32, d *AttentionDims) []float32 {
+	hd, sq, sk := d.HeadDim, d.SeqQ, d.SeqK
+	y := make([]float32, d.Batch*sq*d.OutStride)
+	maskAt := func(b, h, i, j int) float32 {
+		if mask == nil {
+			return 0
+		}
+		return mask[b*d.MaskBatchStride+h*d.MaskHeadStride+i*d.MaskRowStride+j]
+	}
+	for b := range d.Batch {
+		for h := range d.Heads {
+			ku8 := make([][]int32, sk)
+			kS, kZ := make([]float32, sk), make([]int32, sk)
+			for j := range sk {
+				row := k[(b*sk+j)*d.KStride+h*hd:][:hd]
+				kS[j], kZ[j] = RowQuantParams(row)
+				for _, x := range row {
+					ku8[j] = append(ku8[j], int32(qgemm.QuantizeU8(x, 1/kS[j], kZ[j])))
+				}
+			}
+			qs8 := make([][]int32, sq)
+			qS := make([]float32, sq)
+			for i := range sq {
+				row := q[(b*sq+i)*d.QStride+h*hd:][:hd]
+				var m float64
+				for _, x := range row {
+					if a := math.Abs(float64(x)); a > m {
+						m = a
+					}
+				}
+				qS[i] = 1
+				if m > 0 {
+					qS[i] = float32(m) / 127
+				}
+				for _, x := range row {
+					qs8[i] = append(qs8[i], refS8(x, 1/qS[i]))
+				}
+			}
+			live := make([]bool, sk)
+			anyLive := false
+			for j := range sk {
+				for i := range sq {
+					live[j] = live[j] || maskAt(b, h, i, j) > -math.MaxFloat32
+				}
+				anyLive = anyLive || live[j]
+			}
+			vS := make([]float32, hd)
+			for c := range hd {
+				var m float64
+				for j := range sk {
+					if a := math.Abs(float64(v[(b*sk+j)*d.VStride+h*hd+c])); (live[j] || !anyLive) && a > m {
+						m = a
+					}
+				}
+				vS[c] = 1
+				if m > 0 {
+					vS[c] = float32(m) / 127
+				}
+			}
+			for i := range sq {
+				x := make([]float32, sk)
+				for j := range sk {
+					var acc, colSum int32
+					for c := range hd {
+						acc += ku8[j][c] * qs8[i][c]
+						colSum += qs8[i][c]
+					}
+					s := float32(float32(acc-kZ[j]*colSum) * qS[i])
+					s = float32(s * kS[j])
+					x[j] = float32(s*d.Scale) + maskAt(b, h, i, j)
+				}
+				top := x[0]
+				for _, s := range x {
+					if s > top {
+						top = s
+					}
+				}
+				var sum float32
+				p := make([]int32, sk)
+				for j, s := range x {
+					e := Exp(s - top)
+					sum += e
+					p[j] = int32(qgemm.QuantizeU8(e, 255, 0))
+				}
+				rs := 1 / (255 * sum)
+				for c := range hd {
+					var acc int32
+					for j := range sk {
+						acc += p[j] * refS8(v[(b*sk+j)*d.VStride+h*hd+c], 1/vS[c])
+					}
+					o := float32(float32(acc) * vS[c])
+					y[(b*sq+i)*d.OutStride+h*hd+c] = float32(o * rs)
+				}
+			}
+		}
+	}
+	return y
+}
+
+// refS8 is roundEven(x*inv) clamped to [-127, 127], NaN to 0.
+func refS8(x, inv float32) int32 {
+	f := math.RoundToEven(float64(x * inv))
+	if f != f {
+		return 0
+	}
+	return int32(math.Max(-127, math.Min(127, f)))
+}
+
+// int8Engines returns an Engine (1 thread: only its kernels are used) per
+// qgemm variant this CPU runs.
+func int8Engines(t *testing.T) []*qgemm.Engine {
+	var es []*qgemm.Engine
+	for _, v := range qgemm.Variants() {
+		e, err := qgemm.New(qgemm.Options{Threads: 1, Variant: &v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(e.Close)
+		es = append(es, e)
+	}
+	return es
+}
+
+func TestAttentionInt8MatchesReference(t *testing.T) {
+	engines := int8Engines(t)
+	for _, c := range []attnCase{
+		{"bert-like padded", 3, 21, 21, 4, 16, 0, "padding"},
+		{"one row", 1, 1, 1, 1, 8, 0, ""},
+		{"strided cross", 2, 9, 13, 3, 5, 7, "full"},
+		{"chunk tails", 1, 130, 130, 2, 64, 0, "padding"},
+		{"head dim 24, 17 keys", 2, 17, 17, 2, 24, 3, ""},
+		{"all masked", 2, 5, 5, 2, 4, 0, "all"},
+		{"head broadcast", 2, 6, 7, 3, 4, 1, "rows"},
+		{"66 queries", 1, 66, 66, 1, 80, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dims, q, k, v, mask := attnCaseData(c)
+			want := attentionInt8Ref(q, k, v, mask, dims)
+			for _, e := range engines {
+				for _, kern := range append(implementations(t), goKernels()) {
+					withPools(t, func(t *testing.T, p *pool.Pool) {
+						out := make([]float32, len(want))
+						scratch := make([]float32, AttentionInt8ScratchLen(workers(p), c.sk, c.d))
+						attentionInt8(kern, p, e, scratch, out, q, k, v, mask, dims, nil)
+						sameBits(t, fmt.Sprintf("%s kernels %s workers %d", e.ISA(), kern.name, workers(p)), out, want)
+					})
+				}
+			}
+		})
+	}
+}
+
+// attnCaseData builds the dims and operands of an attnCase as TestAttention
+// does.
+func attnCaseData(c attnCase) (*AttentionDims, []float32, []float32, []float32, []float32) {
+	width := c.heads * c.d
+	dims := &AttentionDims{
+		Batch: c.batch, SeqQ: c.sq, SeqK: c.sk, Heads: c.heads, HeadDim: c.d,
+		Scale:   float32(1 / math.Sqrt(float64(c.d))),
+		QStride: width + c.pad, KStride: width + 2*c.pad, VStride: width + 3*c.pad, OutStride: width + c.pad,
+	}
+	q := randSlice(10, c.batch*c.sq*dims.QStride, -2, 2)
+	k := randSlice(11, c.batch*c.sk*dims.KStride, -2, 2)
+	v := randSlice(12, c.batch*c.sk*dims.VStride, -2, 2)
+	var mask []float32
+	switch c.mask {
+	case "padding": // [batch, 1, 1, sk], sequence b padded after sk-2b tokens
+		mask = make([]float32, c.batch*c.sk)
+		for b := range c.batch {
+			for j := max(c.sk-2*b, 1); j < c.sk; j++ {
+				mask[b*c.sk+j] = -math.MaxFloat32
+			}
+		}
+		dims.MaskBatchStride = c.sk
+	case "all":
+		mask = make([]float32, c.batch*c.sk)
+		for i := range mask {
+			mask[i] = -math.MaxFloat32
+		}
+		dims.MaskBatchStride = c.sk
+	case "full": // [batch, heads, sq, sk]
+		mask = randSlice(13, c.batch*c.heads*c.sq*c.sk, -3, 0)
+		dims.MaskBatchStride, dims.MaskHeadStride, dims.MaskRowStride = c.heads*c.sq*c.sk, c.sq*c.sk, c.sk
+	case "rows": // [batch, 1, sq, sk]
+		mask = randSlice(14, c.batch*c.sq*c.sk, -3, 0)
+		dims.MaskBatchStride, dims.MaskRowStride = c.sq*c.sk, c.sk
+	}
+	return dims, q, k, v, mask
+}
+
+// TestAttentionInt8Accuracy bounds the noise INT8 attention adds on random
+// data: its signal-to-noise ratio against the float64 attention.
+func TestAttentionInt8Accuracy(t *testing.T) {
+	c := attnCase{"bert-like", 2, 128, 128, 4, 64, 0, "padding"}
+	dims, q, k, v, mask := attnCaseData(c)
+	want := attentionRef(q, k, v, mask, dims)
+	e := int8Engines(t)[0]
+	out := make([]float32, len(want))
+	AttentionInt8(nil, e, make([]float32, AttentionInt8ScratchLen(1, c.sk, c.d)), out, q, k, v, mask, dims)
+	var signal, noise float64
+	for i, w := range want {
+		signal += w * w
+		noise += (float64(out[i]) - w) * (float64(out[i]) - w)
+	}
+	db := 10 * math.Log10(signal/noise)
+	t.Logf("INT8 attention vs float64: %.1f dB SQNR", db)
+	if db < 35 {
+		t.Errorf("INT8 attention SQNR %.1f dB, want >= 35", db)
+	}
+}
+
+// TestAttentionInt8PackedMatchesAlone: a packed batch and a right-padded
+// one give each sequence the bits it has alone.
+func TestAttentionInt8PackedMatchesAlone(t *testing.T) {
+	const heads, hd = 3, 16
+	lengths := []int{5, 1, 70, 17, 64}
+	width := heads * hd
+	offsets := []int{0}
+	for _, l := range lengths {
+		offsets = append(offsets, offsets[len(offsets)-1]+l)
+	}
+	tokens := offsets[len(lengths)]
+	q, k, v := randSlice(20, tokens*width, -3, 3), randSlice(21, tokens*width, -3, 3), randSlice(22, tokens*width, -3, 3)
+	for _, e := range int8Engines(t) {
+		withPools(t, func(t *testing.T, p *pool.Pool) {
+			dims := AttentionDims{Heads: heads, HeadDim: hd, Scale: 0.25, QStride: width, KStride: width, VStride: width, OutStride: width}
+			packed := make([]float32, tokens*width)
+			AttentionInt8Packed(p, e, make([]float32, AttentionInt8ScratchLen(workers(p), 70, hd)), packed, q, k, v, &dims, offsets)
+			longest := 70
+			padQ, padK, padV := make([]float32, len(lengths)*longest*width), make([]float32, len(lengths)*longest*width), make([]float32, len(lengths)*longest*width)
+			mask := make([]float32, len(lengths)*longest)
+			for b, l := range lengths {
+				copy(padQ[b*longest*width:], q[offsets[b]*width:offsets[b+1]*width])
+				copy(padK[b*longest*width:], k[offsets[b]*width:offsets[b+1]*width])
+				copy(padV[b*longest*width:], randSlice(uint64(b), longest*width, -50, 50)) // pad values must not matter
+				copy(padV[b*longest*width:], v[offsets[b]*width:offsets[b+1]*width])
+				for j := l; j < longest; j++ {
+					mask[b*longest+j] = -math.MaxFloat32
+				}
+			}
+			pd := dims
+			pd.Batch, pd.SeqQ, pd.SeqK, pd.MaskBatchStride = len(lengths), longest, longest, longest
+			padded := make([]float32, len(padQ))
+			AttentionInt8(p, e, make([]float32, AttentionInt8ScratchLen(workers(p), longest, hd)), padded, padQ, padK, padV, mask, &pd)
+			for b, l := range lengths {
+				ad := dims
+				ad.Batch, ad.SeqQ, ad.SeqK = 1, l, l
+				alone := make([]float32, l*width)
+				rows := offsets[b] * width
+				AttentionInt8(p, e, make([]float32, AttentionInt8ScratchLen(workers(p), l, hd)), alone, q[rows:], k[rows:], v[rows:], nil, &ad)
+				what := fmt.Sprintf("%s workers %d sequence %d", e.ISA(), workers(p), b)
+				sameBits(t, what+" packed", packed[rows:rows+l*width], alone)
+				sameBits(t, what+" padded", padded[b*longest*width:][:l*width], alone)
+			}
+		})
+	}
+}
+
+// TestQuantS8 compares quantS8's magic-number rounding with
+// math.RoundToEven on ties, the clamp edges, specials and random values.
+func TestQuantS8(t *testing.T) {
+	xs := []float32{0, -0, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, -126.5, 127, 127.4, 127.5, 128, -127.5, -128,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-30, math.MaxFloat32, -math.MaxFloat32}
+	xs = append(xs, randSlice(5, 10000, -140, 140)...)
+	for _, x := range xs {
+		for _, inv := range []float32{1, 0.37, 3} {
+			if got, want := int32(quantS8(x, inv)), refS8(x, inv); got != want {
+				t.Errorf("quantS8(%g, %g) = %d, want %d", x, inv, got, want)
+			}
+		}
+	}
+}
