@@ -209,6 +209,11 @@ func TestAttentionStaysFP32Measurement(t *testing.T) {
 				{what: "P", p: true},
 				{what: "V", v: true},
 			}
+			// The scheme sqc.Attention's int8 = 1 runs (QuantizeAttention).
+			dynamic := struct {
+				dq  dynQuant
+				acc sqnr
+			}{dq: dynQuant{qk: true, v: true, pBits: 8, pRowMax: true}}
 			var linears sqnr
 			for lo := 0; lo < sentences; lo += 16 {
 				in, err := testmodels.Inputs(g, ref.Examples[lo:lo+16])
@@ -227,12 +232,20 @@ func TestAttentionStaysFP32Measurement(t *testing.T) {
 						sim := simulateAttention(c, aq)
 						v.acc.add(c.out.F32, func(i int) float64 { return sim[i] }, mask, width)
 					}
+					sim := simulateDyn(c, dynamic.dq)
+					dynamic.acc.add(c.out.F32, func(i int) float64 { return sim[i] }, mask, width)
 				}
 			}
 			t.Logf("attention matmuls: %.2f%% of the encoder's multiply-adds on SST-2 dev (H %g, FFN %g)", 100*share, h, f)
 			t.Logf("SQNR at the attention outputs: all INT8 Linears (alpha 0.5, static) %.1f dB", linears.dB())
 			for _, v := range variants {
 				t.Logf("SQNR at the attention outputs: INT8 attention on %s alone %.1f dB", v.what, v.acc.dB())
+			}
+			t.Logf("SQNR at the attention outputs: INT8 attention per token / per channel, P on its row maximum (int8 = 1) %.1f dB", dynamic.acc.dB())
+			// Offering int8 = 1 rests on it adding less noise than the
+			// INT8 Linears before it.
+			if dynamic.acc.dB() < linears.dB() {
+				t.Errorf("the int8 = 1 scheme (%.1f dB) is noisier than the INT8 Linears (%.1f dB): revisit QuantizeAttention", dynamic.acc.dB(), linears.dB())
 			}
 			// The decision stands while attention is a small share of the
 			// work and an INT8 attention would be at least as noisy as every

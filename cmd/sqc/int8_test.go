@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -135,15 +136,19 @@ func TestINT8AccuracyOnSST2(t *testing.T) {
 		act    string
 		bound  float64 // largest |INT8 - FP32| accuracy, in points; < 0: logged only
 		cosine float64
+		attn   string // passes.QuantOptions.Attention ("": FP32)
 	}
 	configs := []config{
 		// alpha 0 (no smoothing) is shown for comparison, not a default.
-		{"0", compiler.QLinearStatic, -1, 0},
-		{"0", compiler.QLinearDynamic, -1, 0},
-		{"0.5", compiler.QLinearStatic, 0.3, 0.999},
-		{"0.5", compiler.QLinearDynamic, 0.2, 0.999},
-		{"auto", compiler.QLinearStatic, 0.3, 0.999},
-		{"auto", compiler.QLinearDynamic, 0.2, 0.999},
+		{"0", compiler.QLinearStatic, -1, 0, ""},
+		{"0", compiler.QLinearDynamic, -1, 0, ""},
+		{"0.5", compiler.QLinearStatic, 0.3, 0.999, ""},
+		{"0.5", compiler.QLinearDynamic, 0.2, 0.999, ""},
+		{"auto", compiler.QLinearStatic, 0.3, 0.999, ""},
+		{"auto", compiler.QLinearDynamic, 0.2, 0.999, ""},
+		// INT8 attention on top: the same bars.
+		{"0.5", compiler.QLinearStatic, 0.3, 0.999, passes.AttentionINT8},
+		{"0.5", compiler.QLinearDynamic, 0.2, 0.999, passes.AttentionINT8},
 	}
 	for _, name := range testmodels.Models {
 		t.Run(name, func(t *testing.T) {
@@ -151,8 +156,12 @@ func TestINT8AccuracyOnSST2(t *testing.T) {
 			output := m.g.Outputs[0].Name
 			want := m.referenceResults(output)
 			for _, c := range configs {
-				t.Run(fmt.Sprintf("alpha=%s/%s", c.alpha, c.act), func(t *testing.T) {
-					opts := passes.QuantOptions{Act: c.act, AutoAlpha: c.alpha == "auto"}
+				sub := fmt.Sprintf("alpha=%s/%s", c.alpha, c.act)
+				if c.attn != "" {
+					sub += "/attention=" + c.attn
+				}
+				t.Run(sub, func(t *testing.T) {
+					opts := passes.QuantOptions{Act: c.act, AutoAlpha: c.alpha == "auto", Attention: c.attn}
 					if !opts.AutoAlpha {
 						fmt.Sscan(c.alpha, &opts.Alpha)
 					}
@@ -164,8 +173,8 @@ func TestINT8AccuracyOnSST2(t *testing.T) {
 					defer closeEx()
 					got := m.runDev(t, b.int8, ex, len(m.dev))
 					r := compare(output, want, got, m.dev)
-					t.Logf("| %s | %s | %s | FP32 %.2f%% | INT8 %.2f%% (%+.2f) | agreement %.2f%% | cosine mean %.6f min %.4f |",
-						name, c.alpha, c.act, 100*r.FP32Accuracy, 100*r.INT8Accuracy, r.Difference, 100*r.Agreement, r.MeanCosine, r.MinCosine)
+					t.Logf("| %s | %s | %s | attention %s | FP32 %.2f%% | INT8 %.2f%% (%+.2f) | agreement %.2f%% | cosine mean %.6f min %.4f |",
+						name, c.alpha, c.act, cmp.Or(c.attn, passes.AttentionFP32), 100*r.FP32Accuracy, 100*r.INT8Accuracy, r.Difference, 100*r.Agreement, r.MeanCosine, r.MinCosine)
 					if math.Abs(r.FP32Accuracy-m.ref.Accuracy) > 1e-9 {
 						t.Fatalf("FP32 reference accuracy %v, dev.json says %v", r.FP32Accuracy, m.ref.Accuracy)
 					}
@@ -192,10 +201,13 @@ func TestINT8AccuracyOnSST2(t *testing.T) {
 func TestINT8BitwiseAcrossISAs(t *testing.T) {
 	const sentences = 32
 	for _, name := range testmodels.Models {
-		for _, act := range []string{compiler.QLinearStatic, compiler.QLinearDynamic} {
-			t.Run(name+"/"+act, func(t *testing.T) {
+		for _, c := range []struct{ act, attn string }{
+			{compiler.QLinearStatic, passes.AttentionFP32}, {compiler.QLinearDynamic, passes.AttentionFP32},
+			{compiler.QLinearStatic, passes.AttentionINT8},
+		} {
+			t.Run(name+"/"+c.act+"/attention="+c.attn, func(t *testing.T) {
 				m := calibratedModel(t, name)
-				b := m.quantized(t, passes.QuantOptions{Alpha: 0.5, Act: act})
+				b := m.quantized(t, passes.QuantOptions{Alpha: 0.5, Act: c.act, Attention: c.attn})
 				output := m.g.Outputs[0].Name
 				var first []infer.Result
 				var firstISA string

@@ -46,6 +46,7 @@ type int8Layout struct {
 	kU8, kScale, kZP, qPack, qScale, qColSum int
 	vPack, vScale, vInv, vColSum, c32, sT    int
 	sums, maskT, rowScale, rowZP, p, live    int
+	zeros                                    int
 	words                                    int
 }
 
@@ -63,6 +64,7 @@ func newInt8Layout(seqK, hd int) int8Layout {
 	l.c32 = take(4 * max(seqK*qgemm.NBlock, int8Chunk*l.npd))
 	l.sT, l.sums, l.maskT = take(4*seqK*attnRows), take(4*attnRows), take(4*seqK*attnRows)
 	l.rowScale, l.rowZP, l.p, l.live = take(4*int8Chunk), take(4*int8Chunk), take(int8Chunk*l.kpv), take(seqK)
+	l.zeros = take(4 * l.npd)
 	l.words = next
 	return l
 }
@@ -81,6 +83,7 @@ type int8Worker struct {
 	kScale, qScale     []float32
 	vScale, vInv, sT   []float32
 	maskT              []float32
+	zeros              []float32 // a value row of zeros, for the keys past the last
 	rowScale           []float32
 	sums               *[attnRows]float32
 	kZP, qColSum       []int32
@@ -89,6 +92,10 @@ type int8Worker struct {
 	vPack              []int8
 	live               []bool
 	kp, kpv, npd, keys int
+	// The GEMM operands, here rather than as locals: passed by pointer
+	// to the qgemm Engine they would escape, one allocation each per head.
+	qB, vB   qgemm.PackedB
+	ep1, ep2 qgemm.Epilogue
 }
 
 func words[T any](s []float32, at, n int) []T {
@@ -101,16 +108,17 @@ func words[T any](s []float32, at, n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&w[0])), n)
 }
 
-// newInt8Worker carves a worker's scratch s, laid out by l for at least
-// seqK keys, for a head of seqK keys: P·V's K is padded for seqK itself.
-func newInt8Worker(s []float32, l int8Layout, seqK int) *int8Worker {
+// carve sets w to a view of a worker's scratch s, laid out by l for at
+// least seqK keys, for a head of seqK keys: P·V's K is padded for seqK
+// itself.
+func (w *int8Worker) carve(s []float32, l int8Layout, seqK int) {
 	kpv := qgemm.RoundUp(max(seqK, 1), qgemm.KBlock)
-	return &int8Worker{
+	*w = int8Worker{
 		kU8: words[uint8](s, l.kU8, seqK*l.kp), kScale: words[float32](s, l.kScale, seqK), kZP: words[int32](s, l.kZP, seqK),
 		qPack: words[uint8](s, l.qPack, int8Chunk*l.kp), qScale: words[float32](s, l.qScale, int8Chunk), qColSum: words[int32](s, l.qColSum, int8Chunk),
 		vPack: words[int8](s, l.vPack, kpv*l.npd), vScale: words[float32](s, l.vScale, l.npd), vInv: words[float32](s, l.vInv, l.npd), vColSum: words[int32](s, l.vColSum, l.npd),
 		c32: words[int32](s, l.c32, max(seqK*qgemm.NBlock, int8Chunk*l.npd)),
-		sT:  words[float32](s, l.sT, seqK*attnRows), sums: (*[attnRows]float32)(s[l.sums:]), maskT: words[float32](s, l.maskT, seqK*attnRows),
+		sT:  words[float32](s, l.sT, seqK*attnRows), sums: (*[attnRows]float32)(s[l.sums:]), maskT: words[float32](s, l.maskT, seqK*attnRows), zeros: words[float32](s, l.zeros, l.npd),
 		rowScale: words[float32](s, l.rowScale, int8Chunk), rowZP: words[int32](s, l.rowZP, int8Chunk),
 		p: words[uint8](s, l.p, int8Chunk*kpv), live: words[bool](s, l.live, seqK),
 		kp: l.kp, kpv: kpv, npd: l.npd, keys: seqK,
@@ -154,6 +162,7 @@ func attentionInt8(kern *kernels, p *pool.Pool, e *qgemm.Engine, scratch, out, q
 	c := int8Calls.get()
 	c.kern, c.e, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.d = kern, e, scratch, out, q, k, v, mask, *d
 	c.offsets, c.lay = offsets, newInt8Layout(longest, d.HeadDim)
+	c.workers = growStats(c.workers, workers(p))
 	parallelFor(p, tasks, c.task)
 	c.release()
 }
@@ -166,6 +175,7 @@ type int8Call struct {
 	d                           AttentionDims
 	offsets                     []int
 	lay                         int8Layout
+	workers                     []int8Worker // indexed by worker id, reused across calls
 	task                        func(worker, t int)
 }
 
@@ -177,6 +187,9 @@ var int8Calls = newRecycler(func() *int8Call {
 
 func (c *int8Call) release() {
 	c.e, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.offsets = nil, nil, nil, nil, nil, nil, nil, nil
+	for i := range c.workers {
+		c.workers[i] = int8Worker{} // keep no scratch or caller memory alive
+	}
 	int8Calls.put(c)
 }
 
@@ -185,8 +198,9 @@ func (c *int8Call) head(worker, t int) {
 	d := c.d
 	b, h := t/d.Heads, t%d.Heads
 	s := c.scratch[worker*c.lay.words : (worker+1)*c.lay.words]
+	w := &c.workers[worker]
 	if c.offsets == nil {
-		w := newInt8Worker(s, c.lay, d.SeqK)
+		w.carve(s, c.lay, d.SeqK)
 		attnInt8Head(c.kern, c.e, w, c.out, c.q, c.k, c.v, c.mask, &d, b, h)
 		return
 	}
@@ -195,7 +209,7 @@ func (c *int8Call) head(worker, t int) {
 		return
 	}
 	d.Batch, d.SeqQ, d.SeqK = 1, l, l
-	w := newInt8Worker(s, c.lay, l)
+	w.carve(s, c.lay, l)
 	attnInt8Head(c.kern, c.e, w, c.out[off*d.OutStride:], c.q[off*d.QStride:], c.k[off*d.KStride:], c.v[off*d.VStride:], nil, &d, 0, h)
 }
 
@@ -215,20 +229,21 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, m
 	kb, vb := k[b*sk*d.KStride+h*hd:], v[b*sk*d.VStride+h*hd:]
 	quantizeRowsU8(kern, w.kU8, w.kp, kb, d.KStride, sk, hd, w.kScale, w.kZP)
 	liveKeys(w.live, mask, d, b, h)
-	vB := packValues(w, vb, d.VStride, hd)
+	packValues(w, vb, d.VStride, hd)
 
 	for r0 := 0; r0 < d.SeqQ; r0 += int8Chunk {
 		rows := min(int8Chunk, d.SeqQ-r0)
 		packQueries(w, q[(b*d.SeqQ+r0)*d.QStride+h*hd:], d.QStride, rows, hd)
 		for blk := 0; blk*attnRows < rows; blk++ {
 			n := min(attnRows, rows-blk*attnRows)
-			qB := qgemm.PackedB{K: hd, N: n, Kp: w.kp, Np: qgemm.NBlock,
+			w.qB = qgemm.PackedB{K: hd, N: n, Kp: w.kp, Np: qgemm.NBlock,
 				Data: w.qPackS8()[blk*w.kp*qgemm.NBlock:][:w.kp*qgemm.NBlock], ColSum: w.qColSum[blk*attnRows:][:qgemm.NBlock]}
-			mustGEMM(e.GEMMSerial(w.c32, w.kU8, sk, w.kp, &qB, &qgemm.Epilogue{
-				ColSum: qB.ColSum, Scale: w.qScale[blk*attnRows:][:qgemm.NBlock],
+			w.ep1 = qgemm.Epilogue{
+				ColSum: w.qB.ColSum, Scale: w.qScale[blk*attnRows:][:qgemm.NBlock],
 				RowScale: w.kScale, RowZeroPoint: w.kZP,
 				OutF32: w.sT, OutStride: attnRows,
-			}))
+			}
+			mustGEMM(e.GEMMSerial(w.c32, w.kU8, sk, w.kp, &w.qB, &w.ep1))
 			if n < attnRows { // lanes of no query: defined, never stored
 				for j := range sk {
 					clear(w.sT[j*attnRows+n : (j+1)*attnRows])
@@ -249,11 +264,12 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, m
 			kern.attnSoftmax(w.sT, sk, d.Scale, m, transposed, w.sums)
 			quantizeProbs(w, blk*attnRows, n, sk)
 		}
-		mustGEMM(e.GEMMSerial(w.c32, w.p, rows, w.kpv, vB, &qgemm.Epilogue{
-			ColSum: vB.ColSum, Scale: w.vScale,
+		w.ep2 = qgemm.Epilogue{
+			ColSum: w.vB.ColSum, Scale: w.vScale,
 			RowScale: w.rowScale[:rows], RowZeroPoint: w.rowZP[:rows],
 			OutF32: out[(b*d.SeqQ+r0)*d.OutStride+h*hd:], OutStride: d.OutStride,
-		}))
+		}
+		mustGEMM(e.GEMMSerial(w.c32, w.p, rows, w.kpv, &w.vB, &w.ep2))
 	}
 }
 
@@ -326,85 +342,113 @@ func quantS8(x, inv float32) int8 {
 
 // packQueries quantises rows query rows (row stride stride, hd values) to
 // s8 per row and packs them as the qgemm B operand of Q·K^T: query i is
-// column i%16 of N-block i/16, K = the head dimension.
+// column i%16 of N-block i/16, K = the head dimension. Each column's 4
+// consecutive K values are one little-endian 32-bit word of the layout, so
+// it is written a word at a time.
 func packQueries(w *int8Worker, q []float32, stride, rows, hd int) {
-	data := w.qPackS8()
+	words := unsafe.Slice((*uint32)(unsafe.Pointer(&w.qPack[0])), len(w.qPack)/4)
+	groups := w.kp / 4 // K groups of 4
 	for i := range rows {
 		row := q[i*stride : i*stride+hd]
-		var m float32
-		for _, x := range row {
-			m = max(m, abs32(x))
-		}
-		s := symScale(m)
+		s := symScale(absMax(row))
 		inv := 1 / s
 		w.qScale[i] = s
-		strip := data[(i/qgemm.NBlock)*w.kp*qgemm.NBlock:][:w.kp*qgemm.NBlock]
-		col := (i % qgemm.NBlock) * 4
+		strip := words[(i/qgemm.NBlock)*groups*qgemm.NBlock:][:groups*qgemm.NBlock]
+		col := i % qgemm.NBlock
 		var sum int32
-		for c, x := range row {
-			q := quantS8(x, inv)
-			strip[(c/4)*qgemm.NBlock*4+col+c%4] = q
-			sum += int32(q)
-		}
-		for c := hd; c < w.kp; c++ { // K padding: zero
-			strip[(c/4)*qgemm.NBlock*4+col+c%4] = 0
+		for g := range groups {
+			var word uint32
+			for t := range 4 {
+				if c := 4*g + t; c < hd {
+					x := quantS8(row[c], inv)
+					sum += int32(x)
+					word |= uint32(uint8(x)) << (8 * t)
+				}
+			}
+			strip[g*qgemm.NBlock+col] = word // zero past hd: the K padding
 		}
 		w.qColSum[i] = sum
 	}
 	// Columns of no query in the last N-block: zero, so the block is
 	// defined (the epilogue stores only the real ones).
 	for i := rows; i < qgemm.RoundUp(rows, qgemm.NBlock); i++ {
-		strip := data[(i/qgemm.NBlock)*w.kp*qgemm.NBlock:]
-		col := (i % qgemm.NBlock) * 4
-		for c := range w.kp {
-			strip[(c/4)*qgemm.NBlock*4+col+c%4] = 0
+		strip := words[(i/qgemm.NBlock)*groups*qgemm.NBlock:]
+		for g := range groups {
+			strip[g*qgemm.NBlock+i%qgemm.NBlock] = 0
 		}
 		w.qColSum[i], w.qScale[i] = 0, 1
 	}
 }
 
-// abs32 is |x| (NaN stays NaN, and max ignores it: x > m is false).
+// absMax is the largest |x| of xs, NaNs ignored (as minMax ignores them).
+func absMax(xs []float32) float32 {
+	var m float32
+	for _, x := range xs {
+		if a := abs32(x); a > m {
+			m = a
+		}
+	}
+	return m
+}
+
+// abs32 is |x| (NaN stays NaN).
 func abs32(x float32) float32 {
 	return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
 }
 
 // packValues quantises the head's values (w.keys rows of hd, row stride
 // stride) to s8 per channel over the live keys and packs them as the qgemm
-// B operand of P·V (K = keys padded to kpv with zero rows, N = hd).
-func packValues(w *int8Worker, v []float32, stride, hd int) *qgemm.PackedB {
+// B operand of P·V (K = keys padded to kpv with zero rows, N = hd) in
+// w.vB: keys 4g..4g+3 of channel c are one 32-bit word, written at once.
+func packValues(w *int8Worker, v []float32, stride, hd int) {
 	sk := w.keys
 	anyLive := false
 	for _, l := range w.live {
 		anyLive = anyLive || l
 	}
-	for c := range hd {
-		var m float32
-		for j := range sk {
-			if w.live[j] || !anyLive {
-				m = max(m, abs32(v[j*stride+c]))
+	m := w.vInv[:hd] // the channel maxima first, then their inverses' scales
+	clear(m)
+	for j := range sk {
+		if !w.live[j] && anyLive {
+			continue
+		}
+		for c, x := range v[j*stride : j*stride+hd] {
+			if a := abs32(x); a > m[c] {
+				m[c] = a
 			}
 		}
-		w.vScale[c] = symScale(m)
+	}
+	for c := range hd {
+		w.vScale[c] = symScale(m[c])
 		w.vInv[c] = 1 / w.vScale[c]
 	}
 	for c := hd; c < w.npd; c++ {
 		w.vScale[c], w.vInv[c] = 1, 1
 	}
-	// Key j is byte j%4 of row j/4 of each 16-channel strip; the strips
-	// are zero beyond the keys (K padding) and the channels.
 	clear(w.vColSum)
-	clear(w.vPack)
-	const strip = qgemm.NBlock * 4 // bytes of one strip row: 16 channels x 4 keys
-	for j := range sk {
-		row := v[j*stride : j*stride+hd]
-		base := (j/4)*strip + j%4
-		for c, x := range row {
-			q := quantS8(x, w.vInv[c])
-			w.vPack[(c/qgemm.NBlock)*w.kpv*qgemm.NBlock+base+(c%qgemm.NBlock)*4] = q
-			w.vColSum[c] += int32(q)
+	words := unsafe.Slice((*uint32)(unsafe.Pointer(&w.vPack[0])), len(w.vPack)/4)
+	groups := w.kpv / 4
+	clear(words)
+	clear(w.zeros)
+	inv, colSum := w.vInv[:hd], w.vColSum[:hd]
+	for g := range (sk + 3) / 4 {
+		var rows [4][]float32
+		for t := range rows {
+			if j := 4*g + t; j < sk {
+				rows[t] = v[j*stride : j*stride+hd]
+			} else {
+				rows[t] = w.zeros
+			}
+		}
+		r0, r1, r2, r3 := rows[0][:hd], rows[1][:hd], rows[2][:hd], rows[3][:hd]
+		for c := range hd {
+			x0, x1, x2, x3 := quantS8(r0[c], inv[c]), quantS8(r1[c], inv[c]), quantS8(r2[c], inv[c]), quantS8(r3[c], inv[c])
+			colSum[c] += int32(x0) + int32(x1) + int32(x2) + int32(x3)
+			words[((c/qgemm.NBlock)*groups+g)*qgemm.NBlock+c%qgemm.NBlock] =
+				uint32(uint8(x0)) | uint32(uint8(x1))<<8 | uint32(uint8(x2))<<16 | uint32(uint8(x3))<<24
 		}
 	}
-	return &qgemm.PackedB{K: sk, N: hd, Kp: w.kpv, Np: w.npd, Data: w.vPack, ColSum: w.vColSum}
+	w.vB = qgemm.PackedB{K: sk, N: hd, Kp: w.kpv, Np: w.npd, Data: w.vPack, ColSum: w.vColSum}
 }
 
 // quantizeProbs turns the softmax numerators of a 16-row block (w.sT,
@@ -414,9 +458,26 @@ func quantizeProbs(w *int8Worker, row0, n, sk int) {
 	for r := range n {
 		p := w.p[(row0+r)*w.kpv:][:sk]
 		for j := range p {
-			p[j] = qgemm.QuantizeU8(w.sT[j*attnRows+r], 255, 0)
+			p[j] = probU8(w.sT[j*attnRows+r])
 		}
 		w.rowScale[row0+r] = 1 / (255 * w.sums[r])
 		w.rowZP[row0+r] = 0
 	}
+}
+
+// probU8 is qgemm.QuantizeU8(e, 255, 0) for a softmax numerator e: the
+// clamp first (NaN gives 0), then round-to-nearest-even by adding and
+// subtracting 1.5*2^23, exact for values in [0, 255] (see quantS8).
+func probU8(e float32) uint8 {
+	const roundMagic = 12582912
+	f := e * 255
+	switch {
+	case f >= 255:
+		return 255
+	case f >= 0:
+		f += roundMagic
+		f -= roundMagic
+		return uint8(f)
+	}
+	return 0
 }

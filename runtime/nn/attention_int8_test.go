@@ -142,6 +142,8 @@ func TestAttentionInt8MatchesReference(t *testing.T) {
 	for _, c := range []attnCase{
 		{"bert-like padded", 3, 21, 21, 4, 16, 0, "padding"},
 		{"one row", 1, 1, 1, 1, 8, 0, ""},
+		{"few keys, wide heads", 2, 3, 3, 2, 96, 0, "padding"},
+		{"one key, head dim 64", 1, 1, 1, 2, 64, 0, ""},
 		{"strided cross", 2, 9, 13, 3, 5, 7, "full"},
 		{"chunk tails", 1, 130, 130, 2, 64, 0, "padding"},
 		{"head dim 24, 17 keys", 2, 17, 17, 2, 24, 3, ""},
@@ -283,6 +285,47 @@ func TestQuantS8(t *testing.T) {
 			if got, want := int32(quantS8(x, inv)), refS8(x, inv); got != want {
 				t.Errorf("quantS8(%g, %g) = %d, want %d", x, inv, got, want)
 			}
+		}
+	}
+}
+
+// TestAttentionInt8DoesNotAllocate: in steady state neither form
+// allocates (a forward pass runs one call per layer).
+func TestAttentionInt8DoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	c := attnCase{"bert-like", 2, 40, 40, 2, 32, 0, "padding"}
+	dims, q, k, v, mask := attnCaseData(c)
+	p := pool.New(2)
+	defer p.Close()
+	e, err := qgemm.New(qgemm.Options{Pool: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch := make([]float32, AttentionInt8ScratchLen(p.Workers(), c.sk, c.d))
+	out := make([]float32, c.batch*c.sq*dims.OutStride)
+	offsets := []int{0, 40, 80}
+	pd := *dims
+	pd.MaskBatchStride = 0
+	if n := testing.AllocsPerRun(20, func() {
+		AttentionInt8(p, e, scratch, out, q, k, v, mask, dims)
+		AttentionInt8Packed(p, e, scratch, out, q, k, v, &pd, offsets)
+	}); n != 0 {
+		t.Errorf("%v allocations per run, want 0", n)
+	}
+}
+
+// TestProbU8 compares probU8 with qgemm.QuantizeU8(e, 255, 0).
+func TestProbU8(t *testing.T) {
+	es := []float32{0, 1, 0.5 / 255, 1.5 / 255, 254.5 / 255, 1.01, -0.1, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-40}
+	es = append(es, randSlice(6, 20000, -0.1, 1.1)...)
+	for i := range 256 {
+		es = append(es, (float32(i)+0.5)/255, float32(i)/255)
+	}
+	for _, e := range es {
+		if got, want := probU8(e), qgemm.QuantizeU8(e, 255, 0); got != want {
+			t.Errorf("probU8(%g) = %d, want %d", e, got, want)
 		}
 	}
 }
