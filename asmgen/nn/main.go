@@ -44,6 +44,7 @@ func generate() (*ir.File, error) {
 	genGelu(g)
 	genAttentionAVX2(g)
 	genLayerNormAVX2(g)
+	genPackValuesAVX2(g)
 
 	return avogen.Compile(g.Context)
 }

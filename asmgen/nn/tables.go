@@ -20,6 +20,7 @@ const (
 	expMin     float32 = -87.33654
 	expMax     float32 = 88.72283
 	quantClamp float32 = 65536
+	s8Clamp    float32 = 127 // runtime/nn quantS8: symmetric s8 codes
 )
 
 // expPoly are the Horner coefficients of Exp, highest degree first, down
@@ -95,6 +96,9 @@ func genTables(g *gen) {
 	}
 	for _, v := range []uint32{127, 255} {
 		t.u32(v)
+	}
+	for _, v := range []float32{s8Clamp, -s8Clamp} { // after the older constants: their offsets stay
+		t.f32(v)
 	}
 	for _, v := range expConstsAVX2() {
 		t.u32x8(v)

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"unsafe"
@@ -19,7 +20,8 @@ import (
 // For every sequence b and head h:
 //
 //	K_j   -> u8, its own scale and zero point (QuantizeRowsU8: per key)
-//	Q_i   -> s8 symmetric, s_q[i] = max_c |Q_i[c]| / 127 (1 if 0): per query
+//	Q_i   -> s8 symmetric, s_q[i] = max_c |Q_i[c]| / 127 (1 if 0): per query,
+//	         q_s8 = QuantizeU8(Q_i[c], 1/s_q[i], 128) - 128
 //	V[:,c] -> s8 symmetric over the live keys, s_v[c] = max_j |V_j[c]| / 127: per channel
 //	s_ij  = s_k[j]*s_q[i]*(sum_c k_u8[j][c]*q_s8[i][c] - zp_k[j]*sum_c q_s8[i][c])   (qgemm epilogue)
 //	e_ij  = the softmax numerators of s_ij*Scale + Mask (attnSoftmax, as in Attention)
@@ -46,7 +48,7 @@ type int8Layout struct {
 	kU8, kScale, kZP, qPack, qScale, qColSum int
 	vPack, vScale, vInv, vColSum, c32, sT    int
 	sums, maskT, rowScale, rowZP, p, live    int
-	zeros                                    int
+	zeros, pT, qRow                          int
 	words                                    int
 }
 
@@ -64,7 +66,7 @@ func newInt8Layout(seqK, hd int) int8Layout {
 	l.c32 = take(4 * max(seqK*qgemm.NBlock, int8Chunk*l.npd))
 	l.sT, l.sums, l.maskT = take(4*seqK*attnRows), take(4*attnRows), take(4*seqK*attnRows)
 	l.rowScale, l.rowZP, l.p, l.live = take(4*int8Chunk), take(4*int8Chunk), take(int8Chunk*l.kpv), take(seqK)
-	l.zeros = take(4 * l.npd)
+	l.zeros, l.pT, l.qRow = take(4*l.npd), take(seqK*attnRows), take(l.kp)
 	l.words = next
 	return l
 }
@@ -79,7 +81,8 @@ func AttentionInt8ScratchLen(workers, seqK, headDim int) int {
 
 // int8Worker is one worker's view of its scratch.
 type int8Worker struct {
-	kU8, qPack, p      []uint8
+	kU8, qPack, p, pT  []uint8 // pT: a block's quantised numerators, [keys][16]
+	qRow               []uint8 // one query row as u8 codes
 	kScale, qScale     []float32
 	vScale, vInv, sT   []float32
 	maskT              []float32
@@ -96,6 +99,7 @@ type int8Worker struct {
 	// to the qgemm Engine they would escape, one allocation each per head.
 	qB, vB   qgemm.PackedB
 	ep1, ep2 qgemm.Epilogue
+	vRows    [4][]float32 // the value rows packValues4 interleaves
 }
 
 func words[T any](s []float32, at, n int) []T {
@@ -120,7 +124,7 @@ func (w *int8Worker) carve(s []float32, l int8Layout, seqK int) {
 		c32: words[int32](s, l.c32, max(seqK*qgemm.NBlock, int8Chunk*l.npd)),
 		sT:  words[float32](s, l.sT, seqK*attnRows), sums: (*[attnRows]float32)(s[l.sums:]), maskT: words[float32](s, l.maskT, seqK*attnRows), zeros: words[float32](s, l.zeros, l.npd),
 		rowScale: words[float32](s, l.rowScale, int8Chunk), rowZP: words[int32](s, l.rowZP, int8Chunk),
-		p: words[uint8](s, l.p, int8Chunk*kpv), live: words[bool](s, l.live, seqK),
+		p: words[uint8](s, l.p, int8Chunk*kpv), pT: words[uint8](s, l.pT, seqK*attnRows), qRow: words[uint8](s, l.qRow, l.kp), live: words[bool](s, l.live, seqK),
 		kp: l.kp, kpv: kpv, npd: l.npd, keys: seqK,
 	}
 }
@@ -229,11 +233,11 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, m
 	kb, vb := k[b*sk*d.KStride+h*hd:], v[b*sk*d.VStride+h*hd:]
 	quantizeRowsU8(kern, w.kU8, w.kp, kb, d.KStride, sk, hd, w.kScale, w.kZP)
 	liveKeys(w.live, mask, d, b, h)
-	packValues(w, vb, d.VStride, hd)
+	packValues(kern, w, vb, d.VStride, hd)
 
 	for r0 := 0; r0 < d.SeqQ; r0 += int8Chunk {
 		rows := min(int8Chunk, d.SeqQ-r0)
-		packQueries(w, q[(b*d.SeqQ+r0)*d.QStride+h*hd:], d.QStride, rows, hd)
+		packQueries(kern, w, q[(b*d.SeqQ+r0)*d.QStride+h*hd:], d.QStride, rows, hd)
 		for blk := 0; blk*attnRows < rows; blk++ {
 			n := min(attnRows, rows-blk*attnRows)
 			w.qB = qgemm.PackedB{K: hd, N: n, Kp: w.kp, Np: qgemm.NBlock,
@@ -262,7 +266,7 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, m
 				}
 			}
 			kern.attnSoftmax(w.sT, sk, d.Scale, m, transposed, w.sums)
-			quantizeProbs(w, blk*attnRows, n, sk)
+			quantizeProbs(kern, w, blk*attnRows, n, sk)
 		}
 		w.ep2 = qgemm.Epilogue{
 			ColSum: w.vB.ColSum, Scale: w.vScale,
@@ -320,13 +324,14 @@ func symScale(absMax float32) float32 {
 	return absMax / 127
 }
 
-// quantS8 is roundEven(x*inv) clamped to [-127, 127]; NaN gives 0. Once
-// clamped, adding and subtracting 1.5*2^23 rounds to the nearest integer,
-// ties to even, exactly (the sum's ulp is 1), without math.RoundToEven's
-// software path on GOAMD64=v1.
+// quantS8 is roundEven(x*inv) clamped to [-127, 127], NaN giving -127 as
+// the assembly's MAXPS clamp does (packValues4AVX2Asm). Once clamped,
+// adding and subtracting 1.5*2^23 rounds to the nearest integer, ties to
+// even, exactly (the sum's ulp is 1), without math.RoundToEven's software
+// path on GOAMD64=v1.
 func quantS8(x, inv float32) int8 {
 	const roundMagic = 12582912 // 1.5 * 2^23
-	f := x * inv
+	f := float32(x * inv) // rounded: the add below must not fuse into an FMA
 	switch {
 	case f > 127:
 		return 127
@@ -334,40 +339,36 @@ func quantS8(x, inv float32) int8 {
 		f += roundMagic
 		f -= roundMagic
 		return int8(f)
-	case f < -127:
-		return -127
 	}
-	return 0 // NaN
+	return -127 // below, or NaN
 }
 
 // packQueries quantises rows query rows (row stride stride, hd values) to
 // s8 per row and packs them as the qgemm B operand of Q·K^T: query i is
-// column i%16 of N-block i/16, K = the head dimension. Each column's 4
-// consecutive K values are one little-endian 32-bit word of the layout, so
-// it is written a word at a time.
-func packQueries(w *int8Worker, q []float32, stride, rows, hd int) {
+// column i%16 of N-block i/16, K = the head dimension. The vectorised u8
+// quantiser does the rounding, with zero point 128: q_s8 =
+// QuantizeU8(x, 1/s_q, 128) - 128, which is roundEven(x/s_q) for every
+// finite x (|x/s_q| <= 127) and 0 for NaN. Each column's 4 consecutive K
+// values are then one little-endian 32-bit word of the layout, flipped from
+// u8 to s8 by xor 0x80 per byte and written a word at a time.
+func packQueries(kern *kernels, w *int8Worker, q []float32, stride, rows, hd int) {
 	words := unsafe.Slice((*uint32)(unsafe.Pointer(&w.qPack[0])), len(w.qPack)/4)
 	groups := w.kp / 4 // K groups of 4
+	row8 := w.qRow[:w.kp]
 	for i := range rows {
 		row := q[i*stride : i*stride+hd]
-		s := symScale(absMax(row))
-		inv := 1 / s
+		s := symScale(absMaxOf(kern, row))
 		w.qScale[i] = s
+		quantizeU8(kern, row8, w.kp, row, hd, 1, hd, 1/s, 128) // K padding: 128, the code of 0
 		strip := words[(i/qgemm.NBlock)*groups*qgemm.NBlock:][:groups*qgemm.NBlock]
 		col := i % qgemm.NBlock
-		var sum int32
+		var sum uint32 // of the u8 codes: at most 255 * kp
 		for g := range groups {
-			var word uint32
-			for t := range 4 {
-				if c := 4*g + t; c < hd {
-					x := quantS8(row[c], inv)
-					sum += int32(x)
-					word |= uint32(uint8(x)) << (8 * t)
-				}
-			}
-			strip[g*qgemm.NBlock+col] = word // zero past hd: the K padding
+			word := binary.LittleEndian.Uint32(row8[4*g:])
+			strip[g*qgemm.NBlock+col] = word ^ 0x80808080
+			sum += word&0xff + word>>8&0xff + word>>16&0xff + word>>24
 		}
-		w.qColSum[i] = sum
+		w.qColSum[i] = int32(sum) - 128*int32(w.kp)
 	}
 	// Columns of no query in the last N-block: zero, so the block is
 	// defined (the epilogue stores only the real ones).
@@ -378,6 +379,16 @@ func packQueries(w *int8Worker, q []float32, stride, rows, hd int) {
 		}
 		w.qColSum[i], w.qScale[i] = 0, 1
 	}
+}
+
+// absMaxOf is absMax(xs) from the vectorised minMax (lo = min(0, min x),
+// hi = max(0, max x), NaNs ignored): max(-lo, hi).
+func absMaxOf(kern *kernels, xs []float32) float32 {
+	if len(xs) == 0 {
+		return 0
+	}
+	lo, hi := kern.minMax(xs)
+	return max(-lo, hi)
 }
 
 // absMax is the largest |x| of xs, NaNs ignored (as minMax ignores them).
@@ -400,7 +411,7 @@ func abs32(x float32) float32 {
 // stride) to s8 per channel over the live keys and packs them as the qgemm
 // B operand of P·V (K = keys padded to kpv with zero rows, N = hd) in
 // w.vB: keys 4g..4g+3 of channel c are one 32-bit word, written at once.
-func packValues(w *int8Worker, v []float32, stride, hd int) {
+func packValues(kern *kernels, w *int8Worker, v []float32, stride, hd int) {
 	sk := w.keys
 	anyLive := false
 	for _, l := range w.live {
@@ -430,54 +441,83 @@ func packValues(w *int8Worker, v []float32, stride, hd int) {
 	groups := w.kpv / 4
 	clear(words)
 	clear(w.zeros)
-	inv, colSum := w.vInv[:hd], w.vColSum[:hd]
+	rows := &w.vRows // not a local: passed to a kernel, it would escape
 	for g := range (sk + 3) / 4 {
-		var rows [4][]float32
 		for t := range rows {
 			if j := 4*g + t; j < sk {
 				rows[t] = v[j*stride : j*stride+hd]
 			} else {
-				rows[t] = w.zeros
+				rows[t] = w.zeros[:hd]
 			}
 		}
-		r0, r1, r2, r3 := rows[0][:hd], rows[1][:hd], rows[2][:hd], rows[3][:hd]
-		for c := range hd {
-			x0, x1, x2, x3 := quantS8(r0[c], inv[c]), quantS8(r1[c], inv[c]), quantS8(r2[c], inv[c]), quantS8(r3[c], inv[c])
-			colSum[c] += int32(x0) + int32(x1) + int32(x2) + int32(x3)
-			words[((c/qgemm.NBlock)*groups+g)*qgemm.NBlock+c%qgemm.NBlock] =
-				uint32(uint8(x0)) | uint32(uint8(x1))<<8 | uint32(uint8(x2))<<16 | uint32(uint8(x3))<<24
-		}
+		kern.packValues4(words[g*qgemm.NBlock:], groups*qgemm.NBlock, rows, w.vInv[:hd], w.vColSum[:hd], 0, hd)
 	}
 	w.vB = qgemm.PackedB{K: sk, N: hd, Kp: w.kpv, Np: w.npd, Data: w.vPack, ColSum: w.vColSum}
 }
 
 // quantizeProbs turns the softmax numerators of a 16-row block (w.sT,
 // lanes = rows, n of them real) into rows row0 .. row0+n-1 of the u8 P
-// operand, and their P·V row scales 1/(255*sum).
-func quantizeProbs(w *int8Worker, row0, n, sk int) {
-	for r := range n {
-		p := w.p[(row0+r)*w.kpv:][:sk]
-		for j := range p {
-			p[j] = probU8(w.sT[j*attnRows+r])
+// operand, and their P·V row scales 1/(255*sum). The numerators are
+// quantised in their own layout by the vectorised quantiser
+// (QuantizeU8(e, 255, 0), probU8's bits) and then transposed 8 x 8 bytes at
+// a time.
+func quantizeProbs(kern *kernels, w *int8Worker, row0, n, sk int) {
+	t := w.pT[:sk*attnRows]
+	quantizeU8(kern, t, attnRows, w.sT, attnRows, sk, attnRows, 255, 0)
+	j := 0
+	for ; j+8 <= sk; j += 8 {
+		for lane := 0; lane < n; lane += 8 {
+			var m [8]uint64
+			for k := range m {
+				m[k] = binary.LittleEndian.Uint64(t[(j+k)*attnRows+lane:])
+			}
+			transpose8x8(&m)
+			for r := range min(8, n-lane) {
+				binary.LittleEndian.PutUint64(w.p[(row0+lane+r)*w.kpv+j:], m[r])
+			}
 		}
+	}
+	for ; j < sk; j++ {
+		for r := range n {
+			w.p[(row0+r)*w.kpv+j] = t[j*attnRows+r]
+		}
+	}
+	for r := range n {
 		w.rowScale[row0+r] = 1 / (255 * w.sums[r])
 		w.rowZP[row0+r] = 0
 	}
 }
 
-// probU8 is qgemm.QuantizeU8(e, 255, 0) for a softmax numerator e: the
-// clamp first (NaN gives 0), then round-to-nearest-even by adding and
-// subtracting 1.5*2^23, exact for values in [0, 255] (see quantS8).
-func probU8(e float32) uint8 {
-	const roundMagic = 12582912
-	f := e * 255
-	switch {
-	case f >= 255:
-		return 255
-	case f >= 0:
-		f += roundMagic
-		f -= roundMagic
-		return uint8(f)
+// transpose8x8 transposes the 8 x 8 bytes m (byte c of m[r] is element (r,
+// c)) in place: three rounds of swapping the off-diagonal blocks of 4, 2
+// and 1 bytes between rows that far apart.
+func transpose8x8(m *[8]uint64) {
+	for _, s := range [...]struct {
+		shift, step int
+		mask        uint64
+	}{{32, 4, 0x00000000ffffffff}, {16, 2, 0x0000ffff0000ffff}, {8, 1, 0x00ff00ff00ff00ff}} {
+		for i := range 8 {
+			if i&s.step != 0 {
+				continue
+			}
+			t := (m[i]>>s.shift ^ m[i+s.step]) & s.mask
+			m[i] ^= t << s.shift
+			m[i+s.step] ^= t
+		}
 	}
-	return 0
+}
+
+// packValues4Go is kernels.packValues4: for channels c0 <= c < hd of the
+// four value rows, x_t = quantS8(rows[t][c], inv[c]), colSum[c] += x_0 +
+// x_1 + x_2 + x_3, and the word of bytes x_0..x_3 goes to words[(c/16)*
+// stripWords + c%16].
+func packValues4Go(words []uint32, stripWords int, rows *[4][]float32, inv []float32, colSum []int32, c0, hd int) {
+	r0, r1, r2, r3 := rows[0][:hd], rows[1][:hd], rows[2][:hd], rows[3][:hd]
+	inv, colSum = inv[:hd], colSum[:hd]
+	for c := c0; c < hd; c++ {
+		x0, x1, x2, x3 := quantS8(r0[c], inv[c]), quantS8(r1[c], inv[c]), quantS8(r2[c], inv[c]), quantS8(r3[c], inv[c])
+		colSum[c] += int32(x0) + int32(x1) + int32(x2) + int32(x3)
+		words[(c/qgemm.NBlock)*stripWords+c%qgemm.NBlock] =
+			uint32(uint8(x0)) | uint32(uint8(x1))<<8 | uint32(uint8(x2))<<16 | uint32(uint8(x3))<<24
+	}
 }

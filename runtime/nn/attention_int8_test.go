@@ -49,7 +49,7 @@ func attentionInt8Ref(q, k, v, mask []float32, d *AttentionDims) []float32 {
 					qS[i] = float32(m) / 127
 				}
 				for _, x := range row {
-					qs8[i] = append(qs8[i], refS8(x, 1/qS[i]))
+					qs8[i] = append(qs8[i], int32(qgemm.QuantizeU8(x, 1/qS[i], 128))-128)
 				}
 			}
 			live := make([]bool, sk)
@@ -113,11 +113,11 @@ func attentionInt8Ref(q, k, v, mask []float32, d *AttentionDims) []float32 {
 	return y
 }
 
-// refS8 is roundEven(x*inv) clamped to [-127, 127], NaN to 0.
+// refS8 is roundEven(x*inv) clamped to [-127, 127], NaN to -127.
 func refS8(x, inv float32) int32 {
 	f := math.RoundToEven(float64(x * inv))
 	if f != f {
-		return 0
+		return -127
 	}
 	return int32(math.Max(-127, math.Min(127, f)))
 }
@@ -316,16 +316,54 @@ func TestAttentionInt8DoesNotAllocate(t *testing.T) {
 	}
 }
 
-// TestProbU8 compares probU8 with qgemm.QuantizeU8(e, 255, 0).
-func TestProbU8(t *testing.T) {
-	es := []float32{0, 1, 0.5 / 255, 1.5 / 255, 254.5 / 255, 1.01, -0.1, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-40}
-	es = append(es, randSlice(6, 20000, -0.1, 1.1)...)
-	for i := range 256 {
-		es = append(es, (float32(i)+0.5)/255, float32(i)/255)
-	}
-	for _, e := range es {
-		if got, want := probU8(e), qgemm.QuantizeU8(e, 255, 0); got != want {
-			t.Errorf("probU8(%g) = %d, want %d", e, got, want)
+// TestPackValues4Kernel compares every kernel set's packValues4 with
+// packValues4Go on odd channel counts, with NaN, infinities and rounding
+// ties among the values, and sentinels around the packed words.
+func TestPackValues4Kernel(t *testing.T) {
+	const guard = 7
+	for _, kern := range implementations(t) {
+		for _, hd := range []int{1, 7, 8, 9, 16, 24, 33, 64, 80} {
+			npd := qgemm.RoundUp(hd, qgemm.NBlock)
+			stripWords := 3 * qgemm.NBlock // three K groups per strip
+			var rows [4][]float32
+			for i := range rows {
+				rows[i] = randSlice(uint64(40+i), hd, -300, 300)
+			}
+			specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 126.5, -126.5, 127.5, -127.5, 0.5, -0.5, 1e-30}
+			for i, x := range specials {
+				rows[i%4][(i*5)%hd] = x
+			}
+			inv := randSlice(50, hd, 0.2, 1.2)
+			run := func(k *kernels) ([]uint32, []int32) {
+				words := make([]uint32, (npd/qgemm.NBlock)*stripWords+2*guard)
+				for i := range words {
+					words[i] = 0xdeadbeef
+				}
+				colSum := randSlice(51, hd, 0, 1) // overwritten below
+				sums := make([]int32, hd)
+				for i := range sums {
+					sums[i] = int32(colSum[i] * 100)
+				}
+				k.packValues4(words[guard:len(words)-guard], stripWords, &rows, inv, sums, 0, hd)
+				for i := range guard {
+					if words[i] != 0xdeadbeef || words[len(words)-1-i] != 0xdeadbeef {
+						t.Fatalf("%s hd=%d: a sentinel was overwritten", k.name, hd)
+					}
+				}
+				return words, sums
+			}
+			gotW, gotS := run(kern)
+			wantW, wantS := run(goKernels())
+			for i := range wantW {
+				if gotW[i] != wantW[i] {
+					t.Fatalf("%s hd=%d: word %d = %#x, want %#x", kern.name, hd, i, gotW[i], wantW[i])
+				}
+			}
+			for i := range wantS {
+				if gotS[i] != wantS[i] {
+					t.Fatalf("%s hd=%d: column sum %d = %d, want %d", kern.name, hd, i, gotS[i], wantS[i])
+				}
+			}
 		}
 	}
 }

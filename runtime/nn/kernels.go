@@ -56,6 +56,10 @@ type kernels struct {
 	// minMax returns min(0, min x) and max(0, max x), NaNs ignored.
 	minMax func(x []float32) (lo, hi float32)
 
+	// packValues4 quantises and packs four keys' value rows for INT8
+	// attention's P·V operand (see packValues4Go).
+	packValues4 func(words []uint32, stripWords int, rows *[4][]float32, inv []float32, colSum []int32, c0, hd int)
+
 	// gelu sets dst[i] = gelu.Gelu(src[i]); dst is at least as long as
 	// src and may be src.
 	gelu func(dst, src []float32)
@@ -77,6 +81,7 @@ func goKernels() *kernels {
 		lnNormalizeDual: lnNormalizeDualGo,
 		quantize:        quantizeGo,
 		minMax:          minMaxGo,
+		packValues4:     packValues4Go,
 		gelu:            geluGo,
 		geluTanh:        geluTanhGo,
 	}

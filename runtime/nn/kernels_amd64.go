@@ -48,6 +48,7 @@ func asmKernels() *kernels {
 		lnNormalizeDual: lnNormalizeDualAVX512, // layernorm_dual_amd64.go
 		quantize:        quantizeAVX512,
 		minMax:          minMaxAVX512,
+		packValues4:     packValues4AVX2, // AVX2 (every AVX-512 CPU has it): no AVX-512 form yet
 		gelu:            geluAVX512,
 		geluTanh:        geluTanhAVX512,
 	}

@@ -23,6 +23,8 @@ DATA nnConsts<>+64(SB)/4, $0x3e2aaaab
 DATA nnConsts<>+68(SB)/4, $0x3f000000
 DATA nnConsts<>+72(SB)/4, $0x0000007f
 DATA nnConsts<>+76(SB)/4, $0x000000ff
+DATA nnConsts<>+80(SB)/4, $0x42fe0000
+DATA nnConsts<>+84(SB)/4, $0xc2fe0000
 DATA nnConsts<>+96(SB)/4, $0x0000007f
 DATA nnConsts<>+100(SB)/4, $0x0000007f
 DATA nnConsts<>+104(SB)/4, $0x0000007f
@@ -8311,5 +8313,110 @@ mm2_done_297:
 	VPSHUFD      $0x01, X0, X1
 	VMAXPS       X1, X0, X0
 	MOVSS        X0, hi+20(FP)
+	VZEROUPPER
+	RET
+
+// func packValues4AVX2Asm(dst *uint32, stripBytes int, r0 *float32, r1 *float32, r2 *float32, r3 *float32, inv *float32, colSum *int32, blocks int)
+// Requires: AVX, AVX2
+TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
+	MOVQ         dst+0(FP), AX
+	MOVQ         stripBytes+8(FP), CX
+	MOVQ         r0+16(FP), DX
+	MOVQ         r1+24(FP), BX
+	MOVQ         r2+32(FP), SI
+	MOVQ         r3+40(FP), DI
+	MOVQ         inv+48(FP), R8
+	MOVQ         colSum+56(FP), R9
+	MOVQ         blocks+64(FP), R10
+	VBROADCASTSS nnConsts<>+84(SB), Y0
+	VBROADCASTSS nnConsts<>+80(SB), Y1
+	VPBROADCASTD nnConsts<>+76(SB), Y2
+
+pv4_298:
+	TESTQ     R10, R10
+	JZ        pv4_done_299
+	VMOVUPS   (R8), Y3
+	VMULPS    (DX), Y3, Y4
+	VMAXPS    Y0, Y4, Y4
+	VMINPS    Y1, Y4, Y4
+	VCVTPS2DQ Y4, Y4
+	VMULPS    (BX), Y3, Y5
+	VMAXPS    Y0, Y5, Y5
+	VMINPS    Y1, Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VMULPS    (SI), Y3, Y6
+	VMAXPS    Y0, Y6, Y6
+	VMINPS    Y1, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VMULPS    (DI), Y3, Y3
+	VMAXPS    Y0, Y3, Y3
+	VMINPS    Y1, Y3, Y3
+	VCVTPS2DQ Y3, Y3
+	VPADDD    Y5, Y4, Y7
+	VPADDD    Y6, Y7, Y7
+	VPADDD    Y3, Y7, Y7
+	VPADDD    (R9), Y7, Y7
+	VMOVDQU   Y7, (R9)
+	VPAND     Y2, Y4, Y4
+	VPAND     Y2, Y5, Y5
+	VPSLLD    $0x08, Y5, Y5
+	VPOR      Y5, Y4, Y4
+	VPAND     Y2, Y6, Y5
+	VPSLLD    $0x10, Y5, Y5
+	VPOR      Y5, Y4, Y4
+	VPSLLD    $0x18, Y3, Y3
+	VPOR      Y3, Y4, Y4
+	VMOVDQU   Y4, (AX)
+	ADDQ      $0x20, DX
+	ADDQ      $0x20, BX
+	ADDQ      $0x20, SI
+	ADDQ      $0x20, DI
+	ADDQ      $0x20, R8
+	ADDQ      $0x20, R9
+	DECQ      R10
+	JZ        pv4_done_299
+	VMOVUPS   (R8), Y3
+	VMULPS    (DX), Y3, Y4
+	VMAXPS    Y0, Y4, Y4
+	VMINPS    Y1, Y4, Y4
+	VCVTPS2DQ Y4, Y4
+	VMULPS    (BX), Y3, Y5
+	VMAXPS    Y0, Y5, Y5
+	VMINPS    Y1, Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VMULPS    (SI), Y3, Y6
+	VMAXPS    Y0, Y6, Y6
+	VMINPS    Y1, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VMULPS    (DI), Y3, Y3
+	VMAXPS    Y0, Y3, Y3
+	VMINPS    Y1, Y3, Y3
+	VCVTPS2DQ Y3, Y3
+	VPADDD    Y5, Y4, Y7
+	VPADDD    Y6, Y7, Y7
+	VPADDD    Y3, Y7, Y7
+	VPADDD    (R9), Y7, Y7
+	VMOVDQU   Y7, (R9)
+	VPAND     Y2, Y4, Y4
+	VPAND     Y2, Y5, Y5
+	VPSLLD    $0x08, Y5, Y5
+	VPOR      Y5, Y4, Y4
+	VPAND     Y2, Y6, Y5
+	VPSLLD    $0x10, Y5, Y5
+	VPOR      Y5, Y4, Y4
+	VPSLLD    $0x18, Y3, Y3
+	VPOR      Y3, Y4, Y4
+	VMOVDQU   Y4, 32(AX)
+	ADDQ      $0x20, DX
+	ADDQ      $0x20, BX
+	ADDQ      $0x20, SI
+	ADDQ      $0x20, DI
+	ADDQ      $0x20, R8
+	ADDQ      $0x20, R9
+	ADDQ      CX, AX
+	DECQ      R10
+	JMP       pv4_298
+
+pv4_done_299:
 	VZEROUPPER
 	RET

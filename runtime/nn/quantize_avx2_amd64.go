@@ -6,6 +6,7 @@ package nn
 func useAVX2Quantize(k *kernels) {
 	k.quantize = quantizeAVX2
 	k.minMax = minMaxAVX2
+	k.packValues4 = packValues4AVX2
 }
 
 // quantizeAVX2 is kernels.quantize: quantizeU8AVX2Asm on the whole groups
@@ -43,4 +44,32 @@ func minMaxAVX2(x []float32) (lo, hi float32) {
 		}
 	}
 	return lo, hi
+}
+
+// packValues4AVX2 is kernels.packValues4: packValues4AVX2Asm on the whole
+// groups of 8 channels from c0, packValues4Go on the rest (each word and
+// column sum depends on its own channel only).
+func packValues4AVX2(words []uint32, stripWords int, rows *[4][]float32, inv []float32, colSum []int32, c0, hd int) {
+	if c0%8 != 0 || hd <= c0 {
+		packValues4Go(words, stripWords, rows, inv, colSum, c0, hd)
+		return
+	}
+	c8 := c0 + (hd-c0)&^7
+	if c8 > c0 {
+		last := c8 - 1
+		need("packed values", words, 1, 0, (last/16)*stripWords+last%16+1)
+		for t := range rows {
+			need("value row", rows[t], 1, 0, c8)
+		}
+		need("value scales", inv, 1, 0, c8)
+		need("value column sums", colSum, 1, 0, c8)
+		if c0%16 != 0 {
+			panic("nn: packValues4AVX2 from the middle of a strip")
+		}
+		at := (c0 / 16) * stripWords
+		packValues4AVX2Asm(&words[at], 4*stripWords, &rows[0][c0], &rows[1][c0], &rows[2][c0], &rows[3][c0], &inv[c0], &colSum[c0], (c8-c0)/8)
+	}
+	if c8 < hd {
+		packValues4Go(words, stripWords, rows, inv, colSum, c8, hd)
+	}
 }

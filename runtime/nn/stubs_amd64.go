@@ -143,3 +143,10 @@ func quantizeU8AVX2Asm(dst *uint8, dstStride int, src *float32, srcStride int, r
 //
 //go:noescape
 func minMaxAVX2Asm(x *float32, n int) (lo float32, hi float32)
+
+// packValues4AVX2Asm packs blocks blocks of 8 channels of the four value rows r0..r3, quantised
+// with inv (per channel) to s8, as words dst[c] = bytes (x0, x1, x2, x3) of channel c, the 16
+// channels of a strip contiguous and strips stripBytes apart, and adds x0+x1+x2+x3 to colSum[c].
+//
+//go:noescape
+func packValues4AVX2Asm(dst *uint32, stripBytes int, r0 *float32, r1 *float32, r2 *float32, r3 *float32, inv *float32, colSum *int32, blocks int)
