@@ -331,7 +331,7 @@ func symScale(absMax float32) float32 {
 // path on GOAMD64=v1.
 func quantS8(x, inv float32) int8 {
 	const roundMagic = 12582912 // 1.5 * 2^23
-	f := float32(x * inv) // rounded: the add below must not fuse into an FMA
+	f := float32(x * inv)       // rounded: the add below must not fuse into an FMA
 	switch {
 	case f > 127:
 		return 127
