@@ -85,3 +85,86 @@ func genPackValuesAVX2(g *gen) {
 	g.VZEROUPPER()
 	g.RET()
 }
+
+// genProbsAVX2 emits probsT16AVX2Asm, INT8 attention's quantisation of a
+// 16-row block of softmax numerators (runtime/nn quantizeProbs): sT holds
+// them key-major ([key][16 rows] float32), P wants them row-major u8. Per
+// block of 8 keys, each key's 16 values are quantised as quantizeU8AVX2Asm
+// does (qgemm.QuantizeU8(e, 255, 0): times 255, clamped, rounded to
+// nearest even, packed with saturation), two keys per ymm; the 8 x 16
+// bytes are then transposed by lane swaps and byte, word and dword
+// interleaves, and row r's 8 bytes are stored at p + r*kpv.
+func genProbsAVX2(g *gen, tab avx2Tables) {
+	g.Function("probsT16AVX2Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(p *uint8, kpv int, sT *float32, blocks int)")
+	g.Pragma("noescape")
+	g.Doc("probsT16AVX2Asm sets p[r*kpv+j] = qgemm.QuantizeU8(sT[j*16+r], 255, 0) for r < 16 and",
+		"j < 8*blocks (blocks >= 1).")
+	p, kpv, sT, blocks := g.Load("p"), g.Load("kpv"), g.Load("sT"), g.Load("blocks")
+	scale, lo, hi, order := g.YMM(), g.YMM(), g.YMM(), g.YMM()
+	g.VBROADCASTSS(g.consts.f32(255), scale)
+	g.VBROADCASTSS(g.consts.f32(-quantClamp), lo)
+	g.VBROADCASTSS(g.consts.f32(quantClamp), hi)
+	g.VMOVDQU(tab.packOrder, order)
+	kpv3 := g.GP64()
+	g.LEAQ(operand.Mem{Base: kpv, Index: kpv, Scale: 2}, kpv3)
+
+	codes := func(disp int) reg.VecVirtual {
+		v := g.YMM()
+		g.VMULPS(operand.Mem{Base: sT, Disp: disp}, scale, v)
+		g.VMAXPS(lo, v, v) // as qgemm.QuantizeU8: NaN gives -clamp, then 0
+		g.VMINPS(hi, v, v)
+		g.VCVTPS2DQ(v, v)
+		return v
+	}
+	loop := g.NewLabel("probs")
+	g.Label(loop)
+	// y[t]: keys 2t and 2t+1, 16 bytes each, in row order.
+	var y [4]reg.VecVirtual
+	for t := range y {
+		c := [4]reg.VecVirtual{codes(128 * t), codes(128*t + 32), codes(128*t + 64), codes(128*t + 96)}
+		g.VPACKSSDW(c[1], c[0], c[0])
+		g.VPACKSSDW(c[3], c[2], c[2])
+		g.VPACKUSWB(c[2], c[0], c[0])
+		g.VPERMD(c[0], order, c[0])
+		y[t] = c[0]
+	}
+	// Keys k and k+4 share a register, low and high lane.
+	a, b, c, d := g.YMM(), g.YMM(), g.YMM(), g.YMM()
+	g.VPERM2I128(operand.U8(0x20), y[2], y[0], a) // keys 0 | 4
+	g.VPERM2I128(operand.U8(0x31), y[2], y[0], b) // keys 1 | 5
+	g.VPERM2I128(operand.U8(0x20), y[3], y[1], c) // keys 2 | 6
+	g.VPERM2I128(operand.U8(0x31), y[3], y[1], d) // keys 3 | 7
+	e, f, gg, h := g.YMM(), g.YMM(), g.YMM(), g.YMM()
+	g.VPUNPCKLBW(b, a, e)  // rows 0-7: keys (0,1) | (4,5)
+	g.VPUNPCKHBW(b, a, f)  // rows 8-15
+	g.VPUNPCKLBW(d, c, gg) // rows 0-7: keys (2,3) | (6,7)
+	g.VPUNPCKHBW(d, c, h)
+	row := g.GP64()
+	g.MOVQ(p, row)
+	for i, pair := range [][2]reg.VecVirtual{{e, gg}, {e, gg}, {f, h}, {f, h}} {
+		x := g.YMM()
+		if i%2 == 0 {
+			g.VPUNPCKLWD(pair[1], pair[0], x) // rows 4i..4i+3: keys 0-3 | 4-7
+		} else {
+			g.VPUNPCKHWD(pair[1], pair[0], x)
+		}
+		g.VPERMD(x, order, x) // row 4i+k's keys 0-7 in qword k
+		xh := g.XMM()
+		g.VEXTRACTI128(operand.U8(1), x, xh)
+		g.VMOVQ(x.AsX(), operand.Mem{Base: row})
+		g.VPEXTRQ(operand.U8(1), x.AsX(), operand.Mem{Base: row, Index: kpv, Scale: 1})
+		g.VMOVQ(xh, operand.Mem{Base: row, Index: kpv, Scale: 2})
+		g.VPEXTRQ(operand.U8(1), xh, operand.Mem{Base: row, Index: kpv3, Scale: 1})
+		if i < 3 {
+			g.LEAQ(operand.Mem{Base: row, Index: kpv, Scale: 4}, row)
+		}
+	}
+	g.ADDQ(operand.U8(8), p)
+	g.ADDQ(operand.U32(8*16*4), sT)
+	g.DECQ(blocks)
+	g.JNZ(operand.LabelRef(loop))
+	g.VZEROUPPER()
+	g.RET()
+}

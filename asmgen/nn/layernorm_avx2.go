@@ -47,12 +47,14 @@ func genAVX2Tables(g *gen) avx2Tables {
 // genLayerNormAVX2 emits the AVX2 forms of LayerNorm's and the quantisers'
 // inner loops (runtime/nn kernels lnStats16, lnNormalize, lnNormalizeDual,
 // quantize, minMax) for CPUs without AVX-512.
-func genLayerNormAVX2(g *gen) {
+// It returns the AVX2 tables, which INT8 attention's kernels share.
+func genLayerNormAVX2(g *gen) avx2Tables {
 	tab := genAVX2Tables(g)
 	genLNStatsAVX2(g, tab)
 	genLNNormAVX2(g)
 	genLNNormDualAVX2(g)
 	genQuantizeAVX2(g, tab)
+	return tab
 }
 
 // ymmParam broadcasts the named 4-byte float argument to a new ymm

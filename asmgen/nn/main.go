@@ -43,8 +43,9 @@ func generate() (*ir.File, error) {
 	genQuantize(g)
 	genGelu(g)
 	genAttentionAVX2(g)
-	genLayerNormAVX2(g)
+	tab := genLayerNormAVX2(g)
 	genPackValuesAVX2(g)
+	genProbsAVX2(g, tab)
 
 	return avogen.Compile(g.Context)
 }

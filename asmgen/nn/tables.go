@@ -97,7 +97,7 @@ func genTables(g *gen) {
 	for _, v := range []uint32{127, 255} {
 		t.u32(v)
 	}
-	for _, v := range []float32{s8Clamp, -s8Clamp} { // after the older constants: their offsets stay
+	for _, v := range []float32{s8Clamp, -s8Clamp, 255} { // after the older constants: their offsets stay
 		t.f32(v)
 	}
 	for _, v := range expConstsAVX2() {

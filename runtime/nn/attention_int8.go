@@ -48,7 +48,7 @@ type int8Layout struct {
 	kU8, kScale, kZP, qPack, qScale, qColSum int
 	vPack, vScale, vInv, vColSum, c32, sT    int
 	sums, maskT, rowScale, rowZP, p, live    int
-	zeros, pT, qRow                          int
+	zeros, qRow                              int
 	words                                    int
 }
 
@@ -66,7 +66,7 @@ func newInt8Layout(seqK, hd int) int8Layout {
 	l.c32 = take(4 * max(seqK*qgemm.NBlock, int8Chunk*l.npd))
 	l.sT, l.sums, l.maskT = take(4*seqK*attnRows), take(4*attnRows), take(4*seqK*attnRows)
 	l.rowScale, l.rowZP, l.p, l.live = take(4*int8Chunk), take(4*int8Chunk), take(int8Chunk*l.kpv), take(seqK)
-	l.zeros, l.pT, l.qRow = take(4*l.npd), take(seqK*attnRows), take(l.kp)
+	l.zeros, l.qRow = take(4*l.npd), take(l.kp)
 	l.words = next
 	return l
 }
@@ -81,7 +81,7 @@ func AttentionInt8ScratchLen(workers, seqK, headDim int) int {
 
 // int8Worker is one worker's view of its scratch.
 type int8Worker struct {
-	kU8, qPack, p, pT  []uint8 // pT: a block's quantised numerators, [keys][16]
+	kU8, qPack, p      []uint8
 	qRow               []uint8 // one query row as u8 codes
 	kScale, qScale     []float32
 	vScale, vInv, sT   []float32
@@ -124,7 +124,7 @@ func (w *int8Worker) carve(s []float32, l int8Layout, seqK int) {
 		c32: words[int32](s, l.c32, max(seqK*qgemm.NBlock, int8Chunk*l.npd)),
 		sT:  words[float32](s, l.sT, seqK*attnRows), sums: (*[attnRows]float32)(s[l.sums:]), maskT: words[float32](s, l.maskT, seqK*attnRows), zeros: words[float32](s, l.zeros, l.npd),
 		rowScale: words[float32](s, l.rowScale, int8Chunk), rowZP: words[int32](s, l.rowZP, int8Chunk),
-		p: words[uint8](s, l.p, int8Chunk*kpv), pT: words[uint8](s, l.pT, seqK*attnRows), qRow: words[uint8](s, l.qRow, l.kp), live: words[bool](s, l.live, seqK),
+		p: words[uint8](s, l.p, int8Chunk*kpv), qRow: words[uint8](s, l.qRow, l.kp), live: words[bool](s, l.live, seqK),
 		kp: l.kp, kpv: kpv, npd: l.npd, keys: seqK,
 	}
 }
@@ -456,35 +456,44 @@ func packValues(kern *kernels, w *int8Worker, v []float32, stride, hd int) {
 }
 
 // quantizeProbs turns the softmax numerators of a 16-row block (w.sT,
-// lanes = rows, n of them real) into rows row0 .. row0+n-1 of the u8 P
-// operand, and their P·V row scales 1/(255*sum). The numerators are
-// quantised in their own layout by the vectorised quantiser
-// (QuantizeU8(e, 255, 0), probU8's bits) and then transposed 8 x 8 bytes at
-// a time.
+// lanes = rows, n of them real) into rows row0 .. row0+15 of the u8 P
+// operand (attnProbs; rows past n are P rows of no query, never read), and
+// the real rows' P·V row scales 1/(255*sum).
 func quantizeProbs(kern *kernels, w *int8Worker, row0, n, sk int) {
-	t := w.pT[:sk*attnRows]
-	quantizeU8(kern, t, attnRows, w.sT, attnRows, sk, attnRows, 255, 0)
-	j := 0
+	kern.attnProbs(w.p[row0*w.kpv:], w.kpv, w.sT, sk)
+	for r := range n {
+		w.rowScale[row0+r] = 1 / (255 * w.sums[r])
+		w.rowZP[row0+r] = 0
+	}
+}
+
+// probsGo is kernels.attnProbs: p[r*kpv+j] = qgemm.QuantizeU8(sT[j*16+r],
+// 255, 0) for r < 16, j < sk.
+func probsGo(p []uint8, kpv int, sT []float32, sk int) { probsGoFrom(p, kpv, sT, 0, sk) }
+
+// probsGoFrom is probsGo for keys j0 <= j < sk: 8 keys at a time quantised
+// in their own layout and transposed 8 x 8 bytes at a time, the rest one by
+// one.
+func probsGoFrom(p []uint8, kpv int, sT []float32, j0, sk int) {
+	var blk [8 * attnRows]uint8
+	j := j0
 	for ; j+8 <= sk; j += 8 {
-		for lane := 0; lane < n; lane += 8 {
+		quantizeGo(blk[:], attnRows, sT[j*attnRows:], attnRows, 8, attnRows, 255, 0)
+		for lane := 0; lane < attnRows; lane += 8 {
 			var m [8]uint64
 			for k := range m {
-				m[k] = binary.LittleEndian.Uint64(t[(j+k)*attnRows+lane:])
+				m[k] = binary.LittleEndian.Uint64(blk[k*attnRows+lane:])
 			}
 			transpose8x8(&m)
-			for r := range min(8, n-lane) {
-				binary.LittleEndian.PutUint64(w.p[(row0+lane+r)*w.kpv+j:], m[r])
+			for r := range m {
+				binary.LittleEndian.PutUint64(p[(lane+r)*kpv+j:], m[r])
 			}
 		}
 	}
 	for ; j < sk; j++ {
-		for r := range n {
-			w.p[(row0+r)*w.kpv+j] = t[j*attnRows+r]
+		for r := range attnRows {
+			p[r*kpv+j] = qgemm.QuantizeU8(sT[j*attnRows+r], 255, 0)
 		}
-	}
-	for r := range n {
-		w.rowScale[row0+r] = 1 / (255 * w.sums[r])
-		w.rowZP[row0+r] = 0
 	}
 }
 

@@ -367,3 +367,41 @@ func TestPackValues4Kernel(t *testing.T) {
 		}
 	}
 }
+
+// TestAttnProbsKernel compares every kernel set's attnProbs with the
+// element-wise definition on odd key counts, with NaN, infinities, values
+// outside [0, 1] and rounding ties, and sentinels around P.
+func TestAttnProbsKernel(t *testing.T) {
+	const guard = 13
+	for _, kern := range append(implementations(t), goKernels()) {
+		for _, sk := range []int{1, 7, 8, 9, 16, 23, 64, 130} {
+			kpv := qgemm.RoundUp(sk, qgemm.KBlock)
+			sT := randSlice(uint64(60+sk), sk*attnRows, -0.1, 1.1)
+			for i, x := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0.5 / 255, 1.5 / 255, 254.5 / 255, 1, 0, 1e-30, 300} {
+				sT[(i*37)%len(sT)] = x
+			}
+			buf := make([]uint8, attnRows*kpv+2*guard)
+			for i := range buf {
+				buf[i] = 0xa5
+			}
+			kern.attnProbs(buf[guard:len(buf)-guard], kpv, sT, sk)
+			for i := range guard {
+				if buf[i] != 0xa5 || buf[len(buf)-1-i] != 0xa5 {
+					t.Fatalf("%s sk=%d: a sentinel was overwritten", kern.name, sk)
+				}
+			}
+			p := buf[guard:]
+			for r := range attnRows {
+				for j := range kpv {
+					want := uint8(0xa5) // past the keys: untouched
+					if j < sk {
+						want = qgemm.QuantizeU8(sT[j*attnRows+r], 255, 0)
+					}
+					if got := p[r*kpv+j]; got != want {
+						t.Fatalf("%s sk=%d: p[%d][%d] = %d, want %d (e = %g)", kern.name, sk, r, j, got, want, sT[min(j, sk-1)*attnRows+r])
+					}
+				}
+			}
+		}
+	}
+}

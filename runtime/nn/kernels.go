@@ -59,6 +59,9 @@ type kernels struct {
 	// packValues4 quantises and packs four keys' value rows for INT8
 	// attention's P·V operand (see packValues4Go).
 	packValues4 func(words []uint32, stripWords int, rows *[4][]float32, inv []float32, colSum []int32, c0, hd int)
+	// attnProbs quantises a 16-row block of softmax numerators (sT, sk
+	// keys) into 16 rows of INT8 attention's u8 P (see probsGo).
+	attnProbs func(p []uint8, kpv int, sT []float32, sk int)
 
 	// gelu sets dst[i] = gelu.Gelu(src[i]); dst is at least as long as
 	// src and may be src.
@@ -82,6 +85,7 @@ func goKernels() *kernels {
 		quantize:        quantizeGo,
 		minMax:          minMaxGo,
 		packValues4:     packValues4Go,
+		attnProbs:       probsGo,
 		gelu:            geluGo,
 		geluTanh:        geluTanhGo,
 	}

@@ -49,6 +49,7 @@ func asmKernels() *kernels {
 		quantize:        quantizeAVX512,
 		minMax:          minMaxAVX512,
 		packValues4:     packValues4AVX2, // AVX2 (every AVX-512 CPU has it): no AVX-512 form yet
+		attnProbs:       probsAVX2,       // likewise
 		gelu:            geluAVX512,
 		geluTanh:        geluTanhAVX512,
 	}

@@ -25,6 +25,7 @@ DATA nnConsts<>+72(SB)/4, $0x0000007f
 DATA nnConsts<>+76(SB)/4, $0x000000ff
 DATA nnConsts<>+80(SB)/4, $0x42fe0000
 DATA nnConsts<>+84(SB)/4, $0xc2fe0000
+DATA nnConsts<>+88(SB)/4, $0x437f0000
 DATA nnConsts<>+96(SB)/4, $0x0000007f
 DATA nnConsts<>+100(SB)/4, $0x0000007f
 DATA nnConsts<>+104(SB)/4, $0x0000007f
@@ -8418,5 +8419,146 @@ pv4_298:
 	JMP       pv4_298
 
 pv4_done_299:
+	VZEROUPPER
+	RET
+
+// func probsT16AVX2Asm(p *uint8, kpv int, sT *float32, blocks int)
+// Requires: AVX, AVX2
+TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
+	MOVQ         p+0(FP), AX
+	MOVQ         kpv+8(FP), CX
+	MOVQ         sT+16(FP), DX
+	MOVQ         blocks+24(FP), BX
+	VBROADCASTSS nnConsts<>+88(SB), Y0
+	VBROADCASTSS nnConsts<>+40(SB), Y1
+	VBROADCASTSS nnConsts<>+36(SB), Y2
+	VMOVDQU      nnAVX2Lanes<>+64(SB), Y3
+	LEAQ         (CX)(CX*2), SI
+
+probs_300:
+	VMULPS       (DX), Y0, Y4
+	VMAXPS       Y1, Y4, Y4
+	VMINPS       Y2, Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       32(DX), Y0, Y5
+	VMAXPS       Y1, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       64(DX), Y0, Y6
+	VMAXPS       Y1, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VMULPS       96(DX), Y0, Y7
+	VMAXPS       Y1, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VPACKSSDW    Y5, Y4, Y4
+	VPACKSSDW    Y7, Y6, Y6
+	VPACKUSWB    Y6, Y4, Y4
+	VPERMD       Y4, Y3, Y4
+	VMULPS       128(DX), Y0, Y5
+	VMAXPS       Y1, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       160(DX), Y0, Y6
+	VMAXPS       Y1, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VMULPS       192(DX), Y0, Y7
+	VMAXPS       Y1, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VMULPS       224(DX), Y0, Y8
+	VMAXPS       Y1, Y8, Y8
+	VMINPS       Y2, Y8, Y8
+	VCVTPS2DQ    Y8, Y8
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSDW    Y8, Y7, Y7
+	VPACKUSWB    Y7, Y5, Y5
+	VPERMD       Y5, Y3, Y5
+	VMULPS       256(DX), Y0, Y6
+	VMAXPS       Y1, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VMULPS       288(DX), Y0, Y7
+	VMAXPS       Y1, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VMULPS       320(DX), Y0, Y8
+	VMAXPS       Y1, Y8, Y8
+	VMINPS       Y2, Y8, Y8
+	VCVTPS2DQ    Y8, Y8
+	VMULPS       352(DX), Y0, Y9
+	VMAXPS       Y1, Y9, Y9
+	VMINPS       Y2, Y9, Y9
+	VCVTPS2DQ    Y9, Y9
+	VPACKSSDW    Y7, Y6, Y6
+	VPACKSSDW    Y9, Y8, Y8
+	VPACKUSWB    Y8, Y6, Y6
+	VPERMD       Y6, Y3, Y6
+	VMULPS       384(DX), Y0, Y7
+	VMAXPS       Y1, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VMULPS       416(DX), Y0, Y8
+	VMAXPS       Y1, Y8, Y8
+	VMINPS       Y2, Y8, Y8
+	VCVTPS2DQ    Y8, Y8
+	VMULPS       448(DX), Y0, Y9
+	VMAXPS       Y1, Y9, Y9
+	VMINPS       Y2, Y9, Y9
+	VCVTPS2DQ    Y9, Y9
+	VMULPS       480(DX), Y0, Y10
+	VMAXPS       Y1, Y10, Y10
+	VMINPS       Y2, Y10, Y10
+	VCVTPS2DQ    Y10, Y10
+	VPACKSSDW    Y8, Y7, Y7
+	VPACKSSDW    Y10, Y9, Y9
+	VPACKUSWB    Y9, Y7, Y7
+	VPERMD       Y7, Y3, Y7
+	VPERM2I128   $0x20, Y6, Y4, Y8
+	VPERM2I128   $0x31, Y6, Y4, Y4
+	VPERM2I128   $0x20, Y7, Y5, Y6
+	VPERM2I128   $0x31, Y7, Y5, Y5
+	VPUNPCKLBW   Y4, Y8, Y7
+	VPUNPCKHBW   Y4, Y8, Y4
+	VPUNPCKLBW   Y5, Y6, Y8
+	VPUNPCKHBW   Y5, Y6, Y5
+	MOVQ         AX, DI
+	VPUNPCKLWD   Y8, Y7, Y6
+	VPERMD       Y6, Y3, Y6
+	VEXTRACTI128 $0x01, Y6, X9
+	VMOVQ        X6, (DI)
+	VPEXTRQ      $0x01, X6, (DI)(CX*1)
+	VMOVQ        X9, (DI)(CX*2)
+	VPEXTRQ      $0x01, X9, (DI)(SI*1)
+	LEAQ         (DI)(CX*4), DI
+	VPUNPCKHWD   Y8, Y7, Y6
+	VPERMD       Y6, Y3, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VMOVQ        X6, (DI)
+	VPEXTRQ      $0x01, X6, (DI)(CX*1)
+	VMOVQ        X7, (DI)(CX*2)
+	VPEXTRQ      $0x01, X7, (DI)(SI*1)
+	LEAQ         (DI)(CX*4), DI
+	VPUNPCKLWD   Y5, Y4, Y6
+	VPERMD       Y6, Y3, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VMOVQ        X6, (DI)
+	VPEXTRQ      $0x01, X6, (DI)(CX*1)
+	VMOVQ        X7, (DI)(CX*2)
+	VPEXTRQ      $0x01, X7, (DI)(SI*1)
+	LEAQ         (DI)(CX*4), DI
+	VPUNPCKHWD   Y5, Y4, Y4
+	VPERMD       Y4, Y3, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VMOVQ        X4, (DI)
+	VPEXTRQ      $0x01, X4, (DI)(CX*1)
+	VMOVQ        X5, (DI)(CX*2)
+	VPEXTRQ      $0x01, X5, (DI)(SI*1)
+	ADDQ         $0x08, AX
+	ADDQ         $0x00000200, DX
+	DECQ         BX
+	JNZ          probs_300
 	VZEROUPPER
 	RET

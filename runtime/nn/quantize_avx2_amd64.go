@@ -7,6 +7,7 @@ func useAVX2Quantize(k *kernels) {
 	k.quantize = quantizeAVX2
 	k.minMax = minMaxAVX2
 	k.packValues4 = packValues4AVX2
+	k.attnProbs = probsAVX2
 }
 
 // quantizeAVX2 is kernels.quantize: quantizeU8AVX2Asm on the whole groups
@@ -71,5 +72,22 @@ func packValues4AVX2(words []uint32, stripWords int, rows *[4][]float32, inv []f
 	}
 	if c8 < hd {
 		packValues4Go(words, stripWords, rows, inv, colSum, c8, hd)
+	}
+}
+
+// probsAVX2 is kernels.attnProbs: probsT16AVX2Asm on the whole groups of
+// 8 keys, probsGoFrom on the rest (each byte depends on its own value).
+func probsAVX2(p []uint8, kpv int, sT []float32, sk int) {
+	if sk <= 0 {
+		return
+	}
+	need("probabilities", p, attnRows, kpv, sk)
+	need("softmax numerators", sT, 1, 0, sk*attnRows)
+	j8 := sk &^ 7
+	if j8 > 0 {
+		probsT16AVX2Asm(&p[0], kpv, &sT[0], j8/8)
+	}
+	if j8 < sk {
+		probsGoFrom(p, kpv, sT, j8, sk)
 	}
 }

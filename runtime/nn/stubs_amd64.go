@@ -150,3 +150,9 @@ func minMaxAVX2Asm(x *float32, n int) (lo float32, hi float32)
 //
 //go:noescape
 func packValues4AVX2Asm(dst *uint32, stripBytes int, r0 *float32, r1 *float32, r2 *float32, r3 *float32, inv *float32, colSum *int32, blocks int)
+
+// probsT16AVX2Asm sets p[r*kpv+j] = qgemm.QuantizeU8(sT[j*16+r], 255, 0) for r < 16 and
+// j < 8*blocks (blocks >= 1).
+//
+//go:noescape
+func probsT16AVX2Asm(p *uint8, kpv int, sT *float32, blocks int)
