@@ -13,6 +13,8 @@
 # header of run.sh. Also:
 #   PEERS_DIR   the harness (default: ../shared/bench/peers beside the repo)
 #   SQC_BIN     an sqc binary to use instead of building one
+#   SQC_ARGS    more `sqc bench` flags for the worker, e.g. '--attention int8' (INT8 attention on
+#               the GEMM kernels: AMX tiles where there are some) or '--act dynamic'
 #
 # sqc is built into a fresh temporary directory; results go to $OUT (default
 # $TMPDIR/peers-results/<timestamp>) and exports to $CACHE (default
@@ -54,6 +56,6 @@ else
 fi
 
 # coord.py substitutes {config} and {threads}; the worker's stderr goes to $OUT/run.log.
-export SQC_WORKER="$BIN bench --serve --config {config} --threads {threads}"
+export SQC_WORKER="$BIN bench --serve --config {config} --threads {threads}${SQC_ARGS:+ $SQC_ARGS}"
 echo "peers.sh: SQC_WORKER='$SQC_WORKER'; results in $OUT" >&2
 "$PEERS_DIR/run.sh" "$@"
