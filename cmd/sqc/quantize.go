@@ -337,7 +337,7 @@ func newInt8Executor(q *compiler.Graph) (ex infer.Executor, close func(), err er
 // graph.
 func attentionCLIFlag() cli.Flag {
 	return &cli.StringFlag{Name: "attention", Value: passes.AttentionFP32,
-		Usage: "attention matmuls: fp32, or int8 (u8 x s8 GEMMs with dynamic scales: for AMX and VNNI CPUs; slower on AVX2-only ones)"}
+		Usage: "attention matmuls: fp32, or int8 (u8 x s8 GEMMs with dynamic scales: meant for AMX and VNNI CPUs, no faster on AVX2-only ones)"}
 }
 
 // attentionFlag reads --attention: the precision of the attention matmuls.
