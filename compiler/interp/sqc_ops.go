@@ -171,13 +171,16 @@ func attention(c *call) ([]*compiler.Tensor, error) {
 // says some query can attend to (all of them if none is).
 func int8AttentionOperands(q, k, v []float64, batch, sq, sk, heads, d int, live func(b, h, j int) bool) {
 	width := heads * d
-	sym := func(xs []float64, absMax float64) {
+	grid := func(x, absMax float64) float64 { // symmetric s8: 127 steps per absMax
 		step := absMax / 127
 		if step == 0 {
-			return
+			return x
 		}
+		return math.Max(-127, math.Min(127, math.RoundToEven(x/step))) * step
+	}
+	sym := func(xs []float64, absMax float64) {
 		for i, x := range xs {
-			xs[i] = math.Max(-127, math.Min(127, math.RoundToEven(x/step))) * step
+			xs[i] = grid(x, absMax)
 		}
 	}
 	absMax := func(xs []float64) float64 {
@@ -222,9 +225,8 @@ func int8AttentionOperands(q, k, v []float64, batch, sq, sk, heads, d int, live 
 				}
 				m := absMax(col)
 				for j := range sk {
-					x := []float64{v[(b*sk+j)*width+h*d+c]}
-					sym(x, m)
-					v[(b*sk+j)*width+h*d+c] = x[0]
+					at := (b*sk+j)*width + h*d + c
+					v[at] = grid(v[at], m)
 				}
 			}
 		}
