@@ -83,16 +83,7 @@ func simulateDyn(c *attentionCall, dq dynQuant) []float64 {
 					p[j] = scale*dot + float64(c.mask.F32[bi*s+j])
 					top = math.Max(top, p[j])
 				}
-				sum := 0.0
-				for j := range s {
-					p[j] = math.Exp(p[j] - top)
-					sum += p[j]
-				}
-				pm := 0.0
-				for j := range s {
-					p[j] /= sum
-					pm = math.Max(pm, p[j])
-				}
+				pm := softmaxRow(p, top)
 				if dq.pBits > 0 {
 					lv := math.Exp2(float64(dq.pBits)) - 1
 					st := 1 / lv
@@ -114,4 +105,20 @@ func simulateDyn(c *attentionCall, dq dynQuant) []float64 {
 		}
 	}
 	return out
+}
+
+// softmaxRow turns the scores p (whose largest is top) into
+// probabilities in place and returns the largest.
+func softmaxRow(p []float64, top float64) float64 {
+	sum := 0.0
+	for j := range p {
+		p[j] = math.Exp(p[j] - top)
+		sum += p[j]
+	}
+	pm := 0.0
+	for j := range p {
+		p[j] /= sum
+		pm = math.Max(pm, p[j])
+	}
+	return pm
 }

@@ -104,13 +104,8 @@ func simulateAttention(c *attentionCall, aq attentionQuant) []float64 {
 					p[j] = scale*dot + float64(c.mask.F32[bi*s+j])
 					top = math.Max(top, p[j])
 				}
-				sum := 0.0
+				softmaxRow(p, top)
 				for j := range s {
-					p[j] = math.Exp(p[j] - top)
-					sum += p[j]
-				}
-				for j := range s {
-					p[j] /= sum
 					if aq.p {
 						p[j] = math.RoundToEven(p[j]*255) / 255
 					}

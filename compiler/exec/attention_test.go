@@ -30,20 +30,8 @@ func TestPackedAttention(t *testing.T) {
 }`)
 	const batch, seq, w = 3, 7, 15
 	qkv := randF32(5, -2, 2, batch, seq, 3*w)
-	mask := compiler.NewTensor(compiler.Int64, batch, seq)
-	for b, n := range []int{7, 4, 1} {
-		for j := range n {
-			mask.I64[b*seq+j] = 1
-		}
-	}
-	parts := map[string]*compiler.Tensor{"mask": mask}
-	for i, name := range []string{"q", "k", "v"} {
-		p := compiler.NewTensor(compiler.Float32, batch, seq, w)
-		for r := range batch * seq {
-			copy(p.F32[r*w:(r+1)*w], qkv.F32[r*3*w+i*w:])
-		}
-		parts[name] = p
-	}
+	mask := lengthsMask(seq, 7, 4, 1)
+	parts := splitQKV(qkv, mask)
 	want := run(t, compile(t, unpacked, nil, 1), parts)
 	for _, threads := range []int{1, 2} {
 		p := compile(t, packed, nil, threads)
@@ -83,20 +71,8 @@ func TestInt8Attention(t *testing.T) {
 	}
 	const batch, seq, w = 3, 19, 32
 	qkv := randF32(6, -2, 2, batch, seq, 3*w)
-	mask := compiler.NewTensor(compiler.Int64, batch, seq)
-	for b, n := range []int{19, 11, 1} {
-		for j := range n {
-			mask.I64[b*seq+j] = 1
-		}
-	}
-	parts := map[string]*compiler.Tensor{"mask": mask}
-	for i, name := range []string{"q", "k", "v"} {
-		p := compiler.NewTensor(compiler.Float32, batch, seq, w)
-		for r := range batch * seq {
-			copy(p.F32[r*w:(r+1)*w], qkv.F32[r*3*w+i*w:])
-		}
-		parts[name] = p
-	}
+	mask := lengthsMask(seq, 19, 11, 1)
+	parts := splitQKV(qkv, mask)
 	packedIn := map[string]*compiler.Tensor{"qkv": qkv, "mask": mask}
 	want := run(t, compile(t, graph(false, 1), nil, 1), parts)
 	for _, threads := range []int{1, 2} {
@@ -113,4 +89,32 @@ func TestInt8Attention(t *testing.T) {
 	if q < 10*d || q > 0.05*scale {
 		t.Errorf("INT8 vs FP32 attention differ by %.3g: want quantisation noise, above 10x the %.3g of exec vs interpreter and below 5%% of %.3g", q, d, scale)
 	}
+}
+
+// lengthsMask is the i64 [len(lengths), seq] attention mask of right-padded
+// sequences of the given lengths.
+func lengthsMask(seq int, lengths ...int) *compiler.Tensor {
+	mask := compiler.NewTensor(compiler.Int64, int64(len(lengths)), int64(seq))
+	for b, n := range lengths {
+		for j := range n {
+			mask.I64[b*seq+j] = 1
+		}
+	}
+	return mask
+}
+
+// splitQKV returns the inputs of the unpacked attention graphs: q, k and v
+// ([batch, seq, W] each) cut from the packed qkv ([batch, seq, 3W]), and
+// the mask.
+func splitQKV(qkv, mask *compiler.Tensor) map[string]*compiler.Tensor {
+	batch, seq, w := qkv.Shape[0], qkv.Shape[1], int(qkv.Shape[2]/3)
+	parts := map[string]*compiler.Tensor{"mask": mask}
+	for i, name := range []string{"q", "k", "v"} {
+		p := compiler.NewTensor(compiler.Float32, batch, seq, int64(w))
+		for r := range int(batch * seq) {
+			copy(p.F32[r*w:(r+1)*w], qkv.F32[r*3*w+i*w:])
+		}
+		parts[name] = p
+	}
+	return parts
 }

@@ -65,37 +65,7 @@ func TestAttention(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			width := c.heads * c.d
-			dims := &AttentionDims{
-				Batch: c.batch, SeqQ: c.sq, SeqK: c.sk, Heads: c.heads, HeadDim: c.d,
-				Scale:   float32(1 / math.Sqrt(float64(c.d))),
-				QStride: width + c.pad, KStride: width + 2*c.pad, VStride: width + 3*c.pad, OutStride: width + c.pad,
-			}
-			q := randSlice(10, c.batch*c.sq*dims.QStride, -2, 2)
-			k := randSlice(11, c.batch*c.sk*dims.KStride, -2, 2)
-			v := randSlice(12, c.batch*c.sk*dims.VStride, -2, 2)
-			var mask []float32
-			switch c.mask {
-			case "padding": // [batch, 1, 1, sk], sequence b padded after sk-2b tokens
-				mask = make([]float32, c.batch*c.sk)
-				for b := range c.batch {
-					for j := c.sk - 2*b; j < c.sk; j++ {
-						mask[b*c.sk+j] = -math.MaxFloat32
-					}
-				}
-				dims.MaskBatchStride = c.sk
-			case "all":
-				mask = make([]float32, c.batch*c.sk)
-				for i := range mask {
-					mask[i] = -math.MaxFloat32
-				}
-				dims.MaskBatchStride = c.sk
-			case "full": // [batch, heads, sq, sk]
-				mask = randSlice(13, c.batch*c.heads*c.sq*c.sk, -3, 0)
-				dims.MaskBatchStride, dims.MaskHeadStride, dims.MaskRowStride = c.heads*c.sq*c.sk, c.sq*c.sk, c.sk
-			case "rows": // [batch, 1, sq, sk]
-				mask = randSlice(14, c.batch*c.sq*c.sk, -3, 0)
-				dims.MaskBatchStride, dims.MaskRowStride = c.sq*c.sk, c.sk
-			}
+			dims, q, k, v, mask := attnCaseData(c)
 			want := attentionRef(q, k, v, mask, dims)
 			var first []float32
 			withPools(t, func(t *testing.T, p *pool.Pool) {

@@ -30,22 +30,28 @@ func benchKernels(b *testing.B, f func(b *testing.B, kern *kernels)) {
 	}
 }
 
-func BenchmarkAttention(b *testing.B) {
+// bertAttentionOperands are the attention benchmarks' operands: BERT-base's
+// batch of 8 with 12 heads of 64, fused QKV rows as a BERT graph has them,
+// a [batch, 1, 1, seq] mask with nothing padded, and the output; flops
+// counts Q·K^T and P·V at 2 per multiply-add.
+func bertAttentionOperands(seq int) (d *AttentionDims, qkv, mask, out []float32, flops int) {
 	const batch, heads, hd = 8, 12, 64
+	w := heads * hd
+	d = &AttentionDims{
+		Batch: batch, SeqQ: seq, SeqK: seq, Heads: heads, HeadDim: hd, Scale: 0.125,
+		QStride: 3 * w, KStride: 3 * w, VStride: 3 * w, OutStride: w, MaskBatchStride: seq,
+	}
+	return d, randSlice(1, batch*seq*3*w, -2, 2), make([]float32, batch*seq), make([]float32, batch*seq*w), 4 * batch * heads * seq * seq * hd
+}
+
+func BenchmarkAttention(b *testing.B) {
 	for _, seq := range []int{128, 32} {
 		b.Run(fmt.Sprintf("seq%d", seq), func(b *testing.B) {
-			w := heads * hd
-			d := &AttentionDims{
-				Batch: batch, SeqQ: seq, SeqK: seq, Heads: heads, HeadDim: hd, Scale: 0.125,
-				QStride: 3 * w, KStride: 3 * w, VStride: 3 * w, OutStride: w, MaskBatchStride: seq,
-			}
-			qkv := randSlice(1, batch*seq*3*w, -2, 2) // fused QKV rows, as a BERT graph has them
-			mask := make([]float32, batch*seq)        // [batch, 1, 1, seq], nothing padded
-			out := make([]float32, batch*seq*w)
+			d, qkv, mask, out, flops := bertAttentionOperands(seq)
+			w := d.Heads * d.HeadDim
 			p := pool.New(0)
 			defer p.Close()
-			scratch := make([]float32, AttentionScratchLen(p.Workers(), seq, hd))
-			flops := 4 * batch * heads * seq * seq * hd
+			scratch := make([]float32, AttentionScratchLen(p.Workers(), seq, d.HeadDim))
 			benchKernels(b, func(b *testing.B, kern *kernels) {
 				for b.Loop() {
 					attention(kern, p, scratch, out, qkv, qkv[w:], qkv[2*w:], mask, d)
@@ -153,20 +159,12 @@ func BenchmarkLNKernels(b *testing.B) {
 // the FP32 attention ("fp32", the active kernels) and the INT8 one on each
 // qgemm variant ("int8-amx", "int8-avx2", ...), side by side in one run.
 func BenchmarkAttentionInt8(b *testing.B) {
-	const batch, heads, hd = 8, 12, 64
 	for _, seq := range []int{128, 32} {
 		b.Run(fmt.Sprintf("seq%d", seq), func(b *testing.B) {
-			w := heads * hd
-			d := &AttentionDims{
-				Batch: batch, SeqQ: seq, SeqK: seq, Heads: heads, HeadDim: hd, Scale: 0.125,
-				QStride: 3 * w, KStride: 3 * w, VStride: 3 * w, OutStride: w, MaskBatchStride: seq,
-			}
-			qkv := randSlice(1, batch*seq*3*w, -2, 2)
-			mask := make([]float32, batch*seq)
-			out := make([]float32, batch*seq*w)
+			d, qkv, mask, out, flops := bertAttentionOperands(seq)
+			w, hd := d.Heads*d.HeadDim, d.HeadDim
 			p := pool.New(0)
 			defer p.Close()
-			flops := 4 * batch * heads * seq * seq * hd
 			report := func(b *testing.B) {
 				b.ReportMetric(float64(flops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
 			}
