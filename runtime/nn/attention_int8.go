@@ -63,7 +63,7 @@ func newInt8Layout(seqK, hd int) int8Layout {
 	l.kU8, l.kScale, l.kZP = take(seqK*l.kp), take(4*seqK), take(4*seqK)
 	l.qPack, l.qScale, l.qColSum = take(int8Chunk*l.kp), take(4*int8Chunk), take(4*int8Chunk)
 	l.vPack, l.vScale, l.vInv, l.vColSum = take(l.kpv*l.npd), take(4*l.npd), take(4*l.npd), take(4*l.npd)
-	l.c32 = take(4 * max(seqK*qgemm.NBlock, int8Chunk*l.npd))
+	l.c32 = take(4 * max(seqK*int8Chunk, int8Chunk*l.npd))
 	l.sT, l.sums, l.maskT = take(4*seqK*attnRows), take(4*attnRows), take(4*seqK*attnRows)
 	l.rowScale, l.rowZP, l.p, l.live = take(4*int8Chunk), take(4*int8Chunk), take(int8Chunk*l.kpv), take(seqK)
 	l.zeros, l.qRow = take(4*l.npd), take(l.kp)
@@ -121,7 +121,7 @@ func (w *int8Worker) carve(s []float32, l int8Layout, seqK int) {
 		kU8: words[uint8](s, l.kU8, seqK*l.kp), kScale: words[float32](s, l.kScale, seqK), kZP: words[int32](s, l.kZP, seqK),
 		qPack: words[uint8](s, l.qPack, int8Chunk*l.kp), qScale: words[float32](s, l.qScale, int8Chunk), qColSum: words[int32](s, l.qColSum, int8Chunk),
 		vPack: words[int8](s, l.vPack, kpv*l.npd), vScale: words[float32](s, l.vScale, l.npd), vInv: words[float32](s, l.vInv, l.npd), vColSum: words[int32](s, l.vColSum, l.npd),
-		c32: words[int32](s, l.c32, max(seqK*qgemm.NBlock, int8Chunk*l.npd)),
+		c32: words[int32](s, l.c32, max(seqK*int8Chunk, int8Chunk*l.npd)),
 		sT:  words[float32](s, l.sT, seqK*attnRows), sums: (*[attnRows]float32)(s[l.sums:]), maskT: words[float32](s, l.maskT, seqK*attnRows), zeros: words[float32](s, l.zeros, l.npd),
 		rowScale: words[float32](s, l.rowScale, int8Chunk), rowZP: words[int32](s, l.rowZP, int8Chunk),
 		p: words[uint8](s, l.p, int8Chunk*kpv), qRow: words[uint8](s, l.qRow, l.kp), live: words[bool](s, l.live, seqK),
@@ -238,16 +238,20 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, m
 	for r0 := 0; r0 < d.SeqQ; r0 += int8Chunk {
 		rows := min(int8Chunk, d.SeqQ-r0)
 		packQueries(kern, w, q[(b*d.SeqQ+r0)*d.QStride+h*hd:], d.QStride, rows, hd)
+		// S^T = K·Q^T for the chunk's queries at once (keys x queries, s32),
+		// then per block of 16 queries the epilogue into the softmax's
+		// [key][16] layout.
+		np := qgemm.RoundUp(rows, qgemm.NBlock)
+		w.qB = qgemm.PackedB{K: hd, N: rows, Kp: w.kp, Np: np, Data: w.qPackS8()[:np*w.kp], ColSum: w.qColSum[:np]}
+		mustGEMM(e.KernelSerial(w.c32, w.kU8, sk, w.kp, &w.qB))
 		for blk := 0; blk*attnRows < rows; blk++ {
 			n := min(attnRows, rows-blk*attnRows)
-			w.qB = qgemm.PackedB{K: hd, N: n, Kp: w.kp, Np: qgemm.NBlock,
-				Data: w.qPackS8()[blk*w.kp*qgemm.NBlock:][:w.kp*qgemm.NBlock], ColSum: w.qColSum[blk*attnRows:][:qgemm.NBlock]}
 			w.ep1 = qgemm.Epilogue{
-				ColSum: w.qB.ColSum, Scale: w.qScale[blk*attnRows:][:qgemm.NBlock],
+				ColSum: w.qColSum[blk*attnRows:][:n], Scale: w.qScale[blk*attnRows:][:n],
 				RowScale: w.kScale, RowZeroPoint: w.kZP,
 				OutF32: w.sT, OutStride: attnRows,
 			}
-			mustGEMM(e.GEMMSerial(w.c32, w.kU8, sk, w.kp, &w.qB, &w.ep1))
+			mustGEMM(e.EpilogueSerial(&w.ep1, w.c32[blk*attnRows:], np, sk, n))
 			if n < attnRows { // lanes of no query: defined, never stored
 				for j := range sk {
 					clear(w.sT[j*attnRows+n : (j+1)*attnRows])
@@ -277,7 +281,7 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, m
 	}
 }
 
-// mustGEMM panics on a GEMMSerial error: the buffers are this file's own,
+// mustGEMM panics on a qgemm serial call's error: the buffers are this file's own,
 // sized by int8Layout, so an error is a bug here, not bad input.
 func mustGEMM(err error) {
 	if err != nil {

@@ -208,7 +208,11 @@ func checkGEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 	if need := (m-1)*lda + b.Kp; len(a) < need {
 		return invalid("GEMM: A has %d bytes, m=%d rows of stride %d up to Kp=%d need %d", len(a), m, lda, b.Kp, need)
 	}
-	n := b.N
+	return checkEpilogue(ep, m, b.N)
+}
+
+// checkEpilogue validates ep for an m x n output (m >= 1).
+func checkEpilogue(ep *Epilogue, m, n int) error {
 	perColumn := func(name string, l int, required bool) error {
 		if (l > 0 || required) && l < n {
 			return invalid("GEMM: Epilogue.%s has length %d < N = %d", name, l, n)

@@ -13,6 +13,10 @@ func GEMMSerialScratchLen(m int, b *PackedB) int { return m * b.Np }
 // be called there, since its blocks would wait for the worker ids the
 // caller's loop holds. It validates its arguments as GEMM does and writes
 // nothing when they do not fit; ep.Finish is not called.
+//
+// It is KernelSerial then EpilogueSerial on the whole block; a caller that
+// wants the epilogue applied to column blocks separately (into different
+// outputs) calls the two itself.
 func (e *Engine) GEMMSerial(c []int32, a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 	if err := checkGEMM(a, m, lda, b, ep); err != nil {
 		return err
@@ -20,10 +24,57 @@ func (e *Engine) GEMMSerial(c []int32, a []uint8, m, lda int, b *PackedB, ep *Ep
 	if m == 0 {
 		return nil
 	}
-	if need := GEMMSerialScratchLen(m, b); len(c) < need {
-		return invalid("GEMMSerial: scratch has %d int32, %d rows x Np=%d need %d", len(c), m, b.Np, need)
+	if err := e.KernelSerial(c, a, m, lda, b); err != nil {
+		return err
+	}
+	e.epilogue(ep, c, b.Np, 0, 0, m, b.N)
+	return nil
+}
+
+// KernelSerial runs the Engine's kernel alone on the caller's goroutine:
+// c[i*b.Np+j] = the s32 dot product of A row i and column j of b, for
+// i < m, j < b.Np (c's row stride is b.Np; len(c) >=
+// GEMMSerialScratchLen(m, b)). EpilogueSerial turns column blocks of c into
+// output.
+func (e *Engine) KernelSerial(c []int32, a []uint8, m, lda int, b *PackedB) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case m < 0:
+		return invalid("KernelSerial: m = %d", m)
+	case m == 0:
+		return nil
+	case lda < b.Kp:
+		return invalid("KernelSerial: lda = %d < Kp = %d", lda, b.Kp)
+	case len(a) < (m-1)*lda+b.Kp:
+		return invalid("KernelSerial: A has %d bytes, m=%d rows of stride %d up to Kp=%d need %d", len(a), m, lda, b.Kp, (m-1)*lda+b.Kp)
+	case len(c) < GEMMSerialScratchLen(m, b):
+		return invalid("KernelSerial: scratch has %d int32, %d rows x Np=%d need %d", len(c), m, b.Np, GEMMSerialScratchLen(m, b))
 	}
 	e.variant.Kernel(&a[0], lda, &b.Data[0], b.Kp, &c[0], b.Np, m, b.Np/NBlock)
-	e.epilogue(ep, c, b.Np, 0, 0, m, b.N)
+	return nil
+}
+
+// EpilogueSerial applies ep, as GEMM's epilogue does with the same bits,
+// to the m x n block of accumulators c (row stride ldc >= n): element
+// (i, j) is output element (i, j) of ep (its per-column slices and output
+// start at the block's first column). It validates ep and c and writes
+// nothing when they do not fit; ep.Finish is not called.
+func (e *Engine) EpilogueSerial(ep *Epilogue, c []int32, ldc, m, n int) error {
+	switch {
+	case ep == nil:
+		return invalid("EpilogueSerial: nil Epilogue")
+	case m < 0 || n < 0 || ldc < n:
+		return invalid("EpilogueSerial: m = %d, n = %d, ldc = %d", m, n, ldc)
+	case m == 0 || n == 0:
+		return nil
+	case len(c) < (m-1)*ldc+n:
+		return invalid("EpilogueSerial: accumulators have %d int32, %d rows of stride %d need %d", len(c), m, ldc, (m-1)*ldc+n)
+	}
+	if err := checkEpilogue(ep, m, n); err != nil {
+		return err
+	}
+	e.epilogue(ep, c, ldc, 0, 0, m, n)
 	return nil
 }
