@@ -14,6 +14,9 @@ type Cost struct {
 	Label string // e.g. "GEMM 768x3072 +gelu ->u8"
 	Ops   float64
 	Bytes float64
+	// INT8 says the multiply-adds run on the INT8 GEMM kernels, so their
+	// INT8 peak bounds them (GEMMs, INT8 attention); otherwise FP32's.
+	INT8 bool
 }
 
 // Kinds of steps, for grouping and colours.

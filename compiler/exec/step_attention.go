@@ -178,7 +178,7 @@ func (s *AttentionStep) cost(p *Program) Cost {
 	if s.Int8 {
 		label += " int8"
 	}
-	return Cost{Kind: KindAttention, Label: label,
+	return Cost{Kind: KindAttention, Label: label, INT8: s.Int8,
 		Ops: scores * (4*float64(d.HeadDim) + opsSoftmax), Bytes: p.operandBytes(s)}
 }
 

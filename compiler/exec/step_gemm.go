@@ -127,7 +127,7 @@ func (s *GEMMStep) cost(p *Program) Cost {
 	m, _ := rowsOf(p.bufs[s.A].Shape)
 	l := &s.Linear
 	b := &l.B
-	c := Cost{Kind: KindGEMM, Label: fmt.Sprintf("GEMM %dx%d", b.K, b.N), Ops: 2 * float64(m) * float64(b.K) * float64(b.N),
+	c := Cost{Kind: KindGEMM, INT8: true, Label: fmt.Sprintf("GEMM %dx%d", b.K, b.N), Ops: 2 * float64(m) * float64(b.K) * float64(b.N),
 		Bytes: float64(b.Kp*b.Np+4*b.N+4*len(l.Scale)+4*len(l.Bias)) + p.operandBytes(s)}
 	var label strings.Builder
 	label.WriteString(c.Label)

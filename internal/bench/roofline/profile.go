@@ -13,9 +13,10 @@ import (
 // Point is one group of identical steps (same kernel, shape and fused
 // epilogue) of a Program: where it sits on the roofline.
 type Point struct {
-	Label string `json:"label"` // e.g. "GEMM 768x3072 +gelu ->u8"
-	Kind  string `json:"kind"`  // exec.KindGEMM, exec.KindAttention, ...
-	Count int    `json:"count"` // steps in the group (one per layer, ...)
+	Label string `json:"label"`          // e.g. "GEMM 768x3072 +gelu ->u8"
+	Kind  string `json:"kind"`           // exec.KindGEMM, exec.KindAttention, ...
+	INT8  bool   `json:"int8,omitempty"` // the multiply-adds run on the INT8 GEMM kernels (exec.Cost.INT8)
+	Count int    `json:"count"`          // steps in the group (one per layer, ...)
 	// Ops and Bytes are per call: operations (2 per multiply-add) and the
 	// least traffic (each operand read once, each result written once).
 	Ops   float64 `json:"ops"`
@@ -79,7 +80,7 @@ func ProfileProgram(p *exec.Program, inputs map[string]*compiler.Tensor, o Profi
 		if err != nil {
 			return fmt.Errorf("roofline: replay of step #%d %s: %w", i, s.Call(), err)
 		}
-		pt := &Point{Label: c.Label, Kind: c.Kind, Count: 1, Ops: c.Ops, Bytes: c.Bytes, Seconds: secs, CPUSeconds: cpu}
+		pt := &Point{Label: c.Label, Kind: c.Kind, INT8: c.INT8, Count: 1, Ops: c.Ops, Bytes: c.Bytes, Seconds: secs, CPUSeconds: cpu}
 		if c.Bytes > 0 && c.Ops > 0 {
 			pt.Intensity = c.Ops / c.Bytes
 		}

@@ -11,9 +11,11 @@ import (
 
 // PeakFor returns the name of the compute ceiling that bounds ops of the
 // given kind when the GEMMs run on the named qgemm kernel family ("amx",
-// "vnni", ...): the INT8 peak of that family for GEMMs, FP32 for the rest.
-func PeakFor(kind, gemmISA string) string {
-	if kind != exec.KindGEMM {
+// "vnni", ...): the INT8 peak of that family for GEMMs and for steps whose
+// multiply-adds run on the GEMM kernels (int8: INT8 attention), FP32 for
+// the rest.
+func PeakFor(kind string, int8 bool, gemmISA string) string {
+	if kind != exec.KindGEMM && !int8 {
 		return peakNames["fp32"]
 	}
 	if n, ok := peakNames[gemmISA]; ok {
@@ -58,7 +60,7 @@ func Rows(points []Point, cs []Ceiling, gemmISA string) []Row {
 	dram, l2 := ceiling(cs, "DRAM"), ceiling(cs, "L2")
 	rows := make([]Row, len(points))
 	for i, p := range points {
-		r := Row{Point: p, Peak: PeakFor(p.Kind, gemmISA)}
+		r := Row{Point: p, Peak: PeakFor(p.Kind, p.INT8, gemmISA)}
 		peak := ceiling(cs, r.Peak)
 		if peak > 0 && p.Intensity > 0 {
 			r.RoofGOPS, r.Bound = Roof(p.Intensity, peak, dram)

@@ -137,7 +137,8 @@ func TestRoofAndRows(t *testing.T) {
 	if rows[3].RoofGOPS != 0 {
 		t.Errorf("Gather row has a roof: %+v", rows[3])
 	}
-	if PeakFor(exec.KindGEMM, "amx") != "AMX INT8" || PeakFor(exec.KindGEMM, "go") != "VNNI INT8" || PeakFor(exec.KindAttention, "amx") != "FP32" {
+	if PeakFor(exec.KindGEMM, true, "amx") != "AMX INT8" || PeakFor(exec.KindGEMM, true, "go") != "VNNI INT8" || PeakFor(exec.KindAttention, false, "amx") != "FP32" ||
+		PeakFor(exec.KindAttention, true, "amx") != "AMX INT8" {
 		t.Error("PeakFor")
 	}
 	var b bytes.Buffer
