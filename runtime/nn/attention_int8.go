@@ -385,25 +385,14 @@ func packQueries(kern *kernels, w *int8Worker, q []float32, stride, rows, hd int
 	}
 }
 
-// absMaxOf is absMax(xs) from the vectorised minMax (lo = min(0, min x),
-// hi = max(0, max x), NaNs ignored): max(-lo, hi).
+// absMaxOf is the largest |x| of xs, NaNs ignored, from the vectorised
+// minMax (lo = min(0, min x), hi = max(0, max x)): max(-lo, hi).
 func absMaxOf(kern *kernels, xs []float32) float32 {
 	if len(xs) == 0 {
 		return 0
 	}
 	lo, hi := kern.minMax(xs)
 	return max(-lo, hi)
-}
-
-// absMax is the largest |x| of xs, NaNs ignored (as minMax ignores them).
-func absMax(xs []float32) float32 {
-	var m float32
-	for _, x := range xs {
-		if a := abs32(x); a > m {
-			m = a
-		}
-	}
-	return m
 }
 
 // abs32 is |x| (NaN stays NaN).
