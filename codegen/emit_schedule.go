@@ -234,15 +234,15 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		// nn.Attention or nn.AttentionInt8 (the latter on the GEMM engine's
 		// kernels), and their packed forms.
 		name := strings.TrimPrefix(s.Call(), "nn.")
-		engine := func() []jen.Code {
+		leading := func() []jen.Code { // the pool, the GEMM engine for INT8, the scratch
 			if s.Int8 {
 				return []jen.Code{jen.Id("m").Dot("pool"), jen.Id("m").Dot("gemm"), jen.Id("ws").Dot("attn")}
 			}
 			return []jen.Code{jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn")}
 		}
-		call := jen.Qual(pkgNN, name).Call(append(engine(), sc(s.Out), sc(s.Q), kArg, vArg, sc(s.Mask),
+		call := jen.Qual(pkgNN, name).Call(append(leading(), sc(s.Out), sc(s.Q), kArg, vArg, sc(s.Mask),
 			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims))...)
-		return pl.packedOr(s.Q, call, jen.Qual(pkgNN, name+"Packed").Call(append(engine(), sc(s.Out), sc(s.Q), kArg.Clone(), vArg.Clone(),
+		return pl.packedOr(s.Q, call, jen.Qual(pkgNN, name+"Packed").Call(append(leading(), sc(s.Out), sc(s.Q), kArg.Clone(), vArg.Clone(),
 			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(packed), jen.Id("offsets"))...)), nil
 	case *exec.AttentionMaskStep:
 		return jen.Qual(pkgNN, "AttentionMask").Call(sc(s.Out), sc(s.Mask), jen.Lit(s.Fill)), nil

@@ -102,7 +102,9 @@ type int8Worker struct {
 	vRows    [4][]float32 // the value rows packValues4 interleaves
 }
 
-func words[T any](s []float32, at, n int) []T {
+// scratchView is n values of type T in the scratch s from word at (the
+// region int8Layout gave them), the same memory seen as T.
+func scratchView[T any](s []float32, at, n int) []T {
 	var zero T
 	size := int(unsafe.Sizeof(zero))
 	if n == 0 {
@@ -118,13 +120,13 @@ func words[T any](s []float32, at, n int) []T {
 func (w *int8Worker) carve(s []float32, l int8Layout, seqK int) {
 	kpv := qgemm.RoundUp(max(seqK, 1), qgemm.KBlock)
 	*w = int8Worker{
-		kU8: words[uint8](s, l.kU8, seqK*l.kp), kScale: words[float32](s, l.kScale, seqK), kZP: words[int32](s, l.kZP, seqK),
-		qPack: words[uint8](s, l.qPack, int8Chunk*l.kp), qScale: words[float32](s, l.qScale, int8Chunk), qColSum: words[int32](s, l.qColSum, int8Chunk),
-		vPack: words[int8](s, l.vPack, kpv*l.npd), vScale: words[float32](s, l.vScale, l.npd), vInv: words[float32](s, l.vInv, l.npd), vColSum: words[int32](s, l.vColSum, l.npd),
-		c32: words[int32](s, l.c32, max(seqK*int8Chunk, int8Chunk*l.npd)),
-		sT:  words[float32](s, l.sT, seqK*attnRows), sums: (*[attnRows]float32)(s[l.sums:]), maskT: words[float32](s, l.maskT, seqK*attnRows), zeros: words[float32](s, l.zeros, l.npd),
-		rowScale: words[float32](s, l.rowScale, int8Chunk), rowZP: words[int32](s, l.rowZP, int8Chunk),
-		p: words[uint8](s, l.p, int8Chunk*kpv), qRow: words[uint8](s, l.qRow, l.kp), live: words[bool](s, l.live, seqK),
+		kU8: scratchView[uint8](s, l.kU8, seqK*l.kp), kScale: scratchView[float32](s, l.kScale, seqK), kZP: scratchView[int32](s, l.kZP, seqK),
+		qPack: scratchView[uint8](s, l.qPack, int8Chunk*l.kp), qScale: scratchView[float32](s, l.qScale, int8Chunk), qColSum: scratchView[int32](s, l.qColSum, int8Chunk),
+		vPack: scratchView[int8](s, l.vPack, kpv*l.npd), vScale: scratchView[float32](s, l.vScale, l.npd), vInv: scratchView[float32](s, l.vInv, l.npd), vColSum: scratchView[int32](s, l.vColSum, l.npd),
+		c32: scratchView[int32](s, l.c32, max(seqK*int8Chunk, int8Chunk*l.npd)),
+		sT:  scratchView[float32](s, l.sT, seqK*attnRows), sums: (*[attnRows]float32)(s[l.sums:]), maskT: scratchView[float32](s, l.maskT, seqK*attnRows), zeros: scratchView[float32](s, l.zeros, l.npd),
+		rowScale: scratchView[float32](s, l.rowScale, int8Chunk), rowZP: scratchView[int32](s, l.rowZP, int8Chunk),
+		p: scratchView[uint8](s, l.p, int8Chunk*kpv), qRow: scratchView[uint8](s, l.qRow, l.kp), live: scratchView[bool](s, l.live, seqK),
 		kp: l.kp, kpv: kpv, npd: l.npd, keys: seqK,
 	}
 }

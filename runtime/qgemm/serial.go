@@ -14,19 +14,20 @@ func GEMMSerialScratchLen(m int, b *PackedB) int { return m * b.Np }
 // caller's loop holds. It validates its arguments as GEMM does and writes
 // nothing when they do not fit; ep.Finish is not called.
 //
-// It is KernelSerial then EpilogueSerial on the whole block; a caller that
-// wants the epilogue applied to column blocks separately (into different
-// outputs) calls the two itself.
+// It is KernelSerial then EpilogueSerial on the whole block, validated
+// once; a caller that wants the epilogue applied to column blocks
+// separately (into different outputs) calls the two itself.
 func (e *Engine) GEMMSerial(c []int32, a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
-	if err := checkGEMM(a, m, lda, b, ep); err != nil {
+	if err := checkKernelSerial(c, a, m, lda, b); err != nil || m == 0 {
 		return err
 	}
-	if m == 0 {
-		return nil
+	if ep == nil {
+		return invalid("GEMMSerial: nil Epilogue")
 	}
-	if err := e.KernelSerial(c, a, m, lda, b); err != nil {
+	if err := checkEpilogue(ep, m, b.N); err != nil {
 		return err
 	}
+	e.variant.Kernel(&a[0], lda, &b.Data[0], b.Kp, &c[0], b.Np, m, b.Np/NBlock)
 	e.epilogue(ep, c, b.Np, 0, 0, m, b.N)
 	return nil
 }
@@ -37,22 +38,31 @@ func (e *Engine) GEMMSerial(c []int32, a []uint8, m, lda int, b *PackedB, ep *Ep
 // GEMMSerialScratchLen(m, b)). EpilogueSerial turns column blocks of c into
 // output.
 func (e *Engine) KernelSerial(c []int32, a []uint8, m, lda int, b *PackedB) error {
+	if err := checkKernelSerial(c, a, m, lda, b); err != nil || m == 0 {
+		return err
+	}
+	e.variant.Kernel(&a[0], lda, &b.Data[0], b.Kp, &c[0], b.Np, m, b.Np/NBlock)
+	return nil
+}
+
+// checkKernelSerial validates the kernel operands of KernelSerial and
+// GEMMSerial: b, A's m rows of stride lda up to b.Kp, and the scratch c.
+func checkKernelSerial(c []int32, a []uint8, m, lda int, b *PackedB) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
 	switch {
 	case m < 0:
-		return invalid("KernelSerial: m = %d", m)
+		return invalid("serial GEMM: m = %d", m)
 	case m == 0:
 		return nil
 	case lda < b.Kp:
-		return invalid("KernelSerial: lda = %d < Kp = %d", lda, b.Kp)
+		return invalid("serial GEMM: lda = %d < Kp = %d", lda, b.Kp)
 	case len(a) < (m-1)*lda+b.Kp:
-		return invalid("KernelSerial: A has %d bytes, m=%d rows of stride %d up to Kp=%d need %d", len(a), m, lda, b.Kp, (m-1)*lda+b.Kp)
+		return invalid("serial GEMM: A has %d bytes, m=%d rows of stride %d up to Kp=%d need %d", len(a), m, lda, b.Kp, (m-1)*lda+b.Kp)
 	case len(c) < GEMMSerialScratchLen(m, b):
-		return invalid("KernelSerial: scratch has %d int32, %d rows x Np=%d need %d", len(c), m, b.Np, GEMMSerialScratchLen(m, b))
+		return invalid("serial GEMM: scratch has %d int32, %d rows x Np=%d need %d", len(c), m, b.Np, GEMMSerialScratchLen(m, b))
 	}
-	e.variant.Kernel(&a[0], lda, &b.Data[0], b.Kp, &c[0], b.Np, m, b.Np/NBlock)
 	return nil
 }
 
