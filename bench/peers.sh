@@ -16,6 +16,17 @@
 #   SQC_ARGS    more `sqc bench` flags for the worker, e.g. '--attention int8' (INT8 attention on
 #               the GEMM kernels: AMX tiles where there are some) or '--act dynamic'
 #
+# Then, per config, the real-length comparison (bench/realbatch): GLUE SST-2's dev sentences in
+# batches of 32 in arrival order, ONNX Runtime INT8 (and without AMX, with AMX_AB=1) padding each
+# batch to its longest, sqc int8 and int8-vnni on the real tokens only, and sqc int8 padded; medians
+# of paired ratios to ort/int8, in $OUT/realbatch-<config>/table.txt. Knobs:
+#   REAL_LENGTHS=1  0 skips it          REAL_ONLY=0  1 skips the fixed-shape table (run.sh)
+#   REAL_ROUNDS=3   REAL_BATCH=32       REAL_THREADS (default: the last of THREADS, or 2)
+#   REAL_TEXT, REAL_VOCAB  the sentences and the vocab.txt counting their tokens (default ../shared/data)
+# REAL_ONLY needs the harness's exports in $CACHE and its onnxruntime-node (a run.sh run makes them);
+# where they are missing it exports with the harness's scripts, without run.sh's OpenBLAS
+# SKYLAKEX setting, so this part also runs on CPUs without AVX-512 (where run.sh's torch dies).
+#
 # sqc is built into a fresh temporary directory; results go to $OUT (default
 # $TMPDIR/peers-results/<timestamp>) and exports to $CACHE (default
 # /tmp/peers-cache). Nothing is written into the harness folder or the repo.
@@ -58,4 +69,38 @@ fi
 # coord.py substitutes {config} and {threads}; the worker's stderr goes to $OUT/run.log.
 export SQC_WORKER="$BIN bench --serve --config {config} --threads {threads}${SQC_ARGS:+ $SQC_ARGS}"
 echo "peers.sh: SQC_WORKER='$SQC_WORKER'; results in $OUT" >&2
-"$PEERS_DIR/run.sh" "$@"
+[ "${REAL_ONLY:-0}" = 1 ] || "$PEERS_DIR/run.sh" "$@"
+
+[ "${REAL_LENGTHS:-1}" = 1 ] || exit 0
+CONFIGS=("$@")
+[ "${CONFIGS[0]}" = all ] && CONFIGS=(bert-base bert-large distilbert minilm-l6)
+THREADS_LIST=(${THREADS:-1 2})
+REAL_THREADS="${REAL_THREADS:-${THREADS_LIST[-1]}}"
+REAL_TEXT="${REAL_TEXT:-$ROOT/../shared/data/glue-sst2/dev.tsv}"
+REAL_VOCAB="${REAL_VOCAB:-$ROOT/../shared/data/vocab/bert-base-uncased-vocab.txt}"
+for f in "$REAL_TEXT" "$REAL_VOCAB"; do
+  [ -s "$f" ] || { echo "peers.sh: $f is missing (set REAL_TEXT / REAL_VOCAB, or REAL_LENGTHS=0)" >&2; exit 2; }
+done
+NODE_MODULES="$CACHE/node/node_modules"
+[ -d "$NODE_MODULES/onnxruntime-node" ] || {
+  echo "peers.sh: no onnxruntime-node in $NODE_MODULES: run once without REAL_ONLY=1 (run.sh installs it)" >&2; exit 2; }
+RB_TMP="$(mktemp -d "${TMPDIR:-/tmp}/sqc-realbatch-bin.XXXXXX")"
+trap 'rm -rf "${TMP:-}" "$RB_TMP"' EXIT
+(cd "$ROOT" && go build -o "$RB_TMP/realbatch" ./bench/realbatch)
+for c in "${CONFIGS[@]}"; do
+  if [ ! -s "$CACHE/$c.int8.onnx" ]; then
+    echo "peers.sh: exporting $c into $CACHE with the harness's export_onnx.py and quantize_onnx.py" >&2
+    (export PYTHONPATH="$PEERS_DIR" PYTHONDONTWRITEBYTECODE=1
+     [ -s "$CACHE/$c.fp32.onnx" ] || /usr/bin/python3 "$PEERS_DIR/export_onnx.py" "$c" "$CACHE"
+     /usr/bin/python3 "$PEERS_DIR/quantize_onnx.py" "$CACHE/$c.fp32.onnx" "$CACHE/$c.int8.onnx") >&2
+  fi
+  ort="NODE_PATH=$NODE_MODULES node $PEERS_DIR/bench_ort.js --serve --config {config} --threads {threads} --dir {cache} --modes int8"
+  workers=(--worker "ort=$ort")
+  if [ "${AMX_AB:-1}" = 1 ] && grep -qw amx_int8 /proc/cpuinfo && [ -s "$CACHE/bin/noamx.so" ]; then
+    workers+=(--worker "ort-noamx=NOAMX=deny LD_PRELOAD=$CACHE/bin/noamx.so $ort --mode-suffix -noamx")
+  fi
+  workers+=(--worker "sqc=$SQC_WORKER")
+  "$RB_TMP/realbatch" --text "$REAL_TEXT" --vocab "$REAL_VOCAB" --batch "${REAL_BATCH:-32}" \
+    --config "$c" --threads "$REAL_THREADS" --cache "$CACHE" --rounds "${REAL_ROUNDS:-3}" \
+    "${workers[@]}" --padded sqc/int8 --reference ort/int8 --out "$OUT/realbatch-$c"
+done

@@ -30,8 +30,37 @@ func (m *Model) Inputs(batch, seq int, seed uint64) (map[string]*compiler.Tensor
 	if batch < 1 || seq < 1 {
 		return nil, fmt.Errorf("%w: batch %d x sequence %d: both must be at least 1", compiler.ErrInvalidRequest, batch, seq)
 	}
+	return m.inputs(batch, seq, nil, seed)
+}
+
+// InputsWithLengths makes a batch of len(lengths) sequences padded to seq
+// tokens, as a tokenizer pads a batch of real sentences: sequence b has
+// lengths[b] random ids ([CLS] first) under a mask of ones, then [PAD]
+// (id 0) under zeros. Such a batch runs padding-free (exec's packed
+// form), so it costs what its real tokens cost.
+func (m *Model) InputsWithLengths(lengths []int, seq int, seed uint64) (map[string]*compiler.Tensor, error) {
+	if len(lengths) == 0 || seq < 1 {
+		return nil, fmt.Errorf("%w: %d lengths, sequence %d: want at least one length and a sequence of at least 1", compiler.ErrInvalidRequest, len(lengths), seq)
+	}
+	for b, l := range lengths {
+		if l < 1 || l > seq {
+			return nil, fmt.Errorf("%w: length %d of sequence %d is outside 1..%d", compiler.ErrInvalidRequest, l, b, seq)
+		}
+	}
+	return m.inputs(len(lengths), seq, lengths, seed)
+}
+
+// inputs makes the batch; lengths (nil: every sequence is seq long) are
+// validated by the caller.
+func (m *Model) inputs(batch, seq int, lengths []int, seed uint64) (map[string]*compiler.Tensor, error) {
 	if m.Graph == nil {
 		return nil, fmt.Errorf("%w: model %s: its graph was released after compiling", compiler.ErrInvalidRequest, m.Name)
+	}
+	length := func(b int) int {
+		if lengths == nil {
+			return seq
+		}
+		return lengths[b]
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x1d5))
 	lo := firstRandomID
@@ -46,14 +75,17 @@ func (m *Model) Inputs(batch, seq int, seed uint64) (map[string]*compiler.Tensor
 			for i := range t.I64 {
 				t.I64[i] = int64(lo + rng.IntN(m.Vocab-lo))
 			}
-			if m.Vocab > clsID {
-				for b := 0; b < batch; b++ {
+			for b := 0; b < batch; b++ {
+				if m.Vocab > clsID {
 					t.I64[b*seq] = clsID
 				}
+				clear(t.I64[b*seq+length(b) : (b+1)*seq]) // [PAD]
 			}
 		case AttentionMask:
-			for i := range t.I64 {
-				t.I64[i] = 1
+			for b := 0; b < batch; b++ {
+				for i := range length(b) {
+					t.I64[b*seq+i] = 1
+				}
 			}
 		case TokenTypeIDs:
 		default:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -16,6 +17,7 @@ import (
 //
 //	worker -> {"ready": true, "system": "sqc", "modes": [...], "env": {...}, "load_s": s}
 //	coord  -> {"op": "run", "mode": M, "batch": B, "seq": S, "n": N}   worker -> {"ms": [t1, ..., tN]}
+//	coord  -> {"op": "run", ..., "lengths": [L1, ..., LB]}          (sqc's extension, see Request.Lengths)
 //	coord  -> {"op": "check"}                                          worker -> {"acc": {mode: {...}}}
 //	coord  -> {"op": "quit"}                                           worker -> {"bye": true}
 //
@@ -30,6 +32,14 @@ type Request struct {
 	Batch int    `json:"batch,omitempty"`
 	Seq   int    `json:"seq,omitempty"`
 	N     int    `json:"n,omitempty"`
+	// Lengths, an extension of sqc's coordinator (internal/bench/realbatch),
+	// gives each sequence's real token count: the batch is padded to Seq
+	// under the attention mask, as a tokenizer pads real sentences, and
+	// sqc runs it padding-free. Batch, if given, must be len(Lengths);
+	// Seq, if 0, is the longest length. Workers that do not know the field
+	// (the peer harness's) ignore it and run the whole batch x seq, which
+	// is what padding each batch to its longest costs them.
+	Lengths []int `json:"lengths,omitempty"`
 }
 
 // Hello is the worker's first line.
@@ -76,7 +86,7 @@ type Worker struct {
 	// CLI: stdout carries only the protocol).
 	Log io.Writer
 
-	inputs map[[2]int]map[string]*compiler.Tensor
+	inputs map[string]map[string]*compiler.Tensor // by fmt.Sprint(batch, seq, lengths)
 }
 
 // Serve sends the hello line, then answers requests from r until quit or
@@ -171,7 +181,11 @@ func (w *Worker) run(req Request) ([]float64, error) {
 	if n < 0 || n > MaxRunsPerRequest {
 		return nil, fmt.Errorf("run: n = %d, want 1..%d", n, MaxRunsPerRequest)
 	}
-	in, err := w.inputsFor(req.Batch, req.Seq)
+	batch, seq, err := req.shape()
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	in, err := w.inputsFor(batch, seq, req.Lengths)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
@@ -179,28 +193,61 @@ func (w *Worker) run(req Request) ([]float64, error) {
 	for i := range ms {
 		t := time.Now()
 		if _, err := eng.Run(in); err != nil {
-			return nil, fmt.Errorf("run %s %dx%d: %w", req.Mode, req.Batch, req.Seq, err)
+			return nil, fmt.Errorf("run %s %dx%d: %w", req.Mode, batch, seq, err)
 		}
 		ms[i] = float64(time.Since(t).Nanoseconds()) / 1e6
 	}
 	return ms, nil
 }
 
-// inputsFor returns the (cached) inputs of one shape.
-func (w *Worker) inputsFor(batch, seq int) (map[string]*compiler.Tensor, error) {
+// shape is the batch and sequence of a run request, checked against its
+// lengths.
+func (req Request) shape() (batch, seq int, err error) {
+	batch, seq = req.Batch, req.Seq
+	if req.Lengths == nil {
+		return batch, seq, nil
+	}
+	if len(req.Lengths) == 0 {
+		return 0, 0, errors.New("lengths is empty")
+	}
+	if batch == 0 {
+		batch = len(req.Lengths)
+	}
+	if batch != len(req.Lengths) {
+		return 0, 0, fmt.Errorf("batch %d with %d lengths", batch, len(req.Lengths))
+	}
+	if seq == 0 {
+		seq = slices.Max(req.Lengths)
+	}
+	return batch, seq, nil
+}
+
+// maxCachedInputs bounds the worker's input cache: a real-length run asks
+// for one batch shape per batch of its sentences (SST-2's dev set: 28).
+const maxCachedInputs = 256
+
+// inputsFor returns the (cached) inputs of one shape; lengths nil means
+// full sequences.
+func (w *Worker) inputsFor(batch, seq int, lengths []int) (map[string]*compiler.Tensor, error) {
 	if w.Model == nil {
 		return nil, errors.New("worker has no model")
 	}
-	key := [2]int{batch, seq}
+	key := fmt.Sprint(batch, seq, lengths)
 	if in, ok := w.inputs[key]; ok {
 		return in, nil
 	}
-	in, err := w.Model.Inputs(batch, seq, InputSeed)
+	var in map[string]*compiler.Tensor
+	var err error
+	if lengths == nil {
+		in, err = w.Model.Inputs(batch, seq, InputSeed)
+	} else {
+		in, err = w.Model.InputsWithLengths(lengths, seq, InputSeed)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if w.inputs == nil {
-		w.inputs = map[[2]int]map[string]*compiler.Tensor{}
+	if w.inputs == nil || len(w.inputs) >= maxCachedInputs {
+		w.inputs = map[string]map[string]*compiler.Tensor{}
 	}
 	w.inputs[key] = in
 	return in, nil

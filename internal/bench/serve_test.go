@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,5 +142,96 @@ func TestServeBadRequests(t *testing.T) {
 	}
 	if ms, _ := replies[8]["ms"].([]any); len(ms) != 1 {
 		t.Errorf("the worker did not recover after errors: %v", replies[8])
+	}
+}
+
+// maskEngine records each run's attention mask.
+type maskEngine struct{ masks [][]int64 }
+
+func (e *maskEngine) Run(in map[string]*compiler.Tensor) (map[string]*compiler.Tensor, error) {
+	m := in[AttentionMask]
+	e.masks = append(e.masks, append(m.Shape[:2:2], m.I64...))
+	return map[string]*compiler.Tensor{}, nil
+}
+func (e *maskEngine) Describe() string { return "mask" }
+func (e *maskEngine) Close()           {}
+
+// TestServeLengths: a run with lengths pads the batch to the longest (or
+// to seq) under the mask, caches it per lengths, and rejects lengths that
+// do not fit.
+func TestServeLengths(t *testing.T) {
+	eng := &maskEngine{}
+	w := &Worker{System: "sqc", Model: fakeModel(), Modes: []WorkerMode{{ModeINT8, eng}}}
+	replies := serveScript(t, w,
+		`{"op": "run", "mode": "int8", "lengths": [3, 1, 2]}`,
+		`{"op": "run", "mode": "int8", "batch": 2, "seq": 4, "lengths": [4, 2]}`,
+		`{"op": "run", "mode": "int8", "lengths": [3, 1, 2], "n": 2}`,
+		`{"op": "run", "mode": "int8", "lengths": [3, 2, 1]}`,
+		`{"op": "run", "mode": "int8", "batch": 3, "lengths": [1, 2]}`,
+		`{"op": "run", "mode": "int8", "seq": 2, "lengths": [3]}`,
+		`{"op": "run", "mode": "int8", "lengths": [0, 2]}`,
+		`{"op": "run", "mode": "int8", "lengths": []}`,
+	)
+	if len(replies) != 9 {
+		t.Fatalf("%d replies, want hello + 8: %v", len(replies), replies)
+	}
+	for i, want := range []string{"", "", "", "", "batch 3 with 2 lengths", "length 3 of sequence 0 is outside 1..2", "length 0 of sequence 0", "lengths is empty"} {
+		msg, _ := replies[1+i]["error"].(string)
+		if want == "" && msg != "" || !strings.Contains(msg, want) {
+			t.Errorf("request %d replied %v, want error %q", i+1, replies[1+i], want)
+		}
+	}
+	wantMasks := [][]int64{
+		{3, 3, 1, 1, 1, 1, 0, 0, 1, 1, 0},
+		{2, 4, 1, 1, 1, 1, 1, 1, 0, 0},
+		{3, 3, 1, 1, 1, 1, 0, 0, 1, 1, 0},
+		{3, 3, 1, 1, 1, 1, 0, 0, 1, 1, 0},
+		{3, 3, 1, 1, 1, 1, 1, 0, 1, 0, 0},
+	}
+	if len(eng.masks) != len(wantMasks) {
+		t.Fatalf("%d runs, want %d", len(eng.masks), len(wantMasks))
+	}
+	for i, want := range wantMasks {
+		if !slices.Equal(eng.masks[i], want) {
+			t.Errorf("run %d: shape and mask %v, want %v", i, eng.masks[i], want)
+		}
+	}
+	if len(w.inputs) != 3 {
+		t.Errorf("%d input batches cached, want 3 (one per lengths)", len(w.inputs))
+	}
+}
+
+func TestInputsWithLengths(t *testing.T) {
+	m := fakeModel()
+	in, err := m.InputsWithLengths([]int{5, 1, 3}, 6, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, mask := in[InputIDs], in[AttentionMask]
+	if !slices.Equal(ids.Shape, []int64{3, 6}) {
+		t.Fatalf("shape %v", ids.Shape)
+	}
+	for b, l := range []int{5, 1, 3} {
+		for i := range 6 {
+			id, on := ids.I64[b*6+i], mask.I64[b*6+i]
+			switch {
+			case i == 0 && (id != clsID || on != 1):
+				t.Errorf("sequence %d starts with id %d mask %d, want [CLS] under 1", b, id, on)
+			case i > 0 && i < l && (id < firstRandomID || on != 1):
+				t.Errorf("sequence %d token %d: id %d mask %d, want a random id under 1", b, i, id, on)
+			case i >= l && (id != 0 || on != 0):
+				t.Errorf("sequence %d token %d: id %d mask %d, want [PAD] under 0", b, i, id, on)
+			}
+		}
+	}
+	full, _ := m.Inputs(3, 6, 1)
+	same, _ := m.InputsWithLengths([]int{6, 6, 6}, 6, 1)
+	if !slices.Equal(full[InputIDs].I64, same[InputIDs].I64) || !slices.Equal(full[AttentionMask].I64, same[AttentionMask].I64) {
+		t.Error("full lengths differ from Inputs")
+	}
+	for _, bad := range [][]int{nil, {7}, {0}} {
+		if _, err := m.InputsWithLengths(bad, 6, 1); err == nil {
+			t.Errorf("lengths %v accepted with seq 6", bad)
+		}
 	}
 }
