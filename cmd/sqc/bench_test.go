@@ -118,7 +118,7 @@ func TestBenchServe(t *testing.T) {
 func TestRooflineSVG(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "roof.svg")
 	code, out, errs := runCLI(t, "roofline", "--config", "bert-tiny", "--batch", "1", "--seq", "16", "--threads", "1",
-		"--per-op", "1ms", "--ceiling-budget", "1ms", "--budget", "1ms", "--svg", svg, "--json")
+		"--per-op", "1ms", "--ceiling-budget", "1ms", "--budget", "1ms", "--pass-budget", "1ms", "--svg", svg, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -154,6 +154,33 @@ func TestRooflineSVG(t *testing.T) {
 	}
 	if !bytes.Contains(data, []byte("GEMM 128x512")) {
 		t.Error("SVG lacks the FFN GEMM of bert-tiny")
+	}
+}
+
+// TestRooflineText: the text report splits the time between steps (from
+// passes timed step by step) and gives each op its time within a pass;
+// --pass-budget 0 leaves both out.
+func TestRooflineText(t *testing.T) {
+	args := []string{"roofline", "--config", "bert-tiny", "--batch", "1", "--seq", "16", "--threads", "1",
+		"--per-op", "1ms", "--ceiling-budget", "1ms", "--budget", "1ms"}
+	code, out, errs := runCLI(t, append(args, "--pass-budget", "1ms")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"between steps, from ", " passes timed step by step: within a pass the steps take ", "outside the steps (inputs, outputs)", "in pass  x alone"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = runCLI(t, append(args, "--pass-budget", "0")...)
+	if code != 0 {
+		t.Fatalf("--pass-budget 0: exit %d: %s", code, errs)
+	}
+	if strings.Contains(out, "passes timed step by step") {
+		t.Errorf("--pass-budget 0 still timed passes step by step:\n%s", out)
+	}
+	if code, _, errs := runCLI(t, append(args, "--pass-budget", "-1s")...); code == 0 || !strings.Contains(errs, "--pass-budget") {
+		t.Errorf("--pass-budget -1s: exit %d, %s", code, errs)
 	}
 }
 

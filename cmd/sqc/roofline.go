@@ -39,6 +39,7 @@ and its roof. --svg FILE draws the roofline figure; --json prints one object.`,
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&cli.DurationFlag{Name: "budget", Value: 2 * time.Second, Usage: "time spent timing whole forward passes"},
 			&cli.DurationFlag{Name: "per-op", Value: roofline.DefaultPerOp, Usage: "timing budget per distinct op"},
+			&cli.DurationFlag{Name: "pass-budget", Value: 2 * time.Second, Usage: "time spent on passes timed step by step (at least 5; 0 skips them), which split the time between steps"},
 			&cli.DurationFlag{Name: "ceiling-budget", Value: roofline.DefaultCeilingBudget, Usage: "timing budget per ceiling"},
 		},
 		Action: func(c *cli.Context) error {
@@ -61,8 +62,8 @@ and its roof. --svg FILE draws the roofline figure; --json prints one object.`,
 			if a := o.Quant.Passes.Act; a != "static" && a != "dynamic" {
 				return usageError{fmt.Sprintf("--act %q: want static or dynamic", a)}
 			}
-			if c.Duration("per-op") <= 0 || c.Duration("ceiling-budget") <= 0 {
-				return usageError{"--per-op and --ceiling-budget must be positive"}
+			if c.Duration("per-op") <= 0 || c.Duration("ceiling-budget") <= 0 || c.Duration("pass-budget") < 0 {
+				return usageError{"--per-op and --ceiling-budget must be positive, --pass-budget not negative"}
 			}
 			if err := o.Validate(); err != nil {
 				return usageError{err.Error()}
@@ -123,7 +124,7 @@ func runRoofline(c *cli.Context, o bench.Options) error {
 		return err
 	}
 	progress("profiling %d steps ...", len(prog.Steps()))
-	prof, err := roofline.ProfileProgram(prog, in, roofline.ProfileOptions{Batch: o.Batch, Seq: o.Seq, PerOp: c.Duration("per-op")})
+	prof, err := roofline.ProfileProgram(prog, in, roofline.ProfileOptions{Batch: o.Batch, Seq: o.Seq, PerOp: c.Duration("per-op"), PassBudget: c.Duration("pass-budget")})
 	if err != nil {
 		return err
 	}
@@ -156,6 +157,10 @@ func runRoofline(c *cli.Context, o bench.Options) error {
 		rep.Model, o.Batch, o.Seq, o.Threads, rep.Engine, rep.CPU, bench.LoadText(rep.LoadAvg, rep.CPUs))
 	fmt.Fprintf(w, "forward pass: median %.2f ms (%d runs); the replayed steps add up to %.2f ms (%.0f%%), the other %.0f%% is between steps\n",
 		meas.LatencyMs.Median, meas.LatencyMs.N, rep.ReplayMs, 100*rep.ReplayMs/meas.LatencyMs.Median, 100*rep.Whole.Between)
+	if wm := rep.Whole; prof.Passes > 0 {
+		fmt.Fprintf(w, "  between steps, from %d passes timed step by step: within a pass the steps take %.2f ms (%.0f%%), %+.2f ms (%+.0f%% of the pass) against replayed alone (caches refilled between steps, helpers waking); outside the steps (inputs, outputs) %.2f ms (%.0f%%)\n",
+			prof.Passes, prof.InPassSeconds*1e3, 100*wm.InPass, wm.Refill*wm.Forward*1e3, 100*wm.Refill, wm.Outside*wm.Forward*1e3, 100*wm.Outside)
+	}
 	fmt.Fprintf(w, "whole model: %.1f GOP per pass at %.0f GOP/s = %.1f%% of the %s peak on %d threads\n\n",
 		rep.Whole.Ops/1e9, rep.Whole.GOPS, 100*rep.Whole.Share, rep.Whole.Ceiling, o.Threads)
 	return roofline.WriteTable(w, cs, rows)

@@ -54,6 +54,14 @@ func (p *Program) Replay(inputs map[string]*compiler.Tensor, visit func(i int, s
 	})
 }
 
+// Trace runs p on inputs as RunInto does and calls after(i) when step i
+// has returned, with nothing else between steps: what the roofline times a
+// pass's steps by, within the pass. after's error stops the run. The
+// outputs are not returned.
+func (p *Program) Trace(inputs map[string]*compiler.Tensor, after func(i int) error) error {
+	return p.runSteps(inputs, nil, func(i int, _ Step) error { return after(i) })
+}
+
 // Workers is the size of the Program's worker pool.
 func (p *Program) Workers() int { return p.pool.Workers() }
 

@@ -37,6 +37,13 @@ type Point struct {
 	// Share is the group's part of the replayed forward pass (Count *
 	// Seconds over the sum over groups).
 	Share float64 `json:"share"`
+	// InPassSeconds is one call's time within whole passes (the mean over
+	// the group's steps of each step's median over passes; 0 when not
+	// measured). Above Seconds, the step pays inside a pass for what a
+	// repeat alone does not: inputs that the previous steps left in
+	// another core's cache or evicted, weights not in L2/L3, helpers that
+	// went to sleep.
+	InPassSeconds float64 `json:"in_pass_seconds,omitempty"`
 }
 
 // Profile is the per-op timing of one Program at one shape.
@@ -46,13 +53,25 @@ type Profile struct {
 	// ReplayedSeconds is the sum over groups of Count * Seconds: the
 	// forward pass as the replayed steps add up.
 	ReplayedSeconds float64
+	// InPassSeconds is the sum over steps of each one's median time within
+	// whole passes, and Passes the number of passes timed (0: not
+	// measured; see ProfileOptions.PassBudget).
+	InPassSeconds float64
+	Passes        int
 }
 
 // ProfileOptions control ProfileProgram.
 type ProfileOptions struct {
 	Batch, Seq int           // the inputs' shape, recorded in the Profile
 	PerOp      time.Duration // time spent per distinct step (DefaultPerOp when 0)
+	// PassBudget is the time spent on whole passes timed step by step
+	// (at least MinPasses of them); 0 skips them.
+	PassBudget time.Duration
 }
+
+// MinPasses is the fewest passes timed step by step when
+// ProfileOptions.PassBudget is set.
+const MinPasses = 5
 
 // DefaultPerOp is the timing budget of one distinct step: enough calls
 // for a stable median without making bert-large's profile slow.
@@ -71,7 +90,9 @@ func ProfileProgram(p *exec.Program, inputs map[string]*compiler.Tensor, o Profi
 	prof := &Profile{Batch: o.Batch, Seq: o.Seq}
 	groups := map[string]*Point{}
 	var order []string
+	var labels []string // by step index
 	err := p.Replay(inputs, func(i int, s exec.Step, c exec.Cost, again func() error) error {
+		labels = append(labels, c.Label)
 		if g, ok := groups[c.Label]; ok {
 			g.Count++
 			return nil
@@ -100,6 +121,18 @@ func ProfileProgram(p *exec.Program, inputs map[string]*compiler.Tensor, o Profi
 	for _, l := range order {
 		prof.ReplayedSeconds += float64(groups[l].Count) * groups[l].Seconds
 	}
+	if o.PassBudget > 0 {
+		steps, passes, err := timeInPass(p, inputs, len(labels), o.PassBudget)
+		if err != nil {
+			return nil, err
+		}
+		prof.Passes = passes
+		for i, secs := range steps {
+			g := groups[labels[i]]
+			g.InPassSeconds += secs / float64(g.Count)
+			prof.InPassSeconds += secs
+		}
+	}
 	for _, l := range order {
 		g := groups[l]
 		if prof.ReplayedSeconds > 0 {
@@ -109,6 +142,43 @@ func ProfileProgram(p *exec.Program, inputs map[string]*compiler.Tensor, o Profi
 	}
 	sort.SliceStable(prof.Points, func(i, j int) bool { return prof.Points[i].Share > prof.Points[j].Share })
 	return prof, nil
+}
+
+// timeInPass runs whole passes of p (at least MinPasses, about budget)
+// and returns each step's median time within them: from the end of the
+// previous step (for step 0, from the start of the pass, input binding
+// included) to its own end.
+func timeInPass(p *exec.Program, inputs map[string]*compiler.Tensor, steps int, budget time.Duration) ([]float64, int, error) {
+	per := make([][]float64, steps) // [step][pass]
+	start := time.Now()
+	passes := 0
+	for passes < MinPasses || time.Since(start) < budget {
+		last := time.Now()
+		err := p.Trace(inputs, func(i int) error {
+			now := time.Now()
+			if i < steps {
+				per[i] = append(per[i], now.Sub(last).Seconds())
+			}
+			last = now
+			return nil
+		})
+		if err != nil {
+			return nil, 0, fmt.Errorf("roofline: timing a pass step by step: %w", err)
+		}
+		passes++
+		if passes >= 10000 {
+			break
+		}
+	}
+	med := make([]float64, steps)
+	for i, ts := range per {
+		if len(ts) != passes {
+			return nil, 0, fmt.Errorf("roofline: step %d ran %d times in %d passes", i, len(ts), passes)
+		}
+		slices.Sort(ts)
+		med[i] = ts[len(ts)/2]
+	}
+	return med, passes, nil
 }
 
 // timeCall returns the median seconds of run after one warm-up call,

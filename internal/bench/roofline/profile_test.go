@@ -27,9 +27,22 @@ func TestProfileProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prof, err := ProfileProgram(prog, in, ProfileOptions{Batch: 2, Seq: 16, PerOp: time.Millisecond})
+	prof, err := ProfileProgram(prog, in, ProfileOptions{Batch: 2, Seq: 16, PerOp: time.Millisecond, PassBudget: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prof.Passes < MinPasses || prof.InPassSeconds <= 0 {
+		t.Errorf("%d passes timed step by step, %g s in them", prof.Passes, prof.InPassSeconds)
+	}
+	inPass := 0.0
+	for _, p := range prof.Points {
+		if p.InPassSeconds <= 0 {
+			t.Errorf("%s: in-pass time %g", p.Label, p.InPassSeconds)
+		}
+		inPass += float64(p.Count) * p.InPassSeconds
+	}
+	if d := inPass - prof.InPassSeconds; d > 1e-9 || d < -1e-9 {
+		t.Errorf("groups' in-pass times add up to %g s, the steps' to %g s", inPass, prof.InPassSeconds)
 	}
 	steps, kinds := 0, map[string]int{}
 	share := 0.0

@@ -91,7 +91,9 @@ func WriteTable(w io.Writer, cs []Ceiling, rows []Row) error {
 	// second of the threads (Point.CPUGOPS), which other processes' load
 	// does not lower, so they compare with the ceilings (also per CPU
 	// second) even on a busy machine.
-	fmt.Fprintln(tw, "#\top\tcount\ttime\tshare\tops/B\tGOP/s\tGOP/s (cpu)\troof (DRAM)\tbound\t% of roof\t% (cpu)\troof (L2)")
+	// "in pass" is a call's time within whole passes, "x alone" its ratio
+	// to the replayed time (Point.InPassSeconds), where measured.
+	fmt.Fprintln(tw, "#\top\tcount\ttime\tshare\tops/B\tGOP/s\tGOP/s (cpu)\troof (DRAM)\tbound\t% of roof\t% (cpu)\troof (L2)\tin pass\tx alone")
 	for i, r := range rows {
 		oi, gops, cpuGops, roof, of, ofCPU, roofL2 := "-", "-", "-", "-", "-", "-", "-"
 		if r.Intensity > 0 {
@@ -109,8 +111,15 @@ func WriteTable(w io.Writer, cs []Ceiling, rows []Row) error {
 			}
 			roofL2 = num(r.RoofL2GOPS)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Label, r.Count,
-			dur(r.Seconds), 100*r.Share, oi, gops, cpuGops, roof, r.Bound, of, ofCPU, roofL2)
+		inPass, alone := "-", "-"
+		if r.InPassSeconds > 0 {
+			inPass = dur(r.InPassSeconds)
+			if r.Seconds > 0 {
+				alone = fmt.Sprintf("%.2f", r.InPassSeconds/r.Seconds)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Label, r.Count,
+			dur(r.Seconds), 100*r.Share, oi, gops, cpuGops, roof, r.Bound, of, ofCPU, roofL2, inPass, alone)
 	}
 	return tw.Flush()
 }

@@ -11,6 +11,16 @@ type WholeModel struct {
 	Share   float64 `json:"of_peak"`   // GOPS / that ceiling's value
 	Between float64 `json:"between"`   // share of the forward time outside the replayed steps
 	Forward float64 `json:"forward_s"` // the forward time it divides by (seconds)
+	// Where Between goes, when the profile timed steps within passes
+	// (Profile.Passes > 0), as shares of the forward time: InPass is what
+	// the steps take within passes; Outside the rest of the pass (binding
+	// inputs, copying outputs); Refill is InPass minus the replayed steps:
+	// what steps lose inside a pass against a repeat alone (caches
+	// refilled between steps, helpers waking). Between = Outside + Refill
+	// up to noise.
+	InPass  float64 `json:"in_pass,omitempty"`
+	Outside float64 `json:"outside,omitempty"`
+	Refill  float64 `json:"refill,omitempty"`
 }
 
 // Whole sums the profile's operations (each point's Ops times its Count)
@@ -31,6 +41,11 @@ func Whole(p *Profile, cs []Ceiling, forwardSec float64) WholeModel {
 	// (noise, caches left cold by the replay): then nothing measurable
 	// is between steps, not a negative share.
 	w.Between = max(0, 1-p.ReplayedSeconds/forwardSec)
+	if p.Passes > 0 {
+		w.InPass = p.InPassSeconds / forwardSec
+		w.Outside = max(0, 1-w.InPass)
+		w.Refill = (p.InPassSeconds - p.ReplayedSeconds) / forwardSec
+	}
 	best := 0.0
 	for _, c := range cs {
 		if c.Kind == Compute && c.Value > best {

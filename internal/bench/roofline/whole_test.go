@@ -26,6 +26,16 @@ func TestWhole(t *testing.T) {
 	near("GOPS", w.GOPS, 1250)
 	near("Share", w.Share, 0.125)
 	near("Between", w.Between, 0.3)
+	if w.InPass != 0 || w.Outside != 0 || w.Refill != 0 {
+		t.Errorf("no passes timed step by step, yet a split of Between: %+v", w)
+	}
+	// Timed within passes the steps take 18 ms: 4 ms more than replayed
+	// alone (20% of the pass), 2 ms (10%) outside them.
+	p.InPassSeconds, p.Passes = 18e-3, 5
+	w = Whole(p, cs, 20e-3)
+	near("InPass", w.InPass, 0.9)
+	near("Outside", w.Outside, 0.1)
+	near("Refill", w.Refill, 0.2)
 	if w.Ceiling != "AMX INT8" {
 		t.Errorf("ceiling %q, want the fastest compute one, AMX INT8", w.Ceiling)
 	}
