@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sqc-dev/sqc/internal/bench"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
@@ -31,13 +32,13 @@ func TestMain(m *testing.M) {
 
 func fakeWorker() {
 	enc := json.NewEncoder(os.Stdout)
-	enc.Encode(map[string]any{"ready": true, "system": "fake", "modes": []string{"fast", "slow"}})
+	enc.Encode(map[string]any{"ready": true, "system": "fake", "modes": []string{"fast", "slow"}, "load_s": map[string]float64{"fast": 0.1}}) // load_s as ONNX Runtime's worker sends it
 	if os.Getenv("FAKE_DIE") == "1" {
 		os.Exit(3)
 	}
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
-		var req request
+		var req bench.Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			enc.Encode(map[string]any{"error": err.Error()})
 			continue

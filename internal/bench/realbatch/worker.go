@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/sqc-dev/sqc/internal/bench"
 )
 
 // Process is one worker process speaking the peer protocol on its stdin
@@ -19,24 +21,6 @@ type Process struct {
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	out   *bufio.Scanner
-}
-
-// request is a run request; Lengths nil sends none.
-type request struct {
-	Op      string `json:"op"`
-	Mode    string `json:"mode,omitempty"`
-	Batch   int    `json:"batch,omitempty"`
-	Seq     int    `json:"seq,omitempty"`
-	N       int    `json:"n,omitempty"`
-	Lengths []int  `json:"lengths,omitempty"`
-}
-
-type reply struct {
-	Ready bool      `json:"ready"`
-	Modes []string  `json:"modes"`
-	Ms    []float64 `json:"ms"`
-	Bye   bool      `json:"bye"`
-	Error string    `json:"error"`
 }
 
 // helloTimeout bounds a worker's start-up (model build or export load: BERT-large
@@ -63,7 +47,11 @@ func Start(name, command string, log io.Writer) (*Process, error) {
 	}
 	p := &Process{Name: name, cmd: cmd, in: in, out: bufio.NewScanner(out)}
 	p.out.Buffer(make([]byte, 64<<10), 16<<20)
-	var hello reply
+	// Not bench.Hello: the harness's workers send load_s as an object.
+	var hello struct {
+		Ready bool     `json:"ready"`
+		Modes []string `json:"modes"`
+	}
 	if err := p.read(&hello, helloTimeout); err != nil {
 		p.kill()
 		return nil, fmt.Errorf("worker %s (%s): no hello line: %w", name, command, err)
@@ -92,7 +80,7 @@ const runTimeout = 10 * time.Minute
 
 // Run times one forward pass of a batch, sending lengths when given.
 func (p *Process) Run(mode string, batch []int, lengths bool) (float64, error) {
-	req := request{Op: "run", Mode: mode, Batch: len(batch), N: 1}
+	req := bench.Request{Op: "run", Mode: mode, Batch: len(batch), N: 1}
 	_, padded := Tokens(batch)
 	req.Seq = padded / len(batch)
 	if lengths {
@@ -101,7 +89,7 @@ func (p *Process) Run(mode string, batch []int, lengths bool) (float64, error) {
 	if err := p.send(req); err != nil {
 		return 0, err
 	}
-	var rep reply
+	var rep bench.Reply
 	if err := p.read(&rep, runTimeout); err != nil {
 		return 0, fmt.Errorf("worker %s: run %s: %w", p.Name, mode, err)
 	}
@@ -114,7 +102,7 @@ func (p *Process) Run(mode string, batch []int, lengths bool) (float64, error) {
 	return rep.Ms[0], nil
 }
 
-func (p *Process) send(req request) error {
+func (p *Process) send(req bench.Request) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -126,7 +114,7 @@ func (p *Process) send(req request) error {
 }
 
 // read decodes the next line into v, failing after timeout.
-func (p *Process) read(v *reply, timeout time.Duration) error {
+func (p *Process) read(v any, timeout time.Duration) error {
 	done := make(chan error, 1)
 	go func() {
 		if !p.out.Scan() {
@@ -159,9 +147,9 @@ const quitTimeout = 30 * time.Second
 // Close asks the worker to quit and waits for it, killing its process
 // group if it does not exit in time.
 func (p *Process) Close() error {
-	err := p.send(request{Op: "quit"})
+	err := p.send(bench.Request{Op: "quit"})
 	if err == nil {
-		var rep reply
+		var rep bench.Reply
 		if err = p.read(&rep, quitTimeout); err == nil && !rep.Bye {
 			err = errors.New("quit not answered with bye")
 		}
