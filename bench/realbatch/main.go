@@ -139,6 +139,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *reference == "" {
 		*reference = targets[0].Label()
 	}
+	if !slices.ContainsFunc(targets, func(t realbatch.Target) bool { return t.Label() == *reference }) {
+		return fmt.Errorf("--reference %q is not one of the targets", *reference)
+	}
 
 	calls, err := os.Create(filepath.Join(*out, "calls.jsonl"))
 	if err != nil {
