@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,9 +81,7 @@ const runTimeout = 10 * time.Minute
 
 // Run times one forward pass of a batch, sending lengths when given.
 func (p *Process) Run(mode string, batch []int, lengths bool) (float64, error) {
-	req := bench.Request{Op: "run", Mode: mode, Batch: len(batch), N: 1}
-	_, padded := Tokens(batch)
-	req.Seq = padded / len(batch)
+	req := bench.Request{Op: "run", Mode: mode, Batch: len(batch), Seq: slices.Max(batch), N: 1}
 	if lengths {
 		req.Lengths = batch
 	}
