@@ -18,11 +18,14 @@
 #
 # Then, per config, the real-length comparison (bench/realbatch): GLUE SST-2's dev sentences in
 # batches of 32 in arrival order, ONNX Runtime INT8 (and without AMX, with AMX_AB=1) padding each
-# batch to its longest, sqc int8 and int8-vnni on the real tokens only, and sqc int8 padded; medians
+# batch to its longest, sqc int8 and int8-vnni on the real tokens only (the in-process engine, and
+# the generated package's Run as sqc-gen), and sqc int8 padded; medians
 # of paired ratios to ort/int8, in $OUT/realbatch-<config>/table.txt. Knobs:
 #   REAL_LENGTHS=1  0 skips it          REAL_ONLY=0  1 skips the fixed-shape table (run.sh)
 #   REAL_ROUNDS=3   REAL_BATCH=32       REAL_THREADS (default: the last of THREADS, or 2)
 #   REAL_TEXT, REAL_VOCAB  the sentences and the vocab.txt counting their tokens (default ../shared/data)
+#   REAL_GENERATED=1  also time the generated package's Run (sqc-gen/int8: `sqc compile` of the same
+#               random weights, built by bench/genworker, which takes SQC_ARGS' --act and --attention)
 # REAL_ONLY needs the harness's exports in $CACHE and its onnxruntime-node (a run.sh run makes them);
 # where they are missing it exports with the harness's scripts, without run.sh's OpenBLAS
 # SKYLAKEX setting, so this part also runs on CPUs without AVX-512 (where run.sh's torch dies).
@@ -100,6 +103,13 @@ for c in "${CONFIGS[@]}"; do
     workers+=(--worker "ort-noamx=NOAMX=deny LD_PRELOAD=$CACHE/bin/noamx.so $ort --mode-suffix -noamx")
   fi
   workers+=(--worker "sqc=$SQC_WORKER")
+  if [ "${REAL_GENERATED:-1}" = 1 ]; then
+    gen="$RB_TMP/gen-$c"
+    echo "peers.sh: generating and building the $c package's worker into $gen" >&2
+    # shellcheck disable=SC2086 # SQC_ARGS is a list of flags
+    (cd "$ROOT" && go run ./bench/genworker --config "$c" --out "$gen" --max-batch "${REAL_BATCH:-32}" ${SQC_ARGS:-}) >/dev/null
+    workers+=(--worker "sqc-gen=$gen/worker --threads {threads}")
+  fi
   "$RB_TMP/realbatch" --text "$REAL_TEXT" --vocab "$REAL_VOCAB" --batch "${REAL_BATCH:-32}" \
     --config "$c" --threads "$REAL_THREADS" --cache "$CACHE" --rounds "${REAL_ROUNDS:-3}" \
     "${workers[@]}" --padded sqc/int8 --reference ort/int8 --out "$OUT/realbatch-$c"
