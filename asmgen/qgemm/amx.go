@@ -24,8 +24,8 @@ func tileA(i int) int    { return tileA0 + i }
 func tileB(j int) int    { return tileB0 + j }
 
 // tileOps emits tile operations. realTiles emits the AMX instructions;
-// emuTiles emits AVX512-VNNI code that emulates them on a tile file in the
-// stack frame, so that the AMX kernel's loops, addressing, tail
+// emuTiles emits AVX512-VNNI (or AVX2) code that emulates them on a tile
+// file in the stack frame, so that the AMX kernel's loops, addressing, tail
 // configurations and stores can be tested bit for bit on CPUs without AMX.
 type tileOps interface {
 	begin()                         // called once the function exists
@@ -56,12 +56,32 @@ func (r realTiles) attributes() attr.Attribute { return attr.NOSPLIT }
 // stack frame. Every tile has 64 bytes per row in this kernel, so only the
 // row counts of the config are read.
 type emuTiles struct {
-	g     *gen
+	g *gen
+	// avx2 emits AVX2 code (ymm moves; TDPBUSD as the AVX2 kernel's exact
+	// VPMADDWD pair sums) instead of AVX512-VNNI, so that the AMX kernel's
+	// loops are tested on CPUs with neither AMX nor AVX-512 too.
+	avx2  bool
 	tiles operand.Mem // 8 x 16 rows x 64 bytes
 	cfg   operand.Mem // copy of the last loaded config
 }
 
-func newEmuTiles(g *gen) *emuTiles { return &emuTiles{g: g} }
+func newEmuTiles(g *gen) *emuTiles     { return &emuTiles{g: g} }
+func newEmuTilesAVX2(g *gen) *emuTiles { return &emuTiles{g: g, avx2: true} }
+
+// copyRow copies one 64-byte tile row (or config) from src to dst.
+func (e *emuTiles) copyRow(src, dst operand.Mem) {
+	if !e.avx2 {
+		z := e.g.ZMM()
+		e.g.VMOVDQU64(src, z)
+		e.g.VMOVDQU64(z, dst)
+		return
+	}
+	for h := 0; h < 64; h += 32 {
+		y := e.g.YMM()
+		e.g.VMOVDQU(src.Offset(h), y)
+		e.g.VMOVDQU(y, dst.Offset(h))
+	}
+}
 
 func (e *emuTiles) begin() {
 	e.tiles = e.g.AllocLocal(8 * 1024)
@@ -105,14 +125,20 @@ func (e *emuTiles) ldTileCfg(cfg reg.GPVirtual) {
 	g.Label(bad)
 	g.UD2()
 	g.Label(ok)
-	z := g.ZMM()
-	g.VMOVDQU64(operand.Mem{Base: cfg}, z)
-	g.VMOVDQU64(z, e.cfg)
+	e.copyRow(operand.Mem{Base: cfg}, e.cfg)
 }
 
 func (e *emuTiles) tileRelease() {}
 
 func (e *emuTiles) tileZero(t int) {
+	if e.avx2 {
+		y := e.g.YMM()
+		e.g.ZeroVec(y)
+		for off := 0; off < 1024; off += 32 {
+			e.g.VMOVDQU(y, e.tile(t, off))
+		}
+		return
+	}
 	z := e.g.ZMM()
 	e.g.ZeroVec(z)
 	for r := 0; r < 16; r++ {
@@ -142,9 +168,7 @@ func (e *emuTiles) tileLoad(t int, m operand.Mem) {
 	ptr := g.GP64()
 	g.LEAQ(operand.Mem{Base: m.Base, Disp: m.Disp}, ptr)
 	e.rowLoop(e.rows(t), func(off reg.GPVirtual) {
-		z := g.ZMM()
-		g.VMOVDQU64(operand.Mem{Base: ptr}, z)
-		g.VMOVDQU64(z, e.tile(t, 0).Idx(off, 1))
+		e.copyRow(operand.Mem{Base: ptr}, e.tile(t, 0).Idx(off, 1))
 		g.ADDQ(m.Index, ptr)
 	})
 }
@@ -154,16 +178,14 @@ func (e *emuTiles) tileStore(m operand.Mem, t int) {
 	ptr := g.GP64()
 	g.LEAQ(operand.Mem{Base: m.Base, Disp: m.Disp}, ptr)
 	e.rowLoop(e.rows(t), func(off reg.GPVirtual) {
-		z := g.ZMM()
-		g.VMOVDQU64(e.tile(t, 0).Idx(off, 1), z)
-		g.VMOVDQU64(z, operand.Mem{Base: ptr})
+		e.copyRow(e.tile(t, 0).Idx(off, 1), operand.Mem{Base: ptr})
 		g.ADDQ(m.Index, ptr)
 	})
 }
 
 // tdpbusd checks the shape rules the hardware enforces with #UD (rows of
 // C and A equal; colsb and B's rows are 64 and 16 by the config check),
-// then computes C += A . B row by row with VPDPBUSD.
+// then computes C += A . B row by row with VPDPBUSD (or tdpbusdAVX2).
 func (e *emuTiles) tdpbusd(c, a, b int) {
 	g := e.g
 	rows, rowsA := e.rows(c), e.rows(a)
@@ -178,6 +200,10 @@ func (e *emuTiles) tdpbusd(c, a, b int) {
 	g.JE(operand.LabelRef(okB))
 	g.UD2()
 	g.Label(okB)
+	if e.avx2 {
+		e.tdpbusdAVX2(rows, c, a, b)
+		return
+	}
 	e.rowLoop(rows, func(off reg.GPVirtual) {
 		acc := g.ZMM()
 		g.VMOVDQU32(e.tile(c, 0).Idx(off, 1), acc)
@@ -187,6 +213,52 @@ func (e *emuTiles) tdpbusd(c, a, b int) {
 			g.VPDPBUSD(e.tile(b, 64*k), u8, acc)
 		}
 		g.VMOVDQU32(acc, e.tile(c, 0).Idx(off, 1))
+	})
+}
+
+// tdpbusdAVX2 is tdpbusd's arithmetic in AVX2, as the AVX2 kernel does it
+// (exact: see genAVX2Kernel): per C row, 16 K-groups of VPMADDWD pair sums
+// in four ymm (columns 4q..4q+3 in acc[q]), folded by VPHADDD and added to
+// the row. Integer addition wraps in any order, so the bits are TDPBUSD's.
+// The K-groups are a loop, not unrolled, to keep the test-only kernel small.
+func (e *emuTiles) tdpbusdAVX2(rows reg.GPVirtual, c, a, b int) {
+	g := e.g
+	e.rowLoop(rows, func(off reg.GPVirtual) {
+		var acc [4]reg.VecVirtual
+		for q := range acc {
+			acc[q] = g.YMM()
+			g.ZeroVec(acc[q])
+		}
+		ap, bp, k := g.GP64(), g.GP64(), g.GP64()
+		g.LEAQ(e.tile(a, 0).Idx(off, 1), ap)
+		g.LEAQ(e.tile(b, 0), bp)
+		g.MOVQ(operand.U32(16), k)
+		top := g.NewLabel("emu_kgroup")
+		g.Label(top)
+		xa := g.XMM()
+		g.VPBROADCASTD(operand.Mem{Base: ap}, xa)
+		ya := g.YMM()
+		g.VPMOVZXBW(xa, ya) // a0..a3 of this K-group as int16, repeated
+		for q := range acc {
+			wb, p := g.YMM(), g.YMM()
+			g.VPMOVSXBW(operand.Mem{Base: bp, Disp: 16 * q}, wb) // columns 4q..4q+3, k0..k3 each
+			g.VPMADDWD(wb, ya, p)
+			g.VPADDD(p, acc[q], acc[q])
+		}
+		g.ADDQ(operand.U8(4), ap)  // next K-group of the A row
+		g.ADDQ(operand.U8(64), bp) // next row of the B tile
+		g.DECQ(k)
+		g.JNZ(operand.LabelRef(top))
+		for h := 0; h < 2; h++ {
+			// VPHADDD gives columns (0 1 4 5 | 2 3 6 7) of the 8; VPERMQ
+			// $0xD8 puts them in order.
+			s := g.YMM()
+			g.VPHADDD(acc[2*h+1], acc[2*h], s)
+			g.VPERMQ(operand.U8(0xD8), s, s)
+			dst := e.tile(c, 32*h).Idx(off, 1)
+			g.VPADDD(dst, s, s)
+			g.VMOVDQU(s, dst)
+		}
 	})
 }
 
@@ -226,8 +298,12 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 	g.Attributes(t.attributes())
 	g.SignatureExpr(kernels.KernelSig)
 	g.Pragma("noescape")
-	if _, emu := t.(*emuTiles); emu {
-		g.Doc(name+" is qgemmAMX with every tile instruction emulated by AVX512-VNNI",
+	if e, emu := t.(*emuTiles); emu {
+		isa := "AVX512-VNNI"
+		if e.avx2 {
+			isa = "AVX2"
+		}
+		g.Doc(name+" is qgemmAMX with every tile instruction emulated by "+isa,
 			"code on a tile file in its stack frame: the same loops, addresses, tile configs",
 			"and tails, runnable (and testable) on CPUs without AMX. It is for tests only.")
 	} else {

@@ -35,6 +35,7 @@ func generate() (*ir.File, error) {
 
 	genAMXKernel(g, "qgemmAMX", realTiles{g})
 	genAMXKernel(g, "qgemmAMXEmulated", newEmuTiles(g))
+	genAMXKernel(g, "qgemmAMXEmulatedAVX2", newEmuTilesAVX2(g))
 	genVNNIKernel(g)
 	genAVX2Kernel(g)
 	genEpilogue(g)

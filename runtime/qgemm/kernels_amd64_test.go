@@ -31,6 +31,7 @@ func asmKernels() []asmKernel {
 	return []asmKernel{
 		{"amx", qgemmAMX, need(f.AMXInt8, "AMX-INT8 with tile permission")},
 		{"amx-emulated", qgemmAMXEmulated, need(f.AVX512VNNI, "AVX512-VNNI (the AMX emulation runs on it)")},
+		{"amx-emulated-avx2", qgemmAMXEmulatedAVX2, need(f.AVX2, "AVX2 (the AMX emulation runs on it)")},
 		{"vnni", qgemmVNNI, need(f.AVX512VNNI, "AVX512-VNNI")},
 		{"avx2", qgemmAVX2, need(f.AVX2, "AVX2")},
 	}

@@ -17,6 +17,13 @@ func qgemmAMX(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblo
 //go:noescape
 func qgemmAMXEmulated(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
 
+// qgemmAMXEmulatedAVX2 is qgemmAMX with every tile instruction emulated by AVX2
+// code on a tile file in its stack frame: the same loops, addresses, tile configs
+// and tails, runnable (and testable) on CPUs without AMX. It is for tests only.
+//
+//go:noescape
+func qgemmAMXEmulatedAVX2(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
+
 // qgemmVNNI is the AVX512-VNNI Kernel: VPDPBUSD on zmm, register-blocked
 // 8 rows x 3 N-blocks (24 zmm accumulators), N-groups outermost.
 //
