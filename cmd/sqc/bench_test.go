@@ -168,7 +168,7 @@ func TestRooflineText(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"between steps, from ", " passes timed step by step: within a pass the steps take ", "outside the steps (inputs, outputs)"} {
+	for _, want := range []string{"between steps, from ", " passes timed step by step: within a pass the steps take ", "outside the steps (copying the outputs; whole passes minus those timed step by step, pass by pass)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

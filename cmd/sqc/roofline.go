@@ -158,7 +158,7 @@ func runRoofline(c *cli.Context, o bench.Options) error {
 	fmt.Fprintf(w, "forward pass: median %.2f ms (%d runs); the replayed steps add up to %.2f ms (%.0f%%), the other %.0f%% is between steps\n",
 		meas.LatencyMs.Median, meas.LatencyMs.N, rep.ReplayMs, 100*rep.ReplayMs/meas.LatencyMs.Median, 100*rep.Whole.Between)
 	if wm := rep.Whole; prof.Passes > 0 {
-		fmt.Fprintf(w, "  between steps, from %d passes timed step by step: within a pass the steps take %.2f ms (%.0f%%), %+.2f ms (%+.0f%% of the pass) against replayed alone (caches refilled between steps, helpers waking); outside the steps (inputs, outputs) %.2f ms (%.0f%%)\n",
+		fmt.Fprintf(w, "  between steps, from %d passes timed step by step: within a pass the steps take %.2f ms (%.0f%%), %+.2f ms (%+.0f%% of the pass) against replayed alone (caches refilled between steps, helpers waking); outside the steps (copying the outputs; whole passes minus those timed step by step, pass by pass) %.2f ms (%.0f%%)\n",
 			prof.Passes, prof.InPassSeconds*1e3, 100*wm.InPass, wm.Refill*wm.Forward*1e3, 100*wm.Refill, wm.Outside*wm.Forward*1e3, 100*wm.Outside)
 	}
 	fmt.Fprintf(w, "whole model: %.1f GOP per pass at %.0f GOP/s = %.1f%% of the %s peak on %d threads\n\n",

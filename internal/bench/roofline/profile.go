@@ -58,6 +58,13 @@ type Profile struct {
 	// measured; see ProfileOptions.PassBudget).
 	InPassSeconds float64
 	Passes        int
+	// OutsideSeconds is the median over those passes of a whole RunInto
+	// (outputs copied out) minus the step-by-step pass run next to it
+	// (which copies none): what a pass spends beyond its steps. Binding
+	// the inputs is in step 0 of both. It is measured pass by pass rather
+	// than as the forward time minus InPassSeconds, which would report the
+	// noise between two separate measurements as time outside the steps.
+	OutsideSeconds float64
 }
 
 // ProfileOptions control ProfileProgram.
@@ -122,11 +129,11 @@ func ProfileProgram(p *exec.Program, inputs map[string]*compiler.Tensor, o Profi
 		prof.ReplayedSeconds += float64(groups[l].Count) * groups[l].Seconds
 	}
 	if o.PassBudget > 0 {
-		steps, passes, err := timeInPass(p, inputs, len(labels), o.PassBudget)
+		steps, passes, outside, err := timeInPass(p, inputs, len(labels), o.PassBudget)
 		if err != nil {
 			return nil, err
 		}
-		prof.Passes = passes
+		prof.Passes, prof.OutsideSeconds = passes, outside
 		for i, secs := range steps {
 			g := groups[labels[i]]
 			g.InPassSeconds += secs / float64(g.Count)
@@ -147,13 +154,21 @@ func ProfileProgram(p *exec.Program, inputs map[string]*compiler.Tensor, o Profi
 // timeInPass runs whole passes of p (at least MinPasses, about budget)
 // and returns each step's median time within them: from the end of the
 // previous step (for step 0, from the start of the pass, input binding
-// included) to its own end.
-func timeInPass(p *exec.Program, inputs map[string]*compiler.Tensor, steps int, budget time.Duration) ([]float64, int, error) {
+// included) to its own end. Each traced pass follows a RunInto timed
+// whole; outside is the median of their differences (Profile.OutsideSeconds).
+func timeInPass(p *exec.Program, inputs map[string]*compiler.Tensor, steps int, budget time.Duration) (med []float64, passes int, outside float64, err error) {
 	per := make([][]float64, steps) // [step][pass]
+	var diffs []float64
+	outputs := map[string]*compiler.Tensor{} // reused: RunInto allocates nothing after the first pass
 	start := time.Now()
-	passes := 0
 	for passes < MinPasses || time.Since(start) < budget {
-		last := time.Now()
+		t := time.Now()
+		if err := p.RunInto(inputs, outputs); err != nil {
+			return nil, 0, 0, fmt.Errorf("roofline: timing a whole pass: %w", err)
+		}
+		run := time.Since(t).Seconds()
+		t = time.Now()
+		last := t
 		err := p.Trace(inputs, func(i int) error {
 			now := time.Now()
 			if i < steps {
@@ -163,22 +178,24 @@ func timeInPass(p *exec.Program, inputs map[string]*compiler.Tensor, steps int, 
 			return nil
 		})
 		if err != nil {
-			return nil, 0, fmt.Errorf("roofline: timing a pass step by step: %w", err)
+			return nil, 0, 0, fmt.Errorf("roofline: timing a pass step by step: %w", err)
 		}
+		diffs = append(diffs, run-time.Since(t).Seconds())
 		passes++
 		if passes >= 10000 {
 			break
 		}
 	}
-	med := make([]float64, steps)
+	med = make([]float64, steps)
 	for i, ts := range per {
 		if len(ts) != passes {
-			return nil, 0, fmt.Errorf("roofline: step %d ran %d times in %d passes", i, len(ts), passes)
+			return nil, 0, 0, fmt.Errorf("roofline: step %d ran %d times in %d passes", i, len(ts), passes)
 		}
 		slices.Sort(ts)
 		med[i] = ts[len(ts)/2]
 	}
-	return med, passes, nil
+	slices.Sort(diffs)
+	return med, passes, diffs[len(diffs)/2], nil
 }
 
 // timeCall returns the median seconds of run after one warm-up call,

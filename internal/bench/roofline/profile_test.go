@@ -1,6 +1,7 @@
 package roofline
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,11 @@ func TestProfileProgram(t *testing.T) {
 	}
 	if prof.Passes < MinPasses || prof.InPassSeconds <= 0 {
 		t.Errorf("%d passes timed step by step, %g s in them", prof.Passes, prof.InPassSeconds)
+	}
+	// Copying the outputs of a 2 x 16 pass is far cheaper than the pass;
+	// the bound is loose because the difference is of two noisy times.
+	if math.Abs(prof.OutsideSeconds) > 3*prof.InPassSeconds {
+		t.Errorf("whole passes differ from traced ones by %g s, in a pass of %g s", prof.OutsideSeconds, prof.InPassSeconds)
 	}
 	inPass := 0.0
 	for _, p := range prof.Points {

@@ -13,11 +13,12 @@ type WholeModel struct {
 	Forward float64 `json:"forward_s"` // the forward time it divides by (seconds)
 	// Where Between goes, when the profile timed steps within passes
 	// (Profile.Passes > 0), as shares of the forward time: InPass is what
-	// the steps take within passes; Outside the rest of the pass (binding
-	// inputs, copying outputs); Refill is InPass minus the replayed steps:
-	// what steps lose inside a pass against a repeat alone (caches
-	// refilled between steps, helpers waking). Between = Outside + Refill
-	// up to noise.
+	// the steps take within passes; Outside what a pass spends beyond its
+	// steps (copying outputs; Profile.OutsideSeconds, measured pass by
+	// pass); Refill is InPass minus the replayed steps: what steps lose
+	// inside a pass against a repeat alone (caches refilled between steps,
+	// helpers waking). Between = Outside + Refill up to noise (the forward
+	// time and the passes timed step by step are separate measurements).
 	InPass  float64 `json:"in_pass,omitempty"`
 	Outside float64 `json:"outside,omitempty"`
 	Refill  float64 `json:"refill,omitempty"`
@@ -43,7 +44,7 @@ func Whole(p *Profile, cs []Ceiling, forwardSec float64) WholeModel {
 	w.Between = max(0, 1-p.ReplayedSeconds/forwardSec)
 	if p.Passes > 0 {
 		w.InPass = p.InPassSeconds / forwardSec
-		w.Outside = max(0, 1-w.InPass)
+		w.Outside = max(0, p.OutsideSeconds) / forwardSec
 		w.Refill = (p.InPassSeconds - p.ReplayedSeconds) / forwardSec
 	}
 	best := 0.0
