@@ -42,6 +42,8 @@ const quantChunks = 4
 func genQuantize(g *gen) {
 	genQuantizeU8(g)
 	genMinMax(g)
+	genMinMaxRows(g)
+	genAbsMaxCols(g)
 }
 
 // genQuantizeU8 emits quantizeU8Asm: rows x cols values, 64 columns per
@@ -100,6 +102,50 @@ func genMinMax(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("minMaxAsm returns min(0, min x[0:n]) and max(0, max x[0:n]), NaNs ignored (n >= 1).")
 	x, n := g.Load("x"), g.Load("n")
+	lo, hi := g.minMaxRow(x, n, nil)
+	g.Store(lo, g.Return("lo"))
+	g.Store(hi, g.Return("hi"))
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// genMinMaxRows emits minMaxRowsAsm, minMaxAsm on many rows in one call.
+// INT8 attention quantises each key and query row (64 values, 256 bytes,
+// rows 9 KiB apart in a fused QKV buffer) on its own scale; one call per
+// row left every row's loads waiting on the caches in turn, while here the
+// rows' loads overlap (nothing carries from one row to the next) and the
+// next row is prefetched into L1 while this one is reduced.
+func genMinMaxRows(g *gen) {
+	g.Function("minMaxRowsAsm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(x *float32, stride int, rows int, n int, lo *float32, hi *float32)")
+	g.Pragma("noescape")
+	g.Doc("minMaxRowsAsm sets lo[i] = min(0, min row i) and hi[i] = max(0, max row i), NaNs ignored, for",
+		"i < rows, row i being x[i*stride : i*stride+n] (rows, n >= 1).")
+	x, stride, rows, n := g.Load("x"), g.Load("stride"), g.Load("rows"), g.Load("n")
+	loOut, hiOut := g.Load("lo"), g.Load("hi")
+	g.SHLQ(operand.U8(2), stride) // in bytes
+	loop := g.NewLabel("mmr_row")
+	g.Label(loop)
+	next := g.GP64()
+	g.LEAQ(operand.Mem{Base: x, Index: stride, Scale: 1}, next)
+	lo, hi := g.minMaxRow(x, n, next)
+	g.VMOVSS(lo, operand.Mem{Base: loOut})
+	g.VMOVSS(hi, operand.Mem{Base: hiOut})
+	g.ADDQ(operand.U8(4), loOut)
+	g.ADDQ(operand.U8(4), hiOut)
+	g.MOVQ(next, x)
+	g.DECQ(rows)
+	g.JNZ(operand.LabelRef(loop))
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// minMaxRow emits the scan of the n values at x (n >= 1) and returns xmm
+// registers whose lane 0 holds min(0, min x) and max(0, max x). With
+// prefetch set, the same columns of the row there are prefetched into L1
+// as they are read here.
+func (g *gen) minMaxRow(x, n reg.GPVirtual, prefetch reg.GPVirtual) (lo0, hi0 reg.VecVirtual) {
 	var lo, hi [quantChunks]reg.VecVirtual
 	for u := range quantChunks {
 		lo[u], hi[u] = g.zeroZMM(), g.zeroZMM()
@@ -118,6 +164,9 @@ func genMinMax(g *gen) {
 			k = g.K()
 			g.KSHIFTRQ(operand.U8(16*u), kAll, k)
 		}
+		if prefetch != nil {
+			g.PREFETCHT0(operand.Mem{Base: prefetch, Index: j, Scale: 4, Disp: 64 * u}) // never faults
+		}
 		v := g.ZMM()
 		g.VMOVUPS_Z(operand.Mem{Base: x, Index: j, Scale: 4, Disp: 64 * u}, k, v) // 0 past n: no effect
 		g.VMINPS(lo[u], v, lo[u])                                                 // v < lo ? v : lo
@@ -130,7 +179,7 @@ func genMinMax(g *gen) {
 		g.VMINPS(lo[u], lo[0], lo[0])
 		g.VMAXPS(hi[u], hi[0], hi[0])
 	}
-	out := []string{"lo", "hi"}
+	var out [2]reg.VecVirtual
 	for i, v := range []reg.VecVirtual{lo[0], hi[0]} {
 		minmax := g.VMINPS
 		if i == 1 {
@@ -147,8 +196,63 @@ func genMinMax(g *gen) {
 		minmax(t, x4, x4)
 		g.VPSHUFD(operand.U8(1), x4, t) // lane 1
 		minmax(t, x4, x4)
-		g.Store(x4, g.Return(out[i]))
+		out[i] = x4
 	}
+	return out[0], out[1]
+}
+
+// genAbsMaxCols emits absMaxColsAsm, INT8 attention's per-channel maxima
+// of |V| (runtime/nn packValues): m[c] = |x| wherever |x| > m[c] (MAXPS
+// with |x| first: a NaN leaves m[c]), over the rows in order, 64 channels
+// per pass down the rows, so the head's values (64 channels of 128 keys:
+// 32 KiB, in L1) are read once and each maximum stays in a register.
+func genAbsMaxCols(g *gen) {
+	g.Function("absMaxColsAsm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(m *float32, x *float32, stride int, rows int, n int)")
+	g.Pragma("noescape")
+	g.Doc("absMaxColsAsm sets m[c] = |x[i*stride+c]| wherever that is greater than m[c], for i < rows",
+		"ascending and c < n (rows, n >= 1; NaNs leave m alone).")
+	m, x, stride, rows, n := g.Load("m"), g.Load("x"), g.Load("stride"), g.Load("rows"), g.Load("n")
+	g.SHLQ(operand.U8(2), stride) // in bytes
+	j := g.GP64()
+	g.XORQ(j, j)
+	colLoop, rowLoop := g.NewLabel("amc_col"), g.NewLabel("amc_row")
+	g.Label(colLoop)
+	left := g.GP64()
+	g.MOVQ(n, left)
+	g.SUBQ(j, left)
+	kAll := g.maskOf(g.minConst(left, 16*quantChunks))
+	var k [quantChunks]reg.OpmaskVirtual
+	var acc [quantChunks]reg.VecVirtual
+	for u := range quantChunks {
+		k[u] = kAll
+		if u > 0 {
+			k[u] = g.K()
+			g.KSHIFTRQ(operand.U8(16*u), kAll, k[u])
+		}
+		acc[u] = g.ZMM()
+		g.VMOVUPS_Z(operand.Mem{Base: m, Index: j, Scale: 4, Disp: 64 * u}, k[u], acc[u])
+	}
+	row, left2 := g.GP64(), g.GP64()
+	g.MOVQ(x, row)
+	g.MOVQ(rows, left2)
+	g.Label(rowLoop)
+	for u := range quantChunks {
+		v := g.ZMM()
+		g.VMOVUPS_Z(operand.Mem{Base: row, Index: j, Scale: 4, Disp: 64 * u}, k[u], v) // 0 past n: no effect
+		g.VPANDD_BCST(g.consts.u32(0x7fffffff), v, v)                                  // |v|
+		g.VMAXPS(acc[u], v, acc[u])                                                    // |v| > m ? |v| : m
+	}
+	g.ADDQ(stride, row)
+	g.DECQ(left2)
+	g.JNZ(operand.LabelRef(rowLoop))
+	for u := range quantChunks {
+		g.VMOVUPS(acc[u], k[u], operand.Mem{Base: m, Index: j, Scale: 4, Disp: 64 * u})
+	}
+	g.ADDQ(operand.U8(16*quantChunks), j)
+	g.CMPQ(j, n)
+	g.JL(operand.LabelRef(colLoop))
 	g.VZEROUPPER()
 	g.RET()
 }

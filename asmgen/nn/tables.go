@@ -100,6 +100,7 @@ func genTables(g *gen) {
 	for _, v := range []float32{s8Clamp, -s8Clamp, 255} { // after the older constants: their offsets stay
 		t.f32(v)
 	}
+	t.u32(0x7fffffff) // |x| as a bit mask (absMaxColsAsm)
 	for _, v := range expConstsAVX2() {
 		t.u32x8(v)
 	}

@@ -48,7 +48,7 @@ type int8Layout struct {
 	kU8, kScale, kZP, qPack, qScale, qColSum int
 	vPack, vScale, vInv, vColSum, c32, sT    int
 	sums, maskT, rowScale, rowZP, p, live    int
-	zeros, qRow                              int
+	zeros, qRow, rowHi                       int
 	words                                    int
 }
 
@@ -66,7 +66,7 @@ func newInt8Layout(seqK, hd int) int8Layout {
 	l.c32 = take(4 * max(seqK*int8Chunk, int8Chunk*l.npd))
 	l.sT, l.sums, l.maskT = take(4*seqK*attnRows), take(4*attnRows), take(4*seqK*attnRows)
 	l.rowScale, l.rowZP, l.p, l.live = take(4*int8Chunk), take(4*int8Chunk), take(int8Chunk*l.kpv), take(seqK)
-	l.zeros, l.qRow = take(4*l.npd), take(l.kp)
+	l.zeros, l.qRow, l.rowHi = take(4*l.npd), take(l.kp), take(4*int8Chunk)
 	l.words = next
 	return l
 }
@@ -88,6 +88,7 @@ type int8Worker struct {
 	maskT              []float32
 	zeros              []float32 // a value row of zeros, for the keys past the last
 	rowScale           []float32
+	rowHi              []float32 // the query rows' maxima (packQueries)
 	sums               *[attnRows]float32
 	kZP, qColSum       []int32
 	vColSum, c32       []int32
@@ -125,7 +126,7 @@ func (w *int8Worker) carve(s []float32, l int8Layout, seqK int) {
 		vPack: scratchView[int8](s, l.vPack, kpv*l.npd), vScale: scratchView[float32](s, l.vScale, l.npd), vInv: scratchView[float32](s, l.vInv, l.npd), vColSum: scratchView[int32](s, l.vColSum, l.npd),
 		c32: scratchView[int32](s, l.c32, max(seqK*int8Chunk, int8Chunk*l.npd)),
 		sT:  scratchView[float32](s, l.sT, seqK*attnRows), sums: (*[attnRows]float32)(s[l.sums:]), maskT: scratchView[float32](s, l.maskT, seqK*attnRows), zeros: scratchView[float32](s, l.zeros, l.npd),
-		rowScale: scratchView[float32](s, l.rowScale, int8Chunk), rowZP: scratchView[int32](s, l.rowZP, int8Chunk),
+		rowScale: scratchView[float32](s, l.rowScale, int8Chunk), rowHi: scratchView[float32](s, l.rowHi, int8Chunk), rowZP: scratchView[int32](s, l.rowZP, int8Chunk),
 		p: scratchView[uint8](s, l.p, int8Chunk*kpv), qRow: scratchView[uint8](s, l.qRow, l.kp), live: scratchView[bool](s, l.live, seqK),
 		kp: l.kp, kpv: kpv, npd: l.npd, keys: seqK,
 	}
@@ -361,9 +362,12 @@ func packQueries(kern *kernels, w *int8Worker, q []float32, stride, rows, hd int
 	words := unsafe.Slice((*uint32)(unsafe.Pointer(&w.qPack[0])), len(w.qPack)/4)
 	groups := w.kp / 4 // K groups of 4
 	row8 := w.qRow[:w.kp]
+	// Every row's extremes first, in one kernel call: the minima in
+	// qScale, the maxima in rowHi.
+	kern.minMaxRows(q, stride, rows, hd, w.qScale, w.rowHi)
 	for i := range rows {
 		row := q[i*stride : i*stride+hd]
-		s := symScale(absMaxOf(kern, row))
+		s := symScale(max(-w.qScale[i], w.rowHi[i]))
 		w.qScale[i] = s
 		quantizeU8(kern, row8, w.kp, row, hd, 1, hd, 1/s, 128) // K padding: 128, the code of 0
 		strip := words[(i/qgemm.NBlock)*groups*qgemm.NBlock:][:groups*qgemm.NBlock]
@@ -387,16 +391,6 @@ func packQueries(kern *kernels, w *int8Worker, q []float32, stride, rows, hd int
 	}
 }
 
-// absMaxOf is the largest |x| of xs, NaNs ignored, from the vectorised
-// minMax (lo = min(0, min x), hi = max(0, max x)): max(-lo, hi).
-func absMaxOf(kern *kernels, xs []float32) float32 {
-	if len(xs) == 0 {
-		return 0
-	}
-	lo, hi := kern.minMax(xs)
-	return max(-lo, hi)
-}
-
 // abs32 is |x| (NaN stays NaN).
 func abs32(x float32) float32 {
 	return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
@@ -414,15 +408,17 @@ func packValues(kern *kernels, w *int8Worker, v []float32, stride, hd int) {
 	}
 	m := w.vInv[:hd] // the channel maxima first, then their inverses' scales
 	clear(m)
-	for j := range sk {
+	for j := 0; j < sk; {
 		if !w.live[j] && anyLive {
+			j++
 			continue
 		}
-		for c, x := range v[j*stride : j*stride+hd] {
-			if a := abs32(x); a > m[c] {
-				m[c] = a
-			}
+		run := 1 // live keys from j on (every key when none is live)
+		for j+run < sk && (w.live[j+run] || !anyLive) {
+			run++
 		}
+		kern.absMaxCols(m, v[j*stride:], stride, run, hd)
+		j += run
 	}
 	for c := range hd {
 		w.vScale[c] = symScale(m[c])

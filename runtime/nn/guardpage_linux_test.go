@@ -53,6 +53,9 @@ func TestKernelsAtPageEnd(t *testing.T) {
 			impl.lnNormalizeDual(y, q, row, 0.5, 2, ln, row, row, 30, 128)
 			impl.quantize(q, n, row, n, 1, n, 30, 128)
 			impl.minMax(row)
+			lo, hi := make([]float32, lnGroup), make([]float32, lnGroup)
+			impl.minMaxRows(x, stride, lnGroup, n, lo, hi)
+			impl.absMaxCols(y, x, stride, lnGroup, n)
 			release()
 		}
 	}

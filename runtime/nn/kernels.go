@@ -55,6 +55,13 @@ type kernels struct {
 	quantize func(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zp int32)
 	// minMax returns min(0, min x) and max(0, max x), NaNs ignored.
 	minMax func(x []float32) (lo, hi float32)
+	// minMaxRows is minMax on rows rows of cols values (row i at
+	// x[i*stride]), into lo[i] and hi[i]: one call for a head's keys or
+	// queries (see minMaxRowsGo).
+	minMaxRows func(x []float32, stride, rows, cols int, lo, hi []float32)
+	// absMaxCols raises m[c] to |x| of every row (see absMaxColsGo): the
+	// per-channel maxima of INT8 attention's values.
+	absMaxCols func(m, x []float32, stride, rows, cols int)
 
 	// packValues4 quantises and packs four keys' value rows for INT8
 	// attention's P·V operand (see packValues4Go).
@@ -84,6 +91,8 @@ func goKernels() *kernels {
 		lnNormalizeDual: lnNormalizeDualGo,
 		quantize:        quantizeGo,
 		minMax:          minMaxGo,
+		minMaxRows:      minMaxRowsWith(minMaxGo),
+		absMaxCols:      absMaxColsGo,
 		packValues4:     packValues4Go,
 		attnProbs:       probsGo,
 		gelu:            geluGo,

@@ -48,6 +48,8 @@ func asmKernels() *kernels {
 		lnNormalizeDual: lnNormalizeDualAVX512, // layernorm_dual_amd64.go
 		quantize:        quantizeAVX512,
 		minMax:          minMaxAVX512,
+		minMaxRows:      minMaxRowsAVX512,
+		absMaxCols:      absMaxColsAVX512,
 		packValues4:     packValues4AVX2, // AVX2 (every AVX-512 CPU has it): no AVX-512 form yet
 		attnProbs:       probsAVX2,       // likewise
 		gelu:            geluAVX512,
@@ -229,6 +231,30 @@ func minMaxAVX512(x []float32) (lo, hi float32) {
 		return 0, 0
 	}
 	return minMaxAsm(ptr(x), len(x))
+}
+
+func minMaxRowsAVX512(x []float32, stride, rows, cols int, lo, hi []float32) {
+	if rows <= 0 {
+		return
+	}
+	if cols <= 0 {
+		clear(lo[:rows])
+		clear(hi[:rows])
+		return
+	}
+	need("minMax rows", x, rows, stride, cols)
+	need("row minima", lo, 1, 0, rows)
+	need("row maxima", hi, 1, 0, rows)
+	minMaxRowsAsm(ptr(x), stride, rows, cols, ptr(lo), ptr(hi))
+}
+
+func absMaxColsAVX512(m, x []float32, stride, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	need("channel maxima", m, 1, 0, cols)
+	need("absMax rows", x, rows, stride, cols)
+	absMaxColsAsm(ptr(m), ptr(x), stride, rows, cols)
 }
 
 func geluAVX512(dst, src []float32) {

@@ -26,6 +26,7 @@ DATA nnConsts<>+76(SB)/4, $0x000000ff
 DATA nnConsts<>+80(SB)/4, $0x42fe0000
 DATA nnConsts<>+84(SB)/4, $0xc2fe0000
 DATA nnConsts<>+88(SB)/4, $0x437f0000
+DATA nnConsts<>+92(SB)/4, $0x7fffffff
 DATA nnConsts<>+96(SB)/4, $0x0000007f
 DATA nnConsts<>+100(SB)/4, $0x0000007f
 DATA nnConsts<>+104(SB)/4, $0x0000007f
@@ -5250,16 +5251,158 @@ mm_loop_179:
 	VMINPS        X2, X0, X0
 	VPSHUFD       $0x01, X0, X2
 	VMINPS        X2, X0, X0
+	VEXTRACTF32X8 $0x01, Z1, Y2
+	VMAXPS        Y2, Y1, Y2
+	VEXTRACTF128  $0x01, Y2, X1
+	VMAXPS        X1, X2, X1
+	VMOVHLPS      X1, X1, X2
+	VMAXPS        X2, X1, X1
+	VPSHUFD       $0x01, X1, X2
+	VMAXPS        X2, X1, X1
 	MOVSS         X0, lo+16(FP)
-	VEXTRACTF32X8 $0x01, Z1, Y0
-	VMAXPS        Y0, Y1, Y0
-	VEXTRACTF128  $0x01, Y0, X1
-	VMAXPS        X1, X0, X1
-	VMOVHLPS      X1, X1, X0
-	VMAXPS        X0, X1, X1
-	VPSHUFD       $0x01, X1, X0
-	VMAXPS        X0, X1, X1
 	MOVSS         X1, hi+20(FP)
+	VZEROUPPER
+	RET
+
+// func minMaxRowsAsm(x *float32, stride int, rows int, n int, lo *float32, hi *float32)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV, MMX+
+TEXT ·minMaxRowsAsm(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ stride+8(FP), CX
+	MOVQ rows+16(FP), DX
+	MOVQ n+24(FP), BX
+	MOVQ lo+32(FP), SI
+	MOVQ hi+40(FP), DI
+	SHLQ $0x02, CX
+
+mmr_row_180:
+	LEAQ   (AX)(CX*1), R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	XORQ   R9, R9
+
+mm_loop_181:
+	MOVQ          BX, R10
+	SUBQ          R9, R10
+	MOVQ          $0x00000040, R11
+	CMPQ          R10, R11
+	CMOVQLT       R10, R11
+	LEAQ          nnColMasks<>+0(SB), R10
+	MOVQ          (R10)(R11*8), R10
+	KMOVQ         R10, K1
+	PREFETCHT0    (R8)(R9*4)
+	VMOVUPS.Z     (AX)(R9*4), K1, Z8
+	VMINPS        Z0, Z8, Z0
+	VMAXPS        Z1, Z8, Z1
+	KSHIFTRQ      $0x10, K1, K2
+	PREFETCHT0    64(R8)(R9*4)
+	VMOVUPS.Z     64(AX)(R9*4), K2, Z8
+	VMINPS        Z2, Z8, Z2
+	VMAXPS        Z3, Z8, Z3
+	KSHIFTRQ      $0x20, K1, K2
+	PREFETCHT0    128(R8)(R9*4)
+	VMOVUPS.Z     128(AX)(R9*4), K2, Z8
+	VMINPS        Z4, Z8, Z4
+	VMAXPS        Z5, Z8, Z5
+	KSHIFTRQ      $0x30, K1, K1
+	PREFETCHT0    192(R8)(R9*4)
+	VMOVUPS.Z     192(AX)(R9*4), K1, Z8
+	VMINPS        Z6, Z8, Z6
+	VMAXPS        Z7, Z8, Z7
+	ADDQ          $0x40, R9
+	CMPQ          R9, BX
+	JL            mm_loop_181
+	VMINPS        Z2, Z0, Z0
+	VMAXPS        Z3, Z1, Z1
+	VMINPS        Z4, Z0, Z0
+	VMAXPS        Z5, Z1, Z1
+	VMINPS        Z6, Z0, Z0
+	VMAXPS        Z7, Z1, Z1
+	VEXTRACTF32X8 $0x01, Z0, Y2
+	VMINPS        Y2, Y0, Y2
+	VEXTRACTF128  $0x01, Y2, X0
+	VMINPS        X0, X2, X0
+	VMOVHLPS      X0, X0, X2
+	VMINPS        X2, X0, X0
+	VPSHUFD       $0x01, X0, X2
+	VMINPS        X2, X0, X0
+	VEXTRACTF32X8 $0x01, Z1, Y2
+	VMAXPS        Y2, Y1, Y2
+	VEXTRACTF128  $0x01, Y2, X1
+	VMAXPS        X1, X2, X1
+	VMOVHLPS      X1, X1, X2
+	VMAXPS        X2, X1, X1
+	VPSHUFD       $0x01, X1, X2
+	VMAXPS        X2, X1, X1
+	VMOVSS        X0, (SI)
+	VMOVSS        X1, (DI)
+	ADDQ          $0x04, SI
+	ADDQ          $0x04, DI
+	MOVQ          R8, AX
+	DECQ          DX
+	JNZ           mmr_row_180
+	VZEROUPPER
+	RET
+
+// func absMaxColsAsm(m *float32, x *float32, stride int, rows int, n int)
+// Requires: AVX, AVX512BW, AVX512F, CMOV
+TEXT ·absMaxColsAsm(SB), NOSPLIT, $0-40
+	MOVQ m+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ stride+16(FP), DX
+	MOVQ rows+24(FP), BX
+	MOVQ n+32(FP), SI
+	SHLQ $0x02, DX
+	XORQ DI, DI
+
+amc_col_182:
+	MOVQ      SI, R8
+	SUBQ      DI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	LEAQ      nnColMasks<>+0(SB), R8
+	MOVQ      (R8)(R9*8), R8
+	KMOVQ     R8, K1
+	VMOVUPS.Z (AX)(DI*4), K1, Z0
+	KSHIFTRQ  $0x10, K1, K2
+	VMOVUPS.Z 64(AX)(DI*4), K2, Z1
+	KSHIFTRQ  $0x20, K1, K3
+	VMOVUPS.Z 128(AX)(DI*4), K3, Z2
+	KSHIFTRQ  $0x30, K1, K4
+	VMOVUPS.Z 192(AX)(DI*4), K4, Z3
+	MOVQ      CX, R8
+	MOVQ      BX, R9
+
+amc_row_183:
+	VMOVUPS.Z   (R8)(DI*4), K1, Z4
+	VPANDD.BCST nnConsts<>+92(SB), Z4, Z4
+	VMAXPS      Z0, Z4, Z0
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z4
+	VPANDD.BCST nnConsts<>+92(SB), Z4, Z4
+	VMAXPS      Z1, Z4, Z1
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z4
+	VPANDD.BCST nnConsts<>+92(SB), Z4, Z4
+	VMAXPS      Z2, Z4, Z2
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z4
+	VPANDD.BCST nnConsts<>+92(SB), Z4, Z4
+	VMAXPS      Z3, Z4, Z3
+	ADDQ        DX, R8
+	DECQ        R9
+	JNZ         amc_row_183
+	VMOVUPS     Z0, K1, (AX)(DI*4)
+	VMOVUPS     Z1, K2, 64(AX)(DI*4)
+	VMOVUPS     Z2, K3, 128(AX)(DI*4)
+	VMOVUPS     Z3, K4, 192(AX)(DI*4)
+	ADDQ        $0x40, DI
+	CMPQ        DI, SI
+	JL          amc_col_182
 	VZEROUPPER
 	RET
 
@@ -5475,7 +5618,7 @@ TEXT ·geluAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_180:
+gelu_loop_184:
 	MOVQ        DX, SI
 	SUBQ        BX, SI
 	MOVQ        $0x00000030, DI
@@ -5548,7 +5691,7 @@ gelu_loop_180:
 	VMOVUPS     Z9, K3, 128(AX)(BX*4)
 	ADDQ        $0x30, BX
 	CMPQ        BX, DX
-	JL          gelu_loop_180
+	JL          gelu_loop_184
 	VZEROUPPER
 	RET
 
@@ -5567,7 +5710,7 @@ TEXT ·geluTanhAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+704(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_181:
+gelu_loop_185:
 	MOVQ        DX, SI
 	SUBQ        BX, SI
 	MOVQ        $0x00000030, DI
@@ -5640,7 +5783,7 @@ gelu_loop_181:
 	VMOVUPS     Z9, K3, 128(AX)(BX*4)
 	ADDQ        $0x30, BX
 	CMPQ        BX, DX
-	JL          gelu_loop_181
+	JL          gelu_loop_185
 	VZEROUPPER
 	RET
 
@@ -5656,7 +5799,7 @@ TEXT ·geluAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_182:
+gelu2_loop_186:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -5693,7 +5836,7 @@ gelu2_loop_182:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_182
+	JL          gelu2_loop_186
 	VZEROUPPER
 	RET
 
@@ -5709,7 +5852,7 @@ TEXT ·geluTanhAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_183:
+gelu2_loop_187:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -5746,7 +5889,7 @@ gelu2_loop_183:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_183
+	JL          gelu2_loop_187
 	VZEROUPPER
 	RET
 
@@ -5761,9 +5904,9 @@ TEXT ·attnScoresAVX2Asm(SB), NOSPLIT, $0-48
 	LEAQ (DX)(DX*4), SI
 	MOVQ sk+32(FP), DI
 
-sc2x_main_184:
+sc2x_main_188:
 	CMPQ  DI, $0x06
-	JL    sc2x_tail_185
+	JL    sc2x_tail_189
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -5780,7 +5923,7 @@ sc2x_main_184:
 	MOVQ  qT+8(FP), R9
 	MOVQ  d+40(FP), R10
 
-sc2x_c_186:
+sc2x_c_190:
 	VMOVUPS      (R9), Y12
 	VMOVUPS      32(R9), Y13
 	VBROADCASTSS (R8), Y14
@@ -5816,7 +5959,7 @@ sc2x_c_186:
 	ADDQ         $0x04, R8
 	ADDQ         $0x40, R9
 	DECQ         R10
-	JNZ          sc2x_c_186
+	JNZ          sc2x_c_190
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -5833,11 +5976,11 @@ sc2x_c_186:
 	LEAQ         (CX)(DX*4), CX
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x06, DI
-	JMP          sc2x_main_184
+	JMP          sc2x_main_188
 
-sc2x_tail_185:
+sc2x_tail_189:
 	CMPQ  DI, $0x04
-	JL    sc2x_skip_187
+	JL    sc2x_skip_191
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -5850,7 +5993,7 @@ sc2x_tail_185:
 	MOVQ  qT+8(FP), R8
 	MOVQ  d+40(FP), R9
 
-sc2x_c_188:
+sc2x_c_192:
 	VMOVUPS      (R8), Y8
 	VMOVUPS      32(R8), Y9
 	VBROADCASTSS (SI), Y10
@@ -5876,7 +6019,7 @@ sc2x_c_188:
 	ADDQ         $0x04, SI
 	ADDQ         $0x40, R8
 	DECQ         R9
-	JNZ          sc2x_c_188
+	JNZ          sc2x_c_192
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -5889,9 +6032,9 @@ sc2x_c_188:
 	LEAQ         (CX)(DX*4), CX
 	SUBQ         $0x04, DI
 
-sc2x_skip_187:
+sc2x_skip_191:
 	CMPQ  DI, $0x02
-	JL    sc2x_skip_189
+	JL    sc2x_skip_193
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -5900,7 +6043,7 @@ sc2x_skip_187:
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_190:
+sc2x_c_194:
 	VMOVUPS      (SI), Y4
 	VMOVUPS      32(SI), Y5
 	VBROADCASTSS (BX), Y6
@@ -5916,7 +6059,7 @@ sc2x_c_190:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_190
+	JNZ          sc2x_c_194
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -5925,16 +6068,16 @@ sc2x_c_190:
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x02, DI
 
-sc2x_skip_189:
+sc2x_skip_193:
 	CMPQ  DI, $0x01
-	JL    sc2x_skip_191
+	JL    sc2x_skip_195
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, BX
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_192:
+sc2x_c_196:
 	VMOVUPS      (SI), Y2
 	VMOVUPS      32(SI), Y3
 	VBROADCASTSS (BX), Y4
@@ -5945,14 +6088,14 @@ sc2x_c_192:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_192
+	JNZ          sc2x_c_196
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, AX
 	LEAQ         (CX)(DX*1), CX
 	SUBQ         $0x01, DI
 
-sc2x_skip_191:
+sc2x_skip_195:
 	VZEROUPPER
 	RET
 
@@ -5961,12 +6104,12 @@ sc2x_skip_191:
 TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sm2x_empty_193
+	JZ           sm2x_empty_197
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sm2x_mode1_194
+	JEQ          sm2x_mode1_198
 	CMPQ         AX, $0x02
-	JEQ          sm2x_mode2_195
+	JEQ          sm2x_mode2_199
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -5979,9 +6122,9 @@ TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(DX)
 	DECQ         BX
-	JZ           sm2x_pass2_196
+	JZ           sm2x_pass2_200
 
-sm2x_max_197:
+sm2x_max_201:
 	ADDQ    $0x40, DX
 	VMOVUPS (DX), Y3
 	VMULPS  Y0, Y3, Y3
@@ -5992,15 +6135,15 @@ sm2x_max_197:
 	VMOVUPS Y3, 32(DX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    BX
-	JNZ     sm2x_max_197
+	JNZ     sm2x_max_201
 
-sm2x_pass2_196:
+sm2x_pass2_200:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, DX
 	MOVQ  AX, BX
 
-sm2x_exp_198:
+sm2x_exp_202:
 	VMOVUPS   (DX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+128(SB), Y4, Y5
@@ -6081,14 +6224,14 @@ sm2x_exp_198:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, DX
 	DECQ      BX
-	JNZ       sm2x_exp_198
+	JNZ       sm2x_exp_202
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode1_194:
+sm2x_mode1_198:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6106,9 +6249,9 @@ sm2x_mode1_194:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_199
+	JZ           sm2x_pass2_203
 
-sm2x_max_200:
+sm2x_max_204:
 	ADDQ         $0x40, BX
 	ADDQ         $0x04, DX
 	VMOVUPS      (BX), Y3
@@ -6124,15 +6267,15 @@ sm2x_max_200:
 	VMOVUPS      Y3, 32(BX)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         SI
-	JNZ          sm2x_max_200
+	JNZ          sm2x_max_204
 
-sm2x_pass2_199:
+sm2x_pass2_203:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_201:
+sm2x_exp_205:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+128(SB), Y4, Y5
@@ -6213,14 +6356,14 @@ sm2x_exp_201:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_201
+	JNZ       sm2x_exp_205
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode2_195:
+sm2x_mode2_199:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6236,9 +6379,9 @@ sm2x_mode2_195:
 	VADDPS       32(DX), Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_202
+	JZ           sm2x_pass2_206
 
-sm2x_max_203:
+sm2x_max_207:
 	ADDQ    $0x40, BX
 	ADDQ    $0x40, DX
 	VMOVUPS (BX), Y3
@@ -6252,15 +6395,15 @@ sm2x_max_203:
 	VMOVUPS Y3, 32(BX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    SI
-	JNZ     sm2x_max_203
+	JNZ     sm2x_max_207
 
-sm2x_pass2_202:
+sm2x_pass2_206:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_204:
+sm2x_exp_208:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+128(SB), Y4, Y5
@@ -6341,14 +6484,14 @@ sm2x_exp_204:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_204
+	JNZ       sm2x_exp_208
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_empty_193:
+sm2x_empty_197:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -6364,15 +6507,15 @@ TEXT ·attnPVAVX2Asm(SB), NOSPLIT, $0-72
 	MOVQ  v+32(FP), CX
 	MOVQ  d+56(FP), DX
 
-pv2x_cols_205:
+pv2x_cols_209:
 	CMPQ DX, $0x10
-	JL   pv2x_coltail_206
+	JL   pv2x_coltail_210
 	MOVQ rows+16(FP), SI
 	XORQ BX, BX
 
-pv2x_rows_main_208:
+pv2x_rows_main_212:
 	CMPQ  SI, $0x04
-	JL    pv2x_rows_tail_209
+	JL    pv2x_rows_tail_213
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -6388,15 +6531,15 @@ pv2x_rows_main_208:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_210
+	JZ    pv2x_divide_214
 
-pv2x_j_211:
+pv2x_j_215:
 	VMOVUPS      (R8), Y9
 	VMOVUPS      32(R8), Y10
 	VCMPPS       $0x04, (DI), X0, X11
 	VMOVMSKPS    X11, R11
 	CMPL         R11, $0x0f
-	JNE          pv2x_zero_212
+	JNE          pv2x_zero_216
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
@@ -6417,52 +6560,52 @@ pv2x_j_211:
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
-	JMP          pv2x_next_213
+	JMP          pv2x_next_217
 
-pv2x_zero_212:
+pv2x_zero_216:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_214
+	JCC          pv2x_skip_218
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y2, Y2
 
-pv2x_skip_214:
+pv2x_skip_218:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_215
+	JCC          pv2x_skip_219
 	VBROADCASTSS 4(DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y3, Y3
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y4, Y4
 
-pv2x_skip_215:
+pv2x_skip_219:
 	BTL          $0x02, R11
-	JCC          pv2x_skip_216
+	JCC          pv2x_skip_220
 	VBROADCASTSS 8(DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y5, Y5
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y6, Y6
 
-pv2x_skip_216:
+pv2x_skip_220:
 	BTL          $0x03, R11
-	JCC          pv2x_skip_217
+	JCC          pv2x_skip_221
 	VBROADCASTSS 12(DI), Y11
 	VMULPS       Y9, Y11, Y9
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
 
-pv2x_skip_217:
-pv2x_next_213:
+pv2x_skip_221:
+pv2x_next_217:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_211
+	JNZ  pv2x_j_215
 
-pv2x_divide_210:
+pv2x_divide_214:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -6495,11 +6638,11 @@ pv2x_divide_210:
 	VMOVUPS      Y8, 32(R8)
 	ADDQ         $0x04, BX
 	SUBQ         $0x04, SI
-	JMP          pv2x_rows_main_208
+	JMP          pv2x_rows_main_212
 
-pv2x_rows_tail_209:
+pv2x_rows_tail_213:
 	CMPQ  SI, $0x02
-	JL    pv2x_rows_skip_218
+	JL    pv2x_rows_skip_222
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -6511,16 +6654,16 @@ pv2x_rows_tail_209:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_219
+	JZ    pv2x_divide_223
 
-pv2x_j_220:
+pv2x_j_224:
 	VMOVUPS      (R8), Y5
 	VMOVUPS      32(R8), Y6
 	VMOVQ        (DI), X7
 	VCMPPS       $0x04, X7, X0, X7
 	VMOVMSKPS    X7, R11
 	CMPL         R11, $0x03
-	JNE          pv2x_zero_221
+	JNE          pv2x_zero_225
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
@@ -6531,34 +6674,34 @@ pv2x_j_220:
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_222
+	JMP          pv2x_next_226
 
-pv2x_zero_221:
+pv2x_zero_225:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_223
+	JCC          pv2x_skip_227
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VADDPS       Y7, Y2, Y2
 
-pv2x_skip_223:
+pv2x_skip_227:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_224
+	JCC          pv2x_skip_228
 	VBROADCASTSS 4(DI), Y7
 	VMULPS       Y5, Y7, Y5
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_224:
-pv2x_next_222:
+pv2x_skip_228:
+pv2x_next_226:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_220
+	JNZ  pv2x_j_224
 
-pv2x_divide_219:
+pv2x_divide_223:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -6580,9 +6723,9 @@ pv2x_divide_219:
 	ADDQ         $0x02, BX
 	SUBQ         $0x02, SI
 
-pv2x_rows_skip_218:
+pv2x_rows_skip_222:
 	CMPQ  SI, $0x01
-	JL    pv2x_rows_skip_225
+	JL    pv2x_rows_skip_229
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R9
@@ -6592,40 +6735,40 @@ pv2x_rows_skip_218:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_226
+	JZ    pv2x_divide_230
 
-pv2x_j_227:
+pv2x_j_231:
 	VMOVUPS      (R8), Y3
 	VMOVUPS      32(R8), Y4
 	VMOVSS       (DI), X5
 	VCMPPS       $0x04, X5, X0, X5
 	VMOVMSKPS    X5, R11
 	CMPL         R11, $0x01
-	JNE          pv2x_zero_228
+	JNE          pv2x_zero_232
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_229
+	JMP          pv2x_next_233
 
-pv2x_zero_228:
+pv2x_zero_232:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_230
+	JCC          pv2x_skip_234
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_230:
-pv2x_next_229:
+pv2x_skip_234:
+pv2x_next_233:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_227
+	JNZ  pv2x_j_231
 
-pv2x_divide_226:
+pv2x_divide_230:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -6641,21 +6784,21 @@ pv2x_divide_226:
 	ADDQ         $0x01, BX
 	SUBQ         $0x01, SI
 
-pv2x_rows_skip_225:
+pv2x_rows_skip_229:
 	ADDQ $0x00000040, AX
 	ADDQ $0x00000040, CX
 	SUBQ $0x10, DX
-	JMP  pv2x_cols_205
+	JMP  pv2x_cols_209
 
-pv2x_coltail_206:
+pv2x_coltail_210:
 	TESTQ DX, DX
-	JZ    pv2x_done_207
+	JZ    pv2x_done_211
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv2x_rows_main_231:
+pv2x_rows_main_235:
 	CMPQ  BX, $0x04
-	JL    pv2x_rows_tail_232
+	JL    pv2x_rows_tail_236
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -6667,14 +6810,14 @@ pv2x_rows_main_231:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_233
+	JZ    pv2x_divide_237
 
-pv2x_j_234:
+pv2x_j_238:
 	VMOVUPS      (DI), Y5
 	VCMPPS       $0x04, (SI), X0, X6
 	VMOVMSKPS    X6, R10
 	CMPL         R10, $0x0f
-	JNE          pv2x_zero_235
+	JNE          pv2x_zero_239
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
@@ -6687,44 +6830,44 @@ pv2x_j_234:
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_236
+	JMP          pv2x_next_240
 
-pv2x_zero_235:
+pv2x_zero_239:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_237
+	JCC          pv2x_skip_241
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
 
-pv2x_skip_237:
+pv2x_skip_241:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_238
+	JCC          pv2x_skip_242
 	VBROADCASTSS 4(SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y2, Y2
 
-pv2x_skip_238:
+pv2x_skip_242:
 	BTL          $0x02, R10
-	JCC          pv2x_skip_239
+	JCC          pv2x_skip_243
 	VBROADCASTSS 8(SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y3, Y3
 
-pv2x_skip_239:
+pv2x_skip_243:
 	BTL          $0x03, R10
-	JCC          pv2x_skip_240
+	JCC          pv2x_skip_244
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_240:
-pv2x_next_236:
+pv2x_skip_244:
+pv2x_next_240:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_234
+	JNZ  pv2x_j_238
 
-pv2x_divide_233:
+pv2x_divide_237:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -6749,11 +6892,11 @@ pv2x_divide_233:
 	VMOVUPS      Y4, (DI)
 	ADDQ         $0x04, DX
 	SUBQ         $0x04, BX
-	JMP          pv2x_rows_main_231
+	JMP          pv2x_rows_main_235
 
-pv2x_rows_tail_232:
+pv2x_rows_tail_236:
 	CMPQ  BX, $0x02
-	JL    pv2x_rows_skip_241
+	JL    pv2x_rows_skip_245
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R8
@@ -6763,45 +6906,45 @@ pv2x_rows_tail_232:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_242
+	JZ    pv2x_divide_246
 
-pv2x_j_243:
+pv2x_j_247:
 	VMOVUPS      (DI), Y3
 	VMOVQ        (SI), X4
 	VCMPPS       $0x04, X4, X0, X4
 	VMOVMSKPS    X4, R10
 	CMPL         R10, $0x03
-	JNE          pv2x_zero_244
+	JNE          pv2x_zero_248
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_245
+	JMP          pv2x_next_249
 
-pv2x_zero_244:
+pv2x_zero_248:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_246
+	JCC          pv2x_skip_250
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 
-pv2x_skip_246:
+pv2x_skip_250:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_247
+	JCC          pv2x_skip_251
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_247:
-pv2x_next_245:
+pv2x_skip_251:
+pv2x_next_249:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_243
+	JNZ  pv2x_j_247
 
-pv2x_divide_242:
+pv2x_divide_246:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -6819,9 +6962,9 @@ pv2x_divide_242:
 	ADDQ         $0x02, DX
 	SUBQ         $0x02, BX
 
-pv2x_rows_skip_241:
+pv2x_rows_skip_245:
 	CMPQ  BX, $0x01
-	JL    pv2x_rows_skip_248
+	JL    pv2x_rows_skip_252
 	VPXOR Y1, Y1, Y1
 	MOVQ  sk+48(FP), DI
 	MOVQ  p+24(FP), SI
@@ -6829,35 +6972,35 @@ pv2x_rows_skip_241:
 	MOVQ  vStride+40(FP), R8
 	SHLQ  $0x02, R8
 	TESTQ DI, DI
-	JZ    pv2x_divide_249
+	JZ    pv2x_divide_253
 
-pv2x_j_250:
+pv2x_j_254:
 	VMOVUPS      (CX), Y2
 	VMOVSS       (SI), X3
 	VCMPPS       $0x04, X3, X0, X3
 	VMOVMSKPS    X3, R9
 	CMPL         R9, $0x01
-	JNE          pv2x_zero_251
+	JNE          pv2x_zero_255
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
-	JMP          pv2x_next_252
+	JMP          pv2x_next_256
 
-pv2x_zero_251:
+pv2x_zero_255:
 	BTL          $0x00, R9
-	JCC          pv2x_skip_253
+	JCC          pv2x_skip_257
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
 
-pv2x_skip_253:
-pv2x_next_252:
+pv2x_skip_257:
+pv2x_next_256:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv2x_j_250
+	JNZ  pv2x_j_254
 
-pv2x_divide_249:
+pv2x_divide_253:
 	MOVQ         sums+64(FP), CX
 	MOVQ         outStride+8(FP), DI
 	SHLQ         $0x02, DI
@@ -6871,8 +7014,8 @@ pv2x_divide_249:
 	ADDQ         $0x01, DX
 	SUBQ         $0x01, BX
 
-pv2x_rows_skip_248:
-pv2x_done_207:
+pv2x_rows_skip_252:
+pv2x_done_211:
 	VZEROUPPER
 	RET
 
@@ -6916,9 +7059,9 @@ TEXT ·lnStats16AVX2Asm(SB), NOSPLIT, $0-56
 	MOVQ  x+0(FP), BX
 	MOVQ  n+16(FP), SI
 
-lns2_cols_254:
+lns2_cols_258:
 	CMPQ         SI, $0x08
-	JL           lns2_tail_255
+	JL           lns2_tail_259
 	VMOVUPS      (BX), Y4
 	VMOVUPS      (BX)(AX*1), Y5
 	VMOVUPS      (BX)(AX*2), Y6
@@ -7052,11 +7195,11 @@ lns2_cols_254:
 	VADDPD       Y4, Y3, Y3
 	ADDQ         $0x20, BX
 	SUBQ         $0x08, SI
-	JMP          lns2_cols_254
+	JMP          lns2_cols_258
 
-lns2_tail_255:
+lns2_tail_259:
 	TESTQ        SI, SI
-	JZ           lns2_done_256
+	JZ           lns2_done_260
 	MOVQ         $0x00000008, DI
 	SUBQ         SI, DI
 	LEAQ         nnAVX2Lanes<>+0(SB), R8
@@ -7076,39 +7219,39 @@ lns2_tail_255:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_261
+	JLE          lns2_group_265
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_261
+	JLE          lns2_group_265
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_261
+	JLE          lns2_group_265
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_261
+	JLE          lns2_group_265
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_261
+	JLE          lns2_group_265
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_261
+	JLE          lns2_group_265
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_261
+	JLE          lns2_group_265
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y0, Y0
 
-lns2_group_261:
+lns2_group_265:
 	LEAQ         (BX)(AX*4), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7125,39 +7268,39 @@ lns2_group_261:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_262
+	JLE          lns2_group_266
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_262
+	JLE          lns2_group_266
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_262
+	JLE          lns2_group_266
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_262
+	JLE          lns2_group_266
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_262
+	JLE          lns2_group_266
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_262
+	JLE          lns2_group_266
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_262
+	JLE          lns2_group_266
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y1, Y1
 
-lns2_group_262:
+lns2_group_266:
 	LEAQ         (BX)(AX*8), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7174,39 +7317,39 @@ lns2_group_262:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_263
+	JLE          lns2_group_267
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_263
+	JLE          lns2_group_267
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_263
+	JLE          lns2_group_267
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_263
+	JLE          lns2_group_267
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_263
+	JLE          lns2_group_267
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_263
+	JLE          lns2_group_267
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_263
+	JLE          lns2_group_267
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y2, Y2
 
-lns2_group_263:
+lns2_group_267:
 	LEAQ         (BX)(CX*4), BX
 	VMASKMOVPS   (BX), Y4, Y5
 	VMASKMOVPS   (BX)(AX*1), Y4, Y6
@@ -7223,40 +7366,40 @@ lns2_group_263:
 	VCVTPS2PD    X7, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_264
+	JLE          lns2_group_268
 	VCVTPS2PD    X6, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_264
+	JLE          lns2_group_268
 	VCVTPS2PD    X8, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_264
+	JLE          lns2_group_268
 	VCVTPS2PD    X4, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_264
+	JLE          lns2_group_268
 	VEXTRACTF128 $0x01, Y7, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_264
+	JLE          lns2_group_268
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_264
+	JLE          lns2_group_268
 	VEXTRACTF128 $0x01, Y8, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_264
+	JLE          lns2_group_268
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
 	VADDPD       Y4, Y3, Y3
 
-lns2_group_264:
-lns2_done_256:
+lns2_group_268:
+lns2_done_260:
 	VBROADCASTSD count+24(FP), Y4
 	VDIVPD       Y4, Y0, Y0
 	VMOVUPD      Y0, (DX)
@@ -7273,9 +7416,9 @@ lns2_done_256:
 	MOVQ         x+0(FP), BX
 	MOVQ         n+16(FP), SI
 
-lns2_cols_265:
+lns2_cols_269:
 	CMPQ         SI, $0x08
-	JL           lns2_tail_266
+	JL           lns2_tail_270
 	VMOVUPS      (BX), Y4
 	VMOVUPS      (BX)(AX*1), Y5
 	VMOVUPS      (BX)(AX*2), Y6
@@ -7473,11 +7616,11 @@ lns2_cols_265:
 	VADDPD       Y4, Y3, Y3
 	ADDQ         $0x20, BX
 	SUBQ         $0x08, SI
-	JMP          lns2_cols_265
+	JMP          lns2_cols_269
 
-lns2_tail_266:
+lns2_tail_270:
 	TESTQ        SI, SI
-	JZ           lns2_done_267
+	JZ           lns2_done_271
 	MOVQ         $0x00000008, DI
 	SUBQ         SI, DI
 	LEAQ         nnAVX2Lanes<>+0(SB), R8
@@ -7499,53 +7642,53 @@ lns2_tail_266:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_272
+	JLE          lns2_group_276
 	VCVTPS2PD    X6, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_272
+	JLE          lns2_group_276
 	VCVTPS2PD    X9, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_272
+	JLE          lns2_group_276
 	VCVTPS2PD    X5, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_272
+	JLE          lns2_group_276
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_272
+	JLE          lns2_group_276
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       (DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_272
+	JLE          lns2_group_276
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       (DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_272
+	JLE          lns2_group_276
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       (DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y0, Y0
 
-lns2_group_272:
+lns2_group_276:
 	LEAQ         (BX)(AX*4), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7564,53 +7707,53 @@ lns2_group_272:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_273
+	JLE          lns2_group_277
 	VCVTPS2PD    X6, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_273
+	JLE          lns2_group_277
 	VCVTPS2PD    X9, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_273
+	JLE          lns2_group_277
 	VCVTPS2PD    X5, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_273
+	JLE          lns2_group_277
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_273
+	JLE          lns2_group_277
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       32(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_273
+	JLE          lns2_group_277
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       32(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_273
+	JLE          lns2_group_277
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       32(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y1, Y1
 
-lns2_group_273:
+lns2_group_277:
 	LEAQ         (BX)(AX*8), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7629,53 +7772,53 @@ lns2_group_273:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_274
+	JLE          lns2_group_278
 	VCVTPS2PD    X6, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_274
+	JLE          lns2_group_278
 	VCVTPS2PD    X9, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_274
+	JLE          lns2_group_278
 	VCVTPS2PD    X5, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_274
+	JLE          lns2_group_278
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_274
+	JLE          lns2_group_278
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       64(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_274
+	JLE          lns2_group_278
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       64(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_274
+	JLE          lns2_group_278
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       64(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y2, Y2
 
-lns2_group_274:
+lns2_group_278:
 	LEAQ         (BX)(CX*4), BX
 	VMASKMOVPS   (BX), Y4, Y5
 	VMASKMOVPS   (BX)(AX*1), Y4, Y6
@@ -7694,54 +7837,54 @@ lns2_group_274:
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_275
+	JLE          lns2_group_279
 	VCVTPS2PD    X6, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_275
+	JLE          lns2_group_279
 	VCVTPS2PD    X8, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_275
+	JLE          lns2_group_279
 	VCVTPS2PD    X4, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_275
+	JLE          lns2_group_279
 	VEXTRACTF128 $0x01, Y7, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_275
+	JLE          lns2_group_279
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_275
+	JLE          lns2_group_279
 	VEXTRACTF128 $0x01, Y8, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_275
+	JLE          lns2_group_279
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
 	VSUBPD       96(DX), Y4, Y4
 	VMULPD       Y4, Y4, Y4
 	VADDPD       Y4, Y3, Y3
 
-lns2_group_275:
-lns2_done_267:
+lns2_group_279:
+lns2_done_271:
 	VBROADCASTSD count+24(FP), Y4
 	VBROADCASTSD eps+32(FP), Y5
 	VBROADCASTSD nnConsts<>+0(SB), Y6
@@ -7774,20 +7917,20 @@ lns2_done_267:
 TEXT ·lnNormAVX2Asm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn2_variant_276
-	CMPQ AX, $0x04
-	JEQ  lnn2_variant_277
-	CMPQ AX, $0x06
-	JEQ  lnn2_variant_278
-	CMPQ AX, $0x03
-	JEQ  lnn2_variant_279
-	CMPQ AX, $0x05
 	JEQ  lnn2_variant_280
-	CMPQ AX, $0x07
+	CMPQ AX, $0x04
 	JEQ  lnn2_variant_281
+	CMPQ AX, $0x06
+	JEQ  lnn2_variant_282
+	CMPQ AX, $0x03
+	JEQ  lnn2_variant_283
+	CMPQ AX, $0x05
+	JEQ  lnn2_variant_284
+	CMPQ AX, $0x07
+	JEQ  lnn2_variant_285
 	RET
 
-lnn2_variant_276:
+lnn2_variant_280:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -7796,7 +7939,7 @@ lnn2_variant_276:
 	MOVQ         y+0(FP), BX
 	XORQ         SI, SI
 
-lnn2_loop_282:
+lnn2_loop_286:
 	VCVTPS2PD  (AX)(SI*4), Y2
 	VSUBPD     Y0, Y2, Y2
 	VMULPD     Y1, Y2, Y2
@@ -7813,11 +7956,11 @@ lnn2_loop_282:
 	VMOVUPS    X2, 16(BX)(SI*4)
 	ADDQ       $0x08, SI
 	CMPQ       SI, DX
-	JL         lnn2_loop_282
+	JL         lnn2_loop_286
 	VZEROUPPER
 	RET
 
-lnn2_variant_277:
+lnn2_variant_281:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -7832,7 +7975,7 @@ lnn2_variant_277:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         SI, SI
 
-lnn2_loop_283:
+lnn2_loop_287:
 	VCVTPS2PD    (AX)(SI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -7857,11 +8000,11 @@ lnn2_loop_283:
 	VMOVQ        X6, (BX)(SI*1)
 	ADDQ         $0x08, SI
 	CMPQ         SI, DX
-	JL           lnn2_loop_283
+	JL           lnn2_loop_287
 	VZEROUPPER
 	RET
 
-lnn2_variant_278:
+lnn2_variant_282:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -7877,7 +8020,7 @@ lnn2_variant_278:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         DI, DI
 
-lnn2_loop_284:
+lnn2_loop_288:
 	VCVTPS2PD    (AX)(DI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -7904,11 +8047,11 @@ lnn2_loop_284:
 	VMOVQ        X6, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_284
+	JL           lnn2_loop_288
 	VZEROUPPER
 	RET
 
-lnn2_variant_279:
+lnn2_variant_283:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -7918,7 +8061,7 @@ lnn2_variant_279:
 	MOVQ         y+0(FP), SI
 	XORQ         DI, DI
 
-lnn2_loop_285:
+lnn2_loop_289:
 	VCVTPS2PD  (AX)(DI*4), Y2
 	VSUBPD     Y0, Y2, Y2
 	VMULPD     Y1, Y2, Y2
@@ -7939,11 +8082,11 @@ lnn2_loop_285:
 	VMOVUPS    X2, 16(SI)(DI*4)
 	ADDQ       $0x08, DI
 	CMPQ       DI, DX
-	JL         lnn2_loop_285
+	JL         lnn2_loop_289
 	VZEROUPPER
 	RET
 
-lnn2_variant_280:
+lnn2_variant_284:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -7959,7 +8102,7 @@ lnn2_variant_280:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         DI, DI
 
-lnn2_loop_286:
+lnn2_loop_290:
 	VCVTPS2PD    (AX)(DI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -7988,11 +8131,11 @@ lnn2_loop_286:
 	VMOVQ        X6, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_286
+	JL           lnn2_loop_290
 	VZEROUPPER
 	RET
 
-lnn2_variant_281:
+lnn2_variant_285:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8009,7 +8152,7 @@ lnn2_variant_281:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R8, R8
 
-lnn2_loop_287:
+lnn2_loop_291:
 	VCVTPS2PD    (AX)(R8*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8040,7 +8183,7 @@ lnn2_loop_287:
 	VMOVQ        X6, (DI)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, DX
-	JL           lnn2_loop_287
+	JL           lnn2_loop_291
 	VZEROUPPER
 	RET
 
@@ -8049,7 +8192,7 @@ lnn2_loop_287:
 TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd2_beta_288
+	JEQ          lnd2_beta_292
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8066,7 +8209,7 @@ TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R8, R8
 
-lnd2_loop_289:
+lnd2_loop_293:
 	VCVTPS2PD    (AX)(R8*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8099,11 +8242,11 @@ lnd2_loop_289:
 	VMOVQ        X6, (BX)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, CX
-	JL           lnd2_loop_289
+	JL           lnd2_loop_293
 	VZEROUPPER
 	RET
 
-lnd2_beta_288:
+lnd2_beta_292:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8122,7 +8265,7 @@ lnd2_beta_288:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R10, R10
 
-lnd2_loop_290:
+lnd2_loop_294:
 	VCVTPS2PD    (AX)(R10*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8163,7 +8306,7 @@ lnd2_loop_290:
 	VMOVQ        X6, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, CX
-	JL           lnd2_loop_290
+	JL           lnd2_loop_294
 	VZEROUPPER
 	RET
 
@@ -8185,14 +8328,14 @@ TEXT ·quantizeU8AVX2Asm(SB), NOSPLIT, $0-56
 	SHLQ         $0x02, SI
 	MOVQ         dstStride+8(FP), DI
 
-q2_row_291:
+q2_row_295:
 	XORQ R8, R8
 
-q2_wide_292:
+q2_wide_296:
 	MOVQ      BX, R9
 	SUBQ      R8, R9
 	CMPQ      R9, $0x20
-	JL        q2_narrow_293
+	JL        q2_narrow_297
 	VMOVUPS   (CX)(R8*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -8223,11 +8366,11 @@ q2_wide_292:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (AX)(R8*1)
 	ADDQ      $0x20, R8
-	JMP       q2_wide_292
+	JMP       q2_wide_296
 
-q2_narrow_293:
+q2_narrow_297:
 	CMPQ         R8, BX
-	JGE          q2_done_294
+	JGE          q2_done_298
 	VMOVUPS      (CX)(R8*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -8239,13 +8382,13 @@ q2_narrow_293:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (AX)(R8*1)
 	ADDQ         $0x08, R8
-	JMP          q2_narrow_293
+	JMP          q2_narrow_297
 
-q2_done_294:
+q2_done_298:
 	ADDQ SI, CX
 	ADDQ DI, AX
 	DECQ DX
-	JNZ  q2_row_291
+	JNZ  q2_row_295
 	VZEROUPPER
 	RET
 
@@ -8264,11 +8407,11 @@ TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
 	VPXOR Y7, Y7, Y7
 	XORQ  DX, DX
 
-mm2_wide_295:
+mm2_wide_299:
 	MOVQ    CX, BX
 	SUBQ    DX, BX
 	CMPQ    BX, $0x20
-	JL      mm2_narrow_296
+	JL      mm2_narrow_300
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -8282,18 +8425,18 @@ mm2_wide_295:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, DX
-	JMP     mm2_wide_295
+	JMP     mm2_wide_299
 
-mm2_narrow_296:
+mm2_narrow_300:
 	CMPQ    DX, CX
-	JGE     mm2_done_297
+	JGE     mm2_done_301
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, DX
-	JMP     mm2_narrow_296
+	JMP     mm2_narrow_300
 
-mm2_done_297:
+mm2_done_301:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -8333,9 +8476,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_298:
+pv4_302:
 	TESTQ     R10, R10
-	JZ        pv4_done_299
+	JZ        pv4_done_303
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -8375,7 +8518,7 @@ pv4_298:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_299
+	JZ        pv4_done_303
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -8416,9 +8559,9 @@ pv4_298:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_298
+	JMP       pv4_302
 
-pv4_done_299:
+pv4_done_303:
 	VZEROUPPER
 	RET
 
@@ -8435,7 +8578,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	VMOVDQU      nnAVX2Lanes<>+64(SB), Y3
 	LEAQ         (CX)(CX*2), SI
 
-probs_300:
+probs_304:
 	VMULPS       (DX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -8559,6 +8702,6 @@ probs_300:
 	ADDQ         $0x08, AX
 	ADDQ         $0x00000200, DX
 	DECQ         BX
-	JNZ          probs_300
+	JNZ          probs_304
 	VZEROUPPER
 	RET

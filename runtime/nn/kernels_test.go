@@ -434,6 +434,44 @@ func TestMinMaxKernel(t *testing.T) {
 	}
 }
 
+// TestMinMaxRowsAbsMaxColsKernels compares the many-row kernels of INT8
+// attention with their Go forms on rows of every partial width and more
+// than one 64-column step, at strides wider than the rows, with specials
+// (NaN, -0, ±Inf) mixed in, into guarded outputs; absMaxCols also starts
+// from nonzero maxima, which it must keep where no |x| exceeds them.
+func TestMinMaxRowsAbsMaxColsKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, impl := range implementations(t) {
+		for _, cols := range widths(63, 64, 65, 100, 129) {
+			for _, rows := range []int{1, 2, 5, 17} {
+				stride := cols + 3
+				x := make([]float32, (rows-1)*stride+cols)
+				fillRandom(r, x, -3, 3, 0.1)
+
+				lo, checkLo := guarded(rows)
+				hi, checkHi := guarded(rows)
+				wlo, whi := make([]float32, rows), make([]float32, rows)
+				impl.minMaxRows(x, stride, rows, cols, lo, hi)
+				checkLo(t, "minMaxRows minima")
+				checkHi(t, "minMaxRows maxima")
+				minMaxRowsWith(minMaxGo)(x, stride, rows, cols, wlo, whi)
+				sameFloats(t, fmt.Sprintf("%s minMaxRows %dx%d minima", impl.name, rows, cols), lo, wlo)
+				sameFloats(t, fmt.Sprintf("%s minMaxRows %dx%d maxima", impl.name, rows, cols), hi, whi)
+
+				m, check := guarded(cols)
+				for c := range m {
+					m[c] = float32(c%3) * 1.25
+				}
+				want := append([]float32(nil), m...)
+				impl.absMaxCols(m, x, stride, rows, cols)
+				check(t, "absMaxCols")
+				absMaxColsGo(want, x, stride, rows, cols)
+				sameFloats(t, fmt.Sprintf("%s absMaxCols %dx%d", impl.name, rows, cols), m, want)
+			}
+		}
+	}
+}
+
 // TestLayerNormQuantizeBounds checks that every implementation of the
 // LayerNorm and quantiser kernels panics on a slice one element too
 // short (the assembly wrappers check bounds before passing pointers), at

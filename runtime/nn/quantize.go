@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/sqc-dev/sqc/runtime/pool"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
@@ -78,6 +79,35 @@ func minMaxGo(row []float32) (lo, hi float32) {
 	return lo, hi
 }
 
+// minMaxRowsWith is kernels.minMaxRows from a kernels.minMax: lo[i], hi[i]
+// = minMax(row i) for i < rows, row i being x[i*stride : i*stride+cols].
+func minMaxRowsWith(minMax func([]float32) (lo, hi float32)) func(x []float32, stride, rows, cols int, lo, hi []float32) {
+	return func(x []float32, stride, rows, cols int, lo, hi []float32) {
+		lo, hi = lo[:rows], hi[:rows]
+		for i := range rows {
+			if cols > 0 {
+				lo[i], hi[i] = minMax(x[i*stride : i*stride+cols])
+			} else {
+				lo[i], hi[i] = 0, 0
+			}
+		}
+	}
+}
+
+// absMaxColsGo is kernels.absMaxCols: for rows i ascending and c < cols,
+// m[c] = |x[i*stride+c]| wherever that is greater than m[c] (so a NaN
+// never replaces m[c]).
+func absMaxColsGo(m, x []float32, stride, rows, cols int) {
+	m = m[:cols]
+	for i := range rows {
+		for c, v := range x[i*stride : i*stride+cols] {
+			if a := abs32(v); a > m[c] {
+				m[c] = a
+			}
+		}
+	}
+}
+
 // rowQuantParams is RowQuantParams from the row's minMax.
 func rowQuantParams(lo, hi float32) (scale float32, zeroPoint int32) {
 	scale = (hi - lo) / 255
@@ -107,13 +137,18 @@ func QuantizeRowsU8(dst []uint8, dstStride int, src []float32, srcStride, rows, 
 }
 
 func quantizeRowsU8(kern *kernels, dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zeroPoints []int32) {
+	if rows <= 0 {
+		return
+	}
+	// Every row's minimum and maximum first, in one kernel call (whose
+	// loads overlap from row to row), into the outputs' own memory: the
+	// minima in scales, the maxima in zeroPoints seen as float32.
+	scales, zeroPoints = scales[:rows], zeroPoints[:rows]
+	los, his := scales, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(zeroPoints))), rows)
+	kern.minMaxRows(src, srcStride, rows, cols, los, his)
 	for i := range rows {
 		row := src[i*srcStride : i*srcStride+cols]
-		var lo, hi float32
-		if cols > 0 {
-			lo, hi = kern.minMax(row)
-		}
-		scale, zp := rowQuantParams(lo, hi)
+		scale, zp := rowQuantParams(los[i], his[i])
 		scales[i], zeroPoints[i] = scale, zp
 		quantizeU8(kern, dst[i*dstStride:(i+1)*dstStride], dstStride, row, cols, 1, cols, 1/scale, zp)
 	}

@@ -68,6 +68,18 @@ func quantizeU8Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows 
 //go:noescape
 func minMaxAsm(x *float32, n int) (lo float32, hi float32)
 
+// minMaxRowsAsm sets lo[i] = min(0, min row i) and hi[i] = max(0, max row i), NaNs ignored, for
+// i < rows, row i being x[i*stride : i*stride+n] (rows, n >= 1).
+//
+//go:noescape
+func minMaxRowsAsm(x *float32, stride int, rows int, n int, lo *float32, hi *float32)
+
+// absMaxColsAsm sets m[c] = |x[i*stride+c]| wherever that is greater than m[c], for i < rows
+// ascending and c < n (rows, n >= 1; NaNs leave m alone).
+//
+//go:noescape
+func absMaxColsAsm(m *float32, x *float32, stride int, rows int, n int)
+
 // geluAsm sets dst[i] = gelu.Gelu(src[i]) for i < n (n >= 1); dst may be src.
 //
 //go:noescape
