@@ -44,6 +44,7 @@ func generate() (*ir.File, error) {
 	genGelu(g)
 	genAttentionAVX2(g)
 	tab := genLayerNormAVX2(g)
+	genPackQueries(g)
 	genPackValuesAVX2(g)
 	genProbsAVX2(g, tab)
 

@@ -41,6 +41,7 @@ const quantChunks = 4
 
 func genQuantize(g *gen) {
 	genQuantizeU8(g)
+	genQuantizeRowsU8(g)
 	genMinMax(g)
 	genMinMaxRows(g)
 	genAbsMaxCols(g)
@@ -55,10 +56,45 @@ func genQuantizeU8(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("quantizeU8Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], invScale, zp)",
 		"for i < rows, j < cols (rows, cols >= 1).")
-	q := g.newQuantizer()
+	g.quantizeRows(g.newQuantizer(), nil)
+}
+
+// genQuantizeRowsU8 emits quantizeRowsU8Asm, quantizeU8Asm with each row's
+// own parameters: INT8 attention quantises every key and query row (64
+// values) on its own scale, and one call per row cost more than the row.
+// invScale is 1/scales[i] by VDIVSS, the correctly rounded float32
+// division Go's 1/scale is too.
+func genQuantizeRowsU8(g *gen) {
+	g.Function("quantizeRowsU8Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, scales *float32, zps *int32)")
+	g.Pragma("noescape")
+	g.Doc("quantizeRowsU8Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], 1/scales[i], zps[i])",
+		"for i < rows, j < cols (rows, cols >= 1).")
+	q := quantizer{inv: g.ZMM(), zp: g.ZMM(), zero: g.zeroZMM()}
+	scales, zps := g.Load("scales"), g.Load("zps")
+	g.quantizeRows(q, func() {
+		inv := g.XMM()
+		g.VMOVSS(g.consts.f32(1), inv)
+		g.VDIVSS(operand.Mem{Base: scales}, inv, inv) // 1 / scales[i]
+		g.VBROADCASTSS(inv, q.inv)
+		g.VPBROADCASTD(operand.Mem{Base: zps}, q.zp)
+		g.ADDQ(operand.U8(4), scales)
+		g.ADDQ(operand.U8(4), zps)
+	})
+}
+
+// quantizeRows emits the row and column loops of the u8 quantisers over
+// the dst, dstStride, src, srcStride, rows and cols arguments, 64 columns
+// per step, with q's parameters; perRow, if set, runs at the start of
+// every row (to load that row's parameters into q).
+func (g *gen) quantizeRows(q quantizer, perRow func()) {
 	dst, src, rows, cols := g.Load("dst"), g.Load("src"), g.Load("rows"), g.Load("cols")
 	rowLoop, colLoop := g.NewLabel("q_row"), g.NewLabel("q_col")
 	g.Label(rowLoop)
+	if perRow != nil {
+		perRow()
+	}
 	j := g.GP64()
 	g.XORQ(j, j)
 	g.Label(colLoop)

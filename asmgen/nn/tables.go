@@ -101,6 +101,9 @@ func genTables(g *gen) {
 		t.f32(v)
 	}
 	t.u32(0x7fffffff) // |x| as a bit mask (absMaxColsAsm)
+	for _, v := range []uint32{0x80808080, 0x01010101, 0x00010001} { // packQueries16Asm: u8 to s8, byte and word ones
+		t.u32(v)
+	}
 	for _, v := range expConstsAVX2() {
 		t.u32x8(v)
 	}

@@ -48,7 +48,7 @@ type int8Layout struct {
 	kU8, kScale, kZP, qPack, qScale, qColSum int
 	vPack, vScale, vInv, vColSum, c32, sT    int
 	sums, maskT, rowScale, rowZP, p, live    int
-	zeros, qRow, rowHi                       int
+	zeros, qRows, rowHi, zp128               int
 	words                                    int
 }
 
@@ -66,7 +66,7 @@ func newInt8Layout(seqK, hd int) int8Layout {
 	l.c32 = take(4 * max(seqK*int8Chunk, int8Chunk*l.npd))
 	l.sT, l.sums, l.maskT = take(4*seqK*attnRows), take(4*attnRows), take(4*seqK*attnRows)
 	l.rowScale, l.rowZP, l.p, l.live = take(4*int8Chunk), take(4*int8Chunk), take(int8Chunk*l.kpv), take(seqK)
-	l.zeros, l.qRow, l.rowHi = take(4*l.npd), take(l.kp), take(4*int8Chunk)
+	l.zeros, l.qRows, l.rowHi, l.zp128 = take(4*l.npd), take(int8Chunk*l.kp), take(4*int8Chunk), take(4*int8Chunk)
 	l.words = next
 	return l
 }
@@ -82,7 +82,7 @@ func AttentionInt8ScratchLen(workers, seqK, headDim int) int {
 // int8Worker is one worker's view of its scratch.
 type int8Worker struct {
 	kU8, qPack, p      []uint8
-	qRow               []uint8 // one query row as u8 codes
+	qRows              []uint8 // a chunk's query rows as u8 codes (zero point 128), kp apart
 	kScale, qScale     []float32
 	vScale, vInv, sT   []float32
 	maskT              []float32
@@ -93,6 +93,7 @@ type int8Worker struct {
 	kZP, qColSum       []int32
 	vColSum, c32       []int32
 	rowZP              []int32
+	zp128              []int32 // int8Chunk zero points of 128: the query rows'
 	vPack              []int8
 	live               []bool
 	kp, kpv, npd, keys int
@@ -127,7 +128,8 @@ func (w *int8Worker) carve(s []float32, l int8Layout, seqK int) {
 		c32: scratchView[int32](s, l.c32, max(seqK*int8Chunk, int8Chunk*l.npd)),
 		sT:  scratchView[float32](s, l.sT, seqK*attnRows), sums: (*[attnRows]float32)(s[l.sums:]), maskT: scratchView[float32](s, l.maskT, seqK*attnRows), zeros: scratchView[float32](s, l.zeros, l.npd),
 		rowScale: scratchView[float32](s, l.rowScale, int8Chunk), rowHi: scratchView[float32](s, l.rowHi, int8Chunk), rowZP: scratchView[int32](s, l.rowZP, int8Chunk),
-		p: scratchView[uint8](s, l.p, int8Chunk*kpv), qRow: scratchView[uint8](s, l.qRow, l.kp), live: scratchView[bool](s, l.live, seqK),
+		p: scratchView[uint8](s, l.p, int8Chunk*kpv), qRows: scratchView[uint8](s, l.qRows, int8Chunk*l.kp), live: scratchView[bool](s, l.live, seqK),
+		zp128: scratchView[int32](s, l.zp128, int8Chunk),
 		kp: l.kp, kpv: kpv, npd: l.npd, keys: seqK,
 	}
 }
@@ -350,44 +352,60 @@ func quantS8(x, inv float32) int8 {
 	return -127 // below, or NaN
 }
 
-// packQueries quantises rows query rows (row stride stride, hd values) to
-// s8 per row and packs them as the qgemm B operand of Q·K^T: query i is
-// column i%16 of N-block i/16, K = the head dimension. The vectorised u8
-// quantiser does the rounding, with zero point 128: q_s8 =
-// QuantizeU8(x, 1/s_q, 128) - 128, which is roundEven(x/s_q) for every
-// finite x (|x/s_q| <= 127) and 0 for NaN. Each column's 4 consecutive K
-// values are then one little-endian 32-bit word of the layout, flipped from
-// u8 to s8 by xor 0x80 per byte and written a word at a time.
+// packQueries quantises rows (<= int8Chunk) query rows (row stride
+// stride, hd values) to s8 per row and packs them as the qgemm B operand
+// of Q·K^T: query i is column i%16 of N-block i/16, K = the head
+// dimension. The vectorised u8 quantiser does the rounding, every row in
+// one call, with zero point 128: q_s8 = QuantizeU8(x, 1/s_q, 128) - 128,
+// which is roundEven(x/s_q) for every finite x (|x/s_q| <= 127) and 0 for
+// NaN. packQueries16 then transposes each 16 rows' codes into a strip.
 func packQueries(kern *kernels, w *int8Worker, q []float32, stride, rows, hd int) {
-	words := unsafe.Slice((*uint32)(unsafe.Pointer(&w.qPack[0])), len(w.qPack)/4)
-	groups := w.kp / 4 // K groups of 4
-	row8 := w.qRow[:w.kp]
 	// Every row's extremes first, in one kernel call: the minima in
 	// qScale, the maxima in rowHi.
 	kern.minMaxRows(q, stride, rows, hd, w.qScale, w.rowHi)
 	for i := range rows {
-		row := q[i*stride : i*stride+hd]
-		s := symScale(max(-w.qScale[i], w.rowHi[i]))
-		w.qScale[i] = s
-		quantizeU8(kern, row8, w.kp, row, hd, 1, hd, 1/s, 128) // K padding: 128, the code of 0
-		strip := words[(i/qgemm.NBlock)*groups*qgemm.NBlock:][:groups*qgemm.NBlock]
-		col := i % qgemm.NBlock
+		w.qScale[i] = symScale(max(-w.qScale[i], w.rowHi[i]))
+		w.zp128[i] = 128
+	}
+	quantizeRowsPadded(kern, w.qRows, w.kp, q, stride, rows, hd, w.qScale, w.zp128) // K padding: 128, the code of 0
+	words := unsafe.Slice((*uint32)(unsafe.Pointer(&w.qPack[0])), len(w.qPack)/4)
+	strip := w.kp / 4 * qgemm.NBlock
+	for r0 := 0; r0 < rows; r0 += qgemm.NBlock {
+		kern.packQueries16(words[r0/qgemm.NBlock*strip:][:strip], w.qRows[r0*w.kp:], w.kp, min(qgemm.NBlock, rows-r0), w.qColSum[r0:r0+qgemm.NBlock])
+	}
+	// Columns of no query in the last N-block (zero words and sums from
+	// packQueries16) get scale 1, so the block is defined; the epilogue
+	// stores only the real ones.
+	for i := rows; i < qgemm.RoundUp(rows, qgemm.NBlock); i++ {
+		w.qScale[i] = 1
+	}
+}
+
+// packQueries16Go is kernels.packQueries16: rows (1..16) rows of kp u8
+// codes (row r at codes[r*kp:], zero point 128) become the 16-column strip
+// words of the qgemm B layout, words[g*16+r] = the little-endian word of
+// row r's bytes 4g..4g+3, each flipped from u8 to s8 by xor 0x80, and
+// colSum[r] = the sum of row r's s8 codes; columns rows..15 get zero words
+// and sums.
+func packQueries16Go(words []uint32, codes []uint8, kp, rows int, colSum []int32) {
+	groups := kp / 4
+	words, colSum = words[:groups*qgemm.NBlock], colSum[:qgemm.NBlock]
+	for r := range qgemm.NBlock {
+		if r >= rows {
+			for g := range groups {
+				words[g*qgemm.NBlock+r] = 0
+			}
+			colSum[r] = 0
+			continue
+		}
+		row := codes[r*kp : (r+1)*kp]
 		var sum uint32 // of the u8 codes: at most 255 * kp
 		for g := range groups {
-			word := binary.LittleEndian.Uint32(row8[4*g:])
-			strip[g*qgemm.NBlock+col] = word ^ 0x80808080
+			word := binary.LittleEndian.Uint32(row[4*g:])
+			words[g*qgemm.NBlock+r] = word ^ 0x80808080
 			sum += word&0xff + word>>8&0xff + word>>16&0xff + word>>24
 		}
-		w.qColSum[i] = int32(sum) - 128*int32(w.kp)
-	}
-	// Columns of no query in the last N-block: zero, so the block is
-	// defined (the epilogue stores only the real ones).
-	for i := rows; i < qgemm.RoundUp(rows, qgemm.NBlock); i++ {
-		strip := words[(i/qgemm.NBlock)*groups*qgemm.NBlock:]
-		for g := range groups {
-			strip[g*qgemm.NBlock+i%qgemm.NBlock] = 0
-		}
-		w.qColSum[i], w.qScale[i] = 0, 1
+		colSum[r] = int32(sum) - 128*int32(kp)
 	}
 }
 

@@ -55,6 +55,9 @@ type kernels struct {
 	quantize func(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zp int32)
 	// minMax returns min(0, min x) and max(0, max x), NaNs ignored.
 	minMax func(x []float32) (lo, hi float32)
+	// quantizeRows is quantize with row i's own parameters: invScale
+	// 1/scales[i] (float32) and zero point zps[i] (see quantizeRowsWith).
+	quantizeRows func(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32)
 	// minMaxRows is minMax on rows rows of cols values (row i at
 	// x[i*stride]), into lo[i] and hi[i]: one call for a head's keys or
 	// queries (see minMaxRowsGo).
@@ -66,6 +69,9 @@ type kernels struct {
 	// packValues4 quantises and packs four keys' value rows for INT8
 	// attention's P·V operand (see packValues4Go).
 	packValues4 func(words []uint32, stripWords int, rows *[4][]float32, inv []float32, colSum []int32, c0, hd int)
+	// packQueries16 packs up to 16 rows of u8 query codes as one strip of
+	// INT8 attention's Q·K^T operand (see packQueries16Go).
+	packQueries16 func(words []uint32, codes []uint8, kp, rows int, colSum []int32)
 	// attnProbs quantises a 16-row block of softmax numerators (sT, sk
 	// keys) into 16 rows of INT8 attention's u8 P (see probsGo).
 	attnProbs func(p []uint8, kpv int, sT []float32, sk int)
@@ -91,9 +97,11 @@ func goKernels() *kernels {
 		lnNormalizeDual: lnNormalizeDualGo,
 		quantize:        quantizeGo,
 		minMax:          minMaxGo,
+		quantizeRows:    quantizeRowsWith(quantizeGo),
 		minMaxRows:      minMaxRowsWith(minMaxGo),
 		absMaxCols:      absMaxColsGo,
 		packValues4:     packValues4Go,
+		packQueries16:   packQueries16Go,
 		attnProbs:       probsGo,
 		gelu:            geluGo,
 		geluTanh:        geluTanhGo,

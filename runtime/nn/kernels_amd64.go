@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/sqc-dev/sqc/runtime/cpu"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // archKernels returns the best assembly kernels this CPU can run: AVX-512
@@ -48,9 +49,11 @@ func asmKernels() *kernels {
 		lnNormalizeDual: lnNormalizeDualAVX512, // layernorm_dual_amd64.go
 		quantize:        quantizeAVX512,
 		minMax:          minMaxAVX512,
+		quantizeRows:    quantizeRowsAVX512,
 		minMaxRows:      minMaxRowsAVX512,
 		absMaxCols:      absMaxColsAVX512,
 		packValues4:     packValues4AVX2, // AVX2 (every AVX-512 CPU has it): no AVX-512 form yet
+		packQueries16:   packQueries16AVX512,
 		attnProbs:       probsAVX2,       // likewise
 		gelu:            geluAVX512,
 		geluTanh:        geluTanhAVX512,
@@ -224,6 +227,30 @@ func quantizeAVX512(dst []uint8, dstStride int, src []float32, srcStride, rows, 
 	need("quantised output", dst, rows, dstStride, cols)
 	need("quantisation input", src, rows, srcStride, cols)
 	quantizeU8Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, cols, invScale, zp)
+}
+
+func quantizeRowsAVX512(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	need("quantised output", dst, rows, dstStride, cols)
+	need("quantisation input", src, rows, srcStride, cols)
+	need("row scales", scales, 1, 0, rows)
+	need("row zero points", zps, 1, 0, rows)
+	quantizeRowsU8Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, cols, ptr(scales), ptr(zps))
+}
+
+// packQueries16AVX512 is kernels.packQueries16: the assembly for a Kp
+// that is whole 64-byte steps (every qgemm Kp is), the Go form otherwise.
+func packQueries16AVX512(words []uint32, codes []uint8, kp, rows int, colSum []int32) {
+	if kp <= 0 || kp%qgemm.KBlock != 0 || rows <= 0 || rows > qgemm.NBlock {
+		packQueries16Go(words, codes, kp, rows, colSum)
+		return
+	}
+	need("packed queries", words, 1, 0, kp/4*qgemm.NBlock)
+	need("query codes", codes, rows, kp, kp)
+	need("query column sums", colSum, 1, 0, qgemm.NBlock)
+	packQueries16Asm(&words[0], &codes[0], kp, rows, &colSum[0])
 }
 
 func minMaxAVX512(x []float32) (lo, hi float32) {

@@ -27,119 +27,122 @@ DATA nnConsts<>+80(SB)/4, $0x42fe0000
 DATA nnConsts<>+84(SB)/4, $0xc2fe0000
 DATA nnConsts<>+88(SB)/4, $0x437f0000
 DATA nnConsts<>+92(SB)/4, $0x7fffffff
-DATA nnConsts<>+96(SB)/4, $0x0000007f
-DATA nnConsts<>+100(SB)/4, $0x0000007f
-DATA nnConsts<>+104(SB)/4, $0x0000007f
-DATA nnConsts<>+108(SB)/4, $0x0000007f
-DATA nnConsts<>+112(SB)/4, $0x0000007f
-DATA nnConsts<>+116(SB)/4, $0x0000007f
-DATA nnConsts<>+120(SB)/4, $0x0000007f
-DATA nnConsts<>+124(SB)/4, $0x0000007f
-DATA nnConsts<>+128(SB)/4, $0x3fb8aa3b
-DATA nnConsts<>+132(SB)/4, $0x3fb8aa3b
-DATA nnConsts<>+136(SB)/4, $0x3fb8aa3b
-DATA nnConsts<>+140(SB)/4, $0x3fb8aa3b
-DATA nnConsts<>+144(SB)/4, $0x3fb8aa3b
-DATA nnConsts<>+148(SB)/4, $0x3fb8aa3b
-DATA nnConsts<>+152(SB)/4, $0x3fb8aa3b
-DATA nnConsts<>+156(SB)/4, $0x3fb8aa3b
-DATA nnConsts<>+160(SB)/4, $0x3f318000
-DATA nnConsts<>+164(SB)/4, $0x3f318000
-DATA nnConsts<>+168(SB)/4, $0x3f318000
-DATA nnConsts<>+172(SB)/4, $0x3f318000
-DATA nnConsts<>+176(SB)/4, $0x3f318000
-DATA nnConsts<>+180(SB)/4, $0x3f318000
-DATA nnConsts<>+184(SB)/4, $0x3f318000
-DATA nnConsts<>+188(SB)/4, $0x3f318000
-DATA nnConsts<>+192(SB)/4, $0xb95e8083
-DATA nnConsts<>+196(SB)/4, $0xb95e8083
-DATA nnConsts<>+200(SB)/4, $0xb95e8083
-DATA nnConsts<>+204(SB)/4, $0xb95e8083
-DATA nnConsts<>+208(SB)/4, $0xb95e8083
-DATA nnConsts<>+212(SB)/4, $0xb95e8083
-DATA nnConsts<>+216(SB)/4, $0xb95e8083
-DATA nnConsts<>+220(SB)/4, $0xb95e8083
-DATA nnConsts<>+224(SB)/4, $0x3f800000
-DATA nnConsts<>+228(SB)/4, $0x3f800000
-DATA nnConsts<>+232(SB)/4, $0x3f800000
-DATA nnConsts<>+236(SB)/4, $0x3f800000
-DATA nnConsts<>+240(SB)/4, $0x3f800000
-DATA nnConsts<>+244(SB)/4, $0x3f800000
-DATA nnConsts<>+248(SB)/4, $0x3f800000
-DATA nnConsts<>+252(SB)/4, $0x3f800000
-DATA nnConsts<>+256(SB)/4, $0xc2aeac4f
-DATA nnConsts<>+260(SB)/4, $0xc2aeac4f
-DATA nnConsts<>+264(SB)/4, $0xc2aeac4f
-DATA nnConsts<>+268(SB)/4, $0xc2aeac4f
-DATA nnConsts<>+272(SB)/4, $0xc2aeac4f
-DATA nnConsts<>+276(SB)/4, $0xc2aeac4f
-DATA nnConsts<>+280(SB)/4, $0xc2aeac4f
-DATA nnConsts<>+284(SB)/4, $0xc2aeac4f
-DATA nnConsts<>+288(SB)/4, $0x42b17217
-DATA nnConsts<>+292(SB)/4, $0x42b17217
-DATA nnConsts<>+296(SB)/4, $0x42b17217
-DATA nnConsts<>+300(SB)/4, $0x42b17217
-DATA nnConsts<>+304(SB)/4, $0x42b17217
-DATA nnConsts<>+308(SB)/4, $0x42b17217
-DATA nnConsts<>+312(SB)/4, $0x42b17217
-DATA nnConsts<>+316(SB)/4, $0x42b17217
-DATA nnConsts<>+320(SB)/4, $0x7f800000
-DATA nnConsts<>+324(SB)/4, $0x7f800000
-DATA nnConsts<>+328(SB)/4, $0x7f800000
-DATA nnConsts<>+332(SB)/4, $0x7f800000
-DATA nnConsts<>+336(SB)/4, $0x7f800000
-DATA nnConsts<>+340(SB)/4, $0x7f800000
-DATA nnConsts<>+344(SB)/4, $0x7f800000
-DATA nnConsts<>+348(SB)/4, $0x7f800000
-DATA nnConsts<>+352(SB)/4, $0x39500d01
-DATA nnConsts<>+356(SB)/4, $0x39500d01
-DATA nnConsts<>+360(SB)/4, $0x39500d01
-DATA nnConsts<>+364(SB)/4, $0x39500d01
-DATA nnConsts<>+368(SB)/4, $0x39500d01
-DATA nnConsts<>+372(SB)/4, $0x39500d01
-DATA nnConsts<>+376(SB)/4, $0x39500d01
-DATA nnConsts<>+380(SB)/4, $0x39500d01
-DATA nnConsts<>+384(SB)/4, $0x3ab60b61
-DATA nnConsts<>+388(SB)/4, $0x3ab60b61
-DATA nnConsts<>+392(SB)/4, $0x3ab60b61
-DATA nnConsts<>+396(SB)/4, $0x3ab60b61
-DATA nnConsts<>+400(SB)/4, $0x3ab60b61
-DATA nnConsts<>+404(SB)/4, $0x3ab60b61
-DATA nnConsts<>+408(SB)/4, $0x3ab60b61
-DATA nnConsts<>+412(SB)/4, $0x3ab60b61
-DATA nnConsts<>+416(SB)/4, $0x3c088889
-DATA nnConsts<>+420(SB)/4, $0x3c088889
-DATA nnConsts<>+424(SB)/4, $0x3c088889
-DATA nnConsts<>+428(SB)/4, $0x3c088889
-DATA nnConsts<>+432(SB)/4, $0x3c088889
-DATA nnConsts<>+436(SB)/4, $0x3c088889
-DATA nnConsts<>+440(SB)/4, $0x3c088889
-DATA nnConsts<>+444(SB)/4, $0x3c088889
-DATA nnConsts<>+448(SB)/4, $0x3d2aaaab
-DATA nnConsts<>+452(SB)/4, $0x3d2aaaab
-DATA nnConsts<>+456(SB)/4, $0x3d2aaaab
-DATA nnConsts<>+460(SB)/4, $0x3d2aaaab
-DATA nnConsts<>+464(SB)/4, $0x3d2aaaab
-DATA nnConsts<>+468(SB)/4, $0x3d2aaaab
-DATA nnConsts<>+472(SB)/4, $0x3d2aaaab
-DATA nnConsts<>+476(SB)/4, $0x3d2aaaab
-DATA nnConsts<>+480(SB)/4, $0x3e2aaaab
-DATA nnConsts<>+484(SB)/4, $0x3e2aaaab
-DATA nnConsts<>+488(SB)/4, $0x3e2aaaab
-DATA nnConsts<>+492(SB)/4, $0x3e2aaaab
-DATA nnConsts<>+496(SB)/4, $0x3e2aaaab
-DATA nnConsts<>+500(SB)/4, $0x3e2aaaab
-DATA nnConsts<>+504(SB)/4, $0x3e2aaaab
-DATA nnConsts<>+508(SB)/4, $0x3e2aaaab
-DATA nnConsts<>+512(SB)/4, $0x3f000000
-DATA nnConsts<>+516(SB)/4, $0x3f000000
-DATA nnConsts<>+520(SB)/4, $0x3f000000
-DATA nnConsts<>+524(SB)/4, $0x3f000000
-DATA nnConsts<>+528(SB)/4, $0x3f000000
-DATA nnConsts<>+532(SB)/4, $0x3f000000
-DATA nnConsts<>+536(SB)/4, $0x3f000000
-DATA nnConsts<>+540(SB)/4, $0x3f000000
-GLOBL nnConsts<>(SB), RODATA|NOPTR, $544
+DATA nnConsts<>+96(SB)/4, $0x80808080
+DATA nnConsts<>+100(SB)/4, $0x01010101
+DATA nnConsts<>+104(SB)/4, $0x00010001
+DATA nnConsts<>+128(SB)/4, $0x0000007f
+DATA nnConsts<>+132(SB)/4, $0x0000007f
+DATA nnConsts<>+136(SB)/4, $0x0000007f
+DATA nnConsts<>+140(SB)/4, $0x0000007f
+DATA nnConsts<>+144(SB)/4, $0x0000007f
+DATA nnConsts<>+148(SB)/4, $0x0000007f
+DATA nnConsts<>+152(SB)/4, $0x0000007f
+DATA nnConsts<>+156(SB)/4, $0x0000007f
+DATA nnConsts<>+160(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+164(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+168(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+172(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+176(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+180(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+184(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+188(SB)/4, $0x3fb8aa3b
+DATA nnConsts<>+192(SB)/4, $0x3f318000
+DATA nnConsts<>+196(SB)/4, $0x3f318000
+DATA nnConsts<>+200(SB)/4, $0x3f318000
+DATA nnConsts<>+204(SB)/4, $0x3f318000
+DATA nnConsts<>+208(SB)/4, $0x3f318000
+DATA nnConsts<>+212(SB)/4, $0x3f318000
+DATA nnConsts<>+216(SB)/4, $0x3f318000
+DATA nnConsts<>+220(SB)/4, $0x3f318000
+DATA nnConsts<>+224(SB)/4, $0xb95e8083
+DATA nnConsts<>+228(SB)/4, $0xb95e8083
+DATA nnConsts<>+232(SB)/4, $0xb95e8083
+DATA nnConsts<>+236(SB)/4, $0xb95e8083
+DATA nnConsts<>+240(SB)/4, $0xb95e8083
+DATA nnConsts<>+244(SB)/4, $0xb95e8083
+DATA nnConsts<>+248(SB)/4, $0xb95e8083
+DATA nnConsts<>+252(SB)/4, $0xb95e8083
+DATA nnConsts<>+256(SB)/4, $0x3f800000
+DATA nnConsts<>+260(SB)/4, $0x3f800000
+DATA nnConsts<>+264(SB)/4, $0x3f800000
+DATA nnConsts<>+268(SB)/4, $0x3f800000
+DATA nnConsts<>+272(SB)/4, $0x3f800000
+DATA nnConsts<>+276(SB)/4, $0x3f800000
+DATA nnConsts<>+280(SB)/4, $0x3f800000
+DATA nnConsts<>+284(SB)/4, $0x3f800000
+DATA nnConsts<>+288(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+292(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+296(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+300(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+304(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+308(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+312(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+316(SB)/4, $0xc2aeac4f
+DATA nnConsts<>+320(SB)/4, $0x42b17217
+DATA nnConsts<>+324(SB)/4, $0x42b17217
+DATA nnConsts<>+328(SB)/4, $0x42b17217
+DATA nnConsts<>+332(SB)/4, $0x42b17217
+DATA nnConsts<>+336(SB)/4, $0x42b17217
+DATA nnConsts<>+340(SB)/4, $0x42b17217
+DATA nnConsts<>+344(SB)/4, $0x42b17217
+DATA nnConsts<>+348(SB)/4, $0x42b17217
+DATA nnConsts<>+352(SB)/4, $0x7f800000
+DATA nnConsts<>+356(SB)/4, $0x7f800000
+DATA nnConsts<>+360(SB)/4, $0x7f800000
+DATA nnConsts<>+364(SB)/4, $0x7f800000
+DATA nnConsts<>+368(SB)/4, $0x7f800000
+DATA nnConsts<>+372(SB)/4, $0x7f800000
+DATA nnConsts<>+376(SB)/4, $0x7f800000
+DATA nnConsts<>+380(SB)/4, $0x7f800000
+DATA nnConsts<>+384(SB)/4, $0x39500d01
+DATA nnConsts<>+388(SB)/4, $0x39500d01
+DATA nnConsts<>+392(SB)/4, $0x39500d01
+DATA nnConsts<>+396(SB)/4, $0x39500d01
+DATA nnConsts<>+400(SB)/4, $0x39500d01
+DATA nnConsts<>+404(SB)/4, $0x39500d01
+DATA nnConsts<>+408(SB)/4, $0x39500d01
+DATA nnConsts<>+412(SB)/4, $0x39500d01
+DATA nnConsts<>+416(SB)/4, $0x3ab60b61
+DATA nnConsts<>+420(SB)/4, $0x3ab60b61
+DATA nnConsts<>+424(SB)/4, $0x3ab60b61
+DATA nnConsts<>+428(SB)/4, $0x3ab60b61
+DATA nnConsts<>+432(SB)/4, $0x3ab60b61
+DATA nnConsts<>+436(SB)/4, $0x3ab60b61
+DATA nnConsts<>+440(SB)/4, $0x3ab60b61
+DATA nnConsts<>+444(SB)/4, $0x3ab60b61
+DATA nnConsts<>+448(SB)/4, $0x3c088889
+DATA nnConsts<>+452(SB)/4, $0x3c088889
+DATA nnConsts<>+456(SB)/4, $0x3c088889
+DATA nnConsts<>+460(SB)/4, $0x3c088889
+DATA nnConsts<>+464(SB)/4, $0x3c088889
+DATA nnConsts<>+468(SB)/4, $0x3c088889
+DATA nnConsts<>+472(SB)/4, $0x3c088889
+DATA nnConsts<>+476(SB)/4, $0x3c088889
+DATA nnConsts<>+480(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+484(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+488(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+492(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+496(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+500(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+504(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+508(SB)/4, $0x3d2aaaab
+DATA nnConsts<>+512(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+516(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+520(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+524(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+528(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+532(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+536(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+540(SB)/4, $0x3e2aaaab
+DATA nnConsts<>+544(SB)/4, $0x3f000000
+DATA nnConsts<>+548(SB)/4, $0x3f000000
+DATA nnConsts<>+552(SB)/4, $0x3f000000
+DATA nnConsts<>+556(SB)/4, $0x3f000000
+DATA nnConsts<>+560(SB)/4, $0x3f000000
+DATA nnConsts<>+564(SB)/4, $0x3f000000
+DATA nnConsts<>+568(SB)/4, $0x3f000000
+DATA nnConsts<>+572(SB)/4, $0x3f000000
+GLOBL nnConsts<>(SB), RODATA|NOPTR, $576
 
 DATA nnColMasks<>+0(SB)/8, $0x0000000000000000
 DATA nnColMasks<>+8(SB)/8, $0x0000000000000001
@@ -5195,6 +5198,87 @@ q_col_178:
 	VZEROUPPER
 	RET
 
+// func quantizeRowsU8Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, scales *float32, zps *int32)
+// Requires: AVX, AVX512BW, AVX512F, CMOV
+TEXT ·quantizeRowsU8Asm(SB), NOSPLIT, $0-64
+	VPXORD Z2, Z2, Z2
+	MOVQ   scales+48(FP), AX
+	MOVQ   zps+56(FP), CX
+	MOVQ   dst+0(FP), DX
+	MOVQ   src+16(FP), BX
+	MOVQ   rows+32(FP), SI
+	MOVQ   cols+40(FP), DI
+
+q_row_179:
+	VMOVSS       nnConsts<>+12(SB), X0
+	VDIVSS       (AX), X0, X0
+	VBROADCASTSS X0, Z0
+	VPBROADCASTD (CX), Z1
+	ADDQ         $0x04, AX
+	ADDQ         $0x04, CX
+	XORQ         R8, R8
+
+q_col_180:
+	MOVQ         DI, R9
+	SUBQ         R8, R9
+	MOVQ         $0x00000040, R10
+	CMPQ         R9, R10
+	CMOVQLT      R9, R10
+	LEAQ         nnColMasks<>+0(SB), R9
+	MOVQ         (R9)(R10*8), R9
+	KMOVQ        R9, K1
+	VMOVUPS.Z    (BX)(R8*4), K1, Z3
+	VMULPS       Z0, Z3, Z3
+	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
+	VPMOVDB      Z3, K1, (DX)(R8*1)
+	KSHIFTRQ     $0x10, K1, K2
+	VMOVUPS.Z    64(BX)(R8*4), K2, Z3
+	VMULPS       Z0, Z3, Z3
+	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
+	VPMOVDB      Z3, K2, 16(DX)(R8*1)
+	KSHIFTRQ     $0x20, K1, K2
+	VMOVUPS.Z    128(BX)(R8*4), K2, Z3
+	VMULPS       Z0, Z3, Z3
+	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
+	VPMOVDB      Z3, K2, 32(DX)(R8*1)
+	KSHIFTRQ     $0x30, K1, K1
+	VMOVUPS.Z    192(BX)(R8*4), K1, Z3
+	VMULPS       Z0, Z3, Z3
+	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
+	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPMAXSD      Z2, Z3, Z3
+	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
+	VPMOVDB      Z3, K1, 48(DX)(R8*1)
+	ADDQ         $0x40, R8
+	CMPQ         R8, DI
+	JL           q_col_180
+	MOVQ         srcStride+24(FP), R8
+	SHLQ         $0x02, R8
+	ADDQ         R8, BX
+	MOVQ         dstStride+8(FP), R8
+	ADDQ         R8, DX
+	DECQ         SI
+	JNZ          q_row_179
+	VZEROUPPER
+	RET
+
 // func minMaxAsm(x *float32, n int) (lo float32, hi float32)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV, SSE
 TEXT ·minMaxAsm(SB), NOSPLIT, $0-24
@@ -5210,7 +5294,7 @@ TEXT ·minMaxAsm(SB), NOSPLIT, $0-24
 	VPXORD Z7, Z7, Z7
 	XORQ   DX, DX
 
-mm_loop_179:
+mm_loop_181:
 	MOVQ          CX, BX
 	SUBQ          DX, BX
 	MOVQ          $0x00000040, SI
@@ -5236,7 +5320,7 @@ mm_loop_179:
 	VMAXPS        Z7, Z8, Z7
 	ADDQ          $0x40, DX
 	CMPQ          DX, CX
-	JL            mm_loop_179
+	JL            mm_loop_181
 	VMINPS        Z2, Z0, Z0
 	VMAXPS        Z3, Z1, Z1
 	VMINPS        Z4, Z0, Z0
@@ -5275,7 +5359,7 @@ TEXT ·minMaxRowsAsm(SB), NOSPLIT, $0-48
 	MOVQ hi+40(FP), DI
 	SHLQ $0x02, CX
 
-mmr_row_180:
+mmr_row_182:
 	LEAQ   (AX)(CX*1), R8
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -5287,7 +5371,7 @@ mmr_row_180:
 	VPXORD Z7, Z7, Z7
 	XORQ   R9, R9
 
-mm_loop_181:
+mm_loop_183:
 	MOVQ          BX, R10
 	SUBQ          R9, R10
 	MOVQ          $0x00000040, R11
@@ -5317,7 +5401,7 @@ mm_loop_181:
 	VMAXPS        Z7, Z8, Z7
 	ADDQ          $0x40, R9
 	CMPQ          R9, BX
-	JL            mm_loop_181
+	JL            mm_loop_183
 	VMINPS        Z2, Z0, Z0
 	VMAXPS        Z3, Z1, Z1
 	VMINPS        Z4, Z0, Z0
@@ -5346,7 +5430,7 @@ mm_loop_181:
 	ADDQ          $0x04, DI
 	MOVQ          R8, AX
 	DECQ          DX
-	JNZ           mmr_row_180
+	JNZ           mmr_row_182
 	VZEROUPPER
 	RET
 
@@ -5361,7 +5445,7 @@ TEXT ·absMaxColsAsm(SB), NOSPLIT, $0-40
 	SHLQ $0x02, DX
 	XORQ DI, DI
 
-amc_col_182:
+amc_col_184:
 	MOVQ      SI, R8
 	SUBQ      DI, R8
 	MOVQ      $0x00000040, R9
@@ -5380,7 +5464,7 @@ amc_col_182:
 	MOVQ      CX, R8
 	MOVQ      BX, R9
 
-amc_row_183:
+amc_row_185:
 	VMOVUPS.Z   (R8)(DI*4), K1, Z4
 	VPANDD.BCST nnConsts<>+92(SB), Z4, Z4
 	VMAXPS      Z0, Z4, Z0
@@ -5395,14 +5479,14 @@ amc_row_183:
 	VMAXPS      Z3, Z4, Z3
 	ADDQ        DX, R8
 	DECQ        R9
-	JNZ         amc_row_183
+	JNZ         amc_row_185
 	VMOVUPS     Z0, K1, (AX)(DI*4)
 	VMOVUPS     Z1, K2, 64(AX)(DI*4)
 	VMOVUPS     Z2, K3, 128(AX)(DI*4)
 	VMOVUPS     Z3, K4, 192(AX)(DI*4)
 	ADDQ        $0x40, DI
 	CMPQ        DI, SI
-	JL          amc_col_182
+	JL          amc_col_184
 	VZEROUPPER
 	RET
 
@@ -5618,7 +5702,7 @@ TEXT ·geluAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_184:
+gelu_loop_186:
 	MOVQ        DX, SI
 	SUBQ        BX, SI
 	MOVQ        $0x00000030, DI
@@ -5691,7 +5775,7 @@ gelu_loop_184:
 	VMOVUPS     Z9, K3, 128(AX)(BX*4)
 	ADDQ        $0x30, BX
 	CMPQ        BX, DX
-	JL          gelu_loop_184
+	JL          gelu_loop_186
 	VZEROUPPER
 	RET
 
@@ -5710,7 +5794,7 @@ TEXT ·geluTanhAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+704(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_185:
+gelu_loop_187:
 	MOVQ        DX, SI
 	SUBQ        BX, SI
 	MOVQ        $0x00000030, DI
@@ -5783,7 +5867,7 @@ gelu_loop_185:
 	VMOVUPS     Z9, K3, 128(AX)(BX*4)
 	ADDQ        $0x30, BX
 	CMPQ        BX, DX
-	JL          gelu_loop_185
+	JL          gelu_loop_187
 	VZEROUPPER
 	RET
 
@@ -5799,7 +5883,7 @@ TEXT ·geluAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_186:
+gelu2_loop_188:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -5836,7 +5920,7 @@ gelu2_loop_186:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_186
+	JL          gelu2_loop_188
 	VZEROUPPER
 	RET
 
@@ -5852,7 +5936,7 @@ TEXT ·geluTanhAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_187:
+gelu2_loop_189:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -5889,7 +5973,7 @@ gelu2_loop_187:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_187
+	JL          gelu2_loop_189
 	VZEROUPPER
 	RET
 
@@ -5904,9 +5988,9 @@ TEXT ·attnScoresAVX2Asm(SB), NOSPLIT, $0-48
 	LEAQ (DX)(DX*4), SI
 	MOVQ sk+32(FP), DI
 
-sc2x_main_188:
+sc2x_main_190:
 	CMPQ  DI, $0x06
-	JL    sc2x_tail_189
+	JL    sc2x_tail_191
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -5923,7 +6007,7 @@ sc2x_main_188:
 	MOVQ  qT+8(FP), R9
 	MOVQ  d+40(FP), R10
 
-sc2x_c_190:
+sc2x_c_192:
 	VMOVUPS      (R9), Y12
 	VMOVUPS      32(R9), Y13
 	VBROADCASTSS (R8), Y14
@@ -5959,7 +6043,7 @@ sc2x_c_190:
 	ADDQ         $0x04, R8
 	ADDQ         $0x40, R9
 	DECQ         R10
-	JNZ          sc2x_c_190
+	JNZ          sc2x_c_192
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -5976,11 +6060,11 @@ sc2x_c_190:
 	LEAQ         (CX)(DX*4), CX
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x06, DI
-	JMP          sc2x_main_188
+	JMP          sc2x_main_190
 
-sc2x_tail_189:
+sc2x_tail_191:
 	CMPQ  DI, $0x04
-	JL    sc2x_skip_191
+	JL    sc2x_skip_193
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -5993,7 +6077,7 @@ sc2x_tail_189:
 	MOVQ  qT+8(FP), R8
 	MOVQ  d+40(FP), R9
 
-sc2x_c_192:
+sc2x_c_194:
 	VMOVUPS      (R8), Y8
 	VMOVUPS      32(R8), Y9
 	VBROADCASTSS (SI), Y10
@@ -6019,7 +6103,7 @@ sc2x_c_192:
 	ADDQ         $0x04, SI
 	ADDQ         $0x40, R8
 	DECQ         R9
-	JNZ          sc2x_c_192
+	JNZ          sc2x_c_194
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6032,9 +6116,9 @@ sc2x_c_192:
 	LEAQ         (CX)(DX*4), CX
 	SUBQ         $0x04, DI
 
-sc2x_skip_191:
+sc2x_skip_193:
 	CMPQ  DI, $0x02
-	JL    sc2x_skip_193
+	JL    sc2x_skip_195
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6043,7 +6127,7 @@ sc2x_skip_191:
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_194:
+sc2x_c_196:
 	VMOVUPS      (SI), Y4
 	VMOVUPS      32(SI), Y5
 	VBROADCASTSS (BX), Y6
@@ -6059,7 +6143,7 @@ sc2x_c_194:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_194
+	JNZ          sc2x_c_196
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6068,16 +6152,16 @@ sc2x_c_194:
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x02, DI
 
-sc2x_skip_193:
+sc2x_skip_195:
 	CMPQ  DI, $0x01
-	JL    sc2x_skip_195
+	JL    sc2x_skip_197
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, BX
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_196:
+sc2x_c_198:
 	VMOVUPS      (SI), Y2
 	VMOVUPS      32(SI), Y3
 	VBROADCASTSS (BX), Y4
@@ -6088,14 +6172,14 @@ sc2x_c_196:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_196
+	JNZ          sc2x_c_198
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, AX
 	LEAQ         (CX)(DX*1), CX
 	SUBQ         $0x01, DI
 
-sc2x_skip_195:
+sc2x_skip_197:
 	VZEROUPPER
 	RET
 
@@ -6104,12 +6188,12 @@ sc2x_skip_195:
 TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sm2x_empty_197
+	JZ           sm2x_empty_199
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sm2x_mode1_198
+	JEQ          sm2x_mode1_200
 	CMPQ         AX, $0x02
-	JEQ          sm2x_mode2_199
+	JEQ          sm2x_mode2_201
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6122,9 +6206,9 @@ TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(DX)
 	DECQ         BX
-	JZ           sm2x_pass2_200
+	JZ           sm2x_pass2_202
 
-sm2x_max_201:
+sm2x_max_203:
 	ADDQ    $0x40, DX
 	VMOVUPS (DX), Y3
 	VMULPS  Y0, Y3, Y3
@@ -6135,27 +6219,25 @@ sm2x_max_201:
 	VMOVUPS Y3, 32(DX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    BX
-	JNZ     sm2x_max_201
+	JNZ     sm2x_max_203
 
-sm2x_pass2_200:
+sm2x_pass2_202:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, DX
 	MOVQ  AX, BX
 
-sm2x_exp_202:
+sm2x_exp_204:
 	VMOVUPS   (DX), Y4
 	VSUBPS    Y1, Y4, Y4
-	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
 	VCVTPS2DQ Y5, Y6
 	VCVTDQ2PS Y6, Y7
-	VMULPS    nnConsts<>+160(SB), Y7, Y5
-	VSUBPS    Y5, Y4, Y8
 	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
 	VSUBPS    Y5, Y8, Y8
-	VMOVUPS   nnConsts<>+352(SB), Y5
-	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMOVUPS   nnConsts<>+384(SB), Y5
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+416(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
@@ -6165,36 +6247,36 @@ sm2x_exp_202:
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+512(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
-	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
 	VADDPS    Y5, Y5, Y8
 	VBLENDVPS Y7, Y8, Y5, Y5
-	VPMINSD   nnConsts<>+96(SB), Y6, Y6
-	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
 	VPSLLD    $0x17, Y6, Y6
 	VMULPS    Y6, Y5, Y5
-	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
 	VANDNPS   Y5, Y6, Y5
-	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
-	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
 	VCMPPS    $0x03, Y4, Y4, Y6
 	VBLENDVPS Y6, Y4, Y5, Y5
 	VMOVUPS   Y5, (DX)
 	VADDPS    Y5, Y0, Y0
 	VMOVUPS   32(DX), Y4
 	VSUBPS    Y2, Y4, Y4
-	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
 	VCVTPS2DQ Y5, Y6
 	VCVTDQ2PS Y6, Y7
-	VMULPS    nnConsts<>+160(SB), Y7, Y5
-	VSUBPS    Y5, Y4, Y8
 	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
 	VSUBPS    Y5, Y8, Y8
-	VMOVUPS   nnConsts<>+352(SB), Y5
-	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMOVUPS   nnConsts<>+384(SB), Y5
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+416(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
@@ -6204,34 +6286,36 @@ sm2x_exp_202:
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+512(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
-	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
 	VADDPS    Y5, Y5, Y8
 	VBLENDVPS Y7, Y8, Y5, Y5
-	VPMINSD   nnConsts<>+96(SB), Y6, Y6
-	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
 	VPSLLD    $0x17, Y6, Y6
 	VMULPS    Y6, Y5, Y5
-	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
 	VANDNPS   Y5, Y6, Y5
-	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
-	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
 	VCMPPS    $0x03, Y4, Y4, Y6
 	VBLENDVPS Y6, Y4, Y5, Y5
 	VMOVUPS   Y5, 32(DX)
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, DX
 	DECQ      BX
-	JNZ       sm2x_exp_202
+	JNZ       sm2x_exp_204
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode1_198:
+sm2x_mode1_200:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6249,9 +6333,9 @@ sm2x_mode1_198:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_203
+	JZ           sm2x_pass2_205
 
-sm2x_max_204:
+sm2x_max_206:
 	ADDQ         $0x40, BX
 	ADDQ         $0x04, DX
 	VMOVUPS      (BX), Y3
@@ -6267,27 +6351,25 @@ sm2x_max_204:
 	VMOVUPS      Y3, 32(BX)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         SI
-	JNZ          sm2x_max_204
+	JNZ          sm2x_max_206
 
-sm2x_pass2_203:
+sm2x_pass2_205:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_205:
+sm2x_exp_207:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
-	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
 	VCVTPS2DQ Y5, Y6
 	VCVTDQ2PS Y6, Y7
-	VMULPS    nnConsts<>+160(SB), Y7, Y5
-	VSUBPS    Y5, Y4, Y8
 	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
 	VSUBPS    Y5, Y8, Y8
-	VMOVUPS   nnConsts<>+352(SB), Y5
-	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMOVUPS   nnConsts<>+384(SB), Y5
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+416(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
@@ -6297,36 +6379,36 @@ sm2x_exp_205:
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+512(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
-	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
 	VADDPS    Y5, Y5, Y8
 	VBLENDVPS Y7, Y8, Y5, Y5
-	VPMINSD   nnConsts<>+96(SB), Y6, Y6
-	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
 	VPSLLD    $0x17, Y6, Y6
 	VMULPS    Y6, Y5, Y5
-	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
 	VANDNPS   Y5, Y6, Y5
-	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
-	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
 	VCMPPS    $0x03, Y4, Y4, Y6
 	VBLENDVPS Y6, Y4, Y5, Y5
 	VMOVUPS   Y5, (BX)
 	VADDPS    Y5, Y0, Y0
 	VMOVUPS   32(BX), Y4
 	VSUBPS    Y2, Y4, Y4
-	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
 	VCVTPS2DQ Y5, Y6
 	VCVTDQ2PS Y6, Y7
-	VMULPS    nnConsts<>+160(SB), Y7, Y5
-	VSUBPS    Y5, Y4, Y8
 	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
 	VSUBPS    Y5, Y8, Y8
-	VMOVUPS   nnConsts<>+352(SB), Y5
-	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMOVUPS   nnConsts<>+384(SB), Y5
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+416(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
@@ -6336,34 +6418,36 @@ sm2x_exp_205:
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+512(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
-	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
 	VADDPS    Y5, Y5, Y8
 	VBLENDVPS Y7, Y8, Y5, Y5
-	VPMINSD   nnConsts<>+96(SB), Y6, Y6
-	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
 	VPSLLD    $0x17, Y6, Y6
 	VMULPS    Y6, Y5, Y5
-	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
 	VANDNPS   Y5, Y6, Y5
-	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
-	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
 	VCMPPS    $0x03, Y4, Y4, Y6
 	VBLENDVPS Y6, Y4, Y5, Y5
 	VMOVUPS   Y5, 32(BX)
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_205
+	JNZ       sm2x_exp_207
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode2_199:
+sm2x_mode2_201:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6379,9 +6463,9 @@ sm2x_mode2_199:
 	VADDPS       32(DX), Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_206
+	JZ           sm2x_pass2_208
 
-sm2x_max_207:
+sm2x_max_209:
 	ADDQ    $0x40, BX
 	ADDQ    $0x40, DX
 	VMOVUPS (BX), Y3
@@ -6395,27 +6479,25 @@ sm2x_max_207:
 	VMOVUPS Y3, 32(BX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    SI
-	JNZ     sm2x_max_207
+	JNZ     sm2x_max_209
 
-sm2x_pass2_206:
+sm2x_pass2_208:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_208:
+sm2x_exp_210:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
-	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
 	VCVTPS2DQ Y5, Y6
 	VCVTDQ2PS Y6, Y7
-	VMULPS    nnConsts<>+160(SB), Y7, Y5
-	VSUBPS    Y5, Y4, Y8
 	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
 	VSUBPS    Y5, Y8, Y8
-	VMOVUPS   nnConsts<>+352(SB), Y5
-	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMOVUPS   nnConsts<>+384(SB), Y5
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+416(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
@@ -6425,36 +6507,36 @@ sm2x_exp_208:
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+512(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
-	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
 	VADDPS    Y5, Y5, Y8
 	VBLENDVPS Y7, Y8, Y5, Y5
-	VPMINSD   nnConsts<>+96(SB), Y6, Y6
-	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
 	VPSLLD    $0x17, Y6, Y6
 	VMULPS    Y6, Y5, Y5
-	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
 	VANDNPS   Y5, Y6, Y5
-	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
-	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
 	VCMPPS    $0x03, Y4, Y4, Y6
 	VBLENDVPS Y6, Y4, Y5, Y5
 	VMOVUPS   Y5, (BX)
 	VADDPS    Y5, Y0, Y0
 	VMOVUPS   32(BX), Y4
 	VSUBPS    Y2, Y4, Y4
-	VMULPS    nnConsts<>+128(SB), Y4, Y5
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
 	VCVTPS2DQ Y5, Y6
 	VCVTDQ2PS Y6, Y7
-	VMULPS    nnConsts<>+160(SB), Y7, Y5
-	VSUBPS    Y5, Y4, Y8
 	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
 	VSUBPS    Y5, Y8, Y8
-	VMOVUPS   nnConsts<>+352(SB), Y5
-	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+384(SB), Y5, Y5
+	VMOVUPS   nnConsts<>+384(SB), Y5
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+416(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
@@ -6464,34 +6546,36 @@ sm2x_exp_208:
 	VMULPS    Y8, Y5, Y5
 	VADDPS    nnConsts<>+512(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
 	VMULPS    Y8, Y5, Y5
-	VADDPS    nnConsts<>+224(SB), Y5, Y5
-	VPCMPGTD  nnConsts<>+96(SB), Y6, Y7
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
 	VADDPS    Y5, Y5, Y8
 	VBLENDVPS Y7, Y8, Y5, Y5
-	VPMINSD   nnConsts<>+96(SB), Y6, Y6
-	VPADDD    nnConsts<>+96(SB), Y6, Y6
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
 	VPSLLD    $0x17, Y6, Y6
 	VMULPS    Y6, Y5, Y5
-	VCMPPS    $0x11, nnConsts<>+256(SB), Y4, Y6
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
 	VANDNPS   Y5, Y6, Y5
-	VCMPPS    $0x1e, nnConsts<>+288(SB), Y4, Y6
-	VBLENDVPS Y6, nnConsts<>+320(SB), Y5, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
 	VCMPPS    $0x03, Y4, Y4, Y6
 	VBLENDVPS Y6, Y4, Y5, Y5
 	VMOVUPS   Y5, 32(BX)
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_208
+	JNZ       sm2x_exp_210
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_empty_197:
+sm2x_empty_199:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -6507,15 +6591,15 @@ TEXT ·attnPVAVX2Asm(SB), NOSPLIT, $0-72
 	MOVQ  v+32(FP), CX
 	MOVQ  d+56(FP), DX
 
-pv2x_cols_209:
+pv2x_cols_211:
 	CMPQ DX, $0x10
-	JL   pv2x_coltail_210
+	JL   pv2x_coltail_212
 	MOVQ rows+16(FP), SI
 	XORQ BX, BX
 
-pv2x_rows_main_212:
+pv2x_rows_main_214:
 	CMPQ  SI, $0x04
-	JL    pv2x_rows_tail_213
+	JL    pv2x_rows_tail_215
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -6531,15 +6615,15 @@ pv2x_rows_main_212:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_214
+	JZ    pv2x_divide_216
 
-pv2x_j_215:
+pv2x_j_217:
 	VMOVUPS      (R8), Y9
 	VMOVUPS      32(R8), Y10
 	VCMPPS       $0x04, (DI), X0, X11
 	VMOVMSKPS    X11, R11
 	CMPL         R11, $0x0f
-	JNE          pv2x_zero_216
+	JNE          pv2x_zero_218
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
@@ -6560,52 +6644,52 @@ pv2x_j_215:
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
-	JMP          pv2x_next_217
+	JMP          pv2x_next_219
 
-pv2x_zero_216:
+pv2x_zero_218:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_218
+	JCC          pv2x_skip_220
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y2, Y2
-
-pv2x_skip_218:
-	BTL          $0x01, R11
-	JCC          pv2x_skip_219
-	VBROADCASTSS 4(DI), Y11
-	VMULPS       Y9, Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       Y10, Y11, Y11
-	VADDPS       Y11, Y4, Y4
-
-pv2x_skip_219:
-	BTL          $0x02, R11
-	JCC          pv2x_skip_220
-	VBROADCASTSS 8(DI), Y11
-	VMULPS       Y9, Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       Y10, Y11, Y11
-	VADDPS       Y11, Y6, Y6
 
 pv2x_skip_220:
-	BTL          $0x03, R11
+	BTL          $0x01, R11
 	JCC          pv2x_skip_221
+	VBROADCASTSS 4(DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y4, Y4
+
+pv2x_skip_221:
+	BTL          $0x02, R11
+	JCC          pv2x_skip_222
+	VBROADCASTSS 8(DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y6, Y6
+
+pv2x_skip_222:
+	BTL          $0x03, R11
+	JCC          pv2x_skip_223
 	VBROADCASTSS 12(DI), Y11
 	VMULPS       Y9, Y11, Y9
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
 
-pv2x_skip_221:
-pv2x_next_217:
+pv2x_skip_223:
+pv2x_next_219:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_215
+	JNZ  pv2x_j_217
 
-pv2x_divide_214:
+pv2x_divide_216:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -6638,11 +6722,11 @@ pv2x_divide_214:
 	VMOVUPS      Y8, 32(R8)
 	ADDQ         $0x04, BX
 	SUBQ         $0x04, SI
-	JMP          pv2x_rows_main_212
+	JMP          pv2x_rows_main_214
 
-pv2x_rows_tail_213:
+pv2x_rows_tail_215:
 	CMPQ  SI, $0x02
-	JL    pv2x_rows_skip_222
+	JL    pv2x_rows_skip_224
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -6654,16 +6738,16 @@ pv2x_rows_tail_213:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_223
+	JZ    pv2x_divide_225
 
-pv2x_j_224:
+pv2x_j_226:
 	VMOVUPS      (R8), Y5
 	VMOVUPS      32(R8), Y6
 	VMOVQ        (DI), X7
 	VCMPPS       $0x04, X7, X0, X7
 	VMOVMSKPS    X7, R11
 	CMPL         R11, $0x03
-	JNE          pv2x_zero_225
+	JNE          pv2x_zero_227
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
@@ -6674,34 +6758,34 @@ pv2x_j_224:
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_226
+	JMP          pv2x_next_228
 
-pv2x_zero_225:
+pv2x_zero_227:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_227
+	JCC          pv2x_skip_229
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VADDPS       Y7, Y2, Y2
 
-pv2x_skip_227:
+pv2x_skip_229:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_228
+	JCC          pv2x_skip_230
 	VBROADCASTSS 4(DI), Y7
 	VMULPS       Y5, Y7, Y5
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_228:
-pv2x_next_226:
+pv2x_skip_230:
+pv2x_next_228:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_224
+	JNZ  pv2x_j_226
 
-pv2x_divide_223:
+pv2x_divide_225:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -6723,9 +6807,9 @@ pv2x_divide_223:
 	ADDQ         $0x02, BX
 	SUBQ         $0x02, SI
 
-pv2x_rows_skip_222:
+pv2x_rows_skip_224:
 	CMPQ  SI, $0x01
-	JL    pv2x_rows_skip_229
+	JL    pv2x_rows_skip_231
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R9
@@ -6735,40 +6819,40 @@ pv2x_rows_skip_222:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_230
+	JZ    pv2x_divide_232
 
-pv2x_j_231:
+pv2x_j_233:
 	VMOVUPS      (R8), Y3
 	VMOVUPS      32(R8), Y4
 	VMOVSS       (DI), X5
 	VCMPPS       $0x04, X5, X0, X5
 	VMOVMSKPS    X5, R11
 	CMPL         R11, $0x01
-	JNE          pv2x_zero_232
+	JNE          pv2x_zero_234
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_233
+	JMP          pv2x_next_235
 
-pv2x_zero_232:
+pv2x_zero_234:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_234
+	JCC          pv2x_skip_236
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_234:
-pv2x_next_233:
+pv2x_skip_236:
+pv2x_next_235:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_231
+	JNZ  pv2x_j_233
 
-pv2x_divide_230:
+pv2x_divide_232:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -6784,21 +6868,21 @@ pv2x_divide_230:
 	ADDQ         $0x01, BX
 	SUBQ         $0x01, SI
 
-pv2x_rows_skip_229:
+pv2x_rows_skip_231:
 	ADDQ $0x00000040, AX
 	ADDQ $0x00000040, CX
 	SUBQ $0x10, DX
-	JMP  pv2x_cols_209
+	JMP  pv2x_cols_211
 
-pv2x_coltail_210:
+pv2x_coltail_212:
 	TESTQ DX, DX
-	JZ    pv2x_done_211
+	JZ    pv2x_done_213
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv2x_rows_main_235:
+pv2x_rows_main_237:
 	CMPQ  BX, $0x04
-	JL    pv2x_rows_tail_236
+	JL    pv2x_rows_tail_238
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -6810,14 +6894,14 @@ pv2x_rows_main_235:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_237
+	JZ    pv2x_divide_239
 
-pv2x_j_238:
+pv2x_j_240:
 	VMOVUPS      (DI), Y5
 	VCMPPS       $0x04, (SI), X0, X6
 	VMOVMSKPS    X6, R10
 	CMPL         R10, $0x0f
-	JNE          pv2x_zero_239
+	JNE          pv2x_zero_241
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
@@ -6830,44 +6914,44 @@ pv2x_j_238:
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_240
+	JMP          pv2x_next_242
 
-pv2x_zero_239:
+pv2x_zero_241:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_241
+	JCC          pv2x_skip_243
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
-
-pv2x_skip_241:
-	BTL          $0x01, R10
-	JCC          pv2x_skip_242
-	VBROADCASTSS 4(SI), Y6
-	VMULPS       Y5, Y6, Y6
-	VADDPS       Y6, Y2, Y2
-
-pv2x_skip_242:
-	BTL          $0x02, R10
-	JCC          pv2x_skip_243
-	VBROADCASTSS 8(SI), Y6
-	VMULPS       Y5, Y6, Y6
-	VADDPS       Y6, Y3, Y3
 
 pv2x_skip_243:
-	BTL          $0x03, R10
+	BTL          $0x01, R10
 	JCC          pv2x_skip_244
+	VBROADCASTSS 4(SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y2, Y2
+
+pv2x_skip_244:
+	BTL          $0x02, R10
+	JCC          pv2x_skip_245
+	VBROADCASTSS 8(SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+
+pv2x_skip_245:
+	BTL          $0x03, R10
+	JCC          pv2x_skip_246
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_244:
-pv2x_next_240:
+pv2x_skip_246:
+pv2x_next_242:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_238
+	JNZ  pv2x_j_240
 
-pv2x_divide_237:
+pv2x_divide_239:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -6892,11 +6976,11 @@ pv2x_divide_237:
 	VMOVUPS      Y4, (DI)
 	ADDQ         $0x04, DX
 	SUBQ         $0x04, BX
-	JMP          pv2x_rows_main_235
+	JMP          pv2x_rows_main_237
 
-pv2x_rows_tail_236:
+pv2x_rows_tail_238:
 	CMPQ  BX, $0x02
-	JL    pv2x_rows_skip_245
+	JL    pv2x_rows_skip_247
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R8
@@ -6906,45 +6990,45 @@ pv2x_rows_tail_236:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_246
+	JZ    pv2x_divide_248
 
-pv2x_j_247:
+pv2x_j_249:
 	VMOVUPS      (DI), Y3
 	VMOVQ        (SI), X4
 	VCMPPS       $0x04, X4, X0, X4
 	VMOVMSKPS    X4, R10
 	CMPL         R10, $0x03
-	JNE          pv2x_zero_248
+	JNE          pv2x_zero_250
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_249
+	JMP          pv2x_next_251
 
-pv2x_zero_248:
+pv2x_zero_250:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_250
+	JCC          pv2x_skip_252
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 
-pv2x_skip_250:
+pv2x_skip_252:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_251
+	JCC          pv2x_skip_253
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_251:
-pv2x_next_249:
+pv2x_skip_253:
+pv2x_next_251:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_247
+	JNZ  pv2x_j_249
 
-pv2x_divide_246:
+pv2x_divide_248:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -6962,9 +7046,9 @@ pv2x_divide_246:
 	ADDQ         $0x02, DX
 	SUBQ         $0x02, BX
 
-pv2x_rows_skip_245:
+pv2x_rows_skip_247:
 	CMPQ  BX, $0x01
-	JL    pv2x_rows_skip_252
+	JL    pv2x_rows_skip_254
 	VPXOR Y1, Y1, Y1
 	MOVQ  sk+48(FP), DI
 	MOVQ  p+24(FP), SI
@@ -6972,35 +7056,35 @@ pv2x_rows_skip_245:
 	MOVQ  vStride+40(FP), R8
 	SHLQ  $0x02, R8
 	TESTQ DI, DI
-	JZ    pv2x_divide_253
+	JZ    pv2x_divide_255
 
-pv2x_j_254:
+pv2x_j_256:
 	VMOVUPS      (CX), Y2
 	VMOVSS       (SI), X3
 	VCMPPS       $0x04, X3, X0, X3
 	VMOVMSKPS    X3, R9
 	CMPL         R9, $0x01
-	JNE          pv2x_zero_255
+	JNE          pv2x_zero_257
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
-	JMP          pv2x_next_256
+	JMP          pv2x_next_258
 
-pv2x_zero_255:
+pv2x_zero_257:
 	BTL          $0x00, R9
-	JCC          pv2x_skip_257
+	JCC          pv2x_skip_259
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
 
-pv2x_skip_257:
-pv2x_next_256:
+pv2x_skip_259:
+pv2x_next_258:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv2x_j_254
+	JNZ  pv2x_j_256
 
-pv2x_divide_253:
+pv2x_divide_255:
 	MOVQ         sums+64(FP), CX
 	MOVQ         outStride+8(FP), DI
 	SHLQ         $0x02, DI
@@ -7014,8 +7098,8 @@ pv2x_divide_253:
 	ADDQ         $0x01, DX
 	SUBQ         $0x01, BX
 
-pv2x_rows_skip_252:
-pv2x_done_211:
+pv2x_rows_skip_254:
+pv2x_done_213:
 	VZEROUPPER
 	RET
 
@@ -7059,9 +7143,9 @@ TEXT ·lnStats16AVX2Asm(SB), NOSPLIT, $0-56
 	MOVQ  x+0(FP), BX
 	MOVQ  n+16(FP), SI
 
-lns2_cols_258:
+lns2_cols_260:
 	CMPQ         SI, $0x08
-	JL           lns2_tail_259
+	JL           lns2_tail_261
 	VMOVUPS      (BX), Y4
 	VMOVUPS      (BX)(AX*1), Y5
 	VMOVUPS      (BX)(AX*2), Y6
@@ -7195,11 +7279,11 @@ lns2_cols_258:
 	VADDPD       Y4, Y3, Y3
 	ADDQ         $0x20, BX
 	SUBQ         $0x08, SI
-	JMP          lns2_cols_258
+	JMP          lns2_cols_260
 
-lns2_tail_259:
+lns2_tail_261:
 	TESTQ        SI, SI
-	JZ           lns2_done_260
+	JZ           lns2_done_262
 	MOVQ         $0x00000008, DI
 	SUBQ         SI, DI
 	LEAQ         nnAVX2Lanes<>+0(SB), R8
@@ -7219,39 +7303,39 @@ lns2_tail_259:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_265
+	JLE          lns2_group_267
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_265
+	JLE          lns2_group_267
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_265
+	JLE          lns2_group_267
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_265
+	JLE          lns2_group_267
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_265
+	JLE          lns2_group_267
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_265
+	JLE          lns2_group_267
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_265
+	JLE          lns2_group_267
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y0, Y0
 
-lns2_group_265:
+lns2_group_267:
 	LEAQ         (BX)(AX*4), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7268,39 +7352,39 @@ lns2_group_265:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_266
+	JLE          lns2_group_268
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_266
+	JLE          lns2_group_268
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_266
+	JLE          lns2_group_268
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_266
+	JLE          lns2_group_268
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_266
+	JLE          lns2_group_268
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_266
+	JLE          lns2_group_268
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_266
+	JLE          lns2_group_268
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y1, Y1
 
-lns2_group_266:
+lns2_group_268:
 	LEAQ         (BX)(AX*8), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7317,39 +7401,39 @@ lns2_group_266:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_267
+	JLE          lns2_group_269
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_267
+	JLE          lns2_group_269
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_267
+	JLE          lns2_group_269
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_267
+	JLE          lns2_group_269
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_267
+	JLE          lns2_group_269
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_267
+	JLE          lns2_group_269
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_267
+	JLE          lns2_group_269
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y2, Y2
 
-lns2_group_267:
+lns2_group_269:
 	LEAQ         (BX)(CX*4), BX
 	VMASKMOVPS   (BX), Y4, Y5
 	VMASKMOVPS   (BX)(AX*1), Y4, Y6
@@ -7366,40 +7450,40 @@ lns2_group_267:
 	VCVTPS2PD    X7, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_268
+	JLE          lns2_group_270
 	VCVTPS2PD    X6, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_268
+	JLE          lns2_group_270
 	VCVTPS2PD    X8, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_268
+	JLE          lns2_group_270
 	VCVTPS2PD    X4, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_268
+	JLE          lns2_group_270
 	VEXTRACTF128 $0x01, Y7, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_268
+	JLE          lns2_group_270
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_268
+	JLE          lns2_group_270
 	VEXTRACTF128 $0x01, Y8, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_268
+	JLE          lns2_group_270
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
 	VADDPD       Y4, Y3, Y3
 
-lns2_group_268:
-lns2_done_260:
+lns2_group_270:
+lns2_done_262:
 	VBROADCASTSD count+24(FP), Y4
 	VDIVPD       Y4, Y0, Y0
 	VMOVUPD      Y0, (DX)
@@ -7416,9 +7500,9 @@ lns2_done_260:
 	MOVQ         x+0(FP), BX
 	MOVQ         n+16(FP), SI
 
-lns2_cols_269:
+lns2_cols_271:
 	CMPQ         SI, $0x08
-	JL           lns2_tail_270
+	JL           lns2_tail_272
 	VMOVUPS      (BX), Y4
 	VMOVUPS      (BX)(AX*1), Y5
 	VMOVUPS      (BX)(AX*2), Y6
@@ -7616,11 +7700,11 @@ lns2_cols_269:
 	VADDPD       Y4, Y3, Y3
 	ADDQ         $0x20, BX
 	SUBQ         $0x08, SI
-	JMP          lns2_cols_269
+	JMP          lns2_cols_271
 
-lns2_tail_270:
+lns2_tail_272:
 	TESTQ        SI, SI
-	JZ           lns2_done_271
+	JZ           lns2_done_273
 	MOVQ         $0x00000008, DI
 	SUBQ         SI, DI
 	LEAQ         nnAVX2Lanes<>+0(SB), R8
@@ -7642,53 +7726,53 @@ lns2_tail_270:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_276
+	JLE          lns2_group_278
 	VCVTPS2PD    X6, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_276
+	JLE          lns2_group_278
 	VCVTPS2PD    X9, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_276
+	JLE          lns2_group_278
 	VCVTPS2PD    X5, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_276
+	JLE          lns2_group_278
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_276
+	JLE          lns2_group_278
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       (DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_276
+	JLE          lns2_group_278
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       (DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_276
+	JLE          lns2_group_278
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       (DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y0, Y0
 
-lns2_group_276:
+lns2_group_278:
 	LEAQ         (BX)(AX*4), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7707,53 +7791,53 @@ lns2_group_276:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_277
+	JLE          lns2_group_279
 	VCVTPS2PD    X6, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_277
+	JLE          lns2_group_279
 	VCVTPS2PD    X9, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_277
+	JLE          lns2_group_279
 	VCVTPS2PD    X5, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_277
+	JLE          lns2_group_279
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_277
+	JLE          lns2_group_279
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       32(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_277
+	JLE          lns2_group_279
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       32(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_277
+	JLE          lns2_group_279
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       32(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y1, Y1
 
-lns2_group_277:
+lns2_group_279:
 	LEAQ         (BX)(AX*8), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7772,53 +7856,53 @@ lns2_group_277:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_278
+	JLE          lns2_group_280
 	VCVTPS2PD    X6, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_278
+	JLE          lns2_group_280
 	VCVTPS2PD    X9, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_278
+	JLE          lns2_group_280
 	VCVTPS2PD    X5, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_278
+	JLE          lns2_group_280
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_278
+	JLE          lns2_group_280
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       64(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_278
+	JLE          lns2_group_280
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       64(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_278
+	JLE          lns2_group_280
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       64(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y2, Y2
 
-lns2_group_278:
+lns2_group_280:
 	LEAQ         (BX)(CX*4), BX
 	VMASKMOVPS   (BX), Y4, Y5
 	VMASKMOVPS   (BX)(AX*1), Y4, Y6
@@ -7837,54 +7921,54 @@ lns2_group_278:
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_279
+	JLE          lns2_group_281
 	VCVTPS2PD    X6, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_279
+	JLE          lns2_group_281
 	VCVTPS2PD    X8, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_279
+	JLE          lns2_group_281
 	VCVTPS2PD    X4, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_279
+	JLE          lns2_group_281
 	VEXTRACTF128 $0x01, Y7, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_279
+	JLE          lns2_group_281
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_279
+	JLE          lns2_group_281
 	VEXTRACTF128 $0x01, Y8, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_279
+	JLE          lns2_group_281
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
 	VSUBPD       96(DX), Y4, Y4
 	VMULPD       Y4, Y4, Y4
 	VADDPD       Y4, Y3, Y3
 
-lns2_group_279:
-lns2_done_271:
+lns2_group_281:
+lns2_done_273:
 	VBROADCASTSD count+24(FP), Y4
 	VBROADCASTSD eps+32(FP), Y5
 	VBROADCASTSD nnConsts<>+0(SB), Y6
@@ -7917,20 +8001,20 @@ lns2_done_271:
 TEXT ·lnNormAVX2Asm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn2_variant_280
-	CMPQ AX, $0x04
-	JEQ  lnn2_variant_281
-	CMPQ AX, $0x06
 	JEQ  lnn2_variant_282
-	CMPQ AX, $0x03
+	CMPQ AX, $0x04
 	JEQ  lnn2_variant_283
-	CMPQ AX, $0x05
+	CMPQ AX, $0x06
 	JEQ  lnn2_variant_284
-	CMPQ AX, $0x07
+	CMPQ AX, $0x03
 	JEQ  lnn2_variant_285
+	CMPQ AX, $0x05
+	JEQ  lnn2_variant_286
+	CMPQ AX, $0x07
+	JEQ  lnn2_variant_287
 	RET
 
-lnn2_variant_280:
+lnn2_variant_282:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -7939,7 +8023,7 @@ lnn2_variant_280:
 	MOVQ         y+0(FP), BX
 	XORQ         SI, SI
 
-lnn2_loop_286:
+lnn2_loop_288:
 	VCVTPS2PD  (AX)(SI*4), Y2
 	VSUBPD     Y0, Y2, Y2
 	VMULPD     Y1, Y2, Y2
@@ -7956,11 +8040,11 @@ lnn2_loop_286:
 	VMOVUPS    X2, 16(BX)(SI*4)
 	ADDQ       $0x08, SI
 	CMPQ       SI, DX
-	JL         lnn2_loop_286
+	JL         lnn2_loop_288
 	VZEROUPPER
 	RET
 
-lnn2_variant_281:
+lnn2_variant_283:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -7975,7 +8059,7 @@ lnn2_variant_281:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         SI, SI
 
-lnn2_loop_287:
+lnn2_loop_289:
 	VCVTPS2PD    (AX)(SI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8000,11 +8084,11 @@ lnn2_loop_287:
 	VMOVQ        X6, (BX)(SI*1)
 	ADDQ         $0x08, SI
 	CMPQ         SI, DX
-	JL           lnn2_loop_287
+	JL           lnn2_loop_289
 	VZEROUPPER
 	RET
 
-lnn2_variant_282:
+lnn2_variant_284:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8020,7 +8104,7 @@ lnn2_variant_282:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         DI, DI
 
-lnn2_loop_288:
+lnn2_loop_290:
 	VCVTPS2PD    (AX)(DI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8047,11 +8131,11 @@ lnn2_loop_288:
 	VMOVQ        X6, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_288
+	JL           lnn2_loop_290
 	VZEROUPPER
 	RET
 
-lnn2_variant_283:
+lnn2_variant_285:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8061,7 +8145,7 @@ lnn2_variant_283:
 	MOVQ         y+0(FP), SI
 	XORQ         DI, DI
 
-lnn2_loop_289:
+lnn2_loop_291:
 	VCVTPS2PD  (AX)(DI*4), Y2
 	VSUBPD     Y0, Y2, Y2
 	VMULPD     Y1, Y2, Y2
@@ -8082,11 +8166,11 @@ lnn2_loop_289:
 	VMOVUPS    X2, 16(SI)(DI*4)
 	ADDQ       $0x08, DI
 	CMPQ       DI, DX
-	JL         lnn2_loop_289
+	JL         lnn2_loop_291
 	VZEROUPPER
 	RET
 
-lnn2_variant_284:
+lnn2_variant_286:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8102,7 +8186,7 @@ lnn2_variant_284:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         DI, DI
 
-lnn2_loop_290:
+lnn2_loop_292:
 	VCVTPS2PD    (AX)(DI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8131,11 +8215,11 @@ lnn2_loop_290:
 	VMOVQ        X6, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_290
+	JL           lnn2_loop_292
 	VZEROUPPER
 	RET
 
-lnn2_variant_285:
+lnn2_variant_287:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8152,7 +8236,7 @@ lnn2_variant_285:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R8, R8
 
-lnn2_loop_291:
+lnn2_loop_293:
 	VCVTPS2PD    (AX)(R8*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8183,7 +8267,7 @@ lnn2_loop_291:
 	VMOVQ        X6, (DI)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, DX
-	JL           lnn2_loop_291
+	JL           lnn2_loop_293
 	VZEROUPPER
 	RET
 
@@ -8192,7 +8276,7 @@ lnn2_loop_291:
 TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd2_beta_292
+	JEQ          lnd2_beta_294
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8209,7 +8293,7 @@ TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R8, R8
 
-lnd2_loop_293:
+lnd2_loop_295:
 	VCVTPS2PD    (AX)(R8*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8242,11 +8326,11 @@ lnd2_loop_293:
 	VMOVQ        X6, (BX)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, CX
-	JL           lnd2_loop_293
+	JL           lnd2_loop_295
 	VZEROUPPER
 	RET
 
-lnd2_beta_292:
+lnd2_beta_294:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8265,7 +8349,7 @@ lnd2_beta_292:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R10, R10
 
-lnd2_loop_294:
+lnd2_loop_296:
 	VCVTPS2PD    (AX)(R10*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8306,7 +8390,7 @@ lnd2_loop_294:
 	VMOVQ        X6, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, CX
-	JL           lnd2_loop_294
+	JL           lnd2_loop_296
 	VZEROUPPER
 	RET
 
@@ -8328,14 +8412,14 @@ TEXT ·quantizeU8AVX2Asm(SB), NOSPLIT, $0-56
 	SHLQ         $0x02, SI
 	MOVQ         dstStride+8(FP), DI
 
-q2_row_295:
+q2_row_297:
 	XORQ R8, R8
 
-q2_wide_296:
+q2_wide_298:
 	MOVQ      BX, R9
 	SUBQ      R8, R9
 	CMPQ      R9, $0x20
-	JL        q2_narrow_297
+	JL        q2_narrow_299
 	VMOVUPS   (CX)(R8*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -8366,11 +8450,11 @@ q2_wide_296:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (AX)(R8*1)
 	ADDQ      $0x20, R8
-	JMP       q2_wide_296
+	JMP       q2_wide_298
 
-q2_narrow_297:
+q2_narrow_299:
 	CMPQ         R8, BX
-	JGE          q2_done_298
+	JGE          q2_done_300
 	VMOVUPS      (CX)(R8*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -8382,13 +8466,13 @@ q2_narrow_297:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (AX)(R8*1)
 	ADDQ         $0x08, R8
-	JMP          q2_narrow_297
+	JMP          q2_narrow_299
 
-q2_done_298:
+q2_done_300:
 	ADDQ SI, CX
 	ADDQ DI, AX
 	DECQ DX
-	JNZ  q2_row_295
+	JNZ  q2_row_297
 	VZEROUPPER
 	RET
 
@@ -8407,11 +8491,11 @@ TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
 	VPXOR Y7, Y7, Y7
 	XORQ  DX, DX
 
-mm2_wide_299:
+mm2_wide_301:
 	MOVQ    CX, BX
 	SUBQ    DX, BX
 	CMPQ    BX, $0x20
-	JL      mm2_narrow_300
+	JL      mm2_narrow_302
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -8425,18 +8509,18 @@ mm2_wide_299:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, DX
-	JMP     mm2_wide_299
+	JMP     mm2_wide_301
 
-mm2_narrow_300:
+mm2_narrow_302:
 	CMPQ    DX, CX
-	JGE     mm2_done_301
+	JGE     mm2_done_303
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, DX
-	JMP     mm2_narrow_300
+	JMP     mm2_narrow_302
 
-mm2_done_301:
+mm2_done_303:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -8460,6 +8544,237 @@ mm2_done_301:
 	VZEROUPPER
 	RET
 
+// func packQueries16Asm(dst *uint32, src *uint8, kp int, rows int, colSum *int32)
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·packQueries16Asm(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         kp+16(FP), DX
+	MOVQ         rows+24(FP), BX
+	MOVQ         colSum+32(FP), SI
+	VPBROADCASTD nnConsts<>+96(SB), Z0
+	VPBROADCASTD nnConsts<>+100(SB), Z1
+	VPBROADCASTD nnConsts<>+104(SB), Z2
+	VPXORD       Z3, Z3, Z3
+	XORQ         DI, DI
+
+pq_chunk_304:
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	LEAQ   (CX)(DI*1), R8
+	VPXORD (R8), Z0, Z4
+	ADDQ   DX, R8
+	CMPQ   BX, $0x00000001
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z5
+	ADDQ   DX, R8
+	CMPQ   BX, $0x00000002
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z6
+	ADDQ   DX, R8
+	CMPQ   BX, $0x00000003
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z7
+	ADDQ   DX, R8
+	CMPQ   BX, $0x00000004
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z8
+	ADDQ   DX, R8
+	CMPQ   BX, $0x00000005
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z9
+	ADDQ   DX, R8
+	CMPQ   BX, $0x00000006
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z10
+	ADDQ   DX, R8
+	CMPQ   BX, $0x00000007
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z11
+	ADDQ   DX, R8
+	CMPQ   BX, $0x00000008
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z12
+	ADDQ   DX, R8
+	CMPQ   BX, $0x00000009
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z13
+	ADDQ   DX, R8
+	CMPQ   BX, $0x0000000a
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z14
+	ADDQ   DX, R8
+	CMPQ   BX, $0x0000000b
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z15
+	ADDQ   DX, R8
+	CMPQ   BX, $0x0000000c
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z16
+	ADDQ   DX, R8
+	CMPQ   BX, $0x0000000d
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z17
+	ADDQ   DX, R8
+	CMPQ   BX, $0x0000000e
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z18
+	ADDQ   DX, R8
+	CMPQ   BX, $0x0000000f
+	JLE    pq_loaded_305
+	VPXORD (R8), Z0, Z19
+
+pq_loaded_305:
+	VUNPCKLPS  Z5, Z4, Z20
+	VUNPCKHPS  Z5, Z4, Z4
+	VUNPCKLPS  Z7, Z6, Z5
+	VUNPCKHPS  Z7, Z6, Z6
+	VUNPCKLPS  Z9, Z8, Z7
+	VUNPCKHPS  Z9, Z8, Z8
+	VUNPCKLPS  Z11, Z10, Z9
+	VUNPCKHPS  Z11, Z10, Z10
+	VUNPCKLPS  Z13, Z12, Z11
+	VUNPCKHPS  Z13, Z12, Z12
+	VUNPCKLPS  Z15, Z14, Z13
+	VUNPCKHPS  Z15, Z14, Z14
+	VUNPCKLPS  Z17, Z16, Z15
+	VUNPCKHPS  Z17, Z16, Z16
+	VUNPCKLPS  Z19, Z18, Z17
+	VUNPCKHPS  Z19, Z18, Z18
+	VUNPCKLPD  Z5, Z20, Z19
+	VUNPCKHPD  Z5, Z20, Z5
+	VUNPCKLPD  Z6, Z4, Z20
+	VUNPCKHPD  Z6, Z4, Z4
+	VUNPCKLPD  Z9, Z7, Z6
+	VUNPCKHPD  Z9, Z7, Z7
+	VUNPCKLPD  Z10, Z8, Z9
+	VUNPCKHPD  Z10, Z8, Z8
+	VUNPCKLPD  Z13, Z11, Z10
+	VUNPCKHPD  Z13, Z11, Z11
+	VUNPCKLPD  Z14, Z12, Z13
+	VUNPCKHPD  Z14, Z12, Z12
+	VUNPCKLPD  Z17, Z15, Z14
+	VUNPCKHPD  Z17, Z15, Z15
+	VUNPCKLPD  Z18, Z16, Z17
+	VUNPCKHPD  Z18, Z16, Z16
+	VSHUFF32X4 $0x88, Z6, Z19, Z18
+	VSHUFF32X4 $0xdd, Z6, Z19, Z6
+	VSHUFF32X4 $0x88, Z7, Z5, Z19
+	VSHUFF32X4 $0xdd, Z7, Z5, Z5
+	VSHUFF32X4 $0x88, Z9, Z20, Z7
+	VSHUFF32X4 $0xdd, Z9, Z20, Z9
+	VSHUFF32X4 $0x88, Z8, Z4, Z20
+	VSHUFF32X4 $0xdd, Z8, Z4, Z4
+	VSHUFF32X4 $0x88, Z14, Z10, Z8
+	VSHUFF32X4 $0xdd, Z14, Z10, Z10
+	VSHUFF32X4 $0x88, Z15, Z11, Z14
+	VSHUFF32X4 $0xdd, Z15, Z11, Z11
+	VSHUFF32X4 $0x88, Z17, Z13, Z15
+	VSHUFF32X4 $0xdd, Z17, Z13, Z13
+	VSHUFF32X4 $0x88, Z16, Z12, Z17
+	VSHUFF32X4 $0xdd, Z16, Z12, Z12
+	VSHUFF32X4 $0x88, Z8, Z18, Z16
+	VSHUFF32X4 $0xdd, Z8, Z18, Z18
+	VSHUFF32X4 $0x88, Z10, Z6, Z8
+	VSHUFF32X4 $0xdd, Z10, Z6, Z6
+	VSHUFF32X4 $0x88, Z14, Z19, Z10
+	VSHUFF32X4 $0xdd, Z14, Z19, Z19
+	VSHUFF32X4 $0x88, Z11, Z5, Z14
+	VSHUFF32X4 $0xdd, Z11, Z5, Z5
+	VSHUFF32X4 $0x88, Z15, Z7, Z11
+	VSHUFF32X4 $0xdd, Z15, Z7, Z15
+	VSHUFF32X4 $0x88, Z13, Z9, Z7
+	VSHUFF32X4 $0xdd, Z13, Z9, Z9
+	VSHUFF32X4 $0x88, Z17, Z20, Z13
+	VSHUFF32X4 $0xdd, Z17, Z20, Z20
+	VSHUFF32X4 $0x88, Z12, Z4, Z17
+	VSHUFF32X4 $0xdd, Z12, Z4, Z4
+	VMOVDQU32  Z16, (AX)
+	VPMADDUBSW Z16, Z1, Z12
+	VPMADDWD   Z2, Z12, Z12
+	VPADDD     Z12, Z3, Z3
+	VMOVDQU32  Z10, 64(AX)
+	VPMADDUBSW Z10, Z1, Z10
+	VPMADDWD   Z2, Z10, Z10
+	VPADDD     Z10, Z3, Z3
+	VMOVDQU32  Z11, 128(AX)
+	VPMADDUBSW Z11, Z1, Z10
+	VPMADDWD   Z2, Z10, Z10
+	VPADDD     Z10, Z3, Z3
+	VMOVDQU32  Z13, 192(AX)
+	VPMADDUBSW Z13, Z1, Z10
+	VPMADDWD   Z2, Z10, Z10
+	VPADDD     Z10, Z3, Z3
+	VMOVDQU32  Z8, 256(AX)
+	VPMADDUBSW Z8, Z1, Z8
+	VPMADDWD   Z2, Z8, Z8
+	VPADDD     Z8, Z3, Z3
+	VMOVDQU32  Z14, 320(AX)
+	VPMADDUBSW Z14, Z1, Z8
+	VPMADDWD   Z2, Z8, Z8
+	VPADDD     Z8, Z3, Z3
+	VMOVDQU32  Z7, 384(AX)
+	VPMADDUBSW Z7, Z1, Z7
+	VPMADDWD   Z2, Z7, Z7
+	VPADDD     Z7, Z3, Z3
+	VMOVDQU32  Z17, 448(AX)
+	VPMADDUBSW Z17, Z1, Z7
+	VPMADDWD   Z2, Z7, Z7
+	VPADDD     Z7, Z3, Z3
+	VMOVDQU32  Z18, 512(AX)
+	VPMADDUBSW Z18, Z1, Z7
+	VPMADDWD   Z2, Z7, Z7
+	VPADDD     Z7, Z3, Z3
+	VMOVDQU32  Z19, 576(AX)
+	VPMADDUBSW Z19, Z1, Z7
+	VPMADDWD   Z2, Z7, Z7
+	VPADDD     Z7, Z3, Z3
+	VMOVDQU32  Z15, 640(AX)
+	VPMADDUBSW Z15, Z1, Z7
+	VPMADDWD   Z2, Z7, Z7
+	VPADDD     Z7, Z3, Z3
+	VMOVDQU32  Z20, 704(AX)
+	VPMADDUBSW Z20, Z1, Z7
+	VPMADDWD   Z2, Z7, Z7
+	VPADDD     Z7, Z3, Z3
+	VMOVDQU32  Z6, 768(AX)
+	VPMADDUBSW Z6, Z1, Z6
+	VPMADDWD   Z2, Z6, Z6
+	VPADDD     Z6, Z3, Z3
+	VMOVDQU32  Z5, 832(AX)
+	VPMADDUBSW Z5, Z1, Z5
+	VPMADDWD   Z2, Z5, Z5
+	VPADDD     Z5, Z3, Z3
+	VMOVDQU32  Z9, 896(AX)
+	VPMADDUBSW Z9, Z1, Z5
+	VPMADDWD   Z2, Z5, Z5
+	VPADDD     Z5, Z3, Z3
+	VMOVDQU32  Z4, 960(AX)
+	VPMADDUBSW Z4, Z1, Z4
+	VPMADDWD   Z2, Z4, Z4
+	VPADDD     Z4, Z3, Z3
+	ADDQ       $0x00000400, AX
+	ADDQ       $0x40, DI
+	CMPQ       DI, DX
+	JL         pq_chunk_304
+	VMOVDQU32  Z3, (SI)
+	VZEROUPPER
+	RET
+
 // func packValues4AVX2Asm(dst *uint32, stripBytes int, r0 *float32, r1 *float32, r2 *float32, r3 *float32, inv *float32, colSum *int32, blocks int)
 // Requires: AVX, AVX2
 TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
@@ -8476,9 +8791,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_302:
+pv4_306:
 	TESTQ     R10, R10
-	JZ        pv4_done_303
+	JZ        pv4_done_307
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -8518,7 +8833,7 @@ pv4_302:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_303
+	JZ        pv4_done_307
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -8559,9 +8874,9 @@ pv4_302:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_302
+	JMP       pv4_306
 
-pv4_done_303:
+pv4_done_307:
 	VZEROUPPER
 	RET
 
@@ -8578,7 +8893,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	VMOVDQU      nnAVX2Lanes<>+64(SB), Y3
 	LEAQ         (CX)(CX*2), SI
 
-probs_304:
+probs_308:
 	VMULPS       (DX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -8702,6 +9017,6 @@ probs_304:
 	ADDQ         $0x08, AX
 	ADDQ         $0x00000200, DX
 	DECQ         BX
-	JNZ          probs_304
+	JNZ          probs_308
 	VZEROUPPER
 	RET

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/sqc-dev/sqc/runtime/cpu"
 )
@@ -628,6 +629,89 @@ func TestGeluKernel(t *testing.T) {
 				in := append([]float32(nil), xs[1000:1000+n]...)
 				f.kern(in, in)
 				sameFloats(t, fmt.Sprintf("%s in place, %d values", f.name, n), in, want[1000:1000+n])
+			}
+		}
+	}
+}
+
+// TestQuantizeRowsKernel compares the per-row quantiser with its Go form
+// (a quantize call per row) on every partial width, with specials in the
+// input, ties, zero points off the u8 range and scales that are tiny,
+// huge or infinite, into guarded outputs.
+func TestQuantizeRowsKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, impl := range implementations(t) {
+		for _, cols := range widths(63, 64, 65, 100, 129) {
+			rows := 1 + r.IntN(7)
+			srcStride, dstStride := cols+r.IntN(3), cols+r.IntN(5)
+			src, _ := guarded((rows-1)*srcStride + cols)
+			fillRandom(r, src, -4, 4, 0.05)
+			for i := 0; i < len(src); i += 7 {
+				src[i] = float32(int(src[i]*8)) / 8 // ties at scale 1/40
+			}
+			scales, zps := make([]float32, rows), make([]int32, rows)
+			for i := range rows {
+				scales[i], zps[i] = []float32{1.0 / 40, 3e-3, 7, 1e-30, float32(math.Inf(1))}[r.IntN(5)], int32(r.IntN(300)-20)
+			}
+			want := make([]uint8, (rows-1)*dstStride+cols)
+			quantizeRowsWith(quantizeGo)(want, dstStride, src, srcStride, rows, cols, scales, zps)
+			got, check := guardedU8(len(want))
+			impl.quantizeRows(got, dstStride, src, srcStride, rows, cols, scales, zps)
+			check(t, "quantizeRows")
+			for i := range rows {
+				for j := range cols {
+					if g, w := got[i*dstStride+j], want[i*dstStride+j]; g != w {
+						t.Fatalf("%s quantizeRows %dx%d: [%d][%d] = %d, Go kernel %d (x = %g, scale %g, zp %d)",
+							impl.name, rows, cols, i, j, g, w, src[i*srcStride+j], scales[i], zps[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackQueries16Kernel compares INT8 attention's query packing with its
+// Go form for every row count of a strip and several Kp (whole 64-byte
+// steps, and one that is not, which takes the Go form everywhere), into
+// outputs pre-filled with garbage (the rows of no query must come out
+// zero) and guarded on both sides.
+func TestPackQueries16Kernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	const sentinel = 0xA5A5A5A5
+	for _, impl := range implementations(t) {
+		for _, kp := range []int{64, 128, 192, 8} {
+			for rows := 1; rows <= 16; rows++ {
+				codes := make([]uint8, rows*kp)
+				for i := range codes {
+					codes[i] = uint8(r.Uint32())
+				}
+				codes[0], codes[len(codes)-1] = 0, 255 // the ends of the range
+				n := kp / 4 * 16
+				want, wantSum := make([]uint32, n), make([]int32, 16)
+				packQueries16Go(want, codes, kp, rows, wantSum)
+				buf := make([]uint32, n+16+4*guardLen)
+				for i := range buf {
+					buf[i] = sentinel
+				}
+				words := buf[guardLen : guardLen+n : guardLen+n]
+				sums := unsafe.Slice((*int32)(unsafe.Pointer(&buf[3*guardLen+n])), 16)
+				impl.packQueries16(words, codes, kp, rows, sums)
+				what := fmt.Sprintf("%s packQueries16 kp=%d rows=%d", impl.name, kp, rows)
+				for i := range guardLen {
+					if buf[i] != sentinel || buf[guardLen+n+i] != sentinel || buf[3*guardLen+n+16+i] != sentinel {
+						t.Fatalf("%s wrote outside its slices", what)
+					}
+				}
+				for i := range want {
+					if words[i] != want[i] {
+						t.Fatalf("%s: word %d (group %d, row %d) = %#x, Go kernel %#x", what, i, i/16, i%16, words[i], want[i])
+					}
+				}
+				for i := range wantSum {
+					if sums[i] != wantSum[i] {
+						t.Fatalf("%s: column sum %d = %d, Go kernel %d", what, i, sums[i], wantSum[i])
+					}
+				}
 			}
 		}
 	}

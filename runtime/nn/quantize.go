@@ -147,10 +147,35 @@ func quantizeRowsU8(kern *kernels, dst []uint8, dstStride int, src []float32, sr
 	los, his := scales, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(zeroPoints))), rows)
 	kern.minMaxRows(src, srcStride, rows, cols, los, his)
 	for i := range rows {
-		row := src[i*srcStride : i*srcStride+cols]
-		scale, zp := rowQuantParams(los[i], his[i])
-		scales[i], zeroPoints[i] = scale, zp
-		quantizeU8(kern, dst[i*dstStride:(i+1)*dstStride], dstStride, row, cols, 1, cols, 1/scale, zp)
+		scales[i], zeroPoints[i] = rowQuantParams(los[i], his[i])
+	}
+	quantizeRowsPadded(kern, dst, dstStride, src, srcStride, rows, cols, scales, zeroPoints)
+}
+
+// quantizeRowsPadded is quantizeU8 with row i's own scale (invScale =
+// 1/scales[i]) and zero point zps[i], in one kernel call: the padding
+// columns cols..dstStride-1 of row i get code zps[i].
+func quantizeRowsPadded(kern *kernels, dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32) {
+	if rows <= 0 {
+		return
+	}
+	if cols > 0 {
+		kern.quantizeRows(dst, dstStride, src, srcStride, rows, cols, scales, zps)
+	}
+	if cols < dstStride {
+		for i := range rows {
+			fill(dst[i*dstStride+cols:(i+1)*dstStride], uint8(min(max(zps[i], 0), 255)))
+		}
+	}
+}
+
+// quantizeRowsWith is kernels.quantizeRows from a kernels.quantize, a
+// call per row: row i with invScale 1/scales[i] (float32) and zps[i].
+func quantizeRowsWith(quantize func(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zp int32)) func(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32) {
+	return func(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32) {
+		for i := range rows {
+			quantize(dst[i*dstStride:], dstStride, src[i*srcStride:], srcStride, 1, cols, 1/scales[i], zps[i])
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ package nn
 func useAVX2Quantize(k *kernels) {
 	k.quantize = quantizeAVX2
 	k.minMax = minMaxAVX2
+	k.quantizeRows = quantizeRowsWith(quantizeAVX2)
 	k.minMaxRows = minMaxRowsWith(minMaxAVX2)
 	k.packValues4 = packValues4AVX2
 	k.attnProbs = probsAVX2

@@ -63,6 +63,12 @@ func lnNormDualAsm(y *float32, q *uint8, x *float32, n int, mean float64, inv fl
 //go:noescape
 func quantizeU8Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, invScale float32, zp int32)
 
+// quantizeRowsU8Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], 1/scales[i], zps[i])
+// for i < rows, j < cols (rows, cols >= 1).
+//
+//go:noescape
+func quantizeRowsU8Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, scales *float32, zps *int32)
+
 // minMaxAsm returns min(0, min x[0:n]) and max(0, max x[0:n]), NaNs ignored (n >= 1).
 //
 //go:noescape
@@ -155,6 +161,13 @@ func quantizeU8AVX2Asm(dst *uint8, dstStride int, src *float32, srcStride int, r
 //
 //go:noescape
 func minMaxAVX2Asm(x *float32, n int) (lo float32, hi float32)
+
+// packQueries16Asm sets dst[g*16+r] = word g of row r xor 0x80808080 (0 for rows <= r < 16) for
+// g < kp/4, and colSum[r] = the sum of row r's bytes as s8 (0 for r >= rows), r < 16: row r is the
+// kp u8 codes at src+r*kp (kp a multiple of 64, 1 <= rows <= 16).
+//
+//go:noescape
+func packQueries16Asm(dst *uint32, src *uint8, kp int, rows int, colSum *int32)
 
 // packValues4AVX2Asm packs blocks blocks of 8 channels of the four value rows r0..r3, quantised
 // with inv (per channel) to s8, as words dst[c] = bytes (x0, x1, x2, x3) of channel c, the 16
