@@ -100,8 +100,9 @@ func genTables(g *gen) {
 	for _, v := range []float32{s8Clamp, -s8Clamp, 255} { // after the older constants: their offsets stay
 		t.f32(v)
 	}
-	t.u32(0x7fffffff) // |x| as a bit mask (absMaxColsAsm)
-	for _, v := range []uint32{0x80808080, 0x01010101, 0x00010001} { // packQueries16Asm: u8 to s8, byte and word ones
+	// |x| as a bit mask (absMaxColsAsm); then packQueries16Asm's u8-to-s8
+	// flip and its byte and word ones.
+	for _, v := range []uint32{0x7fffffff, 0x80808080, 0x01010101, 0x00010001} {
 		t.u32(v)
 	}
 	for _, v := range expConstsAVX2() {

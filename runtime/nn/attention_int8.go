@@ -129,8 +129,7 @@ func (w *int8Worker) carve(s []float32, l int8Layout, seqK int) {
 		sT:  scratchView[float32](s, l.sT, seqK*attnRows), sums: (*[attnRows]float32)(s[l.sums:]), maskT: scratchView[float32](s, l.maskT, seqK*attnRows), zeros: scratchView[float32](s, l.zeros, l.npd),
 		rowScale: scratchView[float32](s, l.rowScale, int8Chunk), rowHi: scratchView[float32](s, l.rowHi, int8Chunk), rowZP: scratchView[int32](s, l.rowZP, int8Chunk),
 		p: scratchView[uint8](s, l.p, int8Chunk*kpv), qRows: scratchView[uint8](s, l.qRows, int8Chunk*l.kp), live: scratchView[bool](s, l.live, seqK),
-		zp128: scratchView[int32](s, l.zp128, int8Chunk),
-		kp: l.kp, kpv: kpv, npd: l.npd, keys: seqK,
+		zp128: scratchView[int32](s, l.zp128, int8Chunk), kp: l.kp, kpv: kpv, npd: l.npd, keys: seqK,
 	}
 }
 

@@ -53,8 +53,8 @@ func asmKernels() *kernels {
 		minMaxRows:      minMaxRowsAVX512,
 		absMaxCols:      absMaxColsAVX512,
 		packValues4:     packValues4AVX2, // AVX2 (every AVX-512 CPU has it): no AVX-512 form yet
-		packQueries16:   packQueries16AVX512,
 		attnProbs:       probsAVX2,       // likewise
+		packQueries16:   packQueries16AVX512,
 		gelu:            geluAVX512,
 		geluTanh:        geluTanhAVX512,
 	}
