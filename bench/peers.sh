@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the shared peer harness (../shared/bench/peers/run.sh) with sqc as one
 # more worker: PyTorch FP32/INT8, ONNX Runtime FP32/INT8 (+ without AMX) and
-# `sqc bench --serve` (modes int8 and int8-vnni) timed interleaved, call by
+# `sqc bench --serve` (modes int8, int8-vnni and int8-attn8: INT8 attention) timed interleaved, call by
 # call, on the same random-weight models; prints and saves the table.
 #
 # usage: bench/peers.sh CONFIG [CONFIG...]     CONFIG: bert-base bert-large distilbert minilm-l6 | all

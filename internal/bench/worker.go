@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 
+	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/cpu"
 )
 
@@ -13,6 +14,11 @@ import (
 const (
 	ModeINT8     = "int8"      // fastest INT8 kernels (AMX where allowed)
 	ModeINT8VNNI = "int8-vnni" // INT8 with AMX off: the AVX512-VNNI kernels
+	// ModeINT8Attn8 is ModeINT8 with INT8 attention (sqc.Attention int8 =
+	// 1, --attention int8), offered beside it when the worker's own
+	// quantisation keeps attention in FP32, so that one peer-harness run
+	// times both side by side.
+	ModeINT8Attn8 = "int8-attn8"
 )
 
 // WorkerOptions configure NewWorker.
@@ -67,8 +73,20 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 	logf("%s: calibrated on %d x %d random tokens in %.1f s, %d Linears quantised", m.Name, info.CalibSequences, info.CalibSeq, info.Calibration.Seconds(), info.QLinears)
 	w := &Worker{System: "sqc", Model: m, Log: o.Log}
 	engines := map[string]any{}
-	for _, mode := range []struct{ name, isa string }{{ModeINT8, ""}, {ModeINT8VNNI, "vnni"}} {
-		e, err := NewINT8(m.Graph, EngineOptions{Threads: o.Threads, ISA: mode.isa})
+	type modeSpec struct {
+		name, isa string
+		graph     *compiler.Graph
+	}
+	modes := []modeSpec{{ModeINT8, "", m.Graph}, {ModeINT8VNNI, "vnni", m.Graph}}
+	if q.Passes.Attention != passes.AttentionINT8 {
+		g := m.Graph.Clone()
+		if err := passes.Run(g, []passes.Pass{passes.QuantizeAttention(passes.QuantOptions{Attention: passes.AttentionINT8})}, passes.Options{}); err != nil {
+			return nil, fmt.Errorf("%s: INT8 attention for mode %s: %w", m.Name, ModeINT8Attn8, err)
+		}
+		modes = append(modes, modeSpec{ModeINT8Attn8, "", g})
+	}
+	for _, mode := range modes {
+		e, err := NewINT8(mode.graph, EngineOptions{Threads: o.Threads, ISA: mode.isa})
 		if err != nil {
 			if mode.isa == "" {
 				w.Close()

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -18,12 +20,25 @@ func TestWorkerEndToEnd(t *testing.T) {
 	for _, v := range qgemm.Variants() {
 		hasVNNI = hasVNNI || v.ISA == qgemm.ISAVNNI
 	}
-	wantModes := 1
+	want := []string{ModeINT8}
 	if hasVNNI {
-		wantModes = 2
+		want = append(want, ModeINT8VNNI)
 	}
-	if len(w.Modes) != wantModes || w.Modes[0].Name != ModeINT8 {
-		t.Fatalf("modes %v, want int8 (and int8-vnni where VNNI runs)", w.Modes)
+	want = append(want, ModeINT8Attn8)
+	var names []string
+	for _, m := range w.Modes {
+		names = append(names, m.Name)
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("modes %v, want %v", names, want)
+	}
+	// The INT8-attention mode runs the graph whose every Attention has
+	// int8 = 1; the other modes keep the worker's FP32 attention.
+	for _, m := range w.Modes {
+		listing := m.Engine.(*int8Engine).prog.String()
+		if int8Attn := strings.Contains(listing, "nn.AttentionInt8"); int8Attn != (m.Name == ModeINT8Attn8) {
+			t.Errorf("mode %s runs nn.AttentionInt8: %v\n%s", m.Name, int8Attn, listing)
+		}
 	}
 	replies := serveScript(t, w,
 		`{"op": "check"}`,
