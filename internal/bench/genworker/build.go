@@ -172,8 +172,11 @@ func Build(o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("genworker: %w", err)
 	}
-	gomod := fmt.Sprintf("module %s\n\ngo 1.26.0\n\nrequire %s v0.0.0\n\nreplace %s => %s\n", ModulePath, sqcModule, sqcModule, o.Repo)
-	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": mainSrc} {
+	gomod, err := workerGoMod(filepath.Join(o.Repo, "go.mod"), o.Repo)
+	if err != nil {
+		return nil, err
+	}
+	for name, data := range map[string][]byte{"go.mod": gomod, "go.sum": sum, "main.go": mainSrc} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return nil, fmt.Errorf("genworker: %w", err)
 		}
@@ -189,6 +192,27 @@ func Build(o Options) (*Result, error) {
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// workerGoMod is the worker module's go.mod: sqc's own (its go version
+// and every requirement, so the module graph is the one sqc builds with
+// and the go command, offline, needs no go.mod that building sqc did not
+// fetch: a go.mod requiring sqc alone made it resolve avo's requirements
+// anew, x/arch's go.mod among them) under the worker's module path, plus
+// sqc itself, replaced by the checkout repo.
+func workerGoMod(sqcGoMod, repo string) ([]byte, error) {
+	data, err := os.ReadFile(sqcGoMod)
+	if err != nil {
+		return nil, fmt.Errorf("genworker: %w", err)
+	}
+	lines := strings.Split(string(data), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "module ") {
+			lines[i] = "module " + ModulePath
+			return fmt.Appendf(nil, "%s\nrequire %s v0.0.0\n\nreplace %s => %s\n", strings.Join(lines, "\n"), sqcModule, sqcModule, repo), nil
+		}
+	}
+	return nil, compiler.BadInput(sqcGoMod, "", fmt.Errorf("%w: no module line", compiler.ErrInvalidRequest))
 }
 
 // quantSummary is the package doc's line on quantisation.
