@@ -28,6 +28,7 @@ func genAttention(g *gen) {
 	genAttnScores(g)
 	genAttnScores2(g)
 	genAttnSoftmax(g)
+	genAttnSoftmaxS32(g)
 	genAttnPV(g)
 }
 
@@ -250,12 +251,71 @@ func softmaxModes(g *gen, prefix string, variant func(g *gen, mode int), zeroSum
 	g.RET()
 }
 
+// genAttnSoftmaxS32 emits attnSoftmaxS32Asm: attnSoftmaxAsm on INT8
+// attention's s32 scores S^T (runtime/nn attnInt8Head), dequantised as
+// they are read, instead of after a qgemm epilogue pass that writes them
+// as float32 for the softmax to read back. Per key j and lane (query) r,
+// in the order of qgemm's epilogueGo,
+//
+//	acc = c[j*ldc+r] - rowZP[j]*colSum[r]   (int32, wrapping)
+//	s   = float32(float32(acc) * colScale[r]) * rowScale[j]
+//
+// then attnSoftmaxAsm's arithmetic on s.
+func genAttnSoftmaxS32(g *gen) {
+	g.Function("attnSoftmaxS32Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32, c *int32, ldc int, colSum *int32, colScale *float32, rowZP *int32, rowScale *float32)")
+	g.Pragma("noescape")
+	g.Doc("attnSoftmaxS32Asm is attnSoftmaxAsm on the scores s[j*16+r] = float32(float32(c[j*ldc+r] -",
+		"rowZP[j]*colSum[r]) * colScale[r]) * rowScale[j], which it writes to s scaled and masked, then",
+		"as numerators (j < sk, r < 16).")
+	variant := func(g *gen, mode int) {
+		c, ldc := g.Load("c"), g.Load("ldc")
+		g.SHLQ(operand.U8(2), ldc) // in bytes
+		zp, rs := g.Load("rowZP"), g.Load("rowScale")
+		colSum, colScale := g.ZMM(), g.ZMM()
+		g.VMOVDQU32(operand.Mem{Base: g.Load("colSum")}, colSum)
+		g.VMOVUPS(operand.Mem{Base: g.Load("colScale")}, colScale)
+		softmaxBody(g, mode, func(reg.GPVirtual) reg.VecVirtual {
+			t, acc, x := g.ZMM(), g.ZMM(), g.ZMM()
+			g.VPBROADCASTD(operand.Mem{Base: zp}, t)
+			g.VPMULLD(colSum, t, t)
+			g.VMOVDQU32(operand.Mem{Base: c}, acc)
+			g.VPSUBD(t, acc, acc)
+			g.VCVTDQ2PS(acc, x) // round to nearest even, as Go's float32(int32)
+			g.VMULPS(colScale, x, x)
+			g.VMULPS_BCST(operand.Mem{Base: rs}, x, x)
+			return x
+		}, func() {
+			g.ADDQ(ldc, c)
+			g.ADDQ(operand.U8(4), zp)
+			g.ADDQ(operand.U8(4), rs)
+		})
+	}
+	softmaxModes(g, "sms", variant, func(sums reg.GPVirtual) {
+		z := g.zeroZMM()
+		g.VMOVUPS(z, operand.Mem{Base: sums})
+	})
+}
+
 // softmaxExpGroup is how many key rows go through Exp interleaved: four
 // chains of ~25 dependent operations keep the FP pipes busy, and fit the
 // 32 zmm registers with the live top, sum and zero.
 const softmaxExpGroup = 4
 
 func softmaxVariant(g *gen, mode int) {
+	softmaxBody(g, mode, func(p reg.GPVirtual) reg.VecVirtual {
+		x := g.ZMM()
+		g.VMOVUPS(operand.Mem{Base: p}, x)
+		return x
+	}, func() {})
+}
+
+// softmaxBody emits a softmax variant whose scores of key j (16 lanes)
+// come from load, given the pointer to key j's row of s (where pass 1
+// stores the scaled and masked scores); next moves load's own pointers on
+// to the next key.
+func softmaxBody(g *gen, mode int, load func(p reg.GPVirtual) reg.VecVirtual, next func()) {
 	n := g.Load("sk")
 	zScale := g.broadcastParam("scale")
 	sPtr := g.Load("s")
@@ -268,8 +328,7 @@ func softmaxVariant(g *gen, mode int) {
 		maskStep = 64
 	}
 	scaled := func(p, mp reg.GPVirtual) reg.VecVirtual {
-		x := g.ZMM()
-		g.VMOVUPS(operand.Mem{Base: p}, x)
+		x := load(p)
 		g.VMULPS(zScale, x, x)
 		switch mode {
 		case maskBroadcast:
@@ -292,6 +351,7 @@ func softmaxVariant(g *gen, mode int) {
 	loop := g.NewLabel("sm_max")
 	g.Label(loop)
 	g.ADDQ(operand.U8(64), p)
+	next()
 	if mp != nil {
 		g.ADDQ(operand.U8(maskStep), mp)
 	}

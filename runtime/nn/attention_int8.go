@@ -101,6 +101,7 @@ type int8Worker struct {
 	// to the qgemm Engine they would escape, one allocation each per head.
 	qB, vB   qgemm.PackedB
 	ep1, ep2 qgemm.Epilogue
+	s32      s32Scores
 	vRows    [4][]float32 // the value rows packValues4 interleaves
 }
 
@@ -250,17 +251,6 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, m
 		mustGEMM(e.KernelSerial(w.c32, w.kU8, sk, w.kp, &w.qB))
 		for blk := 0; blk*attnRows < rows; blk++ {
 			n := min(attnRows, rows-blk*attnRows)
-			w.ep1 = qgemm.Epilogue{
-				ColSum: w.qColSum[blk*attnRows:][:n], Scale: w.qScale[blk*attnRows:][:n],
-				RowScale: w.kScale, RowZeroPoint: w.kZP,
-				OutF32: w.sT, OutStride: attnRows,
-			}
-			mustGEMM(e.EpilogueSerial(&w.ep1, w.c32[blk*attnRows:], np, sk, n))
-			if n < attnRows { // lanes of no query: defined, never stored
-				for j := range sk {
-					clear(w.sT[j*attnRows+n : (j+1)*attnRows])
-				}
-			}
 			r := r0 + blk*attnRows
 			var m []float32
 			transposed := false
@@ -273,7 +263,29 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, m
 					m, transposed = w.maskT, true
 				}
 			}
-			kern.attnSoftmax(w.sT, sk, d.Scale, m, transposed, w.sums)
+			if kern.attnSoftmaxS32 != nil {
+				// The block's lanes of no query (n < 16) have column sum 0
+				// and scale 1 (packQueries): defined, never stored.
+				w.s32 = s32Scores{
+					c: w.c32[blk*attnRows:], ldc: np,
+					colSum: w.qColSum[blk*attnRows:][:attnRows], colScale: w.qScale[blk*attnRows:][:attnRows],
+					rowZP: w.kZP, rowScale: w.kScale,
+				}
+				kern.attnSoftmaxS32(w.sT, sk, d.Scale, m, transposed, w.sums, &w.s32)
+			} else {
+				w.ep1 = qgemm.Epilogue{
+					ColSum: w.qColSum[blk*attnRows:][:n], Scale: w.qScale[blk*attnRows:][:n],
+					RowScale: w.kScale, RowZeroPoint: w.kZP,
+					OutF32: w.sT, OutStride: attnRows,
+				}
+				mustGEMM(e.EpilogueSerial(&w.ep1, w.c32[blk*attnRows:], np, sk, n))
+				if n < attnRows { // lanes of no query: defined, never stored
+					for j := range sk {
+						clear(w.sT[j*attnRows+n : (j+1)*attnRows])
+					}
+				}
+				kern.attnSoftmax(w.sT, sk, d.Scale, m, transposed, w.sums)
+			}
 			quantizeProbs(kern, w, blk*attnRows, n, sk)
 		}
 		w.ep2 = qgemm.Epilogue{
@@ -283,6 +295,33 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, m
 		}
 		mustGEMM(e.GEMMSerial(w.c32, w.p, rows, w.kpv, &w.vB, &w.ep2))
 	}
+}
+
+// s32Scores are the operands of kernels.attnSoftmaxS32: a 16-query block
+// of S^T = K·Q^T as s32 (key j's lanes at c[j*ldc:]) and what dequantises
+// it, as the S^T epilogue (qgemm.Epilogue's ColSum, Scale, RowZeroPoint
+// and RowScale) would: per query lane colSum and colScale, per key rowZP
+// and rowScale.
+type s32Scores struct {
+	c                  []int32
+	ldc                int
+	colSum, rowZP      []int32
+	colScale, rowScale []float32
+}
+
+// softmaxS32Go is kernels.attnSoftmaxS32 in Go, the reference of its
+// assembly: the scores dequantised into sT with the float32 operations of
+// qgemm's epilogue in its order, then softmaxGo.
+func softmaxS32Go(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32, in *s32Scores) {
+	for j := range sk {
+		zp, rs := in.rowZP[j], in.rowScale[j]
+		for r, acc := range in.c[j*in.ldc : j*in.ldc+attnRows] {
+			acc -= zp * in.colSum[r]
+			v := float32(float32(acc) * in.colScale[r])
+			sT[j*attnRows+r] = float32(v * rs)
+		}
+	}
+	softmaxGo(sT, sk, scale, mask, maskT, sums)
 }
 
 // mustGEMM panics on a qgemm serial call's error: the buffers are this file's own,

@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/sqc-dev/sqc/runtime/pool"
@@ -401,6 +402,84 @@ func TestAttnProbsKernel(t *testing.T) {
 						t.Fatalf("%s sk=%d: p[%d][%d] = %d, want %d (e = %g)", kern.name, sk, r, j, got, want, sT[min(j, sk-1)*attnRows+r])
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestAttnSoftmaxS32Kernel compares the fused dequantise-and-softmax of
+// INT8 attention's scores with its Go form on every kernel set that has
+// one, for each mask mode, s32 values near the int32 ends (the zero-point
+// product wraps), infinite and tiny key scales, and a row stride wider
+// than the block; and checks that the Go form gives the bits of the path
+// it replaces (qgemm's epilogue into sT, then the softmax), so kernel
+// sets with and without it agree.
+func TestAttnSoftmaxS32Kernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	e, err := qgemm.New(qgemm.Options{Threads: 1, ISA: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, sk := range testSeqs {
+		for mode := range 3 {
+			const ldc = attnRows + 48
+			in := &s32Scores{
+				c: make([]int32, max(sk-1, 0)*ldc+attnRows), ldc: ldc,
+				colSum: make([]int32, attnRows), colScale: make([]float32, attnRows),
+				rowZP: make([]int32, sk), rowScale: make([]float32, sk),
+			}
+			for i := range in.c {
+				in.c[i] = int32(r.IntN(1<<17) - 1<<16)
+				if r.IntN(50) == 0 {
+					in.c[i] = []int32{math.MaxInt32, math.MinInt32, -1}[r.IntN(3)]
+				}
+			}
+			for i := range attnRows {
+				in.colSum[i], in.colScale[i] = int32(r.IntN(20000)-10000), 1e-4+r.Float32()*1e-3
+			}
+			for j := range sk {
+				in.rowZP[j], in.rowScale[j] = int32(r.IntN(256)), []float32{0.02, 0.5, 1e-30, float32(math.Inf(1))}[min(r.IntN(12), 3)]
+			}
+			var mask []float32
+			switch mode {
+			case 1:
+				mask = make([]float32, sk)
+			case 2:
+				mask = make([]float32, attnRows*sk)
+			}
+			for i := range mask {
+				if r.IntN(4) == 0 {
+					mask[i] = -math.MaxFloat32
+				}
+			}
+			scale := float32(0.125)
+			what := fmt.Sprintf("softmaxS32 sk=%d mask mode %d", sk, mode)
+
+			want := make([]float32, attnRows*sk)
+			var wantSums [attnRows]float32
+			softmaxS32Go(want, sk, scale, mask, mode == 2, &wantSums, in)
+
+			viaEpilogue := make([]float32, attnRows*sk)
+			ep := qgemm.Epilogue{ColSum: in.colSum, Scale: in.colScale, RowScale: in.rowScale, RowZeroPoint: in.rowZP, OutF32: viaEpilogue, OutStride: attnRows}
+			if err := e.EpilogueSerial(&ep, in.c, ldc, sk, attnRows); err != nil {
+				t.Fatal(err)
+			}
+			var epSums [attnRows]float32
+			softmaxGo(viaEpilogue, sk, scale, mask, mode == 2, &epSums)
+			sameFloats(t, what+": Go form vs epilogue then softmax", want, viaEpilogue)
+			sameFloats(t, what+": Go form vs epilogue then softmax, sums", wantSums[:], epSums[:])
+
+			for _, impl := range implementations(t) {
+				if impl.attnSoftmaxS32 == nil {
+					continue
+				}
+				got, check := guarded(attnRows * sk)
+				var sums [attnRows]float32
+				impl.attnSoftmaxS32(got, sk, scale, mask, mode == 2, &sums, in)
+				check(t, impl.name+" attnSoftmaxS32")
+				sameFloats(t, impl.name+" "+what, got, want)
+				sameFloats(t, impl.name+" "+what+" sums", sums[:], wantSums[:])
 			}
 		}
 	}

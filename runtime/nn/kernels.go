@@ -34,6 +34,10 @@ type kernels struct {
 	// and their sums (see softmaxGo). mask: nil, sk values for every row,
 	// or sk*16 transposed values (maskT).
 	attnSoftmax func(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32)
+	// attnSoftmaxS32, if set, is attnSoftmax on INT8 attention's s32
+	// scores, dequantised as it reads them (see softmaxS32Go); where it is
+	// nil, a qgemm epilogue pass writes them to sT for attnSoftmax.
+	attnSoftmaxS32 func(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32, in *s32Scores)
 	// attnPV writes rows r < rows of out (see pvGo); acc is scratch of
 	// attnRows*d values that only the Go kernel uses.
 	attnPV func(out []float32, outStride, rows int, pT, v []float32, vStride, sk, d int, sums *[attnRows]float32, acc []float32)

@@ -42,6 +42,7 @@ func asmKernels() *kernels {
 		attnTranspose:   transposeAVX512,
 		attnScores:      scoresWith(attnScoresAsm),
 		attnSoftmax:     softmaxWith(attnSoftmaxAsm),
+		attnSoftmaxS32:  softmaxS32AVX512,
 		attnPV:          pvWith(attnPVAsm, 1),
 		attnScores2:     scores2AVX512, // attention_amd64.go
 		lnStats16:       lnStats16AVX512,
@@ -113,18 +114,38 @@ func scoresWith(asm scoresAsmFunc) func(sT, qT, k []float32, kStride, sk, d int)
 func softmaxWith(asm softmaxAsmFunc) func(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32) {
 	return func(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32) {
 		need("scores", sT, 1, 0, attnRows*sk)
-		mode := 0 // kernel mask modes: asmgen/nn/attention.go
-		switch {
-		case mask == nil:
-		case maskT:
-			need("transposed mask", mask, 1, 0, attnRows*sk)
-			mode = 2
-		default:
-			need("mask", mask, 1, 0, sk)
-			mode = 1
-		}
+		mode := softmaxMaskMode(mask, maskT, sk)
 		asm(ptr(sT), max(sk, 0), scale, ptr(mask), mode, &sums[0])
 	}
+}
+
+// softmaxMaskMode checks the mask of a softmax over sk keys and returns
+// the kernels' mask mode for it (asmgen/nn/attention.go): 0 none, 1 one
+// value per key, 2 transposed (16 per key).
+func softmaxMaskMode(mask []float32, maskT bool, sk int) int {
+	switch {
+	case mask == nil:
+		return 0
+	case maskT:
+		need("transposed mask", mask, 1, 0, attnRows*sk)
+		return 2
+	default:
+		need("mask", mask, 1, 0, sk)
+		return 1
+	}
+}
+
+// softmaxS32AVX512 is kernels.attnSoftmaxS32.
+func softmaxS32AVX512(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32, in *s32Scores) {
+	sk = max(sk, 0)
+	need("scores", sT, 1, 0, attnRows*sk)
+	need("s32 scores", in.c, sk, in.ldc, attnRows)
+	need("query column sums", in.colSum, 1, 0, attnRows)
+	need("query scales", in.colScale, 1, 0, attnRows)
+	need("key zero points", in.rowZP, 1, 0, sk)
+	need("key scales", in.rowScale, 1, 0, sk)
+	mode := softmaxMaskMode(mask, maskT, sk)
+	attnSoftmaxS32Asm(ptr(sT), sk, scale, ptr(mask), mode, &sums[0], ptr(in.c), in.ldc, ptr(in.colSum), ptr(in.colScale), ptr(in.rowZP), ptr(in.rowScale))
 }
 
 // pvWith returns kernels.attnPV on asm, which takes the columns in

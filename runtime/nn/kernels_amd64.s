@@ -1765,6 +1765,814 @@ sm_empty_26:
 	VZEROUPPER
 	RET
 
+// func attnSoftmaxS32Asm(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32, c *int32, ldc int, colSum *int32, colScale *float32, rowZP *int32, rowScale *float32)
+// Requires: AVX, AVX512F
+TEXT ·attnSoftmaxS32Asm(SB), NOSPLIT, $0-96
+	MOVQ         sk+8(FP), AX
+	TESTQ        AX, AX
+	JZ           sms_empty_44
+	MOVQ         maskMode+32(FP), AX
+	CMPQ         AX, $0x01
+	JEQ          sms_mode1_45
+	CMPQ         AX, $0x02
+	JEQ          sms_mode2_46
+	MOVQ         c+48(FP), AX
+	MOVQ         ldc+56(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         rowZP+80(FP), DX
+	MOVQ         rowScale+88(FP), BX
+	MOVQ         colSum+64(FP), SI
+	VMOVDQU32    (SI), Z0
+	MOVQ         colScale+72(FP), SI
+	VMOVUPS      (SI), Z1
+	MOVQ         sk+8(FP), SI
+	VBROADCASTSS scale+16(FP), Z2
+	MOVQ         s+0(FP), DI
+	MOVQ         DI, R8
+	MOVQ         SI, R9
+	VPBROADCASTD (DX), Z3
+	VPMULLD      Z0, Z3, Z3
+	VMOVDQU32    (AX), Z4
+	VPSUBD       Z3, Z4, Z4
+	VCVTDQ2PS    Z4, Z3
+	VMULPS       Z1, Z3, Z3
+	VMULPS.BCST  (BX), Z3, Z3
+	VMULPS       Z2, Z3, Z3
+	VMOVUPS      Z3, (R8)
+	DECQ         R9
+	JZ           sm_pass2_47
+
+sm_max_48:
+	ADDQ         $0x40, R8
+	ADDQ         CX, AX
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, BX
+	VPBROADCASTD (DX), Z4
+	VPMULLD      Z0, Z4, Z4
+	VMOVDQU32    (AX), Z5
+	VPSUBD       Z4, Z5, Z5
+	VCVTDQ2PS    Z5, Z4
+	VMULPS       Z1, Z4, Z4
+	VMULPS.BCST  (BX), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      Z4, (R8)
+	VMAXPS       Z3, Z4, Z3
+	DECQ         R9
+	JNZ          sm_max_48
+
+sm_pass2_47:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ   DI, R8
+	MOVQ   SI, R9
+
+sm_exp4_49:
+	CMPQ           R9, $0x04
+	JL             sm_exp1_50
+	VMOVUPS        (R8), Z2
+	VSUBPS         Z3, Z2, Z2
+	VMOVUPS        64(R8), Z4
+	VSUBPS         Z3, Z4, Z4
+	VMOVUPS        128(R8), Z5
+	VSUBPS         Z3, Z5, Z5
+	VMOVUPS        192(R8), Z6
+	VSUBPS         Z3, Z6, Z6
+	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z19
+	VMULPS.BCST    nnConsts<>+16(SB), Z4, Z20
+	VMULPS.BCST    nnConsts<>+16(SB), Z5, Z21
+	VMULPS.BCST    nnConsts<>+16(SB), Z6, Z22
+	VCVTPS2DQ      Z19, Z7
+	VCVTPS2DQ      Z20, Z8
+	VCVTPS2DQ      Z21, Z9
+	VCVTPS2DQ      Z22, Z10
+	VCVTDQ2PS      Z7, Z11
+	VCVTDQ2PS      Z8, Z12
+	VCVTDQ2PS      Z9, Z13
+	VCVTDQ2PS      Z10, Z14
+	VMULPS.BCST    nnConsts<>+20(SB), Z11, Z19
+	VMULPS.BCST    nnConsts<>+20(SB), Z12, Z20
+	VMULPS.BCST    nnConsts<>+20(SB), Z13, Z21
+	VMULPS.BCST    nnConsts<>+20(SB), Z14, Z22
+	VSUBPS         Z19, Z2, Z15
+	VSUBPS         Z20, Z4, Z16
+	VSUBPS         Z21, Z5, Z17
+	VSUBPS         Z22, Z6, Z18
+	VMULPS.BCST    nnConsts<>+24(SB), Z11, Z19
+	VMULPS.BCST    nnConsts<>+24(SB), Z12, Z20
+	VMULPS.BCST    nnConsts<>+24(SB), Z13, Z21
+	VMULPS.BCST    nnConsts<>+24(SB), Z14, Z22
+	VSUBPS         Z19, Z15, Z15
+	VSUBPS         Z20, Z16, Z16
+	VSUBPS         Z21, Z17, Z17
+	VSUBPS         Z22, Z18, Z18
+	VBROADCASTSS   nnConsts<>+48(SB), Z11
+	VBROADCASTSS   nnConsts<>+48(SB), Z12
+	VBROADCASTSS   nnConsts<>+48(SB), Z13
+	VBROADCASTSS   nnConsts<>+48(SB), Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+52(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+52(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+56(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+56(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+60(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+60(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+64(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+64(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+68(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+68(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
+	VADDPS         Z11, Z11, K1, Z11
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
+	VADDPS         Z12, Z12, K1, Z12
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
+	VADDPS         Z13, Z13, K1, Z13
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
+	VADDPS         Z14, Z14, K1, Z14
+	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
+	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
+	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
+	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
+	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
+	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
+	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
+	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
+	VPSLLD         $0x17, Z7, Z7
+	VPSLLD         $0x17, Z8, Z8
+	VPSLLD         $0x17, Z9, Z9
+	VPSLLD         $0x17, Z10, Z10
+	VMULPS         Z7, Z11, Z7
+	VMULPS         Z8, Z12, Z8
+	VMULPS         Z9, Z13, Z9
+	VMULPS         Z10, Z14, Z10
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
+	VBLENDMPS      Z1, Z7, K1, Z7
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z4, K1
+	VBLENDMPS      Z1, Z8, K1, Z8
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z5, K1
+	VBLENDMPS      Z1, Z9, K1, Z9
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z6, K1
+	VBLENDMPS      Z1, Z10, K1, Z10
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z7, K1, Z7
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z4, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z8, K1, Z8
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z5, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z9, K1, Z9
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z6, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z10, K1, Z10
+	VCMPPS         $0x03, Z2, Z2, K1
+	VBLENDMPS      Z2, Z7, K1, Z7
+	VCMPPS         $0x03, Z4, Z4, K1
+	VBLENDMPS      Z4, Z8, K1, Z8
+	VCMPPS         $0x03, Z5, Z5, K1
+	VBLENDMPS      Z5, Z9, K1, Z9
+	VCMPPS         $0x03, Z6, Z6, K1
+	VBLENDMPS      Z6, Z10, K1, Z10
+	VMOVUPS        Z7, (R8)
+	VADDPS         Z7, Z0, Z0
+	VMOVUPS        Z8, 64(R8)
+	VADDPS         Z8, Z0, Z0
+	VMOVUPS        Z9, 128(R8)
+	VADDPS         Z9, Z0, Z0
+	VMOVUPS        Z10, 192(R8)
+	VADDPS         Z10, Z0, Z0
+	ADDQ           $0x00000100, R8
+	SUBQ           $0x04, R9
+	JMP            sm_exp4_49
+
+sm_exp1_50:
+	TESTQ          R9, R9
+	JZ             sm_done_51
+	VMOVUPS        (R8), Z2
+	VSUBPS         Z3, Z2, Z2
+	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z7
+	VCVTPS2DQ      Z7, Z4
+	VCVTDQ2PS      Z4, Z5
+	VMULPS.BCST    nnConsts<>+20(SB), Z5, Z7
+	VSUBPS         Z7, Z2, Z6
+	VMULPS.BCST    nnConsts<>+24(SB), Z5, Z7
+	VSUBPS         Z7, Z6, Z6
+	VBROADCASTSS   nnConsts<>+48(SB), Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+52(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+56(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+60(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+64(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+68(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
+	VADDPS         Z5, Z5, K1, Z5
+	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
+	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
+	VPSLLD         $0x17, Z4, Z4
+	VMULPS         Z4, Z5, Z4
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
+	VBLENDMPS      Z1, Z4, K1, Z4
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z4, K1, Z4
+	VCMPPS         $0x03, Z2, Z2, K1
+	VBLENDMPS      Z2, Z4, K1, Z4
+	VMOVUPS        Z4, (R8)
+	VADDPS         Z4, Z0, Z0
+	ADDQ           $0x00000040, R8
+	SUBQ           $0x01, R9
+	JMP            sm_exp1_50
+
+sm_done_51:
+	MOVQ    sums+40(FP), AX
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
+sms_mode1_45:
+	MOVQ         c+48(FP), AX
+	MOVQ         ldc+56(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         rowZP+80(FP), DX
+	MOVQ         rowScale+88(FP), BX
+	MOVQ         colSum+64(FP), SI
+	VMOVDQU32    (SI), Z0
+	MOVQ         colScale+72(FP), SI
+	VMOVUPS      (SI), Z1
+	MOVQ         sk+8(FP), SI
+	VBROADCASTSS scale+16(FP), Z2
+	MOVQ         s+0(FP), DI
+	MOVQ         mask+24(FP), R8
+	MOVQ         DI, R9
+	MOVQ         SI, R10
+	VPBROADCASTD (DX), Z3
+	VPMULLD      Z0, Z3, Z3
+	VMOVDQU32    (AX), Z4
+	VPSUBD       Z3, Z4, Z4
+	VCVTDQ2PS    Z4, Z3
+	VMULPS       Z1, Z3, Z3
+	VMULPS.BCST  (BX), Z3, Z3
+	VMULPS       Z2, Z3, Z3
+	VADDPS.BCST  (R8), Z3, Z3
+	VMOVUPS      Z3, (R9)
+	DECQ         R10
+	JZ           sm_pass2_52
+
+sm_max_53:
+	ADDQ         $0x40, R9
+	ADDQ         CX, AX
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x04, R8
+	VPBROADCASTD (DX), Z4
+	VPMULLD      Z0, Z4, Z4
+	VMOVDQU32    (AX), Z5
+	VPSUBD       Z4, Z5, Z5
+	VCVTDQ2PS    Z5, Z4
+	VMULPS       Z1, Z4, Z4
+	VMULPS.BCST  (BX), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  (R8), Z4, Z4
+	VMOVUPS      Z4, (R9)
+	VMAXPS       Z3, Z4, Z3
+	DECQ         R10
+	JNZ          sm_max_53
+
+sm_pass2_52:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ   DI, R9
+	MOVQ   SI, R10
+
+sm_exp4_54:
+	CMPQ           R10, $0x04
+	JL             sm_exp1_55
+	VMOVUPS        (R9), Z2
+	VSUBPS         Z3, Z2, Z2
+	VMOVUPS        64(R9), Z4
+	VSUBPS         Z3, Z4, Z4
+	VMOVUPS        128(R9), Z5
+	VSUBPS         Z3, Z5, Z5
+	VMOVUPS        192(R9), Z6
+	VSUBPS         Z3, Z6, Z6
+	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z19
+	VMULPS.BCST    nnConsts<>+16(SB), Z4, Z20
+	VMULPS.BCST    nnConsts<>+16(SB), Z5, Z21
+	VMULPS.BCST    nnConsts<>+16(SB), Z6, Z22
+	VCVTPS2DQ      Z19, Z7
+	VCVTPS2DQ      Z20, Z8
+	VCVTPS2DQ      Z21, Z9
+	VCVTPS2DQ      Z22, Z10
+	VCVTDQ2PS      Z7, Z11
+	VCVTDQ2PS      Z8, Z12
+	VCVTDQ2PS      Z9, Z13
+	VCVTDQ2PS      Z10, Z14
+	VMULPS.BCST    nnConsts<>+20(SB), Z11, Z19
+	VMULPS.BCST    nnConsts<>+20(SB), Z12, Z20
+	VMULPS.BCST    nnConsts<>+20(SB), Z13, Z21
+	VMULPS.BCST    nnConsts<>+20(SB), Z14, Z22
+	VSUBPS         Z19, Z2, Z15
+	VSUBPS         Z20, Z4, Z16
+	VSUBPS         Z21, Z5, Z17
+	VSUBPS         Z22, Z6, Z18
+	VMULPS.BCST    nnConsts<>+24(SB), Z11, Z19
+	VMULPS.BCST    nnConsts<>+24(SB), Z12, Z20
+	VMULPS.BCST    nnConsts<>+24(SB), Z13, Z21
+	VMULPS.BCST    nnConsts<>+24(SB), Z14, Z22
+	VSUBPS         Z19, Z15, Z15
+	VSUBPS         Z20, Z16, Z16
+	VSUBPS         Z21, Z17, Z17
+	VSUBPS         Z22, Z18, Z18
+	VBROADCASTSS   nnConsts<>+48(SB), Z11
+	VBROADCASTSS   nnConsts<>+48(SB), Z12
+	VBROADCASTSS   nnConsts<>+48(SB), Z13
+	VBROADCASTSS   nnConsts<>+48(SB), Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+52(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+52(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+56(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+56(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+60(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+60(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+64(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+64(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+68(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+68(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
+	VADDPS         Z11, Z11, K1, Z11
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
+	VADDPS         Z12, Z12, K1, Z12
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
+	VADDPS         Z13, Z13, K1, Z13
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
+	VADDPS         Z14, Z14, K1, Z14
+	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
+	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
+	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
+	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
+	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
+	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
+	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
+	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
+	VPSLLD         $0x17, Z7, Z7
+	VPSLLD         $0x17, Z8, Z8
+	VPSLLD         $0x17, Z9, Z9
+	VPSLLD         $0x17, Z10, Z10
+	VMULPS         Z7, Z11, Z7
+	VMULPS         Z8, Z12, Z8
+	VMULPS         Z9, Z13, Z9
+	VMULPS         Z10, Z14, Z10
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
+	VBLENDMPS      Z1, Z7, K1, Z7
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z4, K1
+	VBLENDMPS      Z1, Z8, K1, Z8
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z5, K1
+	VBLENDMPS      Z1, Z9, K1, Z9
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z6, K1
+	VBLENDMPS      Z1, Z10, K1, Z10
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z7, K1, Z7
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z4, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z8, K1, Z8
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z5, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z9, K1, Z9
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z6, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z10, K1, Z10
+	VCMPPS         $0x03, Z2, Z2, K1
+	VBLENDMPS      Z2, Z7, K1, Z7
+	VCMPPS         $0x03, Z4, Z4, K1
+	VBLENDMPS      Z4, Z8, K1, Z8
+	VCMPPS         $0x03, Z5, Z5, K1
+	VBLENDMPS      Z5, Z9, K1, Z9
+	VCMPPS         $0x03, Z6, Z6, K1
+	VBLENDMPS      Z6, Z10, K1, Z10
+	VMOVUPS        Z7, (R9)
+	VADDPS         Z7, Z0, Z0
+	VMOVUPS        Z8, 64(R9)
+	VADDPS         Z8, Z0, Z0
+	VMOVUPS        Z9, 128(R9)
+	VADDPS         Z9, Z0, Z0
+	VMOVUPS        Z10, 192(R9)
+	VADDPS         Z10, Z0, Z0
+	ADDQ           $0x00000100, R9
+	SUBQ           $0x04, R10
+	JMP            sm_exp4_54
+
+sm_exp1_55:
+	TESTQ          R10, R10
+	JZ             sm_done_56
+	VMOVUPS        (R9), Z2
+	VSUBPS         Z3, Z2, Z2
+	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z7
+	VCVTPS2DQ      Z7, Z4
+	VCVTDQ2PS      Z4, Z5
+	VMULPS.BCST    nnConsts<>+20(SB), Z5, Z7
+	VSUBPS         Z7, Z2, Z6
+	VMULPS.BCST    nnConsts<>+24(SB), Z5, Z7
+	VSUBPS         Z7, Z6, Z6
+	VBROADCASTSS   nnConsts<>+48(SB), Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+52(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+56(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+60(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+64(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+68(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
+	VADDPS         Z5, Z5, K1, Z5
+	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
+	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
+	VPSLLD         $0x17, Z4, Z4
+	VMULPS         Z4, Z5, Z4
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
+	VBLENDMPS      Z1, Z4, K1, Z4
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z4, K1, Z4
+	VCMPPS         $0x03, Z2, Z2, K1
+	VBLENDMPS      Z2, Z4, K1, Z4
+	VMOVUPS        Z4, (R9)
+	VADDPS         Z4, Z0, Z0
+	ADDQ           $0x00000040, R9
+	SUBQ           $0x01, R10
+	JMP            sm_exp1_55
+
+sm_done_56:
+	MOVQ    sums+40(FP), AX
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
+sms_mode2_46:
+	MOVQ         c+48(FP), AX
+	MOVQ         ldc+56(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         rowZP+80(FP), DX
+	MOVQ         rowScale+88(FP), BX
+	MOVQ         colSum+64(FP), SI
+	VMOVDQU32    (SI), Z0
+	MOVQ         colScale+72(FP), SI
+	VMOVUPS      (SI), Z1
+	MOVQ         sk+8(FP), SI
+	VBROADCASTSS scale+16(FP), Z2
+	MOVQ         s+0(FP), DI
+	MOVQ         mask+24(FP), R8
+	MOVQ         DI, R9
+	MOVQ         SI, R10
+	VPBROADCASTD (DX), Z3
+	VPMULLD      Z0, Z3, Z3
+	VMOVDQU32    (AX), Z4
+	VPSUBD       Z3, Z4, Z4
+	VCVTDQ2PS    Z4, Z3
+	VMULPS       Z1, Z3, Z3
+	VMULPS.BCST  (BX), Z3, Z3
+	VMULPS       Z2, Z3, Z3
+	VADDPS       (R8), Z3, Z3
+	VMOVUPS      Z3, (R9)
+	DECQ         R10
+	JZ           sm_pass2_57
+
+sm_max_58:
+	ADDQ         $0x40, R9
+	ADDQ         CX, AX
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x40, R8
+	VPBROADCASTD (DX), Z4
+	VPMULLD      Z0, Z4, Z4
+	VMOVDQU32    (AX), Z5
+	VPSUBD       Z4, Z5, Z5
+	VCVTDQ2PS    Z5, Z4
+	VMULPS       Z1, Z4, Z4
+	VMULPS.BCST  (BX), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS       (R8), Z4, Z4
+	VMOVUPS      Z4, (R9)
+	VMAXPS       Z3, Z4, Z3
+	DECQ         R10
+	JNZ          sm_max_58
+
+sm_pass2_57:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ   DI, R9
+	MOVQ   SI, R10
+
+sm_exp4_59:
+	CMPQ           R10, $0x04
+	JL             sm_exp1_60
+	VMOVUPS        (R9), Z2
+	VSUBPS         Z3, Z2, Z2
+	VMOVUPS        64(R9), Z4
+	VSUBPS         Z3, Z4, Z4
+	VMOVUPS        128(R9), Z5
+	VSUBPS         Z3, Z5, Z5
+	VMOVUPS        192(R9), Z6
+	VSUBPS         Z3, Z6, Z6
+	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z19
+	VMULPS.BCST    nnConsts<>+16(SB), Z4, Z20
+	VMULPS.BCST    nnConsts<>+16(SB), Z5, Z21
+	VMULPS.BCST    nnConsts<>+16(SB), Z6, Z22
+	VCVTPS2DQ      Z19, Z7
+	VCVTPS2DQ      Z20, Z8
+	VCVTPS2DQ      Z21, Z9
+	VCVTPS2DQ      Z22, Z10
+	VCVTDQ2PS      Z7, Z11
+	VCVTDQ2PS      Z8, Z12
+	VCVTDQ2PS      Z9, Z13
+	VCVTDQ2PS      Z10, Z14
+	VMULPS.BCST    nnConsts<>+20(SB), Z11, Z19
+	VMULPS.BCST    nnConsts<>+20(SB), Z12, Z20
+	VMULPS.BCST    nnConsts<>+20(SB), Z13, Z21
+	VMULPS.BCST    nnConsts<>+20(SB), Z14, Z22
+	VSUBPS         Z19, Z2, Z15
+	VSUBPS         Z20, Z4, Z16
+	VSUBPS         Z21, Z5, Z17
+	VSUBPS         Z22, Z6, Z18
+	VMULPS.BCST    nnConsts<>+24(SB), Z11, Z19
+	VMULPS.BCST    nnConsts<>+24(SB), Z12, Z20
+	VMULPS.BCST    nnConsts<>+24(SB), Z13, Z21
+	VMULPS.BCST    nnConsts<>+24(SB), Z14, Z22
+	VSUBPS         Z19, Z15, Z15
+	VSUBPS         Z20, Z16, Z16
+	VSUBPS         Z21, Z17, Z17
+	VSUBPS         Z22, Z18, Z18
+	VBROADCASTSS   nnConsts<>+48(SB), Z11
+	VBROADCASTSS   nnConsts<>+48(SB), Z12
+	VBROADCASTSS   nnConsts<>+48(SB), Z13
+	VBROADCASTSS   nnConsts<>+48(SB), Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+52(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+52(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+56(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+56(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+60(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+60(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+64(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+64(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+68(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+68(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
+	VMULPS         Z15, Z11, Z11
+	VMULPS         Z16, Z12, Z12
+	VMULPS         Z17, Z13, Z13
+	VMULPS         Z18, Z14, Z14
+	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
+	VADDPS         Z11, Z11, K1, Z11
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
+	VADDPS         Z12, Z12, K1, Z12
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
+	VADDPS         Z13, Z13, K1, Z13
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
+	VADDPS         Z14, Z14, K1, Z14
+	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
+	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
+	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
+	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
+	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
+	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
+	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
+	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
+	VPSLLD         $0x17, Z7, Z7
+	VPSLLD         $0x17, Z8, Z8
+	VPSLLD         $0x17, Z9, Z9
+	VPSLLD         $0x17, Z10, Z10
+	VMULPS         Z7, Z11, Z7
+	VMULPS         Z8, Z12, Z8
+	VMULPS         Z9, Z13, Z9
+	VMULPS         Z10, Z14, Z10
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
+	VBLENDMPS      Z1, Z7, K1, Z7
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z4, K1
+	VBLENDMPS      Z1, Z8, K1, Z8
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z5, K1
+	VBLENDMPS      Z1, Z9, K1, Z9
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z6, K1
+	VBLENDMPS      Z1, Z10, K1, Z10
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z7, K1, Z7
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z4, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z8, K1, Z8
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z5, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z9, K1, Z9
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z6, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z10, K1, Z10
+	VCMPPS         $0x03, Z2, Z2, K1
+	VBLENDMPS      Z2, Z7, K1, Z7
+	VCMPPS         $0x03, Z4, Z4, K1
+	VBLENDMPS      Z4, Z8, K1, Z8
+	VCMPPS         $0x03, Z5, Z5, K1
+	VBLENDMPS      Z5, Z9, K1, Z9
+	VCMPPS         $0x03, Z6, Z6, K1
+	VBLENDMPS      Z6, Z10, K1, Z10
+	VMOVUPS        Z7, (R9)
+	VADDPS         Z7, Z0, Z0
+	VMOVUPS        Z8, 64(R9)
+	VADDPS         Z8, Z0, Z0
+	VMOVUPS        Z9, 128(R9)
+	VADDPS         Z9, Z0, Z0
+	VMOVUPS        Z10, 192(R9)
+	VADDPS         Z10, Z0, Z0
+	ADDQ           $0x00000100, R9
+	SUBQ           $0x04, R10
+	JMP            sm_exp4_59
+
+sm_exp1_60:
+	TESTQ          R10, R10
+	JZ             sm_done_61
+	VMOVUPS        (R9), Z2
+	VSUBPS         Z3, Z2, Z2
+	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z7
+	VCVTPS2DQ      Z7, Z4
+	VCVTDQ2PS      Z4, Z5
+	VMULPS.BCST    nnConsts<>+20(SB), Z5, Z7
+	VSUBPS         Z7, Z2, Z6
+	VMULPS.BCST    nnConsts<>+24(SB), Z5, Z7
+	VSUBPS         Z7, Z6, Z6
+	VBROADCASTSS   nnConsts<>+48(SB), Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+52(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+56(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+60(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+64(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+68(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
+	VMULPS         Z6, Z5, Z5
+	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
+	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
+	VADDPS         Z5, Z5, K1, Z5
+	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
+	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
+	VPSLLD         $0x17, Z4, Z4
+	VMULPS         Z4, Z5, Z4
+	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
+	VBLENDMPS      Z1, Z4, K1, Z4
+	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
+	VBLENDMPS.BCST nnConsts<>+44(SB), Z4, K1, Z4
+	VCMPPS         $0x03, Z2, Z2, K1
+	VBLENDMPS      Z2, Z4, K1, Z4
+	VMOVUPS        Z4, (R9)
+	VADDPS         Z4, Z0, Z0
+	ADDQ           $0x00000040, R9
+	SUBQ           $0x01, R10
+	JMP            sm_exp1_60
+
+sm_done_61:
+	MOVQ    sums+40(FP), AX
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
+sms_empty_44:
+	MOVQ    sums+40(FP), AX
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
 // func attnPVAsm(out *float32, outStride int, rows int, p *float32, v *float32, vStride int, sk int, d int, sums *float32)
 // Requires: AVX, AVX512BW, AVX512F
 TEXT ·attnPVAsm(SB), NOSPLIT, $0-72
@@ -1773,15 +2581,15 @@ TEXT ·attnPVAsm(SB), NOSPLIT, $0-72
 	MOVQ   v+32(FP), CX
 	MOVQ   d+56(FP), DX
 
-pv_cols_44:
+pv_cols_62:
 	CMPQ DX, $0x40
-	JL   pv_coltail_45
+	JL   pv_coltail_63
 	MOVQ rows+16(FP), SI
 	XORQ BX, BX
 
-pv_rows_main_47:
+pv_rows_main_65:
 	CMPQ   SI, $0x06
-	JL     pv_rows_tail_48
+	JL     pv_rows_tail_66
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -1812,16 +2620,16 @@ pv_rows_main_47:
 	MOVQ   vStride+40(FP), R10
 	SHLQ   $0x02, R10
 	TESTQ  R9, R9
-	JZ     pv_divide_49
+	JZ     pv_divide_67
 
-pv_j_50:
+pv_j_68:
 	VMOVUPS      (R8), Z25
 	VMOVUPS      64(R8), Z26
 	VMOVUPS      128(R8), Z27
 	VMOVUPS      192(R8), Z28
 	VCMPPS       $0x04, (DI), Z0, K1
 	KORTESTW     K1, K1
-	JCC          pv_zero_51
+	JCC          pv_zero_69
 	VBROADCASTSS (DI)(BX*4), Z29
 	VMULPS       Z25, Z29, Z30
 	VADDPS       Z30, Z1, Z1
@@ -1876,9 +2684,9 @@ pv_j_50:
 	VADDPS       Z25, Z23, Z23
 	VMULPS       Z28, Z29, Z25
 	VADDPS       Z25, Z24, Z24
-	JMP          pv_next_52
+	JMP          pv_next_70
 
-pv_zero_51:
+pv_zero_69:
 	VBROADCASTSS (DI)(BX*4), Z29
 	VCMPPS       $0x04, Z0, Z29, K1
 	VMULPS       Z25, Z29, Z30
@@ -1940,13 +2748,13 @@ pv_zero_51:
 	VMULPS       Z28, Z29, Z25
 	VADDPS       Z25, Z24, K1, Z24
 
-pv_next_52:
+pv_next_70:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv_j_50
+	JNZ  pv_j_68
 
-pv_divide_49:
+pv_divide_67:
 	MOVQ        sums+64(FP), DI
 	MOVQ        outStride+8(FP), R9
 	SHLQ        $0x02, R9
@@ -2009,11 +2817,11 @@ pv_divide_49:
 	VMOVUPS     Z24, 192(R8)
 	ADDQ        $0x06, BX
 	SUBQ        $0x06, SI
-	JMP         pv_rows_main_47
+	JMP         pv_rows_main_65
 
-pv_rows_tail_48:
+pv_rows_tail_66:
 	CMPQ   SI, $0x04
-	JL     pv_rows_skip_53
+	JL     pv_rows_skip_71
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -2036,16 +2844,16 @@ pv_rows_tail_48:
 	MOVQ   vStride+40(FP), R10
 	SHLQ   $0x02, R10
 	TESTQ  R9, R9
-	JZ     pv_divide_54
+	JZ     pv_divide_72
 
-pv_j_55:
+pv_j_73:
 	VMOVUPS      (R8), Z17
 	VMOVUPS      64(R8), Z18
 	VMOVUPS      128(R8), Z19
 	VMOVUPS      192(R8), Z20
 	VCMPPS       $0x04, (DI), Z0, K1
 	KORTESTW     K1, K1
-	JCC          pv_zero_56
+	JCC          pv_zero_74
 	VBROADCASTSS (DI)(BX*4), Z21
 	VMULPS       Z17, Z21, Z22
 	VADDPS       Z22, Z1, Z1
@@ -2082,9 +2890,9 @@ pv_j_55:
 	VADDPS       Z17, Z15, Z15
 	VMULPS       Z20, Z21, Z17
 	VADDPS       Z17, Z16, Z16
-	JMP          pv_next_57
+	JMP          pv_next_75
 
-pv_zero_56:
+pv_zero_74:
 	VBROADCASTSS (DI)(BX*4), Z21
 	VCMPPS       $0x04, Z0, Z21, K1
 	VMULPS       Z17, Z21, Z22
@@ -2126,13 +2934,13 @@ pv_zero_56:
 	VMULPS       Z20, Z21, Z17
 	VADDPS       Z17, Z16, K1, Z16
 
-pv_next_57:
+pv_next_75:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv_j_55
+	JNZ  pv_j_73
 
-pv_divide_54:
+pv_divide_72:
 	MOVQ        sums+64(FP), DI
 	MOVQ        outStride+8(FP), R9
 	SHLQ        $0x02, R9
@@ -2178,9 +2986,9 @@ pv_divide_54:
 	ADDQ        $0x04, BX
 	SUBQ        $0x04, SI
 
-pv_rows_skip_53:
+pv_rows_skip_71:
 	CMPQ   SI, $0x02
-	JL     pv_rows_skip_58
+	JL     pv_rows_skip_76
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -2195,16 +3003,16 @@ pv_rows_skip_53:
 	MOVQ   vStride+40(FP), R10
 	SHLQ   $0x02, R10
 	TESTQ  R9, R9
-	JZ     pv_divide_59
+	JZ     pv_divide_77
 
-pv_j_60:
+pv_j_78:
 	VMOVUPS      (R8), Z9
 	VMOVUPS      64(R8), Z10
 	VMOVUPS      128(R8), Z11
 	VMOVUPS      192(R8), Z12
 	VCMPPS       $0x04, (DI), Z0, K1
 	KORTESTW     K1, K1
-	JCC          pv_zero_61
+	JCC          pv_zero_79
 	VBROADCASTSS (DI)(BX*4), Z13
 	VMULPS       Z9, Z13, Z14
 	VADDPS       Z14, Z1, Z1
@@ -2223,9 +3031,9 @@ pv_j_60:
 	VADDPS       Z9, Z7, Z7
 	VMULPS       Z12, Z13, Z9
 	VADDPS       Z9, Z8, Z8
-	JMP          pv_next_62
+	JMP          pv_next_80
 
-pv_zero_61:
+pv_zero_79:
 	VBROADCASTSS (DI)(BX*4), Z13
 	VCMPPS       $0x04, Z0, Z13, K1
 	VMULPS       Z9, Z13, Z14
@@ -2247,13 +3055,13 @@ pv_zero_61:
 	VMULPS       Z12, Z13, Z9
 	VADDPS       Z9, Z8, K1, Z8
 
-pv_next_62:
+pv_next_80:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv_j_60
+	JNZ  pv_j_78
 
-pv_divide_59:
+pv_divide_77:
 	MOVQ        sums+64(FP), DI
 	MOVQ        outStride+8(FP), R9
 	SHLQ        $0x02, R9
@@ -2281,9 +3089,9 @@ pv_divide_59:
 	ADDQ        $0x02, BX
 	SUBQ        $0x02, SI
 
-pv_rows_skip_58:
+pv_rows_skip_76:
 	CMPQ   SI, $0x01
-	JL     pv_rows_skip_63
+	JL     pv_rows_skip_81
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -2294,16 +3102,16 @@ pv_rows_skip_58:
 	MOVQ   vStride+40(FP), R10
 	SHLQ   $0x02, R10
 	TESTQ  R9, R9
-	JZ     pv_divide_64
+	JZ     pv_divide_82
 
-pv_j_65:
+pv_j_83:
 	VMOVUPS      (R8), Z5
 	VMOVUPS      64(R8), Z6
 	VMOVUPS      128(R8), Z7
 	VMOVUPS      192(R8), Z8
 	VCMPPS       $0x04, (DI), Z0, K1
 	KORTESTW     K1, K1
-	JCC          pv_zero_66
+	JCC          pv_zero_84
 	VBROADCASTSS (DI)(BX*4), Z9
 	VMULPS       Z5, Z9, Z5
 	VADDPS       Z5, Z1, Z1
@@ -2313,9 +3121,9 @@ pv_j_65:
 	VADDPS       Z5, Z3, Z3
 	VMULPS       Z8, Z9, Z5
 	VADDPS       Z5, Z4, Z4
-	JMP          pv_next_67
+	JMP          pv_next_85
 
-pv_zero_66:
+pv_zero_84:
 	VBROADCASTSS (DI)(BX*4), Z9
 	VCMPPS       $0x04, Z0, Z9, K1
 	VMULPS       Z5, Z9, Z5
@@ -2327,13 +3135,13 @@ pv_zero_66:
 	VMULPS       Z8, Z9, Z5
 	VADDPS       Z5, Z4, K1, Z4
 
-pv_next_67:
+pv_next_85:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv_j_65
+	JNZ  pv_j_83
 
-pv_divide_64:
+pv_divide_82:
 	MOVQ        sums+64(FP), DI
 	MOVQ        outStride+8(FP), R9
 	SHLQ        $0x02, R9
@@ -2352,17 +3160,17 @@ pv_divide_64:
 	ADDQ        $0x01, BX
 	SUBQ        $0x01, SI
 
-pv_rows_skip_63:
+pv_rows_skip_81:
 	ADDQ $0x00000100, AX
 	ADDQ $0x00000100, CX
 	SUBQ $0x40, DX
-	JMP  pv_cols_44
+	JMP  pv_cols_62
 
-pv_coltail_45:
+pv_coltail_63:
 	TESTQ DX, DX
-	JZ    pv_done_46
+	JZ    pv_done_64
 	CMPQ  DX, $0x10
-	JG    pv_nv_68
+	JG    pv_nv_86
 	SUBQ  $0x00, DX
 	LEAQ  nnColMasks<>+0(SB), BX
 	MOVQ  (BX)(DX*8), DX
@@ -2370,9 +3178,9 @@ pv_coltail_45:
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv_rows_main_69:
+pv_rows_main_87:
 	CMPQ   BX, $0x06
-	JL     pv_rows_tail_70
+	JL     pv_rows_tail_88
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -2385,13 +3193,13 @@ pv_rows_main_69:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_71
+	JZ     pv_divide_89
 
-pv_j_72:
+pv_j_90:
 	VMOVUPS.Z    (DI), K1, Z7
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_73
+	JCC          pv_zero_91
 	VBROADCASTSS (SI)(DX*4), Z8
 	VMULPS       Z7, Z8, Z8
 	VADDPS       Z8, Z1, Z1
@@ -2410,9 +3218,9 @@ pv_j_72:
 	VBROADCASTSS 20(SI)(DX*4), Z8
 	VMULPS       Z7, Z8, Z7
 	VADDPS       Z7, Z6, Z6
-	JMP          pv_next_74
+	JMP          pv_next_92
 
-pv_zero_73:
+pv_zero_91:
 	VBROADCASTSS (SI)(DX*4), Z8
 	VCMPPS       $0x04, Z0, Z8, K2
 	VMULPS       Z7, Z8, Z8
@@ -2438,13 +3246,13 @@ pv_zero_73:
 	VMULPS       Z7, Z8, Z7
 	VADDPS       Z7, Z6, K2, Z6
 
-pv_next_74:
+pv_next_92:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_72
+	JNZ  pv_j_90
 
-pv_divide_71:
+pv_divide_89:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -2471,11 +3279,11 @@ pv_divide_71:
 	VMOVUPS     Z6, K1, (DI)
 	ADDQ        $0x06, DX
 	SUBQ        $0x06, BX
-	JMP         pv_rows_main_69
+	JMP         pv_rows_main_87
 
-pv_rows_tail_70:
+pv_rows_tail_88:
 	CMPQ   BX, $0x04
-	JL     pv_rows_skip_75
+	JL     pv_rows_skip_93
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -2486,13 +3294,13 @@ pv_rows_tail_70:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_76
+	JZ     pv_divide_94
 
-pv_j_77:
+pv_j_95:
 	VMOVUPS.Z    (DI), K1, Z5
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_78
+	JCC          pv_zero_96
 	VBROADCASTSS (SI)(DX*4), Z6
 	VMULPS       Z5, Z6, Z6
 	VADDPS       Z6, Z1, Z1
@@ -2505,9 +3313,9 @@ pv_j_77:
 	VBROADCASTSS 12(SI)(DX*4), Z6
 	VMULPS       Z5, Z6, Z5
 	VADDPS       Z5, Z4, Z4
-	JMP          pv_next_79
+	JMP          pv_next_97
 
-pv_zero_78:
+pv_zero_96:
 	VBROADCASTSS (SI)(DX*4), Z6
 	VCMPPS       $0x04, Z0, Z6, K2
 	VMULPS       Z5, Z6, Z6
@@ -2525,13 +3333,13 @@ pv_zero_78:
 	VMULPS       Z5, Z6, Z5
 	VADDPS       Z5, Z4, K2, Z4
 
-pv_next_79:
+pv_next_97:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_77
+	JNZ  pv_j_95
 
-pv_divide_76:
+pv_divide_94:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -2553,9 +3361,9 @@ pv_divide_76:
 	ADDQ        $0x04, DX
 	SUBQ        $0x04, BX
 
-pv_rows_skip_75:
+pv_rows_skip_93:
 	CMPQ   BX, $0x02
-	JL     pv_rows_skip_80
+	JL     pv_rows_skip_98
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	MOVQ   sk+48(FP), R8
@@ -2564,22 +3372,22 @@ pv_rows_skip_75:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_81
+	JZ     pv_divide_99
 
-pv_j_82:
+pv_j_100:
 	VMOVUPS.Z    (DI), K1, Z3
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_83
+	JCC          pv_zero_101
 	VBROADCASTSS (SI)(DX*4), Z4
 	VMULPS       Z3, Z4, Z4
 	VADDPS       Z4, Z1, Z1
 	VBROADCASTSS 4(SI)(DX*4), Z4
 	VMULPS       Z3, Z4, Z3
 	VADDPS       Z3, Z2, Z2
-	JMP          pv_next_84
+	JMP          pv_next_102
 
-pv_zero_83:
+pv_zero_101:
 	VBROADCASTSS (SI)(DX*4), Z4
 	VCMPPS       $0x04, Z0, Z4, K2
 	VMULPS       Z3, Z4, Z4
@@ -2589,13 +3397,13 @@ pv_zero_83:
 	VMULPS       Z3, Z4, Z3
 	VADDPS       Z3, Z2, K2, Z2
 
-pv_next_84:
+pv_next_102:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_82
+	JNZ  pv_j_100
 
-pv_divide_81:
+pv_divide_99:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -2611,40 +3419,40 @@ pv_divide_81:
 	ADDQ        $0x02, DX
 	SUBQ        $0x02, BX
 
-pv_rows_skip_80:
+pv_rows_skip_98:
 	CMPQ   BX, $0x01
-	JL     pv_rows_skip_85
+	JL     pv_rows_skip_103
 	VPXORD Z1, Z1, Z1
 	MOVQ   sk+48(FP), DI
 	MOVQ   p+24(FP), SI
 	MOVQ   vStride+40(FP), R8
 	SHLQ   $0x02, R8
 	TESTQ  DI, DI
-	JZ     pv_divide_86
+	JZ     pv_divide_104
 
-pv_j_87:
+pv_j_105:
 	VMOVUPS.Z    (CX), K1, Z2
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_88
+	JCC          pv_zero_106
 	VBROADCASTSS (SI)(DX*4), Z3
 	VMULPS       Z2, Z3, Z2
 	VADDPS       Z2, Z1, Z1
-	JMP          pv_next_89
+	JMP          pv_next_107
 
-pv_zero_88:
+pv_zero_106:
 	VBROADCASTSS (SI)(DX*4), Z3
 	VCMPPS       $0x04, Z0, Z3, K2
 	VMULPS       Z2, Z3, Z2
 	VADDPS       Z2, Z1, K2, Z1
 
-pv_next_89:
+pv_next_107:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv_j_87
+	JNZ  pv_j_105
 
-pv_divide_86:
+pv_divide_104:
 	MOVQ        sums+64(FP), CX
 	MOVQ        outStride+8(FP), DI
 	SHLQ        $0x02, DI
@@ -2657,12 +3465,12 @@ pv_divide_86:
 	ADDQ        $0x01, DX
 	SUBQ        $0x01, BX
 
-pv_rows_skip_85:
-	JMP pv_done_46
+pv_rows_skip_103:
+	JMP pv_done_64
 
-pv_nv_68:
+pv_nv_86:
 	CMPQ  DX, $0x20
-	JG    pv_nv_90
+	JG    pv_nv_108
 	SUBQ  $0x10, DX
 	LEAQ  nnColMasks<>+0(SB), BX
 	MOVQ  (BX)(DX*8), DX
@@ -2670,9 +3478,9 @@ pv_nv_68:
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv_rows_main_91:
+pv_rows_main_109:
 	CMPQ   BX, $0x06
-	JL     pv_rows_tail_92
+	JL     pv_rows_tail_110
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -2691,14 +3499,14 @@ pv_rows_main_91:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_93
+	JZ     pv_divide_111
 
-pv_j_94:
+pv_j_112:
 	VMOVUPS      (DI), Z13
 	VMOVUPS.Z    64(DI), K1, Z14
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_95
+	JCC          pv_zero_113
 	VBROADCASTSS (SI)(DX*4), Z15
 	VMULPS       Z13, Z15, Z16
 	VADDPS       Z16, Z1, Z1
@@ -2729,9 +3537,9 @@ pv_j_94:
 	VADDPS       Z13, Z11, Z11
 	VMULPS       Z14, Z15, Z13
 	VADDPS       Z13, Z12, Z12
-	JMP          pv_next_96
+	JMP          pv_next_114
 
-pv_zero_95:
+pv_zero_113:
 	VBROADCASTSS (SI)(DX*4), Z15
 	VCMPPS       $0x04, Z0, Z15, K2
 	VMULPS       Z13, Z15, Z16
@@ -2769,13 +3577,13 @@ pv_zero_95:
 	VMULPS       Z14, Z15, Z13
 	VADDPS       Z13, Z12, K2, Z12
 
-pv_next_96:
+pv_next_114:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_94
+	JNZ  pv_j_112
 
-pv_divide_93:
+pv_divide_111:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -2814,11 +3622,11 @@ pv_divide_93:
 	VMOVUPS     Z12, K1, 64(DI)
 	ADDQ        $0x06, DX
 	SUBQ        $0x06, BX
-	JMP         pv_rows_main_91
+	JMP         pv_rows_main_109
 
-pv_rows_tail_92:
+pv_rows_tail_110:
 	CMPQ   BX, $0x04
-	JL     pv_rows_skip_97
+	JL     pv_rows_skip_115
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -2833,14 +3641,14 @@ pv_rows_tail_92:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_98
+	JZ     pv_divide_116
 
-pv_j_99:
+pv_j_117:
 	VMOVUPS      (DI), Z9
 	VMOVUPS.Z    64(DI), K1, Z10
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_100
+	JCC          pv_zero_118
 	VBROADCASTSS (SI)(DX*4), Z11
 	VMULPS       Z9, Z11, Z12
 	VADDPS       Z12, Z1, Z1
@@ -2861,9 +3669,9 @@ pv_j_99:
 	VADDPS       Z9, Z7, Z7
 	VMULPS       Z10, Z11, Z9
 	VADDPS       Z9, Z8, Z8
-	JMP          pv_next_101
+	JMP          pv_next_119
 
-pv_zero_100:
+pv_zero_118:
 	VBROADCASTSS (SI)(DX*4), Z11
 	VCMPPS       $0x04, Z0, Z11, K2
 	VMULPS       Z9, Z11, Z12
@@ -2889,13 +3697,13 @@ pv_zero_100:
 	VMULPS       Z10, Z11, Z9
 	VADDPS       Z9, Z8, K2, Z8
 
-pv_next_101:
+pv_next_119:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_99
+	JNZ  pv_j_117
 
-pv_divide_98:
+pv_divide_116:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -2925,9 +3733,9 @@ pv_divide_98:
 	ADDQ        $0x04, DX
 	SUBQ        $0x04, BX
 
-pv_rows_skip_97:
+pv_rows_skip_115:
 	CMPQ   BX, $0x02
-	JL     pv_rows_skip_102
+	JL     pv_rows_skip_120
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -2938,14 +3746,14 @@ pv_rows_skip_97:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_103
+	JZ     pv_divide_121
 
-pv_j_104:
+pv_j_122:
 	VMOVUPS      (DI), Z5
 	VMOVUPS.Z    64(DI), K1, Z6
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_105
+	JCC          pv_zero_123
 	VBROADCASTSS (SI)(DX*4), Z7
 	VMULPS       Z5, Z7, Z8
 	VADDPS       Z8, Z1, Z1
@@ -2956,9 +3764,9 @@ pv_j_104:
 	VADDPS       Z5, Z3, Z3
 	VMULPS       Z6, Z7, Z5
 	VADDPS       Z5, Z4, Z4
-	JMP          pv_next_106
+	JMP          pv_next_124
 
-pv_zero_105:
+pv_zero_123:
 	VBROADCASTSS (SI)(DX*4), Z7
 	VCMPPS       $0x04, Z0, Z7, K2
 	VMULPS       Z5, Z7, Z8
@@ -2972,13 +3780,13 @@ pv_zero_105:
 	VMULPS       Z6, Z7, Z5
 	VADDPS       Z5, Z4, K2, Z4
 
-pv_next_106:
+pv_next_124:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_104
+	JNZ  pv_j_122
 
-pv_divide_103:
+pv_divide_121:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -2998,9 +3806,9 @@ pv_divide_103:
 	ADDQ        $0x02, DX
 	SUBQ        $0x02, BX
 
-pv_rows_skip_102:
+pv_rows_skip_120:
 	CMPQ   BX, $0x01
-	JL     pv_rows_skip_107
+	JL     pv_rows_skip_125
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	MOVQ   sk+48(FP), DI
@@ -3008,22 +3816,22 @@ pv_rows_skip_102:
 	MOVQ   vStride+40(FP), R8
 	SHLQ   $0x02, R8
 	TESTQ  DI, DI
-	JZ     pv_divide_108
+	JZ     pv_divide_126
 
-pv_j_109:
+pv_j_127:
 	VMOVUPS      (CX), Z3
 	VMOVUPS.Z    64(CX), K1, Z4
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_110
+	JCC          pv_zero_128
 	VBROADCASTSS (SI)(DX*4), Z5
 	VMULPS       Z3, Z5, Z3
 	VADDPS       Z3, Z1, Z1
 	VMULPS       Z4, Z5, Z3
 	VADDPS       Z3, Z2, Z2
-	JMP          pv_next_111
+	JMP          pv_next_129
 
-pv_zero_110:
+pv_zero_128:
 	VBROADCASTSS (SI)(DX*4), Z5
 	VCMPPS       $0x04, Z0, Z5, K2
 	VMULPS       Z3, Z5, Z3
@@ -3031,13 +3839,13 @@ pv_zero_110:
 	VMULPS       Z4, Z5, Z3
 	VADDPS       Z3, Z2, K2, Z2
 
-pv_next_111:
+pv_next_129:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv_j_109
+	JNZ  pv_j_127
 
-pv_divide_108:
+pv_divide_126:
 	MOVQ        sums+64(FP), CX
 	MOVQ        outStride+8(FP), DI
 	SHLQ        $0x02, DI
@@ -3052,12 +3860,12 @@ pv_divide_108:
 	ADDQ        $0x01, DX
 	SUBQ        $0x01, BX
 
-pv_rows_skip_107:
-	JMP pv_done_46
+pv_rows_skip_125:
+	JMP pv_done_64
 
-pv_nv_90:
+pv_nv_108:
 	CMPQ  DX, $0x30
-	JG    pv_nv_112
+	JG    pv_nv_130
 	SUBQ  $0x20, DX
 	LEAQ  nnColMasks<>+0(SB), BX
 	MOVQ  (BX)(DX*8), DX
@@ -3065,9 +3873,9 @@ pv_nv_90:
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv_rows_main_113:
+pv_rows_main_131:
 	CMPQ   BX, $0x06
-	JL     pv_rows_tail_114
+	JL     pv_rows_tail_132
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -3092,15 +3900,15 @@ pv_rows_main_113:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_115
+	JZ     pv_divide_133
 
-pv_j_116:
+pv_j_134:
 	VMOVUPS      (DI), Z19
 	VMOVUPS      64(DI), Z20
 	VMOVUPS.Z    128(DI), K1, Z21
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_117
+	JCC          pv_zero_135
 	VBROADCASTSS (SI)(DX*4), Z22
 	VMULPS       Z19, Z22, Z23
 	VADDPS       Z23, Z1, Z1
@@ -3143,9 +3951,9 @@ pv_j_116:
 	VADDPS       Z19, Z17, Z17
 	VMULPS       Z21, Z22, Z19
 	VADDPS       Z19, Z18, Z18
-	JMP          pv_next_118
+	JMP          pv_next_136
 
-pv_zero_117:
+pv_zero_135:
 	VBROADCASTSS (SI)(DX*4), Z22
 	VCMPPS       $0x04, Z0, Z22, K2
 	VMULPS       Z19, Z22, Z23
@@ -3195,13 +4003,13 @@ pv_zero_117:
 	VMULPS       Z21, Z22, Z19
 	VADDPS       Z19, Z18, K2, Z18
 
-pv_next_118:
+pv_next_136:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_116
+	JNZ  pv_j_134
 
-pv_divide_115:
+pv_divide_133:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -3252,11 +4060,11 @@ pv_divide_115:
 	VMOVUPS     Z18, K1, 128(DI)
 	ADDQ        $0x06, DX
 	SUBQ        $0x06, BX
-	JMP         pv_rows_main_113
+	JMP         pv_rows_main_131
 
-pv_rows_tail_114:
+pv_rows_tail_132:
 	CMPQ   BX, $0x04
-	JL     pv_rows_skip_119
+	JL     pv_rows_skip_137
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -3275,15 +4083,15 @@ pv_rows_tail_114:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_120
+	JZ     pv_divide_138
 
-pv_j_121:
+pv_j_139:
 	VMOVUPS      (DI), Z13
 	VMOVUPS      64(DI), Z14
 	VMOVUPS.Z    128(DI), K1, Z15
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_122
+	JCC          pv_zero_140
 	VBROADCASTSS (SI)(DX*4), Z16
 	VMULPS       Z13, Z16, Z17
 	VADDPS       Z17, Z1, Z1
@@ -3312,9 +4120,9 @@ pv_j_121:
 	VADDPS       Z13, Z11, Z11
 	VMULPS       Z15, Z16, Z13
 	VADDPS       Z13, Z12, Z12
-	JMP          pv_next_123
+	JMP          pv_next_141
 
-pv_zero_122:
+pv_zero_140:
 	VBROADCASTSS (SI)(DX*4), Z16
 	VCMPPS       $0x04, Z0, Z16, K2
 	VMULPS       Z13, Z16, Z17
@@ -3348,13 +4156,13 @@ pv_zero_122:
 	VMULPS       Z15, Z16, Z13
 	VADDPS       Z13, Z12, K2, Z12
 
-pv_next_123:
+pv_next_141:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_121
+	JNZ  pv_j_139
 
-pv_divide_120:
+pv_divide_138:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -3392,9 +4200,9 @@ pv_divide_120:
 	ADDQ        $0x04, DX
 	SUBQ        $0x04, BX
 
-pv_rows_skip_119:
+pv_rows_skip_137:
 	CMPQ   BX, $0x02
-	JL     pv_rows_skip_124
+	JL     pv_rows_skip_142
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -3407,15 +4215,15 @@ pv_rows_skip_119:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_125
+	JZ     pv_divide_143
 
-pv_j_126:
+pv_j_144:
 	VMOVUPS      (DI), Z7
 	VMOVUPS      64(DI), Z8
 	VMOVUPS.Z    128(DI), K1, Z9
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_127
+	JCC          pv_zero_145
 	VBROADCASTSS (SI)(DX*4), Z10
 	VMULPS       Z7, Z10, Z11
 	VADDPS       Z11, Z1, Z1
@@ -3430,9 +4238,9 @@ pv_j_126:
 	VADDPS       Z7, Z5, Z5
 	VMULPS       Z9, Z10, Z7
 	VADDPS       Z7, Z6, Z6
-	JMP          pv_next_128
+	JMP          pv_next_146
 
-pv_zero_127:
+pv_zero_145:
 	VBROADCASTSS (SI)(DX*4), Z10
 	VCMPPS       $0x04, Z0, Z10, K2
 	VMULPS       Z7, Z10, Z11
@@ -3450,13 +4258,13 @@ pv_zero_127:
 	VMULPS       Z9, Z10, Z7
 	VADDPS       Z7, Z6, K2, Z6
 
-pv_next_128:
+pv_next_146:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_126
+	JNZ  pv_j_144
 
-pv_divide_125:
+pv_divide_143:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -3480,9 +4288,9 @@ pv_divide_125:
 	ADDQ        $0x02, DX
 	SUBQ        $0x02, BX
 
-pv_rows_skip_124:
+pv_rows_skip_142:
 	CMPQ   BX, $0x01
-	JL     pv_rows_skip_129
+	JL     pv_rows_skip_147
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -3491,15 +4299,15 @@ pv_rows_skip_124:
 	MOVQ   vStride+40(FP), R8
 	SHLQ   $0x02, R8
 	TESTQ  DI, DI
-	JZ     pv_divide_130
+	JZ     pv_divide_148
 
-pv_j_131:
+pv_j_149:
 	VMOVUPS      (CX), Z4
 	VMOVUPS      64(CX), Z5
 	VMOVUPS.Z    128(CX), K1, Z6
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_132
+	JCC          pv_zero_150
 	VBROADCASTSS (SI)(DX*4), Z7
 	VMULPS       Z4, Z7, Z4
 	VADDPS       Z4, Z1, Z1
@@ -3507,9 +4315,9 @@ pv_j_131:
 	VADDPS       Z4, Z2, Z2
 	VMULPS       Z6, Z7, Z4
 	VADDPS       Z4, Z3, Z3
-	JMP          pv_next_133
+	JMP          pv_next_151
 
-pv_zero_132:
+pv_zero_150:
 	VBROADCASTSS (SI)(DX*4), Z7
 	VCMPPS       $0x04, Z0, Z7, K2
 	VMULPS       Z4, Z7, Z4
@@ -3519,13 +4327,13 @@ pv_zero_132:
 	VMULPS       Z6, Z7, Z4
 	VADDPS       Z4, Z3, K2, Z3
 
-pv_next_133:
+pv_next_151:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv_j_131
+	JNZ  pv_j_149
 
-pv_divide_130:
+pv_divide_148:
 	MOVQ        sums+64(FP), CX
 	MOVQ        outStride+8(FP), DI
 	SHLQ        $0x02, DI
@@ -3542,10 +4350,10 @@ pv_divide_130:
 	ADDQ        $0x01, DX
 	SUBQ        $0x01, BX
 
-pv_rows_skip_129:
-	JMP pv_done_46
+pv_rows_skip_147:
+	JMP pv_done_64
 
-pv_nv_112:
+pv_nv_130:
 	SUBQ  $0x30, DX
 	LEAQ  nnColMasks<>+0(SB), BX
 	MOVQ  (BX)(DX*8), DX
@@ -3553,9 +4361,9 @@ pv_nv_112:
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv_rows_main_135:
+pv_rows_main_153:
 	CMPQ   BX, $0x06
-	JL     pv_rows_tail_136
+	JL     pv_rows_tail_154
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -3586,16 +4394,16 @@ pv_rows_main_135:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_137
+	JZ     pv_divide_155
 
-pv_j_138:
+pv_j_156:
 	VMOVUPS      (DI), Z25
 	VMOVUPS      64(DI), Z26
 	VMOVUPS      128(DI), Z27
 	VMOVUPS.Z    192(DI), K1, Z28
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_139
+	JCC          pv_zero_157
 	VBROADCASTSS (SI)(DX*4), Z29
 	VMULPS       Z25, Z29, Z30
 	VADDPS       Z30, Z1, Z1
@@ -3650,9 +4458,9 @@ pv_j_138:
 	VADDPS       Z25, Z23, Z23
 	VMULPS       Z28, Z29, Z25
 	VADDPS       Z25, Z24, Z24
-	JMP          pv_next_140
+	JMP          pv_next_158
 
-pv_zero_139:
+pv_zero_157:
 	VBROADCASTSS (SI)(DX*4), Z29
 	VCMPPS       $0x04, Z0, Z29, K2
 	VMULPS       Z25, Z29, Z30
@@ -3714,13 +4522,13 @@ pv_zero_139:
 	VMULPS       Z28, Z29, Z25
 	VADDPS       Z25, Z24, K2, Z24
 
-pv_next_140:
+pv_next_158:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_138
+	JNZ  pv_j_156
 
-pv_divide_137:
+pv_divide_155:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -3783,11 +4591,11 @@ pv_divide_137:
 	VMOVUPS     Z24, K1, 192(DI)
 	ADDQ        $0x06, DX
 	SUBQ        $0x06, BX
-	JMP         pv_rows_main_135
+	JMP         pv_rows_main_153
 
-pv_rows_tail_136:
+pv_rows_tail_154:
 	CMPQ   BX, $0x04
-	JL     pv_rows_skip_141
+	JL     pv_rows_skip_159
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -3810,16 +4618,16 @@ pv_rows_tail_136:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_142
+	JZ     pv_divide_160
 
-pv_j_143:
+pv_j_161:
 	VMOVUPS      (DI), Z17
 	VMOVUPS      64(DI), Z18
 	VMOVUPS      128(DI), Z19
 	VMOVUPS.Z    192(DI), K1, Z20
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_144
+	JCC          pv_zero_162
 	VBROADCASTSS (SI)(DX*4), Z21
 	VMULPS       Z17, Z21, Z22
 	VADDPS       Z22, Z1, Z1
@@ -3856,9 +4664,9 @@ pv_j_143:
 	VADDPS       Z17, Z15, Z15
 	VMULPS       Z20, Z21, Z17
 	VADDPS       Z17, Z16, Z16
-	JMP          pv_next_145
+	JMP          pv_next_163
 
-pv_zero_144:
+pv_zero_162:
 	VBROADCASTSS (SI)(DX*4), Z21
 	VCMPPS       $0x04, Z0, Z21, K2
 	VMULPS       Z17, Z21, Z22
@@ -3900,13 +4708,13 @@ pv_zero_144:
 	VMULPS       Z20, Z21, Z17
 	VADDPS       Z17, Z16, K2, Z16
 
-pv_next_145:
+pv_next_163:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_143
+	JNZ  pv_j_161
 
-pv_divide_142:
+pv_divide_160:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -3952,9 +4760,9 @@ pv_divide_142:
 	ADDQ        $0x04, DX
 	SUBQ        $0x04, BX
 
-pv_rows_skip_141:
+pv_rows_skip_159:
 	CMPQ   BX, $0x02
-	JL     pv_rows_skip_146
+	JL     pv_rows_skip_164
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -3969,16 +4777,16 @@ pv_rows_skip_141:
 	MOVQ   vStride+40(FP), R9
 	SHLQ   $0x02, R9
 	TESTQ  R8, R8
-	JZ     pv_divide_147
+	JZ     pv_divide_165
 
-pv_j_148:
+pv_j_166:
 	VMOVUPS      (DI), Z9
 	VMOVUPS      64(DI), Z10
 	VMOVUPS      128(DI), Z11
 	VMOVUPS.Z    192(DI), K1, Z12
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_149
+	JCC          pv_zero_167
 	VBROADCASTSS (SI)(DX*4), Z13
 	VMULPS       Z9, Z13, Z14
 	VADDPS       Z14, Z1, Z1
@@ -3997,9 +4805,9 @@ pv_j_148:
 	VADDPS       Z9, Z7, Z7
 	VMULPS       Z12, Z13, Z9
 	VADDPS       Z9, Z8, Z8
-	JMP          pv_next_150
+	JMP          pv_next_168
 
-pv_zero_149:
+pv_zero_167:
 	VBROADCASTSS (SI)(DX*4), Z13
 	VCMPPS       $0x04, Z0, Z13, K2
 	VMULPS       Z9, Z13, Z14
@@ -4021,13 +4829,13 @@ pv_zero_149:
 	VMULPS       Z12, Z13, Z9
 	VADDPS       Z9, Z8, K2, Z8
 
-pv_next_150:
+pv_next_168:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv_j_148
+	JNZ  pv_j_166
 
-pv_divide_147:
+pv_divide_165:
 	MOVQ        sums+64(FP), SI
 	MOVQ        outStride+8(FP), R8
 	SHLQ        $0x02, R8
@@ -4055,9 +4863,9 @@ pv_divide_147:
 	ADDQ        $0x02, DX
 	SUBQ        $0x02, BX
 
-pv_rows_skip_146:
+pv_rows_skip_164:
 	CMPQ   BX, $0x01
-	JL     pv_rows_skip_151
+	JL     pv_rows_skip_169
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -4067,16 +4875,16 @@ pv_rows_skip_146:
 	MOVQ   vStride+40(FP), R8
 	SHLQ   $0x02, R8
 	TESTQ  DI, DI
-	JZ     pv_divide_152
+	JZ     pv_divide_170
 
-pv_j_153:
+pv_j_171:
 	VMOVUPS      (CX), Z5
 	VMOVUPS      64(CX), Z6
 	VMOVUPS      128(CX), Z7
 	VMOVUPS.Z    192(CX), K1, Z8
 	VCMPPS       $0x04, (SI), Z0, K2
 	KORTESTW     K2, K2
-	JCC          pv_zero_154
+	JCC          pv_zero_172
 	VBROADCASTSS (SI)(DX*4), Z9
 	VMULPS       Z5, Z9, Z5
 	VADDPS       Z5, Z1, Z1
@@ -4086,9 +4894,9 @@ pv_j_153:
 	VADDPS       Z5, Z3, Z3
 	VMULPS       Z8, Z9, Z5
 	VADDPS       Z5, Z4, Z4
-	JMP          pv_next_155
+	JMP          pv_next_173
 
-pv_zero_154:
+pv_zero_172:
 	VBROADCASTSS (SI)(DX*4), Z9
 	VCMPPS       $0x04, Z0, Z9, K2
 	VMULPS       Z5, Z9, Z5
@@ -4100,13 +4908,13 @@ pv_zero_154:
 	VMULPS       Z8, Z9, Z5
 	VADDPS       Z5, Z4, K2, Z4
 
-pv_next_155:
+pv_next_173:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv_j_153
+	JNZ  pv_j_171
 
-pv_divide_152:
+pv_divide_170:
 	MOVQ        sums+64(FP), CX
 	MOVQ        outStride+8(FP), DI
 	SHLQ        $0x02, DI
@@ -4125,10 +4933,10 @@ pv_divide_152:
 	ADDQ        $0x01, DX
 	SUBQ        $0x01, BX
 
-pv_rows_skip_151:
-	JMP pv_done_46
+pv_rows_skip_169:
+	JMP pv_done_64
 
-pv_done_46:
+pv_done_64:
 	VZEROUPPER
 	RET
 
@@ -4143,7 +4951,7 @@ TEXT ·lnStats16Asm(SB), NOSPLIT, $0-56
 	MOVQ         x+0(FP), CX
 	MOVQ         n+16(FP), DX
 
-ln_cols_156:
+ln_cols_174:
 	MOVQ          $0x00000010, BX
 	CMPQ          DX, BX
 	CMOVQLT       DX, BX
@@ -4252,115 +5060,115 @@ ln_cols_156:
 	VADDPD        Z11, Z1, Z1
 	VADDPD        Z15, Z2, Z2
 	CMPQ          BX, $0x00000001
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y9, Z11
 	VEXTRACTF32X8 $0x01, Z9, Y9
 	VCVTPS2PD     Y9, Z9
 	VADDPD        Z11, Z1, Z1
 	VADDPD        Z9, Z2, Z2
 	CMPQ          BX, $0x00000002
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y10, Z9
 	VEXTRACTF32X8 $0x01, Z10, Y10
 	VCVTPS2PD     Y10, Z10
 	VADDPD        Z9, Z1, Z1
 	VADDPD        Z10, Z2, Z2
 	CMPQ          BX, $0x00000003
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y12, Z9
 	VEXTRACTF32X8 $0x01, Z12, Y10
 	VCVTPS2PD     Y10, Z10
 	VADDPD        Z9, Z1, Z1
 	VADDPD        Z10, Z2, Z2
 	CMPQ          BX, $0x00000004
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y7, Z9
 	VEXTRACTF32X8 $0x01, Z7, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z9, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x00000005
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y13, Z7
 	VEXTRACTF32X8 $0x01, Z13, Y9
 	VCVTPS2PD     Y9, Z9
 	VADDPD        Z7, Z1, Z1
 	VADDPD        Z9, Z2, Z2
 	CMPQ          BX, $0x00000006
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y6, Z7
 	VEXTRACTF32X8 $0x01, Z6, Y6
 	VCVTPS2PD     Y6, Z6
 	VADDPD        Z7, Z1, Z1
 	VADDPD        Z6, Z2, Z2
 	CMPQ          BX, $0x00000007
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y16, Z6
 	VEXTRACTF32X8 $0x01, Z16, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x00000008
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y17, Z6
 	VEXTRACTF32X8 $0x01, Z17, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x00000009
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y18, Z6
 	VEXTRACTF32X8 $0x01, Z18, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x0000000a
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y14, Z6
 	VEXTRACTF32X8 $0x01, Z14, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x0000000b
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y19, Z6
 	VEXTRACTF32X8 $0x01, Z19, Y7
 	VCVTPS2PD     Y7, Z7
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z7, Z2, Z2
 	CMPQ          BX, $0x0000000c
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y5, Z6
 	VEXTRACTF32X8 $0x01, Z5, Y5
 	VCVTPS2PD     Y5, Z5
 	VADDPD        Z6, Z1, Z1
 	VADDPD        Z5, Z2, Z2
 	CMPQ          BX, $0x0000000d
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y4, Z5
 	VEXTRACTF32X8 $0x01, Z4, Y4
 	VCVTPS2PD     Y4, Z4
 	VADDPD        Z5, Z1, Z1
 	VADDPD        Z4, Z2, Z2
 	CMPQ          BX, $0x0000000e
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y8, Z4
 	VEXTRACTF32X8 $0x01, Z8, Y5
 	VCVTPS2PD     Y5, Z5
 	VADDPD        Z4, Z1, Z1
 	VADDPD        Z5, Z2, Z2
 	CMPQ          BX, $0x0000000f
-	JLE           ln_next_158
+	JLE           ln_next_176
 	VCVTPS2PD     Y3, Z4
 	VEXTRACTF32X8 $0x01, Z3, Y3
 	VCVTPS2PD     Y3, Z3
 	VADDPD        Z4, Z1, Z1
 	VADDPD        Z3, Z2, Z2
 
-ln_next_158:
+ln_next_176:
 	ADDQ   $0x40, CX
 	SUBQ   $0x10, DX
-	JG     ln_cols_156
+	JG     ln_cols_174
 	VDIVPD Z0, Z1, Z1
 	VDIVPD Z0, Z2, Z2
 	VPXORD Z3, Z3, Z3
@@ -4368,7 +5176,7 @@ ln_next_158:
 	MOVQ   x+0(FP), CX
 	MOVQ   n+16(FP), DX
 
-ln_cols_159:
+ln_cols_177:
 	MOVQ          $0x00000010, BX
 	CMPQ          DX, BX
 	CMOVQLT       DX, BX
@@ -4481,7 +5289,7 @@ ln_cols_159:
 	VMULPD        Z17, Z17, Z17
 	VADDPD        Z17, Z4, Z4
 	CMPQ          BX, $0x00000001
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y11, Z13
 	VEXTRACTF32X8 $0x01, Z11, Y11
 	VCVTPS2PD     Y11, Z11
@@ -4492,7 +5300,7 @@ ln_cols_159:
 	VMULPD        Z11, Z11, Z11
 	VADDPD        Z11, Z4, Z4
 	CMPQ          BX, $0x00000002
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y12, Z11
 	VEXTRACTF32X8 $0x01, Z12, Y12
 	VCVTPS2PD     Y12, Z12
@@ -4503,7 +5311,7 @@ ln_cols_159:
 	VMULPD        Z12, Z12, Z12
 	VADDPD        Z12, Z4, Z4
 	CMPQ          BX, $0x00000003
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y14, Z11
 	VEXTRACTF32X8 $0x01, Z14, Y12
 	VCVTPS2PD     Y12, Z12
@@ -4514,7 +5322,7 @@ ln_cols_159:
 	VMULPD        Z12, Z12, Z12
 	VADDPD        Z12, Z4, Z4
 	CMPQ          BX, $0x00000004
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y9, Z11
 	VEXTRACTF32X8 $0x01, Z9, Y9
 	VCVTPS2PD     Y9, Z9
@@ -4525,7 +5333,7 @@ ln_cols_159:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x00000005
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y15, Z9
 	VEXTRACTF32X8 $0x01, Z15, Y11
 	VCVTPS2PD     Y11, Z11
@@ -4536,7 +5344,7 @@ ln_cols_159:
 	VMULPD        Z11, Z11, Z11
 	VADDPD        Z11, Z4, Z4
 	CMPQ          BX, $0x00000006
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y8, Z9
 	VEXTRACTF32X8 $0x01, Z8, Y8
 	VCVTPS2PD     Y8, Z8
@@ -4547,7 +5355,7 @@ ln_cols_159:
 	VMULPD        Z8, Z8, Z8
 	VADDPD        Z8, Z4, Z4
 	CMPQ          BX, $0x00000007
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y18, Z8
 	VEXTRACTF32X8 $0x01, Z18, Y9
 	VCVTPS2PD     Y9, Z9
@@ -4558,7 +5366,7 @@ ln_cols_159:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x00000008
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y19, Z8
 	VEXTRACTF32X8 $0x01, Z19, Y9
 	VCVTPS2PD     Y9, Z9
@@ -4569,7 +5377,7 @@ ln_cols_159:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x00000009
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y20, Z8
 	VEXTRACTF32X8 $0x01, Z20, Y9
 	VCVTPS2PD     Y9, Z9
@@ -4580,7 +5388,7 @@ ln_cols_159:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x0000000a
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y16, Z8
 	VEXTRACTF32X8 $0x01, Z16, Y9
 	VCVTPS2PD     Y9, Z9
@@ -4591,7 +5399,7 @@ ln_cols_159:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x0000000b
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y21, Z8
 	VEXTRACTF32X8 $0x01, Z21, Y9
 	VCVTPS2PD     Y9, Z9
@@ -4602,7 +5410,7 @@ ln_cols_159:
 	VMULPD        Z9, Z9, Z9
 	VADDPD        Z9, Z4, Z4
 	CMPQ          BX, $0x0000000c
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y7, Z8
 	VEXTRACTF32X8 $0x01, Z7, Y7
 	VCVTPS2PD     Y7, Z7
@@ -4613,7 +5421,7 @@ ln_cols_159:
 	VMULPD        Z7, Z7, Z7
 	VADDPD        Z7, Z4, Z4
 	CMPQ          BX, $0x0000000d
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y6, Z7
 	VEXTRACTF32X8 $0x01, Z6, Y6
 	VCVTPS2PD     Y6, Z6
@@ -4624,7 +5432,7 @@ ln_cols_159:
 	VMULPD        Z6, Z6, Z6
 	VADDPD        Z6, Z4, Z4
 	CMPQ          BX, $0x0000000e
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y10, Z6
 	VEXTRACTF32X8 $0x01, Z10, Y7
 	VCVTPS2PD     Y7, Z7
@@ -4635,7 +5443,7 @@ ln_cols_159:
 	VMULPD        Z7, Z7, Z7
 	VADDPD        Z7, Z4, Z4
 	CMPQ          BX, $0x0000000f
-	JLE           ln_next_161
+	JLE           ln_next_179
 	VCVTPS2PD     Y5, Z6
 	VEXTRACTF32X8 $0x01, Z5, Y5
 	VCVTPS2PD     Y5, Z5
@@ -4646,10 +5454,10 @@ ln_cols_159:
 	VMULPD        Z5, Z5, Z5
 	VADDPD        Z5, Z4, Z4
 
-ln_next_161:
+ln_next_179:
 	ADDQ         $0x40, CX
 	SUBQ         $0x10, DX
-	JG           ln_cols_159
+	JG           ln_cols_177
 	MOVQ         mean+40(FP), AX
 	VMOVUPD      Z1, (AX)
 	VMOVUPD      Z2, 64(AX)
@@ -4674,20 +5482,20 @@ ln_next_161:
 TEXT ·lnNormAsm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn_variant_162
+	JEQ  lnn_variant_180
 	CMPQ AX, $0x04
-	JEQ  lnn_variant_163
+	JEQ  lnn_variant_181
 	CMPQ AX, $0x06
-	JEQ  lnn_variant_164
+	JEQ  lnn_variant_182
 	CMPQ AX, $0x03
-	JEQ  lnn_variant_165
+	JEQ  lnn_variant_183
 	CMPQ AX, $0x05
-	JEQ  lnn_variant_166
+	JEQ  lnn_variant_184
 	CMPQ AX, $0x07
-	JEQ  lnn_variant_167
+	JEQ  lnn_variant_185
 	RET
 
-lnn_variant_162:
+lnn_variant_180:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -4695,7 +5503,7 @@ lnn_variant_162:
 	MOVQ         n+24(FP), DX
 	MOVQ         y+0(FP), BX
 
-lnn_loop_168:
+lnn_loop_186:
 	MOVQ         $0x00000010, SI
 	CMPQ         DX, SI
 	CMOVQLT      DX, SI
@@ -4721,11 +5529,11 @@ lnn_loop_168:
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_168
+	JG           lnn_loop_186
 	VZEROUPPER
 	RET
 
-lnn_variant_163:
+lnn_variant_181:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -4737,7 +5545,7 @@ lnn_variant_163:
 	MOVL         zp+68(FP), SI
 	VPBROADCASTD SI, Z3
 
-lnn_loop_169:
+lnn_loop_187:
 	MOVQ         $0x00000010, SI
 	CMPQ         DX, SI
 	CMOVQLT      DX, SI
@@ -4770,11 +5578,11 @@ lnn_loop_169:
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_169
+	JG           lnn_loop_187
 	VZEROUPPER
 	RET
 
-lnn_variant_164:
+lnn_variant_182:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -4787,7 +5595,7 @@ lnn_variant_164:
 	MOVL         zp+68(FP), DI
 	VPBROADCASTD DI, Z3
 
-lnn_loop_170:
+lnn_loop_188:
 	MOVQ         $0x00000010, DI
 	CMPQ         DX, DI
 	CMOVQLT      DX, DI
@@ -4822,11 +5630,11 @@ lnn_loop_170:
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_170
+	JG           lnn_loop_188
 	VZEROUPPER
 	RET
 
-lnn_variant_165:
+lnn_variant_183:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -4835,7 +5643,7 @@ lnn_variant_165:
 	MOVQ         beta+56(FP), BX
 	MOVQ         y+0(FP), SI
 
-lnn_loop_171:
+lnn_loop_189:
 	MOVQ         $0x00000010, DI
 	CMPQ         DX, DI
 	CMOVQLT      DX, DI
@@ -4866,11 +5674,11 @@ lnn_loop_171:
 	ADDQ         $0x40, CX
 	ADDQ         $0x40, BX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_171
+	JG           lnn_loop_189
 	VZEROUPPER
 	RET
 
-lnn_variant_166:
+lnn_variant_184:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -4883,7 +5691,7 @@ lnn_variant_166:
 	MOVL         zp+68(FP), DI
 	VPBROADCASTD DI, Z3
 
-lnn_loop_172:
+lnn_loop_190:
 	MOVQ         $0x00000010, DI
 	CMPQ         DX, DI
 	CMOVQLT      DX, DI
@@ -4921,11 +5729,11 @@ lnn_loop_172:
 	ADDQ         $0x40, CX
 	ADDQ         $0x40, BX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_172
+	JG           lnn_loop_190
 	VZEROUPPER
 	RET
 
-lnn_variant_167:
+lnn_variant_185:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -4939,7 +5747,7 @@ lnn_variant_167:
 	MOVL         zp+68(FP), R8
 	VPBROADCASTD R8, Z3
 
-lnn_loop_173:
+lnn_loop_191:
 	MOVQ         $0x00000010, R8
 	CMPQ         DX, R8
 	CMOVQLT      DX, R8
@@ -4979,7 +5787,7 @@ lnn_loop_173:
 	ADDQ         $0x40, CX
 	ADDQ         $0x40, BX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_173
+	JG           lnn_loop_191
 	VZEROUPPER
 	RET
 
@@ -4988,7 +5796,7 @@ lnn_loop_173:
 TEXT ·lnNormDualAsm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd_beta_174
+	JEQ          lnd_beta_192
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -5002,7 +5810,7 @@ TEXT ·lnNormDualAsm(SB), NOSPLIT, $0-96
 	MOVL         zp+84(FP), R8
 	VPBROADCASTD R8, Z3
 
-lnd_loop_175:
+lnd_loop_193:
 	MOVQ         $0x00000010, R8
 	CMPQ         CX, R8
 	CMOVQLT      CX, R8
@@ -5045,11 +5853,11 @@ lnd_loop_175:
 	ADDQ         $0x40, DI
 	ADDQ         $0x10, BX
 	SUBQ         $0x10, CX
-	JG           lnd_loop_175
+	JG           lnd_loop_193
 	VZEROUPPER
 	RET
 
-lnd_beta_174:
+lnd_beta_192:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -5065,7 +5873,7 @@ lnd_beta_174:
 	MOVL         zp+84(FP), R10
 	VPBROADCASTD R10, Z3
 
-lnd_loop_176:
+lnd_loop_194:
 	MOVQ         $0x00000010, R10
 	CMPQ         CX, R10
 	CMOVQLT      CX, R10
@@ -5118,7 +5926,7 @@ lnd_loop_176:
 	ADDQ         $0x40, R9
 	ADDQ         $0x10, BX
 	SUBQ         $0x10, CX
-	JG           lnd_loop_176
+	JG           lnd_loop_194
 	VZEROUPPER
 	RET
 
@@ -5134,10 +5942,10 @@ TEXT ·quantizeU8Asm(SB), NOSPLIT, $0-56
 	MOVQ         rows+32(FP), DX
 	MOVQ         cols+40(FP), BX
 
-q_row_177:
+q_row_195:
 	XORQ SI, SI
 
-q_col_178:
+q_col_196:
 	MOVQ         BX, DI
 	SUBQ         SI, DI
 	MOVQ         $0x00000040, R8
@@ -5187,14 +5995,14 @@ q_col_178:
 	VPMOVDB      Z3, K1, 48(AX)(SI*1)
 	ADDQ         $0x40, SI
 	CMPQ         SI, BX
-	JL           q_col_178
+	JL           q_col_196
 	MOVQ         srcStride+24(FP), SI
 	SHLQ         $0x02, SI
 	ADDQ         SI, CX
 	MOVQ         dstStride+8(FP), SI
 	ADDQ         SI, AX
 	DECQ         DX
-	JNZ          q_row_177
+	JNZ          q_row_195
 	VZEROUPPER
 	RET
 
@@ -5209,7 +6017,7 @@ TEXT ·quantizeRowsU8Asm(SB), NOSPLIT, $0-64
 	MOVQ   rows+32(FP), SI
 	MOVQ   cols+40(FP), DI
 
-q_row_179:
+q_row_197:
 	VMOVSS       nnConsts<>+12(SB), X0
 	VDIVSS       (AX), X0, X0
 	VBROADCASTSS X0, Z0
@@ -5218,7 +6026,7 @@ q_row_179:
 	ADDQ         $0x04, CX
 	XORQ         R8, R8
 
-q_col_180:
+q_col_198:
 	MOVQ         DI, R9
 	SUBQ         R8, R9
 	MOVQ         $0x00000040, R10
@@ -5268,14 +6076,14 @@ q_col_180:
 	VPMOVDB      Z3, K1, 48(DX)(R8*1)
 	ADDQ         $0x40, R8
 	CMPQ         R8, DI
-	JL           q_col_180
+	JL           q_col_198
 	MOVQ         srcStride+24(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, BX
 	MOVQ         dstStride+8(FP), R8
 	ADDQ         R8, DX
 	DECQ         SI
-	JNZ          q_row_179
+	JNZ          q_row_197
 	VZEROUPPER
 	RET
 
@@ -5294,7 +6102,7 @@ TEXT ·minMaxAsm(SB), NOSPLIT, $0-24
 	VPXORD Z7, Z7, Z7
 	XORQ   DX, DX
 
-mm_loop_181:
+mm_loop_199:
 	MOVQ          CX, BX
 	SUBQ          DX, BX
 	MOVQ          $0x00000040, SI
@@ -5320,7 +6128,7 @@ mm_loop_181:
 	VMAXPS        Z7, Z8, Z7
 	ADDQ          $0x40, DX
 	CMPQ          DX, CX
-	JL            mm_loop_181
+	JL            mm_loop_199
 	VMINPS        Z2, Z0, Z0
 	VMAXPS        Z3, Z1, Z1
 	VMINPS        Z4, Z0, Z0
@@ -5359,7 +6167,7 @@ TEXT ·minMaxRowsAsm(SB), NOSPLIT, $0-48
 	MOVQ hi+40(FP), DI
 	SHLQ $0x02, CX
 
-mmr_row_182:
+mmr_row_200:
 	LEAQ   (AX)(CX*1), R8
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -5371,7 +6179,7 @@ mmr_row_182:
 	VPXORD Z7, Z7, Z7
 	XORQ   R9, R9
 
-mm_loop_183:
+mm_loop_201:
 	MOVQ          BX, R10
 	SUBQ          R9, R10
 	MOVQ          $0x00000040, R11
@@ -5401,7 +6209,7 @@ mm_loop_183:
 	VMAXPS        Z7, Z8, Z7
 	ADDQ          $0x40, R9
 	CMPQ          R9, BX
-	JL            mm_loop_183
+	JL            mm_loop_201
 	VMINPS        Z2, Z0, Z0
 	VMAXPS        Z3, Z1, Z1
 	VMINPS        Z4, Z0, Z0
@@ -5430,7 +6238,7 @@ mm_loop_183:
 	ADDQ          $0x04, DI
 	MOVQ          R8, AX
 	DECQ          DX
-	JNZ           mmr_row_182
+	JNZ           mmr_row_200
 	VZEROUPPER
 	RET
 
@@ -5445,7 +6253,7 @@ TEXT ·absMaxColsAsm(SB), NOSPLIT, $0-40
 	SHLQ $0x02, DX
 	XORQ DI, DI
 
-amc_col_184:
+amc_col_202:
 	MOVQ      SI, R8
 	SUBQ      DI, R8
 	MOVQ      $0x00000040, R9
@@ -5464,7 +6272,7 @@ amc_col_184:
 	MOVQ      CX, R8
 	MOVQ      BX, R9
 
-amc_row_185:
+amc_row_203:
 	VMOVUPS.Z   (R8)(DI*4), K1, Z4
 	VPANDD.BCST nnConsts<>+92(SB), Z4, Z4
 	VMAXPS      Z0, Z4, Z0
@@ -5479,14 +6287,14 @@ amc_row_185:
 	VMAXPS      Z3, Z4, Z3
 	ADDQ        DX, R8
 	DECQ        R9
-	JNZ         amc_row_185
+	JNZ         amc_row_203
 	VMOVUPS     Z0, K1, (AX)(DI*4)
 	VMOVUPS     Z1, K2, 64(AX)(DI*4)
 	VMOVUPS     Z2, K3, 128(AX)(DI*4)
 	VMOVUPS     Z3, K4, 192(AX)(DI*4)
 	ADDQ        $0x40, DI
 	CMPQ        DI, SI
-	JL          amc_col_184
+	JL          amc_col_202
 	VZEROUPPER
 	RET
 
@@ -5702,7 +6510,7 @@ TEXT ·geluAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_186:
+gelu_loop_204:
 	MOVQ        DX, SI
 	SUBQ        BX, SI
 	MOVQ        $0x00000030, DI
@@ -5775,7 +6583,7 @@ gelu_loop_186:
 	VMOVUPS     Z9, K3, 128(AX)(BX*4)
 	ADDQ        $0x30, BX
 	CMPQ        BX, DX
-	JL          gelu_loop_186
+	JL          gelu_loop_204
 	VZEROUPPER
 	RET
 
@@ -5794,7 +6602,7 @@ TEXT ·geluTanhAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+704(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_187:
+gelu_loop_205:
 	MOVQ        DX, SI
 	SUBQ        BX, SI
 	MOVQ        $0x00000030, DI
@@ -5867,7 +6675,7 @@ gelu_loop_187:
 	VMOVUPS     Z9, K3, 128(AX)(BX*4)
 	ADDQ        $0x30, BX
 	CMPQ        BX, DX
-	JL          gelu_loop_187
+	JL          gelu_loop_205
 	VZEROUPPER
 	RET
 
@@ -5883,7 +6691,7 @@ TEXT ·geluAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_188:
+gelu2_loop_206:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -5920,7 +6728,7 @@ gelu2_loop_188:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_188
+	JL          gelu2_loop_206
 	VZEROUPPER
 	RET
 
@@ -5936,7 +6744,7 @@ TEXT ·geluTanhAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_189:
+gelu2_loop_207:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -5973,7 +6781,7 @@ gelu2_loop_189:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_189
+	JL          gelu2_loop_207
 	VZEROUPPER
 	RET
 
@@ -5988,9 +6796,9 @@ TEXT ·attnScoresAVX2Asm(SB), NOSPLIT, $0-48
 	LEAQ (DX)(DX*4), SI
 	MOVQ sk+32(FP), DI
 
-sc2x_main_190:
+sc2x_main_208:
 	CMPQ  DI, $0x06
-	JL    sc2x_tail_191
+	JL    sc2x_tail_209
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6007,7 +6815,7 @@ sc2x_main_190:
 	MOVQ  qT+8(FP), R9
 	MOVQ  d+40(FP), R10
 
-sc2x_c_192:
+sc2x_c_210:
 	VMOVUPS      (R9), Y12
 	VMOVUPS      32(R9), Y13
 	VBROADCASTSS (R8), Y14
@@ -6043,7 +6851,7 @@ sc2x_c_192:
 	ADDQ         $0x04, R8
 	ADDQ         $0x40, R9
 	DECQ         R10
-	JNZ          sc2x_c_192
+	JNZ          sc2x_c_210
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6060,11 +6868,11 @@ sc2x_c_192:
 	LEAQ         (CX)(DX*4), CX
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x06, DI
-	JMP          sc2x_main_190
+	JMP          sc2x_main_208
 
-sc2x_tail_191:
+sc2x_tail_209:
 	CMPQ  DI, $0x04
-	JL    sc2x_skip_193
+	JL    sc2x_skip_211
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6077,7 +6885,7 @@ sc2x_tail_191:
 	MOVQ  qT+8(FP), R8
 	MOVQ  d+40(FP), R9
 
-sc2x_c_194:
+sc2x_c_212:
 	VMOVUPS      (R8), Y8
 	VMOVUPS      32(R8), Y9
 	VBROADCASTSS (SI), Y10
@@ -6103,7 +6911,7 @@ sc2x_c_194:
 	ADDQ         $0x04, SI
 	ADDQ         $0x40, R8
 	DECQ         R9
-	JNZ          sc2x_c_194
+	JNZ          sc2x_c_212
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6116,9 +6924,9 @@ sc2x_c_194:
 	LEAQ         (CX)(DX*4), CX
 	SUBQ         $0x04, DI
 
-sc2x_skip_193:
+sc2x_skip_211:
 	CMPQ  DI, $0x02
-	JL    sc2x_skip_195
+	JL    sc2x_skip_213
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6127,7 +6935,7 @@ sc2x_skip_193:
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_196:
+sc2x_c_214:
 	VMOVUPS      (SI), Y4
 	VMOVUPS      32(SI), Y5
 	VBROADCASTSS (BX), Y6
@@ -6143,7 +6951,7 @@ sc2x_c_196:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_196
+	JNZ          sc2x_c_214
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6152,16 +6960,16 @@ sc2x_c_196:
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x02, DI
 
-sc2x_skip_195:
+sc2x_skip_213:
 	CMPQ  DI, $0x01
-	JL    sc2x_skip_197
+	JL    sc2x_skip_215
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, BX
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_198:
+sc2x_c_216:
 	VMOVUPS      (SI), Y2
 	VMOVUPS      32(SI), Y3
 	VBROADCASTSS (BX), Y4
@@ -6172,14 +6980,14 @@ sc2x_c_198:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_198
+	JNZ          sc2x_c_216
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, AX
 	LEAQ         (CX)(DX*1), CX
 	SUBQ         $0x01, DI
 
-sc2x_skip_197:
+sc2x_skip_215:
 	VZEROUPPER
 	RET
 
@@ -6188,12 +6996,12 @@ sc2x_skip_197:
 TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sm2x_empty_199
+	JZ           sm2x_empty_217
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sm2x_mode1_200
+	JEQ          sm2x_mode1_218
 	CMPQ         AX, $0x02
-	JEQ          sm2x_mode2_201
+	JEQ          sm2x_mode2_219
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6206,9 +7014,9 @@ TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(DX)
 	DECQ         BX
-	JZ           sm2x_pass2_202
+	JZ           sm2x_pass2_220
 
-sm2x_max_203:
+sm2x_max_221:
 	ADDQ    $0x40, DX
 	VMOVUPS (DX), Y3
 	VMULPS  Y0, Y3, Y3
@@ -6219,15 +7027,15 @@ sm2x_max_203:
 	VMOVUPS Y3, 32(DX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    BX
-	JNZ     sm2x_max_203
+	JNZ     sm2x_max_221
 
-sm2x_pass2_202:
+sm2x_pass2_220:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, DX
 	MOVQ  AX, BX
 
-sm2x_exp_204:
+sm2x_exp_222:
 	VMOVUPS   (DX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6308,14 +7116,14 @@ sm2x_exp_204:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, DX
 	DECQ      BX
-	JNZ       sm2x_exp_204
+	JNZ       sm2x_exp_222
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode1_200:
+sm2x_mode1_218:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6333,9 +7141,9 @@ sm2x_mode1_200:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_205
+	JZ           sm2x_pass2_223
 
-sm2x_max_206:
+sm2x_max_224:
 	ADDQ         $0x40, BX
 	ADDQ         $0x04, DX
 	VMOVUPS      (BX), Y3
@@ -6351,15 +7159,15 @@ sm2x_max_206:
 	VMOVUPS      Y3, 32(BX)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         SI
-	JNZ          sm2x_max_206
+	JNZ          sm2x_max_224
 
-sm2x_pass2_205:
+sm2x_pass2_223:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_207:
+sm2x_exp_225:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6440,14 +7248,14 @@ sm2x_exp_207:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_207
+	JNZ       sm2x_exp_225
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode2_201:
+sm2x_mode2_219:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6463,9 +7271,9 @@ sm2x_mode2_201:
 	VADDPS       32(DX), Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_208
+	JZ           sm2x_pass2_226
 
-sm2x_max_209:
+sm2x_max_227:
 	ADDQ    $0x40, BX
 	ADDQ    $0x40, DX
 	VMOVUPS (BX), Y3
@@ -6479,15 +7287,15 @@ sm2x_max_209:
 	VMOVUPS Y3, 32(BX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    SI
-	JNZ     sm2x_max_209
+	JNZ     sm2x_max_227
 
-sm2x_pass2_208:
+sm2x_pass2_226:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_210:
+sm2x_exp_228:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6568,14 +7376,14 @@ sm2x_exp_210:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_210
+	JNZ       sm2x_exp_228
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_empty_199:
+sm2x_empty_217:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -6591,15 +7399,15 @@ TEXT ·attnPVAVX2Asm(SB), NOSPLIT, $0-72
 	MOVQ  v+32(FP), CX
 	MOVQ  d+56(FP), DX
 
-pv2x_cols_211:
+pv2x_cols_229:
 	CMPQ DX, $0x10
-	JL   pv2x_coltail_212
+	JL   pv2x_coltail_230
 	MOVQ rows+16(FP), SI
 	XORQ BX, BX
 
-pv2x_rows_main_214:
+pv2x_rows_main_232:
 	CMPQ  SI, $0x04
-	JL    pv2x_rows_tail_215
+	JL    pv2x_rows_tail_233
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -6615,15 +7423,15 @@ pv2x_rows_main_214:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_216
+	JZ    pv2x_divide_234
 
-pv2x_j_217:
+pv2x_j_235:
 	VMOVUPS      (R8), Y9
 	VMOVUPS      32(R8), Y10
 	VCMPPS       $0x04, (DI), X0, X11
 	VMOVMSKPS    X11, R11
 	CMPL         R11, $0x0f
-	JNE          pv2x_zero_218
+	JNE          pv2x_zero_236
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
@@ -6644,52 +7452,52 @@ pv2x_j_217:
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
-	JMP          pv2x_next_219
+	JMP          pv2x_next_237
 
-pv2x_zero_218:
+pv2x_zero_236:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_220
+	JCC          pv2x_skip_238
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y2, Y2
 
-pv2x_skip_220:
+pv2x_skip_238:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_221
+	JCC          pv2x_skip_239
 	VBROADCASTSS 4(DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y3, Y3
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y4, Y4
 
-pv2x_skip_221:
+pv2x_skip_239:
 	BTL          $0x02, R11
-	JCC          pv2x_skip_222
+	JCC          pv2x_skip_240
 	VBROADCASTSS 8(DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y5, Y5
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y6, Y6
 
-pv2x_skip_222:
+pv2x_skip_240:
 	BTL          $0x03, R11
-	JCC          pv2x_skip_223
+	JCC          pv2x_skip_241
 	VBROADCASTSS 12(DI), Y11
 	VMULPS       Y9, Y11, Y9
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
 
-pv2x_skip_223:
-pv2x_next_219:
+pv2x_skip_241:
+pv2x_next_237:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_217
+	JNZ  pv2x_j_235
 
-pv2x_divide_216:
+pv2x_divide_234:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -6722,11 +7530,11 @@ pv2x_divide_216:
 	VMOVUPS      Y8, 32(R8)
 	ADDQ         $0x04, BX
 	SUBQ         $0x04, SI
-	JMP          pv2x_rows_main_214
+	JMP          pv2x_rows_main_232
 
-pv2x_rows_tail_215:
+pv2x_rows_tail_233:
 	CMPQ  SI, $0x02
-	JL    pv2x_rows_skip_224
+	JL    pv2x_rows_skip_242
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -6738,16 +7546,16 @@ pv2x_rows_tail_215:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_225
+	JZ    pv2x_divide_243
 
-pv2x_j_226:
+pv2x_j_244:
 	VMOVUPS      (R8), Y5
 	VMOVUPS      32(R8), Y6
 	VMOVQ        (DI), X7
 	VCMPPS       $0x04, X7, X0, X7
 	VMOVMSKPS    X7, R11
 	CMPL         R11, $0x03
-	JNE          pv2x_zero_227
+	JNE          pv2x_zero_245
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
@@ -6758,34 +7566,34 @@ pv2x_j_226:
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_228
+	JMP          pv2x_next_246
 
-pv2x_zero_227:
+pv2x_zero_245:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_229
+	JCC          pv2x_skip_247
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VADDPS       Y7, Y2, Y2
 
-pv2x_skip_229:
+pv2x_skip_247:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_230
+	JCC          pv2x_skip_248
 	VBROADCASTSS 4(DI), Y7
 	VMULPS       Y5, Y7, Y5
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_230:
-pv2x_next_228:
+pv2x_skip_248:
+pv2x_next_246:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_226
+	JNZ  pv2x_j_244
 
-pv2x_divide_225:
+pv2x_divide_243:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -6807,9 +7615,9 @@ pv2x_divide_225:
 	ADDQ         $0x02, BX
 	SUBQ         $0x02, SI
 
-pv2x_rows_skip_224:
+pv2x_rows_skip_242:
 	CMPQ  SI, $0x01
-	JL    pv2x_rows_skip_231
+	JL    pv2x_rows_skip_249
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R9
@@ -6819,40 +7627,40 @@ pv2x_rows_skip_224:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_232
+	JZ    pv2x_divide_250
 
-pv2x_j_233:
+pv2x_j_251:
 	VMOVUPS      (R8), Y3
 	VMOVUPS      32(R8), Y4
 	VMOVSS       (DI), X5
 	VCMPPS       $0x04, X5, X0, X5
 	VMOVMSKPS    X5, R11
 	CMPL         R11, $0x01
-	JNE          pv2x_zero_234
+	JNE          pv2x_zero_252
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_235
+	JMP          pv2x_next_253
 
-pv2x_zero_234:
+pv2x_zero_252:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_236
+	JCC          pv2x_skip_254
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_236:
-pv2x_next_235:
+pv2x_skip_254:
+pv2x_next_253:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_233
+	JNZ  pv2x_j_251
 
-pv2x_divide_232:
+pv2x_divide_250:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -6868,21 +7676,21 @@ pv2x_divide_232:
 	ADDQ         $0x01, BX
 	SUBQ         $0x01, SI
 
-pv2x_rows_skip_231:
+pv2x_rows_skip_249:
 	ADDQ $0x00000040, AX
 	ADDQ $0x00000040, CX
 	SUBQ $0x10, DX
-	JMP  pv2x_cols_211
+	JMP  pv2x_cols_229
 
-pv2x_coltail_212:
+pv2x_coltail_230:
 	TESTQ DX, DX
-	JZ    pv2x_done_213
+	JZ    pv2x_done_231
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv2x_rows_main_237:
+pv2x_rows_main_255:
 	CMPQ  BX, $0x04
-	JL    pv2x_rows_tail_238
+	JL    pv2x_rows_tail_256
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -6894,14 +7702,14 @@ pv2x_rows_main_237:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_239
+	JZ    pv2x_divide_257
 
-pv2x_j_240:
+pv2x_j_258:
 	VMOVUPS      (DI), Y5
 	VCMPPS       $0x04, (SI), X0, X6
 	VMOVMSKPS    X6, R10
 	CMPL         R10, $0x0f
-	JNE          pv2x_zero_241
+	JNE          pv2x_zero_259
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
@@ -6914,44 +7722,44 @@ pv2x_j_240:
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_242
+	JMP          pv2x_next_260
 
-pv2x_zero_241:
+pv2x_zero_259:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_243
+	JCC          pv2x_skip_261
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
 
-pv2x_skip_243:
+pv2x_skip_261:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_244
+	JCC          pv2x_skip_262
 	VBROADCASTSS 4(SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y2, Y2
 
-pv2x_skip_244:
+pv2x_skip_262:
 	BTL          $0x02, R10
-	JCC          pv2x_skip_245
+	JCC          pv2x_skip_263
 	VBROADCASTSS 8(SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y3, Y3
 
-pv2x_skip_245:
+pv2x_skip_263:
 	BTL          $0x03, R10
-	JCC          pv2x_skip_246
+	JCC          pv2x_skip_264
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_246:
-pv2x_next_242:
+pv2x_skip_264:
+pv2x_next_260:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_240
+	JNZ  pv2x_j_258
 
-pv2x_divide_239:
+pv2x_divide_257:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -6976,11 +7784,11 @@ pv2x_divide_239:
 	VMOVUPS      Y4, (DI)
 	ADDQ         $0x04, DX
 	SUBQ         $0x04, BX
-	JMP          pv2x_rows_main_237
+	JMP          pv2x_rows_main_255
 
-pv2x_rows_tail_238:
+pv2x_rows_tail_256:
 	CMPQ  BX, $0x02
-	JL    pv2x_rows_skip_247
+	JL    pv2x_rows_skip_265
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R8
@@ -6990,45 +7798,45 @@ pv2x_rows_tail_238:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_248
+	JZ    pv2x_divide_266
 
-pv2x_j_249:
+pv2x_j_267:
 	VMOVUPS      (DI), Y3
 	VMOVQ        (SI), X4
 	VCMPPS       $0x04, X4, X0, X4
 	VMOVMSKPS    X4, R10
 	CMPL         R10, $0x03
-	JNE          pv2x_zero_250
+	JNE          pv2x_zero_268
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_251
+	JMP          pv2x_next_269
 
-pv2x_zero_250:
+pv2x_zero_268:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_252
+	JCC          pv2x_skip_270
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 
-pv2x_skip_252:
+pv2x_skip_270:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_253
+	JCC          pv2x_skip_271
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_253:
-pv2x_next_251:
+pv2x_skip_271:
+pv2x_next_269:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_249
+	JNZ  pv2x_j_267
 
-pv2x_divide_248:
+pv2x_divide_266:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -7046,9 +7854,9 @@ pv2x_divide_248:
 	ADDQ         $0x02, DX
 	SUBQ         $0x02, BX
 
-pv2x_rows_skip_247:
+pv2x_rows_skip_265:
 	CMPQ  BX, $0x01
-	JL    pv2x_rows_skip_254
+	JL    pv2x_rows_skip_272
 	VPXOR Y1, Y1, Y1
 	MOVQ  sk+48(FP), DI
 	MOVQ  p+24(FP), SI
@@ -7056,35 +7864,35 @@ pv2x_rows_skip_247:
 	MOVQ  vStride+40(FP), R8
 	SHLQ  $0x02, R8
 	TESTQ DI, DI
-	JZ    pv2x_divide_255
+	JZ    pv2x_divide_273
 
-pv2x_j_256:
+pv2x_j_274:
 	VMOVUPS      (CX), Y2
 	VMOVSS       (SI), X3
 	VCMPPS       $0x04, X3, X0, X3
 	VMOVMSKPS    X3, R9
 	CMPL         R9, $0x01
-	JNE          pv2x_zero_257
+	JNE          pv2x_zero_275
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
-	JMP          pv2x_next_258
+	JMP          pv2x_next_276
 
-pv2x_zero_257:
+pv2x_zero_275:
 	BTL          $0x00, R9
-	JCC          pv2x_skip_259
+	JCC          pv2x_skip_277
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
 
-pv2x_skip_259:
-pv2x_next_258:
+pv2x_skip_277:
+pv2x_next_276:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv2x_j_256
+	JNZ  pv2x_j_274
 
-pv2x_divide_255:
+pv2x_divide_273:
 	MOVQ         sums+64(FP), CX
 	MOVQ         outStride+8(FP), DI
 	SHLQ         $0x02, DI
@@ -7098,8 +7906,8 @@ pv2x_divide_255:
 	ADDQ         $0x01, DX
 	SUBQ         $0x01, BX
 
-pv2x_rows_skip_254:
-pv2x_done_213:
+pv2x_rows_skip_272:
+pv2x_done_231:
 	VZEROUPPER
 	RET
 
@@ -7143,9 +7951,9 @@ TEXT ·lnStats16AVX2Asm(SB), NOSPLIT, $0-56
 	MOVQ  x+0(FP), BX
 	MOVQ  n+16(FP), SI
 
-lns2_cols_260:
+lns2_cols_278:
 	CMPQ         SI, $0x08
-	JL           lns2_tail_261
+	JL           lns2_tail_279
 	VMOVUPS      (BX), Y4
 	VMOVUPS      (BX)(AX*1), Y5
 	VMOVUPS      (BX)(AX*2), Y6
@@ -7279,11 +8087,11 @@ lns2_cols_260:
 	VADDPD       Y4, Y3, Y3
 	ADDQ         $0x20, BX
 	SUBQ         $0x08, SI
-	JMP          lns2_cols_260
+	JMP          lns2_cols_278
 
-lns2_tail_261:
+lns2_tail_279:
 	TESTQ        SI, SI
-	JZ           lns2_done_262
+	JZ           lns2_done_280
 	MOVQ         $0x00000008, DI
 	SUBQ         SI, DI
 	LEAQ         nnAVX2Lanes<>+0(SB), R8
@@ -7303,39 +8111,39 @@ lns2_tail_261:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_267
+	JLE          lns2_group_285
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_267
+	JLE          lns2_group_285
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_267
+	JLE          lns2_group_285
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_267
+	JLE          lns2_group_285
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_267
+	JLE          lns2_group_285
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_267
+	JLE          lns2_group_285
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_267
+	JLE          lns2_group_285
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y0, Y0
 
-lns2_group_267:
+lns2_group_285:
 	LEAQ         (BX)(AX*4), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7352,39 +8160,39 @@ lns2_group_267:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_268
+	JLE          lns2_group_286
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_268
+	JLE          lns2_group_286
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_268
+	JLE          lns2_group_286
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_268
+	JLE          lns2_group_286
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_268
+	JLE          lns2_group_286
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_268
+	JLE          lns2_group_286
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_268
+	JLE          lns2_group_286
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y1, Y1
 
-lns2_group_268:
+lns2_group_286:
 	LEAQ         (BX)(AX*8), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7401,39 +8209,39 @@ lns2_group_268:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_269
+	JLE          lns2_group_287
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_269
+	JLE          lns2_group_287
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_269
+	JLE          lns2_group_287
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_269
+	JLE          lns2_group_287
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_269
+	JLE          lns2_group_287
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_269
+	JLE          lns2_group_287
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_269
+	JLE          lns2_group_287
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y2, Y2
 
-lns2_group_269:
+lns2_group_287:
 	LEAQ         (BX)(CX*4), BX
 	VMASKMOVPS   (BX), Y4, Y5
 	VMASKMOVPS   (BX)(AX*1), Y4, Y6
@@ -7450,40 +8258,40 @@ lns2_group_269:
 	VCVTPS2PD    X7, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_270
+	JLE          lns2_group_288
 	VCVTPS2PD    X6, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_270
+	JLE          lns2_group_288
 	VCVTPS2PD    X8, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_270
+	JLE          lns2_group_288
 	VCVTPS2PD    X4, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_270
+	JLE          lns2_group_288
 	VEXTRACTF128 $0x01, Y7, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_270
+	JLE          lns2_group_288
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_270
+	JLE          lns2_group_288
 	VEXTRACTF128 $0x01, Y8, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_270
+	JLE          lns2_group_288
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
 	VADDPD       Y4, Y3, Y3
 
-lns2_group_270:
-lns2_done_262:
+lns2_group_288:
+lns2_done_280:
 	VBROADCASTSD count+24(FP), Y4
 	VDIVPD       Y4, Y0, Y0
 	VMOVUPD      Y0, (DX)
@@ -7500,9 +8308,9 @@ lns2_done_262:
 	MOVQ         x+0(FP), BX
 	MOVQ         n+16(FP), SI
 
-lns2_cols_271:
+lns2_cols_289:
 	CMPQ         SI, $0x08
-	JL           lns2_tail_272
+	JL           lns2_tail_290
 	VMOVUPS      (BX), Y4
 	VMOVUPS      (BX)(AX*1), Y5
 	VMOVUPS      (BX)(AX*2), Y6
@@ -7700,11 +8508,11 @@ lns2_cols_271:
 	VADDPD       Y4, Y3, Y3
 	ADDQ         $0x20, BX
 	SUBQ         $0x08, SI
-	JMP          lns2_cols_271
+	JMP          lns2_cols_289
 
-lns2_tail_272:
+lns2_tail_290:
 	TESTQ        SI, SI
-	JZ           lns2_done_273
+	JZ           lns2_done_291
 	MOVQ         $0x00000008, DI
 	SUBQ         SI, DI
 	LEAQ         nnAVX2Lanes<>+0(SB), R8
@@ -7726,53 +8534,53 @@ lns2_tail_272:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_278
+	JLE          lns2_group_296
 	VCVTPS2PD    X6, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_278
+	JLE          lns2_group_296
 	VCVTPS2PD    X9, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_278
+	JLE          lns2_group_296
 	VCVTPS2PD    X5, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_278
+	JLE          lns2_group_296
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_278
+	JLE          lns2_group_296
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       (DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_278
+	JLE          lns2_group_296
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       (DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_278
+	JLE          lns2_group_296
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       (DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y0, Y0
 
-lns2_group_278:
+lns2_group_296:
 	LEAQ         (BX)(AX*4), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7791,53 +8599,53 @@ lns2_group_278:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_279
+	JLE          lns2_group_297
 	VCVTPS2PD    X6, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_279
+	JLE          lns2_group_297
 	VCVTPS2PD    X9, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_279
+	JLE          lns2_group_297
 	VCVTPS2PD    X5, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_279
+	JLE          lns2_group_297
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_279
+	JLE          lns2_group_297
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       32(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_279
+	JLE          lns2_group_297
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       32(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_279
+	JLE          lns2_group_297
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       32(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y1, Y1
 
-lns2_group_279:
+lns2_group_297:
 	LEAQ         (BX)(AX*8), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -7856,53 +8664,53 @@ lns2_group_279:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_280
+	JLE          lns2_group_298
 	VCVTPS2PD    X6, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_280
+	JLE          lns2_group_298
 	VCVTPS2PD    X9, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_280
+	JLE          lns2_group_298
 	VCVTPS2PD    X5, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_280
+	JLE          lns2_group_298
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_280
+	JLE          lns2_group_298
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       64(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_280
+	JLE          lns2_group_298
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       64(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_280
+	JLE          lns2_group_298
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       64(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y2, Y2
 
-lns2_group_280:
+lns2_group_298:
 	LEAQ         (BX)(CX*4), BX
 	VMASKMOVPS   (BX), Y4, Y5
 	VMASKMOVPS   (BX)(AX*1), Y4, Y6
@@ -7921,54 +8729,54 @@ lns2_group_280:
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_281
+	JLE          lns2_group_299
 	VCVTPS2PD    X6, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_281
+	JLE          lns2_group_299
 	VCVTPS2PD    X8, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_281
+	JLE          lns2_group_299
 	VCVTPS2PD    X4, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_281
+	JLE          lns2_group_299
 	VEXTRACTF128 $0x01, Y7, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_281
+	JLE          lns2_group_299
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_281
+	JLE          lns2_group_299
 	VEXTRACTF128 $0x01, Y8, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_281
+	JLE          lns2_group_299
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
 	VSUBPD       96(DX), Y4, Y4
 	VMULPD       Y4, Y4, Y4
 	VADDPD       Y4, Y3, Y3
 
-lns2_group_281:
-lns2_done_273:
+lns2_group_299:
+lns2_done_291:
 	VBROADCASTSD count+24(FP), Y4
 	VBROADCASTSD eps+32(FP), Y5
 	VBROADCASTSD nnConsts<>+0(SB), Y6
@@ -8001,20 +8809,20 @@ lns2_done_273:
 TEXT ·lnNormAVX2Asm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn2_variant_282
+	JEQ  lnn2_variant_300
 	CMPQ AX, $0x04
-	JEQ  lnn2_variant_283
+	JEQ  lnn2_variant_301
 	CMPQ AX, $0x06
-	JEQ  lnn2_variant_284
+	JEQ  lnn2_variant_302
 	CMPQ AX, $0x03
-	JEQ  lnn2_variant_285
+	JEQ  lnn2_variant_303
 	CMPQ AX, $0x05
-	JEQ  lnn2_variant_286
+	JEQ  lnn2_variant_304
 	CMPQ AX, $0x07
-	JEQ  lnn2_variant_287
+	JEQ  lnn2_variant_305
 	RET
 
-lnn2_variant_282:
+lnn2_variant_300:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8023,7 +8831,7 @@ lnn2_variant_282:
 	MOVQ         y+0(FP), BX
 	XORQ         SI, SI
 
-lnn2_loop_288:
+lnn2_loop_306:
 	VCVTPS2PD  (AX)(SI*4), Y2
 	VSUBPD     Y0, Y2, Y2
 	VMULPD     Y1, Y2, Y2
@@ -8040,11 +8848,11 @@ lnn2_loop_288:
 	VMOVUPS    X2, 16(BX)(SI*4)
 	ADDQ       $0x08, SI
 	CMPQ       SI, DX
-	JL         lnn2_loop_288
+	JL         lnn2_loop_306
 	VZEROUPPER
 	RET
 
-lnn2_variant_283:
+lnn2_variant_301:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8059,7 +8867,7 @@ lnn2_variant_283:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         SI, SI
 
-lnn2_loop_289:
+lnn2_loop_307:
 	VCVTPS2PD    (AX)(SI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8084,11 +8892,11 @@ lnn2_loop_289:
 	VMOVQ        X6, (BX)(SI*1)
 	ADDQ         $0x08, SI
 	CMPQ         SI, DX
-	JL           lnn2_loop_289
+	JL           lnn2_loop_307
 	VZEROUPPER
 	RET
 
-lnn2_variant_284:
+lnn2_variant_302:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8104,7 +8912,7 @@ lnn2_variant_284:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         DI, DI
 
-lnn2_loop_290:
+lnn2_loop_308:
 	VCVTPS2PD    (AX)(DI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8131,11 +8939,11 @@ lnn2_loop_290:
 	VMOVQ        X6, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_290
+	JL           lnn2_loop_308
 	VZEROUPPER
 	RET
 
-lnn2_variant_285:
+lnn2_variant_303:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8145,7 +8953,7 @@ lnn2_variant_285:
 	MOVQ         y+0(FP), SI
 	XORQ         DI, DI
 
-lnn2_loop_291:
+lnn2_loop_309:
 	VCVTPS2PD  (AX)(DI*4), Y2
 	VSUBPD     Y0, Y2, Y2
 	VMULPD     Y1, Y2, Y2
@@ -8166,11 +8974,11 @@ lnn2_loop_291:
 	VMOVUPS    X2, 16(SI)(DI*4)
 	ADDQ       $0x08, DI
 	CMPQ       DI, DX
-	JL         lnn2_loop_291
+	JL         lnn2_loop_309
 	VZEROUPPER
 	RET
 
-lnn2_variant_286:
+lnn2_variant_304:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8186,7 +8994,7 @@ lnn2_variant_286:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         DI, DI
 
-lnn2_loop_292:
+lnn2_loop_310:
 	VCVTPS2PD    (AX)(DI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8215,11 +9023,11 @@ lnn2_loop_292:
 	VMOVQ        X6, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_292
+	JL           lnn2_loop_310
 	VZEROUPPER
 	RET
 
-lnn2_variant_287:
+lnn2_variant_305:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8236,7 +9044,7 @@ lnn2_variant_287:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R8, R8
 
-lnn2_loop_293:
+lnn2_loop_311:
 	VCVTPS2PD    (AX)(R8*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8267,7 +9075,7 @@ lnn2_loop_293:
 	VMOVQ        X6, (DI)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, DX
-	JL           lnn2_loop_293
+	JL           lnn2_loop_311
 	VZEROUPPER
 	RET
 
@@ -8276,7 +9084,7 @@ lnn2_loop_293:
 TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd2_beta_294
+	JEQ          lnd2_beta_312
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8293,7 +9101,7 @@ TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R8, R8
 
-lnd2_loop_295:
+lnd2_loop_313:
 	VCVTPS2PD    (AX)(R8*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8326,11 +9134,11 @@ lnd2_loop_295:
 	VMOVQ        X6, (BX)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, CX
-	JL           lnd2_loop_295
+	JL           lnd2_loop_313
 	VZEROUPPER
 	RET
 
-lnd2_beta_294:
+lnd2_beta_312:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8349,7 +9157,7 @@ lnd2_beta_294:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R10, R10
 
-lnd2_loop_296:
+lnd2_loop_314:
 	VCVTPS2PD    (AX)(R10*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8390,7 +9198,7 @@ lnd2_loop_296:
 	VMOVQ        X6, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, CX
-	JL           lnd2_loop_296
+	JL           lnd2_loop_314
 	VZEROUPPER
 	RET
 
@@ -8412,14 +9220,14 @@ TEXT ·quantizeU8AVX2Asm(SB), NOSPLIT, $0-56
 	SHLQ         $0x02, SI
 	MOVQ         dstStride+8(FP), DI
 
-q2_row_297:
+q2_row_315:
 	XORQ R8, R8
 
-q2_wide_298:
+q2_wide_316:
 	MOVQ      BX, R9
 	SUBQ      R8, R9
 	CMPQ      R9, $0x20
-	JL        q2_narrow_299
+	JL        q2_narrow_317
 	VMOVUPS   (CX)(R8*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -8450,11 +9258,11 @@ q2_wide_298:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (AX)(R8*1)
 	ADDQ      $0x20, R8
-	JMP       q2_wide_298
+	JMP       q2_wide_316
 
-q2_narrow_299:
+q2_narrow_317:
 	CMPQ         R8, BX
-	JGE          q2_done_300
+	JGE          q2_done_318
 	VMOVUPS      (CX)(R8*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -8466,13 +9274,13 @@ q2_narrow_299:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (AX)(R8*1)
 	ADDQ         $0x08, R8
-	JMP          q2_narrow_299
+	JMP          q2_narrow_317
 
-q2_done_300:
+q2_done_318:
 	ADDQ SI, CX
 	ADDQ DI, AX
 	DECQ DX
-	JNZ  q2_row_297
+	JNZ  q2_row_315
 	VZEROUPPER
 	RET
 
@@ -8491,11 +9299,11 @@ TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
 	VPXOR Y7, Y7, Y7
 	XORQ  DX, DX
 
-mm2_wide_301:
+mm2_wide_319:
 	MOVQ    CX, BX
 	SUBQ    DX, BX
 	CMPQ    BX, $0x20
-	JL      mm2_narrow_302
+	JL      mm2_narrow_320
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -8509,18 +9317,18 @@ mm2_wide_301:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, DX
-	JMP     mm2_wide_301
+	JMP     mm2_wide_319
 
-mm2_narrow_302:
+mm2_narrow_320:
 	CMPQ    DX, CX
-	JGE     mm2_done_303
+	JGE     mm2_done_321
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, DX
-	JMP     mm2_narrow_302
+	JMP     mm2_narrow_320
 
-mm2_done_303:
+mm2_done_321:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -8558,7 +9366,7 @@ TEXT ·packQueries16Asm(SB), NOSPLIT, $0-40
 	VPXORD       Z3, Z3, Z3
 	XORQ         DI, DI
 
-pq_chunk_304:
+pq_chunk_322:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -8579,66 +9387,66 @@ pq_chunk_304:
 	VPXORD (R8), Z0, Z4
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000001
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z5
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000002
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z6
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000003
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z7
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000004
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z8
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000005
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z9
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000006
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z10
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000007
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z11
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000008
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z12
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000009
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z13
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000a
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z14
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000b
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z15
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000c
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z16
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000d
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z17
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000e
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z18
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000f
-	JLE    pq_loaded_305
+	JLE    pq_loaded_323
 	VPXORD (R8), Z0, Z19
 
-pq_loaded_305:
+pq_loaded_323:
 	VUNPCKLPS  Z5, Z4, Z20
 	VUNPCKHPS  Z5, Z4, Z4
 	VUNPCKLPS  Z7, Z6, Z5
@@ -8770,7 +9578,7 @@ pq_loaded_305:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq_chunk_304
+	JL         pq_chunk_322
 	VMOVDQU32  Z3, (SI)
 	VZEROUPPER
 	RET
@@ -8791,9 +9599,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_306:
+pv4_324:
 	TESTQ     R10, R10
-	JZ        pv4_done_307
+	JZ        pv4_done_325
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -8833,7 +9641,7 @@ pv4_306:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_307
+	JZ        pv4_done_325
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -8874,9 +9682,9 @@ pv4_306:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_306
+	JMP       pv4_324
 
-pv4_done_307:
+pv4_done_325:
 	VZEROUPPER
 	RET
 
@@ -8893,7 +9701,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	VMOVDQU      nnAVX2Lanes<>+64(SB), Y3
 	LEAQ         (CX)(CX*2), SI
 
-probs_308:
+probs_326:
 	VMULPS       (DX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -9017,6 +9825,6 @@ probs_308:
 	ADDQ         $0x08, AX
 	ADDQ         $0x00000200, DX
 	DECQ         BX
-	JNZ          probs_308
+	JNZ          probs_326
 	VZEROUPPER
 	RET

@@ -29,6 +29,13 @@ func attnScores2Asm(sA *float32, sB *float32, qA *float32, qB *float32, k *float
 //go:noescape
 func attnSoftmaxAsm(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32)
 
+// attnSoftmaxS32Asm is attnSoftmaxAsm on the scores s[j*16+r] = float32(float32(c[j*ldc+r] -
+// rowZP[j]*colSum[r]) * colScale[r]) * rowScale[j], which it writes to s scaled and masked, then
+// as numerators (j < sk, r < 16).
+//
+//go:noescape
+func attnSoftmaxS32Asm(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32, c *int32, ldc int, colSum *int32, colScale *float32, rowZP *int32, rowScale *float32)
+
 // attnPVAsm sets out[r*outStride+c] = (sum_j p[j*16+r]*v[j*vStride+c]) / sums[r]
 // (j ascending, products rounded, terms with p == 0 skipped) for r < rows,
 // c < d (1 <= rows <= 16, d >= 1, sk >= 0).
