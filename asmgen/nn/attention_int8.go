@@ -66,3 +66,93 @@ func genPackQueries(g *gen) {
 	g.VZEROUPPER()
 	g.RET()
 }
+
+// genPackValues emits packValuesAsm, the AVX-512 packing of INT8
+// attention's value operand (runtime/nn packValues) for whole groups of
+// four keys in one call: for each strip of 16 channels, down the groups,
+// the four keys' values quantised to s8 per channel and interleaved into
+// one 64-byte row of words (keys 4g..4g+3 of channel c in word g*16+c of
+// the strip), the strip's column sums kept in a register. Per channel:
+//
+//	x_t  = cvtps2dq(minps(maxps(v_t[c] * inv[c], -127), 127))   (round to nearest even; NaN gives -127)
+//	word = x_0&0xff | (x_1&0xff)<<8 | (x_2&0xff)<<16 | x_3<<24
+//	colSum[c] += x_0 + x_1 + x_2 + x_3
+//
+// as packValues4AVX2Asm and runtime/nn quantS8 compute it. Channels past
+// hd in the last strip are read as 0 (opmask), so their words are 0.
+func genPackValues(g *gen) {
+	g.Function("packValuesAsm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(dst *uint32, stripBytes int, v *float32, vStride int, groups int, inv *float32, colSum *int32, hd int)")
+	g.Pragma("noescape")
+	g.Doc("packValuesAsm packs groups groups of four value rows (row j at v+j*vStride floats, hd channels),",
+		"quantised with inv (per channel) to s8, as words dst[s*stripBytes/4 + g*16 + c%16] = bytes",
+		"(x0, x1, x2, x3) of channel c = 16s + c%16 and group g, zero for c >= hd up to the strip's end, and",
+		"adds x0+x1+x2+x3 to colSum[c] for c < hd (groups, hd >= 1).")
+	dst, strip, v, stride := g.Load("dst"), g.Load("stripBytes"), g.Load("v"), g.Load("vStride")
+	groups, inv, sum, hd := g.Load("groups"), g.Load("inv"), g.Load("colSum"), g.Load("hd")
+	g.SHLQ(operand.U8(2), stride) // in bytes
+	stride4 := g.GP64()
+	g.LEAQ(operand.Mem{Base: stride, Index: stride, Scale: 2}, stride4)
+	g.ADDQ(stride, stride4) // four rows
+	lo, hi, ff := g.ZMM(), g.ZMM(), g.ZMM()
+	g.VBROADCASTSS(g.consts.f32(-s8Clamp), lo)
+	g.VBROADCASTSS(g.consts.f32(s8Clamp), hi)
+	g.VPBROADCASTD(g.consts.u32(255), ff)
+	c0 := g.GP64()
+	g.XORQ(c0, c0)
+	stripLoop := g.NewLabel("pvs_strip")
+	g.Label(stripLoop)
+	left := g.GP64()
+	g.MOVQ(hd, left)
+	g.SUBQ(c0, left)
+	k := g.maskOf(g.minConst(left, 16))
+	s, acc := g.ZMM(), g.ZMM()
+	g.VMOVUPS_Z(operand.Mem{Base: inv, Index: c0, Scale: 4}, k, s)
+	g.VMOVDQU32_Z(operand.Mem{Base: sum, Index: c0, Scale: 4}, k, acc)
+	row, out, n := g.GP64(), g.GP64(), g.GP64()
+	g.LEAQ(operand.Mem{Base: v, Index: c0, Scale: 4}, row)
+	g.MOVQ(dst, out)
+	g.MOVQ(groups, n)
+	groupLoop := g.NewLabel("pvs_group")
+	g.Label(groupLoop)
+	var x [4]reg.VecVirtual
+	r := g.GP64()
+	g.MOVQ(row, r)
+	for t := range x {
+		x[t] = g.ZMM()
+		g.VMOVUPS_Z(operand.Mem{Base: r}, k, x[t])
+		if t < 3 {
+			g.ADDQ(stride, r)
+		}
+		g.VMULPS(s, x[t], x[t])
+		g.VMAXPS(lo, x[t], x[t]) // maxps(v, -127): NaN gives -127
+		g.VMINPS(hi, x[t], x[t])
+		g.VCVTPS2DQ(x[t], x[t])
+		g.VPADDD(x[t], acc, acc)
+	}
+	word := g.ZMM()
+	g.VPANDD(ff, x[0], word)
+	for t := 1; t < 4; t++ {
+		b := g.ZMM()
+		if t < 3 {
+			g.VPANDD(ff, x[t], b)
+			g.VPSLLD(operand.U8(8*t), b, b)
+		} else {
+			g.VPSLLD(operand.U8(24), x[t], b)
+		}
+		g.VPORD(b, word, word)
+	}
+	g.VMOVDQU32(word, operand.Mem{Base: out})
+	g.ADDQ(operand.U8(64), out)
+	g.ADDQ(stride4, row)
+	g.DECQ(n)
+	g.JNZ(operand.LabelRef(groupLoop))
+	g.VMOVDQU32(acc, k, operand.Mem{Base: sum, Index: c0, Scale: 4})
+	g.ADDQ(strip, dst)
+	g.ADDQ(operand.U8(16), c0)
+	g.CMPQ(c0, hd)
+	g.JL(operand.LabelRef(stripLoop))
+	g.VZEROUPPER()
+	g.RET()
+}

@@ -45,6 +45,7 @@ func generate() (*ir.File, error) {
 	genAttentionAVX2(g)
 	tab := genLayerNormAVX2(g)
 	genPackQueries(g)
+	genPackValues(g)
 	genPackValuesAVX2(g)
 	genProbsAVX2(g, tab)
 

@@ -12,9 +12,11 @@ import (
 // value only, and minMax's running minimum and maximum continue from
 // where the assembly stopped.
 
-// genQuantizeAVX2 emits quantizeU8AVX2Asm and minMaxAVX2Asm.
+// genQuantizeAVX2 emits quantizeU8AVX2Asm, quantizeRowsU8AVX2Asm and
+// minMaxAVX2Asm.
 func genQuantizeAVX2(g *gen, tab avx2Tables) {
 	genQuantizeU8AVX2(g, tab)
+	genQuantizeRowsU8AVX2(g, tab)
 	genMinMaxAVX2(g)
 }
 
@@ -28,7 +30,38 @@ func genQuantizeU8AVX2(g *gen, tab avx2Tables) {
 	g.Pragma("noescape")
 	g.Doc("quantizeU8AVX2Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], invScale, zp)",
 		"for i < rows, j < cols (rows >= 1; cols >= 8, a multiple of 8).")
-	q := g.newQuantizerAVX2()
+	g.quantizeRowsAVX2(g.newQuantizerAVX2(), tab, nil)
+}
+
+// genQuantizeRowsU8AVX2 emits quantizeRowsU8AVX2Asm, the AVX2 form of
+// quantizeRowsU8Asm (each row's own 1/scale by VDIVSS and zero point).
+func genQuantizeRowsU8AVX2(g *gen, tab avx2Tables) {
+	g.Function("quantizeRowsU8AVX2Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, scales *float32, zps *int32)")
+	g.Pragma("noescape")
+	g.Doc("quantizeRowsU8AVX2Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], 1/scales[i], zps[i])",
+		"for i < rows, j < cols (rows >= 1; cols >= 8, a multiple of 8).")
+	q := quantizerAVX2{inv: g.YMM(), zp: g.YMM(), lo: g.YMM(), hi: g.YMM()}
+	g.VBROADCASTSS(g.consts.f32(-quantClamp), q.lo)
+	g.VBROADCASTSS(g.consts.f32(quantClamp), q.hi)
+	scales, zps := g.Load("scales"), g.Load("zps")
+	g.quantizeRowsAVX2(q, tab, func() {
+		inv := g.XMM()
+		g.VMOVSS(g.consts.f32(1), inv)
+		g.VDIVSS(operand.Mem{Base: scales}, inv, inv) // 1 / scales[i]
+		g.VBROADCASTSS(inv, q.inv)
+		g.VPBROADCASTD(operand.Mem{Base: zps}, q.zp)
+		g.ADDQ(operand.U8(4), scales)
+		g.ADDQ(operand.U8(4), zps)
+	})
+}
+
+// quantizeRowsAVX2 emits the row and column loops of the AVX2 u8
+// quantisers over the dst, dstStride, src, srcStride, rows and cols
+// arguments with q's parameters; perRow, if set, runs at the start of
+// every row (to load that row's parameters into q).
+func (g *gen) quantizeRowsAVX2(q quantizerAVX2, tab avx2Tables, perRow func()) {
 	order := g.YMM()
 	g.VMOVDQU(tab.packOrder, order)
 	dst, src, rows, cols := g.Load("dst"), g.Load("src"), g.Load("rows"), g.Load("cols")
@@ -37,6 +70,9 @@ func genQuantizeU8AVX2(g *gen, tab avx2Tables) {
 	dstStep := g.Load("dstStride")
 	rowLoop := g.NewLabel("q2_row")
 	g.Label(rowLoop)
+	if perRow != nil {
+		perRow()
+	}
 	j := g.GP64()
 	g.XORQ(j, j)
 	steps32Then8(g, j, cols, "q2", func() {

@@ -486,10 +486,22 @@ func packValues(kern *kernels, w *int8Worker, v []float32, stride, hd int) {
 	clear(w.vColSum)
 	words := unsafe.Slice((*uint32)(unsafe.Pointer(&w.vPack[0])), len(w.vPack)/4)
 	groups := w.kpv / 4
-	clear(words)
+	stripWords := groups * qgemm.NBlock
+	full := 0 // whole groups of four keys packed by packValueGroups
+	if kern.packValueGroups != nil {
+		full = sk / 4
+		if full > 0 {
+			kern.packValueGroups(words, stripWords, v, stride, full, w.vInv[:hd], w.vColSum[:hd], hd)
+		}
+	}
+	// It writes every word of its groups; the rest start from zero (the
+	// K padding, and the channels past hd of the last group).
+	for s := 0; s < len(words); s += stripWords {
+		clear(words[s+full*qgemm.NBlock : s+stripWords])
+	}
 	clear(w.zeros)
 	rows := &w.vRows // not a local: passed to a kernel, it would escape
-	for g := range (sk + 3) / 4 {
+	for g := full; g < (sk+3)/4; g++ {
 		for t := range rows {
 			if j := 4*g + t; j < sk {
 				rows[t] = v[j*stride : j*stride+hd]
@@ -567,6 +579,22 @@ func transpose8x8(m *[8]uint64) {
 // four value rows, x_t = quantS8(rows[t][c], inv[c]), colSum[c] += x_0 +
 // x_1 + x_2 + x_3, and the word of bytes x_0..x_3 goes to words[(c/16)*
 // stripWords + c%16].
+// packValueGroupsGo is kernels.packValueGroups in Go, the reference of its
+// assembly: packValues4Go group by group, each group's words of every
+// strip cleared first.
+func packValueGroupsGo(words []uint32, stripWords int, v []float32, vStride, groups int, inv []float32, colSum []int32, hd int) {
+	var rows [4][]float32
+	for g := range groups {
+		for t := range rows {
+			rows[t] = v[(4*g+t)*vStride:][:hd]
+		}
+		for s := range (hd + qgemm.NBlock - 1) / qgemm.NBlock {
+			clear(words[s*stripWords+g*qgemm.NBlock:][:qgemm.NBlock])
+		}
+		packValues4Go(words[g*qgemm.NBlock:], stripWords, &rows, inv, colSum, 0, hd)
+	}
+}
+
 func packValues4Go(words []uint32, stripWords int, rows *[4][]float32, inv []float32, colSum []int32, c0, hd int) {
 	r0, r1, r2, r3 := rows[0][:hd], rows[1][:hd], rows[2][:hd], rows[3][:hd]
 	inv, colSum = inv[:hd], colSum[:hd]

@@ -484,3 +484,65 @@ func TestAttnSoftmaxS32Kernel(t *testing.T) {
 		}
 	}
 }
+
+// TestPackValueGroupsKernel compares the whole-head value packing with its
+// Go form on every kernel set that has one, for head dims with and without
+// a partial strip, one and many groups, rows wider than the head, specials
+// among the values, and outputs pre-filled with garbage (the channels past
+// hd must come out zero) and guarded; the column sums start nonzero, as
+// the kernel adds to them.
+func TestPackValueGroupsKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	const sentinel = 0xA5A5A5A5
+	for _, hd := range []int{1, 15, 16, 17, 64, 100} {
+		for _, groups := range []int{1, 3, 32} {
+			stride := hd + 5
+			v := make([]float32, (4*groups-1)*stride+hd)
+			fillRandom(r, v, -3, 3, 0.05)
+			inv := make([]float32, hd)
+			for c := range inv {
+				inv[c] = 127 / (0.5 + 3*r.Float32())
+			}
+			strips := (hd + 15) / 16
+			stripWords := (groups + 2) * 16
+			want, wantSum := make([]uint32, strips*stripWords), make([]int32, hd)
+			for i := range want {
+				want[i] = sentinel
+			}
+			for c := range wantSum {
+				wantSum[c] = int32(c) - 7
+			}
+			startSum := append([]int32(nil), wantSum...)
+			packValueGroupsGo(want, stripWords, v, stride, groups, inv, wantSum, hd)
+			for _, impl := range implementations(t) {
+				if impl.packValueGroups == nil {
+					continue
+				}
+				buf := make([]uint32, len(want)+2*guardLen)
+				for i := range buf {
+					buf[i] = sentinel
+				}
+				words := buf[guardLen : guardLen+len(want) : guardLen+len(want)]
+				sums := append([]int32(nil), startSum...)
+				impl.packValueGroups(words, stripWords, v, stride, groups, inv, sums, hd)
+				what := fmt.Sprintf("%s packValueGroups hd=%d groups=%d", impl.name, hd, groups)
+				for i := range guardLen {
+					if buf[i] != sentinel || buf[guardLen+len(want)+i] != sentinel {
+						t.Fatalf("%s wrote outside its slice", what)
+					}
+				}
+				for i := range want {
+					if words[i] != want[i] {
+						t.Fatalf("%s: word %d (strip %d, group %d, channel %d) = %#x, Go form %#x",
+							what, i, i/stripWords, i%stripWords/16, i%16, words[i], want[i])
+					}
+				}
+				for c := range wantSum {
+					if sums[c] != wantSum[c] {
+						t.Fatalf("%s: column sum %d = %d, Go form %d", what, c, sums[c], wantSum[c])
+					}
+				}
+			}
+		}
+	}
+}

@@ -56,6 +56,11 @@ func TestKernelsAtPageEnd(t *testing.T) {
 			lo, hi := make([]float32, lnGroup), make([]float32, lnGroup)
 			impl.minMaxRows(x, stride, lnGroup, n, lo, hi)
 			impl.absMaxCols(y, x, stride, lnGroup, n)
+			scales, zps := make([]float32, lnGroup), make([]int32, lnGroup)
+			for i := range scales {
+				scales[i], zps[i] = 0.03, 128
+			}
+			impl.quantizeRows(make([]uint8, lnGroup*stride), stride, x, stride, lnGroup, n, scales, zps)
 			release()
 		}
 	}

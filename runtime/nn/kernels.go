@@ -73,6 +73,12 @@ type kernels struct {
 	// packValues4 quantises and packs four keys' value rows for INT8
 	// attention's P·V operand (see packValues4Go).
 	packValues4 func(words []uint32, stripWords int, rows *[4][]float32, inv []float32, colSum []int32, c0, hd int)
+	// packValueGroups, if set, is packValues4 on groups whole groups of
+	// four value rows at once (row j at v[j*vStride:]), group g's words
+	// at words[g*16:] of each strip, channels hd..Np of its strips set to
+	// zero (see packValueGroupsGo); where it is nil, packValues4 packs
+	// group by group.
+	packValueGroups func(words []uint32, stripWords int, v []float32, vStride, groups int, inv []float32, colSum []int32, hd int)
 	// packQueries16 packs up to 16 rows of u8 query codes as one strip of
 	// INT8 attention's Q·K^T operand (see packQueries16Go).
 	packQueries16 func(words []uint32, codes []uint8, kp, rows int, colSum []int32)

@@ -56,6 +56,7 @@ func asmKernels() *kernels {
 		packValues4:     packValues4AVX2, // AVX2 (every AVX-512 CPU has it): no AVX-512 form yet
 		attnProbs:       probsAVX2,       // likewise
 		packQueries16:   packQueries16AVX512,
+		packValueGroups: packValueGroupsAVX512,
 		gelu:            geluAVX512,
 		geluTanh:        geluTanhAVX512,
 	}
@@ -272,6 +273,19 @@ func packQueries16AVX512(words []uint32, codes []uint8, kp, rows int, colSum []i
 	need("query codes", codes, rows, kp, kp)
 	need("query column sums", colSum, 1, 0, qgemm.NBlock)
 	packQueries16Asm(&words[0], &codes[0], kp, rows, &colSum[0])
+}
+
+// packValueGroupsAVX512 is kernels.packValueGroups.
+func packValueGroupsAVX512(words []uint32, stripWords int, v []float32, vStride, groups int, inv []float32, colSum []int32, hd int) {
+	if groups <= 0 || hd <= 0 {
+		return
+	}
+	strips := (hd + qgemm.NBlock - 1) / qgemm.NBlock
+	need("packed values", words, strips, stripWords, groups*qgemm.NBlock)
+	need("value rows", v, 4*groups, vStride, hd)
+	need("value scales", inv, 1, 0, hd)
+	need("value column sums", colSum, 1, 0, hd)
+	packValuesAsm(&words[0], 4*stripWords, &v[0], vStride, groups, &inv[0], &colSum[0], hd)
 }
 
 func minMaxAVX512(x []float32) (lo, hi float32) {

@@ -9284,6 +9284,92 @@ q2_done_318:
 	VZEROUPPER
 	RET
 
+// func quantizeRowsU8AVX2Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, scales *float32, zps *int32)
+// Requires: AVX, AVX2
+TEXT ·quantizeRowsU8AVX2Asm(SB), NOSPLIT, $0-64
+	VBROADCASTSS nnConsts<>+40(SB), Y2
+	VBROADCASTSS nnConsts<>+36(SB), Y3
+	MOVQ         scales+48(FP), AX
+	MOVQ         zps+56(FP), CX
+	VMOVDQU      nnAVX2Lanes<>+64(SB), Y4
+	MOVQ         dst+0(FP), DX
+	MOVQ         src+16(FP), BX
+	MOVQ         rows+32(FP), SI
+	MOVQ         cols+40(FP), DI
+	MOVQ         srcStride+24(FP), R8
+	SHLQ         $0x02, R8
+	MOVQ         dstStride+8(FP), R9
+
+q2_row_319:
+	VMOVSS       nnConsts<>+12(SB), X0
+	VDIVSS       (AX), X0, X0
+	VBROADCASTSS X0, Y0
+	VPBROADCASTD (CX), Y1
+	ADDQ         $0x04, AX
+	ADDQ         $0x04, CX
+	XORQ         R10, R10
+
+q2_wide_320:
+	MOVQ      DI, R11
+	SUBQ      R10, R11
+	CMPQ      R11, $0x20
+	JL        q2_narrow_321
+	VMOVUPS   (BX)(R10*4), Y5
+	VMULPS    Y0, Y5, Y5
+	VMAXPS    Y2, Y5, Y5
+	VMINPS    Y3, Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    Y1, Y5, Y5
+	VMOVUPS   32(BX)(R10*4), Y6
+	VMULPS    Y0, Y6, Y6
+	VMAXPS    Y2, Y6, Y6
+	VMINPS    Y3, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    Y1, Y6, Y6
+	VMOVUPS   64(BX)(R10*4), Y7
+	VMULPS    Y0, Y7, Y7
+	VMAXPS    Y2, Y7, Y7
+	VMINPS    Y3, Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VPADDD    Y1, Y7, Y7
+	VMOVUPS   96(BX)(R10*4), Y8
+	VMULPS    Y0, Y8, Y8
+	VMAXPS    Y2, Y8, Y8
+	VMINPS    Y3, Y8, Y8
+	VCVTPS2DQ Y8, Y8
+	VPADDD    Y1, Y8, Y8
+	VPACKSSDW Y6, Y5, Y5
+	VPACKSSDW Y8, Y7, Y7
+	VPACKUSWB Y7, Y5, Y5
+	VPERMD    Y5, Y4, Y5
+	VMOVDQU   Y5, (DX)(R10*1)
+	ADDQ      $0x20, R10
+	JMP       q2_wide_320
+
+q2_narrow_321:
+	CMPQ         R10, DI
+	JGE          q2_done_322
+	VMOVUPS      (BX)(R10*4), Y5
+	VMULPS       Y0, Y5, Y5
+	VMAXPS       Y2, Y5, Y5
+	VMINPS       Y3, Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       Y1, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKSSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DX)(R10*1)
+	ADDQ         $0x08, R10
+	JMP          q2_narrow_321
+
+q2_done_322:
+	ADDQ R8, BX
+	ADDQ R9, DX
+	DECQ SI
+	JNZ  q2_row_319
+	VZEROUPPER
+	RET
+
 // func minMaxAVX2Asm(x *float32, n int) (lo float32, hi float32)
 // Requires: AVX, SSE
 TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
@@ -9299,11 +9385,11 @@ TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
 	VPXOR Y7, Y7, Y7
 	XORQ  DX, DX
 
-mm2_wide_319:
+mm2_wide_323:
 	MOVQ    CX, BX
 	SUBQ    DX, BX
 	CMPQ    BX, $0x20
-	JL      mm2_narrow_320
+	JL      mm2_narrow_324
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -9317,18 +9403,18 @@ mm2_wide_319:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, DX
-	JMP     mm2_wide_319
+	JMP     mm2_wide_323
 
-mm2_narrow_320:
+mm2_narrow_324:
 	CMPQ    DX, CX
-	JGE     mm2_done_321
+	JGE     mm2_done_325
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, DX
-	JMP     mm2_narrow_320
+	JMP     mm2_narrow_324
 
-mm2_done_321:
+mm2_done_325:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -9366,7 +9452,7 @@ TEXT ·packQueries16Asm(SB), NOSPLIT, $0-40
 	VPXORD       Z3, Z3, Z3
 	XORQ         DI, DI
 
-pq_chunk_322:
+pq_chunk_326:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -9387,66 +9473,66 @@ pq_chunk_322:
 	VPXORD (R8), Z0, Z4
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000001
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z5
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000002
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z6
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000003
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z7
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000004
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z8
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000005
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z9
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000006
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z10
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000007
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z11
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000008
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z12
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000009
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z13
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000a
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z14
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000b
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z15
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000c
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z16
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000d
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z17
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000e
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z18
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000f
-	JLE    pq_loaded_323
+	JLE    pq_loaded_327
 	VPXORD (R8), Z0, Z19
 
-pq_loaded_323:
+pq_loaded_327:
 	VUNPCKLPS  Z5, Z4, Z20
 	VUNPCKHPS  Z5, Z4, Z4
 	VUNPCKLPS  Z7, Z6, Z5
@@ -9578,8 +9664,93 @@ pq_loaded_323:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq_chunk_322
+	JL         pq_chunk_326
 	VMOVDQU32  Z3, (SI)
+	VZEROUPPER
+	RET
+
+// func packValuesAsm(dst *uint32, stripBytes int, v *float32, vStride int, groups int, inv *float32, colSum *int32, hd int)
+// Requires: AVX, AVX512BW, AVX512F, CMOV
+TEXT ·packValuesAsm(SB), NOSPLIT, $0-64
+	MOVQ         dst+0(FP), AX
+	MOVQ         stripBytes+8(FP), CX
+	MOVQ         v+16(FP), DX
+	MOVQ         vStride+24(FP), BX
+	MOVQ         groups+32(FP), SI
+	MOVQ         inv+40(FP), DI
+	MOVQ         colSum+48(FP), R8
+	MOVQ         hd+56(FP), R9
+	SHLQ         $0x02, BX
+	LEAQ         (BX)(BX*2), R10
+	ADDQ         BX, R10
+	VBROADCASTSS nnConsts<>+84(SB), Z0
+	VBROADCASTSS nnConsts<>+80(SB), Z1
+	VPBROADCASTD nnConsts<>+76(SB), Z2
+	XORQ         R11, R11
+
+pvs_strip_328:
+	MOVQ        R9, R12
+	SUBQ        R11, R12
+	MOVQ        $0x00000010, R13
+	CMPQ        R12, R13
+	CMOVQLT     R12, R13
+	LEAQ        nnColMasks<>+0(SB), R12
+	MOVQ        (R12)(R13*8), R12
+	KMOVQ       R12, K1
+	VMOVUPS.Z   (DI)(R11*4), K1, Z3
+	VMOVDQU32.Z (R8)(R11*4), K1, Z4
+	LEAQ        (DX)(R11*4), R12
+	MOVQ        AX, R13
+	MOVQ        SI, R14
+
+pvs_group_329:
+	MOVQ      R12, R15
+	VMOVUPS.Z (R15), K1, Z5
+	ADDQ      BX, R15
+	VMULPS    Z3, Z5, Z5
+	VMAXPS    Z0, Z5, Z5
+	VMINPS    Z1, Z5, Z5
+	VCVTPS2DQ Z5, Z5
+	VPADDD    Z5, Z4, Z4
+	VMOVUPS.Z (R15), K1, Z6
+	ADDQ      BX, R15
+	VMULPS    Z3, Z6, Z6
+	VMAXPS    Z0, Z6, Z6
+	VMINPS    Z1, Z6, Z6
+	VCVTPS2DQ Z6, Z6
+	VPADDD    Z6, Z4, Z4
+	VMOVUPS.Z (R15), K1, Z7
+	ADDQ      BX, R15
+	VMULPS    Z3, Z7, Z7
+	VMAXPS    Z0, Z7, Z7
+	VMINPS    Z1, Z7, Z7
+	VCVTPS2DQ Z7, Z7
+	VPADDD    Z7, Z4, Z4
+	VMOVUPS.Z (R15), K1, Z8
+	VMULPS    Z3, Z8, Z8
+	VMAXPS    Z0, Z8, Z8
+	VMINPS    Z1, Z8, Z8
+	VCVTPS2DQ Z8, Z8
+	VPADDD    Z8, Z4, Z4
+	VPANDD    Z2, Z5, Z5
+	VPANDD    Z2, Z6, Z6
+	VPSLLD    $0x08, Z6, Z6
+	VPORD     Z6, Z5, Z5
+	VPANDD    Z2, Z7, Z6
+	VPSLLD    $0x10, Z6, Z6
+	VPORD     Z6, Z5, Z5
+	VPSLLD    $0x18, Z8, Z6
+	VPORD     Z6, Z5, Z5
+	VMOVDQU32 Z5, (R13)
+	ADDQ      $0x40, R13
+	ADDQ      R10, R12
+	DECQ      R14
+	JNZ       pvs_group_329
+	VMOVDQU32 Z4, K1, (R8)(R11*4)
+	ADDQ      CX, AX
+	ADDQ      $0x10, R11
+	CMPQ      R11, R9
+	JL        pvs_strip_328
 	VZEROUPPER
 	RET
 
@@ -9599,9 +9770,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_324:
+pv4_330:
 	TESTQ     R10, R10
-	JZ        pv4_done_325
+	JZ        pv4_done_331
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9641,7 +9812,7 @@ pv4_324:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_325
+	JZ        pv4_done_331
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9682,9 +9853,9 @@ pv4_324:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_324
+	JMP       pv4_330
 
-pv4_done_325:
+pv4_done_331:
 	VZEROUPPER
 	RET
 
@@ -9701,7 +9872,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	VMOVDQU      nnAVX2Lanes<>+64(SB), Y3
 	LEAQ         (CX)(CX*2), SI
 
-probs_326:
+probs_332:
 	VMULPS       (DX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -9825,6 +9996,6 @@ probs_326:
 	ADDQ         $0x08, AX
 	ADDQ         $0x00000200, DX
 	DECQ         BX
-	JNZ          probs_326
+	JNZ          probs_332
 	VZEROUPPER
 	RET

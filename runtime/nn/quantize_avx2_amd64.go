@@ -6,7 +6,7 @@ package nn
 func useAVX2Quantize(k *kernels) {
 	k.quantize = quantizeAVX2
 	k.minMax = minMaxAVX2
-	k.quantizeRows = quantizeRowsWith(quantizeAVX2)
+	k.quantizeRows = quantizeRowsAVX2
 	k.minMaxRows = minMaxRowsWith(minMaxAVX2)
 	k.packValues4 = packValues4AVX2
 	k.attnProbs = probsAVX2
@@ -27,6 +27,26 @@ func quantizeAVX2(dst []uint8, dstStride int, src []float32, srcStride, rows, co
 	}
 	if c8 < cols {
 		quantizeGo(dst[c8:], dstStride, src[c8:], srcStride, rows, cols-c8, invScale, zeroPoint)
+	}
+}
+
+// quantizeRowsAVX2 is kernels.quantizeRows: quantizeRowsU8AVX2Asm on the
+// whole groups of 8 columns of every row, quantizeGo row by row on the
+// rest.
+func quantizeRowsAVX2(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	need("quantised output", dst, rows, dstStride, cols)
+	need("quantisation input", src, rows, srcStride, cols)
+	need("row scales", scales, 1, 0, rows)
+	need("row zero points", zps, 1, 0, rows)
+	c8 := cols &^ 7
+	if c8 > 0 {
+		quantizeRowsU8AVX2Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, c8, ptr(scales), ptr(zps))
+	}
+	if c8 < cols {
+		quantizeRowsWith(quantizeGo)(dst[c8:], dstStride, src[c8:], srcStride, rows, cols-c8, scales, zps)
 	}
 }
 

@@ -163,6 +163,12 @@ func lnNormDualAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, in
 //go:noescape
 func quantizeU8AVX2Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, invScale float32, zp int32)
 
+// quantizeRowsU8AVX2Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], 1/scales[i], zps[i])
+// for i < rows, j < cols (rows >= 1; cols >= 8, a multiple of 8).
+//
+//go:noescape
+func quantizeRowsU8AVX2Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, scales *float32, zps *int32)
+
 // minMaxAVX2Asm returns min(0, min x[0:n]) and max(0, max x[0:n]), NaNs ignored
 // (n >= 8, a multiple of 8).
 //
@@ -175,6 +181,14 @@ func minMaxAVX2Asm(x *float32, n int) (lo float32, hi float32)
 //
 //go:noescape
 func packQueries16Asm(dst *uint32, src *uint8, kp int, rows int, colSum *int32)
+
+// packValuesAsm packs groups groups of four value rows (row j at v+j*vStride floats, hd channels),
+// quantised with inv (per channel) to s8, as words dst[s*stripBytes/4 + g*16 + c%16] = bytes
+// (x0, x1, x2, x3) of channel c = 16s + c%16 and group g, zero for c >= hd up to the strip's end, and
+// adds x0+x1+x2+x3 to colSum[c] for c < hd (groups, hd >= 1).
+//
+//go:noescape
+func packValuesAsm(dst *uint32, stripBytes int, v *float32, vStride int, groups int, inv *float32, colSum *int32, hd int)
 
 // packValues4AVX2Asm packs blocks blocks of 8 channels of the four value rows r0..r3, quantised
 // with inv (per channel) to s8, as words dst[c] = bytes (x0, x1, x2, x3) of channel c, the 16
