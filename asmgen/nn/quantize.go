@@ -73,15 +73,21 @@ func genQuantizeRowsU8(g *gen) {
 		"for i < rows, j < cols (rows, cols >= 1).")
 	q := quantizer{inv: g.ZMM(), zp: g.ZMM(), zero: g.zeroZMM()}
 	scales, zps := g.Load("scales"), g.Load("zps")
-	g.quantizeRows(q, func() {
-		inv := g.XMM()
-		g.VMOVSS(g.consts.f32(1), inv)
-		g.VDIVSS(operand.Mem{Base: scales}, inv, inv) // 1 / scales[i]
-		g.VBROADCASTSS(inv, q.inv)
-		g.VPBROADCASTD(operand.Mem{Base: zps}, q.zp)
-		g.ADDQ(operand.U8(4), scales)
-		g.ADDQ(operand.U8(4), zps)
-	})
+	g.quantizeRows(q, func() { g.rowParams(scales, zps, q.inv, q.zp) })
+}
+
+// rowParams emits, at the start of a row of the per-row quantisers, the
+// loads of that row's parameters into every lane of inv (1/scales[i], by
+// VDIVSS: the correctly rounded float32 division Go's 1/scale is too) and
+// zp (zps[i]), a zmm or ymm pair, and moves scales and zps on a row.
+func (g *gen) rowParams(scales, zps reg.GPVirtual, inv, zp reg.VecVirtual) {
+	x := g.XMM()
+	g.VMOVSS(g.consts.f32(1), x)
+	g.VDIVSS(operand.Mem{Base: scales}, x, x) // 1 / scales[i]
+	g.VBROADCASTSS(x, inv)
+	g.VPBROADCASTD(operand.Mem{Base: zps}, zp)
+	g.ADDQ(operand.U8(4), scales)
+	g.ADDQ(operand.U8(4), zps)
 }
 
 // quantizeRows emits the row and column loops of the u8 quantisers over

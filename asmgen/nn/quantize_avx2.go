@@ -46,15 +46,7 @@ func genQuantizeRowsU8AVX2(g *gen, tab avx2Tables) {
 	g.VBROADCASTSS(g.consts.f32(-quantClamp), q.lo)
 	g.VBROADCASTSS(g.consts.f32(quantClamp), q.hi)
 	scales, zps := g.Load("scales"), g.Load("zps")
-	g.quantizeRowsAVX2(q, tab, func() {
-		inv := g.XMM()
-		g.VMOVSS(g.consts.f32(1), inv)
-		g.VDIVSS(operand.Mem{Base: scales}, inv, inv) // 1 / scales[i]
-		g.VBROADCASTSS(inv, q.inv)
-		g.VPBROADCASTD(operand.Mem{Base: zps}, q.zp)
-		g.ADDQ(operand.U8(4), scales)
-		g.ADDQ(operand.U8(4), zps)
-	})
+	g.quantizeRowsAVX2(q, tab, func() { g.rowParams(scales, zps, q.inv, q.zp) })
 }
 
 // quantizeRowsAVX2 emits the row and column loops of the AVX2 u8

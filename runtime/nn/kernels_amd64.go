@@ -252,14 +252,23 @@ func quantizeAVX512(dst []uint8, dstStride int, src []float32, srcStride, rows, 
 }
 
 func quantizeRowsAVX512(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32) {
-	if rows <= 0 || cols <= 0 {
+	if !checkQuantizeRows(dst, dstStride, src, srcStride, rows, cols, scales, zps) {
 		return
+	}
+	quantizeRowsU8Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, cols, ptr(scales), ptr(zps))
+}
+
+// checkQuantizeRows panics unless the operands of kernels.quantizeRows
+// fit, and says whether there is anything to quantise.
+func checkQuantizeRows(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32) bool {
+	if rows <= 0 || cols <= 0 {
+		return false
 	}
 	need("quantised output", dst, rows, dstStride, cols)
 	need("quantisation input", src, rows, srcStride, cols)
 	need("row scales", scales, 1, 0, rows)
 	need("row zero points", zps, 1, 0, rows)
-	quantizeRowsU8Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, cols, ptr(scales), ptr(zps))
+	return true
 }
 
 // packQueries16AVX512 is kernels.packQueries16: the assembly for a Kp

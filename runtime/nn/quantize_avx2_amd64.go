@@ -34,13 +34,9 @@ func quantizeAVX2(dst []uint8, dstStride int, src []float32, srcStride, rows, co
 // whole groups of 8 columns of every row, quantizeGo row by row on the
 // rest.
 func quantizeRowsAVX2(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32) {
-	if rows <= 0 || cols <= 0 {
+	if !checkQuantizeRows(dst, dstStride, src, srcStride, rows, cols, scales, zps) {
 		return
 	}
-	need("quantised output", dst, rows, dstStride, cols)
-	need("quantisation input", src, rows, srcStride, cols)
-	need("row scales", scales, 1, 0, rows)
-	need("row zero points", zps, 1, 0, rows)
 	c8 := cols &^ 7
 	if c8 > 0 {
 		quantizeRowsU8AVX2Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, c8, ptr(scales), ptr(zps))
