@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the shared peer harness (../shared/bench/peers/run.sh) with sqc as one
 # more worker: PyTorch FP32/INT8, ONNX Runtime FP32/INT8 (+ without AMX) and
-# `sqc bench --serve` (modes int8, int8-vnni and int8-attn8: INT8 attention) timed interleaved, call by
+# `sqc bench --serve` (modes int8, int8-vnni and int8-attn32: FP32 attention) timed interleaved, call by
 # call, on the same random-weight models; prints and saves the table.
 #
 # usage: bench/peers.sh CONFIG [CONFIG...]     CONFIG: bert-base bert-large distilbert minilm-l6 | all
@@ -13,8 +13,8 @@
 # header of run.sh. Also:
 #   PEERS_DIR   the harness (default: ../shared/bench/peers beside the repo)
 #   SQC_BIN     an sqc binary to use instead of building one
-#   SQC_ARGS    more `sqc bench` flags for the worker, e.g. '--attention int8' (INT8 attention on
-#               the GEMM kernels: AMX tiles where there are some) or '--act dynamic'
+#   SQC_ARGS    more `sqc bench` flags for the worker, e.g. '--attention fp32' (FP32 attention
+#               matmuls instead of the default INT8 ones) or '--act dynamic'
 #
 # Then, per config, the real-length comparison (bench/realbatch): GLUE SST-2's dev sentences in
 # batches of 32 in arrival order, ONNX Runtime INT8 (and without AMX, with AMX_AB=1) padding each

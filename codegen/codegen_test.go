@@ -112,8 +112,9 @@ func TestGenerateIsDeterministicAndFormatted(t *testing.T) {
 				t.Error("schedule has no packed QKV attention")
 			}
 			// Padding-free batches (compiler/exec packed.go): the schedule
-			// has the packed forms of attention and embeddings.
-			if !strings.Contains(sched, "nn.AttentionPacked(") || !strings.Contains(sched, "nn.EmbedSumPacked(") {
+			// has the packed forms of attention (INT8, the default) and
+			// embeddings.
+			if !strings.Contains(sched, "nn.AttentionInt8Packed(") || !strings.Contains(sched, "nn.EmbedSumPacked(") {
 				t.Error("schedule has no padding-free (packed) batch path")
 			}
 		})

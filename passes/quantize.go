@@ -45,8 +45,8 @@ type QuantOptions struct {
 	// sequence, where INT8 saves nothing worth its error. Embeddings are
 	// lookups (Gather) and are never quantised.
 	KeepFP32 string
-	// Attention is the precision of the attention matmuls: AttentionFP32
-	// ("" too) or AttentionINT8 (QuantizeAttention).
+	// Attention is the precision of the attention matmuls: AttentionINT8
+	// ("" too: the default, QuantizeAttention) or AttentionFP32.
 	Attention string
 	// Report, if set, receives what the passes did.
 	Report *QuantReport
@@ -129,7 +129,7 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 		// parameters, which Quantize then rounds to INT8.
 		SmoothQuant(work, opts),
 		Quantize(work, opts),
-		QuantizeAttention(opts), // quantize_attention.go: int8 = 1 on sqc.Attention, if opts.Attention says so
+		QuantizeAttention(opts), // quantize_attention.go: int8 = 1 on sqc.Attention, unless opts.Attention is fp32
 		// The two commute (passOrder has no rule for them): the Q, K
 		// and V projections FuseQKV merges are read by the Attention
 		// alone, so they have no epilogue to fuse, and the merged
@@ -170,8 +170,9 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 //     roundEven(-lo/scale)); or dynamic per token, computed at run time.
 //
 // The attention matmuls (Q·K^T and P·V inside sqc.Attention) stay FP32
-// here; QuantizeAttention (QuantOptions.Attention = AttentionINT8) makes
-// them INT8 with dynamic per-token and per-channel scales, which the
+// here; QuantizeAttention (by default; not with QuantOptions.Attention =
+// AttentionFP32) makes them INT8 with dynamic per-token and per-channel
+// scales, which the
 // measurement below finds cleaner than the Linears. The per-tensor scheme
 // measured here is not offered. Measured on the shared SST-2 models over
 // the dev set's sentence lengths (bert-mini / distilbert-tiny):

@@ -8,21 +8,34 @@ import (
 
 // The attention matmuls' precision (QuantOptions.Attention).
 const (
-	// AttentionFP32 keeps Q·K^T and P·V in float32 (the default).
-	AttentionFP32 = "fp32"
-	// AttentionINT8 runs them as u8 x s8 GEMMs with dynamic scales on the
-	// qgemm kernels (AMX tiles where there are some), sqc.Attention's
-	// int8 = 1.
+	// AttentionINT8 runs Q·K^T and P·V as u8 x s8 GEMMs with dynamic
+	// scales on the qgemm kernels (AMX tiles where there are some),
+	// sqc.Attention's int8 = 1: the default.
 	AttentionINT8 = "int8"
+	// AttentionFP32 keeps them in float32.
+	AttentionFP32 = "fp32"
 )
 
-// QuantizeAttention marks every sqc.Attention int8 = 1 when opts.Attention
-// is AttentionINT8, and does nothing otherwise: the decision is the
-// graph's, visible in `sqc inspect`, and lowering only follows it. Being
-// integer products plus element-wise float32 steps every ISA computes
-// alike, INT8 attention keeps the outputs bitwise identical across ISAs,
-// so it is a compile-time choice like the Linears' quantisation, not a
-// run-time one.
+// AttentionPrecision is the precision QuantOptions.Attention a selects
+// (AttentionINT8 for "", the default), or an error naming a.
+func AttentionPrecision(a string) (string, error) {
+	switch a {
+	case "", AttentionINT8:
+		return AttentionINT8, nil
+	case AttentionFP32:
+		return AttentionFP32, nil
+	}
+	return "", fmt.Errorf("%w: attention precision %q: want %s or %s", compiler.ErrInvalidRequest, a, AttentionINT8, AttentionFP32)
+}
+
+// QuantizeAttention sets every sqc.Attention to opts.Attention's precision:
+// int8 = 1 (the default), or no int8 attribute for AttentionFP32 (so it
+// also turns an INT8-attention graph back, as bench's workers do to time
+// both). The decision is the graph's, visible in
+// `sqc inspect`, and lowering only follows it. Being integer products plus
+// element-wise float32 steps every ISA computes alike, INT8 attention
+// keeps the outputs bitwise identical across ISAs, so it is a compile-time
+// choice like the Linears' quantisation, not a run-time one.
 //
 // Accuracy (TestAttentionStaysFP32Measurement; cmd/sqc TestINT8AccuracyOnSST2
 // holds the end-to-end bars with it, on the shared SST-2 models): per
@@ -32,27 +45,31 @@ const (
 // Linears before them; the per-tensor, fixed-1/255 scheme that quantize.go
 // measured gives 40.9 / 41.0 dB.
 //
-// Speed depends on the ISA: the GEMMs are near free on AMX tiles and VNNI,
-// where the float32 softmax and the quantisation of Q, K, V and P remain;
-// on AVX2-only CPUs the integer kernel (VPMADDWD) has no more throughput
-// than float32 FMA, and INT8 attention is no faster there (BERT-base 8x128
-// on a Zen 3: 13.3 ms against 12.3 ms; README). It is therefore opt-in,
-// until measured on AMX.
+// Speed (README): BERT-base on a 2-core Zen 5 (AVX512-VNNI), whole
+// forward pass against FP32 attention, interleaved: 1.07x at 8x128, 1.07x
+// at 1x128, 1.01x at 8x32, 0.98-0.99x on real-length SST-2 batches (attention
+// per sequence at ~25 tokens); with AVX-512 off (the AVX2 kernels, whose
+// integer GEMM has no more throughput than float32 FMA) 0.98-1.00x. On AMX
+// its GEMMs run on the tiles, where FP32 attention was 32% of the step
+// time (../shared/perf). Hence the default; --attention fp32 keeps the
+// float32 matmuls.
 func QuantizeAttention(opts QuantOptions) Pass {
 	return Pass{Name: "QuantizeAttention", Level: compiler.VerifyQuantized, Run: func(g *compiler.Graph) (bool, error) {
-		switch opts.Attention {
-		case "", AttentionFP32:
-			return false, nil
-		case AttentionINT8:
-		default:
-			return false, fmt.Errorf("%w: attention precision %q: want %s or %s", compiler.ErrInvalidRequest, opts.Attention, AttentionFP32, AttentionINT8)
+		a, err := AttentionPrecision(opts.Attention)
+		if err != nil {
+			return false, err
 		}
+		int8 := a == AttentionINT8
 		changed := false
 		for _, n := range g.Nodes {
-			if n.Op != opAttention || compiler.AttentionInt8(n) {
+			if n.Op != opAttention || compiler.AttentionInt8(n) == int8 {
 				continue
 			}
-			n.Attrs["int8"] = compiler.IntAttr(1)
+			if int8 {
+				n.Attrs["int8"] = compiler.IntAttr(1)
+			} else {
+				delete(n.Attrs, "int8")
+			}
 			changed = true
 		}
 		return changed, nil

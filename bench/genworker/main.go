@@ -19,6 +19,7 @@ import (
 
 	"github.com/sqc-dev/sqc/internal/bench"
 	"github.com/sqc-dev/sqc/internal/bench/genworker"
+	"github.com/sqc-dev/sqc/passes"
 )
 
 func main() {
@@ -32,7 +33,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Config, "config", "", "model shape with random weights: one of bench's configs (bert-base, minilm-l6, ...)")
 	fs.Uint64Var(&o.Seed, "seed", bench.DefaultSeed, "random-weight seed, as sqc bench --seed")
 	fs.StringVar(&o.Quant.Passes.Act, "act", "static", "activation quantisation: static or dynamic")
-	fs.StringVar(&o.Quant.Passes.Attention, "attention", "fp32", "attention matmuls: fp32 or int8")
+	fs.StringVar(&o.Quant.Passes.Attention, "attention", passes.AttentionINT8, "attention matmuls: int8 or fp32")
 	fs.IntVar(&o.MaxBatch, "max-batch", genworker.DefaultMaxBatch, "sequences per forward pass of the generated package")
 	fs.IntVar(&o.MaxSeq, "max-seq", genworker.DefaultMaxSeq, "longest sequence of the generated package, in tokens")
 	fs.StringVar(&o.Dir, "out", "", "directory for the module and the binary (new, empty, or an earlier build of genworker's)")
@@ -51,8 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return usage("--config and --out are required")
 	case o.Quant.Passes.Act != "static" && o.Quant.Passes.Act != "dynamic":
 		return usage(fmt.Sprintf("--act %q: want static or dynamic", o.Quant.Passes.Act))
-	case o.Quant.Passes.Attention != "fp32" && o.Quant.Passes.Attention != "int8":
-		return usage(fmt.Sprintf("--attention %q: want fp32 or int8", o.Quant.Passes.Attention))
+	case o.Quant.Passes.Attention != passes.AttentionINT8 && o.Quant.Passes.Attention != passes.AttentionFP32:
+		return usage(fmt.Sprintf("--attention %q: want %s or %s", o.Quant.Passes.Attention, passes.AttentionINT8, passes.AttentionFP32))
 	}
 	o.Repo = *repo
 	if o.Repo == "" {

@@ -31,8 +31,8 @@ activation arena), the peak RSS of warm-up and timed runs, its ratio to
 weights + arena, and the whole process's peak, build included.
 
 With --serve it is a worker for ../shared/bench/peers (coord.py): JSON lines on
-stdin/stdout, modes int8 (fastest kernels), int8-vnni (AMX off) and, unless
---attention int8 is given, int8-attn8 (int8 with INT8 attention).
+stdin/stdout, modes int8 (fastest kernels), int8-vnni (AMX off) and int8-attn32
+(int8 with FP32 attention; with --attention fp32, int8-attn8: with INT8 attention).
 
 --threads also sets GOMAXPROCS, so the process uses at most that many cores.`,
 		Flags: []cli.Flag{

@@ -136,7 +136,7 @@ func TestINT8AccuracyOnSST2(t *testing.T) {
 		act    string
 		bound  float64 // largest |INT8 - FP32| accuracy, in points; < 0: logged only
 		cosine float64
-		attn   string // passes.QuantOptions.Attention ("": FP32)
+		attn   string // passes.QuantOptions.Attention ("": the default, INT8)
 	}
 	configs := []config{
 		// alpha 0 (no smoothing) is shown for comparison, not a default.
@@ -146,9 +146,9 @@ func TestINT8AccuracyOnSST2(t *testing.T) {
 		{"0.5", compiler.QLinearDynamic, 0.2, 0.999, ""},
 		{"auto", compiler.QLinearStatic, 0.3, 0.999, ""},
 		{"auto", compiler.QLinearDynamic, 0.2, 0.999, ""},
-		// INT8 attention on top: the same bars.
-		{"0.5", compiler.QLinearStatic, 0.3, 0.999, passes.AttentionINT8},
-		{"0.5", compiler.QLinearDynamic, 0.2, 0.999, passes.AttentionINT8},
+		// FP32 attention matmuls (--attention fp32): the same bars.
+		{"0.5", compiler.QLinearStatic, 0.3, 0.999, passes.AttentionFP32},
+		{"0.5", compiler.QLinearDynamic, 0.2, 0.999, passes.AttentionFP32},
 	}
 	for _, name := range testmodels.Models {
 		t.Run(name, func(t *testing.T) {
@@ -174,7 +174,7 @@ func TestINT8AccuracyOnSST2(t *testing.T) {
 					got := m.runDev(t, b.int8, ex, len(m.dev))
 					r := compare(output, want, got, m.dev)
 					t.Logf("| %s | %s | %s | attention %s | FP32 %.2f%% | INT8 %.2f%% (%+.2f) | agreement %.2f%% | cosine mean %.6f min %.4f |",
-						name, c.alpha, c.act, cmp.Or(c.attn, passes.AttentionFP32), 100*r.FP32Accuracy, 100*r.INT8Accuracy, r.Difference, 100*r.Agreement, r.MeanCosine, r.MinCosine)
+						name, c.alpha, c.act, cmp.Or(c.attn, passes.AttentionINT8), 100*r.FP32Accuracy, 100*r.INT8Accuracy, r.Difference, 100*r.Agreement, r.MeanCosine, r.MinCosine)
 					if math.Abs(r.FP32Accuracy-m.ref.Accuracy) > 1e-9 {
 						t.Fatalf("FP32 reference accuracy %v, dev.json says %v", r.FP32Accuracy, m.ref.Accuracy)
 					}

@@ -336,16 +336,15 @@ func newInt8Executor(q *compiler.Graph) (ex infer.Executor, close func(), err er
 // attentionCLIFlag is --attention, of every command that builds an INT8
 // graph.
 func attentionCLIFlag() cli.Flag {
-	return &cli.StringFlag{Name: "attention", Value: passes.AttentionFP32,
-		Usage: "attention matmuls: fp32, or int8 (u8 x s8 GEMMs with dynamic scales: meant for AMX and VNNI CPUs, no faster on AVX2-only ones)"}
+	return &cli.StringFlag{Name: "attention", Value: passes.AttentionINT8,
+		Usage: "attention matmuls: int8 (u8 x s8 GEMMs with dynamic scales on the Linears' kernels, bitwise identical on every ISA) or fp32"}
 }
 
 // attentionFlag reads --attention: the precision of the attention matmuls.
 func attentionFlag(c *cli.Context) (string, error) {
-	switch a := c.String("attention"); a {
-	case passes.AttentionFP32, passes.AttentionINT8:
-		return a, nil
-	default:
-		return "", usageError{fmt.Sprintf("--attention %q: want %s or %s", a, passes.AttentionFP32, passes.AttentionINT8)}
+	a, err := passes.AttentionPrecision(c.String("attention"))
+	if err != nil {
+		return "", usageError{fmt.Sprintf("--attention %q: want %s or %s", c.String("attention"), passes.AttentionINT8, passes.AttentionFP32)}
 	}
+	return a, nil
 }

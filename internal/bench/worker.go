@@ -14,11 +14,12 @@ import (
 const (
 	ModeINT8     = "int8"      // fastest INT8 kernels (AMX where allowed)
 	ModeINT8VNNI = "int8-vnni" // INT8 with AMX off: the AVX512-VNNI kernels
-	// ModeINT8Attn8 is ModeINT8 with INT8 attention (sqc.Attention int8 =
-	// 1, --attention int8), offered beside it when the worker's own
-	// quantisation keeps attention in FP32, so that one peer-harness run
-	// times both side by side.
-	ModeINT8Attn8 = "int8-attn8"
+	// ModeINT8AttnFP32 is ModeINT8 with FP32 attention (--attention
+	// fp32), offered beside it when the worker's own quantisation has
+	// INT8 attention (the default), and ModeINT8Attn8 the reverse, so that
+	// one peer-harness run times both side by side.
+	ModeINT8AttnFP32 = "int8-attn32"
+	ModeINT8Attn8    = "int8-attn8"
 )
 
 // WorkerOptions configure NewWorker.
@@ -73,18 +74,12 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 	logf("%s: calibrated on %d x %d random tokens in %.1f s, %d Linears quantised", m.Name, info.CalibSequences, info.CalibSeq, info.Calibration.Seconds(), info.QLinears)
 	w := &Worker{System: "sqc", Model: m, Log: o.Log}
 	engines := map[string]any{}
-	type modeSpec struct {
-		name, isa string
-		graph     *compiler.Graph
-	}
 	modes := []modeSpec{{ModeINT8, "", m.Graph}, {ModeINT8VNNI, "vnni", m.Graph}}
-	if q.Passes.Attention != passes.AttentionINT8 {
-		g := m.Graph.Clone()
-		if err := passes.Run(g, []passes.Pass{passes.QuantizeAttention(passes.QuantOptions{Attention: passes.AttentionINT8})}, passes.Options{}); err != nil {
-			return nil, fmt.Errorf("%s: INT8 attention for mode %s: %w", m.Name, ModeINT8Attn8, err)
-		}
-		modes = append(modes, modeSpec{ModeINT8Attn8, "", g})
+	other, err := otherAttention(m, q)
+	if err != nil {
+		return nil, err
 	}
+	modes = append(modes, other)
 	for _, mode := range modes {
 		e, err := NewINT8(mode.graph, EngineOptions{Threads: o.Threads, ISA: mode.isa})
 		if err != nil {
@@ -130,6 +125,35 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 		return acc, nil
 	}
 	return w, nil
+}
+
+// otherAttention is the worker mode with the attention precision the
+// worker's quantisation q did not choose, on a copy of m's quantised graph
+// that differs in that alone.
+func otherAttention(m *Model, q QuantOptions) (modeSpec, error) {
+	a, err := passes.AttentionPrecision(q.Passes.Attention)
+	if err != nil {
+		return modeSpec{}, err
+	}
+	spec := modeSpec{name: ModeINT8AttnFP32, graph: m.Graph.Clone()}
+	other := passes.AttentionFP32
+	if a == passes.AttentionFP32 {
+		spec.name, other = ModeINT8Attn8, passes.AttentionINT8
+	}
+	// QuantizeAttention is the last pass to read or write the precision,
+	// so setting it on the quantised graph gives the graph the other
+	// precision would have made.
+	if err := passes.Run(spec.graph, []passes.Pass{passes.QuantizeAttention(passes.QuantOptions{Attention: other})}, passes.Options{}); err != nil {
+		return modeSpec{}, fmt.Errorf("%s: %s attention for mode %s: %w", m.Name, other, spec.name, err)
+	}
+	return spec, nil
+}
+
+// modeSpec is a worker mode to build: its name, the ISA cap of its
+// kernels ("": the fastest) and its graph.
+type modeSpec struct {
+	name, isa string
+	graph     *compiler.Graph
 }
 
 // Close closes the worker's engines.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
@@ -24,22 +25,7 @@ func TestWorkerEndToEnd(t *testing.T) {
 	if hasVNNI {
 		want = append(want, ModeINT8VNNI)
 	}
-	want = append(want, ModeINT8Attn8)
-	var names []string
-	for _, m := range w.Modes {
-		names = append(names, m.Name)
-	}
-	if !slices.Equal(names, want) {
-		t.Fatalf("modes %v, want %v", names, want)
-	}
-	// The INT8-attention mode runs the graph whose every Attention has
-	// int8 = 1; the other modes keep the worker's FP32 attention.
-	for _, m := range w.Modes {
-		listing := m.Engine.(*int8Engine).prog.String()
-		if int8Attn := strings.Contains(listing, "nn.AttentionInt8"); int8Attn != (m.Name == ModeINT8Attn8) {
-			t.Errorf("mode %s runs nn.AttentionInt8: %v\n%s", m.Name, int8Attn, listing)
-		}
-	}
+	checkModes(t, w, append(want, ModeINT8AttnFP32), ModeINT8AttnFP32, true)
 	replies := serveScript(t, w,
 		`{"op": "check"}`,
 		`{"op": "run", "mode": "int8", "batch": 2, "seq": 32, "n": 2}`,
@@ -66,6 +52,45 @@ func TestWorkerEndToEnd(t *testing.T) {
 	if _, ok := replies[3]["error"]; !ok {
 		t.Errorf("sequence 600 replied %v, want an error", replies[3])
 	}
+}
+
+// checkModes fails unless w offers the modes want, in order, and each
+// runs INT8 attention (nn.AttentionInt8) exactly when it is the mode other
+// (the other attention precision) xor the worker's default, int8.
+func checkModes(t *testing.T, w *Worker, want []string, other string, int8 bool) {
+	t.Helper()
+	var names []string
+	for _, m := range w.Modes {
+		names = append(names, m.Name)
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("modes %v, want %v", names, want)
+	}
+	for _, m := range w.Modes {
+		listing := m.Engine.(*int8Engine).prog.String()
+		if int8Attn := strings.Contains(listing, "nn.AttentionInt8("); int8Attn != ((m.Name == other) != int8) {
+			t.Errorf("mode %s runs nn.AttentionInt8: %v\n%s", m.Name, int8Attn, listing)
+		}
+	}
+}
+
+// TestWorkerFP32Attention: a worker quantised with FP32 attention offers
+// INT8 attention as its extra mode.
+func TestWorkerFP32Attention(t *testing.T) {
+	q := QuantOptions{}
+	q.Passes.Attention = passes.AttentionFP32
+	w, err := NewWorker(WorkerOptions{Source: Source{Config: "bert-tiny"}, Threads: 1, Quant: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	want := []string{ModeINT8}
+	for _, v := range qgemm.Variants() {
+		if v.ISA == qgemm.ISAVNNI {
+			want = append(want, ModeINT8VNNI)
+		}
+	}
+	checkModes(t, w, append(want, ModeINT8Attn8), ModeINT8Attn8, false)
 }
 
 func TestCosineAndAgreement(t *testing.T) {

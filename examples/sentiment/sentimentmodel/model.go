@@ -179,7 +179,7 @@ type workspace struct {
 
 func (m *Model) newWorkspace() *workspace {
 	ws := &workspace{
-		attn:  make([]float32, nn.AttentionScratchLen(m.pool.Workers(), MaxSequence, maxHeadDim)),
+		attn:  make([]float32, max(nn.AttentionScratchLen(m.pool.Workers(), MaxSequence, maxHeadDim), nn.AttentionInt8ScratchLen(m.pool.Workers(), MaxSequence, maxHeadDim))),
 		ids:   make([]int64, MaxBatch*MaxSequence),
 		mask:  make([]int64, MaxBatch*MaxSequence),
 		types: make([]int64, MaxBatch*MaxSequence),
@@ -204,7 +204,7 @@ func newArena() ([]float32, []uint8, []int32) {
 // are the embedded weights.bin's pages, read in place; elsewhere, decoded copies.
 // Not included: the tokenizer's vocabulary and the Go runtime's own memory.
 func (m *Model) MemoryBytes() int64 {
-	return weightsDecodedBytes + int64(arenaBytes+24*MaxBatch*MaxSequence+4*nn.AttentionScratchLen(m.pool.Workers(), MaxSequence, maxHeadDim))
+	return weightsDecodedBytes + int64(arenaBytes+24*MaxBatch*MaxSequence+4*max(nn.AttentionScratchLen(m.pool.Workers(), MaxSequence, maxHeadDim), nn.AttentionInt8ScratchLen(m.pool.Workers(), MaxSequence, maxHeadDim)))
 }
 
 // Run runs the model on a batch of token id sequences and returns one output entry

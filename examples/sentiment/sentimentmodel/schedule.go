@@ -49,9 +49,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #4 nn.Attention: distilbert.transformer.layer.0.attention.context/Reshape/Attention
+	// #4 nn.AttentionInt8: distilbert.transformer.layer.0.attention.context/Reshape/Attention
 	if offsets != nil {
-		nn.AttentionPacked(m.pool, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], &nn.AttentionDims{
+		nn.AttentionInt8Packed(m.pool, m.gemm, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], &nn.AttentionDims{
 			HeadDim:   64,
 			Heads:     2,
 			KStride:   384,
@@ -61,7 +61,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 			VStride:   384,
 		}, offsets)
 	} else {
-		nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
+		nn.AttentionInt8(m.pool, m.gemm, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
 			Batch:           batch,
 			HeadDim:         64,
 			Heads:           2,
@@ -144,9 +144,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #10 nn.Attention: distilbert.transformer.layer.1.attention.context/Reshape/Attention
+	// #10 nn.AttentionInt8: distilbert.transformer.layer.1.attention.context/Reshape/Attention
 	if offsets != nil {
-		nn.AttentionPacked(m.pool, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], &nn.AttentionDims{
+		nn.AttentionInt8Packed(m.pool, m.gemm, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], &nn.AttentionDims{
 			HeadDim:   64,
 			Heads:     2,
 			KStride:   384,
@@ -156,7 +156,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 			VStride:   384,
 		}, offsets)
 	} else {
-		nn.Attention(m.pool, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
+		nn.AttentionInt8(m.pool, m.gemm, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
 			Batch:           batch,
 			HeadDim:         64,
 			Heads:           2,

@@ -34,6 +34,7 @@ import (
 	"github.com/sqc-dev/sqc/compiler"
 	sqcexec "github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/internal/bench"
+	"github.com/sqc-dev/sqc/passes"
 )
 
 // ModulePath is the module path of the built worker's module. It lies
@@ -222,8 +223,8 @@ func quantSummary(q bench.QuantOptions) string {
 		act = "static"
 	}
 	s := act + " activations, calibrated on random token ids (bench/genworker)"
-	if q.Passes.Attention != "" {
-		s += ", " + q.Passes.Attention + " attention"
+	if a, err := passes.AttentionPrecision(q.Passes.Attention); err == nil {
+		s += ", " + a + " attention"
 	}
 	return s
 }
