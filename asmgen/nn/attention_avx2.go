@@ -51,6 +51,7 @@ func expConstsAVX2() []uint32 {
 func genAttentionAVX2(g *gen) {
 	genAttnScoresAVX2(g)
 	genAttnSoftmaxAVX2(g)
+	genAttnSoftmaxS32AVX2(g)
 	genAttnPVAVX2(g)
 }
 
@@ -126,15 +127,69 @@ func genAttnSoftmaxAVX2(g *gen) {
 	g.Doc("attnSoftmaxAVX2Asm is attnSoftmaxAsm with AVX2: it turns the scores s[j*16+r] (j < sk)",
 		"into softmax numerators and writes their sums to sums[0..15]. maskMode: 0 none,",
 		"1 mask[j] added to every row, 2 mask[j*16+r].")
-	softmaxModes(g, "sm2x", softmaxVariantAVX2, func(sums reg.GPVirtual) {
+	softmaxModes(g, "sm2x", softmaxVariantAVX2, zeroSumsAVX2(g))
+}
+
+// zeroSumsAVX2 returns softmaxModes' zeroSums for the AVX2 softmaxes.
+func zeroSumsAVX2(g *gen) func(sums reg.GPVirtual) {
+	return func(sums reg.GPVirtual) {
 		z := g.YMM()
 		g.ZeroVec(z)
 		g.VMOVUPS(z, operand.Mem{Base: sums})
 		g.VMOVUPS(z, operand.Mem{Base: sums, Disp: 32})
-	})
+	}
+}
+
+// genAttnSoftmaxS32AVX2 emits attnSoftmaxS32AVX2Asm, attnSoftmaxS32Asm on
+// ymm: the s32 scores dequantised as pass 1 reads them, in the order of
+// qgemm's epilogueGo (see genAttnSoftmaxS32), then attnSoftmaxAVX2Asm's
+// arithmetic. The per-query column sums and scales are memory operands:
+// the 16 ymm registers hold the pass's running maxima and temporaries.
+func genAttnSoftmaxS32AVX2(g *gen) {
+	g.Function("attnSoftmaxS32AVX2Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32, c *int32, ldc int, colSum *int32, colScale *float32, rowZP *int32, rowScale *float32)")
+	g.Pragma("noescape")
+	g.Doc("attnSoftmaxS32AVX2Asm is attnSoftmaxS32Asm with AVX2.")
+	variant := func(g *gen, mode int) {
+		c, ldc := g.Load("c"), g.Load("ldc")
+		g.SHLQ(operand.U8(2), ldc) // in bytes
+		zp, rs := g.Load("rowZP"), g.Load("rowScale")
+		colSum, colScale := g.Load("colSum"), g.Load("colScale")
+		softmaxBodyAVX2(g, mode, func(_ reg.GPVirtual, h int) reg.VecVirtual {
+			t, acc, x := g.YMM(), g.YMM(), g.YMM()
+			g.VPBROADCASTD(operand.Mem{Base: zp}, t)
+			g.VPMULLD(operand.Mem{Base: colSum, Disp: 32 * h}, t, t)
+			g.VMOVDQU(operand.Mem{Base: c, Disp: 32 * h}, acc)
+			g.VPSUBD(t, acc, acc)
+			g.VCVTDQ2PS(acc, x) // round to nearest even, as Go's float32(int32)
+			g.VMULPS(operand.Mem{Base: colScale, Disp: 32 * h}, x, x)
+			r := g.YMM()
+			g.VBROADCASTSS(operand.Mem{Base: rs}, r)
+			g.VMULPS(r, x, x)
+			return x
+		}, func() {
+			g.ADDQ(ldc, c)
+			g.ADDQ(operand.U8(4), zp)
+			g.ADDQ(operand.U8(4), rs)
+		})
+	}
+	softmaxModes(g, "sms2x", variant, zeroSumsAVX2(g))
 }
 
 func softmaxVariantAVX2(g *gen, mode int) {
+	softmaxBodyAVX2(g, mode, func(p reg.GPVirtual, h int) reg.VecVirtual {
+		x := g.YMM()
+		g.VMOVUPS(operand.Mem{Base: p, Disp: 32 * h}, x)
+		return x
+	}, func() {})
+}
+
+// softmaxBodyAVX2 emits an AVX2 softmax variant whose scores of key j,
+// half h (lanes 8h..8h+7), come from load, given the pointer to key j's
+// row of s (where pass 1 stores the scaled and masked scores); next moves
+// load's own pointers on to the next key.
+func softmaxBodyAVX2(g *gen, mode int, load func(p reg.GPVirtual, h int) reg.VecVirtual, next func()) {
 	n := g.Load("sk")
 	scale := g.ymmParam("scale")
 	sPtr := g.Load("s")
@@ -149,8 +204,7 @@ func softmaxVariantAVX2(g *gen, mode int) {
 	// scaled loads half h of the key row at p, scales and masks it as
 	// softmaxGo does (float32(s*scale) + mask), stores it back and returns it.
 	scaled := func(p, mp reg.GPVirtual, h int) reg.VecVirtual {
-		x := g.YMM()
-		g.VMOVUPS(operand.Mem{Base: p, Disp: 32 * h}, x)
+		x := load(p, h)
 		g.VMULPS(scale, x, x)
 		switch mode {
 		case maskBroadcast:
@@ -175,6 +229,7 @@ func softmaxVariantAVX2(g *gen, mode int) {
 	loop := g.NewLabel("sm2x_max")
 	g.Label(loop)
 	g.ADDQ(operand.U8(64), p)
+	next()
 	if mp != nil {
 		g.ADDQ(operand.U8(maskStep), mp)
 	}

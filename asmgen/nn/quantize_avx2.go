@@ -18,6 +18,8 @@ func genQuantizeAVX2(g *gen, tab avx2Tables) {
 	genQuantizeU8AVX2(g, tab)
 	genQuantizeRowsU8AVX2(g, tab)
 	genMinMaxAVX2(g)
+	genMinMaxRowsAVX2(g)
+	genAbsMaxColsAVX2(g)
 }
 
 // genQuantizeU8AVX2 emits quantizeU8AVX2Asm: per row, 32 columns per step
@@ -107,6 +109,90 @@ func genMinMaxAVX2(g *gen) {
 	g.Doc("minMaxAVX2Asm returns min(0, min x[0:n]) and max(0, max x[0:n]), NaNs ignored",
 		"(n >= 8, a multiple of 8).")
 	x, n := g.Load("x"), g.Load("n")
+	lo, hi := g.minMaxRowAVX2(x, n)
+	g.Store(lo, g.Return("lo"))
+	g.Store(hi, g.Return("hi"))
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// genMinMaxRowsAVX2 emits minMaxRowsAVX2Asm, minMaxAVX2Asm on many rows in
+// one call (minMaxRowsAsm's AVX2 form: INT8 attention's per-row scales).
+func genMinMaxRowsAVX2(g *gen) {
+	g.Function("minMaxRowsAVX2Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(x *float32, stride int, rows int, n int, lo *float32, hi *float32)")
+	g.Pragma("noescape")
+	g.Doc("minMaxRowsAVX2Asm sets lo[i] = min(0, min row i) and hi[i] = max(0, max row i), NaNs ignored,",
+		"for i < rows, row i being x[i*stride : i*stride+n] (rows >= 1; n >= 8, a multiple of 8).")
+	x, stride, rows, n := g.Load("x"), g.Load("stride"), g.Load("rows"), g.Load("n")
+	loOut, hiOut := g.Load("lo"), g.Load("hi")
+	g.SHLQ(operand.U8(2), stride) // in bytes
+	loop := g.NewLabel("mmr2_row")
+	g.Label(loop)
+	lo, hi := g.minMaxRowAVX2(x, n)
+	g.VMOVSS(lo, operand.Mem{Base: loOut})
+	g.VMOVSS(hi, operand.Mem{Base: hiOut})
+	g.ADDQ(operand.U8(4), loOut)
+	g.ADDQ(operand.U8(4), hiOut)
+	g.ADDQ(stride, x)
+	g.DECQ(rows)
+	g.JNZ(operand.LabelRef(loop))
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// genAbsMaxColsAVX2 emits absMaxColsAVX2Asm, absMaxColsAsm's AVX2 form
+// for whole groups of 8 channels: m[c] = |x| wherever |x| > m[c] (MAXPS
+// with |x| first: a NaN leaves m[c]), over the rows in order, 32 channels
+// per pass down the rows while 32 are left, then 8.
+func genAbsMaxColsAVX2(g *gen) {
+	g.Function("absMaxColsAVX2Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(m *float32, x *float32, stride int, rows int, n int)")
+	g.Pragma("noescape")
+	g.Doc("absMaxColsAVX2Asm sets m[c] = |x[i*stride+c]| wherever that is greater than m[c], for i < rows",
+		"ascending and c < n (rows >= 1; n >= 8, a multiple of 8; NaNs leave m alone).")
+	m, x, stride, rows, n := g.Load("m"), g.Load("x"), g.Load("stride"), g.Load("rows"), g.Load("n")
+	g.SHLQ(operand.U8(2), stride) // in bytes
+	abs := g.YMM()
+	g.VMOVUPS(g.consts.u32x8(0x7fffffff), abs)
+	j := g.GP64()
+	g.XORQ(j, j)
+	pass := func(width int) func() {
+		return func() {
+			acc := make([]reg.VecVirtual, width/8)
+			for u := range acc {
+				acc[u] = g.YMM()
+				g.VMOVUPS(operand.Mem{Base: m, Index: j, Scale: 4, Disp: 32 * u}, acc[u])
+			}
+			row, left := g.GP64(), g.GP64()
+			g.LEAQ(operand.Mem{Base: x, Index: j, Scale: 4}, row)
+			g.MOVQ(rows, left)
+			loop := g.NewLabel("amc2_row")
+			g.Label(loop)
+			for u := range acc {
+				v := g.YMM()
+				g.VANDPS(operand.Mem{Base: row, Disp: 32 * u}, abs, v) // |v|
+				g.VMAXPS(acc[u], v, acc[u])                            // |v| > m ? |v| : m
+			}
+			g.ADDQ(stride, row)
+			g.DECQ(left)
+			g.JNZ(operand.LabelRef(loop))
+			for u := range acc {
+				g.VMOVUPS(acc[u], operand.Mem{Base: m, Index: j, Scale: 4, Disp: 32 * u})
+			}
+		}
+	}
+	steps32Then8(g, j, n, "amc2", pass(32), pass(8))
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// minMaxRowAVX2 emits the scan of the n values at x (n >= 8, a multiple of
+// 8) and returns xmm registers whose lane 0 holds min(0, min x) and
+// max(0, max x).
+func (g *gen) minMaxRowAVX2(x, n reg.GPVirtual) (lo0, hi0 reg.VecVirtual) {
 	var lo, hi [4]reg.VecVirtual
 	for u := range lo {
 		lo[u], hi[u] = g.YMM(), g.YMM()
@@ -132,7 +218,7 @@ func genMinMaxAVX2(g *gen) {
 		g.VMINPS(lo[u], lo[0], lo[0])
 		g.VMAXPS(hi[u], hi[0], hi[0])
 	}
-	out := []string{"lo", "hi"}
+	var out [2]reg.VecVirtual
 	for i, v := range []reg.VecVirtual{lo[0], hi[0]} {
 		minmax := g.VMINPS
 		if i == 1 {
@@ -146,10 +232,9 @@ func genMinMaxAVX2(g *gen) {
 		minmax(t, x4, x4)
 		g.VPSHUFD(operand.U8(1), x4, t) // lane 1
 		minmax(t, x4, x4)
-		g.Store(x4, g.Return(out[i]))
+		out[i] = x4
 	}
-	g.VZEROUPPER()
-	g.RET()
+	return out[0], out[1]
 }
 
 // steps32Then8 emits the column loop of the AVX2 quantisers from column j

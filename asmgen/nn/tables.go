@@ -108,6 +108,7 @@ func genTables(g *gen) {
 	for _, v := range expConstsAVX2() {
 		t.u32x8(v)
 	}
+	t.u32x8(0x7fffffff) // |x| as a bit mask (absMaxColsAVX2Asm)
 	t.frozen = true
 	g.consts = t
 

@@ -14,5 +14,6 @@ func useAVX2Attention(k *kernels) {
 		scores(sB, qB, keys, kStride, sk, d)
 	}
 	k.attnSoftmax = softmaxWith(attnSoftmaxAVX2Asm)
+	k.attnSoftmaxS32 = softmaxS32With(attnSoftmaxS32AVX2Asm)
 	k.attnPV = pvWith(attnPVAVX2Asm, 8) // whole ymm of value columns
 }

@@ -42,7 +42,7 @@ func asmKernels() *kernels {
 		attnTranspose:   transposeAVX512,
 		attnScores:      scoresWith(attnScoresAsm),
 		attnSoftmax:     softmaxWith(attnSoftmaxAsm),
-		attnSoftmaxS32:  softmaxS32AVX512,
+		attnSoftmaxS32:  softmaxS32With(attnSoftmaxS32Asm),
 		attnPV:          pvWith(attnPVAsm, 1),
 		attnScores2:     scores2AVX512, // attention_amd64.go
 		lnStats16:       lnStats16AVX512,
@@ -94,7 +94,9 @@ func transposeAVX512(dst, src []float32, stride, rows, cols int) {
 type (
 	scoresAsmFunc  func(s, qT, k *float32, kStride, sk, d int)
 	softmaxAsmFunc func(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32)
-	pvAsmFunc      func(out *float32, outStride, rows int, p, v *float32, vStride, sk, d int, sums *float32)
+	// softmaxS32AsmFunc is attnSoftmaxS32Asm's, and its AVX2 form's.
+	softmaxS32AsmFunc func(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32, c *int32, ldc int, colSum *int32, colScale *float32, rowZP *int32, rowScale *float32)
+	pvAsmFunc         func(out *float32, outStride, rows int, p, v *float32, vStride, sk, d int, sums *float32)
 )
 
 // scoresWith returns kernels.attnScores on asm.
@@ -136,17 +138,19 @@ func softmaxMaskMode(mask []float32, maskT bool, sk int) int {
 	}
 }
 
-// softmaxS32AVX512 is kernels.attnSoftmaxS32.
-func softmaxS32AVX512(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32, in *s32Scores) {
-	sk = max(sk, 0)
-	need("scores", sT, 1, 0, attnRows*sk)
-	need("s32 scores", in.c, sk, in.ldc, attnRows)
-	need("query column sums", in.colSum, 1, 0, attnRows)
-	need("query scales", in.colScale, 1, 0, attnRows)
-	need("key zero points", in.rowZP, 1, 0, sk)
-	need("key scales", in.rowScale, 1, 0, sk)
-	mode := softmaxMaskMode(mask, maskT, sk)
-	attnSoftmaxS32Asm(ptr(sT), sk, scale, ptr(mask), mode, &sums[0], ptr(in.c), in.ldc, ptr(in.colSum), ptr(in.colScale), ptr(in.rowZP), ptr(in.rowScale))
+// softmaxS32With returns kernels.attnSoftmaxS32 on asm.
+func softmaxS32With(asm softmaxS32AsmFunc) func(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32, in *s32Scores) {
+	return func(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32, in *s32Scores) {
+		sk = max(sk, 0)
+		need("scores", sT, 1, 0, attnRows*sk)
+		need("s32 scores", in.c, sk, in.ldc, attnRows)
+		need("query column sums", in.colSum, 1, 0, attnRows)
+		need("query scales", in.colScale, 1, 0, attnRows)
+		need("key zero points", in.rowZP, 1, 0, sk)
+		need("key scales", in.rowScale, 1, 0, sk)
+		mode := softmaxMaskMode(mask, maskT, sk)
+		asm(ptr(sT), sk, scale, ptr(mask), mode, &sums[0], ptr(in.c), in.ldc, ptr(in.colSum), ptr(in.colScale), ptr(in.rowZP), ptr(in.rowScale))
+	}
 }
 
 // pvWith returns kernels.attnPV on asm, which takes the columns in

@@ -142,7 +142,15 @@ DATA nnConsts<>+560(SB)/4, $0x3f000000
 DATA nnConsts<>+564(SB)/4, $0x3f000000
 DATA nnConsts<>+568(SB)/4, $0x3f000000
 DATA nnConsts<>+572(SB)/4, $0x3f000000
-GLOBL nnConsts<>(SB), RODATA|NOPTR, $576
+DATA nnConsts<>+576(SB)/4, $0x7fffffff
+DATA nnConsts<>+580(SB)/4, $0x7fffffff
+DATA nnConsts<>+584(SB)/4, $0x7fffffff
+DATA nnConsts<>+588(SB)/4, $0x7fffffff
+DATA nnConsts<>+592(SB)/4, $0x7fffffff
+DATA nnConsts<>+596(SB)/4, $0x7fffffff
+DATA nnConsts<>+600(SB)/4, $0x7fffffff
+DATA nnConsts<>+604(SB)/4, $0x7fffffff
+GLOBL nnConsts<>(SB), RODATA|NOPTR, $608
 
 DATA nnColMasks<>+0(SB)/8, $0x0000000000000000
 DATA nnColMasks<>+8(SB)/8, $0x0000000000000001
@@ -7391,6 +7399,520 @@ sm2x_empty_217:
 	VZEROUPPER
 	RET
 
+// func attnSoftmaxS32AVX2Asm(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32, c *int32, ldc int, colSum *int32, colScale *float32, rowZP *int32, rowScale *float32)
+// Requires: AVX, AVX2
+TEXT ·attnSoftmaxS32AVX2Asm(SB), NOSPLIT, $0-96
+	MOVQ         sk+8(FP), AX
+	TESTQ        AX, AX
+	JZ           sms2x_empty_229
+	MOVQ         maskMode+32(FP), AX
+	CMPQ         AX, $0x01
+	JEQ          sms2x_mode1_230
+	CMPQ         AX, $0x02
+	JEQ          sms2x_mode2_231
+	MOVQ         c+48(FP), AX
+	MOVQ         ldc+56(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         rowZP+80(FP), DX
+	MOVQ         rowScale+88(FP), BX
+	MOVQ         colSum+64(FP), SI
+	MOVQ         colScale+72(FP), DI
+	MOVQ         sk+8(FP), R8
+	VBROADCASTSS scale+16(FP), Y0
+	MOVQ         s+0(FP), R9
+	MOVQ         R9, R10
+	MOVQ         R8, R11
+	VPBROADCASTD (DX), Y1
+	VPMULLD      (SI), Y1, Y1
+	VMOVDQU      (AX), Y2
+	VPSUBD       Y1, Y2, Y2
+	VCVTDQ2PS    Y2, Y1
+	VMULPS       (DI), Y1, Y1
+	VBROADCASTSS (BX), Y2
+	VMULPS       Y2, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMOVUPS      Y1, (R10)
+	VPBROADCASTD (DX), Y2
+	VPMULLD      32(SI), Y2, Y2
+	VMOVDQU      32(AX), Y3
+	VPSUBD       Y2, Y3, Y3
+	VCVTDQ2PS    Y3, Y2
+	VMULPS       32(DI), Y2, Y2
+	VBROADCASTSS (BX), Y3
+	VMULPS       Y3, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, 32(R10)
+	DECQ         R11
+	JZ           sm2x_pass2_232
+
+sm2x_max_233:
+	ADDQ         $0x40, R10
+	ADDQ         CX, AX
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, BX
+	VPBROADCASTD (DX), Y3
+	VPMULLD      (SI), Y3, Y3
+	VMOVDQU      (AX), Y4
+	VPSUBD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y3
+	VMULPS       (DI), Y3, Y3
+	VBROADCASTSS (BX), Y4
+	VMULPS       Y4, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (R10)
+	VMAXPS       Y1, Y3, Y1
+	VPBROADCASTD (DX), Y3
+	VPMULLD      32(SI), Y3, Y3
+	VMOVDQU      32(AX), Y4
+	VPSUBD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y3
+	VMULPS       32(DI), Y3, Y3
+	VBROADCASTSS (BX), Y4
+	VMULPS       Y4, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, 32(R10)
+	VMAXPS       Y2, Y3, Y2
+	DECQ         R11
+	JNZ          sm2x_max_233
+
+sm2x_pass2_232:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	MOVQ  R9, R10
+	MOVQ  R8, R11
+
+sm2x_exp_234:
+	VMOVUPS   (R10), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+384(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, (R10)
+	VADDPS    Y5, Y0, Y0
+	VMOVUPS   32(R10), Y4
+	VSUBPS    Y2, Y4, Y4
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+384(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, 32(R10)
+	VADDPS    Y5, Y3, Y3
+	ADDQ      $0x40, R10
+	DECQ      R11
+	JNZ       sm2x_exp_234
+	MOVQ      sums+40(FP), AX
+	VMOVUPS   Y0, (AX)
+	VMOVUPS   Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+sms2x_mode1_230:
+	MOVQ         c+48(FP), AX
+	MOVQ         ldc+56(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         rowZP+80(FP), DX
+	MOVQ         rowScale+88(FP), BX
+	MOVQ         colSum+64(FP), SI
+	MOVQ         colScale+72(FP), DI
+	MOVQ         sk+8(FP), R8
+	VBROADCASTSS scale+16(FP), Y0
+	MOVQ         s+0(FP), R9
+	MOVQ         mask+24(FP), R10
+	MOVQ         R9, R11
+	MOVQ         R8, R12
+	VPBROADCASTD (DX), Y1
+	VPMULLD      (SI), Y1, Y1
+	VMOVDQU      (AX), Y2
+	VPSUBD       Y1, Y2, Y2
+	VCVTDQ2PS    Y2, Y1
+	VMULPS       (DI), Y1, Y1
+	VBROADCASTSS (BX), Y2
+	VMULPS       Y2, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VBROADCASTSS (R10), Y2
+	VADDPS       Y2, Y1, Y1
+	VMOVUPS      Y1, (R11)
+	VPBROADCASTD (DX), Y2
+	VPMULLD      32(SI), Y2, Y2
+	VMOVDQU      32(AX), Y3
+	VPSUBD       Y2, Y3, Y3
+	VCVTDQ2PS    Y3, Y2
+	VMULPS       32(DI), Y2, Y2
+	VBROADCASTSS (BX), Y3
+	VMULPS       Y3, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VBROADCASTSS (R10), Y3
+	VADDPS       Y3, Y2, Y2
+	VMOVUPS      Y2, 32(R11)
+	DECQ         R12
+	JZ           sm2x_pass2_235
+
+sm2x_max_236:
+	ADDQ         $0x40, R11
+	ADDQ         CX, AX
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x04, R10
+	VPBROADCASTD (DX), Y3
+	VPMULLD      (SI), Y3, Y3
+	VMOVDQU      (AX), Y4
+	VPSUBD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y3
+	VMULPS       (DI), Y3, Y3
+	VBROADCASTSS (BX), Y4
+	VMULPS       Y4, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VBROADCASTSS (R10), Y4
+	VADDPS       Y4, Y3, Y3
+	VMOVUPS      Y3, (R11)
+	VMAXPS       Y1, Y3, Y1
+	VPBROADCASTD (DX), Y3
+	VPMULLD      32(SI), Y3, Y3
+	VMOVDQU      32(AX), Y4
+	VPSUBD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y3
+	VMULPS       32(DI), Y3, Y3
+	VBROADCASTSS (BX), Y4
+	VMULPS       Y4, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VBROADCASTSS (R10), Y4
+	VADDPS       Y4, Y3, Y3
+	VMOVUPS      Y3, 32(R11)
+	VMAXPS       Y2, Y3, Y2
+	DECQ         R12
+	JNZ          sm2x_max_236
+
+sm2x_pass2_235:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	MOVQ  R9, R11
+	MOVQ  R8, R12
+
+sm2x_exp_237:
+	VMOVUPS   (R11), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+384(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, (R11)
+	VADDPS    Y5, Y0, Y0
+	VMOVUPS   32(R11), Y4
+	VSUBPS    Y2, Y4, Y4
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+384(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, 32(R11)
+	VADDPS    Y5, Y3, Y3
+	ADDQ      $0x40, R11
+	DECQ      R12
+	JNZ       sm2x_exp_237
+	MOVQ      sums+40(FP), AX
+	VMOVUPS   Y0, (AX)
+	VMOVUPS   Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+sms2x_mode2_231:
+	MOVQ         c+48(FP), AX
+	MOVQ         ldc+56(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         rowZP+80(FP), DX
+	MOVQ         rowScale+88(FP), BX
+	MOVQ         colSum+64(FP), SI
+	MOVQ         colScale+72(FP), DI
+	MOVQ         sk+8(FP), R8
+	VBROADCASTSS scale+16(FP), Y0
+	MOVQ         s+0(FP), R9
+	MOVQ         mask+24(FP), R10
+	MOVQ         R9, R11
+	MOVQ         R8, R12
+	VPBROADCASTD (DX), Y1
+	VPMULLD      (SI), Y1, Y1
+	VMOVDQU      (AX), Y2
+	VPSUBD       Y1, Y2, Y2
+	VCVTDQ2PS    Y2, Y1
+	VMULPS       (DI), Y1, Y1
+	VBROADCASTSS (BX), Y2
+	VMULPS       Y2, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VADDPS       (R10), Y1, Y1
+	VMOVUPS      Y1, (R11)
+	VPBROADCASTD (DX), Y2
+	VPMULLD      32(SI), Y2, Y2
+	VMOVDQU      32(AX), Y3
+	VPSUBD       Y2, Y3, Y3
+	VCVTDQ2PS    Y3, Y2
+	VMULPS       32(DI), Y2, Y2
+	VBROADCASTSS (BX), Y3
+	VMULPS       Y3, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VADDPS       32(R10), Y2, Y2
+	VMOVUPS      Y2, 32(R11)
+	DECQ         R12
+	JZ           sm2x_pass2_238
+
+sm2x_max_239:
+	ADDQ         $0x40, R11
+	ADDQ         CX, AX
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x40, R10
+	VPBROADCASTD (DX), Y3
+	VPMULLD      (SI), Y3, Y3
+	VMOVDQU      (AX), Y4
+	VPSUBD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y3
+	VMULPS       (DI), Y3, Y3
+	VBROADCASTSS (BX), Y4
+	VMULPS       Y4, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VADDPS       (R10), Y3, Y3
+	VMOVUPS      Y3, (R11)
+	VMAXPS       Y1, Y3, Y1
+	VPBROADCASTD (DX), Y3
+	VPMULLD      32(SI), Y3, Y3
+	VMOVDQU      32(AX), Y4
+	VPSUBD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y3
+	VMULPS       32(DI), Y3, Y3
+	VBROADCASTSS (BX), Y4
+	VMULPS       Y4, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VADDPS       32(R10), Y3, Y3
+	VMOVUPS      Y3, 32(R11)
+	VMAXPS       Y2, Y3, Y2
+	DECQ         R12
+	JNZ          sm2x_max_239
+
+sm2x_pass2_238:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	MOVQ  R9, R11
+	MOVQ  R8, R12
+
+sm2x_exp_240:
+	VMOVUPS   (R11), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+384(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, (R11)
+	VADDPS    Y5, Y0, Y0
+	VMOVUPS   32(R11), Y4
+	VSUBPS    Y2, Y4, Y4
+	VMULPS    nnConsts<>+160(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    nnConsts<>+192(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    nnConsts<>+224(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   nnConsts<>+384(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+448(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+480(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+512(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+544(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    nnConsts<>+256(SB), Y5, Y5
+	VPCMPGTD  nnConsts<>+128(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   nnConsts<>+128(SB), Y6, Y6
+	VPADDD    nnConsts<>+128(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y4, Y6
+	VBLENDVPS Y6, nnConsts<>+352(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMOVUPS   Y5, 32(R11)
+	VADDPS    Y5, Y3, Y3
+	ADDQ      $0x40, R11
+	DECQ      R12
+	JNZ       sm2x_exp_240
+	MOVQ      sums+40(FP), AX
+	VMOVUPS   Y0, (AX)
+	VMOVUPS   Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+sms2x_empty_229:
+	MOVQ    sums+40(FP), AX
+	VPXOR   Y0, Y0, Y0
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y0, 32(AX)
+	VZEROUPPER
+	RET
+
 // func attnPVAVX2Asm(out *float32, outStride int, rows int, p *float32, v *float32, vStride int, sk int, d int, sums *float32)
 // Requires: AVX
 TEXT ·attnPVAVX2Asm(SB), NOSPLIT, $0-72
@@ -7399,15 +7921,15 @@ TEXT ·attnPVAVX2Asm(SB), NOSPLIT, $0-72
 	MOVQ  v+32(FP), CX
 	MOVQ  d+56(FP), DX
 
-pv2x_cols_229:
+pv2x_cols_241:
 	CMPQ DX, $0x10
-	JL   pv2x_coltail_230
+	JL   pv2x_coltail_242
 	MOVQ rows+16(FP), SI
 	XORQ BX, BX
 
-pv2x_rows_main_232:
+pv2x_rows_main_244:
 	CMPQ  SI, $0x04
-	JL    pv2x_rows_tail_233
+	JL    pv2x_rows_tail_245
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7423,15 +7945,15 @@ pv2x_rows_main_232:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_234
+	JZ    pv2x_divide_246
 
-pv2x_j_235:
+pv2x_j_247:
 	VMOVUPS      (R8), Y9
 	VMOVUPS      32(R8), Y10
 	VCMPPS       $0x04, (DI), X0, X11
 	VMOVMSKPS    X11, R11
 	CMPL         R11, $0x0f
-	JNE          pv2x_zero_236
+	JNE          pv2x_zero_248
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
@@ -7452,52 +7974,52 @@ pv2x_j_235:
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
-	JMP          pv2x_next_237
+	JMP          pv2x_next_249
 
-pv2x_zero_236:
+pv2x_zero_248:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_238
+	JCC          pv2x_skip_250
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y2, Y2
 
-pv2x_skip_238:
+pv2x_skip_250:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_239
+	JCC          pv2x_skip_251
 	VBROADCASTSS 4(DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y3, Y3
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y4, Y4
 
-pv2x_skip_239:
+pv2x_skip_251:
 	BTL          $0x02, R11
-	JCC          pv2x_skip_240
+	JCC          pv2x_skip_252
 	VBROADCASTSS 8(DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y5, Y5
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y6, Y6
 
-pv2x_skip_240:
+pv2x_skip_252:
 	BTL          $0x03, R11
-	JCC          pv2x_skip_241
+	JCC          pv2x_skip_253
 	VBROADCASTSS 12(DI), Y11
 	VMULPS       Y9, Y11, Y9
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
 
-pv2x_skip_241:
-pv2x_next_237:
+pv2x_skip_253:
+pv2x_next_249:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_235
+	JNZ  pv2x_j_247
 
-pv2x_divide_234:
+pv2x_divide_246:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7530,11 +8052,11 @@ pv2x_divide_234:
 	VMOVUPS      Y8, 32(R8)
 	ADDQ         $0x04, BX
 	SUBQ         $0x04, SI
-	JMP          pv2x_rows_main_232
+	JMP          pv2x_rows_main_244
 
-pv2x_rows_tail_233:
+pv2x_rows_tail_245:
 	CMPQ  SI, $0x02
-	JL    pv2x_rows_skip_242
+	JL    pv2x_rows_skip_254
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7546,16 +8068,16 @@ pv2x_rows_tail_233:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_243
+	JZ    pv2x_divide_255
 
-pv2x_j_244:
+pv2x_j_256:
 	VMOVUPS      (R8), Y5
 	VMOVUPS      32(R8), Y6
 	VMOVQ        (DI), X7
 	VCMPPS       $0x04, X7, X0, X7
 	VMOVMSKPS    X7, R11
 	CMPL         R11, $0x03
-	JNE          pv2x_zero_245
+	JNE          pv2x_zero_257
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
@@ -7566,34 +8088,34 @@ pv2x_j_244:
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_246
+	JMP          pv2x_next_258
 
-pv2x_zero_245:
+pv2x_zero_257:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_247
+	JCC          pv2x_skip_259
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VADDPS       Y7, Y2, Y2
 
-pv2x_skip_247:
+pv2x_skip_259:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_248
+	JCC          pv2x_skip_260
 	VBROADCASTSS 4(DI), Y7
 	VMULPS       Y5, Y7, Y5
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_248:
-pv2x_next_246:
+pv2x_skip_260:
+pv2x_next_258:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_244
+	JNZ  pv2x_j_256
 
-pv2x_divide_243:
+pv2x_divide_255:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7615,9 +8137,9 @@ pv2x_divide_243:
 	ADDQ         $0x02, BX
 	SUBQ         $0x02, SI
 
-pv2x_rows_skip_242:
+pv2x_rows_skip_254:
 	CMPQ  SI, $0x01
-	JL    pv2x_rows_skip_249
+	JL    pv2x_rows_skip_261
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R9
@@ -7627,40 +8149,40 @@ pv2x_rows_skip_242:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_250
+	JZ    pv2x_divide_262
 
-pv2x_j_251:
+pv2x_j_263:
 	VMOVUPS      (R8), Y3
 	VMOVUPS      32(R8), Y4
 	VMOVSS       (DI), X5
 	VCMPPS       $0x04, X5, X0, X5
 	VMOVMSKPS    X5, R11
 	CMPL         R11, $0x01
-	JNE          pv2x_zero_252
+	JNE          pv2x_zero_264
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_253
+	JMP          pv2x_next_265
 
-pv2x_zero_252:
+pv2x_zero_264:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_254
+	JCC          pv2x_skip_266
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_254:
-pv2x_next_253:
+pv2x_skip_266:
+pv2x_next_265:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_251
+	JNZ  pv2x_j_263
 
-pv2x_divide_250:
+pv2x_divide_262:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7676,21 +8198,21 @@ pv2x_divide_250:
 	ADDQ         $0x01, BX
 	SUBQ         $0x01, SI
 
-pv2x_rows_skip_249:
+pv2x_rows_skip_261:
 	ADDQ $0x00000040, AX
 	ADDQ $0x00000040, CX
 	SUBQ $0x10, DX
-	JMP  pv2x_cols_229
+	JMP  pv2x_cols_241
 
-pv2x_coltail_230:
+pv2x_coltail_242:
 	TESTQ DX, DX
-	JZ    pv2x_done_231
+	JZ    pv2x_done_243
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv2x_rows_main_255:
+pv2x_rows_main_267:
 	CMPQ  BX, $0x04
-	JL    pv2x_rows_tail_256
+	JL    pv2x_rows_tail_268
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7702,14 +8224,14 @@ pv2x_rows_main_255:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_257
+	JZ    pv2x_divide_269
 
-pv2x_j_258:
+pv2x_j_270:
 	VMOVUPS      (DI), Y5
 	VCMPPS       $0x04, (SI), X0, X6
 	VMOVMSKPS    X6, R10
 	CMPL         R10, $0x0f
-	JNE          pv2x_zero_259
+	JNE          pv2x_zero_271
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
@@ -7722,44 +8244,44 @@ pv2x_j_258:
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_260
+	JMP          pv2x_next_272
 
-pv2x_zero_259:
+pv2x_zero_271:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_261
+	JCC          pv2x_skip_273
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
 
-pv2x_skip_261:
+pv2x_skip_273:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_262
+	JCC          pv2x_skip_274
 	VBROADCASTSS 4(SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y2, Y2
 
-pv2x_skip_262:
+pv2x_skip_274:
 	BTL          $0x02, R10
-	JCC          pv2x_skip_263
+	JCC          pv2x_skip_275
 	VBROADCASTSS 8(SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y3, Y3
 
-pv2x_skip_263:
+pv2x_skip_275:
 	BTL          $0x03, R10
-	JCC          pv2x_skip_264
+	JCC          pv2x_skip_276
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_264:
-pv2x_next_260:
+pv2x_skip_276:
+pv2x_next_272:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_258
+	JNZ  pv2x_j_270
 
-pv2x_divide_257:
+pv2x_divide_269:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -7784,11 +8306,11 @@ pv2x_divide_257:
 	VMOVUPS      Y4, (DI)
 	ADDQ         $0x04, DX
 	SUBQ         $0x04, BX
-	JMP          pv2x_rows_main_255
+	JMP          pv2x_rows_main_267
 
-pv2x_rows_tail_256:
+pv2x_rows_tail_268:
 	CMPQ  BX, $0x02
-	JL    pv2x_rows_skip_265
+	JL    pv2x_rows_skip_277
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R8
@@ -7798,45 +8320,45 @@ pv2x_rows_tail_256:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_266
+	JZ    pv2x_divide_278
 
-pv2x_j_267:
+pv2x_j_279:
 	VMOVUPS      (DI), Y3
 	VMOVQ        (SI), X4
 	VCMPPS       $0x04, X4, X0, X4
 	VMOVMSKPS    X4, R10
 	CMPL         R10, $0x03
-	JNE          pv2x_zero_268
+	JNE          pv2x_zero_280
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_269
+	JMP          pv2x_next_281
 
-pv2x_zero_268:
+pv2x_zero_280:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_270
+	JCC          pv2x_skip_282
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 
-pv2x_skip_270:
+pv2x_skip_282:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_271
+	JCC          pv2x_skip_283
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_271:
-pv2x_next_269:
+pv2x_skip_283:
+pv2x_next_281:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_267
+	JNZ  pv2x_j_279
 
-pv2x_divide_266:
+pv2x_divide_278:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -7854,9 +8376,9 @@ pv2x_divide_266:
 	ADDQ         $0x02, DX
 	SUBQ         $0x02, BX
 
-pv2x_rows_skip_265:
+pv2x_rows_skip_277:
 	CMPQ  BX, $0x01
-	JL    pv2x_rows_skip_272
+	JL    pv2x_rows_skip_284
 	VPXOR Y1, Y1, Y1
 	MOVQ  sk+48(FP), DI
 	MOVQ  p+24(FP), SI
@@ -7864,35 +8386,35 @@ pv2x_rows_skip_265:
 	MOVQ  vStride+40(FP), R8
 	SHLQ  $0x02, R8
 	TESTQ DI, DI
-	JZ    pv2x_divide_273
+	JZ    pv2x_divide_285
 
-pv2x_j_274:
+pv2x_j_286:
 	VMOVUPS      (CX), Y2
 	VMOVSS       (SI), X3
 	VCMPPS       $0x04, X3, X0, X3
 	VMOVMSKPS    X3, R9
 	CMPL         R9, $0x01
-	JNE          pv2x_zero_275
+	JNE          pv2x_zero_287
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
-	JMP          pv2x_next_276
+	JMP          pv2x_next_288
 
-pv2x_zero_275:
+pv2x_zero_287:
 	BTL          $0x00, R9
-	JCC          pv2x_skip_277
+	JCC          pv2x_skip_289
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
 
-pv2x_skip_277:
-pv2x_next_276:
+pv2x_skip_289:
+pv2x_next_288:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv2x_j_274
+	JNZ  pv2x_j_286
 
-pv2x_divide_273:
+pv2x_divide_285:
 	MOVQ         sums+64(FP), CX
 	MOVQ         outStride+8(FP), DI
 	SHLQ         $0x02, DI
@@ -7906,8 +8428,8 @@ pv2x_divide_273:
 	ADDQ         $0x01, DX
 	SUBQ         $0x01, BX
 
-pv2x_rows_skip_272:
-pv2x_done_231:
+pv2x_rows_skip_284:
+pv2x_done_243:
 	VZEROUPPER
 	RET
 
@@ -7951,9 +8473,9 @@ TEXT ·lnStats16AVX2Asm(SB), NOSPLIT, $0-56
 	MOVQ  x+0(FP), BX
 	MOVQ  n+16(FP), SI
 
-lns2_cols_278:
+lns2_cols_290:
 	CMPQ         SI, $0x08
-	JL           lns2_tail_279
+	JL           lns2_tail_291
 	VMOVUPS      (BX), Y4
 	VMOVUPS      (BX)(AX*1), Y5
 	VMOVUPS      (BX)(AX*2), Y6
@@ -8087,11 +8609,11 @@ lns2_cols_278:
 	VADDPD       Y4, Y3, Y3
 	ADDQ         $0x20, BX
 	SUBQ         $0x08, SI
-	JMP          lns2_cols_278
+	JMP          lns2_cols_290
 
-lns2_tail_279:
+lns2_tail_291:
 	TESTQ        SI, SI
-	JZ           lns2_done_280
+	JZ           lns2_done_292
 	MOVQ         $0x00000008, DI
 	SUBQ         SI, DI
 	LEAQ         nnAVX2Lanes<>+0(SB), R8
@@ -8111,39 +8633,39 @@ lns2_tail_279:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_285
+	JLE          lns2_group_297
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_285
+	JLE          lns2_group_297
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_285
+	JLE          lns2_group_297
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_285
+	JLE          lns2_group_297
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_285
+	JLE          lns2_group_297
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_285
+	JLE          lns2_group_297
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_285
+	JLE          lns2_group_297
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y0, Y0
 
-lns2_group_285:
+lns2_group_297:
 	LEAQ         (BX)(AX*4), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -8160,39 +8682,39 @@ lns2_group_285:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_286
+	JLE          lns2_group_298
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_286
+	JLE          lns2_group_298
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_286
+	JLE          lns2_group_298
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_286
+	JLE          lns2_group_298
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_286
+	JLE          lns2_group_298
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_286
+	JLE          lns2_group_298
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_286
+	JLE          lns2_group_298
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y1, Y1
 
-lns2_group_286:
+lns2_group_298:
 	LEAQ         (BX)(AX*8), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -8209,39 +8731,39 @@ lns2_group_286:
 	VCVTPS2PD    X8, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_287
+	JLE          lns2_group_299
 	VCVTPS2PD    X6, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_287
+	JLE          lns2_group_299
 	VCVTPS2PD    X9, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_287
+	JLE          lns2_group_299
 	VCVTPS2PD    X5, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_287
+	JLE          lns2_group_299
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_287
+	JLE          lns2_group_299
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_287
+	JLE          lns2_group_299
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_287
+	JLE          lns2_group_299
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y2, Y2
 
-lns2_group_287:
+lns2_group_299:
 	LEAQ         (BX)(CX*4), BX
 	VMASKMOVPS   (BX), Y4, Y5
 	VMASKMOVPS   (BX)(AX*1), Y4, Y6
@@ -8258,40 +8780,40 @@ lns2_group_287:
 	VCVTPS2PD    X7, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_288
+	JLE          lns2_group_300
 	VCVTPS2PD    X6, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_288
+	JLE          lns2_group_300
 	VCVTPS2PD    X8, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_288
+	JLE          lns2_group_300
 	VCVTPS2PD    X4, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_288
+	JLE          lns2_group_300
 	VEXTRACTF128 $0x01, Y7, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_288
+	JLE          lns2_group_300
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_288
+	JLE          lns2_group_300
 	VEXTRACTF128 $0x01, Y8, X5
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_288
+	JLE          lns2_group_300
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
 	VADDPD       Y4, Y3, Y3
 
-lns2_group_288:
-lns2_done_280:
+lns2_group_300:
+lns2_done_292:
 	VBROADCASTSD count+24(FP), Y4
 	VDIVPD       Y4, Y0, Y0
 	VMOVUPD      Y0, (DX)
@@ -8308,9 +8830,9 @@ lns2_done_280:
 	MOVQ         x+0(FP), BX
 	MOVQ         n+16(FP), SI
 
-lns2_cols_289:
+lns2_cols_301:
 	CMPQ         SI, $0x08
-	JL           lns2_tail_290
+	JL           lns2_tail_302
 	VMOVUPS      (BX), Y4
 	VMOVUPS      (BX)(AX*1), Y5
 	VMOVUPS      (BX)(AX*2), Y6
@@ -8508,11 +9030,11 @@ lns2_cols_289:
 	VADDPD       Y4, Y3, Y3
 	ADDQ         $0x20, BX
 	SUBQ         $0x08, SI
-	JMP          lns2_cols_289
+	JMP          lns2_cols_301
 
-lns2_tail_290:
+lns2_tail_302:
 	TESTQ        SI, SI
-	JZ           lns2_done_291
+	JZ           lns2_done_303
 	MOVQ         $0x00000008, DI
 	SUBQ         SI, DI
 	LEAQ         nnAVX2Lanes<>+0(SB), R8
@@ -8534,53 +9056,53 @@ lns2_tail_290:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_296
+	JLE          lns2_group_308
 	VCVTPS2PD    X6, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_296
+	JLE          lns2_group_308
 	VCVTPS2PD    X9, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_296
+	JLE          lns2_group_308
 	VCVTPS2PD    X5, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_296
+	JLE          lns2_group_308
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       (DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y0, Y0
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_296
+	JLE          lns2_group_308
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       (DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_296
+	JLE          lns2_group_308
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       (DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y0, Y0
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_296
+	JLE          lns2_group_308
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       (DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y0, Y0
 
-lns2_group_296:
+lns2_group_308:
 	LEAQ         (BX)(AX*4), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -8599,53 +9121,53 @@ lns2_group_296:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_297
+	JLE          lns2_group_309
 	VCVTPS2PD    X6, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_297
+	JLE          lns2_group_309
 	VCVTPS2PD    X9, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_297
+	JLE          lns2_group_309
 	VCVTPS2PD    X5, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_297
+	JLE          lns2_group_309
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       32(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y1, Y1
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_297
+	JLE          lns2_group_309
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       32(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_297
+	JLE          lns2_group_309
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       32(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y1, Y1
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_297
+	JLE          lns2_group_309
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       32(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y1, Y1
 
-lns2_group_297:
+lns2_group_309:
 	LEAQ         (BX)(AX*8), DI
 	VMASKMOVPS   (DI), Y4, Y5
 	VMASKMOVPS   (DI)(AX*1), Y4, Y6
@@ -8664,53 +9186,53 @@ lns2_group_297:
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_298
+	JLE          lns2_group_310
 	VCVTPS2PD    X6, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_298
+	JLE          lns2_group_310
 	VCVTPS2PD    X9, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_298
+	JLE          lns2_group_310
 	VCVTPS2PD    X5, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_298
+	JLE          lns2_group_310
 	VEXTRACTF128 $0x01, Y8, X7
 	VCVTPS2PD    X7, Y7
 	VSUBPD       64(DX), Y7, Y7
 	VMULPD       Y7, Y7, Y7
 	VADDPD       Y7, Y2, Y2
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_298
+	JLE          lns2_group_310
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       64(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_298
+	JLE          lns2_group_310
 	VEXTRACTF128 $0x01, Y9, X6
 	VCVTPS2PD    X6, Y6
 	VSUBPD       64(DX), Y6, Y6
 	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y2, Y2
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_298
+	JLE          lns2_group_310
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       64(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y2, Y2
 
-lns2_group_298:
+lns2_group_310:
 	LEAQ         (BX)(CX*4), BX
 	VMASKMOVPS   (BX), Y4, Y5
 	VMASKMOVPS   (BX)(AX*1), Y4, Y6
@@ -8729,54 +9251,54 @@ lns2_group_298:
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000001
-	JLE          lns2_group_299
+	JLE          lns2_group_311
 	VCVTPS2PD    X6, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000002
-	JLE          lns2_group_299
+	JLE          lns2_group_311
 	VCVTPS2PD    X8, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000003
-	JLE          lns2_group_299
+	JLE          lns2_group_311
 	VCVTPS2PD    X4, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000004
-	JLE          lns2_group_299
+	JLE          lns2_group_311
 	VEXTRACTF128 $0x01, Y7, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000005
-	JLE          lns2_group_299
+	JLE          lns2_group_311
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000006
-	JLE          lns2_group_299
+	JLE          lns2_group_311
 	VEXTRACTF128 $0x01, Y8, X5
 	VCVTPS2PD    X5, Y5
 	VSUBPD       96(DX), Y5, Y5
 	VMULPD       Y5, Y5, Y5
 	VADDPD       Y5, Y3, Y3
 	CMPQ         SI, $0x00000007
-	JLE          lns2_group_299
+	JLE          lns2_group_311
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
 	VSUBPD       96(DX), Y4, Y4
 	VMULPD       Y4, Y4, Y4
 	VADDPD       Y4, Y3, Y3
 
-lns2_group_299:
-lns2_done_291:
+lns2_group_311:
+lns2_done_303:
 	VBROADCASTSD count+24(FP), Y4
 	VBROADCASTSD eps+32(FP), Y5
 	VBROADCASTSD nnConsts<>+0(SB), Y6
@@ -8809,20 +9331,20 @@ lns2_done_291:
 TEXT ·lnNormAVX2Asm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn2_variant_300
+	JEQ  lnn2_variant_312
 	CMPQ AX, $0x04
-	JEQ  lnn2_variant_301
+	JEQ  lnn2_variant_313
 	CMPQ AX, $0x06
-	JEQ  lnn2_variant_302
+	JEQ  lnn2_variant_314
 	CMPQ AX, $0x03
-	JEQ  lnn2_variant_303
+	JEQ  lnn2_variant_315
 	CMPQ AX, $0x05
-	JEQ  lnn2_variant_304
+	JEQ  lnn2_variant_316
 	CMPQ AX, $0x07
-	JEQ  lnn2_variant_305
+	JEQ  lnn2_variant_317
 	RET
 
-lnn2_variant_300:
+lnn2_variant_312:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8831,7 +9353,7 @@ lnn2_variant_300:
 	MOVQ         y+0(FP), BX
 	XORQ         SI, SI
 
-lnn2_loop_306:
+lnn2_loop_318:
 	VCVTPS2PD  (AX)(SI*4), Y2
 	VSUBPD     Y0, Y2, Y2
 	VMULPD     Y1, Y2, Y2
@@ -8848,11 +9370,11 @@ lnn2_loop_306:
 	VMOVUPS    X2, 16(BX)(SI*4)
 	ADDQ       $0x08, SI
 	CMPQ       SI, DX
-	JL         lnn2_loop_306
+	JL         lnn2_loop_318
 	VZEROUPPER
 	RET
 
-lnn2_variant_301:
+lnn2_variant_313:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8867,7 +9389,7 @@ lnn2_variant_301:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         SI, SI
 
-lnn2_loop_307:
+lnn2_loop_319:
 	VCVTPS2PD    (AX)(SI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8892,11 +9414,11 @@ lnn2_loop_307:
 	VMOVQ        X6, (BX)(SI*1)
 	ADDQ         $0x08, SI
 	CMPQ         SI, DX
-	JL           lnn2_loop_307
+	JL           lnn2_loop_319
 	VZEROUPPER
 	RET
 
-lnn2_variant_302:
+lnn2_variant_314:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8912,7 +9434,7 @@ lnn2_variant_302:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         DI, DI
 
-lnn2_loop_308:
+lnn2_loop_320:
 	VCVTPS2PD    (AX)(DI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -8939,11 +9461,11 @@ lnn2_loop_308:
 	VMOVQ        X6, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_308
+	JL           lnn2_loop_320
 	VZEROUPPER
 	RET
 
-lnn2_variant_303:
+lnn2_variant_315:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8953,7 +9475,7 @@ lnn2_variant_303:
 	MOVQ         y+0(FP), SI
 	XORQ         DI, DI
 
-lnn2_loop_309:
+lnn2_loop_321:
 	VCVTPS2PD  (AX)(DI*4), Y2
 	VSUBPD     Y0, Y2, Y2
 	VMULPD     Y1, Y2, Y2
@@ -8974,11 +9496,11 @@ lnn2_loop_309:
 	VMOVUPS    X2, 16(SI)(DI*4)
 	ADDQ       $0x08, DI
 	CMPQ       DI, DX
-	JL         lnn2_loop_309
+	JL         lnn2_loop_321
 	VZEROUPPER
 	RET
 
-lnn2_variant_304:
+lnn2_variant_316:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -8994,7 +9516,7 @@ lnn2_variant_304:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         DI, DI
 
-lnn2_loop_310:
+lnn2_loop_322:
 	VCVTPS2PD    (AX)(DI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -9023,11 +9545,11 @@ lnn2_loop_310:
 	VMOVQ        X6, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_310
+	JL           lnn2_loop_322
 	VZEROUPPER
 	RET
 
-lnn2_variant_305:
+lnn2_variant_317:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -9044,7 +9566,7 @@ lnn2_variant_305:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R8, R8
 
-lnn2_loop_311:
+lnn2_loop_323:
 	VCVTPS2PD    (AX)(R8*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -9075,7 +9597,7 @@ lnn2_loop_311:
 	VMOVQ        X6, (DI)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, DX
-	JL           lnn2_loop_311
+	JL           lnn2_loop_323
 	VZEROUPPER
 	RET
 
@@ -9084,7 +9606,7 @@ lnn2_loop_311:
 TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd2_beta_312
+	JEQ          lnd2_beta_324
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -9101,7 +9623,7 @@ TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R8, R8
 
-lnd2_loop_313:
+lnd2_loop_325:
 	VCVTPS2PD    (AX)(R8*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -9134,11 +9656,11 @@ lnd2_loop_313:
 	VMOVQ        X6, (BX)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, CX
-	JL           lnd2_loop_313
+	JL           lnd2_loop_325
 	VZEROUPPER
 	RET
 
-lnd2_beta_312:
+lnd2_beta_324:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -9157,7 +9679,7 @@ lnd2_beta_312:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R10, R10
 
-lnd2_loop_314:
+lnd2_loop_326:
 	VCVTPS2PD    (AX)(R10*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -9198,7 +9720,7 @@ lnd2_loop_314:
 	VMOVQ        X6, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, CX
-	JL           lnd2_loop_314
+	JL           lnd2_loop_326
 	VZEROUPPER
 	RET
 
@@ -9220,14 +9742,14 @@ TEXT ·quantizeU8AVX2Asm(SB), NOSPLIT, $0-56
 	SHLQ         $0x02, SI
 	MOVQ         dstStride+8(FP), DI
 
-q2_row_315:
+q2_row_327:
 	XORQ R8, R8
 
-q2_wide_316:
+q2_wide_328:
 	MOVQ      BX, R9
 	SUBQ      R8, R9
 	CMPQ      R9, $0x20
-	JL        q2_narrow_317
+	JL        q2_narrow_329
 	VMOVUPS   (CX)(R8*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -9258,11 +9780,11 @@ q2_wide_316:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (AX)(R8*1)
 	ADDQ      $0x20, R8
-	JMP       q2_wide_316
+	JMP       q2_wide_328
 
-q2_narrow_317:
+q2_narrow_329:
 	CMPQ         R8, BX
-	JGE          q2_done_318
+	JGE          q2_done_330
 	VMOVUPS      (CX)(R8*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -9274,13 +9796,13 @@ q2_narrow_317:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (AX)(R8*1)
 	ADDQ         $0x08, R8
-	JMP          q2_narrow_317
+	JMP          q2_narrow_329
 
-q2_done_318:
+q2_done_330:
 	ADDQ SI, CX
 	ADDQ DI, AX
 	DECQ DX
-	JNZ  q2_row_315
+	JNZ  q2_row_327
 	VZEROUPPER
 	RET
 
@@ -9300,7 +9822,7 @@ TEXT ·quantizeRowsU8AVX2Asm(SB), NOSPLIT, $0-64
 	SHLQ         $0x02, R8
 	MOVQ         dstStride+8(FP), R9
 
-q2_row_319:
+q2_row_331:
 	VMOVSS       nnConsts<>+12(SB), X0
 	VDIVSS       (AX), X0, X0
 	VBROADCASTSS X0, Y0
@@ -9309,11 +9831,11 @@ q2_row_319:
 	ADDQ         $0x04, CX
 	XORQ         R10, R10
 
-q2_wide_320:
+q2_wide_332:
 	MOVQ      DI, R11
 	SUBQ      R10, R11
 	CMPQ      R11, $0x20
-	JL        q2_narrow_321
+	JL        q2_narrow_333
 	VMOVUPS   (BX)(R10*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -9344,11 +9866,11 @@ q2_wide_320:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (DX)(R10*1)
 	ADDQ      $0x20, R10
-	JMP       q2_wide_320
+	JMP       q2_wide_332
 
-q2_narrow_321:
+q2_narrow_333:
 	CMPQ         R10, DI
-	JGE          q2_done_322
+	JGE          q2_done_334
 	VMOVUPS      (BX)(R10*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -9360,13 +9882,13 @@ q2_narrow_321:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (DX)(R10*1)
 	ADDQ         $0x08, R10
-	JMP          q2_narrow_321
+	JMP          q2_narrow_333
 
-q2_done_322:
+q2_done_334:
 	ADDQ R8, BX
 	ADDQ R9, DX
 	DECQ SI
-	JNZ  q2_row_319
+	JNZ  q2_row_331
 	VZEROUPPER
 	RET
 
@@ -9385,11 +9907,11 @@ TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
 	VPXOR Y7, Y7, Y7
 	XORQ  DX, DX
 
-mm2_wide_323:
+mm2_wide_335:
 	MOVQ    CX, BX
 	SUBQ    DX, BX
 	CMPQ    BX, $0x20
-	JL      mm2_narrow_324
+	JL      mm2_narrow_336
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -9403,18 +9925,18 @@ mm2_wide_323:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, DX
-	JMP     mm2_wide_323
+	JMP     mm2_wide_335
 
-mm2_narrow_324:
+mm2_narrow_336:
 	CMPQ    DX, CX
-	JGE     mm2_done_325
+	JGE     mm2_done_337
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, DX
-	JMP     mm2_narrow_324
+	JMP     mm2_narrow_336
 
-mm2_done_325:
+mm2_done_337:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -9427,14 +9949,158 @@ mm2_done_325:
 	VMINPS       X0, X2, X2
 	VPSHUFD      $0x01, X2, X0
 	VMINPS       X0, X2, X2
-	MOVSS        X2, lo+16(FP)
 	VEXTRACTF128 $0x01, Y1, X0
 	VMAXPS       X0, X1, X0
 	VMOVHLPS     X0, X0, X1
 	VMAXPS       X1, X0, X0
 	VPSHUFD      $0x01, X0, X1
 	VMAXPS       X1, X0, X0
+	MOVSS        X2, lo+16(FP)
 	MOVSS        X0, hi+20(FP)
+	VZEROUPPER
+	RET
+
+// func minMaxRowsAVX2Asm(x *float32, stride int, rows int, n int, lo *float32, hi *float32)
+// Requires: AVX
+TEXT ·minMaxRowsAVX2Asm(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ stride+8(FP), CX
+	MOVQ rows+16(FP), DX
+	MOVQ n+24(FP), BX
+	MOVQ lo+32(FP), SI
+	MOVQ hi+40(FP), DI
+	SHLQ $0x02, CX
+
+mmr2_row_338:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	XORQ  R8, R8
+
+mm2_wide_339:
+	MOVQ    BX, R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x20
+	JL      mm2_narrow_340
+	VMOVUPS (AX)(R8*4), Y8
+	VMINPS  Y0, Y8, Y0
+	VMAXPS  Y1, Y8, Y1
+	VMOVUPS 32(AX)(R8*4), Y8
+	VMINPS  Y2, Y8, Y2
+	VMAXPS  Y3, Y8, Y3
+	VMOVUPS 64(AX)(R8*4), Y8
+	VMINPS  Y4, Y8, Y4
+	VMAXPS  Y5, Y8, Y5
+	VMOVUPS 96(AX)(R8*4), Y8
+	VMINPS  Y6, Y8, Y6
+	VMAXPS  Y7, Y8, Y7
+	ADDQ    $0x20, R8
+	JMP     mm2_wide_339
+
+mm2_narrow_340:
+	CMPQ    R8, BX
+	JGE     mm2_done_341
+	VMOVUPS (AX)(R8*4), Y8
+	VMINPS  Y0, Y8, Y0
+	VMAXPS  Y1, Y8, Y1
+	ADDQ    $0x08, R8
+	JMP     mm2_narrow_340
+
+mm2_done_341:
+	VMINPS       Y2, Y0, Y0
+	VMAXPS       Y3, Y1, Y1
+	VMINPS       Y4, Y0, Y0
+	VMAXPS       Y5, Y1, Y1
+	VMINPS       Y6, Y0, Y0
+	VMAXPS       Y7, Y1, Y1
+	VEXTRACTF128 $0x01, Y0, X2
+	VMINPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VMINPS       X0, X2, X2
+	VPSHUFD      $0x01, X2, X0
+	VMINPS       X0, X2, X2
+	VEXTRACTF128 $0x01, Y1, X0
+	VMAXPS       X0, X1, X0
+	VMOVHLPS     X0, X0, X1
+	VMAXPS       X1, X0, X0
+	VPSHUFD      $0x01, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSS       X2, (SI)
+	VMOVSS       X0, (DI)
+	ADDQ         $0x04, SI
+	ADDQ         $0x04, DI
+	ADDQ         CX, AX
+	DECQ         DX
+	JNZ          mmr2_row_338
+	VZEROUPPER
+	RET
+
+// func absMaxColsAVX2Asm(m *float32, x *float32, stride int, rows int, n int)
+// Requires: AVX
+TEXT ·absMaxColsAVX2Asm(SB), NOSPLIT, $0-40
+	MOVQ    m+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    stride+16(FP), DX
+	MOVQ    rows+24(FP), BX
+	MOVQ    n+32(FP), SI
+	SHLQ    $0x02, DX
+	VMOVUPS nnConsts<>+576(SB), Y0
+	XORQ    DI, DI
+
+amc2_wide_342:
+	MOVQ    SI, R8
+	SUBQ    DI, R8
+	CMPQ    R8, $0x20
+	JL      amc2_narrow_343
+	VMOVUPS (AX)(DI*4), Y1
+	VMOVUPS 32(AX)(DI*4), Y2
+	VMOVUPS 64(AX)(DI*4), Y3
+	VMOVUPS 96(AX)(DI*4), Y4
+	LEAQ    (CX)(DI*4), R8
+	MOVQ    BX, R9
+
+amc2_row_345:
+	VANDPS  (R8), Y0, Y5
+	VMAXPS  Y1, Y5, Y1
+	VANDPS  32(R8), Y0, Y5
+	VMAXPS  Y2, Y5, Y2
+	VANDPS  64(R8), Y0, Y5
+	VMAXPS  Y3, Y5, Y3
+	VANDPS  96(R8), Y0, Y5
+	VMAXPS  Y4, Y5, Y4
+	ADDQ    DX, R8
+	DECQ    R9
+	JNZ     amc2_row_345
+	VMOVUPS Y1, (AX)(DI*4)
+	VMOVUPS Y2, 32(AX)(DI*4)
+	VMOVUPS Y3, 64(AX)(DI*4)
+	VMOVUPS Y4, 96(AX)(DI*4)
+	ADDQ    $0x20, DI
+	JMP     amc2_wide_342
+
+amc2_narrow_343:
+	CMPQ    DI, SI
+	JGE     amc2_done_344
+	VMOVUPS (AX)(DI*4), Y1
+	LEAQ    (CX)(DI*4), R8
+	MOVQ    BX, R9
+
+amc2_row_346:
+	VANDPS  (R8), Y0, Y2
+	VMAXPS  Y1, Y2, Y1
+	ADDQ    DX, R8
+	DECQ    R9
+	JNZ     amc2_row_346
+	VMOVUPS Y1, (AX)(DI*4)
+	ADDQ    $0x08, DI
+	JMP     amc2_narrow_343
+
+amc2_done_344:
 	VZEROUPPER
 	RET
 
@@ -9452,7 +10118,7 @@ TEXT ·packQueries16Asm(SB), NOSPLIT, $0-40
 	VPXORD       Z3, Z3, Z3
 	XORQ         DI, DI
 
-pq_chunk_326:
+pq_chunk_347:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -9473,66 +10139,66 @@ pq_chunk_326:
 	VPXORD (R8), Z0, Z4
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000001
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z5
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000002
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z6
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000003
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z7
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000004
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z8
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000005
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z9
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000006
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z10
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000007
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z11
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000008
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z12
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000009
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z13
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000a
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z14
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000b
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z15
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000c
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z16
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000d
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z17
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000e
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z18
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000f
-	JLE    pq_loaded_327
+	JLE    pq_loaded_348
 	VPXORD (R8), Z0, Z19
 
-pq_loaded_327:
+pq_loaded_348:
 	VUNPCKLPS  Z5, Z4, Z20
 	VUNPCKHPS  Z5, Z4, Z4
 	VUNPCKLPS  Z7, Z6, Z5
@@ -9664,7 +10330,7 @@ pq_loaded_327:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq_chunk_326
+	JL         pq_chunk_347
 	VMOVDQU32  Z3, (SI)
 	VZEROUPPER
 	RET
@@ -9688,7 +10354,7 @@ TEXT ·packValuesAsm(SB), NOSPLIT, $0-64
 	VPBROADCASTD nnConsts<>+76(SB), Z2
 	XORQ         R11, R11
 
-pvs_strip_328:
+pvs_strip_349:
 	MOVQ        R9, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000010, R13
@@ -9703,7 +10369,7 @@ pvs_strip_328:
 	MOVQ        AX, R13
 	MOVQ        SI, R14
 
-pvs_group_329:
+pvs_group_350:
 	MOVQ      R12, R15
 	VMOVUPS.Z (R15), K1, Z5
 	ADDQ      BX, R15
@@ -9745,12 +10411,12 @@ pvs_group_329:
 	ADDQ      $0x40, R13
 	ADDQ      R10, R12
 	DECQ      R14
-	JNZ       pvs_group_329
+	JNZ       pvs_group_350
 	VMOVDQU32 Z4, K1, (R8)(R11*4)
 	ADDQ      CX, AX
 	ADDQ      $0x10, R11
 	CMPQ      R11, R9
-	JL        pvs_strip_328
+	JL        pvs_strip_349
 	VZEROUPPER
 	RET
 
@@ -9770,9 +10436,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_330:
+pv4_351:
 	TESTQ     R10, R10
-	JZ        pv4_done_331
+	JZ        pv4_done_352
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9812,7 +10478,7 @@ pv4_330:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_331
+	JZ        pv4_done_352
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9853,9 +10519,9 @@ pv4_330:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_330
+	JMP       pv4_351
 
-pv4_done_331:
+pv4_done_352:
 	VZEROUPPER
 	RET
 
@@ -9872,7 +10538,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	VMOVDQU      nnAVX2Lanes<>+64(SB), Y3
 	LEAQ         (CX)(CX*2), SI
 
-probs_332:
+probs_353:
 	VMULPS       (DX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -9996,6 +10662,6 @@ probs_332:
 	ADDQ         $0x08, AX
 	ADDQ         $0x00000200, DX
 	DECQ         BX
-	JNZ          probs_332
+	JNZ          probs_353
 	VZEROUPPER
 	RET

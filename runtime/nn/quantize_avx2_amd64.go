@@ -2,13 +2,17 @@
 
 package nn
 
+import "github.com/sqc-dev/sqc/runtime/qgemm"
+
 // useAVX2Quantize sets k's quantisers' loops (quantize, minMax) to their AVX2 assembly forms.
 func useAVX2Quantize(k *kernels) {
 	k.quantize = quantizeAVX2
 	k.minMax = minMaxAVX2
 	k.quantizeRows = quantizeRowsAVX2
-	k.minMaxRows = minMaxRowsWith(minMaxAVX2)
+	k.minMaxRows = minMaxRowsAVX2
+	k.absMaxCols = absMaxColsAVX2
 	k.packValues4 = packValues4AVX2
+	k.packValueGroups = packValueGroupsAVX2
 	k.attnProbs = probsAVX2
 }
 
@@ -65,6 +69,55 @@ func minMaxAVX2(x []float32) (lo, hi float32) {
 	return lo, hi
 }
 
+// minMaxRowsAVX2 is kernels.minMaxRows: minMaxRowsAVX2Asm on the whole
+// groups of 8 columns of every row, then minMaxGo's scan on the rest of
+// each row, continued from the assembly's minimum and maximum (exact, as
+// in minMaxAVX2).
+func minMaxRowsAVX2(x []float32, stride, rows, cols int, lo, hi []float32) {
+	if rows <= 0 {
+		return
+	}
+	n8 := cols &^ 7
+	if n8 == 0 {
+		minMaxRowsWith(minMaxGo)(x, stride, rows, cols, lo, hi)
+		return
+	}
+	need("minMax rows", x, rows, stride, cols)
+	need("row minima", lo, 1, 0, rows)
+	need("row maxima", hi, 1, 0, rows)
+	minMaxRowsAVX2Asm(ptr(x), stride, rows, n8, ptr(lo), ptr(hi))
+	for i := range rows {
+		l, h := lo[i], hi[i]
+		for _, v := range x[i*stride+n8 : i*stride+cols] {
+			if v < l {
+				l = v
+			}
+			if v > h {
+				h = v
+			}
+		}
+		lo[i], hi[i] = l, h
+	}
+}
+
+// absMaxColsAVX2 is kernels.absMaxCols: absMaxColsAVX2Asm on the whole
+// groups of 8 channels, absMaxColsGo on the rest (each channel is its
+// own maximum).
+func absMaxColsAVX2(m, x []float32, stride, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	n8 := cols &^ 7
+	if n8 > 0 {
+		need("channel maxima", m, 1, 0, cols)
+		need("absMax rows", x, rows, stride, cols)
+		absMaxColsAVX2Asm(ptr(m), ptr(x), stride, rows, n8)
+	}
+	if n8 < cols {
+		absMaxColsGo(m[n8:], x[n8:], stride, rows, cols-n8)
+	}
+}
+
 // packValues4AVX2 is kernels.packValues4: packValues4AVX2Asm on the whole
 // groups of 8 channels from c0, packValues4Go on the rest (each word and
 // column sum depends on its own channel only).
@@ -90,6 +143,39 @@ func packValues4AVX2(words []uint32, stripWords int, rows *[4][]float32, inv []f
 	}
 	if c8 < hd {
 		packValues4Go(words, stripWords, rows, inv, colSum, c8, hd)
+	}
+}
+
+// packValueGroupsAVX2 is kernels.packValueGroups: packValues4AVX2Asm
+// group by group on the whole groups of 8 channels, with the bounds
+// checked once for the head rather than per group, and packValues4Go on
+// the rest; each group's words are cleared first, as packValueGroupsGo
+// does, for the channels past hd.
+func packValueGroupsAVX2(words []uint32, stripWords int, v []float32, vStride, groups int, inv []float32, colSum []int32, hd int) {
+	if groups <= 0 || hd <= 0 {
+		return
+	}
+	strips := (hd + qgemm.NBlock - 1) / qgemm.NBlock
+	need("packed values", words, strips, stripWords, groups*qgemm.NBlock)
+	need("value rows", v, 4*groups, vStride, hd)
+	need("value scales", inv, 1, 0, hd)
+	need("value column sums", colSum, 1, 0, hd)
+	c8 := hd &^ 7
+	var rows [4][]float32
+	for g := range groups {
+		for s := range strips {
+			clear(words[s*stripWords+g*qgemm.NBlock:][:qgemm.NBlock])
+		}
+		r := v[4*g*vStride:]
+		if c8 > 0 {
+			packValues4AVX2Asm(&words[g*qgemm.NBlock], 4*stripWords, &r[0], &r[vStride], &r[2*vStride], &r[3*vStride], &inv[0], &colSum[0], c8/8)
+		}
+		if c8 < hd {
+			for t := range rows {
+				rows[t] = r[t*vStride:][:hd]
+			}
+			packValues4Go(words[g*qgemm.NBlock:], stripWords, &rows, inv, colSum, c8, hd)
+		}
 	}
 }
 

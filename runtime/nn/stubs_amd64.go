@@ -128,6 +128,11 @@ func attnScoresAVX2Asm(s *float32, qT *float32, k *float32, kStride int, sk int,
 //go:noescape
 func attnSoftmaxAVX2Asm(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32)
 
+// attnSoftmaxS32AVX2Asm is attnSoftmaxS32Asm with AVX2.
+//
+//go:noescape
+func attnSoftmaxS32AVX2Asm(s *float32, sk int, scale float32, mask *float32, maskMode int, sums *float32, c *int32, ldc int, colSum *int32, colScale *float32, rowZP *int32, rowScale *float32)
+
 // attnPVAVX2Asm is attnPVAsm with AVX2 for d a multiple of 8: out[r*outStride+c] =
 // (sum_j p[j*16+r]*v[j*vStride+c]) / sums[r] (j ascending, products rounded, terms
 // with p == 0 skipped) for r < rows, c < d (1 <= rows <= 16, d >= 8, sk >= 0).
@@ -174,6 +179,18 @@ func quantizeRowsU8AVX2Asm(dst *uint8, dstStride int, src *float32, srcStride in
 //
 //go:noescape
 func minMaxAVX2Asm(x *float32, n int) (lo float32, hi float32)
+
+// minMaxRowsAVX2Asm sets lo[i] = min(0, min row i) and hi[i] = max(0, max row i), NaNs ignored,
+// for i < rows, row i being x[i*stride : i*stride+n] (rows >= 1; n >= 8, a multiple of 8).
+//
+//go:noescape
+func minMaxRowsAVX2Asm(x *float32, stride int, rows int, n int, lo *float32, hi *float32)
+
+// absMaxColsAVX2Asm sets m[c] = |x[i*stride+c]| wherever that is greater than m[c], for i < rows
+// ascending and c < n (rows >= 1; n >= 8, a multiple of 8; NaNs leave m alone).
+//
+//go:noescape
+func absMaxColsAVX2Asm(m *float32, x *float32, stride int, rows int, n int)
 
 // packQueries16Asm sets dst[g*16+r] = word g of row r xor 0x80808080 (0 for rows <= r < 16) for
 // g < kp/4, and colSum[r] = the sum of row r's bytes as s8 (0 for r >= rows), r < 16: row r is the
