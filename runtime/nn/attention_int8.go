@@ -93,7 +93,7 @@ type int8Worker struct {
 	kZP, qColSum       []int32
 	vColSum, c32       []int32
 	rowZP              []int32
-	zp128              []int32 // int8Chunk zero points of 128: the query rows'
+	zp128              []int32 // 128, the query rows' zero point, once per row for quantizeRows
 	vPack              []int8
 	live               []bool
 	kp, kpv, npd, keys int
