@@ -168,3 +168,98 @@ func genProbsAVX2(g *gen, tab avx2Tables) {
 	g.VZEROUPPER()
 	g.RET()
 }
+
+// genPackQueriesAVX2 emits packQueries16AVX2Asm, packQueries16Asm's AVX2
+// form: per 64 channels, the 16 rows x 16 words are four 8x8 word
+// transposes (unpack, shuffle, 128-bit lane swap), each row flipped from
+// u8 codes to s8 as it is loaded (rows past the last read as zero words),
+// and the column sums are two multiply-adds with ones per transposed
+// register, kept in two accumulators (rows 0-7 and 8-15).
+func genPackQueriesAVX2(g *gen) {
+	g.Function("packQueries16AVX2Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(dst *uint32, src *uint8, kp int, rows int, colSum *int32)")
+	g.Pragma("noescape")
+	g.Doc("packQueries16AVX2Asm is packQueries16Asm with AVX2 (kp a multiple of 64, 1 <= rows <= 16).")
+	dst, src, kp, rows, sum := g.Load("dst"), g.Load("src"), g.Load("kp"), g.Load("rows"), g.Load("colSum")
+	flip, ones8, ones16 := g.YMM(), g.YMM(), g.YMM()
+	g.VPBROADCASTD(g.consts.u32(0x80808080), flip)
+	g.VPBROADCASTD(g.consts.u32(0x01010101), ones8)
+	g.VPBROADCASTD(g.consts.u32(0x00010001), ones16)
+	acc := [2]reg.VecVirtual{g.YMM(), g.YMM()}
+	for _, a := range acc {
+		g.ZeroVec(a)
+	}
+	off := g.GP64()
+	g.XORQ(off, off)
+	chunk := g.NewLabel("pq2_chunk")
+	g.Label(chunk)
+	for rh := 0; rh < 16; rh += 8 {
+		for wh := 0; wh < 16; wh += 8 {
+			var r [8]reg.VecVirtual
+			for i := range r {
+				r[i] = g.YMM()
+				g.ZeroVec(r[i])
+			}
+			p := g.GP64()
+			g.LEAQ(operand.Mem{Base: src, Index: off, Scale: 1}, p)
+			if rh > 0 {
+				skip := g.GP64()
+				g.IMUL3Q(operand.U8(rh), kp, skip) // row rh
+				g.ADDQ(skip, p)
+			}
+			loaded := g.NewLabel("pq2_loaded")
+			for i := range r {
+				g.CMPQ(rows, operand.U32(rh+i))
+				g.JLE(operand.LabelRef(loaded))
+				g.VPXOR(operand.Mem{Base: p, Disp: 4 * wh}, flip, r[i]) // u8 code - 128 as s8
+				if i < 7 {
+					g.ADDQ(kp, p)
+				}
+			}
+			g.Label(loaded)
+			out := g.transpose8x8(r)
+			for k, v := range out {
+				g.VMOVDQU(v, operand.Mem{Base: dst, Disp: 64*(wh+k) + 4*rh})
+				pairs := g.YMM()
+				g.VPMADDUBSW(v, ones8, pairs) // s8 pairs summed into words (|sum| <= 256)
+				g.VPMADDWD(ones16, pairs, pairs)
+				g.VPADDD(pairs, acc[rh/8], acc[rh/8])
+			}
+		}
+	}
+	g.ADDQ(operand.U32(16*64), dst)
+	g.ADDQ(operand.U8(64), off)
+	g.CMPQ(off, kp)
+	g.JL(operand.LabelRef(chunk))
+	g.VMOVDQU(acc[0], operand.Mem{Base: sum})
+	g.VMOVDQU(acc[1], operand.Mem{Base: sum, Disp: 32})
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// transpose8x8 transposes an 8x8 block of 4-byte elements held in 8 ymm
+// registers (in[r] lane c = element (r, c)) and returns out with out[c]
+// lane r = element (r, c): unpack 32-bit pairs, shuffle 64-bit pairs, then
+// swap 128-bit lanes.
+func (g *gen) transpose8x8(in [8]reg.VecVirtual) [8]reg.VecVirtual {
+	var t, u, out [8]reg.VecVirtual
+	for i := 0; i < 8; i += 2 {
+		t[i], t[i+1] = g.YMM(), g.YMM()
+		g.VUNPCKLPS(in[i+1], in[i], t[i])   // a0 b0 a1 b1 | a4 b4 a5 b5
+		g.VUNPCKHPS(in[i+1], in[i], t[i+1]) // a2 b2 a3 b3 | a6 b6 a7 b7
+	}
+	for i := 0; i < 8; i += 4 {
+		for j := range 2 {
+			u[i+2*j], u[i+2*j+1] = g.YMM(), g.YMM()
+			g.VSHUFPS(operand.U8(0x44), t[i+2+j], t[i+j], u[i+2*j])   // columns 4k+2j of rows i..i+3
+			g.VSHUFPS(operand.U8(0xEE), t[i+2+j], t[i+j], u[i+2*j+1]) // columns 4k+2j+1
+		}
+	}
+	for c := range 4 {
+		out[c], out[c+4] = g.YMM(), g.YMM()
+		g.VPERM2F128(operand.U8(0x20), u[4+c], u[c], out[c])
+		g.VPERM2F128(operand.U8(0x31), u[4+c], u[c], out[c+4])
+	}
+	return out
+}

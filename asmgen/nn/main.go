@@ -47,6 +47,7 @@ func generate() (*ir.File, error) {
 	genPackQueries(g)
 	genPackValues(g)
 	genPackValuesAVX2(g)
+	genPackQueriesAVX2(g)
 	genProbsAVX2(g, tab)
 
 	return avogen.Compile(g.Context)

@@ -55,7 +55,7 @@ func asmKernels() *kernels {
 		absMaxCols:      absMaxColsAVX512,
 		packValues4:     packValues4AVX2, // AVX2 (every AVX-512 CPU has it): no AVX-512 form yet
 		attnProbs:       probsAVX2,       // likewise
-		packQueries16:   packQueries16AVX512,
+		packQueries16:   packQueries16With(packQueries16Asm),
 		packValueGroups: packValueGroupsAVX512,
 		gelu:            geluAVX512,
 		geluTanh:        geluTanhAVX512,
@@ -275,17 +275,20 @@ func checkQuantizeRows(dst []uint8, dstStride int, src []float32, srcStride, row
 	return true
 }
 
-// packQueries16AVX512 is kernels.packQueries16: the assembly for a Kp
-// that is whole 64-byte steps (every qgemm Kp is), the Go form otherwise.
-func packQueries16AVX512(words []uint32, codes []uint8, kp, rows int, colSum []int32) {
-	if kp <= 0 || kp%qgemm.KBlock != 0 || rows <= 0 || rows > qgemm.NBlock {
-		packQueries16Go(words, codes, kp, rows, colSum)
-		return
+// packQueries16With returns kernels.packQueries16 on asm
+// (packQueries16Asm or its AVX2 form) for a Kp that is whole 64-byte steps
+// (every qgemm Kp is), the Go form otherwise.
+func packQueries16With(asm func(dst *uint32, src *uint8, kp int, rows int, colSum *int32)) func(words []uint32, codes []uint8, kp, rows int, colSum []int32) {
+	return func(words []uint32, codes []uint8, kp, rows int, colSum []int32) {
+		if kp <= 0 || kp%qgemm.KBlock != 0 || rows <= 0 || rows > qgemm.NBlock {
+			packQueries16Go(words, codes, kp, rows, colSum)
+			return
+		}
+		need("packed queries", words, 1, 0, kp/4*qgemm.NBlock)
+		need("query codes", codes, rows, kp, kp)
+		need("query column sums", colSum, 1, 0, qgemm.NBlock)
+		asm(&words[0], &codes[0], kp, rows, &colSum[0])
 	}
-	need("packed queries", words, 1, 0, kp/4*qgemm.NBlock)
-	need("query codes", codes, rows, kp, kp)
-	need("query column sums", colSum, 1, 0, qgemm.NBlock)
-	packQueries16Asm(&words[0], &codes[0], kp, rows, &colSum[0])
 }
 
 // packValueGroupsAVX512 is kernels.packValueGroups.

@@ -13,6 +13,7 @@ func useAVX2Quantize(k *kernels) {
 	k.absMaxCols = absMaxColsAVX2
 	k.packValues4 = packValues4AVX2
 	k.packValueGroups = packValueGroupsAVX2
+	k.packQueries16 = packQueries16With(packQueries16AVX2Asm)
 	k.attnProbs = probsAVX2
 }
 

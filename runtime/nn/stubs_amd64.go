@@ -214,6 +214,11 @@ func packValuesAsm(dst *uint32, stripBytes int, v *float32, vStride int, groups 
 //go:noescape
 func packValues4AVX2Asm(dst *uint32, stripBytes int, r0 *float32, r1 *float32, r2 *float32, r3 *float32, inv *float32, colSum *int32, blocks int)
 
+// packQueries16AVX2Asm is packQueries16Asm with AVX2 (kp a multiple of 64, 1 <= rows <= 16).
+//
+//go:noescape
+func packQueries16AVX2Asm(dst *uint32, src *uint8, kp int, rows int, colSum *int32)
+
 // probsT16AVX2Asm sets p[r*kpv+j] = qgemm.QuantizeU8(sT[j*16+r], 255, 0) for r < 16 and
 // j < 8*blocks (blocks >= 1).
 //
