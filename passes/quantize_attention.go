@@ -46,13 +46,13 @@ func AttentionPrecision(a string) (string, error) {
 // measured gives 40.9 / 41.0 dB.
 //
 // Speed (README): BERT-base on a 2-core Zen 5 (AVX512-VNNI), whole
-// forward pass against FP32 attention, interleaved: 1.07x at 8x128, 1.07x
-// at 1x128, 1.01x at 8x32, 0.98-0.99x on real-length SST-2 batches (attention
+// forward pass against FP32 attention, interleaved: 1.06x at 8x128, 1.07x
+// at 1x128, 1.01x at 8x32, 0.99x on real-length SST-2 batches (attention
 // per sequence at ~25 tokens); with AVX-512 off (the AVX2 kernels, whose
-// integer GEMM has no more throughput than float32 FMA) 0.98-1.00x. On AMX
-// its GEMMs run on the tiles, where FP32 attention was 32% of the step
-// time (../shared/perf). Hence the default; --attention fp32 keeps the
-// float32 matmuls.
+// integer GEMM has no more throughput than float32 FMA) 1.02x, 1.02x and
+// 1.05x. On AMX its GEMMs run on the tiles, where FP32 attention was 32%
+// of the step time (../shared/perf). Hence the default; --attention fp32
+// keeps the float32 matmuls.
 func QuantizeAttention(opts QuantOptions) Pass {
 	return Pass{Name: "QuantizeAttention", Level: compiler.VerifyQuantized, Run: func(g *compiler.Graph) (bool, error) {
 		a, err := AttentionPrecision(opts.Attention)
