@@ -164,19 +164,29 @@ func genMinMaxRows(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("minMaxRowsAsm sets lo[i] = min(0, min row i) and hi[i] = max(0, max row i), NaNs ignored, for",
 		"i < rows, row i being x[i*stride : i*stride+n] (rows, n >= 1).")
+	g.minMaxRows("mmr_row", func(x, n, stride reg.GPVirtual) (lo, hi reg.VecVirtual) {
+		next := g.GP64()
+		g.LEAQ(operand.Mem{Base: x, Index: stride, Scale: 1}, next)
+		return g.minMaxRow(x, n, next)
+	})
+}
+
+// minMaxRows emits the row loop of the many-row minMax kernels over the
+// x, stride, rows, n, lo and hi arguments: row reduces the n values at x
+// (stride: the row stride in bytes) into lane 0 of two xmm registers,
+// stored to lo[i] and hi[i].
+func (g *gen) minMaxRows(label string, row func(x, n, stride reg.GPVirtual) (lo, hi reg.VecVirtual)) {
 	x, stride, rows, n := g.Load("x"), g.Load("stride"), g.Load("rows"), g.Load("n")
 	loOut, hiOut := g.Load("lo"), g.Load("hi")
 	g.SHLQ(operand.U8(2), stride) // in bytes
-	loop := g.NewLabel("mmr_row")
+	loop := g.NewLabel(label)
 	g.Label(loop)
-	next := g.GP64()
-	g.LEAQ(operand.Mem{Base: x, Index: stride, Scale: 1}, next)
-	lo, hi := g.minMaxRow(x, n, next)
+	lo, hi := row(x, n, stride)
 	g.VMOVSS(lo, operand.Mem{Base: loOut})
 	g.VMOVSS(hi, operand.Mem{Base: hiOut})
 	g.ADDQ(operand.U8(4), loOut)
 	g.ADDQ(operand.U8(4), hiOut)
-	g.MOVQ(next, x)
+	g.ADDQ(stride, x)
 	g.DECQ(rows)
 	g.JNZ(operand.LabelRef(loop))
 	g.VZEROUPPER()

@@ -125,21 +125,7 @@ func genMinMaxRowsAVX2(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("minMaxRowsAVX2Asm sets lo[i] = min(0, min row i) and hi[i] = max(0, max row i), NaNs ignored,",
 		"for i < rows, row i being x[i*stride : i*stride+n] (rows >= 1; n >= 8, a multiple of 8).")
-	x, stride, rows, n := g.Load("x"), g.Load("stride"), g.Load("rows"), g.Load("n")
-	loOut, hiOut := g.Load("lo"), g.Load("hi")
-	g.SHLQ(operand.U8(2), stride) // in bytes
-	loop := g.NewLabel("mmr2_row")
-	g.Label(loop)
-	lo, hi := g.minMaxRowAVX2(x, n)
-	g.VMOVSS(lo, operand.Mem{Base: loOut})
-	g.VMOVSS(hi, operand.Mem{Base: hiOut})
-	g.ADDQ(operand.U8(4), loOut)
-	g.ADDQ(operand.U8(4), hiOut)
-	g.ADDQ(stride, x)
-	g.DECQ(rows)
-	g.JNZ(operand.LabelRef(loop))
-	g.VZEROUPPER()
-	g.RET()
+	g.minMaxRows("mmr2_row", func(x, n, _ reg.GPVirtual) (lo, hi reg.VecVirtual) { return g.minMaxRowAVX2(x, n) })
 }
 
 // genAbsMaxColsAVX2 emits absMaxColsAVX2Asm, absMaxColsAsm's AVX2 form

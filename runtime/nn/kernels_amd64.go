@@ -291,16 +291,26 @@ func packQueries16With(asm func(dst *uint32, src *uint8, kp int, rows int, colSu
 	}
 }
 
-// packValueGroupsAVX512 is kernels.packValueGroups.
-func packValueGroupsAVX512(words []uint32, stripWords int, v []float32, vStride, groups int, inv []float32, colSum []int32, hd int) {
+// checkValueGroups panics unless the operands of kernels.packValueGroups
+// fit, and returns the number of 16-channel strips it writes (0: nothing
+// to pack).
+func checkValueGroups(words []uint32, stripWords int, v []float32, vStride, groups int, inv []float32, colSum []int32, hd int) (strips int) {
 	if groups <= 0 || hd <= 0 {
-		return
+		return 0
 	}
-	strips := (hd + qgemm.NBlock - 1) / qgemm.NBlock
+	strips = (hd + qgemm.NBlock - 1) / qgemm.NBlock
 	need("packed values", words, strips, stripWords, groups*qgemm.NBlock)
 	need("value rows", v, 4*groups, vStride, hd)
 	need("value scales", inv, 1, 0, hd)
 	need("value column sums", colSum, 1, 0, hd)
+	return strips
+}
+
+// packValueGroupsAVX512 is kernels.packValueGroups.
+func packValueGroupsAVX512(words []uint32, stripWords int, v []float32, vStride, groups int, inv []float32, colSum []int32, hd int) {
+	if checkValueGroups(words, stripWords, v, vStride, groups, inv, colSum, hd) == 0 {
+		return
+	}
 	packValuesAsm(&words[0], 4*stripWords, &v[0], vStride, groups, &inv[0], &colSum[0], hd)
 }
 

@@ -6244,7 +6244,7 @@ mm_loop_201:
 	VMOVSS        X1, (DI)
 	ADDQ          $0x04, SI
 	ADDQ          $0x04, DI
-	MOVQ          R8, AX
+	ADDQ          CX, AX
 	DECQ          DX
 	JNZ           mmr_row_200
 	VZEROUPPER

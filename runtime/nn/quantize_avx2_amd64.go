@@ -153,14 +153,10 @@ func packValues4AVX2(words []uint32, stripWords int, rows *[4][]float32, inv []f
 // the rest; each group's words are cleared first, as packValueGroupsGo
 // does, for the channels past hd.
 func packValueGroupsAVX2(words []uint32, stripWords int, v []float32, vStride, groups int, inv []float32, colSum []int32, hd int) {
-	if groups <= 0 || hd <= 0 {
+	strips := checkValueGroups(words, stripWords, v, vStride, groups, inv, colSum, hd)
+	if strips == 0 {
 		return
 	}
-	strips := (hd + qgemm.NBlock - 1) / qgemm.NBlock
-	need("packed values", words, strips, stripWords, groups*qgemm.NBlock)
-	need("value rows", v, 4*groups, vStride, hd)
-	need("value scales", inv, 1, 0, hd)
-	need("value column sums", colSum, 1, 0, hd)
 	c8 := hd &^ 7
 	var rows [4][]float32
 	for g := range groups {
