@@ -441,18 +441,7 @@ func TestAttnSoftmaxS32Kernel(t *testing.T) {
 			for j := range sk {
 				in.rowZP[j], in.rowScale[j] = int32(r.IntN(256)), []float32{0.02, 0.5, 1e-30, float32(math.Inf(1))}[min(r.IntN(12), 3)]
 			}
-			var mask []float32
-			switch mode {
-			case 1:
-				mask = make([]float32, sk)
-			case 2:
-				mask = make([]float32, attnRows*sk)
-			}
-			for i := range mask {
-				if r.IntN(4) == 0 {
-					mask[i] = -math.MaxFloat32
-				}
-			}
+			mask := softmaxMask(r, mode, sk)
 			scale := float32(0.125)
 			what := fmt.Sprintf("softmaxS32 sk=%d mask mode %d", sk, mode)
 

@@ -165,21 +165,7 @@ func TestAttnSoftmaxKernel(t *testing.T) {
 				}{{-4, 4, 0}, {-60, 60, 0}, {-200, 0, 0.05}} {
 					scores := make([]float32, attnRows*sk)
 					fillRandom(r, scores, c.lo, c.hi, c.pSpecial)
-					var mask []float32
-					switch mode {
-					case 1:
-						mask = make([]float32, sk)
-					case 2:
-						mask = make([]float32, attnRows*sk)
-					}
-					for i := range mask {
-						switch r.IntN(4) {
-						case 0:
-							mask[i] = -math.MaxFloat32
-						case 1:
-							mask[i] = -3 * r.Float32()
-						}
-					}
+					mask := softmaxMask(r, mode, sk)
 					scale := 0.125 + r.Float32()
 					want := append([]float32(nil), scores...)
 					var wantSums [attnRows]float32
@@ -196,6 +182,28 @@ func TestAttnSoftmaxKernel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// softmaxMask is a random mask of a softmax kernel's mask mode over sk
+// keys: nil (mode 0), one value per key (1) or 16 per key (2), each a
+// quarter -math.MaxFloat32 (masked out), a quarter in (-3, 0], else 0.
+func softmaxMask(r *rand.Rand, mode, sk int) []float32 {
+	var mask []float32
+	switch mode {
+	case 1:
+		mask = make([]float32, sk)
+	case 2:
+		mask = make([]float32, attnRows*sk)
+	}
+	for i := range mask {
+		switch r.IntN(4) {
+		case 0:
+			mask[i] = -math.MaxFloat32
+		case 1:
+			mask[i] = -3 * r.Float32()
+		}
+	}
+	return mask
 }
 
 // TestAttnSoftmaxExp compares Exp inside softmax on every 97th float32
