@@ -2,7 +2,7 @@
 // AVX-512 inner loops of multi-head attention (transposes, q·k scores,
 // softmax, P·V), of LayerNorm (row statistics and normalisation, with the
 // optional u8 output), of activation quantisation and of the standalone
-// erf-GELU, and the AVX2 forms of all of them but attention's transposes.
+// erf-GELU and of the float32 dense layer, and the AVX2 forms of all of them but attention's transposes.
 //
 // It is run by `go generate ./runtime/nn/`:
 //
@@ -49,6 +49,8 @@ func generate() (*ir.File, error) {
 	genPackValuesAVX2(g)
 	genPackQueriesAVX2(g)
 	genProbsAVX2(g, tab)
+	genLinear(g)
+	genLinearAVX2(g)
 
 	return avogen.Compile(g.Context)
 }

@@ -69,7 +69,7 @@ func (g *gen) quantizeRowsAVX2(q quantizerAVX2, tab avx2Tables, perRow func()) {
 	}
 	j := g.GP64()
 	g.XORQ(j, j)
-	steps32Then8(g, j, cols, "q2", func() {
+	stepsThen8(g, j, cols, 32, "q2", func() {
 		var c [4]reg.VecVirtual
 		for u := range c {
 			v := g.YMM()
@@ -170,7 +170,7 @@ func genAbsMaxColsAVX2(g *gen) {
 			}
 		}
 	}
-	steps32Then8(g, j, n, "amc2", pass(32), pass(8))
+	stepsThen8(g, j, n, 32, "amc2", pass(32), pass(8))
 	g.VZEROUPPER()
 	g.RET()
 }
@@ -187,7 +187,7 @@ func (g *gen) minMaxRowAVX2(x, n reg.GPVirtual) (lo0, hi0 reg.VecVirtual) {
 	}
 	j := g.GP64()
 	g.XORQ(j, j)
-	steps32Then8(g, j, n, "mm2", func() {
+	stepsThen8(g, j, n, 32, "mm2", func() {
 		for u := range lo {
 			v := g.YMM()
 			g.VMOVUPS(operand.Mem{Base: x, Index: j, Scale: 4, Disp: 32 * u}, v)
@@ -223,19 +223,19 @@ func (g *gen) minMaxRowAVX2(x, n reg.GPVirtual) (lo0, hi0 reg.VecVirtual) {
 	return out[0], out[1]
 }
 
-// steps32Then8 emits the column loop of the AVX2 quantisers from column j
-// (a register it advances) to n (a multiple of 8): wide on 32 columns at j
-// while at least 32 are left, then narrow on 8 at a time.
-func steps32Then8(g *gen, j, n reg.GPVirtual, prefix string, wide, narrow func()) {
+// stepsThen8 emits the column loop of the AVX2 kernels from column j (a
+// register it advances) to n (a multiple of 8): wide on width columns at
+// j while at least width are left, then narrow on 8 at a time.
+func stepsThen8(g *gen, j, n reg.GPVirtual, width int, prefix string, wide, narrow func()) {
 	wideL, narrowL, done := g.NewLabel(prefix+"_wide"), g.NewLabel(prefix+"_narrow"), g.NewLabel(prefix+"_done")
 	left := g.GP64()
 	g.Label(wideL)
 	g.MOVQ(n, left)
 	g.SUBQ(j, left)
-	g.CMPQ(left, operand.U8(32))
+	g.CMPQ(left, operand.U8(width))
 	g.JL(operand.LabelRef(narrowL))
 	wide()
-	g.ADDQ(operand.U8(32), j)
+	g.ADDQ(operand.U8(width), j)
 	g.JMP(operand.LabelRef(wideL))
 	g.Label(narrowL)
 	g.CMPQ(j, n)

@@ -28,7 +28,7 @@ func pageEnd(t *testing.T, n int) (s []float32, release func()) {
 	return f[size/4-n:], func() { unix.Munmap(mem) }
 }
 
-// TestKernelsAtPageEnd runs the LayerNorm and quantiser kernels on inputs
+// TestKernelsAtPageEnd runs the LayerNorm, quantiser and dense-layer kernels on inputs
 // that end at an inaccessible page, at widths with partial blocks of 8:
 // the AVX2 statistics load the last row's partial block under a
 // VMASKMOVPS mask, which must not touch the masked-out lanes (a fault
@@ -61,6 +61,11 @@ func TestKernelsAtPageEnd(t *testing.T) {
 				scales[i], zps[i] = 0.03, 128
 			}
 			impl.quantizeRows(make([]uint8, lnGroup*stride), stride, x, stride, lnGroup, n, scales, zps)
+			// x as the weights of a depth-16 dense layer, its last row at the page end.
+			xs := randSlice(19, linearTileRows*lnGroup, -1, 1)
+			for _, rows := range []int{linearTileRows, 1} {
+				impl.linearTile(make([]float32, rows*n), n, xs, lnGroup, rows, lnGroup, stride, x, 0, n)
+			}
 			release()
 		}
 	}

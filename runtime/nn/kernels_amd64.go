@@ -57,6 +57,7 @@ func asmKernels() *kernels {
 		attnProbs:       probsAVX2,       // likewise
 		packQueries16:   packQueries16With(packQueries16Asm),
 		packValueGroups: packValueGroupsAVX512,
+		linearTile:      linearTileWith(linearRows4Asm, linearRows1Asm, 1),
 		gelu:            geluAVX512,
 		geluTanh:        geluTanhAVX512,
 	}

@@ -11086,3 +11086,386 @@ probs_358:
 	JNZ          probs_358
 	VZEROUPPER
 	RET
+
+// func linearRows4Asm(dst *float32, dstStride int, x *float32, xStride int, k int, w *float32, wStride int, n int)
+// Requires: AVX, AVX512BW, AVX512F, CMOV
+TEXT ·linearRows4Asm(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), AX
+	MOVQ dstStride+8(FP), CX
+	MOVQ x+16(FP), DX
+	MOVQ xStride+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ w+40(FP), DI
+	MOVQ wStride+48(FP), R8
+	MOVQ n+56(FP), R9
+	SHLQ $0x02, CX
+	SHLQ $0x02, BX
+	SHLQ $0x02, R8
+	LEAQ (BX)(BX*2), R10
+
+lin_col_359:
+	MOVQ     $0x00000040, R11
+	CMPQ     R9, R11
+	CMOVQLT  R9, R11
+	LEAQ     nnColMasks<>+0(SB), R12
+	MOVQ     (R12)(R11*8), R11
+	KMOVQ    R11, K1
+	KSHIFTRQ $0x10, K1, K2
+	KSHIFTRQ $0x20, K1, K3
+	KSHIFTRQ $0x30, K1, K4
+	VPXORD   Z0, Z0, Z0
+	VPXORD   Z1, Z1, Z1
+	VPXORD   Z2, Z2, Z2
+	VPXORD   Z3, Z3, Z3
+	VPXORD   Z4, Z4, Z4
+	VPXORD   Z5, Z5, Z5
+	VPXORD   Z6, Z6, Z6
+	VPXORD   Z7, Z7, Z7
+	VPXORD   Z8, Z8, Z8
+	VPXORD   Z9, Z9, Z9
+	VPXORD   Z10, Z10, Z10
+	VPXORD   Z11, Z11, Z11
+	VPXORD   Z12, Z12, Z12
+	VPXORD   Z13, Z13, Z13
+	VPXORD   Z14, Z14, Z14
+	VPXORD   Z15, Z15, Z15
+	MOVQ     DI, R11
+	MOVQ     DX, R12
+	MOVQ     SI, R13
+
+lin_k_360:
+	VMOVUPS.Z    (R11), K1, Z16
+	VMOVUPS.Z    64(R11), K2, Z17
+	VMOVUPS.Z    128(R11), K3, Z18
+	VMOVUPS.Z    192(R11), K4, Z19
+	VBROADCASTSS (R12), Z20
+	VMULPS       Z16, Z20, Z21
+	VADDPS       Z21, Z0, Z0
+	VMULPS       Z17, Z20, Z21
+	VADDPS       Z21, Z1, Z1
+	VMULPS       Z18, Z20, Z21
+	VADDPS       Z21, Z2, Z2
+	VMULPS       Z19, Z20, Z20
+	VADDPS       Z20, Z3, Z3
+	VBROADCASTSS (R12)(BX*1), Z20
+	VMULPS       Z16, Z20, Z21
+	VADDPS       Z21, Z4, Z4
+	VMULPS       Z17, Z20, Z21
+	VADDPS       Z21, Z5, Z5
+	VMULPS       Z18, Z20, Z21
+	VADDPS       Z21, Z6, Z6
+	VMULPS       Z19, Z20, Z20
+	VADDPS       Z20, Z7, Z7
+	VBROADCASTSS (R12)(BX*2), Z20
+	VMULPS       Z16, Z20, Z21
+	VADDPS       Z21, Z8, Z8
+	VMULPS       Z17, Z20, Z21
+	VADDPS       Z21, Z9, Z9
+	VMULPS       Z18, Z20, Z21
+	VADDPS       Z21, Z10, Z10
+	VMULPS       Z19, Z20, Z20
+	VADDPS       Z20, Z11, Z11
+	VBROADCASTSS (R12)(R10*1), Z20
+	VMULPS       Z16, Z20, Z16
+	VADDPS       Z16, Z12, Z12
+	VMULPS       Z17, Z20, Z16
+	VADDPS       Z16, Z13, Z13
+	VMULPS       Z18, Z20, Z16
+	VADDPS       Z16, Z14, Z14
+	VMULPS       Z19, Z20, Z16
+	VADDPS       Z16, Z15, Z15
+	ADDQ         R8, R11
+	ADDQ         $0x04, R12
+	DECQ         R13
+	JNZ          lin_k_360
+	MOVQ         AX, R11
+	VMOVUPS      Z0, K1, (R11)
+	VMOVUPS      Z1, K2, 64(R11)
+	VMOVUPS      Z2, K3, 128(R11)
+	VMOVUPS      Z3, K4, 192(R11)
+	ADDQ         CX, R11
+	VMOVUPS      Z4, K1, (R11)
+	VMOVUPS      Z5, K2, 64(R11)
+	VMOVUPS      Z6, K3, 128(R11)
+	VMOVUPS      Z7, K4, 192(R11)
+	ADDQ         CX, R11
+	VMOVUPS      Z8, K1, (R11)
+	VMOVUPS      Z9, K2, 64(R11)
+	VMOVUPS      Z10, K3, 128(R11)
+	VMOVUPS      Z11, K4, 192(R11)
+	ADDQ         CX, R11
+	VMOVUPS      Z12, K1, (R11)
+	VMOVUPS      Z13, K2, 64(R11)
+	VMOVUPS      Z14, K3, 128(R11)
+	VMOVUPS      Z15, K4, 192(R11)
+	ADDQ         $0x00000100, AX
+	ADDQ         $0x00000100, DI
+	SUBQ         $0x40, R9
+	JG           lin_col_359
+	VZEROUPPER
+	RET
+
+// func linearRows1Asm(dst *float32, dstStride int, x *float32, xStride int, k int, w *float32, wStride int, n int)
+// Requires: AVX, AVX512BW, AVX512F, CMOV
+TEXT ·linearRows1Asm(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), AX
+	MOVQ dstStride+8(FP), CX
+	MOVQ x+16(FP), DX
+	MOVQ xStride+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ w+40(FP), DI
+	MOVQ wStride+48(FP), R8
+	MOVQ n+56(FP), R9
+	SHLQ $0x02, CX
+	SHLQ $0x02, BX
+	SHLQ $0x02, R8
+	LEAQ (BX)(BX*2), CX
+	MOVQ R9, CX
+
+lin_col_361:
+	MOVQ     $0x00000040, BX
+	CMPQ     CX, BX
+	CMOVQLT  CX, BX
+	LEAQ     nnColMasks<>+0(SB), R9
+	MOVQ     (R9)(BX*8), BX
+	KMOVQ    BX, K1
+	KSHIFTRQ $0x10, K1, K2
+	KSHIFTRQ $0x20, K1, K3
+	KSHIFTRQ $0x30, K1, K4
+	VPXORD   Z0, Z0, Z0
+	VPXORD   Z1, Z1, Z1
+	VPXORD   Z2, Z2, Z2
+	VPXORD   Z3, Z3, Z3
+	MOVQ     DI, BX
+	MOVQ     DX, R9
+	MOVQ     SI, R10
+
+lin_k_362:
+	VMOVUPS.Z    (BX), K1, Z4
+	VMOVUPS.Z    64(BX), K2, Z5
+	VMOVUPS.Z    128(BX), K3, Z6
+	VMOVUPS.Z    192(BX), K4, Z7
+	VBROADCASTSS (R9), Z8
+	VMULPS       Z4, Z8, Z4
+	VADDPS       Z4, Z0, Z0
+	VMULPS       Z5, Z8, Z4
+	VADDPS       Z4, Z1, Z1
+	VMULPS       Z6, Z8, Z4
+	VADDPS       Z4, Z2, Z2
+	VMULPS       Z7, Z8, Z4
+	VADDPS       Z4, Z3, Z3
+	ADDQ         R8, BX
+	ADDQ         $0x04, R9
+	DECQ         R10
+	JNZ          lin_k_362
+	MOVQ         AX, BX
+	VMOVUPS      Z0, K1, (BX)
+	VMOVUPS      Z1, K2, 64(BX)
+	VMOVUPS      Z2, K3, 128(BX)
+	VMOVUPS      Z3, K4, 192(BX)
+	ADDQ         $0x00000100, AX
+	ADDQ         $0x00000100, DI
+	SUBQ         $0x40, CX
+	JG           lin_col_361
+	VZEROUPPER
+	RET
+
+// func linearRows4AVX2Asm(dst *float32, dstStride int, x *float32, xStride int, k int, w *float32, wStride int, n int)
+// Requires: AVX
+TEXT ·linearRows4AVX2Asm(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), AX
+	MOVQ dstStride+8(FP), CX
+	MOVQ x+16(FP), DX
+	MOVQ xStride+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ w+40(FP), DI
+	MOVQ wStride+48(FP), R8
+	MOVQ n+56(FP), R9
+	SHLQ $0x02, CX
+	SHLQ $0x02, BX
+	SHLQ $0x02, R8
+	LEAQ (BX)(BX*2), R10
+	XORQ R11, R11
+
+lin2_wide_363:
+	MOVQ   R9, R12
+	SUBQ   R11, R12
+	CMPQ   R12, $0x10
+	JL     lin2_narrow_364
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   DI, R12
+	MOVQ   DX, R13
+	MOVQ   SI, R14
+
+lin_k_366:
+	VMOVUPS      (R12), Y8
+	VMOVUPS      32(R12), Y9
+	VBROADCASTSS (R13), Y10
+	VMULPS       Y8, Y10, Y11
+	VADDPS       Y11, Y0, Y0
+	VMULPS       Y9, Y10, Y10
+	VADDPS       Y10, Y1, Y1
+	VBROADCASTSS (R13)(BX*1), Y10
+	VMULPS       Y8, Y10, Y11
+	VADDPS       Y11, Y2, Y2
+	VMULPS       Y9, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VBROADCASTSS (R13)(BX*2), Y10
+	VMULPS       Y8, Y10, Y11
+	VADDPS       Y11, Y4, Y4
+	VMULPS       Y9, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VBROADCASTSS (R13)(R10*1), Y10
+	VMULPS       Y8, Y10, Y8
+	VADDPS       Y8, Y6, Y6
+	VMULPS       Y9, Y10, Y8
+	VADDPS       Y8, Y7, Y7
+	ADDQ         R8, R12
+	ADDQ         $0x04, R13
+	DECQ         R14
+	JNZ          lin_k_366
+	MOVQ         AX, R12
+	VMOVUPS      Y0, (R12)
+	VMOVUPS      Y1, 32(R12)
+	ADDQ         CX, R12
+	VMOVUPS      Y2, (R12)
+	VMOVUPS      Y3, 32(R12)
+	ADDQ         CX, R12
+	VMOVUPS      Y4, (R12)
+	VMOVUPS      Y5, 32(R12)
+	ADDQ         CX, R12
+	VMOVUPS      Y6, (R12)
+	VMOVUPS      Y7, 32(R12)
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000040, DI
+	ADDQ         $0x10, R11
+	JMP          lin2_wide_363
+
+lin2_narrow_364:
+	CMPQ   R11, R9
+	JGE    lin2_done_365
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   DI, R12
+	MOVQ   DX, R13
+	MOVQ   SI, R14
+
+lin_k_367:
+	VMOVUPS      (R12), Y4
+	VBROADCASTSS (R13), Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VBROADCASTSS (R13)(BX*1), Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       Y5, Y1, Y1
+	VBROADCASTSS (R13)(BX*2), Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VBROADCASTSS (R13)(R10*1), Y5
+	VMULPS       Y4, Y5, Y4
+	VADDPS       Y4, Y3, Y3
+	ADDQ         R8, R12
+	ADDQ         $0x04, R13
+	DECQ         R14
+	JNZ          lin_k_367
+	MOVQ         AX, R12
+	VMOVUPS      Y0, (R12)
+	ADDQ         CX, R12
+	VMOVUPS      Y1, (R12)
+	ADDQ         CX, R12
+	VMOVUPS      Y2, (R12)
+	ADDQ         CX, R12
+	VMOVUPS      Y3, (R12)
+	ADDQ         $0x00000020, AX
+	ADDQ         $0x00000020, DI
+	ADDQ         $0x08, R11
+	JMP          lin2_narrow_364
+
+lin2_done_365:
+	VZEROUPPER
+	RET
+
+// func linearRows1AVX2Asm(dst *float32, dstStride int, x *float32, xStride int, k int, w *float32, wStride int, n int)
+// Requires: AVX
+TEXT ·linearRows1AVX2Asm(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), AX
+	MOVQ dstStride+8(FP), CX
+	MOVQ x+16(FP), DX
+	MOVQ xStride+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ w+40(FP), DI
+	MOVQ wStride+48(FP), R8
+	MOVQ n+56(FP), R9
+	SHLQ $0x02, CX
+	SHLQ $0x02, BX
+	SHLQ $0x02, R8
+	LEAQ (BX)(BX*2), CX
+	XORQ CX, CX
+
+lin2_wide_368:
+	MOVQ   R9, BX
+	SUBQ   CX, BX
+	CMPQ   BX, $0x10
+	JL     lin2_narrow_369
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ   DI, BX
+	MOVQ   DX, R10
+	MOVQ   SI, R11
+
+lin_k_371:
+	VMOVUPS      (BX), Y2
+	VMOVUPS      32(BX), Y3
+	VBROADCASTSS (R10), Y4
+	VMULPS       Y2, Y4, Y2
+	VADDPS       Y2, Y0, Y0
+	VMULPS       Y3, Y4, Y2
+	VADDPS       Y2, Y1, Y1
+	ADDQ         R8, BX
+	ADDQ         $0x04, R10
+	DECQ         R11
+	JNZ          lin_k_371
+	MOVQ         AX, BX
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, 32(BX)
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000040, DI
+	ADDQ         $0x10, CX
+	JMP          lin2_wide_368
+
+lin2_narrow_369:
+	CMPQ   CX, R9
+	JGE    lin2_done_370
+	VXORPS Y0, Y0, Y0
+	MOVQ   DI, BX
+	MOVQ   DX, R10
+	MOVQ   SI, R11
+
+lin_k_372:
+	VMOVUPS      (BX), Y1
+	VBROADCASTSS (R10), Y2
+	VMULPS       Y1, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	ADDQ         R8, BX
+	ADDQ         $0x04, R10
+	DECQ         R11
+	JNZ          lin_k_372
+	MOVQ         AX, BX
+	VMOVUPS      Y0, (BX)
+	ADDQ         $0x00000020, AX
+	ADDQ         $0x00000020, DI
+	ADDQ         $0x08, CX
+	JMP          lin2_narrow_369
+
+lin2_done_370:
+	VZEROUPPER
+	RET

@@ -13,6 +13,7 @@ func avx2Kernels() *kernels {
 	useAVX2LayerNorm(k) // layernorm_avx2_amd64.go
 	useAVX2Quantize(k)  // quantize_avx2_amd64.go
 	useAVX2Gelu(k)      // gelu_avx2_amd64.go
+	k.linearTile = linearTileWith(linearRows4AVX2Asm, linearRows1AVX2Asm, 8)
 	// The transposes of attention keep their Go loops (under 1% of it).
 	return k
 }

@@ -724,3 +724,36 @@ func TestPackQueries16Kernel(t *testing.T) {
 		}
 	}
 }
+
+// TestLinearTileKernel compares LinearF32's tile kernel with its Go form
+// for every row count of a tile, depths from 1, and column ranges that
+// start anywhere and end in every partial group of 8 and 16, with
+// specials (zeros of both signs, infinities, NaN, subnormals) in the
+// inputs and the weights, into outputs guarded on both sides.
+func TestLinearTileKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, impl := range implementations(t) {
+		for _, n := range widths(64, 65, 100, 129, 200) {
+			for rows := 1; rows <= linearTileRows; rows++ {
+				k := []int{1, 2, 7, 64, 129}[r.IntN(5)]
+				xStride, dstStride := k+r.IntN(3), n+r.IntN(5)
+				x := make([]float32, (rows-1)*xStride+k)
+				w := make([]float32, k*n)
+				fillRandom(r, x, -2, 2, 0.03)
+				fillRandom(r, w, -1, 1, 0.03)
+				j0 := r.IntN(n)
+				j1 := j0 + 1 + r.IntN(n-j0)
+				want := make([]float32, (rows-1)*dstStride+n)
+				linearTileGo(want, dstStride, x, xStride, rows, k, n, w, j0, j1)
+				got, check := guarded(len(want))
+				copy(got, want)
+				for i := range rows {
+					clear(got[i*dstStride+j0 : i*dstStride+j1]) // must be written
+				}
+				impl.linearTile(got, dstStride, x, xStride, rows, k, n, w, j0, j1)
+				check(t, "linearTile")
+				sameFloats(t, fmt.Sprintf("%s linearTile %d rows, k=%d, columns %d..%d of %d", impl.name, rows, k, j0, j1, n), got, want)
+			}
+		}
+	}
+}

@@ -9,11 +9,12 @@ import "github.com/sqc-dev/sqc/runtime/pool"
 // for i < rows, j < n, with x [rows, k] and w [k, n] row-major (bias may be
 // nil). Each sum starts from 0 and adds the rounded products in ascending
 // p, then the bias: the order of the FP32 interpreter's MatMul and Linear,
-// so both give the same bits on amd64. Tiles of 4 rows x 256 columns (4 KiB
+// so both give the same bits on amd64. Tiles of 4 rows x 128 columns (2 KiB
 // of dst rows, in L1) are spread over p's workers.
 func LinearF32(p *pool.Pool, dst []float32, dstStride int, x []float32, xStride, rows, k, n int, w, bias []float32) {
 	rowTiles, colTiles := (rows+linearTileRows-1)/linearTileRows, (n+linearTileCols-1)/linearTileCols
 	c := linearCalls.get()
+	c.kern = active()
 	c.dst, c.dstStride, c.x, c.xStride, c.rows, c.k, c.n, c.w, c.bias = dst, dstStride, x, xStride, rows, k, n, w, bias
 	c.colTiles = colTiles
 	parallelFor(p, rowTiles*colTiles, c.task)
@@ -21,11 +22,15 @@ func LinearF32(p *pool.Pool, dst []float32, dstStride int, x []float32, xStride,
 	linearCalls.put(c)
 }
 
-// Tiles of LinearF32: 4 rows (linearTile4's) x 256 columns.
-const linearTileRows, linearTileCols = 4, 256
+// Tiles of LinearF32: 4 rows (linearTile4's) x 128 columns. With one to
+// eight rows (a pooler's [CLS] rows) and N = 768, the 6-12 tiles keep two
+// workers busy while the weights stream in; a tile's 128 columns of w
+// rows (512 bytes each) are whole cache lines.
+const linearTileRows, linearTileCols = 4, 128
 
 // linearCall is one LinearF32 call's state (see calls.go).
 type linearCall struct {
+	kern                *kernels
 	dst                 []float32
 	dstStride           int
 	x                   []float32
@@ -46,17 +51,23 @@ func (c *linearCall) tile(_, t int) {
 	dst, dstStride, x, xStride := c.dst, c.dstStride, c.x, c.xStride
 	r0, j0 := t/c.colTiles*linearTileRows, t%c.colTiles*linearTileCols
 	r1, j1 := min(r0+linearTileRows, c.rows), min(j0+linearTileCols, c.n)
-	if r1-r0 == linearTileRows {
-		linearTile4(dst[r0*dstStride:], dstStride, x[r0*xStride:], xStride, c.k, c.n, c.w, j0, j1)
-	} else {
-		for r := r0; r < r1; r++ {
-			linearRow(dst[r*dstStride:], x[r*xStride:][:c.k], c.n, c.w, j0, j1)
-		}
-	}
+	c.kern.linearTile(dst[r0*dstStride:], dstStride, x[r0*xStride:], xStride, r1-r0, c.k, c.n, c.w, j0, j1)
 	if c.bias != nil {
 		for r := r0; r < r1; r++ {
 			Add(dst[r*dstStride+j0:r*dstStride+j1], dst[r*dstStride+j0:r*dstStride+j1], c.bias[j0:j1])
 		}
+	}
+}
+
+// linearTileGo is kernels.linearTile: columns [j0, j1) of rows rows (1 to
+// linearTileRows) of LinearF32 without the bias, w's rows n apart.
+func linearTileGo(dst []float32, dstStride int, x []float32, xStride, rows, k, n int, w []float32, j0, j1 int) {
+	if rows == linearTileRows {
+		linearTile4(dst, dstStride, x, xStride, k, n, w, j0, j1)
+		return
+	}
+	for r := range rows {
+		linearRow(dst[r*dstStride:], x[r*xStride:][:k], n, w, j0, j1)
 	}
 }
 

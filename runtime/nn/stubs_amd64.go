@@ -224,3 +224,27 @@ func packQueries16AVX2Asm(dst *uint32, src *uint8, kp int, rows int, colSum *int
 //
 //go:noescape
 func probsT16AVX2Asm(p *uint8, kpv int, sT *float32, blocks int)
+
+// linearRows4Asm sets dst[r*dstStride+j] to the sum over p < k ascending of
+// x[r*xStride+p]*w[p*wStride+j], each product rounded, from 0, for r < 4 and j < n
+// (k, n >= 1): runtime/nn.LinearF32's bits.
+//
+//go:noescape
+func linearRows4Asm(dst *float32, dstStride int, x *float32, xStride int, k int, w *float32, wStride int, n int)
+
+// linearRows1Asm sets dst[r*dstStride+j] to the sum over p < k ascending of
+// x[r*xStride+p]*w[p*wStride+j], each product rounded, from 0, for r < 1 and j < n
+// (k, n >= 1): runtime/nn.LinearF32's bits.
+//
+//go:noescape
+func linearRows1Asm(dst *float32, dstStride int, x *float32, xStride int, k int, w *float32, wStride int, n int)
+
+// linearRows4AVX2Asm is linearRows4Asm for AVX2: n must be a multiple of 8.
+//
+//go:noescape
+func linearRows4AVX2Asm(dst *float32, dstStride int, x *float32, xStride int, k int, w *float32, wStride int, n int)
+
+// linearRows1AVX2Asm is linearRows1Asm for AVX2: n must be a multiple of 8.
+//
+//go:noescape
+func linearRows1AVX2Asm(dst *float32, dstStride int, x *float32, xStride int, k int, w *float32, wStride int, n int)
