@@ -26,6 +26,13 @@ const demoDir = "../internal/demomodel/sst2-distilbert-tiny"
 // statistics of a few random sequences, or "dynamic").
 func demoProgram(t *testing.T, act string) *exec.Program {
 	t.Helper()
+	return demoProgramWith(t, passes.QuantOptions{Act: act})
+}
+
+// demoProgramWith is demoProgram with the given quantisation options.
+func demoProgramWith(t *testing.T, opts passes.QuantOptions) *exec.Program {
+	t.Helper()
+	act := opts.Act
 	g, err := frontend.Load(demoDir)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +41,6 @@ func demoProgram(t *testing.T, act string) *exec.Program {
 		t.Fatal(err)
 	}
 	var stats *calib.Stats
-	opts := passes.QuantOptions{Act: act}
 	if act == compiler.QLinearStatic {
 		opts.Alpha = 0.5
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -112,10 +118,15 @@ func TestGenerateIsDeterministicAndFormatted(t *testing.T) {
 				t.Error("schedule has no packed QKV attention")
 			}
 			// Padding-free batches (compiler/exec packed.go): the schedule
-			// has the packed forms of attention (INT8, the default) and
-			// embeddings.
-			if !strings.Contains(sched, "nn.AttentionInt8Packed(") || !strings.Contains(sched, "nn.EmbedSumPacked(") {
-				t.Error("schedule has no padding-free (packed) batch path")
+			// has the packed forms of attention (INT8, the default; writing
+			// the static quantisation of the output projection's input,
+			// passes.WriteU8Directly) and embeddings.
+			attention := "nn.AttentionInt8Packed("
+			if act == compiler.QLinearStatic {
+				attention = "nn.AttentionInt8U8Packed("
+			}
+			if !strings.Contains(sched, attention) || !strings.Contains(sched, "nn.EmbedSumPacked(") {
+				t.Errorf("schedule has no padding-free (packed) batch path (%s)", attention)
 			}
 		})
 	}

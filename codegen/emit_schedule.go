@@ -3,6 +3,7 @@ package codegen
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -214,9 +215,13 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		}
 		// A packed batch's dims (nn.AttentionPacked) have no sizes: offsets
 		// gives each sequence's.
+		outStride := width
+		if s.OutKp > 0 { // u8 rows, padded to the GEMMs' K block
+			outStride = s.OutKp
+		}
 		packed := jen.Dict{
 			jen.Id("Heads"): jen.Lit(s.Heads), jen.Id("HeadDim"): jen.Lit(width / s.Heads), jen.Id("Scale"): jen.Lit(s.Scale),
-			jen.Id("QStride"): jen.Lit(stride), jen.Id("KStride"): jen.Lit(stride), jen.Id("VStride"): jen.Lit(stride), jen.Id("OutStride"): jen.Lit(width),
+			jen.Id("QStride"): jen.Lit(stride), jen.Id("KStride"): jen.Lit(stride), jen.Id("VStride"): jen.Lit(stride), jen.Id("OutStride"): jen.Lit(outStride),
 		}
 		dims := maps.Clone(packed)
 		dims[jen.Id("Batch")], dims[jen.Id("SeqQ")], dims[jen.Id("SeqK")] = jen.Id("batch"), jen.Id("seq"), jen.Id("seq")
@@ -232,18 +237,23 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			}
 		}
 		// nn.Attention or nn.AttentionInt8 (the latter on the GEMM engine's
-		// kernels), and their packed forms.
+		// kernels; nn.AttentionInt8U8 writing u8, with the quantisation's
+		// parameters last), and their packed forms.
 		name := strings.TrimPrefix(s.Call(), "nn.")
+		var trailing []jen.Code
+		if s.OutKp > 0 {
+			trailing = []jen.Code{jen.Lit(s.OutInvScale), jen.Lit(s.OutZeroPoint)}
+		}
 		leading := func() []jen.Code { // the pool, the GEMM engine for INT8, the scratch
 			if s.Int8 {
 				return []jen.Code{jen.Id("m").Dot("pool"), jen.Id("m").Dot("gemm"), jen.Id("ws").Dot("attn")}
 			}
 			return []jen.Code{jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn")}
 		}
-		call := jen.Qual(pkgNN, name).Call(append(leading(), sc(s.Out), sc(s.Q), kArg, vArg, sc(s.Mask),
-			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims))...)
-		return pl.packedOr(s.Q, call, jen.Qual(pkgNN, name+"Packed").Call(append(leading(), sc(s.Out), sc(s.Q), kArg.Clone(), vArg.Clone(),
-			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(packed), jen.Id("offsets"))...)), nil
+		call := jen.Qual(pkgNN, name).Call(slices.Concat(leading(), []jen.Code{sc(s.Out), sc(s.Q), kArg, vArg, sc(s.Mask),
+			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims)}, trailing)...)
+		return pl.packedOr(s.Q, call, jen.Qual(pkgNN, name+"Packed").Call(slices.Concat(leading(), []jen.Code{sc(s.Out), sc(s.Q), kArg.Clone(), vArg.Clone(),
+			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(packed), jen.Id("offsets")}, trailing)...)), nil
 	case *exec.AttentionMaskStep:
 		return jen.Qual(pkgNN, "AttentionMask").Call(sc(s.Out), sc(s.Mask), jen.Lit(s.Fill)), nil
 	case *exec.AddStep:

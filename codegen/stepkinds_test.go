@@ -26,6 +26,9 @@ func TestEveryStepKindHasEveryPiece(t *testing.T) {
 	for _, act := range []string{compiler.QLinearStatic, compiler.QLinearDynamic} {
 		programs = append(programs, demoProgram(t, act).Schedule)
 	}
+	// FP32 attention: its output is quantised by a step of its own
+	// (QuantizeStep), which INT8 attention's u8 epilogue replaces.
+	programs = append(programs, demoProgramWith(t, passes.QuantOptions{Act: compiler.QLinearStatic, Attention: "fp32"}).Schedule)
 	src, err := os.ReadFile("testdata/generic_ops.sqc")
 	if err != nil {
 		t.Fatal(err)

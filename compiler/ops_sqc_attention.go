@@ -51,17 +51,23 @@ func attentionOp() *OpDef {
 			"With qkv_packed = 1, input 0 is QKV [batch, seq, 3*heads*d] holding Q, K and V in columns [0, W), [W, 2W) and [2W, 3W) " +
 			"(W = heads*d), inputs 1 and 2 are omitted, and Y is [batch, seq, W]. " +
 			"With int8 = 1 (set by QuantizeAttention), Q·K^T and P·V are u8 x s8 GEMMs with dynamic scales (K per key, Q per query, " +
-			"V per channel over the keys the mask leaves, P = roundEven(255 * e / max e) per row): runtime/nn.AttentionInt8 defines the bits.",
+			"V per channel over the keys the mask leaves, P = roundEven(255 * e / max e) per row): runtime/nn.AttentionInt8 defines the bits. " +
+			"With int8 = 1 and out_scale s, out_zero_point z (passes.WriteU8Directly), Y is u8, " +
+			"clamp(roundEven(clamp(Y*(1/s), ±65536)) + z, 0, 255): sqc.Quantize's codes of the f32 Y, written by the P·V epilogue.",
 		MinInputs: 1, MaxInputs: 4, MinOutputs: 1, MaxOutputs: 1,
 		Attrs: []AttrSpec{
 			{Name: "heads", Kind: AttrInt, Required: true},
 			{Name: "scale", Kind: AttrFloat, Required: true},
 			{Name: "qkv_packed", Kind: AttrInt},
 			{Name: "int8", Kind: AttrInt},
+			{Name: "out_scale", Kind: AttrFloat},
+			{Name: "out_zero_point", Kind: AttrInt},
 		},
-		DTypes: DTypeRule{In: []string{"T", "T", "T", "T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": floatTypes()}},
-		Shape:  attentionShape,
-		Check:  attentionCheck,
+		// Y is u8 when the node writes it quantised (U8Output).
+		DTypes: DTypeRule{In: []string{"T", "T", "T", "T"}, Out: []string{"attr"}, OutFromAttr: u8OutputDType(Undefined), AttrElse: "T",
+			Vars: map[string][]DType{"T": floatTypes()}},
+		Shape: attentionShape,
+		Check: attentionCheck,
 	}
 }
 
@@ -92,6 +98,14 @@ func attentionCheck(n *Node, _ int64) error {
 	}
 	if q := n.AttrInt("int8", 0); q != 0 && q != 1 {
 		return fmt.Errorf("int8 is %d, want 0 or 1", q)
+	}
+	if _, _, ok := U8Output(n); ok {
+		if !AttentionInt8(n) {
+			return fmt.Errorf("out_scale (a u8 output) needs int8 = 1: only INT8 attention's P·V epilogue writes u8")
+		}
+		if err := checkU8Params(n, "out_scale", "out_zero_point"); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ func TestQuantizeShapeAndCheck(t *testing.T) {
 		{"QLinear writing u8", `%y = sqc.QLinear(%x, %w, %s) {act_scale=0.5, act_zero_point=128, out_scale=0.25, out_zero_point=3}`, "y", "u8[batch, sequence, 3]"},
 		{"LayerNorm writing u8", `init %g: f32[8] = splat(1)` + "\n" + `%yq, %y = sqc.LayerNorm(%x, %g) {out_scale=0.25, out_zero_point=3}`, "yq", "u8[batch, sequence, 8]"},
 		{"LayerNormDual writing u8", `init %g: f32[8] = splat(1)` + "\n" + `%y, %yq = sqc.LayerNormDual(%x, %g, %g) {out_scale=0.25, out_zero_point=3}`, "yq", "u8[batch, sequence, 8]"},
+		{"INT8 Attention writing u8", `%y = sqc.Attention(%x, %x, %x) {heads=2, scale=0.5, int8=1, out_scale=0.25, out_zero_point=3}`, "y", "u8[batch, sequence, 8]"},
+		{"Attention f32", `%y = sqc.Attention(%x, %x, %x) {heads=2, scale=0.5, int8=1}`, "y", "f32[batch, sequence, 8]"},
 		{"LayerNormDual f32", `init %g: f32[8] = splat(1)` + "\n" + `%y, %yq = sqc.LayerNormDual(%x, %g, %g)`, "yq", "f32[batch, sequence, 8]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -43,6 +45,8 @@ func TestQuantizeShapeAndCheck(t *testing.T) {
 		{"of i64", `input %i: i64[4, 8]` + "\n" + `%q = sqc.Quantize(%i) {scale=0.5, zero_point=1}`, "dtype"},
 		{"row params static", `input %rs: f32[batch, sequence]` + "\n" + `input %rz: i32[batch, sequence]` + "\n" +
 			`%y = sqc.QLinear(%x, %w, %s, _, _, %rs, %rz) {act_scale=0.5, act_zero_point=1}`, "dynamic act_mode only"},
+		{"FP32 Attention writing u8", `%y = sqc.Attention(%x, %x, %x) {heads=2, scale=0.5, out_scale=0.25, out_zero_point=3}`, "needs int8 = 1"},
+		{"Attention u8 no zero point", `%y = sqc.Attention(%x, %x, %x) {heads=2, scale=0.5, int8=1, out_scale=0.25}`, "out_zero_point"},
 		{"out zero point range", `%y = sqc.QLinear(%x, %w, %s) {act_scale=0.5, act_zero_point=1, out_scale=0.5, out_zero_point=300}`, "out_zero_point"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

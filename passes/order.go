@@ -65,6 +65,8 @@ var passOrder = []orderRule{
 		"a LayerNorm's input is a QLinear's output only once the residual Add between them is in the QLinear's epilogue"},
 	{"MaterializeQuantize", []string{"DeduplicateQuantize", "WriteU8Directly"}, needs,
 		"they rewrite the sqc.Quantize nodes MaterializeQuantize makes; before it the quantisation is inside each QLinear"},
+	{"QuantizeAttention", []string{"WriteU8Directly"}, needs,
+		"an sqc.Attention writes u8 only with int8 = 1 (its P·V epilogue quantises), which QuantizeAttention sets"},
 	{"DeduplicateQuantize", []string{"WriteU8Directly"}, needs,
 		"a producer writes u8 when one static sqc.Quantize is its output's only reader, which a value read by several GEMMs of one quantisation has only after de-duplication"},
 }

@@ -148,7 +148,7 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 		// u8 write the INT8 engine runs is then a node or an attribute.
 		MaterializeQuantize, // materialize_quantize.go: an sqc.Quantize before each QLinear's f32 input
 		DeduplicateQuantize, // deduplicate_quantize.go: one per value and parameters
-		WriteU8Directly,     // write_u8_directly.go: QLinear and LayerNormDual write their readers' u8 form
+		WriteU8Directly,     // write_u8_directly.go: QLinear, INT8 Attention and LayerNormDual write their readers' u8 form
 		// Last of the rewrites: it marks the LayerNorm forms WriteU8Directly
 		// makes (passOrder).
 		FuseLayerNormIntoQLinear, // fuse_layer_norm_into_qlinear.go: the LayerNorm after dense + residual runs inside that GEMM

@@ -31,7 +31,8 @@ func AttentionPrecision(a string) (string, error) {
 // QuantizeAttention sets every sqc.Attention to opts.Attention's precision:
 // int8 = 1 (the default), or no int8 attribute for AttentionFP32 (so it
 // also turns an INT8-attention graph back, as bench's workers do to time
-// both). The decision is the graph's, visible in
+// both: an INT8 attention writing u8 gets its sqc.Quantize back, and
+// WriteU8Directly, run after it, fuses that into an attention made INT8). The decision is the graph's, visible in
 // `sqc inspect`, and lowering only follows it. Being integer products plus
 // element-wise float32 steps every ISA computes alike, INT8 attention
 // keeps the outputs bitwise identical across ISAs, so it is a compile-time
@@ -61,17 +62,50 @@ func QuantizeAttention(opts QuantOptions) Pass {
 		}
 		int8 := a == AttentionINT8
 		changed := false
+		var nodes []*compiler.Node
 		for _, n := range g.Nodes {
+			nodes = append(nodes, n)
 			if n.Op != opAttention || compiler.AttentionInt8(n) == int8 {
 				continue
 			}
+			changed = true
 			if int8 {
 				n.Attrs["int8"] = compiler.IntAttr(1)
-			} else {
-				delete(n.Attrs, "int8")
+				continue
 			}
-			changed = true
+			delete(n.Attrs, "int8")
+			if q := splitU8Output(g, n); q != nil {
+				nodes = append(nodes, q)
+			}
 		}
-		return changed, nil
+		if !changed {
+			return false, nil
+		}
+		g.Nodes = nodes
+		return true, g.InferShapes()
 	}}
+}
+
+// splitU8Output turns an INT8 attention n that writes u8 (WriteU8Directly)
+// back into one writing f32, followed by the sqc.Quantize it absorbed,
+// which it returns (nil when n writes f32): FP32 attention has no u8 form.
+// The f32 value is named after the u8 one.
+func splitU8Output(g *compiler.Graph, n *compiler.Node) *compiler.Node {
+	scale, zp, ok := compiler.U8Output(n)
+	if !ok {
+		return nil
+	}
+	delete(n.Attrs, "out_scale")
+	delete(n.Attrs, "out_zero_point")
+	u8 := n.Outputs[0]
+	f32 := u8 + "/f32"
+	producers := g.Producers()
+	for i := 2; producers[f32] != nil || g.Initializers[f32] != nil; i++ {
+		f32 = fmt.Sprintf("%s/f32.%d", u8, i)
+	}
+	n.Outputs[0] = f32
+	return &compiler.Node{
+		Op: "sqc.Quantize", Name: n.Name + "/quantize", Inputs: []string{f32}, Outputs: []string{u8},
+		Attrs: compiler.Attrs{"scale": compiler.FloatAttr(scale), "zero_point": compiler.IntAttr(int64(zp))},
+	}
 }

@@ -15,7 +15,7 @@ type PackedLayout struct {
 
 // attention lowers an f32 sqc.Attention to an AttentionStep, packed
 // (qkv_packed = 1: one [batch, seq, 3W] operand) or not, FP32 or INT8
-// (int8 = 1).
+// (int8 = 1), writing f32 or (out_scale) u8.
 func (l *lowering) attention(n *compiler.Node) bool {
 	if !l.allF32(n.Inputs...) {
 		return false
@@ -33,6 +33,13 @@ func (l *lowering) attention(n *compiler.Node) bool {
 		s.Mask = l.slot(n.Inputs[3])
 	}
 	s.Out = l.slot(n.Outputs[0])
+	if scale, zp, ok := compiler.U8Output(n); ok { // passes.WriteU8Directly
+		_, shape := l.info(n.Outputs[0])
+		if shape == nil || len(shape) == 0 || !shape[len(shape)-1].Known() {
+			return false
+		}
+		s.OutKp, s.OutInvScale, s.OutZeroPoint = u8Row(int(shape[len(shape)-1].Size)), 1/scale, zp
+	}
 	l.emit(s)
 	return true
 }

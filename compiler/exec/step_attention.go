@@ -15,6 +15,9 @@ import (
 // are NoSlot, and the kernel reads K and V at column offsets W and 2W of
 // Q's rows (row stride 3W; see PackedLayout). When Int8 (sqc.Attention's
 // int8), it is nn.AttentionInt8 on the program's GEMM engine instead.
+// With OutKp > 0 (INT8 only: sqc.Attention's out_scale), Out is u8
+// [..., OutKp], the codes of nn.QuantizeU8 with OutInvScale and
+// OutZeroPoint, written by the P·V epilogue (nn.AttentionInt8U8).
 type AttentionStep struct {
 	node
 	Q, K, V, Mask SlotID
@@ -23,7 +26,11 @@ type AttentionStep struct {
 	Heads         int
 	Scale         float32
 	Out           SlotID
+	OutKp         int
+	OutInvScale   float32
+	OutZeroPoint  int32
 	dims          nn.AttentionDims
+	shape         []int64 // Out's shape, reused so that Run does not allocate
 }
 
 // AttentionMaskStep is nn.AttentionMask of an i64 [batch, seq] mask into
@@ -35,7 +42,10 @@ type AttentionMaskStep struct {
 }
 
 func (s *AttentionStep) Call() string {
-	if s.Int8 {
+	switch {
+	case s.OutKp > 0:
+		return "nn.AttentionInt8U8"
+	case s.Int8:
 		return "nn.AttentionInt8"
 	}
 	return "nn.Attention"
@@ -49,6 +59,9 @@ func (s *AttentionStep) Describe(sl []*Slot) string {
 	}
 	if s.Int8 {
 		packed += ", int8"
+	}
+	if s.OutKp > 0 {
+		packed += fmt.Sprintf(", out=u8 Kp=%d inv_scale=%g zero_point=%d", s.OutKp, s.OutInvScale, s.OutZeroPoint)
 	}
 	return fmt.Sprintf("%s = %s(%s; heads=%d, scale=%g%s)", slotName(sl, s.Out), s.Call(),
 		slotNames(sl, s.Q, s.K, s.V, s.Mask), s.Heads, s.Scale, packed)
@@ -78,7 +91,7 @@ func (s *AttentionStep) run(p *Program) error {
 	d := &s.dims
 	*d = nn.AttentionDims{
 		Batch: batch, SeqQ: sq, SeqK: sk, Heads: s.Heads, HeadDim: width / s.Heads, Scale: s.Scale,
-		QStride: width, KStride: width, VStride: width, OutStride: width,
+		QStride: width, KStride: width, VStride: width, OutStride: s.outStride(width),
 	}
 	return s.attend(p, q.F32, k.F32, v.F32, q.Shape)
 }
@@ -95,15 +108,39 @@ func (s *AttentionStep) attend(p *Program, q, k, v []float32, outShape []int64) 
 		}
 		mask = m.F32
 	}
-	out := p.bufs[s.Out]
-	resize(out, compiler.Float32, outShape...)
+	out := s.resizeOut(p, outShape)
 	p.scratch = grow(p.scratch, s.scratchLen(p, d.SeqK))
-	if s.Int8 {
+	switch {
+	case s.OutKp > 0:
+		nn.AttentionInt8U8(p.pool, p.engine, p.scratch, out.U8, q, k, v, mask, d, s.OutInvScale, s.OutZeroPoint)
+	case s.Int8:
 		nn.AttentionInt8(p.pool, p.engine, p.scratch, out.F32, q, k, v, mask, d)
-	} else {
+	default:
 		nn.Attention(p.pool, p.scratch, out.F32, q, k, v, mask, d)
 	}
 	return nil
+}
+
+// outStride is the row stride of Out for width output columns: OutKp
+// bytes when it is u8.
+func (s *AttentionStep) outStride(width int) int {
+	if s.OutKp > 0 {
+		return s.OutKp
+	}
+	return width
+}
+
+// resizeOut sizes Out to shape, whose last dim is the output width (OutKp
+// bytes when it is u8).
+func (s *AttentionStep) resizeOut(p *Program, shape []int64) *compiler.Tensor {
+	out := p.bufs[s.Out]
+	if s.OutKp > 0 {
+		s.shape = withLast(s.shape, shape, s.OutKp)
+		resize(out, compiler.Uint8, s.shape...)
+	} else {
+		resize(out, compiler.Float32, shape...)
+	}
+	return out
 }
 
 // scratchLen is the attention scratch for keys keys at most.
@@ -178,6 +215,9 @@ func (s *AttentionStep) cost(p *Program) Cost {
 	if s.Int8 {
 		label += " int8"
 	}
+	if s.OutKp > 0 {
+		label += " ->u8"
+	}
 	return Cost{Kind: KindAttention, Label: label, INT8: s.Int8,
 		Ops: scores * (4*float64(d.HeadDim) + opsSoftmax), Bytes: p.operandBytes(s)}
 }
@@ -199,12 +239,12 @@ func (s *AttentionStep) runPacked(p *Program) error {
 	lay := PackedAttentionLayout(int(qkv.Shape[2]))
 	outShape := []int64{qkv.Shape[0], qkv.Shape[1], int64(lay.Width)}
 	if batch*seq == 0 { // no tokens: nothing to attend, and no K or V columns to slice
-		resize(p.bufs[s.Out], compiler.Float32, outShape...)
+		s.resizeOut(p, outShape)
 		return nil
 	}
 	s.dims = nn.AttentionDims{
 		Batch: batch, SeqQ: seq, SeqK: seq, Heads: s.Heads, HeadDim: lay.Width / s.Heads, Scale: s.Scale,
-		QStride: lay.Stride, KStride: lay.Stride, VStride: lay.Stride, OutStride: lay.Width,
+		QStride: lay.Stride, KStride: lay.Stride, VStride: lay.Stride, OutStride: s.outStride(lay.Width),
 	}
 	return s.attend(p, qkv.F32, qkv.F32[lay.KOffset:], qkv.F32[lay.VOffset:], outShape)
 }
@@ -239,18 +279,20 @@ func (s *AttentionStep) runVarlen(p *Program) error {
 	}
 	s.dims = nn.AttentionDims{
 		Heads: s.Heads, HeadDim: width / s.Heads, Scale: s.Scale,
-		QStride: stride, KStride: stride, VStride: stride, OutStride: width,
+		QStride: stride, KStride: stride, VStride: stride, OutStride: s.outStride(width),
 	}
-	out := p.bufs[s.Out]
-	resize(out, compiler.Float32, q.Shape[0], int64(width))
+	out := s.resizeOut(p, []int64{q.Shape[0], int64(width)})
 	longest := 0
 	for _, l := range p.run.lengths {
 		longest = max(longest, l)
 	}
 	p.scratch = grow(p.scratch, s.scratchLen(p, longest))
-	if s.Int8 {
+	switch {
+	case s.OutKp > 0:
+		nn.AttentionInt8U8Packed(p.pool, p.engine, p.scratch, out.U8, qs, ks, vs, &s.dims, off, s.OutInvScale, s.OutZeroPoint)
+	case s.Int8:
 		nn.AttentionInt8Packed(p.pool, p.engine, p.scratch, out.F32, qs, ks, vs, &s.dims, off)
-	} else {
+	default:
 		nn.AttentionPacked(p.pool, p.scratch, out.F32, qs, ks, vs, &s.dims, off)
 	}
 	return nil

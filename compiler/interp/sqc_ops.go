@@ -60,7 +60,8 @@ func attentionMask(c *call) ([]*compiler.Tensor, error) {
 // copied out (exactly) and attended as above. With int8 = 1, Q, K, V and
 // the probabilities are put on the INT8 grids first (int8AttentionOperands)
 // and the rest runs in float64 alike, so the engine's INT8 attention agrees
-// with it up to float32 rounding.
+// with it up to float32 rounding. With out_scale, the output is the u8
+// codes of that (sqc.Quantize's).
 func attention(c *call) ([]*compiler.Tensor, error) {
 	var q, k, v *compiler.Tensor
 	if compiler.AttentionPacked(c.node) {
@@ -160,7 +161,16 @@ func attention(c *call) ([]*compiler.Tensor, error) {
 			}
 		}
 	}
-	return one(ops.Cast(ops.FromSlice(slices.Clone(q.Shape), y), q.DType))
+	out, err := ops.Cast(ops.FromSlice(slices.Clone(q.Shape), y), q.DType)
+	if err != nil {
+		return nil, err
+	}
+	if scale, zp, ok := compiler.U8Output(c.node); ok { // written quantised (int8 = 1 only)
+		if out, err = quantizeRows(out, scale, zp); err != nil {
+			return nil, err
+		}
+	}
+	return []*compiler.Tensor{out}, nil
 }
 
 // int8AttentionOperands puts Q, K and V ([batch, seq, heads*d] each) on

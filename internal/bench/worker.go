@@ -140,10 +140,13 @@ func otherAttention(m *Model, q QuantOptions) (modeSpec, error) {
 	if a == passes.AttentionFP32 {
 		spec.name, other = ModeINT8Attn8, passes.AttentionINT8
 	}
-	// QuantizeAttention is the last pass to read or write the precision,
-	// so setting it on the quantised graph gives the graph the other
+	// QuantizeAttention sets the precision on the quantised graph (an
+	// attention made FP32 gets back the sqc.Quantize of its output), and
+	// WriteU8Directly, the only later pass that reads it, fuses that
+	// quantisation into an attention made INT8: the graph the other
 	// precision would have made.
-	if err := passes.Run(spec.graph, []passes.Pass{passes.QuantizeAttention(passes.QuantOptions{Attention: other})}, passes.Options{}); err != nil {
+	list := []passes.Pass{passes.QuantizeAttention(passes.QuantOptions{Attention: other}), passes.WriteU8Directly}
+	if err := passes.Run(spec.graph, list, passes.Options{CheckIR: true, Level: compiler.VerifyQuantized}); err != nil {
 		return modeSpec{}, fmt.Errorf("%s: %s attention for mode %s: %w", m.Name, other, spec.name, err)
 	}
 	return spec, nil

@@ -55,8 +55,11 @@ func TestWorkerEndToEnd(t *testing.T) {
 }
 
 // checkModes fails unless w offers the modes want, in order, and each
-// runs INT8 attention (nn.AttentionInt8) exactly when it is the mode other
-// (the other attention precision) xor the worker's default, int8.
+// runs INT8 attention exactly when it is the mode other (the other
+// attention precision) xor the worker's default, int8; INT8 attention
+// writes the u8 input of the output projection itself
+// (nn.AttentionInt8U8, passes.WriteU8Directly) in every mode, the one
+// made by otherAttention too, and FP32 attention leaves it to a Quantize.
 func checkModes(t *testing.T, w *Worker, want []string, other string, int8 bool) {
 	t.Helper()
 	var names []string
@@ -68,8 +71,12 @@ func checkModes(t *testing.T, w *Worker, want []string, other string, int8 bool)
 	}
 	for _, m := range w.Modes {
 		listing := m.Engine.(*int8Engine).prog.String()
-		if int8Attn := strings.Contains(listing, "nn.AttentionInt8("); int8Attn != ((m.Name == other) != int8) {
-			t.Errorf("mode %s runs nn.AttentionInt8: %v\n%s", m.Name, int8Attn, listing)
+		int8Attn := strings.Contains(listing, "nn.AttentionInt8U8(")
+		if int8Attn != ((m.Name == other) != int8) || strings.Contains(listing, "nn.AttentionInt8(") {
+			t.Errorf("mode %s runs nn.AttentionInt8U8: %v\n%s", m.Name, int8Attn, listing)
+		}
+		if fp32Attn := strings.Contains(listing, "nn.Attention("); fp32Attn != !int8Attn || fp32Attn != strings.Contains(listing, "nn.QuantizeU8") {
+			t.Errorf("mode %s runs FP32 attention %v, with its Quantize step %v\n%s", m.Name, fp32Attn, strings.Contains(listing, "nn.QuantizeU8"), listing)
 		}
 	}
 }

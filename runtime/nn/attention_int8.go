@@ -140,7 +140,7 @@ func (w *int8Worker) carve(s []float32, l int8Layout, seqK int) {
 // scratch must hold AttentionInt8ScratchLen(workers, d.SeqK, d.HeadDim)
 // values. p must be e's pool or nil.
 func AttentionInt8(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v, mask []float32, d *AttentionDims) {
-	attentionInt8(active(), p, e, scratch, out, q, k, v, mask, d, nil)
+	attentionInt8(active(), p, e, scratch, attnOut{f32: out}, q, k, v, mask, d, nil)
 }
 
 // AttentionInt8Packed is AttentionInt8 on a packed batch, as
@@ -149,21 +149,90 @@ func AttentionInt8(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v, mask []
 // bits of each sequence are those of AttentionInt8 on it alone. scratch
 // must hold AttentionInt8ScratchLen(workers, longest sequence, d.HeadDim).
 func AttentionInt8Packed(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v []float32, d *AttentionDims, offsets []int) {
-	attentionInt8(active(), p, e, scratch, out, q, k, v, nil, d, offsets)
+	attentionInt8(active(), p, e, scratch, attnOut{f32: out}, q, k, v, nil, d, offsets)
+}
+
+// AttentionInt8U8 is AttentionInt8 writing the u8 codes of its output,
+// QuantizeU8's with invScale and zeroPoint, straight from the P·V
+// epilogue: the same bytes as AttentionInt8 followed by QuantizeU8, with
+// no float32 output written or read. Rows of out are d.OutStride bytes
+// apart; the bytes of a row past its Heads*HeadDim codes are set to
+// QuantizeU8's padding (zeroPoint clamped to [0, 255]).
+func AttentionInt8U8(p *pool.Pool, e *qgemm.Engine, scratch []float32, out []uint8, q, k, v, mask []float32, d *AttentionDims, invScale float32, zeroPoint int32) {
+	attentionInt8(active(), p, e, scratch, attnOut{u8: out, invScale: invScale, zeroPoint: zeroPoint}, q, k, v, mask, d, nil)
+}
+
+// AttentionInt8U8Packed is AttentionInt8Packed writing u8 codes as
+// AttentionInt8U8 does.
+func AttentionInt8U8Packed(p *pool.Pool, e *qgemm.Engine, scratch []float32, out []uint8, q, k, v []float32, d *AttentionDims, offsets []int, invScale float32, zeroPoint int32) {
+	attentionInt8(active(), p, e, scratch, attnOut{u8: out, invScale: invScale, zeroPoint: zeroPoint}, q, k, v, nil, d, offsets)
+}
+
+// attnOut is where INT8 attention writes: float32 values (f32), or their
+// u8 codes (u8, quantised with invScale and zeroPoint).
+type attnOut struct {
+	f32       []float32
+	u8        []uint8
+	invScale  float32
+	zeroPoint int32
+}
+
+// from is o from element off on.
+func (o attnOut) from(off int) attnOut {
+	if o.u8 != nil {
+		o.u8 = o.u8[off:]
+	} else {
+		o.f32 = o.f32[off:]
+	}
+	return o
+}
+
+// set sets n elements from off to v (quantised for u8).
+func (o attnOut) set(off, n int, v float32) {
+	if o.u8 != nil {
+		fill(o.u8[off:off+n], qgemm.QuantizeU8(v, o.invScale, o.zeroPoint))
+	} else {
+		fill(o.f32[off:off+n], v)
+	}
+}
+
+// epilogue points ep's output at element off, rows stride apart.
+func (o attnOut) epilogue(ep *qgemm.Epilogue, off, stride int) {
+	ep.OutStride = stride
+	if o.u8 != nil {
+		ep.OutU8, ep.OutInvScale, ep.OutZeroPoint = o.u8[off:], o.invScale, o.zeroPoint
+	} else {
+		ep.OutF32 = o.f32[off:]
+	}
+}
+
+// padRows sets the bytes past width of rows rows of a u8 output to
+// QuantizeU8's padding; a float32 output has none.
+func (o attnOut) padRows(rows, width, stride int) {
+	if o.u8 == nil || stride <= width {
+		return
+	}
+	pad := uint8(min(max(o.zeroPoint, 0), 255))
+	for i := range rows {
+		fill(o.u8[i*stride+width:(i+1)*stride], pad)
+	}
 }
 
 // attentionInt8 is AttentionInt8 (offsets nil) or AttentionInt8Packed
-// with the nn kernels kern.
-func attentionInt8(kern *kernels, p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v, mask []float32, d *AttentionDims, offsets []int) {
+// with the nn kernels kern, into out.
+func attentionInt8(kern *kernels, p *pool.Pool, e *qgemm.Engine, scratch []float32, out attnOut, q, k, v, mask []float32, d *AttentionDims, offsets []int) {
 	if d.HeadDim <= 0 {
 		return
 	}
-	tasks, longest := d.Batch*d.Heads, d.SeqK
+	tasks, longest, rows := d.Batch*d.Heads, d.SeqK, d.Batch*d.SeqQ
 	if offsets != nil {
 		n := max(len(offsets)-1, 0)
-		tasks, longest = n*d.Heads, 0
+		tasks, longest, rows = n*d.Heads, 0, 0
 		for b := range n {
 			longest = max(longest, offsets[b+1]-offsets[b])
+		}
+		if n > 0 {
+			rows = offsets[n]
 		}
 	} else if d.SeqQ <= 0 {
 		return
@@ -174,18 +243,20 @@ func attentionInt8(kern *kernels, p *pool.Pool, e *qgemm.Engine, scratch, out, q
 	c.workers = growStats(c.workers, workers(p))
 	parallelFor(p, tasks, c.task)
 	c.release()
+	out.padRows(rows, d.Heads*d.HeadDim, d.OutStride)
 }
 
 // int8Call is one AttentionInt8 (or AttentionInt8Packed) call's state.
 type int8Call struct {
-	kern                        *kernels
-	e                           *qgemm.Engine
-	scratch, out, q, k, v, mask []float32
-	d                           AttentionDims
-	offsets                     []int
-	lay                         int8Layout
-	workers                     []int8Worker // indexed by worker id, reused across calls
-	task                        func(worker, t int)
+	kern                   *kernels
+	e                      *qgemm.Engine
+	scratch, q, k, v, mask []float32
+	out                    attnOut
+	d                      AttentionDims
+	offsets                []int
+	lay                    int8Layout
+	workers                []int8Worker // indexed by worker id, reused across calls
+	task                   func(worker, t int)
 }
 
 var int8Calls = newRecycler(func() *int8Call {
@@ -195,7 +266,7 @@ var int8Calls = newRecycler(func() *int8Call {
 })
 
 func (c *int8Call) release() {
-	c.e, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.offsets = nil, nil, nil, nil, nil, nil, nil, nil
+	c.e, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.offsets = nil, nil, attnOut{}, nil, nil, nil, nil, nil
 	for i := range c.workers {
 		c.workers[i] = int8Worker{} // keep no scratch or caller memory alive
 	}
@@ -219,19 +290,16 @@ func (c *int8Call) head(worker, t int) {
 	}
 	d.Batch, d.SeqQ, d.SeqK = 1, l, l
 	w.carve(s, c.lay, l)
-	attnInt8Head(c.kern, c.e, w, c.out[off*d.OutStride:], c.q[off*d.QStride:], c.k[off*d.KStride:], c.v[off*d.VStride:], nil, &d, 0, h)
+	attnInt8Head(c.kern, c.e, w, c.out.from(off*d.OutStride), c.q[off*d.QStride:], c.k[off*d.KStride:], c.v[off*d.VStride:], nil, &d, 0, h)
 }
 
 // attnInt8Head computes every query row of head h of sequence b.
-func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, mask []float32, d *AttentionDims, b, h int) {
+func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out attnOut, q, k, v, mask []float32, d *AttentionDims, b, h int) {
 	hd, sk := d.HeadDim, d.SeqK
 	if sk == 0 {
 		// No keys: as Attention, every output is 0/0.
 		for i := range d.SeqQ {
-			row := out[(b*d.SeqQ+i)*d.OutStride+h*hd:][:hd]
-			for c := range row {
-				row[c] = float32(math.NaN())
-			}
+			out.set((b*d.SeqQ+i)*d.OutStride+h*hd, hd, float32(math.NaN()))
 		}
 		return
 	}
@@ -291,8 +359,8 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out, q, k, v, m
 		w.ep2 = qgemm.Epilogue{
 			ColSum: w.vB.ColSum, Scale: w.vScale,
 			RowScale: w.rowScale[:rows], RowZeroPoint: w.rowZP[:rows],
-			OutF32: out[(b*d.SeqQ+r0)*d.OutStride+h*hd:], OutStride: d.OutStride,
 		}
+		out.epilogue(&w.ep2, (b*d.SeqQ+r0)*d.OutStride+h*hd, d.OutStride)
 		mustGEMM(e.GEMMSerial(w.c32, w.p, rows, w.kpv, &w.vB, &w.ep2))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sqc-dev/sqc/runtime/pool"
@@ -160,7 +161,7 @@ func TestAttentionInt8MatchesReference(t *testing.T) {
 					withPools(t, func(t *testing.T, p *pool.Pool) {
 						out := make([]float32, len(want))
 						scratch := make([]float32, AttentionInt8ScratchLen(workers(p), c.sk, c.d))
-						attentionInt8(kern, p, e, scratch, out, q, k, v, mask, dims, nil)
+						attentionInt8(kern, p, e, scratch, attnOut{f32: out}, q, k, v, mask, dims, nil)
 						sameBits(t, fmt.Sprintf("%s kernels %s workers %d", e.ISA(), kern.name, workers(p)), out, want)
 					})
 				}
@@ -270,6 +271,64 @@ func TestAttentionInt8PackedMatchesAlone(t *testing.T) {
 				what := fmt.Sprintf("%s workers %d sequence %d", e.ISA(), workers(p), b)
 				sameBits(t, what+" packed", packed[rows:rows+l*width], alone)
 				sameBits(t, what+" padded", padded[b*longest*width:][:l*width], alone)
+			}
+		})
+	}
+}
+
+// TestAttentionInt8U8MatchesQuantize: the u8 output forms give the codes
+// QuantizeU8 makes of the float32 output, in rows wider than the heads
+// (the padding bytes QuantizeU8's), guarded on both sides; the packed form
+// too. Scales cover outputs that clamp at 0 and 255, and a zero point
+// outside [0, 255].
+func TestAttentionInt8U8MatchesQuantize(t *testing.T) {
+	for _, c := range []attnCase{
+		{"bert-like padded", 3, 21, 21, 4, 16, 0, "padding"},
+		{"strided cross", 2, 9, 13, 3, 5, 7, "full"},
+		{"all masked", 2, 5, 5, 2, 4, 0, "all"},
+		{"no keys", 1, 3, 0, 2, 8, 0, ""},
+		{"66 queries", 1, 66, 66, 1, 80, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dims, q, k, v, mask := attnCaseData(c)
+			width := c.heads * c.d
+			rows := c.batch * c.sq
+			for _, e := range int8Engines(t) {
+				withPools(t, func(t *testing.T, p *pool.Pool) {
+					scratch := make([]float32, AttentionInt8ScratchLen(workers(p), c.sk, c.d))
+					f32 := make([]float32, rows*dims.OutStride)
+					AttentionInt8(p, e, scratch, f32, q, k, v, mask, dims)
+					ud := *dims
+					ud.OutStride = qgemm.RoundUp(width+1, qgemm.KBlock) // padded rows
+					for _, qp := range []struct {
+						inv float32
+						zp  int32
+					}{{40, 128}, {300, 3}, {7, 300}} {
+						want := make([]uint8, rows*ud.OutStride)
+						QuantizeU8(want, ud.OutStride, f32, dims.OutStride, rows, width, qp.inv, qp.zp)
+						got, check := guardedU8(len(want))
+						AttentionInt8U8(p, e, scratch, got, q, k, v, mask, &ud, qp.inv, qp.zp)
+						check(t, "AttentionInt8U8")
+						if !slices.Equal(got, want) {
+							t.Fatalf("%s workers %d inv %g zp %d: AttentionInt8U8 differs from QuantizeU8 of AttentionInt8", e.ISA(), workers(p), qp.inv, qp.zp)
+						}
+						if mask != nil || c.sq != c.sk || c.pad != 0 {
+							continue
+						}
+						pd := ud
+						pd.Batch, pd.SeqQ, pd.SeqK = 0, 0, 0
+						offsets := []int{0}
+						for range c.batch {
+							offsets = append(offsets, offsets[len(offsets)-1]+c.sq)
+						}
+						packed, check := guardedU8(len(want))
+						AttentionInt8U8Packed(p, e, scratch, packed, q, k, v, &pd, offsets, qp.inv, qp.zp)
+						check(t, "AttentionInt8U8Packed")
+						if !slices.Equal(packed, want) {
+							t.Fatalf("%s workers %d inv %g zp %d: AttentionInt8U8Packed differs from QuantizeU8 of AttentionInt8", e.ISA(), workers(p), qp.inv, qp.zp)
+						}
+					}
+				})
 			}
 		})
 	}

@@ -172,8 +172,8 @@ func (c *layerNormCall) normalize(w, r0, r1 int) {
 	}
 }
 
-// fill sets every byte of b to v.
-func fill(b []uint8, v uint8) {
+// fill sets every element of b to v.
+func fill[T any](b []T, v T) {
 	for i := range b {
 		b[i] = v
 	}

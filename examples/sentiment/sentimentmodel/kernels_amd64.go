@@ -6,13 +6,13 @@ package sentimentmodel
 import qgemm "github.com/sqc-dev/sqc/runtime/qgemm"
 
 // gemmVNNIKp128 is the AVX512-VNNI qgemm.Kernel specialised to Kp = 128
-// (asmgen/kernels), for steps #3, #6, #7, #9, #12 and #13.
+// (asmgen/kernels), for steps #3, #5, #6, #8, #10 and #11.
 //
 //go:noescape
 func gemmVNNIKp128(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
 
 // gemmVNNIKp512 is the AVX512-VNNI qgemm.Kernel specialised to Kp = 512
-// (asmgen/kernels), for steps #8 and #14.
+// (asmgen/kernels), for steps #7 and #12.
 //
 //go:noescape
 func gemmVNNIKp512(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)

@@ -9,7 +9,7 @@
 //
 // Compiled for at most 128 tokens per sequence and 16 sequences per forward pass
 // (Run splits larger batches); kernel target auto. The schedule (schedule.go) is
-// 20 runtime calls; the weights (weights.bin) are embedded.
+// 18 runtime calls; the weights (weights.bin) are embedded.
 package sentimentmodel
 
 import (
@@ -47,7 +47,7 @@ const (
 
 // Sizes of one workspace, at MaxBatch x MaxSequence.
 const (
-	arenaBytes = 5251072 // activations of every dtype, reused by lifetime (exec.PlanMemory)
+	arenaBytes = 4464640 // activations of every dtype, reused by lifetime (exec.PlanMemory)
 	maxHeadDim = 64      // attention scratch per query row
 	target     = ""      // kernel family ceiling ("": fastest available)
 )

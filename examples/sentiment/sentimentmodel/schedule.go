@@ -22,7 +22,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		rows = offsets[batch]
 	}
 	// #0 nn.AttentionMask: attention_mask/AttentionMask
-	nn.AttentionMask(ws.f32[1310720:][:tokens], ws.mask[:tokens], float32(-3.4028235e+38))
+	nn.AttentionMask(ws.f32[1114112:][:tokens], ws.mask[:tokens], float32(-3.4028235e+38))
 	// #1 nn.EmbedSumParallel: distilbert.embeddings/add_positions/Embeddings
 	if offsets != nil {
 		if err := nn.EmbedSumPacked(m.pool, ws.f32[0:][:rows*128], &m.w.embeddings0, ws.ids[:tokens], nil, seq, offsets); err != nil {
@@ -49,9 +49,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #4 nn.AttentionInt8: distilbert.transformer.layer.0.attention.context/Reshape/Attention
+	// #4 nn.AttentionInt8U8: distilbert.transformer.layer.0.attention.context/Reshape/Attention
 	if offsets != nil {
-		nn.AttentionInt8Packed(m.pool, m.gemm, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], &nn.AttentionDims{
+		nn.AttentionInt8U8Packed(m.pool, m.gemm, ws.attn, ws.u8[4194304:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], &nn.AttentionDims{
 			HeadDim:   64,
 			Heads:     2,
 			KStride:   384,
@@ -59,9 +59,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 			QStride:   384,
 			Scale:     float32(0.125),
 			VStride:   384,
-		}, offsets)
+		}, offsets, float32(277.94394), int32(130))
 	} else {
-		nn.AttentionInt8(m.pool, m.gemm, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
+		nn.AttentionInt8U8(m.pool, m.gemm, ws.attn, ws.u8[4194304:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], ws.f32[1114112:][:tokens], &nn.AttentionDims{
 			Batch:           batch,
 			HeadDim:         64,
 			Heads:           2,
@@ -73,16 +73,14 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 			SeqK:            seq,
 			SeqQ:            seq,
 			VStride:         384,
-		})
+		}, float32(277.94394), int32(130))
 	}
-	// #5 nn.QuantizeU8Parallel: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear/quantize
-	nn.QuantizeU8Parallel(m.pool, ws.u8[2097152:][:rows*128], 128, ws.f32[1048576:][:rows*128], 128, rows, 128, float32(277.94394), int32(130))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #6 nn.LinearLayerNorm: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
+	// #5 nn.LinearLayerNorm: distilbert.transformer.layer.0.attention.out_lin/MatMul/Linear
 	if err := nn.LinearLayerNorm(m.gemm, gemmKernel(128), &m.w.linear1, &qgemm.LinearIO{
-		A:        ws.u8[2097152:][:rows*128],
+		A:        ws.u8[4194304:][:rows*128],
 		OutF32:   ws.f32[0:][:rows*128],
 		Residual: ws.f32[786432:][:rows*128],
 		Rows:     rows,
@@ -92,7 +90,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		F32Stride: 128,
 		GammaU8:   m.w.distilbertTransformerLayer0SaLayerNormWeightSmooth,
 		InvScale:  float32(221.08879),
-		U8:        ws.u8[2359296:][:rows*128],
+		U8:        ws.u8[2097152:][:rows*128],
 		U8Stride:  128,
 		ZeroPoint: int32(130),
 	}); err != nil {
@@ -101,9 +99,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #7 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
+	// #6 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
 	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear2, &qgemm.LinearIO{
-		A:     ws.u8[2359296:][:rows*128],
+		A:     ws.u8[2097152:][:rows*128],
 		OutU8: ws.u8[0:][:rows*512],
 		Rows:  rows,
 	}); err != nil {
@@ -112,7 +110,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #8 nn.LinearLayerNorm: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
+	// #7 nn.LinearLayerNorm: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
 	if err := nn.LinearLayerNorm(m.gemm, gemmKernel(512), &m.w.linear3, &qgemm.LinearIO{
 		A:        ws.u8[0:][:rows*512],
 		OutF32:   ws.f32[524288:][:rows*128],
@@ -133,7 +131,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #9 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
+	// #8 qgemm.GEMM: distilbert.transformer.layer.1.attention.q_lin/MatMul/Linear/QKV
 	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear4, &qgemm.LinearIO{
 		A:      ws.u8[4194304:][:rows*128],
 		OutF32: ws.f32[0:][:rows*384],
@@ -144,9 +142,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #10 nn.AttentionInt8: distilbert.transformer.layer.1.attention.context/Reshape/Attention
+	// #9 nn.AttentionInt8U8: distilbert.transformer.layer.1.attention.context/Reshape/Attention
 	if offsets != nil {
-		nn.AttentionInt8Packed(m.pool, m.gemm, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], &nn.AttentionDims{
+		nn.AttentionInt8U8Packed(m.pool, m.gemm, ws.attn, ws.u8[4194304:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], &nn.AttentionDims{
 			HeadDim:   64,
 			Heads:     2,
 			KStride:   384,
@@ -154,9 +152,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 			QStride:   384,
 			Scale:     float32(0.125),
 			VStride:   384,
-		}, offsets)
+		}, offsets, float32(258.05313), int32(128))
 	} else {
-		nn.AttentionInt8(m.pool, m.gemm, ws.attn, ws.f32[1048576:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], ws.f32[1310720:][:tokens], &nn.AttentionDims{
+		nn.AttentionInt8U8(m.pool, m.gemm, ws.attn, ws.u8[4194304:][:rows*128], ws.f32[0:][:rows*384], ws.f32[0:][:rows*384][128:], ws.f32[0:][:rows*384][256:], ws.f32[1114112:][:tokens], &nn.AttentionDims{
 			Batch:           batch,
 			HeadDim:         64,
 			Heads:           2,
@@ -168,16 +166,14 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 			SeqK:            seq,
 			SeqQ:            seq,
 			VStride:         384,
-		})
+		}, float32(258.05313), int32(128))
 	}
-	// #11 nn.QuantizeU8Parallel: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear/quantize
-	nn.QuantizeU8Parallel(m.pool, ws.u8[2097152:][:rows*128], 128, ws.f32[1048576:][:rows*128], 128, rows, 128, float32(258.05313), int32(128))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #12 nn.LinearLayerNorm: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
+	// #10 nn.LinearLayerNorm: distilbert.transformer.layer.1.attention.out_lin/MatMul/Linear
 	if err := nn.LinearLayerNorm(m.gemm, gemmKernel(128), &m.w.linear5, &qgemm.LinearIO{
-		A:        ws.u8[2097152:][:rows*128],
+		A:        ws.u8[4194304:][:rows*128],
 		OutF32:   ws.f32[0:][:rows*128],
 		Residual: ws.f32[786432:][:rows*128],
 		Rows:     rows,
@@ -187,7 +183,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		F32Stride: 128,
 		GammaU8:   m.w.distilbertTransformerLayer1SaLayerNormWeightSmooth,
 		InvScale:  float32(185.9047),
-		U8:        ws.u8[2359296:][:rows*128],
+		U8:        ws.u8[2097152:][:rows*128],
 		U8Stride:  128,
 		ZeroPoint: int32(112),
 	}); err != nil {
@@ -196,9 +192,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #13 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
+	// #11 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
 	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear6, &qgemm.LinearIO{
-		A:     ws.u8[2359296:][:rows*128],
+		A:     ws.u8[2097152:][:rows*128],
 		OutU8: ws.u8[0:][:rows*512],
 		Rows:  rows,
 	}); err != nil {
@@ -207,7 +203,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// #14 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
+	// #12 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
 	if err := m.gemm.Linear(gemmKernel(512), &m.w.linear7, &qgemm.LinearIO{
 		A:        ws.u8[0:][:rows*512],
 		OutF32:   ws.f32[524288:][:rows*128],
@@ -216,9 +212,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	}); err != nil {
 		return err
 	}
-	// #15 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
+	// #13 nn.LayerNorm: distilbert.transformer.layer.1.output_layer_norm/LayerNormalization
 	nn.LayerNorm(m.pool, ws.f32[0:][:rows*128], 128, ws.f32[524288:][:rows*128], 128, rows, &m.w.layerNorm4)
-	// #16 nn.Gather: pre_classifier/first_token
+	// #14 nn.Gather: pre_classifier/first_token
 	if offsets != nil {
 		if err := nn.GatherPacked(ws.f32[262144:][:batch*128], ws.f32[0:][:rows*128], 128, offsets, []int64{int64(0)}); err != nil {
 			return err
@@ -228,11 +224,11 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 			return err
 		}
 	}
-	// #17 nn.LinearF32: pre_classifier/Gemm/Linear
+	// #15 nn.LinearF32: pre_classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[0:][:batch*128], 128, ws.f32[262144:][:batch*128], 128, batch, 128, 128, m.w.preClassifierWeightT, m.w.preClassifierBias)
-	// #18 nn.ReluParallel: pre_classifier/Relu
+	// #16 nn.ReluParallel: pre_classifier/Relu
 	nn.ReluParallel(m.pool, ws.f32[2048:][:batch*128], ws.f32[0:][:batch*128])
-	// #19 nn.LinearF32: classifier/Gemm/Linear
+	// #17 nn.LinearF32: classifier/Gemm/Linear
 	nn.LinearF32(m.pool, ws.f32[0:][:batch*2], 2, ws.f32[2048:][:batch*128], 128, batch, 128, 2, m.w.classifierWeightT, m.w.classifierBias)
 	return nil
 }
