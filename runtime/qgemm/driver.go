@@ -162,15 +162,24 @@ func growCounters(c []atomic.Int32, n int) []atomic.Int32 {
 	return c
 }
 
-// block computes macro-block i (row-major over the M x N grid, so that
-// consecutive blocks share their A rows) on worker w: the kernel writes the
-// s32 block into w's scratch, and the epilogue turns it into output while
-// it is still in L2. With ep.Finish set, the block that completes a row
-// block also finishes those rows.
+// block computes macro-block i on worker w, in column-major order over the
+// M x N grid (consecutive blocks share their B strips, which the workers
+// then fetch from DRAM once, together, and the kernels' prefetches of the
+// strips ahead serve the next blocks), or row-major with ep.Finish (a row
+// block completes, and is finished, while later ones compute; planBlocks
+// models that order). The kernel writes the s32 block into w's scratch,
+// and the epilogue turns it into output while it is still in L2. With
+// ep.Finish set, the block that completes a row block also finishes those
+// rows.
 func (t *gemmCall) block(w, i int) {
 	b := t.b
-	m0 := i / t.nTasks * t.mc
-	n0 := i % t.nTasks * t.nc
+	var m0, n0 int
+	if t.ep.Finish != nil {
+		m0, n0 = i/t.nTasks*t.mc, i%t.nTasks*t.nc
+	} else {
+		mBlocks := (t.m + t.mc - 1) / t.mc
+		m0, n0 = i%mBlocks*t.mc, i/mBlocks*t.nc
+	}
 	rows := min(t.mc, t.m-m0)
 	cols := min(t.nc, b.Np-n0)
 	ldc := scratchStride(t.nc)

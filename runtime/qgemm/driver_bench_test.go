@@ -120,3 +120,56 @@ func benchProblem(b *testing.B, rng *rand.Rand, s gemmShape) ([]uint8, *PackedB,
 	}
 	return a, pb, ep
 }
+
+// BenchmarkQGEMMColdWeights is BenchmarkQGEMM at M = 128 (one BERT
+// sequence) with the weights out of cache, as in a forward pass: a model's
+// layers together hold more weight bytes than the last-level cache (85 MB
+// of INT8 weights for BERT-base against 32 MiB of L3 on the EPYC and 105
+// MiB on the Xeon this was tuned on), so each GEMM streams its B from DRAM.
+// Each iteration multiplies by the next of enough copies of B to fill
+// coldWeightBytes; compare with BenchmarkQGEMM's warm figure for the same
+// shape to see what streaming the weights costs.
+func BenchmarkQGEMMColdWeights(b *testing.B) {
+	// coldWeightBytes exceeds the largest L3 of the machines sqc is
+	// measured on (105 MiB), so a copy is evicted before it comes round.
+	const coldWeightBytes = 160 << 20
+	threads := []int{1}
+	if p := runtime.GOMAXPROCS(0); p > 1 {
+		threads = append(threads, p)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, v := range Variants() {
+		if v.ISA < ISAVNNI {
+			continue // the SIMD-less and AVX2 kernels are compute bound here
+		}
+		for _, t := range threads {
+			e, err := New(Options{Threads: t, Variant: &v})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			for _, nk := range [][2]int{{768, 768}, {2304, 768}, {3072, 768}, {768, 3072}} {
+				s := gemmShape{m: 128, n: nk[0], k: nk[1]}
+				b.Run(fmt.Sprintf("%s/%v/T=%d", v.ISA, s, t), func(b *testing.B) {
+					a, pb, ep := benchProblem(b, rng, s)
+					copies := make([]*PackedB, max(2, coldWeightBytes/len(pb.Data)))
+					for i := range copies {
+						c := *pb
+						c.Data = append([]int8(nil), pb.Data...)
+						copies[i] = &c
+					}
+					i := 0
+					for b.Loop() {
+						if err := e.GEMM(a, s.m, pb.Kp, copies[i], ep); err != nil {
+							b.Fatal(err)
+						}
+						i = (i + 1) % len(copies)
+					}
+					ops := 2 * float64(s.m*s.n*s.k) * float64(b.N)
+					b.ReportMetric(ops/b.Elapsed().Seconds()/1e9, "GOP/s")
+					b.ReportMetric(float64(len(pb.Data))*float64(b.N)/b.Elapsed().Seconds()/1e9, "weightGB/s")
+				})
+			}
+		}
+	}
+}

@@ -11532,27 +11532,40 @@ done_347:
 	RET
 
 // func qgemmVNNI(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
-// Requires: AVX, AVX512F, AVX512VNNI
-TEXT ·qgemmVNNI(SB), NOSPLIT, $48-64
+// Requires: AVX, AVX512F, AVX512VNNI, CMOV, MMX+
+TEXT ·qgemmVNNI(SB), NOSPLIT, $64-64
 	MOVQ b+16(FP), AX
 	MOVQ AX, (SP)
 	MOVQ c+32(FP), AX
 	MOVQ AX, 8(SP)
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
+	MOVQ (SP), AX
+	MOVQ AX, 48(SP)
+	MOVQ AX, 56(SP)
 
 ngroup_675:
-	MOVQ 16(SP), AX
-	CMPQ AX, $0x03
-	JL   ntail_676
-	SUBQ $0x03, AX
-	MOVQ AX, 16(SP)
-	MOVQ a+0(FP), AX
-	MOVQ AX, 24(SP)
-	MOVQ 8(SP), AX
-	MOVQ AX, 32(SP)
-	MOVQ m+48(FP), AX
-	MOVQ AX, 40(SP)
+	MOVQ    16(SP), AX
+	CMPQ    AX, $0x03
+	JL      ntail_676
+	SUBQ    $0x03, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    kp+24(FP), CX
+	IMUL3Q  $0x00000030, CX, CX
+	MOVQ    (SP), AX
+	ADDQ    CX, AX
+	MOVQ    48(SP), CX
+	CMPQ    CX, AX
+	CMOVQLT AX, CX
+	MOVQ    CX, 48(SP)
+	ADDQ    $0x0002ffc0, AX
+	MOVQ    AX, 56(SP)
+	MOVQ    a+0(FP), AX
+	MOVQ    AX, 24(SP)
+	MOVQ    8(SP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    m+48(FP), AX
+	MOVQ    AX, 40(SP)
 
 rows_677:
 	MOVQ 40(SP), AX
@@ -11595,8 +11608,17 @@ rows_677:
 	SHLQ   $0x04, DI
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
+	MOVQ   48(SP), R9
+	MOVQ   56(SP), R10
 
 vnni_k_680:
+	PREFETCHT1   (R9)
+	PREFETCHT1   64(R9)
+	PREFETCHT1   128(R9)
+	PREFETCHT1   192(R9)
+	ADDQ         $0x00000100, R9
+	CMPQ         R9, R10
+	CMOVQGT      R10, R9
 	VMOVDQU32    (SI), Z24
 	VMOVDQU32    (SI)(DI*1), Z25
 	VMOVDQU32    (SI)(DI*2), Z26
@@ -11742,6 +11764,7 @@ vnni_k_680:
 	ADDQ         $0x00000100, SI
 	DECQ         R8
 	JNZ          vnni_k_680
+	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -11804,8 +11827,17 @@ rowtail_678:
 	SHLQ   $0x04, DX
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_682:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (CX), Z3
 	VMOVDQU32    (CX)(DX*1), Z4
 	VMOVDQU32    (CX)(DX*2), Z5
@@ -11838,6 +11870,7 @@ vnni_k_682:
 	ADDQ         $0x00000100, CX
 	DECQ         BX
 	JNZ          vnni_k_682
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -11864,8 +11897,17 @@ rowtail_not_681:
 	SHLQ   $0x04, BX
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_684:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    (DX)(BX*1), Z7
 	VMOVDQU32    (DX)(BX*2), Z8
@@ -11914,6 +11956,7 @@ vnni_k_684:
 	ADDQ         $0x00000100, DX
 	DECQ         SI
 	JNZ          vnni_k_684
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -11947,8 +11990,17 @@ rowtail_not_683:
 	SHLQ   $0x04, BX
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_686:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (DX), Z9
 	VMOVDQU32    (DX)(BX*1), Z10
 	VMOVDQU32    (DX)(BX*2), Z11
@@ -12013,6 +12065,7 @@ vnni_k_686:
 	ADDQ         $0x00000100, DX
 	DECQ         SI
 	JNZ          vnni_k_686
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -12054,8 +12107,17 @@ rowtail_not_685:
 	SHLQ   $0x04, SI
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_688:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (BX), Z12
 	VMOVDQU32    (BX)(SI*1), Z13
 	VMOVDQU32    (BX)(SI*2), Z14
@@ -12136,6 +12198,7 @@ vnni_k_688:
 	ADDQ         $0x00000100, BX
 	DECQ         DI
 	JNZ          vnni_k_688
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -12184,8 +12247,17 @@ rowtail_not_687:
 	SHLQ   $0x04, SI
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_690:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (BX), Z15
 	VMOVDQU32    (BX)(SI*1), Z16
 	VMOVDQU32    (BX)(SI*2), Z17
@@ -12282,6 +12354,7 @@ vnni_k_690:
 	ADDQ         $0x00000100, BX
 	DECQ         DI
 	JNZ          vnni_k_690
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -12338,8 +12411,17 @@ rowtail_not_689:
 	SHLQ   $0x04, DI
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
+	MOVQ   48(SP), R9
+	MOVQ   56(SP), R10
 
 vnni_k_692:
+	PREFETCHT1   (R9)
+	PREFETCHT1   64(R9)
+	PREFETCHT1   128(R9)
+	PREFETCHT1   192(R9)
+	ADDQ         $0x00000100, R9
+	CMPQ         R9, R10
+	CMOVQGT      R10, R9
 	VMOVDQU32    (SI), Z18
 	VMOVDQU32    (SI)(DI*1), Z19
 	VMOVDQU32    (SI)(DI*2), Z20
@@ -12453,6 +12535,7 @@ vnni_k_692:
 	ADDQ         $0x00000100, SI
 	DECQ         R8
 	JNZ          vnni_k_692
+	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -12516,8 +12599,17 @@ rowtail_not_691:
 	SHLQ   $0x04, DI
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
+	MOVQ   48(SP), R9
+	MOVQ   56(SP), R10
 
 vnni_k_694:
+	PREFETCHT1   (R9)
+	PREFETCHT1   64(R9)
+	PREFETCHT1   128(R9)
+	PREFETCHT1   192(R9)
+	ADDQ         $0x00000100, R9
+	CMPQ         R9, R10
+	CMOVQGT      R10, R9
 	VMOVDQU32    (SI), Z21
 	VMOVDQU32    (SI)(DI*1), Z22
 	VMOVDQU32    (SI)(DI*2), Z23
@@ -12647,6 +12739,7 @@ vnni_k_694:
 	ADDQ         $0x00000100, SI
 	DECQ         R8
 	JNZ          vnni_k_694
+	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -12725,8 +12818,17 @@ rows_696:
 	MOVQ   (SP), SI
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_699:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z8
 	VPBROADCASTD (AX), Z9
 	VPDPBUSD     Z8, Z9, Z0
@@ -12800,6 +12902,7 @@ vnni_k_699:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_699
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -12842,8 +12945,17 @@ rowtail_697:
 	MOVQ   (SP), CX
 	MOVQ   kp+24(FP), DX
 	SHRQ   $0x04, DX
+	MOVQ   48(SP), BX
+	MOVQ   56(SP), SI
 
 vnni_k_701:
+	PREFETCHT1   (BX)
+	PREFETCHT1   64(BX)
+	PREFETCHT1   128(BX)
+	PREFETCHT1   192(BX)
+	ADDQ         $0x00000100, BX
+	CMPQ         BX, SI
+	CMOVQGT      SI, BX
 	VMOVDQU32    (CX), Z1
 	VPBROADCASTD (AX), Z2
 	VPDPBUSD     Z1, Z2, Z0
@@ -12860,6 +12972,7 @@ vnni_k_701:
 	ADDQ         $0x00000100, CX
 	DECQ         DX
 	JNZ          vnni_k_701
+	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -12878,8 +12991,17 @@ rowtail_not_700:
 	MOVQ   (SP), DX
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_703:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z2
 	VPBROADCASTD (AX), Z3
 	VPDPBUSD     Z2, Z3, Z0
@@ -12904,6 +13026,7 @@ vnni_k_703:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_703
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -12925,8 +13048,17 @@ rowtail_not_702:
 	MOVQ   (SP), DX
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_705:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z3
 	VPBROADCASTD (AX), Z4
 	VPDPBUSD     Z3, Z4, Z0
@@ -12959,6 +13091,7 @@ vnni_k_705:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_705
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -12984,8 +13117,17 @@ rowtail_not_704:
 	MOVQ   (SP), BX
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_707:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z4
 	VPBROADCASTD (AX), Z5
 	VPDPBUSD     Z4, Z5, Z0
@@ -13026,6 +13168,7 @@ vnni_k_707:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_707
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -13054,8 +13197,17 @@ rowtail_not_706:
 	MOVQ   (SP), BX
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_709:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z5
 	VPBROADCASTD (AX), Z6
 	VPDPBUSD     Z5, Z6, Z0
@@ -13104,6 +13256,7 @@ vnni_k_709:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_709
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -13136,8 +13289,17 @@ rowtail_not_708:
 	MOVQ   (SP), SI
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_711:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z6
 	VPBROADCASTD (AX), Z7
 	VPDPBUSD     Z6, Z7, Z0
@@ -13195,6 +13357,7 @@ vnni_k_711:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_711
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -13230,8 +13393,17 @@ rowtail_not_710:
 	MOVQ   (SP), SI
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_713:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z7
 	VPBROADCASTD (AX), Z8
 	VPDPBUSD     Z7, Z8, Z0
@@ -13297,6 +13469,7 @@ vnni_k_713:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_713
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -13362,8 +13535,17 @@ rows_715:
 	SHLQ   $0x04, DI
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
+	MOVQ   48(SP), R9
+	MOVQ   56(SP), R10
 
 vnni_k_718:
+	PREFETCHT1   (R9)
+	PREFETCHT1   64(R9)
+	PREFETCHT1   128(R9)
+	PREFETCHT1   192(R9)
+	ADDQ         $0x00000100, R9
+	CMPQ         R9, R10
+	CMOVQGT      R10, R9
 	VMOVDQU32    (SI), Z16
 	VMOVDQU32    (SI)(DI*1), Z17
 	VPBROADCASTD (AX), Z18
@@ -13473,6 +13655,7 @@ vnni_k_718:
 	ADDQ         $0x00000100, SI
 	DECQ         R8
 	JNZ          vnni_k_718
+	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -13526,8 +13709,17 @@ rowtail_716:
 	SHLQ   $0x04, DX
 	MOVQ   kp+24(FP), BX
 	SHRQ   $0x04, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_720:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (CX), Z2
 	VMOVDQU32    (CX)(DX*1), Z3
 	VPBROADCASTD (AX), Z4
@@ -13552,6 +13744,7 @@ vnni_k_720:
 	ADDQ         $0x00000100, CX
 	DECQ         BX
 	JNZ          vnni_k_720
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -13575,8 +13768,17 @@ rowtail_not_719:
 	SHLQ   $0x04, BX
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_722:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (DX), Z4
 	VMOVDQU32    (DX)(BX*1), Z5
 	VPBROADCASTD (AX), Z6
@@ -13613,6 +13815,7 @@ vnni_k_722:
 	ADDQ         $0x00000100, DX
 	DECQ         SI
 	JNZ          vnni_k_722
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -13641,8 +13844,17 @@ rowtail_not_721:
 	SHLQ   $0x04, BX
 	MOVQ   kp+24(FP), SI
 	SHRQ   $0x04, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_724:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    (DX)(BX*1), Z7
 	VPBROADCASTD (AX), Z8
@@ -13691,6 +13903,7 @@ vnni_k_724:
 	ADDQ         $0x00000100, DX
 	DECQ         SI
 	JNZ          vnni_k_724
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -13725,8 +13938,17 @@ rowtail_not_723:
 	SHLQ   $0x04, SI
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_726:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (BX), Z8
 	VMOVDQU32    (BX)(SI*1), Z9
 	VPBROADCASTD (AX), Z10
@@ -13787,6 +14009,7 @@ vnni_k_726:
 	ADDQ         $0x00000100, BX
 	DECQ         DI
 	JNZ          vnni_k_726
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -13826,8 +14049,17 @@ rowtail_not_725:
 	SHLQ   $0x04, SI
 	MOVQ   kp+24(FP), DI
 	SHRQ   $0x04, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_728:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (BX), Z10
 	VMOVDQU32    (BX)(SI*1), Z11
 	VPBROADCASTD (AX), Z12
@@ -13900,6 +14132,7 @@ vnni_k_728:
 	ADDQ         $0x00000100, BX
 	DECQ         DI
 	JNZ          vnni_k_728
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -13945,8 +14178,17 @@ rowtail_not_727:
 	SHLQ   $0x04, DI
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
+	MOVQ   48(SP), R9
+	MOVQ   56(SP), R10
 
 vnni_k_730:
+	PREFETCHT1   (R9)
+	PREFETCHT1   64(R9)
+	PREFETCHT1   128(R9)
+	PREFETCHT1   192(R9)
+	ADDQ         $0x00000100, R9
+	CMPQ         R9, R10
+	CMOVQGT      R10, R9
 	VMOVDQU32    (SI), Z12
 	VMOVDQU32    (SI)(DI*1), Z13
 	VPBROADCASTD (AX), Z14
@@ -14032,6 +14274,7 @@ vnni_k_730:
 	ADDQ         $0x00000100, SI
 	DECQ         R8
 	JNZ          vnni_k_730
+	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -14082,8 +14325,17 @@ rowtail_not_729:
 	SHLQ   $0x04, DI
 	MOVQ   kp+24(FP), R8
 	SHRQ   $0x04, R8
+	MOVQ   48(SP), R9
+	MOVQ   56(SP), R10
 
 vnni_k_732:
+	PREFETCHT1   (R9)
+	PREFETCHT1   64(R9)
+	PREFETCHT1   128(R9)
+	PREFETCHT1   192(R9)
+	ADDQ         $0x00000100, R9
+	CMPQ         R9, R10
+	CMOVQGT      R10, R9
 	VMOVDQU32    (SI), Z14
 	VMOVDQU32    (SI)(DI*1), Z15
 	VPBROADCASTD (AX), Z16
@@ -14181,6 +14433,7 @@ vnni_k_732:
 	ADDQ         $0x00000100, SI
 	DECQ         R8
 	JNZ          vnni_k_732
+	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX

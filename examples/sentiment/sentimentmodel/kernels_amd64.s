@@ -5,27 +5,38 @@
 #include "textflag.h"
 
 // func gemmVNNIKp128(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
-// Requires: AVX, AVX512F, AVX512VNNI
-TEXT ·gemmVNNIKp128(SB), NOSPLIT, $48-64
+// Requires: AVX, AVX512F, AVX512VNNI, CMOV, MMX+
+TEXT ·gemmVNNIKp128(SB), NOSPLIT, $64-64
 	MOVQ b+16(FP), AX
 	MOVQ AX, (SP)
 	MOVQ c+32(FP), AX
 	MOVQ AX, 8(SP)
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
+	MOVQ (SP), AX
+	MOVQ AX, 48(SP)
+	MOVQ AX, 56(SP)
 
 ngroup_2:
-	MOVQ 16(SP), AX
-	CMPQ AX, $0x03
-	JL   ntail_3
-	SUBQ $0x03, AX
-	MOVQ AX, 16(SP)
-	MOVQ a+0(FP), AX
-	MOVQ AX, 24(SP)
-	MOVQ 8(SP), AX
-	MOVQ AX, 32(SP)
-	MOVQ m+48(FP), AX
-	MOVQ AX, 40(SP)
+	MOVQ    16(SP), AX
+	CMPQ    AX, $0x03
+	JL      ntail_3
+	SUBQ    $0x03, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    (SP), AX
+	ADDQ    $0x00001800, AX
+	MOVQ    48(SP), CX
+	CMPQ    CX, AX
+	CMOVQLT AX, CX
+	MOVQ    CX, 48(SP)
+	ADDQ    $0x0002ffc0, AX
+	MOVQ    AX, 56(SP)
+	MOVQ    a+0(FP), AX
+	MOVQ    AX, 24(SP)
+	MOVQ    8(SP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    m+48(FP), AX
+	MOVQ    AX, 40(SP)
 
 rows_4:
 	MOVQ 40(SP), AX
@@ -65,8 +76,17 @@ rows_4:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000008, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_7:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z24
 	VMOVDQU32    2048(SI), Z25
 	VMOVDQU32    4096(SI), Z26
@@ -212,6 +232,7 @@ vnni_k_7:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_7
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -271,8 +292,17 @@ rowtail_5:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), CX
 	MOVQ   $0x00000008, DX
+	MOVQ   48(SP), BX
+	MOVQ   56(SP), SI
 
 vnni_k_9:
+	PREFETCHT1   (BX)
+	PREFETCHT1   64(BX)
+	PREFETCHT1   128(BX)
+	PREFETCHT1   192(BX)
+	ADDQ         $0x00000100, BX
+	CMPQ         BX, SI
+	CMOVQGT      SI, BX
 	VMOVDQU32    (CX), Z3
 	VMOVDQU32    2048(CX), Z4
 	VMOVDQU32    4096(CX), Z5
@@ -305,6 +335,7 @@ vnni_k_9:
 	ADDQ         $0x00000100, CX
 	DECQ         DX
 	JNZ          vnni_k_9
+	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -328,8 +359,17 @@ rowtail_not_8:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000008, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_11:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    2048(DX), Z7
 	VMOVDQU32    4096(DX), Z8
@@ -378,6 +418,7 @@ vnni_k_11:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_11
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -408,8 +449,17 @@ rowtail_not_10:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000008, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_13:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z9
 	VMOVDQU32    2048(DX), Z10
 	VMOVDQU32    4096(DX), Z11
@@ -474,6 +524,7 @@ vnni_k_13:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_13
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -512,8 +563,17 @@ rowtail_not_12:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000008, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_15:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z12
 	VMOVDQU32    2048(BX), Z13
 	VMOVDQU32    4096(BX), Z14
@@ -594,6 +654,7 @@ vnni_k_15:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_15
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -639,8 +700,17 @@ rowtail_not_14:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000008, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_17:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z15
 	VMOVDQU32    2048(BX), Z16
 	VMOVDQU32    4096(BX), Z17
@@ -737,6 +807,7 @@ vnni_k_17:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_17
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -790,8 +861,17 @@ rowtail_not_16:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000008, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_19:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z18
 	VMOVDQU32    2048(SI), Z19
 	VMOVDQU32    4096(SI), Z20
@@ -905,6 +985,7 @@ vnni_k_19:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_19
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -965,8 +1046,17 @@ rowtail_not_18:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000008, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_21:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z21
 	VMOVDQU32    2048(SI), Z22
 	VMOVDQU32    4096(SI), Z23
@@ -1096,6 +1186,7 @@ vnni_k_21:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_21
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1171,8 +1262,17 @@ rows_23:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000008, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_26:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z8
 	VPBROADCASTD (AX), Z9
 	VPDPBUSD     Z8, Z9, Z0
@@ -1246,6 +1346,7 @@ vnni_k_26:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_26
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1287,8 +1388,17 @@ rowtail_24:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), CX
 	MOVQ   $0x00000008, DX
+	MOVQ   48(SP), BX
+	MOVQ   56(SP), SI
 
 vnni_k_28:
+	PREFETCHT1   (BX)
+	PREFETCHT1   64(BX)
+	PREFETCHT1   128(BX)
+	PREFETCHT1   192(BX)
+	ADDQ         $0x00000100, BX
+	CMPQ         BX, SI
+	CMOVQGT      SI, BX
 	VMOVDQU32    (CX), Z1
 	VPBROADCASTD (AX), Z2
 	VPDPBUSD     Z1, Z2, Z0
@@ -1305,6 +1415,7 @@ vnni_k_28:
 	ADDQ         $0x00000100, CX
 	DECQ         DX
 	JNZ          vnni_k_28
+	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1322,8 +1433,17 @@ rowtail_not_27:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000008, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_30:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z2
 	VPBROADCASTD (AX), Z3
 	VPDPBUSD     Z2, Z3, Z0
@@ -1348,6 +1468,7 @@ vnni_k_30:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_30
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1368,8 +1489,17 @@ rowtail_not_29:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000008, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_32:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z3
 	VPBROADCASTD (AX), Z4
 	VPDPBUSD     Z3, Z4, Z0
@@ -1402,6 +1532,7 @@ vnni_k_32:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_32
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1426,8 +1557,17 @@ rowtail_not_31:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000008, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_34:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z4
 	VPBROADCASTD (AX), Z5
 	VPDPBUSD     Z4, Z5, Z0
@@ -1468,6 +1608,7 @@ vnni_k_34:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_34
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1495,8 +1636,17 @@ rowtail_not_33:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000008, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_36:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z5
 	VPBROADCASTD (AX), Z6
 	VPDPBUSD     Z5, Z6, Z0
@@ -1545,6 +1695,7 @@ vnni_k_36:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_36
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1576,8 +1727,17 @@ rowtail_not_35:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000008, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_38:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z6
 	VPBROADCASTD (AX), Z7
 	VPDPBUSD     Z6, Z7, Z0
@@ -1635,6 +1795,7 @@ vnni_k_38:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_38
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1669,8 +1830,17 @@ rowtail_not_37:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000008, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_40:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z7
 	VPBROADCASTD (AX), Z8
 	VPDPBUSD     Z7, Z8, Z0
@@ -1736,6 +1906,7 @@ vnni_k_40:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_40
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1798,8 +1969,17 @@ rows_42:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000008, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_45:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z16
 	VMOVDQU32    2048(SI), Z17
 	VPBROADCASTD (AX), Z18
@@ -1909,6 +2089,7 @@ vnni_k_45:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_45
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1959,8 +2140,17 @@ rowtail_43:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), CX
 	MOVQ   $0x00000008, DX
+	MOVQ   48(SP), BX
+	MOVQ   56(SP), SI
 
 vnni_k_47:
+	PREFETCHT1   (BX)
+	PREFETCHT1   64(BX)
+	PREFETCHT1   128(BX)
+	PREFETCHT1   192(BX)
+	ADDQ         $0x00000100, BX
+	CMPQ         BX, SI
+	CMOVQGT      SI, BX
 	VMOVDQU32    (CX), Z2
 	VMOVDQU32    2048(CX), Z3
 	VPBROADCASTD (AX), Z4
@@ -1985,6 +2175,7 @@ vnni_k_47:
 	ADDQ         $0x00000100, CX
 	DECQ         DX
 	JNZ          vnni_k_47
+	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -2005,8 +2196,17 @@ rowtail_not_46:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000008, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_49:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z4
 	VMOVDQU32    2048(DX), Z5
 	VPBROADCASTD (AX), Z6
@@ -2043,6 +2243,7 @@ vnni_k_49:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_49
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -2068,8 +2269,17 @@ rowtail_not_48:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000008, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_51:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    2048(DX), Z7
 	VPBROADCASTD (AX), Z8
@@ -2118,6 +2328,7 @@ vnni_k_51:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_51
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -2149,8 +2360,17 @@ rowtail_not_50:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000008, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_53:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z8
 	VMOVDQU32    2048(BX), Z9
 	VPBROADCASTD (AX), Z10
@@ -2211,6 +2431,7 @@ vnni_k_53:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_53
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -2247,8 +2468,17 @@ rowtail_not_52:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000008, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_55:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z10
 	VMOVDQU32    2048(BX), Z11
 	VPBROADCASTD (AX), Z12
@@ -2321,6 +2551,7 @@ vnni_k_55:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_55
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -2363,8 +2594,17 @@ rowtail_not_54:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000008, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_57:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z12
 	VMOVDQU32    2048(SI), Z13
 	VPBROADCASTD (AX), Z14
@@ -2450,6 +2690,7 @@ vnni_k_57:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_57
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -2497,8 +2738,17 @@ rowtail_not_56:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000008, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_59:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z14
 	VMOVDQU32    2048(SI), Z15
 	VPBROADCASTD (AX), Z16
@@ -2596,6 +2846,7 @@ vnni_k_59:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_59
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -2631,27 +2882,38 @@ done_1:
 	RET
 
 // func gemmVNNIKp512(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
-// Requires: AVX, AVX512F, AVX512VNNI
-TEXT ·gemmVNNIKp512(SB), NOSPLIT, $48-64
+// Requires: AVX, AVX512F, AVX512VNNI, CMOV, MMX+
+TEXT ·gemmVNNIKp512(SB), NOSPLIT, $64-64
 	MOVQ b+16(FP), AX
 	MOVQ AX, (SP)
 	MOVQ c+32(FP), AX
 	MOVQ AX, 8(SP)
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
+	MOVQ (SP), AX
+	MOVQ AX, 48(SP)
+	MOVQ AX, 56(SP)
 
 ngroup_61:
-	MOVQ 16(SP), AX
-	CMPQ AX, $0x03
-	JL   ntail_62
-	SUBQ $0x03, AX
-	MOVQ AX, 16(SP)
-	MOVQ a+0(FP), AX
-	MOVQ AX, 24(SP)
-	MOVQ 8(SP), AX
-	MOVQ AX, 32(SP)
-	MOVQ m+48(FP), AX
-	MOVQ AX, 40(SP)
+	MOVQ    16(SP), AX
+	CMPQ    AX, $0x03
+	JL      ntail_62
+	SUBQ    $0x03, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    (SP), AX
+	ADDQ    $0x00006000, AX
+	MOVQ    48(SP), CX
+	CMPQ    CX, AX
+	CMOVQLT AX, CX
+	MOVQ    CX, 48(SP)
+	ADDQ    $0x0002ffc0, AX
+	MOVQ    AX, 56(SP)
+	MOVQ    a+0(FP), AX
+	MOVQ    AX, 24(SP)
+	MOVQ    8(SP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    m+48(FP), AX
+	MOVQ    AX, 40(SP)
 
 rows_63:
 	MOVQ 40(SP), AX
@@ -2691,8 +2953,17 @@ rows_63:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000020, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_66:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z24
 	VMOVDQU32    8192(SI), Z25
 	VMOVDQU32    16384(SI), Z26
@@ -2838,6 +3109,7 @@ vnni_k_66:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_66
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -2897,8 +3169,17 @@ rowtail_64:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), CX
 	MOVQ   $0x00000020, DX
+	MOVQ   48(SP), BX
+	MOVQ   56(SP), SI
 
 vnni_k_68:
+	PREFETCHT1   (BX)
+	PREFETCHT1   64(BX)
+	PREFETCHT1   128(BX)
+	PREFETCHT1   192(BX)
+	ADDQ         $0x00000100, BX
+	CMPQ         BX, SI
+	CMOVQGT      SI, BX
 	VMOVDQU32    (CX), Z3
 	VMOVDQU32    8192(CX), Z4
 	VMOVDQU32    16384(CX), Z5
@@ -2931,6 +3212,7 @@ vnni_k_68:
 	ADDQ         $0x00000100, CX
 	DECQ         DX
 	JNZ          vnni_k_68
+	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -2954,8 +3236,17 @@ rowtail_not_67:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000020, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_70:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    8192(DX), Z7
 	VMOVDQU32    16384(DX), Z8
@@ -3004,6 +3295,7 @@ vnni_k_70:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_70
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -3034,8 +3326,17 @@ rowtail_not_69:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000020, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_72:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z9
 	VMOVDQU32    8192(DX), Z10
 	VMOVDQU32    16384(DX), Z11
@@ -3100,6 +3401,7 @@ vnni_k_72:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_72
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -3138,8 +3440,17 @@ rowtail_not_71:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000020, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_74:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z12
 	VMOVDQU32    8192(BX), Z13
 	VMOVDQU32    16384(BX), Z14
@@ -3220,6 +3531,7 @@ vnni_k_74:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_74
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -3265,8 +3577,17 @@ rowtail_not_73:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000020, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_76:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z15
 	VMOVDQU32    8192(BX), Z16
 	VMOVDQU32    16384(BX), Z17
@@ -3363,6 +3684,7 @@ vnni_k_76:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_76
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -3416,8 +3738,17 @@ rowtail_not_75:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000020, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_78:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z18
 	VMOVDQU32    8192(SI), Z19
 	VMOVDQU32    16384(SI), Z20
@@ -3531,6 +3862,7 @@ vnni_k_78:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_78
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -3591,8 +3923,17 @@ rowtail_not_77:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000020, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_80:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z21
 	VMOVDQU32    8192(SI), Z22
 	VMOVDQU32    16384(SI), Z23
@@ -3722,6 +4063,7 @@ vnni_k_80:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_80
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -3797,8 +4139,17 @@ rows_82:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000020, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_85:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z8
 	VPBROADCASTD (AX), Z9
 	VPDPBUSD     Z8, Z9, Z0
@@ -3872,6 +4223,7 @@ vnni_k_85:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_85
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -3913,8 +4265,17 @@ rowtail_83:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), CX
 	MOVQ   $0x00000020, DX
+	MOVQ   48(SP), BX
+	MOVQ   56(SP), SI
 
 vnni_k_87:
+	PREFETCHT1   (BX)
+	PREFETCHT1   64(BX)
+	PREFETCHT1   128(BX)
+	PREFETCHT1   192(BX)
+	ADDQ         $0x00000100, BX
+	CMPQ         BX, SI
+	CMOVQGT      SI, BX
 	VMOVDQU32    (CX), Z1
 	VPBROADCASTD (AX), Z2
 	VPDPBUSD     Z1, Z2, Z0
@@ -3931,6 +4292,7 @@ vnni_k_87:
 	ADDQ         $0x00000100, CX
 	DECQ         DX
 	JNZ          vnni_k_87
+	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -3948,8 +4310,17 @@ rowtail_not_86:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000020, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_89:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z2
 	VPBROADCASTD (AX), Z3
 	VPDPBUSD     Z2, Z3, Z0
@@ -3974,6 +4345,7 @@ vnni_k_89:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_89
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -3994,8 +4366,17 @@ rowtail_not_88:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000020, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_91:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z3
 	VPBROADCASTD (AX), Z4
 	VPDPBUSD     Z3, Z4, Z0
@@ -4028,6 +4409,7 @@ vnni_k_91:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_91
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4052,8 +4434,17 @@ rowtail_not_90:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000020, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_93:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z4
 	VPBROADCASTD (AX), Z5
 	VPDPBUSD     Z4, Z5, Z0
@@ -4094,6 +4485,7 @@ vnni_k_93:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_93
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4121,8 +4513,17 @@ rowtail_not_92:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000020, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_95:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z5
 	VPBROADCASTD (AX), Z6
 	VPDPBUSD     Z5, Z6, Z0
@@ -4171,6 +4572,7 @@ vnni_k_95:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_95
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4202,8 +4604,17 @@ rowtail_not_94:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000020, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_97:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z6
 	VPBROADCASTD (AX), Z7
 	VPDPBUSD     Z6, Z7, Z0
@@ -4261,6 +4672,7 @@ vnni_k_97:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_97
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4295,8 +4707,17 @@ rowtail_not_96:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000020, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_99:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z7
 	VPBROADCASTD (AX), Z8
 	VPDPBUSD     Z7, Z8, Z0
@@ -4362,6 +4783,7 @@ vnni_k_99:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_99
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4424,8 +4846,17 @@ rows_101:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000020, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_104:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z16
 	VMOVDQU32    8192(SI), Z17
 	VPBROADCASTD (AX), Z18
@@ -4535,6 +4966,7 @@ vnni_k_104:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_104
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4585,8 +5017,17 @@ rowtail_102:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), CX
 	MOVQ   $0x00000020, DX
+	MOVQ   48(SP), BX
+	MOVQ   56(SP), SI
 
 vnni_k_106:
+	PREFETCHT1   (BX)
+	PREFETCHT1   64(BX)
+	PREFETCHT1   128(BX)
+	PREFETCHT1   192(BX)
+	ADDQ         $0x00000100, BX
+	CMPQ         BX, SI
+	CMOVQGT      SI, BX
 	VMOVDQU32    (CX), Z2
 	VMOVDQU32    8192(CX), Z3
 	VPBROADCASTD (AX), Z4
@@ -4611,6 +5052,7 @@ vnni_k_106:
 	ADDQ         $0x00000100, CX
 	DECQ         DX
 	JNZ          vnni_k_106
+	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4631,8 +5073,17 @@ rowtail_not_105:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000020, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_108:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z4
 	VMOVDQU32    8192(DX), Z5
 	VPBROADCASTD (AX), Z6
@@ -4669,6 +5120,7 @@ vnni_k_108:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_108
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4694,8 +5146,17 @@ rowtail_not_107:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), DX
 	MOVQ   $0x00000020, BX
+	MOVQ   48(SP), SI
+	MOVQ   56(SP), DI
 
 vnni_k_110:
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	ADDQ         $0x00000100, SI
+	CMPQ         SI, DI
+	CMOVQGT      DI, SI
 	VMOVDQU32    (DX), Z6
 	VMOVDQU32    8192(DX), Z7
 	VPBROADCASTD (AX), Z8
@@ -4744,6 +5205,7 @@ vnni_k_110:
 	ADDQ         $0x00000100, DX
 	DECQ         BX
 	JNZ          vnni_k_110
+	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4775,8 +5237,17 @@ rowtail_not_109:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000020, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_112:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z8
 	VMOVDQU32    8192(BX), Z9
 	VPBROADCASTD (AX), Z10
@@ -4837,6 +5308,7 @@ vnni_k_112:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_112
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4873,8 +5345,17 @@ rowtail_not_111:
 	MOVQ   24(SP), AX
 	MOVQ   (SP), BX
 	MOVQ   $0x00000020, SI
+	MOVQ   48(SP), DI
+	MOVQ   56(SP), R8
 
 vnni_k_114:
+	PREFETCHT1   (DI)
+	PREFETCHT1   64(DI)
+	PREFETCHT1   128(DI)
+	PREFETCHT1   192(DI)
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R8
+	CMOVQGT      R8, DI
 	VMOVDQU32    (BX), Z10
 	VMOVDQU32    8192(BX), Z11
 	VPBROADCASTD (AX), Z12
@@ -4947,6 +5428,7 @@ vnni_k_114:
 	ADDQ         $0x00000100, BX
 	DECQ         SI
 	JNZ          vnni_k_114
+	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -4989,8 +5471,17 @@ rowtail_not_113:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000020, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_116:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z12
 	VMOVDQU32    8192(SI), Z13
 	VPBROADCASTD (AX), Z14
@@ -5076,6 +5567,7 @@ vnni_k_116:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_116
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -5123,8 +5615,17 @@ rowtail_not_115:
 	LEAQ   (AX)(CX*4), BX
 	MOVQ   (SP), SI
 	MOVQ   $0x00000020, DI
+	MOVQ   48(SP), R8
+	MOVQ   56(SP), R9
 
 vnni_k_118:
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R9
+	CMOVQGT      R9, R8
 	VMOVDQU32    (SI), Z14
 	VMOVDQU32    8192(SI), Z15
 	VPBROADCASTD (AX), Z16
@@ -5222,6 +5723,7 @@ vnni_k_118:
 	ADDQ         $0x00000100, SI
 	DECQ         DI
 	JNZ          vnni_k_118
+	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
