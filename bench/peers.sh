@@ -2,7 +2,9 @@
 # Runs the shared peer harness (../shared/bench/peers/run.sh) with sqc as one
 # more worker: PyTorch FP32/INT8, ONNX Runtime FP32/INT8 (+ without AMX) and
 # `sqc bench --serve` (modes int8, int8-vnni and int8-attn32: FP32 attention) timed interleaved, call by
-# call, on the same random-weight models; prints and saves the table.
+# call, on the same random-weight models; prints and saves the table, then the medians of paired
+# ratios of each sqc mode to ONNX Runtime INT8 (with and without AMX) and PyTorch FP32, per shape
+# (bench/pairs, $OUT/pairs.txt).
 #
 # usage: bench/peers.sh CONFIG [CONFIG...]     CONFIG: bert-base bert-large distilbert minilm-l6 | all
 #   smoke run (~1-2 min after the first install):
@@ -72,7 +74,15 @@ fi
 # coord.py substitutes {config} and {threads}; the worker's stderr goes to $OUT/run.log.
 export SQC_WORKER="$BIN bench --serve --config {config} --threads {threads}${SQC_ARGS:+ $SQC_ARGS}"
 echo "peers.sh: SQC_WORKER='$SQC_WORKER'; results in $OUT" >&2
-[ "${REAL_ONLY:-0}" = 1 ] || "$PEERS_DIR/run.sh" "$@"
+if [ "${REAL_ONLY:-0}" != 1 ]; then
+  "$PEERS_DIR/run.sh" "$@"
+  # Medians of paired ratios (call i of sqc against call i of each peer in the same round).
+  if [ -s "$OUT/results.jsonl" ]; then
+    echo
+    echo "paired ratios (medians over calls run side by side; also in $OUT/pairs.txt):"
+    (cd "$ROOT" && go run ./bench/pairs "$OUT/results.jsonl") | tee "$OUT/pairs.txt"
+  fi
+fi
 
 [ "${REAL_LENGTHS:-1}" = 1 ] || exit 0
 CONFIGS=("$@")
