@@ -215,13 +215,9 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		}
 		// A packed batch's dims (nn.AttentionPacked) have no sizes: offsets
 		// gives each sequence's.
-		outStride := width
-		if s.OutKp > 0 { // u8 rows, padded to the GEMMs' K block
-			outStride = s.OutKp
-		}
 		packed := jen.Dict{
 			jen.Id("Heads"): jen.Lit(s.Heads), jen.Id("HeadDim"): jen.Lit(width / s.Heads), jen.Id("Scale"): jen.Lit(s.Scale),
-			jen.Id("QStride"): jen.Lit(stride), jen.Id("KStride"): jen.Lit(stride), jen.Id("VStride"): jen.Lit(stride), jen.Id("OutStride"): jen.Lit(outStride),
+			jen.Id("QStride"): jen.Lit(stride), jen.Id("KStride"): jen.Lit(stride), jen.Id("VStride"): jen.Lit(stride), jen.Id("OutStride"): jen.Lit(s.OutStride(width)),
 		}
 		dims := maps.Clone(packed)
 		dims[jen.Id("Batch")], dims[jen.Id("SeqQ")], dims[jen.Id("SeqK")] = jen.Id("batch"), jen.Id("seq"), jen.Id("seq")

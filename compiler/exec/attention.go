@@ -35,7 +35,7 @@ func (l *lowering) attention(n *compiler.Node) bool {
 	s.Out = l.slot(n.Outputs[0])
 	if scale, zp, ok := compiler.U8Output(n); ok { // passes.WriteU8Directly
 		_, shape := l.info(n.Outputs[0])
-		if shape == nil || len(shape) == 0 || !shape[len(shape)-1].Known() {
+		if len(shape) == 0 || !shape[len(shape)-1].Known() {
 			return false
 		}
 		s.OutKp, s.OutInvScale, s.OutZeroPoint = u8Row(int(shape[len(shape)-1].Size)), 1/scale, zp

@@ -91,7 +91,7 @@ func (s *AttentionStep) run(p *Program) error {
 	d := &s.dims
 	*d = nn.AttentionDims{
 		Batch: batch, SeqQ: sq, SeqK: sk, Heads: s.Heads, HeadDim: width / s.Heads, Scale: s.Scale,
-		QStride: width, KStride: width, VStride: width, OutStride: s.outStride(width),
+		QStride: width, KStride: width, VStride: width, OutStride: s.OutStride(width),
 	}
 	return s.attend(p, q.F32, k.F32, v.F32, q.Shape)
 }
@@ -121,9 +121,9 @@ func (s *AttentionStep) attend(p *Program, q, k, v []float32, outShape []int64) 
 	return nil
 }
 
-// outStride is the row stride of Out for width output columns: OutKp
+// OutStride is the row stride of Out for width output columns: OutKp
 // bytes when it is u8.
-func (s *AttentionStep) outStride(width int) int {
+func (s *AttentionStep) OutStride(width int) int {
 	if s.OutKp > 0 {
 		return s.OutKp
 	}
@@ -244,7 +244,7 @@ func (s *AttentionStep) runPacked(p *Program) error {
 	}
 	s.dims = nn.AttentionDims{
 		Batch: batch, SeqQ: seq, SeqK: seq, Heads: s.Heads, HeadDim: lay.Width / s.Heads, Scale: s.Scale,
-		QStride: lay.Stride, KStride: lay.Stride, VStride: lay.Stride, OutStride: s.outStride(lay.Width),
+		QStride: lay.Stride, KStride: lay.Stride, VStride: lay.Stride, OutStride: s.OutStride(lay.Width),
 	}
 	return s.attend(p, qkv.F32, qkv.F32[lay.KOffset:], qkv.F32[lay.VOffset:], outShape)
 }
@@ -279,7 +279,7 @@ func (s *AttentionStep) runVarlen(p *Program) error {
 	}
 	s.dims = nn.AttentionDims{
 		Heads: s.Heads, HeadDim: width / s.Heads, Scale: s.Scale,
-		QStride: stride, KStride: stride, VStride: stride, OutStride: s.outStride(width),
+		QStride: stride, KStride: stride, VStride: stride, OutStride: s.OutStride(width),
 	}
 	out := s.resizeOut(p, []int64{q.Shape[0], int64(width)})
 	longest := 0
