@@ -278,6 +278,7 @@ type amxState struct {
 	mblocks      operand.Mem // full 32-row blocks left
 	b, cpair     operand.Mem // B (N pair start, before koff) and C of the current N pair
 	npairs       operand.Mem // N pairs left
+	fuse         *amxFusion  // the fused kernel's epilogue state; nil in the plain kernel
 }
 
 // genAMXKernel emits an AMX Kernel (see runtime/qgemm/api.go).
@@ -293,19 +294,44 @@ type amxState struct {
 // m is written; an odd trailing N-block uses a 2x1 (or 1x1) block.
 // LDTILECFG runs at the start of each pass (and for the M tail);
 // TILERELEASE before returning.
-func genAMXKernel(g *gen, name string, t tileOps) {
+//
+// With fused, the kernel applies the epilogue per 32x32 block in the last
+// K pass (amxfused.go); its signature is amxFusedSig's.
+func genAMXKernel(g *gen, name string, t tileOps, fused bool) {
 	g.Function(name)
-	g.Attributes(t.attributes())
-	g.SignatureExpr(kernels.KernelSig)
+	if fused {
+		// The 4 KiB block buffer puts the frame beyond what a NOSPLIT
+		// chain may use; the stack check runs on entry, before any tile
+		// state exists.
+		g.Attributes(0)
+		g.SignatureExpr(amxFusedSig())
+	} else {
+		g.Attributes(t.attributes())
+		g.SignatureExpr(kernels.KernelSig)
+	}
 	g.Pragma("noescape")
+	var fuse *amxFusion
+	if fused {
+		fuse = newAMXFusion(g) // first: the epilogue's arguments are at 0(SP)
+	}
 	if e, emu := t.(*emuTiles); emu {
 		isa := "AVX512-VNNI"
 		if e.avx2 {
 			isa = "AVX2"
 		}
-		g.Doc(name+" is qgemmAMX with every tile instruction emulated by "+isa,
+		base := "qgemmAMX"
+		if fused {
+			base = "qgemmAMXFused"
+		}
+		g.Doc(name+" is "+base+" with every tile instruction emulated by "+isa,
 			"code on a tile file in its stack frame: the same loops, addresses, tile configs",
 			"and tails, runnable (and testable) on CPUs without AMX. It is for tests only.")
+	} else if fused {
+		g.Doc(name+" is the AMX (TDPBUSD) kernel with the epilogue applied per 32x32 block",
+			"in the last K pass (the block's tiles in an L1 buffer, then epilogueAVX512Asm). Its",
+			"parameters are Kernel's, then epilogueAVX512Asm's from n on, n being the real",
+			"columns of the whole block and the pointers at its origin. The caller must hold",
+			"the AMX tile-data permission (runtime/cpu.Detect).")
 	} else {
 		g.Doc(name+" is the AMX (TDPBUSD) Kernel: 32x32 int32 blocks in a 2x2 of C tiles.",
 			"The caller must hold the AMX tile-data permission (runtime/cpu.Detect).")
@@ -317,6 +343,7 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 		koff: g.AllocLocal(8), ksteps: g.AllocLocal(8),
 		a: g.AllocLocal(8), c: g.AllocLocal(8), mblocks: g.AllocLocal(8),
 		b: g.AllocLocal(8), cpair: g.AllocLocal(8), npairs: g.AllocLocal(8),
+		fuse: fuse,
 	}
 
 	g.Comment("Tile config: palette 1; every tile 16 rows x 64 bytes.")
@@ -385,6 +412,9 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 	m := g.Load("m")
 	g.SHRQ(operand.U8(5), m)
 	g.MOVQ(m, st.mblocks)
+	if fuse != nil {
+		g.MOVQ(operand.U32(0), fuse.epRow)
+	}
 
 	mloop, mtail := g.NewLabel("mblock"), g.NewLabel("mtail")
 	g.Label(mloop)
@@ -407,6 +437,9 @@ func genAMXKernel(g *gen, name string, t tileOps) {
 	g.SHLQ(operand.U8(7), ldc) // 32 rows x 4 bytes
 	g.ADDQ(ldc, c)
 	g.MOVQ(c, st.c)
+	if fuse != nil {
+		g.ADDQ(operand.U32(32), fuse.epRow)
+	}
 	g.JMP(operand.LabelRef(mloop))
 
 	g.Label(mtail)
@@ -451,6 +484,9 @@ func amxRowBlock(g *gen, t tileOps, st amxState, rowTiles int) {
 	np := g.Load("nblocks")
 	g.SHRQ(operand.U8(1), np)
 	g.MOVQ(np, st.npairs)
+	if st.fuse != nil {
+		g.MOVQ(operand.U32(0), st.fuse.epCol)
+	}
 
 	nloop, nodd, end := g.NewLabel("npair"), g.NewLabel("nodd"), g.NewLabel("nend")
 	g.Label(nloop)
@@ -465,6 +501,9 @@ func amxRowBlock(g *gen, t tileOps, st amxState, rowTiles int) {
 	g.MOVQ(st.cpair, c)
 	g.ADDQ(operand.U8(128), c) // 32 columns x 4 bytes
 	g.MOVQ(c, st.cpair)
+	if st.fuse != nil {
+		g.ADDQ(operand.U32(32), st.fuse.epCol)
+	}
 	b = g.GP64()
 	g.MOVQ(st.b, b)
 	kp := g.Load("kp")
@@ -589,6 +628,15 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 		}
 	}
 
+	stored := ""
+	if st.fuse != nil {
+		toC := g.NewLabel("store_partial")
+		stored = g.NewLabel("stored")
+		isLastKPass(g, st, toC)
+		st.fuse.storeAndFinish(g, t, rows, cols)
+		g.JMP(operand.LabelRef(stored))
+		g.Label(toC)
+	}
 	cp := g.GP64()
 	g.MOVQ(st.cpair, cp)
 	ldc4 := g.Load("ldc")
@@ -597,5 +645,8 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 		for j := 0; j < cols; j++ {
 			t.tileStore(cAddr(cp, ldc4, i, j), tileC(i, j))
 		}
+	}
+	if stored != "" {
+		g.Label(stored)
 	}
 }

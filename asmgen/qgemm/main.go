@@ -33,9 +33,11 @@ func generate() (*ir.File, error) {
 	g := newGen()
 	g.ConstraintExpr("amd64,!noasm") // amd64 && !noasm, in the old syntax avo parses
 
-	genAMXKernel(g, "qgemmAMX", realTiles{g})
-	genAMXKernel(g, "qgemmAMXEmulated", newEmuTiles(g))
-	genAMXKernel(g, "qgemmAMXEmulatedAVX2", newEmuTilesAVX2(g))
+	genAMXKernel(g, "qgemmAMX", realTiles{g}, false)
+	genAMXKernel(g, "qgemmAMXEmulated", newEmuTiles(g), false)
+	genAMXKernel(g, "qgemmAMXEmulatedAVX2", newEmuTilesAVX2(g), false)
+	genAMXKernel(g, "qgemmAMXFused", realTiles{g}, true)
+	genAMXKernel(g, "qgemmAMXFusedEmulated", newEmuTiles(g), true)
 	genVNNIKernel(g)
 	genAVX2Kernel(g)
 	genEpilogue(g)

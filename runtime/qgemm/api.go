@@ -158,4 +158,16 @@ type Variant struct {
 	ISA      ISA
 	Kernel   Kernel
 	Epilogue EpilogueFunc
+	// fusedBlock, if set, computes a macro-block with the epilogue applied
+	// inside the kernel call (the AMX kernel's, per 32x32 block while it
+	// is in L1); the driver uses it in place of Kernel then Epilogue
+	// whenever it serves the GEMM's Epilogue.
+	fusedBlock fusedBlockFunc
 }
+
+// fusedBlockFunc computes the output of the macro-block of rows m0..m0+m
+// and N-blocks n0/NBlock.. (nblocks of them, their real columns n) of the
+// GEMM a x b, applying ep, and returns true; c is the worker's s32
+// scratch (row stride ldc) for partial sums. It returns false, having done
+// nothing, when it cannot give ep's bits (then Kernel and Epilogue run).
+type fusedBlockFunc func(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool

@@ -87,7 +87,10 @@ func (e *Engine) Threads() int { return e.pool.Workers() }
 // available (CPU features: avx2 avx512 vnni)), 2 threads".
 func (e *Engine) Describe() string {
 	ep := "Go epilogue"
-	if e.variant.Epilogue != nil {
+	switch {
+	case e.variant.fusedBlock != nil:
+		ep = "assembly epilogue in the kernel call, per 32x32 block"
+	case e.variant.Epilogue != nil:
 		ep = "assembly epilogue"
 	}
 	return fmt.Sprintf("%s kernel, %s (%s), %d threads", e.variant.ISA, ep, e.why, e.Threads())
@@ -109,16 +112,17 @@ func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 		return nil
 	}
 	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs, ep.Finish != nil)
-	e.gemmBlocks(e.variant.Kernel, a, m, lda, b, ep, mc, nc)
+	e.gemmBlocks(e.variant.Kernel, e.variant.fusedBlock, a, m, lda, b, ep, mc, nc)
 	return nil
 }
 
 // gemmBlocks runs a validated GEMM in macro-blocks of mc x nc (nc a
 // multiple of NBlock, mc*scratchStride(nc) <= scratchElems) with the given
-// kernel (the variant's, or a specialised one of the same ISA).
-func (e *Engine) gemmBlocks(kernel Kernel, a []uint8, m, lda int, b *PackedB, ep *Epilogue, mc, nc int) {
+// kernel (the variant's, or a specialised one of the same ISA) and, when
+// set and serving ep, its fused form.
+func (e *Engine) gemmBlocks(kernel Kernel, fused fusedBlockFunc, a []uint8, m, lda int, b *PackedB, ep *Epilogue, mc, nc int) {
 	t := e.tasks.Get()
-	t.kernel = kernel
+	t.kernel, t.fused = kernel, fused
 	// A copy of *ep, so that ep does not escape: a caller's Epilogue
 	// literal stays on its stack and GEMM does not allocate.
 	t.a, t.m, t.lda, t.b, t.ep = a, m, lda, b, *ep
@@ -128,7 +132,7 @@ func (e *Engine) gemmBlocks(kernel Kernel, a []uint8, m, lda int, b *PackedB, ep
 		t.rowBlockDone = growCounters(t.rowBlockDone, (m+mc-1)/mc)
 	}
 	e.pool.Run((m+mc-1)/mc*t.nTasks, t.run)
-	t.a, t.b, t.ep, t.kernel = nil, nil, Epilogue{}, nil // keep no caller memory alive
+	t.a, t.b, t.ep, t.kernel, t.fused = nil, nil, Epilogue{}, nil, nil // keep no caller memory alive
 	e.tasks.Put(t)
 }
 
@@ -138,6 +142,7 @@ type gemmCall struct {
 	e      *Engine
 	run    func(worker, i int)
 	kernel Kernel
+	fused  fusedBlockFunc // the variant's, when kernel is its Kernel
 	a      []uint8
 	m, lda int
 	b      *PackedB
@@ -184,8 +189,10 @@ func (t *gemmCall) block(w, i int) {
 	cols := min(t.nc, b.Np-n0)
 	ldc := scratchStride(t.nc)
 	c := t.e.scratch[w]
-	t.kernel(&t.a[m0*t.lda], t.lda, &b.Data[n0*b.Kp], b.Kp, &c[0], ldc, rows, cols/NBlock)
-	t.e.epilogue(&t.ep, c, ldc, m0, n0, rows, min(cols, b.N-n0))
+	if t.fused == nil || !t.fused(t.a, t.lda, b, c, ldc, &t.ep, m0, n0, rows, cols/NBlock, min(cols, b.N-n0)) {
+		t.kernel(&t.a[m0*t.lda], t.lda, &b.Data[n0*b.Kp], b.Kp, &c[0], ldc, rows, cols/NBlock)
+		t.e.epilogue(&t.ep, c, ldc, m0, n0, rows, min(cols, b.N-n0))
+	}
 	if f := t.ep.Finish; f != nil {
 		// The worker that completes a row block finishes it. The atomic
 		// add orders the other blocks' epilogue writes before the reads of

@@ -25,7 +25,8 @@ func BenchmarkQGEMM(b *testing.B) {
 		threads = append(threads, p)
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, v := range Variants() {
+	for _, bv := range benchVariants() {
+		v := bv.v
 		peak := peakOf(v.ISA)
 		for _, t := range threads {
 			e, err := New(Options{Threads: t, Variant: &v})
@@ -36,7 +37,7 @@ func BenchmarkQGEMM(b *testing.B) {
 			for _, m := range []int{128, 1024} {
 				for _, nk := range [][2]int{{768, 768}, {2304, 768}, {3072, 768}, {768, 3072}} {
 					s := gemmShape{m: m, n: nk[0], k: nk[1]}
-					name := fmt.Sprintf("%s/%v/T=%d", v.ISA, s, t)
+					name := fmt.Sprintf("%s/%v/T=%d", bv.name, s, t)
 					b.Run(name, func(b *testing.B) {
 						a, pb, ep := benchProblem(b, rng, s)
 						cpu0 := processCPU()
@@ -61,6 +62,23 @@ func BenchmarkQGEMM(b *testing.B) {
 			}
 		}
 	}
+}
+
+// benchVariants is Variants() named by family, plus, for a variant with
+// a fused kernel (AMX), the same without it as "<isa>-separate": the
+// kernel into the s32 scratch, then the epilogue, so that one run shows
+// what fusing gains.
+func benchVariants() []testVariant {
+	var out []testVariant
+	for _, v := range Variants() {
+		out = append(out, testVariant{name: v.ISA.String(), v: v})
+		if v.fusedBlock != nil {
+			sep := v
+			sep.fusedBlock = nil
+			out = append(out, testVariant{name: v.ISA.String() + "-separate", v: sep})
+		}
+	}
+	return out
 }
 
 // peakOf returns the one-core rate, in operations per CPU-second of its

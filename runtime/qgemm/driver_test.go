@@ -618,6 +618,32 @@ func TestSQCISAForcing(t *testing.T) {
 	}
 }
 
+func TestSQCEpilogueForcing(t *testing.T) {
+	t.Setenv(EnvISA, "")
+	fused := Variants()[0].fusedBlock != nil
+	for _, c := range []struct {
+		value     string
+		wantFused bool
+	}{{"", fused}, {"fused", fused}, {" Separate ", false}} {
+		t.Setenv(EnvEpilogue, c.value)
+		e, err := New(Options{Threads: 1})
+		if err != nil {
+			t.Fatalf("SQC_EPILOGUE=%q: %v", c.value, err)
+		}
+		if got := e.variant.fusedBlock != nil; got != c.wantFused {
+			t.Errorf("SQC_EPILOGUE=%q: fused kernel %v, want %v (%s)", c.value, got, c.wantFused, e.Describe())
+		}
+		if c.wantFused != strings.Contains(e.Describe(), "in the kernel call") {
+			t.Errorf("SQC_EPILOGUE=%q: Describe() = %q does not say where the epilogue runs", c.value, e.Describe())
+		}
+		e.Close()
+	}
+	t.Setenv(EnvEpilogue, "inline")
+	if _, err := New(Options{}); !errors.Is(err, ErrUnknownEpilogue) || !strings.Contains(err.Error(), EnvEpilogue) {
+		t.Errorf("SQC_EPILOGUE=inline: err = %v, want ErrUnknownEpilogue naming %s", err, EnvEpilogue)
+	}
+}
+
 func TestGEMMRejectsBadArguments(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	p := newProblem(t, rng, gemmShape{m: 5, n: 20, k: 70}, 0)

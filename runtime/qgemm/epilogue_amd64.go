@@ -48,72 +48,102 @@ func runEpilogueAsm(asm epilogueAsm, ep *Epilogue, c []int32, ldc int, m0, n0, m
 	if m <= 0 || n <= 0 {
 		return
 	}
+	args, ok := epilogueAsmArgsFor(ep, m0, n0, m, n)
+	if !ok {
+		epilogueGo(ep, c, ldc, m0, n0, m, n)
+		return
+	}
+	checkSpan("accumulators", len(c), 0, ldc, m, n)
+	if !asm(&c[0], ldc, m, n, args.colSum, args.aZero, args.rowZero, args.scale, args.rowScale, args.bias, args.res,
+		args.resStride, args.outF32, args.outU8, args.outStride, args.invScale, args.outZero, args.clampLo, args.clampHi, args.flags) {
+		epilogueGo(ep, c, ldc, m0, n0, m, n) // an Act with no assembly loop
+	}
+}
+
+// epilogueAsmArgs are the arguments of an epilogueAsm after c, ldc, m and
+// n: for the block of output rows m0.. and columns n0.., the pointers at
+// its origin.
+type epilogueAsmArgs struct {
+	colSum           *int32
+	aZero            int32
+	rowZero          *int32
+	scale, rowScale  *float32
+	bias, res        *float32
+	resStride        int
+	outF32           *float32
+	outU8            *uint8
+	outStride        int
+	invScale         float32
+	outZero          int32
+	clampLo, clampHi float32
+	flags            int
+}
+
+// epilogueAsmArgsFor returns the assembly's arguments for ep's m x n block
+// at (m0, n0) (m, n >= 1), having checked every slice bound the block
+// touches (it panics as epilogueGo would on a slice that is too short), or
+// false when no assembly gives epilogueGo's bits for ep.
+func epilogueAsmArgsFor(ep *Epilogue, m0, n0, m, n int) (epilogueAsmArgs, bool) {
+	var args epilogueAsmArgs
 	if (ep.RowScale != nil) != (ep.RowZeroPoint != nil) || !asmZeroPoint(ep) {
 		// Only one of the per-row operands, or a u8 zero point the
 		// assembly's clamp does not cover: no assembly variant (dynamic
 		// quantisation sets both; u8 zero points are in [0, 255]); the Go
 		// epilogue gives the reference bits.
-		epilogueGo(ep, c, ldc, m0, n0, m, n)
-		return
+		return args, false
 	}
-	// Rows are addressed at increasing offsets (strides >= 0), so checking
-	// the first and last element of each operand covers the block.
-	span := func(what string, length, first, stride int) {
-		last := first + (m-1)*stride + n - 1
-		if first < 0 || stride < 0 || last >= length {
-			panic(fmt.Sprintf("qgemm: epilogue %s out of range: len %d, block %dx%d at %d, stride %d",
-				what, length, m, n, first, stride))
-		}
-	}
-	span("accumulators", len(c), 0, ldc)
-	flags := 0
-	var colSum *int32
 	if ep.ColSum != nil {
-		span("ColSum", len(ep.ColSum), n0, 0)
-		colSum = &ep.ColSum[n0]
-		flags |= epiColSum
+		checkSpan("ColSum", len(ep.ColSum), n0, 0, m, n)
+		args.colSum = &ep.ColSum[n0]
+		args.flags |= epiColSum
 	}
-	span("Scale", len(ep.Scale), n0, 0)
-	var rowZero *int32
-	var rowScale *float32
+	args.aZero = ep.AZeroPoint
+	checkSpan("Scale", len(ep.Scale), n0, 0, m, n)
+	args.scale = &ep.Scale[n0]
 	if ep.RowScale != nil {
 		if m0 < 0 || len(ep.RowScale) < m0+m || len(ep.RowZeroPoint) < m0+m {
 			panic(fmt.Sprintf("qgemm: epilogue RowScale/RowZeroPoint out of range: len %d/%d, rows %d..%d",
 				len(ep.RowScale), len(ep.RowZeroPoint), m0, m0+m-1))
 		}
-		rowZero, rowScale = &ep.RowZeroPoint[m0], &ep.RowScale[m0]
-		flags |= epiRow
+		args.rowZero, args.rowScale = &ep.RowZeroPoint[m0], &ep.RowScale[m0]
+		args.flags |= epiRow
 	}
-	var bias *float32
 	if ep.Bias != nil {
-		span("Bias", len(ep.Bias), n0, 0)
-		bias = &ep.Bias[n0]
-		flags |= epiBias
+		checkSpan("Bias", len(ep.Bias), n0, 0, m, n)
+		args.bias = &ep.Bias[n0]
+		args.flags |= epiBias
 	}
-	flags |= int(ep.Act) << epiActShift
-	var res *float32
+	args.flags |= int(ep.Act) << epiActShift
 	if ep.Residual != nil {
 		first := m0*ep.ResidualStride + n0
-		span("Residual", len(ep.Residual), first, ep.ResidualStride)
-		res = &ep.Residual[first]
-		flags |= epiResidual
+		checkSpan("Residual", len(ep.Residual), first, ep.ResidualStride, m, n)
+		args.res = &ep.Residual[first]
+		args.resStride = ep.ResidualStride
+		args.flags |= epiResidual
 	}
 	first := m0*ep.OutStride + n0
-	var outF32 *float32
-	var outU8 *uint8
-	var clampLo, clampHi float32
+	args.outStride, args.invScale, args.outZero = ep.OutStride, ep.OutInvScale, ep.OutZeroPoint
 	if ep.OutF32 != nil {
-		span("OutF32", len(ep.OutF32), first, ep.OutStride)
-		outF32 = &ep.OutF32[first]
+		checkSpan("OutF32", len(ep.OutF32), first, ep.OutStride, m, n)
+		args.outF32 = &ep.OutF32[first]
 	} else {
-		span("OutU8", len(ep.OutU8), first, ep.OutStride)
-		outU8 = &ep.OutU8[first]
-		clampLo, clampHi = float32(-ep.OutZeroPoint), float32(255-ep.OutZeroPoint)
-		flags |= epiU8
+		checkSpan("OutU8", len(ep.OutU8), first, ep.OutStride, m, n)
+		args.outU8 = &ep.OutU8[first]
+		args.clampLo, args.clampHi = float32(-ep.OutZeroPoint), float32(255-ep.OutZeroPoint)
+		args.flags |= epiU8
 	}
-	if !asm(&c[0], ldc, m, n, colSum, ep.AZeroPoint, rowZero, &ep.Scale[n0], rowScale, bias, res,
-		ep.ResidualStride, outF32, outU8, ep.OutStride, ep.OutInvScale, ep.OutZeroPoint, clampLo, clampHi, flags) {
-		epilogueGo(ep, c, ldc, m0, n0, m, n) // an Act with no assembly loop
+	return args, true
+}
+
+// checkSpan panics unless the m x n block of an operand of the given
+// length, at first with row stride stride (0: one row serves every row),
+// lies inside it. Rows are addressed at increasing offsets (strides >= 0),
+// so checking the first and last element covers the block.
+func checkSpan(what string, length, first, stride, m, n int) {
+	last := first + (m-1)*stride + n - 1
+	if first < 0 || stride < 0 || last >= length {
+		panic(fmt.Sprintf("qgemm: epilogue %s out of range: len %d, block %dx%d at %d, stride %d",
+			what, length, m, n, first, stride))
 	}
 }
 

@@ -11531,6 +11531,7194 @@ done_347:
 	VZEROUPPER
 	RET
 
+// func qgemmAMXFused(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+// Requires: AMX-INT8, AMX-TILE, CMOV
+TEXT ·qgemmAMXFused(SB), $4520-184
+	// Tile config: palette 1; every tile 16 rows x 64 bytes.
+	XORQ AX, AX
+	MOVQ AX, 4328(SP)
+	MOVQ AX, 4336(SP)
+	MOVQ AX, 4344(SP)
+	MOVQ AX, 4352(SP)
+	MOVQ AX, 4360(SP)
+	MOVQ AX, 4368(SP)
+	MOVQ AX, 4376(SP)
+	MOVQ AX, 4384(SP)
+	MOVB $0x01, 4328(SP)
+	MOVQ $0x0040004000400040, AX
+	MOVQ AX, 4344(SP)
+	MOVQ AX, 4352(SP)
+	MOVQ $0x1010101010101010, AX
+	MOVQ AX, 4376(SP)
+
+	// The M-tail config: the same with fewer rows in the tiles of the last tile row.
+	MOVQ 4328(SP), AX
+	MOVQ AX, 4392(SP)
+	MOVQ 4336(SP), AX
+	MOVQ AX, 4400(SP)
+	MOVQ 4344(SP), AX
+	MOVQ AX, 4408(SP)
+	MOVQ 4352(SP), AX
+	MOVQ AX, 4416(SP)
+	MOVQ 4360(SP), AX
+	MOVQ AX, 4424(SP)
+	MOVQ 4368(SP), AX
+	MOVQ AX, 4432(SP)
+	MOVQ 4376(SP), AX
+	MOVQ AX, 4440(SP)
+	MOVQ 4384(SP), AX
+	MOVQ AX, 4448(SP)
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   cfg_tail_done_674
+	CMPQ AX, $0x10
+	JLE  cfg_tail_small_675
+	SUBQ $0x10, AX
+	MOVB AL, 4442(SP)
+	MOVB AL, 4443(SP)
+	MOVB AL, 4445(SP)
+	JMP  cfg_tail_done_674
+
+cfg_tail_small_675:
+	MOVB AL, 4440(SP)
+	MOVB AL, 4441(SP)
+	MOVB AL, 4444(SP)
+
+cfg_tail_done_674:
+	XORQ AX, AX
+	MOVQ AX, 4456(SP)
+
+kpass_676:
+	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
+	MOVQ    4456(SP), AX
+	MOVQ    kp+24(FP), CX
+	SUBQ    AX, CX
+	JLE     done_678
+	MOVQ    $0x00000300, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	SHRQ    $0x06, CX
+	MOVQ    CX, 4464(SP)
+	LEAQ    4328(SP), CX
+
+	// amx: ldtilecfg (%rcx)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x01
+	MOVQ a+0(FP), CX
+	ADDQ AX, CX
+	MOVQ CX, 4472(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 4480(SP)
+	MOVQ m+48(FP), AX
+	SHRQ $0x05, AX
+	MOVQ AX, 4488(SP)
+	MOVQ $0x00000000, 4312(SP)
+
+mblock_679:
+	MOVQ  4488(SP), AX
+	TESTQ AX, AX
+	JZ    mtail_680
+	DECQ  AX
+	MOVQ  AX, 4488(SP)
+	MOVQ  b+16(FP), AX
+	MOVQ  AX, 4496(SP)
+	MOVQ  4480(SP), AX
+	MOVQ  AX, 4504(SP)
+	MOVQ  nblocks+56(FP), AX
+	SHRQ  $0x01, AX
+	MOVQ  AX, 4512(SP)
+	MOVQ  $0x00000000, 4320(SP)
+
+npair_681:
+	MOVQ  4512(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_682
+	DECQ  AX
+	MOVQ  AX, 4512(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4472(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4456(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4496(SP), BX
+	MOVQ kp+24(FP), SI
+	SHLQ $0x04, SI
+	ADDQ BX, SI
+	MOVQ $0x00000040, DI
+	MOVQ 4464(SP), R8
+	DECQ R8
+	CMPQ 4456(SP), $0x00
+	JNE  cload_684
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// amx: tilezero %tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+	JMP  cready_685
+
+cload_684:
+	MOVQ 4504(SP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+
+	// amx: tileloadd (%r9,%r10,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// amx: tileloadd 0x40(%r9,%r10,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x11
+	BYTE $0x40
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd (%r11,%r10,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x13
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd 0x40(%r11,%r10,1),%tmm3
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x13
+	BYTE $0x40
+
+cready_685:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+kstep_686:
+	TESTQ R8, R8
+	JZ    klast_687
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+	ADDQ  $0x00000400, SI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xdd
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_686
+
+klast_687:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xdd
+	MOVQ 4456(SP), AX
+	ADDQ $0x00000300, AX
+	CMPQ AX, kp+24(FP)
+	JLT  store_partial_688
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// amx: tilestored %tmm3,0x840(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x9c
+	BYTE $0x08
+	BYTE $0x40
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_689
+
+store_partial_688:
+	MOVQ 4504(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm3,0x40(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x0a
+	BYTE $0x40
+
+stored_689:
+	MOVQ 4504(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4504(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4496(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4496(SP)
+	JMP  npair_681
+
+nodd_682:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_683
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4472(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4456(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4496(SP), BX
+	MOVQ $0x00000040, SI
+	MOVQ 4464(SP), DI
+	DECQ DI
+	CMPQ 4456(SP), $0x00
+	JNE  cload_690
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+	JMP  cready_691
+
+cload_690:
+	MOVQ 4504(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ R9, R10
+	SHLQ $0x04, R10
+	ADDQ R8, R10
+
+	// amx: tileloadd (%r10,%r9,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+cready_691:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+kstep_692:
+	TESTQ DI, DI
+	JZ    klast_693
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_692
+
+klast_693:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+	MOVQ 4456(SP), AX
+	ADDQ $0x00000300, AX
+	CMPQ AX, kp+24(FP)
+	JLT  store_partial_694
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_695
+
+store_partial_694:
+	MOVQ 4504(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+stored_695:
+nend_683:
+	MOVQ 4472(SP), AX
+	MOVQ lda+8(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4472(SP)
+	MOVQ 4480(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x07, CX
+	ADDQ CX, AX
+	MOVQ AX, 4480(SP)
+	ADDQ $0x00000020, 4312(SP)
+	JMP  mblock_679
+
+mtail_680:
+	// M tail of 1..31 rows, with the tail config.
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   kpass_end_677
+	LEAQ 4392(SP), CX
+
+	// amx: ldtilecfg (%rcx)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x01
+	CMPQ AX, $0x10
+	JLE  mtail_small_696
+	MOVQ b+16(FP), AX
+	MOVQ AX, 4496(SP)
+	MOVQ 4480(SP), AX
+	MOVQ AX, 4504(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 4512(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_697:
+	MOVQ  4512(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_698
+	DECQ  AX
+	MOVQ  AX, 4512(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4472(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4456(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4496(SP), BX
+	MOVQ kp+24(FP), SI
+	SHLQ $0x04, SI
+	ADDQ BX, SI
+	MOVQ $0x00000040, DI
+	MOVQ 4464(SP), R8
+	DECQ R8
+	CMPQ 4456(SP), $0x00
+	JNE  cload_700
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// amx: tilezero %tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+	JMP  cready_701
+
+cload_700:
+	MOVQ 4504(SP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+
+	// amx: tileloadd (%r9,%r10,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// amx: tileloadd 0x40(%r9,%r10,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x11
+	BYTE $0x40
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd (%r11,%r10,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x13
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd 0x40(%r11,%r10,1),%tmm3
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x13
+	BYTE $0x40
+
+cready_701:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+kstep_702:
+	TESTQ R8, R8
+	JZ    klast_703
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+	ADDQ  $0x00000400, SI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xdd
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_702
+
+klast_703:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xdd
+	MOVQ 4456(SP), AX
+	ADDQ $0x00000300, AX
+	CMPQ AX, kp+24(FP)
+	JLT  store_partial_704
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// amx: tilestored %tmm3,0x840(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x9c
+	BYTE $0x08
+	BYTE $0x40
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_705
+
+store_partial_704:
+	MOVQ 4504(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm3,0x40(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x0a
+	BYTE $0x40
+
+stored_705:
+	MOVQ 4504(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4504(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4496(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4496(SP)
+	JMP  npair_697
+
+nodd_698:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_699
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4472(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4456(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4496(SP), BX
+	MOVQ $0x00000040, SI
+	MOVQ 4464(SP), DI
+	DECQ DI
+	CMPQ 4456(SP), $0x00
+	JNE  cload_706
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+	JMP  cready_707
+
+cload_706:
+	MOVQ 4504(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ R9, R10
+	SHLQ $0x04, R10
+	ADDQ R8, R10
+
+	// amx: tileloadd (%r10,%r9,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+cready_707:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+kstep_708:
+	TESTQ DI, DI
+	JZ    klast_709
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_708
+
+klast_709:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+	MOVQ 4456(SP), AX
+	ADDQ $0x00000300, AX
+	CMPQ AX, kp+24(FP)
+	JLT  store_partial_710
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_711
+
+store_partial_710:
+	MOVQ 4504(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+stored_711:
+nend_699:
+	JMP kpass_end_677
+
+mtail_small_696:
+	MOVQ b+16(FP), AX
+	MOVQ AX, 4496(SP)
+	MOVQ 4480(SP), AX
+	MOVQ AX, 4504(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 4512(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_712:
+	MOVQ  4512(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_713
+	DECQ  AX
+	MOVQ  AX, 4512(SP)
+
+	// 1x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4472(SP), CX
+	MOVQ 4456(SP), DX
+	SHLQ $0x04, DX
+	ADDQ 4496(SP), DX
+	MOVQ kp+24(FP), BX
+	SHLQ $0x04, BX
+	ADDQ DX, BX
+	MOVQ $0x00000040, SI
+	MOVQ 4464(SP), DI
+	DECQ DI
+	CMPQ 4456(SP), $0x00
+	JNE  cload_715
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+	JMP  cready_716
+
+cload_715:
+	MOVQ 4504(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tileloadd 0x40(%r8,%r9,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+cready_716:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x32
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x33
+
+kstep_717:
+	TESTQ DI, DI
+	JZ    klast_718
+	ADDQ  $0x40, CX
+	ADDQ  $0x00000400, DX
+	ADDQ  $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rdx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x32
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_717
+
+klast_718:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+	MOVQ 4456(SP), AX
+	ADDQ $0x00000300, AX
+	CMPQ AX, kp+24(FP)
+	JLT  store_partial_719
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_720
+
+store_partial_719:
+	MOVQ 4504(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+stored_720:
+	MOVQ 4504(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4504(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4496(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4496(SP)
+	JMP  npair_712
+
+nodd_713:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_714
+
+	// 1x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4472(SP), CX
+	MOVQ 4456(SP), DX
+	SHLQ $0x04, DX
+	ADDQ 4496(SP), DX
+	MOVQ $0x00000040, BX
+	MOVQ 4464(SP), SI
+	DECQ SI
+	CMPQ 4456(SP), $0x00
+	JNE  cload_721
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+	JMP  cready_722
+
+cload_721:
+	MOVQ 4504(SP), DI
+	MOVQ ldc+40(FP), R8
+	SHLQ $0x02, R8
+
+	// amx: tileloadd (%rdi,%r8,1),%tmm0
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x07
+
+cready_722:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rbx,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x1a
+
+kstep_723:
+	TESTQ SI, SI
+	JZ    klast_724
+	ADDQ  $0x40, CX
+	ADDQ  $0x00000400, DX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rbx,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x1a
+	DECQ SI
+	JMP  kstep_723
+
+klast_724:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+	MOVQ 4456(SP), AX
+	ADDQ $0x00000300, AX
+	CMPQ AX, kp+24(FP)
+	JLT  store_partial_725
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_726
+
+store_partial_725:
+	MOVQ 4504(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+stored_726:
+nend_714:
+kpass_end_677:
+	MOVQ 4456(SP), AX
+	ADDQ $0x00000300, AX
+	MOVQ AX, 4456(SP)
+	JMP  kpass_676
+
+done_678:
+	// amx: tilerelease
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0xc0
+	RET
+
+// func qgemmAMXFusedEmulated(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+// Requires: AVX, AVX512F, AVX512VNNI, CMOV
+TEXT ·qgemmAMXFusedEmulated(SB), $12776-184
+	// Tile config: palette 1; every tile 16 rows x 64 bytes.
+	XORQ AX, AX
+	MOVQ AX, 12584(SP)
+	MOVQ AX, 12592(SP)
+	MOVQ AX, 12600(SP)
+	MOVQ AX, 12608(SP)
+	MOVQ AX, 12616(SP)
+	MOVQ AX, 12624(SP)
+	MOVQ AX, 12632(SP)
+	MOVQ AX, 12640(SP)
+	MOVB $0x01, 12584(SP)
+	MOVQ $0x0040004000400040, AX
+	MOVQ AX, 12600(SP)
+	MOVQ AX, 12608(SP)
+	MOVQ $0x1010101010101010, AX
+	MOVQ AX, 12632(SP)
+
+	// The M-tail config: the same with fewer rows in the tiles of the last tile row.
+	MOVQ 12584(SP), AX
+	MOVQ AX, 12648(SP)
+	MOVQ 12592(SP), AX
+	MOVQ AX, 12656(SP)
+	MOVQ 12600(SP), AX
+	MOVQ AX, 12664(SP)
+	MOVQ 12608(SP), AX
+	MOVQ AX, 12672(SP)
+	MOVQ 12616(SP), AX
+	MOVQ AX, 12680(SP)
+	MOVQ 12624(SP), AX
+	MOVQ AX, 12688(SP)
+	MOVQ 12632(SP), AX
+	MOVQ AX, 12696(SP)
+	MOVQ 12640(SP), AX
+	MOVQ AX, 12704(SP)
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   cfg_tail_done_727
+	CMPQ AX, $0x10
+	JLE  cfg_tail_small_728
+	SUBQ $0x10, AX
+	MOVB AL, 12698(SP)
+	MOVB AL, 12699(SP)
+	MOVB AL, 12701(SP)
+	JMP  cfg_tail_done_727
+
+cfg_tail_small_728:
+	MOVB AL, 12696(SP)
+	MOVB AL, 12697(SP)
+	MOVB AL, 12700(SP)
+
+cfg_tail_done_727:
+	XORQ AX, AX
+	MOVQ AX, 12712(SP)
+
+kpass_729:
+	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
+	MOVQ    12712(SP), AX
+	MOVQ    kp+24(FP), CX
+	SUBQ    AX, CX
+	JLE     done_731
+	MOVQ    $0x00000300, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	SHRQ    $0x06, CX
+	MOVQ    CX, 12720(SP)
+	LEAQ    12584(SP), CX
+	MOVQ    $0x0000000000000001, DX
+	CMPQ    (CX), DX
+	JNE     emu_badcfg_732
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    8(CX), DX
+	JNE     emu_badcfg_732
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    16(CX), DX
+	JNE     emu_badcfg_732
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    24(CX), DX
+	JNE     emu_badcfg_732
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    32(CX), DX
+	JNE     emu_badcfg_732
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    40(CX), DX
+	JNE     emu_badcfg_732
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    56(CX), DX
+	JNE     emu_badcfg_732
+	MOVBQZX 48(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_732
+	MOVBQZX 49(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_732
+	MOVBQZX 50(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_732
+	MOVBQZX 51(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_732
+	MOVBQZX 52(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_732
+	MOVBQZX 53(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_732
+	MOVBQZX 54(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_732
+	MOVBQZX 55(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_732
+	JMP     emu_cfgok_733
+
+emu_badcfg_732:
+	UD2
+
+emu_cfgok_733:
+	VMOVDQU64 (CX), Z0
+	VMOVDQU64 Z0, 12520(SP)
+	MOVQ      a+0(FP), CX
+	ADDQ      AX, CX
+	MOVQ      CX, 12728(SP)
+	MOVQ      c+32(FP), AX
+	MOVQ      AX, 12736(SP)
+	MOVQ      m+48(FP), AX
+	SHRQ      $0x05, AX
+	MOVQ      AX, 12744(SP)
+	MOVQ      $0x00000000, 4312(SP)
+
+mblock_734:
+	MOVQ  12744(SP), AX
+	TESTQ AX, AX
+	JZ    mtail_735
+	DECQ  AX
+	MOVQ  AX, 12744(SP)
+	MOVQ  b+16(FP), AX
+	MOVQ  AX, 12752(SP)
+	MOVQ  12736(SP), AX
+	MOVQ  AX, 12760(SP)
+	MOVQ  nblocks+56(FP), AX
+	SHRQ  $0x01, AX
+	MOVQ  AX, 12768(SP)
+	MOVQ  $0x00000000, 4320(SP)
+
+npair_736:
+	MOVQ  12768(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_737
+	DECQ  AX
+	MOVQ  AX, 12768(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12728(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12712(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12752(SP), BX
+	MOVQ      kp+24(FP), SI
+	SHLQ      $0x04, SI
+	ADDQ      BX, SI
+	MOVQ      $0x00000040, DI
+	MOVQ      12720(SP), R8
+	DECQ      R8
+	CMPQ      12712(SP), $0x00
+	JNE       cload_739
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5352(SP)
+	VMOVDQU64 Z0, 5416(SP)
+	VMOVDQU64 Z0, 5480(SP)
+	VMOVDQU64 Z0, 5544(SP)
+	VMOVDQU64 Z0, 5608(SP)
+	VMOVDQU64 Z0, 5672(SP)
+	VMOVDQU64 Z0, 5736(SP)
+	VMOVDQU64 Z0, 5800(SP)
+	VMOVDQU64 Z0, 5864(SP)
+	VMOVDQU64 Z0, 5928(SP)
+	VMOVDQU64 Z0, 5992(SP)
+	VMOVDQU64 Z0, 6056(SP)
+	VMOVDQU64 Z0, 6120(SP)
+	VMOVDQU64 Z0, 6184(SP)
+	VMOVDQU64 Z0, 6248(SP)
+	VMOVDQU64 Z0, 6312(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7400(SP)
+	VMOVDQU64 Z0, 7464(SP)
+	VMOVDQU64 Z0, 7528(SP)
+	VMOVDQU64 Z0, 7592(SP)
+	VMOVDQU64 Z0, 7656(SP)
+	VMOVDQU64 Z0, 7720(SP)
+	VMOVDQU64 Z0, 7784(SP)
+	VMOVDQU64 Z0, 7848(SP)
+	VMOVDQU64 Z0, 7912(SP)
+	VMOVDQU64 Z0, 7976(SP)
+	VMOVDQU64 Z0, 8040(SP)
+	VMOVDQU64 Z0, 8104(SP)
+	VMOVDQU64 Z0, 8168(SP)
+	VMOVDQU64 Z0, 8232(SP)
+	VMOVDQU64 Z0, 8296(SP)
+	VMOVDQU64 Z0, 8360(SP)
+	JMP       cready_740
+
+cload_739:
+	MOVQ      12760(SP), R9
+	MOVQ      ldc+40(FP), R10
+	SHLQ      $0x02, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	LEAQ      (R9), R11
+	MOVBQZX   12568(SP), R12
+	XORQ      R13, R13
+
+emu_row_741:
+	TESTQ     R12, R12
+	JZ        emu_row_done_742
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 4328(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_741
+
+emu_row_done_742:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5352(SP)
+	VMOVDQU64 Z0, 5416(SP)
+	VMOVDQU64 Z0, 5480(SP)
+	VMOVDQU64 Z0, 5544(SP)
+	VMOVDQU64 Z0, 5608(SP)
+	VMOVDQU64 Z0, 5672(SP)
+	VMOVDQU64 Z0, 5736(SP)
+	VMOVDQU64 Z0, 5800(SP)
+	VMOVDQU64 Z0, 5864(SP)
+	VMOVDQU64 Z0, 5928(SP)
+	VMOVDQU64 Z0, 5992(SP)
+	VMOVDQU64 Z0, 6056(SP)
+	VMOVDQU64 Z0, 6120(SP)
+	VMOVDQU64 Z0, 6184(SP)
+	VMOVDQU64 Z0, 6248(SP)
+	VMOVDQU64 Z0, 6312(SP)
+	LEAQ      64(R9), R11
+	MOVBQZX   12569(SP), R12
+	XORQ      R13, R13
+
+emu_row_743:
+	TESTQ     R12, R12
+	JZ        emu_row_done_744
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 5352(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_743
+
+emu_row_done_744:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	LEAQ      (R11), R11
+	MOVBQZX   12570(SP), R12
+	XORQ      R13, R13
+
+emu_row_745:
+	TESTQ     R12, R12
+	JZ        emu_row_done_746
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 6376(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_745
+
+emu_row_done_746:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7400(SP)
+	VMOVDQU64 Z0, 7464(SP)
+	VMOVDQU64 Z0, 7528(SP)
+	VMOVDQU64 Z0, 7592(SP)
+	VMOVDQU64 Z0, 7656(SP)
+	VMOVDQU64 Z0, 7720(SP)
+	VMOVDQU64 Z0, 7784(SP)
+	VMOVDQU64 Z0, 7848(SP)
+	VMOVDQU64 Z0, 7912(SP)
+	VMOVDQU64 Z0, 7976(SP)
+	VMOVDQU64 Z0, 8040(SP)
+	VMOVDQU64 Z0, 8104(SP)
+	VMOVDQU64 Z0, 8168(SP)
+	VMOVDQU64 Z0, 8232(SP)
+	VMOVDQU64 Z0, 8296(SP)
+	VMOVDQU64 Z0, 8360(SP)
+	LEAQ      64(R11), R9
+	MOVBQZX   12571(SP), R11
+	XORQ      R12, R12
+
+emu_row_747:
+	TESTQ     R11, R11
+	JZ        emu_row_done_748
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7400(SP)(R12*1)
+	ADDQ      R10, R9
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_747
+
+emu_row_done_748:
+cready_740:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12572(SP), R10
+	XORQ      R11, R11
+
+emu_row_749:
+	TESTQ     R10, R10
+	JZ        emu_row_done_750
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8424(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_749
+
+emu_row_done_750:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12574(SP), R10
+	XORQ      R11, R11
+
+emu_row_751:
+	TESTQ     R10, R10
+	JZ        emu_row_done_752
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10472(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_751
+
+emu_row_done_752:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11496(SP)
+	VMOVDQU64 Z0, 11560(SP)
+	VMOVDQU64 Z0, 11624(SP)
+	VMOVDQU64 Z0, 11688(SP)
+	VMOVDQU64 Z0, 11752(SP)
+	VMOVDQU64 Z0, 11816(SP)
+	VMOVDQU64 Z0, 11880(SP)
+	VMOVDQU64 Z0, 11944(SP)
+	VMOVDQU64 Z0, 12008(SP)
+	VMOVDQU64 Z0, 12072(SP)
+	VMOVDQU64 Z0, 12136(SP)
+	VMOVDQU64 Z0, 12200(SP)
+	VMOVDQU64 Z0, 12264(SP)
+	VMOVDQU64 Z0, 12328(SP)
+	VMOVDQU64 Z0, 12392(SP)
+	VMOVDQU64 Z0, 12456(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12575(SP), R10
+	XORQ      R11, R11
+
+emu_row_753:
+	TESTQ     R10, R10
+	JZ        emu_row_done_754
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11496(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_753
+
+emu_row_done_754:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12573(SP), R10
+	XORQ      R11, R11
+
+emu_row_755:
+	TESTQ     R10, R10
+	JZ        emu_row_done_756
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9448(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_755
+
+emu_row_done_756:
+kstep_757:
+	TESTQ   R8, R8
+	JZ      klast_758
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 12568(SP), R9
+	MOVBQZX 12572(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_759
+	UD2
+
+emu_shapeok_759:
+	MOVBQZX 12574(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_760
+	UD2
+
+emu_shapeok_760:
+	XORQ R10, R10
+
+emu_row_761:
+	TESTQ        R9, R9
+	JZ           emu_row_done_762
+	VMOVDQU32    4328(SP)(R10*1), Z0
+	VPBROADCASTD 8424(SP)(R10*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R10*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R10*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R10*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R10*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R10*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R10*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R10*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R10*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R10*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R10*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R10*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R10*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R10*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R10*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R10*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_761
+
+emu_row_done_762:
+	MOVBQZX 12569(SP), R9
+	MOVBQZX 12572(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_763
+	UD2
+
+emu_shapeok_763:
+	MOVBQZX 12575(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_764
+	UD2
+
+emu_shapeok_764:
+	XORQ R10, R10
+
+emu_row_765:
+	TESTQ        R9, R9
+	JZ           emu_row_done_766
+	VMOVDQU32    5352(SP)(R10*1), Z0
+	VPBROADCASTD 8424(SP)(R10*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R10*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R10*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R10*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R10*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R10*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R10*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R10*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R10*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R10*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R10*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R10*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R10*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R10*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R10*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R10*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 5352(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_765
+
+emu_row_done_766:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12572(SP), R10
+	XORQ      R11, R11
+
+emu_row_767:
+	TESTQ     R10, R10
+	JZ        emu_row_done_768
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8424(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_767
+
+emu_row_done_768:
+	MOVBQZX 12570(SP), R9
+	MOVBQZX 12573(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_769
+	UD2
+
+emu_shapeok_769:
+	MOVBQZX 12574(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_770
+	UD2
+
+emu_shapeok_770:
+	XORQ R10, R10
+
+emu_row_771:
+	TESTQ        R9, R9
+	JZ           emu_row_done_772
+	VMOVDQU32    6376(SP)(R10*1), Z0
+	VPBROADCASTD 9448(SP)(R10*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(R10*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(R10*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(R10*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(R10*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(R10*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(R10*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(R10*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(R10*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(R10*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(R10*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(R10*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(R10*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(R10*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(R10*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(R10*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_771
+
+emu_row_done_772:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12574(SP), R10
+	XORQ      R11, R11
+
+emu_row_773:
+	TESTQ     R10, R10
+	JZ        emu_row_done_774
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10472(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_773
+
+emu_row_done_774:
+	MOVBQZX 12571(SP), R9
+	MOVBQZX 12573(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_775
+	UD2
+
+emu_shapeok_775:
+	MOVBQZX 12575(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_776
+	UD2
+
+emu_shapeok_776:
+	XORQ R10, R10
+
+emu_row_777:
+	TESTQ        R9, R9
+	JZ           emu_row_done_778
+	VMOVDQU32    7400(SP)(R10*1), Z0
+	VPBROADCASTD 9448(SP)(R10*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(R10*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(R10*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(R10*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(R10*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(R10*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(R10*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(R10*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(R10*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(R10*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(R10*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(R10*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(R10*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(R10*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(R10*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(R10*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 7400(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_777
+
+emu_row_done_778:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12573(SP), R10
+	XORQ      R11, R11
+
+emu_row_779:
+	TESTQ     R10, R10
+	JZ        emu_row_done_780
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9448(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_779
+
+emu_row_done_780:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11496(SP)
+	VMOVDQU64 Z0, 11560(SP)
+	VMOVDQU64 Z0, 11624(SP)
+	VMOVDQU64 Z0, 11688(SP)
+	VMOVDQU64 Z0, 11752(SP)
+	VMOVDQU64 Z0, 11816(SP)
+	VMOVDQU64 Z0, 11880(SP)
+	VMOVDQU64 Z0, 11944(SP)
+	VMOVDQU64 Z0, 12008(SP)
+	VMOVDQU64 Z0, 12072(SP)
+	VMOVDQU64 Z0, 12136(SP)
+	VMOVDQU64 Z0, 12200(SP)
+	VMOVDQU64 Z0, 12264(SP)
+	VMOVDQU64 Z0, 12328(SP)
+	VMOVDQU64 Z0, 12392(SP)
+	VMOVDQU64 Z0, 12456(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12575(SP), R10
+	XORQ      R11, R11
+
+emu_row_781:
+	TESTQ     R10, R10
+	JZ        emu_row_done_782
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11496(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_781
+
+emu_row_done_782:
+	DECQ R8
+	JMP  kstep_757
+
+klast_758:
+	MOVBQZX 12568(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_783
+	UD2
+
+emu_shapeok_783:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_784
+	UD2
+
+emu_shapeok_784:
+	XORQ CX, CX
+
+emu_row_785:
+	TESTQ        AX, AX
+	JZ           emu_row_done_786
+	VMOVDQU32    4328(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_785
+
+emu_row_done_786:
+	MOVBQZX 12569(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_787
+	UD2
+
+emu_shapeok_787:
+	MOVBQZX 12575(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_788
+	UD2
+
+emu_shapeok_788:
+	XORQ CX, CX
+
+emu_row_789:
+	TESTQ        AX, AX
+	JZ           emu_row_done_790
+	VMOVDQU32    5352(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 5352(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_789
+
+emu_row_done_790:
+	MOVBQZX 12570(SP), AX
+	MOVBQZX 12573(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_791
+	UD2
+
+emu_shapeok_791:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_792
+	UD2
+
+emu_shapeok_792:
+	XORQ CX, CX
+
+emu_row_793:
+	TESTQ        AX, AX
+	JZ           emu_row_done_794
+	VMOVDQU32    6376(SP)(CX*1), Z0
+	VPBROADCASTD 9448(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_793
+
+emu_row_done_794:
+	MOVBQZX 12571(SP), AX
+	MOVBQZX 12573(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_795
+	UD2
+
+emu_shapeok_795:
+	MOVBQZX 12575(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_796
+	UD2
+
+emu_shapeok_796:
+	XORQ CX, CX
+
+emu_row_797:
+	TESTQ        AX, AX
+	JZ           emu_row_done_798
+	VMOVDQU32    7400(SP)(CX*1), Z0
+	VPBROADCASTD 9448(SP)(CX*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(CX*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(CX*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(CX*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(CX*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(CX*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(CX*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(CX*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(CX*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(CX*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(CX*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(CX*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(CX*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(CX*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(CX*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(CX*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 7400(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_797
+
+emu_row_done_798:
+	MOVQ    12712(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_799
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_801:
+	TESTQ     BX, BX
+	JZ        emu_row_done_802
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_801
+
+emu_row_done_802:
+	LEAQ    64(AX), DX
+	MOVBQZX 12569(SP), BX
+	XORQ    SI, SI
+
+emu_row_803:
+	TESTQ     BX, BX
+	JZ        emu_row_done_804
+	VMOVDQU64 5352(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_803
+
+emu_row_done_804:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12570(SP), BX
+	XORQ    SI, SI
+
+emu_row_805:
+	TESTQ     BX, BX
+	JZ        emu_row_done_806
+	VMOVDQU64 6376(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_805
+
+emu_row_done_806:
+	LEAQ    2112(AX), DX
+	MOVBQZX 12571(SP), BX
+	XORQ    SI, SI
+
+emu_row_807:
+	TESTQ     BX, BX
+	JZ        emu_row_done_808
+	VMOVDQU64 7400(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_807
+
+emu_row_done_808:
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_800
+
+store_partial_799:
+	MOVQ    12760(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_809:
+	TESTQ     BX, BX
+	JZ        emu_row_done_810
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_809
+
+emu_row_done_810:
+	LEAQ    64(AX), DX
+	MOVBQZX 12569(SP), BX
+	XORQ    SI, SI
+
+emu_row_811:
+	TESTQ     BX, BX
+	JZ        emu_row_done_812
+	VMOVDQU64 5352(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_811
+
+emu_row_done_812:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 12570(SP), BX
+	XORQ    SI, SI
+
+emu_row_813:
+	TESTQ     BX, BX
+	JZ        emu_row_done_814
+	VMOVDQU64 6376(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_813
+
+emu_row_done_814:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    64(DX), AX
+	MOVBQZX 12571(SP), DX
+	XORQ    BX, BX
+
+emu_row_815:
+	TESTQ     DX, DX
+	JZ        emu_row_done_816
+	VMOVDQU64 7400(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_815
+
+emu_row_done_816:
+stored_800:
+	MOVQ 12760(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12760(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12752(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12752(SP)
+	JMP  npair_736
+
+nodd_737:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_738
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12728(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12712(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12752(SP), BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12720(SP), DI
+	DECQ      DI
+	CMPQ      12712(SP), $0x00
+	JNE       cload_817
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	JMP       cready_818
+
+cload_817:
+	MOVQ      12760(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12568(SP), R11
+	XORQ      R12, R12
+
+emu_row_819:
+	TESTQ     R11, R11
+	JZ        emu_row_done_820
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4328(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_819
+
+emu_row_done_820:
+	MOVQ      R9, R10
+	SHLQ      $0x04, R10
+	ADDQ      R8, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	LEAQ      (R10), R8
+	MOVBQZX   12570(SP), R10
+	XORQ      R11, R11
+
+emu_row_821:
+	TESTQ     R10, R10
+	JZ        emu_row_done_822
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6376(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_821
+
+emu_row_done_822:
+cready_818:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12572(SP), R9
+	XORQ      R10, R10
+
+emu_row_823:
+	TESTQ     R9, R9
+	JZ        emu_row_done_824
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8424(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_823
+
+emu_row_done_824:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12574(SP), R9
+	XORQ      R10, R10
+
+emu_row_825:
+	TESTQ     R9, R9
+	JZ        emu_row_done_826
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10472(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_825
+
+emu_row_done_826:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12573(SP), R9
+	XORQ      R10, R10
+
+emu_row_827:
+	TESTQ     R9, R9
+	JZ        emu_row_done_828
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9448(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_827
+
+emu_row_done_828:
+kstep_829:
+	TESTQ   DI, DI
+	JZ      klast_830
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12568(SP), R8
+	MOVBQZX 12572(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_831
+	UD2
+
+emu_shapeok_831:
+	MOVBQZX 12574(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_832
+	UD2
+
+emu_shapeok_832:
+	XORQ R9, R9
+
+emu_row_833:
+	TESTQ        R8, R8
+	JZ           emu_row_done_834
+	VMOVDQU32    4328(SP)(R9*1), Z0
+	VPBROADCASTD 8424(SP)(R9*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R9*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R9*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R9*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R9*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R9*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R9*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R9*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R9*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R9*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R9*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R9*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R9*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R9*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R9*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R9*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_833
+
+emu_row_done_834:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12572(SP), R9
+	XORQ      R10, R10
+
+emu_row_835:
+	TESTQ     R9, R9
+	JZ        emu_row_done_836
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8424(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_835
+
+emu_row_done_836:
+	MOVBQZX 12570(SP), R8
+	MOVBQZX 12573(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_837
+	UD2
+
+emu_shapeok_837:
+	MOVBQZX 12574(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_838
+	UD2
+
+emu_shapeok_838:
+	XORQ R9, R9
+
+emu_row_839:
+	TESTQ        R8, R8
+	JZ           emu_row_done_840
+	VMOVDQU32    6376(SP)(R9*1), Z0
+	VPBROADCASTD 9448(SP)(R9*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(R9*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(R9*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(R9*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(R9*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(R9*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(R9*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(R9*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(R9*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(R9*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(R9*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(R9*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(R9*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(R9*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(R9*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(R9*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_839
+
+emu_row_done_840:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12573(SP), R9
+	XORQ      R10, R10
+
+emu_row_841:
+	TESTQ     R9, R9
+	JZ        emu_row_done_842
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9448(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_841
+
+emu_row_done_842:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12574(SP), R9
+	XORQ      R10, R10
+
+emu_row_843:
+	TESTQ     R9, R9
+	JZ        emu_row_done_844
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10472(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_843
+
+emu_row_done_844:
+	DECQ DI
+	JMP  kstep_829
+
+klast_830:
+	MOVBQZX 12568(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_845
+	UD2
+
+emu_shapeok_845:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_846
+	UD2
+
+emu_shapeok_846:
+	XORQ CX, CX
+
+emu_row_847:
+	TESTQ        AX, AX
+	JZ           emu_row_done_848
+	VMOVDQU32    4328(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_847
+
+emu_row_done_848:
+	MOVBQZX 12570(SP), AX
+	MOVBQZX 12573(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_849
+	UD2
+
+emu_shapeok_849:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_850
+	UD2
+
+emu_shapeok_850:
+	XORQ CX, CX
+
+emu_row_851:
+	TESTQ        AX, AX
+	JZ           emu_row_done_852
+	VMOVDQU32    6376(SP)(CX*1), Z0
+	VPBROADCASTD 9448(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_851
+
+emu_row_done_852:
+	MOVQ    12712(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_853
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_855:
+	TESTQ     BX, BX
+	JZ        emu_row_done_856
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_855
+
+emu_row_done_856:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12570(SP), BX
+	XORQ    SI, SI
+
+emu_row_857:
+	TESTQ     BX, BX
+	JZ        emu_row_done_858
+	VMOVDQU64 6376(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_857
+
+emu_row_done_858:
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_854
+
+store_partial_853:
+	MOVQ    12760(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_859:
+	TESTQ     BX, BX
+	JZ        emu_row_done_860
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_859
+
+emu_row_done_860:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), AX
+	MOVBQZX 12570(SP), DX
+	XORQ    BX, BX
+
+emu_row_861:
+	TESTQ     DX, DX
+	JZ        emu_row_done_862
+	VMOVDQU64 6376(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_861
+
+emu_row_done_862:
+stored_854:
+nend_738:
+	MOVQ 12728(SP), AX
+	MOVQ lda+8(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12728(SP)
+	MOVQ 12736(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x07, CX
+	ADDQ CX, AX
+	MOVQ AX, 12736(SP)
+	ADDQ $0x00000020, 4312(SP)
+	JMP  mblock_734
+
+mtail_735:
+	// M tail of 1..31 rows, with the tail config.
+	MOVQ    m+48(FP), AX
+	ANDQ    $0x1f, AX
+	JZ      kpass_end_730
+	LEAQ    12648(SP), CX
+	MOVQ    $0x0000000000000001, DX
+	CMPQ    (CX), DX
+	JNE     emu_badcfg_863
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    8(CX), DX
+	JNE     emu_badcfg_863
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    16(CX), DX
+	JNE     emu_badcfg_863
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    24(CX), DX
+	JNE     emu_badcfg_863
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    32(CX), DX
+	JNE     emu_badcfg_863
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    40(CX), DX
+	JNE     emu_badcfg_863
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    56(CX), DX
+	JNE     emu_badcfg_863
+	MOVBQZX 48(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_863
+	MOVBQZX 49(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_863
+	MOVBQZX 50(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_863
+	MOVBQZX 51(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_863
+	MOVBQZX 52(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_863
+	MOVBQZX 53(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_863
+	MOVBQZX 54(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_863
+	MOVBQZX 55(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_863
+	JMP     emu_cfgok_864
+
+emu_badcfg_863:
+	UD2
+
+emu_cfgok_864:
+	VMOVDQU64 (CX), Z0
+	VMOVDQU64 Z0, 12520(SP)
+	CMPQ      AX, $0x10
+	JLE       mtail_small_865
+	MOVQ      b+16(FP), AX
+	MOVQ      AX, 12752(SP)
+	MOVQ      12736(SP), AX
+	MOVQ      AX, 12760(SP)
+	MOVQ      nblocks+56(FP), AX
+	SHRQ      $0x01, AX
+	MOVQ      AX, 12768(SP)
+	MOVQ      $0x00000000, 4320(SP)
+
+npair_866:
+	MOVQ  12768(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_867
+	DECQ  AX
+	MOVQ  AX, 12768(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12728(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12712(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12752(SP), BX
+	MOVQ      kp+24(FP), SI
+	SHLQ      $0x04, SI
+	ADDQ      BX, SI
+	MOVQ      $0x00000040, DI
+	MOVQ      12720(SP), R8
+	DECQ      R8
+	CMPQ      12712(SP), $0x00
+	JNE       cload_869
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5352(SP)
+	VMOVDQU64 Z0, 5416(SP)
+	VMOVDQU64 Z0, 5480(SP)
+	VMOVDQU64 Z0, 5544(SP)
+	VMOVDQU64 Z0, 5608(SP)
+	VMOVDQU64 Z0, 5672(SP)
+	VMOVDQU64 Z0, 5736(SP)
+	VMOVDQU64 Z0, 5800(SP)
+	VMOVDQU64 Z0, 5864(SP)
+	VMOVDQU64 Z0, 5928(SP)
+	VMOVDQU64 Z0, 5992(SP)
+	VMOVDQU64 Z0, 6056(SP)
+	VMOVDQU64 Z0, 6120(SP)
+	VMOVDQU64 Z0, 6184(SP)
+	VMOVDQU64 Z0, 6248(SP)
+	VMOVDQU64 Z0, 6312(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7400(SP)
+	VMOVDQU64 Z0, 7464(SP)
+	VMOVDQU64 Z0, 7528(SP)
+	VMOVDQU64 Z0, 7592(SP)
+	VMOVDQU64 Z0, 7656(SP)
+	VMOVDQU64 Z0, 7720(SP)
+	VMOVDQU64 Z0, 7784(SP)
+	VMOVDQU64 Z0, 7848(SP)
+	VMOVDQU64 Z0, 7912(SP)
+	VMOVDQU64 Z0, 7976(SP)
+	VMOVDQU64 Z0, 8040(SP)
+	VMOVDQU64 Z0, 8104(SP)
+	VMOVDQU64 Z0, 8168(SP)
+	VMOVDQU64 Z0, 8232(SP)
+	VMOVDQU64 Z0, 8296(SP)
+	VMOVDQU64 Z0, 8360(SP)
+	JMP       cready_870
+
+cload_869:
+	MOVQ      12760(SP), R9
+	MOVQ      ldc+40(FP), R10
+	SHLQ      $0x02, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	LEAQ      (R9), R11
+	MOVBQZX   12568(SP), R12
+	XORQ      R13, R13
+
+emu_row_871:
+	TESTQ     R12, R12
+	JZ        emu_row_done_872
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 4328(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_871
+
+emu_row_done_872:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5352(SP)
+	VMOVDQU64 Z0, 5416(SP)
+	VMOVDQU64 Z0, 5480(SP)
+	VMOVDQU64 Z0, 5544(SP)
+	VMOVDQU64 Z0, 5608(SP)
+	VMOVDQU64 Z0, 5672(SP)
+	VMOVDQU64 Z0, 5736(SP)
+	VMOVDQU64 Z0, 5800(SP)
+	VMOVDQU64 Z0, 5864(SP)
+	VMOVDQU64 Z0, 5928(SP)
+	VMOVDQU64 Z0, 5992(SP)
+	VMOVDQU64 Z0, 6056(SP)
+	VMOVDQU64 Z0, 6120(SP)
+	VMOVDQU64 Z0, 6184(SP)
+	VMOVDQU64 Z0, 6248(SP)
+	VMOVDQU64 Z0, 6312(SP)
+	LEAQ      64(R9), R11
+	MOVBQZX   12569(SP), R12
+	XORQ      R13, R13
+
+emu_row_873:
+	TESTQ     R12, R12
+	JZ        emu_row_done_874
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 5352(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_873
+
+emu_row_done_874:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	LEAQ      (R11), R11
+	MOVBQZX   12570(SP), R12
+	XORQ      R13, R13
+
+emu_row_875:
+	TESTQ     R12, R12
+	JZ        emu_row_done_876
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 6376(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_875
+
+emu_row_done_876:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7400(SP)
+	VMOVDQU64 Z0, 7464(SP)
+	VMOVDQU64 Z0, 7528(SP)
+	VMOVDQU64 Z0, 7592(SP)
+	VMOVDQU64 Z0, 7656(SP)
+	VMOVDQU64 Z0, 7720(SP)
+	VMOVDQU64 Z0, 7784(SP)
+	VMOVDQU64 Z0, 7848(SP)
+	VMOVDQU64 Z0, 7912(SP)
+	VMOVDQU64 Z0, 7976(SP)
+	VMOVDQU64 Z0, 8040(SP)
+	VMOVDQU64 Z0, 8104(SP)
+	VMOVDQU64 Z0, 8168(SP)
+	VMOVDQU64 Z0, 8232(SP)
+	VMOVDQU64 Z0, 8296(SP)
+	VMOVDQU64 Z0, 8360(SP)
+	LEAQ      64(R11), R9
+	MOVBQZX   12571(SP), R11
+	XORQ      R12, R12
+
+emu_row_877:
+	TESTQ     R11, R11
+	JZ        emu_row_done_878
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7400(SP)(R12*1)
+	ADDQ      R10, R9
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_877
+
+emu_row_done_878:
+cready_870:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12572(SP), R10
+	XORQ      R11, R11
+
+emu_row_879:
+	TESTQ     R10, R10
+	JZ        emu_row_done_880
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8424(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_879
+
+emu_row_done_880:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12574(SP), R10
+	XORQ      R11, R11
+
+emu_row_881:
+	TESTQ     R10, R10
+	JZ        emu_row_done_882
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10472(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_881
+
+emu_row_done_882:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11496(SP)
+	VMOVDQU64 Z0, 11560(SP)
+	VMOVDQU64 Z0, 11624(SP)
+	VMOVDQU64 Z0, 11688(SP)
+	VMOVDQU64 Z0, 11752(SP)
+	VMOVDQU64 Z0, 11816(SP)
+	VMOVDQU64 Z0, 11880(SP)
+	VMOVDQU64 Z0, 11944(SP)
+	VMOVDQU64 Z0, 12008(SP)
+	VMOVDQU64 Z0, 12072(SP)
+	VMOVDQU64 Z0, 12136(SP)
+	VMOVDQU64 Z0, 12200(SP)
+	VMOVDQU64 Z0, 12264(SP)
+	VMOVDQU64 Z0, 12328(SP)
+	VMOVDQU64 Z0, 12392(SP)
+	VMOVDQU64 Z0, 12456(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12575(SP), R10
+	XORQ      R11, R11
+
+emu_row_883:
+	TESTQ     R10, R10
+	JZ        emu_row_done_884
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11496(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_883
+
+emu_row_done_884:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12573(SP), R10
+	XORQ      R11, R11
+
+emu_row_885:
+	TESTQ     R10, R10
+	JZ        emu_row_done_886
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9448(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_885
+
+emu_row_done_886:
+kstep_887:
+	TESTQ   R8, R8
+	JZ      klast_888
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 12568(SP), R9
+	MOVBQZX 12572(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_889
+	UD2
+
+emu_shapeok_889:
+	MOVBQZX 12574(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_890
+	UD2
+
+emu_shapeok_890:
+	XORQ R10, R10
+
+emu_row_891:
+	TESTQ        R9, R9
+	JZ           emu_row_done_892
+	VMOVDQU32    4328(SP)(R10*1), Z0
+	VPBROADCASTD 8424(SP)(R10*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R10*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R10*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R10*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R10*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R10*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R10*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R10*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R10*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R10*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R10*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R10*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R10*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R10*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R10*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R10*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_891
+
+emu_row_done_892:
+	MOVBQZX 12569(SP), R9
+	MOVBQZX 12572(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_893
+	UD2
+
+emu_shapeok_893:
+	MOVBQZX 12575(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_894
+	UD2
+
+emu_shapeok_894:
+	XORQ R10, R10
+
+emu_row_895:
+	TESTQ        R9, R9
+	JZ           emu_row_done_896
+	VMOVDQU32    5352(SP)(R10*1), Z0
+	VPBROADCASTD 8424(SP)(R10*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R10*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R10*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R10*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R10*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R10*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R10*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R10*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R10*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R10*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R10*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R10*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R10*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R10*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R10*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R10*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 5352(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_895
+
+emu_row_done_896:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12572(SP), R10
+	XORQ      R11, R11
+
+emu_row_897:
+	TESTQ     R10, R10
+	JZ        emu_row_done_898
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8424(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_897
+
+emu_row_done_898:
+	MOVBQZX 12570(SP), R9
+	MOVBQZX 12573(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_899
+	UD2
+
+emu_shapeok_899:
+	MOVBQZX 12574(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_900
+	UD2
+
+emu_shapeok_900:
+	XORQ R10, R10
+
+emu_row_901:
+	TESTQ        R9, R9
+	JZ           emu_row_done_902
+	VMOVDQU32    6376(SP)(R10*1), Z0
+	VPBROADCASTD 9448(SP)(R10*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(R10*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(R10*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(R10*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(R10*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(R10*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(R10*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(R10*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(R10*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(R10*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(R10*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(R10*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(R10*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(R10*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(R10*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(R10*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_901
+
+emu_row_done_902:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12574(SP), R10
+	XORQ      R11, R11
+
+emu_row_903:
+	TESTQ     R10, R10
+	JZ        emu_row_done_904
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10472(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_903
+
+emu_row_done_904:
+	MOVBQZX 12571(SP), R9
+	MOVBQZX 12573(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_905
+	UD2
+
+emu_shapeok_905:
+	MOVBQZX 12575(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_906
+	UD2
+
+emu_shapeok_906:
+	XORQ R10, R10
+
+emu_row_907:
+	TESTQ        R9, R9
+	JZ           emu_row_done_908
+	VMOVDQU32    7400(SP)(R10*1), Z0
+	VPBROADCASTD 9448(SP)(R10*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(R10*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(R10*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(R10*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(R10*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(R10*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(R10*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(R10*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(R10*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(R10*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(R10*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(R10*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(R10*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(R10*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(R10*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(R10*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 7400(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_907
+
+emu_row_done_908:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12573(SP), R10
+	XORQ      R11, R11
+
+emu_row_909:
+	TESTQ     R10, R10
+	JZ        emu_row_done_910
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9448(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_909
+
+emu_row_done_910:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11496(SP)
+	VMOVDQU64 Z0, 11560(SP)
+	VMOVDQU64 Z0, 11624(SP)
+	VMOVDQU64 Z0, 11688(SP)
+	VMOVDQU64 Z0, 11752(SP)
+	VMOVDQU64 Z0, 11816(SP)
+	VMOVDQU64 Z0, 11880(SP)
+	VMOVDQU64 Z0, 11944(SP)
+	VMOVDQU64 Z0, 12008(SP)
+	VMOVDQU64 Z0, 12072(SP)
+	VMOVDQU64 Z0, 12136(SP)
+	VMOVDQU64 Z0, 12200(SP)
+	VMOVDQU64 Z0, 12264(SP)
+	VMOVDQU64 Z0, 12328(SP)
+	VMOVDQU64 Z0, 12392(SP)
+	VMOVDQU64 Z0, 12456(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12575(SP), R10
+	XORQ      R11, R11
+
+emu_row_911:
+	TESTQ     R10, R10
+	JZ        emu_row_done_912
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11496(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_911
+
+emu_row_done_912:
+	DECQ R8
+	JMP  kstep_887
+
+klast_888:
+	MOVBQZX 12568(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_913
+	UD2
+
+emu_shapeok_913:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_914
+	UD2
+
+emu_shapeok_914:
+	XORQ CX, CX
+
+emu_row_915:
+	TESTQ        AX, AX
+	JZ           emu_row_done_916
+	VMOVDQU32    4328(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_915
+
+emu_row_done_916:
+	MOVBQZX 12569(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_917
+	UD2
+
+emu_shapeok_917:
+	MOVBQZX 12575(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_918
+	UD2
+
+emu_shapeok_918:
+	XORQ CX, CX
+
+emu_row_919:
+	TESTQ        AX, AX
+	JZ           emu_row_done_920
+	VMOVDQU32    5352(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 5352(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_919
+
+emu_row_done_920:
+	MOVBQZX 12570(SP), AX
+	MOVBQZX 12573(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_921
+	UD2
+
+emu_shapeok_921:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_922
+	UD2
+
+emu_shapeok_922:
+	XORQ CX, CX
+
+emu_row_923:
+	TESTQ        AX, AX
+	JZ           emu_row_done_924
+	VMOVDQU32    6376(SP)(CX*1), Z0
+	VPBROADCASTD 9448(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_923
+
+emu_row_done_924:
+	MOVBQZX 12571(SP), AX
+	MOVBQZX 12573(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_925
+	UD2
+
+emu_shapeok_925:
+	MOVBQZX 12575(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_926
+	UD2
+
+emu_shapeok_926:
+	XORQ CX, CX
+
+emu_row_927:
+	TESTQ        AX, AX
+	JZ           emu_row_done_928
+	VMOVDQU32    7400(SP)(CX*1), Z0
+	VPBROADCASTD 9448(SP)(CX*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(CX*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(CX*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(CX*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(CX*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(CX*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(CX*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(CX*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(CX*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(CX*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(CX*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(CX*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(CX*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(CX*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(CX*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(CX*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 7400(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_927
+
+emu_row_done_928:
+	MOVQ    12712(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_929
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_931:
+	TESTQ     BX, BX
+	JZ        emu_row_done_932
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_931
+
+emu_row_done_932:
+	LEAQ    64(AX), DX
+	MOVBQZX 12569(SP), BX
+	XORQ    SI, SI
+
+emu_row_933:
+	TESTQ     BX, BX
+	JZ        emu_row_done_934
+	VMOVDQU64 5352(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_933
+
+emu_row_done_934:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12570(SP), BX
+	XORQ    SI, SI
+
+emu_row_935:
+	TESTQ     BX, BX
+	JZ        emu_row_done_936
+	VMOVDQU64 6376(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_935
+
+emu_row_done_936:
+	LEAQ    2112(AX), DX
+	MOVBQZX 12571(SP), BX
+	XORQ    SI, SI
+
+emu_row_937:
+	TESTQ     BX, BX
+	JZ        emu_row_done_938
+	VMOVDQU64 7400(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_937
+
+emu_row_done_938:
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_930
+
+store_partial_929:
+	MOVQ    12760(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_939:
+	TESTQ     BX, BX
+	JZ        emu_row_done_940
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_939
+
+emu_row_done_940:
+	LEAQ    64(AX), DX
+	MOVBQZX 12569(SP), BX
+	XORQ    SI, SI
+
+emu_row_941:
+	TESTQ     BX, BX
+	JZ        emu_row_done_942
+	VMOVDQU64 5352(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_941
+
+emu_row_done_942:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 12570(SP), BX
+	XORQ    SI, SI
+
+emu_row_943:
+	TESTQ     BX, BX
+	JZ        emu_row_done_944
+	VMOVDQU64 6376(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_943
+
+emu_row_done_944:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    64(DX), AX
+	MOVBQZX 12571(SP), DX
+	XORQ    BX, BX
+
+emu_row_945:
+	TESTQ     DX, DX
+	JZ        emu_row_done_946
+	VMOVDQU64 7400(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_945
+
+emu_row_done_946:
+stored_930:
+	MOVQ 12760(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12760(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12752(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12752(SP)
+	JMP  npair_866
+
+nodd_867:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_868
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12728(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12712(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12752(SP), BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12720(SP), DI
+	DECQ      DI
+	CMPQ      12712(SP), $0x00
+	JNE       cload_947
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	JMP       cready_948
+
+cload_947:
+	MOVQ      12760(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12568(SP), R11
+	XORQ      R12, R12
+
+emu_row_949:
+	TESTQ     R11, R11
+	JZ        emu_row_done_950
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4328(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_949
+
+emu_row_done_950:
+	MOVQ      R9, R10
+	SHLQ      $0x04, R10
+	ADDQ      R8, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	LEAQ      (R10), R8
+	MOVBQZX   12570(SP), R10
+	XORQ      R11, R11
+
+emu_row_951:
+	TESTQ     R10, R10
+	JZ        emu_row_done_952
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6376(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_951
+
+emu_row_done_952:
+cready_948:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12572(SP), R9
+	XORQ      R10, R10
+
+emu_row_953:
+	TESTQ     R9, R9
+	JZ        emu_row_done_954
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8424(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_953
+
+emu_row_done_954:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12574(SP), R9
+	XORQ      R10, R10
+
+emu_row_955:
+	TESTQ     R9, R9
+	JZ        emu_row_done_956
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10472(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_955
+
+emu_row_done_956:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12573(SP), R9
+	XORQ      R10, R10
+
+emu_row_957:
+	TESTQ     R9, R9
+	JZ        emu_row_done_958
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9448(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_957
+
+emu_row_done_958:
+kstep_959:
+	TESTQ   DI, DI
+	JZ      klast_960
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12568(SP), R8
+	MOVBQZX 12572(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_961
+	UD2
+
+emu_shapeok_961:
+	MOVBQZX 12574(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_962
+	UD2
+
+emu_shapeok_962:
+	XORQ R9, R9
+
+emu_row_963:
+	TESTQ        R8, R8
+	JZ           emu_row_done_964
+	VMOVDQU32    4328(SP)(R9*1), Z0
+	VPBROADCASTD 8424(SP)(R9*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R9*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R9*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R9*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R9*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R9*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R9*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R9*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R9*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R9*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R9*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R9*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R9*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R9*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R9*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R9*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_963
+
+emu_row_done_964:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12572(SP), R9
+	XORQ      R10, R10
+
+emu_row_965:
+	TESTQ     R9, R9
+	JZ        emu_row_done_966
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8424(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_965
+
+emu_row_done_966:
+	MOVBQZX 12570(SP), R8
+	MOVBQZX 12573(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_967
+	UD2
+
+emu_shapeok_967:
+	MOVBQZX 12574(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_968
+	UD2
+
+emu_shapeok_968:
+	XORQ R9, R9
+
+emu_row_969:
+	TESTQ        R8, R8
+	JZ           emu_row_done_970
+	VMOVDQU32    6376(SP)(R9*1), Z0
+	VPBROADCASTD 9448(SP)(R9*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(R9*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(R9*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(R9*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(R9*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(R9*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(R9*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(R9*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(R9*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(R9*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(R9*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(R9*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(R9*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(R9*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(R9*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(R9*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_969
+
+emu_row_done_970:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12573(SP), R9
+	XORQ      R10, R10
+
+emu_row_971:
+	TESTQ     R9, R9
+	JZ        emu_row_done_972
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9448(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_971
+
+emu_row_done_972:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12574(SP), R9
+	XORQ      R10, R10
+
+emu_row_973:
+	TESTQ     R9, R9
+	JZ        emu_row_done_974
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10472(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_973
+
+emu_row_done_974:
+	DECQ DI
+	JMP  kstep_959
+
+klast_960:
+	MOVBQZX 12568(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_975
+	UD2
+
+emu_shapeok_975:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_976
+	UD2
+
+emu_shapeok_976:
+	XORQ CX, CX
+
+emu_row_977:
+	TESTQ        AX, AX
+	JZ           emu_row_done_978
+	VMOVDQU32    4328(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_977
+
+emu_row_done_978:
+	MOVBQZX 12570(SP), AX
+	MOVBQZX 12573(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_979
+	UD2
+
+emu_shapeok_979:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_980
+	UD2
+
+emu_shapeok_980:
+	XORQ CX, CX
+
+emu_row_981:
+	TESTQ        AX, AX
+	JZ           emu_row_done_982
+	VMOVDQU32    6376(SP)(CX*1), Z0
+	VPBROADCASTD 9448(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_981
+
+emu_row_done_982:
+	MOVQ    12712(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_983
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_985:
+	TESTQ     BX, BX
+	JZ        emu_row_done_986
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_985
+
+emu_row_done_986:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12570(SP), BX
+	XORQ    SI, SI
+
+emu_row_987:
+	TESTQ     BX, BX
+	JZ        emu_row_done_988
+	VMOVDQU64 6376(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_987
+
+emu_row_done_988:
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_984
+
+store_partial_983:
+	MOVQ    12760(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_989:
+	TESTQ     BX, BX
+	JZ        emu_row_done_990
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_989
+
+emu_row_done_990:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), AX
+	MOVBQZX 12570(SP), DX
+	XORQ    BX, BX
+
+emu_row_991:
+	TESTQ     DX, DX
+	JZ        emu_row_done_992
+	VMOVDQU64 6376(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_991
+
+emu_row_done_992:
+stored_984:
+nend_868:
+	JMP kpass_end_730
+
+mtail_small_865:
+	MOVQ b+16(FP), AX
+	MOVQ AX, 12752(SP)
+	MOVQ 12736(SP), AX
+	MOVQ AX, 12760(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 12768(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_993:
+	MOVQ  12768(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_994
+	DECQ  AX
+	MOVQ  AX, 12768(SP)
+
+	// 1x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12728(SP), CX
+	MOVQ      12712(SP), DX
+	SHLQ      $0x04, DX
+	ADDQ      12752(SP), DX
+	MOVQ      kp+24(FP), BX
+	SHLQ      $0x04, BX
+	ADDQ      DX, BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12720(SP), DI
+	DECQ      DI
+	CMPQ      12712(SP), $0x00
+	JNE       cload_996
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5352(SP)
+	VMOVDQU64 Z0, 5416(SP)
+	VMOVDQU64 Z0, 5480(SP)
+	VMOVDQU64 Z0, 5544(SP)
+	VMOVDQU64 Z0, 5608(SP)
+	VMOVDQU64 Z0, 5672(SP)
+	VMOVDQU64 Z0, 5736(SP)
+	VMOVDQU64 Z0, 5800(SP)
+	VMOVDQU64 Z0, 5864(SP)
+	VMOVDQU64 Z0, 5928(SP)
+	VMOVDQU64 Z0, 5992(SP)
+	VMOVDQU64 Z0, 6056(SP)
+	VMOVDQU64 Z0, 6120(SP)
+	VMOVDQU64 Z0, 6184(SP)
+	VMOVDQU64 Z0, 6248(SP)
+	VMOVDQU64 Z0, 6312(SP)
+	JMP       cready_997
+
+cload_996:
+	MOVQ      12760(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12568(SP), R11
+	XORQ      R12, R12
+
+emu_row_998:
+	TESTQ     R11, R11
+	JZ        emu_row_done_999
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4328(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_998
+
+emu_row_done_999:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5352(SP)
+	VMOVDQU64 Z0, 5416(SP)
+	VMOVDQU64 Z0, 5480(SP)
+	VMOVDQU64 Z0, 5544(SP)
+	VMOVDQU64 Z0, 5608(SP)
+	VMOVDQU64 Z0, 5672(SP)
+	VMOVDQU64 Z0, 5736(SP)
+	VMOVDQU64 Z0, 5800(SP)
+	VMOVDQU64 Z0, 5864(SP)
+	VMOVDQU64 Z0, 5928(SP)
+	VMOVDQU64 Z0, 5992(SP)
+	VMOVDQU64 Z0, 6056(SP)
+	VMOVDQU64 Z0, 6120(SP)
+	VMOVDQU64 Z0, 6184(SP)
+	VMOVDQU64 Z0, 6248(SP)
+	VMOVDQU64 Z0, 6312(SP)
+	LEAQ      64(R8), R8
+	MOVBQZX   12569(SP), R10
+	XORQ      R11, R11
+
+emu_row_1000:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1001
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 5352(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1000
+
+emu_row_done_1001:
+cready_997:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12572(SP), R9
+	XORQ      R10, R10
+
+emu_row_1002:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1003
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8424(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1002
+
+emu_row_done_1003:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12574(SP), R9
+	XORQ      R10, R10
+
+emu_row_1004:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1005
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10472(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1004
+
+emu_row_done_1005:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11496(SP)
+	VMOVDQU64 Z0, 11560(SP)
+	VMOVDQU64 Z0, 11624(SP)
+	VMOVDQU64 Z0, 11688(SP)
+	VMOVDQU64 Z0, 11752(SP)
+	VMOVDQU64 Z0, 11816(SP)
+	VMOVDQU64 Z0, 11880(SP)
+	VMOVDQU64 Z0, 11944(SP)
+	VMOVDQU64 Z0, 12008(SP)
+	VMOVDQU64 Z0, 12072(SP)
+	VMOVDQU64 Z0, 12136(SP)
+	VMOVDQU64 Z0, 12200(SP)
+	VMOVDQU64 Z0, 12264(SP)
+	VMOVDQU64 Z0, 12328(SP)
+	VMOVDQU64 Z0, 12392(SP)
+	VMOVDQU64 Z0, 12456(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12575(SP), R9
+	XORQ      R10, R10
+
+emu_row_1006:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1007
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 11496(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1006
+
+emu_row_done_1007:
+kstep_1008:
+	TESTQ   DI, DI
+	JZ      klast_1009
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12568(SP), R8
+	MOVBQZX 12572(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1010
+	UD2
+
+emu_shapeok_1010:
+	MOVBQZX 12574(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1011
+	UD2
+
+emu_shapeok_1011:
+	XORQ R9, R9
+
+emu_row_1012:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1013
+	VMOVDQU32    4328(SP)(R9*1), Z0
+	VPBROADCASTD 8424(SP)(R9*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R9*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R9*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R9*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R9*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R9*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R9*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R9*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R9*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R9*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R9*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R9*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R9*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R9*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R9*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R9*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1012
+
+emu_row_done_1013:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12574(SP), R9
+	XORQ      R10, R10
+
+emu_row_1014:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1015
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10472(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1014
+
+emu_row_done_1015:
+	MOVBQZX 12569(SP), R8
+	MOVBQZX 12572(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1016
+	UD2
+
+emu_shapeok_1016:
+	MOVBQZX 12575(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1017
+	UD2
+
+emu_shapeok_1017:
+	XORQ R9, R9
+
+emu_row_1018:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1019
+	VMOVDQU32    5352(SP)(R9*1), Z0
+	VPBROADCASTD 8424(SP)(R9*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R9*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R9*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R9*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R9*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R9*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R9*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R9*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R9*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R9*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R9*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R9*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R9*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R9*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R9*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R9*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 5352(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1018
+
+emu_row_done_1019:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12572(SP), R9
+	XORQ      R10, R10
+
+emu_row_1020:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1021
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8424(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1020
+
+emu_row_done_1021:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11496(SP)
+	VMOVDQU64 Z0, 11560(SP)
+	VMOVDQU64 Z0, 11624(SP)
+	VMOVDQU64 Z0, 11688(SP)
+	VMOVDQU64 Z0, 11752(SP)
+	VMOVDQU64 Z0, 11816(SP)
+	VMOVDQU64 Z0, 11880(SP)
+	VMOVDQU64 Z0, 11944(SP)
+	VMOVDQU64 Z0, 12008(SP)
+	VMOVDQU64 Z0, 12072(SP)
+	VMOVDQU64 Z0, 12136(SP)
+	VMOVDQU64 Z0, 12200(SP)
+	VMOVDQU64 Z0, 12264(SP)
+	VMOVDQU64 Z0, 12328(SP)
+	VMOVDQU64 Z0, 12392(SP)
+	VMOVDQU64 Z0, 12456(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12575(SP), R9
+	XORQ      R10, R10
+
+emu_row_1022:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1023
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 11496(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1022
+
+emu_row_done_1023:
+	DECQ DI
+	JMP  kstep_1008
+
+klast_1009:
+	MOVBQZX 12568(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1024
+	UD2
+
+emu_shapeok_1024:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1025
+	UD2
+
+emu_shapeok_1025:
+	XORQ CX, CX
+
+emu_row_1026:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1027
+	VMOVDQU32    4328(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1026
+
+emu_row_done_1027:
+	MOVBQZX 12569(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1028
+	UD2
+
+emu_shapeok_1028:
+	MOVBQZX 12575(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1029
+	UD2
+
+emu_shapeok_1029:
+	XORQ CX, CX
+
+emu_row_1030:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1031
+	VMOVDQU32    5352(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 5352(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1030
+
+emu_row_done_1031:
+	MOVQ    12712(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1032
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_1034:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1035
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1034
+
+emu_row_done_1035:
+	LEAQ    64(AX), DX
+	MOVBQZX 12569(SP), BX
+	XORQ    SI, SI
+
+emu_row_1036:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1037
+	VMOVDQU64 5352(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1036
+
+emu_row_done_1037:
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_1033
+
+store_partial_1032:
+	MOVQ    12760(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_1038:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1039
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1038
+
+emu_row_done_1039:
+	LEAQ    64(AX), AX
+	MOVBQZX 12569(SP), DX
+	XORQ    BX, BX
+
+emu_row_1040:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1041
+	VMOVDQU64 5352(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1040
+
+emu_row_done_1041:
+stored_1033:
+	MOVQ 12760(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12760(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12752(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12752(SP)
+	JMP  npair_993
+
+nodd_994:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_995
+
+	// 1x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12728(SP), CX
+	MOVQ      12712(SP), DX
+	SHLQ      $0x04, DX
+	ADDQ      12752(SP), DX
+	MOVQ      $0x00000040, BX
+	MOVQ      12720(SP), SI
+	DECQ      SI
+	CMPQ      12712(SP), $0x00
+	JNE       cload_1042
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	JMP       cready_1043
+
+cload_1042:
+	MOVQ      12760(SP), DI
+	MOVQ      ldc+40(FP), R8
+	SHLQ      $0x02, R8
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	LEAQ      (DI), DI
+	MOVBQZX   12568(SP), R9
+	XORQ      R10, R10
+
+emu_row_1044:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1045
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 4328(SP)(R10*1)
+	ADDQ      R8, DI
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1044
+
+emu_row_done_1045:
+cready_1043:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), DI
+	MOVBQZX   12572(SP), R8
+	XORQ      R9, R9
+
+emu_row_1046:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1047
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8424(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1046
+
+emu_row_done_1047:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (DX), DI
+	MOVBQZX   12574(SP), R8
+	XORQ      R9, R9
+
+emu_row_1048:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1049
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 10472(SP)(R9*1)
+	ADDQ      BX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1048
+
+emu_row_done_1049:
+kstep_1050:
+	TESTQ   SI, SI
+	JZ      klast_1051
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	MOVBQZX 12568(SP), DI
+	MOVBQZX 12572(SP), R8
+	CMPQ    DI, R8
+	JE      emu_shapeok_1052
+	UD2
+
+emu_shapeok_1052:
+	MOVBQZX 12574(SP), R8
+	CMPQ    R8, $0x10
+	JE      emu_shapeok_1053
+	UD2
+
+emu_shapeok_1053:
+	XORQ R8, R8
+
+emu_row_1054:
+	TESTQ        DI, DI
+	JZ           emu_row_done_1055
+	VMOVDQU32    4328(SP)(R8*1), Z0
+	VPBROADCASTD 8424(SP)(R8*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R8*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R8*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R8*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R8*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R8*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R8*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R8*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R8*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R8*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R8*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R8*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R8*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R8*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R8*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R8*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(R8*1)
+	ADDQ         $0x40, R8
+	DECQ         DI
+	JMP          emu_row_1054
+
+emu_row_done_1055:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), DI
+	MOVBQZX   12572(SP), R8
+	XORQ      R9, R9
+
+emu_row_1056:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1057
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8424(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1056
+
+emu_row_done_1057:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (DX), DI
+	MOVBQZX   12574(SP), R8
+	XORQ      R9, R9
+
+emu_row_1058:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1059
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 10472(SP)(R9*1)
+	ADDQ      BX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1058
+
+emu_row_done_1059:
+	DECQ SI
+	JMP  kstep_1050
+
+klast_1051:
+	MOVBQZX 12568(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1060
+	UD2
+
+emu_shapeok_1060:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1061
+	UD2
+
+emu_shapeok_1061:
+	XORQ CX, CX
+
+emu_row_1062:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1063
+	VMOVDQU32    4328(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1062
+
+emu_row_done_1063:
+	MOVQ    12712(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1064
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_1066:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1067
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1066
+
+emu_row_done_1067:
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_1065
+
+store_partial_1064:
+	MOVQ    12760(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), AX
+	MOVBQZX 12568(SP), DX
+	XORQ    BX, BX
+
+emu_row_1068:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1069
+	VMOVDQU64 4328(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1068
+
+emu_row_done_1069:
+stored_1065:
+nend_995:
+kpass_end_730:
+	MOVQ 12712(SP), AX
+	ADDQ $0x00000300, AX
+	MOVQ AX, 12712(SP)
+	JMP  kpass_729
+
+done_731:
+	VZEROUPPER
+	RET
+
 // func qgemmVNNI(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
 // Requires: AVX, AVX512F, AVX512VNNI, CMOV, MMX+
 TEXT ·qgemmVNNI(SB), NOSPLIT, $64-64
@@ -11544,10 +18732,10 @@ TEXT ·qgemmVNNI(SB), NOSPLIT, $64-64
 	MOVQ AX, 48(SP)
 	MOVQ AX, 56(SP)
 
-ngroup_675:
+ngroup_1071:
 	MOVQ    16(SP), AX
 	CMPQ    AX, $0x03
-	JL      ntail_676
+	JL      ntail_1072
 	SUBQ    $0x03, AX
 	MOVQ    AX, 16(SP)
 	MOVQ    kp+24(FP), CX
@@ -11567,10 +18755,10 @@ ngroup_675:
 	MOVQ    m+48(FP), AX
 	MOVQ    AX, 40(SP)
 
-rows_677:
+rows_1073:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_678
+	JL   rowtail_1074
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -11611,7 +18799,7 @@ rows_677:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_680:
+vnni_k_1076:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -11763,7 +18951,7 @@ vnni_k_680:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_680
+	JNZ          vnni_k_1076
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -11809,12 +18997,12 @@ vnni_k_680:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_677
+	JMP          rows_1073
 
-rowtail_678:
+rowtail_1074:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_681
+	JNE  rowtail_not_1077
 
 	// VNNI micro-kernel: 1 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -11830,7 +19018,7 @@ rowtail_678:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_682:
+vnni_k_1078:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -11869,7 +19057,7 @@ vnni_k_682:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_682
+	JNZ          vnni_k_1078
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -11877,11 +19065,11 @@ vnni_k_682:
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
 	VMOVDQU32    Z2, 128(AX)
-	JMP          rowend_679
+	JMP          rowend_1075
 
-rowtail_not_681:
+rowtail_not_1077:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_683
+	JNE  rowtail_not_1079
 
 	// VNNI micro-kernel: 2 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -11900,7 +19088,7 @@ rowtail_not_681:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_684:
+vnni_k_1080:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -11955,7 +19143,7 @@ vnni_k_684:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_684
+	JNZ          vnni_k_1080
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -11967,11 +19155,11 @@ vnni_k_684:
 	VMOVDQU32    Z3, (AX)
 	VMOVDQU32    Z4, 64(AX)
 	VMOVDQU32    Z5, 128(AX)
-	JMP          rowend_679
+	JMP          rowend_1075
 
-rowtail_not_683:
+rowtail_not_1079:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_685
+	JNE  rowtail_not_1081
 
 	// VNNI micro-kernel: 3 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -11993,7 +19181,7 @@ rowtail_not_683:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_686:
+vnni_k_1082:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -12064,7 +19252,7 @@ vnni_k_686:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_686
+	JNZ          vnni_k_1082
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -12080,11 +19268,11 @@ vnni_k_686:
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
 	VMOVDQU32    Z8, 128(AX)
-	JMP          rowend_679
+	JMP          rowend_1075
 
-rowtail_not_685:
+rowtail_not_1081:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_687
+	JNE  rowtail_not_1083
 
 	// VNNI micro-kernel: 4 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -12110,7 +19298,7 @@ rowtail_not_685:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_688:
+vnni_k_1084:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -12197,7 +19385,7 @@ vnni_k_688:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_688
+	JNZ          vnni_k_1084
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -12217,11 +19405,11 @@ vnni_k_688:
 	VMOVDQU32    Z9, (AX)
 	VMOVDQU32    Z10, 64(AX)
 	VMOVDQU32    Z11, 128(AX)
-	JMP          rowend_679
+	JMP          rowend_1075
 
-rowtail_not_687:
+rowtail_not_1083:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_689
+	JNE  rowtail_not_1085
 
 	// VNNI micro-kernel: 5 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -12250,7 +19438,7 @@ rowtail_not_687:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_690:
+vnni_k_1086:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -12353,7 +19541,7 @@ vnni_k_690:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_690
+	JNZ          vnni_k_1086
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -12377,11 +19565,11 @@ vnni_k_690:
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
 	VMOVDQU32    Z14, 128(AX)
-	JMP          rowend_679
+	JMP          rowend_1075
 
-rowtail_not_689:
+rowtail_not_1085:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_691
+	JNE  rowtail_not_1087
 
 	// VNNI micro-kernel: 6 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -12414,7 +19602,7 @@ rowtail_not_689:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_692:
+vnni_k_1088:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -12534,7 +19722,7 @@ vnni_k_692:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_692
+	JNZ          vnni_k_1088
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -12562,11 +19750,11 @@ vnni_k_692:
 	VMOVDQU32    Z15, (AX)
 	VMOVDQU32    Z16, 64(AX)
 	VMOVDQU32    Z17, 128(AX)
-	JMP          rowend_679
+	JMP          rowend_1075
 
-rowtail_not_691:
+rowtail_not_1087:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_693
+	JNE  rowtail_not_1089
 
 	// VNNI micro-kernel: 7 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -12602,7 +19790,7 @@ rowtail_not_691:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_694:
+vnni_k_1090:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -12738,7 +19926,7 @@ vnni_k_694:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_694
+	JNZ          vnni_k_1090
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -12770,10 +19958,10 @@ vnni_k_694:
 	VMOVDQU32    Z18, (AX)
 	VMOVDQU32    Z19, 64(AX)
 	VMOVDQU32    Z20, 128(AX)
-	JMP          rowend_679
+	JMP          rowend_1075
 
-rowtail_not_693:
-rowend_679:
+rowtail_not_1089:
+rowend_1075:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000030, CX, CX
@@ -12782,12 +19970,12 @@ rowend_679:
 	MOVQ   8(SP), AX
 	ADDQ   $0x000000c0, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_675
+	JMP    ngroup_1071
 
-ntail_676:
+ntail_1072:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JNE  ntail_not_695
+	JNE  ntail_not_1091
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -12795,10 +19983,10 @@ ntail_676:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_696:
+rows_1092:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_697
+	JL   rowtail_1093
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -12821,7 +20009,7 @@ rows_696:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_699:
+vnni_k_1095:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -12901,7 +20089,7 @@ vnni_k_699:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_699
+	JNZ          vnni_k_1095
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -12931,12 +20119,12 @@ vnni_k_699:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_696
+	JMP          rows_1092
 
-rowtail_697:
+rowtail_1093:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_700
+	JNE  rowtail_not_1096
 
 	// VNNI micro-kernel: 1 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -12948,7 +20136,7 @@ rowtail_697:
 	MOVQ   48(SP), BX
 	MOVQ   56(SP), SI
 
-vnni_k_701:
+vnni_k_1097:
 	PREFETCHT1   (BX)
 	PREFETCHT1   64(BX)
 	PREFETCHT1   128(BX)
@@ -12971,17 +20159,17 @@ vnni_k_701:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          vnni_k_701
+	JNZ          vnni_k_1097
 	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
-	JMP          rowend_698
+	JMP          rowend_1094
 
-rowtail_not_700:
+rowtail_not_1096:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_702
+	JNE  rowtail_not_1098
 
 	// VNNI micro-kernel: 2 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -12994,7 +20182,7 @@ rowtail_not_700:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_703:
+vnni_k_1099:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -13025,7 +20213,7 @@ vnni_k_703:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_703
+	JNZ          vnni_k_1099
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -13033,11 +20221,11 @@ vnni_k_703:
 	VMOVDQU32    Z0, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z1, (AX)
-	JMP          rowend_698
+	JMP          rowend_1094
 
-rowtail_not_702:
+rowtail_not_1098:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_704
+	JNE  rowtail_not_1100
 
 	// VNNI micro-kernel: 3 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -13051,7 +20239,7 @@ rowtail_not_702:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_705:
+vnni_k_1101:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -13090,7 +20278,7 @@ vnni_k_705:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_705
+	JNZ          vnni_k_1101
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -13100,11 +20288,11 @@ vnni_k_705:
 	VMOVDQU32    Z1, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
-	JMP          rowend_698
+	JMP          rowend_1094
 
-rowtail_not_704:
+rowtail_not_1100:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_706
+	JNE  rowtail_not_1102
 
 	// VNNI micro-kernel: 4 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -13120,7 +20308,7 @@ rowtail_not_704:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_707:
+vnni_k_1103:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -13167,7 +20355,7 @@ vnni_k_707:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_707
+	JNZ          vnni_k_1103
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -13179,11 +20367,11 @@ vnni_k_707:
 	VMOVDQU32    Z2, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z3, (AX)
-	JMP          rowend_698
+	JMP          rowend_1094
 
-rowtail_not_706:
+rowtail_not_1102:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_708
+	JNE  rowtail_not_1104
 
 	// VNNI micro-kernel: 5 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -13200,7 +20388,7 @@ rowtail_not_706:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_709:
+vnni_k_1105:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -13255,7 +20443,7 @@ vnni_k_709:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_709
+	JNZ          vnni_k_1105
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -13269,11 +20457,11 @@ vnni_k_709:
 	VMOVDQU32    Z3, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
-	JMP          rowend_698
+	JMP          rowend_1094
 
-rowtail_not_708:
+rowtail_not_1104:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_710
+	JNE  rowtail_not_1106
 
 	// VNNI micro-kernel: 6 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -13292,7 +20480,7 @@ rowtail_not_708:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_711:
+vnni_k_1107:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -13356,7 +20544,7 @@ vnni_k_711:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_711
+	JNZ          vnni_k_1107
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -13372,11 +20560,11 @@ vnni_k_711:
 	VMOVDQU32    Z4, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z5, (AX)
-	JMP          rowend_698
+	JMP          rowend_1094
 
-rowtail_not_710:
+rowtail_not_1106:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_712
+	JNE  rowtail_not_1108
 
 	// VNNI micro-kernel: 7 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -13396,7 +20584,7 @@ rowtail_not_710:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_713:
+vnni_k_1109:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -13468,7 +20656,7 @@ vnni_k_713:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_713
+	JNZ          vnni_k_1109
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -13486,15 +20674,15 @@ vnni_k_713:
 	VMOVDQU32    Z5, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
-	JMP          rowend_698
+	JMP          rowend_1094
 
-rowtail_not_712:
-rowend_698:
-	JMP done_674
+rowtail_not_1108:
+rowend_1094:
+	JMP done_1070
 
-ntail_not_695:
+ntail_not_1091:
 	CMPQ AX, $0x02
-	JNE  ntail_not_714
+	JNE  ntail_not_1110
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -13502,10 +20690,10 @@ ntail_not_695:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_715:
+rows_1111:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_716
+	JL   rowtail_1112
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -13538,7 +20726,7 @@ rows_715:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_718:
+vnni_k_1114:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -13654,7 +20842,7 @@ vnni_k_718:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_718
+	JNZ          vnni_k_1114
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -13692,12 +20880,12 @@ vnni_k_718:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_715
+	JMP          rows_1111
 
-rowtail_716:
+rowtail_1112:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_719
+	JNE  rowtail_not_1115
 
 	// VNNI micro-kernel: 1 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -13712,7 +20900,7 @@ rowtail_716:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_720:
+vnni_k_1116:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -13743,18 +20931,18 @@ vnni_k_720:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_720
+	JNZ          vnni_k_1116
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
-	JMP          rowend_717
+	JMP          rowend_1113
 
-rowtail_not_719:
+rowtail_not_1115:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_721
+	JNE  rowtail_not_1117
 
 	// VNNI micro-kernel: 2 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -13771,7 +20959,7 @@ rowtail_not_719:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_722:
+vnni_k_1118:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -13814,7 +21002,7 @@ vnni_k_722:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_722
+	JNZ          vnni_k_1118
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -13824,11 +21012,11 @@ vnni_k_722:
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
 	VMOVDQU32    Z3, 64(AX)
-	JMP          rowend_717
+	JMP          rowend_1113
 
-rowtail_not_721:
+rowtail_not_1117:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_723
+	JNE  rowtail_not_1119
 
 	// VNNI micro-kernel: 3 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -13847,7 +21035,7 @@ rowtail_not_721:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_724:
+vnni_k_1120:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -13902,7 +21090,7 @@ vnni_k_724:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_724
+	JNZ          vnni_k_1120
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -13915,11 +21103,11 @@ vnni_k_724:
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
 	VMOVDQU32    Z5, 64(AX)
-	JMP          rowend_717
+	JMP          rowend_1113
 
-rowtail_not_723:
+rowtail_not_1119:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_725
+	JNE  rowtail_not_1121
 
 	// VNNI micro-kernel: 4 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -13941,7 +21129,7 @@ rowtail_not_723:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_726:
+vnni_k_1122:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -14008,7 +21196,7 @@ vnni_k_726:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_726
+	JNZ          vnni_k_1122
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -14024,11 +21212,11 @@ vnni_k_726:
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
-	JMP          rowend_717
+	JMP          rowend_1113
 
-rowtail_not_725:
+rowtail_not_1121:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_727
+	JNE  rowtail_not_1123
 
 	// VNNI micro-kernel: 5 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -14052,7 +21240,7 @@ rowtail_not_725:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_728:
+vnni_k_1124:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -14131,7 +21319,7 @@ vnni_k_728:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_728
+	JNZ          vnni_k_1124
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -14150,11 +21338,11 @@ vnni_k_728:
 	ADDQ         CX, AX
 	VMOVDQU32    Z8, (AX)
 	VMOVDQU32    Z9, 64(AX)
-	JMP          rowend_717
+	JMP          rowend_1113
 
-rowtail_not_727:
+rowtail_not_1123:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_729
+	JNE  rowtail_not_1125
 
 	// VNNI micro-kernel: 6 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -14181,7 +21369,7 @@ rowtail_not_727:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_730:
+vnni_k_1126:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -14273,7 +21461,7 @@ vnni_k_730:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_730
+	JNZ          vnni_k_1126
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -14295,11 +21483,11 @@ vnni_k_730:
 	ADDQ         CX, AX
 	VMOVDQU32    Z10, (AX)
 	VMOVDQU32    Z11, 64(AX)
-	JMP          rowend_717
+	JMP          rowend_1113
 
-rowtail_not_729:
+rowtail_not_1125:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_731
+	JNE  rowtail_not_1127
 
 	// VNNI micro-kernel: 7 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -14328,7 +21516,7 @@ rowtail_not_729:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_732:
+vnni_k_1128:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -14432,7 +21620,7 @@ vnni_k_732:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_732
+	JNZ          vnni_k_1128
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -14457,14 +21645,14 @@ vnni_k_732:
 	ADDQ         CX, AX
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
-	JMP          rowend_717
+	JMP          rowend_1113
 
-rowtail_not_731:
-rowend_717:
-	JMP done_674
+rowtail_not_1127:
+rowend_1113:
+	JMP done_1070
 
-ntail_not_714:
-done_674:
+ntail_not_1110:
+done_1070:
 	VZEROUPPER
 	RET
 
@@ -14478,10 +21666,10 @@ TEXT ·qgemmAVX2(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_734:
+ngroup_1130:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JL   ntail_735
+	JL   ntail_1131
 	SUBQ $0x01, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -14491,10 +21679,10 @@ ngroup_734:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_736:
+rows_1132:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x02
-	JL   rowtail_737
+	JL   rowtail_1133
 	SUBQ $0x02, AX
 	MOVQ AX, 40(SP)
 
@@ -14513,7 +21701,7 @@ rows_736:
 	MOVQ  kp+24(FP), BX
 	SHRQ  $0x04, BX
 
-avx2_k_739:
+avx2_k_1135:
 	VPMOVSXBW    (DX), Y8
 	VPMOVSXBW    16(DX), Y9
 	VPMOVSXBW    32(DX), Y10
@@ -14613,7 +21801,7 @@ avx2_k_739:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          avx2_k_739
+	JNZ          avx2_k_1135
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -14640,12 +21828,12 @@ avx2_k_739:
 	IMUL3Q       $0x08, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_736
+	JMP          rows_1132
 
-rowtail_737:
+rowtail_1133:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_740
+	JNE  rowtail_not_1136
 
 	// AVX2 micro-kernel: 1 rows x 16 columns.
 	VPXOR Y0, Y0, Y0
@@ -14658,7 +21846,7 @@ rowtail_737:
 	MOVQ  kp+24(FP), DX
 	SHRQ  $0x04, DX
 
-avx2_k_741:
+avx2_k_1137:
 	VPMOVSXBW    (CX), Y4
 	VPMOVSXBW    16(CX), Y5
 	VPMOVSXBW    32(CX), Y6
@@ -14718,7 +21906,7 @@ avx2_k_741:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          avx2_k_741
+	JNZ          avx2_k_1137
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -14728,10 +21916,10 @@ avx2_k_741:
 	VPHADDD      Y3, Y2, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VMOVDQU      Y0, 32(AX)
-	JMP          rowend_738
+	JMP          rowend_1134
 
-rowtail_not_740:
-rowend_738:
+rowtail_not_1136:
+rowend_1134:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000010, CX, CX
@@ -14740,9 +21928,9 @@ rowend_738:
 	MOVQ   8(SP), AX
 	ADDQ   $0x00000040, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_734
+	JMP    ngroup_1130
 
-ntail_735:
+ntail_1131:
 	MOVQ 16(SP), AX
 	VZEROUPPER
 	RET
@@ -15018,35 +22206,35 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi_none_742
+	JEQ  epi_none_1138
 	CMPQ CX, $0x00000001
-	JEQ  epi_gelu_743
+	JEQ  epi_gelu_1139
 	CMPQ CX, $0x00000003
-	JEQ  epi_gelu_743
+	JEQ  epi_gelu_1139
 	CMPQ CX, $0x00000002
-	JEQ  epi_relu_744
+	JEQ  epi_relu_1140
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi_none_742:
+epi_none_1138:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_746
+	JNZ   epi_flag_1142
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_747
+	JNZ   epi_flag_1143
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_748
+	JNZ   epi_flag_1144
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_749
+	JNZ   epi_flag_1145
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_750
+	JNZ   epi_flag_1146
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_751:
+epi_strip_1147:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -15069,7 +22257,7 @@ epi_strip_751:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_752:
+epi_row_1148:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -15090,13 +22278,13 @@ epi_row_752:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_752
+	JL          epi_row_1148
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_751
-	JMP         epi_done_745
+	JL          epi_strip_1147
+	JMP         epi_done_1141
 
-epi_flag_750:
+epi_flag_1146:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -15104,7 +22292,7 @@ epi_flag_750:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_753:
+epi_strip_1149:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -15127,7 +22315,7 @@ epi_strip_753:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_754:
+epi_row_1150:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -15152,15 +22340,15 @@ epi_row_754:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_754
+	JL          epi_row_1150
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_753
-	JMP         epi_done_745
+	JL          epi_strip_1149
+	JMP         epi_done_1141
 
-epi_flag_749:
+epi_flag_1145:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_755
+	JNZ          epi_flag_1151
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -15171,7 +22359,7 @@ epi_flag_749:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_756:
+epi_strip_1152:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -15194,7 +22382,7 @@ epi_strip_756:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_757:
+epi_row_1153:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -15235,13 +22423,13 @@ epi_row_757:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_757
+	JL          epi_row_1153
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_756
-	JMP         epi_done_745
+	JL          epi_strip_1152
+	JMP         epi_done_1141
 
-epi_flag_755:
+epi_flag_1151:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -15253,7 +22441,7 @@ epi_flag_755:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_758:
+epi_strip_1154:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -15276,7 +22464,7 @@ epi_strip_758:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_759:
+epi_row_1155:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -15321,17 +22509,17 @@ epi_row_759:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_759
+	JL          epi_row_1155
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_758
-	JMP         epi_done_745
+	JL          epi_strip_1154
+	JMP         epi_done_1141
 
-epi_flag_748:
+epi_flag_1144:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_760
+	JNZ   epi_flag_1156
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_761
+	JNZ   epi_flag_1157
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -15340,7 +22528,7 @@ epi_flag_748:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_762:
+epi_strip_1158:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -15364,7 +22552,7 @@ epi_strip_762:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_763:
+epi_row_1159:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -15394,13 +22582,13 @@ epi_row_763:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_763
+	JL          epi_row_1159
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_762
-	JMP         epi_done_745
+	JL          epi_strip_1158
+	JMP         epi_done_1141
 
-epi_flag_761:
+epi_flag_1157:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -15410,7 +22598,7 @@ epi_flag_761:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_764:
+epi_strip_1160:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -15434,7 +22622,7 @@ epi_strip_764:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_765:
+epi_row_1161:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -15468,15 +22656,15 @@ epi_row_765:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_765
+	JL          epi_row_1161
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_764
-	JMP         epi_done_745
+	JL          epi_strip_1160
+	JMP         epi_done_1141
 
-epi_flag_760:
+epi_flag_1156:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_766
+	JNZ          epi_flag_1162
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -15489,7 +22677,7 @@ epi_flag_760:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_767:
+epi_strip_1163:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -15513,7 +22701,7 @@ epi_strip_767:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_768:
+epi_row_1164:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -15563,13 +22751,13 @@ epi_row_768:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_768
+	JL          epi_row_1164
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_767
-	JMP         epi_done_745
+	JL          epi_strip_1163
+	JMP         epi_done_1141
 
-epi_flag_766:
+epi_flag_1162:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -15583,7 +22771,7 @@ epi_flag_766:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_769:
+epi_strip_1165:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -15607,7 +22795,7 @@ epi_strip_769:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_770:
+epi_row_1166:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -15661,26 +22849,26 @@ epi_row_770:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_770
+	JL          epi_row_1166
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_769
-	JMP         epi_done_745
+	JL          epi_strip_1165
+	JMP         epi_done_1141
 
-epi_flag_747:
+epi_flag_1143:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_771
+	JNZ   epi_flag_1167
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_772
+	JNZ   epi_flag_1168
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_773
+	JNZ   epi_flag_1169
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_774:
+epi_strip_1170:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -15711,7 +22899,7 @@ epi_strip_774:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_775:
+epi_row_1171:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -15736,13 +22924,13 @@ epi_row_775:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_775
+	JL          epi_row_1171
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_774
-	JMP         epi_done_745
+	JL          epi_strip_1170
+	JMP         epi_done_1141
 
-epi_flag_773:
+epi_flag_1169:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -15750,7 +22938,7 @@ epi_flag_773:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_776:
+epi_strip_1172:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -15781,7 +22969,7 @@ epi_strip_776:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_777:
+epi_row_1173:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -15810,15 +22998,15 @@ epi_row_777:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_777
+	JL          epi_row_1173
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_776
-	JMP         epi_done_745
+	JL          epi_strip_1172
+	JMP         epi_done_1141
 
-epi_flag_772:
+epi_flag_1168:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_778
+	JNZ          epi_flag_1174
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -15829,7 +23017,7 @@ epi_flag_772:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_779:
+epi_strip_1175:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -15860,7 +23048,7 @@ epi_strip_779:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_780:
+epi_row_1176:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -15905,13 +23093,13 @@ epi_row_780:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_780
+	JL          epi_row_1176
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_779
-	JMP         epi_done_745
+	JL          epi_strip_1175
+	JMP         epi_done_1141
 
-epi_flag_778:
+epi_flag_1174:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -15923,7 +23111,7 @@ epi_flag_778:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_781:
+epi_strip_1177:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -15954,7 +23142,7 @@ epi_strip_781:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_782:
+epi_row_1178:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -16003,17 +23191,17 @@ epi_row_782:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_782
+	JL          epi_row_1178
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_781
-	JMP         epi_done_745
+	JL          epi_strip_1177
+	JMP         epi_done_1141
 
-epi_flag_771:
+epi_flag_1167:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_783
+	JNZ   epi_flag_1179
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_784
+	JNZ   epi_flag_1180
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -16022,7 +23210,7 @@ epi_flag_771:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_785:
+epi_strip_1181:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -16054,7 +23242,7 @@ epi_strip_785:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_786:
+epi_row_1182:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -16088,13 +23276,13 @@ epi_row_786:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_786
+	JL          epi_row_1182
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_785
-	JMP         epi_done_745
+	JL          epi_strip_1181
+	JMP         epi_done_1141
 
-epi_flag_784:
+epi_flag_1180:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -16104,7 +23292,7 @@ epi_flag_784:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_787:
+epi_strip_1183:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -16136,7 +23324,7 @@ epi_strip_787:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_788:
+epi_row_1184:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -16174,15 +23362,15 @@ epi_row_788:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_788
+	JL          epi_row_1184
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_787
-	JMP         epi_done_745
+	JL          epi_strip_1183
+	JMP         epi_done_1141
 
-epi_flag_783:
+epi_flag_1179:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_789
+	JNZ          epi_flag_1185
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -16195,7 +23383,7 @@ epi_flag_783:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_790:
+epi_strip_1186:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -16227,7 +23415,7 @@ epi_strip_790:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_791:
+epi_row_1187:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -16281,13 +23469,13 @@ epi_row_791:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_791
+	JL          epi_row_1187
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_790
-	JMP         epi_done_745
+	JL          epi_strip_1186
+	JMP         epi_done_1141
 
-epi_flag_789:
+epi_flag_1185:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -16301,7 +23489,7 @@ epi_flag_789:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_792:
+epi_strip_1188:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -16333,7 +23521,7 @@ epi_strip_792:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_793:
+epi_row_1189:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -16391,21 +23579,21 @@ epi_row_793:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_793
+	JL          epi_row_1189
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_792
-	JMP         epi_done_745
+	JL          epi_strip_1188
+	JMP         epi_done_1141
 
-epi_flag_746:
+epi_flag_1142:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_794
+	JNZ          epi_flag_1190
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_795
+	JNZ          epi_flag_1191
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_796
+	JNZ          epi_flag_1192
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_797
+	JNZ          epi_flag_1193
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -16415,7 +23603,7 @@ epi_flag_746:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_798:
+epi_strip_1194:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -16454,7 +23642,7 @@ epi_strip_798:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_799:
+epi_row_1195:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -16475,13 +23663,13 @@ epi_row_799:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_799
+	JL        epi_row_1195
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_798
-	JMP       epi_done_745
+	JL        epi_strip_1194
+	JMP       epi_done_1141
 
-epi_flag_797:
+epi_flag_1193:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -16490,7 +23678,7 @@ epi_flag_797:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_800:
+epi_strip_1196:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -16521,7 +23709,7 @@ epi_strip_800:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_801:
+epi_row_1197:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
@@ -16555,15 +23743,15 @@ epi_row_801:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_801
+	JL           epi_row_1197
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_800
-	JMP          epi_done_745
+	JL           epi_strip_1196
+	JMP          epi_done_1141
 
-epi_flag_796:
+epi_flag_1192:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_802
+	JNZ          epi_flag_1198
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -16577,7 +23765,7 @@ epi_flag_796:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_803:
+epi_strip_1199:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -16616,7 +23804,7 @@ epi_strip_803:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_804:
+epi_row_1200:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -16657,13 +23845,13 @@ epi_row_804:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_804
+	JL        epi_row_1200
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_803
-	JMP       epi_done_745
+	JL        epi_strip_1199
+	JMP       epi_done_1141
 
-epi_flag_802:
+epi_flag_1198:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -16676,7 +23864,7 @@ epi_flag_802:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_805:
+epi_strip_1201:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -16707,7 +23895,7 @@ epi_strip_805:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_806:
+epi_row_1202:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -16761,17 +23949,17 @@ epi_row_806:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_806
+	JL           epi_row_1202
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_805
-	JMP          epi_done_745
+	JL           epi_strip_1201
+	JMP          epi_done_1141
 
-epi_flag_795:
+epi_flag_1191:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_807
+	JNZ          epi_flag_1203
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_808
+	JNZ          epi_flag_1204
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -16783,7 +23971,7 @@ epi_flag_795:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_809:
+epi_strip_1205:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -16823,7 +24011,7 @@ epi_strip_809:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_810:
+epi_row_1206:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -16853,13 +24041,13 @@ epi_row_810:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_810
+	JL        epi_row_1206
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_809
-	JMP       epi_done_745
+	JL        epi_strip_1205
+	JMP       epi_done_1141
 
-epi_flag_808:
+epi_flag_1204:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -16870,7 +24058,7 @@ epi_flag_808:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_811:
+epi_strip_1207:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -16902,7 +24090,7 @@ epi_strip_811:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_812:
+epi_row_1208:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
@@ -16945,15 +24133,15 @@ epi_row_812:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_812
+	JL           epi_row_1208
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_811
-	JMP          epi_done_745
+	JL           epi_strip_1207
+	JMP          epi_done_1141
 
-epi_flag_807:
+epi_flag_1203:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_813
+	JNZ          epi_flag_1209
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -16969,7 +24157,7 @@ epi_flag_807:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_814:
+epi_strip_1210:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -17009,7 +24197,7 @@ epi_strip_814:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_815:
+epi_row_1211:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -17059,13 +24247,13 @@ epi_row_815:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_815
+	JL        epi_row_1211
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_814
-	JMP       epi_done_745
+	JL        epi_strip_1210
+	JMP       epi_done_1141
 
-epi_flag_813:
+epi_flag_1209:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -17080,7 +24268,7 @@ epi_flag_813:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_816:
+epi_strip_1212:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -17112,7 +24300,7 @@ epi_strip_816:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_817:
+epi_row_1213:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -17175,19 +24363,19 @@ epi_row_817:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_817
+	JL           epi_row_1213
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_816
-	JMP          epi_done_745
+	JL           epi_strip_1212
+	JMP          epi_done_1141
 
-epi_flag_794:
+epi_flag_1190:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_818
+	JNZ          epi_flag_1214
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_819
+	JNZ          epi_flag_1215
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_820
+	JNZ          epi_flag_1216
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -17197,7 +24385,7 @@ epi_flag_794:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_821:
+epi_strip_1217:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -17244,7 +24432,7 @@ epi_strip_821:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_822:
+epi_row_1218:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -17269,13 +24457,13 @@ epi_row_822:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_822
+	JL        epi_row_1218
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_821
-	JMP       epi_done_745
+	JL        epi_strip_1217
+	JMP       epi_done_1141
 
-epi_flag_820:
+epi_flag_1216:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -17284,7 +24472,7 @@ epi_flag_820:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_823:
+epi_strip_1219:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -17323,7 +24511,7 @@ epi_strip_823:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_824:
+epi_row_1220:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -17361,15 +24549,15 @@ epi_row_824:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_824
+	JL           epi_row_1220
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_823
-	JMP          epi_done_745
+	JL           epi_strip_1219
+	JMP          epi_done_1141
 
-epi_flag_819:
+epi_flag_1215:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_825
+	JNZ          epi_flag_1221
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -17383,7 +24571,7 @@ epi_flag_819:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_826:
+epi_strip_1222:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -17430,7 +24618,7 @@ epi_strip_826:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_827:
+epi_row_1223:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -17475,13 +24663,13 @@ epi_row_827:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_827
+	JL        epi_row_1223
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_826
-	JMP       epi_done_745
+	JL        epi_strip_1222
+	JMP       epi_done_1141
 
-epi_flag_825:
+epi_flag_1221:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -17494,7 +24682,7 @@ epi_flag_825:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_828:
+epi_strip_1224:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -17533,7 +24721,7 @@ epi_strip_828:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_829:
+epi_row_1225:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
@@ -17591,17 +24779,17 @@ epi_row_829:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_829
+	JL           epi_row_1225
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_828
-	JMP          epi_done_745
+	JL           epi_strip_1224
+	JMP          epi_done_1141
 
-epi_flag_818:
+epi_flag_1214:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_830
+	JNZ          epi_flag_1226
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_831
+	JNZ          epi_flag_1227
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -17613,7 +24801,7 @@ epi_flag_818:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_832:
+epi_strip_1228:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -17661,7 +24849,7 @@ epi_strip_832:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_833:
+epi_row_1229:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -17695,13 +24883,13 @@ epi_row_833:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_833
+	JL        epi_row_1229
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_832
-	JMP       epi_done_745
+	JL        epi_strip_1228
+	JMP       epi_done_1141
 
-epi_flag_831:
+epi_flag_1227:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -17712,7 +24900,7 @@ epi_flag_831:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_834:
+epi_strip_1230:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -17752,7 +24940,7 @@ epi_strip_834:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_835:
+epi_row_1231:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -17799,15 +24987,15 @@ epi_row_835:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_835
+	JL           epi_row_1231
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_834
-	JMP          epi_done_745
+	JL           epi_strip_1230
+	JMP          epi_done_1141
 
-epi_flag_830:
+epi_flag_1226:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_836
+	JNZ          epi_flag_1232
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -17823,7 +25011,7 @@ epi_flag_830:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_837:
+epi_strip_1233:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -17871,7 +25059,7 @@ epi_strip_837:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_838:
+epi_row_1234:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -17925,13 +25113,13 @@ epi_row_838:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_838
+	JL        epi_row_1234
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_837
-	JMP       epi_done_745
+	JL        epi_strip_1233
+	JMP       epi_done_1141
 
-epi_flag_836:
+epi_flag_1232:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -17946,7 +25134,7 @@ epi_flag_836:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_839:
+epi_strip_1235:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -17986,7 +25174,7 @@ epi_strip_839:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_840:
+epi_row_1236:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
@@ -18053,23 +25241,23 @@ epi_row_840:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_840
+	JL           epi_row_1236
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_839
-	JMP          epi_done_745
+	JL           epi_strip_1235
+	JMP          epi_done_1141
 
-epi_gelu_743:
+epi_gelu_1139:
 	TESTQ   $0x00000001, AX
-	JNZ     epi_flag_841
+	JNZ     epi_flag_1237
 	TESTQ   $0x00000002, AX
-	JNZ     epi_flag_842
+	JNZ     epi_flag_1238
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_843
+	JNZ     epi_flag_1239
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_844
+	JNZ     epi_flag_1240
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_845
+	JNZ     epi_flag_1241
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -18089,7 +25277,7 @@ epi_gelu_743:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_846:
+epi_strip_1242:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -18106,7 +25294,7 @@ epi_strip_846:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_847:
+epi_row_1243:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -18155,13 +25343,13 @@ epi_row_847:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_847
+	JL          epi_row_1243
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_846
-	JMP         epi_done_745
+	JL          epi_strip_1242
+	JMP         epi_done_1141
 
-epi_flag_845:
+epi_flag_1241:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -18182,7 +25370,7 @@ epi_flag_845:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_848:
+epi_strip_1244:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -18199,7 +25387,7 @@ epi_strip_848:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_849:
+epi_row_1245:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -18250,15 +25438,15 @@ epi_row_849:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_849
+	JL          epi_row_1245
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_848
-	JMP         epi_done_745
+	JL          epi_strip_1244
+	JMP         epi_done_1141
 
-epi_flag_844:
+epi_flag_1240:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_850
+	JNZ          epi_flag_1246
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -18282,7 +25470,7 @@ epi_flag_844:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_851:
+epi_strip_1247:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -18299,7 +25487,7 @@ epi_strip_851:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_852:
+epi_row_1248:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -18358,13 +25546,13 @@ epi_row_852:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_852
+	JL          epi_row_1248
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_851
-	JMP         epi_done_745
+	JL          epi_strip_1247
+	JMP         epi_done_1141
 
-epi_flag_850:
+epi_flag_1246:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -18389,7 +25577,7 @@ epi_flag_850:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_853:
+epi_strip_1249:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -18406,7 +25594,7 @@ epi_strip_853:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_854:
+epi_row_1250:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -18467,17 +25655,17 @@ epi_row_854:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_854
+	JL          epi_row_1250
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_853
-	JMP         epi_done_745
+	JL          epi_strip_1249
+	JMP         epi_done_1141
 
-epi_flag_843:
+epi_flag_1239:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_855
+	JNZ     epi_flag_1251
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_856
+	JNZ     epi_flag_1252
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -18499,7 +25687,7 @@ epi_flag_843:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_857:
+epi_strip_1253:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -18517,7 +25705,7 @@ epi_strip_857:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_858:
+epi_row_1254:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -18571,13 +25759,13 @@ epi_row_858:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_858
+	JL          epi_row_1254
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_857
-	JMP         epi_done_745
+	JL          epi_strip_1253
+	JMP         epi_done_1141
 
-epi_flag_856:
+epi_flag_1252:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -18600,7 +25788,7 @@ epi_flag_856:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_859:
+epi_strip_1255:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -18618,7 +25806,7 @@ epi_strip_859:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_860:
+epi_row_1256:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -18674,15 +25862,15 @@ epi_row_860:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_860
+	JL          epi_row_1256
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_859
-	JMP         epi_done_745
+	JL          epi_strip_1255
+	JMP         epi_done_1141
 
-epi_flag_855:
+epi_flag_1251:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_861
+	JNZ          epi_flag_1257
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -18708,7 +25896,7 @@ epi_flag_855:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_862:
+epi_strip_1258:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -18726,7 +25914,7 @@ epi_strip_862:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_863:
+epi_row_1259:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -18790,13 +25978,13 @@ epi_row_863:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_863
+	JL          epi_row_1259
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_862
-	JMP         epi_done_745
+	JL          epi_strip_1258
+	JMP         epi_done_1141
 
-epi_flag_861:
+epi_flag_1257:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -18823,7 +26011,7 @@ epi_flag_861:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_864:
+epi_strip_1260:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -18841,7 +26029,7 @@ epi_strip_864:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_865:
+epi_row_1261:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -18907,19 +26095,19 @@ epi_row_865:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_865
+	JL          epi_row_1261
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_864
-	JMP         epi_done_745
+	JL          epi_strip_1260
+	JMP         epi_done_1141
 
-epi_flag_842:
+epi_flag_1238:
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_866
+	JNZ     epi_flag_1262
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_867
+	JNZ     epi_flag_1263
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_868
+	JNZ     epi_flag_1264
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -18939,7 +26127,7 @@ epi_flag_842:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_869:
+epi_strip_1265:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -18960,7 +26148,7 @@ epi_strip_869:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_870:
+epi_row_1266:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -19011,13 +26199,13 @@ epi_row_870:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_870
+	JL          epi_row_1266
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_869
-	JMP         epi_done_745
+	JL          epi_strip_1265
+	JMP         epi_done_1141
 
-epi_flag_868:
+epi_flag_1264:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -19038,7 +26226,7 @@ epi_flag_868:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_871:
+epi_strip_1267:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -19059,7 +26247,7 @@ epi_strip_871:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_872:
+epi_row_1268:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -19112,15 +26300,15 @@ epi_row_872:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_872
+	JL          epi_row_1268
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_871
-	JMP         epi_done_745
+	JL          epi_strip_1267
+	JMP         epi_done_1141
 
-epi_flag_867:
+epi_flag_1263:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_873
+	JNZ          epi_flag_1269
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -19144,7 +26332,7 @@ epi_flag_867:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_874:
+epi_strip_1270:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -19165,7 +26353,7 @@ epi_strip_874:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_875:
+epi_row_1271:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -19226,13 +26414,13 @@ epi_row_875:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_875
+	JL          epi_row_1271
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_874
-	JMP         epi_done_745
+	JL          epi_strip_1270
+	JMP         epi_done_1141
 
-epi_flag_873:
+epi_flag_1269:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -19257,7 +26445,7 @@ epi_flag_873:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_876:
+epi_strip_1272:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -19278,7 +26466,7 @@ epi_strip_876:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_877:
+epi_row_1273:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -19341,17 +26529,17 @@ epi_row_877:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_877
+	JL          epi_row_1273
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_876
-	JMP         epi_done_745
+	JL          epi_strip_1272
+	JMP         epi_done_1141
 
-epi_flag_866:
+epi_flag_1262:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_878
+	JNZ     epi_flag_1274
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_879
+	JNZ     epi_flag_1275
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -19373,7 +26561,7 @@ epi_flag_866:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_880:
+epi_strip_1276:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -19395,7 +26583,7 @@ epi_strip_880:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_881:
+epi_row_1277:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -19451,13 +26639,13 @@ epi_row_881:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_881
+	JL          epi_row_1277
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_880
-	JMP         epi_done_745
+	JL          epi_strip_1276
+	JMP         epi_done_1141
 
-epi_flag_879:
+epi_flag_1275:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -19480,7 +26668,7 @@ epi_flag_879:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_882:
+epi_strip_1278:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -19502,7 +26690,7 @@ epi_strip_882:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_883:
+epi_row_1279:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -19560,15 +26748,15 @@ epi_row_883:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_883
+	JL          epi_row_1279
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_882
-	JMP         epi_done_745
+	JL          epi_strip_1278
+	JMP         epi_done_1141
 
-epi_flag_878:
+epi_flag_1274:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_884
+	JNZ          epi_flag_1280
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -19594,7 +26782,7 @@ epi_flag_878:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_885:
+epi_strip_1281:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -19616,7 +26804,7 @@ epi_strip_885:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_886:
+epi_row_1282:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -19682,13 +26870,13 @@ epi_row_886:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_886
+	JL          epi_row_1282
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_885
-	JMP         epi_done_745
+	JL          epi_strip_1281
+	JMP         epi_done_1141
 
-epi_flag_884:
+epi_flag_1280:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -19715,7 +26903,7 @@ epi_flag_884:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_887:
+epi_strip_1283:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -19737,7 +26925,7 @@ epi_strip_887:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_888:
+epi_row_1284:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -19805,21 +26993,21 @@ epi_row_888:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_888
+	JL          epi_row_1284
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_887
-	JMP         epi_done_745
+	JL          epi_strip_1283
+	JMP         epi_done_1141
 
-epi_flag_841:
+epi_flag_1237:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_889
+	JNZ          epi_flag_1285
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_890
+	JNZ          epi_flag_1286
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_891
+	JNZ          epi_flag_1287
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_892
+	JNZ          epi_flag_1288
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -19841,7 +27029,7 @@ epi_flag_841:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_893:
+epi_strip_1289:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -19866,7 +27054,7 @@ epi_strip_893:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_894:
+epi_row_1290:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -19915,13 +27103,13 @@ epi_row_894:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_894
+	JL          epi_row_1290
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_893
-	JMP         epi_done_745
+	JL          epi_strip_1289
+	JMP         epi_done_1141
 
-epi_flag_892:
+epi_flag_1288:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -19943,7 +27131,7 @@ epi_flag_892:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_895:
+epi_strip_1291:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -19964,7 +27152,7 @@ epi_strip_895:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_896:
+epi_row_1292:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
@@ -20020,15 +27208,15 @@ epi_row_896:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_896
+	JL           epi_row_1292
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_895
-	JMP          epi_done_745
+	JL           epi_strip_1291
+	JMP          epi_done_1141
 
-epi_flag_891:
+epi_flag_1287:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_897
+	JNZ          epi_flag_1293
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -20054,7 +27242,7 @@ epi_flag_891:
 	VMOVUPS      320(DX), Z11
 	XORQ         DX, DX
 
-epi_strip_898:
+epi_strip_1294:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -20079,7 +27267,7 @@ epi_strip_898:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_899:
+epi_row_1295:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -20138,13 +27326,13 @@ epi_row_899:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_899
+	JL          epi_row_1295
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_898
-	JMP         epi_done_745
+	JL          epi_strip_1294
+	JMP         epi_done_1141
 
-epi_flag_897:
+epi_flag_1293:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -20170,7 +27358,7 @@ epi_flag_897:
 	VMOVUPS      320(SI), Z11
 	XORQ         SI, SI
 
-epi_strip_900:
+epi_strip_1296:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -20191,7 +27379,7 @@ epi_strip_900:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_901:
+epi_row_1297:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
@@ -20257,17 +27445,17 @@ epi_row_901:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_901
+	JL           epi_row_1297
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_900
-	JMP          epi_done_745
+	JL           epi_strip_1296
+	JMP          epi_done_1141
 
-epi_flag_890:
+epi_flag_1286:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_902
+	JNZ          epi_flag_1298
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_903
+	JNZ          epi_flag_1299
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -20291,7 +27479,7 @@ epi_flag_890:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_904:
+epi_strip_1300:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -20317,7 +27505,7 @@ epi_strip_904:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_905:
+epi_row_1301:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -20371,13 +27559,13 @@ epi_row_905:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_905
+	JL          epi_row_1301
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_904
-	JMP         epi_done_745
+	JL          epi_strip_1300
+	JMP         epi_done_1141
 
-epi_flag_903:
+epi_flag_1299:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -20401,7 +27589,7 @@ epi_flag_903:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_906:
+epi_strip_1302:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -20423,7 +27611,7 @@ epi_strip_906:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_907:
+epi_row_1303:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -20484,15 +27672,15 @@ epi_row_907:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_907
+	JL           epi_row_1303
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_906
-	JMP          epi_done_745
+	JL           epi_strip_1302
+	JMP          epi_done_1141
 
-epi_flag_902:
+epi_flag_1298:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_908
+	JNZ          epi_flag_1304
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -20520,7 +27708,7 @@ epi_flag_902:
 	VMOVUPS      320(BX), Z11
 	XORQ         BX, BX
 
-epi_strip_909:
+epi_strip_1305:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -20546,7 +27734,7 @@ epi_strip_909:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_910:
+epi_row_1306:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -20610,13 +27798,13 @@ epi_row_910:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_910
+	JL          epi_row_1306
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_909
-	JMP         epi_done_745
+	JL          epi_strip_1305
+	JMP         epi_done_1141
 
-epi_flag_908:
+epi_flag_1304:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -20644,7 +27832,7 @@ epi_flag_908:
 	VMOVUPS      320(DI), Z11
 	XORQ         DI, DI
 
-epi_strip_911:
+epi_strip_1307:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -20666,7 +27854,7 @@ epi_strip_911:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_912:
+epi_row_1308:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -20737,19 +27925,19 @@ epi_row_912:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_912
+	JL           epi_row_1308
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_911
-	JMP          epi_done_745
+	JL           epi_strip_1307
+	JMP          epi_done_1141
 
-epi_flag_889:
+epi_flag_1285:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_913
+	JNZ          epi_flag_1309
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_914
+	JNZ          epi_flag_1310
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_915
+	JNZ          epi_flag_1311
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -20771,7 +27959,7 @@ epi_flag_889:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_916:
+epi_strip_1312:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -20800,7 +27988,7 @@ epi_strip_916:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_917:
+epi_row_1313:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -20851,13 +28039,13 @@ epi_row_917:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_917
+	JL          epi_row_1313
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_916
-	JMP         epi_done_745
+	JL          epi_strip_1312
+	JMP         epi_done_1141
 
-epi_flag_915:
+epi_flag_1311:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -20879,7 +28067,7 @@ epi_flag_915:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_918:
+epi_strip_1314:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -20904,7 +28092,7 @@ epi_strip_918:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_919:
+epi_row_1315:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -20962,15 +28150,15 @@ epi_row_919:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_919
+	JL           epi_row_1315
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_918
-	JMP          epi_done_745
+	JL           epi_strip_1314
+	JMP          epi_done_1141
 
-epi_flag_914:
+epi_flag_1310:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_920
+	JNZ          epi_flag_1316
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -20996,7 +28184,7 @@ epi_flag_914:
 	VMOVUPS      320(DX), Z11
 	XORQ         DX, DX
 
-epi_strip_921:
+epi_strip_1317:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -21025,7 +28213,7 @@ epi_strip_921:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_922:
+epi_row_1318:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -21086,13 +28274,13 @@ epi_row_922:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_922
+	JL          epi_row_1318
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_921
-	JMP         epi_done_745
+	JL          epi_strip_1317
+	JMP         epi_done_1141
 
-epi_flag_920:
+epi_flag_1316:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -21118,7 +28306,7 @@ epi_flag_920:
 	VMOVUPS      320(SI), Z11
 	XORQ         SI, SI
 
-epi_strip_923:
+epi_strip_1319:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -21143,7 +28331,7 @@ epi_strip_923:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_924:
+epi_row_1320:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
@@ -21211,17 +28399,17 @@ epi_row_924:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_924
+	JL           epi_row_1320
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_923
-	JMP          epi_done_745
+	JL           epi_strip_1319
+	JMP          epi_done_1141
 
-epi_flag_913:
+epi_flag_1309:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_925
+	JNZ          epi_flag_1321
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_926
+	JNZ          epi_flag_1322
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -21245,7 +28433,7 @@ epi_flag_913:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_927:
+epi_strip_1323:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -21275,7 +28463,7 @@ epi_strip_927:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_928:
+epi_row_1324:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -21331,13 +28519,13 @@ epi_row_928:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_928
+	JL          epi_row_1324
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_927
-	JMP         epi_done_745
+	JL          epi_strip_1323
+	JMP         epi_done_1141
 
-epi_flag_926:
+epi_flag_1322:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -21361,7 +28549,7 @@ epi_flag_926:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_929:
+epi_strip_1325:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -21387,7 +28575,7 @@ epi_strip_929:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_930:
+epi_row_1326:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -21450,15 +28638,15 @@ epi_row_930:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_930
+	JL           epi_row_1326
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_929
-	JMP          epi_done_745
+	JL           epi_strip_1325
+	JMP          epi_done_1141
 
-epi_flag_925:
+epi_flag_1321:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_931
+	JNZ          epi_flag_1327
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -21486,7 +28674,7 @@ epi_flag_925:
 	VMOVUPS      320(BX), Z11
 	XORQ         BX, BX
 
-epi_strip_932:
+epi_strip_1328:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -21516,7 +28704,7 @@ epi_strip_932:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_933:
+epi_row_1329:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -21582,13 +28770,13 @@ epi_row_933:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_933
+	JL          epi_row_1329
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_932
-	JMP         epi_done_745
+	JL          epi_strip_1328
+	JMP         epi_done_1141
 
-epi_flag_931:
+epi_flag_1327:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -21616,7 +28804,7 @@ epi_flag_931:
 	VMOVUPS      320(DI), Z11
 	XORQ         DI, DI
 
-epi_strip_934:
+epi_strip_1330:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -21642,7 +28830,7 @@ epi_strip_934:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_935:
+epi_row_1331:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
@@ -21715,23 +28903,23 @@ epi_row_935:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_935
+	JL           epi_row_1331
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_934
-	JMP          epi_done_745
+	JL           epi_strip_1330
+	JMP          epi_done_1141
 
-epi_relu_744:
+epi_relu_1140:
 	TESTQ  $0x00000001, AX
-	JNZ    epi_flag_936
+	JNZ    epi_flag_1332
 	TESTQ  $0x00000002, AX
-	JNZ    epi_flag_937
+	JNZ    epi_flag_1333
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_938
+	JNZ    epi_flag_1334
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_939
+	JNZ    epi_flag_1335
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_940
+	JNZ    epi_flag_1336
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -21739,7 +28927,7 @@ epi_relu_744:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_941:
+epi_strip_1337:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -21762,7 +28950,7 @@ epi_strip_941:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_942:
+epi_row_1338:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -21791,13 +28979,13 @@ epi_row_942:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_942
+	JL          epi_row_1338
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_941
-	JMP         epi_done_745
+	JL          epi_strip_1337
+	JMP         epi_done_1141
 
-epi_flag_940:
+epi_flag_1336:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -21806,7 +28994,7 @@ epi_flag_940:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_943:
+epi_strip_1339:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -21829,7 +29017,7 @@ epi_strip_943:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_944:
+epi_row_1340:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -21862,15 +29050,15 @@ epi_row_944:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_944
+	JL          epi_row_1340
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_943
-	JMP         epi_done_745
+	JL          epi_strip_1339
+	JMP         epi_done_1141
 
-epi_flag_939:
+epi_flag_1335:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_945
+	JNZ          epi_flag_1341
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -21882,7 +29070,7 @@ epi_flag_939:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_946:
+epi_strip_1342:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -21905,7 +29093,7 @@ epi_strip_946:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_947:
+epi_row_1343:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -21954,13 +29142,13 @@ epi_row_947:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_947
+	JL          epi_row_1343
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_946
-	JMP         epi_done_745
+	JL          epi_strip_1342
+	JMP         epi_done_1141
 
-epi_flag_945:
+epi_flag_1341:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -21973,7 +29161,7 @@ epi_flag_945:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_948:
+epi_strip_1344:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -21996,7 +29184,7 @@ epi_strip_948:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_949:
+epi_row_1345:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -22049,17 +29237,17 @@ epi_row_949:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_949
+	JL          epi_row_1345
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_948
-	JMP         epi_done_745
+	JL          epi_strip_1344
+	JMP         epi_done_1141
 
-epi_flag_938:
+epi_flag_1334:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_950
+	JNZ    epi_flag_1346
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_951
+	JNZ    epi_flag_1347
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -22069,7 +29257,7 @@ epi_flag_938:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_952:
+epi_strip_1348:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22093,7 +29281,7 @@ epi_strip_952:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_953:
+epi_row_1349:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -22131,13 +29319,13 @@ epi_row_953:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_953
+	JL          epi_row_1349
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_952
-	JMP         epi_done_745
+	JL          epi_strip_1348
+	JMP         epi_done_1141
 
-epi_flag_951:
+epi_flag_1347:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -22148,7 +29336,7 @@ epi_flag_951:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_954:
+epi_strip_1350:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -22172,7 +29360,7 @@ epi_strip_954:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_955:
+epi_row_1351:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -22214,15 +29402,15 @@ epi_row_955:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_955
+	JL          epi_row_1351
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_954
-	JMP         epi_done_745
+	JL          epi_strip_1350
+	JMP         epi_done_1141
 
-epi_flag_950:
+epi_flag_1346:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_956
+	JNZ          epi_flag_1352
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -22236,7 +29424,7 @@ epi_flag_950:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_957:
+epi_strip_1353:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22260,7 +29448,7 @@ epi_strip_957:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_958:
+epi_row_1354:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -22318,13 +29506,13 @@ epi_row_958:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_958
+	JL          epi_row_1354
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_957
-	JMP         epi_done_745
+	JL          epi_strip_1353
+	JMP         epi_done_1141
 
-epi_flag_956:
+epi_flag_1352:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -22339,7 +29527,7 @@ epi_flag_956:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_959:
+epi_strip_1355:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -22363,7 +29551,7 @@ epi_strip_959:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_960:
+epi_row_1356:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -22425,19 +29613,19 @@ epi_row_960:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_960
+	JL          epi_row_1356
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_959
-	JMP         epi_done_745
+	JL          epi_strip_1355
+	JMP         epi_done_1141
 
-epi_flag_937:
+epi_flag_1333:
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_961
+	JNZ    epi_flag_1357
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_962
+	JNZ    epi_flag_1358
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_963
+	JNZ    epi_flag_1359
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -22445,7 +29633,7 @@ epi_flag_937:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_964:
+epi_strip_1360:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -22476,7 +29664,7 @@ epi_strip_964:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_965:
+epi_row_1361:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -22509,13 +29697,13 @@ epi_row_965:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_965
+	JL          epi_row_1361
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_964
-	JMP         epi_done_745
+	JL          epi_strip_1360
+	JMP         epi_done_1141
 
-epi_flag_963:
+epi_flag_1359:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -22524,7 +29712,7 @@ epi_flag_963:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_966:
+epi_strip_1362:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22555,7 +29743,7 @@ epi_strip_966:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_967:
+epi_row_1363:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -22592,15 +29780,15 @@ epi_row_967:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_967
+	JL          epi_row_1363
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_966
-	JMP         epi_done_745
+	JL          epi_strip_1362
+	JMP         epi_done_1141
 
-epi_flag_962:
+epi_flag_1358:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_968
+	JNZ          epi_flag_1364
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -22612,7 +29800,7 @@ epi_flag_962:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_969:
+epi_strip_1365:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -22643,7 +29831,7 @@ epi_strip_969:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_970:
+epi_row_1366:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -22696,13 +29884,13 @@ epi_row_970:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_970
+	JL          epi_row_1366
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_969
-	JMP         epi_done_745
+	JL          epi_strip_1365
+	JMP         epi_done_1141
 
-epi_flag_968:
+epi_flag_1364:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -22715,7 +29903,7 @@ epi_flag_968:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_971:
+epi_strip_1367:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22746,7 +29934,7 @@ epi_strip_971:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_972:
+epi_row_1368:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -22803,17 +29991,17 @@ epi_row_972:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_972
+	JL          epi_row_1368
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_971
-	JMP         epi_done_745
+	JL          epi_strip_1367
+	JMP         epi_done_1141
 
-epi_flag_961:
+epi_flag_1357:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_973
+	JNZ    epi_flag_1369
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_974
+	JNZ    epi_flag_1370
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -22823,7 +30011,7 @@ epi_flag_961:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_975:
+epi_strip_1371:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22855,7 +30043,7 @@ epi_strip_975:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_976:
+epi_row_1372:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -22897,13 +30085,13 @@ epi_row_976:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_976
+	JL          epi_row_1372
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_975
-	JMP         epi_done_745
+	JL          epi_strip_1371
+	JMP         epi_done_1141
 
-epi_flag_974:
+epi_flag_1370:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -22914,7 +30102,7 @@ epi_flag_974:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_977:
+epi_strip_1373:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -22946,7 +30134,7 @@ epi_strip_977:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_978:
+epi_row_1374:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -22992,15 +30180,15 @@ epi_row_978:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_978
+	JL          epi_row_1374
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_977
-	JMP         epi_done_745
+	JL          epi_strip_1373
+	JMP         epi_done_1141
 
-epi_flag_973:
+epi_flag_1369:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_979
+	JNZ          epi_flag_1375
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -23014,7 +30202,7 @@ epi_flag_973:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_980:
+epi_strip_1376:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -23046,7 +30234,7 @@ epi_strip_980:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_981:
+epi_row_1377:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -23108,13 +30296,13 @@ epi_row_981:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_981
+	JL          epi_row_1377
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_980
-	JMP         epi_done_745
+	JL          epi_strip_1376
+	JMP         epi_done_1141
 
-epi_flag_979:
+epi_flag_1375:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -23129,7 +30317,7 @@ epi_flag_979:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_982:
+epi_strip_1378:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -23161,7 +30349,7 @@ epi_strip_982:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_983:
+epi_row_1379:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -23227,21 +30415,21 @@ epi_row_983:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_983
+	JL          epi_row_1379
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_982
-	JMP         epi_done_745
+	JL          epi_strip_1378
+	JMP         epi_done_1141
 
-epi_flag_936:
+epi_flag_1332:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_984
+	JNZ          epi_flag_1380
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_985
+	JNZ          epi_flag_1381
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_986
+	JNZ          epi_flag_1382
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_987
+	JNZ          epi_flag_1383
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23251,7 +30439,7 @@ epi_flag_936:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_988:
+epi_strip_1384:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -23290,7 +30478,7 @@ epi_strip_988:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_989:
+epi_row_1385:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -23319,13 +30507,13 @@ epi_row_989:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_989
+	JL        epi_row_1385
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_988
-	JMP       epi_done_745
+	JL        epi_strip_1384
+	JMP       epi_done_1141
 
-epi_flag_987:
+epi_flag_1383:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -23335,7 +30523,7 @@ epi_flag_987:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_990:
+epi_strip_1386:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -23366,7 +30554,7 @@ epi_strip_990:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_991:
+epi_row_1387:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
@@ -23408,15 +30596,15 @@ epi_row_991:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_991
+	JL           epi_row_1387
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_990
-	JMP          epi_done_745
+	JL           epi_strip_1386
+	JMP          epi_done_1141
 
-epi_flag_986:
+epi_flag_1382:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_992
+	JNZ          epi_flag_1388
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23430,7 +30618,7 @@ epi_flag_986:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_993:
+epi_strip_1389:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -23469,7 +30657,7 @@ epi_strip_993:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_994:
+epi_row_1390:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -23518,13 +30706,13 @@ epi_row_994:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_994
+	JL        epi_row_1390
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_993
-	JMP       epi_done_745
+	JL        epi_strip_1389
+	JMP       epi_done_1141
 
-epi_flag_992:
+epi_flag_1388:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23538,7 +30726,7 @@ epi_flag_992:
 	VPXORD       Z5, Z5, Z5
 	XORQ         SI, SI
 
-epi_strip_995:
+epi_strip_1391:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -23569,7 +30757,7 @@ epi_strip_995:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_996:
+epi_row_1392:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z6, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -23631,17 +30819,17 @@ epi_row_996:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_996
+	JL           epi_row_1392
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_995
-	JMP          epi_done_745
+	JL           epi_strip_1391
+	JMP          epi_done_1141
 
-epi_flag_985:
+epi_flag_1381:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_997
+	JNZ          epi_flag_1393
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_998
+	JNZ          epi_flag_1394
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -23653,7 +30841,7 @@ epi_flag_985:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_999:
+epi_strip_1395:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -23693,7 +30881,7 @@ epi_strip_999:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1000:
+epi_row_1396:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -23731,13 +30919,13 @@ epi_row_1000:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1000
+	JL        epi_row_1396
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_999
-	JMP       epi_done_745
+	JL        epi_strip_1395
+	JMP       epi_done_1141
 
-epi_flag_998:
+epi_flag_1394:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -23749,7 +30937,7 @@ epi_flag_998:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_1001:
+epi_strip_1397:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -23781,7 +30969,7 @@ epi_strip_1001:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1002:
+epi_row_1398:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
@@ -23832,15 +31020,15 @@ epi_row_1002:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1002
+	JL           epi_row_1398
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1001
-	JMP          epi_done_745
+	JL           epi_strip_1397
+	JMP          epi_done_1141
 
-epi_flag_997:
+epi_flag_1393:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1003
+	JNZ          epi_flag_1399
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -23856,7 +31044,7 @@ epi_flag_997:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1004:
+epi_strip_1400:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -23896,7 +31084,7 @@ epi_strip_1004:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1005:
+epi_row_1401:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -23954,13 +31142,13 @@ epi_row_1005:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1005
+	JL        epi_row_1401
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1004
-	JMP       epi_done_745
+	JL        epi_strip_1400
+	JMP       epi_done_1141
 
-epi_flag_1003:
+epi_flag_1399:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -23976,7 +31164,7 @@ epi_flag_1003:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DI, DI
 
-epi_strip_1006:
+epi_strip_1402:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -24008,7 +31196,7 @@ epi_strip_1006:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1007:
+epi_row_1403:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z6, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -24079,19 +31267,19 @@ epi_row_1007:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1007
+	JL           epi_row_1403
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1006
-	JMP          epi_done_745
+	JL           epi_strip_1402
+	JMP          epi_done_1141
 
-epi_flag_984:
+epi_flag_1380:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1008
+	JNZ          epi_flag_1404
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1009
+	JNZ          epi_flag_1405
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1010
+	JNZ          epi_flag_1406
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -24101,7 +31289,7 @@ epi_flag_984:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1011:
+epi_strip_1407:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -24148,7 +31336,7 @@ epi_strip_1011:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1012:
+epi_row_1408:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -24181,13 +31369,13 @@ epi_row_1012:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1012
+	JL        epi_row_1408
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1011
-	JMP       epi_done_745
+	JL        epi_strip_1407
+	JMP       epi_done_1141
 
-epi_flag_1010:
+epi_flag_1406:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -24197,7 +31385,7 @@ epi_flag_1010:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_1013:
+epi_strip_1409:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -24236,7 +31424,7 @@ epi_strip_1013:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1014:
+epi_row_1410:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -24282,15 +31470,15 @@ epi_row_1014:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1014
+	JL           epi_row_1410
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1013
-	JMP          epi_done_745
+	JL           epi_strip_1409
+	JMP          epi_done_1141
 
-epi_flag_1009:
+epi_flag_1405:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1015
+	JNZ          epi_flag_1411
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -24304,7 +31492,7 @@ epi_flag_1009:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1016:
+epi_strip_1412:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -24351,7 +31539,7 @@ epi_strip_1016:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1017:
+epi_row_1413:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -24404,13 +31592,13 @@ epi_row_1017:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1017
+	JL        epi_row_1413
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1016
-	JMP       epi_done_745
+	JL        epi_strip_1412
+	JMP       epi_done_1141
 
-epi_flag_1015:
+epi_flag_1411:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -24424,7 +31612,7 @@ epi_flag_1015:
 	VPXORD       Z5, Z5, Z5
 	XORQ         SI, SI
 
-epi_strip_1018:
+epi_strip_1414:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -24463,7 +31651,7 @@ epi_strip_1018:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1019:
+epi_row_1415:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z6, Z0, Z19
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
@@ -24529,17 +31717,17 @@ epi_row_1019:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1019
+	JL           epi_row_1415
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1018
-	JMP          epi_done_745
+	JL           epi_strip_1414
+	JMP          epi_done_1141
 
-epi_flag_1008:
+epi_flag_1404:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1020
+	JNZ          epi_flag_1416
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1021
+	JNZ          epi_flag_1417
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -24551,7 +31739,7 @@ epi_flag_1008:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1022:
+epi_strip_1418:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -24599,7 +31787,7 @@ epi_strip_1022:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1023:
+epi_row_1419:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -24641,13 +31829,13 @@ epi_row_1023:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1023
+	JL        epi_row_1419
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1022
-	JMP       epi_done_745
+	JL        epi_strip_1418
+	JMP       epi_done_1141
 
-epi_flag_1021:
+epi_flag_1417:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -24659,7 +31847,7 @@ epi_flag_1021:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_1024:
+epi_strip_1420:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -24699,7 +31887,7 @@ epi_strip_1024:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1025:
+epi_row_1421:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -24754,15 +31942,15 @@ epi_row_1025:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1025
+	JL           epi_row_1421
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1024
-	JMP          epi_done_745
+	JL           epi_strip_1420
+	JMP          epi_done_1141
 
-epi_flag_1020:
+epi_flag_1416:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1026
+	JNZ          epi_flag_1422
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -24778,7 +31966,7 @@ epi_flag_1020:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1027:
+epi_strip_1423:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -24826,7 +32014,7 @@ epi_strip_1027:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1028:
+epi_row_1424:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -24888,13 +32076,13 @@ epi_row_1028:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1028
+	JL        epi_row_1424
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1027
-	JMP       epi_done_745
+	JL        epi_strip_1423
+	JMP       epi_done_1141
 
-epi_flag_1026:
+epi_flag_1422:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -24910,7 +32098,7 @@ epi_flag_1026:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DI, DI
 
-epi_strip_1029:
+epi_strip_1425:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -24950,7 +32138,7 @@ epi_strip_1029:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1030:
+epi_row_1426:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z6, Z0, Z19
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
@@ -25025,12 +32213,12 @@ epi_row_1030:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1030
+	JL           epi_row_1426
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1029
+	JL           epi_strip_1425
 
-epi_done_745:
+epi_done_1141:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -25043,28 +32231,28 @@ TEXT ·epilogueAVX2Asm(SB), NOSPLIT, $128-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi2_none_1031
+	JEQ  epi2_none_1427
 	CMPQ CX, $0x00000001
-	JEQ  epi2_gelu_1032
+	JEQ  epi2_gelu_1428
 	CMPQ CX, $0x00000003
-	JEQ  epi2_gelu_1032
+	JEQ  epi2_gelu_1428
 	CMPQ CX, $0x00000002
-	JEQ  epi2_relu_1033
+	JEQ  epi2_relu_1429
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi2_none_1031:
+epi2_none_1427:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_1035
+	JNZ   epi_flag_1431
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_1036
+	JNZ   epi_flag_1432
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1037
+	JNZ   epi_flag_1433
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1038
+	JNZ   epi_flag_1434
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1039
+	JNZ   epi_flag_1435
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -25075,25 +32263,25 @@ epi2_none_1031:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_1040:
+epi2_row_1436:
 	XORQ R9, R9
 
-epi2_col_1041:
+epi2_col_1437:
 	VMOVDQU   (DI)(R9*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R9*4), Y0, Y0
 	VMOVUPS   Y0, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_1041
+	JL        epi2_col_1437
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_1040
-	JMP       epi2_done_1034
+	JL        epi2_row_1436
+	JMP       epi2_done_1430
 
-epi_flag_1039:
+epi_flag_1435:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -25105,11 +32293,11 @@ epi_flag_1039:
 	MOVQ c+0(FP), R8
 	XORQ R9, R9
 
-epi2_row_1042:
+epi2_row_1438:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_1043:
+epi2_col_1439:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R10*4), Y1, Y1
@@ -25117,17 +32305,17 @@ epi2_col_1043:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1043
+	JL        epi2_col_1439
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1042
-	JMP       epi2_done_1034
+	JL        epi2_row_1438
+	JMP       epi2_done_1430
 
-epi_flag_1038:
+epi_flag_1434:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1044
+	JNZ          epi_flag_1440
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -25148,10 +32336,10 @@ epi_flag_1038:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_1045:
+epi2_row_1441:
 	XORQ R9, R9
 
-epi2_col_1046:
+epi2_col_1442:
 	VMOVDQU      (DI)(R9*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R9*4), Y0, Y0
@@ -25166,15 +32354,15 @@ epi2_col_1046:
 	VMOVQ        X0, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_1046
+	JL           epi2_col_1442
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_1045
-	JMP          epi2_done_1034
+	JL           epi2_row_1441
+	JMP          epi2_done_1430
 
-epi_flag_1044:
+epi_flag_1440:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -25196,11 +32384,11 @@ epi_flag_1044:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1047:
+epi2_row_1443:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_1048:
+epi2_col_1444:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R10*4), Y1, Y1
@@ -25216,19 +32404,19 @@ epi2_col_1048:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1048
+	JL           epi2_col_1444
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1047
-	JMP          epi2_done_1034
+	JL           epi2_row_1443
+	JMP          epi2_done_1430
 
-epi_flag_1037:
+epi_flag_1433:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1049
+	JNZ   epi_flag_1445
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1050
+	JNZ   epi_flag_1446
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -25242,10 +32430,10 @@ epi_flag_1037:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_1051:
+epi2_row_1447:
 	XORQ R11, R11
 
-epi2_col_1052:
+epi2_col_1448:
 	VMOVDQU   (R9)(R11*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R11*4), Y0, Y0
@@ -25253,16 +32441,16 @@ epi2_col_1052:
 	VMOVUPS   Y0, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1052
+	JL        epi2_col_1448
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1051
-	JMP       epi2_done_1034
+	JL        epi2_row_1447
+	JMP       epi2_done_1430
 
-epi_flag_1050:
+epi_flag_1446:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -25277,11 +32465,11 @@ epi_flag_1050:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_1053:
+epi2_row_1449:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_1054:
+epi2_col_1450:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R12*4), Y1, Y1
@@ -25290,18 +32478,18 @@ epi2_col_1054:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1054
+	JL        epi2_col_1450
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1053
-	JMP       epi2_done_1034
+	JL        epi2_row_1449
+	JMP       epi2_done_1430
 
-epi_flag_1049:
+epi_flag_1445:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1055
+	JNZ          epi_flag_1451
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -25325,10 +32513,10 @@ epi_flag_1049:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1056:
+epi2_row_1452:
 	XORQ R11, R11
 
-epi2_col_1057:
+epi2_col_1453:
 	VMOVDQU      (R9)(R11*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R11*4), Y0, Y0
@@ -25344,16 +32532,16 @@ epi2_col_1057:
 	VMOVQ        X0, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1057
+	JL           epi2_col_1453
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1056
-	JMP          epi2_done_1034
+	JL           epi2_row_1452
+	JMP          epi2_done_1430
 
-epi_flag_1055:
+epi_flag_1451:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -25378,11 +32566,11 @@ epi_flag_1055:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1058:
+epi2_row_1454:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_1059:
+epi2_col_1455:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R12*4), Y1, Y1
@@ -25399,22 +32587,22 @@ epi2_col_1059:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1059
+	JL           epi2_col_1455
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1058
-	JMP          epi2_done_1034
+	JL           epi2_row_1454
+	JMP          epi2_done_1430
 
-epi_flag_1036:
+epi_flag_1432:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1060
+	JNZ   epi_flag_1456
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1061
+	JNZ   epi_flag_1457
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1062
+	JNZ   epi_flag_1458
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -25426,10 +32614,10 @@ epi_flag_1036:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_1063:
+epi2_row_1459:
 	XORQ R10, R10
 
-epi2_col_1064:
+epi2_col_1460:
 	VMOVDQU   (R8)(R10*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R10*4), Y0, Y0
@@ -25437,15 +32625,15 @@ epi2_col_1064:
 	VMOVUPS   Y0, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1064
+	JL        epi2_col_1460
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1063
-	JMP       epi2_done_1034
+	JL        epi2_row_1459
+	JMP       epi2_done_1430
 
-epi_flag_1062:
+epi_flag_1458:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -25458,11 +32646,11 @@ epi_flag_1062:
 	MOVQ c+0(FP), R9
 	XORQ R10, R10
 
-epi2_row_1065:
+epi2_row_1461:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_1066:
+epi2_col_1462:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R11*4), Y1, Y1
@@ -25471,17 +32659,17 @@ epi2_col_1066:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1066
+	JL        epi2_col_1462
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1065
-	JMP       epi2_done_1034
+	JL        epi2_row_1461
+	JMP       epi2_done_1430
 
-epi_flag_1061:
+epi_flag_1457:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1067
+	JNZ          epi_flag_1463
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -25503,10 +32691,10 @@ epi_flag_1061:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1068:
+epi2_row_1464:
 	XORQ R10, R10
 
-epi2_col_1069:
+epi2_col_1465:
 	VMOVDQU      (R8)(R10*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R10*4), Y0, Y0
@@ -25522,15 +32710,15 @@ epi2_col_1069:
 	VMOVQ        X0, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1069
+	JL           epi2_col_1465
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1068
-	JMP          epi2_done_1034
+	JL           epi2_row_1464
+	JMP          epi2_done_1430
 
-epi_flag_1067:
+epi_flag_1463:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -25553,11 +32741,11 @@ epi_flag_1067:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1070:
+epi2_row_1466:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_1071:
+epi2_col_1467:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R11*4), Y1, Y1
@@ -25574,19 +32762,19 @@ epi2_col_1071:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1071
+	JL           epi2_col_1467
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1070
-	JMP          epi2_done_1034
+	JL           epi2_row_1466
+	JMP          epi2_done_1430
 
-epi_flag_1060:
+epi_flag_1456:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1072
+	JNZ   epi_flag_1468
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1073
+	JNZ   epi_flag_1469
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -25601,10 +32789,10 @@ epi_flag_1060:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1074:
+epi2_row_1470:
 	XORQ R12, R12
 
-epi2_col_1075:
+epi2_col_1471:
 	VMOVDQU   (R10)(R12*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R12*4), Y0, Y0
@@ -25613,16 +32801,16 @@ epi2_col_1075:
 	VMOVUPS   Y0, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1075
+	JL        epi2_col_1471
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1074
-	JMP       epi2_done_1034
+	JL        epi2_row_1470
+	JMP       epi2_done_1430
 
-epi_flag_1073:
+epi_flag_1469:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -25638,11 +32826,11 @@ epi_flag_1073:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_1076:
+epi2_row_1472:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_1077:
+epi2_col_1473:
 	VMOVDQU   (R11)(R13*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R13*4), Y1, Y1
@@ -25652,18 +32840,18 @@ epi2_col_1077:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1077
+	JL        epi2_col_1473
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1076
-	JMP       epi2_done_1034
+	JL        epi2_row_1472
+	JMP       epi2_done_1430
 
-epi_flag_1072:
+epi_flag_1468:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1078
+	JNZ          epi_flag_1474
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -25688,10 +32876,10 @@ epi_flag_1072:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1079:
+epi2_row_1475:
 	XORQ R12, R12
 
-epi2_col_1080:
+epi2_col_1476:
 	VMOVDQU      (R10)(R12*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R12*4), Y0, Y0
@@ -25708,16 +32896,16 @@ epi2_col_1080:
 	VMOVQ        X0, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1080
+	JL           epi2_col_1476
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1079
-	JMP          epi2_done_1034
+	JL           epi2_row_1475
+	JMP          epi2_done_1430
 
-epi_flag_1078:
+epi_flag_1474:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -25743,11 +32931,11 @@ epi_flag_1078:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1081:
+epi2_row_1477:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_1082:
+epi2_col_1478:
 	VMOVDQU      (R11)(R13*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R13*4), Y1, Y1
@@ -25765,24 +32953,24 @@ epi2_col_1082:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1082
+	JL           epi2_col_1478
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1081
-	JMP          epi2_done_1034
+	JL           epi2_row_1477
+	JMP          epi2_done_1430
 
-epi_flag_1035:
+epi_flag_1431:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1083
+	JNZ          epi_flag_1479
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1084
+	JNZ          epi_flag_1480
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1085
+	JNZ          epi_flag_1481
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1086
+	JNZ          epi_flag_1482
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -25795,10 +32983,10 @@ epi_flag_1035:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1087:
+epi2_row_1483:
 	XORQ R10, R10
 
-epi2_col_1088:
+epi2_col_1484:
 	VMOVDQU   (R8)(R10*4), Y1
 	VPMULLD   (SI)(R10*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -25807,15 +32995,15 @@ epi2_col_1088:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1088
+	JL        epi2_col_1484
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1087
-	JMP       epi2_done_1034
+	JL        epi2_row_1483
+	JMP       epi2_done_1430
 
-epi_flag_1086:
+epi_flag_1482:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -25829,12 +33017,12 @@ epi_flag_1086:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_1089:
+epi2_row_1485:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1090:
+epi2_col_1486:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -25844,17 +33032,17 @@ epi2_col_1090:
 	VMOVUPS   Y2, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1090
+	JL        epi2_col_1486
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1089
-	JMP       epi2_done_1034
+	JL        epi2_row_1485
+	JMP       epi2_done_1430
 
-epi_flag_1085:
+epi_flag_1481:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1091
+	JNZ          epi_flag_1487
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -25877,10 +33065,10 @@ epi_flag_1085:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1092:
+epi2_row_1488:
 	XORQ R10, R10
 
-epi2_col_1093:
+epi2_col_1489:
 	VMOVDQU      (R8)(R10*4), Y1
 	VPMULLD      (SI)(R10*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -25897,15 +33085,15 @@ epi2_col_1093:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1093
+	JL           epi2_col_1489
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1092
-	JMP          epi2_done_1034
+	JL           epi2_row_1488
+	JMP          epi2_done_1430
 
-epi_flag_1091:
+epi_flag_1487:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -25929,12 +33117,12 @@ epi_flag_1091:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1094:
+epi2_row_1490:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1095:
+epi2_col_1491:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -25952,19 +33140,19 @@ epi2_col_1095:
 	VMOVQ        X2, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1095
+	JL           epi2_col_1491
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1094
-	JMP          epi2_done_1034
+	JL           epi2_row_1490
+	JMP          epi2_done_1430
 
-epi_flag_1084:
+epi_flag_1480:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1096
+	JNZ          epi_flag_1492
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1097
+	JNZ          epi_flag_1493
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -25980,10 +33168,10 @@ epi_flag_1084:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1098:
+epi2_row_1494:
 	XORQ R12, R12
 
-epi2_col_1099:
+epi2_col_1495:
 	VMOVDQU   (R10)(R12*4), Y1
 	VPMULLD   (R8)(R12*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -25993,16 +33181,16 @@ epi2_col_1099:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1099
+	JL        epi2_col_1495
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1098
-	JMP       epi2_done_1034
+	JL        epi2_row_1494
+	JMP       epi2_done_1430
 
-epi_flag_1097:
+epi_flag_1493:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -26019,12 +33207,12 @@ epi_flag_1097:
 	MOVQ c+0(FP), R12
 	XORQ R13, R13
 
-epi2_row_1100:
+epi2_row_1496:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_1101:
+epi2_col_1497:
 	VMOVDQU   (R12)(R14*4), Y2
 	VPMULLD   (R10)(R14*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -26035,18 +33223,18 @@ epi2_col_1101:
 	VMOVUPS   Y2, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_1101
+	JL        epi2_col_1497
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_1100
-	JMP       epi2_done_1034
+	JL        epi2_row_1496
+	JMP       epi2_done_1430
 
-epi_flag_1096:
+epi_flag_1492:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1102
+	JNZ          epi_flag_1498
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -26072,10 +33260,10 @@ epi_flag_1096:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1103:
+epi2_row_1499:
 	XORQ R12, R12
 
-epi2_col_1104:
+epi2_col_1500:
 	VMOVDQU      (R10)(R12*4), Y1
 	VPMULLD      (R8)(R12*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -26093,16 +33281,16 @@ epi2_col_1104:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1104
+	JL           epi2_col_1500
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1103
-	JMP          epi2_done_1034
+	JL           epi2_row_1499
+	JMP          epi2_done_1430
 
-epi_flag_1102:
+epi_flag_1498:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -26129,12 +33317,12 @@ epi_flag_1102:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1105:
+epi2_row_1501:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_1106:
+epi2_col_1502:
 	VMOVDQU      (R12)(R14*4), Y2
 	VPMULLD      (R10)(R14*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -26153,22 +33341,22 @@ epi2_col_1106:
 	VMOVQ        X2, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1106
+	JL           epi2_col_1502
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1105
-	JMP          epi2_done_1034
+	JL           epi2_row_1501
+	JMP          epi2_done_1430
 
-epi_flag_1083:
+epi_flag_1479:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1107
+	JNZ          epi_flag_1503
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1108
+	JNZ          epi_flag_1504
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1109
+	JNZ          epi_flag_1505
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -26182,10 +33370,10 @@ epi_flag_1083:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1110:
+epi2_row_1506:
 	XORQ R11, R11
 
-epi2_col_1111:
+epi2_col_1507:
 	VMOVDQU   (R9)(R11*4), Y1
 	VPMULLD   (SI)(R11*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -26195,15 +33383,15 @@ epi2_col_1111:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1111
+	JL        epi2_col_1507
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1110
-	JMP       epi2_done_1034
+	JL        epi2_row_1506
+	JMP       epi2_done_1430
 
-epi_flag_1109:
+epi_flag_1505:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -26218,12 +33406,12 @@ epi_flag_1109:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_1112:
+epi2_row_1508:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1113:
+epi2_col_1509:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -26234,17 +33422,17 @@ epi2_col_1113:
 	VMOVUPS   Y2, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1113
+	JL        epi2_col_1509
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1112
-	JMP       epi2_done_1034
+	JL        epi2_row_1508
+	JMP       epi2_done_1430
 
-epi_flag_1108:
+epi_flag_1504:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1114
+	JNZ          epi_flag_1510
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -26268,10 +33456,10 @@ epi_flag_1108:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1115:
+epi2_row_1511:
 	XORQ R11, R11
 
-epi2_col_1116:
+epi2_col_1512:
 	VMOVDQU      (R9)(R11*4), Y1
 	VPMULLD      (SI)(R11*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -26289,15 +33477,15 @@ epi2_col_1116:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1116
+	JL           epi2_col_1512
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1115
-	JMP          epi2_done_1034
+	JL           epi2_row_1511
+	JMP          epi2_done_1430
 
-epi_flag_1114:
+epi_flag_1510:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -26322,12 +33510,12 @@ epi_flag_1114:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1117:
+epi2_row_1513:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1118:
+epi2_col_1514:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -26346,19 +33534,19 @@ epi2_col_1118:
 	VMOVQ        X2, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1118
+	JL           epi2_col_1514
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1117
-	JMP          epi2_done_1034
+	JL           epi2_row_1513
+	JMP          epi2_done_1430
 
-epi_flag_1107:
+epi_flag_1503:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1119
+	JNZ          epi_flag_1515
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1120
+	JNZ          epi_flag_1516
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -26375,10 +33563,10 @@ epi_flag_1107:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1121:
+epi2_row_1517:
 	XORQ R13, R13
 
-epi2_col_1122:
+epi2_col_1518:
 	VMOVDQU   (R11)(R13*4), Y1
 	VPMULLD   (R8)(R13*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -26389,16 +33577,16 @@ epi2_col_1122:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1122
+	JL        epi2_col_1518
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1121
-	JMP       epi2_done_1034
+	JL        epi2_row_1517
+	JMP       epi2_done_1430
 
-epi_flag_1120:
+epi_flag_1516:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -26416,12 +33604,12 @@ epi_flag_1120:
 	MOVQ c+0(FP), R13
 	XORQ R14, R14
 
-epi2_row_1123:
+epi2_row_1519:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_1124:
+epi2_col_1520:
 	VMOVDQU   (R13)(R15*4), Y2
 	VPMULLD   (R10)(R15*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -26433,18 +33621,18 @@ epi2_col_1124:
 	VMOVUPS   Y2, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_1124
+	JL        epi2_col_1520
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_1123
-	JMP       epi2_done_1034
+	JL        epi2_row_1519
+	JMP       epi2_done_1430
 
-epi_flag_1119:
+epi_flag_1515:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1125
+	JNZ          epi_flag_1521
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -26471,10 +33659,10 @@ epi_flag_1119:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1126:
+epi2_row_1522:
 	XORQ R13, R13
 
-epi2_col_1127:
+epi2_col_1523:
 	VMOVDQU      (R11)(R13*4), Y1
 	VPMULLD      (R8)(R13*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -26493,16 +33681,16 @@ epi2_col_1127:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1127
+	JL           epi2_col_1523
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1126
-	JMP          epi2_done_1034
+	JL           epi2_row_1522
+	JMP          epi2_done_1430
 
-epi_flag_1125:
+epi_flag_1521:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -26530,12 +33718,12 @@ epi_flag_1125:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1128:
+epi2_row_1524:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_1129:
+epi2_col_1525:
 	VMOVDQU      (R13)(R15*4), Y2
 	VPMULLD      (R10)(R15*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -26555,26 +33743,26 @@ epi2_col_1129:
 	VMOVQ        X2, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_1129
+	JL           epi2_col_1525
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_1128
-	JMP          epi2_done_1034
+	JL           epi2_row_1524
+	JMP          epi2_done_1430
 
-epi2_gelu_1032:
+epi2_gelu_1428:
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_1130
+	JNZ          epi_flag_1526
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1131
+	JNZ          epi_flag_1527
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1132
+	JNZ          epi_flag_1528
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1133
+	JNZ          epi_flag_1529
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1134
+	JNZ          epi_flag_1530
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -26595,10 +33783,10 @@ epi2_gelu_1032:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1135:
+epi2_row_1531:
 	XORQ R10, R10
 
-epi2_col_1136:
+epi2_col_1532:
 	VMOVDQU     (R8)(R10*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R10*4), Y4, Y4
@@ -26637,15 +33825,15 @@ epi2_col_1136:
 	VMOVUPS     Y4, (BX)(R10*4)
 	ADDQ        $0x08, R10
 	CMPQ        R10, DI
-	JL          epi2_col_1136
+	JL          epi2_col_1532
 	ADDQ        CX, R8
 	ADDQ        DX, BX
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi2_row_1135
-	JMP         epi2_done_1034
+	JL          epi2_row_1531
+	JMP         epi2_done_1430
 
-epi_flag_1134:
+epi_flag_1530:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -26667,11 +33855,11 @@ epi_flag_1134:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1137:
+epi2_row_1533:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_1138:
+epi2_col_1534:
 	VMOVDQU     (R9)(R11*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R11*4), Y5, Y5
@@ -26711,17 +33899,17 @@ epi2_col_1138:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_1138
+	JL          epi2_col_1534
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_1137
-	JMP         epi2_done_1034
+	JL          epi2_row_1533
+	JMP         epi2_done_1430
 
-epi_flag_1133:
+epi_flag_1529:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1139
+	JNZ          epi_flag_1535
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -26752,10 +33940,10 @@ epi_flag_1133:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1140:
+epi2_row_1536:
 	XORQ R10, R10
 
-epi2_col_1141:
+epi2_col_1537:
 	VMOVDQU      (R8)(R10*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R10*4), Y4, Y4
@@ -26802,15 +33990,15 @@ epi2_col_1141:
 	VMOVQ        X4, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1141
+	JL           epi2_col_1537
 	ADDQ         CX, R8
 	ADDQ         DX, BX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1140
-	JMP          epi2_done_1034
+	JL           epi2_row_1536
+	JMP          epi2_done_1430
 
-epi_flag_1139:
+epi_flag_1535:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -26842,11 +34030,11 @@ epi_flag_1139:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1142:
+epi2_row_1538:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_1143:
+epi2_col_1539:
 	VMOVDQU      (R9)(R11*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R11*4), Y5, Y5
@@ -26894,19 +34082,19 @@ epi2_col_1143:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1143
+	JL           epi2_col_1539
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1142
-	JMP          epi2_done_1034
+	JL           epi2_row_1538
+	JMP          epi2_done_1430
 
-epi_flag_1132:
+epi_flag_1528:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1144
+	JNZ          epi_flag_1540
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1145
+	JNZ          epi_flag_1541
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -26930,10 +34118,10 @@ epi_flag_1132:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1146:
+epi2_row_1542:
 	XORQ R12, R12
 
-epi2_col_1147:
+epi2_col_1543:
 	VMOVDQU     (R10)(R12*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R12*4), Y4, Y4
@@ -26973,16 +34161,16 @@ epi2_col_1147:
 	VMOVUPS     Y4, (DI)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_1147
+	JL          epi2_col_1543
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_1146
-	JMP         epi2_done_1034
+	JL          epi2_row_1542
+	JMP         epi2_done_1430
 
-epi_flag_1145:
+epi_flag_1541:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -27007,11 +34195,11 @@ epi_flag_1145:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1148:
+epi2_row_1544:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_1149:
+epi2_col_1545:
 	VMOVDQU     (R11)(R13*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R13*4), Y5, Y5
@@ -27052,18 +34240,18 @@ epi2_col_1149:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1149
+	JL          epi2_col_1545
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1148
-	JMP         epi2_done_1034
+	JL          epi2_row_1544
+	JMP         epi2_done_1430
 
-epi_flag_1144:
+epi_flag_1540:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1150
+	JNZ          epi_flag_1546
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -27097,10 +34285,10 @@ epi_flag_1144:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1151:
+epi2_row_1547:
 	XORQ R12, R12
 
-epi2_col_1152:
+epi2_col_1548:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -27148,16 +34336,16 @@ epi2_col_1152:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1152
+	JL           epi2_col_1548
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1151
-	JMP          epi2_done_1034
+	JL           epi2_row_1547
+	JMP          epi2_done_1430
 
-epi_flag_1150:
+epi_flag_1546:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -27192,11 +34380,11 @@ epi_flag_1150:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1153:
+epi2_row_1549:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_1154:
+epi2_col_1550:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -27245,22 +34433,22 @@ epi2_col_1154:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1154
+	JL           epi2_col_1550
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1153
-	JMP          epi2_done_1034
+	JL           epi2_row_1549
+	JMP          epi2_done_1430
 
-epi_flag_1131:
+epi_flag_1527:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1155
+	JNZ          epi_flag_1551
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1156
+	JNZ          epi_flag_1552
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1157
+	JNZ          epi_flag_1553
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -27282,10 +34470,10 @@ epi_flag_1131:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1158:
+epi2_row_1554:
 	XORQ R11, R11
 
-epi2_col_1159:
+epi2_col_1555:
 	VMOVDQU     (R9)(R11*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R11*4), Y4, Y4
@@ -27325,15 +34513,15 @@ epi2_col_1159:
 	VMOVUPS     Y4, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_1159
+	JL          epi2_col_1555
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_1158
-	JMP         epi2_done_1034
+	JL          epi2_row_1554
+	JMP         epi2_done_1430
 
-epi_flag_1157:
+epi_flag_1553:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -27356,11 +34544,11 @@ epi_flag_1157:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1160:
+epi2_row_1556:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_1161:
+epi2_col_1557:
 	VMOVDQU     (R10)(R12*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R12*4), Y5, Y5
@@ -27401,17 +34589,17 @@ epi2_col_1161:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_1161
+	JL          epi2_col_1557
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_1160
-	JMP         epi2_done_1034
+	JL          epi2_row_1556
+	JMP         epi2_done_1430
 
-epi_flag_1156:
+epi_flag_1552:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1162
+	JNZ          epi_flag_1558
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -27443,10 +34631,10 @@ epi_flag_1156:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1163:
+epi2_row_1559:
 	XORQ R11, R11
 
-epi2_col_1164:
+epi2_col_1560:
 	VMOVDQU      (R9)(R11*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R11*4), Y4, Y4
@@ -27494,15 +34682,15 @@ epi2_col_1164:
 	VMOVQ        X4, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1164
+	JL           epi2_col_1560
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1163
-	JMP          epi2_done_1034
+	JL           epi2_row_1559
+	JMP          epi2_done_1430
 
-epi_flag_1162:
+epi_flag_1558:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -27535,11 +34723,11 @@ epi_flag_1162:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1165:
+epi2_row_1561:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_1166:
+epi2_col_1562:
 	VMOVDQU      (R10)(R12*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R12*4), Y5, Y5
@@ -27588,19 +34776,19 @@ epi2_col_1166:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1166
+	JL           epi2_col_1562
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1165
-	JMP          epi2_done_1034
+	JL           epi2_row_1561
+	JMP          epi2_done_1430
 
-epi_flag_1155:
+epi_flag_1551:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1167
+	JNZ          epi_flag_1563
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1168
+	JNZ          epi_flag_1564
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -27625,10 +34813,10 @@ epi_flag_1155:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1169:
+epi2_row_1565:
 	XORQ R13, R13
 
-epi2_col_1170:
+epi2_col_1566:
 	VMOVDQU     (R11)(R13*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R13*4), Y4, Y4
@@ -27669,16 +34857,16 @@ epi2_col_1170:
 	VMOVUPS     Y4, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1170
+	JL          epi2_col_1566
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1169
-	JMP         epi2_done_1034
+	JL          epi2_row_1565
+	JMP         epi2_done_1430
 
-epi_flag_1168:
+epi_flag_1564:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -27704,11 +34892,11 @@ epi_flag_1168:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1171:
+epi2_row_1567:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_1172:
+epi2_col_1568:
 	VMOVDQU     (R12)(R14*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R14*4), Y5, Y5
@@ -27750,18 +34938,18 @@ epi2_col_1172:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_1172
+	JL          epi2_col_1568
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_1171
-	JMP         epi2_done_1034
+	JL          epi2_row_1567
+	JMP         epi2_done_1430
 
-epi_flag_1167:
+epi_flag_1563:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1173
+	JNZ          epi_flag_1569
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -27796,10 +34984,10 @@ epi_flag_1167:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1174:
+epi2_row_1570:
 	XORQ R13, R13
 
-epi2_col_1175:
+epi2_col_1571:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -27848,16 +35036,16 @@ epi2_col_1175:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1175
+	JL           epi2_col_1571
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1174
-	JMP          epi2_done_1034
+	JL           epi2_row_1570
+	JMP          epi2_done_1430
 
-epi_flag_1173:
+epi_flag_1569:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -27893,11 +35081,11 @@ epi_flag_1173:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1176:
+epi2_row_1572:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_1177:
+epi2_col_1573:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -27947,24 +35135,24 @@ epi2_col_1177:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1177
+	JL           epi2_col_1573
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1176
-	JMP          epi2_done_1034
+	JL           epi2_row_1572
+	JMP          epi2_done_1430
 
-epi_flag_1130:
+epi_flag_1526:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1178
+	JNZ          epi_flag_1574
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1179
+	JNZ          epi_flag_1575
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1180
+	JNZ          epi_flag_1576
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1181
+	JNZ          epi_flag_1577
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -27987,10 +35175,10 @@ epi_flag_1130:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1182:
+epi2_row_1578:
 	XORQ R11, R11
 
-epi2_col_1183:
+epi2_col_1579:
 	VMOVDQU     (R9)(R11*4), Y5
 	VPMULLD     (DI)(R11*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -28031,15 +35219,15 @@ epi2_col_1183:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_1183
+	JL          epi2_col_1579
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_1182
-	JMP         epi2_done_1034
+	JL          epi2_row_1578
+	JMP         epi2_done_1430
 
-epi_flag_1181:
+epi_flag_1577:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -28063,12 +35251,12 @@ epi_flag_1181:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1184:
+epi2_row_1580:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_1185:
+epi2_col_1581:
 	VMOVDQU     (R11)(R13*4), Y6
 	VPMULLD     (R9)(R13*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -28110,17 +35298,17 @@ epi2_col_1185:
 	VMOVUPS     Y6, (BX)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1185
+	JL          epi2_col_1581
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1184
-	JMP         epi2_done_1034
+	JL          epi2_row_1580
+	JMP         epi2_done_1430
 
-epi_flag_1180:
+epi_flag_1576:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1186
+	JNZ          epi_flag_1582
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -28153,10 +35341,10 @@ epi_flag_1180:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1187:
+epi2_row_1583:
 	XORQ R11, R11
 
-epi2_col_1188:
+epi2_col_1584:
 	VMOVDQU      (R9)(R11*4), Y5
 	VPMULLD      (DI)(R11*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -28205,15 +35393,15 @@ epi2_col_1188:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1188
+	JL           epi2_col_1584
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1187
-	JMP          epi2_done_1034
+	JL           epi2_row_1583
+	JMP          epi2_done_1430
 
-epi_flag_1186:
+epi_flag_1582:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -28247,12 +35435,12 @@ epi_flag_1186:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1189:
+epi2_row_1585:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_1190:
+epi2_col_1586:
 	VMOVDQU      (R11)(R13*4), Y6
 	VPMULLD      (R9)(R13*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -28302,19 +35490,19 @@ epi2_col_1190:
 	VMOVQ        X6, (BX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1190
+	JL           epi2_col_1586
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1189
-	JMP          epi2_done_1034
+	JL           epi2_row_1585
+	JMP          epi2_done_1430
 
-epi_flag_1179:
+epi_flag_1575:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1191
+	JNZ          epi_flag_1587
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1192
+	JNZ          epi_flag_1588
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -28340,10 +35528,10 @@ epi_flag_1179:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1193:
+epi2_row_1589:
 	XORQ R13, R13
 
-epi2_col_1194:
+epi2_col_1590:
 	VMOVDQU     (R11)(R13*4), Y5
 	VPMULLD     (R9)(R13*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -28385,16 +35573,16 @@ epi2_col_1194:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1194
+	JL          epi2_col_1590
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1193
-	JMP         epi2_done_1034
+	JL          epi2_row_1589
+	JMP         epi2_done_1430
 
-epi_flag_1192:
+epi_flag_1588:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -28421,12 +35609,12 @@ epi_flag_1192:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1195:
+epi2_row_1591:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_1196:
+epi2_col_1592:
 	VMOVDQU     (R13)(R15*4), Y6
 	VPMULLD     (R11)(R15*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -28469,18 +35657,18 @@ epi2_col_1196:
 	VMOVUPS     Y6, (DI)(R15*4)
 	ADDQ        $0x08, R15
 	CMPQ        R15, R12
-	JL          epi2_col_1196
+	JL          epi2_col_1592
 	ADDQ        CX, R13
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R14
 	CMPQ        R14, m+16(FP)
-	JL          epi2_row_1195
-	JMP         epi2_done_1034
+	JL          epi2_row_1591
+	JMP         epi2_done_1430
 
-epi_flag_1191:
+epi_flag_1587:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1197
+	JNZ          epi_flag_1593
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -28516,10 +35704,10 @@ epi_flag_1191:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1198:
+epi2_row_1594:
 	XORQ R13, R13
 
-epi2_col_1199:
+epi2_col_1595:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -28569,16 +35757,16 @@ epi2_col_1199:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1199
+	JL           epi2_col_1595
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1198
-	JMP          epi2_done_1034
+	JL           epi2_row_1594
+	JMP          epi2_done_1430
 
-epi_flag_1197:
+epi_flag_1593:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -28615,12 +35803,12 @@ epi_flag_1197:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1200:
+epi2_row_1596:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_1201:
+epi2_col_1597:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -28671,22 +35859,22 @@ epi2_col_1201:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_1201
+	JL           epi2_col_1597
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_1200
-	JMP          epi2_done_1034
+	JL           epi2_row_1596
+	JMP          epi2_done_1430
 
-epi_flag_1178:
+epi_flag_1574:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1202
+	JNZ          epi_flag_1598
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1203
+	JNZ          epi_flag_1599
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1204
+	JNZ          epi_flag_1600
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -28710,10 +35898,10 @@ epi_flag_1178:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1205:
+epi2_row_1601:
 	XORQ R12, R12
 
-epi2_col_1206:
+epi2_col_1602:
 	VMOVDQU     (R10)(R12*4), Y5
 	VPMULLD     (DI)(R12*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -28755,15 +35943,15 @@ epi2_col_1206:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_1206
+	JL          epi2_col_1602
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_1205
-	JMP         epi2_done_1034
+	JL          epi2_row_1601
+	JMP         epi2_done_1430
 
-epi_flag_1204:
+epi_flag_1600:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -28788,12 +35976,12 @@ epi_flag_1204:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1207:
+epi2_row_1603:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_1208:
+epi2_col_1604:
 	VMOVDQU     (R12)(R14*4), Y6
 	VPMULLD     (R9)(R14*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -28836,17 +36024,17 @@ epi2_col_1208:
 	VMOVUPS     Y6, (BX)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_1208
+	JL          epi2_col_1604
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_1207
-	JMP         epi2_done_1034
+	JL          epi2_row_1603
+	JMP         epi2_done_1430
 
-epi_flag_1203:
+epi_flag_1599:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1209
+	JNZ          epi_flag_1605
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -28880,10 +36068,10 @@ epi_flag_1203:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1210:
+epi2_row_1606:
 	XORQ R12, R12
 
-epi2_col_1211:
+epi2_col_1607:
 	VMOVDQU      (R10)(R12*4), Y5
 	VPMULLD      (DI)(R12*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -28933,15 +36121,15 @@ epi2_col_1211:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1211
+	JL           epi2_col_1607
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1210
-	JMP          epi2_done_1034
+	JL           epi2_row_1606
+	JMP          epi2_done_1430
 
-epi_flag_1209:
+epi_flag_1605:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -28976,12 +36164,12 @@ epi_flag_1209:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1212:
+epi2_row_1608:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_1213:
+epi2_col_1609:
 	VMOVDQU      (R12)(R14*4), Y6
 	VPMULLD      (R9)(R14*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -29032,19 +36220,19 @@ epi2_col_1213:
 	VMOVQ        X6, (BX)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1213
+	JL           epi2_col_1609
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1212
-	JMP          epi2_done_1034
+	JL           epi2_row_1608
+	JMP          epi2_done_1430
 
-epi_flag_1202:
+epi_flag_1598:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1214
+	JNZ          epi_flag_1610
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1215
+	JNZ          epi_flag_1611
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -29071,10 +36259,10 @@ epi_flag_1202:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1216:
+epi2_row_1612:
 	XORQ R14, R14
 
-epi2_col_1217:
+epi2_col_1613:
 	VMOVDQU     (R12)(R14*4), Y5
 	VPMULLD     (R9)(R14*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -29117,16 +36305,16 @@ epi2_col_1217:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_1217
+	JL          epi2_col_1613
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_1216
-	JMP         epi2_done_1034
+	JL          epi2_row_1612
+	JMP         epi2_done_1430
 
-epi_flag_1215:
+epi_flag_1611:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -29154,12 +36342,12 @@ epi_flag_1215:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_1218:
+epi2_row_1614:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_1219:
+epi2_col_1615:
 	VMOVDQU     (R14)(BP*4), Y6
 	VPMULLD     (R11)(BP*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -29203,18 +36391,18 @@ epi2_col_1219:
 	VMOVUPS     Y6, (DI)(BP*4)
 	ADDQ        $0x08, BP
 	CMPQ        BP, R13
-	JL          epi2_col_1219
+	JL          epi2_col_1615
 	ADDQ        CX, R14
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R15
 	CMPQ        R15, m+16(FP)
-	JL          epi2_row_1218
-	JMP         epi2_done_1034
+	JL          epi2_row_1614
+	JMP         epi2_done_1430
 
-epi_flag_1214:
+epi_flag_1610:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1220
+	JNZ          epi_flag_1616
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -29251,10 +36439,10 @@ epi_flag_1214:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1221:
+epi2_row_1617:
 	XORQ R14, R14
 
-epi2_col_1222:
+epi2_col_1618:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -29305,16 +36493,16 @@ epi2_col_1222:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1222
+	JL           epi2_col_1618
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1221
-	JMP          epi2_done_1034
+	JL           epi2_row_1617
+	JMP          epi2_done_1430
 
-epi_flag_1220:
+epi_flag_1616:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -29352,12 +36540,12 @@ epi_flag_1220:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_1223:
+epi2_row_1619:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_1224:
+epi2_col_1620:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -29409,26 +36597,26 @@ epi2_col_1224:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_1224
+	JL           epi2_col_1620
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_1223
-	JMP          epi2_done_1034
+	JL           epi2_row_1619
+	JMP          epi2_done_1430
 
-epi2_relu_1033:
+epi2_relu_1429:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_1225
+	JNZ   epi_flag_1621
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_1226
+	JNZ   epi_flag_1622
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1227
+	JNZ   epi_flag_1623
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1228
+	JNZ   epi_flag_1624
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1229
+	JNZ   epi_flag_1625
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -29440,10 +36628,10 @@ epi2_relu_1033:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_1230:
+epi2_row_1626:
 	XORQ R9, R9
 
-epi2_col_1231:
+epi2_col_1627:
 	VMOVDQU   (DI)(R9*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R9*4), Y1, Y1
@@ -29452,15 +36640,15 @@ epi2_col_1231:
 	VMOVUPS   Y1, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_1231
+	JL        epi2_col_1627
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_1230
-	JMP       epi2_done_1034
+	JL        epi2_row_1626
+	JMP       epi2_done_1430
 
-epi_flag_1229:
+epi_flag_1625:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -29473,11 +36661,11 @@ epi_flag_1229:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_1232:
+epi2_row_1628:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_1233:
+epi2_col_1629:
 	VMOVDQU   (R8)(R10*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R10*4), Y2, Y2
@@ -29487,17 +36675,17 @@ epi2_col_1233:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1233
+	JL        epi2_col_1629
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1232
-	JMP       epi2_done_1034
+	JL        epi2_row_1628
+	JMP       epi2_done_1430
 
-epi_flag_1228:
+epi_flag_1624:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1234
+	JNZ          epi_flag_1630
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -29519,10 +36707,10 @@ epi_flag_1228:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_1235:
+epi2_row_1631:
 	XORQ R9, R9
 
-epi2_col_1236:
+epi2_col_1632:
 	VMOVDQU      (DI)(R9*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R9*4), Y1, Y1
@@ -29539,15 +36727,15 @@ epi2_col_1236:
 	VMOVQ        X1, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_1236
+	JL           epi2_col_1632
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_1235
-	JMP          epi2_done_1034
+	JL           epi2_row_1631
+	JMP          epi2_done_1430
 
-epi_flag_1234:
+epi_flag_1630:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -29570,11 +36758,11 @@ epi_flag_1234:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1237:
+epi2_row_1633:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_1238:
+epi2_col_1634:
 	VMOVDQU      (R8)(R10*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R10*4), Y2, Y2
@@ -29592,19 +36780,19 @@ epi2_col_1238:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1238
+	JL           epi2_col_1634
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1237
-	JMP          epi2_done_1034
+	JL           epi2_row_1633
+	JMP          epi2_done_1430
 
-epi_flag_1227:
+epi_flag_1623:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1239
+	JNZ   epi_flag_1635
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1240
+	JNZ   epi_flag_1636
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -29619,10 +36807,10 @@ epi_flag_1227:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_1241:
+epi2_row_1637:
 	XORQ R11, R11
 
-epi2_col_1242:
+epi2_col_1638:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R11*4), Y1, Y1
@@ -29632,16 +36820,16 @@ epi2_col_1242:
 	VMOVUPS   Y1, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1242
+	JL        epi2_col_1638
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1241
-	JMP       epi2_done_1034
+	JL        epi2_row_1637
+	JMP       epi2_done_1430
 
-epi_flag_1240:
+epi_flag_1636:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -29657,11 +36845,11 @@ epi_flag_1240:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1243:
+epi2_row_1639:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1244:
+epi2_col_1640:
 	VMOVDQU   (R10)(R12*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R12*4), Y2, Y2
@@ -29672,18 +36860,18 @@ epi2_col_1244:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1244
+	JL        epi2_col_1640
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1243
-	JMP       epi2_done_1034
+	JL        epi2_row_1639
+	JMP       epi2_done_1430
 
-epi_flag_1239:
+epi_flag_1635:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1245
+	JNZ          epi_flag_1641
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -29708,10 +36896,10 @@ epi_flag_1239:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1246:
+epi2_row_1642:
 	XORQ R11, R11
 
-epi2_col_1247:
+epi2_col_1643:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R11*4), Y1, Y1
@@ -29729,16 +36917,16 @@ epi2_col_1247:
 	VMOVQ        X1, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1247
+	JL           epi2_col_1643
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1246
-	JMP          epi2_done_1034
+	JL           epi2_row_1642
+	JMP          epi2_done_1430
 
-epi_flag_1245:
+epi_flag_1641:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -29764,11 +36952,11 @@ epi_flag_1245:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1248:
+epi2_row_1644:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1249:
+epi2_col_1645:
 	VMOVDQU      (R10)(R12*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R12*4), Y2, Y2
@@ -29787,22 +36975,22 @@ epi2_col_1249:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1249
+	JL           epi2_col_1645
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1248
-	JMP          epi2_done_1034
+	JL           epi2_row_1644
+	JMP          epi2_done_1430
 
-epi_flag_1226:
+epi_flag_1622:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1250
+	JNZ   epi_flag_1646
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1251
+	JNZ   epi_flag_1647
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1252
+	JNZ   epi_flag_1648
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -29815,10 +37003,10 @@ epi_flag_1226:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_1253:
+epi2_row_1649:
 	XORQ R10, R10
 
-epi2_col_1254:
+epi2_col_1650:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R10*4), Y1, Y1
@@ -29828,15 +37016,15 @@ epi2_col_1254:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1254
+	JL        epi2_col_1650
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1253
-	JMP       epi2_done_1034
+	JL        epi2_row_1649
+	JMP       epi2_done_1430
 
-epi_flag_1252:
+epi_flag_1648:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -29850,11 +37038,11 @@ epi_flag_1252:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_1255:
+epi2_row_1651:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_1256:
+epi2_col_1652:
 	VMOVDQU   (R9)(R11*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R11*4), Y2, Y2
@@ -29865,17 +37053,17 @@ epi2_col_1256:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1256
+	JL        epi2_col_1652
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1255
-	JMP       epi2_done_1034
+	JL        epi2_row_1651
+	JMP       epi2_done_1430
 
-epi_flag_1251:
+epi_flag_1647:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1257
+	JNZ          epi_flag_1653
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -29898,10 +37086,10 @@ epi_flag_1251:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1258:
+epi2_row_1654:
 	XORQ R10, R10
 
-epi2_col_1259:
+epi2_col_1655:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R10*4), Y1, Y1
@@ -29919,15 +37107,15 @@ epi2_col_1259:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1259
+	JL           epi2_col_1655
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1258
-	JMP          epi2_done_1034
+	JL           epi2_row_1654
+	JMP          epi2_done_1430
 
-epi_flag_1257:
+epi_flag_1653:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -29951,11 +37139,11 @@ epi_flag_1257:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1260:
+epi2_row_1656:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_1261:
+epi2_col_1657:
 	VMOVDQU      (R9)(R11*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R11*4), Y2, Y2
@@ -29974,19 +37162,19 @@ epi2_col_1261:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1261
+	JL           epi2_col_1657
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1260
-	JMP          epi2_done_1034
+	JL           epi2_row_1656
+	JMP          epi2_done_1430
 
-epi_flag_1250:
+epi_flag_1646:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1262
+	JNZ   epi_flag_1658
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1263
+	JNZ   epi_flag_1659
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -30002,10 +37190,10 @@ epi_flag_1250:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1264:
+epi2_row_1660:
 	XORQ R12, R12
 
-epi2_col_1265:
+epi2_col_1661:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R12*4), Y1, Y1
@@ -30016,16 +37204,16 @@ epi2_col_1265:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1265
+	JL        epi2_col_1661
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1264
-	JMP       epi2_done_1034
+	JL        epi2_row_1660
+	JMP       epi2_done_1430
 
-epi_flag_1263:
+epi_flag_1659:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -30042,11 +37230,11 @@ epi_flag_1263:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_1266:
+epi2_row_1662:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1267:
+epi2_col_1663:
 	VMOVDQU   (R11)(R13*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R13*4), Y2, Y2
@@ -30058,18 +37246,18 @@ epi2_col_1267:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1267
+	JL        epi2_col_1663
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1266
-	JMP       epi2_done_1034
+	JL        epi2_row_1662
+	JMP       epi2_done_1430
 
-epi_flag_1262:
+epi_flag_1658:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1268
+	JNZ          epi_flag_1664
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -30095,10 +37283,10 @@ epi_flag_1262:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1269:
+epi2_row_1665:
 	XORQ R12, R12
 
-epi2_col_1270:
+epi2_col_1666:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R12*4), Y1, Y1
@@ -30117,16 +37305,16 @@ epi2_col_1270:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1270
+	JL           epi2_col_1666
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1269
-	JMP          epi2_done_1034
+	JL           epi2_row_1665
+	JMP          epi2_done_1430
 
-epi_flag_1268:
+epi_flag_1664:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -30153,11 +37341,11 @@ epi_flag_1268:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1271:
+epi2_row_1667:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1272:
+epi2_col_1668:
 	VMOVDQU      (R11)(R13*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R13*4), Y2, Y2
@@ -30177,24 +37365,24 @@ epi2_col_1272:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1272
+	JL           epi2_col_1668
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1271
-	JMP          epi2_done_1034
+	JL           epi2_row_1667
+	JMP          epi2_done_1430
 
-epi_flag_1225:
+epi_flag_1621:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1273
+	JNZ          epi_flag_1669
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1274
+	JNZ          epi_flag_1670
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1275
+	JNZ          epi_flag_1671
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1276
+	JNZ          epi_flag_1672
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -30208,10 +37396,10 @@ epi_flag_1225:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1277:
+epi2_row_1673:
 	XORQ R10, R10
 
-epi2_col_1278:
+epi2_col_1674:
 	VMOVDQU   (R8)(R10*4), Y2
 	VPMULLD   (SI)(R10*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -30222,15 +37410,15 @@ epi2_col_1278:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1278
+	JL        epi2_col_1674
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1277
-	JMP       epi2_done_1034
+	JL        epi2_row_1673
+	JMP       epi2_done_1430
 
-epi_flag_1276:
+epi_flag_1672:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -30245,12 +37433,12 @@ epi_flag_1276:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1279:
+epi2_row_1675:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_1280:
+epi2_col_1676:
 	VMOVDQU   (R10)(R12*4), Y3
 	VPMULLD   (R8)(R12*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -30262,17 +37450,17 @@ epi2_col_1280:
 	VMOVUPS   Y3, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1280
+	JL        epi2_col_1676
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1279
-	JMP       epi2_done_1034
+	JL        epi2_row_1675
+	JMP       epi2_done_1430
 
-epi_flag_1275:
+epi_flag_1671:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1281
+	JNZ          epi_flag_1677
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -30296,10 +37484,10 @@ epi_flag_1275:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1282:
+epi2_row_1678:
 	XORQ R10, R10
 
-epi2_col_1283:
+epi2_col_1679:
 	VMOVDQU      (R8)(R10*4), Y2
 	VPMULLD      (SI)(R10*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -30318,15 +37506,15 @@ epi2_col_1283:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1283
+	JL           epi2_col_1679
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1282
-	JMP          epi2_done_1034
+	JL           epi2_row_1678
+	JMP          epi2_done_1430
 
-epi_flag_1281:
+epi_flag_1677:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -30351,12 +37539,12 @@ epi_flag_1281:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1284:
+epi2_row_1680:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_1285:
+epi2_col_1681:
 	VMOVDQU      (R10)(R12*4), Y3
 	VPMULLD      (R8)(R12*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -30376,19 +37564,19 @@ epi2_col_1285:
 	VMOVQ        X3, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1285
+	JL           epi2_col_1681
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1284
-	JMP          epi2_done_1034
+	JL           epi2_row_1680
+	JMP          epi2_done_1430
 
-epi_flag_1274:
+epi_flag_1670:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1286
+	JNZ          epi_flag_1682
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1287
+	JNZ          epi_flag_1683
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -30405,10 +37593,10 @@ epi_flag_1274:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1288:
+epi2_row_1684:
 	XORQ R12, R12
 
-epi2_col_1289:
+epi2_col_1685:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -30420,16 +37608,16 @@ epi2_col_1289:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1289
+	JL        epi2_col_1685
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1288
-	JMP       epi2_done_1034
+	JL        epi2_row_1684
+	JMP       epi2_done_1430
 
-epi_flag_1287:
+epi_flag_1683:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -30447,12 +37635,12 @@ epi_flag_1287:
 	MOVQ  c+0(FP), R12
 	XORQ  R13, R13
 
-epi2_row_1290:
+epi2_row_1686:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_1291:
+epi2_col_1687:
 	VMOVDQU   (R12)(R14*4), Y3
 	VPMULLD   (R10)(R14*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -30465,18 +37653,18 @@ epi2_col_1291:
 	VMOVUPS   Y3, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_1291
+	JL        epi2_col_1687
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_1290
-	JMP       epi2_done_1034
+	JL        epi2_row_1686
+	JMP       epi2_done_1430
 
-epi_flag_1286:
+epi_flag_1682:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1292
+	JNZ          epi_flag_1688
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -30503,10 +37691,10 @@ epi_flag_1286:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1293:
+epi2_row_1689:
 	XORQ R12, R12
 
-epi2_col_1294:
+epi2_col_1690:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -30526,16 +37714,16 @@ epi2_col_1294:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1294
+	JL           epi2_col_1690
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1293
-	JMP          epi2_done_1034
+	JL           epi2_row_1689
+	JMP          epi2_done_1430
 
-epi_flag_1292:
+epi_flag_1688:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -30563,12 +37751,12 @@ epi_flag_1292:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1295:
+epi2_row_1691:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_1296:
+epi2_col_1692:
 	VMOVDQU      (R12)(R14*4), Y3
 	VPMULLD      (R10)(R14*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -30589,22 +37777,22 @@ epi2_col_1296:
 	VMOVQ        X3, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1296
+	JL           epi2_col_1692
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1295
-	JMP          epi2_done_1034
+	JL           epi2_row_1691
+	JMP          epi2_done_1430
 
-epi_flag_1273:
+epi_flag_1669:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1297
+	JNZ          epi_flag_1693
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1298
+	JNZ          epi_flag_1694
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1299
+	JNZ          epi_flag_1695
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -30619,10 +37807,10 @@ epi_flag_1273:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1300:
+epi2_row_1696:
 	XORQ R11, R11
 
-epi2_col_1301:
+epi2_col_1697:
 	VMOVDQU   (R9)(R11*4), Y2
 	VPMULLD   (SI)(R11*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -30634,15 +37822,15 @@ epi2_col_1301:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1301
+	JL        epi2_col_1697
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1300
-	JMP       epi2_done_1034
+	JL        epi2_row_1696
+	JMP       epi2_done_1430
 
-epi_flag_1299:
+epi_flag_1695:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -30658,12 +37846,12 @@ epi_flag_1299:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_1302:
+epi2_row_1698:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_1303:
+epi2_col_1699:
 	VMOVDQU   (R11)(R13*4), Y3
 	VPMULLD   (R8)(R13*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -30676,17 +37864,17 @@ epi2_col_1303:
 	VMOVUPS   Y3, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1303
+	JL        epi2_col_1699
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1302
-	JMP       epi2_done_1034
+	JL        epi2_row_1698
+	JMP       epi2_done_1430
 
-epi_flag_1298:
+epi_flag_1694:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1304
+	JNZ          epi_flag_1700
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -30711,10 +37899,10 @@ epi_flag_1298:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1305:
+epi2_row_1701:
 	XORQ R11, R11
 
-epi2_col_1306:
+epi2_col_1702:
 	VMOVDQU      (R9)(R11*4), Y2
 	VPMULLD      (SI)(R11*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -30734,15 +37922,15 @@ epi2_col_1306:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1306
+	JL           epi2_col_1702
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1305
-	JMP          epi2_done_1034
+	JL           epi2_row_1701
+	JMP          epi2_done_1430
 
-epi_flag_1304:
+epi_flag_1700:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -30768,12 +37956,12 @@ epi_flag_1304:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1307:
+epi2_row_1703:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_1308:
+epi2_col_1704:
 	VMOVDQU      (R11)(R13*4), Y3
 	VPMULLD      (R8)(R13*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -30794,19 +37982,19 @@ epi2_col_1308:
 	VMOVQ        X3, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1308
+	JL           epi2_col_1704
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1307
-	JMP          epi2_done_1034
+	JL           epi2_row_1703
+	JMP          epi2_done_1430
 
-epi_flag_1297:
+epi_flag_1693:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1309
+	JNZ          epi_flag_1705
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1310
+	JNZ          epi_flag_1706
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -30824,10 +38012,10 @@ epi_flag_1297:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1311:
+epi2_row_1707:
 	XORQ R13, R13
 
-epi2_col_1312:
+epi2_col_1708:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -30840,16 +38028,16 @@ epi2_col_1312:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1312
+	JL        epi2_col_1708
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1311
-	JMP       epi2_done_1034
+	JL        epi2_row_1707
+	JMP       epi2_done_1430
 
-epi_flag_1310:
+epi_flag_1706:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -30868,12 +38056,12 @@ epi_flag_1310:
 	MOVQ  c+0(FP), R13
 	XORQ  R14, R14
 
-epi2_row_1313:
+epi2_row_1709:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_1314:
+epi2_col_1710:
 	VMOVDQU   (R13)(R15*4), Y3
 	VPMULLD   (R10)(R15*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -30887,18 +38075,18 @@ epi2_col_1314:
 	VMOVUPS   Y3, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_1314
+	JL        epi2_col_1710
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_1313
-	JMP       epi2_done_1034
+	JL        epi2_row_1709
+	JMP       epi2_done_1430
 
-epi_flag_1309:
+epi_flag_1705:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1315
+	JNZ          epi_flag_1711
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -30926,10 +38114,10 @@ epi_flag_1309:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1316:
+epi2_row_1712:
 	XORQ R13, R13
 
-epi2_col_1317:
+epi2_col_1713:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -30950,16 +38138,16 @@ epi2_col_1317:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1317
+	JL           epi2_col_1713
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1316
-	JMP          epi2_done_1034
+	JL           epi2_row_1712
+	JMP          epi2_done_1430
 
-epi_flag_1315:
+epi_flag_1711:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -30988,12 +38176,12 @@ epi_flag_1315:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1318:
+epi2_row_1714:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_1319:
+epi2_col_1715:
 	VMOVDQU      (R13)(R15*4), Y3
 	VPMULLD      (R10)(R15*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -31015,15 +38203,15 @@ epi2_col_1319:
 	VMOVQ        X3, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_1319
+	JL           epi2_col_1715
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_1318
+	JL           epi2_row_1714
 
-epi2_done_1034:
+epi2_done_1430:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -31059,9 +38247,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_1321
+	JZ     peak_done_1717
 
-peak_1320:
+peak_1716:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -31087,9 +38275,9 @@ peak_1320:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_1320
+	JNZ      peak_1716
 
-peak_done_1321:
+peak_done_1717:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -31147,9 +38335,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_1323
+	JZ     peak_done_1719
 
-peak_1322:
+peak_1718:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -31175,9 +38363,9 @@ peak_1322:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_1322
+	JNZ         peak_1718
 
-peak_done_1323:
+peak_done_1719:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -31223,9 +38411,9 @@ TEXT ·peakAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_1325
+	JZ    peak_done_1721
 
-peak_1324:
+peak_1720:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y1, Y1
 	VPMADDWD Y0, Y0, Y13
@@ -31251,9 +38439,9 @@ peak_1324:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y12, Y12
 	DECQ     AX
-	JNZ      peak_1324
+	JNZ      peak_1720
 
-peak_done_1325:
+peak_done_1721:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -31287,9 +38475,9 @@ TEXT ·peakFP32AVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_1327
+	JZ    peak_done_1723
 
-peak_1326:
+peak_1722:
 	VFMADD231PS Y0, Y0, Y1
 	VFMADD231PS Y0, Y0, Y2
 	VFMADD231PS Y0, Y0, Y3
@@ -31303,9 +38491,9 @@ peak_1326:
 	VFMADD231PS Y0, Y0, Y11
 	VFMADD231PS Y0, Y0, Y12
 	DECQ        AX
-	JNZ         peak_1326
+	JNZ         peak_1722
 
-peak_done_1327:
+peak_done_1723:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -31349,9 +38537,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_1329
+	JZ    peak_done_1725
 
-peak_1328:
+peak_1724:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -31408,9 +38596,9 @@ peak_1328:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_1328
+	JNZ  peak_1724
 
-peak_done_1329:
+peak_done_1725:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2

@@ -21,6 +21,17 @@ import (
 // change which kernels run.
 const EnvISA = "SQC_ISA"
 
+// EnvEpilogue names the environment variable that keeps the epilogue out
+// of the kernel call: SQC_EPILOGUE=separate runs a variant with a fused
+// kernel (AMX) as kernel into the s32 scratch, then the epilogue, for
+// comparisons; "" or "fused" is the default. Any other value is an error
+// from New (wrapping ErrUnknownEpilogue).
+const EnvEpilogue = "SQC_EPILOGUE"
+
+// ErrUnknownEpilogue is wrapped by the error for an SQC_EPILOGUE value
+// that is neither "fused" nor "separate".
+var ErrUnknownEpilogue = errors.New("unknown epilogue placement")
+
 // ErrUnknownISA is wrapped by the error for an ISA name that is not one of
 // amx, vnni, avx2, go.
 var ErrUnknownISA = errors.New("unknown ISA name")
@@ -74,17 +85,27 @@ func chooseVariant(opts Options) (Variant, string, error) {
 		name, source = os.Getenv(EnvISA), EnvISA
 	}
 	vs := Variants()
-	if name == "" {
-		return vs[0], "fastest available", nil
+	v, why := vs[0], "fastest available"
+	if name != "" {
+		ceiling, err := ParseISA(name)
+		if err != nil {
+			return Variant{}, "", fmt.Errorf("qgemm: %s: %w", source, err)
+		}
+		v = bestVariant(vs, ceiling)
+		why = fmt.Sprintf("%s=%s", source, ceiling)
+		if v.ISA != ceiling {
+			why += fmt.Sprintf(" not available (CPU features: %s)", cpu.Detect())
+		}
 	}
-	ceiling, err := ParseISA(name)
-	if err != nil {
-		return Variant{}, "", fmt.Errorf("qgemm: %s: %w", source, err)
-	}
-	v := bestVariant(vs, ceiling)
-	why := fmt.Sprintf("%s=%s", source, ceiling)
-	if v.ISA != ceiling {
-		why += fmt.Sprintf(" not available (CPU features: %s)", cpu.Detect())
+	switch placement := strings.ToLower(strings.TrimSpace(os.Getenv(EnvEpilogue))); placement {
+	case "", "fused":
+	case "separate":
+		if v.fusedBlock != nil {
+			v.fusedBlock = nil
+			why += ", " + EnvEpilogue + "=separate"
+		}
+	default:
+		return Variant{}, "", fmt.Errorf("qgemm: %s: %w %q: want fused or separate", EnvEpilogue, ErrUnknownEpilogue, placement)
 	}
 	return v, why, nil
 }

@@ -24,6 +24,22 @@ func qgemmAMXEmulated(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m i
 //go:noescape
 func qgemmAMXEmulatedAVX2(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
 
+// qgemmAMXFused is the AMX (TDPBUSD) kernel with the epilogue applied per 32x32 block
+// in the last K pass (the block's tiles in an L1 buffer, then epilogueAVX512Asm). Its
+// parameters are Kernel's, then epilogueAVX512Asm's from n on, n being the real
+// columns of the whole block and the pointers at its origin. The caller must hold
+// the AMX tile-data permission (runtime/cpu.Detect).
+//
+//go:noescape
+func qgemmAMXFused(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+
+// qgemmAMXFusedEmulated is qgemmAMXFused with every tile instruction emulated by AVX512-VNNI
+// code on a tile file in its stack frame: the same loops, addresses, tile configs
+// and tails, runnable (and testable) on CPUs without AMX. It is for tests only.
+//
+//go:noescape
+func qgemmAMXFusedEmulated(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+
 // qgemmVNNI is the AVX512-VNNI Kernel: VPDPBUSD on zmm, register-blocked
 // 8 rows x 3 N-blocks (24 zmm accumulators), N-groups outermost.
 //

@@ -6,7 +6,8 @@ import "github.com/sqc-dev/sqc/runtime/cpu"
 
 // archVariants returns the assembly variants this CPU can run, best first.
 // The AMX kernel needs the tile-data permission that cpu.Detect requests
-// (f.AMXInt8 is only true once it is granted). The AVX-512 epilogue
+// (f.AMXInt8 is only true once it is granted); it applies the AVX-512
+// epilogue inside the call where it can (fused_amd64.go). The AVX-512 epilogue
 // (AVX-512 F/BW) serves every variant whose CPU has it, else the AVX2 +
 // FMA3 one.
 func archVariants(f cpu.Features) []Variant {
@@ -19,7 +20,11 @@ func archVariants(f cpu.Features) []Variant {
 	}
 	var vs []Variant
 	if f.AMXInt8 {
-		vs = append(vs, Variant{ISA: ISAAMX, Kernel: qgemmAMX, Epilogue: ep})
+		amx := Variant{ISA: ISAAMX, Kernel: qgemmAMX, Epilogue: ep}
+		if f.AVX512 {
+			amx.fusedBlock = amxFusedBlock // it calls the AVX-512 epilogue
+		}
+		vs = append(vs, amx)
 	}
 	if f.AVX512VNNI {
 		vs = append(vs, Variant{ISA: ISAVNNI, Kernel: qgemmVNNI, Epilogue: ep})
