@@ -15,7 +15,7 @@ func GEMMSerialScratchLen(m int, b *PackedB) int { return m * b.Np }
 // nothing when they do not fit; ep.Finish is not called.
 //
 // It is KernelSerial then EpilogueSerial on the whole block, validated
-// once; a caller that wants the epilogue applied to column blocks
+// once (or the variant's fused kernel, the same bits); a caller that wants the epilogue applied to column blocks
 // separately (into different outputs) calls the two itself.
 func (e *Engine) GEMMSerial(c []int32, a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 	if err := checkKernelSerial(c, a, m, lda, b); err != nil || m == 0 {
@@ -26,6 +26,9 @@ func (e *Engine) GEMMSerial(c []int32, a []uint8, m, lda int, b *PackedB, ep *Ep
 	}
 	if err := checkEpilogue(ep, m, b.N); err != nil {
 		return err
+	}
+	if f := e.variant.fusedBlock; f != nil && f(a, lda, b, c, b.Np, ep, 0, 0, m, b.Np/NBlock, b.N) {
+		return nil
 	}
 	e.variant.Kernel(&a[0], lda, &b.Data[0], b.Kp, &c[0], b.Np, m, b.Np/NBlock)
 	e.epilogue(ep, c, b.Np, 0, 0, m, b.N)
