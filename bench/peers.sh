@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the shared peer harness (../shared/bench/peers/run.sh) with sqc as one
 # more worker: PyTorch FP32/INT8, ONNX Runtime FP32/INT8 (+ without AMX) and
-# `sqc bench --serve` (modes int8, int8-vnni and int8-attn32: FP32 attention) timed interleaved, call by
-# call, on the same random-weight models; prints and saves the table, then the medians of paired
-# ratios of each sqc mode to ONNX Runtime INT8 (with and without AMX) and PyTorch FP32, per shape
+# `sqc bench --serve` (modes int8, int8-vnni, int8-attn32: FP32 attention, and on AMX int8-sepepi:
+# the GEMM epilogues outside the kernel call) timed interleaved, call by call, on the same
+# random-weight models; prints and saves the table, then the medians of paired ratios of each sqc
+# mode to ONNX Runtime INT8 (with and without AMX), PyTorch FP32 and int8-sepepi, per shape
 # (bench/pairs, $OUT/pairs.txt).
 #
 # usage: bench/peers.sh CONFIG [CONFIG...]     CONFIG: bert-base bert-large distilbert minilm-l6 | all

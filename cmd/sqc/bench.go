@@ -31,8 +31,10 @@ activation arena), the peak RSS of warm-up and timed runs, its ratio to
 weights + arena, and the whole process's peak, build included.
 
 With --serve it is a worker for ../shared/bench/peers (coord.py): JSON lines on
-stdin/stdout, modes int8 (fastest kernels), int8-vnni (AMX off) and int8-attn32
-(int8 with FP32 attention; with --attention fp32, int8-attn8: with INT8 attention).
+stdin/stdout, modes int8 (fastest kernels), int8-vnni (AMX off), int8-attn32
+(int8 with FP32 attention; with --attention fp32, int8-attn8: with INT8 attention)
+and, where int8 applies the GEMM epilogues inside the AMX kernel call, int8-sepepi
+(the same with them outside, as SQC_EPILOGUE=separate does).
 
 --threads also sets GOMAXPROCS, so the process uses at most that many cores.`,
 		Flags: []cli.Flag{

@@ -22,6 +22,10 @@ type Options struct {
 	Variant *qgemm.Variant
 	// Threads is the size of the Program's worker pool (<= 0: GOMAXPROCS).
 	Threads int
+	// SeparateEpilogue keeps the GEMM epilogue out of the kernel call where
+	// the kernel would apply it (AMX): qgemm.Options.SeparateEpilogue, for
+	// comparisons.
+	SeparateEpilogue bool
 	// Padded runs every batch in its padded layout, never packed
 	// (packed.go): for comparisons, the outputs are the same bits.
 	Padded bool

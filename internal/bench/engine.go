@@ -22,6 +22,9 @@ type Engine interface {
 type EngineOptions struct {
 	Threads int    // worker goroutines (<= 0: GOMAXPROCS)
 	ISA     string // INT8 kernel ceiling: amx, vnni, avx2, go; "" = fastest (or SQC_ISA)
+	// SeparateEpilogue keeps the GEMM epilogue out of the AMX kernel call
+	// (exec.Options.SeparateEpilogue).
+	SeparateEpilogue bool
 }
 
 // fp32Engine is the reference interpreter on the FP32 graph.

@@ -20,6 +20,10 @@ const (
 	// one peer-harness run times both side by side.
 	ModeINT8AttnFP32 = "int8-attn32"
 	ModeINT8Attn8    = "int8-attn8"
+	// ModeINT8SeparateEpilogue is ModeINT8 with the GEMM epilogue kept out
+	// of the kernel call (exec.Options.SeparateEpilogue), offered where
+	// ModeINT8's kernels apply it inside (AMX): what fusing it gains.
+	ModeINT8SeparateEpilogue = "int8-sepepi"
 )
 
 // WorkerOptions configure NewWorker.
@@ -74,14 +78,15 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 	logf("%s: calibrated on %d x %d random tokens in %.1f s, %d Linears quantised", m.Name, info.CalibSequences, info.CalibSeq, info.Calibration.Seconds(), info.QLinears)
 	w := &Worker{System: "sqc", Model: m, Log: o.Log}
 	engines := map[string]any{}
-	modes := []modeSpec{{ModeINT8, "", m.Graph}, {ModeINT8VNNI, "vnni", m.Graph}}
+	modes := []modeSpec{{name: ModeINT8, graph: m.Graph}, {name: ModeINT8VNNI, isa: "vnni", graph: m.Graph}}
 	other, err := otherAttention(m, q)
 	if err != nil {
 		return nil, err
 	}
-	modes = append(modes, other)
+	modes = append(modes, other, modeSpec{name: ModeINT8SeparateEpilogue, graph: m.Graph, separate: true})
+	int8Fused := false
 	for _, mode := range modes {
-		e, err := NewINT8(mode.graph, EngineOptions{Threads: o.Threads, ISA: mode.isa})
+		e, err := NewINT8(mode.graph, EngineOptions{Threads: o.Threads, ISA: mode.isa, SeparateEpilogue: mode.separate})
 		if err != nil {
 			if mode.isa == "" {
 				w.Close()
@@ -99,6 +104,15 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 				e.Close()
 				continue
 			}
+		}
+		fused := e.(*int8Engine).prog.Engine().FusedEpilogue()
+		if mode.name == ModeINT8 {
+			int8Fused = fused
+		}
+		if mode.separate && !int8Fused {
+			logf("mode %s not offered: mode %s applies its GEMM epilogues outside the kernel call already", mode.name, ModeINT8)
+			e.Close()
+			continue
 		}
 		w.Modes = append(w.Modes, WorkerMode{Name: mode.name, Engine: e})
 		engines[mode.name] = e.Describe()
@@ -157,6 +171,7 @@ func otherAttention(m *Model, q QuantOptions) (modeSpec, error) {
 type modeSpec struct {
 	name, isa string
 	graph     *compiler.Graph
+	separate  bool // EngineOptions.SeparateEpilogue
 }
 
 // Close closes the worker's engines.

@@ -23,6 +23,11 @@ type Options struct {
 	// Variant, if set, is used as is, bypassing ISA and SQC_ISA: tests and
 	// benchmarks force each entry of Variants() this way.
 	Variant *Variant
+	// SeparateEpilogue runs the kernel into the s32 scratch, then the
+	// epilogue, even where the variant applies the epilogue inside the
+	// kernel call (AMX), for comparisons; SQC_EPILOGUE=separate (see
+	// EnvEpilogue) does the same.
+	SeparateEpilogue bool
 }
 
 // Engine runs GEMMs with one chosen variant on a worker pool. It is built
@@ -76,6 +81,11 @@ func (e *Engine) Close() {
 
 // Variant returns the variant the Engine runs.
 func (e *Engine) Variant() Variant { return e.variant }
+
+// FusedEpilogue reports whether the Engine applies the epilogue inside the
+// kernel call (the AMX kernel does, unless Options.SeparateEpilogue or
+// SQC_EPILOGUE=separate).
+func (e *Engine) FusedEpilogue() bool { return e.variant.fusedBlock != nil }
 
 // ISA returns the family of the Engine's variant.
 func (e *Engine) ISA() ISA { return e.variant.ISA }

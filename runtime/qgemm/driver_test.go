@@ -630,13 +630,39 @@ func TestSQCEpilogueForcing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("SQC_EPILOGUE=%q: %v", c.value, err)
 		}
-		if got := e.variant.fusedBlock != nil; got != c.wantFused {
+		if got := e.FusedEpilogue(); got != c.wantFused {
 			t.Errorf("SQC_EPILOGUE=%q: fused kernel %v, want %v (%s)", c.value, got, c.wantFused, e.Describe())
 		}
 		if c.wantFused != strings.Contains(e.Describe(), "in the kernel call") {
 			t.Errorf("SQC_EPILOGUE=%q: Describe() = %q does not say where the epilogue runs", c.value, e.Describe())
 		}
 		e.Close()
+	}
+	t.Setenv(EnvEpilogue, "")
+	e, err := New(Options{Threads: 1, SeparateEpilogue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.FusedEpilogue() {
+		t.Errorf("Options.SeparateEpilogue: the epilogue is still fused (%s)", e.Describe())
+	}
+	e.Close()
+	// A forced variant with a fused kernel (the AMX emulation's, on CPUs
+	// without AMX) keeps it unless told otherwise.
+	for _, tv := range testVariants() {
+		if tv.why != "" || tv.v.fusedBlock == nil {
+			continue
+		}
+		for _, separate := range []bool{false, true} {
+			e, err := New(Options{Threads: 1, Variant: &tv.v, SeparateEpilogue: separate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.FusedEpilogue() == separate {
+				t.Errorf("%s with SeparateEpilogue=%v: FusedEpilogue() = %v (%s)", tv.name, separate, e.FusedEpilogue(), e.Describe())
+			}
+			e.Close()
+		}
 	}
 	t.Setenv(EnvEpilogue, "inline")
 	if _, err := New(Options{}); !errors.Is(err, ErrUnknownEpilogue) || !strings.Contains(err.Error(), EnvEpilogue) {

@@ -71,8 +71,30 @@ func bestVariant(vs []Variant, ceiling ISA) Variant {
 }
 
 // chooseVariant applies Options.Variant, Options.ISA and SQC_ISA, in that
-// order of precedence, and says how the choice was made.
+// order of precedence, then Options.SeparateEpilogue and SQC_EPILOGUE, and
+// says how the choice was made.
 func chooseVariant(opts Options) (Variant, string, error) {
+	v, why, err := chooseKernel(opts)
+	if err != nil {
+		return Variant{}, "", err
+	}
+	separate := opts.SeparateEpilogue
+	switch placement := strings.ToLower(strings.TrimSpace(os.Getenv(EnvEpilogue))); placement {
+	case "", "fused":
+	case "separate":
+		separate = true
+	default:
+		return Variant{}, "", fmt.Errorf("qgemm: %s: %w %q: want fused or separate", EnvEpilogue, ErrUnknownEpilogue, placement)
+	}
+	if separate && v.fusedBlock != nil {
+		v.fusedBlock = nil
+		why += ", epilogue kept separate"
+	}
+	return v, why, nil
+}
+
+// chooseKernel applies Options.Variant, Options.ISA and SQC_ISA.
+func chooseKernel(opts Options) (Variant, string, error) {
 	if opts.Variant != nil {
 		v := *opts.Variant
 		if v.Kernel == nil {
@@ -85,27 +107,17 @@ func chooseVariant(opts Options) (Variant, string, error) {
 		name, source = os.Getenv(EnvISA), EnvISA
 	}
 	vs := Variants()
-	v, why := vs[0], "fastest available"
-	if name != "" {
-		ceiling, err := ParseISA(name)
-		if err != nil {
-			return Variant{}, "", fmt.Errorf("qgemm: %s: %w", source, err)
-		}
-		v = bestVariant(vs, ceiling)
-		why = fmt.Sprintf("%s=%s", source, ceiling)
-		if v.ISA != ceiling {
-			why += fmt.Sprintf(" not available (CPU features: %s)", cpu.Detect())
-		}
+	if name == "" {
+		return vs[0], "fastest available", nil
 	}
-	switch placement := strings.ToLower(strings.TrimSpace(os.Getenv(EnvEpilogue))); placement {
-	case "", "fused":
-	case "separate":
-		if v.fusedBlock != nil {
-			v.fusedBlock = nil
-			why += ", " + EnvEpilogue + "=separate"
-		}
-	default:
-		return Variant{}, "", fmt.Errorf("qgemm: %s: %w %q: want fused or separate", EnvEpilogue, ErrUnknownEpilogue, placement)
+	ceiling, err := ParseISA(name)
+	if err != nil {
+		return Variant{}, "", fmt.Errorf("qgemm: %s: %w", source, err)
+	}
+	v := bestVariant(vs, ceiling)
+	why := fmt.Sprintf("%s=%s", source, ceiling)
+	if v.ISA != ceiling {
+		why += fmt.Sprintf(" not available (CPU features: %s)", cpu.Detect())
 	}
 	return v, why, nil
 }

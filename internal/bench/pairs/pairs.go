@@ -46,8 +46,8 @@ type Ratio struct {
 }
 
 // Read parses results.jsonl from r and returns, for every shape and every
-// pair (target, reference) with target among targets and reference among
-// references, the paired ratios, sorted by shape then target then
+// pair (target, reference) of two systems/modes with target among targets
+// and reference among references, the paired ratios, sorted by shape then target then
 // reference. Lines that are not untagged bench records are skipped; a line
 // that is not JSON is an error naming its number.
 func Read(r io.Reader, targets, references []string) ([]Ratio, error) {
@@ -87,6 +87,9 @@ func Read(r io.Reader, targets, references []string) ([]Ratio, error) {
 	for k, times := range rounds {
 		for _, t := range targets {
 			for _, ref := range references {
+				if t == ref {
+					continue
+				}
 				tt, rt := times[t], times[ref]
 				for i := range min(len(tt), len(rt)) {
 					if tt[i] > 0 && rt[i] > 0 {
