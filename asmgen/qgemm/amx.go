@@ -292,8 +292,8 @@ type amxState struct {
 // the TDPBUSDs of step k. M tails use a second tile config whose last tile
 // row has m%32-16 (or m%16) rows, so no A row >= m is read and no C row >=
 // m is written; an odd trailing N-block uses a 2x1 (or 1x1) block.
-// LDTILECFG runs at the start of each pass (and for the M tail);
-// TILERELEASE before returning.
+// LDTILECFG runs on entry, for the M tail, and at the start of the pass
+// after an M tail; TILERELEASE before returning.
 //
 // With fused, the kernel applies the epilogue per 32x32 block in the last
 // K pass (amxfused.go); its signature is amxFusedSig's.
@@ -400,9 +400,18 @@ func genAMXKernel(g *gen, name string, t tileOps, fused bool) {
 	g.CMOVQGT(chunk, steps)
 	g.SHRQ(operand.U8(6), steps)
 	g.MOVQ(steps, st.ksteps)
+	// LDTILECFG (80-120 ns) in the first pass, and in later ones only if
+	// the previous pass ended on the M-tail config.
+	cfgLoad, cfgReady := g.NewLabel("cfg_load"), g.NewLabel("cfg_ready")
+	g.CMPQ(st.koff, operand.U8(0))
+	g.JE(operand.LabelRef(cfgLoad))
+	g.TESTQ(operand.U32(31), g.ParamAddr("m"))
+	g.JZ(operand.LabelRef(cfgReady))
+	g.Label(cfgLoad)
 	p := g.GP64()
 	g.LEAQ(cfg, p)
 	t.ldTileCfg(p)
+	g.Label(cfgReady)
 
 	a := g.Load("a")
 	g.ADDQ(koff, a)

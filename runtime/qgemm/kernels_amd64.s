@@ -72,7 +72,13 @@ kpass_3:
 	CMOVQGT DX, CX
 	SHRQ    $0x06, CX
 	MOVQ    CX, 136(SP)
-	LEAQ    (SP), CX
+	CMPQ    128(SP), $0x00
+	JE      cfg_load_6
+	TESTQ   $0x0000001f, m+48(FP)
+	JZ      cfg_ready_7
+
+cfg_load_6:
+	LEAQ (SP), CX
 
 	// amx: ldtilecfg (%rcx)
 	BYTE $0xc4
@@ -80,6 +86,8 @@ kpass_3:
 	BYTE $0x78
 	BYTE $0x49
 	BYTE $0x01
+
+cfg_ready_7:
 	MOVQ a+0(FP), CX
 	ADDQ AX, CX
 	MOVQ CX, 144(SP)
@@ -89,10 +97,10 @@ kpass_3:
 	SHRQ $0x05, AX
 	MOVQ AX, 160(SP)
 
-mblock_6:
+mblock_8:
 	MOVQ  160(SP), AX
 	TESTQ AX, AX
-	JZ    mtail_7
+	JZ    mtail_9
 	DECQ  AX
 	MOVQ  AX, 160(SP)
 	MOVQ  b+16(FP), AX
@@ -103,10 +111,10 @@ mblock_6:
 	SHRQ  $0x01, AX
 	MOVQ  AX, 184(SP)
 
-npair_8:
+npair_10:
 	MOVQ  184(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_9
+	JZ    nodd_11
 	DECQ  AX
 	MOVQ  AX, 184(SP)
 
@@ -126,7 +134,7 @@ npair_8:
 	MOVQ 136(SP), R8
 	DECQ R8
 	CMPQ 128(SP), $0x00
-	JNE  cload_11
+	JNE  cload_13
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -155,9 +163,9 @@ npair_8:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xd8
-	JMP  cready_12
+	JMP  cready_14
 
-cload_11:
+cload_13:
 	MOVQ 176(SP), R9
 	MOVQ ldc+40(FP), R10
 	SHLQ $0x02, R10
@@ -202,7 +210,7 @@ cload_11:
 	BYTE $0x13
 	BYTE $0x40
 
-cready_12:
+cready_14:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -235,9 +243,9 @@ cready_12:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_13:
+kstep_15:
 	TESTQ R8, R8
-	JZ    klast_14
+	JZ    klast_16
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -303,9 +311,9 @@ kstep_13:
 	BYTE $0x3c
 	BYTE $0x3e
 	DECQ R8
-	JMP  kstep_13
+	JMP  kstep_15
 
-klast_14:
+klast_16:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -384,12 +392,12 @@ klast_14:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 168(SP)
-	JMP  npair_8
+	JMP  npair_10
 
-nodd_9:
+nodd_11:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_10
+	JZ    nend_12
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ lda+8(FP), AX
@@ -404,7 +412,7 @@ nodd_9:
 	MOVQ 136(SP), DI
 	DECQ DI
 	CMPQ 128(SP), $0x00
-	JNE  cload_15
+	JNE  cload_17
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -419,9 +427,9 @@ nodd_9:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xd0
-	JMP  cready_16
+	JMP  cready_18
 
-cload_15:
+cload_17:
 	MOVQ 176(SP), R8
 	MOVQ ldc+40(FP), R9
 	SHLQ $0x02, R9
@@ -445,7 +453,7 @@ cload_15:
 	BYTE $0x14
 	BYTE $0x0a
 
-cready_16:
+cready_18:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -470,9 +478,9 @@ cready_16:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_17:
+kstep_19:
 	TESTQ DI, DI
-	JZ    klast_18
+	JZ    klast_20
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -515,9 +523,9 @@ kstep_17:
 	BYTE $0x34
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_17
+	JMP  kstep_19
 
-klast_18:
+klast_20:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -554,7 +562,7 @@ klast_18:
 	BYTE $0x14
 	BYTE $0x0a
 
-nend_10:
+nend_12:
 	MOVQ 144(SP), AX
 	MOVQ lda+8(FP), CX
 	SHLQ $0x05, CX
@@ -565,9 +573,9 @@ nend_10:
 	SHLQ $0x07, CX
 	ADDQ CX, AX
 	MOVQ AX, 152(SP)
-	JMP  mblock_6
+	JMP  mblock_8
 
-mtail_7:
+mtail_9:
 	// M tail of 1..31 rows, with the tail config.
 	MOVQ m+48(FP), AX
 	ANDQ $0x1f, AX
@@ -581,7 +589,7 @@ mtail_7:
 	BYTE $0x49
 	BYTE $0x01
 	CMPQ AX, $0x10
-	JLE  mtail_small_19
+	JLE  mtail_small_21
 	MOVQ b+16(FP), AX
 	MOVQ AX, 168(SP)
 	MOVQ 152(SP), AX
@@ -590,10 +598,10 @@ mtail_7:
 	SHRQ $0x01, AX
 	MOVQ AX, 184(SP)
 
-npair_20:
+npair_22:
 	MOVQ  184(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_21
+	JZ    nodd_23
 	DECQ  AX
 	MOVQ  AX, 184(SP)
 
@@ -613,7 +621,7 @@ npair_20:
 	MOVQ 136(SP), R8
 	DECQ R8
 	CMPQ 128(SP), $0x00
-	JNE  cload_23
+	JNE  cload_25
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -642,9 +650,9 @@ npair_20:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xd8
-	JMP  cready_24
+	JMP  cready_26
 
-cload_23:
+cload_25:
 	MOVQ 176(SP), R9
 	MOVQ ldc+40(FP), R10
 	SHLQ $0x02, R10
@@ -689,7 +697,7 @@ cload_23:
 	BYTE $0x13
 	BYTE $0x40
 
-cready_24:
+cready_26:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -722,9 +730,9 @@ cready_24:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_25:
+kstep_27:
 	TESTQ R8, R8
-	JZ    klast_26
+	JZ    klast_28
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -790,9 +798,9 @@ kstep_25:
 	BYTE $0x3c
 	BYTE $0x3e
 	DECQ R8
-	JMP  kstep_25
+	JMP  kstep_27
 
-klast_26:
+klast_28:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -871,12 +879,12 @@ klast_26:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 168(SP)
-	JMP  npair_20
+	JMP  npair_22
 
-nodd_21:
+nodd_23:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_22
+	JZ    nend_24
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ lda+8(FP), AX
@@ -891,7 +899,7 @@ nodd_21:
 	MOVQ 136(SP), DI
 	DECQ DI
 	CMPQ 128(SP), $0x00
-	JNE  cload_27
+	JNE  cload_29
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -906,9 +914,9 @@ nodd_21:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xd0
-	JMP  cready_28
+	JMP  cready_30
 
-cload_27:
+cload_29:
 	MOVQ 176(SP), R8
 	MOVQ ldc+40(FP), R9
 	SHLQ $0x02, R9
@@ -932,7 +940,7 @@ cload_27:
 	BYTE $0x14
 	BYTE $0x0a
 
-cready_28:
+cready_30:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -957,9 +965,9 @@ cready_28:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_29:
+kstep_31:
 	TESTQ DI, DI
-	JZ    klast_30
+	JZ    klast_32
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -1002,9 +1010,9 @@ kstep_29:
 	BYTE $0x34
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_29
+	JMP  kstep_31
 
-klast_30:
+klast_32:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -1041,10 +1049,10 @@ klast_30:
 	BYTE $0x14
 	BYTE $0x0a
 
-nend_22:
+nend_24:
 	JMP kpass_end_4
 
-mtail_small_19:
+mtail_small_21:
 	MOVQ b+16(FP), AX
 	MOVQ AX, 168(SP)
 	MOVQ 152(SP), AX
@@ -1053,10 +1061,10 @@ mtail_small_19:
 	SHRQ $0x01, AX
 	MOVQ AX, 184(SP)
 
-npair_31:
+npair_33:
 	MOVQ  184(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_32
+	JZ    nodd_34
 	DECQ  AX
 	MOVQ  AX, 184(SP)
 
@@ -1073,7 +1081,7 @@ npair_31:
 	MOVQ 136(SP), DI
 	DECQ DI
 	CMPQ 128(SP), $0x00
-	JNE  cload_34
+	JNE  cload_36
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -1088,9 +1096,9 @@ npair_31:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xc8
-	JMP  cready_35
+	JMP  cready_37
 
-cload_34:
+cload_36:
 	MOVQ 176(SP), R8
 	MOVQ ldc+40(FP), R9
 	SHLQ $0x02, R9
@@ -1112,7 +1120,7 @@ cload_34:
 	BYTE $0x08
 	BYTE $0x40
 
-cready_35:
+cready_37:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -1137,9 +1145,9 @@ cready_35:
 	BYTE $0x3c
 	BYTE $0x33
 
-kstep_36:
+kstep_38:
 	TESTQ DI, DI
-	JZ    klast_37
+	JZ    klast_39
 	ADDQ  $0x40, CX
 	ADDQ  $0x00000400, DX
 	ADDQ  $0x00000400, BX
@@ -1182,9 +1190,9 @@ kstep_36:
 	BYTE $0x3c
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_36
+	JMP  kstep_38
 
-klast_37:
+klast_39:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -1226,12 +1234,12 @@ klast_37:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 168(SP)
-	JMP  npair_31
+	JMP  npair_33
 
-nodd_32:
+nodd_34:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_33
+	JZ    nend_35
 
 	// 1x1 block of 16x16 C tiles.
 	MOVQ lda+8(FP), AX
@@ -1243,7 +1251,7 @@ nodd_32:
 	MOVQ 136(SP), SI
 	DECQ SI
 	CMPQ 128(SP), $0x00
-	JNE  cload_38
+	JNE  cload_40
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -1251,9 +1259,9 @@ nodd_32:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xc0
-	JMP  cready_39
+	JMP  cready_41
 
-cload_38:
+cload_40:
 	MOVQ 176(SP), DI
 	MOVQ ldc+40(FP), R8
 	SHLQ $0x02, R8
@@ -1266,7 +1274,7 @@ cload_38:
 	BYTE $0x04
 	BYTE $0x07
 
-cready_39:
+cready_41:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -1283,9 +1291,9 @@ cready_39:
 	BYTE $0x34
 	BYTE $0x1a
 
-kstep_40:
+kstep_42:
 	TESTQ SI, SI
-	JZ    klast_41
+	JZ    klast_43
 	ADDQ  $0x40, CX
 	ADDQ  $0x00000400, DX
 
@@ -1312,9 +1320,9 @@ kstep_40:
 	BYTE $0x34
 	BYTE $0x1a
 	DECQ SI
-	JMP  kstep_40
+	JMP  kstep_42
 
-klast_41:
+klast_43:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -1333,7 +1341,7 @@ klast_41:
 	BYTE $0x04
 	BYTE $0x08
 
-nend_33:
+nend_35:
 kpass_end_4:
 	MOVQ 128(SP), AX
 	ADDQ $0x00000300, AX
@@ -1388,110 +1396,118 @@ TEXT ·qgemmAMXEmulated(SB), $8448-64
 	MOVQ AX, 8376(SP)
 	MOVQ m+48(FP), AX
 	ANDQ $0x1f, AX
-	JZ   cfg_tail_done_42
+	JZ   cfg_tail_done_44
 	CMPQ AX, $0x10
-	JLE  cfg_tail_small_43
+	JLE  cfg_tail_small_45
 	SUBQ $0x10, AX
 	MOVB AL, 8370(SP)
 	MOVB AL, 8371(SP)
 	MOVB AL, 8373(SP)
-	JMP  cfg_tail_done_42
+	JMP  cfg_tail_done_44
 
-cfg_tail_small_43:
+cfg_tail_small_45:
 	MOVB AL, 8368(SP)
 	MOVB AL, 8369(SP)
 	MOVB AL, 8372(SP)
 
-cfg_tail_done_42:
+cfg_tail_done_44:
 	XORQ AX, AX
 	MOVQ AX, 8384(SP)
 
-kpass_44:
+kpass_46:
 	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
 	MOVQ    8384(SP), AX
 	MOVQ    kp+24(FP), CX
 	SUBQ    AX, CX
-	JLE     done_46
+	JLE     done_48
 	MOVQ    $0x00000300, DX
 	CMPQ    CX, DX
 	CMOVQGT DX, CX
 	SHRQ    $0x06, CX
 	MOVQ    CX, 8392(SP)
+	CMPQ    8384(SP), $0x00
+	JE      cfg_load_49
+	TESTQ   $0x0000001f, m+48(FP)
+	JZ      cfg_ready_50
+
+cfg_load_49:
 	LEAQ    8256(SP), CX
 	MOVQ    $0x0000000000000001, DX
 	CMPQ    (CX), DX
-	JNE     emu_badcfg_47
+	JNE     emu_badcfg_51
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    8(CX), DX
-	JNE     emu_badcfg_47
+	JNE     emu_badcfg_51
 	MOVQ    $0x0040004000400040, DX
 	CMPQ    16(CX), DX
-	JNE     emu_badcfg_47
+	JNE     emu_badcfg_51
 	MOVQ    $0x0040004000400040, DX
 	CMPQ    24(CX), DX
-	JNE     emu_badcfg_47
+	JNE     emu_badcfg_51
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    32(CX), DX
-	JNE     emu_badcfg_47
+	JNE     emu_badcfg_51
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    40(CX), DX
-	JNE     emu_badcfg_47
+	JNE     emu_badcfg_51
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    56(CX), DX
-	JNE     emu_badcfg_47
+	JNE     emu_badcfg_51
 	MOVBQZX 48(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_47
+	JA      emu_badcfg_51
 	MOVBQZX 49(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_47
+	JA      emu_badcfg_51
 	MOVBQZX 50(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_47
+	JA      emu_badcfg_51
 	MOVBQZX 51(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_47
+	JA      emu_badcfg_51
 	MOVBQZX 52(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_47
+	JA      emu_badcfg_51
 	MOVBQZX 53(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_47
+	JA      emu_badcfg_51
 	MOVBQZX 54(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_47
+	JA      emu_badcfg_51
 	MOVBQZX 55(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_47
-	JMP     emu_cfgok_48
+	JA      emu_badcfg_51
+	JMP     emu_cfgok_52
 
-emu_badcfg_47:
+emu_badcfg_51:
 	UD2
 
-emu_cfgok_48:
+emu_cfgok_52:
 	VMOVDQU64 (CX), Z0
 	VMOVDQU64 Z0, 8192(SP)
-	MOVQ      a+0(FP), CX
-	ADDQ      AX, CX
-	MOVQ      CX, 8400(SP)
-	MOVQ      c+32(FP), AX
-	MOVQ      AX, 8408(SP)
-	MOVQ      m+48(FP), AX
-	SHRQ      $0x05, AX
-	MOVQ      AX, 8416(SP)
 
-mblock_49:
+cfg_ready_50:
+	MOVQ a+0(FP), CX
+	ADDQ AX, CX
+	MOVQ CX, 8400(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 8408(SP)
+	MOVQ m+48(FP), AX
+	SHRQ $0x05, AX
+	MOVQ AX, 8416(SP)
+
+mblock_53:
 	MOVQ  8416(SP), AX
 	TESTQ AX, AX
-	JZ    mtail_50
+	JZ    mtail_54
 	DECQ  AX
 	MOVQ  AX, 8416(SP)
 	MOVQ  b+16(FP), AX
@@ -1502,10 +1518,10 @@ mblock_49:
 	SHRQ  $0x01, AX
 	MOVQ  AX, 8440(SP)
 
-npair_51:
+npair_55:
 	MOVQ  8440(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_52
+	JZ    nodd_56
 	DECQ  AX
 	MOVQ  AX, 8440(SP)
 
@@ -1525,7 +1541,7 @@ npair_51:
 	MOVQ      8392(SP), R8
 	DECQ      R8
 	CMPQ      8384(SP), $0x00
-	JNE       cload_54
+	JNE       cload_58
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, (SP)
 	VMOVDQU64 Z0, 64(SP)
@@ -1594,9 +1610,9 @@ npair_51:
 	VMOVDQU64 Z0, 3904(SP)
 	VMOVDQU64 Z0, 3968(SP)
 	VMOVDQU64 Z0, 4032(SP)
-	JMP       cready_55
+	JMP       cready_59
 
-cload_54:
+cload_58:
 	MOVQ      8432(SP), R9
 	MOVQ      ldc+40(FP), R10
 	SHLQ      $0x02, R10
@@ -1621,17 +1637,17 @@ cload_54:
 	MOVBQZX   8240(SP), R12
 	XORQ      R13, R13
 
-emu_row_56:
+emu_row_60:
 	TESTQ     R12, R12
-	JZ        emu_row_done_57
+	JZ        emu_row_done_61
 	VMOVDQU64 (R11), Z0
 	VMOVDQU64 Z0, (SP)(R13*1)
 	ADDQ      R10, R11
 	ADDQ      $0x40, R13
 	DECQ      R12
-	JMP       emu_row_56
+	JMP       emu_row_60
 
-emu_row_done_57:
+emu_row_done_61:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 1024(SP)
 	VMOVDQU64 Z0, 1088(SP)
@@ -1653,17 +1669,17 @@ emu_row_done_57:
 	MOVBQZX   8241(SP), R12
 	XORQ      R13, R13
 
-emu_row_58:
+emu_row_62:
 	TESTQ     R12, R12
-	JZ        emu_row_done_59
+	JZ        emu_row_done_63
 	VMOVDQU64 (R11), Z0
 	VMOVDQU64 Z0, 1024(SP)(R13*1)
 	ADDQ      R10, R11
 	ADDQ      $0x40, R13
 	DECQ      R12
-	JMP       emu_row_58
+	JMP       emu_row_62
 
-emu_row_done_59:
+emu_row_done_63:
 	MOVQ      R10, R11
 	SHLQ      $0x04, R11
 	ADDQ      R9, R11
@@ -1688,17 +1704,17 @@ emu_row_done_59:
 	MOVBQZX   8242(SP), R12
 	XORQ      R13, R13
 
-emu_row_60:
+emu_row_64:
 	TESTQ     R12, R12
-	JZ        emu_row_done_61
+	JZ        emu_row_done_65
 	VMOVDQU64 (R11), Z0
 	VMOVDQU64 Z0, 2048(SP)(R13*1)
 	ADDQ      R10, R11
 	ADDQ      $0x40, R13
 	DECQ      R12
-	JMP       emu_row_60
+	JMP       emu_row_64
 
-emu_row_done_61:
+emu_row_done_65:
 	MOVQ      R10, R11
 	SHLQ      $0x04, R11
 	ADDQ      R9, R11
@@ -1723,18 +1739,18 @@ emu_row_done_61:
 	MOVBQZX   8243(SP), R11
 	XORQ      R12, R12
 
-emu_row_62:
+emu_row_66:
 	TESTQ     R11, R11
-	JZ        emu_row_done_63
+	JZ        emu_row_done_67
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 3072(SP)(R12*1)
 	ADDQ      R10, R9
 	ADDQ      $0x40, R12
 	DECQ      R11
-	JMP       emu_row_62
+	JMP       emu_row_66
 
-emu_row_done_63:
-cready_55:
+emu_row_done_67:
+cready_59:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -1756,17 +1772,17 @@ cready_55:
 	MOVBQZX   8244(SP), R10
 	XORQ      R11, R11
 
-emu_row_64:
+emu_row_68:
 	TESTQ     R10, R10
-	JZ        emu_row_done_65
+	JZ        emu_row_done_69
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 4096(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_64
+	JMP       emu_row_68
 
-emu_row_done_65:
+emu_row_done_69:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -1788,17 +1804,17 @@ emu_row_done_65:
 	MOVBQZX   8246(SP), R10
 	XORQ      R11, R11
 
-emu_row_66:
+emu_row_70:
 	TESTQ     R10, R10
-	JZ        emu_row_done_67
+	JZ        emu_row_done_71
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 6144(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_66
+	JMP       emu_row_70
 
-emu_row_done_67:
+emu_row_done_71:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
@@ -1820,17 +1836,17 @@ emu_row_done_67:
 	MOVBQZX   8247(SP), R10
 	XORQ      R11, R11
 
-emu_row_68:
+emu_row_72:
 	TESTQ     R10, R10
-	JZ        emu_row_done_69
+	JZ        emu_row_done_73
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 7168(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_68
+	JMP       emu_row_72
 
-emu_row_done_69:
+emu_row_done_73:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -1852,20 +1868,20 @@ emu_row_done_69:
 	MOVBQZX   8245(SP), R10
 	XORQ      R11, R11
 
-emu_row_70:
+emu_row_74:
 	TESTQ     R10, R10
-	JZ        emu_row_done_71
+	JZ        emu_row_done_75
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 5120(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_70
+	JMP       emu_row_74
 
-emu_row_done_71:
-kstep_72:
+emu_row_done_75:
+kstep_76:
 	TESTQ   R8, R8
-	JZ      klast_73
+	JZ      klast_77
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -1873,21 +1889,21 @@ kstep_72:
 	MOVBQZX 8240(SP), R9
 	MOVBQZX 8244(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_74
+	JE      emu_shapeok_78
 	UD2
 
-emu_shapeok_74:
+emu_shapeok_78:
 	MOVBQZX 8246(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_75
+	JE      emu_shapeok_79
 	UD2
 
-emu_shapeok_75:
+emu_shapeok_79:
 	XORQ R10, R10
 
-emu_row_76:
+emu_row_80:
 	TESTQ        R9, R9
-	JZ           emu_row_done_77
+	JZ           emu_row_done_81
 	VMOVDQU32    (SP)(R10*1), Z0
 	VPBROADCASTD 4096(SP)(R10*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -1924,27 +1940,27 @@ emu_row_76:
 	VMOVDQU32    Z0, (SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_76
+	JMP          emu_row_80
 
-emu_row_done_77:
+emu_row_done_81:
 	MOVBQZX 8241(SP), R9
 	MOVBQZX 8244(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_78
+	JE      emu_shapeok_82
 	UD2
 
-emu_shapeok_78:
+emu_shapeok_82:
 	MOVBQZX 8247(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_79
+	JE      emu_shapeok_83
 	UD2
 
-emu_shapeok_79:
+emu_shapeok_83:
 	XORQ R10, R10
 
-emu_row_80:
+emu_row_84:
 	TESTQ        R9, R9
-	JZ           emu_row_done_81
+	JZ           emu_row_done_85
 	VMOVDQU32    1024(SP)(R10*1), Z0
 	VPBROADCASTD 4096(SP)(R10*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -1981,9 +1997,9 @@ emu_row_80:
 	VMOVDQU32    Z0, 1024(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_80
+	JMP          emu_row_84
 
-emu_row_done_81:
+emu_row_done_85:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -2005,35 +2021,35 @@ emu_row_done_81:
 	MOVBQZX   8244(SP), R10
 	XORQ      R11, R11
 
-emu_row_82:
+emu_row_86:
 	TESTQ     R10, R10
-	JZ        emu_row_done_83
+	JZ        emu_row_done_87
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 4096(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_82
+	JMP       emu_row_86
 
-emu_row_done_83:
+emu_row_done_87:
 	MOVBQZX 8242(SP), R9
 	MOVBQZX 8245(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_84
+	JE      emu_shapeok_88
 	UD2
 
-emu_shapeok_84:
+emu_shapeok_88:
 	MOVBQZX 8246(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_85
+	JE      emu_shapeok_89
 	UD2
 
-emu_shapeok_85:
+emu_shapeok_89:
 	XORQ R10, R10
 
-emu_row_86:
+emu_row_90:
 	TESTQ        R9, R9
-	JZ           emu_row_done_87
+	JZ           emu_row_done_91
 	VMOVDQU32    2048(SP)(R10*1), Z0
 	VPBROADCASTD 5120(SP)(R10*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -2070,9 +2086,9 @@ emu_row_86:
 	VMOVDQU32    Z0, 2048(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_86
+	JMP          emu_row_90
 
-emu_row_done_87:
+emu_row_done_91:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -2094,35 +2110,35 @@ emu_row_done_87:
 	MOVBQZX   8246(SP), R10
 	XORQ      R11, R11
 
-emu_row_88:
+emu_row_92:
 	TESTQ     R10, R10
-	JZ        emu_row_done_89
+	JZ        emu_row_done_93
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 6144(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_88
+	JMP       emu_row_92
 
-emu_row_done_89:
+emu_row_done_93:
 	MOVBQZX 8243(SP), R9
 	MOVBQZX 8245(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_90
+	JE      emu_shapeok_94
 	UD2
 
-emu_shapeok_90:
+emu_shapeok_94:
 	MOVBQZX 8247(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_91
+	JE      emu_shapeok_95
 	UD2
 
-emu_shapeok_91:
+emu_shapeok_95:
 	XORQ R10, R10
 
-emu_row_92:
+emu_row_96:
 	TESTQ        R9, R9
-	JZ           emu_row_done_93
+	JZ           emu_row_done_97
 	VMOVDQU32    3072(SP)(R10*1), Z0
 	VPBROADCASTD 5120(SP)(R10*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -2159,9 +2175,9 @@ emu_row_92:
 	VMOVDQU32    Z0, 3072(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_92
+	JMP          emu_row_96
 
-emu_row_done_93:
+emu_row_done_97:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -2183,17 +2199,17 @@ emu_row_done_93:
 	MOVBQZX   8245(SP), R10
 	XORQ      R11, R11
 
-emu_row_94:
+emu_row_98:
 	TESTQ     R10, R10
-	JZ        emu_row_done_95
+	JZ        emu_row_done_99
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 5120(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_94
+	JMP       emu_row_98
 
-emu_row_done_95:
+emu_row_done_99:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
@@ -2215,39 +2231,39 @@ emu_row_done_95:
 	MOVBQZX   8247(SP), R10
 	XORQ      R11, R11
 
-emu_row_96:
+emu_row_100:
 	TESTQ     R10, R10
-	JZ        emu_row_done_97
+	JZ        emu_row_done_101
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 7168(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_96
+	JMP       emu_row_100
 
-emu_row_done_97:
+emu_row_done_101:
 	DECQ R8
-	JMP  kstep_72
+	JMP  kstep_76
 
-klast_73:
+klast_77:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_98
+	JE      emu_shapeok_102
 	UD2
 
-emu_shapeok_98:
+emu_shapeok_102:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_99
+	JE      emu_shapeok_103
 	UD2
 
-emu_shapeok_99:
+emu_shapeok_103:
 	XORQ CX, CX
 
-emu_row_100:
+emu_row_104:
 	TESTQ        AX, AX
-	JZ           emu_row_done_101
+	JZ           emu_row_done_105
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -2284,27 +2300,27 @@ emu_row_100:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_100
+	JMP          emu_row_104
 
-emu_row_done_101:
+emu_row_done_105:
 	MOVBQZX 8241(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_102
+	JE      emu_shapeok_106
 	UD2
 
-emu_shapeok_102:
+emu_shapeok_106:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_103
+	JE      emu_shapeok_107
 	UD2
 
-emu_shapeok_103:
+emu_shapeok_107:
 	XORQ CX, CX
 
-emu_row_104:
+emu_row_108:
 	TESTQ        AX, AX
-	JZ           emu_row_done_105
+	JZ           emu_row_done_109
 	VMOVDQU32    1024(SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -2341,27 +2357,27 @@ emu_row_104:
 	VMOVDQU32    Z0, 1024(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_104
+	JMP          emu_row_108
 
-emu_row_done_105:
+emu_row_done_109:
 	MOVBQZX 8242(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_106
+	JE      emu_shapeok_110
 	UD2
 
-emu_shapeok_106:
+emu_shapeok_110:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_107
+	JE      emu_shapeok_111
 	UD2
 
-emu_shapeok_107:
+emu_shapeok_111:
 	XORQ CX, CX
 
-emu_row_108:
+emu_row_112:
 	TESTQ        AX, AX
-	JZ           emu_row_done_109
+	JZ           emu_row_done_113
 	VMOVDQU32    2048(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -2398,27 +2414,27 @@ emu_row_108:
 	VMOVDQU32    Z0, 2048(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_108
+	JMP          emu_row_112
 
-emu_row_done_109:
+emu_row_done_113:
 	MOVBQZX 8243(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_110
+	JE      emu_shapeok_114
 	UD2
 
-emu_shapeok_110:
+emu_shapeok_114:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_111
+	JE      emu_shapeok_115
 	UD2
 
-emu_shapeok_111:
+emu_shapeok_115:
 	XORQ CX, CX
 
-emu_row_112:
+emu_row_116:
 	TESTQ        AX, AX
-	JZ           emu_row_done_113
+	JZ           emu_row_done_117
 	VMOVDQU32    3072(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -2455,9 +2471,9 @@ emu_row_112:
 	VMOVDQU32    Z0, 3072(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_112
+	JMP          emu_row_116
 
-emu_row_done_113:
+emu_row_done_117:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -2465,43 +2481,10 @@ emu_row_done_113:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_114:
-	TESTQ     BX, BX
-	JZ        emu_row_done_115
-	VMOVDQU64 (SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_114
-
-emu_row_done_115:
-	LEAQ    64(AX), DX
-	MOVBQZX 8241(SP), BX
-	XORQ    SI, SI
-
-emu_row_116:
-	TESTQ     BX, BX
-	JZ        emu_row_done_117
-	VMOVDQU64 1024(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_116
-
-emu_row_done_117:
-	MOVQ    CX, DX
-	SHLQ    $0x04, DX
-	ADDQ    AX, DX
-	LEAQ    (DX), DX
-	MOVBQZX 8242(SP), BX
-	XORQ    SI, SI
-
 emu_row_118:
 	TESTQ     BX, BX
 	JZ        emu_row_done_119
-	VMOVDQU64 2048(SP)(SI*1), Z0
+	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
@@ -2509,6 +2492,39 @@ emu_row_118:
 	JMP       emu_row_118
 
 emu_row_done_119:
+	LEAQ    64(AX), DX
+	MOVBQZX 8241(SP), BX
+	XORQ    SI, SI
+
+emu_row_120:
+	TESTQ     BX, BX
+	JZ        emu_row_done_121
+	VMOVDQU64 1024(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_120
+
+emu_row_done_121:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 8242(SP), BX
+	XORQ    SI, SI
+
+emu_row_122:
+	TESTQ     BX, BX
+	JZ        emu_row_done_123
+	VMOVDQU64 2048(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_122
+
+emu_row_done_123:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -2516,17 +2532,17 @@ emu_row_done_119:
 	MOVBQZX 8243(SP), DX
 	XORQ    BX, BX
 
-emu_row_120:
+emu_row_124:
 	TESTQ     DX, DX
-	JZ        emu_row_done_121
+	JZ        emu_row_done_125
 	VMOVDQU64 3072(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_120
+	JMP       emu_row_124
 
-emu_row_done_121:
+emu_row_done_125:
 	MOVQ 8432(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 8432(SP)
@@ -2535,12 +2551,12 @@ emu_row_done_121:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 8424(SP)
-	JMP  npair_51
+	JMP  npair_55
 
-nodd_52:
+nodd_56:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_53
+	JZ    nend_57
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
@@ -2555,7 +2571,7 @@ nodd_52:
 	MOVQ      8392(SP), DI
 	DECQ      DI
 	CMPQ      8384(SP), $0x00
-	JNE       cload_122
+	JNE       cload_126
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, (SP)
 	VMOVDQU64 Z0, 64(SP)
@@ -2590,9 +2606,9 @@ nodd_52:
 	VMOVDQU64 Z0, 2880(SP)
 	VMOVDQU64 Z0, 2944(SP)
 	VMOVDQU64 Z0, 3008(SP)
-	JMP       cready_123
+	JMP       cready_127
 
-cload_122:
+cload_126:
 	MOVQ      8432(SP), R8
 	MOVQ      ldc+40(FP), R9
 	SHLQ      $0x02, R9
@@ -2617,17 +2633,17 @@ cload_122:
 	MOVBQZX   8240(SP), R11
 	XORQ      R12, R12
 
-emu_row_124:
+emu_row_128:
 	TESTQ     R11, R11
-	JZ        emu_row_done_125
+	JZ        emu_row_done_129
 	VMOVDQU64 (R10), Z0
 	VMOVDQU64 Z0, (SP)(R12*1)
 	ADDQ      R9, R10
 	ADDQ      $0x40, R12
 	DECQ      R11
-	JMP       emu_row_124
+	JMP       emu_row_128
 
-emu_row_done_125:
+emu_row_done_129:
 	MOVQ      R9, R10
 	SHLQ      $0x04, R10
 	ADDQ      R8, R10
@@ -2652,18 +2668,18 @@ emu_row_done_125:
 	MOVBQZX   8242(SP), R10
 	XORQ      R11, R11
 
-emu_row_126:
+emu_row_130:
 	TESTQ     R10, R10
-	JZ        emu_row_done_127
+	JZ        emu_row_done_131
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 2048(SP)(R11*1)
 	ADDQ      R9, R8
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_126
+	JMP       emu_row_130
 
-emu_row_done_127:
-cready_123:
+emu_row_done_131:
+cready_127:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -2685,17 +2701,17 @@ cready_123:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_128:
+emu_row_132:
 	TESTQ     R9, R9
-	JZ        emu_row_done_129
+	JZ        emu_row_done_133
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_128
+	JMP       emu_row_132
 
-emu_row_done_129:
+emu_row_done_133:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -2717,17 +2733,17 @@ emu_row_done_129:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_130:
+emu_row_134:
 	TESTQ     R9, R9
-	JZ        emu_row_done_131
+	JZ        emu_row_done_135
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_130
+	JMP       emu_row_134
 
-emu_row_done_131:
+emu_row_done_135:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -2749,41 +2765,41 @@ emu_row_done_131:
 	MOVBQZX   8245(SP), R9
 	XORQ      R10, R10
 
-emu_row_132:
+emu_row_136:
 	TESTQ     R9, R9
-	JZ        emu_row_done_133
+	JZ        emu_row_done_137
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 5120(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_132
+	JMP       emu_row_136
 
-emu_row_done_133:
-kstep_134:
+emu_row_done_137:
+kstep_138:
 	TESTQ   DI, DI
-	JZ      klast_135
+	JZ      klast_139
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
 	MOVBQZX 8240(SP), R8
 	MOVBQZX 8244(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_136
+	JE      emu_shapeok_140
 	UD2
 
-emu_shapeok_136:
+emu_shapeok_140:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_137
+	JE      emu_shapeok_141
 	UD2
 
-emu_shapeok_137:
+emu_shapeok_141:
 	XORQ R9, R9
 
-emu_row_138:
+emu_row_142:
 	TESTQ        R8, R8
-	JZ           emu_row_done_139
+	JZ           emu_row_done_143
 	VMOVDQU32    (SP)(R9*1), Z0
 	VPBROADCASTD 4096(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -2820,9 +2836,9 @@ emu_row_138:
 	VMOVDQU32    Z0, (SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_138
+	JMP          emu_row_142
 
-emu_row_done_139:
+emu_row_done_143:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -2844,35 +2860,35 @@ emu_row_done_139:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_140:
+emu_row_144:
 	TESTQ     R9, R9
-	JZ        emu_row_done_141
+	JZ        emu_row_done_145
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_140
+	JMP       emu_row_144
 
-emu_row_done_141:
+emu_row_done_145:
 	MOVBQZX 8242(SP), R8
 	MOVBQZX 8245(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_142
+	JE      emu_shapeok_146
 	UD2
 
-emu_shapeok_142:
+emu_shapeok_146:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_143
+	JE      emu_shapeok_147
 	UD2
 
-emu_shapeok_143:
+emu_shapeok_147:
 	XORQ R9, R9
 
-emu_row_144:
+emu_row_148:
 	TESTQ        R8, R8
-	JZ           emu_row_done_145
+	JZ           emu_row_done_149
 	VMOVDQU32    2048(SP)(R9*1), Z0
 	VPBROADCASTD 5120(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -2909,9 +2925,9 @@ emu_row_144:
 	VMOVDQU32    Z0, 2048(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_144
+	JMP          emu_row_148
 
-emu_row_done_145:
+emu_row_done_149:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -2933,17 +2949,17 @@ emu_row_done_145:
 	MOVBQZX   8245(SP), R9
 	XORQ      R10, R10
 
-emu_row_146:
+emu_row_150:
 	TESTQ     R9, R9
-	JZ        emu_row_done_147
+	JZ        emu_row_done_151
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 5120(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_146
+	JMP       emu_row_150
 
-emu_row_done_147:
+emu_row_done_151:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -2965,80 +2981,23 @@ emu_row_done_147:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_148:
+emu_row_152:
 	TESTQ     R9, R9
-	JZ        emu_row_done_149
+	JZ        emu_row_done_153
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_148
-
-emu_row_done_149:
-	DECQ DI
-	JMP  kstep_134
-
-klast_135:
-	MOVBQZX 8240(SP), AX
-	MOVBQZX 8244(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_150
-	UD2
-
-emu_shapeok_150:
-	MOVBQZX 8246(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_151
-	UD2
-
-emu_shapeok_151:
-	XORQ CX, CX
-
-emu_row_152:
-	TESTQ        AX, AX
-	JZ           emu_row_done_153
-	VMOVDQU32    (SP)(CX*1), Z0
-	VPBROADCASTD 4096(SP)(CX*1), Z1
-	VPDPBUSD     6144(SP), Z1, Z0
-	VPBROADCASTD 4100(SP)(CX*1), Z1
-	VPDPBUSD     6208(SP), Z1, Z0
-	VPBROADCASTD 4104(SP)(CX*1), Z1
-	VPDPBUSD     6272(SP), Z1, Z0
-	VPBROADCASTD 4108(SP)(CX*1), Z1
-	VPDPBUSD     6336(SP), Z1, Z0
-	VPBROADCASTD 4112(SP)(CX*1), Z1
-	VPDPBUSD     6400(SP), Z1, Z0
-	VPBROADCASTD 4116(SP)(CX*1), Z1
-	VPDPBUSD     6464(SP), Z1, Z0
-	VPBROADCASTD 4120(SP)(CX*1), Z1
-	VPDPBUSD     6528(SP), Z1, Z0
-	VPBROADCASTD 4124(SP)(CX*1), Z1
-	VPDPBUSD     6592(SP), Z1, Z0
-	VPBROADCASTD 4128(SP)(CX*1), Z1
-	VPDPBUSD     6656(SP), Z1, Z0
-	VPBROADCASTD 4132(SP)(CX*1), Z1
-	VPDPBUSD     6720(SP), Z1, Z0
-	VPBROADCASTD 4136(SP)(CX*1), Z1
-	VPDPBUSD     6784(SP), Z1, Z0
-	VPBROADCASTD 4140(SP)(CX*1), Z1
-	VPDPBUSD     6848(SP), Z1, Z0
-	VPBROADCASTD 4144(SP)(CX*1), Z1
-	VPDPBUSD     6912(SP), Z1, Z0
-	VPBROADCASTD 4148(SP)(CX*1), Z1
-	VPDPBUSD     6976(SP), Z1, Z0
-	VPBROADCASTD 4152(SP)(CX*1), Z1
-	VPDPBUSD     7040(SP), Z1, Z0
-	VPBROADCASTD 4156(SP)(CX*1), Z1
-	VPDPBUSD     7104(SP), Z1, Z0
-	VMOVDQU32    Z0, (SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_152
+	JMP       emu_row_152
 
 emu_row_done_153:
-	MOVBQZX 8242(SP), AX
-	MOVBQZX 8245(SP), CX
+	DECQ DI
+	JMP  kstep_138
+
+klast_139:
+	MOVBQZX 8240(SP), AX
+	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
 	JE      emu_shapeok_154
 	UD2
@@ -3055,6 +3014,63 @@ emu_shapeok_155:
 emu_row_156:
 	TESTQ        AX, AX
 	JZ           emu_row_done_157
+	VMOVDQU32    (SP)(CX*1), Z0
+	VPBROADCASTD 4096(SP)(CX*1), Z1
+	VPDPBUSD     6144(SP), Z1, Z0
+	VPBROADCASTD 4100(SP)(CX*1), Z1
+	VPDPBUSD     6208(SP), Z1, Z0
+	VPBROADCASTD 4104(SP)(CX*1), Z1
+	VPDPBUSD     6272(SP), Z1, Z0
+	VPBROADCASTD 4108(SP)(CX*1), Z1
+	VPDPBUSD     6336(SP), Z1, Z0
+	VPBROADCASTD 4112(SP)(CX*1), Z1
+	VPDPBUSD     6400(SP), Z1, Z0
+	VPBROADCASTD 4116(SP)(CX*1), Z1
+	VPDPBUSD     6464(SP), Z1, Z0
+	VPBROADCASTD 4120(SP)(CX*1), Z1
+	VPDPBUSD     6528(SP), Z1, Z0
+	VPBROADCASTD 4124(SP)(CX*1), Z1
+	VPDPBUSD     6592(SP), Z1, Z0
+	VPBROADCASTD 4128(SP)(CX*1), Z1
+	VPDPBUSD     6656(SP), Z1, Z0
+	VPBROADCASTD 4132(SP)(CX*1), Z1
+	VPDPBUSD     6720(SP), Z1, Z0
+	VPBROADCASTD 4136(SP)(CX*1), Z1
+	VPDPBUSD     6784(SP), Z1, Z0
+	VPBROADCASTD 4140(SP)(CX*1), Z1
+	VPDPBUSD     6848(SP), Z1, Z0
+	VPBROADCASTD 4144(SP)(CX*1), Z1
+	VPDPBUSD     6912(SP), Z1, Z0
+	VPBROADCASTD 4148(SP)(CX*1), Z1
+	VPDPBUSD     6976(SP), Z1, Z0
+	VPBROADCASTD 4152(SP)(CX*1), Z1
+	VPDPBUSD     7040(SP), Z1, Z0
+	VPBROADCASTD 4156(SP)(CX*1), Z1
+	VPDPBUSD     7104(SP), Z1, Z0
+	VMOVDQU32    Z0, (SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_156
+
+emu_row_done_157:
+	MOVBQZX 8242(SP), AX
+	MOVBQZX 8245(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_158
+	UD2
+
+emu_shapeok_158:
+	MOVBQZX 8246(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_159
+	UD2
+
+emu_shapeok_159:
+	XORQ CX, CX
+
+emu_row_160:
+	TESTQ        AX, AX
+	JZ           emu_row_done_161
 	VMOVDQU32    2048(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3091,9 +3107,9 @@ emu_row_156:
 	VMOVDQU32    Z0, 2048(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_156
+	JMP          emu_row_160
 
-emu_row_done_157:
+emu_row_done_161:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -3101,17 +3117,17 @@ emu_row_done_157:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_158:
+emu_row_162:
 	TESTQ     BX, BX
-	JZ        emu_row_done_159
+	JZ        emu_row_done_163
 	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_158
+	JMP       emu_row_162
 
-emu_row_done_159:
+emu_row_done_163:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -3119,18 +3135,18 @@ emu_row_done_159:
 	MOVBQZX 8242(SP), DX
 	XORQ    BX, BX
 
-emu_row_160:
+emu_row_164:
 	TESTQ     DX, DX
-	JZ        emu_row_done_161
+	JZ        emu_row_done_165
 	VMOVDQU64 2048(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_160
+	JMP       emu_row_164
 
-emu_row_done_161:
-nend_53:
+emu_row_done_165:
+nend_57:
 	MOVQ 8400(SP), AX
 	MOVQ lda+8(FP), CX
 	SHLQ $0x05, CX
@@ -3141,77 +3157,77 @@ nend_53:
 	SHLQ $0x07, CX
 	ADDQ CX, AX
 	MOVQ AX, 8408(SP)
-	JMP  mblock_49
+	JMP  mblock_53
 
-mtail_50:
+mtail_54:
 	// M tail of 1..31 rows, with the tail config.
 	MOVQ    m+48(FP), AX
 	ANDQ    $0x1f, AX
-	JZ      kpass_end_45
+	JZ      kpass_end_47
 	LEAQ    8320(SP), CX
 	MOVQ    $0x0000000000000001, DX
 	CMPQ    (CX), DX
-	JNE     emu_badcfg_162
+	JNE     emu_badcfg_166
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    8(CX), DX
-	JNE     emu_badcfg_162
+	JNE     emu_badcfg_166
 	MOVQ    $0x0040004000400040, DX
 	CMPQ    16(CX), DX
-	JNE     emu_badcfg_162
+	JNE     emu_badcfg_166
 	MOVQ    $0x0040004000400040, DX
 	CMPQ    24(CX), DX
-	JNE     emu_badcfg_162
+	JNE     emu_badcfg_166
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    32(CX), DX
-	JNE     emu_badcfg_162
+	JNE     emu_badcfg_166
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    40(CX), DX
-	JNE     emu_badcfg_162
+	JNE     emu_badcfg_166
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    56(CX), DX
-	JNE     emu_badcfg_162
+	JNE     emu_badcfg_166
 	MOVBQZX 48(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_162
+	JA      emu_badcfg_166
 	MOVBQZX 49(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_162
+	JA      emu_badcfg_166
 	MOVBQZX 50(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_162
+	JA      emu_badcfg_166
 	MOVBQZX 51(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_162
+	JA      emu_badcfg_166
 	MOVBQZX 52(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_162
+	JA      emu_badcfg_166
 	MOVBQZX 53(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_162
+	JA      emu_badcfg_166
 	MOVBQZX 54(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_162
+	JA      emu_badcfg_166
 	MOVBQZX 55(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_162
-	JMP     emu_cfgok_163
+	JA      emu_badcfg_166
+	JMP     emu_cfgok_167
 
-emu_badcfg_162:
+emu_badcfg_166:
 	UD2
 
-emu_cfgok_163:
+emu_cfgok_167:
 	VMOVDQU64 (CX), Z0
 	VMOVDQU64 Z0, 8192(SP)
 	CMPQ      AX, $0x10
-	JLE       mtail_small_164
+	JLE       mtail_small_168
 	MOVQ      b+16(FP), AX
 	MOVQ      AX, 8424(SP)
 	MOVQ      8408(SP), AX
@@ -3220,10 +3236,10 @@ emu_cfgok_163:
 	SHRQ      $0x01, AX
 	MOVQ      AX, 8440(SP)
 
-npair_165:
+npair_169:
 	MOVQ  8440(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_166
+	JZ    nodd_170
 	DECQ  AX
 	MOVQ  AX, 8440(SP)
 
@@ -3243,7 +3259,7 @@ npair_165:
 	MOVQ      8392(SP), R8
 	DECQ      R8
 	CMPQ      8384(SP), $0x00
-	JNE       cload_168
+	JNE       cload_172
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, (SP)
 	VMOVDQU64 Z0, 64(SP)
@@ -3312,9 +3328,9 @@ npair_165:
 	VMOVDQU64 Z0, 3904(SP)
 	VMOVDQU64 Z0, 3968(SP)
 	VMOVDQU64 Z0, 4032(SP)
-	JMP       cready_169
+	JMP       cready_173
 
-cload_168:
+cload_172:
 	MOVQ      8432(SP), R9
 	MOVQ      ldc+40(FP), R10
 	SHLQ      $0x02, R10
@@ -3339,17 +3355,17 @@ cload_168:
 	MOVBQZX   8240(SP), R12
 	XORQ      R13, R13
 
-emu_row_170:
+emu_row_174:
 	TESTQ     R12, R12
-	JZ        emu_row_done_171
+	JZ        emu_row_done_175
 	VMOVDQU64 (R11), Z0
 	VMOVDQU64 Z0, (SP)(R13*1)
 	ADDQ      R10, R11
 	ADDQ      $0x40, R13
 	DECQ      R12
-	JMP       emu_row_170
+	JMP       emu_row_174
 
-emu_row_done_171:
+emu_row_done_175:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 1024(SP)
 	VMOVDQU64 Z0, 1088(SP)
@@ -3371,17 +3387,17 @@ emu_row_done_171:
 	MOVBQZX   8241(SP), R12
 	XORQ      R13, R13
 
-emu_row_172:
+emu_row_176:
 	TESTQ     R12, R12
-	JZ        emu_row_done_173
+	JZ        emu_row_done_177
 	VMOVDQU64 (R11), Z0
 	VMOVDQU64 Z0, 1024(SP)(R13*1)
 	ADDQ      R10, R11
 	ADDQ      $0x40, R13
 	DECQ      R12
-	JMP       emu_row_172
+	JMP       emu_row_176
 
-emu_row_done_173:
+emu_row_done_177:
 	MOVQ      R10, R11
 	SHLQ      $0x04, R11
 	ADDQ      R9, R11
@@ -3406,17 +3422,17 @@ emu_row_done_173:
 	MOVBQZX   8242(SP), R12
 	XORQ      R13, R13
 
-emu_row_174:
+emu_row_178:
 	TESTQ     R12, R12
-	JZ        emu_row_done_175
+	JZ        emu_row_done_179
 	VMOVDQU64 (R11), Z0
 	VMOVDQU64 Z0, 2048(SP)(R13*1)
 	ADDQ      R10, R11
 	ADDQ      $0x40, R13
 	DECQ      R12
-	JMP       emu_row_174
+	JMP       emu_row_178
 
-emu_row_done_175:
+emu_row_done_179:
 	MOVQ      R10, R11
 	SHLQ      $0x04, R11
 	ADDQ      R9, R11
@@ -3441,18 +3457,18 @@ emu_row_done_175:
 	MOVBQZX   8243(SP), R11
 	XORQ      R12, R12
 
-emu_row_176:
+emu_row_180:
 	TESTQ     R11, R11
-	JZ        emu_row_done_177
+	JZ        emu_row_done_181
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 3072(SP)(R12*1)
 	ADDQ      R10, R9
 	ADDQ      $0x40, R12
 	DECQ      R11
-	JMP       emu_row_176
+	JMP       emu_row_180
 
-emu_row_done_177:
-cready_169:
+emu_row_done_181:
+cready_173:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -3474,17 +3490,17 @@ cready_169:
 	MOVBQZX   8244(SP), R10
 	XORQ      R11, R11
 
-emu_row_178:
+emu_row_182:
 	TESTQ     R10, R10
-	JZ        emu_row_done_179
+	JZ        emu_row_done_183
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 4096(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_178
+	JMP       emu_row_182
 
-emu_row_done_179:
+emu_row_done_183:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -3506,17 +3522,17 @@ emu_row_done_179:
 	MOVBQZX   8246(SP), R10
 	XORQ      R11, R11
 
-emu_row_180:
+emu_row_184:
 	TESTQ     R10, R10
-	JZ        emu_row_done_181
+	JZ        emu_row_done_185
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 6144(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_180
+	JMP       emu_row_184
 
-emu_row_done_181:
+emu_row_done_185:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
@@ -3538,17 +3554,17 @@ emu_row_done_181:
 	MOVBQZX   8247(SP), R10
 	XORQ      R11, R11
 
-emu_row_182:
+emu_row_186:
 	TESTQ     R10, R10
-	JZ        emu_row_done_183
+	JZ        emu_row_done_187
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 7168(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_182
+	JMP       emu_row_186
 
-emu_row_done_183:
+emu_row_done_187:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -3570,20 +3586,20 @@ emu_row_done_183:
 	MOVBQZX   8245(SP), R10
 	XORQ      R11, R11
 
-emu_row_184:
+emu_row_188:
 	TESTQ     R10, R10
-	JZ        emu_row_done_185
+	JZ        emu_row_done_189
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 5120(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_184
+	JMP       emu_row_188
 
-emu_row_done_185:
-kstep_186:
+emu_row_done_189:
+kstep_190:
 	TESTQ   R8, R8
-	JZ      klast_187
+	JZ      klast_191
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -3591,21 +3607,21 @@ kstep_186:
 	MOVBQZX 8240(SP), R9
 	MOVBQZX 8244(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_188
+	JE      emu_shapeok_192
 	UD2
 
-emu_shapeok_188:
+emu_shapeok_192:
 	MOVBQZX 8246(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_189
+	JE      emu_shapeok_193
 	UD2
 
-emu_shapeok_189:
+emu_shapeok_193:
 	XORQ R10, R10
 
-emu_row_190:
+emu_row_194:
 	TESTQ        R9, R9
-	JZ           emu_row_done_191
+	JZ           emu_row_done_195
 	VMOVDQU32    (SP)(R10*1), Z0
 	VPBROADCASTD 4096(SP)(R10*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3642,27 +3658,27 @@ emu_row_190:
 	VMOVDQU32    Z0, (SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_190
+	JMP          emu_row_194
 
-emu_row_done_191:
+emu_row_done_195:
 	MOVBQZX 8241(SP), R9
 	MOVBQZX 8244(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_192
+	JE      emu_shapeok_196
 	UD2
 
-emu_shapeok_192:
+emu_shapeok_196:
 	MOVBQZX 8247(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_193
+	JE      emu_shapeok_197
 	UD2
 
-emu_shapeok_193:
+emu_shapeok_197:
 	XORQ R10, R10
 
-emu_row_194:
+emu_row_198:
 	TESTQ        R9, R9
-	JZ           emu_row_done_195
+	JZ           emu_row_done_199
 	VMOVDQU32    1024(SP)(R10*1), Z0
 	VPBROADCASTD 4096(SP)(R10*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -3699,9 +3715,9 @@ emu_row_194:
 	VMOVDQU32    Z0, 1024(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_194
+	JMP          emu_row_198
 
-emu_row_done_195:
+emu_row_done_199:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -3723,35 +3739,35 @@ emu_row_done_195:
 	MOVBQZX   8244(SP), R10
 	XORQ      R11, R11
 
-emu_row_196:
+emu_row_200:
 	TESTQ     R10, R10
-	JZ        emu_row_done_197
+	JZ        emu_row_done_201
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 4096(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_196
+	JMP       emu_row_200
 
-emu_row_done_197:
+emu_row_done_201:
 	MOVBQZX 8242(SP), R9
 	MOVBQZX 8245(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_198
+	JE      emu_shapeok_202
 	UD2
 
-emu_shapeok_198:
+emu_shapeok_202:
 	MOVBQZX 8246(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_199
+	JE      emu_shapeok_203
 	UD2
 
-emu_shapeok_199:
+emu_shapeok_203:
 	XORQ R10, R10
 
-emu_row_200:
+emu_row_204:
 	TESTQ        R9, R9
-	JZ           emu_row_done_201
+	JZ           emu_row_done_205
 	VMOVDQU32    2048(SP)(R10*1), Z0
 	VPBROADCASTD 5120(SP)(R10*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -3788,9 +3804,9 @@ emu_row_200:
 	VMOVDQU32    Z0, 2048(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_200
+	JMP          emu_row_204
 
-emu_row_done_201:
+emu_row_done_205:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -3812,35 +3828,35 @@ emu_row_done_201:
 	MOVBQZX   8246(SP), R10
 	XORQ      R11, R11
 
-emu_row_202:
+emu_row_206:
 	TESTQ     R10, R10
-	JZ        emu_row_done_203
+	JZ        emu_row_done_207
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 6144(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_202
+	JMP       emu_row_206
 
-emu_row_done_203:
+emu_row_done_207:
 	MOVBQZX 8243(SP), R9
 	MOVBQZX 8245(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_204
+	JE      emu_shapeok_208
 	UD2
 
-emu_shapeok_204:
+emu_shapeok_208:
 	MOVBQZX 8247(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_205
+	JE      emu_shapeok_209
 	UD2
 
-emu_shapeok_205:
+emu_shapeok_209:
 	XORQ R10, R10
 
-emu_row_206:
+emu_row_210:
 	TESTQ        R9, R9
-	JZ           emu_row_done_207
+	JZ           emu_row_done_211
 	VMOVDQU32    3072(SP)(R10*1), Z0
 	VPBROADCASTD 5120(SP)(R10*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -3877,9 +3893,9 @@ emu_row_206:
 	VMOVDQU32    Z0, 3072(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_206
+	JMP          emu_row_210
 
-emu_row_done_207:
+emu_row_done_211:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -3901,17 +3917,17 @@ emu_row_done_207:
 	MOVBQZX   8245(SP), R10
 	XORQ      R11, R11
 
-emu_row_208:
+emu_row_212:
 	TESTQ     R10, R10
-	JZ        emu_row_done_209
+	JZ        emu_row_done_213
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 5120(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_208
+	JMP       emu_row_212
 
-emu_row_done_209:
+emu_row_done_213:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
@@ -3933,39 +3949,39 @@ emu_row_done_209:
 	MOVBQZX   8247(SP), R10
 	XORQ      R11, R11
 
-emu_row_210:
+emu_row_214:
 	TESTQ     R10, R10
-	JZ        emu_row_done_211
+	JZ        emu_row_done_215
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 7168(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_210
+	JMP       emu_row_214
 
-emu_row_done_211:
+emu_row_done_215:
 	DECQ R8
-	JMP  kstep_186
+	JMP  kstep_190
 
-klast_187:
+klast_191:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_212
+	JE      emu_shapeok_216
 	UD2
 
-emu_shapeok_212:
+emu_shapeok_216:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_213
+	JE      emu_shapeok_217
 	UD2
 
-emu_shapeok_213:
+emu_shapeok_217:
 	XORQ CX, CX
 
-emu_row_214:
+emu_row_218:
 	TESTQ        AX, AX
-	JZ           emu_row_done_215
+	JZ           emu_row_done_219
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -4002,27 +4018,27 @@ emu_row_214:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_214
+	JMP          emu_row_218
 
-emu_row_done_215:
+emu_row_done_219:
 	MOVBQZX 8241(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_216
+	JE      emu_shapeok_220
 	UD2
 
-emu_shapeok_216:
+emu_shapeok_220:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_217
+	JE      emu_shapeok_221
 	UD2
 
-emu_shapeok_217:
+emu_shapeok_221:
 	XORQ CX, CX
 
-emu_row_218:
+emu_row_222:
 	TESTQ        AX, AX
-	JZ           emu_row_done_219
+	JZ           emu_row_done_223
 	VMOVDQU32    1024(SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -4059,27 +4075,27 @@ emu_row_218:
 	VMOVDQU32    Z0, 1024(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_218
+	JMP          emu_row_222
 
-emu_row_done_219:
+emu_row_done_223:
 	MOVBQZX 8242(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_220
+	JE      emu_shapeok_224
 	UD2
 
-emu_shapeok_220:
+emu_shapeok_224:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_221
+	JE      emu_shapeok_225
 	UD2
 
-emu_shapeok_221:
+emu_shapeok_225:
 	XORQ CX, CX
 
-emu_row_222:
+emu_row_226:
 	TESTQ        AX, AX
-	JZ           emu_row_done_223
+	JZ           emu_row_done_227
 	VMOVDQU32    2048(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -4116,27 +4132,27 @@ emu_row_222:
 	VMOVDQU32    Z0, 2048(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_222
+	JMP          emu_row_226
 
-emu_row_done_223:
+emu_row_done_227:
 	MOVBQZX 8243(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_224
+	JE      emu_shapeok_228
 	UD2
 
-emu_shapeok_224:
+emu_shapeok_228:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_225
+	JE      emu_shapeok_229
 	UD2
 
-emu_shapeok_225:
+emu_shapeok_229:
 	XORQ CX, CX
 
-emu_row_226:
+emu_row_230:
 	TESTQ        AX, AX
-	JZ           emu_row_done_227
+	JZ           emu_row_done_231
 	VMOVDQU32    3072(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -4173,9 +4189,9 @@ emu_row_226:
 	VMOVDQU32    Z0, 3072(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_226
+	JMP          emu_row_230
 
-emu_row_done_227:
+emu_row_done_231:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -4183,43 +4199,10 @@ emu_row_done_227:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_228:
-	TESTQ     BX, BX
-	JZ        emu_row_done_229
-	VMOVDQU64 (SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_228
-
-emu_row_done_229:
-	LEAQ    64(AX), DX
-	MOVBQZX 8241(SP), BX
-	XORQ    SI, SI
-
-emu_row_230:
-	TESTQ     BX, BX
-	JZ        emu_row_done_231
-	VMOVDQU64 1024(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_230
-
-emu_row_done_231:
-	MOVQ    CX, DX
-	SHLQ    $0x04, DX
-	ADDQ    AX, DX
-	LEAQ    (DX), DX
-	MOVBQZX 8242(SP), BX
-	XORQ    SI, SI
-
 emu_row_232:
 	TESTQ     BX, BX
 	JZ        emu_row_done_233
-	VMOVDQU64 2048(SP)(SI*1), Z0
+	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
@@ -4227,6 +4210,39 @@ emu_row_232:
 	JMP       emu_row_232
 
 emu_row_done_233:
+	LEAQ    64(AX), DX
+	MOVBQZX 8241(SP), BX
+	XORQ    SI, SI
+
+emu_row_234:
+	TESTQ     BX, BX
+	JZ        emu_row_done_235
+	VMOVDQU64 1024(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_234
+
+emu_row_done_235:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 8242(SP), BX
+	XORQ    SI, SI
+
+emu_row_236:
+	TESTQ     BX, BX
+	JZ        emu_row_done_237
+	VMOVDQU64 2048(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_236
+
+emu_row_done_237:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -4234,17 +4250,17 @@ emu_row_done_233:
 	MOVBQZX 8243(SP), DX
 	XORQ    BX, BX
 
-emu_row_234:
+emu_row_238:
 	TESTQ     DX, DX
-	JZ        emu_row_done_235
+	JZ        emu_row_done_239
 	VMOVDQU64 3072(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_234
+	JMP       emu_row_238
 
-emu_row_done_235:
+emu_row_done_239:
 	MOVQ 8432(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 8432(SP)
@@ -4253,12 +4269,12 @@ emu_row_done_235:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 8424(SP)
-	JMP  npair_165
+	JMP  npair_169
 
-nodd_166:
+nodd_170:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_167
+	JZ    nend_171
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
@@ -4273,7 +4289,7 @@ nodd_166:
 	MOVQ      8392(SP), DI
 	DECQ      DI
 	CMPQ      8384(SP), $0x00
-	JNE       cload_236
+	JNE       cload_240
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, (SP)
 	VMOVDQU64 Z0, 64(SP)
@@ -4308,9 +4324,9 @@ nodd_166:
 	VMOVDQU64 Z0, 2880(SP)
 	VMOVDQU64 Z0, 2944(SP)
 	VMOVDQU64 Z0, 3008(SP)
-	JMP       cready_237
+	JMP       cready_241
 
-cload_236:
+cload_240:
 	MOVQ      8432(SP), R8
 	MOVQ      ldc+40(FP), R9
 	SHLQ      $0x02, R9
@@ -4335,17 +4351,17 @@ cload_236:
 	MOVBQZX   8240(SP), R11
 	XORQ      R12, R12
 
-emu_row_238:
+emu_row_242:
 	TESTQ     R11, R11
-	JZ        emu_row_done_239
+	JZ        emu_row_done_243
 	VMOVDQU64 (R10), Z0
 	VMOVDQU64 Z0, (SP)(R12*1)
 	ADDQ      R9, R10
 	ADDQ      $0x40, R12
 	DECQ      R11
-	JMP       emu_row_238
+	JMP       emu_row_242
 
-emu_row_done_239:
+emu_row_done_243:
 	MOVQ      R9, R10
 	SHLQ      $0x04, R10
 	ADDQ      R8, R10
@@ -4370,18 +4386,18 @@ emu_row_done_239:
 	MOVBQZX   8242(SP), R10
 	XORQ      R11, R11
 
-emu_row_240:
+emu_row_244:
 	TESTQ     R10, R10
-	JZ        emu_row_done_241
+	JZ        emu_row_done_245
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 2048(SP)(R11*1)
 	ADDQ      R9, R8
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_240
+	JMP       emu_row_244
 
-emu_row_done_241:
-cready_237:
+emu_row_done_245:
+cready_241:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -4403,17 +4419,17 @@ cready_237:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_242:
+emu_row_246:
 	TESTQ     R9, R9
-	JZ        emu_row_done_243
+	JZ        emu_row_done_247
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_242
+	JMP       emu_row_246
 
-emu_row_done_243:
+emu_row_done_247:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -4435,17 +4451,17 @@ emu_row_done_243:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_244:
+emu_row_248:
 	TESTQ     R9, R9
-	JZ        emu_row_done_245
+	JZ        emu_row_done_249
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_244
+	JMP       emu_row_248
 
-emu_row_done_245:
+emu_row_done_249:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -4467,41 +4483,41 @@ emu_row_done_245:
 	MOVBQZX   8245(SP), R9
 	XORQ      R10, R10
 
-emu_row_246:
+emu_row_250:
 	TESTQ     R9, R9
-	JZ        emu_row_done_247
+	JZ        emu_row_done_251
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 5120(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_246
+	JMP       emu_row_250
 
-emu_row_done_247:
-kstep_248:
+emu_row_done_251:
+kstep_252:
 	TESTQ   DI, DI
-	JZ      klast_249
+	JZ      klast_253
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
 	MOVBQZX 8240(SP), R8
 	MOVBQZX 8244(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_250
+	JE      emu_shapeok_254
 	UD2
 
-emu_shapeok_250:
+emu_shapeok_254:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_251
+	JE      emu_shapeok_255
 	UD2
 
-emu_shapeok_251:
+emu_shapeok_255:
 	XORQ R9, R9
 
-emu_row_252:
+emu_row_256:
 	TESTQ        R8, R8
-	JZ           emu_row_done_253
+	JZ           emu_row_done_257
 	VMOVDQU32    (SP)(R9*1), Z0
 	VPBROADCASTD 4096(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -4538,9 +4554,9 @@ emu_row_252:
 	VMOVDQU32    Z0, (SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_252
+	JMP          emu_row_256
 
-emu_row_done_253:
+emu_row_done_257:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -4562,35 +4578,35 @@ emu_row_done_253:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_254:
+emu_row_258:
 	TESTQ     R9, R9
-	JZ        emu_row_done_255
+	JZ        emu_row_done_259
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_254
+	JMP       emu_row_258
 
-emu_row_done_255:
+emu_row_done_259:
 	MOVBQZX 8242(SP), R8
 	MOVBQZX 8245(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_256
+	JE      emu_shapeok_260
 	UD2
 
-emu_shapeok_256:
+emu_shapeok_260:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_257
+	JE      emu_shapeok_261
 	UD2
 
-emu_shapeok_257:
+emu_shapeok_261:
 	XORQ R9, R9
 
-emu_row_258:
+emu_row_262:
 	TESTQ        R8, R8
-	JZ           emu_row_done_259
+	JZ           emu_row_done_263
 	VMOVDQU32    2048(SP)(R9*1), Z0
 	VPBROADCASTD 5120(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -4627,9 +4643,9 @@ emu_row_258:
 	VMOVDQU32    Z0, 2048(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_258
+	JMP          emu_row_262
 
-emu_row_done_259:
+emu_row_done_263:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5120(SP)
 	VMOVDQU64 Z0, 5184(SP)
@@ -4651,17 +4667,17 @@ emu_row_done_259:
 	MOVBQZX   8245(SP), R9
 	XORQ      R10, R10
 
-emu_row_260:
+emu_row_264:
 	TESTQ     R9, R9
-	JZ        emu_row_done_261
+	JZ        emu_row_done_265
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 5120(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_260
+	JMP       emu_row_264
 
-emu_row_done_261:
+emu_row_done_265:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -4683,39 +4699,39 @@ emu_row_done_261:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_262:
+emu_row_266:
 	TESTQ     R9, R9
-	JZ        emu_row_done_263
+	JZ        emu_row_done_267
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_262
+	JMP       emu_row_266
 
-emu_row_done_263:
+emu_row_done_267:
 	DECQ DI
-	JMP  kstep_248
+	JMP  kstep_252
 
-klast_249:
+klast_253:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_264
+	JE      emu_shapeok_268
 	UD2
 
-emu_shapeok_264:
+emu_shapeok_268:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_265
+	JE      emu_shapeok_269
 	UD2
 
-emu_shapeok_265:
+emu_shapeok_269:
 	XORQ CX, CX
 
-emu_row_266:
+emu_row_270:
 	TESTQ        AX, AX
-	JZ           emu_row_done_267
+	JZ           emu_row_done_271
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -4752,27 +4768,27 @@ emu_row_266:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_266
+	JMP          emu_row_270
 
-emu_row_done_267:
+emu_row_done_271:
 	MOVBQZX 8242(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_268
+	JE      emu_shapeok_272
 	UD2
 
-emu_shapeok_268:
+emu_shapeok_272:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_269
+	JE      emu_shapeok_273
 	UD2
 
-emu_shapeok_269:
+emu_shapeok_273:
 	XORQ CX, CX
 
-emu_row_270:
+emu_row_274:
 	TESTQ        AX, AX
-	JZ           emu_row_done_271
+	JZ           emu_row_done_275
 	VMOVDQU32    2048(SP)(CX*1), Z0
 	VPBROADCASTD 5120(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -4809,9 +4825,9 @@ emu_row_270:
 	VMOVDQU32    Z0, 2048(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_270
+	JMP          emu_row_274
 
-emu_row_done_271:
+emu_row_done_275:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -4819,17 +4835,17 @@ emu_row_done_271:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_272:
+emu_row_276:
 	TESTQ     BX, BX
-	JZ        emu_row_done_273
+	JZ        emu_row_done_277
 	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_272
+	JMP       emu_row_276
 
-emu_row_done_273:
+emu_row_done_277:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -4837,21 +4853,21 @@ emu_row_done_273:
 	MOVBQZX 8242(SP), DX
 	XORQ    BX, BX
 
-emu_row_274:
+emu_row_278:
 	TESTQ     DX, DX
-	JZ        emu_row_done_275
+	JZ        emu_row_done_279
 	VMOVDQU64 2048(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_274
+	JMP       emu_row_278
 
-emu_row_done_275:
-nend_167:
-	JMP kpass_end_45
+emu_row_done_279:
+nend_171:
+	JMP kpass_end_47
 
-mtail_small_164:
+mtail_small_168:
 	MOVQ b+16(FP), AX
 	MOVQ AX, 8424(SP)
 	MOVQ 8408(SP), AX
@@ -4860,10 +4876,10 @@ mtail_small_164:
 	SHRQ $0x01, AX
 	MOVQ AX, 8440(SP)
 
-npair_276:
+npair_280:
 	MOVQ  8440(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_277
+	JZ    nodd_281
 	DECQ  AX
 	MOVQ  AX, 8440(SP)
 
@@ -4880,7 +4896,7 @@ npair_276:
 	MOVQ      8392(SP), DI
 	DECQ      DI
 	CMPQ      8384(SP), $0x00
-	JNE       cload_279
+	JNE       cload_283
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, (SP)
 	VMOVDQU64 Z0, 64(SP)
@@ -4915,9 +4931,9 @@ npair_276:
 	VMOVDQU64 Z0, 1856(SP)
 	VMOVDQU64 Z0, 1920(SP)
 	VMOVDQU64 Z0, 1984(SP)
-	JMP       cready_280
+	JMP       cready_284
 
-cload_279:
+cload_283:
 	MOVQ      8432(SP), R8
 	MOVQ      ldc+40(FP), R9
 	SHLQ      $0x02, R9
@@ -4942,17 +4958,17 @@ cload_279:
 	MOVBQZX   8240(SP), R11
 	XORQ      R12, R12
 
-emu_row_281:
+emu_row_285:
 	TESTQ     R11, R11
-	JZ        emu_row_done_282
+	JZ        emu_row_done_286
 	VMOVDQU64 (R10), Z0
 	VMOVDQU64 Z0, (SP)(R12*1)
 	ADDQ      R9, R10
 	ADDQ      $0x40, R12
 	DECQ      R11
-	JMP       emu_row_281
+	JMP       emu_row_285
 
-emu_row_done_282:
+emu_row_done_286:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 1024(SP)
 	VMOVDQU64 Z0, 1088(SP)
@@ -4974,18 +4990,18 @@ emu_row_done_282:
 	MOVBQZX   8241(SP), R10
 	XORQ      R11, R11
 
-emu_row_283:
+emu_row_287:
 	TESTQ     R10, R10
-	JZ        emu_row_done_284
+	JZ        emu_row_done_288
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 1024(SP)(R11*1)
 	ADDQ      R9, R8
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_283
+	JMP       emu_row_287
 
-emu_row_done_284:
-cready_280:
+emu_row_done_288:
+cready_284:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -5007,17 +5023,17 @@ cready_280:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_285:
+emu_row_289:
 	TESTQ     R9, R9
-	JZ        emu_row_done_286
+	JZ        emu_row_done_290
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_285
+	JMP       emu_row_289
 
-emu_row_done_286:
+emu_row_done_290:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -5039,17 +5055,17 @@ emu_row_done_286:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_287:
+emu_row_291:
 	TESTQ     R9, R9
-	JZ        emu_row_done_288
+	JZ        emu_row_done_292
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_287
+	JMP       emu_row_291
 
-emu_row_done_288:
+emu_row_done_292:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
@@ -5071,41 +5087,41 @@ emu_row_done_288:
 	MOVBQZX   8247(SP), R9
 	XORQ      R10, R10
 
-emu_row_289:
+emu_row_293:
 	TESTQ     R9, R9
-	JZ        emu_row_done_290
+	JZ        emu_row_done_294
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 7168(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_289
+	JMP       emu_row_293
 
-emu_row_done_290:
-kstep_291:
+emu_row_done_294:
+kstep_295:
 	TESTQ   DI, DI
-	JZ      klast_292
+	JZ      klast_296
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	ADDQ    $0x00000400, BX
 	MOVBQZX 8240(SP), R8
 	MOVBQZX 8244(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_293
+	JE      emu_shapeok_297
 	UD2
 
-emu_shapeok_293:
+emu_shapeok_297:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_294
+	JE      emu_shapeok_298
 	UD2
 
-emu_shapeok_294:
+emu_shapeok_298:
 	XORQ R9, R9
 
-emu_row_295:
+emu_row_299:
 	TESTQ        R8, R8
-	JZ           emu_row_done_296
+	JZ           emu_row_done_300
 	VMOVDQU32    (SP)(R9*1), Z0
 	VPBROADCASTD 4096(SP)(R9*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -5142,9 +5158,9 @@ emu_row_295:
 	VMOVDQU32    Z0, (SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_295
+	JMP          emu_row_299
 
-emu_row_done_296:
+emu_row_done_300:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -5166,35 +5182,35 @@ emu_row_done_296:
 	MOVBQZX   8246(SP), R9
 	XORQ      R10, R10
 
-emu_row_297:
+emu_row_301:
 	TESTQ     R9, R9
-	JZ        emu_row_done_298
+	JZ        emu_row_done_302
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6144(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_297
+	JMP       emu_row_301
 
-emu_row_done_298:
+emu_row_done_302:
 	MOVBQZX 8241(SP), R8
 	MOVBQZX 8244(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_299
+	JE      emu_shapeok_303
 	UD2
 
-emu_shapeok_299:
+emu_shapeok_303:
 	MOVBQZX 8247(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_300
+	JE      emu_shapeok_304
 	UD2
 
-emu_shapeok_300:
+emu_shapeok_304:
 	XORQ R9, R9
 
-emu_row_301:
+emu_row_305:
 	TESTQ        R8, R8
-	JZ           emu_row_done_302
+	JZ           emu_row_done_306
 	VMOVDQU32    1024(SP)(R9*1), Z0
 	VPBROADCASTD 4096(SP)(R9*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -5231,9 +5247,9 @@ emu_row_301:
 	VMOVDQU32    Z0, 1024(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_301
+	JMP          emu_row_305
 
-emu_row_done_302:
+emu_row_done_306:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -5255,17 +5271,17 @@ emu_row_done_302:
 	MOVBQZX   8244(SP), R9
 	XORQ      R10, R10
 
-emu_row_303:
+emu_row_307:
 	TESTQ     R9, R9
-	JZ        emu_row_done_304
+	JZ        emu_row_done_308
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 4096(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_303
+	JMP       emu_row_307
 
-emu_row_done_304:
+emu_row_done_308:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 7168(SP)
 	VMOVDQU64 Z0, 7232(SP)
@@ -5287,39 +5303,39 @@ emu_row_done_304:
 	MOVBQZX   8247(SP), R9
 	XORQ      R10, R10
 
-emu_row_305:
+emu_row_309:
 	TESTQ     R9, R9
-	JZ        emu_row_done_306
+	JZ        emu_row_done_310
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 7168(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_305
+	JMP       emu_row_309
 
-emu_row_done_306:
+emu_row_done_310:
 	DECQ DI
-	JMP  kstep_291
+	JMP  kstep_295
 
-klast_292:
+klast_296:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_307
+	JE      emu_shapeok_311
 	UD2
 
-emu_shapeok_307:
+emu_shapeok_311:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_308
+	JE      emu_shapeok_312
 	UD2
 
-emu_shapeok_308:
+emu_shapeok_312:
 	XORQ CX, CX
 
-emu_row_309:
+emu_row_313:
 	TESTQ        AX, AX
-	JZ           emu_row_done_310
+	JZ           emu_row_done_314
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -5356,27 +5372,27 @@ emu_row_309:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_309
+	JMP          emu_row_313
 
-emu_row_done_310:
+emu_row_done_314:
 	MOVBQZX 8241(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_311
+	JE      emu_shapeok_315
 	UD2
 
-emu_shapeok_311:
+emu_shapeok_315:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_312
+	JE      emu_shapeok_316
 	UD2
 
-emu_shapeok_312:
+emu_shapeok_316:
 	XORQ CX, CX
 
-emu_row_313:
+emu_row_317:
 	TESTQ        AX, AX
-	JZ           emu_row_done_314
+	JZ           emu_row_done_318
 	VMOVDQU32    1024(SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     7168(SP), Z1, Z0
@@ -5413,9 +5429,9 @@ emu_row_313:
 	VMOVDQU32    Z0, 1024(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_313
+	JMP          emu_row_317
 
-emu_row_done_314:
+emu_row_done_318:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -5423,32 +5439,32 @@ emu_row_done_314:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_315:
+emu_row_319:
 	TESTQ     BX, BX
-	JZ        emu_row_done_316
+	JZ        emu_row_done_320
 	VMOVDQU64 (SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_315
+	JMP       emu_row_319
 
-emu_row_done_316:
+emu_row_done_320:
 	LEAQ    64(AX), AX
 	MOVBQZX 8241(SP), DX
 	XORQ    BX, BX
 
-emu_row_317:
+emu_row_321:
 	TESTQ     DX, DX
-	JZ        emu_row_done_318
+	JZ        emu_row_done_322
 	VMOVDQU64 1024(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_317
+	JMP       emu_row_321
 
-emu_row_done_318:
+emu_row_done_322:
 	MOVQ 8432(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 8432(SP)
@@ -5457,12 +5473,12 @@ emu_row_done_318:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 8424(SP)
-	JMP  npair_276
+	JMP  npair_280
 
-nodd_277:
+nodd_281:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_278
+	JZ    nend_282
 
 	// 1x1 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
@@ -5474,7 +5490,7 @@ nodd_277:
 	MOVQ      8392(SP), SI
 	DECQ      SI
 	CMPQ      8384(SP), $0x00
-	JNE       cload_319
+	JNE       cload_323
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, (SP)
 	VMOVDQU64 Z0, 64(SP)
@@ -5492,9 +5508,9 @@ nodd_277:
 	VMOVDQU64 Z0, 832(SP)
 	VMOVDQU64 Z0, 896(SP)
 	VMOVDQU64 Z0, 960(SP)
-	JMP       cready_320
+	JMP       cready_324
 
-cload_319:
+cload_323:
 	MOVQ      8432(SP), DI
 	MOVQ      ldc+40(FP), R8
 	SHLQ      $0x02, R8
@@ -5519,18 +5535,18 @@ cload_319:
 	MOVBQZX   8240(SP), R9
 	XORQ      R10, R10
 
-emu_row_321:
+emu_row_325:
 	TESTQ     R9, R9
-	JZ        emu_row_done_322
+	JZ        emu_row_done_326
 	VMOVDQU64 (DI), Z0
 	VMOVDQU64 Z0, (SP)(R10*1)
 	ADDQ      R8, DI
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_321
+	JMP       emu_row_325
 
-emu_row_done_322:
-cready_320:
+emu_row_done_326:
+cready_324:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -5552,17 +5568,17 @@ cready_320:
 	MOVBQZX   8244(SP), R8
 	XORQ      R9, R9
 
-emu_row_323:
+emu_row_327:
 	TESTQ     R8, R8
-	JZ        emu_row_done_324
+	JZ        emu_row_done_328
 	VMOVDQU64 (DI), Z0
 	VMOVDQU64 Z0, 4096(SP)(R9*1)
 	ADDQ      AX, DI
 	ADDQ      $0x40, R9
 	DECQ      R8
-	JMP       emu_row_323
+	JMP       emu_row_327
 
-emu_row_done_324:
+emu_row_done_328:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -5584,40 +5600,40 @@ emu_row_done_324:
 	MOVBQZX   8246(SP), R8
 	XORQ      R9, R9
 
-emu_row_325:
+emu_row_329:
 	TESTQ     R8, R8
-	JZ        emu_row_done_326
+	JZ        emu_row_done_330
 	VMOVDQU64 (DI), Z0
 	VMOVDQU64 Z0, 6144(SP)(R9*1)
 	ADDQ      BX, DI
 	ADDQ      $0x40, R9
 	DECQ      R8
-	JMP       emu_row_325
+	JMP       emu_row_329
 
-emu_row_done_326:
-kstep_327:
+emu_row_done_330:
+kstep_331:
 	TESTQ   SI, SI
-	JZ      klast_328
+	JZ      klast_332
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	MOVBQZX 8240(SP), DI
 	MOVBQZX 8244(SP), R8
 	CMPQ    DI, R8
-	JE      emu_shapeok_329
+	JE      emu_shapeok_333
 	UD2
 
-emu_shapeok_329:
+emu_shapeok_333:
 	MOVBQZX 8246(SP), R8
 	CMPQ    R8, $0x10
-	JE      emu_shapeok_330
+	JE      emu_shapeok_334
 	UD2
 
-emu_shapeok_330:
+emu_shapeok_334:
 	XORQ R8, R8
 
-emu_row_331:
+emu_row_335:
 	TESTQ        DI, DI
-	JZ           emu_row_done_332
+	JZ           emu_row_done_336
 	VMOVDQU32    (SP)(R8*1), Z0
 	VPBROADCASTD 4096(SP)(R8*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -5654,9 +5670,9 @@ emu_row_331:
 	VMOVDQU32    Z0, (SP)(R8*1)
 	ADDQ         $0x40, R8
 	DECQ         DI
-	JMP          emu_row_331
+	JMP          emu_row_335
 
-emu_row_done_332:
+emu_row_done_336:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4096(SP)
 	VMOVDQU64 Z0, 4160(SP)
@@ -5678,17 +5694,17 @@ emu_row_done_332:
 	MOVBQZX   8244(SP), R8
 	XORQ      R9, R9
 
-emu_row_333:
+emu_row_337:
 	TESTQ     R8, R8
-	JZ        emu_row_done_334
+	JZ        emu_row_done_338
 	VMOVDQU64 (DI), Z0
 	VMOVDQU64 Z0, 4096(SP)(R9*1)
 	ADDQ      AX, DI
 	ADDQ      $0x40, R9
 	DECQ      R8
-	JMP       emu_row_333
+	JMP       emu_row_337
 
-emu_row_done_334:
+emu_row_done_338:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 6144(SP)
 	VMOVDQU64 Z0, 6208(SP)
@@ -5710,39 +5726,39 @@ emu_row_done_334:
 	MOVBQZX   8246(SP), R8
 	XORQ      R9, R9
 
-emu_row_335:
+emu_row_339:
 	TESTQ     R8, R8
-	JZ        emu_row_done_336
+	JZ        emu_row_done_340
 	VMOVDQU64 (DI), Z0
 	VMOVDQU64 Z0, 6144(SP)(R9*1)
 	ADDQ      BX, DI
 	ADDQ      $0x40, R9
 	DECQ      R8
-	JMP       emu_row_335
+	JMP       emu_row_339
 
-emu_row_done_336:
+emu_row_done_340:
 	DECQ SI
-	JMP  kstep_327
+	JMP  kstep_331
 
-klast_328:
+klast_332:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_337
+	JE      emu_shapeok_341
 	UD2
 
-emu_shapeok_337:
+emu_shapeok_341:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_338
+	JE      emu_shapeok_342
 	UD2
 
-emu_shapeok_338:
+emu_shapeok_342:
 	XORQ CX, CX
 
-emu_row_339:
+emu_row_343:
 	TESTQ        AX, AX
-	JZ           emu_row_done_340
+	JZ           emu_row_done_344
 	VMOVDQU32    (SP)(CX*1), Z0
 	VPBROADCASTD 4096(SP)(CX*1), Z1
 	VPDPBUSD     6144(SP), Z1, Z0
@@ -5779,9 +5795,9 @@ emu_row_339:
 	VMOVDQU32    Z0, (SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_339
+	JMP          emu_row_343
 
-emu_row_done_340:
+emu_row_done_344:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -5789,25 +5805,25 @@ emu_row_done_340:
 	MOVBQZX 8240(SP), DX
 	XORQ    BX, BX
 
-emu_row_341:
+emu_row_345:
 	TESTQ     DX, DX
-	JZ        emu_row_done_342
+	JZ        emu_row_done_346
 	VMOVDQU64 (SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_341
+	JMP       emu_row_345
 
-emu_row_done_342:
-nend_278:
-kpass_end_45:
+emu_row_done_346:
+nend_282:
+kpass_end_47:
 	MOVQ 8384(SP), AX
 	ADDQ $0x00000300, AX
 	MOVQ AX, 8384(SP)
-	JMP  kpass_44
+	JMP  kpass_46
 
-done_46:
+done_48:
 	VZEROUPPER
 	RET
 
@@ -5850,112 +5866,120 @@ TEXT ·qgemmAMXEmulatedAVX2(SB), $8448-64
 	MOVQ AX, 8376(SP)
 	MOVQ m+48(FP), AX
 	ANDQ $0x1f, AX
-	JZ   cfg_tail_done_343
+	JZ   cfg_tail_done_347
 	CMPQ AX, $0x10
-	JLE  cfg_tail_small_344
+	JLE  cfg_tail_small_348
 	SUBQ $0x10, AX
 	MOVB AL, 8370(SP)
 	MOVB AL, 8371(SP)
 	MOVB AL, 8373(SP)
-	JMP  cfg_tail_done_343
+	JMP  cfg_tail_done_347
 
-cfg_tail_small_344:
+cfg_tail_small_348:
 	MOVB AL, 8368(SP)
 	MOVB AL, 8369(SP)
 	MOVB AL, 8372(SP)
 
-cfg_tail_done_343:
+cfg_tail_done_347:
 	XORQ AX, AX
 	MOVQ AX, 8384(SP)
 
-kpass_345:
+kpass_349:
 	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
 	MOVQ    8384(SP), AX
 	MOVQ    kp+24(FP), CX
 	SUBQ    AX, CX
-	JLE     done_347
+	JLE     done_351
 	MOVQ    $0x00000300, DX
 	CMPQ    CX, DX
 	CMOVQGT DX, CX
 	SHRQ    $0x06, CX
 	MOVQ    CX, 8392(SP)
+	CMPQ    8384(SP), $0x00
+	JE      cfg_load_352
+	TESTQ   $0x0000001f, m+48(FP)
+	JZ      cfg_ready_353
+
+cfg_load_352:
 	LEAQ    8256(SP), CX
 	MOVQ    $0x0000000000000001, DX
 	CMPQ    (CX), DX
-	JNE     emu_badcfg_348
+	JNE     emu_badcfg_354
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    8(CX), DX
-	JNE     emu_badcfg_348
+	JNE     emu_badcfg_354
 	MOVQ    $0x0040004000400040, DX
 	CMPQ    16(CX), DX
-	JNE     emu_badcfg_348
+	JNE     emu_badcfg_354
 	MOVQ    $0x0040004000400040, DX
 	CMPQ    24(CX), DX
-	JNE     emu_badcfg_348
+	JNE     emu_badcfg_354
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    32(CX), DX
-	JNE     emu_badcfg_348
+	JNE     emu_badcfg_354
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    40(CX), DX
-	JNE     emu_badcfg_348
+	JNE     emu_badcfg_354
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    56(CX), DX
-	JNE     emu_badcfg_348
+	JNE     emu_badcfg_354
 	MOVBQZX 48(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_348
+	JA      emu_badcfg_354
 	MOVBQZX 49(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_348
+	JA      emu_badcfg_354
 	MOVBQZX 50(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_348
+	JA      emu_badcfg_354
 	MOVBQZX 51(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_348
+	JA      emu_badcfg_354
 	MOVBQZX 52(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_348
+	JA      emu_badcfg_354
 	MOVBQZX 53(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_348
+	JA      emu_badcfg_354
 	MOVBQZX 54(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_348
+	JA      emu_badcfg_354
 	MOVBQZX 55(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_348
-	JMP     emu_cfgok_349
+	JA      emu_badcfg_354
+	JMP     emu_cfgok_355
 
-emu_badcfg_348:
+emu_badcfg_354:
 	UD2
 
-emu_cfgok_349:
+emu_cfgok_355:
 	VMOVDQU (CX), Y0
 	VMOVDQU Y0, 8192(SP)
 	VMOVDQU 32(CX), Y0
 	VMOVDQU Y0, 8224(SP)
-	MOVQ    a+0(FP), CX
-	ADDQ    AX, CX
-	MOVQ    CX, 8400(SP)
-	MOVQ    c+32(FP), AX
-	MOVQ    AX, 8408(SP)
-	MOVQ    m+48(FP), AX
-	SHRQ    $0x05, AX
-	MOVQ    AX, 8416(SP)
 
-mblock_350:
+cfg_ready_353:
+	MOVQ a+0(FP), CX
+	ADDQ AX, CX
+	MOVQ CX, 8400(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 8408(SP)
+	MOVQ m+48(FP), AX
+	SHRQ $0x05, AX
+	MOVQ AX, 8416(SP)
+
+mblock_356:
 	MOVQ  8416(SP), AX
 	TESTQ AX, AX
-	JZ    mtail_351
+	JZ    mtail_357
 	DECQ  AX
 	MOVQ  AX, 8416(SP)
 	MOVQ  b+16(FP), AX
@@ -5966,10 +5990,10 @@ mblock_350:
 	SHRQ  $0x01, AX
 	MOVQ  AX, 8440(SP)
 
-npair_352:
+npair_358:
 	MOVQ  8440(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_353
+	JZ    nodd_359
 	DECQ  AX
 	MOVQ  AX, 8440(SP)
 
@@ -5989,7 +6013,7 @@ npair_352:
 	MOVQ    8392(SP), R8
 	DECQ    R8
 	CMPQ    8384(SP), $0x00
-	JNE     cload_355
+	JNE     cload_361
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, (SP)
 	VMOVDQU Y0, 32(SP)
@@ -6122,9 +6146,9 @@ npair_352:
 	VMOVDQU Y0, 4000(SP)
 	VMOVDQU Y0, 4032(SP)
 	VMOVDQU Y0, 4064(SP)
-	JMP     cready_356
+	JMP     cready_362
 
-cload_355:
+cload_361:
 	MOVQ    8432(SP), R9
 	MOVQ    ldc+40(FP), R10
 	SHLQ    $0x02, R10
@@ -6165,9 +6189,9 @@ cload_355:
 	MOVBQZX 8240(SP), R12
 	XORQ    R13, R13
 
-emu_row_357:
+emu_row_363:
 	TESTQ   R12, R12
-	JZ      emu_row_done_358
+	JZ      emu_row_done_364
 	VMOVDQU (R11), Y0
 	VMOVDQU Y0, (SP)(R13*1)
 	VMOVDQU 32(R11), Y0
@@ -6175,9 +6199,9 @@ emu_row_357:
 	ADDQ    R10, R11
 	ADDQ    $0x40, R13
 	DECQ    R12
-	JMP     emu_row_357
+	JMP     emu_row_363
 
-emu_row_done_358:
+emu_row_done_364:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 1024(SP)
 	VMOVDQU Y0, 1056(SP)
@@ -6215,9 +6239,9 @@ emu_row_done_358:
 	MOVBQZX 8241(SP), R12
 	XORQ    R13, R13
 
-emu_row_359:
+emu_row_365:
 	TESTQ   R12, R12
-	JZ      emu_row_done_360
+	JZ      emu_row_done_366
 	VMOVDQU (R11), Y0
 	VMOVDQU Y0, 1024(SP)(R13*1)
 	VMOVDQU 32(R11), Y0
@@ -6225,9 +6249,9 @@ emu_row_359:
 	ADDQ    R10, R11
 	ADDQ    $0x40, R13
 	DECQ    R12
-	JMP     emu_row_359
+	JMP     emu_row_365
 
-emu_row_done_360:
+emu_row_done_366:
 	MOVQ    R10, R11
 	SHLQ    $0x04, R11
 	ADDQ    R9, R11
@@ -6268,9 +6292,9 @@ emu_row_done_360:
 	MOVBQZX 8242(SP), R12
 	XORQ    R13, R13
 
-emu_row_361:
+emu_row_367:
 	TESTQ   R12, R12
-	JZ      emu_row_done_362
+	JZ      emu_row_done_368
 	VMOVDQU (R11), Y0
 	VMOVDQU Y0, 2048(SP)(R13*1)
 	VMOVDQU 32(R11), Y0
@@ -6278,9 +6302,9 @@ emu_row_361:
 	ADDQ    R10, R11
 	ADDQ    $0x40, R13
 	DECQ    R12
-	JMP     emu_row_361
+	JMP     emu_row_367
 
-emu_row_done_362:
+emu_row_done_368:
 	MOVQ    R10, R11
 	SHLQ    $0x04, R11
 	ADDQ    R9, R11
@@ -6321,9 +6345,9 @@ emu_row_done_362:
 	MOVBQZX 8243(SP), R11
 	XORQ    R12, R12
 
-emu_row_363:
+emu_row_369:
 	TESTQ   R11, R11
-	JZ      emu_row_done_364
+	JZ      emu_row_done_370
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 3072(SP)(R12*1)
 	VMOVDQU 32(R9), Y0
@@ -6331,10 +6355,10 @@ emu_row_363:
 	ADDQ    R10, R9
 	ADDQ    $0x40, R12
 	DECQ    R11
-	JMP     emu_row_363
+	JMP     emu_row_369
 
-emu_row_done_364:
-cready_356:
+emu_row_done_370:
+cready_362:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -6372,9 +6396,9 @@ cready_356:
 	MOVBQZX 8244(SP), R10
 	XORQ    R11, R11
 
-emu_row_365:
+emu_row_371:
 	TESTQ   R10, R10
-	JZ      emu_row_done_366
+	JZ      emu_row_done_372
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 4096(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -6382,9 +6406,9 @@ emu_row_365:
 	ADDQ    AX, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_365
+	JMP     emu_row_371
 
-emu_row_done_366:
+emu_row_done_372:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -6422,9 +6446,9 @@ emu_row_done_366:
 	MOVBQZX 8246(SP), R10
 	XORQ    R11, R11
 
-emu_row_367:
+emu_row_373:
 	TESTQ   R10, R10
-	JZ      emu_row_done_368
+	JZ      emu_row_done_374
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 6144(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -6432,9 +6456,9 @@ emu_row_367:
 	ADDQ    DI, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_367
+	JMP     emu_row_373
 
-emu_row_done_368:
+emu_row_done_374:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 7168(SP)
 	VMOVDQU Y0, 7200(SP)
@@ -6472,9 +6496,9 @@ emu_row_done_368:
 	MOVBQZX 8247(SP), R10
 	XORQ    R11, R11
 
-emu_row_369:
+emu_row_375:
 	TESTQ   R10, R10
-	JZ      emu_row_done_370
+	JZ      emu_row_done_376
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 7168(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -6482,9 +6506,9 @@ emu_row_369:
 	ADDQ    DI, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_369
+	JMP     emu_row_375
 
-emu_row_done_370:
+emu_row_done_376:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 5120(SP)
 	VMOVDQU Y0, 5152(SP)
@@ -6522,9 +6546,9 @@ emu_row_done_370:
 	MOVBQZX 8245(SP), R10
 	XORQ    R11, R11
 
-emu_row_371:
+emu_row_377:
 	TESTQ   R10, R10
-	JZ      emu_row_done_372
+	JZ      emu_row_done_378
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 5120(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -6532,12 +6556,12 @@ emu_row_371:
 	ADDQ    AX, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_371
+	JMP     emu_row_377
 
-emu_row_done_372:
-kstep_373:
+emu_row_done_378:
+kstep_379:
 	TESTQ   R8, R8
-	JZ      klast_374
+	JZ      klast_380
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -6545,21 +6569,21 @@ kstep_373:
 	MOVBQZX 8240(SP), R9
 	MOVBQZX 8244(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_375
+	JE      emu_shapeok_381
 	UD2
 
-emu_shapeok_375:
+emu_shapeok_381:
 	MOVBQZX 8246(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_376
+	JE      emu_shapeok_382
 	UD2
 
-emu_shapeok_376:
+emu_shapeok_382:
 	XORQ R10, R10
 
-emu_row_377:
+emu_row_383:
 	TESTQ R9, R9
-	JZ    emu_row_done_378
+	JZ    emu_row_done_384
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6568,7 +6592,7 @@ emu_row_377:
 	LEAQ  6144(SP), R12
 	MOVQ  $0x00000010, R13
 
-emu_kgroup_379:
+emu_kgroup_385:
 	VPBROADCASTD (R11), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R12), Y5
@@ -6586,7 +6610,7 @@ emu_kgroup_379:
 	ADDQ         $0x04, R11
 	ADDQ         $0x40, R12
 	DECQ         R13
-	JNZ          emu_kgroup_379
+	JNZ          emu_kgroup_385
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(R10*1), Y0, Y0
@@ -6597,27 +6621,27 @@ emu_kgroup_379:
 	VMOVDQU      Y0, 32(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_377
+	JMP          emu_row_383
 
-emu_row_done_378:
+emu_row_done_384:
 	MOVBQZX 8241(SP), R9
 	MOVBQZX 8244(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_380
+	JE      emu_shapeok_386
 	UD2
 
-emu_shapeok_380:
+emu_shapeok_386:
 	MOVBQZX 8247(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_381
+	JE      emu_shapeok_387
 	UD2
 
-emu_shapeok_381:
+emu_shapeok_387:
 	XORQ R10, R10
 
-emu_row_382:
+emu_row_388:
 	TESTQ R9, R9
-	JZ    emu_row_done_383
+	JZ    emu_row_done_389
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6626,7 +6650,7 @@ emu_row_382:
 	LEAQ  7168(SP), R12
 	MOVQ  $0x00000010, R13
 
-emu_kgroup_384:
+emu_kgroup_390:
 	VPBROADCASTD (R11), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R12), Y5
@@ -6644,7 +6668,7 @@ emu_kgroup_384:
 	ADDQ         $0x04, R11
 	ADDQ         $0x40, R12
 	DECQ         R13
-	JNZ          emu_kgroup_384
+	JNZ          emu_kgroup_390
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       1024(SP)(R10*1), Y0, Y0
@@ -6655,9 +6679,9 @@ emu_kgroup_384:
 	VMOVDQU      Y0, 1056(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_382
+	JMP          emu_row_388
 
-emu_row_done_383:
+emu_row_done_389:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -6695,9 +6719,9 @@ emu_row_done_383:
 	MOVBQZX 8244(SP), R10
 	XORQ    R11, R11
 
-emu_row_385:
+emu_row_391:
 	TESTQ   R10, R10
-	JZ      emu_row_done_386
+	JZ      emu_row_done_392
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 4096(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -6705,27 +6729,27 @@ emu_row_385:
 	ADDQ    AX, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_385
+	JMP     emu_row_391
 
-emu_row_done_386:
+emu_row_done_392:
 	MOVBQZX 8242(SP), R9
 	MOVBQZX 8245(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_387
+	JE      emu_shapeok_393
 	UD2
 
-emu_shapeok_387:
+emu_shapeok_393:
 	MOVBQZX 8246(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_388
+	JE      emu_shapeok_394
 	UD2
 
-emu_shapeok_388:
+emu_shapeok_394:
 	XORQ R10, R10
 
-emu_row_389:
+emu_row_395:
 	TESTQ R9, R9
-	JZ    emu_row_done_390
+	JZ    emu_row_done_396
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6734,7 +6758,7 @@ emu_row_389:
 	LEAQ  6144(SP), R12
 	MOVQ  $0x00000010, R13
 
-emu_kgroup_391:
+emu_kgroup_397:
 	VPBROADCASTD (R11), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R12), Y5
@@ -6752,7 +6776,7 @@ emu_kgroup_391:
 	ADDQ         $0x04, R11
 	ADDQ         $0x40, R12
 	DECQ         R13
-	JNZ          emu_kgroup_391
+	JNZ          emu_kgroup_397
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       2048(SP)(R10*1), Y0, Y0
@@ -6763,9 +6787,9 @@ emu_kgroup_391:
 	VMOVDQU      Y0, 2080(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_389
+	JMP          emu_row_395
 
-emu_row_done_390:
+emu_row_done_396:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -6803,9 +6827,9 @@ emu_row_done_390:
 	MOVBQZX 8246(SP), R10
 	XORQ    R11, R11
 
-emu_row_392:
+emu_row_398:
 	TESTQ   R10, R10
-	JZ      emu_row_done_393
+	JZ      emu_row_done_399
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 6144(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -6813,27 +6837,27 @@ emu_row_392:
 	ADDQ    DI, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_392
+	JMP     emu_row_398
 
-emu_row_done_393:
+emu_row_done_399:
 	MOVBQZX 8243(SP), R9
 	MOVBQZX 8245(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_394
+	JE      emu_shapeok_400
 	UD2
 
-emu_shapeok_394:
+emu_shapeok_400:
 	MOVBQZX 8247(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_395
+	JE      emu_shapeok_401
 	UD2
 
-emu_shapeok_395:
+emu_shapeok_401:
 	XORQ R10, R10
 
-emu_row_396:
+emu_row_402:
 	TESTQ R9, R9
-	JZ    emu_row_done_397
+	JZ    emu_row_done_403
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6842,7 +6866,7 @@ emu_row_396:
 	LEAQ  7168(SP), R12
 	MOVQ  $0x00000010, R13
 
-emu_kgroup_398:
+emu_kgroup_404:
 	VPBROADCASTD (R11), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R12), Y5
@@ -6860,7 +6884,7 @@ emu_kgroup_398:
 	ADDQ         $0x04, R11
 	ADDQ         $0x40, R12
 	DECQ         R13
-	JNZ          emu_kgroup_398
+	JNZ          emu_kgroup_404
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       3072(SP)(R10*1), Y0, Y0
@@ -6871,9 +6895,9 @@ emu_kgroup_398:
 	VMOVDQU      Y0, 3104(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_396
+	JMP          emu_row_402
 
-emu_row_done_397:
+emu_row_done_403:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 5120(SP)
 	VMOVDQU Y0, 5152(SP)
@@ -6911,9 +6935,9 @@ emu_row_done_397:
 	MOVBQZX 8245(SP), R10
 	XORQ    R11, R11
 
-emu_row_399:
+emu_row_405:
 	TESTQ   R10, R10
-	JZ      emu_row_done_400
+	JZ      emu_row_done_406
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 5120(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -6921,9 +6945,9 @@ emu_row_399:
 	ADDQ    AX, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_399
+	JMP     emu_row_405
 
-emu_row_done_400:
+emu_row_done_406:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 7168(SP)
 	VMOVDQU Y0, 7200(SP)
@@ -6961,9 +6985,9 @@ emu_row_done_400:
 	MOVBQZX 8247(SP), R10
 	XORQ    R11, R11
 
-emu_row_401:
+emu_row_407:
 	TESTQ   R10, R10
-	JZ      emu_row_done_402
+	JZ      emu_row_done_408
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 7168(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -6971,31 +6995,31 @@ emu_row_401:
 	ADDQ    DI, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_401
+	JMP     emu_row_407
 
-emu_row_done_402:
+emu_row_done_408:
 	DECQ R8
-	JMP  kstep_373
+	JMP  kstep_379
 
-klast_374:
+klast_380:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_403
+	JE      emu_shapeok_409
 	UD2
 
-emu_shapeok_403:
+emu_shapeok_409:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_404
+	JE      emu_shapeok_410
 	UD2
 
-emu_shapeok_404:
+emu_shapeok_410:
 	XORQ CX, CX
 
-emu_row_405:
+emu_row_411:
 	TESTQ AX, AX
-	JZ    emu_row_done_406
+	JZ    emu_row_done_412
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -7004,7 +7028,7 @@ emu_row_405:
 	LEAQ  6144(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_407:
+emu_kgroup_413:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -7022,7 +7046,7 @@ emu_kgroup_407:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_407
+	JNZ          emu_kgroup_413
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(CX*1), Y0, Y0
@@ -7033,27 +7057,27 @@ emu_kgroup_407:
 	VMOVDQU      Y0, 32(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_405
+	JMP          emu_row_411
 
-emu_row_done_406:
+emu_row_done_412:
 	MOVBQZX 8241(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_408
+	JE      emu_shapeok_414
 	UD2
 
-emu_shapeok_408:
+emu_shapeok_414:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_409
+	JE      emu_shapeok_415
 	UD2
 
-emu_shapeok_409:
+emu_shapeok_415:
 	XORQ CX, CX
 
-emu_row_410:
+emu_row_416:
 	TESTQ AX, AX
-	JZ    emu_row_done_411
+	JZ    emu_row_done_417
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -7062,7 +7086,7 @@ emu_row_410:
 	LEAQ  7168(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_412:
+emu_kgroup_418:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -7080,7 +7104,7 @@ emu_kgroup_412:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_412
+	JNZ          emu_kgroup_418
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       1024(SP)(CX*1), Y0, Y0
@@ -7091,27 +7115,27 @@ emu_kgroup_412:
 	VMOVDQU      Y0, 1056(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_410
+	JMP          emu_row_416
 
-emu_row_done_411:
+emu_row_done_417:
 	MOVBQZX 8242(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_413
+	JE      emu_shapeok_419
 	UD2
 
-emu_shapeok_413:
+emu_shapeok_419:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_414
+	JE      emu_shapeok_420
 	UD2
 
-emu_shapeok_414:
+emu_shapeok_420:
 	XORQ CX, CX
 
-emu_row_415:
+emu_row_421:
 	TESTQ AX, AX
-	JZ    emu_row_done_416
+	JZ    emu_row_done_422
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -7120,7 +7144,7 @@ emu_row_415:
 	LEAQ  6144(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_417:
+emu_kgroup_423:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -7138,7 +7162,7 @@ emu_kgroup_417:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_417
+	JNZ          emu_kgroup_423
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       2048(SP)(CX*1), Y0, Y0
@@ -7149,27 +7173,27 @@ emu_kgroup_417:
 	VMOVDQU      Y0, 2080(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_415
+	JMP          emu_row_421
 
-emu_row_done_416:
+emu_row_done_422:
 	MOVBQZX 8243(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_418
+	JE      emu_shapeok_424
 	UD2
 
-emu_shapeok_418:
+emu_shapeok_424:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_419
+	JE      emu_shapeok_425
 	UD2
 
-emu_shapeok_419:
+emu_shapeok_425:
 	XORQ CX, CX
 
-emu_row_420:
+emu_row_426:
 	TESTQ AX, AX
-	JZ    emu_row_done_421
+	JZ    emu_row_done_427
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -7178,7 +7202,7 @@ emu_row_420:
 	LEAQ  7168(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_422:
+emu_kgroup_428:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -7196,7 +7220,7 @@ emu_kgroup_422:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_422
+	JNZ          emu_kgroup_428
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       3072(SP)(CX*1), Y0, Y0
@@ -7207,9 +7231,9 @@ emu_kgroup_422:
 	VMOVDQU      Y0, 3104(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_420
+	JMP          emu_row_426
 
-emu_row_done_421:
+emu_row_done_427:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -7217,9 +7241,9 @@ emu_row_done_421:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_423:
+emu_row_429:
 	TESTQ   BX, BX
-	JZ      emu_row_done_424
+	JZ      emu_row_done_430
 	VMOVDQU (SP)(SI*1), Y0
 	VMOVDQU Y0, (DX)
 	VMOVDQU 32(SP)(SI*1), Y0
@@ -7227,16 +7251,16 @@ emu_row_423:
 	ADDQ    CX, DX
 	ADDQ    $0x40, SI
 	DECQ    BX
-	JMP     emu_row_423
+	JMP     emu_row_429
 
-emu_row_done_424:
+emu_row_done_430:
 	LEAQ    64(AX), DX
 	MOVBQZX 8241(SP), BX
 	XORQ    SI, SI
 
-emu_row_425:
+emu_row_431:
 	TESTQ   BX, BX
-	JZ      emu_row_done_426
+	JZ      emu_row_done_432
 	VMOVDQU 1024(SP)(SI*1), Y0
 	VMOVDQU Y0, (DX)
 	VMOVDQU 1056(SP)(SI*1), Y0
@@ -7244,9 +7268,9 @@ emu_row_425:
 	ADDQ    CX, DX
 	ADDQ    $0x40, SI
 	DECQ    BX
-	JMP     emu_row_425
+	JMP     emu_row_431
 
-emu_row_done_426:
+emu_row_done_432:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -7254,9 +7278,9 @@ emu_row_done_426:
 	MOVBQZX 8242(SP), BX
 	XORQ    SI, SI
 
-emu_row_427:
+emu_row_433:
 	TESTQ   BX, BX
-	JZ      emu_row_done_428
+	JZ      emu_row_done_434
 	VMOVDQU 2048(SP)(SI*1), Y0
 	VMOVDQU Y0, (DX)
 	VMOVDQU 2080(SP)(SI*1), Y0
@@ -7264,9 +7288,9 @@ emu_row_427:
 	ADDQ    CX, DX
 	ADDQ    $0x40, SI
 	DECQ    BX
-	JMP     emu_row_427
+	JMP     emu_row_433
 
-emu_row_done_428:
+emu_row_done_434:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -7274,9 +7298,9 @@ emu_row_done_428:
 	MOVBQZX 8243(SP), DX
 	XORQ    BX, BX
 
-emu_row_429:
+emu_row_435:
 	TESTQ   DX, DX
-	JZ      emu_row_done_430
+	JZ      emu_row_done_436
 	VMOVDQU 3072(SP)(BX*1), Y0
 	VMOVDQU Y0, (AX)
 	VMOVDQU 3104(SP)(BX*1), Y0
@@ -7284,9 +7308,9 @@ emu_row_429:
 	ADDQ    CX, AX
 	ADDQ    $0x40, BX
 	DECQ    DX
-	JMP     emu_row_429
+	JMP     emu_row_435
 
-emu_row_done_430:
+emu_row_done_436:
 	MOVQ 8432(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 8432(SP)
@@ -7295,12 +7319,12 @@ emu_row_done_430:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 8424(SP)
-	JMP  npair_352
+	JMP  npair_358
 
-nodd_353:
+nodd_359:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_354
+	JZ    nend_360
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ    lda+8(FP), AX
@@ -7315,7 +7339,7 @@ nodd_353:
 	MOVQ    8392(SP), DI
 	DECQ    DI
 	CMPQ    8384(SP), $0x00
-	JNE     cload_431
+	JNE     cload_437
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, (SP)
 	VMOVDQU Y0, 32(SP)
@@ -7382,9 +7406,9 @@ nodd_353:
 	VMOVDQU Y0, 2976(SP)
 	VMOVDQU Y0, 3008(SP)
 	VMOVDQU Y0, 3040(SP)
-	JMP     cready_432
+	JMP     cready_438
 
-cload_431:
+cload_437:
 	MOVQ    8432(SP), R8
 	MOVQ    ldc+40(FP), R9
 	SHLQ    $0x02, R9
@@ -7425,9 +7449,9 @@ cload_431:
 	MOVBQZX 8240(SP), R11
 	XORQ    R12, R12
 
-emu_row_433:
+emu_row_439:
 	TESTQ   R11, R11
-	JZ      emu_row_done_434
+	JZ      emu_row_done_440
 	VMOVDQU (R10), Y0
 	VMOVDQU Y0, (SP)(R12*1)
 	VMOVDQU 32(R10), Y0
@@ -7435,9 +7459,9 @@ emu_row_433:
 	ADDQ    R9, R10
 	ADDQ    $0x40, R12
 	DECQ    R11
-	JMP     emu_row_433
+	JMP     emu_row_439
 
-emu_row_done_434:
+emu_row_done_440:
 	MOVQ    R9, R10
 	SHLQ    $0x04, R10
 	ADDQ    R8, R10
@@ -7478,9 +7502,9 @@ emu_row_done_434:
 	MOVBQZX 8242(SP), R10
 	XORQ    R11, R11
 
-emu_row_435:
+emu_row_441:
 	TESTQ   R10, R10
-	JZ      emu_row_done_436
+	JZ      emu_row_done_442
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 2048(SP)(R11*1)
 	VMOVDQU 32(R8), Y0
@@ -7488,10 +7512,10 @@ emu_row_435:
 	ADDQ    R9, R8
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_435
+	JMP     emu_row_441
 
-emu_row_done_436:
-cready_432:
+emu_row_done_442:
+cready_438:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -7529,9 +7553,9 @@ cready_432:
 	MOVBQZX 8244(SP), R9
 	XORQ    R10, R10
 
-emu_row_437:
+emu_row_443:
 	TESTQ   R9, R9
-	JZ      emu_row_done_438
+	JZ      emu_row_done_444
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 4096(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -7539,9 +7563,9 @@ emu_row_437:
 	ADDQ    AX, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_437
+	JMP     emu_row_443
 
-emu_row_done_438:
+emu_row_done_444:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -7579,9 +7603,9 @@ emu_row_done_438:
 	MOVBQZX 8246(SP), R9
 	XORQ    R10, R10
 
-emu_row_439:
+emu_row_445:
 	TESTQ   R9, R9
-	JZ      emu_row_done_440
+	JZ      emu_row_done_446
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 6144(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -7589,9 +7613,9 @@ emu_row_439:
 	ADDQ    SI, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_439
+	JMP     emu_row_445
 
-emu_row_done_440:
+emu_row_done_446:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 5120(SP)
 	VMOVDQU Y0, 5152(SP)
@@ -7629,9 +7653,9 @@ emu_row_done_440:
 	MOVBQZX 8245(SP), R9
 	XORQ    R10, R10
 
-emu_row_441:
+emu_row_447:
 	TESTQ   R9, R9
-	JZ      emu_row_done_442
+	JZ      emu_row_done_448
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 5120(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -7639,33 +7663,33 @@ emu_row_441:
 	ADDQ    AX, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_441
+	JMP     emu_row_447
 
-emu_row_done_442:
-kstep_443:
+emu_row_done_448:
+kstep_449:
 	TESTQ   DI, DI
-	JZ      klast_444
+	JZ      klast_450
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
 	MOVBQZX 8240(SP), R8
 	MOVBQZX 8244(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_445
+	JE      emu_shapeok_451
 	UD2
 
-emu_shapeok_445:
+emu_shapeok_451:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_446
+	JE      emu_shapeok_452
 	UD2
 
-emu_shapeok_446:
+emu_shapeok_452:
 	XORQ R9, R9
 
-emu_row_447:
+emu_row_453:
 	TESTQ R8, R8
-	JZ    emu_row_done_448
+	JZ    emu_row_done_454
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -7674,7 +7698,7 @@ emu_row_447:
 	LEAQ  6144(SP), R11
 	MOVQ  $0x00000010, R12
 
-emu_kgroup_449:
+emu_kgroup_455:
 	VPBROADCASTD (R10), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R11), Y5
@@ -7692,7 +7716,7 @@ emu_kgroup_449:
 	ADDQ         $0x04, R10
 	ADDQ         $0x40, R11
 	DECQ         R12
-	JNZ          emu_kgroup_449
+	JNZ          emu_kgroup_455
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(R9*1), Y0, Y0
@@ -7703,9 +7727,9 @@ emu_kgroup_449:
 	VMOVDQU      Y0, 32(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_447
+	JMP          emu_row_453
 
-emu_row_done_448:
+emu_row_done_454:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -7743,9 +7767,9 @@ emu_row_done_448:
 	MOVBQZX 8244(SP), R9
 	XORQ    R10, R10
 
-emu_row_450:
+emu_row_456:
 	TESTQ   R9, R9
-	JZ      emu_row_done_451
+	JZ      emu_row_done_457
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 4096(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -7753,27 +7777,27 @@ emu_row_450:
 	ADDQ    AX, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_450
+	JMP     emu_row_456
 
-emu_row_done_451:
+emu_row_done_457:
 	MOVBQZX 8242(SP), R8
 	MOVBQZX 8245(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_452
+	JE      emu_shapeok_458
 	UD2
 
-emu_shapeok_452:
+emu_shapeok_458:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_453
+	JE      emu_shapeok_459
 	UD2
 
-emu_shapeok_453:
+emu_shapeok_459:
 	XORQ R9, R9
 
-emu_row_454:
+emu_row_460:
 	TESTQ R8, R8
-	JZ    emu_row_done_455
+	JZ    emu_row_done_461
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -7782,7 +7806,7 @@ emu_row_454:
 	LEAQ  6144(SP), R11
 	MOVQ  $0x00000010, R12
 
-emu_kgroup_456:
+emu_kgroup_462:
 	VPBROADCASTD (R10), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R11), Y5
@@ -7800,7 +7824,7 @@ emu_kgroup_456:
 	ADDQ         $0x04, R10
 	ADDQ         $0x40, R11
 	DECQ         R12
-	JNZ          emu_kgroup_456
+	JNZ          emu_kgroup_462
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       2048(SP)(R9*1), Y0, Y0
@@ -7811,9 +7835,9 @@ emu_kgroup_456:
 	VMOVDQU      Y0, 2080(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_454
+	JMP          emu_row_460
 
-emu_row_done_455:
+emu_row_done_461:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 5120(SP)
 	VMOVDQU Y0, 5152(SP)
@@ -7851,9 +7875,9 @@ emu_row_done_455:
 	MOVBQZX 8245(SP), R9
 	XORQ    R10, R10
 
-emu_row_457:
+emu_row_463:
 	TESTQ   R9, R9
-	JZ      emu_row_done_458
+	JZ      emu_row_done_464
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 5120(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -7861,9 +7885,9 @@ emu_row_457:
 	ADDQ    AX, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_457
+	JMP     emu_row_463
 
-emu_row_done_458:
+emu_row_done_464:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -7901,9 +7925,9 @@ emu_row_done_458:
 	MOVBQZX 8246(SP), R9
 	XORQ    R10, R10
 
-emu_row_459:
+emu_row_465:
 	TESTQ   R9, R9
-	JZ      emu_row_done_460
+	JZ      emu_row_done_466
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 6144(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -7911,31 +7935,31 @@ emu_row_459:
 	ADDQ    SI, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_459
+	JMP     emu_row_465
 
-emu_row_done_460:
+emu_row_done_466:
 	DECQ DI
-	JMP  kstep_443
+	JMP  kstep_449
 
-klast_444:
+klast_450:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_461
+	JE      emu_shapeok_467
 	UD2
 
-emu_shapeok_461:
+emu_shapeok_467:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_462
+	JE      emu_shapeok_468
 	UD2
 
-emu_shapeok_462:
+emu_shapeok_468:
 	XORQ CX, CX
 
-emu_row_463:
+emu_row_469:
 	TESTQ AX, AX
-	JZ    emu_row_done_464
+	JZ    emu_row_done_470
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -7944,7 +7968,7 @@ emu_row_463:
 	LEAQ  6144(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_465:
+emu_kgroup_471:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -7962,7 +7986,7 @@ emu_kgroup_465:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_465
+	JNZ          emu_kgroup_471
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(CX*1), Y0, Y0
@@ -7973,27 +7997,27 @@ emu_kgroup_465:
 	VMOVDQU      Y0, 32(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_463
+	JMP          emu_row_469
 
-emu_row_done_464:
+emu_row_done_470:
 	MOVBQZX 8242(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_466
+	JE      emu_shapeok_472
 	UD2
 
-emu_shapeok_466:
+emu_shapeok_472:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_467
+	JE      emu_shapeok_473
 	UD2
 
-emu_shapeok_467:
+emu_shapeok_473:
 	XORQ CX, CX
 
-emu_row_468:
+emu_row_474:
 	TESTQ AX, AX
-	JZ    emu_row_done_469
+	JZ    emu_row_done_475
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -8002,7 +8026,7 @@ emu_row_468:
 	LEAQ  6144(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_470:
+emu_kgroup_476:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -8020,7 +8044,7 @@ emu_kgroup_470:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_470
+	JNZ          emu_kgroup_476
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       2048(SP)(CX*1), Y0, Y0
@@ -8031,9 +8055,9 @@ emu_kgroup_470:
 	VMOVDQU      Y0, 2080(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_468
+	JMP          emu_row_474
 
-emu_row_done_469:
+emu_row_done_475:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -8041,9 +8065,9 @@ emu_row_done_469:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_471:
+emu_row_477:
 	TESTQ   BX, BX
-	JZ      emu_row_done_472
+	JZ      emu_row_done_478
 	VMOVDQU (SP)(SI*1), Y0
 	VMOVDQU Y0, (DX)
 	VMOVDQU 32(SP)(SI*1), Y0
@@ -8051,9 +8075,9 @@ emu_row_471:
 	ADDQ    CX, DX
 	ADDQ    $0x40, SI
 	DECQ    BX
-	JMP     emu_row_471
+	JMP     emu_row_477
 
-emu_row_done_472:
+emu_row_done_478:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -8061,9 +8085,9 @@ emu_row_done_472:
 	MOVBQZX 8242(SP), DX
 	XORQ    BX, BX
 
-emu_row_473:
+emu_row_479:
 	TESTQ   DX, DX
-	JZ      emu_row_done_474
+	JZ      emu_row_done_480
 	VMOVDQU 2048(SP)(BX*1), Y0
 	VMOVDQU Y0, (AX)
 	VMOVDQU 2080(SP)(BX*1), Y0
@@ -8071,10 +8095,10 @@ emu_row_473:
 	ADDQ    CX, AX
 	ADDQ    $0x40, BX
 	DECQ    DX
-	JMP     emu_row_473
+	JMP     emu_row_479
 
-emu_row_done_474:
-nend_354:
+emu_row_done_480:
+nend_360:
 	MOVQ 8400(SP), AX
 	MOVQ lda+8(FP), CX
 	SHLQ $0x05, CX
@@ -8085,79 +8109,79 @@ nend_354:
 	SHLQ $0x07, CX
 	ADDQ CX, AX
 	MOVQ AX, 8408(SP)
-	JMP  mblock_350
+	JMP  mblock_356
 
-mtail_351:
+mtail_357:
 	// M tail of 1..31 rows, with the tail config.
 	MOVQ    m+48(FP), AX
 	ANDQ    $0x1f, AX
-	JZ      kpass_end_346
+	JZ      kpass_end_350
 	LEAQ    8320(SP), CX
 	MOVQ    $0x0000000000000001, DX
 	CMPQ    (CX), DX
-	JNE     emu_badcfg_475
+	JNE     emu_badcfg_481
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    8(CX), DX
-	JNE     emu_badcfg_475
+	JNE     emu_badcfg_481
 	MOVQ    $0x0040004000400040, DX
 	CMPQ    16(CX), DX
-	JNE     emu_badcfg_475
+	JNE     emu_badcfg_481
 	MOVQ    $0x0040004000400040, DX
 	CMPQ    24(CX), DX
-	JNE     emu_badcfg_475
+	JNE     emu_badcfg_481
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    32(CX), DX
-	JNE     emu_badcfg_475
+	JNE     emu_badcfg_481
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    40(CX), DX
-	JNE     emu_badcfg_475
+	JNE     emu_badcfg_481
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    56(CX), DX
-	JNE     emu_badcfg_475
+	JNE     emu_badcfg_481
 	MOVBQZX 48(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_475
+	JA      emu_badcfg_481
 	MOVBQZX 49(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_475
+	JA      emu_badcfg_481
 	MOVBQZX 50(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_475
+	JA      emu_badcfg_481
 	MOVBQZX 51(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_475
+	JA      emu_badcfg_481
 	MOVBQZX 52(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_475
+	JA      emu_badcfg_481
 	MOVBQZX 53(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_475
+	JA      emu_badcfg_481
 	MOVBQZX 54(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_475
+	JA      emu_badcfg_481
 	MOVBQZX 55(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_475
-	JMP     emu_cfgok_476
+	JA      emu_badcfg_481
+	JMP     emu_cfgok_482
 
-emu_badcfg_475:
+emu_badcfg_481:
 	UD2
 
-emu_cfgok_476:
+emu_cfgok_482:
 	VMOVDQU (CX), Y0
 	VMOVDQU Y0, 8192(SP)
 	VMOVDQU 32(CX), Y0
 	VMOVDQU Y0, 8224(SP)
 	CMPQ    AX, $0x10
-	JLE     mtail_small_477
+	JLE     mtail_small_483
 	MOVQ    b+16(FP), AX
 	MOVQ    AX, 8424(SP)
 	MOVQ    8408(SP), AX
@@ -8166,10 +8190,10 @@ emu_cfgok_476:
 	SHRQ    $0x01, AX
 	MOVQ    AX, 8440(SP)
 
-npair_478:
+npair_484:
 	MOVQ  8440(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_479
+	JZ    nodd_485
 	DECQ  AX
 	MOVQ  AX, 8440(SP)
 
@@ -8189,7 +8213,7 @@ npair_478:
 	MOVQ    8392(SP), R8
 	DECQ    R8
 	CMPQ    8384(SP), $0x00
-	JNE     cload_481
+	JNE     cload_487
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, (SP)
 	VMOVDQU Y0, 32(SP)
@@ -8322,9 +8346,9 @@ npair_478:
 	VMOVDQU Y0, 4000(SP)
 	VMOVDQU Y0, 4032(SP)
 	VMOVDQU Y0, 4064(SP)
-	JMP     cready_482
+	JMP     cready_488
 
-cload_481:
+cload_487:
 	MOVQ    8432(SP), R9
 	MOVQ    ldc+40(FP), R10
 	SHLQ    $0x02, R10
@@ -8365,9 +8389,9 @@ cload_481:
 	MOVBQZX 8240(SP), R12
 	XORQ    R13, R13
 
-emu_row_483:
+emu_row_489:
 	TESTQ   R12, R12
-	JZ      emu_row_done_484
+	JZ      emu_row_done_490
 	VMOVDQU (R11), Y0
 	VMOVDQU Y0, (SP)(R13*1)
 	VMOVDQU 32(R11), Y0
@@ -8375,9 +8399,9 @@ emu_row_483:
 	ADDQ    R10, R11
 	ADDQ    $0x40, R13
 	DECQ    R12
-	JMP     emu_row_483
+	JMP     emu_row_489
 
-emu_row_done_484:
+emu_row_done_490:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 1024(SP)
 	VMOVDQU Y0, 1056(SP)
@@ -8415,9 +8439,9 @@ emu_row_done_484:
 	MOVBQZX 8241(SP), R12
 	XORQ    R13, R13
 
-emu_row_485:
+emu_row_491:
 	TESTQ   R12, R12
-	JZ      emu_row_done_486
+	JZ      emu_row_done_492
 	VMOVDQU (R11), Y0
 	VMOVDQU Y0, 1024(SP)(R13*1)
 	VMOVDQU 32(R11), Y0
@@ -8425,9 +8449,9 @@ emu_row_485:
 	ADDQ    R10, R11
 	ADDQ    $0x40, R13
 	DECQ    R12
-	JMP     emu_row_485
+	JMP     emu_row_491
 
-emu_row_done_486:
+emu_row_done_492:
 	MOVQ    R10, R11
 	SHLQ    $0x04, R11
 	ADDQ    R9, R11
@@ -8468,9 +8492,9 @@ emu_row_done_486:
 	MOVBQZX 8242(SP), R12
 	XORQ    R13, R13
 
-emu_row_487:
+emu_row_493:
 	TESTQ   R12, R12
-	JZ      emu_row_done_488
+	JZ      emu_row_done_494
 	VMOVDQU (R11), Y0
 	VMOVDQU Y0, 2048(SP)(R13*1)
 	VMOVDQU 32(R11), Y0
@@ -8478,9 +8502,9 @@ emu_row_487:
 	ADDQ    R10, R11
 	ADDQ    $0x40, R13
 	DECQ    R12
-	JMP     emu_row_487
+	JMP     emu_row_493
 
-emu_row_done_488:
+emu_row_done_494:
 	MOVQ    R10, R11
 	SHLQ    $0x04, R11
 	ADDQ    R9, R11
@@ -8521,9 +8545,9 @@ emu_row_done_488:
 	MOVBQZX 8243(SP), R11
 	XORQ    R12, R12
 
-emu_row_489:
+emu_row_495:
 	TESTQ   R11, R11
-	JZ      emu_row_done_490
+	JZ      emu_row_done_496
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 3072(SP)(R12*1)
 	VMOVDQU 32(R9), Y0
@@ -8531,10 +8555,10 @@ emu_row_489:
 	ADDQ    R10, R9
 	ADDQ    $0x40, R12
 	DECQ    R11
-	JMP     emu_row_489
+	JMP     emu_row_495
 
-emu_row_done_490:
-cready_482:
+emu_row_done_496:
+cready_488:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -8572,9 +8596,9 @@ cready_482:
 	MOVBQZX 8244(SP), R10
 	XORQ    R11, R11
 
-emu_row_491:
+emu_row_497:
 	TESTQ   R10, R10
-	JZ      emu_row_done_492
+	JZ      emu_row_done_498
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 4096(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -8582,9 +8606,9 @@ emu_row_491:
 	ADDQ    AX, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_491
+	JMP     emu_row_497
 
-emu_row_done_492:
+emu_row_done_498:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -8622,9 +8646,9 @@ emu_row_done_492:
 	MOVBQZX 8246(SP), R10
 	XORQ    R11, R11
 
-emu_row_493:
+emu_row_499:
 	TESTQ   R10, R10
-	JZ      emu_row_done_494
+	JZ      emu_row_done_500
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 6144(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -8632,9 +8656,9 @@ emu_row_493:
 	ADDQ    DI, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_493
+	JMP     emu_row_499
 
-emu_row_done_494:
+emu_row_done_500:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 7168(SP)
 	VMOVDQU Y0, 7200(SP)
@@ -8672,9 +8696,9 @@ emu_row_done_494:
 	MOVBQZX 8247(SP), R10
 	XORQ    R11, R11
 
-emu_row_495:
+emu_row_501:
 	TESTQ   R10, R10
-	JZ      emu_row_done_496
+	JZ      emu_row_done_502
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 7168(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -8682,9 +8706,9 @@ emu_row_495:
 	ADDQ    DI, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_495
+	JMP     emu_row_501
 
-emu_row_done_496:
+emu_row_done_502:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 5120(SP)
 	VMOVDQU Y0, 5152(SP)
@@ -8722,9 +8746,9 @@ emu_row_done_496:
 	MOVBQZX 8245(SP), R10
 	XORQ    R11, R11
 
-emu_row_497:
+emu_row_503:
 	TESTQ   R10, R10
-	JZ      emu_row_done_498
+	JZ      emu_row_done_504
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 5120(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -8732,12 +8756,12 @@ emu_row_497:
 	ADDQ    AX, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_497
+	JMP     emu_row_503
 
-emu_row_done_498:
-kstep_499:
+emu_row_done_504:
+kstep_505:
 	TESTQ   R8, R8
-	JZ      klast_500
+	JZ      klast_506
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -8745,21 +8769,21 @@ kstep_499:
 	MOVBQZX 8240(SP), R9
 	MOVBQZX 8244(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_501
+	JE      emu_shapeok_507
 	UD2
 
-emu_shapeok_501:
+emu_shapeok_507:
 	MOVBQZX 8246(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_502
+	JE      emu_shapeok_508
 	UD2
 
-emu_shapeok_502:
+emu_shapeok_508:
 	XORQ R10, R10
 
-emu_row_503:
+emu_row_509:
 	TESTQ R9, R9
-	JZ    emu_row_done_504
+	JZ    emu_row_done_510
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -8768,7 +8792,7 @@ emu_row_503:
 	LEAQ  6144(SP), R12
 	MOVQ  $0x00000010, R13
 
-emu_kgroup_505:
+emu_kgroup_511:
 	VPBROADCASTD (R11), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R12), Y5
@@ -8786,7 +8810,7 @@ emu_kgroup_505:
 	ADDQ         $0x04, R11
 	ADDQ         $0x40, R12
 	DECQ         R13
-	JNZ          emu_kgroup_505
+	JNZ          emu_kgroup_511
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(R10*1), Y0, Y0
@@ -8797,27 +8821,27 @@ emu_kgroup_505:
 	VMOVDQU      Y0, 32(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_503
+	JMP          emu_row_509
 
-emu_row_done_504:
+emu_row_done_510:
 	MOVBQZX 8241(SP), R9
 	MOVBQZX 8244(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_506
+	JE      emu_shapeok_512
 	UD2
 
-emu_shapeok_506:
+emu_shapeok_512:
 	MOVBQZX 8247(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_507
+	JE      emu_shapeok_513
 	UD2
 
-emu_shapeok_507:
+emu_shapeok_513:
 	XORQ R10, R10
 
-emu_row_508:
+emu_row_514:
 	TESTQ R9, R9
-	JZ    emu_row_done_509
+	JZ    emu_row_done_515
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -8826,7 +8850,7 @@ emu_row_508:
 	LEAQ  7168(SP), R12
 	MOVQ  $0x00000010, R13
 
-emu_kgroup_510:
+emu_kgroup_516:
 	VPBROADCASTD (R11), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R12), Y5
@@ -8844,7 +8868,7 @@ emu_kgroup_510:
 	ADDQ         $0x04, R11
 	ADDQ         $0x40, R12
 	DECQ         R13
-	JNZ          emu_kgroup_510
+	JNZ          emu_kgroup_516
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       1024(SP)(R10*1), Y0, Y0
@@ -8855,9 +8879,9 @@ emu_kgroup_510:
 	VMOVDQU      Y0, 1056(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_508
+	JMP          emu_row_514
 
-emu_row_done_509:
+emu_row_done_515:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -8895,9 +8919,9 @@ emu_row_done_509:
 	MOVBQZX 8244(SP), R10
 	XORQ    R11, R11
 
-emu_row_511:
+emu_row_517:
 	TESTQ   R10, R10
-	JZ      emu_row_done_512
+	JZ      emu_row_done_518
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 4096(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -8905,27 +8929,27 @@ emu_row_511:
 	ADDQ    AX, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_511
+	JMP     emu_row_517
 
-emu_row_done_512:
+emu_row_done_518:
 	MOVBQZX 8242(SP), R9
 	MOVBQZX 8245(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_513
+	JE      emu_shapeok_519
 	UD2
 
-emu_shapeok_513:
+emu_shapeok_519:
 	MOVBQZX 8246(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_514
+	JE      emu_shapeok_520
 	UD2
 
-emu_shapeok_514:
+emu_shapeok_520:
 	XORQ R10, R10
 
-emu_row_515:
+emu_row_521:
 	TESTQ R9, R9
-	JZ    emu_row_done_516
+	JZ    emu_row_done_522
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -8934,7 +8958,7 @@ emu_row_515:
 	LEAQ  6144(SP), R12
 	MOVQ  $0x00000010, R13
 
-emu_kgroup_517:
+emu_kgroup_523:
 	VPBROADCASTD (R11), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R12), Y5
@@ -8952,7 +8976,7 @@ emu_kgroup_517:
 	ADDQ         $0x04, R11
 	ADDQ         $0x40, R12
 	DECQ         R13
-	JNZ          emu_kgroup_517
+	JNZ          emu_kgroup_523
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       2048(SP)(R10*1), Y0, Y0
@@ -8963,9 +8987,9 @@ emu_kgroup_517:
 	VMOVDQU      Y0, 2080(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_515
+	JMP          emu_row_521
 
-emu_row_done_516:
+emu_row_done_522:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -9003,9 +9027,9 @@ emu_row_done_516:
 	MOVBQZX 8246(SP), R10
 	XORQ    R11, R11
 
-emu_row_518:
+emu_row_524:
 	TESTQ   R10, R10
-	JZ      emu_row_done_519
+	JZ      emu_row_done_525
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 6144(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -9013,27 +9037,27 @@ emu_row_518:
 	ADDQ    DI, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_518
+	JMP     emu_row_524
 
-emu_row_done_519:
+emu_row_done_525:
 	MOVBQZX 8243(SP), R9
 	MOVBQZX 8245(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_520
+	JE      emu_shapeok_526
 	UD2
 
-emu_shapeok_520:
+emu_shapeok_526:
 	MOVBQZX 8247(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_521
+	JE      emu_shapeok_527
 	UD2
 
-emu_shapeok_521:
+emu_shapeok_527:
 	XORQ R10, R10
 
-emu_row_522:
+emu_row_528:
 	TESTQ R9, R9
-	JZ    emu_row_done_523
+	JZ    emu_row_done_529
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9042,7 +9066,7 @@ emu_row_522:
 	LEAQ  7168(SP), R12
 	MOVQ  $0x00000010, R13
 
-emu_kgroup_524:
+emu_kgroup_530:
 	VPBROADCASTD (R11), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R12), Y5
@@ -9060,7 +9084,7 @@ emu_kgroup_524:
 	ADDQ         $0x04, R11
 	ADDQ         $0x40, R12
 	DECQ         R13
-	JNZ          emu_kgroup_524
+	JNZ          emu_kgroup_530
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       3072(SP)(R10*1), Y0, Y0
@@ -9071,9 +9095,9 @@ emu_kgroup_524:
 	VMOVDQU      Y0, 3104(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_522
+	JMP          emu_row_528
 
-emu_row_done_523:
+emu_row_done_529:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 5120(SP)
 	VMOVDQU Y0, 5152(SP)
@@ -9111,9 +9135,9 @@ emu_row_done_523:
 	MOVBQZX 8245(SP), R10
 	XORQ    R11, R11
 
-emu_row_525:
+emu_row_531:
 	TESTQ   R10, R10
-	JZ      emu_row_done_526
+	JZ      emu_row_done_532
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 5120(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -9121,9 +9145,9 @@ emu_row_525:
 	ADDQ    AX, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_525
+	JMP     emu_row_531
 
-emu_row_done_526:
+emu_row_done_532:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 7168(SP)
 	VMOVDQU Y0, 7200(SP)
@@ -9161,9 +9185,9 @@ emu_row_done_526:
 	MOVBQZX 8247(SP), R10
 	XORQ    R11, R11
 
-emu_row_527:
+emu_row_533:
 	TESTQ   R10, R10
-	JZ      emu_row_done_528
+	JZ      emu_row_done_534
 	VMOVDQU (R9), Y0
 	VMOVDQU Y0, 7168(SP)(R11*1)
 	VMOVDQU 32(R9), Y0
@@ -9171,31 +9195,31 @@ emu_row_527:
 	ADDQ    DI, R9
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_527
+	JMP     emu_row_533
 
-emu_row_done_528:
+emu_row_done_534:
 	DECQ R8
-	JMP  kstep_499
+	JMP  kstep_505
 
-klast_500:
+klast_506:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_529
+	JE      emu_shapeok_535
 	UD2
 
-emu_shapeok_529:
+emu_shapeok_535:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_530
+	JE      emu_shapeok_536
 	UD2
 
-emu_shapeok_530:
+emu_shapeok_536:
 	XORQ CX, CX
 
-emu_row_531:
+emu_row_537:
 	TESTQ AX, AX
-	JZ    emu_row_done_532
+	JZ    emu_row_done_538
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9204,7 +9228,7 @@ emu_row_531:
 	LEAQ  6144(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_533:
+emu_kgroup_539:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -9222,7 +9246,7 @@ emu_kgroup_533:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_533
+	JNZ          emu_kgroup_539
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(CX*1), Y0, Y0
@@ -9233,27 +9257,27 @@ emu_kgroup_533:
 	VMOVDQU      Y0, 32(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_531
+	JMP          emu_row_537
 
-emu_row_done_532:
+emu_row_done_538:
 	MOVBQZX 8241(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_534
+	JE      emu_shapeok_540
 	UD2
 
-emu_shapeok_534:
+emu_shapeok_540:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_535
+	JE      emu_shapeok_541
 	UD2
 
-emu_shapeok_535:
+emu_shapeok_541:
 	XORQ CX, CX
 
-emu_row_536:
+emu_row_542:
 	TESTQ AX, AX
-	JZ    emu_row_done_537
+	JZ    emu_row_done_543
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9262,7 +9286,7 @@ emu_row_536:
 	LEAQ  7168(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_538:
+emu_kgroup_544:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -9280,7 +9304,7 @@ emu_kgroup_538:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_538
+	JNZ          emu_kgroup_544
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       1024(SP)(CX*1), Y0, Y0
@@ -9291,27 +9315,27 @@ emu_kgroup_538:
 	VMOVDQU      Y0, 1056(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_536
+	JMP          emu_row_542
 
-emu_row_done_537:
+emu_row_done_543:
 	MOVBQZX 8242(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_539
+	JE      emu_shapeok_545
 	UD2
 
-emu_shapeok_539:
+emu_shapeok_545:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_540
+	JE      emu_shapeok_546
 	UD2
 
-emu_shapeok_540:
+emu_shapeok_546:
 	XORQ CX, CX
 
-emu_row_541:
+emu_row_547:
 	TESTQ AX, AX
-	JZ    emu_row_done_542
+	JZ    emu_row_done_548
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9320,7 +9344,7 @@ emu_row_541:
 	LEAQ  6144(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_543:
+emu_kgroup_549:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -9338,7 +9362,7 @@ emu_kgroup_543:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_543
+	JNZ          emu_kgroup_549
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       2048(SP)(CX*1), Y0, Y0
@@ -9349,27 +9373,27 @@ emu_kgroup_543:
 	VMOVDQU      Y0, 2080(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_541
+	JMP          emu_row_547
 
-emu_row_done_542:
+emu_row_done_548:
 	MOVBQZX 8243(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_544
+	JE      emu_shapeok_550
 	UD2
 
-emu_shapeok_544:
+emu_shapeok_550:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_545
+	JE      emu_shapeok_551
 	UD2
 
-emu_shapeok_545:
+emu_shapeok_551:
 	XORQ CX, CX
 
-emu_row_546:
+emu_row_552:
 	TESTQ AX, AX
-	JZ    emu_row_done_547
+	JZ    emu_row_done_553
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9378,7 +9402,7 @@ emu_row_546:
 	LEAQ  7168(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_548:
+emu_kgroup_554:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -9396,7 +9420,7 @@ emu_kgroup_548:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_548
+	JNZ          emu_kgroup_554
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       3072(SP)(CX*1), Y0, Y0
@@ -9407,9 +9431,9 @@ emu_kgroup_548:
 	VMOVDQU      Y0, 3104(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_546
+	JMP          emu_row_552
 
-emu_row_done_547:
+emu_row_done_553:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -9417,9 +9441,9 @@ emu_row_done_547:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_549:
+emu_row_555:
 	TESTQ   BX, BX
-	JZ      emu_row_done_550
+	JZ      emu_row_done_556
 	VMOVDQU (SP)(SI*1), Y0
 	VMOVDQU Y0, (DX)
 	VMOVDQU 32(SP)(SI*1), Y0
@@ -9427,16 +9451,16 @@ emu_row_549:
 	ADDQ    CX, DX
 	ADDQ    $0x40, SI
 	DECQ    BX
-	JMP     emu_row_549
+	JMP     emu_row_555
 
-emu_row_done_550:
+emu_row_done_556:
 	LEAQ    64(AX), DX
 	MOVBQZX 8241(SP), BX
 	XORQ    SI, SI
 
-emu_row_551:
+emu_row_557:
 	TESTQ   BX, BX
-	JZ      emu_row_done_552
+	JZ      emu_row_done_558
 	VMOVDQU 1024(SP)(SI*1), Y0
 	VMOVDQU Y0, (DX)
 	VMOVDQU 1056(SP)(SI*1), Y0
@@ -9444,9 +9468,9 @@ emu_row_551:
 	ADDQ    CX, DX
 	ADDQ    $0x40, SI
 	DECQ    BX
-	JMP     emu_row_551
+	JMP     emu_row_557
 
-emu_row_done_552:
+emu_row_done_558:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -9454,9 +9478,9 @@ emu_row_done_552:
 	MOVBQZX 8242(SP), BX
 	XORQ    SI, SI
 
-emu_row_553:
+emu_row_559:
 	TESTQ   BX, BX
-	JZ      emu_row_done_554
+	JZ      emu_row_done_560
 	VMOVDQU 2048(SP)(SI*1), Y0
 	VMOVDQU Y0, (DX)
 	VMOVDQU 2080(SP)(SI*1), Y0
@@ -9464,9 +9488,9 @@ emu_row_553:
 	ADDQ    CX, DX
 	ADDQ    $0x40, SI
 	DECQ    BX
-	JMP     emu_row_553
+	JMP     emu_row_559
 
-emu_row_done_554:
+emu_row_done_560:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -9474,9 +9498,9 @@ emu_row_done_554:
 	MOVBQZX 8243(SP), DX
 	XORQ    BX, BX
 
-emu_row_555:
+emu_row_561:
 	TESTQ   DX, DX
-	JZ      emu_row_done_556
+	JZ      emu_row_done_562
 	VMOVDQU 3072(SP)(BX*1), Y0
 	VMOVDQU Y0, (AX)
 	VMOVDQU 3104(SP)(BX*1), Y0
@@ -9484,9 +9508,9 @@ emu_row_555:
 	ADDQ    CX, AX
 	ADDQ    $0x40, BX
 	DECQ    DX
-	JMP     emu_row_555
+	JMP     emu_row_561
 
-emu_row_done_556:
+emu_row_done_562:
 	MOVQ 8432(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 8432(SP)
@@ -9495,12 +9519,12 @@ emu_row_done_556:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 8424(SP)
-	JMP  npair_478
+	JMP  npair_484
 
-nodd_479:
+nodd_485:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_480
+	JZ    nend_486
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ    lda+8(FP), AX
@@ -9515,7 +9539,7 @@ nodd_479:
 	MOVQ    8392(SP), DI
 	DECQ    DI
 	CMPQ    8384(SP), $0x00
-	JNE     cload_557
+	JNE     cload_563
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, (SP)
 	VMOVDQU Y0, 32(SP)
@@ -9582,9 +9606,9 @@ nodd_479:
 	VMOVDQU Y0, 2976(SP)
 	VMOVDQU Y0, 3008(SP)
 	VMOVDQU Y0, 3040(SP)
-	JMP     cready_558
+	JMP     cready_564
 
-cload_557:
+cload_563:
 	MOVQ    8432(SP), R8
 	MOVQ    ldc+40(FP), R9
 	SHLQ    $0x02, R9
@@ -9625,9 +9649,9 @@ cload_557:
 	MOVBQZX 8240(SP), R11
 	XORQ    R12, R12
 
-emu_row_559:
+emu_row_565:
 	TESTQ   R11, R11
-	JZ      emu_row_done_560
+	JZ      emu_row_done_566
 	VMOVDQU (R10), Y0
 	VMOVDQU Y0, (SP)(R12*1)
 	VMOVDQU 32(R10), Y0
@@ -9635,9 +9659,9 @@ emu_row_559:
 	ADDQ    R9, R10
 	ADDQ    $0x40, R12
 	DECQ    R11
-	JMP     emu_row_559
+	JMP     emu_row_565
 
-emu_row_done_560:
+emu_row_done_566:
 	MOVQ    R9, R10
 	SHLQ    $0x04, R10
 	ADDQ    R8, R10
@@ -9678,9 +9702,9 @@ emu_row_done_560:
 	MOVBQZX 8242(SP), R10
 	XORQ    R11, R11
 
-emu_row_561:
+emu_row_567:
 	TESTQ   R10, R10
-	JZ      emu_row_done_562
+	JZ      emu_row_done_568
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 2048(SP)(R11*1)
 	VMOVDQU 32(R8), Y0
@@ -9688,10 +9712,10 @@ emu_row_561:
 	ADDQ    R9, R8
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_561
+	JMP     emu_row_567
 
-emu_row_done_562:
-cready_558:
+emu_row_done_568:
+cready_564:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -9729,9 +9753,9 @@ cready_558:
 	MOVBQZX 8244(SP), R9
 	XORQ    R10, R10
 
-emu_row_563:
+emu_row_569:
 	TESTQ   R9, R9
-	JZ      emu_row_done_564
+	JZ      emu_row_done_570
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 4096(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -9739,9 +9763,9 @@ emu_row_563:
 	ADDQ    AX, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_563
+	JMP     emu_row_569
 
-emu_row_done_564:
+emu_row_done_570:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -9779,9 +9803,9 @@ emu_row_done_564:
 	MOVBQZX 8246(SP), R9
 	XORQ    R10, R10
 
-emu_row_565:
+emu_row_571:
 	TESTQ   R9, R9
-	JZ      emu_row_done_566
+	JZ      emu_row_done_572
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 6144(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -9789,9 +9813,9 @@ emu_row_565:
 	ADDQ    SI, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_565
+	JMP     emu_row_571
 
-emu_row_done_566:
+emu_row_done_572:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 5120(SP)
 	VMOVDQU Y0, 5152(SP)
@@ -9829,9 +9853,9 @@ emu_row_done_566:
 	MOVBQZX 8245(SP), R9
 	XORQ    R10, R10
 
-emu_row_567:
+emu_row_573:
 	TESTQ   R9, R9
-	JZ      emu_row_done_568
+	JZ      emu_row_done_574
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 5120(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -9839,33 +9863,33 @@ emu_row_567:
 	ADDQ    AX, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_567
+	JMP     emu_row_573
 
-emu_row_done_568:
-kstep_569:
+emu_row_done_574:
+kstep_575:
 	TESTQ   DI, DI
-	JZ      klast_570
+	JZ      klast_576
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
 	MOVBQZX 8240(SP), R8
 	MOVBQZX 8244(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_571
+	JE      emu_shapeok_577
 	UD2
 
-emu_shapeok_571:
+emu_shapeok_577:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_572
+	JE      emu_shapeok_578
 	UD2
 
-emu_shapeok_572:
+emu_shapeok_578:
 	XORQ R9, R9
 
-emu_row_573:
+emu_row_579:
 	TESTQ R8, R8
-	JZ    emu_row_done_574
+	JZ    emu_row_done_580
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9874,7 +9898,7 @@ emu_row_573:
 	LEAQ  6144(SP), R11
 	MOVQ  $0x00000010, R12
 
-emu_kgroup_575:
+emu_kgroup_581:
 	VPBROADCASTD (R10), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R11), Y5
@@ -9892,7 +9916,7 @@ emu_kgroup_575:
 	ADDQ         $0x04, R10
 	ADDQ         $0x40, R11
 	DECQ         R12
-	JNZ          emu_kgroup_575
+	JNZ          emu_kgroup_581
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(R9*1), Y0, Y0
@@ -9903,9 +9927,9 @@ emu_kgroup_575:
 	VMOVDQU      Y0, 32(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_573
+	JMP          emu_row_579
 
-emu_row_done_574:
+emu_row_done_580:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -9943,9 +9967,9 @@ emu_row_done_574:
 	MOVBQZX 8244(SP), R9
 	XORQ    R10, R10
 
-emu_row_576:
+emu_row_582:
 	TESTQ   R9, R9
-	JZ      emu_row_done_577
+	JZ      emu_row_done_583
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 4096(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -9953,27 +9977,27 @@ emu_row_576:
 	ADDQ    AX, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_576
+	JMP     emu_row_582
 
-emu_row_done_577:
+emu_row_done_583:
 	MOVBQZX 8242(SP), R8
 	MOVBQZX 8245(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_578
+	JE      emu_shapeok_584
 	UD2
 
-emu_shapeok_578:
+emu_shapeok_584:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_579
+	JE      emu_shapeok_585
 	UD2
 
-emu_shapeok_579:
+emu_shapeok_585:
 	XORQ R9, R9
 
-emu_row_580:
+emu_row_586:
 	TESTQ R8, R8
-	JZ    emu_row_done_581
+	JZ    emu_row_done_587
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9982,7 +10006,7 @@ emu_row_580:
 	LEAQ  6144(SP), R11
 	MOVQ  $0x00000010, R12
 
-emu_kgroup_582:
+emu_kgroup_588:
 	VPBROADCASTD (R10), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R11), Y5
@@ -10000,7 +10024,7 @@ emu_kgroup_582:
 	ADDQ         $0x04, R10
 	ADDQ         $0x40, R11
 	DECQ         R12
-	JNZ          emu_kgroup_582
+	JNZ          emu_kgroup_588
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       2048(SP)(R9*1), Y0, Y0
@@ -10011,9 +10035,9 @@ emu_kgroup_582:
 	VMOVDQU      Y0, 2080(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_580
+	JMP          emu_row_586
 
-emu_row_done_581:
+emu_row_done_587:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 5120(SP)
 	VMOVDQU Y0, 5152(SP)
@@ -10051,9 +10075,9 @@ emu_row_done_581:
 	MOVBQZX 8245(SP), R9
 	XORQ    R10, R10
 
-emu_row_583:
+emu_row_589:
 	TESTQ   R9, R9
-	JZ      emu_row_done_584
+	JZ      emu_row_done_590
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 5120(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -10061,9 +10085,9 @@ emu_row_583:
 	ADDQ    AX, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_583
+	JMP     emu_row_589
 
-emu_row_done_584:
+emu_row_done_590:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -10101,9 +10125,9 @@ emu_row_done_584:
 	MOVBQZX 8246(SP), R9
 	XORQ    R10, R10
 
-emu_row_585:
+emu_row_591:
 	TESTQ   R9, R9
-	JZ      emu_row_done_586
+	JZ      emu_row_done_592
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 6144(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -10111,31 +10135,31 @@ emu_row_585:
 	ADDQ    SI, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_585
+	JMP     emu_row_591
 
-emu_row_done_586:
+emu_row_done_592:
 	DECQ DI
-	JMP  kstep_569
+	JMP  kstep_575
 
-klast_570:
+klast_576:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_587
+	JE      emu_shapeok_593
 	UD2
 
-emu_shapeok_587:
+emu_shapeok_593:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_588
+	JE      emu_shapeok_594
 	UD2
 
-emu_shapeok_588:
+emu_shapeok_594:
 	XORQ CX, CX
 
-emu_row_589:
+emu_row_595:
 	TESTQ AX, AX
-	JZ    emu_row_done_590
+	JZ    emu_row_done_596
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -10144,7 +10168,7 @@ emu_row_589:
 	LEAQ  6144(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_591:
+emu_kgroup_597:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -10162,7 +10186,7 @@ emu_kgroup_591:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_591
+	JNZ          emu_kgroup_597
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(CX*1), Y0, Y0
@@ -10173,27 +10197,27 @@ emu_kgroup_591:
 	VMOVDQU      Y0, 32(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_589
+	JMP          emu_row_595
 
-emu_row_done_590:
+emu_row_done_596:
 	MOVBQZX 8242(SP), AX
 	MOVBQZX 8245(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_592
+	JE      emu_shapeok_598
 	UD2
 
-emu_shapeok_592:
+emu_shapeok_598:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_593
+	JE      emu_shapeok_599
 	UD2
 
-emu_shapeok_593:
+emu_shapeok_599:
 	XORQ CX, CX
 
-emu_row_594:
+emu_row_600:
 	TESTQ AX, AX
-	JZ    emu_row_done_595
+	JZ    emu_row_done_601
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -10202,7 +10226,7 @@ emu_row_594:
 	LEAQ  6144(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_596:
+emu_kgroup_602:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -10220,7 +10244,7 @@ emu_kgroup_596:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_596
+	JNZ          emu_kgroup_602
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       2048(SP)(CX*1), Y0, Y0
@@ -10231,9 +10255,9 @@ emu_kgroup_596:
 	VMOVDQU      Y0, 2080(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_594
+	JMP          emu_row_600
 
-emu_row_done_595:
+emu_row_done_601:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -10241,9 +10265,9 @@ emu_row_done_595:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_597:
+emu_row_603:
 	TESTQ   BX, BX
-	JZ      emu_row_done_598
+	JZ      emu_row_done_604
 	VMOVDQU (SP)(SI*1), Y0
 	VMOVDQU Y0, (DX)
 	VMOVDQU 32(SP)(SI*1), Y0
@@ -10251,9 +10275,9 @@ emu_row_597:
 	ADDQ    CX, DX
 	ADDQ    $0x40, SI
 	DECQ    BX
-	JMP     emu_row_597
+	JMP     emu_row_603
 
-emu_row_done_598:
+emu_row_done_604:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -10261,9 +10285,9 @@ emu_row_done_598:
 	MOVBQZX 8242(SP), DX
 	XORQ    BX, BX
 
-emu_row_599:
+emu_row_605:
 	TESTQ   DX, DX
-	JZ      emu_row_done_600
+	JZ      emu_row_done_606
 	VMOVDQU 2048(SP)(BX*1), Y0
 	VMOVDQU Y0, (AX)
 	VMOVDQU 2080(SP)(BX*1), Y0
@@ -10271,13 +10295,13 @@ emu_row_599:
 	ADDQ    CX, AX
 	ADDQ    $0x40, BX
 	DECQ    DX
-	JMP     emu_row_599
+	JMP     emu_row_605
 
-emu_row_done_600:
-nend_480:
-	JMP kpass_end_346
+emu_row_done_606:
+nend_486:
+	JMP kpass_end_350
 
-mtail_small_477:
+mtail_small_483:
 	MOVQ b+16(FP), AX
 	MOVQ AX, 8424(SP)
 	MOVQ 8408(SP), AX
@@ -10286,10 +10310,10 @@ mtail_small_477:
 	SHRQ $0x01, AX
 	MOVQ AX, 8440(SP)
 
-npair_601:
+npair_607:
 	MOVQ  8440(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_602
+	JZ    nodd_608
 	DECQ  AX
 	MOVQ  AX, 8440(SP)
 
@@ -10306,7 +10330,7 @@ npair_601:
 	MOVQ    8392(SP), DI
 	DECQ    DI
 	CMPQ    8384(SP), $0x00
-	JNE     cload_604
+	JNE     cload_610
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, (SP)
 	VMOVDQU Y0, 32(SP)
@@ -10373,9 +10397,9 @@ npair_601:
 	VMOVDQU Y0, 1952(SP)
 	VMOVDQU Y0, 1984(SP)
 	VMOVDQU Y0, 2016(SP)
-	JMP     cready_605
+	JMP     cready_611
 
-cload_604:
+cload_610:
 	MOVQ    8432(SP), R8
 	MOVQ    ldc+40(FP), R9
 	SHLQ    $0x02, R9
@@ -10416,9 +10440,9 @@ cload_604:
 	MOVBQZX 8240(SP), R11
 	XORQ    R12, R12
 
-emu_row_606:
+emu_row_612:
 	TESTQ   R11, R11
-	JZ      emu_row_done_607
+	JZ      emu_row_done_613
 	VMOVDQU (R10), Y0
 	VMOVDQU Y0, (SP)(R12*1)
 	VMOVDQU 32(R10), Y0
@@ -10426,9 +10450,9 @@ emu_row_606:
 	ADDQ    R9, R10
 	ADDQ    $0x40, R12
 	DECQ    R11
-	JMP     emu_row_606
+	JMP     emu_row_612
 
-emu_row_done_607:
+emu_row_done_613:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 1024(SP)
 	VMOVDQU Y0, 1056(SP)
@@ -10466,9 +10490,9 @@ emu_row_done_607:
 	MOVBQZX 8241(SP), R10
 	XORQ    R11, R11
 
-emu_row_608:
+emu_row_614:
 	TESTQ   R10, R10
-	JZ      emu_row_done_609
+	JZ      emu_row_done_615
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 1024(SP)(R11*1)
 	VMOVDQU 32(R8), Y0
@@ -10476,10 +10500,10 @@ emu_row_608:
 	ADDQ    R9, R8
 	ADDQ    $0x40, R11
 	DECQ    R10
-	JMP     emu_row_608
+	JMP     emu_row_614
 
-emu_row_done_609:
-cready_605:
+emu_row_done_615:
+cready_611:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -10517,9 +10541,9 @@ cready_605:
 	MOVBQZX 8244(SP), R9
 	XORQ    R10, R10
 
-emu_row_610:
+emu_row_616:
 	TESTQ   R9, R9
-	JZ      emu_row_done_611
+	JZ      emu_row_done_617
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 4096(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -10527,9 +10551,9 @@ emu_row_610:
 	ADDQ    AX, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_610
+	JMP     emu_row_616
 
-emu_row_done_611:
+emu_row_done_617:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -10567,9 +10591,9 @@ emu_row_done_611:
 	MOVBQZX 8246(SP), R9
 	XORQ    R10, R10
 
-emu_row_612:
+emu_row_618:
 	TESTQ   R9, R9
-	JZ      emu_row_done_613
+	JZ      emu_row_done_619
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 6144(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -10577,9 +10601,9 @@ emu_row_612:
 	ADDQ    SI, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_612
+	JMP     emu_row_618
 
-emu_row_done_613:
+emu_row_done_619:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 7168(SP)
 	VMOVDQU Y0, 7200(SP)
@@ -10617,9 +10641,9 @@ emu_row_done_613:
 	MOVBQZX 8247(SP), R9
 	XORQ    R10, R10
 
-emu_row_614:
+emu_row_620:
 	TESTQ   R9, R9
-	JZ      emu_row_done_615
+	JZ      emu_row_done_621
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 7168(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -10627,33 +10651,33 @@ emu_row_614:
 	ADDQ    SI, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_614
+	JMP     emu_row_620
 
-emu_row_done_615:
-kstep_616:
+emu_row_done_621:
+kstep_622:
 	TESTQ   DI, DI
-	JZ      klast_617
+	JZ      klast_623
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	ADDQ    $0x00000400, BX
 	MOVBQZX 8240(SP), R8
 	MOVBQZX 8244(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_618
+	JE      emu_shapeok_624
 	UD2
 
-emu_shapeok_618:
+emu_shapeok_624:
 	MOVBQZX 8246(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_619
+	JE      emu_shapeok_625
 	UD2
 
-emu_shapeok_619:
+emu_shapeok_625:
 	XORQ R9, R9
 
-emu_row_620:
+emu_row_626:
 	TESTQ R8, R8
-	JZ    emu_row_done_621
+	JZ    emu_row_done_627
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -10662,7 +10686,7 @@ emu_row_620:
 	LEAQ  6144(SP), R11
 	MOVQ  $0x00000010, R12
 
-emu_kgroup_622:
+emu_kgroup_628:
 	VPBROADCASTD (R10), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R11), Y5
@@ -10680,7 +10704,7 @@ emu_kgroup_622:
 	ADDQ         $0x04, R10
 	ADDQ         $0x40, R11
 	DECQ         R12
-	JNZ          emu_kgroup_622
+	JNZ          emu_kgroup_628
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(R9*1), Y0, Y0
@@ -10691,9 +10715,9 @@ emu_kgroup_622:
 	VMOVDQU      Y0, 32(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_620
+	JMP          emu_row_626
 
-emu_row_done_621:
+emu_row_done_627:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -10731,9 +10755,9 @@ emu_row_done_621:
 	MOVBQZX 8246(SP), R9
 	XORQ    R10, R10
 
-emu_row_623:
+emu_row_629:
 	TESTQ   R9, R9
-	JZ      emu_row_done_624
+	JZ      emu_row_done_630
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 6144(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -10741,27 +10765,27 @@ emu_row_623:
 	ADDQ    SI, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_623
+	JMP     emu_row_629
 
-emu_row_done_624:
+emu_row_done_630:
 	MOVBQZX 8241(SP), R8
 	MOVBQZX 8244(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_625
+	JE      emu_shapeok_631
 	UD2
 
-emu_shapeok_625:
+emu_shapeok_631:
 	MOVBQZX 8247(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_626
+	JE      emu_shapeok_632
 	UD2
 
-emu_shapeok_626:
+emu_shapeok_632:
 	XORQ R9, R9
 
-emu_row_627:
+emu_row_633:
 	TESTQ R8, R8
-	JZ    emu_row_done_628
+	JZ    emu_row_done_634
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -10770,7 +10794,7 @@ emu_row_627:
 	LEAQ  7168(SP), R11
 	MOVQ  $0x00000010, R12
 
-emu_kgroup_629:
+emu_kgroup_635:
 	VPBROADCASTD (R10), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R11), Y5
@@ -10788,7 +10812,7 @@ emu_kgroup_629:
 	ADDQ         $0x04, R10
 	ADDQ         $0x40, R11
 	DECQ         R12
-	JNZ          emu_kgroup_629
+	JNZ          emu_kgroup_635
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       1024(SP)(R9*1), Y0, Y0
@@ -10799,9 +10823,9 @@ emu_kgroup_629:
 	VMOVDQU      Y0, 1056(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_627
+	JMP          emu_row_633
 
-emu_row_done_628:
+emu_row_done_634:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -10839,9 +10863,9 @@ emu_row_done_628:
 	MOVBQZX 8244(SP), R9
 	XORQ    R10, R10
 
-emu_row_630:
+emu_row_636:
 	TESTQ   R9, R9
-	JZ      emu_row_done_631
+	JZ      emu_row_done_637
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 4096(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -10849,9 +10873,9 @@ emu_row_630:
 	ADDQ    AX, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_630
+	JMP     emu_row_636
 
-emu_row_done_631:
+emu_row_done_637:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 7168(SP)
 	VMOVDQU Y0, 7200(SP)
@@ -10889,9 +10913,9 @@ emu_row_done_631:
 	MOVBQZX 8247(SP), R9
 	XORQ    R10, R10
 
-emu_row_632:
+emu_row_638:
 	TESTQ   R9, R9
-	JZ      emu_row_done_633
+	JZ      emu_row_done_639
 	VMOVDQU (R8), Y0
 	VMOVDQU Y0, 7168(SP)(R10*1)
 	VMOVDQU 32(R8), Y0
@@ -10899,31 +10923,31 @@ emu_row_632:
 	ADDQ    SI, R8
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_632
+	JMP     emu_row_638
 
-emu_row_done_633:
+emu_row_done_639:
 	DECQ DI
-	JMP  kstep_616
+	JMP  kstep_622
 
-klast_617:
+klast_623:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_634
+	JE      emu_shapeok_640
 	UD2
 
-emu_shapeok_634:
+emu_shapeok_640:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_635
+	JE      emu_shapeok_641
 	UD2
 
-emu_shapeok_635:
+emu_shapeok_641:
 	XORQ CX, CX
 
-emu_row_636:
+emu_row_642:
 	TESTQ AX, AX
-	JZ    emu_row_done_637
+	JZ    emu_row_done_643
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -10932,7 +10956,7 @@ emu_row_636:
 	LEAQ  6144(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_638:
+emu_kgroup_644:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -10950,7 +10974,7 @@ emu_kgroup_638:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_638
+	JNZ          emu_kgroup_644
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(CX*1), Y0, Y0
@@ -10961,27 +10985,27 @@ emu_kgroup_638:
 	VMOVDQU      Y0, 32(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_636
+	JMP          emu_row_642
 
-emu_row_done_637:
+emu_row_done_643:
 	MOVBQZX 8241(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_639
+	JE      emu_shapeok_645
 	UD2
 
-emu_shapeok_639:
+emu_shapeok_645:
 	MOVBQZX 8247(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_640
+	JE      emu_shapeok_646
 	UD2
 
-emu_shapeok_640:
+emu_shapeok_646:
 	XORQ CX, CX
 
-emu_row_641:
+emu_row_647:
 	TESTQ AX, AX
-	JZ    emu_row_done_642
+	JZ    emu_row_done_648
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -10990,7 +11014,7 @@ emu_row_641:
 	LEAQ  7168(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_643:
+emu_kgroup_649:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -11008,7 +11032,7 @@ emu_kgroup_643:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_643
+	JNZ          emu_kgroup_649
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       1024(SP)(CX*1), Y0, Y0
@@ -11019,9 +11043,9 @@ emu_kgroup_643:
 	VMOVDQU      Y0, 1056(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_641
+	JMP          emu_row_647
 
-emu_row_done_642:
+emu_row_done_648:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -11029,9 +11053,9 @@ emu_row_done_642:
 	MOVBQZX 8240(SP), BX
 	XORQ    SI, SI
 
-emu_row_644:
+emu_row_650:
 	TESTQ   BX, BX
-	JZ      emu_row_done_645
+	JZ      emu_row_done_651
 	VMOVDQU (SP)(SI*1), Y0
 	VMOVDQU Y0, (DX)
 	VMOVDQU 32(SP)(SI*1), Y0
@@ -11039,16 +11063,16 @@ emu_row_644:
 	ADDQ    CX, DX
 	ADDQ    $0x40, SI
 	DECQ    BX
-	JMP     emu_row_644
+	JMP     emu_row_650
 
-emu_row_done_645:
+emu_row_done_651:
 	LEAQ    64(AX), AX
 	MOVBQZX 8241(SP), DX
 	XORQ    BX, BX
 
-emu_row_646:
+emu_row_652:
 	TESTQ   DX, DX
-	JZ      emu_row_done_647
+	JZ      emu_row_done_653
 	VMOVDQU 1024(SP)(BX*1), Y0
 	VMOVDQU Y0, (AX)
 	VMOVDQU 1056(SP)(BX*1), Y0
@@ -11056,9 +11080,9 @@ emu_row_646:
 	ADDQ    CX, AX
 	ADDQ    $0x40, BX
 	DECQ    DX
-	JMP     emu_row_646
+	JMP     emu_row_652
 
-emu_row_done_647:
+emu_row_done_653:
 	MOVQ 8432(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 8432(SP)
@@ -11067,12 +11091,12 @@ emu_row_done_647:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 8424(SP)
-	JMP  npair_601
+	JMP  npair_607
 
-nodd_602:
+nodd_608:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_603
+	JZ    nend_609
 
 	// 1x1 block of 16x16 C tiles.
 	MOVQ    lda+8(FP), AX
@@ -11084,7 +11108,7 @@ nodd_602:
 	MOVQ    8392(SP), SI
 	DECQ    SI
 	CMPQ    8384(SP), $0x00
-	JNE     cload_648
+	JNE     cload_654
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, (SP)
 	VMOVDQU Y0, 32(SP)
@@ -11118,9 +11142,9 @@ nodd_602:
 	VMOVDQU Y0, 928(SP)
 	VMOVDQU Y0, 960(SP)
 	VMOVDQU Y0, 992(SP)
-	JMP     cready_649
+	JMP     cready_655
 
-cload_648:
+cload_654:
 	MOVQ    8432(SP), DI
 	MOVQ    ldc+40(FP), R8
 	SHLQ    $0x02, R8
@@ -11161,9 +11185,9 @@ cload_648:
 	MOVBQZX 8240(SP), R9
 	XORQ    R10, R10
 
-emu_row_650:
+emu_row_656:
 	TESTQ   R9, R9
-	JZ      emu_row_done_651
+	JZ      emu_row_done_657
 	VMOVDQU (DI), Y0
 	VMOVDQU Y0, (SP)(R10*1)
 	VMOVDQU 32(DI), Y0
@@ -11171,10 +11195,10 @@ emu_row_650:
 	ADDQ    R8, DI
 	ADDQ    $0x40, R10
 	DECQ    R9
-	JMP     emu_row_650
+	JMP     emu_row_656
 
-emu_row_done_651:
-cready_649:
+emu_row_done_657:
+cready_655:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -11212,9 +11236,9 @@ cready_649:
 	MOVBQZX 8244(SP), R8
 	XORQ    R9, R9
 
-emu_row_652:
+emu_row_658:
 	TESTQ   R8, R8
-	JZ      emu_row_done_653
+	JZ      emu_row_done_659
 	VMOVDQU (DI), Y0
 	VMOVDQU Y0, 4096(SP)(R9*1)
 	VMOVDQU 32(DI), Y0
@@ -11222,9 +11246,9 @@ emu_row_652:
 	ADDQ    AX, DI
 	ADDQ    $0x40, R9
 	DECQ    R8
-	JMP     emu_row_652
+	JMP     emu_row_658
 
-emu_row_done_653:
+emu_row_done_659:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -11262,9 +11286,9 @@ emu_row_done_653:
 	MOVBQZX 8246(SP), R8
 	XORQ    R9, R9
 
-emu_row_654:
+emu_row_660:
 	TESTQ   R8, R8
-	JZ      emu_row_done_655
+	JZ      emu_row_done_661
 	VMOVDQU (DI), Y0
 	VMOVDQU Y0, 6144(SP)(R9*1)
 	VMOVDQU 32(DI), Y0
@@ -11272,32 +11296,32 @@ emu_row_654:
 	ADDQ    BX, DI
 	ADDQ    $0x40, R9
 	DECQ    R8
-	JMP     emu_row_654
+	JMP     emu_row_660
 
-emu_row_done_655:
-kstep_656:
+emu_row_done_661:
+kstep_662:
 	TESTQ   SI, SI
-	JZ      klast_657
+	JZ      klast_663
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	MOVBQZX 8240(SP), DI
 	MOVBQZX 8244(SP), R8
 	CMPQ    DI, R8
-	JE      emu_shapeok_658
+	JE      emu_shapeok_664
 	UD2
 
-emu_shapeok_658:
+emu_shapeok_664:
 	MOVBQZX 8246(SP), R8
 	CMPQ    R8, $0x10
-	JE      emu_shapeok_659
+	JE      emu_shapeok_665
 	UD2
 
-emu_shapeok_659:
+emu_shapeok_665:
 	XORQ R8, R8
 
-emu_row_660:
+emu_row_666:
 	TESTQ DI, DI
-	JZ    emu_row_done_661
+	JZ    emu_row_done_667
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -11306,7 +11330,7 @@ emu_row_660:
 	LEAQ  6144(SP), R10
 	MOVQ  $0x00000010, R11
 
-emu_kgroup_662:
+emu_kgroup_668:
 	VPBROADCASTD (R9), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (R10), Y5
@@ -11324,7 +11348,7 @@ emu_kgroup_662:
 	ADDQ         $0x04, R9
 	ADDQ         $0x40, R10
 	DECQ         R11
-	JNZ          emu_kgroup_662
+	JNZ          emu_kgroup_668
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(R8*1), Y0, Y0
@@ -11335,9 +11359,9 @@ emu_kgroup_662:
 	VMOVDQU      Y0, 32(SP)(R8*1)
 	ADDQ         $0x40, R8
 	DECQ         DI
-	JMP          emu_row_660
+	JMP          emu_row_666
 
-emu_row_done_661:
+emu_row_done_667:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 4096(SP)
 	VMOVDQU Y0, 4128(SP)
@@ -11375,9 +11399,9 @@ emu_row_done_661:
 	MOVBQZX 8244(SP), R8
 	XORQ    R9, R9
 
-emu_row_663:
+emu_row_669:
 	TESTQ   R8, R8
-	JZ      emu_row_done_664
+	JZ      emu_row_done_670
 	VMOVDQU (DI), Y0
 	VMOVDQU Y0, 4096(SP)(R9*1)
 	VMOVDQU 32(DI), Y0
@@ -11385,9 +11409,9 @@ emu_row_663:
 	ADDQ    AX, DI
 	ADDQ    $0x40, R9
 	DECQ    R8
-	JMP     emu_row_663
+	JMP     emu_row_669
 
-emu_row_done_664:
+emu_row_done_670:
 	VPXOR   Y0, Y0, Y0
 	VMOVDQU Y0, 6144(SP)
 	VMOVDQU Y0, 6176(SP)
@@ -11425,9 +11449,9 @@ emu_row_done_664:
 	MOVBQZX 8246(SP), R8
 	XORQ    R9, R9
 
-emu_row_665:
+emu_row_671:
 	TESTQ   R8, R8
-	JZ      emu_row_done_666
+	JZ      emu_row_done_672
 	VMOVDQU (DI), Y0
 	VMOVDQU Y0, 6144(SP)(R9*1)
 	VMOVDQU 32(DI), Y0
@@ -11435,31 +11459,31 @@ emu_row_665:
 	ADDQ    BX, DI
 	ADDQ    $0x40, R9
 	DECQ    R8
-	JMP     emu_row_665
+	JMP     emu_row_671
 
-emu_row_done_666:
+emu_row_done_672:
 	DECQ SI
-	JMP  kstep_656
+	JMP  kstep_662
 
-klast_657:
+klast_663:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_667
+	JE      emu_shapeok_673
 	UD2
 
-emu_shapeok_667:
+emu_shapeok_673:
 	MOVBQZX 8246(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_668
+	JE      emu_shapeok_674
 	UD2
 
-emu_shapeok_668:
+emu_shapeok_674:
 	XORQ CX, CX
 
-emu_row_669:
+emu_row_675:
 	TESTQ AX, AX
-	JZ    emu_row_done_670
+	JZ    emu_row_done_676
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -11468,7 +11492,7 @@ emu_row_669:
 	LEAQ  6144(SP), BX
 	MOVQ  $0x00000010, SI
 
-emu_kgroup_671:
+emu_kgroup_677:
 	VPBROADCASTD (DX), X4
 	VPMOVZXBW    X4, Y4
 	VPMOVSXBW    (BX), Y5
@@ -11486,7 +11510,7 @@ emu_kgroup_671:
 	ADDQ         $0x04, DX
 	ADDQ         $0x40, BX
 	DECQ         SI
-	JNZ          emu_kgroup_671
+	JNZ          emu_kgroup_677
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPADDD       (SP)(CX*1), Y0, Y0
@@ -11497,9 +11521,9 @@ emu_kgroup_671:
 	VMOVDQU      Y0, 32(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_669
+	JMP          emu_row_675
 
-emu_row_done_670:
+emu_row_done_676:
 	MOVQ    8432(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -11507,9 +11531,9 @@ emu_row_done_670:
 	MOVBQZX 8240(SP), DX
 	XORQ    BX, BX
 
-emu_row_672:
+emu_row_678:
 	TESTQ   DX, DX
-	JZ      emu_row_done_673
+	JZ      emu_row_done_679
 	VMOVDQU (SP)(BX*1), Y0
 	VMOVDQU Y0, (AX)
 	VMOVDQU 32(SP)(BX*1), Y0
@@ -11517,17 +11541,17 @@ emu_row_672:
 	ADDQ    CX, AX
 	ADDQ    $0x40, BX
 	DECQ    DX
-	JMP     emu_row_672
+	JMP     emu_row_678
 
-emu_row_done_673:
-nend_603:
-kpass_end_346:
+emu_row_done_679:
+nend_609:
+kpass_end_350:
 	MOVQ 8384(SP), AX
 	ADDQ $0x00000300, AX
 	MOVQ AX, 8384(SP)
-	JMP  kpass_345
+	JMP  kpass_349
 
-done_347:
+done_351:
 	VZEROUPPER
 	RET
 
@@ -11570,36 +11594,42 @@ TEXT ·qgemmAMXFused(SB), $4520-184
 	MOVQ AX, 4448(SP)
 	MOVQ m+48(FP), AX
 	ANDQ $0x1f, AX
-	JZ   cfg_tail_done_674
+	JZ   cfg_tail_done_680
 	CMPQ AX, $0x10
-	JLE  cfg_tail_small_675
+	JLE  cfg_tail_small_681
 	SUBQ $0x10, AX
 	MOVB AL, 4442(SP)
 	MOVB AL, 4443(SP)
 	MOVB AL, 4445(SP)
-	JMP  cfg_tail_done_674
+	JMP  cfg_tail_done_680
 
-cfg_tail_small_675:
+cfg_tail_small_681:
 	MOVB AL, 4440(SP)
 	MOVB AL, 4441(SP)
 	MOVB AL, 4444(SP)
 
-cfg_tail_done_674:
+cfg_tail_done_680:
 	XORQ AX, AX
 	MOVQ AX, 4456(SP)
 
-kpass_676:
+kpass_682:
 	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
 	MOVQ    4456(SP), AX
 	MOVQ    kp+24(FP), CX
 	SUBQ    AX, CX
-	JLE     done_678
+	JLE     done_684
 	MOVQ    $0x00000300, DX
 	CMPQ    CX, DX
 	CMOVQGT DX, CX
 	SHRQ    $0x06, CX
 	MOVQ    CX, 4464(SP)
-	LEAQ    4328(SP), CX
+	CMPQ    4456(SP), $0x00
+	JE      cfg_load_685
+	TESTQ   $0x0000001f, m+48(FP)
+	JZ      cfg_ready_686
+
+cfg_load_685:
+	LEAQ 4328(SP), CX
 
 	// amx: ldtilecfg (%rcx)
 	BYTE $0xc4
@@ -11607,6 +11637,8 @@ kpass_676:
 	BYTE $0x78
 	BYTE $0x49
 	BYTE $0x01
+
+cfg_ready_686:
 	MOVQ a+0(FP), CX
 	ADDQ AX, CX
 	MOVQ CX, 4472(SP)
@@ -11617,10 +11649,10 @@ kpass_676:
 	MOVQ AX, 4488(SP)
 	MOVQ $0x00000000, 4312(SP)
 
-mblock_679:
+mblock_687:
 	MOVQ  4488(SP), AX
 	TESTQ AX, AX
-	JZ    mtail_680
+	JZ    mtail_688
 	DECQ  AX
 	MOVQ  AX, 4488(SP)
 	MOVQ  b+16(FP), AX
@@ -11632,10 +11664,10 @@ mblock_679:
 	MOVQ  AX, 4512(SP)
 	MOVQ  $0x00000000, 4320(SP)
 
-npair_681:
+npair_689:
 	MOVQ  4512(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_682
+	JZ    nodd_690
 	DECQ  AX
 	MOVQ  AX, 4512(SP)
 
@@ -11655,7 +11687,7 @@ npair_681:
 	MOVQ 4464(SP), R8
 	DECQ R8
 	CMPQ 4456(SP), $0x00
-	JNE  cload_684
+	JNE  cload_692
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -11684,9 +11716,9 @@ npair_681:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xd8
-	JMP  cready_685
+	JMP  cready_693
 
-cload_684:
+cload_692:
 	MOVQ 4504(SP), R9
 	MOVQ ldc+40(FP), R10
 	SHLQ $0x02, R10
@@ -11731,7 +11763,7 @@ cload_684:
 	BYTE $0x13
 	BYTE $0x40
 
-cready_685:
+cready_693:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -11764,9 +11796,9 @@ cready_685:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_686:
+kstep_694:
 	TESTQ R8, R8
-	JZ    klast_687
+	JZ    klast_695
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -11832,9 +11864,9 @@ kstep_686:
 	BYTE $0x3c
 	BYTE $0x3e
 	DECQ R8
-	JMP  kstep_686
+	JMP  kstep_694
 
-klast_687:
+klast_695:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -11865,7 +11897,7 @@ klast_687:
 	MOVQ 4456(SP), AX
 	ADDQ $0x00000300, AX
 	CMPQ AX, kp+24(FP)
-	JLT  store_partial_688
+	JLT  store_partial_696
 	LEAQ 215(SP), AX
 	ANDQ $-64, AX
 	MOVQ $0x00000080, CX
@@ -11982,9 +12014,9 @@ klast_687:
 	ADDQ    CX, 96(SP)
 	ADDQ    AX, 104(SP)
 	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_689
+	JMP     stored_697
 
-store_partial_688:
+store_partial_696:
 	MOVQ 4504(SP), AX
 	MOVQ ldc+40(FP), CX
 	SHLQ $0x02, CX
@@ -12029,7 +12061,7 @@ store_partial_688:
 	BYTE $0x0a
 	BYTE $0x40
 
-stored_689:
+stored_697:
 	MOVQ 4504(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 4504(SP)
@@ -12039,12 +12071,12 @@ stored_689:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 4496(SP)
-	JMP  npair_681
+	JMP  npair_689
 
-nodd_682:
+nodd_690:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_683
+	JZ    nend_691
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ lda+8(FP), AX
@@ -12059,7 +12091,7 @@ nodd_682:
 	MOVQ 4464(SP), DI
 	DECQ DI
 	CMPQ 4456(SP), $0x00
-	JNE  cload_690
+	JNE  cload_698
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -12074,9 +12106,9 @@ nodd_682:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xd0
-	JMP  cready_691
+	JMP  cready_699
 
-cload_690:
+cload_698:
 	MOVQ 4504(SP), R8
 	MOVQ ldc+40(FP), R9
 	SHLQ $0x02, R9
@@ -12100,7 +12132,7 @@ cload_690:
 	BYTE $0x14
 	BYTE $0x0a
 
-cready_691:
+cready_699:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -12125,9 +12157,9 @@ cready_691:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_692:
+kstep_700:
 	TESTQ DI, DI
-	JZ    klast_693
+	JZ    klast_701
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -12170,9 +12202,9 @@ kstep_692:
 	BYTE $0x34
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_692
+	JMP  kstep_700
 
-klast_693:
+klast_701:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -12189,7 +12221,7 @@ klast_693:
 	MOVQ 4456(SP), AX
 	ADDQ $0x00000300, AX
 	CMPQ AX, kp+24(FP)
-	JLT  store_partial_694
+	JLT  store_partial_702
 	LEAQ 215(SP), AX
 	ANDQ $-64, AX
 	MOVQ $0x00000080, CX
@@ -12285,9 +12317,9 @@ klast_693:
 	ADDQ    CX, 96(SP)
 	ADDQ    AX, 104(SP)
 	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_695
+	JMP     stored_703
 
-store_partial_694:
+store_partial_702:
 	MOVQ 4504(SP), AX
 	MOVQ ldc+40(FP), CX
 	SHLQ $0x02, CX
@@ -12311,8 +12343,8 @@ store_partial_694:
 	BYTE $0x14
 	BYTE $0x0a
 
-stored_695:
-nend_683:
+stored_703:
+nend_691:
 	MOVQ 4472(SP), AX
 	MOVQ lda+8(FP), CX
 	SHLQ $0x05, CX
@@ -12324,13 +12356,13 @@ nend_683:
 	ADDQ CX, AX
 	MOVQ AX, 4480(SP)
 	ADDQ $0x00000020, 4312(SP)
-	JMP  mblock_679
+	JMP  mblock_687
 
-mtail_680:
+mtail_688:
 	// M tail of 1..31 rows, with the tail config.
 	MOVQ m+48(FP), AX
 	ANDQ $0x1f, AX
-	JZ   kpass_end_677
+	JZ   kpass_end_683
 	LEAQ 4392(SP), CX
 
 	// amx: ldtilecfg (%rcx)
@@ -12340,7 +12372,7 @@ mtail_680:
 	BYTE $0x49
 	BYTE $0x01
 	CMPQ AX, $0x10
-	JLE  mtail_small_696
+	JLE  mtail_small_704
 	MOVQ b+16(FP), AX
 	MOVQ AX, 4496(SP)
 	MOVQ 4480(SP), AX
@@ -12350,10 +12382,10 @@ mtail_680:
 	MOVQ AX, 4512(SP)
 	MOVQ $0x00000000, 4320(SP)
 
-npair_697:
+npair_705:
 	MOVQ  4512(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_698
+	JZ    nodd_706
 	DECQ  AX
 	MOVQ  AX, 4512(SP)
 
@@ -12373,7 +12405,7 @@ npair_697:
 	MOVQ 4464(SP), R8
 	DECQ R8
 	CMPQ 4456(SP), $0x00
-	JNE  cload_700
+	JNE  cload_708
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -12402,9 +12434,9 @@ npair_697:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xd8
-	JMP  cready_701
+	JMP  cready_709
 
-cload_700:
+cload_708:
 	MOVQ 4504(SP), R9
 	MOVQ ldc+40(FP), R10
 	SHLQ $0x02, R10
@@ -12449,7 +12481,7 @@ cload_700:
 	BYTE $0x13
 	BYTE $0x40
 
-cready_701:
+cready_709:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -12482,9 +12514,9 @@ cready_701:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_702:
+kstep_710:
 	TESTQ R8, R8
-	JZ    klast_703
+	JZ    klast_711
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -12550,9 +12582,9 @@ kstep_702:
 	BYTE $0x3c
 	BYTE $0x3e
 	DECQ R8
-	JMP  kstep_702
+	JMP  kstep_710
 
-klast_703:
+klast_711:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -12583,7 +12615,7 @@ klast_703:
 	MOVQ 4456(SP), AX
 	ADDQ $0x00000300, AX
 	CMPQ AX, kp+24(FP)
-	JLT  store_partial_704
+	JLT  store_partial_712
 	LEAQ 215(SP), AX
 	ANDQ $-64, AX
 	MOVQ $0x00000080, CX
@@ -12700,9 +12732,9 @@ klast_703:
 	ADDQ    CX, 96(SP)
 	ADDQ    AX, 104(SP)
 	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_705
+	JMP     stored_713
 
-store_partial_704:
+store_partial_712:
 	MOVQ 4504(SP), AX
 	MOVQ ldc+40(FP), CX
 	SHLQ $0x02, CX
@@ -12747,7 +12779,7 @@ store_partial_704:
 	BYTE $0x0a
 	BYTE $0x40
 
-stored_705:
+stored_713:
 	MOVQ 4504(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 4504(SP)
@@ -12757,12 +12789,12 @@ stored_705:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 4496(SP)
-	JMP  npair_697
+	JMP  npair_705
 
-nodd_698:
+nodd_706:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_699
+	JZ    nend_707
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ lda+8(FP), AX
@@ -12777,7 +12809,7 @@ nodd_698:
 	MOVQ 4464(SP), DI
 	DECQ DI
 	CMPQ 4456(SP), $0x00
-	JNE  cload_706
+	JNE  cload_714
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -12792,9 +12824,9 @@ nodd_698:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xd0
-	JMP  cready_707
+	JMP  cready_715
 
-cload_706:
+cload_714:
 	MOVQ 4504(SP), R8
 	MOVQ ldc+40(FP), R9
 	SHLQ $0x02, R9
@@ -12818,7 +12850,7 @@ cload_706:
 	BYTE $0x14
 	BYTE $0x0a
 
-cready_707:
+cready_715:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -12843,9 +12875,9 @@ cready_707:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_708:
+kstep_716:
 	TESTQ DI, DI
-	JZ    klast_709
+	JZ    klast_717
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -12888,9 +12920,9 @@ kstep_708:
 	BYTE $0x34
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_708
+	JMP  kstep_716
 
-klast_709:
+klast_717:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -12907,7 +12939,7 @@ klast_709:
 	MOVQ 4456(SP), AX
 	ADDQ $0x00000300, AX
 	CMPQ AX, kp+24(FP)
-	JLT  store_partial_710
+	JLT  store_partial_718
 	LEAQ 215(SP), AX
 	ANDQ $-64, AX
 	MOVQ $0x00000080, CX
@@ -13003,9 +13035,9 @@ klast_709:
 	ADDQ    CX, 96(SP)
 	ADDQ    AX, 104(SP)
 	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_711
+	JMP     stored_719
 
-store_partial_710:
+store_partial_718:
 	MOVQ 4504(SP), AX
 	MOVQ ldc+40(FP), CX
 	SHLQ $0x02, CX
@@ -13029,11 +13061,11 @@ store_partial_710:
 	BYTE $0x14
 	BYTE $0x0a
 
-stored_711:
-nend_699:
-	JMP kpass_end_677
+stored_719:
+nend_707:
+	JMP kpass_end_683
 
-mtail_small_696:
+mtail_small_704:
 	MOVQ b+16(FP), AX
 	MOVQ AX, 4496(SP)
 	MOVQ 4480(SP), AX
@@ -13043,10 +13075,10 @@ mtail_small_696:
 	MOVQ AX, 4512(SP)
 	MOVQ $0x00000000, 4320(SP)
 
-npair_712:
+npair_720:
 	MOVQ  4512(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_713
+	JZ    nodd_721
 	DECQ  AX
 	MOVQ  AX, 4512(SP)
 
@@ -13063,7 +13095,7 @@ npair_712:
 	MOVQ 4464(SP), DI
 	DECQ DI
 	CMPQ 4456(SP), $0x00
-	JNE  cload_715
+	JNE  cload_723
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -13078,9 +13110,9 @@ npair_712:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xc8
-	JMP  cready_716
+	JMP  cready_724
 
-cload_715:
+cload_723:
 	MOVQ 4504(SP), R8
 	MOVQ ldc+40(FP), R9
 	SHLQ $0x02, R9
@@ -13102,7 +13134,7 @@ cload_715:
 	BYTE $0x08
 	BYTE $0x40
 
-cready_716:
+cready_724:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -13127,9 +13159,9 @@ cready_716:
 	BYTE $0x3c
 	BYTE $0x33
 
-kstep_717:
+kstep_725:
 	TESTQ DI, DI
-	JZ    klast_718
+	JZ    klast_726
 	ADDQ  $0x40, CX
 	ADDQ  $0x00000400, DX
 	ADDQ  $0x00000400, BX
@@ -13172,9 +13204,9 @@ kstep_717:
 	BYTE $0x3c
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_717
+	JMP  kstep_725
 
-klast_718:
+klast_726:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -13191,7 +13223,7 @@ klast_718:
 	MOVQ 4456(SP), AX
 	ADDQ $0x00000300, AX
 	CMPQ AX, kp+24(FP)
-	JLT  store_partial_719
+	JLT  store_partial_727
 	LEAQ 215(SP), AX
 	ANDQ $-64, AX
 	MOVQ $0x00000080, CX
@@ -13284,9 +13316,9 @@ klast_718:
 	ADDQ    CX, 96(SP)
 	ADDQ    AX, 104(SP)
 	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_720
+	JMP     stored_728
 
-store_partial_719:
+store_partial_727:
 	MOVQ 4504(SP), AX
 	MOVQ ldc+40(FP), CX
 	SHLQ $0x02, CX
@@ -13308,7 +13340,7 @@ store_partial_719:
 	BYTE $0x08
 	BYTE $0x40
 
-stored_720:
+stored_728:
 	MOVQ 4504(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 4504(SP)
@@ -13318,12 +13350,12 @@ stored_720:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 4496(SP)
-	JMP  npair_712
+	JMP  npair_720
 
-nodd_713:
+nodd_721:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_714
+	JZ    nend_722
 
 	// 1x1 block of 16x16 C tiles.
 	MOVQ lda+8(FP), AX
@@ -13335,7 +13367,7 @@ nodd_713:
 	MOVQ 4464(SP), SI
 	DECQ SI
 	CMPQ 4456(SP), $0x00
-	JNE  cload_721
+	JNE  cload_729
 
 	// amx: tilezero %tmm0
 	BYTE $0xc4
@@ -13343,9 +13375,9 @@ nodd_713:
 	BYTE $0x7b
 	BYTE $0x49
 	BYTE $0xc0
-	JMP  cready_722
+	JMP  cready_730
 
-cload_721:
+cload_729:
 	MOVQ 4504(SP), DI
 	MOVQ ldc+40(FP), R8
 	SHLQ $0x02, R8
@@ -13358,7 +13390,7 @@ cload_721:
 	BYTE $0x04
 	BYTE $0x07
 
-cready_722:
+cready_730:
 	// amx: tileloadd (%rcx,%rax,1),%tmm4
 	BYTE $0xc4
 	BYTE $0xe2
@@ -13375,9 +13407,9 @@ cready_722:
 	BYTE $0x34
 	BYTE $0x1a
 
-kstep_723:
+kstep_731:
 	TESTQ SI, SI
-	JZ    klast_724
+	JZ    klast_732
 	ADDQ  $0x40, CX
 	ADDQ  $0x00000400, DX
 
@@ -13404,9 +13436,9 @@ kstep_723:
 	BYTE $0x34
 	BYTE $0x1a
 	DECQ SI
-	JMP  kstep_723
+	JMP  kstep_731
 
-klast_724:
+klast_732:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -13416,7 +13448,7 @@ klast_724:
 	MOVQ 4456(SP), AX
 	ADDQ $0x00000300, AX
 	CMPQ AX, kp+24(FP)
-	JLT  store_partial_725
+	JLT  store_partial_733
 	LEAQ 215(SP), AX
 	ANDQ $-64, AX
 	MOVQ $0x00000080, CX
@@ -13500,9 +13532,9 @@ klast_724:
 	ADDQ    CX, 96(SP)
 	ADDQ    AX, 104(SP)
 	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_726
+	JMP     stored_734
 
-store_partial_725:
+store_partial_733:
 	MOVQ 4504(SP), AX
 	MOVQ ldc+40(FP), CX
 	SHLQ $0x02, CX
@@ -13515,15 +13547,15 @@ store_partial_725:
 	BYTE $0x04
 	BYTE $0x08
 
-stored_726:
-nend_714:
-kpass_end_677:
+stored_734:
+nend_722:
+kpass_end_683:
 	MOVQ 4456(SP), AX
 	ADDQ $0x00000300, AX
 	MOVQ AX, 4456(SP)
-	JMP  kpass_676
+	JMP  kpass_682
 
-done_678:
+done_684:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2
@@ -13571,111 +13603,119 @@ TEXT ·qgemmAMXFusedEmulated(SB), $12776-184
 	MOVQ AX, 12704(SP)
 	MOVQ m+48(FP), AX
 	ANDQ $0x1f, AX
-	JZ   cfg_tail_done_727
+	JZ   cfg_tail_done_735
 	CMPQ AX, $0x10
-	JLE  cfg_tail_small_728
+	JLE  cfg_tail_small_736
 	SUBQ $0x10, AX
 	MOVB AL, 12698(SP)
 	MOVB AL, 12699(SP)
 	MOVB AL, 12701(SP)
-	JMP  cfg_tail_done_727
+	JMP  cfg_tail_done_735
 
-cfg_tail_small_728:
+cfg_tail_small_736:
 	MOVB AL, 12696(SP)
 	MOVB AL, 12697(SP)
 	MOVB AL, 12700(SP)
 
-cfg_tail_done_727:
+cfg_tail_done_735:
 	XORQ AX, AX
 	MOVQ AX, 12712(SP)
 
-kpass_729:
+kpass_737:
 	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
 	MOVQ    12712(SP), AX
 	MOVQ    kp+24(FP), CX
 	SUBQ    AX, CX
-	JLE     done_731
+	JLE     done_739
 	MOVQ    $0x00000300, DX
 	CMPQ    CX, DX
 	CMOVQGT DX, CX
 	SHRQ    $0x06, CX
 	MOVQ    CX, 12720(SP)
+	CMPQ    12712(SP), $0x00
+	JE      cfg_load_740
+	TESTQ   $0x0000001f, m+48(FP)
+	JZ      cfg_ready_741
+
+cfg_load_740:
 	LEAQ    12584(SP), CX
 	MOVQ    $0x0000000000000001, DX
 	CMPQ    (CX), DX
-	JNE     emu_badcfg_732
+	JNE     emu_badcfg_742
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    8(CX), DX
-	JNE     emu_badcfg_732
+	JNE     emu_badcfg_742
 	MOVQ    $0x0040004000400040, DX
 	CMPQ    16(CX), DX
-	JNE     emu_badcfg_732
+	JNE     emu_badcfg_742
 	MOVQ    $0x0040004000400040, DX
 	CMPQ    24(CX), DX
-	JNE     emu_badcfg_732
+	JNE     emu_badcfg_742
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    32(CX), DX
-	JNE     emu_badcfg_732
+	JNE     emu_badcfg_742
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    40(CX), DX
-	JNE     emu_badcfg_732
+	JNE     emu_badcfg_742
 	MOVQ    $0x0000000000000000, DX
 	CMPQ    56(CX), DX
-	JNE     emu_badcfg_732
+	JNE     emu_badcfg_742
 	MOVBQZX 48(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_732
+	JA      emu_badcfg_742
 	MOVBQZX 49(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_732
+	JA      emu_badcfg_742
 	MOVBQZX 50(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_732
+	JA      emu_badcfg_742
 	MOVBQZX 51(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_732
+	JA      emu_badcfg_742
 	MOVBQZX 52(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_732
+	JA      emu_badcfg_742
 	MOVBQZX 53(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_732
+	JA      emu_badcfg_742
 	MOVBQZX 54(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_732
+	JA      emu_badcfg_742
 	MOVBQZX 55(CX), DX
 	DECQ    DX
 	CMPQ    DX, $0x0f
-	JA      emu_badcfg_732
-	JMP     emu_cfgok_733
+	JA      emu_badcfg_742
+	JMP     emu_cfgok_743
 
-emu_badcfg_732:
+emu_badcfg_742:
 	UD2
 
-emu_cfgok_733:
+emu_cfgok_743:
 	VMOVDQU64 (CX), Z0
 	VMOVDQU64 Z0, 12520(SP)
-	MOVQ      a+0(FP), CX
-	ADDQ      AX, CX
-	MOVQ      CX, 12728(SP)
-	MOVQ      c+32(FP), AX
-	MOVQ      AX, 12736(SP)
-	MOVQ      m+48(FP), AX
-	SHRQ      $0x05, AX
-	MOVQ      AX, 12744(SP)
-	MOVQ      $0x00000000, 4312(SP)
 
-mblock_734:
+cfg_ready_741:
+	MOVQ a+0(FP), CX
+	ADDQ AX, CX
+	MOVQ CX, 12728(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 12736(SP)
+	MOVQ m+48(FP), AX
+	SHRQ $0x05, AX
+	MOVQ AX, 12744(SP)
+	MOVQ $0x00000000, 4312(SP)
+
+mblock_744:
 	MOVQ  12744(SP), AX
 	TESTQ AX, AX
-	JZ    mtail_735
+	JZ    mtail_745
 	DECQ  AX
 	MOVQ  AX, 12744(SP)
 	MOVQ  b+16(FP), AX
@@ -13687,10 +13727,10 @@ mblock_734:
 	MOVQ  AX, 12768(SP)
 	MOVQ  $0x00000000, 4320(SP)
 
-npair_736:
+npair_746:
 	MOVQ  12768(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_737
+	JZ    nodd_747
 	DECQ  AX
 	MOVQ  AX, 12768(SP)
 
@@ -13710,7 +13750,7 @@ npair_736:
 	MOVQ      12720(SP), R8
 	DECQ      R8
 	CMPQ      12712(SP), $0x00
-	JNE       cload_739
+	JNE       cload_749
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4328(SP)
 	VMOVDQU64 Z0, 4392(SP)
@@ -13779,9 +13819,9 @@ npair_736:
 	VMOVDQU64 Z0, 8232(SP)
 	VMOVDQU64 Z0, 8296(SP)
 	VMOVDQU64 Z0, 8360(SP)
-	JMP       cready_740
+	JMP       cready_750
 
-cload_739:
+cload_749:
 	MOVQ      12760(SP), R9
 	MOVQ      ldc+40(FP), R10
 	SHLQ      $0x02, R10
@@ -13806,17 +13846,17 @@ cload_739:
 	MOVBQZX   12568(SP), R12
 	XORQ      R13, R13
 
-emu_row_741:
+emu_row_751:
 	TESTQ     R12, R12
-	JZ        emu_row_done_742
+	JZ        emu_row_done_752
 	VMOVDQU64 (R11), Z0
 	VMOVDQU64 Z0, 4328(SP)(R13*1)
 	ADDQ      R10, R11
 	ADDQ      $0x40, R13
 	DECQ      R12
-	JMP       emu_row_741
+	JMP       emu_row_751
 
-emu_row_done_742:
+emu_row_done_752:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5352(SP)
 	VMOVDQU64 Z0, 5416(SP)
@@ -13838,17 +13878,17 @@ emu_row_done_742:
 	MOVBQZX   12569(SP), R12
 	XORQ      R13, R13
 
-emu_row_743:
+emu_row_753:
 	TESTQ     R12, R12
-	JZ        emu_row_done_744
+	JZ        emu_row_done_754
 	VMOVDQU64 (R11), Z0
 	VMOVDQU64 Z0, 5352(SP)(R13*1)
 	ADDQ      R10, R11
 	ADDQ      $0x40, R13
 	DECQ      R12
-	JMP       emu_row_743
+	JMP       emu_row_753
 
-emu_row_done_744:
+emu_row_done_754:
 	MOVQ      R10, R11
 	SHLQ      $0x04, R11
 	ADDQ      R9, R11
@@ -13873,17 +13913,17 @@ emu_row_done_744:
 	MOVBQZX   12570(SP), R12
 	XORQ      R13, R13
 
-emu_row_745:
+emu_row_755:
 	TESTQ     R12, R12
-	JZ        emu_row_done_746
+	JZ        emu_row_done_756
 	VMOVDQU64 (R11), Z0
 	VMOVDQU64 Z0, 6376(SP)(R13*1)
 	ADDQ      R10, R11
 	ADDQ      $0x40, R13
 	DECQ      R12
-	JMP       emu_row_745
+	JMP       emu_row_755
 
-emu_row_done_746:
+emu_row_done_756:
 	MOVQ      R10, R11
 	SHLQ      $0x04, R11
 	ADDQ      R9, R11
@@ -13908,18 +13948,18 @@ emu_row_done_746:
 	MOVBQZX   12571(SP), R11
 	XORQ      R12, R12
 
-emu_row_747:
+emu_row_757:
 	TESTQ     R11, R11
-	JZ        emu_row_done_748
+	JZ        emu_row_done_758
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 7400(SP)(R12*1)
 	ADDQ      R10, R9
 	ADDQ      $0x40, R12
 	DECQ      R11
-	JMP       emu_row_747
+	JMP       emu_row_757
 
-emu_row_done_748:
-cready_740:
+emu_row_done_758:
+cready_750:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 8424(SP)
 	VMOVDQU64 Z0, 8488(SP)
@@ -13941,17 +13981,17 @@ cready_740:
 	MOVBQZX   12572(SP), R10
 	XORQ      R11, R11
 
-emu_row_749:
+emu_row_759:
 	TESTQ     R10, R10
-	JZ        emu_row_done_750
+	JZ        emu_row_done_760
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 8424(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_749
+	JMP       emu_row_759
 
-emu_row_done_750:
+emu_row_done_760:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 10472(SP)
 	VMOVDQU64 Z0, 10536(SP)
@@ -13973,17 +14013,17 @@ emu_row_done_750:
 	MOVBQZX   12574(SP), R10
 	XORQ      R11, R11
 
-emu_row_751:
+emu_row_761:
 	TESTQ     R10, R10
-	JZ        emu_row_done_752
+	JZ        emu_row_done_762
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 10472(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_751
+	JMP       emu_row_761
 
-emu_row_done_752:
+emu_row_done_762:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 11496(SP)
 	VMOVDQU64 Z0, 11560(SP)
@@ -14005,17 +14045,17 @@ emu_row_done_752:
 	MOVBQZX   12575(SP), R10
 	XORQ      R11, R11
 
-emu_row_753:
+emu_row_763:
 	TESTQ     R10, R10
-	JZ        emu_row_done_754
+	JZ        emu_row_done_764
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 11496(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_753
+	JMP       emu_row_763
 
-emu_row_done_754:
+emu_row_done_764:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 9448(SP)
 	VMOVDQU64 Z0, 9512(SP)
@@ -14037,172 +14077,26 @@ emu_row_done_754:
 	MOVBQZX   12573(SP), R10
 	XORQ      R11, R11
 
-emu_row_755:
+emu_row_765:
 	TESTQ     R10, R10
-	JZ        emu_row_done_756
+	JZ        emu_row_done_766
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 9448(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_755
+	JMP       emu_row_765
 
-emu_row_done_756:
-kstep_757:
+emu_row_done_766:
+kstep_767:
 	TESTQ   R8, R8
-	JZ      klast_758
+	JZ      klast_768
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
 	ADDQ    $0x00000400, SI
 	MOVBQZX 12568(SP), R9
 	MOVBQZX 12572(SP), R10
-	CMPQ    R9, R10
-	JE      emu_shapeok_759
-	UD2
-
-emu_shapeok_759:
-	MOVBQZX 12574(SP), R10
-	CMPQ    R10, $0x10
-	JE      emu_shapeok_760
-	UD2
-
-emu_shapeok_760:
-	XORQ R10, R10
-
-emu_row_761:
-	TESTQ        R9, R9
-	JZ           emu_row_done_762
-	VMOVDQU32    4328(SP)(R10*1), Z0
-	VPBROADCASTD 8424(SP)(R10*1), Z1
-	VPDPBUSD     10472(SP), Z1, Z0
-	VPBROADCASTD 8428(SP)(R10*1), Z1
-	VPDPBUSD     10536(SP), Z1, Z0
-	VPBROADCASTD 8432(SP)(R10*1), Z1
-	VPDPBUSD     10600(SP), Z1, Z0
-	VPBROADCASTD 8436(SP)(R10*1), Z1
-	VPDPBUSD     10664(SP), Z1, Z0
-	VPBROADCASTD 8440(SP)(R10*1), Z1
-	VPDPBUSD     10728(SP), Z1, Z0
-	VPBROADCASTD 8444(SP)(R10*1), Z1
-	VPDPBUSD     10792(SP), Z1, Z0
-	VPBROADCASTD 8448(SP)(R10*1), Z1
-	VPDPBUSD     10856(SP), Z1, Z0
-	VPBROADCASTD 8452(SP)(R10*1), Z1
-	VPDPBUSD     10920(SP), Z1, Z0
-	VPBROADCASTD 8456(SP)(R10*1), Z1
-	VPDPBUSD     10984(SP), Z1, Z0
-	VPBROADCASTD 8460(SP)(R10*1), Z1
-	VPDPBUSD     11048(SP), Z1, Z0
-	VPBROADCASTD 8464(SP)(R10*1), Z1
-	VPDPBUSD     11112(SP), Z1, Z0
-	VPBROADCASTD 8468(SP)(R10*1), Z1
-	VPDPBUSD     11176(SP), Z1, Z0
-	VPBROADCASTD 8472(SP)(R10*1), Z1
-	VPDPBUSD     11240(SP), Z1, Z0
-	VPBROADCASTD 8476(SP)(R10*1), Z1
-	VPDPBUSD     11304(SP), Z1, Z0
-	VPBROADCASTD 8480(SP)(R10*1), Z1
-	VPDPBUSD     11368(SP), Z1, Z0
-	VPBROADCASTD 8484(SP)(R10*1), Z1
-	VPDPBUSD     11432(SP), Z1, Z0
-	VMOVDQU32    Z0, 4328(SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_761
-
-emu_row_done_762:
-	MOVBQZX 12569(SP), R9
-	MOVBQZX 12572(SP), R10
-	CMPQ    R9, R10
-	JE      emu_shapeok_763
-	UD2
-
-emu_shapeok_763:
-	MOVBQZX 12575(SP), R10
-	CMPQ    R10, $0x10
-	JE      emu_shapeok_764
-	UD2
-
-emu_shapeok_764:
-	XORQ R10, R10
-
-emu_row_765:
-	TESTQ        R9, R9
-	JZ           emu_row_done_766
-	VMOVDQU32    5352(SP)(R10*1), Z0
-	VPBROADCASTD 8424(SP)(R10*1), Z1
-	VPDPBUSD     11496(SP), Z1, Z0
-	VPBROADCASTD 8428(SP)(R10*1), Z1
-	VPDPBUSD     11560(SP), Z1, Z0
-	VPBROADCASTD 8432(SP)(R10*1), Z1
-	VPDPBUSD     11624(SP), Z1, Z0
-	VPBROADCASTD 8436(SP)(R10*1), Z1
-	VPDPBUSD     11688(SP), Z1, Z0
-	VPBROADCASTD 8440(SP)(R10*1), Z1
-	VPDPBUSD     11752(SP), Z1, Z0
-	VPBROADCASTD 8444(SP)(R10*1), Z1
-	VPDPBUSD     11816(SP), Z1, Z0
-	VPBROADCASTD 8448(SP)(R10*1), Z1
-	VPDPBUSD     11880(SP), Z1, Z0
-	VPBROADCASTD 8452(SP)(R10*1), Z1
-	VPDPBUSD     11944(SP), Z1, Z0
-	VPBROADCASTD 8456(SP)(R10*1), Z1
-	VPDPBUSD     12008(SP), Z1, Z0
-	VPBROADCASTD 8460(SP)(R10*1), Z1
-	VPDPBUSD     12072(SP), Z1, Z0
-	VPBROADCASTD 8464(SP)(R10*1), Z1
-	VPDPBUSD     12136(SP), Z1, Z0
-	VPBROADCASTD 8468(SP)(R10*1), Z1
-	VPDPBUSD     12200(SP), Z1, Z0
-	VPBROADCASTD 8472(SP)(R10*1), Z1
-	VPDPBUSD     12264(SP), Z1, Z0
-	VPBROADCASTD 8476(SP)(R10*1), Z1
-	VPDPBUSD     12328(SP), Z1, Z0
-	VPBROADCASTD 8480(SP)(R10*1), Z1
-	VPDPBUSD     12392(SP), Z1, Z0
-	VPBROADCASTD 8484(SP)(R10*1), Z1
-	VPDPBUSD     12456(SP), Z1, Z0
-	VMOVDQU32    Z0, 5352(SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_765
-
-emu_row_done_766:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 8424(SP)
-	VMOVDQU64 Z0, 8488(SP)
-	VMOVDQU64 Z0, 8552(SP)
-	VMOVDQU64 Z0, 8616(SP)
-	VMOVDQU64 Z0, 8680(SP)
-	VMOVDQU64 Z0, 8744(SP)
-	VMOVDQU64 Z0, 8808(SP)
-	VMOVDQU64 Z0, 8872(SP)
-	VMOVDQU64 Z0, 8936(SP)
-	VMOVDQU64 Z0, 9000(SP)
-	VMOVDQU64 Z0, 9064(SP)
-	VMOVDQU64 Z0, 9128(SP)
-	VMOVDQU64 Z0, 9192(SP)
-	VMOVDQU64 Z0, 9256(SP)
-	VMOVDQU64 Z0, 9320(SP)
-	VMOVDQU64 Z0, 9384(SP)
-	LEAQ      (CX), R9
-	MOVBQZX   12572(SP), R10
-	XORQ      R11, R11
-
-emu_row_767:
-	TESTQ     R10, R10
-	JZ        emu_row_done_768
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 8424(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_767
-
-emu_row_done_768:
-	MOVBQZX 12570(SP), R9
-	MOVBQZX 12573(SP), R10
 	CMPQ    R9, R10
 	JE      emu_shapeok_769
 	UD2
@@ -14219,1835 +14113,6 @@ emu_shapeok_770:
 emu_row_771:
 	TESTQ        R9, R9
 	JZ           emu_row_done_772
-	VMOVDQU32    6376(SP)(R10*1), Z0
-	VPBROADCASTD 9448(SP)(R10*1), Z1
-	VPDPBUSD     10472(SP), Z1, Z0
-	VPBROADCASTD 9452(SP)(R10*1), Z1
-	VPDPBUSD     10536(SP), Z1, Z0
-	VPBROADCASTD 9456(SP)(R10*1), Z1
-	VPDPBUSD     10600(SP), Z1, Z0
-	VPBROADCASTD 9460(SP)(R10*1), Z1
-	VPDPBUSD     10664(SP), Z1, Z0
-	VPBROADCASTD 9464(SP)(R10*1), Z1
-	VPDPBUSD     10728(SP), Z1, Z0
-	VPBROADCASTD 9468(SP)(R10*1), Z1
-	VPDPBUSD     10792(SP), Z1, Z0
-	VPBROADCASTD 9472(SP)(R10*1), Z1
-	VPDPBUSD     10856(SP), Z1, Z0
-	VPBROADCASTD 9476(SP)(R10*1), Z1
-	VPDPBUSD     10920(SP), Z1, Z0
-	VPBROADCASTD 9480(SP)(R10*1), Z1
-	VPDPBUSD     10984(SP), Z1, Z0
-	VPBROADCASTD 9484(SP)(R10*1), Z1
-	VPDPBUSD     11048(SP), Z1, Z0
-	VPBROADCASTD 9488(SP)(R10*1), Z1
-	VPDPBUSD     11112(SP), Z1, Z0
-	VPBROADCASTD 9492(SP)(R10*1), Z1
-	VPDPBUSD     11176(SP), Z1, Z0
-	VPBROADCASTD 9496(SP)(R10*1), Z1
-	VPDPBUSD     11240(SP), Z1, Z0
-	VPBROADCASTD 9500(SP)(R10*1), Z1
-	VPDPBUSD     11304(SP), Z1, Z0
-	VPBROADCASTD 9504(SP)(R10*1), Z1
-	VPDPBUSD     11368(SP), Z1, Z0
-	VPBROADCASTD 9508(SP)(R10*1), Z1
-	VPDPBUSD     11432(SP), Z1, Z0
-	VMOVDQU32    Z0, 6376(SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_771
-
-emu_row_done_772:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 10472(SP)
-	VMOVDQU64 Z0, 10536(SP)
-	VMOVDQU64 Z0, 10600(SP)
-	VMOVDQU64 Z0, 10664(SP)
-	VMOVDQU64 Z0, 10728(SP)
-	VMOVDQU64 Z0, 10792(SP)
-	VMOVDQU64 Z0, 10856(SP)
-	VMOVDQU64 Z0, 10920(SP)
-	VMOVDQU64 Z0, 10984(SP)
-	VMOVDQU64 Z0, 11048(SP)
-	VMOVDQU64 Z0, 11112(SP)
-	VMOVDQU64 Z0, 11176(SP)
-	VMOVDQU64 Z0, 11240(SP)
-	VMOVDQU64 Z0, 11304(SP)
-	VMOVDQU64 Z0, 11368(SP)
-	VMOVDQU64 Z0, 11432(SP)
-	LEAQ      (BX), R9
-	MOVBQZX   12574(SP), R10
-	XORQ      R11, R11
-
-emu_row_773:
-	TESTQ     R10, R10
-	JZ        emu_row_done_774
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 10472(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_773
-
-emu_row_done_774:
-	MOVBQZX 12571(SP), R9
-	MOVBQZX 12573(SP), R10
-	CMPQ    R9, R10
-	JE      emu_shapeok_775
-	UD2
-
-emu_shapeok_775:
-	MOVBQZX 12575(SP), R10
-	CMPQ    R10, $0x10
-	JE      emu_shapeok_776
-	UD2
-
-emu_shapeok_776:
-	XORQ R10, R10
-
-emu_row_777:
-	TESTQ        R9, R9
-	JZ           emu_row_done_778
-	VMOVDQU32    7400(SP)(R10*1), Z0
-	VPBROADCASTD 9448(SP)(R10*1), Z1
-	VPDPBUSD     11496(SP), Z1, Z0
-	VPBROADCASTD 9452(SP)(R10*1), Z1
-	VPDPBUSD     11560(SP), Z1, Z0
-	VPBROADCASTD 9456(SP)(R10*1), Z1
-	VPDPBUSD     11624(SP), Z1, Z0
-	VPBROADCASTD 9460(SP)(R10*1), Z1
-	VPDPBUSD     11688(SP), Z1, Z0
-	VPBROADCASTD 9464(SP)(R10*1), Z1
-	VPDPBUSD     11752(SP), Z1, Z0
-	VPBROADCASTD 9468(SP)(R10*1), Z1
-	VPDPBUSD     11816(SP), Z1, Z0
-	VPBROADCASTD 9472(SP)(R10*1), Z1
-	VPDPBUSD     11880(SP), Z1, Z0
-	VPBROADCASTD 9476(SP)(R10*1), Z1
-	VPDPBUSD     11944(SP), Z1, Z0
-	VPBROADCASTD 9480(SP)(R10*1), Z1
-	VPDPBUSD     12008(SP), Z1, Z0
-	VPBROADCASTD 9484(SP)(R10*1), Z1
-	VPDPBUSD     12072(SP), Z1, Z0
-	VPBROADCASTD 9488(SP)(R10*1), Z1
-	VPDPBUSD     12136(SP), Z1, Z0
-	VPBROADCASTD 9492(SP)(R10*1), Z1
-	VPDPBUSD     12200(SP), Z1, Z0
-	VPBROADCASTD 9496(SP)(R10*1), Z1
-	VPDPBUSD     12264(SP), Z1, Z0
-	VPBROADCASTD 9500(SP)(R10*1), Z1
-	VPDPBUSD     12328(SP), Z1, Z0
-	VPBROADCASTD 9504(SP)(R10*1), Z1
-	VPDPBUSD     12392(SP), Z1, Z0
-	VPBROADCASTD 9508(SP)(R10*1), Z1
-	VPDPBUSD     12456(SP), Z1, Z0
-	VMOVDQU32    Z0, 7400(SP)(R10*1)
-	ADDQ         $0x40, R10
-	DECQ         R9
-	JMP          emu_row_777
-
-emu_row_done_778:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 9448(SP)
-	VMOVDQU64 Z0, 9512(SP)
-	VMOVDQU64 Z0, 9576(SP)
-	VMOVDQU64 Z0, 9640(SP)
-	VMOVDQU64 Z0, 9704(SP)
-	VMOVDQU64 Z0, 9768(SP)
-	VMOVDQU64 Z0, 9832(SP)
-	VMOVDQU64 Z0, 9896(SP)
-	VMOVDQU64 Z0, 9960(SP)
-	VMOVDQU64 Z0, 10024(SP)
-	VMOVDQU64 Z0, 10088(SP)
-	VMOVDQU64 Z0, 10152(SP)
-	VMOVDQU64 Z0, 10216(SP)
-	VMOVDQU64 Z0, 10280(SP)
-	VMOVDQU64 Z0, 10344(SP)
-	VMOVDQU64 Z0, 10408(SP)
-	LEAQ      (DX), R9
-	MOVBQZX   12573(SP), R10
-	XORQ      R11, R11
-
-emu_row_779:
-	TESTQ     R10, R10
-	JZ        emu_row_done_780
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 9448(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_779
-
-emu_row_done_780:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 11496(SP)
-	VMOVDQU64 Z0, 11560(SP)
-	VMOVDQU64 Z0, 11624(SP)
-	VMOVDQU64 Z0, 11688(SP)
-	VMOVDQU64 Z0, 11752(SP)
-	VMOVDQU64 Z0, 11816(SP)
-	VMOVDQU64 Z0, 11880(SP)
-	VMOVDQU64 Z0, 11944(SP)
-	VMOVDQU64 Z0, 12008(SP)
-	VMOVDQU64 Z0, 12072(SP)
-	VMOVDQU64 Z0, 12136(SP)
-	VMOVDQU64 Z0, 12200(SP)
-	VMOVDQU64 Z0, 12264(SP)
-	VMOVDQU64 Z0, 12328(SP)
-	VMOVDQU64 Z0, 12392(SP)
-	VMOVDQU64 Z0, 12456(SP)
-	LEAQ      (SI), R9
-	MOVBQZX   12575(SP), R10
-	XORQ      R11, R11
-
-emu_row_781:
-	TESTQ     R10, R10
-	JZ        emu_row_done_782
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 11496(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_781
-
-emu_row_done_782:
-	DECQ R8
-	JMP  kstep_757
-
-klast_758:
-	MOVBQZX 12568(SP), AX
-	MOVBQZX 12572(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_783
-	UD2
-
-emu_shapeok_783:
-	MOVBQZX 12574(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_784
-	UD2
-
-emu_shapeok_784:
-	XORQ CX, CX
-
-emu_row_785:
-	TESTQ        AX, AX
-	JZ           emu_row_done_786
-	VMOVDQU32    4328(SP)(CX*1), Z0
-	VPBROADCASTD 8424(SP)(CX*1), Z1
-	VPDPBUSD     10472(SP), Z1, Z0
-	VPBROADCASTD 8428(SP)(CX*1), Z1
-	VPDPBUSD     10536(SP), Z1, Z0
-	VPBROADCASTD 8432(SP)(CX*1), Z1
-	VPDPBUSD     10600(SP), Z1, Z0
-	VPBROADCASTD 8436(SP)(CX*1), Z1
-	VPDPBUSD     10664(SP), Z1, Z0
-	VPBROADCASTD 8440(SP)(CX*1), Z1
-	VPDPBUSD     10728(SP), Z1, Z0
-	VPBROADCASTD 8444(SP)(CX*1), Z1
-	VPDPBUSD     10792(SP), Z1, Z0
-	VPBROADCASTD 8448(SP)(CX*1), Z1
-	VPDPBUSD     10856(SP), Z1, Z0
-	VPBROADCASTD 8452(SP)(CX*1), Z1
-	VPDPBUSD     10920(SP), Z1, Z0
-	VPBROADCASTD 8456(SP)(CX*1), Z1
-	VPDPBUSD     10984(SP), Z1, Z0
-	VPBROADCASTD 8460(SP)(CX*1), Z1
-	VPDPBUSD     11048(SP), Z1, Z0
-	VPBROADCASTD 8464(SP)(CX*1), Z1
-	VPDPBUSD     11112(SP), Z1, Z0
-	VPBROADCASTD 8468(SP)(CX*1), Z1
-	VPDPBUSD     11176(SP), Z1, Z0
-	VPBROADCASTD 8472(SP)(CX*1), Z1
-	VPDPBUSD     11240(SP), Z1, Z0
-	VPBROADCASTD 8476(SP)(CX*1), Z1
-	VPDPBUSD     11304(SP), Z1, Z0
-	VPBROADCASTD 8480(SP)(CX*1), Z1
-	VPDPBUSD     11368(SP), Z1, Z0
-	VPBROADCASTD 8484(SP)(CX*1), Z1
-	VPDPBUSD     11432(SP), Z1, Z0
-	VMOVDQU32    Z0, 4328(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_785
-
-emu_row_done_786:
-	MOVBQZX 12569(SP), AX
-	MOVBQZX 12572(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_787
-	UD2
-
-emu_shapeok_787:
-	MOVBQZX 12575(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_788
-	UD2
-
-emu_shapeok_788:
-	XORQ CX, CX
-
-emu_row_789:
-	TESTQ        AX, AX
-	JZ           emu_row_done_790
-	VMOVDQU32    5352(SP)(CX*1), Z0
-	VPBROADCASTD 8424(SP)(CX*1), Z1
-	VPDPBUSD     11496(SP), Z1, Z0
-	VPBROADCASTD 8428(SP)(CX*1), Z1
-	VPDPBUSD     11560(SP), Z1, Z0
-	VPBROADCASTD 8432(SP)(CX*1), Z1
-	VPDPBUSD     11624(SP), Z1, Z0
-	VPBROADCASTD 8436(SP)(CX*1), Z1
-	VPDPBUSD     11688(SP), Z1, Z0
-	VPBROADCASTD 8440(SP)(CX*1), Z1
-	VPDPBUSD     11752(SP), Z1, Z0
-	VPBROADCASTD 8444(SP)(CX*1), Z1
-	VPDPBUSD     11816(SP), Z1, Z0
-	VPBROADCASTD 8448(SP)(CX*1), Z1
-	VPDPBUSD     11880(SP), Z1, Z0
-	VPBROADCASTD 8452(SP)(CX*1), Z1
-	VPDPBUSD     11944(SP), Z1, Z0
-	VPBROADCASTD 8456(SP)(CX*1), Z1
-	VPDPBUSD     12008(SP), Z1, Z0
-	VPBROADCASTD 8460(SP)(CX*1), Z1
-	VPDPBUSD     12072(SP), Z1, Z0
-	VPBROADCASTD 8464(SP)(CX*1), Z1
-	VPDPBUSD     12136(SP), Z1, Z0
-	VPBROADCASTD 8468(SP)(CX*1), Z1
-	VPDPBUSD     12200(SP), Z1, Z0
-	VPBROADCASTD 8472(SP)(CX*1), Z1
-	VPDPBUSD     12264(SP), Z1, Z0
-	VPBROADCASTD 8476(SP)(CX*1), Z1
-	VPDPBUSD     12328(SP), Z1, Z0
-	VPBROADCASTD 8480(SP)(CX*1), Z1
-	VPDPBUSD     12392(SP), Z1, Z0
-	VPBROADCASTD 8484(SP)(CX*1), Z1
-	VPDPBUSD     12456(SP), Z1, Z0
-	VMOVDQU32    Z0, 5352(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_789
-
-emu_row_done_790:
-	MOVBQZX 12570(SP), AX
-	MOVBQZX 12573(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_791
-	UD2
-
-emu_shapeok_791:
-	MOVBQZX 12574(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_792
-	UD2
-
-emu_shapeok_792:
-	XORQ CX, CX
-
-emu_row_793:
-	TESTQ        AX, AX
-	JZ           emu_row_done_794
-	VMOVDQU32    6376(SP)(CX*1), Z0
-	VPBROADCASTD 9448(SP)(CX*1), Z1
-	VPDPBUSD     10472(SP), Z1, Z0
-	VPBROADCASTD 9452(SP)(CX*1), Z1
-	VPDPBUSD     10536(SP), Z1, Z0
-	VPBROADCASTD 9456(SP)(CX*1), Z1
-	VPDPBUSD     10600(SP), Z1, Z0
-	VPBROADCASTD 9460(SP)(CX*1), Z1
-	VPDPBUSD     10664(SP), Z1, Z0
-	VPBROADCASTD 9464(SP)(CX*1), Z1
-	VPDPBUSD     10728(SP), Z1, Z0
-	VPBROADCASTD 9468(SP)(CX*1), Z1
-	VPDPBUSD     10792(SP), Z1, Z0
-	VPBROADCASTD 9472(SP)(CX*1), Z1
-	VPDPBUSD     10856(SP), Z1, Z0
-	VPBROADCASTD 9476(SP)(CX*1), Z1
-	VPDPBUSD     10920(SP), Z1, Z0
-	VPBROADCASTD 9480(SP)(CX*1), Z1
-	VPDPBUSD     10984(SP), Z1, Z0
-	VPBROADCASTD 9484(SP)(CX*1), Z1
-	VPDPBUSD     11048(SP), Z1, Z0
-	VPBROADCASTD 9488(SP)(CX*1), Z1
-	VPDPBUSD     11112(SP), Z1, Z0
-	VPBROADCASTD 9492(SP)(CX*1), Z1
-	VPDPBUSD     11176(SP), Z1, Z0
-	VPBROADCASTD 9496(SP)(CX*1), Z1
-	VPDPBUSD     11240(SP), Z1, Z0
-	VPBROADCASTD 9500(SP)(CX*1), Z1
-	VPDPBUSD     11304(SP), Z1, Z0
-	VPBROADCASTD 9504(SP)(CX*1), Z1
-	VPDPBUSD     11368(SP), Z1, Z0
-	VPBROADCASTD 9508(SP)(CX*1), Z1
-	VPDPBUSD     11432(SP), Z1, Z0
-	VMOVDQU32    Z0, 6376(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_793
-
-emu_row_done_794:
-	MOVBQZX 12571(SP), AX
-	MOVBQZX 12573(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_795
-	UD2
-
-emu_shapeok_795:
-	MOVBQZX 12575(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_796
-	UD2
-
-emu_shapeok_796:
-	XORQ CX, CX
-
-emu_row_797:
-	TESTQ        AX, AX
-	JZ           emu_row_done_798
-	VMOVDQU32    7400(SP)(CX*1), Z0
-	VPBROADCASTD 9448(SP)(CX*1), Z1
-	VPDPBUSD     11496(SP), Z1, Z0
-	VPBROADCASTD 9452(SP)(CX*1), Z1
-	VPDPBUSD     11560(SP), Z1, Z0
-	VPBROADCASTD 9456(SP)(CX*1), Z1
-	VPDPBUSD     11624(SP), Z1, Z0
-	VPBROADCASTD 9460(SP)(CX*1), Z1
-	VPDPBUSD     11688(SP), Z1, Z0
-	VPBROADCASTD 9464(SP)(CX*1), Z1
-	VPDPBUSD     11752(SP), Z1, Z0
-	VPBROADCASTD 9468(SP)(CX*1), Z1
-	VPDPBUSD     11816(SP), Z1, Z0
-	VPBROADCASTD 9472(SP)(CX*1), Z1
-	VPDPBUSD     11880(SP), Z1, Z0
-	VPBROADCASTD 9476(SP)(CX*1), Z1
-	VPDPBUSD     11944(SP), Z1, Z0
-	VPBROADCASTD 9480(SP)(CX*1), Z1
-	VPDPBUSD     12008(SP), Z1, Z0
-	VPBROADCASTD 9484(SP)(CX*1), Z1
-	VPDPBUSD     12072(SP), Z1, Z0
-	VPBROADCASTD 9488(SP)(CX*1), Z1
-	VPDPBUSD     12136(SP), Z1, Z0
-	VPBROADCASTD 9492(SP)(CX*1), Z1
-	VPDPBUSD     12200(SP), Z1, Z0
-	VPBROADCASTD 9496(SP)(CX*1), Z1
-	VPDPBUSD     12264(SP), Z1, Z0
-	VPBROADCASTD 9500(SP)(CX*1), Z1
-	VPDPBUSD     12328(SP), Z1, Z0
-	VPBROADCASTD 9504(SP)(CX*1), Z1
-	VPDPBUSD     12392(SP), Z1, Z0
-	VPBROADCASTD 9508(SP)(CX*1), Z1
-	VPDPBUSD     12456(SP), Z1, Z0
-	VMOVDQU32    Z0, 7400(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_797
-
-emu_row_done_798:
-	MOVQ    12712(SP), AX
-	ADDQ    $0x00000300, AX
-	CMPQ    AX, kp+24(FP)
-	JLT     store_partial_799
-	LEAQ    215(SP), AX
-	ANDQ    $-64, AX
-	MOVQ    $0x00000080, CX
-	LEAQ    (AX), DX
-	MOVBQZX 12568(SP), BX
-	XORQ    SI, SI
-
-emu_row_801:
-	TESTQ     BX, BX
-	JZ        emu_row_done_802
-	VMOVDQU64 4328(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_801
-
-emu_row_done_802:
-	LEAQ    64(AX), DX
-	MOVBQZX 12569(SP), BX
-	XORQ    SI, SI
-
-emu_row_803:
-	TESTQ     BX, BX
-	JZ        emu_row_done_804
-	VMOVDQU64 5352(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_803
-
-emu_row_done_804:
-	LEAQ    2048(AX), DX
-	MOVBQZX 12570(SP), BX
-	XORQ    SI, SI
-
-emu_row_805:
-	TESTQ     BX, BX
-	JZ        emu_row_done_806
-	VMOVDQU64 6376(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_805
-
-emu_row_done_806:
-	LEAQ    2112(AX), DX
-	MOVBQZX 12571(SP), BX
-	XORQ    SI, SI
-
-emu_row_807:
-	TESTQ     BX, BX
-	JZ        emu_row_done_808
-	VMOVDQU64 7400(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_807
-
-emu_row_done_808:
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_800
-
-store_partial_799:
-	MOVQ    12760(SP), AX
-	MOVQ    ldc+40(FP), CX
-	SHLQ    $0x02, CX
-	LEAQ    (AX), DX
-	MOVBQZX 12568(SP), BX
-	XORQ    SI, SI
-
-emu_row_809:
-	TESTQ     BX, BX
-	JZ        emu_row_done_810
-	VMOVDQU64 4328(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_809
-
-emu_row_done_810:
-	LEAQ    64(AX), DX
-	MOVBQZX 12569(SP), BX
-	XORQ    SI, SI
-
-emu_row_811:
-	TESTQ     BX, BX
-	JZ        emu_row_done_812
-	VMOVDQU64 5352(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_811
-
-emu_row_done_812:
-	MOVQ    CX, DX
-	SHLQ    $0x04, DX
-	ADDQ    AX, DX
-	LEAQ    (DX), DX
-	MOVBQZX 12570(SP), BX
-	XORQ    SI, SI
-
-emu_row_813:
-	TESTQ     BX, BX
-	JZ        emu_row_done_814
-	VMOVDQU64 6376(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_813
-
-emu_row_done_814:
-	MOVQ    CX, DX
-	SHLQ    $0x04, DX
-	ADDQ    AX, DX
-	LEAQ    64(DX), AX
-	MOVBQZX 12571(SP), DX
-	XORQ    BX, BX
-
-emu_row_815:
-	TESTQ     DX, DX
-	JZ        emu_row_done_816
-	VMOVDQU64 7400(SP)(BX*1), Z0
-	VMOVDQU64 Z0, (AX)
-	ADDQ      CX, AX
-	ADDQ      $0x40, BX
-	DECQ      DX
-	JMP       emu_row_815
-
-emu_row_done_816:
-stored_800:
-	MOVQ 12760(SP), AX
-	ADDQ $0x80, AX
-	MOVQ AX, 12760(SP)
-	ADDQ $0x00000020, 4320(SP)
-	MOVQ 12752(SP), AX
-	MOVQ kp+24(FP), CX
-	SHLQ $0x05, CX
-	ADDQ CX, AX
-	MOVQ AX, 12752(SP)
-	JMP  npair_736
-
-nodd_737:
-	MOVQ  nblocks+56(FP), AX
-	TESTQ $0x00000001, AX
-	JZ    nend_738
-
-	// 2x1 block of 16x16 C tiles.
-	MOVQ      lda+8(FP), AX
-	MOVQ      12728(SP), CX
-	MOVQ      AX, DX
-	SHLQ      $0x04, DX
-	ADDQ      CX, DX
-	MOVQ      12712(SP), BX
-	SHLQ      $0x04, BX
-	ADDQ      12752(SP), BX
-	MOVQ      $0x00000040, SI
-	MOVQ      12720(SP), DI
-	DECQ      DI
-	CMPQ      12712(SP), $0x00
-	JNE       cload_817
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4328(SP)
-	VMOVDQU64 Z0, 4392(SP)
-	VMOVDQU64 Z0, 4456(SP)
-	VMOVDQU64 Z0, 4520(SP)
-	VMOVDQU64 Z0, 4584(SP)
-	VMOVDQU64 Z0, 4648(SP)
-	VMOVDQU64 Z0, 4712(SP)
-	VMOVDQU64 Z0, 4776(SP)
-	VMOVDQU64 Z0, 4840(SP)
-	VMOVDQU64 Z0, 4904(SP)
-	VMOVDQU64 Z0, 4968(SP)
-	VMOVDQU64 Z0, 5032(SP)
-	VMOVDQU64 Z0, 5096(SP)
-	VMOVDQU64 Z0, 5160(SP)
-	VMOVDQU64 Z0, 5224(SP)
-	VMOVDQU64 Z0, 5288(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6376(SP)
-	VMOVDQU64 Z0, 6440(SP)
-	VMOVDQU64 Z0, 6504(SP)
-	VMOVDQU64 Z0, 6568(SP)
-	VMOVDQU64 Z0, 6632(SP)
-	VMOVDQU64 Z0, 6696(SP)
-	VMOVDQU64 Z0, 6760(SP)
-	VMOVDQU64 Z0, 6824(SP)
-	VMOVDQU64 Z0, 6888(SP)
-	VMOVDQU64 Z0, 6952(SP)
-	VMOVDQU64 Z0, 7016(SP)
-	VMOVDQU64 Z0, 7080(SP)
-	VMOVDQU64 Z0, 7144(SP)
-	VMOVDQU64 Z0, 7208(SP)
-	VMOVDQU64 Z0, 7272(SP)
-	VMOVDQU64 Z0, 7336(SP)
-	JMP       cready_818
-
-cload_817:
-	MOVQ      12760(SP), R8
-	MOVQ      ldc+40(FP), R9
-	SHLQ      $0x02, R9
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4328(SP)
-	VMOVDQU64 Z0, 4392(SP)
-	VMOVDQU64 Z0, 4456(SP)
-	VMOVDQU64 Z0, 4520(SP)
-	VMOVDQU64 Z0, 4584(SP)
-	VMOVDQU64 Z0, 4648(SP)
-	VMOVDQU64 Z0, 4712(SP)
-	VMOVDQU64 Z0, 4776(SP)
-	VMOVDQU64 Z0, 4840(SP)
-	VMOVDQU64 Z0, 4904(SP)
-	VMOVDQU64 Z0, 4968(SP)
-	VMOVDQU64 Z0, 5032(SP)
-	VMOVDQU64 Z0, 5096(SP)
-	VMOVDQU64 Z0, 5160(SP)
-	VMOVDQU64 Z0, 5224(SP)
-	VMOVDQU64 Z0, 5288(SP)
-	LEAQ      (R8), R10
-	MOVBQZX   12568(SP), R11
-	XORQ      R12, R12
-
-emu_row_819:
-	TESTQ     R11, R11
-	JZ        emu_row_done_820
-	VMOVDQU64 (R10), Z0
-	VMOVDQU64 Z0, 4328(SP)(R12*1)
-	ADDQ      R9, R10
-	ADDQ      $0x40, R12
-	DECQ      R11
-	JMP       emu_row_819
-
-emu_row_done_820:
-	MOVQ      R9, R10
-	SHLQ      $0x04, R10
-	ADDQ      R8, R10
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6376(SP)
-	VMOVDQU64 Z0, 6440(SP)
-	VMOVDQU64 Z0, 6504(SP)
-	VMOVDQU64 Z0, 6568(SP)
-	VMOVDQU64 Z0, 6632(SP)
-	VMOVDQU64 Z0, 6696(SP)
-	VMOVDQU64 Z0, 6760(SP)
-	VMOVDQU64 Z0, 6824(SP)
-	VMOVDQU64 Z0, 6888(SP)
-	VMOVDQU64 Z0, 6952(SP)
-	VMOVDQU64 Z0, 7016(SP)
-	VMOVDQU64 Z0, 7080(SP)
-	VMOVDQU64 Z0, 7144(SP)
-	VMOVDQU64 Z0, 7208(SP)
-	VMOVDQU64 Z0, 7272(SP)
-	VMOVDQU64 Z0, 7336(SP)
-	LEAQ      (R10), R8
-	MOVBQZX   12570(SP), R10
-	XORQ      R11, R11
-
-emu_row_821:
-	TESTQ     R10, R10
-	JZ        emu_row_done_822
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 6376(SP)(R11*1)
-	ADDQ      R9, R8
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_821
-
-emu_row_done_822:
-cready_818:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 8424(SP)
-	VMOVDQU64 Z0, 8488(SP)
-	VMOVDQU64 Z0, 8552(SP)
-	VMOVDQU64 Z0, 8616(SP)
-	VMOVDQU64 Z0, 8680(SP)
-	VMOVDQU64 Z0, 8744(SP)
-	VMOVDQU64 Z0, 8808(SP)
-	VMOVDQU64 Z0, 8872(SP)
-	VMOVDQU64 Z0, 8936(SP)
-	VMOVDQU64 Z0, 9000(SP)
-	VMOVDQU64 Z0, 9064(SP)
-	VMOVDQU64 Z0, 9128(SP)
-	VMOVDQU64 Z0, 9192(SP)
-	VMOVDQU64 Z0, 9256(SP)
-	VMOVDQU64 Z0, 9320(SP)
-	VMOVDQU64 Z0, 9384(SP)
-	LEAQ      (CX), R8
-	MOVBQZX   12572(SP), R9
-	XORQ      R10, R10
-
-emu_row_823:
-	TESTQ     R9, R9
-	JZ        emu_row_done_824
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 8424(SP)(R10*1)
-	ADDQ      AX, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_823
-
-emu_row_done_824:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 10472(SP)
-	VMOVDQU64 Z0, 10536(SP)
-	VMOVDQU64 Z0, 10600(SP)
-	VMOVDQU64 Z0, 10664(SP)
-	VMOVDQU64 Z0, 10728(SP)
-	VMOVDQU64 Z0, 10792(SP)
-	VMOVDQU64 Z0, 10856(SP)
-	VMOVDQU64 Z0, 10920(SP)
-	VMOVDQU64 Z0, 10984(SP)
-	VMOVDQU64 Z0, 11048(SP)
-	VMOVDQU64 Z0, 11112(SP)
-	VMOVDQU64 Z0, 11176(SP)
-	VMOVDQU64 Z0, 11240(SP)
-	VMOVDQU64 Z0, 11304(SP)
-	VMOVDQU64 Z0, 11368(SP)
-	VMOVDQU64 Z0, 11432(SP)
-	LEAQ      (BX), R8
-	MOVBQZX   12574(SP), R9
-	XORQ      R10, R10
-
-emu_row_825:
-	TESTQ     R9, R9
-	JZ        emu_row_done_826
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 10472(SP)(R10*1)
-	ADDQ      SI, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_825
-
-emu_row_done_826:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 9448(SP)
-	VMOVDQU64 Z0, 9512(SP)
-	VMOVDQU64 Z0, 9576(SP)
-	VMOVDQU64 Z0, 9640(SP)
-	VMOVDQU64 Z0, 9704(SP)
-	VMOVDQU64 Z0, 9768(SP)
-	VMOVDQU64 Z0, 9832(SP)
-	VMOVDQU64 Z0, 9896(SP)
-	VMOVDQU64 Z0, 9960(SP)
-	VMOVDQU64 Z0, 10024(SP)
-	VMOVDQU64 Z0, 10088(SP)
-	VMOVDQU64 Z0, 10152(SP)
-	VMOVDQU64 Z0, 10216(SP)
-	VMOVDQU64 Z0, 10280(SP)
-	VMOVDQU64 Z0, 10344(SP)
-	VMOVDQU64 Z0, 10408(SP)
-	LEAQ      (DX), R8
-	MOVBQZX   12573(SP), R9
-	XORQ      R10, R10
-
-emu_row_827:
-	TESTQ     R9, R9
-	JZ        emu_row_done_828
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 9448(SP)(R10*1)
-	ADDQ      AX, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_827
-
-emu_row_done_828:
-kstep_829:
-	TESTQ   DI, DI
-	JZ      klast_830
-	ADDQ    $0x40, CX
-	ADDQ    $0x40, DX
-	ADDQ    $0x00000400, BX
-	MOVBQZX 12568(SP), R8
-	MOVBQZX 12572(SP), R9
-	CMPQ    R8, R9
-	JE      emu_shapeok_831
-	UD2
-
-emu_shapeok_831:
-	MOVBQZX 12574(SP), R9
-	CMPQ    R9, $0x10
-	JE      emu_shapeok_832
-	UD2
-
-emu_shapeok_832:
-	XORQ R9, R9
-
-emu_row_833:
-	TESTQ        R8, R8
-	JZ           emu_row_done_834
-	VMOVDQU32    4328(SP)(R9*1), Z0
-	VPBROADCASTD 8424(SP)(R9*1), Z1
-	VPDPBUSD     10472(SP), Z1, Z0
-	VPBROADCASTD 8428(SP)(R9*1), Z1
-	VPDPBUSD     10536(SP), Z1, Z0
-	VPBROADCASTD 8432(SP)(R9*1), Z1
-	VPDPBUSD     10600(SP), Z1, Z0
-	VPBROADCASTD 8436(SP)(R9*1), Z1
-	VPDPBUSD     10664(SP), Z1, Z0
-	VPBROADCASTD 8440(SP)(R9*1), Z1
-	VPDPBUSD     10728(SP), Z1, Z0
-	VPBROADCASTD 8444(SP)(R9*1), Z1
-	VPDPBUSD     10792(SP), Z1, Z0
-	VPBROADCASTD 8448(SP)(R9*1), Z1
-	VPDPBUSD     10856(SP), Z1, Z0
-	VPBROADCASTD 8452(SP)(R9*1), Z1
-	VPDPBUSD     10920(SP), Z1, Z0
-	VPBROADCASTD 8456(SP)(R9*1), Z1
-	VPDPBUSD     10984(SP), Z1, Z0
-	VPBROADCASTD 8460(SP)(R9*1), Z1
-	VPDPBUSD     11048(SP), Z1, Z0
-	VPBROADCASTD 8464(SP)(R9*1), Z1
-	VPDPBUSD     11112(SP), Z1, Z0
-	VPBROADCASTD 8468(SP)(R9*1), Z1
-	VPDPBUSD     11176(SP), Z1, Z0
-	VPBROADCASTD 8472(SP)(R9*1), Z1
-	VPDPBUSD     11240(SP), Z1, Z0
-	VPBROADCASTD 8476(SP)(R9*1), Z1
-	VPDPBUSD     11304(SP), Z1, Z0
-	VPBROADCASTD 8480(SP)(R9*1), Z1
-	VPDPBUSD     11368(SP), Z1, Z0
-	VPBROADCASTD 8484(SP)(R9*1), Z1
-	VPDPBUSD     11432(SP), Z1, Z0
-	VMOVDQU32    Z0, 4328(SP)(R9*1)
-	ADDQ         $0x40, R9
-	DECQ         R8
-	JMP          emu_row_833
-
-emu_row_done_834:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 8424(SP)
-	VMOVDQU64 Z0, 8488(SP)
-	VMOVDQU64 Z0, 8552(SP)
-	VMOVDQU64 Z0, 8616(SP)
-	VMOVDQU64 Z0, 8680(SP)
-	VMOVDQU64 Z0, 8744(SP)
-	VMOVDQU64 Z0, 8808(SP)
-	VMOVDQU64 Z0, 8872(SP)
-	VMOVDQU64 Z0, 8936(SP)
-	VMOVDQU64 Z0, 9000(SP)
-	VMOVDQU64 Z0, 9064(SP)
-	VMOVDQU64 Z0, 9128(SP)
-	VMOVDQU64 Z0, 9192(SP)
-	VMOVDQU64 Z0, 9256(SP)
-	VMOVDQU64 Z0, 9320(SP)
-	VMOVDQU64 Z0, 9384(SP)
-	LEAQ      (CX), R8
-	MOVBQZX   12572(SP), R9
-	XORQ      R10, R10
-
-emu_row_835:
-	TESTQ     R9, R9
-	JZ        emu_row_done_836
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 8424(SP)(R10*1)
-	ADDQ      AX, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_835
-
-emu_row_done_836:
-	MOVBQZX 12570(SP), R8
-	MOVBQZX 12573(SP), R9
-	CMPQ    R8, R9
-	JE      emu_shapeok_837
-	UD2
-
-emu_shapeok_837:
-	MOVBQZX 12574(SP), R9
-	CMPQ    R9, $0x10
-	JE      emu_shapeok_838
-	UD2
-
-emu_shapeok_838:
-	XORQ R9, R9
-
-emu_row_839:
-	TESTQ        R8, R8
-	JZ           emu_row_done_840
-	VMOVDQU32    6376(SP)(R9*1), Z0
-	VPBROADCASTD 9448(SP)(R9*1), Z1
-	VPDPBUSD     10472(SP), Z1, Z0
-	VPBROADCASTD 9452(SP)(R9*1), Z1
-	VPDPBUSD     10536(SP), Z1, Z0
-	VPBROADCASTD 9456(SP)(R9*1), Z1
-	VPDPBUSD     10600(SP), Z1, Z0
-	VPBROADCASTD 9460(SP)(R9*1), Z1
-	VPDPBUSD     10664(SP), Z1, Z0
-	VPBROADCASTD 9464(SP)(R9*1), Z1
-	VPDPBUSD     10728(SP), Z1, Z0
-	VPBROADCASTD 9468(SP)(R9*1), Z1
-	VPDPBUSD     10792(SP), Z1, Z0
-	VPBROADCASTD 9472(SP)(R9*1), Z1
-	VPDPBUSD     10856(SP), Z1, Z0
-	VPBROADCASTD 9476(SP)(R9*1), Z1
-	VPDPBUSD     10920(SP), Z1, Z0
-	VPBROADCASTD 9480(SP)(R9*1), Z1
-	VPDPBUSD     10984(SP), Z1, Z0
-	VPBROADCASTD 9484(SP)(R9*1), Z1
-	VPDPBUSD     11048(SP), Z1, Z0
-	VPBROADCASTD 9488(SP)(R9*1), Z1
-	VPDPBUSD     11112(SP), Z1, Z0
-	VPBROADCASTD 9492(SP)(R9*1), Z1
-	VPDPBUSD     11176(SP), Z1, Z0
-	VPBROADCASTD 9496(SP)(R9*1), Z1
-	VPDPBUSD     11240(SP), Z1, Z0
-	VPBROADCASTD 9500(SP)(R9*1), Z1
-	VPDPBUSD     11304(SP), Z1, Z0
-	VPBROADCASTD 9504(SP)(R9*1), Z1
-	VPDPBUSD     11368(SP), Z1, Z0
-	VPBROADCASTD 9508(SP)(R9*1), Z1
-	VPDPBUSD     11432(SP), Z1, Z0
-	VMOVDQU32    Z0, 6376(SP)(R9*1)
-	ADDQ         $0x40, R9
-	DECQ         R8
-	JMP          emu_row_839
-
-emu_row_done_840:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 9448(SP)
-	VMOVDQU64 Z0, 9512(SP)
-	VMOVDQU64 Z0, 9576(SP)
-	VMOVDQU64 Z0, 9640(SP)
-	VMOVDQU64 Z0, 9704(SP)
-	VMOVDQU64 Z0, 9768(SP)
-	VMOVDQU64 Z0, 9832(SP)
-	VMOVDQU64 Z0, 9896(SP)
-	VMOVDQU64 Z0, 9960(SP)
-	VMOVDQU64 Z0, 10024(SP)
-	VMOVDQU64 Z0, 10088(SP)
-	VMOVDQU64 Z0, 10152(SP)
-	VMOVDQU64 Z0, 10216(SP)
-	VMOVDQU64 Z0, 10280(SP)
-	VMOVDQU64 Z0, 10344(SP)
-	VMOVDQU64 Z0, 10408(SP)
-	LEAQ      (DX), R8
-	MOVBQZX   12573(SP), R9
-	XORQ      R10, R10
-
-emu_row_841:
-	TESTQ     R9, R9
-	JZ        emu_row_done_842
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 9448(SP)(R10*1)
-	ADDQ      AX, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_841
-
-emu_row_done_842:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 10472(SP)
-	VMOVDQU64 Z0, 10536(SP)
-	VMOVDQU64 Z0, 10600(SP)
-	VMOVDQU64 Z0, 10664(SP)
-	VMOVDQU64 Z0, 10728(SP)
-	VMOVDQU64 Z0, 10792(SP)
-	VMOVDQU64 Z0, 10856(SP)
-	VMOVDQU64 Z0, 10920(SP)
-	VMOVDQU64 Z0, 10984(SP)
-	VMOVDQU64 Z0, 11048(SP)
-	VMOVDQU64 Z0, 11112(SP)
-	VMOVDQU64 Z0, 11176(SP)
-	VMOVDQU64 Z0, 11240(SP)
-	VMOVDQU64 Z0, 11304(SP)
-	VMOVDQU64 Z0, 11368(SP)
-	VMOVDQU64 Z0, 11432(SP)
-	LEAQ      (BX), R8
-	MOVBQZX   12574(SP), R9
-	XORQ      R10, R10
-
-emu_row_843:
-	TESTQ     R9, R9
-	JZ        emu_row_done_844
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 10472(SP)(R10*1)
-	ADDQ      SI, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_843
-
-emu_row_done_844:
-	DECQ DI
-	JMP  kstep_829
-
-klast_830:
-	MOVBQZX 12568(SP), AX
-	MOVBQZX 12572(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_845
-	UD2
-
-emu_shapeok_845:
-	MOVBQZX 12574(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_846
-	UD2
-
-emu_shapeok_846:
-	XORQ CX, CX
-
-emu_row_847:
-	TESTQ        AX, AX
-	JZ           emu_row_done_848
-	VMOVDQU32    4328(SP)(CX*1), Z0
-	VPBROADCASTD 8424(SP)(CX*1), Z1
-	VPDPBUSD     10472(SP), Z1, Z0
-	VPBROADCASTD 8428(SP)(CX*1), Z1
-	VPDPBUSD     10536(SP), Z1, Z0
-	VPBROADCASTD 8432(SP)(CX*1), Z1
-	VPDPBUSD     10600(SP), Z1, Z0
-	VPBROADCASTD 8436(SP)(CX*1), Z1
-	VPDPBUSD     10664(SP), Z1, Z0
-	VPBROADCASTD 8440(SP)(CX*1), Z1
-	VPDPBUSD     10728(SP), Z1, Z0
-	VPBROADCASTD 8444(SP)(CX*1), Z1
-	VPDPBUSD     10792(SP), Z1, Z0
-	VPBROADCASTD 8448(SP)(CX*1), Z1
-	VPDPBUSD     10856(SP), Z1, Z0
-	VPBROADCASTD 8452(SP)(CX*1), Z1
-	VPDPBUSD     10920(SP), Z1, Z0
-	VPBROADCASTD 8456(SP)(CX*1), Z1
-	VPDPBUSD     10984(SP), Z1, Z0
-	VPBROADCASTD 8460(SP)(CX*1), Z1
-	VPDPBUSD     11048(SP), Z1, Z0
-	VPBROADCASTD 8464(SP)(CX*1), Z1
-	VPDPBUSD     11112(SP), Z1, Z0
-	VPBROADCASTD 8468(SP)(CX*1), Z1
-	VPDPBUSD     11176(SP), Z1, Z0
-	VPBROADCASTD 8472(SP)(CX*1), Z1
-	VPDPBUSD     11240(SP), Z1, Z0
-	VPBROADCASTD 8476(SP)(CX*1), Z1
-	VPDPBUSD     11304(SP), Z1, Z0
-	VPBROADCASTD 8480(SP)(CX*1), Z1
-	VPDPBUSD     11368(SP), Z1, Z0
-	VPBROADCASTD 8484(SP)(CX*1), Z1
-	VPDPBUSD     11432(SP), Z1, Z0
-	VMOVDQU32    Z0, 4328(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_847
-
-emu_row_done_848:
-	MOVBQZX 12570(SP), AX
-	MOVBQZX 12573(SP), CX
-	CMPQ    AX, CX
-	JE      emu_shapeok_849
-	UD2
-
-emu_shapeok_849:
-	MOVBQZX 12574(SP), CX
-	CMPQ    CX, $0x10
-	JE      emu_shapeok_850
-	UD2
-
-emu_shapeok_850:
-	XORQ CX, CX
-
-emu_row_851:
-	TESTQ        AX, AX
-	JZ           emu_row_done_852
-	VMOVDQU32    6376(SP)(CX*1), Z0
-	VPBROADCASTD 9448(SP)(CX*1), Z1
-	VPDPBUSD     10472(SP), Z1, Z0
-	VPBROADCASTD 9452(SP)(CX*1), Z1
-	VPDPBUSD     10536(SP), Z1, Z0
-	VPBROADCASTD 9456(SP)(CX*1), Z1
-	VPDPBUSD     10600(SP), Z1, Z0
-	VPBROADCASTD 9460(SP)(CX*1), Z1
-	VPDPBUSD     10664(SP), Z1, Z0
-	VPBROADCASTD 9464(SP)(CX*1), Z1
-	VPDPBUSD     10728(SP), Z1, Z0
-	VPBROADCASTD 9468(SP)(CX*1), Z1
-	VPDPBUSD     10792(SP), Z1, Z0
-	VPBROADCASTD 9472(SP)(CX*1), Z1
-	VPDPBUSD     10856(SP), Z1, Z0
-	VPBROADCASTD 9476(SP)(CX*1), Z1
-	VPDPBUSD     10920(SP), Z1, Z0
-	VPBROADCASTD 9480(SP)(CX*1), Z1
-	VPDPBUSD     10984(SP), Z1, Z0
-	VPBROADCASTD 9484(SP)(CX*1), Z1
-	VPDPBUSD     11048(SP), Z1, Z0
-	VPBROADCASTD 9488(SP)(CX*1), Z1
-	VPDPBUSD     11112(SP), Z1, Z0
-	VPBROADCASTD 9492(SP)(CX*1), Z1
-	VPDPBUSD     11176(SP), Z1, Z0
-	VPBROADCASTD 9496(SP)(CX*1), Z1
-	VPDPBUSD     11240(SP), Z1, Z0
-	VPBROADCASTD 9500(SP)(CX*1), Z1
-	VPDPBUSD     11304(SP), Z1, Z0
-	VPBROADCASTD 9504(SP)(CX*1), Z1
-	VPDPBUSD     11368(SP), Z1, Z0
-	VPBROADCASTD 9508(SP)(CX*1), Z1
-	VPDPBUSD     11432(SP), Z1, Z0
-	VMOVDQU32    Z0, 6376(SP)(CX*1)
-	ADDQ         $0x40, CX
-	DECQ         AX
-	JMP          emu_row_851
-
-emu_row_done_852:
-	MOVQ    12712(SP), AX
-	ADDQ    $0x00000300, AX
-	CMPQ    AX, kp+24(FP)
-	JLT     store_partial_853
-	LEAQ    215(SP), AX
-	ANDQ    $-64, AX
-	MOVQ    $0x00000080, CX
-	LEAQ    (AX), DX
-	MOVBQZX 12568(SP), BX
-	XORQ    SI, SI
-
-emu_row_855:
-	TESTQ     BX, BX
-	JZ        emu_row_done_856
-	VMOVDQU64 4328(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_855
-
-emu_row_done_856:
-	LEAQ    2048(AX), DX
-	MOVBQZX 12570(SP), BX
-	XORQ    SI, SI
-
-emu_row_857:
-	TESTQ     BX, BX
-	JZ        emu_row_done_858
-	VMOVDQU64 6376(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_857
-
-emu_row_done_858:
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000010, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_854
-
-store_partial_853:
-	MOVQ    12760(SP), AX
-	MOVQ    ldc+40(FP), CX
-	SHLQ    $0x02, CX
-	LEAQ    (AX), DX
-	MOVBQZX 12568(SP), BX
-	XORQ    SI, SI
-
-emu_row_859:
-	TESTQ     BX, BX
-	JZ        emu_row_done_860
-	VMOVDQU64 4328(SP)(SI*1), Z0
-	VMOVDQU64 Z0, (DX)
-	ADDQ      CX, DX
-	ADDQ      $0x40, SI
-	DECQ      BX
-	JMP       emu_row_859
-
-emu_row_done_860:
-	MOVQ    CX, DX
-	SHLQ    $0x04, DX
-	ADDQ    AX, DX
-	LEAQ    (DX), AX
-	MOVBQZX 12570(SP), DX
-	XORQ    BX, BX
-
-emu_row_861:
-	TESTQ     DX, DX
-	JZ        emu_row_done_862
-	VMOVDQU64 6376(SP)(BX*1), Z0
-	VMOVDQU64 Z0, (AX)
-	ADDQ      CX, AX
-	ADDQ      $0x40, BX
-	DECQ      DX
-	JMP       emu_row_861
-
-emu_row_done_862:
-stored_854:
-nend_738:
-	MOVQ 12728(SP), AX
-	MOVQ lda+8(FP), CX
-	SHLQ $0x05, CX
-	ADDQ CX, AX
-	MOVQ AX, 12728(SP)
-	MOVQ 12736(SP), AX
-	MOVQ ldc+40(FP), CX
-	SHLQ $0x07, CX
-	ADDQ CX, AX
-	MOVQ AX, 12736(SP)
-	ADDQ $0x00000020, 4312(SP)
-	JMP  mblock_734
-
-mtail_735:
-	// M tail of 1..31 rows, with the tail config.
-	MOVQ    m+48(FP), AX
-	ANDQ    $0x1f, AX
-	JZ      kpass_end_730
-	LEAQ    12648(SP), CX
-	MOVQ    $0x0000000000000001, DX
-	CMPQ    (CX), DX
-	JNE     emu_badcfg_863
-	MOVQ    $0x0000000000000000, DX
-	CMPQ    8(CX), DX
-	JNE     emu_badcfg_863
-	MOVQ    $0x0040004000400040, DX
-	CMPQ    16(CX), DX
-	JNE     emu_badcfg_863
-	MOVQ    $0x0040004000400040, DX
-	CMPQ    24(CX), DX
-	JNE     emu_badcfg_863
-	MOVQ    $0x0000000000000000, DX
-	CMPQ    32(CX), DX
-	JNE     emu_badcfg_863
-	MOVQ    $0x0000000000000000, DX
-	CMPQ    40(CX), DX
-	JNE     emu_badcfg_863
-	MOVQ    $0x0000000000000000, DX
-	CMPQ    56(CX), DX
-	JNE     emu_badcfg_863
-	MOVBQZX 48(CX), DX
-	DECQ    DX
-	CMPQ    DX, $0x0f
-	JA      emu_badcfg_863
-	MOVBQZX 49(CX), DX
-	DECQ    DX
-	CMPQ    DX, $0x0f
-	JA      emu_badcfg_863
-	MOVBQZX 50(CX), DX
-	DECQ    DX
-	CMPQ    DX, $0x0f
-	JA      emu_badcfg_863
-	MOVBQZX 51(CX), DX
-	DECQ    DX
-	CMPQ    DX, $0x0f
-	JA      emu_badcfg_863
-	MOVBQZX 52(CX), DX
-	DECQ    DX
-	CMPQ    DX, $0x0f
-	JA      emu_badcfg_863
-	MOVBQZX 53(CX), DX
-	DECQ    DX
-	CMPQ    DX, $0x0f
-	JA      emu_badcfg_863
-	MOVBQZX 54(CX), DX
-	DECQ    DX
-	CMPQ    DX, $0x0f
-	JA      emu_badcfg_863
-	MOVBQZX 55(CX), DX
-	DECQ    DX
-	CMPQ    DX, $0x0f
-	JA      emu_badcfg_863
-	JMP     emu_cfgok_864
-
-emu_badcfg_863:
-	UD2
-
-emu_cfgok_864:
-	VMOVDQU64 (CX), Z0
-	VMOVDQU64 Z0, 12520(SP)
-	CMPQ      AX, $0x10
-	JLE       mtail_small_865
-	MOVQ      b+16(FP), AX
-	MOVQ      AX, 12752(SP)
-	MOVQ      12736(SP), AX
-	MOVQ      AX, 12760(SP)
-	MOVQ      nblocks+56(FP), AX
-	SHRQ      $0x01, AX
-	MOVQ      AX, 12768(SP)
-	MOVQ      $0x00000000, 4320(SP)
-
-npair_866:
-	MOVQ  12768(SP), AX
-	TESTQ AX, AX
-	JZ    nodd_867
-	DECQ  AX
-	MOVQ  AX, 12768(SP)
-
-	// 2x2 block of 16x16 C tiles.
-	MOVQ      lda+8(FP), AX
-	MOVQ      12728(SP), CX
-	MOVQ      AX, DX
-	SHLQ      $0x04, DX
-	ADDQ      CX, DX
-	MOVQ      12712(SP), BX
-	SHLQ      $0x04, BX
-	ADDQ      12752(SP), BX
-	MOVQ      kp+24(FP), SI
-	SHLQ      $0x04, SI
-	ADDQ      BX, SI
-	MOVQ      $0x00000040, DI
-	MOVQ      12720(SP), R8
-	DECQ      R8
-	CMPQ      12712(SP), $0x00
-	JNE       cload_869
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4328(SP)
-	VMOVDQU64 Z0, 4392(SP)
-	VMOVDQU64 Z0, 4456(SP)
-	VMOVDQU64 Z0, 4520(SP)
-	VMOVDQU64 Z0, 4584(SP)
-	VMOVDQU64 Z0, 4648(SP)
-	VMOVDQU64 Z0, 4712(SP)
-	VMOVDQU64 Z0, 4776(SP)
-	VMOVDQU64 Z0, 4840(SP)
-	VMOVDQU64 Z0, 4904(SP)
-	VMOVDQU64 Z0, 4968(SP)
-	VMOVDQU64 Z0, 5032(SP)
-	VMOVDQU64 Z0, 5096(SP)
-	VMOVDQU64 Z0, 5160(SP)
-	VMOVDQU64 Z0, 5224(SP)
-	VMOVDQU64 Z0, 5288(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 5352(SP)
-	VMOVDQU64 Z0, 5416(SP)
-	VMOVDQU64 Z0, 5480(SP)
-	VMOVDQU64 Z0, 5544(SP)
-	VMOVDQU64 Z0, 5608(SP)
-	VMOVDQU64 Z0, 5672(SP)
-	VMOVDQU64 Z0, 5736(SP)
-	VMOVDQU64 Z0, 5800(SP)
-	VMOVDQU64 Z0, 5864(SP)
-	VMOVDQU64 Z0, 5928(SP)
-	VMOVDQU64 Z0, 5992(SP)
-	VMOVDQU64 Z0, 6056(SP)
-	VMOVDQU64 Z0, 6120(SP)
-	VMOVDQU64 Z0, 6184(SP)
-	VMOVDQU64 Z0, 6248(SP)
-	VMOVDQU64 Z0, 6312(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6376(SP)
-	VMOVDQU64 Z0, 6440(SP)
-	VMOVDQU64 Z0, 6504(SP)
-	VMOVDQU64 Z0, 6568(SP)
-	VMOVDQU64 Z0, 6632(SP)
-	VMOVDQU64 Z0, 6696(SP)
-	VMOVDQU64 Z0, 6760(SP)
-	VMOVDQU64 Z0, 6824(SP)
-	VMOVDQU64 Z0, 6888(SP)
-	VMOVDQU64 Z0, 6952(SP)
-	VMOVDQU64 Z0, 7016(SP)
-	VMOVDQU64 Z0, 7080(SP)
-	VMOVDQU64 Z0, 7144(SP)
-	VMOVDQU64 Z0, 7208(SP)
-	VMOVDQU64 Z0, 7272(SP)
-	VMOVDQU64 Z0, 7336(SP)
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 7400(SP)
-	VMOVDQU64 Z0, 7464(SP)
-	VMOVDQU64 Z0, 7528(SP)
-	VMOVDQU64 Z0, 7592(SP)
-	VMOVDQU64 Z0, 7656(SP)
-	VMOVDQU64 Z0, 7720(SP)
-	VMOVDQU64 Z0, 7784(SP)
-	VMOVDQU64 Z0, 7848(SP)
-	VMOVDQU64 Z0, 7912(SP)
-	VMOVDQU64 Z0, 7976(SP)
-	VMOVDQU64 Z0, 8040(SP)
-	VMOVDQU64 Z0, 8104(SP)
-	VMOVDQU64 Z0, 8168(SP)
-	VMOVDQU64 Z0, 8232(SP)
-	VMOVDQU64 Z0, 8296(SP)
-	VMOVDQU64 Z0, 8360(SP)
-	JMP       cready_870
-
-cload_869:
-	MOVQ      12760(SP), R9
-	MOVQ      ldc+40(FP), R10
-	SHLQ      $0x02, R10
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 4328(SP)
-	VMOVDQU64 Z0, 4392(SP)
-	VMOVDQU64 Z0, 4456(SP)
-	VMOVDQU64 Z0, 4520(SP)
-	VMOVDQU64 Z0, 4584(SP)
-	VMOVDQU64 Z0, 4648(SP)
-	VMOVDQU64 Z0, 4712(SP)
-	VMOVDQU64 Z0, 4776(SP)
-	VMOVDQU64 Z0, 4840(SP)
-	VMOVDQU64 Z0, 4904(SP)
-	VMOVDQU64 Z0, 4968(SP)
-	VMOVDQU64 Z0, 5032(SP)
-	VMOVDQU64 Z0, 5096(SP)
-	VMOVDQU64 Z0, 5160(SP)
-	VMOVDQU64 Z0, 5224(SP)
-	VMOVDQU64 Z0, 5288(SP)
-	LEAQ      (R9), R11
-	MOVBQZX   12568(SP), R12
-	XORQ      R13, R13
-
-emu_row_871:
-	TESTQ     R12, R12
-	JZ        emu_row_done_872
-	VMOVDQU64 (R11), Z0
-	VMOVDQU64 Z0, 4328(SP)(R13*1)
-	ADDQ      R10, R11
-	ADDQ      $0x40, R13
-	DECQ      R12
-	JMP       emu_row_871
-
-emu_row_done_872:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 5352(SP)
-	VMOVDQU64 Z0, 5416(SP)
-	VMOVDQU64 Z0, 5480(SP)
-	VMOVDQU64 Z0, 5544(SP)
-	VMOVDQU64 Z0, 5608(SP)
-	VMOVDQU64 Z0, 5672(SP)
-	VMOVDQU64 Z0, 5736(SP)
-	VMOVDQU64 Z0, 5800(SP)
-	VMOVDQU64 Z0, 5864(SP)
-	VMOVDQU64 Z0, 5928(SP)
-	VMOVDQU64 Z0, 5992(SP)
-	VMOVDQU64 Z0, 6056(SP)
-	VMOVDQU64 Z0, 6120(SP)
-	VMOVDQU64 Z0, 6184(SP)
-	VMOVDQU64 Z0, 6248(SP)
-	VMOVDQU64 Z0, 6312(SP)
-	LEAQ      64(R9), R11
-	MOVBQZX   12569(SP), R12
-	XORQ      R13, R13
-
-emu_row_873:
-	TESTQ     R12, R12
-	JZ        emu_row_done_874
-	VMOVDQU64 (R11), Z0
-	VMOVDQU64 Z0, 5352(SP)(R13*1)
-	ADDQ      R10, R11
-	ADDQ      $0x40, R13
-	DECQ      R12
-	JMP       emu_row_873
-
-emu_row_done_874:
-	MOVQ      R10, R11
-	SHLQ      $0x04, R11
-	ADDQ      R9, R11
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 6376(SP)
-	VMOVDQU64 Z0, 6440(SP)
-	VMOVDQU64 Z0, 6504(SP)
-	VMOVDQU64 Z0, 6568(SP)
-	VMOVDQU64 Z0, 6632(SP)
-	VMOVDQU64 Z0, 6696(SP)
-	VMOVDQU64 Z0, 6760(SP)
-	VMOVDQU64 Z0, 6824(SP)
-	VMOVDQU64 Z0, 6888(SP)
-	VMOVDQU64 Z0, 6952(SP)
-	VMOVDQU64 Z0, 7016(SP)
-	VMOVDQU64 Z0, 7080(SP)
-	VMOVDQU64 Z0, 7144(SP)
-	VMOVDQU64 Z0, 7208(SP)
-	VMOVDQU64 Z0, 7272(SP)
-	VMOVDQU64 Z0, 7336(SP)
-	LEAQ      (R11), R11
-	MOVBQZX   12570(SP), R12
-	XORQ      R13, R13
-
-emu_row_875:
-	TESTQ     R12, R12
-	JZ        emu_row_done_876
-	VMOVDQU64 (R11), Z0
-	VMOVDQU64 Z0, 6376(SP)(R13*1)
-	ADDQ      R10, R11
-	ADDQ      $0x40, R13
-	DECQ      R12
-	JMP       emu_row_875
-
-emu_row_done_876:
-	MOVQ      R10, R11
-	SHLQ      $0x04, R11
-	ADDQ      R9, R11
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 7400(SP)
-	VMOVDQU64 Z0, 7464(SP)
-	VMOVDQU64 Z0, 7528(SP)
-	VMOVDQU64 Z0, 7592(SP)
-	VMOVDQU64 Z0, 7656(SP)
-	VMOVDQU64 Z0, 7720(SP)
-	VMOVDQU64 Z0, 7784(SP)
-	VMOVDQU64 Z0, 7848(SP)
-	VMOVDQU64 Z0, 7912(SP)
-	VMOVDQU64 Z0, 7976(SP)
-	VMOVDQU64 Z0, 8040(SP)
-	VMOVDQU64 Z0, 8104(SP)
-	VMOVDQU64 Z0, 8168(SP)
-	VMOVDQU64 Z0, 8232(SP)
-	VMOVDQU64 Z0, 8296(SP)
-	VMOVDQU64 Z0, 8360(SP)
-	LEAQ      64(R11), R9
-	MOVBQZX   12571(SP), R11
-	XORQ      R12, R12
-
-emu_row_877:
-	TESTQ     R11, R11
-	JZ        emu_row_done_878
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 7400(SP)(R12*1)
-	ADDQ      R10, R9
-	ADDQ      $0x40, R12
-	DECQ      R11
-	JMP       emu_row_877
-
-emu_row_done_878:
-cready_870:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 8424(SP)
-	VMOVDQU64 Z0, 8488(SP)
-	VMOVDQU64 Z0, 8552(SP)
-	VMOVDQU64 Z0, 8616(SP)
-	VMOVDQU64 Z0, 8680(SP)
-	VMOVDQU64 Z0, 8744(SP)
-	VMOVDQU64 Z0, 8808(SP)
-	VMOVDQU64 Z0, 8872(SP)
-	VMOVDQU64 Z0, 8936(SP)
-	VMOVDQU64 Z0, 9000(SP)
-	VMOVDQU64 Z0, 9064(SP)
-	VMOVDQU64 Z0, 9128(SP)
-	VMOVDQU64 Z0, 9192(SP)
-	VMOVDQU64 Z0, 9256(SP)
-	VMOVDQU64 Z0, 9320(SP)
-	VMOVDQU64 Z0, 9384(SP)
-	LEAQ      (CX), R9
-	MOVBQZX   12572(SP), R10
-	XORQ      R11, R11
-
-emu_row_879:
-	TESTQ     R10, R10
-	JZ        emu_row_done_880
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 8424(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_879
-
-emu_row_done_880:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 10472(SP)
-	VMOVDQU64 Z0, 10536(SP)
-	VMOVDQU64 Z0, 10600(SP)
-	VMOVDQU64 Z0, 10664(SP)
-	VMOVDQU64 Z0, 10728(SP)
-	VMOVDQU64 Z0, 10792(SP)
-	VMOVDQU64 Z0, 10856(SP)
-	VMOVDQU64 Z0, 10920(SP)
-	VMOVDQU64 Z0, 10984(SP)
-	VMOVDQU64 Z0, 11048(SP)
-	VMOVDQU64 Z0, 11112(SP)
-	VMOVDQU64 Z0, 11176(SP)
-	VMOVDQU64 Z0, 11240(SP)
-	VMOVDQU64 Z0, 11304(SP)
-	VMOVDQU64 Z0, 11368(SP)
-	VMOVDQU64 Z0, 11432(SP)
-	LEAQ      (BX), R9
-	MOVBQZX   12574(SP), R10
-	XORQ      R11, R11
-
-emu_row_881:
-	TESTQ     R10, R10
-	JZ        emu_row_done_882
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 10472(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_881
-
-emu_row_done_882:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 11496(SP)
-	VMOVDQU64 Z0, 11560(SP)
-	VMOVDQU64 Z0, 11624(SP)
-	VMOVDQU64 Z0, 11688(SP)
-	VMOVDQU64 Z0, 11752(SP)
-	VMOVDQU64 Z0, 11816(SP)
-	VMOVDQU64 Z0, 11880(SP)
-	VMOVDQU64 Z0, 11944(SP)
-	VMOVDQU64 Z0, 12008(SP)
-	VMOVDQU64 Z0, 12072(SP)
-	VMOVDQU64 Z0, 12136(SP)
-	VMOVDQU64 Z0, 12200(SP)
-	VMOVDQU64 Z0, 12264(SP)
-	VMOVDQU64 Z0, 12328(SP)
-	VMOVDQU64 Z0, 12392(SP)
-	VMOVDQU64 Z0, 12456(SP)
-	LEAQ      (SI), R9
-	MOVBQZX   12575(SP), R10
-	XORQ      R11, R11
-
-emu_row_883:
-	TESTQ     R10, R10
-	JZ        emu_row_done_884
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 11496(SP)(R11*1)
-	ADDQ      DI, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_883
-
-emu_row_done_884:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 9448(SP)
-	VMOVDQU64 Z0, 9512(SP)
-	VMOVDQU64 Z0, 9576(SP)
-	VMOVDQU64 Z0, 9640(SP)
-	VMOVDQU64 Z0, 9704(SP)
-	VMOVDQU64 Z0, 9768(SP)
-	VMOVDQU64 Z0, 9832(SP)
-	VMOVDQU64 Z0, 9896(SP)
-	VMOVDQU64 Z0, 9960(SP)
-	VMOVDQU64 Z0, 10024(SP)
-	VMOVDQU64 Z0, 10088(SP)
-	VMOVDQU64 Z0, 10152(SP)
-	VMOVDQU64 Z0, 10216(SP)
-	VMOVDQU64 Z0, 10280(SP)
-	VMOVDQU64 Z0, 10344(SP)
-	VMOVDQU64 Z0, 10408(SP)
-	LEAQ      (DX), R9
-	MOVBQZX   12573(SP), R10
-	XORQ      R11, R11
-
-emu_row_885:
-	TESTQ     R10, R10
-	JZ        emu_row_done_886
-	VMOVDQU64 (R9), Z0
-	VMOVDQU64 Z0, 9448(SP)(R11*1)
-	ADDQ      AX, R9
-	ADDQ      $0x40, R11
-	DECQ      R10
-	JMP       emu_row_885
-
-emu_row_done_886:
-kstep_887:
-	TESTQ   R8, R8
-	JZ      klast_888
-	ADDQ    $0x40, CX
-	ADDQ    $0x40, DX
-	ADDQ    $0x00000400, BX
-	ADDQ    $0x00000400, SI
-	MOVBQZX 12568(SP), R9
-	MOVBQZX 12572(SP), R10
-	CMPQ    R9, R10
-	JE      emu_shapeok_889
-	UD2
-
-emu_shapeok_889:
-	MOVBQZX 12574(SP), R10
-	CMPQ    R10, $0x10
-	JE      emu_shapeok_890
-	UD2
-
-emu_shapeok_890:
-	XORQ R10, R10
-
-emu_row_891:
-	TESTQ        R9, R9
-	JZ           emu_row_done_892
 	VMOVDQU32    4328(SP)(R10*1), Z0
 	VPBROADCASTD 8424(SP)(R10*1), Z1
 	VPDPBUSD     10472(SP), Z1, Z0
@@ -16084,27 +14149,27 @@ emu_row_891:
 	VMOVDQU32    Z0, 4328(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_891
+	JMP          emu_row_771
 
-emu_row_done_892:
+emu_row_done_772:
 	MOVBQZX 12569(SP), R9
 	MOVBQZX 12572(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_893
+	JE      emu_shapeok_773
 	UD2
 
-emu_shapeok_893:
+emu_shapeok_773:
 	MOVBQZX 12575(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_894
+	JE      emu_shapeok_774
 	UD2
 
-emu_shapeok_894:
+emu_shapeok_774:
 	XORQ R10, R10
 
-emu_row_895:
+emu_row_775:
 	TESTQ        R9, R9
-	JZ           emu_row_done_896
+	JZ           emu_row_done_776
 	VMOVDQU32    5352(SP)(R10*1), Z0
 	VPBROADCASTD 8424(SP)(R10*1), Z1
 	VPDPBUSD     11496(SP), Z1, Z0
@@ -16141,9 +14206,9 @@ emu_row_895:
 	VMOVDQU32    Z0, 5352(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_895
+	JMP          emu_row_775
 
-emu_row_done_896:
+emu_row_done_776:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 8424(SP)
 	VMOVDQU64 Z0, 8488(SP)
@@ -16165,35 +14230,35 @@ emu_row_done_896:
 	MOVBQZX   12572(SP), R10
 	XORQ      R11, R11
 
-emu_row_897:
+emu_row_777:
 	TESTQ     R10, R10
-	JZ        emu_row_done_898
+	JZ        emu_row_done_778
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 8424(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_897
+	JMP       emu_row_777
 
-emu_row_done_898:
+emu_row_done_778:
 	MOVBQZX 12570(SP), R9
 	MOVBQZX 12573(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_899
+	JE      emu_shapeok_779
 	UD2
 
-emu_shapeok_899:
+emu_shapeok_779:
 	MOVBQZX 12574(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_900
+	JE      emu_shapeok_780
 	UD2
 
-emu_shapeok_900:
+emu_shapeok_780:
 	XORQ R10, R10
 
-emu_row_901:
+emu_row_781:
 	TESTQ        R9, R9
-	JZ           emu_row_done_902
+	JZ           emu_row_done_782
 	VMOVDQU32    6376(SP)(R10*1), Z0
 	VPBROADCASTD 9448(SP)(R10*1), Z1
 	VPDPBUSD     10472(SP), Z1, Z0
@@ -16230,9 +14295,9 @@ emu_row_901:
 	VMOVDQU32    Z0, 6376(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_901
+	JMP          emu_row_781
 
-emu_row_done_902:
+emu_row_done_782:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 10472(SP)
 	VMOVDQU64 Z0, 10536(SP)
@@ -16254,35 +14319,35 @@ emu_row_done_902:
 	MOVBQZX   12574(SP), R10
 	XORQ      R11, R11
 
-emu_row_903:
+emu_row_783:
 	TESTQ     R10, R10
-	JZ        emu_row_done_904
+	JZ        emu_row_done_784
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 10472(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_903
+	JMP       emu_row_783
 
-emu_row_done_904:
+emu_row_done_784:
 	MOVBQZX 12571(SP), R9
 	MOVBQZX 12573(SP), R10
 	CMPQ    R9, R10
-	JE      emu_shapeok_905
+	JE      emu_shapeok_785
 	UD2
 
-emu_shapeok_905:
+emu_shapeok_785:
 	MOVBQZX 12575(SP), R10
 	CMPQ    R10, $0x10
-	JE      emu_shapeok_906
+	JE      emu_shapeok_786
 	UD2
 
-emu_shapeok_906:
+emu_shapeok_786:
 	XORQ R10, R10
 
-emu_row_907:
+emu_row_787:
 	TESTQ        R9, R9
-	JZ           emu_row_done_908
+	JZ           emu_row_done_788
 	VMOVDQU32    7400(SP)(R10*1), Z0
 	VPBROADCASTD 9448(SP)(R10*1), Z1
 	VPDPBUSD     11496(SP), Z1, Z0
@@ -16319,9 +14384,9 @@ emu_row_907:
 	VMOVDQU32    Z0, 7400(SP)(R10*1)
 	ADDQ         $0x40, R10
 	DECQ         R9
-	JMP          emu_row_907
+	JMP          emu_row_787
 
-emu_row_done_908:
+emu_row_done_788:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 9448(SP)
 	VMOVDQU64 Z0, 9512(SP)
@@ -16343,17 +14408,17 @@ emu_row_done_908:
 	MOVBQZX   12573(SP), R10
 	XORQ      R11, R11
 
-emu_row_909:
+emu_row_789:
 	TESTQ     R10, R10
-	JZ        emu_row_done_910
+	JZ        emu_row_done_790
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 9448(SP)(R11*1)
 	ADDQ      AX, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_909
+	JMP       emu_row_789
 
-emu_row_done_910:
+emu_row_done_790:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 11496(SP)
 	VMOVDQU64 Z0, 11560(SP)
@@ -16375,39 +14440,39 @@ emu_row_done_910:
 	MOVBQZX   12575(SP), R10
 	XORQ      R11, R11
 
-emu_row_911:
+emu_row_791:
 	TESTQ     R10, R10
-	JZ        emu_row_done_912
+	JZ        emu_row_done_792
 	VMOVDQU64 (R9), Z0
 	VMOVDQU64 Z0, 11496(SP)(R11*1)
 	ADDQ      DI, R9
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_911
+	JMP       emu_row_791
 
-emu_row_done_912:
+emu_row_done_792:
 	DECQ R8
-	JMP  kstep_887
+	JMP  kstep_767
 
-klast_888:
+klast_768:
 	MOVBQZX 12568(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_913
+	JE      emu_shapeok_793
 	UD2
 
-emu_shapeok_913:
+emu_shapeok_793:
 	MOVBQZX 12574(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_914
+	JE      emu_shapeok_794
 	UD2
 
-emu_shapeok_914:
+emu_shapeok_794:
 	XORQ CX, CX
 
-emu_row_915:
+emu_row_795:
 	TESTQ        AX, AX
-	JZ           emu_row_done_916
+	JZ           emu_row_done_796
 	VMOVDQU32    4328(SP)(CX*1), Z0
 	VPBROADCASTD 8424(SP)(CX*1), Z1
 	VPDPBUSD     10472(SP), Z1, Z0
@@ -16444,27 +14509,27 @@ emu_row_915:
 	VMOVDQU32    Z0, 4328(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_915
+	JMP          emu_row_795
 
-emu_row_done_916:
+emu_row_done_796:
 	MOVBQZX 12569(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_917
+	JE      emu_shapeok_797
 	UD2
 
-emu_shapeok_917:
+emu_shapeok_797:
 	MOVBQZX 12575(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_918
+	JE      emu_shapeok_798
 	UD2
 
-emu_shapeok_918:
+emu_shapeok_798:
 	XORQ CX, CX
 
-emu_row_919:
+emu_row_799:
 	TESTQ        AX, AX
-	JZ           emu_row_done_920
+	JZ           emu_row_done_800
 	VMOVDQU32    5352(SP)(CX*1), Z0
 	VPBROADCASTD 8424(SP)(CX*1), Z1
 	VPDPBUSD     11496(SP), Z1, Z0
@@ -16501,27 +14566,27 @@ emu_row_919:
 	VMOVDQU32    Z0, 5352(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_919
+	JMP          emu_row_799
 
-emu_row_done_920:
+emu_row_done_800:
 	MOVBQZX 12570(SP), AX
 	MOVBQZX 12573(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_921
+	JE      emu_shapeok_801
 	UD2
 
-emu_shapeok_921:
+emu_shapeok_801:
 	MOVBQZX 12574(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_922
+	JE      emu_shapeok_802
 	UD2
 
-emu_shapeok_922:
+emu_shapeok_802:
 	XORQ CX, CX
 
-emu_row_923:
+emu_row_803:
 	TESTQ        AX, AX
-	JZ           emu_row_done_924
+	JZ           emu_row_done_804
 	VMOVDQU32    6376(SP)(CX*1), Z0
 	VPBROADCASTD 9448(SP)(CX*1), Z1
 	VPDPBUSD     10472(SP), Z1, Z0
@@ -16558,27 +14623,27 @@ emu_row_923:
 	VMOVDQU32    Z0, 6376(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_923
+	JMP          emu_row_803
 
-emu_row_done_924:
+emu_row_done_804:
 	MOVBQZX 12571(SP), AX
 	MOVBQZX 12573(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_925
+	JE      emu_shapeok_805
 	UD2
 
-emu_shapeok_925:
+emu_shapeok_805:
 	MOVBQZX 12575(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_926
+	JE      emu_shapeok_806
 	UD2
 
-emu_shapeok_926:
+emu_shapeok_806:
 	XORQ CX, CX
 
-emu_row_927:
+emu_row_807:
 	TESTQ        AX, AX
-	JZ           emu_row_done_928
+	JZ           emu_row_done_808
 	VMOVDQU32    7400(SP)(CX*1), Z0
 	VPBROADCASTD 9448(SP)(CX*1), Z1
 	VPDPBUSD     11496(SP), Z1, Z0
@@ -16615,13 +14680,13 @@ emu_row_927:
 	VMOVDQU32    Z0, 7400(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_927
+	JMP          emu_row_807
 
-emu_row_done_928:
+emu_row_done_808:
 	MOVQ    12712(SP), AX
 	ADDQ    $0x00000300, AX
 	CMPQ    AX, kp+24(FP)
-	JLT     store_partial_929
+	JLT     store_partial_809
 	LEAQ    215(SP), AX
 	ANDQ    $-64, AX
 	MOVQ    $0x00000080, CX
@@ -16629,62 +14694,62 @@ emu_row_done_928:
 	MOVBQZX 12568(SP), BX
 	XORQ    SI, SI
 
-emu_row_931:
+emu_row_811:
 	TESTQ     BX, BX
-	JZ        emu_row_done_932
+	JZ        emu_row_done_812
 	VMOVDQU64 4328(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_931
+	JMP       emu_row_811
 
-emu_row_done_932:
+emu_row_done_812:
 	LEAQ    64(AX), DX
 	MOVBQZX 12569(SP), BX
 	XORQ    SI, SI
 
-emu_row_933:
+emu_row_813:
 	TESTQ     BX, BX
-	JZ        emu_row_done_934
+	JZ        emu_row_done_814
 	VMOVDQU64 5352(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_933
+	JMP       emu_row_813
 
-emu_row_done_934:
+emu_row_done_814:
 	LEAQ    2048(AX), DX
 	MOVBQZX 12570(SP), BX
 	XORQ    SI, SI
 
-emu_row_935:
+emu_row_815:
 	TESTQ     BX, BX
-	JZ        emu_row_done_936
+	JZ        emu_row_done_816
 	VMOVDQU64 6376(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_935
+	JMP       emu_row_815
 
-emu_row_done_936:
+emu_row_done_816:
 	LEAQ    2112(AX), DX
 	MOVBQZX 12571(SP), BX
 	XORQ    SI, SI
 
-emu_row_937:
+emu_row_817:
 	TESTQ     BX, BX
-	JZ        emu_row_done_938
+	JZ        emu_row_done_818
 	VMOVDQU64 7400(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_937
+	JMP       emu_row_817
 
-emu_row_done_938:
+emu_row_done_818:
 	// The epilogue's arguments: the kernel's own, moved to this block.
 	MOVQ    n+64(FP), CX
 	MOVQ    CX, 24(SP)
@@ -16756,9 +14821,9 @@ emu_row_done_938:
 	ADDQ    CX, 96(SP)
 	ADDQ    AX, 104(SP)
 	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_930
+	JMP     stored_810
 
-store_partial_929:
+store_partial_809:
 	MOVQ    12760(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -16766,32 +14831,32 @@ store_partial_929:
 	MOVBQZX 12568(SP), BX
 	XORQ    SI, SI
 
-emu_row_939:
+emu_row_819:
 	TESTQ     BX, BX
-	JZ        emu_row_done_940
+	JZ        emu_row_done_820
 	VMOVDQU64 4328(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_939
+	JMP       emu_row_819
 
-emu_row_done_940:
+emu_row_done_820:
 	LEAQ    64(AX), DX
 	MOVBQZX 12569(SP), BX
 	XORQ    SI, SI
 
-emu_row_941:
+emu_row_821:
 	TESTQ     BX, BX
-	JZ        emu_row_done_942
+	JZ        emu_row_done_822
 	VMOVDQU64 5352(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_941
+	JMP       emu_row_821
 
-emu_row_done_942:
+emu_row_done_822:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -16799,17 +14864,17 @@ emu_row_done_942:
 	MOVBQZX 12570(SP), BX
 	XORQ    SI, SI
 
-emu_row_943:
+emu_row_823:
 	TESTQ     BX, BX
-	JZ        emu_row_done_944
+	JZ        emu_row_done_824
 	VMOVDQU64 6376(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_943
+	JMP       emu_row_823
 
-emu_row_done_944:
+emu_row_done_824:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -16817,18 +14882,18 @@ emu_row_done_944:
 	MOVBQZX 12571(SP), DX
 	XORQ    BX, BX
 
-emu_row_945:
+emu_row_825:
 	TESTQ     DX, DX
-	JZ        emu_row_done_946
+	JZ        emu_row_done_826
 	VMOVDQU64 7400(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_945
+	JMP       emu_row_825
 
-emu_row_done_946:
-stored_930:
+emu_row_done_826:
+stored_810:
 	MOVQ 12760(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 12760(SP)
@@ -16838,12 +14903,12 @@ stored_930:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 12752(SP)
-	JMP  npair_866
+	JMP  npair_746
 
-nodd_867:
+nodd_747:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_868
+	JZ    nend_748
 
 	// 2x1 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
@@ -16858,7 +14923,7 @@ nodd_867:
 	MOVQ      12720(SP), DI
 	DECQ      DI
 	CMPQ      12712(SP), $0x00
-	JNE       cload_947
+	JNE       cload_827
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4328(SP)
 	VMOVDQU64 Z0, 4392(SP)
@@ -16893,9 +14958,9 @@ nodd_867:
 	VMOVDQU64 Z0, 7208(SP)
 	VMOVDQU64 Z0, 7272(SP)
 	VMOVDQU64 Z0, 7336(SP)
-	JMP       cready_948
+	JMP       cready_828
 
-cload_947:
+cload_827:
 	MOVQ      12760(SP), R8
 	MOVQ      ldc+40(FP), R9
 	SHLQ      $0x02, R9
@@ -16920,17 +14985,17 @@ cload_947:
 	MOVBQZX   12568(SP), R11
 	XORQ      R12, R12
 
-emu_row_949:
+emu_row_829:
 	TESTQ     R11, R11
-	JZ        emu_row_done_950
+	JZ        emu_row_done_830
 	VMOVDQU64 (R10), Z0
 	VMOVDQU64 Z0, 4328(SP)(R12*1)
 	ADDQ      R9, R10
 	ADDQ      $0x40, R12
 	DECQ      R11
-	JMP       emu_row_949
+	JMP       emu_row_829
 
-emu_row_done_950:
+emu_row_done_830:
 	MOVQ      R9, R10
 	SHLQ      $0x04, R10
 	ADDQ      R8, R10
@@ -16955,18 +15020,18 @@ emu_row_done_950:
 	MOVBQZX   12570(SP), R10
 	XORQ      R11, R11
 
-emu_row_951:
+emu_row_831:
 	TESTQ     R10, R10
-	JZ        emu_row_done_952
+	JZ        emu_row_done_832
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 6376(SP)(R11*1)
 	ADDQ      R9, R8
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_951
+	JMP       emu_row_831
 
-emu_row_done_952:
-cready_948:
+emu_row_done_832:
+cready_828:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 8424(SP)
 	VMOVDQU64 Z0, 8488(SP)
@@ -16988,17 +15053,17 @@ cready_948:
 	MOVBQZX   12572(SP), R9
 	XORQ      R10, R10
 
-emu_row_953:
+emu_row_833:
 	TESTQ     R9, R9
-	JZ        emu_row_done_954
+	JZ        emu_row_done_834
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 8424(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_953
+	JMP       emu_row_833
 
-emu_row_done_954:
+emu_row_done_834:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 10472(SP)
 	VMOVDQU64 Z0, 10536(SP)
@@ -17020,17 +15085,17 @@ emu_row_done_954:
 	MOVBQZX   12574(SP), R9
 	XORQ      R10, R10
 
-emu_row_955:
+emu_row_835:
 	TESTQ     R9, R9
-	JZ        emu_row_done_956
+	JZ        emu_row_done_836
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 10472(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_955
+	JMP       emu_row_835
 
-emu_row_done_956:
+emu_row_done_836:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 9448(SP)
 	VMOVDQU64 Z0, 9512(SP)
@@ -17052,41 +15117,41 @@ emu_row_done_956:
 	MOVBQZX   12573(SP), R9
 	XORQ      R10, R10
 
-emu_row_957:
+emu_row_837:
 	TESTQ     R9, R9
-	JZ        emu_row_done_958
+	JZ        emu_row_done_838
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 9448(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_957
+	JMP       emu_row_837
 
-emu_row_done_958:
-kstep_959:
+emu_row_done_838:
+kstep_839:
 	TESTQ   DI, DI
-	JZ      klast_960
+	JZ      klast_840
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
 	MOVBQZX 12568(SP), R8
 	MOVBQZX 12572(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_961
+	JE      emu_shapeok_841
 	UD2
 
-emu_shapeok_961:
+emu_shapeok_841:
 	MOVBQZX 12574(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_962
+	JE      emu_shapeok_842
 	UD2
 
-emu_shapeok_962:
+emu_shapeok_842:
 	XORQ R9, R9
 
-emu_row_963:
+emu_row_843:
 	TESTQ        R8, R8
-	JZ           emu_row_done_964
+	JZ           emu_row_done_844
 	VMOVDQU32    4328(SP)(R9*1), Z0
 	VPBROADCASTD 8424(SP)(R9*1), Z1
 	VPDPBUSD     10472(SP), Z1, Z0
@@ -17123,9 +15188,9 @@ emu_row_963:
 	VMOVDQU32    Z0, 4328(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_963
+	JMP          emu_row_843
 
-emu_row_done_964:
+emu_row_done_844:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 8424(SP)
 	VMOVDQU64 Z0, 8488(SP)
@@ -17147,35 +15212,35 @@ emu_row_done_964:
 	MOVBQZX   12572(SP), R9
 	XORQ      R10, R10
 
-emu_row_965:
+emu_row_845:
 	TESTQ     R9, R9
-	JZ        emu_row_done_966
+	JZ        emu_row_done_846
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 8424(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_965
+	JMP       emu_row_845
 
-emu_row_done_966:
+emu_row_done_846:
 	MOVBQZX 12570(SP), R8
 	MOVBQZX 12573(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_967
+	JE      emu_shapeok_847
 	UD2
 
-emu_shapeok_967:
+emu_shapeok_847:
 	MOVBQZX 12574(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_968
+	JE      emu_shapeok_848
 	UD2
 
-emu_shapeok_968:
+emu_shapeok_848:
 	XORQ R9, R9
 
-emu_row_969:
+emu_row_849:
 	TESTQ        R8, R8
-	JZ           emu_row_done_970
+	JZ           emu_row_done_850
 	VMOVDQU32    6376(SP)(R9*1), Z0
 	VPBROADCASTD 9448(SP)(R9*1), Z1
 	VPDPBUSD     10472(SP), Z1, Z0
@@ -17212,9 +15277,9 @@ emu_row_969:
 	VMOVDQU32    Z0, 6376(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_969
+	JMP          emu_row_849
 
-emu_row_done_970:
+emu_row_done_850:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 9448(SP)
 	VMOVDQU64 Z0, 9512(SP)
@@ -17236,17 +15301,17 @@ emu_row_done_970:
 	MOVBQZX   12573(SP), R9
 	XORQ      R10, R10
 
-emu_row_971:
+emu_row_851:
 	TESTQ     R9, R9
-	JZ        emu_row_done_972
+	JZ        emu_row_done_852
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 9448(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_971
+	JMP       emu_row_851
 
-emu_row_done_972:
+emu_row_done_852:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 10472(SP)
 	VMOVDQU64 Z0, 10536(SP)
@@ -17268,39 +15333,39 @@ emu_row_done_972:
 	MOVBQZX   12574(SP), R9
 	XORQ      R10, R10
 
-emu_row_973:
+emu_row_853:
 	TESTQ     R9, R9
-	JZ        emu_row_done_974
+	JZ        emu_row_done_854
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 10472(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_973
+	JMP       emu_row_853
 
-emu_row_done_974:
+emu_row_done_854:
 	DECQ DI
-	JMP  kstep_959
+	JMP  kstep_839
 
-klast_960:
+klast_840:
 	MOVBQZX 12568(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_975
+	JE      emu_shapeok_855
 	UD2
 
-emu_shapeok_975:
+emu_shapeok_855:
 	MOVBQZX 12574(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_976
+	JE      emu_shapeok_856
 	UD2
 
-emu_shapeok_976:
+emu_shapeok_856:
 	XORQ CX, CX
 
-emu_row_977:
+emu_row_857:
 	TESTQ        AX, AX
-	JZ           emu_row_done_978
+	JZ           emu_row_done_858
 	VMOVDQU32    4328(SP)(CX*1), Z0
 	VPBROADCASTD 8424(SP)(CX*1), Z1
 	VPDPBUSD     10472(SP), Z1, Z0
@@ -17337,27 +15402,27 @@ emu_row_977:
 	VMOVDQU32    Z0, 4328(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_977
+	JMP          emu_row_857
 
-emu_row_done_978:
+emu_row_done_858:
 	MOVBQZX 12570(SP), AX
 	MOVBQZX 12573(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_979
+	JE      emu_shapeok_859
 	UD2
 
-emu_shapeok_979:
+emu_shapeok_859:
 	MOVBQZX 12574(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_980
+	JE      emu_shapeok_860
 	UD2
 
-emu_shapeok_980:
+emu_shapeok_860:
 	XORQ CX, CX
 
-emu_row_981:
+emu_row_861:
 	TESTQ        AX, AX
-	JZ           emu_row_done_982
+	JZ           emu_row_done_862
 	VMOVDQU32    6376(SP)(CX*1), Z0
 	VPBROADCASTD 9448(SP)(CX*1), Z1
 	VPDPBUSD     10472(SP), Z1, Z0
@@ -17394,13 +15459,13 @@ emu_row_981:
 	VMOVDQU32    Z0, 6376(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_981
+	JMP          emu_row_861
 
-emu_row_done_982:
+emu_row_done_862:
 	MOVQ    12712(SP), AX
 	ADDQ    $0x00000300, AX
 	CMPQ    AX, kp+24(FP)
-	JLT     store_partial_983
+	JLT     store_partial_863
 	LEAQ    215(SP), AX
 	ANDQ    $-64, AX
 	MOVQ    $0x00000080, CX
@@ -17408,32 +15473,32 @@ emu_row_done_982:
 	MOVBQZX 12568(SP), BX
 	XORQ    SI, SI
 
-emu_row_985:
+emu_row_865:
 	TESTQ     BX, BX
-	JZ        emu_row_done_986
+	JZ        emu_row_done_866
 	VMOVDQU64 4328(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_985
+	JMP       emu_row_865
 
-emu_row_done_986:
+emu_row_done_866:
 	LEAQ    2048(AX), DX
 	MOVBQZX 12570(SP), BX
 	XORQ    SI, SI
 
-emu_row_987:
+emu_row_867:
 	TESTQ     BX, BX
-	JZ        emu_row_done_988
+	JZ        emu_row_done_868
 	VMOVDQU64 6376(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_987
+	JMP       emu_row_867
 
-emu_row_done_988:
+emu_row_done_868:
 	// The epilogue's arguments: the kernel's own, moved to this block.
 	MOVQ    n+64(FP), CX
 	MOVQ    CX, 24(SP)
@@ -17505,9 +15570,9 @@ emu_row_done_988:
 	ADDQ    CX, 96(SP)
 	ADDQ    AX, 104(SP)
 	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_984
+	JMP     stored_864
 
-store_partial_983:
+store_partial_863:
 	MOVQ    12760(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -17515,17 +15580,17 @@ store_partial_983:
 	MOVBQZX 12568(SP), BX
 	XORQ    SI, SI
 
-emu_row_989:
+emu_row_869:
 	TESTQ     BX, BX
-	JZ        emu_row_done_990
+	JZ        emu_row_done_870
 	VMOVDQU64 4328(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_989
+	JMP       emu_row_869
 
-emu_row_done_990:
+emu_row_done_870:
 	MOVQ    CX, DX
 	SHLQ    $0x04, DX
 	ADDQ    AX, DX
@@ -17533,52 +15598,134 @@ emu_row_done_990:
 	MOVBQZX 12570(SP), DX
 	XORQ    BX, BX
 
-emu_row_991:
+emu_row_871:
 	TESTQ     DX, DX
-	JZ        emu_row_done_992
+	JZ        emu_row_done_872
 	VMOVDQU64 6376(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_991
+	JMP       emu_row_871
 
-emu_row_done_992:
-stored_984:
-nend_868:
-	JMP kpass_end_730
-
-mtail_small_865:
-	MOVQ b+16(FP), AX
-	MOVQ AX, 12752(SP)
+emu_row_done_872:
+stored_864:
+nend_748:
+	MOVQ 12728(SP), AX
+	MOVQ lda+8(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12728(SP)
 	MOVQ 12736(SP), AX
-	MOVQ AX, 12760(SP)
-	MOVQ nblocks+56(FP), AX
-	SHRQ $0x01, AX
-	MOVQ AX, 12768(SP)
-	MOVQ $0x00000000, 4320(SP)
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x07, CX
+	ADDQ CX, AX
+	MOVQ AX, 12736(SP)
+	ADDQ $0x00000020, 4312(SP)
+	JMP  mblock_744
 
-npair_993:
+mtail_745:
+	// M tail of 1..31 rows, with the tail config.
+	MOVQ    m+48(FP), AX
+	ANDQ    $0x1f, AX
+	JZ      kpass_end_738
+	LEAQ    12648(SP), CX
+	MOVQ    $0x0000000000000001, DX
+	CMPQ    (CX), DX
+	JNE     emu_badcfg_873
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    8(CX), DX
+	JNE     emu_badcfg_873
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    16(CX), DX
+	JNE     emu_badcfg_873
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    24(CX), DX
+	JNE     emu_badcfg_873
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    32(CX), DX
+	JNE     emu_badcfg_873
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    40(CX), DX
+	JNE     emu_badcfg_873
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    56(CX), DX
+	JNE     emu_badcfg_873
+	MOVBQZX 48(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_873
+	MOVBQZX 49(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_873
+	MOVBQZX 50(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_873
+	MOVBQZX 51(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_873
+	MOVBQZX 52(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_873
+	MOVBQZX 53(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_873
+	MOVBQZX 54(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_873
+	MOVBQZX 55(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_873
+	JMP     emu_cfgok_874
+
+emu_badcfg_873:
+	UD2
+
+emu_cfgok_874:
+	VMOVDQU64 (CX), Z0
+	VMOVDQU64 Z0, 12520(SP)
+	CMPQ      AX, $0x10
+	JLE       mtail_small_875
+	MOVQ      b+16(FP), AX
+	MOVQ      AX, 12752(SP)
+	MOVQ      12736(SP), AX
+	MOVQ      AX, 12760(SP)
+	MOVQ      nblocks+56(FP), AX
+	SHRQ      $0x01, AX
+	MOVQ      AX, 12768(SP)
+	MOVQ      $0x00000000, 4320(SP)
+
+npair_876:
 	MOVQ  12768(SP), AX
 	TESTQ AX, AX
-	JZ    nodd_994
+	JZ    nodd_877
 	DECQ  AX
 	MOVQ  AX, 12768(SP)
 
-	// 1x2 block of 16x16 C tiles.
+	// 2x2 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
 	MOVQ      12728(SP), CX
-	MOVQ      12712(SP), DX
+	MOVQ      AX, DX
 	SHLQ      $0x04, DX
-	ADDQ      12752(SP), DX
-	MOVQ      kp+24(FP), BX
+	ADDQ      CX, DX
+	MOVQ      12712(SP), BX
 	SHLQ      $0x04, BX
-	ADDQ      DX, BX
-	MOVQ      $0x00000040, SI
-	MOVQ      12720(SP), DI
-	DECQ      DI
+	ADDQ      12752(SP), BX
+	MOVQ      kp+24(FP), SI
+	SHLQ      $0x04, SI
+	ADDQ      BX, SI
+	MOVQ      $0x00000040, DI
+	MOVQ      12720(SP), R8
+	DECQ      R8
 	CMPQ      12712(SP), $0x00
-	JNE       cload_996
+	JNE       cload_879
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4328(SP)
 	VMOVDQU64 Z0, 4392(SP)
@@ -17613,9 +15760,1182 @@ npair_993:
 	VMOVDQU64 Z0, 6184(SP)
 	VMOVDQU64 Z0, 6248(SP)
 	VMOVDQU64 Z0, 6312(SP)
-	JMP       cready_997
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7400(SP)
+	VMOVDQU64 Z0, 7464(SP)
+	VMOVDQU64 Z0, 7528(SP)
+	VMOVDQU64 Z0, 7592(SP)
+	VMOVDQU64 Z0, 7656(SP)
+	VMOVDQU64 Z0, 7720(SP)
+	VMOVDQU64 Z0, 7784(SP)
+	VMOVDQU64 Z0, 7848(SP)
+	VMOVDQU64 Z0, 7912(SP)
+	VMOVDQU64 Z0, 7976(SP)
+	VMOVDQU64 Z0, 8040(SP)
+	VMOVDQU64 Z0, 8104(SP)
+	VMOVDQU64 Z0, 8168(SP)
+	VMOVDQU64 Z0, 8232(SP)
+	VMOVDQU64 Z0, 8296(SP)
+	VMOVDQU64 Z0, 8360(SP)
+	JMP       cready_880
 
-cload_996:
+cload_879:
+	MOVQ      12760(SP), R9
+	MOVQ      ldc+40(FP), R10
+	SHLQ      $0x02, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	LEAQ      (R9), R11
+	MOVBQZX   12568(SP), R12
+	XORQ      R13, R13
+
+emu_row_881:
+	TESTQ     R12, R12
+	JZ        emu_row_done_882
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 4328(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_881
+
+emu_row_done_882:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5352(SP)
+	VMOVDQU64 Z0, 5416(SP)
+	VMOVDQU64 Z0, 5480(SP)
+	VMOVDQU64 Z0, 5544(SP)
+	VMOVDQU64 Z0, 5608(SP)
+	VMOVDQU64 Z0, 5672(SP)
+	VMOVDQU64 Z0, 5736(SP)
+	VMOVDQU64 Z0, 5800(SP)
+	VMOVDQU64 Z0, 5864(SP)
+	VMOVDQU64 Z0, 5928(SP)
+	VMOVDQU64 Z0, 5992(SP)
+	VMOVDQU64 Z0, 6056(SP)
+	VMOVDQU64 Z0, 6120(SP)
+	VMOVDQU64 Z0, 6184(SP)
+	VMOVDQU64 Z0, 6248(SP)
+	VMOVDQU64 Z0, 6312(SP)
+	LEAQ      64(R9), R11
+	MOVBQZX   12569(SP), R12
+	XORQ      R13, R13
+
+emu_row_883:
+	TESTQ     R12, R12
+	JZ        emu_row_done_884
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 5352(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_883
+
+emu_row_done_884:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	LEAQ      (R11), R11
+	MOVBQZX   12570(SP), R12
+	XORQ      R13, R13
+
+emu_row_885:
+	TESTQ     R12, R12
+	JZ        emu_row_done_886
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 6376(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_885
+
+emu_row_done_886:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7400(SP)
+	VMOVDQU64 Z0, 7464(SP)
+	VMOVDQU64 Z0, 7528(SP)
+	VMOVDQU64 Z0, 7592(SP)
+	VMOVDQU64 Z0, 7656(SP)
+	VMOVDQU64 Z0, 7720(SP)
+	VMOVDQU64 Z0, 7784(SP)
+	VMOVDQU64 Z0, 7848(SP)
+	VMOVDQU64 Z0, 7912(SP)
+	VMOVDQU64 Z0, 7976(SP)
+	VMOVDQU64 Z0, 8040(SP)
+	VMOVDQU64 Z0, 8104(SP)
+	VMOVDQU64 Z0, 8168(SP)
+	VMOVDQU64 Z0, 8232(SP)
+	VMOVDQU64 Z0, 8296(SP)
+	VMOVDQU64 Z0, 8360(SP)
+	LEAQ      64(R11), R9
+	MOVBQZX   12571(SP), R11
+	XORQ      R12, R12
+
+emu_row_887:
+	TESTQ     R11, R11
+	JZ        emu_row_done_888
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7400(SP)(R12*1)
+	ADDQ      R10, R9
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_887
+
+emu_row_done_888:
+cready_880:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12572(SP), R10
+	XORQ      R11, R11
+
+emu_row_889:
+	TESTQ     R10, R10
+	JZ        emu_row_done_890
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8424(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_889
+
+emu_row_done_890:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12574(SP), R10
+	XORQ      R11, R11
+
+emu_row_891:
+	TESTQ     R10, R10
+	JZ        emu_row_done_892
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10472(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_891
+
+emu_row_done_892:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11496(SP)
+	VMOVDQU64 Z0, 11560(SP)
+	VMOVDQU64 Z0, 11624(SP)
+	VMOVDQU64 Z0, 11688(SP)
+	VMOVDQU64 Z0, 11752(SP)
+	VMOVDQU64 Z0, 11816(SP)
+	VMOVDQU64 Z0, 11880(SP)
+	VMOVDQU64 Z0, 11944(SP)
+	VMOVDQU64 Z0, 12008(SP)
+	VMOVDQU64 Z0, 12072(SP)
+	VMOVDQU64 Z0, 12136(SP)
+	VMOVDQU64 Z0, 12200(SP)
+	VMOVDQU64 Z0, 12264(SP)
+	VMOVDQU64 Z0, 12328(SP)
+	VMOVDQU64 Z0, 12392(SP)
+	VMOVDQU64 Z0, 12456(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12575(SP), R10
+	XORQ      R11, R11
+
+emu_row_893:
+	TESTQ     R10, R10
+	JZ        emu_row_done_894
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11496(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_893
+
+emu_row_done_894:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12573(SP), R10
+	XORQ      R11, R11
+
+emu_row_895:
+	TESTQ     R10, R10
+	JZ        emu_row_done_896
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9448(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_895
+
+emu_row_done_896:
+kstep_897:
+	TESTQ   R8, R8
+	JZ      klast_898
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 12568(SP), R9
+	MOVBQZX 12572(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_899
+	UD2
+
+emu_shapeok_899:
+	MOVBQZX 12574(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_900
+	UD2
+
+emu_shapeok_900:
+	XORQ R10, R10
+
+emu_row_901:
+	TESTQ        R9, R9
+	JZ           emu_row_done_902
+	VMOVDQU32    4328(SP)(R10*1), Z0
+	VPBROADCASTD 8424(SP)(R10*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R10*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R10*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R10*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R10*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R10*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R10*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R10*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R10*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R10*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R10*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R10*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R10*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R10*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R10*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R10*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_901
+
+emu_row_done_902:
+	MOVBQZX 12569(SP), R9
+	MOVBQZX 12572(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_903
+	UD2
+
+emu_shapeok_903:
+	MOVBQZX 12575(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_904
+	UD2
+
+emu_shapeok_904:
+	XORQ R10, R10
+
+emu_row_905:
+	TESTQ        R9, R9
+	JZ           emu_row_done_906
+	VMOVDQU32    5352(SP)(R10*1), Z0
+	VPBROADCASTD 8424(SP)(R10*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R10*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R10*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R10*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R10*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R10*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R10*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R10*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R10*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R10*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R10*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R10*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R10*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R10*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R10*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R10*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 5352(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_905
+
+emu_row_done_906:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12572(SP), R10
+	XORQ      R11, R11
+
+emu_row_907:
+	TESTQ     R10, R10
+	JZ        emu_row_done_908
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8424(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_907
+
+emu_row_done_908:
+	MOVBQZX 12570(SP), R9
+	MOVBQZX 12573(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_909
+	UD2
+
+emu_shapeok_909:
+	MOVBQZX 12574(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_910
+	UD2
+
+emu_shapeok_910:
+	XORQ R10, R10
+
+emu_row_911:
+	TESTQ        R9, R9
+	JZ           emu_row_done_912
+	VMOVDQU32    6376(SP)(R10*1), Z0
+	VPBROADCASTD 9448(SP)(R10*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(R10*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(R10*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(R10*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(R10*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(R10*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(R10*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(R10*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(R10*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(R10*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(R10*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(R10*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(R10*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(R10*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(R10*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(R10*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_911
+
+emu_row_done_912:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12574(SP), R10
+	XORQ      R11, R11
+
+emu_row_913:
+	TESTQ     R10, R10
+	JZ        emu_row_done_914
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10472(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_913
+
+emu_row_done_914:
+	MOVBQZX 12571(SP), R9
+	MOVBQZX 12573(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_915
+	UD2
+
+emu_shapeok_915:
+	MOVBQZX 12575(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_916
+	UD2
+
+emu_shapeok_916:
+	XORQ R10, R10
+
+emu_row_917:
+	TESTQ        R9, R9
+	JZ           emu_row_done_918
+	VMOVDQU32    7400(SP)(R10*1), Z0
+	VPBROADCASTD 9448(SP)(R10*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(R10*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(R10*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(R10*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(R10*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(R10*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(R10*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(R10*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(R10*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(R10*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(R10*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(R10*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(R10*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(R10*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(R10*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(R10*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 7400(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_917
+
+emu_row_done_918:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12573(SP), R10
+	XORQ      R11, R11
+
+emu_row_919:
+	TESTQ     R10, R10
+	JZ        emu_row_done_920
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9448(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_919
+
+emu_row_done_920:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11496(SP)
+	VMOVDQU64 Z0, 11560(SP)
+	VMOVDQU64 Z0, 11624(SP)
+	VMOVDQU64 Z0, 11688(SP)
+	VMOVDQU64 Z0, 11752(SP)
+	VMOVDQU64 Z0, 11816(SP)
+	VMOVDQU64 Z0, 11880(SP)
+	VMOVDQU64 Z0, 11944(SP)
+	VMOVDQU64 Z0, 12008(SP)
+	VMOVDQU64 Z0, 12072(SP)
+	VMOVDQU64 Z0, 12136(SP)
+	VMOVDQU64 Z0, 12200(SP)
+	VMOVDQU64 Z0, 12264(SP)
+	VMOVDQU64 Z0, 12328(SP)
+	VMOVDQU64 Z0, 12392(SP)
+	VMOVDQU64 Z0, 12456(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12575(SP), R10
+	XORQ      R11, R11
+
+emu_row_921:
+	TESTQ     R10, R10
+	JZ        emu_row_done_922
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11496(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_921
+
+emu_row_done_922:
+	DECQ R8
+	JMP  kstep_897
+
+klast_898:
+	MOVBQZX 12568(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_923
+	UD2
+
+emu_shapeok_923:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_924
+	UD2
+
+emu_shapeok_924:
+	XORQ CX, CX
+
+emu_row_925:
+	TESTQ        AX, AX
+	JZ           emu_row_done_926
+	VMOVDQU32    4328(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_925
+
+emu_row_done_926:
+	MOVBQZX 12569(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_927
+	UD2
+
+emu_shapeok_927:
+	MOVBQZX 12575(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_928
+	UD2
+
+emu_shapeok_928:
+	XORQ CX, CX
+
+emu_row_929:
+	TESTQ        AX, AX
+	JZ           emu_row_done_930
+	VMOVDQU32    5352(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 5352(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_929
+
+emu_row_done_930:
+	MOVBQZX 12570(SP), AX
+	MOVBQZX 12573(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_931
+	UD2
+
+emu_shapeok_931:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_932
+	UD2
+
+emu_shapeok_932:
+	XORQ CX, CX
+
+emu_row_933:
+	TESTQ        AX, AX
+	JZ           emu_row_done_934
+	VMOVDQU32    6376(SP)(CX*1), Z0
+	VPBROADCASTD 9448(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_933
+
+emu_row_done_934:
+	MOVBQZX 12571(SP), AX
+	MOVBQZX 12573(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_935
+	UD2
+
+emu_shapeok_935:
+	MOVBQZX 12575(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_936
+	UD2
+
+emu_shapeok_936:
+	XORQ CX, CX
+
+emu_row_937:
+	TESTQ        AX, AX
+	JZ           emu_row_done_938
+	VMOVDQU32    7400(SP)(CX*1), Z0
+	VPBROADCASTD 9448(SP)(CX*1), Z1
+	VPDPBUSD     11496(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(CX*1), Z1
+	VPDPBUSD     11560(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(CX*1), Z1
+	VPDPBUSD     11624(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(CX*1), Z1
+	VPDPBUSD     11688(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(CX*1), Z1
+	VPDPBUSD     11752(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(CX*1), Z1
+	VPDPBUSD     11816(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(CX*1), Z1
+	VPDPBUSD     11880(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(CX*1), Z1
+	VPDPBUSD     11944(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(CX*1), Z1
+	VPDPBUSD     12008(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(CX*1), Z1
+	VPDPBUSD     12072(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(CX*1), Z1
+	VPDPBUSD     12136(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(CX*1), Z1
+	VPDPBUSD     12200(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(CX*1), Z1
+	VPDPBUSD     12264(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(CX*1), Z1
+	VPDPBUSD     12328(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(CX*1), Z1
+	VPDPBUSD     12392(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(CX*1), Z1
+	VPDPBUSD     12456(SP), Z1, Z0
+	VMOVDQU32    Z0, 7400(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_937
+
+emu_row_done_938:
+	MOVQ    12712(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_939
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_941:
+	TESTQ     BX, BX
+	JZ        emu_row_done_942
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_941
+
+emu_row_done_942:
+	LEAQ    64(AX), DX
+	MOVBQZX 12569(SP), BX
+	XORQ    SI, SI
+
+emu_row_943:
+	TESTQ     BX, BX
+	JZ        emu_row_done_944
+	VMOVDQU64 5352(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_943
+
+emu_row_done_944:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12570(SP), BX
+	XORQ    SI, SI
+
+emu_row_945:
+	TESTQ     BX, BX
+	JZ        emu_row_done_946
+	VMOVDQU64 6376(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_945
+
+emu_row_done_946:
+	LEAQ    2112(AX), DX
+	MOVBQZX 12571(SP), BX
+	XORQ    SI, SI
+
+emu_row_947:
+	TESTQ     BX, BX
+	JZ        emu_row_done_948
+	VMOVDQU64 7400(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_947
+
+emu_row_done_948:
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_940
+
+store_partial_939:
+	MOVQ    12760(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_949:
+	TESTQ     BX, BX
+	JZ        emu_row_done_950
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_949
+
+emu_row_done_950:
+	LEAQ    64(AX), DX
+	MOVBQZX 12569(SP), BX
+	XORQ    SI, SI
+
+emu_row_951:
+	TESTQ     BX, BX
+	JZ        emu_row_done_952
+	VMOVDQU64 5352(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_951
+
+emu_row_done_952:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 12570(SP), BX
+	XORQ    SI, SI
+
+emu_row_953:
+	TESTQ     BX, BX
+	JZ        emu_row_done_954
+	VMOVDQU64 6376(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_953
+
+emu_row_done_954:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    64(DX), AX
+	MOVBQZX 12571(SP), DX
+	XORQ    BX, BX
+
+emu_row_955:
+	TESTQ     DX, DX
+	JZ        emu_row_done_956
+	VMOVDQU64 7400(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_955
+
+emu_row_done_956:
+stored_940:
+	MOVQ 12760(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12760(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12752(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12752(SP)
+	JMP  npair_876
+
+nodd_877:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_878
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12728(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12712(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12752(SP), BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12720(SP), DI
+	DECQ      DI
+	CMPQ      12712(SP), $0x00
+	JNE       cload_957
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	JMP       cready_958
+
+cload_957:
 	MOVQ      12760(SP), R8
 	MOVQ      ldc+40(FP), R9
 	SHLQ      $0x02, R9
@@ -17640,17 +16960,737 @@ cload_996:
 	MOVBQZX   12568(SP), R11
 	XORQ      R12, R12
 
-emu_row_998:
+emu_row_959:
 	TESTQ     R11, R11
-	JZ        emu_row_done_999
+	JZ        emu_row_done_960
 	VMOVDQU64 (R10), Z0
 	VMOVDQU64 Z0, 4328(SP)(R12*1)
 	ADDQ      R9, R10
 	ADDQ      $0x40, R12
 	DECQ      R11
-	JMP       emu_row_998
+	JMP       emu_row_959
 
-emu_row_done_999:
+emu_row_done_960:
+	MOVQ      R9, R10
+	SHLQ      $0x04, R10
+	ADDQ      R8, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6376(SP)
+	VMOVDQU64 Z0, 6440(SP)
+	VMOVDQU64 Z0, 6504(SP)
+	VMOVDQU64 Z0, 6568(SP)
+	VMOVDQU64 Z0, 6632(SP)
+	VMOVDQU64 Z0, 6696(SP)
+	VMOVDQU64 Z0, 6760(SP)
+	VMOVDQU64 Z0, 6824(SP)
+	VMOVDQU64 Z0, 6888(SP)
+	VMOVDQU64 Z0, 6952(SP)
+	VMOVDQU64 Z0, 7016(SP)
+	VMOVDQU64 Z0, 7080(SP)
+	VMOVDQU64 Z0, 7144(SP)
+	VMOVDQU64 Z0, 7208(SP)
+	VMOVDQU64 Z0, 7272(SP)
+	VMOVDQU64 Z0, 7336(SP)
+	LEAQ      (R10), R8
+	MOVBQZX   12570(SP), R10
+	XORQ      R11, R11
+
+emu_row_961:
+	TESTQ     R10, R10
+	JZ        emu_row_done_962
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6376(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_961
+
+emu_row_done_962:
+cready_958:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12572(SP), R9
+	XORQ      R10, R10
+
+emu_row_963:
+	TESTQ     R9, R9
+	JZ        emu_row_done_964
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8424(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_963
+
+emu_row_done_964:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12574(SP), R9
+	XORQ      R10, R10
+
+emu_row_965:
+	TESTQ     R9, R9
+	JZ        emu_row_done_966
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10472(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_965
+
+emu_row_done_966:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12573(SP), R9
+	XORQ      R10, R10
+
+emu_row_967:
+	TESTQ     R9, R9
+	JZ        emu_row_done_968
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9448(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_967
+
+emu_row_done_968:
+kstep_969:
+	TESTQ   DI, DI
+	JZ      klast_970
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12568(SP), R8
+	MOVBQZX 12572(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_971
+	UD2
+
+emu_shapeok_971:
+	MOVBQZX 12574(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_972
+	UD2
+
+emu_shapeok_972:
+	XORQ R9, R9
+
+emu_row_973:
+	TESTQ        R8, R8
+	JZ           emu_row_done_974
+	VMOVDQU32    4328(SP)(R9*1), Z0
+	VPBROADCASTD 8424(SP)(R9*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R9*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R9*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R9*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R9*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R9*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R9*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R9*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R9*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R9*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R9*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R9*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R9*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R9*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R9*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R9*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_973
+
+emu_row_done_974:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12572(SP), R9
+	XORQ      R10, R10
+
+emu_row_975:
+	TESTQ     R9, R9
+	JZ        emu_row_done_976
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8424(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_975
+
+emu_row_done_976:
+	MOVBQZX 12570(SP), R8
+	MOVBQZX 12573(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_977
+	UD2
+
+emu_shapeok_977:
+	MOVBQZX 12574(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_978
+	UD2
+
+emu_shapeok_978:
+	XORQ R9, R9
+
+emu_row_979:
+	TESTQ        R8, R8
+	JZ           emu_row_done_980
+	VMOVDQU32    6376(SP)(R9*1), Z0
+	VPBROADCASTD 9448(SP)(R9*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(R9*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(R9*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(R9*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(R9*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(R9*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(R9*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(R9*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(R9*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(R9*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(R9*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(R9*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(R9*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(R9*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(R9*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(R9*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_979
+
+emu_row_done_980:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9448(SP)
+	VMOVDQU64 Z0, 9512(SP)
+	VMOVDQU64 Z0, 9576(SP)
+	VMOVDQU64 Z0, 9640(SP)
+	VMOVDQU64 Z0, 9704(SP)
+	VMOVDQU64 Z0, 9768(SP)
+	VMOVDQU64 Z0, 9832(SP)
+	VMOVDQU64 Z0, 9896(SP)
+	VMOVDQU64 Z0, 9960(SP)
+	VMOVDQU64 Z0, 10024(SP)
+	VMOVDQU64 Z0, 10088(SP)
+	VMOVDQU64 Z0, 10152(SP)
+	VMOVDQU64 Z0, 10216(SP)
+	VMOVDQU64 Z0, 10280(SP)
+	VMOVDQU64 Z0, 10344(SP)
+	VMOVDQU64 Z0, 10408(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12573(SP), R9
+	XORQ      R10, R10
+
+emu_row_981:
+	TESTQ     R9, R9
+	JZ        emu_row_done_982
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9448(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_981
+
+emu_row_done_982:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12574(SP), R9
+	XORQ      R10, R10
+
+emu_row_983:
+	TESTQ     R9, R9
+	JZ        emu_row_done_984
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10472(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_983
+
+emu_row_done_984:
+	DECQ DI
+	JMP  kstep_969
+
+klast_970:
+	MOVBQZX 12568(SP), AX
+	MOVBQZX 12572(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_985
+	UD2
+
+emu_shapeok_985:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_986
+	UD2
+
+emu_shapeok_986:
+	XORQ CX, CX
+
+emu_row_987:
+	TESTQ        AX, AX
+	JZ           emu_row_done_988
+	VMOVDQU32    4328(SP)(CX*1), Z0
+	VPBROADCASTD 8424(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_987
+
+emu_row_done_988:
+	MOVBQZX 12570(SP), AX
+	MOVBQZX 12573(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_989
+	UD2
+
+emu_shapeok_989:
+	MOVBQZX 12574(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_990
+	UD2
+
+emu_shapeok_990:
+	XORQ CX, CX
+
+emu_row_991:
+	TESTQ        AX, AX
+	JZ           emu_row_done_992
+	VMOVDQU32    6376(SP)(CX*1), Z0
+	VPBROADCASTD 9448(SP)(CX*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 9452(SP)(CX*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 9456(SP)(CX*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 9460(SP)(CX*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 9464(SP)(CX*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 9468(SP)(CX*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 9472(SP)(CX*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 9476(SP)(CX*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 9480(SP)(CX*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 9484(SP)(CX*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 9488(SP)(CX*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 9492(SP)(CX*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 9496(SP)(CX*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 9500(SP)(CX*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 9504(SP)(CX*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 9508(SP)(CX*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 6376(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_991
+
+emu_row_done_992:
+	MOVQ    12712(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_993
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_995:
+	TESTQ     BX, BX
+	JZ        emu_row_done_996
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_995
+
+emu_row_done_996:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12570(SP), BX
+	XORQ    SI, SI
+
+emu_row_997:
+	TESTQ     BX, BX
+	JZ        emu_row_done_998
+	VMOVDQU64 6376(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_997
+
+emu_row_done_998:
+	// The epilogue's arguments: the kernel's own, moved to this block.
+	MOVQ    n+64(FP), CX
+	MOVQ    CX, 24(SP)
+	MOVQ    colSum+72(FP), CX
+	MOVQ    CX, 32(SP)
+	MOVL    aZero+80(FP), CX
+	MOVL    CX, 40(SP)
+	MOVQ    rowZero+88(FP), CX
+	MOVQ    CX, 48(SP)
+	MOVQ    scale+96(FP), CX
+	MOVQ    CX, 56(SP)
+	MOVQ    rowScale+104(FP), CX
+	MOVQ    CX, 64(SP)
+	MOVQ    bias+112(FP), CX
+	MOVQ    CX, 72(SP)
+	MOVQ    res+120(FP), CX
+	MOVQ    CX, 80(SP)
+	MOVQ    resStride+128(FP), CX
+	MOVQ    CX, 88(SP)
+	MOVQ    outF32+136(FP), CX
+	MOVQ    CX, 96(SP)
+	MOVQ    outU8+144(FP), CX
+	MOVQ    CX, 104(SP)
+	MOVQ    outStride+152(FP), CX
+	MOVQ    CX, 112(SP)
+	MOVL    invScale+160(FP), CX
+	MOVL    CX, 120(SP)
+	MOVL    outZero+164(FP), CX
+	MOVL    CX, 124(SP)
+	MOVL    clampLo+168(FP), CX
+	MOVL    CX, 128(SP)
+	MOVL    clampHi+172(FP), CX
+	MOVL    CX, 132(SP)
+	MOVQ    flags+176(FP), CX
+	MOVQ    CX, 136(SP)
+	MOVQ    AX, (SP)
+	MOVQ    $0x00000020, 8(SP)
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 16(SP)
+	MOVQ    n+64(FP), AX
+	SUBQ    4320(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 32(SP)
+	ADDQ    AX, 56(SP)
+	ADDQ    AX, 72(SP)
+	MOVQ    4312(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 48(SP)
+	ADDQ    AX, 64(SP)
+	MOVQ    resStride+128(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	SHLQ    $0x02, AX
+	ADDQ    AX, 80(SP)
+	MOVQ    outStride+152(FP), AX
+	IMULQ   4312(SP), AX
+	ADDQ    4320(SP), AX
+	MOVQ    AX, CX
+	SHLQ    $0x02, CX
+	ADDQ    CX, 96(SP)
+	ADDQ    AX, 104(SP)
+	CALL    ·epilogueAVX512Asm+0(SB)
+	JMP     stored_994
+
+store_partial_993:
+	MOVQ    12760(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12568(SP), BX
+	XORQ    SI, SI
+
+emu_row_999:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1000
+	VMOVDQU64 4328(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_999
+
+emu_row_done_1000:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), AX
+	MOVBQZX 12570(SP), DX
+	XORQ    BX, BX
+
+emu_row_1001:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1002
+	VMOVDQU64 6376(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1001
+
+emu_row_done_1002:
+stored_994:
+nend_878:
+	JMP kpass_end_738
+
+mtail_small_875:
+	MOVQ b+16(FP), AX
+	MOVQ AX, 12752(SP)
+	MOVQ 12736(SP), AX
+	MOVQ AX, 12760(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 12768(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_1003:
+	MOVQ  12768(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1004
+	DECQ  AX
+	MOVQ  AX, 12768(SP)
+
+	// 1x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12728(SP), CX
+	MOVQ      12712(SP), DX
+	SHLQ      $0x04, DX
+	ADDQ      12752(SP), DX
+	MOVQ      kp+24(FP), BX
+	SHLQ      $0x04, BX
+	ADDQ      DX, BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12720(SP), DI
+	DECQ      DI
+	CMPQ      12712(SP), $0x00
+	JNE       cload_1006
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5352(SP)
+	VMOVDQU64 Z0, 5416(SP)
+	VMOVDQU64 Z0, 5480(SP)
+	VMOVDQU64 Z0, 5544(SP)
+	VMOVDQU64 Z0, 5608(SP)
+	VMOVDQU64 Z0, 5672(SP)
+	VMOVDQU64 Z0, 5736(SP)
+	VMOVDQU64 Z0, 5800(SP)
+	VMOVDQU64 Z0, 5864(SP)
+	VMOVDQU64 Z0, 5928(SP)
+	VMOVDQU64 Z0, 5992(SP)
+	VMOVDQU64 Z0, 6056(SP)
+	VMOVDQU64 Z0, 6120(SP)
+	VMOVDQU64 Z0, 6184(SP)
+	VMOVDQU64 Z0, 6248(SP)
+	VMOVDQU64 Z0, 6312(SP)
+	JMP       cready_1007
+
+cload_1006:
+	MOVQ      12760(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4328(SP)
+	VMOVDQU64 Z0, 4392(SP)
+	VMOVDQU64 Z0, 4456(SP)
+	VMOVDQU64 Z0, 4520(SP)
+	VMOVDQU64 Z0, 4584(SP)
+	VMOVDQU64 Z0, 4648(SP)
+	VMOVDQU64 Z0, 4712(SP)
+	VMOVDQU64 Z0, 4776(SP)
+	VMOVDQU64 Z0, 4840(SP)
+	VMOVDQU64 Z0, 4904(SP)
+	VMOVDQU64 Z0, 4968(SP)
+	VMOVDQU64 Z0, 5032(SP)
+	VMOVDQU64 Z0, 5096(SP)
+	VMOVDQU64 Z0, 5160(SP)
+	VMOVDQU64 Z0, 5224(SP)
+	VMOVDQU64 Z0, 5288(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12568(SP), R11
+	XORQ      R12, R12
+
+emu_row_1008:
+	TESTQ     R11, R11
+	JZ        emu_row_done_1009
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4328(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_1008
+
+emu_row_done_1009:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 5352(SP)
 	VMOVDQU64 Z0, 5416(SP)
@@ -17672,18 +17712,18 @@ emu_row_done_999:
 	MOVBQZX   12569(SP), R10
 	XORQ      R11, R11
 
-emu_row_1000:
+emu_row_1010:
 	TESTQ     R10, R10
-	JZ        emu_row_done_1001
+	JZ        emu_row_done_1011
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 5352(SP)(R11*1)
 	ADDQ      R9, R8
 	ADDQ      $0x40, R11
 	DECQ      R10
-	JMP       emu_row_1000
+	JMP       emu_row_1010
 
-emu_row_done_1001:
-cready_997:
+emu_row_done_1011:
+cready_1007:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 8424(SP)
 	VMOVDQU64 Z0, 8488(SP)
@@ -17705,142 +17745,15 @@ cready_997:
 	MOVBQZX   12572(SP), R9
 	XORQ      R10, R10
 
-emu_row_1002:
+emu_row_1012:
 	TESTQ     R9, R9
-	JZ        emu_row_done_1003
+	JZ        emu_row_done_1013
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 8424(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_1002
-
-emu_row_done_1003:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 10472(SP)
-	VMOVDQU64 Z0, 10536(SP)
-	VMOVDQU64 Z0, 10600(SP)
-	VMOVDQU64 Z0, 10664(SP)
-	VMOVDQU64 Z0, 10728(SP)
-	VMOVDQU64 Z0, 10792(SP)
-	VMOVDQU64 Z0, 10856(SP)
-	VMOVDQU64 Z0, 10920(SP)
-	VMOVDQU64 Z0, 10984(SP)
-	VMOVDQU64 Z0, 11048(SP)
-	VMOVDQU64 Z0, 11112(SP)
-	VMOVDQU64 Z0, 11176(SP)
-	VMOVDQU64 Z0, 11240(SP)
-	VMOVDQU64 Z0, 11304(SP)
-	VMOVDQU64 Z0, 11368(SP)
-	VMOVDQU64 Z0, 11432(SP)
-	LEAQ      (DX), R8
-	MOVBQZX   12574(SP), R9
-	XORQ      R10, R10
-
-emu_row_1004:
-	TESTQ     R9, R9
-	JZ        emu_row_done_1005
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 10472(SP)(R10*1)
-	ADDQ      SI, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_1004
-
-emu_row_done_1005:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 11496(SP)
-	VMOVDQU64 Z0, 11560(SP)
-	VMOVDQU64 Z0, 11624(SP)
-	VMOVDQU64 Z0, 11688(SP)
-	VMOVDQU64 Z0, 11752(SP)
-	VMOVDQU64 Z0, 11816(SP)
-	VMOVDQU64 Z0, 11880(SP)
-	VMOVDQU64 Z0, 11944(SP)
-	VMOVDQU64 Z0, 12008(SP)
-	VMOVDQU64 Z0, 12072(SP)
-	VMOVDQU64 Z0, 12136(SP)
-	VMOVDQU64 Z0, 12200(SP)
-	VMOVDQU64 Z0, 12264(SP)
-	VMOVDQU64 Z0, 12328(SP)
-	VMOVDQU64 Z0, 12392(SP)
-	VMOVDQU64 Z0, 12456(SP)
-	LEAQ      (BX), R8
-	MOVBQZX   12575(SP), R9
-	XORQ      R10, R10
-
-emu_row_1006:
-	TESTQ     R9, R9
-	JZ        emu_row_done_1007
-	VMOVDQU64 (R8), Z0
-	VMOVDQU64 Z0, 11496(SP)(R10*1)
-	ADDQ      SI, R8
-	ADDQ      $0x40, R10
-	DECQ      R9
-	JMP       emu_row_1006
-
-emu_row_done_1007:
-kstep_1008:
-	TESTQ   DI, DI
-	JZ      klast_1009
-	ADDQ    $0x40, CX
-	ADDQ    $0x00000400, DX
-	ADDQ    $0x00000400, BX
-	MOVBQZX 12568(SP), R8
-	MOVBQZX 12572(SP), R9
-	CMPQ    R8, R9
-	JE      emu_shapeok_1010
-	UD2
-
-emu_shapeok_1010:
-	MOVBQZX 12574(SP), R9
-	CMPQ    R9, $0x10
-	JE      emu_shapeok_1011
-	UD2
-
-emu_shapeok_1011:
-	XORQ R9, R9
-
-emu_row_1012:
-	TESTQ        R8, R8
-	JZ           emu_row_done_1013
-	VMOVDQU32    4328(SP)(R9*1), Z0
-	VPBROADCASTD 8424(SP)(R9*1), Z1
-	VPDPBUSD     10472(SP), Z1, Z0
-	VPBROADCASTD 8428(SP)(R9*1), Z1
-	VPDPBUSD     10536(SP), Z1, Z0
-	VPBROADCASTD 8432(SP)(R9*1), Z1
-	VPDPBUSD     10600(SP), Z1, Z0
-	VPBROADCASTD 8436(SP)(R9*1), Z1
-	VPDPBUSD     10664(SP), Z1, Z0
-	VPBROADCASTD 8440(SP)(R9*1), Z1
-	VPDPBUSD     10728(SP), Z1, Z0
-	VPBROADCASTD 8444(SP)(R9*1), Z1
-	VPDPBUSD     10792(SP), Z1, Z0
-	VPBROADCASTD 8448(SP)(R9*1), Z1
-	VPDPBUSD     10856(SP), Z1, Z0
-	VPBROADCASTD 8452(SP)(R9*1), Z1
-	VPDPBUSD     10920(SP), Z1, Z0
-	VPBROADCASTD 8456(SP)(R9*1), Z1
-	VPDPBUSD     10984(SP), Z1, Z0
-	VPBROADCASTD 8460(SP)(R9*1), Z1
-	VPDPBUSD     11048(SP), Z1, Z0
-	VPBROADCASTD 8464(SP)(R9*1), Z1
-	VPDPBUSD     11112(SP), Z1, Z0
-	VPBROADCASTD 8468(SP)(R9*1), Z1
-	VPDPBUSD     11176(SP), Z1, Z0
-	VPBROADCASTD 8472(SP)(R9*1), Z1
-	VPDPBUSD     11240(SP), Z1, Z0
-	VPBROADCASTD 8476(SP)(R9*1), Z1
-	VPDPBUSD     11304(SP), Z1, Z0
-	VPBROADCASTD 8480(SP)(R9*1), Z1
-	VPDPBUSD     11368(SP), Z1, Z0
-	VPBROADCASTD 8484(SP)(R9*1), Z1
-	VPDPBUSD     11432(SP), Z1, Z0
-	VMOVDQU32    Z0, 4328(SP)(R9*1)
-	ADDQ         $0x40, R9
-	DECQ         R8
-	JMP          emu_row_1012
+	JMP       emu_row_1012
 
 emu_row_done_1013:
 	VPXORD    Z0, Z0, Z0
@@ -17875,24 +17788,151 @@ emu_row_1014:
 	JMP       emu_row_1014
 
 emu_row_done_1015:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11496(SP)
+	VMOVDQU64 Z0, 11560(SP)
+	VMOVDQU64 Z0, 11624(SP)
+	VMOVDQU64 Z0, 11688(SP)
+	VMOVDQU64 Z0, 11752(SP)
+	VMOVDQU64 Z0, 11816(SP)
+	VMOVDQU64 Z0, 11880(SP)
+	VMOVDQU64 Z0, 11944(SP)
+	VMOVDQU64 Z0, 12008(SP)
+	VMOVDQU64 Z0, 12072(SP)
+	VMOVDQU64 Z0, 12136(SP)
+	VMOVDQU64 Z0, 12200(SP)
+	VMOVDQU64 Z0, 12264(SP)
+	VMOVDQU64 Z0, 12328(SP)
+	VMOVDQU64 Z0, 12392(SP)
+	VMOVDQU64 Z0, 12456(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12575(SP), R9
+	XORQ      R10, R10
+
+emu_row_1016:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1017
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 11496(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1016
+
+emu_row_done_1017:
+kstep_1018:
+	TESTQ   DI, DI
+	JZ      klast_1019
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12568(SP), R8
+	MOVBQZX 12572(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1020
+	UD2
+
+emu_shapeok_1020:
+	MOVBQZX 12574(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1021
+	UD2
+
+emu_shapeok_1021:
+	XORQ R9, R9
+
+emu_row_1022:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1023
+	VMOVDQU32    4328(SP)(R9*1), Z0
+	VPBROADCASTD 8424(SP)(R9*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R9*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R9*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R9*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R9*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R9*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R9*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R9*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R9*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R9*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R9*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R9*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R9*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R9*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R9*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R9*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1022
+
+emu_row_done_1023:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12574(SP), R9
+	XORQ      R10, R10
+
+emu_row_1024:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1025
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10472(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1024
+
+emu_row_done_1025:
 	MOVBQZX 12569(SP), R8
 	MOVBQZX 12572(SP), R9
 	CMPQ    R8, R9
-	JE      emu_shapeok_1016
+	JE      emu_shapeok_1026
 	UD2
 
-emu_shapeok_1016:
+emu_shapeok_1026:
 	MOVBQZX 12575(SP), R9
 	CMPQ    R9, $0x10
-	JE      emu_shapeok_1017
+	JE      emu_shapeok_1027
 	UD2
 
-emu_shapeok_1017:
+emu_shapeok_1027:
 	XORQ R9, R9
 
-emu_row_1018:
+emu_row_1028:
 	TESTQ        R8, R8
-	JZ           emu_row_done_1019
+	JZ           emu_row_done_1029
 	VMOVDQU32    5352(SP)(R9*1), Z0
 	VPBROADCASTD 8424(SP)(R9*1), Z1
 	VPDPBUSD     11496(SP), Z1, Z0
@@ -17929,9 +17969,9 @@ emu_row_1018:
 	VMOVDQU32    Z0, 5352(SP)(R9*1)
 	ADDQ         $0x40, R9
 	DECQ         R8
-	JMP          emu_row_1018
+	JMP          emu_row_1028
 
-emu_row_done_1019:
+emu_row_done_1029:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 8424(SP)
 	VMOVDQU64 Z0, 8488(SP)
@@ -17953,17 +17993,17 @@ emu_row_done_1019:
 	MOVBQZX   12572(SP), R9
 	XORQ      R10, R10
 
-emu_row_1020:
+emu_row_1030:
 	TESTQ     R9, R9
-	JZ        emu_row_done_1021
+	JZ        emu_row_done_1031
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 8424(SP)(R10*1)
 	ADDQ      AX, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_1020
+	JMP       emu_row_1030
 
-emu_row_done_1021:
+emu_row_done_1031:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 11496(SP)
 	VMOVDQU64 Z0, 11560(SP)
@@ -17985,39 +18025,39 @@ emu_row_done_1021:
 	MOVBQZX   12575(SP), R9
 	XORQ      R10, R10
 
-emu_row_1022:
+emu_row_1032:
 	TESTQ     R9, R9
-	JZ        emu_row_done_1023
+	JZ        emu_row_done_1033
 	VMOVDQU64 (R8), Z0
 	VMOVDQU64 Z0, 11496(SP)(R10*1)
 	ADDQ      SI, R8
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_1022
+	JMP       emu_row_1032
 
-emu_row_done_1023:
+emu_row_done_1033:
 	DECQ DI
-	JMP  kstep_1008
+	JMP  kstep_1018
 
-klast_1009:
+klast_1019:
 	MOVBQZX 12568(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_1024
+	JE      emu_shapeok_1034
 	UD2
 
-emu_shapeok_1024:
+emu_shapeok_1034:
 	MOVBQZX 12574(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_1025
+	JE      emu_shapeok_1035
 	UD2
 
-emu_shapeok_1025:
+emu_shapeok_1035:
 	XORQ CX, CX
 
-emu_row_1026:
+emu_row_1036:
 	TESTQ        AX, AX
-	JZ           emu_row_done_1027
+	JZ           emu_row_done_1037
 	VMOVDQU32    4328(SP)(CX*1), Z0
 	VPBROADCASTD 8424(SP)(CX*1), Z1
 	VPDPBUSD     10472(SP), Z1, Z0
@@ -18054,27 +18094,27 @@ emu_row_1026:
 	VMOVDQU32    Z0, 4328(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_1026
+	JMP          emu_row_1036
 
-emu_row_done_1027:
+emu_row_done_1037:
 	MOVBQZX 12569(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_1028
+	JE      emu_shapeok_1038
 	UD2
 
-emu_shapeok_1028:
+emu_shapeok_1038:
 	MOVBQZX 12575(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_1029
+	JE      emu_shapeok_1039
 	UD2
 
-emu_shapeok_1029:
+emu_shapeok_1039:
 	XORQ CX, CX
 
-emu_row_1030:
+emu_row_1040:
 	TESTQ        AX, AX
-	JZ           emu_row_done_1031
+	JZ           emu_row_done_1041
 	VMOVDQU32    5352(SP)(CX*1), Z0
 	VPBROADCASTD 8424(SP)(CX*1), Z1
 	VPDPBUSD     11496(SP), Z1, Z0
@@ -18111,13 +18151,13 @@ emu_row_1030:
 	VMOVDQU32    Z0, 5352(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_1030
+	JMP          emu_row_1040
 
-emu_row_done_1031:
+emu_row_done_1041:
 	MOVQ    12712(SP), AX
 	ADDQ    $0x00000300, AX
 	CMPQ    AX, kp+24(FP)
-	JLT     store_partial_1032
+	JLT     store_partial_1042
 	LEAQ    215(SP), AX
 	ANDQ    $-64, AX
 	MOVQ    $0x00000080, CX
@@ -18125,32 +18165,32 @@ emu_row_done_1031:
 	MOVBQZX 12568(SP), BX
 	XORQ    SI, SI
 
-emu_row_1034:
+emu_row_1044:
 	TESTQ     BX, BX
-	JZ        emu_row_done_1035
+	JZ        emu_row_done_1045
 	VMOVDQU64 4328(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_1034
+	JMP       emu_row_1044
 
-emu_row_done_1035:
+emu_row_done_1045:
 	LEAQ    64(AX), DX
 	MOVBQZX 12569(SP), BX
 	XORQ    SI, SI
 
-emu_row_1036:
+emu_row_1046:
 	TESTQ     BX, BX
-	JZ        emu_row_done_1037
+	JZ        emu_row_done_1047
 	VMOVDQU64 5352(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_1036
+	JMP       emu_row_1046
 
-emu_row_done_1037:
+emu_row_done_1047:
 	// The epilogue's arguments: the kernel's own, moved to this block.
 	MOVQ    n+64(FP), CX
 	MOVQ    CX, 24(SP)
@@ -18222,9 +18262,9 @@ emu_row_done_1037:
 	ADDQ    CX, 96(SP)
 	ADDQ    AX, 104(SP)
 	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_1033
+	JMP     stored_1043
 
-store_partial_1032:
+store_partial_1042:
 	MOVQ    12760(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -18232,33 +18272,33 @@ store_partial_1032:
 	MOVBQZX 12568(SP), BX
 	XORQ    SI, SI
 
-emu_row_1038:
+emu_row_1048:
 	TESTQ     BX, BX
-	JZ        emu_row_done_1039
+	JZ        emu_row_done_1049
 	VMOVDQU64 4328(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_1038
+	JMP       emu_row_1048
 
-emu_row_done_1039:
+emu_row_done_1049:
 	LEAQ    64(AX), AX
 	MOVBQZX 12569(SP), DX
 	XORQ    BX, BX
 
-emu_row_1040:
+emu_row_1050:
 	TESTQ     DX, DX
-	JZ        emu_row_done_1041
+	JZ        emu_row_done_1051
 	VMOVDQU64 5352(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_1040
+	JMP       emu_row_1050
 
-emu_row_done_1041:
-stored_1033:
+emu_row_done_1051:
+stored_1043:
 	MOVQ 12760(SP), AX
 	ADDQ $0x80, AX
 	MOVQ AX, 12760(SP)
@@ -18268,12 +18308,12 @@ stored_1033:
 	SHLQ $0x05, CX
 	ADDQ CX, AX
 	MOVQ AX, 12752(SP)
-	JMP  npair_993
+	JMP  npair_1003
 
-nodd_994:
+nodd_1004:
 	MOVQ  nblocks+56(FP), AX
 	TESTQ $0x00000001, AX
-	JZ    nend_995
+	JZ    nend_1005
 
 	// 1x1 block of 16x16 C tiles.
 	MOVQ      lda+8(FP), AX
@@ -18285,7 +18325,7 @@ nodd_994:
 	MOVQ      12720(SP), SI
 	DECQ      SI
 	CMPQ      12712(SP), $0x00
-	JNE       cload_1042
+	JNE       cload_1052
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 4328(SP)
 	VMOVDQU64 Z0, 4392(SP)
@@ -18303,9 +18343,9 @@ nodd_994:
 	VMOVDQU64 Z0, 5160(SP)
 	VMOVDQU64 Z0, 5224(SP)
 	VMOVDQU64 Z0, 5288(SP)
-	JMP       cready_1043
+	JMP       cready_1053
 
-cload_1042:
+cload_1052:
 	MOVQ      12760(SP), DI
 	MOVQ      ldc+40(FP), R8
 	SHLQ      $0x02, R8
@@ -18330,144 +18370,18 @@ cload_1042:
 	MOVBQZX   12568(SP), R9
 	XORQ      R10, R10
 
-emu_row_1044:
+emu_row_1054:
 	TESTQ     R9, R9
-	JZ        emu_row_done_1045
+	JZ        emu_row_done_1055
 	VMOVDQU64 (DI), Z0
 	VMOVDQU64 Z0, 4328(SP)(R10*1)
 	ADDQ      R8, DI
 	ADDQ      $0x40, R10
 	DECQ      R9
-	JMP       emu_row_1044
-
-emu_row_done_1045:
-cready_1043:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 8424(SP)
-	VMOVDQU64 Z0, 8488(SP)
-	VMOVDQU64 Z0, 8552(SP)
-	VMOVDQU64 Z0, 8616(SP)
-	VMOVDQU64 Z0, 8680(SP)
-	VMOVDQU64 Z0, 8744(SP)
-	VMOVDQU64 Z0, 8808(SP)
-	VMOVDQU64 Z0, 8872(SP)
-	VMOVDQU64 Z0, 8936(SP)
-	VMOVDQU64 Z0, 9000(SP)
-	VMOVDQU64 Z0, 9064(SP)
-	VMOVDQU64 Z0, 9128(SP)
-	VMOVDQU64 Z0, 9192(SP)
-	VMOVDQU64 Z0, 9256(SP)
-	VMOVDQU64 Z0, 9320(SP)
-	VMOVDQU64 Z0, 9384(SP)
-	LEAQ      (CX), DI
-	MOVBQZX   12572(SP), R8
-	XORQ      R9, R9
-
-emu_row_1046:
-	TESTQ     R8, R8
-	JZ        emu_row_done_1047
-	VMOVDQU64 (DI), Z0
-	VMOVDQU64 Z0, 8424(SP)(R9*1)
-	ADDQ      AX, DI
-	ADDQ      $0x40, R9
-	DECQ      R8
-	JMP       emu_row_1046
-
-emu_row_done_1047:
-	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 Z0, 10472(SP)
-	VMOVDQU64 Z0, 10536(SP)
-	VMOVDQU64 Z0, 10600(SP)
-	VMOVDQU64 Z0, 10664(SP)
-	VMOVDQU64 Z0, 10728(SP)
-	VMOVDQU64 Z0, 10792(SP)
-	VMOVDQU64 Z0, 10856(SP)
-	VMOVDQU64 Z0, 10920(SP)
-	VMOVDQU64 Z0, 10984(SP)
-	VMOVDQU64 Z0, 11048(SP)
-	VMOVDQU64 Z0, 11112(SP)
-	VMOVDQU64 Z0, 11176(SP)
-	VMOVDQU64 Z0, 11240(SP)
-	VMOVDQU64 Z0, 11304(SP)
-	VMOVDQU64 Z0, 11368(SP)
-	VMOVDQU64 Z0, 11432(SP)
-	LEAQ      (DX), DI
-	MOVBQZX   12574(SP), R8
-	XORQ      R9, R9
-
-emu_row_1048:
-	TESTQ     R8, R8
-	JZ        emu_row_done_1049
-	VMOVDQU64 (DI), Z0
-	VMOVDQU64 Z0, 10472(SP)(R9*1)
-	ADDQ      BX, DI
-	ADDQ      $0x40, R9
-	DECQ      R8
-	JMP       emu_row_1048
-
-emu_row_done_1049:
-kstep_1050:
-	TESTQ   SI, SI
-	JZ      klast_1051
-	ADDQ    $0x40, CX
-	ADDQ    $0x00000400, DX
-	MOVBQZX 12568(SP), DI
-	MOVBQZX 12572(SP), R8
-	CMPQ    DI, R8
-	JE      emu_shapeok_1052
-	UD2
-
-emu_shapeok_1052:
-	MOVBQZX 12574(SP), R8
-	CMPQ    R8, $0x10
-	JE      emu_shapeok_1053
-	UD2
-
-emu_shapeok_1053:
-	XORQ R8, R8
-
-emu_row_1054:
-	TESTQ        DI, DI
-	JZ           emu_row_done_1055
-	VMOVDQU32    4328(SP)(R8*1), Z0
-	VPBROADCASTD 8424(SP)(R8*1), Z1
-	VPDPBUSD     10472(SP), Z1, Z0
-	VPBROADCASTD 8428(SP)(R8*1), Z1
-	VPDPBUSD     10536(SP), Z1, Z0
-	VPBROADCASTD 8432(SP)(R8*1), Z1
-	VPDPBUSD     10600(SP), Z1, Z0
-	VPBROADCASTD 8436(SP)(R8*1), Z1
-	VPDPBUSD     10664(SP), Z1, Z0
-	VPBROADCASTD 8440(SP)(R8*1), Z1
-	VPDPBUSD     10728(SP), Z1, Z0
-	VPBROADCASTD 8444(SP)(R8*1), Z1
-	VPDPBUSD     10792(SP), Z1, Z0
-	VPBROADCASTD 8448(SP)(R8*1), Z1
-	VPDPBUSD     10856(SP), Z1, Z0
-	VPBROADCASTD 8452(SP)(R8*1), Z1
-	VPDPBUSD     10920(SP), Z1, Z0
-	VPBROADCASTD 8456(SP)(R8*1), Z1
-	VPDPBUSD     10984(SP), Z1, Z0
-	VPBROADCASTD 8460(SP)(R8*1), Z1
-	VPDPBUSD     11048(SP), Z1, Z0
-	VPBROADCASTD 8464(SP)(R8*1), Z1
-	VPDPBUSD     11112(SP), Z1, Z0
-	VPBROADCASTD 8468(SP)(R8*1), Z1
-	VPDPBUSD     11176(SP), Z1, Z0
-	VPBROADCASTD 8472(SP)(R8*1), Z1
-	VPDPBUSD     11240(SP), Z1, Z0
-	VPBROADCASTD 8476(SP)(R8*1), Z1
-	VPDPBUSD     11304(SP), Z1, Z0
-	VPBROADCASTD 8480(SP)(R8*1), Z1
-	VPDPBUSD     11368(SP), Z1, Z0
-	VPBROADCASTD 8484(SP)(R8*1), Z1
-	VPDPBUSD     11432(SP), Z1, Z0
-	VMOVDQU32    Z0, 4328(SP)(R8*1)
-	ADDQ         $0x40, R8
-	DECQ         DI
-	JMP          emu_row_1054
+	JMP       emu_row_1054
 
 emu_row_done_1055:
+cready_1053:
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 Z0, 8424(SP)
 	VMOVDQU64 Z0, 8488(SP)
@@ -18532,28 +18446,154 @@ emu_row_1058:
 	JMP       emu_row_1058
 
 emu_row_done_1059:
-	DECQ SI
-	JMP  kstep_1050
+kstep_1060:
+	TESTQ   SI, SI
+	JZ      klast_1061
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	MOVBQZX 12568(SP), DI
+	MOVBQZX 12572(SP), R8
+	CMPQ    DI, R8
+	JE      emu_shapeok_1062
+	UD2
 
-klast_1051:
+emu_shapeok_1062:
+	MOVBQZX 12574(SP), R8
+	CMPQ    R8, $0x10
+	JE      emu_shapeok_1063
+	UD2
+
+emu_shapeok_1063:
+	XORQ R8, R8
+
+emu_row_1064:
+	TESTQ        DI, DI
+	JZ           emu_row_done_1065
+	VMOVDQU32    4328(SP)(R8*1), Z0
+	VPBROADCASTD 8424(SP)(R8*1), Z1
+	VPDPBUSD     10472(SP), Z1, Z0
+	VPBROADCASTD 8428(SP)(R8*1), Z1
+	VPDPBUSD     10536(SP), Z1, Z0
+	VPBROADCASTD 8432(SP)(R8*1), Z1
+	VPDPBUSD     10600(SP), Z1, Z0
+	VPBROADCASTD 8436(SP)(R8*1), Z1
+	VPDPBUSD     10664(SP), Z1, Z0
+	VPBROADCASTD 8440(SP)(R8*1), Z1
+	VPDPBUSD     10728(SP), Z1, Z0
+	VPBROADCASTD 8444(SP)(R8*1), Z1
+	VPDPBUSD     10792(SP), Z1, Z0
+	VPBROADCASTD 8448(SP)(R8*1), Z1
+	VPDPBUSD     10856(SP), Z1, Z0
+	VPBROADCASTD 8452(SP)(R8*1), Z1
+	VPDPBUSD     10920(SP), Z1, Z0
+	VPBROADCASTD 8456(SP)(R8*1), Z1
+	VPDPBUSD     10984(SP), Z1, Z0
+	VPBROADCASTD 8460(SP)(R8*1), Z1
+	VPDPBUSD     11048(SP), Z1, Z0
+	VPBROADCASTD 8464(SP)(R8*1), Z1
+	VPDPBUSD     11112(SP), Z1, Z0
+	VPBROADCASTD 8468(SP)(R8*1), Z1
+	VPDPBUSD     11176(SP), Z1, Z0
+	VPBROADCASTD 8472(SP)(R8*1), Z1
+	VPDPBUSD     11240(SP), Z1, Z0
+	VPBROADCASTD 8476(SP)(R8*1), Z1
+	VPDPBUSD     11304(SP), Z1, Z0
+	VPBROADCASTD 8480(SP)(R8*1), Z1
+	VPDPBUSD     11368(SP), Z1, Z0
+	VPBROADCASTD 8484(SP)(R8*1), Z1
+	VPDPBUSD     11432(SP), Z1, Z0
+	VMOVDQU32    Z0, 4328(SP)(R8*1)
+	ADDQ         $0x40, R8
+	DECQ         DI
+	JMP          emu_row_1064
+
+emu_row_done_1065:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8424(SP)
+	VMOVDQU64 Z0, 8488(SP)
+	VMOVDQU64 Z0, 8552(SP)
+	VMOVDQU64 Z0, 8616(SP)
+	VMOVDQU64 Z0, 8680(SP)
+	VMOVDQU64 Z0, 8744(SP)
+	VMOVDQU64 Z0, 8808(SP)
+	VMOVDQU64 Z0, 8872(SP)
+	VMOVDQU64 Z0, 8936(SP)
+	VMOVDQU64 Z0, 9000(SP)
+	VMOVDQU64 Z0, 9064(SP)
+	VMOVDQU64 Z0, 9128(SP)
+	VMOVDQU64 Z0, 9192(SP)
+	VMOVDQU64 Z0, 9256(SP)
+	VMOVDQU64 Z0, 9320(SP)
+	VMOVDQU64 Z0, 9384(SP)
+	LEAQ      (CX), DI
+	MOVBQZX   12572(SP), R8
+	XORQ      R9, R9
+
+emu_row_1066:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1067
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8424(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1066
+
+emu_row_done_1067:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10472(SP)
+	VMOVDQU64 Z0, 10536(SP)
+	VMOVDQU64 Z0, 10600(SP)
+	VMOVDQU64 Z0, 10664(SP)
+	VMOVDQU64 Z0, 10728(SP)
+	VMOVDQU64 Z0, 10792(SP)
+	VMOVDQU64 Z0, 10856(SP)
+	VMOVDQU64 Z0, 10920(SP)
+	VMOVDQU64 Z0, 10984(SP)
+	VMOVDQU64 Z0, 11048(SP)
+	VMOVDQU64 Z0, 11112(SP)
+	VMOVDQU64 Z0, 11176(SP)
+	VMOVDQU64 Z0, 11240(SP)
+	VMOVDQU64 Z0, 11304(SP)
+	VMOVDQU64 Z0, 11368(SP)
+	VMOVDQU64 Z0, 11432(SP)
+	LEAQ      (DX), DI
+	MOVBQZX   12574(SP), R8
+	XORQ      R9, R9
+
+emu_row_1068:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1069
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 10472(SP)(R9*1)
+	ADDQ      BX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1068
+
+emu_row_done_1069:
+	DECQ SI
+	JMP  kstep_1060
+
+klast_1061:
 	MOVBQZX 12568(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
-	JE      emu_shapeok_1060
+	JE      emu_shapeok_1070
 	UD2
 
-emu_shapeok_1060:
+emu_shapeok_1070:
 	MOVBQZX 12574(SP), CX
 	CMPQ    CX, $0x10
-	JE      emu_shapeok_1061
+	JE      emu_shapeok_1071
 	UD2
 
-emu_shapeok_1061:
+emu_shapeok_1071:
 	XORQ CX, CX
 
-emu_row_1062:
+emu_row_1072:
 	TESTQ        AX, AX
-	JZ           emu_row_done_1063
+	JZ           emu_row_done_1073
 	VMOVDQU32    4328(SP)(CX*1), Z0
 	VPBROADCASTD 8424(SP)(CX*1), Z1
 	VPDPBUSD     10472(SP), Z1, Z0
@@ -18590,13 +18630,13 @@ emu_row_1062:
 	VMOVDQU32    Z0, 4328(SP)(CX*1)
 	ADDQ         $0x40, CX
 	DECQ         AX
-	JMP          emu_row_1062
+	JMP          emu_row_1072
 
-emu_row_done_1063:
+emu_row_done_1073:
 	MOVQ    12712(SP), AX
 	ADDQ    $0x00000300, AX
 	CMPQ    AX, kp+24(FP)
-	JLT     store_partial_1064
+	JLT     store_partial_1074
 	LEAQ    215(SP), AX
 	ANDQ    $-64, AX
 	MOVQ    $0x00000080, CX
@@ -18604,17 +18644,17 @@ emu_row_done_1063:
 	MOVBQZX 12568(SP), BX
 	XORQ    SI, SI
 
-emu_row_1066:
+emu_row_1076:
 	TESTQ     BX, BX
-	JZ        emu_row_done_1067
+	JZ        emu_row_done_1077
 	VMOVDQU64 4328(SP)(SI*1), Z0
 	VMOVDQU64 Z0, (DX)
 	ADDQ      CX, DX
 	ADDQ      $0x40, SI
 	DECQ      BX
-	JMP       emu_row_1066
+	JMP       emu_row_1076
 
-emu_row_done_1067:
+emu_row_done_1077:
 	// The epilogue's arguments: the kernel's own, moved to this block.
 	MOVQ    n+64(FP), CX
 	MOVQ    CX, 24(SP)
@@ -18686,9 +18726,9 @@ emu_row_done_1067:
 	ADDQ    CX, 96(SP)
 	ADDQ    AX, 104(SP)
 	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_1065
+	JMP     stored_1075
 
-store_partial_1064:
+store_partial_1074:
 	MOVQ    12760(SP), AX
 	MOVQ    ldc+40(FP), CX
 	SHLQ    $0x02, CX
@@ -18696,26 +18736,26 @@ store_partial_1064:
 	MOVBQZX 12568(SP), DX
 	XORQ    BX, BX
 
-emu_row_1068:
+emu_row_1078:
 	TESTQ     DX, DX
-	JZ        emu_row_done_1069
+	JZ        emu_row_done_1079
 	VMOVDQU64 4328(SP)(BX*1), Z0
 	VMOVDQU64 Z0, (AX)
 	ADDQ      CX, AX
 	ADDQ      $0x40, BX
 	DECQ      DX
-	JMP       emu_row_1068
+	JMP       emu_row_1078
 
-emu_row_done_1069:
-stored_1065:
-nend_995:
-kpass_end_730:
+emu_row_done_1079:
+stored_1075:
+nend_1005:
+kpass_end_738:
 	MOVQ 12712(SP), AX
 	ADDQ $0x00000300, AX
 	MOVQ AX, 12712(SP)
-	JMP  kpass_729
+	JMP  kpass_737
 
-done_731:
+done_739:
 	VZEROUPPER
 	RET
 
@@ -18732,10 +18772,10 @@ TEXT ·qgemmVNNI(SB), NOSPLIT, $64-64
 	MOVQ AX, 48(SP)
 	MOVQ AX, 56(SP)
 
-ngroup_1071:
+ngroup_1081:
 	MOVQ    16(SP), AX
 	CMPQ    AX, $0x03
-	JL      ntail_1072
+	JL      ntail_1082
 	SUBQ    $0x03, AX
 	MOVQ    AX, 16(SP)
 	MOVQ    kp+24(FP), CX
@@ -18755,10 +18795,10 @@ ngroup_1071:
 	MOVQ    m+48(FP), AX
 	MOVQ    AX, 40(SP)
 
-rows_1073:
+rows_1083:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_1074
+	JL   rowtail_1084
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -18799,7 +18839,7 @@ rows_1073:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1076:
+vnni_k_1086:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -18951,7 +18991,7 @@ vnni_k_1076:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1076
+	JNZ          vnni_k_1086
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -18997,12 +19037,12 @@ vnni_k_1076:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1073
+	JMP          rows_1083
 
-rowtail_1074:
+rowtail_1084:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1077
+	JNE  rowtail_not_1087
 
 	// VNNI micro-kernel: 1 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19018,7 +19058,7 @@ rowtail_1074:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1078:
+vnni_k_1088:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -19057,7 +19097,7 @@ vnni_k_1078:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_1078
+	JNZ          vnni_k_1088
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19065,11 +19105,11 @@ vnni_k_1078:
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
 	VMOVDQU32    Z2, 128(AX)
-	JMP          rowend_1075
+	JMP          rowend_1085
 
-rowtail_not_1077:
+rowtail_not_1087:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_1079
+	JNE  rowtail_not_1089
 
 	// VNNI micro-kernel: 2 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19088,7 +19128,7 @@ rowtail_not_1077:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1080:
+vnni_k_1090:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -19143,7 +19183,7 @@ vnni_k_1080:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1080
+	JNZ          vnni_k_1090
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19155,11 +19195,11 @@ vnni_k_1080:
 	VMOVDQU32    Z3, (AX)
 	VMOVDQU32    Z4, 64(AX)
 	VMOVDQU32    Z5, 128(AX)
-	JMP          rowend_1075
+	JMP          rowend_1085
 
-rowtail_not_1079:
+rowtail_not_1089:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_1081
+	JNE  rowtail_not_1091
 
 	// VNNI micro-kernel: 3 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19181,7 +19221,7 @@ rowtail_not_1079:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1082:
+vnni_k_1092:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -19252,7 +19292,7 @@ vnni_k_1082:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1082
+	JNZ          vnni_k_1092
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19268,11 +19308,11 @@ vnni_k_1082:
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
 	VMOVDQU32    Z8, 128(AX)
-	JMP          rowend_1075
+	JMP          rowend_1085
 
-rowtail_not_1081:
+rowtail_not_1091:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_1083
+	JNE  rowtail_not_1093
 
 	// VNNI micro-kernel: 4 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19298,7 +19338,7 @@ rowtail_not_1081:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1084:
+vnni_k_1094:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -19385,7 +19425,7 @@ vnni_k_1084:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1084
+	JNZ          vnni_k_1094
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19405,11 +19445,11 @@ vnni_k_1084:
 	VMOVDQU32    Z9, (AX)
 	VMOVDQU32    Z10, 64(AX)
 	VMOVDQU32    Z11, 128(AX)
-	JMP          rowend_1075
+	JMP          rowend_1085
 
-rowtail_not_1083:
+rowtail_not_1093:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_1085
+	JNE  rowtail_not_1095
 
 	// VNNI micro-kernel: 5 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19438,7 +19478,7 @@ rowtail_not_1083:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1086:
+vnni_k_1096:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -19541,7 +19581,7 @@ vnni_k_1086:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1086
+	JNZ          vnni_k_1096
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19565,11 +19605,11 @@ vnni_k_1086:
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
 	VMOVDQU32    Z14, 128(AX)
-	JMP          rowend_1075
+	JMP          rowend_1085
 
-rowtail_not_1085:
+rowtail_not_1095:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_1087
+	JNE  rowtail_not_1097
 
 	// VNNI micro-kernel: 6 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19602,7 +19642,7 @@ rowtail_not_1085:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1088:
+vnni_k_1098:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -19722,7 +19762,7 @@ vnni_k_1088:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1088
+	JNZ          vnni_k_1098
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19750,11 +19790,11 @@ vnni_k_1088:
 	VMOVDQU32    Z15, (AX)
 	VMOVDQU32    Z16, 64(AX)
 	VMOVDQU32    Z17, 128(AX)
-	JMP          rowend_1075
+	JMP          rowend_1085
 
-rowtail_not_1087:
+rowtail_not_1097:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_1089
+	JNE  rowtail_not_1099
 
 	// VNNI micro-kernel: 7 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19790,7 +19830,7 @@ rowtail_not_1087:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1090:
+vnni_k_1100:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -19926,7 +19966,7 @@ vnni_k_1090:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1090
+	JNZ          vnni_k_1100
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19958,10 +19998,10 @@ vnni_k_1090:
 	VMOVDQU32    Z18, (AX)
 	VMOVDQU32    Z19, 64(AX)
 	VMOVDQU32    Z20, 128(AX)
-	JMP          rowend_1075
+	JMP          rowend_1085
 
-rowtail_not_1089:
-rowend_1075:
+rowtail_not_1099:
+rowend_1085:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000030, CX, CX
@@ -19970,12 +20010,12 @@ rowend_1075:
 	MOVQ   8(SP), AX
 	ADDQ   $0x000000c0, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_1071
+	JMP    ngroup_1081
 
-ntail_1072:
+ntail_1082:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JNE  ntail_not_1091
+	JNE  ntail_not_1101
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -19983,10 +20023,10 @@ ntail_1072:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_1092:
+rows_1102:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_1093
+	JL   rowtail_1103
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -20009,7 +20049,7 @@ rows_1092:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1095:
+vnni_k_1105:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -20089,7 +20129,7 @@ vnni_k_1095:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_1095
+	JNZ          vnni_k_1105
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20119,12 +20159,12 @@ vnni_k_1095:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1092
+	JMP          rows_1102
 
-rowtail_1093:
+rowtail_1103:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1096
+	JNE  rowtail_not_1106
 
 	// VNNI micro-kernel: 1 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20136,7 +20176,7 @@ rowtail_1093:
 	MOVQ   48(SP), BX
 	MOVQ   56(SP), SI
 
-vnni_k_1097:
+vnni_k_1107:
 	PREFETCHT1   (BX)
 	PREFETCHT1   64(BX)
 	PREFETCHT1   128(BX)
@@ -20159,17 +20199,17 @@ vnni_k_1097:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          vnni_k_1097
+	JNZ          vnni_k_1107
 	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
-	JMP          rowend_1094
+	JMP          rowend_1104
 
-rowtail_not_1096:
+rowtail_not_1106:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_1098
+	JNE  rowtail_not_1108
 
 	// VNNI micro-kernel: 2 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20182,7 +20222,7 @@ rowtail_not_1096:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1099:
+vnni_k_1109:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -20213,7 +20253,7 @@ vnni_k_1099:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_1099
+	JNZ          vnni_k_1109
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20221,11 +20261,11 @@ vnni_k_1099:
 	VMOVDQU32    Z0, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z1, (AX)
-	JMP          rowend_1094
+	JMP          rowend_1104
 
-rowtail_not_1098:
+rowtail_not_1108:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_1100
+	JNE  rowtail_not_1110
 
 	// VNNI micro-kernel: 3 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20239,7 +20279,7 @@ rowtail_not_1098:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1101:
+vnni_k_1111:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -20278,7 +20318,7 @@ vnni_k_1101:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_1101
+	JNZ          vnni_k_1111
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20288,11 +20328,11 @@ vnni_k_1101:
 	VMOVDQU32    Z1, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
-	JMP          rowend_1094
+	JMP          rowend_1104
 
-rowtail_not_1100:
+rowtail_not_1110:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_1102
+	JNE  rowtail_not_1112
 
 	// VNNI micro-kernel: 4 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20308,7 +20348,7 @@ rowtail_not_1100:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1103:
+vnni_k_1113:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -20355,7 +20395,7 @@ vnni_k_1103:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_1103
+	JNZ          vnni_k_1113
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20367,11 +20407,11 @@ vnni_k_1103:
 	VMOVDQU32    Z2, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z3, (AX)
-	JMP          rowend_1094
+	JMP          rowend_1104
 
-rowtail_not_1102:
+rowtail_not_1112:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_1104
+	JNE  rowtail_not_1114
 
 	// VNNI micro-kernel: 5 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20388,7 +20428,7 @@ rowtail_not_1102:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1105:
+vnni_k_1115:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -20443,7 +20483,7 @@ vnni_k_1105:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_1105
+	JNZ          vnni_k_1115
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20457,11 +20497,11 @@ vnni_k_1105:
 	VMOVDQU32    Z3, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
-	JMP          rowend_1094
+	JMP          rowend_1104
 
-rowtail_not_1104:
+rowtail_not_1114:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_1106
+	JNE  rowtail_not_1116
 
 	// VNNI micro-kernel: 6 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20480,7 +20520,7 @@ rowtail_not_1104:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1107:
+vnni_k_1117:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -20544,7 +20584,7 @@ vnni_k_1107:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_1107
+	JNZ          vnni_k_1117
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20560,11 +20600,11 @@ vnni_k_1107:
 	VMOVDQU32    Z4, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z5, (AX)
-	JMP          rowend_1094
+	JMP          rowend_1104
 
-rowtail_not_1106:
+rowtail_not_1116:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_1108
+	JNE  rowtail_not_1118
 
 	// VNNI micro-kernel: 7 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20584,7 +20624,7 @@ rowtail_not_1106:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1109:
+vnni_k_1119:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -20656,7 +20696,7 @@ vnni_k_1109:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_1109
+	JNZ          vnni_k_1119
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20674,15 +20714,15 @@ vnni_k_1109:
 	VMOVDQU32    Z5, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
-	JMP          rowend_1094
+	JMP          rowend_1104
 
-rowtail_not_1108:
-rowend_1094:
-	JMP done_1070
+rowtail_not_1118:
+rowend_1104:
+	JMP done_1080
 
-ntail_not_1091:
+ntail_not_1101:
 	CMPQ AX, $0x02
-	JNE  ntail_not_1110
+	JNE  ntail_not_1120
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -20690,10 +20730,10 @@ ntail_not_1091:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_1111:
+rows_1121:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_1112
+	JL   rowtail_1122
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -20726,7 +20766,7 @@ rows_1111:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1114:
+vnni_k_1124:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -20842,7 +20882,7 @@ vnni_k_1114:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1114
+	JNZ          vnni_k_1124
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20880,12 +20920,12 @@ vnni_k_1114:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1111
+	JMP          rows_1121
 
-rowtail_1112:
+rowtail_1122:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1115
+	JNE  rowtail_not_1125
 
 	// VNNI micro-kernel: 1 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20900,7 +20940,7 @@ rowtail_1112:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1116:
+vnni_k_1126:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -20931,18 +20971,18 @@ vnni_k_1116:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_1116
+	JNZ          vnni_k_1126
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
-	JMP          rowend_1113
+	JMP          rowend_1123
 
-rowtail_not_1115:
+rowtail_not_1125:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_1117
+	JNE  rowtail_not_1127
 
 	// VNNI micro-kernel: 2 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20959,7 +20999,7 @@ rowtail_not_1115:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1118:
+vnni_k_1128:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -21002,7 +21042,7 @@ vnni_k_1118:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1118
+	JNZ          vnni_k_1128
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21012,11 +21052,11 @@ vnni_k_1118:
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
 	VMOVDQU32    Z3, 64(AX)
-	JMP          rowend_1113
+	JMP          rowend_1123
 
-rowtail_not_1117:
+rowtail_not_1127:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_1119
+	JNE  rowtail_not_1129
 
 	// VNNI micro-kernel: 3 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -21035,7 +21075,7 @@ rowtail_not_1117:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1120:
+vnni_k_1130:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -21090,7 +21130,7 @@ vnni_k_1120:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1120
+	JNZ          vnni_k_1130
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21103,11 +21143,11 @@ vnni_k_1120:
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
 	VMOVDQU32    Z5, 64(AX)
-	JMP          rowend_1113
+	JMP          rowend_1123
 
-rowtail_not_1119:
+rowtail_not_1129:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_1121
+	JNE  rowtail_not_1131
 
 	// VNNI micro-kernel: 4 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -21129,7 +21169,7 @@ rowtail_not_1119:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1122:
+vnni_k_1132:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -21196,7 +21236,7 @@ vnni_k_1122:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1122
+	JNZ          vnni_k_1132
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21212,11 +21252,11 @@ vnni_k_1122:
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
-	JMP          rowend_1113
+	JMP          rowend_1123
 
-rowtail_not_1121:
+rowtail_not_1131:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_1123
+	JNE  rowtail_not_1133
 
 	// VNNI micro-kernel: 5 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -21240,7 +21280,7 @@ rowtail_not_1121:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1124:
+vnni_k_1134:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -21319,7 +21359,7 @@ vnni_k_1124:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1124
+	JNZ          vnni_k_1134
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21338,11 +21378,11 @@ vnni_k_1124:
 	ADDQ         CX, AX
 	VMOVDQU32    Z8, (AX)
 	VMOVDQU32    Z9, 64(AX)
-	JMP          rowend_1113
+	JMP          rowend_1123
 
-rowtail_not_1123:
+rowtail_not_1133:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_1125
+	JNE  rowtail_not_1135
 
 	// VNNI micro-kernel: 6 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -21369,7 +21409,7 @@ rowtail_not_1123:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1126:
+vnni_k_1136:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -21461,7 +21501,7 @@ vnni_k_1126:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1126
+	JNZ          vnni_k_1136
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21483,11 +21523,11 @@ vnni_k_1126:
 	ADDQ         CX, AX
 	VMOVDQU32    Z10, (AX)
 	VMOVDQU32    Z11, 64(AX)
-	JMP          rowend_1113
+	JMP          rowend_1123
 
-rowtail_not_1125:
+rowtail_not_1135:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_1127
+	JNE  rowtail_not_1137
 
 	// VNNI micro-kernel: 7 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -21516,7 +21556,7 @@ rowtail_not_1125:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1128:
+vnni_k_1138:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -21620,7 +21660,7 @@ vnni_k_1128:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1128
+	JNZ          vnni_k_1138
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21645,14 +21685,14 @@ vnni_k_1128:
 	ADDQ         CX, AX
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
-	JMP          rowend_1113
+	JMP          rowend_1123
 
-rowtail_not_1127:
-rowend_1113:
-	JMP done_1070
+rowtail_not_1137:
+rowend_1123:
+	JMP done_1080
 
-ntail_not_1110:
-done_1070:
+ntail_not_1120:
+done_1080:
 	VZEROUPPER
 	RET
 
@@ -21666,10 +21706,10 @@ TEXT ·qgemmAVX2(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_1130:
+ngroup_1140:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JL   ntail_1131
+	JL   ntail_1141
 	SUBQ $0x01, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -21679,10 +21719,10 @@ ngroup_1130:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_1132:
+rows_1142:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x02
-	JL   rowtail_1133
+	JL   rowtail_1143
 	SUBQ $0x02, AX
 	MOVQ AX, 40(SP)
 
@@ -21701,7 +21741,7 @@ rows_1132:
 	MOVQ  kp+24(FP), BX
 	SHRQ  $0x04, BX
 
-avx2_k_1135:
+avx2_k_1145:
 	VPMOVSXBW    (DX), Y8
 	VPMOVSXBW    16(DX), Y9
 	VPMOVSXBW    32(DX), Y10
@@ -21801,7 +21841,7 @@ avx2_k_1135:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          avx2_k_1135
+	JNZ          avx2_k_1145
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -21828,12 +21868,12 @@ avx2_k_1135:
 	IMUL3Q       $0x08, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1132
+	JMP          rows_1142
 
-rowtail_1133:
+rowtail_1143:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1136
+	JNE  rowtail_not_1146
 
 	// AVX2 micro-kernel: 1 rows x 16 columns.
 	VPXOR Y0, Y0, Y0
@@ -21846,7 +21886,7 @@ rowtail_1133:
 	MOVQ  kp+24(FP), DX
 	SHRQ  $0x04, DX
 
-avx2_k_1137:
+avx2_k_1147:
 	VPMOVSXBW    (CX), Y4
 	VPMOVSXBW    16(CX), Y5
 	VPMOVSXBW    32(CX), Y6
@@ -21906,7 +21946,7 @@ avx2_k_1137:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          avx2_k_1137
+	JNZ          avx2_k_1147
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -21916,10 +21956,10 @@ avx2_k_1137:
 	VPHADDD      Y3, Y2, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VMOVDQU      Y0, 32(AX)
-	JMP          rowend_1134
+	JMP          rowend_1144
 
-rowtail_not_1136:
-rowend_1134:
+rowtail_not_1146:
+rowend_1144:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000010, CX, CX
@@ -21928,9 +21968,9 @@ rowend_1134:
 	MOVQ   8(SP), AX
 	ADDQ   $0x00000040, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_1130
+	JMP    ngroup_1140
 
-ntail_1131:
+ntail_1141:
 	MOVQ 16(SP), AX
 	VZEROUPPER
 	RET
@@ -22206,35 +22246,35 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi_none_1138
+	JEQ  epi_none_1148
 	CMPQ CX, $0x00000001
-	JEQ  epi_gelu_1139
+	JEQ  epi_gelu_1149
 	CMPQ CX, $0x00000003
-	JEQ  epi_gelu_1139
+	JEQ  epi_gelu_1149
 	CMPQ CX, $0x00000002
-	JEQ  epi_relu_1140
+	JEQ  epi_relu_1150
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi_none_1138:
+epi_none_1148:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_1142
+	JNZ   epi_flag_1152
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_1143
+	JNZ   epi_flag_1153
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1144
+	JNZ   epi_flag_1154
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1145
+	JNZ   epi_flag_1155
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1146
+	JNZ   epi_flag_1156
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_1147:
+epi_strip_1157:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -22257,7 +22297,7 @@ epi_strip_1147:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1148:
+epi_row_1158:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -22278,13 +22318,13 @@ epi_row_1148:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1148
+	JL          epi_row_1158
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1147
-	JMP         epi_done_1141
+	JL          epi_strip_1157
+	JMP         epi_done_1151
 
-epi_flag_1146:
+epi_flag_1156:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -22292,7 +22332,7 @@ epi_flag_1146:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_1149:
+epi_strip_1159:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22315,7 +22355,7 @@ epi_strip_1149:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1150:
+epi_row_1160:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -22340,15 +22380,15 @@ epi_row_1150:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1150
+	JL          epi_row_1160
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1149
-	JMP         epi_done_1141
+	JL          epi_strip_1159
+	JMP         epi_done_1151
 
-epi_flag_1145:
+epi_flag_1155:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1151
+	JNZ          epi_flag_1161
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -22359,7 +22399,7 @@ epi_flag_1145:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_1152:
+epi_strip_1162:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -22382,7 +22422,7 @@ epi_strip_1152:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1153:
+epi_row_1163:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -22423,13 +22463,13 @@ epi_row_1153:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1153
+	JL          epi_row_1163
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1152
-	JMP         epi_done_1141
+	JL          epi_strip_1162
+	JMP         epi_done_1151
 
-epi_flag_1151:
+epi_flag_1161:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -22441,7 +22481,7 @@ epi_flag_1151:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1154:
+epi_strip_1164:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22464,7 +22504,7 @@ epi_strip_1154:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1155:
+epi_row_1165:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -22509,17 +22549,17 @@ epi_row_1155:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1155
+	JL          epi_row_1165
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1154
-	JMP         epi_done_1141
+	JL          epi_strip_1164
+	JMP         epi_done_1151
 
-epi_flag_1144:
+epi_flag_1154:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1156
+	JNZ   epi_flag_1166
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1157
+	JNZ   epi_flag_1167
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -22528,7 +22568,7 @@ epi_flag_1144:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_1158:
+epi_strip_1168:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22552,7 +22592,7 @@ epi_strip_1158:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1159:
+epi_row_1169:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -22582,13 +22622,13 @@ epi_row_1159:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1159
+	JL          epi_row_1169
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1158
-	JMP         epi_done_1141
+	JL          epi_strip_1168
+	JMP         epi_done_1151
 
-epi_flag_1157:
+epi_flag_1167:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -22598,7 +22638,7 @@ epi_flag_1157:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_1160:
+epi_strip_1170:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -22622,7 +22662,7 @@ epi_strip_1160:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1161:
+epi_row_1171:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -22656,15 +22696,15 @@ epi_row_1161:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1161
+	JL          epi_row_1171
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1160
-	JMP         epi_done_1141
+	JL          epi_strip_1170
+	JMP         epi_done_1151
 
-epi_flag_1156:
+epi_flag_1166:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1162
+	JNZ          epi_flag_1172
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -22677,7 +22717,7 @@ epi_flag_1156:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1163:
+epi_strip_1173:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22701,7 +22741,7 @@ epi_strip_1163:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1164:
+epi_row_1174:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -22751,13 +22791,13 @@ epi_row_1164:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1164
+	JL          epi_row_1174
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1163
-	JMP         epi_done_1141
+	JL          epi_strip_1173
+	JMP         epi_done_1151
 
-epi_flag_1162:
+epi_flag_1172:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -22771,7 +22811,7 @@ epi_flag_1162:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_1165:
+epi_strip_1175:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -22795,7 +22835,7 @@ epi_strip_1165:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1166:
+epi_row_1176:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -22849,26 +22889,26 @@ epi_row_1166:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1166
+	JL          epi_row_1176
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1165
-	JMP         epi_done_1141
+	JL          epi_strip_1175
+	JMP         epi_done_1151
 
-epi_flag_1143:
+epi_flag_1153:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1167
+	JNZ   epi_flag_1177
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1168
+	JNZ   epi_flag_1178
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1169
+	JNZ   epi_flag_1179
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_1170:
+epi_strip_1180:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -22899,7 +22939,7 @@ epi_strip_1170:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1171:
+epi_row_1181:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -22924,13 +22964,13 @@ epi_row_1171:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1171
+	JL          epi_row_1181
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1170
-	JMP         epi_done_1141
+	JL          epi_strip_1180
+	JMP         epi_done_1151
 
-epi_flag_1169:
+epi_flag_1179:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -22938,7 +22978,7 @@ epi_flag_1169:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_1172:
+epi_strip_1182:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22969,7 +23009,7 @@ epi_strip_1172:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1173:
+epi_row_1183:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -22998,15 +23038,15 @@ epi_row_1173:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1173
+	JL          epi_row_1183
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1172
-	JMP         epi_done_1141
+	JL          epi_strip_1182
+	JMP         epi_done_1151
 
-epi_flag_1168:
+epi_flag_1178:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1174
+	JNZ          epi_flag_1184
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23017,7 +23057,7 @@ epi_flag_1168:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_1175:
+epi_strip_1185:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -23048,7 +23088,7 @@ epi_strip_1175:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1176:
+epi_row_1186:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -23093,13 +23133,13 @@ epi_row_1176:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1176
+	JL          epi_row_1186
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1175
-	JMP         epi_done_1141
+	JL          epi_strip_1185
+	JMP         epi_done_1151
 
-epi_flag_1174:
+epi_flag_1184:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23111,7 +23151,7 @@ epi_flag_1174:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1177:
+epi_strip_1187:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -23142,7 +23182,7 @@ epi_strip_1177:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1178:
+epi_row_1188:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -23191,17 +23231,17 @@ epi_row_1178:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1178
+	JL          epi_row_1188
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1177
-	JMP         epi_done_1141
+	JL          epi_strip_1187
+	JMP         epi_done_1151
 
-epi_flag_1167:
+epi_flag_1177:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1179
+	JNZ   epi_flag_1189
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1180
+	JNZ   epi_flag_1190
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -23210,7 +23250,7 @@ epi_flag_1167:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_1181:
+epi_strip_1191:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -23242,7 +23282,7 @@ epi_strip_1181:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1182:
+epi_row_1192:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -23276,13 +23316,13 @@ epi_row_1182:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1182
+	JL          epi_row_1192
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1181
-	JMP         epi_done_1141
+	JL          epi_strip_1191
+	JMP         epi_done_1151
 
-epi_flag_1180:
+epi_flag_1190:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -23292,7 +23332,7 @@ epi_flag_1180:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_1183:
+epi_strip_1193:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -23324,7 +23364,7 @@ epi_strip_1183:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1184:
+epi_row_1194:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -23362,15 +23402,15 @@ epi_row_1184:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1184
+	JL          epi_row_1194
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1183
-	JMP         epi_done_1141
+	JL          epi_strip_1193
+	JMP         epi_done_1151
 
-epi_flag_1179:
+epi_flag_1189:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1185
+	JNZ          epi_flag_1195
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -23383,7 +23423,7 @@ epi_flag_1179:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1186:
+epi_strip_1196:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -23415,7 +23455,7 @@ epi_strip_1186:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1187:
+epi_row_1197:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -23469,13 +23509,13 @@ epi_row_1187:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1187
+	JL          epi_row_1197
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1186
-	JMP         epi_done_1141
+	JL          epi_strip_1196
+	JMP         epi_done_1151
 
-epi_flag_1185:
+epi_flag_1195:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -23489,7 +23529,7 @@ epi_flag_1185:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_1188:
+epi_strip_1198:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -23521,7 +23561,7 @@ epi_strip_1188:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1189:
+epi_row_1199:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -23579,21 +23619,21 @@ epi_row_1189:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1189
+	JL          epi_row_1199
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1188
-	JMP         epi_done_1141
+	JL          epi_strip_1198
+	JMP         epi_done_1151
 
-epi_flag_1142:
+epi_flag_1152:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1190
+	JNZ          epi_flag_1200
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1191
+	JNZ          epi_flag_1201
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1192
+	JNZ          epi_flag_1202
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1193
+	JNZ          epi_flag_1203
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23603,7 +23643,7 @@ epi_flag_1142:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1194:
+epi_strip_1204:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -23642,7 +23682,7 @@ epi_strip_1194:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1195:
+epi_row_1205:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -23663,13 +23703,13 @@ epi_row_1195:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1195
+	JL        epi_row_1205
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1194
-	JMP       epi_done_1141
+	JL        epi_strip_1204
+	JMP       epi_done_1151
 
-epi_flag_1193:
+epi_flag_1203:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -23678,7 +23718,7 @@ epi_flag_1193:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_1196:
+epi_strip_1206:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -23709,7 +23749,7 @@ epi_strip_1196:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1197:
+epi_row_1207:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
@@ -23743,15 +23783,15 @@ epi_row_1197:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1197
+	JL           epi_row_1207
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1196
-	JMP          epi_done_1141
+	JL           epi_strip_1206
+	JMP          epi_done_1151
 
-epi_flag_1192:
+epi_flag_1202:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1198
+	JNZ          epi_flag_1208
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23765,7 +23805,7 @@ epi_flag_1192:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1199:
+epi_strip_1209:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -23804,7 +23844,7 @@ epi_strip_1199:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1200:
+epi_row_1210:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -23845,13 +23885,13 @@ epi_row_1200:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1200
+	JL        epi_row_1210
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1199
-	JMP       epi_done_1141
+	JL        epi_strip_1209
+	JMP       epi_done_1151
 
-epi_flag_1198:
+epi_flag_1208:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23864,7 +23904,7 @@ epi_flag_1198:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_1201:
+epi_strip_1211:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -23895,7 +23935,7 @@ epi_strip_1201:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1202:
+epi_row_1212:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -23949,17 +23989,17 @@ epi_row_1202:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1202
+	JL           epi_row_1212
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1201
-	JMP          epi_done_1141
+	JL           epi_strip_1211
+	JMP          epi_done_1151
 
-epi_flag_1191:
+epi_flag_1201:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1203
+	JNZ          epi_flag_1213
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1204
+	JNZ          epi_flag_1214
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -23971,7 +24011,7 @@ epi_flag_1191:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1205:
+epi_strip_1215:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -24011,7 +24051,7 @@ epi_strip_1205:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1206:
+epi_row_1216:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -24041,13 +24081,13 @@ epi_row_1206:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1206
+	JL        epi_row_1216
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1205
-	JMP       epi_done_1141
+	JL        epi_strip_1215
+	JMP       epi_done_1151
 
-epi_flag_1204:
+epi_flag_1214:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -24058,7 +24098,7 @@ epi_flag_1204:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_1207:
+epi_strip_1217:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -24090,7 +24130,7 @@ epi_strip_1207:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1208:
+epi_row_1218:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
@@ -24133,15 +24173,15 @@ epi_row_1208:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1208
+	JL           epi_row_1218
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1207
-	JMP          epi_done_1141
+	JL           epi_strip_1217
+	JMP          epi_done_1151
 
-epi_flag_1203:
+epi_flag_1213:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1209
+	JNZ          epi_flag_1219
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -24157,7 +24197,7 @@ epi_flag_1203:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1210:
+epi_strip_1220:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -24197,7 +24237,7 @@ epi_strip_1210:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1211:
+epi_row_1221:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -24247,13 +24287,13 @@ epi_row_1211:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1211
+	JL        epi_row_1221
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1210
-	JMP       epi_done_1141
+	JL        epi_strip_1220
+	JMP       epi_done_1151
 
-epi_flag_1209:
+epi_flag_1219:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -24268,7 +24308,7 @@ epi_flag_1209:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_1212:
+epi_strip_1222:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -24300,7 +24340,7 @@ epi_strip_1212:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1213:
+epi_row_1223:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -24363,19 +24403,19 @@ epi_row_1213:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1213
+	JL           epi_row_1223
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1212
-	JMP          epi_done_1141
+	JL           epi_strip_1222
+	JMP          epi_done_1151
 
-epi_flag_1190:
+epi_flag_1200:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1214
+	JNZ          epi_flag_1224
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1215
+	JNZ          epi_flag_1225
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1216
+	JNZ          epi_flag_1226
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -24385,7 +24425,7 @@ epi_flag_1190:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1217:
+epi_strip_1227:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -24432,7 +24472,7 @@ epi_strip_1217:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1218:
+epi_row_1228:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -24457,13 +24497,13 @@ epi_row_1218:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1218
+	JL        epi_row_1228
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1217
-	JMP       epi_done_1141
+	JL        epi_strip_1227
+	JMP       epi_done_1151
 
-epi_flag_1216:
+epi_flag_1226:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -24472,7 +24512,7 @@ epi_flag_1216:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_1219:
+epi_strip_1229:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -24511,7 +24551,7 @@ epi_strip_1219:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1220:
+epi_row_1230:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -24549,15 +24589,15 @@ epi_row_1220:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1220
+	JL           epi_row_1230
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1219
-	JMP          epi_done_1141
+	JL           epi_strip_1229
+	JMP          epi_done_1151
 
-epi_flag_1215:
+epi_flag_1225:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1221
+	JNZ          epi_flag_1231
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -24571,7 +24611,7 @@ epi_flag_1215:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1222:
+epi_strip_1232:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -24618,7 +24658,7 @@ epi_strip_1222:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1223:
+epi_row_1233:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -24663,13 +24703,13 @@ epi_row_1223:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1223
+	JL        epi_row_1233
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1222
-	JMP       epi_done_1141
+	JL        epi_strip_1232
+	JMP       epi_done_1151
 
-epi_flag_1221:
+epi_flag_1231:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -24682,7 +24722,7 @@ epi_flag_1221:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_1224:
+epi_strip_1234:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -24721,7 +24761,7 @@ epi_strip_1224:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1225:
+epi_row_1235:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
@@ -24779,17 +24819,17 @@ epi_row_1225:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1225
+	JL           epi_row_1235
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1224
-	JMP          epi_done_1141
+	JL           epi_strip_1234
+	JMP          epi_done_1151
 
-epi_flag_1214:
+epi_flag_1224:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1226
+	JNZ          epi_flag_1236
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1227
+	JNZ          epi_flag_1237
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -24801,7 +24841,7 @@ epi_flag_1214:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1228:
+epi_strip_1238:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -24849,7 +24889,7 @@ epi_strip_1228:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1229:
+epi_row_1239:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -24883,13 +24923,13 @@ epi_row_1229:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1229
+	JL        epi_row_1239
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1228
-	JMP       epi_done_1141
+	JL        epi_strip_1238
+	JMP       epi_done_1151
 
-epi_flag_1227:
+epi_flag_1237:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -24900,7 +24940,7 @@ epi_flag_1227:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_1230:
+epi_strip_1240:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -24940,7 +24980,7 @@ epi_strip_1230:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1231:
+epi_row_1241:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -24987,15 +25027,15 @@ epi_row_1231:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1231
+	JL           epi_row_1241
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1230
-	JMP          epi_done_1141
+	JL           epi_strip_1240
+	JMP          epi_done_1151
 
-epi_flag_1226:
+epi_flag_1236:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1232
+	JNZ          epi_flag_1242
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -25011,7 +25051,7 @@ epi_flag_1226:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1233:
+epi_strip_1243:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -25059,7 +25099,7 @@ epi_strip_1233:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1234:
+epi_row_1244:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -25113,13 +25153,13 @@ epi_row_1234:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1234
+	JL        epi_row_1244
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1233
-	JMP       epi_done_1141
+	JL        epi_strip_1243
+	JMP       epi_done_1151
 
-epi_flag_1232:
+epi_flag_1242:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -25134,7 +25174,7 @@ epi_flag_1232:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_1235:
+epi_strip_1245:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -25174,7 +25214,7 @@ epi_strip_1235:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1236:
+epi_row_1246:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
@@ -25241,23 +25281,23 @@ epi_row_1236:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1236
+	JL           epi_row_1246
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1235
-	JMP          epi_done_1141
+	JL           epi_strip_1245
+	JMP          epi_done_1151
 
-epi_gelu_1139:
+epi_gelu_1149:
 	TESTQ   $0x00000001, AX
-	JNZ     epi_flag_1237
+	JNZ     epi_flag_1247
 	TESTQ   $0x00000002, AX
-	JNZ     epi_flag_1238
+	JNZ     epi_flag_1248
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_1239
+	JNZ     epi_flag_1249
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1240
+	JNZ     epi_flag_1250
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1241
+	JNZ     epi_flag_1251
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -25277,7 +25317,7 @@ epi_gelu_1139:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_1242:
+epi_strip_1252:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -25294,7 +25334,7 @@ epi_strip_1242:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1243:
+epi_row_1253:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -25343,13 +25383,13 @@ epi_row_1243:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1243
+	JL          epi_row_1253
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1242
-	JMP         epi_done_1141
+	JL          epi_strip_1252
+	JMP         epi_done_1151
 
-epi_flag_1241:
+epi_flag_1251:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -25370,7 +25410,7 @@ epi_flag_1241:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1244:
+epi_strip_1254:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -25387,7 +25427,7 @@ epi_strip_1244:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1245:
+epi_row_1255:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -25438,15 +25478,15 @@ epi_row_1245:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1245
+	JL          epi_row_1255
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1244
-	JMP         epi_done_1141
+	JL          epi_strip_1254
+	JMP         epi_done_1151
 
-epi_flag_1240:
+epi_flag_1250:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1246
+	JNZ          epi_flag_1256
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -25470,7 +25510,7 @@ epi_flag_1240:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_1247:
+epi_strip_1257:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -25487,7 +25527,7 @@ epi_strip_1247:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1248:
+epi_row_1258:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -25546,13 +25586,13 @@ epi_row_1248:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1248
+	JL          epi_row_1258
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1247
-	JMP         epi_done_1141
+	JL          epi_strip_1257
+	JMP         epi_done_1151
 
-epi_flag_1246:
+epi_flag_1256:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -25577,7 +25617,7 @@ epi_flag_1246:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1249:
+epi_strip_1259:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -25594,7 +25634,7 @@ epi_strip_1249:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1250:
+epi_row_1260:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -25655,17 +25695,17 @@ epi_row_1250:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1250
+	JL          epi_row_1260
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1249
-	JMP         epi_done_1141
+	JL          epi_strip_1259
+	JMP         epi_done_1151
 
-epi_flag_1239:
+epi_flag_1249:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1251
+	JNZ     epi_flag_1261
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1252
+	JNZ     epi_flag_1262
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -25687,7 +25727,7 @@ epi_flag_1239:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1253:
+epi_strip_1263:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -25705,7 +25745,7 @@ epi_strip_1253:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1254:
+epi_row_1264:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -25759,13 +25799,13 @@ epi_row_1254:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1254
+	JL          epi_row_1264
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1253
-	JMP         epi_done_1141
+	JL          epi_strip_1263
+	JMP         epi_done_1151
 
-epi_flag_1252:
+epi_flag_1262:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -25788,7 +25828,7 @@ epi_flag_1252:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_1255:
+epi_strip_1265:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -25806,7 +25846,7 @@ epi_strip_1255:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1256:
+epi_row_1266:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -25862,15 +25902,15 @@ epi_row_1256:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1256
+	JL          epi_row_1266
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1255
-	JMP         epi_done_1141
+	JL          epi_strip_1265
+	JMP         epi_done_1151
 
-epi_flag_1251:
+epi_flag_1261:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1257
+	JNZ          epi_flag_1267
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -25896,7 +25936,7 @@ epi_flag_1251:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1258:
+epi_strip_1268:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -25914,7 +25954,7 @@ epi_strip_1258:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1259:
+epi_row_1269:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -25978,13 +26018,13 @@ epi_row_1259:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1259
+	JL          epi_row_1269
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1258
-	JMP         epi_done_1141
+	JL          epi_strip_1268
+	JMP         epi_done_1151
 
-epi_flag_1257:
+epi_flag_1267:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -26011,7 +26051,7 @@ epi_flag_1257:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_1260:
+epi_strip_1270:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -26029,7 +26069,7 @@ epi_strip_1260:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1261:
+epi_row_1271:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -26095,19 +26135,19 @@ epi_row_1261:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1261
+	JL          epi_row_1271
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1260
-	JMP         epi_done_1141
+	JL          epi_strip_1270
+	JMP         epi_done_1151
 
-epi_flag_1238:
+epi_flag_1248:
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_1262
+	JNZ     epi_flag_1272
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1263
+	JNZ     epi_flag_1273
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1264
+	JNZ     epi_flag_1274
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -26127,7 +26167,7 @@ epi_flag_1238:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_1265:
+epi_strip_1275:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -26148,7 +26188,7 @@ epi_strip_1265:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1266:
+epi_row_1276:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -26199,13 +26239,13 @@ epi_row_1266:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1266
+	JL          epi_row_1276
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1265
-	JMP         epi_done_1141
+	JL          epi_strip_1275
+	JMP         epi_done_1151
 
-epi_flag_1264:
+epi_flag_1274:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -26226,7 +26266,7 @@ epi_flag_1264:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1267:
+epi_strip_1277:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -26247,7 +26287,7 @@ epi_strip_1267:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1268:
+epi_row_1278:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -26300,15 +26340,15 @@ epi_row_1268:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1268
+	JL          epi_row_1278
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1267
-	JMP         epi_done_1141
+	JL          epi_strip_1277
+	JMP         epi_done_1151
 
-epi_flag_1263:
+epi_flag_1273:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1269
+	JNZ          epi_flag_1279
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -26332,7 +26372,7 @@ epi_flag_1263:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_1270:
+epi_strip_1280:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -26353,7 +26393,7 @@ epi_strip_1270:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1271:
+epi_row_1281:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -26414,13 +26454,13 @@ epi_row_1271:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1271
+	JL          epi_row_1281
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1270
-	JMP         epi_done_1141
+	JL          epi_strip_1280
+	JMP         epi_done_1151
 
-epi_flag_1269:
+epi_flag_1279:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -26445,7 +26485,7 @@ epi_flag_1269:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1272:
+epi_strip_1282:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -26466,7 +26506,7 @@ epi_strip_1272:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1273:
+epi_row_1283:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -26529,17 +26569,17 @@ epi_row_1273:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1273
+	JL          epi_row_1283
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1272
-	JMP         epi_done_1141
+	JL          epi_strip_1282
+	JMP         epi_done_1151
 
-epi_flag_1262:
+epi_flag_1272:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1274
+	JNZ     epi_flag_1284
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1275
+	JNZ     epi_flag_1285
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -26561,7 +26601,7 @@ epi_flag_1262:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1276:
+epi_strip_1286:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -26583,7 +26623,7 @@ epi_strip_1276:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1277:
+epi_row_1287:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -26639,13 +26679,13 @@ epi_row_1277:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1277
+	JL          epi_row_1287
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1276
-	JMP         epi_done_1141
+	JL          epi_strip_1286
+	JMP         epi_done_1151
 
-epi_flag_1275:
+epi_flag_1285:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -26668,7 +26708,7 @@ epi_flag_1275:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_1278:
+epi_strip_1288:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -26690,7 +26730,7 @@ epi_strip_1278:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1279:
+epi_row_1289:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -26748,15 +26788,15 @@ epi_row_1279:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1279
+	JL          epi_row_1289
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1278
-	JMP         epi_done_1141
+	JL          epi_strip_1288
+	JMP         epi_done_1151
 
-epi_flag_1274:
+epi_flag_1284:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1280
+	JNZ          epi_flag_1290
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -26782,7 +26822,7 @@ epi_flag_1274:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1281:
+epi_strip_1291:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -26804,7 +26844,7 @@ epi_strip_1281:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1282:
+epi_row_1292:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -26870,13 +26910,13 @@ epi_row_1282:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1282
+	JL          epi_row_1292
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1281
-	JMP         epi_done_1141
+	JL          epi_strip_1291
+	JMP         epi_done_1151
 
-epi_flag_1280:
+epi_flag_1290:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -26903,7 +26943,7 @@ epi_flag_1280:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_1283:
+epi_strip_1293:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -26925,7 +26965,7 @@ epi_strip_1283:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1284:
+epi_row_1294:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -26993,21 +27033,21 @@ epi_row_1284:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1284
+	JL          epi_row_1294
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1283
-	JMP         epi_done_1141
+	JL          epi_strip_1293
+	JMP         epi_done_1151
 
-epi_flag_1237:
+epi_flag_1247:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1285
+	JNZ          epi_flag_1295
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1286
+	JNZ          epi_flag_1296
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1287
+	JNZ          epi_flag_1297
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1288
+	JNZ          epi_flag_1298
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -27029,7 +27069,7 @@ epi_flag_1237:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_1289:
+epi_strip_1299:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -27054,7 +27094,7 @@ epi_strip_1289:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1290:
+epi_row_1300:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -27103,13 +27143,13 @@ epi_row_1290:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1290
+	JL          epi_row_1300
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1289
-	JMP         epi_done_1141
+	JL          epi_strip_1299
+	JMP         epi_done_1151
 
-epi_flag_1288:
+epi_flag_1298:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -27131,7 +27171,7 @@ epi_flag_1288:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_1291:
+epi_strip_1301:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -27152,7 +27192,7 @@ epi_strip_1291:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1292:
+epi_row_1302:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
@@ -27208,15 +27248,15 @@ epi_row_1292:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1292
+	JL           epi_row_1302
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1291
-	JMP          epi_done_1141
+	JL           epi_strip_1301
+	JMP          epi_done_1151
 
-epi_flag_1287:
+epi_flag_1297:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1293
+	JNZ          epi_flag_1303
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -27242,7 +27282,7 @@ epi_flag_1287:
 	VMOVUPS      320(DX), Z11
 	XORQ         DX, DX
 
-epi_strip_1294:
+epi_strip_1304:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -27267,7 +27307,7 @@ epi_strip_1294:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1295:
+epi_row_1305:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -27326,13 +27366,13 @@ epi_row_1295:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1295
+	JL          epi_row_1305
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1294
-	JMP         epi_done_1141
+	JL          epi_strip_1304
+	JMP         epi_done_1151
 
-epi_flag_1293:
+epi_flag_1303:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -27358,7 +27398,7 @@ epi_flag_1293:
 	VMOVUPS      320(SI), Z11
 	XORQ         SI, SI
 
-epi_strip_1296:
+epi_strip_1306:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -27379,7 +27419,7 @@ epi_strip_1296:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1297:
+epi_row_1307:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
@@ -27445,17 +27485,17 @@ epi_row_1297:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1297
+	JL           epi_row_1307
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1296
-	JMP          epi_done_1141
+	JL           epi_strip_1306
+	JMP          epi_done_1151
 
-epi_flag_1286:
+epi_flag_1296:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1298
+	JNZ          epi_flag_1308
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1299
+	JNZ          epi_flag_1309
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -27479,7 +27519,7 @@ epi_flag_1286:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_1300:
+epi_strip_1310:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -27505,7 +27545,7 @@ epi_strip_1300:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1301:
+epi_row_1311:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -27559,13 +27599,13 @@ epi_row_1301:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1301
+	JL          epi_row_1311
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1300
-	JMP         epi_done_1141
+	JL          epi_strip_1310
+	JMP         epi_done_1151
 
-epi_flag_1299:
+epi_flag_1309:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -27589,7 +27629,7 @@ epi_flag_1299:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_1302:
+epi_strip_1312:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -27611,7 +27651,7 @@ epi_strip_1302:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1303:
+epi_row_1313:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -27672,15 +27712,15 @@ epi_row_1303:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1303
+	JL           epi_row_1313
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1302
-	JMP          epi_done_1141
+	JL           epi_strip_1312
+	JMP          epi_done_1151
 
-epi_flag_1298:
+epi_flag_1308:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1304
+	JNZ          epi_flag_1314
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -27708,7 +27748,7 @@ epi_flag_1298:
 	VMOVUPS      320(BX), Z11
 	XORQ         BX, BX
 
-epi_strip_1305:
+epi_strip_1315:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -27734,7 +27774,7 @@ epi_strip_1305:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1306:
+epi_row_1316:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -27798,13 +27838,13 @@ epi_row_1306:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1306
+	JL          epi_row_1316
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1305
-	JMP         epi_done_1141
+	JL          epi_strip_1315
+	JMP         epi_done_1151
 
-epi_flag_1304:
+epi_flag_1314:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -27832,7 +27872,7 @@ epi_flag_1304:
 	VMOVUPS      320(DI), Z11
 	XORQ         DI, DI
 
-epi_strip_1307:
+epi_strip_1317:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -27854,7 +27894,7 @@ epi_strip_1307:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1308:
+epi_row_1318:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -27925,19 +27965,19 @@ epi_row_1308:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1308
+	JL           epi_row_1318
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1307
-	JMP          epi_done_1141
+	JL           epi_strip_1317
+	JMP          epi_done_1151
 
-epi_flag_1285:
+epi_flag_1295:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1309
+	JNZ          epi_flag_1319
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1310
+	JNZ          epi_flag_1320
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1311
+	JNZ          epi_flag_1321
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -27959,7 +27999,7 @@ epi_flag_1285:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_1312:
+epi_strip_1322:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -27988,7 +28028,7 @@ epi_strip_1312:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1313:
+epi_row_1323:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -28039,13 +28079,13 @@ epi_row_1313:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1313
+	JL          epi_row_1323
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1312
-	JMP         epi_done_1141
+	JL          epi_strip_1322
+	JMP         epi_done_1151
 
-epi_flag_1311:
+epi_flag_1321:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -28067,7 +28107,7 @@ epi_flag_1311:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_1314:
+epi_strip_1324:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -28092,7 +28132,7 @@ epi_strip_1314:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1315:
+epi_row_1325:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -28150,15 +28190,15 @@ epi_row_1315:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1315
+	JL           epi_row_1325
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1314
-	JMP          epi_done_1141
+	JL           epi_strip_1324
+	JMP          epi_done_1151
 
-epi_flag_1310:
+epi_flag_1320:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1316
+	JNZ          epi_flag_1326
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -28184,7 +28224,7 @@ epi_flag_1310:
 	VMOVUPS      320(DX), Z11
 	XORQ         DX, DX
 
-epi_strip_1317:
+epi_strip_1327:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -28213,7 +28253,7 @@ epi_strip_1317:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1318:
+epi_row_1328:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -28274,13 +28314,13 @@ epi_row_1318:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1318
+	JL          epi_row_1328
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1317
-	JMP         epi_done_1141
+	JL          epi_strip_1327
+	JMP         epi_done_1151
 
-epi_flag_1316:
+epi_flag_1326:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -28306,7 +28346,7 @@ epi_flag_1316:
 	VMOVUPS      320(SI), Z11
 	XORQ         SI, SI
 
-epi_strip_1319:
+epi_strip_1329:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -28331,7 +28371,7 @@ epi_strip_1319:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1320:
+epi_row_1330:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
@@ -28399,17 +28439,17 @@ epi_row_1320:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1320
+	JL           epi_row_1330
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1319
-	JMP          epi_done_1141
+	JL           epi_strip_1329
+	JMP          epi_done_1151
 
-epi_flag_1309:
+epi_flag_1319:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1321
+	JNZ          epi_flag_1331
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1322
+	JNZ          epi_flag_1332
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -28433,7 +28473,7 @@ epi_flag_1309:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_1323:
+epi_strip_1333:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -28463,7 +28503,7 @@ epi_strip_1323:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1324:
+epi_row_1334:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -28519,13 +28559,13 @@ epi_row_1324:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1324
+	JL          epi_row_1334
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1323
-	JMP         epi_done_1141
+	JL          epi_strip_1333
+	JMP         epi_done_1151
 
-epi_flag_1322:
+epi_flag_1332:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -28549,7 +28589,7 @@ epi_flag_1322:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_1325:
+epi_strip_1335:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -28575,7 +28615,7 @@ epi_strip_1325:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1326:
+epi_row_1336:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -28638,15 +28678,15 @@ epi_row_1326:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1326
+	JL           epi_row_1336
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1325
-	JMP          epi_done_1141
+	JL           epi_strip_1335
+	JMP          epi_done_1151
 
-epi_flag_1321:
+epi_flag_1331:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1327
+	JNZ          epi_flag_1337
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -28674,7 +28714,7 @@ epi_flag_1321:
 	VMOVUPS      320(BX), Z11
 	XORQ         BX, BX
 
-epi_strip_1328:
+epi_strip_1338:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -28704,7 +28744,7 @@ epi_strip_1328:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1329:
+epi_row_1339:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -28770,13 +28810,13 @@ epi_row_1329:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1329
+	JL          epi_row_1339
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1328
-	JMP         epi_done_1141
+	JL          epi_strip_1338
+	JMP         epi_done_1151
 
-epi_flag_1327:
+epi_flag_1337:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -28804,7 +28844,7 @@ epi_flag_1327:
 	VMOVUPS      320(DI), Z11
 	XORQ         DI, DI
 
-epi_strip_1330:
+epi_strip_1340:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -28830,7 +28870,7 @@ epi_strip_1330:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1331:
+epi_row_1341:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
@@ -28903,23 +28943,23 @@ epi_row_1331:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1331
+	JL           epi_row_1341
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1330
-	JMP          epi_done_1141
+	JL           epi_strip_1340
+	JMP          epi_done_1151
 
-epi_relu_1140:
+epi_relu_1150:
 	TESTQ  $0x00000001, AX
-	JNZ    epi_flag_1332
+	JNZ    epi_flag_1342
 	TESTQ  $0x00000002, AX
-	JNZ    epi_flag_1333
+	JNZ    epi_flag_1343
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_1334
+	JNZ    epi_flag_1344
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1335
+	JNZ    epi_flag_1345
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1336
+	JNZ    epi_flag_1346
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -28927,7 +28967,7 @@ epi_relu_1140:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_1337:
+epi_strip_1347:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -28950,7 +28990,7 @@ epi_strip_1337:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1338:
+epi_row_1348:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -28979,13 +29019,13 @@ epi_row_1338:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1338
+	JL          epi_row_1348
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1337
-	JMP         epi_done_1141
+	JL          epi_strip_1347
+	JMP         epi_done_1151
 
-epi_flag_1336:
+epi_flag_1346:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -28994,7 +29034,7 @@ epi_flag_1336:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1339:
+epi_strip_1349:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29017,7 +29057,7 @@ epi_strip_1339:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1340:
+epi_row_1350:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -29050,15 +29090,15 @@ epi_row_1340:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1340
+	JL          epi_row_1350
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1339
-	JMP         epi_done_1141
+	JL          epi_strip_1349
+	JMP         epi_done_1151
 
-epi_flag_1335:
+epi_flag_1345:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1341
+	JNZ          epi_flag_1351
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -29070,7 +29110,7 @@ epi_flag_1335:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_1342:
+epi_strip_1352:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -29093,7 +29133,7 @@ epi_strip_1342:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1343:
+epi_row_1353:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -29142,13 +29182,13 @@ epi_row_1343:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1343
+	JL          epi_row_1353
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1342
-	JMP         epi_done_1141
+	JL          epi_strip_1352
+	JMP         epi_done_1151
 
-epi_flag_1341:
+epi_flag_1351:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -29161,7 +29201,7 @@ epi_flag_1341:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1344:
+epi_strip_1354:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29184,7 +29224,7 @@ epi_strip_1344:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1345:
+epi_row_1355:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -29237,17 +29277,17 @@ epi_row_1345:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1345
+	JL          epi_row_1355
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1344
-	JMP         epi_done_1141
+	JL          epi_strip_1354
+	JMP         epi_done_1151
 
-epi_flag_1334:
+epi_flag_1344:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1346
+	JNZ    epi_flag_1356
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1347
+	JNZ    epi_flag_1357
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -29257,7 +29297,7 @@ epi_flag_1334:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1348:
+epi_strip_1358:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29281,7 +29321,7 @@ epi_strip_1348:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1349:
+epi_row_1359:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -29319,13 +29359,13 @@ epi_row_1349:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1349
+	JL          epi_row_1359
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1348
-	JMP         epi_done_1141
+	JL          epi_strip_1358
+	JMP         epi_done_1151
 
-epi_flag_1347:
+epi_flag_1357:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -29336,7 +29376,7 @@ epi_flag_1347:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_1350:
+epi_strip_1360:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -29360,7 +29400,7 @@ epi_strip_1350:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1351:
+epi_row_1361:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -29402,15 +29442,15 @@ epi_row_1351:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1351
+	JL          epi_row_1361
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1350
-	JMP         epi_done_1141
+	JL          epi_strip_1360
+	JMP         epi_done_1151
 
-epi_flag_1346:
+epi_flag_1356:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1352
+	JNZ          epi_flag_1362
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -29424,7 +29464,7 @@ epi_flag_1346:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1353:
+epi_strip_1363:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29448,7 +29488,7 @@ epi_strip_1353:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1354:
+epi_row_1364:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -29506,13 +29546,13 @@ epi_row_1354:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1354
+	JL          epi_row_1364
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1353
-	JMP         epi_done_1141
+	JL          epi_strip_1363
+	JMP         epi_done_1151
 
-epi_flag_1352:
+epi_flag_1362:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -29527,7 +29567,7 @@ epi_flag_1352:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_1355:
+epi_strip_1365:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -29551,7 +29591,7 @@ epi_strip_1355:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1356:
+epi_row_1366:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -29613,19 +29653,19 @@ epi_row_1356:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1356
+	JL          epi_row_1366
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1355
-	JMP         epi_done_1141
+	JL          epi_strip_1365
+	JMP         epi_done_1151
 
-epi_flag_1333:
+epi_flag_1343:
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_1357
+	JNZ    epi_flag_1367
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1358
+	JNZ    epi_flag_1368
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1359
+	JNZ    epi_flag_1369
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -29633,7 +29673,7 @@ epi_flag_1333:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_1360:
+epi_strip_1370:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -29664,7 +29704,7 @@ epi_strip_1360:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1361:
+epi_row_1371:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -29697,13 +29737,13 @@ epi_row_1361:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1361
+	JL          epi_row_1371
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1360
-	JMP         epi_done_1141
+	JL          epi_strip_1370
+	JMP         epi_done_1151
 
-epi_flag_1359:
+epi_flag_1369:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -29712,7 +29752,7 @@ epi_flag_1359:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1362:
+epi_strip_1372:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29743,7 +29783,7 @@ epi_strip_1362:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1363:
+epi_row_1373:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -29780,15 +29820,15 @@ epi_row_1363:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1363
+	JL          epi_row_1373
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1362
-	JMP         epi_done_1141
+	JL          epi_strip_1372
+	JMP         epi_done_1151
 
-epi_flag_1358:
+epi_flag_1368:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1364
+	JNZ          epi_flag_1374
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -29800,7 +29840,7 @@ epi_flag_1358:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_1365:
+epi_strip_1375:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -29831,7 +29871,7 @@ epi_strip_1365:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1366:
+epi_row_1376:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -29884,13 +29924,13 @@ epi_row_1366:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1366
+	JL          epi_row_1376
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1365
-	JMP         epi_done_1141
+	JL          epi_strip_1375
+	JMP         epi_done_1151
 
-epi_flag_1364:
+epi_flag_1374:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -29903,7 +29943,7 @@ epi_flag_1364:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1367:
+epi_strip_1377:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29934,7 +29974,7 @@ epi_strip_1367:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1368:
+epi_row_1378:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -29991,17 +30031,17 @@ epi_row_1368:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1368
+	JL          epi_row_1378
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1367
-	JMP         epi_done_1141
+	JL          epi_strip_1377
+	JMP         epi_done_1151
 
-epi_flag_1357:
+epi_flag_1367:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1369
+	JNZ    epi_flag_1379
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1370
+	JNZ    epi_flag_1380
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -30011,7 +30051,7 @@ epi_flag_1357:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1371:
+epi_strip_1381:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -30043,7 +30083,7 @@ epi_strip_1371:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1372:
+epi_row_1382:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -30085,13 +30125,13 @@ epi_row_1372:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1372
+	JL          epi_row_1382
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1371
-	JMP         epi_done_1141
+	JL          epi_strip_1381
+	JMP         epi_done_1151
 
-epi_flag_1370:
+epi_flag_1380:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -30102,7 +30142,7 @@ epi_flag_1370:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_1373:
+epi_strip_1383:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -30134,7 +30174,7 @@ epi_strip_1373:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1374:
+epi_row_1384:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -30180,15 +30220,15 @@ epi_row_1374:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1374
+	JL          epi_row_1384
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1373
-	JMP         epi_done_1141
+	JL          epi_strip_1383
+	JMP         epi_done_1151
 
-epi_flag_1369:
+epi_flag_1379:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1375
+	JNZ          epi_flag_1385
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -30202,7 +30242,7 @@ epi_flag_1369:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1376:
+epi_strip_1386:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -30234,7 +30274,7 @@ epi_strip_1376:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1377:
+epi_row_1387:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -30296,13 +30336,13 @@ epi_row_1377:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1377
+	JL          epi_row_1387
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1376
-	JMP         epi_done_1141
+	JL          epi_strip_1386
+	JMP         epi_done_1151
 
-epi_flag_1375:
+epi_flag_1385:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -30317,7 +30357,7 @@ epi_flag_1375:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_1378:
+epi_strip_1388:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -30349,7 +30389,7 @@ epi_strip_1378:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1379:
+epi_row_1389:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -30415,21 +30455,21 @@ epi_row_1379:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1379
+	JL          epi_row_1389
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1378
-	JMP         epi_done_1141
+	JL          epi_strip_1388
+	JMP         epi_done_1151
 
-epi_flag_1332:
+epi_flag_1342:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1380
+	JNZ          epi_flag_1390
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1381
+	JNZ          epi_flag_1391
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1382
+	JNZ          epi_flag_1392
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1383
+	JNZ          epi_flag_1393
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -30439,7 +30479,7 @@ epi_flag_1332:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1384:
+epi_strip_1394:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -30478,7 +30518,7 @@ epi_strip_1384:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1385:
+epi_row_1395:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -30507,13 +30547,13 @@ epi_row_1385:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1385
+	JL        epi_row_1395
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1384
-	JMP       epi_done_1141
+	JL        epi_strip_1394
+	JMP       epi_done_1151
 
-epi_flag_1383:
+epi_flag_1393:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -30523,7 +30563,7 @@ epi_flag_1383:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_1386:
+epi_strip_1396:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -30554,7 +30594,7 @@ epi_strip_1386:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1387:
+epi_row_1397:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
@@ -30596,15 +30636,15 @@ epi_row_1387:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1387
+	JL           epi_row_1397
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1386
-	JMP          epi_done_1141
+	JL           epi_strip_1396
+	JMP          epi_done_1151
 
-epi_flag_1382:
+epi_flag_1392:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1388
+	JNZ          epi_flag_1398
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -30618,7 +30658,7 @@ epi_flag_1382:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1389:
+epi_strip_1399:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -30657,7 +30697,7 @@ epi_strip_1389:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1390:
+epi_row_1400:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -30706,13 +30746,13 @@ epi_row_1390:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1390
+	JL        epi_row_1400
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1389
-	JMP       epi_done_1141
+	JL        epi_strip_1399
+	JMP       epi_done_1151
 
-epi_flag_1388:
+epi_flag_1398:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -30726,7 +30766,7 @@ epi_flag_1388:
 	VPXORD       Z5, Z5, Z5
 	XORQ         SI, SI
 
-epi_strip_1391:
+epi_strip_1401:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -30757,7 +30797,7 @@ epi_strip_1391:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1392:
+epi_row_1402:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z6, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -30819,17 +30859,17 @@ epi_row_1392:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1392
+	JL           epi_row_1402
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1391
-	JMP          epi_done_1141
+	JL           epi_strip_1401
+	JMP          epi_done_1151
 
-epi_flag_1381:
+epi_flag_1391:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1393
+	JNZ          epi_flag_1403
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1394
+	JNZ          epi_flag_1404
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -30841,7 +30881,7 @@ epi_flag_1381:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1395:
+epi_strip_1405:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -30881,7 +30921,7 @@ epi_strip_1395:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1396:
+epi_row_1406:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -30919,13 +30959,13 @@ epi_row_1396:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1396
+	JL        epi_row_1406
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1395
-	JMP       epi_done_1141
+	JL        epi_strip_1405
+	JMP       epi_done_1151
 
-epi_flag_1394:
+epi_flag_1404:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -30937,7 +30977,7 @@ epi_flag_1394:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_1397:
+epi_strip_1407:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -30969,7 +31009,7 @@ epi_strip_1397:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1398:
+epi_row_1408:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
@@ -31020,15 +31060,15 @@ epi_row_1398:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1398
+	JL           epi_row_1408
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1397
-	JMP          epi_done_1141
+	JL           epi_strip_1407
+	JMP          epi_done_1151
 
-epi_flag_1393:
+epi_flag_1403:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1399
+	JNZ          epi_flag_1409
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -31044,7 +31084,7 @@ epi_flag_1393:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1400:
+epi_strip_1410:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -31084,7 +31124,7 @@ epi_strip_1400:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1401:
+epi_row_1411:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -31142,13 +31182,13 @@ epi_row_1401:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1401
+	JL        epi_row_1411
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1400
-	JMP       epi_done_1141
+	JL        epi_strip_1410
+	JMP       epi_done_1151
 
-epi_flag_1399:
+epi_flag_1409:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -31164,7 +31204,7 @@ epi_flag_1399:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DI, DI
 
-epi_strip_1402:
+epi_strip_1412:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -31196,7 +31236,7 @@ epi_strip_1402:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1403:
+epi_row_1413:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z6, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -31267,19 +31307,19 @@ epi_row_1403:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1403
+	JL           epi_row_1413
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1402
-	JMP          epi_done_1141
+	JL           epi_strip_1412
+	JMP          epi_done_1151
 
-epi_flag_1380:
+epi_flag_1390:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1404
+	JNZ          epi_flag_1414
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1405
+	JNZ          epi_flag_1415
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1406
+	JNZ          epi_flag_1416
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -31289,7 +31329,7 @@ epi_flag_1380:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1407:
+epi_strip_1417:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -31336,7 +31376,7 @@ epi_strip_1407:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1408:
+epi_row_1418:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -31369,13 +31409,13 @@ epi_row_1408:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1408
+	JL        epi_row_1418
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1407
-	JMP       epi_done_1141
+	JL        epi_strip_1417
+	JMP       epi_done_1151
 
-epi_flag_1406:
+epi_flag_1416:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -31385,7 +31425,7 @@ epi_flag_1406:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_1409:
+epi_strip_1419:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -31424,7 +31464,7 @@ epi_strip_1409:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1410:
+epi_row_1420:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -31470,15 +31510,15 @@ epi_row_1410:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1410
+	JL           epi_row_1420
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1409
-	JMP          epi_done_1141
+	JL           epi_strip_1419
+	JMP          epi_done_1151
 
-epi_flag_1405:
+epi_flag_1415:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1411
+	JNZ          epi_flag_1421
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -31492,7 +31532,7 @@ epi_flag_1405:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1412:
+epi_strip_1422:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -31539,7 +31579,7 @@ epi_strip_1412:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1413:
+epi_row_1423:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -31592,13 +31632,13 @@ epi_row_1413:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1413
+	JL        epi_row_1423
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1412
-	JMP       epi_done_1141
+	JL        epi_strip_1422
+	JMP       epi_done_1151
 
-epi_flag_1411:
+epi_flag_1421:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -31612,7 +31652,7 @@ epi_flag_1411:
 	VPXORD       Z5, Z5, Z5
 	XORQ         SI, SI
 
-epi_strip_1414:
+epi_strip_1424:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -31651,7 +31691,7 @@ epi_strip_1414:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1415:
+epi_row_1425:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z6, Z0, Z19
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
@@ -31717,17 +31757,17 @@ epi_row_1415:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1415
+	JL           epi_row_1425
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1414
-	JMP          epi_done_1141
+	JL           epi_strip_1424
+	JMP          epi_done_1151
 
-epi_flag_1404:
+epi_flag_1414:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1416
+	JNZ          epi_flag_1426
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1417
+	JNZ          epi_flag_1427
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -31739,7 +31779,7 @@ epi_flag_1404:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1418:
+epi_strip_1428:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -31787,7 +31827,7 @@ epi_strip_1418:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1419:
+epi_row_1429:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -31829,13 +31869,13 @@ epi_row_1419:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1419
+	JL        epi_row_1429
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1418
-	JMP       epi_done_1141
+	JL        epi_strip_1428
+	JMP       epi_done_1151
 
-epi_flag_1417:
+epi_flag_1427:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -31847,7 +31887,7 @@ epi_flag_1417:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_1420:
+epi_strip_1430:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -31887,7 +31927,7 @@ epi_strip_1420:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1421:
+epi_row_1431:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -31942,15 +31982,15 @@ epi_row_1421:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1421
+	JL           epi_row_1431
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1420
-	JMP          epi_done_1141
+	JL           epi_strip_1430
+	JMP          epi_done_1151
 
-epi_flag_1416:
+epi_flag_1426:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1422
+	JNZ          epi_flag_1432
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -31966,7 +32006,7 @@ epi_flag_1416:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1423:
+epi_strip_1433:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -32014,7 +32054,7 @@ epi_strip_1423:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1424:
+epi_row_1434:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -32076,13 +32116,13 @@ epi_row_1424:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1424
+	JL        epi_row_1434
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1423
-	JMP       epi_done_1141
+	JL        epi_strip_1433
+	JMP       epi_done_1151
 
-epi_flag_1422:
+epi_flag_1432:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -32098,7 +32138,7 @@ epi_flag_1422:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DI, DI
 
-epi_strip_1425:
+epi_strip_1435:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -32138,7 +32178,7 @@ epi_strip_1425:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1426:
+epi_row_1436:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z6, Z0, Z19
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
@@ -32213,12 +32253,12 @@ epi_row_1426:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1426
+	JL           epi_row_1436
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1425
+	JL           epi_strip_1435
 
-epi_done_1141:
+epi_done_1151:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -32231,28 +32271,28 @@ TEXT ·epilogueAVX2Asm(SB), NOSPLIT, $128-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi2_none_1427
+	JEQ  epi2_none_1437
 	CMPQ CX, $0x00000001
-	JEQ  epi2_gelu_1428
+	JEQ  epi2_gelu_1438
 	CMPQ CX, $0x00000003
-	JEQ  epi2_gelu_1428
+	JEQ  epi2_gelu_1438
 	CMPQ CX, $0x00000002
-	JEQ  epi2_relu_1429
+	JEQ  epi2_relu_1439
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi2_none_1427:
+epi2_none_1437:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_1431
+	JNZ   epi_flag_1441
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_1432
+	JNZ   epi_flag_1442
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1433
+	JNZ   epi_flag_1443
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1434
+	JNZ   epi_flag_1444
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1435
+	JNZ   epi_flag_1445
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -32263,25 +32303,25 @@ epi2_none_1427:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_1436:
+epi2_row_1446:
 	XORQ R9, R9
 
-epi2_col_1437:
+epi2_col_1447:
 	VMOVDQU   (DI)(R9*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R9*4), Y0, Y0
 	VMOVUPS   Y0, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_1437
+	JL        epi2_col_1447
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_1436
-	JMP       epi2_done_1430
+	JL        epi2_row_1446
+	JMP       epi2_done_1440
 
-epi_flag_1435:
+epi_flag_1445:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -32293,11 +32333,11 @@ epi_flag_1435:
 	MOVQ c+0(FP), R8
 	XORQ R9, R9
 
-epi2_row_1438:
+epi2_row_1448:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_1439:
+epi2_col_1449:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R10*4), Y1, Y1
@@ -32305,17 +32345,17 @@ epi2_col_1439:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1439
+	JL        epi2_col_1449
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1438
-	JMP       epi2_done_1430
+	JL        epi2_row_1448
+	JMP       epi2_done_1440
 
-epi_flag_1434:
+epi_flag_1444:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1440
+	JNZ          epi_flag_1450
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32336,10 +32376,10 @@ epi_flag_1434:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_1441:
+epi2_row_1451:
 	XORQ R9, R9
 
-epi2_col_1442:
+epi2_col_1452:
 	VMOVDQU      (DI)(R9*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R9*4), Y0, Y0
@@ -32354,15 +32394,15 @@ epi2_col_1442:
 	VMOVQ        X0, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_1442
+	JL           epi2_col_1452
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_1441
-	JMP          epi2_done_1430
+	JL           epi2_row_1451
+	JMP          epi2_done_1440
 
-epi_flag_1440:
+epi_flag_1450:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32384,11 +32424,11 @@ epi_flag_1440:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1443:
+epi2_row_1453:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_1444:
+epi2_col_1454:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R10*4), Y1, Y1
@@ -32404,19 +32444,19 @@ epi2_col_1444:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1444
+	JL           epi2_col_1454
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1443
-	JMP          epi2_done_1430
+	JL           epi2_row_1453
+	JMP          epi2_done_1440
 
-epi_flag_1433:
+epi_flag_1443:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1445
+	JNZ   epi_flag_1455
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1446
+	JNZ   epi_flag_1456
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -32430,10 +32470,10 @@ epi_flag_1433:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_1447:
+epi2_row_1457:
 	XORQ R11, R11
 
-epi2_col_1448:
+epi2_col_1458:
 	VMOVDQU   (R9)(R11*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R11*4), Y0, Y0
@@ -32441,16 +32481,16 @@ epi2_col_1448:
 	VMOVUPS   Y0, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1448
+	JL        epi2_col_1458
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1447
-	JMP       epi2_done_1430
+	JL        epi2_row_1457
+	JMP       epi2_done_1440
 
-epi_flag_1446:
+epi_flag_1456:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -32465,11 +32505,11 @@ epi_flag_1446:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_1449:
+epi2_row_1459:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_1450:
+epi2_col_1460:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R12*4), Y1, Y1
@@ -32478,18 +32518,18 @@ epi2_col_1450:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1450
+	JL        epi2_col_1460
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1449
-	JMP       epi2_done_1430
+	JL        epi2_row_1459
+	JMP       epi2_done_1440
 
-epi_flag_1445:
+epi_flag_1455:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1451
+	JNZ          epi_flag_1461
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32513,10 +32553,10 @@ epi_flag_1445:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1452:
+epi2_row_1462:
 	XORQ R11, R11
 
-epi2_col_1453:
+epi2_col_1463:
 	VMOVDQU      (R9)(R11*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R11*4), Y0, Y0
@@ -32532,16 +32572,16 @@ epi2_col_1453:
 	VMOVQ        X0, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1453
+	JL           epi2_col_1463
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1452
-	JMP          epi2_done_1430
+	JL           epi2_row_1462
+	JMP          epi2_done_1440
 
-epi_flag_1451:
+epi_flag_1461:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32566,11 +32606,11 @@ epi_flag_1451:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1454:
+epi2_row_1464:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_1455:
+epi2_col_1465:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R12*4), Y1, Y1
@@ -32587,22 +32627,22 @@ epi2_col_1455:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1455
+	JL           epi2_col_1465
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1454
-	JMP          epi2_done_1430
+	JL           epi2_row_1464
+	JMP          epi2_done_1440
 
-epi_flag_1432:
+epi_flag_1442:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1456
+	JNZ   epi_flag_1466
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1457
+	JNZ   epi_flag_1467
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1458
+	JNZ   epi_flag_1468
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -32614,10 +32654,10 @@ epi_flag_1432:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_1459:
+epi2_row_1469:
 	XORQ R10, R10
 
-epi2_col_1460:
+epi2_col_1470:
 	VMOVDQU   (R8)(R10*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R10*4), Y0, Y0
@@ -32625,15 +32665,15 @@ epi2_col_1460:
 	VMOVUPS   Y0, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1460
+	JL        epi2_col_1470
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1459
-	JMP       epi2_done_1430
+	JL        epi2_row_1469
+	JMP       epi2_done_1440
 
-epi_flag_1458:
+epi_flag_1468:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -32646,11 +32686,11 @@ epi_flag_1458:
 	MOVQ c+0(FP), R9
 	XORQ R10, R10
 
-epi2_row_1461:
+epi2_row_1471:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_1462:
+epi2_col_1472:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R11*4), Y1, Y1
@@ -32659,17 +32699,17 @@ epi2_col_1462:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1462
+	JL        epi2_col_1472
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1461
-	JMP       epi2_done_1430
+	JL        epi2_row_1471
+	JMP       epi2_done_1440
 
-epi_flag_1457:
+epi_flag_1467:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1463
+	JNZ          epi_flag_1473
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32691,10 +32731,10 @@ epi_flag_1457:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1464:
+epi2_row_1474:
 	XORQ R10, R10
 
-epi2_col_1465:
+epi2_col_1475:
 	VMOVDQU      (R8)(R10*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R10*4), Y0, Y0
@@ -32710,15 +32750,15 @@ epi2_col_1465:
 	VMOVQ        X0, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1465
+	JL           epi2_col_1475
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1464
-	JMP          epi2_done_1430
+	JL           epi2_row_1474
+	JMP          epi2_done_1440
 
-epi_flag_1463:
+epi_flag_1473:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32741,11 +32781,11 @@ epi_flag_1463:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1466:
+epi2_row_1476:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_1467:
+epi2_col_1477:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R11*4), Y1, Y1
@@ -32762,19 +32802,19 @@ epi2_col_1467:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1467
+	JL           epi2_col_1477
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1466
-	JMP          epi2_done_1430
+	JL           epi2_row_1476
+	JMP          epi2_done_1440
 
-epi_flag_1456:
+epi_flag_1466:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1468
+	JNZ   epi_flag_1478
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1469
+	JNZ   epi_flag_1479
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -32789,10 +32829,10 @@ epi_flag_1456:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1470:
+epi2_row_1480:
 	XORQ R12, R12
 
-epi2_col_1471:
+epi2_col_1481:
 	VMOVDQU   (R10)(R12*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R12*4), Y0, Y0
@@ -32801,16 +32841,16 @@ epi2_col_1471:
 	VMOVUPS   Y0, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1471
+	JL        epi2_col_1481
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1470
-	JMP       epi2_done_1430
+	JL        epi2_row_1480
+	JMP       epi2_done_1440
 
-epi_flag_1469:
+epi_flag_1479:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -32826,11 +32866,11 @@ epi_flag_1469:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_1472:
+epi2_row_1482:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_1473:
+epi2_col_1483:
 	VMOVDQU   (R11)(R13*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R13*4), Y1, Y1
@@ -32840,18 +32880,18 @@ epi2_col_1473:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1473
+	JL        epi2_col_1483
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1472
-	JMP       epi2_done_1430
+	JL        epi2_row_1482
+	JMP       epi2_done_1440
 
-epi_flag_1468:
+epi_flag_1478:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1474
+	JNZ          epi_flag_1484
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32876,10 +32916,10 @@ epi_flag_1468:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1475:
+epi2_row_1485:
 	XORQ R12, R12
 
-epi2_col_1476:
+epi2_col_1486:
 	VMOVDQU      (R10)(R12*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R12*4), Y0, Y0
@@ -32896,16 +32936,16 @@ epi2_col_1476:
 	VMOVQ        X0, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1476
+	JL           epi2_col_1486
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1475
-	JMP          epi2_done_1430
+	JL           epi2_row_1485
+	JMP          epi2_done_1440
 
-epi_flag_1474:
+epi_flag_1484:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32931,11 +32971,11 @@ epi_flag_1474:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1477:
+epi2_row_1487:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_1478:
+epi2_col_1488:
 	VMOVDQU      (R11)(R13*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R13*4), Y1, Y1
@@ -32953,24 +32993,24 @@ epi2_col_1478:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1478
+	JL           epi2_col_1488
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1477
-	JMP          epi2_done_1430
+	JL           epi2_row_1487
+	JMP          epi2_done_1440
 
-epi_flag_1431:
+epi_flag_1441:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1479
+	JNZ          epi_flag_1489
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1480
+	JNZ          epi_flag_1490
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1481
+	JNZ          epi_flag_1491
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1482
+	JNZ          epi_flag_1492
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -32983,10 +33023,10 @@ epi_flag_1431:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1483:
+epi2_row_1493:
 	XORQ R10, R10
 
-epi2_col_1484:
+epi2_col_1494:
 	VMOVDQU   (R8)(R10*4), Y1
 	VPMULLD   (SI)(R10*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -32995,15 +33035,15 @@ epi2_col_1484:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1484
+	JL        epi2_col_1494
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1483
-	JMP       epi2_done_1430
+	JL        epi2_row_1493
+	JMP       epi2_done_1440
 
-epi_flag_1482:
+epi_flag_1492:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -33017,12 +33057,12 @@ epi_flag_1482:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_1485:
+epi2_row_1495:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1486:
+epi2_col_1496:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -33032,17 +33072,17 @@ epi2_col_1486:
 	VMOVUPS   Y2, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1486
+	JL        epi2_col_1496
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1485
-	JMP       epi2_done_1430
+	JL        epi2_row_1495
+	JMP       epi2_done_1440
 
-epi_flag_1481:
+epi_flag_1491:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1487
+	JNZ          epi_flag_1497
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -33065,10 +33105,10 @@ epi_flag_1481:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1488:
+epi2_row_1498:
 	XORQ R10, R10
 
-epi2_col_1489:
+epi2_col_1499:
 	VMOVDQU      (R8)(R10*4), Y1
 	VPMULLD      (SI)(R10*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -33085,15 +33125,15 @@ epi2_col_1489:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1489
+	JL           epi2_col_1499
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1488
-	JMP          epi2_done_1430
+	JL           epi2_row_1498
+	JMP          epi2_done_1440
 
-epi_flag_1487:
+epi_flag_1497:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -33117,12 +33157,12 @@ epi_flag_1487:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1490:
+epi2_row_1500:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1491:
+epi2_col_1501:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -33140,19 +33180,19 @@ epi2_col_1491:
 	VMOVQ        X2, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1491
+	JL           epi2_col_1501
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1490
-	JMP          epi2_done_1430
+	JL           epi2_row_1500
+	JMP          epi2_done_1440
 
-epi_flag_1480:
+epi_flag_1490:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1492
+	JNZ          epi_flag_1502
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1493
+	JNZ          epi_flag_1503
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -33168,10 +33208,10 @@ epi_flag_1480:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1494:
+epi2_row_1504:
 	XORQ R12, R12
 
-epi2_col_1495:
+epi2_col_1505:
 	VMOVDQU   (R10)(R12*4), Y1
 	VPMULLD   (R8)(R12*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -33181,16 +33221,16 @@ epi2_col_1495:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1495
+	JL        epi2_col_1505
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1494
-	JMP       epi2_done_1430
+	JL        epi2_row_1504
+	JMP       epi2_done_1440
 
-epi_flag_1493:
+epi_flag_1503:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -33207,12 +33247,12 @@ epi_flag_1493:
 	MOVQ c+0(FP), R12
 	XORQ R13, R13
 
-epi2_row_1496:
+epi2_row_1506:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_1497:
+epi2_col_1507:
 	VMOVDQU   (R12)(R14*4), Y2
 	VPMULLD   (R10)(R14*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -33223,18 +33263,18 @@ epi2_col_1497:
 	VMOVUPS   Y2, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_1497
+	JL        epi2_col_1507
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_1496
-	JMP       epi2_done_1430
+	JL        epi2_row_1506
+	JMP       epi2_done_1440
 
-epi_flag_1492:
+epi_flag_1502:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1498
+	JNZ          epi_flag_1508
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -33260,10 +33300,10 @@ epi_flag_1492:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1499:
+epi2_row_1509:
 	XORQ R12, R12
 
-epi2_col_1500:
+epi2_col_1510:
 	VMOVDQU      (R10)(R12*4), Y1
 	VPMULLD      (R8)(R12*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -33281,16 +33321,16 @@ epi2_col_1500:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1500
+	JL           epi2_col_1510
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1499
-	JMP          epi2_done_1430
+	JL           epi2_row_1509
+	JMP          epi2_done_1440
 
-epi_flag_1498:
+epi_flag_1508:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -33317,12 +33357,12 @@ epi_flag_1498:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1501:
+epi2_row_1511:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_1502:
+epi2_col_1512:
 	VMOVDQU      (R12)(R14*4), Y2
 	VPMULLD      (R10)(R14*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -33341,22 +33381,22 @@ epi2_col_1502:
 	VMOVQ        X2, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1502
+	JL           epi2_col_1512
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1501
-	JMP          epi2_done_1430
+	JL           epi2_row_1511
+	JMP          epi2_done_1440
 
-epi_flag_1479:
+epi_flag_1489:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1503
+	JNZ          epi_flag_1513
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1504
+	JNZ          epi_flag_1514
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1505
+	JNZ          epi_flag_1515
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -33370,10 +33410,10 @@ epi_flag_1479:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1506:
+epi2_row_1516:
 	XORQ R11, R11
 
-epi2_col_1507:
+epi2_col_1517:
 	VMOVDQU   (R9)(R11*4), Y1
 	VPMULLD   (SI)(R11*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -33383,15 +33423,15 @@ epi2_col_1507:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1507
+	JL        epi2_col_1517
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1506
-	JMP       epi2_done_1430
+	JL        epi2_row_1516
+	JMP       epi2_done_1440
 
-epi_flag_1505:
+epi_flag_1515:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -33406,12 +33446,12 @@ epi_flag_1505:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_1508:
+epi2_row_1518:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1509:
+epi2_col_1519:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -33422,17 +33462,17 @@ epi2_col_1509:
 	VMOVUPS   Y2, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1509
+	JL        epi2_col_1519
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1508
-	JMP       epi2_done_1430
+	JL        epi2_row_1518
+	JMP       epi2_done_1440
 
-epi_flag_1504:
+epi_flag_1514:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1510
+	JNZ          epi_flag_1520
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -33456,10 +33496,10 @@ epi_flag_1504:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1511:
+epi2_row_1521:
 	XORQ R11, R11
 
-epi2_col_1512:
+epi2_col_1522:
 	VMOVDQU      (R9)(R11*4), Y1
 	VPMULLD      (SI)(R11*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -33477,15 +33517,15 @@ epi2_col_1512:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1512
+	JL           epi2_col_1522
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1511
-	JMP          epi2_done_1430
+	JL           epi2_row_1521
+	JMP          epi2_done_1440
 
-epi_flag_1510:
+epi_flag_1520:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -33510,12 +33550,12 @@ epi_flag_1510:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1513:
+epi2_row_1523:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1514:
+epi2_col_1524:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -33534,19 +33574,19 @@ epi2_col_1514:
 	VMOVQ        X2, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1514
+	JL           epi2_col_1524
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1513
-	JMP          epi2_done_1430
+	JL           epi2_row_1523
+	JMP          epi2_done_1440
 
-epi_flag_1503:
+epi_flag_1513:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1515
+	JNZ          epi_flag_1525
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1516
+	JNZ          epi_flag_1526
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -33563,10 +33603,10 @@ epi_flag_1503:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1517:
+epi2_row_1527:
 	XORQ R13, R13
 
-epi2_col_1518:
+epi2_col_1528:
 	VMOVDQU   (R11)(R13*4), Y1
 	VPMULLD   (R8)(R13*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -33577,16 +33617,16 @@ epi2_col_1518:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1518
+	JL        epi2_col_1528
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1517
-	JMP       epi2_done_1430
+	JL        epi2_row_1527
+	JMP       epi2_done_1440
 
-epi_flag_1516:
+epi_flag_1526:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -33604,12 +33644,12 @@ epi_flag_1516:
 	MOVQ c+0(FP), R13
 	XORQ R14, R14
 
-epi2_row_1519:
+epi2_row_1529:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_1520:
+epi2_col_1530:
 	VMOVDQU   (R13)(R15*4), Y2
 	VPMULLD   (R10)(R15*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -33621,18 +33661,18 @@ epi2_col_1520:
 	VMOVUPS   Y2, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_1520
+	JL        epi2_col_1530
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_1519
-	JMP       epi2_done_1430
+	JL        epi2_row_1529
+	JMP       epi2_done_1440
 
-epi_flag_1515:
+epi_flag_1525:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1521
+	JNZ          epi_flag_1531
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -33659,10 +33699,10 @@ epi_flag_1515:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1522:
+epi2_row_1532:
 	XORQ R13, R13
 
-epi2_col_1523:
+epi2_col_1533:
 	VMOVDQU      (R11)(R13*4), Y1
 	VPMULLD      (R8)(R13*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -33681,16 +33721,16 @@ epi2_col_1523:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1523
+	JL           epi2_col_1533
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1522
-	JMP          epi2_done_1430
+	JL           epi2_row_1532
+	JMP          epi2_done_1440
 
-epi_flag_1521:
+epi_flag_1531:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -33718,12 +33758,12 @@ epi_flag_1521:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1524:
+epi2_row_1534:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_1525:
+epi2_col_1535:
 	VMOVDQU      (R13)(R15*4), Y2
 	VPMULLD      (R10)(R15*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -33743,26 +33783,26 @@ epi2_col_1525:
 	VMOVQ        X2, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_1525
+	JL           epi2_col_1535
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_1524
-	JMP          epi2_done_1430
+	JL           epi2_row_1534
+	JMP          epi2_done_1440
 
-epi2_gelu_1428:
+epi2_gelu_1438:
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_1526
+	JNZ          epi_flag_1536
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1527
+	JNZ          epi_flag_1537
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1528
+	JNZ          epi_flag_1538
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1529
+	JNZ          epi_flag_1539
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1530
+	JNZ          epi_flag_1540
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -33783,10 +33823,10 @@ epi2_gelu_1428:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1531:
+epi2_row_1541:
 	XORQ R10, R10
 
-epi2_col_1532:
+epi2_col_1542:
 	VMOVDQU     (R8)(R10*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R10*4), Y4, Y4
@@ -33825,15 +33865,15 @@ epi2_col_1532:
 	VMOVUPS     Y4, (BX)(R10*4)
 	ADDQ        $0x08, R10
 	CMPQ        R10, DI
-	JL          epi2_col_1532
+	JL          epi2_col_1542
 	ADDQ        CX, R8
 	ADDQ        DX, BX
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi2_row_1531
-	JMP         epi2_done_1430
+	JL          epi2_row_1541
+	JMP         epi2_done_1440
 
-epi_flag_1530:
+epi_flag_1540:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -33855,11 +33895,11 @@ epi_flag_1530:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1533:
+epi2_row_1543:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_1534:
+epi2_col_1544:
 	VMOVDQU     (R9)(R11*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R11*4), Y5, Y5
@@ -33899,17 +33939,17 @@ epi2_col_1534:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_1534
+	JL          epi2_col_1544
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_1533
-	JMP         epi2_done_1430
+	JL          epi2_row_1543
+	JMP         epi2_done_1440
 
-epi_flag_1529:
+epi_flag_1539:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1535
+	JNZ          epi_flag_1545
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -33940,10 +33980,10 @@ epi_flag_1529:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1536:
+epi2_row_1546:
 	XORQ R10, R10
 
-epi2_col_1537:
+epi2_col_1547:
 	VMOVDQU      (R8)(R10*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R10*4), Y4, Y4
@@ -33990,15 +34030,15 @@ epi2_col_1537:
 	VMOVQ        X4, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1537
+	JL           epi2_col_1547
 	ADDQ         CX, R8
 	ADDQ         DX, BX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1536
-	JMP          epi2_done_1430
+	JL           epi2_row_1546
+	JMP          epi2_done_1440
 
-epi_flag_1535:
+epi_flag_1545:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -34030,11 +34070,11 @@ epi_flag_1535:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1538:
+epi2_row_1548:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_1539:
+epi2_col_1549:
 	VMOVDQU      (R9)(R11*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R11*4), Y5, Y5
@@ -34082,19 +34122,19 @@ epi2_col_1539:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1539
+	JL           epi2_col_1549
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1538
-	JMP          epi2_done_1430
+	JL           epi2_row_1548
+	JMP          epi2_done_1440
 
-epi_flag_1528:
+epi_flag_1538:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1540
+	JNZ          epi_flag_1550
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1541
+	JNZ          epi_flag_1551
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34118,10 +34158,10 @@ epi_flag_1528:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1542:
+epi2_row_1552:
 	XORQ R12, R12
 
-epi2_col_1543:
+epi2_col_1553:
 	VMOVDQU     (R10)(R12*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R12*4), Y4, Y4
@@ -34161,16 +34201,16 @@ epi2_col_1543:
 	VMOVUPS     Y4, (DI)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_1543
+	JL          epi2_col_1553
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_1542
-	JMP         epi2_done_1430
+	JL          epi2_row_1552
+	JMP         epi2_done_1440
 
-epi_flag_1541:
+epi_flag_1551:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34195,11 +34235,11 @@ epi_flag_1541:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1544:
+epi2_row_1554:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_1545:
+epi2_col_1555:
 	VMOVDQU     (R11)(R13*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R13*4), Y5, Y5
@@ -34240,18 +34280,18 @@ epi2_col_1545:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1545
+	JL          epi2_col_1555
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1544
-	JMP         epi2_done_1430
+	JL          epi2_row_1554
+	JMP         epi2_done_1440
 
-epi_flag_1540:
+epi_flag_1550:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1546
+	JNZ          epi_flag_1556
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -34285,10 +34325,10 @@ epi_flag_1540:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1547:
+epi2_row_1557:
 	XORQ R12, R12
 
-epi2_col_1548:
+epi2_col_1558:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -34336,16 +34376,16 @@ epi2_col_1548:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1548
+	JL           epi2_col_1558
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1547
-	JMP          epi2_done_1430
+	JL           epi2_row_1557
+	JMP          epi2_done_1440
 
-epi_flag_1546:
+epi_flag_1556:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -34380,11 +34420,11 @@ epi_flag_1546:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1549:
+epi2_row_1559:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_1550:
+epi2_col_1560:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -34433,22 +34473,22 @@ epi2_col_1550:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1550
+	JL           epi2_col_1560
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1549
-	JMP          epi2_done_1430
+	JL           epi2_row_1559
+	JMP          epi2_done_1440
 
-epi_flag_1527:
+epi_flag_1537:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1551
+	JNZ          epi_flag_1561
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1552
+	JNZ          epi_flag_1562
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1553
+	JNZ          epi_flag_1563
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34470,10 +34510,10 @@ epi_flag_1527:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1554:
+epi2_row_1564:
 	XORQ R11, R11
 
-epi2_col_1555:
+epi2_col_1565:
 	VMOVDQU     (R9)(R11*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R11*4), Y4, Y4
@@ -34513,15 +34553,15 @@ epi2_col_1555:
 	VMOVUPS     Y4, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_1555
+	JL          epi2_col_1565
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_1554
-	JMP         epi2_done_1430
+	JL          epi2_row_1564
+	JMP         epi2_done_1440
 
-epi_flag_1553:
+epi_flag_1563:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34544,11 +34584,11 @@ epi_flag_1553:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1556:
+epi2_row_1566:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_1557:
+epi2_col_1567:
 	VMOVDQU     (R10)(R12*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R12*4), Y5, Y5
@@ -34589,17 +34629,17 @@ epi2_col_1557:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_1557
+	JL          epi2_col_1567
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_1556
-	JMP         epi2_done_1430
+	JL          epi2_row_1566
+	JMP         epi2_done_1440
 
-epi_flag_1552:
+epi_flag_1562:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1558
+	JNZ          epi_flag_1568
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -34631,10 +34671,10 @@ epi_flag_1552:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1559:
+epi2_row_1569:
 	XORQ R11, R11
 
-epi2_col_1560:
+epi2_col_1570:
 	VMOVDQU      (R9)(R11*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R11*4), Y4, Y4
@@ -34682,15 +34722,15 @@ epi2_col_1560:
 	VMOVQ        X4, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1560
+	JL           epi2_col_1570
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1559
-	JMP          epi2_done_1430
+	JL           epi2_row_1569
+	JMP          epi2_done_1440
 
-epi_flag_1558:
+epi_flag_1568:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -34723,11 +34763,11 @@ epi_flag_1558:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1561:
+epi2_row_1571:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_1562:
+epi2_col_1572:
 	VMOVDQU      (R10)(R12*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R12*4), Y5, Y5
@@ -34776,19 +34816,19 @@ epi2_col_1562:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1562
+	JL           epi2_col_1572
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1561
-	JMP          epi2_done_1430
+	JL           epi2_row_1571
+	JMP          epi2_done_1440
 
-epi_flag_1551:
+epi_flag_1561:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1563
+	JNZ          epi_flag_1573
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1564
+	JNZ          epi_flag_1574
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34813,10 +34853,10 @@ epi_flag_1551:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1565:
+epi2_row_1575:
 	XORQ R13, R13
 
-epi2_col_1566:
+epi2_col_1576:
 	VMOVDQU     (R11)(R13*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R13*4), Y4, Y4
@@ -34857,16 +34897,16 @@ epi2_col_1566:
 	VMOVUPS     Y4, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1566
+	JL          epi2_col_1576
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1565
-	JMP         epi2_done_1430
+	JL          epi2_row_1575
+	JMP         epi2_done_1440
 
-epi_flag_1564:
+epi_flag_1574:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34892,11 +34932,11 @@ epi_flag_1564:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1567:
+epi2_row_1577:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_1568:
+epi2_col_1578:
 	VMOVDQU     (R12)(R14*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R14*4), Y5, Y5
@@ -34938,18 +34978,18 @@ epi2_col_1568:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_1568
+	JL          epi2_col_1578
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_1567
-	JMP         epi2_done_1430
+	JL          epi2_row_1577
+	JMP         epi2_done_1440
 
-epi_flag_1563:
+epi_flag_1573:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1569
+	JNZ          epi_flag_1579
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -34984,10 +35024,10 @@ epi_flag_1563:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1570:
+epi2_row_1580:
 	XORQ R13, R13
 
-epi2_col_1571:
+epi2_col_1581:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -35036,16 +35076,16 @@ epi2_col_1571:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1571
+	JL           epi2_col_1581
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1570
-	JMP          epi2_done_1430
+	JL           epi2_row_1580
+	JMP          epi2_done_1440
 
-epi_flag_1569:
+epi_flag_1579:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -35081,11 +35121,11 @@ epi_flag_1569:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1572:
+epi2_row_1582:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_1573:
+epi2_col_1583:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -35135,24 +35175,24 @@ epi2_col_1573:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1573
+	JL           epi2_col_1583
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1572
-	JMP          epi2_done_1430
+	JL           epi2_row_1582
+	JMP          epi2_done_1440
 
-epi_flag_1526:
+epi_flag_1536:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1574
+	JNZ          epi_flag_1584
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1575
+	JNZ          epi_flag_1585
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1576
+	JNZ          epi_flag_1586
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1577
+	JNZ          epi_flag_1587
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -35175,10 +35215,10 @@ epi_flag_1526:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1578:
+epi2_row_1588:
 	XORQ R11, R11
 
-epi2_col_1579:
+epi2_col_1589:
 	VMOVDQU     (R9)(R11*4), Y5
 	VPMULLD     (DI)(R11*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -35219,15 +35259,15 @@ epi2_col_1579:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_1579
+	JL          epi2_col_1589
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_1578
-	JMP         epi2_done_1430
+	JL          epi2_row_1588
+	JMP         epi2_done_1440
 
-epi_flag_1577:
+epi_flag_1587:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -35251,12 +35291,12 @@ epi_flag_1577:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1580:
+epi2_row_1590:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_1581:
+epi2_col_1591:
 	VMOVDQU     (R11)(R13*4), Y6
 	VPMULLD     (R9)(R13*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -35298,17 +35338,17 @@ epi2_col_1581:
 	VMOVUPS     Y6, (BX)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1581
+	JL          epi2_col_1591
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1580
-	JMP         epi2_done_1430
+	JL          epi2_row_1590
+	JMP         epi2_done_1440
 
-epi_flag_1576:
+epi_flag_1586:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1582
+	JNZ          epi_flag_1592
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -35341,10 +35381,10 @@ epi_flag_1576:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1583:
+epi2_row_1593:
 	XORQ R11, R11
 
-epi2_col_1584:
+epi2_col_1594:
 	VMOVDQU      (R9)(R11*4), Y5
 	VPMULLD      (DI)(R11*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -35393,15 +35433,15 @@ epi2_col_1584:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1584
+	JL           epi2_col_1594
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1583
-	JMP          epi2_done_1430
+	JL           epi2_row_1593
+	JMP          epi2_done_1440
 
-epi_flag_1582:
+epi_flag_1592:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -35435,12 +35475,12 @@ epi_flag_1582:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1585:
+epi2_row_1595:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_1586:
+epi2_col_1596:
 	VMOVDQU      (R11)(R13*4), Y6
 	VPMULLD      (R9)(R13*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -35490,19 +35530,19 @@ epi2_col_1586:
 	VMOVQ        X6, (BX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1586
+	JL           epi2_col_1596
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1585
-	JMP          epi2_done_1430
+	JL           epi2_row_1595
+	JMP          epi2_done_1440
 
-epi_flag_1575:
+epi_flag_1585:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1587
+	JNZ          epi_flag_1597
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1588
+	JNZ          epi_flag_1598
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -35528,10 +35568,10 @@ epi_flag_1575:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1589:
+epi2_row_1599:
 	XORQ R13, R13
 
-epi2_col_1590:
+epi2_col_1600:
 	VMOVDQU     (R11)(R13*4), Y5
 	VPMULLD     (R9)(R13*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -35573,16 +35613,16 @@ epi2_col_1590:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1590
+	JL          epi2_col_1600
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1589
-	JMP         epi2_done_1430
+	JL          epi2_row_1599
+	JMP         epi2_done_1440
 
-epi_flag_1588:
+epi_flag_1598:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -35609,12 +35649,12 @@ epi_flag_1588:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1591:
+epi2_row_1601:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_1592:
+epi2_col_1602:
 	VMOVDQU     (R13)(R15*4), Y6
 	VPMULLD     (R11)(R15*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -35657,18 +35697,18 @@ epi2_col_1592:
 	VMOVUPS     Y6, (DI)(R15*4)
 	ADDQ        $0x08, R15
 	CMPQ        R15, R12
-	JL          epi2_col_1592
+	JL          epi2_col_1602
 	ADDQ        CX, R13
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R14
 	CMPQ        R14, m+16(FP)
-	JL          epi2_row_1591
-	JMP         epi2_done_1430
+	JL          epi2_row_1601
+	JMP         epi2_done_1440
 
-epi_flag_1587:
+epi_flag_1597:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1593
+	JNZ          epi_flag_1603
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -35704,10 +35744,10 @@ epi_flag_1587:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1594:
+epi2_row_1604:
 	XORQ R13, R13
 
-epi2_col_1595:
+epi2_col_1605:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -35757,16 +35797,16 @@ epi2_col_1595:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1595
+	JL           epi2_col_1605
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1594
-	JMP          epi2_done_1430
+	JL           epi2_row_1604
+	JMP          epi2_done_1440
 
-epi_flag_1593:
+epi_flag_1603:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -35803,12 +35843,12 @@ epi_flag_1593:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1596:
+epi2_row_1606:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_1597:
+epi2_col_1607:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -35859,22 +35899,22 @@ epi2_col_1597:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_1597
+	JL           epi2_col_1607
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_1596
-	JMP          epi2_done_1430
+	JL           epi2_row_1606
+	JMP          epi2_done_1440
 
-epi_flag_1574:
+epi_flag_1584:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1598
+	JNZ          epi_flag_1608
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1599
+	JNZ          epi_flag_1609
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1600
+	JNZ          epi_flag_1610
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -35898,10 +35938,10 @@ epi_flag_1574:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1601:
+epi2_row_1611:
 	XORQ R12, R12
 
-epi2_col_1602:
+epi2_col_1612:
 	VMOVDQU     (R10)(R12*4), Y5
 	VPMULLD     (DI)(R12*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -35943,15 +35983,15 @@ epi2_col_1602:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_1602
+	JL          epi2_col_1612
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_1601
-	JMP         epi2_done_1430
+	JL          epi2_row_1611
+	JMP         epi2_done_1440
 
-epi_flag_1600:
+epi_flag_1610:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -35976,12 +36016,12 @@ epi_flag_1600:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1603:
+epi2_row_1613:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_1604:
+epi2_col_1614:
 	VMOVDQU     (R12)(R14*4), Y6
 	VPMULLD     (R9)(R14*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -36024,17 +36064,17 @@ epi2_col_1604:
 	VMOVUPS     Y6, (BX)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_1604
+	JL          epi2_col_1614
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_1603
-	JMP         epi2_done_1430
+	JL          epi2_row_1613
+	JMP         epi2_done_1440
 
-epi_flag_1599:
+epi_flag_1609:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1605
+	JNZ          epi_flag_1615
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -36068,10 +36108,10 @@ epi_flag_1599:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1606:
+epi2_row_1616:
 	XORQ R12, R12
 
-epi2_col_1607:
+epi2_col_1617:
 	VMOVDQU      (R10)(R12*4), Y5
 	VPMULLD      (DI)(R12*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -36121,15 +36161,15 @@ epi2_col_1607:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1607
+	JL           epi2_col_1617
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1606
-	JMP          epi2_done_1430
+	JL           epi2_row_1616
+	JMP          epi2_done_1440
 
-epi_flag_1605:
+epi_flag_1615:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36164,12 +36204,12 @@ epi_flag_1605:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1608:
+epi2_row_1618:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_1609:
+epi2_col_1619:
 	VMOVDQU      (R12)(R14*4), Y6
 	VPMULLD      (R9)(R14*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -36220,19 +36260,19 @@ epi2_col_1609:
 	VMOVQ        X6, (BX)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1609
+	JL           epi2_col_1619
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1608
-	JMP          epi2_done_1430
+	JL           epi2_row_1618
+	JMP          epi2_done_1440
 
-epi_flag_1598:
+epi_flag_1608:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1610
+	JNZ          epi_flag_1620
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1611
+	JNZ          epi_flag_1621
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -36259,10 +36299,10 @@ epi_flag_1598:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1612:
+epi2_row_1622:
 	XORQ R14, R14
 
-epi2_col_1613:
+epi2_col_1623:
 	VMOVDQU     (R12)(R14*4), Y5
 	VPMULLD     (R9)(R14*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -36305,16 +36345,16 @@ epi2_col_1613:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_1613
+	JL          epi2_col_1623
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_1612
-	JMP         epi2_done_1430
+	JL          epi2_row_1622
+	JMP         epi2_done_1440
 
-epi_flag_1611:
+epi_flag_1621:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -36342,12 +36382,12 @@ epi_flag_1611:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_1614:
+epi2_row_1624:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_1615:
+epi2_col_1625:
 	VMOVDQU     (R14)(BP*4), Y6
 	VPMULLD     (R11)(BP*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -36391,18 +36431,18 @@ epi2_col_1615:
 	VMOVUPS     Y6, (DI)(BP*4)
 	ADDQ        $0x08, BP
 	CMPQ        BP, R13
-	JL          epi2_col_1615
+	JL          epi2_col_1625
 	ADDQ        CX, R14
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R15
 	CMPQ        R15, m+16(FP)
-	JL          epi2_row_1614
-	JMP         epi2_done_1430
+	JL          epi2_row_1624
+	JMP         epi2_done_1440
 
-epi_flag_1610:
+epi_flag_1620:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1616
+	JNZ          epi_flag_1626
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -36439,10 +36479,10 @@ epi_flag_1610:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1617:
+epi2_row_1627:
 	XORQ R14, R14
 
-epi2_col_1618:
+epi2_col_1628:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -36493,16 +36533,16 @@ epi2_col_1618:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1618
+	JL           epi2_col_1628
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1617
-	JMP          epi2_done_1430
+	JL           epi2_row_1627
+	JMP          epi2_done_1440
 
-epi_flag_1616:
+epi_flag_1626:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36540,12 +36580,12 @@ epi_flag_1616:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_1619:
+epi2_row_1629:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_1620:
+epi2_col_1630:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -36597,26 +36637,26 @@ epi2_col_1620:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_1620
+	JL           epi2_col_1630
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_1619
-	JMP          epi2_done_1430
+	JL           epi2_row_1629
+	JMP          epi2_done_1440
 
-epi2_relu_1429:
+epi2_relu_1439:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_1621
+	JNZ   epi_flag_1631
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_1622
+	JNZ   epi_flag_1632
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1623
+	JNZ   epi_flag_1633
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1624
+	JNZ   epi_flag_1634
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1625
+	JNZ   epi_flag_1635
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -36628,10 +36668,10 @@ epi2_relu_1429:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_1626:
+epi2_row_1636:
 	XORQ R9, R9
 
-epi2_col_1627:
+epi2_col_1637:
 	VMOVDQU   (DI)(R9*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R9*4), Y1, Y1
@@ -36640,15 +36680,15 @@ epi2_col_1627:
 	VMOVUPS   Y1, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_1627
+	JL        epi2_col_1637
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_1626
-	JMP       epi2_done_1430
+	JL        epi2_row_1636
+	JMP       epi2_done_1440
 
-epi_flag_1625:
+epi_flag_1635:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -36661,11 +36701,11 @@ epi_flag_1625:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_1628:
+epi2_row_1638:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_1629:
+epi2_col_1639:
 	VMOVDQU   (R8)(R10*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R10*4), Y2, Y2
@@ -36675,17 +36715,17 @@ epi2_col_1629:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1629
+	JL        epi2_col_1639
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1628
-	JMP       epi2_done_1430
+	JL        epi2_row_1638
+	JMP       epi2_done_1440
 
-epi_flag_1624:
+epi_flag_1634:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1630
+	JNZ          epi_flag_1640
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36707,10 +36747,10 @@ epi_flag_1624:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_1631:
+epi2_row_1641:
 	XORQ R9, R9
 
-epi2_col_1632:
+epi2_col_1642:
 	VMOVDQU      (DI)(R9*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R9*4), Y1, Y1
@@ -36727,15 +36767,15 @@ epi2_col_1632:
 	VMOVQ        X1, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_1632
+	JL           epi2_col_1642
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_1631
-	JMP          epi2_done_1430
+	JL           epi2_row_1641
+	JMP          epi2_done_1440
 
-epi_flag_1630:
+epi_flag_1640:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36758,11 +36798,11 @@ epi_flag_1630:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1633:
+epi2_row_1643:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_1634:
+epi2_col_1644:
 	VMOVDQU      (R8)(R10*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R10*4), Y2, Y2
@@ -36780,19 +36820,19 @@ epi2_col_1634:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1634
+	JL           epi2_col_1644
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1633
-	JMP          epi2_done_1430
+	JL           epi2_row_1643
+	JMP          epi2_done_1440
 
-epi_flag_1623:
+epi_flag_1633:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1635
+	JNZ   epi_flag_1645
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1636
+	JNZ   epi_flag_1646
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -36807,10 +36847,10 @@ epi_flag_1623:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_1637:
+epi2_row_1647:
 	XORQ R11, R11
 
-epi2_col_1638:
+epi2_col_1648:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R11*4), Y1, Y1
@@ -36820,16 +36860,16 @@ epi2_col_1638:
 	VMOVUPS   Y1, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1638
+	JL        epi2_col_1648
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1637
-	JMP       epi2_done_1430
+	JL        epi2_row_1647
+	JMP       epi2_done_1440
 
-epi_flag_1636:
+epi_flag_1646:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -36845,11 +36885,11 @@ epi_flag_1636:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1639:
+epi2_row_1649:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1640:
+epi2_col_1650:
 	VMOVDQU   (R10)(R12*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R12*4), Y2, Y2
@@ -36860,18 +36900,18 @@ epi2_col_1640:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1640
+	JL        epi2_col_1650
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1639
-	JMP       epi2_done_1430
+	JL        epi2_row_1649
+	JMP       epi2_done_1440
 
-epi_flag_1635:
+epi_flag_1645:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1641
+	JNZ          epi_flag_1651
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36896,10 +36936,10 @@ epi_flag_1635:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1642:
+epi2_row_1652:
 	XORQ R11, R11
 
-epi2_col_1643:
+epi2_col_1653:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R11*4), Y1, Y1
@@ -36917,16 +36957,16 @@ epi2_col_1643:
 	VMOVQ        X1, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1643
+	JL           epi2_col_1653
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1642
-	JMP          epi2_done_1430
+	JL           epi2_row_1652
+	JMP          epi2_done_1440
 
-epi_flag_1641:
+epi_flag_1651:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36952,11 +36992,11 @@ epi_flag_1641:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1644:
+epi2_row_1654:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1645:
+epi2_col_1655:
 	VMOVDQU      (R10)(R12*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R12*4), Y2, Y2
@@ -36975,22 +37015,22 @@ epi2_col_1645:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1645
+	JL           epi2_col_1655
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1644
-	JMP          epi2_done_1430
+	JL           epi2_row_1654
+	JMP          epi2_done_1440
 
-epi_flag_1622:
+epi_flag_1632:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1646
+	JNZ   epi_flag_1656
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1647
+	JNZ   epi_flag_1657
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1648
+	JNZ   epi_flag_1658
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37003,10 +37043,10 @@ epi_flag_1622:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_1649:
+epi2_row_1659:
 	XORQ R10, R10
 
-epi2_col_1650:
+epi2_col_1660:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R10*4), Y1, Y1
@@ -37016,15 +37056,15 @@ epi2_col_1650:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1650
+	JL        epi2_col_1660
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1649
-	JMP       epi2_done_1430
+	JL        epi2_row_1659
+	JMP       epi2_done_1440
 
-epi_flag_1648:
+epi_flag_1658:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37038,11 +37078,11 @@ epi_flag_1648:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_1651:
+epi2_row_1661:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_1652:
+epi2_col_1662:
 	VMOVDQU   (R9)(R11*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R11*4), Y2, Y2
@@ -37053,17 +37093,17 @@ epi2_col_1652:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1652
+	JL        epi2_col_1662
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1651
-	JMP       epi2_done_1430
+	JL        epi2_row_1661
+	JMP       epi2_done_1440
 
-epi_flag_1647:
+epi_flag_1657:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1653
+	JNZ          epi_flag_1663
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37086,10 +37126,10 @@ epi_flag_1647:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1654:
+epi2_row_1664:
 	XORQ R10, R10
 
-epi2_col_1655:
+epi2_col_1665:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R10*4), Y1, Y1
@@ -37107,15 +37147,15 @@ epi2_col_1655:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1655
+	JL           epi2_col_1665
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1654
-	JMP          epi2_done_1430
+	JL           epi2_row_1664
+	JMP          epi2_done_1440
 
-epi_flag_1653:
+epi_flag_1663:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37139,11 +37179,11 @@ epi_flag_1653:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1656:
+epi2_row_1666:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_1657:
+epi2_col_1667:
 	VMOVDQU      (R9)(R11*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R11*4), Y2, Y2
@@ -37162,19 +37202,19 @@ epi2_col_1657:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1657
+	JL           epi2_col_1667
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1656
-	JMP          epi2_done_1430
+	JL           epi2_row_1666
+	JMP          epi2_done_1440
 
-epi_flag_1646:
+epi_flag_1656:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1658
+	JNZ   epi_flag_1668
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1659
+	JNZ   epi_flag_1669
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37190,10 +37230,10 @@ epi_flag_1646:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1660:
+epi2_row_1670:
 	XORQ R12, R12
 
-epi2_col_1661:
+epi2_col_1671:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R12*4), Y1, Y1
@@ -37204,16 +37244,16 @@ epi2_col_1661:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1661
+	JL        epi2_col_1671
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1660
-	JMP       epi2_done_1430
+	JL        epi2_row_1670
+	JMP       epi2_done_1440
 
-epi_flag_1659:
+epi_flag_1669:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37230,11 +37270,11 @@ epi_flag_1659:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_1662:
+epi2_row_1672:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1663:
+epi2_col_1673:
 	VMOVDQU   (R11)(R13*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R13*4), Y2, Y2
@@ -37246,18 +37286,18 @@ epi2_col_1663:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1663
+	JL        epi2_col_1673
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1662
-	JMP       epi2_done_1430
+	JL        epi2_row_1672
+	JMP       epi2_done_1440
 
-epi_flag_1658:
+epi_flag_1668:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1664
+	JNZ          epi_flag_1674
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37283,10 +37323,10 @@ epi_flag_1658:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1665:
+epi2_row_1675:
 	XORQ R12, R12
 
-epi2_col_1666:
+epi2_col_1676:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R12*4), Y1, Y1
@@ -37305,16 +37345,16 @@ epi2_col_1666:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1666
+	JL           epi2_col_1676
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1665
-	JMP          epi2_done_1430
+	JL           epi2_row_1675
+	JMP          epi2_done_1440
 
-epi_flag_1664:
+epi_flag_1674:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37341,11 +37381,11 @@ epi_flag_1664:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1667:
+epi2_row_1677:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1668:
+epi2_col_1678:
 	VMOVDQU      (R11)(R13*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R13*4), Y2, Y2
@@ -37365,24 +37405,24 @@ epi2_col_1668:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1668
+	JL           epi2_col_1678
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1667
-	JMP          epi2_done_1430
+	JL           epi2_row_1677
+	JMP          epi2_done_1440
 
-epi_flag_1621:
+epi_flag_1631:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1669
+	JNZ          epi_flag_1679
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1670
+	JNZ          epi_flag_1680
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1671
+	JNZ          epi_flag_1681
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1672
+	JNZ          epi_flag_1682
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -37396,10 +37436,10 @@ epi_flag_1621:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1673:
+epi2_row_1683:
 	XORQ R10, R10
 
-epi2_col_1674:
+epi2_col_1684:
 	VMOVDQU   (R8)(R10*4), Y2
 	VPMULLD   (SI)(R10*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -37410,15 +37450,15 @@ epi2_col_1674:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1674
+	JL        epi2_col_1684
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1673
-	JMP       epi2_done_1430
+	JL        epi2_row_1683
+	JMP       epi2_done_1440
 
-epi_flag_1672:
+epi_flag_1682:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37433,12 +37473,12 @@ epi_flag_1672:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1675:
+epi2_row_1685:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_1676:
+epi2_col_1686:
 	VMOVDQU   (R10)(R12*4), Y3
 	VPMULLD   (R8)(R12*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -37450,17 +37490,17 @@ epi2_col_1676:
 	VMOVUPS   Y3, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1676
+	JL        epi2_col_1686
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1675
-	JMP       epi2_done_1430
+	JL        epi2_row_1685
+	JMP       epi2_done_1440
 
-epi_flag_1671:
+epi_flag_1681:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1677
+	JNZ          epi_flag_1687
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -37484,10 +37524,10 @@ epi_flag_1671:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1678:
+epi2_row_1688:
 	XORQ R10, R10
 
-epi2_col_1679:
+epi2_col_1689:
 	VMOVDQU      (R8)(R10*4), Y2
 	VPMULLD      (SI)(R10*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -37506,15 +37546,15 @@ epi2_col_1679:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1679
+	JL           epi2_col_1689
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1678
-	JMP          epi2_done_1430
+	JL           epi2_row_1688
+	JMP          epi2_done_1440
 
-epi_flag_1677:
+epi_flag_1687:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37539,12 +37579,12 @@ epi_flag_1677:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1680:
+epi2_row_1690:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_1681:
+epi2_col_1691:
 	VMOVDQU      (R10)(R12*4), Y3
 	VPMULLD      (R8)(R12*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -37564,19 +37604,19 @@ epi2_col_1681:
 	VMOVQ        X3, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1681
+	JL           epi2_col_1691
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1680
-	JMP          epi2_done_1430
+	JL           epi2_row_1690
+	JMP          epi2_done_1440
 
-epi_flag_1670:
+epi_flag_1680:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1682
+	JNZ          epi_flag_1692
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1683
+	JNZ          epi_flag_1693
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -37593,10 +37633,10 @@ epi_flag_1670:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1684:
+epi2_row_1694:
 	XORQ R12, R12
 
-epi2_col_1685:
+epi2_col_1695:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -37608,16 +37648,16 @@ epi2_col_1685:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1685
+	JL        epi2_col_1695
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1684
-	JMP       epi2_done_1430
+	JL        epi2_row_1694
+	JMP       epi2_done_1440
 
-epi_flag_1683:
+epi_flag_1693:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37635,12 +37675,12 @@ epi_flag_1683:
 	MOVQ  c+0(FP), R12
 	XORQ  R13, R13
 
-epi2_row_1686:
+epi2_row_1696:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_1687:
+epi2_col_1697:
 	VMOVDQU   (R12)(R14*4), Y3
 	VPMULLD   (R10)(R14*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -37653,18 +37693,18 @@ epi2_col_1687:
 	VMOVUPS   Y3, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_1687
+	JL        epi2_col_1697
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_1686
-	JMP       epi2_done_1430
+	JL        epi2_row_1696
+	JMP       epi2_done_1440
 
-epi_flag_1682:
+epi_flag_1692:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1688
+	JNZ          epi_flag_1698
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -37691,10 +37731,10 @@ epi_flag_1682:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1689:
+epi2_row_1699:
 	XORQ R12, R12
 
-epi2_col_1690:
+epi2_col_1700:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -37714,16 +37754,16 @@ epi2_col_1690:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1690
+	JL           epi2_col_1700
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1689
-	JMP          epi2_done_1430
+	JL           epi2_row_1699
+	JMP          epi2_done_1440
 
-epi_flag_1688:
+epi_flag_1698:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37751,12 +37791,12 @@ epi_flag_1688:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1691:
+epi2_row_1701:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_1692:
+epi2_col_1702:
 	VMOVDQU      (R12)(R14*4), Y3
 	VPMULLD      (R10)(R14*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -37777,22 +37817,22 @@ epi2_col_1692:
 	VMOVQ        X3, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1692
+	JL           epi2_col_1702
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1691
-	JMP          epi2_done_1430
+	JL           epi2_row_1701
+	JMP          epi2_done_1440
 
-epi_flag_1669:
+epi_flag_1679:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1693
+	JNZ          epi_flag_1703
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1694
+	JNZ          epi_flag_1704
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1695
+	JNZ          epi_flag_1705
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -37807,10 +37847,10 @@ epi_flag_1669:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1696:
+epi2_row_1706:
 	XORQ R11, R11
 
-epi2_col_1697:
+epi2_col_1707:
 	VMOVDQU   (R9)(R11*4), Y2
 	VPMULLD   (SI)(R11*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -37822,15 +37862,15 @@ epi2_col_1697:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1697
+	JL        epi2_col_1707
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1696
-	JMP       epi2_done_1430
+	JL        epi2_row_1706
+	JMP       epi2_done_1440
 
-epi_flag_1695:
+epi_flag_1705:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37846,12 +37886,12 @@ epi_flag_1695:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_1698:
+epi2_row_1708:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_1699:
+epi2_col_1709:
 	VMOVDQU   (R11)(R13*4), Y3
 	VPMULLD   (R8)(R13*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -37864,17 +37904,17 @@ epi2_col_1699:
 	VMOVUPS   Y3, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1699
+	JL        epi2_col_1709
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1698
-	JMP       epi2_done_1430
+	JL        epi2_row_1708
+	JMP       epi2_done_1440
 
-epi_flag_1694:
+epi_flag_1704:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1700
+	JNZ          epi_flag_1710
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -37899,10 +37939,10 @@ epi_flag_1694:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1701:
+epi2_row_1711:
 	XORQ R11, R11
 
-epi2_col_1702:
+epi2_col_1712:
 	VMOVDQU      (R9)(R11*4), Y2
 	VPMULLD      (SI)(R11*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -37922,15 +37962,15 @@ epi2_col_1702:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1702
+	JL           epi2_col_1712
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1701
-	JMP          epi2_done_1430
+	JL           epi2_row_1711
+	JMP          epi2_done_1440
 
-epi_flag_1700:
+epi_flag_1710:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37956,12 +37996,12 @@ epi_flag_1700:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1703:
+epi2_row_1713:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_1704:
+epi2_col_1714:
 	VMOVDQU      (R11)(R13*4), Y3
 	VPMULLD      (R8)(R13*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -37982,19 +38022,19 @@ epi2_col_1704:
 	VMOVQ        X3, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1704
+	JL           epi2_col_1714
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1703
-	JMP          epi2_done_1430
+	JL           epi2_row_1713
+	JMP          epi2_done_1440
 
-epi_flag_1693:
+epi_flag_1703:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1705
+	JNZ          epi_flag_1715
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1706
+	JNZ          epi_flag_1716
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -38012,10 +38052,10 @@ epi_flag_1693:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1707:
+epi2_row_1717:
 	XORQ R13, R13
 
-epi2_col_1708:
+epi2_col_1718:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -38028,16 +38068,16 @@ epi2_col_1708:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1708
+	JL        epi2_col_1718
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1707
-	JMP       epi2_done_1430
+	JL        epi2_row_1717
+	JMP       epi2_done_1440
 
-epi_flag_1706:
+epi_flag_1716:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -38056,12 +38096,12 @@ epi_flag_1706:
 	MOVQ  c+0(FP), R13
 	XORQ  R14, R14
 
-epi2_row_1709:
+epi2_row_1719:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_1710:
+epi2_col_1720:
 	VMOVDQU   (R13)(R15*4), Y3
 	VPMULLD   (R10)(R15*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -38075,18 +38115,18 @@ epi2_col_1710:
 	VMOVUPS   Y3, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_1710
+	JL        epi2_col_1720
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_1709
-	JMP       epi2_done_1430
+	JL        epi2_row_1719
+	JMP       epi2_done_1440
 
-epi_flag_1705:
+epi_flag_1715:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1711
+	JNZ          epi_flag_1721
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -38114,10 +38154,10 @@ epi_flag_1705:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1712:
+epi2_row_1722:
 	XORQ R13, R13
 
-epi2_col_1713:
+epi2_col_1723:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -38138,16 +38178,16 @@ epi2_col_1713:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1713
+	JL           epi2_col_1723
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1712
-	JMP          epi2_done_1430
+	JL           epi2_row_1722
+	JMP          epi2_done_1440
 
-epi_flag_1711:
+epi_flag_1721:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -38176,12 +38216,12 @@ epi_flag_1711:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1714:
+epi2_row_1724:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_1715:
+epi2_col_1725:
 	VMOVDQU      (R13)(R15*4), Y3
 	VPMULLD      (R10)(R15*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -38203,15 +38243,15 @@ epi2_col_1715:
 	VMOVQ        X3, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_1715
+	JL           epi2_col_1725
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_1714
+	JL           epi2_row_1724
 
-epi2_done_1430:
+epi2_done_1440:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -38247,9 +38287,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_1717
+	JZ     peak_done_1727
 
-peak_1716:
+peak_1726:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -38275,9 +38315,9 @@ peak_1716:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_1716
+	JNZ      peak_1726
 
-peak_done_1717:
+peak_done_1727:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -38335,9 +38375,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_1719
+	JZ     peak_done_1729
 
-peak_1718:
+peak_1728:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -38363,9 +38403,9 @@ peak_1718:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_1718
+	JNZ         peak_1728
 
-peak_done_1719:
+peak_done_1729:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -38411,9 +38451,9 @@ TEXT ·peakAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_1721
+	JZ    peak_done_1731
 
-peak_1720:
+peak_1730:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y1, Y1
 	VPMADDWD Y0, Y0, Y13
@@ -38439,9 +38479,9 @@ peak_1720:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y12, Y12
 	DECQ     AX
-	JNZ      peak_1720
+	JNZ      peak_1730
 
-peak_done_1721:
+peak_done_1731:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -38475,9 +38515,9 @@ TEXT ·peakFP32AVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_1723
+	JZ    peak_done_1733
 
-peak_1722:
+peak_1732:
 	VFMADD231PS Y0, Y0, Y1
 	VFMADD231PS Y0, Y0, Y2
 	VFMADD231PS Y0, Y0, Y3
@@ -38491,9 +38531,9 @@ peak_1722:
 	VFMADD231PS Y0, Y0, Y11
 	VFMADD231PS Y0, Y0, Y12
 	DECQ        AX
-	JNZ         peak_1722
+	JNZ         peak_1732
 
-peak_done_1723:
+peak_done_1733:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -38537,9 +38577,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_1725
+	JZ    peak_done_1735
 
-peak_1724:
+peak_1734:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -38596,9 +38636,9 @@ peak_1724:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_1724
+	JNZ  peak_1734
 
-peak_done_1725:
+peak_done_1735:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2
