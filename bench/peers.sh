@@ -33,6 +33,10 @@
 # where they are missing it exports with the harness's scripts, without run.sh's OpenBLAS
 # SKYLAKEX setting, so this part also runs on CPUs without AVX-512 (where run.sh's torch dies).
 #
+# Last, with ACCEPTANCE=1 (default where the CPU has AMX; 0 skips), issue 12's acceptance: the AMX GEMM
+# benchmark and `sqc roofline --json` (bert-base, 8x128 and 1x128, 2 threads) into $OUT, then
+# bench/acceptance's table of every bar (pass, FAIL or not measured) in $OUT/acceptance.txt.
+#
 # sqc is built into a fresh temporary directory; results go to $OUT (default
 # $TMPDIR/peers-results/<timestamp>) and exports to $CACHE (default
 # /tmp/peers-cache). Nothing is written into the harness folder or the repo.
@@ -72,6 +76,25 @@ else
   (cd "$ROOT" && go build -o "$BIN" ./cmd/sqc)
 fi
 
+# Issue 12's acceptance (ACCEPTANCE=1, the default on AMX CPUs), once everything else has run: the
+# AMX GEMMs against the tile peak (go test -bench 'QGEMM$/amx', 1 thread, amx and amx-separate) and
+# `sqc roofline --json` of bert-base at 8x128 and 1x128 on 2 threads, into $OUT, then bench/acceptance
+# prints every bar with its figure.
+acceptance() {
+  local want=0
+  grep -qw amx_int8 /proc/cpuinfo && want=1
+  [ "${ACCEPTANCE:-$want}" = 1 ] || return 0
+  case " $* " in *" bert-base "*|*" all "*) ;; *) echo "peers.sh: acceptance: bert-base was not run" >&2; return 0 ;; esac
+  echo "peers.sh: acceptance: timing the AMX GEMMs and the roofline into $OUT" >&2
+  mkdir -p "$OUT"
+  (cd "$ROOT" && go test ./runtime/qgemm -run '^$' -bench 'QGEMM$/amx' -cpu 1 -count 1) > "$OUT/qgemm-bench.txt" || true
+  for b in 8 1; do
+    "$BIN" roofline --config bert-base --batch "$b" --seq 128 --threads 2 --json > "$OUT/roofline-bert-base-${b}x128.json" || true
+  done
+  echo
+  (cd "$ROOT" && go run ./bench/acceptance --config bert-base --threads 2 "$OUT") | tee "$OUT/acceptance.txt"
+}
+
 # coord.py substitutes {config} and {threads}; the worker's stderr goes to $OUT/run.log.
 export SQC_WORKER="$BIN bench --serve --config {config} --threads {threads}${SQC_ARGS:+ $SQC_ARGS}"
 echo "peers.sh: SQC_WORKER='$SQC_WORKER'; results in $OUT" >&2
@@ -85,7 +108,7 @@ if [ "${REAL_ONLY:-0}" != 1 ]; then
   fi
 fi
 
-[ "${REAL_LENGTHS:-1}" = 1 ] || exit 0
+[ "${REAL_LENGTHS:-1}" = 1 ] || { acceptance "$@"; exit 0; }
 CONFIGS=("$@")
 [ "${CONFIGS[0]}" = all ] && CONFIGS=(bert-base bert-large distilbert minilm-l6)
 THREADS_LIST=(${THREADS:-1 2})
@@ -125,3 +148,4 @@ for c in "${CONFIGS[@]}"; do
     --config "$c" --threads "$REAL_THREADS" --cache "$CACHE" --rounds "${REAL_ROUNDS:-3}" \
     "${workers[@]}" --padded sqc/int8 --reference ort/int8 --out "$OUT/realbatch-$c"
 done
+acceptance "$@"
