@@ -160,6 +160,8 @@ func runRoofline(c *cli.Context, o bench.Options) error {
 	if wm := rep.Whole; prof.Passes > 0 {
 		fmt.Fprintf(w, "  between steps, from %d passes timed step by step: within a pass the steps take %.2f ms (%.0f%%), %+.2f ms (%+.0f%% of the pass) against replayed alone (caches refilled between steps, helpers waking); outside the steps (copying the outputs; whole passes minus those timed step by step, pass by pass) %.2f ms (%.0f%%)\n",
 			prof.Passes, prof.InPassSeconds*1e3, 100*wm.InPass, wm.Refill*wm.Forward*1e3, 100*wm.Refill, wm.Outside*wm.Forward*1e3, 100*wm.Outside)
+		fmt.Fprintf(w, "  parallel loops: %.0f per pass; their callers wait %.2f ms per pass (%.1f%%) for a helper's last block (the imbalance one parallel region per layer could save; the rest is caches)\n",
+			wm.Loops, wm.LoopWait*wm.Forward*1e3, 100*wm.LoopWait)
 	}
 	fmt.Fprintf(w, "whole model: %.1f GOP per pass at %.0f GOP/s = %.1f%% of the %s peak on %d threads\n\n",
 		rep.Whole.Ops/1e9, rep.Whole.GOPS, 100*rep.Whole.Share, rep.Whole.Ceiling, o.Threads)

@@ -1,6 +1,9 @@
 package exec
 
-import "github.com/sqc-dev/sqc/compiler"
+import (
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/pool"
+)
 
 // Cost is what one call of a step does at the shapes of the run it was
 // taken from (Replay): its operations (2 per multiply-add; the arithmetic
@@ -64,6 +67,10 @@ func (p *Program) Trace(inputs map[string]*compiler.Tensor, after func(i int) er
 
 // Workers is the size of the Program's worker pool.
 func (p *Program) Workers() int { return p.pool.Workers() }
+
+// PoolStats is the Program's worker pool's counters (pool.Stats): its
+// parallel loops and the time their callers waited for helpers.
+func (p *Program) PoolStats() pool.Stats { return p.pool.Stats() }
 
 // operandBytes is the size in bytes of every slot s reads or writes (its
 // Operands), as the step left them: the least traffic of a step that

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Pool runs parallel-for loops on a fixed set of goroutines. It is safe for
@@ -35,6 +36,8 @@ type Pool struct {
 	mu      sync.RWMutex // held shared while sending tickets, exclusively by Close
 	closed  bool
 	helpers sync.WaitGroup
+
+	stats stats // Stats
 }
 
 // job is one Run call. The caller and the helpers that join it take
@@ -139,8 +142,13 @@ send:
 
 	j.work(id)
 	p.ids <- id // before waiting: a helper inside may need it
+	p.stats.loops.Add(1)
+	p.stats.items.Add(int64(n))
 	if j.state.Or(closedBit)&countMask != 0 {
+		// The clock is read only here, where the caller is idle anyway.
+		t := time.Now()
 		j.wait()
+		p.stats.callerWait.Add(int64(time.Since(t)))
 	}
 	j.fn = nil // drop the closure so the pool does not keep it alive
 	p.jobs.Put(j)

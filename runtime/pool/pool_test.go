@@ -224,3 +224,40 @@ func TestSpinnerIsBounded(t *testing.T) {
 		t.Fatalf("spinner gave up after %v (%d polls), before spinFor = %v", elapsed, polls, spinFor)
 	}
 }
+
+// Stats counts the loops spread over helpers and the time their callers
+// wait for a helper's last index.
+func TestStatsCountLoopsAndCallerWait(t *testing.T) {
+	p := New(2)
+	defer p.Close()
+	before := p.Stats()
+	const nap = 20 * time.Millisecond
+	var started atomic.Int32
+	// As in TestCallerDoesNotWaitForBusyHelper, both participants take one
+	// index; the helper's (worker 1 in a fresh pool) naps, so the caller
+	// waits about that long.
+	p.Run(2, func(w, _ int) {
+		started.Add(1)
+		for started.Load() < 2 {
+			runtime.Gosched()
+		}
+		if w == 1 {
+			time.Sleep(nap)
+		}
+	})
+	checkRun(t, p, 50)
+	p.Run(1, func(_, _ int) {}) // inline: not counted
+	got := p.Stats().Sub(before)
+	if got.Loops != 2 || got.Items != 52 {
+		t.Errorf("Stats: %d loops, %d items; want 2 loops of 2 and 50 indices", got.Loops, got.Items)
+	}
+	if got.CallerWait < nap/2 || got.CallerWait > 10*time.Second {
+		t.Errorf("Stats: callers waited %v; the helper's last index took %v", got.CallerWait, nap)
+	}
+	one := New(1)
+	defer one.Close()
+	checkRun(t, one, 10)
+	if s := one.Stats(); s.Loops != 0 {
+		t.Errorf("a one-worker pool counted %d loops; it runs them inline", s.Loops)
+	}
+}

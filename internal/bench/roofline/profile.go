@@ -8,6 +8,7 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
+	"github.com/sqc-dev/sqc/runtime/pool"
 )
 
 // Point is one group of identical steps (same kernel, shape and fused
@@ -65,6 +66,13 @@ type Profile struct {
 	// than as the forward time minus InPassSeconds, which would report the
 	// noise between two separate measurements as time outside the steps.
 	OutsideSeconds float64
+	// Loops is the parallel loops of one whole pass (the Program's worker
+	// pool's Stats over the passes timed whole), and LoopWaitSeconds what
+	// the pass's callers waited, per pass, for a helper's last block after
+	// running out of their own: the imbalance at the loops' ends. A share
+	// of what lies between steps if one parallel region spanned several.
+	Loops           float64
+	LoopWaitSeconds float64
 }
 
 // ProfileOptions control ProfileProgram.
@@ -129,11 +137,13 @@ func ProfileProgram(p *exec.Program, inputs map[string]*compiler.Tensor, o Profi
 		prof.ReplayedSeconds += float64(groups[l].Count) * groups[l].Seconds
 	}
 	if o.PassBudget > 0 {
-		steps, passes, outside, err := timeInPass(p, inputs, len(labels), o.PassBudget)
+		steps, passes, outside, loops, err := timeInPass(p, inputs, len(labels), o.PassBudget)
 		if err != nil {
 			return nil, err
 		}
 		prof.Passes, prof.OutsideSeconds = passes, outside
+		prof.Loops = float64(loops.Loops) / float64(passes)
+		prof.LoopWaitSeconds = loops.CallerWait.Seconds() / float64(passes)
 		for i, secs := range steps {
 			g := groups[labels[i]]
 			g.InPassSeconds += secs / float64(g.Count)
@@ -155,18 +165,24 @@ func ProfileProgram(p *exec.Program, inputs map[string]*compiler.Tensor, o Profi
 // and returns each step's median time within them: from the end of the
 // previous step (for step 0, from the start of the pass, input binding
 // included) to its own end. Each traced pass follows a RunInto timed
-// whole; outside is the median of their differences (Profile.OutsideSeconds).
-func timeInPass(p *exec.Program, inputs map[string]*compiler.Tensor, steps int, budget time.Duration) (med []float64, passes int, outside float64, err error) {
+// whole; outside is the median of their differences (Profile.OutsideSeconds),
+// loops the worker pool's Stats over the RunInto passes.
+func timeInPass(p *exec.Program, inputs map[string]*compiler.Tensor, steps int, budget time.Duration) (med []float64, passes int, outside float64, loops pool.Stats, err error) {
 	per := make([][]float64, steps) // [step][pass]
 	var diffs []float64
 	outputs := map[string]*compiler.Tensor{} // reused: RunInto allocates nothing after the first pass
 	start := time.Now()
 	for passes < MinPasses || time.Since(start) < budget {
+		s0 := p.PoolStats()
 		t := time.Now()
 		if err := p.RunInto(inputs, outputs); err != nil {
-			return nil, 0, 0, fmt.Errorf("roofline: timing a whole pass: %w", err)
+			return nil, 0, 0, loops, fmt.Errorf("roofline: timing a whole pass: %w", err)
 		}
 		run := time.Since(t).Seconds()
+		s1 := p.PoolStats().Sub(s0)
+		loops.Loops += s1.Loops
+		loops.Items += s1.Items
+		loops.CallerWait += s1.CallerWait
 		t = time.Now()
 		last := t
 		err := p.Trace(inputs, func(i int) error {
@@ -178,7 +194,7 @@ func timeInPass(p *exec.Program, inputs map[string]*compiler.Tensor, steps int, 
 			return nil
 		})
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("roofline: timing a pass step by step: %w", err)
+			return nil, 0, 0, loops, fmt.Errorf("roofline: timing a pass step by step: %w", err)
 		}
 		diffs = append(diffs, run-time.Since(t).Seconds())
 		passes++
@@ -189,13 +205,13 @@ func timeInPass(p *exec.Program, inputs map[string]*compiler.Tensor, steps int, 
 	med = make([]float64, steps)
 	for i, ts := range per {
 		if len(ts) != passes {
-			return nil, 0, 0, fmt.Errorf("roofline: step %d ran %d times in %d passes", i, len(ts), passes)
+			return nil, 0, 0, loops, fmt.Errorf("roofline: step %d ran %d times in %d passes", i, len(ts), passes)
 		}
 		slices.Sort(ts)
 		med[i] = ts[len(ts)/2]
 	}
 	slices.Sort(diffs)
-	return med, passes, diffs[len(diffs)/2], nil
+	return med, passes, diffs[len(diffs)/2], loops, nil
 }
 
 // timeCall returns the median seconds of run after one warm-up call,

@@ -19,7 +19,7 @@ func TestProfileProgram(t *testing.T) {
 	if _, err := m.Quantize(bench.QuantOptions{Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
-	prog, err := exec.Compile(m.Graph, exec.Options{Threads: 1})
+	prog, err := exec.Compile(m.Graph, exec.Options{Threads: 2}) // 2: parallel loops to count
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +34,9 @@ func TestProfileProgram(t *testing.T) {
 	}
 	if prof.Passes < MinPasses || prof.InPassSeconds <= 0 {
 		t.Errorf("%d passes timed step by step, %g s in them", prof.Passes, prof.InPassSeconds)
+	}
+	if prof.Loops < 1 || prof.LoopWaitSeconds < 0 || prof.LoopWaitSeconds > prof.InPassSeconds {
+		t.Errorf("%g parallel loops per pass, callers waiting %g s of a %g s pass", prof.Loops, prof.LoopWaitSeconds, prof.InPassSeconds)
 	}
 	// Copying the outputs of a 2 x 16 pass is far cheaper than the pass;
 	// the bound is loose because the difference is of two noisy times.

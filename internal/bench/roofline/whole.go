@@ -22,6 +22,13 @@ type WholeModel struct {
 	InPass  float64 `json:"in_pass,omitempty"`
 	Outside float64 `json:"outside,omitempty"`
 	Refill  float64 `json:"refill,omitempty"`
+	// Loops is the parallel loops per pass and LoopWait the share of the
+	// forward time their callers spent waiting for a helper's last block
+	// (Profile.Loops, Profile.LoopWaitSeconds): the hand-offs and tails
+	// one parallel region per layer could save, the rest of Refill being
+	// caches.
+	Loops    float64 `json:"loops_per_pass,omitempty"`
+	LoopWait float64 `json:"loop_wait,omitempty"`
 }
 
 // Whole sums the profile's operations (each point's Ops times its Count)
@@ -46,6 +53,7 @@ func Whole(p *Profile, cs []Ceiling, forwardSec float64) WholeModel {
 		w.InPass = p.InPassSeconds / forwardSec
 		w.Outside = max(0, p.OutsideSeconds) / forwardSec
 		w.Refill = (p.InPassSeconds - p.ReplayedSeconds) / forwardSec
+		w.Loops, w.LoopWait = p.Loops, p.LoopWaitSeconds/forwardSec
 	}
 	best := 0.0
 	for _, c := range cs {

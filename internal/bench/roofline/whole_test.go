@@ -34,7 +34,10 @@ func TestWhole(t *testing.T) {
 	// those timed step by step. The remaining 1 ms is noise between the
 	// measurements, not reported as outside the steps.
 	p.InPassSeconds, p.Passes, p.OutsideSeconds = 18e-3, 5, 1e-3
+	p.Loops, p.LoopWaitSeconds = 65, 0.6e-3
 	w = Whole(p, cs, 20e-3)
+	near("Loops", w.Loops, 65)
+	near("LoopWait", w.LoopWait, 0.03)
 	near("InPass", w.InPass, 0.9)
 	near("Outside", w.Outside, 0.05)
 	near("Refill", w.Refill, 0.2)
