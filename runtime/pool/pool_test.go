@@ -175,20 +175,10 @@ func TestCallerDoesNotWaitForBusyHelper(t *testing.T) {
 	first := make(chan struct{})
 	go func() {
 		defer close(first)
-		// A fresh pool hands out ids in order, so this caller runs as
-		// worker 0 and the helper as worker 1. Each index waits until the
-		// other has started, so both participants take one, and the
-		// helper's then parks until release.
-		var started atomic.Int32
-		p.Run(2, func(w, _ int) {
-			started.Add(1)
-			for started.Load() < 2 {
-				runtime.Gosched()
-			}
-			if w == 1 {
-				close(helperBusy)
-				<-release
-			}
+		// The helper's index parks until release.
+		runOneEach(p, func() {
+			close(helperBusy)
+			<-release
 		})
 	}()
 	<-helperBusy
@@ -232,19 +222,8 @@ func TestStatsCountLoopsAndCallerWait(t *testing.T) {
 	defer p.Close()
 	before := p.Stats()
 	const nap = 20 * time.Millisecond
-	var started atomic.Int32
-	// As in TestCallerDoesNotWaitForBusyHelper, both participants take one
-	// index; the helper's (worker 1 in a fresh pool) naps, so the caller
-	// waits about that long.
-	p.Run(2, func(w, _ int) {
-		started.Add(1)
-		for started.Load() < 2 {
-			runtime.Gosched()
-		}
-		if w == 1 {
-			time.Sleep(nap)
-		}
-	})
+	// The helper's index naps, so the caller waits about that long.
+	runOneEach(p, func() { time.Sleep(nap) })
 	checkRun(t, p, 50)
 	p.Run(1, func(_, _ int) {}) // inline: not counted
 	got := p.Stats().Sub(before)
@@ -260,4 +239,22 @@ func TestStatsCountLoopsAndCallerWait(t *testing.T) {
 	if s := one.Stats(); s.Loops != 0 {
 		t.Errorf("a one-worker pool counted %d loops; it runs them inline", s.Loops)
 	}
+}
+
+// runOneEach runs a loop of 2 indices on a fresh 2-worker pool p with the
+// caller and the helper taking one each, and helper running in the
+// helper's. A fresh pool hands out ids in order, so the caller runs as
+// worker 0 and the helper as worker 1; each index waits until the other
+// has started, so neither participant takes both.
+func runOneEach(p *Pool, helper func()) {
+	var started atomic.Int32
+	p.Run(2, func(w, _ int) {
+		started.Add(1)
+		for started.Load() < 2 {
+			runtime.Gosched()
+		}
+		if w == 1 {
+			helper()
+		}
+	})
 }

@@ -231,23 +231,31 @@ func newEpilogue(rng *rand.Rand, p *testProblem, o epiOptions) (ep *Epilogue, f3
 // guarded buffers laid out like ep's.
 func expected(p *testProblem, ep *Epilogue, f32buf []float32, u8buf []uint8) ([]float32, []uint8) {
 	want := *ep
-	var wf []float32
-	var wu []uint8
-	if f32buf != nil {
-		wf = make([]float32, len(f32buf))
-		for i := range wf {
-			wf[i] = math.Float32frombits(guardF32Bits)
-		}
+	wf, wu := pristine(f32buf, u8buf)
+	if wf != nil {
 		want.OutF32 = wf[guardElems:]
 	} else {
-		wu = make([]uint8, len(u8buf))
-		for i := range wu {
-			wu[i] = guardU8
-		}
 		want.OutU8 = wu[guardElems:]
 	}
 	epilogueGo(&want, p.prod, p.s.n, 0, 0, p.s.m, p.s.n)
 	return wf, wu
+}
+
+// pristine returns buffers the size of f32buf or u8buf (one is nil) filled
+// with their guard values only.
+func pristine(f32buf []float32, u8buf []uint8) ([]float32, []uint8) {
+	if f32buf != nil {
+		f := make([]float32, len(f32buf))
+		for i := range f {
+			f[i] = math.Float32frombits(guardF32Bits)
+		}
+		return f, nil
+	}
+	u := make([]uint8, len(u8buf))
+	for i := range u {
+		u[i] = guardU8
+	}
+	return nil, u
 }
 
 // compareOutputs checks got against want bit for bit over the whole

@@ -4,7 +4,6 @@ package qgemm
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -72,23 +71,4 @@ func TestAMXFusedMatchesReference(t *testing.T) {
 			}
 		})
 	}
-}
-
-// pristine returns buffers the size of f32buf or u8buf (one is nil) filled
-// with their guard values only.
-func pristine(f32buf []float32, u8buf []uint8) ([]float32, []uint8) {
-	var f []float32
-	var u []uint8
-	if f32buf != nil {
-		f = make([]float32, len(f32buf))
-		for i := range f {
-			f[i] = math.Float32frombits(guardF32Bits)
-		}
-	} else {
-		u = make([]uint8, len(u8buf))
-		for i := range u {
-			u[i] = guardU8
-		}
-	}
-	return f, u
 }

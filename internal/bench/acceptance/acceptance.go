@@ -10,6 +10,7 @@ package acceptance
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,7 +144,7 @@ func fromResults(r io.Reader, config string, threads int, amx tristate, bars []B
 	if err != nil {
 		return err
 	}
-	ratios, err := pairs.Read(strings.NewReader(string(data)),
+	ratios, err := pairs.Read(bytes.NewReader(data),
 		[]string{"sqc/int8", "sqc/int8-vnni"}, []string{"ort/int8", "ort/int8-noamx", "torch/fp32"})
 	if err != nil {
 		return err
@@ -173,7 +174,7 @@ func fromResults(r io.Reader, config string, threads int, amx tristate, bars []B
 	}
 	bars[7].Got = worst
 
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for line := 1; sc.Scan(); line++ {
 		var rec struct {
