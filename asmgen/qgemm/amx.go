@@ -269,6 +269,22 @@ func (e *emuTiles) tdpbusdAVX2(rows reg.GPVirtual, c, a, b int) {
 // the C tiles back from C (1 KiB each, per 12 K steps of 4 TDPBUSD: <2%).
 const amxKChunk = 768
 
+// amxEpi is where an AMX kernel's output goes through the epilogue.
+type amxEpi int
+
+const (
+	// amxEpiNone: the kernel leaves s32 in C; the driver runs the epilogue.
+	amxEpiNone amxEpi = iota
+	// amxEpiBlock: the epilogue per 32x32 block, right after its tiles.
+	amxEpiBlock
+	// amxEpiPipelined: each block's epilogue during the next block's K
+	// loop (amxEpiPieceRows).
+	amxEpiPipelined
+)
+
+// suffix is the kernel name's suffix for e.
+func (e amxEpi) suffix() string { return [...]string{"", "Fused", "Pipelined"}[e] }
+
 // amxState holds the stack slots of the AMX kernel's outer loops. Keeping
 // them in memory leaves the K loop all the registers it needs (and the
 // emulation the few more it needs); they are touched once per 32x32 block.
@@ -295,9 +311,11 @@ type amxState struct {
 // LDTILECFG runs on entry, for the M tail, and at the start of the pass
 // after an M tail; TILERELEASE before returning.
 //
-// With fused, the kernel applies the epilogue per 32x32 block in the last
-// K pass (amxfused.go); its signature is amxFusedSig's.
-func genAMXKernel(g *gen, name string, t tileOps, fused bool) {
+// With epi other than amxEpiNone, the kernel applies the epilogue per
+// 32x32 block in the last K pass (amxfused.go); its signature is
+// amxFusedSig's.
+func genAMXKernel(g *gen, name string, t tileOps, epi amxEpi) {
+	fused := epi != amxEpiNone
 	g.Function(name)
 	if fused {
 		// The 4 KiB block buffer puts the frame beyond what a NOSPLIT
@@ -312,26 +330,28 @@ func genAMXKernel(g *gen, name string, t tileOps, fused bool) {
 	g.Pragma("noescape")
 	var fuse *amxFusion
 	if fused {
-		fuse = newAMXFusion(g) // first: the epilogue's arguments are at 0(SP)
+		fuse = newAMXFusion(g, epi == amxEpiPipelined) // first: the epilogue's arguments are at 0(SP)
 	}
 	if e, emu := t.(*emuTiles); emu {
 		isa := "AVX512-VNNI"
 		if e.avx2 {
 			isa = "AVX2"
 		}
-		base := "qgemmAMX"
-		if fused {
-			base = "qgemmAMXFused"
-		}
+		base := "qgemmAMX" + epi.suffix()
 		g.Doc(name+" is "+base+" with every tile instruction emulated by "+isa,
 			"code on a tile file in its stack frame: the same loops, addresses, tile configs",
 			"and tails, runnable (and testable) on CPUs without AMX. It is for tests only.")
-	} else if fused {
+	} else if epi == amxEpiBlock {
 		g.Doc(name+" is the AMX (TDPBUSD) kernel with the epilogue applied per 32x32 block",
 			"in the last K pass (the block's tiles in an L1 buffer, then epilogueAVX512Asm). Its",
 			"parameters are Kernel's, then epilogueAVX512Asm's from n on, n being the real",
 			"columns of the whole block and the pointers at its origin. The caller must hold",
 			"the AMX tile-data permission (runtime/cpu.Detect).")
+	} else if fused {
+		g.Doc(name+" is qgemmAMXFused with each block's epilogue deferred and applied a few",
+			"rows per K step of the next block, so that it runs on the vector units while the",
+			"tiles compute; the last block's after the last pass. Same parameters and outputs.",
+			"The caller must hold the AMX tile-data permission (runtime/cpu.Detect).")
 	} else {
 		g.Doc(name+" is the AMX (TDPBUSD) Kernel: 32x32 int32 blocks in a 2x2 of C tiles.",
 			"The caller must hold the AMX tile-data permission (runtime/cpu.Detect).")
@@ -475,6 +495,9 @@ func genAMXKernel(g *gen, name string, t tileOps, fused bool) {
 	g.JMP(operand.LabelRef(kpass))
 
 	g.Label(done)
+	if fuse != nil && fuse.pipelined {
+		fuse.applyPending(g, 32) // the last block's
+	}
 	t.tileRelease()
 	if _, emu := t.(*emuTiles); emu {
 		g.VZEROUPPER()
@@ -604,31 +627,65 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 		loadA(i)
 	}
 
-	kloop, klast := g.NewLabel("kstep"), g.NewLabel("klast")
-	g.Label(kloop)
-	g.TESTQ(ksteps, ksteps)
-	g.JZ(operand.LabelRef(klast))
-	for i := 0; i < rows; i++ {
-		g.ADDQ(operand.U8(64), ap[i]) // next 64 K bytes of A
-	}
-	for j := 0; j < cols; j++ {
-		g.ADDQ(operand.U32(1024), bp[j]) // next 1 KiB B tile
-	}
-	for i := 0; i < rows; i++ {
+	kstep := func(top string) {
+		for i := 0; i < rows; i++ {
+			g.ADDQ(operand.U8(64), ap[i]) // next 64 K bytes of A
+		}
 		for j := 0; j < cols; j++ {
-			t.tdpbusd(tileC(i, j), tileA(i), tileB(j))
-			// Reload a tile for the next K step right after its last
-			// use in this one.
-			if j == cols-1 {
-				loadA(i)
-			}
-			if i == rows-1 {
-				loadB(j)
+			g.ADDQ(operand.U32(1024), bp[j]) // next 1 KiB B tile
+		}
+		for i := 0; i < rows; i++ {
+			for j := 0; j < cols; j++ {
+				t.tdpbusd(tileC(i, j), tileA(i), tileB(j))
+				// Reload a tile for the next K step right after its last
+				// use in this one.
+				if j == cols-1 {
+					loadA(i)
+				}
+				if i == rows-1 {
+					loadB(j)
+				}
 			}
 		}
+		g.DECQ(ksteps)
+		g.JMP(operand.LabelRef(top))
 	}
-	g.DECQ(ksteps)
-	g.JMP(operand.LabelRef(kloop))
+	klast := g.NewLabel("klast")
+	kloop := func(pieces bool) {
+		top := g.NewLabel("kstep")
+		g.Label(top)
+		g.TESTQ(ksteps, ksteps)
+		g.JZ(operand.LabelRef(klast))
+		if pieces {
+			// The deferred block's next rows, with the loop's registers in
+			// the frame across the call.
+			f := st.fuse
+			live := []reg.GPVirtual{ap[0], ap[1], bp[0], bp[1], ksteps}
+			for i, r := range live {
+				if r != nil {
+					g.MOVQ(r, f.kregs[i])
+				}
+			}
+			f.applyPending(g, amxEpiPieceRows)
+			for i, r := range live {
+				if r != nil {
+					g.MOVQ(f.kregs[i], r)
+				}
+			}
+			g.MOVQ(g.ParamAddr("lda"), lda)
+			g.MOVQ(operand.U32(64), bstride)
+		}
+		kstep(top)
+	}
+	if st.fuse != nil && st.fuse.pipelined {
+		plain := g.NewLabel("kloop_plain")
+		isLastKPass(g, st, plain)
+		kloop(true)
+		g.Label(plain)
+		kloop(false)
+	} else {
+		kloop(false)
+	}
 
 	g.Label(klast)
 	for i := 0; i < rows; i++ {
@@ -642,7 +699,12 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 		toC := g.NewLabel("store_partial")
 		stored = g.NewLabel("stored")
 		isLastKPass(g, st, toC)
-		st.fuse.storeAndFinish(g, t, rows, cols)
+		if st.fuse.pipelined {
+			st.fuse.applyPending(g, 32) // what the K loop left of it
+			st.fuse.storeAndDefer(g, t, rows, cols)
+		} else {
+			st.fuse.storeAndFinish(g, t, rows, cols)
+		}
 		g.JMP(operand.LabelRef(stored))
 		g.Label(toC)
 	}

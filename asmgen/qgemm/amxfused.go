@@ -70,24 +70,109 @@ type amxFusion struct {
 	// epRow and epCol are the current block's first row and column in the
 	// macro-block.
 	epRow, epCol operand.Mem
+	// pipelined defers each block's epilogue to the K loop of the next
+	// block (see amxEpiPieceRows); pend is the deferred block.
+	pipelined bool
+	pend      amxPending
+	// kregs are the K loop's registers, kept here across a piece's call.
+	kregs [amxKLoopRegs]operand.Mem
 }
+
+// amxPending is the frame state of the pipelined kernel's deferred block:
+// its s32 values are in the buffer, its first row and column in the
+// macro-block are row and col, its real extent m x n, and the epilogue has
+// been applied to its first done rows. m = 0: none.
+type amxPending struct{ row, col, m, n, done operand.Mem }
+
+// amxEpiPieceRows is how many rows of the deferred block the pipelined
+// kernel passes to the epilogue per K step of the next block: 4 rows x 32
+// columns are 8 zmm vectors, about 100 (u8 output) to 250 (GELU)
+// instructions with the call, which the front end issues in well under the
+// 64 cycles of a K step's four TDPBUSD (16 cycles each), so the tile unit
+// never waits for the next step's TDPBUSDs behind them; the out-of-order
+// core runs them on the vector ports while the tiles compute. A block's 32
+// rows take 8 of the 11 K steps of a 768-byte pass; what a shorter pass
+// leaves is applied after its K loop, still ahead of the block's tile
+// stores in program order.
+const amxEpiPieceRows = 4
+
+// amxKLoopRegs is how many registers the K loop carries (A and B row
+// pointers, two each, and the steps left).
+const amxKLoopRegs = 5
 
 // newAMXFusion allocates the fused kernel's frame slots. It must be called
 // before anything else allocates locals: a callee's arguments are at
 // 0(SP).
-func newAMXFusion(g *gen) *amxFusion {
+func newAMXFusion(g *gen, pipelined bool) *amxFusion {
 	callee, err := gotypes.ParseSignature(epilogueSig)
 	if err != nil {
 		panic(fmt.Sprintf("epilogueSig: %v", err))
 	}
-	f := &amxFusion{callee: callee}
+	f := &amxFusion{callee: callee, pipelined: pipelined}
 	f.args = g.AllocLocal((callee.Bytes() + 7) &^ 7)
 	if f.args.Disp != 0 {
 		panic("fused AMX kernel: the epilogue's arguments must be the first local")
 	}
 	f.buf = g.AllocLocal(amxEpilogueBufBytes)
 	f.epRow, f.epCol = g.AllocLocal(8), g.AllocLocal(8)
+	if pipelined {
+		f.pend = amxPending{row: g.AllocLocal(8), col: g.AllocLocal(8), m: g.AllocLocal(8), n: g.AllocLocal(8), done: g.AllocLocal(8)}
+		for i := range f.kregs {
+			f.kregs[i] = g.AllocLocal(8)
+		}
+		g.MOVQ(operand.U32(0), f.pend.m) // nothing deferred yet
+		g.MOVQ(operand.U32(0), f.pend.done)
+	}
 	return f
+}
+
+// storeAndDefer is storeAndFinish of the pipelined kernel: the block's
+// tiles go into the buffer (the previous block's epilogue is complete by
+// then) and the block becomes the deferred one.
+func (f *amxFusion) storeAndDefer(g *gen, t tileOps, rows, cols int) {
+	f.storeTiles(g, t, rows, cols)
+	m, n := f.blockExtent(g, rows, cols)
+	g.MOVQ(m, f.pend.m)
+	g.MOVQ(n, f.pend.n)
+	for _, mv := range [][2]operand.Mem{{f.epRow, f.pend.row}, {f.epCol, f.pend.col}} {
+		x := g.GP64()
+		g.MOVQ(mv[0], x)
+		g.MOVQ(x, mv[1])
+	}
+	g.MOVQ(operand.U32(0), f.pend.done)
+}
+
+// applyPending emits the epilogue on the next min(most, m - done) rows of
+// the deferred block, if any are left.
+func (f *amxFusion) applyPending(g *gen, most int) {
+	skip := g.NewLabel("pend_skip")
+	cnt := g.GP64()
+	g.MOVQ(f.pend.m, cnt)
+	g.SUBQ(f.pend.done, cnt)
+	g.JLE(operand.LabelRef(skip))
+	lim := g.GP64()
+	g.MOVQ(operand.U32(most), lim)
+	g.CMPQ(cnt, lim)
+	g.CMOVQGT(lim, cnt)
+	done := g.GP64()
+	g.MOVQ(f.pend.done, done)
+	c := f.bufAddr(g)
+	off := g.GP64()
+	g.MOVQ(done, off)
+	g.SHLQ(operand.U8(7), off) // buffer rows: 32 int32
+	g.ADDQ(off, c)
+	row := g.GP64()
+	g.MOVQ(f.pend.row, row)
+	g.ADDQ(done, row)
+	next := g.GP64()
+	g.MOVQ(done, next)
+	g.ADDQ(cnt, next)
+	g.MOVQ(next, f.pend.done) // before the call, which clobbers cnt
+	n, col := g.GP64(), g.GP64()
+	g.MOVQ(f.pend.n, n)
+	g.MOVQ(f.pend.col, col)
+	f.callEpilogue(g, c, cnt, n, row, col)
+	g.Label(skip)
 }
 
 // calleeArg returns the argument slot of the epilogue's parameter name
@@ -110,11 +195,20 @@ func (f *amxFusion) bufAddr(g *gen) reg.GPVirtual {
 }
 
 // storeAndFinish emits the end of a rows x cols block of C tiles in the
-// last K pass: store the tiles into the buffer and call the epilogue on
-// the block's real rows and columns. No register is live across the call
-// (every register is the callee's to clobber): the loops around reload
-// their state from the frame.
+// last K pass of the per-block kernel: store the tiles into the buffer and
+// call the epilogue on the block's real rows and columns.
 func (f *amxFusion) storeAndFinish(g *gen, t tileOps, rows, cols int) {
+	buf := f.storeTiles(g, t, rows, cols)
+	m, n := f.blockExtent(g, rows, cols)
+	row, col := g.GP64(), g.GP64()
+	g.MOVQ(f.epRow, row)
+	g.MOVQ(f.epCol, col)
+	f.callEpilogue(g, buf, m, n, row, col)
+}
+
+// storeTiles stores a rows x cols block of C tiles into the buffer and
+// returns the buffer's address.
+func (f *amxFusion) storeTiles(g *gen, t tileOps, rows, cols int) reg.GPVirtual {
 	buf := f.bufAddr(g)
 	stride := g.GP64()
 	g.MOVQ(operand.U32(32*4), stride) // buffer rows: 32 int32
@@ -123,8 +217,31 @@ func (f *amxFusion) storeAndFinish(g *gen, t tileOps, rows, cols int) {
 			t.tileStore(operand.Mem{Base: buf, Index: stride, Scale: 1, Disp: 16*32*4*i + 64*j}, tileC(i, j))
 		}
 	}
+	return buf
+}
 
-	g.Comment("The epilogue's arguments: the kernel's own, moved to this block.")
+// blockExtent returns, in new registers, the real rows and columns of the
+// current rows x cols block of tiles: min(16*rows, m - epRow) and
+// min(16*cols, n - epCol).
+func (f *amxFusion) blockExtent(g *gen, rows, cols int) (m, n reg.GPVirtual) {
+	clampTo := func(param string, from operand.Mem, most int) reg.GPVirtual {
+		v, lim := g.Load(param), g.GP64()
+		g.SUBQ(from, v)
+		g.MOVQ(operand.U32(most), lim)
+		g.CMPQ(v, lim)
+		g.CMOVQGT(lim, v)
+		return v
+	}
+	return clampTo("m", f.epRow, 16*rows), clampTo("n", f.epCol, 16*cols)
+}
+
+// callEpilogue emits the call of the epilogue on the m x n s32 values at c
+// (row stride 32), which are the macro-block's rows row.. and columns
+// col..: the kernel's own epilogue arguments, moved there. No register is
+// live across the call (every register is the callee's to clobber): the
+// loops around reload their state from the frame.
+func (f *amxFusion) callEpilogue(g *gen, c, m, n, row, col reg.GPVirtual) {
+	g.Comment("The epilogue's arguments: the kernel's own, moved to these rows and columns.")
 	names := epilogueParamNames()
 	for _, name := range names[amxFusedLeadParams:] {
 		dst, size := f.calleeArg(name)
@@ -139,37 +256,26 @@ func (f *amxFusion) storeAndFinish(g *gen, t tileOps, rows, cols int) {
 			g.MOVQ(x, dst)
 		}
 	}
-	cArg, _ := f.calleeArg("c")
-	g.MOVQ(buf, cArg)
-	ldcArg, _ := f.calleeArg("ldc")
-	g.MOVQ(operand.U32(32), ldcArg)
-
-	// m = min(rows of this block, m - epRow); n = min(16*cols, n - epCol).
-	clampTo := func(param string, from operand.Mem, most int, dst operand.Mem) {
-		v, lim := g.Load(param), g.GP64()
-		g.SUBQ(from, v)
-		g.MOVQ(operand.U32(most), lim)
-		g.CMPQ(v, lim)
-		g.CMOVQGT(lim, v)
-		g.MOVQ(v, dst)
+	for _, a := range []struct {
+		name string
+		v    operand.Op
+	}{{"c", c}, {"ldc", operand.U32(32)}, {"m", m}, {"n", n}} {
+		slot, _ := f.calleeArg(a.name)
+		g.MOVQ(a.v, slot)
 	}
-	mArg, _ := f.calleeArg("m")
-	clampTo("m", f.epRow, 16*rows, mArg)
-	nArg, _ := f.calleeArg("n")
-	clampTo("n", f.epCol, 16*cols, nArg)
 
-	// Per-column operands move by epCol elements, per-row ones by epRow,
-	// matrices by epRow rows and epCol columns. A nil operand moves too;
-	// its flag is clear, so the epilogue never reads it.
+	// Per-column operands move by col elements, per-row ones by row,
+	// matrices by row rows and col columns. A nil operand moves too; its
+	// flag is clear, so the epilogue never reads it.
 	col4 := g.GP64()
-	g.MOVQ(f.epCol, col4)
+	g.MOVQ(col, col4)
 	g.SHLQ(operand.U8(2), col4)
 	for _, name := range []string{"colSum", "scale", "bias"} {
 		a, _ := f.calleeArg(name)
 		g.ADDQ(col4, a)
 	}
 	row4 := g.GP64()
-	g.MOVQ(f.epRow, row4)
+	g.MOVQ(row, row4)
 	g.SHLQ(operand.U8(2), row4)
 	for _, name := range []string{"rowZero", "rowScale"} {
 		a, _ := f.calleeArg(name)
@@ -184,8 +290,8 @@ func (f *amxFusion) storeAndFinish(g *gen, t tileOps, rows, cols int) {
 		{"outStride", []string{"outF32", "outU8"}, []uint8{2, 0}},
 	} {
 		off := g.Load(mat.stride)
-		g.IMULQ(f.epRow, off)
-		g.ADDQ(f.epCol, off)
+		g.IMULQ(row, off)
+		g.ADDQ(col, off)
 		for i, name := range mat.ptrs {
 			a, _ := f.calleeArg(name)
 			o := off

@@ -33,11 +33,13 @@ func generate() (*ir.File, error) {
 	g := newGen()
 	g.ConstraintExpr("amd64,!noasm") // amd64 && !noasm, in the old syntax avo parses
 
-	genAMXKernel(g, "qgemmAMX", realTiles{g}, false)
-	genAMXKernel(g, "qgemmAMXEmulated", newEmuTiles(g), false)
-	genAMXKernel(g, "qgemmAMXEmulatedAVX2", newEmuTilesAVX2(g), false)
-	genAMXKernel(g, "qgemmAMXFused", realTiles{g}, true)
-	genAMXKernel(g, "qgemmAMXFusedEmulated", newEmuTiles(g), true)
+	genAMXKernel(g, "qgemmAMX", realTiles{g}, amxEpiNone)
+	genAMXKernel(g, "qgemmAMXEmulated", newEmuTiles(g), amxEpiNone)
+	genAMXKernel(g, "qgemmAMXEmulatedAVX2", newEmuTilesAVX2(g), amxEpiNone)
+	genAMXKernel(g, "qgemmAMXFused", realTiles{g}, amxEpiBlock)
+	genAMXKernel(g, "qgemmAMXFusedEmulated", newEmuTiles(g), amxEpiBlock)
+	genAMXKernel(g, "qgemmAMXPipelined", realTiles{g}, amxEpiPipelined)
+	genAMXKernel(g, "qgemmAMXPipelinedEmulated", newEmuTiles(g), amxEpiPipelined)
 	genVNNIKernel(g)
 	genAVX2Kernel(g)
 	genEpilogue(g)

@@ -163,6 +163,13 @@ type Variant struct {
 	// is in L1); the driver uses it in place of Kernel then Epilogue
 	// whenever it serves the GEMM's Epilogue.
 	fusedBlock fusedBlockFunc
+	// fusedPipelined says fusedBlock applies each block's epilogue during
+	// the next block's tile work (for Describe).
+	fusedPipelined bool
+	// perBlock, if set, is fusedBlock's alternative that applies each
+	// block's epilogue straight after its tiles instead of pipelining it
+	// with the next block's (SQC_EPILOGUE=block, for comparisons).
+	perBlock fusedBlockFunc
 }
 
 // fusedBlockFunc computes the output of the macro-block of rows m0..m0+m

@@ -84,7 +84,7 @@ func (e *Engine) Variant() Variant { return e.variant }
 
 // FusedEpilogue reports whether the Engine applies the epilogue inside the
 // kernel call (the AMX kernel does, unless Options.SeparateEpilogue or
-// SQC_EPILOGUE=separate).
+// SQC_EPILOGUE=separate), pipelined or per block (SQC_EPILOGUE=block).
 func (e *Engine) FusedEpilogue() bool { return e.variant.fusedBlock != nil }
 
 // ISA returns the family of the Engine's variant.
@@ -98,6 +98,8 @@ func (e *Engine) Threads() int { return e.pool.Workers() }
 func (e *Engine) Describe() string {
 	ep := "Go epilogue"
 	switch {
+	case e.variant.fusedBlock != nil && e.variant.fusedPipelined:
+		ep = "assembly epilogue in the kernel call, each 32x32 block's during the next block's tile work"
 	case e.variant.fusedBlock != nil:
 		ep = "assembly epilogue in the kernel call, per 32x32 block"
 	case e.variant.Epilogue != nil:

@@ -65,16 +65,22 @@ func BenchmarkQGEMM(b *testing.B) {
 }
 
 // benchVariants is Variants() named by family, plus, for a variant with
-// a fused kernel (AMX), the same without it as "<isa>-separate": the
-// kernel into the s32 scratch, then the epilogue, so that one run shows
-// what fusing gains.
+// a fused kernel (AMX), the same with each block's epilogue straight after
+// its tiles as "<isa>-block" and without fusion as "<isa>-separate" (the
+// kernel into the s32 scratch, then the epilogue), so that one run shows
+// what pipelining and fusing gain.
 func benchVariants() []testVariant {
 	var out []testVariant
 	for _, v := range Variants() {
 		out = append(out, testVariant{name: v.ISA.String(), v: v})
+		if v.perBlock != nil {
+			blk := v
+			blk.fusedBlock, blk.fusedPipelined, blk.perBlock = v.perBlock, false, nil
+			out = append(out, testVariant{name: v.ISA.String() + "-block", v: blk})
+		}
 		if v.fusedBlock != nil {
 			sep := v
-			sep.fusedBlock = nil
+			sep.fusedBlock, sep.fusedPipelined, sep.perBlock = nil, false, nil
 			out = append(out, testVariant{name: v.ISA.String() + "-separate", v: sep})
 		}
 	}

@@ -628,11 +628,18 @@ func TestSQCISAForcing(t *testing.T) {
 
 func TestSQCEpilogueForcing(t *testing.T) {
 	t.Setenv(EnvISA, "")
-	fused := Variants()[0].fusedBlock != nil
+	best := Variants()[0]
+	fused := best.fusedBlock != nil
 	for _, c := range []struct {
 		value     string
 		wantFused bool
-	}{{"", fused}, {"fused", fused}, {" Separate ", false}} {
+		wantHow   string // in Describe, where the epilogue is fused
+	}{
+		{"", fused, "during the next block's tile work"},
+		{"fused", fused, "during the next block's tile work"},
+		{"block", fused, "per 32x32 block"},
+		{" Separate ", false, ""},
+	} {
 		t.Setenv(EnvEpilogue, c.value)
 		e, err := New(Options{Threads: 1})
 		if err != nil {
@@ -641,8 +648,24 @@ func TestSQCEpilogueForcing(t *testing.T) {
 		if got := e.FusedEpilogue(); got != c.wantFused {
 			t.Errorf("SQC_EPILOGUE=%q: fused kernel %v, want %v (%s)", c.value, got, c.wantFused, e.Describe())
 		}
-		if c.wantFused != strings.Contains(e.Describe(), "in the kernel call") {
+		if c.wantFused != strings.Contains(e.Describe(), "in the kernel call") || c.wantFused && !strings.Contains(e.Describe(), c.wantHow) {
 			t.Errorf("SQC_EPILOGUE=%q: Describe() = %q does not say where the epilogue runs", c.value, e.Describe())
+		}
+		e.Close()
+	}
+	// The forced emulation of the pipelined kernel gives way to its
+	// per-block form under SQC_EPILOGUE=block, on any CPU it runs on.
+	for _, tv := range testVariants() {
+		if tv.why != "" || tv.v.perBlock == nil {
+			continue
+		}
+		t.Setenv(EnvEpilogue, "block")
+		e, err := New(Options{Threads: 1, Variant: &tv.v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := e.Describe(); !strings.Contains(d, "per 32x32 block") {
+			t.Errorf("%s under SQC_EPILOGUE=block: %s", tv.name, d)
 		}
 		e.Close()
 	}

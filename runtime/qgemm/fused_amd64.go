@@ -9,8 +9,15 @@ type amxFusedKernel func(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, 
 	n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32,
 	resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
 
-// amxFusedBlock is the AMX variant's fusedBlockFunc: the tile kernel with
-// the AVX-512 epilogue applied per 32x32 block inside the call.
+// amxPipelinedBlock is the AMX variant's fusedBlockFunc: the tile kernel
+// with the AVX-512 epilogue applied inside the call, each 32x32 block's a
+// few rows per K step of the next block.
+func amxPipelinedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
+	return runAMXFused(qgemmAMXPipelined, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
+}
+
+// amxFusedBlock is the AMX variant's perBlock: the tile kernel with the
+// AVX-512 epilogue applied to each 32x32 block straight after its tiles.
 func amxFusedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
 	return runAMXFused(qgemmAMXFused, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
 }

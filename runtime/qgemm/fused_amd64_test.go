@@ -10,8 +10,9 @@ import (
 	"github.com/sqc-dev/sqc/runtime/cpu"
 )
 
-// TestAMXFusedMatchesReference runs the fused AMX kernel (the real one
-// where the CPU has AMX, its emulation wherever AVX512-VNNI is) straight,
+// TestAMXFusedMatchesReference runs the fused AMX kernels, pipelined and
+// per block (the real ones where the CPU has AMX, their emulations
+// wherever AVX512-VNNI is) straight,
 // not through the driver, on the odd shapes of kernelShapes (M tails of
 // 1..31 rows, odd N-block counts, real N short of the last block, K passes
 // of 768 + 232 bytes), each cut into up to four macro-blocks at uneven row
@@ -26,8 +27,10 @@ func TestAMXFusedMatchesReference(t *testing.T) {
 		run  fusedBlockFunc
 		ok   bool
 	}{
-		{"amx", amxFusedBlock, f.AMXInt8 && f.AVX512},
-		{"amx-emulated", amxFusedEmulatedBlock, f.AVX512VNNI && f.AVX512},
+		{"amx-pipelined", amxPipelinedBlock, f.AMXInt8 && f.AVX512},
+		{"amx-block", amxFusedBlock, f.AMXInt8 && f.AVX512},
+		{"amx-pipelined-emulated", amxPipelinedEmulatedBlock, f.AVX512VNNI && f.AVX512},
+		{"amx-block-emulated", amxFusedEmulatedBlock, f.AVX512VNNI && f.AVX512},
 	}
 	opts := allEpiOptions()
 	for _, k := range kernels {

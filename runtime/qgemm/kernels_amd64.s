@@ -243,9 +243,9 @@ cready_14:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_15:
+kstep_16:
 	TESTQ R8, R8
-	JZ    klast_16
+	JZ    klast_15
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -311,9 +311,9 @@ kstep_15:
 	BYTE $0x3c
 	BYTE $0x3e
 	DECQ R8
-	JMP  kstep_15
+	JMP  kstep_16
 
-klast_16:
+klast_15:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -478,9 +478,9 @@ cready_18:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_19:
+kstep_20:
 	TESTQ DI, DI
-	JZ    klast_20
+	JZ    klast_19
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -523,9 +523,9 @@ kstep_19:
 	BYTE $0x34
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_19
+	JMP  kstep_20
 
-klast_20:
+klast_19:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -730,9 +730,9 @@ cready_26:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_27:
+kstep_28:
 	TESTQ R8, R8
-	JZ    klast_28
+	JZ    klast_27
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -798,9 +798,9 @@ kstep_27:
 	BYTE $0x3c
 	BYTE $0x3e
 	DECQ R8
-	JMP  kstep_27
+	JMP  kstep_28
 
-klast_28:
+klast_27:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -965,9 +965,9 @@ cready_30:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_31:
+kstep_32:
 	TESTQ DI, DI
-	JZ    klast_32
+	JZ    klast_31
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -1010,9 +1010,9 @@ kstep_31:
 	BYTE $0x34
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_31
+	JMP  kstep_32
 
-klast_32:
+klast_31:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -1145,9 +1145,9 @@ cready_37:
 	BYTE $0x3c
 	BYTE $0x33
 
-kstep_38:
+kstep_39:
 	TESTQ DI, DI
-	JZ    klast_39
+	JZ    klast_38
 	ADDQ  $0x40, CX
 	ADDQ  $0x00000400, DX
 	ADDQ  $0x00000400, BX
@@ -1190,9 +1190,9 @@ kstep_38:
 	BYTE $0x3c
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_38
+	JMP  kstep_39
 
-klast_39:
+klast_38:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -1291,9 +1291,9 @@ cready_41:
 	BYTE $0x34
 	BYTE $0x1a
 
-kstep_42:
+kstep_43:
 	TESTQ SI, SI
-	JZ    klast_43
+	JZ    klast_42
 	ADDQ  $0x40, CX
 	ADDQ  $0x00000400, DX
 
@@ -1320,9 +1320,9 @@ kstep_42:
 	BYTE $0x34
 	BYTE $0x1a
 	DECQ SI
-	JMP  kstep_42
+	JMP  kstep_43
 
-klast_43:
+klast_42:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -1879,9 +1879,9 @@ emu_row_74:
 	JMP       emu_row_74
 
 emu_row_done_75:
-kstep_76:
+kstep_77:
 	TESTQ   R8, R8
-	JZ      klast_77
+	JZ      klast_76
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -2243,9 +2243,9 @@ emu_row_100:
 
 emu_row_done_101:
 	DECQ R8
-	JMP  kstep_76
+	JMP  kstep_77
 
-klast_77:
+klast_76:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -2776,9 +2776,9 @@ emu_row_136:
 	JMP       emu_row_136
 
 emu_row_done_137:
-kstep_138:
+kstep_139:
 	TESTQ   DI, DI
-	JZ      klast_139
+	JZ      klast_138
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -2993,9 +2993,9 @@ emu_row_152:
 
 emu_row_done_153:
 	DECQ DI
-	JMP  kstep_138
+	JMP  kstep_139
 
-klast_139:
+klast_138:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -3597,9 +3597,9 @@ emu_row_188:
 	JMP       emu_row_188
 
 emu_row_done_189:
-kstep_190:
+kstep_191:
 	TESTQ   R8, R8
-	JZ      klast_191
+	JZ      klast_190
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -3961,9 +3961,9 @@ emu_row_214:
 
 emu_row_done_215:
 	DECQ R8
-	JMP  kstep_190
+	JMP  kstep_191
 
-klast_191:
+klast_190:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -4494,9 +4494,9 @@ emu_row_250:
 	JMP       emu_row_250
 
 emu_row_done_251:
-kstep_252:
+kstep_253:
 	TESTQ   DI, DI
-	JZ      klast_253
+	JZ      klast_252
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -4711,9 +4711,9 @@ emu_row_266:
 
 emu_row_done_267:
 	DECQ DI
-	JMP  kstep_252
+	JMP  kstep_253
 
-klast_253:
+klast_252:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -5098,9 +5098,9 @@ emu_row_293:
 	JMP       emu_row_293
 
 emu_row_done_294:
-kstep_295:
+kstep_296:
 	TESTQ   DI, DI
-	JZ      klast_296
+	JZ      klast_295
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	ADDQ    $0x00000400, BX
@@ -5315,9 +5315,9 @@ emu_row_309:
 
 emu_row_done_310:
 	DECQ DI
-	JMP  kstep_295
+	JMP  kstep_296
 
-klast_296:
+klast_295:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -5611,9 +5611,9 @@ emu_row_329:
 	JMP       emu_row_329
 
 emu_row_done_330:
-kstep_331:
+kstep_332:
 	TESTQ   SI, SI
-	JZ      klast_332
+	JZ      klast_331
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	MOVBQZX 8240(SP), DI
@@ -5738,9 +5738,9 @@ emu_row_339:
 
 emu_row_done_340:
 	DECQ SI
-	JMP  kstep_331
+	JMP  kstep_332
 
-klast_332:
+klast_331:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -6559,9 +6559,9 @@ emu_row_377:
 	JMP     emu_row_377
 
 emu_row_done_378:
-kstep_379:
+kstep_380:
 	TESTQ   R8, R8
-	JZ      klast_380
+	JZ      klast_379
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -6999,9 +6999,9 @@ emu_row_407:
 
 emu_row_done_408:
 	DECQ R8
-	JMP  kstep_379
+	JMP  kstep_380
 
-klast_380:
+klast_379:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -7666,9 +7666,9 @@ emu_row_447:
 	JMP     emu_row_447
 
 emu_row_done_448:
-kstep_449:
+kstep_450:
 	TESTQ   DI, DI
-	JZ      klast_450
+	JZ      klast_449
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -7939,9 +7939,9 @@ emu_row_465:
 
 emu_row_done_466:
 	DECQ DI
-	JMP  kstep_449
+	JMP  kstep_450
 
-klast_450:
+klast_449:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -8759,9 +8759,9 @@ emu_row_503:
 	JMP     emu_row_503
 
 emu_row_done_504:
-kstep_505:
+kstep_506:
 	TESTQ   R8, R8
-	JZ      klast_506
+	JZ      klast_505
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -9199,9 +9199,9 @@ emu_row_533:
 
 emu_row_done_534:
 	DECQ R8
-	JMP  kstep_505
+	JMP  kstep_506
 
-klast_506:
+klast_505:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -9866,9 +9866,9 @@ emu_row_573:
 	JMP     emu_row_573
 
 emu_row_done_574:
-kstep_575:
+kstep_576:
 	TESTQ   DI, DI
-	JZ      klast_576
+	JZ      klast_575
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -10139,9 +10139,9 @@ emu_row_591:
 
 emu_row_done_592:
 	DECQ DI
-	JMP  kstep_575
+	JMP  kstep_576
 
-klast_576:
+klast_575:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -10654,9 +10654,9 @@ emu_row_620:
 	JMP     emu_row_620
 
 emu_row_done_621:
-kstep_622:
+kstep_623:
 	TESTQ   DI, DI
-	JZ      klast_623
+	JZ      klast_622
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	ADDQ    $0x00000400, BX
@@ -10927,9 +10927,9 @@ emu_row_638:
 
 emu_row_done_639:
 	DECQ DI
-	JMP  kstep_622
+	JMP  kstep_623
 
-klast_623:
+klast_622:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -11299,9 +11299,9 @@ emu_row_660:
 	JMP     emu_row_660
 
 emu_row_done_661:
-kstep_662:
+kstep_663:
 	TESTQ   SI, SI
-	JZ      klast_663
+	JZ      klast_662
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	MOVBQZX 8240(SP), DI
@@ -11463,9 +11463,9 @@ emu_row_671:
 
 emu_row_done_672:
 	DECQ SI
-	JMP  kstep_662
+	JMP  kstep_663
 
-klast_663:
+klast_662:
 	MOVBQZX 8240(SP), AX
 	MOVBQZX 8244(SP), CX
 	CMPQ    AX, CX
@@ -11796,9 +11796,9 @@ cready_693:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_694:
+kstep_695:
 	TESTQ R8, R8
-	JZ    klast_695
+	JZ    klast_694
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -11864,9 +11864,9 @@ kstep_694:
 	BYTE $0x3c
 	BYTE $0x3e
 	DECQ R8
-	JMP  kstep_694
+	JMP  kstep_695
 
-klast_695:
+klast_694:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -11932,89 +11932,91 @@ klast_695:
 	BYTE $0x00
 
 	// amx: tilestored %tmm3,0x840(%rax,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x9c
-	BYTE $0x08
-	BYTE $0x40
-	BYTE $0x08
-	BYTE $0x00
-	BYTE $0x00
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x9c
+	BYTE    $0x08
+	BYTE    $0x40
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000020, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
 
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_697
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_697
 
 store_partial_696:
 	MOVQ 4504(SP), AX
@@ -12157,9 +12159,9 @@ cready_699:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_700:
+kstep_701:
 	TESTQ DI, DI
-	JZ    klast_701
+	JZ    klast_700
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -12202,9 +12204,9 @@ kstep_700:
 	BYTE $0x34
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_700
+	JMP  kstep_701
 
-klast_701:
+klast_700:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -12235,89 +12237,91 @@ klast_701:
 	BYTE $0x08
 
 	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x94
-	BYTE $0x08
-	BYTE $0x00
-	BYTE $0x08
-	BYTE $0x00
-	BYTE $0x00
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x94
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000010, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
 
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000010, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_703
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_703
 
 store_partial_702:
 	MOVQ 4504(SP), AX
@@ -12514,9 +12518,9 @@ cready_709:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_710:
+kstep_711:
 	TESTQ R8, R8
-	JZ    klast_711
+	JZ    klast_710
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -12582,9 +12586,9 @@ kstep_710:
 	BYTE $0x3c
 	BYTE $0x3e
 	DECQ R8
-	JMP  kstep_710
+	JMP  kstep_711
 
-klast_711:
+klast_710:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -12650,89 +12654,91 @@ klast_711:
 	BYTE $0x00
 
 	// amx: tilestored %tmm3,0x840(%rax,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x9c
-	BYTE $0x08
-	BYTE $0x40
-	BYTE $0x08
-	BYTE $0x00
-	BYTE $0x00
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x9c
+	BYTE    $0x08
+	BYTE    $0x40
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000020, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
 
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_713
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_713
 
 store_partial_712:
 	MOVQ 4504(SP), AX
@@ -12875,9 +12881,9 @@ cready_715:
 	BYTE $0x2c
 	BYTE $0x02
 
-kstep_716:
+kstep_717:
 	TESTQ DI, DI
-	JZ    klast_717
+	JZ    klast_716
 	ADDQ  $0x40, CX
 	ADDQ  $0x40, DX
 	ADDQ  $0x00000400, BX
@@ -12920,9 +12926,9 @@ kstep_716:
 	BYTE $0x34
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_716
+	JMP  kstep_717
 
-klast_717:
+klast_716:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -12953,89 +12959,91 @@ klast_717:
 	BYTE $0x08
 
 	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x94
-	BYTE $0x08
-	BYTE $0x00
-	BYTE $0x08
-	BYTE $0x00
-	BYTE $0x00
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x94
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000010, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
 
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000010, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_719
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_719
 
 store_partial_718:
 	MOVQ 4504(SP), AX
@@ -13159,9 +13167,9 @@ cready_724:
 	BYTE $0x3c
 	BYTE $0x33
 
-kstep_725:
+kstep_726:
 	TESTQ DI, DI
-	JZ    klast_726
+	JZ    klast_725
 	ADDQ  $0x40, CX
 	ADDQ  $0x00000400, DX
 	ADDQ  $0x00000400, BX
@@ -13204,9 +13212,9 @@ kstep_725:
 	BYTE $0x3c
 	BYTE $0x33
 	DECQ DI
-	JMP  kstep_725
+	JMP  kstep_726
 
-klast_726:
+klast_725:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -13237,86 +13245,88 @@ klast_726:
 	BYTE $0x08
 
 	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x4c
-	BYTE $0x08
-	BYTE $0x40
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x4c
+	BYTE    $0x08
+	BYTE    $0x40
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000020, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
 
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000010, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_728
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_728
 
 store_partial_727:
 	MOVQ 4504(SP), AX
@@ -13407,9 +13417,9 @@ cready_730:
 	BYTE $0x34
 	BYTE $0x1a
 
-kstep_731:
+kstep_732:
 	TESTQ SI, SI
-	JZ    klast_732
+	JZ    klast_731
 	ADDQ  $0x40, CX
 	ADDQ  $0x00000400, DX
 
@@ -13436,9 +13446,9 @@ kstep_731:
 	BYTE $0x34
 	BYTE $0x1a
 	DECQ SI
-	JMP  kstep_731
+	JMP  kstep_732
 
-klast_732:
+klast_731:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -13454,85 +13464,87 @@ klast_732:
 	MOVQ $0x00000080, CX
 
 	// amx: tilestored %tmm0,(%rax,%rcx,1)
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x04
-	BYTE $0x08
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x04
+	BYTE    $0x08
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000010, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
 
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000010, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000010, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_734
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_734
 
 store_partial_733:
 	MOVQ 4504(SP), AX
@@ -14088,9 +14100,9 @@ emu_row_765:
 	JMP       emu_row_765
 
 emu_row_done_766:
-kstep_767:
+kstep_768:
 	TESTQ   R8, R8
-	JZ      klast_768
+	JZ      klast_767
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -14452,9 +14464,9 @@ emu_row_791:
 
 emu_row_done_792:
 	DECQ R8
-	JMP  kstep_767
+	JMP  kstep_768
 
-klast_768:
+klast_767:
 	MOVBQZX 12568(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
@@ -14750,78 +14762,81 @@ emu_row_817:
 	JMP       emu_row_817
 
 emu_row_done_818:
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_810
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000020, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_810
 
 store_partial_809:
 	MOVQ    12760(SP), AX
@@ -15128,9 +15143,9 @@ emu_row_837:
 	JMP       emu_row_837
 
 emu_row_done_838:
-kstep_839:
+kstep_840:
 	TESTQ   DI, DI
-	JZ      klast_840
+	JZ      klast_839
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -15345,9 +15360,9 @@ emu_row_853:
 
 emu_row_done_854:
 	DECQ DI
-	JMP  kstep_839
+	JMP  kstep_840
 
-klast_840:
+klast_839:
 	MOVBQZX 12568(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
@@ -15499,78 +15514,81 @@ emu_row_867:
 	JMP       emu_row_867
 
 emu_row_done_868:
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000010, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_864
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000010, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_864
 
 store_partial_863:
 	MOVQ    12760(SP), AX
@@ -16063,9 +16081,9 @@ emu_row_895:
 	JMP       emu_row_895
 
 emu_row_done_896:
-kstep_897:
+kstep_898:
 	TESTQ   R8, R8
-	JZ      klast_898
+	JZ      klast_897
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -16427,9 +16445,9 @@ emu_row_921:
 
 emu_row_done_922:
 	DECQ R8
-	JMP  kstep_897
+	JMP  kstep_898
 
-klast_898:
+klast_897:
 	MOVBQZX 12568(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
@@ -16725,78 +16743,81 @@ emu_row_947:
 	JMP       emu_row_947
 
 emu_row_done_948:
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_940
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000020, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_940
 
 store_partial_939:
 	MOVQ    12760(SP), AX
@@ -17103,9 +17124,9 @@ emu_row_967:
 	JMP       emu_row_967
 
 emu_row_done_968:
-kstep_969:
+kstep_970:
 	TESTQ   DI, DI
-	JZ      klast_970
+	JZ      klast_969
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, DX
 	ADDQ    $0x00000400, BX
@@ -17320,9 +17341,9 @@ emu_row_983:
 
 emu_row_done_984:
 	DECQ DI
-	JMP  kstep_969
+	JMP  kstep_970
 
-klast_970:
+klast_969:
 	MOVBQZX 12568(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
@@ -17474,78 +17495,81 @@ emu_row_997:
 	JMP       emu_row_997
 
 emu_row_done_998:
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000010, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_994
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000010, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_994
 
 store_partial_993:
 	MOVQ    12760(SP), AX
@@ -17820,9 +17844,9 @@ emu_row_1016:
 	JMP       emu_row_1016
 
 emu_row_done_1017:
-kstep_1018:
+kstep_1019:
 	TESTQ   DI, DI
-	JZ      klast_1019
+	JZ      klast_1018
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	ADDQ    $0x00000400, BX
@@ -18037,9 +18061,9 @@ emu_row_1032:
 
 emu_row_done_1033:
 	DECQ DI
-	JMP  kstep_1018
+	JMP  kstep_1019
 
-klast_1019:
+klast_1018:
 	MOVBQZX 12568(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
@@ -18191,78 +18215,81 @@ emu_row_1046:
 	JMP       emu_row_1046
 
 emu_row_done_1047:
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000010, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000020, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_1043
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000020, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_1043
 
 store_partial_1042:
 	MOVQ    12760(SP), AX
@@ -18446,9 +18473,9 @@ emu_row_1058:
 	JMP       emu_row_1058
 
 emu_row_done_1059:
-kstep_1060:
+kstep_1061:
 	TESTQ   SI, SI
-	JZ      klast_1061
+	JZ      klast_1060
 	ADDQ    $0x40, CX
 	ADDQ    $0x00000400, DX
 	MOVBQZX 12568(SP), DI
@@ -18573,9 +18600,9 @@ emu_row_1068:
 
 emu_row_done_1069:
 	DECQ SI
-	JMP  kstep_1060
+	JMP  kstep_1061
 
-klast_1061:
+klast_1060:
 	MOVBQZX 12568(SP), AX
 	MOVBQZX 12572(SP), CX
 	CMPQ    AX, CX
@@ -18655,78 +18682,81 @@ emu_row_1076:
 	JMP       emu_row_1076
 
 emu_row_done_1077:
-	// The epilogue's arguments: the kernel's own, moved to this block.
-	MOVQ    n+64(FP), CX
-	MOVQ    CX, 24(SP)
-	MOVQ    colSum+72(FP), CX
-	MOVQ    CX, 32(SP)
-	MOVL    aZero+80(FP), CX
-	MOVL    CX, 40(SP)
-	MOVQ    rowZero+88(FP), CX
-	MOVQ    CX, 48(SP)
-	MOVQ    scale+96(FP), CX
-	MOVQ    CX, 56(SP)
-	MOVQ    rowScale+104(FP), CX
-	MOVQ    CX, 64(SP)
-	MOVQ    bias+112(FP), CX
-	MOVQ    CX, 72(SP)
-	MOVQ    res+120(FP), CX
-	MOVQ    CX, 80(SP)
-	MOVQ    resStride+128(FP), CX
-	MOVQ    CX, 88(SP)
-	MOVQ    outF32+136(FP), CX
-	MOVQ    CX, 96(SP)
-	MOVQ    outU8+144(FP), CX
-	MOVQ    CX, 104(SP)
-	MOVQ    outStride+152(FP), CX
-	MOVQ    CX, 112(SP)
-	MOVL    invScale+160(FP), CX
-	MOVL    CX, 120(SP)
-	MOVL    outZero+164(FP), CX
-	MOVL    CX, 124(SP)
-	MOVL    clampLo+168(FP), CX
-	MOVL    CX, 128(SP)
-	MOVL    clampHi+172(FP), CX
-	MOVL    CX, 132(SP)
-	MOVQ    flags+176(FP), CX
-	MOVQ    CX, 136(SP)
-	MOVQ    AX, (SP)
-	MOVQ    $0x00000020, 8(SP)
-	MOVQ    m+48(FP), AX
-	SUBQ    4312(SP), AX
-	MOVQ    $0x00000010, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 16(SP)
-	MOVQ    n+64(FP), AX
-	SUBQ    4320(SP), AX
-	MOVQ    $0x00000010, CX
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, 24(SP)
-	MOVQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 32(SP)
-	ADDQ    AX, 56(SP)
-	ADDQ    AX, 72(SP)
-	MOVQ    4312(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 48(SP)
-	ADDQ    AX, 64(SP)
-	MOVQ    resStride+128(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	SHLQ    $0x02, AX
-	ADDQ    AX, 80(SP)
-	MOVQ    outStride+152(FP), AX
-	IMULQ   4312(SP), AX
-	ADDQ    4320(SP), AX
-	MOVQ    AX, CX
-	SHLQ    $0x02, CX
-	ADDQ    CX, 96(SP)
-	ADDQ    AX, 104(SP)
-	CALL    ·epilogueAVX512Asm+0(SB)
-	JMP     stored_1075
+	MOVQ    m+48(FP), CX
+	SUBQ    4312(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    n+64(FP), DX
+	SUBQ    4320(SP), DX
+	MOVQ    $0x00000010, BX
+	CMPQ    DX, BX
+	CMOVQGT BX, DX
+	MOVQ    4312(SP), BX
+	MOVQ    4320(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  AX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  CX, 16(SP)
+	MOVQ  DX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+	JMP   stored_1075
 
 store_partial_1074:
 	MOVQ    12760(SP), AX
@@ -18759,6 +18789,10714 @@ done_739:
 	VZEROUPPER
 	RET
 
+// func qgemmAMXPipelined(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+// Requires: AMX-INT8, AMX-TILE, CMOV
+TEXT ·qgemmAMXPipelined(SB), $4600-184
+	MOVQ $0x00000000, 4344(SP)
+	MOVQ $0x00000000, 4360(SP)
+
+	// Tile config: palette 1; every tile 16 rows x 64 bytes.
+	XORQ AX, AX
+	MOVQ AX, 4408(SP)
+	MOVQ AX, 4416(SP)
+	MOVQ AX, 4424(SP)
+	MOVQ AX, 4432(SP)
+	MOVQ AX, 4440(SP)
+	MOVQ AX, 4448(SP)
+	MOVQ AX, 4456(SP)
+	MOVQ AX, 4464(SP)
+	MOVB $0x01, 4408(SP)
+	MOVQ $0x0040004000400040, AX
+	MOVQ AX, 4424(SP)
+	MOVQ AX, 4432(SP)
+	MOVQ $0x1010101010101010, AX
+	MOVQ AX, 4456(SP)
+
+	// The M-tail config: the same with fewer rows in the tiles of the last tile row.
+	MOVQ 4408(SP), AX
+	MOVQ AX, 4472(SP)
+	MOVQ 4416(SP), AX
+	MOVQ AX, 4480(SP)
+	MOVQ 4424(SP), AX
+	MOVQ AX, 4488(SP)
+	MOVQ 4432(SP), AX
+	MOVQ AX, 4496(SP)
+	MOVQ 4440(SP), AX
+	MOVQ AX, 4504(SP)
+	MOVQ 4448(SP), AX
+	MOVQ AX, 4512(SP)
+	MOVQ 4456(SP), AX
+	MOVQ AX, 4520(SP)
+	MOVQ 4464(SP), AX
+	MOVQ AX, 4528(SP)
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   cfg_tail_done_1080
+	CMPQ AX, $0x10
+	JLE  cfg_tail_small_1081
+	SUBQ $0x10, AX
+	MOVB AL, 4522(SP)
+	MOVB AL, 4523(SP)
+	MOVB AL, 4525(SP)
+	JMP  cfg_tail_done_1080
+
+cfg_tail_small_1081:
+	MOVB AL, 4520(SP)
+	MOVB AL, 4521(SP)
+	MOVB AL, 4524(SP)
+
+cfg_tail_done_1080:
+	XORQ AX, AX
+	MOVQ AX, 4536(SP)
+
+kpass_1082:
+	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
+	MOVQ    4536(SP), AX
+	MOVQ    kp+24(FP), CX
+	SUBQ    AX, CX
+	JLE     done_1084
+	MOVQ    $0x00000300, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	SHRQ    $0x06, CX
+	MOVQ    CX, 4544(SP)
+	CMPQ    4536(SP), $0x00
+	JE      cfg_load_1085
+	TESTQ   $0x0000001f, m+48(FP)
+	JZ      cfg_ready_1086
+
+cfg_load_1085:
+	LEAQ 4408(SP), CX
+
+	// amx: ldtilecfg (%rcx)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x01
+
+cfg_ready_1086:
+	MOVQ a+0(FP), CX
+	ADDQ AX, CX
+	MOVQ CX, 4552(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 4560(SP)
+	MOVQ m+48(FP), AX
+	SHRQ $0x05, AX
+	MOVQ AX, 4568(SP)
+	MOVQ $0x00000000, 4312(SP)
+
+mblock_1087:
+	MOVQ  4568(SP), AX
+	TESTQ AX, AX
+	JZ    mtail_1088
+	DECQ  AX
+	MOVQ  AX, 4568(SP)
+	MOVQ  b+16(FP), AX
+	MOVQ  AX, 4576(SP)
+	MOVQ  4560(SP), AX
+	MOVQ  AX, 4584(SP)
+	MOVQ  nblocks+56(FP), AX
+	SHRQ  $0x01, AX
+	MOVQ  AX, 4592(SP)
+	MOVQ  $0x00000000, 4320(SP)
+
+npair_1089:
+	MOVQ  4592(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1090
+	DECQ  AX
+	MOVQ  AX, 4592(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ kp+24(FP), SI
+	SHLQ $0x04, SI
+	ADDQ BX, SI
+	MOVQ $0x00000040, DI
+	MOVQ 4544(SP), R8
+	DECQ R8
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1092
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// amx: tilezero %tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+	JMP  cready_1093
+
+cload_1092:
+	MOVQ 4584(SP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+
+	// amx: tileloadd (%r9,%r10,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// amx: tileloadd 0x40(%r9,%r10,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x11
+	BYTE $0x40
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd (%r11,%r10,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x13
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd 0x40(%r11,%r10,1),%tmm3
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x13
+	BYTE $0x40
+
+cready_1093:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_1095
+
+kstep_1096:
+	TESTQ   R8, R8
+	JZ      klast_1094
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1097
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1097:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4392(SP), SI
+	MOVQ 4400(SP), R8
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, DI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+	ADDQ $0x00000400, SI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xdd
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_1096
+
+kloop_plain_1095:
+kstep_1098:
+	TESTQ R8, R8
+	JZ    klast_1094
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+	ADDQ  $0x00000400, SI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xdd
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_1098
+
+klast_1094:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x41
+	BYTE    $0x5e
+	BYTE    $0xdd
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1099
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1101
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1101:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// amx: tilestored %tmm3,0x840(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x9c
+	BYTE    $0x08
+	BYTE    $0x40
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1100
+
+store_partial_1099:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm3,0x40(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x0a
+	BYTE $0x40
+
+stored_1100:
+	MOVQ 4584(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4584(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4576(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4576(SP)
+	JMP  npair_1089
+
+nodd_1090:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_1091
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ $0x00000040, SI
+	MOVQ 4544(SP), DI
+	DECQ DI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1102
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+	JMP  cready_1103
+
+cload_1102:
+	MOVQ 4584(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ R9, R10
+	SHLQ $0x04, R10
+	ADDQ R8, R10
+
+	// amx: tileloadd (%r10,%r9,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+cready_1103:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_1105
+
+kstep_1106:
+	TESTQ   DI, DI
+	JZ      klast_1104
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1107
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1107:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4400(SP), DI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, SI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1106
+
+kloop_plain_1105:
+kstep_1108:
+	TESTQ DI, DI
+	JZ    klast_1104
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1108
+
+klast_1104:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x49
+	BYTE    $0x5e
+	BYTE    $0xd5
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1109
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1111
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1111:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x94
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1110
+
+store_partial_1109:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+stored_1110:
+nend_1091:
+	MOVQ 4552(SP), AX
+	MOVQ lda+8(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4552(SP)
+	MOVQ 4560(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x07, CX
+	ADDQ CX, AX
+	MOVQ AX, 4560(SP)
+	ADDQ $0x00000020, 4312(SP)
+	JMP  mblock_1087
+
+mtail_1088:
+	// M tail of 1..31 rows, with the tail config.
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   kpass_end_1083
+	LEAQ 4472(SP), CX
+
+	// amx: ldtilecfg (%rcx)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x01
+	CMPQ AX, $0x10
+	JLE  mtail_small_1112
+	MOVQ b+16(FP), AX
+	MOVQ AX, 4576(SP)
+	MOVQ 4560(SP), AX
+	MOVQ AX, 4584(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 4592(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_1113:
+	MOVQ  4592(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1114
+	DECQ  AX
+	MOVQ  AX, 4592(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ kp+24(FP), SI
+	SHLQ $0x04, SI
+	ADDQ BX, SI
+	MOVQ $0x00000040, DI
+	MOVQ 4544(SP), R8
+	DECQ R8
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1116
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// amx: tilezero %tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+	JMP  cready_1117
+
+cload_1116:
+	MOVQ 4584(SP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+
+	// amx: tileloadd (%r9,%r10,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// amx: tileloadd 0x40(%r9,%r10,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x11
+	BYTE $0x40
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd (%r11,%r10,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x13
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd 0x40(%r11,%r10,1),%tmm3
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x13
+	BYTE $0x40
+
+cready_1117:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_1119
+
+kstep_1120:
+	TESTQ   R8, R8
+	JZ      klast_1118
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1121
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1121:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4392(SP), SI
+	MOVQ 4400(SP), R8
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, DI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+	ADDQ $0x00000400, SI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xdd
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_1120
+
+kloop_plain_1119:
+kstep_1122:
+	TESTQ R8, R8
+	JZ    klast_1118
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+	ADDQ  $0x00000400, SI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xdd
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_1122
+
+klast_1118:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x41
+	BYTE    $0x5e
+	BYTE    $0xdd
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1123
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1125
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1125:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// amx: tilestored %tmm3,0x840(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x9c
+	BYTE    $0x08
+	BYTE    $0x40
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1124
+
+store_partial_1123:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm3,0x40(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x0a
+	BYTE $0x40
+
+stored_1124:
+	MOVQ 4584(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4584(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4576(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4576(SP)
+	JMP  npair_1113
+
+nodd_1114:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_1115
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ $0x00000040, SI
+	MOVQ 4544(SP), DI
+	DECQ DI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1126
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+	JMP  cready_1127
+
+cload_1126:
+	MOVQ 4584(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ R9, R10
+	SHLQ $0x04, R10
+	ADDQ R8, R10
+
+	// amx: tileloadd (%r10,%r9,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+cready_1127:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_1129
+
+kstep_1130:
+	TESTQ   DI, DI
+	JZ      klast_1128
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1131
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1131:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4400(SP), DI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, SI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1130
+
+kloop_plain_1129:
+kstep_1132:
+	TESTQ DI, DI
+	JZ    klast_1128
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1132
+
+klast_1128:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x49
+	BYTE    $0x5e
+	BYTE    $0xd5
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1133
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1135
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1135:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x94
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1134
+
+store_partial_1133:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+stored_1134:
+nend_1115:
+	JMP kpass_end_1083
+
+mtail_small_1112:
+	MOVQ b+16(FP), AX
+	MOVQ AX, 4576(SP)
+	MOVQ 4560(SP), AX
+	MOVQ AX, 4584(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 4592(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_1136:
+	MOVQ  4592(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1137
+	DECQ  AX
+	MOVQ  AX, 4592(SP)
+
+	// 1x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ 4536(SP), DX
+	SHLQ $0x04, DX
+	ADDQ 4576(SP), DX
+	MOVQ kp+24(FP), BX
+	SHLQ $0x04, BX
+	ADDQ DX, BX
+	MOVQ $0x00000040, SI
+	MOVQ 4544(SP), DI
+	DECQ DI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1139
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+	JMP  cready_1140
+
+cload_1139:
+	MOVQ 4584(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tileloadd 0x40(%r8,%r9,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+cready_1140:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x32
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x33
+	MOVQ 4536(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_1142
+
+kstep_1143:
+	TESTQ   DI, DI
+	JZ      klast_1141
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    BX, 4392(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1144
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1144:
+	MOVQ 4368(SP), CX
+	MOVQ 4384(SP), DX
+	MOVQ 4392(SP), BX
+	MOVQ 4400(SP), DI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, SI
+	ADDQ $0x40, CX
+	ADDQ $0x00000400, DX
+	ADDQ $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rdx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x32
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1143
+
+kloop_plain_1142:
+kstep_1145:
+	TESTQ DI, DI
+	JZ    klast_1141
+	ADDQ  $0x40, CX
+	ADDQ  $0x00000400, DX
+	ADDQ  $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rdx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x32
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1145
+
+klast_1141:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x41
+	BYTE    $0x5e
+	BYTE    $0xcc
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1146
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1148
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1148:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x4c
+	BYTE    $0x08
+	BYTE    $0x40
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1147
+
+store_partial_1146:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+stored_1147:
+	MOVQ 4584(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4584(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4576(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4576(SP)
+	JMP  npair_1136
+
+nodd_1137:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_1138
+
+	// 1x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ 4536(SP), DX
+	SHLQ $0x04, DX
+	ADDQ 4576(SP), DX
+	MOVQ $0x00000040, BX
+	MOVQ 4544(SP), SI
+	DECQ SI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1149
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+	JMP  cready_1150
+
+cload_1149:
+	MOVQ 4584(SP), DI
+	MOVQ ldc+40(FP), R8
+	SHLQ $0x02, R8
+
+	// amx: tileloadd (%rdi,%r8,1),%tmm0
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x07
+
+cready_1150:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rbx,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x1a
+	MOVQ 4536(SP), DI
+	ADDQ $0x00000300, DI
+	CMPQ DI, kp+24(FP)
+	JLT  kloop_plain_1152
+
+kstep_1153:
+	TESTQ   SI, SI
+	JZ      klast_1151
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    SI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1154
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1154:
+	MOVQ 4368(SP), CX
+	MOVQ 4384(SP), DX
+	MOVQ 4400(SP), SI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, BX
+	ADDQ $0x40, CX
+	ADDQ $0x00000400, DX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rbx,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x1a
+	DECQ SI
+	JMP  kstep_1153
+
+kloop_plain_1152:
+kstep_1155:
+	TESTQ SI, SI
+	JZ    klast_1151
+	ADDQ  $0x40, CX
+	ADDQ  $0x00000400, DX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rbx,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x1a
+	DECQ SI
+	JMP  kstep_1155
+
+klast_1151:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x49
+	BYTE    $0x5e
+	BYTE    $0xc4
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1156
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1158
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1158:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x04
+	BYTE    $0x08
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1157
+
+store_partial_1156:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+stored_1157:
+nend_1138:
+kpass_end_1083:
+	MOVQ 4536(SP), AX
+	ADDQ $0x00000300, AX
+	MOVQ AX, 4536(SP)
+	JMP  kpass_1082
+
+done_1084:
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1159
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1159:
+	// amx: tilerelease
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0xc0
+	RET
+
+// func qgemmAMXPipelinedEmulated(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+// Requires: AVX, AVX512F, AVX512VNNI, CMOV
+TEXT ·qgemmAMXPipelinedEmulated(SB), $12856-184
+	MOVQ $0x00000000, 4344(SP)
+	MOVQ $0x00000000, 4360(SP)
+
+	// Tile config: palette 1; every tile 16 rows x 64 bytes.
+	XORQ AX, AX
+	MOVQ AX, 12664(SP)
+	MOVQ AX, 12672(SP)
+	MOVQ AX, 12680(SP)
+	MOVQ AX, 12688(SP)
+	MOVQ AX, 12696(SP)
+	MOVQ AX, 12704(SP)
+	MOVQ AX, 12712(SP)
+	MOVQ AX, 12720(SP)
+	MOVB $0x01, 12664(SP)
+	MOVQ $0x0040004000400040, AX
+	MOVQ AX, 12680(SP)
+	MOVQ AX, 12688(SP)
+	MOVQ $0x1010101010101010, AX
+	MOVQ AX, 12712(SP)
+
+	// The M-tail config: the same with fewer rows in the tiles of the last tile row.
+	MOVQ 12664(SP), AX
+	MOVQ AX, 12728(SP)
+	MOVQ 12672(SP), AX
+	MOVQ AX, 12736(SP)
+	MOVQ 12680(SP), AX
+	MOVQ AX, 12744(SP)
+	MOVQ 12688(SP), AX
+	MOVQ AX, 12752(SP)
+	MOVQ 12696(SP), AX
+	MOVQ AX, 12760(SP)
+	MOVQ 12704(SP), AX
+	MOVQ AX, 12768(SP)
+	MOVQ 12712(SP), AX
+	MOVQ AX, 12776(SP)
+	MOVQ 12720(SP), AX
+	MOVQ AX, 12784(SP)
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   cfg_tail_done_1160
+	CMPQ AX, $0x10
+	JLE  cfg_tail_small_1161
+	SUBQ $0x10, AX
+	MOVB AL, 12778(SP)
+	MOVB AL, 12779(SP)
+	MOVB AL, 12781(SP)
+	JMP  cfg_tail_done_1160
+
+cfg_tail_small_1161:
+	MOVB AL, 12776(SP)
+	MOVB AL, 12777(SP)
+	MOVB AL, 12780(SP)
+
+cfg_tail_done_1160:
+	XORQ AX, AX
+	MOVQ AX, 12792(SP)
+
+kpass_1162:
+	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
+	MOVQ    12792(SP), AX
+	MOVQ    kp+24(FP), CX
+	SUBQ    AX, CX
+	JLE     done_1164
+	MOVQ    $0x00000300, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	SHRQ    $0x06, CX
+	MOVQ    CX, 12800(SP)
+	CMPQ    12792(SP), $0x00
+	JE      cfg_load_1165
+	TESTQ   $0x0000001f, m+48(FP)
+	JZ      cfg_ready_1166
+
+cfg_load_1165:
+	LEAQ    12664(SP), CX
+	MOVQ    $0x0000000000000001, DX
+	CMPQ    (CX), DX
+	JNE     emu_badcfg_1167
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    8(CX), DX
+	JNE     emu_badcfg_1167
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    16(CX), DX
+	JNE     emu_badcfg_1167
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    24(CX), DX
+	JNE     emu_badcfg_1167
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    32(CX), DX
+	JNE     emu_badcfg_1167
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    40(CX), DX
+	JNE     emu_badcfg_1167
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    56(CX), DX
+	JNE     emu_badcfg_1167
+	MOVBQZX 48(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1167
+	MOVBQZX 49(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1167
+	MOVBQZX 50(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1167
+	MOVBQZX 51(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1167
+	MOVBQZX 52(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1167
+	MOVBQZX 53(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1167
+	MOVBQZX 54(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1167
+	MOVBQZX 55(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1167
+	JMP     emu_cfgok_1168
+
+emu_badcfg_1167:
+	UD2
+
+emu_cfgok_1168:
+	VMOVDQU64 (CX), Z0
+	VMOVDQU64 Z0, 12600(SP)
+
+cfg_ready_1166:
+	MOVQ a+0(FP), CX
+	ADDQ AX, CX
+	MOVQ CX, 12808(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 12816(SP)
+	MOVQ m+48(FP), AX
+	SHRQ $0x05, AX
+	MOVQ AX, 12824(SP)
+	MOVQ $0x00000000, 4312(SP)
+
+mblock_1169:
+	MOVQ  12824(SP), AX
+	TESTQ AX, AX
+	JZ    mtail_1170
+	DECQ  AX
+	MOVQ  AX, 12824(SP)
+	MOVQ  b+16(FP), AX
+	MOVQ  AX, 12832(SP)
+	MOVQ  12816(SP), AX
+	MOVQ  AX, 12840(SP)
+	MOVQ  nblocks+56(FP), AX
+	SHRQ  $0x01, AX
+	MOVQ  AX, 12848(SP)
+	MOVQ  $0x00000000, 4320(SP)
+
+npair_1171:
+	MOVQ  12848(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1172
+	DECQ  AX
+	MOVQ  AX, 12848(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      kp+24(FP), SI
+	SHLQ      $0x04, SI
+	ADDQ      BX, SI
+	MOVQ      $0x00000040, DI
+	MOVQ      12800(SP), R8
+	DECQ      R8
+	CMPQ      12792(SP), $0x00
+	JNE       cload_1174
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	JMP       cready_1175
+
+cload_1174:
+	MOVQ      12840(SP), R9
+	MOVQ      ldc+40(FP), R10
+	SHLQ      $0x02, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R9), R11
+	MOVBQZX   12648(SP), R12
+	XORQ      R13, R13
+
+emu_row_1176:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1177
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 4408(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1176
+
+emu_row_done_1177:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	LEAQ      64(R9), R11
+	MOVBQZX   12649(SP), R12
+	XORQ      R13, R13
+
+emu_row_1178:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1179
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 5432(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1178
+
+emu_row_done_1179:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R11), R11
+	MOVBQZX   12650(SP), R12
+	XORQ      R13, R13
+
+emu_row_1180:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1181
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 6456(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1180
+
+emu_row_done_1181:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	LEAQ      64(R11), R9
+	MOVBQZX   12651(SP), R11
+	XORQ      R12, R12
+
+emu_row_1182:
+	TESTQ     R11, R11
+	JZ        emu_row_done_1183
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7480(SP)(R12*1)
+	ADDQ      R10, R9
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_1182
+
+emu_row_done_1183:
+cready_1175:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12652(SP), R10
+	XORQ      R11, R11
+
+emu_row_1184:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1185
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1184
+
+emu_row_done_1185:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12654(SP), R10
+	XORQ      R11, R11
+
+emu_row_1186:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1187
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1186
+
+emu_row_done_1187:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_1188:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1189
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1188
+
+emu_row_done_1189:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12653(SP), R10
+	XORQ      R11, R11
+
+emu_row_1190:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1191
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1190
+
+emu_row_done_1191:
+	MOVQ 12792(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_1193
+
+kstep_1194:
+	TESTQ   R8, R8
+	JZ      klast_1192
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1195
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1195:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4392(SP), SI
+	MOVQ    4400(SP), R8
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, DI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1196
+	UD2
+
+emu_shapeok_1196:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1197
+	UD2
+
+emu_shapeok_1197:
+	XORQ R10, R10
+
+emu_row_1198:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1199
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1198
+
+emu_row_done_1199:
+	MOVBQZX 12649(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1200
+	UD2
+
+emu_shapeok_1200:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1201
+	UD2
+
+emu_shapeok_1201:
+	XORQ R10, R10
+
+emu_row_1202:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1203
+	VMOVDQU32    5432(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1202
+
+emu_row_done_1203:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12652(SP), R10
+	XORQ      R11, R11
+
+emu_row_1204:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1205
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1204
+
+emu_row_done_1205:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1206
+	UD2
+
+emu_shapeok_1206:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1207
+	UD2
+
+emu_shapeok_1207:
+	XORQ R10, R10
+
+emu_row_1208:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1209
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1208
+
+emu_row_done_1209:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12654(SP), R10
+	XORQ      R11, R11
+
+emu_row_1210:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1211
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1210
+
+emu_row_done_1211:
+	MOVBQZX 12651(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1212
+	UD2
+
+emu_shapeok_1212:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1213
+	UD2
+
+emu_shapeok_1213:
+	XORQ R10, R10
+
+emu_row_1214:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1215
+	VMOVDQU32    7480(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1214
+
+emu_row_done_1215:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12653(SP), R10
+	XORQ      R11, R11
+
+emu_row_1216:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1217
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1216
+
+emu_row_done_1217:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), AX
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_1218:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1219
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      DI, AX
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1218
+
+emu_row_done_1219:
+	DECQ R8
+	JMP  kstep_1194
+
+kloop_plain_1193:
+kstep_1220:
+	TESTQ   R8, R8
+	JZ      klast_1192
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1221
+	UD2
+
+emu_shapeok_1221:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1222
+	UD2
+
+emu_shapeok_1222:
+	XORQ R10, R10
+
+emu_row_1223:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1224
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1223
+
+emu_row_done_1224:
+	MOVBQZX 12649(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1225
+	UD2
+
+emu_shapeok_1225:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1226
+	UD2
+
+emu_shapeok_1226:
+	XORQ R10, R10
+
+emu_row_1227:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1228
+	VMOVDQU32    5432(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1227
+
+emu_row_done_1228:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12652(SP), R10
+	XORQ      R11, R11
+
+emu_row_1229:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1230
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1229
+
+emu_row_done_1230:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1231
+	UD2
+
+emu_shapeok_1231:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1232
+	UD2
+
+emu_shapeok_1232:
+	XORQ R10, R10
+
+emu_row_1233:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1234
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1233
+
+emu_row_done_1234:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12654(SP), R10
+	XORQ      R11, R11
+
+emu_row_1235:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1236
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1235
+
+emu_row_done_1236:
+	MOVBQZX 12651(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1237
+	UD2
+
+emu_shapeok_1237:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1238
+	UD2
+
+emu_shapeok_1238:
+	XORQ R10, R10
+
+emu_row_1239:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1240
+	VMOVDQU32    7480(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1239
+
+emu_row_done_1240:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12653(SP), R10
+	XORQ      R11, R11
+
+emu_row_1241:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1242
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1241
+
+emu_row_done_1242:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_1243:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1244
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1243
+
+emu_row_done_1244:
+	DECQ R8
+	JMP  kstep_1220
+
+klast_1192:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1245
+	UD2
+
+emu_shapeok_1245:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1246
+	UD2
+
+emu_shapeok_1246:
+	XORQ CX, CX
+
+emu_row_1247:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1248
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1247
+
+emu_row_done_1248:
+	MOVBQZX 12649(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1249
+	UD2
+
+emu_shapeok_1249:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1250
+	UD2
+
+emu_shapeok_1250:
+	XORQ CX, CX
+
+emu_row_1251:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1252
+	VMOVDQU32    5432(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1251
+
+emu_row_done_1252:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1253
+	UD2
+
+emu_shapeok_1253:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1254
+	UD2
+
+emu_shapeok_1254:
+	XORQ CX, CX
+
+emu_row_1255:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1256
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1255
+
+emu_row_done_1256:
+	MOVBQZX 12651(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1257
+	UD2
+
+emu_shapeok_1257:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1258
+	UD2
+
+emu_shapeok_1258:
+	XORQ CX, CX
+
+emu_row_1259:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1260
+	VMOVDQU32    7480(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1259
+
+emu_row_done_1260:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1261
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1263
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1263:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1264:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1265
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1264
+
+emu_row_done_1265:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_1266:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1267
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1266
+
+emu_row_done_1267:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_1268:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1269
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1268
+
+emu_row_done_1269:
+	LEAQ    2112(AX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_1270:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1271
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1270
+
+emu_row_done_1271:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1262
+
+store_partial_1261:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1272:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1273
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1272
+
+emu_row_done_1273:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_1274:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1275
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1274
+
+emu_row_done_1275:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_1276:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1277
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1276
+
+emu_row_done_1277:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    64(DX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_1278:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1279
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1278
+
+emu_row_done_1279:
+stored_1262:
+	MOVQ 12840(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12840(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12832(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12832(SP)
+	JMP  npair_1171
+
+nodd_1172:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_1173
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12800(SP), DI
+	DECQ      DI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_1280
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	JMP       cready_1281
+
+cload_1280:
+	MOVQ      12840(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12648(SP), R11
+	XORQ      R12, R12
+
+emu_row_1282:
+	TESTQ     R11, R11
+	JZ        emu_row_done_1283
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4408(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_1282
+
+emu_row_done_1283:
+	MOVQ      R9, R10
+	SHLQ      $0x04, R10
+	ADDQ      R8, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R10), R8
+	MOVBQZX   12650(SP), R10
+	XORQ      R11, R11
+
+emu_row_1284:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1285
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6456(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1284
+
+emu_row_done_1285:
+cready_1281:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_1286:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1287
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1286
+
+emu_row_done_1287:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_1288:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1289
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1288
+
+emu_row_done_1289:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12653(SP), R9
+	XORQ      R10, R10
+
+emu_row_1290:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1291
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1290
+
+emu_row_done_1291:
+	MOVQ 12792(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_1293
+
+kstep_1294:
+	TESTQ   DI, DI
+	JZ      klast_1292
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1295
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1295:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4400(SP), DI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, SI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1296
+	UD2
+
+emu_shapeok_1296:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1297
+	UD2
+
+emu_shapeok_1297:
+	XORQ R9, R9
+
+emu_row_1298:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1299
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1298
+
+emu_row_done_1299:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_1300:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1301
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1300
+
+emu_row_done_1301:
+	MOVBQZX 12650(SP), R8
+	MOVBQZX 12653(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1302
+	UD2
+
+emu_shapeok_1302:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1303
+	UD2
+
+emu_shapeok_1303:
+	XORQ R9, R9
+
+emu_row_1304:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1305
+	VMOVDQU32    6456(SP)(R9*1), Z0
+	VPBROADCASTD 9528(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1304
+
+emu_row_done_1305:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12653(SP), R9
+	XORQ      R10, R10
+
+emu_row_1306:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1307
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1306
+
+emu_row_done_1307:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), AX
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_1308:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1309
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      SI, AX
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1308
+
+emu_row_done_1309:
+	DECQ DI
+	JMP  kstep_1294
+
+kloop_plain_1293:
+kstep_1310:
+	TESTQ   DI, DI
+	JZ      klast_1292
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1311
+	UD2
+
+emu_shapeok_1311:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1312
+	UD2
+
+emu_shapeok_1312:
+	XORQ R9, R9
+
+emu_row_1313:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1314
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1313
+
+emu_row_done_1314:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_1315:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1316
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1315
+
+emu_row_done_1316:
+	MOVBQZX 12650(SP), R8
+	MOVBQZX 12653(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1317
+	UD2
+
+emu_shapeok_1317:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1318
+	UD2
+
+emu_shapeok_1318:
+	XORQ R9, R9
+
+emu_row_1319:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1320
+	VMOVDQU32    6456(SP)(R9*1), Z0
+	VPBROADCASTD 9528(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1319
+
+emu_row_done_1320:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12653(SP), R9
+	XORQ      R10, R10
+
+emu_row_1321:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1322
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1321
+
+emu_row_done_1322:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_1323:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1324
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1323
+
+emu_row_done_1324:
+	DECQ DI
+	JMP  kstep_1310
+
+klast_1292:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1325
+	UD2
+
+emu_shapeok_1325:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1326
+	UD2
+
+emu_shapeok_1326:
+	XORQ CX, CX
+
+emu_row_1327:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1328
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1327
+
+emu_row_done_1328:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1329
+	UD2
+
+emu_shapeok_1329:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1330
+	UD2
+
+emu_shapeok_1330:
+	XORQ CX, CX
+
+emu_row_1331:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1332
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1331
+
+emu_row_done_1332:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1333
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1335
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1335:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1336:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1337
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1336
+
+emu_row_done_1337:
+	LEAQ    2048(AX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_1338:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1339
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1338
+
+emu_row_done_1339:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1334
+
+store_partial_1333:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1340:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1341
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1340
+
+emu_row_done_1341:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_1342:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1343
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1342
+
+emu_row_done_1343:
+stored_1334:
+nend_1173:
+	MOVQ 12808(SP), AX
+	MOVQ lda+8(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12808(SP)
+	MOVQ 12816(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x07, CX
+	ADDQ CX, AX
+	MOVQ AX, 12816(SP)
+	ADDQ $0x00000020, 4312(SP)
+	JMP  mblock_1169
+
+mtail_1170:
+	// M tail of 1..31 rows, with the tail config.
+	MOVQ    m+48(FP), AX
+	ANDQ    $0x1f, AX
+	JZ      kpass_end_1163
+	LEAQ    12728(SP), CX
+	MOVQ    $0x0000000000000001, DX
+	CMPQ    (CX), DX
+	JNE     emu_badcfg_1344
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    8(CX), DX
+	JNE     emu_badcfg_1344
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    16(CX), DX
+	JNE     emu_badcfg_1344
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    24(CX), DX
+	JNE     emu_badcfg_1344
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    32(CX), DX
+	JNE     emu_badcfg_1344
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    40(CX), DX
+	JNE     emu_badcfg_1344
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    56(CX), DX
+	JNE     emu_badcfg_1344
+	MOVBQZX 48(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1344
+	MOVBQZX 49(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1344
+	MOVBQZX 50(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1344
+	MOVBQZX 51(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1344
+	MOVBQZX 52(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1344
+	MOVBQZX 53(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1344
+	MOVBQZX 54(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1344
+	MOVBQZX 55(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1344
+	JMP     emu_cfgok_1345
+
+emu_badcfg_1344:
+	UD2
+
+emu_cfgok_1345:
+	VMOVDQU64 (CX), Z0
+	VMOVDQU64 Z0, 12600(SP)
+	CMPQ      AX, $0x10
+	JLE       mtail_small_1346
+	MOVQ      b+16(FP), AX
+	MOVQ      AX, 12832(SP)
+	MOVQ      12816(SP), AX
+	MOVQ      AX, 12840(SP)
+	MOVQ      nblocks+56(FP), AX
+	SHRQ      $0x01, AX
+	MOVQ      AX, 12848(SP)
+	MOVQ      $0x00000000, 4320(SP)
+
+npair_1347:
+	MOVQ  12848(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1348
+	DECQ  AX
+	MOVQ  AX, 12848(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      kp+24(FP), SI
+	SHLQ      $0x04, SI
+	ADDQ      BX, SI
+	MOVQ      $0x00000040, DI
+	MOVQ      12800(SP), R8
+	DECQ      R8
+	CMPQ      12792(SP), $0x00
+	JNE       cload_1350
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	JMP       cready_1351
+
+cload_1350:
+	MOVQ      12840(SP), R9
+	MOVQ      ldc+40(FP), R10
+	SHLQ      $0x02, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R9), R11
+	MOVBQZX   12648(SP), R12
+	XORQ      R13, R13
+
+emu_row_1352:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1353
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 4408(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1352
+
+emu_row_done_1353:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	LEAQ      64(R9), R11
+	MOVBQZX   12649(SP), R12
+	XORQ      R13, R13
+
+emu_row_1354:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1355
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 5432(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1354
+
+emu_row_done_1355:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R11), R11
+	MOVBQZX   12650(SP), R12
+	XORQ      R13, R13
+
+emu_row_1356:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1357
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 6456(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1356
+
+emu_row_done_1357:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	LEAQ      64(R11), R9
+	MOVBQZX   12651(SP), R11
+	XORQ      R12, R12
+
+emu_row_1358:
+	TESTQ     R11, R11
+	JZ        emu_row_done_1359
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7480(SP)(R12*1)
+	ADDQ      R10, R9
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_1358
+
+emu_row_done_1359:
+cready_1351:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12652(SP), R10
+	XORQ      R11, R11
+
+emu_row_1360:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1361
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1360
+
+emu_row_done_1361:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12654(SP), R10
+	XORQ      R11, R11
+
+emu_row_1362:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1363
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1362
+
+emu_row_done_1363:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_1364:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1365
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1364
+
+emu_row_done_1365:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12653(SP), R10
+	XORQ      R11, R11
+
+emu_row_1366:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1367
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1366
+
+emu_row_done_1367:
+	MOVQ 12792(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_1369
+
+kstep_1370:
+	TESTQ   R8, R8
+	JZ      klast_1368
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1371
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1371:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4392(SP), SI
+	MOVQ    4400(SP), R8
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, DI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1372
+	UD2
+
+emu_shapeok_1372:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1373
+	UD2
+
+emu_shapeok_1373:
+	XORQ R10, R10
+
+emu_row_1374:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1375
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1374
+
+emu_row_done_1375:
+	MOVBQZX 12649(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1376
+	UD2
+
+emu_shapeok_1376:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1377
+	UD2
+
+emu_shapeok_1377:
+	XORQ R10, R10
+
+emu_row_1378:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1379
+	VMOVDQU32    5432(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1378
+
+emu_row_done_1379:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12652(SP), R10
+	XORQ      R11, R11
+
+emu_row_1380:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1381
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1380
+
+emu_row_done_1381:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1382
+	UD2
+
+emu_shapeok_1382:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1383
+	UD2
+
+emu_shapeok_1383:
+	XORQ R10, R10
+
+emu_row_1384:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1385
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1384
+
+emu_row_done_1385:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12654(SP), R10
+	XORQ      R11, R11
+
+emu_row_1386:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1387
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1386
+
+emu_row_done_1387:
+	MOVBQZX 12651(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1388
+	UD2
+
+emu_shapeok_1388:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1389
+	UD2
+
+emu_shapeok_1389:
+	XORQ R10, R10
+
+emu_row_1390:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1391
+	VMOVDQU32    7480(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1390
+
+emu_row_done_1391:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12653(SP), R10
+	XORQ      R11, R11
+
+emu_row_1392:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1393
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1392
+
+emu_row_done_1393:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), AX
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_1394:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1395
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      DI, AX
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1394
+
+emu_row_done_1395:
+	DECQ R8
+	JMP  kstep_1370
+
+kloop_plain_1369:
+kstep_1396:
+	TESTQ   R8, R8
+	JZ      klast_1368
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1397
+	UD2
+
+emu_shapeok_1397:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1398
+	UD2
+
+emu_shapeok_1398:
+	XORQ R10, R10
+
+emu_row_1399:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1400
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1399
+
+emu_row_done_1400:
+	MOVBQZX 12649(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1401
+	UD2
+
+emu_shapeok_1401:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1402
+	UD2
+
+emu_shapeok_1402:
+	XORQ R10, R10
+
+emu_row_1403:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1404
+	VMOVDQU32    5432(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1403
+
+emu_row_done_1404:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12652(SP), R10
+	XORQ      R11, R11
+
+emu_row_1405:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1406
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1405
+
+emu_row_done_1406:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1407
+	UD2
+
+emu_shapeok_1407:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1408
+	UD2
+
+emu_shapeok_1408:
+	XORQ R10, R10
+
+emu_row_1409:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1410
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1409
+
+emu_row_done_1410:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12654(SP), R10
+	XORQ      R11, R11
+
+emu_row_1411:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1412
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1411
+
+emu_row_done_1412:
+	MOVBQZX 12651(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1413
+	UD2
+
+emu_shapeok_1413:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1414
+	UD2
+
+emu_shapeok_1414:
+	XORQ R10, R10
+
+emu_row_1415:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1416
+	VMOVDQU32    7480(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1415
+
+emu_row_done_1416:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12653(SP), R10
+	XORQ      R11, R11
+
+emu_row_1417:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1418
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1417
+
+emu_row_done_1418:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_1419:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1420
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1419
+
+emu_row_done_1420:
+	DECQ R8
+	JMP  kstep_1396
+
+klast_1368:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1421
+	UD2
+
+emu_shapeok_1421:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1422
+	UD2
+
+emu_shapeok_1422:
+	XORQ CX, CX
+
+emu_row_1423:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1424
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1423
+
+emu_row_done_1424:
+	MOVBQZX 12649(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1425
+	UD2
+
+emu_shapeok_1425:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1426
+	UD2
+
+emu_shapeok_1426:
+	XORQ CX, CX
+
+emu_row_1427:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1428
+	VMOVDQU32    5432(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1427
+
+emu_row_done_1428:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1429
+	UD2
+
+emu_shapeok_1429:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1430
+	UD2
+
+emu_shapeok_1430:
+	XORQ CX, CX
+
+emu_row_1431:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1432
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1431
+
+emu_row_done_1432:
+	MOVBQZX 12651(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1433
+	UD2
+
+emu_shapeok_1433:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1434
+	UD2
+
+emu_shapeok_1434:
+	XORQ CX, CX
+
+emu_row_1435:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1436
+	VMOVDQU32    7480(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1435
+
+emu_row_done_1436:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1437
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1439
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1439:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1440:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1441
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1440
+
+emu_row_done_1441:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_1442:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1443
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1442
+
+emu_row_done_1443:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_1444:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1445
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1444
+
+emu_row_done_1445:
+	LEAQ    2112(AX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_1446:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1447
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1446
+
+emu_row_done_1447:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1438
+
+store_partial_1437:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1448:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1449
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1448
+
+emu_row_done_1449:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_1450:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1451
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1450
+
+emu_row_done_1451:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_1452:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1453
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1452
+
+emu_row_done_1453:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    64(DX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_1454:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1455
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1454
+
+emu_row_done_1455:
+stored_1438:
+	MOVQ 12840(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12840(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12832(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12832(SP)
+	JMP  npair_1347
+
+nodd_1348:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_1349
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12800(SP), DI
+	DECQ      DI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_1456
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	JMP       cready_1457
+
+cload_1456:
+	MOVQ      12840(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12648(SP), R11
+	XORQ      R12, R12
+
+emu_row_1458:
+	TESTQ     R11, R11
+	JZ        emu_row_done_1459
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4408(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_1458
+
+emu_row_done_1459:
+	MOVQ      R9, R10
+	SHLQ      $0x04, R10
+	ADDQ      R8, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R10), R8
+	MOVBQZX   12650(SP), R10
+	XORQ      R11, R11
+
+emu_row_1460:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1461
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6456(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1460
+
+emu_row_done_1461:
+cready_1457:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_1462:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1463
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1462
+
+emu_row_done_1463:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_1464:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1465
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1464
+
+emu_row_done_1465:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12653(SP), R9
+	XORQ      R10, R10
+
+emu_row_1466:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1467
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1466
+
+emu_row_done_1467:
+	MOVQ 12792(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_1469
+
+kstep_1470:
+	TESTQ   DI, DI
+	JZ      klast_1468
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1471
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1471:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4400(SP), DI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, SI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1472
+	UD2
+
+emu_shapeok_1472:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1473
+	UD2
+
+emu_shapeok_1473:
+	XORQ R9, R9
+
+emu_row_1474:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1475
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1474
+
+emu_row_done_1475:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_1476:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1477
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1476
+
+emu_row_done_1477:
+	MOVBQZX 12650(SP), R8
+	MOVBQZX 12653(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1478
+	UD2
+
+emu_shapeok_1478:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1479
+	UD2
+
+emu_shapeok_1479:
+	XORQ R9, R9
+
+emu_row_1480:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1481
+	VMOVDQU32    6456(SP)(R9*1), Z0
+	VPBROADCASTD 9528(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1480
+
+emu_row_done_1481:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12653(SP), R9
+	XORQ      R10, R10
+
+emu_row_1482:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1483
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1482
+
+emu_row_done_1483:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), AX
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_1484:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1485
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      SI, AX
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1484
+
+emu_row_done_1485:
+	DECQ DI
+	JMP  kstep_1470
+
+kloop_plain_1469:
+kstep_1486:
+	TESTQ   DI, DI
+	JZ      klast_1468
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1487
+	UD2
+
+emu_shapeok_1487:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1488
+	UD2
+
+emu_shapeok_1488:
+	XORQ R9, R9
+
+emu_row_1489:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1490
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1489
+
+emu_row_done_1490:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_1491:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1492
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1491
+
+emu_row_done_1492:
+	MOVBQZX 12650(SP), R8
+	MOVBQZX 12653(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1493
+	UD2
+
+emu_shapeok_1493:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1494
+	UD2
+
+emu_shapeok_1494:
+	XORQ R9, R9
+
+emu_row_1495:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1496
+	VMOVDQU32    6456(SP)(R9*1), Z0
+	VPBROADCASTD 9528(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1495
+
+emu_row_done_1496:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12653(SP), R9
+	XORQ      R10, R10
+
+emu_row_1497:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1498
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1497
+
+emu_row_done_1498:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_1499:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1500
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1499
+
+emu_row_done_1500:
+	DECQ DI
+	JMP  kstep_1486
+
+klast_1468:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1501
+	UD2
+
+emu_shapeok_1501:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1502
+	UD2
+
+emu_shapeok_1502:
+	XORQ CX, CX
+
+emu_row_1503:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1504
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1503
+
+emu_row_done_1504:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1505
+	UD2
+
+emu_shapeok_1505:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1506
+	UD2
+
+emu_shapeok_1506:
+	XORQ CX, CX
+
+emu_row_1507:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1508
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1507
+
+emu_row_done_1508:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1509
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1511
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1511:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1512:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1513
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1512
+
+emu_row_done_1513:
+	LEAQ    2048(AX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_1514:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1515
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1514
+
+emu_row_done_1515:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1510
+
+store_partial_1509:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1516:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1517
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1516
+
+emu_row_done_1517:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_1518:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1519
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1518
+
+emu_row_done_1519:
+stored_1510:
+nend_1349:
+	JMP kpass_end_1163
+
+mtail_small_1346:
+	MOVQ b+16(FP), AX
+	MOVQ AX, 12832(SP)
+	MOVQ 12816(SP), AX
+	MOVQ AX, 12840(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 12848(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_1520:
+	MOVQ  12848(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1521
+	DECQ  AX
+	MOVQ  AX, 12848(SP)
+
+	// 1x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      12792(SP), DX
+	SHLQ      $0x04, DX
+	ADDQ      12832(SP), DX
+	MOVQ      kp+24(FP), BX
+	SHLQ      $0x04, BX
+	ADDQ      DX, BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12800(SP), DI
+	DECQ      DI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_1523
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	JMP       cready_1524
+
+cload_1523:
+	MOVQ      12840(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12648(SP), R11
+	XORQ      R12, R12
+
+emu_row_1525:
+	TESTQ     R11, R11
+	JZ        emu_row_done_1526
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4408(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_1525
+
+emu_row_done_1526:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	LEAQ      64(R8), R8
+	MOVBQZX   12649(SP), R10
+	XORQ      R11, R11
+
+emu_row_1527:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1528
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 5432(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1527
+
+emu_row_done_1528:
+cready_1524:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_1529:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1530
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1529
+
+emu_row_done_1530:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_1531:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1532
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1531
+
+emu_row_done_1532:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_1533:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1534
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1533
+
+emu_row_done_1534:
+	MOVQ 12792(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_1536
+
+kstep_1537:
+	TESTQ   DI, DI
+	JZ      klast_1535
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    BX, 4392(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1538
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1538:
+	MOVQ    4368(SP), CX
+	MOVQ    4384(SP), DX
+	MOVQ    4392(SP), BX
+	MOVQ    4400(SP), DI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, SI
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1539
+	UD2
+
+emu_shapeok_1539:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1540
+	UD2
+
+emu_shapeok_1540:
+	XORQ R9, R9
+
+emu_row_1541:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1542
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1541
+
+emu_row_done_1542:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_1543:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1544
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1543
+
+emu_row_done_1544:
+	MOVBQZX 12649(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1545
+	UD2
+
+emu_shapeok_1545:
+	MOVBQZX 12655(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1546
+	UD2
+
+emu_shapeok_1546:
+	XORQ R9, R9
+
+emu_row_1547:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1548
+	VMOVDQU32    5432(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1547
+
+emu_row_done_1548:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_1549:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1550
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1549
+
+emu_row_done_1550:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (BX), AX
+	MOVBQZX   12655(SP), R8
+	XORQ      R9, R9
+
+emu_row_1551:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1552
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 11576(SP)(R9*1)
+	ADDQ      SI, AX
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1551
+
+emu_row_done_1552:
+	DECQ DI
+	JMP  kstep_1537
+
+kloop_plain_1536:
+kstep_1553:
+	TESTQ   DI, DI
+	JZ      klast_1535
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1554
+	UD2
+
+emu_shapeok_1554:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1555
+	UD2
+
+emu_shapeok_1555:
+	XORQ R9, R9
+
+emu_row_1556:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1557
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1556
+
+emu_row_done_1557:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_1558:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1559
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1558
+
+emu_row_done_1559:
+	MOVBQZX 12649(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1560
+	UD2
+
+emu_shapeok_1560:
+	MOVBQZX 12655(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1561
+	UD2
+
+emu_shapeok_1561:
+	XORQ R9, R9
+
+emu_row_1562:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1563
+	VMOVDQU32    5432(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1562
+
+emu_row_done_1563:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_1564:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1565
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1564
+
+emu_row_done_1565:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_1566:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1567
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1566
+
+emu_row_done_1567:
+	DECQ DI
+	JMP  kstep_1553
+
+klast_1535:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1568
+	UD2
+
+emu_shapeok_1568:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1569
+	UD2
+
+emu_shapeok_1569:
+	XORQ CX, CX
+
+emu_row_1570:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1571
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1570
+
+emu_row_done_1571:
+	MOVBQZX 12649(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1572
+	UD2
+
+emu_shapeok_1572:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1573
+	UD2
+
+emu_shapeok_1573:
+	XORQ CX, CX
+
+emu_row_1574:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1575
+	VMOVDQU32    5432(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1574
+
+emu_row_done_1575:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1576
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1578
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1578:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1579:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1580
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1579
+
+emu_row_done_1580:
+	LEAQ    64(AX), AX
+	MOVBQZX 12649(SP), DX
+	XORQ    BX, BX
+
+emu_row_1581:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1582
+	VMOVDQU64 5432(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1581
+
+emu_row_done_1582:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1577
+
+store_partial_1576:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1583:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1584
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1583
+
+emu_row_done_1584:
+	LEAQ    64(AX), AX
+	MOVBQZX 12649(SP), DX
+	XORQ    BX, BX
+
+emu_row_1585:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1586
+	VMOVDQU64 5432(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1585
+
+emu_row_done_1586:
+stored_1577:
+	MOVQ 12840(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12840(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12832(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12832(SP)
+	JMP  npair_1520
+
+nodd_1521:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_1522
+
+	// 1x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      12792(SP), DX
+	SHLQ      $0x04, DX
+	ADDQ      12832(SP), DX
+	MOVQ      $0x00000040, BX
+	MOVQ      12800(SP), SI
+	DECQ      SI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_1587
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	JMP       cready_1588
+
+cload_1587:
+	MOVQ      12840(SP), DI
+	MOVQ      ldc+40(FP), R8
+	SHLQ      $0x02, R8
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (DI), DI
+	MOVBQZX   12648(SP), R9
+	XORQ      R10, R10
+
+emu_row_1589:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1590
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 4408(SP)(R10*1)
+	ADDQ      R8, DI
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1589
+
+emu_row_done_1590:
+cready_1588:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), DI
+	MOVBQZX   12652(SP), R8
+	XORQ      R9, R9
+
+emu_row_1591:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1592
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8504(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1591
+
+emu_row_done_1592:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), DI
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_1593:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1594
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      BX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1593
+
+emu_row_done_1594:
+	MOVQ 12792(SP), DI
+	ADDQ $0x00000300, DI
+	CMPQ DI, kp+24(FP)
+	JLT  kloop_plain_1596
+
+kstep_1597:
+	TESTQ   SI, SI
+	JZ      klast_1595
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    SI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1598
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1598:
+	MOVQ    4368(SP), CX
+	MOVQ    4384(SP), DX
+	MOVQ    4400(SP), SI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, BX
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	MOVBQZX 12648(SP), DI
+	MOVBQZX 12652(SP), R8
+	CMPQ    DI, R8
+	JE      emu_shapeok_1599
+	UD2
+
+emu_shapeok_1599:
+	MOVBQZX 12654(SP), R8
+	CMPQ    R8, $0x10
+	JE      emu_shapeok_1600
+	UD2
+
+emu_shapeok_1600:
+	XORQ R8, R8
+
+emu_row_1601:
+	TESTQ        DI, DI
+	JZ           emu_row_done_1602
+	VMOVDQU32    4408(SP)(R8*1), Z0
+	VPBROADCASTD 8504(SP)(R8*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R8*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R8*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R8*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R8*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R8*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R8*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R8*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R8*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R8*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R8*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R8*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R8*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R8*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R8*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R8*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R8*1)
+	ADDQ         $0x40, R8
+	DECQ         DI
+	JMP          emu_row_1601
+
+emu_row_done_1602:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), DI
+	MOVBQZX   12652(SP), R8
+	XORQ      R9, R9
+
+emu_row_1603:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1604
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8504(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1603
+
+emu_row_done_1604:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), AX
+	MOVBQZX   12654(SP), DI
+	XORQ      R8, R8
+
+emu_row_1605:
+	TESTQ     DI, DI
+	JZ        emu_row_done_1606
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 10552(SP)(R8*1)
+	ADDQ      BX, AX
+	ADDQ      $0x40, R8
+	DECQ      DI
+	JMP       emu_row_1605
+
+emu_row_done_1606:
+	DECQ SI
+	JMP  kstep_1597
+
+kloop_plain_1596:
+kstep_1607:
+	TESTQ   SI, SI
+	JZ      klast_1595
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	MOVBQZX 12648(SP), DI
+	MOVBQZX 12652(SP), R8
+	CMPQ    DI, R8
+	JE      emu_shapeok_1608
+	UD2
+
+emu_shapeok_1608:
+	MOVBQZX 12654(SP), R8
+	CMPQ    R8, $0x10
+	JE      emu_shapeok_1609
+	UD2
+
+emu_shapeok_1609:
+	XORQ R8, R8
+
+emu_row_1610:
+	TESTQ        DI, DI
+	JZ           emu_row_done_1611
+	VMOVDQU32    4408(SP)(R8*1), Z0
+	VPBROADCASTD 8504(SP)(R8*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R8*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R8*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R8*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R8*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R8*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R8*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R8*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R8*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R8*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R8*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R8*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R8*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R8*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R8*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R8*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R8*1)
+	ADDQ         $0x40, R8
+	DECQ         DI
+	JMP          emu_row_1610
+
+emu_row_done_1611:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), DI
+	MOVBQZX   12652(SP), R8
+	XORQ      R9, R9
+
+emu_row_1612:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1613
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8504(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1612
+
+emu_row_done_1613:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), DI
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_1614:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1615
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      BX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1614
+
+emu_row_done_1615:
+	DECQ SI
+	JMP  kstep_1607
+
+klast_1595:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1616
+	UD2
+
+emu_shapeok_1616:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1617
+	UD2
+
+emu_shapeok_1617:
+	XORQ CX, CX
+
+emu_row_1618:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1619
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1618
+
+emu_row_done_1619:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1620
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1622
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1622:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), AX
+	MOVBQZX 12648(SP), DX
+	XORQ    BX, BX
+
+emu_row_1623:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1624
+	VMOVDQU64 4408(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1623
+
+emu_row_done_1624:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1621
+
+store_partial_1620:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), AX
+	MOVBQZX 12648(SP), DX
+	XORQ    BX, BX
+
+emu_row_1625:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1626
+	VMOVDQU64 4408(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1625
+
+emu_row_done_1626:
+stored_1621:
+nend_1522:
+kpass_end_1163:
+	MOVQ 12792(SP), AX
+	ADDQ $0x00000300, AX
+	MOVQ AX, 12792(SP)
+	JMP  kpass_1162
+
+done_1164:
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1627
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1627:
+	VZEROUPPER
+	RET
+
 // func qgemmVNNI(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
 // Requires: AVX, AVX512F, AVX512VNNI, CMOV, MMX+
 TEXT ·qgemmVNNI(SB), NOSPLIT, $64-64
@@ -18772,10 +29510,10 @@ TEXT ·qgemmVNNI(SB), NOSPLIT, $64-64
 	MOVQ AX, 48(SP)
 	MOVQ AX, 56(SP)
 
-ngroup_1081:
+ngroup_1629:
 	MOVQ    16(SP), AX
 	CMPQ    AX, $0x03
-	JL      ntail_1082
+	JL      ntail_1630
 	SUBQ    $0x03, AX
 	MOVQ    AX, 16(SP)
 	MOVQ    kp+24(FP), CX
@@ -18795,10 +29533,10 @@ ngroup_1081:
 	MOVQ    m+48(FP), AX
 	MOVQ    AX, 40(SP)
 
-rows_1083:
+rows_1631:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_1084
+	JL   rowtail_1632
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -18839,7 +29577,7 @@ rows_1083:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1086:
+vnni_k_1634:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -18991,7 +29729,7 @@ vnni_k_1086:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1086
+	JNZ          vnni_k_1634
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19037,12 +29775,12 @@ vnni_k_1086:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1083
+	JMP          rows_1631
 
-rowtail_1084:
+rowtail_1632:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1087
+	JNE  rowtail_not_1635
 
 	// VNNI micro-kernel: 1 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19058,7 +29796,7 @@ rowtail_1084:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1088:
+vnni_k_1636:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -19097,7 +29835,7 @@ vnni_k_1088:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_1088
+	JNZ          vnni_k_1636
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19105,11 +29843,11 @@ vnni_k_1088:
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
 	VMOVDQU32    Z2, 128(AX)
-	JMP          rowend_1085
+	JMP          rowend_1633
 
-rowtail_not_1087:
+rowtail_not_1635:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_1089
+	JNE  rowtail_not_1637
 
 	// VNNI micro-kernel: 2 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19128,7 +29866,7 @@ rowtail_not_1087:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1090:
+vnni_k_1638:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -19183,7 +29921,7 @@ vnni_k_1090:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1090
+	JNZ          vnni_k_1638
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19195,11 +29933,11 @@ vnni_k_1090:
 	VMOVDQU32    Z3, (AX)
 	VMOVDQU32    Z4, 64(AX)
 	VMOVDQU32    Z5, 128(AX)
-	JMP          rowend_1085
+	JMP          rowend_1633
 
-rowtail_not_1089:
+rowtail_not_1637:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_1091
+	JNE  rowtail_not_1639
 
 	// VNNI micro-kernel: 3 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19221,7 +29959,7 @@ rowtail_not_1089:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1092:
+vnni_k_1640:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -19292,7 +30030,7 @@ vnni_k_1092:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1092
+	JNZ          vnni_k_1640
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19308,11 +30046,11 @@ vnni_k_1092:
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
 	VMOVDQU32    Z8, 128(AX)
-	JMP          rowend_1085
+	JMP          rowend_1633
 
-rowtail_not_1091:
+rowtail_not_1639:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_1093
+	JNE  rowtail_not_1641
 
 	// VNNI micro-kernel: 4 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19338,7 +30076,7 @@ rowtail_not_1091:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1094:
+vnni_k_1642:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -19425,7 +30163,7 @@ vnni_k_1094:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1094
+	JNZ          vnni_k_1642
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19445,11 +30183,11 @@ vnni_k_1094:
 	VMOVDQU32    Z9, (AX)
 	VMOVDQU32    Z10, 64(AX)
 	VMOVDQU32    Z11, 128(AX)
-	JMP          rowend_1085
+	JMP          rowend_1633
 
-rowtail_not_1093:
+rowtail_not_1641:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_1095
+	JNE  rowtail_not_1643
 
 	// VNNI micro-kernel: 5 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19478,7 +30216,7 @@ rowtail_not_1093:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1096:
+vnni_k_1644:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -19581,7 +30319,7 @@ vnni_k_1096:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1096
+	JNZ          vnni_k_1644
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19605,11 +30343,11 @@ vnni_k_1096:
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
 	VMOVDQU32    Z14, 128(AX)
-	JMP          rowend_1085
+	JMP          rowend_1633
 
-rowtail_not_1095:
+rowtail_not_1643:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_1097
+	JNE  rowtail_not_1645
 
 	// VNNI micro-kernel: 6 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19642,7 +30380,7 @@ rowtail_not_1095:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1098:
+vnni_k_1646:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -19762,7 +30500,7 @@ vnni_k_1098:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1098
+	JNZ          vnni_k_1646
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19790,11 +30528,11 @@ vnni_k_1098:
 	VMOVDQU32    Z15, (AX)
 	VMOVDQU32    Z16, 64(AX)
 	VMOVDQU32    Z17, 128(AX)
-	JMP          rowend_1085
+	JMP          rowend_1633
 
-rowtail_not_1097:
+rowtail_not_1645:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_1099
+	JNE  rowtail_not_1647
 
 	// VNNI micro-kernel: 7 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -19830,7 +30568,7 @@ rowtail_not_1097:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1100:
+vnni_k_1648:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -19966,7 +30704,7 @@ vnni_k_1100:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1100
+	JNZ          vnni_k_1648
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -19998,10 +30736,10 @@ vnni_k_1100:
 	VMOVDQU32    Z18, (AX)
 	VMOVDQU32    Z19, 64(AX)
 	VMOVDQU32    Z20, 128(AX)
-	JMP          rowend_1085
+	JMP          rowend_1633
 
-rowtail_not_1099:
-rowend_1085:
+rowtail_not_1647:
+rowend_1633:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000030, CX, CX
@@ -20010,12 +30748,12 @@ rowend_1085:
 	MOVQ   8(SP), AX
 	ADDQ   $0x000000c0, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_1081
+	JMP    ngroup_1629
 
-ntail_1082:
+ntail_1630:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JNE  ntail_not_1101
+	JNE  ntail_not_1649
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -20023,10 +30761,10 @@ ntail_1082:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_1102:
+rows_1650:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_1103
+	JL   rowtail_1651
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -20049,7 +30787,7 @@ rows_1102:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1105:
+vnni_k_1653:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -20129,7 +30867,7 @@ vnni_k_1105:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_1105
+	JNZ          vnni_k_1653
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20159,12 +30897,12 @@ vnni_k_1105:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1102
+	JMP          rows_1650
 
-rowtail_1103:
+rowtail_1651:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1106
+	JNE  rowtail_not_1654
 
 	// VNNI micro-kernel: 1 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20176,7 +30914,7 @@ rowtail_1103:
 	MOVQ   48(SP), BX
 	MOVQ   56(SP), SI
 
-vnni_k_1107:
+vnni_k_1655:
 	PREFETCHT1   (BX)
 	PREFETCHT1   64(BX)
 	PREFETCHT1   128(BX)
@@ -20199,17 +30937,17 @@ vnni_k_1107:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          vnni_k_1107
+	JNZ          vnni_k_1655
 	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
-	JMP          rowend_1104
+	JMP          rowend_1652
 
-rowtail_not_1106:
+rowtail_not_1654:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_1108
+	JNE  rowtail_not_1656
 
 	// VNNI micro-kernel: 2 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20222,7 +30960,7 @@ rowtail_not_1106:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1109:
+vnni_k_1657:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -20253,7 +30991,7 @@ vnni_k_1109:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_1109
+	JNZ          vnni_k_1657
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20261,11 +30999,11 @@ vnni_k_1109:
 	VMOVDQU32    Z0, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z1, (AX)
-	JMP          rowend_1104
+	JMP          rowend_1652
 
-rowtail_not_1108:
+rowtail_not_1656:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_1110
+	JNE  rowtail_not_1658
 
 	// VNNI micro-kernel: 3 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20279,7 +31017,7 @@ rowtail_not_1108:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1111:
+vnni_k_1659:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -20318,7 +31056,7 @@ vnni_k_1111:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_1111
+	JNZ          vnni_k_1659
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20328,11 +31066,11 @@ vnni_k_1111:
 	VMOVDQU32    Z1, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
-	JMP          rowend_1104
+	JMP          rowend_1652
 
-rowtail_not_1110:
+rowtail_not_1658:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_1112
+	JNE  rowtail_not_1660
 
 	// VNNI micro-kernel: 4 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20348,7 +31086,7 @@ rowtail_not_1110:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1113:
+vnni_k_1661:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -20395,7 +31133,7 @@ vnni_k_1113:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_1113
+	JNZ          vnni_k_1661
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20407,11 +31145,11 @@ vnni_k_1113:
 	VMOVDQU32    Z2, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z3, (AX)
-	JMP          rowend_1104
+	JMP          rowend_1652
 
-rowtail_not_1112:
+rowtail_not_1660:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_1114
+	JNE  rowtail_not_1662
 
 	// VNNI micro-kernel: 5 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20428,7 +31166,7 @@ rowtail_not_1112:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1115:
+vnni_k_1663:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -20483,7 +31221,7 @@ vnni_k_1115:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_1115
+	JNZ          vnni_k_1663
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20497,11 +31235,11 @@ vnni_k_1115:
 	VMOVDQU32    Z3, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
-	JMP          rowend_1104
+	JMP          rowend_1652
 
-rowtail_not_1114:
+rowtail_not_1662:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_1116
+	JNE  rowtail_not_1664
 
 	// VNNI micro-kernel: 6 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20520,7 +31258,7 @@ rowtail_not_1114:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1117:
+vnni_k_1665:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -20584,7 +31322,7 @@ vnni_k_1117:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_1117
+	JNZ          vnni_k_1665
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20600,11 +31338,11 @@ vnni_k_1117:
 	VMOVDQU32    Z4, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z5, (AX)
-	JMP          rowend_1104
+	JMP          rowend_1652
 
-rowtail_not_1116:
+rowtail_not_1664:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_1118
+	JNE  rowtail_not_1666
 
 	// VNNI micro-kernel: 7 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20624,7 +31362,7 @@ rowtail_not_1116:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1119:
+vnni_k_1667:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -20696,7 +31434,7 @@ vnni_k_1119:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_1119
+	JNZ          vnni_k_1667
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20714,15 +31452,15 @@ vnni_k_1119:
 	VMOVDQU32    Z5, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
-	JMP          rowend_1104
+	JMP          rowend_1652
 
-rowtail_not_1118:
-rowend_1104:
-	JMP done_1080
+rowtail_not_1666:
+rowend_1652:
+	JMP done_1628
 
-ntail_not_1101:
+ntail_not_1649:
 	CMPQ AX, $0x02
-	JNE  ntail_not_1120
+	JNE  ntail_not_1668
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -20730,10 +31468,10 @@ ntail_not_1101:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_1121:
+rows_1669:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_1122
+	JL   rowtail_1670
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -20766,7 +31504,7 @@ rows_1121:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1124:
+vnni_k_1672:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -20882,7 +31620,7 @@ vnni_k_1124:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1124
+	JNZ          vnni_k_1672
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -20920,12 +31658,12 @@ vnni_k_1124:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1121
+	JMP          rows_1669
 
-rowtail_1122:
+rowtail_1670:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1125
+	JNE  rowtail_not_1673
 
 	// VNNI micro-kernel: 1 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20940,7 +31678,7 @@ rowtail_1122:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1126:
+vnni_k_1674:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -20971,18 +31709,18 @@ vnni_k_1126:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_1126
+	JNZ          vnni_k_1674
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
-	JMP          rowend_1123
+	JMP          rowend_1671
 
-rowtail_not_1125:
+rowtail_not_1673:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_1127
+	JNE  rowtail_not_1675
 
 	// VNNI micro-kernel: 2 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -20999,7 +31737,7 @@ rowtail_not_1125:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1128:
+vnni_k_1676:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -21042,7 +31780,7 @@ vnni_k_1128:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1128
+	JNZ          vnni_k_1676
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21052,11 +31790,11 @@ vnni_k_1128:
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
 	VMOVDQU32    Z3, 64(AX)
-	JMP          rowend_1123
+	JMP          rowend_1671
 
-rowtail_not_1127:
+rowtail_not_1675:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_1129
+	JNE  rowtail_not_1677
 
 	// VNNI micro-kernel: 3 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -21075,7 +31813,7 @@ rowtail_not_1127:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1130:
+vnni_k_1678:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -21130,7 +31868,7 @@ vnni_k_1130:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1130
+	JNZ          vnni_k_1678
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21143,11 +31881,11 @@ vnni_k_1130:
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
 	VMOVDQU32    Z5, 64(AX)
-	JMP          rowend_1123
+	JMP          rowend_1671
 
-rowtail_not_1129:
+rowtail_not_1677:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_1131
+	JNE  rowtail_not_1679
 
 	// VNNI micro-kernel: 4 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -21169,7 +31907,7 @@ rowtail_not_1129:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1132:
+vnni_k_1680:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -21236,7 +31974,7 @@ vnni_k_1132:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1132
+	JNZ          vnni_k_1680
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21252,11 +31990,11 @@ vnni_k_1132:
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
-	JMP          rowend_1123
+	JMP          rowend_1671
 
-rowtail_not_1131:
+rowtail_not_1679:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_1133
+	JNE  rowtail_not_1681
 
 	// VNNI micro-kernel: 5 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -21280,7 +32018,7 @@ rowtail_not_1131:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1134:
+vnni_k_1682:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -21359,7 +32097,7 @@ vnni_k_1134:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1134
+	JNZ          vnni_k_1682
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21378,11 +32116,11 @@ vnni_k_1134:
 	ADDQ         CX, AX
 	VMOVDQU32    Z8, (AX)
 	VMOVDQU32    Z9, 64(AX)
-	JMP          rowend_1123
+	JMP          rowend_1671
 
-rowtail_not_1133:
+rowtail_not_1681:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_1135
+	JNE  rowtail_not_1683
 
 	// VNNI micro-kernel: 6 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -21409,7 +32147,7 @@ rowtail_not_1133:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1136:
+vnni_k_1684:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -21501,7 +32239,7 @@ vnni_k_1136:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1136
+	JNZ          vnni_k_1684
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21523,11 +32261,11 @@ vnni_k_1136:
 	ADDQ         CX, AX
 	VMOVDQU32    Z10, (AX)
 	VMOVDQU32    Z11, 64(AX)
-	JMP          rowend_1123
+	JMP          rowend_1671
 
-rowtail_not_1135:
+rowtail_not_1683:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_1137
+	JNE  rowtail_not_1685
 
 	// VNNI micro-kernel: 7 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -21556,7 +32294,7 @@ rowtail_not_1135:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1138:
+vnni_k_1686:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -21660,7 +32398,7 @@ vnni_k_1138:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1138
+	JNZ          vnni_k_1686
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -21685,14 +32423,14 @@ vnni_k_1138:
 	ADDQ         CX, AX
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
-	JMP          rowend_1123
+	JMP          rowend_1671
 
-rowtail_not_1137:
-rowend_1123:
-	JMP done_1080
+rowtail_not_1685:
+rowend_1671:
+	JMP done_1628
 
-ntail_not_1120:
-done_1080:
+ntail_not_1668:
+done_1628:
 	VZEROUPPER
 	RET
 
@@ -21706,10 +32444,10 @@ TEXT ·qgemmAVX2(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_1140:
+ngroup_1688:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JL   ntail_1141
+	JL   ntail_1689
 	SUBQ $0x01, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -21719,10 +32457,10 @@ ngroup_1140:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_1142:
+rows_1690:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x02
-	JL   rowtail_1143
+	JL   rowtail_1691
 	SUBQ $0x02, AX
 	MOVQ AX, 40(SP)
 
@@ -21741,7 +32479,7 @@ rows_1142:
 	MOVQ  kp+24(FP), BX
 	SHRQ  $0x04, BX
 
-avx2_k_1145:
+avx2_k_1693:
 	VPMOVSXBW    (DX), Y8
 	VPMOVSXBW    16(DX), Y9
 	VPMOVSXBW    32(DX), Y10
@@ -21841,7 +32579,7 @@ avx2_k_1145:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          avx2_k_1145
+	JNZ          avx2_k_1693
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -21868,12 +32606,12 @@ avx2_k_1145:
 	IMUL3Q       $0x08, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1142
+	JMP          rows_1690
 
-rowtail_1143:
+rowtail_1691:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1146
+	JNE  rowtail_not_1694
 
 	// AVX2 micro-kernel: 1 rows x 16 columns.
 	VPXOR Y0, Y0, Y0
@@ -21886,7 +32624,7 @@ rowtail_1143:
 	MOVQ  kp+24(FP), DX
 	SHRQ  $0x04, DX
 
-avx2_k_1147:
+avx2_k_1695:
 	VPMOVSXBW    (CX), Y4
 	VPMOVSXBW    16(CX), Y5
 	VPMOVSXBW    32(CX), Y6
@@ -21946,7 +32684,7 @@ avx2_k_1147:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          avx2_k_1147
+	JNZ          avx2_k_1695
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -21956,10 +32694,10 @@ avx2_k_1147:
 	VPHADDD      Y3, Y2, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VMOVDQU      Y0, 32(AX)
-	JMP          rowend_1144
+	JMP          rowend_1692
 
-rowtail_not_1146:
-rowend_1144:
+rowtail_not_1694:
+rowend_1692:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000010, CX, CX
@@ -21968,9 +32706,9 @@ rowend_1144:
 	MOVQ   8(SP), AX
 	ADDQ   $0x00000040, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_1140
+	JMP    ngroup_1688
 
-ntail_1141:
+ntail_1689:
 	MOVQ 16(SP), AX
 	VZEROUPPER
 	RET
@@ -22246,35 +32984,35 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi_none_1148
+	JEQ  epi_none_1696
 	CMPQ CX, $0x00000001
-	JEQ  epi_gelu_1149
+	JEQ  epi_gelu_1697
 	CMPQ CX, $0x00000003
-	JEQ  epi_gelu_1149
+	JEQ  epi_gelu_1697
 	CMPQ CX, $0x00000002
-	JEQ  epi_relu_1150
+	JEQ  epi_relu_1698
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi_none_1148:
+epi_none_1696:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_1152
+	JNZ   epi_flag_1700
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_1153
+	JNZ   epi_flag_1701
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1154
+	JNZ   epi_flag_1702
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1155
+	JNZ   epi_flag_1703
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1156
+	JNZ   epi_flag_1704
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_1157:
+epi_strip_1705:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -22297,7 +33035,7 @@ epi_strip_1157:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1158:
+epi_row_1706:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -22318,13 +33056,13 @@ epi_row_1158:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1158
+	JL          epi_row_1706
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1157
-	JMP         epi_done_1151
+	JL          epi_strip_1705
+	JMP         epi_done_1699
 
-epi_flag_1156:
+epi_flag_1704:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -22332,7 +33070,7 @@ epi_flag_1156:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_1159:
+epi_strip_1707:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22355,7 +33093,7 @@ epi_strip_1159:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1160:
+epi_row_1708:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -22380,15 +33118,15 @@ epi_row_1160:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1160
+	JL          epi_row_1708
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1159
-	JMP         epi_done_1151
+	JL          epi_strip_1707
+	JMP         epi_done_1699
 
-epi_flag_1155:
+epi_flag_1703:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1161
+	JNZ          epi_flag_1709
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -22399,7 +33137,7 @@ epi_flag_1155:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_1162:
+epi_strip_1710:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -22422,7 +33160,7 @@ epi_strip_1162:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1163:
+epi_row_1711:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -22463,13 +33201,13 @@ epi_row_1163:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1163
+	JL          epi_row_1711
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1162
-	JMP         epi_done_1151
+	JL          epi_strip_1710
+	JMP         epi_done_1699
 
-epi_flag_1161:
+epi_flag_1709:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -22481,7 +33219,7 @@ epi_flag_1161:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1164:
+epi_strip_1712:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22504,7 +33242,7 @@ epi_strip_1164:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1165:
+epi_row_1713:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -22549,17 +33287,17 @@ epi_row_1165:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1165
+	JL          epi_row_1713
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1164
-	JMP         epi_done_1151
+	JL          epi_strip_1712
+	JMP         epi_done_1699
 
-epi_flag_1154:
+epi_flag_1702:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1166
+	JNZ   epi_flag_1714
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1167
+	JNZ   epi_flag_1715
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -22568,7 +33306,7 @@ epi_flag_1154:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_1168:
+epi_strip_1716:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22592,7 +33330,7 @@ epi_strip_1168:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1169:
+epi_row_1717:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -22622,13 +33360,13 @@ epi_row_1169:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1169
+	JL          epi_row_1717
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1168
-	JMP         epi_done_1151
+	JL          epi_strip_1716
+	JMP         epi_done_1699
 
-epi_flag_1167:
+epi_flag_1715:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -22638,7 +33376,7 @@ epi_flag_1167:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_1170:
+epi_strip_1718:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -22662,7 +33400,7 @@ epi_strip_1170:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1171:
+epi_row_1719:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -22696,15 +33434,15 @@ epi_row_1171:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1171
+	JL          epi_row_1719
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1170
-	JMP         epi_done_1151
+	JL          epi_strip_1718
+	JMP         epi_done_1699
 
-epi_flag_1166:
+epi_flag_1714:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1172
+	JNZ          epi_flag_1720
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -22717,7 +33455,7 @@ epi_flag_1166:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1173:
+epi_strip_1721:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -22741,7 +33479,7 @@ epi_strip_1173:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1174:
+epi_row_1722:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -22791,13 +33529,13 @@ epi_row_1174:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1174
+	JL          epi_row_1722
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1173
-	JMP         epi_done_1151
+	JL          epi_strip_1721
+	JMP         epi_done_1699
 
-epi_flag_1172:
+epi_flag_1720:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -22811,7 +33549,7 @@ epi_flag_1172:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_1175:
+epi_strip_1723:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -22835,7 +33573,7 @@ epi_strip_1175:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1176:
+epi_row_1724:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -22889,26 +33627,26 @@ epi_row_1176:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1176
+	JL          epi_row_1724
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1175
-	JMP         epi_done_1151
+	JL          epi_strip_1723
+	JMP         epi_done_1699
 
-epi_flag_1153:
+epi_flag_1701:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1177
+	JNZ   epi_flag_1725
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1178
+	JNZ   epi_flag_1726
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1179
+	JNZ   epi_flag_1727
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_1180:
+epi_strip_1728:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -22939,7 +33677,7 @@ epi_strip_1180:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1181:
+epi_row_1729:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -22964,13 +33702,13 @@ epi_row_1181:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1181
+	JL          epi_row_1729
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1180
-	JMP         epi_done_1151
+	JL          epi_strip_1728
+	JMP         epi_done_1699
 
-epi_flag_1179:
+epi_flag_1727:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -22978,7 +33716,7 @@ epi_flag_1179:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_1182:
+epi_strip_1730:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -23009,7 +33747,7 @@ epi_strip_1182:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1183:
+epi_row_1731:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -23038,15 +33776,15 @@ epi_row_1183:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1183
+	JL          epi_row_1731
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1182
-	JMP         epi_done_1151
+	JL          epi_strip_1730
+	JMP         epi_done_1699
 
-epi_flag_1178:
+epi_flag_1726:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1184
+	JNZ          epi_flag_1732
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23057,7 +33795,7 @@ epi_flag_1178:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_1185:
+epi_strip_1733:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -23088,7 +33826,7 @@ epi_strip_1185:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1186:
+epi_row_1734:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -23133,13 +33871,13 @@ epi_row_1186:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1186
+	JL          epi_row_1734
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1185
-	JMP         epi_done_1151
+	JL          epi_strip_1733
+	JMP         epi_done_1699
 
-epi_flag_1184:
+epi_flag_1732:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23151,7 +33889,7 @@ epi_flag_1184:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1187:
+epi_strip_1735:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -23182,7 +33920,7 @@ epi_strip_1187:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1188:
+epi_row_1736:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -23231,17 +33969,17 @@ epi_row_1188:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1188
+	JL          epi_row_1736
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1187
-	JMP         epi_done_1151
+	JL          epi_strip_1735
+	JMP         epi_done_1699
 
-epi_flag_1177:
+epi_flag_1725:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1189
+	JNZ   epi_flag_1737
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1190
+	JNZ   epi_flag_1738
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -23250,7 +33988,7 @@ epi_flag_1177:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_1191:
+epi_strip_1739:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -23282,7 +34020,7 @@ epi_strip_1191:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1192:
+epi_row_1740:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -23316,13 +34054,13 @@ epi_row_1192:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1192
+	JL          epi_row_1740
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1191
-	JMP         epi_done_1151
+	JL          epi_strip_1739
+	JMP         epi_done_1699
 
-epi_flag_1190:
+epi_flag_1738:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -23332,7 +34070,7 @@ epi_flag_1190:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_1193:
+epi_strip_1741:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -23364,7 +34102,7 @@ epi_strip_1193:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1194:
+epi_row_1742:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -23402,15 +34140,15 @@ epi_row_1194:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1194
+	JL          epi_row_1742
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1193
-	JMP         epi_done_1151
+	JL          epi_strip_1741
+	JMP         epi_done_1699
 
-epi_flag_1189:
+epi_flag_1737:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1195
+	JNZ          epi_flag_1743
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -23423,7 +34161,7 @@ epi_flag_1189:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1196:
+epi_strip_1744:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -23455,7 +34193,7 @@ epi_strip_1196:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1197:
+epi_row_1745:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -23509,13 +34247,13 @@ epi_row_1197:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1197
+	JL          epi_row_1745
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1196
-	JMP         epi_done_1151
+	JL          epi_strip_1744
+	JMP         epi_done_1699
 
-epi_flag_1195:
+epi_flag_1743:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -23529,7 +34267,7 @@ epi_flag_1195:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_1198:
+epi_strip_1746:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -23561,7 +34299,7 @@ epi_strip_1198:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1199:
+epi_row_1747:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -23619,21 +34357,21 @@ epi_row_1199:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1199
+	JL          epi_row_1747
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1198
-	JMP         epi_done_1151
+	JL          epi_strip_1746
+	JMP         epi_done_1699
 
-epi_flag_1152:
+epi_flag_1700:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1200
+	JNZ          epi_flag_1748
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1201
+	JNZ          epi_flag_1749
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1202
+	JNZ          epi_flag_1750
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1203
+	JNZ          epi_flag_1751
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23643,7 +34381,7 @@ epi_flag_1152:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1204:
+epi_strip_1752:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -23682,7 +34420,7 @@ epi_strip_1204:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1205:
+epi_row_1753:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -23703,13 +34441,13 @@ epi_row_1205:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1205
+	JL        epi_row_1753
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1204
-	JMP       epi_done_1151
+	JL        epi_strip_1752
+	JMP       epi_done_1699
 
-epi_flag_1203:
+epi_flag_1751:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -23718,7 +34456,7 @@ epi_flag_1203:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_1206:
+epi_strip_1754:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -23749,7 +34487,7 @@ epi_strip_1206:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1207:
+epi_row_1755:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
@@ -23783,15 +34521,15 @@ epi_row_1207:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1207
+	JL           epi_row_1755
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1206
-	JMP          epi_done_1151
+	JL           epi_strip_1754
+	JMP          epi_done_1699
 
-epi_flag_1202:
+epi_flag_1750:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1208
+	JNZ          epi_flag_1756
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23805,7 +34543,7 @@ epi_flag_1202:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1209:
+epi_strip_1757:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -23844,7 +34582,7 @@ epi_strip_1209:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1210:
+epi_row_1758:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -23885,13 +34623,13 @@ epi_row_1210:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1210
+	JL        epi_row_1758
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1209
-	JMP       epi_done_1151
+	JL        epi_strip_1757
+	JMP       epi_done_1699
 
-epi_flag_1208:
+epi_flag_1756:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -23904,7 +34642,7 @@ epi_flag_1208:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_1211:
+epi_strip_1759:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -23935,7 +34673,7 @@ epi_strip_1211:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1212:
+epi_row_1760:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -23989,17 +34727,17 @@ epi_row_1212:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1212
+	JL           epi_row_1760
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1211
-	JMP          epi_done_1151
+	JL           epi_strip_1759
+	JMP          epi_done_1699
 
-epi_flag_1201:
+epi_flag_1749:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1213
+	JNZ          epi_flag_1761
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1214
+	JNZ          epi_flag_1762
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -24011,7 +34749,7 @@ epi_flag_1201:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1215:
+epi_strip_1763:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -24051,7 +34789,7 @@ epi_strip_1215:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1216:
+epi_row_1764:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -24081,13 +34819,13 @@ epi_row_1216:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1216
+	JL        epi_row_1764
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1215
-	JMP       epi_done_1151
+	JL        epi_strip_1763
+	JMP       epi_done_1699
 
-epi_flag_1214:
+epi_flag_1762:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -24098,7 +34836,7 @@ epi_flag_1214:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_1217:
+epi_strip_1765:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -24130,7 +34868,7 @@ epi_strip_1217:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1218:
+epi_row_1766:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
@@ -24173,15 +34911,15 @@ epi_row_1218:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1218
+	JL           epi_row_1766
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1217
-	JMP          epi_done_1151
+	JL           epi_strip_1765
+	JMP          epi_done_1699
 
-epi_flag_1213:
+epi_flag_1761:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1219
+	JNZ          epi_flag_1767
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -24197,7 +34935,7 @@ epi_flag_1213:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1220:
+epi_strip_1768:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -24237,7 +34975,7 @@ epi_strip_1220:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1221:
+epi_row_1769:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -24287,13 +35025,13 @@ epi_row_1221:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1221
+	JL        epi_row_1769
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1220
-	JMP       epi_done_1151
+	JL        epi_strip_1768
+	JMP       epi_done_1699
 
-epi_flag_1219:
+epi_flag_1767:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -24308,7 +35046,7 @@ epi_flag_1219:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_1222:
+epi_strip_1770:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -24340,7 +35078,7 @@ epi_strip_1222:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1223:
+epi_row_1771:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -24403,19 +35141,19 @@ epi_row_1223:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1223
+	JL           epi_row_1771
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1222
-	JMP          epi_done_1151
+	JL           epi_strip_1770
+	JMP          epi_done_1699
 
-epi_flag_1200:
+epi_flag_1748:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1224
+	JNZ          epi_flag_1772
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1225
+	JNZ          epi_flag_1773
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1226
+	JNZ          epi_flag_1774
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -24425,7 +35163,7 @@ epi_flag_1200:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1227:
+epi_strip_1775:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -24472,7 +35210,7 @@ epi_strip_1227:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1228:
+epi_row_1776:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -24497,13 +35235,13 @@ epi_row_1228:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1228
+	JL        epi_row_1776
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1227
-	JMP       epi_done_1151
+	JL        epi_strip_1775
+	JMP       epi_done_1699
 
-epi_flag_1226:
+epi_flag_1774:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -24512,7 +35250,7 @@ epi_flag_1226:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_1229:
+epi_strip_1777:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -24551,7 +35289,7 @@ epi_strip_1229:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1230:
+epi_row_1778:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -24589,15 +35327,15 @@ epi_row_1230:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1230
+	JL           epi_row_1778
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1229
-	JMP          epi_done_1151
+	JL           epi_strip_1777
+	JMP          epi_done_1699
 
-epi_flag_1225:
+epi_flag_1773:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1231
+	JNZ          epi_flag_1779
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -24611,7 +35349,7 @@ epi_flag_1225:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1232:
+epi_strip_1780:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -24658,7 +35396,7 @@ epi_strip_1232:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1233:
+epi_row_1781:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -24703,13 +35441,13 @@ epi_row_1233:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1233
+	JL        epi_row_1781
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1232
-	JMP       epi_done_1151
+	JL        epi_strip_1780
+	JMP       epi_done_1699
 
-epi_flag_1231:
+epi_flag_1779:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -24722,7 +35460,7 @@ epi_flag_1231:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_1234:
+epi_strip_1782:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -24761,7 +35499,7 @@ epi_strip_1234:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1235:
+epi_row_1783:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
@@ -24819,17 +35557,17 @@ epi_row_1235:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1235
+	JL           epi_row_1783
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1234
-	JMP          epi_done_1151
+	JL           epi_strip_1782
+	JMP          epi_done_1699
 
-epi_flag_1224:
+epi_flag_1772:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1236
+	JNZ          epi_flag_1784
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1237
+	JNZ          epi_flag_1785
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -24841,7 +35579,7 @@ epi_flag_1224:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1238:
+epi_strip_1786:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -24889,7 +35627,7 @@ epi_strip_1238:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1239:
+epi_row_1787:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -24923,13 +35661,13 @@ epi_row_1239:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1239
+	JL        epi_row_1787
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1238
-	JMP       epi_done_1151
+	JL        epi_strip_1786
+	JMP       epi_done_1699
 
-epi_flag_1237:
+epi_flag_1785:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -24940,7 +35678,7 @@ epi_flag_1237:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_1240:
+epi_strip_1788:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -24980,7 +35718,7 @@ epi_strip_1240:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1241:
+epi_row_1789:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -25027,15 +35765,15 @@ epi_row_1241:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1241
+	JL           epi_row_1789
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1240
-	JMP          epi_done_1151
+	JL           epi_strip_1788
+	JMP          epi_done_1699
 
-epi_flag_1236:
+epi_flag_1784:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1242
+	JNZ          epi_flag_1790
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -25051,7 +35789,7 @@ epi_flag_1236:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1243:
+epi_strip_1791:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -25099,7 +35837,7 @@ epi_strip_1243:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1244:
+epi_row_1792:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -25153,13 +35891,13 @@ epi_row_1244:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1244
+	JL        epi_row_1792
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1243
-	JMP       epi_done_1151
+	JL        epi_strip_1791
+	JMP       epi_done_1699
 
-epi_flag_1242:
+epi_flag_1790:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -25174,7 +35912,7 @@ epi_flag_1242:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_1245:
+epi_strip_1793:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -25214,7 +35952,7 @@ epi_strip_1245:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1246:
+epi_row_1794:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
@@ -25281,23 +36019,23 @@ epi_row_1246:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1246
+	JL           epi_row_1794
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1245
-	JMP          epi_done_1151
+	JL           epi_strip_1793
+	JMP          epi_done_1699
 
-epi_gelu_1149:
+epi_gelu_1697:
 	TESTQ   $0x00000001, AX
-	JNZ     epi_flag_1247
+	JNZ     epi_flag_1795
 	TESTQ   $0x00000002, AX
-	JNZ     epi_flag_1248
+	JNZ     epi_flag_1796
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_1249
+	JNZ     epi_flag_1797
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1250
+	JNZ     epi_flag_1798
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1251
+	JNZ     epi_flag_1799
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -25317,7 +36055,7 @@ epi_gelu_1149:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_1252:
+epi_strip_1800:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -25334,7 +36072,7 @@ epi_strip_1252:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1253:
+epi_row_1801:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -25383,13 +36121,13 @@ epi_row_1253:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1253
+	JL          epi_row_1801
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1252
-	JMP         epi_done_1151
+	JL          epi_strip_1800
+	JMP         epi_done_1699
 
-epi_flag_1251:
+epi_flag_1799:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -25410,7 +36148,7 @@ epi_flag_1251:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1254:
+epi_strip_1802:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -25427,7 +36165,7 @@ epi_strip_1254:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1255:
+epi_row_1803:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -25478,15 +36216,15 @@ epi_row_1255:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1255
+	JL          epi_row_1803
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1254
-	JMP         epi_done_1151
+	JL          epi_strip_1802
+	JMP         epi_done_1699
 
-epi_flag_1250:
+epi_flag_1798:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1256
+	JNZ          epi_flag_1804
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -25510,7 +36248,7 @@ epi_flag_1250:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_1257:
+epi_strip_1805:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -25527,7 +36265,7 @@ epi_strip_1257:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1258:
+epi_row_1806:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -25586,13 +36324,13 @@ epi_row_1258:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1258
+	JL          epi_row_1806
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1257
-	JMP         epi_done_1151
+	JL          epi_strip_1805
+	JMP         epi_done_1699
 
-epi_flag_1256:
+epi_flag_1804:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -25617,7 +36355,7 @@ epi_flag_1256:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1259:
+epi_strip_1807:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -25634,7 +36372,7 @@ epi_strip_1259:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1260:
+epi_row_1808:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -25695,17 +36433,17 @@ epi_row_1260:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1260
+	JL          epi_row_1808
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1259
-	JMP         epi_done_1151
+	JL          epi_strip_1807
+	JMP         epi_done_1699
 
-epi_flag_1249:
+epi_flag_1797:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1261
+	JNZ     epi_flag_1809
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1262
+	JNZ     epi_flag_1810
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -25727,7 +36465,7 @@ epi_flag_1249:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1263:
+epi_strip_1811:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -25745,7 +36483,7 @@ epi_strip_1263:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1264:
+epi_row_1812:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -25799,13 +36537,13 @@ epi_row_1264:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1264
+	JL          epi_row_1812
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1263
-	JMP         epi_done_1151
+	JL          epi_strip_1811
+	JMP         epi_done_1699
 
-epi_flag_1262:
+epi_flag_1810:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -25828,7 +36566,7 @@ epi_flag_1262:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_1265:
+epi_strip_1813:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -25846,7 +36584,7 @@ epi_strip_1265:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1266:
+epi_row_1814:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -25902,15 +36640,15 @@ epi_row_1266:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1266
+	JL          epi_row_1814
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1265
-	JMP         epi_done_1151
+	JL          epi_strip_1813
+	JMP         epi_done_1699
 
-epi_flag_1261:
+epi_flag_1809:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1267
+	JNZ          epi_flag_1815
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -25936,7 +36674,7 @@ epi_flag_1261:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1268:
+epi_strip_1816:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -25954,7 +36692,7 @@ epi_strip_1268:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1269:
+epi_row_1817:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -26018,13 +36756,13 @@ epi_row_1269:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1269
+	JL          epi_row_1817
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1268
-	JMP         epi_done_1151
+	JL          epi_strip_1816
+	JMP         epi_done_1699
 
-epi_flag_1267:
+epi_flag_1815:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -26051,7 +36789,7 @@ epi_flag_1267:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_1270:
+epi_strip_1818:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -26069,7 +36807,7 @@ epi_strip_1270:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1271:
+epi_row_1819:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -26135,19 +36873,19 @@ epi_row_1271:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1271
+	JL          epi_row_1819
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1270
-	JMP         epi_done_1151
+	JL          epi_strip_1818
+	JMP         epi_done_1699
 
-epi_flag_1248:
+epi_flag_1796:
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_1272
+	JNZ     epi_flag_1820
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1273
+	JNZ     epi_flag_1821
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1274
+	JNZ     epi_flag_1822
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -26167,7 +36905,7 @@ epi_flag_1248:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_1275:
+epi_strip_1823:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -26188,7 +36926,7 @@ epi_strip_1275:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1276:
+epi_row_1824:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -26239,13 +36977,13 @@ epi_row_1276:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1276
+	JL          epi_row_1824
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1275
-	JMP         epi_done_1151
+	JL          epi_strip_1823
+	JMP         epi_done_1699
 
-epi_flag_1274:
+epi_flag_1822:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -26266,7 +37004,7 @@ epi_flag_1274:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1277:
+epi_strip_1825:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -26287,7 +37025,7 @@ epi_strip_1277:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1278:
+epi_row_1826:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -26340,15 +37078,15 @@ epi_row_1278:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1278
+	JL          epi_row_1826
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1277
-	JMP         epi_done_1151
+	JL          epi_strip_1825
+	JMP         epi_done_1699
 
-epi_flag_1273:
+epi_flag_1821:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1279
+	JNZ          epi_flag_1827
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -26372,7 +37110,7 @@ epi_flag_1273:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_1280:
+epi_strip_1828:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -26393,7 +37131,7 @@ epi_strip_1280:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1281:
+epi_row_1829:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -26454,13 +37192,13 @@ epi_row_1281:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1281
+	JL          epi_row_1829
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1280
-	JMP         epi_done_1151
+	JL          epi_strip_1828
+	JMP         epi_done_1699
 
-epi_flag_1279:
+epi_flag_1827:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -26485,7 +37223,7 @@ epi_flag_1279:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1282:
+epi_strip_1830:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -26506,7 +37244,7 @@ epi_strip_1282:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1283:
+epi_row_1831:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -26569,17 +37307,17 @@ epi_row_1283:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1283
+	JL          epi_row_1831
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1282
-	JMP         epi_done_1151
+	JL          epi_strip_1830
+	JMP         epi_done_1699
 
-epi_flag_1272:
+epi_flag_1820:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1284
+	JNZ     epi_flag_1832
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1285
+	JNZ     epi_flag_1833
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -26601,7 +37339,7 @@ epi_flag_1272:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1286:
+epi_strip_1834:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -26623,7 +37361,7 @@ epi_strip_1286:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1287:
+epi_row_1835:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -26679,13 +37417,13 @@ epi_row_1287:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1287
+	JL          epi_row_1835
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1286
-	JMP         epi_done_1151
+	JL          epi_strip_1834
+	JMP         epi_done_1699
 
-epi_flag_1285:
+epi_flag_1833:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -26708,7 +37446,7 @@ epi_flag_1285:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_1288:
+epi_strip_1836:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -26730,7 +37468,7 @@ epi_strip_1288:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1289:
+epi_row_1837:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -26788,15 +37526,15 @@ epi_row_1289:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1289
+	JL          epi_row_1837
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1288
-	JMP         epi_done_1151
+	JL          epi_strip_1836
+	JMP         epi_done_1699
 
-epi_flag_1284:
+epi_flag_1832:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1290
+	JNZ          epi_flag_1838
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -26822,7 +37560,7 @@ epi_flag_1284:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1291:
+epi_strip_1839:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -26844,7 +37582,7 @@ epi_strip_1291:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1292:
+epi_row_1840:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -26910,13 +37648,13 @@ epi_row_1292:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1292
+	JL          epi_row_1840
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1291
-	JMP         epi_done_1151
+	JL          epi_strip_1839
+	JMP         epi_done_1699
 
-epi_flag_1290:
+epi_flag_1838:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -26943,7 +37681,7 @@ epi_flag_1290:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_1293:
+epi_strip_1841:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -26965,7 +37703,7 @@ epi_strip_1293:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1294:
+epi_row_1842:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -27033,21 +37771,21 @@ epi_row_1294:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1294
+	JL          epi_row_1842
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1293
-	JMP         epi_done_1151
+	JL          epi_strip_1841
+	JMP         epi_done_1699
 
-epi_flag_1247:
+epi_flag_1795:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1295
+	JNZ          epi_flag_1843
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1296
+	JNZ          epi_flag_1844
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1297
+	JNZ          epi_flag_1845
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1298
+	JNZ          epi_flag_1846
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -27069,7 +37807,7 @@ epi_flag_1247:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_1299:
+epi_strip_1847:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -27094,7 +37832,7 @@ epi_strip_1299:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1300:
+epi_row_1848:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -27143,13 +37881,13 @@ epi_row_1300:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1300
+	JL          epi_row_1848
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1299
-	JMP         epi_done_1151
+	JL          epi_strip_1847
+	JMP         epi_done_1699
 
-epi_flag_1298:
+epi_flag_1846:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -27171,7 +37909,7 @@ epi_flag_1298:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_1301:
+epi_strip_1849:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -27192,7 +37930,7 @@ epi_strip_1301:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1302:
+epi_row_1850:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
@@ -27248,15 +37986,15 @@ epi_row_1302:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1302
+	JL           epi_row_1850
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1301
-	JMP          epi_done_1151
+	JL           epi_strip_1849
+	JMP          epi_done_1699
 
-epi_flag_1297:
+epi_flag_1845:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1303
+	JNZ          epi_flag_1851
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -27282,7 +38020,7 @@ epi_flag_1297:
 	VMOVUPS      320(DX), Z11
 	XORQ         DX, DX
 
-epi_strip_1304:
+epi_strip_1852:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -27307,7 +38045,7 @@ epi_strip_1304:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1305:
+epi_row_1853:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -27366,13 +38104,13 @@ epi_row_1305:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1305
+	JL          epi_row_1853
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1304
-	JMP         epi_done_1151
+	JL          epi_strip_1852
+	JMP         epi_done_1699
 
-epi_flag_1303:
+epi_flag_1851:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -27398,7 +38136,7 @@ epi_flag_1303:
 	VMOVUPS      320(SI), Z11
 	XORQ         SI, SI
 
-epi_strip_1306:
+epi_strip_1854:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -27419,7 +38157,7 @@ epi_strip_1306:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1307:
+epi_row_1855:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
@@ -27485,17 +38223,17 @@ epi_row_1307:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1307
+	JL           epi_row_1855
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1306
-	JMP          epi_done_1151
+	JL           epi_strip_1854
+	JMP          epi_done_1699
 
-epi_flag_1296:
+epi_flag_1844:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1308
+	JNZ          epi_flag_1856
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1309
+	JNZ          epi_flag_1857
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -27519,7 +38257,7 @@ epi_flag_1296:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_1310:
+epi_strip_1858:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -27545,7 +38283,7 @@ epi_strip_1310:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1311:
+epi_row_1859:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -27599,13 +38337,13 @@ epi_row_1311:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1311
+	JL          epi_row_1859
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1310
-	JMP         epi_done_1151
+	JL          epi_strip_1858
+	JMP         epi_done_1699
 
-epi_flag_1309:
+epi_flag_1857:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -27629,7 +38367,7 @@ epi_flag_1309:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_1312:
+epi_strip_1860:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -27651,7 +38389,7 @@ epi_strip_1312:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1313:
+epi_row_1861:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -27712,15 +38450,15 @@ epi_row_1313:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1313
+	JL           epi_row_1861
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1312
-	JMP          epi_done_1151
+	JL           epi_strip_1860
+	JMP          epi_done_1699
 
-epi_flag_1308:
+epi_flag_1856:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1314
+	JNZ          epi_flag_1862
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -27748,7 +38486,7 @@ epi_flag_1308:
 	VMOVUPS      320(BX), Z11
 	XORQ         BX, BX
 
-epi_strip_1315:
+epi_strip_1863:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -27774,7 +38512,7 @@ epi_strip_1315:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1316:
+epi_row_1864:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -27838,13 +38576,13 @@ epi_row_1316:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1316
+	JL          epi_row_1864
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1315
-	JMP         epi_done_1151
+	JL          epi_strip_1863
+	JMP         epi_done_1699
 
-epi_flag_1314:
+epi_flag_1862:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -27872,7 +38610,7 @@ epi_flag_1314:
 	VMOVUPS      320(DI), Z11
 	XORQ         DI, DI
 
-epi_strip_1317:
+epi_strip_1865:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -27894,7 +38632,7 @@ epi_strip_1317:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1318:
+epi_row_1866:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -27965,19 +38703,19 @@ epi_row_1318:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1318
+	JL           epi_row_1866
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1317
-	JMP          epi_done_1151
+	JL           epi_strip_1865
+	JMP          epi_done_1699
 
-epi_flag_1295:
+epi_flag_1843:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1319
+	JNZ          epi_flag_1867
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1320
+	JNZ          epi_flag_1868
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1321
+	JNZ          epi_flag_1869
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -27999,7 +38737,7 @@ epi_flag_1295:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_1322:
+epi_strip_1870:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -28028,7 +38766,7 @@ epi_strip_1322:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1323:
+epi_row_1871:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -28079,13 +38817,13 @@ epi_row_1323:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1323
+	JL          epi_row_1871
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1322
-	JMP         epi_done_1151
+	JL          epi_strip_1870
+	JMP         epi_done_1699
 
-epi_flag_1321:
+epi_flag_1869:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -28107,7 +38845,7 @@ epi_flag_1321:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_1324:
+epi_strip_1872:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -28132,7 +38870,7 @@ epi_strip_1324:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1325:
+epi_row_1873:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -28190,15 +38928,15 @@ epi_row_1325:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1325
+	JL           epi_row_1873
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1324
-	JMP          epi_done_1151
+	JL           epi_strip_1872
+	JMP          epi_done_1699
 
-epi_flag_1320:
+epi_flag_1868:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1326
+	JNZ          epi_flag_1874
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -28224,7 +38962,7 @@ epi_flag_1320:
 	VMOVUPS      320(DX), Z11
 	XORQ         DX, DX
 
-epi_strip_1327:
+epi_strip_1875:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -28253,7 +38991,7 @@ epi_strip_1327:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1328:
+epi_row_1876:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -28314,13 +39052,13 @@ epi_row_1328:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1328
+	JL          epi_row_1876
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1327
-	JMP         epi_done_1151
+	JL          epi_strip_1875
+	JMP         epi_done_1699
 
-epi_flag_1326:
+epi_flag_1874:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -28346,7 +39084,7 @@ epi_flag_1326:
 	VMOVUPS      320(SI), Z11
 	XORQ         SI, SI
 
-epi_strip_1329:
+epi_strip_1877:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -28371,7 +39109,7 @@ epi_strip_1329:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1330:
+epi_row_1878:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
@@ -28439,17 +39177,17 @@ epi_row_1330:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1330
+	JL           epi_row_1878
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1329
-	JMP          epi_done_1151
+	JL           epi_strip_1877
+	JMP          epi_done_1699
 
-epi_flag_1319:
+epi_flag_1867:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1331
+	JNZ          epi_flag_1879
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1332
+	JNZ          epi_flag_1880
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -28473,7 +39211,7 @@ epi_flag_1319:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_1333:
+epi_strip_1881:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -28503,7 +39241,7 @@ epi_strip_1333:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1334:
+epi_row_1882:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -28559,13 +39297,13 @@ epi_row_1334:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1334
+	JL          epi_row_1882
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1333
-	JMP         epi_done_1151
+	JL          epi_strip_1881
+	JMP         epi_done_1699
 
-epi_flag_1332:
+epi_flag_1880:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -28589,7 +39327,7 @@ epi_flag_1332:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_1335:
+epi_strip_1883:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -28615,7 +39353,7 @@ epi_strip_1335:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1336:
+epi_row_1884:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -28678,15 +39416,15 @@ epi_row_1336:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1336
+	JL           epi_row_1884
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1335
-	JMP          epi_done_1151
+	JL           epi_strip_1883
+	JMP          epi_done_1699
 
-epi_flag_1331:
+epi_flag_1879:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1337
+	JNZ          epi_flag_1885
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -28714,7 +39452,7 @@ epi_flag_1331:
 	VMOVUPS      320(BX), Z11
 	XORQ         BX, BX
 
-epi_strip_1338:
+epi_strip_1886:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -28744,7 +39482,7 @@ epi_strip_1338:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1339:
+epi_row_1887:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -28810,13 +39548,13 @@ epi_row_1339:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1339
+	JL          epi_row_1887
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1338
-	JMP         epi_done_1151
+	JL          epi_strip_1886
+	JMP         epi_done_1699
 
-epi_flag_1337:
+epi_flag_1885:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -28844,7 +39582,7 @@ epi_flag_1337:
 	VMOVUPS      320(DI), Z11
 	XORQ         DI, DI
 
-epi_strip_1340:
+epi_strip_1888:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -28870,7 +39608,7 @@ epi_strip_1340:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1341:
+epi_row_1889:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
@@ -28943,23 +39681,23 @@ epi_row_1341:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1341
+	JL           epi_row_1889
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1340
-	JMP          epi_done_1151
+	JL           epi_strip_1888
+	JMP          epi_done_1699
 
-epi_relu_1150:
+epi_relu_1698:
 	TESTQ  $0x00000001, AX
-	JNZ    epi_flag_1342
+	JNZ    epi_flag_1890
 	TESTQ  $0x00000002, AX
-	JNZ    epi_flag_1343
+	JNZ    epi_flag_1891
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_1344
+	JNZ    epi_flag_1892
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1345
+	JNZ    epi_flag_1893
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1346
+	JNZ    epi_flag_1894
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -28967,7 +39705,7 @@ epi_relu_1150:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_1347:
+epi_strip_1895:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -28990,7 +39728,7 @@ epi_strip_1347:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1348:
+epi_row_1896:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -29019,13 +39757,13 @@ epi_row_1348:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1348
+	JL          epi_row_1896
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1347
-	JMP         epi_done_1151
+	JL          epi_strip_1895
+	JMP         epi_done_1699
 
-epi_flag_1346:
+epi_flag_1894:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -29034,7 +39772,7 @@ epi_flag_1346:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1349:
+epi_strip_1897:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29057,7 +39795,7 @@ epi_strip_1349:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1350:
+epi_row_1898:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -29090,15 +39828,15 @@ epi_row_1350:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1350
+	JL          epi_row_1898
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1349
-	JMP         epi_done_1151
+	JL          epi_strip_1897
+	JMP         epi_done_1699
 
-epi_flag_1345:
+epi_flag_1893:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1351
+	JNZ          epi_flag_1899
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -29110,7 +39848,7 @@ epi_flag_1345:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_1352:
+epi_strip_1900:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -29133,7 +39871,7 @@ epi_strip_1352:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1353:
+epi_row_1901:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -29182,13 +39920,13 @@ epi_row_1353:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1353
+	JL          epi_row_1901
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1352
-	JMP         epi_done_1151
+	JL          epi_strip_1900
+	JMP         epi_done_1699
 
-epi_flag_1351:
+epi_flag_1899:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -29201,7 +39939,7 @@ epi_flag_1351:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1354:
+epi_strip_1902:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29224,7 +39962,7 @@ epi_strip_1354:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1355:
+epi_row_1903:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -29277,17 +40015,17 @@ epi_row_1355:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1355
+	JL          epi_row_1903
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1354
-	JMP         epi_done_1151
+	JL          epi_strip_1902
+	JMP         epi_done_1699
 
-epi_flag_1344:
+epi_flag_1892:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1356
+	JNZ    epi_flag_1904
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1357
+	JNZ    epi_flag_1905
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -29297,7 +40035,7 @@ epi_flag_1344:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1358:
+epi_strip_1906:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29321,7 +40059,7 @@ epi_strip_1358:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1359:
+epi_row_1907:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -29359,13 +40097,13 @@ epi_row_1359:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1359
+	JL          epi_row_1907
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1358
-	JMP         epi_done_1151
+	JL          epi_strip_1906
+	JMP         epi_done_1699
 
-epi_flag_1357:
+epi_flag_1905:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -29376,7 +40114,7 @@ epi_flag_1357:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_1360:
+epi_strip_1908:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -29400,7 +40138,7 @@ epi_strip_1360:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1361:
+epi_row_1909:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -29442,15 +40180,15 @@ epi_row_1361:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1361
+	JL          epi_row_1909
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1360
-	JMP         epi_done_1151
+	JL          epi_strip_1908
+	JMP         epi_done_1699
 
-epi_flag_1356:
+epi_flag_1904:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1362
+	JNZ          epi_flag_1910
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -29464,7 +40202,7 @@ epi_flag_1356:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1363:
+epi_strip_1911:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29488,7 +40226,7 @@ epi_strip_1363:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1364:
+epi_row_1912:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -29546,13 +40284,13 @@ epi_row_1364:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1364
+	JL          epi_row_1912
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1363
-	JMP         epi_done_1151
+	JL          epi_strip_1911
+	JMP         epi_done_1699
 
-epi_flag_1362:
+epi_flag_1910:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -29567,7 +40305,7 @@ epi_flag_1362:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_1365:
+epi_strip_1913:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -29591,7 +40329,7 @@ epi_strip_1365:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1366:
+epi_row_1914:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -29653,19 +40391,19 @@ epi_row_1366:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1366
+	JL          epi_row_1914
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1365
-	JMP         epi_done_1151
+	JL          epi_strip_1913
+	JMP         epi_done_1699
 
-epi_flag_1343:
+epi_flag_1891:
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_1367
+	JNZ    epi_flag_1915
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1368
+	JNZ    epi_flag_1916
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1369
+	JNZ    epi_flag_1917
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -29673,7 +40411,7 @@ epi_flag_1343:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_1370:
+epi_strip_1918:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -29704,7 +40442,7 @@ epi_strip_1370:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1371:
+epi_row_1919:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -29737,13 +40475,13 @@ epi_row_1371:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1371
+	JL          epi_row_1919
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1370
-	JMP         epi_done_1151
+	JL          epi_strip_1918
+	JMP         epi_done_1699
 
-epi_flag_1369:
+epi_flag_1917:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -29752,7 +40490,7 @@ epi_flag_1369:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1372:
+epi_strip_1920:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29783,7 +40521,7 @@ epi_strip_1372:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1373:
+epi_row_1921:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -29820,15 +40558,15 @@ epi_row_1373:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1373
+	JL          epi_row_1921
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1372
-	JMP         epi_done_1151
+	JL          epi_strip_1920
+	JMP         epi_done_1699
 
-epi_flag_1368:
+epi_flag_1916:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1374
+	JNZ          epi_flag_1922
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -29840,7 +40578,7 @@ epi_flag_1368:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_1375:
+epi_strip_1923:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -29871,7 +40609,7 @@ epi_strip_1375:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1376:
+epi_row_1924:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -29924,13 +40662,13 @@ epi_row_1376:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1376
+	JL          epi_row_1924
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1375
-	JMP         epi_done_1151
+	JL          epi_strip_1923
+	JMP         epi_done_1699
 
-epi_flag_1374:
+epi_flag_1922:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -29943,7 +40681,7 @@ epi_flag_1374:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1377:
+epi_strip_1925:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -29974,7 +40712,7 @@ epi_strip_1377:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1378:
+epi_row_1926:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -30031,17 +40769,17 @@ epi_row_1378:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1378
+	JL          epi_row_1926
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1377
-	JMP         epi_done_1151
+	JL          epi_strip_1925
+	JMP         epi_done_1699
 
-epi_flag_1367:
+epi_flag_1915:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1379
+	JNZ    epi_flag_1927
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1380
+	JNZ    epi_flag_1928
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -30051,7 +40789,7 @@ epi_flag_1367:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1381:
+epi_strip_1929:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -30083,7 +40821,7 @@ epi_strip_1381:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1382:
+epi_row_1930:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -30125,13 +40863,13 @@ epi_row_1382:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1382
+	JL          epi_row_1930
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1381
-	JMP         epi_done_1151
+	JL          epi_strip_1929
+	JMP         epi_done_1699
 
-epi_flag_1380:
+epi_flag_1928:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -30142,7 +40880,7 @@ epi_flag_1380:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_1383:
+epi_strip_1931:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -30174,7 +40912,7 @@ epi_strip_1383:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1384:
+epi_row_1932:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -30220,15 +40958,15 @@ epi_row_1384:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1384
+	JL          epi_row_1932
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1383
-	JMP         epi_done_1151
+	JL          epi_strip_1931
+	JMP         epi_done_1699
 
-epi_flag_1379:
+epi_flag_1927:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1385
+	JNZ          epi_flag_1933
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -30242,7 +40980,7 @@ epi_flag_1379:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1386:
+epi_strip_1934:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -30274,7 +41012,7 @@ epi_strip_1386:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1387:
+epi_row_1935:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -30336,13 +41074,13 @@ epi_row_1387:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1387
+	JL          epi_row_1935
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1386
-	JMP         epi_done_1151
+	JL          epi_strip_1934
+	JMP         epi_done_1699
 
-epi_flag_1385:
+epi_flag_1933:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -30357,7 +41095,7 @@ epi_flag_1385:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_1388:
+epi_strip_1936:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -30389,7 +41127,7 @@ epi_strip_1388:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1389:
+epi_row_1937:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -30455,21 +41193,21 @@ epi_row_1389:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1389
+	JL          epi_row_1937
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1388
-	JMP         epi_done_1151
+	JL          epi_strip_1936
+	JMP         epi_done_1699
 
-epi_flag_1342:
+epi_flag_1890:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1390
+	JNZ          epi_flag_1938
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1391
+	JNZ          epi_flag_1939
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1392
+	JNZ          epi_flag_1940
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1393
+	JNZ          epi_flag_1941
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -30479,7 +41217,7 @@ epi_flag_1342:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1394:
+epi_strip_1942:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -30518,7 +41256,7 @@ epi_strip_1394:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1395:
+epi_row_1943:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -30547,13 +41285,13 @@ epi_row_1395:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1395
+	JL        epi_row_1943
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1394
-	JMP       epi_done_1151
+	JL        epi_strip_1942
+	JMP       epi_done_1699
 
-epi_flag_1393:
+epi_flag_1941:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -30563,7 +41301,7 @@ epi_flag_1393:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_1396:
+epi_strip_1944:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -30594,7 +41332,7 @@ epi_strip_1396:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1397:
+epi_row_1945:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
@@ -30636,15 +41374,15 @@ epi_row_1397:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1397
+	JL           epi_row_1945
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1396
-	JMP          epi_done_1151
+	JL           epi_strip_1944
+	JMP          epi_done_1699
 
-epi_flag_1392:
+epi_flag_1940:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1398
+	JNZ          epi_flag_1946
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -30658,7 +41396,7 @@ epi_flag_1392:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1399:
+epi_strip_1947:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -30697,7 +41435,7 @@ epi_strip_1399:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1400:
+epi_row_1948:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -30746,13 +41484,13 @@ epi_row_1400:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1400
+	JL        epi_row_1948
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1399
-	JMP       epi_done_1151
+	JL        epi_strip_1947
+	JMP       epi_done_1699
 
-epi_flag_1398:
+epi_flag_1946:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -30766,7 +41504,7 @@ epi_flag_1398:
 	VPXORD       Z5, Z5, Z5
 	XORQ         SI, SI
 
-epi_strip_1401:
+epi_strip_1949:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -30797,7 +41535,7 @@ epi_strip_1401:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1402:
+epi_row_1950:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z6, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -30859,17 +41597,17 @@ epi_row_1402:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1402
+	JL           epi_row_1950
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1401
-	JMP          epi_done_1151
+	JL           epi_strip_1949
+	JMP          epi_done_1699
 
-epi_flag_1391:
+epi_flag_1939:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1403
+	JNZ          epi_flag_1951
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1404
+	JNZ          epi_flag_1952
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -30881,7 +41619,7 @@ epi_flag_1391:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1405:
+epi_strip_1953:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -30921,7 +41659,7 @@ epi_strip_1405:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1406:
+epi_row_1954:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -30959,13 +41697,13 @@ epi_row_1406:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1406
+	JL        epi_row_1954
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1405
-	JMP       epi_done_1151
+	JL        epi_strip_1953
+	JMP       epi_done_1699
 
-epi_flag_1404:
+epi_flag_1952:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -30977,7 +41715,7 @@ epi_flag_1404:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_1407:
+epi_strip_1955:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -31009,7 +41747,7 @@ epi_strip_1407:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1408:
+epi_row_1956:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
@@ -31060,15 +41798,15 @@ epi_row_1408:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1408
+	JL           epi_row_1956
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1407
-	JMP          epi_done_1151
+	JL           epi_strip_1955
+	JMP          epi_done_1699
 
-epi_flag_1403:
+epi_flag_1951:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1409
+	JNZ          epi_flag_1957
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -31084,7 +41822,7 @@ epi_flag_1403:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1410:
+epi_strip_1958:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -31124,7 +41862,7 @@ epi_strip_1410:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1411:
+epi_row_1959:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -31182,13 +41920,13 @@ epi_row_1411:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1411
+	JL        epi_row_1959
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1410
-	JMP       epi_done_1151
+	JL        epi_strip_1958
+	JMP       epi_done_1699
 
-epi_flag_1409:
+epi_flag_1957:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -31204,7 +41942,7 @@ epi_flag_1409:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DI, DI
 
-epi_strip_1412:
+epi_strip_1960:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -31236,7 +41974,7 @@ epi_strip_1412:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1413:
+epi_row_1961:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z6, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -31307,19 +42045,19 @@ epi_row_1413:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1413
+	JL           epi_row_1961
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1412
-	JMP          epi_done_1151
+	JL           epi_strip_1960
+	JMP          epi_done_1699
 
-epi_flag_1390:
+epi_flag_1938:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1414
+	JNZ          epi_flag_1962
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1415
+	JNZ          epi_flag_1963
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1416
+	JNZ          epi_flag_1964
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -31329,7 +42067,7 @@ epi_flag_1390:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1417:
+epi_strip_1965:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -31376,7 +42114,7 @@ epi_strip_1417:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1418:
+epi_row_1966:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -31409,13 +42147,13 @@ epi_row_1418:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1418
+	JL        epi_row_1966
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1417
-	JMP       epi_done_1151
+	JL        epi_strip_1965
+	JMP       epi_done_1699
 
-epi_flag_1416:
+epi_flag_1964:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -31425,7 +42163,7 @@ epi_flag_1416:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_1419:
+epi_strip_1967:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -31464,7 +42202,7 @@ epi_strip_1419:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1420:
+epi_row_1968:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -31510,15 +42248,15 @@ epi_row_1420:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1420
+	JL           epi_row_1968
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1419
-	JMP          epi_done_1151
+	JL           epi_strip_1967
+	JMP          epi_done_1699
 
-epi_flag_1415:
+epi_flag_1963:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1421
+	JNZ          epi_flag_1969
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -31532,7 +42270,7 @@ epi_flag_1415:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1422:
+epi_strip_1970:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -31579,7 +42317,7 @@ epi_strip_1422:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1423:
+epi_row_1971:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -31632,13 +42370,13 @@ epi_row_1423:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1423
+	JL        epi_row_1971
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1422
-	JMP       epi_done_1151
+	JL        epi_strip_1970
+	JMP       epi_done_1699
 
-epi_flag_1421:
+epi_flag_1969:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -31652,7 +42390,7 @@ epi_flag_1421:
 	VPXORD       Z5, Z5, Z5
 	XORQ         SI, SI
 
-epi_strip_1424:
+epi_strip_1972:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -31691,7 +42429,7 @@ epi_strip_1424:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1425:
+epi_row_1973:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z6, Z0, Z19
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
@@ -31757,17 +42495,17 @@ epi_row_1425:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1425
+	JL           epi_row_1973
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1424
-	JMP          epi_done_1151
+	JL           epi_strip_1972
+	JMP          epi_done_1699
 
-epi_flag_1414:
+epi_flag_1962:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1426
+	JNZ          epi_flag_1974
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1427
+	JNZ          epi_flag_1975
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -31779,7 +42517,7 @@ epi_flag_1414:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1428:
+epi_strip_1976:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -31827,7 +42565,7 @@ epi_strip_1428:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1429:
+epi_row_1977:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -31869,13 +42607,13 @@ epi_row_1429:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1429
+	JL        epi_row_1977
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1428
-	JMP       epi_done_1151
+	JL        epi_strip_1976
+	JMP       epi_done_1699
 
-epi_flag_1427:
+epi_flag_1975:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -31887,7 +42625,7 @@ epi_flag_1427:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_1430:
+epi_strip_1978:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -31927,7 +42665,7 @@ epi_strip_1430:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1431:
+epi_row_1979:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -31982,15 +42720,15 @@ epi_row_1431:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1431
+	JL           epi_row_1979
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1430
-	JMP          epi_done_1151
+	JL           epi_strip_1978
+	JMP          epi_done_1699
 
-epi_flag_1426:
+epi_flag_1974:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1432
+	JNZ          epi_flag_1980
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -32006,7 +42744,7 @@ epi_flag_1426:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1433:
+epi_strip_1981:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -32054,7 +42792,7 @@ epi_strip_1433:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1434:
+epi_row_1982:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -32116,13 +42854,13 @@ epi_row_1434:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1434
+	JL        epi_row_1982
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1433
-	JMP       epi_done_1151
+	JL        epi_strip_1981
+	JMP       epi_done_1699
 
-epi_flag_1432:
+epi_flag_1980:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -32138,7 +42876,7 @@ epi_flag_1432:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DI, DI
 
-epi_strip_1435:
+epi_strip_1983:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -32178,7 +42916,7 @@ epi_strip_1435:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1436:
+epi_row_1984:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z6, Z0, Z19
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
@@ -32253,12 +42991,12 @@ epi_row_1436:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1436
+	JL           epi_row_1984
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1435
+	JL           epi_strip_1983
 
-epi_done_1151:
+epi_done_1699:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -32271,28 +43009,28 @@ TEXT ·epilogueAVX2Asm(SB), NOSPLIT, $128-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi2_none_1437
+	JEQ  epi2_none_1985
 	CMPQ CX, $0x00000001
-	JEQ  epi2_gelu_1438
+	JEQ  epi2_gelu_1986
 	CMPQ CX, $0x00000003
-	JEQ  epi2_gelu_1438
+	JEQ  epi2_gelu_1986
 	CMPQ CX, $0x00000002
-	JEQ  epi2_relu_1439
+	JEQ  epi2_relu_1987
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi2_none_1437:
+epi2_none_1985:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_1441
+	JNZ   epi_flag_1989
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_1442
+	JNZ   epi_flag_1990
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1443
+	JNZ   epi_flag_1991
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1444
+	JNZ   epi_flag_1992
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1445
+	JNZ   epi_flag_1993
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -32303,25 +43041,25 @@ epi2_none_1437:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_1446:
+epi2_row_1994:
 	XORQ R9, R9
 
-epi2_col_1447:
+epi2_col_1995:
 	VMOVDQU   (DI)(R9*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R9*4), Y0, Y0
 	VMOVUPS   Y0, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_1447
+	JL        epi2_col_1995
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_1446
-	JMP       epi2_done_1440
+	JL        epi2_row_1994
+	JMP       epi2_done_1988
 
-epi_flag_1445:
+epi_flag_1993:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -32333,11 +43071,11 @@ epi_flag_1445:
 	MOVQ c+0(FP), R8
 	XORQ R9, R9
 
-epi2_row_1448:
+epi2_row_1996:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_1449:
+epi2_col_1997:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R10*4), Y1, Y1
@@ -32345,17 +43083,17 @@ epi2_col_1449:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1449
+	JL        epi2_col_1997
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1448
-	JMP       epi2_done_1440
+	JL        epi2_row_1996
+	JMP       epi2_done_1988
 
-epi_flag_1444:
+epi_flag_1992:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1450
+	JNZ          epi_flag_1998
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32376,10 +43114,10 @@ epi_flag_1444:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_1451:
+epi2_row_1999:
 	XORQ R9, R9
 
-epi2_col_1452:
+epi2_col_2000:
 	VMOVDQU      (DI)(R9*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R9*4), Y0, Y0
@@ -32394,15 +43132,15 @@ epi2_col_1452:
 	VMOVQ        X0, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_1452
+	JL           epi2_col_2000
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_1451
-	JMP          epi2_done_1440
+	JL           epi2_row_1999
+	JMP          epi2_done_1988
 
-epi_flag_1450:
+epi_flag_1998:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32424,11 +43162,11 @@ epi_flag_1450:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1453:
+epi2_row_2001:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_1454:
+epi2_col_2002:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R10*4), Y1, Y1
@@ -32444,19 +43182,19 @@ epi2_col_1454:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1454
+	JL           epi2_col_2002
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1453
-	JMP          epi2_done_1440
+	JL           epi2_row_2001
+	JMP          epi2_done_1988
 
-epi_flag_1443:
+epi_flag_1991:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1455
+	JNZ   epi_flag_2003
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1456
+	JNZ   epi_flag_2004
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -32470,10 +43208,10 @@ epi_flag_1443:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_1457:
+epi2_row_2005:
 	XORQ R11, R11
 
-epi2_col_1458:
+epi2_col_2006:
 	VMOVDQU   (R9)(R11*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R11*4), Y0, Y0
@@ -32481,16 +43219,16 @@ epi2_col_1458:
 	VMOVUPS   Y0, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1458
+	JL        epi2_col_2006
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1457
-	JMP       epi2_done_1440
+	JL        epi2_row_2005
+	JMP       epi2_done_1988
 
-epi_flag_1456:
+epi_flag_2004:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -32505,11 +43243,11 @@ epi_flag_1456:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_1459:
+epi2_row_2007:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_1460:
+epi2_col_2008:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R12*4), Y1, Y1
@@ -32518,18 +43256,18 @@ epi2_col_1460:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1460
+	JL        epi2_col_2008
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1459
-	JMP       epi2_done_1440
+	JL        epi2_row_2007
+	JMP       epi2_done_1988
 
-epi_flag_1455:
+epi_flag_2003:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1461
+	JNZ          epi_flag_2009
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32553,10 +43291,10 @@ epi_flag_1455:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1462:
+epi2_row_2010:
 	XORQ R11, R11
 
-epi2_col_1463:
+epi2_col_2011:
 	VMOVDQU      (R9)(R11*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R11*4), Y0, Y0
@@ -32572,16 +43310,16 @@ epi2_col_1463:
 	VMOVQ        X0, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1463
+	JL           epi2_col_2011
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1462
-	JMP          epi2_done_1440
+	JL           epi2_row_2010
+	JMP          epi2_done_1988
 
-epi_flag_1461:
+epi_flag_2009:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32606,11 +43344,11 @@ epi_flag_1461:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1464:
+epi2_row_2012:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_1465:
+epi2_col_2013:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R12*4), Y1, Y1
@@ -32627,22 +43365,22 @@ epi2_col_1465:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1465
+	JL           epi2_col_2013
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1464
-	JMP          epi2_done_1440
+	JL           epi2_row_2012
+	JMP          epi2_done_1988
 
-epi_flag_1442:
+epi_flag_1990:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1466
+	JNZ   epi_flag_2014
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1467
+	JNZ   epi_flag_2015
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1468
+	JNZ   epi_flag_2016
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -32654,10 +43392,10 @@ epi_flag_1442:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_1469:
+epi2_row_2017:
 	XORQ R10, R10
 
-epi2_col_1470:
+epi2_col_2018:
 	VMOVDQU   (R8)(R10*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R10*4), Y0, Y0
@@ -32665,15 +43403,15 @@ epi2_col_1470:
 	VMOVUPS   Y0, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1470
+	JL        epi2_col_2018
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1469
-	JMP       epi2_done_1440
+	JL        epi2_row_2017
+	JMP       epi2_done_1988
 
-epi_flag_1468:
+epi_flag_2016:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -32686,11 +43424,11 @@ epi_flag_1468:
 	MOVQ c+0(FP), R9
 	XORQ R10, R10
 
-epi2_row_1471:
+epi2_row_2019:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_1472:
+epi2_col_2020:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R11*4), Y1, Y1
@@ -32699,17 +43437,17 @@ epi2_col_1472:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1472
+	JL        epi2_col_2020
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1471
-	JMP       epi2_done_1440
+	JL        epi2_row_2019
+	JMP       epi2_done_1988
 
-epi_flag_1467:
+epi_flag_2015:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1473
+	JNZ          epi_flag_2021
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32731,10 +43469,10 @@ epi_flag_1467:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1474:
+epi2_row_2022:
 	XORQ R10, R10
 
-epi2_col_1475:
+epi2_col_2023:
 	VMOVDQU      (R8)(R10*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R10*4), Y0, Y0
@@ -32750,15 +43488,15 @@ epi2_col_1475:
 	VMOVQ        X0, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1475
+	JL           epi2_col_2023
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1474
-	JMP          epi2_done_1440
+	JL           epi2_row_2022
+	JMP          epi2_done_1988
 
-epi_flag_1473:
+epi_flag_2021:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32781,11 +43519,11 @@ epi_flag_1473:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1476:
+epi2_row_2024:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_1477:
+epi2_col_2025:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R11*4), Y1, Y1
@@ -32802,19 +43540,19 @@ epi2_col_1477:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1477
+	JL           epi2_col_2025
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1476
-	JMP          epi2_done_1440
+	JL           epi2_row_2024
+	JMP          epi2_done_1988
 
-epi_flag_1466:
+epi_flag_2014:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1478
+	JNZ   epi_flag_2026
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1479
+	JNZ   epi_flag_2027
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -32829,10 +43567,10 @@ epi_flag_1466:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1480:
+epi2_row_2028:
 	XORQ R12, R12
 
-epi2_col_1481:
+epi2_col_2029:
 	VMOVDQU   (R10)(R12*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R12*4), Y0, Y0
@@ -32841,16 +43579,16 @@ epi2_col_1481:
 	VMOVUPS   Y0, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1481
+	JL        epi2_col_2029
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1480
-	JMP       epi2_done_1440
+	JL        epi2_row_2028
+	JMP       epi2_done_1988
 
-epi_flag_1479:
+epi_flag_2027:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -32866,11 +43604,11 @@ epi_flag_1479:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_1482:
+epi2_row_2030:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_1483:
+epi2_col_2031:
 	VMOVDQU   (R11)(R13*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R13*4), Y1, Y1
@@ -32880,18 +43618,18 @@ epi2_col_1483:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1483
+	JL        epi2_col_2031
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1482
-	JMP       epi2_done_1440
+	JL        epi2_row_2030
+	JMP       epi2_done_1988
 
-epi_flag_1478:
+epi_flag_2026:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1484
+	JNZ          epi_flag_2032
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32916,10 +43654,10 @@ epi_flag_1478:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1485:
+epi2_row_2033:
 	XORQ R12, R12
 
-epi2_col_1486:
+epi2_col_2034:
 	VMOVDQU      (R10)(R12*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R12*4), Y0, Y0
@@ -32936,16 +43674,16 @@ epi2_col_1486:
 	VMOVQ        X0, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1486
+	JL           epi2_col_2034
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1485
-	JMP          epi2_done_1440
+	JL           epi2_row_2033
+	JMP          epi2_done_1988
 
-epi_flag_1484:
+epi_flag_2032:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -32971,11 +43709,11 @@ epi_flag_1484:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1487:
+epi2_row_2035:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_1488:
+epi2_col_2036:
 	VMOVDQU      (R11)(R13*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R13*4), Y1, Y1
@@ -32993,24 +43731,24 @@ epi2_col_1488:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1488
+	JL           epi2_col_2036
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1487
-	JMP          epi2_done_1440
+	JL           epi2_row_2035
+	JMP          epi2_done_1988
 
-epi_flag_1441:
+epi_flag_1989:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1489
+	JNZ          epi_flag_2037
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1490
+	JNZ          epi_flag_2038
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1491
+	JNZ          epi_flag_2039
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1492
+	JNZ          epi_flag_2040
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -33023,10 +43761,10 @@ epi_flag_1441:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1493:
+epi2_row_2041:
 	XORQ R10, R10
 
-epi2_col_1494:
+epi2_col_2042:
 	VMOVDQU   (R8)(R10*4), Y1
 	VPMULLD   (SI)(R10*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -33035,15 +43773,15 @@ epi2_col_1494:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1494
+	JL        epi2_col_2042
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1493
-	JMP       epi2_done_1440
+	JL        epi2_row_2041
+	JMP       epi2_done_1988
 
-epi_flag_1492:
+epi_flag_2040:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -33057,12 +43795,12 @@ epi_flag_1492:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_1495:
+epi2_row_2043:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1496:
+epi2_col_2044:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -33072,17 +43810,17 @@ epi2_col_1496:
 	VMOVUPS   Y2, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1496
+	JL        epi2_col_2044
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1495
-	JMP       epi2_done_1440
+	JL        epi2_row_2043
+	JMP       epi2_done_1988
 
-epi_flag_1491:
+epi_flag_2039:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1497
+	JNZ          epi_flag_2045
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -33105,10 +43843,10 @@ epi_flag_1491:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1498:
+epi2_row_2046:
 	XORQ R10, R10
 
-epi2_col_1499:
+epi2_col_2047:
 	VMOVDQU      (R8)(R10*4), Y1
 	VPMULLD      (SI)(R10*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -33125,15 +43863,15 @@ epi2_col_1499:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1499
+	JL           epi2_col_2047
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1498
-	JMP          epi2_done_1440
+	JL           epi2_row_2046
+	JMP          epi2_done_1988
 
-epi_flag_1497:
+epi_flag_2045:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -33157,12 +43895,12 @@ epi_flag_1497:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1500:
+epi2_row_2048:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1501:
+epi2_col_2049:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -33180,19 +43918,19 @@ epi2_col_1501:
 	VMOVQ        X2, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1501
+	JL           epi2_col_2049
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1500
-	JMP          epi2_done_1440
+	JL           epi2_row_2048
+	JMP          epi2_done_1988
 
-epi_flag_1490:
+epi_flag_2038:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1502
+	JNZ          epi_flag_2050
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1503
+	JNZ          epi_flag_2051
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -33208,10 +43946,10 @@ epi_flag_1490:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1504:
+epi2_row_2052:
 	XORQ R12, R12
 
-epi2_col_1505:
+epi2_col_2053:
 	VMOVDQU   (R10)(R12*4), Y1
 	VPMULLD   (R8)(R12*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -33221,16 +43959,16 @@ epi2_col_1505:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1505
+	JL        epi2_col_2053
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1504
-	JMP       epi2_done_1440
+	JL        epi2_row_2052
+	JMP       epi2_done_1988
 
-epi_flag_1503:
+epi_flag_2051:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -33247,12 +43985,12 @@ epi_flag_1503:
 	MOVQ c+0(FP), R12
 	XORQ R13, R13
 
-epi2_row_1506:
+epi2_row_2054:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_1507:
+epi2_col_2055:
 	VMOVDQU   (R12)(R14*4), Y2
 	VPMULLD   (R10)(R14*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -33263,18 +44001,18 @@ epi2_col_1507:
 	VMOVUPS   Y2, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_1507
+	JL        epi2_col_2055
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_1506
-	JMP       epi2_done_1440
+	JL        epi2_row_2054
+	JMP       epi2_done_1988
 
-epi_flag_1502:
+epi_flag_2050:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1508
+	JNZ          epi_flag_2056
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -33300,10 +44038,10 @@ epi_flag_1502:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1509:
+epi2_row_2057:
 	XORQ R12, R12
 
-epi2_col_1510:
+epi2_col_2058:
 	VMOVDQU      (R10)(R12*4), Y1
 	VPMULLD      (R8)(R12*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -33321,16 +44059,16 @@ epi2_col_1510:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1510
+	JL           epi2_col_2058
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1509
-	JMP          epi2_done_1440
+	JL           epi2_row_2057
+	JMP          epi2_done_1988
 
-epi_flag_1508:
+epi_flag_2056:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -33357,12 +44095,12 @@ epi_flag_1508:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1511:
+epi2_row_2059:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_1512:
+epi2_col_2060:
 	VMOVDQU      (R12)(R14*4), Y2
 	VPMULLD      (R10)(R14*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -33381,22 +44119,22 @@ epi2_col_1512:
 	VMOVQ        X2, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1512
+	JL           epi2_col_2060
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1511
-	JMP          epi2_done_1440
+	JL           epi2_row_2059
+	JMP          epi2_done_1988
 
-epi_flag_1489:
+epi_flag_2037:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1513
+	JNZ          epi_flag_2061
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1514
+	JNZ          epi_flag_2062
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1515
+	JNZ          epi_flag_2063
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -33410,10 +44148,10 @@ epi_flag_1489:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1516:
+epi2_row_2064:
 	XORQ R11, R11
 
-epi2_col_1517:
+epi2_col_2065:
 	VMOVDQU   (R9)(R11*4), Y1
 	VPMULLD   (SI)(R11*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -33423,15 +44161,15 @@ epi2_col_1517:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1517
+	JL        epi2_col_2065
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1516
-	JMP       epi2_done_1440
+	JL        epi2_row_2064
+	JMP       epi2_done_1988
 
-epi_flag_1515:
+epi_flag_2063:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -33446,12 +44184,12 @@ epi_flag_1515:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_1518:
+epi2_row_2066:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1519:
+epi2_col_2067:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -33462,17 +44200,17 @@ epi2_col_1519:
 	VMOVUPS   Y2, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1519
+	JL        epi2_col_2067
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1518
-	JMP       epi2_done_1440
+	JL        epi2_row_2066
+	JMP       epi2_done_1988
 
-epi_flag_1514:
+epi_flag_2062:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1520
+	JNZ          epi_flag_2068
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -33496,10 +44234,10 @@ epi_flag_1514:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1521:
+epi2_row_2069:
 	XORQ R11, R11
 
-epi2_col_1522:
+epi2_col_2070:
 	VMOVDQU      (R9)(R11*4), Y1
 	VPMULLD      (SI)(R11*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -33517,15 +44255,15 @@ epi2_col_1522:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1522
+	JL           epi2_col_2070
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1521
-	JMP          epi2_done_1440
+	JL           epi2_row_2069
+	JMP          epi2_done_1988
 
-epi_flag_1520:
+epi_flag_2068:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -33550,12 +44288,12 @@ epi_flag_1520:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1523:
+epi2_row_2071:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1524:
+epi2_col_2072:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -33574,19 +44312,19 @@ epi2_col_1524:
 	VMOVQ        X2, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1524
+	JL           epi2_col_2072
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1523
-	JMP          epi2_done_1440
+	JL           epi2_row_2071
+	JMP          epi2_done_1988
 
-epi_flag_1513:
+epi_flag_2061:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1525
+	JNZ          epi_flag_2073
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1526
+	JNZ          epi_flag_2074
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -33603,10 +44341,10 @@ epi_flag_1513:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1527:
+epi2_row_2075:
 	XORQ R13, R13
 
-epi2_col_1528:
+epi2_col_2076:
 	VMOVDQU   (R11)(R13*4), Y1
 	VPMULLD   (R8)(R13*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -33617,16 +44355,16 @@ epi2_col_1528:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1528
+	JL        epi2_col_2076
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1527
-	JMP       epi2_done_1440
+	JL        epi2_row_2075
+	JMP       epi2_done_1988
 
-epi_flag_1526:
+epi_flag_2074:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -33644,12 +44382,12 @@ epi_flag_1526:
 	MOVQ c+0(FP), R13
 	XORQ R14, R14
 
-epi2_row_1529:
+epi2_row_2077:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_1530:
+epi2_col_2078:
 	VMOVDQU   (R13)(R15*4), Y2
 	VPMULLD   (R10)(R15*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -33661,18 +44399,18 @@ epi2_col_1530:
 	VMOVUPS   Y2, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_1530
+	JL        epi2_col_2078
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_1529
-	JMP       epi2_done_1440
+	JL        epi2_row_2077
+	JMP       epi2_done_1988
 
-epi_flag_1525:
+epi_flag_2073:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1531
+	JNZ          epi_flag_2079
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -33699,10 +44437,10 @@ epi_flag_1525:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1532:
+epi2_row_2080:
 	XORQ R13, R13
 
-epi2_col_1533:
+epi2_col_2081:
 	VMOVDQU      (R11)(R13*4), Y1
 	VPMULLD      (R8)(R13*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -33721,16 +44459,16 @@ epi2_col_1533:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1533
+	JL           epi2_col_2081
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1532
-	JMP          epi2_done_1440
+	JL           epi2_row_2080
+	JMP          epi2_done_1988
 
-epi_flag_1531:
+epi_flag_2079:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -33758,12 +44496,12 @@ epi_flag_1531:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1534:
+epi2_row_2082:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_1535:
+epi2_col_2083:
 	VMOVDQU      (R13)(R15*4), Y2
 	VPMULLD      (R10)(R15*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -33783,26 +44521,26 @@ epi2_col_1535:
 	VMOVQ        X2, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_1535
+	JL           epi2_col_2083
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_1534
-	JMP          epi2_done_1440
+	JL           epi2_row_2082
+	JMP          epi2_done_1988
 
-epi2_gelu_1438:
+epi2_gelu_1986:
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_1536
+	JNZ          epi_flag_2084
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1537
+	JNZ          epi_flag_2085
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1538
+	JNZ          epi_flag_2086
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1539
+	JNZ          epi_flag_2087
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1540
+	JNZ          epi_flag_2088
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -33823,10 +44561,10 @@ epi2_gelu_1438:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1541:
+epi2_row_2089:
 	XORQ R10, R10
 
-epi2_col_1542:
+epi2_col_2090:
 	VMOVDQU     (R8)(R10*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R10*4), Y4, Y4
@@ -33865,15 +44603,15 @@ epi2_col_1542:
 	VMOVUPS     Y4, (BX)(R10*4)
 	ADDQ        $0x08, R10
 	CMPQ        R10, DI
-	JL          epi2_col_1542
+	JL          epi2_col_2090
 	ADDQ        CX, R8
 	ADDQ        DX, BX
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi2_row_1541
-	JMP         epi2_done_1440
+	JL          epi2_row_2089
+	JMP         epi2_done_1988
 
-epi_flag_1540:
+epi_flag_2088:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -33895,11 +44633,11 @@ epi_flag_1540:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1543:
+epi2_row_2091:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_1544:
+epi2_col_2092:
 	VMOVDQU     (R9)(R11*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R11*4), Y5, Y5
@@ -33939,17 +44677,17 @@ epi2_col_1544:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_1544
+	JL          epi2_col_2092
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_1543
-	JMP         epi2_done_1440
+	JL          epi2_row_2091
+	JMP         epi2_done_1988
 
-epi_flag_1539:
+epi_flag_2087:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1545
+	JNZ          epi_flag_2093
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -33980,10 +44718,10 @@ epi_flag_1539:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1546:
+epi2_row_2094:
 	XORQ R10, R10
 
-epi2_col_1547:
+epi2_col_2095:
 	VMOVDQU      (R8)(R10*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R10*4), Y4, Y4
@@ -34030,15 +44768,15 @@ epi2_col_1547:
 	VMOVQ        X4, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1547
+	JL           epi2_col_2095
 	ADDQ         CX, R8
 	ADDQ         DX, BX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1546
-	JMP          epi2_done_1440
+	JL           epi2_row_2094
+	JMP          epi2_done_1988
 
-epi_flag_1545:
+epi_flag_2093:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -34070,11 +44808,11 @@ epi_flag_1545:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1548:
+epi2_row_2096:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_1549:
+epi2_col_2097:
 	VMOVDQU      (R9)(R11*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R11*4), Y5, Y5
@@ -34122,19 +44860,19 @@ epi2_col_1549:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1549
+	JL           epi2_col_2097
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1548
-	JMP          epi2_done_1440
+	JL           epi2_row_2096
+	JMP          epi2_done_1988
 
-epi_flag_1538:
+epi_flag_2086:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1550
+	JNZ          epi_flag_2098
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1551
+	JNZ          epi_flag_2099
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34158,10 +44896,10 @@ epi_flag_1538:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1552:
+epi2_row_2100:
 	XORQ R12, R12
 
-epi2_col_1553:
+epi2_col_2101:
 	VMOVDQU     (R10)(R12*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R12*4), Y4, Y4
@@ -34201,16 +44939,16 @@ epi2_col_1553:
 	VMOVUPS     Y4, (DI)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_1553
+	JL          epi2_col_2101
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_1552
-	JMP         epi2_done_1440
+	JL          epi2_row_2100
+	JMP         epi2_done_1988
 
-epi_flag_1551:
+epi_flag_2099:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34235,11 +44973,11 @@ epi_flag_1551:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1554:
+epi2_row_2102:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_1555:
+epi2_col_2103:
 	VMOVDQU     (R11)(R13*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R13*4), Y5, Y5
@@ -34280,18 +45018,18 @@ epi2_col_1555:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1555
+	JL          epi2_col_2103
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1554
-	JMP         epi2_done_1440
+	JL          epi2_row_2102
+	JMP         epi2_done_1988
 
-epi_flag_1550:
+epi_flag_2098:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1556
+	JNZ          epi_flag_2104
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -34325,10 +45063,10 @@ epi_flag_1550:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1557:
+epi2_row_2105:
 	XORQ R12, R12
 
-epi2_col_1558:
+epi2_col_2106:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -34376,16 +45114,16 @@ epi2_col_1558:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1558
+	JL           epi2_col_2106
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1557
-	JMP          epi2_done_1440
+	JL           epi2_row_2105
+	JMP          epi2_done_1988
 
-epi_flag_1556:
+epi_flag_2104:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -34420,11 +45158,11 @@ epi_flag_1556:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1559:
+epi2_row_2107:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_1560:
+epi2_col_2108:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -34473,22 +45211,22 @@ epi2_col_1560:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1560
+	JL           epi2_col_2108
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1559
-	JMP          epi2_done_1440
+	JL           epi2_row_2107
+	JMP          epi2_done_1988
 
-epi_flag_1537:
+epi_flag_2085:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1561
+	JNZ          epi_flag_2109
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1562
+	JNZ          epi_flag_2110
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1563
+	JNZ          epi_flag_2111
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34510,10 +45248,10 @@ epi_flag_1537:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1564:
+epi2_row_2112:
 	XORQ R11, R11
 
-epi2_col_1565:
+epi2_col_2113:
 	VMOVDQU     (R9)(R11*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R11*4), Y4, Y4
@@ -34553,15 +45291,15 @@ epi2_col_1565:
 	VMOVUPS     Y4, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_1565
+	JL          epi2_col_2113
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_1564
-	JMP         epi2_done_1440
+	JL          epi2_row_2112
+	JMP         epi2_done_1988
 
-epi_flag_1563:
+epi_flag_2111:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34584,11 +45322,11 @@ epi_flag_1563:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1566:
+epi2_row_2114:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_1567:
+epi2_col_2115:
 	VMOVDQU     (R10)(R12*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R12*4), Y5, Y5
@@ -34629,17 +45367,17 @@ epi2_col_1567:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_1567
+	JL          epi2_col_2115
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_1566
-	JMP         epi2_done_1440
+	JL          epi2_row_2114
+	JMP         epi2_done_1988
 
-epi_flag_1562:
+epi_flag_2110:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1568
+	JNZ          epi_flag_2116
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -34671,10 +45409,10 @@ epi_flag_1562:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1569:
+epi2_row_2117:
 	XORQ R11, R11
 
-epi2_col_1570:
+epi2_col_2118:
 	VMOVDQU      (R9)(R11*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R11*4), Y4, Y4
@@ -34722,15 +45460,15 @@ epi2_col_1570:
 	VMOVQ        X4, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1570
+	JL           epi2_col_2118
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1569
-	JMP          epi2_done_1440
+	JL           epi2_row_2117
+	JMP          epi2_done_1988
 
-epi_flag_1568:
+epi_flag_2116:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -34763,11 +45501,11 @@ epi_flag_1568:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1571:
+epi2_row_2119:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_1572:
+epi2_col_2120:
 	VMOVDQU      (R10)(R12*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R12*4), Y5, Y5
@@ -34816,19 +45554,19 @@ epi2_col_1572:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1572
+	JL           epi2_col_2120
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1571
-	JMP          epi2_done_1440
+	JL           epi2_row_2119
+	JMP          epi2_done_1988
 
-epi_flag_1561:
+epi_flag_2109:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1573
+	JNZ          epi_flag_2121
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1574
+	JNZ          epi_flag_2122
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34853,10 +45591,10 @@ epi_flag_1561:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1575:
+epi2_row_2123:
 	XORQ R13, R13
 
-epi2_col_1576:
+epi2_col_2124:
 	VMOVDQU     (R11)(R13*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R13*4), Y4, Y4
@@ -34897,16 +45635,16 @@ epi2_col_1576:
 	VMOVUPS     Y4, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1576
+	JL          epi2_col_2124
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1575
-	JMP         epi2_done_1440
+	JL          epi2_row_2123
+	JMP         epi2_done_1988
 
-epi_flag_1574:
+epi_flag_2122:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -34932,11 +45670,11 @@ epi_flag_1574:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1577:
+epi2_row_2125:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_1578:
+epi2_col_2126:
 	VMOVDQU     (R12)(R14*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R14*4), Y5, Y5
@@ -34978,18 +45716,18 @@ epi2_col_1578:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_1578
+	JL          epi2_col_2126
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_1577
-	JMP         epi2_done_1440
+	JL          epi2_row_2125
+	JMP         epi2_done_1988
 
-epi_flag_1573:
+epi_flag_2121:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1579
+	JNZ          epi_flag_2127
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -35024,10 +45762,10 @@ epi_flag_1573:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1580:
+epi2_row_2128:
 	XORQ R13, R13
 
-epi2_col_1581:
+epi2_col_2129:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -35076,16 +45814,16 @@ epi2_col_1581:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1581
+	JL           epi2_col_2129
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1580
-	JMP          epi2_done_1440
+	JL           epi2_row_2128
+	JMP          epi2_done_1988
 
-epi_flag_1579:
+epi_flag_2127:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -35121,11 +45859,11 @@ epi_flag_1579:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1582:
+epi2_row_2130:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_1583:
+epi2_col_2131:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -35175,24 +45913,24 @@ epi2_col_1583:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1583
+	JL           epi2_col_2131
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1582
-	JMP          epi2_done_1440
+	JL           epi2_row_2130
+	JMP          epi2_done_1988
 
-epi_flag_1536:
+epi_flag_2084:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1584
+	JNZ          epi_flag_2132
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1585
+	JNZ          epi_flag_2133
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1586
+	JNZ          epi_flag_2134
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1587
+	JNZ          epi_flag_2135
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -35215,10 +45953,10 @@ epi_flag_1536:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1588:
+epi2_row_2136:
 	XORQ R11, R11
 
-epi2_col_1589:
+epi2_col_2137:
 	VMOVDQU     (R9)(R11*4), Y5
 	VPMULLD     (DI)(R11*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -35259,15 +45997,15 @@ epi2_col_1589:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_1589
+	JL          epi2_col_2137
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_1588
-	JMP         epi2_done_1440
+	JL          epi2_row_2136
+	JMP         epi2_done_1988
 
-epi_flag_1587:
+epi_flag_2135:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -35291,12 +46029,12 @@ epi_flag_1587:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1590:
+epi2_row_2138:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_1591:
+epi2_col_2139:
 	VMOVDQU     (R11)(R13*4), Y6
 	VPMULLD     (R9)(R13*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -35338,17 +46076,17 @@ epi2_col_1591:
 	VMOVUPS     Y6, (BX)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1591
+	JL          epi2_col_2139
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1590
-	JMP         epi2_done_1440
+	JL          epi2_row_2138
+	JMP         epi2_done_1988
 
-epi_flag_1586:
+epi_flag_2134:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1592
+	JNZ          epi_flag_2140
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -35381,10 +46119,10 @@ epi_flag_1586:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1593:
+epi2_row_2141:
 	XORQ R11, R11
 
-epi2_col_1594:
+epi2_col_2142:
 	VMOVDQU      (R9)(R11*4), Y5
 	VPMULLD      (DI)(R11*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -35433,15 +46171,15 @@ epi2_col_1594:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1594
+	JL           epi2_col_2142
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1593
-	JMP          epi2_done_1440
+	JL           epi2_row_2141
+	JMP          epi2_done_1988
 
-epi_flag_1592:
+epi_flag_2140:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -35475,12 +46213,12 @@ epi_flag_1592:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1595:
+epi2_row_2143:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_1596:
+epi2_col_2144:
 	VMOVDQU      (R11)(R13*4), Y6
 	VPMULLD      (R9)(R13*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -35530,19 +46268,19 @@ epi2_col_1596:
 	VMOVQ        X6, (BX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1596
+	JL           epi2_col_2144
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1595
-	JMP          epi2_done_1440
+	JL           epi2_row_2143
+	JMP          epi2_done_1988
 
-epi_flag_1585:
+epi_flag_2133:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1597
+	JNZ          epi_flag_2145
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1598
+	JNZ          epi_flag_2146
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -35568,10 +46306,10 @@ epi_flag_1585:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1599:
+epi2_row_2147:
 	XORQ R13, R13
 
-epi2_col_1600:
+epi2_col_2148:
 	VMOVDQU     (R11)(R13*4), Y5
 	VPMULLD     (R9)(R13*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -35613,16 +46351,16 @@ epi2_col_1600:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_1600
+	JL          epi2_col_2148
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_1599
-	JMP         epi2_done_1440
+	JL          epi2_row_2147
+	JMP         epi2_done_1988
 
-epi_flag_1598:
+epi_flag_2146:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -35649,12 +46387,12 @@ epi_flag_1598:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1601:
+epi2_row_2149:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_1602:
+epi2_col_2150:
 	VMOVDQU     (R13)(R15*4), Y6
 	VPMULLD     (R11)(R15*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -35697,18 +46435,18 @@ epi2_col_1602:
 	VMOVUPS     Y6, (DI)(R15*4)
 	ADDQ        $0x08, R15
 	CMPQ        R15, R12
-	JL          epi2_col_1602
+	JL          epi2_col_2150
 	ADDQ        CX, R13
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R14
 	CMPQ        R14, m+16(FP)
-	JL          epi2_row_1601
-	JMP         epi2_done_1440
+	JL          epi2_row_2149
+	JMP         epi2_done_1988
 
-epi_flag_1597:
+epi_flag_2145:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1603
+	JNZ          epi_flag_2151
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -35744,10 +46482,10 @@ epi_flag_1597:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1604:
+epi2_row_2152:
 	XORQ R13, R13
 
-epi2_col_1605:
+epi2_col_2153:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -35797,16 +46535,16 @@ epi2_col_1605:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1605
+	JL           epi2_col_2153
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1604
-	JMP          epi2_done_1440
+	JL           epi2_row_2152
+	JMP          epi2_done_1988
 
-epi_flag_1603:
+epi_flag_2151:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -35843,12 +46581,12 @@ epi_flag_1603:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1606:
+epi2_row_2154:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_1607:
+epi2_col_2155:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -35899,22 +46637,22 @@ epi2_col_1607:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_1607
+	JL           epi2_col_2155
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_1606
-	JMP          epi2_done_1440
+	JL           epi2_row_2154
+	JMP          epi2_done_1988
 
-epi_flag_1584:
+epi_flag_2132:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1608
+	JNZ          epi_flag_2156
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1609
+	JNZ          epi_flag_2157
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1610
+	JNZ          epi_flag_2158
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -35938,10 +46676,10 @@ epi_flag_1584:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1611:
+epi2_row_2159:
 	XORQ R12, R12
 
-epi2_col_1612:
+epi2_col_2160:
 	VMOVDQU     (R10)(R12*4), Y5
 	VPMULLD     (DI)(R12*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -35983,15 +46721,15 @@ epi2_col_1612:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_1612
+	JL          epi2_col_2160
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_1611
-	JMP         epi2_done_1440
+	JL          epi2_row_2159
+	JMP         epi2_done_1988
 
-epi_flag_1610:
+epi_flag_2158:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -36016,12 +46754,12 @@ epi_flag_1610:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1613:
+epi2_row_2161:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_1614:
+epi2_col_2162:
 	VMOVDQU     (R12)(R14*4), Y6
 	VPMULLD     (R9)(R14*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -36064,17 +46802,17 @@ epi2_col_1614:
 	VMOVUPS     Y6, (BX)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_1614
+	JL          epi2_col_2162
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_1613
-	JMP         epi2_done_1440
+	JL          epi2_row_2161
+	JMP         epi2_done_1988
 
-epi_flag_1609:
+epi_flag_2157:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1615
+	JNZ          epi_flag_2163
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -36108,10 +46846,10 @@ epi_flag_1609:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1616:
+epi2_row_2164:
 	XORQ R12, R12
 
-epi2_col_1617:
+epi2_col_2165:
 	VMOVDQU      (R10)(R12*4), Y5
 	VPMULLD      (DI)(R12*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -36161,15 +46899,15 @@ epi2_col_1617:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1617
+	JL           epi2_col_2165
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1616
-	JMP          epi2_done_1440
+	JL           epi2_row_2164
+	JMP          epi2_done_1988
 
-epi_flag_1615:
+epi_flag_2163:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36204,12 +46942,12 @@ epi_flag_1615:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1618:
+epi2_row_2166:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_1619:
+epi2_col_2167:
 	VMOVDQU      (R12)(R14*4), Y6
 	VPMULLD      (R9)(R14*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -36260,19 +46998,19 @@ epi2_col_1619:
 	VMOVQ        X6, (BX)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1619
+	JL           epi2_col_2167
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1618
-	JMP          epi2_done_1440
+	JL           epi2_row_2166
+	JMP          epi2_done_1988
 
-epi_flag_1608:
+epi_flag_2156:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1620
+	JNZ          epi_flag_2168
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1621
+	JNZ          epi_flag_2169
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -36299,10 +47037,10 @@ epi_flag_1608:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1622:
+epi2_row_2170:
 	XORQ R14, R14
 
-epi2_col_1623:
+epi2_col_2171:
 	VMOVDQU     (R12)(R14*4), Y5
 	VPMULLD     (R9)(R14*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -36345,16 +47083,16 @@ epi2_col_1623:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_1623
+	JL          epi2_col_2171
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_1622
-	JMP         epi2_done_1440
+	JL          epi2_row_2170
+	JMP         epi2_done_1988
 
-epi_flag_1621:
+epi_flag_2169:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -36382,12 +47120,12 @@ epi_flag_1621:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_1624:
+epi2_row_2172:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_1625:
+epi2_col_2173:
 	VMOVDQU     (R14)(BP*4), Y6
 	VPMULLD     (R11)(BP*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -36431,18 +47169,18 @@ epi2_col_1625:
 	VMOVUPS     Y6, (DI)(BP*4)
 	ADDQ        $0x08, BP
 	CMPQ        BP, R13
-	JL          epi2_col_1625
+	JL          epi2_col_2173
 	ADDQ        CX, R14
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R15
 	CMPQ        R15, m+16(FP)
-	JL          epi2_row_1624
-	JMP         epi2_done_1440
+	JL          epi2_row_2172
+	JMP         epi2_done_1988
 
-epi_flag_1620:
+epi_flag_2168:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1626
+	JNZ          epi_flag_2174
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -36479,10 +47217,10 @@ epi_flag_1620:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1627:
+epi2_row_2175:
 	XORQ R14, R14
 
-epi2_col_1628:
+epi2_col_2176:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -36533,16 +47271,16 @@ epi2_col_1628:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1628
+	JL           epi2_col_2176
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1627
-	JMP          epi2_done_1440
+	JL           epi2_row_2175
+	JMP          epi2_done_1988
 
-epi_flag_1626:
+epi_flag_2174:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36580,12 +47318,12 @@ epi_flag_1626:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_1629:
+epi2_row_2177:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_1630:
+epi2_col_2178:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -36637,26 +47375,26 @@ epi2_col_1630:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_1630
+	JL           epi2_col_2178
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_1629
-	JMP          epi2_done_1440
+	JL           epi2_row_2177
+	JMP          epi2_done_1988
 
-epi2_relu_1439:
+epi2_relu_1987:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_1631
+	JNZ   epi_flag_2179
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_1632
+	JNZ   epi_flag_2180
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1633
+	JNZ   epi_flag_2181
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1634
+	JNZ   epi_flag_2182
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1635
+	JNZ   epi_flag_2183
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -36668,10 +47406,10 @@ epi2_relu_1439:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_1636:
+epi2_row_2184:
 	XORQ R9, R9
 
-epi2_col_1637:
+epi2_col_2185:
 	VMOVDQU   (DI)(R9*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R9*4), Y1, Y1
@@ -36680,15 +47418,15 @@ epi2_col_1637:
 	VMOVUPS   Y1, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_1637
+	JL        epi2_col_2185
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_1636
-	JMP       epi2_done_1440
+	JL        epi2_row_2184
+	JMP       epi2_done_1988
 
-epi_flag_1635:
+epi_flag_2183:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -36701,11 +47439,11 @@ epi_flag_1635:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_1638:
+epi2_row_2186:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_1639:
+epi2_col_2187:
 	VMOVDQU   (R8)(R10*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R10*4), Y2, Y2
@@ -36715,17 +47453,17 @@ epi2_col_1639:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1639
+	JL        epi2_col_2187
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1638
-	JMP       epi2_done_1440
+	JL        epi2_row_2186
+	JMP       epi2_done_1988
 
-epi_flag_1634:
+epi_flag_2182:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1640
+	JNZ          epi_flag_2188
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36747,10 +47485,10 @@ epi_flag_1634:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_1641:
+epi2_row_2189:
 	XORQ R9, R9
 
-epi2_col_1642:
+epi2_col_2190:
 	VMOVDQU      (DI)(R9*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R9*4), Y1, Y1
@@ -36767,15 +47505,15 @@ epi2_col_1642:
 	VMOVQ        X1, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_1642
+	JL           epi2_col_2190
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_1641
-	JMP          epi2_done_1440
+	JL           epi2_row_2189
+	JMP          epi2_done_1988
 
-epi_flag_1640:
+epi_flag_2188:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36798,11 +47536,11 @@ epi_flag_1640:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1643:
+epi2_row_2191:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_1644:
+epi2_col_2192:
 	VMOVDQU      (R8)(R10*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R10*4), Y2, Y2
@@ -36820,19 +47558,19 @@ epi2_col_1644:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1644
+	JL           epi2_col_2192
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1643
-	JMP          epi2_done_1440
+	JL           epi2_row_2191
+	JMP          epi2_done_1988
 
-epi_flag_1633:
+epi_flag_2181:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1645
+	JNZ   epi_flag_2193
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1646
+	JNZ   epi_flag_2194
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -36847,10 +47585,10 @@ epi_flag_1633:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_1647:
+epi2_row_2195:
 	XORQ R11, R11
 
-epi2_col_1648:
+epi2_col_2196:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R11*4), Y1, Y1
@@ -36860,16 +47598,16 @@ epi2_col_1648:
 	VMOVUPS   Y1, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1648
+	JL        epi2_col_2196
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1647
-	JMP       epi2_done_1440
+	JL        epi2_row_2195
+	JMP       epi2_done_1988
 
-epi_flag_1646:
+epi_flag_2194:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -36885,11 +47623,11 @@ epi_flag_1646:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1649:
+epi2_row_2197:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1650:
+epi2_col_2198:
 	VMOVDQU   (R10)(R12*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R12*4), Y2, Y2
@@ -36900,18 +47638,18 @@ epi2_col_1650:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1650
+	JL        epi2_col_2198
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1649
-	JMP       epi2_done_1440
+	JL        epi2_row_2197
+	JMP       epi2_done_1988
 
-epi_flag_1645:
+epi_flag_2193:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1651
+	JNZ          epi_flag_2199
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36936,10 +47674,10 @@ epi_flag_1645:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1652:
+epi2_row_2200:
 	XORQ R11, R11
 
-epi2_col_1653:
+epi2_col_2201:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R11*4), Y1, Y1
@@ -36957,16 +47695,16 @@ epi2_col_1653:
 	VMOVQ        X1, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1653
+	JL           epi2_col_2201
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1652
-	JMP          epi2_done_1440
+	JL           epi2_row_2200
+	JMP          epi2_done_1988
 
-epi_flag_1651:
+epi_flag_2199:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -36992,11 +47730,11 @@ epi_flag_1651:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1654:
+epi2_row_2202:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_1655:
+epi2_col_2203:
 	VMOVDQU      (R10)(R12*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R12*4), Y2, Y2
@@ -37015,22 +47753,22 @@ epi2_col_1655:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1655
+	JL           epi2_col_2203
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1654
-	JMP          epi2_done_1440
+	JL           epi2_row_2202
+	JMP          epi2_done_1988
 
-epi_flag_1632:
+epi_flag_2180:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1656
+	JNZ   epi_flag_2204
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1657
+	JNZ   epi_flag_2205
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1658
+	JNZ   epi_flag_2206
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37043,10 +47781,10 @@ epi_flag_1632:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_1659:
+epi2_row_2207:
 	XORQ R10, R10
 
-epi2_col_1660:
+epi2_col_2208:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R10*4), Y1, Y1
@@ -37056,15 +47794,15 @@ epi2_col_1660:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1660
+	JL        epi2_col_2208
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1659
-	JMP       epi2_done_1440
+	JL        epi2_row_2207
+	JMP       epi2_done_1988
 
-epi_flag_1658:
+epi_flag_2206:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37078,11 +47816,11 @@ epi_flag_1658:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_1661:
+epi2_row_2209:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_1662:
+epi2_col_2210:
 	VMOVDQU   (R9)(R11*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R11*4), Y2, Y2
@@ -37093,17 +47831,17 @@ epi2_col_1662:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1662
+	JL        epi2_col_2210
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1661
-	JMP       epi2_done_1440
+	JL        epi2_row_2209
+	JMP       epi2_done_1988
 
-epi_flag_1657:
+epi_flag_2205:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1663
+	JNZ          epi_flag_2211
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37126,10 +47864,10 @@ epi_flag_1657:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1664:
+epi2_row_2212:
 	XORQ R10, R10
 
-epi2_col_1665:
+epi2_col_2213:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R10*4), Y1, Y1
@@ -37147,15 +47885,15 @@ epi2_col_1665:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1665
+	JL           epi2_col_2213
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1664
-	JMP          epi2_done_1440
+	JL           epi2_row_2212
+	JMP          epi2_done_1988
 
-epi_flag_1663:
+epi_flag_2211:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37179,11 +47917,11 @@ epi_flag_1663:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1666:
+epi2_row_2214:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_1667:
+epi2_col_2215:
 	VMOVDQU      (R9)(R11*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R11*4), Y2, Y2
@@ -37202,19 +47940,19 @@ epi2_col_1667:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1667
+	JL           epi2_col_2215
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1666
-	JMP          epi2_done_1440
+	JL           epi2_row_2214
+	JMP          epi2_done_1988
 
-epi_flag_1656:
+epi_flag_2204:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1668
+	JNZ   epi_flag_2216
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1669
+	JNZ   epi_flag_2217
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37230,10 +47968,10 @@ epi_flag_1656:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1670:
+epi2_row_2218:
 	XORQ R12, R12
 
-epi2_col_1671:
+epi2_col_2219:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R12*4), Y1, Y1
@@ -37244,16 +47982,16 @@ epi2_col_1671:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1671
+	JL        epi2_col_2219
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1670
-	JMP       epi2_done_1440
+	JL        epi2_row_2218
+	JMP       epi2_done_1988
 
-epi_flag_1669:
+epi_flag_2217:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37270,11 +48008,11 @@ epi_flag_1669:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_1672:
+epi2_row_2220:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1673:
+epi2_col_2221:
 	VMOVDQU   (R11)(R13*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R13*4), Y2, Y2
@@ -37286,18 +48024,18 @@ epi2_col_1673:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1673
+	JL        epi2_col_2221
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1672
-	JMP       epi2_done_1440
+	JL        epi2_row_2220
+	JMP       epi2_done_1988
 
-epi_flag_1668:
+epi_flag_2216:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1674
+	JNZ          epi_flag_2222
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37323,10 +48061,10 @@ epi_flag_1668:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1675:
+epi2_row_2223:
 	XORQ R12, R12
 
-epi2_col_1676:
+epi2_col_2224:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R12*4), Y1, Y1
@@ -37345,16 +48083,16 @@ epi2_col_1676:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1676
+	JL           epi2_col_2224
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1675
-	JMP          epi2_done_1440
+	JL           epi2_row_2223
+	JMP          epi2_done_1988
 
-epi_flag_1674:
+epi_flag_2222:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37381,11 +48119,11 @@ epi_flag_1674:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1677:
+epi2_row_2225:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_1678:
+epi2_col_2226:
 	VMOVDQU      (R11)(R13*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R13*4), Y2, Y2
@@ -37405,24 +48143,24 @@ epi2_col_1678:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1678
+	JL           epi2_col_2226
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1677
-	JMP          epi2_done_1440
+	JL           epi2_row_2225
+	JMP          epi2_done_1988
 
-epi_flag_1631:
+epi_flag_2179:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1679
+	JNZ          epi_flag_2227
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1680
+	JNZ          epi_flag_2228
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1681
+	JNZ          epi_flag_2229
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1682
+	JNZ          epi_flag_2230
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -37436,10 +48174,10 @@ epi_flag_1631:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1683:
+epi2_row_2231:
 	XORQ R10, R10
 
-epi2_col_1684:
+epi2_col_2232:
 	VMOVDQU   (R8)(R10*4), Y2
 	VPMULLD   (SI)(R10*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -37450,15 +48188,15 @@ epi2_col_1684:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1684
+	JL        epi2_col_2232
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1683
-	JMP       epi2_done_1440
+	JL        epi2_row_2231
+	JMP       epi2_done_1988
 
-epi_flag_1682:
+epi_flag_2230:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37473,12 +48211,12 @@ epi_flag_1682:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_1685:
+epi2_row_2233:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_1686:
+epi2_col_2234:
 	VMOVDQU   (R10)(R12*4), Y3
 	VPMULLD   (R8)(R12*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -37490,17 +48228,17 @@ epi2_col_1686:
 	VMOVUPS   Y3, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1686
+	JL        epi2_col_2234
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1685
-	JMP       epi2_done_1440
+	JL        epi2_row_2233
+	JMP       epi2_done_1988
 
-epi_flag_1681:
+epi_flag_2229:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1687
+	JNZ          epi_flag_2235
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -37524,10 +48262,10 @@ epi_flag_1681:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_1688:
+epi2_row_2236:
 	XORQ R10, R10
 
-epi2_col_1689:
+epi2_col_2237:
 	VMOVDQU      (R8)(R10*4), Y2
 	VPMULLD      (SI)(R10*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -37546,15 +48284,15 @@ epi2_col_1689:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_1689
+	JL           epi2_col_2237
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_1688
-	JMP          epi2_done_1440
+	JL           epi2_row_2236
+	JMP          epi2_done_1988
 
-epi_flag_1687:
+epi_flag_2235:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37579,12 +48317,12 @@ epi_flag_1687:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1690:
+epi2_row_2238:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_1691:
+epi2_col_2239:
 	VMOVDQU      (R10)(R12*4), Y3
 	VPMULLD      (R8)(R12*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -37604,19 +48342,19 @@ epi2_col_1691:
 	VMOVQ        X3, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1691
+	JL           epi2_col_2239
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1690
-	JMP          epi2_done_1440
+	JL           epi2_row_2238
+	JMP          epi2_done_1988
 
-epi_flag_1680:
+epi_flag_2228:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1692
+	JNZ          epi_flag_2240
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1693
+	JNZ          epi_flag_2241
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -37633,10 +48371,10 @@ epi_flag_1680:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1694:
+epi2_row_2242:
 	XORQ R12, R12
 
-epi2_col_1695:
+epi2_col_2243:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -37648,16 +48386,16 @@ epi2_col_1695:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_1695
+	JL        epi2_col_2243
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_1694
-	JMP       epi2_done_1440
+	JL        epi2_row_2242
+	JMP       epi2_done_1988
 
-epi_flag_1693:
+epi_flag_2241:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37675,12 +48413,12 @@ epi_flag_1693:
 	MOVQ  c+0(FP), R12
 	XORQ  R13, R13
 
-epi2_row_1696:
+epi2_row_2244:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_1697:
+epi2_col_2245:
 	VMOVDQU   (R12)(R14*4), Y3
 	VPMULLD   (R10)(R14*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -37693,18 +48431,18 @@ epi2_col_1697:
 	VMOVUPS   Y3, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_1697
+	JL        epi2_col_2245
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_1696
-	JMP       epi2_done_1440
+	JL        epi2_row_2244
+	JMP       epi2_done_1988
 
-epi_flag_1692:
+epi_flag_2240:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1698
+	JNZ          epi_flag_2246
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -37731,10 +48469,10 @@ epi_flag_1692:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_1699:
+epi2_row_2247:
 	XORQ R12, R12
 
-epi2_col_1700:
+epi2_col_2248:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -37754,16 +48492,16 @@ epi2_col_1700:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_1700
+	JL           epi2_col_2248
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_1699
-	JMP          epi2_done_1440
+	JL           epi2_row_2247
+	JMP          epi2_done_1988
 
-epi_flag_1698:
+epi_flag_2246:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37791,12 +48529,12 @@ epi_flag_1698:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_1701:
+epi2_row_2249:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_1702:
+epi2_col_2250:
 	VMOVDQU      (R12)(R14*4), Y3
 	VPMULLD      (R10)(R14*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -37817,22 +48555,22 @@ epi2_col_1702:
 	VMOVQ        X3, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_1702
+	JL           epi2_col_2250
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_1701
-	JMP          epi2_done_1440
+	JL           epi2_row_2249
+	JMP          epi2_done_1988
 
-epi_flag_1679:
+epi_flag_2227:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1703
+	JNZ          epi_flag_2251
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1704
+	JNZ          epi_flag_2252
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1705
+	JNZ          epi_flag_2253
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -37847,10 +48585,10 @@ epi_flag_1679:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1706:
+epi2_row_2254:
 	XORQ R11, R11
 
-epi2_col_1707:
+epi2_col_2255:
 	VMOVDQU   (R9)(R11*4), Y2
 	VPMULLD   (SI)(R11*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -37862,15 +48600,15 @@ epi2_col_1707:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_1707
+	JL        epi2_col_2255
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_1706
-	JMP       epi2_done_1440
+	JL        epi2_row_2254
+	JMP       epi2_done_1988
 
-epi_flag_1705:
+epi_flag_2253:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -37886,12 +48624,12 @@ epi_flag_1705:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_1708:
+epi2_row_2256:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_1709:
+epi2_col_2257:
 	VMOVDQU   (R11)(R13*4), Y3
 	VPMULLD   (R8)(R13*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -37904,17 +48642,17 @@ epi2_col_1709:
 	VMOVUPS   Y3, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1709
+	JL        epi2_col_2257
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1708
-	JMP       epi2_done_1440
+	JL        epi2_row_2256
+	JMP       epi2_done_1988
 
-epi_flag_1704:
+epi_flag_2252:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1710
+	JNZ          epi_flag_2258
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -37939,10 +48677,10 @@ epi_flag_1704:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_1711:
+epi2_row_2259:
 	XORQ R11, R11
 
-epi2_col_1712:
+epi2_col_2260:
 	VMOVDQU      (R9)(R11*4), Y2
 	VPMULLD      (SI)(R11*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -37962,15 +48700,15 @@ epi2_col_1712:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_1712
+	JL           epi2_col_2260
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_1711
-	JMP          epi2_done_1440
+	JL           epi2_row_2259
+	JMP          epi2_done_1988
 
-epi_flag_1710:
+epi_flag_2258:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -37996,12 +48734,12 @@ epi_flag_1710:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1713:
+epi2_row_2261:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_1714:
+epi2_col_2262:
 	VMOVDQU      (R11)(R13*4), Y3
 	VPMULLD      (R8)(R13*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -38022,19 +48760,19 @@ epi2_col_1714:
 	VMOVQ        X3, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1714
+	JL           epi2_col_2262
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1713
-	JMP          epi2_done_1440
+	JL           epi2_row_2261
+	JMP          epi2_done_1988
 
-epi_flag_1703:
+epi_flag_2251:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1715
+	JNZ          epi_flag_2263
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1716
+	JNZ          epi_flag_2264
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -38052,10 +48790,10 @@ epi_flag_1703:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1717:
+epi2_row_2265:
 	XORQ R13, R13
 
-epi2_col_1718:
+epi2_col_2266:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -38068,16 +48806,16 @@ epi2_col_1718:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_1718
+	JL        epi2_col_2266
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_1717
-	JMP       epi2_done_1440
+	JL        epi2_row_2265
+	JMP       epi2_done_1988
 
-epi_flag_1716:
+epi_flag_2264:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -38096,12 +48834,12 @@ epi_flag_1716:
 	MOVQ  c+0(FP), R13
 	XORQ  R14, R14
 
-epi2_row_1719:
+epi2_row_2267:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_1720:
+epi2_col_2268:
 	VMOVDQU   (R13)(R15*4), Y3
 	VPMULLD   (R10)(R15*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -38115,18 +48853,18 @@ epi2_col_1720:
 	VMOVUPS   Y3, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_1720
+	JL        epi2_col_2268
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_1719
-	JMP       epi2_done_1440
+	JL        epi2_row_2267
+	JMP       epi2_done_1988
 
-epi_flag_1715:
+epi_flag_2263:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1721
+	JNZ          epi_flag_2269
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -38154,10 +48892,10 @@ epi_flag_1715:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_1722:
+epi2_row_2270:
 	XORQ R13, R13
 
-epi2_col_1723:
+epi2_col_2271:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -38178,16 +48916,16 @@ epi2_col_1723:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_1723
+	JL           epi2_col_2271
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_1722
-	JMP          epi2_done_1440
+	JL           epi2_row_2270
+	JMP          epi2_done_1988
 
-epi_flag_1721:
+epi_flag_2269:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -38216,12 +48954,12 @@ epi_flag_1721:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_1724:
+epi2_row_2272:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_1725:
+epi2_col_2273:
 	VMOVDQU      (R13)(R15*4), Y3
 	VPMULLD      (R10)(R15*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -38243,15 +48981,15 @@ epi2_col_1725:
 	VMOVQ        X3, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_1725
+	JL           epi2_col_2273
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_1724
+	JL           epi2_row_2272
 
-epi2_done_1440:
+epi2_done_1988:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -38287,9 +49025,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_1727
+	JZ     peak_done_2275
 
-peak_1726:
+peak_2274:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -38315,9 +49053,9 @@ peak_1726:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_1726
+	JNZ      peak_2274
 
-peak_done_1727:
+peak_done_2275:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -38375,9 +49113,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_1729
+	JZ     peak_done_2277
 
-peak_1728:
+peak_2276:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -38403,9 +49141,9 @@ peak_1728:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_1728
+	JNZ         peak_2276
 
-peak_done_1729:
+peak_done_2277:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -38451,9 +49189,9 @@ TEXT ·peakAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_1731
+	JZ    peak_done_2279
 
-peak_1730:
+peak_2278:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y1, Y1
 	VPMADDWD Y0, Y0, Y13
@@ -38479,9 +49217,9 @@ peak_1730:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y12, Y12
 	DECQ     AX
-	JNZ      peak_1730
+	JNZ      peak_2278
 
-peak_done_1731:
+peak_done_2279:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -38515,9 +49253,9 @@ TEXT ·peakFP32AVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_1733
+	JZ    peak_done_2281
 
-peak_1732:
+peak_2280:
 	VFMADD231PS Y0, Y0, Y1
 	VFMADD231PS Y0, Y0, Y2
 	VFMADD231PS Y0, Y0, Y3
@@ -38531,9 +49269,9 @@ peak_1732:
 	VFMADD231PS Y0, Y0, Y11
 	VFMADD231PS Y0, Y0, Y12
 	DECQ        AX
-	JNZ         peak_1732
+	JNZ         peak_2280
 
-peak_done_1733:
+peak_done_2281:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -38577,9 +49315,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_1735
+	JZ    peak_done_2283
 
-peak_1734:
+peak_2282:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -38636,9 +49374,9 @@ peak_1734:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_1734
+	JNZ  peak_2282
 
-peak_done_1735:
+peak_done_2283:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2

@@ -21,15 +21,17 @@ import (
 // change which kernels run.
 const EnvISA = "SQC_ISA"
 
-// EnvEpilogue names the environment variable that keeps the epilogue out
-// of the kernel call: SQC_EPILOGUE=separate runs a variant with a fused
-// kernel (AMX) as kernel into the s32 scratch, then the epilogue, for
-// comparisons; "" or "fused" is the default. Any other value is an error
-// from New (wrapping ErrUnknownEpilogue).
+// EnvEpilogue names the environment variable that places the epilogue of
+// a variant with a fused kernel (AMX), for comparisons: "" or "fused", the
+// default, applies it inside the kernel call, each 32x32 block's during
+// the next block's tile work; "block" applies it inside the call too, but
+// straight after each block's tiles; "separate" runs the kernel into the
+// s32 scratch, then the epilogue. Any other value is an error from New
+// (wrapping ErrUnknownEpilogue).
 const EnvEpilogue = "SQC_EPILOGUE"
 
 // ErrUnknownEpilogue is wrapped by the error for an SQC_EPILOGUE value
-// that is neither "fused" nor "separate".
+// that is not "fused", "block" or "separate".
 var ErrUnknownEpilogue = errors.New("unknown epilogue placement")
 
 // ErrUnknownISA is wrapped by the error for an ISA name that is not one of
@@ -78,17 +80,23 @@ func chooseVariant(opts Options) (Variant, string, error) {
 	if err != nil {
 		return Variant{}, "", err
 	}
-	separate := opts.SeparateEpilogue
+	separate, perBlock := opts.SeparateEpilogue, false
 	switch placement := strings.ToLower(strings.TrimSpace(os.Getenv(EnvEpilogue))); placement {
 	case "", "fused":
+	case "block":
+		perBlock = true
 	case "separate":
 		separate = true
 	default:
-		return Variant{}, "", fmt.Errorf("qgemm: %s: %w %q: want fused or separate", EnvEpilogue, ErrUnknownEpilogue, placement)
+		return Variant{}, "", fmt.Errorf("qgemm: %s: %w %q: want fused, block or separate", EnvEpilogue, ErrUnknownEpilogue, placement)
 	}
-	if separate && v.fusedBlock != nil {
-		v.fusedBlock = nil
+	switch {
+	case separate && v.fusedBlock != nil:
+		v.fusedBlock, v.fusedPipelined, v.perBlock = nil, false, nil
 		why += ", epilogue kept separate"
+	case perBlock && v.perBlock != nil:
+		v.fusedBlock, v.fusedPipelined, v.perBlock = v.perBlock, false, nil
+		why += ", epilogue per block (" + EnvEpilogue + "=block)"
 	}
 	return v, why, nil
 }

@@ -9,8 +9,8 @@ func cpuFeatures() cpu.Features { return cpu.Detect() }
 // extraTestVariants adds the AMX kernel's emulations in AVX512-VNNI and in
 // AVX2 (same loops, tile configs and tails as the real AMX kernel), so that
 // the driver's AMX path is exercised on CPUs without AMX. Their epilogue is
-// the pure-Go one (Variant.Epilogue nil), but for the fused kernel's
-// emulation, which calls the AVX-512 epilogue per 32x32 block.
+// the pure-Go one (Variant.Epilogue nil), but for the fused kernels'
+// emulations (per block and pipelined), which call the AVX-512 epilogue.
 func extraTestVariants() []testVariant {
 	vnni := testVariant{name: "amx-emulated", v: Variant{ISA: ISAAMX, Kernel: qgemmAMXEmulated}}
 	if !cpuFeatures().AVX512VNNI {
@@ -24,7 +24,14 @@ func extraTestVariants() []testVariant {
 	if f := cpuFeatures(); !f.AVX512VNNI || !f.AVX512 {
 		fused.why = "the fused AMX emulation needs AVX512-VNNI and the AVX-512 epilogue"
 	}
-	return []testVariant{vnni, avx2, fused}
+	pipelined := testVariant{name: "amx-emulated-pipelined", v: fused.v, why: fused.why}
+	pipelined.v.fusedBlock, pipelined.v.fusedPipelined, pipelined.v.perBlock = amxPipelinedEmulatedBlock, true, amxFusedEmulatedBlock
+	return []testVariant{vnni, avx2, fused, pipelined}
+}
+
+// amxPipelinedEmulatedBlock is amxPipelinedBlock with the emulated kernel.
+func amxPipelinedEmulatedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
+	return runAMXFused(qgemmAMXPipelinedEmulated, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
 }
 
 // amxFusedEmulatedBlock is amxFusedBlock with the emulated fused kernel.

@@ -21,8 +21,8 @@ func archVariants(f cpu.Features) []Variant {
 	var vs []Variant
 	if f.AMXInt8 {
 		amx := Variant{ISA: ISAAMX, Kernel: qgemmAMX, Epilogue: ep}
-		if f.AVX512 {
-			amx.fusedBlock = amxFusedBlock // it calls the AVX-512 epilogue
+		if f.AVX512 { // the fused kernels call the AVX-512 epilogue
+			amx.fusedBlock, amx.fusedPipelined, amx.perBlock = amxPipelinedBlock, true, amxFusedBlock
 		}
 		vs = append(vs, amx)
 	}
