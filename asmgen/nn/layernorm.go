@@ -7,11 +7,10 @@ import (
 )
 
 // LayerNorm (runtime/nn/layernorm.go) computes each row's statistics in
-// float64 with sequential sums, the FP32 interpreter's order. The
-// assembly keeps that order and vectorises across rows instead: 16 rows
-// at a time are transposed in 16x16 blocks so that each lane of two zmm
-// float64 accumulators runs one row's sum down its columns. Normalising is
-// elementwise and runs along the row, 8 float64 lanes at a time.
+// float64 in internal/lnstats's order (the FP32 interpreter's): 32
+// running sums per row, which the assembly keeps in the lanes of four
+// accumulators as it runs along the row. Normalising is elementwise and
+// runs along the row, 8 float64 lanes at a time.
 
 // Flag bits of lnNormAsm (runtime/nn/kernels_amd64.go).
 const (
@@ -37,12 +36,14 @@ func (g *gen) widen(v reg.VecVirtual) (lo, hi reg.VecVirtual) {
 	return lo, hi
 }
 
-// genLNStats emits lnStats16Asm: for rows r < 16 of n columns,
-//
-//	mean_r = (0 + x_r0 + x_r1 + ...) / count
-//	inv_r  = 1 / sqrt((0 + d_r0*d_r0 + d_r1*d_r1 + ...) / count + eps),  d = x - mean_r
-//
-// in float64, each product rounded (no FMA), sums in column order.
+// genLNStats emits lnStats16Asm: for rows r < 16 of n columns, the mean
+// and 1/sqrt(variance + eps) in float64, in internal/lnstats's order:
+// column j of a row adds to float64 lane j%8 of accumulator (j%32)/8 (four
+// zmm), then lnstats.Combine's tree. Rows go in pairs, each pair two
+// passes along its rows (6 KiB at n = 768, in L1d for the second), 32
+// columns a step; the last n%32 columns are loaded under a
+// zeroing mask, the squares' adds masked too (a masked lane's x - mean is
+// not 0). Each product is rounded (no FMA).
 func genLNStats(g *gen) {
 	g.Function("lnStats16Asm")
 	g.Attributes(attr.NOSPLIT)
@@ -50,65 +51,126 @@ func genLNStats(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("lnStats16Asm writes the float64 mean and 1/sqrt(variance+eps) of 16 rows of n",
 		"float32 values (row r at x[r*stride]; n >= 1, count = float64(n)) to mean[0..15]",
-		"and inv[0..15], with sequential sums in column order.")
+		"and inv[0..15], with internal/lnstats's order of sums.")
 	strideB := g.Load("stride")
 	g.SHLQ(operand.U8(2), strideB)
-	zCount := g.broadcastParam64("count")
+	n := g.Load("n")
+	blocks, tailW := g.GP64(), g.GP64()
+	g.MOVQ(n, blocks)
+	g.SHRQ(operand.U8(5), blocks) // whole steps of 32 columns
+	g.MOVQ(n, tailW)
+	g.ANDQ(operand.U8(31), tailW)
+	var kTail [4]reg.OpmaskVirtual // columns 8k.. of the last step
+	kTail[0] = g.maskOf(tailW)
+	for k := 1; k < 4; k++ {
+		kTail[k] = g.K()
+		g.KSHIFTRQ(operand.U8(8*k), kTail[0], kTail[k])
+	}
+	row, meanPtr, invPtr := g.Load("x"), g.Load("mean"), g.Load("inv")
+	pairs := g.GP64()
+	g.MOVQ(operand.U32(8), pairs)
 
-	// pass runs f on the float64 lanes (rows 0-7, rows 8-15) of each
-	// column in order.
-	pass := func(f func(lo, hi reg.VecVirtual)) {
-		col, left := g.Load("x"), g.Load("n")
-		loop := g.NewLabel("ln_cols")
-		g.Label(loop)
-		w := g.minConst(left, 16)
-		k := g.maskOf(w)
-		cols := g.transpose16(g.loadRows(col, strideB, k, nil))
-		next := g.NewLabel("ln_next")
-		for u, c := range cols {
-			if u > 0 {
-				g.CMPQ(w, operand.U32(u))
-				g.JLE(operand.LabelRef(next))
+	// pass runs add(r, acc, v, k) on the float64 columns of rows r = 0
+	// and 1 of the pair at row, 8 at a time into that row's accumulator
+	// k%4 (k the 8-column chunk of a step; mask nil, or the tail's), and
+	// returns the accumulators: two rows' eight independent chains keep
+	// the adders busy where one row's four would wait on latency.
+	pass := func(add func(r int, acc, v reg.VecVirtual, mask reg.OpmaskVirtual)) [2][4]reg.VecVirtual {
+		var acc [2][4]reg.VecVirtual
+		for r := range acc {
+			for k := range acc[r] {
+				acc[r][k] = g.zeroZMM()
 			}
-			f(g.widen(c))
 		}
-		g.Label(next)
-		g.ADDQ(operand.U8(64), col)
-		g.SUBQ(operand.U8(16), left)
-		g.JG(operand.LabelRef(loop))
+		col, left := g.GP64(), g.GP64()
+		g.MOVQ(row, col)
+		g.MOVQ(blocks, left)
+		at := func(r, k int) operand.Mem {
+			if r == 0 {
+				return operand.Mem{Base: col, Disp: 32 * k}
+			}
+			return operand.Mem{Base: col, Index: strideB, Scale: 1, Disp: 32 * k}
+		}
+		loop, tail, done := g.NewLabel("lns_step"), g.NewLabel("lns_tail"), g.NewLabel("lns_done")
+		g.TESTQ(left, left)
+		g.JZ(operand.LabelRef(tail))
+		g.Label(loop)
+		for k := range 4 {
+			for r := range acc {
+				v := g.ZMM()
+				g.VCVTPS2PD(at(r, k), v)
+				add(r, acc[r][k], v, nil)
+			}
+		}
+		g.ADDQ(operand.U8(128), col)
+		g.DECQ(left)
+		g.JNZ(operand.LabelRef(loop))
+		g.Label(tail)
+		g.TESTQ(tailW, tailW)
+		g.JZ(operand.LabelRef(done))
+		for k := range 4 {
+			for r := range acc {
+				v := g.ZMM()
+				g.VCVTPS2PD_Z(at(r, k), kTail[k], v) // masked lanes: 0, no fault
+				add(r, acc[r][k], v, kTail[k])
+			}
+		}
+		g.Label(done)
+		return acc
+	}
+	// combine returns, in the low lane of an xmm register, lnstats.Combine
+	// of a row's accumulators.
+	combine := func(acc [4]reg.VecVirtual) reg.VecVirtual {
+		g.VADDPD(acc[1], acc[0], acc[0]) // s[l] + s[l+8]
+		g.VADDPD(acc[3], acc[2], acc[2]) // s[l+16] + s[l+24]
+		g.VADDPD(acc[2], acc[0], acc[0]) // a[l]
+		h4 := g.YMM()
+		g.VEXTRACTF64X4(operand.U8(1), acc[0], h4)
+		g.VADDPD(h4, acc[0].AsY(), h4) // a[l] + a[l+4]
+		h2 := g.XMM()
+		g.VEXTRACTF128(operand.U8(1), h4, h2)
+		g.VADDPD(h2, h4.AsX(), h2) // h4[l] + h4[l+2]
+		h1 := g.XMM()
+		g.VPERMILPD(operand.U8(1), h2, h1)
+		g.VADDSD(h1, h2, h2)
+		return h2
 	}
 
-	sumLo, sumHi := g.zeroZMM(), g.zeroZMM()
-	pass(func(lo, hi reg.VecVirtual) {
-		g.VADDPD(lo, sumLo, sumLo)
-		g.VADDPD(hi, sumHi, sumHi)
-	})
-	meanLo, meanHi := g.ZMM(), g.ZMM()
-	g.VDIVPD(zCount, sumLo, meanLo) // sum / count
-	g.VDIVPD(zCount, sumHi, meanHi)
-
-	sqLo, sqHi := g.zeroZMM(), g.zeroZMM()
-	pass(func(lo, hi reg.VecVirtual) {
-		for _, h := range []struct{ x, mean, sq reg.VecVirtual }{{lo, meanLo, sqLo}, {hi, meanHi, sqHi}} {
-			g.VSUBPD(h.mean, h.x, h.x) // x - mean
-			g.VMULPD(h.x, h.x, h.x)
-			g.VADDPD(h.x, h.sq, h.sq)
+	pairLoop := g.NewLabel("lns_pair")
+	g.Label(pairLoop)
+	sums := pass(func(_ int, acc, v reg.VecVirtual, _ reg.OpmaskVirtual) { g.VADDPD(v, acc, acc) })
+	var zMean [2]reg.VecVirtual
+	for r := range sums {
+		mean := combine(sums[r])
+		g.VDIVSD(g.ParamAddr("count"), mean, mean) // sum / count
+		g.VMOVSD(mean, operand.Mem{Base: meanPtr, Disp: 8 * r})
+		zMean[r] = g.ZMM()
+		g.VBROADCASTSD(mean, zMean[r])
+	}
+	sqs := pass(func(r int, acc, v reg.VecVirtual, mask reg.OpmaskVirtual) {
+		g.VSUBPD(zMean[r], v, v) // x - mean
+		g.VMULPD(v, v, v)
+		if mask == nil {
+			g.VADDPD(v, acc, acc)
+		} else {
+			g.VADDPD(v, acc, mask, acc) // past the row's end: unchanged
 		}
 	})
-	meanPtr := g.Load("mean")
-	g.VMOVUPD(meanLo, operand.Mem{Base: meanPtr})
-	g.VMOVUPD(meanHi, operand.Mem{Base: meanPtr, Disp: 64})
-	zEps := g.broadcastParam64("eps")
-	zOne := g.ZMM()
-	g.VBROADCASTSD(g.consts.f64(1), zOne)
-	invPtr := g.Load("inv")
-	for i, sq := range []reg.VecVirtual{sqLo, sqHi} {
-		g.VDIVPD(zCount, sq, sq) // sq / count
-		g.VADDPD(zEps, sq, sq)
-		g.VSQRTPD(sq, sq)
-		g.VDIVPD(sq, zOne, sq) // 1 / sqrt
-		g.VMOVUPD(sq, operand.Mem{Base: invPtr, Disp: 64 * i})
+	for r := range sqs {
+		sq := combine(sqs[r])
+		g.VDIVSD(g.ParamAddr("count"), sq, sq) // sq / count
+		g.VADDSD(g.ParamAddr("eps"), sq, sq)
+		g.VSQRTSD(sq, sq, sq)
+		one := g.XMM()
+		g.VMOVSD(g.consts.f64(1), one)
+		g.VDIVSD(sq, one, one) // 1 / sqrt
+		g.VMOVSD(one, operand.Mem{Base: invPtr, Disp: 8 * r})
 	}
+	g.ADDQ(operand.U8(16), meanPtr)
+	g.ADDQ(operand.U8(16), invPtr)
+	g.LEAQ(operand.Mem{Base: row, Index: strideB, Scale: 2}, row)
+	g.DECQ(pairs)
+	g.JNZ(operand.LabelRef(pairLoop))
 	g.VZEROUPPER()
 	g.RET()
 }

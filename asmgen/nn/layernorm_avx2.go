@@ -8,9 +8,8 @@ import (
 
 // The AVX2 forms of LayerNorm's loops (layernorm.go has the AVX-512 ones)
 // for CPUs without AVX-512. There are no opmasks: the statistics load a
-// row's last partial block of 8 with VMASKMOVPS (masked lanes do not
-// fault) and skip its missing columns with branches, since those would
-// change the sums of squares; the normalisers take whole groups of 8
+// row's last partial step with VMASKMOVPS (masked lanes do not fault)
+// and clear the squares of its missing columns; the normalisers take whole groups of 8
 // columns and leave the rest to their Go wrappers, which is exact because
 // each output depends on its own column only.
 
@@ -74,13 +73,12 @@ func (g *gen) ymmParam64(name string) reg.VecVirtual {
 }
 
 // genLNStatsAVX2 emits lnStats16AVX2Asm, lnStats16Asm's statistics on
-// ymm: the 16 rows are 4 groups of 4, each group's row sums in the 4
-// float64 lanes of one accumulator. Per block of 8 columns a group's 4
-// rows are loaded and transposed in-lane (VUNPCKLPS/HPS, VUNPCKLPD/HPD)
-// to 4 vectors holding columns u and u+4 of the 4 rows; each column is
-// then widened to float64 and added in column order. The sums are
-// latency-bound chains (one VADDPD per column and group), so the 4 groups
-// in flight are what keeps the adder busy.
+// ymm: the 32 running sums of internal/lnstats in the 4 float64 lanes of
+// eight accumulators (accumulator m holds sums 4m..4m+3), so eight add
+// chains per row, and the Combine tree in the same pairs as the zmm
+// kernel's. The last n%32 columns are loaded in chunks of 4 under
+// VMASKMOVPS masks from the lane table (masked lanes read 0 and do not
+// fault); the squares of masked lanes are cleared before their add.
 func genLNStatsAVX2(g *gen, tab avx2Tables) {
 	g.Function("lnStats16AVX2Asm")
 	g.Attributes(attr.NOSPLIT)
@@ -88,130 +86,127 @@ func genLNStatsAVX2(g *gen, tab avx2Tables) {
 	g.Pragma("noescape")
 	g.Doc("lnStats16AVX2Asm is lnStats16Asm on AVX2: it writes the float64 mean and",
 		"1/sqrt(variance+eps) of 16 rows of n float32 values (row r at x[r*stride]; n >= 1,",
-		"count = float64(n)) to mean[0..15] and inv[0..15], with sequential sums in column order.")
-	s := g.Load("stride")
-	g.SHLQ(operand.U8(2), s)
-	s3 := g.GP64()
-	g.LEAQ(operand.Mem{Base: s, Index: s, Scale: 2}, s3)
-	meanPtr := g.Load("mean")
+		"count = float64(n)) to mean[0..15] and inv[0..15], with internal/lnstats's order of sums.")
+	const accs = 8
+	strideB := g.Load("stride")
+	g.SHLQ(operand.U8(2), strideB)
+	n := g.Load("n")
+	blocks, tailW := g.GP64(), g.GP64()
+	g.MOVQ(n, blocks)
+	g.SHRQ(operand.U8(5), blocks) // whole steps of 32 columns
+	g.MOVQ(n, tailW)
+	g.ANDQ(operand.U8(31), tailW)
+	row, meanPtr, invPtr := g.Load("x"), g.Load("mean"), g.Load("inv")
+	tp := g.GP64()
+	g.LEAQ(tab.tail, tp) // RIP-relative addresses take no index
+	rows := g.GP64()
+	g.MOVQ(operand.U32(16), rows)
 
-	// pass runs f(group, column) on the float64 lanes of each group's
-	// 4 rows, for each column in order.
-	pass := func(f func(grp int, v reg.VecVirtual)) {
-		col, left := g.Load("x"), g.Load("n")
-		loop, tail, done := g.NewLabel("lns2_cols"), g.NewLabel("lns2_tail"), g.NewLabel("lns2_done")
-		// body processes one block of 8 columns, or with mask set the
-		// first w (1..7) of them, loaded under mask.
-		body := func(mask reg.VecVirtual, w reg.GPVirtual) {
-			for grp := range 4 {
-				p := col
-				if grp > 0 {
-					p = g.GP64()
-					switch grp {
-					case 1:
-						g.LEAQ(operand.Mem{Base: col, Index: s, Scale: 4}, p)
-					case 2:
-						g.LEAQ(operand.Mem{Base: col, Index: s, Scale: 8}, p)
-					case 3:
-						g.LEAQ(operand.Mem{Base: col, Index: s3, Scale: 4}, p)
-					}
-				}
-				rowMem := []operand.Mem{
-					{Base: p}, {Base: p, Index: s, Scale: 1}, {Base: p, Index: s, Scale: 2}, {Base: p, Index: s3, Scale: 1},
-				}
-				var rows [4]reg.VecVirtual
-				for i, m := range rowMem {
-					rows[i] = g.YMM()
-					if mask == nil {
-						g.VMOVUPS(m, rows[i])
-					} else {
-						g.VMASKMOVPS(m, mask, rows[i]) // zero past w, no fault
-					}
-				}
-				// rows a, b, c, d (columns 0-3 | 4-7) to lo = a0 b0 a1 b1 | a4 b4 a5 b5, ...
-				t0, t1, t2, t3 := g.YMM(), g.YMM(), g.YMM(), g.YMM()
-				g.VUNPCKLPS(rows[1], rows[0], t0)
-				g.VUNPCKHPS(rows[1], rows[0], t1)
-				g.VUNPCKLPS(rows[3], rows[2], t2)
-				g.VUNPCKHPS(rows[3], rows[2], t3)
-				cols := [4]reg.VecVirtual{g.YMM(), g.YMM(), g.YMM(), g.YMM()} // column u | column u+4
-				g.VUNPCKLPD(t2, t0, cols[0])
-				g.VUNPCKHPD(t2, t0, cols[1])
-				g.VUNPCKLPD(t3, t1, cols[2])
-				g.VUNPCKHPD(t3, t1, cols[3])
-				end := g.NewLabel("lns2_group")
-				for u := range 8 {
-					if mask != nil && u > 0 {
-						g.CMPQ(w, operand.U32(u))
-						g.JLE(operand.LabelRef(end))
-					}
-					src := cols[u%4].AsX()
-					if u >= 4 {
-						src = g.XMM()
-						g.VEXTRACTF128(operand.U8(1), cols[u-4], src)
-					}
-					v := g.YMM()
-					g.VCVTPS2PD(src, v)
-					f(grp, v)
-				}
-				g.Label(end)
-			}
+	// tailMask returns the dword mask (xmm) of chunk m of the last step:
+	// the first clamp(tailW - 4m, 0, 4) lanes, the table's window at dword
+	// 8 - that.
+	tailMask := func(m int) reg.VecVirtual {
+		w, z, four := g.GP64(), g.GP64(), g.GP64()
+		g.MOVQ(tailW, w)
+		g.SUBQ(operand.U8(4*m), w)
+		g.XORQ(z, z)
+		g.CMPQ(w, z)
+		g.CMOVQLT(z, w) // max(w, 0)
+		g.MOVQ(operand.U32(4), four)
+		g.CMPQ(w, four)
+		g.CMOVQGT(four, w) // min(w, 4)
+		g.NEGQ(w)
+		mask := g.XMM()
+		g.VMOVDQU(operand.Mem{Base: tp, Index: w, Scale: 4, Disp: 32}, mask) // dword 8 - w
+		return mask
+	}
+	// pass runs add(acc, v, mask) on the float64 columns of the row, 4 at
+	// a time into accumulator (j%32)/4 (mask nil, or the tail chunk's
+	// dword mask), and returns the accumulators.
+	pass := func(add func(acc, v, mask reg.VecVirtual)) [accs]reg.VecVirtual {
+		var acc [accs]reg.VecVirtual
+		for m := range acc {
+			acc[m] = g.YMM()
+			g.ZeroVec(acc[m])
 		}
-		g.Label(loop)
-		g.CMPQ(left, operand.U8(8))
-		g.JL(operand.LabelRef(tail))
-		body(nil, nil)
-		g.ADDQ(operand.U8(32), col)
-		g.SUBQ(operand.U8(8), left)
-		g.JMP(operand.LabelRef(loop))
-
-		g.Label(tail)
+		col, left := g.GP64(), g.GP64()
+		g.MOVQ(row, col)
+		g.MOVQ(blocks, left)
+		loop, tail, done := g.NewLabel("lns2_step"), g.NewLabel("lns2_tail"), g.NewLabel("lns2_done")
 		g.TESTQ(left, left)
+		g.JZ(operand.LabelRef(tail))
+		g.Label(loop)
+		for m := range acc {
+			v := g.YMM()
+			g.VCVTPS2PD(operand.Mem{Base: col, Disp: 16 * m}, v)
+			add(acc[m], v, nil)
+		}
+		g.ADDQ(operand.U8(128), col)
+		g.DECQ(left)
+		g.JNZ(operand.LabelRef(loop))
+		g.Label(tail)
+		g.TESTQ(tailW, tailW)
 		g.JZ(operand.LabelRef(done))
-		idx, tp := g.GP64(), g.GP64()
-		g.MOVQ(operand.U32(8), idx)
-		g.SUBQ(left, idx)
-		g.LEAQ(tab.tail, tp) // RIP-relative addresses take no index
-		mask := g.YMM()
-		g.VMOVDQU(operand.Mem{Base: tp, Index: idx, Scale: 4}, mask) // lanes < left set
-		body(mask, left)
+		for m := range acc {
+			mask, f := tailMask(m), g.XMM()
+			g.VMASKMOVPS(operand.Mem{Base: col, Disp: 16 * m}, mask, f) // masked lanes: 0, no fault
+			v := g.YMM()
+			g.VCVTPS2PD(f, v)
+			add(acc[m], v, mask)
+		}
 		g.Label(done)
+		return acc
+	}
+	// combine returns, in the low lane of an xmm register,
+	// lnstats.Combine of the accumulators: lanes l and l+4 of the zmm
+	// kernel's are the low and high ymm here.
+	combine := func(acc [accs]reg.VecVirtual) reg.VecVirtual {
+		for _, p := range [][2]int{{0, 2}, {1, 3}, {4, 6}, {5, 7}} {
+			g.VADDPD(acc[p[1]], acc[p[0]], acc[p[0]]) // s[l] + s[l+8], s[l+16] + s[l+24]
+		}
+		g.VADDPD(acc[4], acc[0], acc[0]) // a[l], l < 4
+		g.VADDPD(acc[5], acc[1], acc[1]) // a[l], l >= 4
+		g.VADDPD(acc[1], acc[0], acc[0]) // a[l] + a[l+4]
+		h2 := g.XMM()
+		g.VEXTRACTF128(operand.U8(1), acc[0], h2)
+		g.VADDPD(h2, acc[0].AsX(), h2) // h4[l] + h4[l+2]
+		h1 := g.XMM()
+		g.VPERMILPD(operand.U8(1), h2, h1)
+		g.VADDSD(h1, h2, h2)
+		return h2
 	}
 
-	var sums [4]reg.VecVirtual
-	for i := range sums {
-		sums[i] = g.YMM()
-		g.ZeroVec(sums[i])
-	}
-	pass(func(grp int, v reg.VecVirtual) { g.VADDPD(v, sums[grp], sums[grp]) })
-	count := g.ymmParam64("count")
-	for i, sum := range sums {
-		g.VDIVPD(count, sum, sum) // sum / count
-		g.VMOVUPD(sum, operand.Mem{Base: meanPtr, Disp: 32 * i})
-	}
-
-	var sqs [4]reg.VecVirtual
-	for i := range sqs {
-		sqs[i] = g.YMM()
-		g.ZeroVec(sqs[i])
-	}
-	pass(func(grp int, v reg.VecVirtual) {
-		g.VSUBPD(operand.Mem{Base: meanPtr, Disp: 32 * grp}, v, v) // x - mean
+	rowLoop := g.NewLabel("lns2_row")
+	g.Label(rowLoop)
+	sums := pass(func(acc, v, _ reg.VecVirtual) { g.VADDPD(v, acc, acc) })
+	mean := combine(sums)
+	g.VDIVSD(g.ParamAddr("count"), mean, mean) // sum / count
+	g.VMOVSD(mean, operand.Mem{Base: meanPtr})
+	yMean := g.YMM()
+	g.VBROADCASTSD(mean, yMean)
+	sqs := pass(func(acc, v, mask reg.VecVirtual) {
+		g.VSUBPD(yMean, v, v) // x - mean
 		g.VMULPD(v, v, v)
-		g.VADDPD(v, sqs[grp], sqs[grp])
+		if mask != nil {
+			m64 := g.YMM()
+			g.VPMOVSXDQ(mask, m64)
+			g.VANDPD(m64, v, v) // past the row's end: add +0
+		}
+		g.VADDPD(v, acc, acc)
 	})
-	count = g.ymmParam64("count")
-	eps := g.ymmParam64("eps")
-	one := g.YMM()
-	g.VBROADCASTSD(g.consts.f64(1), one)
-	invPtr := g.Load("inv")
-	for i, sq := range sqs {
-		g.VDIVPD(count, sq, sq) // sq / count
-		g.VADDPD(eps, sq, sq)
-		g.VSQRTPD(sq, sq)
-		g.VDIVPD(sq, one, sq) // 1 / sqrt
-		g.VMOVUPD(sq, operand.Mem{Base: invPtr, Disp: 32 * i})
-	}
+	sq := combine(sqs)
+	g.VDIVSD(g.ParamAddr("count"), sq, sq) // sq / count
+	g.VADDSD(g.ParamAddr("eps"), sq, sq)
+	g.VSQRTSD(sq, sq, sq)
+	one := g.XMM()
+	g.VMOVSD(g.consts.f64(1), one)
+	g.VDIVSD(sq, one, one) // 1 / sqrt
+	g.VMOVSD(one, operand.Mem{Base: invPtr})
+	g.ADDQ(operand.U8(8), meanPtr)
+	g.ADDQ(operand.U8(8), invPtr)
+	g.ADDQ(strideB, row)
+	g.DECQ(rows)
+	g.JNZ(operand.LabelRef(rowLoop))
 	g.VZEROUPPER()
 	g.RET()
 }

@@ -4949,539 +4949,227 @@ pv_done_64:
 	RET
 
 // func lnStats16Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
+// Requires: AVX, AVX512BW, AVX512F
 TEXT ·lnStats16Asm(SB), NOSPLIT, $0-56
-	MOVQ         stride+8(FP), AX
-	SHLQ         $0x02, AX
-	VBROADCASTSD count+24(FP), Z0
-	VPXORD       Z1, Z1, Z1
-	VPXORD       Z2, Z2, Z2
-	MOVQ         x+0(FP), CX
-	MOVQ         n+16(FP), DX
+	MOVQ     stride+8(FP), AX
+	SHLQ     $0x02, AX
+	MOVQ     n+16(FP), CX
+	MOVQ     CX, DX
+	SHRQ     $0x05, DX
+	ANDQ     $0x1f, CX
+	LEAQ     nnColMasks<>+0(SB), BX
+	MOVQ     (BX)(CX*8), BX
+	KMOVQ    BX, K1
+	KSHIFTRQ $0x08, K1, K2
+	KSHIFTRQ $0x10, K1, K3
+	KSHIFTRQ $0x18, K1, K4
+	MOVQ     x+0(FP), BX
+	MOVQ     mean+40(FP), SI
+	MOVQ     inv+48(FP), DI
+	MOVQ     $0x00000008, R8
 
-ln_cols_174:
-	MOVQ          $0x00000010, BX
-	CMPQ          DX, BX
-	CMOVQLT       DX, BX
-	LEAQ          nnColMasks<>+0(SB), SI
-	MOVQ          (SI)(BX*8), SI
-	KMOVQ         SI, K1
-	MOVQ          CX, SI
-	VMOVUPS.Z     (SI), K1, Z3
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z4
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z5
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z6
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z7
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z8
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z9
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z10
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z11
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z12
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z13
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z14
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z15
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z16
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z17
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z18
-	VUNPCKLPS     Z4, Z3, Z19
-	VUNPCKHPS     Z4, Z3, Z3
-	VUNPCKLPS     Z6, Z5, Z4
-	VUNPCKHPS     Z6, Z5, Z5
-	VUNPCKLPS     Z8, Z7, Z6
-	VUNPCKHPS     Z8, Z7, Z7
-	VUNPCKLPS     Z10, Z9, Z8
-	VUNPCKHPS     Z10, Z9, Z9
-	VUNPCKLPS     Z12, Z11, Z10
-	VUNPCKHPS     Z12, Z11, Z11
-	VUNPCKLPS     Z14, Z13, Z12
-	VUNPCKHPS     Z14, Z13, Z13
-	VUNPCKLPS     Z16, Z15, Z14
-	VUNPCKHPS     Z16, Z15, Z15
-	VUNPCKLPS     Z18, Z17, Z16
-	VUNPCKHPS     Z18, Z17, Z17
-	VUNPCKLPD     Z4, Z19, Z18
-	VUNPCKHPD     Z4, Z19, Z4
-	VUNPCKLPD     Z5, Z3, Z19
-	VUNPCKHPD     Z5, Z3, Z3
-	VUNPCKLPD     Z8, Z6, Z5
-	VUNPCKHPD     Z8, Z6, Z6
-	VUNPCKLPD     Z9, Z7, Z8
-	VUNPCKHPD     Z9, Z7, Z7
-	VUNPCKLPD     Z12, Z10, Z9
-	VUNPCKHPD     Z12, Z10, Z10
-	VUNPCKLPD     Z13, Z11, Z12
-	VUNPCKHPD     Z13, Z11, Z11
-	VUNPCKLPD     Z16, Z14, Z13
-	VUNPCKHPD     Z16, Z14, Z14
-	VUNPCKLPD     Z17, Z15, Z16
-	VUNPCKHPD     Z17, Z15, Z15
-	VSHUFF32X4    $0x88, Z5, Z18, Z17
-	VSHUFF32X4    $0xdd, Z5, Z18, Z5
-	VSHUFF32X4    $0x88, Z6, Z4, Z18
-	VSHUFF32X4    $0xdd, Z6, Z4, Z4
-	VSHUFF32X4    $0x88, Z8, Z19, Z6
-	VSHUFF32X4    $0xdd, Z8, Z19, Z8
-	VSHUFF32X4    $0x88, Z7, Z3, Z19
-	VSHUFF32X4    $0xdd, Z7, Z3, Z3
-	VSHUFF32X4    $0x88, Z13, Z9, Z7
-	VSHUFF32X4    $0xdd, Z13, Z9, Z9
-	VSHUFF32X4    $0x88, Z14, Z10, Z13
-	VSHUFF32X4    $0xdd, Z14, Z10, Z10
-	VSHUFF32X4    $0x88, Z16, Z12, Z14
-	VSHUFF32X4    $0xdd, Z16, Z12, Z12
-	VSHUFF32X4    $0x88, Z15, Z11, Z16
-	VSHUFF32X4    $0xdd, Z15, Z11, Z11
-	VSHUFF32X4    $0x88, Z7, Z17, Z15
-	VSHUFF32X4    $0xdd, Z7, Z17, Z17
-	VSHUFF32X4    $0x88, Z9, Z5, Z7
-	VSHUFF32X4    $0xdd, Z9, Z5, Z5
-	VSHUFF32X4    $0x88, Z13, Z18, Z9
-	VSHUFF32X4    $0xdd, Z13, Z18, Z18
-	VSHUFF32X4    $0x88, Z10, Z4, Z13
-	VSHUFF32X4    $0xdd, Z10, Z4, Z4
-	VSHUFF32X4    $0x88, Z14, Z6, Z10
-	VSHUFF32X4    $0xdd, Z14, Z6, Z14
-	VSHUFF32X4    $0x88, Z12, Z8, Z6
-	VSHUFF32X4    $0xdd, Z12, Z8, Z8
-	VSHUFF32X4    $0x88, Z16, Z19, Z12
-	VSHUFF32X4    $0xdd, Z16, Z19, Z19
-	VSHUFF32X4    $0x88, Z11, Z3, Z16
-	VSHUFF32X4    $0xdd, Z11, Z3, Z3
-	VCVTPS2PD     Y15, Z11
-	VEXTRACTF32X8 $0x01, Z15, Y15
-	VCVTPS2PD     Y15, Z15
-	VADDPD        Z11, Z1, Z1
-	VADDPD        Z15, Z2, Z2
-	CMPQ          BX, $0x00000001
-	JLE           ln_next_176
-	VCVTPS2PD     Y9, Z11
-	VEXTRACTF32X8 $0x01, Z9, Y9
-	VCVTPS2PD     Y9, Z9
-	VADDPD        Z11, Z1, Z1
-	VADDPD        Z9, Z2, Z2
-	CMPQ          BX, $0x00000002
-	JLE           ln_next_176
-	VCVTPS2PD     Y10, Z9
-	VEXTRACTF32X8 $0x01, Z10, Y10
-	VCVTPS2PD     Y10, Z10
-	VADDPD        Z9, Z1, Z1
-	VADDPD        Z10, Z2, Z2
-	CMPQ          BX, $0x00000003
-	JLE           ln_next_176
-	VCVTPS2PD     Y12, Z9
-	VEXTRACTF32X8 $0x01, Z12, Y10
-	VCVTPS2PD     Y10, Z10
-	VADDPD        Z9, Z1, Z1
-	VADDPD        Z10, Z2, Z2
-	CMPQ          BX, $0x00000004
-	JLE           ln_next_176
-	VCVTPS2PD     Y7, Z9
-	VEXTRACTF32X8 $0x01, Z7, Y7
-	VCVTPS2PD     Y7, Z7
-	VADDPD        Z9, Z1, Z1
-	VADDPD        Z7, Z2, Z2
-	CMPQ          BX, $0x00000005
-	JLE           ln_next_176
-	VCVTPS2PD     Y13, Z7
-	VEXTRACTF32X8 $0x01, Z13, Y9
-	VCVTPS2PD     Y9, Z9
-	VADDPD        Z7, Z1, Z1
-	VADDPD        Z9, Z2, Z2
-	CMPQ          BX, $0x00000006
-	JLE           ln_next_176
-	VCVTPS2PD     Y6, Z7
-	VEXTRACTF32X8 $0x01, Z6, Y6
-	VCVTPS2PD     Y6, Z6
-	VADDPD        Z7, Z1, Z1
-	VADDPD        Z6, Z2, Z2
-	CMPQ          BX, $0x00000007
-	JLE           ln_next_176
-	VCVTPS2PD     Y16, Z6
-	VEXTRACTF32X8 $0x01, Z16, Y7
-	VCVTPS2PD     Y7, Z7
-	VADDPD        Z6, Z1, Z1
-	VADDPD        Z7, Z2, Z2
-	CMPQ          BX, $0x00000008
-	JLE           ln_next_176
-	VCVTPS2PD     Y17, Z6
-	VEXTRACTF32X8 $0x01, Z17, Y7
-	VCVTPS2PD     Y7, Z7
-	VADDPD        Z6, Z1, Z1
-	VADDPD        Z7, Z2, Z2
-	CMPQ          BX, $0x00000009
-	JLE           ln_next_176
-	VCVTPS2PD     Y18, Z6
-	VEXTRACTF32X8 $0x01, Z18, Y7
-	VCVTPS2PD     Y7, Z7
-	VADDPD        Z6, Z1, Z1
-	VADDPD        Z7, Z2, Z2
-	CMPQ          BX, $0x0000000a
-	JLE           ln_next_176
-	VCVTPS2PD     Y14, Z6
-	VEXTRACTF32X8 $0x01, Z14, Y7
-	VCVTPS2PD     Y7, Z7
-	VADDPD        Z6, Z1, Z1
-	VADDPD        Z7, Z2, Z2
-	CMPQ          BX, $0x0000000b
-	JLE           ln_next_176
-	VCVTPS2PD     Y19, Z6
-	VEXTRACTF32X8 $0x01, Z19, Y7
-	VCVTPS2PD     Y7, Z7
-	VADDPD        Z6, Z1, Z1
-	VADDPD        Z7, Z2, Z2
-	CMPQ          BX, $0x0000000c
-	JLE           ln_next_176
-	VCVTPS2PD     Y5, Z6
-	VEXTRACTF32X8 $0x01, Z5, Y5
-	VCVTPS2PD     Y5, Z5
-	VADDPD        Z6, Z1, Z1
-	VADDPD        Z5, Z2, Z2
-	CMPQ          BX, $0x0000000d
-	JLE           ln_next_176
-	VCVTPS2PD     Y4, Z5
-	VEXTRACTF32X8 $0x01, Z4, Y4
-	VCVTPS2PD     Y4, Z4
-	VADDPD        Z5, Z1, Z1
-	VADDPD        Z4, Z2, Z2
-	CMPQ          BX, $0x0000000e
-	JLE           ln_next_176
-	VCVTPS2PD     Y8, Z4
-	VEXTRACTF32X8 $0x01, Z8, Y5
-	VCVTPS2PD     Y5, Z5
-	VADDPD        Z4, Z1, Z1
-	VADDPD        Z5, Z2, Z2
-	CMPQ          BX, $0x0000000f
-	JLE           ln_next_176
-	VCVTPS2PD     Y3, Z4
-	VEXTRACTF32X8 $0x01, Z3, Y3
-	VCVTPS2PD     Y3, Z3
-	VADDPD        Z4, Z1, Z1
-	VADDPD        Z3, Z2, Z2
-
-ln_next_176:
-	ADDQ   $0x40, CX
-	SUBQ   $0x10, DX
-	JG     ln_cols_174
-	VDIVPD Z0, Z1, Z1
-	VDIVPD Z0, Z2, Z2
+lns_pair_174:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
-	MOVQ   x+0(FP), CX
-	MOVQ   n+16(FP), DX
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   BX, R9
+	MOVQ   DX, R10
+	TESTQ  R10, R10
+	JZ     lns_tail_176
 
-ln_cols_177:
-	MOVQ          $0x00000010, BX
-	CMPQ          DX, BX
-	CMOVQLT       DX, BX
-	LEAQ          nnColMasks<>+0(SB), SI
-	MOVQ          (SI)(BX*8), SI
-	KMOVQ         SI, K1
-	MOVQ          CX, SI
-	VMOVUPS.Z     (SI), K1, Z5
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z6
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z7
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z8
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z9
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z10
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z11
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z12
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z13
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z14
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z15
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z16
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z17
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z18
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z19
-	ADDQ          AX, SI
-	VMOVUPS.Z     (SI), K1, Z20
-	VUNPCKLPS     Z6, Z5, Z21
-	VUNPCKHPS     Z6, Z5, Z5
-	VUNPCKLPS     Z8, Z7, Z6
-	VUNPCKHPS     Z8, Z7, Z7
-	VUNPCKLPS     Z10, Z9, Z8
-	VUNPCKHPS     Z10, Z9, Z9
-	VUNPCKLPS     Z12, Z11, Z10
-	VUNPCKHPS     Z12, Z11, Z11
-	VUNPCKLPS     Z14, Z13, Z12
-	VUNPCKHPS     Z14, Z13, Z13
-	VUNPCKLPS     Z16, Z15, Z14
-	VUNPCKHPS     Z16, Z15, Z15
-	VUNPCKLPS     Z18, Z17, Z16
-	VUNPCKHPS     Z18, Z17, Z17
-	VUNPCKLPS     Z20, Z19, Z18
-	VUNPCKHPS     Z20, Z19, Z19
-	VUNPCKLPD     Z6, Z21, Z20
-	VUNPCKHPD     Z6, Z21, Z6
-	VUNPCKLPD     Z7, Z5, Z21
-	VUNPCKHPD     Z7, Z5, Z5
-	VUNPCKLPD     Z10, Z8, Z7
-	VUNPCKHPD     Z10, Z8, Z8
-	VUNPCKLPD     Z11, Z9, Z10
-	VUNPCKHPD     Z11, Z9, Z9
-	VUNPCKLPD     Z14, Z12, Z11
-	VUNPCKHPD     Z14, Z12, Z12
-	VUNPCKLPD     Z15, Z13, Z14
-	VUNPCKHPD     Z15, Z13, Z13
-	VUNPCKLPD     Z18, Z16, Z15
-	VUNPCKHPD     Z18, Z16, Z16
-	VUNPCKLPD     Z19, Z17, Z18
-	VUNPCKHPD     Z19, Z17, Z17
-	VSHUFF32X4    $0x88, Z7, Z20, Z19
-	VSHUFF32X4    $0xdd, Z7, Z20, Z7
-	VSHUFF32X4    $0x88, Z8, Z6, Z20
-	VSHUFF32X4    $0xdd, Z8, Z6, Z6
-	VSHUFF32X4    $0x88, Z10, Z21, Z8
-	VSHUFF32X4    $0xdd, Z10, Z21, Z10
-	VSHUFF32X4    $0x88, Z9, Z5, Z21
-	VSHUFF32X4    $0xdd, Z9, Z5, Z5
-	VSHUFF32X4    $0x88, Z15, Z11, Z9
-	VSHUFF32X4    $0xdd, Z15, Z11, Z11
-	VSHUFF32X4    $0x88, Z16, Z12, Z15
-	VSHUFF32X4    $0xdd, Z16, Z12, Z12
-	VSHUFF32X4    $0x88, Z18, Z14, Z16
-	VSHUFF32X4    $0xdd, Z18, Z14, Z14
-	VSHUFF32X4    $0x88, Z17, Z13, Z18
-	VSHUFF32X4    $0xdd, Z17, Z13, Z13
-	VSHUFF32X4    $0x88, Z9, Z19, Z17
-	VSHUFF32X4    $0xdd, Z9, Z19, Z19
-	VSHUFF32X4    $0x88, Z11, Z7, Z9
-	VSHUFF32X4    $0xdd, Z11, Z7, Z7
-	VSHUFF32X4    $0x88, Z15, Z20, Z11
-	VSHUFF32X4    $0xdd, Z15, Z20, Z20
-	VSHUFF32X4    $0x88, Z12, Z6, Z15
-	VSHUFF32X4    $0xdd, Z12, Z6, Z6
-	VSHUFF32X4    $0x88, Z16, Z8, Z12
-	VSHUFF32X4    $0xdd, Z16, Z8, Z16
-	VSHUFF32X4    $0x88, Z14, Z10, Z8
-	VSHUFF32X4    $0xdd, Z14, Z10, Z10
-	VSHUFF32X4    $0x88, Z18, Z21, Z14
-	VSHUFF32X4    $0xdd, Z18, Z21, Z21
-	VSHUFF32X4    $0x88, Z13, Z5, Z18
-	VSHUFF32X4    $0xdd, Z13, Z5, Z5
-	VCVTPS2PD     Y17, Z13
-	VEXTRACTF32X8 $0x01, Z17, Y17
-	VCVTPS2PD     Y17, Z17
-	VSUBPD        Z1, Z13, Z13
-	VMULPD        Z13, Z13, Z13
-	VADDPD        Z13, Z3, Z3
-	VSUBPD        Z2, Z17, Z17
-	VMULPD        Z17, Z17, Z17
-	VADDPD        Z17, Z4, Z4
-	CMPQ          BX, $0x00000001
-	JLE           ln_next_179
-	VCVTPS2PD     Y11, Z13
-	VEXTRACTF32X8 $0x01, Z11, Y11
-	VCVTPS2PD     Y11, Z11
-	VSUBPD        Z1, Z13, Z13
-	VMULPD        Z13, Z13, Z13
-	VADDPD        Z13, Z3, Z3
-	VSUBPD        Z2, Z11, Z11
-	VMULPD        Z11, Z11, Z11
-	VADDPD        Z11, Z4, Z4
-	CMPQ          BX, $0x00000002
-	JLE           ln_next_179
-	VCVTPS2PD     Y12, Z11
-	VEXTRACTF32X8 $0x01, Z12, Y12
-	VCVTPS2PD     Y12, Z12
-	VSUBPD        Z1, Z11, Z11
-	VMULPD        Z11, Z11, Z11
-	VADDPD        Z11, Z3, Z3
-	VSUBPD        Z2, Z12, Z12
-	VMULPD        Z12, Z12, Z12
-	VADDPD        Z12, Z4, Z4
-	CMPQ          BX, $0x00000003
-	JLE           ln_next_179
-	VCVTPS2PD     Y14, Z11
-	VEXTRACTF32X8 $0x01, Z14, Y12
-	VCVTPS2PD     Y12, Z12
-	VSUBPD        Z1, Z11, Z11
-	VMULPD        Z11, Z11, Z11
-	VADDPD        Z11, Z3, Z3
-	VSUBPD        Z2, Z12, Z12
-	VMULPD        Z12, Z12, Z12
-	VADDPD        Z12, Z4, Z4
-	CMPQ          BX, $0x00000004
-	JLE           ln_next_179
-	VCVTPS2PD     Y9, Z11
-	VEXTRACTF32X8 $0x01, Z9, Y9
-	VCVTPS2PD     Y9, Z9
-	VSUBPD        Z1, Z11, Z11
-	VMULPD        Z11, Z11, Z11
-	VADDPD        Z11, Z3, Z3
-	VSUBPD        Z2, Z9, Z9
-	VMULPD        Z9, Z9, Z9
-	VADDPD        Z9, Z4, Z4
-	CMPQ          BX, $0x00000005
-	JLE           ln_next_179
-	VCVTPS2PD     Y15, Z9
-	VEXTRACTF32X8 $0x01, Z15, Y11
-	VCVTPS2PD     Y11, Z11
-	VSUBPD        Z1, Z9, Z9
-	VMULPD        Z9, Z9, Z9
-	VADDPD        Z9, Z3, Z3
-	VSUBPD        Z2, Z11, Z11
-	VMULPD        Z11, Z11, Z11
-	VADDPD        Z11, Z4, Z4
-	CMPQ          BX, $0x00000006
-	JLE           ln_next_179
-	VCVTPS2PD     Y8, Z9
-	VEXTRACTF32X8 $0x01, Z8, Y8
-	VCVTPS2PD     Y8, Z8
-	VSUBPD        Z1, Z9, Z9
-	VMULPD        Z9, Z9, Z9
-	VADDPD        Z9, Z3, Z3
-	VSUBPD        Z2, Z8, Z8
-	VMULPD        Z8, Z8, Z8
-	VADDPD        Z8, Z4, Z4
-	CMPQ          BX, $0x00000007
-	JLE           ln_next_179
-	VCVTPS2PD     Y18, Z8
-	VEXTRACTF32X8 $0x01, Z18, Y9
-	VCVTPS2PD     Y9, Z9
-	VSUBPD        Z1, Z8, Z8
-	VMULPD        Z8, Z8, Z8
-	VADDPD        Z8, Z3, Z3
-	VSUBPD        Z2, Z9, Z9
-	VMULPD        Z9, Z9, Z9
-	VADDPD        Z9, Z4, Z4
-	CMPQ          BX, $0x00000008
-	JLE           ln_next_179
-	VCVTPS2PD     Y19, Z8
-	VEXTRACTF32X8 $0x01, Z19, Y9
-	VCVTPS2PD     Y9, Z9
-	VSUBPD        Z1, Z8, Z8
-	VMULPD        Z8, Z8, Z8
-	VADDPD        Z8, Z3, Z3
-	VSUBPD        Z2, Z9, Z9
-	VMULPD        Z9, Z9, Z9
-	VADDPD        Z9, Z4, Z4
-	CMPQ          BX, $0x00000009
-	JLE           ln_next_179
-	VCVTPS2PD     Y20, Z8
-	VEXTRACTF32X8 $0x01, Z20, Y9
-	VCVTPS2PD     Y9, Z9
-	VSUBPD        Z1, Z8, Z8
-	VMULPD        Z8, Z8, Z8
-	VADDPD        Z8, Z3, Z3
-	VSUBPD        Z2, Z9, Z9
-	VMULPD        Z9, Z9, Z9
-	VADDPD        Z9, Z4, Z4
-	CMPQ          BX, $0x0000000a
-	JLE           ln_next_179
-	VCVTPS2PD     Y16, Z8
-	VEXTRACTF32X8 $0x01, Z16, Y9
-	VCVTPS2PD     Y9, Z9
-	VSUBPD        Z1, Z8, Z8
-	VMULPD        Z8, Z8, Z8
-	VADDPD        Z8, Z3, Z3
-	VSUBPD        Z2, Z9, Z9
-	VMULPD        Z9, Z9, Z9
-	VADDPD        Z9, Z4, Z4
-	CMPQ          BX, $0x0000000b
-	JLE           ln_next_179
-	VCVTPS2PD     Y21, Z8
-	VEXTRACTF32X8 $0x01, Z21, Y9
-	VCVTPS2PD     Y9, Z9
-	VSUBPD        Z1, Z8, Z8
-	VMULPD        Z8, Z8, Z8
-	VADDPD        Z8, Z3, Z3
-	VSUBPD        Z2, Z9, Z9
-	VMULPD        Z9, Z9, Z9
-	VADDPD        Z9, Z4, Z4
-	CMPQ          BX, $0x0000000c
-	JLE           ln_next_179
-	VCVTPS2PD     Y7, Z8
-	VEXTRACTF32X8 $0x01, Z7, Y7
-	VCVTPS2PD     Y7, Z7
-	VSUBPD        Z1, Z8, Z8
-	VMULPD        Z8, Z8, Z8
-	VADDPD        Z8, Z3, Z3
-	VSUBPD        Z2, Z7, Z7
-	VMULPD        Z7, Z7, Z7
-	VADDPD        Z7, Z4, Z4
-	CMPQ          BX, $0x0000000d
-	JLE           ln_next_179
-	VCVTPS2PD     Y6, Z7
-	VEXTRACTF32X8 $0x01, Z6, Y6
-	VCVTPS2PD     Y6, Z6
-	VSUBPD        Z1, Z7, Z7
-	VMULPD        Z7, Z7, Z7
-	VADDPD        Z7, Z3, Z3
-	VSUBPD        Z2, Z6, Z6
-	VMULPD        Z6, Z6, Z6
-	VADDPD        Z6, Z4, Z4
-	CMPQ          BX, $0x0000000e
-	JLE           ln_next_179
-	VCVTPS2PD     Y10, Z6
-	VEXTRACTF32X8 $0x01, Z10, Y7
-	VCVTPS2PD     Y7, Z7
-	VSUBPD        Z1, Z6, Z6
-	VMULPD        Z6, Z6, Z6
-	VADDPD        Z6, Z3, Z3
-	VSUBPD        Z2, Z7, Z7
-	VMULPD        Z7, Z7, Z7
-	VADDPD        Z7, Z4, Z4
-	CMPQ          BX, $0x0000000f
-	JLE           ln_next_179
-	VCVTPS2PD     Y5, Z6
-	VEXTRACTF32X8 $0x01, Z5, Y5
-	VCVTPS2PD     Y5, Z5
-	VSUBPD        Z1, Z6, Z6
-	VMULPD        Z6, Z6, Z6
-	VADDPD        Z6, Z3, Z3
-	VSUBPD        Z2, Z5, Z5
-	VMULPD        Z5, Z5, Z5
+lns_step_175:
+	VCVTPS2PD (R9), Z8
+	VADDPD    Z8, Z0, Z0
+	VCVTPS2PD (R9)(AX*1), Z8
+	VADDPD    Z8, Z4, Z4
+	VCVTPS2PD 32(R9), Z8
+	VADDPD    Z8, Z1, Z1
+	VCVTPS2PD 32(R9)(AX*1), Z8
+	VADDPD    Z8, Z5, Z5
+	VCVTPS2PD 64(R9), Z8
+	VADDPD    Z8, Z2, Z2
+	VCVTPS2PD 64(R9)(AX*1), Z8
+	VADDPD    Z8, Z6, Z6
+	VCVTPS2PD 96(R9), Z8
+	VADDPD    Z8, Z3, Z3
+	VCVTPS2PD 96(R9)(AX*1), Z8
+	VADDPD    Z8, Z7, Z7
+	ADDQ      $0x80, R9
+	DECQ      R10
+	JNZ       lns_step_175
+
+lns_tail_176:
+	TESTQ       CX, CX
+	JZ          lns_done_177
+	VCVTPS2PD.Z (R9), K1, Z8
+	VADDPD      Z8, Z0, Z0
+	VCVTPS2PD.Z (R9)(AX*1), K1, Z8
+	VADDPD      Z8, Z4, Z4
+	VCVTPS2PD.Z 32(R9), K2, Z8
+	VADDPD      Z8, Z1, Z1
+	VCVTPS2PD.Z 32(R9)(AX*1), K2, Z8
+	VADDPD      Z8, Z5, Z5
+	VCVTPS2PD.Z 64(R9), K3, Z8
+	VADDPD      Z8, Z2, Z2
+	VCVTPS2PD.Z 64(R9)(AX*1), K3, Z8
+	VADDPD      Z8, Z6, Z6
+	VCVTPS2PD.Z 96(R9), K4, Z8
+	VADDPD      Z8, Z3, Z3
+	VCVTPS2PD.Z 96(R9)(AX*1), K4, Z8
+	VADDPD      Z8, Z7, Z7
+
+lns_done_177:
+	VADDPD        Z1, Z0, Z0
+	VADDPD        Z3, Z2, Z2
+	VADDPD        Z2, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPD        Y1, Y0, Y1
+	VEXTRACTF128  $0x01, Y1, X0
+	VADDPD        X0, X1, X0
+	VPERMILPD     $0x01, X0, X1
+	VADDSD        X1, X0, X0
+	VDIVSD        count+24(FP), X0, X0
+	VMOVSD        X0, (SI)
+	VBROADCASTSD  X0, Z0
 	VADDPD        Z5, Z4, Z4
+	VADDPD        Z7, Z6, Z6
+	VADDPD        Z6, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y1
+	VADDPD        Y1, Y4, Y1
+	VEXTRACTF128  $0x01, Y1, X2
+	VADDPD        X2, X1, X2
+	VPERMILPD     $0x01, X2, X1
+	VADDSD        X1, X2, X2
+	VDIVSD        count+24(FP), X2, X2
+	VMOVSD        X2, 8(SI)
+	VBROADCASTSD  X2, Z1
+	VPXORD        Z2, Z2, Z2
+	VPXORD        Z3, Z3, Z3
+	VPXORD        Z4, Z4, Z4
+	VPXORD        Z5, Z5, Z5
+	VPXORD        Z6, Z6, Z6
+	VPXORD        Z7, Z7, Z7
+	VPXORD        Z8, Z8, Z8
+	VPXORD        Z9, Z9, Z9
+	MOVQ          BX, R9
+	MOVQ          DX, R10
+	TESTQ         R10, R10
+	JZ            lns_tail_179
 
-ln_next_179:
-	ADDQ         $0x40, CX
-	SUBQ         $0x10, DX
-	JG           ln_cols_177
-	MOVQ         mean+40(FP), AX
-	VMOVUPD      Z1, (AX)
-	VMOVUPD      Z2, 64(AX)
-	VBROADCASTSD eps+32(FP), Z1
-	VBROADCASTSD nnConsts<>+0(SB), Z2
-	MOVQ         inv+48(FP), AX
-	VDIVPD       Z0, Z3, Z3
-	VADDPD       Z1, Z3, Z3
-	VSQRTPD      Z3, Z3
-	VDIVPD       Z3, Z2, Z3
-	VMOVUPD      Z3, (AX)
-	VDIVPD       Z0, Z4, Z4
-	VADDPD       Z1, Z4, Z4
-	VSQRTPD      Z4, Z4
-	VDIVPD       Z4, Z2, Z4
-	VMOVUPD      Z4, 64(AX)
+lns_step_178:
+	VCVTPS2PD (R9), Z10
+	VSUBPD    Z0, Z10, Z10
+	VMULPD    Z10, Z10, Z10
+	VADDPD    Z10, Z2, Z2
+	VCVTPS2PD (R9)(AX*1), Z10
+	VSUBPD    Z1, Z10, Z10
+	VMULPD    Z10, Z10, Z10
+	VADDPD    Z10, Z6, Z6
+	VCVTPS2PD 32(R9), Z10
+	VSUBPD    Z0, Z10, Z10
+	VMULPD    Z10, Z10, Z10
+	VADDPD    Z10, Z3, Z3
+	VCVTPS2PD 32(R9)(AX*1), Z10
+	VSUBPD    Z1, Z10, Z10
+	VMULPD    Z10, Z10, Z10
+	VADDPD    Z10, Z7, Z7
+	VCVTPS2PD 64(R9), Z10
+	VSUBPD    Z0, Z10, Z10
+	VMULPD    Z10, Z10, Z10
+	VADDPD    Z10, Z4, Z4
+	VCVTPS2PD 64(R9)(AX*1), Z10
+	VSUBPD    Z1, Z10, Z10
+	VMULPD    Z10, Z10, Z10
+	VADDPD    Z10, Z8, Z8
+	VCVTPS2PD 96(R9), Z10
+	VSUBPD    Z0, Z10, Z10
+	VMULPD    Z10, Z10, Z10
+	VADDPD    Z10, Z5, Z5
+	VCVTPS2PD 96(R9)(AX*1), Z10
+	VSUBPD    Z1, Z10, Z10
+	VMULPD    Z10, Z10, Z10
+	VADDPD    Z10, Z9, Z9
+	ADDQ      $0x80, R9
+	DECQ      R10
+	JNZ       lns_step_178
+
+lns_tail_179:
+	TESTQ       CX, CX
+	JZ          lns_done_180
+	VCVTPS2PD.Z (R9), K1, Z10
+	VSUBPD      Z0, Z10, Z10
+	VMULPD      Z10, Z10, Z10
+	VADDPD      Z10, Z2, K1, Z2
+	VCVTPS2PD.Z (R9)(AX*1), K1, Z10
+	VSUBPD      Z1, Z10, Z10
+	VMULPD      Z10, Z10, Z10
+	VADDPD      Z10, Z6, K1, Z6
+	VCVTPS2PD.Z 32(R9), K2, Z10
+	VSUBPD      Z0, Z10, Z10
+	VMULPD      Z10, Z10, Z10
+	VADDPD      Z10, Z3, K2, Z3
+	VCVTPS2PD.Z 32(R9)(AX*1), K2, Z10
+	VSUBPD      Z1, Z10, Z10
+	VMULPD      Z10, Z10, Z10
+	VADDPD      Z10, Z7, K2, Z7
+	VCVTPS2PD.Z 64(R9), K3, Z10
+	VSUBPD      Z0, Z10, Z10
+	VMULPD      Z10, Z10, Z10
+	VADDPD      Z10, Z4, K3, Z4
+	VCVTPS2PD.Z 64(R9)(AX*1), K3, Z10
+	VSUBPD      Z1, Z10, Z10
+	VMULPD      Z10, Z10, Z10
+	VADDPD      Z10, Z8, K3, Z8
+	VCVTPS2PD.Z 96(R9), K4, Z10
+	VSUBPD      Z0, Z10, Z10
+	VMULPD      Z10, Z10, Z10
+	VADDPD      Z10, Z5, K4, Z5
+	VCVTPS2PD.Z 96(R9)(AX*1), K4, Z0
+	VSUBPD      Z1, Z0, Z0
+	VMULPD      Z0, Z0, Z0
+	VADDPD      Z0, Z9, K4, Z9
+
+lns_done_180:
+	VADDPD        Z3, Z2, Z2
+	VADDPD        Z5, Z4, Z4
+	VADDPD        Z4, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPD        Y0, Y2, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPD        X1, X0, X1
+	VPERMILPD     $0x01, X1, X0
+	VADDSD        X0, X1, X1
+	VDIVSD        count+24(FP), X1, X1
+	VADDSD        eps+32(FP), X1, X1
+	VSQRTSD       X1, X1, X1
+	VMOVSD        nnConsts<>+0(SB), X0
+	VDIVSD        X1, X0, X0
+	VMOVSD        X0, (DI)
+	VADDPD        Z7, Z6, Z6
+	VADDPD        Z9, Z8, Z8
+	VADDPD        Z8, Z6, Z6
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPD        Y0, Y6, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPD        X1, X0, X1
+	VPERMILPD     $0x01, X1, X0
+	VADDSD        X0, X1, X1
+	VDIVSD        count+24(FP), X1, X1
+	VADDSD        eps+32(FP), X1, X1
+	VSQRTSD       X1, X1, X1
+	VMOVSD        nnConsts<>+0(SB), X0
+	VDIVSD        X1, X0, X0
+	VMOVSD        X0, 8(DI)
+	ADDQ          $0x10, SI
+	ADDQ          $0x10, DI
+	LEAQ          (BX)(AX*2), BX
+	DECQ          R8
+	JNZ           lns_pair_174
 	VZEROUPPER
 	RET
 
@@ -5490,20 +5178,20 @@ ln_next_179:
 TEXT ·lnNormAsm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn_variant_180
-	CMPQ AX, $0x04
 	JEQ  lnn_variant_181
-	CMPQ AX, $0x06
+	CMPQ AX, $0x04
 	JEQ  lnn_variant_182
-	CMPQ AX, $0x03
+	CMPQ AX, $0x06
 	JEQ  lnn_variant_183
-	CMPQ AX, $0x05
+	CMPQ AX, $0x03
 	JEQ  lnn_variant_184
-	CMPQ AX, $0x07
+	CMPQ AX, $0x05
 	JEQ  lnn_variant_185
+	CMPQ AX, $0x07
+	JEQ  lnn_variant_186
 	RET
 
-lnn_variant_180:
+lnn_variant_181:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -5511,7 +5199,7 @@ lnn_variant_180:
 	MOVQ         n+24(FP), DX
 	MOVQ         y+0(FP), BX
 
-lnn_loop_186:
+lnn_loop_187:
 	MOVQ         $0x00000010, SI
 	CMPQ         DX, SI
 	CMOVQLT      DX, SI
@@ -5537,11 +5225,11 @@ lnn_loop_186:
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_186
+	JG           lnn_loop_187
 	VZEROUPPER
 	RET
 
-lnn_variant_181:
+lnn_variant_182:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -5553,7 +5241,7 @@ lnn_variant_181:
 	MOVL         zp+68(FP), SI
 	VPBROADCASTD SI, Z3
 
-lnn_loop_187:
+lnn_loop_188:
 	MOVQ         $0x00000010, SI
 	CMPQ         DX, SI
 	CMOVQLT      DX, SI
@@ -5586,11 +5274,11 @@ lnn_loop_187:
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_187
+	JG           lnn_loop_188
 	VZEROUPPER
 	RET
 
-lnn_variant_182:
+lnn_variant_183:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -5603,7 +5291,7 @@ lnn_variant_182:
 	MOVL         zp+68(FP), DI
 	VPBROADCASTD DI, Z3
 
-lnn_loop_188:
+lnn_loop_189:
 	MOVQ         $0x00000010, DI
 	CMPQ         DX, DI
 	CMOVQLT      DX, DI
@@ -5638,11 +5326,11 @@ lnn_loop_188:
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_188
+	JG           lnn_loop_189
 	VZEROUPPER
 	RET
 
-lnn_variant_183:
+lnn_variant_184:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -5651,7 +5339,7 @@ lnn_variant_183:
 	MOVQ         beta+56(FP), BX
 	MOVQ         y+0(FP), SI
 
-lnn_loop_189:
+lnn_loop_190:
 	MOVQ         $0x00000010, DI
 	CMPQ         DX, DI
 	CMOVQLT      DX, DI
@@ -5682,11 +5370,11 @@ lnn_loop_189:
 	ADDQ         $0x40, CX
 	ADDQ         $0x40, BX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_189
+	JG           lnn_loop_190
 	VZEROUPPER
 	RET
 
-lnn_variant_184:
+lnn_variant_185:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -5699,7 +5387,7 @@ lnn_variant_184:
 	MOVL         zp+68(FP), DI
 	VPBROADCASTD DI, Z3
 
-lnn_loop_190:
+lnn_loop_191:
 	MOVQ         $0x00000010, DI
 	CMPQ         DX, DI
 	CMOVQLT      DX, DI
@@ -5737,11 +5425,11 @@ lnn_loop_190:
 	ADDQ         $0x40, CX
 	ADDQ         $0x40, BX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_190
+	JG           lnn_loop_191
 	VZEROUPPER
 	RET
 
-lnn_variant_185:
+lnn_variant_186:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -5755,7 +5443,7 @@ lnn_variant_185:
 	MOVL         zp+68(FP), R8
 	VPBROADCASTD R8, Z3
 
-lnn_loop_191:
+lnn_loop_192:
 	MOVQ         $0x00000010, R8
 	CMPQ         DX, R8
 	CMOVQLT      DX, R8
@@ -5795,7 +5483,7 @@ lnn_loop_191:
 	ADDQ         $0x40, CX
 	ADDQ         $0x40, BX
 	SUBQ         $0x10, DX
-	JG           lnn_loop_191
+	JG           lnn_loop_192
 	VZEROUPPER
 	RET
 
@@ -5804,7 +5492,7 @@ lnn_loop_191:
 TEXT ·lnNormDualAsm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd_beta_192
+	JEQ          lnd_beta_193
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -5818,7 +5506,7 @@ TEXT ·lnNormDualAsm(SB), NOSPLIT, $0-96
 	MOVL         zp+84(FP), R8
 	VPBROADCASTD R8, Z3
 
-lnd_loop_193:
+lnd_loop_194:
 	MOVQ         $0x00000010, R8
 	CMPQ         CX, R8
 	CMOVQLT      CX, R8
@@ -5861,11 +5549,11 @@ lnd_loop_193:
 	ADDQ         $0x40, DI
 	ADDQ         $0x10, BX
 	SUBQ         $0x10, CX
-	JG           lnd_loop_193
+	JG           lnd_loop_194
 	VZEROUPPER
 	RET
 
-lnd_beta_192:
+lnd_beta_193:
 	VBROADCASTSD mean+32(FP), Z0
 	VBROADCASTSD inv+40(FP), Z1
 	MOVQ         x+16(FP), AX
@@ -5881,7 +5569,7 @@ lnd_beta_192:
 	MOVL         zp+84(FP), R10
 	VPBROADCASTD R10, Z3
 
-lnd_loop_194:
+lnd_loop_195:
 	MOVQ         $0x00000010, R10
 	CMPQ         CX, R10
 	CMOVQLT      CX, R10
@@ -5934,7 +5622,7 @@ lnd_loop_194:
 	ADDQ         $0x40, R9
 	ADDQ         $0x10, BX
 	SUBQ         $0x10, CX
-	JG           lnd_loop_194
+	JG           lnd_loop_195
 	VZEROUPPER
 	RET
 
@@ -5950,10 +5638,10 @@ TEXT ·quantizeU8Asm(SB), NOSPLIT, $0-56
 	MOVQ         rows+32(FP), DX
 	MOVQ         cols+40(FP), BX
 
-q_row_195:
+q_row_196:
 	XORQ SI, SI
 
-q_col_196:
+q_col_197:
 	MOVQ         BX, DI
 	SUBQ         SI, DI
 	MOVQ         $0x00000040, R8
@@ -6003,14 +5691,14 @@ q_col_196:
 	VPMOVDB      Z3, K1, 48(AX)(SI*1)
 	ADDQ         $0x40, SI
 	CMPQ         SI, BX
-	JL           q_col_196
+	JL           q_col_197
 	MOVQ         srcStride+24(FP), SI
 	SHLQ         $0x02, SI
 	ADDQ         SI, CX
 	MOVQ         dstStride+8(FP), SI
 	ADDQ         SI, AX
 	DECQ         DX
-	JNZ          q_row_195
+	JNZ          q_row_196
 	VZEROUPPER
 	RET
 
@@ -6025,7 +5713,7 @@ TEXT ·quantizeRowsU8Asm(SB), NOSPLIT, $0-64
 	MOVQ   rows+32(FP), SI
 	MOVQ   cols+40(FP), DI
 
-q_row_197:
+q_row_198:
 	VMOVSS       nnConsts<>+12(SB), X0
 	VDIVSS       (AX), X0, X0
 	VBROADCASTSS X0, Z0
@@ -6034,7 +5722,7 @@ q_row_197:
 	ADDQ         $0x04, CX
 	XORQ         R8, R8
 
-q_col_198:
+q_col_199:
 	MOVQ         DI, R9
 	SUBQ         R8, R9
 	MOVQ         $0x00000040, R10
@@ -6084,14 +5772,14 @@ q_col_198:
 	VPMOVDB      Z3, K1, 48(DX)(R8*1)
 	ADDQ         $0x40, R8
 	CMPQ         R8, DI
-	JL           q_col_198
+	JL           q_col_199
 	MOVQ         srcStride+24(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, BX
 	MOVQ         dstStride+8(FP), R8
 	ADDQ         R8, DX
 	DECQ         SI
-	JNZ          q_row_197
+	JNZ          q_row_198
 	VZEROUPPER
 	RET
 
@@ -6110,7 +5798,7 @@ TEXT ·minMaxAsm(SB), NOSPLIT, $0-24
 	VPXORD Z7, Z7, Z7
 	XORQ   DX, DX
 
-mm_loop_199:
+mm_loop_200:
 	MOVQ          CX, BX
 	SUBQ          DX, BX
 	MOVQ          $0x00000040, SI
@@ -6136,7 +5824,7 @@ mm_loop_199:
 	VMAXPS        Z7, Z8, Z7
 	ADDQ          $0x40, DX
 	CMPQ          DX, CX
-	JL            mm_loop_199
+	JL            mm_loop_200
 	VMINPS        Z2, Z0, Z0
 	VMAXPS        Z3, Z1, Z1
 	VMINPS        Z4, Z0, Z0
@@ -6175,7 +5863,7 @@ TEXT ·minMaxRowsAsm(SB), NOSPLIT, $0-48
 	MOVQ hi+40(FP), DI
 	SHLQ $0x02, CX
 
-mmr_row_200:
+mmr_row_201:
 	LEAQ   (AX)(CX*1), R8
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -6187,7 +5875,7 @@ mmr_row_200:
 	VPXORD Z7, Z7, Z7
 	XORQ   R9, R9
 
-mm_loop_201:
+mm_loop_202:
 	MOVQ          BX, R10
 	SUBQ          R9, R10
 	MOVQ          $0x00000040, R11
@@ -6217,7 +5905,7 @@ mm_loop_201:
 	VMAXPS        Z7, Z8, Z7
 	ADDQ          $0x40, R9
 	CMPQ          R9, BX
-	JL            mm_loop_201
+	JL            mm_loop_202
 	VMINPS        Z2, Z0, Z0
 	VMAXPS        Z3, Z1, Z1
 	VMINPS        Z4, Z0, Z0
@@ -6246,7 +5934,7 @@ mm_loop_201:
 	ADDQ          $0x04, DI
 	ADDQ          CX, AX
 	DECQ          DX
-	JNZ           mmr_row_200
+	JNZ           mmr_row_201
 	VZEROUPPER
 	RET
 
@@ -6261,7 +5949,7 @@ TEXT ·absMaxColsAsm(SB), NOSPLIT, $0-40
 	SHLQ $0x02, DX
 	XORQ DI, DI
 
-amc_col_202:
+amc_col_203:
 	MOVQ      SI, R8
 	SUBQ      DI, R8
 	MOVQ      $0x00000040, R9
@@ -6280,7 +5968,7 @@ amc_col_202:
 	MOVQ      CX, R8
 	MOVQ      BX, R9
 
-amc_row_203:
+amc_row_204:
 	VMOVUPS.Z   (R8)(DI*4), K1, Z4
 	VPANDD.BCST nnConsts<>+92(SB), Z4, Z4
 	VMAXPS      Z0, Z4, Z0
@@ -6295,14 +5983,14 @@ amc_row_203:
 	VMAXPS      Z3, Z4, Z3
 	ADDQ        DX, R8
 	DECQ        R9
-	JNZ         amc_row_203
+	JNZ         amc_row_204
 	VMOVUPS     Z0, K1, (AX)(DI*4)
 	VMOVUPS     Z1, K2, 64(AX)(DI*4)
 	VMOVUPS     Z2, K3, 128(AX)(DI*4)
 	VMOVUPS     Z3, K4, 192(AX)(DI*4)
 	ADDQ        $0x40, DI
 	CMPQ        DI, SI
-	JL          amc_col_202
+	JL          amc_col_203
 	VZEROUPPER
 	RET
 
@@ -6518,98 +6206,6 @@ TEXT ·geluAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_204:
-	MOVQ        DX, SI
-	SUBQ        BX, SI
-	MOVQ        $0x00000030, DI
-	CMPQ        SI, DI
-	CMOVQLT     SI, DI
-	LEAQ        nnColMasks<>+0(SB), SI
-	MOVQ        (SI)(DI*8), SI
-	KMOVQ       SI, K1
-	VMOVUPS.Z   (CX)(BX*4), K1, Z7
-	KSHIFTRQ    $0x10, K1, K2
-	VMOVUPS.Z   64(CX)(BX*4), K2, Z8
-	KSHIFTRQ    $0x20, K1, K3
-	VMOVUPS.Z   128(CX)(BX*4), K3, Z9
-	VMULPS.BCST nnGelu<>+772(SB), Z7, Z10
-	VMULPS.BCST nnGelu<>+772(SB), Z8, Z11
-	VMULPS.BCST nnGelu<>+772(SB), Z9, Z12
-	VPANDD.BCST nnGelu<>+768(SB), Z10, Z10
-	VPANDD.BCST nnGelu<>+768(SB), Z11, Z11
-	VPANDD.BCST nnGelu<>+768(SB), Z12, Z12
-	VMINPS.BCST nnGelu<>+776(SB), Z10, Z10
-	VMINPS.BCST nnGelu<>+776(SB), Z11, Z11
-	VMINPS.BCST nnGelu<>+776(SB), Z12, Z12
-	VCVTPS2DQ   Z10, Z13
-	VCVTPS2DQ   Z11, Z14
-	VCVTPS2DQ   Z12, Z15
-	VREDUCEPS   $0x00, Z10, Z10
-	VREDUCEPS   $0x00, Z11, Z11
-	VREDUCEPS   $0x00, Z12, Z12
-	VPERMPS     Z6, Z13, Z16
-	VPERMPS     Z6, Z14, Z17
-	VPERMPS     Z6, Z15, Z18
-	VPERMPS     Z5, Z13, Z19
-	VPERMPS     Z5, Z14, Z20
-	VPERMPS     Z5, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z4, Z13, Z19
-	VPERMPS     Z4, Z14, Z20
-	VPERMPS     Z4, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z3, Z13, Z19
-	VPERMPS     Z3, Z14, Z20
-	VPERMPS     Z3, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z2, Z13, Z19
-	VPERMPS     Z2, Z14, Z20
-	VPERMPS     Z2, Z15, Z21
-	VFMADD213PS Z19, Z10, Z16
-	VFMADD213PS Z20, Z11, Z17
-	VFMADD213PS Z21, Z12, Z18
-	VPERMPS     Z1, Z13, Z13
-	VPERMPS     Z1, Z14, Z14
-	VPERMPS     Z1, Z15, Z15
-	VFMADD213PS Z13, Z10, Z16
-	VFMADD213PS Z14, Z11, Z17
-	VFMADD213PS Z15, Z12, Z18
-	VMAXPS      Z7, Z0, Z7
-	VMAXPS      Z8, Z0, Z8
-	VMAXPS      Z9, Z0, Z9
-	VADDPS      Z16, Z7, Z7
-	VADDPS      Z17, Z8, Z8
-	VADDPS      Z18, Z9, Z9
-	VMOVUPS     Z7, K1, (AX)(BX*4)
-	VMOVUPS     Z8, K2, 64(AX)(BX*4)
-	VMOVUPS     Z9, K3, 128(AX)(BX*4)
-	ADDQ        $0x30, BX
-	CMPQ        BX, DX
-	JL          gelu_loop_204
-	VZEROUPPER
-	RET
-
-// func geluTanhAsm(dst *float32, src *float32, n int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
-TEXT ·geluTanhAsm(SB), NOSPLIT, $0-24
-	MOVQ    dst+0(FP), AX
-	MOVQ    src+8(FP), CX
-	MOVQ    n+16(FP), DX
-	VPXORD  Z0, Z0, Z0
-	VMOVUPS nnGelu<>+384(SB), Z1
-	VMOVUPS nnGelu<>+448(SB), Z2
-	VMOVUPS nnGelu<>+512(SB), Z3
-	VMOVUPS nnGelu<>+576(SB), Z4
-	VMOVUPS nnGelu<>+640(SB), Z5
-	VMOVUPS nnGelu<>+704(SB), Z6
-	XORQ    BX, BX
-
 gelu_loop_205:
 	MOVQ        DX, SI
 	SUBQ        BX, SI
@@ -6687,6 +6283,98 @@ gelu_loop_205:
 	VZEROUPPER
 	RET
 
+// func geluTanhAsm(dst *float32, src *float32, n int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
+TEXT ·geluTanhAsm(SB), NOSPLIT, $0-24
+	MOVQ    dst+0(FP), AX
+	MOVQ    src+8(FP), CX
+	MOVQ    n+16(FP), DX
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS nnGelu<>+384(SB), Z1
+	VMOVUPS nnGelu<>+448(SB), Z2
+	VMOVUPS nnGelu<>+512(SB), Z3
+	VMOVUPS nnGelu<>+576(SB), Z4
+	VMOVUPS nnGelu<>+640(SB), Z5
+	VMOVUPS nnGelu<>+704(SB), Z6
+	XORQ    BX, BX
+
+gelu_loop_206:
+	MOVQ        DX, SI
+	SUBQ        BX, SI
+	MOVQ        $0x00000030, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	LEAQ        nnColMasks<>+0(SB), SI
+	MOVQ        (SI)(DI*8), SI
+	KMOVQ       SI, K1
+	VMOVUPS.Z   (CX)(BX*4), K1, Z7
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVUPS.Z   64(CX)(BX*4), K2, Z8
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVUPS.Z   128(CX)(BX*4), K3, Z9
+	VMULPS.BCST nnGelu<>+772(SB), Z7, Z10
+	VMULPS.BCST nnGelu<>+772(SB), Z8, Z11
+	VMULPS.BCST nnGelu<>+772(SB), Z9, Z12
+	VPANDD.BCST nnGelu<>+768(SB), Z10, Z10
+	VPANDD.BCST nnGelu<>+768(SB), Z11, Z11
+	VPANDD.BCST nnGelu<>+768(SB), Z12, Z12
+	VMINPS.BCST nnGelu<>+776(SB), Z10, Z10
+	VMINPS.BCST nnGelu<>+776(SB), Z11, Z11
+	VMINPS.BCST nnGelu<>+776(SB), Z12, Z12
+	VCVTPS2DQ   Z10, Z13
+	VCVTPS2DQ   Z11, Z14
+	VCVTPS2DQ   Z12, Z15
+	VREDUCEPS   $0x00, Z10, Z10
+	VREDUCEPS   $0x00, Z11, Z11
+	VREDUCEPS   $0x00, Z12, Z12
+	VPERMPS     Z6, Z13, Z16
+	VPERMPS     Z6, Z14, Z17
+	VPERMPS     Z6, Z15, Z18
+	VPERMPS     Z5, Z13, Z19
+	VPERMPS     Z5, Z14, Z20
+	VPERMPS     Z5, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z4, Z13, Z19
+	VPERMPS     Z4, Z14, Z20
+	VPERMPS     Z4, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z3, Z13, Z19
+	VPERMPS     Z3, Z14, Z20
+	VPERMPS     Z3, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z2, Z13, Z19
+	VPERMPS     Z2, Z14, Z20
+	VPERMPS     Z2, Z15, Z21
+	VFMADD213PS Z19, Z10, Z16
+	VFMADD213PS Z20, Z11, Z17
+	VFMADD213PS Z21, Z12, Z18
+	VPERMPS     Z1, Z13, Z13
+	VPERMPS     Z1, Z14, Z14
+	VPERMPS     Z1, Z15, Z15
+	VFMADD213PS Z13, Z10, Z16
+	VFMADD213PS Z14, Z11, Z17
+	VFMADD213PS Z15, Z12, Z18
+	VMAXPS      Z7, Z0, Z7
+	VMAXPS      Z8, Z0, Z8
+	VMAXPS      Z9, Z0, Z9
+	VADDPS      Z16, Z7, Z7
+	VADDPS      Z17, Z8, Z8
+	VADDPS      Z18, Z9, Z9
+	VMOVUPS     Z7, K1, (AX)(BX*4)
+	VMOVUPS     Z8, K2, 64(AX)(BX*4)
+	VMOVUPS     Z9, K3, 128(AX)(BX*4)
+	ADDQ        $0x30, BX
+	CMPQ        BX, DX
+	JL          gelu_loop_206
+	VZEROUPPER
+	RET
+
 // func geluAVX2Asm(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·geluAVX2Asm(SB), NOSPLIT, $0-24
@@ -6699,7 +6387,7 @@ TEXT ·geluAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_206:
+gelu2_loop_207:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -6736,7 +6424,7 @@ gelu2_loop_206:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_206
+	JL          gelu2_loop_207
 	VZEROUPPER
 	RET
 
@@ -6752,7 +6440,7 @@ TEXT ·geluTanhAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_207:
+gelu2_loop_208:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -6789,7 +6477,7 @@ gelu2_loop_207:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_207
+	JL          gelu2_loop_208
 	VZEROUPPER
 	RET
 
@@ -6804,9 +6492,9 @@ TEXT ·attnScoresAVX2Asm(SB), NOSPLIT, $0-48
 	LEAQ (DX)(DX*4), SI
 	MOVQ sk+32(FP), DI
 
-sc2x_main_208:
+sc2x_main_209:
 	CMPQ  DI, $0x06
-	JL    sc2x_tail_209
+	JL    sc2x_tail_210
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6823,7 +6511,7 @@ sc2x_main_208:
 	MOVQ  qT+8(FP), R9
 	MOVQ  d+40(FP), R10
 
-sc2x_c_210:
+sc2x_c_211:
 	VMOVUPS      (R9), Y12
 	VMOVUPS      32(R9), Y13
 	VBROADCASTSS (R8), Y14
@@ -6859,7 +6547,7 @@ sc2x_c_210:
 	ADDQ         $0x04, R8
 	ADDQ         $0x40, R9
 	DECQ         R10
-	JNZ          sc2x_c_210
+	JNZ          sc2x_c_211
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6876,11 +6564,11 @@ sc2x_c_210:
 	LEAQ         (CX)(DX*4), CX
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x06, DI
-	JMP          sc2x_main_208
+	JMP          sc2x_main_209
 
-sc2x_tail_209:
+sc2x_tail_210:
 	CMPQ  DI, $0x04
-	JL    sc2x_skip_211
+	JL    sc2x_skip_212
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6893,7 +6581,7 @@ sc2x_tail_209:
 	MOVQ  qT+8(FP), R8
 	MOVQ  d+40(FP), R9
 
-sc2x_c_212:
+sc2x_c_213:
 	VMOVUPS      (R8), Y8
 	VMOVUPS      32(R8), Y9
 	VBROADCASTSS (SI), Y10
@@ -6919,7 +6607,7 @@ sc2x_c_212:
 	ADDQ         $0x04, SI
 	ADDQ         $0x40, R8
 	DECQ         R9
-	JNZ          sc2x_c_212
+	JNZ          sc2x_c_213
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6932,9 +6620,9 @@ sc2x_c_212:
 	LEAQ         (CX)(DX*4), CX
 	SUBQ         $0x04, DI
 
-sc2x_skip_211:
+sc2x_skip_212:
 	CMPQ  DI, $0x02
-	JL    sc2x_skip_213
+	JL    sc2x_skip_214
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6943,7 +6631,7 @@ sc2x_skip_211:
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_214:
+sc2x_c_215:
 	VMOVUPS      (SI), Y4
 	VMOVUPS      32(SI), Y5
 	VBROADCASTSS (BX), Y6
@@ -6959,7 +6647,7 @@ sc2x_c_214:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_214
+	JNZ          sc2x_c_215
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6968,16 +6656,16 @@ sc2x_c_214:
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x02, DI
 
-sc2x_skip_213:
+sc2x_skip_214:
 	CMPQ  DI, $0x01
-	JL    sc2x_skip_215
+	JL    sc2x_skip_216
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, BX
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_216:
+sc2x_c_217:
 	VMOVUPS      (SI), Y2
 	VMOVUPS      32(SI), Y3
 	VBROADCASTSS (BX), Y4
@@ -6988,14 +6676,14 @@ sc2x_c_216:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_216
+	JNZ          sc2x_c_217
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, AX
 	LEAQ         (CX)(DX*1), CX
 	SUBQ         $0x01, DI
 
-sc2x_skip_215:
+sc2x_skip_216:
 	VZEROUPPER
 	RET
 
@@ -7004,12 +6692,12 @@ sc2x_skip_215:
 TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sm2x_empty_217
+	JZ           sm2x_empty_218
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sm2x_mode1_218
+	JEQ          sm2x_mode1_219
 	CMPQ         AX, $0x02
-	JEQ          sm2x_mode2_219
+	JEQ          sm2x_mode2_220
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -7022,9 +6710,9 @@ TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(DX)
 	DECQ         BX
-	JZ           sm2x_pass2_220
+	JZ           sm2x_pass2_221
 
-sm2x_max_221:
+sm2x_max_222:
 	ADDQ    $0x40, DX
 	VMOVUPS (DX), Y3
 	VMULPS  Y0, Y3, Y3
@@ -7035,15 +6723,15 @@ sm2x_max_221:
 	VMOVUPS Y3, 32(DX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    BX
-	JNZ     sm2x_max_221
+	JNZ     sm2x_max_222
 
-sm2x_pass2_220:
+sm2x_pass2_221:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, DX
 	MOVQ  AX, BX
 
-sm2x_exp_222:
+sm2x_exp_223:
 	VMOVUPS   (DX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7124,14 +6812,14 @@ sm2x_exp_222:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, DX
 	DECQ      BX
-	JNZ       sm2x_exp_222
+	JNZ       sm2x_exp_223
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode1_218:
+sm2x_mode1_219:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -7149,9 +6837,9 @@ sm2x_mode1_218:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_223
+	JZ           sm2x_pass2_224
 
-sm2x_max_224:
+sm2x_max_225:
 	ADDQ         $0x40, BX
 	ADDQ         $0x04, DX
 	VMOVUPS      (BX), Y3
@@ -7167,15 +6855,15 @@ sm2x_max_224:
 	VMOVUPS      Y3, 32(BX)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         SI
-	JNZ          sm2x_max_224
+	JNZ          sm2x_max_225
 
-sm2x_pass2_223:
+sm2x_pass2_224:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_225:
+sm2x_exp_226:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7256,14 +6944,14 @@ sm2x_exp_225:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_225
+	JNZ       sm2x_exp_226
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode2_219:
+sm2x_mode2_220:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -7279,9 +6967,9 @@ sm2x_mode2_219:
 	VADDPS       32(DX), Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_226
+	JZ           sm2x_pass2_227
 
-sm2x_max_227:
+sm2x_max_228:
 	ADDQ    $0x40, BX
 	ADDQ    $0x40, DX
 	VMOVUPS (BX), Y3
@@ -7295,15 +6983,15 @@ sm2x_max_227:
 	VMOVUPS Y3, 32(BX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    SI
-	JNZ     sm2x_max_227
+	JNZ     sm2x_max_228
 
-sm2x_pass2_226:
+sm2x_pass2_227:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_228:
+sm2x_exp_229:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7384,14 +7072,14 @@ sm2x_exp_228:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_228
+	JNZ       sm2x_exp_229
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_empty_217:
+sm2x_empty_218:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -7404,12 +7092,12 @@ sm2x_empty_217:
 TEXT ·attnSoftmaxS32AVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sms2x_empty_229
+	JZ           sms2x_empty_230
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sms2x_mode1_230
+	JEQ          sms2x_mode1_231
 	CMPQ         AX, $0x02
-	JEQ          sms2x_mode2_231
+	JEQ          sms2x_mode2_232
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7443,9 +7131,9 @@ TEXT ·attnSoftmaxS32AVX2Asm(SB), NOSPLIT, $0-96
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(R10)
 	DECQ         R11
-	JZ           sm2x_pass2_232
+	JZ           sm2x_pass2_233
 
-sm2x_max_233:
+sm2x_max_234:
 	ADDQ         $0x40, R10
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7473,15 +7161,15 @@ sm2x_max_233:
 	VMOVUPS      Y3, 32(R10)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R11
-	JNZ          sm2x_max_233
+	JNZ          sm2x_max_234
 
-sm2x_pass2_232:
+sm2x_pass2_233:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R10
 	MOVQ  R8, R11
 
-sm2x_exp_234:
+sm2x_exp_235:
 	VMOVUPS   (R10), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7562,14 +7250,14 @@ sm2x_exp_234:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R10
 	DECQ      R11
-	JNZ       sm2x_exp_234
+	JNZ       sm2x_exp_235
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_mode1_230:
+sms2x_mode1_231:
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7608,9 +7296,9 @@ sms2x_mode1_230:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(R11)
 	DECQ         R12
-	JZ           sm2x_pass2_235
+	JZ           sm2x_pass2_236
 
-sm2x_max_236:
+sm2x_max_237:
 	ADDQ         $0x40, R11
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7643,15 +7331,15 @@ sm2x_max_236:
 	VMOVUPS      Y3, 32(R11)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R12
-	JNZ          sm2x_max_236
+	JNZ          sm2x_max_237
 
-sm2x_pass2_235:
+sm2x_pass2_236:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R11
 	MOVQ  R8, R12
 
-sm2x_exp_237:
+sm2x_exp_238:
 	VMOVUPS   (R11), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7732,14 +7420,14 @@ sm2x_exp_237:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R11
 	DECQ      R12
-	JNZ       sm2x_exp_237
+	JNZ       sm2x_exp_238
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_mode2_231:
+sms2x_mode2_232:
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7776,9 +7464,9 @@ sms2x_mode2_231:
 	VADDPS       32(R10), Y2, Y2
 	VMOVUPS      Y2, 32(R11)
 	DECQ         R12
-	JZ           sm2x_pass2_238
+	JZ           sm2x_pass2_239
 
-sm2x_max_239:
+sm2x_max_240:
 	ADDQ         $0x40, R11
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7809,15 +7497,15 @@ sm2x_max_239:
 	VMOVUPS      Y3, 32(R11)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R12
-	JNZ          sm2x_max_239
+	JNZ          sm2x_max_240
 
-sm2x_pass2_238:
+sm2x_pass2_239:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R11
 	MOVQ  R8, R12
 
-sm2x_exp_240:
+sm2x_exp_241:
 	VMOVUPS   (R11), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7898,14 +7586,14 @@ sm2x_exp_240:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R11
 	DECQ      R12
-	JNZ       sm2x_exp_240
+	JNZ       sm2x_exp_241
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_empty_229:
+sms2x_empty_230:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -7921,15 +7609,15 @@ TEXT ·attnPVAVX2Asm(SB), NOSPLIT, $0-72
 	MOVQ  v+32(FP), CX
 	MOVQ  d+56(FP), DX
 
-pv2x_cols_241:
+pv2x_cols_242:
 	CMPQ DX, $0x10
-	JL   pv2x_coltail_242
+	JL   pv2x_coltail_243
 	MOVQ rows+16(FP), SI
 	XORQ BX, BX
 
-pv2x_rows_main_244:
+pv2x_rows_main_245:
 	CMPQ  SI, $0x04
-	JL    pv2x_rows_tail_245
+	JL    pv2x_rows_tail_246
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7945,15 +7633,15 @@ pv2x_rows_main_244:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_246
+	JZ    pv2x_divide_247
 
-pv2x_j_247:
+pv2x_j_248:
 	VMOVUPS      (R8), Y9
 	VMOVUPS      32(R8), Y10
 	VCMPPS       $0x04, (DI), X0, X11
 	VMOVMSKPS    X11, R11
 	CMPL         R11, $0x0f
-	JNE          pv2x_zero_248
+	JNE          pv2x_zero_249
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
@@ -7974,52 +7662,52 @@ pv2x_j_247:
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
-	JMP          pv2x_next_249
+	JMP          pv2x_next_250
 
-pv2x_zero_248:
+pv2x_zero_249:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_250
+	JCC          pv2x_skip_251
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y2, Y2
-
-pv2x_skip_250:
-	BTL          $0x01, R11
-	JCC          pv2x_skip_251
-	VBROADCASTSS 4(DI), Y11
-	VMULPS       Y9, Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       Y10, Y11, Y11
-	VADDPS       Y11, Y4, Y4
 
 pv2x_skip_251:
-	BTL          $0x02, R11
+	BTL          $0x01, R11
 	JCC          pv2x_skip_252
+	VBROADCASTSS 4(DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y4, Y4
+
+pv2x_skip_252:
+	BTL          $0x02, R11
+	JCC          pv2x_skip_253
 	VBROADCASTSS 8(DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y5, Y5
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y6, Y6
 
-pv2x_skip_252:
+pv2x_skip_253:
 	BTL          $0x03, R11
-	JCC          pv2x_skip_253
+	JCC          pv2x_skip_254
 	VBROADCASTSS 12(DI), Y11
 	VMULPS       Y9, Y11, Y9
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
 
-pv2x_skip_253:
-pv2x_next_249:
+pv2x_skip_254:
+pv2x_next_250:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_247
+	JNZ  pv2x_j_248
 
-pv2x_divide_246:
+pv2x_divide_247:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -8052,11 +7740,11 @@ pv2x_divide_246:
 	VMOVUPS      Y8, 32(R8)
 	ADDQ         $0x04, BX
 	SUBQ         $0x04, SI
-	JMP          pv2x_rows_main_244
+	JMP          pv2x_rows_main_245
 
-pv2x_rows_tail_245:
+pv2x_rows_tail_246:
 	CMPQ  SI, $0x02
-	JL    pv2x_rows_skip_254
+	JL    pv2x_rows_skip_255
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -8068,16 +7756,16 @@ pv2x_rows_tail_245:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_255
+	JZ    pv2x_divide_256
 
-pv2x_j_256:
+pv2x_j_257:
 	VMOVUPS      (R8), Y5
 	VMOVUPS      32(R8), Y6
 	VMOVQ        (DI), X7
 	VCMPPS       $0x04, X7, X0, X7
 	VMOVMSKPS    X7, R11
 	CMPL         R11, $0x03
-	JNE          pv2x_zero_257
+	JNE          pv2x_zero_258
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
@@ -8088,34 +7776,34 @@ pv2x_j_256:
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_258
+	JMP          pv2x_next_259
 
-pv2x_zero_257:
+pv2x_zero_258:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_259
+	JCC          pv2x_skip_260
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VADDPS       Y7, Y2, Y2
-
-pv2x_skip_259:
-	BTL          $0x01, R11
-	JCC          pv2x_skip_260
-	VBROADCASTSS 4(DI), Y7
-	VMULPS       Y5, Y7, Y5
-	VADDPS       Y5, Y3, Y3
-	VMULPS       Y6, Y7, Y5
-	VADDPS       Y5, Y4, Y4
 
 pv2x_skip_260:
-pv2x_next_258:
+	BTL          $0x01, R11
+	JCC          pv2x_skip_261
+	VBROADCASTSS 4(DI), Y7
+	VMULPS       Y5, Y7, Y5
+	VADDPS       Y5, Y3, Y3
+	VMULPS       Y6, Y7, Y5
+	VADDPS       Y5, Y4, Y4
+
+pv2x_skip_261:
+pv2x_next_259:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_256
+	JNZ  pv2x_j_257
 
-pv2x_divide_255:
+pv2x_divide_256:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -8137,9 +7825,9 @@ pv2x_divide_255:
 	ADDQ         $0x02, BX
 	SUBQ         $0x02, SI
 
-pv2x_rows_skip_254:
+pv2x_rows_skip_255:
 	CMPQ  SI, $0x01
-	JL    pv2x_rows_skip_261
+	JL    pv2x_rows_skip_262
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R9
@@ -8149,40 +7837,40 @@ pv2x_rows_skip_254:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_262
+	JZ    pv2x_divide_263
 
-pv2x_j_263:
+pv2x_j_264:
 	VMOVUPS      (R8), Y3
 	VMOVUPS      32(R8), Y4
 	VMOVSS       (DI), X5
 	VCMPPS       $0x04, X5, X0, X5
 	VMOVMSKPS    X5, R11
 	CMPL         R11, $0x01
-	JNE          pv2x_zero_264
+	JNE          pv2x_zero_265
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_265
+	JMP          pv2x_next_266
 
-pv2x_zero_264:
+pv2x_zero_265:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_266
+	JCC          pv2x_skip_267
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_266:
-pv2x_next_265:
+pv2x_skip_267:
+pv2x_next_266:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_263
+	JNZ  pv2x_j_264
 
-pv2x_divide_262:
+pv2x_divide_263:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -8198,21 +7886,21 @@ pv2x_divide_262:
 	ADDQ         $0x01, BX
 	SUBQ         $0x01, SI
 
-pv2x_rows_skip_261:
+pv2x_rows_skip_262:
 	ADDQ $0x00000040, AX
 	ADDQ $0x00000040, CX
 	SUBQ $0x10, DX
-	JMP  pv2x_cols_241
+	JMP  pv2x_cols_242
 
-pv2x_coltail_242:
+pv2x_coltail_243:
 	TESTQ DX, DX
-	JZ    pv2x_done_243
+	JZ    pv2x_done_244
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv2x_rows_main_267:
+pv2x_rows_main_268:
 	CMPQ  BX, $0x04
-	JL    pv2x_rows_tail_268
+	JL    pv2x_rows_tail_269
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -8224,14 +7912,14 @@ pv2x_rows_main_267:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_269
+	JZ    pv2x_divide_270
 
-pv2x_j_270:
+pv2x_j_271:
 	VMOVUPS      (DI), Y5
 	VCMPPS       $0x04, (SI), X0, X6
 	VMOVMSKPS    X6, R10
 	CMPL         R10, $0x0f
-	JNE          pv2x_zero_271
+	JNE          pv2x_zero_272
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
@@ -8244,44 +7932,44 @@ pv2x_j_270:
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_272
+	JMP          pv2x_next_273
 
-pv2x_zero_271:
+pv2x_zero_272:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_273
+	JCC          pv2x_skip_274
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
-
-pv2x_skip_273:
-	BTL          $0x01, R10
-	JCC          pv2x_skip_274
-	VBROADCASTSS 4(SI), Y6
-	VMULPS       Y5, Y6, Y6
-	VADDPS       Y6, Y2, Y2
 
 pv2x_skip_274:
-	BTL          $0x02, R10
+	BTL          $0x01, R10
 	JCC          pv2x_skip_275
+	VBROADCASTSS 4(SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y2, Y2
+
+pv2x_skip_275:
+	BTL          $0x02, R10
+	JCC          pv2x_skip_276
 	VBROADCASTSS 8(SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y3, Y3
 
-pv2x_skip_275:
+pv2x_skip_276:
 	BTL          $0x03, R10
-	JCC          pv2x_skip_276
+	JCC          pv2x_skip_277
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_276:
-pv2x_next_272:
+pv2x_skip_277:
+pv2x_next_273:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_270
+	JNZ  pv2x_j_271
 
-pv2x_divide_269:
+pv2x_divide_270:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -8306,11 +7994,11 @@ pv2x_divide_269:
 	VMOVUPS      Y4, (DI)
 	ADDQ         $0x04, DX
 	SUBQ         $0x04, BX
-	JMP          pv2x_rows_main_267
+	JMP          pv2x_rows_main_268
 
-pv2x_rows_tail_268:
+pv2x_rows_tail_269:
 	CMPQ  BX, $0x02
-	JL    pv2x_rows_skip_277
+	JL    pv2x_rows_skip_278
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R8
@@ -8320,45 +8008,45 @@ pv2x_rows_tail_268:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_278
+	JZ    pv2x_divide_279
 
-pv2x_j_279:
+pv2x_j_280:
 	VMOVUPS      (DI), Y3
 	VMOVQ        (SI), X4
 	VCMPPS       $0x04, X4, X0, X4
 	VMOVMSKPS    X4, R10
 	CMPL         R10, $0x03
-	JNE          pv2x_zero_280
+	JNE          pv2x_zero_281
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_281
+	JMP          pv2x_next_282
 
-pv2x_zero_280:
+pv2x_zero_281:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_282
+	JCC          pv2x_skip_283
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
-
-pv2x_skip_282:
-	BTL          $0x01, R10
-	JCC          pv2x_skip_283
-	VBROADCASTSS 4(SI), Y4
-	VMULPS       Y3, Y4, Y3
-	VADDPS       Y3, Y2, Y2
 
 pv2x_skip_283:
-pv2x_next_281:
+	BTL          $0x01, R10
+	JCC          pv2x_skip_284
+	VBROADCASTSS 4(SI), Y4
+	VMULPS       Y3, Y4, Y3
+	VADDPS       Y3, Y2, Y2
+
+pv2x_skip_284:
+pv2x_next_282:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_279
+	JNZ  pv2x_j_280
 
-pv2x_divide_278:
+pv2x_divide_279:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -8376,9 +8064,9 @@ pv2x_divide_278:
 	ADDQ         $0x02, DX
 	SUBQ         $0x02, BX
 
-pv2x_rows_skip_277:
+pv2x_rows_skip_278:
 	CMPQ  BX, $0x01
-	JL    pv2x_rows_skip_284
+	JL    pv2x_rows_skip_285
 	VPXOR Y1, Y1, Y1
 	MOVQ  sk+48(FP), DI
 	MOVQ  p+24(FP), SI
@@ -8386,35 +8074,35 @@ pv2x_rows_skip_277:
 	MOVQ  vStride+40(FP), R8
 	SHLQ  $0x02, R8
 	TESTQ DI, DI
-	JZ    pv2x_divide_285
+	JZ    pv2x_divide_286
 
-pv2x_j_286:
+pv2x_j_287:
 	VMOVUPS      (CX), Y2
 	VMOVSS       (SI), X3
 	VCMPPS       $0x04, X3, X0, X3
 	VMOVMSKPS    X3, R9
 	CMPL         R9, $0x01
-	JNE          pv2x_zero_287
+	JNE          pv2x_zero_288
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
-	JMP          pv2x_next_288
+	JMP          pv2x_next_289
 
-pv2x_zero_287:
+pv2x_zero_288:
 	BTL          $0x00, R9
-	JCC          pv2x_skip_289
+	JCC          pv2x_skip_290
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
 
-pv2x_skip_289:
-pv2x_next_288:
+pv2x_skip_290:
+pv2x_next_289:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv2x_j_286
+	JNZ  pv2x_j_287
 
-pv2x_divide_285:
+pv2x_divide_286:
 	MOVQ         sums+64(FP), CX
 	MOVQ         outStride+8(FP), DI
 	SHLQ         $0x02, DI
@@ -8428,8 +8116,8 @@ pv2x_divide_285:
 	ADDQ         $0x01, DX
 	SUBQ         $0x01, BX
 
-pv2x_rows_skip_284:
-pv2x_done_243:
+pv2x_rows_skip_285:
+pv2x_done_244:
 	VZEROUPPER
 	RET
 
@@ -8460,869 +8148,391 @@ DATA nnAVX2Lanes<>+92(SB)/4, $0x00000007
 GLOBL nnAVX2Lanes<>(SB), RODATA|NOPTR, $96
 
 // func lnStats16AVX2Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)
-// Requires: AVX
+// Requires: AVX, AVX2, CMOV
 TEXT ·lnStats16AVX2Asm(SB), NOSPLIT, $0-56
-	MOVQ  stride+8(FP), AX
-	SHLQ  $0x02, AX
-	LEAQ  (AX)(AX*2), CX
-	MOVQ  mean+40(FP), DX
+	MOVQ stride+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ n+16(FP), CX
+	MOVQ CX, DX
+	SHRQ $0x05, DX
+	ANDQ $0x1f, CX
+	MOVQ x+0(FP), BX
+	MOVQ mean+40(FP), SI
+	MOVQ inv+48(FP), DI
+	LEAQ nnAVX2Lanes<>+0(SB), R8
+	MOVQ $0x00000010, R9
+
+lns2_row_291:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
-	MOVQ  x+0(FP), BX
-	MOVQ  n+16(FP), SI
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ  BX, R10
+	MOVQ  DX, R11
+	TESTQ R11, R11
+	JZ    lns2_tail_293
 
-lns2_cols_290:
-	CMPQ         SI, $0x08
-	JL           lns2_tail_291
-	VMOVUPS      (BX), Y4
-	VMOVUPS      (BX)(AX*1), Y5
-	VMOVUPS      (BX)(AX*2), Y6
-	VMOVUPS      (BX)(CX*1), Y7
-	VUNPCKLPS    Y5, Y4, Y8
-	VUNPCKHPS    Y5, Y4, Y4
-	VUNPCKLPS    Y7, Y6, Y5
-	VUNPCKHPS    Y7, Y6, Y6
-	VUNPCKLPD    Y5, Y8, Y7
-	VUNPCKHPD    Y5, Y8, Y5
-	VUNPCKLPD    Y6, Y4, Y8
-	VUNPCKHPD    Y6, Y4, Y4
-	VCVTPS2PD    X7, Y6
-	VADDPD       Y6, Y0, Y0
-	VCVTPS2PD    X5, Y6
-	VADDPD       Y6, Y0, Y0
-	VCVTPS2PD    X8, Y6
-	VADDPD       Y6, Y0, Y0
-	VCVTPS2PD    X4, Y6
-	VADDPD       Y6, Y0, Y0
-	VEXTRACTF128 $0x01, Y7, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y6, Y0, Y0
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y0, Y0
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y0, Y0
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
+lns2_step_292:
+	VCVTPS2PD (R10), Y8
+	VADDPD    Y8, Y0, Y0
+	VCVTPS2PD 16(R10), Y8
+	VADDPD    Y8, Y1, Y1
+	VCVTPS2PD 32(R10), Y8
+	VADDPD    Y8, Y2, Y2
+	VCVTPS2PD 48(R10), Y8
+	VADDPD    Y8, Y3, Y3
+	VCVTPS2PD 64(R10), Y8
+	VADDPD    Y8, Y4, Y4
+	VCVTPS2PD 80(R10), Y8
+	VADDPD    Y8, Y5, Y5
+	VCVTPS2PD 96(R10), Y8
+	VADDPD    Y8, Y6, Y6
+	VCVTPS2PD 112(R10), Y8
+	VADDPD    Y8, Y7, Y7
+	ADDQ      $0x80, R10
+	DECQ      R11
+	JNZ       lns2_step_292
+
+lns2_tail_293:
+	TESTQ      CX, CX
+	JZ         lns2_done_294
+	MOVQ       CX, R11
+	SUBQ       $0x00, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X8
+	VMASKMOVPS (R10), X8, X8
+	VCVTPS2PD  X8, Y8
+	VADDPD     Y8, Y0, Y0
+	MOVQ       CX, R11
+	SUBQ       $0x04, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X8
+	VMASKMOVPS 16(R10), X8, X8
+	VCVTPS2PD  X8, Y8
+	VADDPD     Y8, Y1, Y1
+	MOVQ       CX, R11
+	SUBQ       $0x08, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X8
+	VMASKMOVPS 32(R10), X8, X8
+	VCVTPS2PD  X8, Y8
+	VADDPD     Y8, Y2, Y2
+	MOVQ       CX, R11
+	SUBQ       $0x0c, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X8
+	VMASKMOVPS 48(R10), X8, X8
+	VCVTPS2PD  X8, Y8
+	VADDPD     Y8, Y3, Y3
+	MOVQ       CX, R11
+	SUBQ       $0x10, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X8
+	VMASKMOVPS 64(R10), X8, X8
+	VCVTPS2PD  X8, Y8
+	VADDPD     Y8, Y4, Y4
+	MOVQ       CX, R11
+	SUBQ       $0x14, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X8
+	VMASKMOVPS 80(R10), X8, X8
+	VCVTPS2PD  X8, Y8
+	VADDPD     Y8, Y5, Y5
+	MOVQ       CX, R11
+	SUBQ       $0x18, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X8
+	VMASKMOVPS 96(R10), X8, X8
+	VCVTPS2PD  X8, Y8
+	VADDPD     Y8, Y6, Y6
+	MOVQ       CX, R11
+	SUBQ       $0x1c, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X8
+	VMASKMOVPS 112(R10), X8, X8
+	VCVTPS2PD  X8, Y8
+	VADDPD     Y8, Y7, Y7
+
+lns2_done_294:
+	VADDPD       Y2, Y0, Y0
+	VADDPD       Y3, Y1, Y1
+	VADDPD       Y6, Y4, Y4
+	VADDPD       Y7, Y5, Y5
 	VADDPD       Y4, Y0, Y0
-	LEAQ         (BX)(AX*4), DI
-	VMOVUPS      (DI), Y4
-	VMOVUPS      (DI)(AX*1), Y5
-	VMOVUPS      (DI)(AX*2), Y6
-	VMOVUPS      (DI)(CX*1), Y7
-	VUNPCKLPS    Y5, Y4, Y8
-	VUNPCKHPS    Y5, Y4, Y4
-	VUNPCKLPS    Y7, Y6, Y5
-	VUNPCKHPS    Y7, Y6, Y6
-	VUNPCKLPD    Y5, Y8, Y7
-	VUNPCKHPD    Y5, Y8, Y5
-	VUNPCKLPD    Y6, Y4, Y8
-	VUNPCKHPD    Y6, Y4, Y4
-	VCVTPS2PD    X7, Y6
-	VADDPD       Y6, Y1, Y1
-	VCVTPS2PD    X5, Y6
-	VADDPD       Y6, Y1, Y1
-	VCVTPS2PD    X8, Y6
-	VADDPD       Y6, Y1, Y1
-	VCVTPS2PD    X4, Y6
-	VADDPD       Y6, Y1, Y1
-	VEXTRACTF128 $0x01, Y7, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y6, Y1, Y1
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
 	VADDPD       Y5, Y1, Y1
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y1, Y1
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VADDPD       Y4, Y1, Y1
-	LEAQ         (BX)(AX*8), DI
-	VMOVUPS      (DI), Y4
-	VMOVUPS      (DI)(AX*1), Y5
-	VMOVUPS      (DI)(AX*2), Y6
-	VMOVUPS      (DI)(CX*1), Y7
-	VUNPCKLPS    Y5, Y4, Y8
-	VUNPCKHPS    Y5, Y4, Y4
-	VUNPCKLPS    Y7, Y6, Y5
-	VUNPCKHPS    Y7, Y6, Y6
-	VUNPCKLPD    Y5, Y8, Y7
-	VUNPCKHPD    Y5, Y8, Y5
-	VUNPCKLPD    Y6, Y4, Y8
-	VUNPCKHPD    Y6, Y4, Y4
-	VCVTPS2PD    X7, Y6
-	VADDPD       Y6, Y2, Y2
-	VCVTPS2PD    X5, Y6
-	VADDPD       Y6, Y2, Y2
-	VCVTPS2PD    X8, Y6
-	VADDPD       Y6, Y2, Y2
-	VCVTPS2PD    X4, Y6
-	VADDPD       Y6, Y2, Y2
-	VEXTRACTF128 $0x01, Y7, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y6, Y2, Y2
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y2, Y2
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y2, Y2
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VADDPD       Y4, Y2, Y2
-	LEAQ         (BX)(CX*4), DI
-	VMOVUPS      (DI), Y4
-	VMOVUPS      (DI)(AX*1), Y5
-	VMOVUPS      (DI)(AX*2), Y6
-	VMOVUPS      (DI)(CX*1), Y7
-	VUNPCKLPS    Y5, Y4, Y8
-	VUNPCKHPS    Y5, Y4, Y4
-	VUNPCKLPS    Y7, Y6, Y5
-	VUNPCKHPS    Y7, Y6, Y6
-	VUNPCKLPD    Y5, Y8, Y7
-	VUNPCKHPD    Y5, Y8, Y5
-	VUNPCKLPD    Y6, Y4, Y8
-	VUNPCKHPD    Y6, Y4, Y4
-	VCVTPS2PD    X7, Y6
-	VADDPD       Y6, Y3, Y3
-	VCVTPS2PD    X5, Y6
-	VADDPD       Y6, Y3, Y3
-	VCVTPS2PD    X8, Y6
-	VADDPD       Y6, Y3, Y3
-	VCVTPS2PD    X4, Y6
-	VADDPD       Y6, Y3, Y3
-	VEXTRACTF128 $0x01, Y7, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y6, Y3, Y3
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y3, Y3
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y3, Y3
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VADDPD       Y4, Y3, Y3
-	ADDQ         $0x20, BX
-	SUBQ         $0x08, SI
-	JMP          lns2_cols_290
-
-lns2_tail_291:
-	TESTQ        SI, SI
-	JZ           lns2_done_292
-	MOVQ         $0x00000008, DI
-	SUBQ         SI, DI
-	LEAQ         nnAVX2Lanes<>+0(SB), R8
-	VMOVDQU      (R8)(DI*4), Y4
-	VMASKMOVPS   (BX), Y4, Y5
-	VMASKMOVPS   (BX)(AX*1), Y4, Y6
-	VMASKMOVPS   (BX)(AX*2), Y4, Y7
-	VMASKMOVPS   (BX)(CX*1), Y4, Y8
-	VUNPCKLPS    Y6, Y5, Y9
-	VUNPCKHPS    Y6, Y5, Y5
-	VUNPCKLPS    Y8, Y7, Y6
-	VUNPCKHPS    Y8, Y7, Y7
-	VUNPCKLPD    Y6, Y9, Y8
-	VUNPCKHPD    Y6, Y9, Y6
-	VUNPCKLPD    Y7, Y5, Y9
-	VUNPCKHPD    Y7, Y5, Y5
-	VCVTPS2PD    X8, Y7
-	VADDPD       Y7, Y0, Y0
-	CMPQ         SI, $0x00000001
-	JLE          lns2_group_297
-	VCVTPS2PD    X6, Y7
-	VADDPD       Y7, Y0, Y0
-	CMPQ         SI, $0x00000002
-	JLE          lns2_group_297
-	VCVTPS2PD    X9, Y7
-	VADDPD       Y7, Y0, Y0
-	CMPQ         SI, $0x00000003
-	JLE          lns2_group_297
-	VCVTPS2PD    X5, Y7
-	VADDPD       Y7, Y0, Y0
-	CMPQ         SI, $0x00000004
-	JLE          lns2_group_297
-	VEXTRACTF128 $0x01, Y8, X7
-	VCVTPS2PD    X7, Y7
-	VADDPD       Y7, Y0, Y0
-	CMPQ         SI, $0x00000005
-	JLE          lns2_group_297
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y6, Y0, Y0
-	CMPQ         SI, $0x00000006
-	JLE          lns2_group_297
-	VEXTRACTF128 $0x01, Y9, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y6, Y0, Y0
-	CMPQ         SI, $0x00000007
-	JLE          lns2_group_297
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y0, Y0
-
-lns2_group_297:
-	LEAQ         (BX)(AX*4), DI
-	VMASKMOVPS   (DI), Y4, Y5
-	VMASKMOVPS   (DI)(AX*1), Y4, Y6
-	VMASKMOVPS   (DI)(AX*2), Y4, Y7
-	VMASKMOVPS   (DI)(CX*1), Y4, Y8
-	VUNPCKLPS    Y6, Y5, Y9
-	VUNPCKHPS    Y6, Y5, Y5
-	VUNPCKLPS    Y8, Y7, Y6
-	VUNPCKHPS    Y8, Y7, Y7
-	VUNPCKLPD    Y6, Y9, Y8
-	VUNPCKHPD    Y6, Y9, Y6
-	VUNPCKLPD    Y7, Y5, Y9
-	VUNPCKHPD    Y7, Y5, Y5
-	VCVTPS2PD    X8, Y7
-	VADDPD       Y7, Y1, Y1
-	CMPQ         SI, $0x00000001
-	JLE          lns2_group_298
-	VCVTPS2PD    X6, Y7
-	VADDPD       Y7, Y1, Y1
-	CMPQ         SI, $0x00000002
-	JLE          lns2_group_298
-	VCVTPS2PD    X9, Y7
-	VADDPD       Y7, Y1, Y1
-	CMPQ         SI, $0x00000003
-	JLE          lns2_group_298
-	VCVTPS2PD    X5, Y7
-	VADDPD       Y7, Y1, Y1
-	CMPQ         SI, $0x00000004
-	JLE          lns2_group_298
-	VEXTRACTF128 $0x01, Y8, X7
-	VCVTPS2PD    X7, Y7
-	VADDPD       Y7, Y1, Y1
-	CMPQ         SI, $0x00000005
-	JLE          lns2_group_298
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y6, Y1, Y1
-	CMPQ         SI, $0x00000006
-	JLE          lns2_group_298
-	VEXTRACTF128 $0x01, Y9, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y6, Y1, Y1
-	CMPQ         SI, $0x00000007
-	JLE          lns2_group_298
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y1, Y1
-
-lns2_group_298:
-	LEAQ         (BX)(AX*8), DI
-	VMASKMOVPS   (DI), Y4, Y5
-	VMASKMOVPS   (DI)(AX*1), Y4, Y6
-	VMASKMOVPS   (DI)(AX*2), Y4, Y7
-	VMASKMOVPS   (DI)(CX*1), Y4, Y8
-	VUNPCKLPS    Y6, Y5, Y9
-	VUNPCKHPS    Y6, Y5, Y5
-	VUNPCKLPS    Y8, Y7, Y6
-	VUNPCKHPS    Y8, Y7, Y7
-	VUNPCKLPD    Y6, Y9, Y8
-	VUNPCKHPD    Y6, Y9, Y6
-	VUNPCKLPD    Y7, Y5, Y9
-	VUNPCKHPD    Y7, Y5, Y5
-	VCVTPS2PD    X8, Y7
-	VADDPD       Y7, Y2, Y2
-	CMPQ         SI, $0x00000001
-	JLE          lns2_group_299
-	VCVTPS2PD    X6, Y7
-	VADDPD       Y7, Y2, Y2
-	CMPQ         SI, $0x00000002
-	JLE          lns2_group_299
-	VCVTPS2PD    X9, Y7
-	VADDPD       Y7, Y2, Y2
-	CMPQ         SI, $0x00000003
-	JLE          lns2_group_299
-	VCVTPS2PD    X5, Y7
-	VADDPD       Y7, Y2, Y2
-	CMPQ         SI, $0x00000004
-	JLE          lns2_group_299
-	VEXTRACTF128 $0x01, Y8, X7
-	VCVTPS2PD    X7, Y7
-	VADDPD       Y7, Y2, Y2
-	CMPQ         SI, $0x00000005
-	JLE          lns2_group_299
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y6, Y2, Y2
-	CMPQ         SI, $0x00000006
-	JLE          lns2_group_299
-	VEXTRACTF128 $0x01, Y9, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y6, Y2, Y2
-	CMPQ         SI, $0x00000007
-	JLE          lns2_group_299
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y2, Y2
-
-lns2_group_299:
-	LEAQ         (BX)(CX*4), BX
-	VMASKMOVPS   (BX), Y4, Y5
-	VMASKMOVPS   (BX)(AX*1), Y4, Y6
-	VMASKMOVPS   (BX)(AX*2), Y4, Y7
-	VMASKMOVPS   (BX)(CX*1), Y4, Y4
-	VUNPCKLPS    Y6, Y5, Y8
-	VUNPCKHPS    Y6, Y5, Y5
-	VUNPCKLPS    Y4, Y7, Y6
-	VUNPCKHPS    Y4, Y7, Y4
-	VUNPCKLPD    Y6, Y8, Y7
-	VUNPCKHPD    Y6, Y8, Y6
-	VUNPCKLPD    Y4, Y5, Y8
-	VUNPCKHPD    Y4, Y5, Y4
-	VCVTPS2PD    X7, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000001
-	JLE          lns2_group_300
-	VCVTPS2PD    X6, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000002
-	JLE          lns2_group_300
-	VCVTPS2PD    X8, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000003
-	JLE          lns2_group_300
-	VCVTPS2PD    X4, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000004
-	JLE          lns2_group_300
-	VEXTRACTF128 $0x01, Y7, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000005
-	JLE          lns2_group_300
-	VEXTRACTF128 $0x01, Y6, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000006
-	JLE          lns2_group_300
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000007
-	JLE          lns2_group_300
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VADDPD       Y4, Y3, Y3
-
-lns2_group_300:
-lns2_done_292:
-	VBROADCASTSD count+24(FP), Y4
-	VDIVPD       Y4, Y0, Y0
-	VMOVUPD      Y0, (DX)
-	VDIVPD       Y4, Y1, Y1
-	VMOVUPD      Y1, 32(DX)
-	VDIVPD       Y4, Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VDIVPD       Y4, Y3, Y3
-	VMOVUPD      Y3, 96(DX)
-	VPXOR        Y0, Y0, Y0
+	VADDPD       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPD       X1, X0, X1
+	VPERMILPD    $0x01, X1, X0
+	VADDSD       X0, X1, X1
+	VDIVSD       count+24(FP), X1, X1
+	VMOVSD       X1, (SI)
+	VBROADCASTSD X1, Y0
 	VPXOR        Y1, Y1, Y1
 	VPXOR        Y2, Y2, Y2
 	VPXOR        Y3, Y3, Y3
-	MOVQ         x+0(FP), BX
-	MOVQ         n+16(FP), SI
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	VPXOR        Y8, Y8, Y8
+	MOVQ         BX, R10
+	MOVQ         DX, R11
+	TESTQ        R11, R11
+	JZ           lns2_tail_296
 
-lns2_cols_301:
-	CMPQ         SI, $0x08
-	JL           lns2_tail_302
-	VMOVUPS      (BX), Y4
-	VMOVUPS      (BX)(AX*1), Y5
-	VMOVUPS      (BX)(AX*2), Y6
-	VMOVUPS      (BX)(CX*1), Y7
-	VUNPCKLPS    Y5, Y4, Y8
-	VUNPCKHPS    Y5, Y4, Y4
-	VUNPCKLPS    Y7, Y6, Y5
-	VUNPCKHPS    Y7, Y6, Y6
-	VUNPCKLPD    Y5, Y8, Y7
-	VUNPCKHPD    Y5, Y8, Y5
-	VUNPCKLPD    Y6, Y4, Y8
-	VUNPCKHPD    Y6, Y4, Y4
-	VCVTPS2PD    X7, Y6
-	VSUBPD       (DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y0, Y0
-	VCVTPS2PD    X5, Y6
-	VSUBPD       (DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y0, Y0
-	VCVTPS2PD    X8, Y6
-	VSUBPD       (DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y0, Y0
-	VCVTPS2PD    X4, Y6
-	VSUBPD       (DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y0, Y0
-	VEXTRACTF128 $0x01, Y7, X6
-	VCVTPS2PD    X6, Y6
-	VSUBPD       (DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y0, Y0
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       (DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y0, Y0
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       (DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y0, Y0
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VSUBPD       (DX), Y4, Y4
-	VMULPD       Y4, Y4, Y4
-	VADDPD       Y4, Y0, Y0
-	LEAQ         (BX)(AX*4), DI
-	VMOVUPS      (DI), Y4
-	VMOVUPS      (DI)(AX*1), Y5
-	VMOVUPS      (DI)(AX*2), Y6
-	VMOVUPS      (DI)(CX*1), Y7
-	VUNPCKLPS    Y5, Y4, Y8
-	VUNPCKHPS    Y5, Y4, Y4
-	VUNPCKLPS    Y7, Y6, Y5
-	VUNPCKHPS    Y7, Y6, Y6
-	VUNPCKLPD    Y5, Y8, Y7
-	VUNPCKHPD    Y5, Y8, Y5
-	VUNPCKLPD    Y6, Y4, Y8
-	VUNPCKHPD    Y6, Y4, Y4
-	VCVTPS2PD    X7, Y6
-	VSUBPD       32(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y1, Y1
-	VCVTPS2PD    X5, Y6
-	VSUBPD       32(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y1, Y1
-	VCVTPS2PD    X8, Y6
-	VSUBPD       32(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y1, Y1
-	VCVTPS2PD    X4, Y6
-	VSUBPD       32(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y1, Y1
-	VEXTRACTF128 $0x01, Y7, X6
-	VCVTPS2PD    X6, Y6
-	VSUBPD       32(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y1, Y1
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       32(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y1, Y1
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       32(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y1, Y1
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VSUBPD       32(DX), Y4, Y4
-	VMULPD       Y4, Y4, Y4
-	VADDPD       Y4, Y1, Y1
-	LEAQ         (BX)(AX*8), DI
-	VMOVUPS      (DI), Y4
-	VMOVUPS      (DI)(AX*1), Y5
-	VMOVUPS      (DI)(AX*2), Y6
-	VMOVUPS      (DI)(CX*1), Y7
-	VUNPCKLPS    Y5, Y4, Y8
-	VUNPCKHPS    Y5, Y4, Y4
-	VUNPCKLPS    Y7, Y6, Y5
-	VUNPCKHPS    Y7, Y6, Y6
-	VUNPCKLPD    Y5, Y8, Y7
-	VUNPCKHPD    Y5, Y8, Y5
-	VUNPCKLPD    Y6, Y4, Y8
-	VUNPCKHPD    Y6, Y4, Y4
-	VCVTPS2PD    X7, Y6
-	VSUBPD       64(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y2, Y2
-	VCVTPS2PD    X5, Y6
-	VSUBPD       64(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y2, Y2
-	VCVTPS2PD    X8, Y6
-	VSUBPD       64(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y2, Y2
-	VCVTPS2PD    X4, Y6
-	VSUBPD       64(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y2, Y2
-	VEXTRACTF128 $0x01, Y7, X6
-	VCVTPS2PD    X6, Y6
-	VSUBPD       64(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y2, Y2
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       64(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y2, Y2
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       64(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y2, Y2
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VSUBPD       64(DX), Y4, Y4
-	VMULPD       Y4, Y4, Y4
+lns2_step_295:
+	VCVTPS2PD (R10), Y9
+	VSUBPD    Y0, Y9, Y9
+	VMULPD    Y9, Y9, Y9
+	VADDPD    Y9, Y1, Y1
+	VCVTPS2PD 16(R10), Y9
+	VSUBPD    Y0, Y9, Y9
+	VMULPD    Y9, Y9, Y9
+	VADDPD    Y9, Y2, Y2
+	VCVTPS2PD 32(R10), Y9
+	VSUBPD    Y0, Y9, Y9
+	VMULPD    Y9, Y9, Y9
+	VADDPD    Y9, Y3, Y3
+	VCVTPS2PD 48(R10), Y9
+	VSUBPD    Y0, Y9, Y9
+	VMULPD    Y9, Y9, Y9
+	VADDPD    Y9, Y4, Y4
+	VCVTPS2PD 64(R10), Y9
+	VSUBPD    Y0, Y9, Y9
+	VMULPD    Y9, Y9, Y9
+	VADDPD    Y9, Y5, Y5
+	VCVTPS2PD 80(R10), Y9
+	VSUBPD    Y0, Y9, Y9
+	VMULPD    Y9, Y9, Y9
+	VADDPD    Y9, Y6, Y6
+	VCVTPS2PD 96(R10), Y9
+	VSUBPD    Y0, Y9, Y9
+	VMULPD    Y9, Y9, Y9
+	VADDPD    Y9, Y7, Y7
+	VCVTPS2PD 112(R10), Y9
+	VSUBPD    Y0, Y9, Y9
+	VMULPD    Y9, Y9, Y9
+	VADDPD    Y9, Y8, Y8
+	ADDQ      $0x80, R10
+	DECQ      R11
+	JNZ       lns2_step_295
+
+lns2_tail_296:
+	TESTQ      CX, CX
+	JZ         lns2_done_297
+	MOVQ       CX, R11
+	SUBQ       $0x00, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X9
+	VMASKMOVPS (R10), X9, X10
+	VCVTPS2PD  X10, Y10
+	VSUBPD     Y0, Y10, Y10
+	VMULPD     Y10, Y10, Y10
+	VPMOVSXDQ  X9, Y9
+	VANDPD     Y9, Y10, Y10
+	VADDPD     Y10, Y1, Y1
+	MOVQ       CX, R11
+	SUBQ       $0x04, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X9
+	VMASKMOVPS 16(R10), X9, X10
+	VCVTPS2PD  X10, Y10
+	VSUBPD     Y0, Y10, Y10
+	VMULPD     Y10, Y10, Y10
+	VPMOVSXDQ  X9, Y9
+	VANDPD     Y9, Y10, Y10
+	VADDPD     Y10, Y2, Y2
+	MOVQ       CX, R11
+	SUBQ       $0x08, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X9
+	VMASKMOVPS 32(R10), X9, X10
+	VCVTPS2PD  X10, Y10
+	VSUBPD     Y0, Y10, Y10
+	VMULPD     Y10, Y10, Y10
+	VPMOVSXDQ  X9, Y9
+	VANDPD     Y9, Y10, Y10
+	VADDPD     Y10, Y3, Y3
+	MOVQ       CX, R11
+	SUBQ       $0x0c, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X9
+	VMASKMOVPS 48(R10), X9, X10
+	VCVTPS2PD  X10, Y10
+	VSUBPD     Y0, Y10, Y10
+	VMULPD     Y10, Y10, Y10
+	VPMOVSXDQ  X9, Y9
+	VANDPD     Y9, Y10, Y10
+	VADDPD     Y10, Y4, Y4
+	MOVQ       CX, R11
+	SUBQ       $0x10, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X9
+	VMASKMOVPS 64(R10), X9, X10
+	VCVTPS2PD  X10, Y10
+	VSUBPD     Y0, Y10, Y10
+	VMULPD     Y10, Y10, Y10
+	VPMOVSXDQ  X9, Y9
+	VANDPD     Y9, Y10, Y10
+	VADDPD     Y10, Y5, Y5
+	MOVQ       CX, R11
+	SUBQ       $0x14, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X9
+	VMASKMOVPS 80(R10), X9, X10
+	VCVTPS2PD  X10, Y10
+	VSUBPD     Y0, Y10, Y10
+	VMULPD     Y10, Y10, Y10
+	VPMOVSXDQ  X9, Y9
+	VANDPD     Y9, Y10, Y10
+	VADDPD     Y10, Y6, Y6
+	MOVQ       CX, R11
+	SUBQ       $0x18, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X9
+	VMASKMOVPS 96(R10), X9, X10
+	VCVTPS2PD  X10, Y10
+	VSUBPD     Y0, Y10, Y10
+	VMULPD     Y10, Y10, Y10
+	VPMOVSXDQ  X9, Y9
+	VANDPD     Y9, Y10, Y10
+	VADDPD     Y10, Y7, Y7
+	MOVQ       CX, R11
+	SUBQ       $0x1c, R11
+	XORQ       R12, R12
+	CMPQ       R11, R12
+	CMOVQLT    R12, R11
+	MOVQ       $0x00000004, R12
+	CMPQ       R11, R12
+	CMOVQGT    R12, R11
+	NEGQ       R11
+	VMOVDQU    32(R8)(R11*4), X9
+	VMASKMOVPS 112(R10), X9, X10
+	VCVTPS2PD  X10, Y10
+	VSUBPD     Y0, Y10, Y10
+	VMULPD     Y10, Y10, Y10
+	VPMOVSXDQ  X9, Y0
+	VANDPD     Y0, Y10, Y10
+	VADDPD     Y10, Y8, Y8
+
+lns2_done_297:
+	VADDPD       Y3, Y1, Y1
 	VADDPD       Y4, Y2, Y2
-	LEAQ         (BX)(CX*4), DI
-	VMOVUPS      (DI), Y4
-	VMOVUPS      (DI)(AX*1), Y5
-	VMOVUPS      (DI)(AX*2), Y6
-	VMOVUPS      (DI)(CX*1), Y7
-	VUNPCKLPS    Y5, Y4, Y8
-	VUNPCKHPS    Y5, Y4, Y4
-	VUNPCKLPS    Y7, Y6, Y5
-	VUNPCKHPS    Y7, Y6, Y6
-	VUNPCKLPD    Y5, Y8, Y7
-	VUNPCKHPD    Y5, Y8, Y5
-	VUNPCKLPD    Y6, Y4, Y8
-	VUNPCKHPD    Y6, Y4, Y4
-	VCVTPS2PD    X7, Y6
-	VSUBPD       96(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y3, Y3
-	VCVTPS2PD    X5, Y6
-	VSUBPD       96(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y3, Y3
-	VCVTPS2PD    X8, Y6
-	VSUBPD       96(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y3, Y3
-	VCVTPS2PD    X4, Y6
-	VSUBPD       96(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y3, Y3
-	VEXTRACTF128 $0x01, Y7, X6
-	VCVTPS2PD    X6, Y6
-	VSUBPD       96(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y3, Y3
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       96(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y3, Y3
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       96(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y3, Y3
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VSUBPD       96(DX), Y4, Y4
-	VMULPD       Y4, Y4, Y4
-	VADDPD       Y4, Y3, Y3
-	ADDQ         $0x20, BX
-	SUBQ         $0x08, SI
-	JMP          lns2_cols_301
-
-lns2_tail_302:
-	TESTQ        SI, SI
-	JZ           lns2_done_303
-	MOVQ         $0x00000008, DI
-	SUBQ         SI, DI
-	LEAQ         nnAVX2Lanes<>+0(SB), R8
-	VMOVDQU      (R8)(DI*4), Y4
-	VMASKMOVPS   (BX), Y4, Y5
-	VMASKMOVPS   (BX)(AX*1), Y4, Y6
-	VMASKMOVPS   (BX)(AX*2), Y4, Y7
-	VMASKMOVPS   (BX)(CX*1), Y4, Y8
-	VUNPCKLPS    Y6, Y5, Y9
-	VUNPCKHPS    Y6, Y5, Y5
-	VUNPCKLPS    Y8, Y7, Y6
-	VUNPCKHPS    Y8, Y7, Y7
-	VUNPCKLPD    Y6, Y9, Y8
-	VUNPCKHPD    Y6, Y9, Y6
-	VUNPCKLPD    Y7, Y5, Y9
-	VUNPCKHPD    Y7, Y5, Y5
-	VCVTPS2PD    X8, Y7
-	VSUBPD       (DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y0, Y0
-	CMPQ         SI, $0x00000001
-	JLE          lns2_group_308
-	VCVTPS2PD    X6, Y7
-	VSUBPD       (DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y0, Y0
-	CMPQ         SI, $0x00000002
-	JLE          lns2_group_308
-	VCVTPS2PD    X9, Y7
-	VSUBPD       (DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y0, Y0
-	CMPQ         SI, $0x00000003
-	JLE          lns2_group_308
-	VCVTPS2PD    X5, Y7
-	VSUBPD       (DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y0, Y0
-	CMPQ         SI, $0x00000004
-	JLE          lns2_group_308
-	VEXTRACTF128 $0x01, Y8, X7
-	VCVTPS2PD    X7, Y7
-	VSUBPD       (DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y0, Y0
-	CMPQ         SI, $0x00000005
-	JLE          lns2_group_308
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VSUBPD       (DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y0, Y0
-	CMPQ         SI, $0x00000006
-	JLE          lns2_group_308
-	VEXTRACTF128 $0x01, Y9, X6
-	VCVTPS2PD    X6, Y6
-	VSUBPD       (DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y0, Y0
-	CMPQ         SI, $0x00000007
-	JLE          lns2_group_308
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       (DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y0, Y0
-
-lns2_group_308:
-	LEAQ         (BX)(AX*4), DI
-	VMASKMOVPS   (DI), Y4, Y5
-	VMASKMOVPS   (DI)(AX*1), Y4, Y6
-	VMASKMOVPS   (DI)(AX*2), Y4, Y7
-	VMASKMOVPS   (DI)(CX*1), Y4, Y8
-	VUNPCKLPS    Y6, Y5, Y9
-	VUNPCKHPS    Y6, Y5, Y5
-	VUNPCKLPS    Y8, Y7, Y6
-	VUNPCKHPS    Y8, Y7, Y7
-	VUNPCKLPD    Y6, Y9, Y8
-	VUNPCKHPD    Y6, Y9, Y6
-	VUNPCKLPD    Y7, Y5, Y9
-	VUNPCKHPD    Y7, Y5, Y5
-	VCVTPS2PD    X8, Y7
-	VSUBPD       32(DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y1, Y1
-	CMPQ         SI, $0x00000001
-	JLE          lns2_group_309
-	VCVTPS2PD    X6, Y7
-	VSUBPD       32(DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y1, Y1
-	CMPQ         SI, $0x00000002
-	JLE          lns2_group_309
-	VCVTPS2PD    X9, Y7
-	VSUBPD       32(DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y1, Y1
-	CMPQ         SI, $0x00000003
-	JLE          lns2_group_309
-	VCVTPS2PD    X5, Y7
-	VSUBPD       32(DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y1, Y1
-	CMPQ         SI, $0x00000004
-	JLE          lns2_group_309
-	VEXTRACTF128 $0x01, Y8, X7
-	VCVTPS2PD    X7, Y7
-	VSUBPD       32(DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y1, Y1
-	CMPQ         SI, $0x00000005
-	JLE          lns2_group_309
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VSUBPD       32(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y1, Y1
-	CMPQ         SI, $0x00000006
-	JLE          lns2_group_309
-	VEXTRACTF128 $0x01, Y9, X6
-	VCVTPS2PD    X6, Y6
-	VSUBPD       32(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y1, Y1
-	CMPQ         SI, $0x00000007
-	JLE          lns2_group_309
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       32(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
+	VADDPD       Y7, Y5, Y5
+	VADDPD       Y8, Y6, Y6
 	VADDPD       Y5, Y1, Y1
-
-lns2_group_309:
-	LEAQ         (BX)(AX*8), DI
-	VMASKMOVPS   (DI), Y4, Y5
-	VMASKMOVPS   (DI)(AX*1), Y4, Y6
-	VMASKMOVPS   (DI)(AX*2), Y4, Y7
-	VMASKMOVPS   (DI)(CX*1), Y4, Y8
-	VUNPCKLPS    Y6, Y5, Y9
-	VUNPCKHPS    Y6, Y5, Y5
-	VUNPCKLPS    Y8, Y7, Y6
-	VUNPCKHPS    Y8, Y7, Y7
-	VUNPCKLPD    Y6, Y9, Y8
-	VUNPCKHPD    Y6, Y9, Y6
-	VUNPCKLPD    Y7, Y5, Y9
-	VUNPCKHPD    Y7, Y5, Y5
-	VCVTPS2PD    X8, Y7
-	VSUBPD       64(DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y2, Y2
-	CMPQ         SI, $0x00000001
-	JLE          lns2_group_310
-	VCVTPS2PD    X6, Y7
-	VSUBPD       64(DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y2, Y2
-	CMPQ         SI, $0x00000002
-	JLE          lns2_group_310
-	VCVTPS2PD    X9, Y7
-	VSUBPD       64(DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y2, Y2
-	CMPQ         SI, $0x00000003
-	JLE          lns2_group_310
-	VCVTPS2PD    X5, Y7
-	VSUBPD       64(DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y2, Y2
-	CMPQ         SI, $0x00000004
-	JLE          lns2_group_310
-	VEXTRACTF128 $0x01, Y8, X7
-	VCVTPS2PD    X7, Y7
-	VSUBPD       64(DX), Y7, Y7
-	VMULPD       Y7, Y7, Y7
-	VADDPD       Y7, Y2, Y2
-	CMPQ         SI, $0x00000005
-	JLE          lns2_group_310
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VSUBPD       64(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
 	VADDPD       Y6, Y2, Y2
-	CMPQ         SI, $0x00000006
-	JLE          lns2_group_310
-	VEXTRACTF128 $0x01, Y9, X6
-	VCVTPS2PD    X6, Y6
-	VSUBPD       64(DX), Y6, Y6
-	VMULPD       Y6, Y6, Y6
-	VADDPD       Y6, Y2, Y2
-	CMPQ         SI, $0x00000007
-	JLE          lns2_group_310
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       64(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y2, Y2
-
-lns2_group_310:
-	LEAQ         (BX)(CX*4), BX
-	VMASKMOVPS   (BX), Y4, Y5
-	VMASKMOVPS   (BX)(AX*1), Y4, Y6
-	VMASKMOVPS   (BX)(AX*2), Y4, Y7
-	VMASKMOVPS   (BX)(CX*1), Y4, Y4
-	VUNPCKLPS    Y6, Y5, Y8
-	VUNPCKHPS    Y6, Y5, Y5
-	VUNPCKLPS    Y4, Y7, Y6
-	VUNPCKHPS    Y4, Y7, Y4
-	VUNPCKLPD    Y6, Y8, Y7
-	VUNPCKHPD    Y6, Y8, Y6
-	VUNPCKLPD    Y4, Y5, Y8
-	VUNPCKHPD    Y4, Y5, Y4
-	VCVTPS2PD    X7, Y5
-	VSUBPD       96(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000001
-	JLE          lns2_group_311
-	VCVTPS2PD    X6, Y5
-	VSUBPD       96(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000002
-	JLE          lns2_group_311
-	VCVTPS2PD    X8, Y5
-	VSUBPD       96(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000003
-	JLE          lns2_group_311
-	VCVTPS2PD    X4, Y5
-	VSUBPD       96(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000004
-	JLE          lns2_group_311
-	VEXTRACTF128 $0x01, Y7, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       96(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000005
-	JLE          lns2_group_311
-	VEXTRACTF128 $0x01, Y6, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       96(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000006
-	JLE          lns2_group_311
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VSUBPD       96(DX), Y5, Y5
-	VMULPD       Y5, Y5, Y5
-	VADDPD       Y5, Y3, Y3
-	CMPQ         SI, $0x00000007
-	JLE          lns2_group_311
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VSUBPD       96(DX), Y4, Y4
-	VMULPD       Y4, Y4, Y4
-	VADDPD       Y4, Y3, Y3
-
-lns2_group_311:
-lns2_done_303:
-	VBROADCASTSD count+24(FP), Y4
-	VBROADCASTSD eps+32(FP), Y5
-	VBROADCASTSD nnConsts<>+0(SB), Y6
-	MOVQ         inv+48(FP), AX
-	VDIVPD       Y4, Y0, Y0
-	VADDPD       Y5, Y0, Y0
-	VSQRTPD      Y0, Y0
-	VDIVPD       Y0, Y6, Y0
-	VMOVUPD      Y0, (AX)
-	VDIVPD       Y4, Y1, Y1
-	VADDPD       Y5, Y1, Y1
-	VSQRTPD      Y1, Y1
-	VDIVPD       Y1, Y6, Y1
-	VMOVUPD      Y1, 32(AX)
-	VDIVPD       Y4, Y2, Y2
-	VADDPD       Y5, Y2, Y2
-	VSQRTPD      Y2, Y2
-	VDIVPD       Y2, Y6, Y2
-	VMOVUPD      Y2, 64(AX)
-	VDIVPD       Y4, Y3, Y3
-	VADDPD       Y5, Y3, Y3
-	VSQRTPD      Y3, Y3
-	VDIVPD       Y3, Y6, Y3
-	VMOVUPD      Y3, 96(AX)
+	VADDPD       Y2, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPD       X0, X1, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDSD       X1, X0, X0
+	VDIVSD       count+24(FP), X0, X0
+	VADDSD       eps+32(FP), X0, X0
+	VSQRTSD      X0, X0, X0
+	VMOVSD       nnConsts<>+0(SB), X1
+	VDIVSD       X0, X1, X1
+	VMOVSD       X1, (DI)
+	ADDQ         $0x08, SI
+	ADDQ         $0x08, DI
+	ADDQ         AX, BX
+	DECQ         R9
+	JNZ          lns2_row_291
 	VZEROUPPER
 	RET
 
@@ -9331,20 +8541,20 @@ lns2_done_303:
 TEXT ·lnNormAVX2Asm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn2_variant_312
+	JEQ  lnn2_variant_298
 	CMPQ AX, $0x04
-	JEQ  lnn2_variant_313
+	JEQ  lnn2_variant_299
 	CMPQ AX, $0x06
-	JEQ  lnn2_variant_314
+	JEQ  lnn2_variant_300
 	CMPQ AX, $0x03
-	JEQ  lnn2_variant_315
+	JEQ  lnn2_variant_301
 	CMPQ AX, $0x05
-	JEQ  lnn2_variant_316
+	JEQ  lnn2_variant_302
 	CMPQ AX, $0x07
-	JEQ  lnn2_variant_317
+	JEQ  lnn2_variant_303
 	RET
 
-lnn2_variant_312:
+lnn2_variant_298:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -9353,7 +8563,7 @@ lnn2_variant_312:
 	MOVQ         y+0(FP), BX
 	XORQ         SI, SI
 
-lnn2_loop_318:
+lnn2_loop_304:
 	VCVTPS2PD  (AX)(SI*4), Y2
 	VSUBPD     Y0, Y2, Y2
 	VMULPD     Y1, Y2, Y2
@@ -9370,11 +8580,11 @@ lnn2_loop_318:
 	VMOVUPS    X2, 16(BX)(SI*4)
 	ADDQ       $0x08, SI
 	CMPQ       SI, DX
-	JL         lnn2_loop_318
+	JL         lnn2_loop_304
 	VZEROUPPER
 	RET
 
-lnn2_variant_313:
+lnn2_variant_299:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -9389,7 +8599,7 @@ lnn2_variant_313:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         SI, SI
 
-lnn2_loop_319:
+lnn2_loop_305:
 	VCVTPS2PD    (AX)(SI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -9414,11 +8624,11 @@ lnn2_loop_319:
 	VMOVQ        X6, (BX)(SI*1)
 	ADDQ         $0x08, SI
 	CMPQ         SI, DX
-	JL           lnn2_loop_319
+	JL           lnn2_loop_305
 	VZEROUPPER
 	RET
 
-lnn2_variant_314:
+lnn2_variant_300:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -9434,7 +8644,7 @@ lnn2_variant_314:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         DI, DI
 
-lnn2_loop_320:
+lnn2_loop_306:
 	VCVTPS2PD    (AX)(DI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -9461,11 +8671,11 @@ lnn2_loop_320:
 	VMOVQ        X6, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_320
+	JL           lnn2_loop_306
 	VZEROUPPER
 	RET
 
-lnn2_variant_315:
+lnn2_variant_301:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -9475,7 +8685,7 @@ lnn2_variant_315:
 	MOVQ         y+0(FP), SI
 	XORQ         DI, DI
 
-lnn2_loop_321:
+lnn2_loop_307:
 	VCVTPS2PD  (AX)(DI*4), Y2
 	VSUBPD     Y0, Y2, Y2
 	VMULPD     Y1, Y2, Y2
@@ -9496,11 +8706,11 @@ lnn2_loop_321:
 	VMOVUPS    X2, 16(SI)(DI*4)
 	ADDQ       $0x08, DI
 	CMPQ       DI, DX
-	JL         lnn2_loop_321
+	JL         lnn2_loop_307
 	VZEROUPPER
 	RET
 
-lnn2_variant_316:
+lnn2_variant_302:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -9516,7 +8726,7 @@ lnn2_variant_316:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         DI, DI
 
-lnn2_loop_322:
+lnn2_loop_308:
 	VCVTPS2PD    (AX)(DI*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -9545,11 +8755,11 @@ lnn2_loop_322:
 	VMOVQ        X6, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_322
+	JL           lnn2_loop_308
 	VZEROUPPER
 	RET
 
-lnn2_variant_317:
+lnn2_variant_303:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -9566,7 +8776,7 @@ lnn2_variant_317:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R8, R8
 
-lnn2_loop_323:
+lnn2_loop_309:
 	VCVTPS2PD    (AX)(R8*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -9597,7 +8807,7 @@ lnn2_loop_323:
 	VMOVQ        X6, (DI)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, DX
-	JL           lnn2_loop_323
+	JL           lnn2_loop_309
 	VZEROUPPER
 	RET
 
@@ -9606,7 +8816,7 @@ lnn2_loop_323:
 TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd2_beta_324
+	JEQ          lnd2_beta_310
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -9623,7 +8833,7 @@ TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R8, R8
 
-lnd2_loop_325:
+lnd2_loop_311:
 	VCVTPS2PD    (AX)(R8*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -9656,11 +8866,11 @@ lnd2_loop_325:
 	VMOVQ        X6, (BX)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, CX
-	JL           lnd2_loop_325
+	JL           lnd2_loop_311
 	VZEROUPPER
 	RET
 
-lnd2_beta_324:
+lnd2_beta_310:
 	VBROADCASTSD mean+32(FP), Y0
 	VBROADCASTSD inv+40(FP), Y1
 	MOVQ         x+16(FP), AX
@@ -9679,7 +8889,7 @@ lnd2_beta_324:
 	VBROADCASTSS nnConsts<>+36(SB), Y5
 	XORQ         R10, R10
 
-lnd2_loop_326:
+lnd2_loop_312:
 	VCVTPS2PD    (AX)(R10*4), Y6
 	VSUBPD       Y0, Y6, Y6
 	VMULPD       Y1, Y6, Y6
@@ -9720,7 +8930,7 @@ lnd2_loop_326:
 	VMOVQ        X6, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, CX
-	JL           lnd2_loop_326
+	JL           lnd2_loop_312
 	VZEROUPPER
 	RET
 
@@ -9742,14 +8952,14 @@ TEXT ·quantizeU8AVX2Asm(SB), NOSPLIT, $0-56
 	SHLQ         $0x02, SI
 	MOVQ         dstStride+8(FP), DI
 
-q2_row_327:
+q2_row_313:
 	XORQ R8, R8
 
-q2_wide_328:
+q2_wide_314:
 	MOVQ      BX, R9
 	SUBQ      R8, R9
 	CMPQ      R9, $0x20
-	JL        q2_narrow_329
+	JL        q2_narrow_315
 	VMOVUPS   (CX)(R8*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -9780,11 +8990,11 @@ q2_wide_328:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (AX)(R8*1)
 	ADDQ      $0x20, R8
-	JMP       q2_wide_328
+	JMP       q2_wide_314
 
-q2_narrow_329:
+q2_narrow_315:
 	CMPQ         R8, BX
-	JGE          q2_done_330
+	JGE          q2_done_316
 	VMOVUPS      (CX)(R8*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -9796,13 +9006,13 @@ q2_narrow_329:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (AX)(R8*1)
 	ADDQ         $0x08, R8
-	JMP          q2_narrow_329
+	JMP          q2_narrow_315
 
-q2_done_330:
+q2_done_316:
 	ADDQ SI, CX
 	ADDQ DI, AX
 	DECQ DX
-	JNZ  q2_row_327
+	JNZ  q2_row_313
 	VZEROUPPER
 	RET
 
@@ -9822,7 +9032,7 @@ TEXT ·quantizeRowsU8AVX2Asm(SB), NOSPLIT, $0-64
 	SHLQ         $0x02, R8
 	MOVQ         dstStride+8(FP), R9
 
-q2_row_331:
+q2_row_317:
 	VMOVSS       nnConsts<>+12(SB), X0
 	VDIVSS       (AX), X0, X0
 	VBROADCASTSS X0, Y0
@@ -9831,11 +9041,11 @@ q2_row_331:
 	ADDQ         $0x04, CX
 	XORQ         R10, R10
 
-q2_wide_332:
+q2_wide_318:
 	MOVQ      DI, R11
 	SUBQ      R10, R11
 	CMPQ      R11, $0x20
-	JL        q2_narrow_333
+	JL        q2_narrow_319
 	VMOVUPS   (BX)(R10*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -9866,11 +9076,11 @@ q2_wide_332:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (DX)(R10*1)
 	ADDQ      $0x20, R10
-	JMP       q2_wide_332
+	JMP       q2_wide_318
 
-q2_narrow_333:
+q2_narrow_319:
 	CMPQ         R10, DI
-	JGE          q2_done_334
+	JGE          q2_done_320
 	VMOVUPS      (BX)(R10*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -9882,13 +9092,13 @@ q2_narrow_333:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (DX)(R10*1)
 	ADDQ         $0x08, R10
-	JMP          q2_narrow_333
+	JMP          q2_narrow_319
 
-q2_done_334:
+q2_done_320:
 	ADDQ R8, BX
 	ADDQ R9, DX
 	DECQ SI
-	JNZ  q2_row_331
+	JNZ  q2_row_317
 	VZEROUPPER
 	RET
 
@@ -9907,11 +9117,11 @@ TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
 	VPXOR Y7, Y7, Y7
 	XORQ  DX, DX
 
-mm2_wide_335:
+mm2_wide_321:
 	MOVQ    CX, BX
 	SUBQ    DX, BX
 	CMPQ    BX, $0x20
-	JL      mm2_narrow_336
+	JL      mm2_narrow_322
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -9925,18 +9135,18 @@ mm2_wide_335:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, DX
-	JMP     mm2_wide_335
+	JMP     mm2_wide_321
 
-mm2_narrow_336:
+mm2_narrow_322:
 	CMPQ    DX, CX
-	JGE     mm2_done_337
+	JGE     mm2_done_323
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, DX
-	JMP     mm2_narrow_336
+	JMP     mm2_narrow_322
 
-mm2_done_337:
+mm2_done_323:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -9971,7 +9181,7 @@ TEXT ·minMaxRowsAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ hi+40(FP), DI
 	SHLQ $0x02, CX
 
-mmr2_row_338:
+mmr2_row_324:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9982,11 +9192,11 @@ mmr2_row_338:
 	VPXOR Y7, Y7, Y7
 	XORQ  R8, R8
 
-mm2_wide_339:
+mm2_wide_325:
 	MOVQ    BX, R9
 	SUBQ    R8, R9
 	CMPQ    R9, $0x20
-	JL      mm2_narrow_340
+	JL      mm2_narrow_326
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -10000,18 +9210,18 @@ mm2_wide_339:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, R8
-	JMP     mm2_wide_339
+	JMP     mm2_wide_325
 
-mm2_narrow_340:
+mm2_narrow_326:
 	CMPQ    R8, BX
-	JGE     mm2_done_341
+	JGE     mm2_done_327
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, R8
-	JMP     mm2_narrow_340
+	JMP     mm2_narrow_326
 
-mm2_done_341:
+mm2_done_327:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -10036,7 +9246,7 @@ mm2_done_341:
 	ADDQ         $0x04, DI
 	ADDQ         CX, AX
 	DECQ         DX
-	JNZ          mmr2_row_338
+	JNZ          mmr2_row_324
 	VZEROUPPER
 	RET
 
@@ -10052,11 +9262,11 @@ TEXT ·absMaxColsAVX2Asm(SB), NOSPLIT, $0-40
 	VMOVUPS nnConsts<>+576(SB), Y0
 	XORQ    DI, DI
 
-amc2_wide_342:
+amc2_wide_328:
 	MOVQ    SI, R8
 	SUBQ    DI, R8
 	CMPQ    R8, $0x20
-	JL      amc2_narrow_343
+	JL      amc2_narrow_329
 	VMOVUPS (AX)(DI*4), Y1
 	VMOVUPS 32(AX)(DI*4), Y2
 	VMOVUPS 64(AX)(DI*4), Y3
@@ -10064,7 +9274,7 @@ amc2_wide_342:
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_345:
+amc2_row_331:
 	VANDPS  (R8), Y0, Y5
 	VMAXPS  Y1, Y5, Y1
 	VANDPS  32(R8), Y0, Y5
@@ -10075,32 +9285,32 @@ amc2_row_345:
 	VMAXPS  Y4, Y5, Y4
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_345
+	JNZ     amc2_row_331
 	VMOVUPS Y1, (AX)(DI*4)
 	VMOVUPS Y2, 32(AX)(DI*4)
 	VMOVUPS Y3, 64(AX)(DI*4)
 	VMOVUPS Y4, 96(AX)(DI*4)
 	ADDQ    $0x20, DI
-	JMP     amc2_wide_342
+	JMP     amc2_wide_328
 
-amc2_narrow_343:
+amc2_narrow_329:
 	CMPQ    DI, SI
-	JGE     amc2_done_344
+	JGE     amc2_done_330
 	VMOVUPS (AX)(DI*4), Y1
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_346:
+amc2_row_332:
 	VANDPS  (R8), Y0, Y2
 	VMAXPS  Y1, Y2, Y1
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_346
+	JNZ     amc2_row_332
 	VMOVUPS Y1, (AX)(DI*4)
 	ADDQ    $0x08, DI
-	JMP     amc2_narrow_343
+	JMP     amc2_narrow_329
 
-amc2_done_344:
+amc2_done_330:
 	VZEROUPPER
 	RET
 
@@ -10118,7 +9328,7 @@ TEXT ·packQueries16Asm(SB), NOSPLIT, $0-40
 	VPXORD       Z3, Z3, Z3
 	XORQ         DI, DI
 
-pq_chunk_347:
+pq_chunk_333:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -10139,66 +9349,66 @@ pq_chunk_347:
 	VPXORD (R8), Z0, Z4
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000001
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z5
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000002
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z6
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000003
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z7
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000004
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z8
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000005
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z9
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000006
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z10
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000007
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z11
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000008
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z12
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000009
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z13
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000a
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z14
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000b
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z15
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000c
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z16
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000d
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z17
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000e
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z18
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000f
-	JLE    pq_loaded_348
+	JLE    pq_loaded_334
 	VPXORD (R8), Z0, Z19
 
-pq_loaded_348:
+pq_loaded_334:
 	VUNPCKLPS  Z5, Z4, Z20
 	VUNPCKHPS  Z5, Z4, Z4
 	VUNPCKLPS  Z7, Z6, Z5
@@ -10330,7 +9540,7 @@ pq_loaded_348:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq_chunk_347
+	JL         pq_chunk_333
 	VMOVDQU32  Z3, (SI)
 	VZEROUPPER
 	RET
@@ -10354,7 +9564,7 @@ TEXT ·packValuesAsm(SB), NOSPLIT, $0-64
 	VPBROADCASTD nnConsts<>+76(SB), Z2
 	XORQ         R11, R11
 
-pvs_strip_349:
+pvs_strip_335:
 	MOVQ        R9, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000010, R13
@@ -10369,7 +9579,7 @@ pvs_strip_349:
 	MOVQ        AX, R13
 	MOVQ        SI, R14
 
-pvs_group_350:
+pvs_group_336:
 	MOVQ      R12, R15
 	VMOVUPS.Z (R15), K1, Z5
 	ADDQ      BX, R15
@@ -10411,12 +9621,12 @@ pvs_group_350:
 	ADDQ      $0x40, R13
 	ADDQ      R10, R12
 	DECQ      R14
-	JNZ       pvs_group_350
+	JNZ       pvs_group_336
 	VMOVDQU32 Z4, K1, (R8)(R11*4)
 	ADDQ      CX, AX
 	ADDQ      $0x10, R11
 	CMPQ      R11, R9
-	JL        pvs_strip_349
+	JL        pvs_strip_335
 	VZEROUPPER
 	RET
 
@@ -10436,9 +9646,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_351:
+pv4_337:
 	TESTQ     R10, R10
-	JZ        pv4_done_352
+	JZ        pv4_done_338
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -10478,7 +9688,7 @@ pv4_351:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_352
+	JZ        pv4_done_338
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -10519,9 +9729,9 @@ pv4_351:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_351
+	JMP       pv4_337
 
-pv4_done_352:
+pv4_done_338:
 	VZEROUPPER
 	RET
 
@@ -10540,7 +9750,7 @@ TEXT ·packQueries16AVX2Asm(SB), NOSPLIT, $0-40
 	VPXOR        Y4, Y4, Y4
 	XORQ         DI, DI
 
-pq2_chunk_353:
+pq2_chunk_339:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
@@ -10551,38 +9761,38 @@ pq2_chunk_353:
 	VPXOR Y12, Y12, Y12
 	LEAQ  (CX)(DI*1), R8
 	CMPQ  BX, $0x00000000
-	JLE   pq2_loaded_354
+	JLE   pq2_loaded_340
 	VPXOR (R8), Y0, Y5
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000001
-	JLE   pq2_loaded_354
+	JLE   pq2_loaded_340
 	VPXOR (R8), Y0, Y6
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000002
-	JLE   pq2_loaded_354
+	JLE   pq2_loaded_340
 	VPXOR (R8), Y0, Y7
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000003
-	JLE   pq2_loaded_354
+	JLE   pq2_loaded_340
 	VPXOR (R8), Y0, Y8
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000004
-	JLE   pq2_loaded_354
+	JLE   pq2_loaded_340
 	VPXOR (R8), Y0, Y9
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000005
-	JLE   pq2_loaded_354
+	JLE   pq2_loaded_340
 	VPXOR (R8), Y0, Y10
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000006
-	JLE   pq2_loaded_354
+	JLE   pq2_loaded_340
 	VPXOR (R8), Y0, Y11
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000007
-	JLE   pq2_loaded_354
+	JLE   pq2_loaded_340
 	VPXOR (R8), Y0, Y12
 
-pq2_loaded_354:
+pq2_loaded_340:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -10649,38 +9859,38 @@ pq2_loaded_354:
 	VPXOR      Y12, Y12, Y12
 	LEAQ       (CX)(DI*1), R8
 	CMPQ       BX, $0x00000000
-	JLE        pq2_loaded_355
+	JLE        pq2_loaded_341
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000001
-	JLE        pq2_loaded_355
+	JLE        pq2_loaded_341
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000002
-	JLE        pq2_loaded_355
+	JLE        pq2_loaded_341
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000003
-	JLE        pq2_loaded_355
+	JLE        pq2_loaded_341
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000004
-	JLE        pq2_loaded_355
+	JLE        pq2_loaded_341
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000005
-	JLE        pq2_loaded_355
+	JLE        pq2_loaded_341
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000006
-	JLE        pq2_loaded_355
+	JLE        pq2_loaded_341
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000007
-	JLE        pq2_loaded_355
+	JLE        pq2_loaded_341
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_355:
+pq2_loaded_341:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -10749,38 +9959,38 @@ pq2_loaded_355:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_356
+	JLE        pq2_loaded_342
 	VPXOR      (R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_356
+	JLE        pq2_loaded_342
 	VPXOR      (R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_356
+	JLE        pq2_loaded_342
 	VPXOR      (R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_356
+	JLE        pq2_loaded_342
 	VPXOR      (R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_356
+	JLE        pq2_loaded_342
 	VPXOR      (R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_356
+	JLE        pq2_loaded_342
 	VPXOR      (R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_356
+	JLE        pq2_loaded_342
 	VPXOR      (R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_356
+	JLE        pq2_loaded_342
 	VPXOR      (R8), Y0, Y12
 
-pq2_loaded_356:
+pq2_loaded_342:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -10849,38 +10059,38 @@ pq2_loaded_356:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_343
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_343
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_343
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_343
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_343
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_343
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_343
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_343
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_357:
+pq2_loaded_343:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -10940,7 +10150,7 @@ pq2_loaded_357:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq2_chunk_353
+	JL         pq2_chunk_339
 	VMOVDQU    Y3, (SI)
 	VMOVDQU    Y4, 32(SI)
 	VZEROUPPER
@@ -10959,7 +10169,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	VMOVDQU      nnAVX2Lanes<>+64(SB), Y3
 	LEAQ         (CX)(CX*2), SI
 
-probs_358:
+probs_344:
 	VMULPS       (DX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -11083,7 +10293,7 @@ probs_358:
 	ADDQ         $0x08, AX
 	ADDQ         $0x00000200, DX
 	DECQ         BX
-	JNZ          probs_358
+	JNZ          probs_344
 	VZEROUPPER
 	RET
 
@@ -11103,7 +10313,7 @@ TEXT ·linearRows4Asm(SB), NOSPLIT, $0-64
 	SHLQ $0x02, R8
 	LEAQ (BX)(BX*2), R10
 
-lin_col_359:
+lin_col_345:
 	MOVQ     $0x00000040, R11
 	CMPQ     R9, R11
 	CMOVQLT  R9, R11
@@ -11133,7 +10343,7 @@ lin_col_359:
 	MOVQ     DX, R12
 	MOVQ     SI, R13
 
-lin_k_360:
+lin_k_346:
 	VMOVUPS.Z    (R11), K1, Z16
 	VMOVUPS.Z    64(R11), K2, Z17
 	VMOVUPS.Z    128(R11), K3, Z18
@@ -11177,7 +10387,7 @@ lin_k_360:
 	ADDQ         R8, R11
 	ADDQ         $0x04, R12
 	DECQ         R13
-	JNZ          lin_k_360
+	JNZ          lin_k_346
 	MOVQ         AX, R11
 	VMOVUPS      Z0, K1, (R11)
 	VMOVUPS      Z1, K2, 64(R11)
@@ -11201,7 +10411,7 @@ lin_k_360:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, R9
-	JG           lin_col_359
+	JG           lin_col_345
 	VZEROUPPER
 	RET
 
@@ -11222,7 +10432,7 @@ TEXT ·linearRows1Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	MOVQ R9, CX
 
-lin_col_361:
+lin_col_347:
 	MOVQ     $0x00000040, BX
 	CMPQ     CX, BX
 	CMOVQLT  CX, BX
@@ -11240,7 +10450,7 @@ lin_col_361:
 	MOVQ     DX, R9
 	MOVQ     SI, R10
 
-lin_k_362:
+lin_k_348:
 	VMOVUPS.Z    (BX), K1, Z4
 	VMOVUPS.Z    64(BX), K2, Z5
 	VMOVUPS.Z    128(BX), K3, Z6
@@ -11257,7 +10467,7 @@ lin_k_362:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R9
 	DECQ         R10
-	JNZ          lin_k_362
+	JNZ          lin_k_348
 	MOVQ         AX, BX
 	VMOVUPS      Z0, K1, (BX)
 	VMOVUPS      Z1, K2, 64(BX)
@@ -11266,7 +10476,7 @@ lin_k_362:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, CX
-	JG           lin_col_361
+	JG           lin_col_347
 	VZEROUPPER
 	RET
 
@@ -11287,11 +10497,11 @@ TEXT ·linearRows4AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), R10
 	XORQ R11, R11
 
-lin2_wide_363:
+lin2_wide_349:
 	MOVQ   R9, R12
 	SUBQ   R11, R12
 	CMPQ   R12, $0x10
-	JL     lin2_narrow_364
+	JL     lin2_narrow_350
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -11304,7 +10514,7 @@ lin2_wide_363:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_366:
+lin_k_352:
 	VMOVUPS      (R12), Y8
 	VMOVUPS      32(R12), Y9
 	VBROADCASTSS (R13), Y10
@@ -11330,7 +10540,7 @@ lin_k_366:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_366
+	JNZ          lin_k_352
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	VMOVUPS      Y1, 32(R12)
@@ -11346,11 +10556,11 @@ lin_k_366:
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, R11
-	JMP          lin2_wide_363
+	JMP          lin2_wide_349
 
-lin2_narrow_364:
+lin2_narrow_350:
 	CMPQ   R11, R9
-	JGE    lin2_done_365
+	JGE    lin2_done_351
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -11359,7 +10569,7 @@ lin2_narrow_364:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_367:
+lin_k_353:
 	VMOVUPS      (R12), Y4
 	VBROADCASTSS (R13), Y5
 	VMULPS       Y4, Y5, Y5
@@ -11376,7 +10586,7 @@ lin_k_367:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_367
+	JNZ          lin_k_353
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	ADDQ         CX, R12
@@ -11388,9 +10598,9 @@ lin_k_367:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, R11
-	JMP          lin2_narrow_364
+	JMP          lin2_narrow_350
 
-lin2_done_365:
+lin2_done_351:
 	VZEROUPPER
 	RET
 
@@ -11411,18 +10621,18 @@ TEXT ·linearRows1AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	XORQ CX, CX
 
-lin2_wide_368:
+lin2_wide_354:
 	MOVQ   R9, BX
 	SUBQ   CX, BX
 	CMPQ   BX, $0x10
-	JL     lin2_narrow_369
+	JL     lin2_narrow_355
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_371:
+lin_k_357:
 	VMOVUPS      (BX), Y2
 	VMOVUPS      32(BX), Y3
 	VBROADCASTSS (R10), Y4
@@ -11433,24 +10643,24 @@ lin_k_371:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_371
+	JNZ          lin_k_357
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	VMOVUPS      Y1, 32(BX)
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, CX
-	JMP          lin2_wide_368
+	JMP          lin2_wide_354
 
-lin2_narrow_369:
+lin2_narrow_355:
 	CMPQ   CX, R9
-	JGE    lin2_done_370
+	JGE    lin2_done_356
 	VXORPS Y0, Y0, Y0
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_372:
+lin_k_358:
 	VMOVUPS      (BX), Y1
 	VBROADCASTSS (R10), Y2
 	VMULPS       Y1, Y2, Y1
@@ -11458,14 +10668,14 @@ lin_k_372:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_372
+	JNZ          lin_k_358
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, CX
-	JMP          lin2_narrow_369
+	JMP          lin2_narrow_355
 
-lin2_done_370:
+lin2_done_356:
 	VZEROUPPER
 	RET

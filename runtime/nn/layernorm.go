@@ -1,8 +1,7 @@
 package nn
 
 import (
-	"math"
-
+	"github.com/sqc-dev/sqc/internal/lnstats"
 	"github.com/sqc-dev/sqc/runtime/pool"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
@@ -30,14 +29,12 @@ const (
 // (row stride dstStride). Per row, in float64 and in this order (the FP32
 // interpreter's, so both give the same bits on amd64):
 //
-//	mean = (sum_j x_j) / N                      (j ascending, from 0)
-//	var  = (sum_j (x_j - mean)^2) / N           (j ascending, from 0)
+//	mean = (sum_j x_j) / N                      (internal/lnstats's order)
+//	var  = (sum_j (x_j - mean)^2) / N           (the same order)
 //	inv  = 1 / sqrt(var + float64(Epsilon))
 //	y_j  = float32(((x_j - mean) * inv) * Gamma_j + Beta_j)
 //
 // dst may be src (the statistics are complete before a row is written).
-// The sums are sequential per row; the AVX-512 kernels vectorise across 16
-// rows instead (asmgen/nn), so they keep this order.
 func LayerNorm(p *pool.Pool, dst []float32, dstStride int, src []float32, srcStride, rows int, ln *LayerNormParams) {
 	layerNorm(active(), p, dst, dstStride, nil, 0, src, srcStride, rows, ln, 0, 0)
 }
@@ -179,20 +176,10 @@ func fill[T any](b []T, v T) {
 	}
 }
 
-// rowStats returns a row's mean and 1/sqrt(var+eps) in float64.
+// rowStats returns a row's mean and 1/sqrt(var+eps) in float64, in
+// internal/lnstats's order (the FP32 interpreter's).
 func rowStats(x []float32, eps float32) (mean, inv float64) {
-	var sum float64
-	for _, v := range x {
-		sum += float64(v)
-	}
-	n := float64(len(x))
-	mean = sum / n
-	var sq float64
-	for _, v := range x {
-		d := float64(v) - mean
-		sq += float64(d * d)
-	}
-	return mean, 1 / math.Sqrt(sq/n+float64(eps))
+	return lnstats.Stats(x, float64(eps))
 }
 
 // lnStats16Go is kernels.lnStats16.

@@ -45,7 +45,7 @@ func attnPVAsm(out *float32, outStride int, rows int, p *float32, v *float32, vS
 
 // lnStats16Asm writes the float64 mean and 1/sqrt(variance+eps) of 16 rows of n
 // float32 values (row r at x[r*stride]; n >= 1, count = float64(n)) to mean[0..15]
-// and inv[0..15], with sequential sums in column order.
+// and inv[0..15], with internal/lnstats's order of sums.
 //
 //go:noescape
 func lnStats16Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)
@@ -142,7 +142,7 @@ func attnPVAVX2Asm(out *float32, outStride int, rows int, p *float32, v *float32
 
 // lnStats16AVX2Asm is lnStats16Asm on AVX2: it writes the float64 mean and
 // 1/sqrt(variance+eps) of 16 rows of n float32 values (row r at x[r*stride]; n >= 1,
-// count = float64(n)) to mean[0..15] and inv[0..15], with sequential sums in column order.
+// count = float64(n)) to mean[0..15] and inv[0..15], with internal/lnstats's order of sums.
 //
 //go:noescape
 func lnStats16AVX2Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)

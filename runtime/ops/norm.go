@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/sqc-dev/sqc/internal/lnstats"
 )
 
 // layerNorm is ONNX LayerNormalization (opset 17): normalise over the dims
 // from axis on, then scale and shift. Outputs Y and, when asked for, Mean
 // and InvStdDev (float32, shape X.shape[:axis] followed by ones). Statistics
-// are computed in float64.
+// are computed in float64, in internal/lnstats's order.
 func layerNorm(c *call) ([]*Tensor, error) {
 	x, scale := c.in[0], c.in[1]
 	var bias *Tensor
@@ -66,16 +68,7 @@ func layerNorm(c *call) ([]*Tensor, error) {
 	invs := make([]float32, rows)
 	for r := range rows {
 		row := xs[r*n : (r+1)*n]
-		var sum float64
-		for _, v := range row {
-			sum += v
-		}
-		mean := sum / float64(n)
-		var sq float64
-		for _, v := range row {
-			sq += (v - mean) * (v - mean)
-		}
-		inv := 1 / math.Sqrt(sq/float64(n)+eps)
+		mean, inv := lnstats.Stats(row, eps) // the engine's order (runtime/nn LayerNorm)
 		means[r], invs[r] = float32(mean), float32(inv)
 		off := 0
 		if len(sc) > n {
