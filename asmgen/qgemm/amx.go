@@ -295,7 +295,26 @@ type amxState struct {
 	b, cpair     operand.Mem // B (N pair start, before koff) and C of the current N pair
 	npairs       operand.Mem // N pairs left
 	fuse         *amxFusion  // the fused kernel's epilogue state; nil in the plain kernel
+	// prefetchB: each K step also prefetches into L1 the B tiles of the
+	// step after next (amxPrefetchB).
+	prefetchB bool
 }
+
+// amxPrefetchB describes the B prefetch of the kernels generated with it:
+// the 2x2 block's K step loads two 1 KiB B tiles that come from L2 (the
+// strips of an N pair sweep far more than L1d: 32 columns x kp bytes per
+// pair, every pair of the macro-block in turn), 2 KiB per 64 cycles of
+// four TDPBUSD, about 32 B/cycle, near what L2 delivers to one core
+// (isa-facts.md: 102-112 GB/s at ~2.6 GHz). The TILELOADDs then wait on
+// L2 latency, where tiles already in L1 would let the TDPBUSDs run at the
+// register peak (isa-facts.md: 4 tile loads from L1 per 4 TDPBUSD reach
+// it). So each step prefetches, 8 lines after each TDPBUSD, the 32 lines
+// of the two B tiles one step beyond the ones it loads: 2 KiB ahead per
+// strip, 4 KiB in all, well inside L1d. Prefetches never fault, so those
+// past the end of a pass's strips are harmless. Whether it pays can only
+// be measured on an AMX CPU: BenchmarkQGEMM times it as amx-pfb beside
+// amx.
+const amxPrefetchAhead = 1024 // bytes beyond the tile a step loads: one K step
 
 // genAMXKernel emits an AMX Kernel (see runtime/qgemm/api.go).
 //
@@ -314,7 +333,7 @@ type amxState struct {
 // With epi other than amxEpiNone, the kernel applies the epilogue per
 // 32x32 block in the last K pass (amxfused.go); its signature is
 // amxFusedSig's.
-func genAMXKernel(g *gen, name string, t tileOps, epi amxEpi) {
+func genAMXKernel(g *gen, name string, t tileOps, epi amxEpi, prefetchB bool) {
 	fused := epi != amxEpiNone
 	g.Function(name)
 	if fused {
@@ -338,9 +357,16 @@ func genAMXKernel(g *gen, name string, t tileOps, epi amxEpi) {
 			isa = "AVX2"
 		}
 		base := "qgemmAMX" + epi.suffix()
+		if prefetchB {
+			base += "Prefetch"
+		}
 		g.Doc(name+" is "+base+" with every tile instruction emulated by "+isa,
 			"code on a tile file in its stack frame: the same loops, addresses, tile configs",
 			"and tails, runnable (and testable) on CPUs without AMX. It is for tests only.")
+	} else if prefetchB {
+		g.Doc(name+" is qgemmAMXPipelined that also prefetches into L1, during each K step,",
+			"the B tiles of the step after next (asmgen/qgemm amxPrefetchAhead). Same parameters",
+			"and outputs. The caller must hold the AMX tile-data permission (runtime/cpu.Detect).")
 	} else if epi == amxEpiBlock {
 		g.Doc(name+" is the AMX (TDPBUSD) kernel with the epilogue applied per 32x32 block",
 			"in the last K pass (the block's tiles in an L1 buffer, then epilogueAVX512Asm). Its",
@@ -363,7 +389,7 @@ func genAMXKernel(g *gen, name string, t tileOps, epi amxEpi) {
 		koff: g.AllocLocal(8), ksteps: g.AllocLocal(8),
 		a: g.AllocLocal(8), c: g.AllocLocal(8), mblocks: g.AllocLocal(8),
 		b: g.AllocLocal(8), cpair: g.AllocLocal(8), npairs: g.AllocLocal(8),
-		fuse: fuse,
+		fuse: fuse, prefetchB: prefetchB,
 	}
 
 	g.Comment("Tile config: palette 1; every tile 16 rows x 64 bytes.")
@@ -634,9 +660,24 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 		for j := 0; j < cols; j++ {
 			g.ADDQ(operand.U32(1024), bp[j]) // next 1 KiB B tile
 		}
+		// The B lines to prefetch (amxPrefetchAhead), spread evenly over
+		// the step's TDPBUSDs.
+		var prefetch []operand.Mem
+		if st.prefetchB {
+			for j := 0; j < cols; j++ {
+				for line := 0; line < 16; line++ {
+					prefetch = append(prefetch, operand.Mem{Base: bp[j], Disp: amxPrefetchAhead + 64*line})
+				}
+			}
+		}
+		perDot := (len(prefetch) + rows*cols - 1) / (rows * cols)
 		for i := 0; i < rows; i++ {
 			for j := 0; j < cols; j++ {
 				t.tdpbusd(tileC(i, j), tileA(i), tileB(j))
+				for n := 0; n < perDot && len(prefetch) > 0; n++ {
+					g.PREFETCHT0(prefetch[0])
+					prefetch = prefetch[1:]
+				}
 				// Reload a tile for the next K step right after its last
 				// use in this one.
 				if j == cols-1 {

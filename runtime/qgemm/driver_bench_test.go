@@ -68,7 +68,8 @@ func BenchmarkQGEMM(b *testing.B) {
 // a fused kernel (AMX), the same with each block's epilogue straight after
 // its tiles as "<isa>-block" and without fusion as "<isa>-separate" (the
 // kernel into the s32 scratch, then the epilogue), so that one run shows
-// what pipelining and fusing gain.
+// what pipelining and fusing gain, and the kernels under trial
+// (extraBenchVariants).
 func benchVariants() []testVariant {
 	var out []testVariant
 	for _, v := range Variants() {
@@ -83,6 +84,7 @@ func benchVariants() []testVariant {
 			sep.fusedBlock, sep.fusedPipelined, sep.perBlock = nil, false, nil
 			out = append(out, testVariant{name: v.ISA.String() + "-separate", v: sep})
 		}
+		out = append(out, extraBenchVariants(v)...)
 	}
 	return out
 }

@@ -16,6 +16,14 @@ func amxPipelinedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *E
 	return runAMXFused(qgemmAMXPipelined, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
 }
 
+// amxPipelinedPrefetchBlock is amxPipelinedBlock with the kernel that
+// also prefetches B a K step ahead (qgemmAMXPipelinedPrefetch). It is not
+// any variant's yet: BenchmarkQGEMM times it as "amx-pfb" beside "amx",
+// and an AMX run decides which becomes the default.
+func amxPipelinedPrefetchBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
+	return runAMXFused(qgemmAMXPipelinedPrefetch, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
+}
+
 // amxFusedBlock is the AMX variant's perBlock: the tile kernel with the
 // AVX-512 epilogue applied to each 32x32 block straight after its tiles.
 func amxFusedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {

@@ -29497,6 +29497,11290 @@ pend_skip_1627:
 	VZEROUPPER
 	RET
 
+// func qgemmAMXPipelinedPrefetch(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+// Requires: AMX-INT8, AMX-TILE, CMOV, MMX+
+TEXT ·qgemmAMXPipelinedPrefetch(SB), $4600-184
+	MOVQ $0x00000000, 4344(SP)
+	MOVQ $0x00000000, 4360(SP)
+
+	// Tile config: palette 1; every tile 16 rows x 64 bytes.
+	XORQ AX, AX
+	MOVQ AX, 4408(SP)
+	MOVQ AX, 4416(SP)
+	MOVQ AX, 4424(SP)
+	MOVQ AX, 4432(SP)
+	MOVQ AX, 4440(SP)
+	MOVQ AX, 4448(SP)
+	MOVQ AX, 4456(SP)
+	MOVQ AX, 4464(SP)
+	MOVB $0x01, 4408(SP)
+	MOVQ $0x0040004000400040, AX
+	MOVQ AX, 4424(SP)
+	MOVQ AX, 4432(SP)
+	MOVQ $0x1010101010101010, AX
+	MOVQ AX, 4456(SP)
+
+	// The M-tail config: the same with fewer rows in the tiles of the last tile row.
+	MOVQ 4408(SP), AX
+	MOVQ AX, 4472(SP)
+	MOVQ 4416(SP), AX
+	MOVQ AX, 4480(SP)
+	MOVQ 4424(SP), AX
+	MOVQ AX, 4488(SP)
+	MOVQ 4432(SP), AX
+	MOVQ AX, 4496(SP)
+	MOVQ 4440(SP), AX
+	MOVQ AX, 4504(SP)
+	MOVQ 4448(SP), AX
+	MOVQ AX, 4512(SP)
+	MOVQ 4456(SP), AX
+	MOVQ AX, 4520(SP)
+	MOVQ 4464(SP), AX
+	MOVQ AX, 4528(SP)
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   cfg_tail_done_1628
+	CMPQ AX, $0x10
+	JLE  cfg_tail_small_1629
+	SUBQ $0x10, AX
+	MOVB AL, 4522(SP)
+	MOVB AL, 4523(SP)
+	MOVB AL, 4525(SP)
+	JMP  cfg_tail_done_1628
+
+cfg_tail_small_1629:
+	MOVB AL, 4520(SP)
+	MOVB AL, 4521(SP)
+	MOVB AL, 4524(SP)
+
+cfg_tail_done_1628:
+	XORQ AX, AX
+	MOVQ AX, 4536(SP)
+
+kpass_1630:
+	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
+	MOVQ    4536(SP), AX
+	MOVQ    kp+24(FP), CX
+	SUBQ    AX, CX
+	JLE     done_1632
+	MOVQ    $0x00000300, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	SHRQ    $0x06, CX
+	MOVQ    CX, 4544(SP)
+	CMPQ    4536(SP), $0x00
+	JE      cfg_load_1633
+	TESTQ   $0x0000001f, m+48(FP)
+	JZ      cfg_ready_1634
+
+cfg_load_1633:
+	LEAQ 4408(SP), CX
+
+	// amx: ldtilecfg (%rcx)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x01
+
+cfg_ready_1634:
+	MOVQ a+0(FP), CX
+	ADDQ AX, CX
+	MOVQ CX, 4552(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 4560(SP)
+	MOVQ m+48(FP), AX
+	SHRQ $0x05, AX
+	MOVQ AX, 4568(SP)
+	MOVQ $0x00000000, 4312(SP)
+
+mblock_1635:
+	MOVQ  4568(SP), AX
+	TESTQ AX, AX
+	JZ    mtail_1636
+	DECQ  AX
+	MOVQ  AX, 4568(SP)
+	MOVQ  b+16(FP), AX
+	MOVQ  AX, 4576(SP)
+	MOVQ  4560(SP), AX
+	MOVQ  AX, 4584(SP)
+	MOVQ  nblocks+56(FP), AX
+	SHRQ  $0x01, AX
+	MOVQ  AX, 4592(SP)
+	MOVQ  $0x00000000, 4320(SP)
+
+npair_1637:
+	MOVQ  4592(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1638
+	DECQ  AX
+	MOVQ  AX, 4592(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ kp+24(FP), SI
+	SHLQ $0x04, SI
+	ADDQ BX, SI
+	MOVQ $0x00000040, DI
+	MOVQ 4544(SP), R8
+	DECQ R8
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1640
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// amx: tilezero %tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+	JMP  cready_1641
+
+cload_1640:
+	MOVQ 4584(SP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+
+	// amx: tileloadd (%r9,%r10,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// amx: tileloadd 0x40(%r9,%r10,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x11
+	BYTE $0x40
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd (%r11,%r10,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x13
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd 0x40(%r11,%r10,1),%tmm3
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x13
+	BYTE $0x40
+
+cready_1641:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_1643
+
+kstep_1644:
+	TESTQ   R8, R8
+	JZ      klast_1642
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1645
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1645:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4392(SP), SI
+	MOVQ 4400(SP), R8
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, DI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+	ADDQ $0x00000400, SI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	PREFETCHT0 1344(SI)
+	PREFETCHT0 1408(SI)
+	PREFETCHT0 1472(SI)
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xdd
+	PREFETCHT0 1536(SI)
+	PREFETCHT0 1600(SI)
+	PREFETCHT0 1664(SI)
+	PREFETCHT0 1728(SI)
+	PREFETCHT0 1792(SI)
+	PREFETCHT0 1856(SI)
+	PREFETCHT0 1920(SI)
+	PREFETCHT0 1984(SI)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_1644
+
+kloop_plain_1643:
+kstep_1646:
+	TESTQ R8, R8
+	JZ    klast_1642
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+	ADDQ  $0x00000400, SI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	PREFETCHT0 1344(SI)
+	PREFETCHT0 1408(SI)
+	PREFETCHT0 1472(SI)
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xdd
+	PREFETCHT0 1536(SI)
+	PREFETCHT0 1600(SI)
+	PREFETCHT0 1664(SI)
+	PREFETCHT0 1728(SI)
+	PREFETCHT0 1792(SI)
+	PREFETCHT0 1856(SI)
+	PREFETCHT0 1920(SI)
+	PREFETCHT0 1984(SI)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_1646
+
+klast_1642:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x41
+	BYTE    $0x5e
+	BYTE    $0xdd
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1647
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1649
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1649:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// amx: tilestored %tmm3,0x840(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x9c
+	BYTE    $0x08
+	BYTE    $0x40
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1648
+
+store_partial_1647:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm3,0x40(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x0a
+	BYTE $0x40
+
+stored_1648:
+	MOVQ 4584(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4584(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4576(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4576(SP)
+	JMP  npair_1637
+
+nodd_1638:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_1639
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ $0x00000040, SI
+	MOVQ 4544(SP), DI
+	DECQ DI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1650
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+	JMP  cready_1651
+
+cload_1650:
+	MOVQ 4584(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ R9, R10
+	SHLQ $0x04, R10
+	ADDQ R8, R10
+
+	// amx: tileloadd (%r10,%r9,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+cready_1651:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_1653
+
+kstep_1654:
+	TESTQ   DI, DI
+	JZ      klast_1652
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1655
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1655:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4400(SP), DI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, SI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1654
+
+kloop_plain_1653:
+kstep_1656:
+	TESTQ DI, DI
+	JZ    klast_1652
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1656
+
+klast_1652:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x49
+	BYTE    $0x5e
+	BYTE    $0xd5
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1657
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1659
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1659:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x94
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1658
+
+store_partial_1657:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+stored_1658:
+nend_1639:
+	MOVQ 4552(SP), AX
+	MOVQ lda+8(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4552(SP)
+	MOVQ 4560(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x07, CX
+	ADDQ CX, AX
+	MOVQ AX, 4560(SP)
+	ADDQ $0x00000020, 4312(SP)
+	JMP  mblock_1635
+
+mtail_1636:
+	// M tail of 1..31 rows, with the tail config.
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   kpass_end_1631
+	LEAQ 4472(SP), CX
+
+	// amx: ldtilecfg (%rcx)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x01
+	CMPQ AX, $0x10
+	JLE  mtail_small_1660
+	MOVQ b+16(FP), AX
+	MOVQ AX, 4576(SP)
+	MOVQ 4560(SP), AX
+	MOVQ AX, 4584(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 4592(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_1661:
+	MOVQ  4592(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1662
+	DECQ  AX
+	MOVQ  AX, 4592(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ kp+24(FP), SI
+	SHLQ $0x04, SI
+	ADDQ BX, SI
+	MOVQ $0x00000040, DI
+	MOVQ 4544(SP), R8
+	DECQ R8
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1664
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// amx: tilezero %tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+	JMP  cready_1665
+
+cload_1664:
+	MOVQ 4584(SP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+
+	// amx: tileloadd (%r9,%r10,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// amx: tileloadd 0x40(%r9,%r10,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x11
+	BYTE $0x40
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd (%r11,%r10,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x13
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd 0x40(%r11,%r10,1),%tmm3
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x13
+	BYTE $0x40
+
+cready_1665:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_1667
+
+kstep_1668:
+	TESTQ   R8, R8
+	JZ      klast_1666
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1669
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1669:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4392(SP), SI
+	MOVQ 4400(SP), R8
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, DI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+	ADDQ $0x00000400, SI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	PREFETCHT0 1344(SI)
+	PREFETCHT0 1408(SI)
+	PREFETCHT0 1472(SI)
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xdd
+	PREFETCHT0 1536(SI)
+	PREFETCHT0 1600(SI)
+	PREFETCHT0 1664(SI)
+	PREFETCHT0 1728(SI)
+	PREFETCHT0 1792(SI)
+	PREFETCHT0 1856(SI)
+	PREFETCHT0 1920(SI)
+	PREFETCHT0 1984(SI)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_1668
+
+kloop_plain_1667:
+kstep_1670:
+	TESTQ R8, R8
+	JZ    klast_1666
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+	ADDQ  $0x00000400, SI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	PREFETCHT0 1344(SI)
+	PREFETCHT0 1408(SI)
+	PREFETCHT0 1472(SI)
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xdd
+	PREFETCHT0 1536(SI)
+	PREFETCHT0 1600(SI)
+	PREFETCHT0 1664(SI)
+	PREFETCHT0 1728(SI)
+	PREFETCHT0 1792(SI)
+	PREFETCHT0 1856(SI)
+	PREFETCHT0 1920(SI)
+	PREFETCHT0 1984(SI)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_1670
+
+klast_1666:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x41
+	BYTE    $0x5e
+	BYTE    $0xdd
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1671
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1673
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1673:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// amx: tilestored %tmm3,0x840(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x9c
+	BYTE    $0x08
+	BYTE    $0x40
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1672
+
+store_partial_1671:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm3,0x40(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x0a
+	BYTE $0x40
+
+stored_1672:
+	MOVQ 4584(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4584(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4576(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4576(SP)
+	JMP  npair_1661
+
+nodd_1662:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_1663
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ $0x00000040, SI
+	MOVQ 4544(SP), DI
+	DECQ DI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1674
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+	JMP  cready_1675
+
+cload_1674:
+	MOVQ 4584(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ R9, R10
+	SHLQ $0x04, R10
+	ADDQ R8, R10
+
+	// amx: tileloadd (%r10,%r9,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+cready_1675:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_1677
+
+kstep_1678:
+	TESTQ   DI, DI
+	JZ      klast_1676
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1679
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1679:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4400(SP), DI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, SI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1678
+
+kloop_plain_1677:
+kstep_1680:
+	TESTQ DI, DI
+	JZ    klast_1676
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1680
+
+klast_1676:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x49
+	BYTE    $0x5e
+	BYTE    $0xd5
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1681
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1683
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1683:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x94
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1682
+
+store_partial_1681:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+stored_1682:
+nend_1663:
+	JMP kpass_end_1631
+
+mtail_small_1660:
+	MOVQ b+16(FP), AX
+	MOVQ AX, 4576(SP)
+	MOVQ 4560(SP), AX
+	MOVQ AX, 4584(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 4592(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_1684:
+	MOVQ  4592(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1685
+	DECQ  AX
+	MOVQ  AX, 4592(SP)
+
+	// 1x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ 4536(SP), DX
+	SHLQ $0x04, DX
+	ADDQ 4576(SP), DX
+	MOVQ kp+24(FP), BX
+	SHLQ $0x04, BX
+	ADDQ DX, BX
+	MOVQ $0x00000040, SI
+	MOVQ 4544(SP), DI
+	DECQ DI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1687
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+	JMP  cready_1688
+
+cload_1687:
+	MOVQ 4584(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tileloadd 0x40(%r8,%r9,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+cready_1688:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x32
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x33
+	MOVQ 4536(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_1690
+
+kstep_1691:
+	TESTQ   DI, DI
+	JZ      klast_1689
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    BX, 4392(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1692
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1692:
+	MOVQ 4368(SP), CX
+	MOVQ 4384(SP), DX
+	MOVQ 4392(SP), BX
+	MOVQ 4400(SP), DI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, SI
+	ADDQ $0x40, CX
+	ADDQ $0x00000400, DX
+	ADDQ $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(DX)
+	PREFETCHT0 1088(DX)
+	PREFETCHT0 1152(DX)
+	PREFETCHT0 1216(DX)
+	PREFETCHT0 1280(DX)
+	PREFETCHT0 1344(DX)
+	PREFETCHT0 1408(DX)
+	PREFETCHT0 1472(DX)
+	PREFETCHT0 1536(DX)
+	PREFETCHT0 1600(DX)
+	PREFETCHT0 1664(DX)
+	PREFETCHT0 1728(DX)
+	PREFETCHT0 1792(DX)
+	PREFETCHT0 1856(DX)
+	PREFETCHT0 1920(DX)
+	PREFETCHT0 1984(DX)
+
+	// amx: tileloadd (%rdx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x32
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1691
+
+kloop_plain_1690:
+kstep_1693:
+	TESTQ DI, DI
+	JZ    klast_1689
+	ADDQ  $0x40, CX
+	ADDQ  $0x00000400, DX
+	ADDQ  $0x00000400, BX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(DX)
+	PREFETCHT0 1088(DX)
+	PREFETCHT0 1152(DX)
+	PREFETCHT0 1216(DX)
+	PREFETCHT0 1280(DX)
+	PREFETCHT0 1344(DX)
+	PREFETCHT0 1408(DX)
+	PREFETCHT0 1472(DX)
+	PREFETCHT0 1536(DX)
+	PREFETCHT0 1600(DX)
+	PREFETCHT0 1664(DX)
+	PREFETCHT0 1728(DX)
+	PREFETCHT0 1792(DX)
+	PREFETCHT0 1856(DX)
+	PREFETCHT0 1920(DX)
+	PREFETCHT0 1984(DX)
+
+	// amx: tileloadd (%rdx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x32
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_1693
+
+klast_1689:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x41
+	BYTE    $0x5e
+	BYTE    $0xcc
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1694
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1696
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1696:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x4c
+	BYTE    $0x08
+	BYTE    $0x40
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1695
+
+store_partial_1694:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+stored_1695:
+	MOVQ 4584(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4584(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4576(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4576(SP)
+	JMP  npair_1684
+
+nodd_1685:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_1686
+
+	// 1x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ 4536(SP), DX
+	SHLQ $0x04, DX
+	ADDQ 4576(SP), DX
+	MOVQ $0x00000040, BX
+	MOVQ 4544(SP), SI
+	DECQ SI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_1697
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+	JMP  cready_1698
+
+cload_1697:
+	MOVQ 4584(SP), DI
+	MOVQ ldc+40(FP), R8
+	SHLQ $0x02, R8
+
+	// amx: tileloadd (%rdi,%r8,1),%tmm0
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x07
+
+cready_1698:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rbx,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x1a
+	MOVQ 4536(SP), DI
+	ADDQ $0x00000300, DI
+	CMPQ DI, kp+24(FP)
+	JLT  kloop_plain_1700
+
+kstep_1701:
+	TESTQ   SI, SI
+	JZ      klast_1699
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    SI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1702
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1702:
+	MOVQ 4368(SP), CX
+	MOVQ 4384(SP), DX
+	MOVQ 4400(SP), SI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, BX
+	ADDQ $0x40, CX
+	ADDQ $0x00000400, DX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(DX)
+	PREFETCHT0 1088(DX)
+	PREFETCHT0 1152(DX)
+	PREFETCHT0 1216(DX)
+	PREFETCHT0 1280(DX)
+	PREFETCHT0 1344(DX)
+	PREFETCHT0 1408(DX)
+	PREFETCHT0 1472(DX)
+	PREFETCHT0 1536(DX)
+	PREFETCHT0 1600(DX)
+	PREFETCHT0 1664(DX)
+	PREFETCHT0 1728(DX)
+	PREFETCHT0 1792(DX)
+	PREFETCHT0 1856(DX)
+	PREFETCHT0 1920(DX)
+	PREFETCHT0 1984(DX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rbx,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x1a
+	DECQ SI
+	JMP  kstep_1701
+
+kloop_plain_1700:
+kstep_1703:
+	TESTQ SI, SI
+	JZ    klast_1699
+	ADDQ  $0x40, CX
+	ADDQ  $0x00000400, DX
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT0 1024(DX)
+	PREFETCHT0 1088(DX)
+	PREFETCHT0 1152(DX)
+	PREFETCHT0 1216(DX)
+	PREFETCHT0 1280(DX)
+	PREFETCHT0 1344(DX)
+	PREFETCHT0 1408(DX)
+	PREFETCHT0 1472(DX)
+	PREFETCHT0 1536(DX)
+	PREFETCHT0 1600(DX)
+	PREFETCHT0 1664(DX)
+	PREFETCHT0 1728(DX)
+	PREFETCHT0 1792(DX)
+	PREFETCHT0 1856(DX)
+	PREFETCHT0 1920(DX)
+	PREFETCHT0 1984(DX)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rbx,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x1a
+	DECQ SI
+	JMP  kstep_1703
+
+klast_1699:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x49
+	BYTE    $0x5e
+	BYTE    $0xc4
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1704
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1706
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1706:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x04
+	BYTE    $0x08
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1705
+
+store_partial_1704:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+stored_1705:
+nend_1686:
+kpass_end_1631:
+	MOVQ 4536(SP), AX
+	ADDQ $0x00000300, AX
+	MOVQ AX, 4536(SP)
+	JMP  kpass_1630
+
+done_1632:
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1707
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1707:
+	// amx: tilerelease
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0xc0
+	RET
+
+// func qgemmAMXPipelinedPrefetchEmulated(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+// Requires: AVX, AVX512F, AVX512VNNI, CMOV, MMX+
+TEXT ·qgemmAMXPipelinedPrefetchEmulated(SB), $12856-184
+	MOVQ $0x00000000, 4344(SP)
+	MOVQ $0x00000000, 4360(SP)
+
+	// Tile config: palette 1; every tile 16 rows x 64 bytes.
+	XORQ AX, AX
+	MOVQ AX, 12664(SP)
+	MOVQ AX, 12672(SP)
+	MOVQ AX, 12680(SP)
+	MOVQ AX, 12688(SP)
+	MOVQ AX, 12696(SP)
+	MOVQ AX, 12704(SP)
+	MOVQ AX, 12712(SP)
+	MOVQ AX, 12720(SP)
+	MOVB $0x01, 12664(SP)
+	MOVQ $0x0040004000400040, AX
+	MOVQ AX, 12680(SP)
+	MOVQ AX, 12688(SP)
+	MOVQ $0x1010101010101010, AX
+	MOVQ AX, 12712(SP)
+
+	// The M-tail config: the same with fewer rows in the tiles of the last tile row.
+	MOVQ 12664(SP), AX
+	MOVQ AX, 12728(SP)
+	MOVQ 12672(SP), AX
+	MOVQ AX, 12736(SP)
+	MOVQ 12680(SP), AX
+	MOVQ AX, 12744(SP)
+	MOVQ 12688(SP), AX
+	MOVQ AX, 12752(SP)
+	MOVQ 12696(SP), AX
+	MOVQ AX, 12760(SP)
+	MOVQ 12704(SP), AX
+	MOVQ AX, 12768(SP)
+	MOVQ 12712(SP), AX
+	MOVQ AX, 12776(SP)
+	MOVQ 12720(SP), AX
+	MOVQ AX, 12784(SP)
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   cfg_tail_done_1708
+	CMPQ AX, $0x10
+	JLE  cfg_tail_small_1709
+	SUBQ $0x10, AX
+	MOVB AL, 12778(SP)
+	MOVB AL, 12779(SP)
+	MOVB AL, 12781(SP)
+	JMP  cfg_tail_done_1708
+
+cfg_tail_small_1709:
+	MOVB AL, 12776(SP)
+	MOVB AL, 12777(SP)
+	MOVB AL, 12780(SP)
+
+cfg_tail_done_1708:
+	XORQ AX, AX
+	MOVQ AX, 12792(SP)
+
+kpass_1710:
+	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
+	MOVQ    12792(SP), AX
+	MOVQ    kp+24(FP), CX
+	SUBQ    AX, CX
+	JLE     done_1712
+	MOVQ    $0x00000300, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	SHRQ    $0x06, CX
+	MOVQ    CX, 12800(SP)
+	CMPQ    12792(SP), $0x00
+	JE      cfg_load_1713
+	TESTQ   $0x0000001f, m+48(FP)
+	JZ      cfg_ready_1714
+
+cfg_load_1713:
+	LEAQ    12664(SP), CX
+	MOVQ    $0x0000000000000001, DX
+	CMPQ    (CX), DX
+	JNE     emu_badcfg_1715
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    8(CX), DX
+	JNE     emu_badcfg_1715
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    16(CX), DX
+	JNE     emu_badcfg_1715
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    24(CX), DX
+	JNE     emu_badcfg_1715
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    32(CX), DX
+	JNE     emu_badcfg_1715
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    40(CX), DX
+	JNE     emu_badcfg_1715
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    56(CX), DX
+	JNE     emu_badcfg_1715
+	MOVBQZX 48(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1715
+	MOVBQZX 49(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1715
+	MOVBQZX 50(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1715
+	MOVBQZX 51(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1715
+	MOVBQZX 52(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1715
+	MOVBQZX 53(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1715
+	MOVBQZX 54(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1715
+	MOVBQZX 55(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1715
+	JMP     emu_cfgok_1716
+
+emu_badcfg_1715:
+	UD2
+
+emu_cfgok_1716:
+	VMOVDQU64 (CX), Z0
+	VMOVDQU64 Z0, 12600(SP)
+
+cfg_ready_1714:
+	MOVQ a+0(FP), CX
+	ADDQ AX, CX
+	MOVQ CX, 12808(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 12816(SP)
+	MOVQ m+48(FP), AX
+	SHRQ $0x05, AX
+	MOVQ AX, 12824(SP)
+	MOVQ $0x00000000, 4312(SP)
+
+mblock_1717:
+	MOVQ  12824(SP), AX
+	TESTQ AX, AX
+	JZ    mtail_1718
+	DECQ  AX
+	MOVQ  AX, 12824(SP)
+	MOVQ  b+16(FP), AX
+	MOVQ  AX, 12832(SP)
+	MOVQ  12816(SP), AX
+	MOVQ  AX, 12840(SP)
+	MOVQ  nblocks+56(FP), AX
+	SHRQ  $0x01, AX
+	MOVQ  AX, 12848(SP)
+	MOVQ  $0x00000000, 4320(SP)
+
+npair_1719:
+	MOVQ  12848(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1720
+	DECQ  AX
+	MOVQ  AX, 12848(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      kp+24(FP), SI
+	SHLQ      $0x04, SI
+	ADDQ      BX, SI
+	MOVQ      $0x00000040, DI
+	MOVQ      12800(SP), R8
+	DECQ      R8
+	CMPQ      12792(SP), $0x00
+	JNE       cload_1722
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	JMP       cready_1723
+
+cload_1722:
+	MOVQ      12840(SP), R9
+	MOVQ      ldc+40(FP), R10
+	SHLQ      $0x02, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R9), R11
+	MOVBQZX   12648(SP), R12
+	XORQ      R13, R13
+
+emu_row_1724:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1725
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 4408(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1724
+
+emu_row_done_1725:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	LEAQ      64(R9), R11
+	MOVBQZX   12649(SP), R12
+	XORQ      R13, R13
+
+emu_row_1726:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1727
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 5432(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1726
+
+emu_row_done_1727:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R11), R11
+	MOVBQZX   12650(SP), R12
+	XORQ      R13, R13
+
+emu_row_1728:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1729
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 6456(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1728
+
+emu_row_done_1729:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	LEAQ      64(R11), R9
+	MOVBQZX   12651(SP), R11
+	XORQ      R12, R12
+
+emu_row_1730:
+	TESTQ     R11, R11
+	JZ        emu_row_done_1731
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7480(SP)(R12*1)
+	ADDQ      R10, R9
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_1730
+
+emu_row_done_1731:
+cready_1723:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12652(SP), R10
+	XORQ      R11, R11
+
+emu_row_1732:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1733
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1732
+
+emu_row_done_1733:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12654(SP), R10
+	XORQ      R11, R11
+
+emu_row_1734:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1735
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1734
+
+emu_row_done_1735:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_1736:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1737
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1736
+
+emu_row_done_1737:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12653(SP), R10
+	XORQ      R11, R11
+
+emu_row_1738:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1739
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1738
+
+emu_row_done_1739:
+	MOVQ 12792(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_1741
+
+kstep_1742:
+	TESTQ   R8, R8
+	JZ      klast_1740
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1743
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1743:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4392(SP), SI
+	MOVQ    4400(SP), R8
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, DI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1744
+	UD2
+
+emu_shapeok_1744:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1745
+	UD2
+
+emu_shapeok_1745:
+	XORQ R10, R10
+
+emu_row_1746:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1747
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1746
+
+emu_row_done_1747:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	MOVBQZX    12649(SP), R9
+	MOVBQZX    12652(SP), R10
+	CMPQ       R9, R10
+	JE         emu_shapeok_1748
+	UD2
+
+emu_shapeok_1748:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1749
+	UD2
+
+emu_shapeok_1749:
+	XORQ R10, R10
+
+emu_row_1750:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1751
+	VMOVDQU32    5432(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1750
+
+emu_row_done_1751:
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R9
+	MOVBQZX    12652(SP), R10
+	XORQ       R11, R11
+
+emu_row_1752:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1753
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1752
+
+emu_row_done_1753:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1754
+	UD2
+
+emu_shapeok_1754:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1755
+	UD2
+
+emu_shapeok_1755:
+	XORQ R10, R10
+
+emu_row_1756:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1757
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1756
+
+emu_row_done_1757:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	PREFETCHT0 1344(SI)
+	PREFETCHT0 1408(SI)
+	PREFETCHT0 1472(SI)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (BX), R9
+	MOVBQZX    12654(SP), R10
+	XORQ       R11, R11
+
+emu_row_1758:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1759
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1758
+
+emu_row_done_1759:
+	MOVBQZX 12651(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1760
+	UD2
+
+emu_shapeok_1760:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1761
+	UD2
+
+emu_shapeok_1761:
+	XORQ R10, R10
+
+emu_row_1762:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1763
+	VMOVDQU32    7480(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1762
+
+emu_row_done_1763:
+	PREFETCHT0 1536(SI)
+	PREFETCHT0 1600(SI)
+	PREFETCHT0 1664(SI)
+	PREFETCHT0 1728(SI)
+	PREFETCHT0 1792(SI)
+	PREFETCHT0 1856(SI)
+	PREFETCHT0 1920(SI)
+	PREFETCHT0 1984(SI)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R9
+	MOVBQZX    12653(SP), R10
+	XORQ       R11, R11
+
+emu_row_1764:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1765
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1764
+
+emu_row_done_1765:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), AX
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_1766:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1767
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      DI, AX
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1766
+
+emu_row_done_1767:
+	DECQ R8
+	JMP  kstep_1742
+
+kloop_plain_1741:
+kstep_1768:
+	TESTQ   R8, R8
+	JZ      klast_1740
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1769
+	UD2
+
+emu_shapeok_1769:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1770
+	UD2
+
+emu_shapeok_1770:
+	XORQ R10, R10
+
+emu_row_1771:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1772
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1771
+
+emu_row_done_1772:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	MOVBQZX    12649(SP), R9
+	MOVBQZX    12652(SP), R10
+	CMPQ       R9, R10
+	JE         emu_shapeok_1773
+	UD2
+
+emu_shapeok_1773:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1774
+	UD2
+
+emu_shapeok_1774:
+	XORQ R10, R10
+
+emu_row_1775:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1776
+	VMOVDQU32    5432(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1775
+
+emu_row_done_1776:
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R9
+	MOVBQZX    12652(SP), R10
+	XORQ       R11, R11
+
+emu_row_1777:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1778
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1777
+
+emu_row_done_1778:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1779
+	UD2
+
+emu_shapeok_1779:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1780
+	UD2
+
+emu_shapeok_1780:
+	XORQ R10, R10
+
+emu_row_1781:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1782
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1781
+
+emu_row_done_1782:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	PREFETCHT0 1344(SI)
+	PREFETCHT0 1408(SI)
+	PREFETCHT0 1472(SI)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (BX), R9
+	MOVBQZX    12654(SP), R10
+	XORQ       R11, R11
+
+emu_row_1783:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1784
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1783
+
+emu_row_done_1784:
+	MOVBQZX 12651(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1785
+	UD2
+
+emu_shapeok_1785:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1786
+	UD2
+
+emu_shapeok_1786:
+	XORQ R10, R10
+
+emu_row_1787:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1788
+	VMOVDQU32    7480(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1787
+
+emu_row_done_1788:
+	PREFETCHT0 1536(SI)
+	PREFETCHT0 1600(SI)
+	PREFETCHT0 1664(SI)
+	PREFETCHT0 1728(SI)
+	PREFETCHT0 1792(SI)
+	PREFETCHT0 1856(SI)
+	PREFETCHT0 1920(SI)
+	PREFETCHT0 1984(SI)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R9
+	MOVBQZX    12653(SP), R10
+	XORQ       R11, R11
+
+emu_row_1789:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1790
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1789
+
+emu_row_done_1790:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_1791:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1792
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1791
+
+emu_row_done_1792:
+	DECQ R8
+	JMP  kstep_1768
+
+klast_1740:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1793
+	UD2
+
+emu_shapeok_1793:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1794
+	UD2
+
+emu_shapeok_1794:
+	XORQ CX, CX
+
+emu_row_1795:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1796
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1795
+
+emu_row_done_1796:
+	MOVBQZX 12649(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1797
+	UD2
+
+emu_shapeok_1797:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1798
+	UD2
+
+emu_shapeok_1798:
+	XORQ CX, CX
+
+emu_row_1799:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1800
+	VMOVDQU32    5432(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1799
+
+emu_row_done_1800:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1801
+	UD2
+
+emu_shapeok_1801:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1802
+	UD2
+
+emu_shapeok_1802:
+	XORQ CX, CX
+
+emu_row_1803:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1804
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1803
+
+emu_row_done_1804:
+	MOVBQZX 12651(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1805
+	UD2
+
+emu_shapeok_1805:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1806
+	UD2
+
+emu_shapeok_1806:
+	XORQ CX, CX
+
+emu_row_1807:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1808
+	VMOVDQU32    7480(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1807
+
+emu_row_done_1808:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1809
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1811
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1811:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1812:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1813
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1812
+
+emu_row_done_1813:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_1814:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1815
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1814
+
+emu_row_done_1815:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_1816:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1817
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1816
+
+emu_row_done_1817:
+	LEAQ    2112(AX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_1818:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1819
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1818
+
+emu_row_done_1819:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1810
+
+store_partial_1809:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1820:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1821
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1820
+
+emu_row_done_1821:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_1822:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1823
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1822
+
+emu_row_done_1823:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_1824:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1825
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1824
+
+emu_row_done_1825:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    64(DX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_1826:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1827
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1826
+
+emu_row_done_1827:
+stored_1810:
+	MOVQ 12840(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12840(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12832(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12832(SP)
+	JMP  npair_1719
+
+nodd_1720:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_1721
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12800(SP), DI
+	DECQ      DI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_1828
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	JMP       cready_1829
+
+cload_1828:
+	MOVQ      12840(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12648(SP), R11
+	XORQ      R12, R12
+
+emu_row_1830:
+	TESTQ     R11, R11
+	JZ        emu_row_done_1831
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4408(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_1830
+
+emu_row_done_1831:
+	MOVQ      R9, R10
+	SHLQ      $0x04, R10
+	ADDQ      R8, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R10), R8
+	MOVBQZX   12650(SP), R10
+	XORQ      R11, R11
+
+emu_row_1832:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1833
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6456(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1832
+
+emu_row_done_1833:
+cready_1829:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_1834:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1835
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1834
+
+emu_row_done_1835:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_1836:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1837
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1836
+
+emu_row_done_1837:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12653(SP), R9
+	XORQ      R10, R10
+
+emu_row_1838:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1839
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1838
+
+emu_row_done_1839:
+	MOVQ 12792(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_1841
+
+kstep_1842:
+	TESTQ   DI, DI
+	JZ      klast_1840
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1843
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1843:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4400(SP), DI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, SI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1844
+	UD2
+
+emu_shapeok_1844:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1845
+	UD2
+
+emu_shapeok_1845:
+	XORQ R9, R9
+
+emu_row_1846:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1847
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1846
+
+emu_row_done_1847:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R8
+	MOVBQZX    12652(SP), R9
+	XORQ       R10, R10
+
+emu_row_1848:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1849
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1848
+
+emu_row_done_1849:
+	MOVBQZX 12650(SP), R8
+	MOVBQZX 12653(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1850
+	UD2
+
+emu_shapeok_1850:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1851
+	UD2
+
+emu_shapeok_1851:
+	XORQ R9, R9
+
+emu_row_1852:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1853
+	VMOVDQU32    6456(SP)(R9*1), Z0
+	VPBROADCASTD 9528(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1852
+
+emu_row_done_1853:
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R8
+	MOVBQZX    12653(SP), R9
+	XORQ       R10, R10
+
+emu_row_1854:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1855
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1854
+
+emu_row_done_1855:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), AX
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_1856:
+	TESTQ     R8, R8
+	JZ        emu_row_done_1857
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      SI, AX
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_1856
+
+emu_row_done_1857:
+	DECQ DI
+	JMP  kstep_1842
+
+kloop_plain_1841:
+kstep_1858:
+	TESTQ   DI, DI
+	JZ      klast_1840
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1859
+	UD2
+
+emu_shapeok_1859:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1860
+	UD2
+
+emu_shapeok_1860:
+	XORQ R9, R9
+
+emu_row_1861:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1862
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1861
+
+emu_row_done_1862:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R8
+	MOVBQZX    12652(SP), R9
+	XORQ       R10, R10
+
+emu_row_1863:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1864
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1863
+
+emu_row_done_1864:
+	MOVBQZX 12650(SP), R8
+	MOVBQZX 12653(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_1865
+	UD2
+
+emu_shapeok_1865:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_1866
+	UD2
+
+emu_shapeok_1866:
+	XORQ R9, R9
+
+emu_row_1867:
+	TESTQ        R8, R8
+	JZ           emu_row_done_1868
+	VMOVDQU32    6456(SP)(R9*1), Z0
+	VPBROADCASTD 9528(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_1867
+
+emu_row_done_1868:
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R8
+	MOVBQZX    12653(SP), R9
+	XORQ       R10, R10
+
+emu_row_1869:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1870
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1869
+
+emu_row_done_1870:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_1871:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1872
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1871
+
+emu_row_done_1872:
+	DECQ DI
+	JMP  kstep_1858
+
+klast_1840:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1873
+	UD2
+
+emu_shapeok_1873:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1874
+	UD2
+
+emu_shapeok_1874:
+	XORQ CX, CX
+
+emu_row_1875:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1876
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1875
+
+emu_row_done_1876:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1877
+	UD2
+
+emu_shapeok_1877:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1878
+	UD2
+
+emu_shapeok_1878:
+	XORQ CX, CX
+
+emu_row_1879:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1880
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1879
+
+emu_row_done_1880:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1881
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1883
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1883:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1884:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1885
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1884
+
+emu_row_done_1885:
+	LEAQ    2048(AX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_1886:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1887
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1886
+
+emu_row_done_1887:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1882
+
+store_partial_1881:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1888:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1889
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1888
+
+emu_row_done_1889:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_1890:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1891
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1890
+
+emu_row_done_1891:
+stored_1882:
+nend_1721:
+	MOVQ 12808(SP), AX
+	MOVQ lda+8(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12808(SP)
+	MOVQ 12816(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x07, CX
+	ADDQ CX, AX
+	MOVQ AX, 12816(SP)
+	ADDQ $0x00000020, 4312(SP)
+	JMP  mblock_1717
+
+mtail_1718:
+	// M tail of 1..31 rows, with the tail config.
+	MOVQ    m+48(FP), AX
+	ANDQ    $0x1f, AX
+	JZ      kpass_end_1711
+	LEAQ    12728(SP), CX
+	MOVQ    $0x0000000000000001, DX
+	CMPQ    (CX), DX
+	JNE     emu_badcfg_1892
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    8(CX), DX
+	JNE     emu_badcfg_1892
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    16(CX), DX
+	JNE     emu_badcfg_1892
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    24(CX), DX
+	JNE     emu_badcfg_1892
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    32(CX), DX
+	JNE     emu_badcfg_1892
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    40(CX), DX
+	JNE     emu_badcfg_1892
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    56(CX), DX
+	JNE     emu_badcfg_1892
+	MOVBQZX 48(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1892
+	MOVBQZX 49(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1892
+	MOVBQZX 50(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1892
+	MOVBQZX 51(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1892
+	MOVBQZX 52(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1892
+	MOVBQZX 53(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1892
+	MOVBQZX 54(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1892
+	MOVBQZX 55(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_1892
+	JMP     emu_cfgok_1893
+
+emu_badcfg_1892:
+	UD2
+
+emu_cfgok_1893:
+	VMOVDQU64 (CX), Z0
+	VMOVDQU64 Z0, 12600(SP)
+	CMPQ      AX, $0x10
+	JLE       mtail_small_1894
+	MOVQ      b+16(FP), AX
+	MOVQ      AX, 12832(SP)
+	MOVQ      12816(SP), AX
+	MOVQ      AX, 12840(SP)
+	MOVQ      nblocks+56(FP), AX
+	SHRQ      $0x01, AX
+	MOVQ      AX, 12848(SP)
+	MOVQ      $0x00000000, 4320(SP)
+
+npair_1895:
+	MOVQ  12848(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_1896
+	DECQ  AX
+	MOVQ  AX, 12848(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      kp+24(FP), SI
+	SHLQ      $0x04, SI
+	ADDQ      BX, SI
+	MOVQ      $0x00000040, DI
+	MOVQ      12800(SP), R8
+	DECQ      R8
+	CMPQ      12792(SP), $0x00
+	JNE       cload_1898
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	JMP       cready_1899
+
+cload_1898:
+	MOVQ      12840(SP), R9
+	MOVQ      ldc+40(FP), R10
+	SHLQ      $0x02, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R9), R11
+	MOVBQZX   12648(SP), R12
+	XORQ      R13, R13
+
+emu_row_1900:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1901
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 4408(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1900
+
+emu_row_done_1901:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	LEAQ      64(R9), R11
+	MOVBQZX   12649(SP), R12
+	XORQ      R13, R13
+
+emu_row_1902:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1903
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 5432(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1902
+
+emu_row_done_1903:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R11), R11
+	MOVBQZX   12650(SP), R12
+	XORQ      R13, R13
+
+emu_row_1904:
+	TESTQ     R12, R12
+	JZ        emu_row_done_1905
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 6456(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_1904
+
+emu_row_done_1905:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	LEAQ      64(R11), R9
+	MOVBQZX   12651(SP), R11
+	XORQ      R12, R12
+
+emu_row_1906:
+	TESTQ     R11, R11
+	JZ        emu_row_done_1907
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7480(SP)(R12*1)
+	ADDQ      R10, R9
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_1906
+
+emu_row_done_1907:
+cready_1899:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12652(SP), R10
+	XORQ      R11, R11
+
+emu_row_1908:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1909
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1908
+
+emu_row_done_1909:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12654(SP), R10
+	XORQ      R11, R11
+
+emu_row_1910:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1911
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1910
+
+emu_row_done_1911:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_1912:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1913
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1912
+
+emu_row_done_1913:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12653(SP), R10
+	XORQ      R11, R11
+
+emu_row_1914:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1915
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1914
+
+emu_row_done_1915:
+	MOVQ 12792(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_1917
+
+kstep_1918:
+	TESTQ   R8, R8
+	JZ      klast_1916
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1919
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1919:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4392(SP), SI
+	MOVQ    4400(SP), R8
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, DI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1920
+	UD2
+
+emu_shapeok_1920:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1921
+	UD2
+
+emu_shapeok_1921:
+	XORQ R10, R10
+
+emu_row_1922:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1923
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1922
+
+emu_row_done_1923:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	MOVBQZX    12649(SP), R9
+	MOVBQZX    12652(SP), R10
+	CMPQ       R9, R10
+	JE         emu_shapeok_1924
+	UD2
+
+emu_shapeok_1924:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1925
+	UD2
+
+emu_shapeok_1925:
+	XORQ R10, R10
+
+emu_row_1926:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1927
+	VMOVDQU32    5432(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1926
+
+emu_row_done_1927:
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R9
+	MOVBQZX    12652(SP), R10
+	XORQ       R11, R11
+
+emu_row_1928:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1929
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1928
+
+emu_row_done_1929:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1930
+	UD2
+
+emu_shapeok_1930:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1931
+	UD2
+
+emu_shapeok_1931:
+	XORQ R10, R10
+
+emu_row_1932:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1933
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1932
+
+emu_row_done_1933:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	PREFETCHT0 1344(SI)
+	PREFETCHT0 1408(SI)
+	PREFETCHT0 1472(SI)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (BX), R9
+	MOVBQZX    12654(SP), R10
+	XORQ       R11, R11
+
+emu_row_1934:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1935
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1934
+
+emu_row_done_1935:
+	MOVBQZX 12651(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1936
+	UD2
+
+emu_shapeok_1936:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1937
+	UD2
+
+emu_shapeok_1937:
+	XORQ R10, R10
+
+emu_row_1938:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1939
+	VMOVDQU32    7480(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1938
+
+emu_row_done_1939:
+	PREFETCHT0 1536(SI)
+	PREFETCHT0 1600(SI)
+	PREFETCHT0 1664(SI)
+	PREFETCHT0 1728(SI)
+	PREFETCHT0 1792(SI)
+	PREFETCHT0 1856(SI)
+	PREFETCHT0 1920(SI)
+	PREFETCHT0 1984(SI)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R9
+	MOVBQZX    12653(SP), R10
+	XORQ       R11, R11
+
+emu_row_1940:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1941
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1940
+
+emu_row_done_1941:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), AX
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_1942:
+	TESTQ     R9, R9
+	JZ        emu_row_done_1943
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      DI, AX
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_1942
+
+emu_row_done_1943:
+	DECQ R8
+	JMP  kstep_1918
+
+kloop_plain_1917:
+kstep_1944:
+	TESTQ   R8, R8
+	JZ      klast_1916
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1945
+	UD2
+
+emu_shapeok_1945:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1946
+	UD2
+
+emu_shapeok_1946:
+	XORQ R10, R10
+
+emu_row_1947:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1948
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1947
+
+emu_row_done_1948:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	MOVBQZX    12649(SP), R9
+	MOVBQZX    12652(SP), R10
+	CMPQ       R9, R10
+	JE         emu_shapeok_1949
+	UD2
+
+emu_shapeok_1949:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1950
+	UD2
+
+emu_shapeok_1950:
+	XORQ R10, R10
+
+emu_row_1951:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1952
+	VMOVDQU32    5432(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1951
+
+emu_row_done_1952:
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R9
+	MOVBQZX    12652(SP), R10
+	XORQ       R11, R11
+
+emu_row_1953:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1954
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1953
+
+emu_row_done_1954:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1955
+	UD2
+
+emu_shapeok_1955:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1956
+	UD2
+
+emu_shapeok_1956:
+	XORQ R10, R10
+
+emu_row_1957:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1958
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1957
+
+emu_row_done_1958:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	PREFETCHT0 1344(SI)
+	PREFETCHT0 1408(SI)
+	PREFETCHT0 1472(SI)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (BX), R9
+	MOVBQZX    12654(SP), R10
+	XORQ       R11, R11
+
+emu_row_1959:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1960
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1959
+
+emu_row_done_1960:
+	MOVBQZX 12651(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_1961
+	UD2
+
+emu_shapeok_1961:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_1962
+	UD2
+
+emu_shapeok_1962:
+	XORQ R10, R10
+
+emu_row_1963:
+	TESTQ        R9, R9
+	JZ           emu_row_done_1964
+	VMOVDQU32    7480(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_1963
+
+emu_row_done_1964:
+	PREFETCHT0 1536(SI)
+	PREFETCHT0 1600(SI)
+	PREFETCHT0 1664(SI)
+	PREFETCHT0 1728(SI)
+	PREFETCHT0 1792(SI)
+	PREFETCHT0 1856(SI)
+	PREFETCHT0 1920(SI)
+	PREFETCHT0 1984(SI)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R9
+	MOVBQZX    12653(SP), R10
+	XORQ       R11, R11
+
+emu_row_1965:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1966
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1965
+
+emu_row_done_1966:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_1967:
+	TESTQ     R10, R10
+	JZ        emu_row_done_1968
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_1967
+
+emu_row_done_1968:
+	DECQ R8
+	JMP  kstep_1944
+
+klast_1916:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1969
+	UD2
+
+emu_shapeok_1969:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1970
+	UD2
+
+emu_shapeok_1970:
+	XORQ CX, CX
+
+emu_row_1971:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1972
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1971
+
+emu_row_done_1972:
+	MOVBQZX 12649(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1973
+	UD2
+
+emu_shapeok_1973:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1974
+	UD2
+
+emu_shapeok_1974:
+	XORQ CX, CX
+
+emu_row_1975:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1976
+	VMOVDQU32    5432(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1975
+
+emu_row_done_1976:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1977
+	UD2
+
+emu_shapeok_1977:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1978
+	UD2
+
+emu_shapeok_1978:
+	XORQ CX, CX
+
+emu_row_1979:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1980
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1979
+
+emu_row_done_1980:
+	MOVBQZX 12651(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_1981
+	UD2
+
+emu_shapeok_1981:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_1982
+	UD2
+
+emu_shapeok_1982:
+	XORQ CX, CX
+
+emu_row_1983:
+	TESTQ        AX, AX
+	JZ           emu_row_done_1984
+	VMOVDQU32    7480(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_1983
+
+emu_row_done_1984:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_1985
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_1987
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_1987:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1988:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1989
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1988
+
+emu_row_done_1989:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_1990:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1991
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1990
+
+emu_row_done_1991:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_1992:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1993
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1992
+
+emu_row_done_1993:
+	LEAQ    2112(AX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_1994:
+	TESTQ     DX, DX
+	JZ        emu_row_done_1995
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_1994
+
+emu_row_done_1995:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_1986
+
+store_partial_1985:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_1996:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1997
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1996
+
+emu_row_done_1997:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_1998:
+	TESTQ     BX, BX
+	JZ        emu_row_done_1999
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_1998
+
+emu_row_done_1999:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_2000:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2001
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2000
+
+emu_row_done_2001:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    64(DX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_2002:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2003
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2002
+
+emu_row_done_2003:
+stored_1986:
+	MOVQ 12840(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12840(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12832(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12832(SP)
+	JMP  npair_1895
+
+nodd_1896:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_1897
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12800(SP), DI
+	DECQ      DI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_2004
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	JMP       cready_2005
+
+cload_2004:
+	MOVQ      12840(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12648(SP), R11
+	XORQ      R12, R12
+
+emu_row_2006:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2007
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4408(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2006
+
+emu_row_done_2007:
+	MOVQ      R9, R10
+	SHLQ      $0x04, R10
+	ADDQ      R8, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R10), R8
+	MOVBQZX   12650(SP), R10
+	XORQ      R11, R11
+
+emu_row_2008:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2009
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6456(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2008
+
+emu_row_done_2009:
+cready_2005:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_2010:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2011
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2010
+
+emu_row_done_2011:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_2012:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2013
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2012
+
+emu_row_done_2013:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12653(SP), R9
+	XORQ      R10, R10
+
+emu_row_2014:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2015
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2014
+
+emu_row_done_2015:
+	MOVQ 12792(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_2017
+
+kstep_2018:
+	TESTQ   DI, DI
+	JZ      klast_2016
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2019
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2019:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4400(SP), DI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, SI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_2020
+	UD2
+
+emu_shapeok_2020:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_2021
+	UD2
+
+emu_shapeok_2021:
+	XORQ R9, R9
+
+emu_row_2022:
+	TESTQ        R8, R8
+	JZ           emu_row_done_2023
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_2022
+
+emu_row_done_2023:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R8
+	MOVBQZX    12652(SP), R9
+	XORQ       R10, R10
+
+emu_row_2024:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2025
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2024
+
+emu_row_done_2025:
+	MOVBQZX 12650(SP), R8
+	MOVBQZX 12653(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_2026
+	UD2
+
+emu_shapeok_2026:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_2027
+	UD2
+
+emu_shapeok_2027:
+	XORQ R9, R9
+
+emu_row_2028:
+	TESTQ        R8, R8
+	JZ           emu_row_done_2029
+	VMOVDQU32    6456(SP)(R9*1), Z0
+	VPBROADCASTD 9528(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_2028
+
+emu_row_done_2029:
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R8
+	MOVBQZX    12653(SP), R9
+	XORQ       R10, R10
+
+emu_row_2030:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2031
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2030
+
+emu_row_done_2031:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), AX
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_2032:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2033
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      SI, AX
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2032
+
+emu_row_done_2033:
+	DECQ DI
+	JMP  kstep_2018
+
+kloop_plain_2017:
+kstep_2034:
+	TESTQ   DI, DI
+	JZ      klast_2016
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_2035
+	UD2
+
+emu_shapeok_2035:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_2036
+	UD2
+
+emu_shapeok_2036:
+	XORQ R9, R9
+
+emu_row_2037:
+	TESTQ        R8, R8
+	JZ           emu_row_done_2038
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_2037
+
+emu_row_done_2038:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R8
+	MOVBQZX    12652(SP), R9
+	XORQ       R10, R10
+
+emu_row_2039:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2040
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2039
+
+emu_row_done_2040:
+	MOVBQZX 12650(SP), R8
+	MOVBQZX 12653(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_2041
+	UD2
+
+emu_shapeok_2041:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_2042
+	UD2
+
+emu_shapeok_2042:
+	XORQ R9, R9
+
+emu_row_2043:
+	TESTQ        R8, R8
+	JZ           emu_row_done_2044
+	VMOVDQU32    6456(SP)(R9*1), Z0
+	VPBROADCASTD 9528(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_2043
+
+emu_row_done_2044:
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R8
+	MOVBQZX    12653(SP), R9
+	XORQ       R10, R10
+
+emu_row_2045:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2046
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2045
+
+emu_row_done_2046:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_2047:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2048
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2047
+
+emu_row_done_2048:
+	DECQ DI
+	JMP  kstep_2034
+
+klast_2016:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2049
+	UD2
+
+emu_shapeok_2049:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2050
+	UD2
+
+emu_shapeok_2050:
+	XORQ CX, CX
+
+emu_row_2051:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2052
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2051
+
+emu_row_done_2052:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2053
+	UD2
+
+emu_shapeok_2053:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2054
+	UD2
+
+emu_shapeok_2054:
+	XORQ CX, CX
+
+emu_row_2055:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2056
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2055
+
+emu_row_done_2056:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2057
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2059
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2059:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2060:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2061
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2060
+
+emu_row_done_2061:
+	LEAQ    2048(AX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_2062:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2063
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2062
+
+emu_row_done_2063:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2058
+
+store_partial_2057:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2064:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2065
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2064
+
+emu_row_done_2065:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_2066:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2067
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2066
+
+emu_row_done_2067:
+stored_2058:
+nend_1897:
+	JMP kpass_end_1711
+
+mtail_small_1894:
+	MOVQ b+16(FP), AX
+	MOVQ AX, 12832(SP)
+	MOVQ 12816(SP), AX
+	MOVQ AX, 12840(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 12848(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_2068:
+	MOVQ  12848(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_2069
+	DECQ  AX
+	MOVQ  AX, 12848(SP)
+
+	// 1x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      12792(SP), DX
+	SHLQ      $0x04, DX
+	ADDQ      12832(SP), DX
+	MOVQ      kp+24(FP), BX
+	SHLQ      $0x04, BX
+	ADDQ      DX, BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12800(SP), DI
+	DECQ      DI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_2071
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	JMP       cready_2072
+
+cload_2071:
+	MOVQ      12840(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12648(SP), R11
+	XORQ      R12, R12
+
+emu_row_2073:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2074
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4408(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2073
+
+emu_row_done_2074:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	LEAQ      64(R8), R8
+	MOVBQZX   12649(SP), R10
+	XORQ      R11, R11
+
+emu_row_2075:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2076
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 5432(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2075
+
+emu_row_done_2076:
+cready_2072:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_2077:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2078
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2077
+
+emu_row_done_2078:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_2079:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2080
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2079
+
+emu_row_done_2080:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_2081:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2082
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2081
+
+emu_row_done_2082:
+	MOVQ 12792(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_2084
+
+kstep_2085:
+	TESTQ   DI, DI
+	JZ      klast_2083
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    BX, 4392(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2086
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2086:
+	MOVQ    4368(SP), CX
+	MOVQ    4384(SP), DX
+	MOVQ    4392(SP), BX
+	MOVQ    4400(SP), DI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, SI
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_2087
+	UD2
+
+emu_shapeok_2087:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_2088
+	UD2
+
+emu_shapeok_2088:
+	XORQ R9, R9
+
+emu_row_2089:
+	TESTQ        R8, R8
+	JZ           emu_row_done_2090
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_2089
+
+emu_row_done_2090:
+	PREFETCHT0 1024(DX)
+	PREFETCHT0 1088(DX)
+	PREFETCHT0 1152(DX)
+	PREFETCHT0 1216(DX)
+	PREFETCHT0 1280(DX)
+	PREFETCHT0 1344(DX)
+	PREFETCHT0 1408(DX)
+	PREFETCHT0 1472(DX)
+	PREFETCHT0 1536(DX)
+	PREFETCHT0 1600(DX)
+	PREFETCHT0 1664(DX)
+	PREFETCHT0 1728(DX)
+	PREFETCHT0 1792(DX)
+	PREFETCHT0 1856(DX)
+	PREFETCHT0 1920(DX)
+	PREFETCHT0 1984(DX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (DX), R8
+	MOVBQZX    12654(SP), R9
+	XORQ       R10, R10
+
+emu_row_2091:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2092
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2091
+
+emu_row_done_2092:
+	MOVBQZX 12649(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_2093
+	UD2
+
+emu_shapeok_2093:
+	MOVBQZX 12655(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_2094
+	UD2
+
+emu_shapeok_2094:
+	XORQ R9, R9
+
+emu_row_2095:
+	TESTQ        R8, R8
+	JZ           emu_row_done_2096
+	VMOVDQU32    5432(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_2095
+
+emu_row_done_2096:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R8
+	MOVBQZX    12652(SP), R9
+	XORQ       R10, R10
+
+emu_row_2097:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2098
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2097
+
+emu_row_done_2098:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (BX), AX
+	MOVBQZX   12655(SP), R8
+	XORQ      R9, R9
+
+emu_row_2099:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2100
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 11576(SP)(R9*1)
+	ADDQ      SI, AX
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2099
+
+emu_row_done_2100:
+	DECQ DI
+	JMP  kstep_2085
+
+kloop_plain_2084:
+kstep_2101:
+	TESTQ   DI, DI
+	JZ      klast_2083
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	ADDQ    $0x00000400, BX
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_2102
+	UD2
+
+emu_shapeok_2102:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_2103
+	UD2
+
+emu_shapeok_2103:
+	XORQ R9, R9
+
+emu_row_2104:
+	TESTQ        R8, R8
+	JZ           emu_row_done_2105
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_2104
+
+emu_row_done_2105:
+	PREFETCHT0 1024(DX)
+	PREFETCHT0 1088(DX)
+	PREFETCHT0 1152(DX)
+	PREFETCHT0 1216(DX)
+	PREFETCHT0 1280(DX)
+	PREFETCHT0 1344(DX)
+	PREFETCHT0 1408(DX)
+	PREFETCHT0 1472(DX)
+	PREFETCHT0 1536(DX)
+	PREFETCHT0 1600(DX)
+	PREFETCHT0 1664(DX)
+	PREFETCHT0 1728(DX)
+	PREFETCHT0 1792(DX)
+	PREFETCHT0 1856(DX)
+	PREFETCHT0 1920(DX)
+	PREFETCHT0 1984(DX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (DX), R8
+	MOVBQZX    12654(SP), R9
+	XORQ       R10, R10
+
+emu_row_2106:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2107
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2106
+
+emu_row_done_2107:
+	MOVBQZX 12649(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_2108
+	UD2
+
+emu_shapeok_2108:
+	MOVBQZX 12655(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_2109
+	UD2
+
+emu_shapeok_2109:
+	XORQ R9, R9
+
+emu_row_2110:
+	TESTQ        R8, R8
+	JZ           emu_row_done_2111
+	VMOVDQU32    5432(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_2110
+
+emu_row_done_2111:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
+	PREFETCHT0 1280(BX)
+	PREFETCHT0 1344(BX)
+	PREFETCHT0 1408(BX)
+	PREFETCHT0 1472(BX)
+	PREFETCHT0 1536(BX)
+	PREFETCHT0 1600(BX)
+	PREFETCHT0 1664(BX)
+	PREFETCHT0 1728(BX)
+	PREFETCHT0 1792(BX)
+	PREFETCHT0 1856(BX)
+	PREFETCHT0 1920(BX)
+	PREFETCHT0 1984(BX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R8
+	MOVBQZX    12652(SP), R9
+	XORQ       R10, R10
+
+emu_row_2112:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2113
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2112
+
+emu_row_done_2113:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_2114:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2115
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2114
+
+emu_row_done_2115:
+	DECQ DI
+	JMP  kstep_2101
+
+klast_2083:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2116
+	UD2
+
+emu_shapeok_2116:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2117
+	UD2
+
+emu_shapeok_2117:
+	XORQ CX, CX
+
+emu_row_2118:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2119
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2118
+
+emu_row_done_2119:
+	MOVBQZX 12649(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2120
+	UD2
+
+emu_shapeok_2120:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2121
+	UD2
+
+emu_shapeok_2121:
+	XORQ CX, CX
+
+emu_row_2122:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2123
+	VMOVDQU32    5432(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2122
+
+emu_row_done_2123:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2124
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2126
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2126:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2127:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2128
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2127
+
+emu_row_done_2128:
+	LEAQ    64(AX), AX
+	MOVBQZX 12649(SP), DX
+	XORQ    BX, BX
+
+emu_row_2129:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2130
+	VMOVDQU64 5432(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2129
+
+emu_row_done_2130:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2125
+
+store_partial_2124:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2131:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2132
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2131
+
+emu_row_done_2132:
+	LEAQ    64(AX), AX
+	MOVBQZX 12649(SP), DX
+	XORQ    BX, BX
+
+emu_row_2133:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2134
+	VMOVDQU64 5432(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2133
+
+emu_row_done_2134:
+stored_2125:
+	MOVQ 12840(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12840(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12832(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12832(SP)
+	JMP  npair_2068
+
+nodd_2069:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_2070
+
+	// 1x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      12792(SP), DX
+	SHLQ      $0x04, DX
+	ADDQ      12832(SP), DX
+	MOVQ      $0x00000040, BX
+	MOVQ      12800(SP), SI
+	DECQ      SI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_2135
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	JMP       cready_2136
+
+cload_2135:
+	MOVQ      12840(SP), DI
+	MOVQ      ldc+40(FP), R8
+	SHLQ      $0x02, R8
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (DI), DI
+	MOVBQZX   12648(SP), R9
+	XORQ      R10, R10
+
+emu_row_2137:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2138
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 4408(SP)(R10*1)
+	ADDQ      R8, DI
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2137
+
+emu_row_done_2138:
+cready_2136:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), DI
+	MOVBQZX   12652(SP), R8
+	XORQ      R9, R9
+
+emu_row_2139:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2140
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8504(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2139
+
+emu_row_done_2140:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), DI
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_2141:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2142
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      BX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2141
+
+emu_row_done_2142:
+	MOVQ 12792(SP), DI
+	ADDQ $0x00000300, DI
+	CMPQ DI, kp+24(FP)
+	JLT  kloop_plain_2144
+
+kstep_2145:
+	TESTQ   SI, SI
+	JZ      klast_2143
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    SI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2146
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2146:
+	MOVQ    4368(SP), CX
+	MOVQ    4384(SP), DX
+	MOVQ    4400(SP), SI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, BX
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	MOVBQZX 12648(SP), DI
+	MOVBQZX 12652(SP), R8
+	CMPQ    DI, R8
+	JE      emu_shapeok_2147
+	UD2
+
+emu_shapeok_2147:
+	MOVBQZX 12654(SP), R8
+	CMPQ    R8, $0x10
+	JE      emu_shapeok_2148
+	UD2
+
+emu_shapeok_2148:
+	XORQ R8, R8
+
+emu_row_2149:
+	TESTQ        DI, DI
+	JZ           emu_row_done_2150
+	VMOVDQU32    4408(SP)(R8*1), Z0
+	VPBROADCASTD 8504(SP)(R8*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R8*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R8*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R8*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R8*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R8*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R8*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R8*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R8*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R8*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R8*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R8*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R8*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R8*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R8*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R8*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R8*1)
+	ADDQ         $0x40, R8
+	DECQ         DI
+	JMP          emu_row_2149
+
+emu_row_done_2150:
+	PREFETCHT0 1024(DX)
+	PREFETCHT0 1088(DX)
+	PREFETCHT0 1152(DX)
+	PREFETCHT0 1216(DX)
+	PREFETCHT0 1280(DX)
+	PREFETCHT0 1344(DX)
+	PREFETCHT0 1408(DX)
+	PREFETCHT0 1472(DX)
+	PREFETCHT0 1536(DX)
+	PREFETCHT0 1600(DX)
+	PREFETCHT0 1664(DX)
+	PREFETCHT0 1728(DX)
+	PREFETCHT0 1792(DX)
+	PREFETCHT0 1856(DX)
+	PREFETCHT0 1920(DX)
+	PREFETCHT0 1984(DX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), DI
+	MOVBQZX    12652(SP), R8
+	XORQ       R9, R9
+
+emu_row_2151:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2152
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8504(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2151
+
+emu_row_done_2152:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), AX
+	MOVBQZX   12654(SP), DI
+	XORQ      R8, R8
+
+emu_row_2153:
+	TESTQ     DI, DI
+	JZ        emu_row_done_2154
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 10552(SP)(R8*1)
+	ADDQ      BX, AX
+	ADDQ      $0x40, R8
+	DECQ      DI
+	JMP       emu_row_2153
+
+emu_row_done_2154:
+	DECQ SI
+	JMP  kstep_2145
+
+kloop_plain_2144:
+kstep_2155:
+	TESTQ   SI, SI
+	JZ      klast_2143
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	MOVBQZX 12648(SP), DI
+	MOVBQZX 12652(SP), R8
+	CMPQ    DI, R8
+	JE      emu_shapeok_2156
+	UD2
+
+emu_shapeok_2156:
+	MOVBQZX 12654(SP), R8
+	CMPQ    R8, $0x10
+	JE      emu_shapeok_2157
+	UD2
+
+emu_shapeok_2157:
+	XORQ R8, R8
+
+emu_row_2158:
+	TESTQ        DI, DI
+	JZ           emu_row_done_2159
+	VMOVDQU32    4408(SP)(R8*1), Z0
+	VPBROADCASTD 8504(SP)(R8*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R8*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R8*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R8*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R8*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R8*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R8*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R8*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R8*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R8*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R8*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R8*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R8*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R8*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R8*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R8*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R8*1)
+	ADDQ         $0x40, R8
+	DECQ         DI
+	JMP          emu_row_2158
+
+emu_row_done_2159:
+	PREFETCHT0 1024(DX)
+	PREFETCHT0 1088(DX)
+	PREFETCHT0 1152(DX)
+	PREFETCHT0 1216(DX)
+	PREFETCHT0 1280(DX)
+	PREFETCHT0 1344(DX)
+	PREFETCHT0 1408(DX)
+	PREFETCHT0 1472(DX)
+	PREFETCHT0 1536(DX)
+	PREFETCHT0 1600(DX)
+	PREFETCHT0 1664(DX)
+	PREFETCHT0 1728(DX)
+	PREFETCHT0 1792(DX)
+	PREFETCHT0 1856(DX)
+	PREFETCHT0 1920(DX)
+	PREFETCHT0 1984(DX)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), DI
+	MOVBQZX    12652(SP), R8
+	XORQ       R9, R9
+
+emu_row_2160:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2161
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8504(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2160
+
+emu_row_done_2161:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), DI
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_2162:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2163
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      BX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2162
+
+emu_row_done_2163:
+	DECQ SI
+	JMP  kstep_2155
+
+klast_2143:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2164
+	UD2
+
+emu_shapeok_2164:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2165
+	UD2
+
+emu_shapeok_2165:
+	XORQ CX, CX
+
+emu_row_2166:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2167
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2166
+
+emu_row_done_2167:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2168
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2170
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2170:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), AX
+	MOVBQZX 12648(SP), DX
+	XORQ    BX, BX
+
+emu_row_2171:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2172
+	VMOVDQU64 4408(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2171
+
+emu_row_done_2172:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2169
+
+store_partial_2168:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), AX
+	MOVBQZX 12648(SP), DX
+	XORQ    BX, BX
+
+emu_row_2173:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2174
+	VMOVDQU64 4408(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2173
+
+emu_row_done_2174:
+stored_2169:
+nend_2070:
+kpass_end_1711:
+	MOVQ 12792(SP), AX
+	ADDQ $0x00000300, AX
+	MOVQ AX, 12792(SP)
+	JMP  kpass_1710
+
+done_1712:
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2175
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2175:
+	VZEROUPPER
+	RET
+
 // func qgemmVNNI(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
 // Requires: AVX, AVX512F, AVX512VNNI, CMOV, MMX+
 TEXT ·qgemmVNNI(SB), NOSPLIT, $64-64
@@ -29510,10 +40794,10 @@ TEXT ·qgemmVNNI(SB), NOSPLIT, $64-64
 	MOVQ AX, 48(SP)
 	MOVQ AX, 56(SP)
 
-ngroup_1629:
+ngroup_2177:
 	MOVQ    16(SP), AX
 	CMPQ    AX, $0x03
-	JL      ntail_1630
+	JL      ntail_2178
 	SUBQ    $0x03, AX
 	MOVQ    AX, 16(SP)
 	MOVQ    kp+24(FP), CX
@@ -29533,10 +40817,10 @@ ngroup_1629:
 	MOVQ    m+48(FP), AX
 	MOVQ    AX, 40(SP)
 
-rows_1631:
+rows_2179:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_1632
+	JL   rowtail_2180
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -29577,7 +40861,7 @@ rows_1631:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1634:
+vnni_k_2182:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -29729,7 +41013,7 @@ vnni_k_1634:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1634
+	JNZ          vnni_k_2182
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -29775,12 +41059,12 @@ vnni_k_1634:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1631
+	JMP          rows_2179
 
-rowtail_1632:
+rowtail_2180:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1635
+	JNE  rowtail_not_2183
 
 	// VNNI micro-kernel: 1 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -29796,7 +41080,7 @@ rowtail_1632:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1636:
+vnni_k_2184:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -29835,7 +41119,7 @@ vnni_k_1636:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_1636
+	JNZ          vnni_k_2184
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -29843,11 +41127,11 @@ vnni_k_1636:
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
 	VMOVDQU32    Z2, 128(AX)
-	JMP          rowend_1633
+	JMP          rowend_2181
 
-rowtail_not_1635:
+rowtail_not_2183:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_1637
+	JNE  rowtail_not_2185
 
 	// VNNI micro-kernel: 2 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -29866,7 +41150,7 @@ rowtail_not_1635:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1638:
+vnni_k_2186:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -29921,7 +41205,7 @@ vnni_k_1638:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1638
+	JNZ          vnni_k_2186
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -29933,11 +41217,11 @@ vnni_k_1638:
 	VMOVDQU32    Z3, (AX)
 	VMOVDQU32    Z4, 64(AX)
 	VMOVDQU32    Z5, 128(AX)
-	JMP          rowend_1633
+	JMP          rowend_2181
 
-rowtail_not_1637:
+rowtail_not_2185:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_1639
+	JNE  rowtail_not_2187
 
 	// VNNI micro-kernel: 3 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -29959,7 +41243,7 @@ rowtail_not_1637:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1640:
+vnni_k_2188:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -30030,7 +41314,7 @@ vnni_k_1640:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1640
+	JNZ          vnni_k_2188
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -30046,11 +41330,11 @@ vnni_k_1640:
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
 	VMOVDQU32    Z8, 128(AX)
-	JMP          rowend_1633
+	JMP          rowend_2181
 
-rowtail_not_1639:
+rowtail_not_2187:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_1641
+	JNE  rowtail_not_2189
 
 	// VNNI micro-kernel: 4 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -30076,7 +41360,7 @@ rowtail_not_1639:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1642:
+vnni_k_2190:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -30163,7 +41447,7 @@ vnni_k_1642:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1642
+	JNZ          vnni_k_2190
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -30183,11 +41467,11 @@ vnni_k_1642:
 	VMOVDQU32    Z9, (AX)
 	VMOVDQU32    Z10, 64(AX)
 	VMOVDQU32    Z11, 128(AX)
-	JMP          rowend_1633
+	JMP          rowend_2181
 
-rowtail_not_1641:
+rowtail_not_2189:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_1643
+	JNE  rowtail_not_2191
 
 	// VNNI micro-kernel: 5 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -30216,7 +41500,7 @@ rowtail_not_1641:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1644:
+vnni_k_2192:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -30319,7 +41603,7 @@ vnni_k_1644:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1644
+	JNZ          vnni_k_2192
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -30343,11 +41627,11 @@ vnni_k_1644:
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
 	VMOVDQU32    Z14, 128(AX)
-	JMP          rowend_1633
+	JMP          rowend_2181
 
-rowtail_not_1643:
+rowtail_not_2191:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_1645
+	JNE  rowtail_not_2193
 
 	// VNNI micro-kernel: 6 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -30380,7 +41664,7 @@ rowtail_not_1643:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1646:
+vnni_k_2194:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -30500,7 +41784,7 @@ vnni_k_1646:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1646
+	JNZ          vnni_k_2194
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -30528,11 +41812,11 @@ vnni_k_1646:
 	VMOVDQU32    Z15, (AX)
 	VMOVDQU32    Z16, 64(AX)
 	VMOVDQU32    Z17, 128(AX)
-	JMP          rowend_1633
+	JMP          rowend_2181
 
-rowtail_not_1645:
+rowtail_not_2193:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_1647
+	JNE  rowtail_not_2195
 
 	// VNNI micro-kernel: 7 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -30568,7 +41852,7 @@ rowtail_not_1645:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1648:
+vnni_k_2196:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -30704,7 +41988,7 @@ vnni_k_1648:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1648
+	JNZ          vnni_k_2196
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -30736,10 +42020,10 @@ vnni_k_1648:
 	VMOVDQU32    Z18, (AX)
 	VMOVDQU32    Z19, 64(AX)
 	VMOVDQU32    Z20, 128(AX)
-	JMP          rowend_1633
+	JMP          rowend_2181
 
-rowtail_not_1647:
-rowend_1633:
+rowtail_not_2195:
+rowend_2181:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000030, CX, CX
@@ -30748,12 +42032,12 @@ rowend_1633:
 	MOVQ   8(SP), AX
 	ADDQ   $0x000000c0, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_1629
+	JMP    ngroup_2177
 
-ntail_1630:
+ntail_2178:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JNE  ntail_not_1649
+	JNE  ntail_not_2197
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -30761,10 +42045,10 @@ ntail_1630:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_1650:
+rows_2198:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_1651
+	JL   rowtail_2199
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -30787,7 +42071,7 @@ rows_1650:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1653:
+vnni_k_2201:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -30867,7 +42151,7 @@ vnni_k_1653:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_1653
+	JNZ          vnni_k_2201
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -30897,12 +42181,12 @@ vnni_k_1653:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1650
+	JMP          rows_2198
 
-rowtail_1651:
+rowtail_2199:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1654
+	JNE  rowtail_not_2202
 
 	// VNNI micro-kernel: 1 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -30914,7 +42198,7 @@ rowtail_1651:
 	MOVQ   48(SP), BX
 	MOVQ   56(SP), SI
 
-vnni_k_1655:
+vnni_k_2203:
 	PREFETCHT1   (BX)
 	PREFETCHT1   64(BX)
 	PREFETCHT1   128(BX)
@@ -30937,17 +42221,17 @@ vnni_k_1655:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          vnni_k_1655
+	JNZ          vnni_k_2203
 	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
-	JMP          rowend_1652
+	JMP          rowend_2200
 
-rowtail_not_1654:
+rowtail_not_2202:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_1656
+	JNE  rowtail_not_2204
 
 	// VNNI micro-kernel: 2 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -30960,7 +42244,7 @@ rowtail_not_1654:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1657:
+vnni_k_2205:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -30991,7 +42275,7 @@ vnni_k_1657:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_1657
+	JNZ          vnni_k_2205
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -30999,11 +42283,11 @@ vnni_k_1657:
 	VMOVDQU32    Z0, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z1, (AX)
-	JMP          rowend_1652
+	JMP          rowend_2200
 
-rowtail_not_1656:
+rowtail_not_2204:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_1658
+	JNE  rowtail_not_2206
 
 	// VNNI micro-kernel: 3 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -31017,7 +42301,7 @@ rowtail_not_1656:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1659:
+vnni_k_2207:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -31056,7 +42340,7 @@ vnni_k_1659:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_1659
+	JNZ          vnni_k_2207
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -31066,11 +42350,11 @@ vnni_k_1659:
 	VMOVDQU32    Z1, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
-	JMP          rowend_1652
+	JMP          rowend_2200
 
-rowtail_not_1658:
+rowtail_not_2206:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_1660
+	JNE  rowtail_not_2208
 
 	// VNNI micro-kernel: 4 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -31086,7 +42370,7 @@ rowtail_not_1658:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1661:
+vnni_k_2209:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -31133,7 +42417,7 @@ vnni_k_1661:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_1661
+	JNZ          vnni_k_2209
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -31145,11 +42429,11 @@ vnni_k_1661:
 	VMOVDQU32    Z2, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z3, (AX)
-	JMP          rowend_1652
+	JMP          rowend_2200
 
-rowtail_not_1660:
+rowtail_not_2208:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_1662
+	JNE  rowtail_not_2210
 
 	// VNNI micro-kernel: 5 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -31166,7 +42450,7 @@ rowtail_not_1660:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1663:
+vnni_k_2211:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -31221,7 +42505,7 @@ vnni_k_1663:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_1663
+	JNZ          vnni_k_2211
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -31235,11 +42519,11 @@ vnni_k_1663:
 	VMOVDQU32    Z3, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
-	JMP          rowend_1652
+	JMP          rowend_2200
 
-rowtail_not_1662:
+rowtail_not_2210:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_1664
+	JNE  rowtail_not_2212
 
 	// VNNI micro-kernel: 6 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -31258,7 +42542,7 @@ rowtail_not_1662:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1665:
+vnni_k_2213:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -31322,7 +42606,7 @@ vnni_k_1665:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_1665
+	JNZ          vnni_k_2213
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -31338,11 +42622,11 @@ vnni_k_1665:
 	VMOVDQU32    Z4, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z5, (AX)
-	JMP          rowend_1652
+	JMP          rowend_2200
 
-rowtail_not_1664:
+rowtail_not_2212:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_1666
+	JNE  rowtail_not_2214
 
 	// VNNI micro-kernel: 7 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -31362,7 +42646,7 @@ rowtail_not_1664:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1667:
+vnni_k_2215:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -31434,7 +42718,7 @@ vnni_k_1667:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_1667
+	JNZ          vnni_k_2215
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -31452,15 +42736,15 @@ vnni_k_1667:
 	VMOVDQU32    Z5, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
-	JMP          rowend_1652
+	JMP          rowend_2200
 
-rowtail_not_1666:
-rowend_1652:
-	JMP done_1628
+rowtail_not_2214:
+rowend_2200:
+	JMP done_2176
 
-ntail_not_1649:
+ntail_not_2197:
 	CMPQ AX, $0x02
-	JNE  ntail_not_1668
+	JNE  ntail_not_2216
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -31468,10 +42752,10 @@ ntail_not_1649:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_1669:
+rows_2217:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_1670
+	JL   rowtail_2218
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -31504,7 +42788,7 @@ rows_1669:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1672:
+vnni_k_2220:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -31620,7 +42904,7 @@ vnni_k_1672:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1672
+	JNZ          vnni_k_2220
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -31658,12 +42942,12 @@ vnni_k_1672:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1669
+	JMP          rows_2217
 
-rowtail_1670:
+rowtail_2218:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1673
+	JNE  rowtail_not_2221
 
 	// VNNI micro-kernel: 1 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -31678,7 +42962,7 @@ rowtail_1670:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_1674:
+vnni_k_2222:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -31709,18 +42993,18 @@ vnni_k_1674:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_1674
+	JNZ          vnni_k_2222
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
-	JMP          rowend_1671
+	JMP          rowend_2219
 
-rowtail_not_1673:
+rowtail_not_2221:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_1675
+	JNE  rowtail_not_2223
 
 	// VNNI micro-kernel: 2 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -31737,7 +43021,7 @@ rowtail_not_1673:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1676:
+vnni_k_2224:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -31780,7 +43064,7 @@ vnni_k_1676:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1676
+	JNZ          vnni_k_2224
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -31790,11 +43074,11 @@ vnni_k_1676:
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
 	VMOVDQU32    Z3, 64(AX)
-	JMP          rowend_1671
+	JMP          rowend_2219
 
-rowtail_not_1675:
+rowtail_not_2223:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_1677
+	JNE  rowtail_not_2225
 
 	// VNNI micro-kernel: 3 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -31813,7 +43097,7 @@ rowtail_not_1675:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_1678:
+vnni_k_2226:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -31868,7 +43152,7 @@ vnni_k_1678:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_1678
+	JNZ          vnni_k_2226
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -31881,11 +43165,11 @@ vnni_k_1678:
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
 	VMOVDQU32    Z5, 64(AX)
-	JMP          rowend_1671
+	JMP          rowend_2219
 
-rowtail_not_1677:
+rowtail_not_2225:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_1679
+	JNE  rowtail_not_2227
 
 	// VNNI micro-kernel: 4 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -31907,7 +43191,7 @@ rowtail_not_1677:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1680:
+vnni_k_2228:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -31974,7 +43258,7 @@ vnni_k_1680:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1680
+	JNZ          vnni_k_2228
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -31990,11 +43274,11 @@ vnni_k_1680:
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
-	JMP          rowend_1671
+	JMP          rowend_2219
 
-rowtail_not_1679:
+rowtail_not_2227:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_1681
+	JNE  rowtail_not_2229
 
 	// VNNI micro-kernel: 5 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -32018,7 +43302,7 @@ rowtail_not_1679:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_1682:
+vnni_k_2230:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -32097,7 +43381,7 @@ vnni_k_1682:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_1682
+	JNZ          vnni_k_2230
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -32116,11 +43400,11 @@ vnni_k_1682:
 	ADDQ         CX, AX
 	VMOVDQU32    Z8, (AX)
 	VMOVDQU32    Z9, 64(AX)
-	JMP          rowend_1671
+	JMP          rowend_2219
 
-rowtail_not_1681:
+rowtail_not_2229:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_1683
+	JNE  rowtail_not_2231
 
 	// VNNI micro-kernel: 6 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -32147,7 +43431,7 @@ rowtail_not_1681:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1684:
+vnni_k_2232:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -32239,7 +43523,7 @@ vnni_k_1684:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1684
+	JNZ          vnni_k_2232
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -32261,11 +43545,11 @@ vnni_k_1684:
 	ADDQ         CX, AX
 	VMOVDQU32    Z10, (AX)
 	VMOVDQU32    Z11, 64(AX)
-	JMP          rowend_1671
+	JMP          rowend_2219
 
-rowtail_not_1683:
+rowtail_not_2231:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_1685
+	JNE  rowtail_not_2233
 
 	// VNNI micro-kernel: 7 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -32294,7 +43578,7 @@ rowtail_not_1683:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_1686:
+vnni_k_2234:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -32398,7 +43682,7 @@ vnni_k_1686:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_1686
+	JNZ          vnni_k_2234
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -32423,14 +43707,14 @@ vnni_k_1686:
 	ADDQ         CX, AX
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
-	JMP          rowend_1671
+	JMP          rowend_2219
 
-rowtail_not_1685:
-rowend_1671:
-	JMP done_1628
+rowtail_not_2233:
+rowend_2219:
+	JMP done_2176
 
-ntail_not_1668:
-done_1628:
+ntail_not_2216:
+done_2176:
 	VZEROUPPER
 	RET
 
@@ -32444,10 +43728,10 @@ TEXT ·qgemmAVX2(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_1688:
+ngroup_2236:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JL   ntail_1689
+	JL   ntail_2237
 	SUBQ $0x01, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -32457,10 +43741,10 @@ ngroup_1688:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_1690:
+rows_2238:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x02
-	JL   rowtail_1691
+	JL   rowtail_2239
 	SUBQ $0x02, AX
 	MOVQ AX, 40(SP)
 
@@ -32479,7 +43763,7 @@ rows_1690:
 	MOVQ  kp+24(FP), BX
 	SHRQ  $0x04, BX
 
-avx2_k_1693:
+avx2_k_2241:
 	VPMOVSXBW    (DX), Y8
 	VPMOVSXBW    16(DX), Y9
 	VPMOVSXBW    32(DX), Y10
@@ -32579,7 +43863,7 @@ avx2_k_1693:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          avx2_k_1693
+	JNZ          avx2_k_2241
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -32606,12 +43890,12 @@ avx2_k_1693:
 	IMUL3Q       $0x08, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_1690
+	JMP          rows_2238
 
-rowtail_1691:
+rowtail_2239:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_1694
+	JNE  rowtail_not_2242
 
 	// AVX2 micro-kernel: 1 rows x 16 columns.
 	VPXOR Y0, Y0, Y0
@@ -32624,7 +43908,7 @@ rowtail_1691:
 	MOVQ  kp+24(FP), DX
 	SHRQ  $0x04, DX
 
-avx2_k_1695:
+avx2_k_2243:
 	VPMOVSXBW    (CX), Y4
 	VPMOVSXBW    16(CX), Y5
 	VPMOVSXBW    32(CX), Y6
@@ -32684,7 +43968,7 @@ avx2_k_1695:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          avx2_k_1695
+	JNZ          avx2_k_2243
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -32694,10 +43978,10 @@ avx2_k_1695:
 	VPHADDD      Y3, Y2, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VMOVDQU      Y0, 32(AX)
-	JMP          rowend_1692
+	JMP          rowend_2240
 
-rowtail_not_1694:
-rowend_1692:
+rowtail_not_2242:
+rowend_2240:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000010, CX, CX
@@ -32706,9 +43990,9 @@ rowend_1692:
 	MOVQ   8(SP), AX
 	ADDQ   $0x00000040, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_1688
+	JMP    ngroup_2236
 
-ntail_1689:
+ntail_2237:
 	MOVQ 16(SP), AX
 	VZEROUPPER
 	RET
@@ -32984,35 +44268,35 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi_none_1696
+	JEQ  epi_none_2244
 	CMPQ CX, $0x00000001
-	JEQ  epi_gelu_1697
+	JEQ  epi_gelu_2245
 	CMPQ CX, $0x00000003
-	JEQ  epi_gelu_1697
+	JEQ  epi_gelu_2245
 	CMPQ CX, $0x00000002
-	JEQ  epi_relu_1698
+	JEQ  epi_relu_2246
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi_none_1696:
+epi_none_2244:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_1700
+	JNZ   epi_flag_2248
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_1701
+	JNZ   epi_flag_2249
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1702
+	JNZ   epi_flag_2250
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1703
+	JNZ   epi_flag_2251
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1704
+	JNZ   epi_flag_2252
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_1705:
+epi_strip_2253:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -33035,7 +44319,7 @@ epi_strip_1705:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1706:
+epi_row_2254:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -33056,13 +44340,13 @@ epi_row_1706:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1706
+	JL          epi_row_2254
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1705
-	JMP         epi_done_1699
+	JL          epi_strip_2253
+	JMP         epi_done_2247
 
-epi_flag_1704:
+epi_flag_2252:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -33070,7 +44354,7 @@ epi_flag_1704:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_1707:
+epi_strip_2255:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -33093,7 +44377,7 @@ epi_strip_1707:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1708:
+epi_row_2256:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -33118,15 +44402,15 @@ epi_row_1708:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1708
+	JL          epi_row_2256
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1707
-	JMP         epi_done_1699
+	JL          epi_strip_2255
+	JMP         epi_done_2247
 
-epi_flag_1703:
+epi_flag_2251:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1709
+	JNZ          epi_flag_2257
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -33137,7 +44421,7 @@ epi_flag_1703:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_1710:
+epi_strip_2258:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -33160,7 +44444,7 @@ epi_strip_1710:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1711:
+epi_row_2259:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -33201,13 +44485,13 @@ epi_row_1711:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1711
+	JL          epi_row_2259
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1710
-	JMP         epi_done_1699
+	JL          epi_strip_2258
+	JMP         epi_done_2247
 
-epi_flag_1709:
+epi_flag_2257:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -33219,7 +44503,7 @@ epi_flag_1709:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1712:
+epi_strip_2260:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -33242,7 +44526,7 @@ epi_strip_1712:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1713:
+epi_row_2261:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -33287,17 +44571,17 @@ epi_row_1713:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1713
+	JL          epi_row_2261
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1712
-	JMP         epi_done_1699
+	JL          epi_strip_2260
+	JMP         epi_done_2247
 
-epi_flag_1702:
+epi_flag_2250:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1714
+	JNZ   epi_flag_2262
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1715
+	JNZ   epi_flag_2263
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -33306,7 +44590,7 @@ epi_flag_1702:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_1716:
+epi_strip_2264:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -33330,7 +44614,7 @@ epi_strip_1716:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1717:
+epi_row_2265:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -33360,13 +44644,13 @@ epi_row_1717:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1717
+	JL          epi_row_2265
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1716
-	JMP         epi_done_1699
+	JL          epi_strip_2264
+	JMP         epi_done_2247
 
-epi_flag_1715:
+epi_flag_2263:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -33376,7 +44660,7 @@ epi_flag_1715:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_1718:
+epi_strip_2266:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -33400,7 +44684,7 @@ epi_strip_1718:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1719:
+epi_row_2267:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -33434,15 +44718,15 @@ epi_row_1719:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1719
+	JL          epi_row_2267
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1718
-	JMP         epi_done_1699
+	JL          epi_strip_2266
+	JMP         epi_done_2247
 
-epi_flag_1714:
+epi_flag_2262:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1720
+	JNZ          epi_flag_2268
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -33455,7 +44739,7 @@ epi_flag_1714:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1721:
+epi_strip_2269:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -33479,7 +44763,7 @@ epi_strip_1721:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1722:
+epi_row_2270:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -33529,13 +44813,13 @@ epi_row_1722:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1722
+	JL          epi_row_2270
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1721
-	JMP         epi_done_1699
+	JL          epi_strip_2269
+	JMP         epi_done_2247
 
-epi_flag_1720:
+epi_flag_2268:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -33549,7 +44833,7 @@ epi_flag_1720:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_1723:
+epi_strip_2271:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -33573,7 +44857,7 @@ epi_strip_1723:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1724:
+epi_row_2272:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -33627,26 +44911,26 @@ epi_row_1724:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1724
+	JL          epi_row_2272
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1723
-	JMP         epi_done_1699
+	JL          epi_strip_2271
+	JMP         epi_done_2247
 
-epi_flag_1701:
+epi_flag_2249:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1725
+	JNZ   epi_flag_2273
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1726
+	JNZ   epi_flag_2274
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1727
+	JNZ   epi_flag_2275
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_1728:
+epi_strip_2276:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -33677,7 +44961,7 @@ epi_strip_1728:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1729:
+epi_row_2277:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -33702,13 +44986,13 @@ epi_row_1729:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1729
+	JL          epi_row_2277
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1728
-	JMP         epi_done_1699
+	JL          epi_strip_2276
+	JMP         epi_done_2247
 
-epi_flag_1727:
+epi_flag_2275:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -33716,7 +45000,7 @@ epi_flag_1727:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_1730:
+epi_strip_2278:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -33747,7 +45031,7 @@ epi_strip_1730:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1731:
+epi_row_2279:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -33776,15 +45060,15 @@ epi_row_1731:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1731
+	JL          epi_row_2279
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1730
-	JMP         epi_done_1699
+	JL          epi_strip_2278
+	JMP         epi_done_2247
 
-epi_flag_1726:
+epi_flag_2274:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1732
+	JNZ          epi_flag_2280
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -33795,7 +45079,7 @@ epi_flag_1726:
 	VPBROADCASTD DX, Z3
 	XORQ         DX, DX
 
-epi_strip_1733:
+epi_strip_2281:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -33826,7 +45110,7 @@ epi_strip_1733:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1734:
+epi_row_2282:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -33871,13 +45155,13 @@ epi_row_1734:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1734
+	JL          epi_row_2282
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1733
-	JMP         epi_done_1699
+	JL          epi_strip_2281
+	JMP         epi_done_2247
 
-epi_flag_1732:
+epi_flag_2280:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -33889,7 +45173,7 @@ epi_flag_1732:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1735:
+epi_strip_2283:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -33920,7 +45204,7 @@ epi_strip_1735:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1736:
+epi_row_2284:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -33969,17 +45253,17 @@ epi_row_1736:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1736
+	JL          epi_row_2284
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1735
-	JMP         epi_done_1699
+	JL          epi_strip_2283
+	JMP         epi_done_2247
 
-epi_flag_1725:
+epi_flag_2273:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1737
+	JNZ   epi_flag_2285
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1738
+	JNZ   epi_flag_2286
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -33988,7 +45272,7 @@ epi_flag_1725:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_1739:
+epi_strip_2287:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -34020,7 +45304,7 @@ epi_strip_1739:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1740:
+epi_row_2288:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -34054,13 +45338,13 @@ epi_row_1740:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1740
+	JL          epi_row_2288
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1739
-	JMP         epi_done_1699
+	JL          epi_strip_2287
+	JMP         epi_done_2247
 
-epi_flag_1738:
+epi_flag_2286:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -34070,7 +45354,7 @@ epi_flag_1738:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_1741:
+epi_strip_2289:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -34102,7 +45386,7 @@ epi_strip_1741:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1742:
+epi_row_2290:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -34140,15 +45424,15 @@ epi_row_1742:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1742
+	JL          epi_row_2290
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1741
-	JMP         epi_done_1699
+	JL          epi_strip_2289
+	JMP         epi_done_2247
 
-epi_flag_1737:
+epi_flag_2285:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1743
+	JNZ          epi_flag_2291
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -34161,7 +45445,7 @@ epi_flag_1737:
 	VPBROADCASTD BX, Z3
 	XORQ         BX, BX
 
-epi_strip_1744:
+epi_strip_2292:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -34193,7 +45477,7 @@ epi_strip_1744:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1745:
+epi_row_2293:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -34247,13 +45531,13 @@ epi_row_1745:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1745
+	JL          epi_row_2293
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1744
-	JMP         epi_done_1699
+	JL          epi_strip_2292
+	JMP         epi_done_2247
 
-epi_flag_1743:
+epi_flag_2291:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -34267,7 +45551,7 @@ epi_flag_1743:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_1746:
+epi_strip_2294:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -34299,7 +45583,7 @@ epi_strip_1746:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1747:
+epi_row_2295:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -34357,21 +45641,21 @@ epi_row_1747:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1747
+	JL          epi_row_2295
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1746
-	JMP         epi_done_1699
+	JL          epi_strip_2294
+	JMP         epi_done_2247
 
-epi_flag_1700:
+epi_flag_2248:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1748
+	JNZ          epi_flag_2296
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1749
+	JNZ          epi_flag_2297
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1750
+	JNZ          epi_flag_2298
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1751
+	JNZ          epi_flag_2299
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -34381,7 +45665,7 @@ epi_flag_1700:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1752:
+epi_strip_2300:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -34420,7 +45704,7 @@ epi_strip_1752:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1753:
+epi_row_2301:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -34441,13 +45725,13 @@ epi_row_1753:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1753
+	JL        epi_row_2301
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1752
-	JMP       epi_done_1699
+	JL        epi_strip_2300
+	JMP       epi_done_2247
 
-epi_flag_1751:
+epi_flag_2299:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -34456,7 +45740,7 @@ epi_flag_1751:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_1754:
+epi_strip_2302:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -34487,7 +45771,7 @@ epi_strip_1754:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1755:
+epi_row_2303:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
@@ -34521,15 +45805,15 @@ epi_row_1755:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1755
+	JL           epi_row_2303
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1754
-	JMP          epi_done_1699
+	JL           epi_strip_2302
+	JMP          epi_done_2247
 
-epi_flag_1750:
+epi_flag_2298:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1756
+	JNZ          epi_flag_2304
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -34543,7 +45827,7 @@ epi_flag_1750:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1757:
+epi_strip_2305:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -34582,7 +45866,7 @@ epi_strip_1757:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1758:
+epi_row_2306:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -34623,13 +45907,13 @@ epi_row_1758:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1758
+	JL        epi_row_2306
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1757
-	JMP       epi_done_1699
+	JL        epi_strip_2305
+	JMP       epi_done_2247
 
-epi_flag_1756:
+epi_flag_2304:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -34642,7 +45926,7 @@ epi_flag_1756:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_1759:
+epi_strip_2307:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -34673,7 +45957,7 @@ epi_strip_1759:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1760:
+epi_row_2308:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -34727,17 +46011,17 @@ epi_row_1760:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1760
+	JL           epi_row_2308
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1759
-	JMP          epi_done_1699
+	JL           epi_strip_2307
+	JMP          epi_done_2247
 
-epi_flag_1749:
+epi_flag_2297:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1761
+	JNZ          epi_flag_2309
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1762
+	JNZ          epi_flag_2310
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -34749,7 +46033,7 @@ epi_flag_1749:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1763:
+epi_strip_2311:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -34789,7 +46073,7 @@ epi_strip_1763:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1764:
+epi_row_2312:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -34819,13 +46103,13 @@ epi_row_1764:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1764
+	JL        epi_row_2312
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1763
-	JMP       epi_done_1699
+	JL        epi_strip_2311
+	JMP       epi_done_2247
 
-epi_flag_1762:
+epi_flag_2310:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -34836,7 +46120,7 @@ epi_flag_1762:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_1765:
+epi_strip_2313:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -34868,7 +46152,7 @@ epi_strip_1765:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1766:
+epi_row_2314:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
@@ -34911,15 +46195,15 @@ epi_row_1766:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1766
+	JL           epi_row_2314
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1765
-	JMP          epi_done_1699
+	JL           epi_strip_2313
+	JMP          epi_done_2247
 
-epi_flag_1761:
+epi_flag_2309:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1767
+	JNZ          epi_flag_2315
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -34935,7 +46219,7 @@ epi_flag_1761:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1768:
+epi_strip_2316:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -34975,7 +46259,7 @@ epi_strip_1768:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1769:
+epi_row_2317:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -35025,13 +46309,13 @@ epi_row_1769:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1769
+	JL        epi_row_2317
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1768
-	JMP       epi_done_1699
+	JL        epi_strip_2316
+	JMP       epi_done_2247
 
-epi_flag_1767:
+epi_flag_2315:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -35046,7 +46330,7 @@ epi_flag_1767:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_1770:
+epi_strip_2318:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -35078,7 +46362,7 @@ epi_strip_1770:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1771:
+epi_row_2319:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -35141,19 +46425,19 @@ epi_row_1771:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1771
+	JL           epi_row_2319
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1770
-	JMP          epi_done_1699
+	JL           epi_strip_2318
+	JMP          epi_done_2247
 
-epi_flag_1748:
+epi_flag_2296:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1772
+	JNZ          epi_flag_2320
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1773
+	JNZ          epi_flag_2321
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1774
+	JNZ          epi_flag_2322
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -35163,7 +46447,7 @@ epi_flag_1748:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1775:
+epi_strip_2323:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -35210,7 +46494,7 @@ epi_strip_1775:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1776:
+epi_row_2324:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -35235,13 +46519,13 @@ epi_row_1776:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1776
+	JL        epi_row_2324
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1775
-	JMP       epi_done_1699
+	JL        epi_strip_2323
+	JMP       epi_done_2247
 
-epi_flag_1774:
+epi_flag_2322:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -35250,7 +46534,7 @@ epi_flag_1774:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_1777:
+epi_strip_2325:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -35289,7 +46573,7 @@ epi_strip_1777:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1778:
+epi_row_2326:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -35327,15 +46611,15 @@ epi_row_1778:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1778
+	JL           epi_row_2326
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1777
-	JMP          epi_done_1699
+	JL           epi_strip_2325
+	JMP          epi_done_2247
 
-epi_flag_1773:
+epi_flag_2321:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1779
+	JNZ          epi_flag_2327
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -35349,7 +46633,7 @@ epi_flag_1773:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1780:
+epi_strip_2328:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -35396,7 +46680,7 @@ epi_strip_1780:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1781:
+epi_row_2329:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -35441,13 +46725,13 @@ epi_row_1781:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1781
+	JL        epi_row_2329
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1780
-	JMP       epi_done_1699
+	JL        epi_strip_2328
+	JMP       epi_done_2247
 
-epi_flag_1779:
+epi_flag_2327:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -35460,7 +46744,7 @@ epi_flag_1779:
 	VPBROADCASTD SI, Z4
 	XORQ         SI, SI
 
-epi_strip_1782:
+epi_strip_2330:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -35499,7 +46783,7 @@ epi_strip_1782:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1783:
+epi_row_2331:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
@@ -35557,17 +46841,17 @@ epi_row_1783:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1783
+	JL           epi_row_2331
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1782
-	JMP          epi_done_1699
+	JL           epi_strip_2330
+	JMP          epi_done_2247
 
-epi_flag_1772:
+epi_flag_2320:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1784
+	JNZ          epi_flag_2332
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1785
+	JNZ          epi_flag_2333
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -35579,7 +46863,7 @@ epi_flag_1772:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1786:
+epi_strip_2334:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -35627,7 +46911,7 @@ epi_strip_1786:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1787:
+epi_row_2335:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -35661,13 +46945,13 @@ epi_row_1787:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1787
+	JL        epi_row_2335
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1786
-	JMP       epi_done_1699
+	JL        epi_strip_2334
+	JMP       epi_done_2247
 
-epi_flag_1785:
+epi_flag_2333:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -35678,7 +46962,7 @@ epi_flag_1785:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_1788:
+epi_strip_2336:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -35718,7 +47002,7 @@ epi_strip_1788:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1789:
+epi_row_2337:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -35765,15 +47049,15 @@ epi_row_1789:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1789
+	JL           epi_row_2337
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1788
-	JMP          epi_done_1699
+	JL           epi_strip_2336
+	JMP          epi_done_2247
 
-epi_flag_1784:
+epi_flag_2332:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1790
+	JNZ          epi_flag_2338
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -35789,7 +47073,7 @@ epi_flag_1784:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1791:
+epi_strip_2339:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -35837,7 +47121,7 @@ epi_strip_1791:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1792:
+epi_row_2340:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -35891,13 +47175,13 @@ epi_row_1792:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1792
+	JL        epi_row_2340
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1791
-	JMP       epi_done_1699
+	JL        epi_strip_2339
+	JMP       epi_done_2247
 
-epi_flag_1790:
+epi_flag_2338:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -35912,7 +47196,7 @@ epi_flag_1790:
 	VPBROADCASTD DI, Z4
 	XORQ         DI, DI
 
-epi_strip_1793:
+epi_strip_2341:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -35952,7 +47236,7 @@ epi_strip_1793:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1794:
+epi_row_2342:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
@@ -36019,23 +47303,23 @@ epi_row_1794:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1794
+	JL           epi_row_2342
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1793
-	JMP          epi_done_1699
+	JL           epi_strip_2341
+	JMP          epi_done_2247
 
-epi_gelu_1697:
+epi_gelu_2245:
 	TESTQ   $0x00000001, AX
-	JNZ     epi_flag_1795
+	JNZ     epi_flag_2343
 	TESTQ   $0x00000002, AX
-	JNZ     epi_flag_1796
+	JNZ     epi_flag_2344
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_1797
+	JNZ     epi_flag_2345
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1798
+	JNZ     epi_flag_2346
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1799
+	JNZ     epi_flag_2347
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -36055,7 +47339,7 @@ epi_gelu_1697:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_1800:
+epi_strip_2348:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -36072,7 +47356,7 @@ epi_strip_1800:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1801:
+epi_row_2349:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -36121,13 +47405,13 @@ epi_row_1801:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1801
+	JL          epi_row_2349
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1800
-	JMP         epi_done_1699
+	JL          epi_strip_2348
+	JMP         epi_done_2247
 
-epi_flag_1799:
+epi_flag_2347:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -36148,7 +47432,7 @@ epi_flag_1799:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1802:
+epi_strip_2350:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -36165,7 +47449,7 @@ epi_strip_1802:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1803:
+epi_row_2351:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -36216,15 +47500,15 @@ epi_row_1803:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1803
+	JL          epi_row_2351
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1802
-	JMP         epi_done_1699
+	JL          epi_strip_2350
+	JMP         epi_done_2247
 
-epi_flag_1798:
+epi_flag_2346:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1804
+	JNZ          epi_flag_2352
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -36248,7 +47532,7 @@ epi_flag_1798:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_1805:
+epi_strip_2353:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -36265,7 +47549,7 @@ epi_strip_1805:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1806:
+epi_row_2354:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -36324,13 +47608,13 @@ epi_row_1806:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1806
+	JL          epi_row_2354
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1805
-	JMP         epi_done_1699
+	JL          epi_strip_2353
+	JMP         epi_done_2247
 
-epi_flag_1804:
+epi_flag_2352:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -36355,7 +47639,7 @@ epi_flag_1804:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1807:
+epi_strip_2355:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -36372,7 +47656,7 @@ epi_strip_1807:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1808:
+epi_row_2356:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -36433,17 +47717,17 @@ epi_row_1808:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1808
+	JL          epi_row_2356
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1807
-	JMP         epi_done_1699
+	JL          epi_strip_2355
+	JMP         epi_done_2247
 
-epi_flag_1797:
+epi_flag_2345:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1809
+	JNZ     epi_flag_2357
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1810
+	JNZ     epi_flag_2358
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -36465,7 +47749,7 @@ epi_flag_1797:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1811:
+epi_strip_2359:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -36483,7 +47767,7 @@ epi_strip_1811:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1812:
+epi_row_2360:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -36537,13 +47821,13 @@ epi_row_1812:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1812
+	JL          epi_row_2360
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1811
-	JMP         epi_done_1699
+	JL          epi_strip_2359
+	JMP         epi_done_2247
 
-epi_flag_1810:
+epi_flag_2358:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -36566,7 +47850,7 @@ epi_flag_1810:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_1813:
+epi_strip_2361:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -36584,7 +47868,7 @@ epi_strip_1813:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1814:
+epi_row_2362:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z7, Z9, Z9
@@ -36640,15 +47924,15 @@ epi_row_1814:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1814
+	JL          epi_row_2362
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1813
-	JMP         epi_done_1699
+	JL          epi_strip_2361
+	JMP         epi_done_2247
 
-epi_flag_1809:
+epi_flag_2357:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1815
+	JNZ          epi_flag_2363
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -36674,7 +47958,7 @@ epi_flag_1809:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1816:
+epi_strip_2364:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -36692,7 +47976,7 @@ epi_strip_1816:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1817:
+epi_row_2365:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -36756,13 +48040,13 @@ epi_row_1817:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1817
+	JL          epi_row_2365
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1816
-	JMP         epi_done_1699
+	JL          epi_strip_2364
+	JMP         epi_done_2247
 
-epi_flag_1815:
+epi_flag_2363:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -36789,7 +48073,7 @@ epi_flag_1815:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_1818:
+epi_strip_2366:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -36807,7 +48091,7 @@ epi_strip_1818:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1819:
+epi_row_2367:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z11, Z13, Z13
@@ -36873,19 +48157,19 @@ epi_row_1819:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1819
+	JL          epi_row_2367
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1818
-	JMP         epi_done_1699
+	JL          epi_strip_2366
+	JMP         epi_done_2247
 
-epi_flag_1796:
+epi_flag_2344:
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_1820
+	JNZ     epi_flag_2368
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1821
+	JNZ     epi_flag_2369
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1822
+	JNZ     epi_flag_2370
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -36905,7 +48189,7 @@ epi_flag_1796:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_1823:
+epi_strip_2371:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -36926,7 +48210,7 @@ epi_strip_1823:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1824:
+epi_row_2372:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -36977,13 +48261,13 @@ epi_row_1824:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1824
+	JL          epi_row_2372
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1823
-	JMP         epi_done_1699
+	JL          epi_strip_2371
+	JMP         epi_done_2247
 
-epi_flag_1822:
+epi_flag_2370:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -37004,7 +48288,7 @@ epi_flag_1822:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1825:
+epi_strip_2373:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -37025,7 +48309,7 @@ epi_strip_1825:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1826:
+epi_row_2374:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -37078,15 +48362,15 @@ epi_row_1826:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1826
+	JL          epi_row_2374
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1825
-	JMP         epi_done_1699
+	JL          epi_strip_2373
+	JMP         epi_done_2247
 
-epi_flag_1821:
+epi_flag_2369:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1827
+	JNZ          epi_flag_2375
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -37110,7 +48394,7 @@ epi_flag_1821:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_1828:
+epi_strip_2376:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -37131,7 +48415,7 @@ epi_strip_1828:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1829:
+epi_row_2377:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -37192,13 +48476,13 @@ epi_row_1829:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1829
+	JL          epi_row_2377
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1828
-	JMP         epi_done_1699
+	JL          epi_strip_2376
+	JMP         epi_done_2247
 
-epi_flag_1827:
+epi_flag_2375:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -37223,7 +48507,7 @@ epi_flag_1827:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1830:
+epi_strip_2378:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -37244,7 +48528,7 @@ epi_strip_1830:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1831:
+epi_row_2379:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -37307,17 +48591,17 @@ epi_row_1831:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1831
+	JL          epi_row_2379
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1830
-	JMP         epi_done_1699
+	JL          epi_strip_2378
+	JMP         epi_done_2247
 
-epi_flag_1820:
+epi_flag_2368:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_1832
+	JNZ     epi_flag_2380
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_1833
+	JNZ     epi_flag_2381
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -37339,7 +48623,7 @@ epi_flag_1820:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_1834:
+epi_strip_2382:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -37361,7 +48645,7 @@ epi_strip_1834:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1835:
+epi_row_2383:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -37417,13 +48701,13 @@ epi_row_1835:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1835
+	JL          epi_row_2383
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1834
-	JMP         epi_done_1699
+	JL          epi_strip_2382
+	JMP         epi_done_2247
 
-epi_flag_1833:
+epi_flag_2381:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -37446,7 +48730,7 @@ epi_flag_1833:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_1836:
+epi_strip_2384:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -37468,7 +48752,7 @@ epi_strip_1836:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1837:
+epi_row_2385:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z7, Z11, Z11
@@ -37526,15 +48810,15 @@ epi_row_1837:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1837
+	JL          epi_row_2385
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1836
-	JMP         epi_done_1699
+	JL          epi_strip_2384
+	JMP         epi_done_2247
 
-epi_flag_1832:
+epi_flag_2380:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1838
+	JNZ          epi_flag_2386
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -37560,7 +48844,7 @@ epi_flag_1832:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_1839:
+epi_strip_2387:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -37582,7 +48866,7 @@ epi_strip_1839:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1840:
+epi_row_2388:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -37648,13 +48932,13 @@ epi_row_1840:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1840
+	JL          epi_row_2388
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1839
-	JMP         epi_done_1699
+	JL          epi_strip_2387
+	JMP         epi_done_2247
 
-epi_flag_1838:
+epi_flag_2386:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -37681,7 +48965,7 @@ epi_flag_1838:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_1841:
+epi_strip_2389:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -37703,7 +48987,7 @@ epi_strip_1841:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1842:
+epi_row_2390:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z15
 	VCVTDQ2PS   Z15, Z15
 	VMULPS      Z11, Z15, Z15
@@ -37771,21 +49055,21 @@ epi_row_1842:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1842
+	JL          epi_row_2390
 	ADDQ        $0x20, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1841
-	JMP         epi_done_1699
+	JL          epi_strip_2389
+	JMP         epi_done_2247
 
-epi_flag_1795:
+epi_flag_2343:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1843
+	JNZ          epi_flag_2391
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1844
+	JNZ          epi_flag_2392
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1845
+	JNZ          epi_flag_2393
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1846
+	JNZ          epi_flag_2394
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -37807,7 +49091,7 @@ epi_flag_1795:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_1847:
+epi_strip_2395:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -37832,7 +49116,7 @@ epi_strip_1847:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1848:
+epi_row_2396:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -37881,13 +49165,13 @@ epi_row_1848:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1848
+	JL          epi_row_2396
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1847
-	JMP         epi_done_1699
+	JL          epi_strip_2395
+	JMP         epi_done_2247
 
-epi_flag_1846:
+epi_flag_2394:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -37909,7 +49193,7 @@ epi_flag_1846:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_1849:
+epi_strip_2397:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -37930,7 +49214,7 @@ epi_strip_1849:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1850:
+epi_row_2398:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
@@ -37986,15 +49270,15 @@ epi_row_1850:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1850
+	JL           epi_row_2398
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1849
-	JMP          epi_done_1699
+	JL           epi_strip_2397
+	JMP          epi_done_2247
 
-epi_flag_1845:
+epi_flag_2393:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1851
+	JNZ          epi_flag_2399
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -38020,7 +49304,7 @@ epi_flag_1845:
 	VMOVUPS      320(DX), Z11
 	XORQ         DX, DX
 
-epi_strip_1852:
+epi_strip_2400:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -38045,7 +49329,7 @@ epi_strip_1852:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1853:
+epi_row_2401:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -38104,13 +49388,13 @@ epi_row_1853:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1853
+	JL          epi_row_2401
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1852
-	JMP         epi_done_1699
+	JL          epi_strip_2400
+	JMP         epi_done_2247
 
-epi_flag_1851:
+epi_flag_2399:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -38136,7 +49420,7 @@ epi_flag_1851:
 	VMOVUPS      320(SI), Z11
 	XORQ         SI, SI
 
-epi_strip_1854:
+epi_strip_2402:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -38157,7 +49441,7 @@ epi_strip_1854:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1855:
+epi_row_2403:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
@@ -38223,17 +49507,17 @@ epi_row_1855:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1855
+	JL           epi_row_2403
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1854
-	JMP          epi_done_1699
+	JL           epi_strip_2402
+	JMP          epi_done_2247
 
-epi_flag_1844:
+epi_flag_2392:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1856
+	JNZ          epi_flag_2404
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1857
+	JNZ          epi_flag_2405
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -38257,7 +49541,7 @@ epi_flag_1844:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_1858:
+epi_strip_2406:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -38283,7 +49567,7 @@ epi_strip_1858:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1859:
+epi_row_2407:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z9, Z12, Z12
@@ -38337,13 +49621,13 @@ epi_row_1859:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1859
+	JL          epi_row_2407
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1858
-	JMP         epi_done_1699
+	JL          epi_strip_2406
+	JMP         epi_done_2247
 
-epi_flag_1857:
+epi_flag_2405:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -38367,7 +49651,7 @@ epi_flag_1857:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_1860:
+epi_strip_2408:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -38389,7 +49673,7 @@ epi_strip_1860:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1861:
+epi_row_2409:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -38450,15 +49734,15 @@ epi_row_1861:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1861
+	JL           epi_row_2409
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1860
-	JMP          epi_done_1699
+	JL           epi_strip_2408
+	JMP          epi_done_2247
 
-epi_flag_1856:
+epi_flag_2404:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1862
+	JNZ          epi_flag_2410
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -38486,7 +49770,7 @@ epi_flag_1856:
 	VMOVUPS      320(BX), Z11
 	XORQ         BX, BX
 
-epi_strip_1863:
+epi_strip_2411:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -38512,7 +49796,7 @@ epi_strip_1863:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1864:
+epi_row_2412:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z16
 	VCVTDQ2PS   Z16, Z16
 	VMULPS      Z13, Z16, Z16
@@ -38576,13 +49860,13 @@ epi_row_1864:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1864
+	JL          epi_row_2412
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1863
-	JMP         epi_done_1699
+	JL          epi_strip_2411
+	JMP         epi_done_2247
 
-epi_flag_1862:
+epi_flag_2410:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -38610,7 +49894,7 @@ epi_flag_1862:
 	VMOVUPS      320(DI), Z11
 	XORQ         DI, DI
 
-epi_strip_1865:
+epi_strip_2413:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -38632,7 +49916,7 @@ epi_strip_1865:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1866:
+epi_row_2414:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -38703,19 +49987,19 @@ epi_row_1866:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1866
+	JL           epi_row_2414
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1865
-	JMP          epi_done_1699
+	JL           epi_strip_2413
+	JMP          epi_done_2247
 
-epi_flag_1843:
+epi_flag_2391:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1867
+	JNZ          epi_flag_2415
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1868
+	JNZ          epi_flag_2416
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1869
+	JNZ          epi_flag_2417
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -38737,7 +50021,7 @@ epi_flag_1843:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_1870:
+epi_strip_2418:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -38766,7 +50050,7 @@ epi_strip_1870:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1871:
+epi_row_2419:
 	VPADDD.Z    (BX)(DX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -38817,13 +50101,13 @@ epi_row_1871:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1871
+	JL          epi_row_2419
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1870
-	JMP         epi_done_1699
+	JL          epi_strip_2418
+	JMP         epi_done_2247
 
-epi_flag_1869:
+epi_flag_2417:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -38845,7 +50129,7 @@ epi_flag_1869:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_1872:
+epi_strip_2420:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -38870,7 +50154,7 @@ epi_strip_1872:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1873:
+epi_row_2421:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -38928,15 +50212,15 @@ epi_row_1873:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1873
+	JL           epi_row_2421
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1872
-	JMP          epi_done_1699
+	JL           epi_strip_2420
+	JMP          epi_done_2247
 
-epi_flag_1868:
+epi_flag_2416:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1874
+	JNZ          epi_flag_2422
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -38962,7 +50246,7 @@ epi_flag_1868:
 	VMOVUPS      320(DX), Z11
 	XORQ         DX, DX
 
-epi_strip_1875:
+epi_strip_2423:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -38991,7 +50275,7 @@ epi_strip_1875:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1876:
+epi_row_2424:
 	VPADDD.Z    (BX)(DX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -39052,13 +50336,13 @@ epi_row_1876:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1876
+	JL          epi_row_2424
 	ADDQ        $0x20, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1875
-	JMP         epi_done_1699
+	JL          epi_strip_2423
+	JMP         epi_done_2247
 
-epi_flag_1874:
+epi_flag_2422:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -39084,7 +50368,7 @@ epi_flag_1874:
 	VMOVUPS      320(SI), Z11
 	XORQ         SI, SI
 
-epi_strip_1877:
+epi_strip_2425:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -39109,7 +50393,7 @@ epi_strip_1877:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1878:
+epi_row_2426:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
@@ -39177,17 +50461,17 @@ epi_row_1878:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1878
+	JL           epi_row_2426
 	ADDQ         $0x20, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1877
-	JMP          epi_done_1699
+	JL           epi_strip_2425
+	JMP          epi_done_2247
 
-epi_flag_1867:
+epi_flag_2415:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1879
+	JNZ          epi_flag_2427
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1880
+	JNZ          epi_flag_2428
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -39211,7 +50495,7 @@ epi_flag_1867:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_1881:
+epi_strip_2429:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -39241,7 +50525,7 @@ epi_strip_1881:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1882:
+epi_row_2430:
 	VPADDD.Z    (SI)(BX*4), Z8, K1, Z14
 	VCVTDQ2PS   Z14, Z14
 	VMULPS      Z9, Z14, Z14
@@ -39297,13 +50581,13 @@ epi_row_1882:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1882
+	JL          epi_row_2430
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1881
-	JMP         epi_done_1699
+	JL          epi_strip_2429
+	JMP         epi_done_2247
 
-epi_flag_1880:
+epi_flag_2428:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -39327,7 +50611,7 @@ epi_flag_1880:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_1883:
+epi_strip_2431:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -39353,7 +50637,7 @@ epi_strip_1883:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1884:
+epi_row_2432:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z8, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -39416,15 +50700,15 @@ epi_row_1884:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1884
+	JL           epi_row_2432
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1883
-	JMP          epi_done_1699
+	JL           epi_strip_2431
+	JMP          epi_done_2247
 
-epi_flag_1879:
+epi_flag_2427:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1885
+	JNZ          epi_flag_2433
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -39452,7 +50736,7 @@ epi_flag_1879:
 	VMOVUPS      320(BX), Z11
 	XORQ         BX, BX
 
-epi_strip_1886:
+epi_strip_2434:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -39482,7 +50766,7 @@ epi_strip_1886:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1887:
+epi_row_2435:
 	VPADDD.Z    (SI)(BX*4), Z12, K1, Z18
 	VCVTDQ2PS   Z18, Z18
 	VMULPS      Z13, Z18, Z18
@@ -39548,13 +50832,13 @@ epi_row_1887:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1887
+	JL          epi_row_2435
 	ADDQ        $0x20, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1886
-	JMP         epi_done_1699
+	JL          epi_strip_2434
+	JMP         epi_done_2247
 
-epi_flag_1885:
+epi_flag_2433:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -39582,7 +50866,7 @@ epi_flag_1885:
 	VMOVUPS      320(DI), Z11
 	XORQ         DI, DI
 
-epi_strip_1888:
+epi_strip_2436:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -39608,7 +50892,7 @@ epi_strip_1888:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1889:
+epi_row_2437:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z12, Z0, Z19
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
@@ -39681,23 +50965,23 @@ epi_row_1889:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1889
+	JL           epi_row_2437
 	ADDQ         $0x20, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1888
-	JMP          epi_done_1699
+	JL           epi_strip_2436
+	JMP          epi_done_2247
 
-epi_relu_1698:
+epi_relu_2246:
 	TESTQ  $0x00000001, AX
-	JNZ    epi_flag_1890
+	JNZ    epi_flag_2438
 	TESTQ  $0x00000002, AX
-	JNZ    epi_flag_1891
+	JNZ    epi_flag_2439
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_1892
+	JNZ    epi_flag_2440
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1893
+	JNZ    epi_flag_2441
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1894
+	JNZ    epi_flag_2442
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -39705,7 +50989,7 @@ epi_relu_1698:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_1895:
+epi_strip_2443:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -39728,7 +51012,7 @@ epi_strip_1895:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1896:
+epi_row_2444:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -39757,13 +51041,13 @@ epi_row_1896:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1896
+	JL          epi_row_2444
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1895
-	JMP         epi_done_1699
+	JL          epi_strip_2443
+	JMP         epi_done_2247
 
-epi_flag_1894:
+epi_flag_2442:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -39772,7 +51056,7 @@ epi_flag_1894:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1897:
+epi_strip_2445:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -39795,7 +51079,7 @@ epi_strip_1897:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1898:
+epi_row_2446:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -39828,15 +51112,15 @@ epi_row_1898:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1898
+	JL          epi_row_2446
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1897
-	JMP         epi_done_1699
+	JL          epi_strip_2445
+	JMP         epi_done_2247
 
-epi_flag_1893:
+epi_flag_2441:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1899
+	JNZ          epi_flag_2447
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -39848,7 +51132,7 @@ epi_flag_1893:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_1900:
+epi_strip_2448:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -39871,7 +51155,7 @@ epi_strip_1900:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1901:
+epi_row_2449:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -39920,13 +51204,13 @@ epi_row_1901:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1901
+	JL          epi_row_2449
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1900
-	JMP         epi_done_1699
+	JL          epi_strip_2448
+	JMP         epi_done_2247
 
-epi_flag_1899:
+epi_flag_2447:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -39939,7 +51223,7 @@ epi_flag_1899:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1902:
+epi_strip_2450:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -39962,7 +51246,7 @@ epi_strip_1902:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1903:
+epi_row_2451:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -40015,17 +51299,17 @@ epi_row_1903:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1903
+	JL          epi_row_2451
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1902
-	JMP         epi_done_1699
+	JL          epi_strip_2450
+	JMP         epi_done_2247
 
-epi_flag_1892:
+epi_flag_2440:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1904
+	JNZ    epi_flag_2452
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1905
+	JNZ    epi_flag_2453
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -40035,7 +51319,7 @@ epi_flag_1892:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1906:
+epi_strip_2454:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -40059,7 +51343,7 @@ epi_strip_1906:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1907:
+epi_row_2455:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -40097,13 +51381,13 @@ epi_row_1907:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1907
+	JL          epi_row_2455
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1906
-	JMP         epi_done_1699
+	JL          epi_strip_2454
+	JMP         epi_done_2247
 
-epi_flag_1905:
+epi_flag_2453:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -40114,7 +51398,7 @@ epi_flag_1905:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_1908:
+epi_strip_2456:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -40138,7 +51422,7 @@ epi_strip_1908:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1909:
+epi_row_2457:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -40180,15 +51464,15 @@ epi_row_1909:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1909
+	JL          epi_row_2457
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1908
-	JMP         epi_done_1699
+	JL          epi_strip_2456
+	JMP         epi_done_2247
 
-epi_flag_1904:
+epi_flag_2452:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1910
+	JNZ          epi_flag_2458
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -40202,7 +51486,7 @@ epi_flag_1904:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1911:
+epi_strip_2459:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -40226,7 +51510,7 @@ epi_strip_1911:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1912:
+epi_row_2460:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -40284,13 +51568,13 @@ epi_row_1912:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1912
+	JL          epi_row_2460
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1911
-	JMP         epi_done_1699
+	JL          epi_strip_2459
+	JMP         epi_done_2247
 
-epi_flag_1910:
+epi_flag_2458:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -40305,7 +51589,7 @@ epi_flag_1910:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_1913:
+epi_strip_2461:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -40329,7 +51613,7 @@ epi_strip_1913:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1914:
+epi_row_2462:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z5, Z9, Z9
@@ -40391,19 +51675,19 @@ epi_row_1914:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1914
+	JL          epi_row_2462
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1913
-	JMP         epi_done_1699
+	JL          epi_strip_2461
+	JMP         epi_done_2247
 
-epi_flag_1891:
+epi_flag_2439:
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_1915
+	JNZ    epi_flag_2463
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1916
+	JNZ    epi_flag_2464
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1917
+	JNZ    epi_flag_2465
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -40411,7 +51695,7 @@ epi_flag_1891:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_1918:
+epi_strip_2466:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -40442,7 +51726,7 @@ epi_strip_1918:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_1919:
+epi_row_2467:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -40475,13 +51759,13 @@ epi_row_1919:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1919
+	JL          epi_row_2467
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1918
-	JMP         epi_done_1699
+	JL          epi_strip_2466
+	JMP         epi_done_2247
 
-epi_flag_1917:
+epi_flag_2465:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -40490,7 +51774,7 @@ epi_flag_1917:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1920:
+epi_strip_2468:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -40521,7 +51805,7 @@ epi_strip_1920:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_1921:
+epi_row_2469:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -40558,15 +51842,15 @@ epi_row_1921:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1921
+	JL          epi_row_2469
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1920
-	JMP         epi_done_1699
+	JL          epi_strip_2468
+	JMP         epi_done_2247
 
-epi_flag_1916:
+epi_flag_2464:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1922
+	JNZ          epi_flag_2470
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -40578,7 +51862,7 @@ epi_flag_1916:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_1923:
+epi_strip_2471:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -40609,7 +51893,7 @@ epi_strip_1923:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_1924:
+epi_row_2472:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -40662,13 +51946,13 @@ epi_row_1924:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_1924
+	JL          epi_row_2472
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_1923
-	JMP         epi_done_1699
+	JL          epi_strip_2471
+	JMP         epi_done_2247
 
-epi_flag_1922:
+epi_flag_2470:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -40681,7 +51965,7 @@ epi_flag_1922:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1925:
+epi_strip_2473:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -40712,7 +51996,7 @@ epi_strip_1925:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_1926:
+epi_row_2474:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -40769,17 +52053,17 @@ epi_row_1926:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_1926
+	JL          epi_row_2474
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1925
-	JMP         epi_done_1699
+	JL          epi_strip_2473
+	JMP         epi_done_2247
 
-epi_flag_1915:
+epi_flag_2463:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_1927
+	JNZ    epi_flag_2475
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_1928
+	JNZ    epi_flag_2476
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -40789,7 +52073,7 @@ epi_flag_1915:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_1929:
+epi_strip_2477:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -40821,7 +52105,7 @@ epi_strip_1929:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_1930:
+epi_row_2478:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -40863,13 +52147,13 @@ epi_row_1930:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1930
+	JL          epi_row_2478
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1929
-	JMP         epi_done_1699
+	JL          epi_strip_2477
+	JMP         epi_done_2247
 
-epi_flag_1928:
+epi_flag_2476:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -40880,7 +52164,7 @@ epi_flag_1928:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_1931:
+epi_strip_2479:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -40912,7 +52196,7 @@ epi_strip_1931:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_1932:
+epi_row_2480:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -40958,15 +52242,15 @@ epi_row_1932:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1932
+	JL          epi_row_2480
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1931
-	JMP         epi_done_1699
+	JL          epi_strip_2479
+	JMP         epi_done_2247
 
-epi_flag_1927:
+epi_flag_2475:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1933
+	JNZ          epi_flag_2481
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -40980,7 +52264,7 @@ epi_flag_1927:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_1934:
+epi_strip_2482:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -41012,7 +52296,7 @@ epi_strip_1934:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_1935:
+epi_row_2483:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -41074,13 +52358,13 @@ epi_row_1935:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_1935
+	JL          epi_row_2483
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_1934
-	JMP         epi_done_1699
+	JL          epi_strip_2482
+	JMP         epi_done_2247
 
-epi_flag_1933:
+epi_flag_2481:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -41095,7 +52379,7 @@ epi_flag_1933:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_1936:
+epi_strip_2484:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -41127,7 +52411,7 @@ epi_strip_1936:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_1937:
+epi_row_2485:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z13
 	VCVTDQ2PS   Z13, Z13
 	VMULPS      Z5, Z13, Z13
@@ -41193,21 +52477,21 @@ epi_row_1937:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_1937
+	JL          epi_row_2485
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_1936
-	JMP         epi_done_1699
+	JL          epi_strip_2484
+	JMP         epi_done_2247
 
-epi_flag_1890:
+epi_flag_2438:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_1938
+	JNZ          epi_flag_2486
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1939
+	JNZ          epi_flag_2487
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1940
+	JNZ          epi_flag_2488
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1941
+	JNZ          epi_flag_2489
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -41217,7 +52501,7 @@ epi_flag_1890:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1942:
+epi_strip_2490:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -41256,7 +52540,7 @@ epi_strip_1942:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1943:
+epi_row_2491:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -41285,13 +52569,13 @@ epi_row_1943:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1943
+	JL        epi_row_2491
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1942
-	JMP       epi_done_1699
+	JL        epi_strip_2490
+	JMP       epi_done_2247
 
-epi_flag_1941:
+epi_flag_2489:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -41301,7 +52585,7 @@ epi_flag_1941:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_1944:
+epi_strip_2492:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -41332,7 +52616,7 @@ epi_strip_1944:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1945:
+epi_row_2493:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
@@ -41374,15 +52658,15 @@ epi_row_1945:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1945
+	JL           epi_row_2493
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1944
-	JMP          epi_done_1699
+	JL           epi_strip_2492
+	JMP          epi_done_2247
 
-epi_flag_1940:
+epi_flag_2488:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1946
+	JNZ          epi_flag_2494
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -41396,7 +52680,7 @@ epi_flag_1940:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1947:
+epi_strip_2495:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -41435,7 +52719,7 @@ epi_strip_1947:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1948:
+epi_row_2496:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -41484,13 +52768,13 @@ epi_row_1948:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1948
+	JL        epi_row_2496
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1947
-	JMP       epi_done_1699
+	JL        epi_strip_2495
+	JMP       epi_done_2247
 
-epi_flag_1946:
+epi_flag_2494:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -41504,7 +52788,7 @@ epi_flag_1946:
 	VPXORD       Z5, Z5, Z5
 	XORQ         SI, SI
 
-epi_strip_1949:
+epi_strip_2497:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -41535,7 +52819,7 @@ epi_strip_1949:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1950:
+epi_row_2498:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z6, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -41597,17 +52881,17 @@ epi_row_1950:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1950
+	JL           epi_row_2498
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1949
-	JMP          epi_done_1699
+	JL           epi_strip_2497
+	JMP          epi_done_2247
 
-epi_flag_1939:
+epi_flag_2487:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1951
+	JNZ          epi_flag_2499
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1952
+	JNZ          epi_flag_2500
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -41619,7 +52903,7 @@ epi_flag_1939:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1953:
+epi_strip_2501:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -41659,7 +52943,7 @@ epi_strip_1953:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1954:
+epi_row_2502:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -41697,13 +52981,13 @@ epi_row_1954:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1954
+	JL        epi_row_2502
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1953
-	JMP       epi_done_1699
+	JL        epi_strip_2501
+	JMP       epi_done_2247
 
-epi_flag_1952:
+epi_flag_2500:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -41715,7 +52999,7 @@ epi_flag_1952:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_1955:
+epi_strip_2503:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -41747,7 +53031,7 @@ epi_strip_1955:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1956:
+epi_row_2504:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
@@ -41798,15 +53082,15 @@ epi_row_1956:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1956
+	JL           epi_row_2504
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1955
-	JMP          epi_done_1699
+	JL           epi_strip_2503
+	JMP          epi_done_2247
 
-epi_flag_1951:
+epi_flag_2499:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1957
+	JNZ          epi_flag_2505
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -41822,7 +53106,7 @@ epi_flag_1951:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1958:
+epi_strip_2506:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -41862,7 +53146,7 @@ epi_strip_1958:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1959:
+epi_row_2507:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z7, Z14, Z14
@@ -41920,13 +53204,13 @@ epi_row_1959:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1959
+	JL        epi_row_2507
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1958
-	JMP       epi_done_1699
+	JL        epi_strip_2506
+	JMP       epi_done_2247
 
-epi_flag_1957:
+epi_flag_2505:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -41942,7 +53226,7 @@ epi_flag_1957:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DI, DI
 
-epi_strip_1960:
+epi_strip_2508:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -41974,7 +53258,7 @@ epi_strip_1960:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1961:
+epi_row_2509:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z6, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -42045,19 +53329,19 @@ epi_row_1961:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1961
+	JL           epi_row_2509
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1960
-	JMP          epi_done_1699
+	JL           epi_strip_2508
+	JMP          epi_done_2247
 
-epi_flag_1938:
+epi_flag_2486:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_1962
+	JNZ          epi_flag_2510
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1963
+	JNZ          epi_flag_2511
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1964
+	JNZ          epi_flag_2512
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -42067,7 +53351,7 @@ epi_flag_1938:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_1965:
+epi_strip_2513:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -42114,7 +53398,7 @@ epi_strip_1965:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_1966:
+epi_row_2514:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -42147,13 +53431,13 @@ epi_row_1966:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1966
+	JL        epi_row_2514
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1965
-	JMP       epi_done_1699
+	JL        epi_strip_2513
+	JMP       epi_done_2247
 
-epi_flag_1964:
+epi_flag_2512:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -42163,7 +53447,7 @@ epi_flag_1964:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_1967:
+epi_strip_2515:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -42202,7 +53486,7 @@ epi_strip_1967:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1968:
+epi_row_2516:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -42248,15 +53532,15 @@ epi_row_1968:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1968
+	JL           epi_row_2516
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1967
-	JMP          epi_done_1699
+	JL           epi_strip_2515
+	JMP          epi_done_2247
 
-epi_flag_1963:
+epi_flag_2511:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1969
+	JNZ          epi_flag_2517
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -42270,7 +53554,7 @@ epi_flag_1963:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DX, DX
 
-epi_strip_1970:
+epi_strip_2518:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -42317,7 +53601,7 @@ epi_strip_1970:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_1971:
+epi_row_2519:
 	VPADDD.Z  (BX)(DX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -42370,13 +53654,13 @@ epi_row_1971:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_1971
+	JL        epi_row_2519
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_1970
-	JMP       epi_done_1699
+	JL        epi_strip_2518
+	JMP       epi_done_2247
 
-epi_flag_1969:
+epi_flag_2517:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -42390,7 +53674,7 @@ epi_flag_1969:
 	VPXORD       Z5, Z5, Z5
 	XORQ         SI, SI
 
-epi_strip_1972:
+epi_strip_2520:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -42429,7 +53713,7 @@ epi_strip_1972:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1973:
+epi_row_2521:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z6, Z0, Z19
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z18
@@ -42495,17 +53779,17 @@ epi_row_1973:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_1973
+	JL           epi_row_2521
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_1972
-	JMP          epi_done_1699
+	JL           epi_strip_2520
+	JMP          epi_done_2247
 
-epi_flag_1962:
+epi_flag_2510:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_1974
+	JNZ          epi_flag_2522
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1975
+	JNZ          epi_flag_2523
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -42517,7 +53801,7 @@ epi_flag_1962:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_1976:
+epi_strip_2524:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -42565,7 +53849,7 @@ epi_strip_1976:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_1977:
+epi_row_2525:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -42607,13 +53891,13 @@ epi_row_1977:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1977
+	JL        epi_row_2525
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1976
-	JMP       epi_done_1699
+	JL        epi_strip_2524
+	JMP       epi_done_2247
 
-epi_flag_1975:
+epi_flag_2523:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -42625,7 +53909,7 @@ epi_flag_1975:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_1978:
+epi_strip_2526:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -42665,7 +53949,7 @@ epi_strip_1978:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_1979:
+epi_row_2527:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -42720,15 +54004,15 @@ epi_row_1979:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1979
+	JL           epi_row_2527
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1978
-	JMP          epi_done_1699
+	JL           epi_strip_2526
+	JMP          epi_done_2247
 
-epi_flag_1974:
+epi_flag_2522:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1980
+	JNZ          epi_flag_2528
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -42744,7 +54028,7 @@ epi_flag_1974:
 	VPXORD       Z5, Z5, Z5
 	XORQ         BX, BX
 
-epi_strip_1981:
+epi_strip_2529:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -42792,7 +54076,7 @@ epi_strip_1981:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_1982:
+epi_row_2530:
 	VPADDD.Z  (SI)(BX*4), Z6, K1, Z18
 	VCVTDQ2PS Z18, Z18
 	VMULPS    Z7, Z18, Z18
@@ -42854,13 +54138,13 @@ epi_row_1982:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_1982
+	JL        epi_row_2530
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_1981
-	JMP       epi_done_1699
+	JL        epi_strip_2529
+	JMP       epi_done_2247
 
-epi_flag_1980:
+epi_flag_2528:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -42876,7 +54160,7 @@ epi_flag_1980:
 	VPXORD       Z5, Z5, Z5
 	XORQ         DI, DI
 
-epi_strip_1983:
+epi_strip_2531:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -42916,7 +54200,7 @@ epi_strip_1983:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_1984:
+epi_row_2532:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z6, Z0, Z19
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z18
@@ -42991,12 +54275,12 @@ epi_row_1984:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_1984
+	JL           epi_row_2532
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_1983
+	JL           epi_strip_2531
 
-epi_done_1699:
+epi_done_2247:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -43009,28 +54293,28 @@ TEXT ·epilogueAVX2Asm(SB), NOSPLIT, $128-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi2_none_1985
+	JEQ  epi2_none_2533
 	CMPQ CX, $0x00000001
-	JEQ  epi2_gelu_1986
+	JEQ  epi2_gelu_2534
 	CMPQ CX, $0x00000003
-	JEQ  epi2_gelu_1986
+	JEQ  epi2_gelu_2534
 	CMPQ CX, $0x00000002
-	JEQ  epi2_relu_1987
+	JEQ  epi2_relu_2535
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi2_none_1985:
+epi2_none_2533:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_1989
+	JNZ   epi_flag_2537
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_1990
+	JNZ   epi_flag_2538
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_1991
+	JNZ   epi_flag_2539
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_1992
+	JNZ   epi_flag_2540
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_1993
+	JNZ   epi_flag_2541
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -43041,25 +54325,25 @@ epi2_none_1985:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_1994:
+epi2_row_2542:
 	XORQ R9, R9
 
-epi2_col_1995:
+epi2_col_2543:
 	VMOVDQU   (DI)(R9*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R9*4), Y0, Y0
 	VMOVUPS   Y0, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_1995
+	JL        epi2_col_2543
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_1994
-	JMP       epi2_done_1988
+	JL        epi2_row_2542
+	JMP       epi2_done_2536
 
-epi_flag_1993:
+epi_flag_2541:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -43071,11 +54355,11 @@ epi_flag_1993:
 	MOVQ c+0(FP), R8
 	XORQ R9, R9
 
-epi2_row_1996:
+epi2_row_2544:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_1997:
+epi2_col_2545:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R10*4), Y1, Y1
@@ -43083,17 +54367,17 @@ epi2_col_1997:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_1997
+	JL        epi2_col_2545
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_1996
-	JMP       epi2_done_1988
+	JL        epi2_row_2544
+	JMP       epi2_done_2536
 
-epi_flag_1992:
+epi_flag_2540:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_1998
+	JNZ          epi_flag_2546
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -43114,10 +54398,10 @@ epi_flag_1992:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_1999:
+epi2_row_2547:
 	XORQ R9, R9
 
-epi2_col_2000:
+epi2_col_2548:
 	VMOVDQU      (DI)(R9*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R9*4), Y0, Y0
@@ -43132,15 +54416,15 @@ epi2_col_2000:
 	VMOVQ        X0, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_2000
+	JL           epi2_col_2548
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_1999
-	JMP          epi2_done_1988
+	JL           epi2_row_2547
+	JMP          epi2_done_2536
 
-epi_flag_1998:
+epi_flag_2546:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -43162,11 +54446,11 @@ epi_flag_1998:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2001:
+epi2_row_2549:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_2002:
+epi2_col_2550:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R10*4), Y1, Y1
@@ -43182,19 +54466,19 @@ epi2_col_2002:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2002
+	JL           epi2_col_2550
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2001
-	JMP          epi2_done_1988
+	JL           epi2_row_2549
+	JMP          epi2_done_2536
 
-epi_flag_1991:
+epi_flag_2539:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2003
+	JNZ   epi_flag_2551
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2004
+	JNZ   epi_flag_2552
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -43208,10 +54492,10 @@ epi_flag_1991:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_2005:
+epi2_row_2553:
 	XORQ R11, R11
 
-epi2_col_2006:
+epi2_col_2554:
 	VMOVDQU   (R9)(R11*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R11*4), Y0, Y0
@@ -43219,16 +54503,16 @@ epi2_col_2006:
 	VMOVUPS   Y0, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2006
+	JL        epi2_col_2554
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2005
-	JMP       epi2_done_1988
+	JL        epi2_row_2553
+	JMP       epi2_done_2536
 
-epi_flag_2004:
+epi_flag_2552:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -43243,11 +54527,11 @@ epi_flag_2004:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_2007:
+epi2_row_2555:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_2008:
+epi2_col_2556:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R12*4), Y1, Y1
@@ -43256,18 +54540,18 @@ epi2_col_2008:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2008
+	JL        epi2_col_2556
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2007
-	JMP       epi2_done_1988
+	JL        epi2_row_2555
+	JMP       epi2_done_2536
 
-epi_flag_2003:
+epi_flag_2551:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2009
+	JNZ          epi_flag_2557
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -43291,10 +54575,10 @@ epi_flag_2003:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2010:
+epi2_row_2558:
 	XORQ R11, R11
 
-epi2_col_2011:
+epi2_col_2559:
 	VMOVDQU      (R9)(R11*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R11*4), Y0, Y0
@@ -43310,16 +54594,16 @@ epi2_col_2011:
 	VMOVQ        X0, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2011
+	JL           epi2_col_2559
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2010
-	JMP          epi2_done_1988
+	JL           epi2_row_2558
+	JMP          epi2_done_2536
 
-epi_flag_2009:
+epi_flag_2557:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -43344,11 +54628,11 @@ epi_flag_2009:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2012:
+epi2_row_2560:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_2013:
+epi2_col_2561:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R12*4), Y1, Y1
@@ -43365,22 +54649,22 @@ epi2_col_2013:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2013
+	JL           epi2_col_2561
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2012
-	JMP          epi2_done_1988
+	JL           epi2_row_2560
+	JMP          epi2_done_2536
 
-epi_flag_1990:
+epi_flag_2538:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2014
+	JNZ   epi_flag_2562
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2015
+	JNZ   epi_flag_2563
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2016
+	JNZ   epi_flag_2564
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -43392,10 +54676,10 @@ epi_flag_1990:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_2017:
+epi2_row_2565:
 	XORQ R10, R10
 
-epi2_col_2018:
+epi2_col_2566:
 	VMOVDQU   (R8)(R10*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R10*4), Y0, Y0
@@ -43403,15 +54687,15 @@ epi2_col_2018:
 	VMOVUPS   Y0, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_2018
+	JL        epi2_col_2566
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_2017
-	JMP       epi2_done_1988
+	JL        epi2_row_2565
+	JMP       epi2_done_2536
 
-epi_flag_2016:
+epi_flag_2564:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -43424,11 +54708,11 @@ epi_flag_2016:
 	MOVQ c+0(FP), R9
 	XORQ R10, R10
 
-epi2_row_2019:
+epi2_row_2567:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_2020:
+epi2_col_2568:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R11*4), Y1, Y1
@@ -43437,17 +54721,17 @@ epi2_col_2020:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2020
+	JL        epi2_col_2568
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2019
-	JMP       epi2_done_1988
+	JL        epi2_row_2567
+	JMP       epi2_done_2536
 
-epi_flag_2015:
+epi_flag_2563:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2021
+	JNZ          epi_flag_2569
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -43469,10 +54753,10 @@ epi_flag_2015:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2022:
+epi2_row_2570:
 	XORQ R10, R10
 
-epi2_col_2023:
+epi2_col_2571:
 	VMOVDQU      (R8)(R10*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R10*4), Y0, Y0
@@ -43488,15 +54772,15 @@ epi2_col_2023:
 	VMOVQ        X0, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2023
+	JL           epi2_col_2571
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2022
-	JMP          epi2_done_1988
+	JL           epi2_row_2570
+	JMP          epi2_done_2536
 
-epi_flag_2021:
+epi_flag_2569:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -43519,11 +54803,11 @@ epi_flag_2021:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2024:
+epi2_row_2572:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_2025:
+epi2_col_2573:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R11*4), Y1, Y1
@@ -43540,19 +54824,19 @@ epi2_col_2025:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2025
+	JL           epi2_col_2573
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2024
-	JMP          epi2_done_1988
+	JL           epi2_row_2572
+	JMP          epi2_done_2536
 
-epi_flag_2014:
+epi_flag_2562:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2026
+	JNZ   epi_flag_2574
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2027
+	JNZ   epi_flag_2575
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -43567,10 +54851,10 @@ epi_flag_2014:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_2028:
+epi2_row_2576:
 	XORQ R12, R12
 
-epi2_col_2029:
+epi2_col_2577:
 	VMOVDQU   (R10)(R12*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R12*4), Y0, Y0
@@ -43579,16 +54863,16 @@ epi2_col_2029:
 	VMOVUPS   Y0, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2029
+	JL        epi2_col_2577
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2028
-	JMP       epi2_done_1988
+	JL        epi2_row_2576
+	JMP       epi2_done_2536
 
-epi_flag_2027:
+epi_flag_2575:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -43604,11 +54888,11 @@ epi_flag_2027:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_2030:
+epi2_row_2578:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_2031:
+epi2_col_2579:
 	VMOVDQU   (R11)(R13*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R13*4), Y1, Y1
@@ -43618,18 +54902,18 @@ epi2_col_2031:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2031
+	JL        epi2_col_2579
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2030
-	JMP       epi2_done_1988
+	JL        epi2_row_2578
+	JMP       epi2_done_2536
 
-epi_flag_2026:
+epi_flag_2574:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2032
+	JNZ          epi_flag_2580
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -43654,10 +54938,10 @@ epi_flag_2026:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2033:
+epi2_row_2581:
 	XORQ R12, R12
 
-epi2_col_2034:
+epi2_col_2582:
 	VMOVDQU      (R10)(R12*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R12*4), Y0, Y0
@@ -43674,16 +54958,16 @@ epi2_col_2034:
 	VMOVQ        X0, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2034
+	JL           epi2_col_2582
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2033
-	JMP          epi2_done_1988
+	JL           epi2_row_2581
+	JMP          epi2_done_2536
 
-epi_flag_2032:
+epi_flag_2580:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -43709,11 +54993,11 @@ epi_flag_2032:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2035:
+epi2_row_2583:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_2036:
+epi2_col_2584:
 	VMOVDQU      (R11)(R13*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R13*4), Y1, Y1
@@ -43731,24 +55015,24 @@ epi2_col_2036:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2036
+	JL           epi2_col_2584
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2035
-	JMP          epi2_done_1988
+	JL           epi2_row_2583
+	JMP          epi2_done_2536
 
-epi_flag_1989:
+epi_flag_2537:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2037
+	JNZ          epi_flag_2585
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2038
+	JNZ          epi_flag_2586
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2039
+	JNZ          epi_flag_2587
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2040
+	JNZ          epi_flag_2588
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -43761,10 +55045,10 @@ epi_flag_1989:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2041:
+epi2_row_2589:
 	XORQ R10, R10
 
-epi2_col_2042:
+epi2_col_2590:
 	VMOVDQU   (R8)(R10*4), Y1
 	VPMULLD   (SI)(R10*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -43773,15 +55057,15 @@ epi2_col_2042:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_2042
+	JL        epi2_col_2590
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_2041
-	JMP       epi2_done_1988
+	JL        epi2_row_2589
+	JMP       epi2_done_2536
 
-epi_flag_2040:
+epi_flag_2588:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -43795,12 +55079,12 @@ epi_flag_2040:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_2043:
+epi2_row_2591:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_2044:
+epi2_col_2592:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -43810,17 +55094,17 @@ epi2_col_2044:
 	VMOVUPS   Y2, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2044
+	JL        epi2_col_2592
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2043
-	JMP       epi2_done_1988
+	JL        epi2_row_2591
+	JMP       epi2_done_2536
 
-epi_flag_2039:
+epi_flag_2587:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2045
+	JNZ          epi_flag_2593
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -43843,10 +55127,10 @@ epi_flag_2039:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2046:
+epi2_row_2594:
 	XORQ R10, R10
 
-epi2_col_2047:
+epi2_col_2595:
 	VMOVDQU      (R8)(R10*4), Y1
 	VPMULLD      (SI)(R10*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -43863,15 +55147,15 @@ epi2_col_2047:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2047
+	JL           epi2_col_2595
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2046
-	JMP          epi2_done_1988
+	JL           epi2_row_2594
+	JMP          epi2_done_2536
 
-epi_flag_2045:
+epi_flag_2593:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -43895,12 +55179,12 @@ epi_flag_2045:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2048:
+epi2_row_2596:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_2049:
+epi2_col_2597:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -43918,19 +55202,19 @@ epi2_col_2049:
 	VMOVQ        X2, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2049
+	JL           epi2_col_2597
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2048
-	JMP          epi2_done_1988
+	JL           epi2_row_2596
+	JMP          epi2_done_2536
 
-epi_flag_2038:
+epi_flag_2586:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2050
+	JNZ          epi_flag_2598
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2051
+	JNZ          epi_flag_2599
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -43946,10 +55230,10 @@ epi_flag_2038:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2052:
+epi2_row_2600:
 	XORQ R12, R12
 
-epi2_col_2053:
+epi2_col_2601:
 	VMOVDQU   (R10)(R12*4), Y1
 	VPMULLD   (R8)(R12*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -43959,16 +55243,16 @@ epi2_col_2053:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2053
+	JL        epi2_col_2601
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2052
-	JMP       epi2_done_1988
+	JL        epi2_row_2600
+	JMP       epi2_done_2536
 
-epi_flag_2051:
+epi_flag_2599:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -43985,12 +55269,12 @@ epi_flag_2051:
 	MOVQ c+0(FP), R12
 	XORQ R13, R13
 
-epi2_row_2054:
+epi2_row_2602:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_2055:
+epi2_col_2603:
 	VMOVDQU   (R12)(R14*4), Y2
 	VPMULLD   (R10)(R14*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -44001,18 +55285,18 @@ epi2_col_2055:
 	VMOVUPS   Y2, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_2055
+	JL        epi2_col_2603
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_2054
-	JMP       epi2_done_1988
+	JL        epi2_row_2602
+	JMP       epi2_done_2536
 
-epi_flag_2050:
+epi_flag_2598:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2056
+	JNZ          epi_flag_2604
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -44038,10 +55322,10 @@ epi_flag_2050:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2057:
+epi2_row_2605:
 	XORQ R12, R12
 
-epi2_col_2058:
+epi2_col_2606:
 	VMOVDQU      (R10)(R12*4), Y1
 	VPMULLD      (R8)(R12*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -44059,16 +55343,16 @@ epi2_col_2058:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2058
+	JL           epi2_col_2606
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2057
-	JMP          epi2_done_1988
+	JL           epi2_row_2605
+	JMP          epi2_done_2536
 
-epi_flag_2056:
+epi_flag_2604:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -44095,12 +55379,12 @@ epi_flag_2056:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2059:
+epi2_row_2607:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_2060:
+epi2_col_2608:
 	VMOVDQU      (R12)(R14*4), Y2
 	VPMULLD      (R10)(R14*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -44119,22 +55403,22 @@ epi2_col_2060:
 	VMOVQ        X2, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_2060
+	JL           epi2_col_2608
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_2059
-	JMP          epi2_done_1988
+	JL           epi2_row_2607
+	JMP          epi2_done_2536
 
-epi_flag_2037:
+epi_flag_2585:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2061
+	JNZ          epi_flag_2609
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2062
+	JNZ          epi_flag_2610
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2063
+	JNZ          epi_flag_2611
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -44148,10 +55432,10 @@ epi_flag_2037:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2064:
+epi2_row_2612:
 	XORQ R11, R11
 
-epi2_col_2065:
+epi2_col_2613:
 	VMOVDQU   (R9)(R11*4), Y1
 	VPMULLD   (SI)(R11*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -44161,15 +55445,15 @@ epi2_col_2065:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2065
+	JL        epi2_col_2613
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2064
-	JMP       epi2_done_1988
+	JL        epi2_row_2612
+	JMP       epi2_done_2536
 
-epi_flag_2063:
+epi_flag_2611:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -44184,12 +55468,12 @@ epi_flag_2063:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_2066:
+epi2_row_2614:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_2067:
+epi2_col_2615:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -44200,17 +55484,17 @@ epi2_col_2067:
 	VMOVUPS   Y2, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2067
+	JL        epi2_col_2615
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2066
-	JMP       epi2_done_1988
+	JL        epi2_row_2614
+	JMP       epi2_done_2536
 
-epi_flag_2062:
+epi_flag_2610:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2068
+	JNZ          epi_flag_2616
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -44234,10 +55518,10 @@ epi_flag_2062:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2069:
+epi2_row_2617:
 	XORQ R11, R11
 
-epi2_col_2070:
+epi2_col_2618:
 	VMOVDQU      (R9)(R11*4), Y1
 	VPMULLD      (SI)(R11*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -44255,15 +55539,15 @@ epi2_col_2070:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2070
+	JL           epi2_col_2618
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2069
-	JMP          epi2_done_1988
+	JL           epi2_row_2617
+	JMP          epi2_done_2536
 
-epi_flag_2068:
+epi_flag_2616:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -44288,12 +55572,12 @@ epi_flag_2068:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2071:
+epi2_row_2619:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_2072:
+epi2_col_2620:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -44312,19 +55596,19 @@ epi2_col_2072:
 	VMOVQ        X2, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2072
+	JL           epi2_col_2620
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2071
-	JMP          epi2_done_1988
+	JL           epi2_row_2619
+	JMP          epi2_done_2536
 
-epi_flag_2061:
+epi_flag_2609:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2073
+	JNZ          epi_flag_2621
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2074
+	JNZ          epi_flag_2622
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -44341,10 +55625,10 @@ epi_flag_2061:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2075:
+epi2_row_2623:
 	XORQ R13, R13
 
-epi2_col_2076:
+epi2_col_2624:
 	VMOVDQU   (R11)(R13*4), Y1
 	VPMULLD   (R8)(R13*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -44355,16 +55639,16 @@ epi2_col_2076:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2076
+	JL        epi2_col_2624
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2075
-	JMP       epi2_done_1988
+	JL        epi2_row_2623
+	JMP       epi2_done_2536
 
-epi_flag_2074:
+epi_flag_2622:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -44382,12 +55666,12 @@ epi_flag_2074:
 	MOVQ c+0(FP), R13
 	XORQ R14, R14
 
-epi2_row_2077:
+epi2_row_2625:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_2078:
+epi2_col_2626:
 	VMOVDQU   (R13)(R15*4), Y2
 	VPMULLD   (R10)(R15*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -44399,18 +55683,18 @@ epi2_col_2078:
 	VMOVUPS   Y2, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_2078
+	JL        epi2_col_2626
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_2077
-	JMP       epi2_done_1988
+	JL        epi2_row_2625
+	JMP       epi2_done_2536
 
-epi_flag_2073:
+epi_flag_2621:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2079
+	JNZ          epi_flag_2627
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -44437,10 +55721,10 @@ epi_flag_2073:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2080:
+epi2_row_2628:
 	XORQ R13, R13
 
-epi2_col_2081:
+epi2_col_2629:
 	VMOVDQU      (R11)(R13*4), Y1
 	VPMULLD      (R8)(R13*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -44459,16 +55743,16 @@ epi2_col_2081:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2081
+	JL           epi2_col_2629
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2080
-	JMP          epi2_done_1988
+	JL           epi2_row_2628
+	JMP          epi2_done_2536
 
-epi_flag_2079:
+epi_flag_2627:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -44496,12 +55780,12 @@ epi_flag_2079:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_2082:
+epi2_row_2630:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_2083:
+epi2_col_2631:
 	VMOVDQU      (R13)(R15*4), Y2
 	VPMULLD      (R10)(R15*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -44521,26 +55805,26 @@ epi2_col_2083:
 	VMOVQ        X2, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_2083
+	JL           epi2_col_2631
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_2082
-	JMP          epi2_done_1988
+	JL           epi2_row_2630
+	JMP          epi2_done_2536
 
-epi2_gelu_1986:
+epi2_gelu_2534:
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_2084
+	JNZ          epi_flag_2632
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2085
+	JNZ          epi_flag_2633
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2086
+	JNZ          epi_flag_2634
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2087
+	JNZ          epi_flag_2635
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2088
+	JNZ          epi_flag_2636
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -44561,10 +55845,10 @@ epi2_gelu_1986:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2089:
+epi2_row_2637:
 	XORQ R10, R10
 
-epi2_col_2090:
+epi2_col_2638:
 	VMOVDQU     (R8)(R10*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R10*4), Y4, Y4
@@ -44603,15 +55887,15 @@ epi2_col_2090:
 	VMOVUPS     Y4, (BX)(R10*4)
 	ADDQ        $0x08, R10
 	CMPQ        R10, DI
-	JL          epi2_col_2090
+	JL          epi2_col_2638
 	ADDQ        CX, R8
 	ADDQ        DX, BX
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi2_row_2089
-	JMP         epi2_done_1988
+	JL          epi2_row_2637
+	JMP         epi2_done_2536
 
-epi_flag_2088:
+epi_flag_2636:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -44633,11 +55917,11 @@ epi_flag_2088:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2091:
+epi2_row_2639:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_2092:
+epi2_col_2640:
 	VMOVDQU     (R9)(R11*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R11*4), Y5, Y5
@@ -44677,17 +55961,17 @@ epi2_col_2092:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_2092
+	JL          epi2_col_2640
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_2091
-	JMP         epi2_done_1988
+	JL          epi2_row_2639
+	JMP         epi2_done_2536
 
-epi_flag_2087:
+epi_flag_2635:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2093
+	JNZ          epi_flag_2641
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -44718,10 +56002,10 @@ epi_flag_2087:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2094:
+epi2_row_2642:
 	XORQ R10, R10
 
-epi2_col_2095:
+epi2_col_2643:
 	VMOVDQU      (R8)(R10*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R10*4), Y4, Y4
@@ -44768,15 +56052,15 @@ epi2_col_2095:
 	VMOVQ        X4, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2095
+	JL           epi2_col_2643
 	ADDQ         CX, R8
 	ADDQ         DX, BX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2094
-	JMP          epi2_done_1988
+	JL           epi2_row_2642
+	JMP          epi2_done_2536
 
-epi_flag_2093:
+epi_flag_2641:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -44808,11 +56092,11 @@ epi_flag_2093:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2096:
+epi2_row_2644:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_2097:
+epi2_col_2645:
 	VMOVDQU      (R9)(R11*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R11*4), Y5, Y5
@@ -44860,19 +56144,19 @@ epi2_col_2097:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2097
+	JL           epi2_col_2645
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2096
-	JMP          epi2_done_1988
+	JL           epi2_row_2644
+	JMP          epi2_done_2536
 
-epi_flag_2086:
+epi_flag_2634:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2098
+	JNZ          epi_flag_2646
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2099
+	JNZ          epi_flag_2647
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -44896,10 +56180,10 @@ epi_flag_2086:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2100:
+epi2_row_2648:
 	XORQ R12, R12
 
-epi2_col_2101:
+epi2_col_2649:
 	VMOVDQU     (R10)(R12*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R12*4), Y4, Y4
@@ -44939,16 +56223,16 @@ epi2_col_2101:
 	VMOVUPS     Y4, (DI)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_2101
+	JL          epi2_col_2649
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_2100
-	JMP         epi2_done_1988
+	JL          epi2_row_2648
+	JMP         epi2_done_2536
 
-epi_flag_2099:
+epi_flag_2647:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -44973,11 +56257,11 @@ epi_flag_2099:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2102:
+epi2_row_2650:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_2103:
+epi2_col_2651:
 	VMOVDQU     (R11)(R13*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R13*4), Y5, Y5
@@ -45018,18 +56302,18 @@ epi2_col_2103:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_2103
+	JL          epi2_col_2651
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_2102
-	JMP         epi2_done_1988
+	JL          epi2_row_2650
+	JMP         epi2_done_2536
 
-epi_flag_2098:
+epi_flag_2646:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2104
+	JNZ          epi_flag_2652
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -45063,10 +56347,10 @@ epi_flag_2098:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2105:
+epi2_row_2653:
 	XORQ R12, R12
 
-epi2_col_2106:
+epi2_col_2654:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -45114,16 +56398,16 @@ epi2_col_2106:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2106
+	JL           epi2_col_2654
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2105
-	JMP          epi2_done_1988
+	JL           epi2_row_2653
+	JMP          epi2_done_2536
 
-epi_flag_2104:
+epi_flag_2652:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -45158,11 +56442,11 @@ epi_flag_2104:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2107:
+epi2_row_2655:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_2108:
+epi2_col_2656:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -45211,22 +56495,22 @@ epi2_col_2108:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2108
+	JL           epi2_col_2656
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2107
-	JMP          epi2_done_1988
+	JL           epi2_row_2655
+	JMP          epi2_done_2536
 
-epi_flag_2085:
+epi_flag_2633:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2109
+	JNZ          epi_flag_2657
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2110
+	JNZ          epi_flag_2658
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2111
+	JNZ          epi_flag_2659
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -45248,10 +56532,10 @@ epi_flag_2085:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2112:
+epi2_row_2660:
 	XORQ R11, R11
 
-epi2_col_2113:
+epi2_col_2661:
 	VMOVDQU     (R9)(R11*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R11*4), Y4, Y4
@@ -45291,15 +56575,15 @@ epi2_col_2113:
 	VMOVUPS     Y4, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_2113
+	JL          epi2_col_2661
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_2112
-	JMP         epi2_done_1988
+	JL          epi2_row_2660
+	JMP         epi2_done_2536
 
-epi_flag_2111:
+epi_flag_2659:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -45322,11 +56606,11 @@ epi_flag_2111:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2114:
+epi2_row_2662:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_2115:
+epi2_col_2663:
 	VMOVDQU     (R10)(R12*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R12*4), Y5, Y5
@@ -45367,17 +56651,17 @@ epi2_col_2115:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_2115
+	JL          epi2_col_2663
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_2114
-	JMP         epi2_done_1988
+	JL          epi2_row_2662
+	JMP         epi2_done_2536
 
-epi_flag_2110:
+epi_flag_2658:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2116
+	JNZ          epi_flag_2664
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -45409,10 +56693,10 @@ epi_flag_2110:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2117:
+epi2_row_2665:
 	XORQ R11, R11
 
-epi2_col_2118:
+epi2_col_2666:
 	VMOVDQU      (R9)(R11*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R11*4), Y4, Y4
@@ -45460,15 +56744,15 @@ epi2_col_2118:
 	VMOVQ        X4, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2118
+	JL           epi2_col_2666
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2117
-	JMP          epi2_done_1988
+	JL           epi2_row_2665
+	JMP          epi2_done_2536
 
-epi_flag_2116:
+epi_flag_2664:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -45501,11 +56785,11 @@ epi_flag_2116:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2119:
+epi2_row_2667:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_2120:
+epi2_col_2668:
 	VMOVDQU      (R10)(R12*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R12*4), Y5, Y5
@@ -45554,19 +56838,19 @@ epi2_col_2120:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2120
+	JL           epi2_col_2668
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2119
-	JMP          epi2_done_1988
+	JL           epi2_row_2667
+	JMP          epi2_done_2536
 
-epi_flag_2109:
+epi_flag_2657:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2121
+	JNZ          epi_flag_2669
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2122
+	JNZ          epi_flag_2670
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -45591,10 +56875,10 @@ epi_flag_2109:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2123:
+epi2_row_2671:
 	XORQ R13, R13
 
-epi2_col_2124:
+epi2_col_2672:
 	VMOVDQU     (R11)(R13*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R13*4), Y4, Y4
@@ -45635,16 +56919,16 @@ epi2_col_2124:
 	VMOVUPS     Y4, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_2124
+	JL          epi2_col_2672
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_2123
-	JMP         epi2_done_1988
+	JL          epi2_row_2671
+	JMP         epi2_done_2536
 
-epi_flag_2122:
+epi_flag_2670:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -45670,11 +56954,11 @@ epi_flag_2122:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2125:
+epi2_row_2673:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_2126:
+epi2_col_2674:
 	VMOVDQU     (R12)(R14*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R14*4), Y5, Y5
@@ -45716,18 +57000,18 @@ epi2_col_2126:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_2126
+	JL          epi2_col_2674
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_2125
-	JMP         epi2_done_1988
+	JL          epi2_row_2673
+	JMP         epi2_done_2536
 
-epi_flag_2121:
+epi_flag_2669:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2127
+	JNZ          epi_flag_2675
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -45762,10 +57046,10 @@ epi_flag_2121:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2128:
+epi2_row_2676:
 	XORQ R13, R13
 
-epi2_col_2129:
+epi2_col_2677:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -45814,16 +57098,16 @@ epi2_col_2129:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2129
+	JL           epi2_col_2677
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2128
-	JMP          epi2_done_1988
+	JL           epi2_row_2676
+	JMP          epi2_done_2536
 
-epi_flag_2127:
+epi_flag_2675:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -45859,11 +57143,11 @@ epi_flag_2127:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2130:
+epi2_row_2678:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_2131:
+epi2_col_2679:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -45913,24 +57197,24 @@ epi2_col_2131:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_2131
+	JL           epi2_col_2679
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_2130
-	JMP          epi2_done_1988
+	JL           epi2_row_2678
+	JMP          epi2_done_2536
 
-epi_flag_2084:
+epi_flag_2632:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2132
+	JNZ          epi_flag_2680
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2133
+	JNZ          epi_flag_2681
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2134
+	JNZ          epi_flag_2682
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2135
+	JNZ          epi_flag_2683
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -45953,10 +57237,10 @@ epi_flag_2084:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2136:
+epi2_row_2684:
 	XORQ R11, R11
 
-epi2_col_2137:
+epi2_col_2685:
 	VMOVDQU     (R9)(R11*4), Y5
 	VPMULLD     (DI)(R11*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -45997,15 +57281,15 @@ epi2_col_2137:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_2137
+	JL          epi2_col_2685
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_2136
-	JMP         epi2_done_1988
+	JL          epi2_row_2684
+	JMP         epi2_done_2536
 
-epi_flag_2135:
+epi_flag_2683:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -46029,12 +57313,12 @@ epi_flag_2135:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2138:
+epi2_row_2686:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_2139:
+epi2_col_2687:
 	VMOVDQU     (R11)(R13*4), Y6
 	VPMULLD     (R9)(R13*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -46076,17 +57360,17 @@ epi2_col_2139:
 	VMOVUPS     Y6, (BX)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_2139
+	JL          epi2_col_2687
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_2138
-	JMP         epi2_done_1988
+	JL          epi2_row_2686
+	JMP         epi2_done_2536
 
-epi_flag_2134:
+epi_flag_2682:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2140
+	JNZ          epi_flag_2688
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -46119,10 +57403,10 @@ epi_flag_2134:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2141:
+epi2_row_2689:
 	XORQ R11, R11
 
-epi2_col_2142:
+epi2_col_2690:
 	VMOVDQU      (R9)(R11*4), Y5
 	VPMULLD      (DI)(R11*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -46171,15 +57455,15 @@ epi2_col_2142:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2142
+	JL           epi2_col_2690
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2141
-	JMP          epi2_done_1988
+	JL           epi2_row_2689
+	JMP          epi2_done_2536
 
-epi_flag_2140:
+epi_flag_2688:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -46213,12 +57497,12 @@ epi_flag_2140:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2143:
+epi2_row_2691:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_2144:
+epi2_col_2692:
 	VMOVDQU      (R11)(R13*4), Y6
 	VPMULLD      (R9)(R13*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -46268,19 +57552,19 @@ epi2_col_2144:
 	VMOVQ        X6, (BX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2144
+	JL           epi2_col_2692
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2143
-	JMP          epi2_done_1988
+	JL           epi2_row_2691
+	JMP          epi2_done_2536
 
-epi_flag_2133:
+epi_flag_2681:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2145
+	JNZ          epi_flag_2693
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2146
+	JNZ          epi_flag_2694
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -46306,10 +57590,10 @@ epi_flag_2133:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2147:
+epi2_row_2695:
 	XORQ R13, R13
 
-epi2_col_2148:
+epi2_col_2696:
 	VMOVDQU     (R11)(R13*4), Y5
 	VPMULLD     (R9)(R13*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -46351,16 +57635,16 @@ epi2_col_2148:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_2148
+	JL          epi2_col_2696
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_2147
-	JMP         epi2_done_1988
+	JL          epi2_row_2695
+	JMP         epi2_done_2536
 
-epi_flag_2146:
+epi_flag_2694:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -46387,12 +57671,12 @@ epi_flag_2146:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_2149:
+epi2_row_2697:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_2150:
+epi2_col_2698:
 	VMOVDQU     (R13)(R15*4), Y6
 	VPMULLD     (R11)(R15*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -46435,18 +57719,18 @@ epi2_col_2150:
 	VMOVUPS     Y6, (DI)(R15*4)
 	ADDQ        $0x08, R15
 	CMPQ        R15, R12
-	JL          epi2_col_2150
+	JL          epi2_col_2698
 	ADDQ        CX, R13
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R14
 	CMPQ        R14, m+16(FP)
-	JL          epi2_row_2149
-	JMP         epi2_done_1988
+	JL          epi2_row_2697
+	JMP         epi2_done_2536
 
-epi_flag_2145:
+epi_flag_2693:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2151
+	JNZ          epi_flag_2699
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -46482,10 +57766,10 @@ epi_flag_2145:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2152:
+epi2_row_2700:
 	XORQ R13, R13
 
-epi2_col_2153:
+epi2_col_2701:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -46535,16 +57819,16 @@ epi2_col_2153:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2153
+	JL           epi2_col_2701
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2152
-	JMP          epi2_done_1988
+	JL           epi2_row_2700
+	JMP          epi2_done_2536
 
-epi_flag_2151:
+epi_flag_2699:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -46581,12 +57865,12 @@ epi_flag_2151:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_2154:
+epi2_row_2702:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_2155:
+epi2_col_2703:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -46637,22 +57921,22 @@ epi2_col_2155:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_2155
+	JL           epi2_col_2703
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_2154
-	JMP          epi2_done_1988
+	JL           epi2_row_2702
+	JMP          epi2_done_2536
 
-epi_flag_2132:
+epi_flag_2680:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2156
+	JNZ          epi_flag_2704
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2157
+	JNZ          epi_flag_2705
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2158
+	JNZ          epi_flag_2706
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -46676,10 +57960,10 @@ epi_flag_2132:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2159:
+epi2_row_2707:
 	XORQ R12, R12
 
-epi2_col_2160:
+epi2_col_2708:
 	VMOVDQU     (R10)(R12*4), Y5
 	VPMULLD     (DI)(R12*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -46721,15 +58005,15 @@ epi2_col_2160:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_2160
+	JL          epi2_col_2708
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_2159
-	JMP         epi2_done_1988
+	JL          epi2_row_2707
+	JMP         epi2_done_2536
 
-epi_flag_2158:
+epi_flag_2706:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -46754,12 +58038,12 @@ epi_flag_2158:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2161:
+epi2_row_2709:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_2162:
+epi2_col_2710:
 	VMOVDQU     (R12)(R14*4), Y6
 	VPMULLD     (R9)(R14*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -46802,17 +58086,17 @@ epi2_col_2162:
 	VMOVUPS     Y6, (BX)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_2162
+	JL          epi2_col_2710
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_2161
-	JMP         epi2_done_1988
+	JL          epi2_row_2709
+	JMP         epi2_done_2536
 
-epi_flag_2157:
+epi_flag_2705:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2163
+	JNZ          epi_flag_2711
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -46846,10 +58130,10 @@ epi_flag_2157:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2164:
+epi2_row_2712:
 	XORQ R12, R12
 
-epi2_col_2165:
+epi2_col_2713:
 	VMOVDQU      (R10)(R12*4), Y5
 	VPMULLD      (DI)(R12*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -46899,15 +58183,15 @@ epi2_col_2165:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2165
+	JL           epi2_col_2713
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2164
-	JMP          epi2_done_1988
+	JL           epi2_row_2712
+	JMP          epi2_done_2536
 
-epi_flag_2163:
+epi_flag_2711:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -46942,12 +58226,12 @@ epi_flag_2163:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2166:
+epi2_row_2714:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_2167:
+epi2_col_2715:
 	VMOVDQU      (R12)(R14*4), Y6
 	VPMULLD      (R9)(R14*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -46998,19 +58282,19 @@ epi2_col_2167:
 	VMOVQ        X6, (BX)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_2167
+	JL           epi2_col_2715
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_2166
-	JMP          epi2_done_1988
+	JL           epi2_row_2714
+	JMP          epi2_done_2536
 
-epi_flag_2156:
+epi_flag_2704:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2168
+	JNZ          epi_flag_2716
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2169
+	JNZ          epi_flag_2717
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -47037,10 +58321,10 @@ epi_flag_2156:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2170:
+epi2_row_2718:
 	XORQ R14, R14
 
-epi2_col_2171:
+epi2_col_2719:
 	VMOVDQU     (R12)(R14*4), Y5
 	VPMULLD     (R9)(R14*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -47083,16 +58367,16 @@ epi2_col_2171:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_2171
+	JL          epi2_col_2719
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_2170
-	JMP         epi2_done_1988
+	JL          epi2_row_2718
+	JMP         epi2_done_2536
 
-epi_flag_2169:
+epi_flag_2717:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -47120,12 +58404,12 @@ epi_flag_2169:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_2172:
+epi2_row_2720:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_2173:
+epi2_col_2721:
 	VMOVDQU     (R14)(BP*4), Y6
 	VPMULLD     (R11)(BP*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -47169,18 +58453,18 @@ epi2_col_2173:
 	VMOVUPS     Y6, (DI)(BP*4)
 	ADDQ        $0x08, BP
 	CMPQ        BP, R13
-	JL          epi2_col_2173
+	JL          epi2_col_2721
 	ADDQ        CX, R14
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R15
 	CMPQ        R15, m+16(FP)
-	JL          epi2_row_2172
-	JMP         epi2_done_1988
+	JL          epi2_row_2720
+	JMP         epi2_done_2536
 
-epi_flag_2168:
+epi_flag_2716:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2174
+	JNZ          epi_flag_2722
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -47217,10 +58501,10 @@ epi_flag_2168:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2175:
+epi2_row_2723:
 	XORQ R14, R14
 
-epi2_col_2176:
+epi2_col_2724:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -47271,16 +58555,16 @@ epi2_col_2176:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_2176
+	JL           epi2_col_2724
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_2175
-	JMP          epi2_done_1988
+	JL           epi2_row_2723
+	JMP          epi2_done_2536
 
-epi_flag_2174:
+epi_flag_2722:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -47318,12 +58602,12 @@ epi_flag_2174:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_2177:
+epi2_row_2725:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_2178:
+epi2_col_2726:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -47375,26 +58659,26 @@ epi2_col_2178:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_2178
+	JL           epi2_col_2726
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_2177
-	JMP          epi2_done_1988
+	JL           epi2_row_2725
+	JMP          epi2_done_2536
 
-epi2_relu_1987:
+epi2_relu_2535:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_2179
+	JNZ   epi_flag_2727
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_2180
+	JNZ   epi_flag_2728
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2181
+	JNZ   epi_flag_2729
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2182
+	JNZ   epi_flag_2730
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2183
+	JNZ   epi_flag_2731
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -47406,10 +58690,10 @@ epi2_relu_1987:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_2184:
+epi2_row_2732:
 	XORQ R9, R9
 
-epi2_col_2185:
+epi2_col_2733:
 	VMOVDQU   (DI)(R9*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R9*4), Y1, Y1
@@ -47418,15 +58702,15 @@ epi2_col_2185:
 	VMOVUPS   Y1, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_2185
+	JL        epi2_col_2733
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_2184
-	JMP       epi2_done_1988
+	JL        epi2_row_2732
+	JMP       epi2_done_2536
 
-epi_flag_2183:
+epi_flag_2731:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -47439,11 +58723,11 @@ epi_flag_2183:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_2186:
+epi2_row_2734:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_2187:
+epi2_col_2735:
 	VMOVDQU   (R8)(R10*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R10*4), Y2, Y2
@@ -47453,17 +58737,17 @@ epi2_col_2187:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_2187
+	JL        epi2_col_2735
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_2186
-	JMP       epi2_done_1988
+	JL        epi2_row_2734
+	JMP       epi2_done_2536
 
-epi_flag_2182:
+epi_flag_2730:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2188
+	JNZ          epi_flag_2736
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -47485,10 +58769,10 @@ epi_flag_2182:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_2189:
+epi2_row_2737:
 	XORQ R9, R9
 
-epi2_col_2190:
+epi2_col_2738:
 	VMOVDQU      (DI)(R9*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R9*4), Y1, Y1
@@ -47505,15 +58789,15 @@ epi2_col_2190:
 	VMOVQ        X1, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_2190
+	JL           epi2_col_2738
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_2189
-	JMP          epi2_done_1988
+	JL           epi2_row_2737
+	JMP          epi2_done_2536
 
-epi_flag_2188:
+epi_flag_2736:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -47536,11 +58820,11 @@ epi_flag_2188:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2191:
+epi2_row_2739:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_2192:
+epi2_col_2740:
 	VMOVDQU      (R8)(R10*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R10*4), Y2, Y2
@@ -47558,19 +58842,19 @@ epi2_col_2192:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2192
+	JL           epi2_col_2740
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2191
-	JMP          epi2_done_1988
+	JL           epi2_row_2739
+	JMP          epi2_done_2536
 
-epi_flag_2181:
+epi_flag_2729:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2193
+	JNZ   epi_flag_2741
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2194
+	JNZ   epi_flag_2742
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -47585,10 +58869,10 @@ epi_flag_2181:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_2195:
+epi2_row_2743:
 	XORQ R11, R11
 
-epi2_col_2196:
+epi2_col_2744:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R11*4), Y1, Y1
@@ -47598,16 +58882,16 @@ epi2_col_2196:
 	VMOVUPS   Y1, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2196
+	JL        epi2_col_2744
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2195
-	JMP       epi2_done_1988
+	JL        epi2_row_2743
+	JMP       epi2_done_2536
 
-epi_flag_2194:
+epi_flag_2742:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -47623,11 +58907,11 @@ epi_flag_2194:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_2197:
+epi2_row_2745:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_2198:
+epi2_col_2746:
 	VMOVDQU   (R10)(R12*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R12*4), Y2, Y2
@@ -47638,18 +58922,18 @@ epi2_col_2198:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2198
+	JL        epi2_col_2746
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2197
-	JMP       epi2_done_1988
+	JL        epi2_row_2745
+	JMP       epi2_done_2536
 
-epi_flag_2193:
+epi_flag_2741:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2199
+	JNZ          epi_flag_2747
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -47674,10 +58958,10 @@ epi_flag_2193:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2200:
+epi2_row_2748:
 	XORQ R11, R11
 
-epi2_col_2201:
+epi2_col_2749:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R11*4), Y1, Y1
@@ -47695,16 +58979,16 @@ epi2_col_2201:
 	VMOVQ        X1, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2201
+	JL           epi2_col_2749
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2200
-	JMP          epi2_done_1988
+	JL           epi2_row_2748
+	JMP          epi2_done_2536
 
-epi_flag_2199:
+epi_flag_2747:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -47730,11 +59014,11 @@ epi_flag_2199:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2202:
+epi2_row_2750:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_2203:
+epi2_col_2751:
 	VMOVDQU      (R10)(R12*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R12*4), Y2, Y2
@@ -47753,22 +59037,22 @@ epi2_col_2203:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2203
+	JL           epi2_col_2751
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2202
-	JMP          epi2_done_1988
+	JL           epi2_row_2750
+	JMP          epi2_done_2536
 
-epi_flag_2180:
+epi_flag_2728:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2204
+	JNZ   epi_flag_2752
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2205
+	JNZ   epi_flag_2753
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2206
+	JNZ   epi_flag_2754
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -47781,10 +59065,10 @@ epi_flag_2180:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_2207:
+epi2_row_2755:
 	XORQ R10, R10
 
-epi2_col_2208:
+epi2_col_2756:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R10*4), Y1, Y1
@@ -47794,15 +59078,15 @@ epi2_col_2208:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_2208
+	JL        epi2_col_2756
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_2207
-	JMP       epi2_done_1988
+	JL        epi2_row_2755
+	JMP       epi2_done_2536
 
-epi_flag_2206:
+epi_flag_2754:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -47816,11 +59100,11 @@ epi_flag_2206:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_2209:
+epi2_row_2757:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_2210:
+epi2_col_2758:
 	VMOVDQU   (R9)(R11*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R11*4), Y2, Y2
@@ -47831,17 +59115,17 @@ epi2_col_2210:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2210
+	JL        epi2_col_2758
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2209
-	JMP       epi2_done_1988
+	JL        epi2_row_2757
+	JMP       epi2_done_2536
 
-epi_flag_2205:
+epi_flag_2753:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2211
+	JNZ          epi_flag_2759
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -47864,10 +59148,10 @@ epi_flag_2205:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2212:
+epi2_row_2760:
 	XORQ R10, R10
 
-epi2_col_2213:
+epi2_col_2761:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R10*4), Y1, Y1
@@ -47885,15 +59169,15 @@ epi2_col_2213:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2213
+	JL           epi2_col_2761
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2212
-	JMP          epi2_done_1988
+	JL           epi2_row_2760
+	JMP          epi2_done_2536
 
-epi_flag_2211:
+epi_flag_2759:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -47917,11 +59201,11 @@ epi_flag_2211:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2214:
+epi2_row_2762:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_2215:
+epi2_col_2763:
 	VMOVDQU      (R9)(R11*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R11*4), Y2, Y2
@@ -47940,19 +59224,19 @@ epi2_col_2215:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2215
+	JL           epi2_col_2763
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2214
-	JMP          epi2_done_1988
+	JL           epi2_row_2762
+	JMP          epi2_done_2536
 
-epi_flag_2204:
+epi_flag_2752:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2216
+	JNZ   epi_flag_2764
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2217
+	JNZ   epi_flag_2765
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -47968,10 +59252,10 @@ epi_flag_2204:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_2218:
+epi2_row_2766:
 	XORQ R12, R12
 
-epi2_col_2219:
+epi2_col_2767:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R12*4), Y1, Y1
@@ -47982,16 +59266,16 @@ epi2_col_2219:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2219
+	JL        epi2_col_2767
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2218
-	JMP       epi2_done_1988
+	JL        epi2_row_2766
+	JMP       epi2_done_2536
 
-epi_flag_2217:
+epi_flag_2765:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -48008,11 +59292,11 @@ epi_flag_2217:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_2220:
+epi2_row_2768:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_2221:
+epi2_col_2769:
 	VMOVDQU   (R11)(R13*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R13*4), Y2, Y2
@@ -48024,18 +59308,18 @@ epi2_col_2221:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2221
+	JL        epi2_col_2769
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2220
-	JMP       epi2_done_1988
+	JL        epi2_row_2768
+	JMP       epi2_done_2536
 
-epi_flag_2216:
+epi_flag_2764:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2222
+	JNZ          epi_flag_2770
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -48061,10 +59345,10 @@ epi_flag_2216:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2223:
+epi2_row_2771:
 	XORQ R12, R12
 
-epi2_col_2224:
+epi2_col_2772:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R12*4), Y1, Y1
@@ -48083,16 +59367,16 @@ epi2_col_2224:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2224
+	JL           epi2_col_2772
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2223
-	JMP          epi2_done_1988
+	JL           epi2_row_2771
+	JMP          epi2_done_2536
 
-epi_flag_2222:
+epi_flag_2770:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -48119,11 +59403,11 @@ epi_flag_2222:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2225:
+epi2_row_2773:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_2226:
+epi2_col_2774:
 	VMOVDQU      (R11)(R13*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R13*4), Y2, Y2
@@ -48143,24 +59427,24 @@ epi2_col_2226:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2226
+	JL           epi2_col_2774
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2225
-	JMP          epi2_done_1988
+	JL           epi2_row_2773
+	JMP          epi2_done_2536
 
-epi_flag_2179:
+epi_flag_2727:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2227
+	JNZ          epi_flag_2775
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2228
+	JNZ          epi_flag_2776
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2229
+	JNZ          epi_flag_2777
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2230
+	JNZ          epi_flag_2778
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -48174,10 +59458,10 @@ epi_flag_2179:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2231:
+epi2_row_2779:
 	XORQ R10, R10
 
-epi2_col_2232:
+epi2_col_2780:
 	VMOVDQU   (R8)(R10*4), Y2
 	VPMULLD   (SI)(R10*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -48188,15 +59472,15 @@ epi2_col_2232:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_2232
+	JL        epi2_col_2780
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_2231
-	JMP       epi2_done_1988
+	JL        epi2_row_2779
+	JMP       epi2_done_2536
 
-epi_flag_2230:
+epi_flag_2778:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -48211,12 +59495,12 @@ epi_flag_2230:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_2233:
+epi2_row_2781:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_2234:
+epi2_col_2782:
 	VMOVDQU   (R10)(R12*4), Y3
 	VPMULLD   (R8)(R12*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -48228,17 +59512,17 @@ epi2_col_2234:
 	VMOVUPS   Y3, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2234
+	JL        epi2_col_2782
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2233
-	JMP       epi2_done_1988
+	JL        epi2_row_2781
+	JMP       epi2_done_2536
 
-epi_flag_2229:
+epi_flag_2777:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2235
+	JNZ          epi_flag_2783
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -48262,10 +59546,10 @@ epi_flag_2229:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2236:
+epi2_row_2784:
 	XORQ R10, R10
 
-epi2_col_2237:
+epi2_col_2785:
 	VMOVDQU      (R8)(R10*4), Y2
 	VPMULLD      (SI)(R10*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -48284,15 +59568,15 @@ epi2_col_2237:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2237
+	JL           epi2_col_2785
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2236
-	JMP          epi2_done_1988
+	JL           epi2_row_2784
+	JMP          epi2_done_2536
 
-epi_flag_2235:
+epi_flag_2783:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -48317,12 +59601,12 @@ epi_flag_2235:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2238:
+epi2_row_2786:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_2239:
+epi2_col_2787:
 	VMOVDQU      (R10)(R12*4), Y3
 	VPMULLD      (R8)(R12*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -48342,19 +59626,19 @@ epi2_col_2239:
 	VMOVQ        X3, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2239
+	JL           epi2_col_2787
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2238
-	JMP          epi2_done_1988
+	JL           epi2_row_2786
+	JMP          epi2_done_2536
 
-epi_flag_2228:
+epi_flag_2776:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2240
+	JNZ          epi_flag_2788
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2241
+	JNZ          epi_flag_2789
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -48371,10 +59655,10 @@ epi_flag_2228:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2242:
+epi2_row_2790:
 	XORQ R12, R12
 
-epi2_col_2243:
+epi2_col_2791:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -48386,16 +59670,16 @@ epi2_col_2243:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2243
+	JL        epi2_col_2791
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2242
-	JMP       epi2_done_1988
+	JL        epi2_row_2790
+	JMP       epi2_done_2536
 
-epi_flag_2241:
+epi_flag_2789:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -48413,12 +59697,12 @@ epi_flag_2241:
 	MOVQ  c+0(FP), R12
 	XORQ  R13, R13
 
-epi2_row_2244:
+epi2_row_2792:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_2245:
+epi2_col_2793:
 	VMOVDQU   (R12)(R14*4), Y3
 	VPMULLD   (R10)(R14*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -48431,18 +59715,18 @@ epi2_col_2245:
 	VMOVUPS   Y3, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_2245
+	JL        epi2_col_2793
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_2244
-	JMP       epi2_done_1988
+	JL        epi2_row_2792
+	JMP       epi2_done_2536
 
-epi_flag_2240:
+epi_flag_2788:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2246
+	JNZ          epi_flag_2794
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -48469,10 +59753,10 @@ epi_flag_2240:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2247:
+epi2_row_2795:
 	XORQ R12, R12
 
-epi2_col_2248:
+epi2_col_2796:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -48492,16 +59776,16 @@ epi2_col_2248:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2248
+	JL           epi2_col_2796
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2247
-	JMP          epi2_done_1988
+	JL           epi2_row_2795
+	JMP          epi2_done_2536
 
-epi_flag_2246:
+epi_flag_2794:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -48529,12 +59813,12 @@ epi_flag_2246:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2249:
+epi2_row_2797:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_2250:
+epi2_col_2798:
 	VMOVDQU      (R12)(R14*4), Y3
 	VPMULLD      (R10)(R14*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -48555,22 +59839,22 @@ epi2_col_2250:
 	VMOVQ        X3, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_2250
+	JL           epi2_col_2798
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_2249
-	JMP          epi2_done_1988
+	JL           epi2_row_2797
+	JMP          epi2_done_2536
 
-epi_flag_2227:
+epi_flag_2775:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2251
+	JNZ          epi_flag_2799
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2252
+	JNZ          epi_flag_2800
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2253
+	JNZ          epi_flag_2801
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -48585,10 +59869,10 @@ epi_flag_2227:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2254:
+epi2_row_2802:
 	XORQ R11, R11
 
-epi2_col_2255:
+epi2_col_2803:
 	VMOVDQU   (R9)(R11*4), Y2
 	VPMULLD   (SI)(R11*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -48600,15 +59884,15 @@ epi2_col_2255:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2255
+	JL        epi2_col_2803
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2254
-	JMP       epi2_done_1988
+	JL        epi2_row_2802
+	JMP       epi2_done_2536
 
-epi_flag_2253:
+epi_flag_2801:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -48624,12 +59908,12 @@ epi_flag_2253:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_2256:
+epi2_row_2804:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_2257:
+epi2_col_2805:
 	VMOVDQU   (R11)(R13*4), Y3
 	VPMULLD   (R8)(R13*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -48642,17 +59926,17 @@ epi2_col_2257:
 	VMOVUPS   Y3, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2257
+	JL        epi2_col_2805
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2256
-	JMP       epi2_done_1988
+	JL        epi2_row_2804
+	JMP       epi2_done_2536
 
-epi_flag_2252:
+epi_flag_2800:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2258
+	JNZ          epi_flag_2806
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -48677,10 +59961,10 @@ epi_flag_2252:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2259:
+epi2_row_2807:
 	XORQ R11, R11
 
-epi2_col_2260:
+epi2_col_2808:
 	VMOVDQU      (R9)(R11*4), Y2
 	VPMULLD      (SI)(R11*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -48700,15 +59984,15 @@ epi2_col_2260:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2260
+	JL           epi2_col_2808
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2259
-	JMP          epi2_done_1988
+	JL           epi2_row_2807
+	JMP          epi2_done_2536
 
-epi_flag_2258:
+epi_flag_2806:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -48734,12 +60018,12 @@ epi_flag_2258:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2261:
+epi2_row_2809:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_2262:
+epi2_col_2810:
 	VMOVDQU      (R11)(R13*4), Y3
 	VPMULLD      (R8)(R13*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -48760,19 +60044,19 @@ epi2_col_2262:
 	VMOVQ        X3, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2262
+	JL           epi2_col_2810
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2261
-	JMP          epi2_done_1988
+	JL           epi2_row_2809
+	JMP          epi2_done_2536
 
-epi_flag_2251:
+epi_flag_2799:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2263
+	JNZ          epi_flag_2811
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2264
+	JNZ          epi_flag_2812
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -48790,10 +60074,10 @@ epi_flag_2251:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2265:
+epi2_row_2813:
 	XORQ R13, R13
 
-epi2_col_2266:
+epi2_col_2814:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -48806,16 +60090,16 @@ epi2_col_2266:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2266
+	JL        epi2_col_2814
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2265
-	JMP       epi2_done_1988
+	JL        epi2_row_2813
+	JMP       epi2_done_2536
 
-epi_flag_2264:
+epi_flag_2812:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -48834,12 +60118,12 @@ epi_flag_2264:
 	MOVQ  c+0(FP), R13
 	XORQ  R14, R14
 
-epi2_row_2267:
+epi2_row_2815:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_2268:
+epi2_col_2816:
 	VMOVDQU   (R13)(R15*4), Y3
 	VPMULLD   (R10)(R15*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -48853,18 +60137,18 @@ epi2_col_2268:
 	VMOVUPS   Y3, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_2268
+	JL        epi2_col_2816
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_2267
-	JMP       epi2_done_1988
+	JL        epi2_row_2815
+	JMP       epi2_done_2536
 
-epi_flag_2263:
+epi_flag_2811:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2269
+	JNZ          epi_flag_2817
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -48892,10 +60176,10 @@ epi_flag_2263:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2270:
+epi2_row_2818:
 	XORQ R13, R13
 
-epi2_col_2271:
+epi2_col_2819:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -48916,16 +60200,16 @@ epi2_col_2271:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2271
+	JL           epi2_col_2819
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2270
-	JMP          epi2_done_1988
+	JL           epi2_row_2818
+	JMP          epi2_done_2536
 
-epi_flag_2269:
+epi_flag_2817:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -48954,12 +60238,12 @@ epi_flag_2269:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_2272:
+epi2_row_2820:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_2273:
+epi2_col_2821:
 	VMOVDQU      (R13)(R15*4), Y3
 	VPMULLD      (R10)(R15*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -48981,15 +60265,15 @@ epi2_col_2273:
 	VMOVQ        X3, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_2273
+	JL           epi2_col_2821
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_2272
+	JL           epi2_row_2820
 
-epi2_done_1988:
+epi2_done_2536:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -49025,9 +60309,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_2275
+	JZ     peak_done_2823
 
-peak_2274:
+peak_2822:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -49053,9 +60337,9 @@ peak_2274:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_2274
+	JNZ      peak_2822
 
-peak_done_2275:
+peak_done_2823:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -49113,9 +60397,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_2277
+	JZ     peak_done_2825
 
-peak_2276:
+peak_2824:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -49141,9 +60425,9 @@ peak_2276:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_2276
+	JNZ         peak_2824
 
-peak_done_2277:
+peak_done_2825:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -49189,9 +60473,9 @@ TEXT ·peakAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_2279
+	JZ    peak_done_2827
 
-peak_2278:
+peak_2826:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y1, Y1
 	VPMADDWD Y0, Y0, Y13
@@ -49217,9 +60501,9 @@ peak_2278:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y12, Y12
 	DECQ     AX
-	JNZ      peak_2278
+	JNZ      peak_2826
 
-peak_done_2279:
+peak_done_2827:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -49253,9 +60537,9 @@ TEXT ·peakFP32AVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_2281
+	JZ    peak_done_2829
 
-peak_2280:
+peak_2828:
 	VFMADD231PS Y0, Y0, Y1
 	VFMADD231PS Y0, Y0, Y2
 	VFMADD231PS Y0, Y0, Y3
@@ -49269,9 +60553,9 @@ peak_2280:
 	VFMADD231PS Y0, Y0, Y11
 	VFMADD231PS Y0, Y0, Y12
 	DECQ        AX
-	JNZ         peak_2280
+	JNZ         peak_2828
 
-peak_done_2281:
+peak_done_2829:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -49315,9 +60599,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_2283
+	JZ    peak_done_2831
 
-peak_2282:
+peak_2830:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -49374,9 +60658,9 @@ peak_2282:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_2282
+	JNZ  peak_2830
 
-peak_done_2283:
+peak_done_2831:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2

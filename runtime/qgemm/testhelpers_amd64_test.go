@@ -34,6 +34,24 @@ func amxPipelinedEmulatedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc in
 	return runAMXFused(qgemmAMXPipelinedEmulated, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
 }
 
+// amxPipelinedPrefetchEmulatedBlock is amxPipelinedPrefetchBlock with the
+// emulated kernel.
+func amxPipelinedPrefetchEmulatedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
+	return runAMXFused(qgemmAMXPipelinedPrefetchEmulated, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
+}
+
+// extraBenchVariants are the kernels BenchmarkQGEMM times beside v's
+// own that no variant uses yet: for AMX, the pipelined kernel with the B
+// prefetch ("amx-pfb").
+func extraBenchVariants(v Variant) []testVariant {
+	if v.ISA != ISAAMX || v.fusedBlock == nil || !v.fusedPipelined {
+		return nil
+	}
+	pf := v
+	pf.fusedBlock = amxPipelinedPrefetchBlock
+	return []testVariant{{name: "amx-pfb", v: pf}}
+}
+
 // amxFusedEmulatedBlock is amxFusedBlock with the emulated fused kernel.
 func amxFusedEmulatedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
 	return runAMXFused(qgemmAMXFusedEmulated, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
