@@ -9,8 +9,8 @@ import (
 // LayerNorm (runtime/nn/layernorm.go) computes each row's statistics in
 // float64 in internal/lnstats's order (the FP32 interpreter's): 32
 // running sums per row, which the assembly keeps in the lanes of four
-// accumulators as it runs along the row. Normalising is elementwise and
-// runs along the row, 8 float64 lanes at a time.
+// accumulators as it runs along the row. Normalising is elementwise, in
+// float32 (lnstats.Normalize, Affine), 16 lanes at a time along the row.
 
 // Flag bits of lnNormAsm (runtime/nn/kernels_amd64.go).
 const (
@@ -23,17 +23,6 @@ func genLayerNorm(g *gen) {
 	genLNStats(g)
 	genLNNorm(g)
 	genLNNormDual(g)
-}
-
-// widen returns the float64 forms of the low and high 8 lanes of the
-// float32 vector v.
-func (g *gen) widen(v reg.VecVirtual) (lo, hi reg.VecVirtual) {
-	lo, hi = g.ZMM(), g.ZMM()
-	g.VCVTPS2PD(v.AsY(), lo)
-	t := g.YMM()
-	g.VEXTRACTF32X8(operand.U8(1), v, t)
-	g.VCVTPS2PD(t, hi)
-	return lo, hi
 }
 
 // genLNStats emits lnStats16Asm: for rows r < 16 of n columns, the mean
@@ -175,17 +164,18 @@ func genLNStats(g *gen) {
 	g.RET()
 }
 
-// genLNNorm emits lnNormAsm: one row, y_j = float32(((x_j - mean) * inv) *
-// gamma_j + beta_j) in float64, stored as f32 and/or quantised to u8 like
-// qgemm's epilogue. One specialised loop per flag combination.
+// genLNNorm emits lnNormAsm: one row, y_j = ((x_j - mean) * inv) * gamma_j
+// + beta_j in float32 (internal/lnstats's order), stored as f32 and/or
+// quantised to u8 like qgemm's epilogue. One specialised loop per flag
+// combination.
 func genLNNorm(g *gen) {
 	g.Function("lnNormAsm")
 	g.Attributes(attr.NOSPLIT)
-	g.SignatureExpr("func(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)")
+	g.SignatureExpr("func(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, invScale float32, zp int32, flags int)")
 	g.Pragma("noescape")
-	g.Doc("lnNormAsm normalises one row of n >= 1 values: y[j] = float32(((x[j]-mean)*inv)*gamma[j]",
-		"+ beta[j]) in float64, stored to y (flags&2) and/or quantised to q (flags&4) as",
-		"qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.")
+	g.Doc("lnNormAsm normalises one row of n >= 1 values: y[j] = ((x[j]-meanHi-meanLo)*inv)*gamma[j] + beta[j]",
+		"in float32, each operation rounded (internal/lnstats), stored to y (flags&2) and/or",
+		"quantised to q (flags&4) as qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.")
 	normVariants(g, "lnn", lnNormVariant)
 }
 
@@ -210,8 +200,8 @@ func normVariants(g *gen, prefix string, variant func(g *gen, flags int)) {
 
 func lnNormVariant(g *gen, flags int) {
 	has := func(f int) bool { return flags&f != 0 }
-	zMean, zInv := g.broadcastParam64("mean"), g.broadcastParam64("inv")
-	xp, gp, left := g.Load("x"), g.Load("gamma"), g.Load("n")
+	st := g.rowStatsParams(g.broadcastParam)
+	xp, gp := g.Load("x"), g.Load("gamma")
 	var bp, yp, qp reg.GPVirtual
 	if has(lnBeta) {
 		bp = g.Load("beta")
@@ -224,66 +214,99 @@ func lnNormVariant(g *gen, flags int) {
 		qp = g.Load("q")
 		quant = g.newQuantizer()
 	}
-	loop := g.NewLabel("lnn_loop")
-	g.Label(loop)
-	w := g.minConst(left, 16)
-	k := g.maskOf(w)
-	kHi := g.K()
-	g.KSHIFTRW(operand.U8(8), k, kHi)
-	y := g.ZMM()
-	halves := []struct {
-		k    reg.OpmaskVirtual
-		disp int
-		out  reg.Register
-	}{{k, 0, y.AsY()}, {kHi, 32, g.YMM()}}
-	for _, h := range halves {
-		v := g.ZMM()
-		g.VCVTPS2PD_Z(operand.Mem{Base: xp, Disp: h.disp}, h.k, v)
-		g.VSUBPD(zMean, v, v) // x - mean
-		g.VMULPD(zInv, v, v)
-		gm := g.ZMM()
-		g.VCVTPS2PD_Z(operand.Mem{Base: gp, Disp: h.disp}, h.k, gm)
-		g.VMULPD(gm, v, v)
-		if has(lnBeta) {
-			bt := g.ZMM()
-			g.VCVTPS2PD_Z(operand.Mem{Base: bp, Disp: h.disp}, h.k, bt)
-			g.VADDPD(bt, v, v)
+	rowSteps(g, "lnn", func(k reg.OpmaskVirtual) {
+		y := g.affinePS(g.normPS(operand.Mem{Base: xp}, st, k), operand.Mem{Base: gp}, bp, k)
+		if has(lnF32) {
+			g.VMOVUPS(y, k, operand.Mem{Base: yp})
 		}
-		g.VCVTPD2PS(v, h.out)
-	}
-	g.VINSERTF32X8(operand.U8(1), halves[1].out, y, y)
-	if has(lnF32) {
-		g.VMOVUPS(y, k, operand.Mem{Base: yp})
-		g.ADDQ(operand.U8(64), yp)
-	}
-	if has(lnU8) {
-		quant.store(g, y, k, operand.Mem{Base: qp})
-		g.ADDQ(operand.U8(16), qp)
-	}
-	g.ADDQ(operand.U8(64), xp)
-	g.ADDQ(operand.U8(64), gp)
-	if has(lnBeta) {
-		g.ADDQ(operand.U8(64), bp)
-	}
+		if has(lnU8) {
+			quant.store(g, y, k, operand.Mem{Base: qp})
+		}
+	}, func() {
+		for _, p := range []reg.GPVirtual{xp, gp, bp, yp} {
+			if p != nil {
+				g.ADDQ(operand.U8(64), p)
+			}
+		}
+		if qp != nil {
+			g.ADDQ(operand.U8(16), qp)
+		}
+	})
+}
+
+// rowSteps emits the loop of a LayerNorm normaliser over the n argument's
+// columns, 16 a step: body on whole steps under an all-ones opmask, each
+// followed by next (which moves the pointers on), then once on the last
+// n%16 columns under the mask of their lanes (masked lanes are neither
+// read, so they cannot fault, nor written).
+func rowSteps(g *gen, prefix string, body func(k reg.OpmaskVirtual), next func()) {
+	left := g.Load("n")
+	kAll := g.K()
+	g.KXNORW(kAll, kAll, kAll)
+	loop, tail, done := g.NewLabel(prefix+"_loop"), g.NewLabel(prefix+"_tail"), g.NewLabel(prefix+"_done")
+	g.Label(loop)
+	g.CMPQ(left, operand.U8(16))
+	g.JL(operand.LabelRef(tail))
+	body(kAll)
+	next()
 	g.SUBQ(operand.U8(16), left)
-	g.JG(operand.LabelRef(loop))
+	g.JMP(operand.LabelRef(loop))
+	g.Label(tail)
+	g.TESTQ(left, left)
+	g.JZ(operand.LabelRef(done))
+	body(g.maskOf(left))
+	g.Label(done)
 	g.VZEROUPPER()
 	g.RET()
 }
 
+// rowStats are a normaliser's broadcast lnstats.Row32.
+type rowStats struct{ meanHi, meanLo, inv reg.VecVirtual }
+
+// rowStatsParams broadcasts the meanHi, meanLo and inv arguments with
+// bcast (broadcastParam or ymmParam).
+func (g *gen) rowStatsParams(bcast func(name string) reg.VecVirtual) rowStats {
+	return rowStats{bcast("meanHi"), bcast("meanLo"), bcast("inv")}
+}
+
+// normPS returns z = ((x - meanHi) - meanLo) * inv for the 16 floats at x
+// under k (other lanes 0), each operation rounded (lnstats.Row32's
+// Normalize).
+func (g *gen) normPS(x operand.Mem, st rowStats, k reg.OpmaskVirtual) reg.VecVirtual {
+	z := g.ZMM()
+	g.VMOVUPS_Z(x, k, z)
+	g.VSUBPS(st.meanHi, z, z) // x - meanHi
+	g.VSUBPS(st.meanLo, z, z) // - meanLo
+	g.VMULPS(st.inv, z, z)
+	return z
+}
+
+// affinePS returns z*gamma + beta (lnstats.Affine; lnstats.Scale when
+// beta is nil), gamma and beta the 16 floats at their addresses read
+// under k (other lanes 0).
+func (g *gen) affinePS(z reg.VecVirtual, gamma operand.Mem, beta reg.GPVirtual, k reg.OpmaskVirtual) reg.VecVirtual {
+	v := g.ZMM()
+	g.VMULPS_Z(gamma, z, k, v) // z * gamma
+	if beta != nil {
+		g.VADDPS_Z(operand.Mem{Base: beta}, v, k, v)
+	}
+	return v
+}
+
 // genLNNormDual emits lnNormDualAsm, the row kernel of nn.LayerNormDual:
-// z_j = (x_j - mean) * inv once, then y_j = float32(z_j*gamma_j + beta_j)
-// stored as f32 and float32(z_j*gammaQ_j + betaQ_j) quantised to u8, each
-// in float64 with every operation rounded (lnNormalizeDualGo's order).
+// z_j = (x_j - mean) * inv once, then y_j = z_j*gamma_j + beta_j stored as
+// f32 and z_j*gammaQ_j + betaQ_j quantised to u8, in float32 with every
+// operation rounded (lnNormalizeDualGo's order).
 // One loop with betas, one without.
 func genLNNormDual(g *gen) {
 	g.Function("lnNormDualAsm")
 	g.Attributes(attr.NOSPLIT)
-	g.SignatureExpr("func(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)")
+	g.SignatureExpr("func(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)")
 	g.Pragma("noescape")
-	g.Doc("lnNormDualAsm normalises one row of n >= 1 values once, z[j] = (x[j]-mean)*inv in float64,",
-		"and stores y[j] = float32(z[j]*gamma[j] + beta[j]) and q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j]",
-		"+ betaQ[j]), invScale, zp); flags&1: beta and betaQ are used (else both are ignored).")
+	g.Doc("lnNormDualAsm normalises one row of n >= 1 values once, z[j] = ((x[j]-meanHi)-meanLo)*inv, and stores",
+		"y[j] = z[j]*gamma[j] + beta[j] and q[j] = qgemm.QuantizeU8(z[j]*gammaQ[j] + betaQ[j], invScale, zp),",
+		"in float32 with each operation rounded (internal/lnstats); flags&1: beta and betaQ are used",
+		"(else both are ignored).")
 	betaVariants(g, "lnd", lnNormDualVariant)
 }
 
@@ -300,8 +323,8 @@ func betaVariants(g *gen, prefix string, variant func(g *gen, beta bool)) {
 }
 
 func lnNormDualVariant(g *gen, beta bool) {
-	zMean, zInv := g.broadcastParam64("mean"), g.broadcastParam64("inv")
-	xp, left := g.Load("x"), g.Load("n")
+	st := g.rowStatsParams(g.broadcastParam)
+	xp := g.Load("x")
 	yp, qp := g.Load("y"), g.Load("q")
 	gp, gqp := g.Load("gamma"), g.Load("gammaQ")
 	var bp, bqp reg.GPVirtual
@@ -309,52 +332,20 @@ func lnNormDualVariant(g *gen, beta bool) {
 		bp, bqp = g.Load("beta"), g.Load("betaQ")
 	}
 	quant := g.newQuantizer()
-	loop := g.NewLabel("lnd_loop")
-	g.Label(loop)
-	w := g.minConst(left, 16)
-	k := g.maskOf(w)
-	kHi := g.K()
-	g.KSHIFTRW(operand.U8(8), k, kHi)
-	y, yq := g.ZMM(), g.ZMM()
-	halves := []struct {
-		k       reg.OpmaskVirtual
-		disp    int
-		out, oq reg.Register
-	}{{k, 0, y.AsY(), yq.AsY()}, {kHi, 32, g.YMM(), g.YMM()}}
-	for _, h := range halves {
-		z := g.ZMM()
-		g.VCVTPS2PD_Z(operand.Mem{Base: xp, Disp: h.disp}, h.k, z)
-		g.VSUBPD(zMean, z, z) // x - mean
-		g.VMULPD(zInv, z, z)  // z, shared by both outputs
-		for _, o := range []struct {
-			gamma, beta reg.GPVirtual
-			out         reg.Register
-		}{{gp, bp, h.out}, {gqp, bqp, h.oq}} {
-			v := g.ZMM()
-			g.VCVTPS2PD_Z(operand.Mem{Base: o.gamma, Disp: h.disp}, h.k, v)
-			g.VMULPD(v, z, v) // z * gamma
-			if beta {
-				bt := g.ZMM()
-				g.VCVTPS2PD_Z(operand.Mem{Base: o.beta, Disp: h.disp}, h.k, bt)
-				g.VADDPD(bt, v, v)
-			}
-			g.VCVTPD2PS(v, o.out)
+	rowSteps(g, "lnd", func(k reg.OpmaskVirtual) {
+		z := g.normPS(operand.Mem{Base: xp}, st, k) // shared by both outputs
+		y := g.affinePS(z, operand.Mem{Base: gp}, bp, k)
+		yq := g.affinePS(z, operand.Mem{Base: gqp}, bqp, k)
+		g.VMOVUPS(y, k, operand.Mem{Base: yp})
+		quant.store(g, yq, k, operand.Mem{Base: qp})
+	}, func() {
+		ptrs := []reg.GPVirtual{xp, yp, gp, gqp}
+		if beta {
+			ptrs = append(ptrs, bp, bqp)
 		}
-	}
-	g.VINSERTF32X8(operand.U8(1), halves[1].out, y, y)
-	g.VINSERTF32X8(operand.U8(1), halves[1].oq, yq, yq)
-	g.VMOVUPS(y, k, operand.Mem{Base: yp})
-	quant.store(g, yq, k, operand.Mem{Base: qp})
-	ptrs := []reg.GPVirtual{xp, yp, gp, gqp}
-	if beta {
-		ptrs = append(ptrs, bp, bqp)
-	}
-	for _, p := range ptrs {
-		g.ADDQ(operand.U8(64), p)
-	}
-	g.ADDQ(operand.U8(16), qp)
-	g.SUBQ(operand.U8(16), left)
-	g.JG(operand.LabelRef(loop))
-	g.VZEROUPPER()
-	g.RET()
+		for _, p := range ptrs {
+			g.ADDQ(operand.U8(64), p)
+		}
+		g.ADDQ(operand.U8(16), qp)
+	})
 }

@@ -64,14 +64,6 @@ func (g *gen) ymmParam(name string) reg.VecVirtual {
 	return y
 }
 
-// ymmParam64 broadcasts the named 8-byte float argument to the 4 lanes of
-// a new ymm register.
-func (g *gen) ymmParam64(name string) reg.VecVirtual {
-	y := g.YMM()
-	g.VBROADCASTSD(g.ParamAddr(name), y)
-	return y
-}
-
 // genLNStatsAVX2 emits lnStats16AVX2Asm, lnStats16Asm's statistics on
 // ymm: the 32 running sums of internal/lnstats in the 4 float64 lanes of
 // eight accumulators (accumulator m holds sums 4m..4m+3), so eight add
@@ -259,23 +251,23 @@ func (q quantizerAVX2) store8(g *gen, v reg.VecVirtual, m operand.Mem) {
 }
 
 // genLNNormAVX2 emits lnNormAVX2Asm, lnNormAsm on AVX2 for whole groups of
-// 8 columns: one specialised loop per flag combination, each step two
-// halves of 4 float64 lanes.
+// 8 columns: one specialised loop per flag combination.
 func genLNNormAVX2(g *gen) {
 	g.Function("lnNormAVX2Asm")
 	g.Attributes(attr.NOSPLIT)
-	g.SignatureExpr("func(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)")
+	g.SignatureExpr("func(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, invScale float32, zp int32, flags int)")
 	g.Pragma("noescape")
 	g.Doc("lnNormAVX2Asm is lnNormAsm on AVX2 for n >= 8 values, a multiple of 8: y[j] =",
-		"float32(((x[j]-mean)*inv)*gamma[j] + beta[j]) in float64, stored to y (flags&2) and/or",
-		"quantised to q (flags&4) as qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.")
+		"((x[j]-meanHi-meanLo)*inv)*gamma[j] + beta[j] in float32, each operation rounded, stored to y",
+		"(flags&2) and/or quantised to q (flags&4) as qgemm.QuantizeU8(y[j], invScale, zp);",
+		"flags&1: beta is used.")
 	normVariants(g, "lnn2", lnNormVariantAVX2)
 }
 
 // lnNormVariantAVX2 emits lnNormAVX2Asm's loop for one flag combination.
 func lnNormVariantAVX2(g *gen, flags int) {
 	has := func(f int) bool { return flags&f != 0 }
-	mean, inv := g.ymmParam64("mean"), g.ymmParam64("inv")
+	st := g.rowStatsParams(g.ymmParam)
 	xp, gp, n := g.Load("x"), g.Load("gamma"), g.Load("n")
 	var bp, yp, qp reg.GPVirtual
 	if has(lnBeta) {
@@ -291,26 +283,22 @@ func lnNormVariantAVX2(g *gen, flags int) {
 	}
 	j := g.GP64()
 	g.XORQ(j, j)
-	at := func(base reg.GPVirtual, disp int) operand.Mem {
-		return operand.Mem{Base: base, Index: j, Scale: 4, Disp: disp}
+	at := func(base reg.GPVirtual) operand.Mem {
+		return operand.Mem{Base: base, Index: j, Scale: 4}
 	}
 	loop := g.NewLabel("lnn2_loop")
 	g.Label(loop)
-	var outs [2]reg.VecVirtual
-	for h := range outs {
-		var beta *operand.Mem
-		if has(lnBeta) {
-			b := at(bp, 16*h)
-			beta = &b
-		}
-		outs[h] = g.affineF32(g.zPD(at(xp, 16*h), mean, inv), at(gp, 16*h), beta)
-		if has(lnF32) {
-			g.VMOVUPS(outs[h].AsX(), at(yp, 16*h))
-		}
+	y := g.normPSY(at(xp), st)
+	if has(lnBeta) {
+		y = g.affinePSY(y, at(gp), at(bp), true)
+	} else {
+		y = g.affinePSY(y, at(gp), operand.Mem{}, false)
+	}
+	if has(lnF32) {
+		g.VMOVUPS(y, at(yp))
 	}
 	if has(lnU8) {
-		g.VINSERTF128(operand.U8(1), outs[1].AsX(), outs[0], outs[0])
-		quant.store8(g, outs[0], operand.Mem{Base: qp, Index: j, Scale: 1})
+		quant.store8(g, y, operand.Mem{Base: qp, Index: j, Scale: 1})
 	}
 	g.ADDQ(operand.U8(8), j)
 	g.CMPQ(j, n)
@@ -319,31 +307,27 @@ func lnNormVariantAVX2(g *gen, flags int) {
 	g.RET()
 }
 
-// zPD returns z = (float64(x) - mean) * inv for the 4 floats at x, each
-// operation rounded on its own (nn.normalize's order).
-func (g *gen) zPD(x operand.Mem, mean, inv reg.VecVirtual) reg.VecVirtual {
+// normPSY returns z = ((x - meanHi) - meanLo) * inv for the 8 floats at
+// x, each operation rounded (lnstats.Row32's Normalize).
+func (g *gen) normPSY(x operand.Mem, st rowStats) reg.VecVirtual {
 	z := g.YMM()
-	g.VCVTPS2PD(x, z)
-	g.VSUBPD(mean, z, z) // x - mean
-	g.VMULPD(inv, z, z)
+	g.VMOVUPS(x, z)
+	g.VSUBPS(st.meanHi, z, z) // x - meanHi
+	g.VSUBPS(st.meanLo, z, z) // - meanLo
+	g.VMULPS(st.inv, z, z)
 	return z
 }
 
-// affineF32 returns, in the low xmm of a new register, float32(z*gamma +
-// beta) for the 4 float64 lanes of z and the 4 floats at gamma and beta
-// (no beta: nil), the product rounded before the add.
-func (g *gen) affineF32(z reg.VecVirtual, gamma operand.Mem, beta *operand.Mem) reg.VecVirtual {
+// affinePSY returns z*gamma + beta (lnstats.Affine), or z*gamma without a
+// beta (lnstats.Scale), for the 8 floats at gamma and beta, the product
+// rounded before the add.
+func (g *gen) affinePSY(z reg.VecVirtual, gamma, beta operand.Mem, hasBeta bool) reg.VecVirtual {
 	v := g.YMM()
-	g.VCVTPS2PD(gamma, v)
-	g.VMULPD(v, z, v) // z * gamma
-	if beta != nil {
-		bt := g.YMM()
-		g.VCVTPS2PD(*beta, bt)
-		g.VADDPD(bt, v, v)
+	g.VMULPS(gamma, z, v) // z * gamma
+	if hasBeta {
+		g.VADDPS(beta, v, v)
 	}
-	out := g.YMM()
-	g.VCVTPD2PSY(v, out.AsX())
-	return out
+	return v
 }
 
 // genLNNormDualAVX2 emits lnNormDualAVX2Asm, lnNormDualAsm on AVX2 for
@@ -353,19 +337,19 @@ func (g *gen) affineF32(z reg.VecVirtual, gamma operand.Mem, beta *operand.Mem) 
 func genLNNormDualAVX2(g *gen) {
 	g.Function("lnNormDualAVX2Asm")
 	g.Attributes(attr.NOSPLIT)
-	g.SignatureExpr("func(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)")
+	g.SignatureExpr("func(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)")
 	g.Pragma("noescape")
 	g.Doc("lnNormDualAVX2Asm is lnNormDualAsm on AVX2 for n >= 8 values, a multiple of 8:",
-		"z[j] = (x[j]-mean)*inv in float64, y[j] = float32(z[j]*gamma[j] + beta[j]) and",
-		"q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j] + betaQ[j]), invScale, zp); flags&1: beta",
-		"and betaQ are used (else both are ignored).")
+		"z[j] = ((x[j]-meanHi)-meanLo)*inv, y[j] = z[j]*gamma[j] + beta[j] and q[j] =",
+		"qgemm.QuantizeU8(z[j]*gammaQ[j] + betaQ[j], invScale, zp), in float32 with each operation",
+		"rounded; flags&1: beta and betaQ are used (else both are ignored).")
 	betaVariants(g, "lnd2", lnNormDualVariantAVX2)
 }
 
 // lnNormDualVariantAVX2 emits lnNormDualAVX2Asm's loop with or without
 // betas.
 func lnNormDualVariantAVX2(g *gen, beta bool) {
-	mean, inv := g.ymmParam64("mean"), g.ymmParam64("inv")
+	st := g.rowStatsParams(g.ymmParam)
 	xp, n := g.Load("x"), g.Load("n")
 	yp, qp := g.Load("y"), g.Load("q")
 	gp, gqp := g.Load("gamma"), g.Load("gammaQ")
@@ -376,30 +360,17 @@ func lnNormDualVariantAVX2(g *gen, beta bool) {
 	quant := g.newQuantizerAVX2()
 	j := g.GP64()
 	g.XORQ(j, j)
-	at := func(base reg.GPVirtual, disp int) operand.Mem {
-		return operand.Mem{Base: base, Index: j, Scale: 4, Disp: disp}
+	at := func(base reg.GPVirtual) operand.Mem {
+		if base == nil {
+			return operand.Mem{}
+		}
+		return operand.Mem{Base: base, Index: j, Scale: 4}
 	}
 	loop := g.NewLabel("lnd2_loop")
 	g.Label(loop)
-	var outQ [2]reg.VecVirtual
-	for h := range outQ {
-		z := g.zPD(at(xp, 16*h), mean, inv) // shared by both outputs
-		for o, ptrs := range [][2]reg.GPVirtual{{gp, bp}, {gqp, bqp}} {
-			var b *operand.Mem
-			if beta {
-				m := at(ptrs[1], 16*h)
-				b = &m
-			}
-			out := g.affineF32(z, at(ptrs[0], 16*h), b)
-			if o == 0 {
-				g.VMOVUPS(out.AsX(), at(yp, 16*h))
-			} else {
-				outQ[h] = out
-			}
-		}
-	}
-	g.VINSERTF128(operand.U8(1), outQ[1].AsX(), outQ[0], outQ[0])
-	quant.store8(g, outQ[0], operand.Mem{Base: qp, Index: j, Scale: 1})
+	z := g.normPSY(at(xp), st) // shared by both outputs
+	g.VMOVUPS(g.affinePSY(z, at(gp), at(bp), beta), at(yp))
+	quant.store8(g, g.affinePSY(z, at(gqp), at(bqp), beta), operand.Mem{Base: qp, Index: j, Scale: 1})
 	g.ADDQ(operand.U8(8), j)
 	g.CMPQ(j, n)
 	g.JL(operand.LabelRef(loop))

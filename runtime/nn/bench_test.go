@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sqc-dev/sqc/internal/lnstats"
 	"github.com/sqc-dev/sqc/runtime/pool"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
@@ -139,8 +140,12 @@ func BenchmarkLNKernels(b *testing.B) {
 			f    func(kern *kernels)
 		}{
 			{"stats16", func(kern *kernels) { kern.lnStats16(x, n, n, ln.Epsilon, &mean, &inv) }},
-			{"normalize", func(kern *kernels) { kern.lnNormalize(y, q, row, 0.1, 0.9, ln, 30, 128) }},
-			{"dual", func(kern *kernels) { kern.lnNormalizeDual(y, q, row, 0.1, 0.9, ln, gammaQ, betaQ, 30, 128) }},
+			{"normalize", func(kern *kernels) {
+				kern.lnNormalize(y, q, row, lnstats.Row32{MeanHi: 0.1, MeanLo: 1e-9, Inv: 0.9}, ln, 30, 128)
+			}},
+			{"dual", func(kern *kernels) {
+				kern.lnNormalizeDual(y, q, row, lnstats.Row32{MeanHi: 0.1, MeanLo: 1e-9, Inv: 0.9}, ln, gammaQ, betaQ, 30, 128)
+			}},
 			{"quantize", func(kern *kernels) { kern.quantize(q, n, row, n, 1, n, 30, 128) }},
 			{"minMax", func(kern *kernels) { kern.minMax(row) }},
 		} {

@@ -23,9 +23,9 @@
 //   - Conversions of NaN to integers (implementation-defined in Go) never
 //     happen: values are clamped first.
 //
-// LayerNorm computes its statistics in float64 with the formula and order of
-// the FP32 interpreter (compiler/interp), so both agree bit for bit on
-// amd64 (where Go does not fuse float64 operations by default).
+// LayerNorm follows internal/lnstats, as the FP32 interpreter (runtime/ops)
+// does, so both agree bit for bit: statistics in float64 in its order of
+// sums, then each value normalised in float32 from them.
 //
 // # Assembly
 //
@@ -39,7 +39,7 @@
 // and float64 operations in their order, without FMA. It vectorises across
 // independent outputs rather than reordering a sum: attention transposes a
 // block of 16 query rows so each row is one register lane, and LayerNorm's
-// statistics transpose 16 rows the same way. The tests compare the two
+// statistics keep internal/lnstats's 32 running sums of a row in lanes. The tests compare the two
 // implementations kernel by kernel on random and edge-case data, and
 // testdata/kernels.golden pins hashes of whole outputs for every build.
 //

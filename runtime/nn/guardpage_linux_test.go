@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sqc-dev/sqc/internal/lnstats"
 )
 
 // pageEnd returns n float32 that end exactly where an inaccessible page
@@ -49,8 +51,8 @@ func TestKernelsAtPageEnd(t *testing.T) {
 			row := x[len(x)-n:]
 			ln := &LayerNormParams{N: n, Gamma: row, Beta: row}
 			y, q := make([]float32, n), make([]uint8, n)
-			impl.lnNormalize(y, q, row, 0.5, 2, ln, 30, 128)
-			impl.lnNormalizeDual(y, q, row, 0.5, 2, ln, row, row, 30, 128)
+			impl.lnNormalize(y, q, row, lnstats.Row32{MeanHi: 0.5, Inv: 2}, ln, 30, 128)
+			impl.lnNormalizeDual(y, q, row, lnstats.Row32{MeanHi: 0.5, Inv: 2}, ln, row, row, 30, 128)
 			impl.quantize(q, n, row, n, 1, n, 30, 128)
 			impl.minMax(row)
 			lo, hi := make([]float32, lnGroup), make([]float32, lnGroup)

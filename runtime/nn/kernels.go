@@ -4,6 +4,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/sqc-dev/sqc/internal/lnstats"
 	"github.com/sqc-dev/sqc/runtime/cpu"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
@@ -49,11 +50,11 @@ type kernels struct {
 	// x[r*stride]).
 	lnStats16 func(x []float32, stride, n int, eps float32, mean, inv *[lnGroup]float64)
 	// lnNormalize normalises one row x into y (if not nil) and q (if not
-	// nil, quantised with invScale, zp).
-	lnNormalize func(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, invScale float32, zp int32)
+	// nil, quantised with invScale, zp), with the row's statistics st.
+	lnNormalize func(y []float32, q []uint8, x []float32, st lnstats.Row32, ln *LayerNormParams, invScale float32, zp int32)
 	// lnNormalizeDual normalises one row x into y (ln's gamma and beta)
 	// and q (gammaQ and betaQ, quantised with invScale, zp), both needed.
-	lnNormalizeDual func(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, gammaQ, betaQ []float32, invScale float32, zp int32)
+	lnNormalizeDual func(y []float32, q []uint8, x []float32, st lnstats.Row32, ln *LayerNormParams, gammaQ, betaQ []float32, invScale float32, zp int32)
 
 	// quantize is QuantizeU8 without the padding columns.
 	quantize func(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zp int32)

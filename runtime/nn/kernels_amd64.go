@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/sqc-dev/sqc/internal/lnstats"
 	"github.com/sqc-dev/sqc/runtime/cpu"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
@@ -239,12 +240,12 @@ func lnDualFlags(y []float32, q []uint8, x []float32, ln *LayerNormParams, gamma
 	return flags
 }
 
-func lnNormalizeAVX512(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, invScale float32, zp int32) {
+func lnNormalizeAVX512(y []float32, q []uint8, x []float32, st lnstats.Row32, ln *LayerNormParams, invScale float32, zp int32) {
 	flags := lnNormFlags(y, q, x, ln)
 	if len(x) == 0 || flags == 0 {
 		return
 	}
-	lnNormAsm(ptr(y), ptr(q), ptr(x), len(x), mean, inv, ptr(ln.Gamma), ptr(ln.Beta), invScale, zp, flags)
+	lnNormAsm(ptr(y), ptr(q), ptr(x), len(x), st.MeanHi, st.MeanLo, st.Inv, ptr(ln.Gamma), ptr(ln.Beta), invScale, zp, flags)
 }
 
 func quantizeAVX512(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zp int32) {

@@ -5173,8 +5173,8 @@ lns_done_180:
 	VZEROUPPER
 	RET
 
-// func lnNormAsm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
+// func lnNormAsm(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
+// Requires: AVX, AVX512BW, AVX512F
 TEXT ·lnNormAsm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
@@ -5192,437 +5192,495 @@ TEXT ·lnNormAsm(SB), NOSPLIT, $0-80
 	RET
 
 lnn_variant_181:
-	VBROADCASTSD mean+32(FP), Z0
-	VBROADCASTSD inv+40(FP), Z1
+	VBROADCASTSS meanHi+32(FP), Z0
+	VBROADCASTSS meanLo+36(FP), Z1
+	VBROADCASTSS inv+40(FP), Z2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         y+0(FP), BX
+	MOVQ         y+0(FP), DX
+	MOVQ         n+24(FP), BX
+	KXNORW       K1, K1, K1
 
 lnn_loop_187:
-	MOVQ         $0x00000010, SI
-	CMPQ         DX, SI
-	CMOVQLT      DX, SI
-	LEAQ         nnColMasks<>+0(SB), DI
-	MOVQ         (DI)(SI*8), SI
-	KMOVQ        SI, K1
-	KSHIFTRW     $0x08, K1, K2
-	VCVTPS2PD.Z  (AX), K1, Z3
-	VSUBPD       Z0, Z3, Z3
-	VMULPD       Z1, Z3, Z3
-	VCVTPS2PD.Z  (CX), K1, Z4
-	VMULPD       Z4, Z3, Z3
-	VCVTPD2PS    Z3, Y2
-	VCVTPS2PD.Z  32(AX), K2, Z3
-	VSUBPD       Z0, Z3, Z3
-	VMULPD       Z1, Z3, Z3
-	VCVTPS2PD.Z  32(CX), K2, Z4
-	VMULPD       Z4, Z3, Z3
-	VCVTPD2PS    Z3, Y3
-	VINSERTF32X8 $0x01, Y3, Z2, Z2
-	VMOVUPS      Z2, K1, (BX)
-	ADDQ         $0x40, BX
-	ADDQ         $0x40, AX
-	ADDQ         $0x40, CX
-	SUBQ         $0x10, DX
-	JG           lnn_loop_187
+	CMPQ      BX, $0x10
+	JL        lnn_tail_188
+	VMOVUPS.Z (AX), K1, Z3
+	VSUBPS    Z0, Z3, Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VMULPS.Z  (CX), Z3, K1, Z3
+	VMOVUPS   Z3, K1, (DX)
+	ADDQ      $0x40, AX
+	ADDQ      $0x40, CX
+	ADDQ      $0x40, DX
+	SUBQ      $0x10, BX
+	JMP       lnn_loop_187
+
+lnn_tail_188:
+	TESTQ     BX, BX
+	JZ        lnn_done_189
+	LEAQ      nnColMasks<>+0(SB), SI
+	MOVQ      (SI)(BX*8), BX
+	KMOVQ     BX, K1
+	VMOVUPS.Z (AX), K1, Z3
+	VSUBPS    Z0, Z3, Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VMULPS.Z  (CX), Z3, K1, Z0
+	VMOVUPS   Z0, K1, (DX)
+
+lnn_done_189:
 	VZEROUPPER
 	RET
 
 lnn_variant_182:
-	VBROADCASTSD mean+32(FP), Z0
-	VBROADCASTSD inv+40(FP), Z1
+	VBROADCASTSS meanHi+32(FP), Z0
+	VBROADCASTSS meanLo+36(FP), Z1
+	VBROADCASTSS inv+40(FP), Z2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         q+8(FP), BX
-	VBROADCASTSS invScale+64(FP), Z2
-	VPXORD       Z4, Z4, Z4
-	MOVL         zp+68(FP), SI
-	VPBROADCASTD SI, Z3
+	MOVQ         q+8(FP), DX
+	VBROADCASTSS invScale+64(FP), Z3
+	VPXORD       Z5, Z5, Z5
+	MOVL         zp+68(FP), BX
+	VPBROADCASTD BX, Z4
+	MOVQ         n+24(FP), BX
+	KXNORW       K1, K1, K1
 
-lnn_loop_188:
-	MOVQ         $0x00000010, SI
-	CMPQ         DX, SI
-	CMOVQLT      DX, SI
-	LEAQ         nnColMasks<>+0(SB), DI
-	MOVQ         (DI)(SI*8), SI
-	KMOVQ        SI, K1
-	KSHIFTRW     $0x08, K1, K2
-	VCVTPS2PD.Z  (AX), K1, Z6
-	VSUBPD       Z0, Z6, Z6
-	VMULPD       Z1, Z6, Z6
-	VCVTPS2PD.Z  (CX), K1, Z7
-	VMULPD       Z7, Z6, Z6
-	VCVTPD2PS    Z6, Y5
-	VCVTPS2PD.Z  32(AX), K2, Z6
-	VSUBPD       Z0, Z6, Z6
-	VMULPD       Z1, Z6, Z6
-	VCVTPS2PD.Z  32(CX), K2, Z7
-	VMULPD       Z7, Z6, Z6
-	VCVTPD2PS    Z6, Y6
-	VINSERTF32X8 $0x01, Y6, Z5, Z5
-	VMULPS       Z2, Z5, Z6
+lnn_loop_190:
+	CMPQ         BX, $0x10
+	JL           lnn_tail_191
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (CX), Z6, K1, Z6
+	VMULPS       Z3, Z6, Z6
 	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
 	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
 	VCVTPS2DQ    Z6, Z6
-	VPADDD       Z3, Z6, Z6
-	VPMAXSD      Z4, Z6, Z6
+	VPADDD       Z4, Z6, Z6
+	VPMAXSD      Z5, Z6, Z6
 	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
-	VPMOVDB      Z6, K1, (BX)
-	ADDQ         $0x10, BX
+	VPMOVDB      Z6, K1, (DX)
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
-	SUBQ         $0x10, DX
-	JG           lnn_loop_188
+	ADDQ         $0x10, DX
+	SUBQ         $0x10, BX
+	JMP          lnn_loop_190
+
+lnn_tail_191:
+	TESTQ        BX, BX
+	JZ           lnn_done_192
+	LEAQ         nnColMasks<>+0(SB), SI
+	MOVQ         (SI)(BX*8), BX
+	KMOVQ        BX, K1
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (CX), Z6, K1, Z0
+	VMULPS       Z3, Z0, Z0
+	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
+	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMAXSD      Z5, Z0, Z0
+	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
+	VPMOVDB      Z0, K1, (DX)
+
+lnn_done_192:
 	VZEROUPPER
 	RET
 
 lnn_variant_183:
-	VBROADCASTSD mean+32(FP), Z0
-	VBROADCASTSD inv+40(FP), Z1
+	VBROADCASTSS meanHi+32(FP), Z0
+	VBROADCASTSS meanLo+36(FP), Z1
+	VBROADCASTSS inv+40(FP), Z2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         y+0(FP), BX
-	MOVQ         q+8(FP), SI
-	VBROADCASTSS invScale+64(FP), Z2
-	VPXORD       Z4, Z4, Z4
-	MOVL         zp+68(FP), DI
-	VPBROADCASTD DI, Z3
+	MOVQ         y+0(FP), DX
+	MOVQ         q+8(FP), BX
+	VBROADCASTSS invScale+64(FP), Z3
+	VPXORD       Z5, Z5, Z5
+	MOVL         zp+68(FP), SI
+	VPBROADCASTD SI, Z4
+	MOVQ         n+24(FP), SI
+	KXNORW       K1, K1, K1
 
-lnn_loop_189:
-	MOVQ         $0x00000010, DI
-	CMPQ         DX, DI
-	CMOVQLT      DX, DI
-	LEAQ         nnColMasks<>+0(SB), R8
-	MOVQ         (R8)(DI*8), DI
-	KMOVQ        DI, K1
-	KSHIFTRW     $0x08, K1, K2
-	VCVTPS2PD.Z  (AX), K1, Z6
-	VSUBPD       Z0, Z6, Z6
-	VMULPD       Z1, Z6, Z6
-	VCVTPS2PD.Z  (CX), K1, Z7
-	VMULPD       Z7, Z6, Z6
-	VCVTPD2PS    Z6, Y5
-	VCVTPS2PD.Z  32(AX), K2, Z6
-	VSUBPD       Z0, Z6, Z6
-	VMULPD       Z1, Z6, Z6
-	VCVTPS2PD.Z  32(CX), K2, Z7
-	VMULPD       Z7, Z6, Z6
-	VCVTPD2PS    Z6, Y6
-	VINSERTF32X8 $0x01, Y6, Z5, Z5
-	VMOVUPS      Z5, K1, (BX)
-	ADDQ         $0x40, BX
-	VMULPS       Z2, Z5, Z6
+lnn_loop_193:
+	CMPQ         SI, $0x10
+	JL           lnn_tail_194
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (CX), Z6, K1, Z6
+	VMOVUPS      Z6, K1, (DX)
+	VMULPS       Z3, Z6, Z6
 	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
 	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
 	VCVTPS2DQ    Z6, Z6
-	VPADDD       Z3, Z6, Z6
-	VPMAXSD      Z4, Z6, Z6
+	VPADDD       Z4, Z6, Z6
+	VPMAXSD      Z5, Z6, Z6
 	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
-	VPMOVDB      Z6, K1, (SI)
-	ADDQ         $0x10, SI
+	VPMOVDB      Z6, K1, (BX)
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
-	SUBQ         $0x10, DX
-	JG           lnn_loop_189
+	ADDQ         $0x40, DX
+	ADDQ         $0x10, BX
+	SUBQ         $0x10, SI
+	JMP          lnn_loop_193
+
+lnn_tail_194:
+	TESTQ        SI, SI
+	JZ           lnn_done_195
+	LEAQ         nnColMasks<>+0(SB), DI
+	MOVQ         (DI)(SI*8), SI
+	KMOVQ        SI, K1
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (CX), Z6, K1, Z0
+	VMOVUPS      Z0, K1, (DX)
+	VMULPS       Z3, Z0, Z0
+	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
+	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMAXSD      Z5, Z0, Z0
+	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
+	VPMOVDB      Z0, K1, (BX)
+
+lnn_done_195:
 	VZEROUPPER
 	RET
 
 lnn_variant_184:
-	VBROADCASTSD mean+32(FP), Z0
-	VBROADCASTSD inv+40(FP), Z1
+	VBROADCASTSS meanHi+32(FP), Z0
+	VBROADCASTSS meanLo+36(FP), Z1
+	VBROADCASTSS inv+40(FP), Z2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         beta+56(FP), BX
-	MOVQ         y+0(FP), SI
+	MOVQ         beta+56(FP), DX
+	MOVQ         y+0(FP), BX
+	MOVQ         n+24(FP), SI
+	KXNORW       K1, K1, K1
 
-lnn_loop_190:
-	MOVQ         $0x00000010, DI
-	CMPQ         DX, DI
-	CMOVQLT      DX, DI
-	LEAQ         nnColMasks<>+0(SB), R8
-	MOVQ         (R8)(DI*8), DI
-	KMOVQ        DI, K1
-	KSHIFTRW     $0x08, K1, K2
-	VCVTPS2PD.Z  (AX), K1, Z3
-	VSUBPD       Z0, Z3, Z3
-	VMULPD       Z1, Z3, Z3
-	VCVTPS2PD.Z  (CX), K1, Z4
-	VMULPD       Z4, Z3, Z3
-	VCVTPS2PD.Z  (BX), K1, Z4
-	VADDPD       Z4, Z3, Z3
-	VCVTPD2PS    Z3, Y2
-	VCVTPS2PD.Z  32(AX), K2, Z3
-	VSUBPD       Z0, Z3, Z3
-	VMULPD       Z1, Z3, Z3
-	VCVTPS2PD.Z  32(CX), K2, Z4
-	VMULPD       Z4, Z3, Z3
-	VCVTPS2PD.Z  32(BX), K2, Z4
-	VADDPD       Z4, Z3, Z3
-	VCVTPD2PS    Z3, Y3
-	VINSERTF32X8 $0x01, Y3, Z2, Z2
-	VMOVUPS      Z2, K1, (SI)
-	ADDQ         $0x40, SI
-	ADDQ         $0x40, AX
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, BX
-	SUBQ         $0x10, DX
-	JG           lnn_loop_190
+lnn_loop_196:
+	CMPQ      SI, $0x10
+	JL        lnn_tail_197
+	VMOVUPS.Z (AX), K1, Z3
+	VSUBPS    Z0, Z3, Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VMULPS.Z  (CX), Z3, K1, Z3
+	VADDPS.Z  (DX), Z3, K1, Z3
+	VMOVUPS   Z3, K1, (BX)
+	ADDQ      $0x40, AX
+	ADDQ      $0x40, CX
+	ADDQ      $0x40, DX
+	ADDQ      $0x40, BX
+	SUBQ      $0x10, SI
+	JMP       lnn_loop_196
+
+lnn_tail_197:
+	TESTQ     SI, SI
+	JZ        lnn_done_198
+	LEAQ      nnColMasks<>+0(SB), DI
+	MOVQ      (DI)(SI*8), SI
+	KMOVQ     SI, K1
+	VMOVUPS.Z (AX), K1, Z3
+	VSUBPS    Z0, Z3, Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VMULPS.Z  (CX), Z3, K1, Z0
+	VADDPS.Z  (DX), Z0, K1, Z0
+	VMOVUPS   Z0, K1, (BX)
+
+lnn_done_198:
 	VZEROUPPER
 	RET
 
 lnn_variant_185:
-	VBROADCASTSD mean+32(FP), Z0
-	VBROADCASTSD inv+40(FP), Z1
+	VBROADCASTSS meanHi+32(FP), Z0
+	VBROADCASTSS meanLo+36(FP), Z1
+	VBROADCASTSS inv+40(FP), Z2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         beta+56(FP), BX
-	MOVQ         q+8(FP), SI
-	VBROADCASTSS invScale+64(FP), Z2
-	VPXORD       Z4, Z4, Z4
-	MOVL         zp+68(FP), DI
-	VPBROADCASTD DI, Z3
+	MOVQ         beta+56(FP), DX
+	MOVQ         q+8(FP), BX
+	VBROADCASTSS invScale+64(FP), Z3
+	VPXORD       Z5, Z5, Z5
+	MOVL         zp+68(FP), SI
+	VPBROADCASTD SI, Z4
+	MOVQ         n+24(FP), SI
+	KXNORW       K1, K1, K1
 
-lnn_loop_191:
-	MOVQ         $0x00000010, DI
-	CMPQ         DX, DI
-	CMOVQLT      DX, DI
-	LEAQ         nnColMasks<>+0(SB), R8
-	MOVQ         (R8)(DI*8), DI
-	KMOVQ        DI, K1
-	KSHIFTRW     $0x08, K1, K2
-	VCVTPS2PD.Z  (AX), K1, Z6
-	VSUBPD       Z0, Z6, Z6
-	VMULPD       Z1, Z6, Z6
-	VCVTPS2PD.Z  (CX), K1, Z7
-	VMULPD       Z7, Z6, Z6
-	VCVTPS2PD.Z  (BX), K1, Z7
-	VADDPD       Z7, Z6, Z6
-	VCVTPD2PS    Z6, Y5
-	VCVTPS2PD.Z  32(AX), K2, Z6
-	VSUBPD       Z0, Z6, Z6
-	VMULPD       Z1, Z6, Z6
-	VCVTPS2PD.Z  32(CX), K2, Z7
-	VMULPD       Z7, Z6, Z6
-	VCVTPS2PD.Z  32(BX), K2, Z7
-	VADDPD       Z7, Z6, Z6
-	VCVTPD2PS    Z6, Y6
-	VINSERTF32X8 $0x01, Y6, Z5, Z5
-	VMULPS       Z2, Z5, Z6
+lnn_loop_199:
+	CMPQ         SI, $0x10
+	JL           lnn_tail_200
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (CX), Z6, K1, Z6
+	VADDPS.Z     (DX), Z6, K1, Z6
+	VMULPS       Z3, Z6, Z6
 	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
 	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
 	VCVTPS2DQ    Z6, Z6
-	VPADDD       Z3, Z6, Z6
-	VPMAXSD      Z4, Z6, Z6
+	VPADDD       Z4, Z6, Z6
+	VPMAXSD      Z5, Z6, Z6
 	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
-	VPMOVDB      Z6, K1, (SI)
-	ADDQ         $0x10, SI
+	VPMOVDB      Z6, K1, (BX)
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
-	ADDQ         $0x40, BX
-	SUBQ         $0x10, DX
-	JG           lnn_loop_191
+	ADDQ         $0x40, DX
+	ADDQ         $0x10, BX
+	SUBQ         $0x10, SI
+	JMP          lnn_loop_199
+
+lnn_tail_200:
+	TESTQ        SI, SI
+	JZ           lnn_done_201
+	LEAQ         nnColMasks<>+0(SB), DI
+	MOVQ         (DI)(SI*8), SI
+	KMOVQ        SI, K1
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (CX), Z6, K1, Z0
+	VADDPS.Z     (DX), Z0, K1, Z0
+	VMULPS       Z3, Z0, Z0
+	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
+	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMAXSD      Z5, Z0, Z0
+	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
+	VPMOVDB      Z0, K1, (BX)
+
+lnn_done_201:
 	VZEROUPPER
 	RET
 
 lnn_variant_186:
-	VBROADCASTSD mean+32(FP), Z0
-	VBROADCASTSD inv+40(FP), Z1
+	VBROADCASTSS meanHi+32(FP), Z0
+	VBROADCASTSS meanLo+36(FP), Z1
+	VBROADCASTSS inv+40(FP), Z2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         beta+56(FP), BX
-	MOVQ         y+0(FP), SI
-	MOVQ         q+8(FP), DI
-	VBROADCASTSS invScale+64(FP), Z2
-	VPXORD       Z4, Z4, Z4
-	MOVL         zp+68(FP), R8
-	VPBROADCASTD R8, Z3
+	MOVQ         beta+56(FP), DX
+	MOVQ         y+0(FP), BX
+	MOVQ         q+8(FP), SI
+	VBROADCASTSS invScale+64(FP), Z3
+	VPXORD       Z5, Z5, Z5
+	MOVL         zp+68(FP), DI
+	VPBROADCASTD DI, Z4
+	MOVQ         n+24(FP), DI
+	KXNORW       K1, K1, K1
 
-lnn_loop_192:
-	MOVQ         $0x00000010, R8
-	CMPQ         DX, R8
-	CMOVQLT      DX, R8
-	LEAQ         nnColMasks<>+0(SB), R9
-	MOVQ         (R9)(R8*8), R8
-	KMOVQ        R8, K1
-	KSHIFTRW     $0x08, K1, K2
-	VCVTPS2PD.Z  (AX), K1, Z6
-	VSUBPD       Z0, Z6, Z6
-	VMULPD       Z1, Z6, Z6
-	VCVTPS2PD.Z  (CX), K1, Z7
-	VMULPD       Z7, Z6, Z6
-	VCVTPS2PD.Z  (BX), K1, Z7
-	VADDPD       Z7, Z6, Z6
-	VCVTPD2PS    Z6, Y5
-	VCVTPS2PD.Z  32(AX), K2, Z6
-	VSUBPD       Z0, Z6, Z6
-	VMULPD       Z1, Z6, Z6
-	VCVTPS2PD.Z  32(CX), K2, Z7
-	VMULPD       Z7, Z6, Z6
-	VCVTPS2PD.Z  32(BX), K2, Z7
-	VADDPD       Z7, Z6, Z6
-	VCVTPD2PS    Z6, Y6
-	VINSERTF32X8 $0x01, Y6, Z5, Z5
-	VMOVUPS      Z5, K1, (SI)
-	ADDQ         $0x40, SI
-	VMULPS       Z2, Z5, Z6
+lnn_loop_202:
+	CMPQ         DI, $0x10
+	JL           lnn_tail_203
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (CX), Z6, K1, Z6
+	VADDPS.Z     (DX), Z6, K1, Z6
+	VMOVUPS      Z6, K1, (BX)
+	VMULPS       Z3, Z6, Z6
 	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
 	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
 	VCVTPS2DQ    Z6, Z6
-	VPADDD       Z3, Z6, Z6
-	VPMAXSD      Z4, Z6, Z6
+	VPADDD       Z4, Z6, Z6
+	VPMAXSD      Z5, Z6, Z6
 	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
-	VPMOVDB      Z6, K1, (DI)
-	ADDQ         $0x10, DI
+	VPMOVDB      Z6, K1, (SI)
 	ADDQ         $0x40, AX
 	ADDQ         $0x40, CX
+	ADDQ         $0x40, DX
 	ADDQ         $0x40, BX
-	SUBQ         $0x10, DX
-	JG           lnn_loop_192
+	ADDQ         $0x10, SI
+	SUBQ         $0x10, DI
+	JMP          lnn_loop_202
+
+lnn_tail_203:
+	TESTQ        DI, DI
+	JZ           lnn_done_204
+	LEAQ         nnColMasks<>+0(SB), R8
+	MOVQ         (R8)(DI*8), DI
+	KMOVQ        DI, K1
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (CX), Z6, K1, Z0
+	VADDPS.Z     (DX), Z0, K1, Z0
+	VMOVUPS      Z0, K1, (BX)
+	VMULPS       Z3, Z0, Z0
+	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
+	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMAXSD      Z5, Z0, Z0
+	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
+	VPMOVDB      Z0, K1, (SI)
+
+lnn_done_204:
 	VZEROUPPER
 	RET
 
-// func lnNormDualAsm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
+// func lnNormDualAsm(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
+// Requires: AVX, AVX512BW, AVX512F
 TEXT ·lnNormDualAsm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd_beta_193
-	VBROADCASTSD mean+32(FP), Z0
-	VBROADCASTSD inv+40(FP), Z1
+	JEQ          lnd_beta_205
+	VBROADCASTSS meanHi+32(FP), Z0
+	VBROADCASTSS meanLo+36(FP), Z1
+	VBROADCASTSS inv+40(FP), Z2
 	MOVQ         x+16(FP), AX
-	MOVQ         n+24(FP), CX
-	MOVQ         y+0(FP), DX
-	MOVQ         q+8(FP), BX
-	MOVQ         gamma+48(FP), SI
-	MOVQ         gammaQ+64(FP), DI
-	VBROADCASTSS invScale+80(FP), Z2
-	VPXORD       Z4, Z4, Z4
-	MOVL         zp+84(FP), R8
-	VPBROADCASTD R8, Z3
+	MOVQ         y+0(FP), CX
+	MOVQ         q+8(FP), DX
+	MOVQ         gamma+48(FP), BX
+	MOVQ         gammaQ+64(FP), SI
+	VBROADCASTSS invScale+80(FP), Z3
+	VPXORD       Z5, Z5, Z5
+	MOVL         zp+84(FP), DI
+	VPBROADCASTD DI, Z4
+	MOVQ         n+24(FP), DI
+	KXNORW       K1, K1, K1
 
-lnd_loop_194:
-	MOVQ         $0x00000010, R8
-	CMPQ         CX, R8
-	CMOVQLT      CX, R8
-	LEAQ         nnColMasks<>+0(SB), R9
-	MOVQ         (R9)(R8*8), R8
-	KMOVQ        R8, K1
-	KSHIFTRW     $0x08, K1, K2
-	VCVTPS2PD.Z  (AX), K1, Z7
-	VSUBPD       Z0, Z7, Z7
-	VMULPD       Z1, Z7, Z7
-	VCVTPS2PD.Z  (SI), K1, Z8
-	VMULPD       Z8, Z7, Z8
-	VCVTPD2PS    Z8, Y5
-	VCVTPS2PD.Z  (DI), K1, Z8
-	VMULPD       Z8, Z7, Z8
-	VCVTPD2PS    Z8, Y6
-	VCVTPS2PD.Z  32(AX), K2, Z8
-	VSUBPD       Z0, Z8, Z8
-	VMULPD       Z1, Z8, Z8
-	VCVTPS2PD.Z  32(SI), K2, Z7
-	VMULPD       Z7, Z8, Z7
-	VCVTPD2PS    Z7, Y7
-	VCVTPS2PD.Z  32(DI), K2, Z9
-	VMULPD       Z9, Z8, Z9
-	VCVTPD2PS    Z9, Y8
-	VINSERTF32X8 $0x01, Y7, Z5, Z5
-	VINSERTF32X8 $0x01, Y8, Z6, Z6
-	VMOVUPS      Z5, K1, (DX)
-	VMULPS       Z2, Z6, Z7
-	VMAXPS.BCST  nnConsts<>+40(SB), Z7, Z7
-	VMINPS.BCST  nnConsts<>+36(SB), Z7, Z7
-	VCVTPS2DQ    Z7, Z7
-	VPADDD       Z3, Z7, Z7
-	VPMAXSD      Z4, Z7, Z7
-	VPMINSD.BCST nnConsts<>+76(SB), Z7, Z7
-	VPMOVDB      Z7, K1, (BX)
+lnd_loop_206:
+	CMPQ         DI, $0x10
+	JL           lnd_tail_207
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (BX), Z6, K1, Z7
+	VMULPS.Z     (SI), Z6, K1, Z6
+	VMOVUPS      Z7, K1, (CX)
+	VMULPS       Z3, Z6, Z6
+	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
+	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
+	VCVTPS2DQ    Z6, Z6
+	VPADDD       Z4, Z6, Z6
+	VPMAXSD      Z5, Z6, Z6
+	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
+	VPMOVDB      Z6, K1, (DX)
 	ADDQ         $0x40, AX
-	ADDQ         $0x40, DX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, BX
 	ADDQ         $0x40, SI
-	ADDQ         $0x40, DI
-	ADDQ         $0x10, BX
-	SUBQ         $0x10, CX
-	JG           lnd_loop_194
+	ADDQ         $0x10, DX
+	SUBQ         $0x10, DI
+	JMP          lnd_loop_206
+
+lnd_tail_207:
+	TESTQ        DI, DI
+	JZ           lnd_done_208
+	LEAQ         nnColMasks<>+0(SB), R8
+	MOVQ         (R8)(DI*8), DI
+	KMOVQ        DI, K1
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (BX), Z6, K1, Z0
+	VMULPS.Z     (SI), Z6, K1, Z1
+	VMOVUPS      Z0, K1, (CX)
+	VMULPS       Z3, Z1, Z0
+	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
+	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMAXSD      Z5, Z0, Z0
+	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
+	VPMOVDB      Z0, K1, (DX)
+
+lnd_done_208:
 	VZEROUPPER
 	RET
 
-lnd_beta_193:
-	VBROADCASTSD mean+32(FP), Z0
-	VBROADCASTSD inv+40(FP), Z1
+lnd_beta_205:
+	VBROADCASTSS meanHi+32(FP), Z0
+	VBROADCASTSS meanLo+36(FP), Z1
+	VBROADCASTSS inv+40(FP), Z2
 	MOVQ         x+16(FP), AX
-	MOVQ         n+24(FP), CX
-	MOVQ         y+0(FP), DX
-	MOVQ         q+8(FP), BX
-	MOVQ         gamma+48(FP), SI
-	MOVQ         gammaQ+64(FP), DI
-	MOVQ         beta+56(FP), R8
-	MOVQ         betaQ+72(FP), R9
-	VBROADCASTSS invScale+80(FP), Z2
-	VPXORD       Z4, Z4, Z4
-	MOVL         zp+84(FP), R10
-	VPBROADCASTD R10, Z3
+	MOVQ         y+0(FP), CX
+	MOVQ         q+8(FP), DX
+	MOVQ         gamma+48(FP), BX
+	MOVQ         gammaQ+64(FP), SI
+	MOVQ         beta+56(FP), DI
+	MOVQ         betaQ+72(FP), R8
+	VBROADCASTSS invScale+80(FP), Z3
+	VPXORD       Z5, Z5, Z5
+	MOVL         zp+84(FP), R9
+	VPBROADCASTD R9, Z4
+	MOVQ         n+24(FP), R9
+	KXNORW       K1, K1, K1
 
-lnd_loop_195:
-	MOVQ         $0x00000010, R10
-	CMPQ         CX, R10
-	CMOVQLT      CX, R10
-	LEAQ         nnColMasks<>+0(SB), R11
-	MOVQ         (R11)(R10*8), R10
-	KMOVQ        R10, K1
-	KSHIFTRW     $0x08, K1, K2
-	VCVTPS2PD.Z  (AX), K1, Z7
-	VSUBPD       Z0, Z7, Z7
-	VMULPD       Z1, Z7, Z7
-	VCVTPS2PD.Z  (SI), K1, Z8
-	VMULPD       Z8, Z7, Z8
-	VCVTPS2PD.Z  (R8), K1, Z9
-	VADDPD       Z9, Z8, Z8
-	VCVTPD2PS    Z8, Y5
-	VCVTPS2PD.Z  (DI), K1, Z8
-	VMULPD       Z8, Z7, Z8
-	VCVTPS2PD.Z  (R9), K1, Z7
-	VADDPD       Z7, Z8, Z8
-	VCVTPD2PS    Z8, Y6
-	VCVTPS2PD.Z  32(AX), K2, Z8
-	VSUBPD       Z0, Z8, Z8
-	VMULPD       Z1, Z8, Z8
-	VCVTPS2PD.Z  32(SI), K2, Z7
-	VMULPD       Z7, Z8, Z7
-	VCVTPS2PD.Z  32(R8), K2, Z9
-	VADDPD       Z9, Z7, Z7
-	VCVTPD2PS    Z7, Y7
-	VCVTPS2PD.Z  32(DI), K2, Z9
-	VMULPD       Z9, Z8, Z9
-	VCVTPS2PD.Z  32(R9), K2, Z8
-	VADDPD       Z8, Z9, Z9
-	VCVTPD2PS    Z9, Y8
-	VINSERTF32X8 $0x01, Y7, Z5, Z5
-	VINSERTF32X8 $0x01, Y8, Z6, Z6
-	VMOVUPS      Z5, K1, (DX)
-	VMULPS       Z2, Z6, Z7
-	VMAXPS.BCST  nnConsts<>+40(SB), Z7, Z7
-	VMINPS.BCST  nnConsts<>+36(SB), Z7, Z7
-	VCVTPS2DQ    Z7, Z7
-	VPADDD       Z3, Z7, Z7
-	VPMAXSD      Z4, Z7, Z7
-	VPMINSD.BCST nnConsts<>+76(SB), Z7, Z7
-	VPMOVDB      Z7, K1, (BX)
+lnd_loop_209:
+	CMPQ         R9, $0x10
+	JL           lnd_tail_210
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (BX), Z6, K1, Z7
+	VADDPS.Z     (DI), Z7, K1, Z7
+	VMULPS.Z     (SI), Z6, K1, Z6
+	VADDPS.Z     (R8), Z6, K1, Z6
+	VMOVUPS      Z7, K1, (CX)
+	VMULPS       Z3, Z6, Z6
+	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
+	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
+	VCVTPS2DQ    Z6, Z6
+	VPADDD       Z4, Z6, Z6
+	VPMAXSD      Z5, Z6, Z6
+	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
+	VPMOVDB      Z6, K1, (DX)
 	ADDQ         $0x40, AX
-	ADDQ         $0x40, DX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, BX
 	ADDQ         $0x40, SI
 	ADDQ         $0x40, DI
 	ADDQ         $0x40, R8
-	ADDQ         $0x40, R9
-	ADDQ         $0x10, BX
-	SUBQ         $0x10, CX
-	JG           lnd_loop_195
+	ADDQ         $0x10, DX
+	SUBQ         $0x10, R9
+	JMP          lnd_loop_209
+
+lnd_tail_210:
+	TESTQ        R9, R9
+	JZ           lnd_done_211
+	LEAQ         nnColMasks<>+0(SB), R10
+	MOVQ         (R10)(R9*8), R9
+	KMOVQ        R9, K1
+	VMOVUPS.Z    (AX), K1, Z6
+	VSUBPS       Z0, Z6, Z6
+	VSUBPS       Z1, Z6, Z6
+	VMULPS       Z2, Z6, Z6
+	VMULPS.Z     (BX), Z6, K1, Z0
+	VADDPS.Z     (DI), Z0, K1, Z0
+	VMULPS.Z     (SI), Z6, K1, Z1
+	VADDPS.Z     (R8), Z1, K1, Z1
+	VMOVUPS      Z0, K1, (CX)
+	VMULPS       Z3, Z1, Z0
+	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
+	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z4, Z0, Z0
+	VPMAXSD      Z5, Z0, Z0
+	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
+	VPMOVDB      Z0, K1, (DX)
+
+lnd_done_211:
 	VZEROUPPER
 	RET
 
@@ -5638,10 +5696,10 @@ TEXT ·quantizeU8Asm(SB), NOSPLIT, $0-56
 	MOVQ         rows+32(FP), DX
 	MOVQ         cols+40(FP), BX
 
-q_row_196:
+q_row_212:
 	XORQ SI, SI
 
-q_col_197:
+q_col_213:
 	MOVQ         BX, DI
 	SUBQ         SI, DI
 	MOVQ         $0x00000040, R8
@@ -5691,14 +5749,14 @@ q_col_197:
 	VPMOVDB      Z3, K1, 48(AX)(SI*1)
 	ADDQ         $0x40, SI
 	CMPQ         SI, BX
-	JL           q_col_197
+	JL           q_col_213
 	MOVQ         srcStride+24(FP), SI
 	SHLQ         $0x02, SI
 	ADDQ         SI, CX
 	MOVQ         dstStride+8(FP), SI
 	ADDQ         SI, AX
 	DECQ         DX
-	JNZ          q_row_196
+	JNZ          q_row_212
 	VZEROUPPER
 	RET
 
@@ -5713,7 +5771,7 @@ TEXT ·quantizeRowsU8Asm(SB), NOSPLIT, $0-64
 	MOVQ   rows+32(FP), SI
 	MOVQ   cols+40(FP), DI
 
-q_row_198:
+q_row_214:
 	VMOVSS       nnConsts<>+12(SB), X0
 	VDIVSS       (AX), X0, X0
 	VBROADCASTSS X0, Z0
@@ -5722,7 +5780,7 @@ q_row_198:
 	ADDQ         $0x04, CX
 	XORQ         R8, R8
 
-q_col_199:
+q_col_215:
 	MOVQ         DI, R9
 	SUBQ         R8, R9
 	MOVQ         $0x00000040, R10
@@ -5772,14 +5830,14 @@ q_col_199:
 	VPMOVDB      Z3, K1, 48(DX)(R8*1)
 	ADDQ         $0x40, R8
 	CMPQ         R8, DI
-	JL           q_col_199
+	JL           q_col_215
 	MOVQ         srcStride+24(FP), R8
 	SHLQ         $0x02, R8
 	ADDQ         R8, BX
 	MOVQ         dstStride+8(FP), R8
 	ADDQ         R8, DX
 	DECQ         SI
-	JNZ          q_row_198
+	JNZ          q_row_214
 	VZEROUPPER
 	RET
 
@@ -5798,7 +5856,7 @@ TEXT ·minMaxAsm(SB), NOSPLIT, $0-24
 	VPXORD Z7, Z7, Z7
 	XORQ   DX, DX
 
-mm_loop_200:
+mm_loop_216:
 	MOVQ          CX, BX
 	SUBQ          DX, BX
 	MOVQ          $0x00000040, SI
@@ -5824,7 +5882,7 @@ mm_loop_200:
 	VMAXPS        Z7, Z8, Z7
 	ADDQ          $0x40, DX
 	CMPQ          DX, CX
-	JL            mm_loop_200
+	JL            mm_loop_216
 	VMINPS        Z2, Z0, Z0
 	VMAXPS        Z3, Z1, Z1
 	VMINPS        Z4, Z0, Z0
@@ -5863,7 +5921,7 @@ TEXT ·minMaxRowsAsm(SB), NOSPLIT, $0-48
 	MOVQ hi+40(FP), DI
 	SHLQ $0x02, CX
 
-mmr_row_201:
+mmr_row_217:
 	LEAQ   (AX)(CX*1), R8
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -5875,7 +5933,7 @@ mmr_row_201:
 	VPXORD Z7, Z7, Z7
 	XORQ   R9, R9
 
-mm_loop_202:
+mm_loop_218:
 	MOVQ          BX, R10
 	SUBQ          R9, R10
 	MOVQ          $0x00000040, R11
@@ -5905,7 +5963,7 @@ mm_loop_202:
 	VMAXPS        Z7, Z8, Z7
 	ADDQ          $0x40, R9
 	CMPQ          R9, BX
-	JL            mm_loop_202
+	JL            mm_loop_218
 	VMINPS        Z2, Z0, Z0
 	VMAXPS        Z3, Z1, Z1
 	VMINPS        Z4, Z0, Z0
@@ -5934,7 +5992,7 @@ mm_loop_202:
 	ADDQ          $0x04, DI
 	ADDQ          CX, AX
 	DECQ          DX
-	JNZ           mmr_row_201
+	JNZ           mmr_row_217
 	VZEROUPPER
 	RET
 
@@ -5949,7 +6007,7 @@ TEXT ·absMaxColsAsm(SB), NOSPLIT, $0-40
 	SHLQ $0x02, DX
 	XORQ DI, DI
 
-amc_col_203:
+amc_col_219:
 	MOVQ      SI, R8
 	SUBQ      DI, R8
 	MOVQ      $0x00000040, R9
@@ -5968,7 +6026,7 @@ amc_col_203:
 	MOVQ      CX, R8
 	MOVQ      BX, R9
 
-amc_row_204:
+amc_row_220:
 	VMOVUPS.Z   (R8)(DI*4), K1, Z4
 	VPANDD.BCST nnConsts<>+92(SB), Z4, Z4
 	VMAXPS      Z0, Z4, Z0
@@ -5983,14 +6041,14 @@ amc_row_204:
 	VMAXPS      Z3, Z4, Z3
 	ADDQ        DX, R8
 	DECQ        R9
-	JNZ         amc_row_204
+	JNZ         amc_row_220
 	VMOVUPS     Z0, K1, (AX)(DI*4)
 	VMOVUPS     Z1, K2, 64(AX)(DI*4)
 	VMOVUPS     Z2, K3, 128(AX)(DI*4)
 	VMOVUPS     Z3, K4, 192(AX)(DI*4)
 	ADDQ        $0x40, DI
 	CMPQ        DI, SI
-	JL          amc_col_203
+	JL          amc_col_219
 	VZEROUPPER
 	RET
 
@@ -6206,7 +6264,7 @@ TEXT ·geluAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_205:
+gelu_loop_221:
 	MOVQ        DX, SI
 	SUBQ        BX, SI
 	MOVQ        $0x00000030, DI
@@ -6279,7 +6337,7 @@ gelu_loop_205:
 	VMOVUPS     Z9, K3, 128(AX)(BX*4)
 	ADDQ        $0x30, BX
 	CMPQ        BX, DX
-	JL          gelu_loop_205
+	JL          gelu_loop_221
 	VZEROUPPER
 	RET
 
@@ -6298,7 +6356,7 @@ TEXT ·geluTanhAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+704(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_206:
+gelu_loop_222:
 	MOVQ        DX, SI
 	SUBQ        BX, SI
 	MOVQ        $0x00000030, DI
@@ -6371,7 +6429,7 @@ gelu_loop_206:
 	VMOVUPS     Z9, K3, 128(AX)(BX*4)
 	ADDQ        $0x30, BX
 	CMPQ        BX, DX
-	JL          gelu_loop_206
+	JL          gelu_loop_222
 	VZEROUPPER
 	RET
 
@@ -6387,7 +6445,7 @@ TEXT ·geluAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_207:
+gelu2_loop_223:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -6424,7 +6482,7 @@ gelu2_loop_207:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_207
+	JL          gelu2_loop_223
 	VZEROUPPER
 	RET
 
@@ -6440,7 +6498,7 @@ TEXT ·geluTanhAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_208:
+gelu2_loop_224:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -6477,7 +6535,7 @@ gelu2_loop_208:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_208
+	JL          gelu2_loop_224
 	VZEROUPPER
 	RET
 
@@ -6492,9 +6550,9 @@ TEXT ·attnScoresAVX2Asm(SB), NOSPLIT, $0-48
 	LEAQ (DX)(DX*4), SI
 	MOVQ sk+32(FP), DI
 
-sc2x_main_209:
+sc2x_main_225:
 	CMPQ  DI, $0x06
-	JL    sc2x_tail_210
+	JL    sc2x_tail_226
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6511,7 +6569,7 @@ sc2x_main_209:
 	MOVQ  qT+8(FP), R9
 	MOVQ  d+40(FP), R10
 
-sc2x_c_211:
+sc2x_c_227:
 	VMOVUPS      (R9), Y12
 	VMOVUPS      32(R9), Y13
 	VBROADCASTSS (R8), Y14
@@ -6547,7 +6605,7 @@ sc2x_c_211:
 	ADDQ         $0x04, R8
 	ADDQ         $0x40, R9
 	DECQ         R10
-	JNZ          sc2x_c_211
+	JNZ          sc2x_c_227
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6564,11 +6622,11 @@ sc2x_c_211:
 	LEAQ         (CX)(DX*4), CX
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x06, DI
-	JMP          sc2x_main_209
+	JMP          sc2x_main_225
 
-sc2x_tail_210:
+sc2x_tail_226:
 	CMPQ  DI, $0x04
-	JL    sc2x_skip_212
+	JL    sc2x_skip_228
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6581,7 +6639,7 @@ sc2x_tail_210:
 	MOVQ  qT+8(FP), R8
 	MOVQ  d+40(FP), R9
 
-sc2x_c_213:
+sc2x_c_229:
 	VMOVUPS      (R8), Y8
 	VMOVUPS      32(R8), Y9
 	VBROADCASTSS (SI), Y10
@@ -6607,7 +6665,7 @@ sc2x_c_213:
 	ADDQ         $0x04, SI
 	ADDQ         $0x40, R8
 	DECQ         R9
-	JNZ          sc2x_c_213
+	JNZ          sc2x_c_229
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6620,9 +6678,9 @@ sc2x_c_213:
 	LEAQ         (CX)(DX*4), CX
 	SUBQ         $0x04, DI
 
-sc2x_skip_212:
+sc2x_skip_228:
 	CMPQ  DI, $0x02
-	JL    sc2x_skip_214
+	JL    sc2x_skip_230
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6631,7 +6689,7 @@ sc2x_skip_212:
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_215:
+sc2x_c_231:
 	VMOVUPS      (SI), Y4
 	VMOVUPS      32(SI), Y5
 	VBROADCASTSS (BX), Y6
@@ -6647,7 +6705,7 @@ sc2x_c_215:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_215
+	JNZ          sc2x_c_231
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6656,16 +6714,16 @@ sc2x_c_215:
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x02, DI
 
-sc2x_skip_214:
+sc2x_skip_230:
 	CMPQ  DI, $0x01
-	JL    sc2x_skip_216
+	JL    sc2x_skip_232
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, BX
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_217:
+sc2x_c_233:
 	VMOVUPS      (SI), Y2
 	VMOVUPS      32(SI), Y3
 	VBROADCASTSS (BX), Y4
@@ -6676,14 +6734,14 @@ sc2x_c_217:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_217
+	JNZ          sc2x_c_233
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, AX
 	LEAQ         (CX)(DX*1), CX
 	SUBQ         $0x01, DI
 
-sc2x_skip_216:
+sc2x_skip_232:
 	VZEROUPPER
 	RET
 
@@ -6692,12 +6750,12 @@ sc2x_skip_216:
 TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sm2x_empty_218
+	JZ           sm2x_empty_234
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sm2x_mode1_219
+	JEQ          sm2x_mode1_235
 	CMPQ         AX, $0x02
-	JEQ          sm2x_mode2_220
+	JEQ          sm2x_mode2_236
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6710,9 +6768,9 @@ TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(DX)
 	DECQ         BX
-	JZ           sm2x_pass2_221
+	JZ           sm2x_pass2_237
 
-sm2x_max_222:
+sm2x_max_238:
 	ADDQ    $0x40, DX
 	VMOVUPS (DX), Y3
 	VMULPS  Y0, Y3, Y3
@@ -6723,15 +6781,15 @@ sm2x_max_222:
 	VMOVUPS Y3, 32(DX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    BX
-	JNZ     sm2x_max_222
+	JNZ     sm2x_max_238
 
-sm2x_pass2_221:
+sm2x_pass2_237:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, DX
 	MOVQ  AX, BX
 
-sm2x_exp_223:
+sm2x_exp_239:
 	VMOVUPS   (DX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6812,14 +6870,14 @@ sm2x_exp_223:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, DX
 	DECQ      BX
-	JNZ       sm2x_exp_223
+	JNZ       sm2x_exp_239
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode1_219:
+sm2x_mode1_235:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6837,9 +6895,9 @@ sm2x_mode1_219:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_224
+	JZ           sm2x_pass2_240
 
-sm2x_max_225:
+sm2x_max_241:
 	ADDQ         $0x40, BX
 	ADDQ         $0x04, DX
 	VMOVUPS      (BX), Y3
@@ -6855,15 +6913,15 @@ sm2x_max_225:
 	VMOVUPS      Y3, 32(BX)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         SI
-	JNZ          sm2x_max_225
+	JNZ          sm2x_max_241
 
-sm2x_pass2_224:
+sm2x_pass2_240:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_226:
+sm2x_exp_242:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6944,14 +7002,14 @@ sm2x_exp_226:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_226
+	JNZ       sm2x_exp_242
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode2_220:
+sm2x_mode2_236:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6967,9 +7025,9 @@ sm2x_mode2_220:
 	VADDPS       32(DX), Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_227
+	JZ           sm2x_pass2_243
 
-sm2x_max_228:
+sm2x_max_244:
 	ADDQ    $0x40, BX
 	ADDQ    $0x40, DX
 	VMOVUPS (BX), Y3
@@ -6983,15 +7041,15 @@ sm2x_max_228:
 	VMOVUPS Y3, 32(BX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    SI
-	JNZ     sm2x_max_228
+	JNZ     sm2x_max_244
 
-sm2x_pass2_227:
+sm2x_pass2_243:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_229:
+sm2x_exp_245:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7072,14 +7130,14 @@ sm2x_exp_229:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_229
+	JNZ       sm2x_exp_245
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_empty_218:
+sm2x_empty_234:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -7092,12 +7150,12 @@ sm2x_empty_218:
 TEXT ·attnSoftmaxS32AVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sms2x_empty_230
+	JZ           sms2x_empty_246
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sms2x_mode1_231
+	JEQ          sms2x_mode1_247
 	CMPQ         AX, $0x02
-	JEQ          sms2x_mode2_232
+	JEQ          sms2x_mode2_248
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7131,9 +7189,9 @@ TEXT ·attnSoftmaxS32AVX2Asm(SB), NOSPLIT, $0-96
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(R10)
 	DECQ         R11
-	JZ           sm2x_pass2_233
+	JZ           sm2x_pass2_249
 
-sm2x_max_234:
+sm2x_max_250:
 	ADDQ         $0x40, R10
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7161,15 +7219,15 @@ sm2x_max_234:
 	VMOVUPS      Y3, 32(R10)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R11
-	JNZ          sm2x_max_234
+	JNZ          sm2x_max_250
 
-sm2x_pass2_233:
+sm2x_pass2_249:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R10
 	MOVQ  R8, R11
 
-sm2x_exp_235:
+sm2x_exp_251:
 	VMOVUPS   (R10), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7250,14 +7308,14 @@ sm2x_exp_235:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R10
 	DECQ      R11
-	JNZ       sm2x_exp_235
+	JNZ       sm2x_exp_251
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_mode1_231:
+sms2x_mode1_247:
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7296,9 +7354,9 @@ sms2x_mode1_231:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(R11)
 	DECQ         R12
-	JZ           sm2x_pass2_236
+	JZ           sm2x_pass2_252
 
-sm2x_max_237:
+sm2x_max_253:
 	ADDQ         $0x40, R11
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7331,15 +7389,15 @@ sm2x_max_237:
 	VMOVUPS      Y3, 32(R11)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R12
-	JNZ          sm2x_max_237
+	JNZ          sm2x_max_253
 
-sm2x_pass2_236:
+sm2x_pass2_252:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R11
 	MOVQ  R8, R12
 
-sm2x_exp_238:
+sm2x_exp_254:
 	VMOVUPS   (R11), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7420,14 +7478,14 @@ sm2x_exp_238:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R11
 	DECQ      R12
-	JNZ       sm2x_exp_238
+	JNZ       sm2x_exp_254
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_mode2_232:
+sms2x_mode2_248:
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7464,9 +7522,9 @@ sms2x_mode2_232:
 	VADDPS       32(R10), Y2, Y2
 	VMOVUPS      Y2, 32(R11)
 	DECQ         R12
-	JZ           sm2x_pass2_239
+	JZ           sm2x_pass2_255
 
-sm2x_max_240:
+sm2x_max_256:
 	ADDQ         $0x40, R11
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7497,15 +7555,15 @@ sm2x_max_240:
 	VMOVUPS      Y3, 32(R11)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R12
-	JNZ          sm2x_max_240
+	JNZ          sm2x_max_256
 
-sm2x_pass2_239:
+sm2x_pass2_255:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R11
 	MOVQ  R8, R12
 
-sm2x_exp_241:
+sm2x_exp_257:
 	VMOVUPS   (R11), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7586,14 +7644,14 @@ sm2x_exp_241:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R11
 	DECQ      R12
-	JNZ       sm2x_exp_241
+	JNZ       sm2x_exp_257
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_empty_230:
+sms2x_empty_246:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -7609,15 +7667,15 @@ TEXT ·attnPVAVX2Asm(SB), NOSPLIT, $0-72
 	MOVQ  v+32(FP), CX
 	MOVQ  d+56(FP), DX
 
-pv2x_cols_242:
+pv2x_cols_258:
 	CMPQ DX, $0x10
-	JL   pv2x_coltail_243
+	JL   pv2x_coltail_259
 	MOVQ rows+16(FP), SI
 	XORQ BX, BX
 
-pv2x_rows_main_245:
+pv2x_rows_main_261:
 	CMPQ  SI, $0x04
-	JL    pv2x_rows_tail_246
+	JL    pv2x_rows_tail_262
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7633,15 +7691,15 @@ pv2x_rows_main_245:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_247
+	JZ    pv2x_divide_263
 
-pv2x_j_248:
+pv2x_j_264:
 	VMOVUPS      (R8), Y9
 	VMOVUPS      32(R8), Y10
 	VCMPPS       $0x04, (DI), X0, X11
 	VMOVMSKPS    X11, R11
 	CMPL         R11, $0x0f
-	JNE          pv2x_zero_249
+	JNE          pv2x_zero_265
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
@@ -7662,52 +7720,52 @@ pv2x_j_248:
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
-	JMP          pv2x_next_250
+	JMP          pv2x_next_266
 
-pv2x_zero_249:
+pv2x_zero_265:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_251
+	JCC          pv2x_skip_267
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y2, Y2
 
-pv2x_skip_251:
+pv2x_skip_267:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_252
+	JCC          pv2x_skip_268
 	VBROADCASTSS 4(DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y3, Y3
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y4, Y4
 
-pv2x_skip_252:
+pv2x_skip_268:
 	BTL          $0x02, R11
-	JCC          pv2x_skip_253
+	JCC          pv2x_skip_269
 	VBROADCASTSS 8(DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y5, Y5
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y6, Y6
 
-pv2x_skip_253:
+pv2x_skip_269:
 	BTL          $0x03, R11
-	JCC          pv2x_skip_254
+	JCC          pv2x_skip_270
 	VBROADCASTSS 12(DI), Y11
 	VMULPS       Y9, Y11, Y9
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
 
-pv2x_skip_254:
-pv2x_next_250:
+pv2x_skip_270:
+pv2x_next_266:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_248
+	JNZ  pv2x_j_264
 
-pv2x_divide_247:
+pv2x_divide_263:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7740,11 +7798,11 @@ pv2x_divide_247:
 	VMOVUPS      Y8, 32(R8)
 	ADDQ         $0x04, BX
 	SUBQ         $0x04, SI
-	JMP          pv2x_rows_main_245
+	JMP          pv2x_rows_main_261
 
-pv2x_rows_tail_246:
+pv2x_rows_tail_262:
 	CMPQ  SI, $0x02
-	JL    pv2x_rows_skip_255
+	JL    pv2x_rows_skip_271
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7756,16 +7814,16 @@ pv2x_rows_tail_246:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_256
+	JZ    pv2x_divide_272
 
-pv2x_j_257:
+pv2x_j_273:
 	VMOVUPS      (R8), Y5
 	VMOVUPS      32(R8), Y6
 	VMOVQ        (DI), X7
 	VCMPPS       $0x04, X7, X0, X7
 	VMOVMSKPS    X7, R11
 	CMPL         R11, $0x03
-	JNE          pv2x_zero_258
+	JNE          pv2x_zero_274
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
@@ -7776,34 +7834,34 @@ pv2x_j_257:
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_259
+	JMP          pv2x_next_275
 
-pv2x_zero_258:
+pv2x_zero_274:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_260
+	JCC          pv2x_skip_276
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VADDPS       Y7, Y2, Y2
 
-pv2x_skip_260:
+pv2x_skip_276:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_261
+	JCC          pv2x_skip_277
 	VBROADCASTSS 4(DI), Y7
 	VMULPS       Y5, Y7, Y5
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_261:
-pv2x_next_259:
+pv2x_skip_277:
+pv2x_next_275:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_257
+	JNZ  pv2x_j_273
 
-pv2x_divide_256:
+pv2x_divide_272:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7825,9 +7883,9 @@ pv2x_divide_256:
 	ADDQ         $0x02, BX
 	SUBQ         $0x02, SI
 
-pv2x_rows_skip_255:
+pv2x_rows_skip_271:
 	CMPQ  SI, $0x01
-	JL    pv2x_rows_skip_262
+	JL    pv2x_rows_skip_278
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R9
@@ -7837,40 +7895,40 @@ pv2x_rows_skip_255:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_263
+	JZ    pv2x_divide_279
 
-pv2x_j_264:
+pv2x_j_280:
 	VMOVUPS      (R8), Y3
 	VMOVUPS      32(R8), Y4
 	VMOVSS       (DI), X5
 	VCMPPS       $0x04, X5, X0, X5
 	VMOVMSKPS    X5, R11
 	CMPL         R11, $0x01
-	JNE          pv2x_zero_265
+	JNE          pv2x_zero_281
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_266
+	JMP          pv2x_next_282
 
-pv2x_zero_265:
+pv2x_zero_281:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_267
+	JCC          pv2x_skip_283
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_267:
-pv2x_next_266:
+pv2x_skip_283:
+pv2x_next_282:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_264
+	JNZ  pv2x_j_280
 
-pv2x_divide_263:
+pv2x_divide_279:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7886,21 +7944,21 @@ pv2x_divide_263:
 	ADDQ         $0x01, BX
 	SUBQ         $0x01, SI
 
-pv2x_rows_skip_262:
+pv2x_rows_skip_278:
 	ADDQ $0x00000040, AX
 	ADDQ $0x00000040, CX
 	SUBQ $0x10, DX
-	JMP  pv2x_cols_242
+	JMP  pv2x_cols_258
 
-pv2x_coltail_243:
+pv2x_coltail_259:
 	TESTQ DX, DX
-	JZ    pv2x_done_244
+	JZ    pv2x_done_260
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv2x_rows_main_268:
+pv2x_rows_main_284:
 	CMPQ  BX, $0x04
-	JL    pv2x_rows_tail_269
+	JL    pv2x_rows_tail_285
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7912,14 +7970,14 @@ pv2x_rows_main_268:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_270
+	JZ    pv2x_divide_286
 
-pv2x_j_271:
+pv2x_j_287:
 	VMOVUPS      (DI), Y5
 	VCMPPS       $0x04, (SI), X0, X6
 	VMOVMSKPS    X6, R10
 	CMPL         R10, $0x0f
-	JNE          pv2x_zero_272
+	JNE          pv2x_zero_288
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
@@ -7932,44 +7990,44 @@ pv2x_j_271:
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_273
+	JMP          pv2x_next_289
 
-pv2x_zero_272:
+pv2x_zero_288:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_274
+	JCC          pv2x_skip_290
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
 
-pv2x_skip_274:
+pv2x_skip_290:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_275
+	JCC          pv2x_skip_291
 	VBROADCASTSS 4(SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y2, Y2
 
-pv2x_skip_275:
+pv2x_skip_291:
 	BTL          $0x02, R10
-	JCC          pv2x_skip_276
+	JCC          pv2x_skip_292
 	VBROADCASTSS 8(SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y3, Y3
 
-pv2x_skip_276:
+pv2x_skip_292:
 	BTL          $0x03, R10
-	JCC          pv2x_skip_277
+	JCC          pv2x_skip_293
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_277:
-pv2x_next_273:
+pv2x_skip_293:
+pv2x_next_289:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_271
+	JNZ  pv2x_j_287
 
-pv2x_divide_270:
+pv2x_divide_286:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -7994,11 +8052,11 @@ pv2x_divide_270:
 	VMOVUPS      Y4, (DI)
 	ADDQ         $0x04, DX
 	SUBQ         $0x04, BX
-	JMP          pv2x_rows_main_268
+	JMP          pv2x_rows_main_284
 
-pv2x_rows_tail_269:
+pv2x_rows_tail_285:
 	CMPQ  BX, $0x02
-	JL    pv2x_rows_skip_278
+	JL    pv2x_rows_skip_294
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R8
@@ -8008,45 +8066,45 @@ pv2x_rows_tail_269:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_279
+	JZ    pv2x_divide_295
 
-pv2x_j_280:
+pv2x_j_296:
 	VMOVUPS      (DI), Y3
 	VMOVQ        (SI), X4
 	VCMPPS       $0x04, X4, X0, X4
 	VMOVMSKPS    X4, R10
 	CMPL         R10, $0x03
-	JNE          pv2x_zero_281
+	JNE          pv2x_zero_297
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_282
+	JMP          pv2x_next_298
 
-pv2x_zero_281:
+pv2x_zero_297:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_283
+	JCC          pv2x_skip_299
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 
-pv2x_skip_283:
+pv2x_skip_299:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_284
+	JCC          pv2x_skip_300
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_284:
-pv2x_next_282:
+pv2x_skip_300:
+pv2x_next_298:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_280
+	JNZ  pv2x_j_296
 
-pv2x_divide_279:
+pv2x_divide_295:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -8064,9 +8122,9 @@ pv2x_divide_279:
 	ADDQ         $0x02, DX
 	SUBQ         $0x02, BX
 
-pv2x_rows_skip_278:
+pv2x_rows_skip_294:
 	CMPQ  BX, $0x01
-	JL    pv2x_rows_skip_285
+	JL    pv2x_rows_skip_301
 	VPXOR Y1, Y1, Y1
 	MOVQ  sk+48(FP), DI
 	MOVQ  p+24(FP), SI
@@ -8074,35 +8132,35 @@ pv2x_rows_skip_278:
 	MOVQ  vStride+40(FP), R8
 	SHLQ  $0x02, R8
 	TESTQ DI, DI
-	JZ    pv2x_divide_286
+	JZ    pv2x_divide_302
 
-pv2x_j_287:
+pv2x_j_303:
 	VMOVUPS      (CX), Y2
 	VMOVSS       (SI), X3
 	VCMPPS       $0x04, X3, X0, X3
 	VMOVMSKPS    X3, R9
 	CMPL         R9, $0x01
-	JNE          pv2x_zero_288
+	JNE          pv2x_zero_304
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
-	JMP          pv2x_next_289
+	JMP          pv2x_next_305
 
-pv2x_zero_288:
+pv2x_zero_304:
 	BTL          $0x00, R9
-	JCC          pv2x_skip_290
+	JCC          pv2x_skip_306
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
 
-pv2x_skip_290:
-pv2x_next_289:
+pv2x_skip_306:
+pv2x_next_305:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv2x_j_287
+	JNZ  pv2x_j_303
 
-pv2x_divide_286:
+pv2x_divide_302:
 	MOVQ         sums+64(FP), CX
 	MOVQ         outStride+8(FP), DI
 	SHLQ         $0x02, DI
@@ -8116,8 +8174,8 @@ pv2x_divide_286:
 	ADDQ         $0x01, DX
 	SUBQ         $0x01, BX
 
-pv2x_rows_skip_285:
-pv2x_done_244:
+pv2x_rows_skip_301:
+pv2x_done_260:
 	VZEROUPPER
 	RET
 
@@ -8162,7 +8220,7 @@ TEXT ·lnStats16AVX2Asm(SB), NOSPLIT, $0-56
 	LEAQ nnAVX2Lanes<>+0(SB), R8
 	MOVQ $0x00000010, R9
 
-lns2_row_291:
+lns2_row_307:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -8174,9 +8232,9 @@ lns2_row_291:
 	MOVQ  BX, R10
 	MOVQ  DX, R11
 	TESTQ R11, R11
-	JZ    lns2_tail_293
+	JZ    lns2_tail_309
 
-lns2_step_292:
+lns2_step_308:
 	VCVTPS2PD (R10), Y8
 	VADDPD    Y8, Y0, Y0
 	VCVTPS2PD 16(R10), Y8
@@ -8195,11 +8253,11 @@ lns2_step_292:
 	VADDPD    Y8, Y7, Y7
 	ADDQ      $0x80, R10
 	DECQ      R11
-	JNZ       lns2_step_292
+	JNZ       lns2_step_308
 
-lns2_tail_293:
+lns2_tail_309:
 	TESTQ      CX, CX
-	JZ         lns2_done_294
+	JZ         lns2_done_310
 	MOVQ       CX, R11
 	SUBQ       $0x00, R11
 	XORQ       R12, R12
@@ -8305,7 +8363,7 @@ lns2_tail_293:
 	VCVTPS2PD  X8, Y8
 	VADDPD     Y8, Y7, Y7
 
-lns2_done_294:
+lns2_done_310:
 	VADDPD       Y2, Y0, Y0
 	VADDPD       Y3, Y1, Y1
 	VADDPD       Y6, Y4, Y4
@@ -8331,9 +8389,9 @@ lns2_done_294:
 	MOVQ         BX, R10
 	MOVQ         DX, R11
 	TESTQ        R11, R11
-	JZ           lns2_tail_296
+	JZ           lns2_tail_312
 
-lns2_step_295:
+lns2_step_311:
 	VCVTPS2PD (R10), Y9
 	VSUBPD    Y0, Y9, Y9
 	VMULPD    Y9, Y9, Y9
@@ -8368,11 +8426,11 @@ lns2_step_295:
 	VADDPD    Y9, Y8, Y8
 	ADDQ      $0x80, R10
 	DECQ      R11
-	JNZ       lns2_step_295
+	JNZ       lns2_step_311
 
-lns2_tail_296:
+lns2_tail_312:
 	TESTQ      CX, CX
-	JZ         lns2_done_297
+	JZ         lns2_done_313
 	MOVQ       CX, R11
 	SUBQ       $0x00, R11
 	XORQ       R12, R12
@@ -8510,7 +8568,7 @@ lns2_tail_296:
 	VANDPD     Y0, Y10, Y10
 	VADDPD     Y10, Y8, Y8
 
-lns2_done_297:
+lns2_done_313:
 	VADDPD       Y3, Y1, Y1
 	VADDPD       Y4, Y2, Y2
 	VADDPD       Y7, Y5, Y5
@@ -8532,152 +8590,131 @@ lns2_done_297:
 	ADDQ         $0x08, DI
 	ADDQ         AX, BX
 	DECQ         R9
-	JNZ          lns2_row_291
+	JNZ          lns2_row_307
 	VZEROUPPER
 	RET
 
-// func lnNormAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
+// func lnNormAVX2Asm(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
 // Requires: AVX, AVX2
 TEXT ·lnNormAVX2Asm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn2_variant_298
+	JEQ  lnn2_variant_314
 	CMPQ AX, $0x04
-	JEQ  lnn2_variant_299
+	JEQ  lnn2_variant_315
 	CMPQ AX, $0x06
-	JEQ  lnn2_variant_300
+	JEQ  lnn2_variant_316
 	CMPQ AX, $0x03
-	JEQ  lnn2_variant_301
+	JEQ  lnn2_variant_317
 	CMPQ AX, $0x05
-	JEQ  lnn2_variant_302
+	JEQ  lnn2_variant_318
 	CMPQ AX, $0x07
-	JEQ  lnn2_variant_303
+	JEQ  lnn2_variant_319
 	RET
 
-lnn2_variant_298:
-	VBROADCASTSD mean+32(FP), Y0
-	VBROADCASTSD inv+40(FP), Y1
+lnn2_variant_314:
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         y+0(FP), BX
 	XORQ         SI, SI
 
-lnn2_loop_304:
-	VCVTPS2PD  (AX)(SI*4), Y2
-	VSUBPD     Y0, Y2, Y2
-	VMULPD     Y1, Y2, Y2
-	VCVTPS2PD  (CX)(SI*4), Y3
-	VMULPD     Y3, Y2, Y3
-	VCVTPD2PSY Y3, X2
-	VMOVUPS    X2, (BX)(SI*4)
-	VCVTPS2PD  16(AX)(SI*4), Y2
-	VSUBPD     Y0, Y2, Y2
-	VMULPD     Y1, Y2, Y2
-	VCVTPS2PD  16(CX)(SI*4), Y3
-	VMULPD     Y3, Y2, Y3
-	VCVTPD2PSY Y3, X2
-	VMOVUPS    X2, 16(BX)(SI*4)
-	ADDQ       $0x08, SI
-	CMPQ       SI, DX
-	JL         lnn2_loop_304
+lnn2_loop_320:
+	VMOVUPS (AX)(SI*4), Y3
+	VSUBPS  Y0, Y3, Y3
+	VSUBPS  Y1, Y3, Y3
+	VMULPS  Y2, Y3, Y3
+	VMULPS  (CX)(SI*4), Y3, Y3
+	VMOVUPS Y3, (BX)(SI*4)
+	ADDQ    $0x08, SI
+	CMPQ    SI, DX
+	JL      lnn2_loop_320
 	VZEROUPPER
 	RET
 
-lnn2_variant_299:
-	VBROADCASTSD mean+32(FP), Y0
-	VBROADCASTSD inv+40(FP), Y1
+lnn2_variant_315:
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         q+8(FP), BX
-	VBROADCASTSS invScale+64(FP), Y2
+	VBROADCASTSS invScale+64(FP), Y3
 	MOVL         zp+68(FP), SI
-	VMOVD        SI, X3
-	VPBROADCASTD X3, Y3
-	VBROADCASTSS nnConsts<>+40(SB), Y4
-	VBROADCASTSS nnConsts<>+36(SB), Y5
+	VMOVD        SI, X4
+	VPBROADCASTD X4, Y4
+	VBROADCASTSS nnConsts<>+40(SB), Y5
+	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         SI, SI
 
-lnn2_loop_305:
-	VCVTPS2PD    (AX)(SI*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    (CX)(SI*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPD2PSY   Y7, X8
-	VCVTPS2PD    16(AX)(SI*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    16(CX)(SI*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPD2PSY   Y7, X6
-	VINSERTF128  $0x01, X6, Y8, Y8
-	VMULPS       Y2, Y8, Y6
-	VMAXPS       Y4, Y6, Y6
-	VMINPS       Y5, Y6, Y6
-	VCVTPS2DQ    Y6, Y6
-	VPADDD       Y3, Y6, Y6
-	VEXTRACTI128 $0x01, Y6, X7
-	VPACKSSDW    X7, X6, X6
-	VPACKUSWB    X6, X6, X6
-	VMOVQ        X6, (BX)(SI*1)
+lnn2_loop_321:
+	VMOVUPS      (AX)(SI*4), Y7
+	VSUBPS       Y0, Y7, Y7
+	VSUBPS       Y1, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       (CX)(SI*4), Y7, Y7
+	VMULPS       Y3, Y7, Y7
+	VMAXPS       Y5, Y7, Y7
+	VMINPS       Y6, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VPADDD       Y4, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X8
+	VPACKSSDW    X8, X7, X7
+	VPACKUSWB    X7, X7, X7
+	VMOVQ        X7, (BX)(SI*1)
 	ADDQ         $0x08, SI
 	CMPQ         SI, DX
-	JL           lnn2_loop_305
+	JL           lnn2_loop_321
 	VZEROUPPER
 	RET
 
-lnn2_variant_300:
-	VBROADCASTSD mean+32(FP), Y0
-	VBROADCASTSD inv+40(FP), Y1
+lnn2_variant_316:
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         y+0(FP), BX
 	MOVQ         q+8(FP), SI
-	VBROADCASTSS invScale+64(FP), Y2
+	VBROADCASTSS invScale+64(FP), Y3
 	MOVL         zp+68(FP), DI
-	VMOVD        DI, X3
-	VPBROADCASTD X3, Y3
-	VBROADCASTSS nnConsts<>+40(SB), Y4
-	VBROADCASTSS nnConsts<>+36(SB), Y5
+	VMOVD        DI, X4
+	VPBROADCASTD X4, Y4
+	VBROADCASTSS nnConsts<>+40(SB), Y5
+	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         DI, DI
 
-lnn2_loop_306:
-	VCVTPS2PD    (AX)(DI*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    (CX)(DI*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPD2PSY   Y7, X8
-	VMOVUPS      X8, (BX)(DI*4)
-	VCVTPS2PD    16(AX)(DI*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    16(CX)(DI*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPD2PSY   Y7, X6
-	VMOVUPS      X6, 16(BX)(DI*4)
-	VINSERTF128  $0x01, X6, Y8, Y8
-	VMULPS       Y2, Y8, Y6
-	VMAXPS       Y4, Y6, Y6
-	VMINPS       Y5, Y6, Y6
-	VCVTPS2DQ    Y6, Y6
-	VPADDD       Y3, Y6, Y6
-	VEXTRACTI128 $0x01, Y6, X7
-	VPACKSSDW    X7, X6, X6
-	VPACKUSWB    X6, X6, X6
-	VMOVQ        X6, (SI)(DI*1)
+lnn2_loop_322:
+	VMOVUPS      (AX)(DI*4), Y7
+	VSUBPS       Y0, Y7, Y7
+	VSUBPS       Y1, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       (CX)(DI*4), Y7, Y7
+	VMOVUPS      Y7, (BX)(DI*4)
+	VMULPS       Y3, Y7, Y7
+	VMAXPS       Y5, Y7, Y7
+	VMINPS       Y6, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VPADDD       Y4, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X8
+	VPACKSSDW    X8, X7, X7
+	VPACKUSWB    X7, X7, X7
+	VMOVQ        X7, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_306
+	JL           lnn2_loop_322
 	VZEROUPPER
 	RET
 
-lnn2_variant_301:
-	VBROADCASTSD mean+32(FP), Y0
-	VBROADCASTSD inv+40(FP), Y1
+lnn2_variant_317:
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8685,194 +8722,150 @@ lnn2_variant_301:
 	MOVQ         y+0(FP), SI
 	XORQ         DI, DI
 
-lnn2_loop_307:
-	VCVTPS2PD  (AX)(DI*4), Y2
-	VSUBPD     Y0, Y2, Y2
-	VMULPD     Y1, Y2, Y2
-	VCVTPS2PD  (CX)(DI*4), Y3
-	VMULPD     Y3, Y2, Y3
-	VCVTPS2PD  (BX)(DI*4), Y2
-	VADDPD     Y2, Y3, Y3
-	VCVTPD2PSY Y3, X2
-	VMOVUPS    X2, (SI)(DI*4)
-	VCVTPS2PD  16(AX)(DI*4), Y2
-	VSUBPD     Y0, Y2, Y2
-	VMULPD     Y1, Y2, Y2
-	VCVTPS2PD  16(CX)(DI*4), Y3
-	VMULPD     Y3, Y2, Y3
-	VCVTPS2PD  16(BX)(DI*4), Y2
-	VADDPD     Y2, Y3, Y3
-	VCVTPD2PSY Y3, X2
-	VMOVUPS    X2, 16(SI)(DI*4)
-	ADDQ       $0x08, DI
-	CMPQ       DI, DX
-	JL         lnn2_loop_307
+lnn2_loop_323:
+	VMOVUPS (AX)(DI*4), Y3
+	VSUBPS  Y0, Y3, Y3
+	VSUBPS  Y1, Y3, Y3
+	VMULPS  Y2, Y3, Y3
+	VMULPS  (CX)(DI*4), Y3, Y3
+	VADDPS  (BX)(DI*4), Y3, Y3
+	VMOVUPS Y3, (SI)(DI*4)
+	ADDQ    $0x08, DI
+	CMPQ    DI, DX
+	JL      lnn2_loop_323
 	VZEROUPPER
 	RET
 
-lnn2_variant_302:
-	VBROADCASTSD mean+32(FP), Y0
-	VBROADCASTSD inv+40(FP), Y1
+lnn2_variant_318:
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         beta+56(FP), BX
 	MOVQ         q+8(FP), SI
-	VBROADCASTSS invScale+64(FP), Y2
+	VBROADCASTSS invScale+64(FP), Y3
 	MOVL         zp+68(FP), DI
-	VMOVD        DI, X3
-	VPBROADCASTD X3, Y3
-	VBROADCASTSS nnConsts<>+40(SB), Y4
-	VBROADCASTSS nnConsts<>+36(SB), Y5
+	VMOVD        DI, X4
+	VPBROADCASTD X4, Y4
+	VBROADCASTSS nnConsts<>+40(SB), Y5
+	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         DI, DI
 
-lnn2_loop_308:
-	VCVTPS2PD    (AX)(DI*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    (CX)(DI*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPS2PD    (BX)(DI*4), Y6
-	VADDPD       Y6, Y7, Y7
-	VCVTPD2PSY   Y7, X8
-	VCVTPS2PD    16(AX)(DI*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    16(CX)(DI*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPS2PD    16(BX)(DI*4), Y6
-	VADDPD       Y6, Y7, Y7
-	VCVTPD2PSY   Y7, X6
-	VINSERTF128  $0x01, X6, Y8, Y8
-	VMULPS       Y2, Y8, Y6
-	VMAXPS       Y4, Y6, Y6
-	VMINPS       Y5, Y6, Y6
-	VCVTPS2DQ    Y6, Y6
-	VPADDD       Y3, Y6, Y6
-	VEXTRACTI128 $0x01, Y6, X7
-	VPACKSSDW    X7, X6, X6
-	VPACKUSWB    X6, X6, X6
-	VMOVQ        X6, (SI)(DI*1)
+lnn2_loop_324:
+	VMOVUPS      (AX)(DI*4), Y7
+	VSUBPS       Y0, Y7, Y7
+	VSUBPS       Y1, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       (CX)(DI*4), Y7, Y7
+	VADDPS       (BX)(DI*4), Y7, Y7
+	VMULPS       Y3, Y7, Y7
+	VMAXPS       Y5, Y7, Y7
+	VMINPS       Y6, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VPADDD       Y4, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X8
+	VPACKSSDW    X8, X7, X7
+	VPACKUSWB    X7, X7, X7
+	VMOVQ        X7, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_308
+	JL           lnn2_loop_324
 	VZEROUPPER
 	RET
 
-lnn2_variant_303:
-	VBROADCASTSD mean+32(FP), Y0
-	VBROADCASTSD inv+40(FP), Y1
+lnn2_variant_319:
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
 	MOVQ         x+16(FP), AX
 	MOVQ         gamma+48(FP), CX
 	MOVQ         n+24(FP), DX
 	MOVQ         beta+56(FP), BX
 	MOVQ         y+0(FP), SI
 	MOVQ         q+8(FP), DI
-	VBROADCASTSS invScale+64(FP), Y2
+	VBROADCASTSS invScale+64(FP), Y3
 	MOVL         zp+68(FP), R8
-	VMOVD        R8, X3
-	VPBROADCASTD X3, Y3
-	VBROADCASTSS nnConsts<>+40(SB), Y4
-	VBROADCASTSS nnConsts<>+36(SB), Y5
+	VMOVD        R8, X4
+	VPBROADCASTD X4, Y4
+	VBROADCASTSS nnConsts<>+40(SB), Y5
+	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R8, R8
 
-lnn2_loop_309:
-	VCVTPS2PD    (AX)(R8*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    (CX)(R8*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPS2PD    (BX)(R8*4), Y6
-	VADDPD       Y6, Y7, Y7
-	VCVTPD2PSY   Y7, X8
-	VMOVUPS      X8, (SI)(R8*4)
-	VCVTPS2PD    16(AX)(R8*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    16(CX)(R8*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPS2PD    16(BX)(R8*4), Y6
-	VADDPD       Y6, Y7, Y7
-	VCVTPD2PSY   Y7, X6
-	VMOVUPS      X6, 16(SI)(R8*4)
-	VINSERTF128  $0x01, X6, Y8, Y8
-	VMULPS       Y2, Y8, Y6
-	VMAXPS       Y4, Y6, Y6
-	VMINPS       Y5, Y6, Y6
-	VCVTPS2DQ    Y6, Y6
-	VPADDD       Y3, Y6, Y6
-	VEXTRACTI128 $0x01, Y6, X7
-	VPACKSSDW    X7, X6, X6
-	VPACKUSWB    X6, X6, X6
-	VMOVQ        X6, (DI)(R8*1)
+lnn2_loop_325:
+	VMOVUPS      (AX)(R8*4), Y7
+	VSUBPS       Y0, Y7, Y7
+	VSUBPS       Y1, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       (CX)(R8*4), Y7, Y7
+	VADDPS       (BX)(R8*4), Y7, Y7
+	VMOVUPS      Y7, (SI)(R8*4)
+	VMULPS       Y3, Y7, Y7
+	VMAXPS       Y5, Y7, Y7
+	VMINPS       Y6, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VPADDD       Y4, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X8
+	VPACKSSDW    X8, X7, X7
+	VPACKUSWB    X7, X7, X7
+	VMOVQ        X7, (DI)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, DX
-	JL           lnn2_loop_309
+	JL           lnn2_loop_325
 	VZEROUPPER
 	RET
 
-// func lnNormDualAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
+// func lnNormDualAVX2Asm(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
 // Requires: AVX, AVX2
 TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd2_beta_310
-	VBROADCASTSD mean+32(FP), Y0
-	VBROADCASTSD inv+40(FP), Y1
+	JEQ          lnd2_beta_326
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
 	MOVQ         x+16(FP), AX
 	MOVQ         n+24(FP), CX
 	MOVQ         y+0(FP), DX
 	MOVQ         q+8(FP), BX
 	MOVQ         gamma+48(FP), SI
 	MOVQ         gammaQ+64(FP), DI
-	VBROADCASTSS invScale+80(FP), Y2
+	VBROADCASTSS invScale+80(FP), Y3
 	MOVL         zp+84(FP), R8
-	VMOVD        R8, X3
-	VPBROADCASTD X3, Y3
-	VBROADCASTSS nnConsts<>+40(SB), Y4
-	VBROADCASTSS nnConsts<>+36(SB), Y5
+	VMOVD        R8, X4
+	VPBROADCASTD X4, Y4
+	VBROADCASTSS nnConsts<>+40(SB), Y5
+	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R8, R8
 
-lnd2_loop_311:
-	VCVTPS2PD    (AX)(R8*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    (SI)(R8*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPD2PSY   Y7, X7
-	VMOVUPS      X7, (DX)(R8*4)
-	VCVTPS2PD    (DI)(R8*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPD2PSY   Y7, X8
-	VCVTPS2PD    16(AX)(R8*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    16(SI)(R8*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPD2PSY   Y7, X7
-	VMOVUPS      X7, 16(DX)(R8*4)
-	VCVTPS2PD    16(DI)(R8*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPD2PSY   Y7, X6
-	VINSERTF128  $0x01, X6, Y8, Y8
-	VMULPS       Y2, Y8, Y6
-	VMAXPS       Y4, Y6, Y6
-	VMINPS       Y5, Y6, Y6
-	VCVTPS2DQ    Y6, Y6
-	VPADDD       Y3, Y6, Y6
-	VEXTRACTI128 $0x01, Y6, X7
-	VPACKSSDW    X7, X6, X6
-	VPACKUSWB    X6, X6, X6
-	VMOVQ        X6, (BX)(R8*1)
+lnd2_loop_327:
+	VMOVUPS      (AX)(R8*4), Y7
+	VSUBPS       Y0, Y7, Y7
+	VSUBPS       Y1, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       (SI)(R8*4), Y7, Y8
+	VMOVUPS      Y8, (DX)(R8*4)
+	VMULPS       (DI)(R8*4), Y7, Y7
+	VMULPS       Y3, Y7, Y7
+	VMAXPS       Y5, Y7, Y7
+	VMINPS       Y6, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VPADDD       Y4, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X8
+	VPACKSSDW    X8, X7, X7
+	VPACKUSWB    X7, X7, X7
+	VMOVQ        X7, (BX)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, CX
-	JL           lnd2_loop_311
+	JL           lnd2_loop_327
 	VZEROUPPER
 	RET
 
-lnd2_beta_310:
-	VBROADCASTSD mean+32(FP), Y0
-	VBROADCASTSD inv+40(FP), Y1
+lnd2_beta_326:
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
 	MOVQ         x+16(FP), AX
 	MOVQ         n+24(FP), CX
 	MOVQ         y+0(FP), DX
@@ -8881,56 +8874,36 @@ lnd2_beta_310:
 	MOVQ         gammaQ+64(FP), DI
 	MOVQ         beta+56(FP), R8
 	MOVQ         betaQ+72(FP), R9
-	VBROADCASTSS invScale+80(FP), Y2
+	VBROADCASTSS invScale+80(FP), Y3
 	MOVL         zp+84(FP), R10
-	VMOVD        R10, X3
-	VPBROADCASTD X3, Y3
-	VBROADCASTSS nnConsts<>+40(SB), Y4
-	VBROADCASTSS nnConsts<>+36(SB), Y5
+	VMOVD        R10, X4
+	VPBROADCASTD X4, Y4
+	VBROADCASTSS nnConsts<>+40(SB), Y5
+	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R10, R10
 
-lnd2_loop_312:
-	VCVTPS2PD    (AX)(R10*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    (SI)(R10*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPS2PD    (R8)(R10*4), Y8
-	VADDPD       Y8, Y7, Y7
-	VCVTPD2PSY   Y7, X7
-	VMOVUPS      X7, (DX)(R10*4)
-	VCVTPS2PD    (DI)(R10*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPS2PD    (R9)(R10*4), Y6
-	VADDPD       Y6, Y7, Y7
-	VCVTPD2PSY   Y7, X9
-	VCVTPS2PD    16(AX)(R10*4), Y6
-	VSUBPD       Y0, Y6, Y6
-	VMULPD       Y1, Y6, Y6
-	VCVTPS2PD    16(SI)(R10*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPS2PD    16(R8)(R10*4), Y8
-	VADDPD       Y8, Y7, Y7
-	VCVTPD2PSY   Y7, X7
-	VMOVUPS      X7, 16(DX)(R10*4)
-	VCVTPS2PD    16(DI)(R10*4), Y7
-	VMULPD       Y7, Y6, Y7
-	VCVTPS2PD    16(R9)(R10*4), Y6
-	VADDPD       Y6, Y7, Y7
-	VCVTPD2PSY   Y7, X6
-	VINSERTF128  $0x01, X6, Y9, Y9
-	VMULPS       Y2, Y9, Y6
-	VMAXPS       Y4, Y6, Y6
-	VMINPS       Y5, Y6, Y6
-	VCVTPS2DQ    Y6, Y6
-	VPADDD       Y3, Y6, Y6
-	VEXTRACTI128 $0x01, Y6, X7
-	VPACKSSDW    X7, X6, X6
-	VPACKUSWB    X6, X6, X6
-	VMOVQ        X6, (BX)(R10*1)
+lnd2_loop_328:
+	VMOVUPS      (AX)(R10*4), Y7
+	VSUBPS       Y0, Y7, Y7
+	VSUBPS       Y1, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       (SI)(R10*4), Y7, Y8
+	VADDPS       (R8)(R10*4), Y8, Y8
+	VMOVUPS      Y8, (DX)(R10*4)
+	VMULPS       (DI)(R10*4), Y7, Y7
+	VADDPS       (R9)(R10*4), Y7, Y7
+	VMULPS       Y3, Y7, Y7
+	VMAXPS       Y5, Y7, Y7
+	VMINPS       Y6, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VPADDD       Y4, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X8
+	VPACKSSDW    X8, X7, X7
+	VPACKUSWB    X7, X7, X7
+	VMOVQ        X7, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, CX
-	JL           lnd2_loop_312
+	JL           lnd2_loop_328
 	VZEROUPPER
 	RET
 
@@ -8952,14 +8925,14 @@ TEXT ·quantizeU8AVX2Asm(SB), NOSPLIT, $0-56
 	SHLQ         $0x02, SI
 	MOVQ         dstStride+8(FP), DI
 
-q2_row_313:
+q2_row_329:
 	XORQ R8, R8
 
-q2_wide_314:
+q2_wide_330:
 	MOVQ      BX, R9
 	SUBQ      R8, R9
 	CMPQ      R9, $0x20
-	JL        q2_narrow_315
+	JL        q2_narrow_331
 	VMOVUPS   (CX)(R8*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -8990,11 +8963,11 @@ q2_wide_314:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (AX)(R8*1)
 	ADDQ      $0x20, R8
-	JMP       q2_wide_314
+	JMP       q2_wide_330
 
-q2_narrow_315:
+q2_narrow_331:
 	CMPQ         R8, BX
-	JGE          q2_done_316
+	JGE          q2_done_332
 	VMOVUPS      (CX)(R8*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -9006,13 +8979,13 @@ q2_narrow_315:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (AX)(R8*1)
 	ADDQ         $0x08, R8
-	JMP          q2_narrow_315
+	JMP          q2_narrow_331
 
-q2_done_316:
+q2_done_332:
 	ADDQ SI, CX
 	ADDQ DI, AX
 	DECQ DX
-	JNZ  q2_row_313
+	JNZ  q2_row_329
 	VZEROUPPER
 	RET
 
@@ -9032,7 +9005,7 @@ TEXT ·quantizeRowsU8AVX2Asm(SB), NOSPLIT, $0-64
 	SHLQ         $0x02, R8
 	MOVQ         dstStride+8(FP), R9
 
-q2_row_317:
+q2_row_333:
 	VMOVSS       nnConsts<>+12(SB), X0
 	VDIVSS       (AX), X0, X0
 	VBROADCASTSS X0, Y0
@@ -9041,11 +9014,11 @@ q2_row_317:
 	ADDQ         $0x04, CX
 	XORQ         R10, R10
 
-q2_wide_318:
+q2_wide_334:
 	MOVQ      DI, R11
 	SUBQ      R10, R11
 	CMPQ      R11, $0x20
-	JL        q2_narrow_319
+	JL        q2_narrow_335
 	VMOVUPS   (BX)(R10*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -9076,11 +9049,11 @@ q2_wide_318:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (DX)(R10*1)
 	ADDQ      $0x20, R10
-	JMP       q2_wide_318
+	JMP       q2_wide_334
 
-q2_narrow_319:
+q2_narrow_335:
 	CMPQ         R10, DI
-	JGE          q2_done_320
+	JGE          q2_done_336
 	VMOVUPS      (BX)(R10*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -9092,13 +9065,13 @@ q2_narrow_319:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (DX)(R10*1)
 	ADDQ         $0x08, R10
-	JMP          q2_narrow_319
+	JMP          q2_narrow_335
 
-q2_done_320:
+q2_done_336:
 	ADDQ R8, BX
 	ADDQ R9, DX
 	DECQ SI
-	JNZ  q2_row_317
+	JNZ  q2_row_333
 	VZEROUPPER
 	RET
 
@@ -9117,11 +9090,11 @@ TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
 	VPXOR Y7, Y7, Y7
 	XORQ  DX, DX
 
-mm2_wide_321:
+mm2_wide_337:
 	MOVQ    CX, BX
 	SUBQ    DX, BX
 	CMPQ    BX, $0x20
-	JL      mm2_narrow_322
+	JL      mm2_narrow_338
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -9135,18 +9108,18 @@ mm2_wide_321:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, DX
-	JMP     mm2_wide_321
+	JMP     mm2_wide_337
 
-mm2_narrow_322:
+mm2_narrow_338:
 	CMPQ    DX, CX
-	JGE     mm2_done_323
+	JGE     mm2_done_339
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, DX
-	JMP     mm2_narrow_322
+	JMP     mm2_narrow_338
 
-mm2_done_323:
+mm2_done_339:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -9181,7 +9154,7 @@ TEXT ·minMaxRowsAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ hi+40(FP), DI
 	SHLQ $0x02, CX
 
-mmr2_row_324:
+mmr2_row_340:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9192,11 +9165,11 @@ mmr2_row_324:
 	VPXOR Y7, Y7, Y7
 	XORQ  R8, R8
 
-mm2_wide_325:
+mm2_wide_341:
 	MOVQ    BX, R9
 	SUBQ    R8, R9
 	CMPQ    R9, $0x20
-	JL      mm2_narrow_326
+	JL      mm2_narrow_342
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -9210,18 +9183,18 @@ mm2_wide_325:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, R8
-	JMP     mm2_wide_325
+	JMP     mm2_wide_341
 
-mm2_narrow_326:
+mm2_narrow_342:
 	CMPQ    R8, BX
-	JGE     mm2_done_327
+	JGE     mm2_done_343
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, R8
-	JMP     mm2_narrow_326
+	JMP     mm2_narrow_342
 
-mm2_done_327:
+mm2_done_343:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -9246,7 +9219,7 @@ mm2_done_327:
 	ADDQ         $0x04, DI
 	ADDQ         CX, AX
 	DECQ         DX
-	JNZ          mmr2_row_324
+	JNZ          mmr2_row_340
 	VZEROUPPER
 	RET
 
@@ -9262,11 +9235,11 @@ TEXT ·absMaxColsAVX2Asm(SB), NOSPLIT, $0-40
 	VMOVUPS nnConsts<>+576(SB), Y0
 	XORQ    DI, DI
 
-amc2_wide_328:
+amc2_wide_344:
 	MOVQ    SI, R8
 	SUBQ    DI, R8
 	CMPQ    R8, $0x20
-	JL      amc2_narrow_329
+	JL      amc2_narrow_345
 	VMOVUPS (AX)(DI*4), Y1
 	VMOVUPS 32(AX)(DI*4), Y2
 	VMOVUPS 64(AX)(DI*4), Y3
@@ -9274,7 +9247,7 @@ amc2_wide_328:
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_331:
+amc2_row_347:
 	VANDPS  (R8), Y0, Y5
 	VMAXPS  Y1, Y5, Y1
 	VANDPS  32(R8), Y0, Y5
@@ -9285,32 +9258,32 @@ amc2_row_331:
 	VMAXPS  Y4, Y5, Y4
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_331
+	JNZ     amc2_row_347
 	VMOVUPS Y1, (AX)(DI*4)
 	VMOVUPS Y2, 32(AX)(DI*4)
 	VMOVUPS Y3, 64(AX)(DI*4)
 	VMOVUPS Y4, 96(AX)(DI*4)
 	ADDQ    $0x20, DI
-	JMP     amc2_wide_328
+	JMP     amc2_wide_344
 
-amc2_narrow_329:
+amc2_narrow_345:
 	CMPQ    DI, SI
-	JGE     amc2_done_330
+	JGE     amc2_done_346
 	VMOVUPS (AX)(DI*4), Y1
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_332:
+amc2_row_348:
 	VANDPS  (R8), Y0, Y2
 	VMAXPS  Y1, Y2, Y1
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_332
+	JNZ     amc2_row_348
 	VMOVUPS Y1, (AX)(DI*4)
 	ADDQ    $0x08, DI
-	JMP     amc2_narrow_329
+	JMP     amc2_narrow_345
 
-amc2_done_330:
+amc2_done_346:
 	VZEROUPPER
 	RET
 
@@ -9328,7 +9301,7 @@ TEXT ·packQueries16Asm(SB), NOSPLIT, $0-40
 	VPXORD       Z3, Z3, Z3
 	XORQ         DI, DI
 
-pq_chunk_333:
+pq_chunk_349:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -9349,66 +9322,66 @@ pq_chunk_333:
 	VPXORD (R8), Z0, Z4
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000001
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z5
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000002
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z6
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000003
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z7
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000004
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z8
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000005
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z9
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000006
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z10
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000007
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z11
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000008
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z12
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000009
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z13
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000a
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z14
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000b
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z15
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000c
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z16
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000d
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z17
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000e
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z18
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000f
-	JLE    pq_loaded_334
+	JLE    pq_loaded_350
 	VPXORD (R8), Z0, Z19
 
-pq_loaded_334:
+pq_loaded_350:
 	VUNPCKLPS  Z5, Z4, Z20
 	VUNPCKHPS  Z5, Z4, Z4
 	VUNPCKLPS  Z7, Z6, Z5
@@ -9540,7 +9513,7 @@ pq_loaded_334:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq_chunk_333
+	JL         pq_chunk_349
 	VMOVDQU32  Z3, (SI)
 	VZEROUPPER
 	RET
@@ -9564,7 +9537,7 @@ TEXT ·packValuesAsm(SB), NOSPLIT, $0-64
 	VPBROADCASTD nnConsts<>+76(SB), Z2
 	XORQ         R11, R11
 
-pvs_strip_335:
+pvs_strip_351:
 	MOVQ        R9, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000010, R13
@@ -9579,7 +9552,7 @@ pvs_strip_335:
 	MOVQ        AX, R13
 	MOVQ        SI, R14
 
-pvs_group_336:
+pvs_group_352:
 	MOVQ      R12, R15
 	VMOVUPS.Z (R15), K1, Z5
 	ADDQ      BX, R15
@@ -9621,12 +9594,12 @@ pvs_group_336:
 	ADDQ      $0x40, R13
 	ADDQ      R10, R12
 	DECQ      R14
-	JNZ       pvs_group_336
+	JNZ       pvs_group_352
 	VMOVDQU32 Z4, K1, (R8)(R11*4)
 	ADDQ      CX, AX
 	ADDQ      $0x10, R11
 	CMPQ      R11, R9
-	JL        pvs_strip_335
+	JL        pvs_strip_351
 	VZEROUPPER
 	RET
 
@@ -9646,9 +9619,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_337:
+pv4_353:
 	TESTQ     R10, R10
-	JZ        pv4_done_338
+	JZ        pv4_done_354
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9688,7 +9661,7 @@ pv4_337:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_338
+	JZ        pv4_done_354
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9729,9 +9702,9 @@ pv4_337:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_337
+	JMP       pv4_353
 
-pv4_done_338:
+pv4_done_354:
 	VZEROUPPER
 	RET
 
@@ -9750,7 +9723,7 @@ TEXT ·packQueries16AVX2Asm(SB), NOSPLIT, $0-40
 	VPXOR        Y4, Y4, Y4
 	XORQ         DI, DI
 
-pq2_chunk_339:
+pq2_chunk_355:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
@@ -9761,38 +9734,38 @@ pq2_chunk_339:
 	VPXOR Y12, Y12, Y12
 	LEAQ  (CX)(DI*1), R8
 	CMPQ  BX, $0x00000000
-	JLE   pq2_loaded_340
+	JLE   pq2_loaded_356
 	VPXOR (R8), Y0, Y5
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000001
-	JLE   pq2_loaded_340
+	JLE   pq2_loaded_356
 	VPXOR (R8), Y0, Y6
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000002
-	JLE   pq2_loaded_340
+	JLE   pq2_loaded_356
 	VPXOR (R8), Y0, Y7
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000003
-	JLE   pq2_loaded_340
+	JLE   pq2_loaded_356
 	VPXOR (R8), Y0, Y8
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000004
-	JLE   pq2_loaded_340
+	JLE   pq2_loaded_356
 	VPXOR (R8), Y0, Y9
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000005
-	JLE   pq2_loaded_340
+	JLE   pq2_loaded_356
 	VPXOR (R8), Y0, Y10
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000006
-	JLE   pq2_loaded_340
+	JLE   pq2_loaded_356
 	VPXOR (R8), Y0, Y11
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000007
-	JLE   pq2_loaded_340
+	JLE   pq2_loaded_356
 	VPXOR (R8), Y0, Y12
 
-pq2_loaded_340:
+pq2_loaded_356:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9859,38 +9832,38 @@ pq2_loaded_340:
 	VPXOR      Y12, Y12, Y12
 	LEAQ       (CX)(DI*1), R8
 	CMPQ       BX, $0x00000000
-	JLE        pq2_loaded_341
+	JLE        pq2_loaded_357
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000001
-	JLE        pq2_loaded_341
+	JLE        pq2_loaded_357
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000002
-	JLE        pq2_loaded_341
+	JLE        pq2_loaded_357
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000003
-	JLE        pq2_loaded_341
+	JLE        pq2_loaded_357
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000004
-	JLE        pq2_loaded_341
+	JLE        pq2_loaded_357
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000005
-	JLE        pq2_loaded_341
+	JLE        pq2_loaded_357
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000006
-	JLE        pq2_loaded_341
+	JLE        pq2_loaded_357
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000007
-	JLE        pq2_loaded_341
+	JLE        pq2_loaded_357
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_341:
+pq2_loaded_357:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9959,38 +9932,38 @@ pq2_loaded_341:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_342
+	JLE        pq2_loaded_358
 	VPXOR      (R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_342
+	JLE        pq2_loaded_358
 	VPXOR      (R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_342
+	JLE        pq2_loaded_358
 	VPXOR      (R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_342
+	JLE        pq2_loaded_358
 	VPXOR      (R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_342
+	JLE        pq2_loaded_358
 	VPXOR      (R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_342
+	JLE        pq2_loaded_358
 	VPXOR      (R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_342
+	JLE        pq2_loaded_358
 	VPXOR      (R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_342
+	JLE        pq2_loaded_358
 	VPXOR      (R8), Y0, Y12
 
-pq2_loaded_342:
+pq2_loaded_358:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -10059,38 +10032,38 @@ pq2_loaded_342:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_343
+	JLE        pq2_loaded_359
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_343
+	JLE        pq2_loaded_359
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_343
+	JLE        pq2_loaded_359
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_343
+	JLE        pq2_loaded_359
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_343
+	JLE        pq2_loaded_359
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_343
+	JLE        pq2_loaded_359
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_343
+	JLE        pq2_loaded_359
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_343
+	JLE        pq2_loaded_359
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_343:
+pq2_loaded_359:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -10150,7 +10123,7 @@ pq2_loaded_343:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq2_chunk_339
+	JL         pq2_chunk_355
 	VMOVDQU    Y3, (SI)
 	VMOVDQU    Y4, 32(SI)
 	VZEROUPPER
@@ -10169,7 +10142,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	VMOVDQU      nnAVX2Lanes<>+64(SB), Y3
 	LEAQ         (CX)(CX*2), SI
 
-probs_344:
+probs_360:
 	VMULPS       (DX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -10293,7 +10266,7 @@ probs_344:
 	ADDQ         $0x08, AX
 	ADDQ         $0x00000200, DX
 	DECQ         BX
-	JNZ          probs_344
+	JNZ          probs_360
 	VZEROUPPER
 	RET
 
@@ -10313,7 +10286,7 @@ TEXT ·linearRows4Asm(SB), NOSPLIT, $0-64
 	SHLQ $0x02, R8
 	LEAQ (BX)(BX*2), R10
 
-lin_col_345:
+lin_col_361:
 	MOVQ     $0x00000040, R11
 	CMPQ     R9, R11
 	CMOVQLT  R9, R11
@@ -10343,7 +10316,7 @@ lin_col_345:
 	MOVQ     DX, R12
 	MOVQ     SI, R13
 
-lin_k_346:
+lin_k_362:
 	VMOVUPS.Z    (R11), K1, Z16
 	VMOVUPS.Z    64(R11), K2, Z17
 	VMOVUPS.Z    128(R11), K3, Z18
@@ -10387,7 +10360,7 @@ lin_k_346:
 	ADDQ         R8, R11
 	ADDQ         $0x04, R12
 	DECQ         R13
-	JNZ          lin_k_346
+	JNZ          lin_k_362
 	MOVQ         AX, R11
 	VMOVUPS      Z0, K1, (R11)
 	VMOVUPS      Z1, K2, 64(R11)
@@ -10411,7 +10384,7 @@ lin_k_346:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, R9
-	JG           lin_col_345
+	JG           lin_col_361
 	VZEROUPPER
 	RET
 
@@ -10432,7 +10405,7 @@ TEXT ·linearRows1Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	MOVQ R9, CX
 
-lin_col_347:
+lin_col_363:
 	MOVQ     $0x00000040, BX
 	CMPQ     CX, BX
 	CMOVQLT  CX, BX
@@ -10450,7 +10423,7 @@ lin_col_347:
 	MOVQ     DX, R9
 	MOVQ     SI, R10
 
-lin_k_348:
+lin_k_364:
 	VMOVUPS.Z    (BX), K1, Z4
 	VMOVUPS.Z    64(BX), K2, Z5
 	VMOVUPS.Z    128(BX), K3, Z6
@@ -10467,7 +10440,7 @@ lin_k_348:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R9
 	DECQ         R10
-	JNZ          lin_k_348
+	JNZ          lin_k_364
 	MOVQ         AX, BX
 	VMOVUPS      Z0, K1, (BX)
 	VMOVUPS      Z1, K2, 64(BX)
@@ -10476,7 +10449,7 @@ lin_k_348:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, CX
-	JG           lin_col_347
+	JG           lin_col_363
 	VZEROUPPER
 	RET
 
@@ -10497,11 +10470,11 @@ TEXT ·linearRows4AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), R10
 	XORQ R11, R11
 
-lin2_wide_349:
+lin2_wide_365:
 	MOVQ   R9, R12
 	SUBQ   R11, R12
 	CMPQ   R12, $0x10
-	JL     lin2_narrow_350
+	JL     lin2_narrow_366
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10514,7 +10487,7 @@ lin2_wide_349:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_352:
+lin_k_368:
 	VMOVUPS      (R12), Y8
 	VMOVUPS      32(R12), Y9
 	VBROADCASTSS (R13), Y10
@@ -10540,7 +10513,7 @@ lin_k_352:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_352
+	JNZ          lin_k_368
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	VMOVUPS      Y1, 32(R12)
@@ -10556,11 +10529,11 @@ lin_k_352:
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, R11
-	JMP          lin2_wide_349
+	JMP          lin2_wide_365
 
-lin2_narrow_350:
+lin2_narrow_366:
 	CMPQ   R11, R9
-	JGE    lin2_done_351
+	JGE    lin2_done_367
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10569,7 +10542,7 @@ lin2_narrow_350:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_353:
+lin_k_369:
 	VMOVUPS      (R12), Y4
 	VBROADCASTSS (R13), Y5
 	VMULPS       Y4, Y5, Y5
@@ -10586,7 +10559,7 @@ lin_k_353:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_353
+	JNZ          lin_k_369
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	ADDQ         CX, R12
@@ -10598,9 +10571,9 @@ lin_k_353:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, R11
-	JMP          lin2_narrow_350
+	JMP          lin2_narrow_366
 
-lin2_done_351:
+lin2_done_367:
 	VZEROUPPER
 	RET
 
@@ -10621,18 +10594,18 @@ TEXT ·linearRows1AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	XORQ CX, CX
 
-lin2_wide_354:
+lin2_wide_370:
 	MOVQ   R9, BX
 	SUBQ   CX, BX
 	CMPQ   BX, $0x10
-	JL     lin2_narrow_355
+	JL     lin2_narrow_371
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_357:
+lin_k_373:
 	VMOVUPS      (BX), Y2
 	VMOVUPS      32(BX), Y3
 	VBROADCASTSS (R10), Y4
@@ -10643,24 +10616,24 @@ lin_k_357:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_357
+	JNZ          lin_k_373
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	VMOVUPS      Y1, 32(BX)
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, CX
-	JMP          lin2_wide_354
+	JMP          lin2_wide_370
 
-lin2_narrow_355:
+lin2_narrow_371:
 	CMPQ   CX, R9
-	JGE    lin2_done_356
+	JGE    lin2_done_372
 	VXORPS Y0, Y0, Y0
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_358:
+lin_k_374:
 	VMOVUPS      (BX), Y1
 	VBROADCASTSS (R10), Y2
 	VMULPS       Y1, Y2, Y1
@@ -10668,14 +10641,14 @@ lin_k_358:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_358
+	JNZ          lin_k_374
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, CX
-	JMP          lin2_narrow_355
+	JMP          lin2_narrow_371
 
-lin2_done_356:
+lin2_done_372:
 	VZEROUPPER
 	RET

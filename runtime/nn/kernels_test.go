@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/sqc-dev/sqc/internal/lnstats"
 	"github.com/sqc-dev/sqc/runtime/cpu"
 )
 
@@ -346,7 +347,7 @@ func TestLayerNormNormalizeKernel(t *testing.T) {
 					ln.Beta = make([]float32, n)
 					fillRandom(r, ln.Beta, -1, 1, 0.01)
 				}
-				mean, inv := float64(r.Float32()), 0.5+float64(r.Float32())
+				st := lnstats.Row32{MeanHi: r.Float32(), MeanLo: 1e-8 * r.Float32(), Inv: 0.5 + r.Float32()}
 				invScale, zp := 1+40*r.Float32(), int32(r.IntN(300)-20)
 				var y, wantY []float32
 				var q, wantQ []uint8
@@ -359,8 +360,8 @@ func TestLayerNormNormalizeKernel(t *testing.T) {
 					q, checkQ = guardedU8(n)
 					wantQ = make([]uint8, n)
 				}
-				lnNormalizeGo(wantY, wantQ, x, mean, inv, ln, invScale, zp)
-				impl.lnNormalize(y, q, x, mean, inv, ln, invScale, zp)
+				lnNormalizeGo(wantY, wantQ, x, st, ln, invScale, zp)
+				impl.lnNormalize(y, q, x, st, ln, invScale, zp)
 				what := fmt.Sprintf("normalize n=%d beta=%v f32=%v u8=%v", n, withBeta, withF32, withU8)
 				if withF32 {
 					checkY(t, what)
@@ -495,16 +496,16 @@ func TestLayerNormQuantizeBounds(t *testing.T) {
 			"stats rows": func() {
 				impl.lnStats16(make([]float32, (lnGroup-1)*stride+n-1), stride, n, 1e-5, &mean, &inv)
 			},
-			"normalize y": func() { impl.lnNormalize(make([]float32, n-1), nil, x, 0, 1, ln, 1, 0) },
-			"normalize q": func() { impl.lnNormalize(nil, make([]uint8, n-1), x, 0, 1, ln, 1, 0) },
+			"normalize y": func() { impl.lnNormalize(make([]float32, n-1), nil, x, lnstats.Row32{Inv: 1}, ln, 1, 0) },
+			"normalize q": func() { impl.lnNormalize(nil, make([]uint8, n-1), x, lnstats.Row32{Inv: 1}, ln, 1, 0) },
 			"normalize gamma": func() {
-				impl.lnNormalize(make([]float32, n), nil, x, 0, 1, &LayerNormParams{N: n, Gamma: ln.Gamma[:n-1]}, 1, 0)
+				impl.lnNormalize(make([]float32, n), nil, x, lnstats.Row32{Inv: 1}, &LayerNormParams{N: n, Gamma: ln.Gamma[:n-1]}, 1, 0)
 			},
 			"dual q": func() {
-				impl.lnNormalizeDual(make([]float32, n), make([]uint8, n-1), x, 0, 1, ln, ln.Gamma, ln.Beta, 1, 0)
+				impl.lnNormalizeDual(make([]float32, n), make([]uint8, n-1), x, lnstats.Row32{Inv: 1}, ln, ln.Gamma, ln.Beta, 1, 0)
 			},
 			"dual betaQ": func() {
-				impl.lnNormalizeDual(make([]float32, n), make([]uint8, n), x, 0, 1, ln, ln.Gamma, ln.Beta[:n-1], 1, 0)
+				impl.lnNormalizeDual(make([]float32, n), make([]uint8, n), x, lnstats.Row32{Inv: 1}, ln, ln.Gamma, ln.Beta[:n-1], 1, 0)
 			},
 			"quantize dst": func() { impl.quantize(make([]uint8, 2*n-1), n, make([]float32, 2*n), n, 2, n, 1, 0) },
 			"quantize src": func() { impl.quantize(make([]uint8, 2*n), n, make([]float32, 2*n-1), n, 2, n, 1, 0) },

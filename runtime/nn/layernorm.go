@@ -26,13 +26,15 @@ const (
 )
 
 // LayerNorm normalises rows rows of src (row stride srcStride) into dst
-// (row stride dstStride). Per row, in float64 and in this order (the FP32
-// interpreter's, so both give the same bits on amd64):
+// (row stride dstStride). Per row, in this order (internal/lnstats's,
+// which the FP32 interpreter follows too, so both give the same bits):
 //
-//	mean = (sum_j x_j) / N                      (internal/lnstats's order)
-//	var  = (sum_j (x_j - mean)^2) / N           (the same order)
-//	inv  = 1 / sqrt(var + float64(Epsilon))
-//	y_j  = float32(((x_j - mean) * inv) * Gamma_j + Beta_j)
+//	mean = (sum_j x_j) / N                      (float64)
+//	var  = (sum_j (x_j - mean)^2) / N           (float64)
+//	inv  = 1 / sqrt(var + float64(Epsilon))     (float64)
+//	z_j  = (x_j - mean) * inv                   (float32, each op rounded, the
+//	                                             mean as two float32: lnstats.Row32)
+//	y_j  = z_j*Gamma_j + Beta_j                 (float32, each op rounded)
 //
 // dst may be src (the statistics are complete before a row is written).
 func LayerNorm(p *pool.Pool, dst []float32, dstStride int, src []float32, srcStride, rows int, ln *LayerNormParams) {
@@ -157,10 +159,11 @@ func (c *layerNormCall) normalize(w, r0, r1 int) {
 			if c.dstU8 != nil {
 				q = c.dstU8[i*c.u8Stride : (i+1)*c.u8Stride]
 			}
+			row := lnstats.NewRow32(st.mean[r], st.inv[r])
 			if c.gammaQ != nil {
-				kern.lnNormalizeDual(y, q, x, st.mean[r], st.inv[r], ln, c.gammaQ, c.betaQ, c.invScale, c.zeroPoint)
+				kern.lnNormalizeDual(y, q, x, row, ln, c.gammaQ, c.betaQ, c.invScale, c.zeroPoint)
 			} else {
-				kern.lnNormalize(y, q, x, st.mean[r], st.inv[r], ln, c.invScale, c.zeroPoint)
+				kern.lnNormalize(y, q, x, row, ln, c.invScale, c.zeroPoint)
 			}
 			if q != nil {
 				fill(q[ln.N:], c.pad)
@@ -190,7 +193,7 @@ func lnStats16Go(x []float32, stride, n int, eps float32, mean, inv *[lnGroup]fl
 }
 
 // lnNormalizeGo is kernels.lnNormalize.
-func lnNormalizeGo(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, invScale float32, zp int32) {
+func lnNormalizeGo(y []float32, q []uint8, x []float32, st lnstats.Row32, ln *LayerNormParams, invScale float32, zp int32) {
 	if y != nil {
 		y = y[:len(x)]
 	}
@@ -198,7 +201,7 @@ func lnNormalizeGo(y []float32, q []uint8, x []float32, mean, inv float64, ln *L
 		q = q[:len(x)]
 	}
 	for j, v := range x {
-		o := normalize(v, mean, inv, ln, j)
+		o := normalize(v, st, ln, j)
 		if y != nil {
 			y[j] = o
 		}
@@ -208,18 +211,18 @@ func lnNormalizeGo(y []float32, q []uint8, x []float32, mean, inv float64, ln *L
 	}
 }
 
-// normalize is one output of LayerNorm.
-func normalize(v float32, mean, inv float64, ln *LayerNormParams, j int) float32 {
-	return affine(float64((float64(v)-mean)*inv), ln.Gamma, ln.Beta, j)
+// normalize is one output of LayerNorm, in internal/lnstats's float32
+// order.
+func normalize(v float32, st lnstats.Row32, ln *LayerNormParams, j int) float32 {
+	return affine(st.Normalize(v), ln.Gamma, ln.Beta, j)
 }
 
-// affine is float32(z*gamma[j] + beta[j]) in float64, each operation
-// rounded on its own (beta may be nil): the last step of normalize, for
-// z = (x_j - mean) * inv.
-func affine(z float64, gamma, beta []float32, j int) float32 {
-	o := float64(z * float64(gamma[j]))
-	if beta != nil {
-		o += float64(beta[j])
+// affine is z*gamma[j] + beta[j] (beta may be nil) in internal/lnstats's
+// float32 order: the last step of normalize, for z = Row32.Normalize of
+// x_j.
+func affine(z float32, gamma, beta []float32, j int) float32 {
+	if beta == nil {
+		return lnstats.Scale(z, gamma[j])
 	}
-	return float32(o)
+	return lnstats.Affine(z, gamma[j], beta[j])
 }

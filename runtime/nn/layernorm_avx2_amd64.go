@@ -2,7 +2,10 @@
 
 package nn
 
-import "github.com/sqc-dev/sqc/runtime/qgemm"
+import (
+	"github.com/sqc-dev/sqc/internal/lnstats"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
+)
 
 // useAVX2LayerNorm sets k's LayerNorm loops (lnStats16, lnNormalize, lnNormalizeDual) to their AVX2 assembly forms.
 func useAVX2LayerNorm(k *kernels) {
@@ -22,7 +25,7 @@ func lnStats16AVX2(x []float32, stride, n int, eps float32, mean, inv *[lnGroup]
 // lnNormalizeAVX2 is kernels.lnNormalize: lnNormAVX2Asm on the whole
 // groups of 8 columns, lnNormalizeGo's loop on the rest (every output
 // depends on its own column only).
-func lnNormalizeAVX2(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, invScale float32, zp int32) {
+func lnNormalizeAVX2(y []float32, q []uint8, x []float32, st lnstats.Row32, ln *LayerNormParams, invScale float32, zp int32) {
 	flags := lnNormFlags(y, q, x, ln)
 	if flags == 0 {
 		return
@@ -30,10 +33,10 @@ func lnNormalizeAVX2(y []float32, q []uint8, x []float32, mean, inv float64, ln 
 	n := len(x)
 	n8 := n &^ 7
 	if n8 > 0 {
-		lnNormAVX2Asm(ptr(y), ptr(q), ptr(x), n8, mean, inv, ptr(ln.Gamma), ptr(ln.Beta), invScale, zp, flags)
+		lnNormAVX2Asm(ptr(y), ptr(q), ptr(x), n8, st.MeanHi, st.MeanLo, st.Inv, ptr(ln.Gamma), ptr(ln.Beta), invScale, zp, flags)
 	}
 	for j := n8; j < n; j++ {
-		o := normalize(x[j], mean, inv, ln, j)
+		o := normalize(x[j], st, ln, j)
 		if y != nil {
 			y[j] = o
 		}
@@ -45,15 +48,15 @@ func lnNormalizeAVX2(y []float32, q []uint8, x []float32, mean, inv float64, ln 
 
 // lnNormalizeDualAVX2 is kernels.lnNormalizeDual: lnNormDualAVX2Asm on the
 // whole groups of 8 columns, lnNormalizeDualGo's loop on the rest.
-func lnNormalizeDualAVX2(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, gammaQ, betaQ []float32, invScale float32, zp int32) {
+func lnNormalizeDualAVX2(y []float32, q []uint8, x []float32, st lnstats.Row32, ln *LayerNormParams, gammaQ, betaQ []float32, invScale float32, zp int32) {
 	flags := lnDualFlags(y, q, x, ln, gammaQ, betaQ)
 	n := len(x)
 	n8 := n &^ 7
 	if n8 > 0 {
-		lnNormDualAVX2Asm(ptr(y), ptr(q), ptr(x), n8, mean, inv, ptr(ln.Gamma), ptr(ln.Beta), ptr(gammaQ), ptr(betaQ), invScale, zp, flags)
+		lnNormDualAVX2Asm(ptr(y), ptr(q), ptr(x), n8, st.MeanHi, st.MeanLo, st.Inv, ptr(ln.Gamma), ptr(ln.Beta), ptr(gammaQ), ptr(betaQ), invScale, zp, flags)
 	}
 	for j := n8; j < n; j++ {
-		z := float64((float64(x[j]) - mean) * inv)
+		z := st.Normalize(x[j])
 		y[j] = affine(z, ln.Gamma, ln.Beta, j)
 		q[j] = qgemm.QuantizeU8(affine(z, gammaQ, betaQ, j), invScale, zp)
 	}

@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 
+	"github.com/sqc-dev/sqc/internal/lnstats"
 	"github.com/sqc-dev/sqc/runtime/pool"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
@@ -11,10 +12,11 @@ import (
 // its second output quantised: the two LayerNorms of one input that a
 // SmoothQuant-smoothed post-LN block needs, from one pass over each row.
 // Per row it computes the statistics once (as LayerNorm does) and, with
-// z_j = (x_j - mean) * inv in float64,
+// z_j = (x_j - mean) * inv in float32 (internal/lnstats's order, as
+// LayerNorm),
 //
-//	dstF32[i*f32Stride+j] = float32(z_j*ln.Gamma[j] + ln.Beta[j])
-//	dstU8[i*u8Stride+j]   = qgemm.QuantizeU8(float32(z_j*gammaU8[j] + betaU8[j]), invScale, zeroPoint)
+//	dstF32[i*f32Stride+j] = z_j*ln.Gamma[j] + ln.Beta[j]
+//	dstU8[i*u8Stride+j]   = qgemm.QuantizeU8(z_j*gammaU8[j] + betaU8[j], invScale, zeroPoint)
 //
 // with padding columns N..u8Stride-1 set to zeroPoint: the bits of
 // LayerNorm(ln) into dstF32 and LayerNormU8 with only the u8 output and
@@ -45,10 +47,10 @@ func layerNormDual(kern *kernels, p *pool.Pool, dstF32 []float32, f32Stride int,
 
 // lnNormalizeDualGo is kernels.lnNormalizeDual: one row x into y (ln's
 // gamma and beta) and q (gammaQ and betaQ, quantised), z computed once.
-func lnNormalizeDualGo(y []float32, q []uint8, x []float32, mean, inv float64, ln *LayerNormParams, gammaQ, betaQ []float32, invScale float32, zp int32) {
+func lnNormalizeDualGo(y []float32, q []uint8, x []float32, st lnstats.Row32, ln *LayerNormParams, gammaQ, betaQ []float32, invScale float32, zp int32) {
 	y, q = y[:len(x)], q[:len(x)]
 	for j, v := range x {
-		z := float64((float64(v) - mean) * inv)
+		z := st.Normalize(v)
 		y[j] = affine(z, ln.Gamma, ln.Beta, j)
 		q[j] = qgemm.QuantizeU8(affine(z, gammaQ, betaQ, j), invScale, zp)
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sqc-dev/sqc/internal/lnstats"
 	"github.com/sqc-dev/sqc/runtime/pool"
 )
 
@@ -28,13 +29,13 @@ func TestLayerNormDualKernel(t *testing.T) {
 					fillRandom(r, ln.Beta, -1, 1, 0.01)
 					fillRandom(r, betaQ, -0.5, 0.5, 0.01)
 				}
-				mean, inv := float64(r.Float32()), 0.5+float64(r.Float32())
+				st := lnstats.Row32{MeanHi: r.Float32(), MeanLo: 1e-8 * r.Float32(), Inv: 0.5 + r.Float32()}
 				invScale, zp := 1+40*r.Float32(), int32(r.IntN(300)-20)
 				y, checkY := guarded(n)
 				q, checkQ := guardedU8(n)
 				wantY, wantQ := make([]float32, n), make([]uint8, n)
-				lnNormalizeDualGo(wantY, wantQ, x, mean, inv, ln, gammaQ, betaQ, invScale, zp)
-				impl.lnNormalizeDual(y, q, x, mean, inv, ln, gammaQ, betaQ, invScale, zp)
+				lnNormalizeDualGo(wantY, wantQ, x, st, ln, gammaQ, betaQ, invScale, zp)
+				impl.lnNormalizeDual(y, q, x, st, ln, gammaQ, betaQ, invScale, zp)
 				what := fmt.Sprintf("%s dual normalize n=%d beta=%v", impl.name, n, withBeta)
 				checkY(t, what)
 				checkQ(t, what)

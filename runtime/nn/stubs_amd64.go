@@ -50,19 +50,20 @@ func attnPVAsm(out *float32, outStride int, rows int, p *float32, v *float32, vS
 //go:noescape
 func lnStats16Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)
 
-// lnNormAsm normalises one row of n >= 1 values: y[j] = float32(((x[j]-mean)*inv)*gamma[j]
-// + beta[j]) in float64, stored to y (flags&2) and/or quantised to q (flags&4) as
-// qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.
+// lnNormAsm normalises one row of n >= 1 values: y[j] = ((x[j]-meanHi-meanLo)*inv)*gamma[j] + beta[j]
+// in float32, each operation rounded (internal/lnstats), stored to y (flags&2) and/or
+// quantised to q (flags&4) as qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.
 //
 //go:noescape
-func lnNormAsm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
+func lnNormAsm(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
 
-// lnNormDualAsm normalises one row of n >= 1 values once, z[j] = (x[j]-mean)*inv in float64,
-// and stores y[j] = float32(z[j]*gamma[j] + beta[j]) and q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j]
-// + betaQ[j]), invScale, zp); flags&1: beta and betaQ are used (else both are ignored).
+// lnNormDualAsm normalises one row of n >= 1 values once, z[j] = ((x[j]-meanHi)-meanLo)*inv, and stores
+// y[j] = z[j]*gamma[j] + beta[j] and q[j] = qgemm.QuantizeU8(z[j]*gammaQ[j] + betaQ[j], invScale, zp),
+// in float32 with each operation rounded (internal/lnstats); flags&1: beta and betaQ are used
+// (else both are ignored).
 //
 //go:noescape
-func lnNormDualAsm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
+func lnNormDualAsm(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
 
 // quantizeU8Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], invScale, zp)
 // for i < rows, j < cols (rows, cols >= 1).
@@ -148,19 +149,20 @@ func attnPVAVX2Asm(out *float32, outStride int, rows int, p *float32, v *float32
 func lnStats16AVX2Asm(x *float32, stride int, n int, count float64, eps float64, mean *float64, inv *float64)
 
 // lnNormAVX2Asm is lnNormAsm on AVX2 for n >= 8 values, a multiple of 8: y[j] =
-// float32(((x[j]-mean)*inv)*gamma[j] + beta[j]) in float64, stored to y (flags&2) and/or
-// quantised to q (flags&4) as qgemm.QuantizeU8(y[j], invScale, zp); flags&1: beta is used.
+// ((x[j]-meanHi-meanLo)*inv)*gamma[j] + beta[j] in float32, each operation rounded, stored to y
+// (flags&2) and/or quantised to q (flags&4) as qgemm.QuantizeU8(y[j], invScale, zp);
+// flags&1: beta is used.
 //
 //go:noescape
-func lnNormAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
+func lnNormAVX2Asm(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, invScale float32, zp int32, flags int)
 
 // lnNormDualAVX2Asm is lnNormDualAsm on AVX2 for n >= 8 values, a multiple of 8:
-// z[j] = (x[j]-mean)*inv in float64, y[j] = float32(z[j]*gamma[j] + beta[j]) and
-// q[j] = qgemm.QuantizeU8(float32(z[j]*gammaQ[j] + betaQ[j]), invScale, zp); flags&1: beta
-// and betaQ are used (else both are ignored).
+// z[j] = ((x[j]-meanHi)-meanLo)*inv, y[j] = z[j]*gamma[j] + beta[j] and q[j] =
+// qgemm.QuantizeU8(z[j]*gammaQ[j] + betaQ[j], invScale, zp), in float32 with each operation
+// rounded; flags&1: beta and betaQ are used (else both are ignored).
 //
 //go:noescape
-func lnNormDualAVX2Asm(y *float32, q *uint8, x *float32, n int, mean float64, inv float64, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
+func lnNormDualAVX2Asm(y *float32, q *uint8, x *float32, n int, meanHi float32, meanLo float32, inv float32, gamma *float32, beta *float32, gammaQ *float32, betaQ *float32, invScale float32, zp int32, flags int)
 
 // quantizeU8AVX2Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], invScale, zp)
 // for i < rows, j < cols (rows >= 1; cols >= 8, a multiple of 8).

@@ -11,7 +11,9 @@ import (
 // layerNorm is ONNX LayerNormalization (opset 17): normalise over the dims
 // from axis on, then scale and shift. Outputs Y and, when asked for, Mean
 // and InvStdDev (float32, shape X.shape[:axis] followed by ones). Statistics
-// are computed in float64, in internal/lnstats's order.
+// are computed in float64, in internal/lnstats's order; float32 inputs are
+// then normalised in float32 as lnstats defines (the engine's bits), wider
+// ones in float64.
 func layerNorm(c *call) ([]*Tensor, error) {
 	x, scale := c.in[0], c.in[1]
 	var bias *Tensor
@@ -79,6 +81,10 @@ func layerNorm(c *call) ([]*Tensor, error) {
 			boff = r * n
 		}
 		out := y[r*n : (r+1)*n]
+		if x.DType == Float32 {
+			normalizeRow32(out, row, mean, inv, sc[off:], bs, boff)
+			continue
+		}
 		for i, v := range row {
 			o := (v - mean) * inv * sc[off+i]
 			if bs != nil {
@@ -93,6 +99,21 @@ func layerNorm(c *call) ([]*Tensor, error) {
 		statShape[i] = 1
 	}
 	return []*Tensor{yt, FromSlice(statShape, means), FromSlice(slices.Clone(statShape), invs)}, nil
+}
+
+// normalizeRow32 is one float32 row of layerNorm in internal/lnstats's
+// float32 order, held in float64 (exact) until the output's Cast: scale
+// from sc[0], bias (nil: none) from bs[boff].
+func normalizeRow32(out, row []float64, mean, inv float64, sc, bs []float64, boff int) {
+	st := lnstats.NewRow32(mean, inv)
+	for i, v := range row {
+		z := st.Normalize(float32(v))
+		if bs == nil {
+			out[i] = float64(lnstats.Scale(z, float32(sc[i])))
+		} else {
+			out[i] = float64(lnstats.Affine(z, float32(sc[i]), float32(bs[boff+i])))
+		}
+	}
 }
 
 // softmax is ONNX Softmax. From opset 13 it normalises along one axis

@@ -19,7 +19,7 @@ const (
 	// weightsSize is the length of weights.bin in bytes.
 	weightsSize = 16618240
 	// weightsSHA256 is the SHA-256 of weights.bin, hex.
-	weightsSHA256 = "0ac184aca3b5d42ebfda2192b92cd70a5fc501dba9ac2cfca18049ac5410143b"
+	weightsSHA256 = "c1ed62b8decba1c99976f735807086c353308fa537bb991973abe00b180f661b"
 	// weightsDecodedBytes is the memory the decoded arrays take.
 	weightsDecodedBytes = int64(16386568)
 )
