@@ -1,8 +1,6 @@
 package main
 
 import (
-	"math"
-
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -362,7 +360,7 @@ func softmaxBody(g *gen, mode int, load func(p reg.GPVirtual) reg.VecVirtual, ne
 
 	// Pass 2: numerators and their sum, in key order.
 	g.Label(pass2)
-	sum, zero := g.zeroZMM(), g.zeroZMM()
+	sum := g.zeroZMM()
 	g.MOVQ(sPtr, p)
 	g.MOVQ(n, c)
 	expRows := func(m int) {
@@ -372,7 +370,7 @@ func softmaxBody(g *gen, mode int, load func(p reg.GPVirtual) reg.VecVirtual, ne
 			g.VMOVUPS(operand.Mem{Base: p, Disp: 64 * u}, ts[u])
 			g.VSUBPS(top, ts[u], ts[u]) // x - top
 		}
-		es := g.expZMM(ts, zero)
+		es := g.expZMM(ts)
 		for u, e := range es {
 			g.VMOVUPS(e, operand.Mem{Base: p, Disp: 64 * u})
 			g.VADDPS(e, sum, sum)
@@ -397,16 +395,29 @@ func softmaxBody(g *gen, mode int, load func(p reg.GPVirtual) reg.VecVirtual, ne
 	g.RET()
 }
 
+// cmpNLTUQ is VCMPPS's "not less than, unordered, quiet" predicate: true
+// where src1 >= src2 or either is NaN.
+const cmpNLTUQ = 0x15
+
 // expZMM emits nn.Exp on every lane of each register of xs, interleaved
-// step by step, and returns the registers holding the results. zero must
-// hold 0.0 in every lane. Per lane, in Exp's order:
+// step by step, and returns the registers holding the results, for the
+// softmax's arguments x - max: x <= 0, -Inf or NaN (a NaN with the quiet
+// bit set, as arithmetic makes it). Per lane, in Exp's order:
 //
 //	k = roundEven(x*log2e); r = (x - k*ln2Hi) - k*ln2Lo
 //	p = Horner(r) ending with *r+1 twice
-//	exp = p * 2^k, or (p+p) * 2^127 for k = 128
+//	exp = p * 2^k (VSCALEFPS, one rounding)
 //
-// then 0 where x < expMin, +Inf where x > expMax and x itself for NaN.
-func (g *gen) expZMM(xs []reg.VecVirtual, zero reg.VecVirtual) []reg.VecVirtual {
+// and 0 where x < expMin. Exp's own p * 2^k (with (p+p) * 2^127 for k =
+// 128) rounds once too, so the bits are Exp's for every x <= expMax: what
+// took clamps, a shift and four compare-and-blends is one VSCALEFPS under
+// the zeroing mask x >= expMin (or NaN), and k comes from VRNDSCALEPS
+// rather than two conversions: 23 operations instead of 34. x is first
+// raised to at least expMin so that masked lanes stay finite and normal
+// (no -Inf - -Inf, no underflow); the maximum keeps x where it is NaN
+// (MAXPS returns its second source then), and so does every later step,
+// so a NaN lane gives x's own bits, as Exp's return x does.
+func (g *gen) expZMM(xs []reg.VecVirtual) []reg.VecVirtual {
 	c := g.consts
 	n := len(xs)
 	vecs := func() []reg.VecVirtual {
@@ -417,48 +428,34 @@ func (g *gen) expZMM(xs []reg.VecVirtual, zero reg.VecVirtual) []reg.VecVirtual 
 		return v
 	}
 	each := func(f func(i int)) { forEach(n, f) }
-	ki, kf, r, t, p := vecs(), vecs(), vecs(), vecs(), vecs()
-	each(func(i int) { g.VMULPS_BCST(c.f32(expLog2E), xs[i], t[i]) })
-	each(func(i int) { g.VCVTPS2DQ(t[i], ki[i]) }) // round to nearest even (MXCSR default)
-	each(func(i int) { g.VCVTDQ2PS(ki[i], kf[i]) })
+	lo := g.ZMM()
+	g.VBROADCASTSS(c.f32(expMin), lo)
+	keep := make([]reg.OpmaskVirtual, n)
+	each(func(i int) {
+		keep[i] = g.K()
+		g.VCMPPS_BCST(operand.U8(cmpNLTUQ), c.f32(expMin), xs[i], keep[i]) // !(x < expMin): x >= expMin or NaN
+	})
+	xc, kf, r, t, p := vecs(), vecs(), vecs(), vecs(), vecs()
+	each(func(i int) { g.VMAXPS(xs[i], lo, xc[i]) }) // maxps(expMin, x): NaN gives x
+	each(func(i int) { g.VMULPS_BCST(c.f32(expLog2E), xc[i], t[i]) })
+	each(func(i int) { g.VRNDSCALEPS(operand.U8(0), t[i], kf[i]) }) // k = roundEven(x*log2e), as a float
 	each(func(i int) { g.VMULPS_BCST(c.f32(expLn2Hi), kf[i], t[i]) })
-	each(func(i int) { g.VSUBPS(t[i], xs[i], r[i]) }) // x - k*ln2Hi
+	each(func(i int) { g.VSUBPS(t[i], xc[i], r[i]) }) // x - k*ln2Hi
 	each(func(i int) { g.VMULPS_BCST(c.f32(expLn2Lo), kf[i], t[i]) })
-	each(func(i int) { g.VSUBPS(t[i], r[i], r[i]) }) // - k*ln2Lo
-	each(func(i int) { g.VBROADCASTSS(c.f32(expPoly[0]), p[i]) })
-	for _, coef := range expPoly[1:] {
-		each(func(i int) { g.VMULPS(r[i], p[i], p[i]) })
+	each(func(i int) { g.VSUBPS(t[i], r[i], r[i]) })                   // - k*ln2Lo
+	each(func(i int) { g.VMULPS_BCST(c.f32(expPoly[0]), r[i], p[i]) }) // expPoly[0] * r
+	for j, coef := range expPoly[1:] {
+		if j > 0 {
+			each(func(i int) { g.VMULPS(r[i], p[i], p[i]) })
+		}
 		each(func(i int) { g.VADDPS_BCST(c.f32(coef), p[i], p[i]) })
 	}
 	for range 2 {
 		each(func(i int) { g.VMULPS(r[i], p[i], p[i]) })
 		each(func(i int) { g.VADDPS_BCST(c.f32(1), p[i], p[i]) })
 	}
-	each(func(i int) {
-		big := g.K()
-		g.VPCMPGTD_BCST(c.u32(127), ki[i], big) // k > 127
-		g.VADDPS(p[i], p[i], big, p[i])         // p*2 there
-	})
-	each(func(i int) { g.VPMINSD_BCST(c.u32(127), ki[i], ki[i]) })
-	each(func(i int) { g.VPADDD_BCST(c.u32(127), ki[i], ki[i]) })
-	each(func(i int) { g.VPSLLD(operand.U8(23), ki[i], ki[i]) }) // 2^k
 	res := vecs()
-	each(func(i int) { g.VMULPS(ki[i], p[i], res[i]) })
-	each(func(i int) {
-		low := g.K()
-		g.VCMPPS_BCST(operand.U8(0x11), c.f32(expMin), xs[i], low) // x < expMin (LT_OQ)
-		g.VBLENDMPS(zero, res[i], low, res[i])
-	})
-	each(func(i int) {
-		high := g.K()
-		g.VCMPPS_BCST(operand.U8(0x1E), c.f32(expMax), xs[i], high) // x > expMax (GT_OQ)
-		g.VBLENDMPS_BCST(c.f32(float32(math.Inf(1))), res[i], high, res[i])
-	})
-	each(func(i int) {
-		nan := g.K()
-		g.VCMPPS(operand.U8(0x03), xs[i], xs[i], nan) // UNORD_Q
-		g.VBLENDMPS(xs[i], res[i], nan, res[i])
-	})
+	each(func(i int) { g.VSCALEFPS_Z(kf[i], p[i], keep[i], res[i]) }) // p * 2^k, 0 where x < expMin
 	return res
 }
 

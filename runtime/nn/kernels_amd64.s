@@ -1070,213 +1070,159 @@ sm_max_30:
 
 sm_pass2_29:
 	VPXORD Z0, Z0, Z0
-	VPXORD Z2, Z2, Z2
 	MOVQ   CX, DX
 	MOVQ   AX, BX
 
 sm_exp4_31:
-	CMPQ           BX, $0x04
-	JL             sm_exp1_32
-	VMOVUPS        (DX), Z3
-	VSUBPS         Z1, Z3, Z3
-	VMOVUPS        64(DX), Z4
-	VSUBPS         Z1, Z4, Z4
-	VMOVUPS        128(DX), Z5
-	VSUBPS         Z1, Z5, Z5
-	VMOVUPS        192(DX), Z6
-	VSUBPS         Z1, Z6, Z6
-	VMULPS.BCST    nnConsts<>+16(SB), Z3, Z19
-	VMULPS.BCST    nnConsts<>+16(SB), Z4, Z20
-	VMULPS.BCST    nnConsts<>+16(SB), Z5, Z21
-	VMULPS.BCST    nnConsts<>+16(SB), Z6, Z22
-	VCVTPS2DQ      Z19, Z7
-	VCVTPS2DQ      Z20, Z8
-	VCVTPS2DQ      Z21, Z9
-	VCVTPS2DQ      Z22, Z10
-	VCVTDQ2PS      Z7, Z11
-	VCVTDQ2PS      Z8, Z12
-	VCVTDQ2PS      Z9, Z13
-	VCVTDQ2PS      Z10, Z14
-	VMULPS.BCST    nnConsts<>+20(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+20(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+20(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+20(SB), Z14, Z22
-	VSUBPS         Z19, Z3, Z15
-	VSUBPS         Z20, Z4, Z16
-	VSUBPS         Z21, Z5, Z17
-	VSUBPS         Z22, Z6, Z18
-	VMULPS.BCST    nnConsts<>+24(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+24(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+24(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+24(SB), Z14, Z22
-	VSUBPS         Z19, Z15, Z15
-	VSUBPS         Z20, Z16, Z16
-	VSUBPS         Z21, Z17, Z17
-	VSUBPS         Z22, Z18, Z18
-	VBROADCASTSS   nnConsts<>+48(SB), Z11
-	VBROADCASTSS   nnConsts<>+48(SB), Z12
-	VBROADCASTSS   nnConsts<>+48(SB), Z13
-	VBROADCASTSS   nnConsts<>+48(SB), Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+52(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+52(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+56(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+56(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+60(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+60(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+64(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+64(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+68(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+68(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
-	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
-	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
-	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
-	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
-	VPSLLD         $0x17, Z7, Z7
-	VPSLLD         $0x17, Z8, Z8
-	VPSLLD         $0x17, Z9, Z9
-	VPSLLD         $0x17, Z10, Z10
-	VMULPS         Z7, Z11, Z7
-	VMULPS         Z8, Z12, Z8
-	VMULPS         Z9, Z13, Z9
-	VMULPS         Z10, Z14, Z10
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
-	VBLENDMPS      Z2, Z7, K1, Z7
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z4, K1
-	VBLENDMPS      Z2, Z8, K1, Z8
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z5, K1
-	VBLENDMPS      Z2, Z9, K1, Z9
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z6, K1
-	VBLENDMPS      Z2, Z10, K1, Z10
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z3, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z7, K1, Z7
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z4, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z8, K1, Z8
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z5, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z9, K1, Z9
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z6, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z10, K1, Z10
-	VCMPPS         $0x03, Z3, Z3, K1
-	VBLENDMPS      Z3, Z7, K1, Z7
-	VCMPPS         $0x03, Z4, Z4, K1
-	VBLENDMPS      Z4, Z8, K1, Z8
-	VCMPPS         $0x03, Z5, Z5, K1
-	VBLENDMPS      Z5, Z9, K1, Z9
-	VCMPPS         $0x03, Z6, Z6, K1
-	VBLENDMPS      Z6, Z10, K1, Z10
-	VMOVUPS        Z7, (DX)
-	VADDPS         Z7, Z0, Z0
-	VMOVUPS        Z8, 64(DX)
-	VADDPS         Z8, Z0, Z0
-	VMOVUPS        Z9, 128(DX)
-	VADDPS         Z9, Z0, Z0
-	VMOVUPS        Z10, 192(DX)
-	VADDPS         Z10, Z0, Z0
-	ADDQ           $0x00000100, DX
-	SUBQ           $0x04, BX
-	JMP            sm_exp4_31
+	CMPQ         BX, $0x04
+	JL           sm_exp1_32
+	VMOVUPS      (DX), Z2
+	VSUBPS       Z1, Z2, Z2
+	VMOVUPS      64(DX), Z3
+	VSUBPS       Z1, Z3, Z3
+	VMOVUPS      128(DX), Z4
+	VSUBPS       Z1, Z4, Z4
+	VMOVUPS      192(DX), Z5
+	VSUBPS       Z1, Z5, Z5
+	VBROADCASTSS nnConsts<>+28(SB), Z6
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z3, K2
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
+	VMAXPS       Z2, Z6, Z2
+	VMAXPS       Z3, Z6, Z3
+	VMAXPS       Z4, Z6, Z4
+	VMAXPS       Z5, Z6, Z5
+	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z10
+	VMULPS.BCST  nnConsts<>+16(SB), Z3, Z11
+	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
+	VRNDSCALEPS  $0x00, Z10, Z6
+	VRNDSCALEPS  $0x00, Z11, Z7
+	VRNDSCALEPS  $0x00, Z12, Z8
+	VRNDSCALEPS  $0x00, Z13, Z9
+	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
+	VSUBPS       Z10, Z2, Z2
+	VSUBPS       Z11, Z3, Z3
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
+	VSUBPS       Z10, Z2, Z2
+	VSUBPS       Z11, Z3, Z3
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z10
+	VMULPS.BCST  nnConsts<>+48(SB), Z3, Z11
+	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
+	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VSCALEFPS.Z  Z6, Z10, K1, Z2
+	VSCALEFPS.Z  Z7, Z11, K2, Z3
+	VSCALEFPS.Z  Z8, Z12, K3, Z4
+	VSCALEFPS.Z  Z9, Z13, K4, Z5
+	VMOVUPS      Z2, (DX)
+	VADDPS       Z2, Z0, Z0
+	VMOVUPS      Z3, 64(DX)
+	VADDPS       Z3, Z0, Z0
+	VMOVUPS      Z4, 128(DX)
+	VADDPS       Z4, Z0, Z0
+	VMOVUPS      Z5, 192(DX)
+	VADDPS       Z5, Z0, Z0
+	ADDQ         $0x00000100, DX
+	SUBQ         $0x04, BX
+	JMP          sm_exp4_31
 
 sm_exp1_32:
-	TESTQ          BX, BX
-	JZ             sm_done_33
-	VMOVUPS        (DX), Z3
-	VSUBPS         Z1, Z3, Z3
-	VMULPS.BCST    nnConsts<>+16(SB), Z3, Z7
-	VCVTPS2DQ      Z7, Z4
-	VCVTDQ2PS      Z4, Z5
-	VMULPS.BCST    nnConsts<>+20(SB), Z5, Z7
-	VSUBPS         Z7, Z3, Z6
-	VMULPS.BCST    nnConsts<>+24(SB), Z5, Z7
-	VSUBPS         Z7, Z6, Z6
-	VBROADCASTSS   nnConsts<>+48(SB), Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+52(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+56(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+60(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+64(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+68(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
-	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
-	VPSLLD         $0x17, Z4, Z4
-	VMULPS         Z4, Z5, Z4
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
-	VBLENDMPS      Z2, Z4, K1, Z4
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z3, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z4, K1, Z4
-	VCMPPS         $0x03, Z3, Z3, K1
-	VBLENDMPS      Z3, Z4, K1, Z4
-	VMOVUPS        Z4, (DX)
-	VADDPS         Z4, Z0, Z0
-	ADDQ           $0x00000040, DX
-	SUBQ           $0x01, BX
-	JMP            sm_exp1_32
+	TESTQ        BX, BX
+	JZ           sm_done_33
+	VMOVUPS      (DX), Z2
+	VSUBPS       Z1, Z2, Z2
+	VBROADCASTSS nnConsts<>+28(SB), Z3
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
+	VMAXPS       Z2, Z3, Z2
+	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z4
+	VRNDSCALEPS  $0x00, Z4, Z3
+	VMULPS.BCST  nnConsts<>+20(SB), Z3, Z4
+	VSUBPS       Z4, Z2, Z2
+	VMULPS.BCST  nnConsts<>+24(SB), Z3, Z4
+	VSUBPS       Z4, Z2, Z2
+	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z4
+	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VSCALEFPS.Z  Z3, Z4, K1, Z2
+	VMOVUPS      Z2, (DX)
+	VADDPS       Z2, Z0, Z0
+	ADDQ         $0x00000040, DX
+	SUBQ         $0x01, BX
+	JMP          sm_exp1_32
 
 sm_done_33:
 	MOVQ    sums+40(FP), AX
@@ -1311,213 +1257,159 @@ sm_max_35:
 
 sm_pass2_34:
 	VPXORD Z0, Z0, Z0
-	VPXORD Z2, Z2, Z2
 	MOVQ   CX, BX
 	MOVQ   AX, SI
 
 sm_exp4_36:
-	CMPQ           SI, $0x04
-	JL             sm_exp1_37
-	VMOVUPS        (BX), Z3
-	VSUBPS         Z1, Z3, Z3
-	VMOVUPS        64(BX), Z4
-	VSUBPS         Z1, Z4, Z4
-	VMOVUPS        128(BX), Z5
-	VSUBPS         Z1, Z5, Z5
-	VMOVUPS        192(BX), Z6
-	VSUBPS         Z1, Z6, Z6
-	VMULPS.BCST    nnConsts<>+16(SB), Z3, Z19
-	VMULPS.BCST    nnConsts<>+16(SB), Z4, Z20
-	VMULPS.BCST    nnConsts<>+16(SB), Z5, Z21
-	VMULPS.BCST    nnConsts<>+16(SB), Z6, Z22
-	VCVTPS2DQ      Z19, Z7
-	VCVTPS2DQ      Z20, Z8
-	VCVTPS2DQ      Z21, Z9
-	VCVTPS2DQ      Z22, Z10
-	VCVTDQ2PS      Z7, Z11
-	VCVTDQ2PS      Z8, Z12
-	VCVTDQ2PS      Z9, Z13
-	VCVTDQ2PS      Z10, Z14
-	VMULPS.BCST    nnConsts<>+20(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+20(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+20(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+20(SB), Z14, Z22
-	VSUBPS         Z19, Z3, Z15
-	VSUBPS         Z20, Z4, Z16
-	VSUBPS         Z21, Z5, Z17
-	VSUBPS         Z22, Z6, Z18
-	VMULPS.BCST    nnConsts<>+24(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+24(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+24(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+24(SB), Z14, Z22
-	VSUBPS         Z19, Z15, Z15
-	VSUBPS         Z20, Z16, Z16
-	VSUBPS         Z21, Z17, Z17
-	VSUBPS         Z22, Z18, Z18
-	VBROADCASTSS   nnConsts<>+48(SB), Z11
-	VBROADCASTSS   nnConsts<>+48(SB), Z12
-	VBROADCASTSS   nnConsts<>+48(SB), Z13
-	VBROADCASTSS   nnConsts<>+48(SB), Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+52(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+52(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+56(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+56(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+60(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+60(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+64(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+64(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+68(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+68(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
-	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
-	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
-	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
-	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
-	VPSLLD         $0x17, Z7, Z7
-	VPSLLD         $0x17, Z8, Z8
-	VPSLLD         $0x17, Z9, Z9
-	VPSLLD         $0x17, Z10, Z10
-	VMULPS         Z7, Z11, Z7
-	VMULPS         Z8, Z12, Z8
-	VMULPS         Z9, Z13, Z9
-	VMULPS         Z10, Z14, Z10
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
-	VBLENDMPS      Z2, Z7, K1, Z7
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z4, K1
-	VBLENDMPS      Z2, Z8, K1, Z8
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z5, K1
-	VBLENDMPS      Z2, Z9, K1, Z9
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z6, K1
-	VBLENDMPS      Z2, Z10, K1, Z10
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z3, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z7, K1, Z7
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z4, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z8, K1, Z8
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z5, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z9, K1, Z9
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z6, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z10, K1, Z10
-	VCMPPS         $0x03, Z3, Z3, K1
-	VBLENDMPS      Z3, Z7, K1, Z7
-	VCMPPS         $0x03, Z4, Z4, K1
-	VBLENDMPS      Z4, Z8, K1, Z8
-	VCMPPS         $0x03, Z5, Z5, K1
-	VBLENDMPS      Z5, Z9, K1, Z9
-	VCMPPS         $0x03, Z6, Z6, K1
-	VBLENDMPS      Z6, Z10, K1, Z10
-	VMOVUPS        Z7, (BX)
-	VADDPS         Z7, Z0, Z0
-	VMOVUPS        Z8, 64(BX)
-	VADDPS         Z8, Z0, Z0
-	VMOVUPS        Z9, 128(BX)
-	VADDPS         Z9, Z0, Z0
-	VMOVUPS        Z10, 192(BX)
-	VADDPS         Z10, Z0, Z0
-	ADDQ           $0x00000100, BX
-	SUBQ           $0x04, SI
-	JMP            sm_exp4_36
+	CMPQ         SI, $0x04
+	JL           sm_exp1_37
+	VMOVUPS      (BX), Z2
+	VSUBPS       Z1, Z2, Z2
+	VMOVUPS      64(BX), Z3
+	VSUBPS       Z1, Z3, Z3
+	VMOVUPS      128(BX), Z4
+	VSUBPS       Z1, Z4, Z4
+	VMOVUPS      192(BX), Z5
+	VSUBPS       Z1, Z5, Z5
+	VBROADCASTSS nnConsts<>+28(SB), Z6
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z3, K2
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
+	VMAXPS       Z2, Z6, Z2
+	VMAXPS       Z3, Z6, Z3
+	VMAXPS       Z4, Z6, Z4
+	VMAXPS       Z5, Z6, Z5
+	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z10
+	VMULPS.BCST  nnConsts<>+16(SB), Z3, Z11
+	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
+	VRNDSCALEPS  $0x00, Z10, Z6
+	VRNDSCALEPS  $0x00, Z11, Z7
+	VRNDSCALEPS  $0x00, Z12, Z8
+	VRNDSCALEPS  $0x00, Z13, Z9
+	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
+	VSUBPS       Z10, Z2, Z2
+	VSUBPS       Z11, Z3, Z3
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
+	VSUBPS       Z10, Z2, Z2
+	VSUBPS       Z11, Z3, Z3
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z10
+	VMULPS.BCST  nnConsts<>+48(SB), Z3, Z11
+	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
+	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VSCALEFPS.Z  Z6, Z10, K1, Z2
+	VSCALEFPS.Z  Z7, Z11, K2, Z3
+	VSCALEFPS.Z  Z8, Z12, K3, Z4
+	VSCALEFPS.Z  Z9, Z13, K4, Z5
+	VMOVUPS      Z2, (BX)
+	VADDPS       Z2, Z0, Z0
+	VMOVUPS      Z3, 64(BX)
+	VADDPS       Z3, Z0, Z0
+	VMOVUPS      Z4, 128(BX)
+	VADDPS       Z4, Z0, Z0
+	VMOVUPS      Z5, 192(BX)
+	VADDPS       Z5, Z0, Z0
+	ADDQ         $0x00000100, BX
+	SUBQ         $0x04, SI
+	JMP          sm_exp4_36
 
 sm_exp1_37:
-	TESTQ          SI, SI
-	JZ             sm_done_38
-	VMOVUPS        (BX), Z3
-	VSUBPS         Z1, Z3, Z3
-	VMULPS.BCST    nnConsts<>+16(SB), Z3, Z7
-	VCVTPS2DQ      Z7, Z4
-	VCVTDQ2PS      Z4, Z5
-	VMULPS.BCST    nnConsts<>+20(SB), Z5, Z7
-	VSUBPS         Z7, Z3, Z6
-	VMULPS.BCST    nnConsts<>+24(SB), Z5, Z7
-	VSUBPS         Z7, Z6, Z6
-	VBROADCASTSS   nnConsts<>+48(SB), Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+52(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+56(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+60(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+64(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+68(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
-	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
-	VPSLLD         $0x17, Z4, Z4
-	VMULPS         Z4, Z5, Z4
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
-	VBLENDMPS      Z2, Z4, K1, Z4
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z3, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z4, K1, Z4
-	VCMPPS         $0x03, Z3, Z3, K1
-	VBLENDMPS      Z3, Z4, K1, Z4
-	VMOVUPS        Z4, (BX)
-	VADDPS         Z4, Z0, Z0
-	ADDQ           $0x00000040, BX
-	SUBQ           $0x01, SI
-	JMP            sm_exp1_37
+	TESTQ        SI, SI
+	JZ           sm_done_38
+	VMOVUPS      (BX), Z2
+	VSUBPS       Z1, Z2, Z2
+	VBROADCASTSS nnConsts<>+28(SB), Z3
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
+	VMAXPS       Z2, Z3, Z2
+	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z4
+	VRNDSCALEPS  $0x00, Z4, Z3
+	VMULPS.BCST  nnConsts<>+20(SB), Z3, Z4
+	VSUBPS       Z4, Z2, Z2
+	VMULPS.BCST  nnConsts<>+24(SB), Z3, Z4
+	VSUBPS       Z4, Z2, Z2
+	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z4
+	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VSCALEFPS.Z  Z3, Z4, K1, Z2
+	VMOVUPS      Z2, (BX)
+	VADDPS       Z2, Z0, Z0
+	ADDQ         $0x00000040, BX
+	SUBQ         $0x01, SI
+	JMP          sm_exp1_37
 
 sm_done_38:
 	MOVQ    sums+40(FP), AX
@@ -1552,213 +1444,159 @@ sm_max_40:
 
 sm_pass2_39:
 	VPXORD Z0, Z0, Z0
-	VPXORD Z2, Z2, Z2
 	MOVQ   CX, BX
 	MOVQ   AX, SI
 
 sm_exp4_41:
-	CMPQ           SI, $0x04
-	JL             sm_exp1_42
-	VMOVUPS        (BX), Z3
-	VSUBPS         Z1, Z3, Z3
-	VMOVUPS        64(BX), Z4
-	VSUBPS         Z1, Z4, Z4
-	VMOVUPS        128(BX), Z5
-	VSUBPS         Z1, Z5, Z5
-	VMOVUPS        192(BX), Z6
-	VSUBPS         Z1, Z6, Z6
-	VMULPS.BCST    nnConsts<>+16(SB), Z3, Z19
-	VMULPS.BCST    nnConsts<>+16(SB), Z4, Z20
-	VMULPS.BCST    nnConsts<>+16(SB), Z5, Z21
-	VMULPS.BCST    nnConsts<>+16(SB), Z6, Z22
-	VCVTPS2DQ      Z19, Z7
-	VCVTPS2DQ      Z20, Z8
-	VCVTPS2DQ      Z21, Z9
-	VCVTPS2DQ      Z22, Z10
-	VCVTDQ2PS      Z7, Z11
-	VCVTDQ2PS      Z8, Z12
-	VCVTDQ2PS      Z9, Z13
-	VCVTDQ2PS      Z10, Z14
-	VMULPS.BCST    nnConsts<>+20(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+20(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+20(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+20(SB), Z14, Z22
-	VSUBPS         Z19, Z3, Z15
-	VSUBPS         Z20, Z4, Z16
-	VSUBPS         Z21, Z5, Z17
-	VSUBPS         Z22, Z6, Z18
-	VMULPS.BCST    nnConsts<>+24(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+24(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+24(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+24(SB), Z14, Z22
-	VSUBPS         Z19, Z15, Z15
-	VSUBPS         Z20, Z16, Z16
-	VSUBPS         Z21, Z17, Z17
-	VSUBPS         Z22, Z18, Z18
-	VBROADCASTSS   nnConsts<>+48(SB), Z11
-	VBROADCASTSS   nnConsts<>+48(SB), Z12
-	VBROADCASTSS   nnConsts<>+48(SB), Z13
-	VBROADCASTSS   nnConsts<>+48(SB), Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+52(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+52(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+56(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+56(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+60(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+60(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+64(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+64(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+68(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+68(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
-	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
-	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
-	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
-	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
-	VPSLLD         $0x17, Z7, Z7
-	VPSLLD         $0x17, Z8, Z8
-	VPSLLD         $0x17, Z9, Z9
-	VPSLLD         $0x17, Z10, Z10
-	VMULPS         Z7, Z11, Z7
-	VMULPS         Z8, Z12, Z8
-	VMULPS         Z9, Z13, Z9
-	VMULPS         Z10, Z14, Z10
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
-	VBLENDMPS      Z2, Z7, K1, Z7
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z4, K1
-	VBLENDMPS      Z2, Z8, K1, Z8
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z5, K1
-	VBLENDMPS      Z2, Z9, K1, Z9
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z6, K1
-	VBLENDMPS      Z2, Z10, K1, Z10
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z3, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z7, K1, Z7
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z4, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z8, K1, Z8
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z5, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z9, K1, Z9
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z6, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z10, K1, Z10
-	VCMPPS         $0x03, Z3, Z3, K1
-	VBLENDMPS      Z3, Z7, K1, Z7
-	VCMPPS         $0x03, Z4, Z4, K1
-	VBLENDMPS      Z4, Z8, K1, Z8
-	VCMPPS         $0x03, Z5, Z5, K1
-	VBLENDMPS      Z5, Z9, K1, Z9
-	VCMPPS         $0x03, Z6, Z6, K1
-	VBLENDMPS      Z6, Z10, K1, Z10
-	VMOVUPS        Z7, (BX)
-	VADDPS         Z7, Z0, Z0
-	VMOVUPS        Z8, 64(BX)
-	VADDPS         Z8, Z0, Z0
-	VMOVUPS        Z9, 128(BX)
-	VADDPS         Z9, Z0, Z0
-	VMOVUPS        Z10, 192(BX)
-	VADDPS         Z10, Z0, Z0
-	ADDQ           $0x00000100, BX
-	SUBQ           $0x04, SI
-	JMP            sm_exp4_41
+	CMPQ         SI, $0x04
+	JL           sm_exp1_42
+	VMOVUPS      (BX), Z2
+	VSUBPS       Z1, Z2, Z2
+	VMOVUPS      64(BX), Z3
+	VSUBPS       Z1, Z3, Z3
+	VMOVUPS      128(BX), Z4
+	VSUBPS       Z1, Z4, Z4
+	VMOVUPS      192(BX), Z5
+	VSUBPS       Z1, Z5, Z5
+	VBROADCASTSS nnConsts<>+28(SB), Z6
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z3, K2
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
+	VMAXPS       Z2, Z6, Z2
+	VMAXPS       Z3, Z6, Z3
+	VMAXPS       Z4, Z6, Z4
+	VMAXPS       Z5, Z6, Z5
+	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z10
+	VMULPS.BCST  nnConsts<>+16(SB), Z3, Z11
+	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
+	VRNDSCALEPS  $0x00, Z10, Z6
+	VRNDSCALEPS  $0x00, Z11, Z7
+	VRNDSCALEPS  $0x00, Z12, Z8
+	VRNDSCALEPS  $0x00, Z13, Z9
+	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
+	VSUBPS       Z10, Z2, Z2
+	VSUBPS       Z11, Z3, Z3
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
+	VSUBPS       Z10, Z2, Z2
+	VSUBPS       Z11, Z3, Z3
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z10
+	VMULPS.BCST  nnConsts<>+48(SB), Z3, Z11
+	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
+	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VMULPS       Z2, Z10, Z10
+	VMULPS       Z3, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VSCALEFPS.Z  Z6, Z10, K1, Z2
+	VSCALEFPS.Z  Z7, Z11, K2, Z3
+	VSCALEFPS.Z  Z8, Z12, K3, Z4
+	VSCALEFPS.Z  Z9, Z13, K4, Z5
+	VMOVUPS      Z2, (BX)
+	VADDPS       Z2, Z0, Z0
+	VMOVUPS      Z3, 64(BX)
+	VADDPS       Z3, Z0, Z0
+	VMOVUPS      Z4, 128(BX)
+	VADDPS       Z4, Z0, Z0
+	VMOVUPS      Z5, 192(BX)
+	VADDPS       Z5, Z0, Z0
+	ADDQ         $0x00000100, BX
+	SUBQ         $0x04, SI
+	JMP          sm_exp4_41
 
 sm_exp1_42:
-	TESTQ          SI, SI
-	JZ             sm_done_43
-	VMOVUPS        (BX), Z3
-	VSUBPS         Z1, Z3, Z3
-	VMULPS.BCST    nnConsts<>+16(SB), Z3, Z7
-	VCVTPS2DQ      Z7, Z4
-	VCVTDQ2PS      Z4, Z5
-	VMULPS.BCST    nnConsts<>+20(SB), Z5, Z7
-	VSUBPS         Z7, Z3, Z6
-	VMULPS.BCST    nnConsts<>+24(SB), Z5, Z7
-	VSUBPS         Z7, Z6, Z6
-	VBROADCASTSS   nnConsts<>+48(SB), Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+52(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+56(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+60(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+64(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+68(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
-	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
-	VPSLLD         $0x17, Z4, Z4
-	VMULPS         Z4, Z5, Z4
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z3, K1
-	VBLENDMPS      Z2, Z4, K1, Z4
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z3, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z4, K1, Z4
-	VCMPPS         $0x03, Z3, Z3, K1
-	VBLENDMPS      Z3, Z4, K1, Z4
-	VMOVUPS        Z4, (BX)
-	VADDPS         Z4, Z0, Z0
-	ADDQ           $0x00000040, BX
-	SUBQ           $0x01, SI
-	JMP            sm_exp1_42
+	TESTQ        SI, SI
+	JZ           sm_done_43
+	VMOVUPS      (BX), Z2
+	VSUBPS       Z1, Z2, Z2
+	VBROADCASTSS nnConsts<>+28(SB), Z3
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
+	VMAXPS       Z2, Z3, Z2
+	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z4
+	VRNDSCALEPS  $0x00, Z4, Z3
+	VMULPS.BCST  nnConsts<>+20(SB), Z3, Z4
+	VSUBPS       Z4, Z2, Z2
+	VMULPS.BCST  nnConsts<>+24(SB), Z3, Z4
+	VSUBPS       Z4, Z2, Z2
+	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z4
+	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VMULPS       Z2, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VSCALEFPS.Z  Z3, Z4, K1, Z2
+	VMOVUPS      Z2, (BX)
+	VADDPS       Z2, Z0, Z0
+	ADDQ         $0x00000040, BX
+	SUBQ         $0x01, SI
+	JMP          sm_exp1_42
 
 sm_done_43:
 	MOVQ    sums+40(FP), AX
@@ -1830,213 +1668,159 @@ sm_max_48:
 
 sm_pass2_47:
 	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
 	MOVQ   DI, R8
 	MOVQ   SI, R9
 
 sm_exp4_49:
-	CMPQ           R9, $0x04
-	JL             sm_exp1_50
-	VMOVUPS        (R8), Z2
-	VSUBPS         Z3, Z2, Z2
-	VMOVUPS        64(R8), Z4
-	VSUBPS         Z3, Z4, Z4
-	VMOVUPS        128(R8), Z5
-	VSUBPS         Z3, Z5, Z5
-	VMOVUPS        192(R8), Z6
-	VSUBPS         Z3, Z6, Z6
-	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z19
-	VMULPS.BCST    nnConsts<>+16(SB), Z4, Z20
-	VMULPS.BCST    nnConsts<>+16(SB), Z5, Z21
-	VMULPS.BCST    nnConsts<>+16(SB), Z6, Z22
-	VCVTPS2DQ      Z19, Z7
-	VCVTPS2DQ      Z20, Z8
-	VCVTPS2DQ      Z21, Z9
-	VCVTPS2DQ      Z22, Z10
-	VCVTDQ2PS      Z7, Z11
-	VCVTDQ2PS      Z8, Z12
-	VCVTDQ2PS      Z9, Z13
-	VCVTDQ2PS      Z10, Z14
-	VMULPS.BCST    nnConsts<>+20(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+20(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+20(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+20(SB), Z14, Z22
-	VSUBPS         Z19, Z2, Z15
-	VSUBPS         Z20, Z4, Z16
-	VSUBPS         Z21, Z5, Z17
-	VSUBPS         Z22, Z6, Z18
-	VMULPS.BCST    nnConsts<>+24(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+24(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+24(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+24(SB), Z14, Z22
-	VSUBPS         Z19, Z15, Z15
-	VSUBPS         Z20, Z16, Z16
-	VSUBPS         Z21, Z17, Z17
-	VSUBPS         Z22, Z18, Z18
-	VBROADCASTSS   nnConsts<>+48(SB), Z11
-	VBROADCASTSS   nnConsts<>+48(SB), Z12
-	VBROADCASTSS   nnConsts<>+48(SB), Z13
-	VBROADCASTSS   nnConsts<>+48(SB), Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+52(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+52(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+56(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+56(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+60(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+60(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+64(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+64(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+68(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+68(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
-	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
-	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
-	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
-	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
-	VPSLLD         $0x17, Z7, Z7
-	VPSLLD         $0x17, Z8, Z8
-	VPSLLD         $0x17, Z9, Z9
-	VPSLLD         $0x17, Z10, Z10
-	VMULPS         Z7, Z11, Z7
-	VMULPS         Z8, Z12, Z8
-	VMULPS         Z9, Z13, Z9
-	VMULPS         Z10, Z14, Z10
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
-	VBLENDMPS      Z1, Z7, K1, Z7
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z4, K1
-	VBLENDMPS      Z1, Z8, K1, Z8
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z5, K1
-	VBLENDMPS      Z1, Z9, K1, Z9
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z6, K1
-	VBLENDMPS      Z1, Z10, K1, Z10
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z7, K1, Z7
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z4, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z8, K1, Z8
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z5, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z9, K1, Z9
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z6, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z10, K1, Z10
-	VCMPPS         $0x03, Z2, Z2, K1
-	VBLENDMPS      Z2, Z7, K1, Z7
-	VCMPPS         $0x03, Z4, Z4, K1
-	VBLENDMPS      Z4, Z8, K1, Z8
-	VCMPPS         $0x03, Z5, Z5, K1
-	VBLENDMPS      Z5, Z9, K1, Z9
-	VCMPPS         $0x03, Z6, Z6, K1
-	VBLENDMPS      Z6, Z10, K1, Z10
-	VMOVUPS        Z7, (R8)
-	VADDPS         Z7, Z0, Z0
-	VMOVUPS        Z8, 64(R8)
-	VADDPS         Z8, Z0, Z0
-	VMOVUPS        Z9, 128(R8)
-	VADDPS         Z9, Z0, Z0
-	VMOVUPS        Z10, 192(R8)
-	VADDPS         Z10, Z0, Z0
-	ADDQ           $0x00000100, R8
-	SUBQ           $0x04, R9
-	JMP            sm_exp4_49
+	CMPQ         R9, $0x04
+	JL           sm_exp1_50
+	VMOVUPS      (R8), Z1
+	VSUBPS       Z3, Z1, Z1
+	VMOVUPS      64(R8), Z2
+	VSUBPS       Z3, Z2, Z2
+	VMOVUPS      128(R8), Z4
+	VSUBPS       Z3, Z4, Z4
+	VMOVUPS      192(R8), Z5
+	VSUBPS       Z3, Z5, Z5
+	VBROADCASTSS nnConsts<>+28(SB), Z6
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K2
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
+	VMAXPS       Z1, Z6, Z1
+	VMAXPS       Z2, Z6, Z2
+	VMAXPS       Z4, Z6, Z4
+	VMAXPS       Z5, Z6, Z5
+	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z10
+	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z11
+	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
+	VRNDSCALEPS  $0x00, Z10, Z6
+	VRNDSCALEPS  $0x00, Z11, Z7
+	VRNDSCALEPS  $0x00, Z12, Z8
+	VRNDSCALEPS  $0x00, Z13, Z9
+	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
+	VSUBPS       Z10, Z1, Z1
+	VSUBPS       Z11, Z2, Z2
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
+	VSUBPS       Z10, Z1, Z1
+	VSUBPS       Z11, Z2, Z2
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z10
+	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z11
+	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
+	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VSCALEFPS.Z  Z6, Z10, K1, Z1
+	VSCALEFPS.Z  Z7, Z11, K2, Z2
+	VSCALEFPS.Z  Z8, Z12, K3, Z4
+	VSCALEFPS.Z  Z9, Z13, K4, Z5
+	VMOVUPS      Z1, (R8)
+	VADDPS       Z1, Z0, Z0
+	VMOVUPS      Z2, 64(R8)
+	VADDPS       Z2, Z0, Z0
+	VMOVUPS      Z4, 128(R8)
+	VADDPS       Z4, Z0, Z0
+	VMOVUPS      Z5, 192(R8)
+	VADDPS       Z5, Z0, Z0
+	ADDQ         $0x00000100, R8
+	SUBQ         $0x04, R9
+	JMP          sm_exp4_49
 
 sm_exp1_50:
-	TESTQ          R9, R9
-	JZ             sm_done_51
-	VMOVUPS        (R8), Z2
-	VSUBPS         Z3, Z2, Z2
-	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z7
-	VCVTPS2DQ      Z7, Z4
-	VCVTDQ2PS      Z4, Z5
-	VMULPS.BCST    nnConsts<>+20(SB), Z5, Z7
-	VSUBPS         Z7, Z2, Z6
-	VMULPS.BCST    nnConsts<>+24(SB), Z5, Z7
-	VSUBPS         Z7, Z6, Z6
-	VBROADCASTSS   nnConsts<>+48(SB), Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+52(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+56(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+60(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+64(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+68(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
-	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
-	VPSLLD         $0x17, Z4, Z4
-	VMULPS         Z4, Z5, Z4
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
-	VBLENDMPS      Z1, Z4, K1, Z4
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z4, K1, Z4
-	VCMPPS         $0x03, Z2, Z2, K1
-	VBLENDMPS      Z2, Z4, K1, Z4
-	VMOVUPS        Z4, (R8)
-	VADDPS         Z4, Z0, Z0
-	ADDQ           $0x00000040, R8
-	SUBQ           $0x01, R9
-	JMP            sm_exp1_50
+	TESTQ        R9, R9
+	JZ           sm_done_51
+	VMOVUPS      (R8), Z1
+	VSUBPS       Z3, Z1, Z1
+	VBROADCASTSS nnConsts<>+28(SB), Z2
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
+	VMAXPS       Z1, Z2, Z1
+	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z4
+	VRNDSCALEPS  $0x00, Z4, Z2
+	VMULPS.BCST  nnConsts<>+20(SB), Z2, Z4
+	VSUBPS       Z4, Z1, Z1
+	VMULPS.BCST  nnConsts<>+24(SB), Z2, Z4
+	VSUBPS       Z4, Z1, Z1
+	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z4
+	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VSCALEFPS.Z  Z2, Z4, K1, Z1
+	VMOVUPS      Z1, (R8)
+	VADDPS       Z1, Z0, Z0
+	ADDQ         $0x00000040, R8
+	SUBQ         $0x01, R9
+	JMP          sm_exp1_50
 
 sm_done_51:
 	MOVQ    sums+40(FP), AX
@@ -2095,213 +1879,159 @@ sm_max_53:
 
 sm_pass2_52:
 	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
 	MOVQ   DI, R9
 	MOVQ   SI, R10
 
 sm_exp4_54:
-	CMPQ           R10, $0x04
-	JL             sm_exp1_55
-	VMOVUPS        (R9), Z2
-	VSUBPS         Z3, Z2, Z2
-	VMOVUPS        64(R9), Z4
-	VSUBPS         Z3, Z4, Z4
-	VMOVUPS        128(R9), Z5
-	VSUBPS         Z3, Z5, Z5
-	VMOVUPS        192(R9), Z6
-	VSUBPS         Z3, Z6, Z6
-	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z19
-	VMULPS.BCST    nnConsts<>+16(SB), Z4, Z20
-	VMULPS.BCST    nnConsts<>+16(SB), Z5, Z21
-	VMULPS.BCST    nnConsts<>+16(SB), Z6, Z22
-	VCVTPS2DQ      Z19, Z7
-	VCVTPS2DQ      Z20, Z8
-	VCVTPS2DQ      Z21, Z9
-	VCVTPS2DQ      Z22, Z10
-	VCVTDQ2PS      Z7, Z11
-	VCVTDQ2PS      Z8, Z12
-	VCVTDQ2PS      Z9, Z13
-	VCVTDQ2PS      Z10, Z14
-	VMULPS.BCST    nnConsts<>+20(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+20(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+20(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+20(SB), Z14, Z22
-	VSUBPS         Z19, Z2, Z15
-	VSUBPS         Z20, Z4, Z16
-	VSUBPS         Z21, Z5, Z17
-	VSUBPS         Z22, Z6, Z18
-	VMULPS.BCST    nnConsts<>+24(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+24(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+24(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+24(SB), Z14, Z22
-	VSUBPS         Z19, Z15, Z15
-	VSUBPS         Z20, Z16, Z16
-	VSUBPS         Z21, Z17, Z17
-	VSUBPS         Z22, Z18, Z18
-	VBROADCASTSS   nnConsts<>+48(SB), Z11
-	VBROADCASTSS   nnConsts<>+48(SB), Z12
-	VBROADCASTSS   nnConsts<>+48(SB), Z13
-	VBROADCASTSS   nnConsts<>+48(SB), Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+52(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+52(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+56(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+56(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+60(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+60(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+64(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+64(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+68(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+68(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
-	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
-	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
-	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
-	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
-	VPSLLD         $0x17, Z7, Z7
-	VPSLLD         $0x17, Z8, Z8
-	VPSLLD         $0x17, Z9, Z9
-	VPSLLD         $0x17, Z10, Z10
-	VMULPS         Z7, Z11, Z7
-	VMULPS         Z8, Z12, Z8
-	VMULPS         Z9, Z13, Z9
-	VMULPS         Z10, Z14, Z10
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
-	VBLENDMPS      Z1, Z7, K1, Z7
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z4, K1
-	VBLENDMPS      Z1, Z8, K1, Z8
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z5, K1
-	VBLENDMPS      Z1, Z9, K1, Z9
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z6, K1
-	VBLENDMPS      Z1, Z10, K1, Z10
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z7, K1, Z7
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z4, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z8, K1, Z8
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z5, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z9, K1, Z9
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z6, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z10, K1, Z10
-	VCMPPS         $0x03, Z2, Z2, K1
-	VBLENDMPS      Z2, Z7, K1, Z7
-	VCMPPS         $0x03, Z4, Z4, K1
-	VBLENDMPS      Z4, Z8, K1, Z8
-	VCMPPS         $0x03, Z5, Z5, K1
-	VBLENDMPS      Z5, Z9, K1, Z9
-	VCMPPS         $0x03, Z6, Z6, K1
-	VBLENDMPS      Z6, Z10, K1, Z10
-	VMOVUPS        Z7, (R9)
-	VADDPS         Z7, Z0, Z0
-	VMOVUPS        Z8, 64(R9)
-	VADDPS         Z8, Z0, Z0
-	VMOVUPS        Z9, 128(R9)
-	VADDPS         Z9, Z0, Z0
-	VMOVUPS        Z10, 192(R9)
-	VADDPS         Z10, Z0, Z0
-	ADDQ           $0x00000100, R9
-	SUBQ           $0x04, R10
-	JMP            sm_exp4_54
+	CMPQ         R10, $0x04
+	JL           sm_exp1_55
+	VMOVUPS      (R9), Z1
+	VSUBPS       Z3, Z1, Z1
+	VMOVUPS      64(R9), Z2
+	VSUBPS       Z3, Z2, Z2
+	VMOVUPS      128(R9), Z4
+	VSUBPS       Z3, Z4, Z4
+	VMOVUPS      192(R9), Z5
+	VSUBPS       Z3, Z5, Z5
+	VBROADCASTSS nnConsts<>+28(SB), Z6
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K2
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
+	VMAXPS       Z1, Z6, Z1
+	VMAXPS       Z2, Z6, Z2
+	VMAXPS       Z4, Z6, Z4
+	VMAXPS       Z5, Z6, Z5
+	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z10
+	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z11
+	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
+	VRNDSCALEPS  $0x00, Z10, Z6
+	VRNDSCALEPS  $0x00, Z11, Z7
+	VRNDSCALEPS  $0x00, Z12, Z8
+	VRNDSCALEPS  $0x00, Z13, Z9
+	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
+	VSUBPS       Z10, Z1, Z1
+	VSUBPS       Z11, Z2, Z2
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
+	VSUBPS       Z10, Z1, Z1
+	VSUBPS       Z11, Z2, Z2
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z10
+	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z11
+	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
+	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VSCALEFPS.Z  Z6, Z10, K1, Z1
+	VSCALEFPS.Z  Z7, Z11, K2, Z2
+	VSCALEFPS.Z  Z8, Z12, K3, Z4
+	VSCALEFPS.Z  Z9, Z13, K4, Z5
+	VMOVUPS      Z1, (R9)
+	VADDPS       Z1, Z0, Z0
+	VMOVUPS      Z2, 64(R9)
+	VADDPS       Z2, Z0, Z0
+	VMOVUPS      Z4, 128(R9)
+	VADDPS       Z4, Z0, Z0
+	VMOVUPS      Z5, 192(R9)
+	VADDPS       Z5, Z0, Z0
+	ADDQ         $0x00000100, R9
+	SUBQ         $0x04, R10
+	JMP          sm_exp4_54
 
 sm_exp1_55:
-	TESTQ          R10, R10
-	JZ             sm_done_56
-	VMOVUPS        (R9), Z2
-	VSUBPS         Z3, Z2, Z2
-	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z7
-	VCVTPS2DQ      Z7, Z4
-	VCVTDQ2PS      Z4, Z5
-	VMULPS.BCST    nnConsts<>+20(SB), Z5, Z7
-	VSUBPS         Z7, Z2, Z6
-	VMULPS.BCST    nnConsts<>+24(SB), Z5, Z7
-	VSUBPS         Z7, Z6, Z6
-	VBROADCASTSS   nnConsts<>+48(SB), Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+52(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+56(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+60(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+64(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+68(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
-	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
-	VPSLLD         $0x17, Z4, Z4
-	VMULPS         Z4, Z5, Z4
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
-	VBLENDMPS      Z1, Z4, K1, Z4
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z4, K1, Z4
-	VCMPPS         $0x03, Z2, Z2, K1
-	VBLENDMPS      Z2, Z4, K1, Z4
-	VMOVUPS        Z4, (R9)
-	VADDPS         Z4, Z0, Z0
-	ADDQ           $0x00000040, R9
-	SUBQ           $0x01, R10
-	JMP            sm_exp1_55
+	TESTQ        R10, R10
+	JZ           sm_done_56
+	VMOVUPS      (R9), Z1
+	VSUBPS       Z3, Z1, Z1
+	VBROADCASTSS nnConsts<>+28(SB), Z2
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
+	VMAXPS       Z1, Z2, Z1
+	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z4
+	VRNDSCALEPS  $0x00, Z4, Z2
+	VMULPS.BCST  nnConsts<>+20(SB), Z2, Z4
+	VSUBPS       Z4, Z1, Z1
+	VMULPS.BCST  nnConsts<>+24(SB), Z2, Z4
+	VSUBPS       Z4, Z1, Z1
+	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z4
+	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VSCALEFPS.Z  Z2, Z4, K1, Z1
+	VMOVUPS      Z1, (R9)
+	VADDPS       Z1, Z0, Z0
+	ADDQ         $0x00000040, R9
+	SUBQ         $0x01, R10
+	JMP          sm_exp1_55
 
 sm_done_56:
 	MOVQ    sums+40(FP), AX
@@ -2360,213 +2090,159 @@ sm_max_58:
 
 sm_pass2_57:
 	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
 	MOVQ   DI, R9
 	MOVQ   SI, R10
 
 sm_exp4_59:
-	CMPQ           R10, $0x04
-	JL             sm_exp1_60
-	VMOVUPS        (R9), Z2
-	VSUBPS         Z3, Z2, Z2
-	VMOVUPS        64(R9), Z4
-	VSUBPS         Z3, Z4, Z4
-	VMOVUPS        128(R9), Z5
-	VSUBPS         Z3, Z5, Z5
-	VMOVUPS        192(R9), Z6
-	VSUBPS         Z3, Z6, Z6
-	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z19
-	VMULPS.BCST    nnConsts<>+16(SB), Z4, Z20
-	VMULPS.BCST    nnConsts<>+16(SB), Z5, Z21
-	VMULPS.BCST    nnConsts<>+16(SB), Z6, Z22
-	VCVTPS2DQ      Z19, Z7
-	VCVTPS2DQ      Z20, Z8
-	VCVTPS2DQ      Z21, Z9
-	VCVTPS2DQ      Z22, Z10
-	VCVTDQ2PS      Z7, Z11
-	VCVTDQ2PS      Z8, Z12
-	VCVTDQ2PS      Z9, Z13
-	VCVTDQ2PS      Z10, Z14
-	VMULPS.BCST    nnConsts<>+20(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+20(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+20(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+20(SB), Z14, Z22
-	VSUBPS         Z19, Z2, Z15
-	VSUBPS         Z20, Z4, Z16
-	VSUBPS         Z21, Z5, Z17
-	VSUBPS         Z22, Z6, Z18
-	VMULPS.BCST    nnConsts<>+24(SB), Z11, Z19
-	VMULPS.BCST    nnConsts<>+24(SB), Z12, Z20
-	VMULPS.BCST    nnConsts<>+24(SB), Z13, Z21
-	VMULPS.BCST    nnConsts<>+24(SB), Z14, Z22
-	VSUBPS         Z19, Z15, Z15
-	VSUBPS         Z20, Z16, Z16
-	VSUBPS         Z21, Z17, Z17
-	VSUBPS         Z22, Z18, Z18
-	VBROADCASTSS   nnConsts<>+48(SB), Z11
-	VBROADCASTSS   nnConsts<>+48(SB), Z12
-	VBROADCASTSS   nnConsts<>+48(SB), Z13
-	VBROADCASTSS   nnConsts<>+48(SB), Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+52(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+52(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+56(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+56(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+60(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+60(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+64(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+64(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+68(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+68(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VMULPS         Z15, Z11, Z11
-	VMULPS         Z16, Z12, Z12
-	VMULPS         Z17, Z13, Z13
-	VMULPS         Z18, Z14, Z14
-	VADDPS.BCST    nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST    nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST    nnConsts<>+12(SB), Z13, Z13
-	VADDPS.BCST    nnConsts<>+12(SB), Z14, Z14
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z7, K1
-	VADDPS         Z11, Z11, K1, Z11
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z8, K1
-	VADDPS         Z12, Z12, K1, Z12
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z9, K1
-	VADDPS         Z13, Z13, K1, Z13
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z10, K1
-	VADDPS         Z14, Z14, K1, Z14
-	VPMINSD.BCST   nnConsts<>+72(SB), Z7, Z7
-	VPMINSD.BCST   nnConsts<>+72(SB), Z8, Z8
-	VPMINSD.BCST   nnConsts<>+72(SB), Z9, Z9
-	VPMINSD.BCST   nnConsts<>+72(SB), Z10, Z10
-	VPADDD.BCST    nnConsts<>+72(SB), Z7, Z7
-	VPADDD.BCST    nnConsts<>+72(SB), Z8, Z8
-	VPADDD.BCST    nnConsts<>+72(SB), Z9, Z9
-	VPADDD.BCST    nnConsts<>+72(SB), Z10, Z10
-	VPSLLD         $0x17, Z7, Z7
-	VPSLLD         $0x17, Z8, Z8
-	VPSLLD         $0x17, Z9, Z9
-	VPSLLD         $0x17, Z10, Z10
-	VMULPS         Z7, Z11, Z7
-	VMULPS         Z8, Z12, Z8
-	VMULPS         Z9, Z13, Z9
-	VMULPS         Z10, Z14, Z10
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
-	VBLENDMPS      Z1, Z7, K1, Z7
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z4, K1
-	VBLENDMPS      Z1, Z8, K1, Z8
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z5, K1
-	VBLENDMPS      Z1, Z9, K1, Z9
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z6, K1
-	VBLENDMPS      Z1, Z10, K1, Z10
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z7, K1, Z7
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z4, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z8, K1, Z8
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z5, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z9, K1, Z9
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z6, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z10, K1, Z10
-	VCMPPS         $0x03, Z2, Z2, K1
-	VBLENDMPS      Z2, Z7, K1, Z7
-	VCMPPS         $0x03, Z4, Z4, K1
-	VBLENDMPS      Z4, Z8, K1, Z8
-	VCMPPS         $0x03, Z5, Z5, K1
-	VBLENDMPS      Z5, Z9, K1, Z9
-	VCMPPS         $0x03, Z6, Z6, K1
-	VBLENDMPS      Z6, Z10, K1, Z10
-	VMOVUPS        Z7, (R9)
-	VADDPS         Z7, Z0, Z0
-	VMOVUPS        Z8, 64(R9)
-	VADDPS         Z8, Z0, Z0
-	VMOVUPS        Z9, 128(R9)
-	VADDPS         Z9, Z0, Z0
-	VMOVUPS        Z10, 192(R9)
-	VADDPS         Z10, Z0, Z0
-	ADDQ           $0x00000100, R9
-	SUBQ           $0x04, R10
-	JMP            sm_exp4_59
+	CMPQ         R10, $0x04
+	JL           sm_exp1_60
+	VMOVUPS      (R9), Z1
+	VSUBPS       Z3, Z1, Z1
+	VMOVUPS      64(R9), Z2
+	VSUBPS       Z3, Z2, Z2
+	VMOVUPS      128(R9), Z4
+	VSUBPS       Z3, Z4, Z4
+	VMOVUPS      192(R9), Z5
+	VSUBPS       Z3, Z5, Z5
+	VBROADCASTSS nnConsts<>+28(SB), Z6
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K2
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
+	VMAXPS       Z1, Z6, Z1
+	VMAXPS       Z2, Z6, Z2
+	VMAXPS       Z4, Z6, Z4
+	VMAXPS       Z5, Z6, Z5
+	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z10
+	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z11
+	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
+	VRNDSCALEPS  $0x00, Z10, Z6
+	VRNDSCALEPS  $0x00, Z11, Z7
+	VRNDSCALEPS  $0x00, Z12, Z8
+	VRNDSCALEPS  $0x00, Z13, Z9
+	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
+	VSUBPS       Z10, Z1, Z1
+	VSUBPS       Z11, Z2, Z2
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
+	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
+	VSUBPS       Z10, Z1, Z1
+	VSUBPS       Z11, Z2, Z2
+	VSUBPS       Z12, Z4, Z4
+	VSUBPS       Z13, Z5, Z5
+	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z10
+	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z11
+	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
+	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VMULPS       Z1, Z10, Z10
+	VMULPS       Z2, Z11, Z11
+	VMULPS       Z4, Z12, Z12
+	VMULPS       Z5, Z13, Z13
+	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
+	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
+	VSCALEFPS.Z  Z6, Z10, K1, Z1
+	VSCALEFPS.Z  Z7, Z11, K2, Z2
+	VSCALEFPS.Z  Z8, Z12, K3, Z4
+	VSCALEFPS.Z  Z9, Z13, K4, Z5
+	VMOVUPS      Z1, (R9)
+	VADDPS       Z1, Z0, Z0
+	VMOVUPS      Z2, 64(R9)
+	VADDPS       Z2, Z0, Z0
+	VMOVUPS      Z4, 128(R9)
+	VADDPS       Z4, Z0, Z0
+	VMOVUPS      Z5, 192(R9)
+	VADDPS       Z5, Z0, Z0
+	ADDQ         $0x00000100, R9
+	SUBQ         $0x04, R10
+	JMP          sm_exp4_59
 
 sm_exp1_60:
-	TESTQ          R10, R10
-	JZ             sm_done_61
-	VMOVUPS        (R9), Z2
-	VSUBPS         Z3, Z2, Z2
-	VMULPS.BCST    nnConsts<>+16(SB), Z2, Z7
-	VCVTPS2DQ      Z7, Z4
-	VCVTDQ2PS      Z4, Z5
-	VMULPS.BCST    nnConsts<>+20(SB), Z5, Z7
-	VSUBPS         Z7, Z2, Z6
-	VMULPS.BCST    nnConsts<>+24(SB), Z5, Z7
-	VSUBPS         Z7, Z6, Z6
-	VBROADCASTSS   nnConsts<>+48(SB), Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+52(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+56(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+60(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+64(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+68(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VMULPS         Z6, Z5, Z5
-	VADDPS.BCST    nnConsts<>+12(SB), Z5, Z5
-	VPCMPGTD.BCST  nnConsts<>+72(SB), Z4, K1
-	VADDPS         Z5, Z5, K1, Z5
-	VPMINSD.BCST   nnConsts<>+72(SB), Z4, Z4
-	VPADDD.BCST    nnConsts<>+72(SB), Z4, Z4
-	VPSLLD         $0x17, Z4, Z4
-	VMULPS         Z4, Z5, Z4
-	VCMPPS.BCST    $0x11, nnConsts<>+28(SB), Z2, K1
-	VBLENDMPS      Z1, Z4, K1, Z4
-	VCMPPS.BCST    $0x1e, nnConsts<>+32(SB), Z2, K1
-	VBLENDMPS.BCST nnConsts<>+44(SB), Z4, K1, Z4
-	VCMPPS         $0x03, Z2, Z2, K1
-	VBLENDMPS      Z2, Z4, K1, Z4
-	VMOVUPS        Z4, (R9)
-	VADDPS         Z4, Z0, Z0
-	ADDQ           $0x00000040, R9
-	SUBQ           $0x01, R10
-	JMP            sm_exp1_60
+	TESTQ        R10, R10
+	JZ           sm_done_61
+	VMOVUPS      (R9), Z1
+	VSUBPS       Z3, Z1, Z1
+	VBROADCASTSS nnConsts<>+28(SB), Z2
+	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
+	VMAXPS       Z1, Z2, Z1
+	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z4
+	VRNDSCALEPS  $0x00, Z4, Z2
+	VMULPS.BCST  nnConsts<>+20(SB), Z2, Z4
+	VSUBPS       Z4, Z1, Z1
+	VMULPS.BCST  nnConsts<>+24(SB), Z2, Z4
+	VSUBPS       Z4, Z1, Z1
+	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z4
+	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VMULPS       Z1, Z4, Z4
+	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
+	VSCALEFPS.Z  Z2, Z4, K1, Z1
+	VMOVUPS      Z1, (R9)
+	VADDPS       Z1, Z0, Z0
+	ADDQ         $0x00000040, R9
+	SUBQ         $0x01, R10
+	JMP          sm_exp1_60
 
 sm_done_61:
 	MOVQ    sums+40(FP), AX
