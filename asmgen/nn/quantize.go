@@ -7,32 +7,50 @@ import (
 )
 
 // quantizer holds the registers of qgemm's u8 quantisation (epilogue.go:
-// quantizeU8): clamp(roundEven(maxps/minps-clamped v*invScale) + zp, 0, 255).
+// quantizeU8): clamp(roundEven(maxps/minps-clamped v*invScale) + zp, 0,
+// 255), with lo = -zp as a float32.
+//
+// store computes it in five operations instead of eight: t = maxps(v*inv,
+// lo) (NaN gives lo), then roundEven(t) + zp (wrapping) stored with
+// VPMOVUSDB's unsigned saturation. For |zp| <= quantMaxZP the bytes are
+// quantizeU8's: t < -zp, NaN included, gives 0 both ways (-zp is an
+// integer and rounding is monotonic); otherwise roundEven(t) + zp >= 0,
+// and any value it should clamp to 255 comes out either >= 255 or, where
+// t is past 2^31 (VCVTPS2DQ's 0x80000000) or the add wraps, with bit 31
+// set: >= 2^31 unsigned, so 255 too. The wrappers check the zero points
+// (runtime/nn quantZPOK) and run the Go kernel for others.
 type quantizer struct {
-	inv, zp, zero reg.VecVirtual
+	inv, zp, lo, zero reg.VecVirtual
 }
+
+// quantMaxZP is the largest |zp| store handles: [-zp, 255-zp] must lie
+// within quantizeU8's clamp of +-quantClamp (runtime/nn quantZPOK).
+const quantMaxZP = int32(quantClamp) - 255
 
 // newQuantizer loads the invScale and zp arguments of the active function.
 func (g *gen) newQuantizer() quantizer {
-	q := quantizer{inv: g.broadcastParam("invScale"), zp: g.ZMM(), zero: g.zeroZMM()}
+	q := quantizer{inv: g.broadcastParam("invScale"), zp: g.ZMM(), lo: g.ZMM(), zero: g.zeroZMM()}
 	g.VPBROADCASTD(g.Load32("zp"), q.zp)
+	q.setLow(g)
 	return q
+}
+
+// setLow sets lo to -zp.
+func (q quantizer) setLow(g *gen) {
+	g.VCVTDQ2PS(q.zp, q.lo)
+	g.VSUBPS(q.lo, q.zero, q.lo) // 0 - zp
 }
 
 // store quantises the 16 floats of v and stores the lanes of k as bytes
 // at m.
 func (q quantizer) store(g *gen, v reg.VecVirtual, k reg.OpmaskVirtual, m operand.Mem) {
-	c := g.consts
 	t := g.ZMM()
-	g.VMULPS(q.inv, v, t)                   // v * invScale
-	g.VMAXPS_BCST(c.f32(-quantClamp), t, t) // maxps(t, -clamp): NaN gives -clamp
-	g.VMINPS_BCST(c.f32(quantClamp), t, t)  // minps(t, clamp)
+	g.VMULPS(q.inv, v, t) // v * invScale
+	g.VMAXPS(q.lo, t, t)  // maxps(t, -zp): NaN gives -zp
 	i := g.ZMM()
 	g.VCVTPS2DQ(t, i) // round to nearest even (MXCSR default)
 	g.VPADDD(q.zp, i, i)
-	g.VPMAXSD(q.zero, i, i)
-	g.VPMINSD_BCST(c.u32(255), i, i)
-	g.VPMOVDB(i, k, m)
+	g.VPMOVUSDB(i, k, m) // unsigned saturation: see quantizer
 }
 
 // quantChunks is the number of 16-column chunks per step of the
@@ -71,9 +89,12 @@ func genQuantizeRowsU8(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("quantizeRowsU8Asm sets dst[i*dstStride+j] = qgemm.QuantizeU8(src[i*srcStride+j], 1/scales[i], zps[i])",
 		"for i < rows, j < cols (rows, cols >= 1).")
-	q := quantizer{inv: g.ZMM(), zp: g.ZMM(), zero: g.zeroZMM()}
+	q := quantizer{inv: g.ZMM(), zp: g.ZMM(), lo: g.ZMM(), zero: g.zeroZMM()}
 	scales, zps := g.Load("scales"), g.Load("zps")
-	g.quantizeRows(q, func() { g.rowParams(scales, zps, q.inv, q.zp) })
+	g.quantizeRows(q, func() {
+		g.rowParams(scales, zps, q.inv, q.zp)
+		q.setLow(g)
+	})
 }
 
 // rowParams emits, at the start of a row of the per-row quantisers, the

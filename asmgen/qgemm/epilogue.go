@@ -95,7 +95,8 @@ func genEpilogue(g *gen) {
 		"strides are in elements. flags: 1 colSum, 2 bias, 4 residual, 8 u8 output",
 		"(else f32), 16 per-row zero point rowZero[i] (replacing aZero) and scale",
 		"rowScale[i]; bits 8 and up, the Act. u8 output clamps v*invScale to",
-		"[clampLo, clampHi] = [-outZero, 255-outZero].")
+		"[clampLo, clampHi] = [-outZero, 255-outZero] (the AVX-512 loops clamp at clampLo",
+		"and saturate the codes at 255).")
 	flags := g.Load("flags")
 	code := g.GP64()
 	g.MOVQ(flags, code)
@@ -205,7 +206,7 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, act 
 			rowZero = g.Load("rowZero")
 		}
 	}
-	var zAZ, zInv, zZP, zLo, zHi, zZero reg.VecVirtual
+	var zAZ, zInv, zZP, zLo, zZero reg.VecVirtual
 	if has(epiColSum) {
 		zAZ = g.ZMM()
 		if !has(epiRow) {
@@ -218,7 +219,7 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, act 
 			g.VBROADCASTSS(g.ParamAddr(name), z)
 			return z
 		}
-		zInv, zLo, zHi = bcast("invScale"), bcast("clampLo"), bcast("clampHi")
+		zInv, zLo = bcast("invScale"), bcast("clampLo")
 		zZP = g.ZMM()
 		g.VPBROADCASTD(g.Load32("outZero"), zZP)
 	}
@@ -301,7 +302,7 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, act 
 	}
 	r := epiRegs{
 		j: j, i: i, cRow: cRow, rowScale: rowScale, resRow: resRow, outRow: outRow,
-		zAZ: zAZ, zInv: zInv, zZP: zZP, zLo: zLo, zHi: zHi,
+		zAZ: zAZ, zInv: zInv, zZP: zZP, zLo: zLo,
 	}
 	vs := make([]reg.VecVirtual, unroll)
 	for u := range vs {
@@ -340,7 +341,7 @@ type epiCols struct {
 // epiRegs are the registers an epilogue chunk reads.
 type epiRegs struct {
 	j, i, cRow, rowScale, resRow, outRow reg.GPVirtual
-	zAZ, zInv, zZP, zLo, zHi             reg.VecVirtual
+	zAZ, zInv, zZP, zLo                  reg.VecVirtual
 }
 
 // col4 addresses 4-byte column j+16u of the row at base.
@@ -401,15 +402,18 @@ func epilogueStore(g *gen, flags, u int, k reg.OpmaskVirtual, r epiRegs, v reg.V
 	if has(epiU8) {
 		// quantizeU8 clamps v*invScale to [-quantClamp, quantClamp], rounds,
 		// adds the zero point and clamps to [0, 255]. Rounding to even is
-		// monotonic and keeps integers, so clamping to the integers
-		// [clampLo, clampHi] = [-outZero, 255-outZero] (inside
-		// [-quantClamp, quantClamp]: epilogueAVX512 checks) before rounding
-		// gives the same q, already in [0, 255]; NaN goes to clampLo, so
-		// to 0, as before.
+		// monotonic and keeps integers, so clamping to the integer clampLo
+		// = -outZero (inside [-quantClamp, quantClamp] with clampHi =
+		// 255-outZero: epilogueAVX512 checks) before rounding gives the same
+		// q where it should be 0, NaN included (it goes to clampLo), and q
+		// >= 0 elsewhere. The clamp at 255 is VPMOVUSDB's unsigned
+		// saturation: a q past 255 stays past it, or, where v*invScale is
+		// past 2^31 (VCVTPS2DQ gives 0x80000000) or the add wraps, has bit
+		// 31 set, which is past 255 unsigned too. (clampHi is then unused:
+		// one operation fewer per 16 values, and one register free.)
 		t := g.ZMM()
 		g.VMULPS(r.zInv, v, t)
 		g.VMAXPS(r.zLo, t, t) // maxps(t, clampLo)
-		g.VMINPS(r.zHi, t, t) // minps(t, clampHi)
 		q := g.ZMM()
 		g.VCVTPS2DQ(t, q) // round to nearest even (MXCSR default)
 		g.VPADDD(r.zZP, q, q)

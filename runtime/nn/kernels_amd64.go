@@ -245,6 +245,10 @@ func lnNormalizeAVX512(y []float32, q []uint8, x []float32, st lnstats.Row32, ln
 	if len(x) == 0 || flags == 0 {
 		return
 	}
+	if !quantZPOK(zp) {
+		lnNormalizeGo(y, q, x, st, ln, invScale, zp)
+		return
+	}
 	lnNormAsm(ptr(y), ptr(q), ptr(x), len(x), st.MeanHi, st.MeanLo, st.Inv, ptr(ln.Gamma), ptr(ln.Beta), invScale, zp, flags)
 }
 
@@ -254,11 +258,32 @@ func quantizeAVX512(dst []uint8, dstStride int, src []float32, srcStride, rows, 
 	}
 	need("quantised output", dst, rows, dstStride, cols)
 	need("quantisation input", src, rows, srcStride, cols)
+	if !quantZPOK(zp) {
+		quantizeGo(dst, dstStride, src, srcStride, rows, cols, invScale, zp)
+		return
+	}
 	quantizeU8Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, cols, invScale, zp)
+}
+
+// quantZPOK says whether the AVX-512 quantiser handles every zero point of
+// zps.
+func quantZPOK(zps ...int32) bool {
+	for _, zp := range zps {
+		if zp < -quantMaxZP || zp > quantMaxZP {
+			return false
+		}
+	}
+	return true
 }
 
 func quantizeRowsAVX512(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32) {
 	if !checkQuantizeRows(dst, dstStride, src, srcStride, rows, cols, scales, zps) {
+		return
+	}
+	if !quantZPOK(zps[:rows]...) {
+		for i := range rows { // each row on quantizeAVX512, the Go kernel for a zero point out of range
+			quantizeAVX512(dst[i*dstStride:], dstStride, src[i*srcStride:], srcStride, 1, cols, 1/scales[i], zps[i])
+		}
 		return
 	}
 	quantizeRowsU8Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, cols, ptr(scales), ptr(zps))

@@ -4917,53 +4917,49 @@ lnn_variant_182:
 	MOVQ         gamma+48(FP), CX
 	MOVQ         q+8(FP), DX
 	VBROADCASTSS invScale+64(FP), Z3
-	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
 	MOVL         zp+68(FP), BX
 	VPBROADCASTD BX, Z4
+	VCVTDQ2PS    Z4, Z5
+	VSUBPS       Z5, Z6, Z5
 	MOVQ         n+24(FP), BX
 	KXNORW       K1, K1, K1
 
 lnn_loop_190:
-	CMPQ         BX, $0x10
-	JL           lnn_tail_191
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (CX), Z6, K1, Z6
-	VMULPS       Z3, Z6, Z6
-	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
-	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
-	VCVTPS2DQ    Z6, Z6
-	VPADDD       Z4, Z6, Z6
-	VPMAXSD      Z5, Z6, Z6
-	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
-	VPMOVDB      Z6, K1, (DX)
-	ADDQ         $0x40, AX
-	ADDQ         $0x40, CX
-	ADDQ         $0x10, DX
-	SUBQ         $0x10, BX
-	JMP          lnn_loop_190
+	CMPQ      BX, $0x10
+	JL        lnn_tail_191
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (CX), Z6, K1, Z6
+	VMULPS    Z3, Z6, Z6
+	VMAXPS    Z5, Z6, Z6
+	VCVTPS2DQ Z6, Z6
+	VPADDD    Z4, Z6, Z6
+	VPMOVUSDB Z6, K1, (DX)
+	ADDQ      $0x40, AX
+	ADDQ      $0x40, CX
+	ADDQ      $0x10, DX
+	SUBQ      $0x10, BX
+	JMP       lnn_loop_190
 
 lnn_tail_191:
-	TESTQ        BX, BX
-	JZ           lnn_done_192
-	LEAQ         nnColMasks<>+0(SB), SI
-	MOVQ         (SI)(BX*8), BX
-	KMOVQ        BX, K1
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (CX), Z6, K1, Z0
-	VMULPS       Z3, Z0, Z0
-	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
-	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMAXSD      Z5, Z0, Z0
-	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
-	VPMOVDB      Z0, K1, (DX)
+	TESTQ     BX, BX
+	JZ        lnn_done_192
+	LEAQ      nnColMasks<>+0(SB), SI
+	MOVQ      (SI)(BX*8), BX
+	KMOVQ     BX, K1
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (CX), Z6, K1, Z0
+	VMULPS    Z3, Z0, Z0
+	VMAXPS    Z5, Z0, Z0
+	VCVTPS2DQ Z0, Z0
+	VPADDD    Z4, Z0, Z0
+	VPMOVUSDB Z0, K1, (DX)
 
 lnn_done_192:
 	VZEROUPPER
@@ -4978,56 +4974,52 @@ lnn_variant_183:
 	MOVQ         y+0(FP), DX
 	MOVQ         q+8(FP), BX
 	VBROADCASTSS invScale+64(FP), Z3
-	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
 	MOVL         zp+68(FP), SI
 	VPBROADCASTD SI, Z4
+	VCVTDQ2PS    Z4, Z5
+	VSUBPS       Z5, Z6, Z5
 	MOVQ         n+24(FP), SI
 	KXNORW       K1, K1, K1
 
 lnn_loop_193:
-	CMPQ         SI, $0x10
-	JL           lnn_tail_194
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (CX), Z6, K1, Z6
-	VMOVUPS      Z6, K1, (DX)
-	VMULPS       Z3, Z6, Z6
-	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
-	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
-	VCVTPS2DQ    Z6, Z6
-	VPADDD       Z4, Z6, Z6
-	VPMAXSD      Z5, Z6, Z6
-	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
-	VPMOVDB      Z6, K1, (BX)
-	ADDQ         $0x40, AX
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, DX
-	ADDQ         $0x10, BX
-	SUBQ         $0x10, SI
-	JMP          lnn_loop_193
+	CMPQ      SI, $0x10
+	JL        lnn_tail_194
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (CX), Z6, K1, Z6
+	VMOVUPS   Z6, K1, (DX)
+	VMULPS    Z3, Z6, Z6
+	VMAXPS    Z5, Z6, Z6
+	VCVTPS2DQ Z6, Z6
+	VPADDD    Z4, Z6, Z6
+	VPMOVUSDB Z6, K1, (BX)
+	ADDQ      $0x40, AX
+	ADDQ      $0x40, CX
+	ADDQ      $0x40, DX
+	ADDQ      $0x10, BX
+	SUBQ      $0x10, SI
+	JMP       lnn_loop_193
 
 lnn_tail_194:
-	TESTQ        SI, SI
-	JZ           lnn_done_195
-	LEAQ         nnColMasks<>+0(SB), DI
-	MOVQ         (DI)(SI*8), SI
-	KMOVQ        SI, K1
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (CX), Z6, K1, Z0
-	VMOVUPS      Z0, K1, (DX)
-	VMULPS       Z3, Z0, Z0
-	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
-	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMAXSD      Z5, Z0, Z0
-	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
-	VPMOVDB      Z0, K1, (BX)
+	TESTQ     SI, SI
+	JZ        lnn_done_195
+	LEAQ      nnColMasks<>+0(SB), DI
+	MOVQ      (DI)(SI*8), SI
+	KMOVQ     SI, K1
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (CX), Z6, K1, Z0
+	VMOVUPS   Z0, K1, (DX)
+	VMULPS    Z3, Z0, Z0
+	VMAXPS    Z5, Z0, Z0
+	VCVTPS2DQ Z0, Z0
+	VPADDD    Z4, Z0, Z0
+	VPMOVUSDB Z0, K1, (BX)
 
 lnn_done_195:
 	VZEROUPPER
@@ -5088,56 +5080,52 @@ lnn_variant_185:
 	MOVQ         beta+56(FP), DX
 	MOVQ         q+8(FP), BX
 	VBROADCASTSS invScale+64(FP), Z3
-	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
 	MOVL         zp+68(FP), SI
 	VPBROADCASTD SI, Z4
+	VCVTDQ2PS    Z4, Z5
+	VSUBPS       Z5, Z6, Z5
 	MOVQ         n+24(FP), SI
 	KXNORW       K1, K1, K1
 
 lnn_loop_199:
-	CMPQ         SI, $0x10
-	JL           lnn_tail_200
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (CX), Z6, K1, Z6
-	VADDPS.Z     (DX), Z6, K1, Z6
-	VMULPS       Z3, Z6, Z6
-	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
-	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
-	VCVTPS2DQ    Z6, Z6
-	VPADDD       Z4, Z6, Z6
-	VPMAXSD      Z5, Z6, Z6
-	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
-	VPMOVDB      Z6, K1, (BX)
-	ADDQ         $0x40, AX
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, DX
-	ADDQ         $0x10, BX
-	SUBQ         $0x10, SI
-	JMP          lnn_loop_199
+	CMPQ      SI, $0x10
+	JL        lnn_tail_200
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (CX), Z6, K1, Z6
+	VADDPS.Z  (DX), Z6, K1, Z6
+	VMULPS    Z3, Z6, Z6
+	VMAXPS    Z5, Z6, Z6
+	VCVTPS2DQ Z6, Z6
+	VPADDD    Z4, Z6, Z6
+	VPMOVUSDB Z6, K1, (BX)
+	ADDQ      $0x40, AX
+	ADDQ      $0x40, CX
+	ADDQ      $0x40, DX
+	ADDQ      $0x10, BX
+	SUBQ      $0x10, SI
+	JMP       lnn_loop_199
 
 lnn_tail_200:
-	TESTQ        SI, SI
-	JZ           lnn_done_201
-	LEAQ         nnColMasks<>+0(SB), DI
-	MOVQ         (DI)(SI*8), SI
-	KMOVQ        SI, K1
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (CX), Z6, K1, Z0
-	VADDPS.Z     (DX), Z0, K1, Z0
-	VMULPS       Z3, Z0, Z0
-	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
-	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMAXSD      Z5, Z0, Z0
-	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
-	VPMOVDB      Z0, K1, (BX)
+	TESTQ     SI, SI
+	JZ        lnn_done_201
+	LEAQ      nnColMasks<>+0(SB), DI
+	MOVQ      (DI)(SI*8), SI
+	KMOVQ     SI, K1
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (CX), Z6, K1, Z0
+	VADDPS.Z  (DX), Z0, K1, Z0
+	VMULPS    Z3, Z0, Z0
+	VMAXPS    Z5, Z0, Z0
+	VCVTPS2DQ Z0, Z0
+	VPADDD    Z4, Z0, Z0
+	VPMOVUSDB Z0, K1, (BX)
 
 lnn_done_201:
 	VZEROUPPER
@@ -5153,59 +5141,55 @@ lnn_variant_186:
 	MOVQ         y+0(FP), BX
 	MOVQ         q+8(FP), SI
 	VBROADCASTSS invScale+64(FP), Z3
-	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
 	MOVL         zp+68(FP), DI
 	VPBROADCASTD DI, Z4
+	VCVTDQ2PS    Z4, Z5
+	VSUBPS       Z5, Z6, Z5
 	MOVQ         n+24(FP), DI
 	KXNORW       K1, K1, K1
 
 lnn_loop_202:
-	CMPQ         DI, $0x10
-	JL           lnn_tail_203
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (CX), Z6, K1, Z6
-	VADDPS.Z     (DX), Z6, K1, Z6
-	VMOVUPS      Z6, K1, (BX)
-	VMULPS       Z3, Z6, Z6
-	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
-	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
-	VCVTPS2DQ    Z6, Z6
-	VPADDD       Z4, Z6, Z6
-	VPMAXSD      Z5, Z6, Z6
-	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
-	VPMOVDB      Z6, K1, (SI)
-	ADDQ         $0x40, AX
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, DX
-	ADDQ         $0x40, BX
-	ADDQ         $0x10, SI
-	SUBQ         $0x10, DI
-	JMP          lnn_loop_202
+	CMPQ      DI, $0x10
+	JL        lnn_tail_203
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (CX), Z6, K1, Z6
+	VADDPS.Z  (DX), Z6, K1, Z6
+	VMOVUPS   Z6, K1, (BX)
+	VMULPS    Z3, Z6, Z6
+	VMAXPS    Z5, Z6, Z6
+	VCVTPS2DQ Z6, Z6
+	VPADDD    Z4, Z6, Z6
+	VPMOVUSDB Z6, K1, (SI)
+	ADDQ      $0x40, AX
+	ADDQ      $0x40, CX
+	ADDQ      $0x40, DX
+	ADDQ      $0x40, BX
+	ADDQ      $0x10, SI
+	SUBQ      $0x10, DI
+	JMP       lnn_loop_202
 
 lnn_tail_203:
-	TESTQ        DI, DI
-	JZ           lnn_done_204
-	LEAQ         nnColMasks<>+0(SB), R8
-	MOVQ         (R8)(DI*8), DI
-	KMOVQ        DI, K1
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (CX), Z6, K1, Z0
-	VADDPS.Z     (DX), Z0, K1, Z0
-	VMOVUPS      Z0, K1, (BX)
-	VMULPS       Z3, Z0, Z0
-	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
-	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMAXSD      Z5, Z0, Z0
-	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
-	VPMOVDB      Z0, K1, (SI)
+	TESTQ     DI, DI
+	JZ        lnn_done_204
+	LEAQ      nnColMasks<>+0(SB), R8
+	MOVQ      (R8)(DI*8), DI
+	KMOVQ     DI, K1
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (CX), Z6, K1, Z0
+	VADDPS.Z  (DX), Z0, K1, Z0
+	VMOVUPS   Z0, K1, (BX)
+	VMULPS    Z3, Z0, Z0
+	VMAXPS    Z5, Z0, Z0
+	VCVTPS2DQ Z0, Z0
+	VPADDD    Z4, Z0, Z0
+	VPMOVUSDB Z0, K1, (SI)
 
 lnn_done_204:
 	VZEROUPPER
@@ -5226,59 +5210,55 @@ TEXT ·lnNormDualAsm(SB), NOSPLIT, $0-96
 	MOVQ         gamma+48(FP), BX
 	MOVQ         gammaQ+64(FP), SI
 	VBROADCASTSS invScale+80(FP), Z3
-	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
 	MOVL         zp+84(FP), DI
 	VPBROADCASTD DI, Z4
+	VCVTDQ2PS    Z4, Z5
+	VSUBPS       Z5, Z6, Z5
 	MOVQ         n+24(FP), DI
 	KXNORW       K1, K1, K1
 
 lnd_loop_206:
-	CMPQ         DI, $0x10
-	JL           lnd_tail_207
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (BX), Z6, K1, Z7
-	VMULPS.Z     (SI), Z6, K1, Z6
-	VMOVUPS      Z7, K1, (CX)
-	VMULPS       Z3, Z6, Z6
-	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
-	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
-	VCVTPS2DQ    Z6, Z6
-	VPADDD       Z4, Z6, Z6
-	VPMAXSD      Z5, Z6, Z6
-	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
-	VPMOVDB      Z6, K1, (DX)
-	ADDQ         $0x40, AX
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, BX
-	ADDQ         $0x40, SI
-	ADDQ         $0x10, DX
-	SUBQ         $0x10, DI
-	JMP          lnd_loop_206
+	CMPQ      DI, $0x10
+	JL        lnd_tail_207
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (BX), Z6, K1, Z7
+	VMULPS.Z  (SI), Z6, K1, Z6
+	VMOVUPS   Z7, K1, (CX)
+	VMULPS    Z3, Z6, Z6
+	VMAXPS    Z5, Z6, Z6
+	VCVTPS2DQ Z6, Z6
+	VPADDD    Z4, Z6, Z6
+	VPMOVUSDB Z6, K1, (DX)
+	ADDQ      $0x40, AX
+	ADDQ      $0x40, CX
+	ADDQ      $0x40, BX
+	ADDQ      $0x40, SI
+	ADDQ      $0x10, DX
+	SUBQ      $0x10, DI
+	JMP       lnd_loop_206
 
 lnd_tail_207:
-	TESTQ        DI, DI
-	JZ           lnd_done_208
-	LEAQ         nnColMasks<>+0(SB), R8
-	MOVQ         (R8)(DI*8), DI
-	KMOVQ        DI, K1
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (BX), Z6, K1, Z0
-	VMULPS.Z     (SI), Z6, K1, Z1
-	VMOVUPS      Z0, K1, (CX)
-	VMULPS       Z3, Z1, Z0
-	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
-	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMAXSD      Z5, Z0, Z0
-	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
-	VPMOVDB      Z0, K1, (DX)
+	TESTQ     DI, DI
+	JZ        lnd_done_208
+	LEAQ      nnColMasks<>+0(SB), R8
+	MOVQ      (R8)(DI*8), DI
+	KMOVQ     DI, K1
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (BX), Z6, K1, Z0
+	VMULPS.Z  (SI), Z6, K1, Z1
+	VMOVUPS   Z0, K1, (CX)
+	VMULPS    Z3, Z1, Z0
+	VMAXPS    Z5, Z0, Z0
+	VCVTPS2DQ Z0, Z0
+	VPADDD    Z4, Z0, Z0
+	VPMOVUSDB Z0, K1, (DX)
 
 lnd_done_208:
 	VZEROUPPER
@@ -5296,65 +5276,61 @@ lnd_beta_205:
 	MOVQ         beta+56(FP), DI
 	MOVQ         betaQ+72(FP), R8
 	VBROADCASTSS invScale+80(FP), Z3
-	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
 	MOVL         zp+84(FP), R9
 	VPBROADCASTD R9, Z4
+	VCVTDQ2PS    Z4, Z5
+	VSUBPS       Z5, Z6, Z5
 	MOVQ         n+24(FP), R9
 	KXNORW       K1, K1, K1
 
 lnd_loop_209:
-	CMPQ         R9, $0x10
-	JL           lnd_tail_210
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (BX), Z6, K1, Z7
-	VADDPS.Z     (DI), Z7, K1, Z7
-	VMULPS.Z     (SI), Z6, K1, Z6
-	VADDPS.Z     (R8), Z6, K1, Z6
-	VMOVUPS      Z7, K1, (CX)
-	VMULPS       Z3, Z6, Z6
-	VMAXPS.BCST  nnConsts<>+40(SB), Z6, Z6
-	VMINPS.BCST  nnConsts<>+36(SB), Z6, Z6
-	VCVTPS2DQ    Z6, Z6
-	VPADDD       Z4, Z6, Z6
-	VPMAXSD      Z5, Z6, Z6
-	VPMINSD.BCST nnConsts<>+76(SB), Z6, Z6
-	VPMOVDB      Z6, K1, (DX)
-	ADDQ         $0x40, AX
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, BX
-	ADDQ         $0x40, SI
-	ADDQ         $0x40, DI
-	ADDQ         $0x40, R8
-	ADDQ         $0x10, DX
-	SUBQ         $0x10, R9
-	JMP          lnd_loop_209
+	CMPQ      R9, $0x10
+	JL        lnd_tail_210
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (BX), Z6, K1, Z7
+	VADDPS.Z  (DI), Z7, K1, Z7
+	VMULPS.Z  (SI), Z6, K1, Z6
+	VADDPS.Z  (R8), Z6, K1, Z6
+	VMOVUPS   Z7, K1, (CX)
+	VMULPS    Z3, Z6, Z6
+	VMAXPS    Z5, Z6, Z6
+	VCVTPS2DQ Z6, Z6
+	VPADDD    Z4, Z6, Z6
+	VPMOVUSDB Z6, K1, (DX)
+	ADDQ      $0x40, AX
+	ADDQ      $0x40, CX
+	ADDQ      $0x40, BX
+	ADDQ      $0x40, SI
+	ADDQ      $0x40, DI
+	ADDQ      $0x40, R8
+	ADDQ      $0x10, DX
+	SUBQ      $0x10, R9
+	JMP       lnd_loop_209
 
 lnd_tail_210:
-	TESTQ        R9, R9
-	JZ           lnd_done_211
-	LEAQ         nnColMasks<>+0(SB), R10
-	MOVQ         (R10)(R9*8), R9
-	KMOVQ        R9, K1
-	VMOVUPS.Z    (AX), K1, Z6
-	VSUBPS       Z0, Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VMULPS       Z2, Z6, Z6
-	VMULPS.Z     (BX), Z6, K1, Z0
-	VADDPS.Z     (DI), Z0, K1, Z0
-	VMULPS.Z     (SI), Z6, K1, Z1
-	VADDPS.Z     (R8), Z1, K1, Z1
-	VMOVUPS      Z0, K1, (CX)
-	VMULPS       Z3, Z1, Z0
-	VMAXPS.BCST  nnConsts<>+40(SB), Z0, Z0
-	VMINPS.BCST  nnConsts<>+36(SB), Z0, Z0
-	VCVTPS2DQ    Z0, Z0
-	VPADDD       Z4, Z0, Z0
-	VPMAXSD      Z5, Z0, Z0
-	VPMINSD.BCST nnConsts<>+76(SB), Z0, Z0
-	VPMOVDB      Z0, K1, (DX)
+	TESTQ     R9, R9
+	JZ        lnd_done_211
+	LEAQ      nnColMasks<>+0(SB), R10
+	MOVQ      (R10)(R9*8), R9
+	KMOVQ     R9, K1
+	VMOVUPS.Z (AX), K1, Z6
+	VSUBPS    Z0, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMULPS.Z  (BX), Z6, K1, Z0
+	VADDPS.Z  (DI), Z0, K1, Z0
+	VMULPS.Z  (SI), Z6, K1, Z1
+	VADDPS.Z  (R8), Z1, K1, Z1
+	VMOVUPS   Z0, K1, (CX)
+	VMULPS    Z3, Z1, Z0
+	VMAXPS    Z5, Z0, Z0
+	VCVTPS2DQ Z0, Z0
+	VPADDD    Z4, Z0, Z0
+	VPMOVUSDB Z0, K1, (DX)
 
 lnd_done_211:
 	VZEROUPPER
@@ -5364,9 +5340,11 @@ lnd_done_211:
 // Requires: AVX, AVX512BW, AVX512F, CMOV
 TEXT ·quantizeU8Asm(SB), NOSPLIT, $0-56
 	VBROADCASTSS invScale+48(FP), Z0
-	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
 	MOVL         zp+52(FP), AX
 	VPBROADCASTD AX, Z1
+	VCVTDQ2PS    Z1, Z2
+	VSUBPS       Z2, Z3, Z2
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+16(FP), CX
 	MOVQ         rows+32(FP), DX
@@ -5376,70 +5354,58 @@ q_row_212:
 	XORQ SI, SI
 
 q_col_213:
-	MOVQ         BX, DI
-	SUBQ         SI, DI
-	MOVQ         $0x00000040, R8
-	CMPQ         DI, R8
-	CMOVQLT      DI, R8
-	LEAQ         nnColMasks<>+0(SB), DI
-	MOVQ         (DI)(R8*8), DI
-	KMOVQ        DI, K1
-	VMOVUPS.Z    (CX)(SI*4), K1, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
-	VPMOVDB      Z3, K1, (AX)(SI*1)
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVUPS.Z    64(CX)(SI*4), K2, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 16(AX)(SI*1)
-	KSHIFTRQ     $0x20, K1, K2
-	VMOVUPS.Z    128(CX)(SI*4), K2, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 32(AX)(SI*1)
-	KSHIFTRQ     $0x30, K1, K1
-	VMOVUPS.Z    192(CX)(SI*4), K1, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
-	VPMOVDB      Z3, K1, 48(AX)(SI*1)
-	ADDQ         $0x40, SI
-	CMPQ         SI, BX
-	JL           q_col_213
-	MOVQ         srcStride+24(FP), SI
-	SHLQ         $0x02, SI
-	ADDQ         SI, CX
-	MOVQ         dstStride+8(FP), SI
-	ADDQ         SI, AX
-	DECQ         DX
-	JNZ          q_row_212
+	MOVQ      BX, DI
+	SUBQ      SI, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	LEAQ      nnColMasks<>+0(SB), DI
+	MOVQ      (DI)(R8*8), DI
+	KMOVQ     DI, K1
+	VMOVUPS.Z (CX)(SI*4), K1, Z3
+	VMULPS    Z0, Z3, Z3
+	VMAXPS    Z2, Z3, Z3
+	VCVTPS2DQ Z3, Z3
+	VPADDD    Z1, Z3, Z3
+	VPMOVUSDB Z3, K1, (AX)(SI*1)
+	KSHIFTRQ  $0x10, K1, K2
+	VMOVUPS.Z 64(CX)(SI*4), K2, Z3
+	VMULPS    Z0, Z3, Z3
+	VMAXPS    Z2, Z3, Z3
+	VCVTPS2DQ Z3, Z3
+	VPADDD    Z1, Z3, Z3
+	VPMOVUSDB Z3, K2, 16(AX)(SI*1)
+	KSHIFTRQ  $0x20, K1, K2
+	VMOVUPS.Z 128(CX)(SI*4), K2, Z3
+	VMULPS    Z0, Z3, Z3
+	VMAXPS    Z2, Z3, Z3
+	VCVTPS2DQ Z3, Z3
+	VPADDD    Z1, Z3, Z3
+	VPMOVUSDB Z3, K2, 32(AX)(SI*1)
+	KSHIFTRQ  $0x30, K1, K1
+	VMOVUPS.Z 192(CX)(SI*4), K1, Z3
+	VMULPS    Z0, Z3, Z3
+	VMAXPS    Z2, Z3, Z3
+	VCVTPS2DQ Z3, Z3
+	VPADDD    Z1, Z3, Z3
+	VPMOVUSDB Z3, K1, 48(AX)(SI*1)
+	ADDQ      $0x40, SI
+	CMPQ      SI, BX
+	JL        q_col_213
+	MOVQ      srcStride+24(FP), SI
+	SHLQ      $0x02, SI
+	ADDQ      SI, CX
+	MOVQ      dstStride+8(FP), SI
+	ADDQ      SI, AX
+	DECQ      DX
+	JNZ       q_row_212
 	VZEROUPPER
 	RET
 
 // func quantizeRowsU8Asm(dst *uint8, dstStride int, src *float32, srcStride int, rows int, cols int, scales *float32, zps *int32)
 // Requires: AVX, AVX512BW, AVX512F, CMOV
 TEXT ·quantizeRowsU8Asm(SB), NOSPLIT, $0-64
-	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
 	MOVQ   scales+48(FP), AX
 	MOVQ   zps+56(FP), CX
 	MOVQ   dst+0(FP), DX
@@ -5454,66 +5420,56 @@ q_row_214:
 	VPBROADCASTD (CX), Z1
 	ADDQ         $0x04, AX
 	ADDQ         $0x04, CX
+	VCVTDQ2PS    Z1, Z2
+	VSUBPS       Z2, Z3, Z2
 	XORQ         R8, R8
 
 q_col_215:
-	MOVQ         DI, R9
-	SUBQ         R8, R9
-	MOVQ         $0x00000040, R10
-	CMPQ         R9, R10
-	CMOVQLT      R9, R10
-	LEAQ         nnColMasks<>+0(SB), R9
-	MOVQ         (R9)(R10*8), R9
-	KMOVQ        R9, K1
-	VMOVUPS.Z    (BX)(R8*4), K1, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
-	VPMOVDB      Z3, K1, (DX)(R8*1)
-	KSHIFTRQ     $0x10, K1, K2
-	VMOVUPS.Z    64(BX)(R8*4), K2, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 16(DX)(R8*1)
-	KSHIFTRQ     $0x20, K1, K2
-	VMOVUPS.Z    128(BX)(R8*4), K2, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
-	VPMOVDB      Z3, K2, 32(DX)(R8*1)
-	KSHIFTRQ     $0x30, K1, K1
-	VMOVUPS.Z    192(BX)(R8*4), K1, Z3
-	VMULPS       Z0, Z3, Z3
-	VMAXPS.BCST  nnConsts<>+40(SB), Z3, Z3
-	VMINPS.BCST  nnConsts<>+36(SB), Z3, Z3
-	VCVTPS2DQ    Z3, Z3
-	VPADDD       Z1, Z3, Z3
-	VPMAXSD      Z2, Z3, Z3
-	VPMINSD.BCST nnConsts<>+76(SB), Z3, Z3
-	VPMOVDB      Z3, K1, 48(DX)(R8*1)
-	ADDQ         $0x40, R8
-	CMPQ         R8, DI
-	JL           q_col_215
-	MOVQ         srcStride+24(FP), R8
-	SHLQ         $0x02, R8
-	ADDQ         R8, BX
-	MOVQ         dstStride+8(FP), R8
-	ADDQ         R8, DX
-	DECQ         SI
-	JNZ          q_row_214
+	MOVQ      DI, R9
+	SUBQ      R8, R9
+	MOVQ      $0x00000040, R10
+	CMPQ      R9, R10
+	CMOVQLT   R9, R10
+	LEAQ      nnColMasks<>+0(SB), R9
+	MOVQ      (R9)(R10*8), R9
+	KMOVQ     R9, K1
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMULPS    Z0, Z4, Z4
+	VMAXPS    Z2, Z4, Z4
+	VCVTPS2DQ Z4, Z4
+	VPADDD    Z1, Z4, Z4
+	VPMOVUSDB Z4, K1, (DX)(R8*1)
+	KSHIFTRQ  $0x10, K1, K2
+	VMOVUPS.Z 64(BX)(R8*4), K2, Z4
+	VMULPS    Z0, Z4, Z4
+	VMAXPS    Z2, Z4, Z4
+	VCVTPS2DQ Z4, Z4
+	VPADDD    Z1, Z4, Z4
+	VPMOVUSDB Z4, K2, 16(DX)(R8*1)
+	KSHIFTRQ  $0x20, K1, K2
+	VMOVUPS.Z 128(BX)(R8*4), K2, Z4
+	VMULPS    Z0, Z4, Z4
+	VMAXPS    Z2, Z4, Z4
+	VCVTPS2DQ Z4, Z4
+	VPADDD    Z1, Z4, Z4
+	VPMOVUSDB Z4, K2, 32(DX)(R8*1)
+	KSHIFTRQ  $0x30, K1, K1
+	VMOVUPS.Z 192(BX)(R8*4), K1, Z4
+	VMULPS    Z0, Z4, Z4
+	VMAXPS    Z2, Z4, Z4
+	VCVTPS2DQ Z4, Z4
+	VPADDD    Z1, Z4, Z4
+	VPMOVUSDB Z4, K1, 48(DX)(R8*1)
+	ADDQ      $0x40, R8
+	CMPQ      R8, DI
+	JL        q_col_215
+	MOVQ      srcStride+24(FP), R8
+	SHLQ      $0x02, R8
+	ADDQ      R8, BX
+	MOVQ      dstStride+8(FP), R8
+	ADDQ      R8, DX
+	DECQ      SI
+	JNZ       q_row_214
 	VZEROUPPER
 	RET
 

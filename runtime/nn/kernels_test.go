@@ -758,3 +758,58 @@ func TestLinearTileKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeZeroPoints checks the quantisers against the Go kernel where
+// the AVX-512 one relies on unsigned saturation (asmgen/nn quantizer):
+// values far past the u8 range, past 2^31 (VCVTPS2DQ's 0x80000000),
+// infinities and NaN, with zero points around and beyond ±quantMaxZP
+// (where it hands over to the Go kernel) and at the int32 limits.
+func TestQuantizeZeroPoints(t *testing.T) {
+	specials := []float32{
+		float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
+		0.5, 1.5, 2.5, -0.5, -1.5, 127.5, 254.5, 255.5, 256, -255.5, -256,
+		65280.5, 65281, 65535.5, 65536, 65537, -65281, -65536, -65537,
+		2147483520, 2147483648, 4294967296, -2147483648, -4294967296, 1e30, -1e30,
+	}
+	const cols = 37 // two chunks and a masked tail
+	src := make([]float32, 2*cols)
+	for i := range src {
+		src[i] = specials[i%len(specials)]
+	}
+	zps := []int32{0, 1, 128, 255, 256, -1, -20, -256, quantMaxZP, quantMaxZP + 1, -quantMaxZP, -quantMaxZP - 1, 70000, -70000, math.MaxInt32, math.MinInt32}
+	for _, impl := range implementations(t) {
+		for _, zp := range zps {
+			for _, invScale := range []float32{1, 0.25} {
+				want := make([]uint8, len(src))
+				quantizeGo(want, cols, src, cols, 2, cols, invScale, zp)
+				got := make([]uint8, len(src))
+				impl.quantize(got, cols, src, cols, 2, cols, invScale, zp)
+				rows := make([]uint8, len(src))
+				impl.quantizeRows(rows, cols, src, cols, 2, cols, []float32{1 / invScale, 1 / invScale}, []int32{zp, zp})
+				norm := make([]uint8, cols)
+				ln := &LayerNormParams{N: cols, Gamma: make([]float32, cols)}
+				for j := range ln.Gamma {
+					ln.Gamma[j] = 1
+				}
+				impl.lnNormalize(nil, norm, src[:cols], lnstats.Row32{Inv: 1}, ln, invScale, zp)
+				y, dual := make([]float32, cols), make([]uint8, cols)
+				impl.lnNormalizeDual(y, dual, src[:cols], lnstats.Row32{Inv: 1}, ln, ln.Gamma, nil, invScale, zp)
+				for i := range want {
+					what := fmt.Sprintf("%s zp=%d invScale=%g x=%g", impl.name, zp, invScale, src[i])
+					if got[i] != want[i] {
+						t.Errorf("%s: quantize %d, Go kernel %d", what, got[i], want[i])
+					}
+					if rows[i] != want[i] {
+						t.Errorf("%s: quantizeRows %d, Go kernel %d", what, rows[i], want[i])
+					}
+					if i < cols && norm[i] != want[i] {
+						t.Errorf("%s: LayerNorm u8 %d, Go kernel %d", what, norm[i], want[i])
+					}
+					if i < cols && dual[i] != want[i] {
+						t.Errorf("%s: dual LayerNorm u8 %d, Go kernel %d", what, dual[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

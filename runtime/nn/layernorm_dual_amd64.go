@@ -12,5 +12,9 @@ func lnNormalizeDualAVX512(y []float32, q []uint8, x []float32, st lnstats.Row32
 	if n == 0 {
 		return
 	}
+	if !quantZPOK(zp) {
+		lnNormalizeDualGo(y, q, x, st, ln, gammaQ, betaQ, invScale, zp)
+		return
+	}
 	lnNormDualAsm(ptr(y), ptr(q), ptr(x), n, st.MeanHi, st.MeanLo, st.Inv, ptr(ln.Gamma), ptr(ln.Beta), ptr(gammaQ), ptr(betaQ), invScale, zp, flags)
 }

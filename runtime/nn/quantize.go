@@ -169,6 +169,12 @@ func quantizeRowsPadded(kern *kernels, dst []uint8, dstStride int, src []float32
 	}
 }
 
+// quantMaxZP is the largest zero point magnitude the AVX-512 quantiser
+// handles (asmgen/nn quantizer): [-zp, 255-zp] must lie within
+// qgemm.QuantizeU8's clamp of +-65536. Zero points of real u8 tensors are
+// 0..255; the wrappers run the Go kernels for others.
+const quantMaxZP = 65536 - 255
+
 // quantizeRowsWith is kernels.quantizeRows from a kernels.quantize, a
 // call per row: row i with invScale 1/scales[i] (float32) and zps[i].
 func quantizeRowsWith(quantize func(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, invScale float32, zp int32)) func(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32) {

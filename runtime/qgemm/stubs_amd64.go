@@ -88,7 +88,8 @@ func qgemmAVX2(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nbl
 // strides are in elements. flags: 1 colSum, 2 bias, 4 residual, 8 u8 output
 // (else f32), 16 per-row zero point rowZero[i] (replacing aZero) and scale
 // rowScale[i]; bits 8 and up, the Act. u8 output clamps v*invScale to
-// [clampLo, clampHi] = [-outZero, 255-outZero].
+// [clampLo, clampHi] = [-outZero, 255-outZero] (the AVX-512 loops clamp at clampLo
+// and saturate the codes at 255).
 //
 //go:noescape
 func epilogueAVX512Asm(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int) bool
