@@ -84,7 +84,12 @@ type blockCosts struct {
 	// alone, after every other block is done, so it prefers short blocks:
 	// measured at M = 1024, N = 768, K = 3072 (VNNI, 2 workers), the plan
 	// without this term (256 x 48) made the fused LayerNorm 4% slower than
-	// a separate one.
+	// a separate one. Since LayerNorm normalises in float32 (2026-12-06)
+	// its row takes about 0.2-0.25 µs, but 0.3 ns here, which picks 32 x
+	// 192 instead of 16 x 384 at M = 128, K = 768, made BenchmarkLinear-
+	// LayerNorm 1-2% slower there (2 workers, 4 paired rounds), so the
+	// term stays as fitted: it stands for the finish's wait as much as for
+	// its work.
 	macsPerFinishElem float64
 }
 
