@@ -17,8 +17,9 @@ import (
 // integer and rounding is monotonic); otherwise roundEven(t) + zp >= 0,
 // and any value it should clamp to 255 comes out either >= 255 or, where
 // t is past 2^31 (VCVTPS2DQ's 0x80000000) or the add wraps, with bit 31
-// set: >= 2^31 unsigned, so 255 too. The wrappers check the zero points
-// (runtime/nn quantZPOK) and run the Go kernel for others.
+// set: >= 2^31 unsigned, so 255 too. The wrappers check the zero point
+// (runtime/nn quantZPOK) and run the Go kernel for others; the per-row
+// quantiser's zero points are in [0, 255] by its contract.
 type quantizer struct {
 	inv, zp, lo, zero reg.VecVirtual
 }

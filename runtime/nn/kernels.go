@@ -61,7 +61,10 @@ type kernels struct {
 	// minMax returns min(0, min x) and max(0, max x), NaNs ignored.
 	minMax func(x []float32) (lo, hi float32)
 	// quantizeRows is quantize with row i's own parameters: invScale
-	// 1/scales[i] (float32) and zero point zps[i] (see quantizeRowsWith).
+	// 1/scales[i] (float32) and zero point zps[i] (see quantizeRowsWith),
+	// each zps[i] in [0, 255] as rowQuantParams makes them (the AVX-512
+	// form relies on it, see quantMaxZP, and checking per call cost 2% of
+	// a short sequence's INT8 attention).
 	quantizeRows func(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32)
 	// minMaxRows is minMax on rows rows of cols values (row i at
 	// x[i*stride]), into lo[i] and hi[i]: one call for a head's keys or

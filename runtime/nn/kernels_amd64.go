@@ -265,25 +265,11 @@ func quantizeAVX512(dst []uint8, dstStride int, src []float32, srcStride, rows, 
 	quantizeU8Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, cols, invScale, zp)
 }
 
-// quantZPOK says whether the AVX-512 quantiser handles every zero point of
-// zps.
-func quantZPOK(zps ...int32) bool {
-	for _, zp := range zps {
-		if zp < -quantMaxZP || zp > quantMaxZP {
-			return false
-		}
-	}
-	return true
-}
+// quantZPOK says whether the AVX-512 quantiser handles the zero point zp.
+func quantZPOK(zp int32) bool { return zp >= -quantMaxZP && zp <= quantMaxZP }
 
 func quantizeRowsAVX512(dst []uint8, dstStride int, src []float32, srcStride, rows, cols int, scales []float32, zps []int32) {
 	if !checkQuantizeRows(dst, dstStride, src, srcStride, rows, cols, scales, zps) {
-		return
-	}
-	if !quantZPOK(zps[:rows]...) {
-		for i := range rows { // each row on quantizeAVX512, the Go kernel for a zero point out of range
-			quantizeAVX512(dst[i*dstStride:], dstStride, src[i*srcStride:], srcStride, 1, cols, 1/scales[i], zps[i])
-		}
 		return
 	}
 	quantizeRowsU8Asm(ptr(dst), dstStride, ptr(src), srcStride, rows, cols, ptr(scales), ptr(zps))
