@@ -46,6 +46,7 @@ func generate() (*ir.File, error) {
 	tab := genLayerNormAVX2(g)
 	genPackQueries(g)
 	genPackValues(g)
+	genSymScales(g)
 	genPackValuesAVX2(g)
 	genPackQueriesAVX2(g)
 	genProbsAVX2(g, tab)

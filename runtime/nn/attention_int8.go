@@ -305,8 +305,8 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out attnOut, q,
 	}
 	kb, vb := k[b*sk*d.KStride+h*hd:], v[b*sk*d.VStride+h*hd:]
 	quantizeRowsU8(kern, w.kU8, w.kp, kb, d.KStride, sk, hd, w.kScale, w.kZP)
-	liveKeys(w.live, mask, d, b, h)
-	packValues(kern, w, vb, d.VStride, hd)
+	live := liveKeys(w.live, mask, d, b, h)
+	packValues(kern, w, vb, d.VStride, hd, live)
 
 	for r0 := 0; r0 < d.SeqQ; r0 += int8Chunk {
 		rows := min(int8Chunk, d.SeqQ-r0)
@@ -404,30 +404,32 @@ func (w *int8Worker) qPackS8() []int8 {
 	return unsafe.Slice((*int8)(unsafe.Pointer(&w.qPack[0])), len(w.qPack))
 }
 
-// liveKeys marks the keys of head h of sequence b that some query row can
-// attend to: all without a mask; with one, those whose mask value is above
-// -math.MaxFloat32 in at least one row.
-func liveKeys(live []bool, mask []float32, d *AttentionDims, b, h int) {
+// liveKeys returns how many keys of head h of sequence b some query row
+// can attend to, and marks them in live: all without a mask (live is then
+// left as it is: packValues reads it only when some keys are not live);
+// with one, those whose mask value is above -math.MaxFloat32 in at least
+// one row.
+func liveKeys(live []bool, mask []float32, d *AttentionDims, b, h int) int {
 	if mask == nil {
-		for j := range live {
-			live[j] = true
-		}
-		return
+		return len(live)
 	}
 	rows := d.SeqQ
 	if d.MaskRowStride == 0 {
 		rows = 1
 	}
 	base := b*d.MaskBatchStride + h*d.MaskHeadStride
+	n := 0
 	for j := range live {
 		live[j] = false
 		for i := range rows {
 			if mask[base+i*d.MaskRowStride+j] > -math.MaxFloat32 {
 				live[j] = true
+				n++
 				break
 			}
 		}
 	}
+	return n
 }
 
 // symScale is the symmetric s8 scale of values whose largest magnitude
@@ -437,6 +439,16 @@ func symScale(absMax float32) float32 {
 		return 1
 	}
 	return absMax / 127
+}
+
+// symScalesGo is kernels.symScales: scale[c] = symScale(m[c]), then
+// inv[c] = 1/scale[c] (m may be inv).
+func symScalesGo(m, scale, inv []float32) {
+	scale, inv = scale[:len(m)], inv[:len(m)]
+	for c, x := range m {
+		scale[c] = symScale(x)
+		inv[c] = 1 / scale[c]
+	}
 }
 
 // quantS8 is roundEven(x*inv) clamped to [-127, 127], NaN giving -127 as
@@ -524,30 +536,27 @@ func abs32(x float32) float32 {
 // stride) to s8 per channel over the live keys and packs them as the qgemm
 // B operand of P·V (K = keys padded to kpv with zero rows, N = hd) in
 // w.vB: keys 4g..4g+3 of channel c are one 32-bit word, written at once.
-func packValues(kern *kernels, w *int8Worker, v []float32, stride, hd int) {
+func packValues(kern *kernels, w *int8Worker, v []float32, stride, hd, live int) {
 	sk := w.keys
-	anyLive := false
-	for _, l := range w.live {
-		anyLive = anyLive || l
-	}
 	m := w.vInv[:hd] // the channel maxima first, then their inverses' scales
 	clear(m)
-	for j := 0; j < sk; {
-		if !w.live[j] && anyLive {
-			j++
-			continue
+	if live == sk || live == 0 { // every key, as when none is live
+		kern.absMaxCols(m, v, stride, sk, hd)
+	} else {
+		for j := 0; j < sk; {
+			if !w.live[j] {
+				j++
+				continue
+			}
+			run := 1 // live keys from j on
+			for j+run < sk && w.live[j+run] {
+				run++
+			}
+			kern.absMaxCols(m, v[j*stride:], stride, run, hd)
+			j += run
 		}
-		run := 1 // live keys from j on (every key when none is live)
-		for j+run < sk && (w.live[j+run] || !anyLive) {
-			run++
-		}
-		kern.absMaxCols(m, v[j*stride:], stride, run, hd)
-		j += run
 	}
-	for c := range hd {
-		w.vScale[c] = symScale(m[c])
-		w.vInv[c] = 1 / w.vScale[c]
-	}
+	kern.symScales(m, w.vScale[:hd], w.vInv[:hd]) // m is w.vInv: read before written, lane by lane
 	for c := hd; c < w.npd; c++ {
 		w.vScale[c], w.vInv[c] = 1, 1
 	}

@@ -83,6 +83,9 @@ type kernels struct {
 	// zero (see packValueGroupsGo); where it is nil, packValues4 packs
 	// group by group.
 	packValueGroups func(words []uint32, stripWords int, v []float32, vStride, groups int, inv []float32, colSum []int32, hd int)
+	// symScales sets scale[c] = symScale(m[c]) and inv[c] = 1/scale[c]
+	// for c < len(m) (see symScalesGo).
+	symScales func(m, scale, inv []float32)
 	// packQueries16 packs up to 16 rows of u8 query codes as one strip of
 	// INT8 attention's Q·K^T operand (see packQueries16Go).
 	packQueries16 func(words []uint32, codes []uint8, kp, rows int, colSum []int32)
@@ -120,6 +123,7 @@ func goKernels() *kernels {
 		absMaxCols:      absMaxColsGo,
 		packValues4:     packValues4Go,
 		packQueries16:   packQueries16Go,
+		symScales:       symScalesGo,
 		attnProbs:       probsGo,
 		linearTile:      linearTileGo,
 		gelu:            geluGo,

@@ -58,6 +58,7 @@ func asmKernels() *kernels {
 		attnProbs:       probsAVX2,       // likewise
 		packQueries16:   packQueries16With(packQueries16Asm),
 		packValueGroups: packValueGroupsAVX512,
+		symScales:       symScalesAVX512,
 		linearTile:      linearTileWith(linearRows4Asm, linearRows1Asm, 1),
 		gelu:            geluAVX512,
 		geluTanh:        geluTanhAVX512,
@@ -372,4 +373,15 @@ func geluTanhAVX512(dst, src []float32) {
 	}
 	need("GELU output", dst, 1, 0, len(src))
 	geluTanhAsm(ptr(dst), ptr(src), len(src))
+}
+
+// symScalesAVX512 is kernels.symScales on symScalesAsm.
+func symScalesAVX512(m, scale, inv []float32) {
+	n := len(m)
+	if n == 0 {
+		return
+	}
+	need("value scales", scale, 1, 0, n)
+	need("value inverse scales", inv, 1, 0, n)
+	symScalesAsm(&m[0], &scale[0], &inv[0], n)
 }

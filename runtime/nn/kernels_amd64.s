@@ -9230,6 +9230,38 @@ pvs_group_352:
 	VZEROUPPER
 	RET
 
+// func symScalesAsm(m *float32, scale *float32, inv *float32, n int)
+// Requires: AVX, AVX512BW, AVX512F, CMOV
+TEXT ·symScalesAsm(SB), NOSPLIT, $0-32
+	MOVQ         m+0(FP), AX
+	MOVQ         scale+8(FP), CX
+	MOVQ         inv+16(FP), DX
+	MOVQ         n+24(FP), BX
+	VBROADCASTSS nnConsts<>+12(SB), Z0
+	VPXORD       Z1, Z1, Z1
+
+sym_loop_353:
+	MOVQ        $0x00000010, SI
+	CMPQ        BX, SI
+	CMOVQLT     BX, SI
+	LEAQ        nnColMasks<>+0(SB), DI
+	MOVQ        (DI)(SI*8), SI
+	KMOVQ       SI, K1
+	VMOVUPS.Z   (AX), K1, Z2
+	VCMPPS      $0x00, Z1, Z2, K2
+	VDIVPS.BCST nnConsts<>+80(SB), Z2, Z2
+	VMOVAPS     Z0, K2, Z2
+	VDIVPS      Z2, Z0, Z3
+	VMOVUPS     Z2, K1, (CX)
+	VMOVUPS     Z3, K1, (DX)
+	ADDQ        $0x40, AX
+	ADDQ        $0x40, CX
+	ADDQ        $0x40, DX
+	SUBQ        $0x10, BX
+	JG          sym_loop_353
+	VZEROUPPER
+	RET
+
 // func packValues4AVX2Asm(dst *uint32, stripBytes int, r0 *float32, r1 *float32, r2 *float32, r3 *float32, inv *float32, colSum *int32, blocks int)
 // Requires: AVX, AVX2
 TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
@@ -9246,9 +9278,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_353:
+pv4_354:
 	TESTQ     R10, R10
-	JZ        pv4_done_354
+	JZ        pv4_done_355
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9288,7 +9320,7 @@ pv4_353:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_354
+	JZ        pv4_done_355
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9329,9 +9361,9 @@ pv4_353:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_353
+	JMP       pv4_354
 
-pv4_done_354:
+pv4_done_355:
 	VZEROUPPER
 	RET
 
@@ -9350,7 +9382,7 @@ TEXT ·packQueries16AVX2Asm(SB), NOSPLIT, $0-40
 	VPXOR        Y4, Y4, Y4
 	XORQ         DI, DI
 
-pq2_chunk_355:
+pq2_chunk_356:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
@@ -9361,38 +9393,38 @@ pq2_chunk_355:
 	VPXOR Y12, Y12, Y12
 	LEAQ  (CX)(DI*1), R8
 	CMPQ  BX, $0x00000000
-	JLE   pq2_loaded_356
+	JLE   pq2_loaded_357
 	VPXOR (R8), Y0, Y5
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000001
-	JLE   pq2_loaded_356
+	JLE   pq2_loaded_357
 	VPXOR (R8), Y0, Y6
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000002
-	JLE   pq2_loaded_356
+	JLE   pq2_loaded_357
 	VPXOR (R8), Y0, Y7
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000003
-	JLE   pq2_loaded_356
+	JLE   pq2_loaded_357
 	VPXOR (R8), Y0, Y8
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000004
-	JLE   pq2_loaded_356
+	JLE   pq2_loaded_357
 	VPXOR (R8), Y0, Y9
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000005
-	JLE   pq2_loaded_356
+	JLE   pq2_loaded_357
 	VPXOR (R8), Y0, Y10
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000006
-	JLE   pq2_loaded_356
+	JLE   pq2_loaded_357
 	VPXOR (R8), Y0, Y11
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000007
-	JLE   pq2_loaded_356
+	JLE   pq2_loaded_357
 	VPXOR (R8), Y0, Y12
 
-pq2_loaded_356:
+pq2_loaded_357:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9459,38 +9491,38 @@ pq2_loaded_356:
 	VPXOR      Y12, Y12, Y12
 	LEAQ       (CX)(DI*1), R8
 	CMPQ       BX, $0x00000000
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_358
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000001
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_358
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000002
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_358
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000003
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_358
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000004
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_358
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000005
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_358
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000006
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_358
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000007
-	JLE        pq2_loaded_357
+	JLE        pq2_loaded_358
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_357:
+pq2_loaded_358:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9559,38 +9591,38 @@ pq2_loaded_357:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_359
 	VPXOR      (R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_359
 	VPXOR      (R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_359
 	VPXOR      (R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_359
 	VPXOR      (R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_359
 	VPXOR      (R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_359
 	VPXOR      (R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_359
 	VPXOR      (R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_359
 	VPXOR      (R8), Y0, Y12
 
-pq2_loaded_358:
+pq2_loaded_359:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9659,38 +9691,38 @@ pq2_loaded_358:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_360
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_360
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_360
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_360
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_360
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_360
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_360
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_360
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_359:
+pq2_loaded_360:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9750,7 +9782,7 @@ pq2_loaded_359:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq2_chunk_355
+	JL         pq2_chunk_356
 	VMOVDQU    Y3, (SI)
 	VMOVDQU    Y4, 32(SI)
 	VZEROUPPER
@@ -9769,7 +9801,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	VMOVDQU      nnAVX2Lanes<>+64(SB), Y3
 	LEAQ         (CX)(CX*2), SI
 
-probs_360:
+probs_361:
 	VMULPS       (DX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -9893,7 +9925,7 @@ probs_360:
 	ADDQ         $0x08, AX
 	ADDQ         $0x00000200, DX
 	DECQ         BX
-	JNZ          probs_360
+	JNZ          probs_361
 	VZEROUPPER
 	RET
 
@@ -9913,7 +9945,7 @@ TEXT ·linearRows4Asm(SB), NOSPLIT, $0-64
 	SHLQ $0x02, R8
 	LEAQ (BX)(BX*2), R10
 
-lin_col_361:
+lin_col_362:
 	MOVQ     $0x00000040, R11
 	CMPQ     R9, R11
 	CMOVQLT  R9, R11
@@ -9943,7 +9975,7 @@ lin_col_361:
 	MOVQ     DX, R12
 	MOVQ     SI, R13
 
-lin_k_362:
+lin_k_363:
 	VMOVUPS.Z    (R11), K1, Z16
 	VMOVUPS.Z    64(R11), K2, Z17
 	VMOVUPS.Z    128(R11), K3, Z18
@@ -9987,7 +10019,7 @@ lin_k_362:
 	ADDQ         R8, R11
 	ADDQ         $0x04, R12
 	DECQ         R13
-	JNZ          lin_k_362
+	JNZ          lin_k_363
 	MOVQ         AX, R11
 	VMOVUPS      Z0, K1, (R11)
 	VMOVUPS      Z1, K2, 64(R11)
@@ -10011,7 +10043,7 @@ lin_k_362:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, R9
-	JG           lin_col_361
+	JG           lin_col_362
 	VZEROUPPER
 	RET
 
@@ -10032,7 +10064,7 @@ TEXT ·linearRows1Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	MOVQ R9, CX
 
-lin_col_363:
+lin_col_364:
 	MOVQ     $0x00000040, BX
 	CMPQ     CX, BX
 	CMOVQLT  CX, BX
@@ -10050,7 +10082,7 @@ lin_col_363:
 	MOVQ     DX, R9
 	MOVQ     SI, R10
 
-lin_k_364:
+lin_k_365:
 	VMOVUPS.Z    (BX), K1, Z4
 	VMOVUPS.Z    64(BX), K2, Z5
 	VMOVUPS.Z    128(BX), K3, Z6
@@ -10067,7 +10099,7 @@ lin_k_364:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R9
 	DECQ         R10
-	JNZ          lin_k_364
+	JNZ          lin_k_365
 	MOVQ         AX, BX
 	VMOVUPS      Z0, K1, (BX)
 	VMOVUPS      Z1, K2, 64(BX)
@@ -10076,7 +10108,7 @@ lin_k_364:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, CX
-	JG           lin_col_363
+	JG           lin_col_364
 	VZEROUPPER
 	RET
 
@@ -10097,11 +10129,11 @@ TEXT ·linearRows4AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), R10
 	XORQ R11, R11
 
-lin2_wide_365:
+lin2_wide_366:
 	MOVQ   R9, R12
 	SUBQ   R11, R12
 	CMPQ   R12, $0x10
-	JL     lin2_narrow_366
+	JL     lin2_narrow_367
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10114,7 +10146,7 @@ lin2_wide_365:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_368:
+lin_k_369:
 	VMOVUPS      (R12), Y8
 	VMOVUPS      32(R12), Y9
 	VBROADCASTSS (R13), Y10
@@ -10140,7 +10172,7 @@ lin_k_368:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_368
+	JNZ          lin_k_369
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	VMOVUPS      Y1, 32(R12)
@@ -10156,11 +10188,11 @@ lin_k_368:
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, R11
-	JMP          lin2_wide_365
+	JMP          lin2_wide_366
 
-lin2_narrow_366:
+lin2_narrow_367:
 	CMPQ   R11, R9
-	JGE    lin2_done_367
+	JGE    lin2_done_368
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10169,7 +10201,7 @@ lin2_narrow_366:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_369:
+lin_k_370:
 	VMOVUPS      (R12), Y4
 	VBROADCASTSS (R13), Y5
 	VMULPS       Y4, Y5, Y5
@@ -10186,7 +10218,7 @@ lin_k_369:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_369
+	JNZ          lin_k_370
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	ADDQ         CX, R12
@@ -10198,9 +10230,9 @@ lin_k_369:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, R11
-	JMP          lin2_narrow_366
+	JMP          lin2_narrow_367
 
-lin2_done_367:
+lin2_done_368:
 	VZEROUPPER
 	RET
 
@@ -10221,18 +10253,18 @@ TEXT ·linearRows1AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	XORQ CX, CX
 
-lin2_wide_370:
+lin2_wide_371:
 	MOVQ   R9, BX
 	SUBQ   CX, BX
 	CMPQ   BX, $0x10
-	JL     lin2_narrow_371
+	JL     lin2_narrow_372
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_373:
+lin_k_374:
 	VMOVUPS      (BX), Y2
 	VMOVUPS      32(BX), Y3
 	VBROADCASTSS (R10), Y4
@@ -10243,24 +10275,24 @@ lin_k_373:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_373
+	JNZ          lin_k_374
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	VMOVUPS      Y1, 32(BX)
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, CX
-	JMP          lin2_wide_370
+	JMP          lin2_wide_371
 
-lin2_narrow_371:
+lin2_narrow_372:
 	CMPQ   CX, R9
-	JGE    lin2_done_372
+	JGE    lin2_done_373
 	VXORPS Y0, Y0, Y0
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_374:
+lin_k_375:
 	VMOVUPS      (BX), Y1
 	VBROADCASTSS (R10), Y2
 	VMULPS       Y1, Y2, Y1
@@ -10268,14 +10300,14 @@ lin_k_374:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_374
+	JNZ          lin_k_375
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, CX
-	JMP          lin2_narrow_371
+	JMP          lin2_narrow_372
 
-lin2_done_372:
+lin2_done_373:
 	VZEROUPPER
 	RET

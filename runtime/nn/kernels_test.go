@@ -816,3 +816,36 @@ func TestQuantizeZeroPoints(t *testing.T) {
 		}
 	}
 }
+
+// TestSymScalesKernel compares kernels.symScales with the Go loop on odd
+// lengths (masked tails), with zeros of both signs, infinities, NaN,
+// subnormals and maxima whose m/127 rounds, in place (m = inv, as
+// packValues calls it) and not, the outputs guarded.
+func TestSymScalesKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	specials := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.NaN()), 1e-45, 1e-40, 127, 1, 3, math.MaxFloat32}
+	for _, impl := range implementations(t) {
+		for _, n := range []int{1, 15, 16, 17, 64, 80} {
+			m := make([]float32, n)
+			fillRandom(r, m, 0, 9, 0.05)
+			for i := range m {
+				if r.IntN(4) == 0 {
+					m[i] = specials[r.IntN(len(specials))]
+				}
+			}
+			wantScale, wantInv := make([]float32, n), make([]float32, n)
+			symScalesGo(m, wantScale, wantInv)
+			scale, checkScale := guarded(n)
+			inv, checkInv := guarded(n)
+			impl.symScales(m, scale, inv)
+			what := fmt.Sprintf("%s symScales n=%d", impl.name, n)
+			checkScale(t, what)
+			checkInv(t, what)
+			sameFloats(t, what+" scale", scale, wantScale)
+			sameFloats(t, what+" inv", inv, wantInv)
+			inPlace := slices.Clone(m)
+			impl.symScales(inPlace, scale, inPlace)
+			sameFloats(t, what+" in place", inPlace, wantInv)
+		}
+	}
+}

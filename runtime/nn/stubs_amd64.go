@@ -209,6 +209,11 @@ func packQueries16Asm(dst *uint32, src *uint8, kp int, rows int, colSum *int32)
 //go:noescape
 func packValuesAsm(dst *uint32, stripBytes int, v *float32, vStride int, groups int, inv *float32, colSum *int32, hd int)
 
+// symScalesAsm sets scale[c] = m[c]/127 (1 where m[c] == 0) and inv[c] = 1/scale[c] for c < n (n >= 1).
+//
+//go:noescape
+func symScalesAsm(m *float32, scale *float32, inv *float32, n int)
+
 // packValues4AVX2Asm packs blocks blocks of 8 channels of the four value rows r0..r3, quantised
 // with inv (per channel) to s8, as words dst[c] = bytes (x0, x1, x2, x3) of channel c, the 16
 // channels of a strip contiguous and strips stripBytes apart, and adds x0+x1+x2+x3 to colSum[c].
