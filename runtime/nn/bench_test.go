@@ -196,3 +196,17 @@ func BenchmarkAttentionInt8(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMinMaxRows times the per-row extremes INT8 attention takes of a
+// head's 128 key or query rows (64 values each, rows 2304 floats apart as
+// in BERT-base's fused QKV output), warm in L2.
+func BenchmarkMinMaxRows(b *testing.B) {
+	const rows, n, stride = 128, 64, 2304
+	x := randSlice(1, rows*stride, -3, 3)
+	lo, hi := make([]float32, rows), make([]float32, rows)
+	benchKernels(b, func(b *testing.B, kern *kernels) {
+		for b.Loop() {
+			kern.minMaxRows(x, stride, rows, n, lo, hi)
+		}
+	})
+}

@@ -5542,18 +5542,323 @@ mm_loop_216:
 	VZEROUPPER
 	RET
 
+DATA nnMinMaxOrder<>+0(SB)/4, $0x00000000
+DATA nnMinMaxOrder<>+4(SB)/4, $0x00000004
+DATA nnMinMaxOrder<>+8(SB)/4, $0x00000008
+DATA nnMinMaxOrder<>+12(SB)/4, $0x0000000c
+DATA nnMinMaxOrder<>+16(SB)/4, $0x00000001
+DATA nnMinMaxOrder<>+20(SB)/4, $0x00000005
+DATA nnMinMaxOrder<>+24(SB)/4, $0x00000009
+DATA nnMinMaxOrder<>+28(SB)/4, $0x0000000d
+DATA nnMinMaxOrder<>+32(SB)/4, $0x00000000
+DATA nnMinMaxOrder<>+36(SB)/4, $0x00000000
+DATA nnMinMaxOrder<>+40(SB)/4, $0x00000000
+DATA nnMinMaxOrder<>+44(SB)/4, $0x00000000
+DATA nnMinMaxOrder<>+48(SB)/4, $0x00000000
+DATA nnMinMaxOrder<>+52(SB)/4, $0x00000000
+DATA nnMinMaxOrder<>+56(SB)/4, $0x00000000
+DATA nnMinMaxOrder<>+60(SB)/4, $0x00000000
+GLOBL nnMinMaxOrder<>(SB), RODATA|NOPTR, $64
+
 // func minMaxRowsAsm(x *float32, stride int, rows int, n int, lo *float32, hi *float32)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV, MMX+
 TEXT ·minMaxRowsAsm(SB), NOSPLIT, $0-48
-	MOVQ x+0(FP), AX
-	MOVQ stride+8(FP), CX
-	MOVQ rows+16(FP), DX
-	MOVQ n+24(FP), BX
-	MOVQ lo+32(FP), SI
-	MOVQ hi+40(FP), DI
-	SHLQ $0x02, CX
+	MOVQ  x+0(FP), AX
+	MOVQ  stride+8(FP), CX
+	MOVQ  rows+16(FP), DX
+	MOVQ  n+24(FP), BX
+	MOVQ  lo+32(FP), SI
+	MOVQ  hi+40(FP), DI
+	SHLQ  $0x02, CX
+	MOVQ  BX, R8
+	SHRQ  $0x04, R8
+	MOVQ  BX, R9
+	ANDQ  $0x0f, R9
+	LEAQ  nnColMasks<>+0(SB), R10
+	MOVQ  (R10)(R9*8), R9
+	KMOVQ R9, K1
+	MOVQ  CX, R9
+	SHLQ  $0x03, R9
 
-mmr_row_217:
+mmr_group_217:
+	CMPQ   DX, $0x08
+	JL     mmr_singles_218
+	MOVQ   AX, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	XORQ   R11, R11
+	MOVQ   R8, R12
+	TESTQ  R12, R12
+	JZ     mmr_tail_220
+
+mmr_col_219:
+	LEAQ       (R10)(R9*2), R13
+	PREFETCHT0 (R13)(R11*1)
+	VMOVUPS    (R10)(R11*1), Z2
+	VMINPS     Z0, Z2, Z0
+	VMAXPS     Z1, Z2, Z1
+	ADDQ       $0x40, R11
+	DECQ       R12
+	JNZ        mmr_col_219
+
+mmr_tail_220:
+	KORTESTW  K1, K1
+	JZ        mmr_done_221
+	VMOVUPS.Z (R10)(R11*1), K1, Z2
+	VMINPS    Z0, Z2, Z0
+	VMAXPS    Z1, Z2, Z1
+
+mmr_done_221:
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	ADDQ   CX, R10
+	XORQ   R11, R11
+	MOVQ   R8, R12
+	TESTQ  R12, R12
+	JZ     mmr_tail_223
+
+mmr_col_222:
+	LEAQ       (R10)(R9*2), R13
+	PREFETCHT0 (R13)(R11*1)
+	VMOVUPS    (R10)(R11*1), Z4
+	VMINPS     Z2, Z4, Z2
+	VMAXPS     Z3, Z4, Z3
+	ADDQ       $0x40, R11
+	DECQ       R12
+	JNZ        mmr_col_222
+
+mmr_tail_223:
+	KORTESTW  K1, K1
+	JZ        mmr_done_224
+	VMOVUPS.Z (R10)(R11*1), K1, Z4
+	VMINPS    Z2, Z4, Z2
+	VMAXPS    Z3, Z4, Z3
+
+mmr_done_224:
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	ADDQ   CX, R10
+	XORQ   R11, R11
+	MOVQ   R8, R12
+	TESTQ  R12, R12
+	JZ     mmr_tail_226
+
+mmr_col_225:
+	LEAQ       (R10)(R9*2), R13
+	PREFETCHT0 (R13)(R11*1)
+	VMOVUPS    (R10)(R11*1), Z6
+	VMINPS     Z4, Z6, Z4
+	VMAXPS     Z5, Z6, Z5
+	ADDQ       $0x40, R11
+	DECQ       R12
+	JNZ        mmr_col_225
+
+mmr_tail_226:
+	KORTESTW  K1, K1
+	JZ        mmr_done_227
+	VMOVUPS.Z (R10)(R11*1), K1, Z6
+	VMINPS    Z4, Z6, Z4
+	VMAXPS    Z5, Z6, Z5
+
+mmr_done_227:
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	ADDQ   CX, R10
+	XORQ   R11, R11
+	MOVQ   R8, R12
+	TESTQ  R12, R12
+	JZ     mmr_tail_229
+
+mmr_col_228:
+	LEAQ       (R10)(R9*2), R13
+	PREFETCHT0 (R13)(R11*1)
+	VMOVUPS    (R10)(R11*1), Z8
+	VMINPS     Z6, Z8, Z6
+	VMAXPS     Z7, Z8, Z7
+	ADDQ       $0x40, R11
+	DECQ       R12
+	JNZ        mmr_col_228
+
+mmr_tail_229:
+	KORTESTW  K1, K1
+	JZ        mmr_done_230
+	VMOVUPS.Z (R10)(R11*1), K1, Z8
+	VMINPS    Z6, Z8, Z6
+	VMAXPS    Z7, Z8, Z7
+
+mmr_done_230:
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	ADDQ   CX, R10
+	XORQ   R11, R11
+	MOVQ   R8, R12
+	TESTQ  R12, R12
+	JZ     mmr_tail_232
+
+mmr_col_231:
+	LEAQ       (R10)(R9*2), R13
+	PREFETCHT0 (R13)(R11*1)
+	VMOVUPS    (R10)(R11*1), Z10
+	VMINPS     Z8, Z10, Z8
+	VMAXPS     Z9, Z10, Z9
+	ADDQ       $0x40, R11
+	DECQ       R12
+	JNZ        mmr_col_231
+
+mmr_tail_232:
+	KORTESTW  K1, K1
+	JZ        mmr_done_233
+	VMOVUPS.Z (R10)(R11*1), K1, Z10
+	VMINPS    Z8, Z10, Z8
+	VMAXPS    Z9, Z10, Z9
+
+mmr_done_233:
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	ADDQ   CX, R10
+	XORQ   R11, R11
+	MOVQ   R8, R12
+	TESTQ  R12, R12
+	JZ     mmr_tail_235
+
+mmr_col_234:
+	LEAQ       (R10)(R9*2), R13
+	PREFETCHT0 (R13)(R11*1)
+	VMOVUPS    (R10)(R11*1), Z12
+	VMINPS     Z10, Z12, Z10
+	VMAXPS     Z11, Z12, Z11
+	ADDQ       $0x40, R11
+	DECQ       R12
+	JNZ        mmr_col_234
+
+mmr_tail_235:
+	KORTESTW  K1, K1
+	JZ        mmr_done_236
+	VMOVUPS.Z (R10)(R11*1), K1, Z12
+	VMINPS    Z10, Z12, Z10
+	VMAXPS    Z11, Z12, Z11
+
+mmr_done_236:
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	ADDQ   CX, R10
+	XORQ   R11, R11
+	MOVQ   R8, R12
+	TESTQ  R12, R12
+	JZ     mmr_tail_238
+
+mmr_col_237:
+	LEAQ       (R10)(R9*2), R13
+	PREFETCHT0 (R13)(R11*1)
+	VMOVUPS    (R10)(R11*1), Z14
+	VMINPS     Z12, Z14, Z12
+	VMAXPS     Z13, Z14, Z13
+	ADDQ       $0x40, R11
+	DECQ       R12
+	JNZ        mmr_col_237
+
+mmr_tail_238:
+	KORTESTW  K1, K1
+	JZ        mmr_done_239
+	VMOVUPS.Z (R10)(R11*1), K1, Z14
+	VMINPS    Z12, Z14, Z12
+	VMAXPS    Z13, Z14, Z13
+
+mmr_done_239:
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	ADDQ   CX, R10
+	XORQ   R11, R11
+	MOVQ   R8, R12
+	TESTQ  R12, R12
+	JZ     mmr_tail_241
+
+mmr_col_240:
+	LEAQ       (R10)(R9*2), R13
+	PREFETCHT0 (R13)(R11*1)
+	VMOVUPS    (R10)(R11*1), Z16
+	VMINPS     Z14, Z16, Z14
+	VMAXPS     Z15, Z16, Z15
+	ADDQ       $0x40, R11
+	DECQ       R12
+	JNZ        mmr_col_240
+
+mmr_tail_241:
+	KORTESTW  K1, K1
+	JZ        mmr_done_242
+	VMOVUPS.Z (R10)(R11*1), K1, Z16
+	VMINPS    Z14, Z16, Z14
+	VMAXPS    Z15, Z16, Z15
+
+mmr_done_242:
+	VMOVDQU32  nnMinMaxOrder<>+0(SB), Z16
+	MOVQ       $0x00000008, R10
+	LEAQ       nnColMasks<>+0(SB), R11
+	MOVQ       (R11)(R10*8), R10
+	KMOVQ      R10, K2
+	VSHUFF32X4 $0x44, Z2, Z0, Z17
+	VSHUFF32X4 $0xee, Z2, Z0, Z0
+	VMINPS     Z0, Z17, Z17
+	VSHUFF32X4 $0x44, Z6, Z4, Z0
+	VSHUFF32X4 $0xee, Z6, Z4, Z2
+	VMINPS     Z2, Z0, Z0
+	VSHUFF32X4 $0x44, Z10, Z8, Z2
+	VSHUFF32X4 $0xee, Z10, Z8, Z4
+	VMINPS     Z4, Z2, Z2
+	VSHUFF32X4 $0x44, Z14, Z12, Z4
+	VSHUFF32X4 $0xee, Z14, Z12, Z6
+	VMINPS     Z6, Z4, Z4
+	VSHUFF32X4 $0x88, Z0, Z17, Z6
+	VSHUFF32X4 $0xdd, Z0, Z17, Z0
+	VMINPS     Z0, Z6, Z6
+	VSHUFF32X4 $0x88, Z4, Z2, Z0
+	VSHUFF32X4 $0xdd, Z4, Z2, Z2
+	VMINPS     Z2, Z0, Z0
+	VSHUFPS    $0x44, Z0, Z6, Z2
+	VSHUFPS    $0xee, Z0, Z6, Z0
+	VMINPS     Z0, Z2, Z2
+	VSHUFPS    $0x88, Z2, Z2, Z0
+	VSHUFPS    $0xdd, Z2, Z2, Z2
+	VMINPS     Z2, Z0, Z0
+	VPERMPS    Z0, Z16, Z0
+	VMOVUPS    Z0, K2, (SI)
+	VSHUFF32X4 $0x44, Z3, Z1, Z0
+	VSHUFF32X4 $0xee, Z3, Z1, Z1
+	VMAXPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x44, Z7, Z5, Z1
+	VSHUFF32X4 $0xee, Z7, Z5, Z2
+	VMAXPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x44, Z11, Z9, Z2
+	VSHUFF32X4 $0xee, Z11, Z9, Z3
+	VMAXPS     Z3, Z2, Z2
+	VSHUFF32X4 $0x44, Z15, Z13, Z3
+	VSHUFF32X4 $0xee, Z15, Z13, Z4
+	VMAXPS     Z4, Z3, Z3
+	VSHUFF32X4 $0x88, Z1, Z0, Z4
+	VSHUFF32X4 $0xdd, Z1, Z0, Z0
+	VMAXPS     Z0, Z4, Z4
+	VSHUFF32X4 $0x88, Z3, Z2, Z0
+	VSHUFF32X4 $0xdd, Z3, Z2, Z1
+	VMAXPS     Z1, Z0, Z0
+	VSHUFPS    $0x44, Z0, Z4, Z1
+	VSHUFPS    $0xee, Z0, Z4, Z0
+	VMAXPS     Z0, Z1, Z1
+	VSHUFPS    $0x88, Z1, Z1, Z0
+	VSHUFPS    $0xdd, Z1, Z1, Z1
+	VMAXPS     Z1, Z0, Z0
+	VPERMPS    Z0, Z16, Z0
+	VMOVUPS    Z0, K2, (DI)
+	ADDQ       $0x20, SI
+	ADDQ       $0x20, DI
+	ADDQ       R9, AX
+	SUBQ       $0x08, DX
+	JMP        mmr_group_217
+
+mmr_singles_218:
+	TESTQ DX, DX
+	JZ    mmr_end_243
+
+mmr_row_244:
 	LEAQ   (AX)(CX*1), R8
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -5565,7 +5870,7 @@ mmr_row_217:
 	VPXORD Z7, Z7, Z7
 	XORQ   R9, R9
 
-mm_loop_218:
+mm_loop_245:
 	MOVQ          BX, R10
 	SUBQ          R9, R10
 	MOVQ          $0x00000040, R11
@@ -5595,7 +5900,7 @@ mm_loop_218:
 	VMAXPS        Z7, Z8, Z7
 	ADDQ          $0x40, R9
 	CMPQ          R9, BX
-	JL            mm_loop_218
+	JL            mm_loop_245
 	VMINPS        Z2, Z0, Z0
 	VMAXPS        Z3, Z1, Z1
 	VMINPS        Z4, Z0, Z0
@@ -5624,7 +5929,9 @@ mm_loop_218:
 	ADDQ          $0x04, DI
 	ADDQ          CX, AX
 	DECQ          DX
-	JNZ           mmr_row_217
+	JNZ           mmr_row_244
+
+mmr_end_243:
 	VZEROUPPER
 	RET
 
@@ -5639,7 +5946,7 @@ TEXT ·absMaxColsAsm(SB), NOSPLIT, $0-40
 	SHLQ $0x02, DX
 	XORQ DI, DI
 
-amc_col_219:
+amc_col_246:
 	MOVQ      SI, R8
 	SUBQ      DI, R8
 	MOVQ      $0x00000040, R9
@@ -5658,7 +5965,7 @@ amc_col_219:
 	MOVQ      CX, R8
 	MOVQ      BX, R9
 
-amc_row_220:
+amc_row_247:
 	VMOVUPS.Z   (R8)(DI*4), K1, Z4
 	VPANDD.BCST nnConsts<>+92(SB), Z4, Z4
 	VMAXPS      Z0, Z4, Z0
@@ -5673,14 +5980,14 @@ amc_row_220:
 	VMAXPS      Z3, Z4, Z3
 	ADDQ        DX, R8
 	DECQ        R9
-	JNZ         amc_row_220
+	JNZ         amc_row_247
 	VMOVUPS     Z0, K1, (AX)(DI*4)
 	VMOVUPS     Z1, K2, 64(AX)(DI*4)
 	VMOVUPS     Z2, K3, 128(AX)(DI*4)
 	VMOVUPS     Z3, K4, 192(AX)(DI*4)
 	ADDQ        $0x40, DI
 	CMPQ        DI, SI
-	JL          amc_col_219
+	JL          amc_col_246
 	VZEROUPPER
 	RET
 
@@ -5897,7 +6204,7 @@ TEXT ·geluAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+320(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_221:
+gelu_loop_248:
 	MOVQ          DX, SI
 	SUBQ          BX, SI
 	MOVQ          $0x00000030, DI
@@ -5967,7 +6274,7 @@ gelu_loop_221:
 	VMOVUPS       Z9, K3, 128(AX)(BX*4)
 	ADDQ          $0x30, BX
 	CMPQ          BX, DX
-	JL            gelu_loop_221
+	JL            gelu_loop_248
 	VZEROUPPER
 	RET
 
@@ -5986,7 +6293,7 @@ TEXT ·geluTanhAsm(SB), NOSPLIT, $0-24
 	VMOVUPS nnGelu<>+704(SB), Z6
 	XORQ    BX, BX
 
-gelu_loop_222:
+gelu_loop_249:
 	MOVQ          DX, SI
 	SUBQ          BX, SI
 	MOVQ          $0x00000030, DI
@@ -6056,7 +6363,7 @@ gelu_loop_222:
 	VMOVUPS       Z9, K3, 128(AX)(BX*4)
 	ADDQ          $0x30, BX
 	CMPQ          BX, DX
-	JL            gelu_loop_222
+	JL            gelu_loop_249
 	VZEROUPPER
 	RET
 
@@ -6072,7 +6379,7 @@ TEXT ·geluAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_223:
+gelu2_loop_250:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -6109,7 +6416,7 @@ gelu2_loop_223:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_223
+	JL          gelu2_loop_250
 	VZEROUPPER
 	RET
 
@@ -6125,7 +6432,7 @@ TEXT ·geluTanhAVX2Asm(SB), NOSPLIT, $0-24
 	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
-gelu2_loop_224:
+gelu2_loop_251:
 	VMOVUPS     (CX)(BX*4), Y4
 	VMULPS      Y2, Y4, Y5
 	VANDPS      Y1, Y5, Y5
@@ -6162,7 +6469,7 @@ gelu2_loop_224:
 	VMOVUPS     Y4, (AX)(BX*4)
 	ADDQ        $0x08, BX
 	CMPQ        BX, DX
-	JL          gelu2_loop_224
+	JL          gelu2_loop_251
 	VZEROUPPER
 	RET
 
@@ -6177,9 +6484,9 @@ TEXT ·attnScoresAVX2Asm(SB), NOSPLIT, $0-48
 	LEAQ (DX)(DX*4), SI
 	MOVQ sk+32(FP), DI
 
-sc2x_main_225:
+sc2x_main_252:
 	CMPQ  DI, $0x06
-	JL    sc2x_tail_226
+	JL    sc2x_tail_253
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6196,7 +6503,7 @@ sc2x_main_225:
 	MOVQ  qT+8(FP), R9
 	MOVQ  d+40(FP), R10
 
-sc2x_c_227:
+sc2x_c_254:
 	VMOVUPS      (R9), Y12
 	VMOVUPS      32(R9), Y13
 	VBROADCASTSS (R8), Y14
@@ -6232,7 +6539,7 @@ sc2x_c_227:
 	ADDQ         $0x04, R8
 	ADDQ         $0x40, R9
 	DECQ         R10
-	JNZ          sc2x_c_227
+	JNZ          sc2x_c_254
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6249,11 +6556,11 @@ sc2x_c_227:
 	LEAQ         (CX)(DX*4), CX
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x06, DI
-	JMP          sc2x_main_225
+	JMP          sc2x_main_252
 
-sc2x_tail_226:
+sc2x_tail_253:
 	CMPQ  DI, $0x04
-	JL    sc2x_skip_228
+	JL    sc2x_skip_255
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6266,7 +6573,7 @@ sc2x_tail_226:
 	MOVQ  qT+8(FP), R8
 	MOVQ  d+40(FP), R9
 
-sc2x_c_229:
+sc2x_c_256:
 	VMOVUPS      (R8), Y8
 	VMOVUPS      32(R8), Y9
 	VBROADCASTSS (SI), Y10
@@ -6292,7 +6599,7 @@ sc2x_c_229:
 	ADDQ         $0x04, SI
 	ADDQ         $0x40, R8
 	DECQ         R9
-	JNZ          sc2x_c_229
+	JNZ          sc2x_c_256
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6305,9 +6612,9 @@ sc2x_c_229:
 	LEAQ         (CX)(DX*4), CX
 	SUBQ         $0x04, DI
 
-sc2x_skip_228:
+sc2x_skip_255:
 	CMPQ  DI, $0x02
-	JL    sc2x_skip_230
+	JL    sc2x_skip_257
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6316,7 +6623,7 @@ sc2x_skip_228:
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_231:
+sc2x_c_258:
 	VMOVUPS      (SI), Y4
 	VMOVUPS      32(SI), Y5
 	VBROADCASTSS (BX), Y6
@@ -6332,7 +6639,7 @@ sc2x_c_231:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_231
+	JNZ          sc2x_c_258
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6341,16 +6648,16 @@ sc2x_c_231:
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x02, DI
 
-sc2x_skip_230:
+sc2x_skip_257:
 	CMPQ  DI, $0x01
-	JL    sc2x_skip_232
+	JL    sc2x_skip_259
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, BX
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_233:
+sc2x_c_260:
 	VMOVUPS      (SI), Y2
 	VMOVUPS      32(SI), Y3
 	VBROADCASTSS (BX), Y4
@@ -6361,14 +6668,14 @@ sc2x_c_233:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_233
+	JNZ          sc2x_c_260
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, AX
 	LEAQ         (CX)(DX*1), CX
 	SUBQ         $0x01, DI
 
-sc2x_skip_232:
+sc2x_skip_259:
 	VZEROUPPER
 	RET
 
@@ -6377,12 +6684,12 @@ sc2x_skip_232:
 TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sm2x_empty_234
+	JZ           sm2x_empty_261
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sm2x_mode1_235
+	JEQ          sm2x_mode1_262
 	CMPQ         AX, $0x02
-	JEQ          sm2x_mode2_236
+	JEQ          sm2x_mode2_263
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6395,9 +6702,9 @@ TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(DX)
 	DECQ         BX
-	JZ           sm2x_pass2_237
+	JZ           sm2x_pass2_264
 
-sm2x_max_238:
+sm2x_max_265:
 	ADDQ    $0x40, DX
 	VMOVUPS (DX), Y3
 	VMULPS  Y0, Y3, Y3
@@ -6408,15 +6715,15 @@ sm2x_max_238:
 	VMOVUPS Y3, 32(DX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    BX
-	JNZ     sm2x_max_238
+	JNZ     sm2x_max_265
 
-sm2x_pass2_237:
+sm2x_pass2_264:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, DX
 	MOVQ  AX, BX
 
-sm2x_exp_239:
+sm2x_exp_266:
 	VMOVUPS   (DX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6497,14 +6804,14 @@ sm2x_exp_239:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, DX
 	DECQ      BX
-	JNZ       sm2x_exp_239
+	JNZ       sm2x_exp_266
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode1_235:
+sm2x_mode1_262:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6522,9 +6829,9 @@ sm2x_mode1_235:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_240
+	JZ           sm2x_pass2_267
 
-sm2x_max_241:
+sm2x_max_268:
 	ADDQ         $0x40, BX
 	ADDQ         $0x04, DX
 	VMOVUPS      (BX), Y3
@@ -6540,15 +6847,15 @@ sm2x_max_241:
 	VMOVUPS      Y3, 32(BX)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         SI
-	JNZ          sm2x_max_241
+	JNZ          sm2x_max_268
 
-sm2x_pass2_240:
+sm2x_pass2_267:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_242:
+sm2x_exp_269:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6629,14 +6936,14 @@ sm2x_exp_242:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_242
+	JNZ       sm2x_exp_269
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode2_236:
+sm2x_mode2_263:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6652,9 +6959,9 @@ sm2x_mode2_236:
 	VADDPS       32(DX), Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_243
+	JZ           sm2x_pass2_270
 
-sm2x_max_244:
+sm2x_max_271:
 	ADDQ    $0x40, BX
 	ADDQ    $0x40, DX
 	VMOVUPS (BX), Y3
@@ -6668,15 +6975,15 @@ sm2x_max_244:
 	VMOVUPS Y3, 32(BX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    SI
-	JNZ     sm2x_max_244
+	JNZ     sm2x_max_271
 
-sm2x_pass2_243:
+sm2x_pass2_270:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_245:
+sm2x_exp_272:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6757,14 +7064,14 @@ sm2x_exp_245:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_245
+	JNZ       sm2x_exp_272
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_empty_234:
+sm2x_empty_261:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -6777,12 +7084,12 @@ sm2x_empty_234:
 TEXT ·attnSoftmaxS32AVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sms2x_empty_246
+	JZ           sms2x_empty_273
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sms2x_mode1_247
+	JEQ          sms2x_mode1_274
 	CMPQ         AX, $0x02
-	JEQ          sms2x_mode2_248
+	JEQ          sms2x_mode2_275
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -6816,9 +7123,9 @@ TEXT ·attnSoftmaxS32AVX2Asm(SB), NOSPLIT, $0-96
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(R10)
 	DECQ         R11
-	JZ           sm2x_pass2_249
+	JZ           sm2x_pass2_276
 
-sm2x_max_250:
+sm2x_max_277:
 	ADDQ         $0x40, R10
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -6846,15 +7153,15 @@ sm2x_max_250:
 	VMOVUPS      Y3, 32(R10)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R11
-	JNZ          sm2x_max_250
+	JNZ          sm2x_max_277
 
-sm2x_pass2_249:
+sm2x_pass2_276:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R10
 	MOVQ  R8, R11
 
-sm2x_exp_251:
+sm2x_exp_278:
 	VMOVUPS   (R10), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6935,14 +7242,14 @@ sm2x_exp_251:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R10
 	DECQ      R11
-	JNZ       sm2x_exp_251
+	JNZ       sm2x_exp_278
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_mode1_247:
+sms2x_mode1_274:
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -6981,9 +7288,9 @@ sms2x_mode1_247:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(R11)
 	DECQ         R12
-	JZ           sm2x_pass2_252
+	JZ           sm2x_pass2_279
 
-sm2x_max_253:
+sm2x_max_280:
 	ADDQ         $0x40, R11
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7016,15 +7323,15 @@ sm2x_max_253:
 	VMOVUPS      Y3, 32(R11)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R12
-	JNZ          sm2x_max_253
+	JNZ          sm2x_max_280
 
-sm2x_pass2_252:
+sm2x_pass2_279:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R11
 	MOVQ  R8, R12
 
-sm2x_exp_254:
+sm2x_exp_281:
 	VMOVUPS   (R11), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7105,14 +7412,14 @@ sm2x_exp_254:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R11
 	DECQ      R12
-	JNZ       sm2x_exp_254
+	JNZ       sm2x_exp_281
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_mode2_248:
+sms2x_mode2_275:
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7149,9 +7456,9 @@ sms2x_mode2_248:
 	VADDPS       32(R10), Y2, Y2
 	VMOVUPS      Y2, 32(R11)
 	DECQ         R12
-	JZ           sm2x_pass2_255
+	JZ           sm2x_pass2_282
 
-sm2x_max_256:
+sm2x_max_283:
 	ADDQ         $0x40, R11
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7182,15 +7489,15 @@ sm2x_max_256:
 	VMOVUPS      Y3, 32(R11)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R12
-	JNZ          sm2x_max_256
+	JNZ          sm2x_max_283
 
-sm2x_pass2_255:
+sm2x_pass2_282:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R11
 	MOVQ  R8, R12
 
-sm2x_exp_257:
+sm2x_exp_284:
 	VMOVUPS   (R11), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7271,14 +7578,14 @@ sm2x_exp_257:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R11
 	DECQ      R12
-	JNZ       sm2x_exp_257
+	JNZ       sm2x_exp_284
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_empty_246:
+sms2x_empty_273:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -7294,15 +7601,15 @@ TEXT ·attnPVAVX2Asm(SB), NOSPLIT, $0-72
 	MOVQ  v+32(FP), CX
 	MOVQ  d+56(FP), DX
 
-pv2x_cols_258:
+pv2x_cols_285:
 	CMPQ DX, $0x10
-	JL   pv2x_coltail_259
+	JL   pv2x_coltail_286
 	MOVQ rows+16(FP), SI
 	XORQ BX, BX
 
-pv2x_rows_main_261:
+pv2x_rows_main_288:
 	CMPQ  SI, $0x04
-	JL    pv2x_rows_tail_262
+	JL    pv2x_rows_tail_289
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7318,15 +7625,15 @@ pv2x_rows_main_261:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_263
+	JZ    pv2x_divide_290
 
-pv2x_j_264:
+pv2x_j_291:
 	VMOVUPS      (R8), Y9
 	VMOVUPS      32(R8), Y10
 	VCMPPS       $0x04, (DI), X0, X11
 	VMOVMSKPS    X11, R11
 	CMPL         R11, $0x0f
-	JNE          pv2x_zero_265
+	JNE          pv2x_zero_292
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
@@ -7347,52 +7654,52 @@ pv2x_j_264:
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
-	JMP          pv2x_next_266
+	JMP          pv2x_next_293
 
-pv2x_zero_265:
+pv2x_zero_292:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_267
+	JCC          pv2x_skip_294
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y2, Y2
 
-pv2x_skip_267:
+pv2x_skip_294:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_268
+	JCC          pv2x_skip_295
 	VBROADCASTSS 4(DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y3, Y3
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y4, Y4
 
-pv2x_skip_268:
+pv2x_skip_295:
 	BTL          $0x02, R11
-	JCC          pv2x_skip_269
+	JCC          pv2x_skip_296
 	VBROADCASTSS 8(DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y5, Y5
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y6, Y6
 
-pv2x_skip_269:
+pv2x_skip_296:
 	BTL          $0x03, R11
-	JCC          pv2x_skip_270
+	JCC          pv2x_skip_297
 	VBROADCASTSS 12(DI), Y11
 	VMULPS       Y9, Y11, Y9
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
 
-pv2x_skip_270:
-pv2x_next_266:
+pv2x_skip_297:
+pv2x_next_293:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_264
+	JNZ  pv2x_j_291
 
-pv2x_divide_263:
+pv2x_divide_290:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7425,11 +7732,11 @@ pv2x_divide_263:
 	VMOVUPS      Y8, 32(R8)
 	ADDQ         $0x04, BX
 	SUBQ         $0x04, SI
-	JMP          pv2x_rows_main_261
+	JMP          pv2x_rows_main_288
 
-pv2x_rows_tail_262:
+pv2x_rows_tail_289:
 	CMPQ  SI, $0x02
-	JL    pv2x_rows_skip_271
+	JL    pv2x_rows_skip_298
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7441,16 +7748,16 @@ pv2x_rows_tail_262:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_272
+	JZ    pv2x_divide_299
 
-pv2x_j_273:
+pv2x_j_300:
 	VMOVUPS      (R8), Y5
 	VMOVUPS      32(R8), Y6
 	VMOVQ        (DI), X7
 	VCMPPS       $0x04, X7, X0, X7
 	VMOVMSKPS    X7, R11
 	CMPL         R11, $0x03
-	JNE          pv2x_zero_274
+	JNE          pv2x_zero_301
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
@@ -7461,34 +7768,34 @@ pv2x_j_273:
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_275
+	JMP          pv2x_next_302
 
-pv2x_zero_274:
+pv2x_zero_301:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_276
+	JCC          pv2x_skip_303
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VADDPS       Y7, Y2, Y2
 
-pv2x_skip_276:
+pv2x_skip_303:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_277
+	JCC          pv2x_skip_304
 	VBROADCASTSS 4(DI), Y7
 	VMULPS       Y5, Y7, Y5
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_277:
-pv2x_next_275:
+pv2x_skip_304:
+pv2x_next_302:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_273
+	JNZ  pv2x_j_300
 
-pv2x_divide_272:
+pv2x_divide_299:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7510,9 +7817,9 @@ pv2x_divide_272:
 	ADDQ         $0x02, BX
 	SUBQ         $0x02, SI
 
-pv2x_rows_skip_271:
+pv2x_rows_skip_298:
 	CMPQ  SI, $0x01
-	JL    pv2x_rows_skip_278
+	JL    pv2x_rows_skip_305
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R9
@@ -7522,40 +7829,40 @@ pv2x_rows_skip_271:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_279
+	JZ    pv2x_divide_306
 
-pv2x_j_280:
+pv2x_j_307:
 	VMOVUPS      (R8), Y3
 	VMOVUPS      32(R8), Y4
 	VMOVSS       (DI), X5
 	VCMPPS       $0x04, X5, X0, X5
 	VMOVMSKPS    X5, R11
 	CMPL         R11, $0x01
-	JNE          pv2x_zero_281
+	JNE          pv2x_zero_308
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_282
+	JMP          pv2x_next_309
 
-pv2x_zero_281:
+pv2x_zero_308:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_283
+	JCC          pv2x_skip_310
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_283:
-pv2x_next_282:
+pv2x_skip_310:
+pv2x_next_309:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_280
+	JNZ  pv2x_j_307
 
-pv2x_divide_279:
+pv2x_divide_306:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7571,21 +7878,21 @@ pv2x_divide_279:
 	ADDQ         $0x01, BX
 	SUBQ         $0x01, SI
 
-pv2x_rows_skip_278:
+pv2x_rows_skip_305:
 	ADDQ $0x00000040, AX
 	ADDQ $0x00000040, CX
 	SUBQ $0x10, DX
-	JMP  pv2x_cols_258
+	JMP  pv2x_cols_285
 
-pv2x_coltail_259:
+pv2x_coltail_286:
 	TESTQ DX, DX
-	JZ    pv2x_done_260
+	JZ    pv2x_done_287
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv2x_rows_main_284:
+pv2x_rows_main_311:
 	CMPQ  BX, $0x04
-	JL    pv2x_rows_tail_285
+	JL    pv2x_rows_tail_312
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7597,14 +7904,14 @@ pv2x_rows_main_284:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_286
+	JZ    pv2x_divide_313
 
-pv2x_j_287:
+pv2x_j_314:
 	VMOVUPS      (DI), Y5
 	VCMPPS       $0x04, (SI), X0, X6
 	VMOVMSKPS    X6, R10
 	CMPL         R10, $0x0f
-	JNE          pv2x_zero_288
+	JNE          pv2x_zero_315
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
@@ -7617,44 +7924,44 @@ pv2x_j_287:
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_289
+	JMP          pv2x_next_316
 
-pv2x_zero_288:
+pv2x_zero_315:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_290
+	JCC          pv2x_skip_317
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
 
-pv2x_skip_290:
+pv2x_skip_317:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_291
+	JCC          pv2x_skip_318
 	VBROADCASTSS 4(SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y2, Y2
 
-pv2x_skip_291:
+pv2x_skip_318:
 	BTL          $0x02, R10
-	JCC          pv2x_skip_292
+	JCC          pv2x_skip_319
 	VBROADCASTSS 8(SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y3, Y3
 
-pv2x_skip_292:
+pv2x_skip_319:
 	BTL          $0x03, R10
-	JCC          pv2x_skip_293
+	JCC          pv2x_skip_320
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_293:
-pv2x_next_289:
+pv2x_skip_320:
+pv2x_next_316:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_287
+	JNZ  pv2x_j_314
 
-pv2x_divide_286:
+pv2x_divide_313:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -7679,11 +7986,11 @@ pv2x_divide_286:
 	VMOVUPS      Y4, (DI)
 	ADDQ         $0x04, DX
 	SUBQ         $0x04, BX
-	JMP          pv2x_rows_main_284
+	JMP          pv2x_rows_main_311
 
-pv2x_rows_tail_285:
+pv2x_rows_tail_312:
 	CMPQ  BX, $0x02
-	JL    pv2x_rows_skip_294
+	JL    pv2x_rows_skip_321
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R8
@@ -7693,45 +8000,45 @@ pv2x_rows_tail_285:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_295
+	JZ    pv2x_divide_322
 
-pv2x_j_296:
+pv2x_j_323:
 	VMOVUPS      (DI), Y3
 	VMOVQ        (SI), X4
 	VCMPPS       $0x04, X4, X0, X4
 	VMOVMSKPS    X4, R10
 	CMPL         R10, $0x03
-	JNE          pv2x_zero_297
+	JNE          pv2x_zero_324
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_298
+	JMP          pv2x_next_325
 
-pv2x_zero_297:
+pv2x_zero_324:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_299
+	JCC          pv2x_skip_326
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 
-pv2x_skip_299:
+pv2x_skip_326:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_300
+	JCC          pv2x_skip_327
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_300:
-pv2x_next_298:
+pv2x_skip_327:
+pv2x_next_325:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_296
+	JNZ  pv2x_j_323
 
-pv2x_divide_295:
+pv2x_divide_322:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -7749,9 +8056,9 @@ pv2x_divide_295:
 	ADDQ         $0x02, DX
 	SUBQ         $0x02, BX
 
-pv2x_rows_skip_294:
+pv2x_rows_skip_321:
 	CMPQ  BX, $0x01
-	JL    pv2x_rows_skip_301
+	JL    pv2x_rows_skip_328
 	VPXOR Y1, Y1, Y1
 	MOVQ  sk+48(FP), DI
 	MOVQ  p+24(FP), SI
@@ -7759,35 +8066,35 @@ pv2x_rows_skip_294:
 	MOVQ  vStride+40(FP), R8
 	SHLQ  $0x02, R8
 	TESTQ DI, DI
-	JZ    pv2x_divide_302
+	JZ    pv2x_divide_329
 
-pv2x_j_303:
+pv2x_j_330:
 	VMOVUPS      (CX), Y2
 	VMOVSS       (SI), X3
 	VCMPPS       $0x04, X3, X0, X3
 	VMOVMSKPS    X3, R9
 	CMPL         R9, $0x01
-	JNE          pv2x_zero_304
+	JNE          pv2x_zero_331
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
-	JMP          pv2x_next_305
+	JMP          pv2x_next_332
 
-pv2x_zero_304:
+pv2x_zero_331:
 	BTL          $0x00, R9
-	JCC          pv2x_skip_306
+	JCC          pv2x_skip_333
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
 
-pv2x_skip_306:
-pv2x_next_305:
+pv2x_skip_333:
+pv2x_next_332:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv2x_j_303
+	JNZ  pv2x_j_330
 
-pv2x_divide_302:
+pv2x_divide_329:
 	MOVQ         sums+64(FP), CX
 	MOVQ         outStride+8(FP), DI
 	SHLQ         $0x02, DI
@@ -7801,8 +8108,8 @@ pv2x_divide_302:
 	ADDQ         $0x01, DX
 	SUBQ         $0x01, BX
 
-pv2x_rows_skip_301:
-pv2x_done_260:
+pv2x_rows_skip_328:
+pv2x_done_287:
 	VZEROUPPER
 	RET
 
@@ -7847,7 +8154,7 @@ TEXT ·lnStats16AVX2Asm(SB), NOSPLIT, $0-56
 	LEAQ nnAVX2Lanes<>+0(SB), R8
 	MOVQ $0x00000010, R9
 
-lns2_row_307:
+lns2_row_334:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -7859,9 +8166,9 @@ lns2_row_307:
 	MOVQ  BX, R10
 	MOVQ  DX, R11
 	TESTQ R11, R11
-	JZ    lns2_tail_309
+	JZ    lns2_tail_336
 
-lns2_step_308:
+lns2_step_335:
 	VCVTPS2PD (R10), Y8
 	VADDPD    Y8, Y0, Y0
 	VCVTPS2PD 16(R10), Y8
@@ -7880,11 +8187,11 @@ lns2_step_308:
 	VADDPD    Y8, Y7, Y7
 	ADDQ      $0x80, R10
 	DECQ      R11
-	JNZ       lns2_step_308
+	JNZ       lns2_step_335
 
-lns2_tail_309:
+lns2_tail_336:
 	TESTQ      CX, CX
-	JZ         lns2_done_310
+	JZ         lns2_done_337
 	MOVQ       CX, R11
 	SUBQ       $0x00, R11
 	XORQ       R12, R12
@@ -7990,7 +8297,7 @@ lns2_tail_309:
 	VCVTPS2PD  X8, Y8
 	VADDPD     Y8, Y7, Y7
 
-lns2_done_310:
+lns2_done_337:
 	VADDPD       Y2, Y0, Y0
 	VADDPD       Y3, Y1, Y1
 	VADDPD       Y6, Y4, Y4
@@ -8016,9 +8323,9 @@ lns2_done_310:
 	MOVQ         BX, R10
 	MOVQ         DX, R11
 	TESTQ        R11, R11
-	JZ           lns2_tail_312
+	JZ           lns2_tail_339
 
-lns2_step_311:
+lns2_step_338:
 	VCVTPS2PD (R10), Y9
 	VSUBPD    Y0, Y9, Y9
 	VMULPD    Y9, Y9, Y9
@@ -8053,11 +8360,11 @@ lns2_step_311:
 	VADDPD    Y9, Y8, Y8
 	ADDQ      $0x80, R10
 	DECQ      R11
-	JNZ       lns2_step_311
+	JNZ       lns2_step_338
 
-lns2_tail_312:
+lns2_tail_339:
 	TESTQ      CX, CX
-	JZ         lns2_done_313
+	JZ         lns2_done_340
 	MOVQ       CX, R11
 	SUBQ       $0x00, R11
 	XORQ       R12, R12
@@ -8195,7 +8502,7 @@ lns2_tail_312:
 	VANDPD     Y0, Y10, Y10
 	VADDPD     Y10, Y8, Y8
 
-lns2_done_313:
+lns2_done_340:
 	VADDPD       Y3, Y1, Y1
 	VADDPD       Y4, Y2, Y2
 	VADDPD       Y7, Y5, Y5
@@ -8217,7 +8524,7 @@ lns2_done_313:
 	ADDQ         $0x08, DI
 	ADDQ         AX, BX
 	DECQ         R9
-	JNZ          lns2_row_307
+	JNZ          lns2_row_334
 	VZEROUPPER
 	RET
 
@@ -8226,20 +8533,20 @@ lns2_done_313:
 TEXT ·lnNormAVX2Asm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn2_variant_314
+	JEQ  lnn2_variant_341
 	CMPQ AX, $0x04
-	JEQ  lnn2_variant_315
+	JEQ  lnn2_variant_342
 	CMPQ AX, $0x06
-	JEQ  lnn2_variant_316
+	JEQ  lnn2_variant_343
 	CMPQ AX, $0x03
-	JEQ  lnn2_variant_317
+	JEQ  lnn2_variant_344
 	CMPQ AX, $0x05
-	JEQ  lnn2_variant_318
+	JEQ  lnn2_variant_345
 	CMPQ AX, $0x07
-	JEQ  lnn2_variant_319
+	JEQ  lnn2_variant_346
 	RET
 
-lnn2_variant_314:
+lnn2_variant_341:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8249,7 +8556,7 @@ lnn2_variant_314:
 	MOVQ         y+0(FP), BX
 	XORQ         SI, SI
 
-lnn2_loop_320:
+lnn2_loop_347:
 	VMOVUPS (AX)(SI*4), Y3
 	VSUBPS  Y0, Y3, Y3
 	VSUBPS  Y1, Y3, Y3
@@ -8258,11 +8565,11 @@ lnn2_loop_320:
 	VMOVUPS Y3, (BX)(SI*4)
 	ADDQ    $0x08, SI
 	CMPQ    SI, DX
-	JL      lnn2_loop_320
+	JL      lnn2_loop_347
 	VZEROUPPER
 	RET
 
-lnn2_variant_315:
+lnn2_variant_342:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8278,7 +8585,7 @@ lnn2_variant_315:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         SI, SI
 
-lnn2_loop_321:
+lnn2_loop_348:
 	VMOVUPS      (AX)(SI*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8295,11 +8602,11 @@ lnn2_loop_321:
 	VMOVQ        X7, (BX)(SI*1)
 	ADDQ         $0x08, SI
 	CMPQ         SI, DX
-	JL           lnn2_loop_321
+	JL           lnn2_loop_348
 	VZEROUPPER
 	RET
 
-lnn2_variant_316:
+lnn2_variant_343:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8316,7 +8623,7 @@ lnn2_variant_316:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         DI, DI
 
-lnn2_loop_322:
+lnn2_loop_349:
 	VMOVUPS      (AX)(DI*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8334,11 +8641,11 @@ lnn2_loop_322:
 	VMOVQ        X7, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_322
+	JL           lnn2_loop_349
 	VZEROUPPER
 	RET
 
-lnn2_variant_317:
+lnn2_variant_344:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8349,7 +8656,7 @@ lnn2_variant_317:
 	MOVQ         y+0(FP), SI
 	XORQ         DI, DI
 
-lnn2_loop_323:
+lnn2_loop_350:
 	VMOVUPS (AX)(DI*4), Y3
 	VSUBPS  Y0, Y3, Y3
 	VSUBPS  Y1, Y3, Y3
@@ -8359,11 +8666,11 @@ lnn2_loop_323:
 	VMOVUPS Y3, (SI)(DI*4)
 	ADDQ    $0x08, DI
 	CMPQ    DI, DX
-	JL      lnn2_loop_323
+	JL      lnn2_loop_350
 	VZEROUPPER
 	RET
 
-lnn2_variant_318:
+lnn2_variant_345:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8380,7 +8687,7 @@ lnn2_variant_318:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         DI, DI
 
-lnn2_loop_324:
+lnn2_loop_351:
 	VMOVUPS      (AX)(DI*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8398,11 +8705,11 @@ lnn2_loop_324:
 	VMOVQ        X7, (SI)(DI*1)
 	ADDQ         $0x08, DI
 	CMPQ         DI, DX
-	JL           lnn2_loop_324
+	JL           lnn2_loop_351
 	VZEROUPPER
 	RET
 
-lnn2_variant_319:
+lnn2_variant_346:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8420,7 +8727,7 @@ lnn2_variant_319:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R8, R8
 
-lnn2_loop_325:
+lnn2_loop_352:
 	VMOVUPS      (AX)(R8*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8439,7 +8746,7 @@ lnn2_loop_325:
 	VMOVQ        X7, (DI)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, DX
-	JL           lnn2_loop_325
+	JL           lnn2_loop_352
 	VZEROUPPER
 	RET
 
@@ -8448,7 +8755,7 @@ lnn2_loop_325:
 TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd2_beta_326
+	JEQ          lnd2_beta_353
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8466,7 +8773,7 @@ TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R8, R8
 
-lnd2_loop_327:
+lnd2_loop_354:
 	VMOVUPS      (AX)(R8*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8485,11 +8792,11 @@ lnd2_loop_327:
 	VMOVQ        X7, (BX)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, CX
-	JL           lnd2_loop_327
+	JL           lnd2_loop_354
 	VZEROUPPER
 	RET
 
-lnd2_beta_326:
+lnd2_beta_353:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8509,7 +8816,7 @@ lnd2_beta_326:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R10, R10
 
-lnd2_loop_328:
+lnd2_loop_355:
 	VMOVUPS      (AX)(R10*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8530,7 +8837,7 @@ lnd2_loop_328:
 	VMOVQ        X7, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, CX
-	JL           lnd2_loop_328
+	JL           lnd2_loop_355
 	VZEROUPPER
 	RET
 
@@ -8552,14 +8859,14 @@ TEXT ·quantizeU8AVX2Asm(SB), NOSPLIT, $0-56
 	SHLQ         $0x02, SI
 	MOVQ         dstStride+8(FP), DI
 
-q2_row_329:
+q2_row_356:
 	XORQ R8, R8
 
-q2_wide_330:
+q2_wide_357:
 	MOVQ      BX, R9
 	SUBQ      R8, R9
 	CMPQ      R9, $0x20
-	JL        q2_narrow_331
+	JL        q2_narrow_358
 	VMOVUPS   (CX)(R8*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -8590,11 +8897,11 @@ q2_wide_330:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (AX)(R8*1)
 	ADDQ      $0x20, R8
-	JMP       q2_wide_330
+	JMP       q2_wide_357
 
-q2_narrow_331:
+q2_narrow_358:
 	CMPQ         R8, BX
-	JGE          q2_done_332
+	JGE          q2_done_359
 	VMOVUPS      (CX)(R8*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -8606,13 +8913,13 @@ q2_narrow_331:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (AX)(R8*1)
 	ADDQ         $0x08, R8
-	JMP          q2_narrow_331
+	JMP          q2_narrow_358
 
-q2_done_332:
+q2_done_359:
 	ADDQ SI, CX
 	ADDQ DI, AX
 	DECQ DX
-	JNZ  q2_row_329
+	JNZ  q2_row_356
 	VZEROUPPER
 	RET
 
@@ -8632,7 +8939,7 @@ TEXT ·quantizeRowsU8AVX2Asm(SB), NOSPLIT, $0-64
 	SHLQ         $0x02, R8
 	MOVQ         dstStride+8(FP), R9
 
-q2_row_333:
+q2_row_360:
 	VMOVSS       nnConsts<>+12(SB), X0
 	VDIVSS       (AX), X0, X0
 	VBROADCASTSS X0, Y0
@@ -8641,11 +8948,11 @@ q2_row_333:
 	ADDQ         $0x04, CX
 	XORQ         R10, R10
 
-q2_wide_334:
+q2_wide_361:
 	MOVQ      DI, R11
 	SUBQ      R10, R11
 	CMPQ      R11, $0x20
-	JL        q2_narrow_335
+	JL        q2_narrow_362
 	VMOVUPS   (BX)(R10*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -8676,11 +8983,11 @@ q2_wide_334:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (DX)(R10*1)
 	ADDQ      $0x20, R10
-	JMP       q2_wide_334
+	JMP       q2_wide_361
 
-q2_narrow_335:
+q2_narrow_362:
 	CMPQ         R10, DI
-	JGE          q2_done_336
+	JGE          q2_done_363
 	VMOVUPS      (BX)(R10*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -8692,13 +8999,13 @@ q2_narrow_335:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (DX)(R10*1)
 	ADDQ         $0x08, R10
-	JMP          q2_narrow_335
+	JMP          q2_narrow_362
 
-q2_done_336:
+q2_done_363:
 	ADDQ R8, BX
 	ADDQ R9, DX
 	DECQ SI
-	JNZ  q2_row_333
+	JNZ  q2_row_360
 	VZEROUPPER
 	RET
 
@@ -8717,11 +9024,11 @@ TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
 	VPXOR Y7, Y7, Y7
 	XORQ  DX, DX
 
-mm2_wide_337:
+mm2_wide_364:
 	MOVQ    CX, BX
 	SUBQ    DX, BX
 	CMPQ    BX, $0x20
-	JL      mm2_narrow_338
+	JL      mm2_narrow_365
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -8735,18 +9042,18 @@ mm2_wide_337:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, DX
-	JMP     mm2_wide_337
+	JMP     mm2_wide_364
 
-mm2_narrow_338:
+mm2_narrow_365:
 	CMPQ    DX, CX
-	JGE     mm2_done_339
+	JGE     mm2_done_366
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, DX
-	JMP     mm2_narrow_338
+	JMP     mm2_narrow_365
 
-mm2_done_339:
+mm2_done_366:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -8781,7 +9088,7 @@ TEXT ·minMaxRowsAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ hi+40(FP), DI
 	SHLQ $0x02, CX
 
-mmr2_row_340:
+mmr2_row_367:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -8792,11 +9099,11 @@ mmr2_row_340:
 	VPXOR Y7, Y7, Y7
 	XORQ  R8, R8
 
-mm2_wide_341:
+mm2_wide_368:
 	MOVQ    BX, R9
 	SUBQ    R8, R9
 	CMPQ    R9, $0x20
-	JL      mm2_narrow_342
+	JL      mm2_narrow_369
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -8810,18 +9117,18 @@ mm2_wide_341:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, R8
-	JMP     mm2_wide_341
+	JMP     mm2_wide_368
 
-mm2_narrow_342:
+mm2_narrow_369:
 	CMPQ    R8, BX
-	JGE     mm2_done_343
+	JGE     mm2_done_370
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, R8
-	JMP     mm2_narrow_342
+	JMP     mm2_narrow_369
 
-mm2_done_343:
+mm2_done_370:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -8846,7 +9153,7 @@ mm2_done_343:
 	ADDQ         $0x04, DI
 	ADDQ         CX, AX
 	DECQ         DX
-	JNZ          mmr2_row_340
+	JNZ          mmr2_row_367
 	VZEROUPPER
 	RET
 
@@ -8862,11 +9169,11 @@ TEXT ·absMaxColsAVX2Asm(SB), NOSPLIT, $0-40
 	VMOVUPS nnConsts<>+576(SB), Y0
 	XORQ    DI, DI
 
-amc2_wide_344:
+amc2_wide_371:
 	MOVQ    SI, R8
 	SUBQ    DI, R8
 	CMPQ    R8, $0x20
-	JL      amc2_narrow_345
+	JL      amc2_narrow_372
 	VMOVUPS (AX)(DI*4), Y1
 	VMOVUPS 32(AX)(DI*4), Y2
 	VMOVUPS 64(AX)(DI*4), Y3
@@ -8874,7 +9181,7 @@ amc2_wide_344:
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_347:
+amc2_row_374:
 	VANDPS  (R8), Y0, Y5
 	VMAXPS  Y1, Y5, Y1
 	VANDPS  32(R8), Y0, Y5
@@ -8885,32 +9192,32 @@ amc2_row_347:
 	VMAXPS  Y4, Y5, Y4
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_347
+	JNZ     amc2_row_374
 	VMOVUPS Y1, (AX)(DI*4)
 	VMOVUPS Y2, 32(AX)(DI*4)
 	VMOVUPS Y3, 64(AX)(DI*4)
 	VMOVUPS Y4, 96(AX)(DI*4)
 	ADDQ    $0x20, DI
-	JMP     amc2_wide_344
+	JMP     amc2_wide_371
 
-amc2_narrow_345:
+amc2_narrow_372:
 	CMPQ    DI, SI
-	JGE     amc2_done_346
+	JGE     amc2_done_373
 	VMOVUPS (AX)(DI*4), Y1
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_348:
+amc2_row_375:
 	VANDPS  (R8), Y0, Y2
 	VMAXPS  Y1, Y2, Y1
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_348
+	JNZ     amc2_row_375
 	VMOVUPS Y1, (AX)(DI*4)
 	ADDQ    $0x08, DI
-	JMP     amc2_narrow_345
+	JMP     amc2_narrow_372
 
-amc2_done_346:
+amc2_done_373:
 	VZEROUPPER
 	RET
 
@@ -8928,7 +9235,7 @@ TEXT ·packQueries16Asm(SB), NOSPLIT, $0-40
 	VPXORD       Z3, Z3, Z3
 	XORQ         DI, DI
 
-pq_chunk_349:
+pq_chunk_376:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -8949,66 +9256,66 @@ pq_chunk_349:
 	VPXORD (R8), Z0, Z4
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000001
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z5
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000002
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z6
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000003
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z7
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000004
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z8
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000005
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z9
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000006
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z10
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000007
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z11
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000008
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z12
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000009
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z13
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000a
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z14
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000b
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z15
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000c
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z16
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000d
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z17
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000e
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z18
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000f
-	JLE    pq_loaded_350
+	JLE    pq_loaded_377
 	VPXORD (R8), Z0, Z19
 
-pq_loaded_350:
+pq_loaded_377:
 	VUNPCKLPS  Z5, Z4, Z20
 	VUNPCKHPS  Z5, Z4, Z4
 	VUNPCKLPS  Z7, Z6, Z5
@@ -9140,7 +9447,7 @@ pq_loaded_350:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq_chunk_349
+	JL         pq_chunk_376
 	VMOVDQU32  Z3, (SI)
 	VZEROUPPER
 	RET
@@ -9164,7 +9471,7 @@ TEXT ·packValuesAsm(SB), NOSPLIT, $0-64
 	VPBROADCASTD nnConsts<>+76(SB), Z2
 	XORQ         R11, R11
 
-pvs_strip_351:
+pvs_strip_378:
 	MOVQ        R9, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000010, R13
@@ -9179,7 +9486,7 @@ pvs_strip_351:
 	MOVQ        AX, R13
 	MOVQ        SI, R14
 
-pvs_group_352:
+pvs_group_379:
 	MOVQ      R12, R15
 	VMOVUPS.Z (R15), K1, Z5
 	ADDQ      BX, R15
@@ -9221,12 +9528,12 @@ pvs_group_352:
 	ADDQ      $0x40, R13
 	ADDQ      R10, R12
 	DECQ      R14
-	JNZ       pvs_group_352
+	JNZ       pvs_group_379
 	VMOVDQU32 Z4, K1, (R8)(R11*4)
 	ADDQ      CX, AX
 	ADDQ      $0x10, R11
 	CMPQ      R11, R9
-	JL        pvs_strip_351
+	JL        pvs_strip_378
 	VZEROUPPER
 	RET
 
@@ -9240,7 +9547,7 @@ TEXT ·symScalesAsm(SB), NOSPLIT, $0-32
 	VBROADCASTSS nnConsts<>+12(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-sym_loop_353:
+sym_loop_380:
 	MOVQ        $0x00000010, SI
 	CMPQ        BX, SI
 	CMOVQLT     BX, SI
@@ -9258,7 +9565,7 @@ sym_loop_353:
 	ADDQ        $0x40, CX
 	ADDQ        $0x40, DX
 	SUBQ        $0x10, BX
-	JG          sym_loop_353
+	JG          sym_loop_380
 	VZEROUPPER
 	RET
 
@@ -9278,9 +9585,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_354:
+pv4_381:
 	TESTQ     R10, R10
-	JZ        pv4_done_355
+	JZ        pv4_done_382
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9320,7 +9627,7 @@ pv4_354:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_355
+	JZ        pv4_done_382
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9361,9 +9668,9 @@ pv4_354:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_354
+	JMP       pv4_381
 
-pv4_done_355:
+pv4_done_382:
 	VZEROUPPER
 	RET
 
@@ -9382,7 +9689,7 @@ TEXT ·packQueries16AVX2Asm(SB), NOSPLIT, $0-40
 	VPXOR        Y4, Y4, Y4
 	XORQ         DI, DI
 
-pq2_chunk_356:
+pq2_chunk_383:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
@@ -9393,38 +9700,38 @@ pq2_chunk_356:
 	VPXOR Y12, Y12, Y12
 	LEAQ  (CX)(DI*1), R8
 	CMPQ  BX, $0x00000000
-	JLE   pq2_loaded_357
+	JLE   pq2_loaded_384
 	VPXOR (R8), Y0, Y5
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000001
-	JLE   pq2_loaded_357
+	JLE   pq2_loaded_384
 	VPXOR (R8), Y0, Y6
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000002
-	JLE   pq2_loaded_357
+	JLE   pq2_loaded_384
 	VPXOR (R8), Y0, Y7
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000003
-	JLE   pq2_loaded_357
+	JLE   pq2_loaded_384
 	VPXOR (R8), Y0, Y8
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000004
-	JLE   pq2_loaded_357
+	JLE   pq2_loaded_384
 	VPXOR (R8), Y0, Y9
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000005
-	JLE   pq2_loaded_357
+	JLE   pq2_loaded_384
 	VPXOR (R8), Y0, Y10
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000006
-	JLE   pq2_loaded_357
+	JLE   pq2_loaded_384
 	VPXOR (R8), Y0, Y11
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000007
-	JLE   pq2_loaded_357
+	JLE   pq2_loaded_384
 	VPXOR (R8), Y0, Y12
 
-pq2_loaded_357:
+pq2_loaded_384:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9491,38 +9798,38 @@ pq2_loaded_357:
 	VPXOR      Y12, Y12, Y12
 	LEAQ       (CX)(DI*1), R8
 	CMPQ       BX, $0x00000000
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_385
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000001
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_385
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000002
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_385
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000003
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_385
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000004
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_385
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000005
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_385
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000006
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_385
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000007
-	JLE        pq2_loaded_358
+	JLE        pq2_loaded_385
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_358:
+pq2_loaded_385:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9591,38 +9898,38 @@ pq2_loaded_358:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_386
 	VPXOR      (R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_386
 	VPXOR      (R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_386
 	VPXOR      (R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_386
 	VPXOR      (R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_386
 	VPXOR      (R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_386
 	VPXOR      (R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_386
 	VPXOR      (R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_359
+	JLE        pq2_loaded_386
 	VPXOR      (R8), Y0, Y12
 
-pq2_loaded_359:
+pq2_loaded_386:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9691,38 +9998,38 @@ pq2_loaded_359:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_360
+	JLE        pq2_loaded_387
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_360
+	JLE        pq2_loaded_387
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_360
+	JLE        pq2_loaded_387
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_360
+	JLE        pq2_loaded_387
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_360
+	JLE        pq2_loaded_387
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_360
+	JLE        pq2_loaded_387
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_360
+	JLE        pq2_loaded_387
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_360
+	JLE        pq2_loaded_387
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_360:
+pq2_loaded_387:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9782,7 +10089,7 @@ pq2_loaded_360:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq2_chunk_356
+	JL         pq2_chunk_383
 	VMOVDQU    Y3, (SI)
 	VMOVDQU    Y4, 32(SI)
 	VZEROUPPER
@@ -9801,7 +10108,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	VMOVDQU      nnAVX2Lanes<>+64(SB), Y3
 	LEAQ         (CX)(CX*2), SI
 
-probs_361:
+probs_388:
 	VMULPS       (DX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -9925,7 +10232,7 @@ probs_361:
 	ADDQ         $0x08, AX
 	ADDQ         $0x00000200, DX
 	DECQ         BX
-	JNZ          probs_361
+	JNZ          probs_388
 	VZEROUPPER
 	RET
 
@@ -9945,7 +10252,7 @@ TEXT ·linearRows4Asm(SB), NOSPLIT, $0-64
 	SHLQ $0x02, R8
 	LEAQ (BX)(BX*2), R10
 
-lin_col_362:
+lin_col_389:
 	MOVQ     $0x00000040, R11
 	CMPQ     R9, R11
 	CMOVQLT  R9, R11
@@ -9975,7 +10282,7 @@ lin_col_362:
 	MOVQ     DX, R12
 	MOVQ     SI, R13
 
-lin_k_363:
+lin_k_390:
 	VMOVUPS.Z    (R11), K1, Z16
 	VMOVUPS.Z    64(R11), K2, Z17
 	VMOVUPS.Z    128(R11), K3, Z18
@@ -10019,7 +10326,7 @@ lin_k_363:
 	ADDQ         R8, R11
 	ADDQ         $0x04, R12
 	DECQ         R13
-	JNZ          lin_k_363
+	JNZ          lin_k_390
 	MOVQ         AX, R11
 	VMOVUPS      Z0, K1, (R11)
 	VMOVUPS      Z1, K2, 64(R11)
@@ -10043,7 +10350,7 @@ lin_k_363:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, R9
-	JG           lin_col_362
+	JG           lin_col_389
 	VZEROUPPER
 	RET
 
@@ -10064,7 +10371,7 @@ TEXT ·linearRows1Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	MOVQ R9, CX
 
-lin_col_364:
+lin_col_391:
 	MOVQ     $0x00000040, BX
 	CMPQ     CX, BX
 	CMOVQLT  CX, BX
@@ -10082,7 +10389,7 @@ lin_col_364:
 	MOVQ     DX, R9
 	MOVQ     SI, R10
 
-lin_k_365:
+lin_k_392:
 	VMOVUPS.Z    (BX), K1, Z4
 	VMOVUPS.Z    64(BX), K2, Z5
 	VMOVUPS.Z    128(BX), K3, Z6
@@ -10099,7 +10406,7 @@ lin_k_365:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R9
 	DECQ         R10
-	JNZ          lin_k_365
+	JNZ          lin_k_392
 	MOVQ         AX, BX
 	VMOVUPS      Z0, K1, (BX)
 	VMOVUPS      Z1, K2, 64(BX)
@@ -10108,7 +10415,7 @@ lin_k_365:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, CX
-	JG           lin_col_364
+	JG           lin_col_391
 	VZEROUPPER
 	RET
 
@@ -10129,11 +10436,11 @@ TEXT ·linearRows4AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), R10
 	XORQ R11, R11
 
-lin2_wide_366:
+lin2_wide_393:
 	MOVQ   R9, R12
 	SUBQ   R11, R12
 	CMPQ   R12, $0x10
-	JL     lin2_narrow_367
+	JL     lin2_narrow_394
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10146,7 +10453,7 @@ lin2_wide_366:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_369:
+lin_k_396:
 	VMOVUPS      (R12), Y8
 	VMOVUPS      32(R12), Y9
 	VBROADCASTSS (R13), Y10
@@ -10172,7 +10479,7 @@ lin_k_369:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_369
+	JNZ          lin_k_396
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	VMOVUPS      Y1, 32(R12)
@@ -10188,11 +10495,11 @@ lin_k_369:
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, R11
-	JMP          lin2_wide_366
+	JMP          lin2_wide_393
 
-lin2_narrow_367:
+lin2_narrow_394:
 	CMPQ   R11, R9
-	JGE    lin2_done_368
+	JGE    lin2_done_395
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10201,7 +10508,7 @@ lin2_narrow_367:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_370:
+lin_k_397:
 	VMOVUPS      (R12), Y4
 	VBROADCASTSS (R13), Y5
 	VMULPS       Y4, Y5, Y5
@@ -10218,7 +10525,7 @@ lin_k_370:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_370
+	JNZ          lin_k_397
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	ADDQ         CX, R12
@@ -10230,9 +10537,9 @@ lin_k_370:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, R11
-	JMP          lin2_narrow_367
+	JMP          lin2_narrow_394
 
-lin2_done_368:
+lin2_done_395:
 	VZEROUPPER
 	RET
 
@@ -10253,18 +10560,18 @@ TEXT ·linearRows1AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	XORQ CX, CX
 
-lin2_wide_371:
+lin2_wide_398:
 	MOVQ   R9, BX
 	SUBQ   CX, BX
 	CMPQ   BX, $0x10
-	JL     lin2_narrow_372
+	JL     lin2_narrow_399
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_374:
+lin_k_401:
 	VMOVUPS      (BX), Y2
 	VMOVUPS      32(BX), Y3
 	VBROADCASTSS (R10), Y4
@@ -10275,24 +10582,24 @@ lin_k_374:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_374
+	JNZ          lin_k_401
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	VMOVUPS      Y1, 32(BX)
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, CX
-	JMP          lin2_wide_371
+	JMP          lin2_wide_398
 
-lin2_narrow_372:
+lin2_narrow_399:
 	CMPQ   CX, R9
-	JGE    lin2_done_373
+	JGE    lin2_done_400
 	VXORPS Y0, Y0, Y0
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_375:
+lin_k_402:
 	VMOVUPS      (BX), Y1
 	VBROADCASTSS (R10), Y2
 	VMULPS       Y1, Y2, Y1
@@ -10300,14 +10607,14 @@ lin_k_375:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_375
+	JNZ          lin_k_402
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, CX
-	JMP          lin2_narrow_372
+	JMP          lin2_narrow_399
 
-lin2_done_373:
+lin2_done_400:
 	VZEROUPPER
 	RET

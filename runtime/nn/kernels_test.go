@@ -454,7 +454,7 @@ func TestMinMaxRowsAbsMaxColsKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, impl := range implementations(t) {
 		for _, cols := range widths(63, 64, 65, 100, 129) {
-			for _, rows := range []int{1, 2, 5, 17} {
+			for _, rows := range []int{1, 2, 5, 8, 9, 16, 17, 24, 31} { // minMaxRowsAsm: groups of 8, then single rows
 				stride := cols + 3
 				x := make([]float32, (rows-1)*stride+cols)
 				fillRandom(r, x, -3, 3, 0.1)
