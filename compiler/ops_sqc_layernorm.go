@@ -22,17 +22,18 @@ import (
 //
 // Both use the same row statistics, so a kernel computes the mean and
 // 1/sqrt(var + epsilon) once per row and writes both outputs from one pass
-// over it; per element, with the statistics in float64 (the FP32
+// over it; per element, with the statistics in float64 and the rest in
+// float32, each operation rounded (internal/lnstats: the FP32
 // interpreter's and runtime/nn's formula),
 //
-//	z     = (x_j - mean) * inv
-//	y_j   = float32(z * scale_j   + bias_j)
-//	y_q_j = float32(z * scale_q_j + bias_q_j)
+//	z     = ((x_j - mean_hi) - mean_lo) * inv   (mean as two float32)
+//	y_j   = z * scale_j   + bias_j
+//	y_q_j = z * scale_q_j + bias_q_j
 //
 // which is what two separate LayerNormalizations compute, bit for bit.
 //
 // With out_scale s and out_zero_point z (passes.WriteU8Directly), y_q is
-// u8: y_q_j = qgemm.QuantizeU8(float32(z*scale_q_j + bias_q_j), float32(1)/s, z),
+// u8: y_q_j = qgemm.QuantizeU8(z*scale_q_j + bias_q_j, float32(1)/s, z),
 // the quantised input of the sqc.QLinear nodes reading it.
 //
 // in_producer 1 (passes.FuseLayerNormIntoQLinear) changes no value; see
@@ -42,7 +43,7 @@ func layerNormDualOp() *OpDef {
 		Name: "sqc.LayerNormDual", Domain: DomainSqc,
 		Doc: "Y = LayerNormalization(X, Scale, B) and YQ = LayerNormalization(X, ScaleQ, BQ) over the last axis (stash_type 1, epsilon default 1e-5), " +
 			"inputs (X, Scale, ScaleQ[, B, BQ]) with X [..., N], the parameters [N], B and BQ both given or both omitted; Y and YQ have X's shape. " +
-			"Per row, mean and inv = 1/sqrt(var + epsilon) in float64 (computed once), z = (x - mean)*inv, Y = float32(z*Scale + B), YQ = float32(z*ScaleQ + BQ).",
+			"Per row, mean and inv = 1/sqrt(var + epsilon) in float64 (computed once), then in float32 as internal/lnstats orders it z = (x - mean)*inv, Y = z*Scale + B, YQ = z*ScaleQ + BQ.",
 		MinInputs: 3, MaxInputs: 5, MinOutputs: 2, MaxOutputs: 2,
 		Attrs: []AttrSpec{{Name: "epsilon", Kind: AttrFloat}, {Name: "out_scale", Kind: AttrFloat}, {Name: "out_zero_point", Kind: AttrInt},
 			{Name: inProducerAttr, Kind: AttrInt}},
