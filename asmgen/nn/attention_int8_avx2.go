@@ -101,15 +101,13 @@ func genProbsAVX2(g *gen, tab avx2Tables) {
 	g.Pragma("noescape")
 	g.Doc("probsT16AVX2Asm sets p[r*kpv+j] = qgemm.QuantizeU8(sT[j*16+r], 255, 0) for r < 16 and",
 		"j < 8*blocks (blocks >= 1).")
-	p, kpv, sT, blocks := g.Load("p"), g.Load("kpv"), g.Load("sT"), g.Load("blocks")
-	scale, lo, hi, order := g.YMM(), g.YMM(), g.YMM(), g.YMM()
+	sT := g.Load("sT")
+	scale, lo, hi := g.YMM(), g.YMM(), g.YMM()
 	g.VBROADCASTSS(g.consts.f32(255), scale)
 	g.VBROADCASTSS(g.consts.f32(-quantClamp), lo)
 	g.VBROADCASTSS(g.consts.f32(quantClamp), hi)
+	order := g.YMM()
 	g.VMOVDQU(tab.packOrder, order)
-	kpv3 := g.GP64()
-	g.LEAQ(operand.Mem{Base: kpv, Index: kpv, Scale: 2}, kpv3)
-
 	codes := func(disp int) reg.VecVirtual {
 		v := g.YMM()
 		g.VMULPS(operand.Mem{Base: sT, Disp: disp}, scale, v)
@@ -118,17 +116,65 @@ func genProbsAVX2(g *gen, tab avx2Tables) {
 		g.VCVTPS2DQ(v, v)
 		return v
 	}
-	loop := g.NewLabel("probs")
-	g.Label(loop)
-	// y[t]: keys 2t and 2t+1, 16 bytes each, in row order.
-	var y [4]reg.VecVirtual
-	for t := range y {
+	probsLoop(g, "probs", sT, order, func(t int) reg.VecVirtual {
 		c := [4]reg.VecVirtual{codes(128 * t), codes(128*t + 32), codes(128*t + 64), codes(128*t + 96)}
 		g.VPACKSSDW(c[1], c[0], c[0])
 		g.VPACKSSDW(c[3], c[2], c[2])
 		g.VPACKUSWB(c[2], c[0], c[0])
 		g.VPERMD(c[0], order, c[0])
-		y[t] = c[0]
+		return c[0]
+	})
+}
+
+// genProbsAVX512 emits probsT16Asm, probsT16AVX2Asm with each key's 16
+// numerators quantised in one zmm: times 255, raised to +0 (NaN too), rounded
+// to even and narrowed with VPMOVUSDB's unsigned saturation, which is
+// qgemm.QuantizeU8(e, 255, 0) (the argument of asmgen/nn's quantizer, zero
+// point 0): 4 operations a key instead of 8 and the packs. The transpose
+// and stores are probsT16AVX2Asm's.
+func genProbsAVX512(g *gen, tab avx2Tables) {
+	g.Function("probsT16Asm")
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr("func(p *uint8, kpv int, sT *float32, blocks int)")
+	g.Pragma("noescape")
+	g.Doc("probsT16Asm sets p[r*kpv+j] = qgemm.QuantizeU8(sT[j*16+r], 255, 0) for r < 16 and",
+		"j < 8*blocks (blocks >= 1).")
+	sT := g.Load("sT")
+	scale, zero := g.ZMM(), g.zeroZMM()
+	g.VBROADCASTSS(g.consts.f32(255), scale)
+	order := g.YMM()
+	g.VMOVDQU(tab.packOrder, order)
+	key := func(disp int) reg.VecVirtual {
+		v := g.ZMM()
+		g.VMULPS(operand.Mem{Base: sT, Disp: disp}, scale, v)
+		g.VMAXPS(zero, v, v) // maxps(t, +0): NaN gives +0
+		g.VCVTPS2DQ(v, v)
+		x := g.XMM()
+		g.VPMOVUSDB(v, x) // past 255, or 0x80000000 past 2^31: 255
+		return x
+	}
+	probsLoop(g, "probs5", sT, order, func(t int) reg.VecVirtual {
+		y := g.YMM()
+		g.VINSERTI128(operand.U8(1), key(128*t+64), key(128*t).AsY(), y)
+		return y
+	})
+}
+
+// probsLoop emits the block loop of the probability quantisers over the p,
+// kpv and blocks arguments: keysPair(t) returns a ymm holding the 16 u8
+// codes of key 2t then those of key 2t+1 of the current block of 8 keys
+// at sT (rows in order); the 8 x 16 bytes are then transposed and row r's 8
+// bytes stored at p + r*kpv. order is packOrder.
+func probsLoop(g *gen, label string, sT reg.GPVirtual, order reg.VecVirtual, keysPair func(t int) reg.VecVirtual) {
+	p, kpv, blocks := g.Load("p"), g.Load("kpv"), g.Load("blocks")
+	kpv3 := g.GP64()
+	g.LEAQ(operand.Mem{Base: kpv, Index: kpv, Scale: 2}, kpv3)
+	loop := g.NewLabel(label)
+	g.Label(loop)
+	// y[t]: keys 2t and 2t+1, 16 bytes each, in row order.
+	var y [4]reg.VecVirtual
+	for t := range y {
+		y[t] = keysPair(t)
 	}
 	// Keys k and k+4 share a register, low and high lane.
 	a, b, c, d := g.YMM(), g.YMM(), g.YMM(), g.YMM()

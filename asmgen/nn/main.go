@@ -50,6 +50,7 @@ func generate() (*ir.File, error) {
 	genPackValuesAVX2(g)
 	genPackQueriesAVX2(g)
 	genProbsAVX2(g, tab)
+	genProbsAVX512(g, tab)
 	genLinear(g)
 	genLinearAVX2(g)
 

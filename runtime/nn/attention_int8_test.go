@@ -437,7 +437,7 @@ func TestAttnProbsKernel(t *testing.T) {
 		for _, sk := range []int{1, 7, 8, 9, 16, 23, 64, 130} {
 			kpv := qgemm.RoundUp(sk, qgemm.KBlock)
 			sT := randSlice(uint64(60+sk), sk*attnRows, -0.1, 1.1)
-			for i, x := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0.5 / 255, 1.5 / 255, 254.5 / 255, 1, 0, 1e-30, 300} {
+			for i, x := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0.5 / 255, 1.5 / 255, 254.5 / 255, 1, 0, 1e-30, 300, 1e10, -1e10, float32(math.Copysign(0, -1))} {
 				sT[(i*37)%len(sT)] = x
 			}
 			buf := make([]uint8, attnRows*kpv+2*guard)

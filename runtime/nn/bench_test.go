@@ -210,3 +210,16 @@ func BenchmarkMinMaxRows(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAttnProbs times INT8 attention's quantisation of one 16-query
+// block of softmax numerators over 128 keys into the u8 P operand.
+func BenchmarkAttnProbs(b *testing.B) {
+	const sk = 128
+	sT := randSlice(1, sk*attnRows, 0, 1)
+	p := make([]uint8, attnRows*sk)
+	benchKernels(b, func(b *testing.B, kern *kernels) {
+		for b.Loop() {
+			kern.attnProbs(p, sk, sT, sk)
+		}
+	})
+}

@@ -55,7 +55,7 @@ func asmKernels() *kernels {
 		minMaxRows:      minMaxRowsAVX512,
 		absMaxCols:      absMaxColsAVX512,
 		packValues4:     packValues4AVX2, // AVX2 (every AVX-512 CPU has it): no AVX-512 form yet
-		attnProbs:       probsAVX2,       // likewise
+		attnProbs:       probsWith(probsT16Asm),
 		packQueries16:   packQueries16With(packQueries16Asm),
 		packValueGroups: packValueGroupsAVX512,
 		symScales:       symScalesAVX512,

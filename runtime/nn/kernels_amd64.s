@@ -10098,30 +10098,30 @@ pq2_loaded_387:
 // func probsT16AVX2Asm(p *uint8, kpv int, sT *float32, blocks int)
 // Requires: AVX, AVX2
 TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
-	MOVQ         p+0(FP), AX
-	MOVQ         kpv+8(FP), CX
-	MOVQ         sT+16(FP), DX
-	MOVQ         blocks+24(FP), BX
+	MOVQ         sT+16(FP), AX
 	VBROADCASTSS nnConsts<>+88(SB), Y0
 	VBROADCASTSS nnConsts<>+40(SB), Y1
 	VBROADCASTSS nnConsts<>+36(SB), Y2
 	VMOVDQU      nnAVX2Lanes<>+64(SB), Y3
-	LEAQ         (CX)(CX*2), SI
+	MOVQ         p+0(FP), CX
+	MOVQ         kpv+8(FP), DX
+	MOVQ         blocks+24(FP), BX
+	LEAQ         (DX)(DX*2), SI
 
 probs_388:
-	VMULPS       (DX), Y0, Y4
+	VMULPS       (AX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
 	VCVTPS2DQ    Y4, Y4
-	VMULPS       32(DX), Y0, Y5
+	VMULPS       32(AX), Y0, Y5
 	VMAXPS       Y1, Y5, Y5
 	VMINPS       Y2, Y5, Y5
 	VCVTPS2DQ    Y5, Y5
-	VMULPS       64(DX), Y0, Y6
+	VMULPS       64(AX), Y0, Y6
 	VMAXPS       Y1, Y6, Y6
 	VMINPS       Y2, Y6, Y6
 	VCVTPS2DQ    Y6, Y6
-	VMULPS       96(DX), Y0, Y7
+	VMULPS       96(AX), Y0, Y7
 	VMAXPS       Y1, Y7, Y7
 	VMINPS       Y2, Y7, Y7
 	VCVTPS2DQ    Y7, Y7
@@ -10129,19 +10129,19 @@ probs_388:
 	VPACKSSDW    Y7, Y6, Y6
 	VPACKUSWB    Y6, Y4, Y4
 	VPERMD       Y4, Y3, Y4
-	VMULPS       128(DX), Y0, Y5
+	VMULPS       128(AX), Y0, Y5
 	VMAXPS       Y1, Y5, Y5
 	VMINPS       Y2, Y5, Y5
 	VCVTPS2DQ    Y5, Y5
-	VMULPS       160(DX), Y0, Y6
+	VMULPS       160(AX), Y0, Y6
 	VMAXPS       Y1, Y6, Y6
 	VMINPS       Y2, Y6, Y6
 	VCVTPS2DQ    Y6, Y6
-	VMULPS       192(DX), Y0, Y7
+	VMULPS       192(AX), Y0, Y7
 	VMAXPS       Y1, Y7, Y7
 	VMINPS       Y2, Y7, Y7
 	VCVTPS2DQ    Y7, Y7
-	VMULPS       224(DX), Y0, Y8
+	VMULPS       224(AX), Y0, Y8
 	VMAXPS       Y1, Y8, Y8
 	VMINPS       Y2, Y8, Y8
 	VCVTPS2DQ    Y8, Y8
@@ -10149,19 +10149,19 @@ probs_388:
 	VPACKSSDW    Y8, Y7, Y7
 	VPACKUSWB    Y7, Y5, Y5
 	VPERMD       Y5, Y3, Y5
-	VMULPS       256(DX), Y0, Y6
+	VMULPS       256(AX), Y0, Y6
 	VMAXPS       Y1, Y6, Y6
 	VMINPS       Y2, Y6, Y6
 	VCVTPS2DQ    Y6, Y6
-	VMULPS       288(DX), Y0, Y7
+	VMULPS       288(AX), Y0, Y7
 	VMAXPS       Y1, Y7, Y7
 	VMINPS       Y2, Y7, Y7
 	VCVTPS2DQ    Y7, Y7
-	VMULPS       320(DX), Y0, Y8
+	VMULPS       320(AX), Y0, Y8
 	VMAXPS       Y1, Y8, Y8
 	VMINPS       Y2, Y8, Y8
 	VCVTPS2DQ    Y8, Y8
-	VMULPS       352(DX), Y0, Y9
+	VMULPS       352(AX), Y0, Y9
 	VMAXPS       Y1, Y9, Y9
 	VMINPS       Y2, Y9, Y9
 	VCVTPS2DQ    Y9, Y9
@@ -10169,19 +10169,19 @@ probs_388:
 	VPACKSSDW    Y9, Y8, Y8
 	VPACKUSWB    Y8, Y6, Y6
 	VPERMD       Y6, Y3, Y6
-	VMULPS       384(DX), Y0, Y7
+	VMULPS       384(AX), Y0, Y7
 	VMAXPS       Y1, Y7, Y7
 	VMINPS       Y2, Y7, Y7
 	VCVTPS2DQ    Y7, Y7
-	VMULPS       416(DX), Y0, Y8
+	VMULPS       416(AX), Y0, Y8
 	VMAXPS       Y1, Y8, Y8
 	VMINPS       Y2, Y8, Y8
 	VCVTPS2DQ    Y8, Y8
-	VMULPS       448(DX), Y0, Y9
+	VMULPS       448(AX), Y0, Y9
 	VMAXPS       Y1, Y9, Y9
 	VMINPS       Y2, Y9, Y9
 	VCVTPS2DQ    Y9, Y9
-	VMULPS       480(DX), Y0, Y10
+	VMULPS       480(AX), Y0, Y10
 	VMAXPS       Y1, Y10, Y10
 	VMINPS       Y2, Y10, Y10
 	VCVTPS2DQ    Y10, Y10
@@ -10197,42 +10197,138 @@ probs_388:
 	VPUNPCKHBW   Y4, Y8, Y4
 	VPUNPCKLBW   Y5, Y6, Y8
 	VPUNPCKHBW   Y5, Y6, Y5
-	MOVQ         AX, DI
+	MOVQ         CX, DI
 	VPUNPCKLWD   Y8, Y7, Y6
 	VPERMD       Y6, Y3, Y6
 	VEXTRACTI128 $0x01, Y6, X9
 	VMOVQ        X6, (DI)
-	VPEXTRQ      $0x01, X6, (DI)(CX*1)
-	VMOVQ        X9, (DI)(CX*2)
+	VPEXTRQ      $0x01, X6, (DI)(DX*1)
+	VMOVQ        X9, (DI)(DX*2)
 	VPEXTRQ      $0x01, X9, (DI)(SI*1)
-	LEAQ         (DI)(CX*4), DI
+	LEAQ         (DI)(DX*4), DI
 	VPUNPCKHWD   Y8, Y7, Y6
 	VPERMD       Y6, Y3, Y6
 	VEXTRACTI128 $0x01, Y6, X7
 	VMOVQ        X6, (DI)
-	VPEXTRQ      $0x01, X6, (DI)(CX*1)
-	VMOVQ        X7, (DI)(CX*2)
+	VPEXTRQ      $0x01, X6, (DI)(DX*1)
+	VMOVQ        X7, (DI)(DX*2)
 	VPEXTRQ      $0x01, X7, (DI)(SI*1)
-	LEAQ         (DI)(CX*4), DI
+	LEAQ         (DI)(DX*4), DI
 	VPUNPCKLWD   Y5, Y4, Y6
 	VPERMD       Y6, Y3, Y6
 	VEXTRACTI128 $0x01, Y6, X7
 	VMOVQ        X6, (DI)
-	VPEXTRQ      $0x01, X6, (DI)(CX*1)
-	VMOVQ        X7, (DI)(CX*2)
+	VPEXTRQ      $0x01, X6, (DI)(DX*1)
+	VMOVQ        X7, (DI)(DX*2)
 	VPEXTRQ      $0x01, X7, (DI)(SI*1)
-	LEAQ         (DI)(CX*4), DI
+	LEAQ         (DI)(DX*4), DI
 	VPUNPCKHWD   Y5, Y4, Y4
 	VPERMD       Y4, Y3, Y4
 	VEXTRACTI128 $0x01, Y4, X5
 	VMOVQ        X4, (DI)
-	VPEXTRQ      $0x01, X4, (DI)(CX*1)
-	VMOVQ        X5, (DI)(CX*2)
+	VPEXTRQ      $0x01, X4, (DI)(DX*1)
+	VMOVQ        X5, (DI)(DX*2)
 	VPEXTRQ      $0x01, X5, (DI)(SI*1)
-	ADDQ         $0x08, AX
-	ADDQ         $0x00000200, DX
+	ADDQ         $0x08, CX
+	ADDQ         $0x00000200, AX
 	DECQ         BX
 	JNZ          probs_388
+	VZEROUPPER
+	RET
+
+// func probsT16Asm(p *uint8, kpv int, sT *float32, blocks int)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·probsT16Asm(SB), NOSPLIT, $0-32
+	MOVQ         sT+16(FP), AX
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS nnConsts<>+88(SB), Z0
+	VMOVDQU      nnAVX2Lanes<>+64(SB), Y2
+	MOVQ         p+0(FP), CX
+	MOVQ         kpv+8(FP), DX
+	MOVQ         blocks+24(FP), BX
+	LEAQ         (DX)(DX*2), SI
+
+probs5_389:
+	VMULPS       64(AX), Z0, Z3
+	VMAXPS       Z1, Z3, Z3
+	VCVTPS2DQ    Z3, Z3
+	VPMOVUSDB    Z3, X3
+	VMULPS       (AX), Z0, Z5
+	VMAXPS       Z1, Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPMOVUSDB    Z5, X4
+	VINSERTI128  $0x01, X3, Y4, Y3
+	VMULPS       192(AX), Z0, Z5
+	VMAXPS       Z1, Z5, Z5
+	VCVTPS2DQ    Z5, Z5
+	VPMOVUSDB    Z5, X5
+	VMULPS       128(AX), Z0, Z6
+	VMAXPS       Z1, Z6, Z6
+	VCVTPS2DQ    Z6, Z6
+	VPMOVUSDB    Z6, X4
+	VINSERTI128  $0x01, X5, Y4, Y5
+	VMULPS       320(AX), Z0, Z6
+	VMAXPS       Z1, Z6, Z6
+	VCVTPS2DQ    Z6, Z6
+	VPMOVUSDB    Z6, X6
+	VMULPS       256(AX), Z0, Z7
+	VMAXPS       Z1, Z7, Z7
+	VCVTPS2DQ    Z7, Z7
+	VPMOVUSDB    Z7, X4
+	VINSERTI128  $0x01, X6, Y4, Y6
+	VMULPS       448(AX), Z0, Z7
+	VMAXPS       Z1, Z7, Z7
+	VCVTPS2DQ    Z7, Z7
+	VPMOVUSDB    Z7, X7
+	VMULPS       384(AX), Z0, Z8
+	VMAXPS       Z1, Z8, Z8
+	VCVTPS2DQ    Z8, Z8
+	VPMOVUSDB    Z8, X4
+	VINSERTI128  $0x01, X7, Y4, Y7
+	VPERM2I128   $0x20, Y6, Y3, Y8
+	VPERM2I128   $0x31, Y6, Y3, Y3
+	VPERM2I128   $0x20, Y7, Y5, Y6
+	VPERM2I128   $0x31, Y7, Y5, Y5
+	VPUNPCKLBW   Y3, Y8, Y7
+	VPUNPCKHBW   Y3, Y8, Y3
+	VPUNPCKLBW   Y5, Y6, Y8
+	VPUNPCKHBW   Y5, Y6, Y5
+	MOVQ         CX, DI
+	VPUNPCKLWD   Y8, Y7, Y6
+	VPERMD       Y6, Y2, Y6
+	VEXTRACTI128 $0x01, Y6, X4
+	VMOVQ        X6, (DI)
+	VPEXTRQ      $0x01, X6, (DI)(DX*1)
+	VMOVQ        X4, (DI)(DX*2)
+	VPEXTRQ      $0x01, X4, (DI)(SI*1)
+	LEAQ         (DI)(DX*4), DI
+	VPUNPCKHWD   Y8, Y7, Y6
+	VPERMD       Y6, Y2, Y6
+	VEXTRACTI128 $0x01, Y6, X4
+	VMOVQ        X6, (DI)
+	VPEXTRQ      $0x01, X6, (DI)(DX*1)
+	VMOVQ        X4, (DI)(DX*2)
+	VPEXTRQ      $0x01, X4, (DI)(SI*1)
+	LEAQ         (DI)(DX*4), DI
+	VPUNPCKLWD   Y5, Y3, Y6
+	VPERMD       Y6, Y2, Y6
+	VEXTRACTI128 $0x01, Y6, X4
+	VMOVQ        X6, (DI)
+	VPEXTRQ      $0x01, X6, (DI)(DX*1)
+	VMOVQ        X4, (DI)(DX*2)
+	VPEXTRQ      $0x01, X4, (DI)(SI*1)
+	LEAQ         (DI)(DX*4), DI
+	VPUNPCKHWD   Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VMOVQ        X3, (DI)
+	VPEXTRQ      $0x01, X3, (DI)(DX*1)
+	VMOVQ        X4, (DI)(DX*2)
+	VPEXTRQ      $0x01, X4, (DI)(SI*1)
+	ADDQ         $0x08, CX
+	ADDQ         $0x00000200, AX
+	DECQ         BX
+	JNZ          probs5_389
 	VZEROUPPER
 	RET
 
@@ -10252,7 +10348,7 @@ TEXT ·linearRows4Asm(SB), NOSPLIT, $0-64
 	SHLQ $0x02, R8
 	LEAQ (BX)(BX*2), R10
 
-lin_col_389:
+lin_col_390:
 	MOVQ     $0x00000040, R11
 	CMPQ     R9, R11
 	CMOVQLT  R9, R11
@@ -10282,7 +10378,7 @@ lin_col_389:
 	MOVQ     DX, R12
 	MOVQ     SI, R13
 
-lin_k_390:
+lin_k_391:
 	VMOVUPS.Z    (R11), K1, Z16
 	VMOVUPS.Z    64(R11), K2, Z17
 	VMOVUPS.Z    128(R11), K3, Z18
@@ -10326,7 +10422,7 @@ lin_k_390:
 	ADDQ         R8, R11
 	ADDQ         $0x04, R12
 	DECQ         R13
-	JNZ          lin_k_390
+	JNZ          lin_k_391
 	MOVQ         AX, R11
 	VMOVUPS      Z0, K1, (R11)
 	VMOVUPS      Z1, K2, 64(R11)
@@ -10350,7 +10446,7 @@ lin_k_390:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, R9
-	JG           lin_col_389
+	JG           lin_col_390
 	VZEROUPPER
 	RET
 
@@ -10371,7 +10467,7 @@ TEXT ·linearRows1Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	MOVQ R9, CX
 
-lin_col_391:
+lin_col_392:
 	MOVQ     $0x00000040, BX
 	CMPQ     CX, BX
 	CMOVQLT  CX, BX
@@ -10389,7 +10485,7 @@ lin_col_391:
 	MOVQ     DX, R9
 	MOVQ     SI, R10
 
-lin_k_392:
+lin_k_393:
 	VMOVUPS.Z    (BX), K1, Z4
 	VMOVUPS.Z    64(BX), K2, Z5
 	VMOVUPS.Z    128(BX), K3, Z6
@@ -10406,7 +10502,7 @@ lin_k_392:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R9
 	DECQ         R10
-	JNZ          lin_k_392
+	JNZ          lin_k_393
 	MOVQ         AX, BX
 	VMOVUPS      Z0, K1, (BX)
 	VMOVUPS      Z1, K2, 64(BX)
@@ -10415,7 +10511,7 @@ lin_k_392:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, CX
-	JG           lin_col_391
+	JG           lin_col_392
 	VZEROUPPER
 	RET
 
@@ -10436,11 +10532,11 @@ TEXT ·linearRows4AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), R10
 	XORQ R11, R11
 
-lin2_wide_393:
+lin2_wide_394:
 	MOVQ   R9, R12
 	SUBQ   R11, R12
 	CMPQ   R12, $0x10
-	JL     lin2_narrow_394
+	JL     lin2_narrow_395
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10453,7 +10549,7 @@ lin2_wide_393:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_396:
+lin_k_397:
 	VMOVUPS      (R12), Y8
 	VMOVUPS      32(R12), Y9
 	VBROADCASTSS (R13), Y10
@@ -10479,7 +10575,7 @@ lin_k_396:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_396
+	JNZ          lin_k_397
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	VMOVUPS      Y1, 32(R12)
@@ -10495,11 +10591,11 @@ lin_k_396:
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, R11
-	JMP          lin2_wide_393
+	JMP          lin2_wide_394
 
-lin2_narrow_394:
+lin2_narrow_395:
 	CMPQ   R11, R9
-	JGE    lin2_done_395
+	JGE    lin2_done_396
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10508,7 +10604,7 @@ lin2_narrow_394:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_397:
+lin_k_398:
 	VMOVUPS      (R12), Y4
 	VBROADCASTSS (R13), Y5
 	VMULPS       Y4, Y5, Y5
@@ -10525,7 +10621,7 @@ lin_k_397:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_397
+	JNZ          lin_k_398
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	ADDQ         CX, R12
@@ -10537,9 +10633,9 @@ lin_k_397:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, R11
-	JMP          lin2_narrow_394
+	JMP          lin2_narrow_395
 
-lin2_done_395:
+lin2_done_396:
 	VZEROUPPER
 	RET
 
@@ -10560,18 +10656,18 @@ TEXT ·linearRows1AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	XORQ CX, CX
 
-lin2_wide_398:
+lin2_wide_399:
 	MOVQ   R9, BX
 	SUBQ   CX, BX
 	CMPQ   BX, $0x10
-	JL     lin2_narrow_399
+	JL     lin2_narrow_400
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_401:
+lin_k_402:
 	VMOVUPS      (BX), Y2
 	VMOVUPS      32(BX), Y3
 	VBROADCASTSS (R10), Y4
@@ -10582,24 +10678,24 @@ lin_k_401:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_401
+	JNZ          lin_k_402
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	VMOVUPS      Y1, 32(BX)
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, CX
-	JMP          lin2_wide_398
+	JMP          lin2_wide_399
 
-lin2_narrow_399:
+lin2_narrow_400:
 	CMPQ   CX, R9
-	JGE    lin2_done_400
+	JGE    lin2_done_401
 	VXORPS Y0, Y0, Y0
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_402:
+lin_k_403:
 	VMOVUPS      (BX), Y1
 	VBROADCASTSS (R10), Y2
 	VMULPS       Y1, Y2, Y1
@@ -10607,14 +10703,14 @@ lin_k_402:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_402
+	JNZ          lin_k_403
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, CX
-	JMP          lin2_narrow_399
+	JMP          lin2_narrow_400
 
-lin2_done_400:
+lin2_done_401:
 	VZEROUPPER
 	RET

@@ -14,7 +14,7 @@ func useAVX2Quantize(k *kernels) {
 	k.packValues4 = packValues4AVX2
 	k.packValueGroups = packValueGroupsAVX2
 	k.packQueries16 = packQueries16With(packQueries16AVX2Asm)
-	k.attnProbs = probsAVX2
+	k.attnProbs = probsWith(probsT16AVX2Asm)
 }
 
 // quantizeAVX2 is kernels.quantize: quantizeU8AVX2Asm on the whole groups
@@ -176,19 +176,21 @@ func packValueGroupsAVX2(words []uint32, stripWords int, v []float32, vStride, g
 	}
 }
 
-// probsAVX2 is kernels.attnProbs: probsT16AVX2Asm on the whole groups of
-// 8 keys, probsGoFrom on the rest (each byte depends on its own value).
-func probsAVX2(p []uint8, kpv int, sT []float32, sk int) {
-	if sk <= 0 {
-		return
-	}
-	need("probabilities", p, attnRows, kpv, sk)
-	need("softmax numerators", sT, 1, 0, sk*attnRows)
-	j8 := sk &^ 7
-	if j8 > 0 {
-		probsT16AVX2Asm(&p[0], kpv, &sT[0], j8/8)
-	}
-	if j8 < sk {
-		probsGoFrom(p, kpv, sT, j8, sk)
+// probsWith returns kernels.attnProbs on asm (probsT16AVX2Asm or
+// probsT16Asm) for the whole groups of 8 keys, probsGoFrom on the rest.
+func probsWith(asm func(p *uint8, kpv int, sT *float32, blocks int)) func(p []uint8, kpv int, sT []float32, sk int) {
+	return func(p []uint8, kpv int, sT []float32, sk int) {
+		if sk <= 0 {
+			return
+		}
+		need("probabilities", p, attnRows, kpv, sk)
+		need("softmax numerators", sT, 1, 0, sk*attnRows)
+		j8 := sk &^ 7
+		if j8 > 0 {
+			asm(&p[0], kpv, &sT[0], j8/8)
+		}
+		if j8 < sk {
+			probsGoFrom(p, kpv, sT, j8, sk)
+		}
 	}
 }

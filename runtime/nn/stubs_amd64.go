@@ -232,6 +232,12 @@ func packQueries16AVX2Asm(dst *uint32, src *uint8, kp int, rows int, colSum *int
 //go:noescape
 func probsT16AVX2Asm(p *uint8, kpv int, sT *float32, blocks int)
 
+// probsT16Asm sets p[r*kpv+j] = qgemm.QuantizeU8(sT[j*16+r], 255, 0) for r < 16 and
+// j < 8*blocks (blocks >= 1).
+//
+//go:noescape
+func probsT16Asm(p *uint8, kpv int, sT *float32, blocks int)
+
 // linearRows4Asm sets dst[r*dstStride+j] to the sum over p < k ascending of
 // x[r*xStride+p]*w[p*wStride+j], each product rounded, from 0, for r < 4 and j < n
 // (k, n >= 1): runtime/nn.LinearF32's bits.
