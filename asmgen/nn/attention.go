@@ -361,6 +361,8 @@ func softmaxBody(g *gen, mode int, load func(p reg.GPVirtual) reg.VecVirtual, ne
 	// Pass 2: numerators and their sum, in key order.
 	g.Label(pass2)
 	sum := g.zeroZMM()
+	lo := g.ZMM() // expZMM's floor, broadcast once for the whole pass
+	g.VBROADCASTSS(g.consts.f32(expMin), lo)
 	g.MOVQ(sPtr, p)
 	g.MOVQ(n, c)
 	expRows := func(m int) {
@@ -370,7 +372,7 @@ func softmaxBody(g *gen, mode int, load func(p reg.GPVirtual) reg.VecVirtual, ne
 			g.VMOVUPS(operand.Mem{Base: p, Disp: 64 * u}, ts[u])
 			g.VSUBPS(top, ts[u], ts[u]) // x - top
 		}
-		es := g.expZMM(ts)
+		es := g.expZMM(ts, lo)
 		for u, e := range es {
 			g.VMOVUPS(e, operand.Mem{Base: p, Disp: 64 * u})
 			g.VADDPS(e, sum, sum)
@@ -402,7 +404,8 @@ const cmpNLTUQ = 0x15
 // expZMM emits nn.Exp on every lane of each register of xs, interleaved
 // step by step, and returns the registers holding the results, for the
 // softmax's arguments x - max: x <= 0, -Inf or NaN (a NaN with the quiet
-// bit set, as arithmetic makes it). Per lane, in Exp's order:
+// bit set, as arithmetic makes it); lo holds expMin in every lane. Per
+// lane, in Exp's order:
 //
 //	k = roundEven(x*log2e); r = (x - k*ln2Hi) - k*ln2Lo
 //	p = Horner(r) ending with *r+1 twice
@@ -417,7 +420,7 @@ const cmpNLTUQ = 0x15
 // (no -Inf - -Inf, no underflow); the maximum keeps x where it is NaN
 // (MAXPS returns its second source then), and so does every later step,
 // so a NaN lane gives x's own bits, as Exp's return x does.
-func (g *gen) expZMM(xs []reg.VecVirtual) []reg.VecVirtual {
+func (g *gen) expZMM(xs []reg.VecVirtual, lo reg.VecVirtual) []reg.VecVirtual {
 	c := g.consts
 	n := len(xs)
 	vecs := func() []reg.VecVirtual {
@@ -428,8 +431,6 @@ func (g *gen) expZMM(xs []reg.VecVirtual) []reg.VecVirtual {
 		return v
 	}
 	each := func(f func(i int)) { forEach(n, f) }
-	lo := g.ZMM()
-	g.VBROADCASTSS(c.f32(expMin), lo)
 	keep := make([]reg.OpmaskVirtual, n)
 	each(func(i int) {
 		keep[i] = g.K()

@@ -283,17 +283,10 @@ func lnNormVariantAVX2(g *gen, flags int) {
 	}
 	j := g.GP64()
 	g.XORQ(j, j)
-	at := func(base reg.GPVirtual) operand.Mem {
-		return operand.Mem{Base: base, Index: j, Scale: 4}
-	}
+	at := func(base reg.GPVirtual) operand.Mem { return column(base, j) }
 	loop := g.NewLabel("lnn2_loop")
 	g.Label(loop)
-	y := g.normPSY(at(xp), st)
-	if has(lnBeta) {
-		y = g.affinePSY(y, at(gp), at(bp), true)
-	} else {
-		y = g.affinePSY(y, at(gp), operand.Mem{}, false)
-	}
+	y := g.affinePSY(g.normPSY(at(xp), st), at(gp), at(bp), has(lnBeta))
 	if has(lnF32) {
 		g.VMOVUPS(y, at(yp))
 	}
@@ -305,6 +298,15 @@ func lnNormVariantAVX2(g *gen, flags int) {
 	g.JL(operand.LabelRef(loop))
 	g.VZEROUPPER()
 	g.RET()
+}
+
+// column addresses float32 column j of the row at base; a nil base (an
+// operand the variant does not use) gives the zero Mem.
+func column(base, j reg.GPVirtual) operand.Mem {
+	if base == nil {
+		return operand.Mem{}
+	}
+	return operand.Mem{Base: base, Index: j, Scale: 4}
 }
 
 // normPSY returns z = ((x - meanHi) - meanLo) * inv for the 8 floats at
@@ -360,12 +362,7 @@ func lnNormDualVariantAVX2(g *gen, beta bool) {
 	quant := g.newQuantizerAVX2()
 	j := g.GP64()
 	g.XORQ(j, j)
-	at := func(base reg.GPVirtual) operand.Mem {
-		if base == nil {
-			return operand.Mem{}
-		}
-		return operand.Mem{Base: base, Index: j, Scale: 4}
-	}
+	at := func(base reg.GPVirtual) operand.Mem { return column(base, j) }
 	loop := g.NewLabel("lnd2_loop")
 	g.Label(loop)
 	z := g.normPSY(at(xp), st) // shared by both outputs

@@ -186,7 +186,7 @@ func genMinMax(g *gen) {
 // one as before.
 func genMinMaxRows(g *gen) {
 	// minMaxTree's final lane order: row r's extreme is in lane 4(r%4) +
-	// r/4.
+	// r/4. (A DATA section of its own, before the function.)
 	orderTab := g.StaticGlobal("nnMinMaxOrder")
 	g.DataAttributes(attr.RODATA | attr.NOPTR)
 	for i := range 16 {
@@ -203,96 +203,79 @@ func genMinMaxRows(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("minMaxRowsAsm sets lo[i] = min(0, min row i) and hi[i] = max(0, max row i), NaNs ignored, for",
 		"i < rows, row i being x[i*stride : i*stride+n] (rows, n >= 1).")
-	x, stride, rows, n := g.Load("x"), g.Load("stride"), g.Load("rows"), g.Load("n")
-	loOut, hiOut := g.Load("lo"), g.Load("hi")
-	g.SHLQ(operand.U8(2), stride) // in bytes
+	groups := func(a minMaxArgs) {
+		x, stride, rows, n, loOut, hiOut := a.x, a.stride, a.rows, a.n, a.loOut, a.hiOut
+		// The column steps of every row: n/16 whole ones, then the n%16 tail
+		// under its mask (masked lanes read 0, which no extreme changes: lo
+		// <= 0 <= hi throughout).
+		steps := g.GP64()
+		g.MOVQ(n, steps)
+		g.SHRQ(operand.U8(4), steps)
+		tailW := g.GP64()
+		g.MOVQ(n, tailW)
+		g.ANDQ(operand.U8(15), tailW)
+		tail := g.maskOf(tailW)
+		ahead := g.GP64() // minMaxGroup rows, in bytes: the next group
+		g.MOVQ(stride, ahead)
+		g.SHLQ(operand.U8(3), ahead)
 
-	// The column steps of every row: n/16 whole ones, then the n%16 tail
-	// under its mask (masked lanes read 0, which no extreme changes: lo
-	// <= 0 <= hi throughout).
-	steps := g.GP64()
-	g.MOVQ(n, steps)
-	g.SHRQ(operand.U8(4), steps)
-	tailW := g.GP64()
-	g.MOVQ(n, tailW)
-	g.ANDQ(operand.U8(15), tailW)
-	tail := g.maskOf(tailW)
-	ahead := g.GP64() // minMaxGroup rows, in bytes: the next group
-	g.MOVQ(stride, ahead)
-	g.SHLQ(operand.U8(3), ahead)
-
-	groupLoop, singles := g.NewLabel("mmr_group"), g.NewLabel("mmr_singles")
-	g.Label(groupLoop)
-	g.CMPQ(rows, operand.U8(minMaxGroup))
-	g.JL(operand.LabelRef(singles))
-	var lo, hi [minMaxGroup]reg.VecVirtual
-	rp := g.GP64()
-	g.MOVQ(x, rp)
-	for r := range minMaxGroup {
-		lo[r], hi[r] = g.zeroZMM(), g.zeroZMM()
-		if r > 0 {
-			g.ADDQ(stride, rp)
+		groupLoop, end := g.NewLabel("mmr_group"), g.NewLabel("mmr_groups_end")
+		g.Label(groupLoop)
+		g.CMPQ(rows, operand.U8(minMaxGroup))
+		g.JL(operand.LabelRef(end))
+		var lo, hi [minMaxGroup]reg.VecVirtual
+		rp := g.GP64()
+		g.MOVQ(x, rp)
+		for r := range minMaxGroup {
+			lo[r], hi[r] = g.zeroZMM(), g.zeroZMM()
+			if r > 0 {
+				g.ADDQ(stride, rp)
+			}
+			off, c, next := g.GP64(), g.GP64(), g.GP64()
+			g.XORQ(off, off)
+			g.MOVQ(steps, c)
+			g.LEAQ(operand.Mem{Base: rp, Index: ahead, Scale: 2}, next) // this row of the group after next
+			colLoop, colTail, done := g.NewLabel("mmr_col"), g.NewLabel("mmr_tail"), g.NewLabel("mmr_done")
+			g.TESTQ(c, c)
+			g.JZ(operand.LabelRef(colTail))
+			g.Label(colLoop)
+			g.PREFETCHT0(operand.Mem{Base: next, Index: off, Scale: 1}) // never faults
+			v := g.ZMM()
+			g.VMOVUPS(operand.Mem{Base: rp, Index: off, Scale: 1}, v)
+			g.VMINPS(lo[r], v, lo[r]) // v < lo ? v : lo
+			g.VMAXPS(hi[r], v, hi[r]) // v > hi ? v : hi
+			g.ADDQ(operand.U8(64), off)
+			g.DECQ(c)
+			g.JNZ(operand.LabelRef(colLoop))
+			g.Label(colTail)
+			g.KORTESTW(tail, tail)
+			g.JZ(operand.LabelRef(done))
+			t := g.ZMM()
+			g.VMOVUPS_Z(operand.Mem{Base: rp, Index: off, Scale: 1}, tail, t)
+			g.VMINPS(lo[r], t, lo[r])
+			g.VMAXPS(hi[r], t, hi[r])
+			g.Label(done)
 		}
-		off, c := g.GP64(), g.GP64()
-		g.XORQ(off, off)
-		g.MOVQ(steps, c)
-		colLoop, colTail, done := g.NewLabel("mmr_col"), g.NewLabel("mmr_tail"), g.NewLabel("mmr_done")
-		g.TESTQ(c, c)
-		g.JZ(operand.LabelRef(colTail))
-		g.Label(colLoop)
-		at := operand.Mem{Base: rp, Index: off, Scale: 1}
-		next := g.GP64()
-		g.LEAQ(operand.Mem{Base: rp, Index: ahead, Scale: 2}, next)
-		g.PREFETCHT0(operand.Mem{Base: next, Index: off, Scale: 1}) // the group after next; never faults
-		v := g.ZMM()
-		g.VMOVUPS(at, v)
-		g.VMINPS(lo[r], v, lo[r]) // v < lo ? v : lo
-		g.VMAXPS(hi[r], v, hi[r]) // v > hi ? v : hi
-		g.ADDQ(operand.U8(64), off)
-		g.DECQ(c)
-		g.JNZ(operand.LabelRef(colLoop))
-		g.Label(colTail)
-		g.KORTESTW(tail, tail)
-		g.JZ(operand.LabelRef(done))
-		t := g.ZMM()
-		g.VMOVUPS_Z(operand.Mem{Base: rp, Index: off, Scale: 1}, tail, t)
-		g.VMINPS(lo[r], t, lo[r])
-		g.VMAXPS(hi[r], t, hi[r])
-		g.Label(done)
+		order := g.ZMM()
+		g.VMOVDQU32(orderTab, order)
+		eightW := g.GP64()
+		g.MOVQ(operand.U32(minMaxGroup), eightW)
+		eight := g.maskOf(eightW)
+		g.VMOVUPS(g.minMaxTree(lo, g.VMINPS, order), eight, operand.Mem{Base: loOut})
+		g.VMOVUPS(g.minMaxTree(hi, g.VMAXPS, order), eight, operand.Mem{Base: hiOut})
+		g.ADDQ(operand.U8(4*minMaxGroup), loOut)
+		g.ADDQ(operand.U8(4*minMaxGroup), hiOut)
+		g.ADDQ(ahead, x)
+		g.SUBQ(operand.U8(minMaxGroup), rows)
+		g.JMP(operand.LabelRef(groupLoop))
+		g.Label(end)
 	}
-	order := g.ZMM()
-	g.VMOVDQU32(orderTab, order)
-	eightW := g.GP64()
-	g.MOVQ(operand.U32(minMaxGroup), eightW)
-	eight := g.maskOf(eightW)
-	g.VMOVUPS(g.minMaxTree(lo, g.VMINPS, order), eight, operand.Mem{Base: loOut})
-	g.VMOVUPS(g.minMaxTree(hi, g.VMAXPS, order), eight, operand.Mem{Base: hiOut})
-	g.ADDQ(operand.U8(4*minMaxGroup), loOut)
-	g.ADDQ(operand.U8(4*minMaxGroup), hiOut)
-	g.ADDQ(ahead, x)
-	g.SUBQ(operand.U8(minMaxGroup), rows)
-	g.JMP(operand.LabelRef(groupLoop))
-
-	// The rows left, one by one, each prefetching the next.
-	g.Label(singles)
-	done := g.NewLabel("mmr_end")
-	g.TESTQ(rows, rows)
-	g.JZ(operand.LabelRef(done))
-	rowLoop := g.NewLabel("mmr_row")
-	g.Label(rowLoop)
-	next := g.GP64()
-	g.LEAQ(operand.Mem{Base: x, Index: stride, Scale: 1}, next)
-	l, h := g.minMaxRow(x, n, next)
-	g.VMOVSS(l, operand.Mem{Base: loOut})
-	g.VMOVSS(h, operand.Mem{Base: hiOut})
-	g.ADDQ(operand.U8(4), loOut)
-	g.ADDQ(operand.U8(4), hiOut)
-	g.ADDQ(stride, x)
-	g.DECQ(rows)
-	g.JNZ(operand.LabelRef(rowLoop))
-	g.Label(done)
-	g.VZEROUPPER()
-	g.RET()
+	// The rows left one by one, each prefetching the next.
+	g.minMaxRows("mmr_row", groups, func(x, n, stride reg.GPVirtual) (lo, hi reg.VecVirtual) {
+		next := g.GP64()
+		g.LEAQ(operand.Mem{Base: x, Index: stride, Scale: 1}, next)
+		return g.minMaxRow(x, n, next)
+	})
 }
 
 // minMaxGroup is the rows minMaxRowsAsm reduces together: two registers
@@ -349,13 +332,20 @@ func (g *gen) minMaxTree(v [minMaxGroup]reg.VecVirtual, op func(...operand.Op), 
 }
 
 // minMaxRows emits the row loop of the many-row minMax kernels over the
-// x, stride, rows, n, lo and hi arguments: row reduces the n values at x
+// x, stride, rows, n, lo and hi arguments: groups (if not nil) first takes
+// the rows it can, then row reduces each remaining row's n values at x
 // (stride: the row stride in bytes) into lane 0 of two xmm registers,
 // stored to lo[i] and hi[i].
-func (g *gen) minMaxRows(label string, row func(x, n, stride reg.GPVirtual) (lo, hi reg.VecVirtual)) {
-	x, stride, rows, n := g.Load("x"), g.Load("stride"), g.Load("rows"), g.Load("n")
-	loOut, hiOut := g.Load("lo"), g.Load("hi")
+func (g *gen) minMaxRows(label string, groups func(a minMaxArgs), row func(x, n, stride reg.GPVirtual) (lo, hi reg.VecVirtual)) {
+	a := minMaxArgs{x: g.Load("x"), stride: g.Load("stride"), rows: g.Load("rows"), n: g.Load("n"), loOut: g.Load("lo"), hiOut: g.Load("hi")}
+	x, stride, rows, n, loOut, hiOut := a.x, a.stride, a.rows, a.n, a.loOut, a.hiOut
 	g.SHLQ(operand.U8(2), stride) // in bytes
+	done := g.NewLabel(label + "_end")
+	if groups != nil {
+		groups(a)
+		g.TESTQ(rows, rows) // the groups may have taken every row
+		g.JZ(operand.LabelRef(done))
+	}
 	loop := g.NewLabel(label)
 	g.Label(loop)
 	lo, hi := row(x, n, stride)
@@ -366,9 +356,14 @@ func (g *gen) minMaxRows(label string, row func(x, n, stride reg.GPVirtual) (lo,
 	g.ADDQ(stride, x)
 	g.DECQ(rows)
 	g.JNZ(operand.LabelRef(loop))
+	g.Label(done)
 	g.VZEROUPPER()
 	g.RET()
 }
+
+// minMaxArgs are the registers of the many-row minMax kernels' arguments
+// (stride in bytes), which a groups prologue moves past the rows it takes.
+type minMaxArgs struct{ x, stride, rows, n, loOut, hiOut reg.GPVirtual }
 
 // minMaxRow emits the scan of the n values at x (n >= 1) and returns xmm
 // registers whose lane 0 holds min(0, min x) and max(0, max x). With

@@ -125,7 +125,7 @@ func genMinMaxRowsAVX2(g *gen) {
 	g.Pragma("noescape")
 	g.Doc("minMaxRowsAVX2Asm sets lo[i] = min(0, min row i) and hi[i] = max(0, max row i), NaNs ignored,",
 		"for i < rows, row i being x[i*stride : i*stride+n] (rows >= 1; n >= 8, a multiple of 8).")
-	g.minMaxRows("mmr2_row", func(x, n, _ reg.GPVirtual) (lo, hi reg.VecVirtual) { return g.minMaxRowAVX2(x, n) })
+	g.minMaxRows("mmr2_row", nil, func(x, n, _ reg.GPVirtual) (lo, hi reg.VecVirtual) { return g.minMaxRowAVX2(x, n) })
 }
 
 // genAbsMaxColsAVX2 emits absMaxColsAVX2Asm, absMaxColsAsm's AVX2 form

@@ -1069,160 +1069,159 @@ sm_max_30:
 	JNZ     sm_max_30
 
 sm_pass2_29:
-	VPXORD Z0, Z0, Z0
-	MOVQ   CX, DX
-	MOVQ   AX, BX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS nnConsts<>+28(SB), Z2
+	MOVQ         CX, DX
+	MOVQ         AX, BX
 
 sm_exp4_31:
-	CMPQ         BX, $0x04
-	JL           sm_exp1_32
-	VMOVUPS      (DX), Z2
-	VSUBPS       Z1, Z2, Z2
-	VMOVUPS      64(DX), Z3
-	VSUBPS       Z1, Z3, Z3
-	VMOVUPS      128(DX), Z4
-	VSUBPS       Z1, Z4, Z4
-	VMOVUPS      192(DX), Z5
-	VSUBPS       Z1, Z5, Z5
-	VBROADCASTSS nnConsts<>+28(SB), Z6
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z3, K2
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
-	VMAXPS       Z2, Z6, Z2
-	VMAXPS       Z3, Z6, Z3
-	VMAXPS       Z4, Z6, Z4
-	VMAXPS       Z5, Z6, Z5
-	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z10
-	VMULPS.BCST  nnConsts<>+16(SB), Z3, Z11
-	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
-	VRNDSCALEPS  $0x00, Z10, Z6
-	VRNDSCALEPS  $0x00, Z11, Z7
-	VRNDSCALEPS  $0x00, Z12, Z8
-	VRNDSCALEPS  $0x00, Z13, Z9
-	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
-	VSUBPS       Z10, Z2, Z2
-	VSUBPS       Z11, Z3, Z3
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
-	VSUBPS       Z10, Z2, Z2
-	VSUBPS       Z11, Z3, Z3
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z10
-	VMULPS.BCST  nnConsts<>+48(SB), Z3, Z11
-	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
-	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VSCALEFPS.Z  Z6, Z10, K1, Z2
-	VSCALEFPS.Z  Z7, Z11, K2, Z3
-	VSCALEFPS.Z  Z8, Z12, K3, Z4
-	VSCALEFPS.Z  Z9, Z13, K4, Z5
-	VMOVUPS      Z2, (DX)
-	VADDPS       Z2, Z0, Z0
-	VMOVUPS      Z3, 64(DX)
-	VADDPS       Z3, Z0, Z0
-	VMOVUPS      Z4, 128(DX)
-	VADDPS       Z4, Z0, Z0
-	VMOVUPS      Z5, 192(DX)
-	VADDPS       Z5, Z0, Z0
-	ADDQ         $0x00000100, DX
-	SUBQ         $0x04, BX
-	JMP          sm_exp4_31
+	CMPQ        BX, $0x04
+	JL          sm_exp1_32
+	VMOVUPS     (DX), Z3
+	VSUBPS      Z1, Z3, Z3
+	VMOVUPS     64(DX), Z4
+	VSUBPS      Z1, Z4, Z4
+	VMOVUPS     128(DX), Z5
+	VSUBPS      Z1, Z5, Z5
+	VMOVUPS     192(DX), Z6
+	VSUBPS      Z1, Z6, Z6
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z3, K1
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z4, K2
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z5, K3
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z6, K4
+	VMAXPS      Z3, Z2, Z3
+	VMAXPS      Z4, Z2, Z4
+	VMAXPS      Z5, Z2, Z5
+	VMAXPS      Z6, Z2, Z6
+	VMULPS.BCST nnConsts<>+16(SB), Z3, Z11
+	VMULPS.BCST nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+16(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+16(SB), Z6, Z14
+	VRNDSCALEPS $0x00, Z11, Z7
+	VRNDSCALEPS $0x00, Z12, Z8
+	VRNDSCALEPS $0x00, Z13, Z9
+	VRNDSCALEPS $0x00, Z14, Z10
+	VMULPS.BCST nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+20(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+20(SB), Z10, Z14
+	VSUBPS      Z11, Z3, Z3
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+24(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+24(SB), Z10, Z14
+	VSUBPS      Z11, Z3, Z3
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+48(SB), Z3, Z11
+	VMULPS.BCST nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+48(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+48(SB), Z6, Z14
+	VADDPS.BCST nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+52(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+52(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+56(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+56(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+60(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+60(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+64(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+64(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+68(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+68(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VSCALEFPS.Z Z7, Z11, K1, Z3
+	VSCALEFPS.Z Z8, Z12, K2, Z4
+	VSCALEFPS.Z Z9, Z13, K3, Z5
+	VSCALEFPS.Z Z10, Z14, K4, Z6
+	VMOVUPS     Z3, (DX)
+	VADDPS      Z3, Z0, Z0
+	VMOVUPS     Z4, 64(DX)
+	VADDPS      Z4, Z0, Z0
+	VMOVUPS     Z5, 128(DX)
+	VADDPS      Z5, Z0, Z0
+	VMOVUPS     Z6, 192(DX)
+	VADDPS      Z6, Z0, Z0
+	ADDQ        $0x00000100, DX
+	SUBQ        $0x04, BX
+	JMP         sm_exp4_31
 
 sm_exp1_32:
-	TESTQ        BX, BX
-	JZ           sm_done_33
-	VMOVUPS      (DX), Z2
-	VSUBPS       Z1, Z2, Z2
-	VBROADCASTSS nnConsts<>+28(SB), Z3
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
-	VMAXPS       Z2, Z3, Z2
-	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z4
-	VRNDSCALEPS  $0x00, Z4, Z3
-	VMULPS.BCST  nnConsts<>+20(SB), Z3, Z4
-	VSUBPS       Z4, Z2, Z2
-	VMULPS.BCST  nnConsts<>+24(SB), Z3, Z4
-	VSUBPS       Z4, Z2, Z2
-	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z4
-	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VSCALEFPS.Z  Z3, Z4, K1, Z2
-	VMOVUPS      Z2, (DX)
-	VADDPS       Z2, Z0, Z0
-	ADDQ         $0x00000040, DX
-	SUBQ         $0x01, BX
-	JMP          sm_exp1_32
+	TESTQ       BX, BX
+	JZ          sm_done_33
+	VMOVUPS     (DX), Z3
+	VSUBPS      Z1, Z3, Z3
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z3, K1
+	VMAXPS      Z3, Z2, Z3
+	VMULPS.BCST nnConsts<>+16(SB), Z3, Z5
+	VRNDSCALEPS $0x00, Z5, Z4
+	VMULPS.BCST nnConsts<>+20(SB), Z4, Z5
+	VSUBPS      Z5, Z3, Z3
+	VMULPS.BCST nnConsts<>+24(SB), Z4, Z5
+	VSUBPS      Z5, Z3, Z3
+	VMULPS.BCST nnConsts<>+48(SB), Z3, Z5
+	VADDPS.BCST nnConsts<>+52(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+56(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+60(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+64(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+68(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VSCALEFPS.Z Z4, Z5, K1, Z3
+	VMOVUPS     Z3, (DX)
+	VADDPS      Z3, Z0, Z0
+	ADDQ        $0x00000040, DX
+	SUBQ        $0x01, BX
+	JMP         sm_exp1_32
 
 sm_done_33:
 	MOVQ    sums+40(FP), AX
@@ -1256,160 +1255,159 @@ sm_max_35:
 	JNZ         sm_max_35
 
 sm_pass2_34:
-	VPXORD Z0, Z0, Z0
-	MOVQ   CX, BX
-	MOVQ   AX, SI
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS nnConsts<>+28(SB), Z2
+	MOVQ         CX, BX
+	MOVQ         AX, SI
 
 sm_exp4_36:
-	CMPQ         SI, $0x04
-	JL           sm_exp1_37
-	VMOVUPS      (BX), Z2
-	VSUBPS       Z1, Z2, Z2
-	VMOVUPS      64(BX), Z3
-	VSUBPS       Z1, Z3, Z3
-	VMOVUPS      128(BX), Z4
-	VSUBPS       Z1, Z4, Z4
-	VMOVUPS      192(BX), Z5
-	VSUBPS       Z1, Z5, Z5
-	VBROADCASTSS nnConsts<>+28(SB), Z6
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z3, K2
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
-	VMAXPS       Z2, Z6, Z2
-	VMAXPS       Z3, Z6, Z3
-	VMAXPS       Z4, Z6, Z4
-	VMAXPS       Z5, Z6, Z5
-	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z10
-	VMULPS.BCST  nnConsts<>+16(SB), Z3, Z11
-	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
-	VRNDSCALEPS  $0x00, Z10, Z6
-	VRNDSCALEPS  $0x00, Z11, Z7
-	VRNDSCALEPS  $0x00, Z12, Z8
-	VRNDSCALEPS  $0x00, Z13, Z9
-	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
-	VSUBPS       Z10, Z2, Z2
-	VSUBPS       Z11, Z3, Z3
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
-	VSUBPS       Z10, Z2, Z2
-	VSUBPS       Z11, Z3, Z3
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z10
-	VMULPS.BCST  nnConsts<>+48(SB), Z3, Z11
-	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
-	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VSCALEFPS.Z  Z6, Z10, K1, Z2
-	VSCALEFPS.Z  Z7, Z11, K2, Z3
-	VSCALEFPS.Z  Z8, Z12, K3, Z4
-	VSCALEFPS.Z  Z9, Z13, K4, Z5
-	VMOVUPS      Z2, (BX)
-	VADDPS       Z2, Z0, Z0
-	VMOVUPS      Z3, 64(BX)
-	VADDPS       Z3, Z0, Z0
-	VMOVUPS      Z4, 128(BX)
-	VADDPS       Z4, Z0, Z0
-	VMOVUPS      Z5, 192(BX)
-	VADDPS       Z5, Z0, Z0
-	ADDQ         $0x00000100, BX
-	SUBQ         $0x04, SI
-	JMP          sm_exp4_36
+	CMPQ        SI, $0x04
+	JL          sm_exp1_37
+	VMOVUPS     (BX), Z3
+	VSUBPS      Z1, Z3, Z3
+	VMOVUPS     64(BX), Z4
+	VSUBPS      Z1, Z4, Z4
+	VMOVUPS     128(BX), Z5
+	VSUBPS      Z1, Z5, Z5
+	VMOVUPS     192(BX), Z6
+	VSUBPS      Z1, Z6, Z6
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z3, K1
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z4, K2
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z5, K3
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z6, K4
+	VMAXPS      Z3, Z2, Z3
+	VMAXPS      Z4, Z2, Z4
+	VMAXPS      Z5, Z2, Z5
+	VMAXPS      Z6, Z2, Z6
+	VMULPS.BCST nnConsts<>+16(SB), Z3, Z11
+	VMULPS.BCST nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+16(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+16(SB), Z6, Z14
+	VRNDSCALEPS $0x00, Z11, Z7
+	VRNDSCALEPS $0x00, Z12, Z8
+	VRNDSCALEPS $0x00, Z13, Z9
+	VRNDSCALEPS $0x00, Z14, Z10
+	VMULPS.BCST nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+20(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+20(SB), Z10, Z14
+	VSUBPS      Z11, Z3, Z3
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+24(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+24(SB), Z10, Z14
+	VSUBPS      Z11, Z3, Z3
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+48(SB), Z3, Z11
+	VMULPS.BCST nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+48(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+48(SB), Z6, Z14
+	VADDPS.BCST nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+52(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+52(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+56(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+56(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+60(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+60(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+64(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+64(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+68(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+68(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VSCALEFPS.Z Z7, Z11, K1, Z3
+	VSCALEFPS.Z Z8, Z12, K2, Z4
+	VSCALEFPS.Z Z9, Z13, K3, Z5
+	VSCALEFPS.Z Z10, Z14, K4, Z6
+	VMOVUPS     Z3, (BX)
+	VADDPS      Z3, Z0, Z0
+	VMOVUPS     Z4, 64(BX)
+	VADDPS      Z4, Z0, Z0
+	VMOVUPS     Z5, 128(BX)
+	VADDPS      Z5, Z0, Z0
+	VMOVUPS     Z6, 192(BX)
+	VADDPS      Z6, Z0, Z0
+	ADDQ        $0x00000100, BX
+	SUBQ        $0x04, SI
+	JMP         sm_exp4_36
 
 sm_exp1_37:
-	TESTQ        SI, SI
-	JZ           sm_done_38
-	VMOVUPS      (BX), Z2
-	VSUBPS       Z1, Z2, Z2
-	VBROADCASTSS nnConsts<>+28(SB), Z3
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
-	VMAXPS       Z2, Z3, Z2
-	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z4
-	VRNDSCALEPS  $0x00, Z4, Z3
-	VMULPS.BCST  nnConsts<>+20(SB), Z3, Z4
-	VSUBPS       Z4, Z2, Z2
-	VMULPS.BCST  nnConsts<>+24(SB), Z3, Z4
-	VSUBPS       Z4, Z2, Z2
-	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z4
-	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VSCALEFPS.Z  Z3, Z4, K1, Z2
-	VMOVUPS      Z2, (BX)
-	VADDPS       Z2, Z0, Z0
-	ADDQ         $0x00000040, BX
-	SUBQ         $0x01, SI
-	JMP          sm_exp1_37
+	TESTQ       SI, SI
+	JZ          sm_done_38
+	VMOVUPS     (BX), Z3
+	VSUBPS      Z1, Z3, Z3
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z3, K1
+	VMAXPS      Z3, Z2, Z3
+	VMULPS.BCST nnConsts<>+16(SB), Z3, Z5
+	VRNDSCALEPS $0x00, Z5, Z4
+	VMULPS.BCST nnConsts<>+20(SB), Z4, Z5
+	VSUBPS      Z5, Z3, Z3
+	VMULPS.BCST nnConsts<>+24(SB), Z4, Z5
+	VSUBPS      Z5, Z3, Z3
+	VMULPS.BCST nnConsts<>+48(SB), Z3, Z5
+	VADDPS.BCST nnConsts<>+52(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+56(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+60(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+64(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+68(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VSCALEFPS.Z Z4, Z5, K1, Z3
+	VMOVUPS     Z3, (BX)
+	VADDPS      Z3, Z0, Z0
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x01, SI
+	JMP         sm_exp1_37
 
 sm_done_38:
 	MOVQ    sums+40(FP), AX
@@ -1443,160 +1441,159 @@ sm_max_40:
 	JNZ     sm_max_40
 
 sm_pass2_39:
-	VPXORD Z0, Z0, Z0
-	MOVQ   CX, BX
-	MOVQ   AX, SI
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS nnConsts<>+28(SB), Z2
+	MOVQ         CX, BX
+	MOVQ         AX, SI
 
 sm_exp4_41:
-	CMPQ         SI, $0x04
-	JL           sm_exp1_42
-	VMOVUPS      (BX), Z2
-	VSUBPS       Z1, Z2, Z2
-	VMOVUPS      64(BX), Z3
-	VSUBPS       Z1, Z3, Z3
-	VMOVUPS      128(BX), Z4
-	VSUBPS       Z1, Z4, Z4
-	VMOVUPS      192(BX), Z5
-	VSUBPS       Z1, Z5, Z5
-	VBROADCASTSS nnConsts<>+28(SB), Z6
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z3, K2
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
-	VMAXPS       Z2, Z6, Z2
-	VMAXPS       Z3, Z6, Z3
-	VMAXPS       Z4, Z6, Z4
-	VMAXPS       Z5, Z6, Z5
-	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z10
-	VMULPS.BCST  nnConsts<>+16(SB), Z3, Z11
-	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
-	VRNDSCALEPS  $0x00, Z10, Z6
-	VRNDSCALEPS  $0x00, Z11, Z7
-	VRNDSCALEPS  $0x00, Z12, Z8
-	VRNDSCALEPS  $0x00, Z13, Z9
-	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
-	VSUBPS       Z10, Z2, Z2
-	VSUBPS       Z11, Z3, Z3
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
-	VSUBPS       Z10, Z2, Z2
-	VSUBPS       Z11, Z3, Z3
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z10
-	VMULPS.BCST  nnConsts<>+48(SB), Z3, Z11
-	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
-	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VMULPS       Z2, Z10, Z10
-	VMULPS       Z3, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VSCALEFPS.Z  Z6, Z10, K1, Z2
-	VSCALEFPS.Z  Z7, Z11, K2, Z3
-	VSCALEFPS.Z  Z8, Z12, K3, Z4
-	VSCALEFPS.Z  Z9, Z13, K4, Z5
-	VMOVUPS      Z2, (BX)
-	VADDPS       Z2, Z0, Z0
-	VMOVUPS      Z3, 64(BX)
-	VADDPS       Z3, Z0, Z0
-	VMOVUPS      Z4, 128(BX)
-	VADDPS       Z4, Z0, Z0
-	VMOVUPS      Z5, 192(BX)
-	VADDPS       Z5, Z0, Z0
-	ADDQ         $0x00000100, BX
-	SUBQ         $0x04, SI
-	JMP          sm_exp4_41
+	CMPQ        SI, $0x04
+	JL          sm_exp1_42
+	VMOVUPS     (BX), Z3
+	VSUBPS      Z1, Z3, Z3
+	VMOVUPS     64(BX), Z4
+	VSUBPS      Z1, Z4, Z4
+	VMOVUPS     128(BX), Z5
+	VSUBPS      Z1, Z5, Z5
+	VMOVUPS     192(BX), Z6
+	VSUBPS      Z1, Z6, Z6
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z3, K1
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z4, K2
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z5, K3
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z6, K4
+	VMAXPS      Z3, Z2, Z3
+	VMAXPS      Z4, Z2, Z4
+	VMAXPS      Z5, Z2, Z5
+	VMAXPS      Z6, Z2, Z6
+	VMULPS.BCST nnConsts<>+16(SB), Z3, Z11
+	VMULPS.BCST nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+16(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+16(SB), Z6, Z14
+	VRNDSCALEPS $0x00, Z11, Z7
+	VRNDSCALEPS $0x00, Z12, Z8
+	VRNDSCALEPS $0x00, Z13, Z9
+	VRNDSCALEPS $0x00, Z14, Z10
+	VMULPS.BCST nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+20(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+20(SB), Z10, Z14
+	VSUBPS      Z11, Z3, Z3
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+24(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+24(SB), Z10, Z14
+	VSUBPS      Z11, Z3, Z3
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+48(SB), Z3, Z11
+	VMULPS.BCST nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+48(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+48(SB), Z6, Z14
+	VADDPS.BCST nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+52(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+52(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+56(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+56(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+60(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+60(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+64(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+64(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+68(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+68(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VMULPS      Z3, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VSCALEFPS.Z Z7, Z11, K1, Z3
+	VSCALEFPS.Z Z8, Z12, K2, Z4
+	VSCALEFPS.Z Z9, Z13, K3, Z5
+	VSCALEFPS.Z Z10, Z14, K4, Z6
+	VMOVUPS     Z3, (BX)
+	VADDPS      Z3, Z0, Z0
+	VMOVUPS     Z4, 64(BX)
+	VADDPS      Z4, Z0, Z0
+	VMOVUPS     Z5, 128(BX)
+	VADDPS      Z5, Z0, Z0
+	VMOVUPS     Z6, 192(BX)
+	VADDPS      Z6, Z0, Z0
+	ADDQ        $0x00000100, BX
+	SUBQ        $0x04, SI
+	JMP         sm_exp4_41
 
 sm_exp1_42:
-	TESTQ        SI, SI
-	JZ           sm_done_43
-	VMOVUPS      (BX), Z2
-	VSUBPS       Z1, Z2, Z2
-	VBROADCASTSS nnConsts<>+28(SB), Z3
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K1
-	VMAXPS       Z2, Z3, Z2
-	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z4
-	VRNDSCALEPS  $0x00, Z4, Z3
-	VMULPS.BCST  nnConsts<>+20(SB), Z3, Z4
-	VSUBPS       Z4, Z2, Z2
-	VMULPS.BCST  nnConsts<>+24(SB), Z3, Z4
-	VSUBPS       Z4, Z2, Z2
-	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z4
-	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VMULPS       Z2, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VSCALEFPS.Z  Z3, Z4, K1, Z2
-	VMOVUPS      Z2, (BX)
-	VADDPS       Z2, Z0, Z0
-	ADDQ         $0x00000040, BX
-	SUBQ         $0x01, SI
-	JMP          sm_exp1_42
+	TESTQ       SI, SI
+	JZ          sm_done_43
+	VMOVUPS     (BX), Z3
+	VSUBPS      Z1, Z3, Z3
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z3, K1
+	VMAXPS      Z3, Z2, Z3
+	VMULPS.BCST nnConsts<>+16(SB), Z3, Z5
+	VRNDSCALEPS $0x00, Z5, Z4
+	VMULPS.BCST nnConsts<>+20(SB), Z4, Z5
+	VSUBPS      Z5, Z3, Z3
+	VMULPS.BCST nnConsts<>+24(SB), Z4, Z5
+	VSUBPS      Z5, Z3, Z3
+	VMULPS.BCST nnConsts<>+48(SB), Z3, Z5
+	VADDPS.BCST nnConsts<>+52(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+56(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+60(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+64(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+68(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VSCALEFPS.Z Z4, Z5, K1, Z3
+	VMOVUPS     Z3, (BX)
+	VADDPS      Z3, Z0, Z0
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x01, SI
+	JMP         sm_exp1_42
 
 sm_done_43:
 	MOVQ    sums+40(FP), AX
@@ -1667,160 +1664,159 @@ sm_max_48:
 	JNZ          sm_max_48
 
 sm_pass2_47:
-	VPXORD Z0, Z0, Z0
-	MOVQ   DI, R8
-	MOVQ   SI, R9
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS nnConsts<>+28(SB), Z1
+	MOVQ         DI, R8
+	MOVQ         SI, R9
 
 sm_exp4_49:
-	CMPQ         R9, $0x04
-	JL           sm_exp1_50
-	VMOVUPS      (R8), Z1
-	VSUBPS       Z3, Z1, Z1
-	VMOVUPS      64(R8), Z2
-	VSUBPS       Z3, Z2, Z2
-	VMOVUPS      128(R8), Z4
-	VSUBPS       Z3, Z4, Z4
-	VMOVUPS      192(R8), Z5
-	VSUBPS       Z3, Z5, Z5
-	VBROADCASTSS nnConsts<>+28(SB), Z6
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K2
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
-	VMAXPS       Z1, Z6, Z1
-	VMAXPS       Z2, Z6, Z2
-	VMAXPS       Z4, Z6, Z4
-	VMAXPS       Z5, Z6, Z5
-	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z10
-	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z11
-	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
-	VRNDSCALEPS  $0x00, Z10, Z6
-	VRNDSCALEPS  $0x00, Z11, Z7
-	VRNDSCALEPS  $0x00, Z12, Z8
-	VRNDSCALEPS  $0x00, Z13, Z9
-	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
-	VSUBPS       Z10, Z1, Z1
-	VSUBPS       Z11, Z2, Z2
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
-	VSUBPS       Z10, Z1, Z1
-	VSUBPS       Z11, Z2, Z2
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z10
-	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z11
-	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
-	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VSCALEFPS.Z  Z6, Z10, K1, Z1
-	VSCALEFPS.Z  Z7, Z11, K2, Z2
-	VSCALEFPS.Z  Z8, Z12, K3, Z4
-	VSCALEFPS.Z  Z9, Z13, K4, Z5
-	VMOVUPS      Z1, (R8)
-	VADDPS       Z1, Z0, Z0
-	VMOVUPS      Z2, 64(R8)
-	VADDPS       Z2, Z0, Z0
-	VMOVUPS      Z4, 128(R8)
-	VADDPS       Z4, Z0, Z0
-	VMOVUPS      Z5, 192(R8)
-	VADDPS       Z5, Z0, Z0
-	ADDQ         $0x00000100, R8
-	SUBQ         $0x04, R9
-	JMP          sm_exp4_49
+	CMPQ        R9, $0x04
+	JL          sm_exp1_50
+	VMOVUPS     (R8), Z2
+	VSUBPS      Z3, Z2, Z2
+	VMOVUPS     64(R8), Z4
+	VSUBPS      Z3, Z4, Z4
+	VMOVUPS     128(R8), Z5
+	VSUBPS      Z3, Z5, Z5
+	VMOVUPS     192(R8), Z6
+	VSUBPS      Z3, Z6, Z6
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z2, K1
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z4, K2
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z5, K3
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z6, K4
+	VMAXPS      Z2, Z1, Z2
+	VMAXPS      Z4, Z1, Z4
+	VMAXPS      Z5, Z1, Z5
+	VMAXPS      Z6, Z1, Z6
+	VMULPS.BCST nnConsts<>+16(SB), Z2, Z11
+	VMULPS.BCST nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+16(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+16(SB), Z6, Z14
+	VRNDSCALEPS $0x00, Z11, Z7
+	VRNDSCALEPS $0x00, Z12, Z8
+	VRNDSCALEPS $0x00, Z13, Z9
+	VRNDSCALEPS $0x00, Z14, Z10
+	VMULPS.BCST nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+20(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+20(SB), Z10, Z14
+	VSUBPS      Z11, Z2, Z2
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+24(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+24(SB), Z10, Z14
+	VSUBPS      Z11, Z2, Z2
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+48(SB), Z2, Z11
+	VMULPS.BCST nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+48(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+48(SB), Z6, Z14
+	VADDPS.BCST nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+52(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+52(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+56(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+56(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+60(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+60(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+64(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+64(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+68(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+68(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VSCALEFPS.Z Z7, Z11, K1, Z2
+	VSCALEFPS.Z Z8, Z12, K2, Z4
+	VSCALEFPS.Z Z9, Z13, K3, Z5
+	VSCALEFPS.Z Z10, Z14, K4, Z6
+	VMOVUPS     Z2, (R8)
+	VADDPS      Z2, Z0, Z0
+	VMOVUPS     Z4, 64(R8)
+	VADDPS      Z4, Z0, Z0
+	VMOVUPS     Z5, 128(R8)
+	VADDPS      Z5, Z0, Z0
+	VMOVUPS     Z6, 192(R8)
+	VADDPS      Z6, Z0, Z0
+	ADDQ        $0x00000100, R8
+	SUBQ        $0x04, R9
+	JMP         sm_exp4_49
 
 sm_exp1_50:
-	TESTQ        R9, R9
-	JZ           sm_done_51
-	VMOVUPS      (R8), Z1
-	VSUBPS       Z3, Z1, Z1
-	VBROADCASTSS nnConsts<>+28(SB), Z2
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
-	VMAXPS       Z1, Z2, Z1
-	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z4
-	VRNDSCALEPS  $0x00, Z4, Z2
-	VMULPS.BCST  nnConsts<>+20(SB), Z2, Z4
-	VSUBPS       Z4, Z1, Z1
-	VMULPS.BCST  nnConsts<>+24(SB), Z2, Z4
-	VSUBPS       Z4, Z1, Z1
-	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z4
-	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VSCALEFPS.Z  Z2, Z4, K1, Z1
-	VMOVUPS      Z1, (R8)
-	VADDPS       Z1, Z0, Z0
-	ADDQ         $0x00000040, R8
-	SUBQ         $0x01, R9
-	JMP          sm_exp1_50
+	TESTQ       R9, R9
+	JZ          sm_done_51
+	VMOVUPS     (R8), Z2
+	VSUBPS      Z3, Z2, Z2
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z2, K1
+	VMAXPS      Z2, Z1, Z2
+	VMULPS.BCST nnConsts<>+16(SB), Z2, Z5
+	VRNDSCALEPS $0x00, Z5, Z4
+	VMULPS.BCST nnConsts<>+20(SB), Z4, Z5
+	VSUBPS      Z5, Z2, Z2
+	VMULPS.BCST nnConsts<>+24(SB), Z4, Z5
+	VSUBPS      Z5, Z2, Z2
+	VMULPS.BCST nnConsts<>+48(SB), Z2, Z5
+	VADDPS.BCST nnConsts<>+52(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+56(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+60(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+64(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+68(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VSCALEFPS.Z Z4, Z5, K1, Z2
+	VMOVUPS     Z2, (R8)
+	VADDPS      Z2, Z0, Z0
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x01, R9
+	JMP         sm_exp1_50
 
 sm_done_51:
 	MOVQ    sums+40(FP), AX
@@ -1878,160 +1874,159 @@ sm_max_53:
 	JNZ          sm_max_53
 
 sm_pass2_52:
-	VPXORD Z0, Z0, Z0
-	MOVQ   DI, R9
-	MOVQ   SI, R10
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS nnConsts<>+28(SB), Z1
+	MOVQ         DI, R9
+	MOVQ         SI, R10
 
 sm_exp4_54:
-	CMPQ         R10, $0x04
-	JL           sm_exp1_55
-	VMOVUPS      (R9), Z1
-	VSUBPS       Z3, Z1, Z1
-	VMOVUPS      64(R9), Z2
-	VSUBPS       Z3, Z2, Z2
-	VMOVUPS      128(R9), Z4
-	VSUBPS       Z3, Z4, Z4
-	VMOVUPS      192(R9), Z5
-	VSUBPS       Z3, Z5, Z5
-	VBROADCASTSS nnConsts<>+28(SB), Z6
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K2
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
-	VMAXPS       Z1, Z6, Z1
-	VMAXPS       Z2, Z6, Z2
-	VMAXPS       Z4, Z6, Z4
-	VMAXPS       Z5, Z6, Z5
-	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z10
-	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z11
-	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
-	VRNDSCALEPS  $0x00, Z10, Z6
-	VRNDSCALEPS  $0x00, Z11, Z7
-	VRNDSCALEPS  $0x00, Z12, Z8
-	VRNDSCALEPS  $0x00, Z13, Z9
-	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
-	VSUBPS       Z10, Z1, Z1
-	VSUBPS       Z11, Z2, Z2
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
-	VSUBPS       Z10, Z1, Z1
-	VSUBPS       Z11, Z2, Z2
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z10
-	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z11
-	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
-	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VSCALEFPS.Z  Z6, Z10, K1, Z1
-	VSCALEFPS.Z  Z7, Z11, K2, Z2
-	VSCALEFPS.Z  Z8, Z12, K3, Z4
-	VSCALEFPS.Z  Z9, Z13, K4, Z5
-	VMOVUPS      Z1, (R9)
-	VADDPS       Z1, Z0, Z0
-	VMOVUPS      Z2, 64(R9)
-	VADDPS       Z2, Z0, Z0
-	VMOVUPS      Z4, 128(R9)
-	VADDPS       Z4, Z0, Z0
-	VMOVUPS      Z5, 192(R9)
-	VADDPS       Z5, Z0, Z0
-	ADDQ         $0x00000100, R9
-	SUBQ         $0x04, R10
-	JMP          sm_exp4_54
+	CMPQ        R10, $0x04
+	JL          sm_exp1_55
+	VMOVUPS     (R9), Z2
+	VSUBPS      Z3, Z2, Z2
+	VMOVUPS     64(R9), Z4
+	VSUBPS      Z3, Z4, Z4
+	VMOVUPS     128(R9), Z5
+	VSUBPS      Z3, Z5, Z5
+	VMOVUPS     192(R9), Z6
+	VSUBPS      Z3, Z6, Z6
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z2, K1
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z4, K2
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z5, K3
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z6, K4
+	VMAXPS      Z2, Z1, Z2
+	VMAXPS      Z4, Z1, Z4
+	VMAXPS      Z5, Z1, Z5
+	VMAXPS      Z6, Z1, Z6
+	VMULPS.BCST nnConsts<>+16(SB), Z2, Z11
+	VMULPS.BCST nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+16(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+16(SB), Z6, Z14
+	VRNDSCALEPS $0x00, Z11, Z7
+	VRNDSCALEPS $0x00, Z12, Z8
+	VRNDSCALEPS $0x00, Z13, Z9
+	VRNDSCALEPS $0x00, Z14, Z10
+	VMULPS.BCST nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+20(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+20(SB), Z10, Z14
+	VSUBPS      Z11, Z2, Z2
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+24(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+24(SB), Z10, Z14
+	VSUBPS      Z11, Z2, Z2
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+48(SB), Z2, Z11
+	VMULPS.BCST nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+48(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+48(SB), Z6, Z14
+	VADDPS.BCST nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+52(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+52(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+56(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+56(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+60(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+60(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+64(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+64(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+68(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+68(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VSCALEFPS.Z Z7, Z11, K1, Z2
+	VSCALEFPS.Z Z8, Z12, K2, Z4
+	VSCALEFPS.Z Z9, Z13, K3, Z5
+	VSCALEFPS.Z Z10, Z14, K4, Z6
+	VMOVUPS     Z2, (R9)
+	VADDPS      Z2, Z0, Z0
+	VMOVUPS     Z4, 64(R9)
+	VADDPS      Z4, Z0, Z0
+	VMOVUPS     Z5, 128(R9)
+	VADDPS      Z5, Z0, Z0
+	VMOVUPS     Z6, 192(R9)
+	VADDPS      Z6, Z0, Z0
+	ADDQ        $0x00000100, R9
+	SUBQ        $0x04, R10
+	JMP         sm_exp4_54
 
 sm_exp1_55:
-	TESTQ        R10, R10
-	JZ           sm_done_56
-	VMOVUPS      (R9), Z1
-	VSUBPS       Z3, Z1, Z1
-	VBROADCASTSS nnConsts<>+28(SB), Z2
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
-	VMAXPS       Z1, Z2, Z1
-	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z4
-	VRNDSCALEPS  $0x00, Z4, Z2
-	VMULPS.BCST  nnConsts<>+20(SB), Z2, Z4
-	VSUBPS       Z4, Z1, Z1
-	VMULPS.BCST  nnConsts<>+24(SB), Z2, Z4
-	VSUBPS       Z4, Z1, Z1
-	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z4
-	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VSCALEFPS.Z  Z2, Z4, K1, Z1
-	VMOVUPS      Z1, (R9)
-	VADDPS       Z1, Z0, Z0
-	ADDQ         $0x00000040, R9
-	SUBQ         $0x01, R10
-	JMP          sm_exp1_55
+	TESTQ       R10, R10
+	JZ          sm_done_56
+	VMOVUPS     (R9), Z2
+	VSUBPS      Z3, Z2, Z2
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z2, K1
+	VMAXPS      Z2, Z1, Z2
+	VMULPS.BCST nnConsts<>+16(SB), Z2, Z5
+	VRNDSCALEPS $0x00, Z5, Z4
+	VMULPS.BCST nnConsts<>+20(SB), Z4, Z5
+	VSUBPS      Z5, Z2, Z2
+	VMULPS.BCST nnConsts<>+24(SB), Z4, Z5
+	VSUBPS      Z5, Z2, Z2
+	VMULPS.BCST nnConsts<>+48(SB), Z2, Z5
+	VADDPS.BCST nnConsts<>+52(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+56(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+60(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+64(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+68(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VSCALEFPS.Z Z4, Z5, K1, Z2
+	VMOVUPS     Z2, (R9)
+	VADDPS      Z2, Z0, Z0
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x01, R10
+	JMP         sm_exp1_55
 
 sm_done_56:
 	MOVQ    sums+40(FP), AX
@@ -2089,160 +2084,159 @@ sm_max_58:
 	JNZ          sm_max_58
 
 sm_pass2_57:
-	VPXORD Z0, Z0, Z0
-	MOVQ   DI, R9
-	MOVQ   SI, R10
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS nnConsts<>+28(SB), Z1
+	MOVQ         DI, R9
+	MOVQ         SI, R10
 
 sm_exp4_59:
-	CMPQ         R10, $0x04
-	JL           sm_exp1_60
-	VMOVUPS      (R9), Z1
-	VSUBPS       Z3, Z1, Z1
-	VMOVUPS      64(R9), Z2
-	VSUBPS       Z3, Z2, Z2
-	VMOVUPS      128(R9), Z4
-	VSUBPS       Z3, Z4, Z4
-	VMOVUPS      192(R9), Z5
-	VSUBPS       Z3, Z5, Z5
-	VBROADCASTSS nnConsts<>+28(SB), Z6
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z2, K2
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z4, K3
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z5, K4
-	VMAXPS       Z1, Z6, Z1
-	VMAXPS       Z2, Z6, Z2
-	VMAXPS       Z4, Z6, Z4
-	VMAXPS       Z5, Z6, Z5
-	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z10
-	VMULPS.BCST  nnConsts<>+16(SB), Z2, Z11
-	VMULPS.BCST  nnConsts<>+16(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+16(SB), Z5, Z13
-	VRNDSCALEPS  $0x00, Z10, Z6
-	VRNDSCALEPS  $0x00, Z11, Z7
-	VRNDSCALEPS  $0x00, Z12, Z8
-	VRNDSCALEPS  $0x00, Z13, Z9
-	VMULPS.BCST  nnConsts<>+20(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+20(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+20(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+20(SB), Z9, Z13
-	VSUBPS       Z10, Z1, Z1
-	VSUBPS       Z11, Z2, Z2
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+24(SB), Z6, Z10
-	VMULPS.BCST  nnConsts<>+24(SB), Z7, Z11
-	VMULPS.BCST  nnConsts<>+24(SB), Z8, Z12
-	VMULPS.BCST  nnConsts<>+24(SB), Z9, Z13
-	VSUBPS       Z10, Z1, Z1
-	VSUBPS       Z11, Z2, Z2
-	VSUBPS       Z12, Z4, Z4
-	VSUBPS       Z13, Z5, Z5
-	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z10
-	VMULPS.BCST  nnConsts<>+48(SB), Z2, Z11
-	VMULPS.BCST  nnConsts<>+48(SB), Z4, Z12
-	VMULPS.BCST  nnConsts<>+48(SB), Z5, Z13
-	VADDPS.BCST  nnConsts<>+52(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+52(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+52(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+52(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+56(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+56(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+56(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+56(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+60(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+60(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+60(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+60(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+64(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+64(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+64(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+64(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+68(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+68(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+68(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+68(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VMULPS       Z1, Z10, Z10
-	VMULPS       Z2, Z11, Z11
-	VMULPS       Z4, Z12, Z12
-	VMULPS       Z5, Z13, Z13
-	VADDPS.BCST  nnConsts<>+12(SB), Z10, Z10
-	VADDPS.BCST  nnConsts<>+12(SB), Z11, Z11
-	VADDPS.BCST  nnConsts<>+12(SB), Z12, Z12
-	VADDPS.BCST  nnConsts<>+12(SB), Z13, Z13
-	VSCALEFPS.Z  Z6, Z10, K1, Z1
-	VSCALEFPS.Z  Z7, Z11, K2, Z2
-	VSCALEFPS.Z  Z8, Z12, K3, Z4
-	VSCALEFPS.Z  Z9, Z13, K4, Z5
-	VMOVUPS      Z1, (R9)
-	VADDPS       Z1, Z0, Z0
-	VMOVUPS      Z2, 64(R9)
-	VADDPS       Z2, Z0, Z0
-	VMOVUPS      Z4, 128(R9)
-	VADDPS       Z4, Z0, Z0
-	VMOVUPS      Z5, 192(R9)
-	VADDPS       Z5, Z0, Z0
-	ADDQ         $0x00000100, R9
-	SUBQ         $0x04, R10
-	JMP          sm_exp4_59
+	CMPQ        R10, $0x04
+	JL          sm_exp1_60
+	VMOVUPS     (R9), Z2
+	VSUBPS      Z3, Z2, Z2
+	VMOVUPS     64(R9), Z4
+	VSUBPS      Z3, Z4, Z4
+	VMOVUPS     128(R9), Z5
+	VSUBPS      Z3, Z5, Z5
+	VMOVUPS     192(R9), Z6
+	VSUBPS      Z3, Z6, Z6
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z2, K1
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z4, K2
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z5, K3
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z6, K4
+	VMAXPS      Z2, Z1, Z2
+	VMAXPS      Z4, Z1, Z4
+	VMAXPS      Z5, Z1, Z5
+	VMAXPS      Z6, Z1, Z6
+	VMULPS.BCST nnConsts<>+16(SB), Z2, Z11
+	VMULPS.BCST nnConsts<>+16(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+16(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+16(SB), Z6, Z14
+	VRNDSCALEPS $0x00, Z11, Z7
+	VRNDSCALEPS $0x00, Z12, Z8
+	VRNDSCALEPS $0x00, Z13, Z9
+	VRNDSCALEPS $0x00, Z14, Z10
+	VMULPS.BCST nnConsts<>+20(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+20(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+20(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+20(SB), Z10, Z14
+	VSUBPS      Z11, Z2, Z2
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+24(SB), Z7, Z11
+	VMULPS.BCST nnConsts<>+24(SB), Z8, Z12
+	VMULPS.BCST nnConsts<>+24(SB), Z9, Z13
+	VMULPS.BCST nnConsts<>+24(SB), Z10, Z14
+	VSUBPS      Z11, Z2, Z2
+	VSUBPS      Z12, Z4, Z4
+	VSUBPS      Z13, Z5, Z5
+	VSUBPS      Z14, Z6, Z6
+	VMULPS.BCST nnConsts<>+48(SB), Z2, Z11
+	VMULPS.BCST nnConsts<>+48(SB), Z4, Z12
+	VMULPS.BCST nnConsts<>+48(SB), Z5, Z13
+	VMULPS.BCST nnConsts<>+48(SB), Z6, Z14
+	VADDPS.BCST nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+52(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+52(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+56(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+56(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+60(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+60(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+64(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+64(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+68(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+68(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VMULPS      Z2, Z11, Z11
+	VMULPS      Z4, Z12, Z12
+	VMULPS      Z5, Z13, Z13
+	VMULPS      Z6, Z14, Z14
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z14, Z14
+	VSCALEFPS.Z Z7, Z11, K1, Z2
+	VSCALEFPS.Z Z8, Z12, K2, Z4
+	VSCALEFPS.Z Z9, Z13, K3, Z5
+	VSCALEFPS.Z Z10, Z14, K4, Z6
+	VMOVUPS     Z2, (R9)
+	VADDPS      Z2, Z0, Z0
+	VMOVUPS     Z4, 64(R9)
+	VADDPS      Z4, Z0, Z0
+	VMOVUPS     Z5, 128(R9)
+	VADDPS      Z5, Z0, Z0
+	VMOVUPS     Z6, 192(R9)
+	VADDPS      Z6, Z0, Z0
+	ADDQ        $0x00000100, R9
+	SUBQ        $0x04, R10
+	JMP         sm_exp4_59
 
 sm_exp1_60:
-	TESTQ        R10, R10
-	JZ           sm_done_61
-	VMOVUPS      (R9), Z1
-	VSUBPS       Z3, Z1, Z1
-	VBROADCASTSS nnConsts<>+28(SB), Z2
-	VCMPPS.BCST  $0x15, nnConsts<>+28(SB), Z1, K1
-	VMAXPS       Z1, Z2, Z1
-	VMULPS.BCST  nnConsts<>+16(SB), Z1, Z4
-	VRNDSCALEPS  $0x00, Z4, Z2
-	VMULPS.BCST  nnConsts<>+20(SB), Z2, Z4
-	VSUBPS       Z4, Z1, Z1
-	VMULPS.BCST  nnConsts<>+24(SB), Z2, Z4
-	VSUBPS       Z4, Z1, Z1
-	VMULPS.BCST  nnConsts<>+48(SB), Z1, Z4
-	VADDPS.BCST  nnConsts<>+52(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+56(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+60(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+64(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+68(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VMULPS       Z1, Z4, Z4
-	VADDPS.BCST  nnConsts<>+12(SB), Z4, Z4
-	VSCALEFPS.Z  Z2, Z4, K1, Z1
-	VMOVUPS      Z1, (R9)
-	VADDPS       Z1, Z0, Z0
-	ADDQ         $0x00000040, R9
-	SUBQ         $0x01, R10
-	JMP          sm_exp1_60
+	TESTQ       R10, R10
+	JZ          sm_done_61
+	VMOVUPS     (R9), Z2
+	VSUBPS      Z3, Z2, Z2
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z2, K1
+	VMAXPS      Z2, Z1, Z2
+	VMULPS.BCST nnConsts<>+16(SB), Z2, Z5
+	VRNDSCALEPS $0x00, Z5, Z4
+	VMULPS.BCST nnConsts<>+20(SB), Z4, Z5
+	VSUBPS      Z5, Z2, Z2
+	VMULPS.BCST nnConsts<>+24(SB), Z4, Z5
+	VSUBPS      Z5, Z2, Z2
+	VMULPS.BCST nnConsts<>+48(SB), Z2, Z5
+	VADDPS.BCST nnConsts<>+52(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+56(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+60(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+64(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+68(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VMULPS      Z2, Z5, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z5
+	VSCALEFPS.Z Z4, Z5, K1, Z2
+	VMOVUPS     Z2, (R9)
+	VADDPS      Z2, Z0, Z0
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x01, R10
+	JMP         sm_exp1_60
 
 sm_done_61:
 	MOVQ    sums+40(FP), AX
@@ -5580,217 +5574,217 @@ TEXT ·minMaxRowsAsm(SB), NOSPLIT, $0-48
 	MOVQ  CX, R9
 	SHLQ  $0x03, R9
 
-mmr_group_217:
+mmr_group_218:
 	CMPQ   DX, $0x08
-	JL     mmr_singles_218
+	JL     mmr_groups_end_219
 	MOVQ   AX, R10
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	XORQ   R11, R11
 	MOVQ   R8, R12
+	LEAQ   (R10)(R9*2), R13
 	TESTQ  R12, R12
-	JZ     mmr_tail_220
+	JZ     mmr_tail_221
 
-mmr_col_219:
-	LEAQ       (R10)(R9*2), R13
+mmr_col_220:
 	PREFETCHT0 (R13)(R11*1)
 	VMOVUPS    (R10)(R11*1), Z2
 	VMINPS     Z0, Z2, Z0
 	VMAXPS     Z1, Z2, Z1
 	ADDQ       $0x40, R11
 	DECQ       R12
-	JNZ        mmr_col_219
+	JNZ        mmr_col_220
 
-mmr_tail_220:
+mmr_tail_221:
 	KORTESTW  K1, K1
-	JZ        mmr_done_221
+	JZ        mmr_done_222
 	VMOVUPS.Z (R10)(R11*1), K1, Z2
 	VMINPS    Z0, Z2, Z0
 	VMAXPS    Z1, Z2, Z1
 
-mmr_done_221:
+mmr_done_222:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	ADDQ   CX, R10
 	XORQ   R11, R11
 	MOVQ   R8, R12
+	LEAQ   (R10)(R9*2), R13
 	TESTQ  R12, R12
-	JZ     mmr_tail_223
+	JZ     mmr_tail_224
 
-mmr_col_222:
-	LEAQ       (R10)(R9*2), R13
+mmr_col_223:
 	PREFETCHT0 (R13)(R11*1)
 	VMOVUPS    (R10)(R11*1), Z4
 	VMINPS     Z2, Z4, Z2
 	VMAXPS     Z3, Z4, Z3
 	ADDQ       $0x40, R11
 	DECQ       R12
-	JNZ        mmr_col_222
+	JNZ        mmr_col_223
 
-mmr_tail_223:
+mmr_tail_224:
 	KORTESTW  K1, K1
-	JZ        mmr_done_224
+	JZ        mmr_done_225
 	VMOVUPS.Z (R10)(R11*1), K1, Z4
 	VMINPS    Z2, Z4, Z2
 	VMAXPS    Z3, Z4, Z3
 
-mmr_done_224:
+mmr_done_225:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	ADDQ   CX, R10
 	XORQ   R11, R11
 	MOVQ   R8, R12
+	LEAQ   (R10)(R9*2), R13
 	TESTQ  R12, R12
-	JZ     mmr_tail_226
+	JZ     mmr_tail_227
 
-mmr_col_225:
-	LEAQ       (R10)(R9*2), R13
+mmr_col_226:
 	PREFETCHT0 (R13)(R11*1)
 	VMOVUPS    (R10)(R11*1), Z6
 	VMINPS     Z4, Z6, Z4
 	VMAXPS     Z5, Z6, Z5
 	ADDQ       $0x40, R11
 	DECQ       R12
-	JNZ        mmr_col_225
+	JNZ        mmr_col_226
 
-mmr_tail_226:
+mmr_tail_227:
 	KORTESTW  K1, K1
-	JZ        mmr_done_227
+	JZ        mmr_done_228
 	VMOVUPS.Z (R10)(R11*1), K1, Z6
 	VMINPS    Z4, Z6, Z4
 	VMAXPS    Z5, Z6, Z5
 
-mmr_done_227:
+mmr_done_228:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 	ADDQ   CX, R10
 	XORQ   R11, R11
 	MOVQ   R8, R12
+	LEAQ   (R10)(R9*2), R13
 	TESTQ  R12, R12
-	JZ     mmr_tail_229
+	JZ     mmr_tail_230
 
-mmr_col_228:
-	LEAQ       (R10)(R9*2), R13
+mmr_col_229:
 	PREFETCHT0 (R13)(R11*1)
 	VMOVUPS    (R10)(R11*1), Z8
 	VMINPS     Z6, Z8, Z6
 	VMAXPS     Z7, Z8, Z7
 	ADDQ       $0x40, R11
 	DECQ       R12
-	JNZ        mmr_col_228
+	JNZ        mmr_col_229
 
-mmr_tail_229:
+mmr_tail_230:
 	KORTESTW  K1, K1
-	JZ        mmr_done_230
+	JZ        mmr_done_231
 	VMOVUPS.Z (R10)(R11*1), K1, Z8
 	VMINPS    Z6, Z8, Z6
 	VMAXPS    Z7, Z8, Z7
 
-mmr_done_230:
+mmr_done_231:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 	ADDQ   CX, R10
 	XORQ   R11, R11
 	MOVQ   R8, R12
+	LEAQ   (R10)(R9*2), R13
 	TESTQ  R12, R12
-	JZ     mmr_tail_232
+	JZ     mmr_tail_233
 
-mmr_col_231:
-	LEAQ       (R10)(R9*2), R13
+mmr_col_232:
 	PREFETCHT0 (R13)(R11*1)
 	VMOVUPS    (R10)(R11*1), Z10
 	VMINPS     Z8, Z10, Z8
 	VMAXPS     Z9, Z10, Z9
 	ADDQ       $0x40, R11
 	DECQ       R12
-	JNZ        mmr_col_231
+	JNZ        mmr_col_232
 
-mmr_tail_232:
+mmr_tail_233:
 	KORTESTW  K1, K1
-	JZ        mmr_done_233
+	JZ        mmr_done_234
 	VMOVUPS.Z (R10)(R11*1), K1, Z10
 	VMINPS    Z8, Z10, Z8
 	VMAXPS    Z9, Z10, Z9
 
-mmr_done_233:
+mmr_done_234:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 	ADDQ   CX, R10
 	XORQ   R11, R11
 	MOVQ   R8, R12
+	LEAQ   (R10)(R9*2), R13
 	TESTQ  R12, R12
-	JZ     mmr_tail_235
+	JZ     mmr_tail_236
 
-mmr_col_234:
-	LEAQ       (R10)(R9*2), R13
+mmr_col_235:
 	PREFETCHT0 (R13)(R11*1)
 	VMOVUPS    (R10)(R11*1), Z12
 	VMINPS     Z10, Z12, Z10
 	VMAXPS     Z11, Z12, Z11
 	ADDQ       $0x40, R11
 	DECQ       R12
-	JNZ        mmr_col_234
+	JNZ        mmr_col_235
 
-mmr_tail_235:
+mmr_tail_236:
 	KORTESTW  K1, K1
-	JZ        mmr_done_236
+	JZ        mmr_done_237
 	VMOVUPS.Z (R10)(R11*1), K1, Z12
 	VMINPS    Z10, Z12, Z10
 	VMAXPS    Z11, Z12, Z11
 
-mmr_done_236:
+mmr_done_237:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	ADDQ   CX, R10
 	XORQ   R11, R11
 	MOVQ   R8, R12
+	LEAQ   (R10)(R9*2), R13
 	TESTQ  R12, R12
-	JZ     mmr_tail_238
+	JZ     mmr_tail_239
 
-mmr_col_237:
-	LEAQ       (R10)(R9*2), R13
+mmr_col_238:
 	PREFETCHT0 (R13)(R11*1)
 	VMOVUPS    (R10)(R11*1), Z14
 	VMINPS     Z12, Z14, Z12
 	VMAXPS     Z13, Z14, Z13
 	ADDQ       $0x40, R11
 	DECQ       R12
-	JNZ        mmr_col_237
+	JNZ        mmr_col_238
 
-mmr_tail_238:
+mmr_tail_239:
 	KORTESTW  K1, K1
-	JZ        mmr_done_239
+	JZ        mmr_done_240
 	VMOVUPS.Z (R10)(R11*1), K1, Z14
 	VMINPS    Z12, Z14, Z12
 	VMAXPS    Z13, Z14, Z13
 
-mmr_done_239:
+mmr_done_240:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 	ADDQ   CX, R10
 	XORQ   R11, R11
 	MOVQ   R8, R12
+	LEAQ   (R10)(R9*2), R13
 	TESTQ  R12, R12
-	JZ     mmr_tail_241
+	JZ     mmr_tail_242
 
-mmr_col_240:
-	LEAQ       (R10)(R9*2), R13
+mmr_col_241:
 	PREFETCHT0 (R13)(R11*1)
 	VMOVUPS    (R10)(R11*1), Z16
 	VMINPS     Z14, Z16, Z14
 	VMAXPS     Z15, Z16, Z15
 	ADDQ       $0x40, R11
 	DECQ       R12
-	JNZ        mmr_col_240
+	JNZ        mmr_col_241
 
-mmr_tail_241:
+mmr_tail_242:
 	KORTESTW  K1, K1
-	JZ        mmr_done_242
+	JZ        mmr_done_243
 	VMOVUPS.Z (R10)(R11*1), K1, Z16
 	VMINPS    Z14, Z16, Z14
 	VMAXPS    Z15, Z16, Z15
 
-mmr_done_242:
+mmr_done_243:
 	VMOVDQU32  nnMinMaxOrder<>+0(SB), Z16
 	MOVQ       $0x00000008, R10
 	LEAQ       nnColMasks<>+0(SB), R11
@@ -5852,11 +5846,11 @@ mmr_done_242:
 	ADDQ       $0x20, DI
 	ADDQ       R9, AX
 	SUBQ       $0x08, DX
-	JMP        mmr_group_217
+	JMP        mmr_group_218
 
-mmr_singles_218:
+mmr_groups_end_219:
 	TESTQ DX, DX
-	JZ    mmr_end_243
+	JZ    mmr_row_end_217
 
 mmr_row_244:
 	LEAQ   (AX)(CX*1), R8
@@ -5931,7 +5925,7 @@ mm_loop_245:
 	DECQ          DX
 	JNZ           mmr_row_244
 
-mmr_end_243:
+mmr_row_end_217:
 	VZEROUPPER
 	RET
 
@@ -9088,7 +9082,7 @@ TEXT ·minMaxRowsAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ hi+40(FP), DI
 	SHLQ $0x02, CX
 
-mmr2_row_367:
+mmr2_row_368:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9099,11 +9093,11 @@ mmr2_row_367:
 	VPXOR Y7, Y7, Y7
 	XORQ  R8, R8
 
-mm2_wide_368:
+mm2_wide_369:
 	MOVQ    BX, R9
 	SUBQ    R8, R9
 	CMPQ    R9, $0x20
-	JL      mm2_narrow_369
+	JL      mm2_narrow_370
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -9117,18 +9111,18 @@ mm2_wide_368:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, R8
-	JMP     mm2_wide_368
+	JMP     mm2_wide_369
 
-mm2_narrow_369:
+mm2_narrow_370:
 	CMPQ    R8, BX
-	JGE     mm2_done_370
+	JGE     mm2_done_371
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, R8
-	JMP     mm2_narrow_369
+	JMP     mm2_narrow_370
 
-mm2_done_370:
+mm2_done_371:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -9153,7 +9147,7 @@ mm2_done_370:
 	ADDQ         $0x04, DI
 	ADDQ         CX, AX
 	DECQ         DX
-	JNZ          mmr2_row_367
+	JNZ          mmr2_row_368
 	VZEROUPPER
 	RET
 
@@ -9169,11 +9163,11 @@ TEXT ·absMaxColsAVX2Asm(SB), NOSPLIT, $0-40
 	VMOVUPS nnConsts<>+576(SB), Y0
 	XORQ    DI, DI
 
-amc2_wide_371:
+amc2_wide_372:
 	MOVQ    SI, R8
 	SUBQ    DI, R8
 	CMPQ    R8, $0x20
-	JL      amc2_narrow_372
+	JL      amc2_narrow_373
 	VMOVUPS (AX)(DI*4), Y1
 	VMOVUPS 32(AX)(DI*4), Y2
 	VMOVUPS 64(AX)(DI*4), Y3
@@ -9181,7 +9175,7 @@ amc2_wide_371:
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_374:
+amc2_row_375:
 	VANDPS  (R8), Y0, Y5
 	VMAXPS  Y1, Y5, Y1
 	VANDPS  32(R8), Y0, Y5
@@ -9192,32 +9186,32 @@ amc2_row_374:
 	VMAXPS  Y4, Y5, Y4
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_374
+	JNZ     amc2_row_375
 	VMOVUPS Y1, (AX)(DI*4)
 	VMOVUPS Y2, 32(AX)(DI*4)
 	VMOVUPS Y3, 64(AX)(DI*4)
 	VMOVUPS Y4, 96(AX)(DI*4)
 	ADDQ    $0x20, DI
-	JMP     amc2_wide_371
+	JMP     amc2_wide_372
 
-amc2_narrow_372:
+amc2_narrow_373:
 	CMPQ    DI, SI
-	JGE     amc2_done_373
+	JGE     amc2_done_374
 	VMOVUPS (AX)(DI*4), Y1
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_375:
+amc2_row_376:
 	VANDPS  (R8), Y0, Y2
 	VMAXPS  Y1, Y2, Y1
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_375
+	JNZ     amc2_row_376
 	VMOVUPS Y1, (AX)(DI*4)
 	ADDQ    $0x08, DI
-	JMP     amc2_narrow_372
+	JMP     amc2_narrow_373
 
-amc2_done_373:
+amc2_done_374:
 	VZEROUPPER
 	RET
 
@@ -9235,7 +9229,7 @@ TEXT ·packQueries16Asm(SB), NOSPLIT, $0-40
 	VPXORD       Z3, Z3, Z3
 	XORQ         DI, DI
 
-pq_chunk_376:
+pq_chunk_377:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -9256,66 +9250,66 @@ pq_chunk_376:
 	VPXORD (R8), Z0, Z4
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000001
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z5
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000002
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z6
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000003
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z7
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000004
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z8
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000005
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z9
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000006
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z10
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000007
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z11
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000008
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z12
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000009
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z13
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000a
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z14
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000b
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z15
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000c
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z16
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000d
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z17
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000e
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z18
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000f
-	JLE    pq_loaded_377
+	JLE    pq_loaded_378
 	VPXORD (R8), Z0, Z19
 
-pq_loaded_377:
+pq_loaded_378:
 	VUNPCKLPS  Z5, Z4, Z20
 	VUNPCKHPS  Z5, Z4, Z4
 	VUNPCKLPS  Z7, Z6, Z5
@@ -9447,7 +9441,7 @@ pq_loaded_377:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq_chunk_376
+	JL         pq_chunk_377
 	VMOVDQU32  Z3, (SI)
 	VZEROUPPER
 	RET
@@ -9471,7 +9465,7 @@ TEXT ·packValuesAsm(SB), NOSPLIT, $0-64
 	VPBROADCASTD nnConsts<>+76(SB), Z2
 	XORQ         R11, R11
 
-pvs_strip_378:
+pvs_strip_379:
 	MOVQ        R9, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000010, R13
@@ -9486,7 +9480,7 @@ pvs_strip_378:
 	MOVQ        AX, R13
 	MOVQ        SI, R14
 
-pvs_group_379:
+pvs_group_380:
 	MOVQ      R12, R15
 	VMOVUPS.Z (R15), K1, Z5
 	ADDQ      BX, R15
@@ -9528,12 +9522,12 @@ pvs_group_379:
 	ADDQ      $0x40, R13
 	ADDQ      R10, R12
 	DECQ      R14
-	JNZ       pvs_group_379
+	JNZ       pvs_group_380
 	VMOVDQU32 Z4, K1, (R8)(R11*4)
 	ADDQ      CX, AX
 	ADDQ      $0x10, R11
 	CMPQ      R11, R9
-	JL        pvs_strip_378
+	JL        pvs_strip_379
 	VZEROUPPER
 	RET
 
@@ -9547,7 +9541,7 @@ TEXT ·symScalesAsm(SB), NOSPLIT, $0-32
 	VBROADCASTSS nnConsts<>+12(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-sym_loop_380:
+sym_loop_381:
 	MOVQ        $0x00000010, SI
 	CMPQ        BX, SI
 	CMOVQLT     BX, SI
@@ -9565,7 +9559,7 @@ sym_loop_380:
 	ADDQ        $0x40, CX
 	ADDQ        $0x40, DX
 	SUBQ        $0x10, BX
-	JG          sym_loop_380
+	JG          sym_loop_381
 	VZEROUPPER
 	RET
 
@@ -9585,9 +9579,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_381:
+pv4_382:
 	TESTQ     R10, R10
-	JZ        pv4_done_382
+	JZ        pv4_done_383
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9627,7 +9621,7 @@ pv4_381:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_382
+	JZ        pv4_done_383
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9668,9 +9662,9 @@ pv4_381:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_381
+	JMP       pv4_382
 
-pv4_done_382:
+pv4_done_383:
 	VZEROUPPER
 	RET
 
@@ -9689,7 +9683,7 @@ TEXT ·packQueries16AVX2Asm(SB), NOSPLIT, $0-40
 	VPXOR        Y4, Y4, Y4
 	XORQ         DI, DI
 
-pq2_chunk_383:
+pq2_chunk_384:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
@@ -9700,38 +9694,38 @@ pq2_chunk_383:
 	VPXOR Y12, Y12, Y12
 	LEAQ  (CX)(DI*1), R8
 	CMPQ  BX, $0x00000000
-	JLE   pq2_loaded_384
+	JLE   pq2_loaded_385
 	VPXOR (R8), Y0, Y5
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000001
-	JLE   pq2_loaded_384
+	JLE   pq2_loaded_385
 	VPXOR (R8), Y0, Y6
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000002
-	JLE   pq2_loaded_384
+	JLE   pq2_loaded_385
 	VPXOR (R8), Y0, Y7
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000003
-	JLE   pq2_loaded_384
+	JLE   pq2_loaded_385
 	VPXOR (R8), Y0, Y8
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000004
-	JLE   pq2_loaded_384
+	JLE   pq2_loaded_385
 	VPXOR (R8), Y0, Y9
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000005
-	JLE   pq2_loaded_384
+	JLE   pq2_loaded_385
 	VPXOR (R8), Y0, Y10
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000006
-	JLE   pq2_loaded_384
+	JLE   pq2_loaded_385
 	VPXOR (R8), Y0, Y11
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000007
-	JLE   pq2_loaded_384
+	JLE   pq2_loaded_385
 	VPXOR (R8), Y0, Y12
 
-pq2_loaded_384:
+pq2_loaded_385:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9798,38 +9792,38 @@ pq2_loaded_384:
 	VPXOR      Y12, Y12, Y12
 	LEAQ       (CX)(DI*1), R8
 	CMPQ       BX, $0x00000000
-	JLE        pq2_loaded_385
+	JLE        pq2_loaded_386
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000001
-	JLE        pq2_loaded_385
+	JLE        pq2_loaded_386
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000002
-	JLE        pq2_loaded_385
+	JLE        pq2_loaded_386
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000003
-	JLE        pq2_loaded_385
+	JLE        pq2_loaded_386
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000004
-	JLE        pq2_loaded_385
+	JLE        pq2_loaded_386
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000005
-	JLE        pq2_loaded_385
+	JLE        pq2_loaded_386
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000006
-	JLE        pq2_loaded_385
+	JLE        pq2_loaded_386
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000007
-	JLE        pq2_loaded_385
+	JLE        pq2_loaded_386
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_385:
+pq2_loaded_386:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9898,38 +9892,38 @@ pq2_loaded_385:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_387
 	VPXOR      (R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_387
 	VPXOR      (R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_387
 	VPXOR      (R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_387
 	VPXOR      (R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_387
 	VPXOR      (R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_387
 	VPXOR      (R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_387
 	VPXOR      (R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_387
 	VPXOR      (R8), Y0, Y12
 
-pq2_loaded_386:
+pq2_loaded_387:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9998,38 +9992,38 @@ pq2_loaded_386:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_387:
+pq2_loaded_388:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -10089,7 +10083,7 @@ pq2_loaded_387:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq2_chunk_383
+	JL         pq2_chunk_384
 	VMOVDQU    Y3, (SI)
 	VMOVDQU    Y4, 32(SI)
 	VZEROUPPER
@@ -10108,7 +10102,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	MOVQ         blocks+24(FP), BX
 	LEAQ         (DX)(DX*2), SI
 
-probs_388:
+probs_389:
 	VMULPS       (AX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -10232,7 +10226,7 @@ probs_388:
 	ADDQ         $0x08, CX
 	ADDQ         $0x00000200, AX
 	DECQ         BX
-	JNZ          probs_388
+	JNZ          probs_389
 	VZEROUPPER
 	RET
 
@@ -10248,7 +10242,7 @@ TEXT ·probsT16Asm(SB), NOSPLIT, $0-32
 	MOVQ         blocks+24(FP), BX
 	LEAQ         (DX)(DX*2), SI
 
-probs5_389:
+probs5_390:
 	VMULPS       64(AX), Z0, Z3
 	VMAXPS       Z1, Z3, Z3
 	VCVTPS2DQ    Z3, Z3
@@ -10328,7 +10322,7 @@ probs5_389:
 	ADDQ         $0x08, CX
 	ADDQ         $0x00000200, AX
 	DECQ         BX
-	JNZ          probs5_389
+	JNZ          probs5_390
 	VZEROUPPER
 	RET
 
@@ -10348,7 +10342,7 @@ TEXT ·linearRows4Asm(SB), NOSPLIT, $0-64
 	SHLQ $0x02, R8
 	LEAQ (BX)(BX*2), R10
 
-lin_col_390:
+lin_col_391:
 	MOVQ     $0x00000040, R11
 	CMPQ     R9, R11
 	CMOVQLT  R9, R11
@@ -10378,7 +10372,7 @@ lin_col_390:
 	MOVQ     DX, R12
 	MOVQ     SI, R13
 
-lin_k_391:
+lin_k_392:
 	VMOVUPS.Z    (R11), K1, Z16
 	VMOVUPS.Z    64(R11), K2, Z17
 	VMOVUPS.Z    128(R11), K3, Z18
@@ -10422,7 +10416,7 @@ lin_k_391:
 	ADDQ         R8, R11
 	ADDQ         $0x04, R12
 	DECQ         R13
-	JNZ          lin_k_391
+	JNZ          lin_k_392
 	MOVQ         AX, R11
 	VMOVUPS      Z0, K1, (R11)
 	VMOVUPS      Z1, K2, 64(R11)
@@ -10446,7 +10440,7 @@ lin_k_391:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, R9
-	JG           lin_col_390
+	JG           lin_col_391
 	VZEROUPPER
 	RET
 
@@ -10467,7 +10461,7 @@ TEXT ·linearRows1Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	MOVQ R9, CX
 
-lin_col_392:
+lin_col_393:
 	MOVQ     $0x00000040, BX
 	CMPQ     CX, BX
 	CMOVQLT  CX, BX
@@ -10485,7 +10479,7 @@ lin_col_392:
 	MOVQ     DX, R9
 	MOVQ     SI, R10
 
-lin_k_393:
+lin_k_394:
 	VMOVUPS.Z    (BX), K1, Z4
 	VMOVUPS.Z    64(BX), K2, Z5
 	VMOVUPS.Z    128(BX), K3, Z6
@@ -10502,7 +10496,7 @@ lin_k_393:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R9
 	DECQ         R10
-	JNZ          lin_k_393
+	JNZ          lin_k_394
 	MOVQ         AX, BX
 	VMOVUPS      Z0, K1, (BX)
 	VMOVUPS      Z1, K2, 64(BX)
@@ -10511,7 +10505,7 @@ lin_k_393:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, CX
-	JG           lin_col_392
+	JG           lin_col_393
 	VZEROUPPER
 	RET
 
@@ -10532,11 +10526,11 @@ TEXT ·linearRows4AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), R10
 	XORQ R11, R11
 
-lin2_wide_394:
+lin2_wide_395:
 	MOVQ   R9, R12
 	SUBQ   R11, R12
 	CMPQ   R12, $0x10
-	JL     lin2_narrow_395
+	JL     lin2_narrow_396
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10549,7 +10543,7 @@ lin2_wide_394:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_397:
+lin_k_398:
 	VMOVUPS      (R12), Y8
 	VMOVUPS      32(R12), Y9
 	VBROADCASTSS (R13), Y10
@@ -10575,7 +10569,7 @@ lin_k_397:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_397
+	JNZ          lin_k_398
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	VMOVUPS      Y1, 32(R12)
@@ -10591,11 +10585,11 @@ lin_k_397:
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, R11
-	JMP          lin2_wide_394
+	JMP          lin2_wide_395
 
-lin2_narrow_395:
+lin2_narrow_396:
 	CMPQ   R11, R9
-	JGE    lin2_done_396
+	JGE    lin2_done_397
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10604,7 +10598,7 @@ lin2_narrow_395:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_398:
+lin_k_399:
 	VMOVUPS      (R12), Y4
 	VBROADCASTSS (R13), Y5
 	VMULPS       Y4, Y5, Y5
@@ -10621,7 +10615,7 @@ lin_k_398:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_398
+	JNZ          lin_k_399
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	ADDQ         CX, R12
@@ -10633,9 +10627,9 @@ lin_k_398:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, R11
-	JMP          lin2_narrow_395
+	JMP          lin2_narrow_396
 
-lin2_done_396:
+lin2_done_397:
 	VZEROUPPER
 	RET
 
@@ -10656,18 +10650,18 @@ TEXT ·linearRows1AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	XORQ CX, CX
 
-lin2_wide_399:
+lin2_wide_400:
 	MOVQ   R9, BX
 	SUBQ   CX, BX
 	CMPQ   BX, $0x10
-	JL     lin2_narrow_400
+	JL     lin2_narrow_401
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_402:
+lin_k_403:
 	VMOVUPS      (BX), Y2
 	VMOVUPS      32(BX), Y3
 	VBROADCASTSS (R10), Y4
@@ -10678,24 +10672,24 @@ lin_k_402:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_402
+	JNZ          lin_k_403
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	VMOVUPS      Y1, 32(BX)
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, CX
-	JMP          lin2_wide_399
+	JMP          lin2_wide_400
 
-lin2_narrow_400:
+lin2_narrow_401:
 	CMPQ   CX, R9
-	JGE    lin2_done_401
+	JGE    lin2_done_402
 	VXORPS Y0, Y0, Y0
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_403:
+lin_k_404:
 	VMOVUPS      (BX), Y1
 	VBROADCASTSS (R10), Y2
 	VMULPS       Y1, Y2, Y1
@@ -10703,14 +10697,14 @@ lin_k_403:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_403
+	JNZ          lin_k_404
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, CX
-	JMP          lin2_narrow_400
+	JMP          lin2_narrow_401
 
-lin2_done_401:
+lin2_done_402:
 	VZEROUPPER
 	RET

@@ -82,7 +82,11 @@ func layerNorm(c *call) ([]*Tensor, error) {
 		}
 		out := y[r*n : (r+1)*n]
 		if x.DType == Float32 {
-			normalizeRow32(out, row, mean, inv, sc[off:], bs, boff)
+			var rowBias []float64
+			if bs != nil {
+				rowBias = bs[boff:]
+			}
+			normalizeRow32(out, row, mean, inv, sc[off:], rowBias)
 			continue
 		}
 		for i, v := range row {
@@ -102,16 +106,16 @@ func layerNorm(c *call) ([]*Tensor, error) {
 }
 
 // normalizeRow32 is one float32 row of layerNorm in internal/lnstats's
-// float32 order, held in float64 (exact) until the output's Cast: scale
-// from sc[0], bias (nil: none) from bs[boff].
-func normalizeRow32(out, row []float64, mean, inv float64, sc, bs []float64, boff int) {
+// float32 order, held in float64 (exact) until the output's Cast: the
+// row's scale sc and bias bs (nil: none), from their column 0.
+func normalizeRow32(out, row []float64, mean, inv float64, sc, bs []float64) {
 	st := lnstats.NewRow32(mean, inv)
 	for i, v := range row {
 		z := st.Normalize(float32(v))
 		if bs == nil {
 			out[i] = float64(lnstats.Scale(z, float32(sc[i])))
 		} else {
-			out[i] = float64(lnstats.Affine(z, float32(sc[i]), float32(bs[boff+i])))
+			out[i] = float64(lnstats.Affine(z, float32(sc[i]), float32(bs[i])))
 		}
 	}
 }
