@@ -27,7 +27,6 @@ func (e *Engine) GEMMWithKernel(k SpecializedKernel, a []uint8, m, lda int, b *P
 	if m == 0 {
 		return nil
 	}
-	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs, ep.Finish != nil)
-	e.gemmBlocks(k.Kernel, nil, a, m, lda, b, ep, mc, nc) // a specialised kernel has no fused form
+	e.gemmBlocks(k.Kernel, nil, a, m, lda, b, ep, e.plan(m, b, ep)) // a specialised kernel has no fused form
 	return nil
 }

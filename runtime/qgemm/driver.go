@@ -123,27 +123,31 @@ func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 	if m == 0 {
 		return nil
 	}
-	mc, nc := planBlocks(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs, ep.Finish != nil)
-	e.gemmBlocks(e.variant.Kernel, e.variant.fusedBlock, a, m, lda, b, ep, mc, nc)
+	e.gemmBlocks(e.variant.Kernel, e.variant.fusedBlock, a, m, lda, b, ep, e.plan(m, b, ep))
 	return nil
 }
 
-// gemmBlocks runs a validated GEMM in macro-blocks of mc x nc (nc a
-// multiple of NBlock, mc*scratchStride(nc) <= scratchElems) with the given
+// plan is planGEMM for an m-row product with b and ep on e's workers.
+func (e *Engine) plan(m int, b *PackedB, ep *Epilogue) blockPlan {
+	return planGEMM(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs, ep.Finish != nil)
+}
+
+// gemmBlocks runs a validated GEMM as planned by pl (pl.nc a multiple of
+// NBlock, pl.mc*scratchStride(pl.nc) <= scratchElems) with the given
 // kernel (the variant's, or a specialised one of the same ISA) and, when
 // set and serving ep, its fused form.
-func (e *Engine) gemmBlocks(kernel Kernel, fused fusedBlockFunc, a []uint8, m, lda int, b *PackedB, ep *Epilogue, mc, nc int) {
+func (e *Engine) gemmBlocks(kernel Kernel, fused fusedBlockFunc, a []uint8, m, lda int, b *PackedB, ep *Epilogue, pl blockPlan) {
 	t := e.tasks.Get()
 	t.kernel, t.fused = kernel, fused
 	// A copy of *ep, so that ep does not escape: a caller's Epilogue
 	// literal stays on its stack and GEMM does not allocate.
 	t.a, t.m, t.lda, t.b, t.ep = a, m, lda, b, *ep
-	t.mc, t.nc = mc, nc
-	t.nTasks = (b.Np + nc - 1) / nc
+	t.mc, t.nc, t.rowMajor = pl.mc, pl.nc, pl.rowMajor
+	t.nTasks = (b.Np + pl.nc - 1) / pl.nc
 	if ep.Finish != nil && t.nTasks > 1 {
-		t.rowBlockDone = growCounters(t.rowBlockDone, (m+mc-1)/mc)
+		t.rowBlockDone = growCounters(t.rowBlockDone, (m+pl.mc-1)/pl.mc)
 	}
-	e.pool.Run((m+mc-1)/mc*t.nTasks, t.run)
+	e.pool.Run((m+pl.mc-1)/pl.mc*t.nTasks, t.run)
 	t.a, t.b, t.ep, t.kernel, t.fused = nil, nil, Epilogue{}, nil, nil // keep no caller memory alive
 	e.tasks.Put(t)
 }
@@ -151,16 +155,17 @@ func (e *Engine) gemmBlocks(kernel Kernel, fused fusedBlockFunc, a []uint8, m, l
 // gemmCall is one GEMM call's state, shared by the tasks of its
 // macro-blocks.
 type gemmCall struct {
-	e      *Engine
-	run    func(worker, i int)
-	kernel Kernel
-	fused  fusedBlockFunc // the variant's, when kernel is its Kernel
-	a      []uint8
-	m, lda int
-	b      *PackedB
-	ep     Epilogue
-	mc, nc int // macro-block rows and columns (nc a multiple of NBlock)
-	nTasks int // macro-blocks along N
+	e        *Engine
+	run      func(worker, i int)
+	kernel   Kernel
+	fused    fusedBlockFunc // the variant's, when kernel is its Kernel
+	a        []uint8
+	m, lda   int
+	b        *PackedB
+	ep       Epilogue
+	mc, nc   int  // macro-block rows and columns (nc a multiple of NBlock)
+	rowMajor bool // blocks taken row by row (blockPlan)
+	nTasks   int  // macro-blocks along N
 	// rowBlockDone[r] counts the finished macro-blocks of row block r,
 	// when ep.Finish is set and a row takes more than one block.
 	rowBlockDone []atomic.Int32
@@ -182,16 +187,15 @@ func growCounters(c []atomic.Int32, n int) []atomic.Int32 {
 // block computes macro-block i on worker w, in column-major order over the
 // M x N grid (consecutive blocks share their B strips, which the workers
 // then fetch from DRAM once, together, and the kernels' prefetches of the
-// strips ahead serve the next blocks), or row-major with ep.Finish (a row
-// block completes, and is finished, while later ones compute; planBlocks
-// models that order). The kernel writes the s32 block into w's scratch,
-// and the epilogue turns it into output while it is still in L2. With
-// ep.Finish set, the block that completes a row block also finishes those
-// rows.
+// strips ahead serve the next blocks), or row-major where the plan says
+// (a row block completes, and is finished, while later ones compute; see
+// planGEMM). The kernel writes the s32 block into w's scratch, and the
+// epilogue turns it into output while it is still in L2. With ep.Finish
+// set, the block that completes a row block also finishes those rows.
 func (t *gemmCall) block(w, i int) {
 	b := t.b
 	var m0, n0 int
-	if t.ep.Finish != nil {
+	if t.rowMajor {
 		m0, n0 = i/t.nTasks*t.mc, i%t.nTasks*t.nc
 	} else {
 		mBlocks := (t.m + t.mc - 1) / t.mc

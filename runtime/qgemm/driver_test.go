@@ -817,7 +817,7 @@ func TestPlanBlocks(t *testing.T) {
 			for _, m := range []int{1, 2, 15, 16, 17, 31, 33, 100, 128, 384, 1024, 5000} {
 				for _, nblocks := range []int{1, 2, 3, 48, 144, 192, 1000} {
 					for _, kp := range []int{64, 768, 3072, 16384} {
-						mc, nc := planBlocks(m, nblocks, kp, workers, costsFor(isa), false)
+						mc, nc, _ := planBlocks(m, nblocks, kp, workers, costsFor(isa), false)
 						if mc < 1 || mc > max(m, 1) || nc < NBlock || nc%NBlock != 0 || nc > nblocks*NBlock ||
 							mc*scratchStride(nc) > scratchElems {
 							t.Fatalf("%v W=%d m=%d nblocks=%d kp=%d: mc=%d nc=%d", isa, workers, m, nblocks, kp, mc, nc)

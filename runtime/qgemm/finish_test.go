@@ -47,7 +47,8 @@ func (r *finishRecorder) FinishRows(worker, m0, m int) {
 
 // TestGEMMFinishesEveryRowOnceAfterItsColumns runs GEMMs with a
 // RowFinisher over shapes whose plans cut rows into one and several
-// macro-blocks, on one and two workers, with every variant.
+// macro-blocks, on one and two workers, with every variant, in both block
+// orders: the one planGEMM picks and the other.
 func TestGEMMFinishesEveryRowOnceAfterItsColumns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	shapes := []gemmShape{{1, 17, 20}, {45, 83, 150}, {128, 768, 768}, {200, 3072, 64}, {33, 768, 3072}}
@@ -62,30 +63,58 @@ func TestGEMMFinishesEveryRowOnceAfterItsColumns(t *testing.T) {
 			}
 			for _, s := range shapes {
 				p := newProblem(t, rng, s, 3)
-				ep, f32buf, _ := newEpilogue(rng, p, epiOptions{bias: true, zeroPoint: true, residual: true})
-				wantF, _ := expected(p, ep, f32buf, nil)
-				r := &finishRecorder{t: t, workers: threads, got: ep.OutF32, want: wantF[guardElems:], stride: ep.OutStride, n: s.n,
-					finished: make([]int, s.m)}
-				ep.Finish = r
-				if err := e.GEMM(p.a, s.m, p.lda, p.b, ep); err != nil {
-					t.Fatal(err)
-				}
-				mc, nc := planBlocks(s.m, p.b.Np/NBlock, p.b.Kp, threads, e.costs, true)
-				what := fmt.Sprintf("%s T=%d %v (blocks %dx%d)", tv.name, threads, s, mc, nc)
-				for _, b := range r.bad {
-					t.Errorf("%s: %s", what, b)
-				}
-				for i, c := range r.finished {
-					if c != 1 {
-						t.Errorf("%s: row %d finished %d times", what, i, c)
-						break
+				picked := e.plan(s.m, p.b, &Epilogue{Finish: &finishRecorder{}})
+				other := blockPlan{rowMajor: !picked.rowMajor}
+				other.mc, other.nc, _ = planBlocks(s.m, p.b.Np/NBlock, p.b.Kp, threads, e.costs, other.rowMajor)
+				for _, pl := range []blockPlan{picked, other} {
+					ep, f32buf, _ := newEpilogue(rng, p, epiOptions{bias: true, zeroPoint: true, residual: true})
+					wantF, _ := expected(p, ep, f32buf, nil)
+					r := &finishRecorder{t: t, workers: threads, got: ep.OutF32, want: wantF[guardElems:], stride: ep.OutStride, n: s.n,
+						finished: make([]int, s.m)}
+					ep.Finish = r
+					if err := checkGEMM(p.a, s.m, p.lda, p.b, ep); err != nil {
+						t.Fatal(err)
 					}
-				}
-				if want := (s.m + mc - 1) / mc; r.blocks != want {
-					t.Errorf("%s: %d FinishRows calls, want one per row block (%d)", what, r.blocks, want)
+					e.gemmBlocks(e.variant.Kernel, e.variant.fusedBlock, p.a, s.m, p.lda, p.b, ep, pl)
+					what := fmt.Sprintf("%s T=%d %v (blocks %dx%d, row-major %v, picked %v)", tv.name, threads, s, pl.mc, pl.nc, pl.rowMajor, pl == picked)
+					for _, b := range r.bad {
+						t.Errorf("%s: %s", what, b)
+					}
+					for i, c := range r.finished {
+						if c != 1 {
+							t.Errorf("%s: row %d finished %d times", what, i, c)
+							break
+						}
+					}
+					if want := (s.m + pl.mc - 1) / pl.mc; r.blocks != want {
+						t.Errorf("%s: %d FinishRows calls, want one per row block (%d)", what, r.blocks, want)
+					}
 				}
 			}
 			e.Close()
+		}
+	}
+}
+
+// TestPlanGEMMFinishOrder checks planGEMM's order against the measurements
+// behind maxFinishTail (VNNI, 2 workers, N = 768): column-major where it
+// measured faster, row-major where it measured slower; and that every
+// plan without a finisher is column-major.
+func TestPlanGEMMFinishOrder(t *testing.T) {
+	vnni := costsFor(ISAVNNI)
+	for _, c := range []struct {
+		m, k     int
+		rowMajor bool
+	}{{1024, 3072, false}, {128, 3072, false}, {32, 3072, false}, {128, 768, false}, {1024, 768, false}, {800, 768, true}, {32, 768, true}} {
+		if pl := planGEMM(c.m, 768/NBlock, c.k, 2, vnni, true); pl.rowMajor != c.rowMajor {
+			t.Errorf("VNNI M=%d K=%d with a finish: row-major %v (%dx%d), measured faster: row-major %v", c.m, c.k, pl.rowMajor, pl.mc, pl.nc, c.rowMajor)
+		}
+	}
+	for _, isa := range []ISA{ISAGo, ISAAVX2, ISAVNNI, ISAAMX} {
+		for _, m := range []int{1, 32, 128, 1024} {
+			if pl := planGEMM(m, 768/NBlock, 768, 2, costsFor(isa), false); pl.rowMajor {
+				t.Errorf("%v M=%d without a finish: row-major", isa, m)
+			}
 		}
 	}
 }

@@ -59,6 +59,19 @@ const (
 	// KiB, in a 1 MiB L2) instead of 2-8 blocks of 64 x 768.
 	tailShare = 0.5
 
+	// maxFinishTail is the largest modelled end tail of finishes, as a
+	// share of the plain GEMM, for which planGEMM keeps column-major order
+	// with an Epilogue.Finish. Measured with BenchmarkLinearLayerNorm (VNNI,
+	// 2 workers, Zen 5, 6 paired rounds each; N = 768, tail share in
+	// brackets), column-major against row-major: M = 1024, K = 3072 (0.06)
+	// 7% faster; M = 128, K = 3072 (0.06) 7%; M = 32, K = 3072 (0.05) 5-8%;
+	// M = 800, K = 3072 (0.07) the same within 2%; M = 128, K = 768 (0.22)
+	// 10% faster; M = 1024, K = 768 (0.24) 5%; but M = 800, K = 768 (0.29)
+	// 4% slower and M = 32, K = 768 (0.39) 10% slower. The AMX kernels'
+	// shapes model at 0.22-3.9 (the tiles are 5x faster, the finish is
+	// not), nearly all row-major as before; not measured on AMX.
+	maxFinishTail = 0.25
+
 	// planSpan bounds how many splits beyond the minimum the planner tries
 	// along each dimension, so planning stays around a microsecond.
 	planSpan = 16
@@ -80,16 +93,17 @@ type blockCosts struct {
 	// macsPerFinishElem is the cost of an Epilogue.Finish per output
 	// element: the LayerNorm nn.LinearLayerNorm runs there, about 0.65 ns
 	// per element (a LayerNormDual row of 768 columns in ~0.5 µs on one
-	// Zen 5 core). A plan with a finisher pays the last row block's finish
-	// alone, after every other block is done, so it prefers short blocks:
-	// measured at M = 1024, N = 768, K = 3072 (VNNI, 2 workers), the plan
-	// without this term (256 x 48) made the fused LayerNorm 4% slower than
-	// a separate one. Since LayerNorm normalises in float32 (2026-12-06)
-	// its row takes about 0.2-0.25 µs, but 0.3 ns here, which picks 32 x
-	// 192 instead of 16 x 384 at M = 128, K = 768, made BenchmarkLinear-
-	// LayerNorm 1-2% slower there (2 workers, 4 paired rounds), so the
-	// term stays as fitted: it stands for the finish's wait as much as for
-	// its work.
+	// Zen 5 core). A row-major plan with a finisher pays the last row
+	// block's finish alone, after every other block is done, so it prefers
+	// short blocks; a column-major one pays every row block's finish at the
+	// end (planGEMM). Measured at M = 1024, N = 768, K = 3072 (VNNI, 2
+	// workers), the row-major plan without this term (256 x 48) made the
+	// fused LayerNorm 4% slower than a separate one. Since LayerNorm
+	// normalises in float32 (2026-12-06) its row takes about 0.2-0.25 µs,
+	// but 0.3 ns here, which picks 32 x 192 instead of 16 x 384 at M = 128,
+	// K = 768, made BenchmarkLinearLayerNorm 1-2% slower there (2 workers,
+	// 4 paired rounds), so the term stays as fitted: it stands for the
+	// finish's wait as much as for its work.
 	macsPerFinishElem float64
 }
 
@@ -129,9 +143,10 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // workers workers. Among shapes whose s32 block fits the scratch and whose
 // B strips fit bPanelBudget, it minimises the modelled time of the slowest
 // worker, rounds x (compute + fixed cost) with rounds = ceil(blocks /
-// workers), plus, with finish (an Epilogue.Finish), the finish of the last
-// row block; ties go to fewer blocks, then to wider ones.
-func planBlocks(m, nblocks, kp, workers int, cost blockCosts, finish bool) (mc, nc int) {
+// workers), plus, with finish (an Epilogue.Finish run in row-major order),
+// the finish of the last row block; ties go to fewer blocks, then to wider
+// ones. It returns that modelled time too, in multiply-adds.
+func planBlocks(m, nblocks, kp, workers int, cost blockCosts, finish bool) (mc, nc int, modelled float64) {
 	pMin := ceilDiv(m, mcMax)
 	qMin := max(1, ceilDiv(nblocks*NBlock*kp, bPanelBudget))
 	pMax, qMax := ceilDiv(m, min(m, NBlock)), nblocks
@@ -181,5 +196,40 @@ func planBlocks(m, nblocks, kp, workers int, cost blockCosts, finish bool) (mc, 
 	if mc == 0 { // nothing fits (huge K): the smallest block always does
 		mc, nc = min(m, mcAlign), NBlock
 	}
-	return mc, nc
+	return mc, nc, bestCost
+}
+
+// blockPlan is how a GEMM call is cut and ordered: macro-blocks of mc rows
+// x nc columns, taken column-major over the M x N grid (consecutive blocks
+// share their B strips), or row-major when rowMajor is set.
+type blockPlan struct {
+	mc, nc   int
+	rowMajor bool
+}
+
+// planGEMM plans an m x (nblocks*16) product of depth kp on workers
+// workers; finish says whether it has an Epilogue.Finish.
+//
+// Without one the blocks go column-major, shaped by planBlocks. With one,
+// each row block is finished by the worker that completes it, and the
+// order decides when that happens. Column-major keeps the plain GEMM's
+// shape and order, but every row block completes in the last column, so
+// all the finishes come at the end: modelled as ceil(row blocks /
+// workers) row blocks' finishes per worker after the last block. Row-major
+// finishes each row block while later ones compute, leaving only the last
+// one's finish, but needs short blocks (planBlocks with finish), which
+// re-read B once per row block and run the kernel at a lower rate. So
+// column-major is taken when that end tail is at most maxFinishTail of the
+// plain GEMM's modelled time.
+func planGEMM(m, nblocks, kp, workers int, cost blockCosts, finish bool) blockPlan {
+	mc, nc, modelled := planBlocks(m, nblocks, kp, workers, cost, false)
+	if !finish {
+		return blockPlan{mc: mc, nc: nc}
+	}
+	tail := float64(ceilDiv(ceilDiv(m, mc), workers)*mc*nblocks*NBlock) * cost.macsPerFinishElem
+	if tail <= maxFinishTail*modelled {
+		return blockPlan{mc: mc, nc: nc}
+	}
+	mc, nc, _ = planBlocks(m, nblocks, kp, workers, cost, true)
+	return blockPlan{mc: mc, nc: nc, rowMajor: true}
 }

@@ -12,7 +12,7 @@ func TestPlanBlocksBalancesSmallM(t *testing.T) {
 		for _, m := range []int{128, 1024} {
 			for _, s := range shapes {
 				n, k := s[0], s[1]
-				mc, nc := planBlocks(m, n/NBlock, k, 2, costsFor(isa), false)
+				mc, nc, _ := planBlocks(m, n/NBlock, k, 2, costsFor(isa), false)
 				if m%mc != 0 || n%nc != 0 {
 					t.Errorf("%v m=%d N=%d K=%d: %d x %d blocks are not all the same size", isa, m, n, k, mc, nc)
 					continue
