@@ -37,6 +37,7 @@ type Engine struct {
 	epilogue EpilogueFunc // variant.Epilogue, or epilogueGo
 	why      string       // how the variant was chosen
 	costs    blockCosts
+	finish   finishOrder // SQC_FINISH_ORDER
 	pool     *pool.Pool
 	ownPool  bool
 	// scratch[w] is worker w's s32 macro-block (scratchElems int32), reused
@@ -52,7 +53,11 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{variant: v, epilogue: v.Epilogue, why: why, costs: costsFor(v.ISA), pool: opts.Pool}
+	finish, err := parseFinishOrder()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{variant: v, epilogue: v.Epilogue, why: why, costs: costsFor(v.ISA), finish: finish, pool: opts.Pool}
 	if e.epilogue == nil {
 		e.epilogue = epilogueGo
 	}
@@ -105,7 +110,14 @@ func (e *Engine) Describe() string {
 	case e.variant.Epilogue != nil:
 		ep = "assembly epilogue"
 	}
-	return fmt.Sprintf("%s kernel, %s (%s), %d threads", e.variant.ISA, ep, e.why, e.Threads())
+	why := e.why
+	switch e.finish {
+	case finishColumnMajor:
+		why += ", finished GEMMs column-major (" + EnvFinishOrder + "=column)"
+	case finishRowMajor:
+		why += ", finished GEMMs row-major (" + EnvFinishOrder + "=row)"
+	}
+	return fmt.Sprintf("%s kernel, %s (%s), %d threads", e.variant.ISA, ep, why, e.Threads())
 }
 
 // GEMM computes out = epilogue(A x W) for the m x K activations a (u8,
@@ -127,9 +139,16 @@ func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 	return nil
 }
 
-// plan is planGEMM for an m-row product with b and ep on e's workers.
+// plan is planGEMM for an m-row product with b and ep on e's workers,
+// unless SQC_FINISH_ORDER forces the order of a GEMM with a finisher.
 func (e *Engine) plan(m int, b *PackedB, ep *Epilogue) blockPlan {
-	return planGEMM(m, b.Np/NBlock, b.Kp, e.pool.Workers(), e.costs, ep.Finish != nil)
+	nblocks, workers := b.Np/NBlock, e.pool.Workers()
+	if ep.Finish == nil || e.finish == finishByModel {
+		return planGEMM(m, nblocks, b.Kp, workers, e.costs, ep.Finish != nil)
+	}
+	rowMajor := e.finish == finishRowMajor
+	mc, nc, _ := planBlocks(m, nblocks, b.Kp, workers, e.costs, rowMajor)
+	return blockPlan{mc: mc, nc: nc, rowMajor: rowMajor}
 }
 
 // gemmBlocks runs a validated GEMM as planned by pl (pl.nc a multiple of

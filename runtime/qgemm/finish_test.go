@@ -1,9 +1,11 @@
 package qgemm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -116,5 +118,50 @@ func TestPlanGEMMFinishOrder(t *testing.T) {
 				t.Errorf("%v M=%d without a finish: row-major", isa, m)
 			}
 		}
+	}
+}
+
+// TestEnvFinishOrder checks that SQC_FINISH_ORDER forces the order of
+// GEMMs with a finisher only, says so in Describe, and rejects other
+// values by name.
+func TestEnvFinishOrder(t *testing.T) {
+	b := &PackedB{K: 768, N: 768, Kp: 768, Np: 768}
+	fin, plain := &Epilogue{Finish: &finishRecorder{}}, &Epilogue{}
+	for _, c := range []struct {
+		value, describe string
+		rowMajor        bool
+	}{{"row", "row-major", true}, {" Column ", "column-major", false}} {
+		t.Setenv(EnvFinishOrder, c.value)
+		e, err := New(Options{Threads: 2, ISA: "vnni"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// On VNNI the model takes M = 800 (K = 768) row-major and M = 1024
+		// column-major, so each forced order overrides one of them there.
+		for _, m := range []int{800, 1024} {
+			if pl := e.plan(m, b, fin); pl.rowMajor != c.rowMajor {
+				t.Errorf("%s=%q, M=%d: row-major %v", EnvFinishOrder, c.value, m, pl.rowMajor)
+			}
+			if pl := e.plan(m, b, plain); pl.rowMajor {
+				t.Errorf("%s=%q, M=%d: a GEMM without a finisher went row-major", EnvFinishOrder, c.value, m)
+			}
+		}
+		if d := e.Describe(); !strings.Contains(d, c.describe) {
+			t.Errorf("%s=%q: Describe() = %q, want it to say %s", EnvFinishOrder, c.value, d, c.describe)
+		}
+		e.Close()
+	}
+	t.Setenv(EnvFinishOrder, "")
+	e, err := New(Options{Threads: 2, ISA: "vnni"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.plan(1024, b, fin), planGEMM(1024, 48, 768, 2, e.costs, true); got != want {
+		t.Errorf("%s unset: plan %+v, want planGEMM's %+v", EnvFinishOrder, got, want)
+	}
+	e.Close()
+	t.Setenv(EnvFinishOrder, "rows")
+	if _, err := New(Options{}); !errors.Is(err, ErrUnknownFinishOrder) || !strings.Contains(err.Error(), EnvFinishOrder) {
+		t.Errorf("%s=rows: New error %v, want ErrUnknownFinishOrder naming the variable", EnvFinishOrder, err)
 	}
 }

@@ -30,6 +30,42 @@ const EnvISA = "SQC_ISA"
 // (wrapping ErrUnknownEpilogue).
 const EnvEpilogue = "SQC_EPILOGUE"
 
+// EnvFinishOrder names the environment variable that overrides, for
+// comparisons, the block order of GEMMs with an Epilogue.Finish (the
+// LayerNorm fused after a residual GEMM): "" or "model", the default,
+// lets planGEMM choose; "column" forces column-major blocks of the plain
+// plan, "row" row-major blocks of the finish-aware plan. Any other value
+// is an error from New (wrapping ErrUnknownFinishOrder). planGEMM's rule
+// was measured on VNNI only; this is how an AMX machine checks it.
+const EnvFinishOrder = "SQC_FINISH_ORDER"
+
+// ErrUnknownFinishOrder is wrapped by the error for an SQC_FINISH_ORDER
+// value that is not "model", "column" or "row".
+var ErrUnknownFinishOrder = errors.New("unknown finish order")
+
+// finishOrder is an Engine's block order for GEMMs with a finisher.
+type finishOrder int
+
+const (
+	finishByModel finishOrder = iota // planGEMM's choice
+	finishColumnMajor
+	finishRowMajor
+)
+
+// parseFinishOrder reads SQC_FINISH_ORDER.
+func parseFinishOrder() (finishOrder, error) {
+	switch v := strings.ToLower(strings.TrimSpace(os.Getenv(EnvFinishOrder))); v {
+	case "", "model":
+		return finishByModel, nil
+	case "column":
+		return finishColumnMajor, nil
+	case "row":
+		return finishRowMajor, nil
+	default:
+		return 0, fmt.Errorf("qgemm: %s: %w %q: want model, column or row", EnvFinishOrder, ErrUnknownFinishOrder, v)
+	}
+}
+
 // ErrUnknownEpilogue is wrapped by the error for an SQC_EPILOGUE value
 // that is not "fused", "block" or "separate".
 var ErrUnknownEpilogue = errors.New("unknown epilogue placement")
