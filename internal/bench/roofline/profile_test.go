@@ -39,8 +39,11 @@ func TestProfileProgram(t *testing.T) {
 		t.Errorf("%g parallel loops per pass, callers waiting %g s of a %g s pass", prof.Loops, prof.LoopWaitSeconds, prof.InPassSeconds)
 	}
 	// Copying the outputs of a 2 x 16 pass is far cheaper than the pass;
-	// the bound is loose because the difference is of two noisy times.
-	if math.Abs(prof.OutsideSeconds) > 3*prof.InPassSeconds {
+	// the bound is loose because the difference is of two noisy times, and
+	// it has 2 ms of slack for a descheduled thread: this pass takes ~0.1
+	// ms, and a go test ./... on 2 cores once put 0.37 ms between them. It
+	// still catches a per-run total or a unit mix-up (100x or more).
+	if math.Abs(prof.OutsideSeconds) > 3*prof.InPassSeconds+2e-3 {
 		t.Errorf("whole passes differ from traced ones by %g s, in a pass of %g s", prof.OutsideSeconds, prof.InPassSeconds)
 	}
 	inPass := 0.0
