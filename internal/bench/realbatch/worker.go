@@ -86,7 +86,7 @@ func (p *Process) Run(mode string, batch []int, lengths bool) (float64, error) {
 		req.Lengths = batch
 	}
 	if err := p.send(req); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("worker %s: run %s: %w", p.Name, mode, err)
 	}
 	var rep bench.Reply
 	if err := p.read(&rep, runTimeout); err != nil {
@@ -107,7 +107,9 @@ func (p *Process) send(req bench.Request) error {
 		return err
 	}
 	if _, err := p.in.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("worker %s: %w", p.Name, err)
+		// A worker that died before reading fails the write (broken pipe)
+		// rather than the read: say the same as read does.
+		return fmt.Errorf("worker exited or closed its input: %w", err)
 	}
 	return nil
 }
