@@ -11,9 +11,12 @@ import (
 
 // BenchmarkLinearLayerNorm compares BERT-base's dense + residual +
 // LayerNormDual run as two calls (the GEMM, then nn.LayerNormDual over
-// its whole output) with LinearLayerNorm, on two workers, at 1024 and
-// 128 rows (batch 8 and 1 of 128 tokens) and the two shapes that end in
-// a LayerNorm (attention output K = 768, FFN output K = 3072).
+// its whole output) with LinearLayerNorm, on two workers, at 1024, 128,
+// 800 and 32 rows (batch 8 and 1 of 128 tokens, 32 SST-2 sentences of
+// ~25 tokens packed, one of 32) and the two shapes that end in a
+// LayerNorm (attention output K = 768, FFN output K = 3072): the shapes
+// behind qgemm's maxFinishTail (SQC_FINISH_ORDER=column or =row forces
+// each block order).
 func BenchmarkLinearLayerNorm(b *testing.B) {
 	const n = 768
 	r := rand.New(rand.NewPCG(41, 42))
@@ -27,7 +30,7 @@ func BenchmarkLinearLayerNorm(b *testing.B) {
 	gammaQ, betaQ := randSlice(3, n, 0.1, 3), randSlice(4, n, -0.5, 0.5)
 	for _, k := range []int{768, 3072} {
 		l := linearForTest(b, r, k, n)
-		for _, rows := range []int{1024, 128} {
+		for _, rows := range []int{1024, 128, 800, 32} {
 			a := make([]uint8, rows*l.B.Kp)
 			for i := range a {
 				a[i] = uint8(r.Uint32())
