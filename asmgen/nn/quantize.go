@@ -299,33 +299,24 @@ func (g *gen) minMaxTree(v [minMaxGroup]reg.VecVirtual, op func(...operand.Op), 
 		}
 		return out
 	}
-	quarters := func(lo, hi uint8) func(a, b reg.VecVirtual) (reg.VecVirtual, reg.VecVirtual) {
+	// split returns the shuffle pair of one level: imm lo, then hi, of shuf
+	// (VSHUFF32X4 on 128-bit quarters, VSHUFPS on lanes within them).
+	split := func(shuf func(...operand.Op), lo, hi uint8) func(a, b reg.VecVirtual) (reg.VecVirtual, reg.VecVirtual) {
 		return func(a, b reg.VecVirtual) (reg.VecVirtual, reg.VecVirtual) {
 			t1, t2 := g.ZMM(), g.ZMM()
-			g.VSHUFF32X4(operand.U8(lo), b, a, t1)
-			g.VSHUFF32X4(operand.U8(hi), b, a, t2)
-			return t1, t2
-		}
-	}
-	lanes := func(lo, hi uint8) func(a, b reg.VecVirtual) (reg.VecVirtual, reg.VecVirtual) {
-		return func(a, b reg.VecVirtual) (reg.VecVirtual, reg.VecVirtual) {
-			t1, t2 := g.ZMM(), g.ZMM()
-			g.VSHUFPS(operand.U8(lo), b, a, t1)
-			g.VSHUFPS(operand.U8(hi), b, a, t2)
+			shuf(operand.U8(lo), b, a, t1)
+			shuf(operand.U8(hi), b, a, t2)
 			return t1, t2
 		}
 	}
 	// Rows a, b per pair: [a.q0 a.q1 b.q0 b.q1] against [a.q2 a.q3 b.q2 b.q3].
-	l1 := pairs(v[:], quarters(0x44, 0xEE))
+	l1 := pairs(v[:], split(g.VSHUFF32X4, 0x44, 0xEE))
 	// [a' b' c' d'] quarters: [a.q0 b.q0 c.q0 d.q0] against [a.q1 b.q1 ...].
-	l2 := pairs(l1, quarters(0x88, 0xDD))
+	l2 := pairs(l1, split(g.VSHUFF32X4, 0x88, 0xDD))
 	// Within each quarter of rows (a, e), (b, f), ...: lanes 0, 1 against 2, 3.
-	l3 := pairs(l2, lanes(0x44, 0xEE))[0]
+	l3 := pairs(l2, split(g.VSHUFPS, 0x44, 0xEE))[0]
 	// Then lanes 0, 2 against 1, 3 of itself: quarter q holds rows q and q+4 in lanes 0 and 1.
-	t1, t2 := g.ZMM(), g.ZMM()
-	g.VSHUFPS(operand.U8(0x88), l3, l3, t1)
-	g.VSHUFPS(operand.U8(0xDD), l3, l3, t2)
-	op(t2, t1, t1)
+	t1 := pairs([]reg.VecVirtual{l3, l3}, split(g.VSHUFPS, 0x88, 0xDD))[0]
 	out := g.ZMM()
 	g.VPERMPS(t1, order, out)
 	return out
