@@ -2,10 +2,11 @@
 # Runs the shared peer harness (../shared/bench/peers/run.sh) with sqc as one
 # more worker: PyTorch FP32/INT8, ONNX Runtime FP32/INT8 (+ without AMX) and
 # `sqc bench --serve` (modes int8, int8-vnni, int8-attn32: FP32 attention, and on AMX int8-sepepi:
-# the GEMM epilogues outside the kernel call) timed interleaved, call by call, on the same
-# random-weight models; prints and saves the table, then the medians of paired ratios of each sqc
-# mode to ONNX Runtime INT8 (with and without AMX), PyTorch FP32 and int8-sepepi, per shape
-# (bench/pairs, $OUT/pairs.txt).
+# the GEMM epilogues outside the kernel call, int8-fincol and int8-finrow: the GEMMs with a fused
+# LayerNorm in either block order) timed interleaved, call by call, on the same random-weight
+# models; prints and saves the table, then the medians of paired ratios of each sqc mode to ONNX
+# Runtime INT8 (with and without AMX), PyTorch FP32, int8-sepepi, int8-fincol and int8-finrow, per
+# shape (bench/pairs, $OUT/pairs.txt).
 #
 # usage: bench/peers.sh CONFIG [CONFIG...]     CONFIG: bert-base bert-large distilbert minilm-l6 | all
 #   smoke run (~1-2 min after the first install):
@@ -77,7 +78,8 @@ else
 fi
 
 # Issue 12's acceptance (ACCEPTANCE=1, the default on AMX CPUs), once everything else has run: the
-# AMX GEMMs against the tile peak (go test -bench 'QGEMM$/amx', 1 thread, amx and amx-separate) and
+# AMX GEMMs against the tile peak (go test -bench 'QGEMM$/amx', 1 thread, amx and amx-separate; and
+# with cold weights at M = 128, BenchmarkQGEMMColdWeights, into qgemm-cold.txt) and
 # `sqc roofline --json` of bert-base at 8x128 and 1x128 on 2 threads, into $OUT, then bench/acceptance
 # prints every bar with its figure.
 acceptance() {
@@ -88,6 +90,9 @@ acceptance() {
   echo "peers.sh: acceptance: timing the AMX GEMMs and the roofline into $OUT" >&2
   mkdir -p "$OUT"
   (cd "$ROOT" && go test ./runtime/qgemm -run '^$' -bench 'QGEMM$/amx' -cpu 1 -count 1) > "$OUT/qgemm-bench.txt" || true
+  # M = 128 with the weights out of cache, as at one sequence (1 and 2 threads): amx against amx-pfb
+  # and the other candidates, for the 1x128 latency bar. Not a bar itself.
+  (cd "$ROOT" && go test ./runtime/qgemm -run '^$' -bench 'QGEMMColdWeights/amx' -count 1) > "$OUT/qgemm-cold.txt" || true
   for b in 8 1; do
     "$BIN" roofline --config bert-base --batch "$b" --seq 128 --threads 2 --json > "$OUT/roofline-bert-base-${b}x128.json" || true
   done

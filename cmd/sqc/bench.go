@@ -34,7 +34,9 @@ With --serve it is a worker for ../shared/bench/peers (coord.py): JSON lines on
 stdin/stdout, modes int8 (fastest kernels), int8-vnni (AMX off), int8-attn32
 (int8 with FP32 attention; with --attention fp32, int8-attn8: with INT8 attention)
 and, where int8 applies the GEMM epilogues inside the AMX kernel call, int8-sepepi
-(the same with them outside, as SQC_EPILOGUE=separate does).
+(the same with them outside, as SQC_EPILOGUE=separate does); where int8 runs AMX
+kernels, int8-fincol and int8-finrow (the GEMMs that end in a fused LayerNorm
+in column-major or row-major block order, as SQC_FINISH_ORDER=column|row do).
 
 --threads also sets GOMAXPROCS, so the process uses at most that many cores.`,
 		Flags: []cli.Flag{

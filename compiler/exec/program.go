@@ -26,6 +26,10 @@ type Options struct {
 	// the kernel would apply it (AMX): qgemm.Options.SeparateEpilogue, for
 	// comparisons.
 	SeparateEpilogue bool
+	// FinishOrder forces the block order of the GEMMs that end in a fused
+	// LayerNorm (qgemm.Options.FinishOrder), for comparisons; the zero
+	// value lets the planner choose.
+	FinishOrder qgemm.FinishOrder
 	// Padded runs every batch in its padded layout, never packed
 	// (packed.go): for comparisons, the outputs are the same bits.
 	Padded bool

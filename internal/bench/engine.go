@@ -5,6 +5,7 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/interp"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // Engine runs complete forward passes of one model.
@@ -25,6 +26,9 @@ type EngineOptions struct {
 	// SeparateEpilogue keeps the GEMM epilogue out of the AMX kernel call
 	// (exec.Options.SeparateEpilogue).
 	SeparateEpilogue bool
+	// FinishOrder forces the block order of the GEMMs with a fused
+	// LayerNorm (exec.Options.FinishOrder); the zero value is the planner's.
+	FinishOrder qgemm.FinishOrder
 }
 
 // fp32Engine is the reference interpreter on the FP32 graph.

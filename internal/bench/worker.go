@@ -8,6 +8,7 @@ import (
 
 	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/cpu"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // Worker modes offered by NewWorker.
@@ -24,6 +25,14 @@ const (
 	// of the kernel call (exec.Options.SeparateEpilogue), offered where
 	// ModeINT8's kernels apply it inside (AMX): what fusing it gains.
 	ModeINT8SeparateEpilogue = "int8-sepepi"
+	// ModeINT8FinishColumn and ModeINT8FinishRow are ModeINT8 with the
+	// block order of the GEMMs that end in a fused LayerNorm forced
+	// (exec.Options.FinishOrder, as SQC_FINISH_ORDER=column|row does),
+	// offered where ModeINT8 runs AMX kernels: the planner's rule for that
+	// order was measured on VNNI only, so one peer-harness run on AMX rates
+	// its choice against both orders.
+	ModeINT8FinishColumn = "int8-fincol"
+	ModeINT8FinishRow    = "int8-finrow"
 )
 
 // WorkerOptions configure NewWorker.
@@ -83,10 +92,16 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	modes = append(modes, other, modeSpec{name: ModeINT8SeparateEpilogue, graph: m.Graph, separate: true})
-	int8Fused := false
+	modes = append(modes, other, modeSpec{name: ModeINT8SeparateEpilogue, graph: m.Graph, separate: true},
+		modeSpec{name: ModeINT8FinishColumn, graph: m.Graph, finish: qgemm.FinishColumnMajor},
+		modeSpec{name: ModeINT8FinishRow, graph: m.Graph, finish: qgemm.FinishRowMajor})
+	int8Fused, int8ISA := false, qgemm.ISAGo // set by the first mode, ModeINT8
 	for _, mode := range modes {
-		e, err := NewINT8(mode.graph, EngineOptions{Threads: o.Threads, ISA: mode.isa, SeparateEpilogue: mode.separate})
+		if why := mode.notOffered(int8ISA, int8Fused); mode.name != ModeINT8 && why != "" {
+			logf("mode %s not offered: %s", mode.name, why)
+			continue
+		}
+		e, err := NewINT8(mode.graph, EngineOptions{Threads: o.Threads, ISA: mode.isa, SeparateEpilogue: mode.separate, FinishOrder: mode.finish})
 		if err != nil {
 			if mode.isa == "" {
 				w.Close()
@@ -107,12 +122,7 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 		}
 		fused := e.(*int8Engine).prog.Engine().FusedEpilogue()
 		if mode.name == ModeINT8 {
-			int8Fused = fused
-		}
-		if mode.separate && !int8Fused {
-			logf("mode %s not offered: mode %s applies its GEMM epilogues outside the kernel call already", mode.name, ModeINT8)
-			e.Close()
-			continue
+			int8Fused, int8ISA = fused, e.(*int8Engine).prog.Engine().ISA()
 		}
 		w.Modes = append(w.Modes, WorkerMode{Name: mode.name, Engine: e})
 		engines[mode.name] = e.Describe()
@@ -171,7 +181,22 @@ func otherAttention(m *Model, q QuantOptions) (modeSpec, error) {
 type modeSpec struct {
 	name, isa string
 	graph     *compiler.Graph
-	separate  bool // EngineOptions.SeparateEpilogue
+	separate  bool              // EngineOptions.SeparateEpilogue
+	finish    qgemm.FinishOrder // EngineOptions.FinishOrder
+}
+
+// notOffered says why mode, a variant of ModeINT8 for a comparison, would
+// compare nothing beside a ModeINT8 engine running int8ISA kernels (with
+// the GEMM epilogue inside the kernel call where int8Fused): "" where it
+// is worth offering.
+func (s modeSpec) notOffered(int8ISA qgemm.ISA, int8Fused bool) string {
+	switch {
+	case s.separate && !int8Fused:
+		return fmt.Sprintf("mode %s applies its GEMM epilogues outside the kernel call already", ModeINT8)
+	case s.finish != qgemm.FinishByModel && int8ISA != qgemm.ISAAMX:
+		return fmt.Sprintf("mode %s runs %s kernels, whose finish order was measured (%s forces it)", ModeINT8, int8ISA, qgemm.EnvFinishOrder)
+	}
+	return ""
 }
 
 // Close closes the worker's engines.

@@ -25,7 +25,17 @@ func TestWorkerEndToEnd(t *testing.T) {
 	if hasVNNI {
 		want = append(want, ModeINT8VNNI)
 	}
-	checkModes(t, w, append(want, ModeINT8AttnFP32), ModeINT8AttnFP32, true)
+	want = append(want, ModeINT8AttnFP32)
+	// The comparison modes follow where ModeINT8's kernels make them
+	// meaningful (notOffered): on AMX CPUs.
+	int8 := w.Modes[0].Engine.(*int8Engine).prog.Engine()
+	if int8.FusedEpilogue() {
+		want = append(want, ModeINT8SeparateEpilogue)
+	}
+	if int8.ISA() == qgemm.ISAAMX {
+		want = append(want, ModeINT8FinishColumn, ModeINT8FinishRow)
+	}
+	checkModes(t, w, want, ModeINT8AttnFP32, true)
 	replies := serveScript(t, w,
 		`{"op": "check"}`,
 		`{"op": "run", "mode": "int8", "batch": 2, "seq": 32, "n": 2}`,
@@ -51,6 +61,76 @@ func TestWorkerEndToEnd(t *testing.T) {
 	// 600 tokens exceed bert-tiny's 512 positions: an error reply, not a crash.
 	if _, ok := replies[3]["error"]; !ok {
 		t.Errorf("sequence 600 replied %v, want an error", replies[3])
+	}
+}
+
+// TestWorkerModeOffers checks which comparison modes are offered beside
+// which ModeINT8 engine: the separate epilogue where int8 fuses it, the
+// forced finish orders where int8 runs AMX kernels, the rest always.
+func TestWorkerModeOffers(t *testing.T) {
+	sep := modeSpec{name: ModeINT8SeparateEpilogue, separate: true}
+	col := modeSpec{name: ModeINT8FinishColumn, finish: qgemm.FinishColumnMajor}
+	row := modeSpec{name: ModeINT8FinishRow, finish: qgemm.FinishRowMajor}
+	plain := modeSpec{name: ModeINT8AttnFP32}
+	for _, c := range []struct {
+		isa     qgemm.ISA
+		fused   bool
+		offered []modeSpec
+	}{
+		{qgemm.ISAAMX, true, []modeSpec{sep, col, row, plain}},
+		{qgemm.ISAAMX, false, []modeSpec{col, row, plain}}, // SQC_EPILOGUE=separate
+		{qgemm.ISAVNNI, false, []modeSpec{plain}},
+		{qgemm.ISAAVX2, false, []modeSpec{plain}},
+	} {
+		for _, m := range []modeSpec{sep, col, row, plain} {
+			want := slices.ContainsFunc(c.offered, func(o modeSpec) bool { return o.name == m.name })
+			if why := m.notOffered(c.isa, c.fused); (why == "") != want {
+				t.Errorf("int8 on %v (fused %v): mode %s offered %v (%q), want %v", c.isa, c.fused, m.name, why == "", why, want)
+			}
+		}
+	}
+}
+
+// TestFinishOrderEngine checks that EngineOptions.FinishOrder reaches the
+// GEMM engine of an INT8 program (its Describe says so) and leaves the
+// outputs' bits alone: the order changes when rows are normalised, not how.
+func TestFinishOrderEngine(t *testing.T) {
+	m, err := Load(Source{Config: "bert-tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Quantize(QuantOptions{Threads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	inputs, err := m.CheckInputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first map[string]*compiler.Tensor
+	for _, o := range []qgemm.FinishOrder{qgemm.FinishByModel, qgemm.FinishColumnMajor, qgemm.FinishRowMajor} {
+		e, err := NewINT8(m.Graph, EngineOptions{Threads: 2, FinishOrder: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := e.Describe()
+		if forced := strings.Contains(d, "Options.FinishOrder"); forced != (o != qgemm.FinishByModel) || forced && !strings.Contains(d, o.String()+"-major") {
+			t.Errorf("FinishOrder %v: Describe() = %q", o, d)
+		}
+		out, err := e.Run(inputs)
+		e.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = out
+			continue
+		}
+		for name, x := range first {
+			same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
+			if len(x.F32) == 0 || !slices.EqualFunc(x.F32, out[name].F32, same) {
+				t.Errorf("FinishOrder %v: output %s differs from the model's order", o, name)
+			}
+		}
 	}
 }
 

@@ -28,6 +28,11 @@ type Options struct {
 	// kernel call (AMX), for comparisons; SQC_EPILOGUE=separate (see
 	// EnvEpilogue) does the same.
 	SeparateEpilogue bool
+	// FinishOrder forces the block order of GEMMs with an Epilogue.Finish
+	// (FinishColumnMajor, FinishRowMajor), for comparisons; FinishByModel,
+	// the zero value, lets the planner choose unless SQC_FINISH_ORDER
+	// forces it (see EnvFinishOrder).
+	FinishOrder FinishOrder
 }
 
 // Engine runs GEMMs with one chosen variant on a worker pool. It is built
@@ -37,7 +42,8 @@ type Engine struct {
 	epilogue EpilogueFunc // variant.Epilogue, or epilogueGo
 	why      string       // how the variant was chosen
 	costs    blockCosts
-	finish   finishOrder // SQC_FINISH_ORDER
+	finish   FinishOrder // Options.FinishOrder or SQC_FINISH_ORDER
+	finishBy string      // what forced finish ("": the model's order)
 	pool     *pool.Pool
 	ownPool  bool
 	// scratch[w] is worker w's s32 macro-block (scratchElems int32), reused
@@ -53,11 +59,11 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	finish, err := parseFinishOrder()
+	finish, finishBy, err := chooseFinishOrder(opts)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{variant: v, epilogue: v.Epilogue, why: why, costs: costsFor(v.ISA), finish: finish, pool: opts.Pool}
+	e := &Engine{variant: v, epilogue: v.Epilogue, why: why, costs: costsFor(v.ISA), finish: finish, finishBy: finishBy, pool: opts.Pool}
 	if e.epilogue == nil {
 		e.epilogue = epilogueGo
 	}
@@ -112,10 +118,10 @@ func (e *Engine) Describe() string {
 	}
 	why := e.why
 	switch e.finish {
-	case finishColumnMajor:
-		why += ", finished GEMMs column-major (" + EnvFinishOrder + "=column)"
-	case finishRowMajor:
-		why += ", finished GEMMs row-major (" + EnvFinishOrder + "=row)"
+	case FinishColumnMajor:
+		why += ", finished GEMMs column-major (" + e.finishBy + ")"
+	case FinishRowMajor:
+		why += ", finished GEMMs row-major (" + e.finishBy + ")"
 	}
 	return fmt.Sprintf("%s kernel, %s (%s), %d threads", e.variant.ISA, ep, why, e.Threads())
 }
@@ -140,13 +146,14 @@ func (e *Engine) GEMM(a []uint8, m, lda int, b *PackedB, ep *Epilogue) error {
 }
 
 // plan is planGEMM for an m-row product with b and ep on e's workers,
-// unless SQC_FINISH_ORDER forces the order of a GEMM with a finisher.
+// unless Options.FinishOrder or SQC_FINISH_ORDER forces the order of a
+// GEMM with a finisher.
 func (e *Engine) plan(m int, b *PackedB, ep *Epilogue) blockPlan {
 	nblocks, workers := b.Np/NBlock, e.pool.Workers()
-	if ep.Finish == nil || e.finish == finishByModel {
+	if ep.Finish == nil || e.finish == FinishByModel {
 		return planGEMM(m, nblocks, b.Kp, workers, e.costs, ep.Finish != nil)
 	}
-	rowMajor := e.finish == finishRowMajor
+	rowMajor := e.finish == FinishRowMajor
 	mc, nc, _ := planBlocks(m, nblocks, b.Kp, workers, e.costs, rowMajor)
 	return blockPlan{mc: mc, nc: nc, rowMajor: rowMajor}
 }

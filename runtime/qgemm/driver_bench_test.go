@@ -154,7 +154,9 @@ func benchProblem(b *testing.B, rng *rand.Rand, s gemmShape) ([]uint8, *PackedB,
 // MiB on the Xeon this was tuned on), so each GEMM streams its B from DRAM.
 // Each iteration multiplies by the next of enough copies of B to fill
 // coldWeightBytes; compare with BenchmarkQGEMM's warm figure for the same
-// shape to see what streaming the weights costs.
+// shape to see what streaming the weights costs. It runs benchVariants'
+// kernels of VNNI and up, so on AMX the candidates (amx-pfb, ...) are timed
+// cold too.
 func BenchmarkQGEMMColdWeights(b *testing.B) {
 	// coldWeightBytes exceeds the largest L3 of the machines sqc is
 	// measured on (105 MiB), so a copy is evicted before it comes round.
@@ -164,7 +166,8 @@ func BenchmarkQGEMMColdWeights(b *testing.B) {
 		threads = append(threads, p)
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, v := range Variants() {
+	for _, bv := range benchVariants() {
+		v := bv.v
 		if v.ISA < ISAVNNI {
 			continue // the SIMD-less and AVX2 kernels are compute bound here
 		}
@@ -176,7 +179,7 @@ func BenchmarkQGEMMColdWeights(b *testing.B) {
 			defer e.Close()
 			for _, nk := range [][2]int{{768, 768}, {2304, 768}, {3072, 768}, {768, 3072}} {
 				s := gemmShape{m: 128, n: nk[0], k: nk[1]}
-				b.Run(fmt.Sprintf("%s/%v/T=%d", v.ISA, s, t), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%v/T=%d", bv.name, s, t), func(b *testing.B) {
 					a, pb, ep := benchProblem(b, rng, s)
 					copies := make([]*PackedB, max(2, coldWeightBytes/len(pb.Data)))
 					for i := range copies {

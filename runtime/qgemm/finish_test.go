@@ -165,3 +165,51 @@ func TestEnvFinishOrder(t *testing.T) {
 		t.Errorf("%s=rows: New error %v, want ErrUnknownFinishOrder naming the variable", EnvFinishOrder, err)
 	}
 }
+
+// TestOptionsFinishOrder checks that Options.FinishOrder forces the order
+// of GEMMs with a finisher over SQC_FINISH_ORDER, says so in Describe,
+// leaves the variable in charge at FinishByModel, and rejects values
+// that are not orders; and that ParseFinishOrder takes back String's
+// names.
+func TestOptionsFinishOrder(t *testing.T) {
+	b := &PackedB{K: 768, N: 768, Kp: 768, Np: 768}
+	fin := &Epilogue{Finish: &finishRecorder{}}
+	for _, c := range []struct {
+		env      string
+		opt      FinishOrder
+		rowMajor bool
+		describe string
+	}{
+		{"row", FinishColumnMajor, false, "column-major (Options.FinishOrder)"},
+		{"column", FinishRowMajor, true, "row-major (Options.FinishOrder)"},
+		{"row", FinishByModel, true, "row-major (SQC_FINISH_ORDER=row)"},
+	} {
+		t.Setenv(EnvFinishOrder, c.env)
+		e, err := New(Options{Threads: 2, ISA: "vnni", FinishOrder: c.opt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// M = 800 and 1024 take opposite orders under the model on VNNI.
+		for _, m := range []int{800, 1024} {
+			if pl := e.plan(m, b, fin); pl.rowMajor != c.rowMajor {
+				t.Errorf("%s=%s, Options.FinishOrder %v, M=%d: row-major %v, want %v", EnvFinishOrder, c.env, c.opt, m, pl.rowMajor, c.rowMajor)
+			}
+		}
+		if d := e.Describe(); !strings.Contains(d, c.describe) {
+			t.Errorf("%s=%s, Options.FinishOrder %v: Describe() = %q, want it to say %q", EnvFinishOrder, c.env, c.opt, d, c.describe)
+		}
+		e.Close()
+	}
+	t.Setenv(EnvFinishOrder, "")
+	if _, err := New(Options{FinishOrder: FinishRowMajor + 1}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Options.FinishOrder %d: New error %v, want ErrInvalidArgument", FinishRowMajor+1, err)
+	}
+	for _, o := range []FinishOrder{FinishByModel, FinishColumnMajor, FinishRowMajor} {
+		if got, err := ParseFinishOrder(o.String()); err != nil || got != o {
+			t.Errorf("ParseFinishOrder(%q) = %v, %v; want %v", o.String(), got, err, o)
+		}
+	}
+	if _, err := ParseFinishOrder("diagonal"); !errors.Is(err, ErrUnknownFinishOrder) || !strings.Contains(err.Error(), `"diagonal"`) {
+		t.Errorf("ParseFinishOrder(diagonal): error %v, want ErrUnknownFinishOrder naming the value", err)
+	}
+}

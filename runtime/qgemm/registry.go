@@ -32,38 +32,81 @@ const EnvEpilogue = "SQC_EPILOGUE"
 
 // EnvFinishOrder names the environment variable that overrides, for
 // comparisons, the block order of GEMMs with an Epilogue.Finish (the
-// LayerNorm fused after a residual GEMM): "" or "model", the default,
-// lets planGEMM choose; "column" forces column-major blocks of the plain
-// plan, "row" row-major blocks of the finish-aware plan. Any other value
-// is an error from New (wrapping ErrUnknownFinishOrder). planGEMM's rule
-// was measured on VNNI only; this is how an AMX machine checks it.
+// LayerNorm fused after a residual GEMM) where Options.FinishOrder leaves
+// it to the model: "" or "model", the default, lets planGEMM choose;
+// "column" forces column-major blocks of the plain plan, "row" row-major
+// blocks of the finish-aware plan. Any other value is an error from New
+// (wrapping ErrUnknownFinishOrder). planGEMM's rule was measured on VNNI
+// only; this is how an AMX machine checks it.
 const EnvFinishOrder = "SQC_FINISH_ORDER"
 
-// ErrUnknownFinishOrder is wrapped by the error for an SQC_FINISH_ORDER
-// value that is not "model", "column" or "row".
+// ErrUnknownFinishOrder is wrapped by the error for a finish order that is
+// not "model", "column" or "row".
 var ErrUnknownFinishOrder = errors.New("unknown finish order")
 
-// finishOrder is an Engine's block order for GEMMs with a finisher.
-type finishOrder int
+// FinishOrder is the block order of an Engine's GEMMs with an
+// Epilogue.Finish (Options.FinishOrder, SQC_FINISH_ORDER).
+type FinishOrder int
 
 const (
-	finishByModel finishOrder = iota // planGEMM's choice
-	finishColumnMajor
-	finishRowMajor
+	// FinishByModel lets planGEMM choose per GEMM (the default).
+	FinishByModel FinishOrder = iota
+	// FinishColumnMajor forces column-major blocks of the plain plan,
+	// every row block finished in the last column sweep.
+	FinishColumnMajor
+	// FinishRowMajor forces row-major blocks of the finish-aware plan,
+	// each row block finished while later ones compute.
+	FinishRowMajor
 )
 
-// parseFinishOrder reads SQC_FINISH_ORDER.
-func parseFinishOrder() (finishOrder, error) {
-	switch v := strings.ToLower(strings.TrimSpace(os.Getenv(EnvFinishOrder))); v {
-	case "", "model":
-		return finishByModel, nil
-	case "column":
-		return finishColumnMajor, nil
-	case "row":
-		return finishRowMajor, nil
-	default:
-		return 0, fmt.Errorf("qgemm: %s: %w %q: want model, column or row", EnvFinishOrder, ErrUnknownFinishOrder, v)
+// String returns the name ParseFinishOrder takes: model, column or row.
+func (o FinishOrder) String() string {
+	switch o {
+	case FinishByModel:
+		return "model"
+	case FinishColumnMajor:
+		return "column"
+	case FinishRowMajor:
+		return "row"
 	}
+	return fmt.Sprintf("FinishOrder(%d)", int(o))
+}
+
+// ParseFinishOrder parses "model" (or ""), "column" or "row", in any case
+// and with surrounding spaces; anything else is an error wrapping
+// ErrUnknownFinishOrder.
+func ParseFinishOrder(name string) (FinishOrder, error) {
+	switch v := strings.ToLower(strings.TrimSpace(name)); v {
+	case "", "model":
+		return FinishByModel, nil
+	case "column":
+		return FinishColumnMajor, nil
+	case "row":
+		return FinishRowMajor, nil
+	default:
+		return 0, fmt.Errorf("%w %q: want model, column or row", ErrUnknownFinishOrder, v)
+	}
+}
+
+// chooseFinishOrder applies Options.FinishOrder and, where it leaves the
+// order to the model, SQC_FINISH_ORDER; it says what forced the order
+// ("" for the model's).
+func chooseFinishOrder(opts Options) (FinishOrder, string, error) {
+	switch opts.FinishOrder {
+	case FinishByModel:
+	case FinishColumnMajor, FinishRowMajor:
+		return opts.FinishOrder, "Options.FinishOrder", nil
+	default:
+		return 0, "", invalid("Options.FinishOrder = %d is not a finish order", int(opts.FinishOrder))
+	}
+	o, err := ParseFinishOrder(os.Getenv(EnvFinishOrder))
+	if err != nil {
+		return 0, "", fmt.Errorf("qgemm: %s: %w", EnvFinishOrder, err)
+	}
+	if o == FinishByModel {
+		return o, "", nil
+	}
+	return o, EnvFinishOrder + "=" + o.String(), nil
 }
 
 // ErrUnknownEpilogue is wrapped by the error for an SQC_EPILOGUE value
