@@ -295,10 +295,26 @@ type amxState struct {
 	b, cpair     operand.Mem // B (N pair start, before koff) and C of the current N pair
 	npairs       operand.Mem // N pairs left
 	fuse         *amxFusion  // the fused kernel's epilogue state; nil in the plain kernel
-	// prefetchB: each K step also prefetches into L1 the B tiles of the
-	// step after next (amxPrefetchB).
-	prefetchB bool
+	prefetch     amxPrefetch // what each K step prefetches of B besides its loads
 }
+
+// amxPrefetch is what an AMX kernel's K step prefetches of B, beside the
+// tiles it loads. Both kinds are candidates timed on AMX CPUs
+// (BenchmarkQGEMM, BenchmarkQGEMMColdWeights) before any variant uses them.
+type amxPrefetch int
+
+const (
+	amxPrefetchNone amxPrefetch = iota
+	// amxPrefetchStep: into L1, the B tiles of the step after next
+	// (amxPrefetchAhead); kernel name suffix "Prefetch", bench name amx-pfb.
+	amxPrefetchStep
+	// amxPrefetchPair: into L2, the B tiles of the next N pair at the same
+	// K offset (amxPairAheadShift); suffix "PrefetchPair", bench name amx-pfn.
+	amxPrefetchPair
+)
+
+// suffix is the kernel name's suffix for p.
+func (p amxPrefetch) suffix() string { return [...]string{"", "Prefetch", "PrefetchPair"}[p] }
 
 // amxPrefetchB describes the B prefetch of the kernels generated with it:
 // the 2x2 block's K step loads two 1 KiB B tiles that come from L2 (the
@@ -316,6 +332,23 @@ type amxState struct {
 // amx.
 const amxPrefetchAhead = 1024 // bytes beyond the tile a step loads: one K step
 
+// amxPairAheadShift sets the other B prefetch's distance, kp << 5 = 32 x kp
+// bytes: one N pair, two strips of kp x 16 bytes. That prefetch is for B
+// that comes from DRAM or L3: at one sequence (M = 128) each GEMM's
+// weights are read once per pass, and BERT-base's 85 MB of them exceed a
+// 32 MiB L3 (and fill most of a 105 MiB one), so the first 32-row sweep
+// of a macro-block waits on memory for every B tile (the second finds
+// them in L2). Prefetching its B strips ahead cut the VNNI kernel's
+// cold-weight penalty at M = 128 from 14-44% to 8-13% (README); this is
+// the AMX kernel's form of it. Each K step prefetches with PREFETCHT1 the tiles
+// the block of the next N pair will load at the same step: 16 lines per
+// strip at 32 x kp bytes beyond the ones it loads (two strips of kp x 16
+// bytes), about 12 K steps (~800 cycles at kp = 768) before they are
+// needed, 2 KiB per step, which is B's whole stream: the next pair's B is
+// in L2 when its block starts. Past the last pair of a macro-block it
+// prefetches the first pair of the next one (strips are contiguous), which
+// column-major block order hands out next. Prefetches never fault.
+const amxPairAheadShift = 5
 // genAMXKernel emits an AMX Kernel (see runtime/qgemm/api.go).
 //
 // Design: C is computed in 32x32 blocks held in four C tiles (2x2). K is
@@ -333,7 +366,7 @@ const amxPrefetchAhead = 1024 // bytes beyond the tile a step loads: one K step
 // With epi other than amxEpiNone, the kernel applies the epilogue per
 // 32x32 block in the last K pass (amxfused.go); its signature is
 // amxFusedSig's.
-func genAMXKernel(g *gen, name string, t tileOps, epi amxEpi, prefetchB bool) {
+func genAMXKernel(g *gen, name string, t tileOps, epi amxEpi, prefetch amxPrefetch) {
 	fused := epi != amxEpiNone
 	g.Function(name)
 	if fused {
@@ -356,17 +389,19 @@ func genAMXKernel(g *gen, name string, t tileOps, epi amxEpi, prefetchB bool) {
 		if e.avx2 {
 			isa = "AVX2"
 		}
-		base := "qgemmAMX" + epi.suffix()
-		if prefetchB {
-			base += "Prefetch"
-		}
+		base := "qgemmAMX" + epi.suffix() + prefetch.suffix()
 		g.Doc(name+" is "+base+" with every tile instruction emulated by "+isa,
 			"code on a tile file in its stack frame: the same loops, addresses, tile configs",
 			"and tails, runnable (and testable) on CPUs without AMX. It is for tests only.")
-	} else if prefetchB {
+	} else if prefetch == amxPrefetchStep {
 		g.Doc(name+" is qgemmAMXPipelined that also prefetches into L1, during each K step,",
 			"the B tiles of the step after next (asmgen/qgemm amxPrefetchAhead). Same parameters",
 			"and outputs. The caller must hold the AMX tile-data permission (runtime/cpu.Detect).")
+	} else if prefetch == amxPrefetchPair {
+		g.Doc(name+" is qgemmAMXPipelined that also prefetches into L2, during each K step,",
+			"the B tiles of the next N pair at the same K offset (asmgen/qgemm amxPairAheadShift).",
+			"Same parameters and outputs. The caller must hold the AMX tile-data permission",
+			"(runtime/cpu.Detect).")
 	} else if epi == amxEpiBlock {
 		g.Doc(name+" is the AMX (TDPBUSD) kernel with the epilogue applied per 32x32 block",
 			"in the last K pass (the block's tiles in an L1 buffer, then epilogueAVX512Asm). Its",
@@ -389,7 +424,7 @@ func genAMXKernel(g *gen, name string, t tileOps, epi amxEpi, prefetchB bool) {
 		koff: g.AllocLocal(8), ksteps: g.AllocLocal(8),
 		a: g.AllocLocal(8), c: g.AllocLocal(8), mblocks: g.AllocLocal(8),
 		b: g.AllocLocal(8), cpair: g.AllocLocal(8), npairs: g.AllocLocal(8),
-		fuse: fuse, prefetchB: prefetchB,
+		fuse: fuse, prefetch: prefetch,
 	}
 
 	g.Comment("Tile config: palette 1; every tile 16 rows x 64 bytes.")
@@ -660,13 +695,24 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 		for j := 0; j < cols; j++ {
 			g.ADDQ(operand.U32(1024), bp[j]) // next 1 KiB B tile
 		}
-		// The B lines to prefetch (amxPrefetchAhead), spread evenly over
-		// the step's TDPBUSDs.
+		// The B lines to prefetch (amxPrefetchAhead, amxPairAheadShift),
+		// spread evenly over the step's TDPBUSDs.
 		var prefetch []operand.Mem
-		if st.prefetchB {
+		switch st.prefetch {
+		case amxPrefetchStep:
 			for j := 0; j < cols; j++ {
 				for line := 0; line < 16; line++ {
 					prefetch = append(prefetch, operand.Mem{Base: bp[j], Disp: amxPrefetchAhead + 64*line})
+				}
+			}
+		case amxPrefetchPair:
+			// One pair ahead, recomputed every step, so that nothing more
+			// lives across the pipelined loop's epilogue calls.
+			pair := g.Load("kp")
+			g.SHLQ(operand.U8(amxPairAheadShift), pair)
+			for j := 0; j < cols; j++ {
+				for line := 0; line < 16; line++ {
+					prefetch = append(prefetch, operand.Mem{Base: bp[j], Index: pair, Scale: 1, Disp: 64 * line})
 				}
 			}
 		}
@@ -675,7 +721,11 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 			for j := 0; j < cols; j++ {
 				t.tdpbusd(tileC(i, j), tileA(i), tileB(j))
 				for n := 0; n < perDot && len(prefetch) > 0; n++ {
-					g.PREFETCHT0(prefetch[0])
+					if st.prefetch == amxPrefetchPair {
+						g.PREFETCHT1(prefetch[0])
+					} else {
+						g.PREFETCHT0(prefetch[0])
+					}
 					prefetch = prefetch[1:]
 				}
 				// Reload a tile for the next K step right after its last

@@ -24,6 +24,15 @@ func amxPipelinedPrefetchBlock(a []uint8, lda int, b *PackedB, c []int32, ldc in
 	return runAMXFused(qgemmAMXPipelinedPrefetch, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
 }
 
+// amxPipelinedPrefetchPairBlock is amxPipelinedBlock with the kernel that
+// also prefetches into L2 the B tiles of the next N pair
+// (qgemmAMXPipelinedPrefetchPair), for weights that come from DRAM or L3.
+// It is not any variant's yet: BenchmarkQGEMM and
+// BenchmarkQGEMMColdWeights time it as "amx-pfn" beside "amx".
+func amxPipelinedPrefetchPairBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
+	return runAMXFused(qgemmAMXPipelinedPrefetchPair, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
+}
+
 // amxFusedBlock is the AMX variant's perBlock: the tile kernel with the
 // AVX-512 epilogue applied to each 32x32 block straight after its tiles.
 func amxFusedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {

@@ -11,7 +11,7 @@ import (
 )
 
 // TestAMXFusedMatchesReference runs the fused AMX kernels, pipelined (with
-// and without the B prefetch) and per block (the real ones where the CPU has AMX, their emulations
+// and without either B prefetch) and per block (the real ones where the CPU has AMX, their emulations
 // wherever AVX512-VNNI is) straight,
 // not through the driver, on the odd shapes of kernelShapes (M tails of
 // 1..31 rows, odd N-block counts, real N short of the last block, K passes
@@ -30,8 +30,10 @@ func TestAMXFusedMatchesReference(t *testing.T) {
 		{"amx-pipelined", amxPipelinedBlock, f.AMXInt8 && f.AVX512},
 		{"amx-block", amxFusedBlock, f.AMXInt8 && f.AVX512},
 		{"amx-pipelined-prefetch", amxPipelinedPrefetchBlock, f.AMXInt8 && f.AVX512},
+		{"amx-pipelined-prefetch-pair", amxPipelinedPrefetchPairBlock, f.AMXInt8 && f.AVX512},
 		{"amx-pipelined-emulated", amxPipelinedEmulatedBlock, f.AVX512VNNI && f.AVX512},
 		{"amx-pipelined-prefetch-emulated", amxPipelinedPrefetchEmulatedBlock, f.AVX512VNNI && f.AVX512},
+		{"amx-pipelined-prefetch-pair-emulated", amxPipelinedPrefetchPairEmulatedBlock, f.AVX512VNNI && f.AVX512},
 		{"amx-block-emulated", amxFusedEmulatedBlock, f.AVX512VNNI && f.AVX512},
 	}
 	opts := allEpiOptions()

@@ -40781,6 +40781,11338 @@ pend_skip_2175:
 	VZEROUPPER
 	RET
 
+// func qgemmAMXPipelinedPrefetchPair(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+// Requires: AMX-INT8, AMX-TILE, CMOV, MMX+
+TEXT ·qgemmAMXPipelinedPrefetchPair(SB), $4600-184
+	MOVQ $0x00000000, 4344(SP)
+	MOVQ $0x00000000, 4360(SP)
+
+	// Tile config: palette 1; every tile 16 rows x 64 bytes.
+	XORQ AX, AX
+	MOVQ AX, 4408(SP)
+	MOVQ AX, 4416(SP)
+	MOVQ AX, 4424(SP)
+	MOVQ AX, 4432(SP)
+	MOVQ AX, 4440(SP)
+	MOVQ AX, 4448(SP)
+	MOVQ AX, 4456(SP)
+	MOVQ AX, 4464(SP)
+	MOVB $0x01, 4408(SP)
+	MOVQ $0x0040004000400040, AX
+	MOVQ AX, 4424(SP)
+	MOVQ AX, 4432(SP)
+	MOVQ $0x1010101010101010, AX
+	MOVQ AX, 4456(SP)
+
+	// The M-tail config: the same with fewer rows in the tiles of the last tile row.
+	MOVQ 4408(SP), AX
+	MOVQ AX, 4472(SP)
+	MOVQ 4416(SP), AX
+	MOVQ AX, 4480(SP)
+	MOVQ 4424(SP), AX
+	MOVQ AX, 4488(SP)
+	MOVQ 4432(SP), AX
+	MOVQ AX, 4496(SP)
+	MOVQ 4440(SP), AX
+	MOVQ AX, 4504(SP)
+	MOVQ 4448(SP), AX
+	MOVQ AX, 4512(SP)
+	MOVQ 4456(SP), AX
+	MOVQ AX, 4520(SP)
+	MOVQ 4464(SP), AX
+	MOVQ AX, 4528(SP)
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   cfg_tail_done_2176
+	CMPQ AX, $0x10
+	JLE  cfg_tail_small_2177
+	SUBQ $0x10, AX
+	MOVB AL, 4522(SP)
+	MOVB AL, 4523(SP)
+	MOVB AL, 4525(SP)
+	JMP  cfg_tail_done_2176
+
+cfg_tail_small_2177:
+	MOVB AL, 4520(SP)
+	MOVB AL, 4521(SP)
+	MOVB AL, 4524(SP)
+
+cfg_tail_done_2176:
+	XORQ AX, AX
+	MOVQ AX, 4536(SP)
+
+kpass_2178:
+	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
+	MOVQ    4536(SP), AX
+	MOVQ    kp+24(FP), CX
+	SUBQ    AX, CX
+	JLE     done_2180
+	MOVQ    $0x00000300, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	SHRQ    $0x06, CX
+	MOVQ    CX, 4544(SP)
+	CMPQ    4536(SP), $0x00
+	JE      cfg_load_2181
+	TESTQ   $0x0000001f, m+48(FP)
+	JZ      cfg_ready_2182
+
+cfg_load_2181:
+	LEAQ 4408(SP), CX
+
+	// amx: ldtilecfg (%rcx)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x01
+
+cfg_ready_2182:
+	MOVQ a+0(FP), CX
+	ADDQ AX, CX
+	MOVQ CX, 4552(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 4560(SP)
+	MOVQ m+48(FP), AX
+	SHRQ $0x05, AX
+	MOVQ AX, 4568(SP)
+	MOVQ $0x00000000, 4312(SP)
+
+mblock_2183:
+	MOVQ  4568(SP), AX
+	TESTQ AX, AX
+	JZ    mtail_2184
+	DECQ  AX
+	MOVQ  AX, 4568(SP)
+	MOVQ  b+16(FP), AX
+	MOVQ  AX, 4576(SP)
+	MOVQ  4560(SP), AX
+	MOVQ  AX, 4584(SP)
+	MOVQ  nblocks+56(FP), AX
+	SHRQ  $0x01, AX
+	MOVQ  AX, 4592(SP)
+	MOVQ  $0x00000000, 4320(SP)
+
+npair_2185:
+	MOVQ  4592(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_2186
+	DECQ  AX
+	MOVQ  AX, 4592(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ kp+24(FP), SI
+	SHLQ $0x04, SI
+	ADDQ BX, SI
+	MOVQ $0x00000040, DI
+	MOVQ 4544(SP), R8
+	DECQ R8
+	CMPQ 4536(SP), $0x00
+	JNE  cload_2188
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// amx: tilezero %tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+	JMP  cready_2189
+
+cload_2188:
+	MOVQ 4584(SP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+
+	// amx: tileloadd (%r9,%r10,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// amx: tileloadd 0x40(%r9,%r10,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x11
+	BYTE $0x40
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd (%r11,%r10,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x13
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd 0x40(%r11,%r10,1),%tmm3
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x13
+	BYTE $0x40
+
+cready_2189:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_2191
+
+kstep_2192:
+	TESTQ   R8, R8
+	JZ      klast_2190
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2193
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2193:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4392(SP), SI
+	MOVQ 4400(SP), R8
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, DI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+	ADDQ $0x00000400, SI
+	MOVQ kp+24(FP), R9
+	SHLQ $0x05, R9
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (BX)(R9*1)
+	PREFETCHT1 64(BX)(R9*1)
+	PREFETCHT1 128(BX)(R9*1)
+	PREFETCHT1 192(BX)(R9*1)
+	PREFETCHT1 256(BX)(R9*1)
+	PREFETCHT1 320(BX)(R9*1)
+	PREFETCHT1 384(BX)(R9*1)
+	PREFETCHT1 448(BX)(R9*1)
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT1 512(BX)(R9*1)
+	PREFETCHT1 576(BX)(R9*1)
+	PREFETCHT1 640(BX)(R9*1)
+	PREFETCHT1 704(BX)(R9*1)
+	PREFETCHT1 768(BX)(R9*1)
+	PREFETCHT1 832(BX)(R9*1)
+	PREFETCHT1 896(BX)(R9*1)
+	PREFETCHT1 960(BX)(R9*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT1 (SI)(R9*1)
+	PREFETCHT1 64(SI)(R9*1)
+	PREFETCHT1 128(SI)(R9*1)
+	PREFETCHT1 192(SI)(R9*1)
+	PREFETCHT1 256(SI)(R9*1)
+	PREFETCHT1 320(SI)(R9*1)
+	PREFETCHT1 384(SI)(R9*1)
+	PREFETCHT1 448(SI)(R9*1)
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xdd
+	PREFETCHT1 512(SI)(R9*1)
+	PREFETCHT1 576(SI)(R9*1)
+	PREFETCHT1 640(SI)(R9*1)
+	PREFETCHT1 704(SI)(R9*1)
+	PREFETCHT1 768(SI)(R9*1)
+	PREFETCHT1 832(SI)(R9*1)
+	PREFETCHT1 896(SI)(R9*1)
+	PREFETCHT1 960(SI)(R9*1)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_2192
+
+kloop_plain_2191:
+kstep_2194:
+	TESTQ R8, R8
+	JZ    klast_2190
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+	ADDQ  $0x00000400, SI
+	MOVQ  kp+24(FP), R9
+	SHLQ  $0x05, R9
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (BX)(R9*1)
+	PREFETCHT1 64(BX)(R9*1)
+	PREFETCHT1 128(BX)(R9*1)
+	PREFETCHT1 192(BX)(R9*1)
+	PREFETCHT1 256(BX)(R9*1)
+	PREFETCHT1 320(BX)(R9*1)
+	PREFETCHT1 384(BX)(R9*1)
+	PREFETCHT1 448(BX)(R9*1)
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT1 512(BX)(R9*1)
+	PREFETCHT1 576(BX)(R9*1)
+	PREFETCHT1 640(BX)(R9*1)
+	PREFETCHT1 704(BX)(R9*1)
+	PREFETCHT1 768(BX)(R9*1)
+	PREFETCHT1 832(BX)(R9*1)
+	PREFETCHT1 896(BX)(R9*1)
+	PREFETCHT1 960(BX)(R9*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT1 (SI)(R9*1)
+	PREFETCHT1 64(SI)(R9*1)
+	PREFETCHT1 128(SI)(R9*1)
+	PREFETCHT1 192(SI)(R9*1)
+	PREFETCHT1 256(SI)(R9*1)
+	PREFETCHT1 320(SI)(R9*1)
+	PREFETCHT1 384(SI)(R9*1)
+	PREFETCHT1 448(SI)(R9*1)
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xdd
+	PREFETCHT1 512(SI)(R9*1)
+	PREFETCHT1 576(SI)(R9*1)
+	PREFETCHT1 640(SI)(R9*1)
+	PREFETCHT1 704(SI)(R9*1)
+	PREFETCHT1 768(SI)(R9*1)
+	PREFETCHT1 832(SI)(R9*1)
+	PREFETCHT1 896(SI)(R9*1)
+	PREFETCHT1 960(SI)(R9*1)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_2194
+
+klast_2190:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x41
+	BYTE    $0x5e
+	BYTE    $0xdd
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2195
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2197
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2197:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// amx: tilestored %tmm3,0x840(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x9c
+	BYTE    $0x08
+	BYTE    $0x40
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2196
+
+store_partial_2195:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm3,0x40(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x0a
+	BYTE $0x40
+
+stored_2196:
+	MOVQ 4584(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4584(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4576(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4576(SP)
+	JMP  npair_2185
+
+nodd_2186:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_2187
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ $0x00000040, SI
+	MOVQ 4544(SP), DI
+	DECQ DI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_2198
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+	JMP  cready_2199
+
+cload_2198:
+	MOVQ 4584(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ R9, R10
+	SHLQ $0x04, R10
+	ADDQ R8, R10
+
+	// amx: tileloadd (%r10,%r9,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+cready_2199:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_2201
+
+kstep_2202:
+	TESTQ   DI, DI
+	JZ      klast_2200
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2203
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2203:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4400(SP), DI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, SI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+	MOVQ kp+24(FP), R8
+	SHLQ $0x05, R8
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_2202
+
+kloop_plain_2201:
+kstep_2204:
+	TESTQ DI, DI
+	JZ    klast_2200
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+	MOVQ  kp+24(FP), R8
+	SHLQ  $0x05, R8
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_2204
+
+klast_2200:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x49
+	BYTE    $0x5e
+	BYTE    $0xd5
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2205
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2207
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2207:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x94
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2206
+
+store_partial_2205:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+stored_2206:
+nend_2187:
+	MOVQ 4552(SP), AX
+	MOVQ lda+8(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4552(SP)
+	MOVQ 4560(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x07, CX
+	ADDQ CX, AX
+	MOVQ AX, 4560(SP)
+	ADDQ $0x00000020, 4312(SP)
+	JMP  mblock_2183
+
+mtail_2184:
+	// M tail of 1..31 rows, with the tail config.
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   kpass_end_2179
+	LEAQ 4472(SP), CX
+
+	// amx: ldtilecfg (%rcx)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x01
+	CMPQ AX, $0x10
+	JLE  mtail_small_2208
+	MOVQ b+16(FP), AX
+	MOVQ AX, 4576(SP)
+	MOVQ 4560(SP), AX
+	MOVQ AX, 4584(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 4592(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_2209:
+	MOVQ  4592(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_2210
+	DECQ  AX
+	MOVQ  AX, 4592(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ kp+24(FP), SI
+	SHLQ $0x04, SI
+	ADDQ BX, SI
+	MOVQ $0x00000040, DI
+	MOVQ 4544(SP), R8
+	DECQ R8
+	CMPQ 4536(SP), $0x00
+	JNE  cload_2212
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// amx: tilezero %tmm3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+	JMP  cready_2213
+
+cload_2212:
+	MOVQ 4584(SP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+
+	// amx: tileloadd (%r9,%r10,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// amx: tileloadd 0x40(%r9,%r10,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x11
+	BYTE $0x40
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd (%r11,%r10,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x13
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	ADDQ R9, R11
+
+	// amx: tileloadd 0x40(%r11,%r10,1),%tmm3
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x13
+	BYTE $0x40
+
+cready_2213:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_2215
+
+kstep_2216:
+	TESTQ   R8, R8
+	JZ      klast_2214
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2217
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2217:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4392(SP), SI
+	MOVQ 4400(SP), R8
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, DI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+	ADDQ $0x00000400, SI
+	MOVQ kp+24(FP), R9
+	SHLQ $0x05, R9
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (BX)(R9*1)
+	PREFETCHT1 64(BX)(R9*1)
+	PREFETCHT1 128(BX)(R9*1)
+	PREFETCHT1 192(BX)(R9*1)
+	PREFETCHT1 256(BX)(R9*1)
+	PREFETCHT1 320(BX)(R9*1)
+	PREFETCHT1 384(BX)(R9*1)
+	PREFETCHT1 448(BX)(R9*1)
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT1 512(BX)(R9*1)
+	PREFETCHT1 576(BX)(R9*1)
+	PREFETCHT1 640(BX)(R9*1)
+	PREFETCHT1 704(BX)(R9*1)
+	PREFETCHT1 768(BX)(R9*1)
+	PREFETCHT1 832(BX)(R9*1)
+	PREFETCHT1 896(BX)(R9*1)
+	PREFETCHT1 960(BX)(R9*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT1 (SI)(R9*1)
+	PREFETCHT1 64(SI)(R9*1)
+	PREFETCHT1 128(SI)(R9*1)
+	PREFETCHT1 192(SI)(R9*1)
+	PREFETCHT1 256(SI)(R9*1)
+	PREFETCHT1 320(SI)(R9*1)
+	PREFETCHT1 384(SI)(R9*1)
+	PREFETCHT1 448(SI)(R9*1)
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xdd
+	PREFETCHT1 512(SI)(R9*1)
+	PREFETCHT1 576(SI)(R9*1)
+	PREFETCHT1 640(SI)(R9*1)
+	PREFETCHT1 704(SI)(R9*1)
+	PREFETCHT1 768(SI)(R9*1)
+	PREFETCHT1 832(SI)(R9*1)
+	PREFETCHT1 896(SI)(R9*1)
+	PREFETCHT1 960(SI)(R9*1)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_2216
+
+kloop_plain_2215:
+kstep_2218:
+	TESTQ R8, R8
+	JZ    klast_2214
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+	ADDQ  $0x00000400, SI
+	MOVQ  kp+24(FP), R9
+	SHLQ  $0x05, R9
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (BX)(R9*1)
+	PREFETCHT1 64(BX)(R9*1)
+	PREFETCHT1 128(BX)(R9*1)
+	PREFETCHT1 192(BX)(R9*1)
+	PREFETCHT1 256(BX)(R9*1)
+	PREFETCHT1 320(BX)(R9*1)
+	PREFETCHT1 384(BX)(R9*1)
+	PREFETCHT1 448(BX)(R9*1)
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT1 512(BX)(R9*1)
+	PREFETCHT1 576(BX)(R9*1)
+	PREFETCHT1 640(BX)(R9*1)
+	PREFETCHT1 704(BX)(R9*1)
+	PREFETCHT1 768(BX)(R9*1)
+	PREFETCHT1 832(BX)(R9*1)
+	PREFETCHT1 896(BX)(R9*1)
+	PREFETCHT1 960(BX)(R9*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT1 (SI)(R9*1)
+	PREFETCHT1 64(SI)(R9*1)
+	PREFETCHT1 128(SI)(R9*1)
+	PREFETCHT1 192(SI)(R9*1)
+	PREFETCHT1 256(SI)(R9*1)
+	PREFETCHT1 320(SI)(R9*1)
+	PREFETCHT1 384(SI)(R9*1)
+	PREFETCHT1 448(SI)(R9*1)
+
+	// amx: tileloadd (%rbx,%rdi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x3b
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xdd
+	PREFETCHT1 512(SI)(R9*1)
+	PREFETCHT1 576(SI)(R9*1)
+	PREFETCHT1 640(SI)(R9*1)
+	PREFETCHT1 704(SI)(R9*1)
+	PREFETCHT1 768(SI)(R9*1)
+	PREFETCHT1 832(SI)(R9*1)
+	PREFETCHT1 896(SI)(R9*1)
+	PREFETCHT1 960(SI)(R9*1)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rsi,%rdi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x3e
+	DECQ R8
+	JMP  kstep_2218
+
+klast_2214:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x41
+	BYTE $0x5e
+	BYTE $0xcc
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xd5
+
+	// amx: tdpbusd %tmm7,%tmm5,%tmm3
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x41
+	BYTE    $0x5e
+	BYTE    $0xdd
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2219
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2221
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2221:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// amx: tilestored %tmm3,0x840(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x9c
+	BYTE    $0x08
+	BYTE    $0x40
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2220
+
+store_partial_2219:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm3,0x40(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x0a
+	BYTE $0x40
+
+stored_2220:
+	MOVQ 4584(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4584(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4576(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4576(SP)
+	JMP  npair_2209
+
+nodd_2210:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_2211
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ AX, DX
+	SHLQ $0x04, DX
+	ADDQ CX, DX
+	MOVQ 4536(SP), BX
+	SHLQ $0x04, BX
+	ADDQ 4576(SP), BX
+	MOVQ $0x00000040, SI
+	MOVQ 4544(SP), DI
+	DECQ DI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_2222
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+	JMP  cready_2223
+
+cload_2222:
+	MOVQ 4584(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ R9, R10
+	SHLQ $0x04, R10
+	ADDQ R8, R10
+
+	// amx: tileloadd (%r10,%r9,1),%tmm2
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+cready_2223:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+	MOVQ 4536(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_2225
+
+kstep_2226:
+	TESTQ   DI, DI
+	JZ      klast_2224
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2227
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2227:
+	MOVQ 4368(SP), CX
+	MOVQ 4376(SP), DX
+	MOVQ 4384(SP), BX
+	MOVQ 4400(SP), DI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, SI
+	ADDQ $0x40, CX
+	ADDQ $0x40, DX
+	ADDQ $0x00000400, BX
+	MOVQ kp+24(FP), R8
+	SHLQ $0x05, R8
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_2226
+
+kloop_plain_2225:
+kstep_2228:
+	TESTQ DI, DI
+	JZ    klast_2224
+	ADDQ  $0x40, CX
+	ADDQ  $0x40, DX
+	ADDQ  $0x00000400, BX
+	MOVQ  kp+24(FP), R8
+	SHLQ  $0x05, R8
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xd5
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+
+	// amx: tileloadd (%rdx,%rax,1),%tmm5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x02
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_2228
+
+klast_2224:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm6,%tmm5,%tmm2
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x49
+	BYTE    $0x5e
+	BYTE    $0xd5
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2229
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2231
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2231:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm2,0x800(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x94
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x08
+	BYTE    $0x00
+	BYTE    $0x00
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2230
+
+store_partial_2229:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+	MOVQ CX, DX
+	SHLQ $0x04, DX
+	ADDQ AX, DX
+
+	// amx: tilestored %tmm2,(%rdx,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x0a
+
+stored_2230:
+nend_2211:
+	JMP kpass_end_2179
+
+mtail_small_2208:
+	MOVQ b+16(FP), AX
+	MOVQ AX, 4576(SP)
+	MOVQ 4560(SP), AX
+	MOVQ AX, 4584(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 4592(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_2232:
+	MOVQ  4592(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_2233
+	DECQ  AX
+	MOVQ  AX, 4592(SP)
+
+	// 1x2 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ 4536(SP), DX
+	SHLQ $0x04, DX
+	ADDQ 4576(SP), DX
+	MOVQ kp+24(FP), BX
+	SHLQ $0x04, BX
+	ADDQ DX, BX
+	MOVQ $0x00000040, SI
+	MOVQ 4544(SP), DI
+	DECQ DI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_2235
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// amx: tilezero %tmm1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+	JMP  cready_2236
+
+cload_2235:
+	MOVQ 4584(SP), R8
+	MOVQ ldc+40(FP), R9
+	SHLQ $0x02, R9
+
+	// amx: tileloadd (%r8,%r9,1),%tmm0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tileloadd 0x40(%r8,%r9,1),%tmm1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+cready_2236:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x32
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x33
+	MOVQ 4536(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_2238
+
+kstep_2239:
+	TESTQ   DI, DI
+	JZ      klast_2237
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    BX, 4392(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2240
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2240:
+	MOVQ 4368(SP), CX
+	MOVQ 4384(SP), DX
+	MOVQ 4392(SP), BX
+	MOVQ 4400(SP), DI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, SI
+	ADDQ $0x40, CX
+	ADDQ $0x00000400, DX
+	ADDQ $0x00000400, BX
+	MOVQ kp+24(FP), R8
+	SHLQ $0x05, R8
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (DX)(R8*1)
+	PREFETCHT1 64(DX)(R8*1)
+	PREFETCHT1 128(DX)(R8*1)
+	PREFETCHT1 192(DX)(R8*1)
+	PREFETCHT1 256(DX)(R8*1)
+	PREFETCHT1 320(DX)(R8*1)
+	PREFETCHT1 384(DX)(R8*1)
+	PREFETCHT1 448(DX)(R8*1)
+	PREFETCHT1 512(DX)(R8*1)
+	PREFETCHT1 576(DX)(R8*1)
+	PREFETCHT1 640(DX)(R8*1)
+	PREFETCHT1 704(DX)(R8*1)
+	PREFETCHT1 768(DX)(R8*1)
+	PREFETCHT1 832(DX)(R8*1)
+	PREFETCHT1 896(DX)(R8*1)
+	PREFETCHT1 960(DX)(R8*1)
+
+	// amx: tileloadd (%rdx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x32
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_2239
+
+kloop_plain_2238:
+kstep_2241:
+	TESTQ DI, DI
+	JZ    klast_2237
+	ADDQ  $0x40, CX
+	ADDQ  $0x00000400, DX
+	ADDQ  $0x00000400, BX
+	MOVQ  kp+24(FP), R8
+	SHLQ  $0x05, R8
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (DX)(R8*1)
+	PREFETCHT1 64(DX)(R8*1)
+	PREFETCHT1 128(DX)(R8*1)
+	PREFETCHT1 192(DX)(R8*1)
+	PREFETCHT1 256(DX)(R8*1)
+	PREFETCHT1 320(DX)(R8*1)
+	PREFETCHT1 384(DX)(R8*1)
+	PREFETCHT1 448(DX)(R8*1)
+	PREFETCHT1 512(DX)(R8*1)
+	PREFETCHT1 576(DX)(R8*1)
+	PREFETCHT1 640(DX)(R8*1)
+	PREFETCHT1 704(DX)(R8*1)
+	PREFETCHT1 768(DX)(R8*1)
+	PREFETCHT1 832(DX)(R8*1)
+	PREFETCHT1 896(DX)(R8*1)
+	PREFETCHT1 960(DX)(R8*1)
+
+	// amx: tileloadd (%rdx,%rsi,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x32
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x41
+	BYTE       $0x5e
+	BYTE       $0xcc
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rbx,%rsi,1),%tmm7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x33
+	DECQ DI
+	JMP  kstep_2241
+
+klast_2237:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x49
+	BYTE $0x5e
+	BYTE $0xc4
+
+	// amx: tdpbusd %tmm7,%tmm4,%tmm1
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x41
+	BYTE    $0x5e
+	BYTE    $0xcc
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2242
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2244
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2244:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x4c
+	BYTE    $0x08
+	BYTE    $0x40
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2243
+
+store_partial_2242:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// amx: tilestored %tmm1,0x40(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+stored_2243:
+	MOVQ 4584(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 4584(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 4576(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 4576(SP)
+	JMP  npair_2232
+
+nodd_2233:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_2234
+
+	// 1x1 block of 16x16 C tiles.
+	MOVQ lda+8(FP), AX
+	MOVQ 4552(SP), CX
+	MOVQ 4536(SP), DX
+	SHLQ $0x04, DX
+	ADDQ 4576(SP), DX
+	MOVQ $0x00000040, BX
+	MOVQ 4544(SP), SI
+	DECQ SI
+	CMPQ 4536(SP), $0x00
+	JNE  cload_2245
+
+	// amx: tilezero %tmm0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+	JMP  cready_2246
+
+cload_2245:
+	MOVQ 4584(SP), DI
+	MOVQ ldc+40(FP), R8
+	SHLQ $0x02, R8
+
+	// amx: tileloadd (%rdi,%r8,1),%tmm0
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x07
+
+cready_2246:
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rbx,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x1a
+	MOVQ 4536(SP), DI
+	ADDQ $0x00000300, DI
+	CMPQ DI, kp+24(FP)
+	JLT  kloop_plain_2248
+
+kstep_2249:
+	TESTQ   SI, SI
+	JZ      klast_2247
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    SI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2250
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2250:
+	MOVQ 4368(SP), CX
+	MOVQ 4384(SP), DX
+	MOVQ 4400(SP), SI
+	MOVQ lda+8(FP), AX
+	MOVQ $0x00000040, BX
+	ADDQ $0x40, CX
+	ADDQ $0x00000400, DX
+	MOVQ kp+24(FP), DI
+	SHLQ $0x05, DI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (DX)(DI*1)
+	PREFETCHT1 64(DX)(DI*1)
+	PREFETCHT1 128(DX)(DI*1)
+	PREFETCHT1 192(DX)(DI*1)
+	PREFETCHT1 256(DX)(DI*1)
+	PREFETCHT1 320(DX)(DI*1)
+	PREFETCHT1 384(DX)(DI*1)
+	PREFETCHT1 448(DX)(DI*1)
+	PREFETCHT1 512(DX)(DI*1)
+	PREFETCHT1 576(DX)(DI*1)
+	PREFETCHT1 640(DX)(DI*1)
+	PREFETCHT1 704(DX)(DI*1)
+	PREFETCHT1 768(DX)(DI*1)
+	PREFETCHT1 832(DX)(DI*1)
+	PREFETCHT1 896(DX)(DI*1)
+	PREFETCHT1 960(DX)(DI*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rbx,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x1a
+	DECQ SI
+	JMP  kstep_2249
+
+kloop_plain_2248:
+kstep_2251:
+	TESTQ SI, SI
+	JZ    klast_2247
+	ADDQ  $0x40, CX
+	ADDQ  $0x00000400, DX
+	MOVQ  kp+24(FP), DI
+	SHLQ  $0x05, DI
+
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE       $0xc4
+	BYTE       $0xe2
+	BYTE       $0x49
+	BYTE       $0x5e
+	BYTE       $0xc4
+	PREFETCHT1 (DX)(DI*1)
+	PREFETCHT1 64(DX)(DI*1)
+	PREFETCHT1 128(DX)(DI*1)
+	PREFETCHT1 192(DX)(DI*1)
+	PREFETCHT1 256(DX)(DI*1)
+	PREFETCHT1 320(DX)(DI*1)
+	PREFETCHT1 384(DX)(DI*1)
+	PREFETCHT1 448(DX)(DI*1)
+	PREFETCHT1 512(DX)(DI*1)
+	PREFETCHT1 576(DX)(DI*1)
+	PREFETCHT1 640(DX)(DI*1)
+	PREFETCHT1 704(DX)(DI*1)
+	PREFETCHT1 768(DX)(DI*1)
+	PREFETCHT1 832(DX)(DI*1)
+	PREFETCHT1 896(DX)(DI*1)
+	PREFETCHT1 960(DX)(DI*1)
+
+	// amx: tileloadd (%rcx,%rax,1),%tmm4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x01
+
+	// amx: tileloadd (%rdx,%rbx,1),%tmm6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x1a
+	DECQ SI
+	JMP  kstep_2251
+
+klast_2247:
+	// amx: tdpbusd %tmm6,%tmm4,%tmm0
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x49
+	BYTE    $0x5e
+	BYTE    $0xc4
+	MOVQ    4536(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2252
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2254
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2254:
+	LEAQ 215(SP), AX
+	ANDQ $-64, AX
+	MOVQ $0x00000080, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE    $0xc4
+	BYTE    $0xe2
+	BYTE    $0x7a
+	BYTE    $0x4b
+	BYTE    $0x04
+	BYTE    $0x08
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2253
+
+store_partial_2252:
+	MOVQ 4584(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x02, CX
+
+	// amx: tilestored %tmm0,(%rax,%rcx,1)
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+stored_2253:
+nend_2234:
+kpass_end_2179:
+	MOVQ 4536(SP), AX
+	ADDQ $0x00000300, AX
+	MOVQ AX, 4536(SP)
+	JMP  kpass_2178
+
+done_2180:
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2255
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2255:
+	// amx: tilerelease
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0xc0
+	RET
+
+// func qgemmAMXPipelinedPrefetchPairEmulated(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+// Requires: AVX, AVX512F, AVX512VNNI, CMOV, MMX+
+TEXT ·qgemmAMXPipelinedPrefetchPairEmulated(SB), $12856-184
+	MOVQ $0x00000000, 4344(SP)
+	MOVQ $0x00000000, 4360(SP)
+
+	// Tile config: palette 1; every tile 16 rows x 64 bytes.
+	XORQ AX, AX
+	MOVQ AX, 12664(SP)
+	MOVQ AX, 12672(SP)
+	MOVQ AX, 12680(SP)
+	MOVQ AX, 12688(SP)
+	MOVQ AX, 12696(SP)
+	MOVQ AX, 12704(SP)
+	MOVQ AX, 12712(SP)
+	MOVQ AX, 12720(SP)
+	MOVB $0x01, 12664(SP)
+	MOVQ $0x0040004000400040, AX
+	MOVQ AX, 12680(SP)
+	MOVQ AX, 12688(SP)
+	MOVQ $0x1010101010101010, AX
+	MOVQ AX, 12712(SP)
+
+	// The M-tail config: the same with fewer rows in the tiles of the last tile row.
+	MOVQ 12664(SP), AX
+	MOVQ AX, 12728(SP)
+	MOVQ 12672(SP), AX
+	MOVQ AX, 12736(SP)
+	MOVQ 12680(SP), AX
+	MOVQ AX, 12744(SP)
+	MOVQ 12688(SP), AX
+	MOVQ AX, 12752(SP)
+	MOVQ 12696(SP), AX
+	MOVQ AX, 12760(SP)
+	MOVQ 12704(SP), AX
+	MOVQ AX, 12768(SP)
+	MOVQ 12712(SP), AX
+	MOVQ AX, 12776(SP)
+	MOVQ 12720(SP), AX
+	MOVQ AX, 12784(SP)
+	MOVQ m+48(FP), AX
+	ANDQ $0x1f, AX
+	JZ   cfg_tail_done_2256
+	CMPQ AX, $0x10
+	JLE  cfg_tail_small_2257
+	SUBQ $0x10, AX
+	MOVB AL, 12778(SP)
+	MOVB AL, 12779(SP)
+	MOVB AL, 12781(SP)
+	JMP  cfg_tail_done_2256
+
+cfg_tail_small_2257:
+	MOVB AL, 12776(SP)
+	MOVB AL, 12777(SP)
+	MOVB AL, 12780(SP)
+
+cfg_tail_done_2256:
+	XORQ AX, AX
+	MOVQ AX, 12792(SP)
+
+kpass_2258:
+	// One K pass: ksteps = min(kp - koff, amxKChunk) / 64.
+	MOVQ    12792(SP), AX
+	MOVQ    kp+24(FP), CX
+	SUBQ    AX, CX
+	JLE     done_2260
+	MOVQ    $0x00000300, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	SHRQ    $0x06, CX
+	MOVQ    CX, 12800(SP)
+	CMPQ    12792(SP), $0x00
+	JE      cfg_load_2261
+	TESTQ   $0x0000001f, m+48(FP)
+	JZ      cfg_ready_2262
+
+cfg_load_2261:
+	LEAQ    12664(SP), CX
+	MOVQ    $0x0000000000000001, DX
+	CMPQ    (CX), DX
+	JNE     emu_badcfg_2263
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    8(CX), DX
+	JNE     emu_badcfg_2263
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    16(CX), DX
+	JNE     emu_badcfg_2263
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    24(CX), DX
+	JNE     emu_badcfg_2263
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    32(CX), DX
+	JNE     emu_badcfg_2263
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    40(CX), DX
+	JNE     emu_badcfg_2263
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    56(CX), DX
+	JNE     emu_badcfg_2263
+	MOVBQZX 48(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2263
+	MOVBQZX 49(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2263
+	MOVBQZX 50(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2263
+	MOVBQZX 51(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2263
+	MOVBQZX 52(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2263
+	MOVBQZX 53(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2263
+	MOVBQZX 54(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2263
+	MOVBQZX 55(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2263
+	JMP     emu_cfgok_2264
+
+emu_badcfg_2263:
+	UD2
+
+emu_cfgok_2264:
+	VMOVDQU64 (CX), Z0
+	VMOVDQU64 Z0, 12600(SP)
+
+cfg_ready_2262:
+	MOVQ a+0(FP), CX
+	ADDQ AX, CX
+	MOVQ CX, 12808(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 12816(SP)
+	MOVQ m+48(FP), AX
+	SHRQ $0x05, AX
+	MOVQ AX, 12824(SP)
+	MOVQ $0x00000000, 4312(SP)
+
+mblock_2265:
+	MOVQ  12824(SP), AX
+	TESTQ AX, AX
+	JZ    mtail_2266
+	DECQ  AX
+	MOVQ  AX, 12824(SP)
+	MOVQ  b+16(FP), AX
+	MOVQ  AX, 12832(SP)
+	MOVQ  12816(SP), AX
+	MOVQ  AX, 12840(SP)
+	MOVQ  nblocks+56(FP), AX
+	SHRQ  $0x01, AX
+	MOVQ  AX, 12848(SP)
+	MOVQ  $0x00000000, 4320(SP)
+
+npair_2267:
+	MOVQ  12848(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_2268
+	DECQ  AX
+	MOVQ  AX, 12848(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      kp+24(FP), SI
+	SHLQ      $0x04, SI
+	ADDQ      BX, SI
+	MOVQ      $0x00000040, DI
+	MOVQ      12800(SP), R8
+	DECQ      R8
+	CMPQ      12792(SP), $0x00
+	JNE       cload_2270
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	JMP       cready_2271
+
+cload_2270:
+	MOVQ      12840(SP), R9
+	MOVQ      ldc+40(FP), R10
+	SHLQ      $0x02, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R9), R11
+	MOVBQZX   12648(SP), R12
+	XORQ      R13, R13
+
+emu_row_2272:
+	TESTQ     R12, R12
+	JZ        emu_row_done_2273
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 4408(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_2272
+
+emu_row_done_2273:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	LEAQ      64(R9), R11
+	MOVBQZX   12649(SP), R12
+	XORQ      R13, R13
+
+emu_row_2274:
+	TESTQ     R12, R12
+	JZ        emu_row_done_2275
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 5432(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_2274
+
+emu_row_done_2275:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R11), R11
+	MOVBQZX   12650(SP), R12
+	XORQ      R13, R13
+
+emu_row_2276:
+	TESTQ     R12, R12
+	JZ        emu_row_done_2277
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 6456(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_2276
+
+emu_row_done_2277:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	LEAQ      64(R11), R9
+	MOVBQZX   12651(SP), R11
+	XORQ      R12, R12
+
+emu_row_2278:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2279
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7480(SP)(R12*1)
+	ADDQ      R10, R9
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2278
+
+emu_row_done_2279:
+cready_2271:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12652(SP), R10
+	XORQ      R11, R11
+
+emu_row_2280:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2281
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2280
+
+emu_row_done_2281:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12654(SP), R10
+	XORQ      R11, R11
+
+emu_row_2282:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2283
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2282
+
+emu_row_done_2283:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_2284:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2285
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2284
+
+emu_row_done_2285:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12653(SP), R10
+	XORQ      R11, R11
+
+emu_row_2286:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2287
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2286
+
+emu_row_done_2287:
+	MOVQ 12792(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_2289
+
+kstep_2290:
+	TESTQ   R8, R8
+	JZ      klast_2288
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2291
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2291:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4392(SP), SI
+	MOVQ    4400(SP), R8
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, DI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVQ    kp+24(FP), R9
+	SHLQ    $0x05, R9
+	MOVBQZX 12648(SP), R10
+	MOVBQZX 12652(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2292
+	UD2
+
+emu_shapeok_2292:
+	MOVBQZX 12654(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2293
+	UD2
+
+emu_shapeok_2293:
+	XORQ R11, R11
+
+emu_row_2294:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2295
+	VMOVDQU32    4408(SP)(R11*1), Z0
+	VPBROADCASTD 8504(SP)(R11*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R11*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R11*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R11*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R11*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R11*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R11*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R11*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R11*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R11*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R11*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R11*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R11*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R11*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R11*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R11*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2294
+
+emu_row_done_2295:
+	PREFETCHT1 (BX)(R9*1)
+	PREFETCHT1 64(BX)(R9*1)
+	PREFETCHT1 128(BX)(R9*1)
+	PREFETCHT1 192(BX)(R9*1)
+	PREFETCHT1 256(BX)(R9*1)
+	PREFETCHT1 320(BX)(R9*1)
+	PREFETCHT1 384(BX)(R9*1)
+	PREFETCHT1 448(BX)(R9*1)
+	MOVBQZX    12649(SP), R10
+	MOVBQZX    12652(SP), R11
+	CMPQ       R10, R11
+	JE         emu_shapeok_2296
+	UD2
+
+emu_shapeok_2296:
+	MOVBQZX 12655(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2297
+	UD2
+
+emu_shapeok_2297:
+	XORQ R11, R11
+
+emu_row_2298:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2299
+	VMOVDQU32    5432(SP)(R11*1), Z0
+	VPBROADCASTD 8504(SP)(R11*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R11*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R11*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R11*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R11*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R11*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R11*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R11*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R11*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R11*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R11*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R11*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R11*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R11*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R11*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R11*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2298
+
+emu_row_done_2299:
+	PREFETCHT1 512(BX)(R9*1)
+	PREFETCHT1 576(BX)(R9*1)
+	PREFETCHT1 640(BX)(R9*1)
+	PREFETCHT1 704(BX)(R9*1)
+	PREFETCHT1 768(BX)(R9*1)
+	PREFETCHT1 832(BX)(R9*1)
+	PREFETCHT1 896(BX)(R9*1)
+	PREFETCHT1 960(BX)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R10
+	MOVBQZX    12652(SP), R11
+	XORQ       R12, R12
+
+emu_row_2300:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2301
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 8504(SP)(R12*1)
+	ADDQ      AX, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2300
+
+emu_row_done_2301:
+	MOVBQZX 12650(SP), R10
+	MOVBQZX 12653(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2302
+	UD2
+
+emu_shapeok_2302:
+	MOVBQZX 12654(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2303
+	UD2
+
+emu_shapeok_2303:
+	XORQ R11, R11
+
+emu_row_2304:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2305
+	VMOVDQU32    6456(SP)(R11*1), Z0
+	VPBROADCASTD 9528(SP)(R11*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R11*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R11*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R11*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R11*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R11*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R11*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R11*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R11*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R11*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R11*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R11*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R11*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R11*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R11*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R11*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2304
+
+emu_row_done_2305:
+	PREFETCHT1 (SI)(R9*1)
+	PREFETCHT1 64(SI)(R9*1)
+	PREFETCHT1 128(SI)(R9*1)
+	PREFETCHT1 192(SI)(R9*1)
+	PREFETCHT1 256(SI)(R9*1)
+	PREFETCHT1 320(SI)(R9*1)
+	PREFETCHT1 384(SI)(R9*1)
+	PREFETCHT1 448(SI)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (BX), R10
+	MOVBQZX    12654(SP), R11
+	XORQ       R12, R12
+
+emu_row_2306:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2307
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 10552(SP)(R12*1)
+	ADDQ      DI, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2306
+
+emu_row_done_2307:
+	MOVBQZX 12651(SP), R10
+	MOVBQZX 12653(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2308
+	UD2
+
+emu_shapeok_2308:
+	MOVBQZX 12655(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2309
+	UD2
+
+emu_shapeok_2309:
+	XORQ R11, R11
+
+emu_row_2310:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2311
+	VMOVDQU32    7480(SP)(R11*1), Z0
+	VPBROADCASTD 9528(SP)(R11*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R11*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R11*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R11*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R11*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R11*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R11*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R11*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R11*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R11*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R11*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R11*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R11*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R11*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R11*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R11*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2310
+
+emu_row_done_2311:
+	PREFETCHT1 512(SI)(R9*1)
+	PREFETCHT1 576(SI)(R9*1)
+	PREFETCHT1 640(SI)(R9*1)
+	PREFETCHT1 704(SI)(R9*1)
+	PREFETCHT1 768(SI)(R9*1)
+	PREFETCHT1 832(SI)(R9*1)
+	PREFETCHT1 896(SI)(R9*1)
+	PREFETCHT1 960(SI)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R9
+	MOVBQZX    12653(SP), R10
+	XORQ       R11, R11
+
+emu_row_2312:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2313
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2312
+
+emu_row_done_2313:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), AX
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_2314:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2315
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      DI, AX
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2314
+
+emu_row_done_2315:
+	DECQ R8
+	JMP  kstep_2290
+
+kloop_plain_2289:
+kstep_2316:
+	TESTQ   R8, R8
+	JZ      klast_2288
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVQ    kp+24(FP), R9
+	SHLQ    $0x05, R9
+	MOVBQZX 12648(SP), R10
+	MOVBQZX 12652(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2317
+	UD2
+
+emu_shapeok_2317:
+	MOVBQZX 12654(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2318
+	UD2
+
+emu_shapeok_2318:
+	XORQ R11, R11
+
+emu_row_2319:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2320
+	VMOVDQU32    4408(SP)(R11*1), Z0
+	VPBROADCASTD 8504(SP)(R11*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R11*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R11*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R11*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R11*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R11*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R11*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R11*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R11*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R11*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R11*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R11*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R11*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R11*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R11*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R11*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2319
+
+emu_row_done_2320:
+	PREFETCHT1 (BX)(R9*1)
+	PREFETCHT1 64(BX)(R9*1)
+	PREFETCHT1 128(BX)(R9*1)
+	PREFETCHT1 192(BX)(R9*1)
+	PREFETCHT1 256(BX)(R9*1)
+	PREFETCHT1 320(BX)(R9*1)
+	PREFETCHT1 384(BX)(R9*1)
+	PREFETCHT1 448(BX)(R9*1)
+	MOVBQZX    12649(SP), R10
+	MOVBQZX    12652(SP), R11
+	CMPQ       R10, R11
+	JE         emu_shapeok_2321
+	UD2
+
+emu_shapeok_2321:
+	MOVBQZX 12655(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2322
+	UD2
+
+emu_shapeok_2322:
+	XORQ R11, R11
+
+emu_row_2323:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2324
+	VMOVDQU32    5432(SP)(R11*1), Z0
+	VPBROADCASTD 8504(SP)(R11*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R11*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R11*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R11*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R11*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R11*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R11*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R11*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R11*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R11*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R11*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R11*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R11*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R11*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R11*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R11*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2323
+
+emu_row_done_2324:
+	PREFETCHT1 512(BX)(R9*1)
+	PREFETCHT1 576(BX)(R9*1)
+	PREFETCHT1 640(BX)(R9*1)
+	PREFETCHT1 704(BX)(R9*1)
+	PREFETCHT1 768(BX)(R9*1)
+	PREFETCHT1 832(BX)(R9*1)
+	PREFETCHT1 896(BX)(R9*1)
+	PREFETCHT1 960(BX)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R10
+	MOVBQZX    12652(SP), R11
+	XORQ       R12, R12
+
+emu_row_2325:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2326
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 8504(SP)(R12*1)
+	ADDQ      AX, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2325
+
+emu_row_done_2326:
+	MOVBQZX 12650(SP), R10
+	MOVBQZX 12653(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2327
+	UD2
+
+emu_shapeok_2327:
+	MOVBQZX 12654(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2328
+	UD2
+
+emu_shapeok_2328:
+	XORQ R11, R11
+
+emu_row_2329:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2330
+	VMOVDQU32    6456(SP)(R11*1), Z0
+	VPBROADCASTD 9528(SP)(R11*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R11*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R11*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R11*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R11*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R11*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R11*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R11*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R11*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R11*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R11*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R11*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R11*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R11*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R11*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R11*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2329
+
+emu_row_done_2330:
+	PREFETCHT1 (SI)(R9*1)
+	PREFETCHT1 64(SI)(R9*1)
+	PREFETCHT1 128(SI)(R9*1)
+	PREFETCHT1 192(SI)(R9*1)
+	PREFETCHT1 256(SI)(R9*1)
+	PREFETCHT1 320(SI)(R9*1)
+	PREFETCHT1 384(SI)(R9*1)
+	PREFETCHT1 448(SI)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (BX), R10
+	MOVBQZX    12654(SP), R11
+	XORQ       R12, R12
+
+emu_row_2331:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2332
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 10552(SP)(R12*1)
+	ADDQ      DI, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2331
+
+emu_row_done_2332:
+	MOVBQZX 12651(SP), R10
+	MOVBQZX 12653(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2333
+	UD2
+
+emu_shapeok_2333:
+	MOVBQZX 12655(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2334
+	UD2
+
+emu_shapeok_2334:
+	XORQ R11, R11
+
+emu_row_2335:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2336
+	VMOVDQU32    7480(SP)(R11*1), Z0
+	VPBROADCASTD 9528(SP)(R11*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R11*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R11*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R11*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R11*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R11*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R11*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R11*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R11*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R11*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R11*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R11*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R11*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R11*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R11*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R11*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2335
+
+emu_row_done_2336:
+	PREFETCHT1 512(SI)(R9*1)
+	PREFETCHT1 576(SI)(R9*1)
+	PREFETCHT1 640(SI)(R9*1)
+	PREFETCHT1 704(SI)(R9*1)
+	PREFETCHT1 768(SI)(R9*1)
+	PREFETCHT1 832(SI)(R9*1)
+	PREFETCHT1 896(SI)(R9*1)
+	PREFETCHT1 960(SI)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R9
+	MOVBQZX    12653(SP), R10
+	XORQ       R11, R11
+
+emu_row_2337:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2338
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2337
+
+emu_row_done_2338:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_2339:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2340
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2339
+
+emu_row_done_2340:
+	DECQ R8
+	JMP  kstep_2316
+
+klast_2288:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2341
+	UD2
+
+emu_shapeok_2341:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2342
+	UD2
+
+emu_shapeok_2342:
+	XORQ CX, CX
+
+emu_row_2343:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2344
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2343
+
+emu_row_done_2344:
+	MOVBQZX 12649(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2345
+	UD2
+
+emu_shapeok_2345:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2346
+	UD2
+
+emu_shapeok_2346:
+	XORQ CX, CX
+
+emu_row_2347:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2348
+	VMOVDQU32    5432(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2347
+
+emu_row_done_2348:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2349
+	UD2
+
+emu_shapeok_2349:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2350
+	UD2
+
+emu_shapeok_2350:
+	XORQ CX, CX
+
+emu_row_2351:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2352
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2351
+
+emu_row_done_2352:
+	MOVBQZX 12651(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2353
+	UD2
+
+emu_shapeok_2353:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2354
+	UD2
+
+emu_shapeok_2354:
+	XORQ CX, CX
+
+emu_row_2355:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2356
+	VMOVDQU32    7480(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2355
+
+emu_row_done_2356:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2357
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2359
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2359:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2360:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2361
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2360
+
+emu_row_done_2361:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_2362:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2363
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2362
+
+emu_row_done_2363:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_2364:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2365
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2364
+
+emu_row_done_2365:
+	LEAQ    2112(AX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_2366:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2367
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2366
+
+emu_row_done_2367:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2358
+
+store_partial_2357:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2368:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2369
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2368
+
+emu_row_done_2369:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_2370:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2371
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2370
+
+emu_row_done_2371:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_2372:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2373
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2372
+
+emu_row_done_2373:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    64(DX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_2374:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2375
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2374
+
+emu_row_done_2375:
+stored_2358:
+	MOVQ 12840(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12840(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12832(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12832(SP)
+	JMP  npair_2267
+
+nodd_2268:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_2269
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12800(SP), DI
+	DECQ      DI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_2376
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	JMP       cready_2377
+
+cload_2376:
+	MOVQ      12840(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12648(SP), R11
+	XORQ      R12, R12
+
+emu_row_2378:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2379
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4408(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2378
+
+emu_row_done_2379:
+	MOVQ      R9, R10
+	SHLQ      $0x04, R10
+	ADDQ      R8, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R10), R8
+	MOVBQZX   12650(SP), R10
+	XORQ      R11, R11
+
+emu_row_2380:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2381
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6456(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2380
+
+emu_row_done_2381:
+cready_2377:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_2382:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2383
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2382
+
+emu_row_done_2383:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_2384:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2385
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2384
+
+emu_row_done_2385:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12653(SP), R9
+	XORQ      R10, R10
+
+emu_row_2386:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2387
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2386
+
+emu_row_done_2387:
+	MOVQ 12792(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_2389
+
+kstep_2390:
+	TESTQ   DI, DI
+	JZ      klast_2388
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2391
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2391:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4400(SP), DI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, SI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVQ    kp+24(FP), R8
+	SHLQ    $0x05, R8
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2392
+	UD2
+
+emu_shapeok_2392:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2393
+	UD2
+
+emu_shapeok_2393:
+	XORQ R10, R10
+
+emu_row_2394:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2395
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2394
+
+emu_row_done_2395:
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R9
+	MOVBQZX    12652(SP), R10
+	XORQ       R11, R11
+
+emu_row_2396:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2397
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2396
+
+emu_row_done_2397:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2398
+	UD2
+
+emu_shapeok_2398:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2399
+	UD2
+
+emu_shapeok_2399:
+	XORQ R10, R10
+
+emu_row_2400:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2401
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2400
+
+emu_row_done_2401:
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R8
+	MOVBQZX    12653(SP), R9
+	XORQ       R10, R10
+
+emu_row_2402:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2403
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2402
+
+emu_row_done_2403:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), AX
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_2404:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2405
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      SI, AX
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2404
+
+emu_row_done_2405:
+	DECQ DI
+	JMP  kstep_2390
+
+kloop_plain_2389:
+kstep_2406:
+	TESTQ   DI, DI
+	JZ      klast_2388
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVQ    kp+24(FP), R8
+	SHLQ    $0x05, R8
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2407
+	UD2
+
+emu_shapeok_2407:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2408
+	UD2
+
+emu_shapeok_2408:
+	XORQ R10, R10
+
+emu_row_2409:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2410
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2409
+
+emu_row_done_2410:
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R9
+	MOVBQZX    12652(SP), R10
+	XORQ       R11, R11
+
+emu_row_2411:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2412
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2411
+
+emu_row_done_2412:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2413
+	UD2
+
+emu_shapeok_2413:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2414
+	UD2
+
+emu_shapeok_2414:
+	XORQ R10, R10
+
+emu_row_2415:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2416
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2415
+
+emu_row_done_2416:
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R8
+	MOVBQZX    12653(SP), R9
+	XORQ       R10, R10
+
+emu_row_2417:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2418
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2417
+
+emu_row_done_2418:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_2419:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2420
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2419
+
+emu_row_done_2420:
+	DECQ DI
+	JMP  kstep_2406
+
+klast_2388:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2421
+	UD2
+
+emu_shapeok_2421:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2422
+	UD2
+
+emu_shapeok_2422:
+	XORQ CX, CX
+
+emu_row_2423:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2424
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2423
+
+emu_row_done_2424:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2425
+	UD2
+
+emu_shapeok_2425:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2426
+	UD2
+
+emu_shapeok_2426:
+	XORQ CX, CX
+
+emu_row_2427:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2428
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2427
+
+emu_row_done_2428:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2429
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2431
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2431:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2432:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2433
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2432
+
+emu_row_done_2433:
+	LEAQ    2048(AX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_2434:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2435
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2434
+
+emu_row_done_2435:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2430
+
+store_partial_2429:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2436:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2437
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2436
+
+emu_row_done_2437:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_2438:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2439
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2438
+
+emu_row_done_2439:
+stored_2430:
+nend_2269:
+	MOVQ 12808(SP), AX
+	MOVQ lda+8(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12808(SP)
+	MOVQ 12816(SP), AX
+	MOVQ ldc+40(FP), CX
+	SHLQ $0x07, CX
+	ADDQ CX, AX
+	MOVQ AX, 12816(SP)
+	ADDQ $0x00000020, 4312(SP)
+	JMP  mblock_2265
+
+mtail_2266:
+	// M tail of 1..31 rows, with the tail config.
+	MOVQ    m+48(FP), AX
+	ANDQ    $0x1f, AX
+	JZ      kpass_end_2259
+	LEAQ    12728(SP), CX
+	MOVQ    $0x0000000000000001, DX
+	CMPQ    (CX), DX
+	JNE     emu_badcfg_2440
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    8(CX), DX
+	JNE     emu_badcfg_2440
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    16(CX), DX
+	JNE     emu_badcfg_2440
+	MOVQ    $0x0040004000400040, DX
+	CMPQ    24(CX), DX
+	JNE     emu_badcfg_2440
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    32(CX), DX
+	JNE     emu_badcfg_2440
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    40(CX), DX
+	JNE     emu_badcfg_2440
+	MOVQ    $0x0000000000000000, DX
+	CMPQ    56(CX), DX
+	JNE     emu_badcfg_2440
+	MOVBQZX 48(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2440
+	MOVBQZX 49(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2440
+	MOVBQZX 50(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2440
+	MOVBQZX 51(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2440
+	MOVBQZX 52(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2440
+	MOVBQZX 53(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2440
+	MOVBQZX 54(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2440
+	MOVBQZX 55(CX), DX
+	DECQ    DX
+	CMPQ    DX, $0x0f
+	JA      emu_badcfg_2440
+	JMP     emu_cfgok_2441
+
+emu_badcfg_2440:
+	UD2
+
+emu_cfgok_2441:
+	VMOVDQU64 (CX), Z0
+	VMOVDQU64 Z0, 12600(SP)
+	CMPQ      AX, $0x10
+	JLE       mtail_small_2442
+	MOVQ      b+16(FP), AX
+	MOVQ      AX, 12832(SP)
+	MOVQ      12816(SP), AX
+	MOVQ      AX, 12840(SP)
+	MOVQ      nblocks+56(FP), AX
+	SHRQ      $0x01, AX
+	MOVQ      AX, 12848(SP)
+	MOVQ      $0x00000000, 4320(SP)
+
+npair_2443:
+	MOVQ  12848(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_2444
+	DECQ  AX
+	MOVQ  AX, 12848(SP)
+
+	// 2x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      kp+24(FP), SI
+	SHLQ      $0x04, SI
+	ADDQ      BX, SI
+	MOVQ      $0x00000040, DI
+	MOVQ      12800(SP), R8
+	DECQ      R8
+	CMPQ      12792(SP), $0x00
+	JNE       cload_2446
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	JMP       cready_2447
+
+cload_2446:
+	MOVQ      12840(SP), R9
+	MOVQ      ldc+40(FP), R10
+	SHLQ      $0x02, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R9), R11
+	MOVBQZX   12648(SP), R12
+	XORQ      R13, R13
+
+emu_row_2448:
+	TESTQ     R12, R12
+	JZ        emu_row_done_2449
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 4408(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_2448
+
+emu_row_done_2449:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	LEAQ      64(R9), R11
+	MOVBQZX   12649(SP), R12
+	XORQ      R13, R13
+
+emu_row_2450:
+	TESTQ     R12, R12
+	JZ        emu_row_done_2451
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 5432(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_2450
+
+emu_row_done_2451:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R11), R11
+	MOVBQZX   12650(SP), R12
+	XORQ      R13, R13
+
+emu_row_2452:
+	TESTQ     R12, R12
+	JZ        emu_row_done_2453
+	VMOVDQU64 (R11), Z0
+	VMOVDQU64 Z0, 6456(SP)(R13*1)
+	ADDQ      R10, R11
+	ADDQ      $0x40, R13
+	DECQ      R12
+	JMP       emu_row_2452
+
+emu_row_done_2453:
+	MOVQ      R10, R11
+	SHLQ      $0x04, R11
+	ADDQ      R9, R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 7480(SP)
+	VMOVDQU64 Z0, 7544(SP)
+	VMOVDQU64 Z0, 7608(SP)
+	VMOVDQU64 Z0, 7672(SP)
+	VMOVDQU64 Z0, 7736(SP)
+	VMOVDQU64 Z0, 7800(SP)
+	VMOVDQU64 Z0, 7864(SP)
+	VMOVDQU64 Z0, 7928(SP)
+	VMOVDQU64 Z0, 7992(SP)
+	VMOVDQU64 Z0, 8056(SP)
+	VMOVDQU64 Z0, 8120(SP)
+	VMOVDQU64 Z0, 8184(SP)
+	VMOVDQU64 Z0, 8248(SP)
+	VMOVDQU64 Z0, 8312(SP)
+	VMOVDQU64 Z0, 8376(SP)
+	VMOVDQU64 Z0, 8440(SP)
+	LEAQ      64(R11), R9
+	MOVBQZX   12651(SP), R11
+	XORQ      R12, R12
+
+emu_row_2454:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2455
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 7480(SP)(R12*1)
+	ADDQ      R10, R9
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2454
+
+emu_row_done_2455:
+cready_2447:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R9
+	MOVBQZX   12652(SP), R10
+	XORQ      R11, R11
+
+emu_row_2456:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2457
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2456
+
+emu_row_done_2457:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R9
+	MOVBQZX   12654(SP), R10
+	XORQ      R11, R11
+
+emu_row_2458:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2459
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2458
+
+emu_row_done_2459:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_2460:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2461
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2460
+
+emu_row_done_2461:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R9
+	MOVBQZX   12653(SP), R10
+	XORQ      R11, R11
+
+emu_row_2462:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2463
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2462
+
+emu_row_done_2463:
+	MOVQ 12792(SP), R9
+	ADDQ $0x00000300, R9
+	CMPQ R9, kp+24(FP)
+	JLT  kloop_plain_2465
+
+kstep_2466:
+	TESTQ   R8, R8
+	JZ      klast_2464
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    SI, 4392(SP)
+	MOVQ    R8, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2467
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2467:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4392(SP), SI
+	MOVQ    4400(SP), R8
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, DI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVQ    kp+24(FP), R9
+	SHLQ    $0x05, R9
+	MOVBQZX 12648(SP), R10
+	MOVBQZX 12652(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2468
+	UD2
+
+emu_shapeok_2468:
+	MOVBQZX 12654(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2469
+	UD2
+
+emu_shapeok_2469:
+	XORQ R11, R11
+
+emu_row_2470:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2471
+	VMOVDQU32    4408(SP)(R11*1), Z0
+	VPBROADCASTD 8504(SP)(R11*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R11*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R11*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R11*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R11*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R11*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R11*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R11*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R11*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R11*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R11*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R11*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R11*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R11*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R11*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R11*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2470
+
+emu_row_done_2471:
+	PREFETCHT1 (BX)(R9*1)
+	PREFETCHT1 64(BX)(R9*1)
+	PREFETCHT1 128(BX)(R9*1)
+	PREFETCHT1 192(BX)(R9*1)
+	PREFETCHT1 256(BX)(R9*1)
+	PREFETCHT1 320(BX)(R9*1)
+	PREFETCHT1 384(BX)(R9*1)
+	PREFETCHT1 448(BX)(R9*1)
+	MOVBQZX    12649(SP), R10
+	MOVBQZX    12652(SP), R11
+	CMPQ       R10, R11
+	JE         emu_shapeok_2472
+	UD2
+
+emu_shapeok_2472:
+	MOVBQZX 12655(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2473
+	UD2
+
+emu_shapeok_2473:
+	XORQ R11, R11
+
+emu_row_2474:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2475
+	VMOVDQU32    5432(SP)(R11*1), Z0
+	VPBROADCASTD 8504(SP)(R11*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R11*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R11*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R11*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R11*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R11*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R11*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R11*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R11*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R11*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R11*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R11*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R11*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R11*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R11*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R11*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2474
+
+emu_row_done_2475:
+	PREFETCHT1 512(BX)(R9*1)
+	PREFETCHT1 576(BX)(R9*1)
+	PREFETCHT1 640(BX)(R9*1)
+	PREFETCHT1 704(BX)(R9*1)
+	PREFETCHT1 768(BX)(R9*1)
+	PREFETCHT1 832(BX)(R9*1)
+	PREFETCHT1 896(BX)(R9*1)
+	PREFETCHT1 960(BX)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R10
+	MOVBQZX    12652(SP), R11
+	XORQ       R12, R12
+
+emu_row_2476:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2477
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 8504(SP)(R12*1)
+	ADDQ      AX, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2476
+
+emu_row_done_2477:
+	MOVBQZX 12650(SP), R10
+	MOVBQZX 12653(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2478
+	UD2
+
+emu_shapeok_2478:
+	MOVBQZX 12654(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2479
+	UD2
+
+emu_shapeok_2479:
+	XORQ R11, R11
+
+emu_row_2480:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2481
+	VMOVDQU32    6456(SP)(R11*1), Z0
+	VPBROADCASTD 9528(SP)(R11*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R11*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R11*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R11*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R11*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R11*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R11*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R11*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R11*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R11*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R11*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R11*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R11*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R11*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R11*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R11*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2480
+
+emu_row_done_2481:
+	PREFETCHT1 (SI)(R9*1)
+	PREFETCHT1 64(SI)(R9*1)
+	PREFETCHT1 128(SI)(R9*1)
+	PREFETCHT1 192(SI)(R9*1)
+	PREFETCHT1 256(SI)(R9*1)
+	PREFETCHT1 320(SI)(R9*1)
+	PREFETCHT1 384(SI)(R9*1)
+	PREFETCHT1 448(SI)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (BX), R10
+	MOVBQZX    12654(SP), R11
+	XORQ       R12, R12
+
+emu_row_2482:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2483
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 10552(SP)(R12*1)
+	ADDQ      DI, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2482
+
+emu_row_done_2483:
+	MOVBQZX 12651(SP), R10
+	MOVBQZX 12653(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2484
+	UD2
+
+emu_shapeok_2484:
+	MOVBQZX 12655(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2485
+	UD2
+
+emu_shapeok_2485:
+	XORQ R11, R11
+
+emu_row_2486:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2487
+	VMOVDQU32    7480(SP)(R11*1), Z0
+	VPBROADCASTD 9528(SP)(R11*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R11*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R11*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R11*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R11*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R11*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R11*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R11*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R11*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R11*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R11*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R11*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R11*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R11*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R11*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R11*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2486
+
+emu_row_done_2487:
+	PREFETCHT1 512(SI)(R9*1)
+	PREFETCHT1 576(SI)(R9*1)
+	PREFETCHT1 640(SI)(R9*1)
+	PREFETCHT1 704(SI)(R9*1)
+	PREFETCHT1 768(SI)(R9*1)
+	PREFETCHT1 832(SI)(R9*1)
+	PREFETCHT1 896(SI)(R9*1)
+	PREFETCHT1 960(SI)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R9
+	MOVBQZX    12653(SP), R10
+	XORQ       R11, R11
+
+emu_row_2488:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2489
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2488
+
+emu_row_done_2489:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), AX
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_2490:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2491
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      DI, AX
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2490
+
+emu_row_done_2491:
+	DECQ R8
+	JMP  kstep_2466
+
+kloop_plain_2465:
+kstep_2492:
+	TESTQ   R8, R8
+	JZ      klast_2464
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	ADDQ    $0x00000400, SI
+	MOVQ    kp+24(FP), R9
+	SHLQ    $0x05, R9
+	MOVBQZX 12648(SP), R10
+	MOVBQZX 12652(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2493
+	UD2
+
+emu_shapeok_2493:
+	MOVBQZX 12654(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2494
+	UD2
+
+emu_shapeok_2494:
+	XORQ R11, R11
+
+emu_row_2495:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2496
+	VMOVDQU32    4408(SP)(R11*1), Z0
+	VPBROADCASTD 8504(SP)(R11*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R11*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R11*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R11*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R11*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R11*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R11*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R11*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R11*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R11*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R11*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R11*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R11*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R11*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R11*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R11*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2495
+
+emu_row_done_2496:
+	PREFETCHT1 (BX)(R9*1)
+	PREFETCHT1 64(BX)(R9*1)
+	PREFETCHT1 128(BX)(R9*1)
+	PREFETCHT1 192(BX)(R9*1)
+	PREFETCHT1 256(BX)(R9*1)
+	PREFETCHT1 320(BX)(R9*1)
+	PREFETCHT1 384(BX)(R9*1)
+	PREFETCHT1 448(BX)(R9*1)
+	MOVBQZX    12649(SP), R10
+	MOVBQZX    12652(SP), R11
+	CMPQ       R10, R11
+	JE         emu_shapeok_2497
+	UD2
+
+emu_shapeok_2497:
+	MOVBQZX 12655(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2498
+	UD2
+
+emu_shapeok_2498:
+	XORQ R11, R11
+
+emu_row_2499:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2500
+	VMOVDQU32    5432(SP)(R11*1), Z0
+	VPBROADCASTD 8504(SP)(R11*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R11*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R11*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R11*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R11*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R11*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R11*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R11*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R11*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R11*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R11*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R11*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R11*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R11*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R11*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R11*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2499
+
+emu_row_done_2500:
+	PREFETCHT1 512(BX)(R9*1)
+	PREFETCHT1 576(BX)(R9*1)
+	PREFETCHT1 640(BX)(R9*1)
+	PREFETCHT1 704(BX)(R9*1)
+	PREFETCHT1 768(BX)(R9*1)
+	PREFETCHT1 832(BX)(R9*1)
+	PREFETCHT1 896(BX)(R9*1)
+	PREFETCHT1 960(BX)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R10
+	MOVBQZX    12652(SP), R11
+	XORQ       R12, R12
+
+emu_row_2501:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2502
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 8504(SP)(R12*1)
+	ADDQ      AX, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2501
+
+emu_row_done_2502:
+	MOVBQZX 12650(SP), R10
+	MOVBQZX 12653(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2503
+	UD2
+
+emu_shapeok_2503:
+	MOVBQZX 12654(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2504
+	UD2
+
+emu_shapeok_2504:
+	XORQ R11, R11
+
+emu_row_2505:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2506
+	VMOVDQU32    6456(SP)(R11*1), Z0
+	VPBROADCASTD 9528(SP)(R11*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R11*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R11*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R11*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R11*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R11*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R11*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R11*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R11*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R11*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R11*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R11*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R11*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R11*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R11*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R11*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2505
+
+emu_row_done_2506:
+	PREFETCHT1 (SI)(R9*1)
+	PREFETCHT1 64(SI)(R9*1)
+	PREFETCHT1 128(SI)(R9*1)
+	PREFETCHT1 192(SI)(R9*1)
+	PREFETCHT1 256(SI)(R9*1)
+	PREFETCHT1 320(SI)(R9*1)
+	PREFETCHT1 384(SI)(R9*1)
+	PREFETCHT1 448(SI)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (BX), R10
+	MOVBQZX    12654(SP), R11
+	XORQ       R12, R12
+
+emu_row_2507:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2508
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 10552(SP)(R12*1)
+	ADDQ      DI, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2507
+
+emu_row_done_2508:
+	MOVBQZX 12651(SP), R10
+	MOVBQZX 12653(SP), R11
+	CMPQ    R10, R11
+	JE      emu_shapeok_2509
+	UD2
+
+emu_shapeok_2509:
+	MOVBQZX 12655(SP), R11
+	CMPQ    R11, $0x10
+	JE      emu_shapeok_2510
+	UD2
+
+emu_shapeok_2510:
+	XORQ R11, R11
+
+emu_row_2511:
+	TESTQ        R10, R10
+	JZ           emu_row_done_2512
+	VMOVDQU32    7480(SP)(R11*1), Z0
+	VPBROADCASTD 9528(SP)(R11*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R11*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R11*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R11*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R11*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R11*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R11*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R11*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R11*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R11*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R11*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R11*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R11*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R11*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R11*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R11*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(R11*1)
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JMP          emu_row_2511
+
+emu_row_done_2512:
+	PREFETCHT1 512(SI)(R9*1)
+	PREFETCHT1 576(SI)(R9*1)
+	PREFETCHT1 640(SI)(R9*1)
+	PREFETCHT1 704(SI)(R9*1)
+	PREFETCHT1 768(SI)(R9*1)
+	PREFETCHT1 832(SI)(R9*1)
+	PREFETCHT1 896(SI)(R9*1)
+	PREFETCHT1 960(SI)(R9*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R9
+	MOVBQZX    12653(SP), R10
+	XORQ       R11, R11
+
+emu_row_2513:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2514
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 9528(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2513
+
+emu_row_done_2514:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (SI), R9
+	MOVBQZX   12655(SP), R10
+	XORQ      R11, R11
+
+emu_row_2515:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2516
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 11576(SP)(R11*1)
+	ADDQ      DI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2515
+
+emu_row_done_2516:
+	DECQ R8
+	JMP  kstep_2492
+
+klast_2464:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2517
+	UD2
+
+emu_shapeok_2517:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2518
+	UD2
+
+emu_shapeok_2518:
+	XORQ CX, CX
+
+emu_row_2519:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2520
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2519
+
+emu_row_done_2520:
+	MOVBQZX 12649(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2521
+	UD2
+
+emu_shapeok_2521:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2522
+	UD2
+
+emu_shapeok_2522:
+	XORQ CX, CX
+
+emu_row_2523:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2524
+	VMOVDQU32    5432(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2523
+
+emu_row_done_2524:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2525
+	UD2
+
+emu_shapeok_2525:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2526
+	UD2
+
+emu_shapeok_2526:
+	XORQ CX, CX
+
+emu_row_2527:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2528
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2527
+
+emu_row_done_2528:
+	MOVBQZX 12651(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2529
+	UD2
+
+emu_shapeok_2529:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2530
+	UD2
+
+emu_shapeok_2530:
+	XORQ CX, CX
+
+emu_row_2531:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2532
+	VMOVDQU32    7480(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 7480(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2531
+
+emu_row_done_2532:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2533
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2535
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2535:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2536:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2537
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2536
+
+emu_row_done_2537:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_2538:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2539
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2538
+
+emu_row_done_2539:
+	LEAQ    2048(AX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_2540:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2541
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2540
+
+emu_row_done_2541:
+	LEAQ    2112(AX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_2542:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2543
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2542
+
+emu_row_done_2543:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2534
+
+store_partial_2533:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2544:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2545
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2544
+
+emu_row_done_2545:
+	LEAQ    64(AX), DX
+	MOVBQZX 12649(SP), BX
+	XORQ    SI, SI
+
+emu_row_2546:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2547
+	VMOVDQU64 5432(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2546
+
+emu_row_done_2547:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), DX
+	MOVBQZX 12650(SP), BX
+	XORQ    SI, SI
+
+emu_row_2548:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2549
+	VMOVDQU64 6456(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2548
+
+emu_row_done_2549:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    64(DX), AX
+	MOVBQZX 12651(SP), DX
+	XORQ    BX, BX
+
+emu_row_2550:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2551
+	VMOVDQU64 7480(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2550
+
+emu_row_done_2551:
+stored_2534:
+	MOVQ 12840(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12840(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12832(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12832(SP)
+	JMP  npair_2443
+
+nodd_2444:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_2445
+
+	// 2x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      AX, DX
+	SHLQ      $0x04, DX
+	ADDQ      CX, DX
+	MOVQ      12792(SP), BX
+	SHLQ      $0x04, BX
+	ADDQ      12832(SP), BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12800(SP), DI
+	DECQ      DI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_2552
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	JMP       cready_2553
+
+cload_2552:
+	MOVQ      12840(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12648(SP), R11
+	XORQ      R12, R12
+
+emu_row_2554:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2555
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4408(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2554
+
+emu_row_done_2555:
+	MOVQ      R9, R10
+	SHLQ      $0x04, R10
+	ADDQ      R8, R10
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 6456(SP)
+	VMOVDQU64 Z0, 6520(SP)
+	VMOVDQU64 Z0, 6584(SP)
+	VMOVDQU64 Z0, 6648(SP)
+	VMOVDQU64 Z0, 6712(SP)
+	VMOVDQU64 Z0, 6776(SP)
+	VMOVDQU64 Z0, 6840(SP)
+	VMOVDQU64 Z0, 6904(SP)
+	VMOVDQU64 Z0, 6968(SP)
+	VMOVDQU64 Z0, 7032(SP)
+	VMOVDQU64 Z0, 7096(SP)
+	VMOVDQU64 Z0, 7160(SP)
+	VMOVDQU64 Z0, 7224(SP)
+	VMOVDQU64 Z0, 7288(SP)
+	VMOVDQU64 Z0, 7352(SP)
+	VMOVDQU64 Z0, 7416(SP)
+	LEAQ      (R10), R8
+	MOVBQZX   12650(SP), R10
+	XORQ      R11, R11
+
+emu_row_2556:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2557
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 6456(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2556
+
+emu_row_done_2557:
+cready_2553:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_2558:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2559
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2558
+
+emu_row_done_2559:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_2560:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2561
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2560
+
+emu_row_done_2561:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 9528(SP)
+	VMOVDQU64 Z0, 9592(SP)
+	VMOVDQU64 Z0, 9656(SP)
+	VMOVDQU64 Z0, 9720(SP)
+	VMOVDQU64 Z0, 9784(SP)
+	VMOVDQU64 Z0, 9848(SP)
+	VMOVDQU64 Z0, 9912(SP)
+	VMOVDQU64 Z0, 9976(SP)
+	VMOVDQU64 Z0, 10040(SP)
+	VMOVDQU64 Z0, 10104(SP)
+	VMOVDQU64 Z0, 10168(SP)
+	VMOVDQU64 Z0, 10232(SP)
+	VMOVDQU64 Z0, 10296(SP)
+	VMOVDQU64 Z0, 10360(SP)
+	VMOVDQU64 Z0, 10424(SP)
+	VMOVDQU64 Z0, 10488(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12653(SP), R9
+	XORQ      R10, R10
+
+emu_row_2562:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2563
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2562
+
+emu_row_done_2563:
+	MOVQ 12792(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_2565
+
+kstep_2566:
+	TESTQ   DI, DI
+	JZ      klast_2564
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4376(SP)
+	MOVQ    BX, 4384(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2567
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2567:
+	MOVQ    4368(SP), CX
+	MOVQ    4376(SP), DX
+	MOVQ    4384(SP), BX
+	MOVQ    4400(SP), DI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, SI
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVQ    kp+24(FP), R8
+	SHLQ    $0x05, R8
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2568
+	UD2
+
+emu_shapeok_2568:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2569
+	UD2
+
+emu_shapeok_2569:
+	XORQ R10, R10
+
+emu_row_2570:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2571
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2570
+
+emu_row_done_2571:
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R9
+	MOVBQZX    12652(SP), R10
+	XORQ       R11, R11
+
+emu_row_2572:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2573
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2572
+
+emu_row_done_2573:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2574
+	UD2
+
+emu_shapeok_2574:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2575
+	UD2
+
+emu_shapeok_2575:
+	XORQ R10, R10
+
+emu_row_2576:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2577
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2576
+
+emu_row_done_2577:
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R8
+	MOVBQZX    12653(SP), R9
+	XORQ       R10, R10
+
+emu_row_2578:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2579
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2578
+
+emu_row_done_2579:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), AX
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_2580:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2581
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      SI, AX
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2580
+
+emu_row_done_2581:
+	DECQ DI
+	JMP  kstep_2566
+
+kloop_plain_2565:
+kstep_2582:
+	TESTQ   DI, DI
+	JZ      klast_2564
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x00000400, BX
+	MOVQ    kp+24(FP), R8
+	SHLQ    $0x05, R8
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2583
+	UD2
+
+emu_shapeok_2583:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2584
+	UD2
+
+emu_shapeok_2584:
+	XORQ R10, R10
+
+emu_row_2585:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2586
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2585
+
+emu_row_done_2586:
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R9
+	MOVBQZX    12652(SP), R10
+	XORQ       R11, R11
+
+emu_row_2587:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2588
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 8504(SP)(R11*1)
+	ADDQ      AX, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2587
+
+emu_row_done_2588:
+	MOVBQZX 12650(SP), R9
+	MOVBQZX 12653(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2589
+	UD2
+
+emu_shapeok_2589:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2590
+	UD2
+
+emu_shapeok_2590:
+	XORQ R10, R10
+
+emu_row_2591:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2592
+	VMOVDQU32    6456(SP)(R10*1), Z0
+	VPBROADCASTD 9528(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2591
+
+emu_row_done_2592:
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 9528(SP)
+	VMOVDQU64  Z0, 9592(SP)
+	VMOVDQU64  Z0, 9656(SP)
+	VMOVDQU64  Z0, 9720(SP)
+	VMOVDQU64  Z0, 9784(SP)
+	VMOVDQU64  Z0, 9848(SP)
+	VMOVDQU64  Z0, 9912(SP)
+	VMOVDQU64  Z0, 9976(SP)
+	VMOVDQU64  Z0, 10040(SP)
+	VMOVDQU64  Z0, 10104(SP)
+	VMOVDQU64  Z0, 10168(SP)
+	VMOVDQU64  Z0, 10232(SP)
+	VMOVDQU64  Z0, 10296(SP)
+	VMOVDQU64  Z0, 10360(SP)
+	VMOVDQU64  Z0, 10424(SP)
+	VMOVDQU64  Z0, 10488(SP)
+	LEAQ       (DX), R8
+	MOVBQZX    12653(SP), R9
+	XORQ       R10, R10
+
+emu_row_2593:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2594
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 9528(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2593
+
+emu_row_done_2594:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_2595:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2596
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2595
+
+emu_row_done_2596:
+	DECQ DI
+	JMP  kstep_2582
+
+klast_2564:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2597
+	UD2
+
+emu_shapeok_2597:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2598
+	UD2
+
+emu_shapeok_2598:
+	XORQ CX, CX
+
+emu_row_2599:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2600
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2599
+
+emu_row_done_2600:
+	MOVBQZX 12650(SP), AX
+	MOVBQZX 12653(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2601
+	UD2
+
+emu_shapeok_2601:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2602
+	UD2
+
+emu_shapeok_2602:
+	XORQ CX, CX
+
+emu_row_2603:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2604
+	VMOVDQU32    6456(SP)(CX*1), Z0
+	VPBROADCASTD 9528(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 9532(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 9536(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 9540(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 9544(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 9548(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 9552(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 9556(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 9560(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 9564(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 9568(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 9572(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 9576(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 9580(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 9584(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 9588(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 6456(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2603
+
+emu_row_done_2604:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2605
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2607
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2607:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2608:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2609
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2608
+
+emu_row_done_2609:
+	LEAQ    2048(AX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_2610:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2611
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2610
+
+emu_row_done_2611:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2606
+
+store_partial_2605:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2612:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2613
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2612
+
+emu_row_done_2613:
+	MOVQ    CX, DX
+	SHLQ    $0x04, DX
+	ADDQ    AX, DX
+	LEAQ    (DX), AX
+	MOVBQZX 12650(SP), DX
+	XORQ    BX, BX
+
+emu_row_2614:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2615
+	VMOVDQU64 6456(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2614
+
+emu_row_done_2615:
+stored_2606:
+nend_2445:
+	JMP kpass_end_2259
+
+mtail_small_2442:
+	MOVQ b+16(FP), AX
+	MOVQ AX, 12832(SP)
+	MOVQ 12816(SP), AX
+	MOVQ AX, 12840(SP)
+	MOVQ nblocks+56(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 12848(SP)
+	MOVQ $0x00000000, 4320(SP)
+
+npair_2616:
+	MOVQ  12848(SP), AX
+	TESTQ AX, AX
+	JZ    nodd_2617
+	DECQ  AX
+	MOVQ  AX, 12848(SP)
+
+	// 1x2 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      12792(SP), DX
+	SHLQ      $0x04, DX
+	ADDQ      12832(SP), DX
+	MOVQ      kp+24(FP), BX
+	SHLQ      $0x04, BX
+	ADDQ      DX, BX
+	MOVQ      $0x00000040, SI
+	MOVQ      12800(SP), DI
+	DECQ      DI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_2619
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	JMP       cready_2620
+
+cload_2619:
+	MOVQ      12840(SP), R8
+	MOVQ      ldc+40(FP), R9
+	SHLQ      $0x02, R9
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (R8), R10
+	MOVBQZX   12648(SP), R11
+	XORQ      R12, R12
+
+emu_row_2621:
+	TESTQ     R11, R11
+	JZ        emu_row_done_2622
+	VMOVDQU64 (R10), Z0
+	VMOVDQU64 Z0, 4408(SP)(R12*1)
+	ADDQ      R9, R10
+	ADDQ      $0x40, R12
+	DECQ      R11
+	JMP       emu_row_2621
+
+emu_row_done_2622:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 5432(SP)
+	VMOVDQU64 Z0, 5496(SP)
+	VMOVDQU64 Z0, 5560(SP)
+	VMOVDQU64 Z0, 5624(SP)
+	VMOVDQU64 Z0, 5688(SP)
+	VMOVDQU64 Z0, 5752(SP)
+	VMOVDQU64 Z0, 5816(SP)
+	VMOVDQU64 Z0, 5880(SP)
+	VMOVDQU64 Z0, 5944(SP)
+	VMOVDQU64 Z0, 6008(SP)
+	VMOVDQU64 Z0, 6072(SP)
+	VMOVDQU64 Z0, 6136(SP)
+	VMOVDQU64 Z0, 6200(SP)
+	VMOVDQU64 Z0, 6264(SP)
+	VMOVDQU64 Z0, 6328(SP)
+	VMOVDQU64 Z0, 6392(SP)
+	LEAQ      64(R8), R8
+	MOVBQZX   12649(SP), R10
+	XORQ      R11, R11
+
+emu_row_2623:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2624
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 5432(SP)(R11*1)
+	ADDQ      R9, R8
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2623
+
+emu_row_done_2624:
+cready_2620:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), R8
+	MOVBQZX   12652(SP), R9
+	XORQ      R10, R10
+
+emu_row_2625:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2626
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2625
+
+emu_row_done_2626:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), R8
+	MOVBQZX   12654(SP), R9
+	XORQ      R10, R10
+
+emu_row_2627:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2628
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 10552(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2627
+
+emu_row_done_2628:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_2629:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2630
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2629
+
+emu_row_done_2630:
+	MOVQ 12792(SP), R8
+	ADDQ $0x00000300, R8
+	CMPQ R8, kp+24(FP)
+	JLT  kloop_plain_2632
+
+kstep_2633:
+	TESTQ   DI, DI
+	JZ      klast_2631
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    BX, 4392(SP)
+	MOVQ    DI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2634
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2634:
+	MOVQ    4368(SP), CX
+	MOVQ    4384(SP), DX
+	MOVQ    4392(SP), BX
+	MOVQ    4400(SP), DI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, SI
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	ADDQ    $0x00000400, BX
+	MOVQ    kp+24(FP), R8
+	SHLQ    $0x05, R8
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2635
+	UD2
+
+emu_shapeok_2635:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2636
+	UD2
+
+emu_shapeok_2636:
+	XORQ R10, R10
+
+emu_row_2637:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2638
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2637
+
+emu_row_done_2638:
+	PREFETCHT1 (DX)(R8*1)
+	PREFETCHT1 64(DX)(R8*1)
+	PREFETCHT1 128(DX)(R8*1)
+	PREFETCHT1 192(DX)(R8*1)
+	PREFETCHT1 256(DX)(R8*1)
+	PREFETCHT1 320(DX)(R8*1)
+	PREFETCHT1 384(DX)(R8*1)
+	PREFETCHT1 448(DX)(R8*1)
+	PREFETCHT1 512(DX)(R8*1)
+	PREFETCHT1 576(DX)(R8*1)
+	PREFETCHT1 640(DX)(R8*1)
+	PREFETCHT1 704(DX)(R8*1)
+	PREFETCHT1 768(DX)(R8*1)
+	PREFETCHT1 832(DX)(R8*1)
+	PREFETCHT1 896(DX)(R8*1)
+	PREFETCHT1 960(DX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (DX), R9
+	MOVBQZX    12654(SP), R10
+	XORQ       R11, R11
+
+emu_row_2639:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2640
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      SI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2639
+
+emu_row_done_2640:
+	MOVBQZX 12649(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2641
+	UD2
+
+emu_shapeok_2641:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2642
+	UD2
+
+emu_shapeok_2642:
+	XORQ R10, R10
+
+emu_row_2643:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2644
+	VMOVDQU32    5432(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2643
+
+emu_row_done_2644:
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R8
+	MOVBQZX    12652(SP), R9
+	XORQ       R10, R10
+
+emu_row_2645:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2646
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2645
+
+emu_row_done_2646:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (BX), AX
+	MOVBQZX   12655(SP), R8
+	XORQ      R9, R9
+
+emu_row_2647:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2648
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 11576(SP)(R9*1)
+	ADDQ      SI, AX
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2647
+
+emu_row_done_2648:
+	DECQ DI
+	JMP  kstep_2633
+
+kloop_plain_2632:
+kstep_2649:
+	TESTQ   DI, DI
+	JZ      klast_2631
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	ADDQ    $0x00000400, BX
+	MOVQ    kp+24(FP), R8
+	SHLQ    $0x05, R8
+	MOVBQZX 12648(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2650
+	UD2
+
+emu_shapeok_2650:
+	MOVBQZX 12654(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2651
+	UD2
+
+emu_shapeok_2651:
+	XORQ R10, R10
+
+emu_row_2652:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2653
+	VMOVDQU32    4408(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2652
+
+emu_row_done_2653:
+	PREFETCHT1 (DX)(R8*1)
+	PREFETCHT1 64(DX)(R8*1)
+	PREFETCHT1 128(DX)(R8*1)
+	PREFETCHT1 192(DX)(R8*1)
+	PREFETCHT1 256(DX)(R8*1)
+	PREFETCHT1 320(DX)(R8*1)
+	PREFETCHT1 384(DX)(R8*1)
+	PREFETCHT1 448(DX)(R8*1)
+	PREFETCHT1 512(DX)(R8*1)
+	PREFETCHT1 576(DX)(R8*1)
+	PREFETCHT1 640(DX)(R8*1)
+	PREFETCHT1 704(DX)(R8*1)
+	PREFETCHT1 768(DX)(R8*1)
+	PREFETCHT1 832(DX)(R8*1)
+	PREFETCHT1 896(DX)(R8*1)
+	PREFETCHT1 960(DX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 10552(SP)
+	VMOVDQU64  Z0, 10616(SP)
+	VMOVDQU64  Z0, 10680(SP)
+	VMOVDQU64  Z0, 10744(SP)
+	VMOVDQU64  Z0, 10808(SP)
+	VMOVDQU64  Z0, 10872(SP)
+	VMOVDQU64  Z0, 10936(SP)
+	VMOVDQU64  Z0, 11000(SP)
+	VMOVDQU64  Z0, 11064(SP)
+	VMOVDQU64  Z0, 11128(SP)
+	VMOVDQU64  Z0, 11192(SP)
+	VMOVDQU64  Z0, 11256(SP)
+	VMOVDQU64  Z0, 11320(SP)
+	VMOVDQU64  Z0, 11384(SP)
+	VMOVDQU64  Z0, 11448(SP)
+	VMOVDQU64  Z0, 11512(SP)
+	LEAQ       (DX), R9
+	MOVBQZX    12654(SP), R10
+	XORQ       R11, R11
+
+emu_row_2654:
+	TESTQ     R10, R10
+	JZ        emu_row_done_2655
+	VMOVDQU64 (R9), Z0
+	VMOVDQU64 Z0, 10552(SP)(R11*1)
+	ADDQ      SI, R9
+	ADDQ      $0x40, R11
+	DECQ      R10
+	JMP       emu_row_2654
+
+emu_row_done_2655:
+	MOVBQZX 12649(SP), R9
+	MOVBQZX 12652(SP), R10
+	CMPQ    R9, R10
+	JE      emu_shapeok_2656
+	UD2
+
+emu_shapeok_2656:
+	MOVBQZX 12655(SP), R10
+	CMPQ    R10, $0x10
+	JE      emu_shapeok_2657
+	UD2
+
+emu_shapeok_2657:
+	XORQ R10, R10
+
+emu_row_2658:
+	TESTQ        R9, R9
+	JZ           emu_row_done_2659
+	VMOVDQU32    5432(SP)(R10*1), Z0
+	VPBROADCASTD 8504(SP)(R10*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R10*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R10*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R10*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R10*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R10*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R10*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R10*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R10*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R10*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R10*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R10*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R10*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R10*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R10*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R10*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(R10*1)
+	ADDQ         $0x40, R10
+	DECQ         R9
+	JMP          emu_row_2658
+
+emu_row_done_2659:
+	PREFETCHT1 (BX)(R8*1)
+	PREFETCHT1 64(BX)(R8*1)
+	PREFETCHT1 128(BX)(R8*1)
+	PREFETCHT1 192(BX)(R8*1)
+	PREFETCHT1 256(BX)(R8*1)
+	PREFETCHT1 320(BX)(R8*1)
+	PREFETCHT1 384(BX)(R8*1)
+	PREFETCHT1 448(BX)(R8*1)
+	PREFETCHT1 512(BX)(R8*1)
+	PREFETCHT1 576(BX)(R8*1)
+	PREFETCHT1 640(BX)(R8*1)
+	PREFETCHT1 704(BX)(R8*1)
+	PREFETCHT1 768(BX)(R8*1)
+	PREFETCHT1 832(BX)(R8*1)
+	PREFETCHT1 896(BX)(R8*1)
+	PREFETCHT1 960(BX)(R8*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), R8
+	MOVBQZX    12652(SP), R9
+	XORQ       R10, R10
+
+emu_row_2660:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2661
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 8504(SP)(R10*1)
+	ADDQ      AX, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2660
+
+emu_row_done_2661:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 11576(SP)
+	VMOVDQU64 Z0, 11640(SP)
+	VMOVDQU64 Z0, 11704(SP)
+	VMOVDQU64 Z0, 11768(SP)
+	VMOVDQU64 Z0, 11832(SP)
+	VMOVDQU64 Z0, 11896(SP)
+	VMOVDQU64 Z0, 11960(SP)
+	VMOVDQU64 Z0, 12024(SP)
+	VMOVDQU64 Z0, 12088(SP)
+	VMOVDQU64 Z0, 12152(SP)
+	VMOVDQU64 Z0, 12216(SP)
+	VMOVDQU64 Z0, 12280(SP)
+	VMOVDQU64 Z0, 12344(SP)
+	VMOVDQU64 Z0, 12408(SP)
+	VMOVDQU64 Z0, 12472(SP)
+	VMOVDQU64 Z0, 12536(SP)
+	LEAQ      (BX), R8
+	MOVBQZX   12655(SP), R9
+	XORQ      R10, R10
+
+emu_row_2662:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2663
+	VMOVDQU64 (R8), Z0
+	VMOVDQU64 Z0, 11576(SP)(R10*1)
+	ADDQ      SI, R8
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2662
+
+emu_row_done_2663:
+	DECQ DI
+	JMP  kstep_2649
+
+klast_2631:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2664
+	UD2
+
+emu_shapeok_2664:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2665
+	UD2
+
+emu_shapeok_2665:
+	XORQ CX, CX
+
+emu_row_2666:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2667
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2666
+
+emu_row_done_2667:
+	MOVBQZX 12649(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2668
+	UD2
+
+emu_shapeok_2668:
+	MOVBQZX 12655(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2669
+	UD2
+
+emu_shapeok_2669:
+	XORQ CX, CX
+
+emu_row_2670:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2671
+	VMOVDQU32    5432(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     11576(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     11640(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     11704(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     11768(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     11832(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     11896(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     11960(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     12024(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     12088(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     12152(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     12216(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     12280(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     12344(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     12408(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     12472(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     12536(SP), Z1, Z0
+	VMOVDQU32    Z0, 5432(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2670
+
+emu_row_done_2671:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2672
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2674
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2674:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2675:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2676
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2675
+
+emu_row_done_2676:
+	LEAQ    64(AX), AX
+	MOVBQZX 12649(SP), DX
+	XORQ    BX, BX
+
+emu_row_2677:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2678
+	VMOVDQU64 5432(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2677
+
+emu_row_done_2678:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000020, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2673
+
+store_partial_2672:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), DX
+	MOVBQZX 12648(SP), BX
+	XORQ    SI, SI
+
+emu_row_2679:
+	TESTQ     BX, BX
+	JZ        emu_row_done_2680
+	VMOVDQU64 4408(SP)(SI*1), Z0
+	VMOVDQU64 Z0, (DX)
+	ADDQ      CX, DX
+	ADDQ      $0x40, SI
+	DECQ      BX
+	JMP       emu_row_2679
+
+emu_row_done_2680:
+	LEAQ    64(AX), AX
+	MOVBQZX 12649(SP), DX
+	XORQ    BX, BX
+
+emu_row_2681:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2682
+	VMOVDQU64 5432(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2681
+
+emu_row_done_2682:
+stored_2673:
+	MOVQ 12840(SP), AX
+	ADDQ $0x80, AX
+	MOVQ AX, 12840(SP)
+	ADDQ $0x00000020, 4320(SP)
+	MOVQ 12832(SP), AX
+	MOVQ kp+24(FP), CX
+	SHLQ $0x05, CX
+	ADDQ CX, AX
+	MOVQ AX, 12832(SP)
+	JMP  npair_2616
+
+nodd_2617:
+	MOVQ  nblocks+56(FP), AX
+	TESTQ $0x00000001, AX
+	JZ    nend_2618
+
+	// 1x1 block of 16x16 C tiles.
+	MOVQ      lda+8(FP), AX
+	MOVQ      12808(SP), CX
+	MOVQ      12792(SP), DX
+	SHLQ      $0x04, DX
+	ADDQ      12832(SP), DX
+	MOVQ      $0x00000040, BX
+	MOVQ      12800(SP), SI
+	DECQ      SI
+	CMPQ      12792(SP), $0x00
+	JNE       cload_2683
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	JMP       cready_2684
+
+cload_2683:
+	MOVQ      12840(SP), DI
+	MOVQ      ldc+40(FP), R8
+	SHLQ      $0x02, R8
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 4408(SP)
+	VMOVDQU64 Z0, 4472(SP)
+	VMOVDQU64 Z0, 4536(SP)
+	VMOVDQU64 Z0, 4600(SP)
+	VMOVDQU64 Z0, 4664(SP)
+	VMOVDQU64 Z0, 4728(SP)
+	VMOVDQU64 Z0, 4792(SP)
+	VMOVDQU64 Z0, 4856(SP)
+	VMOVDQU64 Z0, 4920(SP)
+	VMOVDQU64 Z0, 4984(SP)
+	VMOVDQU64 Z0, 5048(SP)
+	VMOVDQU64 Z0, 5112(SP)
+	VMOVDQU64 Z0, 5176(SP)
+	VMOVDQU64 Z0, 5240(SP)
+	VMOVDQU64 Z0, 5304(SP)
+	VMOVDQU64 Z0, 5368(SP)
+	LEAQ      (DI), DI
+	MOVBQZX   12648(SP), R9
+	XORQ      R10, R10
+
+emu_row_2685:
+	TESTQ     R9, R9
+	JZ        emu_row_done_2686
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 4408(SP)(R10*1)
+	ADDQ      R8, DI
+	ADDQ      $0x40, R10
+	DECQ      R9
+	JMP       emu_row_2685
+
+emu_row_done_2686:
+cready_2684:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 8504(SP)
+	VMOVDQU64 Z0, 8568(SP)
+	VMOVDQU64 Z0, 8632(SP)
+	VMOVDQU64 Z0, 8696(SP)
+	VMOVDQU64 Z0, 8760(SP)
+	VMOVDQU64 Z0, 8824(SP)
+	VMOVDQU64 Z0, 8888(SP)
+	VMOVDQU64 Z0, 8952(SP)
+	VMOVDQU64 Z0, 9016(SP)
+	VMOVDQU64 Z0, 9080(SP)
+	VMOVDQU64 Z0, 9144(SP)
+	VMOVDQU64 Z0, 9208(SP)
+	VMOVDQU64 Z0, 9272(SP)
+	VMOVDQU64 Z0, 9336(SP)
+	VMOVDQU64 Z0, 9400(SP)
+	VMOVDQU64 Z0, 9464(SP)
+	LEAQ      (CX), DI
+	MOVBQZX   12652(SP), R8
+	XORQ      R9, R9
+
+emu_row_2687:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2688
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8504(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2687
+
+emu_row_done_2688:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), DI
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_2689:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2690
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      BX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2689
+
+emu_row_done_2690:
+	MOVQ 12792(SP), DI
+	ADDQ $0x00000300, DI
+	CMPQ DI, kp+24(FP)
+	JLT  kloop_plain_2692
+
+kstep_2693:
+	TESTQ   SI, SI
+	JZ      klast_2691
+	MOVQ    CX, 4368(SP)
+	MOVQ    DX, 4384(SP)
+	MOVQ    SI, 4400(SP)
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2694
+	MOVQ    $0x00000004, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2694:
+	MOVQ    4368(SP), CX
+	MOVQ    4384(SP), DX
+	MOVQ    4400(SP), SI
+	MOVQ    lda+8(FP), AX
+	MOVQ    $0x00000040, BX
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	MOVQ    kp+24(FP), DI
+	SHLQ    $0x05, DI
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_2695
+	UD2
+
+emu_shapeok_2695:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_2696
+	UD2
+
+emu_shapeok_2696:
+	XORQ R9, R9
+
+emu_row_2697:
+	TESTQ        R8, R8
+	JZ           emu_row_done_2698
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_2697
+
+emu_row_done_2698:
+	PREFETCHT1 (DX)(DI*1)
+	PREFETCHT1 64(DX)(DI*1)
+	PREFETCHT1 128(DX)(DI*1)
+	PREFETCHT1 192(DX)(DI*1)
+	PREFETCHT1 256(DX)(DI*1)
+	PREFETCHT1 320(DX)(DI*1)
+	PREFETCHT1 384(DX)(DI*1)
+	PREFETCHT1 448(DX)(DI*1)
+	PREFETCHT1 512(DX)(DI*1)
+	PREFETCHT1 576(DX)(DI*1)
+	PREFETCHT1 640(DX)(DI*1)
+	PREFETCHT1 704(DX)(DI*1)
+	PREFETCHT1 768(DX)(DI*1)
+	PREFETCHT1 832(DX)(DI*1)
+	PREFETCHT1 896(DX)(DI*1)
+	PREFETCHT1 960(DX)(DI*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), DI
+	MOVBQZX    12652(SP), R8
+	XORQ       R9, R9
+
+emu_row_2699:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2700
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8504(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2699
+
+emu_row_done_2700:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), AX
+	MOVBQZX   12654(SP), DI
+	XORQ      R8, R8
+
+emu_row_2701:
+	TESTQ     DI, DI
+	JZ        emu_row_done_2702
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 Z0, 10552(SP)(R8*1)
+	ADDQ      BX, AX
+	ADDQ      $0x40, R8
+	DECQ      DI
+	JMP       emu_row_2701
+
+emu_row_done_2702:
+	DECQ SI
+	JMP  kstep_2693
+
+kloop_plain_2692:
+kstep_2703:
+	TESTQ   SI, SI
+	JZ      klast_2691
+	ADDQ    $0x40, CX
+	ADDQ    $0x00000400, DX
+	MOVQ    kp+24(FP), DI
+	SHLQ    $0x05, DI
+	MOVBQZX 12648(SP), R8
+	MOVBQZX 12652(SP), R9
+	CMPQ    R8, R9
+	JE      emu_shapeok_2704
+	UD2
+
+emu_shapeok_2704:
+	MOVBQZX 12654(SP), R9
+	CMPQ    R9, $0x10
+	JE      emu_shapeok_2705
+	UD2
+
+emu_shapeok_2705:
+	XORQ R9, R9
+
+emu_row_2706:
+	TESTQ        R8, R8
+	JZ           emu_row_done_2707
+	VMOVDQU32    4408(SP)(R9*1), Z0
+	VPBROADCASTD 8504(SP)(R9*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(R9*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(R9*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(R9*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(R9*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(R9*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(R9*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(R9*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(R9*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(R9*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(R9*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(R9*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(R9*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(R9*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(R9*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(R9*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(R9*1)
+	ADDQ         $0x40, R9
+	DECQ         R8
+	JMP          emu_row_2706
+
+emu_row_done_2707:
+	PREFETCHT1 (DX)(DI*1)
+	PREFETCHT1 64(DX)(DI*1)
+	PREFETCHT1 128(DX)(DI*1)
+	PREFETCHT1 192(DX)(DI*1)
+	PREFETCHT1 256(DX)(DI*1)
+	PREFETCHT1 320(DX)(DI*1)
+	PREFETCHT1 384(DX)(DI*1)
+	PREFETCHT1 448(DX)(DI*1)
+	PREFETCHT1 512(DX)(DI*1)
+	PREFETCHT1 576(DX)(DI*1)
+	PREFETCHT1 640(DX)(DI*1)
+	PREFETCHT1 704(DX)(DI*1)
+	PREFETCHT1 768(DX)(DI*1)
+	PREFETCHT1 832(DX)(DI*1)
+	PREFETCHT1 896(DX)(DI*1)
+	PREFETCHT1 960(DX)(DI*1)
+	VPXORD     Z0, Z0, Z0
+	VMOVDQU64  Z0, 8504(SP)
+	VMOVDQU64  Z0, 8568(SP)
+	VMOVDQU64  Z0, 8632(SP)
+	VMOVDQU64  Z0, 8696(SP)
+	VMOVDQU64  Z0, 8760(SP)
+	VMOVDQU64  Z0, 8824(SP)
+	VMOVDQU64  Z0, 8888(SP)
+	VMOVDQU64  Z0, 8952(SP)
+	VMOVDQU64  Z0, 9016(SP)
+	VMOVDQU64  Z0, 9080(SP)
+	VMOVDQU64  Z0, 9144(SP)
+	VMOVDQU64  Z0, 9208(SP)
+	VMOVDQU64  Z0, 9272(SP)
+	VMOVDQU64  Z0, 9336(SP)
+	VMOVDQU64  Z0, 9400(SP)
+	VMOVDQU64  Z0, 9464(SP)
+	LEAQ       (CX), DI
+	MOVBQZX    12652(SP), R8
+	XORQ       R9, R9
+
+emu_row_2708:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2709
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 8504(SP)(R9*1)
+	ADDQ      AX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2708
+
+emu_row_done_2709:
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 Z0, 10552(SP)
+	VMOVDQU64 Z0, 10616(SP)
+	VMOVDQU64 Z0, 10680(SP)
+	VMOVDQU64 Z0, 10744(SP)
+	VMOVDQU64 Z0, 10808(SP)
+	VMOVDQU64 Z0, 10872(SP)
+	VMOVDQU64 Z0, 10936(SP)
+	VMOVDQU64 Z0, 11000(SP)
+	VMOVDQU64 Z0, 11064(SP)
+	VMOVDQU64 Z0, 11128(SP)
+	VMOVDQU64 Z0, 11192(SP)
+	VMOVDQU64 Z0, 11256(SP)
+	VMOVDQU64 Z0, 11320(SP)
+	VMOVDQU64 Z0, 11384(SP)
+	VMOVDQU64 Z0, 11448(SP)
+	VMOVDQU64 Z0, 11512(SP)
+	LEAQ      (DX), DI
+	MOVBQZX   12654(SP), R8
+	XORQ      R9, R9
+
+emu_row_2710:
+	TESTQ     R8, R8
+	JZ        emu_row_done_2711
+	VMOVDQU64 (DI), Z0
+	VMOVDQU64 Z0, 10552(SP)(R9*1)
+	ADDQ      BX, DI
+	ADDQ      $0x40, R9
+	DECQ      R8
+	JMP       emu_row_2710
+
+emu_row_done_2711:
+	DECQ SI
+	JMP  kstep_2703
+
+klast_2691:
+	MOVBQZX 12648(SP), AX
+	MOVBQZX 12652(SP), CX
+	CMPQ    AX, CX
+	JE      emu_shapeok_2712
+	UD2
+
+emu_shapeok_2712:
+	MOVBQZX 12654(SP), CX
+	CMPQ    CX, $0x10
+	JE      emu_shapeok_2713
+	UD2
+
+emu_shapeok_2713:
+	XORQ CX, CX
+
+emu_row_2714:
+	TESTQ        AX, AX
+	JZ           emu_row_done_2715
+	VMOVDQU32    4408(SP)(CX*1), Z0
+	VPBROADCASTD 8504(SP)(CX*1), Z1
+	VPDPBUSD     10552(SP), Z1, Z0
+	VPBROADCASTD 8508(SP)(CX*1), Z1
+	VPDPBUSD     10616(SP), Z1, Z0
+	VPBROADCASTD 8512(SP)(CX*1), Z1
+	VPDPBUSD     10680(SP), Z1, Z0
+	VPBROADCASTD 8516(SP)(CX*1), Z1
+	VPDPBUSD     10744(SP), Z1, Z0
+	VPBROADCASTD 8520(SP)(CX*1), Z1
+	VPDPBUSD     10808(SP), Z1, Z0
+	VPBROADCASTD 8524(SP)(CX*1), Z1
+	VPDPBUSD     10872(SP), Z1, Z0
+	VPBROADCASTD 8528(SP)(CX*1), Z1
+	VPDPBUSD     10936(SP), Z1, Z0
+	VPBROADCASTD 8532(SP)(CX*1), Z1
+	VPDPBUSD     11000(SP), Z1, Z0
+	VPBROADCASTD 8536(SP)(CX*1), Z1
+	VPDPBUSD     11064(SP), Z1, Z0
+	VPBROADCASTD 8540(SP)(CX*1), Z1
+	VPDPBUSD     11128(SP), Z1, Z0
+	VPBROADCASTD 8544(SP)(CX*1), Z1
+	VPDPBUSD     11192(SP), Z1, Z0
+	VPBROADCASTD 8548(SP)(CX*1), Z1
+	VPDPBUSD     11256(SP), Z1, Z0
+	VPBROADCASTD 8552(SP)(CX*1), Z1
+	VPDPBUSD     11320(SP), Z1, Z0
+	VPBROADCASTD 8556(SP)(CX*1), Z1
+	VPDPBUSD     11384(SP), Z1, Z0
+	VPBROADCASTD 8560(SP)(CX*1), Z1
+	VPDPBUSD     11448(SP), Z1, Z0
+	VPBROADCASTD 8564(SP)(CX*1), Z1
+	VPDPBUSD     11512(SP), Z1, Z0
+	VMOVDQU32    Z0, 4408(SP)(CX*1)
+	ADDQ         $0x40, CX
+	DECQ         AX
+	JMP          emu_row_2714
+
+emu_row_done_2715:
+	MOVQ    12792(SP), AX
+	ADDQ    $0x00000300, AX
+	CMPQ    AX, kp+24(FP)
+	JLT     store_partial_2716
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2718
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2718:
+	LEAQ    215(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $0x00000080, CX
+	LEAQ    (AX), AX
+	MOVBQZX 12648(SP), DX
+	XORQ    BX, BX
+
+emu_row_2719:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2720
+	VMOVDQU64 4408(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2719
+
+emu_row_done_2720:
+	MOVQ    m+48(FP), AX
+	SUBQ    4312(SP), AX
+	MOVQ    $0x00000010, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    n+64(FP), CX
+	SUBQ    4320(SP), CX
+	MOVQ    $0x00000010, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    AX, 4344(SP)
+	MOVQ    CX, 4352(SP)
+	MOVQ    4312(SP), AX
+	MOVQ    AX, 4328(SP)
+	MOVQ    4320(SP), AX
+	MOVQ    AX, 4336(SP)
+	MOVQ    $0x00000000, 4360(SP)
+	JMP     stored_2717
+
+store_partial_2716:
+	MOVQ    12840(SP), AX
+	MOVQ    ldc+40(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX), AX
+	MOVBQZX 12648(SP), DX
+	XORQ    BX, BX
+
+emu_row_2721:
+	TESTQ     DX, DX
+	JZ        emu_row_done_2722
+	VMOVDQU64 4408(SP)(BX*1), Z0
+	VMOVDQU64 Z0, (AX)
+	ADDQ      CX, AX
+	ADDQ      $0x40, BX
+	DECQ      DX
+	JMP       emu_row_2721
+
+emu_row_done_2722:
+stored_2717:
+nend_2618:
+kpass_end_2259:
+	MOVQ 12792(SP), AX
+	ADDQ $0x00000300, AX
+	MOVQ AX, 12792(SP)
+	JMP  kpass_2258
+
+done_2260:
+	MOVQ    4344(SP), AX
+	SUBQ    4360(SP), AX
+	JLE     pend_skip_2723
+	MOVQ    $0x00000020, CX
+	CMPQ    AX, CX
+	CMOVQGT CX, AX
+	MOVQ    4360(SP), CX
+	LEAQ    215(SP), DX
+	ANDQ    $-64, DX
+	MOVQ    CX, BX
+	SHLQ    $0x07, BX
+	ADDQ    BX, DX
+	MOVQ    4328(SP), BX
+	ADDQ    CX, BX
+	ADDQ    AX, CX
+	MOVQ    CX, 4360(SP)
+	MOVQ    4352(SP), CX
+	MOVQ    4336(SP), SI
+
+	// The epilogue's arguments: the kernel's own, moved to these rows and columns.
+	MOVQ  n+64(FP), DI
+	MOVQ  DI, 24(SP)
+	MOVQ  colSum+72(FP), DI
+	MOVQ  DI, 32(SP)
+	MOVL  aZero+80(FP), DI
+	MOVL  DI, 40(SP)
+	MOVQ  rowZero+88(FP), DI
+	MOVQ  DI, 48(SP)
+	MOVQ  scale+96(FP), DI
+	MOVQ  DI, 56(SP)
+	MOVQ  rowScale+104(FP), DI
+	MOVQ  DI, 64(SP)
+	MOVQ  bias+112(FP), DI
+	MOVQ  DI, 72(SP)
+	MOVQ  res+120(FP), DI
+	MOVQ  DI, 80(SP)
+	MOVQ  resStride+128(FP), DI
+	MOVQ  DI, 88(SP)
+	MOVQ  outF32+136(FP), DI
+	MOVQ  DI, 96(SP)
+	MOVQ  outU8+144(FP), DI
+	MOVQ  DI, 104(SP)
+	MOVQ  outStride+152(FP), DI
+	MOVQ  DI, 112(SP)
+	MOVL  invScale+160(FP), DI
+	MOVL  DI, 120(SP)
+	MOVL  outZero+164(FP), DI
+	MOVL  DI, 124(SP)
+	MOVL  clampLo+168(FP), DI
+	MOVL  DI, 128(SP)
+	MOVL  clampHi+172(FP), DI
+	MOVL  DI, 132(SP)
+	MOVQ  flags+176(FP), DI
+	MOVQ  DI, 136(SP)
+	MOVQ  DX, (SP)
+	MOVQ  $0x00000020, 8(SP)
+	MOVQ  AX, 16(SP)
+	MOVQ  CX, 24(SP)
+	MOVQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 32(SP)
+	ADDQ  AX, 56(SP)
+	ADDQ  AX, 72(SP)
+	MOVQ  BX, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 48(SP)
+	ADDQ  AX, 64(SP)
+	MOVQ  resStride+128(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	SHLQ  $0x02, AX
+	ADDQ  AX, 80(SP)
+	MOVQ  outStride+152(FP), AX
+	IMULQ BX, AX
+	ADDQ  SI, AX
+	MOVQ  AX, CX
+	SHLQ  $0x02, CX
+	ADDQ  CX, 96(SP)
+	ADDQ  AX, 104(SP)
+	CALL  ·epilogueAVX512Asm+0(SB)
+
+pend_skip_2723:
+	VZEROUPPER
+	RET
+
 // func qgemmVNNI(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int)
 // Requires: AVX, AVX512F, AVX512VNNI, CMOV, MMX+
 TEXT ·qgemmVNNI(SB), NOSPLIT, $64-64
@@ -40794,10 +52126,10 @@ TEXT ·qgemmVNNI(SB), NOSPLIT, $64-64
 	MOVQ AX, 48(SP)
 	MOVQ AX, 56(SP)
 
-ngroup_2177:
+ngroup_2725:
 	MOVQ    16(SP), AX
 	CMPQ    AX, $0x03
-	JL      ntail_2178
+	JL      ntail_2726
 	SUBQ    $0x03, AX
 	MOVQ    AX, 16(SP)
 	MOVQ    kp+24(FP), CX
@@ -40817,10 +52149,10 @@ ngroup_2177:
 	MOVQ    m+48(FP), AX
 	MOVQ    AX, 40(SP)
 
-rows_2179:
+rows_2727:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_2180
+	JL   rowtail_2728
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -40861,7 +52193,7 @@ rows_2179:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_2182:
+vnni_k_2730:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -41013,7 +52345,7 @@ vnni_k_2182:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_2182
+	JNZ          vnni_k_2730
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -41059,12 +52391,12 @@ vnni_k_2182:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_2179
+	JMP          rows_2727
 
-rowtail_2180:
+rowtail_2728:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_2183
+	JNE  rowtail_not_2731
 
 	// VNNI micro-kernel: 1 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -41080,7 +52412,7 @@ rowtail_2180:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_2184:
+vnni_k_2732:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -41119,7 +52451,7 @@ vnni_k_2184:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_2184
+	JNZ          vnni_k_2732
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -41127,11 +52459,11 @@ vnni_k_2184:
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
 	VMOVDQU32    Z2, 128(AX)
-	JMP          rowend_2181
+	JMP          rowend_2729
 
-rowtail_not_2183:
+rowtail_not_2731:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_2185
+	JNE  rowtail_not_2733
 
 	// VNNI micro-kernel: 2 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -41150,7 +52482,7 @@ rowtail_not_2183:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_2186:
+vnni_k_2734:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -41205,7 +52537,7 @@ vnni_k_2186:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_2186
+	JNZ          vnni_k_2734
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -41217,11 +52549,11 @@ vnni_k_2186:
 	VMOVDQU32    Z3, (AX)
 	VMOVDQU32    Z4, 64(AX)
 	VMOVDQU32    Z5, 128(AX)
-	JMP          rowend_2181
+	JMP          rowend_2729
 
-rowtail_not_2185:
+rowtail_not_2733:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_2187
+	JNE  rowtail_not_2735
 
 	// VNNI micro-kernel: 3 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -41243,7 +52575,7 @@ rowtail_not_2185:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_2188:
+vnni_k_2736:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -41314,7 +52646,7 @@ vnni_k_2188:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_2188
+	JNZ          vnni_k_2736
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -41330,11 +52662,11 @@ vnni_k_2188:
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
 	VMOVDQU32    Z8, 128(AX)
-	JMP          rowend_2181
+	JMP          rowend_2729
 
-rowtail_not_2187:
+rowtail_not_2735:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_2189
+	JNE  rowtail_not_2737
 
 	// VNNI micro-kernel: 4 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -41360,7 +52692,7 @@ rowtail_not_2187:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_2190:
+vnni_k_2738:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -41447,7 +52779,7 @@ vnni_k_2190:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_2190
+	JNZ          vnni_k_2738
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -41467,11 +52799,11 @@ vnni_k_2190:
 	VMOVDQU32    Z9, (AX)
 	VMOVDQU32    Z10, 64(AX)
 	VMOVDQU32    Z11, 128(AX)
-	JMP          rowend_2181
+	JMP          rowend_2729
 
-rowtail_not_2189:
+rowtail_not_2737:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_2191
+	JNE  rowtail_not_2739
 
 	// VNNI micro-kernel: 5 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -41500,7 +52832,7 @@ rowtail_not_2189:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_2192:
+vnni_k_2740:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -41603,7 +52935,7 @@ vnni_k_2192:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_2192
+	JNZ          vnni_k_2740
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -41627,11 +52959,11 @@ vnni_k_2192:
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
 	VMOVDQU32    Z14, 128(AX)
-	JMP          rowend_2181
+	JMP          rowend_2729
 
-rowtail_not_2191:
+rowtail_not_2739:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_2193
+	JNE  rowtail_not_2741
 
 	// VNNI micro-kernel: 6 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -41664,7 +52996,7 @@ rowtail_not_2191:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_2194:
+vnni_k_2742:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -41784,7 +53116,7 @@ vnni_k_2194:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_2194
+	JNZ          vnni_k_2742
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -41812,11 +53144,11 @@ vnni_k_2194:
 	VMOVDQU32    Z15, (AX)
 	VMOVDQU32    Z16, 64(AX)
 	VMOVDQU32    Z17, 128(AX)
-	JMP          rowend_2181
+	JMP          rowend_2729
 
-rowtail_not_2193:
+rowtail_not_2741:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_2195
+	JNE  rowtail_not_2743
 
 	// VNNI micro-kernel: 7 rows x 3 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -41852,7 +53184,7 @@ rowtail_not_2193:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_2196:
+vnni_k_2744:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -41988,7 +53320,7 @@ vnni_k_2196:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_2196
+	JNZ          vnni_k_2744
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -42020,10 +53352,10 @@ vnni_k_2196:
 	VMOVDQU32    Z18, (AX)
 	VMOVDQU32    Z19, 64(AX)
 	VMOVDQU32    Z20, 128(AX)
-	JMP          rowend_2181
+	JMP          rowend_2729
 
-rowtail_not_2195:
-rowend_2181:
+rowtail_not_2743:
+rowend_2729:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000030, CX, CX
@@ -42032,12 +53364,12 @@ rowend_2181:
 	MOVQ   8(SP), AX
 	ADDQ   $0x000000c0, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_2177
+	JMP    ngroup_2725
 
-ntail_2178:
+ntail_2726:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JNE  ntail_not_2197
+	JNE  ntail_not_2745
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -42045,10 +53377,10 @@ ntail_2178:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_2198:
+rows_2746:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_2199
+	JL   rowtail_2747
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -42071,7 +53403,7 @@ rows_2198:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_2201:
+vnni_k_2749:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -42151,7 +53483,7 @@ vnni_k_2201:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_2201
+	JNZ          vnni_k_2749
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -42181,12 +53513,12 @@ vnni_k_2201:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_2198
+	JMP          rows_2746
 
-rowtail_2199:
+rowtail_2747:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_2202
+	JNE  rowtail_not_2750
 
 	// VNNI micro-kernel: 1 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -42198,7 +53530,7 @@ rowtail_2199:
 	MOVQ   48(SP), BX
 	MOVQ   56(SP), SI
 
-vnni_k_2203:
+vnni_k_2751:
 	PREFETCHT1   (BX)
 	PREFETCHT1   64(BX)
 	PREFETCHT1   128(BX)
@@ -42221,17 +53553,17 @@ vnni_k_2203:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          vnni_k_2203
+	JNZ          vnni_k_2751
 	MOVQ         BX, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
-	JMP          rowend_2200
+	JMP          rowend_2748
 
-rowtail_not_2202:
+rowtail_not_2750:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_2204
+	JNE  rowtail_not_2752
 
 	// VNNI micro-kernel: 2 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -42244,7 +53576,7 @@ rowtail_not_2202:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_2205:
+vnni_k_2753:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -42275,7 +53607,7 @@ vnni_k_2205:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_2205
+	JNZ          vnni_k_2753
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -42283,11 +53615,11 @@ vnni_k_2205:
 	VMOVDQU32    Z0, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z1, (AX)
-	JMP          rowend_2200
+	JMP          rowend_2748
 
-rowtail_not_2204:
+rowtail_not_2752:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_2206
+	JNE  rowtail_not_2754
 
 	// VNNI micro-kernel: 3 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -42301,7 +53633,7 @@ rowtail_not_2204:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_2207:
+vnni_k_2755:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -42340,7 +53672,7 @@ vnni_k_2207:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          vnni_k_2207
+	JNZ          vnni_k_2755
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -42350,11 +53682,11 @@ vnni_k_2207:
 	VMOVDQU32    Z1, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
-	JMP          rowend_2200
+	JMP          rowend_2748
 
-rowtail_not_2206:
+rowtail_not_2754:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_2208
+	JNE  rowtail_not_2756
 
 	// VNNI micro-kernel: 4 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -42370,7 +53702,7 @@ rowtail_not_2206:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_2209:
+vnni_k_2757:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -42417,7 +53749,7 @@ vnni_k_2209:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_2209
+	JNZ          vnni_k_2757
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -42429,11 +53761,11 @@ vnni_k_2209:
 	VMOVDQU32    Z2, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z3, (AX)
-	JMP          rowend_2200
+	JMP          rowend_2748
 
-rowtail_not_2208:
+rowtail_not_2756:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_2210
+	JNE  rowtail_not_2758
 
 	// VNNI micro-kernel: 5 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -42450,7 +53782,7 @@ rowtail_not_2208:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_2211:
+vnni_k_2759:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -42505,7 +53837,7 @@ vnni_k_2211:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         SI
-	JNZ          vnni_k_2211
+	JNZ          vnni_k_2759
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -42519,11 +53851,11 @@ vnni_k_2211:
 	VMOVDQU32    Z3, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
-	JMP          rowend_2200
+	JMP          rowend_2748
 
-rowtail_not_2210:
+rowtail_not_2758:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_2212
+	JNE  rowtail_not_2760
 
 	// VNNI micro-kernel: 6 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -42542,7 +53874,7 @@ rowtail_not_2210:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_2213:
+vnni_k_2761:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -42606,7 +53938,7 @@ vnni_k_2213:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_2213
+	JNZ          vnni_k_2761
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -42622,11 +53954,11 @@ vnni_k_2213:
 	VMOVDQU32    Z4, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z5, (AX)
-	JMP          rowend_2200
+	JMP          rowend_2748
 
-rowtail_not_2212:
+rowtail_not_2760:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_2214
+	JNE  rowtail_not_2762
 
 	// VNNI micro-kernel: 7 rows x 1 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -42646,7 +53978,7 @@ rowtail_not_2212:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_2215:
+vnni_k_2763:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -42718,7 +54050,7 @@ vnni_k_2215:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         DI
-	JNZ          vnni_k_2215
+	JNZ          vnni_k_2763
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -42736,15 +54068,15 @@ vnni_k_2215:
 	VMOVDQU32    Z5, (AX)
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
-	JMP          rowend_2200
+	JMP          rowend_2748
 
-rowtail_not_2214:
-rowend_2200:
-	JMP done_2176
+rowtail_not_2762:
+rowend_2748:
+	JMP done_2724
 
-ntail_not_2197:
+ntail_not_2745:
 	CMPQ AX, $0x02
-	JNE  ntail_not_2216
+	JNE  ntail_not_2764
 	MOVQ a+0(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ 8(SP), AX
@@ -42752,10 +54084,10 @@ ntail_not_2197:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_2217:
+rows_2765:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x08
-	JL   rowtail_2218
+	JL   rowtail_2766
 	SUBQ $0x08, AX
 	MOVQ AX, 40(SP)
 
@@ -42788,7 +54120,7 @@ rows_2217:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_2220:
+vnni_k_2768:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -42904,7 +54236,7 @@ vnni_k_2220:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_2220
+	JNZ          vnni_k_2768
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -42942,12 +54274,12 @@ vnni_k_2220:
 	IMUL3Q       $0x20, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_2217
+	JMP          rows_2765
 
-rowtail_2218:
+rowtail_2766:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_2221
+	JNE  rowtail_not_2769
 
 	// VNNI micro-kernel: 1 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -42962,7 +54294,7 @@ rowtail_2218:
 	MOVQ   48(SP), SI
 	MOVQ   56(SP), DI
 
-vnni_k_2222:
+vnni_k_2770:
 	PREFETCHT1   (SI)
 	PREFETCHT1   64(SI)
 	PREFETCHT1   128(SI)
@@ -42993,18 +54325,18 @@ vnni_k_2222:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         BX
-	JNZ          vnni_k_2222
+	JNZ          vnni_k_2770
 	MOVQ         SI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
 	VMOVDQU32    Z0, (AX)
 	VMOVDQU32    Z1, 64(AX)
-	JMP          rowend_2219
+	JMP          rowend_2767
 
-rowtail_not_2221:
+rowtail_not_2769:
 	CMPQ AX, $0x02
-	JNE  rowtail_not_2223
+	JNE  rowtail_not_2771
 
 	// VNNI micro-kernel: 2 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -43021,7 +54353,7 @@ rowtail_not_2221:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_2224:
+vnni_k_2772:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -43064,7 +54396,7 @@ vnni_k_2224:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_2224
+	JNZ          vnni_k_2772
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -43074,11 +54406,11 @@ vnni_k_2224:
 	ADDQ         CX, AX
 	VMOVDQU32    Z2, (AX)
 	VMOVDQU32    Z3, 64(AX)
-	JMP          rowend_2219
+	JMP          rowend_2767
 
-rowtail_not_2223:
+rowtail_not_2771:
 	CMPQ AX, $0x03
-	JNE  rowtail_not_2225
+	JNE  rowtail_not_2773
 
 	// VNNI micro-kernel: 3 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -43097,7 +54429,7 @@ rowtail_not_2223:
 	MOVQ   48(SP), DI
 	MOVQ   56(SP), R8
 
-vnni_k_2226:
+vnni_k_2774:
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
@@ -43152,7 +54484,7 @@ vnni_k_2226:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         SI
-	JNZ          vnni_k_2226
+	JNZ          vnni_k_2774
 	MOVQ         DI, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -43165,11 +54497,11 @@ vnni_k_2226:
 	ADDQ         CX, AX
 	VMOVDQU32    Z4, (AX)
 	VMOVDQU32    Z5, 64(AX)
-	JMP          rowend_2219
+	JMP          rowend_2767
 
-rowtail_not_2225:
+rowtail_not_2773:
 	CMPQ AX, $0x04
-	JNE  rowtail_not_2227
+	JNE  rowtail_not_2775
 
 	// VNNI micro-kernel: 4 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -43191,7 +54523,7 @@ rowtail_not_2225:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_2228:
+vnni_k_2776:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -43258,7 +54590,7 @@ vnni_k_2228:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_2228
+	JNZ          vnni_k_2776
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -43274,11 +54606,11 @@ vnni_k_2228:
 	ADDQ         CX, AX
 	VMOVDQU32    Z6, (AX)
 	VMOVDQU32    Z7, 64(AX)
-	JMP          rowend_2219
+	JMP          rowend_2767
 
-rowtail_not_2227:
+rowtail_not_2775:
 	CMPQ AX, $0x05
-	JNE  rowtail_not_2229
+	JNE  rowtail_not_2777
 
 	// VNNI micro-kernel: 5 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -43302,7 +54634,7 @@ rowtail_not_2227:
 	MOVQ   48(SP), R8
 	MOVQ   56(SP), R9
 
-vnni_k_2230:
+vnni_k_2778:
 	PREFETCHT1   (R8)
 	PREFETCHT1   64(R8)
 	PREFETCHT1   128(R8)
@@ -43381,7 +54713,7 @@ vnni_k_2230:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, BX
 	DECQ         DI
-	JNZ          vnni_k_2230
+	JNZ          vnni_k_2778
 	MOVQ         R8, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -43400,11 +54732,11 @@ vnni_k_2230:
 	ADDQ         CX, AX
 	VMOVDQU32    Z8, (AX)
 	VMOVDQU32    Z9, 64(AX)
-	JMP          rowend_2219
+	JMP          rowend_2767
 
-rowtail_not_2229:
+rowtail_not_2777:
 	CMPQ AX, $0x06
-	JNE  rowtail_not_2231
+	JNE  rowtail_not_2779
 
 	// VNNI micro-kernel: 6 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -43431,7 +54763,7 @@ rowtail_not_2229:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_2232:
+vnni_k_2780:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -43523,7 +54855,7 @@ vnni_k_2232:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_2232
+	JNZ          vnni_k_2780
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -43545,11 +54877,11 @@ vnni_k_2232:
 	ADDQ         CX, AX
 	VMOVDQU32    Z10, (AX)
 	VMOVDQU32    Z11, 64(AX)
-	JMP          rowend_2219
+	JMP          rowend_2767
 
-rowtail_not_2231:
+rowtail_not_2779:
 	CMPQ AX, $0x07
-	JNE  rowtail_not_2233
+	JNE  rowtail_not_2781
 
 	// VNNI micro-kernel: 7 rows x 2 N-blocks.
 	VPXORD Z0, Z0, Z0
@@ -43578,7 +54910,7 @@ rowtail_not_2231:
 	MOVQ   48(SP), R9
 	MOVQ   56(SP), R10
 
-vnni_k_2234:
+vnni_k_2782:
 	PREFETCHT1   (R9)
 	PREFETCHT1   64(R9)
 	PREFETCHT1   128(R9)
@@ -43682,7 +55014,7 @@ vnni_k_2234:
 	ADDQ         $0x10, BX
 	ADDQ         $0x00000100, SI
 	DECQ         R8
-	JNZ          vnni_k_2234
+	JNZ          vnni_k_2782
 	MOVQ         R9, 48(SP)
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
@@ -43707,14 +55039,14 @@ vnni_k_2234:
 	ADDQ         CX, AX
 	VMOVDQU32    Z12, (AX)
 	VMOVDQU32    Z13, 64(AX)
-	JMP          rowend_2219
+	JMP          rowend_2767
 
-rowtail_not_2233:
-rowend_2219:
-	JMP done_2176
+rowtail_not_2781:
+rowend_2767:
+	JMP done_2724
 
-ntail_not_2216:
-done_2176:
+ntail_not_2764:
+done_2724:
 	VZEROUPPER
 	RET
 
@@ -43728,10 +55060,10 @@ TEXT ·qgemmAVX2(SB), NOSPLIT, $48-64
 	MOVQ nblocks+56(FP), AX
 	MOVQ AX, 16(SP)
 
-ngroup_2236:
+ngroup_2784:
 	MOVQ 16(SP), AX
 	CMPQ AX, $0x01
-	JL   ntail_2237
+	JL   ntail_2785
 	SUBQ $0x01, AX
 	MOVQ AX, 16(SP)
 	MOVQ a+0(FP), AX
@@ -43741,10 +55073,10 @@ ngroup_2236:
 	MOVQ m+48(FP), AX
 	MOVQ AX, 40(SP)
 
-rows_2238:
+rows_2786:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x02
-	JL   rowtail_2239
+	JL   rowtail_2787
 	SUBQ $0x02, AX
 	MOVQ AX, 40(SP)
 
@@ -43763,7 +55095,7 @@ rows_2238:
 	MOVQ  kp+24(FP), BX
 	SHRQ  $0x04, BX
 
-avx2_k_2241:
+avx2_k_2789:
 	VPMOVSXBW    (DX), Y8
 	VPMOVSXBW    16(DX), Y9
 	VPMOVSXBW    32(DX), Y10
@@ -43863,7 +55195,7 @@ avx2_k_2241:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, DX
 	DECQ         BX
-	JNZ          avx2_k_2241
+	JNZ          avx2_k_2789
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -43890,12 +55222,12 @@ avx2_k_2241:
 	IMUL3Q       $0x08, CX, CX
 	ADDQ         CX, AX
 	MOVQ         AX, 32(SP)
-	JMP          rows_2238
+	JMP          rows_2786
 
-rowtail_2239:
+rowtail_2787:
 	MOVQ 40(SP), AX
 	CMPQ AX, $0x01
-	JNE  rowtail_not_2242
+	JNE  rowtail_not_2790
 
 	// AVX2 micro-kernel: 1 rows x 16 columns.
 	VPXOR Y0, Y0, Y0
@@ -43908,7 +55240,7 @@ rowtail_2239:
 	MOVQ  kp+24(FP), DX
 	SHRQ  $0x04, DX
 
-avx2_k_2243:
+avx2_k_2791:
 	VPMOVSXBW    (CX), Y4
 	VPMOVSXBW    16(CX), Y5
 	VPMOVSXBW    32(CX), Y6
@@ -43968,7 +55300,7 @@ avx2_k_2243:
 	ADDQ         $0x10, AX
 	ADDQ         $0x00000100, CX
 	DECQ         DX
-	JNZ          avx2_k_2243
+	JNZ          avx2_k_2791
 	MOVQ         32(SP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -43978,10 +55310,10 @@ avx2_k_2243:
 	VPHADDD      Y3, Y2, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VMOVDQU      Y0, 32(AX)
-	JMP          rowend_2240
+	JMP          rowend_2788
 
-rowtail_not_2242:
-rowend_2240:
+rowtail_not_2790:
+rowend_2788:
 	MOVQ   (SP), AX
 	MOVQ   kp+24(FP), CX
 	IMUL3Q $0x00000010, CX, CX
@@ -43990,9 +55322,9 @@ rowend_2240:
 	MOVQ   8(SP), AX
 	ADDQ   $0x00000040, AX
 	MOVQ   AX, 8(SP)
-	JMP    ngroup_2236
+	JMP    ngroup_2784
 
-ntail_2237:
+ntail_2785:
 	MOVQ 16(SP), AX
 	VZEROUPPER
 	RET
@@ -44269,35 +55601,35 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi_none_2244
+	JEQ  epi_none_2792
 	CMPQ CX, $0x00000001
-	JEQ  epi_gelu_2245
+	JEQ  epi_gelu_2793
 	CMPQ CX, $0x00000003
-	JEQ  epi_gelu_2245
+	JEQ  epi_gelu_2793
 	CMPQ CX, $0x00000002
-	JEQ  epi_relu_2246
+	JEQ  epi_relu_2794
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi_none_2244:
+epi_none_2792:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_2248
+	JNZ   epi_flag_2796
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_2249
+	JNZ   epi_flag_2797
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2250
+	JNZ   epi_flag_2798
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2251
+	JNZ   epi_flag_2799
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2252
+	JNZ   epi_flag_2800
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_2253:
+epi_strip_2801:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -44320,7 +55652,7 @@ epi_strip_2253:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2254:
+epi_row_2802:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -44341,13 +55673,13 @@ epi_row_2254:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2254
+	JL          epi_row_2802
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2253
-	JMP         epi_done_2247
+	JL          epi_strip_2801
+	JMP         epi_done_2795
 
-epi_flag_2252:
+epi_flag_2800:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -44355,7 +55687,7 @@ epi_flag_2252:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_2255:
+epi_strip_2803:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -44378,7 +55710,7 @@ epi_strip_2255:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2256:
+epi_row_2804:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -44403,15 +55735,15 @@ epi_row_2256:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2256
+	JL          epi_row_2804
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2255
-	JMP         epi_done_2247
+	JL          epi_strip_2803
+	JMP         epi_done_2795
 
-epi_flag_2251:
+epi_flag_2799:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2257
+	JNZ          epi_flag_2805
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -44421,7 +55753,7 @@ epi_flag_2251:
 	VPBROADCASTD DX, Z2
 	XORQ         DX, DX
 
-epi_strip_2258:
+epi_strip_2806:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -44444,7 +55776,7 @@ epi_strip_2258:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2259:
+epi_row_2807:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -44481,13 +55813,13 @@ epi_row_2259:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2259
+	JL          epi_row_2807
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2258
-	JMP         epi_done_2247
+	JL          epi_strip_2806
+	JMP         epi_done_2795
 
-epi_flag_2257:
+epi_flag_2805:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -44498,7 +55830,7 @@ epi_flag_2257:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2260:
+epi_strip_2808:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -44521,7 +55853,7 @@ epi_strip_2260:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2261:
+epi_row_2809:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -44562,17 +55894,17 @@ epi_row_2261:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2261
+	JL          epi_row_2809
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2260
-	JMP         epi_done_2247
+	JL          epi_strip_2808
+	JMP         epi_done_2795
 
-epi_flag_2250:
+epi_flag_2798:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2262
+	JNZ   epi_flag_2810
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2263
+	JNZ   epi_flag_2811
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -44581,7 +55913,7 @@ epi_flag_2250:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_2264:
+epi_strip_2812:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -44605,7 +55937,7 @@ epi_strip_2264:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2265:
+epi_row_2813:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -44635,13 +55967,13 @@ epi_row_2265:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2265
+	JL          epi_row_2813
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2264
-	JMP         epi_done_2247
+	JL          epi_strip_2812
+	JMP         epi_done_2795
 
-epi_flag_2263:
+epi_flag_2811:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -44651,7 +55983,7 @@ epi_flag_2263:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_2266:
+epi_strip_2814:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -44675,7 +56007,7 @@ epi_strip_2266:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2267:
+epi_row_2815:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -44709,15 +56041,15 @@ epi_row_2267:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2267
+	JL          epi_row_2815
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2266
-	JMP         epi_done_2247
+	JL          epi_strip_2814
+	JMP         epi_done_2795
 
-epi_flag_2262:
+epi_flag_2810:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2268
+	JNZ          epi_flag_2816
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -44729,7 +56061,7 @@ epi_flag_2262:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2269:
+epi_strip_2817:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -44753,7 +56085,7 @@ epi_strip_2269:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2270:
+epi_row_2818:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -44799,13 +56131,13 @@ epi_row_2270:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2270
+	JL          epi_row_2818
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2269
-	JMP         epi_done_2247
+	JL          epi_strip_2817
+	JMP         epi_done_2795
 
-epi_flag_2268:
+epi_flag_2816:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -44818,7 +56150,7 @@ epi_flag_2268:
 	VPBROADCASTD SI, Z2
 	XORQ         SI, SI
 
-epi_strip_2271:
+epi_strip_2819:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -44842,7 +56174,7 @@ epi_strip_2271:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2272:
+epi_row_2820:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -44892,26 +56224,26 @@ epi_row_2272:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2272
+	JL          epi_row_2820
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2271
-	JMP         epi_done_2247
+	JL          epi_strip_2819
+	JMP         epi_done_2795
 
-epi_flag_2249:
+epi_flag_2797:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2273
+	JNZ   epi_flag_2821
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2274
+	JNZ   epi_flag_2822
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2275
+	JNZ   epi_flag_2823
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_2276:
+epi_strip_2824:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -44942,7 +56274,7 @@ epi_strip_2276:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2277:
+epi_row_2825:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -44967,13 +56299,13 @@ epi_row_2277:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2277
+	JL          epi_row_2825
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2276
-	JMP         epi_done_2247
+	JL          epi_strip_2824
+	JMP         epi_done_2795
 
-epi_flag_2275:
+epi_flag_2823:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -44981,7 +56313,7 @@ epi_flag_2275:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_2278:
+epi_strip_2826:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -45012,7 +56344,7 @@ epi_strip_2278:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2279:
+epi_row_2827:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -45041,15 +56373,15 @@ epi_row_2279:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2279
+	JL          epi_row_2827
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2278
-	JMP         epi_done_2247
+	JL          epi_strip_2826
+	JMP         epi_done_2795
 
-epi_flag_2274:
+epi_flag_2822:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2280
+	JNZ          epi_flag_2828
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -45059,7 +56391,7 @@ epi_flag_2274:
 	VPBROADCASTD DX, Z2
 	XORQ         DX, DX
 
-epi_strip_2281:
+epi_strip_2829:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -45090,7 +56422,7 @@ epi_strip_2281:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2282:
+epi_row_2830:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -45131,13 +56463,13 @@ epi_row_2282:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2282
+	JL          epi_row_2830
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2281
-	JMP         epi_done_2247
+	JL          epi_strip_2829
+	JMP         epi_done_2795
 
-epi_flag_2280:
+epi_flag_2828:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -45148,7 +56480,7 @@ epi_flag_2280:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2283:
+epi_strip_2831:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -45179,7 +56511,7 @@ epi_strip_2283:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2284:
+epi_row_2832:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -45224,17 +56556,17 @@ epi_row_2284:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2284
+	JL          epi_row_2832
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2283
-	JMP         epi_done_2247
+	JL          epi_strip_2831
+	JMP         epi_done_2795
 
-epi_flag_2273:
+epi_flag_2821:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2285
+	JNZ   epi_flag_2833
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2286
+	JNZ   epi_flag_2834
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -45243,7 +56575,7 @@ epi_flag_2273:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_2287:
+epi_strip_2835:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -45275,7 +56607,7 @@ epi_strip_2287:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2288:
+epi_row_2836:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -45309,13 +56641,13 @@ epi_row_2288:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2288
+	JL          epi_row_2836
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2287
-	JMP         epi_done_2247
+	JL          epi_strip_2835
+	JMP         epi_done_2795
 
-epi_flag_2286:
+epi_flag_2834:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -45325,7 +56657,7 @@ epi_flag_2286:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_2289:
+epi_strip_2837:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -45357,7 +56689,7 @@ epi_strip_2289:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2290:
+epi_row_2838:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -45395,15 +56727,15 @@ epi_row_2290:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2290
+	JL          epi_row_2838
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2289
-	JMP         epi_done_2247
+	JL          epi_strip_2837
+	JMP         epi_done_2795
 
-epi_flag_2285:
+epi_flag_2833:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2291
+	JNZ          epi_flag_2839
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -45415,7 +56747,7 @@ epi_flag_2285:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2292:
+epi_strip_2840:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -45447,7 +56779,7 @@ epi_strip_2292:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2293:
+epi_row_2841:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -45497,13 +56829,13 @@ epi_row_2293:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2293
+	JL          epi_row_2841
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2292
-	JMP         epi_done_2247
+	JL          epi_strip_2840
+	JMP         epi_done_2795
 
-epi_flag_2291:
+epi_flag_2839:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -45516,7 +56848,7 @@ epi_flag_2291:
 	VPBROADCASTD SI, Z2
 	XORQ         SI, SI
 
-epi_strip_2294:
+epi_strip_2842:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -45548,7 +56880,7 @@ epi_strip_2294:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2295:
+epi_row_2843:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -45602,21 +56934,21 @@ epi_row_2295:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2295
+	JL          epi_row_2843
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2294
-	JMP         epi_done_2247
+	JL          epi_strip_2842
+	JMP         epi_done_2795
 
-epi_flag_2248:
+epi_flag_2796:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2296
+	JNZ          epi_flag_2844
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2297
+	JNZ          epi_flag_2845
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2298
+	JNZ          epi_flag_2846
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2299
+	JNZ          epi_flag_2847
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -45626,7 +56958,7 @@ epi_flag_2248:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_2300:
+epi_strip_2848:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -45665,7 +56997,7 @@ epi_strip_2300:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2301:
+epi_row_2849:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -45686,13 +57018,13 @@ epi_row_2301:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2301
+	JL        epi_row_2849
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2300
-	JMP       epi_done_2247
+	JL        epi_strip_2848
+	JMP       epi_done_2795
 
-epi_flag_2299:
+epi_flag_2847:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -45701,7 +57033,7 @@ epi_flag_2299:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_2302:
+epi_strip_2850:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -45732,7 +57064,7 @@ epi_strip_2302:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2303:
+epi_row_2851:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
@@ -45766,15 +57098,15 @@ epi_row_2303:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2303
+	JL           epi_row_2851
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2302
-	JMP          epi_done_2247
+	JL           epi_strip_2850
+	JMP          epi_done_2795
 
-epi_flag_2298:
+epi_flag_2846:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2304
+	JNZ          epi_flag_2852
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -45787,7 +57119,7 @@ epi_flag_2298:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_2305:
+epi_strip_2853:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -45826,7 +57158,7 @@ epi_strip_2305:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2306:
+epi_row_2854:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -45863,13 +57195,13 @@ epi_row_2306:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2306
+	JL        epi_row_2854
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2305
-	JMP       epi_done_2247
+	JL        epi_strip_2853
+	JMP       epi_done_2795
 
-epi_flag_2304:
+epi_flag_2852:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -45881,7 +57213,7 @@ epi_flag_2304:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_2307:
+epi_strip_2855:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -45912,7 +57244,7 @@ epi_strip_2307:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2308:
+epi_row_2856:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z4, Z0, Z13
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
@@ -45962,17 +57294,17 @@ epi_row_2308:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2308
+	JL           epi_row_2856
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2307
-	JMP          epi_done_2247
+	JL           epi_strip_2855
+	JMP          epi_done_2795
 
-epi_flag_2297:
+epi_flag_2845:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2309
+	JNZ          epi_flag_2857
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2310
+	JNZ          epi_flag_2858
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -45984,7 +57316,7 @@ epi_flag_2297:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2311:
+epi_strip_2859:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -46024,7 +57356,7 @@ epi_strip_2311:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2312:
+epi_row_2860:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -46054,13 +57386,13 @@ epi_row_2312:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2312
+	JL        epi_row_2860
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2311
-	JMP       epi_done_2247
+	JL        epi_strip_2859
+	JMP       epi_done_2795
 
-epi_flag_2310:
+epi_flag_2858:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -46071,7 +57403,7 @@ epi_flag_2310:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_2313:
+epi_strip_2861:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -46103,7 +57435,7 @@ epi_strip_2313:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2314:
+epi_row_2862:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
@@ -46146,15 +57478,15 @@ epi_row_2314:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2314
+	JL           epi_row_2862
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2313
-	JMP          epi_done_2247
+	JL           epi_strip_2861
+	JMP          epi_done_2795
 
-epi_flag_2309:
+epi_flag_2857:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2315
+	JNZ          epi_flag_2863
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -46169,7 +57501,7 @@ epi_flag_2309:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2316:
+epi_strip_2864:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -46209,7 +57541,7 @@ epi_strip_2316:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2317:
+epi_row_2865:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -46255,13 +57587,13 @@ epi_row_2317:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2317
+	JL        epi_row_2865
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2316
-	JMP       epi_done_2247
+	JL        epi_strip_2864
+	JMP       epi_done_2795
 
-epi_flag_2315:
+epi_flag_2863:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -46275,7 +57607,7 @@ epi_flag_2315:
 	VPBROADCASTD DI, Z3
 	XORQ         DI, DI
 
-epi_strip_2318:
+epi_strip_2866:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -46307,7 +57639,7 @@ epi_strip_2318:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2319:
+epi_row_2867:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z4, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -46366,19 +57698,19 @@ epi_row_2319:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2319
+	JL           epi_row_2867
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2318
-	JMP          epi_done_2247
+	JL           epi_strip_2866
+	JMP          epi_done_2795
 
-epi_flag_2296:
+epi_flag_2844:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2320
+	JNZ          epi_flag_2868
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2321
+	JNZ          epi_flag_2869
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2322
+	JNZ          epi_flag_2870
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -46388,7 +57720,7 @@ epi_flag_2296:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_2323:
+epi_strip_2871:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -46435,7 +57767,7 @@ epi_strip_2323:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2324:
+epi_row_2872:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -46460,13 +57792,13 @@ epi_row_2324:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2324
+	JL        epi_row_2872
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2323
-	JMP       epi_done_2247
+	JL        epi_strip_2871
+	JMP       epi_done_2795
 
-epi_flag_2322:
+epi_flag_2870:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -46475,7 +57807,7 @@ epi_flag_2322:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_2325:
+epi_strip_2873:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -46514,7 +57846,7 @@ epi_strip_2325:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2326:
+epi_row_2874:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -46552,15 +57884,15 @@ epi_row_2326:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2326
+	JL           epi_row_2874
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2325
-	JMP          epi_done_2247
+	JL           epi_strip_2873
+	JMP          epi_done_2795
 
-epi_flag_2321:
+epi_flag_2869:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2327
+	JNZ          epi_flag_2875
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -46573,7 +57905,7 @@ epi_flag_2321:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_2328:
+epi_strip_2876:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -46620,7 +57952,7 @@ epi_strip_2328:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2329:
+epi_row_2877:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -46661,13 +57993,13 @@ epi_row_2329:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2329
+	JL        epi_row_2877
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2328
-	JMP       epi_done_2247
+	JL        epi_strip_2876
+	JMP       epi_done_2795
 
-epi_flag_2327:
+epi_flag_2875:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -46679,7 +58011,7 @@ epi_flag_2327:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_2330:
+epi_strip_2878:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -46718,7 +58050,7 @@ epi_strip_2330:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2331:
+epi_row_2879:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z4, Z0, Z17
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
@@ -46772,17 +58104,17 @@ epi_row_2331:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2331
+	JL           epi_row_2879
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2330
-	JMP          epi_done_2247
+	JL           epi_strip_2878
+	JMP          epi_done_2795
 
-epi_flag_2320:
+epi_flag_2868:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2332
+	JNZ          epi_flag_2880
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2333
+	JNZ          epi_flag_2881
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -46794,7 +58126,7 @@ epi_flag_2320:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2334:
+epi_strip_2882:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -46842,7 +58174,7 @@ epi_strip_2334:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2335:
+epi_row_2883:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -46876,13 +58208,13 @@ epi_row_2335:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2335
+	JL        epi_row_2883
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2334
-	JMP       epi_done_2247
+	JL        epi_strip_2882
+	JMP       epi_done_2795
 
-epi_flag_2333:
+epi_flag_2881:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -46893,7 +58225,7 @@ epi_flag_2333:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_2336:
+epi_strip_2884:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -46933,7 +58265,7 @@ epi_strip_2336:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2337:
+epi_row_2885:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -46980,15 +58312,15 @@ epi_row_2337:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2337
+	JL           epi_row_2885
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2336
-	JMP          epi_done_2247
+	JL           epi_strip_2884
+	JMP          epi_done_2795
 
-epi_flag_2332:
+epi_flag_2880:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2338
+	JNZ          epi_flag_2886
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -47003,7 +58335,7 @@ epi_flag_2332:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2339:
+epi_strip_2887:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -47051,7 +58383,7 @@ epi_strip_2339:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2340:
+epi_row_2888:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -47101,13 +58433,13 @@ epi_row_2340:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2340
+	JL        epi_row_2888
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2339
-	JMP       epi_done_2247
+	JL        epi_strip_2887
+	JMP       epi_done_2795
 
-epi_flag_2338:
+epi_flag_2886:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -47121,7 +58453,7 @@ epi_flag_2338:
 	VPBROADCASTD DI, Z3
 	XORQ         DI, DI
 
-epi_strip_2341:
+epi_strip_2889:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -47161,7 +58493,7 @@ epi_strip_2341:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2342:
+epi_row_2890:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z4, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -47224,23 +58556,23 @@ epi_row_2342:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2342
+	JL           epi_row_2890
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2341
-	JMP          epi_done_2247
+	JL           epi_strip_2889
+	JMP          epi_done_2795
 
-epi_gelu_2245:
+epi_gelu_2793:
 	TESTQ   $0x00000001, AX
-	JNZ     epi_flag_2343
+	JNZ     epi_flag_2891
 	TESTQ   $0x00000002, AX
-	JNZ     epi_flag_2344
+	JNZ     epi_flag_2892
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_2345
+	JNZ     epi_flag_2893
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2346
+	JNZ     epi_flag_2894
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_2347
+	JNZ     epi_flag_2895
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -47260,7 +58592,7 @@ epi_gelu_2245:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_2348:
+epi_strip_2896:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -47277,7 +58609,7 @@ epi_strip_2348:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2349:
+epi_row_2897:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -47324,13 +58656,13 @@ epi_row_2349:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2349
+	JL            epi_row_2897
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2348
-	JMP           epi_done_2247
+	JL            epi_strip_2896
+	JMP           epi_done_2795
 
-epi_flag_2347:
+epi_flag_2895:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -47351,7 +58683,7 @@ epi_flag_2347:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2350:
+epi_strip_2898:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -47368,7 +58700,7 @@ epi_strip_2350:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2351:
+epi_row_2899:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -47417,15 +58749,15 @@ epi_row_2351:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2351
+	JL            epi_row_2899
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2350
-	JMP           epi_done_2247
+	JL            epi_strip_2898
+	JMP           epi_done_2795
 
-epi_flag_2346:
+epi_flag_2894:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2352
+	JNZ          epi_flag_2900
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -47448,7 +58780,7 @@ epi_flag_2346:
 	VMOVUPS      320(DX), Z9
 	XORQ         DX, DX
 
-epi_strip_2353:
+epi_strip_2901:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -47465,7 +58797,7 @@ epi_strip_2353:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2354:
+epi_row_2902:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -47520,13 +58852,13 @@ epi_row_2354:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2354
+	JL            epi_row_2902
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2353
-	JMP           epi_done_2247
+	JL            epi_strip_2901
+	JMP           epi_done_2795
 
-epi_flag_2352:
+epi_flag_2900:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -47550,7 +58882,7 @@ epi_flag_2352:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2355:
+epi_strip_2903:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -47567,7 +58899,7 @@ epi_strip_2355:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2356:
+epi_row_2904:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -47624,17 +58956,17 @@ epi_row_2356:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2356
+	JL            epi_row_2904
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2355
-	JMP           epi_done_2247
+	JL            epi_strip_2903
+	JMP           epi_done_2795
 
-epi_flag_2345:
+epi_flag_2893:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2357
+	JNZ     epi_flag_2905
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_2358
+	JNZ     epi_flag_2906
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -47656,7 +58988,7 @@ epi_flag_2345:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2359:
+epi_strip_2907:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -47674,7 +59006,7 @@ epi_strip_2359:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2360:
+epi_row_2908:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -47726,13 +59058,13 @@ epi_row_2360:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2360
+	JL            epi_row_2908
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2359
-	JMP           epi_done_2247
+	JL            epi_strip_2907
+	JMP           epi_done_2795
 
-epi_flag_2358:
+epi_flag_2906:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -47755,7 +59087,7 @@ epi_flag_2358:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_2361:
+epi_strip_2909:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -47773,7 +59105,7 @@ epi_strip_2361:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2362:
+epi_row_2910:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -47827,15 +59159,15 @@ epi_row_2362:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2362
+	JL            epi_row_2910
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2361
-	JMP           epi_done_2247
+	JL            epi_strip_2909
+	JMP           epi_done_2795
 
-epi_flag_2357:
+epi_flag_2905:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2363
+	JNZ          epi_flag_2911
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -47860,7 +59192,7 @@ epi_flag_2357:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2364:
+epi_strip_2912:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -47878,7 +59210,7 @@ epi_strip_2364:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2365:
+epi_row_2913:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -47938,13 +59270,13 @@ epi_row_2365:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2365
+	JL            epi_row_2913
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2364
-	JMP           epi_done_2247
+	JL            epi_strip_2912
+	JMP           epi_done_2795
 
-epi_flag_2363:
+epi_flag_2911:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -47970,7 +59302,7 @@ epi_flag_2363:
 	VMOVUPS      320(SI), Z9
 	XORQ         SI, SI
 
-epi_strip_2366:
+epi_strip_2914:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -47988,7 +59320,7 @@ epi_strip_2366:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2367:
+epi_row_2915:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -48050,19 +59382,19 @@ epi_row_2367:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2367
+	JL            epi_row_2915
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2366
-	JMP           epi_done_2247
+	JL            epi_strip_2914
+	JMP           epi_done_2795
 
-epi_flag_2344:
+epi_flag_2892:
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_2368
+	JNZ     epi_flag_2916
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2369
+	JNZ     epi_flag_2917
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_2370
+	JNZ     epi_flag_2918
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -48082,7 +59414,7 @@ epi_flag_2344:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_2371:
+epi_strip_2919:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -48103,7 +59435,7 @@ epi_strip_2371:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2372:
+epi_row_2920:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -48152,13 +59484,13 @@ epi_row_2372:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2372
+	JL            epi_row_2920
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2371
-	JMP           epi_done_2247
+	JL            epi_strip_2919
+	JMP           epi_done_2795
 
-epi_flag_2370:
+epi_flag_2918:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -48179,7 +59511,7 @@ epi_flag_2370:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2373:
+epi_strip_2921:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -48200,7 +59532,7 @@ epi_strip_2373:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2374:
+epi_row_2922:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -48251,15 +59583,15 @@ epi_row_2374:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2374
+	JL            epi_row_2922
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2373
-	JMP           epi_done_2247
+	JL            epi_strip_2921
+	JMP           epi_done_2795
 
-epi_flag_2369:
+epi_flag_2917:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2375
+	JNZ          epi_flag_2923
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -48282,7 +59614,7 @@ epi_flag_2369:
 	VMOVUPS      320(DX), Z9
 	XORQ         DX, DX
 
-epi_strip_2376:
+epi_strip_2924:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -48303,7 +59635,7 @@ epi_strip_2376:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2377:
+epi_row_2925:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -48360,13 +59692,13 @@ epi_row_2377:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2377
+	JL            epi_row_2925
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2376
-	JMP           epi_done_2247
+	JL            epi_strip_2924
+	JMP           epi_done_2795
 
-epi_flag_2375:
+epi_flag_2923:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -48390,7 +59722,7 @@ epi_flag_2375:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2378:
+epi_strip_2926:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -48411,7 +59743,7 @@ epi_strip_2378:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2379:
+epi_row_2927:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -48470,17 +59802,17 @@ epi_row_2379:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2379
+	JL            epi_row_2927
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2378
-	JMP           epi_done_2247
+	JL            epi_strip_2926
+	JMP           epi_done_2795
 
-epi_flag_2368:
+epi_flag_2916:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2380
+	JNZ     epi_flag_2928
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_2381
+	JNZ     epi_flag_2929
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -48502,7 +59834,7 @@ epi_flag_2368:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2382:
+epi_strip_2930:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -48524,7 +59856,7 @@ epi_strip_2382:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2383:
+epi_row_2931:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -48578,13 +59910,13 @@ epi_row_2383:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2383
+	JL            epi_row_2931
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2382
-	JMP           epi_done_2247
+	JL            epi_strip_2930
+	JMP           epi_done_2795
 
-epi_flag_2381:
+epi_flag_2929:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -48607,7 +59939,7 @@ epi_flag_2381:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_2384:
+epi_strip_2932:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -48629,7 +59961,7 @@ epi_strip_2384:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2385:
+epi_row_2933:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -48685,15 +60017,15 @@ epi_row_2385:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2385
+	JL            epi_row_2933
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2384
-	JMP           epi_done_2247
+	JL            epi_strip_2932
+	JMP           epi_done_2795
 
-epi_flag_2380:
+epi_flag_2928:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2386
+	JNZ          epi_flag_2934
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -48718,7 +60050,7 @@ epi_flag_2380:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2387:
+epi_strip_2935:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -48740,7 +60072,7 @@ epi_strip_2387:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2388:
+epi_row_2936:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -48802,13 +60134,13 @@ epi_row_2388:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2388
+	JL            epi_row_2936
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2387
-	JMP           epi_done_2247
+	JL            epi_strip_2935
+	JMP           epi_done_2795
 
-epi_flag_2386:
+epi_flag_2934:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -48834,7 +60166,7 @@ epi_flag_2386:
 	VMOVUPS      320(SI), Z9
 	XORQ         SI, SI
 
-epi_strip_2389:
+epi_strip_2937:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -48856,7 +60188,7 @@ epi_strip_2389:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2390:
+epi_row_2938:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -48920,21 +60252,21 @@ epi_row_2390:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2390
+	JL            epi_row_2938
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2389
-	JMP           epi_done_2247
+	JL            epi_strip_2937
+	JMP           epi_done_2795
 
-epi_flag_2343:
+epi_flag_2891:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2391
+	JNZ          epi_flag_2939
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2392
+	JNZ          epi_flag_2940
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2393
+	JNZ          epi_flag_2941
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2394
+	JNZ          epi_flag_2942
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -48956,7 +60288,7 @@ epi_flag_2343:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_2395:
+epi_strip_2943:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -48981,7 +60313,7 @@ epi_strip_2395:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2396:
+epi_row_2944:
 	VPADDD.Z      (BX)(DX*4), Z8, K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
@@ -49028,13 +60360,13 @@ epi_row_2396:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2396
+	JL            epi_row_2944
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2395
-	JMP           epi_done_2247
+	JL            epi_strip_2943
+	JMP           epi_done_2795
 
-epi_flag_2394:
+epi_flag_2942:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -49056,7 +60388,7 @@ epi_flag_2394:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_2397:
+epi_strip_2945:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -49077,7 +60409,7 @@ epi_strip_2397:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2398:
+epi_row_2946:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z8, Z0, Z13
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
@@ -49131,15 +60463,15 @@ epi_row_2398:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2398
+	JL            epi_row_2946
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2397
-	JMP           epi_done_2247
+	JL            epi_strip_2945
+	JMP           epi_done_2795
 
-epi_flag_2393:
+epi_flag_2941:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2399
+	JNZ          epi_flag_2947
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -49164,7 +60496,7 @@ epi_flag_2393:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_2400:
+epi_strip_2948:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -49189,7 +60521,7 @@ epi_strip_2400:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2401:
+epi_row_2949:
 	VPADDD.Z      (BX)(DX*4), Z11, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
@@ -49244,13 +60576,13 @@ epi_row_2401:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2401
+	JL            epi_row_2949
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2400
-	JMP           epi_done_2247
+	JL            epi_strip_2948
+	JMP           epi_done_2795
 
-epi_flag_2399:
+epi_flag_2947:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -49275,7 +60607,7 @@ epi_flag_2399:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_2402:
+epi_strip_2950:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -49296,7 +60628,7 @@ epi_strip_2402:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2403:
+epi_row_2951:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z11, Z0, Z16
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z15
@@ -49358,17 +60690,17 @@ epi_row_2403:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2403
+	JL            epi_row_2951
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2402
-	JMP           epi_done_2247
+	JL            epi_strip_2950
+	JMP           epi_done_2795
 
-epi_flag_2392:
+epi_flag_2940:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2404
+	JNZ          epi_flag_2952
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2405
+	JNZ          epi_flag_2953
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -49392,7 +60724,7 @@ epi_flag_2392:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_2406:
+epi_strip_2954:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -49418,7 +60750,7 @@ epi_strip_2406:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2407:
+epi_row_2955:
 	VPADDD.Z      (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
@@ -49470,13 +60802,13 @@ epi_row_2407:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2407
+	JL            epi_row_2955
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2406
-	JMP           epi_done_2247
+	JL            epi_strip_2954
+	JMP           epi_done_2795
 
-epi_flag_2405:
+epi_flag_2953:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -49500,7 +60832,7 @@ epi_flag_2405:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_2408:
+epi_strip_2956:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -49522,7 +60854,7 @@ epi_strip_2408:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2409:
+epi_row_2957:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z8, Z0, Z13
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z12
@@ -49581,15 +60913,15 @@ epi_row_2409:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2409
+	JL            epi_row_2957
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2408
-	JMP           epi_done_2247
+	JL            epi_strip_2956
+	JMP           epi_done_2795
 
-epi_flag_2404:
+epi_flag_2952:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2410
+	JNZ          epi_flag_2958
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -49616,7 +60948,7 @@ epi_flag_2404:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_2411:
+epi_strip_2959:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -49642,7 +60974,7 @@ epi_strip_2411:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2412:
+epi_row_2960:
 	VPADDD.Z      (SI)(BX*4), Z11, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
@@ -49702,13 +61034,13 @@ epi_row_2412:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2412
+	JL            epi_row_2960
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2411
-	JMP           epi_done_2247
+	JL            epi_strip_2959
+	JMP           epi_done_2795
 
-epi_flag_2410:
+epi_flag_2958:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -49735,7 +61067,7 @@ epi_flag_2410:
 	VMOVUPS      320(DI), Z10
 	XORQ         DI, DI
 
-epi_strip_2413:
+epi_strip_2961:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -49757,7 +61089,7 @@ epi_strip_2413:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2414:
+epi_row_2962:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z11, Z0, Z16
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z15
@@ -49824,19 +61156,19 @@ epi_row_2414:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2414
+	JL            epi_row_2962
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2413
-	JMP           epi_done_2247
+	JL            epi_strip_2961
+	JMP           epi_done_2795
 
-epi_flag_2391:
+epi_flag_2939:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2415
+	JNZ          epi_flag_2963
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2416
+	JNZ          epi_flag_2964
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2417
+	JNZ          epi_flag_2965
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -49858,7 +61190,7 @@ epi_flag_2391:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_2418:
+epi_strip_2966:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -49887,7 +61219,7 @@ epi_strip_2418:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2419:
+epi_row_2967:
 	VPADDD.Z      (BX)(DX*4), Z8, K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z9, Z14, Z14
@@ -49936,13 +61268,13 @@ epi_row_2419:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2419
+	JL            epi_row_2967
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2418
-	JMP           epi_done_2247
+	JL            epi_strip_2966
+	JMP           epi_done_2795
 
-epi_flag_2417:
+epi_flag_2965:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -49964,7 +61296,7 @@ epi_flag_2417:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_2420:
+epi_strip_2968:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -49989,7 +61321,7 @@ epi_strip_2420:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2421:
+epi_row_2969:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z8, Z0, Z15
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z14
@@ -50045,15 +61377,15 @@ epi_row_2421:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2421
+	JL            epi_row_2969
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2420
-	JMP           epi_done_2247
+	JL            epi_strip_2968
+	JMP           epi_done_2795
 
-epi_flag_2416:
+epi_flag_2964:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2422
+	JNZ          epi_flag_2970
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -50078,7 +61410,7 @@ epi_flag_2416:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_2423:
+epi_strip_2971:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -50107,7 +61439,7 @@ epi_strip_2423:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2424:
+epi_row_2972:
 	VPADDD.Z      (BX)(DX*4), Z11, K1, Z17
 	VCVTDQ2PS     Z17, Z17
 	VMULPS        Z12, Z17, Z17
@@ -50164,13 +61496,13 @@ epi_row_2424:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2424
+	JL            epi_row_2972
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2423
-	JMP           epi_done_2247
+	JL            epi_strip_2971
+	JMP           epi_done_2795
 
-epi_flag_2422:
+epi_flag_2970:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -50195,7 +61527,7 @@ epi_flag_2422:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_2425:
+epi_strip_2973:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -50220,7 +61552,7 @@ epi_strip_2425:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2426:
+epi_row_2974:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z11, Z0, Z18
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z17
@@ -50284,17 +61616,17 @@ epi_row_2426:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2426
+	JL            epi_row_2974
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2425
-	JMP           epi_done_2247
+	JL            epi_strip_2973
+	JMP           epi_done_2795
 
-epi_flag_2415:
+epi_flag_2963:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2427
+	JNZ          epi_flag_2975
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2428
+	JNZ          epi_flag_2976
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -50318,7 +61650,7 @@ epi_flag_2415:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_2429:
+epi_strip_2977:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -50348,7 +61680,7 @@ epi_strip_2429:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2430:
+epi_row_2978:
 	VPADDD.Z      (SI)(BX*4), Z8, K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z9, Z14, Z14
@@ -50402,13 +61734,13 @@ epi_row_2430:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2430
+	JL            epi_row_2978
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2429
-	JMP           epi_done_2247
+	JL            epi_strip_2977
+	JMP           epi_done_2795
 
-epi_flag_2428:
+epi_flag_2976:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -50432,7 +61764,7 @@ epi_flag_2428:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_2431:
+epi_strip_2979:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -50458,7 +61790,7 @@ epi_strip_2431:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2432:
+epi_row_2980:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z8, Z0, Z15
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z14
@@ -50519,15 +61851,15 @@ epi_row_2432:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2432
+	JL            epi_row_2980
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2431
-	JMP           epi_done_2247
+	JL            epi_strip_2979
+	JMP           epi_done_2795
 
-epi_flag_2427:
+epi_flag_2975:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2433
+	JNZ          epi_flag_2981
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -50554,7 +61886,7 @@ epi_flag_2427:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_2434:
+epi_strip_2982:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -50584,7 +61916,7 @@ epi_strip_2434:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2435:
+epi_row_2983:
 	VPADDD.Z      (SI)(BX*4), Z11, K1, Z17
 	VCVTDQ2PS     Z17, Z17
 	VMULPS        Z12, Z17, Z17
@@ -50646,13 +61978,13 @@ epi_row_2435:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2435
+	JL            epi_row_2983
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2434
-	JMP           epi_done_2247
+	JL            epi_strip_2982
+	JMP           epi_done_2795
 
-epi_flag_2433:
+epi_flag_2981:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -50679,7 +62011,7 @@ epi_flag_2433:
 	VMOVUPS      320(DI), Z10
 	XORQ         DI, DI
 
-epi_strip_2436:
+epi_strip_2984:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -50705,7 +62037,7 @@ epi_strip_2436:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2437:
+epi_row_2985:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z11, Z0, Z18
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z17
@@ -50774,23 +62106,23 @@ epi_row_2437:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2437
+	JL            epi_row_2985
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2436
-	JMP           epi_done_2247
+	JL            epi_strip_2984
+	JMP           epi_done_2795
 
-epi_relu_2246:
+epi_relu_2794:
 	TESTQ  $0x00000001, AX
-	JNZ    epi_flag_2438
+	JNZ    epi_flag_2986
 	TESTQ  $0x00000002, AX
-	JNZ    epi_flag_2439
+	JNZ    epi_flag_2987
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_2440
+	JNZ    epi_flag_2988
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_2441
+	JNZ    epi_flag_2989
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_2442
+	JNZ    epi_flag_2990
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -50798,7 +62130,7 @@ epi_relu_2246:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_2443:
+epi_strip_2991:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -50821,7 +62153,7 @@ epi_strip_2443:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2444:
+epi_row_2992:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -50850,13 +62182,13 @@ epi_row_2444:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2444
+	JL          epi_row_2992
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2443
-	JMP         epi_done_2247
+	JL          epi_strip_2991
+	JMP         epi_done_2795
 
-epi_flag_2442:
+epi_flag_2990:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -50865,7 +62197,7 @@ epi_flag_2442:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_2445:
+epi_strip_2993:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -50888,7 +62220,7 @@ epi_strip_2445:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2446:
+epi_row_2994:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -50921,15 +62253,15 @@ epi_row_2446:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2446
+	JL          epi_row_2994
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2445
-	JMP         epi_done_2247
+	JL          epi_strip_2993
+	JMP         epi_done_2795
 
-epi_flag_2441:
+epi_flag_2989:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2447
+	JNZ          epi_flag_2995
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -50940,7 +62272,7 @@ epi_flag_2441:
 	VPXORD       Z3, Z3, Z3
 	XORQ         DX, DX
 
-epi_strip_2448:
+epi_strip_2996:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -50963,7 +62295,7 @@ epi_strip_2448:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2449:
+epi_row_2997:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -51008,13 +62340,13 @@ epi_row_2449:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2449
+	JL          epi_row_2997
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2448
-	JMP         epi_done_2247
+	JL          epi_strip_2996
+	JMP         epi_done_2795
 
-epi_flag_2447:
+epi_flag_2995:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -51026,7 +62358,7 @@ epi_flag_2447:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_2450:
+epi_strip_2998:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -51049,7 +62381,7 @@ epi_strip_2450:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2451:
+epi_row_2999:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -51098,17 +62430,17 @@ epi_row_2451:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2451
+	JL          epi_row_2999
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2450
-	JMP         epi_done_2247
+	JL          epi_strip_2998
+	JMP         epi_done_2795
 
-epi_flag_2440:
+epi_flag_2988:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_2452
+	JNZ    epi_flag_3000
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_2453
+	JNZ    epi_flag_3001
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -51118,7 +62450,7 @@ epi_flag_2440:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_2454:
+epi_strip_3002:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -51142,7 +62474,7 @@ epi_strip_2454:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2455:
+epi_row_3003:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -51180,13 +62512,13 @@ epi_row_2455:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2455
+	JL          epi_row_3003
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2454
-	JMP         epi_done_2247
+	JL          epi_strip_3002
+	JMP         epi_done_2795
 
-epi_flag_2453:
+epi_flag_3001:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -51197,7 +62529,7 @@ epi_flag_2453:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_2456:
+epi_strip_3004:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -51221,7 +62553,7 @@ epi_strip_2456:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2457:
+epi_row_3005:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -51263,15 +62595,15 @@ epi_row_2457:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2457
+	JL          epi_row_3005
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2456
-	JMP         epi_done_2247
+	JL          epi_strip_3004
+	JMP         epi_done_2795
 
-epi_flag_2452:
+epi_flag_3000:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2458
+	JNZ          epi_flag_3006
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -51284,7 +62616,7 @@ epi_flag_2452:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_2459:
+epi_strip_3007:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -51308,7 +62640,7 @@ epi_strip_2459:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2460:
+epi_row_3008:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -51362,13 +62694,13 @@ epi_row_2460:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2460
+	JL          epi_row_3008
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2459
-	JMP         epi_done_2247
+	JL          epi_strip_3007
+	JMP         epi_done_2795
 
-epi_flag_2458:
+epi_flag_3006:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -51382,7 +62714,7 @@ epi_flag_2458:
 	VPXORD       Z3, Z3, Z3
 	XORQ         SI, SI
 
-epi_strip_2461:
+epi_strip_3009:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -51406,7 +62738,7 @@ epi_strip_2461:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2462:
+epi_row_3010:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -51464,19 +62796,19 @@ epi_row_2462:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2462
+	JL          epi_row_3010
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2461
-	JMP         epi_done_2247
+	JL          epi_strip_3009
+	JMP         epi_done_2795
 
-epi_flag_2439:
+epi_flag_2987:
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_2463
+	JNZ    epi_flag_3011
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_2464
+	JNZ    epi_flag_3012
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_2465
+	JNZ    epi_flag_3013
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -51484,7 +62816,7 @@ epi_flag_2439:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_2466:
+epi_strip_3014:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -51515,7 +62847,7 @@ epi_strip_2466:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2467:
+epi_row_3015:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -51548,13 +62880,13 @@ epi_row_2467:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2467
+	JL          epi_row_3015
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2466
-	JMP         epi_done_2247
+	JL          epi_strip_3014
+	JMP         epi_done_2795
 
-epi_flag_2465:
+epi_flag_3013:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -51563,7 +62895,7 @@ epi_flag_2465:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_2468:
+epi_strip_3016:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -51594,7 +62926,7 @@ epi_strip_2468:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2469:
+epi_row_3017:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -51631,15 +62963,15 @@ epi_row_2469:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2469
+	JL          epi_row_3017
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2468
-	JMP         epi_done_2247
+	JL          epi_strip_3016
+	JMP         epi_done_2795
 
-epi_flag_2464:
+epi_flag_3012:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2470
+	JNZ          epi_flag_3018
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -51650,7 +62982,7 @@ epi_flag_2464:
 	VPXORD       Z3, Z3, Z3
 	XORQ         DX, DX
 
-epi_strip_2471:
+epi_strip_3019:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -51681,7 +63013,7 @@ epi_strip_2471:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2472:
+epi_row_3020:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -51730,13 +63062,13 @@ epi_row_2472:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2472
+	JL          epi_row_3020
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2471
-	JMP         epi_done_2247
+	JL          epi_strip_3019
+	JMP         epi_done_2795
 
-epi_flag_2470:
+epi_flag_3018:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -51748,7 +63080,7 @@ epi_flag_2470:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_2473:
+epi_strip_3021:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -51779,7 +63111,7 @@ epi_strip_2473:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2474:
+epi_row_3022:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -51832,17 +63164,17 @@ epi_row_2474:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2474
+	JL          epi_row_3022
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2473
-	JMP         epi_done_2247
+	JL          epi_strip_3021
+	JMP         epi_done_2795
 
-epi_flag_2463:
+epi_flag_3011:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_2475
+	JNZ    epi_flag_3023
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_2476
+	JNZ    epi_flag_3024
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -51852,7 +63184,7 @@ epi_flag_2463:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_2477:
+epi_strip_3025:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -51884,7 +63216,7 @@ epi_strip_2477:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2478:
+epi_row_3026:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -51926,13 +63258,13 @@ epi_row_2478:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2478
+	JL          epi_row_3026
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2477
-	JMP         epi_done_2247
+	JL          epi_strip_3025
+	JMP         epi_done_2795
 
-epi_flag_2476:
+epi_flag_3024:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -51943,7 +63275,7 @@ epi_flag_2476:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_2479:
+epi_strip_3027:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -51975,7 +63307,7 @@ epi_strip_2479:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2480:
+epi_row_3028:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -52021,15 +63353,15 @@ epi_row_2480:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2480
+	JL          epi_row_3028
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2479
-	JMP         epi_done_2247
+	JL          epi_strip_3027
+	JMP         epi_done_2795
 
-epi_flag_2475:
+epi_flag_3023:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2481
+	JNZ          epi_flag_3029
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -52042,7 +63374,7 @@ epi_flag_2475:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_2482:
+epi_strip_3030:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -52074,7 +63406,7 @@ epi_strip_2482:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2483:
+epi_row_3031:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -52132,13 +63464,13 @@ epi_row_2483:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2483
+	JL          epi_row_3031
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2482
-	JMP         epi_done_2247
+	JL          epi_strip_3030
+	JMP         epi_done_2795
 
-epi_flag_2481:
+epi_flag_3029:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -52152,7 +63484,7 @@ epi_flag_2481:
 	VPXORD       Z3, Z3, Z3
 	XORQ         SI, SI
 
-epi_strip_2484:
+epi_strip_3032:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -52184,7 +63516,7 @@ epi_strip_2484:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2485:
+epi_row_3033:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -52246,21 +63578,21 @@ epi_row_2485:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2485
+	JL          epi_row_3033
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2484
-	JMP         epi_done_2247
+	JL          epi_strip_3032
+	JMP         epi_done_2795
 
-epi_flag_2438:
+epi_flag_2986:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2486
+	JNZ          epi_flag_3034
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2487
+	JNZ          epi_flag_3035
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2488
+	JNZ          epi_flag_3036
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2489
+	JNZ          epi_flag_3037
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -52270,7 +63602,7 @@ epi_flag_2438:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_2490:
+epi_strip_3038:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -52309,7 +63641,7 @@ epi_strip_2490:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2491:
+epi_row_3039:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -52338,13 +63670,13 @@ epi_row_2491:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2491
+	JL        epi_row_3039
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2490
-	JMP       epi_done_2247
+	JL        epi_strip_3038
+	JMP       epi_done_2795
 
-epi_flag_2489:
+epi_flag_3037:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -52354,7 +63686,7 @@ epi_flag_2489:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_2492:
+epi_strip_3040:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -52385,7 +63717,7 @@ epi_strip_2492:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2493:
+epi_row_3041:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
@@ -52427,15 +63759,15 @@ epi_row_2493:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2493
+	JL           epi_row_3041
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2492
-	JMP          epi_done_2247
+	JL           epi_strip_3040
+	JMP          epi_done_2795
 
-epi_flag_2488:
+epi_flag_3036:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2494
+	JNZ          epi_flag_3042
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -52448,7 +63780,7 @@ epi_flag_2488:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_2495:
+epi_strip_3043:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -52487,7 +63819,7 @@ epi_strip_2495:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2496:
+epi_row_3044:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -52532,13 +63864,13 @@ epi_row_2496:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2496
+	JL        epi_row_3044
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2495
-	JMP       epi_done_2247
+	JL        epi_strip_3043
+	JMP       epi_done_2795
 
-epi_flag_2494:
+epi_flag_3042:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -52551,7 +63883,7 @@ epi_flag_2494:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_2497:
+epi_strip_3045:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -52582,7 +63914,7 @@ epi_strip_2497:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2498:
+epi_row_3046:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -52640,17 +63972,17 @@ epi_row_2498:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2498
+	JL           epi_row_3046
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2497
-	JMP          epi_done_2247
+	JL           epi_strip_3045
+	JMP          epi_done_2795
 
-epi_flag_2487:
+epi_flag_3035:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2499
+	JNZ          epi_flag_3047
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2500
+	JNZ          epi_flag_3048
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -52662,7 +63994,7 @@ epi_flag_2487:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2501:
+epi_strip_3049:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -52702,7 +64034,7 @@ epi_strip_2501:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2502:
+epi_row_3050:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -52740,13 +64072,13 @@ epi_row_2502:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2502
+	JL        epi_row_3050
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2501
-	JMP       epi_done_2247
+	JL        epi_strip_3049
+	JMP       epi_done_2795
 
-epi_flag_2500:
+epi_flag_3048:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -52758,7 +64090,7 @@ epi_flag_2500:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_2503:
+epi_strip_3051:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -52790,7 +64122,7 @@ epi_strip_2503:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2504:
+epi_row_3052:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
@@ -52841,15 +64173,15 @@ epi_row_2504:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2504
+	JL           epi_row_3052
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2503
-	JMP          epi_done_2247
+	JL           epi_strip_3051
+	JMP          epi_done_2795
 
-epi_flag_2499:
+epi_flag_3047:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2505
+	JNZ          epi_flag_3053
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -52864,7 +64196,7 @@ epi_flag_2499:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2506:
+epi_strip_3054:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -52904,7 +64236,7 @@ epi_strip_2506:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2507:
+epi_row_3055:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -52958,13 +64290,13 @@ epi_row_2507:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2507
+	JL        epi_row_3055
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2506
-	JMP       epi_done_2247
+	JL        epi_strip_3054
+	JMP       epi_done_2795
 
-epi_flag_2505:
+epi_flag_3053:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -52979,7 +64311,7 @@ epi_flag_2505:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DI, DI
 
-epi_strip_2508:
+epi_strip_3056:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -53011,7 +64343,7 @@ epi_strip_2508:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2509:
+epi_row_3057:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -53078,19 +64410,19 @@ epi_row_2509:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2509
+	JL           epi_row_3057
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2508
-	JMP          epi_done_2247
+	JL           epi_strip_3056
+	JMP          epi_done_2795
 
-epi_flag_2486:
+epi_flag_3034:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2510
+	JNZ          epi_flag_3058
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2511
+	JNZ          epi_flag_3059
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2512
+	JNZ          epi_flag_3060
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -53100,7 +64432,7 @@ epi_flag_2486:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_2513:
+epi_strip_3061:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -53147,7 +64479,7 @@ epi_strip_2513:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2514:
+epi_row_3062:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -53180,13 +64512,13 @@ epi_row_2514:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2514
+	JL        epi_row_3062
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2513
-	JMP       epi_done_2247
+	JL        epi_strip_3061
+	JMP       epi_done_2795
 
-epi_flag_2512:
+epi_flag_3060:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -53196,7 +64528,7 @@ epi_flag_2512:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_2515:
+epi_strip_3063:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -53235,7 +64567,7 @@ epi_strip_2515:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2516:
+epi_row_3064:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -53281,15 +64613,15 @@ epi_row_2516:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2516
+	JL           epi_row_3064
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2515
-	JMP          epi_done_2247
+	JL           epi_strip_3063
+	JMP          epi_done_2795
 
-epi_flag_2511:
+epi_flag_3059:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2517
+	JNZ          epi_flag_3065
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -53302,7 +64634,7 @@ epi_flag_2511:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_2518:
+epi_strip_3066:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -53349,7 +64681,7 @@ epi_strip_2518:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2519:
+epi_row_3067:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -53398,13 +64730,13 @@ epi_row_2519:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2519
+	JL        epi_row_3067
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2518
-	JMP       epi_done_2247
+	JL        epi_strip_3066
+	JMP       epi_done_2795
 
-epi_flag_2517:
+epi_flag_3065:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -53417,7 +64749,7 @@ epi_flag_2517:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_2520:
+epi_strip_3068:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -53456,7 +64788,7 @@ epi_strip_2520:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2521:
+epi_row_3069:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
@@ -53518,17 +64850,17 @@ epi_row_2521:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2521
+	JL           epi_row_3069
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2520
-	JMP          epi_done_2247
+	JL           epi_strip_3068
+	JMP          epi_done_2795
 
-epi_flag_2510:
+epi_flag_3058:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2522
+	JNZ          epi_flag_3070
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2523
+	JNZ          epi_flag_3071
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -53540,7 +64872,7 @@ epi_flag_2510:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2524:
+epi_strip_3072:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -53588,7 +64920,7 @@ epi_strip_2524:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2525:
+epi_row_3073:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -53630,13 +64962,13 @@ epi_row_2525:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2525
+	JL        epi_row_3073
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2524
-	JMP       epi_done_2247
+	JL        epi_strip_3072
+	JMP       epi_done_2795
 
-epi_flag_2523:
+epi_flag_3071:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -53648,7 +64980,7 @@ epi_flag_2523:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_2526:
+epi_strip_3074:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -53688,7 +65020,7 @@ epi_strip_2526:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2527:
+epi_row_3075:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -53743,15 +65075,15 @@ epi_row_2527:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2527
+	JL           epi_row_3075
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2526
-	JMP          epi_done_2247
+	JL           epi_strip_3074
+	JMP          epi_done_2795
 
-epi_flag_2522:
+epi_flag_3070:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2528
+	JNZ          epi_flag_3076
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -53766,7 +65098,7 @@ epi_flag_2522:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2529:
+epi_strip_3077:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -53814,7 +65146,7 @@ epi_strip_2529:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2530:
+epi_row_3078:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -53872,13 +65204,13 @@ epi_row_2530:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2530
+	JL        epi_row_3078
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2529
-	JMP       epi_done_2247
+	JL        epi_strip_3077
+	JMP       epi_done_2795
 
-epi_flag_2528:
+epi_flag_3076:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -53893,7 +65225,7 @@ epi_flag_2528:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DI, DI
 
-epi_strip_2531:
+epi_strip_3079:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -53933,7 +65265,7 @@ epi_strip_2531:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2532:
+epi_row_3080:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
@@ -54004,12 +65336,12 @@ epi_row_2532:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2532
+	JL           epi_row_3080
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2531
+	JL           epi_strip_3079
 
-epi_done_2247:
+epi_done_2795:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -54022,28 +65354,28 @@ TEXT ·epilogueAVX2Asm(SB), NOSPLIT, $128-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi2_none_2533
+	JEQ  epi2_none_3081
 	CMPQ CX, $0x00000001
-	JEQ  epi2_gelu_2534
+	JEQ  epi2_gelu_3082
 	CMPQ CX, $0x00000003
-	JEQ  epi2_gelu_2534
+	JEQ  epi2_gelu_3082
 	CMPQ CX, $0x00000002
-	JEQ  epi2_relu_2535
+	JEQ  epi2_relu_3083
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi2_none_2533:
+epi2_none_3081:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_2537
+	JNZ   epi_flag_3085
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_2538
+	JNZ   epi_flag_3086
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2539
+	JNZ   epi_flag_3087
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2540
+	JNZ   epi_flag_3088
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2541
+	JNZ   epi_flag_3089
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -54054,25 +65386,25 @@ epi2_none_2533:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_2542:
+epi2_row_3090:
 	XORQ R9, R9
 
-epi2_col_2543:
+epi2_col_3091:
 	VMOVDQU   (DI)(R9*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R9*4), Y0, Y0
 	VMOVUPS   Y0, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_2543
+	JL        epi2_col_3091
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_2542
-	JMP       epi2_done_2536
+	JL        epi2_row_3090
+	JMP       epi2_done_3084
 
-epi_flag_2541:
+epi_flag_3089:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -54084,11 +65416,11 @@ epi_flag_2541:
 	MOVQ c+0(FP), R8
 	XORQ R9, R9
 
-epi2_row_2544:
+epi2_row_3092:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_2545:
+epi2_col_3093:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R10*4), Y1, Y1
@@ -54096,17 +65428,17 @@ epi2_col_2545:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_2545
+	JL        epi2_col_3093
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_2544
-	JMP       epi2_done_2536
+	JL        epi2_row_3092
+	JMP       epi2_done_3084
 
-epi_flag_2540:
+epi_flag_3088:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2546
+	JNZ          epi_flag_3094
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -54127,10 +65459,10 @@ epi_flag_2540:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_2547:
+epi2_row_3095:
 	XORQ R9, R9
 
-epi2_col_2548:
+epi2_col_3096:
 	VMOVDQU      (DI)(R9*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R9*4), Y0, Y0
@@ -54145,15 +65477,15 @@ epi2_col_2548:
 	VMOVQ        X0, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_2548
+	JL           epi2_col_3096
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_2547
-	JMP          epi2_done_2536
+	JL           epi2_row_3095
+	JMP          epi2_done_3084
 
-epi_flag_2546:
+epi_flag_3094:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -54175,11 +65507,11 @@ epi_flag_2546:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2549:
+epi2_row_3097:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_2550:
+epi2_col_3098:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R10*4), Y1, Y1
@@ -54195,19 +65527,19 @@ epi2_col_2550:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2550
+	JL           epi2_col_3098
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2549
-	JMP          epi2_done_2536
+	JL           epi2_row_3097
+	JMP          epi2_done_3084
 
-epi_flag_2539:
+epi_flag_3087:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2551
+	JNZ   epi_flag_3099
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2552
+	JNZ   epi_flag_3100
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -54221,10 +65553,10 @@ epi_flag_2539:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_2553:
+epi2_row_3101:
 	XORQ R11, R11
 
-epi2_col_2554:
+epi2_col_3102:
 	VMOVDQU   (R9)(R11*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R11*4), Y0, Y0
@@ -54232,16 +65564,16 @@ epi2_col_2554:
 	VMOVUPS   Y0, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2554
+	JL        epi2_col_3102
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2553
-	JMP       epi2_done_2536
+	JL        epi2_row_3101
+	JMP       epi2_done_3084
 
-epi_flag_2552:
+epi_flag_3100:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -54256,11 +65588,11 @@ epi_flag_2552:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_2555:
+epi2_row_3103:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_2556:
+epi2_col_3104:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R12*4), Y1, Y1
@@ -54269,18 +65601,18 @@ epi2_col_2556:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2556
+	JL        epi2_col_3104
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2555
-	JMP       epi2_done_2536
+	JL        epi2_row_3103
+	JMP       epi2_done_3084
 
-epi_flag_2551:
+epi_flag_3099:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2557
+	JNZ          epi_flag_3105
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -54304,10 +65636,10 @@ epi_flag_2551:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2558:
+epi2_row_3106:
 	XORQ R11, R11
 
-epi2_col_2559:
+epi2_col_3107:
 	VMOVDQU      (R9)(R11*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R11*4), Y0, Y0
@@ -54323,16 +65655,16 @@ epi2_col_2559:
 	VMOVQ        X0, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2559
+	JL           epi2_col_3107
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2558
-	JMP          epi2_done_2536
+	JL           epi2_row_3106
+	JMP          epi2_done_3084
 
-epi_flag_2557:
+epi_flag_3105:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -54357,11 +65689,11 @@ epi_flag_2557:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2560:
+epi2_row_3108:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_2561:
+epi2_col_3109:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R12*4), Y1, Y1
@@ -54378,22 +65710,22 @@ epi2_col_2561:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2561
+	JL           epi2_col_3109
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2560
-	JMP          epi2_done_2536
+	JL           epi2_row_3108
+	JMP          epi2_done_3084
 
-epi_flag_2538:
+epi_flag_3086:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2562
+	JNZ   epi_flag_3110
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2563
+	JNZ   epi_flag_3111
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2564
+	JNZ   epi_flag_3112
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -54405,10 +65737,10 @@ epi_flag_2538:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_2565:
+epi2_row_3113:
 	XORQ R10, R10
 
-epi2_col_2566:
+epi2_col_3114:
 	VMOVDQU   (R8)(R10*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R10*4), Y0, Y0
@@ -54416,15 +65748,15 @@ epi2_col_2566:
 	VMOVUPS   Y0, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_2566
+	JL        epi2_col_3114
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_2565
-	JMP       epi2_done_2536
+	JL        epi2_row_3113
+	JMP       epi2_done_3084
 
-epi_flag_2564:
+epi_flag_3112:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -54437,11 +65769,11 @@ epi_flag_2564:
 	MOVQ c+0(FP), R9
 	XORQ R10, R10
 
-epi2_row_2567:
+epi2_row_3115:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_2568:
+epi2_col_3116:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R11*4), Y1, Y1
@@ -54450,17 +65782,17 @@ epi2_col_2568:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2568
+	JL        epi2_col_3116
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2567
-	JMP       epi2_done_2536
+	JL        epi2_row_3115
+	JMP       epi2_done_3084
 
-epi_flag_2563:
+epi_flag_3111:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2569
+	JNZ          epi_flag_3117
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -54482,10 +65814,10 @@ epi_flag_2563:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2570:
+epi2_row_3118:
 	XORQ R10, R10
 
-epi2_col_2571:
+epi2_col_3119:
 	VMOVDQU      (R8)(R10*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R10*4), Y0, Y0
@@ -54501,15 +65833,15 @@ epi2_col_2571:
 	VMOVQ        X0, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2571
+	JL           epi2_col_3119
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2570
-	JMP          epi2_done_2536
+	JL           epi2_row_3118
+	JMP          epi2_done_3084
 
-epi_flag_2569:
+epi_flag_3117:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -54532,11 +65864,11 @@ epi_flag_2569:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2572:
+epi2_row_3120:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_2573:
+epi2_col_3121:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R11*4), Y1, Y1
@@ -54553,19 +65885,19 @@ epi2_col_2573:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2573
+	JL           epi2_col_3121
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2572
-	JMP          epi2_done_2536
+	JL           epi2_row_3120
+	JMP          epi2_done_3084
 
-epi_flag_2562:
+epi_flag_3110:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2574
+	JNZ   epi_flag_3122
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2575
+	JNZ   epi_flag_3123
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -54580,10 +65912,10 @@ epi_flag_2562:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_2576:
+epi2_row_3124:
 	XORQ R12, R12
 
-epi2_col_2577:
+epi2_col_3125:
 	VMOVDQU   (R10)(R12*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R12*4), Y0, Y0
@@ -54592,16 +65924,16 @@ epi2_col_2577:
 	VMOVUPS   Y0, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2577
+	JL        epi2_col_3125
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2576
-	JMP       epi2_done_2536
+	JL        epi2_row_3124
+	JMP       epi2_done_3084
 
-epi_flag_2575:
+epi_flag_3123:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -54617,11 +65949,11 @@ epi_flag_2575:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_2578:
+epi2_row_3126:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_2579:
+epi2_col_3127:
 	VMOVDQU   (R11)(R13*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R13*4), Y1, Y1
@@ -54631,18 +65963,18 @@ epi2_col_2579:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2579
+	JL        epi2_col_3127
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2578
-	JMP       epi2_done_2536
+	JL        epi2_row_3126
+	JMP       epi2_done_3084
 
-epi_flag_2574:
+epi_flag_3122:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2580
+	JNZ          epi_flag_3128
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -54667,10 +65999,10 @@ epi_flag_2574:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2581:
+epi2_row_3129:
 	XORQ R12, R12
 
-epi2_col_2582:
+epi2_col_3130:
 	VMOVDQU      (R10)(R12*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R12*4), Y0, Y0
@@ -54687,16 +66019,16 @@ epi2_col_2582:
 	VMOVQ        X0, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2582
+	JL           epi2_col_3130
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2581
-	JMP          epi2_done_2536
+	JL           epi2_row_3129
+	JMP          epi2_done_3084
 
-epi_flag_2580:
+epi_flag_3128:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -54722,11 +66054,11 @@ epi_flag_2580:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2583:
+epi2_row_3131:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_2584:
+epi2_col_3132:
 	VMOVDQU      (R11)(R13*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R13*4), Y1, Y1
@@ -54744,24 +66076,24 @@ epi2_col_2584:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2584
+	JL           epi2_col_3132
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2583
-	JMP          epi2_done_2536
+	JL           epi2_row_3131
+	JMP          epi2_done_3084
 
-epi_flag_2537:
+epi_flag_3085:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2585
+	JNZ          epi_flag_3133
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2586
+	JNZ          epi_flag_3134
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2587
+	JNZ          epi_flag_3135
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2588
+	JNZ          epi_flag_3136
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -54774,10 +66106,10 @@ epi_flag_2537:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2589:
+epi2_row_3137:
 	XORQ R10, R10
 
-epi2_col_2590:
+epi2_col_3138:
 	VMOVDQU   (R8)(R10*4), Y1
 	VPMULLD   (SI)(R10*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -54786,15 +66118,15 @@ epi2_col_2590:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_2590
+	JL        epi2_col_3138
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_2589
-	JMP       epi2_done_2536
+	JL        epi2_row_3137
+	JMP       epi2_done_3084
 
-epi_flag_2588:
+epi_flag_3136:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -54808,12 +66140,12 @@ epi_flag_2588:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_2591:
+epi2_row_3139:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_2592:
+epi2_col_3140:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -54823,17 +66155,17 @@ epi2_col_2592:
 	VMOVUPS   Y2, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2592
+	JL        epi2_col_3140
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2591
-	JMP       epi2_done_2536
+	JL        epi2_row_3139
+	JMP       epi2_done_3084
 
-epi_flag_2587:
+epi_flag_3135:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2593
+	JNZ          epi_flag_3141
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -54856,10 +66188,10 @@ epi_flag_2587:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2594:
+epi2_row_3142:
 	XORQ R10, R10
 
-epi2_col_2595:
+epi2_col_3143:
 	VMOVDQU      (R8)(R10*4), Y1
 	VPMULLD      (SI)(R10*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -54876,15 +66208,15 @@ epi2_col_2595:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2595
+	JL           epi2_col_3143
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2594
-	JMP          epi2_done_2536
+	JL           epi2_row_3142
+	JMP          epi2_done_3084
 
-epi_flag_2593:
+epi_flag_3141:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -54908,12 +66240,12 @@ epi_flag_2593:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2596:
+epi2_row_3144:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_2597:
+epi2_col_3145:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -54931,19 +66263,19 @@ epi2_col_2597:
 	VMOVQ        X2, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2597
+	JL           epi2_col_3145
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2596
-	JMP          epi2_done_2536
+	JL           epi2_row_3144
+	JMP          epi2_done_3084
 
-epi_flag_2586:
+epi_flag_3134:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2598
+	JNZ          epi_flag_3146
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2599
+	JNZ          epi_flag_3147
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -54959,10 +66291,10 @@ epi_flag_2586:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2600:
+epi2_row_3148:
 	XORQ R12, R12
 
-epi2_col_2601:
+epi2_col_3149:
 	VMOVDQU   (R10)(R12*4), Y1
 	VPMULLD   (R8)(R12*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -54972,16 +66304,16 @@ epi2_col_2601:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2601
+	JL        epi2_col_3149
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2600
-	JMP       epi2_done_2536
+	JL        epi2_row_3148
+	JMP       epi2_done_3084
 
-epi_flag_2599:
+epi_flag_3147:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -54998,12 +66330,12 @@ epi_flag_2599:
 	MOVQ c+0(FP), R12
 	XORQ R13, R13
 
-epi2_row_2602:
+epi2_row_3150:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_2603:
+epi2_col_3151:
 	VMOVDQU   (R12)(R14*4), Y2
 	VPMULLD   (R10)(R14*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -55014,18 +66346,18 @@ epi2_col_2603:
 	VMOVUPS   Y2, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_2603
+	JL        epi2_col_3151
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_2602
-	JMP       epi2_done_2536
+	JL        epi2_row_3150
+	JMP       epi2_done_3084
 
-epi_flag_2598:
+epi_flag_3146:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2604
+	JNZ          epi_flag_3152
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -55051,10 +66383,10 @@ epi_flag_2598:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2605:
+epi2_row_3153:
 	XORQ R12, R12
 
-epi2_col_2606:
+epi2_col_3154:
 	VMOVDQU      (R10)(R12*4), Y1
 	VPMULLD      (R8)(R12*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -55072,16 +66404,16 @@ epi2_col_2606:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2606
+	JL           epi2_col_3154
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2605
-	JMP          epi2_done_2536
+	JL           epi2_row_3153
+	JMP          epi2_done_3084
 
-epi_flag_2604:
+epi_flag_3152:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -55108,12 +66440,12 @@ epi_flag_2604:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2607:
+epi2_row_3155:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_2608:
+epi2_col_3156:
 	VMOVDQU      (R12)(R14*4), Y2
 	VPMULLD      (R10)(R14*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -55132,22 +66464,22 @@ epi2_col_2608:
 	VMOVQ        X2, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_2608
+	JL           epi2_col_3156
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_2607
-	JMP          epi2_done_2536
+	JL           epi2_row_3155
+	JMP          epi2_done_3084
 
-epi_flag_2585:
+epi_flag_3133:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2609
+	JNZ          epi_flag_3157
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2610
+	JNZ          epi_flag_3158
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2611
+	JNZ          epi_flag_3159
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -55161,10 +66493,10 @@ epi_flag_2585:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2612:
+epi2_row_3160:
 	XORQ R11, R11
 
-epi2_col_2613:
+epi2_col_3161:
 	VMOVDQU   (R9)(R11*4), Y1
 	VPMULLD   (SI)(R11*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -55174,15 +66506,15 @@ epi2_col_2613:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2613
+	JL        epi2_col_3161
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2612
-	JMP       epi2_done_2536
+	JL        epi2_row_3160
+	JMP       epi2_done_3084
 
-epi_flag_2611:
+epi_flag_3159:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -55197,12 +66529,12 @@ epi_flag_2611:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_2614:
+epi2_row_3162:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_2615:
+epi2_col_3163:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -55213,17 +66545,17 @@ epi2_col_2615:
 	VMOVUPS   Y2, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2615
+	JL        epi2_col_3163
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2614
-	JMP       epi2_done_2536
+	JL        epi2_row_3162
+	JMP       epi2_done_3084
 
-epi_flag_2610:
+epi_flag_3158:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2616
+	JNZ          epi_flag_3164
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -55247,10 +66579,10 @@ epi_flag_2610:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2617:
+epi2_row_3165:
 	XORQ R11, R11
 
-epi2_col_2618:
+epi2_col_3166:
 	VMOVDQU      (R9)(R11*4), Y1
 	VPMULLD      (SI)(R11*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -55268,15 +66600,15 @@ epi2_col_2618:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2618
+	JL           epi2_col_3166
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2617
-	JMP          epi2_done_2536
+	JL           epi2_row_3165
+	JMP          epi2_done_3084
 
-epi_flag_2616:
+epi_flag_3164:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -55301,12 +66633,12 @@ epi_flag_2616:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2619:
+epi2_row_3167:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_2620:
+epi2_col_3168:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -55325,19 +66657,19 @@ epi2_col_2620:
 	VMOVQ        X2, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2620
+	JL           epi2_col_3168
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2619
-	JMP          epi2_done_2536
+	JL           epi2_row_3167
+	JMP          epi2_done_3084
 
-epi_flag_2609:
+epi_flag_3157:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2621
+	JNZ          epi_flag_3169
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2622
+	JNZ          epi_flag_3170
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -55354,10 +66686,10 @@ epi_flag_2609:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2623:
+epi2_row_3171:
 	XORQ R13, R13
 
-epi2_col_2624:
+epi2_col_3172:
 	VMOVDQU   (R11)(R13*4), Y1
 	VPMULLD   (R8)(R13*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -55368,16 +66700,16 @@ epi2_col_2624:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2624
+	JL        epi2_col_3172
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2623
-	JMP       epi2_done_2536
+	JL        epi2_row_3171
+	JMP       epi2_done_3084
 
-epi_flag_2622:
+epi_flag_3170:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -55395,12 +66727,12 @@ epi_flag_2622:
 	MOVQ c+0(FP), R13
 	XORQ R14, R14
 
-epi2_row_2625:
+epi2_row_3173:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_2626:
+epi2_col_3174:
 	VMOVDQU   (R13)(R15*4), Y2
 	VPMULLD   (R10)(R15*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -55412,18 +66744,18 @@ epi2_col_2626:
 	VMOVUPS   Y2, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_2626
+	JL        epi2_col_3174
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_2625
-	JMP       epi2_done_2536
+	JL        epi2_row_3173
+	JMP       epi2_done_3084
 
-epi_flag_2621:
+epi_flag_3169:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2627
+	JNZ          epi_flag_3175
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -55450,10 +66782,10 @@ epi_flag_2621:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2628:
+epi2_row_3176:
 	XORQ R13, R13
 
-epi2_col_2629:
+epi2_col_3177:
 	VMOVDQU      (R11)(R13*4), Y1
 	VPMULLD      (R8)(R13*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -55472,16 +66804,16 @@ epi2_col_2629:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2629
+	JL           epi2_col_3177
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2628
-	JMP          epi2_done_2536
+	JL           epi2_row_3176
+	JMP          epi2_done_3084
 
-epi_flag_2627:
+epi_flag_3175:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -55509,12 +66841,12 @@ epi_flag_2627:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_2630:
+epi2_row_3178:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_2631:
+epi2_col_3179:
 	VMOVDQU      (R13)(R15*4), Y2
 	VPMULLD      (R10)(R15*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -55534,26 +66866,26 @@ epi2_col_2631:
 	VMOVQ        X2, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_2631
+	JL           epi2_col_3179
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_2630
-	JMP          epi2_done_2536
+	JL           epi2_row_3178
+	JMP          epi2_done_3084
 
-epi2_gelu_2534:
+epi2_gelu_3082:
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_2632
+	JNZ          epi_flag_3180
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2633
+	JNZ          epi_flag_3181
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2634
+	JNZ          epi_flag_3182
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2635
+	JNZ          epi_flag_3183
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2636
+	JNZ          epi_flag_3184
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -55574,10 +66906,10 @@ epi2_gelu_2534:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2637:
+epi2_row_3185:
 	XORQ R10, R10
 
-epi2_col_2638:
+epi2_col_3186:
 	VMOVDQU     (R8)(R10*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R10*4), Y4, Y4
@@ -55616,15 +66948,15 @@ epi2_col_2638:
 	VMOVUPS     Y4, (BX)(R10*4)
 	ADDQ        $0x08, R10
 	CMPQ        R10, DI
-	JL          epi2_col_2638
+	JL          epi2_col_3186
 	ADDQ        CX, R8
 	ADDQ        DX, BX
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi2_row_2637
-	JMP         epi2_done_2536
+	JL          epi2_row_3185
+	JMP         epi2_done_3084
 
-epi_flag_2636:
+epi_flag_3184:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -55646,11 +66978,11 @@ epi_flag_2636:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2639:
+epi2_row_3187:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_2640:
+epi2_col_3188:
 	VMOVDQU     (R9)(R11*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R11*4), Y5, Y5
@@ -55690,17 +67022,17 @@ epi2_col_2640:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_2640
+	JL          epi2_col_3188
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_2639
-	JMP         epi2_done_2536
+	JL          epi2_row_3187
+	JMP         epi2_done_3084
 
-epi_flag_2635:
+epi_flag_3183:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2641
+	JNZ          epi_flag_3189
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -55731,10 +67063,10 @@ epi_flag_2635:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2642:
+epi2_row_3190:
 	XORQ R10, R10
 
-epi2_col_2643:
+epi2_col_3191:
 	VMOVDQU      (R8)(R10*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R10*4), Y4, Y4
@@ -55781,15 +67113,15 @@ epi2_col_2643:
 	VMOVQ        X4, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2643
+	JL           epi2_col_3191
 	ADDQ         CX, R8
 	ADDQ         DX, BX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2642
-	JMP          epi2_done_2536
+	JL           epi2_row_3190
+	JMP          epi2_done_3084
 
-epi_flag_2641:
+epi_flag_3189:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -55821,11 +67153,11 @@ epi_flag_2641:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2644:
+epi2_row_3192:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_2645:
+epi2_col_3193:
 	VMOVDQU      (R9)(R11*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R11*4), Y5, Y5
@@ -55873,19 +67205,19 @@ epi2_col_2645:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2645
+	JL           epi2_col_3193
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2644
-	JMP          epi2_done_2536
+	JL           epi2_row_3192
+	JMP          epi2_done_3084
 
-epi_flag_2634:
+epi_flag_3182:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2646
+	JNZ          epi_flag_3194
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2647
+	JNZ          epi_flag_3195
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -55909,10 +67241,10 @@ epi_flag_2634:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2648:
+epi2_row_3196:
 	XORQ R12, R12
 
-epi2_col_2649:
+epi2_col_3197:
 	VMOVDQU     (R10)(R12*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R12*4), Y4, Y4
@@ -55952,16 +67284,16 @@ epi2_col_2649:
 	VMOVUPS     Y4, (DI)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_2649
+	JL          epi2_col_3197
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_2648
-	JMP         epi2_done_2536
+	JL          epi2_row_3196
+	JMP         epi2_done_3084
 
-epi_flag_2647:
+epi_flag_3195:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -55986,11 +67318,11 @@ epi_flag_2647:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2650:
+epi2_row_3198:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_2651:
+epi2_col_3199:
 	VMOVDQU     (R11)(R13*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R13*4), Y5, Y5
@@ -56031,18 +67363,18 @@ epi2_col_2651:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_2651
+	JL          epi2_col_3199
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_2650
-	JMP         epi2_done_2536
+	JL          epi2_row_3198
+	JMP         epi2_done_3084
 
-epi_flag_2646:
+epi_flag_3194:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2652
+	JNZ          epi_flag_3200
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -56076,10 +67408,10 @@ epi_flag_2646:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2653:
+epi2_row_3201:
 	XORQ R12, R12
 
-epi2_col_2654:
+epi2_col_3202:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -56127,16 +67459,16 @@ epi2_col_2654:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2654
+	JL           epi2_col_3202
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2653
-	JMP          epi2_done_2536
+	JL           epi2_row_3201
+	JMP          epi2_done_3084
 
-epi_flag_2652:
+epi_flag_3200:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -56171,11 +67503,11 @@ epi_flag_2652:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2655:
+epi2_row_3203:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_2656:
+epi2_col_3204:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -56224,22 +67556,22 @@ epi2_col_2656:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2656
+	JL           epi2_col_3204
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2655
-	JMP          epi2_done_2536
+	JL           epi2_row_3203
+	JMP          epi2_done_3084
 
-epi_flag_2633:
+epi_flag_3181:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2657
+	JNZ          epi_flag_3205
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2658
+	JNZ          epi_flag_3206
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2659
+	JNZ          epi_flag_3207
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -56261,10 +67593,10 @@ epi_flag_2633:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2660:
+epi2_row_3208:
 	XORQ R11, R11
 
-epi2_col_2661:
+epi2_col_3209:
 	VMOVDQU     (R9)(R11*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R11*4), Y4, Y4
@@ -56304,15 +67636,15 @@ epi2_col_2661:
 	VMOVUPS     Y4, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_2661
+	JL          epi2_col_3209
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_2660
-	JMP         epi2_done_2536
+	JL          epi2_row_3208
+	JMP         epi2_done_3084
 
-epi_flag_2659:
+epi_flag_3207:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -56335,11 +67667,11 @@ epi_flag_2659:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2662:
+epi2_row_3210:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_2663:
+epi2_col_3211:
 	VMOVDQU     (R10)(R12*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R12*4), Y5, Y5
@@ -56380,17 +67712,17 @@ epi2_col_2663:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_2663
+	JL          epi2_col_3211
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_2662
-	JMP         epi2_done_2536
+	JL          epi2_row_3210
+	JMP         epi2_done_3084
 
-epi_flag_2658:
+epi_flag_3206:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2664
+	JNZ          epi_flag_3212
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -56422,10 +67754,10 @@ epi_flag_2658:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2665:
+epi2_row_3213:
 	XORQ R11, R11
 
-epi2_col_2666:
+epi2_col_3214:
 	VMOVDQU      (R9)(R11*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R11*4), Y4, Y4
@@ -56473,15 +67805,15 @@ epi2_col_2666:
 	VMOVQ        X4, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2666
+	JL           epi2_col_3214
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2665
-	JMP          epi2_done_2536
+	JL           epi2_row_3213
+	JMP          epi2_done_3084
 
-epi_flag_2664:
+epi_flag_3212:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -56514,11 +67846,11 @@ epi_flag_2664:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2667:
+epi2_row_3215:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_2668:
+epi2_col_3216:
 	VMOVDQU      (R10)(R12*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R12*4), Y5, Y5
@@ -56567,19 +67899,19 @@ epi2_col_2668:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2668
+	JL           epi2_col_3216
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2667
-	JMP          epi2_done_2536
+	JL           epi2_row_3215
+	JMP          epi2_done_3084
 
-epi_flag_2657:
+epi_flag_3205:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2669
+	JNZ          epi_flag_3217
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2670
+	JNZ          epi_flag_3218
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -56604,10 +67936,10 @@ epi_flag_2657:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2671:
+epi2_row_3219:
 	XORQ R13, R13
 
-epi2_col_2672:
+epi2_col_3220:
 	VMOVDQU     (R11)(R13*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R13*4), Y4, Y4
@@ -56648,16 +67980,16 @@ epi2_col_2672:
 	VMOVUPS     Y4, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_2672
+	JL          epi2_col_3220
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_2671
-	JMP         epi2_done_2536
+	JL          epi2_row_3219
+	JMP         epi2_done_3084
 
-epi_flag_2670:
+epi_flag_3218:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -56683,11 +68015,11 @@ epi_flag_2670:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2673:
+epi2_row_3221:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_2674:
+epi2_col_3222:
 	VMOVDQU     (R12)(R14*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R14*4), Y5, Y5
@@ -56729,18 +68061,18 @@ epi2_col_2674:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_2674
+	JL          epi2_col_3222
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_2673
-	JMP         epi2_done_2536
+	JL          epi2_row_3221
+	JMP         epi2_done_3084
 
-epi_flag_2669:
+epi_flag_3217:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2675
+	JNZ          epi_flag_3223
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -56775,10 +68107,10 @@ epi_flag_2669:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2676:
+epi2_row_3224:
 	XORQ R13, R13
 
-epi2_col_2677:
+epi2_col_3225:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -56827,16 +68159,16 @@ epi2_col_2677:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2677
+	JL           epi2_col_3225
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2676
-	JMP          epi2_done_2536
+	JL           epi2_row_3224
+	JMP          epi2_done_3084
 
-epi_flag_2675:
+epi_flag_3223:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -56872,11 +68204,11 @@ epi_flag_2675:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2678:
+epi2_row_3226:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_2679:
+epi2_col_3227:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -56926,24 +68258,24 @@ epi2_col_2679:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_2679
+	JL           epi2_col_3227
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_2678
-	JMP          epi2_done_2536
+	JL           epi2_row_3226
+	JMP          epi2_done_3084
 
-epi_flag_2632:
+epi_flag_3180:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2680
+	JNZ          epi_flag_3228
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2681
+	JNZ          epi_flag_3229
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2682
+	JNZ          epi_flag_3230
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2683
+	JNZ          epi_flag_3231
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -56966,10 +68298,10 @@ epi_flag_2632:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2684:
+epi2_row_3232:
 	XORQ R11, R11
 
-epi2_col_2685:
+epi2_col_3233:
 	VMOVDQU     (R9)(R11*4), Y5
 	VPMULLD     (DI)(R11*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -57010,15 +68342,15 @@ epi2_col_2685:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_2685
+	JL          epi2_col_3233
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_2684
-	JMP         epi2_done_2536
+	JL          epi2_row_3232
+	JMP         epi2_done_3084
 
-epi_flag_2683:
+epi_flag_3231:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -57042,12 +68374,12 @@ epi_flag_2683:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2686:
+epi2_row_3234:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_2687:
+epi2_col_3235:
 	VMOVDQU     (R11)(R13*4), Y6
 	VPMULLD     (R9)(R13*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -57089,17 +68421,17 @@ epi2_col_2687:
 	VMOVUPS     Y6, (BX)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_2687
+	JL          epi2_col_3235
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_2686
-	JMP         epi2_done_2536
+	JL          epi2_row_3234
+	JMP         epi2_done_3084
 
-epi_flag_2682:
+epi_flag_3230:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2688
+	JNZ          epi_flag_3236
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -57132,10 +68464,10 @@ epi_flag_2682:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2689:
+epi2_row_3237:
 	XORQ R11, R11
 
-epi2_col_2690:
+epi2_col_3238:
 	VMOVDQU      (R9)(R11*4), Y5
 	VPMULLD      (DI)(R11*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -57184,15 +68516,15 @@ epi2_col_2690:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2690
+	JL           epi2_col_3238
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2689
-	JMP          epi2_done_2536
+	JL           epi2_row_3237
+	JMP          epi2_done_3084
 
-epi_flag_2688:
+epi_flag_3236:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -57226,12 +68558,12 @@ epi_flag_2688:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2691:
+epi2_row_3239:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_2692:
+epi2_col_3240:
 	VMOVDQU      (R11)(R13*4), Y6
 	VPMULLD      (R9)(R13*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -57281,19 +68613,19 @@ epi2_col_2692:
 	VMOVQ        X6, (BX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2692
+	JL           epi2_col_3240
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2691
-	JMP          epi2_done_2536
+	JL           epi2_row_3239
+	JMP          epi2_done_3084
 
-epi_flag_2681:
+epi_flag_3229:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2693
+	JNZ          epi_flag_3241
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2694
+	JNZ          epi_flag_3242
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -57319,10 +68651,10 @@ epi_flag_2681:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2695:
+epi2_row_3243:
 	XORQ R13, R13
 
-epi2_col_2696:
+epi2_col_3244:
 	VMOVDQU     (R11)(R13*4), Y5
 	VPMULLD     (R9)(R13*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -57364,16 +68696,16 @@ epi2_col_2696:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_2696
+	JL          epi2_col_3244
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_2695
-	JMP         epi2_done_2536
+	JL          epi2_row_3243
+	JMP         epi2_done_3084
 
-epi_flag_2694:
+epi_flag_3242:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -57400,12 +68732,12 @@ epi_flag_2694:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_2697:
+epi2_row_3245:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_2698:
+epi2_col_3246:
 	VMOVDQU     (R13)(R15*4), Y6
 	VPMULLD     (R11)(R15*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -57448,18 +68780,18 @@ epi2_col_2698:
 	VMOVUPS     Y6, (DI)(R15*4)
 	ADDQ        $0x08, R15
 	CMPQ        R15, R12
-	JL          epi2_col_2698
+	JL          epi2_col_3246
 	ADDQ        CX, R13
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R14
 	CMPQ        R14, m+16(FP)
-	JL          epi2_row_2697
-	JMP         epi2_done_2536
+	JL          epi2_row_3245
+	JMP         epi2_done_3084
 
-epi_flag_2693:
+epi_flag_3241:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2699
+	JNZ          epi_flag_3247
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -57495,10 +68827,10 @@ epi_flag_2693:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2700:
+epi2_row_3248:
 	XORQ R13, R13
 
-epi2_col_2701:
+epi2_col_3249:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -57548,16 +68880,16 @@ epi2_col_2701:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2701
+	JL           epi2_col_3249
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2700
-	JMP          epi2_done_2536
+	JL           epi2_row_3248
+	JMP          epi2_done_3084
 
-epi_flag_2699:
+epi_flag_3247:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -57594,12 +68926,12 @@ epi_flag_2699:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_2702:
+epi2_row_3250:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_2703:
+epi2_col_3251:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -57650,22 +68982,22 @@ epi2_col_2703:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_2703
+	JL           epi2_col_3251
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_2702
-	JMP          epi2_done_2536
+	JL           epi2_row_3250
+	JMP          epi2_done_3084
 
-epi_flag_2680:
+epi_flag_3228:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2704
+	JNZ          epi_flag_3252
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2705
+	JNZ          epi_flag_3253
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2706
+	JNZ          epi_flag_3254
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -57689,10 +69021,10 @@ epi_flag_2680:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2707:
+epi2_row_3255:
 	XORQ R12, R12
 
-epi2_col_2708:
+epi2_col_3256:
 	VMOVDQU     (R10)(R12*4), Y5
 	VPMULLD     (DI)(R12*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -57734,15 +69066,15 @@ epi2_col_2708:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_2708
+	JL          epi2_col_3256
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_2707
-	JMP         epi2_done_2536
+	JL          epi2_row_3255
+	JMP         epi2_done_3084
 
-epi_flag_2706:
+epi_flag_3254:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -57767,12 +69099,12 @@ epi_flag_2706:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2709:
+epi2_row_3257:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_2710:
+epi2_col_3258:
 	VMOVDQU     (R12)(R14*4), Y6
 	VPMULLD     (R9)(R14*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -57815,17 +69147,17 @@ epi2_col_2710:
 	VMOVUPS     Y6, (BX)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_2710
+	JL          epi2_col_3258
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_2709
-	JMP         epi2_done_2536
+	JL          epi2_row_3257
+	JMP         epi2_done_3084
 
-epi_flag_2705:
+epi_flag_3253:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2711
+	JNZ          epi_flag_3259
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -57859,10 +69191,10 @@ epi_flag_2705:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2712:
+epi2_row_3260:
 	XORQ R12, R12
 
-epi2_col_2713:
+epi2_col_3261:
 	VMOVDQU      (R10)(R12*4), Y5
 	VPMULLD      (DI)(R12*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -57912,15 +69244,15 @@ epi2_col_2713:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2713
+	JL           epi2_col_3261
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2712
-	JMP          epi2_done_2536
+	JL           epi2_row_3260
+	JMP          epi2_done_3084
 
-epi_flag_2711:
+epi_flag_3259:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -57955,12 +69287,12 @@ epi_flag_2711:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2714:
+epi2_row_3262:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_2715:
+epi2_col_3263:
 	VMOVDQU      (R12)(R14*4), Y6
 	VPMULLD      (R9)(R14*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -58011,19 +69343,19 @@ epi2_col_2715:
 	VMOVQ        X6, (BX)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_2715
+	JL           epi2_col_3263
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_2714
-	JMP          epi2_done_2536
+	JL           epi2_row_3262
+	JMP          epi2_done_3084
 
-epi_flag_2704:
+epi_flag_3252:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2716
+	JNZ          epi_flag_3264
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2717
+	JNZ          epi_flag_3265
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
@@ -58050,10 +69382,10 @@ epi_flag_2704:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2718:
+epi2_row_3266:
 	XORQ R14, R14
 
-epi2_col_2719:
+epi2_col_3267:
 	VMOVDQU     (R12)(R14*4), Y5
 	VPMULLD     (R9)(R14*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -58096,16 +69428,16 @@ epi2_col_2719:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_2719
+	JL          epi2_col_3267
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_2718
-	JMP         epi2_done_2536
+	JL          epi2_row_3266
+	JMP         epi2_done_3084
 
-epi_flag_2717:
+epi_flag_3265:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	LEAQ         epilogueGelu<>+384(SB), CX
 	MOVQ         flags+136(FP), DX
@@ -58133,12 +69465,12 @@ epi_flag_2717:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_2720:
+epi2_row_3268:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_2721:
+epi2_col_3269:
 	VMOVDQU     (R14)(BP*4), Y6
 	VPMULLD     (R11)(BP*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -58182,18 +69514,18 @@ epi2_col_2721:
 	VMOVUPS     Y6, (DI)(BP*4)
 	ADDQ        $0x08, BP
 	CMPQ        BP, R13
-	JL          epi2_col_2721
+	JL          epi2_col_3269
 	ADDQ        CX, R14
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R15
 	CMPQ        R15, m+16(FP)
-	JL          epi2_row_2720
-	JMP         epi2_done_2536
+	JL          epi2_row_3268
+	JMP         epi2_done_3084
 
-epi_flag_2716:
+epi_flag_3264:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2722
+	JNZ          epi_flag_3270
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -58230,10 +69562,10 @@ epi_flag_2716:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2723:
+epi2_row_3271:
 	XORQ R14, R14
 
-epi2_col_2724:
+epi2_col_3272:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -58284,16 +69616,16 @@ epi2_col_2724:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_2724
+	JL           epi2_col_3272
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_2723
-	JMP          epi2_done_2536
+	JL           epi2_row_3271
+	JMP          epi2_done_3084
 
-epi_flag_2722:
+epi_flag_3270:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -58331,12 +69663,12 @@ epi_flag_2722:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_2725:
+epi2_row_3273:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_2726:
+epi2_col_3274:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -58388,26 +69720,26 @@ epi2_col_2726:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_2726
+	JL           epi2_col_3274
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_2725
-	JMP          epi2_done_2536
+	JL           epi2_row_3273
+	JMP          epi2_done_3084
 
-epi2_relu_2535:
+epi2_relu_3083:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_2727
+	JNZ   epi_flag_3275
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_2728
+	JNZ   epi_flag_3276
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2729
+	JNZ   epi_flag_3277
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2730
+	JNZ   epi_flag_3278
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2731
+	JNZ   epi_flag_3279
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -58419,10 +69751,10 @@ epi2_relu_2535:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_2732:
+epi2_row_3280:
 	XORQ R9, R9
 
-epi2_col_2733:
+epi2_col_3281:
 	VMOVDQU   (DI)(R9*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R9*4), Y1, Y1
@@ -58431,15 +69763,15 @@ epi2_col_2733:
 	VMOVUPS   Y1, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_2733
+	JL        epi2_col_3281
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_2732
-	JMP       epi2_done_2536
+	JL        epi2_row_3280
+	JMP       epi2_done_3084
 
-epi_flag_2731:
+epi_flag_3279:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -58452,11 +69784,11 @@ epi_flag_2731:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_2734:
+epi2_row_3282:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_2735:
+epi2_col_3283:
 	VMOVDQU   (R8)(R10*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R10*4), Y2, Y2
@@ -58466,17 +69798,17 @@ epi2_col_2735:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_2735
+	JL        epi2_col_3283
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_2734
-	JMP       epi2_done_2536
+	JL        epi2_row_3282
+	JMP       epi2_done_3084
 
-epi_flag_2730:
+epi_flag_3278:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2736
+	JNZ          epi_flag_3284
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -58498,10 +69830,10 @@ epi_flag_2730:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_2737:
+epi2_row_3285:
 	XORQ R9, R9
 
-epi2_col_2738:
+epi2_col_3286:
 	VMOVDQU      (DI)(R9*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R9*4), Y1, Y1
@@ -58518,15 +69850,15 @@ epi2_col_2738:
 	VMOVQ        X1, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_2738
+	JL           epi2_col_3286
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_2737
-	JMP          epi2_done_2536
+	JL           epi2_row_3285
+	JMP          epi2_done_3084
 
-epi_flag_2736:
+epi_flag_3284:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -58549,11 +69881,11 @@ epi_flag_2736:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2739:
+epi2_row_3287:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_2740:
+epi2_col_3288:
 	VMOVDQU      (R8)(R10*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R10*4), Y2, Y2
@@ -58571,19 +69903,19 @@ epi2_col_2740:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2740
+	JL           epi2_col_3288
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2739
-	JMP          epi2_done_2536
+	JL           epi2_row_3287
+	JMP          epi2_done_3084
 
-epi_flag_2729:
+epi_flag_3277:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2741
+	JNZ   epi_flag_3289
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2742
+	JNZ   epi_flag_3290
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -58598,10 +69930,10 @@ epi_flag_2729:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_2743:
+epi2_row_3291:
 	XORQ R11, R11
 
-epi2_col_2744:
+epi2_col_3292:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R11*4), Y1, Y1
@@ -58611,16 +69943,16 @@ epi2_col_2744:
 	VMOVUPS   Y1, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2744
+	JL        epi2_col_3292
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2743
-	JMP       epi2_done_2536
+	JL        epi2_row_3291
+	JMP       epi2_done_3084
 
-epi_flag_2742:
+epi_flag_3290:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -58636,11 +69968,11 @@ epi_flag_2742:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_2745:
+epi2_row_3293:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_2746:
+epi2_col_3294:
 	VMOVDQU   (R10)(R12*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R12*4), Y2, Y2
@@ -58651,18 +69983,18 @@ epi2_col_2746:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2746
+	JL        epi2_col_3294
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2745
-	JMP       epi2_done_2536
+	JL        epi2_row_3293
+	JMP       epi2_done_3084
 
-epi_flag_2741:
+epi_flag_3289:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2747
+	JNZ          epi_flag_3295
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -58687,10 +70019,10 @@ epi_flag_2741:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2748:
+epi2_row_3296:
 	XORQ R11, R11
 
-epi2_col_2749:
+epi2_col_3297:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R11*4), Y1, Y1
@@ -58708,16 +70040,16 @@ epi2_col_2749:
 	VMOVQ        X1, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2749
+	JL           epi2_col_3297
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2748
-	JMP          epi2_done_2536
+	JL           epi2_row_3296
+	JMP          epi2_done_3084
 
-epi_flag_2747:
+epi_flag_3295:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -58743,11 +70075,11 @@ epi_flag_2747:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2750:
+epi2_row_3298:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_2751:
+epi2_col_3299:
 	VMOVDQU      (R10)(R12*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R12*4), Y2, Y2
@@ -58766,22 +70098,22 @@ epi2_col_2751:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2751
+	JL           epi2_col_3299
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2750
-	JMP          epi2_done_2536
+	JL           epi2_row_3298
+	JMP          epi2_done_3084
 
-epi_flag_2728:
+epi_flag_3276:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2752
+	JNZ   epi_flag_3300
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2753
+	JNZ   epi_flag_3301
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2754
+	JNZ   epi_flag_3302
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -58794,10 +70126,10 @@ epi_flag_2728:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_2755:
+epi2_row_3303:
 	XORQ R10, R10
 
-epi2_col_2756:
+epi2_col_3304:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R10*4), Y1, Y1
@@ -58807,15 +70139,15 @@ epi2_col_2756:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_2756
+	JL        epi2_col_3304
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_2755
-	JMP       epi2_done_2536
+	JL        epi2_row_3303
+	JMP       epi2_done_3084
 
-epi_flag_2754:
+epi_flag_3302:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -58829,11 +70161,11 @@ epi_flag_2754:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_2757:
+epi2_row_3305:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_2758:
+epi2_col_3306:
 	VMOVDQU   (R9)(R11*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R11*4), Y2, Y2
@@ -58844,17 +70176,17 @@ epi2_col_2758:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2758
+	JL        epi2_col_3306
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2757
-	JMP       epi2_done_2536
+	JL        epi2_row_3305
+	JMP       epi2_done_3084
 
-epi_flag_2753:
+epi_flag_3301:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2759
+	JNZ          epi_flag_3307
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -58877,10 +70209,10 @@ epi_flag_2753:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2760:
+epi2_row_3308:
 	XORQ R10, R10
 
-epi2_col_2761:
+epi2_col_3309:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R10*4), Y1, Y1
@@ -58898,15 +70230,15 @@ epi2_col_2761:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2761
+	JL           epi2_col_3309
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2760
-	JMP          epi2_done_2536
+	JL           epi2_row_3308
+	JMP          epi2_done_3084
 
-epi_flag_2759:
+epi_flag_3307:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -58930,11 +70262,11 @@ epi_flag_2759:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2762:
+epi2_row_3310:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_2763:
+epi2_col_3311:
 	VMOVDQU      (R9)(R11*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R11*4), Y2, Y2
@@ -58953,19 +70285,19 @@ epi2_col_2763:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2763
+	JL           epi2_col_3311
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2762
-	JMP          epi2_done_2536
+	JL           epi2_row_3310
+	JMP          epi2_done_3084
 
-epi_flag_2752:
+epi_flag_3300:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2764
+	JNZ   epi_flag_3312
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2765
+	JNZ   epi_flag_3313
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -58981,10 +70313,10 @@ epi_flag_2752:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_2766:
+epi2_row_3314:
 	XORQ R12, R12
 
-epi2_col_2767:
+epi2_col_3315:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R12*4), Y1, Y1
@@ -58995,16 +70327,16 @@ epi2_col_2767:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2767
+	JL        epi2_col_3315
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2766
-	JMP       epi2_done_2536
+	JL        epi2_row_3314
+	JMP       epi2_done_3084
 
-epi_flag_2765:
+epi_flag_3313:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -59021,11 +70353,11 @@ epi_flag_2765:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_2768:
+epi2_row_3316:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_2769:
+epi2_col_3317:
 	VMOVDQU   (R11)(R13*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R13*4), Y2, Y2
@@ -59037,18 +70369,18 @@ epi2_col_2769:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2769
+	JL        epi2_col_3317
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2768
-	JMP       epi2_done_2536
+	JL        epi2_row_3316
+	JMP       epi2_done_3084
 
-epi_flag_2764:
+epi_flag_3312:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2770
+	JNZ          epi_flag_3318
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -59074,10 +70406,10 @@ epi_flag_2764:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2771:
+epi2_row_3319:
 	XORQ R12, R12
 
-epi2_col_2772:
+epi2_col_3320:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R12*4), Y1, Y1
@@ -59096,16 +70428,16 @@ epi2_col_2772:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2772
+	JL           epi2_col_3320
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2771
-	JMP          epi2_done_2536
+	JL           epi2_row_3319
+	JMP          epi2_done_3084
 
-epi_flag_2770:
+epi_flag_3318:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -59132,11 +70464,11 @@ epi_flag_2770:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2773:
+epi2_row_3321:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_2774:
+epi2_col_3322:
 	VMOVDQU      (R11)(R13*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R13*4), Y2, Y2
@@ -59156,24 +70488,24 @@ epi2_col_2774:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2774
+	JL           epi2_col_3322
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2773
-	JMP          epi2_done_2536
+	JL           epi2_row_3321
+	JMP          epi2_done_3084
 
-epi_flag_2727:
+epi_flag_3275:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2775
+	JNZ          epi_flag_3323
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2776
+	JNZ          epi_flag_3324
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2777
+	JNZ          epi_flag_3325
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2778
+	JNZ          epi_flag_3326
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -59187,10 +70519,10 @@ epi_flag_2727:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2779:
+epi2_row_3327:
 	XORQ R10, R10
 
-epi2_col_2780:
+epi2_col_3328:
 	VMOVDQU   (R8)(R10*4), Y2
 	VPMULLD   (SI)(R10*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -59201,15 +70533,15 @@ epi2_col_2780:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_2780
+	JL        epi2_col_3328
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_2779
-	JMP       epi2_done_2536
+	JL        epi2_row_3327
+	JMP       epi2_done_3084
 
-epi_flag_2778:
+epi_flag_3326:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -59224,12 +70556,12 @@ epi_flag_2778:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_2781:
+epi2_row_3329:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_2782:
+epi2_col_3330:
 	VMOVDQU   (R10)(R12*4), Y3
 	VPMULLD   (R8)(R12*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -59241,17 +70573,17 @@ epi2_col_2782:
 	VMOVUPS   Y3, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2782
+	JL        epi2_col_3330
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2781
-	JMP       epi2_done_2536
+	JL        epi2_row_3329
+	JMP       epi2_done_3084
 
-epi_flag_2777:
+epi_flag_3325:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2783
+	JNZ          epi_flag_3331
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -59275,10 +70607,10 @@ epi_flag_2777:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_2784:
+epi2_row_3332:
 	XORQ R10, R10
 
-epi2_col_2785:
+epi2_col_3333:
 	VMOVDQU      (R8)(R10*4), Y2
 	VPMULLD      (SI)(R10*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -59297,15 +70629,15 @@ epi2_col_2785:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_2785
+	JL           epi2_col_3333
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_2784
-	JMP          epi2_done_2536
+	JL           epi2_row_3332
+	JMP          epi2_done_3084
 
-epi_flag_2783:
+epi_flag_3331:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -59330,12 +70662,12 @@ epi_flag_2783:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2786:
+epi2_row_3334:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_2787:
+epi2_col_3335:
 	VMOVDQU      (R10)(R12*4), Y3
 	VPMULLD      (R8)(R12*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -59355,19 +70687,19 @@ epi2_col_2787:
 	VMOVQ        X3, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2787
+	JL           epi2_col_3335
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2786
-	JMP          epi2_done_2536
+	JL           epi2_row_3334
+	JMP          epi2_done_3084
 
-epi_flag_2776:
+epi_flag_3324:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2788
+	JNZ          epi_flag_3336
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2789
+	JNZ          epi_flag_3337
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -59384,10 +70716,10 @@ epi_flag_2776:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2790:
+epi2_row_3338:
 	XORQ R12, R12
 
-epi2_col_2791:
+epi2_col_3339:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -59399,16 +70731,16 @@ epi2_col_2791:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_2791
+	JL        epi2_col_3339
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_2790
-	JMP       epi2_done_2536
+	JL        epi2_row_3338
+	JMP       epi2_done_3084
 
-epi_flag_2789:
+epi_flag_3337:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -59426,12 +70758,12 @@ epi_flag_2789:
 	MOVQ  c+0(FP), R12
 	XORQ  R13, R13
 
-epi2_row_2792:
+epi2_row_3340:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_2793:
+epi2_col_3341:
 	VMOVDQU   (R12)(R14*4), Y3
 	VPMULLD   (R10)(R14*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -59444,18 +70776,18 @@ epi2_col_2793:
 	VMOVUPS   Y3, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_2793
+	JL        epi2_col_3341
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_2792
-	JMP       epi2_done_2536
+	JL        epi2_row_3340
+	JMP       epi2_done_3084
 
-epi_flag_2788:
+epi_flag_3336:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2794
+	JNZ          epi_flag_3342
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -59482,10 +70814,10 @@ epi_flag_2788:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_2795:
+epi2_row_3343:
 	XORQ R12, R12
 
-epi2_col_2796:
+epi2_col_3344:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -59505,16 +70837,16 @@ epi2_col_2796:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_2796
+	JL           epi2_col_3344
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_2795
-	JMP          epi2_done_2536
+	JL           epi2_row_3343
+	JMP          epi2_done_3084
 
-epi_flag_2794:
+epi_flag_3342:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -59542,12 +70874,12 @@ epi_flag_2794:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_2797:
+epi2_row_3345:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_2798:
+epi2_col_3346:
 	VMOVDQU      (R12)(R14*4), Y3
 	VPMULLD      (R10)(R14*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -59568,22 +70900,22 @@ epi2_col_2798:
 	VMOVQ        X3, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_2798
+	JL           epi2_col_3346
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_2797
-	JMP          epi2_done_2536
+	JL           epi2_row_3345
+	JMP          epi2_done_3084
 
-epi_flag_2775:
+epi_flag_3323:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2799
+	JNZ          epi_flag_3347
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2800
+	JNZ          epi_flag_3348
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2801
+	JNZ          epi_flag_3349
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -59598,10 +70930,10 @@ epi_flag_2775:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2802:
+epi2_row_3350:
 	XORQ R11, R11
 
-epi2_col_2803:
+epi2_col_3351:
 	VMOVDQU   (R9)(R11*4), Y2
 	VPMULLD   (SI)(R11*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -59613,15 +70945,15 @@ epi2_col_2803:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_2803
+	JL        epi2_col_3351
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_2802
-	JMP       epi2_done_2536
+	JL        epi2_row_3350
+	JMP       epi2_done_3084
 
-epi_flag_2801:
+epi_flag_3349:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -59637,12 +70969,12 @@ epi_flag_2801:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_2804:
+epi2_row_3352:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_2805:
+epi2_col_3353:
 	VMOVDQU   (R11)(R13*4), Y3
 	VPMULLD   (R8)(R13*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -59655,17 +70987,17 @@ epi2_col_2805:
 	VMOVUPS   Y3, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2805
+	JL        epi2_col_3353
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2804
-	JMP       epi2_done_2536
+	JL        epi2_row_3352
+	JMP       epi2_done_3084
 
-epi_flag_2800:
+epi_flag_3348:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2806
+	JNZ          epi_flag_3354
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -59690,10 +71022,10 @@ epi_flag_2800:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_2807:
+epi2_row_3355:
 	XORQ R11, R11
 
-epi2_col_2808:
+epi2_col_3356:
 	VMOVDQU      (R9)(R11*4), Y2
 	VPMULLD      (SI)(R11*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -59713,15 +71045,15 @@ epi2_col_2808:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_2808
+	JL           epi2_col_3356
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_2807
-	JMP          epi2_done_2536
+	JL           epi2_row_3355
+	JMP          epi2_done_3084
 
-epi_flag_2806:
+epi_flag_3354:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -59747,12 +71079,12 @@ epi_flag_2806:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2809:
+epi2_row_3357:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_2810:
+epi2_col_3358:
 	VMOVDQU      (R11)(R13*4), Y3
 	VPMULLD      (R8)(R13*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -59773,19 +71105,19 @@ epi2_col_2810:
 	VMOVQ        X3, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2810
+	JL           epi2_col_3358
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2809
-	JMP          epi2_done_2536
+	JL           epi2_row_3357
+	JMP          epi2_done_3084
 
-epi_flag_2799:
+epi_flag_3347:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2811
+	JNZ          epi_flag_3359
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2812
+	JNZ          epi_flag_3360
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -59803,10 +71135,10 @@ epi_flag_2799:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2813:
+epi2_row_3361:
 	XORQ R13, R13
 
-epi2_col_2814:
+epi2_col_3362:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -59819,16 +71151,16 @@ epi2_col_2814:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_2814
+	JL        epi2_col_3362
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_2813
-	JMP       epi2_done_2536
+	JL        epi2_row_3361
+	JMP       epi2_done_3084
 
-epi_flag_2812:
+epi_flag_3360:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -59847,12 +71179,12 @@ epi_flag_2812:
 	MOVQ  c+0(FP), R13
 	XORQ  R14, R14
 
-epi2_row_2815:
+epi2_row_3363:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_2816:
+epi2_col_3364:
 	VMOVDQU   (R13)(R15*4), Y3
 	VPMULLD   (R10)(R15*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -59866,18 +71198,18 @@ epi2_col_2816:
 	VMOVUPS   Y3, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_2816
+	JL        epi2_col_3364
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_2815
-	JMP       epi2_done_2536
+	JL        epi2_row_3363
+	JMP       epi2_done_3084
 
-epi_flag_2811:
+epi_flag_3359:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2817
+	JNZ          epi_flag_3365
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -59905,10 +71237,10 @@ epi_flag_2811:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_2818:
+epi2_row_3366:
 	XORQ R13, R13
 
-epi2_col_2819:
+epi2_col_3367:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -59929,16 +71261,16 @@ epi2_col_2819:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_2819
+	JL           epi2_col_3367
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_2818
-	JMP          epi2_done_2536
+	JL           epi2_row_3366
+	JMP          epi2_done_3084
 
-epi_flag_2817:
+epi_flag_3365:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -59967,12 +71299,12 @@ epi_flag_2817:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_2820:
+epi2_row_3368:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_2821:
+epi2_col_3369:
 	VMOVDQU      (R13)(R15*4), Y3
 	VPMULLD      (R10)(R15*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -59994,15 +71326,15 @@ epi2_col_2821:
 	VMOVQ        X3, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_2821
+	JL           epi2_col_3369
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_2820
+	JL           epi2_row_3368
 
-epi2_done_2536:
+epi2_done_3084:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -60038,9 +71370,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_2823
+	JZ     peak_done_3371
 
-peak_2822:
+peak_3370:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -60066,9 +71398,9 @@ peak_2822:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_2822
+	JNZ      peak_3370
 
-peak_done_2823:
+peak_done_3371:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -60126,9 +71458,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_2825
+	JZ     peak_done_3373
 
-peak_2824:
+peak_3372:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -60154,9 +71486,9 @@ peak_2824:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_2824
+	JNZ         peak_3372
 
-peak_done_2825:
+peak_done_3373:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -60202,9 +71534,9 @@ TEXT ·peakAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_2827
+	JZ    peak_done_3375
 
-peak_2826:
+peak_3374:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y1, Y1
 	VPMADDWD Y0, Y0, Y13
@@ -60230,9 +71562,9 @@ peak_2826:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y12, Y12
 	DECQ     AX
-	JNZ      peak_2826
+	JNZ      peak_3374
 
-peak_done_2827:
+peak_done_3375:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -60266,9 +71598,9 @@ TEXT ·peakFP32AVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_2829
+	JZ    peak_done_3377
 
-peak_2828:
+peak_3376:
 	VFMADD231PS Y0, Y0, Y1
 	VFMADD231PS Y0, Y0, Y2
 	VFMADD231PS Y0, Y0, Y3
@@ -60282,9 +71614,9 @@ peak_2828:
 	VFMADD231PS Y0, Y0, Y11
 	VFMADD231PS Y0, Y0, Y12
 	DECQ        AX
-	JNZ         peak_2828
+	JNZ         peak_3376
 
-peak_done_2829:
+peak_done_3377:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -60328,9 +71660,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_2831
+	JZ    peak_done_3379
 
-peak_2830:
+peak_3378:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -60387,9 +71719,9 @@ peak_2830:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_2830
+	JNZ  peak_3378
 
-peak_done_2831:
+peak_done_3379:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2

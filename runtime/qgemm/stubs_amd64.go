@@ -69,6 +69,21 @@ func qgemmAMXPipelinedPrefetch(a *uint8, lda int, b *int8, kp int, c *int32, ldc
 //go:noescape
 func qgemmAMXPipelinedPrefetchEmulated(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
 
+// qgemmAMXPipelinedPrefetchPair is qgemmAMXPipelined that also prefetches into L2, during each K step,
+// the B tiles of the next N pair at the same K offset (asmgen/qgemm amxPairAheadShift).
+// Same parameters and outputs. The caller must hold the AMX tile-data permission
+// (runtime/cpu.Detect).
+//
+//go:noescape
+func qgemmAMXPipelinedPrefetchPair(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+
+// qgemmAMXPipelinedPrefetchPairEmulated is qgemmAMXPipelinedPrefetchPair with every tile instruction emulated by AVX512-VNNI
+// code on a tile file in its stack frame: the same loops, addresses, tile configs
+// and tails, runnable (and testable) on CPUs without AMX. It is for tests only.
+//
+//go:noescape
+func qgemmAMXPipelinedPrefetchPairEmulated(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nblocks int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int)
+
 // qgemmVNNI is the AVX512-VNNI Kernel: VPDPBUSD on zmm, register-blocked
 // 8 rows x 3 N-blocks (24 zmm accumulators), N-groups outermost.
 //

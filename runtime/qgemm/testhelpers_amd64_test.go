@@ -40,16 +40,25 @@ func amxPipelinedPrefetchEmulatedBlock(a []uint8, lda int, b *PackedB, c []int32
 	return runAMXFused(qgemmAMXPipelinedPrefetchEmulated, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
 }
 
-// extraBenchVariants are the kernels BenchmarkQGEMM times beside v's
-// own that no variant uses yet: for AMX, the pipelined kernel with the B
-// prefetch ("amx-pfb").
+// amxPipelinedPrefetchPairEmulatedBlock is amxPipelinedPrefetchPairBlock
+// with the emulated kernel.
+func amxPipelinedPrefetchPairEmulatedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
+	return runAMXFused(qgemmAMXPipelinedPrefetchPairEmulated, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
+}
+
+// extraBenchVariants are the kernels BenchmarkQGEMM (and
+// BenchmarkQGEMMColdWeights) times beside v's own that no variant uses
+// yet: for AMX, the pipelined kernel with the B prefetch into L1 of the
+// step after next ("amx-pfb") and the one with the prefetch into L2 of
+// the next N pair ("amx-pfn").
 func extraBenchVariants(v Variant) []testVariant {
 	if v.ISA != ISAAMX || v.fusedBlock == nil || !v.fusedPipelined {
 		return nil
 	}
-	pf := v
-	pf.fusedBlock = amxPipelinedPrefetchBlock
-	return []testVariant{{name: "amx-pfb", v: pf}}
+	pfb, pfn := v, v
+	pfb.fusedBlock = amxPipelinedPrefetchBlock
+	pfn.fusedBlock = amxPipelinedPrefetchPairBlock
+	return []testVariant{{name: "amx-pfb", v: pfb}, {name: "amx-pfn", v: pfn}}
 }
 
 // amxFusedEmulatedBlock is amxFusedBlock with the emulated fused kernel.
