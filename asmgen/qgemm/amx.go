@@ -349,6 +349,7 @@ const amxPrefetchAhead = 1024 // bytes beyond the tile a step loads: one K step
 // prefetches the first pair of the next one (strips are contiguous), which
 // column-major block order hands out next. Prefetches never fault.
 const amxPairAheadShift = 5
+
 // genAMXKernel emits an AMX Kernel (see runtime/qgemm/api.go).
 //
 // Design: C is computed in 32x32 blocks held in four C tiles (2x2). K is
