@@ -5,8 +5,8 @@
 # the GEMM epilogues outside the kernel call, int8-fincol and int8-finrow: the GEMMs with a fused
 # LayerNorm in either block order) timed interleaved, call by call, on the same random-weight
 # models; prints and saves the table, then the medians of paired ratios of each sqc mode to ONNX
-# Runtime INT8 (with and without AMX), PyTorch FP32, int8-sepepi, int8-fincol and int8-finrow, per
-# shape (bench/pairs, $OUT/pairs.txt).
+# Runtime INT8 (with and without AMX) and PyTorch FP32, and of sqc int8 to int8-sepepi, int8-fincol
+# and int8-finrow, per shape (bench/pairs, $OUT/pairs.txt).
 #
 # usage: bench/peers.sh CONFIG [CONFIG...]     CONFIG: bert-base bert-large distilbert minilm-l6 | all
 #   smoke run (~1-2 min after the first install):

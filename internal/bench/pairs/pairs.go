@@ -104,7 +104,14 @@ func Read(r io.Reader, targets, references []string) ([]Ratio, error) {
 	for k, s := range samples {
 		out = append(out, Ratio{Shape: k.Shape, Target: k.target, Reference: k.ref, Summary: bench.Summarize(s)})
 	}
-	slices.SortFunc(out, func(a, b Ratio) int {
+	Sort(out)
+	return out, nil
+}
+
+// Sort orders ratios as Read returns them: by shape, then target, then
+// reference.
+func Sort(ratios []Ratio) {
+	slices.SortFunc(ratios, func(a, b Ratio) int {
 		if c := strings.Compare(a.Config, b.Config); c != 0 {
 			return c
 		}
@@ -118,7 +125,6 @@ func Read(r io.Reader, targets, references []string) ([]Ratio, error) {
 		}
 		return strings.Compare(a.Reference, b.Reference)
 	})
-	return out, nil
 }
 
 // Write prints ratios as a table: one line per shape, target and
