@@ -39,8 +39,35 @@ func randF32(seed uint64, lo, hi float32, shape ...int64) *compiler.Tensor {
 	return t
 }
 
-// variants is every qgemm variant this process can run, by name.
-func variants() []qgemm.Variant { return qgemm.Variants() }
+// variants is every qgemm variant this process can run, fastest first,
+// then, on a CPU without AMX that can emulate it, the AMX variant with its
+// tile instructions emulated (qgemm.EmulatedAMX), so that the AMX paths
+// (fused pipelined epilogue, AMX block plans, INT8 attention on tiles) run
+// end to end here too.
+func variants() []qgemm.Variant {
+	vs := qgemm.Variants()
+	if vs[0].ISA != qgemm.ISAAMX {
+		if v, ok := qgemm.EmulatedAMX(); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// endVariants picks from variants the ones tests that cannot afford them
+// all run: the fastest, the pure-Go one (the last of qgemm.Variants) and
+// the emulated AMX one where there is one.
+func endVariants() []qgemm.Variant {
+	real := qgemm.Variants()
+	ends := []qgemm.Variant{real[0]}
+	if len(real) > 1 {
+		ends = append(ends, real[len(real)-1])
+	}
+	if vs := variants(); len(vs) > len(real) {
+		ends = append(ends, vs[len(vs)-1])
+	}
+	return ends
+}
 
 // compile compiles g for variant v (nil: default) with threads workers,
 // after the passes that make its quantisation explicit (on a copy), as

@@ -125,10 +125,10 @@ func refS8(x, inv float32) int32 {
 }
 
 // int8Engines returns an Engine (1 thread: only its kernels are used) per
-// qgemm variant this CPU runs.
+// qgemm variant this CPU runs (gemmVariants: the emulated AMX one too).
 func int8Engines(t *testing.T) []*qgemm.Engine {
 	var es []*qgemm.Engine
-	for _, v := range qgemm.Variants() {
+	for _, v := range gemmVariants() {
 		e, err := qgemm.New(qgemm.Options{Threads: 1, Variant: &v})
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/runtime/pool"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // randSlice is n deterministic values uniform in [lo, hi).
@@ -64,4 +65,19 @@ func ulpDiff(a float32, b float64) int64 {
 		d = -d
 	}
 	return d
+}
+
+// gemmVariants is every qgemm variant this process can run, then, on a
+// CPU without AMX that can emulate it, the AMX variant with its tile
+// instructions emulated (qgemm.EmulatedAMX): the AMX paths of INT8
+// attention and LinearLayerNorm (serial tile GEMMs, the fused pipelined
+// epilogue, the AMX cost model's row-major finish plans) run here too.
+func gemmVariants() []qgemm.Variant {
+	vs := qgemm.Variants()
+	if vs[0].ISA != qgemm.ISAAMX {
+		if v, ok := qgemm.EmulatedAMX(); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
 }

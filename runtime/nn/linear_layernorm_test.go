@@ -39,7 +39,7 @@ func TestLinearLayerNormMatchesUnfused(t *testing.T) {
 	ln := &LayerNormParams{N: n, Gamma: randSlice(1, n, 0.5, 1.5), Beta: randSlice(2, n, -1, 1), Epsilon: 1e-12}
 	gammaQ, betaQ := randSlice(3, n, 0.1, 3), randSlice(4, n, -0.5, 0.5)
 	const invScale, zp = 21.5, 7
-	for _, v := range qgemm.Variants() {
+	for _, v := range gemmVariants() {
 		for _, threads := range []int{1, 2} {
 			e, err := qgemm.New(qgemm.Options{Threads: threads, Variant: &v})
 			if err != nil {

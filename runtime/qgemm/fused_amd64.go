@@ -53,3 +53,13 @@ func runAMXFused(k amxFusedKernel, a []uint8, lda int, b *PackedB, c []int32, ld
 		args.resStride, args.outF32, args.outU8, args.outStride, args.invScale, args.outZero, args.clampLo, args.clampHi, args.flags)
 	return true
 }
+
+// amxFusedEmulatedBlock is amxFusedBlock with the emulated fused kernel.
+func amxFusedEmulatedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
+	return runAMXFused(qgemmAMXFusedEmulated, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
+}
+
+// amxPipelinedEmulatedBlock is amxPipelinedBlock with the emulated kernel.
+func amxPipelinedEmulatedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
+	return runAMXFused(qgemmAMXPipelinedEmulated, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
+}

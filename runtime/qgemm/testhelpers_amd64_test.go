@@ -20,18 +20,14 @@ func extraTestVariants() []testVariant {
 	if !cpuFeatures().AVX2 {
 		avx2.why = "AMX emulation in AVX2 needs AVX2"
 	}
-	fused := testVariant{name: "amx-emulated-fused", v: Variant{ISA: ISAAMX, Kernel: qgemmAMXEmulated, Epilogue: epilogueAVX512, fusedBlock: amxFusedEmulatedBlock}}
-	if f := cpuFeatures(); !f.AVX512VNNI || !f.AVX512 {
-		fused.why = "the fused AMX emulation needs AVX512-VNNI and the AVX-512 epilogue"
+	pipelined := testVariant{name: "amx-emulated-pipelined"}
+	var ok bool
+	if pipelined.v, ok = EmulatedAMX(); !ok {
+		pipelined.why = "the fused AMX emulation needs AVX512-VNNI and the AVX-512 epilogue"
 	}
-	pipelined := testVariant{name: "amx-emulated-pipelined", v: fused.v, why: fused.why}
-	pipelined.v.fusedBlock, pipelined.v.fusedPipelined, pipelined.v.perBlock = amxPipelinedEmulatedBlock, true, amxFusedEmulatedBlock
+	fused := testVariant{name: "amx-emulated-fused", v: pipelined.v, why: pipelined.why}
+	fused.v.fusedBlock, fused.v.fusedPipelined, fused.v.perBlock = amxFusedEmulatedBlock, false, nil
 	return []testVariant{vnni, avx2, fused, pipelined}
-}
-
-// amxPipelinedEmulatedBlock is amxPipelinedBlock with the emulated kernel.
-func amxPipelinedEmulatedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
-	return runAMXFused(qgemmAMXPipelinedEmulated, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
 }
 
 // amxPipelinedPrefetchEmulatedBlock is amxPipelinedPrefetchBlock with the
@@ -59,9 +55,4 @@ func extraBenchVariants(v Variant) []testVariant {
 	pfb.fusedBlock = amxPipelinedPrefetchBlock
 	pfn.fusedBlock = amxPipelinedPrefetchPairBlock
 	return []testVariant{{name: "amx-pfb", v: pfb}, {name: "amx-pfn", v: pfn}}
-}
-
-// amxFusedEmulatedBlock is amxFusedBlock with the emulated fused kernel.
-func amxFusedEmulatedBlock(a []uint8, lda int, b *PackedB, c []int32, ldc int, ep *Epilogue, m0, n0, m, nblocks, n int) bool {
-	return runAMXFused(qgemmAMXFusedEmulated, a, lda, b, c, ldc, ep, m0, n0, m, nblocks, n)
 }

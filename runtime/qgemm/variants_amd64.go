@@ -34,3 +34,20 @@ func archVariants(f cpu.Features) []Variant {
 	}
 	return vs
 }
+
+// EmulatedAMX returns the AMX variant with every tile instruction
+// emulated in AVX512-VNNI: the *Emulated twins of its kernels (the same
+// loops, tile configs, tails and epilogue inside the call, pipelined as
+// the real variant's), the AVX-512 epilogue and the AMX block costs, where
+// this CPU has AVX512-VNNI and AVX-512 (false elsewhere). It is for tests
+// on CPUs without AMX: given as Options.Variant, it runs the AMX paths of
+// the driver and of everything above it (LinearLayerNorm's row-major
+// plans, INT8 attention's serial GEMMs, whole models) for their bits. It
+// is far slower than the VNNI kernel, and Variants never lists it.
+func EmulatedAMX() (Variant, bool) {
+	if f := cpu.Detect(); !f.AVX512VNNI || !f.AVX512 {
+		return Variant{}, false
+	}
+	return Variant{ISA: ISAAMX, Kernel: qgemmAMXEmulated, Epilogue: epilogueAVX512,
+		fusedBlock: amxPipelinedEmulatedBlock, fusedPipelined: true, perBlock: amxFusedEmulatedBlock}, true
+}
