@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/internal/bench"
 	"github.com/sqc-dev/sqc/internal/bench/roofline"
@@ -24,7 +25,10 @@ L2 and DRAM read bandwidths with --threads threads, compiles the model to INT8
 (--model FILE, or --config NAME with random weights), times each distinct step
 of the program (GEMMs per shape and epilogue, attention, LayerNorm, ...) at
 --batch x --seq, and prints each op's operational intensity, achieved GOP/s
-and its roof. --svg FILE draws the roofline figure; --json prints one object.`,
+and its roof, then each GEMM's time split into kernel, epilogue (or the two
+fused, on AMX) and row finish (the fused LayerNorm), from a twin program whose
+GEMM engine times them. --svg FILE draws the roofline figure; --json prints
+one object (a GEMM's split as gemm_split).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Usage: "an .onnx file or a HuggingFace directory"},
 			&cli.StringFlag{Name: "config", Usage: "a model shape with random weights: bert-base, bert-large, distilbert, minilm-l6 (or an hf preset)"},
@@ -128,6 +132,10 @@ func runRoofline(c *cli.Context, o bench.Options) error {
 	if err != nil {
 		return err
 	}
+	progress("splitting the GEMMs' time (kernel, epilogue, finish) ...")
+	if err := splitGEMMs(prof, p.Model.Graph, o, in, c.Duration("per-op")); err != nil {
+		return err
+	}
 	progress("measuring ceilings on %d threads ...", o.Threads)
 	cs, err := roofline.MeasureCeilings(roofline.CeilingOptions{Threads: o.Threads, Budget: c.Duration("ceiling-budget")})
 	if err != nil {
@@ -188,4 +196,33 @@ func writeRooflineSVG(path string, rep rooflineReport, prof *roofline.Profile) e
 		return err
 	}
 	return f.Close()
+}
+
+// splitGEMMs fills prof's GEMM points' Split from a twin of the profiled
+// program that times its GEMM engine's parts (exec.Options.ProfileGEMM),
+// compiled from the same quantised graph g: the profiled program itself
+// runs untimed, so its figures carry no profiling cost.
+func splitGEMMs(prof *roofline.Profile, g *compiler.Graph, o bench.Options, in map[string]*compiler.Tensor, perOp time.Duration) error {
+	twin, err := bench.NewINT8(g, bench.EngineOptions{Threads: o.Threads, ISA: o.ISA, ProfileGEMM: true})
+	if err != nil {
+		return err
+	}
+	defer twin.Close()
+	withProg, ok := twin.(interface{ Program() *exec.Program })
+	if !ok {
+		return fmt.Errorf("roofline: engine %q has no exec.Program", twin.Describe())
+	}
+	if perOp <= 0 {
+		perOp = roofline.DefaultPerOp
+	}
+	splits, err := roofline.SplitGEMMs(withProg.Program(), in, perOp/2)
+	if err != nil {
+		return err
+	}
+	for i := range prof.Points {
+		if s, ok := splits[prof.Points[i].Label]; ok {
+			prof.Points[i].Split = &s
+		}
+	}
+	return nil
 }

@@ -64,7 +64,7 @@ func NewProgram(s *Schedule, opts Options) (*Program, error) {
 	p := &Program{Schedule: s, padded: opts.Padded}
 	p.bufs = p.newBuffers() // carved from the arena at the first Run (reuse.go)
 	p.pool = pool.New(opts.Threads)
-	e, err := qgemm.New(qgemm.Options{Pool: p.pool, ISA: opts.ISA, Variant: opts.Variant, SeparateEpilogue: opts.SeparateEpilogue, FinishOrder: opts.FinishOrder})
+	e, err := qgemm.New(qgemm.Options{Pool: p.pool, ISA: opts.ISA, Variant: opts.Variant, SeparateEpilogue: opts.SeparateEpilogue, FinishOrder: opts.FinishOrder, Profile: opts.ProfileGEMM})
 	if err != nil {
 		p.pool.Close()
 		return nil, err

@@ -30,6 +30,10 @@ type Options struct {
 	// LayerNorm (qgemm.Options.FinishOrder), for comparisons; the zero
 	// value lets the planner choose.
 	FinishOrder qgemm.FinishOrder
+	// ProfileGEMM makes the GEMM engine time its kernels, epilogues and
+	// row finishes (qgemm.Options.Profile; Engine().Profile()), for sqc
+	// roofline's split of each GEMM step.
+	ProfileGEMM bool
 	// Padded runs every batch in its padded layout, never packed
 	// (packed.go): for comparisons, the outputs are the same bits.
 	Padded bool

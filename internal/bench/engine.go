@@ -29,6 +29,9 @@ type EngineOptions struct {
 	// FinishOrder forces the block order of the GEMMs with a fused
 	// LayerNorm (exec.Options.FinishOrder); the zero value is the planner's.
 	FinishOrder qgemm.FinishOrder
+	// ProfileGEMM makes the GEMM engine time its parts
+	// (exec.Options.ProfileGEMM), for sqc roofline.
+	ProfileGEMM bool
 }
 
 // fp32Engine is the reference interpreter on the FP32 graph.

@@ -14,7 +14,7 @@ type int8Engine struct {
 // NewINT8 compiles g, a quantised graph (after Model.Quantize), with
 // compiler/exec. opts.ISA caps the GEMM kernel family.
 func NewINT8(g *compiler.Graph, opts EngineOptions) (Engine, error) {
-	prog, err := exec.Compile(g, exec.Options{Threads: opts.Threads, ISA: opts.ISA, SeparateEpilogue: opts.SeparateEpilogue, FinishOrder: opts.FinishOrder})
+	prog, err := exec.Compile(g, exec.Options{Threads: opts.Threads, ISA: opts.ISA, SeparateEpilogue: opts.SeparateEpilogue, FinishOrder: opts.FinishOrder, ProfileGEMM: opts.ProfileGEMM})
 	if err != nil {
 		return nil, err
 	}

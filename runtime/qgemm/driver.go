@@ -33,6 +33,11 @@ type Options struct {
 	// the zero value, lets the planner choose unless SQC_FINISH_ORDER
 	// forces it (see EnvFinishOrder).
 	FinishOrder FinishOrder
+	// Profile makes the Engine time its kernels, epilogues and row
+	// finishes (Engine.Profile), for sqc roofline: about 50 ns more per
+	// macro-block, and much more, relatively, on attention's tiny serial
+	// GEMMs, so it is off except where a profile is wanted.
+	Profile bool
 }
 
 // Engine runs GEMMs with one chosen variant on a worker pool. It is built
@@ -44,6 +49,7 @@ type Engine struct {
 	costs    blockCosts
 	finish   FinishOrder // Options.FinishOrder or SQC_FINISH_ORDER
 	finishBy string      // what forced finish ("": the model's order)
+	prof     *profiler   // Options.Profile (nil: no timing)
 	pool     *pool.Pool
 	ownPool  bool
 	// scratch[w] is worker w's s32 macro-block (scratchElems int32), reused
@@ -66,6 +72,9 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{variant: v, epilogue: v.Epilogue, why: why, costs: costsFor(v.ISA), finish: finish, finishBy: finishBy, pool: opts.Pool}
 	if e.epilogue == nil {
 		e.epilogue = epilogueGo
+	}
+	if opts.Profile {
+		e.prof = &profiler{}
 	}
 	if e.pool == nil {
 		e.pool, e.ownPool = pool.New(opts.Threads), true
@@ -231,9 +240,15 @@ func (t *gemmCall) block(w, i int) {
 	cols := min(t.nc, b.Np-n0)
 	ldc := scratchStride(t.nc)
 	c := t.e.scratch[w]
+	prof := t.e.prof
+	at := prof.start()
 	if t.fused == nil || !t.fused(t.a, t.lda, b, c, ldc, &t.ep, m0, n0, rows, cols/NBlock, min(cols, b.N-n0)) {
 		t.kernel(&t.a[m0*t.lda], t.lda, &b.Data[n0*b.Kp], b.Kp, &c[0], ldc, rows, cols/NBlock)
+		prof.lap(profKernel, &at)
 		t.e.epilogue(&t.ep, c, ldc, m0, n0, rows, min(cols, b.N-n0))
+		prof.lap(profEpilogue, &at)
+	} else {
+		prof.lap(profFused, &at)
 	}
 	if f := t.ep.Finish; f != nil {
 		// The worker that completes a row block finishes it. The atomic
@@ -241,8 +256,10 @@ func (t *gemmCall) block(w, i int) {
 		// FinishRows (the Go memory model's synchronisation of atomics).
 		if t.nTasks == 1 || t.rowBlockDone[m0/t.mc].Add(1) == int32(t.nTasks) {
 			f.FinishRows(w, m0, rows)
+			prof.lap(profFinish, &at)
 		}
 	}
+	prof.done()
 }
 
 // checkGEMM validates every argument of GEMM, so that neither the kernel

@@ -27,11 +27,18 @@ func (e *Engine) GEMMSerial(c []int32, a []uint8, m, lda int, b *PackedB, ep *Ep
 	if err := checkEpilogue(ep, m, b.N); err != nil {
 		return err
 	}
+	prof := e.prof
+	at := prof.start()
 	if f := e.variant.fusedBlock; f != nil && f(a, lda, b, c, b.Np, ep, 0, 0, m, b.Np/NBlock, b.N) {
+		prof.lap(profFused, &at)
+		prof.done()
 		return nil
 	}
 	e.variant.Kernel(&a[0], lda, &b.Data[0], b.Kp, &c[0], b.Np, m, b.Np/NBlock)
+	prof.lap(profKernel, &at)
 	e.epilogue(ep, c, b.Np, 0, 0, m, b.N)
+	prof.lap(profEpilogue, &at)
+	prof.done()
 	return nil
 }
 
@@ -44,7 +51,11 @@ func (e *Engine) KernelSerial(c []int32, a []uint8, m, lda int, b *PackedB) erro
 	if err := checkKernelSerial(c, a, m, lda, b); err != nil || m == 0 {
 		return err
 	}
+	prof := e.prof
+	at := prof.start()
 	e.variant.Kernel(&a[0], lda, &b.Data[0], b.Kp, &c[0], b.Np, m, b.Np/NBlock)
+	prof.lap(profKernel, &at)
+	prof.done()
 	return nil
 }
 
@@ -88,6 +99,10 @@ func (e *Engine) EpilogueSerial(ep *Epilogue, c []int32, ldc, m, n int) error {
 	if err := checkEpilogue(ep, m, n); err != nil {
 		return err
 	}
+	prof := e.prof
+	at := prof.start()
 	e.epilogue(ep, c, ldc, 0, 0, m, n)
+	prof.lap(profEpilogue, &at)
+	prof.done()
 	return nil
 }

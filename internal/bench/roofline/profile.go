@@ -45,6 +45,9 @@ type Point struct {
 	// another core's cache or evicted, weights not in L2/L3, helpers that
 	// went to sleep.
 	InPassSeconds float64 `json:"in_pass_seconds,omitempty"`
+	// Split is where a GEMM's time goes (kernel, epilogue, finish;
+	// SplitGEMMs), nil where not measured or not a GEMM.
+	Split *GEMMSplit `json:"gemm_split,omitempty"`
 }
 
 // Profile is the per-op timing of one Program at one shape.

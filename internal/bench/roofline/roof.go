@@ -121,7 +121,22 @@ func WriteTable(w io.Writer, cs []Ceiling, rows []Row) error {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Label, r.Count,
 			dur(r.Seconds), 100*r.Share, oi, gops, cpuGops, roof, r.Bound, of, ofCPU, roofL2, inPass, alone)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Where each GEMM's time goes, where SplitGEMMs measured it.
+	header := false
+	for i, r := range rows {
+		if r.Split == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\nGEMM time split (the workers' time per call alone; the rest of a call is waiting for the last block):")
+			header = true
+		}
+		fmt.Fprintf(w, "%-3d %-52s %s\n", i+1, r.Label, r.Split)
+	}
+	return nil
 }
 
 func dur(s float64) string {
