@@ -98,18 +98,36 @@ func TestGEMMFinishesEveryRowOnceAfterItsColumns(t *testing.T) {
 	}
 }
 
-// TestPlanGEMMFinishOrder checks planGEMM's order against the measurements
-// behind maxFinishTail (VNNI, 2 workers, N = 768): column-major where it
-// measured faster, row-major where it measured slower; and that every
-// plan without a finisher is column-major.
+// TestPlanGEMMFinishOrder checks planGEMM's plans for GEMMs with a
+// finisher: full-row blocks wherever the scratch holds mcAlign rows of the
+// width, an even share per worker at small M, on every ISA; and, for rows
+// too wide for that, the order rule against the measurements behind
+// maxFinishTail (VNNI, 2 workers, N = 768, taken as the order rule alone):
+// column-major where it measured faster, row-major where it measured
+// slower; and that every plan without a finisher is column-major.
 func TestPlanGEMMFinishOrder(t *testing.T) {
+	for _, isa := range []ISA{ISAGo, ISAAVX2, ISAVNNI, ISAAMX} {
+		for _, c := range []struct{ m, n, k, rows int }{
+			{1024, 768, 3072, 64}, {1024, 768, 768, 64}, {800, 768, 768, 64}, {128, 768, 768, 64}, {128, 768, 3072, 64},
+			{32, 768, 768, 16}, {50, 768, 768, 25}, {1, 768, 768, 1}, {1024, 1024, 1024, 32}, {100, 2032, 1024, 32},
+		} {
+			want := blockPlan{mc: c.rows, nc: c.n}
+			if pl := planGEMM(c.m, c.n/NBlock, c.k, 2, costsFor(isa), true); pl != want {
+				t.Errorf("%v M=%d N=%d K=%d with a finish: %+v, want full-row blocks %+v", isa, c.m, c.n, c.k, pl, want)
+			}
+		}
+		// 2048 columns or more: not even mcAlign rows fit the scratch.
+		if pl := planGEMM(100, 4096/NBlock, 1024, 2, costsFor(isa), true); pl.nc == 4096 {
+			t.Errorf("%v M=100 N=4096: full-row blocks %+v beyond the scratch", isa, pl)
+		}
+	}
 	vnni := costsFor(ISAVNNI)
 	for _, c := range []struct {
 		m, k     int
 		rowMajor bool
 	}{{1024, 3072, false}, {128, 3072, false}, {32, 3072, false}, {128, 768, false}, {1024, 768, false}, {800, 768, true}, {32, 768, true}} {
-		if pl := planGEMM(c.m, 768/NBlock, c.k, 2, vnni, true); pl.rowMajor != c.rowMajor {
-			t.Errorf("VNNI M=%d K=%d with a finish: row-major %v (%dx%d), measured faster: row-major %v", c.m, c.k, pl.rowMajor, pl.mc, pl.nc, c.rowMajor)
+		if pl := planFinishOrder(c.m, 768/NBlock, c.k, 2, vnni); pl.rowMajor != c.rowMajor {
+			t.Errorf("VNNI M=%d K=%d order rule: row-major %v (%dx%d), measured faster: row-major %v", c.m, c.k, pl.rowMajor, pl.mc, pl.nc, c.rowMajor)
 		}
 	}
 	for _, isa := range []ISA{ISAGo, ISAAVX2, ISAVNNI, ISAAMX} {
@@ -136,11 +154,11 @@ func TestEnvFinishOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// On VNNI the model takes M = 800 (K = 768) row-major and M = 1024
-		// column-major, so each forced order overrides one of them there.
+		// The model gives both M = 800 and M = 1024 full-row blocks (not
+		// row-major); each forced order replaces them with its own.
 		for _, m := range []int{800, 1024} {
-			if pl := e.plan(m, b, fin); pl.rowMajor != c.rowMajor {
-				t.Errorf("%s=%q, M=%d: row-major %v", EnvFinishOrder, c.value, m, pl.rowMajor)
+			if pl := e.plan(m, b, fin); pl.rowMajor != c.rowMajor || pl == planGEMM(m, 48, 768, 2, e.costs, true) {
+				t.Errorf("%s=%q, M=%d: %+v, want row-major %v and not the model's plan", EnvFinishOrder, c.value, m, pl, c.rowMajor)
 			}
 			if pl := e.plan(m, b, plain); pl.rowMajor {
 				t.Errorf("%s=%q, M=%d: a GEMM without a finisher went row-major", EnvFinishOrder, c.value, m)
@@ -189,10 +207,10 @@ func TestOptionsFinishOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// M = 800 and 1024 take opposite orders under the model on VNNI.
+		// Each forced order replaces the model's full-row blocks.
 		for _, m := range []int{800, 1024} {
-			if pl := e.plan(m, b, fin); pl.rowMajor != c.rowMajor {
-				t.Errorf("%s=%s, Options.FinishOrder %v, M=%d: row-major %v, want %v", EnvFinishOrder, c.env, c.opt, m, pl.rowMajor, c.rowMajor)
+			if pl := e.plan(m, b, fin); pl.rowMajor != c.rowMajor || pl == planGEMM(m, 48, 768, 2, e.costs, true) {
+				t.Errorf("%s=%s, Options.FinishOrder %v, M=%d: %+v, want row-major %v and not the model's plan", EnvFinishOrder, c.env, c.opt, m, pl, c.rowMajor)
 			}
 		}
 		if d := e.Describe(); !strings.Contains(d, c.describe) {

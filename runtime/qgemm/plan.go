@@ -61,7 +61,8 @@ const (
 
 	// maxFinishTail is the largest modelled end tail of finishes, as a
 	// share of the plain GEMM, for which planGEMM keeps column-major order
-	// with an Epilogue.Finish. Measured with BenchmarkLinearLayerNorm (VNNI,
+	// with an Epilogue.Finish, where rows are too wide for full-row blocks
+	// (planFinishOrder; BERT's 768 and 1024 columns are not). Measured with BenchmarkLinearLayerNorm (VNNI,
 	// 2 workers, Zen 5, 6 paired rounds each; N = 768, tail share in
 	// brackets), column-major against row-major: M = 1024, K = 3072 (0.06)
 	// 7% faster; M = 128, K = 3072 (0.06) 7%; M = 32, K = 3072 (0.05) 5-8%;
@@ -212,24 +213,65 @@ type blockPlan struct {
 //
 // Without one the blocks go column-major, shaped by planBlocks. With one,
 // each row block is finished by the worker that completes it, and the
-// order decides when that happens. Column-major keeps the plain GEMM's
-// shape and order, but every row block completes in the last column, so
-// all the finishes come at the end: modelled as ceil(row blocks /
-// workers) row blocks' finishes per worker after the last block. Row-major
-// finishes each row block while later ones compute, leaving only the last
-// one's finish, but needs short blocks (planBlocks with finish), which
-// re-read B once per row block and run the kernel at a lower rate. So
-// column-major is taken when that end tail is at most maxFinishTail of the
-// plain GEMM's modelled time.
+// plan decides when that happens and where the rows are. Where a block of
+// the full width fits the scratch (fullRowRows), every block is a whole
+// row block: the worker that computes it finishes it at once, from its
+// own caches, while the others compute. Otherwise (very wide rows) the
+// order decides. Column-major keeps the plain GEMM's shape and order, but
+// every row block completes in the last column, so all the finishes come
+// at the end: modelled as ceil(row blocks / workers) row blocks' finishes
+// per worker after the last block. Row-major finishes each row block
+// while later ones compute, leaving only the last one's finish, but needs
+// short blocks (planBlocks with finish), which re-read B once per row
+// block and run the kernel at a lower rate. So column-major is taken when
+// that end tail is at most maxFinishTail of the plain GEMM's modelled
+// time. Both leave a row block's columns to whichever workers took them,
+// so its finish reads what other cores wrote.
 func planGEMM(m, nblocks, kp, workers int, cost blockCosts, finish bool) blockPlan {
-	mc, nc, modelled := planBlocks(m, nblocks, kp, workers, cost, false)
 	if !finish {
+		mc, nc, _ := planBlocks(m, nblocks, kp, workers, cost, false)
 		return blockPlan{mc: mc, nc: nc}
 	}
+	if rows, ok := fullRowRows(m, nblocks, workers); ok {
+		return blockPlan{mc: rows, nc: nblocks * NBlock}
+	}
+	return planFinishOrder(m, nblocks, kp, workers, cost)
+}
+
+// planFinishOrder is planGEMM's choice of order for a GEMM with a finisher
+// whose rows are too wide for full-row blocks.
+func planFinishOrder(m, nblocks, kp, workers int, cost blockCosts) blockPlan {
+	mc, nc, modelled := planBlocks(m, nblocks, kp, workers, cost, false)
 	tail := float64(ceilDiv(ceilDiv(m, mc), workers)*mc*nblocks*NBlock) * cost.macsPerFinishElem
 	if tail <= maxFinishTail*modelled {
 		return blockPlan{mc: mc, nc: nc}
 	}
 	mc, nc, _ = planBlocks(m, nblocks, kp, workers, cost, true)
 	return blockPlan{mc: mc, nc: nc, rowMajor: true}
+}
+
+// fullRowRows returns the rows of a GEMM's full-width blocks (planGEMM):
+// as many as the s32 scratch holds at that width, a multiple of mcAlign,
+// but no more than an even share of the m rows among the workers, so
+// that every worker has a block to take (16 rows each at m = 32 on 2
+// workers); false where not even mcAlign rows of the full width fit
+// (rows of 2048 columns or more), or, when m < mcAlign, not all m.
+//
+// Measured against the order rule it replaced for BERT-base's two
+// LayerNorms (N = 768: 64-row blocks) on Zen 5 (VNNI, 2 threads, sqc bench
+// workers interleaved, 8 paired rounds, 2026-12-06): the whole pass at
+// 1x128 0.95x (faster in 8 of 8 rounds), 8x128 0.97x, 32x25 0.97x. sqc
+// roofline's split of the attention-output GEMM with its LayerNorm was
+// kernel 64%, epilogue 15%, LayerNorm 21% before: the rows a worker
+// normalised had mostly been written by the other core.
+func fullRowRows(m, nblocks, workers int) (int, bool) {
+	fit := scratchElems / scratchStride(nblocks*NBlock)
+	if fit < min(m, mcAlign) {
+		return 0, false
+	}
+	rows := min(fit, ceilDiv(m, max(workers, 1)))
+	if rows > mcAlign {
+		rows = rows / mcAlign * mcAlign
+	}
+	return rows, true
 }

@@ -49,7 +49,8 @@ var ErrUnknownFinishOrder = errors.New("unknown finish order")
 type FinishOrder int
 
 const (
-	// FinishByModel lets planGEMM choose per GEMM (the default).
+	// FinishByModel lets planGEMM choose per GEMM (the default):
+	// full-row blocks where the scratch holds them, else the order rule.
 	FinishByModel FinishOrder = iota
 	// FinishColumnMajor forces column-major blocks of the plain plan,
 	// every row block finished in the last column sweep.
