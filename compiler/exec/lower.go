@@ -538,6 +538,16 @@ func (l *lowering) emitLayerNorm(n *compiler.Node, s *LayerNormStep) error {
 			break
 		}
 		g.Norm = s
+		if s.Out != NoSlot {
+			// x is read by this LayerNorm alone and is no graph output (the
+			// verifier's in_producer form), so the GEMM writes its rows
+			// where the LayerNorm's f32 output goes and each row block is
+			// normalised in place (nn.LinearLayerNorm allows it): one
+			// buffer of the rows fewer in the arena, and the normalised
+			// rows written over lines the GEMM has just brought into the
+			// worker's cache rather than into lines fetched for them.
+			g.Out, s.X = s.Out, s.Out
+		}
 		return nil
 	}
 	return fmt.Errorf("%w: in_producer, but no f32 GEMM of %d columns writes its input (the verifier checks this)", compiler.ErrInternal, s.Params.N)

@@ -20,7 +20,8 @@ import (
 // Norm, if set, is the LayerNorm of Out run inside the GEMM
 // (compiler.InProducer): nn.LinearLayerNorm normalises each block of
 // rows as soon as the GEMM has written it. Norm.X is Out; its outputs are
-// this step's too.
+// this step's too. Where the LayerNorm has an f32 output, that is Out as
+// well: the rows are normalised in place (see emitLayerNorm).
 type GEMMStep struct {
 	node
 	Weight   string // the i8 initializer Linear.B was packed from
@@ -115,8 +116,12 @@ func (s *GEMMStep) run(p *Program) error {
 }
 
 func (s *GEMMStep) Operands() Operands {
-	if s.Norm != nil { // Norm.X is Out
-		return operands(reads(s.A, s.RowScale, s.RowZeroPoint, s.Residual), s.Out, s.Norm.Out, s.Norm.OutU8)
+	if s.Norm != nil { // Norm.X is Out, and so is Norm.Out where the LayerNorm runs in place
+		normOut := s.Norm.Out
+		if normOut == s.Out {
+			normOut = NoSlot
+		}
+		return operands(reads(s.A, s.RowScale, s.RowZeroPoint, s.Residual), s.Out, normOut, s.Norm.OutU8)
 	}
 	return operands(reads(s.A, s.RowScale, s.RowZeroPoint, s.Residual), s.Out)
 }

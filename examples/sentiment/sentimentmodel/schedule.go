@@ -86,7 +86,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		Rows:     rows,
 	}, &m.w.layerNorm1, &nn.LayerNormOutputs{
 		BetaU8:    m.w.distilbertTransformerLayer0SaLayerNormBiasSmooth,
-		F32:       ws.f32[262144:][:rows*128],
+		F32:       ws.f32[0:][:rows*128],
 		F32Stride: 128,
 		GammaU8:   m.w.distilbertTransformerLayer0SaLayerNormWeightSmooth,
 		InvScale:  float32(221.08879),
@@ -102,7 +102,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	// #6 qgemm.GEMM: distilbert.transformer.layer.0.ffn.lin1/MatMul/Linear
 	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear2, &qgemm.LinearIO{
 		A:     ws.u8[2097152:][:rows*128],
-		OutU8: ws.u8[0:][:rows*512],
+		OutU8: ws.u8[1048576:][:rows*512],
 		Rows:  rows,
 	}); err != nil {
 		return err
@@ -112,9 +112,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	}
 	// #7 nn.LinearLayerNorm: distilbert.transformer.layer.0.ffn.lin2/MatMul/Linear
 	if err := nn.LinearLayerNorm(m.gemm, gemmKernel(512), &m.w.linear3, &qgemm.LinearIO{
-		A:        ws.u8[0:][:rows*512],
-		OutF32:   ws.f32[524288:][:rows*128],
-		Residual: ws.f32[262144:][:rows*128],
+		A:        ws.u8[1048576:][:rows*512],
+		OutF32:   ws.f32[786432:][:rows*128],
+		Residual: ws.f32[0:][:rows*128],
 		Rows:     rows,
 	}, &m.w.layerNorm2, &nn.LayerNormOutputs{
 		BetaU8:    m.w.distilbertTransformerLayer0OutputLayerNormBiasSmooth,
@@ -179,7 +179,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 		Rows:     rows,
 	}, &m.w.layerNorm3, &nn.LayerNormOutputs{
 		BetaU8:    m.w.distilbertTransformerLayer1SaLayerNormBiasSmooth,
-		F32:       ws.f32[262144:][:rows*128],
+		F32:       ws.f32[0:][:rows*128],
 		F32Stride: 128,
 		GammaU8:   m.w.distilbertTransformerLayer1SaLayerNormWeightSmooth,
 		InvScale:  float32(185.90471),
@@ -195,7 +195,7 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	// #11 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin1/MatMul/Linear
 	if err := m.gemm.Linear(gemmKernel(128), &m.w.linear6, &qgemm.LinearIO{
 		A:     ws.u8[2097152:][:rows*128],
-		OutU8: ws.u8[0:][:rows*512],
+		OutU8: ws.u8[1048576:][:rows*512],
 		Rows:  rows,
 	}); err != nil {
 		return err
@@ -205,9 +205,9 @@ func (m *Model) forward(ctx context.Context, ws *workspace, batch, seq int, offs
 	}
 	// #12 qgemm.GEMM: distilbert.transformer.layer.1.ffn.lin2/MatMul/Linear
 	if err := m.gemm.Linear(gemmKernel(512), &m.w.linear7, &qgemm.LinearIO{
-		A:        ws.u8[0:][:rows*512],
+		A:        ws.u8[1048576:][:rows*512],
 		OutF32:   ws.f32[524288:][:rows*128],
-		Residual: ws.f32[262144:][:rows*128],
+		Residual: ws.f32[0:][:rows*128],
 		Rows:     rows,
 	}); err != nil {
 		return err
