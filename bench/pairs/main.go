@@ -11,6 +11,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -46,14 +47,13 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("usage: pairs [--targets T,...] [--references R,...] [--base B --variants V,...] results.jsonl")
 	}
 	path := fs.Arg(0)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
 	var ratios []pairs.Ratio
 	for _, set := range [][2]string{{*targets, *refs}, {*base, *variants}} {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		r, err := pairs.Read(f, strings.Split(set[0], ","), strings.Split(set[1], ","))
-		f.Close()
+		r, err := pairs.Read(bytes.NewReader(data), strings.Split(set[0], ","), strings.Split(set[1], ","))
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}

@@ -113,11 +113,10 @@ func runRoofline(c *cli.Context, o bench.Options) error {
 		return err
 	}
 	defer p.Engine.Close()
-	withProg, ok := p.Engine.(interface{ Program() *exec.Program })
-	if !ok {
-		return fmt.Errorf("roofline: engine %q has no exec.Program", p.Engine.Describe())
+	prog, err := programOf(p.Engine)
+	if err != nil {
+		return err
 	}
-	prog := withProg.Program()
 	in, err := p.Model.Inputs(o.Batch, o.Seq, bench.InputSeed)
 	if err != nil {
 		return err
@@ -198,6 +197,15 @@ func writeRooflineSVG(path string, rep rooflineReport, prof *roofline.Profile) e
 	return f.Close()
 }
 
+// programOf returns the exec.Program behind an INT8 engine.
+func programOf(e bench.Engine) (*exec.Program, error) {
+	withProg, ok := e.(interface{ Program() *exec.Program })
+	if !ok {
+		return nil, fmt.Errorf("roofline: engine %q has no exec.Program", e.Describe())
+	}
+	return withProg.Program(), nil
+}
+
 // splitGEMMs fills prof's GEMM points' Split from a twin of the profiled
 // program that times its GEMM engine's parts (exec.Options.ProfileGEMM),
 // compiled from the same quantised graph g: the profiled program itself
@@ -208,14 +216,14 @@ func splitGEMMs(prof *roofline.Profile, g *compiler.Graph, o bench.Options, in m
 		return err
 	}
 	defer twin.Close()
-	withProg, ok := twin.(interface{ Program() *exec.Program })
-	if !ok {
-		return fmt.Errorf("roofline: engine %q has no exec.Program", twin.Describe())
+	prog, err := programOf(twin)
+	if err != nil {
+		return err
 	}
 	if perOp <= 0 {
 		perOp = roofline.DefaultPerOp
 	}
-	splits, err := roofline.SplitGEMMs(withProg.Program(), in, perOp/2)
+	splits, err := roofline.SplitGEMMs(prog, in, perOp/2)
 	if err != nil {
 		return err
 	}

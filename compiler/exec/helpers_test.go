@@ -44,15 +44,7 @@ func randF32(seed uint64, lo, hi float32, shape ...int64) *compiler.Tensor {
 // tile instructions emulated (qgemm.EmulatedAMX), so that the AMX paths
 // (fused pipelined epilogue, AMX block plans, INT8 attention on tiles) run
 // end to end here too.
-func variants() []qgemm.Variant {
-	vs := qgemm.Variants()
-	if vs[0].ISA != qgemm.ISAAMX {
-		if v, ok := qgemm.EmulatedAMX(); ok {
-			vs = append(vs, v)
-		}
-	}
-	return vs
-}
+func variants() []qgemm.Variant { return qgemm.WithEmulatedAMX(qgemm.Variants()) }
 
 // endVariants picks from variants the ones tests that cannot afford them
 // all run: the fastest, the pure-Go one (the last of qgemm.Variants) and

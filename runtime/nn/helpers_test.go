@@ -72,12 +72,4 @@ func ulpDiff(a float32, b float64) int64 {
 // instructions emulated (qgemm.EmulatedAMX): the AMX paths of INT8
 // attention and LinearLayerNorm (serial tile GEMMs, the fused pipelined
 // epilogue, the AMX cost model's row-major finish plans) run here too.
-func gemmVariants() []qgemm.Variant {
-	vs := qgemm.Variants()
-	if vs[0].ISA != qgemm.ISAAMX {
-		if v, ok := qgemm.EmulatedAMX(); ok {
-			vs = append(vs, v)
-		}
-	}
-	return vs
-}
+func gemmVariants() []qgemm.Variant { return qgemm.WithEmulatedAMX(qgemm.Variants()) }

@@ -62,9 +62,10 @@ const (
 	// maxFinishTail is the largest modelled end tail of finishes, as a
 	// share of the plain GEMM, for which planGEMM keeps column-major order
 	// with an Epilogue.Finish, where rows are too wide for full-row blocks
-	// (planFinishOrder; BERT's 768 and 1024 columns are not). Measured with BenchmarkLinearLayerNorm (VNNI,
-	// 2 workers, Zen 5, 6 paired rounds each; N = 768, tail share in
-	// brackets), column-major against row-major: M = 1024, K = 3072 (0.06)
+	// (planFinishOrder; BERT's 768 and 1024 columns are not). Measured
+	// with BenchmarkLinearLayerNorm (VNNI, 2 workers, Zen 5, 6 paired
+	// rounds each; N = 768, tail share in brackets), column-major against
+	// row-major: M = 1024, K = 3072 (0.06)
 	// 7% faster; M = 128, K = 3072 (0.06) 7%; M = 32, K = 3072 (0.05) 5-8%;
 	// M = 800, K = 3072 (0.07) the same within 2%; M = 128, K = 768 (0.22)
 	// 10% faster; M = 1024, K = 768 (0.24) 5%; but M = 800, K = 768 (0.29)

@@ -16,20 +16,9 @@ func (s sleepFinisher) FinishRows(int, int, int) { time.Sleep(s.d) }
 // fused call), counts the row finishes and the serial calls, and that
 // one without it reports nothing.
 func TestProfile(t *testing.T) {
-	r := rand.New(rand.NewPCG(91, 92))
 	const m, k, n = 100, 96, 80
-	w := make([]int8, k*n)
-	for i := range w {
-		w[i] = int8(r.IntN(255) - 127)
-	}
-	b, err := PackB(w, k, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := make([]uint8, m*b.Kp)
-	for i := range a {
-		a[i] = uint8(r.Uint32())
-	}
+	prob := newProblem(t, rand.New(rand.NewPCG(91, 92)), gemmShape{m: m, n: n, k: k}, 0)
+	a, b := prob.a, prob.b
 	scale := make([]float32, n)
 	for j := range scale {
 		scale[j] = 1e-3

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/sqc-dev/sqc/runtime/cpu"
@@ -150,6 +151,20 @@ func bestVariant(vs []Variant, ceiling ISA) Variant {
 		}
 	}
 	return goVariant()
+}
+
+// WithEmulatedAMX returns vs with EmulatedAMX's variant appended where vs
+// has no AMX variant and this CPU can emulate one: the list tests run
+// whole models and kernels' callers over, so that the AMX paths run on
+// CPUs without AMX too.
+func WithEmulatedAMX(vs []Variant) []Variant {
+	if slices.ContainsFunc(vs, func(v Variant) bool { return v.ISA == ISAAMX }) {
+		return vs
+	}
+	if v, ok := EmulatedAMX(); ok {
+		return append(vs, v)
+	}
+	return vs
 }
 
 // chooseVariant applies Options.Variant, Options.ISA and SQC_ISA, in that

@@ -6,12 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/internal/bench"
 )
 
-// TestProfileProgram replays every step of a tiny INT8 program.
-func TestProfileProgram(t *testing.T) {
+// tinyINT8 returns bert-tiny quantised (random weights) and inputs of
+// 2 x 16 tokens.
+func tinyINT8(t *testing.T) (*bench.Model, map[string]*compiler.Tensor) {
+	t.Helper()
 	m, err := bench.Load(bench.Source{Config: "bert-tiny"})
 	if err != nil {
 		t.Fatal(err)
@@ -19,15 +22,21 @@ func TestProfileProgram(t *testing.T) {
 	if _, err := m.Quantize(bench.QuantOptions{Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
+	in, err := m.Inputs(2, 16, bench.InputSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, in
+}
+
+// TestProfileProgram replays every step of a tiny INT8 program.
+func TestProfileProgram(t *testing.T) {
+	m, in := tinyINT8(t)
 	prog, err := exec.Compile(m.Graph, exec.Options{Threads: 2}) // 2: parallel loops to count
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer prog.Close()
-	in, err := m.Inputs(2, 16, bench.InputSeed)
-	if err != nil {
-		t.Fatal(err)
-	}
 	prof, err := ProfileProgram(prog, in, ProfileOptions{Batch: 2, Seq: 16, PerOp: time.Millisecond, PassBudget: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sqc-dev/sqc/compiler/exec"
-	"github.com/sqc-dev/sqc/internal/bench"
 )
 
 // TestSplitGEMMs splits every GEMM of a tiny INT8 program into shares that
@@ -17,17 +16,7 @@ import (
 // LayerNorm's in the residual GEMMs' finish, and refuses a program
 // compiled without profiling.
 func TestSplitGEMMs(t *testing.T) {
-	m, err := bench.Load(bench.Source{Config: "bert-tiny"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Quantize(bench.QuantOptions{Threads: 1}); err != nil {
-		t.Fatal(err)
-	}
-	in, err := m.Inputs(2, 16, bench.InputSeed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, in := tinyINT8(t)
 	plain, err := exec.Compile(m.Graph, exec.Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
