@@ -14,8 +14,8 @@
 //	             does (EmbedWithPrompt, Prompts, EmbeddingDim), and scored
 //	             classifiers get ScorePairs and Rerank or Scores
 //	schedule.go  forward: the straight-line schedule
-//	weights.go   the weight handles, their offsets in weights.bin, and the
-//	             go:embed of weights.bin with its length and SHA-256
+//	weights.go   the weight handles, their offsets in weights.bin, and
+//	             weights.bin embedded, with its length and SHA-256
 //	weights.bin  packed weights (and the vocabulary), format in
 //	             runtime/modelrt/weights.go
 //	sqc.gen      the marker that tells `sqc compile` the directory is its own

@@ -121,10 +121,6 @@ func (l *lexer) quoted(line, col int) (string, error) {
 	return s, nil
 }
 
-func isNumberChar(c byte) bool {
-	return isIdentChar(c) || c == '.' || c == '+' || c == '-'
-}
-
 func (l *lexer) next() (token, error) {
 	for l.pos < len(l.src) {
 		c := l.src[l.pos]

@@ -103,17 +103,6 @@ func checkFusedEquivalent(t *testing.T, unfused, fused *compiler.Graph, inputs [
 	}
 }
 
-// qlinearNodes returns g's sqc.QLinear nodes in order.
-func qlinearNodes(g *compiler.Graph) []*compiler.Node {
-	var out []*compiler.Node
-	for _, n := range g.Nodes {
-		if n.Op == opQLinear {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // explicitQuant returns a copy of g after MaterializeQuantize,
 // DeduplicateQuantize and WriteU8Directly, the form QuantPipeline gives
 // the INT8 engine (g itself when it has no sqc.QLinear).

@@ -77,14 +77,6 @@ func (g *gen) broadcastParam(name string) reg.VecVirtual {
 	return z
 }
 
-// broadcastParam64 broadcasts the named 8-byte float argument to the 8
-// lanes of a new zmm register.
-func (g *gen) broadcastParam64(name string) reg.VecVirtual {
-	z := g.ZMM()
-	g.VBROADCASTSD(g.ParamAddr(name), z)
-	return z
-}
-
 // zeroZMM returns a new zeroed zmm register.
 func (g *gen) zeroZMM() reg.VecVirtual {
 	z := g.ZMM()

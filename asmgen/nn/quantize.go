@@ -24,10 +24,6 @@ type quantizer struct {
 	inv, zp, lo, zero reg.VecVirtual
 }
 
-// quantMaxZP is the largest |zp| store handles: [-zp, 255-zp] must lie
-// within quantizeU8's clamp of +-quantClamp (runtime/nn quantZPOK).
-const quantMaxZP = int32(quantClamp) - 255
-
 // newQuantizer loads the invScale and zp arguments of the active function.
 func (g *gen) newQuantizer() quantizer {
 	q := quantizer{inv: g.broadcastParam("invScale"), zp: g.ZMM(), lo: g.ZMM(), zero: g.zeroZMM()}

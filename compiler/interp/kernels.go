@@ -82,14 +82,6 @@ func Ops() []string {
 	return all
 }
 
-// one returns a single-output kernel's result.
-func one(t *compiler.Tensor, err error) ([]*compiler.Tensor, error) {
-	if err != nil {
-		return nil, err
-	}
-	return []*compiler.Tensor{t}, nil
-}
-
 func unsupported(dt compiler.DType) error {
 	return fmt.Errorf("%w: not defined for %s", compiler.ErrDTypeMismatch, dt)
 }

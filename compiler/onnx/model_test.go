@@ -91,14 +91,14 @@ func TestLoadSharedModels(t *testing.T) {
 	shared := sharedDir(t)
 	for _, m := range []modelFacts{
 		{
-			dir: "sst2-bert-mini", opset: 14, nodes: 476,
+			dir: "sst2-bert-mini", opset: 14, nodes: 476, weights: 11_171_074,
 			inputs: []string{"input_ids", "attention_mask", "token_type_ids"},
 			ops: map[string]int{"Constant": 137, "Add": 60, "Gather": 37, "Unsqueeze": 35, "Shape": 33, "MatMul": 32,
 				"Mul": 18, "ReduceMean": 18, "Div": 17, "Concat": 16, "Reshape": 16, "Transpose": 16, "Sub": 10,
 				"Pow": 9, "Sqrt": 9, "Erf": 4, "Softmax": 4, "Gemm": 2, "Cast": 1, "Slice": 1, "Tanh": 1},
 		},
 		{
-			dir: "sst2-distilbert-tiny", opset: 17, nodes: 179,
+			dir: "sst2-distilbert-tiny", opset: 17, nodes: 179, weights: 4_385_922,
 			inputs: []string{"input_ids", "attention_mask"},
 			ops: map[string]int{"Constant": 60, "Add": 19, "MatMul": 16, "Unsqueeze": 13, "Concat": 10, "Reshape": 10,
 				"Gather": 8, "Transpose": 8, "Shape": 7, "LayerNormalization": 5, "Div": 4, "Mul": 4, "Cast": 2,
@@ -139,10 +139,17 @@ func TestLoadSharedModels(t *testing.T) {
 				!slices.Equal(g.Outputs[0].Shape, compiler.Shape{{Size: -1, Param: "batch"}, {Size: 2}}) {
 				t.Errorf("outputs %+v, want logits f32[batch 2]", g.Outputs[0])
 			}
+			var f32 int64
 			for name, w := range g.Initializers {
 				if err := w.Check(); err != nil {
 					t.Errorf("initializer %s: %v", name, err)
 				}
+				if w.DType == compiler.Float32 {
+					f32 += int64(len(w.F32))
+				}
+			}
+			if f32 != m.weights {
+				t.Errorf("%d float32 initializer elements, want the README's %d parameters", f32, m.weights)
 			}
 			if g.Meta["source"] != path || g.Meta["producer"] != "pytorch" {
 				t.Errorf("meta %v", g.Meta)

@@ -92,7 +92,7 @@ func TestLoad(t *testing.T) {
 	if rss > *loadRSSLimit<<20 {
 		t.Errorf("peak RSS %d MB, bound %d MB", rss>>20, *loadRSSLimit)
 	}
-	if err, accepted, answered := p.stop(t); err != nil || accepted != answered {
+	if accepted, answered, err := p.stop(t); err != nil || accepted != answered {
 		t.Errorf("after the load: exit %v, %d accepted, %d answered", err, accepted, answered)
 	}
 }
@@ -140,7 +140,7 @@ func TestOverload(t *testing.T) {
 		t.Fatalf("after overload: /health %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if err, _, _ := p.stop(t); err != nil {
+	if _, _, err := p.stop(t); err != nil {
 		t.Errorf("exit after overload: %v", err)
 	}
 }
@@ -185,7 +185,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 		}()
 	}
 	time.Sleep(time.Second)
-	exitErr, accepted, answered := p.stop(t)
+	accepted, answered, exitErr := p.stop(t)
 	close(stopClients)
 	for range clients {
 		<-done

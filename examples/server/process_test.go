@@ -168,9 +168,9 @@ func (p *proc) cpuTime() time.Duration {
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
-// stop sends SIGTERM and returns the exit error (nil: status 0) and the
-// final log record's counts.
-func (p *proc) stop(t testing.TB) (exitErr error, accepted, answered int64) {
+// stop sends SIGTERM and returns the final log record's counts and the
+// exit error (nil: status 0).
+func (p *proc) stop(t testing.TB) (accepted, answered int64, exitErr error) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func (p *proc) stop(t testing.TB) (exitErr error, accepted, answered int64) {
 			Answered int64 `json:"requests_answered"`
 		}
 		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "stopped" {
-			return exitErr, rec.Accepted, rec.Answered
+			return rec.Accepted, rec.Answered, exitErr
 		}
 	}
 	t.Fatalf("no \"stopped\" log record:\n%s", p.logText())

@@ -10,8 +10,8 @@ import (
 	"unsafe"
 )
 
-// The weight file of a generated package (weights.bin, embedded with
-// go:embed), format version 1. All numbers are little-endian.
+// The weight file of a generated package (weights.bin, which the package
+// embeds), format version 1. All numbers are little-endian.
 //
 //	offset  size  field
 //	0       8     magic "SQCWGT\x00\x01" (the last byte is the format version)

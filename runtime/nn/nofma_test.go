@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -21,9 +19,9 @@ func TestNoFusedMultiplyAdd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the package twice; skipped with -short")
 	}
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		t.Skipf("go tool not found at %s", goTool)
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("go tool not found: %v", err)
 	}
 	fma := regexp.MustCompile(`\s(V?F(N)?M(ADD|SUB)\w*)\s`)
 	numeric := regexp.MustCompile(`^github\.com/sqc-dev/sqc/runtime/(nn\.|qgemm\.(?i:.*(epilogue|gelu|exp2|quantize)))`)

@@ -46,7 +46,7 @@ func TestAMXFusedMatchesReference(t *testing.T) {
 			for i, s := range kernelShapes() {
 				o := opts[(i*37)%len(opts)]
 				t.Run(fmt.Sprintf("%v/%v", s, o), func(t *testing.T) {
-					p := newProblem(t, rng, gemmShape{m: s.m, n: s.n, k: s.k}, 3)
+					p := newProblem(t, rng, s, 3)
 					ep, f32buf, u8buf := newEpilogue(rng, p, o)
 					wantF, wantU := expected(p, ep, f32buf, u8buf)
 					served := o.rowScale == o.rowZeroPoint // epilogueAsmArgsFor's rule for these epilogues

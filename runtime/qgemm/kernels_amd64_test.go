@@ -3,7 +3,6 @@
 package qgemm
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
 	"testing"
@@ -81,10 +80,8 @@ func unsafeInt8s(p []byte) []int8 {
 	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(p))), len(p))
 }
 
-// kernelShape is one test case.
-type kernelShape struct{ m, n, k int }
-
-func (s kernelShape) String() string { return fmt.Sprintf("M=%d,N=%d,K=%d", s.m, s.n, s.k) }
+// kernelShape is one kernel test case (the driver tests' gemmShape).
+type kernelShape = gemmShape
 
 // kernelShapes are the shapes of the brief plus M tails with m%32 > 16
 // (31, 50), K = 1000 (AMX K passes of 768 + 256 bytes) and N-block
