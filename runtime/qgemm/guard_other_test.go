@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix && amd64 && !noasm
 
 package qgemm
 

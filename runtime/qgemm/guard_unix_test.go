@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && amd64 && !noasm
 
 package qgemm
 
@@ -9,10 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// guardedBytes returns n bytes of fresh anonymous memory between two
-// PROT_NONE pages: if atEnd, the slice ends at the upper guard page (an
-// over-read faults), else it starts at the lower one (an under-read
-// faults). The memory is unmapped when the test ends.
+// guardedBytes (for the assembly kernels' tests) returns n bytes of fresh
+// anonymous memory between two PROT_NONE pages: if atEnd, the slice ends
+// at the upper guard page (an over-read faults), else it starts at the
+// lower one (an under-read faults). The memory is unmapped when the test
+// ends.
 func guardedBytes(t testing.TB, n int, atEnd bool) []byte {
 	t.Helper()
 	ps := os.Getpagesize()
