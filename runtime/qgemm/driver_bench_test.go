@@ -10,9 +10,10 @@ import (
 
 // BenchmarkQGEMM times Engine.GEMM with every variant of this process on
 // BERT-base shapes (M tokens; (N, K) of the QKV, attention output, FFN up
-// and FFN down projections), on one thread and on all, with the realistic
-// epilogue: f32 output, bias, and the zero-point-128 column-sum
-// correction of s8 activations run as u8. GOP/s counts 2 ops per
+// and FFN down projections), on one thread and on all, each with its
+// epilogue in a BERT layer (benchProblem: bias and the zero-point
+// correction everywhere, GELU to u8 for the FFN up projection, the
+// residual for the attention output and FFN down ones). GOP/s counts 2 ops per
 // multiply-add of the logical M x N x K product per wall second;
 // GOP/cpu-s per second of process CPU time (per core, so it compares with
 // a one-core peak at any T); %peak is GOP/cpu-s as a share of the
@@ -121,7 +122,13 @@ func peakOf(isa ISA) float64 {
 }
 
 // benchProblem makes random inputs (speed does not depend on the values)
-// and an f32 + bias + zero-point epilogue for shape s.
+// and the epilogue of the BERT GEMM of shape s: every one adds the bias and
+// the zero-point-128 column-sum correction of s8 activations run as u8;
+// the FFN up projection (N = 3072, K = 768) then applies GELU and quantises
+// to u8 for the FFN down projection; the attention output (768 x 768) and
+// FFN down (768 x 3072) projections add the residual stream (the LayerNorm
+// after them is a row finish, not part of this epilogue); the rest (the
+// QKV projection, 2304 x 768) write f32.
 func benchProblem(b *testing.B, rng *rand.Rand, s gemmShape) ([]uint8, *PackedB, *Epilogue) {
 	w := make([]int8, s.k*s.n)
 	for i := range w {
@@ -141,8 +148,20 @@ func benchProblem(b *testing.B, rng *rand.Rand, s gemmShape) ([]uint8, *PackedB,
 		OutF32: make([]float32, s.m*s.n), OutStride: s.n,
 	}
 	for j := range ep.Scale {
+		// Outputs of a few units, as BERT's hidden states (|acc| is
+		// about 128 x 64 x sqrt(K)).
 		ep.Scale[j] = 1e-5 * (1 + rng.Float32())
 		ep.Bias[j] = rng.Float32() - 0.5
+	}
+	switch {
+	case s.n == 3072 && s.k == 768: // FFN up: GELU, u8 codes of step 0.04 from -0.2
+		ep.Act, ep.OutF32 = ActGelu, nil
+		ep.OutU8, ep.OutInvScale, ep.OutZeroPoint = make([]uint8, s.m*s.n), 25, 5
+	case s.n == 768 && (s.k == 768 || s.k == 3072): // attention output, FFN down
+		ep.Residual, ep.ResidualStride = make([]float32, s.m*s.n), s.n
+		for i := range ep.Residual {
+			ep.Residual[i] = 2*rng.Float32() - 1
+		}
 	}
 	return a, pb, ep
 }

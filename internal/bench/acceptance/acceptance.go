@@ -78,7 +78,7 @@ func Evaluate(dir, config string, threads int) ([]Bar, error) {
 		ratio("1x128: sqc INT8 vs ONNX Runtime INT8 (latency <= 1/2)", 2),
 		ratio("32x128: sqc INT8 vs ONNX Runtime INT8", 2),
 		{What: "real-length SST-2 batches of 32: generated Run vs ONNX Runtime INT8 padded", At: 2.5, Unit: "x", Got: nan, Source: RealBatchFile(config) + " (sqc-gen/int8)"},
-		{What: "AMX GEMM, 1 thread, epilogue included: worst BERT shape, % of BenchmarkPeak/amx", At: 70, Unit: "%", Got: nan, Source: QGEMMBenchFile},
+		{What: "AMX GEMM, 1 thread, each shape's BERT epilogue included: worst BERT shape, % of BenchmarkPeak/amx", At: 70, Unit: "%", Got: nan, Source: QGEMMBenchFile},
 		{What: "whole 8x128 forward pass, % of the 2-core AMX peak", At: 25, Unit: "%", Got: nan, Source: RooflineFile(config, 8, 128)},
 		ratio("AMX off: sqc INT8 (VNNI) vs ONNX Runtime INT8 without AMX, worst of 1x128, 8x128, 32x128", 1.3),
 		{What: "logits cosine vs FP32 (sqc INT8, check input)", At: 0.9995, Unit: "", Got: nan, Source: ResultsFile + " (check)"},
