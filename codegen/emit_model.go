@@ -114,6 +114,8 @@ func (g *gen) modelFile() *jen.File {
 		jen.Id("Threads").Int(),
 		jen.Comment(`ISA caps the kernel family ("amx", "vnni", "avx2", "go"); "" means the compiled`),
 		jen.Comment("target, and for target auto the SQC_ISA environment variable, else the fastest."),
+		jen.Comment(`"amx-emulated" runs the AMX code paths with the tiles emulated in AVX512-VNNI,`),
+		jen.Comment("far slower, to check on any such CPU the outputs AMX servers give (the same bits)."),
 		jen.Id("ISA").String(),
 	)
 	f.Line()

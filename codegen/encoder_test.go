@@ -16,6 +16,7 @@ import (
 	"github.com/sqc-dev/sqc/internal/infer"
 	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/modelrt"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
@@ -170,45 +171,66 @@ func testEncoderPackage(t *testing.T, hidden, act, code, attn string) {
 			t.Fatal(err)
 		}
 	}
-	out := gentest.Run(t, mod, encoderMain, "inputs.json", "texts.json")
-	var got struct{ Hidden, Pooler, Embed [][]uint32 }
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatal(err)
-	}
-
 	want, err := infer.Run(context.Background(), g, infer.ExecutorFunc(prog.Run), enc, infer.Options{BatchSize: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
+	prefix := "" // which run of the generated package
 	same := func(what string, i int, bits []uint32, vals []float32) {
+		t.Helper()
 		if len(bits) != len(vals) {
-			t.Fatalf("%s of input %d: %d values, want %d", what, i, len(bits), len(vals))
+			t.Fatalf("%s%s of input %d: %d values, want %d", prefix, what, i, len(bits), len(vals))
 		}
 		for j, v := range vals {
 			if bits[j] != math.Float32bits(v) {
-				t.Fatalf("%s of input %d, value %d: generated %g, exec %g", what, i, j, math.Float32frombits(bits[j]), v)
+				t.Fatalf("%s%s of input %d, value %d: generated %g, exec %g", prefix, what, i, j, math.Float32frombits(bits[j]), v)
 			}
 		}
 	}
-	if len(got.Hidden) != len(texts) || len(got.Pooler) != len(texts) || len(got.Embed) != len(texts) {
-		t.Fatalf("%d, %d, %d results for %d inputs", len(got.Hidden), len(got.Pooler), len(got.Embed), len(texts))
+	// The generated package on this CPU's kernels, then with SQC_ISA =
+	// amx-emulated (the AMX code paths, where the CPU can emulate them).
+	isas := []string{""}
+	if _, ok := qgemm.EmulatedAMX(); ok {
+		isas = append(isas, qgemm.ISAEmulatedAMX)
+	}
+	for _, isa := range isas {
+		t.Setenv(qgemm.EnvISA, isa)
+		out := gentest.Run(t, mod, encoderMain, "inputs.json", "texts.json")
+		var got struct{ Hidden, Pooler, Embed [][]uint32 }
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		prefix = ""
+		if isa != "" {
+			prefix = qgemm.EnvISA + "=" + isa + ": "
+		}
+		compareEncoder(t, g, prog, tok, cfg.HiddenSize, texts, got.Hidden, got.Pooler, got.Embed, want, same)
+	}
+	lens := make([]int, len(texts))
+	for i, ids := range b.InputIDs {
+		lens[i] = len(ids)
+	}
+	t.Logf("%d sequences of %v tokens in chunks of %d, SQC_ISA %q: last_hidden_state, pooler_output and Embed bit-identical to compiler/exec",
+		len(texts), lens, opts.MaxBatch, isas)
+}
+
+// compareEncoder checks the generated package's outputs against exec's
+// (want, and each text alone for Embed) with same.
+func compareEncoder(t *testing.T, g *compiler.Graph, prog *sqcexec.Program, tok *tokenizer.Tokenizer, hiddenSize int, texts []string,
+	hiddenBits, poolerBits, embedBits [][]uint32, want []infer.Result, same func(string, int, []uint32, []float32)) {
+	t.Helper()
+	if len(hiddenBits) != len(texts) || len(poolerBits) != len(texts) || len(embedBits) != len(texts) {
+		t.Fatalf("%d, %d, %d results for %d inputs", len(hiddenBits), len(poolerBits), len(embedBits), len(texts))
 	}
 	for i := range texts {
-		hidden := want[i]["last_hidden_state"].F32
-		same("last_hidden_state", i, got.Hidden[i], hidden)
-		same("pooler_output", i, got.Pooler[i], want[i]["pooler_output"].F32)
+		same("last_hidden_state", i, hiddenBits[i], want[i]["last_hidden_state"].F32)
+		same("pooler_output", i, poolerBits[i], want[i]["pooler_output"].F32)
 		// Embed tokenizes the text alone; exec runs its [CLS] text [SEP].
 		alone := tok.Encode(texts[i])
 		res, err := infer.Run(context.Background(), g, infer.ExecutorFunc(prog.Run), []infer.Encoded{{IDs: alone.InputIDs, Mask: alone.AttentionMask, TypeIDs: alone.TokenTypeIDs}}, infer.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		same("Embed", i, got.Embed[i], modelrt.MeanPool(res[0]["last_hidden_state"].F32, cfg.HiddenSize, alone.AttentionMask))
+		same("Embed", i, embedBits[i], modelrt.MeanPool(res[0]["last_hidden_state"].F32, hiddenSize, alone.AttentionMask))
 	}
-	lens := make([]int, len(texts))
-	for i, ids := range b.InputIDs {
-		lens[i] = len(ids)
-	}
-	t.Logf("%d sequences of %v tokens in chunks of %d: last_hidden_state, pooler_output and Embed bit-identical to compiler/exec",
-		len(texts), lens, opts.MaxBatch)
 }

@@ -46,7 +46,7 @@ in column-major or row-major block order, as SQC_FINISH_ORDER=column|row do).
 			&cli.IntFlag{Name: "batch", Value: 1, Usage: "sequences per forward pass"},
 			&cli.IntFlag{Name: "seq", Value: 128, Usage: "tokens per sequence"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (default: GOMAXPROCS)"},
-			&cli.StringFlag{Name: "isa", Usage: "cap the INT8 kernels: amx, vnni, avx2 or go (default: fastest available)"},
+			&cli.StringFlag{Name: "isa", Usage: "cap the INT8 kernels: amx, vnni, avx2 or go; or amx-emulated (AMX tiles emulated in AVX512-VNNI, slow: to check AMX outputs elsewhere) (default: fastest available)"},
 			&cli.BoolFlag{Name: "fp32", Usage: "time the FP32 reference interpreter instead"},
 			&cli.StringFlag{Name: "act", Value: "static", Usage: "activation quantisation: static (per tensor) or dynamic (per token)"},
 			attentionCLIFlag(),

@@ -3,12 +3,14 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/nn"
 	"github.com/sqc-dev/sqc/runtime/pool"
+	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
 // Acceptance of the INT8 path on the shared SST-2 models: calibrated on the
@@ -194,7 +197,8 @@ func TestINT8AccuracyOnSST2(t *testing.T) {
 }
 
 // TestINT8BitwiseAcrossISAs runs the INT8 graphs with every GEMM kernel
-// family SQC_ISA can select and wants identical bits. The interpreter is
+// family SQC_ISA can select, and the emulated AMX one (so the AMX paths are
+// checked on CPUs without AMX too), and wants identical bits. The interpreter is
 // a looser check: its sqc.Gelu, LayerNorm and attention round differently
 // from the runtime kernels by an ulp or so, which can move an activation
 // across a quantisation boundary, so it agrees to 1e-3 relative.
@@ -211,13 +215,18 @@ func TestINT8BitwiseAcrossISAs(t *testing.T) {
 				output := m.g.Outputs[0].Name
 				var first []infer.Result
 				var firstISA string
-				for _, isa := range []string{"go", "avx2", "vnni", "amx"} {
+				for _, isa := range []string{"go", "avx2", "vnni", "amx", qgemm.ISAEmulatedAMX} {
 					t.Setenv("SQC_ISA", isa)
 					prog, err := exec.Compile(b.int8, exec.Options{})
+					if isa == qgemm.ISAEmulatedAMX && errors.Is(err, qgemm.ErrISAUnavailable) {
+						t.Logf("SQC_ISA=%s: %v; skipped", isa, err)
+						continue
+					}
 					if err != nil {
 						t.Fatal(err)
 					}
-					if got := prog.Engine().ISA().String(); got != isa {
+					want := strings.TrimSuffix(isa, "-emulated")
+					if got := prog.Engine().ISA().String(); got != want {
 						t.Logf("SQC_ISA=%s: this machine runs %s instead; skipped", isa, got)
 						prog.Close()
 						continue

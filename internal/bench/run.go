@@ -39,7 +39,7 @@ func (o Options) Validate() error {
 		if o.FP32 {
 			return fmt.Errorf("%w: --isa selects INT8 kernels; it does not apply with --fp32", compiler.ErrInvalidRequest)
 		}
-		if _, err := qgemm.ParseISA(o.ISA); err != nil {
+		if err := qgemm.CheckISAName(o.ISA); err != nil {
 			return fmt.Errorf("%w: --isa: %v", compiler.ErrInvalidRequest, err)
 		}
 	}

@@ -16,9 +16,9 @@ type Options struct {
 	// close). Its worker ids index the Engine's scratch, so one pool can
 	// serve several Engines and other parallel loops at once.
 	Pool *pool.Pool
-	// ISA caps the kernel family by name ("amx", "vnni", "avx2", "go"); ""
-	// means the environment's SQC_ISA (see EnvISA), and if that is empty
-	// too, the fastest variant this process can run.
+	// ISA caps the kernel family by name ("amx", "vnni", "avx2", "go"), or
+	// is ISAEmulatedAMX; "" means the environment's SQC_ISA (see EnvISA),
+	// and if that is empty too, the fastest variant this process can run.
 	ISA string
 	// Variant, if set, is used as is, bypassing ISA and SQC_ISA: tests and
 	// benchmarks force each entry of Variants() this way.

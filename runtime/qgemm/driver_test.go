@@ -626,6 +626,47 @@ func TestSQCISAForcing(t *testing.T) {
 	}
 }
 
+// TestSQCISAEmulatedAMX: SQC_ISA=amx-emulated selects the AMX variant with
+// its tiles emulated wherever the CPU can emulate them, and its GEMMs give
+// the reference bits on odd shapes and every epilogue set; elsewhere New
+// fails with ErrISAUnavailable naming SQC_ISA.
+func TestSQCISAEmulatedAMX(t *testing.T) {
+	for _, name := range []string{"", ISAEmulatedAMX, " AMX-Emulated ", "vnni"} {
+		if err := CheckISAName(name); err != nil {
+			t.Errorf("CheckISAName(%q) = %v", name, err)
+		}
+	}
+	if err := CheckISAName("amx-emulate"); !errors.Is(err, ErrUnknownISA) {
+		t.Errorf("CheckISAName(amx-emulate) = %v, want ErrUnknownISA", err)
+	}
+	t.Setenv(EnvISA, " AMX-Emulated ")
+	e, err := New(Options{Threads: 2})
+	if _, can := EmulatedAMX(); !can {
+		if !errors.Is(err, ErrISAUnavailable) || !strings.Contains(err.Error(), EnvISA) {
+			t.Fatalf("SQC_ISA=amx-emulated without AVX512-VNNI: err = %v, want ErrISAUnavailable naming %s", err, EnvISA)
+		}
+		t.Skipf("this build or CPU cannot emulate AMX: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.ISA() != ISAAMX || !strings.Contains(e.Describe(), "emulated") {
+		t.Fatalf("SQC_ISA=amx-emulated: %v, %s", e.ISA(), e.Describe())
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i, o := range allEpiOptions() {
+		s := gemmShape{m: 5 + 11*(i%6), n: 17 + 23*(i%7), k: 40 + 37*(i%9)} // odd sizes, no two alike in a row
+		p := newProblem(t, rng, s, 5)
+		ep, f32buf, u8buf := newEpilogue(rng, p, o)
+		wantF, wantU := expected(p, ep, f32buf, u8buf)
+		if err := e.GEMM(p.a, s.m, p.lda, p.b, ep); err != nil {
+			t.Fatal(err)
+		}
+		compareOutputs(t, fmt.Sprintf("amx-emulated %v %v", s, o), ep, f32buf, wantF, u8buf, wantU)
+	}
+}
+
 func TestSQCEpilogueForcing(t *testing.T) {
 	t.Setenv(EnvISA, "")
 	best := Variants()[0]

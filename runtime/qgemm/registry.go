@@ -19,8 +19,23 @@ import (
 // on a CPU without AMX quietly gets VNNI (Engine.Describe says so), and
 // SQC_ISA=go always gets the pure-Go kernel. A value that names no family
 // is an error from New (wrapping ErrUnknownISA): a typo must not silently
-// change which kernels run.
+// change which kernels run. It also takes ISAEmulatedAMX.
 const EnvISA = "SQC_ISA"
+
+// ISAEmulatedAMX names, where an ISA name is taken (SQC_ISA, Options.ISA,
+// a generated package's Options.ISA, sqc's --isa), the AMX variant with
+// its tile instructions emulated in AVX512-VNNI (EmulatedAMX): many times
+// slower than the real kernels, it runs the AMX code paths, and gives
+// their bits, on CPUs without AMX, so that what a model computes on AMX
+// servers can be checked on any AVX512-VNNI machine (outputs are bitwise
+// the same on every ISA). Unlike the family names it is a demand, not a
+// ceiling: New fails, wrapping ErrISAUnavailable, where the CPU cannot
+// emulate AMX.
+const ISAEmulatedAMX = "amx-emulated"
+
+// ErrISAUnavailable is wrapped by the error for ISAEmulatedAMX on a CPU
+// without AVX512-VNNI and AVX-512.
+var ErrISAUnavailable = errors.New("ISA not available on this CPU")
 
 // EnvEpilogue names the environment variable that places the epilogue of
 // a variant with a fused kernel (AMX), for comparisons: "" or "fused", the
@@ -116,8 +131,22 @@ func chooseFinishOrder(opts Options) (FinishOrder, string, error) {
 var ErrUnknownEpilogue = errors.New("unknown epilogue placement")
 
 // ErrUnknownISA is wrapped by the error for an ISA name that is not one of
-// amx, vnni, avx2, go.
+// amx, vnni, avx2, go (or, where a variant is chosen, ISAEmulatedAMX).
 var ErrUnknownISA = errors.New("unknown ISA name")
+
+// CheckISAName reports whether name selects kernels: "", a family ParseISA
+// takes, or ISAEmulatedAMX (which New may still find unavailable).
+func CheckISAName(name string) error {
+	if name == "" || isEmulatedAMXName(name) {
+		return nil
+	}
+	_, err := ParseISA(name)
+	return err
+}
+
+func isEmulatedAMXName(name string) bool {
+	return strings.EqualFold(strings.TrimSpace(name), ISAEmulatedAMX)
+}
 
 // ParseISA returns the family named s ("amx", "vnni", "avx2", "go",
 // case-insensitive, surrounding blanks ignored).
@@ -209,13 +238,21 @@ func chooseKernel(opts Options) (Variant, string, error) {
 	if name == "" {
 		name, source = os.Getenv(EnvISA), EnvISA
 	}
+	if isEmulatedAMXName(name) {
+		v, ok := EmulatedAMX()
+		if !ok {
+			return Variant{}, "", fmt.Errorf("qgemm: %s=%s: %w: emulating AMX needs the assembly of an amd64 build without -tags noasm and a CPU with AVX512-VNNI and AVX-512 (CPU features: %s)",
+				source, ISAEmulatedAMX, ErrISAUnavailable, cpu.Detect())
+		}
+		return v, source + "=" + ISAEmulatedAMX + ", AMX tiles emulated in AVX512-VNNI", nil
+	}
 	vs := Variants()
 	if name == "" {
 		return vs[0], "fastest available", nil
 	}
 	ceiling, err := ParseISA(name)
 	if err != nil {
-		return Variant{}, "", fmt.Errorf("qgemm: %s: %w", source, err)
+		return Variant{}, "", fmt.Errorf("qgemm: %s: %w (or %s)", source, err, ISAEmulatedAMX)
 	}
 	v := bestVariant(vs, ceiling)
 	why := fmt.Sprintf("%s=%s", source, ceiling)

@@ -84,6 +84,8 @@ type Options struct {
 	Threads int
 	// ISA caps the kernel family ("amx", "vnni", "avx2", "go"); "" means the compiled
 	// target, and for target auto the SQC_ISA environment variable, else the fastest.
+	// "amx-emulated" runs the AMX code paths with the tiles emulated in AVX512-VNNI,
+	// far slower, to check on any such CPU the outputs AMX servers give (the same bits).
 	ISA string
 }
 
