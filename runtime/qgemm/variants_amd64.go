@@ -27,6 +27,14 @@ func archVariants(f cpu.Features) []Variant {
 		vs = append(vs, amx)
 	}
 	if f.AVX512VNNI {
+		// No fused form: on Zen 5 (2026-12-06) the epilogue applied inside
+		// the kernel call, per 8x48 micro-kernel block from an L1 buffer or
+		// per 48-column N-group after its rows, was 2-15% slower than the
+		// separate pass over whole rows for GELU and residual epilogues (and
+		// at best 2-5% faster for the QKV projection's f32 one): the
+		// per-block calls and short rows cost more than the s32 round trip
+		// through L2 saves, while the tiles' far higher rate makes that round
+		// trip the larger cost on AMX.
 		vs = append(vs, Variant{ISA: ISAVNNI, Kernel: qgemmVNNI, Epilogue: ep})
 	}
 	if f.AVX2 {
