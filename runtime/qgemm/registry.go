@@ -140,8 +140,10 @@ func CheckISAName(name string) error {
 	if name == "" || isEmulatedAMXName(name) {
 		return nil
 	}
-	_, err := ParseISA(name)
-	return err
+	if _, err := ParseISA(name); err != nil {
+		return fmt.Errorf("%w (or %s)", err, ISAEmulatedAMX)
+	}
+	return nil
 }
 
 func isEmulatedAMXName(name string) bool {
