@@ -175,17 +175,15 @@ func testEncoderPackage(t *testing.T, hidden, act, code, attn string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := "" // which run of the generated package
-	same := func(what string, i int, bits []uint32, vals []float32) {
-		t.Helper()
-		if len(bits) != len(vals) {
-			t.Fatalf("%s%s of input %d: %d values, want %d", prefix, what, i, len(bits), len(vals))
+	// Exec's Embed: each text alone ([CLS] text [SEP]), mean-pooled.
+	wantEmbed := make([][]float32, len(texts))
+	for i, text := range texts {
+		alone := tok.Encode(text)
+		res, err := infer.Run(context.Background(), g, infer.ExecutorFunc(prog.Run), []infer.Encoded{{IDs: alone.InputIDs, Mask: alone.AttentionMask, TypeIDs: alone.TokenTypeIDs}}, infer.Options{})
+		if err != nil {
+			t.Fatal(err)
 		}
-		for j, v := range vals {
-			if bits[j] != math.Float32bits(v) {
-				t.Fatalf("%s%s of input %d, value %d: generated %g, exec %g", prefix, what, i, j, math.Float32frombits(bits[j]), v)
-			}
-		}
+		wantEmbed[i] = modelrt.MeanPool(res[0]["last_hidden_state"].F32, cfg.HiddenSize, alone.AttentionMask)
 	}
 	// The generated package on this CPU's kernels, then with SQC_ISA =
 	// amx-emulated (the AMX code paths, where the CPU can emulate them).
@@ -200,11 +198,14 @@ func testEncoderPackage(t *testing.T, hidden, act, code, attn string) {
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatal(err)
 		}
-		prefix = ""
-		if isa != "" {
-			prefix = qgemm.EnvISA + "=" + isa + ": "
+		if len(got.Hidden) != len(texts) || len(got.Pooler) != len(texts) || len(got.Embed) != len(texts) {
+			t.Fatalf("%s=%q: %d, %d, %d results for %d inputs", qgemm.EnvISA, isa, len(got.Hidden), len(got.Pooler), len(got.Embed), len(texts))
 		}
-		compareEncoder(t, g, prog, tok, cfg.HiddenSize, texts, got.Hidden, got.Pooler, got.Embed, want, same)
+		for i := range texts {
+			sameBits(t, qgemm.EnvISA+"="+isa+": last_hidden_state", i, got.Hidden[i], want[i]["last_hidden_state"].F32)
+			sameBits(t, qgemm.EnvISA+"="+isa+": pooler_output", i, got.Pooler[i], want[i]["pooler_output"].F32)
+			sameBits(t, qgemm.EnvISA+"="+isa+": Embed", i, got.Embed[i], wantEmbed[i])
+		}
 	}
 	lens := make([]int, len(texts))
 	for i, ids := range b.InputIDs {
@@ -214,23 +215,16 @@ func testEncoderPackage(t *testing.T, hidden, act, code, attn string) {
 		len(texts), lens, opts.MaxBatch, isas)
 }
 
-// compareEncoder checks the generated package's outputs against exec's
-// (want, and each text alone for Embed) with same.
-func compareEncoder(t *testing.T, g *compiler.Graph, prog *sqcexec.Program, tok *tokenizer.Tokenizer, hiddenSize int, texts []string,
-	hiddenBits, poolerBits, embedBits [][]uint32, want []infer.Result, same func(string, int, []uint32, []float32)) {
+// sameBits fails the test unless the generated package's values (their
+// float32 bits) are exec's vals, for input i.
+func sameBits(t *testing.T, what string, i int, bits []uint32, vals []float32) {
 	t.Helper()
-	if len(hiddenBits) != len(texts) || len(poolerBits) != len(texts) || len(embedBits) != len(texts) {
-		t.Fatalf("%d, %d, %d results for %d inputs", len(hiddenBits), len(poolerBits), len(embedBits), len(texts))
+	if len(bits) != len(vals) {
+		t.Fatalf("%s of input %d: %d values, want %d", what, i, len(bits), len(vals))
 	}
-	for i := range texts {
-		same("last_hidden_state", i, hiddenBits[i], want[i]["last_hidden_state"].F32)
-		same("pooler_output", i, poolerBits[i], want[i]["pooler_output"].F32)
-		// Embed tokenizes the text alone; exec runs its [CLS] text [SEP].
-		alone := tok.Encode(texts[i])
-		res, err := infer.Run(context.Background(), g, infer.ExecutorFunc(prog.Run), []infer.Encoded{{IDs: alone.InputIDs, Mask: alone.AttentionMask, TypeIDs: alone.TokenTypeIDs}}, infer.Options{})
-		if err != nil {
-			t.Fatal(err)
+	for j, v := range vals {
+		if bits[j] != math.Float32bits(v) {
+			t.Fatalf("%s of input %d, value %d: generated %g, exec %g", what, i, j, math.Float32frombits(bits[j]), v)
 		}
-		same("Embed", i, embedBits[i], modelrt.MeanPool(res[0]["last_hidden_state"].F32, hiddenSize, alone.AttentionMask))
 	}
 }

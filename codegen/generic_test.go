@@ -2,7 +2,6 @@ package codegen
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,15 +143,7 @@ func TestGenericOpsPackageMatchesExec(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, want := range map[string][]float32{"hidden": res["last_hidden_state"].F32, "logits": res["logits"].F32} {
-			bits := map[string][][]uint32{"hidden": got.Hidden, "logits": got.Logits}[name][i]
-			if len(bits) != len(want) {
-				t.Fatalf("%s of sequence %d: %d values, exec %d", name, i, len(bits), len(want))
-			}
-			for j, v := range want {
-				if bits[j] != math.Float32bits(v) {
-					t.Fatalf("%s of sequence %d, value %d: generated %g, exec %g", name, i, j, math.Float32frombits(bits[j]), v)
-				}
-			}
+			sameBits(t, name, i, map[string][][]uint32{"hidden": got.Hidden, "logits": got.Logits}[name][i], want)
 		}
 	}
 	t.Logf("%d generic op kinds, %d sequences: generated package bit-identical to compiler/exec", len(generic), len(b.InputIDs))

@@ -140,10 +140,18 @@ func CheckISAName(name string) error {
 	if name == "" || isEmulatedAMXName(name) {
 		return nil
 	}
-	if _, err := ParseISA(name); err != nil {
-		return fmt.Errorf("%w (or %s)", err, ISAEmulatedAMX)
+	_, err := parseCeiling(name)
+	return err
+}
+
+// parseCeiling is ParseISA for a name that selects kernels, whose error
+// also offers ISAEmulatedAMX.
+func parseCeiling(name string) (ISA, error) {
+	isa, err := ParseISA(name)
+	if err != nil {
+		return 0, fmt.Errorf("%w (or %s)", err, ISAEmulatedAMX)
 	}
-	return nil
+	return isa, nil
 }
 
 func isEmulatedAMXName(name string) bool {
@@ -252,9 +260,9 @@ func chooseKernel(opts Options) (Variant, string, error) {
 	if name == "" {
 		return vs[0], "fastest available", nil
 	}
-	ceiling, err := ParseISA(name)
+	ceiling, err := parseCeiling(name)
 	if err != nil {
-		return Variant{}, "", fmt.Errorf("qgemm: %s: %w (or %s)", source, err, ISAEmulatedAMX)
+		return Variant{}, "", fmt.Errorf("qgemm: %s: %w", source, err)
 	}
 	v := bestVariant(vs, ceiling)
 	why := fmt.Sprintf("%s=%s", source, ceiling)
