@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/sqc-dev/sqc/internal/gelu"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
 
@@ -34,6 +35,10 @@ import (
 //	    v   = v + bias[n]                  (if bias)
 //	    v   = gelu.Gelu(v)                 (act "gelu": internal/gelu, abs. error vs erf-GELU < 3e-7)
 //	    v   = gelu.GeluTanh(v)             (act "gelu_tanh": internal/gelu, abs. error vs tanh-GELU < 3e-7)
+//	    v   = gelu.GeluShort(v)            (act "gelu_u8": abs. error vs erf-GELU < gelu.ShortMaxError;
+//	                                        u8 output only, out_scale >= gelu.ShortMinStep:
+//	                                        passes.ShortenGeluForU8 chooses it)
+//	    v   = gelu.GeluTanhShort(v)        (act "gelu_tanh_u8": likewise, for the tanh GELU)
 //	    v   = qgemm.Relu(v)                (act "relu": v if v > 0 or NaN, else +0)
 //	    v   = v + residual[r,n]            (if residual)
 //	    y[r,n] = v
@@ -65,7 +70,7 @@ func qlinearOp() *OpDef {
 			"and Residual f32 [..., N]; Y f32 [..., N]. Static: Xq = clamp(roundEven(clamp(X*(1/act_scale), ±65536)) + act_zero_point, 0, 255), " +
 			"acc = Xq@W - act_zero_point*colsum(W) (int32), v = float32(acc)*float32(act_scale*WScale[n]); dynamic: per row lo = min(0, min X), " +
 			"hi = max(0, max X), s = (hi-lo)/255 (1 if 0), z = clamp(roundEven(-lo/s), 0, 255), Xq as static with s, z, v = float32(acc)*WScale[n]*s; " +
-			"then v += Bias[n], v = gelu(v) if act = \"gelu\" (qgemm's float32 erf-GELU), gelu_tanh(v) if act = \"gelu_tanh\" (qgemm's float32 tanh-GELU) or relu(v) if act = \"relu\" (v if v > 0 or NaN, else +0), v += Residual; every float32 op rounded separately.",
+			"then v += Bias[n], v = gelu(v) if act = \"gelu\" (qgemm's float32 erf-GELU), gelu_tanh(v) if act = \"gelu_tanh\" (qgemm's float32 tanh-GELU), the same to u8 precision if act = \"gelu_u8\" or \"gelu_tanh_u8\" (degree-3 tables, abs. error < " + fmt.Sprint(gelu.ShortMaxError) + "; only with a u8 output of out_scale >= " + fmt.Sprint(gelu.ShortMinStep) + ") or relu(v) if act = \"relu\" (v if v > 0 or NaN, else +0), v += Residual; every float32 op rounded separately.",
 		MinInputs: 3, MaxInputs: 7, MinOutputs: 1, MaxOutputs: 1,
 		Attrs: []AttrSpec{
 			{Name: "act_mode", Kind: AttrString},
@@ -125,6 +130,14 @@ func SetQLinearAct(n *Node, act qgemm.Act) {
 	n.Attrs["act"] = StringAttr(act.String())
 }
 
+// describeU8Output names a node's output form for an error message.
+func describeU8Output(u8 bool, scale float32) string {
+	if !u8 {
+		return "an f32 output"
+	}
+	return fmt.Sprintf("out_scale %g", scale)
+}
+
 func attrString(n *Node, name, def string) string {
 	if a, ok := n.Attrs[name]; ok && a.Kind == AttrString {
 		return a.String
@@ -143,13 +156,18 @@ func QLinearRowParams(n *Node) (scale, zeroPoint string) {
 }
 
 func qlinearCheck(n *Node, _ int64) error {
-	if _, err := QLinearAct(n); err != nil {
+	act, err := QLinearAct(n)
+	if err != nil {
 		return err
 	}
-	if _, _, ok := U8Output(n); ok {
+	outScale, _, u8 := U8Output(n)
+	if u8 {
 		if err := checkU8Params(n, "out_scale", "out_zero_point"); err != nil {
 			return err
 		}
+	}
+	if act.U8Only() && !(u8 && outScale >= gelu.ShortMinStep) {
+		return fmt.Errorf("act %q needs a u8 output with out_scale >= %g (internal/gelu.ShortMinStep), has %s", act, gelu.ShortMinStep, describeU8Output(u8, outScale))
 	}
 	if rs, rz := QLinearRowParams(n); (rs == "") != (rz == "") || (rs != "" && QLinearMode(n) != QLinearDynamic) || len(n.Inputs) == 6 {
 		return fmt.Errorf("row_scale and row_zero_point (inputs 5 and 6) come together, with dynamic act_mode only")

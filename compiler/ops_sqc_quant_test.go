@@ -18,6 +18,8 @@ func TestQLinearShapeAndCheck(t *testing.T) {
 		{"static", `%y = sqc.QLinear(%x, %w, %s, %b) {act_scale=0.5, act_zero_point=128}`, "f32[batch, sequence, 3]"},
 		{"dynamic residual", `%y = sqc.QLinear(%x, %w, %s, _, %r) {act_mode="dynamic", act="gelu"}`, "f32[batch, sequence, 3]"},
 		{"zero point default", `%y = sqc.QLinear(%x, %w, %s) {act_scale=0.5}`, "f32[batch, sequence, 3]"},
+		{"short gelu to u8", `%y = sqc.QLinear(%x, %w, %s, %b) {act_scale=0.5, act="gelu_u8", out_scale=0.002, out_zero_point=3}`, "u8[batch, sequence, 3]"},
+		{"short tanh gelu to u8", `%y = sqc.QLinear(%x, %w, %s, %b) {act_scale=0.5, act="gelu_tanh_u8", out_scale=0.05, out_zero_point=3}`, "u8[batch, sequence, 3]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g, err := inferText(t, 17, qlinearDecls+c.node)
@@ -39,6 +41,8 @@ func TestQLinearShapeAndCheck(t *testing.T) {
 		{"dynamic with scale", `%y = sqc.QLinear(%x, %w, %s) {act_mode="dynamic", act_scale=1.0}`, "dynamic"},
 		{"bad mode", `%y = sqc.QLinear(%x, %w, %s) {act_mode="per_tensor", act_scale=1.0}`, "act_mode"},
 		{"bad act", `%y = sqc.QLinear(%x, %w, %s) {act="tanh", act_scale=1.0}`, "act"},
+		{"short gelu to f32", `%y = sqc.QLinear(%x, %w, %s) {act_scale=1.0, act="gelu_u8"}`, `act "gelu_u8" needs a u8 output with out_scale >= 0.002 (internal/gelu.ShortMinStep), has an f32 output`},
+		{"short gelu, small step", `%y = sqc.QLinear(%x, %w, %s) {act_scale=1.0, act="gelu_tanh_u8", out_scale=0.0019, out_zero_point=0}`, "has out_scale 0.0019"},
 		{"f32 weight", `init %wf: f32[8, 3] = splat(1)` + "\n" + `%y = sqc.QLinear(%x, %wf, %s) {act_scale=1.0}`, "dtype"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -30,6 +30,10 @@ var fusionPassNames = []string{FuseQLinearEpilogues.Name, FuseQKV.Name, MergeSmo
 // LayerNorm fusion that needs its u8 forms.
 var explicitQuantNames = []string{MaterializeQuantize.Name, DeduplicateQuantize.Name, WriteU8Directly.Name, FuseLayerNormIntoQLinear.Name}
 
+// precisionPassNames are the passes that change what a step computes,
+// within its precision, and so its bits: not fusion, which keeps them.
+var precisionPassNames = []string{ShortenGeluForU8.Name}
+
 // without is list less the named passes.
 func without(list []Pass, names []string) []Pass {
 	var out []Pass
@@ -134,25 +138,39 @@ func TestFusionOnModels(t *testing.T) {
 					// the copy its list shares.
 					list := func() []Pass { return QuantPipeline(stats, QuantOptions{Alpha: 0.5, Act: act}) }
 					unfused := m.g.Clone()
-					runPasses(t, unfused, without(list(), append(fusionPassNames, explicitQuantNames...))...)
+					runPasses(t, unfused, without(list(), slices.Concat(fusionPassNames, explicitQuantNames, precisionPassNames))...)
 					fused := unfused.Clone()
 					runPasses(t, fused, FuseQLinearEpilogues, FuseQKV, MergeSmoothedLayerNorms, EliminateDeadNodes)
 					explicit := fused.Clone()
 					runPasses(t, explicit, MaterializeQuantize, DeduplicateQuantize, WriteU8Directly, FuseLayerNormIntoQLinear, EliminateDeadNodes)
-					// QuantPipeline as registered runs the same fusions, then
-					// makes the quantisation explicit.
+					// QuantPipeline as registered runs the same fusions, makes
+					// the quantisation explicit, and shortens the GELUs that
+					// write u8 (which commutes with FuseLayerNormIntoQLinear:
+					// no residual QLinear has a GELU).
+					shortened := explicit.Clone()
+					shortenedGelu := runPasses(t, shortened, ShortenGeluForU8)
 					whole := m.g.Clone()
 					runPasses(t, whole, list()...)
-					if whole.Text() != explicit.Text() {
-						t.Error("QuantPipeline does not end with the fusion passes and the explicit quantisation")
+					if whole.Text() != shortened.Text() {
+						t.Error("QuantPipeline does not end with the fusion passes, the explicit quantisation and ShortenGeluForU8")
+					}
+					if shortenedGelu != (act == compiler.QLinearStatic) {
+						t.Errorf("ShortenGeluForU8 changed the graph: %v, want %v (static quantisation writes the GELUs' u8 outputs)", shortenedGelu, act == compiler.QLinearStatic)
 					}
 					before, after := encoderOps(t, unfused), encoderOps(t, fused)
 					t.Logf("encoder ops before fusion: %s", histogramString(before))
 					t.Logf("encoder ops after fusion:  %s", histogramString(after))
 					checkFusedEncoder(t, fused, after)
-					pu, pf := execProgram(t, unfused), execProgram(t, explicit)
+					pu, pf, ps := execProgram(t, unfused), execProgram(t, explicit), execProgram(t, shortened)
 					for i, in := range m.inputs {
-						wantSameBits(t, fmt.Sprintf("%s logits, batch %d", act, i), execRun(t, pf, in), execRun(t, pu, in))
+						want := execRun(t, pu, in)
+						wantSameBits(t, fmt.Sprintf("%s logits, batch %d", act, i), execRun(t, pf, in), want)
+						// The short GELU moves a u8 code by one at most,
+						// where the value lies within 1% of a step of a
+						// rounding boundary.
+						if d := maxRelDiff(t, execRun(t, ps, in), want); d > 1e-2 {
+							t.Errorf("%s logits, batch %d: the short GELU moved them by %.3g (relative), want at most 1e-2", act, i, d)
+						}
 					}
 				})
 			}

@@ -149,6 +149,7 @@ func QuantPipeline(stats *calib.Stats, opts QuantOptions) []Pass {
 		MaterializeQuantize, // materialize_quantize.go: an sqc.Quantize before each QLinear's f32 input
 		DeduplicateQuantize, // deduplicate_quantize.go: one per value and parameters
 		WriteU8Directly,     // write_u8_directly.go: QLinear, INT8 Attention and LayerNormDual write their readers' u8 form
+		ShortenGeluForU8,    // shorten_gelu_for_u8.go: a GELU epilogue writing u8 evaluated to u8 precision
 		// Last of the rewrites: it marks the LayerNorm forms WriteU8Directly
 		// makes (passOrder).
 		FuseLayerNormIntoQLinear, // fuse_layer_norm_into_qlinear.go: the LayerNorm after dense + residual runs inside that GEMM

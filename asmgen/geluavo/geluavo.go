@@ -23,7 +23,8 @@ import (
 // one zmm register.
 const tableBytes = 4 * gelu.Intervals
 
-// formBytes is the size of one form's gelu.Degree+1 coefficient tables.
+// formBytes is the size of one form's gelu.Degree+1 coefficient tables
+// (a short form's above its degree are zeros, never read).
 const formBytes = tableBytes * (gelu.Degree + 1)
 
 // Form is a GELU formulation: which internal/gelu table is evaluated.
@@ -31,13 +32,23 @@ type Form int
 
 // The forms, in their order in the DATA section.
 const (
-	Erf  Form = iota // gelu.Gelu: gelu.Coeffs
-	Tanh             // gelu.GeluTanh: gelu.TanhCoeffs
+	Erf       Form = iota // gelu.Gelu: gelu.Coeffs
+	Tanh                  // gelu.GeluTanh: gelu.TanhCoeffs
+	ErfShort              // gelu.GeluShort: gelu.ShortCoeffs, degree gelu.ShortDegree
+	TanhShort             // gelu.GeluTanhShort: gelu.ShortTanhCoeffs
 	formCount
 )
 
 // tables are the forms' coefficients.
-var tables = [formCount]*gelu.Table{Erf: &gelu.Coeffs, Tanh: &gelu.TanhCoeffs}
+var tables = [formCount]*gelu.Table{Erf: &gelu.Coeffs, Tanh: &gelu.TanhCoeffs, ErfShort: &gelu.ShortCoeffs, TanhShort: &gelu.ShortTanhCoeffs}
+
+// Degree is the degree of the form's polynomials.
+func (f Form) Degree() int {
+	if f == ErfShort || f == TanhShort {
+		return gelu.ShortDegree
+	}
+	return gelu.Degree
+}
 
 // Table is the read-only DATA section of GELU's constants: for each form,
 // its gelu.Degree+1 coefficient tables (64 bytes each, row k at offset
@@ -84,12 +95,11 @@ var clampX = func() float32 {
 // imm8[3:2] = 10b clears the sign. A NaN operand gives a NaN.
 const rangeMinAbsClearSign = 0x0A
 
-// Eval holds the coefficient tables in zmm registers: gelu.Degree+1 of
-// the 32, for the whole function (VPERMPS indexes them at register
-// speed).
+// Eval holds the coefficient tables in zmm registers: degree+1 of the
+// 32, for the whole function (VPERMPS indexes them at register speed).
 type Eval struct {
 	t    Table
-	coef [gelu.Degree + 1]reg.VecVirtual
+	coef []reg.VecVirtual // degree+1
 }
 
 // Coeffs is the address of form f's coefficient tables (for a LEAQ that
@@ -97,12 +107,15 @@ type Eval struct {
 func (t Table) Coeffs(f Form) operand.Mem { return t.mem.Offset(formBytes * int(f)) }
 
 // Load emits the loads of form f's coefficient tables into new registers.
-func (t Table) Load(ctx *build.Context, f Form) *Eval { return t.LoadFrom(ctx, t.Coeffs(f)) }
+func (t Table) Load(ctx *build.Context, f Form) *Eval {
+	return t.LoadFrom(ctx, t.Coeffs(f), f.Degree())
+}
 
 // LoadFrom emits the loads of the coefficient tables at coeffs (Coeffs of
-// some form, or a register holding such an address) into new registers.
-func (t Table) LoadFrom(ctx *build.Context, coeffs operand.Mem) *Eval {
-	e := &Eval{t: t}
+// some form of the given degree, or a register holding such an address)
+// into new registers.
+func (t Table) LoadFrom(ctx *build.Context, coeffs operand.Mem, degree int) *Eval {
+	e := &Eval{t: t, coef: make([]reg.VecVirtual, degree+1)}
 	for k := range e.coef {
 		e.coef[k] = ctx.ZMM()
 		ctx.VMOVUPS(coeffs.Offset(tableBytes*k), e.coef[k])
@@ -110,7 +123,7 @@ func (t Table) LoadFrom(ctx *build.Context, coeffs operand.Mem) *Eval {
 	return e
 }
 
-// Emit emits gelu.Eval with the loaded tables on the 16 lanes of each register of xs (left
+// Emit emits gelu.EvalDegree with the loaded tables on the 16 lanes of each register of xs (left
 // unchanged), the chunks interleaved step by step so that their
 // dependency chains overlap, and returns the registers holding the
 // results. zero is a zeroed zmm register. b = minps(|x*InvWidth|, Clamp)
@@ -138,8 +151,9 @@ func (e *Eval) Emit(ctx *build.Context, xs []reg.VecVirtual, zero reg.VecVirtual
 	each(func(i int) { ctx.VMULPS_BCST(invWidth, b[i], b[i]) })                                   // b = that*InvWidth: Eval's b (see clampX)
 	each(func(i int) { ctx.VCVTPS2DQ(b[i], idx[i]) })                                             // i = roundEven(b) (MXCSR default)
 	each(func(i int) { ctx.VREDUCEPS(operand.U8(0), b[i], r[i]) })                                // r = b - roundEven(b), exact
-	each(func(i int) { ctx.VPERMPS(e.coef[gelu.Degree], idx[i], p[i]) })
-	for k := gelu.Degree - 1; k >= 0; k-- {
+	degree := len(e.coef) - 1
+	each(func(i int) { ctx.VPERMPS(e.coef[degree], idx[i], p[i]) })
+	for k := degree - 1; k >= 0; k-- {
 		c := vecs()
 		each(func(i int) { ctx.VPERMPS(e.coef[k], idx[i], c[i]) })
 		each(func(i int) { ctx.VFMADD213PS(c[i], r[i], p[i]) }) // p = p*r + c, one rounding
@@ -156,14 +170,15 @@ func (e *Eval) Emit(ctx *build.Context, xs []reg.VecVirtual, zero reg.VecVirtual
 // broadcast into registers once.
 type EvalAVX2 struct {
 	coeffs                   operand.Mem
+	degree                   int
 	absMask, invWidth, clamp reg.VecVirtual
 }
 
 // LoadAVX2 emits the broadcasts of the scalars and returns the evaluator
-// of the coefficient tables at coeffs (Coeffs of some form, or a register
-// holding such an address).
-func (t Table) LoadAVX2(ctx *build.Context, coeffs operand.Mem) *EvalAVX2 {
-	e := &EvalAVX2{coeffs: coeffs}
+// of the coefficient tables at coeffs (Coeffs of some form of the given
+// degree, or a register holding such an address).
+func (t Table) LoadAVX2(ctx *build.Context, coeffs operand.Mem, degree int) *EvalAVX2 {
+	e := &EvalAVX2{coeffs: coeffs, degree: degree}
 	for i, r := range []*reg.VecVirtual{&e.absMask, &e.invWidth, &e.clamp} {
 		*r = ctx.YMM()
 		ctx.VBROADCASTSS(t.mem.Offset(t.scalarOff(i)), *r)
@@ -171,7 +186,7 @@ func (t Table) LoadAVX2(ctx *build.Context, coeffs operand.Mem) *EvalAVX2 {
 	return e
 }
 
-// Emit emits gelu.Eval on the 8 lanes of x (left unchanged) and returns
+// Emit emits gelu.EvalDegree on the 8 lanes of x (left unchanged) and returns
 // the register holding the result; zero is a zeroed ymm register. The
 // operations are Eval's: VREDUCEPS's exact b - roundEven(b) becomes
 // b - float32(i), the same value (i is roundEven(b) and both are exact).
@@ -192,8 +207,8 @@ func (e *EvalAVX2) Emit(ctx *build.Context, x, zero reg.VecVirtual) reg.VecVirtu
 		ctx.VBLENDVPS(sel, hi, lo, lo)
 		return lo
 	}
-	p := coef(gelu.Degree)
-	for k := gelu.Degree - 1; k >= 0; k-- {
+	p := coef(e.degree)
+	for k := e.degree - 1; k >= 0; k-- {
 		ctx.VFMADD213PS(coef(k), r, p) // p = p*r + c, one rounding
 	}
 	relu, out := ctx.YMM(), ctx.YMM()

@@ -29,7 +29,7 @@ func genGeluFormAVX2(g *gen, table geluavo.Table, f geluavo.Form, name, ref stri
 	dst, src, n := g.Load("dst"), g.Load("src"), g.Load("n")
 	zero := g.YMM()
 	g.ZeroVec(zero)
-	eval := table.LoadAVX2(g.Context, table.Coeffs(f))
+	eval := table.LoadAVX2(g.Context, table.Coeffs(f), f.Degree())
 	j := g.GP64()
 	g.XORQ(j, j)
 	loop := g.NewLabel("gelu2_loop")

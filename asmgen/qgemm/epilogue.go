@@ -36,6 +36,8 @@ const (
 	actGelu
 	actRelu
 	actGeluTanh
+	actGeluU8
+	actGeluTanhU8
 )
 
 // epiMaxUnroll is the most 16-column chunks per column strip (at most 4:
@@ -52,10 +54,16 @@ type epiAct struct {
 	// to 3 zmm per chunk) stay in registers across the rows, next to what
 	// the activation keeps there.
 	unroll int
+	// geluForms are the GELU's forms (coefficient tables) of the codes,
+	// in their order; nil for an activation that is no GELU.
+	geluForms []geluavo.Form
+	// u8Only: the activation has loops for u8 outputs only (GEMM takes it
+	// with no other); for an f32 output the assembly returns false.
+	u8Only bool
 	// prepare emits, before the loops, what the activation keeps in
 	// registers, and returns what applies it to a row's chunks in place
 	// (zero holds +0); nil for none.
-	prepare func(g *gen, geluTable geluavo.Table) func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual)
+	prepare func(g *gen, geluTable geluavo.Table, act epiAct) func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual)
 }
 
 // epilogueActs are the activations with assembly loops.
@@ -65,7 +73,10 @@ var epilogueActs = []epiAct{
 	// (the chunks of successive rows are independent, so out-of-order
 	// execution overlaps their GELU chains). Its erf and tanh forms differ
 	// in their tables only, so they share the loops.
-	{name: "gelu", codes: []int{actGelu, actGeluTanh}, unroll: 2, prepare: prepareGelu},
+	{name: "gelu", codes: []int{actGelu, actGeluTanh}, geluForms: []geluavo.Form{geluavo.Erf, geluavo.Tanh}, unroll: 2, prepare: prepareGelu},
+	// The GELUs to u8 precision: the same loops with the short tables
+	// (internal/gelu's ShortDegree), for the u8 outputs they are made for.
+	{name: "gelu_u8", codes: []int{actGeluU8, actGeluTanhU8}, geluForms: []geluavo.Form{geluavo.ErfShort, geluavo.TanhShort}, u8Only: true, unroll: 2, prepare: prepareGelu},
 	{name: "relu", codes: []int{actRelu}, unroll: epiMaxUnroll, prepare: prepareRelu},
 }
 
@@ -97,73 +108,114 @@ func genEpilogue(g *gen) {
 		"rowScale[i]; bits 8 and up, the Act. u8 output clamps v*invScale to",
 		"[clampLo, clampHi] = [-outZero, 255-outZero] (the AVX-512 loops clamp at clampLo",
 		"and saturate the codes at 255).")
+	epilogueActDispatch(g, "epi", func(act epiAct, set int) {
+		epilogueVariant(g, geluTable, colMasks, act, set)
+	})
+
+	genEpilogueAVX2(g, geluTable)
+}
+
+// epilogueActDispatch emits an epilogue function's body after its
+// signature: the choice of the activation by the act code of the flags
+// argument, and under each activation the tests of the feature bits and,
+// for every feature set the activation has loops for, the loops variant
+// emits. The function returns false, having done nothing, for an act code
+// no epilogueActs entry serves (or an f32 output with a u8Only one), and
+// true after the loops. prefix begins its labels.
+func epilogueActDispatch(g *gen, prefix string, variant func(act epiAct, set int)) {
 	flags := g.Load("flags")
 	code := g.GP64()
 	g.MOVQ(flags, code)
 	g.SHRQ(operand.U8(epiActShift), code)
 	entries := make([]string, len(epilogueActs))
 	for a, act := range epilogueActs {
-		entries[a] = g.NewLabel("epi_" + act.name)
+		entries[a] = g.NewLabel(prefix + "_" + act.name)
 		for _, c := range act.codes {
 			g.CMPQ(code, operand.U32(c))
 			g.JEQ(operand.LabelRef(entries[a]))
 		}
 	}
-	done := g.NewLabel("epi_done")
+	noLoop, done := g.NewLabel(prefix+"_none"), g.NewLabel(prefix+"_done")
+	g.Label(noLoop)
 	ok := g.GP8()
 	g.XORB(ok, ok) // no loop for this activation
 	g.Store(ok, g.ReturnIndex(0))
 	g.RET()
 	for a, act := range epilogueActs {
 		g.Label(entries[a])
-		epilogueDispatch(g, flags, operand.LabelRef(done), 0, 0, func(set int) {
-			epilogueVariant(g, geluTable, colMasks, act, set)
-		})
+		set := 0
+		if act.u8Only {
+			g.TESTQ(operand.U32(epiU8), flags)
+			g.JZ(operand.LabelRef(noLoop))
+			set = epiU8
+		}
+		epilogueDispatch(g, flags, operand.LabelRef(done), 0, set, set, func(set int) { variant(act, set) })
 	}
 	g.Label(done)
 	g.VZEROUPPER()
 	g.MOVB(operand.U8(1), ok)
 	g.Store(ok, g.ReturnIndex(0))
 	g.RET()
-
-	genEpilogueAVX2(g, geluTable)
 }
 
-// epilogueDispatch emits the tests of feature bits bit and up, and under
-// them, for each feature set that extends set, the loops variant emits.
-func epilogueDispatch(g *gen, flags reg.GPVirtual, done operand.LabelRef, bit, set int, variant func(set int)) {
-	if bit == epiFeatureCount {
+// epilogueDispatch emits the tests of feature bits bit and up, except the
+// fixed ones (set has them already), and under them, for each feature set
+// that extends set, the loops variant emits.
+func epilogueDispatch(g *gen, flags reg.GPVirtual, done operand.LabelRef, bit, set, fixed int, variant func(set int)) {
+	switch {
+	case bit == epiFeatureCount:
 		variant(set)
 		g.JMP(done)
+		return
+	case fixed&(1<<bit) != 0:
+		epilogueDispatch(g, flags, done, bit+1, set, fixed, variant)
 		return
 	}
 	on := g.NewLabel("epi_flag")
 	g.TESTQ(operand.U32(1<<bit), flags)
 	g.JNZ(operand.LabelRef(on))
-	epilogueDispatch(g, flags, done, bit+1, set, variant)
+	epilogueDispatch(g, flags, done, bit+1, set, fixed, variant)
 	g.Label(on)
-	epilogueDispatch(g, flags, done, bit+1, set|1<<bit, variant)
+	epilogueDispatch(g, flags, done, bit+1, set|1<<bit, fixed, variant)
 }
 
-// prepareGelu loads the coefficient tables of GELU's form (erf, or tanh
-// for actGeluTanh) and returns GELU, emitted interleaved step by step so
-// that the chunks' chains overlap.
-func prepareGelu(g *gen, geluTable geluavo.Table) func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
-	coeffs, tanh := g.GP64(), g.GP64()
-	g.LEAQ(geluTable.Coeffs(geluavo.Erf), coeffs)
-	g.LEAQ(geluTable.Coeffs(geluavo.Tanh), tanh)
-	code := g.Load("flags")
-	g.SHRQ(operand.U8(epiActShift), code)
-	g.CMPQ(code, operand.U32(actGeluTanh))
-	g.CMOVQEQ(tanh, coeffs)
-	eval := geluTable.LoadFrom(g.Context, operand.Mem{Base: coeffs})
+// prepareGelu loads the coefficient tables of the act's GELU form (one
+// per act code, act.geluForms) and returns GELU, emitted interleaved step
+// by step so that the chunks' chains overlap.
+func prepareGelu(g *gen, geluTable geluavo.Table, act epiAct) func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
+	coeffs, degree := geluCoeffs(g, geluTable, act)
+	eval := geluTable.LoadFrom(g.Context, operand.Mem{Base: coeffs}, degree)
 	return func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
 		copy(vs, eval.Emit(g.Context, vs, zero))
 	}
 }
 
+// geluCoeffs emits the choice, by the act code of the flags argument, of
+// the coefficient tables of act's GELU form into a new register, and
+// returns it with the forms' degree (one for all of act's forms, which
+// share its loops).
+func geluCoeffs(g *gen, geluTable geluavo.Table, act epiAct) (reg.GPVirtual, int) {
+	forms := act.geluForms
+	coeffs := g.GP64()
+	g.LEAQ(geluTable.Coeffs(forms[0]), coeffs)
+	if len(forms) > 1 {
+		code := g.Load("flags")
+		g.SHRQ(operand.U8(epiActShift), code)
+		for i, f := range forms[1:] {
+			if f.Degree() != forms[0].Degree() {
+				panic("epilogue " + act.name + ": GELU forms of different degrees share loops")
+			}
+			alt := g.GP64()
+			g.LEAQ(geluTable.Coeffs(f), alt)
+			g.CMPQ(code, operand.U32(act.codes[i+1]))
+			g.CMOVQEQ(alt, coeffs)
+		}
+	}
+	return coeffs, forms[0].Degree()
+}
+
 // prepareRelu returns ReLU, which keeps nothing in registers.
-func prepareRelu(*gen, geluavo.Table) func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
+func prepareRelu(*gen, geluavo.Table, epiAct) func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
 	return func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
 		for _, v := range vs {
 			epilogueRelu(g, v, zero)
@@ -229,7 +281,7 @@ func epilogueVariant(g *gen, geluTable geluavo.Table, colMasks operand.Mem, act 
 	}
 	var apply func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual)
 	if act.prepare != nil {
-		apply = act.prepare(g, geluTable)
+		apply = act.prepare(g, geluTable, act)
 	}
 
 	stripLoop, rowLoop := g.NewLabel("epi_strip"), g.NewLabel("epi_row")

@@ -29,35 +29,10 @@ func genEpilogueAVX2(g *gen, geluTable geluavo.Table) {
 	g.Pragma("noescape")
 	g.Doc("epilogueAVX2Asm is epilogueAVX512Asm (same arguments and result) for",
 		"AVX2 + FMA3: n must be a multiple of 8.")
-	flags := g.Load("flags")
-	code := g.GP64()
-	g.MOVQ(flags, code)
-	g.SHRQ(operand.U8(epiActShift), code)
-	entries := make([]string, len(epilogueActs))
-	for a, act := range epilogueActs {
-		entries[a] = g.NewLabel("epi2_" + act.name)
-		for _, c := range act.codes {
-			g.CMPQ(code, operand.U32(c))
-			g.JEQ(operand.LabelRef(entries[a]))
-		}
-	}
-	done := g.NewLabel("epi2_done")
-	ok := g.GP8()
-	g.XORB(ok, ok) // no loop for this activation
-	g.Store(ok, g.ReturnIndex(0))
-	g.RET()
 	frame := g.AllocLocal(4 * 32) // 4 broadcast ymm constants, shared by the variants
-	for a, act := range epilogueActs {
-		g.Label(entries[a])
-		epilogueDispatch(g, flags, operand.LabelRef(done), 0, 0, func(set int) {
-			epilogueVariantAVX2(g, geluTable, frame, act, set)
-		})
-	}
-	g.Label(done)
-	g.VZEROUPPER()
-	g.MOVB(operand.U8(1), ok)
-	g.Store(ok, g.ReturnIndex(0))
-	g.RET()
+	epilogueActDispatch(g, "epi2", func(act epiAct, set int) {
+		epilogueVariantAVX2(g, geluTable, frame, act, set)
+	})
 }
 
 // epilogueVariantAVX2 emits the loops for act and one feature set: rows
@@ -85,15 +60,9 @@ func epilogueVariantAVX2(g *gen, geluTable geluavo.Table, frame operand.Mem, act
 		mInv, mLo, mHi, mZP = frame, frame.Offset(32), frame.Offset(64), frame.Offset(96)
 	}
 	var gelu *geluavo.EvalAVX2
-	if act.name == "gelu" {
-		coeffs, tanh := g.GP64(), g.GP64()
-		g.LEAQ(geluTable.Coeffs(geluavo.Erf), coeffs)
-		g.LEAQ(geluTable.Coeffs(geluavo.Tanh), tanh)
-		code := g.Load("flags")
-		g.SHRQ(operand.U8(epiActShift), code)
-		g.CMPQ(code, operand.U32(actGeluTanh))
-		g.CMOVQEQ(tanh, coeffs)
-		gelu = geluTable.LoadAVX2(g.Context, operand.Mem{Base: coeffs})
+	if act.geluForms != nil {
+		coeffs, degree := geluCoeffs(g, geluTable, act)
+		gelu = geluTable.LoadAVX2(g.Context, operand.Mem{Base: coeffs}, degree)
 	}
 	if act.prepare != nil {
 		yZero = g.YMM()

@@ -10,10 +10,10 @@ import (
 
 var printFit = flag.Bool("print-fit", false, "print the refitted Coeffs table")
 
-// fitInterval returns the least-squares polynomial of degree Degree in
+// fitInterval returns the least-squares polynomial of degree degree in
 // r of g((i + r)/InvWidth), g(u) = ref(-u), over 64 Chebyshev nodes of r in [lo, 0.5]
 // (lo = 0 and no constant term for i = 0), lowest degree first.
-func fitInterval(ref func(float64) float64, i int) []float64 {
+func fitInterval(ref func(float64) float64, i, degree int) []float64 {
 	g := func(u float64) float64 { return ref(-u) }
 	const nodes = 64
 	lo, first := -0.5, 0
@@ -21,7 +21,7 @@ func fitInterval(ref func(float64) float64, i int) []float64 {
 		lo, first = 0, 1
 	}
 	width := 1 / float64(InvWidth)
-	m := Degree + 1 - first
+	m := degree + 1 - first
 	// Normal equations A c = y.
 	a := make([][]float64, m)
 	y := make([]float64, m)
@@ -79,7 +79,7 @@ func TestCoeffsAreTheFit(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			var fit Table
 			for i := range Intervals - 1 {
-				for k, c := range fitInterval(f.ref, i) {
+				for k, c := range fitInterval(f.ref, i, f.degree) {
 					fit[k][i] = float32(c)
 				}
 			}

@@ -19,15 +19,24 @@ func geluTanhRef(x float64) float64 {
 	return x / (1 + math.Exp(-2*z))
 }
 
-// forms are the two GELUs: name, float64 reference, table, float32 function.
+// forms are the two GELUs, each with its full and its short table: name,
+// float64 reference, table and its degree, float32 function, and the
+// bounds TestAccuracy holds it to (absolute; relative for x > -1). The
+// short tables feed a u8 quantiser, which sees the absolute error: their
+// relative bound is loose near 0, where the degree-3 fit's slope is off by
+// 2e-4.
 var forms = []struct {
-	name  string
-	ref   func(float64) float64
-	table *Table
-	f     func(float32) float32
+	name           string
+	ref            func(float64) float64
+	table          *Table
+	degree         int
+	f              func(float32) float32
+	absTol, relTol float64
 }{
-	{"erf", geluRef, &Coeffs, Gelu},
-	{"tanh", geluTanhRef, &TanhCoeffs, GeluTanh},
+	{"erf", geluRef, &Coeffs, Degree, Gelu, 3e-7, 1e-6},
+	{"tanh", geluTanhRef, &TanhCoeffs, Degree, GeluTanh, 3e-7, 1e-6},
+	{"erf-short", geluRef, &ShortCoeffs, ShortDegree, GeluShort, ShortMaxError, 3e-4},
+	{"tanh-short", geluTanhRef, &ShortTanhCoeffs, ShortDegree, GeluTanhShort, ShortMaxError, 3e-4},
 }
 
 // TestAccuracy bounds each form's absolute error against its float64
@@ -35,8 +44,8 @@ var forms = []struct {
 // 1e-14), and its relative error where the result is not tiny: a few
 // float32 ulps.
 func TestAccuracy(t *testing.T) {
-	const absTol, relTol = 3e-7, 1e-6
 	for _, f := range forms {
+		absTol, relTol := f.absTol, f.relTol
 		t.Run(f.name, func(t *testing.T) {
 			worstAbs, worstAbsX, worstRel, worstRelX := 0.0, float32(0), 0.0, float32(0)
 			for i := -1600000; i <= 1600000; i++ {
@@ -60,7 +69,7 @@ func TestAccuracy(t *testing.T) {
 				t.Errorf("max rel error %.3g at x = %g, want <= %g", worstRel, worstRelX, relTol)
 			}
 			for _, x := range []float32{1e-30, 1e-10, -1e-10, 1e-4} { // f(x) ~ x/2
-				if got, ref := float64(f.f(x)), f.ref(float64(x)); math.Abs(got-ref) > 1e-6*math.Abs(ref) {
+				if got, ref := float64(f.f(x)), f.ref(float64(x)); math.Abs(got-ref) > relTol*math.Abs(ref) {
 					t.Errorf("f(%g) = %g, want %g", x, got, ref)
 				}
 			}
@@ -140,7 +149,8 @@ func TestFMA32(t *testing.T) {
 
 // TestTableIndex checks that the tables are what Eval's interval index
 // and offset expect: finite coefficients, an all-zero last interval (the
-// cutoff at 5.8) and no constant term in interval 0.
+// cutoff at 5.8), no constant term in interval 0, and zeros above the
+// form's degree.
 func TestTableIndex(t *testing.T) {
 	for _, f := range forms {
 		c := f.table
@@ -158,6 +168,11 @@ func TestTableIndex(t *testing.T) {
 		}
 		if c[0][0] != 0 {
 			t.Errorf("%s: table[0][0] = %g, want 0 (f(x) ~ x/2 near 0 keeps its relative accuracy)", f.name, c[0][0])
+		}
+		for k := f.degree + 1; k <= Degree; k++ {
+			if c[k] != ([Intervals]float32{}) {
+				t.Errorf("%s: table[%d] = %v, want zeros above degree %d", f.name, k, c[k], f.degree)
+			}
 		}
 	}
 }

@@ -26,13 +26,22 @@ const (
 	ActGelu         // erf GELU: 0.5*x*(1+erf(x/sqrt2))
 	ActRelu         // max(x, 0) with -0 giving +0 and NaN kept (PyTorch's relu)
 	ActGeluTanh     // tanh GELU: 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))
+	// ActGeluU8 and ActGeluTanhU8 are the two GELUs to u8 precision:
+	// internal/gelu's short tables (GeluShort, GeluTanhShort; absolute
+	// error below gelu.ShortMaxError), for an epilogue whose output is u8
+	// with a code step of at least gelu.ShortMinStep, and only there
+	// (GEMM rejects them with a float32 output). Fewer vector operations
+	// than the full ones, for epilogues that bound a GEMM
+	// (passes.ShortenGeluForU8 chooses them).
+	ActGeluU8
+	ActGeluTanhU8
 
 	actCount // one past the last activation
 )
 
 // String returns the activation's name, the act attribute of sqc.QLinear
-// ("none", "gelu", "relu", "gelu_tanh"), or "Act(n)" for a value that is
-// no activation.
+// ("none", "gelu", "relu", "gelu_tanh", "gelu_u8", "gelu_tanh_u8"), or
+// "Act(n)" for a value that is no activation.
 func (a Act) String() string {
 	switch a {
 	case ActNone:
@@ -43,6 +52,10 @@ func (a Act) String() string {
 		return "relu"
 	case ActGeluTanh:
 		return "gelu_tanh"
+	case ActGeluU8:
+		return "gelu_u8"
+	case ActGeluTanhU8:
+		return "gelu_tanh_u8"
 	}
 	return fmt.Sprintf("Act(%d)", uint8(a))
 }
@@ -74,7 +87,35 @@ func (a Act) ApplyAll(v []float32) {
 		for i, x := range v {
 			v[i] = gelu.GeluTanh(x)
 		}
+	case ActGeluU8:
+		for i, x := range v {
+			v[i] = gelu.GeluShort(x)
+		}
+	case ActGeluTanhU8:
+		for i, x := range v {
+			v[i] = gelu.GeluTanhShort(x)
+		}
 	}
+}
+
+// U8Only reports whether the activation is only valid with a u8 output
+// whose code step is at least gelu.ShortMinStep.
+func (a Act) U8Only() bool { return a == ActGeluU8 || a == ActGeluTanhU8 }
+
+// Short returns the activation to u8 precision that a u8 output with code
+// step (quantisation scale) step may use instead of a, if there is one:
+// the short GELU of a full one, where step >= gelu.ShortMinStep.
+func (a Act) Short(step float32) (Act, bool) {
+	if !(step >= gelu.ShortMinStep) {
+		return a, false
+	}
+	switch a {
+	case ActGelu:
+		return ActGeluU8, true
+	case ActGeluTanh:
+		return ActGeluTanhU8, true
+	}
+	return a, false
 }
 
 // ParseAct returns the activation that String names s.

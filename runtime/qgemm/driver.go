@@ -332,6 +332,8 @@ func checkEpilogue(ep *Epilogue, m, n int) error {
 	switch {
 	case (ep.OutF32 != nil) == (ep.OutU8 != nil):
 		return invalid("GEMM: Epilogue needs exactly one of OutF32 and OutU8")
+	case ep.Act.U8Only() && ep.OutU8 == nil:
+		return invalid("GEMM: Epilogue.Act %s needs a u8 output (OutU8)", ep.Act)
 	case ep.OutF32 != nil:
 		return matrix("OutF32", len(ep.OutF32), ep.OutStride)
 	default:

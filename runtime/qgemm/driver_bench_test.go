@@ -154,8 +154,8 @@ func benchProblem(b *testing.B, rng *rand.Rand, s gemmShape) ([]uint8, *PackedB,
 		ep.Bias[j] = rng.Float32() - 0.5
 	}
 	switch {
-	case s.n == 3072 && s.k == 768: // FFN up: GELU, u8 codes of step 0.04 from -0.2
-		ep.Act, ep.OutF32 = ActGelu, nil
+	case s.n == 3072 && s.k == 768: // FFN up: GELU to u8 precision (passes.ShortenGeluForU8), u8 codes of step 0.04 from -0.2
+		ep.Act, ep.OutF32 = ActGeluU8, nil
 		ep.OutU8, ep.OutInvScale, ep.OutZeroPoint = make([]uint8, s.m*s.n), 25, 5
 	case s.n == 768 && (s.k == 768 || s.k == 3072): // attention output, FFN down
 		ep.Residual, ep.ResidualStride = make([]float32, s.m*s.n), s.n

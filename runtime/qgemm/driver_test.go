@@ -150,13 +150,17 @@ func (o epiOptions) String() string {
 	return strings.Join(parts, "+")
 }
 
-// allEpiOptions returns every combination of the options: 2^6 of the
-// flags times the 3 activations.
+// allEpiOptions returns every combination of the options GEMM takes: 2^6
+// of the flags times the activations, those for u8 outputs only
+// (Act.U8Only) with the u8 flags.
 func allEpiOptions() []epiOptions {
 	var out []epiOptions
 	for bits := 0; bits < 1<<6; bits++ {
 		for act := range actCount {
 			o := epiOptions{bits&1 != 0, bits&2 != 0, bits&4 != 0, bits&8 != 0, bits&16 != 0, bits&32 != 0, act}
+			if act.U8Only() && !o.u8 {
+				continue
+			}
 			out = append(out, o)
 		}
 	}

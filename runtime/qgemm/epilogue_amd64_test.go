@@ -119,9 +119,10 @@ func epilogueCase(rng *rand.Rand, flags, m0, n0, m, n int) (*Epilogue, []int32, 
 func withAct(a Act) int { return int(a) << epiActShift }
 
 // TestEpilogueAsmCoversEveryAct asks, of each assembly epilogue, for an assembly loop for every
-// Act (an Act without one runs correctly, on the Go epilogue, but slowly)
-// and checks that the assembly leaves the output alone and says so for a
-// value that is no Act.
+// Act (an Act without one runs correctly, on the Go epilogue, but slowly),
+// with a u8 output for those made for u8 outputs only (Act.U8Only), and
+// checks that the assembly leaves the output alone and says so for a value
+// that is no Act and for an f32 output of a u8-only Act.
 func TestEpilogueAsmCoversEveryAct(t *testing.T) {
 	for _, e := range asmEpilogues(t) {
 		// 8 columns: the AVX2 epilogue's smallest block.
@@ -132,10 +133,18 @@ func TestEpilogueAsmCoversEveryAct(t *testing.T) {
 			out[0] = -7
 			ok := e.asm(&c[0], 8, 1, 8, nil, 0, nil, &scale[0], nil, nil, nil, 0, &out[0], nil, 8, 0, 0, 0, 0, withAct(a))
 			switch {
-			case a < actCount && (!ok || out[0] != a.Apply(1.5)):
+			case a < actCount && !a.U8Only() && (!ok || out[0] != a.Apply(1.5)):
 				t.Errorf("%s %v: returned %v and wrote %g, want true and %g: give it a loop in asmgen/qgemm's epilogueActs", e.name, a, ok, out[0], a.Apply(1.5))
-			case a == actCount && (ok || out[0] != -7):
-				t.Errorf("%s %v: returned %v and wrote %g, want false and the output untouched", e.name, a, ok, out[0])
+			case (a == actCount || a.U8Only()) && (ok || out[0] != -7):
+				t.Errorf("%s %v, f32 output: returned %v and wrote %g, want false and the output untouched", e.name, a, ok, out[0])
+			}
+			if a < actCount {
+				// 1.5 times invScale 100 is code 150, inside [0, 255].
+				out8 := make([]uint8, 8)
+				ok := e.asm(&c[0], 8, 1, 8, nil, 0, nil, &scale[0], nil, nil, nil, 0, nil, &out8[0], 8, 100, 0, 0, 255, withAct(a)|epiU8)
+				if want := QuantizeU8(a.Apply(1.5), 100, 0); !ok || out8[0] != want {
+					t.Errorf("%s %v, u8 output: returned %v and wrote %d, want true and %d: give it a loop in asmgen/qgemm's epilogueActs", e.name, a, ok, out8[0], want)
+				}
 			}
 		}
 	}
@@ -211,7 +220,7 @@ func TestEpilogueAsmZeroPoints(t *testing.T) {
 	for _, e := range asmEpilogues(t) {
 		rng := rand.New(rand.NewPCG(13, 14))
 		for _, zp := range []int32{0, 1, 128, 255, 256, -1, 1000, -65281, -65282, 65536, 65537, 1 << 30, -1 << 30} {
-			for k, flags := range []int{epiU8, epiColSum | epiBias | withAct(ActGelu) | epiU8, epiColSum | epiRow | epiResidual | epiU8, epiU8, epiColSum | epiBias | withAct(ActRelu) | epiU8, epiColSum | epiBias | withAct(ActGeluTanh) | epiU8} {
+			for k, flags := range []int{epiU8, epiColSum | epiBias | withAct(ActGelu) | epiU8, epiColSum | epiRow | epiResidual | epiU8, epiU8, epiColSum | epiBias | withAct(ActRelu) | epiU8, epiColSum | epiBias | withAct(ActGeluTanh) | epiU8, epiColSum | epiBias | withAct(ActGeluU8) | epiU8, epiColSum | epiBias | withAct(ActGeluTanhU8) | epiU8} {
 				ep, c, ldc := epilogueCase(rng, flags, 1, 2, 3, 37)
 				ep.OutZeroPoint = zp
 				if k == 0 {
@@ -329,7 +338,7 @@ func BenchmarkEpilogue(b *testing.B) {
 	for _, c := range []struct {
 		name  string
 		flags int
-	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | withAct(ActGelu)}, {"bias-gelu-u8", epiColSum | epiBias | withAct(ActGelu) | epiU8}, {"row-bias-f32", epiColSum | epiRow | epiBias}, {"row-bias-gelu-f32", epiColSum | epiRow | epiBias | withAct(ActGelu)}, {"relu-f32", epiColSum | withAct(ActRelu)}, {"bias-relu-u8", epiColSum | epiBias | withAct(ActRelu) | epiU8}, {"row-bias-relu-f32", epiColSum | epiRow | epiBias | withAct(ActRelu)}, {"bias-gelutanh-u8", epiColSum | epiBias | withAct(ActGeluTanh) | epiU8}} {
+	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | withAct(ActGelu)}, {"bias-gelu-u8", epiColSum | epiBias | withAct(ActGelu) | epiU8}, {"row-bias-f32", epiColSum | epiRow | epiBias}, {"row-bias-gelu-f32", epiColSum | epiRow | epiBias | withAct(ActGelu)}, {"relu-f32", epiColSum | withAct(ActRelu)}, {"bias-relu-u8", epiColSum | epiBias | withAct(ActRelu) | epiU8}, {"row-bias-relu-f32", epiColSum | epiRow | epiBias | withAct(ActRelu)}, {"bias-gelutanh-u8", epiColSum | epiBias | withAct(ActGeluTanh) | epiU8}, {"bias-gelu_u8-u8", epiColSum | epiBias | withAct(ActGeluU8) | epiU8}} {
 		for _, impl := range []struct {
 			name string
 			f    EpilogueFunc

@@ -55521,11 +55521,203 @@ DATA epilogueGelu<>+752(SB)/4, $0x34d52059
 DATA epilogueGelu<>+756(SB)/4, $0x337be342
 DATA epilogueGelu<>+760(SB)/4, $0x31c2ff5f
 DATA epilogueGelu<>+764(SB)/4, $0x00000000
-DATA epilogueGelu<>+768(SB)/4, $0x7fffffff
-DATA epilogueGelu<>+772(SB)/4, $0x40200000
-DATA epilogueGelu<>+776(SB)/4, $0x41700000
-DATA epilogueGelu<>+780(SB)/4, $0x40c00000
-GLOBL epilogueGelu<>(SB), RODATA|NOPTR, $784
+DATA epilogueGelu<>+768(SB)/4, $0x00000000
+DATA epilogueGelu<>+772(SB)/4, $0xbe0d2153
+DATA epilogueGelu<>+776(SB)/4, $0xbe2d8d55
+DATA epilogueGelu<>+780(SB)/4, $0xbe0d6778
+DATA epilogueGelu<>+784(SB)/4, $0xbdb39487
+DATA epilogueGelu<>+788(SB)/4, $0xbd3a6243
+DATA epilogueGelu<>+792(SB)/4, $0xbca12cd2
+DATA epilogueGelu<>+796(SB)/4, $0xbbea696a
+DATA epilogueGelu<>+800(SB)/4, $0xbb100e1a
+DATA epilogueGelu<>+804(SB)/4, $0xba160b79
+DATA epilogueGelu<>+808(SB)/4, $0xb904aa08
+DATA epilogueGelu<>+812(SB)/4, $0xb7c7587b
+DATA epilogueGelu<>+816(SB)/4, $0xb67eb402
+DATA epilogueGelu<>+820(SB)/4, $0xb50a6a8d
+DATA epilogueGelu<>+824(SB)/4, $0xb3800209
+DATA epilogueGelu<>+828(SB)/4, $0x00000000
+DATA epilogueGelu<>+832(SB)/4, $0xbe4cd713
+DATA epilogueGelu<>+836(SB)/4, $0xbda19ca3
+DATA epilogueGelu<>+840(SB)/4, $0x3c0254be
+DATA epilogueGelu<>+844(SB)/4, $0x3d413f99
+DATA epilogueGelu<>+848(SB)/4, $0x3d48fe53
+DATA epilogueGelu<>+852(SB)/4, $0x3d0ba6af
+DATA epilogueGelu<>+856(SB)/4, $0x3c9543d7
+DATA epilogueGelu<>+860(SB)/4, $0x3c00820f
+DATA epilogueGelu<>+864(SB)/4, $0x3b35f878
+DATA epilogueGelu<>+868(SB)/4, $0x3a56428a
+DATA epilogueGelu<>+872(SB)/4, $0x39532771
+DATA epilogueGelu<>+876(SB)/4, $0x382ee7a4
+DATA epilogueGelu<>+880(SB)/4, $0x36f43d07
+DATA epilogueGelu<>+884(SB)/4, $0x35900757
+DATA epilogueGelu<>+888(SB)/4, $0x340faec9
+DATA epilogueGelu<>+892(SB)/4, $0x00000000
+DATA epilogueGelu<>+896(SB)/4, $0x3d83b0fb
+DATA epilogueGelu<>+900(SB)/4, $0x3d5ce0bf
+DATA epilogueGelu<>+904(SB)/4, $0x3d011e58
+DATA epilogueGelu<>+908(SB)/4, $0x3c11e7d6
+DATA epilogueGelu<>+912(SB)/4, $0xbb9bb8e9
+DATA epilogueGelu<>+916(SB)/4, $0xbc0ba52e
+DATA epilogueGelu<>+920(SB)/4, $0xbbdc1a8f
+DATA epilogueGelu<>+924(SB)/4, $0xbb73cd61
+DATA epilogueGelu<>+928(SB)/4, $0xbad11440
+DATA epilogueGelu<>+932(SB)/4, $0xba10205e
+DATA epilogueGelu<>+936(SB)/4, $0xb922bf1d
+DATA epilogueGelu<>+940(SB)/4, $0xb81827fc
+DATA epilogueGelu<>+944(SB)/4, $0xb6ed3036
+DATA epilogueGelu<>+948(SB)/4, $0xb59ad783
+DATA epilogueGelu<>+952(SB)/4, $0xb429e4d5
+DATA epilogueGelu<>+956(SB)/4, $0x00000000
+DATA epilogueGelu<>+960(SB)/4, $0xbad50338
+DATA epilogueGelu<>+964(SB)/4, $0xbbc3a207
+DATA epilogueGelu<>+968(SB)/4, $0xbc06f0c1
+DATA epilogueGelu<>+972(SB)/4, $0xbbcfa4a0
+DATA epilogueGelu<>+976(SB)/4, $0xbb33c12a
+DATA epilogueGelu<>+980(SB)/4, $0xb7f04c1b
+DATA epilogueGelu<>+984(SB)/4, $0x3a81f700
+DATA epilogueGelu<>+988(SB)/4, $0x3a6ce9b9
+DATA epilogueGelu<>+992(SB)/4, $0x3a05a66e
+DATA epilogueGelu<>+996(SB)/4, $0x395f6cab
+DATA epilogueGelu<>+1000(SB)/4, $0x3892a36e
+DATA epilogueGelu<>+1004(SB)/4, $0x379b4712
+DATA epilogueGelu<>+1008(SB)/4, $0x3686a783
+DATA epilogueGelu<>+1012(SB)/4, $0x35410ea4
+DATA epilogueGelu<>+1016(SB)/4, $0x33e641f6
+DATA epilogueGelu<>+1020(SB)/4, $0x00000000
+DATA epilogueGelu<>+1024(SB)/4, $0x00000000
+DATA epilogueGelu<>+1028(SB)/4, $0x00000000
+DATA epilogueGelu<>+1032(SB)/4, $0x00000000
+DATA epilogueGelu<>+1036(SB)/4, $0x00000000
+DATA epilogueGelu<>+1040(SB)/4, $0x00000000
+DATA epilogueGelu<>+1044(SB)/4, $0x00000000
+DATA epilogueGelu<>+1048(SB)/4, $0x00000000
+DATA epilogueGelu<>+1052(SB)/4, $0x00000000
+DATA epilogueGelu<>+1056(SB)/4, $0x00000000
+DATA epilogueGelu<>+1060(SB)/4, $0x00000000
+DATA epilogueGelu<>+1064(SB)/4, $0x00000000
+DATA epilogueGelu<>+1068(SB)/4, $0x00000000
+DATA epilogueGelu<>+1072(SB)/4, $0x00000000
+DATA epilogueGelu<>+1076(SB)/4, $0x00000000
+DATA epilogueGelu<>+1080(SB)/4, $0x00000000
+DATA epilogueGelu<>+1084(SB)/4, $0x00000000
+DATA epilogueGelu<>+1088(SB)/4, $0x00000000
+DATA epilogueGelu<>+1092(SB)/4, $0x00000000
+DATA epilogueGelu<>+1096(SB)/4, $0x00000000
+DATA epilogueGelu<>+1100(SB)/4, $0x00000000
+DATA epilogueGelu<>+1104(SB)/4, $0x00000000
+DATA epilogueGelu<>+1108(SB)/4, $0x00000000
+DATA epilogueGelu<>+1112(SB)/4, $0x00000000
+DATA epilogueGelu<>+1116(SB)/4, $0x00000000
+DATA epilogueGelu<>+1120(SB)/4, $0x00000000
+DATA epilogueGelu<>+1124(SB)/4, $0x00000000
+DATA epilogueGelu<>+1128(SB)/4, $0x00000000
+DATA epilogueGelu<>+1132(SB)/4, $0x00000000
+DATA epilogueGelu<>+1136(SB)/4, $0x00000000
+DATA epilogueGelu<>+1140(SB)/4, $0x00000000
+DATA epilogueGelu<>+1144(SB)/4, $0x00000000
+DATA epilogueGelu<>+1148(SB)/4, $0x00000000
+DATA epilogueGelu<>+1152(SB)/4, $0x00000000
+DATA epilogueGelu<>+1156(SB)/4, $0xbe0d234e
+DATA epilogueGelu<>+1160(SB)/4, $0xbe2da360
+DATA epilogueGelu<>+1164(SB)/4, $0xbe0d9f76
+DATA epilogueGelu<>+1168(SB)/4, $0xbdb3f502
+DATA epilogueGelu<>+1172(SB)/4, $0xbd39fb8c
+DATA epilogueGelu<>+1176(SB)/4, $0xbc9dec00
+DATA epilogueGelu<>+1180(SB)/4, $0xbbdb292d
+DATA epilogueGelu<>+1184(SB)/4, $0xbaf4f23f
+DATA epilogueGelu<>+1188(SB)/4, $0xb9d812c5
+DATA epilogueGelu<>+1192(SB)/4, $0xb892f425
+DATA epilogueGelu<>+1196(SB)/4, $0xb71644bc
+DATA epilogueGelu<>+1200(SB)/4, $0xb561006d
+DATA epilogueGelu<>+1204(SB)/4, $0xb36ffe7f
+DATA epilogueGelu<>+1208(SB)/4, $0xb1313a4c
+DATA epilogueGelu<>+1212(SB)/4, $0x00000000
+DATA epilogueGelu<>+1216(SB)/4, $0xbe4cd71f
+DATA epilogueGelu<>+1220(SB)/4, $0xbda1ab8e
+DATA epilogueGelu<>+1224(SB)/4, $0x3c0045d2
+DATA epilogueGelu<>+1228(SB)/4, $0x3d40e04d
+DATA epilogueGelu<>+1232(SB)/4, $0x3d49b12d
+DATA epilogueGelu<>+1236(SB)/4, $0x3d0d126b
+DATA epilogueGelu<>+1240(SB)/4, $0x3c96f02b
+DATA epilogueGelu<>+1244(SB)/4, $0x3bff0e61
+DATA epilogueGelu<>+1248(SB)/4, $0x3b2a34f7
+DATA epilogueGelu<>+1252(SB)/4, $0x3a30f923
+DATA epilogueGelu<>+1256(SB)/4, $0x390c74c8
+DATA epilogueGelu<>+1260(SB)/4, $0x37a63a1d
+DATA epilogueGelu<>+1264(SB)/4, $0x360f0d7c
+DATA epilogueGelu<>+1268(SB)/4, $0x342e75cb
+DATA epilogueGelu<>+1272(SB)/4, $0x3212c9af
+DATA epilogueGelu<>+1276(SB)/4, $0x00000000
+DATA epilogueGelu<>+1280(SB)/4, $0x3d83b224
+DATA epilogueGelu<>+1284(SB)/4, $0x3d5cba2f
+DATA epilogueGelu<>+1288(SB)/4, $0x3d00f937
+DATA epilogueGelu<>+1292(SB)/4, $0x3c134736
+DATA epilogueGelu<>+1296(SB)/4, $0xbb972557
+DATA epilogueGelu<>+1300(SB)/4, $0xbc0b8122
+DATA epilogueGelu<>+1304(SB)/4, $0xbbe03ece
+DATA epilogueGelu<>+1308(SB)/4, $0xbb7acf84
+DATA epilogueGelu<>+1312(SB)/4, $0xbad2cb55
+DATA epilogueGelu<>+1316(SB)/4, $0xba06a457
+DATA epilogueGelu<>+1320(SB)/4, $0xb9017149
+DATA epilogueGelu<>+1324(SB)/4, $0xb7b7fbad
+DATA epilogueGelu<>+1328(SB)/4, $0xb63d423c
+DATA epilogueGelu<>+1332(SB)/4, $0xb489bdaa
+DATA epilogueGelu<>+1336(SB)/4, $0xb28a8dec
+DATA epilogueGelu<>+1340(SB)/4, $0x00000000
+DATA epilogueGelu<>+1344(SB)/4, $0xbad60776
+DATA epilogueGelu<>+1348(SB)/4, $0xbbc42777
+DATA epilogueGelu<>+1352(SB)/4, $0xbc068f5a
+DATA epilogueGelu<>+1356(SB)/4, $0xbbce31da
+DATA epilogueGelu<>+1360(SB)/4, $0xbb34c441
+DATA epilogueGelu<>+1364(SB)/4, $0xb8b90185
+DATA epilogueGelu<>+1368(SB)/4, $0x3a7e7e4f
+DATA epilogueGelu<>+1372(SB)/4, $0x3a743466
+DATA epilogueGelu<>+1376(SB)/4, $0x3a0ce573
+DATA epilogueGelu<>+1380(SB)/4, $0x39650027
+DATA epilogueGelu<>+1384(SB)/4, $0x3886a8f3
+DATA epilogueGelu<>+1388(SB)/4, $0x376434d6
+DATA epilogueGelu<>+1392(SB)/4, $0x3609482b
+DATA epilogueGelu<>+1396(SB)/4, $0x34661ce6
+DATA epilogueGelu<>+1400(SB)/4, $0x32838a0e
+DATA epilogueGelu<>+1404(SB)/4, $0x00000000
+DATA epilogueGelu<>+1408(SB)/4, $0x00000000
+DATA epilogueGelu<>+1412(SB)/4, $0x00000000
+DATA epilogueGelu<>+1416(SB)/4, $0x00000000
+DATA epilogueGelu<>+1420(SB)/4, $0x00000000
+DATA epilogueGelu<>+1424(SB)/4, $0x00000000
+DATA epilogueGelu<>+1428(SB)/4, $0x00000000
+DATA epilogueGelu<>+1432(SB)/4, $0x00000000
+DATA epilogueGelu<>+1436(SB)/4, $0x00000000
+DATA epilogueGelu<>+1440(SB)/4, $0x00000000
+DATA epilogueGelu<>+1444(SB)/4, $0x00000000
+DATA epilogueGelu<>+1448(SB)/4, $0x00000000
+DATA epilogueGelu<>+1452(SB)/4, $0x00000000
+DATA epilogueGelu<>+1456(SB)/4, $0x00000000
+DATA epilogueGelu<>+1460(SB)/4, $0x00000000
+DATA epilogueGelu<>+1464(SB)/4, $0x00000000
+DATA epilogueGelu<>+1468(SB)/4, $0x00000000
+DATA epilogueGelu<>+1472(SB)/4, $0x00000000
+DATA epilogueGelu<>+1476(SB)/4, $0x00000000
+DATA epilogueGelu<>+1480(SB)/4, $0x00000000
+DATA epilogueGelu<>+1484(SB)/4, $0x00000000
+DATA epilogueGelu<>+1488(SB)/4, $0x00000000
+DATA epilogueGelu<>+1492(SB)/4, $0x00000000
+DATA epilogueGelu<>+1496(SB)/4, $0x00000000
+DATA epilogueGelu<>+1500(SB)/4, $0x00000000
+DATA epilogueGelu<>+1504(SB)/4, $0x00000000
+DATA epilogueGelu<>+1508(SB)/4, $0x00000000
+DATA epilogueGelu<>+1512(SB)/4, $0x00000000
+DATA epilogueGelu<>+1516(SB)/4, $0x00000000
+DATA epilogueGelu<>+1520(SB)/4, $0x00000000
+DATA epilogueGelu<>+1524(SB)/4, $0x00000000
+DATA epilogueGelu<>+1528(SB)/4, $0x00000000
+DATA epilogueGelu<>+1532(SB)/4, $0x00000000
+DATA epilogueGelu<>+1536(SB)/4, $0x7fffffff
+DATA epilogueGelu<>+1540(SB)/4, $0x40200000
+DATA epilogueGelu<>+1544(SB)/4, $0x41700000
+DATA epilogueGelu<>+1548(SB)/4, $0x40c00000
+GLOBL epilogueGelu<>(SB), RODATA|NOPTR, $1552
 
 DATA epilogueColMasks<>+0(SB)/8, $0x0000000000000000
 DATA epilogueColMasks<>+8(SB)/8, $0x0000000000000001
@@ -55606,30 +55798,36 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-145
 	JEQ  epi_gelu_2793
 	CMPQ CX, $0x00000003
 	JEQ  epi_gelu_2793
+	CMPQ CX, $0x00000004
+	JEQ  epi_gelu_u8_2794
+	CMPQ CX, $0x00000005
+	JEQ  epi_gelu_u8_2794
 	CMPQ CX, $0x00000002
-	JEQ  epi_relu_2794
+	JEQ  epi_relu_2795
+
+epi_none_2796:
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
 epi_none_2792:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_2796
-	TESTQ $0x00000002, AX
-	JNZ   epi_flag_2797
-	TESTQ $0x00000004, AX
 	JNZ   epi_flag_2798
-	TESTQ $0x00000008, AX
+	TESTQ $0x00000002, AX
 	JNZ   epi_flag_2799
-	TESTQ $0x00000010, AX
+	TESTQ $0x00000004, AX
 	JNZ   epi_flag_2800
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_2801
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_2802
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_2801:
+epi_strip_2803:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -55652,7 +55850,7 @@ epi_strip_2801:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2802:
+epi_row_2804:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -55673,13 +55871,13 @@ epi_row_2802:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2802
+	JL          epi_row_2804
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2801
-	JMP         epi_done_2795
+	JL          epi_strip_2803
+	JMP         epi_done_2797
 
-epi_flag_2800:
+epi_flag_2802:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -55687,7 +55885,7 @@ epi_flag_2800:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_2803:
+epi_strip_2805:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -55710,7 +55908,7 @@ epi_strip_2803:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2804:
+epi_row_2806:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -55735,15 +55933,15 @@ epi_row_2804:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2804
+	JL          epi_row_2806
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2803
-	JMP         epi_done_2795
+	JL          epi_strip_2805
+	JMP         epi_done_2797
 
-epi_flag_2799:
+epi_flag_2801:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2805
+	JNZ          epi_flag_2807
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -55753,7 +55951,7 @@ epi_flag_2799:
 	VPBROADCASTD DX, Z2
 	XORQ         DX, DX
 
-epi_strip_2806:
+epi_strip_2808:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -55776,7 +55974,7 @@ epi_strip_2806:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2807:
+epi_row_2809:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -55813,13 +56011,13 @@ epi_row_2807:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2807
+	JL          epi_row_2809
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2806
-	JMP         epi_done_2795
+	JL          epi_strip_2808
+	JMP         epi_done_2797
 
-epi_flag_2805:
+epi_flag_2807:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -55830,7 +56028,7 @@ epi_flag_2805:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2808:
+epi_strip_2810:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -55853,7 +56051,7 @@ epi_strip_2808:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2809:
+epi_row_2811:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -55894,17 +56092,17 @@ epi_row_2809:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2809
+	JL          epi_row_2811
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2808
-	JMP         epi_done_2795
+	JL          epi_strip_2810
+	JMP         epi_done_2797
 
-epi_flag_2798:
+epi_flag_2800:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2810
+	JNZ   epi_flag_2812
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2811
+	JNZ   epi_flag_2813
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -55913,7 +56111,7 @@ epi_flag_2798:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_2812:
+epi_strip_2814:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -55937,7 +56135,7 @@ epi_strip_2812:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2813:
+epi_row_2815:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -55967,13 +56165,13 @@ epi_row_2813:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2813
+	JL          epi_row_2815
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2812
-	JMP         epi_done_2795
+	JL          epi_strip_2814
+	JMP         epi_done_2797
 
-epi_flag_2811:
+epi_flag_2813:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -55983,7 +56181,7 @@ epi_flag_2811:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_2814:
+epi_strip_2816:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -56007,7 +56205,7 @@ epi_strip_2814:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2815:
+epi_row_2817:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -56041,15 +56239,15 @@ epi_row_2815:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2815
+	JL          epi_row_2817
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2814
-	JMP         epi_done_2795
+	JL          epi_strip_2816
+	JMP         epi_done_2797
 
-epi_flag_2810:
+epi_flag_2812:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2816
+	JNZ          epi_flag_2818
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -56061,7 +56259,7 @@ epi_flag_2810:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2817:
+epi_strip_2819:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56085,7 +56283,7 @@ epi_strip_2817:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2818:
+epi_row_2820:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -56131,13 +56329,13 @@ epi_row_2818:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2818
+	JL          epi_row_2820
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2817
-	JMP         epi_done_2795
+	JL          epi_strip_2819
+	JMP         epi_done_2797
 
-epi_flag_2816:
+epi_flag_2818:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -56150,7 +56348,7 @@ epi_flag_2816:
 	VPBROADCASTD SI, Z2
 	XORQ         SI, SI
 
-epi_strip_2819:
+epi_strip_2821:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -56174,7 +56372,7 @@ epi_strip_2819:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2820:
+epi_row_2822:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -56224,26 +56422,26 @@ epi_row_2820:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2820
+	JL          epi_row_2822
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2819
-	JMP         epi_done_2795
+	JL          epi_strip_2821
+	JMP         epi_done_2797
 
-epi_flag_2797:
+epi_flag_2799:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2821
-	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2822
-	TESTQ $0x00000010, AX
 	JNZ   epi_flag_2823
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_2824
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_2825
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_2824:
+epi_strip_2826:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -56274,7 +56472,7 @@ epi_strip_2824:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2825:
+epi_row_2827:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -56299,13 +56497,13 @@ epi_row_2825:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2825
+	JL          epi_row_2827
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2824
-	JMP         epi_done_2795
+	JL          epi_strip_2826
+	JMP         epi_done_2797
 
-epi_flag_2823:
+epi_flag_2825:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -56313,7 +56511,7 @@ epi_flag_2823:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_2826:
+epi_strip_2828:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56344,7 +56542,7 @@ epi_strip_2826:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2827:
+epi_row_2829:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -56373,15 +56571,15 @@ epi_row_2827:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2827
+	JL          epi_row_2829
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2826
-	JMP         epi_done_2795
+	JL          epi_strip_2828
+	JMP         epi_done_2797
 
-epi_flag_2822:
+epi_flag_2824:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2828
+	JNZ          epi_flag_2830
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -56391,7 +56589,7 @@ epi_flag_2822:
 	VPBROADCASTD DX, Z2
 	XORQ         DX, DX
 
-epi_strip_2829:
+epi_strip_2831:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -56422,7 +56620,7 @@ epi_strip_2829:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2830:
+epi_row_2832:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -56463,13 +56661,13 @@ epi_row_2830:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2830
+	JL          epi_row_2832
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2829
-	JMP         epi_done_2795
+	JL          epi_strip_2831
+	JMP         epi_done_2797
 
-epi_flag_2828:
+epi_flag_2830:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -56480,7 +56678,7 @@ epi_flag_2828:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2831:
+epi_strip_2833:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56511,7 +56709,7 @@ epi_strip_2831:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2832:
+epi_row_2834:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -56556,17 +56754,17 @@ epi_row_2832:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2832
+	JL          epi_row_2834
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2831
-	JMP         epi_done_2795
+	JL          epi_strip_2833
+	JMP         epi_done_2797
 
-epi_flag_2821:
+epi_flag_2823:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2833
+	JNZ   epi_flag_2835
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2834
+	JNZ   epi_flag_2836
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -56575,7 +56773,7 @@ epi_flag_2821:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_2835:
+epi_strip_2837:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56607,7 +56805,7 @@ epi_strip_2835:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2836:
+epi_row_2838:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -56641,13 +56839,13 @@ epi_row_2836:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2836
+	JL          epi_row_2838
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2835
-	JMP         epi_done_2795
+	JL          epi_strip_2837
+	JMP         epi_done_2797
 
-epi_flag_2834:
+epi_flag_2836:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -56657,7 +56855,7 @@ epi_flag_2834:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_2837:
+epi_strip_2839:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -56689,7 +56887,7 @@ epi_strip_2837:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2838:
+epi_row_2840:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -56727,15 +56925,15 @@ epi_row_2838:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2838
+	JL          epi_row_2840
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2837
-	JMP         epi_done_2795
+	JL          epi_strip_2839
+	JMP         epi_done_2797
 
-epi_flag_2833:
+epi_flag_2835:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2839
+	JNZ          epi_flag_2841
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -56747,7 +56945,7 @@ epi_flag_2833:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2840:
+epi_strip_2842:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56779,7 +56977,7 @@ epi_strip_2840:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2841:
+epi_row_2843:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -56829,13 +57027,13 @@ epi_row_2841:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2841
+	JL          epi_row_2843
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2840
-	JMP         epi_done_2795
+	JL          epi_strip_2842
+	JMP         epi_done_2797
 
-epi_flag_2839:
+epi_flag_2841:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -56848,7 +57046,7 @@ epi_flag_2839:
 	VPBROADCASTD SI, Z2
 	XORQ         SI, SI
 
-epi_strip_2842:
+epi_strip_2844:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -56880,7 +57078,7 @@ epi_strip_2842:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2843:
+epi_row_2845:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -56934,21 +57132,21 @@ epi_row_2843:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2843
+	JL          epi_row_2845
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2842
-	JMP         epi_done_2795
+	JL          epi_strip_2844
+	JMP         epi_done_2797
 
-epi_flag_2796:
+epi_flag_2798:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2844
-	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2845
-	TESTQ        $0x00000008, AX
 	JNZ          epi_flag_2846
-	TESTQ        $0x00000010, AX
+	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_2847
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_2848
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_2849
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -56958,7 +57156,7 @@ epi_flag_2796:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_2848:
+epi_strip_2850:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -56997,7 +57195,7 @@ epi_strip_2848:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2849:
+epi_row_2851:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -57018,13 +57216,13 @@ epi_row_2849:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2849
+	JL        epi_row_2851
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2848
-	JMP       epi_done_2795
+	JL        epi_strip_2850
+	JMP       epi_done_2797
 
-epi_flag_2847:
+epi_flag_2849:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -57033,7 +57231,7 @@ epi_flag_2847:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_2850:
+epi_strip_2852:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -57064,7 +57262,7 @@ epi_strip_2850:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2851:
+epi_row_2853:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
@@ -57098,15 +57296,15 @@ epi_row_2851:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2851
+	JL           epi_row_2853
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2850
-	JMP          epi_done_2795
+	JL           epi_strip_2852
+	JMP          epi_done_2797
 
-epi_flag_2846:
+epi_flag_2848:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2852
+	JNZ          epi_flag_2854
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -57119,7 +57317,7 @@ epi_flag_2846:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_2853:
+epi_strip_2855:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -57158,7 +57356,7 @@ epi_strip_2853:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2854:
+epi_row_2856:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -57195,13 +57393,13 @@ epi_row_2854:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2854
+	JL        epi_row_2856
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2853
-	JMP       epi_done_2795
+	JL        epi_strip_2855
+	JMP       epi_done_2797
 
-epi_flag_2852:
+epi_flag_2854:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -57213,7 +57411,7 @@ epi_flag_2852:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_2855:
+epi_strip_2857:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -57244,7 +57442,7 @@ epi_strip_2855:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2856:
+epi_row_2858:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z4, Z0, Z13
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
@@ -57294,17 +57492,17 @@ epi_row_2856:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2856
+	JL           epi_row_2858
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2855
-	JMP          epi_done_2795
+	JL           epi_strip_2857
+	JMP          epi_done_2797
 
-epi_flag_2845:
+epi_flag_2847:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2857
+	JNZ          epi_flag_2859
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2858
+	JNZ          epi_flag_2860
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -57316,7 +57514,7 @@ epi_flag_2845:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2859:
+epi_strip_2861:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -57356,7 +57554,7 @@ epi_strip_2859:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2860:
+epi_row_2862:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -57386,13 +57584,13 @@ epi_row_2860:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2860
+	JL        epi_row_2862
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2859
-	JMP       epi_done_2795
+	JL        epi_strip_2861
+	JMP       epi_done_2797
 
-epi_flag_2858:
+epi_flag_2860:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -57403,7 +57601,7 @@ epi_flag_2858:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_2861:
+epi_strip_2863:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -57435,7 +57633,7 @@ epi_strip_2861:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2862:
+epi_row_2864:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
@@ -57478,15 +57676,15 @@ epi_row_2862:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2862
+	JL           epi_row_2864
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2861
-	JMP          epi_done_2795
+	JL           epi_strip_2863
+	JMP          epi_done_2797
 
-epi_flag_2857:
+epi_flag_2859:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2863
+	JNZ          epi_flag_2865
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -57501,7 +57699,7 @@ epi_flag_2857:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2864:
+epi_strip_2866:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -57541,7 +57739,7 @@ epi_strip_2864:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2865:
+epi_row_2867:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -57587,13 +57785,13 @@ epi_row_2865:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2865
+	JL        epi_row_2867
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2864
-	JMP       epi_done_2795
+	JL        epi_strip_2866
+	JMP       epi_done_2797
 
-epi_flag_2863:
+epi_flag_2865:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -57607,7 +57805,7 @@ epi_flag_2863:
 	VPBROADCASTD DI, Z3
 	XORQ         DI, DI
 
-epi_strip_2866:
+epi_strip_2868:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -57639,7 +57837,7 @@ epi_strip_2866:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2867:
+epi_row_2869:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z4, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -57698,19 +57896,19 @@ epi_row_2867:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2867
+	JL           epi_row_2869
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2866
-	JMP          epi_done_2795
+	JL           epi_strip_2868
+	JMP          epi_done_2797
 
-epi_flag_2844:
+epi_flag_2846:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2868
-	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2869
-	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_2870
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_2871
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_2872
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -57720,7 +57918,7 @@ epi_flag_2844:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_2871:
+epi_strip_2873:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -57767,7 +57965,7 @@ epi_strip_2871:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2872:
+epi_row_2874:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -57792,13 +57990,13 @@ epi_row_2872:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2872
+	JL        epi_row_2874
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2871
-	JMP       epi_done_2795
+	JL        epi_strip_2873
+	JMP       epi_done_2797
 
-epi_flag_2870:
+epi_flag_2872:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -57807,7 +58005,7 @@ epi_flag_2870:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_2873:
+epi_strip_2875:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -57846,7 +58044,7 @@ epi_strip_2873:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2874:
+epi_row_2876:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -57884,15 +58082,15 @@ epi_row_2874:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2874
+	JL           epi_row_2876
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2873
-	JMP          epi_done_2795
+	JL           epi_strip_2875
+	JMP          epi_done_2797
 
-epi_flag_2869:
+epi_flag_2871:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2875
+	JNZ          epi_flag_2877
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -57905,7 +58103,7 @@ epi_flag_2869:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_2876:
+epi_strip_2878:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -57952,7 +58150,7 @@ epi_strip_2876:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2877:
+epi_row_2879:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -57993,13 +58191,13 @@ epi_row_2877:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2877
+	JL        epi_row_2879
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2876
-	JMP       epi_done_2795
+	JL        epi_strip_2878
+	JMP       epi_done_2797
 
-epi_flag_2875:
+epi_flag_2877:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -58011,7 +58209,7 @@ epi_flag_2875:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_2878:
+epi_strip_2880:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -58050,7 +58248,7 @@ epi_strip_2878:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2879:
+epi_row_2881:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z4, Z0, Z17
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
@@ -58104,17 +58302,17 @@ epi_row_2879:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2879
+	JL           epi_row_2881
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2878
-	JMP          epi_done_2795
+	JL           epi_strip_2880
+	JMP          epi_done_2797
 
-epi_flag_2868:
+epi_flag_2870:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2880
+	JNZ          epi_flag_2882
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2881
+	JNZ          epi_flag_2883
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58126,7 +58324,7 @@ epi_flag_2868:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2882:
+epi_strip_2884:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -58174,7 +58372,7 @@ epi_strip_2882:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2883:
+epi_row_2885:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -58208,13 +58406,13 @@ epi_row_2883:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2883
+	JL        epi_row_2885
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2882
-	JMP       epi_done_2795
+	JL        epi_strip_2884
+	JMP       epi_done_2797
 
-epi_flag_2881:
+epi_flag_2883:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -58225,7 +58423,7 @@ epi_flag_2881:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_2884:
+epi_strip_2886:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -58265,7 +58463,7 @@ epi_strip_2884:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2885:
+epi_row_2887:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -58312,15 +58510,15 @@ epi_row_2885:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2885
+	JL           epi_row_2887
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2884
-	JMP          epi_done_2795
+	JL           epi_strip_2886
+	JMP          epi_done_2797
 
-epi_flag_2880:
+epi_flag_2882:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2886
+	JNZ          epi_flag_2888
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58335,7 +58533,7 @@ epi_flag_2880:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2887:
+epi_strip_2889:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -58383,7 +58581,7 @@ epi_strip_2887:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2888:
+epi_row_2890:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -58433,13 +58631,13 @@ epi_row_2888:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2888
+	JL        epi_row_2890
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2887
-	JMP       epi_done_2795
+	JL        epi_strip_2889
+	JMP       epi_done_2797
 
-epi_flag_2886:
+epi_flag_2888:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58453,7 +58651,7 @@ epi_flag_2886:
 	VPBROADCASTD DI, Z3
 	XORQ         DI, DI
 
-epi_strip_2889:
+epi_strip_2891:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -58493,7 +58691,7 @@ epi_strip_2889:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2890:
+epi_row_2892:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z4, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -58556,34 +58754,34 @@ epi_row_2890:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2890
+	JL           epi_row_2892
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2889
-	JMP          epi_done_2795
+	JL           epi_strip_2891
+	JMP          epi_done_2797
 
 epi_gelu_2793:
 	TESTQ   $0x00000001, AX
-	JNZ     epi_flag_2891
-	TESTQ   $0x00000002, AX
-	JNZ     epi_flag_2892
-	TESTQ   $0x00000004, AX
 	JNZ     epi_flag_2893
-	TESTQ   $0x00000008, AX
+	TESTQ   $0x00000002, AX
 	JNZ     epi_flag_2894
-	TESTQ   $0x00000010, AX
+	TESTQ   $0x00000004, AX
 	JNZ     epi_flag_2895
+	TESTQ   $0x00000008, AX
+	JNZ     epi_flag_2896
+	TESTQ   $0x00000010, AX
+	JNZ     epi_flag_2897
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
 	SHLQ    $0x02, CX
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), DX
-	LEAQ    epilogueGelu<>+384(SB), BX
-	MOVQ    flags+136(FP), SI
-	SHRQ    $0x08, SI
-	CMPQ    SI, $0x00000003
-	CMOVQEQ BX, DX
+	MOVQ    flags+136(FP), BX
+	SHRQ    $0x08, BX
+	LEAQ    epilogueGelu<>+384(SB), SI
+	CMPQ    BX, $0x00000003
+	CMOVQEQ SI, DX
 	VMOVUPS (DX), Z1
 	VMOVUPS 64(DX), Z2
 	VMOVUPS 128(DX), Z3
@@ -58592,7 +58790,7 @@ epi_gelu_2793:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_2896:
+epi_strip_2898:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -58609,17 +58807,17 @@ epi_strip_2896:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2897:
+epi_row_2899:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
 	VMOVDQU32.Z   64(BX)(DX*4), K2, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z9, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z10, Z12
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z11, Z11
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z12, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z9, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z11, Z11
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
 	VCVTPS2DQ     Z11, Z13
 	VCVTPS2DQ     Z12, Z14
 	VREDUCEPS     $0x00, Z11, Z11
@@ -58656,13 +58854,13 @@ epi_row_2897:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2897
+	JL            epi_row_2899
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2896
-	JMP           epi_done_2795
+	JL            epi_strip_2898
+	JMP           epi_done_2797
 
-epi_flag_2895:
+epi_flag_2897:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -58670,11 +58868,11 @@ epi_flag_2895:
 	MOVQ    rowScale+64(FP), DX
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), BX
-	LEAQ    epilogueGelu<>+384(SB), SI
-	MOVQ    flags+136(FP), DI
-	SHRQ    $0x08, DI
-	CMPQ    DI, $0x00000003
-	CMOVQEQ SI, BX
+	MOVQ    flags+136(FP), SI
+	SHRQ    $0x08, SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	CMPQ    SI, $0x00000003
+	CMOVQEQ DI, BX
 	VMOVUPS (BX), Z1
 	VMOVUPS 64(BX), Z2
 	VMOVUPS 128(BX), Z3
@@ -58683,7 +58881,7 @@ epi_flag_2895:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2898:
+epi_strip_2900:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -58700,7 +58898,7 @@ epi_strip_2898:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2899:
+epi_row_2901:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -58709,10 +58907,10 @@ epi_row_2899:
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
 	VMULPS.BCST   (DX)(R8*4), Z10, Z10
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z9, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z10, Z12
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z11, Z11
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z12, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z9, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z11, Z11
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
 	VCVTPS2DQ     Z11, Z13
 	VCVTPS2DQ     Z12, Z14
 	VREDUCEPS     $0x00, Z11, Z11
@@ -58749,15 +58947,15 @@ epi_row_2899:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2899
+	JL            epi_row_2901
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2898
-	JMP           epi_done_2795
+	JL            epi_strip_2900
+	JMP           epi_done_2797
 
-epi_flag_2894:
+epi_flag_2896:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2900
+	JNZ          epi_flag_2902
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -58767,11 +58965,11 @@ epi_flag_2894:
 	VPBROADCASTD DX, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueGelu<>+0(SB), DX
-	LEAQ         epilogueGelu<>+384(SB), BX
-	MOVQ         flags+136(FP), SI
-	SHRQ         $0x08, SI
-	CMPQ         SI, $0x00000003
-	CMOVQEQ      BX, DX
+	MOVQ         flags+136(FP), BX
+	SHRQ         $0x08, BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	CMPQ         BX, $0x00000003
+	CMOVQEQ      SI, DX
 	VMOVUPS      (DX), Z4
 	VMOVUPS      64(DX), Z5
 	VMOVUPS      128(DX), Z6
@@ -58780,7 +58978,7 @@ epi_flag_2894:
 	VMOVUPS      320(DX), Z9
 	XORQ         DX, DX
 
-epi_strip_2901:
+epi_strip_2903:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -58797,17 +58995,17 @@ epi_strip_2901:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2902:
+epi_row_2904:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
 	VMOVDQU32.Z   64(BX)(DX*4), K2, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -58852,13 +59050,13 @@ epi_row_2902:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2902
+	JL            epi_row_2904
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2901
-	JMP           epi_done_2795
+	JL            epi_strip_2903
+	JMP           epi_done_2797
 
-epi_flag_2900:
+epi_flag_2902:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -58869,11 +59067,11 @@ epi_flag_2900:
 	VPBROADCASTD BX, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueGelu<>+0(SB), BX
-	LEAQ         epilogueGelu<>+384(SB), SI
-	MOVQ         flags+136(FP), DI
-	SHRQ         $0x08, DI
-	CMPQ         DI, $0x00000003
-	CMOVQEQ      SI, BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z4
 	VMOVUPS      64(BX), Z5
 	VMOVUPS      128(BX), Z6
@@ -58882,7 +59080,7 @@ epi_flag_2900:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2903:
+epi_strip_2905:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -58899,7 +59097,7 @@ epi_strip_2903:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2904:
+epi_row_2906:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -58908,10 +59106,10 @@ epi_row_2904:
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
 	VMULPS.BCST   (DX)(R8*4), Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -58956,17 +59154,17 @@ epi_row_2904:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2904
+	JL            epi_row_2906
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2903
-	JMP           epi_done_2795
+	JL            epi_strip_2905
+	JMP           epi_done_2797
 
-epi_flag_2893:
+epi_flag_2895:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2905
+	JNZ     epi_flag_2907
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_2906
+	JNZ     epi_flag_2908
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -58975,11 +59173,11 @@ epi_flag_2893:
 	SHLQ    $0x02, DX
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), BX
-	LEAQ    epilogueGelu<>+384(SB), SI
-	MOVQ    flags+136(FP), DI
-	SHRQ    $0x08, DI
-	CMPQ    DI, $0x00000003
-	CMOVQEQ SI, BX
+	MOVQ    flags+136(FP), SI
+	SHRQ    $0x08, SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	CMPQ    SI, $0x00000003
+	CMOVQEQ DI, BX
 	VMOVUPS (BX), Z1
 	VMOVUPS 64(BX), Z2
 	VMOVUPS 128(BX), Z3
@@ -58988,7 +59186,7 @@ epi_flag_2893:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2907:
+epi_strip_2909:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -59006,17 +59204,17 @@ epi_strip_2907:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2908:
+epi_row_2910:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
 	VMOVDQU32.Z   64(SI)(BX*4), K2, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z9, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z10, Z12
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z11, Z11
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z12, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z9, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z11, Z11
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
 	VCVTPS2DQ     Z11, Z13
 	VCVTPS2DQ     Z12, Z14
 	VREDUCEPS     $0x00, Z11, Z11
@@ -59058,13 +59256,13 @@ epi_row_2908:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2908
+	JL            epi_row_2910
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2907
-	JMP           epi_done_2795
+	JL            epi_strip_2909
+	JMP           epi_done_2797
 
-epi_flag_2906:
+epi_flag_2908:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -59074,11 +59272,11 @@ epi_flag_2906:
 	MOVQ    rowScale+64(FP), BX
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), SI
-	LEAQ    epilogueGelu<>+384(SB), DI
-	MOVQ    flags+136(FP), R8
-	SHRQ    $0x08, R8
-	CMPQ    R8, $0x00000003
-	CMOVQEQ DI, SI
+	MOVQ    flags+136(FP), DI
+	SHRQ    $0x08, DI
+	LEAQ    epilogueGelu<>+384(SB), R8
+	CMPQ    DI, $0x00000003
+	CMOVQEQ R8, SI
 	VMOVUPS (SI), Z1
 	VMOVUPS 64(SI), Z2
 	VMOVUPS 128(SI), Z3
@@ -59087,7 +59285,7 @@ epi_flag_2906:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_2909:
+epi_strip_2911:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -59105,7 +59303,7 @@ epi_strip_2909:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2910:
+epi_row_2912:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -59114,10 +59312,10 @@ epi_row_2910:
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
 	VMULPS.BCST   (BX)(R10*4), Z10, Z10
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z9, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z10, Z12
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z11, Z11
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z12, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z9, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z11, Z11
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
 	VCVTPS2DQ     Z11, Z13
 	VCVTPS2DQ     Z12, Z14
 	VREDUCEPS     $0x00, Z11, Z11
@@ -59159,15 +59357,15 @@ epi_row_2910:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2910
+	JL            epi_row_2912
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2909
-	JMP           epi_done_2795
+	JL            epi_strip_2911
+	JMP           epi_done_2797
 
-epi_flag_2905:
+epi_flag_2907:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2911
+	JNZ          epi_flag_2913
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -59179,11 +59377,11 @@ epi_flag_2905:
 	VPBROADCASTD BX, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueGelu<>+0(SB), BX
-	LEAQ         epilogueGelu<>+384(SB), SI
-	MOVQ         flags+136(FP), DI
-	SHRQ         $0x08, DI
-	CMPQ         DI, $0x00000003
-	CMOVQEQ      SI, BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z4
 	VMOVUPS      64(BX), Z5
 	VMOVUPS      128(BX), Z6
@@ -59192,7 +59390,7 @@ epi_flag_2905:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2912:
+epi_strip_2914:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -59210,17 +59408,17 @@ epi_strip_2912:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2913:
+epi_row_2915:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
 	VMOVDQU32.Z   64(SI)(BX*4), K2, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -59270,13 +59468,13 @@ epi_row_2913:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2913
+	JL            epi_row_2915
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2912
-	JMP           epi_done_2795
+	JL            epi_strip_2914
+	JMP           epi_done_2797
 
-epi_flag_2911:
+epi_flag_2913:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -59289,11 +59487,11 @@ epi_flag_2911:
 	VPBROADCASTD SI, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueGelu<>+0(SB), SI
-	LEAQ         epilogueGelu<>+384(SB), DI
-	MOVQ         flags+136(FP), R8
-	SHRQ         $0x08, R8
-	CMPQ         R8, $0x00000003
-	CMOVQEQ      DI, SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+384(SB), R8
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      R8, SI
 	VMOVUPS      (SI), Z4
 	VMOVUPS      64(SI), Z5
 	VMOVUPS      128(SI), Z6
@@ -59302,7 +59500,7 @@ epi_flag_2911:
 	VMOVUPS      320(SI), Z9
 	XORQ         SI, SI
 
-epi_strip_2914:
+epi_strip_2916:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -59320,7 +59518,7 @@ epi_strip_2914:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2915:
+epi_row_2917:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -59329,10 +59527,10 @@ epi_row_2915:
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
 	VMULPS.BCST   (BX)(R10*4), Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -59382,30 +59580,30 @@ epi_row_2915:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2915
+	JL            epi_row_2917
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2914
-	JMP           epi_done_2795
+	JL            epi_strip_2916
+	JMP           epi_done_2797
 
-epi_flag_2892:
+epi_flag_2894:
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_2916
-	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2917
-	TESTQ   $0x00000010, AX
 	JNZ     epi_flag_2918
+	TESTQ   $0x00000008, AX
+	JNZ     epi_flag_2919
+	TESTQ   $0x00000010, AX
+	JNZ     epi_flag_2920
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
 	SHLQ    $0x02, CX
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), DX
-	LEAQ    epilogueGelu<>+384(SB), BX
-	MOVQ    flags+136(FP), SI
-	SHRQ    $0x08, SI
-	CMPQ    SI, $0x00000003
-	CMOVQEQ BX, DX
+	MOVQ    flags+136(FP), BX
+	SHRQ    $0x08, BX
+	LEAQ    epilogueGelu<>+384(SB), SI
+	CMPQ    BX, $0x00000003
+	CMOVQEQ SI, DX
 	VMOVUPS (DX), Z1
 	VMOVUPS 64(DX), Z2
 	VMOVUPS 128(DX), Z3
@@ -59414,7 +59612,7 @@ epi_flag_2892:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_2919:
+epi_strip_2921:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -59435,7 +59633,7 @@ epi_strip_2919:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2920:
+epi_row_2922:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -59444,10 +59642,10 @@ epi_row_2920:
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
 	VADDPS        Z10, Z12, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z11, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -59484,13 +59682,13 @@ epi_row_2920:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2920
+	JL            epi_row_2922
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2919
-	JMP           epi_done_2795
+	JL            epi_strip_2921
+	JMP           epi_done_2797
 
-epi_flag_2918:
+epi_flag_2920:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -59498,11 +59696,11 @@ epi_flag_2918:
 	MOVQ    rowScale+64(FP), DX
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), BX
-	LEAQ    epilogueGelu<>+384(SB), SI
-	MOVQ    flags+136(FP), DI
-	SHRQ    $0x08, DI
-	CMPQ    DI, $0x00000003
-	CMOVQEQ SI, BX
+	MOVQ    flags+136(FP), SI
+	SHRQ    $0x08, SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	CMPQ    SI, $0x00000003
+	CMOVQEQ DI, BX
 	VMOVUPS (BX), Z1
 	VMOVUPS 64(BX), Z2
 	VMOVUPS 128(BX), Z3
@@ -59511,7 +59709,7 @@ epi_flag_2918:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2921:
+epi_strip_2923:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -59532,7 +59730,7 @@ epi_strip_2921:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2922:
+epi_row_2924:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -59543,10 +59741,10 @@ epi_row_2922:
 	VMULPS        Z9, Z12, Z12
 	VMULPS.BCST   (DX)(R8*4), Z12, Z12
 	VADDPS        Z10, Z12, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z11, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -59583,15 +59781,15 @@ epi_row_2922:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2922
+	JL            epi_row_2924
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2921
-	JMP           epi_done_2795
+	JL            epi_strip_2923
+	JMP           epi_done_2797
 
-epi_flag_2917:
+epi_flag_2919:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2923
+	JNZ          epi_flag_2925
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -59601,11 +59799,11 @@ epi_flag_2917:
 	VPBROADCASTD DX, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueGelu<>+0(SB), DX
-	LEAQ         epilogueGelu<>+384(SB), BX
-	MOVQ         flags+136(FP), SI
-	SHRQ         $0x08, SI
-	CMPQ         SI, $0x00000003
-	CMOVQEQ      BX, DX
+	MOVQ         flags+136(FP), BX
+	SHRQ         $0x08, BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	CMPQ         BX, $0x00000003
+	CMOVQEQ      SI, DX
 	VMOVUPS      (DX), Z4
 	VMOVUPS      64(DX), Z5
 	VMOVUPS      128(DX), Z6
@@ -59614,7 +59812,7 @@ epi_flag_2917:
 	VMOVUPS      320(DX), Z9
 	XORQ         DX, DX
 
-epi_strip_2924:
+epi_strip_2926:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -59635,7 +59833,7 @@ epi_strip_2924:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2925:
+epi_row_2927:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -59644,10 +59842,10 @@ epi_row_2925:
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -59692,13 +59890,13 @@ epi_row_2925:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2925
+	JL            epi_row_2927
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2924
-	JMP           epi_done_2795
+	JL            epi_strip_2926
+	JMP           epi_done_2797
 
-epi_flag_2923:
+epi_flag_2925:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -59709,11 +59907,11 @@ epi_flag_2923:
 	VPBROADCASTD BX, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueGelu<>+0(SB), BX
-	LEAQ         epilogueGelu<>+384(SB), SI
-	MOVQ         flags+136(FP), DI
-	SHRQ         $0x08, DI
-	CMPQ         DI, $0x00000003
-	CMOVQEQ      SI, BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z4
 	VMOVUPS      64(BX), Z5
 	VMOVUPS      128(BX), Z6
@@ -59722,7 +59920,7 @@ epi_flag_2923:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2926:
+epi_strip_2928:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -59743,7 +59941,7 @@ epi_strip_2926:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2927:
+epi_row_2929:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -59754,10 +59952,10 @@ epi_row_2927:
 	VMULPS        Z12, Z15, Z15
 	VMULPS.BCST   (DX)(R8*4), Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -59802,17 +60000,17 @@ epi_row_2927:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2927
+	JL            epi_row_2929
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2926
-	JMP           epi_done_2795
+	JL            epi_strip_2928
+	JMP           epi_done_2797
 
-epi_flag_2916:
+epi_flag_2918:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2928
+	JNZ     epi_flag_2930
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_2929
+	JNZ     epi_flag_2931
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -59821,11 +60019,11 @@ epi_flag_2916:
 	SHLQ    $0x02, DX
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), BX
-	LEAQ    epilogueGelu<>+384(SB), SI
-	MOVQ    flags+136(FP), DI
-	SHRQ    $0x08, DI
-	CMPQ    DI, $0x00000003
-	CMOVQEQ SI, BX
+	MOVQ    flags+136(FP), SI
+	SHRQ    $0x08, SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	CMPQ    SI, $0x00000003
+	CMOVQEQ DI, BX
 	VMOVUPS (BX), Z1
 	VMOVUPS 64(BX), Z2
 	VMOVUPS 128(BX), Z3
@@ -59834,7 +60032,7 @@ epi_flag_2916:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2930:
+epi_strip_2932:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -59856,7 +60054,7 @@ epi_strip_2930:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2931:
+epi_row_2933:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -59865,10 +60063,10 @@ epi_row_2931:
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
 	VADDPS        Z10, Z12, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z11, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -59910,13 +60108,13 @@ epi_row_2931:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2931
+	JL            epi_row_2933
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2930
-	JMP           epi_done_2795
+	JL            epi_strip_2932
+	JMP           epi_done_2797
 
-epi_flag_2929:
+epi_flag_2931:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -59926,11 +60124,11 @@ epi_flag_2929:
 	MOVQ    rowScale+64(FP), BX
 	VPXORD  Z0, Z0, Z0
 	LEAQ    epilogueGelu<>+0(SB), SI
-	LEAQ    epilogueGelu<>+384(SB), DI
-	MOVQ    flags+136(FP), R8
-	SHRQ    $0x08, R8
-	CMPQ    R8, $0x00000003
-	CMOVQEQ DI, SI
+	MOVQ    flags+136(FP), DI
+	SHRQ    $0x08, DI
+	LEAQ    epilogueGelu<>+384(SB), R8
+	CMPQ    DI, $0x00000003
+	CMOVQEQ R8, SI
 	VMOVUPS (SI), Z1
 	VMOVUPS 64(SI), Z2
 	VMOVUPS 128(SI), Z3
@@ -59939,7 +60137,7 @@ epi_flag_2929:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_2932:
+epi_strip_2934:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -59961,7 +60159,7 @@ epi_strip_2932:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2933:
+epi_row_2935:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -59972,10 +60170,10 @@ epi_row_2933:
 	VMULPS        Z9, Z12, Z12
 	VMULPS.BCST   (BX)(R10*4), Z12, Z12
 	VADDPS        Z10, Z12, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z11, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -60017,15 +60215,15 @@ epi_row_2933:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2933
+	JL            epi_row_2935
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2932
-	JMP           epi_done_2795
+	JL            epi_strip_2934
+	JMP           epi_done_2797
 
-epi_flag_2928:
+epi_flag_2930:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2934
+	JNZ          epi_flag_2936
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -60037,11 +60235,11 @@ epi_flag_2928:
 	VPBROADCASTD BX, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueGelu<>+0(SB), BX
-	LEAQ         epilogueGelu<>+384(SB), SI
-	MOVQ         flags+136(FP), DI
-	SHRQ         $0x08, DI
-	CMPQ         DI, $0x00000003
-	CMOVQEQ      SI, BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z4
 	VMOVUPS      64(BX), Z5
 	VMOVUPS      128(BX), Z6
@@ -60050,7 +60248,7 @@ epi_flag_2928:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2935:
+epi_strip_2937:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -60072,7 +60270,7 @@ epi_strip_2935:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2936:
+epi_row_2938:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -60081,10 +60279,10 @@ epi_row_2936:
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -60134,13 +60332,13 @@ epi_row_2936:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2936
+	JL            epi_row_2938
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2935
-	JMP           epi_done_2795
+	JL            epi_strip_2937
+	JMP           epi_done_2797
 
-epi_flag_2934:
+epi_flag_2936:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -60153,11 +60351,11 @@ epi_flag_2934:
 	VPBROADCASTD SI, Z2
 	VPXORD       Z3, Z3, Z3
 	LEAQ         epilogueGelu<>+0(SB), SI
-	LEAQ         epilogueGelu<>+384(SB), DI
-	MOVQ         flags+136(FP), R8
-	SHRQ         $0x08, R8
-	CMPQ         R8, $0x00000003
-	CMOVQEQ      DI, SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+384(SB), R8
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      R8, SI
 	VMOVUPS      (SI), Z4
 	VMOVUPS      64(SI), Z5
 	VMOVUPS      128(SI), Z6
@@ -60166,7 +60364,7 @@ epi_flag_2934:
 	VMOVUPS      320(SI), Z9
 	XORQ         SI, SI
 
-epi_strip_2937:
+epi_strip_2939:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -60188,7 +60386,7 @@ epi_strip_2937:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2938:
+epi_row_2940:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -60199,10 +60397,10 @@ epi_row_2938:
 	VMULPS        Z12, Z15, Z15
 	VMULPS.BCST   (BX)(R10*4), Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -60252,21 +60450,21 @@ epi_row_2938:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2938
+	JL            epi_row_2940
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2937
-	JMP           epi_done_2795
+	JL            epi_strip_2939
+	JMP           epi_done_2797
 
-epi_flag_2891:
+epi_flag_2893:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2939
-	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2940
-	TESTQ        $0x00000008, AX
 	JNZ          epi_flag_2941
-	TESTQ        $0x00000010, AX
+	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_2942
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_2943
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_2944
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -60275,11 +60473,11 @@ epi_flag_2891:
 	VPBROADCASTD DX, Z0
 	VPXORD       Z1, Z1, Z1
 	LEAQ         epilogueGelu<>+0(SB), DX
-	LEAQ         epilogueGelu<>+384(SB), BX
-	MOVQ         flags+136(FP), SI
-	SHRQ         $0x08, SI
-	CMPQ         SI, $0x00000003
-	CMOVQEQ      BX, DX
+	MOVQ         flags+136(FP), BX
+	SHRQ         $0x08, BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	CMPQ         BX, $0x00000003
+	CMOVQEQ      SI, DX
 	VMOVUPS      (DX), Z2
 	VMOVUPS      64(DX), Z3
 	VMOVUPS      128(DX), Z4
@@ -60288,7 +60486,7 @@ epi_flag_2891:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_2943:
+epi_strip_2945:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -60313,17 +60511,17 @@ epi_strip_2943:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2944:
+epi_row_2946:
 	VPADDD.Z      (BX)(DX*4), Z8, K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
 	VPADDD.Z      64(BX)(DX*4), Z10, K2, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -60360,13 +60558,13 @@ epi_row_2944:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2944
+	JL            epi_row_2946
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2943
-	JMP           epi_done_2795
+	JL            epi_strip_2945
+	JMP           epi_done_2797
 
-epi_flag_2942:
+epi_flag_2944:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -60375,11 +60573,11 @@ epi_flag_2942:
 	MOVQ    rowZero+48(FP), BX
 	VPXORD  Z1, Z1, Z1
 	LEAQ    epilogueGelu<>+0(SB), SI
-	LEAQ    epilogueGelu<>+384(SB), DI
-	MOVQ    flags+136(FP), R8
-	SHRQ    $0x08, R8
-	CMPQ    R8, $0x00000003
-	CMOVQEQ DI, SI
+	MOVQ    flags+136(FP), DI
+	SHRQ    $0x08, DI
+	LEAQ    epilogueGelu<>+384(SB), R8
+	CMPQ    DI, $0x00000003
+	CMOVQEQ R8, SI
 	VMOVUPS (SI), Z2
 	VMOVUPS 64(SI), Z3
 	VMOVUPS 128(SI), Z4
@@ -60388,7 +60586,7 @@ epi_flag_2942:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_2945:
+epi_strip_2947:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -60409,7 +60607,7 @@ epi_strip_2945:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2946:
+epi_row_2948:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z8, Z0, Z13
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
@@ -60423,10 +60621,10 @@ epi_row_2946:
 	VCVTDQ2PS     Z0, Z0
 	VMULPS        Z11, Z0, Z0
 	VMULPS.BCST   (DX)(R9*4), Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z0, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -60463,15 +60661,15 @@ epi_row_2946:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2946
+	JL            epi_row_2948
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2945
-	JMP           epi_done_2795
+	JL            epi_strip_2947
+	JMP           epi_done_2797
 
-epi_flag_2941:
+epi_flag_2943:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2947
+	JNZ          epi_flag_2949
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -60483,11 +60681,11 @@ epi_flag_2941:
 	VPBROADCASTD DX, Z3
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), DX
-	LEAQ         epilogueGelu<>+384(SB), BX
-	MOVQ         flags+136(FP), SI
-	SHRQ         $0x08, SI
-	CMPQ         SI, $0x00000003
-	CMOVQEQ      BX, DX
+	MOVQ         flags+136(FP), BX
+	SHRQ         $0x08, BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	CMPQ         BX, $0x00000003
+	CMOVQEQ      SI, DX
 	VMOVUPS      (DX), Z5
 	VMOVUPS      64(DX), Z6
 	VMOVUPS      128(DX), Z7
@@ -60496,7 +60694,7 @@ epi_flag_2941:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_2948:
+epi_strip_2950:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -60521,17 +60719,17 @@ epi_strip_2948:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2949:
+epi_row_2951:
 	VPADDD.Z      (BX)(DX*4), Z11, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
 	VPADDD.Z      64(BX)(DX*4), Z13, K2, Z16
 	VCVTDQ2PS     Z16, Z16
 	VMULPS        Z14, Z16, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z15, Z17
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z16, Z18
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z17, Z17
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z18, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z16, Z18
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
 	VCVTPS2DQ     Z17, Z19
 	VCVTPS2DQ     Z18, Z20
 	VREDUCEPS     $0x00, Z17, Z17
@@ -60576,13 +60774,13 @@ epi_row_2949:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2949
+	JL            epi_row_2951
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2948
-	JMP           epi_done_2795
+	JL            epi_strip_2950
+	JMP           epi_done_2797
 
-epi_flag_2947:
+epi_flag_2949:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -60594,11 +60792,11 @@ epi_flag_2947:
 	VPBROADCASTD SI, Z3
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), SI
-	LEAQ         epilogueGelu<>+384(SB), DI
-	MOVQ         flags+136(FP), R8
-	SHRQ         $0x08, R8
-	CMPQ         R8, $0x00000003
-	CMOVQEQ      DI, SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+384(SB), R8
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      R8, SI
 	VMOVUPS      (SI), Z5
 	VMOVUPS      64(SI), Z6
 	VMOVUPS      128(SI), Z7
@@ -60607,7 +60805,7 @@ epi_flag_2947:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_2950:
+epi_strip_2952:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -60628,7 +60826,7 @@ epi_strip_2950:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2951:
+epi_row_2953:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z11, Z0, Z16
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z15
@@ -60642,10 +60840,10 @@ epi_row_2951:
 	VCVTDQ2PS     Z0, Z0
 	VMULPS        Z14, Z0, Z0
 	VMULPS.BCST   (DX)(R9*4), Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z15, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z0, Z17
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -60690,17 +60888,17 @@ epi_row_2951:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2951
+	JL            epi_row_2953
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2950
-	JMP           epi_done_2795
+	JL            epi_strip_2952
+	JMP           epi_done_2797
 
-epi_flag_2940:
+epi_flag_2942:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2952
+	JNZ          epi_flag_2954
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2953
+	JNZ          epi_flag_2955
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -60711,11 +60909,11 @@ epi_flag_2940:
 	VPBROADCASTD BX, Z0
 	VPXORD       Z1, Z1, Z1
 	LEAQ         epilogueGelu<>+0(SB), BX
-	LEAQ         epilogueGelu<>+384(SB), SI
-	MOVQ         flags+136(FP), DI
-	SHRQ         $0x08, DI
-	CMPQ         DI, $0x00000003
-	CMOVQEQ      SI, BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z2
 	VMOVUPS      64(BX), Z3
 	VMOVUPS      128(BX), Z4
@@ -60724,7 +60922,7 @@ epi_flag_2940:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_2954:
+epi_strip_2956:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -60750,17 +60948,17 @@ epi_strip_2954:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2955:
+epi_row_2957:
 	VPADDD.Z      (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
 	VPADDD.Z      64(SI)(BX*4), Z10, K2, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -60802,13 +61000,13 @@ epi_row_2955:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2955
+	JL            epi_row_2957
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2954
-	JMP           epi_done_2795
+	JL            epi_strip_2956
+	JMP           epi_done_2797
 
-epi_flag_2953:
+epi_flag_2955:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -60819,11 +61017,11 @@ epi_flag_2953:
 	MOVQ    rowZero+48(FP), SI
 	VPXORD  Z1, Z1, Z1
 	LEAQ    epilogueGelu<>+0(SB), DI
-	LEAQ    epilogueGelu<>+384(SB), R8
-	MOVQ    flags+136(FP), R9
-	SHRQ    $0x08, R9
-	CMPQ    R9, $0x00000003
-	CMOVQEQ R8, DI
+	MOVQ    flags+136(FP), R8
+	SHRQ    $0x08, R8
+	LEAQ    epilogueGelu<>+384(SB), R9
+	CMPQ    R8, $0x00000003
+	CMOVQEQ R9, DI
 	VMOVUPS (DI), Z2
 	VMOVUPS 64(DI), Z3
 	VMOVUPS 128(DI), Z4
@@ -60832,7 +61030,7 @@ epi_flag_2953:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_2956:
+epi_strip_2958:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -60854,7 +61052,7 @@ epi_strip_2956:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2957:
+epi_row_2959:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z8, Z0, Z13
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z12
@@ -60868,10 +61066,10 @@ epi_row_2957:
 	VCVTDQ2PS     Z0, Z0
 	VMULPS        Z11, Z0, Z0
 	VMULPS.BCST   (BX)(R11*4), Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z12, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z0, Z14
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -60913,15 +61111,15 @@ epi_row_2957:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2957
+	JL            epi_row_2959
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2956
-	JMP           epi_done_2795
+	JL            epi_strip_2958
+	JMP           epi_done_2797
 
-epi_flag_2952:
+epi_flag_2954:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2958
+	JNZ          epi_flag_2960
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -60935,11 +61133,11 @@ epi_flag_2952:
 	VPBROADCASTD BX, Z3
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), BX
-	LEAQ         epilogueGelu<>+384(SB), SI
-	MOVQ         flags+136(FP), DI
-	SHRQ         $0x08, DI
-	CMPQ         DI, $0x00000003
-	CMOVQEQ      SI, BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z5
 	VMOVUPS      64(BX), Z6
 	VMOVUPS      128(BX), Z7
@@ -60948,7 +61146,7 @@ epi_flag_2952:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_2959:
+epi_strip_2961:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -60974,17 +61172,17 @@ epi_strip_2959:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2960:
+epi_row_2962:
 	VPADDD.Z      (SI)(BX*4), Z11, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
 	VPADDD.Z      64(SI)(BX*4), Z13, K2, Z16
 	VCVTDQ2PS     Z16, Z16
 	VMULPS        Z14, Z16, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z15, Z17
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z16, Z18
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z17, Z17
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z18, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z16, Z18
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
 	VCVTPS2DQ     Z17, Z19
 	VCVTPS2DQ     Z18, Z20
 	VREDUCEPS     $0x00, Z17, Z17
@@ -61034,13 +61232,13 @@ epi_row_2960:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2960
+	JL            epi_row_2962
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2959
-	JMP           epi_done_2795
+	JL            epi_strip_2961
+	JMP           epi_done_2797
 
-epi_flag_2958:
+epi_flag_2960:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -61054,11 +61252,11 @@ epi_flag_2958:
 	VPBROADCASTD DI, Z3
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), DI
-	LEAQ         epilogueGelu<>+384(SB), R8
-	MOVQ         flags+136(FP), R9
-	SHRQ         $0x08, R9
-	CMPQ         R9, $0x00000003
-	CMOVQEQ      R8, DI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	LEAQ         epilogueGelu<>+384(SB), R9
+	CMPQ         R8, $0x00000003
+	CMOVQEQ      R9, DI
 	VMOVUPS      (DI), Z5
 	VMOVUPS      64(DI), Z6
 	VMOVUPS      128(DI), Z7
@@ -61067,7 +61265,7 @@ epi_flag_2958:
 	VMOVUPS      320(DI), Z10
 	XORQ         DI, DI
 
-epi_strip_2961:
+epi_strip_2963:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -61089,7 +61287,7 @@ epi_strip_2961:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2962:
+epi_row_2964:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z11, Z0, Z16
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z15
@@ -61103,10 +61301,10 @@ epi_row_2962:
 	VCVTDQ2PS     Z0, Z0
 	VMULPS        Z14, Z0, Z0
 	VMULPS.BCST   (BX)(R11*4), Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z15, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z0, Z17
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -61156,19 +61354,19 @@ epi_row_2962:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2962
+	JL            epi_row_2964
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2961
-	JMP           epi_done_2795
+	JL            epi_strip_2963
+	JMP           epi_done_2797
 
-epi_flag_2939:
+epi_flag_2941:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2963
-	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2964
-	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_2965
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_2966
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_2967
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -61177,11 +61375,11 @@ epi_flag_2939:
 	VPBROADCASTD DX, Z0
 	VPXORD       Z1, Z1, Z1
 	LEAQ         epilogueGelu<>+0(SB), DX
-	LEAQ         epilogueGelu<>+384(SB), BX
-	MOVQ         flags+136(FP), SI
-	SHRQ         $0x08, SI
-	CMPQ         SI, $0x00000003
-	CMOVQEQ      BX, DX
+	MOVQ         flags+136(FP), BX
+	SHRQ         $0x08, BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	CMPQ         BX, $0x00000003
+	CMOVQEQ      SI, DX
 	VMOVUPS      (DX), Z2
 	VMOVUPS      64(DX), Z3
 	VMOVUPS      128(DX), Z4
@@ -61190,7 +61388,7 @@ epi_flag_2939:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_2966:
+epi_strip_2968:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -61219,7 +61417,7 @@ epi_strip_2966:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2967:
+epi_row_2969:
 	VPADDD.Z      (BX)(DX*4), Z8, K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z9, Z14, Z14
@@ -61228,10 +61426,10 @@ epi_row_2967:
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -61268,13 +61466,13 @@ epi_row_2967:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2967
+	JL            epi_row_2969
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2966
-	JMP           epi_done_2795
+	JL            epi_strip_2968
+	JMP           epi_done_2797
 
-epi_flag_2965:
+epi_flag_2967:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -61283,11 +61481,11 @@ epi_flag_2965:
 	MOVQ    rowZero+48(FP), BX
 	VPXORD  Z1, Z1, Z1
 	LEAQ    epilogueGelu<>+0(SB), SI
-	LEAQ    epilogueGelu<>+384(SB), DI
-	MOVQ    flags+136(FP), R8
-	SHRQ    $0x08, R8
-	CMPQ    R8, $0x00000003
-	CMOVQEQ DI, SI
+	MOVQ    flags+136(FP), DI
+	SHRQ    $0x08, DI
+	LEAQ    epilogueGelu<>+384(SB), R8
+	CMPQ    DI, $0x00000003
+	CMOVQEQ R8, SI
 	VMOVUPS (SI), Z2
 	VMOVUPS 64(SI), Z3
 	VMOVUPS 128(SI), Z4
@@ -61296,7 +61494,7 @@ epi_flag_2965:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_2968:
+epi_strip_2970:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -61321,7 +61519,7 @@ epi_strip_2968:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2969:
+epi_row_2971:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z8, Z0, Z15
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z14
@@ -61337,10 +61535,10 @@ epi_row_2969:
 	VMULPS        Z12, Z0, Z0
 	VMULPS.BCST   (DX)(R9*4), Z0, Z0
 	VADDPS        Z13, Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z14, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z0, Z16
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z15, Z15
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z16, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
 	VCVTPS2DQ     Z15, Z17
 	VCVTPS2DQ     Z16, Z18
 	VREDUCEPS     $0x00, Z15, Z15
@@ -61377,15 +61575,15 @@ epi_row_2969:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2969
+	JL            epi_row_2971
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2968
-	JMP           epi_done_2795
+	JL            epi_strip_2970
+	JMP           epi_done_2797
 
-epi_flag_2964:
+epi_flag_2966:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2970
+	JNZ          epi_flag_2972
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -61397,11 +61595,11 @@ epi_flag_2964:
 	VPBROADCASTD DX, Z3
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), DX
-	LEAQ         epilogueGelu<>+384(SB), BX
-	MOVQ         flags+136(FP), SI
-	SHRQ         $0x08, SI
-	CMPQ         SI, $0x00000003
-	CMOVQEQ      BX, DX
+	MOVQ         flags+136(FP), BX
+	SHRQ         $0x08, BX
+	LEAQ         epilogueGelu<>+384(SB), SI
+	CMPQ         BX, $0x00000003
+	CMOVQEQ      SI, DX
 	VMOVUPS      (DX), Z5
 	VMOVUPS      64(DX), Z6
 	VMOVUPS      128(DX), Z7
@@ -61410,7 +61608,7 @@ epi_flag_2964:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_2971:
+epi_strip_2973:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -61439,7 +61637,7 @@ epi_strip_2971:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2972:
+epi_row_2974:
 	VPADDD.Z      (BX)(DX*4), Z11, K1, Z17
 	VCVTDQ2PS     Z17, Z17
 	VMULPS        Z12, Z17, Z17
@@ -61448,10 +61646,10 @@ epi_row_2972:
 	VCVTDQ2PS     Z18, Z18
 	VMULPS        Z15, Z18, Z18
 	VADDPS        Z16, Z18, Z18
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z17, Z19
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z18, Z20
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z19, Z19
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z20, Z20
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z17, Z19
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z18, Z20
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z19, Z19
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z20, Z20
 	VCVTPS2DQ     Z19, Z21
 	VCVTPS2DQ     Z20, Z22
 	VREDUCEPS     $0x00, Z19, Z19
@@ -61496,13 +61694,13 @@ epi_row_2972:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2972
+	JL            epi_row_2974
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2971
-	JMP           epi_done_2795
+	JL            epi_strip_2973
+	JMP           epi_done_2797
 
-epi_flag_2970:
+epi_flag_2972:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -61514,11 +61712,11 @@ epi_flag_2970:
 	VPBROADCASTD SI, Z3
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), SI
-	LEAQ         epilogueGelu<>+384(SB), DI
-	MOVQ         flags+136(FP), R8
-	SHRQ         $0x08, R8
-	CMPQ         R8, $0x00000003
-	CMOVQEQ      DI, SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+384(SB), R8
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      R8, SI
 	VMOVUPS      (SI), Z5
 	VMOVUPS      64(SI), Z6
 	VMOVUPS      128(SI), Z7
@@ -61527,7 +61725,7 @@ epi_flag_2970:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_2973:
+epi_strip_2975:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -61552,7 +61750,7 @@ epi_strip_2973:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2974:
+epi_row_2976:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z11, Z0, Z18
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z17
@@ -61568,10 +61766,10 @@ epi_row_2974:
 	VMULPS        Z15, Z0, Z0
 	VMULPS.BCST   (DX)(R9*4), Z0, Z0
 	VADDPS        Z16, Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z17, Z18
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z0, Z19
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z18, Z18
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z19, Z19
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z17, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z19
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z19, Z19
 	VCVTPS2DQ     Z18, Z20
 	VCVTPS2DQ     Z19, Z21
 	VREDUCEPS     $0x00, Z18, Z18
@@ -61616,17 +61814,17 @@ epi_row_2974:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2974
+	JL            epi_row_2976
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2973
-	JMP           epi_done_2795
+	JL            epi_strip_2975
+	JMP           epi_done_2797
 
-epi_flag_2963:
+epi_flag_2965:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2975
+	JNZ          epi_flag_2977
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2976
+	JNZ          epi_flag_2978
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -61637,11 +61835,11 @@ epi_flag_2963:
 	VPBROADCASTD BX, Z0
 	VPXORD       Z1, Z1, Z1
 	LEAQ         epilogueGelu<>+0(SB), BX
-	LEAQ         epilogueGelu<>+384(SB), SI
-	MOVQ         flags+136(FP), DI
-	SHRQ         $0x08, DI
-	CMPQ         DI, $0x00000003
-	CMOVQEQ      SI, BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z2
 	VMOVUPS      64(BX), Z3
 	VMOVUPS      128(BX), Z4
@@ -61650,7 +61848,7 @@ epi_flag_2963:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_2977:
+epi_strip_2979:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -61680,7 +61878,7 @@ epi_strip_2977:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2978:
+epi_row_2980:
 	VPADDD.Z      (SI)(BX*4), Z8, K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z9, Z14, Z14
@@ -61689,10 +61887,10 @@ epi_row_2978:
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -61734,13 +61932,13 @@ epi_row_2978:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2978
+	JL            epi_row_2980
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2977
-	JMP           epi_done_2795
+	JL            epi_strip_2979
+	JMP           epi_done_2797
 
-epi_flag_2976:
+epi_flag_2978:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -61751,11 +61949,11 @@ epi_flag_2976:
 	MOVQ    rowZero+48(FP), SI
 	VPXORD  Z1, Z1, Z1
 	LEAQ    epilogueGelu<>+0(SB), DI
-	LEAQ    epilogueGelu<>+384(SB), R8
-	MOVQ    flags+136(FP), R9
-	SHRQ    $0x08, R9
-	CMPQ    R9, $0x00000003
-	CMOVQEQ R8, DI
+	MOVQ    flags+136(FP), R8
+	SHRQ    $0x08, R8
+	LEAQ    epilogueGelu<>+384(SB), R9
+	CMPQ    R8, $0x00000003
+	CMOVQEQ R9, DI
 	VMOVUPS (DI), Z2
 	VMOVUPS 64(DI), Z3
 	VMOVUPS 128(DI), Z4
@@ -61764,7 +61962,7 @@ epi_flag_2976:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_2979:
+epi_strip_2981:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -61790,7 +61988,7 @@ epi_strip_2979:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2980:
+epi_row_2982:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z8, Z0, Z15
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z14
@@ -61806,10 +62004,10 @@ epi_row_2980:
 	VMULPS        Z12, Z0, Z0
 	VMULPS.BCST   (BX)(R11*4), Z0, Z0
 	VADDPS        Z13, Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z14, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z0, Z16
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z15, Z15
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z16, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
 	VCVTPS2DQ     Z15, Z17
 	VCVTPS2DQ     Z16, Z18
 	VREDUCEPS     $0x00, Z15, Z15
@@ -61851,15 +62049,15 @@ epi_row_2980:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2980
+	JL            epi_row_2982
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2979
-	JMP           epi_done_2795
+	JL            epi_strip_2981
+	JMP           epi_done_2797
 
-epi_flag_2975:
+epi_flag_2977:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2981
+	JNZ          epi_flag_2983
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -61873,11 +62071,11 @@ epi_flag_2975:
 	VPBROADCASTD BX, Z3
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), BX
-	LEAQ         epilogueGelu<>+384(SB), SI
-	MOVQ         flags+136(FP), DI
-	SHRQ         $0x08, DI
-	CMPQ         DI, $0x00000003
-	CMOVQEQ      SI, BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z5
 	VMOVUPS      64(BX), Z6
 	VMOVUPS      128(BX), Z7
@@ -61886,7 +62084,7 @@ epi_flag_2975:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_2982:
+epi_strip_2984:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -61916,7 +62114,7 @@ epi_strip_2982:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2983:
+epi_row_2985:
 	VPADDD.Z      (SI)(BX*4), Z11, K1, Z17
 	VCVTDQ2PS     Z17, Z17
 	VMULPS        Z12, Z17, Z17
@@ -61925,10 +62123,10 @@ epi_row_2983:
 	VCVTDQ2PS     Z18, Z18
 	VMULPS        Z15, Z18, Z18
 	VADDPS        Z16, Z18, Z18
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z17, Z19
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z18, Z20
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z19, Z19
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z20, Z20
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z17, Z19
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z18, Z20
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z19, Z19
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z20, Z20
 	VCVTPS2DQ     Z19, Z21
 	VCVTPS2DQ     Z20, Z22
 	VREDUCEPS     $0x00, Z19, Z19
@@ -61978,13 +62176,13 @@ epi_row_2983:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2983
+	JL            epi_row_2985
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2982
-	JMP           epi_done_2795
+	JL            epi_strip_2984
+	JMP           epi_done_2797
 
-epi_flag_2981:
+epi_flag_2983:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -61998,11 +62196,11 @@ epi_flag_2981:
 	VPBROADCASTD DI, Z3
 	VPXORD       Z4, Z4, Z4
 	LEAQ         epilogueGelu<>+0(SB), DI
-	LEAQ         epilogueGelu<>+384(SB), R8
-	MOVQ         flags+136(FP), R9
-	SHRQ         $0x08, R9
-	CMPQ         R9, $0x00000003
-	CMOVQEQ      R8, DI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	LEAQ         epilogueGelu<>+384(SB), R9
+	CMPQ         R8, $0x00000003
+	CMOVQEQ      R9, DI
 	VMOVUPS      (DI), Z5
 	VMOVUPS      64(DI), Z6
 	VMOVUPS      128(DI), Z7
@@ -62011,7 +62209,7 @@ epi_flag_2981:
 	VMOVUPS      320(DI), Z10
 	XORQ         DI, DI
 
-epi_strip_2984:
+epi_strip_2986:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -62037,7 +62235,7 @@ epi_strip_2984:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2985:
+epi_row_2987:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z11, Z0, Z18
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z17
@@ -62053,10 +62251,10 @@ epi_row_2985:
 	VMULPS        Z15, Z0, Z0
 	VMULPS.BCST   (BX)(R11*4), Z0, Z0
 	VADDPS        Z16, Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z17, Z18
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+780(SB), Z0, Z19
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z18, Z18
-	VMULPS.BCST   epilogueGelu<>+772(SB), Z19, Z19
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z17, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z19
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z19, Z19
 	VCVTPS2DQ     Z18, Z20
 	VCVTPS2DQ     Z19, Z21
 	VREDUCEPS     $0x00, Z18, Z18
@@ -62106,23 +62304,1727 @@ epi_row_2985:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2985
+	JL            epi_row_2987
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2984
-	JMP           epi_done_2795
+	JL            epi_strip_2986
+	JMP           epi_done_2797
 
-epi_relu_2794:
+epi_gelu_u8_2794:
+	TESTQ        $0x00000008, AX
+	JZ           epi_none_2796
+	TESTQ        $0x00000001, AX
+	JNZ          epi_flag_2988
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_2989
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_2990
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_2991
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), DX
+	MOVQ         flags+136(FP), BX
+	SHRQ         $0x08, BX
+	LEAQ         epilogueGelu<>+1152(SB), SI
+	CMPQ         BX, $0x00000005
+	CMOVQEQ      SI, DX
+	VMOVUPS      (DX), Z4
+	VMOVUPS      64(DX), Z5
+	VMOVUPS      128(DX), Z6
+	VMOVUPS      192(DX), Z7
+	XORQ         DX, DX
+
+epi_strip_2992:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000020, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z8
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z9
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
+
+epi_row_2993:
+	VMOVDQU32.Z   (BX)(DX*4), K1, Z10
+	VCVTDQ2PS     Z10, Z10
+	VMULPS        Z8, Z10, Z10
+	VMOVDQU32.Z   64(BX)(DX*4), K2, Z11
+	VCVTDQ2PS     Z11, Z11
+	VMULPS        Z9, Z11, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VCVTPS2DQ     Z12, Z14
+	VCVTPS2DQ     Z13, Z15
+	VREDUCEPS     $0x00, Z12, Z12
+	VREDUCEPS     $0x00, Z13, Z13
+	VPERMPS       Z7, Z14, Z16
+	VPERMPS       Z7, Z15, Z17
+	VPERMPS       Z6, Z14, Z18
+	VPERMPS       Z6, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z5, Z14, Z18
+	VPERMPS       Z5, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z4, Z14, Z14
+	VPERMPS       Z4, Z15, Z15
+	VFMADD213PS   Z14, Z12, Z16
+	VFMADD213PS   Z15, Z13, Z17
+	VMAXPS        Z10, Z3, Z10
+	VMAXPS        Z11, Z3, Z11
+	VADDPS        Z16, Z10, Z10
+	VADDPS        Z17, Z11, Z11
+	VMULPS        Z0, Z10, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K1, (SI)(DX*1)
+	VMULPS        Z0, Z11, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K2, 16(SI)(DX*1)
+	ADDQ          AX, BX
+	ADDQ          CX, SI
+	INCQ          DI
+	CMPQ          DI, m+16(FP)
+	JL            epi_row_2993
+	ADDQ          $0x20, DX
+	CMPQ          DX, n+24(FP)
+	JL            epi_strip_2992
+	JMP           epi_done_2797
+
+epi_flag_2991:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1152(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	XORQ         BX, BX
+
+epi_strip_2994:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z9
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
+
+epi_row_2995:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z10
+	VCVTDQ2PS     Z10, Z10
+	VMULPS        Z8, Z10, Z10
+	VMULPS.BCST   (DX)(R8*4), Z10, Z10
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z11
+	VCVTDQ2PS     Z11, Z11
+	VMULPS        Z9, Z11, Z11
+	VMULPS.BCST   (DX)(R8*4), Z11, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VCVTPS2DQ     Z12, Z14
+	VCVTPS2DQ     Z13, Z15
+	VREDUCEPS     $0x00, Z12, Z12
+	VREDUCEPS     $0x00, Z13, Z13
+	VPERMPS       Z7, Z14, Z16
+	VPERMPS       Z7, Z15, Z17
+	VPERMPS       Z6, Z14, Z18
+	VPERMPS       Z6, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z5, Z14, Z18
+	VPERMPS       Z5, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z4, Z14, Z14
+	VPERMPS       Z4, Z15, Z15
+	VFMADD213PS   Z14, Z12, Z16
+	VFMADD213PS   Z15, Z13, Z17
+	VMAXPS        Z10, Z3, Z10
+	VMAXPS        Z11, Z3, Z11
+	VADDPS        Z16, Z10, Z10
+	VADDPS        Z17, Z11, Z11
+	VMULPS        Z0, Z10, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K1, (DI)(BX*1)
+	VMULPS        Z0, Z11, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K2, 16(DI)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	INCQ          R8
+	CMPQ          R8, m+16(FP)
+	JL            epi_row_2995
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_2994
+	JMP           epi_done_2797
+
+epi_flag_2990:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_2996
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1152(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	XORQ         BX, BX
+
+epi_strip_2997:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z9
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_2998:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z10
+	VCVTDQ2PS     Z10, Z10
+	VMULPS        Z8, Z10, Z10
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z11
+	VCVTDQ2PS     Z11, Z11
+	VMULPS        Z9, Z11, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VCVTPS2DQ     Z12, Z14
+	VCVTPS2DQ     Z13, Z15
+	VREDUCEPS     $0x00, Z12, Z12
+	VREDUCEPS     $0x00, Z13, Z13
+	VPERMPS       Z7, Z14, Z16
+	VPERMPS       Z7, Z15, Z17
+	VPERMPS       Z6, Z14, Z18
+	VPERMPS       Z6, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z5, Z14, Z18
+	VPERMPS       Z5, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z4, Z14, Z14
+	VPERMPS       Z4, Z15, Z15
+	VFMADD213PS   Z14, Z12, Z16
+	VFMADD213PS   Z15, Z13, Z17
+	VMAXPS        Z10, Z3, Z10
+	VMAXPS        Z11, Z3, Z11
+	VADDPS        Z16, Z10, Z10
+	VADDPS        Z17, Z11, Z11
+	VMOVUPS.Z     (DI)(BX*4), K1, Z12
+	VADDPS        Z12, Z10, Z10
+	VMULPS        Z0, Z10, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z10
+	VADDPS        Z10, Z11, Z11
+	VMULPS        Z0, Z11, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_2998
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_2997
+	JMP           epi_done_2797
+
+epi_flag_2996:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+1152(SB), R8
+	CMPQ         DI, $0x00000005
+	CMOVQEQ      R8, SI
+	VMOVUPS      (SI), Z4
+	VMOVUPS      64(SI), Z5
+	VMOVUPS      128(SI), Z6
+	VMOVUPS      192(SI), Z7
+	XORQ         SI, SI
+
+epi_strip_2999:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z8
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z9
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_3000:
+	VMOVDQU32.Z   (DI)(SI*4), K1, Z10
+	VCVTDQ2PS     Z10, Z10
+	VMULPS        Z8, Z10, Z10
+	VMULPS.BCST   (BX)(R10*4), Z10, Z10
+	VMOVDQU32.Z   64(DI)(SI*4), K2, Z11
+	VCVTDQ2PS     Z11, Z11
+	VMULPS        Z9, Z11, Z11
+	VMULPS.BCST   (BX)(R10*4), Z11, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VCVTPS2DQ     Z12, Z14
+	VCVTPS2DQ     Z13, Z15
+	VREDUCEPS     $0x00, Z12, Z12
+	VREDUCEPS     $0x00, Z13, Z13
+	VPERMPS       Z7, Z14, Z16
+	VPERMPS       Z7, Z15, Z17
+	VPERMPS       Z6, Z14, Z18
+	VPERMPS       Z6, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z5, Z14, Z18
+	VPERMPS       Z5, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z4, Z14, Z14
+	VPERMPS       Z4, Z15, Z15
+	VFMADD213PS   Z14, Z12, Z16
+	VFMADD213PS   Z15, Z13, Z17
+	VMAXPS        Z10, Z3, Z10
+	VMAXPS        Z11, Z3, Z11
+	VADDPS        Z16, Z10, Z10
+	VADDPS        Z17, Z11, Z11
+	VMOVUPS.Z     (R8)(SI*4), K1, Z12
+	VADDPS        Z12, Z10, Z10
+	VMULPS        Z0, Z10, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K1, (R9)(SI*1)
+	VMOVUPS.Z     64(R8)(SI*4), K2, Z10
+	VADDPS        Z10, Z11, Z11
+	VMULPS        Z0, Z11, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K2, 16(R9)(SI*1)
+	ADDQ          AX, DI
+	ADDQ          CX, R8
+	ADDQ          DX, R9
+	INCQ          R10
+	CMPQ          R10, m+16(FP)
+	JL            epi_row_3000
+	ADDQ          $0x20, SI
+	CMPQ          SI, n+24(FP)
+	JL            epi_strip_2999
+	JMP           epi_done_2797
+
+epi_flag_2989:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_3001
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3002
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), DX
+	MOVQ         flags+136(FP), BX
+	SHRQ         $0x08, BX
+	LEAQ         epilogueGelu<>+1152(SB), SI
+	CMPQ         BX, $0x00000005
+	CMOVQEQ      SI, DX
+	VMOVUPS      (DX), Z4
+	VMOVUPS      64(DX), Z5
+	VMOVUPS      128(DX), Z6
+	VMOVUPS      192(DX), Z7
+	XORQ         DX, DX
+
+epi_strip_3003:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000020, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z8
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z9
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z10
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z11
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
+
+epi_row_3004:
+	VMOVDQU32.Z   (BX)(DX*4), K1, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z8, Z12, Z12
+	VADDPS        Z9, Z12, Z12
+	VMOVDQU32.Z   64(BX)(DX*4), K2, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VADDPS        Z11, Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z7, Z16, Z18
+	VPERMPS       Z7, Z17, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z4, Z16, Z16
+	VPERMPS       Z4, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z12, Z3, Z12
+	VMAXPS        Z13, Z3, Z13
+	VADDPS        Z18, Z12, Z12
+	VADDPS        Z19, Z13, Z13
+	VMULPS        Z0, Z12, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K1, (SI)(DX*1)
+	VMULPS        Z0, Z13, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K2, 16(SI)(DX*1)
+	ADDQ          AX, BX
+	ADDQ          CX, SI
+	INCQ          DI
+	CMPQ          DI, m+16(FP)
+	JL            epi_row_3004
+	ADDQ          $0x20, DX
+	CMPQ          DX, n+24(FP)
+	JL            epi_strip_3003
+	JMP           epi_done_2797
+
+epi_flag_3002:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1152(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	XORQ         BX, BX
+
+epi_strip_3005:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z9
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
+
+epi_row_3006:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z8, Z12, Z12
+	VMULPS.BCST   (DX)(R8*4), Z12, Z12
+	VADDPS        Z9, Z12, Z12
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VMULPS.BCST   (DX)(R8*4), Z13, Z13
+	VADDPS        Z11, Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z7, Z16, Z18
+	VPERMPS       Z7, Z17, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z4, Z16, Z16
+	VPERMPS       Z4, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z12, Z3, Z12
+	VMAXPS        Z13, Z3, Z13
+	VADDPS        Z18, Z12, Z12
+	VADDPS        Z19, Z13, Z13
+	VMULPS        Z0, Z12, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K1, (DI)(BX*1)
+	VMULPS        Z0, Z13, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K2, 16(DI)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	INCQ          R8
+	CMPQ          R8, m+16(FP)
+	JL            epi_row_3006
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3005
+	JMP           epi_done_2797
+
+epi_flag_3001:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3007
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1152(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	XORQ         BX, BX
+
+epi_strip_3008:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z9
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3009:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z8, Z12, Z12
+	VADDPS        Z9, Z12, Z12
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VADDPS        Z11, Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z7, Z16, Z18
+	VPERMPS       Z7, Z17, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z4, Z16, Z16
+	VPERMPS       Z4, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z12, Z3, Z12
+	VMAXPS        Z13, Z3, Z13
+	VADDPS        Z18, Z12, Z12
+	VADDPS        Z19, Z13, Z13
+	VMOVUPS.Z     (DI)(BX*4), K1, Z14
+	VADDPS        Z14, Z12, Z12
+	VMULPS        Z0, Z12, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z12
+	VADDPS        Z12, Z13, Z13
+	VMULPS        Z0, Z13, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3009
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3008
+	JMP           epi_done_2797
+
+epi_flag_3007:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+1152(SB), R8
+	CMPQ         DI, $0x00000005
+	CMOVQEQ      R8, SI
+	VMOVUPS      (SI), Z4
+	VMOVUPS      64(SI), Z5
+	VMOVUPS      128(SI), Z6
+	VMOVUPS      192(SI), Z7
+	XORQ         SI, SI
+
+epi_strip_3010:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z8
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z9
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z10
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z11
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_3011:
+	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z8, Z12, Z12
+	VMULPS.BCST   (BX)(R10*4), Z12, Z12
+	VADDPS        Z9, Z12, Z12
+	VMOVDQU32.Z   64(DI)(SI*4), K2, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VMULPS.BCST   (BX)(R10*4), Z13, Z13
+	VADDPS        Z11, Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z7, Z16, Z18
+	VPERMPS       Z7, Z17, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z4, Z16, Z16
+	VPERMPS       Z4, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z12, Z3, Z12
+	VMAXPS        Z13, Z3, Z13
+	VADDPS        Z18, Z12, Z12
+	VADDPS        Z19, Z13, Z13
+	VMOVUPS.Z     (R8)(SI*4), K1, Z14
+	VADDPS        Z14, Z12, Z12
+	VMULPS        Z0, Z12, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K1, (R9)(SI*1)
+	VMOVUPS.Z     64(R8)(SI*4), K2, Z12
+	VADDPS        Z12, Z13, Z13
+	VMULPS        Z0, Z13, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K2, 16(R9)(SI*1)
+	ADDQ          AX, DI
+	ADDQ          CX, R8
+	ADDQ          DX, R9
+	INCQ          R10
+	CMPQ          R10, m+16(FP)
+	JL            epi_row_3011
+	ADDQ          $0x20, SI
+	CMPQ          SI, n+24(FP)
+	JL            epi_strip_3010
+	JMP           epi_done_2797
+
+epi_flag_2988:
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_3012
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_3013
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3014
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), DX
+	MOVQ         flags+136(FP), BX
+	SHRQ         $0x08, BX
+	LEAQ         epilogueGelu<>+1152(SB), SI
+	CMPQ         BX, $0x00000005
+	CMOVQEQ      SI, DX
+	VMOVUPS      (DX), Z5
+	VMOVUPS      64(DX), Z6
+	VMOVUPS      128(DX), Z7
+	VMOVUPS      192(DX), Z8
+	XORQ         DX, DX
+
+epi_strip_3015:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z4, Z9
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z10
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z4, Z11
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z12
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_3016:
+	VPADDD.Z      (BX)(DX*4), Z9, K1, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VPADDD.Z      64(BX)(DX*4), Z11, K2, Z14
+	VCVTDQ2PS     Z14, Z14
+	VMULPS        Z12, Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VCVTPS2DQ     Z15, Z17
+	VCVTPS2DQ     Z16, Z18
+	VREDUCEPS     $0x00, Z15, Z15
+	VREDUCEPS     $0x00, Z16, Z16
+	VPERMPS       Z8, Z17, Z19
+	VPERMPS       Z8, Z18, Z20
+	VPERMPS       Z7, Z17, Z21
+	VPERMPS       Z7, Z18, Z22
+	VFMADD213PS   Z21, Z15, Z19
+	VFMADD213PS   Z22, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VPERMPS       Z6, Z18, Z22
+	VFMADD213PS   Z21, Z15, Z19
+	VFMADD213PS   Z22, Z16, Z20
+	VPERMPS       Z5, Z17, Z17
+	VPERMPS       Z5, Z18, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VMAXPS        Z13, Z4, Z13
+	VMAXPS        Z14, Z4, Z14
+	VADDPS        Z19, Z13, Z13
+	VADDPS        Z20, Z14, Z14
+	VMULPS        Z1, Z13, Z13
+	VMAXPS        Z2, Z13, Z13
+	VCVTPS2DQ     Z13, Z13
+	VPADDD        Z3, Z13, Z13
+	VPMOVUSDB     Z13, K1, (SI)(DX*1)
+	VMULPS        Z1, Z14, Z13
+	VMAXPS        Z2, Z13, Z13
+	VCVTPS2DQ     Z13, Z13
+	VPADDD        Z3, Z13, Z13
+	VPMOVUSDB     Z13, K2, 16(SI)(DX*1)
+	ADDQ          AX, BX
+	ADDQ          CX, SI
+	INCQ          DI
+	CMPQ          DI, m+16(FP)
+	JL            epi_row_3016
+	ADDQ          $0x20, DX
+	CMPQ          DX, n+24(FP)
+	JL            epi_strip_3015
+	JMP           epi_done_2797
+
+epi_flag_3014:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+1152(SB), R8
+	CMPQ         DI, $0x00000005
+	CMOVQEQ      R8, SI
+	VMOVUPS      (SI), Z5
+	VMOVUPS      64(SI), Z6
+	VMOVUPS      128(SI), Z7
+	VMOVUPS      192(SI), Z8
+	XORQ         SI, SI
+
+epi_strip_3017:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z9
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z10
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z11
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z12
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3018:
+	VPBROADCASTD  (BX)(R9*4), Z0
+	VPMULLD       Z9, Z0, Z14
+	VMOVDQU32.Z   (DI)(SI*4), K1, Z13
+	VPSUBD        Z14, Z13, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VMULPS.BCST   (DX)(R9*4), Z13, Z13
+	VPMULLD       Z11, Z0, Z14
+	VMOVDQU32.Z   64(DI)(SI*4), K2, Z0
+	VPSUBD        Z14, Z0, Z0
+	VCVTDQ2PS     Z0, Z0
+	VMULPS        Z12, Z0, Z0
+	VMULPS.BCST   (DX)(R9*4), Z0, Z0
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z8, Z16, Z18
+	VPERMPS       Z8, Z17, Z19
+	VPERMPS       Z7, Z16, Z20
+	VPERMPS       Z7, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z16
+	VPERMPS       Z5, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z13, Z4, Z13
+	VMAXPS        Z0, Z4, Z0
+	VADDPS        Z18, Z13, Z13
+	VADDPS        Z19, Z0, Z0
+	VMULPS        Z1, Z13, Z13
+	VMAXPS        Z2, Z13, Z13
+	VCVTPS2DQ     Z13, Z13
+	VPADDD        Z3, Z13, Z13
+	VPMOVUSDB     Z13, K1, (R8)(SI*1)
+	VMULPS        Z1, Z0, Z0
+	VMAXPS        Z2, Z0, Z0
+	VCVTPS2DQ     Z0, Z0
+	VPADDD        Z3, Z0, Z0
+	VPMOVUSDB     Z0, K2, 16(R8)(SI*1)
+	ADDQ          AX, DI
+	ADDQ          CX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3018
+	ADDQ          $0x20, SI
+	CMPQ          SI, n+24(FP)
+	JL            epi_strip_3017
+	JMP           epi_done_2797
+
+epi_flag_3013:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3019
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1152(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z5
+	VMOVUPS      64(BX), Z6
+	VMOVUPS      128(BX), Z7
+	VMOVUPS      192(BX), Z8
+	XORQ         BX, BX
+
+epi_strip_3020:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z4, Z9
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z4, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z12
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3021:
+	VPADDD.Z      (SI)(BX*4), Z9, K1, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VPADDD.Z      64(SI)(BX*4), Z11, K2, Z14
+	VCVTDQ2PS     Z14, Z14
+	VMULPS        Z12, Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VCVTPS2DQ     Z15, Z17
+	VCVTPS2DQ     Z16, Z18
+	VREDUCEPS     $0x00, Z15, Z15
+	VREDUCEPS     $0x00, Z16, Z16
+	VPERMPS       Z8, Z17, Z19
+	VPERMPS       Z8, Z18, Z20
+	VPERMPS       Z7, Z17, Z21
+	VPERMPS       Z7, Z18, Z22
+	VFMADD213PS   Z21, Z15, Z19
+	VFMADD213PS   Z22, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VPERMPS       Z6, Z18, Z22
+	VFMADD213PS   Z21, Z15, Z19
+	VFMADD213PS   Z22, Z16, Z20
+	VPERMPS       Z5, Z17, Z17
+	VPERMPS       Z5, Z18, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VMAXPS        Z13, Z4, Z13
+	VMAXPS        Z14, Z4, Z14
+	VADDPS        Z19, Z13, Z13
+	VADDPS        Z20, Z14, Z14
+	VMOVUPS.Z     (DI)(BX*4), K1, Z15
+	VADDPS        Z15, Z13, Z13
+	VMULPS        Z1, Z13, Z13
+	VMAXPS        Z2, Z13, Z13
+	VCVTPS2DQ     Z13, Z13
+	VPADDD        Z3, Z13, Z13
+	VPMOVUSDB     Z13, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z13
+	VADDPS        Z13, Z14, Z14
+	VMULPS        Z1, Z14, Z13
+	VMAXPS        Z2, Z13, Z13
+	VCVTPS2DQ     Z13, Z13
+	VPADDD        Z3, Z13, Z13
+	VPMOVUSDB     Z13, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3021
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3020
+	JMP           epi_done_2797
+
+epi_flag_3019:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), DI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	LEAQ         epilogueGelu<>+1152(SB), R9
+	CMPQ         R8, $0x00000005
+	CMOVQEQ      R9, DI
+	VMOVUPS      (DI), Z5
+	VMOVUPS      64(DI), Z6
+	VMOVUPS      128(DI), Z7
+	VMOVUPS      192(DI), Z8
+	XORQ         DI, DI
+
+epi_strip_3022:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z9
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z12
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3023:
+	VPBROADCASTD  (SI)(R11*4), Z0
+	VPMULLD       Z9, Z0, Z14
+	VMOVDQU32.Z   (R8)(DI*4), K1, Z13
+	VPSUBD        Z14, Z13, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VMULPS.BCST   (BX)(R11*4), Z13, Z13
+	VPMULLD       Z11, Z0, Z14
+	VMOVDQU32.Z   64(R8)(DI*4), K2, Z0
+	VPSUBD        Z14, Z0, Z0
+	VCVTDQ2PS     Z0, Z0
+	VMULPS        Z12, Z0, Z0
+	VMULPS.BCST   (BX)(R11*4), Z0, Z0
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z15
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z8, Z16, Z18
+	VPERMPS       Z8, Z17, Z19
+	VPERMPS       Z7, Z16, Z20
+	VPERMPS       Z7, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z16
+	VPERMPS       Z5, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z13, Z4, Z13
+	VMAXPS        Z0, Z4, Z0
+	VADDPS        Z18, Z13, Z13
+	VADDPS        Z19, Z0, Z0
+	VMOVUPS.Z     (R9)(DI*4), K1, Z14
+	VADDPS        Z14, Z13, Z13
+	VMULPS        Z1, Z13, Z13
+	VMAXPS        Z2, Z13, Z13
+	VCVTPS2DQ     Z13, Z13
+	VPADDD        Z3, Z13, Z13
+	VPMOVUSDB     Z13, K1, (R10)(DI*1)
+	VMOVUPS.Z     64(R9)(DI*4), K2, Z13
+	VADDPS        Z13, Z0, Z0
+	VMULPS        Z1, Z0, Z0
+	VMAXPS        Z2, Z0, Z0
+	VCVTPS2DQ     Z0, Z0
+	VPADDD        Z3, Z0, Z0
+	VPMOVUSDB     Z0, K2, 16(R10)(DI*1)
+	ADDQ          AX, R8
+	ADDQ          CX, R9
+	ADDQ          DX, R10
+	INCQ          R11
+	CMPQ          R11, m+16(FP)
+	JL            epi_row_3023
+	ADDQ          $0x20, DI
+	CMPQ          DI, n+24(FP)
+	JL            epi_strip_3022
+	JMP           epi_done_2797
+
+epi_flag_3012:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_3024
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3025
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), DX
+	MOVQ         flags+136(FP), BX
+	SHRQ         $0x08, BX
+	LEAQ         epilogueGelu<>+1152(SB), SI
+	CMPQ         BX, $0x00000005
+	CMOVQEQ      SI, DX
+	VMOVUPS      (DX), Z5
+	VMOVUPS      64(DX), Z6
+	VMOVUPS      128(DX), Z7
+	VMOVUPS      192(DX), Z8
+	XORQ         DX, DX
+
+epi_strip_3026:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z4, Z9
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z10
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z11
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z4, Z12
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z13
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z14
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_3027:
+	VPADDD.Z      (BX)(DX*4), Z9, K1, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z10, Z15, Z15
+	VADDPS        Z11, Z15, Z15
+	VPADDD.Z      64(BX)(DX*4), Z12, K2, Z16
+	VCVTDQ2PS     Z16, Z16
+	VMULPS        Z13, Z16, Z16
+	VADDPS        Z14, Z16, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z16, Z18
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
+	VCVTPS2DQ     Z17, Z19
+	VCVTPS2DQ     Z18, Z20
+	VREDUCEPS     $0x00, Z17, Z17
+	VREDUCEPS     $0x00, Z18, Z18
+	VPERMPS       Z8, Z19, Z21
+	VPERMPS       Z8, Z20, Z22
+	VPERMPS       Z7, Z19, Z23
+	VPERMPS       Z7, Z20, Z24
+	VFMADD213PS   Z23, Z17, Z21
+	VFMADD213PS   Z24, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VPERMPS       Z6, Z20, Z24
+	VFMADD213PS   Z23, Z17, Z21
+	VFMADD213PS   Z24, Z18, Z22
+	VPERMPS       Z5, Z19, Z19
+	VPERMPS       Z5, Z20, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VFMADD213PS   Z20, Z18, Z22
+	VMAXPS        Z15, Z4, Z15
+	VMAXPS        Z16, Z4, Z16
+	VADDPS        Z21, Z15, Z15
+	VADDPS        Z22, Z16, Z16
+	VMULPS        Z1, Z15, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K1, (SI)(DX*1)
+	VMULPS        Z1, Z16, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K2, 16(SI)(DX*1)
+	ADDQ          AX, BX
+	ADDQ          CX, SI
+	INCQ          DI
+	CMPQ          DI, m+16(FP)
+	JL            epi_row_3027
+	ADDQ          $0x20, DX
+	CMPQ          DX, n+24(FP)
+	JL            epi_strip_3026
+	JMP           epi_done_2797
+
+epi_flag_3025:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+1152(SB), R8
+	CMPQ         DI, $0x00000005
+	CMOVQEQ      R8, SI
+	VMOVUPS      (SI), Z5
+	VMOVUPS      64(SI), Z6
+	VMOVUPS      128(SI), Z7
+	VMOVUPS      192(SI), Z8
+	XORQ         SI, SI
+
+epi_strip_3028:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z9
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z10
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z11
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z12
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z13
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z14
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3029:
+	VPBROADCASTD  (BX)(R9*4), Z0
+	VPMULLD       Z9, Z0, Z16
+	VMOVDQU32.Z   (DI)(SI*4), K1, Z15
+	VPSUBD        Z16, Z15, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z10, Z15, Z15
+	VMULPS.BCST   (DX)(R9*4), Z15, Z15
+	VADDPS        Z11, Z15, Z15
+	VPMULLD       Z12, Z0, Z16
+	VMOVDQU32.Z   64(DI)(SI*4), K2, Z0
+	VPSUBD        Z16, Z0, Z0
+	VCVTDQ2PS     Z0, Z0
+	VMULPS        Z13, Z0, Z0
+	VMULPS.BCST   (DX)(R9*4), Z0, Z0
+	VADDPS        Z14, Z0, Z0
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VCVTPS2DQ     Z16, Z18
+	VCVTPS2DQ     Z17, Z19
+	VREDUCEPS     $0x00, Z16, Z16
+	VREDUCEPS     $0x00, Z17, Z17
+	VPERMPS       Z8, Z18, Z20
+	VPERMPS       Z8, Z19, Z21
+	VPERMPS       Z7, Z18, Z22
+	VPERMPS       Z7, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z6, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z5, Z18, Z18
+	VPERMPS       Z5, Z19, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VMAXPS        Z15, Z4, Z15
+	VMAXPS        Z0, Z4, Z0
+	VADDPS        Z20, Z15, Z15
+	VADDPS        Z21, Z0, Z0
+	VMULPS        Z1, Z15, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K1, (R8)(SI*1)
+	VMULPS        Z1, Z0, Z0
+	VMAXPS        Z2, Z0, Z0
+	VCVTPS2DQ     Z0, Z0
+	VPADDD        Z3, Z0, Z0
+	VPMOVUSDB     Z0, K2, 16(R8)(SI*1)
+	ADDQ          AX, DI
+	ADDQ          CX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3029
+	ADDQ          $0x20, SI
+	CMPQ          SI, n+24(FP)
+	JL            epi_strip_3028
+	JMP           epi_done_2797
+
+epi_flag_3024:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3030
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1152(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z5
+	VMOVUPS      64(BX), Z6
+	VMOVUPS      128(BX), Z7
+	VMOVUPS      192(BX), Z8
+	XORQ         BX, BX
+
+epi_strip_3031:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z4, Z9
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z10
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z11
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z4, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z13
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z14
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3032:
+	VPADDD.Z      (SI)(BX*4), Z9, K1, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z10, Z15, Z15
+	VADDPS        Z11, Z15, Z15
+	VPADDD.Z      64(SI)(BX*4), Z12, K2, Z16
+	VCVTDQ2PS     Z16, Z16
+	VMULPS        Z13, Z16, Z16
+	VADDPS        Z14, Z16, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z16, Z18
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
+	VCVTPS2DQ     Z17, Z19
+	VCVTPS2DQ     Z18, Z20
+	VREDUCEPS     $0x00, Z17, Z17
+	VREDUCEPS     $0x00, Z18, Z18
+	VPERMPS       Z8, Z19, Z21
+	VPERMPS       Z8, Z20, Z22
+	VPERMPS       Z7, Z19, Z23
+	VPERMPS       Z7, Z20, Z24
+	VFMADD213PS   Z23, Z17, Z21
+	VFMADD213PS   Z24, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VPERMPS       Z6, Z20, Z24
+	VFMADD213PS   Z23, Z17, Z21
+	VFMADD213PS   Z24, Z18, Z22
+	VPERMPS       Z5, Z19, Z19
+	VPERMPS       Z5, Z20, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VFMADD213PS   Z20, Z18, Z22
+	VMAXPS        Z15, Z4, Z15
+	VMAXPS        Z16, Z4, Z16
+	VADDPS        Z21, Z15, Z15
+	VADDPS        Z22, Z16, Z16
+	VMOVUPS.Z     (DI)(BX*4), K1, Z17
+	VADDPS        Z17, Z15, Z15
+	VMULPS        Z1, Z15, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z15
+	VADDPS        Z15, Z16, Z16
+	VMULPS        Z1, Z16, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3032
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3031
+	JMP           epi_done_2797
+
+epi_flag_3030:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), DI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	LEAQ         epilogueGelu<>+1152(SB), R9
+	CMPQ         R8, $0x00000005
+	CMOVQEQ      R9, DI
+	VMOVUPS      (DI), Z5
+	VMOVUPS      64(DI), Z6
+	VMOVUPS      128(DI), Z7
+	VMOVUPS      192(DI), Z8
+	XORQ         DI, DI
+
+epi_strip_3033:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z9
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z10
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z11
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z12
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z13
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z14
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3034:
+	VPBROADCASTD  (SI)(R11*4), Z0
+	VPMULLD       Z9, Z0, Z16
+	VMOVDQU32.Z   (R8)(DI*4), K1, Z15
+	VPSUBD        Z16, Z15, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z10, Z15, Z15
+	VMULPS.BCST   (BX)(R11*4), Z15, Z15
+	VADDPS        Z11, Z15, Z15
+	VPMULLD       Z12, Z0, Z16
+	VMOVDQU32.Z   64(R8)(DI*4), K2, Z0
+	VPSUBD        Z16, Z0, Z0
+	VCVTDQ2PS     Z0, Z0
+	VMULPS        Z13, Z0, Z0
+	VMULPS.BCST   (BX)(R11*4), Z0, Z0
+	VADDPS        Z14, Z0, Z0
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z17
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VCVTPS2DQ     Z16, Z18
+	VCVTPS2DQ     Z17, Z19
+	VREDUCEPS     $0x00, Z16, Z16
+	VREDUCEPS     $0x00, Z17, Z17
+	VPERMPS       Z8, Z18, Z20
+	VPERMPS       Z8, Z19, Z21
+	VPERMPS       Z7, Z18, Z22
+	VPERMPS       Z7, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z6, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z5, Z18, Z18
+	VPERMPS       Z5, Z19, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VMAXPS        Z15, Z4, Z15
+	VMAXPS        Z0, Z4, Z0
+	VADDPS        Z20, Z15, Z15
+	VADDPS        Z21, Z0, Z0
+	VMOVUPS.Z     (R9)(DI*4), K1, Z16
+	VADDPS        Z16, Z15, Z15
+	VMULPS        Z1, Z15, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K1, (R10)(DI*1)
+	VMOVUPS.Z     64(R9)(DI*4), K2, Z15
+	VADDPS        Z15, Z0, Z0
+	VMULPS        Z1, Z0, Z0
+	VMAXPS        Z2, Z0, Z0
+	VCVTPS2DQ     Z0, Z0
+	VPADDD        Z3, Z0, Z0
+	VPMOVUSDB     Z0, K2, 16(R10)(DI*1)
+	ADDQ          AX, R8
+	ADDQ          CX, R9
+	ADDQ          DX, R10
+	INCQ          R11
+	CMPQ          R11, m+16(FP)
+	JL            epi_row_3034
+	ADDQ          $0x20, DI
+	CMPQ          DI, n+24(FP)
+	JL            epi_strip_3033
+	JMP           epi_done_2797
+
+epi_relu_2795:
 	TESTQ  $0x00000001, AX
-	JNZ    epi_flag_2986
+	JNZ    epi_flag_3035
 	TESTQ  $0x00000002, AX
-	JNZ    epi_flag_2987
+	JNZ    epi_flag_3036
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_2988
+	JNZ    epi_flag_3037
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_2989
+	JNZ    epi_flag_3038
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_2990
+	JNZ    epi_flag_3039
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -62130,7 +64032,7 @@ epi_relu_2794:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_2991:
+epi_strip_3040:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -62153,7 +64055,7 @@ epi_strip_2991:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2992:
+epi_row_3041:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -62182,13 +64084,13 @@ epi_row_2992:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2992
+	JL          epi_row_3041
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2991
-	JMP         epi_done_2795
+	JL          epi_strip_3040
+	JMP         epi_done_2797
 
-epi_flag_2990:
+epi_flag_3039:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -62197,7 +64099,7 @@ epi_flag_2990:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_2993:
+epi_strip_3042:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -62220,7 +64122,7 @@ epi_strip_2993:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2994:
+epi_row_3043:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -62253,15 +64155,15 @@ epi_row_2994:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2994
+	JL          epi_row_3043
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2993
-	JMP         epi_done_2795
+	JL          epi_strip_3042
+	JMP         epi_done_2797
 
-epi_flag_2989:
+epi_flag_3038:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2995
+	JNZ          epi_flag_3044
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -62272,7 +64174,7 @@ epi_flag_2989:
 	VPXORD       Z3, Z3, Z3
 	XORQ         DX, DX
 
-epi_strip_2996:
+epi_strip_3045:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -62295,7 +64197,7 @@ epi_strip_2996:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2997:
+epi_row_3046:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -62340,13 +64242,13 @@ epi_row_2997:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2997
+	JL          epi_row_3046
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2996
-	JMP         epi_done_2795
+	JL          epi_strip_3045
+	JMP         epi_done_2797
 
-epi_flag_2995:
+epi_flag_3044:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -62358,7 +64260,7 @@ epi_flag_2995:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_2998:
+epi_strip_3047:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -62381,7 +64283,7 @@ epi_strip_2998:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2999:
+epi_row_3048:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -62430,17 +64332,17 @@ epi_row_2999:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2999
+	JL          epi_row_3048
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2998
-	JMP         epi_done_2795
+	JL          epi_strip_3047
+	JMP         epi_done_2797
 
-epi_flag_2988:
+epi_flag_3037:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_3000
+	JNZ    epi_flag_3049
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_3001
+	JNZ    epi_flag_3050
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -62450,7 +64352,7 @@ epi_flag_2988:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_3002:
+epi_strip_3051:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -62474,7 +64376,7 @@ epi_strip_3002:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_3003:
+epi_row_3052:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -62512,13 +64414,13 @@ epi_row_3003:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3003
+	JL          epi_row_3052
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3002
-	JMP         epi_done_2795
+	JL          epi_strip_3051
+	JMP         epi_done_2797
 
-epi_flag_3001:
+epi_flag_3050:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -62529,7 +64431,7 @@ epi_flag_3001:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_3004:
+epi_strip_3053:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -62553,7 +64455,7 @@ epi_strip_3004:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_3005:
+epi_row_3054:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -62595,15 +64497,15 @@ epi_row_3005:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3005
+	JL          epi_row_3054
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3004
-	JMP         epi_done_2795
+	JL          epi_strip_3053
+	JMP         epi_done_2797
 
-epi_flag_3000:
+epi_flag_3049:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3006
+	JNZ          epi_flag_3055
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -62616,7 +64518,7 @@ epi_flag_3000:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_3007:
+epi_strip_3056:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -62640,7 +64542,7 @@ epi_strip_3007:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_3008:
+epi_row_3057:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -62694,13 +64596,13 @@ epi_row_3008:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3008
+	JL          epi_row_3057
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3007
-	JMP         epi_done_2795
+	JL          epi_strip_3056
+	JMP         epi_done_2797
 
-epi_flag_3006:
+epi_flag_3055:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -62714,7 +64616,7 @@ epi_flag_3006:
 	VPXORD       Z3, Z3, Z3
 	XORQ         SI, SI
 
-epi_strip_3009:
+epi_strip_3058:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -62738,7 +64640,7 @@ epi_strip_3009:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3010:
+epi_row_3059:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -62796,19 +64698,19 @@ epi_row_3010:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3010
+	JL          epi_row_3059
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3009
-	JMP         epi_done_2795
+	JL          epi_strip_3058
+	JMP         epi_done_2797
 
-epi_flag_2987:
+epi_flag_3036:
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_3011
+	JNZ    epi_flag_3060
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_3012
+	JNZ    epi_flag_3061
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_3013
+	JNZ    epi_flag_3062
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -62816,7 +64718,7 @@ epi_flag_2987:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_3014:
+epi_strip_3063:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -62847,7 +64749,7 @@ epi_strip_3014:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_3015:
+epi_row_3064:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -62880,13 +64782,13 @@ epi_row_3015:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_3015
+	JL          epi_row_3064
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_3014
-	JMP         epi_done_2795
+	JL          epi_strip_3063
+	JMP         epi_done_2797
 
-epi_flag_3013:
+epi_flag_3062:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -62895,7 +64797,7 @@ epi_flag_3013:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_3016:
+epi_strip_3065:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -62926,7 +64828,7 @@ epi_strip_3016:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_3017:
+epi_row_3066:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -62963,15 +64865,15 @@ epi_row_3017:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_3017
+	JL          epi_row_3066
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3016
-	JMP         epi_done_2795
+	JL          epi_strip_3065
+	JMP         epi_done_2797
 
-epi_flag_3012:
+epi_flag_3061:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3018
+	JNZ          epi_flag_3067
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -62982,7 +64884,7 @@ epi_flag_3012:
 	VPXORD       Z3, Z3, Z3
 	XORQ         DX, DX
 
-epi_strip_3019:
+epi_strip_3068:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -63013,7 +64915,7 @@ epi_strip_3019:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_3020:
+epi_row_3069:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -63062,13 +64964,13 @@ epi_row_3020:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_3020
+	JL          epi_row_3069
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_3019
-	JMP         epi_done_2795
+	JL          epi_strip_3068
+	JMP         epi_done_2797
 
-epi_flag_3018:
+epi_flag_3067:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -63080,7 +64982,7 @@ epi_flag_3018:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_3021:
+epi_strip_3070:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -63111,7 +65013,7 @@ epi_strip_3021:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_3022:
+epi_row_3071:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -63164,17 +65066,17 @@ epi_row_3022:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_3022
+	JL          epi_row_3071
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3021
-	JMP         epi_done_2795
+	JL          epi_strip_3070
+	JMP         epi_done_2797
 
-epi_flag_3011:
+epi_flag_3060:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_3023
+	JNZ    epi_flag_3072
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_3024
+	JNZ    epi_flag_3073
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -63184,7 +65086,7 @@ epi_flag_3011:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_3025:
+epi_strip_3074:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -63216,7 +65118,7 @@ epi_strip_3025:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_3026:
+epi_row_3075:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -63258,13 +65160,13 @@ epi_row_3026:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3026
+	JL          epi_row_3075
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3025
-	JMP         epi_done_2795
+	JL          epi_strip_3074
+	JMP         epi_done_2797
 
-epi_flag_3024:
+epi_flag_3073:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -63275,7 +65177,7 @@ epi_flag_3024:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_3027:
+epi_strip_3076:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -63307,7 +65209,7 @@ epi_strip_3027:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_3028:
+epi_row_3077:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -63353,15 +65255,15 @@ epi_row_3028:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3028
+	JL          epi_row_3077
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3027
-	JMP         epi_done_2795
+	JL          epi_strip_3076
+	JMP         epi_done_2797
 
-epi_flag_3023:
+epi_flag_3072:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3029
+	JNZ          epi_flag_3078
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63374,7 +65276,7 @@ epi_flag_3023:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_3030:
+epi_strip_3079:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -63406,7 +65308,7 @@ epi_strip_3030:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_3031:
+epi_row_3080:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -63464,13 +65366,13 @@ epi_row_3031:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3031
+	JL          epi_row_3080
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3030
-	JMP         epi_done_2795
+	JL          epi_strip_3079
+	JMP         epi_done_2797
 
-epi_flag_3029:
+epi_flag_3078:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63484,7 +65386,7 @@ epi_flag_3029:
 	VPXORD       Z3, Z3, Z3
 	XORQ         SI, SI
 
-epi_strip_3032:
+epi_strip_3081:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -63516,7 +65418,7 @@ epi_strip_3032:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3033:
+epi_row_3082:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -63578,21 +65480,21 @@ epi_row_3033:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3033
+	JL          epi_row_3082
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3032
-	JMP         epi_done_2795
+	JL          epi_strip_3081
+	JMP         epi_done_2797
 
-epi_flag_2986:
+epi_flag_3035:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3034
+	JNZ          epi_flag_3083
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3035
+	JNZ          epi_flag_3084
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3036
+	JNZ          epi_flag_3085
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3037
+	JNZ          epi_flag_3086
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -63602,7 +65504,7 @@ epi_flag_2986:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_3038:
+epi_strip_3087:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -63641,7 +65543,7 @@ epi_strip_3038:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_3039:
+epi_row_3088:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -63670,13 +65572,13 @@ epi_row_3039:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3039
+	JL        epi_row_3088
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3038
-	JMP       epi_done_2795
+	JL        epi_strip_3087
+	JMP       epi_done_2797
 
-epi_flag_3037:
+epi_flag_3086:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -63686,7 +65588,7 @@ epi_flag_3037:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_3040:
+epi_strip_3089:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -63717,7 +65619,7 @@ epi_strip_3040:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3041:
+epi_row_3090:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
@@ -63759,15 +65661,15 @@ epi_row_3041:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3041
+	JL           epi_row_3090
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3040
-	JMP          epi_done_2795
+	JL           epi_strip_3089
+	JMP          epi_done_2797
 
-epi_flag_3036:
+epi_flag_3085:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3042
+	JNZ          epi_flag_3091
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -63780,7 +65682,7 @@ epi_flag_3036:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_3043:
+epi_strip_3092:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -63819,7 +65721,7 @@ epi_strip_3043:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3044:
+epi_row_3093:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -63864,13 +65766,13 @@ epi_row_3044:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3044
+	JL        epi_row_3093
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3043
-	JMP       epi_done_2795
+	JL        epi_strip_3092
+	JMP       epi_done_2797
 
-epi_flag_3042:
+epi_flag_3091:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -63883,7 +65785,7 @@ epi_flag_3042:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_3045:
+epi_strip_3094:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -63914,7 +65816,7 @@ epi_strip_3045:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3046:
+epi_row_3095:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -63972,17 +65874,17 @@ epi_row_3046:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3046
+	JL           epi_row_3095
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3045
-	JMP          epi_done_2795
+	JL           epi_strip_3094
+	JMP          epi_done_2797
 
-epi_flag_3035:
+epi_flag_3084:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3047
+	JNZ          epi_flag_3096
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3048
+	JNZ          epi_flag_3097
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63994,7 +65896,7 @@ epi_flag_3035:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_3049:
+epi_strip_3098:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -64034,7 +65936,7 @@ epi_strip_3049:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3050:
+epi_row_3099:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -64072,13 +65974,13 @@ epi_row_3050:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3050
+	JL        epi_row_3099
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3049
-	JMP       epi_done_2795
+	JL        epi_strip_3098
+	JMP       epi_done_2797
 
-epi_flag_3048:
+epi_flag_3097:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -64090,7 +65992,7 @@ epi_flag_3048:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_3051:
+epi_strip_3100:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -64122,7 +66024,7 @@ epi_strip_3051:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3052:
+epi_row_3101:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
@@ -64173,15 +66075,15 @@ epi_row_3052:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3052
+	JL           epi_row_3101
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3051
-	JMP          epi_done_2795
+	JL           epi_strip_3100
+	JMP          epi_done_2797
 
-epi_flag_3047:
+epi_flag_3096:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3053
+	JNZ          epi_flag_3102
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -64196,7 +66098,7 @@ epi_flag_3047:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_3054:
+epi_strip_3103:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -64236,7 +66138,7 @@ epi_strip_3054:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3055:
+epi_row_3104:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -64290,13 +66192,13 @@ epi_row_3055:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3055
+	JL        epi_row_3104
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3054
-	JMP       epi_done_2795
+	JL        epi_strip_3103
+	JMP       epi_done_2797
 
-epi_flag_3053:
+epi_flag_3102:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -64311,7 +66213,7 @@ epi_flag_3053:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DI, DI
 
-epi_strip_3056:
+epi_strip_3105:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -64343,7 +66245,7 @@ epi_strip_3056:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3057:
+epi_row_3106:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -64410,19 +66312,19 @@ epi_row_3057:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3057
+	JL           epi_row_3106
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3056
-	JMP          epi_done_2795
+	JL           epi_strip_3105
+	JMP          epi_done_2797
 
-epi_flag_3034:
+epi_flag_3083:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3058
+	JNZ          epi_flag_3107
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3059
+	JNZ          epi_flag_3108
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3060
+	JNZ          epi_flag_3109
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -64432,7 +66334,7 @@ epi_flag_3034:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_3061:
+epi_strip_3110:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -64479,7 +66381,7 @@ epi_strip_3061:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_3062:
+epi_row_3111:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -64512,13 +66414,13 @@ epi_row_3062:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3062
+	JL        epi_row_3111
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3061
-	JMP       epi_done_2795
+	JL        epi_strip_3110
+	JMP       epi_done_2797
 
-epi_flag_3060:
+epi_flag_3109:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -64528,7 +66430,7 @@ epi_flag_3060:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_3063:
+epi_strip_3112:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -64567,7 +66469,7 @@ epi_strip_3063:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3064:
+epi_row_3113:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -64613,15 +66515,15 @@ epi_row_3064:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3064
+	JL           epi_row_3113
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3063
-	JMP          epi_done_2795
+	JL           epi_strip_3112
+	JMP          epi_done_2797
 
-epi_flag_3059:
+epi_flag_3108:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3065
+	JNZ          epi_flag_3114
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -64634,7 +66536,7 @@ epi_flag_3059:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_3066:
+epi_strip_3115:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -64681,7 +66583,7 @@ epi_strip_3066:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3067:
+epi_row_3116:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -64730,13 +66632,13 @@ epi_row_3067:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3067
+	JL        epi_row_3116
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3066
-	JMP       epi_done_2795
+	JL        epi_strip_3115
+	JMP       epi_done_2797
 
-epi_flag_3065:
+epi_flag_3114:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -64749,7 +66651,7 @@ epi_flag_3065:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_3068:
+epi_strip_3117:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -64788,7 +66690,7 @@ epi_strip_3068:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3069:
+epi_row_3118:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
@@ -64850,17 +66752,17 @@ epi_row_3069:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3069
+	JL           epi_row_3118
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3068
-	JMP          epi_done_2795
+	JL           epi_strip_3117
+	JMP          epi_done_2797
 
-epi_flag_3058:
+epi_flag_3107:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3070
+	JNZ          epi_flag_3119
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3071
+	JNZ          epi_flag_3120
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -64872,7 +66774,7 @@ epi_flag_3058:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_3072:
+epi_strip_3121:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -64920,7 +66822,7 @@ epi_strip_3072:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3073:
+epi_row_3122:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -64962,13 +66864,13 @@ epi_row_3073:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3073
+	JL        epi_row_3122
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3072
-	JMP       epi_done_2795
+	JL        epi_strip_3121
+	JMP       epi_done_2797
 
-epi_flag_3071:
+epi_flag_3120:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -64980,7 +66882,7 @@ epi_flag_3071:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_3074:
+epi_strip_3123:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -65020,7 +66922,7 @@ epi_strip_3074:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3075:
+epi_row_3124:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -65075,15 +66977,15 @@ epi_row_3075:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3075
+	JL           epi_row_3124
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3074
-	JMP          epi_done_2795
+	JL           epi_strip_3123
+	JMP          epi_done_2797
 
-epi_flag_3070:
+epi_flag_3119:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3076
+	JNZ          epi_flag_3125
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -65098,7 +67000,7 @@ epi_flag_3070:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_3077:
+epi_strip_3126:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -65146,7 +67048,7 @@ epi_strip_3077:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3078:
+epi_row_3127:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -65204,13 +67106,13 @@ epi_row_3078:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3078
+	JL        epi_row_3127
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3077
-	JMP       epi_done_2795
+	JL        epi_strip_3126
+	JMP       epi_done_2797
 
-epi_flag_3076:
+epi_flag_3125:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -65225,7 +67127,7 @@ epi_flag_3076:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DI, DI
 
-epi_strip_3079:
+epi_strip_3128:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -65265,7 +67167,7 @@ epi_strip_3079:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3080:
+epi_row_3129:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
@@ -65336,12 +67238,12 @@ epi_row_3080:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3080
+	JL           epi_row_3129
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3079
+	JL           epi_strip_3128
 
-epi_done_2795:
+epi_done_2797:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -65354,28 +67256,34 @@ TEXT ·epilogueAVX2Asm(SB), NOSPLIT, $128-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi2_none_3081
+	JEQ  epi2_none_3130
 	CMPQ CX, $0x00000001
-	JEQ  epi2_gelu_3082
+	JEQ  epi2_gelu_3131
 	CMPQ CX, $0x00000003
-	JEQ  epi2_gelu_3082
+	JEQ  epi2_gelu_3131
+	CMPQ CX, $0x00000004
+	JEQ  epi2_gelu_u8_3132
+	CMPQ CX, $0x00000005
+	JEQ  epi2_gelu_u8_3132
 	CMPQ CX, $0x00000002
-	JEQ  epi2_relu_3083
+	JEQ  epi2_relu_3133
+
+epi2_none_3134:
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi2_none_3081:
+epi2_none_3130:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_3085
+	JNZ   epi_flag_3136
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_3086
+	JNZ   epi_flag_3137
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3087
+	JNZ   epi_flag_3138
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3088
+	JNZ   epi_flag_3139
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3089
+	JNZ   epi_flag_3140
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -65386,25 +67294,25 @@ epi2_none_3081:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_3090:
+epi2_row_3141:
 	XORQ R9, R9
 
-epi2_col_3091:
+epi2_col_3142:
 	VMOVDQU   (DI)(R9*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R9*4), Y0, Y0
 	VMOVUPS   Y0, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_3091
+	JL        epi2_col_3142
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_3090
-	JMP       epi2_done_3084
+	JL        epi2_row_3141
+	JMP       epi2_done_3135
 
-epi_flag_3089:
+epi_flag_3140:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -65416,11 +67324,11 @@ epi_flag_3089:
 	MOVQ c+0(FP), R8
 	XORQ R9, R9
 
-epi2_row_3092:
+epi2_row_3143:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_3093:
+epi2_col_3144:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R10*4), Y1, Y1
@@ -65428,17 +67336,17 @@ epi2_col_3093:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3093
+	JL        epi2_col_3144
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3092
-	JMP       epi2_done_3084
+	JL        epi2_row_3143
+	JMP       epi2_done_3135
 
-epi_flag_3088:
+epi_flag_3139:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3094
+	JNZ          epi_flag_3145
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -65459,10 +67367,10 @@ epi_flag_3088:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_3095:
+epi2_row_3146:
 	XORQ R9, R9
 
-epi2_col_3096:
+epi2_col_3147:
 	VMOVDQU      (DI)(R9*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R9*4), Y0, Y0
@@ -65477,15 +67385,15 @@ epi2_col_3096:
 	VMOVQ        X0, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_3096
+	JL           epi2_col_3147
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_3095
-	JMP          epi2_done_3084
+	JL           epi2_row_3146
+	JMP          epi2_done_3135
 
-epi_flag_3094:
+epi_flag_3145:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -65507,11 +67415,11 @@ epi_flag_3094:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3097:
+epi2_row_3148:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_3098:
+epi2_col_3149:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R10*4), Y1, Y1
@@ -65527,19 +67435,19 @@ epi2_col_3098:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3098
+	JL           epi2_col_3149
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3097
-	JMP          epi2_done_3084
+	JL           epi2_row_3148
+	JMP          epi2_done_3135
 
-epi_flag_3087:
+epi_flag_3138:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3099
+	JNZ   epi_flag_3150
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3100
+	JNZ   epi_flag_3151
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -65553,10 +67461,10 @@ epi_flag_3087:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_3101:
+epi2_row_3152:
 	XORQ R11, R11
 
-epi2_col_3102:
+epi2_col_3153:
 	VMOVDQU   (R9)(R11*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R11*4), Y0, Y0
@@ -65564,16 +67472,16 @@ epi2_col_3102:
 	VMOVUPS   Y0, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3102
+	JL        epi2_col_3153
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3101
-	JMP       epi2_done_3084
+	JL        epi2_row_3152
+	JMP       epi2_done_3135
 
-epi_flag_3100:
+epi_flag_3151:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -65588,11 +67496,11 @@ epi_flag_3100:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_3103:
+epi2_row_3154:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_3104:
+epi2_col_3155:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R12*4), Y1, Y1
@@ -65601,18 +67509,18 @@ epi2_col_3104:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3104
+	JL        epi2_col_3155
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3103
-	JMP       epi2_done_3084
+	JL        epi2_row_3154
+	JMP       epi2_done_3135
 
-epi_flag_3099:
+epi_flag_3150:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3105
+	JNZ          epi_flag_3156
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -65636,10 +67544,10 @@ epi_flag_3099:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3106:
+epi2_row_3157:
 	XORQ R11, R11
 
-epi2_col_3107:
+epi2_col_3158:
 	VMOVDQU      (R9)(R11*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R11*4), Y0, Y0
@@ -65655,16 +67563,16 @@ epi2_col_3107:
 	VMOVQ        X0, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3107
+	JL           epi2_col_3158
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3106
-	JMP          epi2_done_3084
+	JL           epi2_row_3157
+	JMP          epi2_done_3135
 
-epi_flag_3105:
+epi_flag_3156:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -65689,11 +67597,11 @@ epi_flag_3105:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3108:
+epi2_row_3159:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_3109:
+epi2_col_3160:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R12*4), Y1, Y1
@@ -65710,22 +67618,22 @@ epi2_col_3109:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3109
+	JL           epi2_col_3160
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3108
-	JMP          epi2_done_3084
+	JL           epi2_row_3159
+	JMP          epi2_done_3135
 
-epi_flag_3086:
+epi_flag_3137:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3110
+	JNZ   epi_flag_3161
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3111
+	JNZ   epi_flag_3162
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3112
+	JNZ   epi_flag_3163
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -65737,10 +67645,10 @@ epi_flag_3086:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_3113:
+epi2_row_3164:
 	XORQ R10, R10
 
-epi2_col_3114:
+epi2_col_3165:
 	VMOVDQU   (R8)(R10*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R10*4), Y0, Y0
@@ -65748,15 +67656,15 @@ epi2_col_3114:
 	VMOVUPS   Y0, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3114
+	JL        epi2_col_3165
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3113
-	JMP       epi2_done_3084
+	JL        epi2_row_3164
+	JMP       epi2_done_3135
 
-epi_flag_3112:
+epi_flag_3163:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -65769,11 +67677,11 @@ epi_flag_3112:
 	MOVQ c+0(FP), R9
 	XORQ R10, R10
 
-epi2_row_3115:
+epi2_row_3166:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_3116:
+epi2_col_3167:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R11*4), Y1, Y1
@@ -65782,17 +67690,17 @@ epi2_col_3116:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3116
+	JL        epi2_col_3167
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3115
-	JMP       epi2_done_3084
+	JL        epi2_row_3166
+	JMP       epi2_done_3135
 
-epi_flag_3111:
+epi_flag_3162:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3117
+	JNZ          epi_flag_3168
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -65814,10 +67722,10 @@ epi_flag_3111:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3118:
+epi2_row_3169:
 	XORQ R10, R10
 
-epi2_col_3119:
+epi2_col_3170:
 	VMOVDQU      (R8)(R10*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R10*4), Y0, Y0
@@ -65833,15 +67741,15 @@ epi2_col_3119:
 	VMOVQ        X0, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3119
+	JL           epi2_col_3170
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3118
-	JMP          epi2_done_3084
+	JL           epi2_row_3169
+	JMP          epi2_done_3135
 
-epi_flag_3117:
+epi_flag_3168:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -65864,11 +67772,11 @@ epi_flag_3117:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3120:
+epi2_row_3171:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_3121:
+epi2_col_3172:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R11*4), Y1, Y1
@@ -65885,19 +67793,19 @@ epi2_col_3121:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3121
+	JL           epi2_col_3172
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3120
-	JMP          epi2_done_3084
+	JL           epi2_row_3171
+	JMP          epi2_done_3135
 
-epi_flag_3110:
+epi_flag_3161:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3122
+	JNZ   epi_flag_3173
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3123
+	JNZ   epi_flag_3174
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -65912,10 +67820,10 @@ epi_flag_3110:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3124:
+epi2_row_3175:
 	XORQ R12, R12
 
-epi2_col_3125:
+epi2_col_3176:
 	VMOVDQU   (R10)(R12*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R12*4), Y0, Y0
@@ -65924,16 +67832,16 @@ epi2_col_3125:
 	VMOVUPS   Y0, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3125
+	JL        epi2_col_3176
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3124
-	JMP       epi2_done_3084
+	JL        epi2_row_3175
+	JMP       epi2_done_3135
 
-epi_flag_3123:
+epi_flag_3174:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -65949,11 +67857,11 @@ epi_flag_3123:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_3126:
+epi2_row_3177:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_3127:
+epi2_col_3178:
 	VMOVDQU   (R11)(R13*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R13*4), Y1, Y1
@@ -65963,18 +67871,18 @@ epi2_col_3127:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3127
+	JL        epi2_col_3178
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3126
-	JMP       epi2_done_3084
+	JL        epi2_row_3177
+	JMP       epi2_done_3135
 
-epi_flag_3122:
+epi_flag_3173:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3128
+	JNZ          epi_flag_3179
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -65999,10 +67907,10 @@ epi_flag_3122:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3129:
+epi2_row_3180:
 	XORQ R12, R12
 
-epi2_col_3130:
+epi2_col_3181:
 	VMOVDQU      (R10)(R12*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R12*4), Y0, Y0
@@ -66019,16 +67927,16 @@ epi2_col_3130:
 	VMOVQ        X0, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3130
+	JL           epi2_col_3181
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3129
-	JMP          epi2_done_3084
+	JL           epi2_row_3180
+	JMP          epi2_done_3135
 
-epi_flag_3128:
+epi_flag_3179:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -66054,11 +67962,11 @@ epi_flag_3128:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3131:
+epi2_row_3182:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_3132:
+epi2_col_3183:
 	VMOVDQU      (R11)(R13*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R13*4), Y1, Y1
@@ -66076,24 +67984,24 @@ epi2_col_3132:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3132
+	JL           epi2_col_3183
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3131
-	JMP          epi2_done_3084
+	JL           epi2_row_3182
+	JMP          epi2_done_3135
 
-epi_flag_3085:
+epi_flag_3136:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3133
+	JNZ          epi_flag_3184
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3134
+	JNZ          epi_flag_3185
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3135
+	JNZ          epi_flag_3186
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3136
+	JNZ          epi_flag_3187
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -66106,10 +68014,10 @@ epi_flag_3085:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3137:
+epi2_row_3188:
 	XORQ R10, R10
 
-epi2_col_3138:
+epi2_col_3189:
 	VMOVDQU   (R8)(R10*4), Y1
 	VPMULLD   (SI)(R10*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -66118,15 +68026,15 @@ epi2_col_3138:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3138
+	JL        epi2_col_3189
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3137
-	JMP       epi2_done_3084
+	JL        epi2_row_3188
+	JMP       epi2_done_3135
 
-epi_flag_3136:
+epi_flag_3187:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -66140,12 +68048,12 @@ epi_flag_3136:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_3139:
+epi2_row_3190:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3140:
+epi2_col_3191:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -66155,17 +68063,17 @@ epi2_col_3140:
 	VMOVUPS   Y2, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3140
+	JL        epi2_col_3191
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3139
-	JMP       epi2_done_3084
+	JL        epi2_row_3190
+	JMP       epi2_done_3135
 
-epi_flag_3135:
+epi_flag_3186:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3141
+	JNZ          epi_flag_3192
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -66188,10 +68096,10 @@ epi_flag_3135:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3142:
+epi2_row_3193:
 	XORQ R10, R10
 
-epi2_col_3143:
+epi2_col_3194:
 	VMOVDQU      (R8)(R10*4), Y1
 	VPMULLD      (SI)(R10*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -66208,15 +68116,15 @@ epi2_col_3143:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3143
+	JL           epi2_col_3194
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3142
-	JMP          epi2_done_3084
+	JL           epi2_row_3193
+	JMP          epi2_done_3135
 
-epi_flag_3141:
+epi_flag_3192:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -66240,12 +68148,12 @@ epi_flag_3141:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3144:
+epi2_row_3195:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3145:
+epi2_col_3196:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -66263,19 +68171,19 @@ epi2_col_3145:
 	VMOVQ        X2, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3145
+	JL           epi2_col_3196
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3144
-	JMP          epi2_done_3084
+	JL           epi2_row_3195
+	JMP          epi2_done_3135
 
-epi_flag_3134:
+epi_flag_3185:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3146
+	JNZ          epi_flag_3197
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3147
+	JNZ          epi_flag_3198
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -66291,10 +68199,10 @@ epi_flag_3134:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3148:
+epi2_row_3199:
 	XORQ R12, R12
 
-epi2_col_3149:
+epi2_col_3200:
 	VMOVDQU   (R10)(R12*4), Y1
 	VPMULLD   (R8)(R12*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -66304,16 +68212,16 @@ epi2_col_3149:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3149
+	JL        epi2_col_3200
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3148
-	JMP       epi2_done_3084
+	JL        epi2_row_3199
+	JMP       epi2_done_3135
 
-epi_flag_3147:
+epi_flag_3198:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -66330,12 +68238,12 @@ epi_flag_3147:
 	MOVQ c+0(FP), R12
 	XORQ R13, R13
 
-epi2_row_3150:
+epi2_row_3201:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_3151:
+epi2_col_3202:
 	VMOVDQU   (R12)(R14*4), Y2
 	VPMULLD   (R10)(R14*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -66346,18 +68254,18 @@ epi2_col_3151:
 	VMOVUPS   Y2, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_3151
+	JL        epi2_col_3202
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_3150
-	JMP       epi2_done_3084
+	JL        epi2_row_3201
+	JMP       epi2_done_3135
 
-epi_flag_3146:
+epi_flag_3197:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3152
+	JNZ          epi_flag_3203
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -66383,10 +68291,10 @@ epi_flag_3146:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3153:
+epi2_row_3204:
 	XORQ R12, R12
 
-epi2_col_3154:
+epi2_col_3205:
 	VMOVDQU      (R10)(R12*4), Y1
 	VPMULLD      (R8)(R12*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -66404,16 +68312,16 @@ epi2_col_3154:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3154
+	JL           epi2_col_3205
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3153
-	JMP          epi2_done_3084
+	JL           epi2_row_3204
+	JMP          epi2_done_3135
 
-epi_flag_3152:
+epi_flag_3203:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -66440,12 +68348,12 @@ epi_flag_3152:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3155:
+epi2_row_3206:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_3156:
+epi2_col_3207:
 	VMOVDQU      (R12)(R14*4), Y2
 	VPMULLD      (R10)(R14*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -66464,22 +68372,22 @@ epi2_col_3156:
 	VMOVQ        X2, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3156
+	JL           epi2_col_3207
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3155
-	JMP          epi2_done_3084
+	JL           epi2_row_3206
+	JMP          epi2_done_3135
 
-epi_flag_3133:
+epi_flag_3184:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3157
+	JNZ          epi_flag_3208
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3158
+	JNZ          epi_flag_3209
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3159
+	JNZ          epi_flag_3210
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -66493,10 +68401,10 @@ epi_flag_3133:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3160:
+epi2_row_3211:
 	XORQ R11, R11
 
-epi2_col_3161:
+epi2_col_3212:
 	VMOVDQU   (R9)(R11*4), Y1
 	VPMULLD   (SI)(R11*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -66506,15 +68414,15 @@ epi2_col_3161:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3161
+	JL        epi2_col_3212
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3160
-	JMP       epi2_done_3084
+	JL        epi2_row_3211
+	JMP       epi2_done_3135
 
-epi_flag_3159:
+epi_flag_3210:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -66529,12 +68437,12 @@ epi_flag_3159:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_3162:
+epi2_row_3213:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3163:
+epi2_col_3214:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -66545,17 +68453,17 @@ epi2_col_3163:
 	VMOVUPS   Y2, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3163
+	JL        epi2_col_3214
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3162
-	JMP       epi2_done_3084
+	JL        epi2_row_3213
+	JMP       epi2_done_3135
 
-epi_flag_3158:
+epi_flag_3209:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3164
+	JNZ          epi_flag_3215
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -66579,10 +68487,10 @@ epi_flag_3158:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3165:
+epi2_row_3216:
 	XORQ R11, R11
 
-epi2_col_3166:
+epi2_col_3217:
 	VMOVDQU      (R9)(R11*4), Y1
 	VPMULLD      (SI)(R11*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -66600,15 +68508,15 @@ epi2_col_3166:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3166
+	JL           epi2_col_3217
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3165
-	JMP          epi2_done_3084
+	JL           epi2_row_3216
+	JMP          epi2_done_3135
 
-epi_flag_3164:
+epi_flag_3215:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -66633,12 +68541,12 @@ epi_flag_3164:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3167:
+epi2_row_3218:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3168:
+epi2_col_3219:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -66657,19 +68565,19 @@ epi2_col_3168:
 	VMOVQ        X2, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3168
+	JL           epi2_col_3219
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3167
-	JMP          epi2_done_3084
+	JL           epi2_row_3218
+	JMP          epi2_done_3135
 
-epi_flag_3157:
+epi_flag_3208:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3169
+	JNZ          epi_flag_3220
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3170
+	JNZ          epi_flag_3221
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -66686,10 +68594,10 @@ epi_flag_3157:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3171:
+epi2_row_3222:
 	XORQ R13, R13
 
-epi2_col_3172:
+epi2_col_3223:
 	VMOVDQU   (R11)(R13*4), Y1
 	VPMULLD   (R8)(R13*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -66700,16 +68608,16 @@ epi2_col_3172:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3172
+	JL        epi2_col_3223
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3171
-	JMP       epi2_done_3084
+	JL        epi2_row_3222
+	JMP       epi2_done_3135
 
-epi_flag_3170:
+epi_flag_3221:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -66727,12 +68635,12 @@ epi_flag_3170:
 	MOVQ c+0(FP), R13
 	XORQ R14, R14
 
-epi2_row_3173:
+epi2_row_3224:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_3174:
+epi2_col_3225:
 	VMOVDQU   (R13)(R15*4), Y2
 	VPMULLD   (R10)(R15*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -66744,18 +68652,18 @@ epi2_col_3174:
 	VMOVUPS   Y2, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_3174
+	JL        epi2_col_3225
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_3173
-	JMP       epi2_done_3084
+	JL        epi2_row_3224
+	JMP       epi2_done_3135
 
-epi_flag_3169:
+epi_flag_3220:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3175
+	JNZ          epi_flag_3226
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -66782,10 +68690,10 @@ epi_flag_3169:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3176:
+epi2_row_3227:
 	XORQ R13, R13
 
-epi2_col_3177:
+epi2_col_3228:
 	VMOVDQU      (R11)(R13*4), Y1
 	VPMULLD      (R8)(R13*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -66804,16 +68712,16 @@ epi2_col_3177:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3177
+	JL           epi2_col_3228
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3176
-	JMP          epi2_done_3084
+	JL           epi2_row_3227
+	JMP          epi2_done_3135
 
-epi_flag_3175:
+epi_flag_3226:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -66841,12 +68749,12 @@ epi_flag_3175:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3178:
+epi2_row_3229:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_3179:
+epi2_col_3230:
 	VMOVDQU      (R13)(R15*4), Y2
 	VPMULLD      (R10)(R15*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -66866,35 +68774,35 @@ epi2_col_3179:
 	VMOVQ        X2, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3179
+	JL           epi2_col_3230
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3178
-	JMP          epi2_done_3084
+	JL           epi2_row_3229
+	JMP          epi2_done_3135
 
-epi2_gelu_3082:
+epi2_gelu_3131:
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_3180
+	JNZ          epi_flag_3231
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3181
+	JNZ          epi_flag_3232
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3182
+	JNZ          epi_flag_3233
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3183
+	JNZ          epi_flag_3234
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3184
+	JNZ          epi_flag_3235
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -66906,10 +68814,10 @@ epi2_gelu_3082:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3185:
+epi2_row_3236:
 	XORQ R10, R10
 
-epi2_col_3186:
+epi2_col_3237:
 	VMOVDQU     (R8)(R10*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R10*4), Y4, Y4
@@ -66948,24 +68856,24 @@ epi2_col_3186:
 	VMOVUPS     Y4, (BX)(R10*4)
 	ADDQ        $0x08, R10
 	CMPQ        R10, DI
-	JL          epi2_col_3186
+	JL          epi2_col_3237
 	ADDQ        CX, R8
 	ADDQ        DX, BX
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi2_row_3185
-	JMP         epi2_done_3084
+	JL          epi2_row_3236
+	JMP         epi2_done_3135
 
-epi_flag_3184:
+epi_flag_3235:
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -66978,11 +68886,11 @@ epi_flag_3184:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3187:
+epi2_row_3238:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_3188:
+epi2_col_3239:
 	VMOVDQU     (R9)(R11*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R11*4), Y5, Y5
@@ -67022,17 +68930,17 @@ epi2_col_3188:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_3188
+	JL          epi2_col_3239
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_3187
-	JMP         epi2_done_3084
+	JL          epi2_row_3238
+	JMP         epi2_done_3135
 
-epi_flag_3183:
+epi_flag_3234:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3189
+	JNZ          epi_flag_3240
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67042,14 +68950,14 @@ epi_flag_3183:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -67063,10 +68971,10 @@ epi_flag_3183:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3190:
+epi2_row_3241:
 	XORQ R10, R10
 
-epi2_col_3191:
+epi2_col_3242:
 	VMOVDQU      (R8)(R10*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R10*4), Y4, Y4
@@ -67113,15 +69021,15 @@ epi2_col_3191:
 	VMOVQ        X4, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3191
+	JL           epi2_col_3242
 	ADDQ         CX, R8
 	ADDQ         DX, BX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3190
-	JMP          epi2_done_3084
+	JL           epi2_row_3241
+	JMP          epi2_done_3135
 
-epi_flag_3189:
+epi_flag_3240:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67131,14 +69039,14 @@ epi_flag_3189:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -67153,11 +69061,11 @@ epi_flag_3189:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3192:
+epi2_row_3243:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_3193:
+epi2_col_3244:
 	VMOVDQU      (R9)(R11*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R11*4), Y5, Y5
@@ -67205,28 +69113,28 @@ epi2_col_3193:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3193
+	JL           epi2_col_3244
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3192
-	JMP          epi2_done_3084
+	JL           epi2_row_3243
+	JMP          epi2_done_3135
 
-epi_flag_3182:
+epi_flag_3233:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3194
+	JNZ          epi_flag_3245
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3195
+	JNZ          epi_flag_3246
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -67241,10 +69149,10 @@ epi_flag_3182:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3196:
+epi2_row_3247:
 	XORQ R12, R12
 
-epi2_col_3197:
+epi2_col_3248:
 	VMOVDQU     (R10)(R12*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R12*4), Y4, Y4
@@ -67284,25 +69192,25 @@ epi2_col_3197:
 	VMOVUPS     Y4, (DI)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_3197
+	JL          epi2_col_3248
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_3196
-	JMP         epi2_done_3084
+	JL          epi2_row_3247
+	JMP         epi2_done_3135
 
-epi_flag_3195:
+epi_flag_3246:
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -67318,11 +69226,11 @@ epi_flag_3195:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3198:
+epi2_row_3249:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_3199:
+epi2_col_3250:
 	VMOVDQU     (R11)(R13*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R13*4), Y5, Y5
@@ -67363,18 +69271,18 @@ epi2_col_3199:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3199
+	JL          epi2_col_3250
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3198
-	JMP         epi2_done_3084
+	JL          epi2_row_3249
+	JMP         epi2_done_3135
 
-epi_flag_3194:
+epi_flag_3245:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3200
+	JNZ          epi_flag_3251
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67384,14 +69292,14 @@ epi_flag_3194:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -67408,10 +69316,10 @@ epi_flag_3194:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3201:
+epi2_row_3252:
 	XORQ R12, R12
 
-epi2_col_3202:
+epi2_col_3253:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -67459,16 +69367,16 @@ epi2_col_3202:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3202
+	JL           epi2_col_3253
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3201
-	JMP          epi2_done_3084
+	JL           epi2_row_3252
+	JMP          epi2_done_3135
 
-epi_flag_3200:
+epi_flag_3251:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67478,14 +69386,14 @@ epi_flag_3200:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -67503,11 +69411,11 @@ epi_flag_3200:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3203:
+epi2_row_3254:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_3204:
+epi2_col_3255:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -67556,31 +69464,31 @@ epi2_col_3204:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3204
+	JL           epi2_col_3255
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3203
-	JMP          epi2_done_3084
+	JL           epi2_row_3254
+	JMP          epi2_done_3135
 
-epi_flag_3181:
+epi_flag_3232:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3205
+	JNZ          epi_flag_3256
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3206
+	JNZ          epi_flag_3257
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3207
+	JNZ          epi_flag_3258
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -67593,10 +69501,10 @@ epi_flag_3181:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3208:
+epi2_row_3259:
 	XORQ R11, R11
 
-epi2_col_3209:
+epi2_col_3260:
 	VMOVDQU     (R9)(R11*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R11*4), Y4, Y4
@@ -67636,24 +69544,24 @@ epi2_col_3209:
 	VMOVUPS     Y4, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_3209
+	JL          epi2_col_3260
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_3208
-	JMP         epi2_done_3084
+	JL          epi2_row_3259
+	JMP         epi2_done_3135
 
-epi_flag_3207:
+epi_flag_3258:
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -67667,11 +69575,11 @@ epi_flag_3207:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3210:
+epi2_row_3261:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_3211:
+epi2_col_3262:
 	VMOVDQU     (R10)(R12*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R12*4), Y5, Y5
@@ -67712,17 +69620,17 @@ epi2_col_3211:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_3211
+	JL          epi2_col_3262
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_3210
-	JMP         epi2_done_3084
+	JL          epi2_row_3261
+	JMP         epi2_done_3135
 
-epi_flag_3206:
+epi_flag_3257:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3212
+	JNZ          epi_flag_3263
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67732,14 +69640,14 @@ epi_flag_3206:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -67754,10 +69662,10 @@ epi_flag_3206:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3213:
+epi2_row_3264:
 	XORQ R11, R11
 
-epi2_col_3214:
+epi2_col_3265:
 	VMOVDQU      (R9)(R11*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R11*4), Y4, Y4
@@ -67805,15 +69713,15 @@ epi2_col_3214:
 	VMOVQ        X4, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3214
+	JL           epi2_col_3265
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3213
-	JMP          epi2_done_3084
+	JL           epi2_row_3264
+	JMP          epi2_done_3135
 
-epi_flag_3212:
+epi_flag_3263:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67823,14 +69731,14 @@ epi_flag_3212:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -67846,11 +69754,11 @@ epi_flag_3212:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3215:
+epi2_row_3266:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_3216:
+epi2_col_3267:
 	VMOVDQU      (R10)(R12*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R12*4), Y5, Y5
@@ -67899,28 +69807,28 @@ epi2_col_3216:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3216
+	JL           epi2_col_3267
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3215
-	JMP          epi2_done_3084
+	JL           epi2_row_3266
+	JMP          epi2_done_3135
 
-epi_flag_3205:
+epi_flag_3256:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3217
+	JNZ          epi_flag_3268
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3218
+	JNZ          epi_flag_3269
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -67936,10 +69844,10 @@ epi_flag_3205:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3219:
+epi2_row_3270:
 	XORQ R13, R13
 
-epi2_col_3220:
+epi2_col_3271:
 	VMOVDQU     (R11)(R13*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R13*4), Y4, Y4
@@ -67980,25 +69888,25 @@ epi2_col_3220:
 	VMOVUPS     Y4, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3220
+	JL          epi2_col_3271
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3219
-	JMP         epi2_done_3084
+	JL          epi2_row_3270
+	JMP         epi2_done_3135
 
-epi_flag_3218:
+epi_flag_3269:
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68015,11 +69923,11 @@ epi_flag_3218:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3221:
+epi2_row_3272:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_3222:
+epi2_col_3273:
 	VMOVDQU     (R12)(R14*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R14*4), Y5, Y5
@@ -68061,18 +69969,18 @@ epi2_col_3222:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_3222
+	JL          epi2_col_3273
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_3221
-	JMP         epi2_done_3084
+	JL          epi2_row_3272
+	JMP         epi2_done_3135
 
-epi_flag_3217:
+epi_flag_3268:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3223
+	JNZ          epi_flag_3274
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -68082,14 +69990,14 @@ epi_flag_3217:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68107,10 +70015,10 @@ epi_flag_3217:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3224:
+epi2_row_3275:
 	XORQ R13, R13
 
-epi2_col_3225:
+epi2_col_3276:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -68159,16 +70067,16 @@ epi2_col_3225:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3225
+	JL           epi2_col_3276
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3224
-	JMP          epi2_done_3084
+	JL           epi2_row_3275
+	JMP          epi2_done_3135
 
-epi_flag_3223:
+epi_flag_3274:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -68178,14 +70086,14 @@ epi_flag_3223:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68204,11 +70112,11 @@ epi_flag_3223:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3226:
+epi2_row_3277:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_3227:
+epi2_col_3278:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -68258,34 +70166,34 @@ epi2_col_3227:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3227
+	JL           epi2_col_3278
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3226
-	JMP          epi2_done_3084
+	JL           epi2_row_3277
+	JMP          epi2_done_3135
 
-epi_flag_3180:
+epi_flag_3231:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3228
+	JNZ          epi_flag_3279
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3229
+	JNZ          epi_flag_3280
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3230
+	JNZ          epi_flag_3281
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3231
+	JNZ          epi_flag_3282
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y1
-	VBROADCASTSS epilogueGelu<>+772(SB), Y2
-	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68298,10 +70206,10 @@ epi_flag_3180:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3232:
+epi2_row_3283:
 	XORQ R11, R11
 
-epi2_col_3233:
+epi2_col_3284:
 	VMOVDQU     (R9)(R11*4), Y5
 	VPMULLD     (DI)(R11*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -68342,24 +70250,24 @@ epi2_col_3233:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_3233
+	JL          epi2_col_3284
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_3232
-	JMP         epi2_done_3084
+	JL          epi2_row_3283
+	JMP         epi2_done_3135
 
-epi_flag_3231:
+epi_flag_3282:
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68374,12 +70282,12 @@ epi_flag_3231:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3234:
+epi2_row_3285:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_3235:
+epi2_col_3286:
 	VMOVDQU     (R11)(R13*4), Y6
 	VPMULLD     (R9)(R13*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -68421,17 +70329,17 @@ epi2_col_3235:
 	VMOVUPS     Y6, (BX)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3235
+	JL          epi2_col_3286
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3234
-	JMP         epi2_done_3084
+	JL          epi2_row_3285
+	JMP         epi2_done_3135
 
-epi_flag_3230:
+epi_flag_3281:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3236
+	JNZ          epi_flag_3287
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -68442,14 +70350,14 @@ epi_flag_3230:
 	VBROADCASTSS outZero+124(FP), Y1
 	VMOVUPS      Y1, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y1
-	VBROADCASTSS epilogueGelu<>+772(SB), Y2
-	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68464,10 +70372,10 @@ epi_flag_3230:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3237:
+epi2_row_3288:
 	XORQ R11, R11
 
-epi2_col_3238:
+epi2_col_3289:
 	VMOVDQU      (R9)(R11*4), Y5
 	VPMULLD      (DI)(R11*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -68516,15 +70424,15 @@ epi2_col_3238:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3238
+	JL           epi2_col_3289
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3237
-	JMP          epi2_done_3084
+	JL           epi2_row_3288
+	JMP          epi2_done_3135
 
-epi_flag_3236:
+epi_flag_3287:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -68534,14 +70442,14 @@ epi_flag_3236:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68558,12 +70466,12 @@ epi_flag_3236:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3239:
+epi2_row_3290:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_3240:
+epi2_col_3291:
 	VMOVDQU      (R11)(R13*4), Y6
 	VPMULLD      (R9)(R13*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -68613,29 +70521,29 @@ epi2_col_3240:
 	VMOVQ        X6, (BX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3240
+	JL           epi2_col_3291
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3239
-	JMP          epi2_done_3084
+	JL           epi2_row_3290
+	JMP          epi2_done_3135
 
-epi_flag_3229:
+epi_flag_3280:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3241
+	JNZ          epi_flag_3292
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3242
+	JNZ          epi_flag_3293
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y1
-	VBROADCASTSS epilogueGelu<>+772(SB), Y2
-	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68651,10 +70559,10 @@ epi_flag_3229:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3243:
+epi2_row_3294:
 	XORQ R13, R13
 
-epi2_col_3244:
+epi2_col_3295:
 	VMOVDQU     (R11)(R13*4), Y5
 	VPMULLD     (R9)(R13*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -68696,25 +70604,25 @@ epi2_col_3244:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3244
+	JL          epi2_col_3295
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3243
-	JMP         epi2_done_3084
+	JL          epi2_row_3294
+	JMP         epi2_done_3135
 
-epi_flag_3242:
+epi_flag_3293:
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68732,12 +70640,12 @@ epi_flag_3242:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3245:
+epi2_row_3296:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_3246:
+epi2_col_3297:
 	VMOVDQU     (R13)(R15*4), Y6
 	VPMULLD     (R11)(R15*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -68780,18 +70688,18 @@ epi2_col_3246:
 	VMOVUPS     Y6, (DI)(R15*4)
 	ADDQ        $0x08, R15
 	CMPQ        R15, R12
-	JL          epi2_col_3246
+	JL          epi2_col_3297
 	ADDQ        CX, R13
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R14
 	CMPQ        R14, m+16(FP)
-	JL          epi2_row_3245
-	JMP         epi2_done_3084
+	JL          epi2_row_3296
+	JMP         epi2_done_3135
 
-epi_flag_3241:
+epi_flag_3292:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3247
+	JNZ          epi_flag_3298
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -68802,14 +70710,14 @@ epi_flag_3241:
 	VBROADCASTSS outZero+124(FP), Y1
 	VMOVUPS      Y1, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y1
-	VBROADCASTSS epilogueGelu<>+772(SB), Y2
-	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68827,10 +70735,10 @@ epi_flag_3241:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3248:
+epi2_row_3299:
 	XORQ R13, R13
 
-epi2_col_3249:
+epi2_col_3300:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -68880,16 +70788,16 @@ epi2_col_3249:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3249
+	JL           epi2_col_3300
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3248
-	JMP          epi2_done_3084
+	JL           epi2_row_3299
+	JMP          epi2_done_3135
 
-epi_flag_3247:
+epi_flag_3298:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -68899,14 +70807,14 @@ epi_flag_3247:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68926,12 +70834,12 @@ epi_flag_3247:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3250:
+epi2_row_3301:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_3251:
+epi2_col_3302:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -68982,32 +70890,32 @@ epi2_col_3251:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3251
+	JL           epi2_col_3302
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3250
-	JMP          epi2_done_3084
+	JL           epi2_row_3301
+	JMP          epi2_done_3135
 
-epi_flag_3228:
+epi_flag_3279:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3252
+	JNZ          epi_flag_3303
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3253
+	JNZ          epi_flag_3304
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3254
+	JNZ          epi_flag_3305
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y1
-	VBROADCASTSS epilogueGelu<>+772(SB), Y2
-	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69021,10 +70929,10 @@ epi_flag_3228:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3255:
+epi2_row_3306:
 	XORQ R12, R12
 
-epi2_col_3256:
+epi2_col_3307:
 	VMOVDQU     (R10)(R12*4), Y5
 	VPMULLD     (DI)(R12*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -69066,24 +70974,24 @@ epi2_col_3256:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_3256
+	JL          epi2_col_3307
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_3255
-	JMP         epi2_done_3084
+	JL          epi2_row_3306
+	JMP         epi2_done_3135
 
-epi_flag_3254:
+epi_flag_3305:
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69099,12 +71007,12 @@ epi_flag_3254:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3257:
+epi2_row_3308:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_3258:
+epi2_col_3309:
 	VMOVDQU     (R12)(R14*4), Y6
 	VPMULLD     (R9)(R14*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -69147,17 +71055,17 @@ epi2_col_3258:
 	VMOVUPS     Y6, (BX)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_3258
+	JL          epi2_col_3309
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_3257
-	JMP         epi2_done_3084
+	JL          epi2_row_3308
+	JMP         epi2_done_3135
 
-epi_flag_3253:
+epi_flag_3304:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3259
+	JNZ          epi_flag_3310
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -69168,14 +71076,14 @@ epi_flag_3253:
 	VBROADCASTSS outZero+124(FP), Y1
 	VMOVUPS      Y1, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y1
-	VBROADCASTSS epilogueGelu<>+772(SB), Y2
-	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69191,10 +71099,10 @@ epi_flag_3253:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3260:
+epi2_row_3311:
 	XORQ R12, R12
 
-epi2_col_3261:
+epi2_col_3312:
 	VMOVDQU      (R10)(R12*4), Y5
 	VPMULLD      (DI)(R12*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -69244,15 +71152,15 @@ epi2_col_3261:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3261
+	JL           epi2_col_3312
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3260
-	JMP          epi2_done_3084
+	JL           epi2_row_3311
+	JMP          epi2_done_3135
 
-epi_flag_3259:
+epi_flag_3310:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -69262,14 +71170,14 @@ epi_flag_3259:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69287,12 +71195,12 @@ epi_flag_3259:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3262:
+epi2_row_3313:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_3263:
+epi2_col_3314:
 	VMOVDQU      (R12)(R14*4), Y6
 	VPMULLD      (R9)(R14*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -69343,29 +71251,29 @@ epi2_col_3263:
 	VMOVQ        X6, (BX)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3263
+	JL           epi2_col_3314
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3262
-	JMP          epi2_done_3084
+	JL           epi2_row_3313
+	JMP          epi2_done_3135
 
-epi_flag_3252:
+epi_flag_3303:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3264
+	JNZ          epi_flag_3315
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3265
+	JNZ          epi_flag_3316
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y1
-	VBROADCASTSS epilogueGelu<>+772(SB), Y2
-	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69382,10 +71290,10 @@ epi_flag_3252:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3266:
+epi2_row_3317:
 	XORQ R14, R14
 
-epi2_col_3267:
+epi2_col_3318:
 	VMOVDQU     (R12)(R14*4), Y5
 	VPMULLD     (R9)(R14*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -69428,25 +71336,25 @@ epi2_col_3267:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_3267
+	JL          epi2_col_3318
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_3266
-	JMP         epi2_done_3084
+	JL          epi2_row_3317
+	JMP         epi2_done_3135
 
-epi_flag_3265:
+epi_flag_3316:
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69465,12 +71373,12 @@ epi_flag_3265:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_3268:
+epi2_row_3319:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_3269:
+epi2_col_3320:
 	VMOVDQU     (R14)(BP*4), Y6
 	VPMULLD     (R11)(BP*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -69514,18 +71422,18 @@ epi2_col_3269:
 	VMOVUPS     Y6, (DI)(BP*4)
 	ADDQ        $0x08, BP
 	CMPQ        BP, R13
-	JL          epi2_col_3269
+	JL          epi2_col_3320
 	ADDQ        CX, R14
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R15
 	CMPQ        R15, m+16(FP)
-	JL          epi2_row_3268
-	JMP         epi2_done_3084
+	JL          epi2_row_3319
+	JMP         epi2_done_3135
 
-epi_flag_3264:
+epi_flag_3315:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3270
+	JNZ          epi_flag_3321
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -69536,14 +71444,14 @@ epi_flag_3264:
 	VBROADCASTSS outZero+124(FP), Y1
 	VMOVUPS      Y1, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y1
-	VBROADCASTSS epilogueGelu<>+772(SB), Y2
-	VBROADCASTSS epilogueGelu<>+776(SB), Y3
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69562,10 +71470,10 @@ epi_flag_3264:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3271:
+epi2_row_3322:
 	XORQ R14, R14
 
-epi2_col_3272:
+epi2_col_3323:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -69616,16 +71524,16 @@ epi2_col_3272:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3272
+	JL           epi2_col_3323
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3271
-	JMP          epi2_done_3084
+	JL           epi2_row_3322
+	JMP          epi2_done_3135
 
-epi_flag_3270:
+epi_flag_3321:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -69635,14 +71543,14 @@ epi_flag_3270:
 	VBROADCASTSS outZero+124(FP), Y0
 	VMOVUPS      Y0, 96(SP)
 	LEAQ         epilogueGelu<>+0(SB), AX
-	LEAQ         epilogueGelu<>+384(SB), CX
-	MOVQ         flags+136(FP), DX
-	SHRQ         $0x08, DX
-	CMPQ         DX, $0x00000003
-	CMOVQEQ      CX, AX
-	VBROADCASTSS epilogueGelu<>+768(SB), Y0
-	VBROADCASTSS epilogueGelu<>+772(SB), Y1
-	VBROADCASTSS epilogueGelu<>+776(SB), Y2
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69663,12 +71571,12 @@ epi_flag_3270:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_3273:
+epi2_row_3324:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_3274:
+epi2_col_3325:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -69720,26 +71628,1470 @@ epi2_col_3274:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_3274
+	JL           epi2_col_3325
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_3273
-	JMP          epi2_done_3084
+	JL           epi2_row_3324
+	JMP          epi2_done_3135
 
-epi2_relu_3083:
+epi2_gelu_u8_3132:
+	TESTQ        $0x00000008, AX
+	JZ           epi2_none_3134
+	TESTQ        $0x00000001, AX
+	JNZ          epi_flag_3326
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_3327
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_3328
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3329
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_3330:
+	XORQ R10, R10
+
+epi2_col_3331:
+	VMOVDQU      (R8)(R10*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (SI)(R10*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      192(AX), Y6, Y8
+	VPERMPS      224(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (BX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           epi2_col_3331
+	ADDQ         CX, R8
+	ADDQ         DX, BX
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi2_row_3330
+	JMP          epi2_done_3135
+
+epi_flag_3329:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_3332:
+	VBROADCASTSS (SI)(R10*4), Y4
+	XORQ         R11, R11
+
+epi2_col_3333:
+	VMOVDQU      (R9)(R11*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (DI)(R11*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (BX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_3333
+	ADDQ         CX, R9
+	ADDQ         DX, BX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_3332
+	JMP          epi2_done_3135
+
+epi_flag_3328:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3334
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3335:
+	XORQ R12, R12
+
+epi2_col_3336:
+	VMOVDQU      (R10)(R12*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (R8)(R12*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      192(AX), Y6, Y8
+	VPERMPS      224(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VADDPS       (BX)(R12*4), Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (DI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3336
+	ADDQ         CX, R10
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3335
+	JMP          epi2_done_3135
+
+epi_flag_3334:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3337:
+	VBROADCASTSS (R8)(R12*4), Y4
+	XORQ         R13, R13
+
+epi2_col_3338:
+	VMOVDQU      (R11)(R13*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R9)(R13*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VADDPS       (BX)(R13*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3338
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3337
+	JMP          epi2_done_3135
+
+epi_flag_3327:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_3339
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3340
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_3341:
+	XORQ R11, R11
+
+epi2_col_3342:
+	VMOVDQU      (R9)(R11*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (SI)(R11*4), Y4, Y4
+	VADDPS       (DI)(R11*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      192(AX), Y6, Y8
+	VPERMPS      224(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (BX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_3342
+	ADDQ         CX, R9
+	ADDQ         DX, BX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_3341
+	JMP          epi2_done_3135
+
+epi_flag_3340:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3343:
+	VBROADCASTSS (SI)(R11*4), Y4
+	XORQ         R12, R12
+
+epi2_col_3344:
+	VMOVDQU      (R10)(R12*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (DI)(R12*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       (R8)(R12*4), Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (BX)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3344
+	ADDQ         CX, R10
+	ADDQ         DX, BX
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3343
+	JMP          epi2_done_3135
+
+epi_flag_3339:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3345
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3346:
+	XORQ R13, R13
+
+epi2_col_3347:
+	VMOVDQU      (R11)(R13*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (R8)(R13*4), Y4, Y4
+	VADDPS       (R9)(R13*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      192(AX), Y6, Y8
+	VPERMPS      224(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VADDPS       (BX)(R13*4), Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3347
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3346
+	JMP          epi2_done_3135
+
+epi_flag_3345:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_3348:
+	VBROADCASTSS (R8)(R13*4), Y4
+	XORQ         R14, R14
+
+epi2_col_3349:
+	VMOVDQU      (R12)(R14*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R9)(R14*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       (R10)(R14*4), Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VADDPS       (BX)(R14*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_3349
+	ADDQ         CX, R12
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_3348
+	JMP          epi2_done_3135
+
+epi_flag_3326:
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_3350
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_3351
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3352
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         colSum+32(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_3353:
+	XORQ R11, R11
+
+epi2_col_3354:
+	VMOVDQU      (R9)(R11*4), Y5
+	VPMULLD      (DI)(R11*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (SI)(R11*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (BX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_3354
+	ADDQ         CX, R9
+	ADDQ         DX, BX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_3353
+	JMP          epi2_done_3135
+
+epi_flag_3352:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         rowZero+48(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3355:
+	VBROADCASTSS (SI)(R12*4), Y4
+	VPBROADCASTD (DI)(R12*4), Y5
+	XORQ         R13, R13
+
+epi2_col_3356:
+	VMOVDQU      (R11)(R13*4), Y6
+	VPMULLD      (R9)(R13*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R8)(R13*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      192(AX), Y8, Y10
+	VPERMPS      224(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (BX)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3356
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3355
+	JMP          epi2_done_3135
+
+epi_flag_3351:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3357
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3358:
+	XORQ R13, R13
+
+epi2_col_3359:
+	VMOVDQU      (R11)(R13*4), Y5
+	VPMULLD      (R9)(R13*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R8)(R13*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VADDPS       (BX)(R13*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3359
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3358
+	JMP          epi2_done_3135
+
+epi_flag_3357:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_3360:
+	VBROADCASTSS (R8)(R14*4), Y4
+	VPBROADCASTD (R9)(R14*4), Y5
+	XORQ         R15, R15
+
+epi2_col_3361:
+	VMOVDQU      (R13)(R15*4), Y6
+	VPMULLD      (R11)(R15*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(R15*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      192(AX), Y8, Y10
+	VPERMPS      224(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VADDPS       (BX)(R15*4), Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (DI)(R15*1)
+	ADDQ         $0x08, R15
+	CMPQ         R15, R12
+	JL           epi2_col_3361
+	ADDQ         CX, R13
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R14
+	CMPQ         R14, m+16(FP)
+	JL           epi2_row_3360
+	JMP          epi2_done_3135
+
+epi_flag_3350:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_3362
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3363
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         colSum+32(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3364:
+	XORQ R12, R12
+
+epi2_col_3365:
+	VMOVDQU      (R10)(R12*4), Y5
+	VPMULLD      (DI)(R12*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (SI)(R12*4), Y5, Y5
+	VADDPS       (R8)(R12*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (BX)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3365
+	ADDQ         CX, R10
+	ADDQ         DX, BX
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3364
+	JMP          epi2_done_3135
+
+epi_flag_3363:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         outU8+104(FP), BX
+	MOVQ         rowScale+64(FP), SI
+	MOVQ         rowZero+48(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_3366:
+	VBROADCASTSS (SI)(R13*4), Y4
+	VPBROADCASTD (DI)(R13*4), Y5
+	XORQ         R14, R14
+
+epi2_col_3367:
+	VMOVDQU      (R12)(R14*4), Y6
+	VPMULLD      (R9)(R14*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R8)(R14*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VADDPS       (R10)(R14*4), Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      192(AX), Y8, Y10
+	VPERMPS      224(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (BX)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_3367
+	ADDQ         CX, R12
+	ADDQ         DX, BX
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_3366
+	JMP          epi2_done_3135
+
+epi_flag_3362:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3368
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_3369:
+	XORQ R14, R14
+
+epi2_col_3370:
+	VMOVDQU      (R12)(R14*4), Y5
+	VPMULLD      (R9)(R14*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R8)(R14*4), Y5, Y5
+	VADDPS       (R10)(R14*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VADDPS       (BX)(R14*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_3370
+	ADDQ         CX, R12
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_3369
+	JMP          epi2_done_3135
+
+epi_flag_3368:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1152(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         bias+72(FP), R12
+	MOVQ         n+24(FP), R13
+	MOVQ         c+0(FP), R14
+	XORQ         R15, R15
+
+epi2_row_3371:
+	VBROADCASTSS (R8)(R15*4), Y4
+	VPBROADCASTD (R9)(R15*4), Y5
+	XORQ         BP, BP
+
+epi2_col_3372:
+	VMOVDQU      (R14)(BP*4), Y6
+	VPMULLD      (R11)(BP*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(BP*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VADDPS       (R12)(BP*4), Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      192(AX), Y8, Y10
+	VPERMPS      224(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VADDPS       (BX)(BP*4), Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (DI)(BP*1)
+	ADDQ         $0x08, BP
+	CMPQ         BP, R13
+	JL           epi2_col_3372
+	ADDQ         CX, R14
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R15
+	CMPQ         R15, m+16(FP)
+	JL           epi2_row_3371
+	JMP          epi2_done_3135
+
+epi2_relu_3133:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_3275
+	JNZ   epi_flag_3373
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_3276
+	JNZ   epi_flag_3374
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3277
+	JNZ   epi_flag_3375
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3278
+	JNZ   epi_flag_3376
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3279
+	JNZ   epi_flag_3377
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -69751,10 +73103,10 @@ epi2_relu_3083:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_3280:
+epi2_row_3378:
 	XORQ R9, R9
 
-epi2_col_3281:
+epi2_col_3379:
 	VMOVDQU   (DI)(R9*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R9*4), Y1, Y1
@@ -69763,15 +73115,15 @@ epi2_col_3281:
 	VMOVUPS   Y1, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_3281
+	JL        epi2_col_3379
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_3280
-	JMP       epi2_done_3084
+	JL        epi2_row_3378
+	JMP       epi2_done_3135
 
-epi_flag_3279:
+epi_flag_3377:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -69784,11 +73136,11 @@ epi_flag_3279:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_3282:
+epi2_row_3380:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_3283:
+epi2_col_3381:
 	VMOVDQU   (R8)(R10*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R10*4), Y2, Y2
@@ -69798,17 +73150,17 @@ epi2_col_3283:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3283
+	JL        epi2_col_3381
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3282
-	JMP       epi2_done_3084
+	JL        epi2_row_3380
+	JMP       epi2_done_3135
 
-epi_flag_3278:
+epi_flag_3376:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3284
+	JNZ          epi_flag_3382
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -69830,10 +73182,10 @@ epi_flag_3278:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_3285:
+epi2_row_3383:
 	XORQ R9, R9
 
-epi2_col_3286:
+epi2_col_3384:
 	VMOVDQU      (DI)(R9*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R9*4), Y1, Y1
@@ -69850,15 +73202,15 @@ epi2_col_3286:
 	VMOVQ        X1, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_3286
+	JL           epi2_col_3384
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_3285
-	JMP          epi2_done_3084
+	JL           epi2_row_3383
+	JMP          epi2_done_3135
 
-epi_flag_3284:
+epi_flag_3382:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -69881,11 +73233,11 @@ epi_flag_3284:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3287:
+epi2_row_3385:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_3288:
+epi2_col_3386:
 	VMOVDQU      (R8)(R10*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R10*4), Y2, Y2
@@ -69903,19 +73255,19 @@ epi2_col_3288:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3288
+	JL           epi2_col_3386
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3287
-	JMP          epi2_done_3084
+	JL           epi2_row_3385
+	JMP          epi2_done_3135
 
-epi_flag_3277:
+epi_flag_3375:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3289
+	JNZ   epi_flag_3387
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3290
+	JNZ   epi_flag_3388
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -69930,10 +73282,10 @@ epi_flag_3277:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_3291:
+epi2_row_3389:
 	XORQ R11, R11
 
-epi2_col_3292:
+epi2_col_3390:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R11*4), Y1, Y1
@@ -69943,16 +73295,16 @@ epi2_col_3292:
 	VMOVUPS   Y1, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3292
+	JL        epi2_col_3390
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3291
-	JMP       epi2_done_3084
+	JL        epi2_row_3389
+	JMP       epi2_done_3135
 
-epi_flag_3290:
+epi_flag_3388:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -69968,11 +73320,11 @@ epi_flag_3290:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3293:
+epi2_row_3391:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3294:
+epi2_col_3392:
 	VMOVDQU   (R10)(R12*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R12*4), Y2, Y2
@@ -69983,18 +73335,18 @@ epi2_col_3294:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3294
+	JL        epi2_col_3392
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3293
-	JMP       epi2_done_3084
+	JL        epi2_row_3391
+	JMP       epi2_done_3135
 
-epi_flag_3289:
+epi_flag_3387:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3295
+	JNZ          epi_flag_3393
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70019,10 +73371,10 @@ epi_flag_3289:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3296:
+epi2_row_3394:
 	XORQ R11, R11
 
-epi2_col_3297:
+epi2_col_3395:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R11*4), Y1, Y1
@@ -70040,16 +73392,16 @@ epi2_col_3297:
 	VMOVQ        X1, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3297
+	JL           epi2_col_3395
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3296
-	JMP          epi2_done_3084
+	JL           epi2_row_3394
+	JMP          epi2_done_3135
 
-epi_flag_3295:
+epi_flag_3393:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70075,11 +73427,11 @@ epi_flag_3295:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3298:
+epi2_row_3396:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3299:
+epi2_col_3397:
 	VMOVDQU      (R10)(R12*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R12*4), Y2, Y2
@@ -70098,22 +73450,22 @@ epi2_col_3299:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3299
+	JL           epi2_col_3397
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3298
-	JMP          epi2_done_3084
+	JL           epi2_row_3396
+	JMP          epi2_done_3135
 
-epi_flag_3276:
+epi_flag_3374:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3300
+	JNZ   epi_flag_3398
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3301
+	JNZ   epi_flag_3399
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3302
+	JNZ   epi_flag_3400
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -70126,10 +73478,10 @@ epi_flag_3276:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_3303:
+epi2_row_3401:
 	XORQ R10, R10
 
-epi2_col_3304:
+epi2_col_3402:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R10*4), Y1, Y1
@@ -70139,15 +73491,15 @@ epi2_col_3304:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3304
+	JL        epi2_col_3402
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3303
-	JMP       epi2_done_3084
+	JL        epi2_row_3401
+	JMP       epi2_done_3135
 
-epi_flag_3302:
+epi_flag_3400:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -70161,11 +73513,11 @@ epi_flag_3302:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_3305:
+epi2_row_3403:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_3306:
+epi2_col_3404:
 	VMOVDQU   (R9)(R11*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R11*4), Y2, Y2
@@ -70176,17 +73528,17 @@ epi2_col_3306:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3306
+	JL        epi2_col_3404
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3305
-	JMP       epi2_done_3084
+	JL        epi2_row_3403
+	JMP       epi2_done_3135
 
-epi_flag_3301:
+epi_flag_3399:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3307
+	JNZ          epi_flag_3405
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70209,10 +73561,10 @@ epi_flag_3301:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3308:
+epi2_row_3406:
 	XORQ R10, R10
 
-epi2_col_3309:
+epi2_col_3407:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R10*4), Y1, Y1
@@ -70230,15 +73582,15 @@ epi2_col_3309:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3309
+	JL           epi2_col_3407
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3308
-	JMP          epi2_done_3084
+	JL           epi2_row_3406
+	JMP          epi2_done_3135
 
-epi_flag_3307:
+epi_flag_3405:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70262,11 +73614,11 @@ epi_flag_3307:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3310:
+epi2_row_3408:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_3311:
+epi2_col_3409:
 	VMOVDQU      (R9)(R11*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R11*4), Y2, Y2
@@ -70285,19 +73637,19 @@ epi2_col_3311:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3311
+	JL           epi2_col_3409
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3310
-	JMP          epi2_done_3084
+	JL           epi2_row_3408
+	JMP          epi2_done_3135
 
-epi_flag_3300:
+epi_flag_3398:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3312
+	JNZ   epi_flag_3410
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3313
+	JNZ   epi_flag_3411
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -70313,10 +73665,10 @@ epi_flag_3300:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3314:
+epi2_row_3412:
 	XORQ R12, R12
 
-epi2_col_3315:
+epi2_col_3413:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R12*4), Y1, Y1
@@ -70327,16 +73679,16 @@ epi2_col_3315:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3315
+	JL        epi2_col_3413
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3314
-	JMP       epi2_done_3084
+	JL        epi2_row_3412
+	JMP       epi2_done_3135
 
-epi_flag_3313:
+epi_flag_3411:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -70353,11 +73705,11 @@ epi_flag_3313:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_3316:
+epi2_row_3414:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3317:
+epi2_col_3415:
 	VMOVDQU   (R11)(R13*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R13*4), Y2, Y2
@@ -70369,18 +73721,18 @@ epi2_col_3317:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3317
+	JL        epi2_col_3415
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3316
-	JMP       epi2_done_3084
+	JL        epi2_row_3414
+	JMP       epi2_done_3135
 
-epi_flag_3312:
+epi_flag_3410:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3318
+	JNZ          epi_flag_3416
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70406,10 +73758,10 @@ epi_flag_3312:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3319:
+epi2_row_3417:
 	XORQ R12, R12
 
-epi2_col_3320:
+epi2_col_3418:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R12*4), Y1, Y1
@@ -70428,16 +73780,16 @@ epi2_col_3320:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3320
+	JL           epi2_col_3418
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3319
-	JMP          epi2_done_3084
+	JL           epi2_row_3417
+	JMP          epi2_done_3135
 
-epi_flag_3318:
+epi_flag_3416:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70464,11 +73816,11 @@ epi_flag_3318:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3321:
+epi2_row_3419:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3322:
+epi2_col_3420:
 	VMOVDQU      (R11)(R13*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R13*4), Y2, Y2
@@ -70488,24 +73840,24 @@ epi2_col_3322:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3322
+	JL           epi2_col_3420
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3321
-	JMP          epi2_done_3084
+	JL           epi2_row_3419
+	JMP          epi2_done_3135
 
-epi_flag_3275:
+epi_flag_3373:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3323
+	JNZ          epi_flag_3421
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3324
+	JNZ          epi_flag_3422
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3325
+	JNZ          epi_flag_3423
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3326
+	JNZ          epi_flag_3424
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -70519,10 +73871,10 @@ epi_flag_3275:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3327:
+epi2_row_3425:
 	XORQ R10, R10
 
-epi2_col_3328:
+epi2_col_3426:
 	VMOVDQU   (R8)(R10*4), Y2
 	VPMULLD   (SI)(R10*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -70533,15 +73885,15 @@ epi2_col_3328:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3328
+	JL        epi2_col_3426
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3327
-	JMP       epi2_done_3084
+	JL        epi2_row_3425
+	JMP       epi2_done_3135
 
-epi_flag_3326:
+epi_flag_3424:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -70556,12 +73908,12 @@ epi_flag_3326:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3329:
+epi2_row_3427:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_3330:
+epi2_col_3428:
 	VMOVDQU   (R10)(R12*4), Y3
 	VPMULLD   (R8)(R12*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -70573,17 +73925,17 @@ epi2_col_3330:
 	VMOVUPS   Y3, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3330
+	JL        epi2_col_3428
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3329
-	JMP       epi2_done_3084
+	JL        epi2_row_3427
+	JMP       epi2_done_3135
 
-epi_flag_3325:
+epi_flag_3423:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3331
+	JNZ          epi_flag_3429
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -70607,10 +73959,10 @@ epi_flag_3325:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3332:
+epi2_row_3430:
 	XORQ R10, R10
 
-epi2_col_3333:
+epi2_col_3431:
 	VMOVDQU      (R8)(R10*4), Y2
 	VPMULLD      (SI)(R10*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -70629,15 +73981,15 @@ epi2_col_3333:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3333
+	JL           epi2_col_3431
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3332
-	JMP          epi2_done_3084
+	JL           epi2_row_3430
+	JMP          epi2_done_3135
 
-epi_flag_3331:
+epi_flag_3429:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70662,12 +74014,12 @@ epi_flag_3331:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3334:
+epi2_row_3432:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_3335:
+epi2_col_3433:
 	VMOVDQU      (R10)(R12*4), Y3
 	VPMULLD      (R8)(R12*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -70687,19 +74039,19 @@ epi2_col_3335:
 	VMOVQ        X3, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3335
+	JL           epi2_col_3433
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3334
-	JMP          epi2_done_3084
+	JL           epi2_row_3432
+	JMP          epi2_done_3135
 
-epi_flag_3324:
+epi_flag_3422:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3336
+	JNZ          epi_flag_3434
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3337
+	JNZ          epi_flag_3435
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -70716,10 +74068,10 @@ epi_flag_3324:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3338:
+epi2_row_3436:
 	XORQ R12, R12
 
-epi2_col_3339:
+epi2_col_3437:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -70731,16 +74083,16 @@ epi2_col_3339:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3339
+	JL        epi2_col_3437
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3338
-	JMP       epi2_done_3084
+	JL        epi2_row_3436
+	JMP       epi2_done_3135
 
-epi_flag_3337:
+epi_flag_3435:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -70758,12 +74110,12 @@ epi_flag_3337:
 	MOVQ  c+0(FP), R12
 	XORQ  R13, R13
 
-epi2_row_3340:
+epi2_row_3438:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_3341:
+epi2_col_3439:
 	VMOVDQU   (R12)(R14*4), Y3
 	VPMULLD   (R10)(R14*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -70776,18 +74128,18 @@ epi2_col_3341:
 	VMOVUPS   Y3, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_3341
+	JL        epi2_col_3439
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_3340
-	JMP       epi2_done_3084
+	JL        epi2_row_3438
+	JMP       epi2_done_3135
 
-epi_flag_3336:
+epi_flag_3434:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3342
+	JNZ          epi_flag_3440
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -70814,10 +74166,10 @@ epi_flag_3336:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3343:
+epi2_row_3441:
 	XORQ R12, R12
 
-epi2_col_3344:
+epi2_col_3442:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -70837,16 +74189,16 @@ epi2_col_3344:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3344
+	JL           epi2_col_3442
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3343
-	JMP          epi2_done_3084
+	JL           epi2_row_3441
+	JMP          epi2_done_3135
 
-epi_flag_3342:
+epi_flag_3440:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70874,12 +74226,12 @@ epi_flag_3342:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3345:
+epi2_row_3443:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_3346:
+epi2_col_3444:
 	VMOVDQU      (R12)(R14*4), Y3
 	VPMULLD      (R10)(R14*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -70900,22 +74252,22 @@ epi2_col_3346:
 	VMOVQ        X3, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3346
+	JL           epi2_col_3444
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3345
-	JMP          epi2_done_3084
+	JL           epi2_row_3443
+	JMP          epi2_done_3135
 
-epi_flag_3323:
+epi_flag_3421:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3347
+	JNZ          epi_flag_3445
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3348
+	JNZ          epi_flag_3446
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3349
+	JNZ          epi_flag_3447
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -70930,10 +74282,10 @@ epi_flag_3323:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3350:
+epi2_row_3448:
 	XORQ R11, R11
 
-epi2_col_3351:
+epi2_col_3449:
 	VMOVDQU   (R9)(R11*4), Y2
 	VPMULLD   (SI)(R11*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -70945,15 +74297,15 @@ epi2_col_3351:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3351
+	JL        epi2_col_3449
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3350
-	JMP       epi2_done_3084
+	JL        epi2_row_3448
+	JMP       epi2_done_3135
 
-epi_flag_3349:
+epi_flag_3447:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -70969,12 +74321,12 @@ epi_flag_3349:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_3352:
+epi2_row_3450:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_3353:
+epi2_col_3451:
 	VMOVDQU   (R11)(R13*4), Y3
 	VPMULLD   (R8)(R13*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -70987,17 +74339,17 @@ epi2_col_3353:
 	VMOVUPS   Y3, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3353
+	JL        epi2_col_3451
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3352
-	JMP       epi2_done_3084
+	JL        epi2_row_3450
+	JMP       epi2_done_3135
 
-epi_flag_3348:
+epi_flag_3446:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3354
+	JNZ          epi_flag_3452
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -71022,10 +74374,10 @@ epi_flag_3348:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3355:
+epi2_row_3453:
 	XORQ R11, R11
 
-epi2_col_3356:
+epi2_col_3454:
 	VMOVDQU      (R9)(R11*4), Y2
 	VPMULLD      (SI)(R11*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -71045,15 +74397,15 @@ epi2_col_3356:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3356
+	JL           epi2_col_3454
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3355
-	JMP          epi2_done_3084
+	JL           epi2_row_3453
+	JMP          epi2_done_3135
 
-epi_flag_3354:
+epi_flag_3452:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -71079,12 +74431,12 @@ epi_flag_3354:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3357:
+epi2_row_3455:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_3358:
+epi2_col_3456:
 	VMOVDQU      (R11)(R13*4), Y3
 	VPMULLD      (R8)(R13*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -71105,19 +74457,19 @@ epi2_col_3358:
 	VMOVQ        X3, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3358
+	JL           epi2_col_3456
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3357
-	JMP          epi2_done_3084
+	JL           epi2_row_3455
+	JMP          epi2_done_3135
 
-epi_flag_3347:
+epi_flag_3445:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3359
+	JNZ          epi_flag_3457
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3360
+	JNZ          epi_flag_3458
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -71135,10 +74487,10 @@ epi_flag_3347:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3361:
+epi2_row_3459:
 	XORQ R13, R13
 
-epi2_col_3362:
+epi2_col_3460:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -71151,16 +74503,16 @@ epi2_col_3362:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3362
+	JL        epi2_col_3460
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3361
-	JMP       epi2_done_3084
+	JL        epi2_row_3459
+	JMP       epi2_done_3135
 
-epi_flag_3360:
+epi_flag_3458:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -71179,12 +74531,12 @@ epi_flag_3360:
 	MOVQ  c+0(FP), R13
 	XORQ  R14, R14
 
-epi2_row_3363:
+epi2_row_3461:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_3364:
+epi2_col_3462:
 	VMOVDQU   (R13)(R15*4), Y3
 	VPMULLD   (R10)(R15*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -71198,18 +74550,18 @@ epi2_col_3364:
 	VMOVUPS   Y3, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_3364
+	JL        epi2_col_3462
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_3363
-	JMP       epi2_done_3084
+	JL        epi2_row_3461
+	JMP       epi2_done_3135
 
-epi_flag_3359:
+epi_flag_3457:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3365
+	JNZ          epi_flag_3463
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -71237,10 +74589,10 @@ epi_flag_3359:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3366:
+epi2_row_3464:
 	XORQ R13, R13
 
-epi2_col_3367:
+epi2_col_3465:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -71261,16 +74613,16 @@ epi2_col_3367:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3367
+	JL           epi2_col_3465
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3366
-	JMP          epi2_done_3084
+	JL           epi2_row_3464
+	JMP          epi2_done_3135
 
-epi_flag_3365:
+epi_flag_3463:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -71299,12 +74651,12 @@ epi_flag_3365:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3368:
+epi2_row_3466:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_3369:
+epi2_col_3467:
 	VMOVDQU      (R13)(R15*4), Y3
 	VPMULLD      (R10)(R15*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -71326,15 +74678,15 @@ epi2_col_3369:
 	VMOVQ        X3, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3369
+	JL           epi2_col_3467
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3368
+	JL           epi2_row_3466
 
-epi2_done_3084:
+epi2_done_3135:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -71370,9 +74722,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_3371
+	JZ     peak_done_3469
 
-peak_3370:
+peak_3468:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -71398,9 +74750,9 @@ peak_3370:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_3370
+	JNZ      peak_3468
 
-peak_done_3371:
+peak_done_3469:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -71458,9 +74810,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_3373
+	JZ     peak_done_3471
 
-peak_3372:
+peak_3470:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -71486,9 +74838,9 @@ peak_3372:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_3372
+	JNZ         peak_3470
 
-peak_done_3373:
+peak_done_3471:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -71534,9 +74886,9 @@ TEXT ·peakAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_3375
+	JZ    peak_done_3473
 
-peak_3374:
+peak_3472:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y1, Y1
 	VPMADDWD Y0, Y0, Y13
@@ -71562,9 +74914,9 @@ peak_3374:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y12, Y12
 	DECQ     AX
-	JNZ      peak_3374
+	JNZ      peak_3472
 
-peak_done_3375:
+peak_done_3473:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -71598,9 +74950,9 @@ TEXT ·peakFP32AVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_3377
+	JZ    peak_done_3475
 
-peak_3376:
+peak_3474:
 	VFMADD231PS Y0, Y0, Y1
 	VFMADD231PS Y0, Y0, Y2
 	VFMADD231PS Y0, Y0, Y3
@@ -71614,9 +74966,9 @@ peak_3376:
 	VFMADD231PS Y0, Y0, Y11
 	VFMADD231PS Y0, Y0, Y12
 	DECQ        AX
-	JNZ         peak_3376
+	JNZ         peak_3474
 
-peak_done_3377:
+peak_done_3475:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -71660,9 +75012,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_3379
+	JZ    peak_done_3477
 
-peak_3378:
+peak_3476:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -71719,9 +75071,9 @@ peak_3378:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_3378
+	JNZ  peak_3476
 
-peak_done_3379:
+peak_done_3477:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2

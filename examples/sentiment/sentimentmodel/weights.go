@@ -235,7 +235,7 @@ func loadWeights() (*weights, error) {
 	}
 	w.linear2 = qgemm.Linear{
 		AZeroPoint:   int32(130),
-		Act:          qgemm.ActGelu,
+		Act:          qgemm.ActGeluU8,
 		B:            w.distilbertTransformerLayer0FfnLin1WeightTSmoothQ,
 		Bias:         w.distilbertTransformerLayer0FfnLin1Bias,
 		OutInvScale:  float32(101.085434),
@@ -275,7 +275,7 @@ func loadWeights() (*weights, error) {
 	}
 	w.linear6 = qgemm.Linear{
 		AZeroPoint:   int32(112),
-		Act:          qgemm.ActGelu,
+		Act:          qgemm.ActGeluU8,
 		B:            w.distilbertTransformerLayer1FfnLin1WeightTSmoothQ,
 		Bias:         w.distilbertTransformerLayer1FfnLin1Bias,
 		OutInvScale:  float32(85.180595),
