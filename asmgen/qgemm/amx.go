@@ -278,7 +278,7 @@ const (
 	// amxEpiBlock: the epilogue per 32x32 block, right after its tiles.
 	amxEpiBlock
 	// amxEpiPipelined: each block's epilogue during the next block's K
-	// loop (amxEpiPieceRows).
+	// loop (setPieceRows).
 	amxEpiPipelined
 )
 
@@ -482,6 +482,9 @@ func genAMXKernel(g *gen, name string, t tileOps, epi amxEpi, prefetch amxPrefet
 	g.CMOVQGT(chunk, steps)
 	g.SHRQ(operand.U8(6), steps)
 	g.MOVQ(steps, st.ksteps)
+	if fuse != nil && fuse.pipelined {
+		fuse.setPieceRows(g, steps)
+	}
 	// LDTILECFG (80-120 ns) in the first pass, and in later ones only if
 	// the previous pass ended on the M-tail config.
 	cfgLoad, cfgReady := g.NewLabel("cfg_load"), g.NewLabel("cfg_ready")
@@ -558,7 +561,7 @@ func genAMXKernel(g *gen, name string, t tileOps, epi amxEpi, prefetch amxPrefet
 
 	g.Label(done)
 	if fuse != nil && fuse.pipelined {
-		fuse.applyPending(g, 32) // the last block's
+		fuse.applyPending(g, operand.U32(amxMaxPieceRows)) // the last block's
 	}
 	t.tileRelease()
 	if _, emu := t.(*emuTiles); emu {
@@ -758,7 +761,7 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 					g.MOVQ(r, f.kregs[i])
 				}
 			}
-			f.applyPending(g, amxEpiPieceRows)
+			f.applyPending(g, f.pend.piece)
 			for i, r := range live {
 				if r != nil {
 					g.MOVQ(f.kregs[i], r)
@@ -792,7 +795,7 @@ func amxBlock(g *gen, t tileOps, st amxState, rows, cols int) {
 		stored = g.NewLabel("stored")
 		isLastKPass(g, st, toC)
 		if st.fuse.pipelined {
-			st.fuse.applyPending(g, 32) // what the K loop left of it
+			st.fuse.applyPending(g, operand.U32(amxMaxPieceRows)) // what the K loop left of it
 			st.fuse.storeAndDefer(g, t, rows, cols)
 		} else {
 			st.fuse.storeAndFinish(g, t, rows, cols)

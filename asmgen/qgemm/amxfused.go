@@ -71,7 +71,7 @@ type amxFusion struct {
 	// macro-block.
 	epRow, epCol operand.Mem
 	// pipelined defers each block's epilogue to the K loop of the next
-	// block (see amxEpiPieceRows); pend is the deferred block.
+	// block (see setPieceRows); pend is the deferred block.
 	pipelined bool
 	pend      amxPending
 	// kregs are the K loop's registers, kept here across a piece's call.
@@ -81,20 +81,25 @@ type amxFusion struct {
 // amxPending is the frame state of the pipelined kernel's deferred block:
 // its s32 values are in the buffer, its first row and column in the
 // macro-block are row and col, its real extent m x n, and the epilogue has
-// been applied to its first done rows. m = 0: none.
-type amxPending struct{ row, col, m, n, done operand.Mem }
+// been applied to its first done rows. m = 0: none. piece is how many rows
+// each K step of the current pass applies (setPieceRows).
+type amxPending struct{ row, col, m, n, done, piece operand.Mem }
 
-// amxEpiPieceRows is how many rows of the deferred block the pipelined
-// kernel passes to the epilogue per K step of the next block: 4 rows x 32
-// columns are 8 zmm vectors, about 100 (u8 output) to 250 (GELU)
-// instructions with the call, which the front end issues in well under the
-// 64 cycles of a K step's four TDPBUSD (16 cycles each), so the tile unit
-// never waits for the next step's TDPBUSDs behind them; the out-of-order
-// core runs them on the vector ports while the tiles compute. A block's 32
-// rows take 8 of the 11 K steps of a 768-byte pass; what a shorter pass
-// leaves is applied after its K loop, still ahead of the block's tile
-// stores in program order.
-const amxEpiPieceRows = 4
+// The pipelined kernel spreads the deferred block's 32 rows evenly over
+// the K steps of the next block's loop: ceil(32 / steps) rows a step, 3 in
+// the 11 loop steps of a 768-byte pass (the 12th is peeled), 4 or more in
+// shorter passes; what the loop leaves is applied after it, still ahead of
+// the block's tile stores in program order. The steps' vector work should
+// fit beside their tile work: a K step is four TDPBUSD, 64 cycles at the
+// tile peak, and 512-bit vector operations issue on two ports (p0 and p5
+// on Sapphire and Emerald Rapids). The bias + GELU + u8 epilogue is ~21 of
+// them per 16 values (the short GELU, gelu_u8), so 3 rows x 32 columns are
+// ~63 cycles of them, balanced; 4 rows were ~84, which would hold the
+// tiles back by a third on BERT's FFN-up GEMM. Cheaper epilogues (u8 or
+// f32 output, residual) fit either way. Not measured on AMX yet; the
+// one-call overhead per piece (argument moves, dispatch, table loads) is
+// scalar and load-port work. amxMaxPieceRows bounds a piece: a whole block.
+const amxMaxPieceRows = 32
 
 // amxKLoopRegs is how many registers the K loop carries (A and B row
 // pointers, two each, and the steps left).
@@ -116,7 +121,7 @@ func newAMXFusion(g *gen, pipelined bool) *amxFusion {
 	f.buf = g.AllocLocal(amxEpilogueBufBytes)
 	f.epRow, f.epCol = g.AllocLocal(8), g.AllocLocal(8)
 	if pipelined {
-		f.pend = amxPending{row: g.AllocLocal(8), col: g.AllocLocal(8), m: g.AllocLocal(8), n: g.AllocLocal(8), done: g.AllocLocal(8)}
+		f.pend = amxPending{row: g.AllocLocal(8), col: g.AllocLocal(8), m: g.AllocLocal(8), n: g.AllocLocal(8), done: g.AllocLocal(8), piece: g.AllocLocal(8)}
 		for i := range f.kregs {
 			f.kregs[i] = g.AllocLocal(8)
 		}
@@ -142,16 +147,40 @@ func (f *amxFusion) storeAndDefer(g *gen, t tileOps, rows, cols int) {
 	g.MOVQ(operand.U32(0), f.pend.done)
 }
 
+// setPieceRows emits pend.piece = ceil(32 / (steps - 1)) for a K pass of
+// steps 64-byte steps (in a register, left unchanged): the rows of the
+// deferred block each step of the pass's K loop applies (the last step is
+// peeled). A one-step pass has no loop: 32. Once per K pass, so a
+// subtraction loop (at most 32 rounds) serves instead of a division.
+func (f *amxFusion) setPieceRows(g *gen, steps reg.GPVirtual) {
+	loop := g.GP64()
+	g.MOVQ(steps, loop)
+	g.DECQ(loop)
+	piece := g.GP64()
+	g.MOVQ(operand.U32(amxMaxPieceRows), piece)
+	done, top := g.NewLabel("piece_done"), g.NewLabel("piece_top")
+	g.JLE(operand.LabelRef(done)) // no K loop
+	left := g.GP64()
+	g.MOVQ(operand.U32(amxMaxPieceRows), left)
+	g.XORQ(piece, piece)
+	g.Label(top)
+	g.INCQ(piece)
+	g.SUBQ(loop, left)
+	g.JG(operand.LabelRef(top))
+	g.Label(done)
+	g.MOVQ(piece, f.pend.piece)
+}
+
 // applyPending emits the epilogue on the next min(most, m - done) rows of
-// the deferred block, if any are left.
-func (f *amxFusion) applyPending(g *gen, most int) {
+// the deferred block, if any are left; most is a constant or pend.piece.
+func (f *amxFusion) applyPending(g *gen, most operand.Op) {
 	skip := g.NewLabel("pend_skip")
 	cnt := g.GP64()
 	g.MOVQ(f.pend.m, cnt)
 	g.SUBQ(f.pend.done, cnt)
 	g.JLE(operand.LabelRef(skip))
 	lim := g.GP64()
-	g.MOVQ(operand.U32(most), lim)
+	g.MOVQ(most, lim)
 	g.CMPQ(cnt, lim)
 	g.CMOVQGT(lim, cnt)
 	done := g.GP64()
