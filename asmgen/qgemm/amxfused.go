@@ -94,8 +94,8 @@ type amxPending struct{ row, col, m, n, done, piece operand.Mem }
 // tile peak, and 512-bit vector operations issue on two ports (p0 and p5
 // on Sapphire and Emerald Rapids). The bias + GELU + u8 epilogue is ~21 of
 // them per 16 values (the short GELU, gelu_u8), so 3 rows x 32 columns are
-// ~63 cycles of them, balanced; 4 rows were ~84, which would hold the
-// tiles back by a third on BERT's FFN-up GEMM. Cheaper epilogues (u8 or
+// ~63 cycles of them, balanced; 4 rows were ~84, which would stretch those
+// steps by a third on BERT's FFN-up GEMM. Cheaper epilogues (u8 or
 // f32 output, residual) fit either way. Not measured on AMX yet; the
 // one-call overhead per piece (argument moves, dispatch, table loads) is
 // scalar and load-port work. amxMaxPieceRows bounds a piece: a whole block.
