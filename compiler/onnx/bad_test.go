@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -112,13 +113,37 @@ func TestUnsupportedOpsAllReported(t *testing.T) {
 	)
 	_, err := Decode(marshal(t, m), "ops.onnx")
 	wantBad(t, err, compiler.ErrUnsupportedOp, "ops.onnx",
-		"node rnn: LSTM (opset 14)", "node attn: com.microsoft.Attention (opset 1)", "node #7: FancyOp (opset 14)")
+		"LSTM (opset 14) in node rnn", "com.microsoft.Attention (opset 1) in node attn", "FancyOp (opset 14) in node #7",
+		"made by its transformer optimizer")
 	var list *UnsupportedOpsError
 	if !errors.As(err, &list) || len(list.Nodes) != 3 {
 		t.Fatalf("want an UnsupportedOpsError listing 3 nodes, got %v", err)
 	}
 	if list.Nodes[1] != (UnsupportedNode{Node: "attn", Op: "Attention", Domain: "com.microsoft", Opset: 1}) {
 		t.Errorf("node 1 = %+v", list.Nodes[1])
+	}
+}
+
+// TestUnsupportedOpsGrouped: a model ONNX Runtime's dynamic quantiser
+// made (a DynamicQuantizeLinear and MatMulIntegers per Linear) gets one
+// line per op with a few node names, and the advice to give sqc the FP32
+// model.
+func TestUnsupportedOpsGrouped(t *testing.T) {
+	m := tinyModel()
+	for i := range 5 {
+		m.Graph.Node = append(m.Graph.Node, node("MatMulInteger", fmt.Sprintf("mmi%d", i), []string{"y", "y"}, []string{fmt.Sprintf("i%d", i)}))
+	}
+	m.Graph.Node = append(m.Graph.Node, node("DynamicQuantizeLinear", "dql", []string{"y"}, []string{"q", "s", "z"}))
+	_, err := Decode(marshal(t, m), "model_quantized.onnx")
+	wantBad(t, err, compiler.ErrUnsupportedOp, "model_quantized.onnx",
+		"in 6 node(s)", "MatMulInteger (opset 14) in 5 nodes: mmi0, mmi1, mmi2 and 2 more", "DynamicQuantizeLinear (opset 14) in node dql",
+		"quantised already", "give it the FP32 export")
+	if strings.Contains(err.Error(), "mmi3") {
+		t.Errorf("the message names more than %d nodes of one op: %v", unsupportedNamesShown, err)
+	}
+	var list *UnsupportedOpsError
+	if !errors.As(err, &list) || len(list.Nodes) != 6 {
+		t.Fatalf("want an UnsupportedOpsError listing all 6 nodes, got %v", err)
 	}
 }
 

@@ -38,18 +38,76 @@ func (u UnsupportedNode) String() string {
 
 // UnsupportedOpsError lists every unsupported node of a model at once, so a
 // user sees the whole gap in one run. It wraps compiler.ErrUnsupportedOp.
+// Its message groups the nodes by op (an ONNX Runtime export can have a
+// hundred of one kind), names a few of each, and says what to do where the
+// ops tell a known story: a model already quantised, or one rewritten by
+// ONNX Runtime's transformer optimizer.
 type UnsupportedOpsError struct {
 	Nodes []UnsupportedNode
 }
 
+// unsupportedNamesShown is how many node names the message gives per op.
+const unsupportedNamesShown = 3
+
+// quantizedOps are the ops of models ONNX Runtime's quantiser (or a QDQ
+// export) has quantised already: sqc wants the FP32 model, which it
+// calibrates and quantises itself.
+var quantizedOps = map[string]bool{
+	"DynamicQuantizeLinear": true, "MatMulInteger": true, "QLinearMatMul": true,
+	"QuantizeLinear": true, "DequantizeLinear": true, "ConvInteger": true, "QLinearConv": true,
+	"com.microsoft.DynamicQuantizeMatMul": true, "com.microsoft.MatMulIntegerToFloat": true,
+	"com.microsoft.QAttention": true, "com.microsoft.QGemm": true, "com.microsoft.DynamicQuantizeLSTM": true,
+	"com.microsoft.QuantizeLinear": true, "com.microsoft.DequantizeLinear": true,
+}
+
 func (e *UnsupportedOpsError) Error() string {
+	type group struct {
+		op    string // with its domain
+		opset int64
+		nodes []string
+	}
+	var groups []*group
+	byOp := map[string]*group{}
+	quantized, msDomain := false, false
+	for _, n := range e.Nodes {
+		op := n.Op
+		if n.Domain != "" {
+			op = n.Domain + "." + n.Op
+		}
+		g := byOp[op]
+		if g == nil {
+			g = &group{op: op, opset: n.Opset}
+			byOp[op] = g
+			groups = append(groups, g)
+		}
+		g.nodes = append(g.nodes, n.Node)
+		quantized = quantized || quantizedOps[op]
+		msDomain = msDomain || n.Domain == "com.microsoft"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v in %d node(s): ", compiler.ErrUnsupportedOp, len(e.Nodes))
-	for i, n := range e.Nodes {
+	for i, g := range groups {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		b.WriteString(n.String())
+		fmt.Fprintf(&b, "%s (opset %d) in ", g.op, g.opset)
+		if len(g.nodes) == 1 {
+			fmt.Fprintf(&b, "node %s", g.nodes[0])
+			continue
+		}
+		shown := g.nodes[:min(len(g.nodes), unsupportedNamesShown)]
+		fmt.Fprintf(&b, "%d nodes: %s", len(g.nodes), strings.Join(shown, ", "))
+		if more := len(g.nodes) - len(shown); more > 0 {
+			fmt.Fprintf(&b, " and %d more", more)
+		}
+	}
+	switch {
+	case quantized:
+		b.WriteString(". The model is quantised already (ONNX Runtime's quantiser or a QDQ export made these nodes); " +
+			"sqc calibrates and quantises FP32 models itself: give it the FP32 export (e.g. onnx/model.onnx, not model_quantized.onnx or model_qint8_*.onnx)")
+	case msDomain:
+		b.WriteString(". com.microsoft ops are ONNX Runtime's own, made by its transformer optimizer (fused Attention, SkipLayerNormalization, FastGelu, ...); " +
+			"give sqc the export before that optimisation (e.g. onnx/model.onnx, not model_O1.onnx to model_O4.onnx)")
 	}
 	return b.String()
 }
