@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -40,6 +39,7 @@ func compileCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-batch", Value: defaultMaxBatch, Usage: "sequences per forward pass (Run splits larger batches)"},
 			&cli.StringFlag{Name: "target", Value: "auto", Usage: "kernel family ceiling: auto (fastest the CPU allows at run time), amx, vnni, avx2 or go"},
 			&cli.BoolFlag{Name: "check-ir", Usage: "verify the graph after every pass, naming the pass that broke it"},
+			vocabFlag(),
 		}, int8Flags()...),
 		Action: func(c *cli.Context) error {
 			out := c.String("out")
@@ -63,7 +63,7 @@ func compileCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			tok, tokSrc, err := compileTokenizer(model)
+			tok, tokSrc, err := compileTokenizer(model, c.String("vocab"))
 			if err != nil {
 				return err
 			}
@@ -158,32 +158,32 @@ func labels(g *compiler.Graph) []string {
 }
 
 // compileTokenizer reads the model's tokenizer for the generated package:
-// the file `sqc run` loads beside the model (tokenizer.json, vocab.txt or a
-// SentencePiece model, with tokenizer_config.json's settings), which the
-// package embeds and rebuilds identically. A model without one gets a
-// package without the text API (Run on token ids only).
-func compileTokenizer(model string) (*tokenizer.Tokenizer, *tokenizer.Source, error) {
-	dir := frontend.Dir(model)
-	if !hasTokenizerFile(dir) {
+// vocab (--vocab) if given, else the file `sqc run` loads beside the model
+// (tokenizer.json, vocab.txt or a SentencePiece model, with
+// tokenizer_config.json's settings), which the package embeds and rebuilds
+// identically. A model without one gets a package without the text API
+// (Run on token ids only).
+func compileTokenizer(model, vocab string) (*tokenizer.Tokenizer, *tokenizer.Source, error) {
+	var src *tokenizer.Source
+	var err error
+	switch dir := frontend.Dir(model); {
+	case vocab != "":
+		src, err = tokenizer.ReadSourceFile(vocab)
+	case tokenizer.HasSource(dir):
+		src, err = tokenizer.ReadSource(dir)
+	default:
 		return nil, nil, nil // tok nil: calibration then needs token ids
 	}
-	src, err := tokenizer.ReadSource(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	tok, err := tokenizer.FromSource(src) // what the package rebuilds
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", dir, err)
+		where := frontend.Dir(model) // FromSource's errors name the file by its base name
+		if vocab != "" {
+			where = filepath.Dir(vocab)
+		}
+		return nil, nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return tok, src, nil
-}
-
-// hasTokenizerFile reports whether dir holds a tokenizer file ReadSource reads.
-func hasTokenizerFile(dir string) bool {
-	for _, name := range []string{"tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return true
-		}
-	}
-	return false
 }

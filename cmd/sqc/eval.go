@@ -28,7 +28,7 @@ func evalCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Usage: "an .onnx file or a HuggingFace directory"},
 			&cli.StringFlag{Name: "data", Required: true, Usage: "labelled inputs: a .tsv with `sentence` and `label` columns, or a .jsonl of token ids with \"label\"; a .tsv of pairs (`sentence1`, `sentence2`, `score`) for sentence-embedding models (STS) and cross-encoders; texts for sentence-embedding models"},
-			&cli.StringFlag{Name: "vocab", Usage: "vocab.txt or tokenizer.json (default: beside the model)"},
+			vocabFlag(),
 			&cli.IntFlag{Name: "batch", Value: 32, Usage: "inputs per forward pass"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of the table"},
 			&cli.BoolFlag{Name: "layers", Usage: "add a per-layer table: SQNR of every quantised Linear and its smoothing scales"},

@@ -34,6 +34,7 @@ func inspectCommand() *cli.Command {
 			&cli.BoolFlag{Name: "int8", Usage: "calibrate, SmoothQuant, quantise and fuse: the graph sqc compile generates code from"},
 			&cli.IntFlag{Name: "max-batch", Value: defaultMaxBatch, Usage: "sequences per forward pass, for the activation memory plan"},
 			&cli.IntFlag{Name: "max-seq", Value: defaultMaxSeq, Usage: "tokens per sequence, for the activation memory plan"},
+			vocabFlag(),
 		}, int8Flags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -172,7 +173,7 @@ func inspectINT8(c *cli.Context, model string, g *compiler.Graph, cfg *int8Confi
 	var tok *tokenizer.Tokenizer
 	if cfg.needsTokenizer() {
 		var err error
-		if tok, err = loadTokenizer(model, ""); err != nil {
+		if tok, err = loadTokenizer(model, c.String("vocab")); err != nil {
 			return nil, err
 		}
 	}

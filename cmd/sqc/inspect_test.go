@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -218,5 +219,57 @@ func TestInspectRobertaPacked(t *testing.T) {
 				t.Errorf("%s does not run packed batches:\n%s", path, out)
 			}
 		}
+	}
+}
+
+// TestVocabFlag: a model directory without a tokenizer file fails an INT8
+// inspect with advice naming --vocab, and runs with --vocab pointing at
+// the tokenizer elsewhere (under another name); compile takes the same
+// flag and embeds that file.
+func TestVocabFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"config.json", "model.safetensors"} {
+		data, err := os.ReadFile(filepath.Join(demoModelDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vocabDir := t.TempDir()
+	vocab := filepath.Join(vocabDir, "distilbert-tiny-vocab.txt")
+	for from, to := range map[string]string{"vocab.txt": vocab, "tokenizer_config.json": filepath.Join(vocabDir, "tokenizer_config.json")} {
+		data, err := os.ReadFile(filepath.Join(demoModelDir, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"inspect", "--int8", "--calib", demoTexts, "--calib-samples", "8"}
+	code, _, errs := runCLI(t, append(args, dir)...)
+	if code == 0 || !strings.Contains(errs, "give --vocab FILE") || !strings.Contains(errs, dir) {
+		t.Errorf("inspect without a tokenizer: exit %d, %q; want a failure naming the directory and --vocab", code, errs)
+	}
+	if code, out, errs := runCLI(t, append(args, "--vocab", vocab, dir)...); code != 0 || opCount(t, out, "sqc.QLinear") != 8 {
+		t.Errorf("inspect --vocab: exit %d: %s\n%s", code, errs, out)
+	}
+	tok, src, err := compileTokenizer(dir, vocab)
+	if err != nil || tok == nil || src.Name != filepath.Base(vocab) {
+		t.Fatalf("compileTokenizer with --vocab: %v, %v", src, err)
+	}
+	want, err := loadTokenizer(demoModelDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"A Gripping, Funny film.", "naïve café"} {
+		if a, b := tok.Encode(text), want.Encode(text); !slices.Equal(a.InputIDs, b.InputIDs) {
+			t.Errorf("%q: --vocab tokenizer %v, the model's %v", text, a.InputIDs, b.InputIDs)
+		}
+	}
+	if tok, src, err := compileTokenizer(dir, ""); tok != nil || src != nil || err != nil {
+		t.Errorf("compileTokenizer without a tokenizer: %v, %v, %v; want none (a package on token ids)", tok, src, err)
 	}
 }

@@ -3,9 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -28,7 +27,7 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "int8", Usage: "calibrate, SmoothQuant and quantise, then run the INT8 engine"},
 			&cli.StringFlag{Name: "texts", Usage: "one text per line, a .tsv with a `sentence` column, or a .tsv of pairs (`sentence1` and `sentence2`, or `query` and `document`, columns) for a classifier of pairs"},
 			&cli.StringFlag{Name: "ids", Usage: "pre-tokenized inputs, one JSON object per line"},
-			&cli.StringFlag{Name: "vocab", Usage: "vocab.txt or tokenizer.json (default: beside the model)"},
+			vocabFlag(),
 			&cli.IntFlag{Name: "batch", Value: 32, Usage: "inputs per forward pass"},
 			&cli.BoolFlag{Name: "check-ir", Usage: "canonicalise first, verifying the graph after every pass and naming the pass that broke it"},
 			promptFlag(),
@@ -144,27 +143,28 @@ func readInputs(texts, ids string) ([]dataio.Example, error) {
 	return nil, usageError{"give inputs with --texts FILE or --ids FILE.jsonl"}
 }
 
-// loadTokenizer finds the tokenizer: --vocab (a tokenizer.json, a
-// SentencePiece .model, else a vocab.txt, lowercased), else the one in the
-// model directory that tokenizer.Load picks.
+// vocabFlag is --vocab, the tokenizer of every command that reads texts
+// (tokenizer.ReadSourceFile says how the file is read).
+func vocabFlag() cli.Flag {
+	return &cli.StringFlag{Name: "vocab", Usage: "tokenizer file: vocab.txt, tokenizer.json or a SentencePiece .model, with the tokenizer_config.json beside it (default: the model's, beside it)"}
+}
+
+// loadTokenizer finds the tokenizer: --vocab, else the one in the model
+// directory that tokenizer.Load picks.
 func loadTokenizer(model, vocab string) (*tokenizer.Tokenizer, error) {
 	if vocab != "" {
-		switch filepath.Ext(vocab) {
-		case ".json":
-			return tokenizer.FromTokenizerJSON(vocab)
-		case ".model":
-			return tokenizer.FromSentencePieceFile(vocab)
-		}
-		return tokenizer.FromVocabFile(vocab, tokenizer.Options{Lowercase: true})
+		return tokenizer.LoadFile(vocab)
 	}
 	dir := frontend.Dir(model)
-	for _, name := range []string{"tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return tokenizer.Load(dir)
-		}
+	if !tokenizer.HasSource(dir) {
+		return nil, compiler.BadInput(dir, "", errNoTokenizer)
 	}
-	return nil, compiler.BadInput(dir, "", fmt.Errorf("no tokenizer.json, vocab.txt or SentencePiece model beside the model: give --vocab, or --ids with token ids"))
+	return tokenizer.Load(dir)
 }
+
+// errNoTokenizer: texts to tokenize, and no tokenizer file given or beside
+// the model.
+var errNoTokenizer = errors.New("no tokenizer.json, vocab.txt or SentencePiece model beside the model: give --vocab FILE, or token ids instead of texts")
 
 func printResults(w interface{ Write([]byte) (int, error) }, g *compiler.Graph, res []infer.Result) error {
 	enc := json.NewEncoder(w)

@@ -21,7 +21,7 @@ func serveCommand() *cli.Command {
 	sf.Register(fs)
 	flags := append([]cli.Flag{
 		&cli.StringFlag{Name: "model", Required: true, Usage: "an .onnx file or a HuggingFace directory (TEI's --model-id, local only)"},
-		&cli.StringFlag{Name: "vocab", Usage: "vocab.txt or tokenizer.json (default: beside the model)"},
+		vocabFlag(),
 		&cli.IntFlag{Name: "threads", Usage: "INT8 engine worker threads (0: GOMAXPROCS)"},
 		&cli.IntFlag{Name: "max-batch", Value: defaultMaxBatch, Usage: "sequences per engine call (a forward pass of more is chunked by length)"},
 	}, int8Flags()...)

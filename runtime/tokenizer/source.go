@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Kinds of tokenizer file a Source holds.
@@ -32,16 +33,31 @@ type Source struct {
 	MaxLength int
 }
 
+// sourceFiles are the tokenizer files ReadSource looks for in a model
+// directory, in its order of preference.
+var sourceFiles = []struct{ name, kind string }{
+	{"tokenizer.json", SourceTokenizerJSON}, {"vocab.txt", SourceVocab},
+	{"sentencepiece.bpe.model", SourceSentencePiece}, {"spiece.model", SourceSentencePiece},
+}
+
+// HasSource reports whether dir holds a tokenizer file ReadSource (and
+// Load) would use.
+func HasSource(dir string) bool {
+	for _, c := range sourceFiles {
+		if _, err := os.Stat(filepath.Join(dir, c.name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // ReadSource reads the tokenizer file of dir that Load would use.
 func ReadSource(dir string) (*Source, error) {
 	cfg, err := readTokenizerConfig(filepath.Join(dir, "tokenizer_config.json"))
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range []struct{ name, kind string }{
-		{"tokenizer.json", SourceTokenizerJSON}, {"vocab.txt", SourceVocab},
-		{"sentencepiece.bpe.model", SourceSentencePiece}, {"spiece.model", SourceSentencePiece},
-	} {
+	for _, c := range sourceFiles {
 		path := filepath.Join(dir, c.name)
 		data, err := os.ReadFile(path)
 		if errors.Is(err, os.ErrNotExist) {
@@ -53,6 +69,41 @@ func ReadSource(dir string) (*Source, error) {
 		return &Source{Kind: c.kind, Name: c.name, Data: data, Options: cfg.opts, MaxLength: cfg.maxLength}, nil
 	}
 	return nil, badInput(dir, "", errors.New("no tokenizer.json, vocab.txt, sentencepiece.bpe.model or spiece.model in the directory"))
+}
+
+// ReadSourceFile reads the tokenizer file at path, which may have any
+// name (a --vocab flag's): tokenizer.json for a .json file, a SentencePiece
+// model for a .model file (named sentencepiece.bpe.model, it gets XLM-R's
+// fairseq id layout, as in a model directory), else a WordPiece vocab.txt;
+// with the settings of a tokenizer_config.json beside it, as ReadSource
+// applies them (none: the defaults, lowercasing a vocab.txt).
+func ReadSourceFile(path string) (*Source, error) {
+	cfg, err := readTokenizerConfig(filepath.Join(filepath.Dir(path), "tokenizer_config.json"))
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, badInput(path, "", err)
+	}
+	kind := SourceVocab
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".json":
+		kind = SourceTokenizerJSON
+	case ".model":
+		kind = SourceSentencePiece
+	}
+	return &Source{Kind: kind, Name: filepath.Base(path), Data: data, Options: cfg.opts, MaxLength: cfg.maxLength}, nil
+}
+
+// LoadFile builds the tokenizer of the file at path as ReadSourceFile
+// reads it; errors name the file.
+func LoadFile(path string) (*Tokenizer, error) {
+	src, err := ReadSourceFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return fromSource(src, filepath.Dir(path))
 }
 
 // FromSource builds the tokenizer of s as Load builds it from the files;

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -59,5 +60,58 @@ func TestSourceRebuildsLoad(t *testing.T) {
 	}
 	if _, err := ReadSource(t.TempDir()); err == nil {
 		t.Error("an empty directory has a source")
+	}
+}
+
+// TestLoadFileAnyName: a tokenizer file under any name (--vocab) loads as
+// the same file named as in a model directory, with the
+// tokenizer_config.json beside it; the kind follows the extension, and a
+// missing file is an error naming it.
+func TestLoadFileAnyName(t *testing.T) {
+	cases := []struct{ from, as, dirName string }{
+		{"roberta.json", "my-tokenizer.json", "tokenizer.json"},
+		{"spiece.model", "t5.model", "spiece.model"},
+		{"../vocab.txt", "bert-base-cased-vocab.txt", "vocab.txt"},
+	}
+	texts := []string{"Hello, World!", "  Déjà vu — naïve café ", "東京は晴れ 🙂"}
+	for _, c := range cases {
+		t.Run(c.as, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "oracle", c.from))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A cased vocabulary: do_lower_case false must reach the
+			// vocab.txt read under another name too.
+			config := []byte(`{"model_max_length": 7, "do_lower_case": false}`)
+			asFile, asDir := t.TempDir(), t.TempDir()
+			for _, f := range []struct{ dir, name string }{{asFile, c.as}, {asDir, c.dirName}} {
+				if err := os.WriteFile(filepath.Join(f.dir, f.name), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(f.dir, "tokenizer_config.json"), config, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := Load(asDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := LoadFile(filepath.Join(asFile, c.as))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.MaxLength() != want.MaxLength() {
+				t.Errorf("MaxLength %d, Load's %d", got.MaxLength(), want.MaxLength())
+			}
+			for _, text := range texts {
+				if a, b := got.Encode(text), want.Encode(text); !slices.Equal(a.InputIDs, b.InputIDs) {
+					t.Errorf("%q: LoadFile %v, Load %v", text, a.InputIDs, b.InputIDs)
+				}
+			}
+		})
+	}
+	missing := filepath.Join(t.TempDir(), "nope.txt")
+	if _, err := LoadFile(missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("LoadFile of a missing file: %v, want an error naming it", err)
 	}
 }
