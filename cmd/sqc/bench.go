@@ -39,45 +39,25 @@ kernels, int8-fincol and int8-finrow (the GEMMs that end in a fused LayerNorm
 in column-major or row-major block order, as SQC_FINISH_ORDER=column|row do).
 
 --threads also sets GOMAXPROCS, so the process uses at most that many cores.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "an .onnx file or a HuggingFace directory"},
-			&cli.StringFlag{Name: "config", Usage: "a model shape with random weights: bert-base, bert-large, distilbert, minilm-l6 (or an hf preset)"},
-			&cli.Uint64Flag{Name: "seed", Value: bench.DefaultSeed, Usage: "random-weight seed for --config"},
-			&cli.IntFlag{Name: "batch", Value: 1, Usage: "sequences per forward pass"},
-			&cli.IntFlag{Name: "seq", Value: 128, Usage: "tokens per sequence"},
-			&cli.IntFlag{Name: "threads", Usage: "worker threads (default: GOMAXPROCS)"},
-			&cli.StringFlag{Name: "isa", Usage: "cap the INT8 kernels: amx, vnni, avx2 or go; or amx-emulated (AMX tiles emulated in AVX512-VNNI, slow: to check AMX outputs elsewhere) (default: fastest available)"},
+		Flags: append(benchModelFlags(1),
 			&cli.BoolFlag{Name: "fp32", Usage: "time the FP32 reference interpreter instead"},
-			&cli.StringFlag{Name: "act", Value: "static", Usage: "activation quantisation: static (per tensor) or dynamic (per token)"},
-			attentionCLIFlag(),
 			&cli.IntFlag{Name: "runs", Usage: "exact number of timed runs (default: as many as --budget allows, at least 3)"},
 			&cli.DurationFlag{Name: "budget", Value: bench.DefaultBudget, Usage: "time spent on timed runs when --runs is not given"},
 			&cli.IntFlag{Name: "warmup", Value: bench.DefaultWarmup, Usage: "untimed runs first"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&cli.BoolFlag{Name: "serve", Usage: "be a worker of the peer harness (JSON lines on stdin/stdout)"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a pprof CPU profile of the timed runs to this file"},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError{fmt.Sprintf("bench takes no arguments, got %q", c.Args().Slice())}
 			}
-			o := bench.Options{
-				Source:  bench.Source{Model: c.String("model"), Config: c.String("config"), Seed: c.Uint64("seed")},
-				Batch:   c.Int("batch"),
-				Seq:     c.Int("seq"),
-				Threads: c.Int("threads"),
-				ISA:     c.String("isa"),
-				FP32:    c.Bool("fp32"),
-				Measure: bench.MeasureOptions{Runs: c.Int("runs"), Budget: c.Duration("budget"), Warmup: c.Int("warmup")},
-			}
-			o.Quant.Passes.Act = c.String("act")
-			var err error
-			if o.Quant.Passes.Attention, err = attentionFlag(c); err != nil {
+			o, err := benchOptionsFrom(c)
+			if err != nil {
 				return err
 			}
-			if a := o.Quant.Passes.Act; a != "static" && a != "dynamic" {
-				return usageError{fmt.Sprintf("--act %q: want static or dynamic", a)}
-			}
+			o.FP32 = c.Bool("fp32")
+			o.Measure = bench.MeasureOptions{Runs: c.Int("runs"), Budget: c.Duration("budget"), Warmup: c.Int("warmup")}
 			if c.Bool("serve") {
 				if c.IsSet("cpuprofile") {
 					return usageError{"--cpuprofile does not apply with --serve"}

@@ -29,43 +29,23 @@ and its roof, then each GEMM's time split into kernel, epilogue (or the two
 fused, on AMX) and row finish (the fused LayerNorm), from a twin program whose
 GEMM engine times them. --svg FILE draws the roofline figure; --json prints
 one object (a GEMM's split as gemm_split).`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "an .onnx file or a HuggingFace directory"},
-			&cli.StringFlag{Name: "config", Usage: "a model shape with random weights: bert-base, bert-large, distilbert, minilm-l6 (or an hf preset)"},
-			&cli.Uint64Flag{Name: "seed", Value: bench.DefaultSeed, Usage: "random-weight seed for --config"},
-			&cli.IntFlag{Name: "batch", Value: 8, Usage: "sequences per forward pass"},
-			&cli.IntFlag{Name: "seq", Value: 128, Usage: "tokens per sequence"},
-			&cli.IntFlag{Name: "threads", Usage: "threads (default: GOMAXPROCS); also sets GOMAXPROCS"},
-			&cli.StringFlag{Name: "isa", Usage: "cap the INT8 kernels: amx, vnni, avx2 or go; or amx-emulated (AMX tiles emulated, slow)"},
-			&cli.StringFlag{Name: "act", Value: "static", Usage: "activation quantisation: static or dynamic"},
-			attentionCLIFlag(),
+		Flags: append(benchModelFlags(8),
 			&cli.StringFlag{Name: "svg", Usage: "write the roofline figure to this file"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&cli.DurationFlag{Name: "budget", Value: 2 * time.Second, Usage: "time spent timing whole forward passes"},
 			&cli.DurationFlag{Name: "per-op", Value: roofline.DefaultPerOp, Usage: "timing budget per distinct op"},
 			&cli.DurationFlag{Name: "pass-budget", Value: 2 * time.Second, Usage: "time spent on passes timed step by step (at least 5; 0 skips them), which split the time between steps"},
 			&cli.DurationFlag{Name: "ceiling-budget", Value: roofline.DefaultCeilingBudget, Usage: "timing budget per ceiling"},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError{fmt.Sprintf("roofline takes no arguments, got %q", c.Args().Slice())}
 			}
-			o := bench.Options{
-				Source:  bench.Source{Model: c.String("model"), Config: c.String("config"), Seed: c.Uint64("seed")},
-				Batch:   c.Int("batch"),
-				Seq:     c.Int("seq"),
-				Threads: c.Int("threads"),
-				ISA:     c.String("isa"),
-				Measure: bench.MeasureOptions{Warmup: bench.DefaultWarmup, Budget: c.Duration("budget")},
-			}
-			o.Quant.Passes.Act = c.String("act")
-			var err error
-			if o.Quant.Passes.Attention, err = attentionFlag(c); err != nil {
+			o, err := benchOptionsFrom(c)
+			if err != nil {
 				return err
 			}
-			if a := o.Quant.Passes.Act; a != "static" && a != "dynamic" {
-				return usageError{fmt.Sprintf("--act %q: want static or dynamic", a)}
-			}
+			o.Measure = bench.MeasureOptions{Warmup: bench.DefaultWarmup, Budget: c.Duration("budget")}
 			if c.Duration("per-op") <= 0 || c.Duration("ceiling-budget") <= 0 || c.Duration("pass-budget") < 0 {
 				return usageError{"--per-op and --ceiling-budget must be positive, --pass-budget not negative"}
 			}
