@@ -9,6 +9,7 @@
 package geluavo
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/mmcloughlin/avo/attr"
@@ -23,14 +24,10 @@ import (
 // one zmm register.
 const tableBytes = 4 * gelu.Intervals
 
-// formBytes is the size of one form's gelu.Degree+1 coefficient tables
-// (a short form's above its degree are zeros, never read).
-const formBytes = tableBytes * (gelu.Degree + 1)
-
 // Form is a GELU formulation: which internal/gelu table is evaluated.
 type Form int
 
-// The forms, in their order in the DATA section.
+// The forms (a Table holds those NewTable is given, in that order).
 const (
 	Erf       Form = iota // gelu.Gelu: gelu.Coeffs
 	Tanh                  // gelu.GeluTanh: gelu.TanhCoeffs
@@ -50,32 +47,46 @@ func (f Form) Degree() int {
 	return gelu.Degree
 }
 
-// Table is the read-only DATA section of GELU's constants: for each form,
-// its gelu.Degree+1 coefficient tables (64 bytes each, row k at offset
-// form*formBytes + 64k), then AbsMask, InvWidth and Clamp (shared by the
-// forms) for embedded broadcasts.
-type Table struct{ mem operand.Mem }
+// Table is the read-only DATA section of GELU's constants: for each form
+// it was made with, that form's degree+1 coefficient tables (64 bytes
+// each, row k at the form's offset + 64k), then AbsMask, InvWidth and
+// Clamp (shared by the forms) for embedded broadcasts.
+type Table struct {
+	mem     operand.Mem
+	off     [formCount]int // byte offset of each form's tables; -1: not in the table
+	scalars int            // byte offset of the shared constants
+}
 
-// NewTable declares the table as the static global name. It starts a new
-// DATA section: call it before a function, not while the caller is still
-// adding data to another global.
-func NewTable(ctx *build.Context, name string) Table {
+// NewTable declares the table of the given forms as the static global
+// name. It starts a new DATA section: call it before a function, not while
+// the caller is still adding data to another global.
+func NewTable(ctx *build.Context, name string, forms ...Form) Table {
 	t := Table{mem: ctx.StaticGlobal(name)}
 	ctx.DataAttributes(attr.RODATA | attr.NOPTR)
-	for f, table := range tables {
-		for k, row := range table {
+	for f := range t.off {
+		t.off[f] = -1
+	}
+	at := 0
+	for _, f := range forms {
+		if t.off[f] >= 0 {
+			panic(fmt.Sprintf("geluavo: form %d given twice", f))
+		}
+		t.off[f] = at
+		for k, row := range tables[f][:f.Degree()+1] {
 			for i, c := range row {
-				ctx.AddDatum(formBytes*f+tableBytes*k+4*i, operand.U32(math.Float32bits(c)))
+				ctx.AddDatum(at+tableBytes*k+4*i, operand.U32(math.Float32bits(c)))
 			}
 		}
+		at += tableBytes * (f.Degree() + 1)
 	}
+	t.scalars = at
 	for i, v := range []uint32{gelu.AbsMask, math.Float32bits(gelu.InvWidth), math.Float32bits(gelu.Clamp), math.Float32bits(clampX)} {
 		ctx.AddDatum(t.scalarOff(i), operand.U32(v))
 	}
 	return t
 }
 
-func (t Table) scalarOff(i int) int { return formBytes*int(formCount) + 4*i }
+func (t Table) scalarOff(i int) int { return t.scalars + 4*i }
 
 // clampX is gelu.Clamp in units of x: 15 / 2.5 = 6, exact, so that
 // float32(min(|x|, clampX) * InvWidth) = min(float32(|x| * InvWidth),
@@ -104,7 +115,12 @@ type Eval struct {
 
 // Coeffs is the address of form f's coefficient tables (for a LEAQ that
 // picks the form at run time; see LoadFrom).
-func (t Table) Coeffs(f Form) operand.Mem { return t.mem.Offset(formBytes * int(f)) }
+func (t Table) Coeffs(f Form) operand.Mem {
+	if t.off[f] < 0 {
+		panic(fmt.Sprintf("geluavo: form %d is not in the table", f))
+	}
+	return t.mem.Offset(t.off[f])
+}
 
 // Load emits the loads of form f's coefficient tables into new registers.
 func (t Table) Load(ctx *build.Context, f Form) *Eval {

@@ -20,7 +20,7 @@ const geluChunks = 3
 // genGelu emits geluAsm and geluTanhAsm: dst[i] = gelu(src[i]) for i < n,
 // and their AVX2 forms (gelu_avx2.go), one table for all.
 func genGelu(g *gen) {
-	table := geluavo.NewTable(g.Context, "nnGelu")
+	table := geluavo.NewTable(g.Context, "nnGelu", geluavo.Erf, geluavo.Tanh)
 	genGeluForm(g, table, geluavo.Erf, "geluAsm", "gelu.Gelu")
 	genGeluForm(g, table, geluavo.Tanh, "geluTanhAsm", "gelu.GeluTanh")
 	genGeluAVX2(g, table)

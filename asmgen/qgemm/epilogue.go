@@ -86,7 +86,7 @@ const epilogueSig = "func(c *int32, ldc int, m int, n int, colSum *int32, aZero 
 // and feature set, chosen on entry by comparisons of the act code and a
 // binary tree of feature tests.
 func genEpilogue(g *gen) {
-	geluTable := geluavo.NewTable(g.Context, "epilogueGelu")
+	geluTable := geluavo.NewTable(g.Context, "epilogueGelu", geluavo.Erf, geluavo.Tanh, geluavo.ErfShort, geluavo.TanhShort)
 
 	// colMasks[i] = 1<<i - 1: the opmask bits of a step with i columns left.
 	colMasks := g.StaticGlobal("epilogueColMasks")

@@ -166,7 +166,8 @@ func labels(g *compiler.Graph) []string {
 func compileTokenizer(model, vocab string) (*tokenizer.Tokenizer, *tokenizer.Source, error) {
 	var src *tokenizer.Source
 	var err error
-	switch dir := frontend.Dir(model); {
+	dir := frontend.Dir(model)
+	switch {
 	case vocab != "":
 		src, err = tokenizer.ReadSourceFile(vocab)
 	case tokenizer.HasSource(dir):
@@ -179,7 +180,7 @@ func compileTokenizer(model, vocab string) (*tokenizer.Tokenizer, *tokenizer.Sou
 	}
 	tok, err := tokenizer.FromSource(src) // what the package rebuilds
 	if err != nil {
-		where := frontend.Dir(model) // FromSource's errors name the file by its base name
+		where := dir // FromSource's errors name the file by its base name
 		if vocab != "" {
 			where = filepath.Dir(vocab)
 		}

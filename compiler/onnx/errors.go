@@ -29,11 +29,16 @@ type UnsupportedNode struct {
 }
 
 func (u UnsupportedNode) String() string {
-	op := u.Op
+	return fmt.Sprintf("node %s: %s (opset %d)", u.Node, u.qualifiedOp(), u.Opset)
+}
+
+// qualifiedOp is the op with its domain before it, if any
+// (com.microsoft.Attention).
+func (u UnsupportedNode) qualifiedOp() string {
 	if u.Domain != "" {
-		op = u.Domain + "." + u.Op
+		return u.Domain + "." + u.Op
 	}
-	return fmt.Sprintf("node %s: %s (opset %d)", u.Node, op, u.Opset)
+	return u.Op
 }
 
 // UnsupportedOpsError lists every unsupported node of a model at once, so a
@@ -70,10 +75,7 @@ func (e *UnsupportedOpsError) Error() string {
 	byOp := map[string]*group{}
 	quantized, msDomain := false, false
 	for _, n := range e.Nodes {
-		op := n.Op
-		if n.Domain != "" {
-			op = n.Domain + "." + n.Op
-		}
+		op := n.qualifiedOp()
 		g := byOp[op]
 		if g == nil {
 			g = &group{op: op, opset: n.Opset}

@@ -6177,203 +6177,11 @@ DATA nnGelu<>+752(SB)/4, $0x34d52059
 DATA nnGelu<>+756(SB)/4, $0x337be342
 DATA nnGelu<>+760(SB)/4, $0x31c2ff5f
 DATA nnGelu<>+764(SB)/4, $0x00000000
-DATA nnGelu<>+768(SB)/4, $0x00000000
-DATA nnGelu<>+772(SB)/4, $0xbe0d2153
-DATA nnGelu<>+776(SB)/4, $0xbe2d8d55
-DATA nnGelu<>+780(SB)/4, $0xbe0d6778
-DATA nnGelu<>+784(SB)/4, $0xbdb39487
-DATA nnGelu<>+788(SB)/4, $0xbd3a6243
-DATA nnGelu<>+792(SB)/4, $0xbca12cd2
-DATA nnGelu<>+796(SB)/4, $0xbbea696a
-DATA nnGelu<>+800(SB)/4, $0xbb100e1a
-DATA nnGelu<>+804(SB)/4, $0xba160b79
-DATA nnGelu<>+808(SB)/4, $0xb904aa08
-DATA nnGelu<>+812(SB)/4, $0xb7c7587b
-DATA nnGelu<>+816(SB)/4, $0xb67eb402
-DATA nnGelu<>+820(SB)/4, $0xb50a6a8d
-DATA nnGelu<>+824(SB)/4, $0xb3800209
-DATA nnGelu<>+828(SB)/4, $0x00000000
-DATA nnGelu<>+832(SB)/4, $0xbe4cd713
-DATA nnGelu<>+836(SB)/4, $0xbda19ca3
-DATA nnGelu<>+840(SB)/4, $0x3c0254be
-DATA nnGelu<>+844(SB)/4, $0x3d413f99
-DATA nnGelu<>+848(SB)/4, $0x3d48fe53
-DATA nnGelu<>+852(SB)/4, $0x3d0ba6af
-DATA nnGelu<>+856(SB)/4, $0x3c9543d7
-DATA nnGelu<>+860(SB)/4, $0x3c00820f
-DATA nnGelu<>+864(SB)/4, $0x3b35f878
-DATA nnGelu<>+868(SB)/4, $0x3a56428a
-DATA nnGelu<>+872(SB)/4, $0x39532771
-DATA nnGelu<>+876(SB)/4, $0x382ee7a4
-DATA nnGelu<>+880(SB)/4, $0x36f43d07
-DATA nnGelu<>+884(SB)/4, $0x35900757
-DATA nnGelu<>+888(SB)/4, $0x340faec9
-DATA nnGelu<>+892(SB)/4, $0x00000000
-DATA nnGelu<>+896(SB)/4, $0x3d83b0fb
-DATA nnGelu<>+900(SB)/4, $0x3d5ce0bf
-DATA nnGelu<>+904(SB)/4, $0x3d011e58
-DATA nnGelu<>+908(SB)/4, $0x3c11e7d6
-DATA nnGelu<>+912(SB)/4, $0xbb9bb8e9
-DATA nnGelu<>+916(SB)/4, $0xbc0ba52e
-DATA nnGelu<>+920(SB)/4, $0xbbdc1a8f
-DATA nnGelu<>+924(SB)/4, $0xbb73cd61
-DATA nnGelu<>+928(SB)/4, $0xbad11440
-DATA nnGelu<>+932(SB)/4, $0xba10205e
-DATA nnGelu<>+936(SB)/4, $0xb922bf1d
-DATA nnGelu<>+940(SB)/4, $0xb81827fc
-DATA nnGelu<>+944(SB)/4, $0xb6ed3036
-DATA nnGelu<>+948(SB)/4, $0xb59ad783
-DATA nnGelu<>+952(SB)/4, $0xb429e4d5
-DATA nnGelu<>+956(SB)/4, $0x00000000
-DATA nnGelu<>+960(SB)/4, $0xbad50338
-DATA nnGelu<>+964(SB)/4, $0xbbc3a207
-DATA nnGelu<>+968(SB)/4, $0xbc06f0c1
-DATA nnGelu<>+972(SB)/4, $0xbbcfa4a0
-DATA nnGelu<>+976(SB)/4, $0xbb33c12a
-DATA nnGelu<>+980(SB)/4, $0xb7f04c1b
-DATA nnGelu<>+984(SB)/4, $0x3a81f700
-DATA nnGelu<>+988(SB)/4, $0x3a6ce9b9
-DATA nnGelu<>+992(SB)/4, $0x3a05a66e
-DATA nnGelu<>+996(SB)/4, $0x395f6cab
-DATA nnGelu<>+1000(SB)/4, $0x3892a36e
-DATA nnGelu<>+1004(SB)/4, $0x379b4712
-DATA nnGelu<>+1008(SB)/4, $0x3686a783
-DATA nnGelu<>+1012(SB)/4, $0x35410ea4
-DATA nnGelu<>+1016(SB)/4, $0x33e641f6
-DATA nnGelu<>+1020(SB)/4, $0x00000000
-DATA nnGelu<>+1024(SB)/4, $0x00000000
-DATA nnGelu<>+1028(SB)/4, $0x00000000
-DATA nnGelu<>+1032(SB)/4, $0x00000000
-DATA nnGelu<>+1036(SB)/4, $0x00000000
-DATA nnGelu<>+1040(SB)/4, $0x00000000
-DATA nnGelu<>+1044(SB)/4, $0x00000000
-DATA nnGelu<>+1048(SB)/4, $0x00000000
-DATA nnGelu<>+1052(SB)/4, $0x00000000
-DATA nnGelu<>+1056(SB)/4, $0x00000000
-DATA nnGelu<>+1060(SB)/4, $0x00000000
-DATA nnGelu<>+1064(SB)/4, $0x00000000
-DATA nnGelu<>+1068(SB)/4, $0x00000000
-DATA nnGelu<>+1072(SB)/4, $0x00000000
-DATA nnGelu<>+1076(SB)/4, $0x00000000
-DATA nnGelu<>+1080(SB)/4, $0x00000000
-DATA nnGelu<>+1084(SB)/4, $0x00000000
-DATA nnGelu<>+1088(SB)/4, $0x00000000
-DATA nnGelu<>+1092(SB)/4, $0x00000000
-DATA nnGelu<>+1096(SB)/4, $0x00000000
-DATA nnGelu<>+1100(SB)/4, $0x00000000
-DATA nnGelu<>+1104(SB)/4, $0x00000000
-DATA nnGelu<>+1108(SB)/4, $0x00000000
-DATA nnGelu<>+1112(SB)/4, $0x00000000
-DATA nnGelu<>+1116(SB)/4, $0x00000000
-DATA nnGelu<>+1120(SB)/4, $0x00000000
-DATA nnGelu<>+1124(SB)/4, $0x00000000
-DATA nnGelu<>+1128(SB)/4, $0x00000000
-DATA nnGelu<>+1132(SB)/4, $0x00000000
-DATA nnGelu<>+1136(SB)/4, $0x00000000
-DATA nnGelu<>+1140(SB)/4, $0x00000000
-DATA nnGelu<>+1144(SB)/4, $0x00000000
-DATA nnGelu<>+1148(SB)/4, $0x00000000
-DATA nnGelu<>+1152(SB)/4, $0x00000000
-DATA nnGelu<>+1156(SB)/4, $0xbe0d234e
-DATA nnGelu<>+1160(SB)/4, $0xbe2da360
-DATA nnGelu<>+1164(SB)/4, $0xbe0d9f76
-DATA nnGelu<>+1168(SB)/4, $0xbdb3f502
-DATA nnGelu<>+1172(SB)/4, $0xbd39fb8c
-DATA nnGelu<>+1176(SB)/4, $0xbc9dec00
-DATA nnGelu<>+1180(SB)/4, $0xbbdb292d
-DATA nnGelu<>+1184(SB)/4, $0xbaf4f23f
-DATA nnGelu<>+1188(SB)/4, $0xb9d812c5
-DATA nnGelu<>+1192(SB)/4, $0xb892f425
-DATA nnGelu<>+1196(SB)/4, $0xb71644bc
-DATA nnGelu<>+1200(SB)/4, $0xb561006d
-DATA nnGelu<>+1204(SB)/4, $0xb36ffe7f
-DATA nnGelu<>+1208(SB)/4, $0xb1313a4c
-DATA nnGelu<>+1212(SB)/4, $0x00000000
-DATA nnGelu<>+1216(SB)/4, $0xbe4cd71f
-DATA nnGelu<>+1220(SB)/4, $0xbda1ab8e
-DATA nnGelu<>+1224(SB)/4, $0x3c0045d2
-DATA nnGelu<>+1228(SB)/4, $0x3d40e04d
-DATA nnGelu<>+1232(SB)/4, $0x3d49b12d
-DATA nnGelu<>+1236(SB)/4, $0x3d0d126b
-DATA nnGelu<>+1240(SB)/4, $0x3c96f02b
-DATA nnGelu<>+1244(SB)/4, $0x3bff0e61
-DATA nnGelu<>+1248(SB)/4, $0x3b2a34f7
-DATA nnGelu<>+1252(SB)/4, $0x3a30f923
-DATA nnGelu<>+1256(SB)/4, $0x390c74c8
-DATA nnGelu<>+1260(SB)/4, $0x37a63a1d
-DATA nnGelu<>+1264(SB)/4, $0x360f0d7c
-DATA nnGelu<>+1268(SB)/4, $0x342e75cb
-DATA nnGelu<>+1272(SB)/4, $0x3212c9af
-DATA nnGelu<>+1276(SB)/4, $0x00000000
-DATA nnGelu<>+1280(SB)/4, $0x3d83b224
-DATA nnGelu<>+1284(SB)/4, $0x3d5cba2f
-DATA nnGelu<>+1288(SB)/4, $0x3d00f937
-DATA nnGelu<>+1292(SB)/4, $0x3c134736
-DATA nnGelu<>+1296(SB)/4, $0xbb972557
-DATA nnGelu<>+1300(SB)/4, $0xbc0b8122
-DATA nnGelu<>+1304(SB)/4, $0xbbe03ece
-DATA nnGelu<>+1308(SB)/4, $0xbb7acf84
-DATA nnGelu<>+1312(SB)/4, $0xbad2cb55
-DATA nnGelu<>+1316(SB)/4, $0xba06a457
-DATA nnGelu<>+1320(SB)/4, $0xb9017149
-DATA nnGelu<>+1324(SB)/4, $0xb7b7fbad
-DATA nnGelu<>+1328(SB)/4, $0xb63d423c
-DATA nnGelu<>+1332(SB)/4, $0xb489bdaa
-DATA nnGelu<>+1336(SB)/4, $0xb28a8dec
-DATA nnGelu<>+1340(SB)/4, $0x00000000
-DATA nnGelu<>+1344(SB)/4, $0xbad60776
-DATA nnGelu<>+1348(SB)/4, $0xbbc42777
-DATA nnGelu<>+1352(SB)/4, $0xbc068f5a
-DATA nnGelu<>+1356(SB)/4, $0xbbce31da
-DATA nnGelu<>+1360(SB)/4, $0xbb34c441
-DATA nnGelu<>+1364(SB)/4, $0xb8b90185
-DATA nnGelu<>+1368(SB)/4, $0x3a7e7e4f
-DATA nnGelu<>+1372(SB)/4, $0x3a743466
-DATA nnGelu<>+1376(SB)/4, $0x3a0ce573
-DATA nnGelu<>+1380(SB)/4, $0x39650027
-DATA nnGelu<>+1384(SB)/4, $0x3886a8f3
-DATA nnGelu<>+1388(SB)/4, $0x376434d6
-DATA nnGelu<>+1392(SB)/4, $0x3609482b
-DATA nnGelu<>+1396(SB)/4, $0x34661ce6
-DATA nnGelu<>+1400(SB)/4, $0x32838a0e
-DATA nnGelu<>+1404(SB)/4, $0x00000000
-DATA nnGelu<>+1408(SB)/4, $0x00000000
-DATA nnGelu<>+1412(SB)/4, $0x00000000
-DATA nnGelu<>+1416(SB)/4, $0x00000000
-DATA nnGelu<>+1420(SB)/4, $0x00000000
-DATA nnGelu<>+1424(SB)/4, $0x00000000
-DATA nnGelu<>+1428(SB)/4, $0x00000000
-DATA nnGelu<>+1432(SB)/4, $0x00000000
-DATA nnGelu<>+1436(SB)/4, $0x00000000
-DATA nnGelu<>+1440(SB)/4, $0x00000000
-DATA nnGelu<>+1444(SB)/4, $0x00000000
-DATA nnGelu<>+1448(SB)/4, $0x00000000
-DATA nnGelu<>+1452(SB)/4, $0x00000000
-DATA nnGelu<>+1456(SB)/4, $0x00000000
-DATA nnGelu<>+1460(SB)/4, $0x00000000
-DATA nnGelu<>+1464(SB)/4, $0x00000000
-DATA nnGelu<>+1468(SB)/4, $0x00000000
-DATA nnGelu<>+1472(SB)/4, $0x00000000
-DATA nnGelu<>+1476(SB)/4, $0x00000000
-DATA nnGelu<>+1480(SB)/4, $0x00000000
-DATA nnGelu<>+1484(SB)/4, $0x00000000
-DATA nnGelu<>+1488(SB)/4, $0x00000000
-DATA nnGelu<>+1492(SB)/4, $0x00000000
-DATA nnGelu<>+1496(SB)/4, $0x00000000
-DATA nnGelu<>+1500(SB)/4, $0x00000000
-DATA nnGelu<>+1504(SB)/4, $0x00000000
-DATA nnGelu<>+1508(SB)/4, $0x00000000
-DATA nnGelu<>+1512(SB)/4, $0x00000000
-DATA nnGelu<>+1516(SB)/4, $0x00000000
-DATA nnGelu<>+1520(SB)/4, $0x00000000
-DATA nnGelu<>+1524(SB)/4, $0x00000000
-DATA nnGelu<>+1528(SB)/4, $0x00000000
-DATA nnGelu<>+1532(SB)/4, $0x00000000
-DATA nnGelu<>+1536(SB)/4, $0x7fffffff
-DATA nnGelu<>+1540(SB)/4, $0x40200000
-DATA nnGelu<>+1544(SB)/4, $0x41700000
-DATA nnGelu<>+1548(SB)/4, $0x40c00000
-GLOBL nnGelu<>(SB), RODATA|NOPTR, $1552
+DATA nnGelu<>+768(SB)/4, $0x7fffffff
+DATA nnGelu<>+772(SB)/4, $0x40200000
+DATA nnGelu<>+776(SB)/4, $0x41700000
+DATA nnGelu<>+780(SB)/4, $0x40c00000
+GLOBL nnGelu<>(SB), RODATA|NOPTR, $784
 
 // func geluAsm(dst *float32, src *float32, n int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
@@ -6404,12 +6212,12 @@ gelu_loop_248:
 	VMOVUPS.Z     64(CX)(BX*4), K2, Z8
 	KSHIFTRQ      $0x20, K1, K3
 	VMOVUPS.Z     128(CX)(BX*4), K3, Z9
-	VRANGEPS.BCST $0x0a, nnGelu<>+1548(SB), Z7, Z10
-	VRANGEPS.BCST $0x0a, nnGelu<>+1548(SB), Z8, Z11
-	VRANGEPS.BCST $0x0a, nnGelu<>+1548(SB), Z9, Z12
-	VMULPS.BCST   nnGelu<>+1540(SB), Z10, Z10
-	VMULPS.BCST   nnGelu<>+1540(SB), Z11, Z11
-	VMULPS.BCST   nnGelu<>+1540(SB), Z12, Z12
+	VRANGEPS.BCST $0x0a, nnGelu<>+780(SB), Z7, Z10
+	VRANGEPS.BCST $0x0a, nnGelu<>+780(SB), Z8, Z11
+	VRANGEPS.BCST $0x0a, nnGelu<>+780(SB), Z9, Z12
+	VMULPS.BCST   nnGelu<>+772(SB), Z10, Z10
+	VMULPS.BCST   nnGelu<>+772(SB), Z11, Z11
+	VMULPS.BCST   nnGelu<>+772(SB), Z12, Z12
 	VCVTPS2DQ     Z10, Z13
 	VCVTPS2DQ     Z11, Z14
 	VCVTPS2DQ     Z12, Z15
@@ -6493,12 +6301,12 @@ gelu_loop_249:
 	VMOVUPS.Z     64(CX)(BX*4), K2, Z8
 	KSHIFTRQ      $0x20, K1, K3
 	VMOVUPS.Z     128(CX)(BX*4), K3, Z9
-	VRANGEPS.BCST $0x0a, nnGelu<>+1548(SB), Z7, Z10
-	VRANGEPS.BCST $0x0a, nnGelu<>+1548(SB), Z8, Z11
-	VRANGEPS.BCST $0x0a, nnGelu<>+1548(SB), Z9, Z12
-	VMULPS.BCST   nnGelu<>+1540(SB), Z10, Z10
-	VMULPS.BCST   nnGelu<>+1540(SB), Z11, Z11
-	VMULPS.BCST   nnGelu<>+1540(SB), Z12, Z12
+	VRANGEPS.BCST $0x0a, nnGelu<>+780(SB), Z7, Z10
+	VRANGEPS.BCST $0x0a, nnGelu<>+780(SB), Z8, Z11
+	VRANGEPS.BCST $0x0a, nnGelu<>+780(SB), Z9, Z12
+	VMULPS.BCST   nnGelu<>+772(SB), Z10, Z10
+	VMULPS.BCST   nnGelu<>+772(SB), Z11, Z11
+	VMULPS.BCST   nnGelu<>+772(SB), Z12, Z12
 	VCVTPS2DQ     Z10, Z13
 	VCVTPS2DQ     Z11, Z14
 	VCVTPS2DQ     Z12, Z15
@@ -6560,9 +6368,9 @@ TEXT ·geluAVX2Asm(SB), NOSPLIT, $0-24
 	MOVQ         src+8(FP), CX
 	MOVQ         n+16(FP), DX
 	VPXOR        Y0, Y0, Y0
-	VBROADCASTSS nnGelu<>+1536(SB), Y1
-	VBROADCASTSS nnGelu<>+1540(SB), Y2
-	VBROADCASTSS nnGelu<>+1544(SB), Y3
+	VBROADCASTSS nnGelu<>+768(SB), Y1
+	VBROADCASTSS nnGelu<>+772(SB), Y2
+	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
 gelu2_loop_250:
@@ -6613,9 +6421,9 @@ TEXT ·geluTanhAVX2Asm(SB), NOSPLIT, $0-24
 	MOVQ         src+8(FP), CX
 	MOVQ         n+16(FP), DX
 	VPXOR        Y0, Y0, Y0
-	VBROADCASTSS nnGelu<>+1536(SB), Y1
-	VBROADCASTSS nnGelu<>+1540(SB), Y2
-	VBROADCASTSS nnGelu<>+1544(SB), Y3
+	VBROADCASTSS nnGelu<>+768(SB), Y1
+	VBROADCASTSS nnGelu<>+772(SB), Y2
+	VBROADCASTSS nnGelu<>+776(SB), Y3
 	XORQ         BX, BX
 
 gelu2_loop_251:

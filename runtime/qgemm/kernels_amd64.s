@@ -55664,138 +55664,74 @@ DATA epilogueGelu<>+1012(SB)/4, $0x35410ea4
 DATA epilogueGelu<>+1016(SB)/4, $0x33e641f6
 DATA epilogueGelu<>+1020(SB)/4, $0x00000000
 DATA epilogueGelu<>+1024(SB)/4, $0x00000000
-DATA epilogueGelu<>+1028(SB)/4, $0x00000000
-DATA epilogueGelu<>+1032(SB)/4, $0x00000000
-DATA epilogueGelu<>+1036(SB)/4, $0x00000000
-DATA epilogueGelu<>+1040(SB)/4, $0x00000000
-DATA epilogueGelu<>+1044(SB)/4, $0x00000000
-DATA epilogueGelu<>+1048(SB)/4, $0x00000000
-DATA epilogueGelu<>+1052(SB)/4, $0x00000000
-DATA epilogueGelu<>+1056(SB)/4, $0x00000000
-DATA epilogueGelu<>+1060(SB)/4, $0x00000000
-DATA epilogueGelu<>+1064(SB)/4, $0x00000000
-DATA epilogueGelu<>+1068(SB)/4, $0x00000000
-DATA epilogueGelu<>+1072(SB)/4, $0x00000000
-DATA epilogueGelu<>+1076(SB)/4, $0x00000000
-DATA epilogueGelu<>+1080(SB)/4, $0x00000000
+DATA epilogueGelu<>+1028(SB)/4, $0xbe0d234e
+DATA epilogueGelu<>+1032(SB)/4, $0xbe2da360
+DATA epilogueGelu<>+1036(SB)/4, $0xbe0d9f76
+DATA epilogueGelu<>+1040(SB)/4, $0xbdb3f502
+DATA epilogueGelu<>+1044(SB)/4, $0xbd39fb8c
+DATA epilogueGelu<>+1048(SB)/4, $0xbc9dec00
+DATA epilogueGelu<>+1052(SB)/4, $0xbbdb292d
+DATA epilogueGelu<>+1056(SB)/4, $0xbaf4f23f
+DATA epilogueGelu<>+1060(SB)/4, $0xb9d812c5
+DATA epilogueGelu<>+1064(SB)/4, $0xb892f425
+DATA epilogueGelu<>+1068(SB)/4, $0xb71644bc
+DATA epilogueGelu<>+1072(SB)/4, $0xb561006d
+DATA epilogueGelu<>+1076(SB)/4, $0xb36ffe7f
+DATA epilogueGelu<>+1080(SB)/4, $0xb1313a4c
 DATA epilogueGelu<>+1084(SB)/4, $0x00000000
-DATA epilogueGelu<>+1088(SB)/4, $0x00000000
-DATA epilogueGelu<>+1092(SB)/4, $0x00000000
-DATA epilogueGelu<>+1096(SB)/4, $0x00000000
-DATA epilogueGelu<>+1100(SB)/4, $0x00000000
-DATA epilogueGelu<>+1104(SB)/4, $0x00000000
-DATA epilogueGelu<>+1108(SB)/4, $0x00000000
-DATA epilogueGelu<>+1112(SB)/4, $0x00000000
-DATA epilogueGelu<>+1116(SB)/4, $0x00000000
-DATA epilogueGelu<>+1120(SB)/4, $0x00000000
-DATA epilogueGelu<>+1124(SB)/4, $0x00000000
-DATA epilogueGelu<>+1128(SB)/4, $0x00000000
-DATA epilogueGelu<>+1132(SB)/4, $0x00000000
-DATA epilogueGelu<>+1136(SB)/4, $0x00000000
-DATA epilogueGelu<>+1140(SB)/4, $0x00000000
-DATA epilogueGelu<>+1144(SB)/4, $0x00000000
+DATA epilogueGelu<>+1088(SB)/4, $0xbe4cd71f
+DATA epilogueGelu<>+1092(SB)/4, $0xbda1ab8e
+DATA epilogueGelu<>+1096(SB)/4, $0x3c0045d2
+DATA epilogueGelu<>+1100(SB)/4, $0x3d40e04d
+DATA epilogueGelu<>+1104(SB)/4, $0x3d49b12d
+DATA epilogueGelu<>+1108(SB)/4, $0x3d0d126b
+DATA epilogueGelu<>+1112(SB)/4, $0x3c96f02b
+DATA epilogueGelu<>+1116(SB)/4, $0x3bff0e61
+DATA epilogueGelu<>+1120(SB)/4, $0x3b2a34f7
+DATA epilogueGelu<>+1124(SB)/4, $0x3a30f923
+DATA epilogueGelu<>+1128(SB)/4, $0x390c74c8
+DATA epilogueGelu<>+1132(SB)/4, $0x37a63a1d
+DATA epilogueGelu<>+1136(SB)/4, $0x360f0d7c
+DATA epilogueGelu<>+1140(SB)/4, $0x342e75cb
+DATA epilogueGelu<>+1144(SB)/4, $0x3212c9af
 DATA epilogueGelu<>+1148(SB)/4, $0x00000000
-DATA epilogueGelu<>+1152(SB)/4, $0x00000000
-DATA epilogueGelu<>+1156(SB)/4, $0xbe0d234e
-DATA epilogueGelu<>+1160(SB)/4, $0xbe2da360
-DATA epilogueGelu<>+1164(SB)/4, $0xbe0d9f76
-DATA epilogueGelu<>+1168(SB)/4, $0xbdb3f502
-DATA epilogueGelu<>+1172(SB)/4, $0xbd39fb8c
-DATA epilogueGelu<>+1176(SB)/4, $0xbc9dec00
-DATA epilogueGelu<>+1180(SB)/4, $0xbbdb292d
-DATA epilogueGelu<>+1184(SB)/4, $0xbaf4f23f
-DATA epilogueGelu<>+1188(SB)/4, $0xb9d812c5
-DATA epilogueGelu<>+1192(SB)/4, $0xb892f425
-DATA epilogueGelu<>+1196(SB)/4, $0xb71644bc
-DATA epilogueGelu<>+1200(SB)/4, $0xb561006d
-DATA epilogueGelu<>+1204(SB)/4, $0xb36ffe7f
-DATA epilogueGelu<>+1208(SB)/4, $0xb1313a4c
+DATA epilogueGelu<>+1152(SB)/4, $0x3d83b224
+DATA epilogueGelu<>+1156(SB)/4, $0x3d5cba2f
+DATA epilogueGelu<>+1160(SB)/4, $0x3d00f937
+DATA epilogueGelu<>+1164(SB)/4, $0x3c134736
+DATA epilogueGelu<>+1168(SB)/4, $0xbb972557
+DATA epilogueGelu<>+1172(SB)/4, $0xbc0b8122
+DATA epilogueGelu<>+1176(SB)/4, $0xbbe03ece
+DATA epilogueGelu<>+1180(SB)/4, $0xbb7acf84
+DATA epilogueGelu<>+1184(SB)/4, $0xbad2cb55
+DATA epilogueGelu<>+1188(SB)/4, $0xba06a457
+DATA epilogueGelu<>+1192(SB)/4, $0xb9017149
+DATA epilogueGelu<>+1196(SB)/4, $0xb7b7fbad
+DATA epilogueGelu<>+1200(SB)/4, $0xb63d423c
+DATA epilogueGelu<>+1204(SB)/4, $0xb489bdaa
+DATA epilogueGelu<>+1208(SB)/4, $0xb28a8dec
 DATA epilogueGelu<>+1212(SB)/4, $0x00000000
-DATA epilogueGelu<>+1216(SB)/4, $0xbe4cd71f
-DATA epilogueGelu<>+1220(SB)/4, $0xbda1ab8e
-DATA epilogueGelu<>+1224(SB)/4, $0x3c0045d2
-DATA epilogueGelu<>+1228(SB)/4, $0x3d40e04d
-DATA epilogueGelu<>+1232(SB)/4, $0x3d49b12d
-DATA epilogueGelu<>+1236(SB)/4, $0x3d0d126b
-DATA epilogueGelu<>+1240(SB)/4, $0x3c96f02b
-DATA epilogueGelu<>+1244(SB)/4, $0x3bff0e61
-DATA epilogueGelu<>+1248(SB)/4, $0x3b2a34f7
-DATA epilogueGelu<>+1252(SB)/4, $0x3a30f923
-DATA epilogueGelu<>+1256(SB)/4, $0x390c74c8
-DATA epilogueGelu<>+1260(SB)/4, $0x37a63a1d
-DATA epilogueGelu<>+1264(SB)/4, $0x360f0d7c
-DATA epilogueGelu<>+1268(SB)/4, $0x342e75cb
-DATA epilogueGelu<>+1272(SB)/4, $0x3212c9af
+DATA epilogueGelu<>+1216(SB)/4, $0xbad60776
+DATA epilogueGelu<>+1220(SB)/4, $0xbbc42777
+DATA epilogueGelu<>+1224(SB)/4, $0xbc068f5a
+DATA epilogueGelu<>+1228(SB)/4, $0xbbce31da
+DATA epilogueGelu<>+1232(SB)/4, $0xbb34c441
+DATA epilogueGelu<>+1236(SB)/4, $0xb8b90185
+DATA epilogueGelu<>+1240(SB)/4, $0x3a7e7e4f
+DATA epilogueGelu<>+1244(SB)/4, $0x3a743466
+DATA epilogueGelu<>+1248(SB)/4, $0x3a0ce573
+DATA epilogueGelu<>+1252(SB)/4, $0x39650027
+DATA epilogueGelu<>+1256(SB)/4, $0x3886a8f3
+DATA epilogueGelu<>+1260(SB)/4, $0x376434d6
+DATA epilogueGelu<>+1264(SB)/4, $0x3609482b
+DATA epilogueGelu<>+1268(SB)/4, $0x34661ce6
+DATA epilogueGelu<>+1272(SB)/4, $0x32838a0e
 DATA epilogueGelu<>+1276(SB)/4, $0x00000000
-DATA epilogueGelu<>+1280(SB)/4, $0x3d83b224
-DATA epilogueGelu<>+1284(SB)/4, $0x3d5cba2f
-DATA epilogueGelu<>+1288(SB)/4, $0x3d00f937
-DATA epilogueGelu<>+1292(SB)/4, $0x3c134736
-DATA epilogueGelu<>+1296(SB)/4, $0xbb972557
-DATA epilogueGelu<>+1300(SB)/4, $0xbc0b8122
-DATA epilogueGelu<>+1304(SB)/4, $0xbbe03ece
-DATA epilogueGelu<>+1308(SB)/4, $0xbb7acf84
-DATA epilogueGelu<>+1312(SB)/4, $0xbad2cb55
-DATA epilogueGelu<>+1316(SB)/4, $0xba06a457
-DATA epilogueGelu<>+1320(SB)/4, $0xb9017149
-DATA epilogueGelu<>+1324(SB)/4, $0xb7b7fbad
-DATA epilogueGelu<>+1328(SB)/4, $0xb63d423c
-DATA epilogueGelu<>+1332(SB)/4, $0xb489bdaa
-DATA epilogueGelu<>+1336(SB)/4, $0xb28a8dec
-DATA epilogueGelu<>+1340(SB)/4, $0x00000000
-DATA epilogueGelu<>+1344(SB)/4, $0xbad60776
-DATA epilogueGelu<>+1348(SB)/4, $0xbbc42777
-DATA epilogueGelu<>+1352(SB)/4, $0xbc068f5a
-DATA epilogueGelu<>+1356(SB)/4, $0xbbce31da
-DATA epilogueGelu<>+1360(SB)/4, $0xbb34c441
-DATA epilogueGelu<>+1364(SB)/4, $0xb8b90185
-DATA epilogueGelu<>+1368(SB)/4, $0x3a7e7e4f
-DATA epilogueGelu<>+1372(SB)/4, $0x3a743466
-DATA epilogueGelu<>+1376(SB)/4, $0x3a0ce573
-DATA epilogueGelu<>+1380(SB)/4, $0x39650027
-DATA epilogueGelu<>+1384(SB)/4, $0x3886a8f3
-DATA epilogueGelu<>+1388(SB)/4, $0x376434d6
-DATA epilogueGelu<>+1392(SB)/4, $0x3609482b
-DATA epilogueGelu<>+1396(SB)/4, $0x34661ce6
-DATA epilogueGelu<>+1400(SB)/4, $0x32838a0e
-DATA epilogueGelu<>+1404(SB)/4, $0x00000000
-DATA epilogueGelu<>+1408(SB)/4, $0x00000000
-DATA epilogueGelu<>+1412(SB)/4, $0x00000000
-DATA epilogueGelu<>+1416(SB)/4, $0x00000000
-DATA epilogueGelu<>+1420(SB)/4, $0x00000000
-DATA epilogueGelu<>+1424(SB)/4, $0x00000000
-DATA epilogueGelu<>+1428(SB)/4, $0x00000000
-DATA epilogueGelu<>+1432(SB)/4, $0x00000000
-DATA epilogueGelu<>+1436(SB)/4, $0x00000000
-DATA epilogueGelu<>+1440(SB)/4, $0x00000000
-DATA epilogueGelu<>+1444(SB)/4, $0x00000000
-DATA epilogueGelu<>+1448(SB)/4, $0x00000000
-DATA epilogueGelu<>+1452(SB)/4, $0x00000000
-DATA epilogueGelu<>+1456(SB)/4, $0x00000000
-DATA epilogueGelu<>+1460(SB)/4, $0x00000000
-DATA epilogueGelu<>+1464(SB)/4, $0x00000000
-DATA epilogueGelu<>+1468(SB)/4, $0x00000000
-DATA epilogueGelu<>+1472(SB)/4, $0x00000000
-DATA epilogueGelu<>+1476(SB)/4, $0x00000000
-DATA epilogueGelu<>+1480(SB)/4, $0x00000000
-DATA epilogueGelu<>+1484(SB)/4, $0x00000000
-DATA epilogueGelu<>+1488(SB)/4, $0x00000000
-DATA epilogueGelu<>+1492(SB)/4, $0x00000000
-DATA epilogueGelu<>+1496(SB)/4, $0x00000000
-DATA epilogueGelu<>+1500(SB)/4, $0x00000000
-DATA epilogueGelu<>+1504(SB)/4, $0x00000000
-DATA epilogueGelu<>+1508(SB)/4, $0x00000000
-DATA epilogueGelu<>+1512(SB)/4, $0x00000000
-DATA epilogueGelu<>+1516(SB)/4, $0x00000000
-DATA epilogueGelu<>+1520(SB)/4, $0x00000000
-DATA epilogueGelu<>+1524(SB)/4, $0x00000000
-DATA epilogueGelu<>+1528(SB)/4, $0x00000000
-DATA epilogueGelu<>+1532(SB)/4, $0x00000000
-DATA epilogueGelu<>+1536(SB)/4, $0x7fffffff
-DATA epilogueGelu<>+1540(SB)/4, $0x40200000
-DATA epilogueGelu<>+1544(SB)/4, $0x41700000
-DATA epilogueGelu<>+1548(SB)/4, $0x40c00000
-GLOBL epilogueGelu<>(SB), RODATA|NOPTR, $1552
+DATA epilogueGelu<>+1280(SB)/4, $0x7fffffff
+DATA epilogueGelu<>+1284(SB)/4, $0x40200000
+DATA epilogueGelu<>+1288(SB)/4, $0x41700000
+DATA epilogueGelu<>+1292(SB)/4, $0x40c00000
+GLOBL epilogueGelu<>(SB), RODATA|NOPTR, $1296
 
 DATA epilogueColMasks<>+0(SB)/8, $0x0000000000000000
 DATA epilogueColMasks<>+8(SB)/8, $0x0000000000000001
@@ -58892,10 +58828,10 @@ epi_row_2911:
 	VMOVDQU32.Z   64(BX)(DX*4), K2, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z9, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z11, Z11
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z9, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z11, Z11
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
 	VCVTPS2DQ     Z11, Z13
 	VCVTPS2DQ     Z12, Z14
 	VREDUCEPS     $0x00, Z11, Z11
@@ -58985,10 +58921,10 @@ epi_row_2913:
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
 	VMULPS.BCST   (DX)(R8*4), Z10, Z10
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z9, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z11, Z11
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z9, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z11, Z11
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
 	VCVTPS2DQ     Z11, Z13
 	VCVTPS2DQ     Z12, Z14
 	VREDUCEPS     $0x00, Z11, Z11
@@ -59080,10 +59016,10 @@ epi_row_2916:
 	VMOVDQU32.Z   64(BX)(DX*4), K2, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -59184,10 +59120,10 @@ epi_row_2918:
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
 	VMULPS.BCST   (DX)(R8*4), Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -59289,10 +59225,10 @@ epi_row_2922:
 	VMOVDQU32.Z   64(SI)(BX*4), K2, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z9, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z11, Z11
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z9, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z11, Z11
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
 	VCVTPS2DQ     Z11, Z13
 	VCVTPS2DQ     Z12, Z14
 	VREDUCEPS     $0x00, Z11, Z11
@@ -59390,10 +59326,10 @@ epi_row_2924:
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
 	VMULPS.BCST   (BX)(R10*4), Z10, Z10
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z9, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z11, Z11
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z9, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z11, Z11
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
 	VCVTPS2DQ     Z11, Z13
 	VCVTPS2DQ     Z12, Z14
 	VREDUCEPS     $0x00, Z11, Z11
@@ -59493,10 +59429,10 @@ epi_row_2927:
 	VMOVDQU32.Z   64(SI)(BX*4), K2, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -59605,10 +59541,10 @@ epi_row_2929:
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
 	VMULPS.BCST   (BX)(R10*4), Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -59720,10 +59656,10 @@ epi_row_2934:
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
 	VADDPS        Z10, Z12, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -59819,10 +59755,10 @@ epi_row_2936:
 	VMULPS        Z9, Z12, Z12
 	VMULPS.BCST   (DX)(R8*4), Z12, Z12
 	VADDPS        Z10, Z12, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -59920,10 +59856,10 @@ epi_row_2939:
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -60030,10 +59966,10 @@ epi_row_2941:
 	VMULPS        Z12, Z15, Z15
 	VMULPS.BCST   (DX)(R8*4), Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -60141,10 +60077,10 @@ epi_row_2945:
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
 	VADDPS        Z10, Z12, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -60248,10 +60184,10 @@ epi_row_2947:
 	VMULPS        Z9, Z12, Z12
 	VMULPS.BCST   (BX)(R10*4), Z12, Z12
 	VADDPS        Z10, Z12, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -60357,10 +60293,10 @@ epi_row_2950:
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -60475,10 +60411,10 @@ epi_row_2952:
 	VMULPS        Z12, Z15, Z15
 	VMULPS.BCST   (BX)(R10*4), Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -60596,10 +60532,10 @@ epi_row_2958:
 	VPADDD.Z      64(BX)(DX*4), Z10, K2, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -60699,10 +60635,10 @@ epi_row_2960:
 	VCVTDQ2PS     Z0, Z0
 	VMULPS        Z11, Z0, Z0
 	VMULPS.BCST   (DX)(R9*4), Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -60804,10 +60740,10 @@ epi_row_2963:
 	VPADDD.Z      64(BX)(DX*4), Z13, K2, Z16
 	VCVTDQ2PS     Z16, Z16
 	VMULPS        Z14, Z16, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z16, Z18
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z16, Z18
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z18, Z18
 	VCVTPS2DQ     Z17, Z19
 	VCVTPS2DQ     Z18, Z20
 	VREDUCEPS     $0x00, Z17, Z17
@@ -60918,10 +60854,10 @@ epi_row_2965:
 	VCVTDQ2PS     Z0, Z0
 	VMULPS        Z14, Z0, Z0
 	VMULPS.BCST   (DX)(R9*4), Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -61033,10 +60969,10 @@ epi_row_2969:
 	VPADDD.Z      64(SI)(BX*4), Z10, K2, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -61144,10 +61080,10 @@ epi_row_2971:
 	VCVTDQ2PS     Z0, Z0
 	VMULPS        Z11, Z0, Z0
 	VMULPS.BCST   (BX)(R11*4), Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
 	VCVTPS2DQ     Z13, Z15
 	VCVTPS2DQ     Z14, Z16
 	VREDUCEPS     $0x00, Z13, Z13
@@ -61257,10 +61193,10 @@ epi_row_2974:
 	VPADDD.Z      64(SI)(BX*4), Z13, K2, Z16
 	VCVTDQ2PS     Z16, Z16
 	VMULPS        Z14, Z16, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z16, Z18
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z16, Z18
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z18, Z18
 	VCVTPS2DQ     Z17, Z19
 	VCVTPS2DQ     Z18, Z20
 	VREDUCEPS     $0x00, Z17, Z17
@@ -61379,10 +61315,10 @@ epi_row_2976:
 	VCVTDQ2PS     Z0, Z0
 	VMULPS        Z14, Z0, Z0
 	VMULPS.BCST   (BX)(R11*4), Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -61504,10 +61440,10 @@ epi_row_2981:
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -61613,10 +61549,10 @@ epi_row_2983:
 	VMULPS        Z12, Z0, Z0
 	VMULPS.BCST   (DX)(R9*4), Z0, Z0
 	VADDPS        Z13, Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
 	VCVTPS2DQ     Z15, Z17
 	VCVTPS2DQ     Z16, Z18
 	VREDUCEPS     $0x00, Z15, Z15
@@ -61724,10 +61660,10 @@ epi_row_2986:
 	VCVTDQ2PS     Z18, Z18
 	VMULPS        Z15, Z18, Z18
 	VADDPS        Z16, Z18, Z18
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z17, Z19
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z18, Z20
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z19, Z19
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z20, Z20
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z17, Z19
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z18, Z20
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z19, Z19
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z20, Z20
 	VCVTPS2DQ     Z19, Z21
 	VCVTPS2DQ     Z20, Z22
 	VREDUCEPS     $0x00, Z19, Z19
@@ -61844,10 +61780,10 @@ epi_row_2988:
 	VMULPS        Z15, Z0, Z0
 	VMULPS.BCST   (DX)(R9*4), Z0, Z0
 	VADDPS        Z16, Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z17, Z18
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z19
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z19, Z19
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z17, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z19
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z18, Z18
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z19, Z19
 	VCVTPS2DQ     Z18, Z20
 	VCVTPS2DQ     Z19, Z21
 	VREDUCEPS     $0x00, Z18, Z18
@@ -61965,10 +61901,10 @@ epi_row_2992:
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
 	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -62082,10 +62018,10 @@ epi_row_2994:
 	VMULPS        Z12, Z0, Z0
 	VMULPS.BCST   (BX)(R11*4), Z0, Z0
 	VADDPS        Z13, Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
 	VCVTPS2DQ     Z15, Z17
 	VCVTPS2DQ     Z16, Z18
 	VREDUCEPS     $0x00, Z15, Z15
@@ -62201,10 +62137,10 @@ epi_row_2997:
 	VCVTDQ2PS     Z18, Z18
 	VMULPS        Z15, Z18, Z18
 	VADDPS        Z16, Z18, Z18
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z17, Z19
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z18, Z20
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z19, Z19
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z20, Z20
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z17, Z19
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z18, Z20
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z19, Z19
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z20, Z20
 	VCVTPS2DQ     Z19, Z21
 	VCVTPS2DQ     Z20, Z22
 	VREDUCEPS     $0x00, Z19, Z19
@@ -62329,10 +62265,10 @@ epi_row_2999:
 	VMULPS        Z15, Z0, Z0
 	VMULPS.BCST   (BX)(R11*4), Z0, Z0
 	VADDPS        Z16, Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z17, Z18
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z19
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z19, Z19
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z17, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z19
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z18, Z18
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z19, Z19
 	VCVTPS2DQ     Z18, Z20
 	VCVTPS2DQ     Z19, Z21
 	VREDUCEPS     $0x00, Z18, Z18
@@ -62410,7 +62346,7 @@ epi_gelu_u8_2806:
 	LEAQ         epilogueGelu<>+768(SB), DX
 	MOVQ         flags+136(FP), BX
 	SHRQ         $0x08, BX
-	LEAQ         epilogueGelu<>+1152(SB), SI
+	LEAQ         epilogueGelu<>+1024(SB), SI
 	CMPQ         BX, $0x00000005
 	CMOVQEQ      SI, DX
 	VMOVUPS      (DX), Z4
@@ -62443,10 +62379,10 @@ epi_row_3005:
 	VMOVDQU32.Z   64(BX)(DX*4), K2, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z9, Z11, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
 	VCVTPS2DQ     Z12, Z14
 	VCVTPS2DQ     Z13, Z15
 	VREDUCEPS     $0x00, Z12, Z12
@@ -62502,7 +62438,7 @@ epi_flag_3003:
 	LEAQ         epilogueGelu<>+768(SB), BX
 	MOVQ         flags+136(FP), SI
 	SHRQ         $0x08, SI
-	LEAQ         epilogueGelu<>+1152(SB), DI
+	LEAQ         epilogueGelu<>+1024(SB), DI
 	CMPQ         SI, $0x00000005
 	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z4
@@ -62537,10 +62473,10 @@ epi_row_3007:
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z9, Z11, Z11
 	VMULPS.BCST   (DX)(R8*4), Z11, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
 	VCVTPS2DQ     Z12, Z14
 	VCVTPS2DQ     Z13, Z15
 	VREDUCEPS     $0x00, Z12, Z12
@@ -62599,7 +62535,7 @@ epi_flag_3002:
 	LEAQ         epilogueGelu<>+768(SB), BX
 	MOVQ         flags+136(FP), SI
 	SHRQ         $0x08, SI
-	LEAQ         epilogueGelu<>+1152(SB), DI
+	LEAQ         epilogueGelu<>+1024(SB), DI
 	CMPQ         SI, $0x00000005
 	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z4
@@ -62633,10 +62569,10 @@ epi_row_3010:
 	VMOVDQU32.Z   64(SI)(BX*4), K2, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z9, Z11, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
 	VCVTPS2DQ     Z12, Z14
 	VCVTPS2DQ     Z13, Z15
 	VREDUCEPS     $0x00, Z12, Z12
@@ -62699,7 +62635,7 @@ epi_flag_3008:
 	LEAQ         epilogueGelu<>+768(SB), SI
 	MOVQ         flags+136(FP), DI
 	SHRQ         $0x08, DI
-	LEAQ         epilogueGelu<>+1152(SB), R8
+	LEAQ         epilogueGelu<>+1024(SB), R8
 	CMPQ         DI, $0x00000005
 	CMOVQEQ      R8, SI
 	VMOVUPS      (SI), Z4
@@ -62735,10 +62671,10 @@ epi_row_3012:
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z9, Z11, Z11
 	VMULPS.BCST   (BX)(R10*4), Z11, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z10, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z11, Z13
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z12, Z12
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
 	VCVTPS2DQ     Z12, Z14
 	VCVTPS2DQ     Z13, Z15
 	VREDUCEPS     $0x00, Z12, Z12
@@ -62802,7 +62738,7 @@ epi_flag_3001:
 	LEAQ         epilogueGelu<>+768(SB), DX
 	MOVQ         flags+136(FP), BX
 	SHRQ         $0x08, BX
-	LEAQ         epilogueGelu<>+1152(SB), SI
+	LEAQ         epilogueGelu<>+1024(SB), SI
 	CMPQ         BX, $0x00000005
 	CMOVQEQ      SI, DX
 	VMOVUPS      (DX), Z4
@@ -62841,10 +62777,10 @@ epi_row_3016:
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z10, Z13, Z13
 	VADDPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -62900,7 +62836,7 @@ epi_flag_3014:
 	LEAQ         epilogueGelu<>+768(SB), BX
 	MOVQ         flags+136(FP), SI
 	SHRQ         $0x08, SI
-	LEAQ         epilogueGelu<>+1152(SB), DI
+	LEAQ         epilogueGelu<>+1024(SB), DI
 	CMPQ         SI, $0x00000005
 	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z4
@@ -62941,10 +62877,10 @@ epi_row_3018:
 	VMULPS        Z10, Z13, Z13
 	VMULPS.BCST   (DX)(R8*4), Z13, Z13
 	VADDPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -63003,7 +62939,7 @@ epi_flag_3013:
 	LEAQ         epilogueGelu<>+768(SB), BX
 	MOVQ         flags+136(FP), SI
 	SHRQ         $0x08, SI
-	LEAQ         epilogueGelu<>+1152(SB), DI
+	LEAQ         epilogueGelu<>+1024(SB), DI
 	CMPQ         SI, $0x00000005
 	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z4
@@ -63043,10 +62979,10 @@ epi_row_3021:
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z10, Z13, Z13
 	VADDPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -63109,7 +63045,7 @@ epi_flag_3019:
 	LEAQ         epilogueGelu<>+768(SB), SI
 	MOVQ         flags+136(FP), DI
 	SHRQ         $0x08, DI
-	LEAQ         epilogueGelu<>+1152(SB), R8
+	LEAQ         epilogueGelu<>+1024(SB), R8
 	CMPQ         DI, $0x00000005
 	CMOVQEQ      R8, SI
 	VMOVUPS      (SI), Z4
@@ -63151,10 +63087,10 @@ epi_row_3023:
 	VMULPS        Z10, Z13, Z13
 	VMULPS.BCST   (BX)(R10*4), Z13, Z13
 	VADDPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -63222,7 +63158,7 @@ epi_flag_3000:
 	LEAQ         epilogueGelu<>+768(SB), DX
 	MOVQ         flags+136(FP), BX
 	SHRQ         $0x08, BX
-	LEAQ         epilogueGelu<>+1152(SB), SI
+	LEAQ         epilogueGelu<>+1024(SB), SI
 	CMPQ         BX, $0x00000005
 	CMOVQEQ      SI, DX
 	VMOVUPS      (DX), Z5
@@ -63263,10 +63199,10 @@ epi_row_3028:
 	VPADDD.Z      64(BX)(DX*4), Z11, K2, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z12, Z14, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
 	VCVTPS2DQ     Z15, Z17
 	VCVTPS2DQ     Z16, Z18
 	VREDUCEPS     $0x00, Z15, Z15
@@ -63323,7 +63259,7 @@ epi_flag_3026:
 	LEAQ         epilogueGelu<>+768(SB), SI
 	MOVQ         flags+136(FP), DI
 	SHRQ         $0x08, DI
-	LEAQ         epilogueGelu<>+1152(SB), R8
+	LEAQ         epilogueGelu<>+1024(SB), R8
 	CMPQ         DI, $0x00000005
 	CMOVQEQ      R8, SI
 	VMOVUPS      (SI), Z5
@@ -63367,10 +63303,10 @@ epi_row_3030:
 	VCVTDQ2PS     Z0, Z0
 	VMULPS        Z12, Z0, Z0
 	VMULPS.BCST   (DX)(R9*4), Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -63431,7 +63367,7 @@ epi_flag_3025:
 	LEAQ         epilogueGelu<>+768(SB), BX
 	MOVQ         flags+136(FP), SI
 	SHRQ         $0x08, SI
-	LEAQ         epilogueGelu<>+1152(SB), DI
+	LEAQ         epilogueGelu<>+1024(SB), DI
 	CMPQ         SI, $0x00000005
 	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z5
@@ -63473,10 +63409,10 @@ epi_row_3033:
 	VPADDD.Z      64(SI)(BX*4), Z11, K2, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z12, Z14, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z14, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
 	VCVTPS2DQ     Z15, Z17
 	VCVTPS2DQ     Z16, Z18
 	VREDUCEPS     $0x00, Z15, Z15
@@ -63540,7 +63476,7 @@ epi_flag_3031:
 	LEAQ         epilogueGelu<>+768(SB), DI
 	MOVQ         flags+136(FP), R8
 	SHRQ         $0x08, R8
-	LEAQ         epilogueGelu<>+1152(SB), R9
+	LEAQ         epilogueGelu<>+1024(SB), R9
 	CMPQ         R8, $0x00000005
 	CMOVQEQ      R9, DI
 	VMOVUPS      (DI), Z5
@@ -63585,10 +63521,10 @@ epi_row_3035:
 	VCVTDQ2PS     Z0, Z0
 	VMULPS        Z12, Z0, Z0
 	VMULPS.BCST   (BX)(R11*4), Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z13, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z15
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
 	VCVTPS2DQ     Z14, Z16
 	VCVTPS2DQ     Z15, Z17
 	VREDUCEPS     $0x00, Z14, Z14
@@ -63654,7 +63590,7 @@ epi_flag_3024:
 	LEAQ         epilogueGelu<>+768(SB), DX
 	MOVQ         flags+136(FP), BX
 	SHRQ         $0x08, BX
-	LEAQ         epilogueGelu<>+1152(SB), SI
+	LEAQ         epilogueGelu<>+1024(SB), SI
 	CMPQ         BX, $0x00000005
 	CMOVQEQ      SI, DX
 	VMOVUPS      (DX), Z5
@@ -63701,10 +63637,10 @@ epi_row_3039:
 	VCVTDQ2PS     Z16, Z16
 	VMULPS        Z13, Z16, Z16
 	VADDPS        Z14, Z16, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z16, Z18
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z16, Z18
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z18, Z18
 	VCVTPS2DQ     Z17, Z19
 	VCVTPS2DQ     Z18, Z20
 	VREDUCEPS     $0x00, Z17, Z17
@@ -63761,7 +63697,7 @@ epi_flag_3037:
 	LEAQ         epilogueGelu<>+768(SB), SI
 	MOVQ         flags+136(FP), DI
 	SHRQ         $0x08, DI
-	LEAQ         epilogueGelu<>+1152(SB), R8
+	LEAQ         epilogueGelu<>+1024(SB), R8
 	CMPQ         DI, $0x00000005
 	CMOVQEQ      R8, SI
 	VMOVUPS      (SI), Z5
@@ -63811,10 +63747,10 @@ epi_row_3041:
 	VMULPS        Z13, Z0, Z0
 	VMULPS.BCST   (DX)(R9*4), Z0, Z0
 	VADDPS        Z14, Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -63875,7 +63811,7 @@ epi_flag_3036:
 	LEAQ         epilogueGelu<>+768(SB), BX
 	MOVQ         flags+136(FP), SI
 	SHRQ         $0x08, SI
-	LEAQ         epilogueGelu<>+1152(SB), DI
+	LEAQ         epilogueGelu<>+1024(SB), DI
 	CMPQ         SI, $0x00000005
 	CMOVQEQ      DI, BX
 	VMOVUPS      (BX), Z5
@@ -63923,10 +63859,10 @@ epi_row_3044:
 	VCVTDQ2PS     Z16, Z16
 	VMULPS        Z13, Z16, Z16
 	VADDPS        Z14, Z16, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z17
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z16, Z18
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z18, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z16, Z18
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z18, Z18
 	VCVTPS2DQ     Z17, Z19
 	VCVTPS2DQ     Z18, Z20
 	VREDUCEPS     $0x00, Z17, Z17
@@ -63990,7 +63926,7 @@ epi_flag_3042:
 	LEAQ         epilogueGelu<>+768(SB), DI
 	MOVQ         flags+136(FP), R8
 	SHRQ         $0x08, R8
-	LEAQ         epilogueGelu<>+1152(SB), R9
+	LEAQ         epilogueGelu<>+1024(SB), R9
 	CMPQ         R8, $0x00000005
 	CMOVQEQ      R9, DI
 	VMOVUPS      (DI), Z5
@@ -64041,10 +63977,10 @@ epi_row_3046:
 	VMULPS        Z13, Z0, Z0
 	VMULPS.BCST   (BX)(R11*4), Z0, Z0
 	VADDPS        Z14, Z0, Z0
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z15, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1548(SB), Z0, Z17
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+1540(SB), Z17, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
 	VCVTPS2DQ     Z16, Z18
 	VCVTPS2DQ     Z17, Z19
 	VREDUCEPS     $0x00, Z16, Z16
@@ -68878,9 +68814,9 @@ epi2_gelu_3143:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -68949,9 +68885,9 @@ epi_flag_3247:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69033,9 +68969,9 @@ epi_flag_3246:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69122,9 +69058,9 @@ epi_flag_3252:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69210,9 +69146,9 @@ epi_flag_3245:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69286,9 +69222,9 @@ epi_flag_3258:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69375,9 +69311,9 @@ epi_flag_3257:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69469,9 +69405,9 @@ epi_flag_3263:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69564,9 +69500,9 @@ epi_flag_3244:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69637,9 +69573,9 @@ epi_flag_3270:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69723,9 +69659,9 @@ epi_flag_3269:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69814,9 +69750,9 @@ epi_flag_3275:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69904,9 +69840,9 @@ epi_flag_3268:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -69982,9 +69918,9 @@ epi_flag_3281:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -70073,9 +70009,9 @@ epi_flag_3280:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -70169,9 +70105,9 @@ epi_flag_3286:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -70269,9 +70205,9 @@ epi_flag_3243:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -70343,9 +70279,9 @@ epi_flag_3294:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -70433,9 +70369,9 @@ epi_flag_3293:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -70525,9 +70461,9 @@ epi_flag_3299:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -70619,9 +70555,9 @@ epi_flag_3292:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -70698,9 +70634,9 @@ epi_flag_3305:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -70793,9 +70729,9 @@ epi_flag_3304:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -70890,9 +70826,9 @@ epi_flag_3310:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -70991,9 +70927,9 @@ epi_flag_3291:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -71067,9 +71003,9 @@ epi_flag_3317:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -71159,9 +71095,9 @@ epi_flag_3316:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -71253,9 +71189,9 @@ epi_flag_3322:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -71349,9 +71285,9 @@ epi_flag_3315:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -71430,9 +71366,9 @@ epi_flag_3328:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -71527,9 +71463,9 @@ epi_flag_3327:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -71626,9 +71562,9 @@ epi_flag_3333:
 	LEAQ         epilogueGelu<>+384(SB), DX
 	CMPQ         CX, $0x00000003
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -71737,12 +71673,12 @@ epi2_gelu_u8_3144:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -71818,12 +71754,12 @@ epi_flag_3341:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -71904,12 +71840,12 @@ epi_flag_3340:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -71990,12 +71926,12 @@ epi_flag_3346:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -72083,12 +72019,12 @@ epi_flag_3339:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -72166,12 +72102,12 @@ epi_flag_3352:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -72254,12 +72190,12 @@ epi_flag_3351:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -72342,12 +72278,12 @@ epi_flag_3357:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -72440,12 +72376,12 @@ epi_flag_3338:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -72524,12 +72460,12 @@ epi_flag_3364:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -72616,12 +72552,12 @@ epi_flag_3363:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -72705,12 +72641,12 @@ epi_flag_3369:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -72804,12 +72740,12 @@ epi_flag_3362:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -72890,12 +72826,12 @@ epi_flag_3375:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -72984,12 +72920,12 @@ epi_flag_3374:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y2
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y3
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
 	VPXOR        Y4, Y4, Y4
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
@@ -73075,12 +73011,12 @@ epi_flag_3380:
 	LEAQ         epilogueGelu<>+768(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
-	LEAQ         epilogueGelu<>+1152(SB), DX
+	LEAQ         epilogueGelu<>+1024(SB), DX
 	CMPQ         CX, $0x00000005
 	CMOVQEQ      DX, AX
-	VBROADCASTSS epilogueGelu<>+1536(SB), Y0
-	VBROADCASTSS epilogueGelu<>+1540(SB), Y1
-	VBROADCASTSS epilogueGelu<>+1544(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
 	VPXOR        Y3, Y3, Y3
 	MOVQ         ldc+8(FP), CX
 	SHLQ         $0x02, CX
