@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/blocks"
 	"github.com/sqc-dev/sqc/compiler/interp"
 )
 
@@ -31,8 +32,8 @@ func TestActivations(t *testing.T) {
 			g := compiler.NewGraph(act)
 			g.Opset = opset
 			g.Inputs = []*compiler.Value{{Name: "x", DType: compiler.Float32, Shape: compiler.StaticShape(n)}}
-			b := &builder{g: g, cfg: Config{HiddenAct: act}}
-			y := b.rename(b.activation("x", "act"), "y")
+			b := &builder{Builder: blocks.Builder{G: g}, cfg: Config{HiddenAct: act}}
+			y := b.Rename(b.activation("x", "act"), "y")
 			g.Outputs = []*compiler.Value{{Name: y, DType: compiler.Float32, Shape: compiler.StaticShape(n)}}
 			it, err := interp.New(g)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/blocks"
 )
 
 // File names inside a model folder, as `transformers` saves them.
@@ -96,7 +97,7 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	}
 	g := compiler.NewGraph(cfg.Architecture)
 	g.Opset = opset
-	b := &builder{g: g, cfg: cfg, weights: weights, file: sourceFile(weights)}
+	b := &builder{Builder: blocks.Builder{G: g}, cfg: cfg, weights: weights, file: sourceFile(weights)}
 
 	inputs := []string{inInputIDs, inAttentionMask}
 	if cfg.ModelType == ModelBERT {

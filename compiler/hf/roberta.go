@@ -21,17 +21,17 @@ func buildRoBERTa(b *builder, prefix string, pooled bool) {
 		x = b.bertLayer(prefix+"encoder.layer."+strconv.Itoa(l), x, maskBias, h, inter)
 	}
 	if !b.cfg.IsClassifier() {
-		x = b.rename(x, outLastHidden)
+		x = b.Rename(x, outLastHidden)
 		if pooled {
-			b.rename(b.bertPooler(prefix+"pooler", x, h), outPooler)
+			b.Rename(b.bertPooler(prefix+"pooler", x, h), outPooler)
 		}
 		return
 	}
 	// RobertaClassificationHead: features[:, 0] -> (dropout) -> dense ->
 	// tanh -> (dropout) -> out_proj. The encoder has no pooler here.
 	first := b.firstToken(x, "classifier")
-	dense := b.op("Tanh", "classifier/Tanh", b.gemm(first, "classifier.dense", h, h))
-	b.rename(b.gemm(dense, "classifier.out_proj", h, len(b.cfg.Labels)), outLogits)
+	dense := b.Op("Tanh", "classifier/Tanh", b.gemm(first, "classifier.dense", h, h))
+	b.Rename(b.gemm(dense, "classifier.out_proj", h, len(b.cfg.Labels)), outLogits)
 }
 
 // robertaEmbeddings is RobertaEmbeddings: (word + token type) + position
@@ -42,13 +42,13 @@ func buildRoBERTa(b *builder, prefix string, pooled bool) {
 func (b *builder) robertaEmbeddings(scope string) string {
 	c := b.cfg
 	h := int64(c.HiddenSize)
-	words := b.gather(b.weight(scope+".word_embeddings.weight", int64(c.VocabSize), h), inInputIDs, scope+".word_embeddings")
-	typeRow := b.gather(b.weight(scope+".token_type_embeddings.weight", int64(c.TypeVocabSize), h),
-		b.intScalar("const.i64.0", 0), scope+".token_type_embeddings")
-	sum := b.op("Add", scope+"/add_token_types", words, typeRow)
+	words := b.Gather(b.weight(scope+".word_embeddings.weight", int64(c.VocabSize), h), inInputIDs, scope+".word_embeddings")
+	typeRow := b.Gather(b.weight(scope+".token_type_embeddings.weight", int64(c.TypeVocabSize), h),
+		b.IntScalar("const.i64.0", 0), scope+".token_type_embeddings")
+	sum := b.Op("Add", scope+"/add_token_types", words, typeRow)
 	table := b.weight(scope+".position_embeddings.weight", int64(c.MaxPositions), h)
-	positions := b.gather(table, b.robertaPositionIDs(inInputIDs, scope+".position_ids"), scope+".position_embeddings")
-	sum = b.op("Add", scope+"/add_positions", sum, positions)
+	positions := b.Gather(table, b.robertaPositionIDs(inInputIDs, scope+".position_ids"), scope+".position_embeddings")
+	sum = b.Op("Add", scope+"/add_positions", sum, positions)
 	return b.layerNorm(sum, scope+".LayerNorm")
 }
 
@@ -61,13 +61,13 @@ const onnxInt64 = 7
 // tokens (wherever they are) get padding_idx. It follows the token ids, not
 // attention_mask, as `transformers` does.
 func (b *builder) robertaPositionIDs(ids, scope string) string {
-	pad := b.intScalar("const.i64.pad."+strconv.Itoa(b.cfg.PadTokenID), int64(b.cfg.PadTokenID))
-	isPad := b.op("Equal", scope+"/is_pad", ids, pad)
-	mask := b.opAttrs("Cast", scope+"/mask", map[string]compiler.Attr{
+	pad := b.IntScalar("const.i64.pad."+strconv.Itoa(b.cfg.PadTokenID), int64(b.cfg.PadTokenID))
+	isPad := b.Op("Equal", scope+"/is_pad", ids, pad)
+	mask := b.OpAttrs("Cast", scope+"/mask", map[string]compiler.Attr{
 		"to": {Kind: compiler.AttrInt, Int: onnxInt64},
-	}, b.op("Not", scope+"/not_pad", isPad))
-	counts := b.op("CumSum", scope+"/cumsum", mask, b.intScalar("const.i64.1", 1))
-	return b.op("Add", scope+"/offset", b.op("Mul", scope+"/masked", counts, mask), pad)
+	}, b.Op("Not", scope+"/not_pad", isPad))
+	counts := b.Op("CumSum", scope+"/cumsum", mask, b.IntScalar("const.i64.1", 1))
+	return b.Op("Add", scope+"/offset", b.Op("Mul", scope+"/masked", counts, mask), pad)
 }
 
 // hasWeight reports whether the weight source holds name: RoBERTa

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/blocks"
 	"github.com/sqc-dev/sqc/compiler/interp"
 )
 
@@ -75,8 +76,8 @@ func TestRobertaPositionIDs(t *testing.T) {
 	g := compiler.NewGraph("positions")
 	g.Opset = opset
 	g.Inputs = []*compiler.Value{{Name: inInputIDs, DType: compiler.Int64, Shape: compiler.StaticShape(2, 6)}}
-	b := &builder{g: g, cfg: Config{PadTokenID: pad}}
-	out := b.rename(b.robertaPositionIDs(inInputIDs, "position_ids"), "position_ids")
+	b := &builder{Builder: blocks.Builder{G: g}, cfg: Config{PadTokenID: pad}}
+	out := b.Rename(b.robertaPositionIDs(inInputIDs, "position_ids"), "position_ids")
 	g.Outputs = []*compiler.Value{{Name: out, DType: compiler.Int64, Shape: compiler.StaticShape(2, 6)}}
 	it, err := interp.New(g)
 	if err != nil {

@@ -13,7 +13,11 @@
 //   - Every node's op is an op of the default ONNX domain in compiler's op
 //     table (compiler.LookupOp); otherwise one error lists every unsupported
 //     node with its name, op type and opset (UnsupportedOpsError, which
-//     wraps compiler.ErrUnsupportedOp).
+//     wraps compiler.ErrUnsupportedOp). ONNX Runtime's fused com.microsoft
+//     ops of BERT-family models (Attention, EmbedLayerNormalization,
+//     SkipLayerNormalization, the GELUs, FusedMatMul, FusedGemm) are read
+//     and expanded into the default-domain ops a torch export has for the
+//     same computation (contrib.go), so the graph holds none of them.
 //   - Inputs are the graph inputs that are not initializers, with dtype and
 //     symbolic shape (dim_param becomes Dim{Param, Size: -1}, a missing
 //     dimension Dim{Size: -1}, a missing shape a nil Shape).

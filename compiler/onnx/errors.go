@@ -3,6 +3,8 @@ package onnx
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -108,8 +110,8 @@ func (e *UnsupportedOpsError) Error() string {
 		b.WriteString(". The model is quantised already (ONNX Runtime's quantiser or a QDQ export made these nodes); " +
 			"sqc calibrates and quantises FP32 models itself: give it the FP32 export (e.g. onnx/model.onnx, not model_quantized.onnx or model_qint8_*.onnx)")
 	case msDomain:
-		b.WriteString(". com.microsoft ops are ONNX Runtime's own, made by its transformer optimizer (fused Attention, SkipLayerNormalization, FastGelu, ...); " +
-			"give sqc the export before that optimisation (e.g. onnx/model.onnx, not model_O1.onnx to model_O4.onnx)")
+		fmt.Fprintf(&b, ". com.microsoft ops are ONNX Runtime's own, made by its transformer optimizer; sqc reads those of its BERT fusions (%s), not these: "+
+			"give sqc the export before that optimisation (e.g. onnx/model.onnx)", strings.Join(slices.Sorted(maps.Keys(contribExpanders)), ", "))
 	}
 	return b.String()
 }

@@ -52,6 +52,9 @@ func (b *builder) model(m *onnxpb.ModelProto) (*compiler.Graph, error) {
 	if err := b.order(g, gp); err != nil {
 		return nil, err
 	}
+	if err := b.expandContrib(g); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
 

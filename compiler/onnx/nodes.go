@@ -19,6 +19,9 @@ func (b *builder) nodes(g *compiler.Graph, gp *onnxpb.GraphProto) error {
 			Outputs: slices.Clone(np.GetOutput()),
 			Attrs:   make(map[string]compiler.Attr, len(np.GetAttribute())),
 		}
+		if isContribOp(np.GetDomain(), n.Op) {
+			n.Op = contribOp(n.Op) // until expandContrib replaces it
+		}
 		for _, ap := range np.GetAttribute() {
 			name := ap.GetName()
 			if name == "" {
