@@ -177,5 +177,8 @@ func (pl *plan) embedParams(s *exec.EmbedStep) jen.Dict {
 	if e.PadPositions {
 		d[jen.Id("PadPositions")], d[jen.Id("PaddingIdx")] = jen.True(), jen.Lit(e.PaddingIdx)
 	}
+	if e.PositionsFirst {
+		d[jen.Id("PositionsFirst")] = jen.True()
+	}
 	return d
 }

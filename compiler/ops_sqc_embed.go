@@ -12,12 +12,13 @@ func embeddingsOp() *OpDef {
 	return &OpDef{
 		Name: "sqc.Embeddings", Domain: DomainSqc,
 		Doc: "Y[b, s] = (Word[ids[b, s]] + Type[type_ids[b, s]]) + Pos[p(b, s)], inputs (ids, Word, Pos[, type_ids, Type]) " +
+			"(with positions_first = 1: (Word[ids[b, s]] + Pos[p(b, s)]) + Type[type_ids[b, s]], the order of older transformers and ONNX Runtime's EmbedLayerNormalization) " +
 			"with ids and type_ids i64 [batch, seq], Word [vocab, H], Pos [max_positions, H], Type [types, H]; Y is f32 [batch, seq, H]. " +
 			"No Type: no type term; Type without type_ids (input 3 empty): every token takes Type's row 0. " +
 			"p(b, s) = s, or with padding_idx = P (RoBERTa's create_position_ids_from_input_ids): P + #{j <= s : ids[b, j] != P} " +
 			"where ids[b, s] != P, else P.",
 		MinInputs: 3, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 1,
-		Attrs: []AttrSpec{{Name: "padding_idx", Kind: AttrInt}},
+		Attrs: []AttrSpec{{Name: "padding_idx", Kind: AttrInt}, {Name: "positions_first", Kind: AttrInt}},
 		DTypes: DTypeRule{
 			In:   []string{"I", "f32", "f32", "I", "f32"},
 			Out:  []string{"f32"},
@@ -39,7 +40,16 @@ func EmbeddingsPaddingIdx(n *Node) (int64, bool) {
 	return n.AttrInt("padding_idx", 0), true
 }
 
+// EmbeddingsPositionsFirst reports whether a sqc.Embeddings node adds the
+// position row before the type row ((word + position) + type) rather than
+// after it ((word + type) + position): float32 sums in another order are
+// other bits, so the node keeps the order of the graph it replaced.
+func EmbeddingsPositionsFirst(n *Node) bool { return n.AttrInt("positions_first", 0) != 0 }
+
 func embeddingsCheck(n *Node, _ int64) error {
+	if v := n.AttrInt("positions_first", 0); v != 0 && v != 1 {
+		return fmt.Errorf("sqc.Embeddings positions_first = %d (want 0 or 1)", v)
+	}
 	if pad, ok := EmbeddingsPaddingIdx(n); ok && pad < 0 {
 		return fmt.Errorf("sqc.Embeddings padding_idx = %d (want >= 0: it is a row of the position table)", pad)
 	}

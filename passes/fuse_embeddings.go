@@ -9,6 +9,8 @@ import (
 // the Shape/Gather/Unsqueeze/Slice plumbing torch exports for position ids:
 //
 //	LayerNormalization(Add(W, P), gamma, beta)   ->   LayerNormalization(sqc.Embeddings(...), gamma, beta)
+//	  | LayerNormalization(Add(Add(word, P), T), gamma, beta)            (older transformers, ONNX Runtime's
+//	                                                                     EmbedLayerNormalization: positions_first)
 //	W = Gather(word, ids) | Add(Gather(word, ids), T)
 //	T = Gather(type, type_ids)                                         (BERT)
 //	  | Gather(type, Expand|Slice(...(all-zero i64 constant)))          (torch.onnx RoBERTa: buffered type ids)
@@ -53,7 +55,9 @@ func fuseEmbeddings(g *compiler.Graph) (bool, error) {
 			}
 		}
 		if !ok {
-			continue
+			if m, ok = matchPositionsFirst(g, ix, sum); !ok {
+				continue
+			}
 		}
 		if m.typeRow != nil { // a [1, H] table for the row
 			m.typ = nm.Fresh(m.typ + "/table")
@@ -69,8 +73,12 @@ func fuseEmbeddings(g *compiler.Graph) (bool, error) {
 			Inputs:  inputs,
 			Outputs: []string{sum.Outputs[0]},
 		}
+		fused.Attrs = map[string]compiler.Attr{}
 		if m.padPositions {
-			fused.Attrs = map[string]compiler.Attr{"padding_idx": compiler.IntAttr(m.paddingIdx)}
+			fused.Attrs["padding_idx"] = compiler.IntAttr(m.paddingIdx)
+		}
+		if m.positionsFirst {
+			fused.Attrs["positions_first"] = compiler.IntAttr(1)
 		}
 		repl[sum] = fused
 	}
@@ -85,23 +93,45 @@ type embedMatch struct {
 	typeRow      *compiler.Tensor
 	padPositions bool // RoBERTa's position ids, offset by paddingIdx
 	paddingIdx   int64
+	// positionsFirst: the sum is (word + position) + type, as older
+	// transformers and ONNX Runtime's EmbedLayerNormalization add them.
+	positionsFirst bool
+}
+
+// matchPositionsFirst matches sum as (W + P) + T: W the word Gather, P the
+// position term (as matchEmbedTerms takes it) and T the type term (a type
+// Gather at type ids, or one type row as matchTypeRow takes it).
+func matchPositionsFirst(g *compiler.Graph, ix *index, sum *compiler.Node) (embedMatch, bool) {
+	for k := range 2 {
+		inner := ix.producedBy(sum.Inputs[k], "Add")
+		if inner == nil || ix.onlyConsumer(sum.Inputs[k]) != sum {
+			continue
+		}
+		for j := range 2 {
+			m, ok := matchEmbedTerms(g, ix, inner.Inputs[j], inner.Inputs[1-j])
+			if !ok || m.typ != "" {
+				continue
+			}
+			// The type term, matched as the second operand of a word + type
+			// sum whose first is the word + position sum.
+			typeAdd := &compiler.Node{Op: "Add", Inputs: []string{sum.Inputs[k], sum.Inputs[1-k]}, Outputs: sum.Outputs}
+			if tt, ti, ok := embedGather(g, ix, typeAdd.Inputs[1]); ok {
+				m.typ, m.typeIDs = tt, ti
+			} else if !matchTypeRow(g, ix, &m, typeAdd) {
+				continue
+			}
+			m.positionsFirst = true
+			return m, true
+		}
+	}
+	return embedMatch{}, false
 }
 
 // matchEmbedTerms matches w as the word (+ type) term and p as the
 // position term.
 func matchEmbedTerms(g *compiler.Graph, ix *index, w, p string) (embedMatch, bool) {
 	var m embedMatch
-	gather := func(name string) (table, indices string, ok bool) {
-		n := ix.producedBy(name, "Gather")
-		if n == nil || n.AttrInt("axis", 0) != 0 || ix.onlyConsumer(name) == nil {
-			return "", "", false
-		}
-		t := ix.constant(n.Inputs[0])
-		if t == nil || t.DType != compiler.Float32 || len(t.Shape) != 2 || !isGraphInput(g, n.Inputs[1]) {
-			return "", "", false
-		}
-		return n.Inputs[0], n.Inputs[1], true
-	}
+	gather := func(name string) (table, indices string, ok bool) { return embedGather(g, ix, name) }
 	if table, ids, ok := gather(w); ok {
 		m.word, m.ids = table, ids
 	} else if add := ix.producedBy(w, "Add"); add != nil && ix.onlyConsumer(w) != nil {
@@ -125,6 +155,20 @@ func matchEmbedTerms(g *compiler.Graph, ix *index, w, p string) (embedMatch, boo
 	pos, pad, ok := matchPadPositions(g, ix, p, m.ids)
 	m.pos, m.padPositions, m.paddingIdx = pos, true, pad
 	return m, ok
+}
+
+// embedGather matches name as a row lookup of a graph input's ids in a
+// constant f32 table: Gather(table [rows, H], ids, axis 0), read once.
+func embedGather(g *compiler.Graph, ix *index, name string) (table, indices string, ok bool) {
+	n := ix.producedBy(name, "Gather")
+	if n == nil || n.AttrInt("axis", 0) != 0 || ix.onlyConsumer(name) == nil {
+		return "", "", false
+	}
+	t := ix.constant(n.Inputs[0])
+	if t == nil || t.DType != compiler.Float32 || len(t.Shape) != 2 || !isGraphInput(g, n.Inputs[1]) {
+		return "", "", false
+	}
+	return n.Inputs[0], n.Inputs[1], true
 }
 
 // matchTypeRow matches input 1 of add (word + T) as one type row added to

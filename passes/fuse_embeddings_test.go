@@ -2,8 +2,10 @@ package passes
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -178,4 +180,83 @@ func i64Scalar(v int64) *compiler.Tensor {
 	t := compiler.NewTensor(compiler.Int64)
 	t.I64[0] = v
 	return t
+}
+
+// TestFuseEmbeddingsPositionsFirst: BERT's embeddings summed as (word +
+// position) + type (older transformers, ONNX Runtime's
+// EmbedLayerNormalization) fuse into one sqc.Embeddings with
+// positions_first, which gives the unfused graph's bits; the usual order
+// fuses without it.
+func TestFuseEmbeddingsPositionsFirst(t *testing.T) {
+	dir := testmodels.TinyDir(t, testmodels.TinyBertCls)
+	ref, err := testmodels.LoadModelReference(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reorder := range []bool{false, true} {
+		t.Run(fmt.Sprintf("positions_first=%v", reorder), func(t *testing.T) {
+			g, err := hf.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reorder {
+				// add_token_types = words + types; add_positions = that + positions
+				// becomes add_token_types = words + positions; add_positions = that + types.
+				var typesAdd, posAdd *compiler.Node
+				for _, n := range g.Nodes {
+					switch {
+					case strings.HasSuffix(n.Name, "embeddings/add_token_types"):
+						typesAdd = n
+					case strings.HasSuffix(n.Name, "embeddings/add_positions"):
+						posAdd = n
+					}
+				}
+				if typesAdd == nil || posAdd == nil {
+					t.Fatal("no embedding sums in the tiny BERT")
+				}
+				typesAdd.Inputs[1], posAdd.Inputs[1] = posAdd.Inputs[1], typesAdd.Inputs[1]
+				g.Nodes = slices.DeleteFunc(g.Nodes, func(n *compiler.Node) bool { return n == typesAdd })
+				at := slices.Index(g.Nodes, posAdd)
+				g.Nodes = slices.Insert(g.Nodes, at, typesAdd)
+			}
+			// The pipeline without FuseEmbeddings is the reference: the other
+			// fusions round differently from the ops they replace.
+			before := g.Clone()
+			if err := Run(before, without(Pipeline(), []string{FuseEmbeddings.Name}), Options{CheckIR: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := RunPipeline(g, Options{CheckIR: true}); err != nil {
+				t.Fatal(err)
+			}
+			var emb *compiler.Node
+			for _, n := range g.Nodes {
+				if n.Op == "sqc.Embeddings" {
+					emb = n
+				}
+			}
+			if emb == nil {
+				t.Fatalf("no sqc.Embeddings:\n%s", g.Text())
+			}
+			if compiler.EmbeddingsPositionsFirst(emb) != reorder || len(emb.Inputs) != 5 {
+				t.Errorf("positions_first %v with %d inputs, want %v with the type table", compiler.EmbeddingsPositionsFirst(emb), len(emb.Inputs), reorder)
+			}
+			types := ref.Inputs["token_type_ids"].Clone()
+			for i := range types.I64 {
+				types.I64[i] = int64(i % 2)
+			}
+			mixed := maps.Clone(ref.Inputs)
+			mixed["token_type_ids"] = types
+			for i, in := range []map[string]*compiler.Tensor{ref.Inputs, mixed} {
+				want, err := interp.Run(before, in, &interp.Options{Threads: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := interp.Run(g, in, &interp.Options{Threads: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantSameBits(t, fmt.Sprintf("batch %d", i), got, want)
+			}
+		})
+	}
 }

@@ -24,6 +24,7 @@ func (l *lowering) embeddings(n *compiler.Node) bool {
 		Params: nn.Embeddings{Hidden: h, Words: word.F32, Positions: pos.F32},
 	}
 	s.Params.PaddingIdx, s.Params.PadPositions = compiler.EmbeddingsPaddingIdx(n)
+	s.Params.PositionsFirst = compiler.EmbeddingsPositionsFirst(n)
 	if len(n.Inputs) == 5 && n.Inputs[4] != "" {
 		typ := l.constant(n.Inputs[4])
 		if typ == nil || typ.DType != compiler.Float32 {

@@ -41,6 +41,9 @@ func (s *EmbedStep) Describe(sl []*Slot) string {
 	if s.Params.PadPositions {
 		padding = fmt.Sprintf(", padding_idx=%d", s.Params.PaddingIdx)
 	}
+	if s.Params.PositionsFirst {
+		padding += ", positions first"
+	}
 	return fmt.Sprintf("%s = %s(%s, %s; word=%%%s, pos=%%%s, type=%%%s, hidden=%d%s)", slotName(sl, s.Out), s.Call(),
 		slotName(sl, s.IDs), slotName(sl, s.TypeIDs), s.WordName, s.PosName, s.TypeName, s.Params.Hidden, padding)
 }

@@ -9,7 +9,7 @@ import (
 
 // sqc.Embeddings (compiler/ops_sqc_embed.go) is computed the way the
 // unfused graph computes it — Gathers, then float32 Adds in the order
-// (word + type) + position, the position ids 0..seq-1 or, with
+// (word + type) + position (positions_first: (word + position) + type), the position ids 0..seq-1 or, with
 // padding_idx, RoBERTa's Equal/Not/Cast/CumSum/Mul/Add chain — so fusing
 // the chain changes no bits.
 func init() {
@@ -23,6 +23,7 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 		typeIDs, typ = c.in[3], c.in[4] // typeIDs nil: type 0 for every token
 	}
 	pad, padded := compiler.EmbeddingsPaddingIdx(c.node)
+	positionsFirst := compiler.EmbeddingsPositionsFirst(c.node)
 	if len(ids.Shape) != 2 || ids.DType != compiler.Int64 {
 		return nil, fmt.Errorf("%w: Embeddings ids %s%v, want i64 [batch, seq]", compiler.ErrShapeMismatch, ids.DType, ids.Shape)
 	}
@@ -53,19 +54,6 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 				return nil, err
 			}
 			copy(out, w)
-			if typ != nil {
-				typeID := int64(0)
-				if typeIDs != nil {
-					typeID = typeIDs.I64[b*seq+s]
-				}
-				t, err := row(typ, typeID, "token type")
-				if err != nil {
-					return nil, err
-				}
-				for i := range out {
-					out[i] += t[i]
-				}
-			}
 			posID := int64(s)
 			if padded {
 				posID = pad // (cumsum · mask) + padding_idx
@@ -78,10 +66,31 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 			if err != nil {
 				return nil, err
 			}
-			for i := range out {
-				out[i] += p[i]
+			if positionsFirst {
+				addTo(out, p)
+			}
+			if typ != nil {
+				typeID := int64(0)
+				if typeIDs != nil {
+					typeID = typeIDs.I64[b*seq+s]
+				}
+				t, err := row(typ, typeID, "token type")
+				if err != nil {
+					return nil, err
+				}
+				addTo(out, t)
+			}
+			if !positionsFirst {
+				addTo(out, p)
 			}
 		}
 	}
 	return []*compiler.Tensor{ops.FromSlice([]int64{batch, seq, h}, sum)}, nil
+}
+
+// addTo adds x to out elementwise, in float32 as the unfused Add does.
+func addTo(out, x []float32) {
+	for i := range out {
+		out[i] += x[i]
+	}
 }

@@ -20,8 +20,8 @@ import (
 // torch export, and nothing after the frontend knows the model came
 // fused. Each expansion computes the op's documented result; where ONNX
 // Runtime's kernel sums the same terms in another order (SkipLayerNorm's
-// bias, EmbedLayerNorm's position term), the expansion takes the order the
-// exporters write, which differs from the kernel's by float32 rounding
+// bias), the expansion takes the order the exporters write, which the
+// fusions expect and which differs from the kernel's by float32 rounding
 // only.
 //
 // The optional outputs ONNX Runtime uses in training (LayerNorm's mean and
@@ -378,9 +378,10 @@ func (e *contribExpander) skipLayerNorm(n *compiler.Node) error {
 
 // embedLayerNorm: EmbedLayerNormalization(input_ids, segment_ids,
 // word_embedding, position_embedding, segment_embedding, gamma, beta[,
-// mask[, position_ids]]) = LayerNorm(word[ids] + segment[segment_ids] +
-// position[position_ids]), positions 0..seq-1 without position_ids: BERT's
-// embeddings as transformers writes them, which FuseEmbeddings fuses.
+// mask[, position_ids]]) = LayerNorm((word[ids] + position[position_ids]) +
+// segment[segment_ids]), positions 0..seq-1 without position_ids: the sum
+// in ONNX Runtime's order, which FuseEmbeddings fuses as it is
+// (positions_first).
 // Output 1 (mask_index) is the mask's per-sequence count of ones; the
 // Attention nodes reading it take the mask itself instead (attention).
 // Output 2, when used, is the sum before the LayerNorm.
@@ -391,9 +392,6 @@ func (e *contribExpander) embedLayerNorm(n *compiler.Node) error {
 	s := scope(n)
 	ids := e.uncastIDs(n.Inputs[0])
 	sum := e.b.Gather(n.Inputs[2], ids, s+"/word_embeddings")
-	if seg, table := input(n, 1), input(n, 4); seg != "" && table != "" {
-		sum = e.b.Op("Add", s+"/add_segments", sum, e.b.Gather(table, e.uncastIDs(seg), s+"/segment_embeddings"))
-	}
 	var positions string
 	if pids := input(n, 8); pids != "" {
 		positions = e.b.Gather(n.Inputs[3], pids, s+"/position_embeddings")
@@ -401,6 +399,9 @@ func (e *contribExpander) embedLayerNorm(n *compiler.Node) error {
 		positions = e.b.PositionRows(n.Inputs[3], ids, s+"/position_embeddings")
 	}
 	sum = e.b.Op("Add", s+"/add_positions", sum, positions)
+	if seg, table := input(n, 1), input(n, 4); seg != "" && table != "" {
+		sum = e.b.Op("Add", s+"/add_segments", sum, e.b.Gather(table, e.uncastIDs(seg), s+"/segment_embeddings"))
+	}
 	if len(n.Outputs) > 2 && e.used(n.Outputs[2]) {
 		sum = e.b.Rename(sum, n.Outputs[2])
 	}

@@ -42,6 +42,11 @@ type Embeddings struct {
 	// PaddingIdx. Unset: positions 0, 1, 2, ... (BERT, DistilBERT).
 	PadPositions bool
 	PaddingIdx   int64
+	// PositionsFirst adds the position row before the token-type row,
+	// (word + position) + tokenType, as older transformers releases and
+	// ONNX Runtime's EmbedLayerNormalization sum BERT's embeddings; unset:
+	// (word + tokenType) + position. The orders round differently.
+	PositionsFirst bool
 }
 
 // Embed computes LayerNorm((word + tokenType) + position) for batch
@@ -57,7 +62,8 @@ func Embed(p *pool.Pool, dst []float32, e *Embeddings, ids, typeIDs []int64, bat
 
 // EmbedSum computes (word + tokenType) + position for batch sequences of
 // seq tokens into dst ([batch*seq, hidden]), with the position ids of
-// e.PadPositions and the sums in that order, as BERT's, DistilBERT's and
+// e.PadPositions and the sums in that order (e.PositionsFirst: (word +
+// position) + tokenType), as BERT's, DistilBERT's and
 // RoBERTa's graphs add them: the same bits as their Gathers and Adds
 // (sqc.Embeddings). typeIDs may be nil: then every token takes row 0 of
 // TokenTypes (RoBERTa's all-zero buffered type ids), or no type term
@@ -80,6 +86,10 @@ func EmbedSum(dst []float32, e *Embeddings, ids, typeIDs []int64, batch, seq int
 			pos = e.positionsAfter(nil)
 		}
 		row := dst[t*h : (t+1)*h]
+		posRow := e.Positions[pos.next(ids[t], t%seq)*h:][:h]
+		if e.PositionsFirst {
+			Add(row, row, posRow)
+		}
 		if typeIDs != nil {
 			types := len(e.TokenTypes) / h
 			id := typeIDs[t]
@@ -93,7 +103,9 @@ func EmbedSum(dst []float32, e *Embeddings, ids, typeIDs []int64, batch, seq int
 		} else if e.TokenTypes != nil {
 			Add(row, row, e.TokenTypes[:h])
 		}
-		Add(row, row, e.Positions[pos.next(ids[t], t%seq)*h:][:h])
+		if !e.PositionsFirst {
+			Add(row, row, posRow)
+		}
 	}
 	return nil
 }

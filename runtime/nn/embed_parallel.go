@@ -60,8 +60,8 @@ func embedRange(a *embedArgs, t0, t1 int) {
 	}
 }
 
-// embedRow writes one token's embedding, (word + type) + position, into
-// row: the token is ids[src] (typeIDs[src]; nil: type 0, or no type term
+// embedRow writes one token's embedding, (word + type) + position
+// ((word + position) + type with e.PositionsFirst), into row: the token is ids[src] (typeIDs[src]; nil: type 0, or no type term
 // without TokenTypes) at position pos. Negative ids count from the end of
 // their table, as Gather's indices do.
 func (e *Embeddings) embedRow(row []float32, ids, typeIDs []int64, src, pos int) {
@@ -71,6 +71,9 @@ func (e *Embeddings) embedRow(row []float32, ids, typeIDs []int64, src, pos int)
 		id += int64(len(e.Words) / h)
 	}
 	copy(row, e.Words[int(id)*h:][:h])
+	if e.PositionsFirst {
+		Add(row, row, e.Positions[pos*h:][:h])
+	}
 	if typeIDs != nil {
 		tid := typeIDs[src]
 		if tid < 0 {
@@ -80,5 +83,7 @@ func (e *Embeddings) embedRow(row []float32, ids, typeIDs []int64, src, pos int)
 	} else if e.TokenTypes != nil {
 		Add(row, row, e.TokenTypes[:h])
 	}
-	Add(row, row, e.Positions[pos*h:][:h])
+	if !e.PositionsFirst {
+		Add(row, row, e.Positions[pos*h:][:h])
+	}
 }

@@ -101,3 +101,51 @@ func TestEmbedSumParallel(t *testing.T) {
 		}
 	})
 }
+
+// TestEmbedSumPositionsFirst: with PositionsFirst, EmbedSum,
+// EmbedSumParallel and EmbedSumPacked all give float32 (word + position) +
+// type, which is not the default order's bits.
+func TestEmbedSumPositionsFirst(t *testing.T) {
+	const hidden, vocab, types, maxPos, batch, seq = 32, 40, 2, 16, 5, 16
+	// Tables on different grids (randSlice's values are multiples of 2^-23
+	// in [-1, 1), whose sums are exact in any order).
+	e := &Embeddings{
+		Hidden: hidden, Words: randSlice(4, vocab*hidden, -1, 1), Positions: randSlice(5, maxPos*hidden, -0.3, 0.3),
+		TokenTypes: randSlice(6, types*hidden, -0.07, 0.07), PositionsFirst: true,
+	}
+	ids, tt := make([]int64, batch*seq), make([]int64, batch*seq)
+	for i := range ids {
+		ids[i], tt[i] = int64(i*7%vocab), int64(i%types)
+	}
+	want := make([]float32, batch*seq*hidden)
+	for i := range batch * seq {
+		for c := range hidden {
+			want[i*hidden+c] = (e.Words[int(ids[i])*hidden+c] + e.Positions[(i%seq)*hidden+c]) + e.TokenTypes[int(tt[i])*hidden+c]
+		}
+	}
+	offsets := make([]int, batch+1)
+	for b := range offsets {
+		offsets[b] = b * seq
+	}
+	withPools(t, func(t *testing.T, p *pool.Pool) {
+		for name, run := range map[string]func(dst []float32, e *Embeddings) error{
+			"EmbedSum":         func(dst []float32, e *Embeddings) error { return EmbedSum(dst, e, ids, tt, batch, seq) },
+			"EmbedSumParallel": func(dst []float32, e *Embeddings) error { return EmbedSumParallel(p, dst, e, ids, tt, batch, seq) },
+			"EmbedSumPacked":   func(dst []float32, e *Embeddings) error { return EmbedSumPacked(p, dst, e, ids, tt, seq, offsets) },
+		} {
+			got := make([]float32, len(want))
+			if err := run(got, e); err != nil {
+				t.Fatal(err)
+			}
+			sameBits(t, fmt.Sprintf("%s, %d workers", name, workers(p)), got, want)
+			other := *e
+			other.PositionsFirst = false
+			if err := run(got, &other); err != nil {
+				t.Fatal(err)
+			}
+			if slices.Equal(got, want) {
+				t.Errorf("%s: the default order gives the same bits; the test data cannot tell the orders apart", name)
+			}
+		}
+	})
+}
